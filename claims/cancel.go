@@ -1,0 +1,29 @@
+package claims
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/agentledger/agentledger"
+)
+
+// Cancel is the operator's cancel of task id (restricted to tenant unless
+// empty). A task that is not running is cancelled at once; a running one is
+// flagged, its attempt sees the flag at its next heartbeat and acknowledges
+// with Cancelled. It returns the task as it stands after the call;
+// ErrNotFound for an unknown task, ErrConflict for a finished one.
+func (s *Store) Cancel(ctx context.Context, tenant string, id int64) (*agentledger.Task, error) {
+	var before string
+	var changed bool
+	err := s.db.QueryRow(ctx, cancelSQL, id, tenant, s.now()).Scan(&before, &changed)
+	if err != nil {
+		if err := notFound(err); err == agentledger.ErrNotFound {
+			return nil, fmt.Errorf("task %d: %w", id, err)
+		}
+		return nil, fmt.Errorf("cancel: %w", err)
+	}
+	if !changed {
+		return nil, fmt.Errorf("task %d is already %s: %w", id, before, agentledger.ErrConflict)
+	}
+	return s.Get(ctx, tenant, id)
+}

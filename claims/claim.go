@@ -1,0 +1,97 @@
+package claims
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/agentledger/agentledger"
+)
+
+// ClaimParams says what to claim and for whom.
+type ClaimParams struct {
+	Queue  string
+	Worker string        // lease owner recorded on the task and the attempt
+	Limit  int           // at most this many tasks
+	Lease  time.Duration // how long the lease lasts without a heartbeat
+}
+
+// Claim leases up to p.Limit runnable tasks of p.Queue to p.Worker in one
+// statement: due queued or retrying tasks, and running tasks whose lease
+// expired (their previous attempt is closed as lease_expired). Each claimed
+// task carries a new fencing token in LeaseToken; use Lease(task) for the
+// attempt's later writes.
+func (s *Store) Claim(ctx context.Context, p ClaimParams) ([]*agentledger.Task, error) {
+	if p.Limit <= 0 || p.Queue == "" || p.Worker == "" || p.Lease <= 0 {
+		return nil, fmt.Errorf("claim: %w: queue, worker, limit and lease are required", agentledger.ErrInvalid)
+	}
+	rows, err := s.db.Query(ctx, claimSQL, p.Queue, p.Worker, p.Limit, p.Lease, s.now())
+	if err != nil {
+		return nil, fmt.Errorf("claim: %w", err)
+	}
+	tasks, err := collectTasks(rows)
+	if err != nil {
+		return nil, fmt.Errorf("claim: %w", err)
+	}
+	return tasks, nil
+}
+
+// LeaseOf returns the lease a claimed task carries.
+func LeaseOf(t *agentledger.Task) agentledger.Lease {
+	return agentledger.Lease{TaskID: t.ID, Token: t.LeaseToken}
+}
+
+// HeartbeatResult says, per lease, whether it was renewed.
+type HeartbeatResult struct {
+	// Lost are the leases whose token is no longer current: their attempts
+	// must stop at once.
+	Lost []agentledger.Lease
+	// Cancel are renewed leases whose task an operator asked to cancel.
+	Cancel []agentledger.Lease
+}
+
+// Heartbeat renews leases by d from the database's now, fenced on each token,
+// in one statement.
+func (s *Store) Heartbeat(ctx context.Context, leases []agentledger.Lease, d time.Duration) (HeartbeatResult, error) {
+	var res HeartbeatResult
+	if len(leases) == 0 {
+		return res, nil
+	}
+	ids, tokens := split(leases)
+	rows, err := s.db.Query(ctx, heartbeatSQL, ids, tokens, s.now(), d)
+	if err != nil {
+		return res, fmt.Errorf("heartbeat: %w", err)
+	}
+	renewed := map[int64]bool{}
+	for rows.Next() {
+		var id int64
+		var cancel bool
+		if err := rows.Scan(&id, &cancel); err != nil {
+			rows.Close()
+			return res, fmt.Errorf("heartbeat: %w", err)
+		}
+		renewed[id] = cancel
+	}
+	if err := rows.Err(); err != nil {
+		return res, fmt.Errorf("heartbeat: %w", err)
+	}
+	for _, l := range leases {
+		cancel, ok := renewed[l.TaskID]
+		switch {
+		case !ok:
+			res.Lost = append(res.Lost, l)
+		case cancel:
+			res.Cancel = append(res.Cancel, l)
+		}
+	}
+	return res, nil
+}
+
+func split(leases []agentledger.Lease) (ids, tokens []int64) {
+	ids = make([]int64, len(leases))
+	tokens = make([]int64, len(leases))
+	for i, l := range leases {
+		ids[i], tokens[i] = l.TaskID, l.Token
+	}
+	return ids, tokens
+}

@@ -1,0 +1,278 @@
+package claims
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/canonjson"
+)
+
+// Defaults applied by Enqueue to zero fields.
+const (
+	DefaultTenant      = "default"
+	DefaultQueue       = "default"
+	DefaultMaxAttempts = 25
+)
+
+// EnqueueParams describes one task to submit.
+type EnqueueParams struct {
+	Tenant      string          // default "default"
+	Queue       string          // default "default"
+	Kind        string          // required
+	Payload     json.RawMessage // any JSON value; default {}
+	Priority    int16           // lower runs first; 0..100
+	RunAt       time.Time       // zero: now
+	MaxAttempts int32           // default 25
+
+	// SubmissionKey makes the submission idempotent per tenant: the same key
+	// with the same request returns the existing task; with a different
+	// request it is ErrKeyReuse.
+	SubmissionKey string
+}
+
+// EnqueueResult is one submitted task and whether it already existed.
+type EnqueueResult struct {
+	Task      *agentledger.Task
+	Duplicate bool
+}
+
+// Validate fills defaults and checks p; the error names the bad field and
+// matches agentledger.ErrInvalid.
+func (p *EnqueueParams) Validate() error {
+	if p.Tenant == "" {
+		p.Tenant = DefaultTenant
+	}
+	if p.Queue == "" {
+		p.Queue = DefaultQueue
+	}
+	if len(p.Payload) == 0 {
+		p.Payload = json.RawMessage(`{}`)
+	}
+	if p.MaxAttempts == 0 {
+		p.MaxAttempts = DefaultMaxAttempts
+	}
+	switch {
+	case !validName(p.Tenant):
+		return agentledger.Invalid("tenant", "%q must be 1-128 characters of letters, digits, '.', '_', ':' or '-'", p.Tenant)
+	case !validName(p.Queue):
+		return agentledger.Invalid("queue", "%q must be 1-128 characters of letters, digits, '.', '_', ':' or '-'", p.Queue)
+	case p.Kind == "":
+		return agentledger.Invalid("kind", "is required")
+	case !validName(p.Kind):
+		return agentledger.Invalid("kind", "%q must be 1-128 characters of letters, digits, '.', '_', ':' or '-'", p.Kind)
+	case !json.Valid(p.Payload):
+		return agentledger.Invalid("payload", "is not valid JSON")
+	case p.Priority < 0 || p.Priority > 100:
+		return agentledger.Invalid("priority", "%d is outside 0..100 (lower runs first)", p.Priority)
+	case p.MaxAttempts < 1 || p.MaxAttempts > 1000:
+		return agentledger.Invalid("max_attempts", "%d is outside 1..1000", p.MaxAttempts)
+	case p.SubmissionKey != "" && !ValidKey(p.SubmissionKey):
+		return agentledger.Invalid("submission_key", "must be 1-255 printable ASCII characters")
+	}
+	return nil
+}
+
+// ValidKey reports whether k is 1–255 printable ASCII characters, the rule
+// for submission and idempotency keys.
+func ValidKey(k string) bool {
+	if len(k) < 1 || len(k) > 255 {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		if k[i] < 0x20 || k[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+func validName(s string) bool {
+	if len(s) < 1 || len(s) > 128 {
+		return false
+	}
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9',
+			r == '.', r == '_', r == '-', r == ':':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// requestHash is what "the same request" means for a submission: the
+// canonical JSON of everything the caller asked for except the key itself.
+func (p *EnqueueParams) requestHash() ([]byte, error) {
+	req := struct {
+		Queue       string          `json:"queue"`
+		Kind        string          `json:"kind"`
+		Payload     json.RawMessage `json:"payload"`
+		Priority    int16           `json:"priority"`
+		MaxAttempts int32           `json:"max_attempts"`
+		RunAt       *time.Time      `json:"run_at,omitempty"`
+	}{p.Queue, p.Kind, p.Payload, p.Priority, p.MaxAttempts, nil}
+	if !p.RunAt.IsZero() {
+		t := p.RunAt.UTC()
+		req.RunAt = &t
+	}
+	return canonjson.HashValue(req)
+}
+
+// Enqueue submits one task. See EnqueueBatch.
+func (s *Store) Enqueue(ctx context.Context, p EnqueueParams) (EnqueueResult, error) {
+	res, err := s.EnqueueBatch(ctx, []EnqueueParams{p})
+	if err != nil {
+		return EnqueueResult{}, err
+	}
+	return res[0], nil
+}
+
+// EnqueueBatch submits tasks in one statement and returns one result per
+// param, in order. Keyed submissions are decided by the unique index on
+// (tenant, submission_key): an existing task with the same request hash comes
+// back with Duplicate set; with a different hash the whole call fails with
+// ErrKeyReuse and nothing is inserted. Validation errors insert nothing.
+func (s *Store) EnqueueBatch(ctx context.Context, ps []EnqueueParams) ([]EnqueueResult, error) {
+	n := len(ps)
+	if n == 0 {
+		return nil, nil
+	}
+	var (
+		tenants, queues, kinds, keys = make([]string, n), make([]string, n), make([]string, n), make([]*string, n)
+		payloads                     = make([]string, n)
+		prios                        = make([]int16, n)
+		runAts                       = make([]*time.Time, n)
+		maxes                        = make([]int32, n)
+		hashes                       = make([][]byte, n)
+	)
+	for i := range ps {
+		p := &ps[i]
+		if err := p.Validate(); err != nil {
+			if n > 1 {
+				return nil, fmt.Errorf("task %d: %w", i, err)
+			}
+			return nil, err
+		}
+		tenants[i], queues[i], kinds[i] = p.Tenant, p.Queue, p.Kind
+		payloads[i], prios[i], maxes[i] = string(p.Payload), p.Priority, p.MaxAttempts
+		if !p.RunAt.IsZero() {
+			t := p.RunAt
+			runAts[i] = &t
+		}
+		if p.SubmissionKey != "" {
+			h, err := p.requestHash()
+			if err != nil {
+				return nil, agentledger.Invalid("payload", "%v", err)
+			}
+			k := p.SubmissionKey
+			keys[i], hashes[i] = &k, h
+		}
+	}
+
+	// One transaction: if a key turns out to be reused, nothing of the batch
+	// stays inserted.
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // after Commit it is a no-op
+
+	rows, err := tx.Query(ctx, enqueueSQL, tenants, queues, kinds, payloads, prios,
+		runAts, maxes, keys, hashes, s.now())
+	if err != nil {
+		return nil, fmt.Errorf("enqueue: %w", err)
+	}
+	inserted, err := collectTasks(rows)
+	if err != nil {
+		return nil, fmt.Errorf("enqueue: %w", err)
+	}
+
+	out := make([]EnqueueResult, n)
+	// Rows come back in input order (ORDER BY ordinality), minus the skipped
+	// keyed ones, which are found by key below.
+	var missing []int
+	j := 0
+	for i := range ps {
+		if j < len(inserted) && sameSubmission(inserted[j], &ps[i]) {
+			out[i].Task = inserted[j]
+			j++
+			continue
+		}
+		missing = append(missing, i)
+	}
+	if j != len(inserted) {
+		return nil, fmt.Errorf("enqueue: internal error: %d of %d inserted rows unmatched", len(inserted)-j, len(inserted))
+	}
+	if len(missing) > 0 {
+		if err := resolveDuplicates(ctx, tx, ps, missing, hashes, out); err != nil {
+			return nil, err
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, fmt.Errorf("enqueue: %w", err)
+	}
+	return out, nil
+}
+
+// sameSubmission reports whether inserted row t is the one made from p.
+func sameSubmission(t *agentledger.Task, p *EnqueueParams) bool {
+	return t.Tenant == p.Tenant && t.Kind == p.Kind && t.Queue == p.Queue &&
+		t.SubmissionKey == p.SubmissionKey
+}
+
+// resolveDuplicates fills out[i] for submissions the unique index skipped:
+// the existing task came from an earlier call or from earlier in this batch.
+func resolveDuplicates(ctx context.Context, tx DB, ps []EnqueueParams, missing []int,
+	hashes [][]byte, out []EnqueueResult) error {
+	var tenants, keys []string
+	for _, i := range missing {
+		if ps[i].SubmissionKey == "" {
+			return fmt.Errorf("enqueue: internal error: unkeyed task %d was not inserted", i)
+		}
+		tenants = append(tenants, ps[i].Tenant)
+		keys = append(keys, ps[i].SubmissionKey)
+	}
+	rows, err := tx.Query(ctx, lookupKeysSQL, tenants, keys)
+	if err != nil {
+		return fmt.Errorf("enqueue: %w", err)
+	}
+	type existing struct {
+		task *agentledger.Task
+		hash []byte
+	}
+	found := map[[2]string]existing{}
+	for rows.Next() {
+		var r taskRow
+		var h []byte
+		if err := rows.Scan(&r.ID, &r.Tenant, &r.Queue, &r.Kind, &r.Payload, &r.Priority, &r.RunAt,
+			&r.State, &r.Attempt, &r.MaxAttempts, &r.Generation, &r.LeaseOwner, &r.LeaseToken,
+			&r.LeaseExpiresAt, &r.CancelRequestedAt, &r.Result, &r.LastError, &r.SubmissionKey,
+			&r.CreatedAt, &r.UpdatedAt, &r.FinishedAt, &h); err != nil {
+			rows.Close()
+			return fmt.Errorf("enqueue: %w", err)
+		}
+		found[[2]string{r.Tenant, deref(r.SubmissionKey)}] = existing{r.toTask(), h}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("enqueue: %w", err)
+	}
+	for _, i := range missing {
+		e, ok := found[[2]string{ps[i].Tenant, ps[i].SubmissionKey}]
+		if !ok {
+			// Inserted by a concurrent transaction that then rolled back
+			// cannot happen: ON CONFLICT waited for it. Only a delete
+			// (retention) between the two statements gets here.
+			return fmt.Errorf("enqueue: task with submission key vanished during enqueue; retry")
+		}
+		if !bytes.Equal(e.hash, hashes[i]) {
+			return fmt.Errorf("submission key %q (task %d): %w", ps[i].SubmissionKey, e.task.ID, agentledger.ErrKeyReuse)
+		}
+		out[i] = EnqueueResult{Task: e.task, Duplicate: true}
+	}
+	return nil
+}

@@ -1,0 +1,193 @@
+package claims
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/agentledger/agentledger"
+)
+
+// Success is one attempt that finished well.
+type Success struct {
+	Lease  agentledger.Lease
+	Result json.RawMessage // nil stores SQL NULL
+}
+
+// Failure is one attempt that failed.
+type Failure struct {
+	Lease agentledger.Lease
+	Error string
+	// Delay before the next attempt when the task retries.
+	Delay time.Duration
+	// Final dead-letters the task now, whatever attempts remain.
+	Final bool
+}
+
+// Succeed finishes one attempt successfully; ErrLeaseLost if its token is
+// stale, in which case nothing changed.
+func (s *Store) Succeed(ctx context.Context, l agentledger.Lease, result json.RawMessage) error {
+	lost, err := s.SucceedMany(ctx, []Success{{Lease: l, Result: result}})
+	return single(err, lost)
+}
+
+// SucceedMany finishes attempts in one statement and returns the leases that
+// were lost (their writes changed nothing).
+func (s *Store) SucceedMany(ctx context.Context, done []Success) ([]agentledger.Lease, error) {
+	if len(done) == 0 {
+		return nil, nil
+	}
+	ids, tokens, results := make([]int64, len(done)), make([]int64, len(done)), make([]*string, len(done))
+	for i, d := range done {
+		ids[i], tokens[i] = d.Lease.TaskID, d.Lease.Token
+		if d.Result != nil {
+			if !json.Valid(d.Result) {
+				return nil, agentledger.Invalid("result", "task %d: not valid JSON", d.Lease.TaskID)
+			}
+			r := string(d.Result)
+			results[i] = &r
+		}
+	}
+	rows, err := s.db.Query(ctx, succeedSQL, ids, tokens, results, s.now())
+	if err != nil {
+		return nil, fmt.Errorf("succeed: %w", err)
+	}
+	won, err := collectIDs(rows)
+	if err != nil {
+		return nil, fmt.Errorf("succeed: %w", err)
+	}
+	return lostOf(won, leasesOf(done, func(d Success) agentledger.Lease { return d.Lease })), nil
+}
+
+// Fail records one failed attempt and returns the task's new state
+// (retrying or dead); ErrLeaseLost if its token is stale.
+func (s *Store) Fail(ctx context.Context, f Failure) (agentledger.TaskState, error) {
+	states, lost, err := s.FailMany(ctx, []Failure{f})
+	if err := single(err, lost); err != nil {
+		return "", err
+	}
+	return states[f.Lease.TaskID], nil
+}
+
+// FailMany records failed attempts in one statement. It returns the new state
+// of each task it changed and the leases that were lost.
+func (s *Store) FailMany(ctx context.Context, fs []Failure) (map[int64]agentledger.TaskState, []agentledger.Lease, error) {
+	if len(fs) == 0 {
+		return nil, nil, nil
+	}
+	n := len(fs)
+	ids, tokens, errs, delays, finals := make([]int64, n), make([]int64, n), make([]string, n), make([]int64, n), make([]bool, n)
+	for i, f := range fs {
+		ids[i], tokens[i], errs[i] = f.Lease.TaskID, f.Lease.Token, f.Error
+		delays[i], finals[i] = f.Delay.Milliseconds(), f.Final
+	}
+	rows, err := s.db.Query(ctx, failSQL, ids, tokens, errs, delays, finals, s.now())
+	if err != nil {
+		return nil, nil, fmt.Errorf("fail: %w", err)
+	}
+	states := map[int64]agentledger.TaskState{}
+	for rows.Next() {
+		var id int64
+		var st string
+		if err := rows.Scan(&id, &st); err != nil {
+			rows.Close()
+			return nil, nil, fmt.Errorf("fail: %w", err)
+		}
+		states[id] = agentledger.TaskState(st)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("fail: %w", err)
+	}
+	won := make(map[int64]bool, len(states))
+	for id := range states {
+		won[id] = true
+	}
+	return states, lostOf(won, leasesOf(fs, func(f Failure) agentledger.Lease { return f.Lease })), nil
+}
+
+// Release hands one task back to its queue at once without counting the
+// attempt (graceful shutdown); ErrLeaseLost if its token is stale.
+func (s *Store) Release(ctx context.Context, l agentledger.Lease) error {
+	lost, err := s.ReleaseMany(ctx, []agentledger.Lease{l})
+	return single(err, lost)
+}
+
+// ReleaseMany releases tasks in one statement, wakes the daemons listening
+// on their queues, and returns the leases that were lost.
+func (s *Store) ReleaseMany(ctx context.Context, leases []agentledger.Lease) ([]agentledger.Lease, error) {
+	if len(leases) == 0 {
+		return nil, nil
+	}
+	ids, tokens := split(leases)
+	rows, err := s.db.Query(ctx, releaseSQL, ids, tokens, s.now())
+	if err != nil {
+		return nil, fmt.Errorf("release: %w", err)
+	}
+	won, err := collectIDs(rows)
+	if err != nil {
+		return nil, fmt.Errorf("release: %w", err)
+	}
+	return lostOf(won, leases), nil
+}
+
+// Cancelled is a running attempt's acknowledgement that an operator
+// cancelled its task: the task ends cancelled with reason kept. ErrLeaseLost
+// if the token is stale.
+func (s *Store) Cancelled(ctx context.Context, l agentledger.Lease, reason string) error {
+	var id int64
+	err := s.db.QueryRow(ctx, cancelledSQL, l.TaskID, l.Token, reason, s.now()).Scan(&id)
+	if err := notFound(err); err == agentledger.ErrNotFound {
+		return fmt.Errorf("task %d token %d: %w", l.TaskID, l.Token, agentledger.ErrLeaseLost)
+	} else if err != nil {
+		return fmt.Errorf("cancelled: %w", err)
+	}
+	return nil
+}
+
+func collectIDs(rows interface {
+	Next() bool
+	Scan(...any) error
+	Err() error
+	Close()
+}) (map[int64]bool, error) {
+	won := map[int64]bool{}
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		won[id] = true
+	}
+	return won, rows.Err()
+}
+
+func leasesOf[T any](xs []T, f func(T) agentledger.Lease) []agentledger.Lease {
+	out := make([]agentledger.Lease, len(xs))
+	for i, x := range xs {
+		out[i] = f(x)
+	}
+	return out
+}
+
+func lostOf(won map[int64]bool, leases []agentledger.Lease) []agentledger.Lease {
+	var lost []agentledger.Lease
+	for _, l := range leases {
+		if !won[l.TaskID] {
+			lost = append(lost, l)
+		}
+	}
+	return lost
+}
+
+// single turns a one-lease batch result into ErrLeaseLost.
+func single(err error, lost []agentledger.Lease) error {
+	if err != nil {
+		return err
+	}
+	if len(lost) > 0 {
+		return fmt.Errorf("task %d token %d: %w", lost[0].TaskID, lost[0].Token, agentledger.ErrLeaseLost)
+	}
+	return nil
+}

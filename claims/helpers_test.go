@@ -1,0 +1,89 @@
+package claims_test
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/internal/testdb"
+)
+
+// clock is a pinned database clock that tests move by hand.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newClock() *clock {
+	return &clock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// pinnedStore returns a store on a fresh database whose clock is c.
+func pinnedStore(t *testing.T, c *clock) *claims.Store {
+	t.Helper()
+	s := claims.New(testdb.New(t))
+	s.Now = c.Now
+	return s
+}
+
+func enqueue(t *testing.T, s *claims.Store, p claims.EnqueueParams) *agentledger.Task {
+	t.Helper()
+	if p.Kind == "" {
+		p.Kind = "noop"
+	}
+	r, err := s.Enqueue(context.Background(), p)
+	if err != nil {
+		t.Fatalf("enqueue: %v", err)
+	}
+	return r.Task
+}
+
+func claimOne(t *testing.T, s *claims.Store, worker string, lease time.Duration) *agentledger.Task {
+	t.Helper()
+	got, err := s.Claim(context.Background(), claims.ClaimParams{Queue: "default", Worker: worker, Limit: 1, Lease: lease})
+	if err != nil {
+		t.Fatalf("claim: %v", err)
+	}
+	if len(got) != 1 {
+		t.Fatalf("claim by %s: got %d tasks, want 1", worker, len(got))
+	}
+	return got[0]
+}
+
+func claimNone(t *testing.T, s *claims.Store, worker string) {
+	t.Helper()
+	got, err := s.Claim(context.Background(), claims.ClaimParams{Queue: "default", Worker: worker, Limit: 10, Lease: time.Minute})
+	if err != nil {
+		t.Fatalf("claim: %v", err)
+	}
+	if len(got) != 0 {
+		t.Fatalf("claim by %s: got task %d (state %s), want none", worker, got[0].ID, got[0].State)
+	}
+}
+
+func get(t *testing.T, s *claims.Store, id int64) *agentledger.Task {
+	t.Helper()
+	task, err := s.Get(context.Background(), "", id)
+	if err != nil {
+		t.Fatalf("get: %v", err)
+	}
+	return task
+}
+
+func raw(s string) json.RawMessage { return json.RawMessage(s) }

@@ -1,0 +1,225 @@
+package claims
+
+// All SQL of the tasks and task_attempts tables lives here. $now is always
+// coalesce($n::timestamptz, now()) so tests can pin the clock.
+
+const taskColumns = `id, tenant, queue, kind, payload, priority, run_at, state,
+	attempt, max_attempts, generation, lease_owner, lease_token, lease_expires_at,
+	cancel_requested_at, result, last_error, submission_key, created_at,
+	updated_at, finished_at`
+
+// enqueueSQL inserts a batch; rows whose (tenant, submission_key) exists are
+// skipped by the unique index (I6) and looked up by lookupKeysSQL.
+const enqueueSQL = `
+INSERT INTO tasks (tenant, queue, kind, payload, priority, run_at, max_attempts,
+	submission_key, request_hash)
+SELECT u.tenant, u.queue, u.kind, u.payload, u.priority,
+	coalesce(u.run_at, coalesce($10::timestamptz, now())), u.max_attempts,
+	u.submission_key, u.request_hash
+FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[], $5::smallint[],
+	$6::timestamptz[], $7::int[], $8::text[], $9::bytea[])
+	WITH ORDINALITY AS u(tenant, queue, kind, payload, priority, run_at,
+	max_attempts, submission_key, request_hash, ord)
+ORDER BY u.ord
+ON CONFLICT (tenant, submission_key) WHERE submission_key IS NOT NULL DO NOTHING
+RETURNING ` + taskColumns
+
+const lookupKeysSQL = `
+SELECT ` + taskColumns + `, request_hash
+FROM tasks t
+JOIN unnest($1::text[], $2::text[]) AS k(tenant, submission_key)
+	USING (tenant, submission_key)`
+
+// claimSQL locks up to $3 runnable tasks of one queue — due queued/retrying
+// tasks, and running tasks whose lease expired — and leases them to $2 with a
+// new fencing token. In the same statement it closes the expired attempts'
+// records and opens the new ones. Each branch has its own partial index.
+const claimSQL = `
+WITH now AS (SELECT coalesce($5::timestamptz, now()) AS t),
+due AS (
+	SELECT id, priority, run_at AS since FROM tasks, now
+	WHERE queue = $1 AND state IN ('queued', 'retrying') AND run_at <= now.t
+	ORDER BY priority, run_at, id
+	LIMIT $3
+	FOR UPDATE OF tasks SKIP LOCKED
+),
+expired_leases AS (
+	SELECT id, priority, lease_expires_at AS since FROM tasks, now
+	WHERE queue = $1 AND state = 'running' AND lease_expires_at <= now.t
+	ORDER BY lease_expires_at, id
+	LIMIT $3
+	FOR UPDATE OF tasks SKIP LOCKED
+),
+picked AS (
+	SELECT id FROM (SELECT * FROM due UNION ALL SELECT * FROM expired_leases) c
+	ORDER BY priority, since, id
+	LIMIT $3
+),
+claimed AS (
+	UPDATE tasks t SET
+		state = 'running',
+		attempt = t.attempt + 1,
+		lease_owner = $2,
+		lease_token = t.lease_token + 1,
+		lease_expires_at = now.t + $4::interval,
+		updated_at = now.t
+	FROM picked, now
+	WHERE t.id = picked.id
+	RETURNING t.*, t.lease_token - 1 AS old_token
+),
+expired AS (
+	UPDATE task_attempts a SET
+		ended_at = now.t,
+		outcome = 'lease_expired',
+		error = 'lease expired before the attempt finished; task claimed again'
+	FROM claimed c, now
+	WHERE a.task_id = c.id AND a.lease_token = c.old_token AND a.ended_at IS NULL
+),
+opened AS (
+	INSERT INTO task_attempts (task_id, lease_token, attempt, generation, worker, started_at)
+	SELECT id, lease_token, attempt, generation, $2, now.t FROM claimed, now
+)
+SELECT ` + taskColumns + ` FROM claimed ORDER BY priority, run_at, id`
+
+// heartbeatSQL extends the leases whose token is still current and reports,
+// for each, whether an operator asked to cancel it.
+const heartbeatSQL = `
+UPDATE tasks t SET
+	lease_expires_at = coalesce($3::timestamptz, now()) + $4::interval,
+	updated_at = coalesce($3::timestamptz, now())
+FROM unnest($1::bigint[], $2::bigint[]) AS u(id, token)
+WHERE t.id = u.id AND t.lease_token = u.token AND t.state = 'running'
+RETURNING t.id, t.cancel_requested_at IS NOT NULL`
+
+// succeedSQL finishes fenced attempts successfully.
+const succeedSQL = `
+WITH done AS (
+	UPDATE tasks t SET
+		state = 'succeeded',
+		result = u.result,
+		lease_owner = NULL,
+		lease_expires_at = NULL,
+		finished_at = coalesce($4::timestamptz, now()),
+		updated_at = coalesce($4::timestamptz, now())
+	FROM unnest($1::bigint[], $2::bigint[], $3::jsonb[]) AS u(id, token, result)
+	WHERE t.id = u.id AND t.lease_token = u.token AND t.state = 'running'
+	RETURNING t.id, t.lease_token
+),
+closed AS (
+	UPDATE task_attempts a SET ended_at = coalesce($4::timestamptz, now()), outcome = 'succeeded'
+	FROM done WHERE a.task_id = done.id AND a.lease_token = done.lease_token
+)
+SELECT id FROM done`
+
+// failSQL records failed attempts: retrying after the given delay, or dead
+// when the failure is final or the attempts are used up. The error is kept.
+const failSQL = `
+WITH done AS (
+	UPDATE tasks t SET
+		state = CASE WHEN u.final OR t.attempt >= t.max_attempts THEN 'dead' ELSE 'retrying' END,
+		run_at = CASE WHEN u.final OR t.attempt >= t.max_attempts THEN t.run_at
+			ELSE coalesce($6::timestamptz, now()) + u.delay_ms * interval '1 millisecond' END,
+		finished_at = CASE WHEN u.final OR t.attempt >= t.max_attempts
+			THEN coalesce($6::timestamptz, now()) END,
+		last_error = u.error,
+		lease_owner = NULL,
+		lease_expires_at = NULL,
+		updated_at = coalesce($6::timestamptz, now())
+	FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::bool[])
+		AS u(id, token, error, delay_ms, final)
+	WHERE t.id = u.id AND t.lease_token = u.token AND t.state = 'running'
+	RETURNING t.id, t.lease_token, t.state, u.error
+),
+closed AS (
+	UPDATE task_attempts a SET
+		ended_at = coalesce($6::timestamptz, now()),
+		outcome = CASE done.state WHEN 'dead' THEN 'dead' ELSE 'retry' END,
+		error = done.error
+	FROM done WHERE a.task_id = done.id AND a.lease_token = done.lease_token
+)
+SELECT id, state FROM done`
+
+// releaseSQL hands fenced tasks back to the queue at once (graceful
+// shutdown). The released attempt does not count against max_attempts.
+const releaseSQL = `
+WITH done AS (
+	UPDATE tasks t SET
+		state = 'queued',
+		attempt = t.attempt - 1,
+		run_at = coalesce($3::timestamptz, now()),
+		lease_owner = NULL,
+		lease_expires_at = NULL,
+		updated_at = coalesce($3::timestamptz, now())
+	FROM unnest($1::bigint[], $2::bigint[]) AS u(id, token)
+	WHERE t.id = u.id AND t.lease_token = u.token AND t.state = 'running'
+	RETURNING t.id, t.lease_token, t.queue
+),
+closed AS (
+	UPDATE task_attempts a SET ended_at = coalesce($3::timestamptz, now()), outcome = 'released',
+		error = 'released by its worker at shutdown'
+	FROM done WHERE a.task_id = done.id AND a.lease_token = done.lease_token
+),
+wake AS (
+	SELECT pg_notify('agentledger_task_insert', q) FROM (SELECT DISTINCT queue AS q FROM done) s
+)
+SELECT done.id FROM done LEFT JOIN (SELECT count(*) FROM wake) w ON true`
+
+// cancelledSQL is a running attempt's acknowledgement of an operator cancel.
+const cancelledSQL = `
+WITH done AS (
+	UPDATE tasks t SET
+		state = 'cancelled',
+		last_error = $3,
+		lease_owner = NULL,
+		lease_expires_at = NULL,
+		finished_at = coalesce($4::timestamptz, now()),
+		updated_at = coalesce($4::timestamptz, now())
+	WHERE t.id = $1 AND t.lease_token = $2 AND t.state = 'running'
+	RETURNING t.id, t.lease_token
+),
+closed AS (
+	UPDATE task_attempts a SET ended_at = coalesce($4::timestamptz, now()), outcome = 'cancelled', error = $3
+	FROM done WHERE a.task_id = done.id AND a.lease_token = done.lease_token
+)
+SELECT id FROM done`
+
+// cancelSQL is the operator's cancel: a task not running is cancelled at
+// once; a running one is flagged, and its attempt sees the flag at its next
+// heartbeat. The first column is the state before, so callers can tell "not
+// found" (no row) from "already finished".
+const cancelSQL = `
+WITH cur AS (
+	SELECT id, state FROM tasks
+	WHERE id = $1 AND ($2 = '' OR tenant = $2)
+	FOR UPDATE
+),
+upd AS (
+	UPDATE tasks t SET
+		state = CASE WHEN cur.state = 'running' THEN 'running' ELSE 'cancelled' END,
+		cancel_requested_at = coalesce(t.cancel_requested_at, coalesce($3::timestamptz, now())),
+		finished_at = CASE WHEN cur.state = 'running' THEN NULL ELSE coalesce($3::timestamptz, now()) END,
+		last_error = CASE WHEN cur.state = 'running' THEN t.last_error ELSE 'cancelled by operator' END,
+		updated_at = coalesce($3::timestamptz, now())
+	FROM cur
+	WHERE t.id = cur.id AND cur.state NOT IN ('succeeded', 'dead', 'cancelled')
+	RETURNING t.id
+)
+SELECT cur.state, upd.id IS NOT NULL FROM cur LEFT JOIN upd ON upd.id = cur.id`
+
+const getSQL = `SELECT ` + taskColumns + ` FROM tasks WHERE id = $1 AND ($2 = '' OR tenant = $2)`
+
+// listSQL pages backwards from a cursor id, newest first.
+const listSQL = `
+SELECT ` + taskColumns + ` FROM tasks
+WHERE ($1 = '' OR tenant = $1)
+  AND ($2 = '' OR queue = $2)
+  AND ($3 = '' OR kind = $3)
+  AND (cardinality($4::text[]) = 0 OR state = ANY($4::text[]))
+  AND ($5::bigint = 0 OR id < $5)
+ORDER BY id DESC
+LIMIT $6`
+
+const attemptsSQL = `
+SELECT task_id, attempt, generation, lease_token, worker, started_at, ended_at,
+	coalesce(outcome, '') AS outcome, coalesce(error, '') AS error
+FROM task_attempts WHERE task_id = $1 ORDER BY lease_token`

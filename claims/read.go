@@ -1,0 +1,99 @@
+package claims
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/agentledger/agentledger"
+)
+
+// Get returns task id. A non-empty tenant restricts the look-up to that
+// tenant (another tenant's task is ErrNotFound, never a permission error).
+func (s *Store) Get(ctx context.Context, tenant string, id int64) (*agentledger.Task, error) {
+	rows, err := s.db.Query(ctx, getSQL, id, tenant)
+	if err != nil {
+		return nil, fmt.Errorf("get task: %w", err)
+	}
+	t, err := pgx.CollectExactlyOneRow(rows, pgx.RowToAddrOfStructByName[taskRow])
+	if err != nil {
+		if err := notFound(err); err == agentledger.ErrNotFound {
+			return nil, fmt.Errorf("task %d: %w", id, err)
+		}
+		return nil, fmt.Errorf("get task: %w", err)
+	}
+	return t.toTask(), nil
+}
+
+// ListParams filters List. Zero values match everything.
+type ListParams struct {
+	Tenant string
+	Queue  string
+	Kind   string
+	States []agentledger.TaskState
+	Before int64 // cursor: only ids below this one
+	Limit  int   // default 50, at most 1000
+}
+
+// List returns tasks newest first. Pass the last id as Before for the next
+// page.
+func (s *Store) List(ctx context.Context, p ListParams) ([]*agentledger.Task, error) {
+	if p.Limit <= 0 {
+		p.Limit = 50
+	}
+	if p.Limit > 1000 {
+		return nil, agentledger.Invalid("limit", "%d is above 1000", p.Limit)
+	}
+	states := make([]string, len(p.States))
+	for i, st := range p.States {
+		if !st.Valid() {
+			return nil, agentledger.Invalid("state", "unknown state %q (one of %v)", st, agentledger.TaskStates)
+		}
+		states[i] = string(st)
+	}
+	rows, err := s.db.Query(ctx, listSQL, p.Tenant, p.Queue, p.Kind, states, p.Before, p.Limit)
+	if err != nil {
+		return nil, fmt.Errorf("list tasks: %w", err)
+	}
+	tasks, err := collectTasks(rows)
+	if err != nil {
+		return nil, fmt.Errorf("list tasks: %w", err)
+	}
+	return tasks, nil
+}
+
+// attemptRow is a task_attempts row as scanned.
+type attemptRow struct {
+	TaskID     int64 `db:"task_id"`
+	Attempt    int32
+	Generation int32
+	LeaseToken int64 `db:"lease_token"`
+	Worker     string
+	StartedAt  time.Time  `db:"started_at"`
+	EndedAt    *time.Time `db:"ended_at"`
+	Outcome    string
+	Error      string
+}
+
+// Attempts returns every attempt of task id, oldest first.
+func (s *Store) Attempts(ctx context.Context, id int64) ([]agentledger.Attempt, error) {
+	rows, err := s.db.Query(ctx, attemptsSQL, id)
+	if err != nil {
+		return nil, fmt.Errorf("attempts: %w", err)
+	}
+	rs, err := pgx.CollectRows(rows, pgx.RowToStructByName[attemptRow])
+	if err != nil {
+		return nil, fmt.Errorf("attempts: %w", err)
+	}
+	out := make([]agentledger.Attempt, len(rs))
+	for i, r := range rs {
+		out[i] = agentledger.Attempt{
+			TaskID: r.TaskID, Attempt: r.Attempt, Generation: r.Generation, Token: r.LeaseToken,
+			Worker: r.Worker, StartedAt: r.StartedAt, EndedAt: r.EndedAt,
+			Outcome: agentledger.AttemptOutcome(r.Outcome), Error: r.Error,
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,211 @@
+package testdb
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.uber.org/goleak"
+
+	"github.com/agentledger/agentledger/migrations"
+	"github.com/agentledger/agentledger/pgembed"
+)
+
+// settings make the throwaway test cluster fast: test data need not survive
+// a machine crash.
+var settings = map[string]string{
+	"fsync":              "off",
+	"synchronous_commit": "off",
+	"full_page_writes":   "off",
+	"max_connections":    "500",
+}
+
+var (
+	once     sync.Once
+	initErr  error
+	server   *url.URL // admin URL; Path is replaced per database
+	admin    *pgxpool.Pool
+	cluster  *pgembed.Cluster
+	template string
+)
+
+// Main runs the tests of a package, then stops the shared cluster (if this
+// binary is its last user) and fails the run on leaked goroutines. Call it
+// from TestMain.
+func Main(m *testing.M) {
+	code := m.Run()
+	shutdown()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+func shutdown() {
+	if admin != nil {
+		admin.Close()
+	}
+	if cluster != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := cluster.Close(ctx); err != nil {
+			fmt.Fprintf(os.Stderr, "testdb: stopping cluster: %v\n", err)
+		}
+	}
+}
+
+func setup() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	raw := os.Getenv("TEST_DATABASE_URL")
+	if raw == "" {
+		dir := os.Getenv("AGENTLEDGER_TEST_STATE_DIR")
+		if dir == "" {
+			dir = filepath.Join(os.TempDir(), fmt.Sprintf("agentledger-test-%d", os.Getuid()))
+		}
+		c, err := pgembed.Start(ctx, pgembed.Config{StateDir: dir, Settings: settings})
+		if err != nil {
+			return err
+		}
+		cluster = c
+		raw = c.URL("postgres")
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("TEST_DATABASE_URL: %w", err)
+	}
+	server = u
+	admin, err = pgxpool.New(ctx, raw)
+	if err != nil {
+		return err
+	}
+	template = "agentledger_tmpl_" + migrations.Fingerprint()
+	return ensureTemplate(ctx)
+}
+
+// ensureTemplate builds the migrated template once per schema version. It is
+// built under another name and renamed, so a binary killed half-way never
+// leaves a broken template behind.
+func ensureTemplate(ctx context.Context) error {
+	conn, err := admin.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	const lockKey = 0x74657374646231 // "testdb1"
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", lockKey); err != nil {
+		return err
+	}
+	defer conn.Exec(context.Background(), "SELECT pg_advisory_unlock($1)", lockKey) //nolint:errcheck
+	var exists bool
+	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", template).Scan(&exists); err != nil {
+		return err
+	}
+	if exists {
+		return nil
+	}
+	build := template + "_build"
+	if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{build}.Sanitize()+" WITH (FORCE)"); err != nil {
+		return err
+	}
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{build}.Sanitize()); err != nil {
+		return err
+	}
+	if err := migrate(ctx, build); err != nil {
+		return fmt.Errorf("testdb: migrating template: %w", err)
+	}
+	_, err = conn.Exec(ctx, fmt.Sprintf("ALTER DATABASE %s RENAME TO %s",
+		pgx.Identifier{build}.Sanitize(), pgx.Identifier{template}.Sanitize()))
+	return err
+}
+
+func migrate(ctx context.Context, db string) error {
+	pool, err := pgxpool.New(ctx, URLFor(db))
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	m, err := migrations.New(pool, nil)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	_, err = m.Up(ctx)
+	return err
+}
+
+// URLFor returns the connection URL of database db on the test server.
+func URLFor(db string) string {
+	u := *server
+	u.Path = "/" + db
+	return u.String()
+}
+
+func start(t testing.TB) {
+	t.Helper()
+	once.Do(func() { initErr = setup() })
+	if initErr != nil {
+		t.Fatalf("testdb: %v", initErr)
+	}
+}
+
+// Empty creates a new, unmigrated database for t, drops it when t ends, and
+// returns its URL.
+func Empty(t testing.TB) string { return create(t, false) }
+
+// URL creates a new migrated database for t, drops it when t ends, and
+// returns its URL (for tests that open several pools or start processes).
+func URL(t testing.TB) string { return create(t, true) }
+
+func create(t testing.TB, migrated bool) string {
+	t.Helper()
+	start(t)
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	name := "t_" + hex.EncodeToString(b)
+	ctx := context.Background()
+	sql := "CREATE DATABASE " + pgx.Identifier{name}.Sanitize()
+	if migrated {
+		sql += " TEMPLATE " + pgx.Identifier{template}.Sanitize() + " STRATEGY FILE_COPY"
+	}
+	if _, err := admin.Exec(ctx, sql); err != nil {
+		t.Fatalf("testdb: %v", err)
+	}
+	t.Cleanup(func() {
+		if _, err := admin.Exec(context.Background(),
+			"DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
+			t.Errorf("testdb: dropping %s: %v", name, err)
+		}
+	})
+	return URLFor(name)
+}
+
+// New returns a pool to a new migrated database for t; both are gone when t
+// ends.
+func New(t testing.TB) *pgxpool.Pool {
+	t.Helper()
+	return Open(t, URL(t))
+}
+
+// Open returns a pool to url that is closed when t ends.
+func Open(t testing.TB, url string) *pgxpool.Pool {
+	t.Helper()
+	pool, err := pgxpool.New(context.Background(), url)
+	if err != nil {
+		t.Fatalf("testdb: %v", err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}

@@ -1,0 +1,150 @@
+package migrations
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"embed"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+)
+
+//go:embed *.sql
+var files embed.FS
+
+// lockID is the advisory lock key all migrators agree on ("agentledger" in
+// ASCII, folded into 63 bits).
+const lockID int64 = 0x6167656e746c6564
+
+// TableName is where applied versions are recorded.
+const TableName = "agentledger_migrations"
+
+// Status is one migration and whether it is applied.
+type Status struct {
+	Version   int64
+	Name      string
+	Applied   bool
+	AppliedAt time.Time
+}
+
+// Migrator applies the embedded migrations to one database.
+type Migrator struct {
+	db       *sql.DB
+	provider *goose.Provider
+}
+
+// New returns a Migrator that works through pool. Close it when done.
+// Logger may be nil.
+func New(pool *pgxpool.Pool, logger *slog.Logger) (*Migrator, error) {
+	db := stdlib.OpenDBFromPool(pool)
+	locker, err := lock.NewPostgresSessionLocker(lock.WithLockID(lockID))
+	if err != nil {
+		return nil, err
+	}
+	opts := []goose.ProviderOption{
+		goose.WithSessionLocker(locker),
+		goose.WithTableName(TableName),
+		goose.WithDisableGlobalRegistry(true),
+	}
+	if logger != nil {
+		opts = append(opts, goose.WithSlog(logger))
+	}
+	p, err := goose.NewProvider(goose.DialectPostgres, db, files, opts...)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("migrations: %w", err)
+	}
+	return &Migrator{db: db, provider: p}, nil
+}
+
+// Close releases the migrator's database handle (not the pool).
+func (m *Migrator) Close() error { return m.db.Close() }
+
+// Up applies every pending migration and returns the versions applied.
+func (m *Migrator) Up(ctx context.Context) ([]int64, error) {
+	res, err := m.provider.Up(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("migrations: up: %w", err)
+	}
+	return versions(res), nil
+}
+
+// DownTo rolls back every applied migration above version (0 = all).
+func (m *Migrator) DownTo(ctx context.Context, version int64) ([]int64, error) {
+	res, err := m.provider.DownTo(ctx, version)
+	if err != nil {
+		return nil, fmt.Errorf("migrations: down: %w", err)
+	}
+	return versions(res), nil
+}
+
+// Version returns the highest applied version (0 when none).
+func (m *Migrator) Version(ctx context.Context) (int64, error) {
+	return m.provider.GetDBVersion(ctx)
+}
+
+// Latest returns the highest embedded version.
+func (m *Migrator) Latest() int64 {
+	src := m.provider.ListSources()
+	if len(src) == 0 {
+		return 0
+	}
+	return src[len(src)-1].Version
+}
+
+// Status lists every embedded migration and whether it is applied.
+func (m *Migrator) Status(ctx context.Context) ([]Status, error) {
+	st, err := m.provider.Status(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("migrations: status: %w", err)
+	}
+	out := make([]Status, 0, len(st))
+	for _, s := range st {
+		out = append(out, Status{
+			Version:   s.Source.Version,
+			Name:      baseName(s.Source.Path),
+			Applied:   s.State == goose.StateApplied,
+			AppliedAt: s.AppliedAt,
+		})
+	}
+	return out, nil
+}
+
+func versions(res []*goose.MigrationResult) []int64 {
+	out := make([]int64, 0, len(res))
+	for _, r := range res {
+		out = append(out, r.Source.Version)
+	}
+	return out
+}
+
+func baseName(p string) string {
+	for i := len(p) - 1; i >= 0; i-- {
+		if p[i] == '/' {
+			return p[i+1:]
+		}
+	}
+	return p
+}
+
+// Fingerprint is a short hash of every embedded migration file: it changes
+// whenever the schema does, so caches of migrated databases (test templates)
+// know when they are stale.
+func Fingerprint() string {
+	h := sha256.New()
+	entries, _ := fs.ReadDir(files, ".") // sorted by name; the embed cannot fail to list
+	for _, e := range entries {
+		b, _ := fs.ReadFile(files, e.Name())
+		fmt.Fprintf(h, "%s\x00%d\x00", e.Name(), len(b))
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:12]
+}

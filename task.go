@@ -1,0 +1,109 @@
+package agentledger
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// TaskState is where a task stands in its life.
+type TaskState string
+
+// The task states. A task moves queued → running → one of the terminal states,
+// possibly through retrying (failed, waiting for run_at) any number of times.
+const (
+	StateQueued         TaskState = "queued"
+	StateRunning        TaskState = "running"
+	StateRetrying       TaskState = "retrying"
+	StateSucceeded      TaskState = "succeeded"
+	StateDead           TaskState = "dead"
+	StateCancelled      TaskState = "cancelled"
+	StateNeedsAttention TaskState = "needs_attention"
+)
+
+// TaskStates lists every state in display order.
+var TaskStates = []TaskState{
+	StateQueued, StateRunning, StateRetrying, StateSucceeded,
+	StateDead, StateCancelled, StateNeedsAttention,
+}
+
+// Valid reports whether s is one of the known states.
+func (s TaskState) Valid() bool {
+	for _, v := range TaskStates {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}
+
+// Finished reports whether no worker will run the task again without an
+// operator's action.
+func (s TaskState) Finished() bool {
+	switch s {
+	case StateSucceeded, StateDead, StateCancelled:
+		return true
+	}
+	return false
+}
+
+// Task is one unit of work as stored.
+type Task struct {
+	ID          int64           `json:"id"`
+	Tenant      string          `json:"tenant"`
+	Queue       string          `json:"queue"`
+	Kind        string          `json:"kind"`
+	Payload     json.RawMessage `json:"payload"`
+	Priority    int16           `json:"priority"`
+	RunAt       time.Time       `json:"run_at"`
+	State       TaskState       `json:"state"`
+	Attempt     int32           `json:"attempt"`
+	MaxAttempts int32           `json:"max_attempts"`
+	Generation  int32           `json:"generation"`
+
+	LeaseOwner      string     `json:"lease_owner,omitempty"`
+	LeaseToken      int64      `json:"lease_token"`
+	LeaseExpiresAt  *time.Time `json:"lease_expires_at,omitempty"`
+	CancelRequested *time.Time `json:"cancel_requested_at,omitempty"`
+
+	Result        json.RawMessage `json:"result,omitempty"`
+	LastError     string          `json:"last_error,omitempty"`
+	SubmissionKey string          `json:"submission_key,omitempty"`
+
+	CreatedAt  time.Time  `json:"created_at"`
+	UpdatedAt  time.Time  `json:"updated_at"`
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
+}
+
+// Lease identifies one attempt's right to work a task. Every write the attempt
+// makes carries it, and the database accepts the write only while Token is the
+// task's current fencing token (invariant I2).
+type Lease struct {
+	TaskID int64 `json:"task_id"`
+	Token  int64 `json:"token"`
+}
+
+// AttemptOutcome says how an attempt ended.
+type AttemptOutcome string
+
+// The attempt outcomes.
+const (
+	OutcomeSucceeded    AttemptOutcome = "succeeded"
+	OutcomeRetry        AttemptOutcome = "retry"
+	OutcomeDead         AttemptOutcome = "dead"
+	OutcomeCancelled    AttemptOutcome = "cancelled"
+	OutcomeReleased     AttemptOutcome = "released"
+	OutcomeLeaseExpired AttemptOutcome = "lease_expired"
+)
+
+// Attempt is one claim of a task by one worker, kept for operators.
+type Attempt struct {
+	TaskID     int64          `json:"task_id"`
+	Attempt    int32          `json:"attempt"`
+	Generation int32          `json:"generation"`
+	Token      int64          `json:"token"`
+	Worker     string         `json:"worker"`
+	StartedAt  time.Time      `json:"started_at"`
+	EndedAt    *time.Time     `json:"ended_at,omitempty"`
+	Outcome    AttemptOutcome `json:"outcome,omitempty"`
+	Error      string         `json:"error,omitempty"`
+}
