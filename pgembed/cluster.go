@@ -1,0 +1,302 @@
+package pgembed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"maps"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Config says where the cluster lives and how it is tuned.
+type Config struct {
+	// StateDir is the absolute path of the state directory; required.
+	StateDir string
+	// Settings are extra postgresql.conf settings applied at every start via -c
+	// (e.g. fsync=off for tests, max_connections). listen_addresses, port and
+	// unix_socket_directories are managed by pgembed and cannot be set.
+	Settings map[string]string
+	// Logger receives info logs; nil discards them.
+	Logger *slog.Logger
+	// RunAsUser is, when running as root, the unprivileged OS user the server runs as; default "postgres".
+	RunAsUser string
+}
+
+// Cluster is one process's registration as a user of a running private PostgreSQL cluster.
+type Cluster struct {
+	layout   layout
+	log      *slog.Logger
+	settings map[string]string
+	runAs    *runAs // nil: run as ourselves
+	binDir   string
+	version  string
+	conn     connInfo
+
+	mu    sync.Mutex
+	users *os.File // shared flock on users.lock; nil once closed
+}
+
+// Start initialises the cluster in cfg.StateDir if needed, starts the server
+// if it is not running, and registers this process as a user until Close.
+func Start(ctx context.Context, cfg Config) (*Cluster, error) {
+	if cfg.StateDir == "" || !filepath.IsAbs(cfg.StateDir) {
+		return nil, fmt.Errorf("pgembed: StateDir must be an absolute path, got %q", cfg.StateDir)
+	}
+	if err := validateSettings(cfg.Settings); err != nil {
+		return nil, err
+	}
+	c := &Cluster{
+		layout:   layout{root: filepath.Clean(cfg.StateDir)},
+		log:      cfg.Logger,
+		settings: maps.Clone(cfg.Settings),
+	}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	if os.Geteuid() == 0 {
+		var err error
+		if c.runAs, err = lookupRunAs(cfg.RunAsUser); err != nil {
+			if _, _, ferr := findBinaries(""); ferr != nil {
+				return nil, ferr // no PostgreSQL at all is the problem to report
+			}
+			return nil, err
+		}
+	}
+	if err := mkdirAllMode(c.layout.root, 0o755); err != nil {
+		return nil, err
+	}
+	if c.runAs != nil {
+		if err := checkTraversable(c.layout.root, c.runAs); err != nil {
+			return nil, err
+		}
+	}
+
+	startLock, err := openLockFile(c.layout.startLock())
+	if err != nil {
+		return nil, err
+	}
+	defer startLock.Close() // releases the lock
+	if err := lockCtx(ctx, startLock, syscall.LOCK_EX); err != nil {
+		return nil, err
+	}
+	users, err := openLockFile(c.layout.usersLock())
+	if err != nil {
+		return nil, err
+	}
+	if err := lockCtx(ctx, users, syscall.LOCK_SH); err != nil {
+		users.Close()
+		return nil, err
+	}
+	c.users = users
+	if err := c.bringUp(ctx); err != nil {
+		users.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// bringUp initialises and starts the server as needed; the caller holds start.lock.
+func (c *Cluster) bringUp(ctx context.Context) error {
+	if err := c.prepareLogDir(); err != nil {
+		return err
+	}
+	pgVersion, err := c.existingVersion()
+	if err != nil {
+		return err
+	}
+	if c.binDir, c.version, err = findBinaries(pgVersion); err != nil {
+		return err
+	}
+	if pgVersion == "" {
+		if err := c.initCluster(ctx); err != nil {
+			return err
+		}
+	} else if c.conn, err = readConnInfo(c.layout.connFile()); err != nil {
+		return fmt.Errorf("pgembed: the cluster in %s exists but its connection details cannot be read (%v); "+
+			"the superuser password is unknown, so remove %s to start over with an empty cluster",
+			c.DataDir(), err, c.layout.root)
+	}
+
+	started := false
+	if pi, running := c.runningServer(ctx); running {
+		if pi.port > 0 && pi.port != c.conn.Port {
+			c.conn.Port = pi.port
+			if err := writeConnInfo(c.layout.connFile(), c.conn); err != nil {
+				return err
+			}
+		}
+		c.log.Info("reusing running PostgreSQL", "data_dir", c.DataDir(), "port", c.conn.Port, "pid", pi.pid, "version", c.version)
+	} else {
+		if err := c.startServer(ctx); err != nil {
+			return err
+		}
+		started = true
+	}
+
+	conn, err := c.readyConn(ctx)
+	if err == nil {
+		err = ensureDatabase(ctx, conn)
+		conn.Close(context.WithoutCancel(ctx))
+	}
+	if err != nil && started {
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), (pgCtlTimeout+5)*time.Second)
+		defer cancel()
+		if serr := c.stopIfLastUser(stopCtx, c.users); serr != nil {
+			c.log.Warn("could not stop PostgreSQL after a failed start", "data_dir", c.DataDir(), "error", serr)
+		}
+	}
+	return err
+}
+
+// prepareLogDir creates log/ and hands it to the server user.
+func (c *Cluster) prepareLogDir() error {
+	if err := os.MkdirAll(c.layout.logDir(), 0o750); err != nil {
+		return fmt.Errorf("pgembed: %w", err)
+	}
+	if err := c.runAs.chown(c.layout.logDir()); err != nil {
+		return err
+	}
+	if _, err := os.Stat(c.layout.logFile()); err == nil {
+		return c.runAs.chown(c.layout.logFile())
+	}
+	return nil
+}
+
+// existingVersion returns the major version in pgdata/PG_VERSION, or "" when
+// there is no cluster yet.
+func (c *Cluster) existingVersion() (string, error) {
+	dataDir := c.DataDir()
+	uid, err := ownerUID(dataDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("pgembed: %w", err)
+	}
+	if uid >= 0 && uid != c.runAs.serverUID() {
+		return "", fmt.Errorf("pgembed: data directory %s is owned by uid %d, but the server would run as %s; "+
+			"run as the user that created it, or use another state directory (--state-dir or %s)",
+			dataDir, uid, c.runAs.describe(), StateDirEnv)
+	}
+	b, err := os.ReadFile(filepath.Join(dataDir, "PG_VERSION"))
+	if err == nil {
+		return strings.TrimSpace(string(b)), nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("pgembed: %w", err)
+	}
+	if rmErr := os.Remove(dataDir); rmErr == nil { // an empty directory: treat as absent
+		return "", nil
+	}
+	return "", fmt.Errorf("pgembed: %s exists but is not a PostgreSQL data directory (no PG_VERSION); remove it to start over", dataDir)
+}
+
+// runningServer reports whether a postmaster for our data directory is alive,
+// removing a stale postmaster.pid and waiting out a server that is shutting down.
+func (c *Cluster) runningServer(ctx context.Context) (pidInfo, bool) {
+	deadline := time.Now().Add(pgCtlTimeout * time.Second)
+	for {
+		pi, exists, err := readPidFile(c.layout.pidFile())
+		if !exists {
+			return pi, false
+		}
+		if err == nil && !processAlive(pi.pid) {
+			// Left by a server that died. PostgreSQL replaces such a file
+			// itself after checking that no orphaned backend still uses its
+			// shared memory, a check that removing the file would skip.
+			c.log.Info("postmaster.pid names a dead process; PostgreSQL will replace it", "data_dir", c.DataDir(), "pid", pi.pid)
+			return pi, false
+		}
+		if err != nil || !isOurPostmaster(pi.pid, c.DataDir()) {
+			// Garbage, or a pid reused by another process: PostgreSQL would
+			// refuse to start, so the file must go.
+			c.log.Warn("removing stale postmaster.pid", "data_dir", c.DataDir(), "pid", pi.pid)
+			if err := os.Remove(c.layout.pidFile()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				c.log.Warn("cannot remove stale postmaster.pid", "data_dir", c.DataDir(), "error", err)
+			}
+			return pi, false
+		}
+		if pi.status != "stopping" || time.Now().After(deadline) || ctx.Err() != nil {
+			return pi, true
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// stopIfLastUser stops the server when no other Cluster holds users.lock;
+// the caller holds start.lock and is about to close users, its own registration.
+func (c *Cluster) stopIfLastUser(ctx context.Context, users *os.File) error {
+	// Converting the shared lock is not atomic and may drop it on failure,
+	// which is fine: the caller is unregistering.
+	err := flock(users, syscall.LOCK_EX|syscall.LOCK_NB)
+	if errors.Is(err, syscall.EWOULDBLOCK) {
+		c.log.Debug("PostgreSQL still in use by other processes; leaving it running", "data_dir", c.DataDir())
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("pgembed: flock %s: %w", users.Name(), err)
+	}
+	return c.stopServer(ctx)
+}
+
+// Close unregisters this process and stops the server (pg_ctl stop -m fast)
+// only if no other process still uses it; calling it again does nothing.
+func (c *Cluster) Close(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	users := c.users
+	if users == nil {
+		return nil
+	}
+	c.users = nil
+	startLock, err := openLockFile(c.layout.startLock())
+	if err != nil {
+		users.Close()
+		return err
+	}
+	if err = lockCtx(ctx, startLock, syscall.LOCK_EX); err == nil {
+		err = c.stopIfLastUser(ctx, users)
+	}
+	users.Close() // unregister before letting the next Start in
+	startLock.Close()
+	return err
+}
+
+// URL returns the connection URL for database, with the superuser's password.
+func (c *Cluster) URL(database string) string {
+	u := url.URL{
+		Scheme:   "postgres",
+		User:     url.UserPassword(c.conn.User, c.conn.Password),
+		Host:     net.JoinHostPort("127.0.0.1", strconv.Itoa(c.conn.Port)),
+		Path:     "/" + database,
+		RawQuery: "sslmode=disable",
+	}
+	return u.String()
+}
+
+// Port returns the loopback TCP port the server listens on.
+func (c *Cluster) Port() int { return c.conn.Port }
+
+// DataDir returns the PostgreSQL data directory.
+func (c *Cluster) DataDir() string { return c.layout.dataDir() }
+
+// Version returns the PostgreSQL version of the server binaries in use, e.g. "15.18".
+func (c *Cluster) Version() string { return c.version }
+
+// String describes the cluster without its password.
+func (c *Cluster) String() string {
+	return fmt.Sprintf("pgembed.Cluster{data_dir=%s port=%d}", c.DataDir(), c.conn.Port)
+}
+
+// GoString describes the cluster without its password, for %#v.
+func (c *Cluster) GoString() string { return c.String() }

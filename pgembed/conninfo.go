@@ -1,0 +1,62 @@
+package pgembed
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// connInfo is the content of conn.json.
+type connInfo struct {
+	Port     int    `json:"port"`
+	User     string `json:"user"`
+	Password string `json:"password"`
+}
+
+// readConnInfo reads conn.json.
+func readConnInfo(path string) (connInfo, error) {
+	var ci connInfo
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ci, err
+	}
+	if err := json.Unmarshal(b, &ci); err != nil {
+		return ci, fmt.Errorf("pgembed: %s: %w", path, err)
+	}
+	if ci.Port <= 0 || ci.User == "" || ci.Password == "" {
+		return ci, fmt.Errorf("pgembed: %s is incomplete", path)
+	}
+	return ci, nil
+}
+
+// writeConnInfo replaces conn.json atomically, with mode 0600.
+func writeConnInfo(path string, ci connInfo) error {
+	b, err := json.MarshalIndent(ci, "", "  ")
+	if err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), ".conn-*.json")
+	if err != nil {
+		return fmt.Errorf("pgembed: %w", err)
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp) // no-op after a successful rename
+	_, err = f.Write(append(b, '\n'))
+	if err == nil {
+		err = f.Chmod(0o600)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		return fmt.Errorf("pgembed: writing %s: %w", path, err)
+	}
+	return nil
+}

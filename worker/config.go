@@ -1,0 +1,89 @@
+package worker
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/agentledger/agentledger/claims"
+)
+
+// Config tunes a Pool. Zero fields take the defaults documented on each.
+type Config struct {
+	// ID names this worker in leases and attempt records; default
+	// <hostname>-<pid>-<random>.
+	ID string
+	// Queues to work; default ["default"].
+	Queues []string
+	// Concurrency is how many tasks run at once per queue; default 100.
+	Concurrency int
+	// BatchSize caps one claim; default Concurrency.
+	BatchSize int
+	// Lease is how long a claim lasts without a heartbeat; default 30s.
+	Lease time.Duration
+	// HeartbeatInterval between lease renewals; default Lease/3.
+	HeartbeatInterval time.Duration
+	// PollInterval between claims when no notification arrives; default 1s.
+	PollInterval time.Duration
+	// PollOnly disables LISTEN/NOTIFY (for PgBouncer transaction pooling).
+	PollOnly bool
+	// Grace is how long shutdown waits for running tasks before releasing
+	// them; default 10s.
+	Grace time.Duration
+	// Backoff decides retry delays; default claims.DefaultBackoff.
+	Backoff claims.Backoff
+	// Handlers maps task kinds to their handlers.
+	Handlers map[string]Handler
+	// Logger; default slog.Default().
+	Logger *slog.Logger
+}
+
+func (c *Config) setDefaults() error {
+	if c.ID == "" {
+		host, _ := os.Hostname()
+		b := make([]byte, 3)
+		_, _ = rand.Read(b)
+		c.ID = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b))
+	}
+	if len(c.Queues) == 0 {
+		c.Queues = []string{claims.DefaultQueue}
+	}
+	if c.Concurrency == 0 {
+		c.Concurrency = 100
+	}
+	if c.BatchSize == 0 || c.BatchSize > c.Concurrency {
+		c.BatchSize = c.Concurrency
+	}
+	if c.Lease == 0 {
+		c.Lease = 30 * time.Second
+	}
+	if c.HeartbeatInterval == 0 {
+		c.HeartbeatInterval = c.Lease / 3
+	}
+	if c.PollInterval == 0 {
+		c.PollInterval = time.Second
+	}
+	if c.Grace == 0 {
+		c.Grace = 10 * time.Second
+	}
+	if c.Backoff.Base == 0 {
+		c.Backoff = claims.DefaultBackoff
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	switch {
+	case c.Concurrency < 0 || c.BatchSize < 0:
+		return fmt.Errorf("worker: concurrency and batch size must be positive")
+	case c.Lease < time.Second:
+		return fmt.Errorf("worker: lease %s is shorter than 1s", c.Lease)
+	case c.HeartbeatInterval <= 0 || c.HeartbeatInterval > c.Lease/2:
+		return fmt.Errorf("worker: heartbeat interval %s must be positive and at most half the lease (%s)", c.HeartbeatInterval, c.Lease)
+	case len(c.Handlers) == 0:
+		return fmt.Errorf("worker: no handlers")
+	}
+	return nil
+}

@@ -1,0 +1,164 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/claims"
+)
+
+// errLeaseExpiring is the cause given to a task whose lease could not be
+// renewed in time: it is stopped before another worker may claim it.
+var errLeaseExpiring = errors.New("lease could not be renewed before expiry: stopping the attempt")
+
+// renewFunc renews leases by the lease duration (claims.Store.Heartbeat).
+type renewFunc func(ctx context.Context, leases []agentledger.Lease) (claims.HeartbeatResult, error)
+
+// keeper holds the leases of running tasks: it renews them in one statement
+// per interval and cancels a task's context when its lease is lost, when an
+// operator cancels it, or shortly before the lease would expire unrenewed.
+//
+// Deadlines are measured on this process's monotonic clock from the moment
+// the claim or heartbeat was *sent*; the database sets expiry from its own
+// now() when the statement runs, which is later, so the local deadline is
+// always the earlier one.
+type keeper struct {
+	lease    time.Duration
+	interval time.Duration
+	margin   time.Duration // stop this long before the lease runs out
+	renew    renewFunc
+	log      *slog.Logger
+
+	mu      sync.Mutex
+	running map[int64]*leased
+}
+
+type leased struct {
+	lease  agentledger.Lease
+	cancel context.CancelCauseFunc
+	timer  *time.Timer
+}
+
+func newKeeper(lease, interval time.Duration, renew renewFunc, log *slog.Logger) *keeper {
+	margin := lease / 5
+	if margin > 5*time.Second {
+		margin = 5 * time.Second
+	}
+	return &keeper{lease: lease, interval: interval, margin: margin, renew: renew, log: log,
+		running: map[int64]*leased{}}
+}
+
+// add starts keeping l, claimed by a statement sent at sentAt.
+func (k *keeper) add(l agentledger.Lease, sentAt time.Time, cancel context.CancelCauseFunc) {
+	e := &leased{lease: l, cancel: cancel}
+	e.timer = time.AfterFunc(time.Until(sentAt.Add(k.lease-k.margin)), func() { cancel(errLeaseExpiring) })
+	k.mu.Lock()
+	k.running[l.TaskID] = e
+	k.mu.Unlock()
+}
+
+// remove stops keeping task id (its outcome is recorded or it was lost).
+func (k *keeper) remove(id int64) {
+	k.mu.Lock()
+	e := k.running[id]
+	delete(k.running, id)
+	k.mu.Unlock()
+	if e != nil {
+		e.timer.Stop()
+	}
+}
+
+// leases returns the leases held now.
+func (k *keeper) leases() []agentledger.Lease {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	out := make([]agentledger.Lease, 0, len(k.running))
+	for _, e := range k.running {
+		out = append(out, e.lease)
+	}
+	return out
+}
+
+// count returns how many leases are held.
+func (k *keeper) count() int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return len(k.running)
+}
+
+// run renews leases every interval until ctx is done.
+func (k *keeper) run(ctx context.Context) {
+	t := time.NewTicker(k.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			k.beat(ctx)
+		}
+	}
+}
+
+// beat renews every held lease once.
+func (k *keeper) beat(ctx context.Context) {
+	leases := k.leases()
+	if len(leases) == 0 {
+		return
+	}
+	sentAt := time.Now()
+	// A heartbeat that takes longer than the interval is no use: the next
+	// one is due.
+	hctx, cancel := context.WithTimeout(ctx, k.interval)
+	res, err := k.renew(hctx, leases)
+	cancel()
+	if err != nil {
+		// The watchdog timers stop the tasks if this goes on too long.
+		k.log.Warn("heartbeat failed", "leases", len(leases), "err", err)
+		return
+	}
+	lost := map[int64]bool{}
+	for _, l := range res.Lost {
+		lost[l.TaskID] = true
+		k.stop(l, agentledger.ErrLeaseLost)
+	}
+	for _, l := range res.Cancel {
+		k.stop(l, agentledger.ErrCancelled)
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, l := range leases {
+		if e := k.running[l.TaskID]; e != nil && !lost[l.TaskID] && e.lease == l {
+			e.timer.Reset(time.Until(sentAt.Add(k.lease - k.margin)))
+		}
+	}
+}
+
+// stop cancels the task holding l with cause.
+func (k *keeper) stop(l agentledger.Lease, cause error) {
+	k.mu.Lock()
+	e := k.running[l.TaskID]
+	k.mu.Unlock()
+	if e != nil && e.lease == l {
+		if errors.Is(cause, agentledger.ErrLeaseLost) {
+			k.log.Warn("lease lost", "task", l.TaskID, "token", l.Token)
+		}
+		e.cancel(cause)
+	}
+}
+
+// stopAll cancels every running task with cause and returns their leases.
+func (k *keeper) stopAll(cause error) []agentledger.Lease {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	out := make([]agentledger.Lease, 0, len(k.running))
+	for _, e := range k.running {
+		e.cancel(cause)
+		out = append(out, e.lease)
+	}
+	return out
+}

@@ -1,0 +1,124 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/claims"
+)
+
+// fakeRenewer answers heartbeats from memory, recording when each came.
+type fakeRenewer struct {
+	mu    sync.Mutex
+	calls []time.Time
+	fail  bool
+	lost  bool
+}
+
+func (f *fakeRenewer) renew(_ context.Context, ls []agentledger.Lease) (claims.HeartbeatResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, time.Now())
+	switch {
+	case f.fail:
+		return claims.HeartbeatResult{}, errors.New("connection refused")
+	case f.lost:
+		return claims.HeartbeatResult{Lost: ls}, nil
+	}
+	return claims.HeartbeatResult{}, nil
+}
+
+func (f *fakeRenewer) set(fail, lost bool) {
+	f.mu.Lock()
+	f.fail, f.lost = fail, lost
+	f.mu.Unlock()
+}
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// Heartbeats every interval keep a long task alive indefinitely.
+func TestKeeperRenewsOnSchedule(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeRenewer{}
+		k := newKeeper(30*time.Second, 10*time.Second, f.renew, quiet())
+		ctx, stop := context.WithCancel(t.Context())
+		go k.run(ctx)
+		task, cancel := context.WithCancelCause(t.Context())
+		start := time.Now()
+		k.add(agentledger.Lease{TaskID: 1, Token: 1}, start, cancel)
+
+		time.Sleep(10 * time.Minute)
+		synctest.Wait()
+		if task.Err() != nil {
+			t.Fatalf("task stopped despite renewals: %v", context.Cause(task))
+		}
+		if len(f.calls) != 60 {
+			t.Fatalf("%d heartbeats in 10 minutes at 10s, want 60", len(f.calls))
+		}
+		for i, c := range f.calls {
+			if want := start.Add(time.Duration(i+1) * 10 * time.Second); !c.Equal(want) {
+				t.Fatalf("heartbeat %d at %v, want %v", i, c.Sub(start), want.Sub(start))
+			}
+		}
+		k.remove(1)
+		stop()
+	})
+}
+
+// When heartbeats fail, the task is stopped before its lease runs out:
+// at the last successful renewal + lease - margin.
+func TestKeeperStopsTaskBeforeLeaseExpires(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeRenewer{}
+		lease := 30 * time.Second
+		k := newKeeper(lease, 10*time.Second, f.renew, quiet())
+		ctx, stop := context.WithCancel(t.Context())
+		go k.run(ctx)
+		task, cancel := context.WithCancelCause(t.Context())
+		start := time.Now()
+		k.add(agentledger.Lease{TaskID: 1, Token: 1}, start, cancel)
+
+		time.Sleep(25 * time.Second) // renewed at 10s and 20s
+		synctest.Wait()
+		f.set(true, false) // the database goes away
+		lastRenewal := start.Add(20 * time.Second)
+		deadline := lastRenewal.Add(lease - k.margin)
+
+		<-task.Done()
+		if !errors.Is(context.Cause(task), errLeaseExpiring) {
+			t.Fatalf("cause %v", context.Cause(task))
+		}
+		if now := time.Now(); !now.Equal(deadline) || !now.Before(lastRenewal.Add(lease)) {
+			t.Fatalf("stopped at %v after start, want %v (lease would expire at %v)",
+				now.Sub(start), deadline.Sub(start), lastRenewal.Add(lease).Sub(start))
+		}
+		k.remove(1)
+		stop()
+	})
+}
+
+// A heartbeat that finds the token taken stops the task with ErrLeaseLost.
+func TestKeeperStopsTaskOnLostLease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeRenewer{lost: true}
+		k := newKeeper(30*time.Second, 10*time.Second, f.renew, quiet())
+		ctx, stop := context.WithCancel(t.Context())
+		go k.run(ctx)
+		task, cancel := context.WithCancelCause(t.Context())
+		start := time.Now()
+		k.add(agentledger.Lease{TaskID: 7, Token: 3}, start, cancel)
+		<-task.Done()
+		if !errors.Is(context.Cause(task), agentledger.ErrLeaseLost) || time.Since(start) != 10*time.Second {
+			t.Fatalf("cause %v after %v", context.Cause(task), time.Since(start))
+		}
+		k.remove(7)
+		stop()
+	})
+}

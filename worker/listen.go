@@ -1,0 +1,66 @@
+package worker
+
+import (
+	"context"
+	"time"
+)
+
+// NotifyChannel is the channel the tasks table's insert trigger notifies,
+// with the queue name as payload.
+const NotifyChannel = "agentledger_task_insert"
+
+// listen holds one connection in LISTEN and wakes the producer of each
+// notified queue. On error it reconnects with backoff; polling covers the gap.
+func (p *Pool) listen(ctx context.Context) {
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		err := p.listenOnce(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		p.log.Warn("LISTEN connection failed; polling until it is back", "err", err, "retry_in", backoff)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 10*time.Second)
+	}
+}
+
+func (p *Pool) listenOnce(ctx context.Context) error {
+	conn, err := p.db.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	// The connection leaves the pool for good: a LISTENing session must not
+	// be handed to other users.
+	c := conn.Hijack()
+	defer c.Close(context.Background())
+	if _, err := c.Exec(ctx, "LISTEN "+NotifyChannel); err != nil {
+		return err
+	}
+	// Anything inserted before LISTEN took effect is found by this claim.
+	p.wakeAll()
+	for {
+		n, err := c.WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		if ch, ok := p.wake[n.Payload]; ok {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+func (p *Pool) wakeAll() {
+	for _, ch := range p.wake {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}

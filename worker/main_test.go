@@ -1,0 +1,15 @@
+package worker_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/agentledger/agentledger/internal/testdb"
+)
+
+func TestMain(m *testing.M) {
+	if url := os.Getenv(crashChildEnv); url != "" {
+		crashChild(url) // never returns
+	}
+	testdb.Main(m)
+}

@@ -1,0 +1,278 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/claims"
+)
+
+// errShutdown is the cause given to tasks still running when the grace
+// period ends.
+var errShutdown = errors.New("worker shutting down: lease released")
+
+// Pool runs tasks from PostgreSQL. Create it with New and call Run.
+type Pool struct {
+	cfg    Config
+	db     *pgxpool.Pool
+	store  *claims.Store
+	keeper *keeper
+	done   *completer
+	log    *slog.Logger
+
+	wake  map[string]chan struct{} // per queue: a claim is worth trying now
+	tasks sync.WaitGroup           // running task goroutines
+}
+
+// New returns a Pool working through db.
+func New(db *pgxpool.Pool, cfg Config) (*Pool, error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	p := &Pool{cfg: cfg, db: db, store: claims.New(db), log: cfg.Logger.With("worker", cfg.ID),
+		wake: map[string]chan struct{}{}}
+	p.keeper = newKeeper(cfg.Lease, cfg.HeartbeatInterval, func(ctx context.Context, ls []agentledger.Lease) (claims.HeartbeatResult, error) {
+		return p.store.Heartbeat(ctx, ls, cfg.Lease)
+	}, p.log)
+	p.done = newCompleter(p.store, p.log)
+	for _, q := range cfg.Queues {
+		p.wake[q] = make(chan struct{}, 1)
+	}
+	return p, nil
+}
+
+// ID returns the worker's identity as recorded in leases.
+func (p *Pool) ID() string { return p.cfg.ID }
+
+// Run works tasks until ctx is done, then shuts down gracefully: no new
+// claims, running tasks get the grace period, the rest are cancelled and
+// their leases released. It returns nil after a clean shutdown.
+func (p *Pool) Run(ctx context.Context) error {
+	kinds := make([]string, 0, len(p.cfg.Handlers))
+	for k := range p.cfg.Handlers {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	p.log.Info("worker started", "queues", p.cfg.Queues, "kinds", kinds, "concurrency", p.cfg.Concurrency,
+		"lease", p.cfg.Lease, "poll_only", p.cfg.PollOnly)
+
+	// Background machinery outlives ctx: it must keep leases alive and
+	// record outcomes through the grace period.
+	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
+	var bgWG sync.WaitGroup
+	bgWG.Add(2)
+	go func() { defer bgWG.Done(); p.keeper.run(bg) }()
+	go func() { defer bgWG.Done(); p.done.run(bg) }()
+
+	// Task contexts are cancelled only at the end of the grace period (or
+	// by the keeper), not when ctx is.
+	work, stopWork := context.WithCancelCause(bg)
+
+	var prodWG sync.WaitGroup
+	if !p.cfg.PollOnly {
+		prodWG.Add(1)
+		go func() { defer prodWG.Done(); p.listen(ctx) }()
+	}
+	for _, q := range p.cfg.Queues {
+		prodWG.Add(1)
+		go func() { defer prodWG.Done(); p.produce(ctx, work, q) }()
+	}
+	<-ctx.Done()
+	prodWG.Wait()
+
+	p.shutdown(stopWork)
+	stopBG()
+	bgWG.Wait()
+	p.log.Info("worker stopped")
+	return nil
+}
+
+func (p *Pool) shutdown(stopWork context.CancelCauseFunc) {
+	n := p.keeper.count()
+	if n > 0 {
+		p.log.Info("waiting for running tasks", "running", n, "grace", p.cfg.Grace)
+	}
+	finished := make(chan struct{})
+	go func() { p.tasks.Wait(); close(finished) }()
+	select {
+	case <-finished:
+		return
+	case <-time.After(p.cfg.Grace):
+	}
+	leases := p.keeper.stopAll(errShutdown)
+	stopWork(errShutdown)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	lost, err := p.store.ReleaseMany(ctx, leases)
+	if err != nil {
+		p.log.Error("releasing leases at shutdown failed; they expire on their own", "leases", len(leases), "err", err)
+	} else {
+		p.log.Info("released leases", "released", len(leases)-len(lost), "already_lost", len(lost))
+	}
+	select {
+	case <-finished:
+	case <-time.After(5 * time.Second):
+		p.log.Warn("some handlers ignored cancellation and are still running; their writes are fenced out")
+	}
+}
+
+// produce claims and starts tasks of queue q until ctx is done.
+func (p *Pool) produce(ctx, work context.Context, q string) {
+	sem := make(chan struct{}, p.cfg.Concurrency)
+	slotFreed := make(chan struct{}, 1)
+	poll := time.NewTicker(p.cfg.PollInterval)
+	defer poll.Stop()
+	for {
+		free := cap(sem) - len(sem)
+		if free > p.cfg.BatchSize {
+			free = p.cfg.BatchSize
+		}
+		got := 0
+		if free > 0 {
+			sentAt := time.Now()
+			tasks, err := p.store.Claim(ctx, claims.ClaimParams{Queue: q, Worker: p.cfg.ID, Limit: free, Lease: p.cfg.Lease})
+			if err != nil && ctx.Err() == nil {
+				p.log.Warn("claim failed", "queue", q, "err", err)
+			}
+			for _, t := range tasks {
+				sem <- struct{}{}
+				p.start(work, t, sentAt, func() {
+					<-sem
+					select {
+					case slotFreed <- struct{}{}:
+					default:
+					}
+				})
+			}
+			got = len(tasks)
+		}
+		if free > 0 && got == free {
+			continue // a full batch: there is probably more
+		}
+		// With every slot busy only a freed slot is news; otherwise wait
+		// for a notification or the poll.
+		var freed <-chan struct{}
+		if free == 0 {
+			freed = slotFreed
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.wake[q]:
+		case <-poll.C:
+		case <-freed:
+		}
+	}
+}
+
+// start runs task t in its own goroutine; release is called when it ends.
+func (p *Pool) start(work context.Context, t *agentledger.Task, sentAt time.Time, release func()) {
+	ctx, cancel := context.WithCancelCause(work)
+	lease := claims.LeaseOf(t)
+	p.keeper.add(lease, sentAt, cancel)
+	p.tasks.Add(1)
+	go func() {
+		defer p.tasks.Done()
+		defer release()
+		defer cancel(nil)
+		defer p.keeper.remove(t.ID)
+		p.runTask(ctx, t, lease)
+	}()
+}
+
+func (p *Pool) runTask(ctx context.Context, t *agentledger.Task, lease agentledger.Lease) {
+	log := p.log.With("task", t.ID, "kind", t.Kind, "attempt", t.Attempt, "token", t.LeaseToken)
+	if t.CancelRequested != nil { // cancelled while its previous attempt was lost
+		p.ackCancel(lease, log)
+		return
+	}
+	h, ok := p.cfg.Handlers[t.Kind]
+	if !ok {
+		p.record(ctx, lease, nil, agentledger.Permanent(fmt.Errorf("no handler for kind %q on worker %s (it knows: %s)",
+			t.Kind, p.cfg.ID, strings.Join(p.kinds(), ", "))), t, log)
+		return
+	}
+	result, err := safeWork(ctx, h, t)
+	switch cause := context.Cause(ctx); {
+	case errors.Is(cause, agentledger.ErrLeaseLost), errors.Is(cause, errLeaseExpiring):
+		log.Warn("attempt abandoned", "cause", cause)
+		return
+	case errors.Is(cause, errShutdown):
+		return // the lease is released by shutdown
+	case errors.Is(cause, agentledger.ErrCancelled):
+		p.ackCancel(lease, log)
+		return
+	}
+	p.record(ctx, lease, result, err, t, log)
+}
+
+// record writes the outcome of an attempt through the completer.
+func (p *Pool) record(ctx context.Context, lease agentledger.Lease, result []byte, err error, t *agentledger.Task, log *slog.Logger) {
+	cm := &completion{}
+	if err == nil {
+		cm.success = &claims.Success{Lease: lease, Result: result}
+	} else {
+		f := claims.Failure{Lease: lease, Error: err.Error(), Delay: p.cfg.Backoff.Delay(t.Attempt)}
+		var perm *agentledger.PermanentError
+		var after *agentledger.RetryAfterError
+		switch {
+		case errors.As(err, &perm):
+			f.Final = true
+		case errors.As(err, &after) && after.After > 0:
+			f.Delay = after.After
+		}
+		cm.failure = &f
+	}
+	// The outcome is written even if the task's context ends now.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	r := p.done.complete(wctx, cm)
+	switch {
+	case r.err != nil:
+		log.Error("recording outcome failed; the lease will expire and the task run again", "err", r.err)
+	case r.state == "":
+		log.Warn("lease lost before the outcome was recorded")
+	case r.state == agentledger.StateSucceeded:
+		log.Debug("task succeeded")
+	default:
+		log.Info("task failed", "state", r.state, "err", err)
+	}
+}
+
+func (p *Pool) ackCancel(lease agentledger.Lease, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := p.store.Cancelled(ctx, lease, "cancelled by operator"); err != nil {
+		log.Warn("acknowledging cancel failed", "err", err)
+		return
+	}
+	log.Info("task cancelled by operator")
+}
+
+func (p *Pool) kinds() []string {
+	ks := make([]string, 0, len(p.cfg.Handlers))
+	for k := range p.cfg.Handlers {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+// safeWork runs the handler, turning a panic into a retryable error.
+func safeWork(ctx context.Context, h Handler, t *agentledger.Task) (result []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("handler panicked: %v", r)
+		}
+	}()
+	return h.Work(ctx, t)
+}
