@@ -1,0 +1,166 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// config is agentd's configuration: flags, each defaulting to an
+// environment variable, each defaulting to a built-in value.
+type config struct {
+	DatabaseURL  string
+	StateDir     string
+	NoMigrate    bool
+	WorkerID     string
+	Queues       []string
+	Concurrency  int
+	BatchSize    int
+	Lease        time.Duration
+	Heartbeat    time.Duration
+	PollInterval time.Duration
+	PollOnly     bool
+	Grace        time.Duration
+	MaxConns     int32
+	LogLevel     slog.Level
+	LogFormat    string
+}
+
+// usageError is a configuration mistake: exit code 2.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+// setting is one row of the configuration table: flag, environment variable,
+// default and help. The README's table lists the same rows.
+type setting struct {
+	flag, env, kind, def, help string
+}
+
+// value is a flag whose parsing waits for parse(), so that a bad value from
+// the environment and one from the command line get the same clear error.
+type value struct {
+	v, typ string
+}
+
+func (v *value) String() string     { return v.v }
+func (v *value) Set(s string) error { v.v = s; return nil }
+func (v *value) Type() string       { return v.typ }
+
+var settings = []setting{
+	{"database-url", "DATABASE_URL", "string", "", "PostgreSQL URL; empty starts or joins the embedded cluster"},
+	{"state-dir", "AGENTLEDGER_STATE_DIR", "string", "", "state directory of the embedded cluster; empty: /var/lib/agentledger as root, else ~/.local/state/agentledger"},
+	{"no-migrate", "AGENTLEDGER_NO_MIGRATE", "bool", "false", "do not apply pending migrations at start"},
+	{"worker-id", "AGENTLEDGER_WORKER_ID", "string", "", "name of this daemon in leases and attempts; empty: host-pid-random"},
+	{"queues", "AGENTLEDGER_QUEUES", "string", "default", "comma-separated queues to work"},
+	{"concurrency", "AGENTLEDGER_CONCURRENCY", "int", "100", "tasks run at once per queue"},
+	{"batch-size", "AGENTLEDGER_BATCH_SIZE", "int", "100", "most tasks claimed in one statement"},
+	{"lease", "AGENTLEDGER_LEASE", "duration", "30s", "lease length; renewed by heartbeats"},
+	{"heartbeat", "AGENTLEDGER_HEARTBEAT", "duration", "", "interval between lease renewals; empty: lease/3"},
+	{"poll-interval", "AGENTLEDGER_POLL_INTERVAL", "duration", "1s", "claim interval when no notification arrives"},
+	{"poll-only", "AGENTLEDGER_POLL_ONLY", "bool", "false", "no LISTEN/NOTIFY (for PgBouncer transaction pooling)"},
+	{"grace", "AGENTLEDGER_GRACE", "duration", "10s", "how long shutdown waits for running tasks before releasing them"},
+	{"max-conns", "AGENTLEDGER_MAX_CONNS", "int", "20", "connection pool size"},
+	{"log-level", "AGENTLEDGER_LOG_LEVEL", "string", "info", "debug, info, warn or error"},
+	{"log-format", "AGENTLEDGER_LOG_FORMAT", "string", "text", "text or json"},
+}
+
+// register declares every flag, its default taken from the environment
+// when set there.
+func register(fs *pflag.FlagSet, getenv func(string) string) {
+	for _, s := range settings {
+		def := s.def
+		if v := getenv(s.env); v != "" {
+			def = v
+		}
+		f := fs.VarPF(&value{v: def, typ: s.kind}, s.flag, "", fmt.Sprintf("%s (env %s)", s.help, s.env))
+		if s.kind == "bool" {
+			f.NoOptDefVal = "true" // --poll-only alone means true
+		}
+	}
+}
+
+// parse reads the flags into a config, naming the flag or variable at fault.
+func parse(fs *pflag.FlagSet) (*config, error) {
+	var c config
+	var errs []string
+	env := map[string]string{}
+	for _, s := range settings {
+		env[s.flag] = s.env
+	}
+	// label names where a bad value came from: a default is never bad, so
+	// an unchanged flag took it from the environment.
+	label := func(name string) string {
+		if fs.Changed(name) {
+			return "--" + name
+		}
+		return env[name]
+	}
+	str := func(name string) string { return strings.TrimSpace(fs.Lookup(name).Value.String()) }
+	dur := func(name string, d *time.Duration) {
+		if v := str(name); v != "" {
+			x, err := time.ParseDuration(v)
+			if err != nil || x <= 0 {
+				errs = append(errs, fmt.Sprintf("%s: %q is not a positive duration like 30s or 5m", label(name), v))
+				return
+			}
+			*d = x
+		}
+	}
+	num := func(name string, n *int) {
+		if v := str(name); v != "" {
+			x, err := strconv.Atoi(v)
+			if err != nil || x <= 0 {
+				errs = append(errs, fmt.Sprintf("%s: %q is not a positive integer", label(name), v))
+				return
+			}
+			*n = x
+		}
+	}
+	boolean := func(name string, b *bool) {
+		if v := str(name); v != "" {
+			x, err := strconv.ParseBool(v)
+			if err != nil {
+				errs = append(errs, fmt.Sprintf("%s: %q is not true or false", label(name), v))
+				return
+			}
+			*b = x
+		}
+	}
+	c.DatabaseURL = str("database-url")
+	c.StateDir = str("state-dir")
+	c.WorkerID = str("worker-id")
+	for _, q := range strings.Split(str("queues"), ",") {
+		if q = strings.TrimSpace(q); q != "" {
+			c.Queues = append(c.Queues, q)
+		}
+	}
+	boolean("no-migrate", &c.NoMigrate)
+	boolean("poll-only", &c.PollOnly)
+	num("concurrency", &c.Concurrency)
+	num("batch-size", &c.BatchSize)
+	var maxConns int
+	num("max-conns", &maxConns)
+	c.MaxConns = int32(maxConns)
+	dur("lease", &c.Lease)
+	dur("heartbeat", &c.Heartbeat)
+	dur("poll-interval", &c.PollInterval)
+	dur("grace", &c.Grace)
+	if err := c.LogLevel.UnmarshalText([]byte(str("log-level"))); err != nil {
+		errs = append(errs, fmt.Sprintf("%s: %q is not debug, info, warn or error", label("log-level"), str("log-level")))
+	}
+	switch c.LogFormat = str("log-format"); c.LogFormat {
+	case "text", "json":
+	default:
+		errs = append(errs, fmt.Sprintf("%s: %q is not text or json", label("log-format"), c.LogFormat))
+	}
+	if len(errs) > 0 {
+		return nil, &usageError{fmt.Errorf("%s", strings.Join(errs, "; "))}
+	}
+	return &c, nil
+}

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentledger/agentledger/database"
+	"github.com/agentledger/agentledger/migrations"
+	"github.com/agentledger/agentledger/tools"
+	"github.com/agentledger/agentledger/worker"
+)
+
+func newRootCmd(getenv func(string) string) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "agentd",
+		Short: "Run agentledger workers against PostgreSQL",
+		Long: `agentd claims tasks from PostgreSQL and runs them so that no replay,
+re-poll, crash or retry produces a second business effect.
+
+Every flag can also be set by the environment variable named in its help.
+With no --database-url, agentd starts (or joins) a private PostgreSQL cluster
+from the server binaries installed on this machine.`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return &usageError{fmt.Errorf("unexpected argument %q: agentd takes only flags (see --help)", args[0])}
+			}
+			return nil
+		},
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := parse(cmd.Flags())
+			if err != nil {
+				return err
+			}
+			return run(cmd.Context(), cfg)
+		},
+	}
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
+	register(cmd.Flags(), getenv)
+	return cmd
+}
+
+// handlers are the task kinds this daemon serves.
+func handlers() map[string]worker.Handler {
+	return map[string]worker.Handler{
+		"noop":  worker.HandlerFunc(tools.Noop),
+		"echo":  worker.HandlerFunc(tools.Echo),
+		"sleep": worker.HandlerFunc(tools.Sleep),
+	}
+}
+
+// run starts the daemon and blocks until ctx ends and shutdown is complete.
+func run(ctx context.Context, cfg *config) error {
+	log := newLogger(cfg)
+	slog.SetDefault(log)
+
+	db, err := database.Open(ctx, database.Config{URL: cfg.DatabaseURL, StateDir: cfg.StateDir, MaxConns: cfg.MaxConns, Logger: log})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := db.Close(ctx); err != nil {
+			log.Error("closing the database", "err", err)
+		}
+	}()
+	log.Info("connected", "database", db.String())
+
+	if err := migrate(ctx, db, cfg, log); err != nil {
+		return err
+	}
+	pool, err := worker.New(db.Pool, worker.Config{
+		ID: cfg.WorkerID, Queues: cfg.Queues, Concurrency: cfg.Concurrency, BatchSize: cfg.BatchSize,
+		Lease: cfg.Lease, HeartbeatInterval: cfg.Heartbeat, PollInterval: cfg.PollInterval,
+		PollOnly: cfg.PollOnly, Grace: cfg.Grace, Handlers: handlers(), Logger: log,
+	})
+	if err != nil {
+		return &usageError{err}
+	}
+	return pool.Run(ctx)
+}
+
+// migrate applies pending migrations, or with --no-migrate refuses to run
+// on a schema older than this binary.
+func migrate(ctx context.Context, db *database.DB, cfg *config, log *slog.Logger) error {
+	m, err := migrations.New(db.Pool, nil)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	if cfg.NoMigrate {
+		v, err := m.Version(ctx)
+		if err != nil {
+			return err
+		}
+		if v < m.Latest() {
+			return fmt.Errorf("schema is at version %d, this agentd needs %d: run `agentctl migrate up` or start without --no-migrate", v, m.Latest())
+		}
+		return nil
+	}
+	applied, err := m.Up(ctx)
+	if err != nil {
+		return err
+	}
+	if len(applied) > 0 {
+		log.Info("applied migrations", "versions", applied)
+	}
+	return nil
+}
+
+func newLogger(cfg *config) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, opts))
+}

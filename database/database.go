@@ -1,0 +1,141 @@
+package database
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"regexp"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/agentledger/agentledger/pgembed"
+)
+
+// Config says which database to open.
+type Config struct {
+	// URL of an existing server (DATABASE_URL); empty starts or joins the
+	// embedded cluster.
+	URL string
+	// StateDir of the embedded cluster; empty is pgembed.DefaultStateDir().
+	StateDir string
+	// MaxConns caps the pool; 0 keeps pgx's default (max(4, CPUs)).
+	MaxConns int32
+	// Logger; nil discards.
+	Logger *slog.Logger
+}
+
+// embeddedSettings tune the embedded cluster for a queue: more connections
+// than the default 100 so several daemons and operators fit.
+var embeddedSettings = map[string]string{
+	"max_connections": "300",
+}
+
+// DB is an open pool and, for the embedded default, this process's hold on
+// the cluster.
+type DB struct {
+	Pool    *pgxpool.Pool
+	cluster *pgembed.Cluster
+	desc    string
+}
+
+// Open connects as cfg says and checks the connection.
+func Open(ctx context.Context, cfg Config) (*DB, error) {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	db := &DB{}
+	raw := cfg.URL
+	if raw == "" {
+		dir := cfg.StateDir
+		if dir == "" {
+			var err error
+			if dir, err = pgembed.DefaultStateDir(); err != nil {
+				return nil, err
+			}
+		}
+		c, err := pgembed.Start(ctx, pgembed.Config{StateDir: dir, Settings: embeddedSettings, Logger: log})
+		if err != nil {
+			if errors.Is(err, pgembed.ErrNoBinaries) {
+				return nil, err // already says what to install and that DATABASE_URL is the alternative
+			}
+			return nil, fmt.Errorf("starting the embedded PostgreSQL (set DATABASE_URL to use an existing server instead): %w", err)
+		}
+		db.cluster = c
+		raw = c.URL(pgembed.DatabaseName)
+		db.desc = fmt.Sprintf("embedded PostgreSQL %s (data %s, 127.0.0.1:%d)", c.Version(), c.DataDir(), c.Port())
+	} else {
+		db.desc = Redact(raw)
+	}
+	pcfg, err := pgxpool.ParseConfig(raw)
+	if err != nil {
+		db.closeCluster(ctx)
+		// pgx's message can quote the URL, password included: say less.
+		return nil, fmt.Errorf("invalid database URL %s: expected postgres://user:password@host:port/dbname", Redact(raw))
+	}
+	if cfg.MaxConns > 0 {
+		pcfg.MaxConns = cfg.MaxConns
+	}
+	pcfg.ConnConfig.RuntimeParams["application_name"] = "agentledger"
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err == nil {
+		err = pool.Ping(ctx)
+		if err != nil {
+			pool.Close()
+		}
+	}
+	if err != nil {
+		db.closeCluster(ctx)
+		return nil, fmt.Errorf("connecting to %s: %w", db.desc, err)
+	}
+	db.Pool = pool
+	return db, nil
+}
+
+// String describes the database without secrets.
+func (d *DB) String() string { return d.desc }
+
+// Embedded reports whether the database is the embedded cluster.
+func (d *DB) Embedded() bool { return d.cluster != nil }
+
+// Close closes the pool and lets go of the embedded cluster, which stops
+// when its last user is gone.
+func (d *DB) Close(ctx context.Context) error {
+	d.Pool.Close()
+	return d.closeCluster(ctx)
+}
+
+func (d *DB) closeCluster(ctx context.Context) error {
+	if d.cluster == nil {
+		return nil
+	}
+	err := d.cluster.Close(ctx)
+	d.cluster = nil
+	return err
+}
+
+var urlPassword = regexp.MustCompile(`(://[^:/@]*:)[^@]*@`)
+
+// Redact returns a database URL or keyword/value string fit for logs: the
+// password is masked.
+func Redact(raw string) string {
+	if u, err := url.Parse(raw); err == nil && u.Scheme != "" {
+		if _, has := u.User.Password(); has {
+			u.User = url.UserPassword(u.User.Username(), "xxxxx")
+		}
+		return u.String()
+	}
+	if strings.Contains(raw, "://") { // unparsable URL: mask user:password@ by shape
+		return urlPassword.ReplaceAllString(raw, "${1}xxxxx@")
+	}
+	fields := strings.Fields(raw)
+	for i, f := range fields {
+		if strings.HasPrefix(strings.ToLower(f), "password=") {
+			fields[i] = "password=xxxxx"
+		}
+	}
+	return strings.Join(fields, " ")
+}

@@ -1,0 +1,28 @@
+package database
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+func TestRedact(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"postgres://bob:s3cret@db:5432/app?sslmode=disable": "postgres://bob:xxxxx@db:5432/app?sslmode=disable",
+		"postgres://bob@db/app":                             "postgres://bob@db/app",
+		"host=db user=bob password=s3cret dbname=app":       "host=db user=bob password=xxxxx dbname=app",
+	} {
+		if got := Redact(in); got != want || strings.Contains(got, "s3cret") {
+			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestOpenBadURLKeepsSecret(t *testing.T) {
+	t.Parallel()
+	_, err := Open(context.Background(), Config{URL: "postgres://bob:s3cret@db:notaport/app"})
+	if err == nil || strings.Contains(err.Error(), "s3cret") {
+		t.Fatalf("error %v: want an error without the password", err)
+	}
+}

@@ -1,0 +1,133 @@
+package migrations_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/agentledger/agentledger/internal/testdb"
+	"github.com/agentledger/agentledger/migrations"
+)
+
+func TestMain(m *testing.M) { testdb.Main(m) }
+
+func tables(t *testing.T, pool *pgxpool.Pool) map[string]bool {
+	t.Helper()
+	rows, err := pool.Query(context.Background(),
+		`SELECT tablename FROM pg_tables WHERE schemaname = 'public' AND tablename <> $1`, migrations.TableName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		out[n] = true
+	}
+	return out
+}
+
+func newMigrator(t *testing.T, pool *pgxpool.Pool) *migrations.Migrator {
+	t.Helper()
+	m, err := migrations.New(pool, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+// Up, down to nothing, and up again: every down migration undoes its up.
+func TestUpDownUp(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testdb.Open(t, testdb.Empty(t))
+	m := newMigrator(t, pool)
+
+	applied, err := m.Up(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(applied) == 0 || applied[len(applied)-1] != m.Latest() {
+		t.Fatalf("applied %v, latest %d", applied, m.Latest())
+	}
+	if ts := tables(t, pool); !ts["tasks"] || !ts["task_attempts"] {
+		t.Fatalf("tables after up: %v", ts)
+	}
+	st, err := m.Status(ctx)
+	if err != nil || len(st) != len(applied) || !st[0].Applied || st[0].Name != "00001_tasks.sql" {
+		t.Fatalf("status %+v %v", st, err)
+	}
+	again, err := m.Up(ctx)
+	if err != nil || len(again) != 0 {
+		t.Fatalf("second up applied %v (%v), want nothing", again, err)
+	}
+
+	if _, err := m.DownTo(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	if ts := tables(t, pool); len(ts) != 0 {
+		t.Fatalf("tables left after down: %v", ts)
+	}
+	var funcs int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_proc WHERE proname LIKE 'agentledger_%'`).Scan(&funcs); err != nil || funcs != 0 {
+		t.Fatalf("%d functions left after down (%v)", funcs, err)
+	}
+	if v, _ := m.Version(ctx); v != 0 {
+		t.Fatalf("version after down = %d", v)
+	}
+	if _, err := m.Up(ctx); err != nil {
+		t.Fatalf("up after down: %v", err)
+	}
+}
+
+// Daemons starting together: the advisory lock lets one apply, the others
+// find nothing left to do.
+func TestConcurrentUp(t *testing.T) {
+	t.Parallel()
+	url := testdb.Empty(t)
+	var wg sync.WaitGroup
+	results := make([][]int64, 4)
+	errs := make([]error, 4)
+	for i := range 4 {
+		pool := testdb.Open(t, url)
+		m := newMigrator(t, pool)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i], errs[i] = m.Up(context.Background())
+		}()
+	}
+	wg.Wait()
+	total := 0
+	for i := range 4 {
+		if errs[i] != nil {
+			t.Fatalf("migrator %d: %v", i, errs[i])
+		}
+		total += len(results[i])
+	}
+	if want := len(migrationsList(t)); total != want {
+		t.Fatalf("%d migrations applied in all, want %d (each exactly once)", total, want)
+	}
+}
+
+func migrationsList(t *testing.T) []migrations.Status {
+	t.Helper()
+	m := newMigrator(t, testdb.Open(t, testdb.Empty(t)))
+	st, err := m.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func TestFingerprintIsStable(t *testing.T) {
+	t.Parallel()
+	if a, b := migrations.Fingerprint(), migrations.Fingerprint(); a != b || len(a) != 12 {
+		t.Fatalf("fingerprint %q / %q", a, b)
+	}
+}
