@@ -357,3 +357,29 @@ func TestListFiltersAndPages(t *testing.T) {
 		t.Fatalf("bad state: %v", err)
 	}
 }
+
+// A task whose every attempt loses its lease (a poison task that crashes its
+// workers) is dead-lettered after max_attempts instead of claimed forever.
+func TestExpiredLastAttemptIsDead(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newClock()
+	s := pinnedStore(t, c)
+	task := enqueue(t, s, claims.EnqueueParams{MaxAttempts: 2})
+	claimOne(t, s, "crashes-1", time.Minute)
+	c.Advance(2 * time.Minute)
+	second := claimOne(t, s, "crashes-2", time.Minute)
+	if second.Attempt != 2 {
+		t.Fatalf("attempt %d", second.Attempt)
+	}
+	c.Advance(2 * time.Minute)
+	claimNone(t, s, "w")
+	got := get(t, s, task.ID)
+	if got.State != agentledger.StateDead || got.LastError == "" || got.LeaseOwner != "" || got.FinishedAt == nil {
+		t.Fatalf("after the last lease expired: %+v", got)
+	}
+	atts, _ := s.Attempts(ctx, task.ID)
+	if len(atts) != 2 || atts[0].Outcome != agentledger.OutcomeLeaseExpired || atts[1].Outcome != agentledger.OutcomeLeaseExpired || atts[1].EndedAt == nil {
+		t.Fatalf("attempts: %+v", atts)
+	}
+}

@@ -33,7 +33,8 @@ JOIN unnest($1::text[], $2::text[]) AS k(tenant, submission_key)
 // claimSQL locks up to $3 runnable tasks of one queue — due queued/retrying
 // tasks, and running tasks whose lease expired — and leases them to $2 with a
 // new fencing token. In the same statement it closes the expired attempts'
-// records and opens the new ones. Each branch has its own partial index.
+// records, opens the new ones, and dead-letters expired tasks that have no
+// attempts left. Each branch reads its own partial index.
 const claimSQL = `
 WITH now AS (SELECT coalesce($5::timestamptz, now()) AS t),
 due AS (
@@ -44,16 +45,44 @@ due AS (
 	FOR UPDATE OF tasks SKIP LOCKED
 ),
 expired_leases AS (
-	SELECT id, priority, lease_expires_at AS since FROM tasks, now
+	SELECT id, priority, lease_expires_at AS since, attempt >= max_attempts AS exhausted
+	FROM tasks, now
 	WHERE queue = $1 AND state = 'running' AND lease_expires_at <= now.t
 	ORDER BY lease_expires_at, id
 	LIMIT $3
 	FOR UPDATE OF tasks SKIP LOCKED
 ),
 picked AS (
-	SELECT id FROM (SELECT * FROM due UNION ALL SELECT * FROM expired_leases) c
+	SELECT id FROM (
+		SELECT id, priority, since FROM due
+		UNION ALL
+		SELECT id, priority, since FROM expired_leases WHERE NOT exhausted
+	) c
 	ORDER BY priority, since, id
 	LIMIT $3
+),
+-- A task whose last allowed attempt lost its lease (the worker crashed or
+-- stalled, perhaps because of the task itself) is dead-lettered, not run
+-- again forever.
+buried AS (
+	UPDATE tasks t SET
+		state = 'dead',
+		last_error = 'the lease of its last allowed attempt expired: the worker crashed or stalled',
+		lease_owner = NULL,
+		lease_expires_at = NULL,
+		finished_at = now.t,
+		updated_at = now.t
+	FROM expired_leases e, now
+	WHERE t.id = e.id AND e.exhausted
+	RETURNING t.id, t.lease_token
+),
+buried_attempts AS (
+	UPDATE task_attempts a SET
+		ended_at = now.t,
+		outcome = 'lease_expired',
+		error = 'lease expired before the attempt finished; no attempts left'
+	FROM buried, now
+	WHERE a.task_id = buried.id AND a.lease_token = buried.lease_token AND a.ended_at IS NULL
 ),
 claimed AS (
 	UPDATE tasks t SET
