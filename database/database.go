@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"path/filepath"
 	"regexp"
 	"strings"
 
@@ -50,12 +51,9 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	db := &DB{}
 	raw := cfg.URL
 	if raw == "" {
-		dir := cfg.StateDir
-		if dir == "" {
-			var err error
-			if dir, err = pgembed.DefaultStateDir(); err != nil {
-				return nil, err
-			}
+		dir, err := stateDir(cfg.StateDir)
+		if err != nil {
+			return nil, err
 		}
 		c, err := pgembed.Start(ctx, pgembed.Config{StateDir: dir, Settings: embeddedSettings, Logger: log})
 		if err != nil {
@@ -93,6 +91,18 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	}
 	db.Pool = pool
 	return db, nil
+}
+
+// stateDir returns dir made absolute, or the default state directory.
+func stateDir(dir string) (string, error) {
+	if dir == "" {
+		return pgembed.DefaultStateDir()
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("state directory %q: %w", dir, err)
+	}
+	return abs, nil
 }
 
 // String describes the database without secrets.
