@@ -1,0 +1,192 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/internal/testdb"
+)
+
+// runAsAgentd makes the test binary act as agentd when re-executed.
+const runAsAgentd = "AGENTD_TEST_RUN_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(runAsAgentd) != "" {
+		main()
+		os.Exit(0)
+	}
+	testdb.Main(m)
+}
+
+func agentd(t *testing.T, env []string, args ...string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(append(os.Environ(), runAsAgentd+"=1"), env...)
+	return cmd
+}
+
+func TestConfigErrorsNameTheirSource(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{[]string{"--lease", "3x"}, nil, `--lease: "3x" is not a positive duration`},
+		{[]string{"--grace=-1s"}, nil, `--grace: "-1s" is not a positive duration`},
+		{nil, map[string]string{"AGENTLEDGER_CONCURRENCY": "many"}, `AGENTLEDGER_CONCURRENCY: "many" is not a positive integer`},
+		{[]string{"--poll-only=maybe"}, nil, `--poll-only: "maybe" is not true or false`},
+		{[]string{"--log-format", "xml"}, nil, `--log-format: "xml" is not text or json`},
+		{[]string{"--log-level", "loud"}, nil, `--log-level: "loud" is not debug`},
+		{[]string{"extra"}, nil, `unexpected argument "extra"`},
+		{[]string{"--no-such-flag"}, nil, `unknown flag: --no-such-flag`},
+	} {
+		cmd := newRootCmd(func(k string) string { return tc.env[k] })
+		cmd.SetArgs(tc.args)
+		cmd.SetOut(&bytes.Buffer{})
+		cmd.SetErr(&bytes.Buffer{})
+		err := cmd.Execute()
+		var u *usageError
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v %v: error %v, want it to contain %q", tc.args, tc.env, err, tc.want)
+		} else if !errors.As(err, &u) {
+			t.Errorf("%v: %v is not a usage error (exit 2)", tc.args, err)
+		}
+	}
+}
+
+func TestConfigDefaultsAndEnvironment(t *testing.T) {
+	t.Parallel()
+	cmd := newRootCmd(func(k string) string {
+		return map[string]string{"AGENTLEDGER_LEASE": "1m", "AGENTLEDGER_QUEUES": "a, b"}[k]
+	})
+	if err := cmd.ParseFlags([]string{"--poll-only", "--concurrency", "7"}); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := parse(cmd.Flags())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Lease != time.Minute || !cfg.PollOnly || cfg.Concurrency != 7 || cfg.BatchSize != 100 ||
+		strings.Join(cfg.Queues, "|") != "a|b" || cfg.Grace != 10*time.Second || cfg.NoMigrate {
+		t.Fatalf("config %+v", cfg)
+	}
+}
+
+// The daemon as a user runs it: it migrates an empty database, works tasks,
+// and on SIGTERM releases the lease of a task that outlives the grace period.
+func TestDaemonEndToEnd(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := testdb.Empty(t)
+	cmd := agentd(t, []string{"DATABASE_URL=" + url}, "--grace", "300ms", "--worker-id", "e2e", "--lease", "5s")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill() //nolint:errcheck // a no-op once it has exited
+	logs := make(chan string, 100)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			logs <- sc.Text()
+		}
+		close(logs)
+	}()
+	waitLog(t, logs, "worker started")
+
+	s := claims.New(testdb.Open(t, url))
+	echo, err := s.Enqueue(ctx, claims.EnqueueParams{Kind: "echo", Payload: json.RawMessage(`{"x":1}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sleep, err := s.Enqueue(ctx, claims.EnqueueParams{Kind: "sleep", Payload: json.RawMessage(`{"ms":600000}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitTask(t, s, echo.Task.ID, agentledger.StateSucceeded)
+	waitTask(t, s, sleep.Task.ID, agentledger.StateRunning)
+
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	waitLog(t, logs, "released leases")
+	for range logs { // drain until the process closes stderr
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("agentd exited with %v after SIGTERM, want 0", err)
+	}
+	got, _ := s.Get(ctx, "", sleep.Task.ID)
+	if got.State != agentledger.StateQueued || got.LeaseOwner != "" {
+		t.Fatalf("sleep task after shutdown: %s owned by %q, want queued and released", got.State, got.LeaseOwner)
+	}
+}
+
+func TestNoMigrateRefusesAnOldSchema(t *testing.T) {
+	t.Parallel()
+	cmd := agentd(t, []string{"DATABASE_URL=" + testdb.Empty(t)}, "--no-migrate")
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(string(out), "schema is at version 0") {
+		t.Fatalf("exit %v, output:\n%s", err, out)
+	}
+}
+
+func TestUnreachableDatabaseIsAClearError(t *testing.T) {
+	t.Parallel()
+	cmd := agentd(t, []string{"DATABASE_URL=postgres://u:topsecret@127.0.0.1:1/db?connect_timeout=2"})
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "connecting to postgres://u:xxxxx@127.0.0.1:1/db") ||
+		strings.Contains(string(out), "topsecret") {
+		t.Fatalf("exit %v, output:\n%s", err, out)
+	}
+}
+
+func waitLog(t *testing.T, logs <-chan string, want string) {
+	t.Helper()
+	timeout := time.After(30 * time.Second)
+	for {
+		select {
+		case l, ok := <-logs:
+			if !ok {
+				t.Fatalf("agentd exited before logging %q", want)
+			}
+			if strings.Contains(l, want) {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("agentd did not log %q within 30s", want)
+		}
+	}
+}
+
+func waitTask(t *testing.T, s *claims.Store, id int64, want agentledger.TaskState) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got, err := s.Get(context.Background(), "", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.State == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("task %d is %s, want %s", id, got.State, want)
+		}
+		time.Sleep(10 * time.Millisecond) // polling a condition in another process
+	}
+}
