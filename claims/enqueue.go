@@ -106,21 +106,17 @@ func validName(s string) bool {
 }
 
 // requestHash is what "the same request" means for a submission: the
-// canonical JSON of everything the caller asked for except the key itself.
+// canonical JSON of what the task is. RunAt is left out on purpose: it is
+// scheduling, often relative to the caller's clock ("in 5 minutes"), and a
+// retry must still be recognised as the same submission.
 func (p *EnqueueParams) requestHash() ([]byte, error) {
-	req := struct {
+	return canonjson.HashValue(struct {
 		Queue       string          `json:"queue"`
 		Kind        string          `json:"kind"`
 		Payload     json.RawMessage `json:"payload"`
 		Priority    int16           `json:"priority"`
 		MaxAttempts int32           `json:"max_attempts"`
-		RunAt       *time.Time      `json:"run_at,omitempty"`
-	}{p.Queue, p.Kind, p.Payload, p.Priority, p.MaxAttempts, nil}
-	if !p.RunAt.IsZero() {
-		t := p.RunAt.UTC()
-		req.RunAt = &t
-	}
-	return canonjson.HashValue(req)
+	}{p.Queue, p.Kind, p.Payload, p.Priority, p.MaxAttempts})
 }
 
 // Enqueue submits one task. See EnqueueBatch.

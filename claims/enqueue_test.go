@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
@@ -97,6 +98,14 @@ func TestEnqueueSameKeyConcurrently(t *testing.T) {
 	all, _ := s.List(ctx, claims.ListParams{})
 	if len(all) != 1 {
 		t.Fatalf("%d tasks stored, want 1", len(all))
+	}
+
+	// A retry whose run time is relative to its own clock is the same
+	// submission: run_at is scheduling, not identity.
+	retry := p
+	retry.RunAt = time.Now().Add(5 * time.Minute)
+	if r, err := s.Enqueue(ctx, retry); err != nil || !r.Duplicate {
+		t.Fatalf("retry with another run_at: %v, duplicate=%v", err, r.Duplicate)
 	}
 
 	p.Payload = raw(`{"n":2}`)

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/claims"
+)
+
+// maxListLimit is the most tasks one list call returns (claims.List's cap).
+const maxListLimit = 1000
+
+// listFlags are the options of agentctl list as given.
+type listFlags struct {
+	tenant, queue, kind string
+	states              []string
+	limit               int
+	before              int64
+}
+
+func (a *app) listCmd() *cobra.Command {
+	var f listFlags
+	cmd := &cobra.Command{
+		Use:   "list [flags]",
+		Short: "List tasks, newest first",
+		Long: `List tasks newest first, filtered by state, queue, kind and tenant.
+
+The WHEN column says when a waiting task runs ("runs in 5m") or since when it
+has been due ("due 3s ago"), and for any other task when it last changed
+("updated 2m ago"). When a page is
+full, the flag for the next one is printed to stderr.`,
+		Example: `  agentctl list --state queued,running
+  agentctl list --state dead --queue emails --output json
+  agentctl list --limit 20 --before 1234`,
+		Args: cobra.NoArgs,
+		RunE: a.action(func(ctx context.Context, _ []string) error { return a.list(ctx, &f) }),
+	}
+	fl := cmd.Flags()
+	fl.StringSliceVar(&f.states, "state", nil, "only tasks in these states (repeat or comma-separate): "+stateNames())
+	fl.StringVar(&f.queue, "queue", "", "only tasks of this queue")
+	fl.StringVar(&f.kind, "kind", "", "only tasks of this kind")
+	tenantFlag(cmd, &f.tenant, "only tasks of this tenant (default all)")
+	fl.IntVar(&f.limit, "limit", 50, "at most this many tasks (1.."+strconv.Itoa(maxListLimit)+")")
+	fl.Int64Var(&f.before, "before", 0, "only tasks with an id below this one (the next page)")
+	_ = cmd.RegisterFlagCompletionFunc("state", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return strings.Split(stateNames(), ", "), cobra.ShellCompDirectiveNoFileComp
+	})
+	return cmd
+}
+
+// stateNames lists the task states, comma-separated.
+func stateNames() string {
+	names := make([]string, len(agentledger.TaskStates))
+	for i, s := range agentledger.TaskStates {
+		names[i] = string(s)
+	}
+	return strings.Join(names, ", ")
+}
+
+// params checks the flags and turns them into list parameters.
+func (f *listFlags) params() (claims.ListParams, error) {
+	p := claims.ListParams{Tenant: f.tenant, Queue: f.queue, Kind: f.kind, Before: f.before, Limit: f.limit}
+	for _, s := range f.states {
+		st := agentledger.TaskState(strings.TrimSpace(s))
+		if !st.Valid() {
+			return p, usagef("unknown state %q: valid states are %s", s, stateNames())
+		}
+		p.States = append(p.States, st)
+	}
+	if f.limit < 1 || f.limit > maxListLimit {
+		return p, usagef("--limit must be between 1 and %d, not %d", maxListLimit, f.limit)
+	}
+	if f.before < 0 {
+		return p, usagef("--before must be a task id, not %d", f.before)
+	}
+	return p, nil
+}
+
+func (a *app) list(ctx context.Context, f *listFlags) error {
+	p, err := f.params()
+	if err != nil {
+		return err
+	}
+	s, err := a.store(ctx)
+	if err != nil {
+		return err
+	}
+	tasks, err := s.List(ctx, p)
+	if err != nil {
+		return err
+	}
+	if a.wantJSON() {
+		if tasks == nil {
+			tasks = []*agentledger.Task{}
+		}
+		return printJSON(a.stdout, tasks)
+	}
+	if len(tasks) == 0 {
+		_, err := fmt.Fprintln(a.stderr, "no tasks")
+		return err
+	}
+	now := time.Now()
+	t := newTable(a.stdout, "ID", "TENANT", "QUEUE", "KIND", "STATE", "ATTEMPT", "WHEN", "LAST ERROR")
+	for _, task := range tasks {
+		t.row(strconv.FormatInt(task.ID, 10), task.Tenant, task.Queue, task.Kind, string(task.State),
+			fmt.Sprintf("%d/%d", task.Attempt, task.MaxAttempts), when(task, now), truncate(orDash(task.LastError), 50))
+	}
+	if err := t.flush(); err != nil {
+		return err
+	}
+	if len(tasks) == p.Limit {
+		fmt.Fprintf(a.stderr, "more tasks may follow: add --before %d\n", tasks[len(tasks)-1].ID)
+	}
+	return nil
+}
+
+// when describes a task's time for the list: when a waiting task runs, or
+// when any other task last changed.
+func when(t *agentledger.Task, now time.Time) string {
+	switch t.State {
+	case agentledger.StateQueued, agentledger.StateRetrying:
+		if t.RunAt.After(now) {
+			return "runs " + relative(t.RunAt, now)
+		}
+		return "due " + relative(t.RunAt, now)
+	}
+	return "updated " + relative(t.UpdatedAt, now)
+}

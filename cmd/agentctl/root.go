@@ -1,0 +1,200 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/database"
+	"github.com/agentledger/agentledger/migrations"
+	"github.com/agentledger/agentledger/pgembed"
+)
+
+// app is one invocation of agentctl: its streams, the global flags and the
+// database, opened on first use.
+type app struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+
+	databaseURL string
+	stateDir    string
+	output      string
+
+	db *database.DB
+	// started is set when a command's own code begins: an error before
+	// that is cobra rejecting the command line, a usage error.
+	started bool
+}
+
+// run executes agentctl with args and returns its exit code.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
+	root := a.rootCmd()
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	cmd, err := root.ExecuteContextC(ctx)
+	if cerr := a.close(); cerr != nil {
+		fmt.Fprintf(stderr, "agentctl: warning: closing the database: %v\n", cerr)
+	}
+	if err == nil {
+		return 0
+	}
+	return a.report(cmd, err)
+}
+
+func (a *app) rootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "agentctl",
+		Short: "Manage agentledger tasks and its schema",
+		Long: `agentctl submits, lists, shows and cancels agentledger tasks and migrates
+the schema.
+
+With no --database-url (or DATABASE_URL) it uses the embedded PostgreSQL
+cluster that agentd uses, in --state-dir, starting it if needed and stopping
+it again on exit when agentctl was its only user.
+
+Exit codes: 0 success, 1 operation failed (not found, conflict, key reuse,
+database unreachable or not migrated), 2 usage or invalid input.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(*cobra.Command, []string) error {
+			if a.output != "table" && a.output != "json" {
+				return usagef("--output must be table or json, not %q", a.output)
+			}
+			return nil
+		},
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
+	pf := root.PersistentFlags()
+	pf.StringVar(&a.databaseURL, "database-url", "",
+		"PostgreSQL URL (default $DATABASE_URL; with neither, the embedded cluster)")
+	pf.StringVar(&a.stateDir, "state-dir", "",
+		"state directory of the embedded cluster (default $"+pgembed.StateDirEnv+", else /var/lib/agentledger as root, ~/.local/state/agentledger otherwise)")
+	pf.StringVarP(&a.output, "output", "o", "table", "output format: table or json")
+	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(
+		[]string{"table", "json"}, cobra.ShellCompDirectiveNoFileComp))
+
+	root.AddCommand(a.submitCmd(), a.listCmd(), a.showCmd(), a.cancelCmd(), a.migrateCmd())
+	return root
+}
+
+// action adapts a command's body to cobra: it marks the start of the
+// command's own work (see app.started) and passes the context.
+func (a *app) action(fn func(ctx context.Context, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		a.started = true
+		return fn(cmd.Context(), args)
+	}
+}
+
+// tenantFlag adds --tenant to cmd, bound to p.
+func tenantFlag(cmd *cobra.Command, p *string, help string) {
+	cmd.Flags().StringVar(p, "tenant", "", help)
+}
+
+// open connects to the database on first use.
+func (a *app) open(ctx context.Context) (*database.DB, error) {
+	if a.db != nil {
+		return a.db, nil
+	}
+	url := a.databaseURL
+	if url == "" {
+		url = os.Getenv("DATABASE_URL")
+	}
+	db, err := database.Open(ctx, database.Config{URL: url, StateDir: a.stateDir, MaxConns: 4})
+	if err != nil {
+		hint := "is the server up and the URL right? Set it with --database-url or DATABASE_URL, " +
+			"or unset both to use the embedded PostgreSQL"
+		if url == "" {
+			hint = "the embedded PostgreSQL lives in --state-dir ($" + pgembed.StateDirEnv +
+				"); to use an existing server instead, set --database-url or DATABASE_URL"
+		}
+		return nil, withHint(err, hint)
+	}
+	a.db = db
+	return db, nil
+}
+
+// store opens the database, checks that its schema is migrated and returns
+// the task store over it.
+func (a *app) store(ctx context.Context) (*claims.Store, error) {
+	db, err := a.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.checkSchema(ctx, db); err != nil {
+		return nil, err
+	}
+	return claims.New(db.Pool), nil
+}
+
+// notMigrated is the message for a database without agentledger's schema.
+const notMigrated = "database is not migrated: run `agentctl migrate up` or start agentd"
+
+// checkSchema fails unless every embedded migration is applied. It looks for
+// the migrations table in the catalog first, because asking the migrator for
+// the version of a database without one would create it.
+func (a *app) checkSchema(ctx context.Context, db *database.DB) error {
+	var exists bool
+	if err := db.Pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, migrations.TableName).Scan(&exists); err != nil {
+		return fmt.Errorf("checking the schema of %s: %w", db, err)
+	}
+	if !exists {
+		return newError(notMigrated, nil)
+	}
+	m, err := migrations.New(db.Pool, nil)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	v, err := m.Version(ctx)
+	if err != nil {
+		return fmt.Errorf("checking the schema of %s: %w", db, err)
+	}
+	switch latest := m.Latest(); {
+	case v == 0:
+		return newError(notMigrated, nil)
+	case v < latest:
+		return newError(fmt.Sprintf("database schema is at version %d, agentctl needs %d: run `agentctl migrate up` or start agentd", v, latest), nil)
+	case v > latest:
+		fmt.Fprintf(a.stderr, "agentctl: warning: database schema version %d is newer than this agentctl knows (%d); consider upgrading agentctl\n", v, latest)
+	}
+	return nil
+}
+
+// close closes the database, if open, and lets go of the embedded cluster.
+func (a *app) close() error {
+	if a.db == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err := a.db.Close(ctx)
+	a.db = nil
+	return err
+}
+
+// parseID parses a task id argument.
+func parseID(s string) (int64, error) {
+	id, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || id <= 0 {
+		return 0, usagef("task id must be a positive integer, not %q", s)
+	}
+	return id, nil
+}
+
+// oneID accepts exactly one argument, a task id (checked by parseID).
+func oneID(cmd *cobra.Command, args []string) error {
+	if len(args) != 1 {
+		return usagef("%s takes one task ID, got %d arguments", cmd.CommandPath(), len(args))
+	}
+	return nil
+}

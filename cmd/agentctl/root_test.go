@@ -1,0 +1,91 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Usage errors are found before any database is opened: these run with a
+// database URL nothing listens on.
+func TestUsageErrorsExitTwo(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bogus"}, `unknown command "bogus" for "agentctl"`},
+		{[]string{"list", "--nope"}, "unknown flag: --nope"},
+		{[]string{"-o", "yaml", "list"}, `--output must be table or json, not "yaml"`},
+		{[]string{"list", "--state", "queued,later"}, `unknown state "later": valid states are queued, running,`},
+		{[]string{"list", "--limit", "1001"}, "--limit must be between 1 and 1000"},
+		{[]string{"show", "abc"}, `task id must be a positive integer, not "abc"`},
+		{[]string{"show", "0"}, `task id must be a positive integer, not "0"`},
+		{[]string{"show", "1", "2"}, "agentctl show takes one task ID, got 2 arguments"},
+		{[]string{"cancel"}, "agentctl cancel takes one task ID, got 0 arguments"},
+		{[]string{"submit"}, `required flag(s) "kind" not set`},
+		{[]string{"submit", "--kind", "k", "--payload", "{"}, "payload: invalid JSON at offset 1"},
+		{[]string{"submit", "--kind", "k", "--run-at", "soon"}, `--run-at: "soon" is neither`},
+		{[]string{"submit", "--kind", "k", "--max-attempts", "x"}, `invalid argument "x" for "--max-attempts"`},
+		{[]string{"migrate"}, "migrate needs a subcommand: up, down or status"},
+		{[]string{"migrate", "down", "--to", "-3"}, "--to must be a version (0 or more), not -3"},
+	} {
+		args := append([]string{"--database-url", "postgres://nobody@127.0.0.1:1/none"}, tc.args...)
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), args, strings.NewReader(""), &stdout, &stderr)
+		if code != 2 || !strings.HasPrefix(stderr.String(), "agentctl: "+tc.want) || stdout.Len() != 0 {
+			t.Errorf("agentctl %s: exit %d\nstdout: %s\nstderr: %s\nwant exit 2 and stderr starting %q",
+				strings.Join(tc.args, " "), code, stdout.String(), stderr.String(), "agentctl: "+tc.want)
+		}
+	}
+}
+
+func TestUnreachableDatabaseHidesPassword(t *testing.T) {
+	t.Parallel()
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"--database-url", "postgres://bob:s3cret@127.0.0.1:1/none", "list"},
+		strings.NewReader(""), &stdout, &stderr)
+	if code != 1 || strings.Contains(stderr.String(), "s3cret") || !strings.Contains(stderr.String(), "hint: ") {
+		t.Fatalf("exit %d, stderr:\n%s\nwant exit 1, a hint and no password", code, stderr.String())
+	}
+}
+
+func TestShort(t *testing.T) {
+	t.Parallel()
+	for d, want := range map[time.Duration]string{
+		0: "0s", 400 * time.Millisecond: "0s", 59*time.Second + 600*time.Millisecond: "1m",
+		5*time.Minute - time.Microsecond: "5m", 90 * time.Minute: "1h", 47 * time.Hour: "47h", 72 * time.Hour: "3d",
+	} {
+		if got := short(d); got != want {
+			t.Errorf("short(%v) = %q, want %q", d, got, want)
+		}
+	}
+	now := time.Now()
+	if got := relative(now.Add(5*time.Minute), now); got != "in 5m" {
+		t.Errorf("relative(+5m) = %q", got)
+	}
+	if got := relative(now.Add(-3*time.Second), now); got != "3s ago" {
+		t.Errorf("relative(-3s) = %q", got)
+	}
+}
+
+func TestTruncate(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"exactly10!", 10, "exactly10!"},
+		{"this is too long", 10, "this is t…"},
+		{"line one\nline\ttwo", 40, "line one line two"},
+		{"ééééééééééé", 5, "éééé…"},
+	} {
+		if got := truncate(tc.in, tc.n); got != tc.want {
+			t.Errorf("truncate(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/internal/testdb"
+)
+
+// tbKey holds the script's testing.TB in testscript's values.
+type tbKey struct{}
+
+// TestScripts runs testdata/script/*.txtar, each against its own migrated
+// database. "exec agentctl" runs this test binary under the name agentctl
+// (TestMain then runs the real command). Script commands added here:
+//
+//	exitcode N           the last agentctl exited with N
+//	jsonpath FILE PATH V the JSON in FILE (stdout: the last output) has V at PATH
+//	claim WORKER [QUEUE] a worker claims one task, with a one-hour lease
+//	emptydb              point DATABASE_URL at a new database with no schema
+func TestScripts(t *testing.T) {
+	t.Parallel()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := t.TempDir()
+	if err := os.Symlink(exe, filepath.Join(bin, "agentctl")); err != nil {
+		t.Fatal(err)
+	}
+	testscript.Run(t, testscript.Params{
+		Dir:                filepath.Join("testdata", "script"),
+		RequireUniqueNames: true,
+		Setup: func(env *testscript.Env) error {
+			// testscript.Run hands Setup the script's *testing.T in a
+			// wrapper that still implements testing.TB, so the database
+			// is dropped when the script ends.
+			tb, ok := env.T().(testing.TB)
+			if !ok {
+				return fmt.Errorf("testscript gave a %T, not a testing.TB", env.T())
+			}
+			env.Values[tbKey{}] = tb
+			env.Setenv("PATH", bin+string(os.PathListSeparator)+env.Getenv("PATH"))
+			env.Setenv("DATABASE_URL", testdb.URL(tb))
+			env.Setenv(statusFileEnv, filepath.Join(env.WorkDir, ".agentctl-status"))
+			// A -race binary sleeps a second at exit unless told not to.
+			env.Setenv("GORACE", strings.TrimSpace(env.Getenv("GORACE")+" atexit_sleep_ms=0"))
+			return nil
+		},
+		Cmds: map[string]func(*testscript.TestScript, bool, []string){
+			"exitcode": cmdExitcode,
+			"jsonpath": cmdJSONPath,
+			"claim":    cmdClaim,
+			"emptydb":  cmdEmptyDB,
+		},
+	})
+}
+
+func cmdExitcode(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: exitcode N")
+	}
+	b, err := os.ReadFile(ts.Getenv(statusFileEnv))
+	if err != nil {
+		ts.Fatalf("agentctl recorded no exit code (did it run, did it crash?): %v", err)
+	}
+	got := strings.TrimSpace(string(b))
+	if neg && got == args[0] {
+		ts.Fatalf("agentctl exited with %s", got)
+	}
+	if !neg && got != args[0] {
+		ts.Fatalf("agentctl exited with %s, want %s", got, args[0])
+	}
+}
+
+func cmdJSONPath(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 3 {
+		ts.Fatalf("usage: jsonpath FILE PATH VALUE")
+	}
+	dec := json.NewDecoder(strings.NewReader(ts.ReadFile(args[0])))
+	dec.UseNumber()
+	var doc any
+	if err := dec.Decode(&doc); err != nil {
+		ts.Fatalf("%s is not JSON: %v", args[0], err)
+	}
+	got, err := jsonLookup(doc, args[1])
+	switch {
+	case err != nil && !neg:
+		ts.Fatalf("%s: %v", args[0], err)
+	case err == nil && neg && got == args[2]:
+		ts.Fatalf("%s: %s is %s", args[0], args[1], got)
+	case err == nil && !neg && got != args[2]:
+		ts.Fatalf("%s: %s is %s, want %s", args[0], args[1], got, args[2])
+	}
+}
+
+// jsonLookup follows path (keys and array indexes separated by dots; "#" is
+// the length of an array or object; "" or "." the whole document) and
+// returns the value found: a string as it is, anything else as compact JSON.
+func jsonLookup(v any, path string) (string, error) {
+	if path != "" && path != "." {
+		for _, seg := range strings.Split(path, ".") {
+			switch x := v.(type) {
+			case []any:
+				if seg == "#" {
+					v = json.Number(strconv.Itoa(len(x)))
+					continue
+				}
+				i, err := strconv.Atoi(seg)
+				if err != nil || i < 0 || i >= len(x) {
+					return "", fmt.Errorf("%s: no element %q in an array of %d", path, seg, len(x))
+				}
+				v = x[i]
+			case map[string]any:
+				if seg == "#" {
+					v = json.Number(strconv.Itoa(len(x)))
+					continue
+				}
+				e, ok := x[seg]
+				if !ok {
+					return "", fmt.Errorf("%s: no key %q", path, seg)
+				}
+				v = e
+			default:
+				return "", fmt.Errorf("%s: cannot look up %q in %T", path, seg, v)
+			}
+		}
+	}
+	if s, ok := v.(string); ok {
+		return s, nil
+	}
+	b, err := json.Marshal(v)
+	return string(b), err
+}
+
+func cmdClaim(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 1 || len(args) > 2 {
+		ts.Fatalf("usage: claim WORKER [QUEUE]")
+	}
+	queue := claims.DefaultQueue
+	if len(args) == 2 {
+		queue = args[1]
+	}
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, ts.Getenv("DATABASE_URL"))
+	ts.Check(err)
+	defer pool.Close()
+	got, err := claims.New(pool).Claim(ctx, claims.ClaimParams{Queue: queue, Worker: args[0], Limit: 1, Lease: time.Hour})
+	ts.Check(err)
+	if len(got) != 1 {
+		ts.Fatalf("no task to claim in queue %s", queue)
+	}
+	fmt.Fprintf(ts.Stdout(), "claimed task %d with fencing token %d\n", got[0].ID, got[0].LeaseToken)
+}
+
+func cmdEmptyDB(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 0 {
+		ts.Fatalf("usage: emptydb")
+	}
+	tb := ts.Value(tbKey{}).(testing.TB)
+	ts.Setenv("DATABASE_URL", testdb.Empty(tb))
+}

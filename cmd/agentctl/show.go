@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentledger/agentledger"
+)
+
+func (a *app) showCmd() *cobra.Command {
+	var tenant string
+	cmd := &cobra.Command{
+		Use:   "show ID",
+		Short: "Show a task, its lease and its attempts",
+		Long: `Show every field of a task, its payload and result pretty-printed, its
+lease (owner, fencing token, expiry) and its attempts.
+
+With --output json it prints {"task": {...}, "attempts": [...]}.`,
+		Example: `  agentctl show 42
+  agentctl show 42 --output json`,
+		Args: oneID,
+		RunE: a.action(func(ctx context.Context, args []string) error { return a.show(ctx, tenant, args[0]) }),
+	}
+	tenantFlag(cmd, &tenant, "only if the task belongs to this tenant")
+	return cmd
+}
+
+// showResult is show's JSON output.
+type showResult struct {
+	Task     *agentledger.Task     `json:"task"`
+	Attempts []agentledger.Attempt `json:"attempts"`
+}
+
+func (a *app) show(ctx context.Context, tenant, arg string) error {
+	id, err := parseID(arg)
+	if err != nil {
+		return err
+	}
+	s, err := a.store(ctx)
+	if err != nil {
+		return err
+	}
+	t, err := s.Get(ctx, tenant, id)
+	if errors.Is(err, agentledger.ErrNotFound) {
+		return taskNotFound(id, tenant, err)
+	}
+	if err != nil {
+		return err
+	}
+	atts, err := s.Attempts(ctx, id)
+	if err != nil {
+		return err
+	}
+	if a.wantJSON() {
+		if atts == nil {
+			atts = []agentledger.Attempt{}
+		}
+		return printJSON(a.stdout, showResult{Task: t, Attempts: atts})
+	}
+	return printTask(a.stdout, t, atts, time.Now())
+}
+
+// taskNotFound is the error for an unknown task id (or one of another
+// tenant).
+func taskNotFound(id int64, tenant string, err error) error {
+	msg := fmt.Sprintf("task %d not found", id)
+	if tenant != "" {
+		msg += fmt.Sprintf(" for tenant %q", tenant)
+	}
+	return newError(msg, err)
+}
+
+// printTask writes a task and its attempts for people.
+func printTask(w io.Writer, t *agentledger.Task, atts []agentledger.Attempt, now time.Time) error {
+	at := func(ts time.Time) string { return stamp(ts) + " (" + relative(ts, now) + ")" }
+	fields := newTable(w)
+	fields.row("Task:", strconv.FormatInt(t.ID, 10))
+	fields.row("Tenant:", t.Tenant)
+	fields.row("Queue:", t.Queue)
+	fields.row("Kind:", t.Kind)
+	fields.row("State:", string(t.State))
+	fields.row("Priority:", strconv.Itoa(int(t.Priority)))
+	fields.row("Attempt:", fmt.Sprintf("%d of %d", t.Attempt, t.MaxAttempts))
+	fields.row("Generation:", strconv.Itoa(int(t.Generation)))
+	fields.row("Run at:", at(t.RunAt))
+	fields.row("Created at:", at(t.CreatedAt))
+	fields.row("Updated at:", at(t.UpdatedAt))
+	fields.row("Finished at:", stampPtr(t.FinishedAt))
+	fields.row("Idempotency key:", orDash(t.SubmissionKey))
+	fields.row("Cancel requested:", stampPtr(t.CancelRequested))
+	fields.row("Last error:", orDash(t.LastError))
+	fields.row("Lease:", lease(t, now))
+	if err := fields.flush(); err != nil {
+		return err
+	}
+	for _, doc := range []struct {
+		label string
+		raw   json.RawMessage
+	}{{"Payload:", t.Payload}, {"Result:", t.Result}} {
+		if len(doc.raw) == 0 {
+			fmt.Fprintln(w, doc.label, "-")
+		} else {
+			fmt.Fprintf(w, "%s\n%s\n", doc.label, pretty(doc.raw, "  "))
+		}
+	}
+	if len(atts) == 0 {
+		_, err := fmt.Fprintln(w, "Attempts: none")
+		return err
+	}
+	fmt.Fprintln(w, "Attempts:")
+	tab := newTable(w, "ATTEMPT", "WORKER", "TOKEN", "STARTED", "ENDED", "OUTCOME", "ERROR")
+	for _, at := range atts {
+		outcome := string(at.Outcome)
+		if at.EndedAt == nil {
+			outcome = "in progress"
+		}
+		tab.row(strconv.Itoa(int(at.Attempt)), at.Worker, strconv.FormatInt(at.Token, 10),
+			stamp(at.StartedAt), stampPtr(at.EndedAt), outcome, orDash(at.Error))
+	}
+	return tab.flush()
+}
+
+// lease describes the task's lease: who holds it, with which fencing token,
+// until when.
+func lease(t *agentledger.Task, now time.Time) string {
+	if t.State != agentledger.StateRunning || t.LeaseExpiresAt == nil {
+		if t.LeaseToken > 0 {
+			return fmt.Sprintf("none (last fencing token %d)", t.LeaseToken)
+		}
+		return "none"
+	}
+	exp := "expires " + relative(*t.LeaseExpiresAt, now)
+	if !t.LeaseExpiresAt.After(now) {
+		exp = "expired " + relative(*t.LeaseExpiresAt, now) + ", claimable by another worker"
+	}
+	return fmt.Sprintf("owner %s, fencing token %d, %s", t.LeaseOwner, t.LeaseToken, exp)
+}

@@ -1,0 +1,204 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/claims"
+)
+
+// submitFlags are the options of agentctl submit as given.
+type submitFlags struct {
+	tenant, queue, kind string
+	payload             string // JSON, @file or -
+	priority            int16
+	runAt               string // RFC 3339 or +duration
+	maxAttempts         int32
+	key                 string
+}
+
+func (a *app) submitCmd() *cobra.Command {
+	var f submitFlags
+	cmd := &cobra.Command{
+		Use:   "submit --kind KIND [flags]",
+		Short: "Submit a task",
+		Long: `Submit one task and print its id and state.
+
+With --idempotency-key the submission is idempotent per tenant: submitting the
+same request again under the same key prints "duplicate: existing task N" and
+succeeds; the same key with a different request fails (exit 1) and stores
+nothing. The request is the queue, kind, payload, priority and max attempts;
+--run-at is scheduling, not identity, so a retry with a relative +duration is
+still a duplicate (the first submission's run time stands).`,
+		Example: `  agentctl submit --kind echo --payload '{"msg":"hi"}'
+  agentctl submit --kind report --payload @report.json --run-at +30m
+  agentctl submit --kind charge --idempotency-key order-42 --payload - < order.json`,
+		Args: cobra.NoArgs,
+		RunE: a.action(func(ctx context.Context, _ []string) error { return a.submit(ctx, &f) }),
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.kind, "kind", "", "task kind, which selects the handler (required)")
+	fl.StringVar(&f.payload, "payload", "", "JSON payload, @file to read it from a file, or - for standard input (default {})")
+	fl.StringVar(&f.queue, "queue", "", `queue (default "`+claims.DefaultQueue+`")`)
+	tenantFlag(cmd, &f.tenant, `tenant (default "`+claims.DefaultTenant+`")`)
+	fl.Int16Var(&f.priority, "priority", 0, "priority 0..100, lower runs first")
+	fl.StringVar(&f.runAt, "run-at", "", "run no sooner than this RFC 3339 time or +duration from now (e.g. +5m)")
+	fl.Int32Var(&f.maxAttempts, "max-attempts", claims.DefaultMaxAttempts, "attempts before the task is dead-lettered")
+	fl.StringVar(&f.key, "idempotency-key", "", "submission key: resubmitting the same request under it returns the existing task")
+	_ = cmd.MarkFlagRequired("kind")
+	return cmd
+}
+
+// submitResult is submit's JSON output.
+type submitResult struct {
+	Task      *agentledger.Task `json:"task"`
+	Duplicate bool              `json:"duplicate"`
+}
+
+func (a *app) submit(ctx context.Context, f *submitFlags) error {
+	now := time.Now()
+	p, err := f.params(a.stdin, now)
+	if err != nil {
+		return err
+	}
+	s, err := a.store(ctx)
+	if err != nil {
+		return err
+	}
+	res, err := s.Enqueue(ctx, p)
+	if errors.Is(err, agentledger.ErrKeyReuse) {
+		hint := "an idempotency key names one request: submit a different request under a new --idempotency-key"
+		if strings.HasPrefix(f.runAt, "+") {
+			hint += "; note that a relative --run-at is a different time on every call"
+		}
+		return withHint(err, hint)
+	}
+	if err != nil {
+		return err
+	}
+	if a.wantJSON() {
+		return printJSON(a.stdout, submitResult{Task: res.Task, Duplicate: res.Duplicate})
+	}
+	t := res.Task
+	state := string(t.State)
+	// The database stamps run_at; a moment after our clock is still "now".
+	if t.RunAt.Sub(now) >= time.Second && (t.State == agentledger.StateQueued || t.State == agentledger.StateRetrying) {
+		state += ", runs " + relative(t.RunAt, now)
+	}
+	if res.Duplicate {
+		_, err = fmt.Fprintf(a.stdout, "duplicate: existing task %d (%s)\n", t.ID, state)
+	} else {
+		_, err = fmt.Fprintf(a.stdout, "submitted task %d (%s)\n", t.ID, state)
+	}
+	return err
+}
+
+// flagName returns the submit flag that sets a claims.EnqueueParams field,
+// named as in its validation errors; "" for a field without one.
+func flagName(field string) string {
+	switch field {
+	case "tenant", "queue", "kind", "priority":
+		return "--" + field
+	case "max_attempts":
+		return "--max-attempts"
+	case "submission_key":
+		return "--idempotency-key"
+	}
+	return ""
+}
+
+// params turns the flags into validated enqueue parameters. Every error
+// matches agentledger.ErrInvalid and names the flag at fault.
+func (f *submitFlags) params(stdin io.Reader, now time.Time) (claims.EnqueueParams, error) {
+	payload, err := readPayload(f.payload, stdin)
+	if err != nil {
+		return claims.EnqueueParams{}, err
+	}
+	runAt, err := parseRunAt(f.runAt, now)
+	if err != nil {
+		return claims.EnqueueParams{}, err
+	}
+	p := claims.EnqueueParams{
+		Tenant: f.tenant, Queue: f.queue, Kind: f.kind, Payload: payload,
+		Priority: f.priority, RunAt: runAt, MaxAttempts: f.maxAttempts, SubmissionKey: f.key,
+	}
+	if err := p.Validate(); err != nil {
+		var ie *agentledger.InvalidError
+		if errors.As(err, &ie) && flagName(ie.Field) != "" {
+			return p, agentledger.Invalid(flagName(ie.Field), "%s", ie.Problem)
+		}
+		return p, err
+	}
+	return p, nil
+}
+
+// readPayload returns the payload that spec names: JSON text, @file, or -
+// for standard input. An empty spec is no payload (the default, {}).
+func readPayload(spec string, stdin io.Reader) (json.RawMessage, error) {
+	var (
+		b     []byte
+		err   error
+		field = "payload"
+	)
+	switch {
+	case spec == "":
+		return nil, nil
+	case spec == "-":
+		field = "payload (standard input)"
+		b, err = io.ReadAll(stdin)
+	case strings.HasPrefix(spec, "@"):
+		field = "payload (" + spec[1:] + ")"
+		b, err = os.ReadFile(spec[1:])
+	default:
+		b = []byte(spec)
+	}
+	if err != nil {
+		return nil, agentledger.Invalid("payload", "%v", err)
+	}
+	if err := checkJSON(b); err != nil {
+		return nil, agentledger.Invalid(field, "%v", err)
+	}
+	return json.RawMessage(b), nil
+}
+
+// checkJSON reports whether b is one JSON value, saying where it is not.
+func checkJSON(b []byte) error {
+	var v json.RawMessage
+	err := json.Unmarshal(b, &v)
+	var se *json.SyntaxError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &se):
+		return fmt.Errorf("invalid JSON at offset %d: %v", se.Offset, se)
+	default:
+		return fmt.Errorf("invalid JSON: %v", err)
+	}
+}
+
+// parseRunAt parses --run-at: an RFC 3339 time, or +duration from now.
+// Empty is the zero time (run now).
+func parseRunAt(s string, now time.Time) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if rest, ok := strings.CutPrefix(s, "+"); ok {
+		d, err := time.ParseDuration(rest)
+		if err == nil && d >= 0 {
+			return now.Add(d), nil
+		}
+	} else if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	return time.Time{}, agentledger.Invalid("--run-at",
+		"%q is neither an RFC 3339 time (2026-01-02T15:04:05Z) nor +duration (+5m, +1h30m)", s)
+}
