@@ -31,6 +31,9 @@ type Pool struct {
 
 	wake  map[string]chan struct{} // per queue: a claim is worth trying now
 	tasks sync.WaitGroup           // running task goroutines
+
+	hurry     chan struct{} // closed by EndGrace
+	hurryOnce sync.Once
 }
 
 // New returns a Pool working through db.
@@ -39,7 +42,7 @@ func New(db *pgxpool.Pool, cfg Config) (*Pool, error) {
 		return nil, err
 	}
 	p := &Pool{cfg: cfg, db: db, store: claims.New(db), log: cfg.Logger.With("worker", cfg.ID),
-		wake: map[string]chan struct{}{}}
+		wake: map[string]chan struct{}{}, hurry: make(chan struct{})}
 	p.keeper = newKeeper(cfg.Lease, cfg.HeartbeatInterval, func(ctx context.Context, ls []agentledger.Lease) (claims.HeartbeatResult, error) {
 		return p.store.Heartbeat(ctx, ls, cfg.Lease)
 	}, p.log)
@@ -49,6 +52,10 @@ func New(db *pgxpool.Pool, cfg Config) (*Pool, error) {
 	}
 	return p, nil
 }
+
+// EndGrace ends a running shutdown's grace period at once (a second
+// SIGINT): running tasks are cancelled and their leases released.
+func (p *Pool) EndGrace() { p.hurryOnce.Do(func() { close(p.hurry) }) }
 
 // ID returns the worker's identity as recorded in leases.
 func (p *Pool) ID() string { return p.cfg.ID }
@@ -87,6 +94,7 @@ func (p *Pool) Run(ctx context.Context) error {
 		go func() { defer prodWG.Done(); p.produce(ctx, work, q) }()
 	}
 	<-ctx.Done()
+	p.log.Info("stopping: no new claims")
 	prodWG.Wait()
 
 	p.shutdown(stopWork)
@@ -107,6 +115,8 @@ func (p *Pool) shutdown(stopWork context.CancelCauseFunc) {
 	case <-finished:
 		return
 	case <-time.After(p.cfg.Grace):
+	case <-p.hurry:
+		p.log.Info("grace period cut short")
 	}
 	leases := p.keeper.stopAll(errShutdown)
 	stopWork(errShutdown)

@@ -51,7 +51,7 @@ func TestConfigErrorsNameTheirSource(t *testing.T) {
 		{[]string{"extra"}, nil, `unexpected argument "extra"`},
 		{[]string{"--no-such-flag"}, nil, `unknown flag: --no-such-flag`},
 	} {
-		cmd := newRootCmd(func(k string) string { return tc.env[k] })
+		cmd := newRootCmd(func(k string) string { return tc.env[k] }, nil)
 		cmd.SetArgs(tc.args)
 		cmd.SetOut(&bytes.Buffer{})
 		cmd.SetErr(&bytes.Buffer{})
@@ -69,7 +69,7 @@ func TestConfigDefaultsAndEnvironment(t *testing.T) {
 	t.Parallel()
 	cmd := newRootCmd(func(k string) string {
 		return map[string]string{"AGENTLEDGER_LEASE": "1m", "AGENTLEDGER_QUEUES": "a, b"}[k]
-	})
+	}, nil)
 	if err := cmd.ParseFlags([]string{"--poll-only", "--concurrency", "7"}); err != nil {
 		t.Fatal(err)
 	}

@@ -17,9 +17,20 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// The first SIGINT/SIGTERM starts a graceful shutdown; a second one
+	// cuts its grace period short.
+	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
-	if err := newRootCmd(os.Getenv).ExecuteContext(ctx); err != nil {
+	hurry := make(chan struct{})
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-sigs
+		stop()
+		<-sigs
+		close(hurry)
+	}()
+	if err := newRootCmd(os.Getenv, hurry).ExecuteContext(ctx); err != nil {
 		fmt.Fprintf(os.Stderr, "agentd: %v\n", err)
 		var u *usageError
 		if errors.As(err, &u) {

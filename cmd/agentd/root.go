@@ -15,7 +15,9 @@ import (
 	"github.com/agentledger/agentledger/worker"
 )
 
-func newRootCmd(getenv func(string) string) *cobra.Command {
+// newRootCmd builds the command; closing hurry during a shutdown ends its
+// grace period.
+func newRootCmd(getenv func(string) string, hurry <-chan struct{}) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "agentd",
 		Short: "Run agentledger workers against PostgreSQL",
@@ -38,7 +40,7 @@ from the server binaries installed on this machine.`,
 			if err != nil {
 				return err
 			}
-			return run(cmd.Context(), cfg)
+			return run(cmd.Context(), cfg, hurry)
 		},
 	}
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
@@ -56,7 +58,7 @@ func handlers() map[string]worker.Handler {
 }
 
 // run starts the daemon and blocks until ctx ends and shutdown is complete.
-func run(ctx context.Context, cfg *config) error {
+func run(ctx context.Context, cfg *config, hurry <-chan struct{}) error {
 	log := newLogger(cfg)
 	slog.SetDefault(log)
 
@@ -84,6 +86,16 @@ func run(ctx context.Context, cfg *config) error {
 	if err != nil {
 		return &usageError{err}
 	}
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-hurry:
+			log.Info("second signal: ending the grace period")
+			pool.EndGrace()
+		case <-done:
+		}
+	}()
 	return pool.Run(ctx)
 }
 
