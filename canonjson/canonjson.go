@@ -112,7 +112,7 @@ func write(buf *bytes.Buffer, v any) error {
 func writeString(buf *bytes.Buffer, s string) {
 	enc := json.NewEncoder(buf)
 	enc.SetEscapeHTML(false)
-	_ = enc.Encode(s) // encoding a string cannot fail
+	_ = enc.Encode(s)           // encoding a string cannot fail
 	buf.Truncate(buf.Len() - 1) // Encode appends a newline
 }
 

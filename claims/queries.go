@@ -252,3 +252,51 @@ const attemptsSQL = `
 SELECT task_id, attempt, generation, lease_token, worker, started_at, ended_at,
 	coalesce(outcome, '') AS outcome, coalesce(error, '') AS error
 FROM task_attempts WHERE task_id = $1 ORDER BY lease_token`
+
+// needsAttentionSQL parks a task for an operator, fenced on the attempt's
+// token: an effect of unknown outcome may not be performed blindly.
+const needsAttentionSQL = `
+WITH done AS (
+	UPDATE tasks t SET
+		state = 'needs_attention',
+		last_error = $3,
+		lease_owner = NULL,
+		lease_expires_at = NULL,
+		updated_at = coalesce($4::timestamptz, now())
+	WHERE t.id = $1 AND t.lease_token = $2 AND t.state = 'running'
+	RETURNING t.id, t.lease_token
+),
+closed AS (
+	UPDATE task_attempts a SET ended_at = coalesce($4::timestamptz, now()), outcome = 'needs_attention', error = $3
+	FROM done WHERE a.task_id = done.id AND a.lease_token = done.lease_token
+)
+SELECT id FROM done`
+
+// requeueSQL is an operator's replay ($3 = 0) or re-run as a new intent
+// ($3 = 1) of a task that no worker holds: it runs again from attempt 1,
+// in the same generation (the ledger serves completed effects) or the next
+// (every effect runs again). $4 lists the states it may start from.
+const requeueSQL = `
+WITH cur AS (
+	SELECT id, state FROM tasks
+	WHERE id = $1 AND ($2 = '' OR tenant = $2)
+	FOR UPDATE
+),
+upd AS (
+	UPDATE tasks t SET
+		state = 'queued',
+		generation = t.generation + $3,
+		attempt = 0,
+		run_at = coalesce($5::timestamptz, now()),
+		cancel_requested_at = NULL,
+		finished_at = NULL,
+		result = CASE WHEN $3 = 1 THEN NULL ELSE t.result END,
+		updated_at = coalesce($5::timestamptz, now())
+	FROM cur
+	WHERE t.id = cur.id AND cur.state = ANY ($4::text[])
+	RETURNING t.id
+),
+wake AS (
+	SELECT pg_notify('agentledger_task_insert', t.queue) FROM tasks t JOIN upd ON upd.id = t.id
+)
+SELECT cur.state, upd.id IS NOT NULL, (SELECT count(*) FROM wake) FROM cur LEFT JOIN upd ON upd.id = cur.id`

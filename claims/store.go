@@ -36,4 +36,3 @@ func (s *Store) now() *time.Time {
 	t := s.Now()
 	return &t
 }
-

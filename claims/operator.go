@@ -1,0 +1,60 @@
+package claims
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/agentledger/agentledger"
+)
+
+// NeedsAttention parks a task whose attempt met an effect of unknown outcome
+// that its class forbids performing blindly; an operator resolves it.
+// ErrLeaseLost if the token is stale.
+func (s *Store) NeedsAttention(ctx context.Context, l agentledger.Lease, reason string) error {
+	var id int64
+	err := s.db.QueryRow(ctx, needsAttentionSQL, l.TaskID, l.Token, reason, s.now()).Scan(&id)
+	if err := notFound(err); err == agentledger.ErrNotFound {
+		return fmt.Errorf("task %d token %d: %w", l.TaskID, l.Token, agentledger.ErrLeaseLost)
+	} else if err != nil {
+		return fmt.Errorf("needs attention: %w", err)
+	}
+	return nil
+}
+
+// Requeue modes.
+const (
+	// Replay runs the task again in the same generation: effects the ledger
+	// has completed are served from it, only unfinished ones run.
+	Replay = 0
+	// Rerun runs the task again as a new intent: the generation is bumped,
+	// so every effect key changes and every effect runs again.
+	Rerun = 1
+)
+
+// replayable are the states an operator may replay or re-run from: no
+// worker holds the task.
+var replayable = []string{"succeeded", "dead", "cancelled", "needs_attention"}
+
+// Requeue replays (mode Replay) or re-runs (mode Rerun) task id, restricted
+// to tenant unless empty. It returns the task as queued. ErrNotFound for an
+// unknown task; ErrConflict while the task is queued or running.
+func (s *Store) Requeue(ctx context.Context, tenant string, id int64, mode int) (*agentledger.Task, error) {
+	if mode != Replay && mode != Rerun {
+		return nil, agentledger.Invalid("mode", "unknown requeue mode %d", mode)
+	}
+	var before string
+	var changed bool
+	var woke int64
+	err := s.db.QueryRow(ctx, requeueSQL, id, tenant, mode, replayable, s.now()).Scan(&before, &changed, &woke)
+	if err != nil {
+		if err := notFound(err); err == agentledger.ErrNotFound {
+			return nil, fmt.Errorf("task %d: %w", id, err)
+		}
+		return nil, fmt.Errorf("requeue: %w", err)
+	}
+	if !changed {
+		return nil, fmt.Errorf("task %d is %s; only a task no worker holds (%v) can run again: %w",
+			id, before, replayable, agentledger.ErrConflict)
+	}
+	return s.Get(ctx, tenant, id)
+}

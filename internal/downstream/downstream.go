@@ -1,0 +1,155 @@
+// Package downstream is a counting HTTP server for tests: a stand-in for a
+// business API that honours Idempotency-Key. It counts raw hits separately
+// from business effects, so tests can tell a harmless keyed re-send from a
+// duplicated effect, and it can be told to fail or to commit an effect and
+// then drop the connection before answering.
+package downstream
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+)
+
+// Server is a running counting server. Its zero value is not usable: call
+// New.
+type Server struct {
+	*httptest.Server
+
+	hits    atomic.Int64
+	mu      sync.Mutex
+	effects map[string]*effect // by Idempotency-Key
+	unkeyed int64              // business effects without a key
+	faults  []Fault
+}
+
+type effect struct {
+	bodyHash [32]byte
+	response []byte
+	n        int64 // business effect number
+}
+
+// Fault is a scripted misbehaviour for the next matching request.
+type Fault int
+
+// The faults.
+const (
+	// Unavailable answers 503 without doing anything.
+	Unavailable Fault = iota + 1
+	// CommitThenDrop performs the business effect, then closes the
+	// connection without answering: the caller cannot know it happened.
+	CommitThenDrop
+	// RateLimited answers 429 with Retry-After: 1.
+	RateLimited
+)
+
+// New starts a server; Close it when done.
+func New() *Server {
+	s := &Server{effects: map[string]*effect{}}
+	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
+	return s
+}
+
+// Inject queues faults for the next requests, in order.
+func (s *Server) Inject(f ...Fault) {
+	s.mu.Lock()
+	s.faults = append(s.faults, f...)
+	s.mu.Unlock()
+}
+
+// Hits is the number of requests received.
+func (s *Server) Hits() int64 { return s.hits.Load() }
+
+// Effects is the number of business effects performed: one per distinct
+// Idempotency-Key, plus one per request without a key.
+func (s *Server) Effects() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return int64(len(s.effects)) + s.unkeyed
+}
+
+// EffectsFor is how many business effects a key produced (0 or 1).
+func (s *Server) EffectsFor(key string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.effects[key]; ok {
+		return 1
+	}
+	return 0
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	s.hits.Add(1)
+	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	var fault Fault
+	if len(s.faults) > 0 {
+		fault, s.faults = s.faults[0], s.faults[1:]
+	}
+	switch fault {
+	case Unavailable:
+		s.mu.Unlock()
+		http.Error(w, "unavailable", http.StatusServiceUnavailable)
+		return
+	case RateLimited:
+		s.mu.Unlock()
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "slow down", http.StatusTooManyRequests)
+		return
+	}
+	key := r.Header.Get("Idempotency-Key")
+	sum := sha256.Sum256(body)
+	var resp []byte
+	status := http.StatusCreated
+	switch e, ok := s.effects[key]; {
+	case key == "":
+		s.unkeyed++
+		resp = s.response(s.unkeyed, body)
+	case ok && e.bodyHash != sum:
+		s.mu.Unlock()
+		http.Error(w, "Idempotency-Key reused with another body", http.StatusUnprocessableEntity)
+		return
+	case ok:
+		resp, status = e.response, http.StatusOK
+		w.Header().Set("Idempotent-Replayed", "true")
+	default:
+		n := int64(len(s.effects)) + s.unkeyed + 1
+		resp = s.response(n, body)
+		s.effects[key] = &effect{bodyHash: sum, response: resp, n: n}
+	}
+	s.mu.Unlock()
+
+	if fault == CommitThenDrop {
+		if hj, ok := w.(http.Hijacker); ok {
+			if conn, _, err := hj.Hijack(); err == nil {
+				conn.Close()
+				return
+			}
+		}
+		panic(http.ErrAbortHandler)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(resp)
+}
+
+func (s *Server) response(n int64, body []byte) []byte {
+	b, _ := json.Marshal(map[string]any{"effect": n, "id": fmt.Sprintf("eff_%d", n), "echo": json.RawMessage(orNull(body))})
+	return b
+}
+
+func orNull(b []byte) []byte {
+	if len(b) == 0 || !json.Valid(b) {
+		return []byte("null")
+	}
+	return b
+}

@@ -1,0 +1,161 @@
+package ledger
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/claims"
+)
+
+// Class says what an effect's outcome means when it is unknown (DESIGN.md,
+// Ledger).
+type Class string
+
+// The effect classes.
+const (
+	// Pure effects (an LLM completion, a GET) are performed again; the first
+	// result recorded stands.
+	Pure Class = "pure"
+	// Keyed effects (an API honouring Idempotency-Key) are performed again
+	// with the same downstream key, and the downstream deduplicates.
+	Keyed Class = "keyed"
+	// Reconcilable effects (a Slack post carrying its key) are looked up
+	// first and performed only if absent.
+	Reconcilable Class = "reconcilable"
+	// Unsafe effects (no key, no look-up) are never performed blindly: the
+	// effect becomes unknown and the task needs an operator.
+	Unsafe Class = "unsafe"
+	// Local effects (rows in this database) commit with their ledger row.
+	Local Class = "local"
+)
+
+// Valid reports whether c is a known class.
+func (c Class) Valid() bool {
+	switch c {
+	case Pure, Keyed, Reconcilable, Unsafe, Local:
+		return true
+	}
+	return false
+}
+
+// State is where a ledger row stands.
+type State string
+
+// The ledger states.
+const (
+	StatePending   State = "pending"
+	StateCompleted State = "completed"
+	StateFailed    State = "failed"
+	StateUnknown   State = "unknown"
+)
+
+// Attempt is who performs an effect: a task generation, through the lease
+// of one attempt. Every ledger write is fenced on Token (invariant I2).
+type Attempt struct {
+	Tenant     string
+	TaskID     int64
+	Generation int32
+	Token      int64
+}
+
+// AttemptOf returns the Attempt of a claimed task.
+func AttemptOf(t *agentledger.Task) Attempt {
+	return Attempt{Tenant: t.Tenant, TaskID: t.ID, Generation: t.Generation, Token: t.LeaseToken}
+}
+
+// Result is what an effect produced, as stored and served again.
+type Result struct {
+	// Status is a protocol status where there is one (HTTP).
+	Status int `json:"status,omitempty"`
+	// Body is the effect's output.
+	Body json.RawMessage `json:"body,omitempty"`
+	// ExternalRef names what the effect made elsewhere (a message ts, a
+	// resource id), for operators and reconciliation.
+	ExternalRef string `json:"external_ref,omitempty"`
+	// Replayed is set when the result came from the ledger and nothing
+	// was performed.
+	Replayed bool `json:"-"`
+}
+
+// Call is what a performer gets: the effect's keys.
+type Call struct {
+	// Key is the effect's ledger key.
+	Key string
+	// Attempt performing it.
+	Attempt Attempt
+}
+
+// DownstreamKey is the Idempotency-Key to send to target.
+func (c Call) DownstreamKey(target string) string { return DownstreamKey(c.Key, target) }
+
+// Effect is one intended effect.
+type Effect struct {
+	// Operation names what the effect does, e.g. "http_request",
+	// "llm.chat", "task.create". Keys are unique per (tenant, operation).
+	Operation string
+	// StepPath is the effect's place in the task's journal: "llm/3",
+	// "tool/3/<tool_call_id>", "notify/<rule>". Deterministic, never a time
+	// or an attempt number.
+	StepPath string
+	Class    Class
+	// Request is the effect's request as JSON; its canonical hash must be
+	// the same whenever the same key is presented.
+	Request json.RawMessage
+
+	// Perform does the effect (every class but Local). It must send
+	// call.DownstreamKey(target) to keyed targets. A nil error records the
+	// result; agentledger.Permanent(err) records a failure that later calls
+	// return again; any other error is transient and leaves the effect to
+	// be retried.
+	Perform func(ctx context.Context, call Call) (Result, error)
+	// PerformLocal does a Local effect inside the ledger row's transaction.
+	PerformLocal func(ctx context.Context, call Call, db claims.DB) (Result, error)
+	// Reconcile looks a Reconcilable effect up downstream: found reports
+	// whether an earlier performance landed.
+	Reconcile func(ctx context.Context, call Call) (r Result, found bool, err error)
+}
+
+func (e *Effect) validate() error {
+	switch {
+	case e.Operation == "" || len(e.Operation) > 200:
+		return agentledger.Invalid("operation", "must be 1-200 characters")
+	case e.StepPath == "" || len(e.StepPath) > 500:
+		return agentledger.Invalid("step_path", "must be 1-500 characters")
+	case !e.Class.Valid():
+		return agentledger.Invalid("class", "unknown class %q", e.Class)
+	case e.Class == Local && e.PerformLocal == nil:
+		return agentledger.Invalid("perform", "a local effect needs PerformLocal")
+	case e.Class != Local && e.Perform == nil:
+		return agentledger.Invalid("perform", "a %s effect needs Perform", e.Class)
+	case e.Class == Reconcilable && e.Reconcile == nil:
+		return agentledger.Invalid("reconcile", "a reconcilable effect needs Reconcile")
+	}
+	return nil
+}
+
+// ErrNeedsAttention: the effect's outcome is unknown and its class forbids
+// performing it blindly; an operator must resolve it (Resolve).
+var ErrNeedsAttention = errors.New("effect outcome unknown: an operator must resolve it")
+
+// FailedError is a permanent failure stored in the ledger; every later call
+// with the same key returns it again. It matches agentledger.PermanentError
+// through Permanent wrapping by Do.
+type FailedError struct {
+	Key     string
+	Message string
+	Result  Result
+}
+
+func (e *FailedError) Error() string {
+	return fmt.Sprintf("effect %s failed permanently: %s", short(e.Key), e.Message)
+}
+
+func short(key string) string {
+	if len(key) > 12 {
+		return key[:12]
+	}
+	return key
+}

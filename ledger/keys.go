@@ -1,0 +1,44 @@
+package ledger
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+
+	"github.com/agentledger/agentledger/canonjson"
+)
+
+// Key domains keep the two derivations apart: a ledger key can never equal a
+// downstream key.
+const (
+	effectDomain     = "agentledger.effect.v1"
+	downstreamDomain = "agentledger.downstream.v1"
+)
+
+// EffectKey is the deterministic identity of one intended effect: the
+// SHA-256 (hex) of the canonical JSON array [domain, tenant, task id,
+// generation, step path, operation]. No time, attempt number or randomness
+// enters it, so every attempt and every replay of the same task generation
+// derives the same key for the same step.
+func EffectKey(tenant string, taskID int64, generation int32, stepPath, operation string) string {
+	return hashOf([]any{effectDomain, tenant, taskID, generation, stepPath, operation})
+}
+
+// DownstreamKey is the Idempotency-Key sent to target for the effect with
+// ledger key key. It is scoped per target, so two services never see the
+// same key, and it is never the client's submission key.
+func DownstreamKey(key, target string) string {
+	return "al1-" + hashOf([]any{downstreamDomain, key, target})
+}
+
+func hashOf(v []any) string {
+	b, err := canonjson.MarshalValue(v)
+	if err != nil {
+		panic("ledger: strings and integers always encode: " + err.Error())
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// RequestHash is the SHA-256 of the canonical JSON of an effect's request
+// (invariant I4: the same key must come with the same request).
+func RequestHash(request []byte) ([]byte, error) { return canonjson.Hash(request) }

@@ -1,0 +1,294 @@
+package ledger
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/claims"
+)
+
+// Ledger runs effects through the ledger table.
+type Ledger struct {
+	db claims.DB
+}
+
+// New returns a Ledger over db.
+func New(db claims.DB) *Ledger { return &Ledger{db: db} }
+
+// row is a locked ledger row as the decision needs it.
+type row struct {
+	hash         []byte
+	class        Class
+	state        State
+	owner        int64
+	performed    int32
+	retryAllowed bool
+	result       []byte
+	externalRef  string
+	err          string
+}
+
+// Do performs effect e for attempt a at most once per key; see the package
+// documentation for the protocol. It returns the effect's result — stored,
+// with Replayed set, when the ledger already had it. Errors: ErrKeyReuse
+// (agentledger) when the key comes with another request; ErrLeaseLost when
+// the attempt's token is stale (nothing was performed, or a performed
+// effect could not be recorded and will be recovered by its class);
+// ErrNeedsAttention for an unknown unsafe effect; *FailedError wrapped as
+// permanent for a stored failure; the performer's transient error otherwise.
+func (l *Ledger) Do(ctx context.Context, a Attempt, e Effect) (Result, error) {
+	if err := e.validate(); err != nil {
+		return Result{}, err
+	}
+	if len(e.Request) == 0 {
+		e.Request = json.RawMessage(`null`)
+	}
+	hash, err := RequestHash(e.Request)
+	if err != nil {
+		return Result{}, agentledger.Invalid("request", "%v", err)
+	}
+	call := Call{Key: EffectKey(a.Tenant, a.TaskID, a.Generation, e.StepPath, e.Operation), Attempt: a}
+	pk := []any{a.Tenant, e.Operation, call.Key}
+
+	var (
+		res       Result
+		perform   bool
+		reconcile bool
+		afterErr  error // returned once the transaction has committed
+	)
+	err = pgx.BeginFunc(ctx, l.db, func(tx pgx.Tx) error {
+		var one int
+		if err := tx.QueryRow(ctx, fenceSQL, a.TaskID, a.Token).Scan(&one); err != nil {
+			if errors.Is(err, pgx.ErrNoRows) {
+				return fmt.Errorf("task %d token %d: %w", a.TaskID, a.Token, agentledger.ErrLeaseLost)
+			}
+			return err
+		}
+		tag, err := tx.Exec(ctx, reserveSQL, a.Tenant, e.Operation, call.Key, hash, string(e.Class),
+			a.TaskID, a.Generation, e.StepPath, a.Token)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 1 { // a fresh reservation, ours
+			if e.Class == Local {
+				res, err = l.performLocal(ctx, tx, call, e, pk)
+				return err
+			}
+			perform = true
+			return nil
+		}
+		var r row
+		if err := tx.QueryRow(ctx, lockSQL, pk...).Scan(&r.hash, &r.class, &r.state, &r.owner, &r.performed,
+			&r.retryAllowed, &r.result, &r.externalRef, &r.err); err != nil {
+			return err
+		}
+		if !bytes.Equal(r.hash, hash) {
+			return fmt.Errorf("effect %s at %s: %w", short(call.Key), e.StepPath, agentledger.ErrKeyReuse)
+		}
+		switch r.state {
+		case StateCompleted:
+			res, err = stored(r)
+			res.Replayed = true
+			return err
+		case StateFailed:
+			res, err = stored(r)
+			if err != nil {
+				return err
+			}
+			res.Replayed = true
+			return agentledger.Permanent(&FailedError{Key: call.Key, Message: r.err, Result: res})
+		case StateUnknown:
+			if !r.retryAllowed {
+				return fmt.Errorf("effect %s at %s: %w", short(call.Key), e.StepPath, ErrNeedsAttention)
+			}
+		case StatePending:
+			if r.owner != a.Token { // left by an attempt that lost its lease: outcome unknown
+				switch e.Class {
+				case Unsafe:
+					if !r.retryAllowed {
+						if _, err := tx.Exec(ctx, unknownSQL, append(pk, fmt.Sprintf(
+							"attempt with token %d may have performed it before losing its lease", r.owner))...); err != nil {
+							return err
+						}
+						// The transition to unknown must stick: commit, then fail.
+						afterErr = fmt.Errorf("effect %s at %s: %w", short(call.Key), e.StepPath, ErrNeedsAttention)
+						return nil
+					}
+				case Reconcilable:
+					reconcile = true
+				}
+			}
+		}
+		if e.Class == Local {
+			// A local effect commits with its row, so a pending local row
+			// can only be one whose transaction is this one.
+			return fmt.Errorf("ledger: local effect %s is %s: corrupt ledger row", short(call.Key), r.state)
+		}
+		if _, err := tx.Exec(ctx, takeSQL, append(pk, a.Token)...); err != nil {
+			return err
+		}
+		perform = true
+		return nil
+	})
+	if err == nil && afterErr != nil {
+		return Result{}, afterErr
+	}
+	if err != nil || !perform {
+		return res, err
+	}
+
+	if reconcile {
+		found, ok, err := e.Reconcile(ctx, call)
+		if err != nil {
+			return Result{}, fmt.Errorf("reconciling effect %s: %w", short(call.Key), err)
+		}
+		if ok {
+			return l.record(ctx, pk, a, StateCompleted, found, "")
+		}
+	}
+	out, perr := e.Perform(ctx, call)
+	if perr == nil {
+		return l.record(ctx, pk, a, StateCompleted, out, "")
+	}
+	var perm *agentledger.PermanentError
+	if errors.As(perr, &perm) {
+		return l.record(ctx, pk, a, StateFailed, out, perr.Error())
+	}
+	return out, perr // transient: the reservation stays ours, pending
+}
+
+// performLocal runs a local effect in the reservation transaction and
+// records it there: both commit, or neither.
+func (l *Ledger) performLocal(ctx context.Context, tx pgx.Tx, call Call, e Effect, pk []any) (Result, error) {
+	res, err := e.PerformLocal(ctx, call, tx)
+	if err != nil {
+		return Result{}, err // rolls the reservation back with the effect
+	}
+	body, err := encodeResult(res)
+	if err != nil {
+		return Result{}, err
+	}
+	tag, err := tx.Exec(ctx, recordSQL, append(pk, string(StateCompleted), body, res.ExternalRef, "", call.Attempt.Token)...)
+	if err != nil {
+		return Result{}, err
+	}
+	if tag.RowsAffected() != 1 {
+		return Result{}, fmt.Errorf("ledger: recording local effect %s: %w", short(call.Key), agentledger.ErrLeaseLost)
+	}
+	return res, nil
+}
+
+// record stores an outcome, fenced on the reservation and the lease, and
+// returns the outcome that stands: (result, nil) when completed, (result,
+// permanent *FailedError) when failed. When the fence refuses, an outcome
+// recorded meanwhile by a concurrent call of the same attempt stands (the
+// first result that lands); otherwise the lease was lost.
+func (l *Ledger) record(ctx context.Context, pk []any, a Attempt, st State, res Result, msg string) (Result, error) {
+	body, err := encodeResult(res)
+	if err != nil {
+		return Result{}, err
+	}
+	key := short(pk[2].(string))
+	tag, err := l.db.Exec(ctx, recordSQL, append(pk, string(st), body, res.ExternalRef, msg, a.Token)...)
+	if err != nil {
+		return Result{}, fmt.Errorf("ledger: recording effect %s: %w", key, err)
+	}
+	if tag.RowsAffected() == 1 {
+		if st == StateFailed {
+			return res, agentledger.Permanent(&FailedError{Key: pk[2].(string), Message: msg, Result: res})
+		}
+		return res, nil
+	}
+	var r row
+	var current bool
+	err = l.db.QueryRow(ctx, landedSQL, append(pk, a.Token)...).Scan(&r.state, &r.result, &r.externalRef, &r.err, &current)
+	if err == nil && current && r.state == StateCompleted {
+		return stored(r)
+	}
+	if err == nil && current && r.state == StateFailed {
+		prev, err := stored(r)
+		if err != nil {
+			return Result{}, err
+		}
+		return prev, agentledger.Permanent(&FailedError{Key: pk[2].(string), Message: r.err, Result: prev})
+	}
+	return Result{}, fmt.Errorf("ledger: effect %s was performed but the lease was lost before it was recorded; "+
+		"the next attempt recovers it by its class: %w", key, agentledger.ErrLeaseLost)
+}
+
+// encodeResult is the stored form: {"status":…, "body":…} without the
+// external reference, which has its own column.
+func encodeResult(r Result) ([]byte, error) {
+	if r.Body != nil && !json.Valid(r.Body) {
+		return nil, agentledger.Invalid("result", "body is not valid JSON")
+	}
+	return json.Marshal(struct {
+		Status int             `json:"status,omitempty"`
+		Body   json.RawMessage `json:"body,omitempty"`
+	}{r.Status, r.Body})
+}
+
+func stored(r row) (Result, error) {
+	var res Result
+	if len(r.result) > 0 {
+		if err := json.Unmarshal(r.result, &res); err != nil {
+			return Result{}, fmt.Errorf("ledger: stored result: %w", err)
+		}
+	}
+	res.ExternalRef = r.externalRef
+	return res, nil
+}
+
+// Entry is one effect of a task's journal.
+type Entry struct {
+	Tenant      string
+	Operation   string
+	Key         string
+	Class       Class
+	State       State
+	StepPath    string
+	OwnerToken  int64
+	Performed   int32
+	Result      Result
+	Error       string
+	Note        string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+	CompletedAt *time.Time
+}
+
+// Journal returns the effects of a task generation in the order they were
+// intended.
+func (l *Ledger) Journal(ctx context.Context, taskID int64, generation int32) ([]Entry, error) {
+	rows, err := l.db.Query(ctx, journalSQL, taskID, generation)
+	if err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	defer rows.Close()
+	var out []Entry
+	for rows.Next() {
+		var e Entry
+		var result []byte
+		if err := rows.Scan(&e.Tenant, &e.Operation, &e.Key, &e.Class, &e.State, &e.StepPath, &e.OwnerToken,
+			&e.Performed, &result, &e.Result.ExternalRef, &e.Error, &e.Note, &e.CreatedAt, &e.UpdatedAt,
+			&e.CompletedAt); err != nil {
+			return nil, fmt.Errorf("journal: %w", err)
+		}
+		if len(result) > 0 {
+			ref := e.Result.ExternalRef
+			if err := json.Unmarshal(result, &e.Result); err != nil {
+				return nil, fmt.Errorf("journal: %w", err)
+			}
+			e.Result.ExternalRef = ref
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}

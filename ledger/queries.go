@@ -1,0 +1,82 @@
+package ledger
+
+// All SQL of the ledger table lives here.
+
+// fenceSQL checks, inside the reservation transaction, that the attempt
+// still holds the task's lease, and holds a share lock on the task row so
+// no claim can take the lease until the reservation commits.
+const fenceSQL = `
+SELECT 1 FROM tasks WHERE id = $1 AND lease_token = $2 AND state = 'running' FOR SHARE`
+
+// reserveSQL makes a fresh reservation owned by the attempt; on conflict the
+// existing row decides (I6: the primary key decides, not a look-up).
+const reserveSQL = `
+INSERT INTO ledger (tenant, operation, effect_key, request_hash, class, task_id,
+	generation, step_path, owner_token, performed)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 1)
+ON CONFLICT (tenant, operation, effect_key) DO NOTHING`
+
+const lockSQL = `
+SELECT request_hash, class, state, owner_token, performed, retry_allowed,
+	result, coalesce(external_ref, ''), coalesce(error, '')
+FROM ledger WHERE tenant = $1 AND operation = $2 AND effect_key = $3
+FOR UPDATE`
+
+// takeSQL passes a reservation to the attempt and counts one more
+// performance.
+const takeSQL = `
+UPDATE ledger SET owner_token = $4, performed = performed + 1, retry_allowed = false,
+	state = 'pending', updated_at = now()
+WHERE tenant = $1 AND operation = $2 AND effect_key = $3`
+
+const unknownSQL = `
+UPDATE ledger SET state = 'unknown', error = $4, updated_at = now()
+WHERE tenant = $1 AND operation = $2 AND effect_key = $3`
+
+// recordSQL stores the outcome, fenced twice: the row must still be this
+// attempt's reservation and the task's lease still this attempt's.
+const recordSQL = `
+UPDATE ledger l SET state = $4, result = $5, external_ref = nullif($6, ''), error = nullif($7, ''),
+	completed_at = now(), updated_at = now()
+WHERE l.tenant = $1 AND l.operation = $2 AND l.effect_key = $3
+	AND l.state = 'pending' AND l.owner_token = $8
+	AND EXISTS (SELECT 1 FROM tasks t WHERE t.id = l.task_id AND t.lease_token = $8 AND t.state = 'running')`
+
+// landedSQL reads an outcome recorded by someone else, and whether the
+// attempt still holds the task's lease.
+const landedSQL = `
+SELECT l.state, l.result, coalesce(l.external_ref, ''), coalesce(l.error, ''),
+	EXISTS (SELECT 1 FROM tasks t WHERE t.id = l.task_id AND t.lease_token = $4 AND t.state = 'running')
+FROM ledger l WHERE l.tenant = $1 AND l.operation = $2 AND l.effect_key = $3`
+
+const journalSQL = `
+SELECT tenant, operation, effect_key, class, state, step_path, owner_token, performed,
+	result, coalesce(external_ref, '') AS external_ref, coalesce(error, '') AS error,
+	coalesce(note, '') AS note, created_at, updated_at, completed_at
+FROM ledger WHERE task_id = $1 AND generation = $2 ORDER BY seq`
+
+// resolveDoneSQL is an operator's "done": the unknown effect is taken as
+// performed, with a note.
+const resolveDoneSQL = `
+UPDATE ledger SET state = 'completed', note = $4, result = coalesce($5, result),
+	completed_at = now(), updated_at = now()
+WHERE tenant = $1 AND operation = $2 AND effect_key = $3 AND state = 'unknown'`
+
+// resolveRetrySQL is an operator's "perform it again": the next attempt may
+// perform the unknown effect once.
+const resolveRetrySQL = `
+UPDATE ledger SET retry_allowed = true, note = $4, updated_at = now()
+WHERE tenant = $1 AND operation = $2 AND effect_key = $3 AND state = 'unknown'`
+
+// expireSQL deletes, in one bounded batch, rows of operation $1 (or, with
+// $1 NULL, of every operation not in $4) whose task finished longer ago than
+// the window $2, or whose task is gone and which are older than the window.
+// Rows of unfinished tasks stay, whatever their age (I7).
+const expireSQL = `
+DELETE FROM ledger WHERE ctid = ANY (ARRAY(
+	SELECT l.ctid FROM ledger l LEFT JOIN tasks t ON t.id = l.task_id
+	WHERE (l.operation = $1 OR ($1::text IS NULL AND NOT l.operation = ANY ($4::text[])))
+	  AND l.updated_at < now() - $2::interval
+	  AND (t.id IS NULL OR (t.state IN ('succeeded', 'dead', 'cancelled')
+	       AND t.finished_at < now() - $2::interval))
+	LIMIT $3))`

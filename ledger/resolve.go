@@ -1,0 +1,64 @@
+package ledger
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/agentledger/agentledger"
+)
+
+// Resolution is an operator's decision about an effect of unknown outcome.
+type Resolution struct {
+	// Done marks the effect performed (the operator checked downstream);
+	// Result, if set, is stored as its result.
+	Done   bool
+	Result *Result
+	// Retry allows the next attempt to perform the effect once more.
+	Retry bool
+	// Note says why; required.
+	Note string
+}
+
+// Resolve settles an unknown effect of tenant, identified by operation and
+// key. The task stays needs_attention until it is replayed (claims.Requeue
+// with claims.Replay). ErrNotFound when no such unknown effect exists.
+func (l *Ledger) Resolve(ctx context.Context, tenant, operation, key string, r Resolution) error {
+	switch {
+	case r.Done == r.Retry:
+		return agentledger.Invalid("resolution", "choose exactly one of done or retry")
+	case strings.TrimSpace(r.Note) == "":
+		return agentledger.Invalid("note", "say why the effect is resolved this way")
+	}
+	var err error
+	var n int64
+	if r.Done {
+		var body []byte
+		if r.Result != nil {
+			if body, err = encodeResult(*r.Result); err != nil {
+				return err
+			}
+		}
+		tag, e := l.db.Exec(ctx, resolveDoneSQL, tenant, operation, key, r.Note, nullJSON(body))
+		n, err = tag.RowsAffected(), e
+	} else {
+		tag, e := l.db.Exec(ctx, resolveRetrySQL, tenant, operation, key, r.Note)
+		n, err = tag.RowsAffected(), e
+	}
+	if err != nil {
+		return fmt.Errorf("resolve: %w", err)
+	}
+	if n == 0 {
+		return fmt.Errorf("no unknown effect %s of operation %q for tenant %q: %w", short(key), operation, tenant, agentledger.ErrNotFound)
+	}
+	return nil
+}
+
+func nullJSON(b []byte) *string {
+	if b == nil {
+		return nil
+	}
+	s := string(json.RawMessage(b))
+	return &s
+}

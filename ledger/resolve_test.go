@@ -1,0 +1,146 @@
+package ledger_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/ledger"
+)
+
+// unknownUnsafe leaves an unsafe effect of unknown outcome and its task
+// parked, as a worker would.
+func unknownUnsafe(t *testing.T, e *env, c *counter) (ledger.Attempt, ledger.Effect) {
+	t.Helper()
+	ctx := context.Background()
+	e.task()
+	a, _ := e.claim("a")
+	eff := effect(ledger.Unsafe, "tool/0", `{"wire":100}`, c.perform)
+	c.fn = func(context.Context, ledger.Call) (ledger.Result, error) {
+		if c.calls.Load() == 1 {
+			e.expireAndReclaim("b")
+		}
+		return ledger.Result{Status: 200}, nil
+	}
+	if _, err := e.ledger.Do(ctx, a, eff); !errors.Is(err, agentledger.ErrLeaseLost) {
+		t.Fatal(err)
+	}
+	b := a
+	b.Token++
+	if _, err := e.ledger.Do(ctx, b, eff); !errors.Is(err, ledger.ErrNeedsAttention) {
+		t.Fatal(err)
+	}
+	if err := e.claims.NeedsAttention(ctx, agentledger.Lease{TaskID: b.TaskID, Token: b.Token}, "unknown effect"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := e.claims.Get(ctx, "", b.TaskID); got.State != agentledger.StateNeedsAttention {
+		t.Fatalf("task %s", got.State)
+	}
+	return b, eff
+}
+
+func TestResolveRetryPerformsOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t)
+	c := &counter{}
+	b, eff := unknownUnsafe(t, e, c)
+	key := ledger.EffectKey(b.Tenant, b.TaskID, b.Generation, eff.StepPath, eff.Operation)
+
+	if err := e.ledger.Resolve(ctx, b.Tenant, eff.Operation, key, ledger.Resolution{Retry: true}); !errors.Is(err, agentledger.ErrInvalid) {
+		t.Fatalf("no note: %v", err)
+	}
+	if err := e.ledger.Resolve(ctx, b.Tenant, eff.Operation, key, ledger.Resolution{Retry: true, Note: "bank says no such wire"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.claims.Requeue(ctx, "", b.TaskID, claims.Replay); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := e.claim("c")
+	if _, err := e.ledger.Do(ctx, r, eff); err != nil || c.calls.Load() != 2 {
+		t.Fatalf("after retry resolution: %v, performed %d", err, c.calls.Load())
+	}
+	if res, err := e.ledger.Do(ctx, r, eff); err != nil || !res.Replayed || c.calls.Load() != 2 {
+		t.Fatalf("then served: %v, performed %d", err, c.calls.Load())
+	}
+	if err := e.ledger.Resolve(ctx, b.Tenant, eff.Operation, key, ledger.Resolution{Retry: true, Note: "x"}); !errors.Is(err, agentledger.ErrNotFound) {
+		t.Fatalf("resolving a completed effect: %v", err)
+	}
+}
+
+func TestResolveDoneServesWithoutPerforming(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t)
+	c := &counter{}
+	b, eff := unknownUnsafe(t, e, c)
+	key := ledger.EffectKey(b.Tenant, b.TaskID, b.Generation, eff.StepPath, eff.Operation)
+	if err := e.ledger.Resolve(ctx, b.Tenant, eff.Operation, key, ledger.Resolution{Done: true, Note: "wire seen in bank portal",
+		Result: &ledger.Result{Status: 200, ExternalRef: "wire-77"}}); err != nil {
+		t.Fatal(err)
+	}
+	e.claims.Requeue(ctx, "", b.TaskID, claims.Replay)
+	r, _ := e.claim("c")
+	res, err := e.ledger.Do(ctx, r, eff)
+	if err != nil || !res.Replayed || res.Status != 200 || c.calls.Load() != 1 {
+		t.Fatalf("%+v %v performed %d", res, err, c.calls.Load())
+	}
+	j, _ := e.ledger.Journal(ctx, r.TaskID, r.Generation)
+	if j[0].Note != "wire seen in bank portal" || j[0].Performed != 1 {
+		t.Fatalf("journal %+v", j[0])
+	}
+}
+
+// Drill 7 and I7: rows outlive the retention window only while their task is
+// unfinished; after expiry, the same effect presented again is a new intent
+// and is performed again.
+func TestExpiryAndLateRetry(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t)
+	c := &counter{}
+	eff := effect(ledger.Keyed, "tool/0", `{}`, c.perform)
+
+	finished := e.task()
+	a, _ := e.claim("w")
+	if _, err := e.ledger.Do(ctx, a, eff); err != nil {
+		t.Fatal(err)
+	}
+	e.claims.Succeed(ctx, agentledger.Lease{TaskID: a.TaskID, Token: a.Token}, nil)
+	running := e.task()
+	r, _ := e.claim("w")
+	if _, err := e.ledger.Do(ctx, r, eff); err != nil {
+		t.Fatal(err)
+	}
+	// Both rows are old; only the finished task's is past its window.
+	age := func(id int64) {
+		if _, err := e.db.Exec(ctx, `UPDATE ledger SET updated_at = now() - interval '8 days' WHERE task_id = $1`, id); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.db.Exec(ctx, `UPDATE tasks SET finished_at = now() - interval '8 days' WHERE id = $1 AND finished_at IS NOT NULL`, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	age(finished)
+	age(running)
+	short := ledger.Retention{PerOperation: map[string]time.Duration{"test.op": 30 * 24 * time.Hour}}
+	if n, err := e.ledger.Expire(ctx, short, 1); err != nil || n != 0 {
+		t.Fatalf("a 30-day window expired %d rows (%v)", n, err)
+	}
+	if n, err := e.ledger.Expire(ctx, ledger.Retention{}, 1); err != nil || n != 1 {
+		t.Fatalf("expired %d rows (%v), want 1", n, err)
+	}
+	if j, _ := e.ledger.Journal(ctx, running, 1); len(j) != 1 {
+		t.Fatal("the running task's row expired")
+	}
+	// The late retry: the finished task is replayed after its row expired.
+	e.claims.Requeue(ctx, "", finished, claims.Replay)
+	late, _ := e.claim("w")
+	res, err := e.ledger.Do(ctx, late, eff)
+	if err != nil || res.Replayed || c.calls.Load() != 3 {
+		t.Fatalf("late retry: %+v %v performed %d, want performed again", res, err, c.calls.Load())
+	}
+}

@@ -1,0 +1,57 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// DefaultRetention keeps ledger rows for 7 days after their task finished:
+// longer than GitHub's and Stripe's redelivery windows and a working week of
+// operator replay. A row of an unfinished task never expires (I7).
+const DefaultRetention = 7 * 24 * time.Hour
+
+// Retention is how long ledger rows outlive their finished task.
+type Retention struct {
+	Default      time.Duration            // zero: DefaultRetention
+	PerOperation map[string]time.Duration // overrides by operation
+}
+
+// Expire deletes expired rows in batches of at most batch rows (each batch
+// its own short statement, so no long locks) and returns how many went. An
+// effect presented again after its row expired is a new intent: it is
+// performed again.
+func (l *Ledger) Expire(ctx context.Context, r Retention, batch int) (int64, error) {
+	if batch <= 0 {
+		batch = 1000
+	}
+	if r.Default == 0 {
+		r.Default = DefaultRetention
+	}
+	ops := make([]string, 0, len(r.PerOperation))
+	for op := range r.PerOperation {
+		ops = append(ops, op)
+	}
+	var total int64
+	sweep := func(op *string, window time.Duration) error {
+		if window <= 0 {
+			return fmt.Errorf("ledger: retention window %v must be positive", window)
+		}
+		for {
+			tag, err := l.db.Exec(ctx, expireSQL, op, window, batch, ops)
+			if err != nil {
+				return fmt.Errorf("ledger: expire: %w", err)
+			}
+			total += tag.RowsAffected()
+			if tag.RowsAffected() < int64(batch) {
+				return nil
+			}
+		}
+	}
+	for op, w := range r.PerOperation {
+		if err := sweep(&op, w); err != nil {
+			return total, err
+		}
+	}
+	return total, sweep(nil, r.Default)
+}

@@ -1,0 +1,49 @@
+-- +goose Up
+-- The dedupe ledger (package ledger): one row per intended effect.
+
+CREATE TABLE ledger (
+    tenant        text        NOT NULL,
+    operation     text        NOT NULL,
+    effect_key    text        NOT NULL,
+    request_hash  bytea       NOT NULL,
+    class         text        NOT NULL,
+    state         text        NOT NULL DEFAULT 'pending',
+    -- The journal: which task generation intended the effect, where.
+    task_id       bigint      NOT NULL,
+    generation    integer     NOT NULL,
+    step_path     text        NOT NULL,
+    seq           bigint      GENERATED ALWAYS AS IDENTITY,
+    -- The fencing token of the attempt that holds the reservation. A
+    -- pending row whose owner is not the current lease holder is an effect
+    -- of unknown outcome.
+    owner_token   bigint      NOT NULL,
+    performed     integer     NOT NULL DEFAULT 0,
+    retry_allowed boolean     NOT NULL DEFAULT false,
+    result        jsonb,
+    external_ref  text,
+    error         text,
+    note          text,
+    created_at    timestamptz NOT NULL DEFAULT now(),
+    updated_at    timestamptz NOT NULL DEFAULT now(),
+    completed_at  timestamptz,
+
+    PRIMARY KEY (tenant, operation, effect_key),
+    CONSTRAINT ledger_class_check CHECK (class IN ('pure', 'keyed', 'reconcilable', 'unsafe', 'local')),
+    CONSTRAINT ledger_state_check CHECK (state IN ('pending', 'completed', 'failed', 'unknown'))
+);
+
+-- The journal of a task generation, in the order its effects were intended.
+CREATE INDEX ledger_journal_idx ON ledger (task_id, generation, seq);
+
+-- An attempt that finds an unsafe effect of unknown outcome parks its task
+-- for an operator.
+ALTER TABLE task_attempts DROP CONSTRAINT task_attempts_outcome_check;
+ALTER TABLE task_attempts ADD CONSTRAINT task_attempts_outcome_check CHECK (outcome IS NULL OR outcome IN
+    ('succeeded', 'retry', 'dead', 'cancelled', 'released', 'lease_expired', 'needs_attention'));
+
+-- +goose Down
+DELETE FROM task_attempts WHERE outcome = 'needs_attention';
+ALTER TABLE task_attempts DROP CONSTRAINT task_attempts_outcome_check;
+ALTER TABLE task_attempts ADD CONSTRAINT task_attempts_outcome_check CHECK (outcome IS NULL OR outcome IN
+    ('succeeded', 'retry', 'dead', 'cancelled', 'released', 'lease_expired'));
+DROP TABLE ledger;
