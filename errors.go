@@ -23,6 +23,9 @@ var (
 	ErrConflict = errors.New("conflict")
 	// ErrCancelled: an operator cancelled the task while it ran.
 	ErrCancelled = errors.New("task cancelled by operator")
+	// ErrNeedsAttention: an effect's outcome is unknown and its class
+	// forbids performing it blindly; the task waits for an operator.
+	ErrNeedsAttention = errors.New("effect outcome unknown: an operator must resolve it")
 )
 
 // InvalidError names the field that made an input invalid. It matches

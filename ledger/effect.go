@@ -3,7 +3,6 @@ package ledger
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/agentledger/agentledger"
@@ -137,8 +136,9 @@ func (e *Effect) validate() error {
 }
 
 // ErrNeedsAttention: the effect's outcome is unknown and its class forbids
-// performing it blindly; an operator must resolve it (Resolve).
-var ErrNeedsAttention = errors.New("effect outcome unknown: an operator must resolve it")
+// performing it blindly; an operator must resolve it (Resolve). The worker
+// parks the task when a handler returns it.
+var ErrNeedsAttention = agentledger.ErrNeedsAttention
 
 // FailedError is a permanent failure stored in the ledger; every later call
 // with the same key returns it again. It matches agentledger.PermanentError

@@ -1,4 +1,6 @@
-// Package tools holds the built-in task kinds and, later, the tools that
-// steps and agents call. Each is a plain function with the worker.Handler
-// signature so that agentd decides which kinds it serves.
+// Package tools holds the tools that steps tasks and agents call, and the
+// built-in task kinds. A Tool turns a call (task, step path, JSON arguments)
+// into a ledger.Effect; Invoke runs it through the ledger, so every tool
+// effect is performed at most once per deterministic key. Tools see the
+// ledger's interfaces, never a database driver.
 package tools

@@ -221,6 +221,12 @@ func (p *Pool) runTask(ctx context.Context, t *agentledger.Task, lease agentledg
 	case errors.Is(cause, agentledger.ErrCancelled):
 		p.ackCancel(lease, log)
 		return
+	case errors.Is(err, agentledger.ErrLeaseLost):
+		log.Warn("attempt lost its lease while working", "err", err)
+		return
+	case errors.Is(err, agentledger.ErrNeedsAttention):
+		p.park(lease, err, log)
+		return
 	}
 	p.record(ctx, lease, result, err, t, log)
 }
@@ -266,6 +272,18 @@ func (p *Pool) ackCancel(lease agentledger.Lease, log *slog.Logger) {
 		return
 	}
 	log.Info("task cancelled by operator")
+}
+
+// park hands the task to an operator: an effect's outcome is unknown and may
+// not be performed blindly.
+func (p *Pool) park(lease agentledger.Lease, cause error, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := p.store.NeedsAttention(ctx, lease, cause.Error()); err != nil {
+		log.Warn("parking the task for an operator failed", "err", err)
+		return
+	}
+	log.Warn("task needs attention", "cause", cause)
 }
 
 func (p *Pool) kinds() []string {

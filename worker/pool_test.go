@@ -128,12 +128,16 @@ func TestFailuresRetryOrDie(t *testing.T) {
 			"limited": worker.HandlerFunc(func(context.Context, *agentledger.Task) (json.RawMessage, error) {
 				return nil, agentledger.RetryAfter(errors.New("429"), 2*time.Hour)
 			}),
+			"unknown-effect": worker.HandlerFunc(func(context.Context, *agentledger.Task) (json.RawMessage, error) {
+				return nil, fmt.Errorf("effect tool/0: %w", agentledger.ErrNeedsAttention)
+			}),
 		}})
 	flaky := enqueue(t, s, "flaky", `{}`)
 	bad := enqueue(t, s, "bad", `{}`)
 	unknown := enqueue(t, s, "nobody-handles-this", `{}`)
 	panics := enqueue(t, s, "panics", `{}`)
 	limited := enqueue(t, s, "limited", `{}`)
+	parked := enqueue(t, s, "unknown-effect", `{}`)
 
 	got := waitState(t, s, flaky.ID, agentledger.StateRetrying)
 	if got.LastError != "downstream 503" || got.RunAt.Before(time.Now().Add(50*time.Minute)) {
@@ -150,6 +154,10 @@ func TestFailuresRetryOrDie(t *testing.T) {
 	got = waitState(t, s, unknown.ID, agentledger.StateDead)
 	if want := `no handler for kind "nobody-handles-this"`; len(got.LastError) < len(want) || got.LastError[:len(want)] != want {
 		t.Errorf("unknown kind: error %q", got.LastError)
+	}
+	got = waitState(t, s, parked.ID, agentledger.StateNeedsAttention)
+	if got.LastError != "effect tool/0: "+agentledger.ErrNeedsAttention.Error() || got.LeaseOwner != "" {
+		t.Errorf("parked: %+v", got)
 	}
 	got = waitState(t, s, panics.ID, agentledger.StateRetrying)
 	if got.LastError != "handler panicked: nil map" {

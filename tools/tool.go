@@ -1,0 +1,113 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/ledger"
+)
+
+// Call is one invocation of a tool by a task.
+type Call struct {
+	Task *agentledger.Task
+	// StepPath is the call's place in the task's journal: "tool/<i>" for
+	// step i of a steps task, "tool/<n>/<tool_call_id>" for an agent.
+	StepPath string
+	Args     json.RawMessage
+}
+
+// Tool is one capability steps and agents can invoke.
+type Tool interface {
+	// Name is how steps and models refer to the tool: [a-zA-Z0-9_-]{1,64}.
+	Name() string
+	// Description tells the model what the tool does.
+	Description() string
+	// Parameters is the JSON Schema of the arguments object.
+	Parameters() json.RawMessage
+	// Effect validates the call's arguments and returns the effect to run
+	// through the ledger. Bad arguments are agentledger.Permanent errors.
+	Effect(call Call) (ledger.Effect, error)
+}
+
+// Doer runs effects through the ledger (*ledger.Ledger).
+type Doer interface {
+	Do(ctx context.Context, a ledger.Attempt, e ledger.Effect) (ledger.Result, error)
+}
+
+// Invoke runs call of tool t through the ledger for the task's attempt.
+func Invoke(ctx context.Context, l Doer, t Tool, call Call) (ledger.Result, error) {
+	eff, err := t.Effect(call)
+	if err != nil {
+		return ledger.Result{}, fmt.Errorf("%s at %s: %w", t.Name(), call.StepPath, err)
+	}
+	if eff.StepPath == "" {
+		eff.StepPath = call.StepPath
+	}
+	return l.Do(ctx, ledger.AttemptOf(call.Task), eff)
+}
+
+// Registry maps tool names to tools. It is safe for concurrent use.
+type Registry struct {
+	mu    sync.RWMutex
+	tools map[string]Tool
+}
+
+// NewRegistry returns a registry holding tools.
+func NewRegistry(tools ...Tool) *Registry {
+	r := &Registry{tools: map[string]Tool{}}
+	for _, t := range tools {
+		r.Register(t)
+	}
+	return r
+}
+
+// Register adds t, replacing a tool of the same name.
+func (r *Registry) Register(t Tool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.tools[t.Name()] = t
+}
+
+// Get returns the tool called name, or an error naming the known tools
+// (permanent: retrying will not make it appear).
+func (r *Registry) Get(name string) (Tool, error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if t, ok := r.tools[name]; ok {
+		return t, nil
+	}
+	return nil, agentledger.Permanent(fmt.Errorf("unknown tool %q (known: %v)", name, r.namesLocked()))
+}
+
+// Allowed returns the tools named in names, in that order; every name must
+// exist. An empty list allows every tool, sorted by name.
+func (r *Registry) Allowed(names []string) ([]Tool, error) {
+	if len(names) == 0 {
+		r.mu.RLock()
+		all := r.namesLocked()
+		r.mu.RUnlock()
+		names = all
+	}
+	out := make([]Tool, 0, len(names))
+	for _, n := range names {
+		t, err := r.Get(n)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+func (r *Registry) namesLocked() []string {
+	names := make([]string, 0, len(r.tools))
+	for n := range r.tools {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
