@@ -1,0 +1,197 @@
+package steps_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/internal/downstream"
+	"github.com/agentledger/agentledger/internal/testdb"
+	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/steps"
+	"github.com/agentledger/agentledger/tools"
+)
+
+// post is a minimal keyed tool: it POSTs its args to a counting downstream
+// with the effect's downstream key, and can be told to fail.
+type post struct {
+	url  string
+	mu   sync.Mutex
+	seen []json.RawMessage // args as performed
+	fail func(n int) error // n = performances so far
+}
+
+func (p *post) Name() string                { return "post" }
+func (p *post) Description() string         { return "POST args to the test downstream" }
+func (p *post) Parameters() json.RawMessage { return json.RawMessage(`{"type":"object"}`) }
+func (p *post) Effect(c tools.Call) (ledger.Effect, error) {
+	return ledger.Effect{Operation: "test.post", Class: ledger.Keyed, Request: c.Args,
+		Perform: func(ctx context.Context, call ledger.Call) (ledger.Result, error) {
+			p.mu.Lock()
+			p.seen = append(p.seen, c.Args)
+			n := len(p.seen)
+			p.mu.Unlock()
+			if p.fail != nil {
+				if err := p.fail(n); err != nil {
+					return ledger.Result{}, err
+				}
+			}
+			req, _ := http.NewRequestWithContext(ctx, "POST", p.url, bytes.NewReader(c.Args))
+			req.Header.Set("Idempotency-Key", call.DownstreamKey(p.url))
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return ledger.Result{}, err
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			return ledger.Result{Status: resp.StatusCode, Body: body}, nil
+		}}, nil
+}
+
+type env struct {
+	t      *testing.T
+	claims *claims.Store
+	ledger *ledger.Ledger
+	down   *downstream.Server
+	tool   *post
+	runner *steps.Runner
+	now    time.Time
+}
+
+func newEnv(t *testing.T) *env {
+	db := testdb.New(t)
+	e := &env{t: t, claims: claims.New(db), ledger: ledger.New(db), down: downstream.New(), now: time.Now()}
+	t.Cleanup(e.down.Close)
+	e.claims.Now = func() time.Time { return e.now }
+	e.tool = &post{url: e.down.URL}
+	e.runner = steps.New(e.ledger, tools.NewRegistry(e.tool))
+	return e
+}
+
+func (e *env) submit(payload string) int64 {
+	e.t.Helper()
+	r, err := e.claims.Enqueue(context.Background(), claims.EnqueueParams{Kind: "steps", Payload: json.RawMessage(payload)})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return r.Task.ID
+}
+
+func (e *env) claim() *agentledger.Task {
+	e.t.Helper()
+	got, err := e.claims.Claim(context.Background(), claims.ClaimParams{Queue: "default", Worker: "w", Limit: 1, Lease: time.Minute})
+	if err != nil || len(got) != 1 {
+		e.t.Fatalf("claim: %v %v", got, err)
+	}
+	return got[0]
+}
+
+func TestPayloadErrorsPerformNothing(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for payload, want := range map[string]string{
+		`{}`:                                "needs 1 to 100 steps",
+		`{"steps":[{"args":{}}]}`:           "step 0: tool is required",
+		`{"steps":[{"tool":"post"}],"x":1}`: `unknown field "x"`,
+		`{"steps":[{"tool":"nope"}]}`:       `unknown tool "nope"`,
+		`{"steps":[{"tool":"post","args":{"a":"${steps.0.body}"}}]}`:                    "refers to step 0, which does not run before it",
+		`{"steps":[{"tool":"post"},{"tool":"post","args":{"a":"${steps.0.headers}"}}]}`: "must name status, body[.path] or external_ref",
+	} {
+		e.submit(payload)
+		task := e.claim()
+		_, err := e.runner.Work(context.Background(), task)
+		var perm *agentledger.PermanentError
+		if !errors.As(err, &perm) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want permanent error containing %q", payload, err, want)
+		}
+		e.claims.Succeed(context.Background(), claims.LeaseOf(task), nil)
+	}
+	if e.down.Hits() != 0 {
+		t.Fatalf("%d downstream hits for bad payloads", e.down.Hits())
+	}
+}
+
+func TestReferencesAndReplay(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t)
+	e.submit(`{"steps":[
+		{"tool":"post","args":{"order":42}},
+		{"tool":"post","args":{"charge":"${steps.0.body.id}","note":"effect ${steps.0.body.effect} of ${steps.0.status}","echo":"${steps.0.body.echo}"}}
+	]}`)
+	task := e.claim()
+	first, err := e.runner.Work(ctx, task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(e.tool.seen[1]); got != `{"charge":"eff_1","echo":{"order":42},"note":"effect 1 of 201"}` {
+		t.Fatalf("resolved args %s", got)
+	}
+	// Running again (a re-poll of the same attempt) serves every step.
+	again, err := e.runner.Work(ctx, task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a, b struct{ Steps []steps.StepResult }
+	json.Unmarshal(first, &a)
+	json.Unmarshal(again, &b)
+	if e.down.Effects() != 2 || e.down.Hits() != 2 || len(e.tool.seen) != 2 || !b.Steps[0].Replayed || !b.Steps[1].Replayed {
+		t.Fatalf("replay: %d effects, %d hits, %d performances; %s", e.down.Effects(), e.down.Hits(), len(e.tool.seen), again)
+	}
+	for i := range a.Steps {
+		if a.Steps[i].Status != b.Steps[i].Status || !jsonEqual(a.Steps[i].Body, b.Steps[i].Body) {
+			t.Fatalf("step %d: first %+v, replayed %+v", i, a.Steps[i], b.Steps[i])
+		}
+	}
+}
+
+// Drill 4: a step is recorded, then the attempt dies before the task
+// finishes; the next attempt serves that step from the ledger.
+func TestNextAttemptServesRecordedSteps(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t)
+	e.submit(`{"steps":[{"tool":"post","args":{"n":0}},{"tool":"post","args":{"n":1,"prev":"${steps.0.body.id}"}}]}`)
+	e.tool.fail = func(n int) error {
+		if n == 2 {
+			return errors.New("worker died here")
+		}
+		return nil
+	}
+	first := e.claim()
+	if _, err := e.runner.Work(ctx, first); err == nil {
+		t.Fatal("want the injected failure")
+	}
+	e.now = e.now.Add(2 * time.Minute) // the lease runs out; another worker claims
+	second := e.claim()
+	if second.Attempt != 2 {
+		t.Fatalf("attempt %d", second.Attempt)
+	}
+	res, err := e.runner.Work(ctx, second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.down.Effects() != 2 || fmt.Sprint(len(e.tool.seen)) != "3" {
+		t.Fatalf("%d effects, %d performances (want 2 effects: step 0 once, step 1 once)", e.down.Effects(), len(e.tool.seen))
+	}
+	if !strings.Contains(string(res), `"replayed":true`) {
+		t.Fatalf("step 0 was not served from the ledger: %s", res)
+	}
+}
+
+func jsonEqual(a, b json.RawMessage) bool {
+	var x, y any
+	json.Unmarshal(a, &x)
+	json.Unmarshal(b, &y)
+	return fmt.Sprint(x) == fmt.Sprint(y)
+}
