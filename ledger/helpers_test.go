@@ -18,7 +18,7 @@ import (
 
 // env is one test's database: a task store with a pinned clock and a ledger.
 type env struct {
-	t      *testing.T
+	t      testing.TB
 	db     *pgxpool.Pool
 	claims *claims.Store
 	ledger *ledger.Ledger
@@ -26,7 +26,7 @@ type env struct {
 	now    time.Time
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	db := testdb.New(t)
 	e := &env{t: t, db: db, claims: claims.New(db), ledger: ledger.New(db), now: time.Now().UTC().Truncate(time.Second)}

@@ -63,6 +63,25 @@ func (l *Ledger) Do(ctx context.Context, a Attempt, e Effect) (Result, error) {
 		reconcile bool
 		afterErr  error // returned once the transaction has committed
 	)
+	if e.Class != Local {
+		var fenced, fresh bool
+		var st *State
+		var r row
+		err := l.db.QueryRow(ctx, reserveFastSQL, a.Tenant, e.Operation, call.Key, hash, string(e.Class),
+			a.TaskID, a.Generation, e.StepPath, a.Token).Scan(&fenced, &fresh, &st, &r.hash, &r.result, &r.externalRef, &r.err)
+		if err != nil {
+			return Result{}, fmt.Errorf("ledger: reserving effect %s: %w", short(call.Key), err)
+		}
+		switch {
+		case !fenced:
+			return Result{}, fmt.Errorf("task %d token %d: %w", a.TaskID, a.Token, agentledger.ErrLeaseLost)
+		case fresh:
+			return l.perform(ctx, pk, a, call, e, false)
+		case st != nil && (*st == StateCompleted || *st == StateFailed):
+			r.state = *st
+			return served(r, hash, call, e)
+		}
+	}
 	err = pgx.BeginFunc(ctx, l.db, func(tx pgx.Tx) error {
 		var one int
 		if err := tx.QueryRow(ctx, fenceSQL, a.TaskID, a.Token).Scan(&one); err != nil {
@@ -93,17 +112,9 @@ func (l *Ledger) Do(ctx context.Context, a Attempt, e Effect) (Result, error) {
 			return fmt.Errorf("effect %s at %s: %w", short(call.Key), e.StepPath, agentledger.ErrKeyReuse)
 		}
 		switch r.state {
-		case StateCompleted:
-			res, err = stored(r)
-			res.Replayed = true
+		case StateCompleted, StateFailed:
+			res, err = served(r, hash, call, e)
 			return err
-		case StateFailed:
-			res, err = stored(r)
-			if err != nil {
-				return err
-			}
-			res.Replayed = true
-			return agentledger.Permanent(&FailedError{Key: call.Key, Message: r.err, Result: res})
 		case StateUnknown:
 			if !r.retryAllowed {
 				return fmt.Errorf("effect %s at %s: %w", short(call.Key), e.StepPath, ErrNeedsAttention)
@@ -143,7 +154,29 @@ func (l *Ledger) Do(ctx context.Context, a Attempt, e Effect) (Result, error) {
 	if err != nil || !perform {
 		return res, err
 	}
+	return l.perform(ctx, pk, a, call, e, reconcile)
+}
 
+// served returns a finished row's stored outcome: the result, or the stored
+// failure again. A different request hash is ErrKeyReuse.
+func served(r row, hash []byte, call Call, e Effect) (Result, error) {
+	if !bytes.Equal(r.hash, hash) {
+		return Result{}, fmt.Errorf("effect %s at %s: %w", short(call.Key), e.StepPath, agentledger.ErrKeyReuse)
+	}
+	res, err := stored(r)
+	if err != nil {
+		return Result{}, err
+	}
+	res.Replayed = true
+	if r.state == StateFailed {
+		return res, agentledger.Permanent(&FailedError{Key: call.Key, Message: r.err, Result: res})
+	}
+	return res, nil
+}
+
+// perform runs a reserved effect outside any transaction and records its
+// outcome (a reconcilable one is looked up first).
+func (l *Ledger) perform(ctx context.Context, pk []any, a Attempt, call Call, e Effect, reconcile bool) (Result, error) {
 	if reconcile {
 		found, ok, err := e.Reconcile(ctx, call)
 		if err != nil {

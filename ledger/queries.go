@@ -16,6 +16,30 @@ INSERT INTO ledger (tenant, operation, effect_key, request_hash, class, task_id,
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 1)
 ON CONFLICT (tenant, operation, effect_key) DO NOTHING`
 
+// reserveFastSQL serves the two common cases in one autocommit statement:
+// a fresh reservation (fence and insert together; the task row is
+// share-locked for the statement) and a replay of a finished effect
+// (completed and failed are final, so the row needs no lock to be served).
+// It returns whether the lease held, whether the row is new, and the
+// existing row as the statement's snapshot saw it (NULL state if none).
+// Anything else — a pending or unknown row, a row committed while the
+// statement ran — goes to the transactional path.
+const reserveFastSQL = `
+WITH fence AS (
+	SELECT id FROM tasks WHERE id = $6 AND lease_token = $9 AND state = 'running' FOR SHARE
+),
+ins AS (
+	INSERT INTO ledger (tenant, operation, effect_key, request_hash, class, task_id,
+		generation, step_path, owner_token, performed)
+	SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, 1 FROM fence
+	ON CONFLICT (tenant, operation, effect_key) DO NOTHING
+	RETURNING true
+)
+SELECT EXISTS (SELECT 1 FROM fence), EXISTS (SELECT 1 FROM ins),
+	l.state, l.request_hash, l.result, coalesce(l.external_ref, ''), coalesce(l.error, '')
+FROM (SELECT 1) one
+LEFT JOIN ledger l ON l.tenant = $1 AND l.operation = $2 AND l.effect_key = $3`
+
 const lockSQL = `
 SELECT request_hash, class, state, owner_token, performed, retry_allowed,
 	result, coalesce(external_ref, ''), coalesce(error, '')
