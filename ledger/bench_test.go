@@ -32,7 +32,9 @@ func BenchmarkDoReplay(b *testing.B) {
 	})
 }
 
-func noop(context.Context, ledger.Call) (ledger.Result, error) { return ledger.Result{Status: 200}, nil }
+func noop(context.Context, ledger.Call) (ledger.Result, error) {
+	return ledger.Result{Status: 200}, nil
+}
 
 func benchEnv(b *testing.B, e *env, op func(a ledger.Attempt, i int)) {
 	e.task()
