@@ -1,0 +1,116 @@
+package tools_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/tools"
+)
+
+const childArgs = `{"kind":"child.work","queue":"children","payload":{"x":1},"priority":5}`
+
+func TestCreateTaskOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t)
+	tool := tools.NewCreateTask()
+	a := e.task()
+	c := call(a, "tool/0", childArgs)
+
+	first, err := tools.Invoke(ctx, e.ledger, tool, c)
+	var body struct {
+		TaskID int64 `json:"task_id"`
+	}
+	if err != nil || first.Replayed || json.Unmarshal(first.Body, &body) != nil || body.TaskID == 0 {
+		t.Fatalf("first: %+v %v", first, err)
+	}
+	again, err := tools.Invoke(ctx, e.ledger, tool, c)
+	if err != nil || !again.Replayed || !sameJSON(t, again.Body, first.Body) || again.ExternalRef != first.ExternalRef {
+		t.Fatalf("again: %+v %v", again, err)
+	}
+	c.Task = e.expireAndReclaim() // another attempt of the same generation
+	if third, err := tools.Invoke(ctx, e.ledger, tool, c); err != nil || !third.Replayed || !sameJSON(t, third.Body, first.Body) {
+		t.Fatalf("next attempt: %+v %v", third, err)
+	}
+
+	key := ledger.EffectKey(a.Tenant, a.ID, a.Generation, "tool/0", "task.create")
+	if n := e.count(`SELECT count(*) FROM tasks WHERE id <> $1`, a.ID); n != 1 {
+		t.Fatalf("%d children", n)
+	}
+	child, err := e.claims.Get(ctx, a.Tenant, body.TaskID)
+	if err != nil || child.SubmissionKey != "child:"+key || child.Tenant != "acme" || child.Kind != "child.work" ||
+		child.Queue != "children" || child.Priority != 5 || !sameJSON(t, child.Payload, []byte(`{"x":1}`)) {
+		t.Fatalf("child %+v %v", child, err)
+	}
+}
+
+// The child commits with its ledger row or not at all.
+func TestCreateTaskFailureAfterInsertLeavesNothing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t)
+	a := e.task()
+	eff, err := tools.NewCreateTask().Effect(call(a, "tool/0", childArgs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	insert := eff.PerformLocal
+	inserted := false
+	eff.PerformLocal = func(ctx context.Context, c ledger.Call, db claims.DB) (ledger.Result, error) {
+		if _, err := insert(ctx, c, db); err != nil {
+			return ledger.Result{}, err
+		}
+		inserted = true
+		return ledger.Result{}, errors.New("crash after insert")
+	}
+	if _, err := e.ledger.Do(ctx, ledger.AttemptOf(a), eff); err == nil || !inserted {
+		t.Fatalf("do: %v, inserted %v", err, inserted)
+	}
+	if n := e.count(`SELECT count(*) FROM tasks WHERE submission_key LIKE 'child:%'`); n != 0 {
+		t.Fatalf("%d children after a failed transaction", n)
+	}
+	if text := e.ledgerText(); text != "" {
+		t.Fatalf("ledger row left: %s", text)
+	}
+	// Run again for real: one child.
+	if _, err := tools.Invoke(ctx, e.ledger, tools.NewCreateTask(), call(a, "tool/0", childArgs)); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.count(`SELECT count(*) FROM tasks WHERE submission_key LIKE 'child:%'`); n != 1 {
+		t.Fatalf("%d children", n)
+	}
+}
+
+func TestCreateTaskBadArgs(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t)
+	a := e.task()
+	for args, want := range map[string]string{
+		`{}`:                                   "kind: is required",
+		`{"kind":"a b"}`:                       "kind:",
+		`{"kind":"k","priority":200}`:          "priority: 200 is outside 0..100",
+		`{"kind":"k","payload":"{"}`:           "", // a JSON string is a fine payload
+		`{"kind":"k","parent":1}`:              `unknown field "parent"`,
+		`{"kind":"k","payload":{"a":1,"a":2}}`: "payload",
+	} {
+		_, err := tools.Invoke(ctx, e.ledger, tools.NewCreateTask(), call(a, "tool/x", args))
+		if want == "" {
+			if err != nil {
+				t.Errorf("%s: %v", args, err)
+			}
+			continue
+		}
+		if !isPermanent(err) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", args, err, want)
+		}
+	}
+	if n := e.count(`SELECT count(*) FROM tasks`); n != 2 {
+		t.Fatalf("%d tasks", n)
+	}
+}

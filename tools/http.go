@@ -1,0 +1,308 @@
+package tools
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/canonjson"
+	"github.com/agentledger/agentledger/ledger"
+)
+
+// The environment variables operators list allowed targets in; error
+// messages name them.
+const (
+	AllowedHostsEnv       = "AGENTLEDGER_HTTP_ALLOWED_HOSTS"
+	UnsafeAllowedHostsEnv = "AGENTLEDGER_UNSAFE_HTTP_ALLOWED_HOSTS"
+)
+
+// HTTP defaults applied to zero fields of HTTPConfig.
+const (
+	DefaultHTTPTimeout      = 30 * time.Second
+	DefaultMaxRequestBytes  = 1 << 20
+	DefaultMaxResponseBytes = 1 << 20
+)
+
+// HTTPConfig configures the http_request and unsafe_http tools. Hosts are
+// written "host" (any port) or "host:port", without a scheme.
+type HTTPConfig struct {
+	// AllowedHosts are the targets http_request may call: services that
+	// honour Idempotency-Key. Empty allows none.
+	AllowedHosts []string
+	// UnsafeAllowedHosts are the targets unsafe_http may call: services
+	// with no idempotency support, which operators declare one by one.
+	// Empty allows none.
+	UnsafeAllowedHosts []string
+	// Timeout bounds one request, reading the response included.
+	Timeout time.Duration
+	// MaxRequestBytes bounds the request body.
+	MaxRequestBytes int64
+	// MaxResponseBytes bounds a successful response body; a larger one is
+	// a permanent error.
+	MaxResponseBytes int64
+	// Client sends the requests; nil uses http.DefaultTransport. Redirects
+	// are never followed, whatever the client says.
+	Client *http.Client
+	// HostHeaders are secret headers (Authorization, API keys) per host,
+	// added after the request is hashed: they are sent, and never stored,
+	// logged or returned. The most specific entry (host:port, then host)
+	// applies.
+	HostHeaders map[string]map[string]string
+}
+
+// HTTPTool is the http_request tool or the unsafe_http tool.
+type HTTPTool struct {
+	name    string
+	class   ledger.Class // of every method but GET
+	env     string       // where the allowed hosts are configured
+	allowed map[string]bool
+	secrets map[string]http.Header
+	cfg     HTTPConfig
+	client  *http.Client
+}
+
+// NewHTTPRequest returns the http_request tool: a keyed effect that sends
+// the ledger's downstream key as Idempotency-Key to cfg.AllowedHosts.
+func NewHTTPRequest(cfg HTTPConfig) (*HTTPTool, error) {
+	return newHTTPTool("http_request", ledger.Keyed, AllowedHostsEnv, cfg.AllowedHosts, cfg)
+}
+
+// NewUnsafeHTTP returns the unsafe_http tool for cfg.UnsafeAllowedHosts:
+// no Idempotency-Key is sent, and an effect whose outcome is unknown is
+// never performed again; the task waits for an operator instead.
+func NewUnsafeHTTP(cfg HTTPConfig) (*HTTPTool, error) {
+	return newHTTPTool("unsafe_http", ledger.Unsafe, UnsafeAllowedHostsEnv, cfg.UnsafeAllowedHosts, cfg)
+}
+
+func newHTTPTool(name string, class ledger.Class, env string, hosts []string, cfg HTTPConfig) (*HTTPTool, error) {
+	if cfg.Timeout < 0 || cfg.MaxRequestBytes < 0 || cfg.MaxResponseBytes < 0 {
+		return nil, fmt.Errorf("%s: timeout and size limits must not be negative", name)
+	}
+	cfg.Timeout = orDefault(cfg.Timeout, DefaultHTTPTimeout)
+	cfg.MaxRequestBytes = orDefault(cfg.MaxRequestBytes, DefaultMaxRequestBytes)
+	cfg.MaxResponseBytes = orDefault(cfg.MaxResponseBytes, DefaultMaxResponseBytes)
+	t := &HTTPTool{name: name, class: class, env: env, cfg: cfg,
+		allowed: map[string]bool{}, secrets: map[string]http.Header{}}
+	for _, h := range hosts {
+		n, err := normHost(h)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", name, env, err)
+		}
+		t.allowed[n] = true
+	}
+	for h, hdrs := range cfg.HostHeaders {
+		n, err := normHost(h)
+		if err != nil {
+			return nil, fmt.Errorf("%s: host headers: %w", name, err)
+		}
+		t.secrets[n] = http.Header{}
+		for k, v := range hdrs {
+			if err := checkHeader(k, v); err != nil {
+				return nil, fmt.Errorf("%s: host headers of %s: %w", name, h, err)
+			}
+			t.secrets[n].Set(k, v)
+		}
+	}
+	t.cfg.HostHeaders = nil // kept only in t.secrets
+	var c http.Client
+	if cfg.Client != nil {
+		c = *cfg.Client
+	}
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	t.client = &c
+	return t, nil
+}
+
+func orDefault[T int64 | time.Duration](v, def T) T {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+// Name is "http_request" or "unsafe_http".
+func (t *HTTPTool) Name() string { return t.name }
+
+// Description tells the model what the tool does.
+func (t *HTTPTool) Description() string {
+	d := "Send one HTTP request to an allowed host and return its status and JSON body. "
+	if t.class == ledger.Unsafe {
+		return d + "For services without idempotency support: if the outcome is lost, an operator decides."
+	}
+	return d + "Retries are made safe with an Idempotency-Key."
+}
+
+// Parameters is the JSON Schema of the arguments.
+func (t *HTTPTool) Parameters() json.RawMessage {
+	return json.RawMessage(`{"type":"object","additionalProperties":false,"required":["method","url"],"properties":{` +
+		`"method":{"type":"string","enum":["GET","POST","PUT","PATCH","DELETE"]},` +
+		`"url":{"type":"string","description":"absolute http or https URL on an allowed host"},` +
+		`"headers":{"type":"object","additionalProperties":{"type":"string"}},` +
+		`"body":{"description":"JSON request body"}}}`)
+}
+
+// httpArgs are the tool's arguments.
+type httpArgs struct {
+	Method  string            `json:"method"`
+	URL     string            `json:"url"`
+	Headers map[string]string `json:"headers,omitempty"`
+	Body    json.RawMessage   `json:"body,omitempty"`
+}
+
+// httpCall is a validated request, ready to send.
+type httpCall struct {
+	method, url, target string
+	headers             http.Header
+	secrets             http.Header
+	body                []byte // canonical JSON; nil: no body
+}
+
+// Effect validates the arguments and returns the request as an effect: GET
+// is pure, every other method is of the tool's class. The ledger request
+// is the canonical {method, url, headers, body}; secret host headers are
+// not part of it. The body is sent in its canonical form, so a re-send
+// carries the same bytes under the same Idempotency-Key. http_request
+// sends the key with every method; unsafe_http never does.
+func (t *HTTPTool) Effect(call Call) (ledger.Effect, error) {
+	hc, err := t.parse(call.Args)
+	if err != nil {
+		return ledger.Effect{}, agentledger.Permanent(fmt.Errorf("%s: %w", t.name, err))
+	}
+	req := map[string]any{"method": hc.method, "url": hc.url}
+	if len(hc.headers) > 0 {
+		h := map[string]string{}
+		for k := range hc.headers {
+			h[k] = hc.headers.Get(k)
+		}
+		req["headers"] = h
+	}
+	if hc.body != nil {
+		req["body"] = json.RawMessage(hc.body)
+	}
+	request, err := canonjson.MarshalValue(req)
+	if err != nil {
+		return ledger.Effect{}, agentledger.Permanent(fmt.Errorf("%s: %w", t.name, err))
+	}
+	class := t.class
+	if hc.method == http.MethodGet {
+		class = ledger.Pure
+	}
+	return ledger.Effect{
+		Operation: t.name, StepPath: call.StepPath, Class: class, Request: request,
+		Perform: func(ctx context.Context, c ledger.Call) (ledger.Result, error) { return t.send(ctx, c, hc) },
+	}, nil
+}
+
+func (t *HTTPTool) parse(raw json.RawMessage) (*httpCall, error) {
+	var a httpArgs
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&a); err != nil {
+		return nil, fmt.Errorf("arguments must be {\"method\", \"url\", \"headers\"?, \"body\"?}: %v", err)
+	}
+	hc := &httpCall{method: strings.ToUpper(a.Method), url: a.URL, headers: http.Header{}}
+	switch hc.method {
+	case http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+	default:
+		return nil, fmt.Errorf("method %q is not one of GET, POST, PUT, PATCH, DELETE", a.Method)
+	}
+	u, err := url.Parse(a.URL)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("url: %v", err)
+	case u.Scheme != "http" && u.Scheme != "https":
+		return nil, fmt.Errorf("url %q must be absolute, with scheme http or https", a.URL)
+	case u.Host == "" || u.Hostname() == "":
+		return nil, fmt.Errorf("url %q has no host", a.URL)
+	case u.User != nil:
+		return nil, errors.New("url must not carry credentials: configure them as host headers")
+	}
+	host, port := strings.ToLower(u.Hostname()), u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	hostPort := net.JoinHostPort(host, port)
+	if !t.allowed[hostPort] && !t.allowed[host] {
+		return nil, fmt.Errorf("host %s is not allowed: add it to %s", u.Host, t.env)
+	}
+	hc.target = u.Scheme + "://" + strings.ToLower(u.Host)
+	if hc.secrets = t.secrets[hostPort]; hc.secrets == nil {
+		hc.secrets = t.secrets[host]
+	}
+	for k, v := range a.Headers {
+		if err := checkHeader(k, v); err != nil {
+			return nil, err
+		}
+		ck := http.CanonicalHeaderKey(k)
+		if _, dup := hc.headers[ck]; dup {
+			return nil, fmt.Errorf("header %s is given twice", ck)
+		}
+		hc.headers.Set(ck, v)
+	}
+	if len(a.Body) > 0 && string(a.Body) != "null" {
+		if hc.body, err = canonjson.Marshal(a.Body); err != nil {
+			return nil, fmt.Errorf("body: %v", err)
+		}
+		if int64(len(hc.body)) > t.cfg.MaxRequestBytes {
+			return nil, fmt.Errorf("request body larger than %d bytes", t.cfg.MaxRequestBytes)
+		}
+	}
+	return hc, nil
+}
+
+// reserved headers are set by the transport or the ledger, never by args.
+var reserved = map[string]bool{"Idempotency-Key": true, "Host": true, "Content-Length": true,
+	"Transfer-Encoding": true, "Connection": true}
+
+func checkHeader(k, v string) error {
+	if k == "" || strings.IndexFunc(k, func(r rune) bool {
+		return r > '~' || !(r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' ||
+			strings.ContainsRune("!#$%&'*+-.^_`|~", r))
+	}) >= 0 {
+		return fmt.Errorf("header name %q is not a valid token", k)
+	}
+	if reserved[http.CanonicalHeaderKey(k)] {
+		return fmt.Errorf("header %s is set by agentledger, not by the caller", http.CanonicalHeaderKey(k))
+	}
+	if strings.IndexFunc(v, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) >= 0 {
+		return fmt.Errorf("header %s has a control character in its value", http.CanonicalHeaderKey(k))
+	}
+	return nil
+}
+
+// normHost normalises an allowed-host entry: "host" or "host:port",
+// lower case, IPv6 in brackets only with a port.
+func normHost(entry string) (string, error) {
+	e := strings.ToLower(strings.TrimSpace(entry))
+	if e == "" || strings.ContainsAny(e, "/@?#* \t") {
+		return "", fmt.Errorf("host %q must be written host or host:port, without scheme or path", entry)
+	}
+	if h, p, err := net.SplitHostPort(e); err == nil {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 || h == "" {
+			return "", fmt.Errorf("host %q: bad host or port", entry)
+		}
+		return net.JoinHostPort(h, p), nil
+	}
+	return strings.TrimSuffix(strings.TrimPrefix(e, "["), "]"), nil
+}
+
+// utf8Prefix cuts s to at most n bytes on a rune boundary.
+func utf8Prefix(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,389 @@
+package tools_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/internal/downstream"
+	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/notify"
+	"github.com/agentledger/agentledger/tools"
+)
+
+func newDownstream(t *testing.T) *downstream.Server {
+	srv := downstream.New()
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func post(url string) string {
+	return fmt.Sprintf(`{"method":"POST","url":%q,"body":{"amount":10,"to":"acme"}}`, url)
+}
+
+// One business effect; the same call again is served from the ledger; the
+// Idempotency-Key is the ledger's downstream key, scoped per target.
+func TestHTTPRequestOnceThenFromLedger(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t)
+	s1, s2 := newDownstream(t), newDownstream(t)
+	tool, _ := e.http(tools.HTTPConfig{AllowedHosts: []string{hostOf(s1.URL), hostOf(s2.URL)}})
+	task := e.task()
+
+	first, err := tools.Invoke(ctx, e.ledger, tool, call(task, "tool/0", post(s1.URL+"/charges")))
+	if err != nil || first.Replayed || first.Status != 201 || !strings.Contains(string(first.Body), `"effect":1`) {
+		t.Fatalf("first: %+v %v", first, err)
+	}
+	// The same request spelled otherwise is the same call.
+	again, err := tools.Invoke(ctx, e.ledger, tool, call(task, "tool/0",
+		fmt.Sprintf(`{"body":{"to":"acme","amount":10},"url":%q,"method":"post"}`, s1.URL+"/charges")))
+	if err != nil || !again.Replayed || again.Status != 201 || !sameJSON(t, again.Body, first.Body) {
+		t.Fatalf("again: %+v %v", again, err)
+	}
+	if s1.Hits() != 1 || s1.Effects() != 1 {
+		t.Fatalf("hits %d effects %d", s1.Hits(), s1.Effects())
+	}
+	key := ledger.EffectKey(task.Tenant, task.ID, task.Generation, "tool/0", "http_request")
+	t1, t2 := "http://"+hostOf(s1.URL), "http://"+hostOf(s2.URL)
+	if s1.EffectsFor(ledger.DownstreamKey(key, t1)) != 1 {
+		t.Fatal("downstream did not see the ledger's downstream key")
+	}
+
+	if _, err := tools.Invoke(ctx, e.ledger, tool, call(task, "tool/1", post(s2.URL+"/charges"))); err != nil {
+		t.Fatal(err)
+	}
+	key2 := ledger.EffectKey(task.Tenant, task.ID, task.Generation, "tool/1", "http_request")
+	if s2.EffectsFor(ledger.DownstreamKey(key2, t2)) != 1 || s1.EffectsFor(ledger.DownstreamKey(key2, t2)) != 0 ||
+		ledger.DownstreamKey(key, t1) == ledger.DownstreamKey(key, t2) {
+		t.Fatal("downstream keys are not scoped per target")
+	}
+}
+
+// Drill 1: the downstream commits, the answer is lost. The retry re-sends
+// the same key; the downstream deduplicates; the ledger keeps its answer.
+func TestHTTPRequestCommitThenDrop(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t)
+	srv := newDownstream(t)
+	tool, _ := e.http(tools.HTTPConfig{AllowedHosts: []string{hostOf(srv.URL)}})
+	task := e.task()
+	c := call(task, "tool/0", post(srv.URL+"/charges"))
+
+	srv.Inject(downstream.CommitThenDrop)
+	if _, err := tools.Invoke(ctx, e.ledger, tool, c); err == nil || isPermanent(err) {
+		t.Fatalf("dropped answer: %v, want a transient error", err)
+	}
+	retried, err := tools.Invoke(ctx, e.ledger, tool, c)
+	if err != nil || retried.Replayed || retried.Status != 200 {
+		t.Fatalf("retry: %+v %v", retried, err)
+	}
+	key := ledger.EffectKey(task.Tenant, task.ID, task.Generation, "tool/0", "http_request")
+	if srv.Effects() != 1 || srv.Hits() != 2 || srv.EffectsFor(ledger.DownstreamKey(key, "http://"+hostOf(srv.URL))) != 1 {
+		t.Fatalf("effects %d hits %d", srv.Effects(), srv.Hits())
+	}
+	stored, err := tools.Invoke(ctx, e.ledger, tool, c)
+	if err != nil || !stored.Replayed || stored.Status != retried.Status || !sameJSON(t, stored.Body, retried.Body) || srv.Hits() != 2 {
+		t.Fatalf("stored: %+v %v, hits %d", stored, err, srv.Hits())
+	}
+}
+
+func TestHTTPRequestTransientAnswers(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t)
+	srv := newDownstream(t)
+	tool, _ := e.http(tools.HTTPConfig{AllowedHosts: []string{"127.0.0.1"}}) // any port
+	task := e.task()
+
+	c := call(task, "tool/0", post(srv.URL))
+	srv.Inject(downstream.Unavailable)
+	_, err := tools.Invoke(ctx, e.ledger, tool, c)
+	var after *agentledger.RetryAfterError
+	if err == nil || isPermanent(err) || errors.As(err, &after) || !strings.Contains(err.Error(), "503") {
+		t.Fatalf("503: %v", err)
+	}
+	if res, err := tools.Invoke(ctx, e.ledger, tool, c); err != nil || res.Status != 201 || srv.Effects() != 1 || srv.Hits() != 2 {
+		t.Fatalf("after 503: %+v %v, effects %d", res, err, srv.Effects())
+	}
+
+	c = call(task, "tool/1", post(srv.URL))
+	srv.Inject(downstream.RateLimited)
+	_, err = tools.Invoke(ctx, e.ledger, tool, c)
+	if !errors.As(err, &after) || after.After != time.Second || isPermanent(err) {
+		t.Fatalf("429: %v", err)
+	}
+	if res, err := tools.Invoke(ctx, e.ledger, tool, c); err != nil || res.Status != 201 || srv.Effects() != 2 {
+		t.Fatalf("after 429: %+v %v, effects %d", res, err, srv.Effects())
+	}
+}
+
+// A 4xx is permanent and stored: a later call returns the same failure
+// without a request.
+func TestHTTPRequestPermanentFailureIsStored(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t)
+	rec := newRecorder(t, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnprocessableEntity)
+		_, _ = io.WriteString(w, `{"error":"amount must be positive"}`)
+	})
+	tool, _ := e.http(tools.HTTPConfig{AllowedHosts: []string{hostOf(rec.URL)}})
+	c := call(e.task(), "tool/0", post(rec.URL))
+
+	res, err := tools.Invoke(ctx, e.ledger, tool, c)
+	if !isPermanent(err) || res.Status != 422 || !contains(err.Error(), "422", "amount must be positive") ||
+		!contains(string(res.Body), "amount must be positive") {
+		t.Fatalf("first: %+v %v", res, err)
+	}
+	res, err = tools.Invoke(ctx, e.ledger, tool, c)
+	var failed *ledger.FailedError
+	if !isPermanent(err) || !errors.As(err, &failed) || !res.Replayed || res.Status != 422 ||
+		failed.Result.Status != 422 || !contains(failed.Message, "amount must be positive") {
+		t.Fatalf("again: %+v %v", res, err)
+	}
+	if n := len(rec.requests()); n != 1 {
+		t.Fatalf("%d requests", n)
+	}
+}
+
+func TestHTTPRequestDisallowedHost(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t)
+	srv := newDownstream(t)
+	task := e.task()
+	for _, hosts := range [][]string{nil, {"example.com", "127.0.0.1:1"}} {
+		tool, unsafe := e.http(tools.HTTPConfig{AllowedHosts: hosts, UnsafeAllowedHosts: hosts})
+		_, err := tools.Invoke(ctx, e.ledger, tool, call(task, "tool/0", post(srv.URL)))
+		want := fmt.Sprintf("host %s is not allowed: add it to AGENTLEDGER_HTTP_ALLOWED_HOSTS", hostOf(srv.URL))
+		if !isPermanent(err) || !strings.Contains(err.Error(), want) {
+			t.Fatalf("%v: %v", hosts, err)
+		}
+		_, err = tools.Invoke(ctx, e.ledger, unsafe, call(task, "tool/0", post(srv.URL)))
+		if !isPermanent(err) || !strings.Contains(err.Error(), "AGENTLEDGER_UNSAFE_HTTP_ALLOWED_HOSTS") {
+			t.Fatalf("unsafe %v: %v", hosts, err)
+		}
+	}
+	// Each tool has its own list.
+	_, unsafe := e.http(tools.HTTPConfig{AllowedHosts: []string{hostOf(srv.URL)}})
+	if _, err := tools.Invoke(ctx, e.ledger, unsafe, call(task, "tool/0", post(srv.URL))); !isPermanent(err) {
+		t.Fatalf("unsafe_http used http_request's list: %v", err)
+	}
+	if srv.Hits() != 0 || e.ledgerText() != "" {
+		t.Fatalf("hits %d, ledger %q", srv.Hits(), e.ledgerText())
+	}
+}
+
+func TestHTTPEffectClasses(t *testing.T) {
+	t.Parallel()
+	keyed, err := tools.NewHTTPRequest(tools.HTTPConfig{AllowedHosts: []string{"api.example.com"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	unsafe, err := tools.NewUnsafeHTTP(tools.HTTPConfig{UnsafeAllowedHosts: []string{"api.example.com:443"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := &agentledger.Task{ID: 1, Tenant: "acme", Generation: 1}
+	for _, tc := range []struct {
+		tool   *tools.HTTPTool
+		method string
+		class  ledger.Class
+	}{
+		{keyed, "GET", ledger.Pure}, {keyed, "POST", ledger.Keyed}, {keyed, "DELETE", ledger.Keyed},
+		{unsafe, "GET", ledger.Pure}, {unsafe, "PATCH", ledger.Unsafe},
+	} {
+		eff, err := tc.tool.Effect(call(task, "tool/0", `{"method":"`+tc.method+`","url":"https://API.example.com/x"}`))
+		if err != nil || eff.Class != tc.class || eff.Operation != tc.tool.Name() || eff.StepPath != "tool/0" {
+			t.Fatalf("%s %s: %+v %v", tc.tool.Name(), tc.method, eff, err)
+		}
+		want := `{"method":"` + tc.method + `","url":"https://API.example.com/x"}`
+		if string(eff.Request) != want {
+			t.Fatalf("request %s, want %s", eff.Request, want)
+		}
+	}
+}
+
+func TestHTTPArgsValidation(t *testing.T) {
+	t.Parallel()
+	tool, err := tools.NewHTTPRequest(tools.HTTPConfig{AllowedHosts: []string{"api.example.com"}, MaxRequestBytes: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := &agentledger.Task{ID: 1, Tenant: "acme", Generation: 1}
+	for args, want := range map[string]string{
+		`[]`:                                                   "arguments must be",
+		`{"method":"POST","url":"x","y":1}`:                    `unknown field "y"`,
+		`{"method":"HEAD","url":"x"}`:                          `method "HEAD" is not one of`,
+		`{"method":"GET","url":"/relative"}`:                   "must be absolute",
+		`{"method":"GET","url":"ftp://h/x"}`:                   "must be absolute, with scheme http or https",
+		`{"method":"GET","url":"http://u:p@api.example.com/"}`: "must not carry credentials",
+		`{"method":"GET","url":"http://evil.example.com/"}`:    "host evil.example.com is not allowed",
+		`{"method":"POST","url":"https://api.example.com","headers":{"idempotency-key":"k"}}`:     "Idempotency-Key is set by agentledger",
+		`{"method":"POST","url":"https://api.example.com","headers":{"a b":"k"}}`:                 "not a valid token",
+		`{"method":"POST","url":"https://api.example.com","headers":{"X-A":"1\r\nX-B: 2"}}`:       "control character",
+		`{"method":"POST","url":"https://api.example.com","headers":{"x-a":"1","X-A":"2"}}`:       "given twice",
+		`{"method":"POST","url":"https://api.example.com","body":{"text":"far too long for it"}}`: "request body larger than 20 bytes",
+	} {
+		_, err := tool.Effect(call(task, "tool/0", args))
+		if !isPermanent(err) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", args, err, want)
+		}
+	}
+}
+
+// Secret host headers are sent but never stored: not in the request hash,
+// not in a result or error the downstream echoes them into.
+func TestHTTPSecretHeadersNeverStored(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t)
+	const secret = "s3cr3t-t0ken-42"
+	rec := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
+		status := http.StatusOK
+		if r.URL.Path == "/bad" {
+			status = http.StatusForbidden
+		}
+		w.WriteHeader(status)
+		_, _ = fmt.Fprintf(w, `{"you_sent":%q}`, r.Header.Get("Authorization"))
+	})
+	tool, _ := e.http(tools.HTTPConfig{AllowedHosts: []string{hostOf(rec.URL)},
+		HostHeaders: map[string]map[string]string{hostOf(rec.URL): {"authorization": "Bearer " + secret}}})
+	task := e.task()
+	args := fmt.Sprintf(`{"method":"POST","url":%q,"headers":{"X-Trace":"trace-77"},"body":{"a":1}}`, rec.URL+"/ok")
+	res, err := tools.Invoke(ctx, e.ledger, tool, call(task, "tool/0", args))
+	if err != nil || strings.Contains(string(res.Body), secret) || !strings.Contains(string(res.Body), "[redacted]") {
+		t.Fatalf("ok: %+v %v", res, err)
+	}
+	_, err = tools.Invoke(ctx, e.ledger, tool, call(task, "tool/1", fmt.Sprintf(`{"method":"GET","url":%q}`, rec.URL+"/bad")))
+	if !isPermanent(err) || strings.Contains(err.Error(), secret) || !strings.Contains(err.Error(), "403") {
+		t.Fatalf("bad: %v", err)
+	}
+	reqs := rec.requests()
+	if len(reqs) != 2 || reqs[0].header.Get("Authorization") != "Bearer "+secret || reqs[0].header.Get("X-Trace") != "trace-77" ||
+		reqs[0].header.Get("Content-Type") != "application/json" || reqs[0].body != `{"a":1}` ||
+		!strings.HasPrefix(reqs[0].header.Get("Idempotency-Key"), "al1-") {
+		t.Fatalf("sent %+v", reqs)
+	}
+	if text := e.ledgerText(); strings.Contains(text, secret) || !strings.Contains(text, "[redacted]") {
+		t.Fatalf("ledger holds the secret or lacks the results:\n%s", text)
+	}
+}
+
+// unsafe_http sends no key; an outcome lost with the lease is never
+// performed blindly: the next attempt needs an operator.
+func TestUnsafeHTTPLostRecordNeedsAttention(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t)
+	arrived, release := make(chan struct{}, 1), make(chan struct{})
+	rec := newRecorder(t, func(w http.ResponseWriter, _ *http.Request) {
+		arrived <- struct{}{}
+		<-release
+		w.WriteHeader(http.StatusCreated)
+	})
+	_, unsafe := e.http(tools.HTTPConfig{UnsafeAllowedHosts: []string{hostOf(rec.URL)}})
+	a := e.task()
+	c := call(a, "tool/0", post(rec.URL))
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := tools.Invoke(ctx, e.ledger, unsafe, c)
+		done <- err
+	}()
+	<-arrived
+	b := e.expireAndReclaim() // the lease ends while the request is in flight
+	close(release)
+	if err := <-done; !errors.Is(err, agentledger.ErrLeaseLost) {
+		t.Fatalf("a: %v, want ErrLeaseLost", err)
+	}
+	c.Task = b
+	if _, err := tools.Invoke(ctx, e.ledger, unsafe, c); !errors.Is(err, agentledger.ErrNeedsAttention) {
+		t.Fatalf("b: %v, want ErrNeedsAttention", err)
+	}
+	reqs := rec.requests()
+	if len(reqs) != 1 || reqs[0].header.Get("Idempotency-Key") != "" {
+		t.Fatalf("requests %+v", reqs)
+	}
+	j, err := e.ledger.Journal(ctx, b.ID, b.Generation)
+	if err != nil || len(j) != 1 || j[0].State != ledger.StateUnknown || j[0].Class != ledger.Unsafe {
+		t.Fatalf("journal %+v %v", j, err)
+	}
+}
+
+func TestHTTPResponseLimitsAndRedirects(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t)
+	rec := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/big":
+			_, _ = io.WriteString(w, strings.Repeat("x", 100))
+		case "/text":
+			_, _ = io.WriteString(w, "plain words")
+		case "/moved":
+			http.Redirect(w, r, "http://elsewhere.example.com/", http.StatusFound)
+		}
+	})
+	tool, _ := e.http(tools.HTTPConfig{AllowedHosts: []string{hostOf(rec.URL)}, MaxResponseBytes: 50})
+	task := e.task()
+	get := func(step, path string) (ledger.Result, error) {
+		return tools.Invoke(ctx, e.ledger, tool, call(task, step, fmt.Sprintf(`{"method":"GET","url":%q}`, rec.URL+path)))
+	}
+	if res, err := get("tool/0", "/big"); !isPermanent(err) || !strings.Contains(err.Error(), "response larger than 50 bytes") || res.Status != 200 {
+		t.Fatalf("big: %+v %v", res, err)
+	}
+	if res, err := get("tool/1", "/text"); err != nil || string(res.Body) != `"plain words"` {
+		t.Fatalf("text: %+v %v", res, err)
+	}
+	if res, err := get("tool/2", "/moved"); !isPermanent(err) || res.Status != 302 || !strings.Contains(err.Error(), "not followed") {
+		t.Fatalf("moved: %+v %v", res, err)
+	}
+	if n := len(rec.requests()); n != 3 {
+		t.Fatalf("%d requests: a redirect was followed", n)
+	}
+}
+
+func TestBuiltins(t *testing.T) {
+	t.Parallel()
+	sink, err := notify.NewConsoleSink(nil, t.TempDir()+"/n.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := tools.Builtins(tools.BuiltinConfig{Sink: sink})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range list {
+		names = append(names, tool.Name())
+		if tool.Description() == "" || !strings.HasPrefix(string(tool.Parameters()), `{"type":"object"`) {
+			t.Errorf("%s: description or schema missing", tool.Name())
+		}
+	}
+	if got := strings.Join(names, ","); got != "http_request,unsafe_http,create_task,notify" {
+		t.Fatalf("builtins %s", got)
+	}
+	if list, _ := tools.Builtins(tools.BuiltinConfig{}); len(list) != 3 {
+		t.Fatalf("without a sink: %d tools", len(list))
+	}
+	for _, cfg := range []tools.HTTPConfig{
+		{AllowedHosts: []string{"https://api.example.com"}},
+		{UnsafeAllowedHosts: []string{"api.example.com:99999"}},
+		{HostHeaders: map[string]map[string]string{"api.example.com": {"Idempotency-Key": "x"}}},
+		{Timeout: -time.Second},
+	} {
+		if _, err := tools.Builtins(tools.BuiltinConfig{HTTP: cfg}); err == nil {
+			t.Errorf("%+v accepted", cfg)
+		}
+	}
+}
