@@ -31,7 +31,8 @@ func TestMain(m *testing.M) {
 
 func agentd(t *testing.T, env []string, args ...string) *exec.Cmd {
 	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(append(os.Environ(), runAsAgentd+"=1"), env...)
+	// Keep the daemon's files (notifications) out of the user's state dir.
+	cmd.Env = append(append(os.Environ(), runAsAgentd+"=1", "AGENTLEDGER_STATE_DIR="+t.TempDir()), env...)
 	return cmd
 }
 
@@ -94,6 +95,17 @@ func TestDaemonEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make(chan string, 100)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			out <- sc.Text()
+		}
+	}()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -117,8 +129,18 @@ func TestDaemonEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A steps task: a child task (local effect) and a notification (console
+	// sink), each through the ledger.
+	stepsTask, err := s.Enqueue(ctx, claims.EnqueueParams{Kind: "steps", Payload: json.RawMessage(`{"steps":[
+		{"tool":"create_task","args":{"kind":"echo","payload":{"from":"parent"}}},
+		{"tool":"notify","args":{"channel":"ops","text":"child ${steps.0.body.task_id} created"}}]}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
 	waitTask(t, s, echo.Task.ID, agentledger.StateSucceeded)
 	waitTask(t, s, sleep.Task.ID, agentledger.StateRunning)
+	waitTask(t, s, stepsTask.Task.ID, agentledger.StateSucceeded)
+	waitOut(t, out, "[notify #ops] child ")
 
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -152,6 +174,18 @@ func TestUnreachableDatabaseIsAClearError(t *testing.T) {
 	if err == nil || !strings.Contains(string(out), "connecting to postgres://u:xxxxx@127.0.0.1:1/db") ||
 		strings.Contains(string(out), "topsecret") {
 		t.Fatalf("exit %v, output:\n%s", err, out)
+	}
+}
+
+func waitOut(t *testing.T, out <-chan string, want string) {
+	t.Helper()
+	select {
+	case l := <-out:
+		if !strings.Contains(l, want) {
+			t.Fatalf("agentd printed %q, want %q", l, want)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("agentd did not print %q", want)
 	}
 }
 

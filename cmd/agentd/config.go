@@ -28,6 +28,11 @@ type config struct {
 	MaxConns     int32
 	LogLevel     slog.Level
 	LogFormat    string
+
+	HTTPAllowedHosts       []string
+	UnsafeHTTPAllowedHosts []string
+	HTTPHostHeadersFile    string
+	NotifyFile             string
 }
 
 // usageError is a configuration mistake: exit code 2.
@@ -68,6 +73,10 @@ var settings = []setting{
 	{"max-conns", "AGENTLEDGER_MAX_CONNS", "int", "20", "connection pool size"},
 	{"log-level", "AGENTLEDGER_LOG_LEVEL", "string", "info", "debug, info, warn or error"},
 	{"log-format", "AGENTLEDGER_LOG_FORMAT", "string", "text", "text or json"},
+	{"http-allowed-hosts", "AGENTLEDGER_HTTP_ALLOWED_HOSTS", "string", "", "comma-separated hosts (host or host:port) the http_request tool may call; empty allows none"},
+	{"unsafe-http-allowed-hosts", "AGENTLEDGER_UNSAFE_HTTP_ALLOWED_HOSTS", "string", "", "hosts without idempotency support the unsafe_http tool may call; empty allows none"},
+	{"http-host-headers-file", "AGENTLEDGER_HTTP_HOST_HEADERS_FILE", "string", "", `JSON file of secret headers per host, {"host": {"Authorization": "Bearer …"}}; never logged or stored`},
+	{"notify-file", "AGENTLEDGER_NOTIFY_FILE", "string", "", "file the console notification sink appends to; empty: notifications.jsonl in the state directory"},
 }
 
 // register declares every flag, its default taken from the environment
@@ -133,13 +142,13 @@ func parse(fs *pflag.FlagSet) (*config, error) {
 		}
 	}
 	c.DatabaseURL = str("database-url")
+	c.HTTPAllowedHosts = list(str("http-allowed-hosts"))
+	c.UnsafeHTTPAllowedHosts = list(str("unsafe-http-allowed-hosts"))
+	c.HTTPHostHeadersFile = str("http-host-headers-file")
+	c.NotifyFile = str("notify-file")
 	c.StateDir = str("state-dir")
 	c.WorkerID = str("worker-id")
-	for _, q := range strings.Split(str("queues"), ",") {
-		if q = strings.TrimSpace(q); q != "" {
-			c.Queues = append(c.Queues, q)
-		}
-	}
+	c.Queues = list(str("queues"))
 	boolean("no-migrate", &c.NoMigrate)
 	boolean("poll-only", &c.PollOnly)
 	num("concurrency", &c.Concurrency)
@@ -163,4 +172,15 @@ func parse(fs *pflag.FlagSet) (*config, error) {
 		return nil, &usageError{fmt.Errorf("%s", strings.Join(errs, "; "))}
 	}
 	return &c, nil
+}
+
+// list splits a comma-separated setting, dropping empty entries.
+func list(v string) []string {
+	var out []string
+	for _, e := range strings.Split(v, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			out = append(out, e)
+		}
+	}
+	return out
 }

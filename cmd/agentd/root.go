@@ -11,7 +11,6 @@ import (
 
 	"github.com/agentledger/agentledger/database"
 	"github.com/agentledger/agentledger/migrations"
-	"github.com/agentledger/agentledger/tools"
 	"github.com/agentledger/agentledger/worker"
 )
 
@@ -48,15 +47,6 @@ from the server binaries installed on this machine.`,
 	return cmd
 }
 
-// handlers are the task kinds this daemon serves.
-func handlers() map[string]worker.Handler {
-	return map[string]worker.Handler{
-		"noop":  worker.HandlerFunc(tools.Noop),
-		"echo":  worker.HandlerFunc(tools.Echo),
-		"sleep": worker.HandlerFunc(tools.Sleep),
-	}
-}
-
 // run starts the daemon and blocks until ctx ends and shutdown is complete.
 func run(ctx context.Context, cfg *config, hurry <-chan struct{}) error {
 	log := newLogger(cfg)
@@ -78,10 +68,14 @@ func run(ctx context.Context, cfg *config, hurry <-chan struct{}) error {
 	if err := migrate(ctx, db, cfg, log); err != nil {
 		return err
 	}
+	kinds, err := handlers(cfg, db.Pool, os.Stdout)
+	if err != nil {
+		return err
+	}
 	pool, err := worker.New(db.Pool, worker.Config{
 		ID: cfg.WorkerID, Queues: cfg.Queues, Concurrency: cfg.Concurrency, BatchSize: cfg.BatchSize,
 		Lease: cfg.Lease, HeartbeatInterval: cfg.Heartbeat, PollInterval: cfg.PollInterval,
-		PollOnly: cfg.PollOnly, Grace: cfg.Grace, Handlers: handlers(), Logger: log,
+		PollOnly: cfg.PollOnly, Grace: cfg.Grace, Handlers: kinds, Logger: log,
 	})
 	if err != nil {
 		return &usageError{err}

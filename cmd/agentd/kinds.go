@@ -1,0 +1,82 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/notify"
+	"github.com/agentledger/agentledger/pgembed"
+	"github.com/agentledger/agentledger/steps"
+	"github.com/agentledger/agentledger/tools"
+	"github.com/agentledger/agentledger/worker"
+)
+
+// handlers builds the task kinds this daemon serves: the built-in kinds and
+// steps, whose tools run through the ledger.
+func handlers(cfg *config, db *pgxpool.Pool, out io.Writer) (map[string]worker.Handler, error) {
+	sink, err := consoleSink(cfg, out)
+	if err != nil {
+		return nil, err
+	}
+	headers, err := hostHeaders(cfg.HTTPHostHeadersFile)
+	if err != nil {
+		return nil, err
+	}
+	builtins, err := tools.Builtins(tools.BuiltinConfig{
+		HTTP: tools.HTTPConfig{AllowedHosts: cfg.HTTPAllowedHosts, UnsafeAllowedHosts: cfg.UnsafeHTTPAllowedHosts, HostHeaders: headers},
+		Sink: sink,
+	})
+	if err != nil {
+		return nil, &usageError{err}
+	}
+	reg := tools.NewRegistry(builtins...)
+	l := ledger.New(db)
+	return map[string]worker.Handler{
+		"noop":  worker.HandlerFunc(tools.Noop),
+		"echo":  worker.HandlerFunc(tools.Echo),
+		"sleep": worker.HandlerFunc(tools.Sleep),
+		"steps": steps.New(l, reg),
+	}, nil
+}
+
+// consoleSink is where notifications go until Slack is configured.
+func consoleSink(cfg *config, out io.Writer) (notify.Sink, error) {
+	path := cfg.NotifyFile
+	if path == "" {
+		dir := cfg.StateDir
+		if dir == "" {
+			var err error
+			if dir, err = pgembed.DefaultStateDir(); err != nil {
+				return nil, err
+			}
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("notification file: %w", err)
+		}
+		path = filepath.Join(dir, "notifications.jsonl")
+	}
+	return notify.NewConsoleSink(out, path)
+}
+
+// hostHeaders reads the secret per-host headers. Errors name the file, never
+// its contents.
+func hostHeaders(path string) (map[string]map[string]string, error) {
+	if path == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &usageError{fmt.Errorf("--http-host-headers-file: %w", err)}
+	}
+	var h map[string]map[string]string
+	if err := json.Unmarshal(b, &h); err != nil {
+		return nil, &usageError{fmt.Errorf("--http-host-headers-file %s: not a JSON object of host to header map", path)}
+	}
+	return h, nil
+}
