@@ -1,28 +1,34 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/ledger"
 )
 
 func (a *app) showCmd() *cobra.Command {
 	var tenant string
 	cmd := &cobra.Command{
 		Use:   "show ID",
-		Short: "Show a task, its lease and its attempts",
+		Short: "Show a task, its lease, its attempts and its journal",
 		Long: `Show every field of a task, its payload and result pretty-printed, its
-lease (owner, fencing token, expiry) and its attempts.
+lease (owner, fencing token, expiry), its attempts, and the journal of its
+current generation: every effect in the order it was intended, with its
+operation, class, key, state, how many times it was performed and a summary
+of its stored result.
 
-With --output json it prints {"task": {...}, "attempts": [...]}.`,
+With --output json it prints {"task": {...}, "attempts": [...], "journal": [...]}.`,
 		Example: `  agentctl show 42
   agentctl show 42 --output json`,
 		Args: oneID,
@@ -36,6 +42,32 @@ With --output json it prints {"task": {...}, "attempts": [...]}.`,
 type showResult struct {
 	Task     *agentledger.Task     `json:"task"`
 	Attempts []agentledger.Attempt `json:"attempts"`
+	Journal  []journalEntry        `json:"journal"`
+}
+
+// journalEntry is one effect as show prints it.
+type journalEntry struct {
+	Step        string          `json:"step"`
+	Operation   string          `json:"operation"`
+	Class       ledger.Class    `json:"class"`
+	Key         string          `json:"key"`
+	State       ledger.State    `json:"state"`
+	Performed   int32           `json:"performed"`
+	Status      int             `json:"status,omitempty"`
+	Result      json.RawMessage `json:"result,omitempty"`
+	ExternalRef string          `json:"external_ref,omitempty"`
+	Error       string          `json:"error,omitempty"`
+	Note        string          `json:"note,omitempty"`
+}
+
+func journalOf(es []ledger.Entry) []journalEntry {
+	out := make([]journalEntry, len(es))
+	for i, e := range es {
+		out[i] = journalEntry{Step: e.StepPath, Operation: e.Operation, Class: e.Class, Key: e.Key, State: e.State,
+			Performed: e.Performed, Status: e.Result.Status, Result: e.Result.Body, ExternalRef: e.Result.ExternalRef,
+			Error: e.Error, Note: e.Note}
+	}
+	return out
 }
 
 func (a *app) show(ctx context.Context, tenant, arg string) error {
@@ -58,13 +90,69 @@ func (a *app) show(ctx context.Context, tenant, arg string) error {
 	if err != nil {
 		return err
 	}
+	entries, err := ledger.New(a.db.Pool).Journal(ctx, id, t.Generation)
+	if err != nil {
+		return err
+	}
+	journal := journalOf(entries)
 	if a.wantJSON() {
 		if atts == nil {
 			atts = []agentledger.Attempt{}
 		}
-		return printJSON(a.stdout, showResult{Task: t, Attempts: atts})
+		return printJSON(a.stdout, showResult{Task: t, Attempts: atts, Journal: journal})
 	}
-	return printTask(a.stdout, t, atts, time.Now())
+	if err := printTask(a.stdout, t, atts, time.Now()); err != nil {
+		return err
+	}
+	return printJournal(a.stdout, t.Generation, journal)
+}
+
+// printJournal writes the effects of a generation, in order.
+func printJournal(w io.Writer, generation int32, js []journalEntry) error {
+	if len(js) == 0 {
+		_, err := fmt.Fprintf(w, "Journal (generation %d): no effects\n", generation)
+		return err
+	}
+	fmt.Fprintf(w, "Journal (generation %d):\n", generation)
+	tab := newTable(w, "STEP", "OPERATION", "CLASS", "KEY", "STATE", "PERFORMED", "RESULT")
+	for _, j := range js {
+		summary := j.Error
+		if summary == "" {
+			summary = resultSummary(j)
+		}
+		tab.row(j.Step, j.Operation, string(j.Class), j.Key[:12], string(j.State), strconv.Itoa(int(j.Performed)), summary)
+	}
+	return tab.flush()
+}
+
+// resultSummary is one line about a stored result.
+func resultSummary(j journalEntry) string {
+	var parts []string
+	if j.Status != 0 {
+		parts = append(parts, strconv.Itoa(j.Status))
+	}
+	if j.ExternalRef != "" {
+		parts = append(parts, "ref "+j.ExternalRef)
+	}
+	if len(j.Result) > 0 {
+		parts = append(parts, truncate(string(compact(j.Result)), 60))
+	}
+	if j.Note != "" {
+		parts = append(parts, "note: "+j.Note)
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, " ")
+}
+
+// compact removes insignificant whitespace from stored JSON.
+func compact(raw json.RawMessage) []byte {
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return raw
+	}
+	return b.Bytes()
 }
 
 // taskNotFound is the error for an unknown task id (or one of another
