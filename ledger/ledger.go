@@ -163,13 +163,20 @@ func served(r row, hash []byte, call Call, e Effect) (Result, error) {
 	if !bytes.Equal(r.hash, hash) {
 		return Result{}, fmt.Errorf("effect %s at %s: %w", short(call.Key), e.StepPath, agentledger.ErrKeyReuse)
 	}
+	res, err := outcome(r, call.Key)
+	res.Replayed = true
+	return res, err
+}
+
+// outcome returns a finished row's stored outcome: the result, or the
+// stored failure again as a permanent *FailedError.
+func outcome(r row, key string) (Result, error) {
 	res, err := stored(r)
 	if err != nil {
 		return Result{}, err
 	}
-	res.Replayed = true
 	if r.state == StateFailed {
-		return res, agentledger.Permanent(&FailedError{Key: call.Key, Message: r.err, Result: res})
+		return res, agentledger.Permanent(&FailedError{Key: key, Message: r.err, Result: res})
 	}
 	return res, nil
 }
@@ -208,14 +215,16 @@ func (l *Ledger) performLocal(ctx context.Context, tx pgx.Tx, call Call, e Effec
 	if err != nil {
 		return Result{}, err
 	}
-	tag, err := tx.Exec(ctx, recordSQL, append(pk, string(StateCompleted), body, res.ExternalRef, "", call.Attempt.Token)...)
+	var r row
+	err = tx.QueryRow(ctx, recordSQL, append(pk, string(StateCompleted), body, res.ExternalRef, "", call.Attempt.Token)...).
+		Scan(&r.result, &r.externalRef)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Result{}, fmt.Errorf("ledger: recording local effect %s: %w", short(call.Key), agentledger.ErrLeaseLost)
+	}
 	if err != nil {
 		return Result{}, err
 	}
-	if tag.RowsAffected() != 1 {
-		return Result{}, fmt.Errorf("ledger: recording local effect %s: %w", short(call.Key), agentledger.ErrLeaseLost)
-	}
-	return res, nil
+	return stored(r)
 }
 
 // record stores an outcome, fenced on the reservation and the lease, and
@@ -229,28 +238,20 @@ func (l *Ledger) record(ctx context.Context, pk []any, a Attempt, st State, res 
 		return Result{}, err
 	}
 	key := short(pk[2].(string))
-	tag, err := l.db.Exec(ctx, recordSQL, append(pk, string(st), body, res.ExternalRef, msg, a.Token)...)
-	if err != nil {
+	var r row
+	err = l.db.QueryRow(ctx, recordSQL, append(pk, string(st), body, res.ExternalRef, msg, a.Token)...).
+		Scan(&r.result, &r.externalRef)
+	switch {
+	case err == nil:
+		r.state, r.err = st, msg
+		return outcome(r, pk[2].(string))
+	case !errors.Is(err, pgx.ErrNoRows):
 		return Result{}, fmt.Errorf("ledger: recording effect %s: %w", key, err)
 	}
-	if tag.RowsAffected() == 1 {
-		if st == StateFailed {
-			return res, agentledger.Permanent(&FailedError{Key: pk[2].(string), Message: msg, Result: res})
-		}
-		return res, nil
-	}
-	var r row
 	var current bool
 	err = l.db.QueryRow(ctx, landedSQL, append(pk, a.Token)...).Scan(&r.state, &r.result, &r.externalRef, &r.err, &current)
-	if err == nil && current && r.state == StateCompleted {
-		return stored(r)
-	}
-	if err == nil && current && r.state == StateFailed {
-		prev, err := stored(r)
-		if err != nil {
-			return Result{}, err
-		}
-		return prev, agentledger.Permanent(&FailedError{Key: pk[2].(string), Message: r.err, Result: prev})
+	if err == nil && current && (r.state == StateCompleted || r.state == StateFailed) {
+		return outcome(r, pk[2].(string))
 	}
 	return Result{}, fmt.Errorf("ledger: effect %s was performed but the lease was lost before it was recorded; "+
 		"the next attempt recovers it by its class: %w", key, agentledger.ErrLeaseLost)

@@ -58,13 +58,17 @@ UPDATE ledger SET state = 'unknown', error = $4, updated_at = now()
 WHERE tenant = $1 AND operation = $2 AND effect_key = $3`
 
 // recordSQL stores the outcome, fenced twice: the row must still be this
-// attempt's reservation and the task's lease still this attempt's.
+// attempt's reservation and the task's lease still this attempt's. It
+// returns the result as stored: jsonb normalises JSON (key order, spacing,
+// number spelling), and callers must see the same bytes on the first run as
+// on every replay, or requests built from results would change.
 const recordSQL = `
 UPDATE ledger l SET state = $4, result = $5, external_ref = nullif($6, ''), error = nullif($7, ''),
 	completed_at = now(), updated_at = now()
 WHERE l.tenant = $1 AND l.operation = $2 AND l.effect_key = $3
 	AND l.state = 'pending' AND l.owner_token = $8
-	AND EXISTS (SELECT 1 FROM tasks t WHERE t.id = l.task_id AND t.lease_token = $8 AND t.state = 'running')`
+	AND EXISTS (SELECT 1 FROM tasks t WHERE t.id = l.task_id AND t.lease_token = $8 AND t.state = 'running')
+RETURNING l.result, coalesce(l.external_ref, '')`
 
 // landedSQL reads an outcome recorded by someone else, and whether the
 // attempt still holds the task's lease.

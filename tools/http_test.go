@@ -38,7 +38,7 @@ func TestHTTPRequestOnceThenFromLedger(t *testing.T) {
 	task := e.task()
 
 	first, err := tools.Invoke(ctx, e.ledger, tool, call(task, "tool/0", post(s1.URL+"/charges")))
-	if err != nil || first.Replayed || first.Status != 201 || !strings.Contains(string(first.Body), `"effect":1`) {
+	if err != nil || first.Replayed || first.Status != 201 || !strings.Contains(string(first.Body), `"effect": 1`) {
 		t.Fatalf("first: %+v %v", first, err)
 	}
 	// The same request spelled otherwise is the same call.

@@ -140,6 +140,15 @@ func TestDaemonEndToEnd(t *testing.T) {
 	waitTask(t, s, echo.Task.ID, agentledger.StateSucceeded)
 	waitTask(t, s, sleep.Task.ID, agentledger.StateRunning)
 	waitTask(t, s, stepsTask.Task.ID, agentledger.StateSucceeded)
+	// No model endpoint is configured: agent tasks fail with one clear error.
+	agentTask, err := s.Enqueue(ctx, claims.EnqueueParams{Kind: "agent", Payload: json.RawMessage(`{"prompt":"hi"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitTask(t, s, agentTask.Task.ID, agentledger.StateDead)
+	if got, _ := s.Get(ctx, "", agentTask.Task.ID); !strings.Contains(got.LastError, "agent tasks need a model endpoint: set AGENTLEDGER_LLM_BASE_URL") {
+		t.Fatalf("agent task error %q", got.LastError)
+	}
 	waitOut(t, out, "[notify #ops] child ")
 
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {

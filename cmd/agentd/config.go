@@ -29,6 +29,12 @@ type config struct {
 	LogLevel     slog.Level
 	LogFormat    string
 
+	LLMBaseURL  string
+	LLMAPIKey   string // from the environment only: a flag would show in ps
+	LLMModel    string
+	LLMTimeout  time.Duration
+	LLMMaxSteps int
+
 	HTTPAllowedHosts       []string
 	UnsafeHTTPAllowedHosts []string
 	HTTPHostHeadersFile    string
@@ -73,6 +79,10 @@ var settings = []setting{
 	{"max-conns", "AGENTLEDGER_MAX_CONNS", "int", "20", "connection pool size"},
 	{"log-level", "AGENTLEDGER_LOG_LEVEL", "string", "info", "debug, info, warn or error"},
 	{"log-format", "AGENTLEDGER_LOG_FORMAT", "string", "text", "text or json"},
+	{"llm-base-url", "AGENTLEDGER_LLM_BASE_URL", "string", "", "OpenAI-compatible endpoint for agent tasks (e.g. http://127.0.0.1:8080/v1); empty: agent tasks fail with a clear error. The API key is read from AGENTLEDGER_LLM_API_KEY only"},
+	{"llm-model", "AGENTLEDGER_LLM_MODEL", "string", "", "model agent tasks use unless their payload names one"},
+	{"llm-timeout", "AGENTLEDGER_LLM_TIMEOUT", "duration", "60s", "timeout of one model request"},
+	{"llm-max-steps", "AGENTLEDGER_LLM_MAX_STEPS", "int", "10", "most model calls one agent task may make"},
 	{"http-allowed-hosts", "AGENTLEDGER_HTTP_ALLOWED_HOSTS", "string", "", "comma-separated hosts (host or host:port) the http_request tool may call; empty allows none"},
 	{"unsafe-http-allowed-hosts", "AGENTLEDGER_UNSAFE_HTTP_ALLOWED_HOSTS", "string", "", "hosts without idempotency support the unsafe_http tool may call; empty allows none"},
 	{"http-host-headers-file", "AGENTLEDGER_HTTP_HOST_HEADERS_FILE", "string", "", `JSON file of secret headers per host, {"host": {"Authorization": "Bearer …"}}; never logged or stored`},
@@ -142,6 +152,10 @@ func parse(fs *pflag.FlagSet) (*config, error) {
 		}
 	}
 	c.DatabaseURL = str("database-url")
+	c.LLMBaseURL = str("llm-base-url")
+	c.LLMModel = str("llm-model")
+	dur("llm-timeout", &c.LLMTimeout)
+	num("llm-max-steps", &c.LLMMaxSteps)
 	c.HTTPAllowedHosts = list(str("http-allowed-hosts"))
 	c.UnsafeHTTPAllowedHosts = list(str("unsafe-http-allowed-hosts"))
 	c.HTTPHostHeadersFile = str("http-host-headers-file")

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/agentledger/agentledger/agent"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/notify"
 	"github.com/agentledger/agentledger/pgembed"
@@ -17,8 +18,8 @@ import (
 	"github.com/agentledger/agentledger/worker"
 )
 
-// handlers builds the task kinds this daemon serves: the built-in kinds and
-// steps, whose tools run through the ledger.
+// handlers builds the task kinds this daemon serves: the built-in kinds,
+// steps and agent, whose tools and model calls run through the ledger.
 func handlers(cfg *config, db *pgxpool.Pool, out io.Writer) (map[string]worker.Handler, error) {
 	sink, err := consoleSink(cfg, out)
 	if err != nil {
@@ -42,6 +43,8 @@ func handlers(cfg *config, db *pgxpool.Pool, out io.Writer) (map[string]worker.H
 		"echo":  worker.HandlerFunc(tools.Echo),
 		"sleep": worker.HandlerFunc(tools.Sleep),
 		"steps": steps.New(l, reg),
+		agent.Kind: agent.New(agent.Config{BaseURL: cfg.LLMBaseURL, APIKey: cfg.LLMAPIKey, Model: cfg.LLMModel,
+			RequestTimeout: cfg.LLMTimeout, MaxSteps: cfg.LLMMaxSteps}, l, reg),
 	}, nil
 }
 

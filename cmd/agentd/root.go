@@ -39,6 +39,7 @@ from the server binaries installed on this machine.`,
 			if err != nil {
 				return err
 			}
+			cfg.LLMAPIKey = getenv("AGENTLEDGER_LLM_API_KEY")
 			return run(cmd.Context(), cfg, hurry)
 		},
 	}
@@ -71,6 +72,12 @@ func run(ctx context.Context, cfg *config, hurry <-chan struct{}) error {
 	kinds, err := handlers(cfg, db.Pool, os.Stdout)
 	if err != nil {
 		return err
+	}
+	if cfg.LLMBaseURL == "" {
+		log.Info("agent tasks: no model endpoint (set AGENTLEDGER_LLM_BASE_URL); steps tasks run without one")
+	} else {
+		log.Info("agent tasks: model endpoint configured", "base_url", database.Redact(cfg.LLMBaseURL), "model", cfg.LLMModel,
+			"api_key_set", cfg.LLMAPIKey != "")
 	}
 	pool, err := worker.New(db.Pool, worker.Config{
 		ID: cfg.WorkerID, Queues: cfg.Queues, Concurrency: cfg.Concurrency, BatchSize: cfg.BatchSize,

@@ -1,0 +1,114 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+)
+
+// Kind is the task kind the Agent handles.
+const Kind = "agent"
+
+// Defaults applied by New to zero Config fields.
+const (
+	DefaultRequestTimeout = 60 * time.Second
+	DefaultMaxSteps       = 10
+	DefaultRetries        = 3
+	DefaultRetryBase      = 500 * time.Millisecond
+)
+
+// ErrNoEndpoint is why agent tasks fail when no model endpoint is
+// configured. Work returns it wrapped by agentledger.Permanent, having done
+// nothing.
+var ErrNoEndpoint = errors.New("agent tasks need a model endpoint: set AGENTLEDGER_LLM_BASE_URL " +
+	"(and AGENTLEDGER_LLM_API_KEY, AGENTLEDGER_LLM_MODEL); steps tasks run without one")
+
+// Config configures an Agent. The daemon fills it from the environment.
+type Config struct {
+	// BaseURL is the root of an OpenAI-compatible API, such as
+	// "http://127.0.0.1:8080/v1" or "https://api.openai.com/v1"
+	// (AGENTLEDGER_LLM_BASE_URL). Empty: every agent task fails permanently
+	// with ErrNoEndpoint.
+	BaseURL string
+	// APIKey is sent as the bearer token (AGENTLEDGER_LLM_API_KEY). It is a
+	// secret: it is never logged, never part of an error, never in a ledger
+	// request, hash or result. Config's String and LogValue hide it.
+	APIKey string
+	// Model is the model asked when a task names none
+	// (AGENTLEDGER_LLM_MODEL). A task that names none while Model is empty
+	// fails permanently. Changing it changes the request of every step, so
+	// a replay of a task recorded with another model fails with
+	// agentledger.ErrKeyReuse instead of mixing two models' answers.
+	Model string
+	// RequestTimeout bounds one HTTP call to the model. Default 60s.
+	RequestTimeout time.Duration
+	// MaxSteps is the most completions one task may take; a task may ask
+	// for fewer, never more. Default 10.
+	MaxSteps int
+	// Retries is how many times a transient failure of one completion
+	// (429, 5xx, timeout, connection error) is retried within the attempt
+	// before Work returns it to the worker, which retries the task later.
+	// Zero means DefaultRetries; a negative value disables retries.
+	Retries int
+	// RetryBase is the first backoff between in-attempt retries; it doubles
+	// per retry, with jitter. A 429's Retry-After replaces it. Default 500ms.
+	RetryBase time.Duration
+	// HTTPClient sends the requests. Default: a client with
+	// http.DefaultTransport and no timeout of its own (RequestTimeout
+	// bounds each call).
+	HTTPClient *http.Client
+}
+
+// withDefaults returns c with zero fields filled.
+func (c Config) withDefaults() Config {
+	if c.RequestTimeout <= 0 {
+		c.RequestTimeout = DefaultRequestTimeout
+	}
+	if c.MaxSteps <= 0 {
+		c.MaxSteps = DefaultMaxSteps
+	}
+	switch {
+	case c.Retries == 0:
+		c.Retries = DefaultRetries
+	case c.Retries < 0:
+		c.Retries = 0
+	}
+	if c.RetryBase <= 0 {
+		c.RetryBase = DefaultRetryBase
+	}
+	if c.HTTPClient == nil {
+		c.HTTPClient = &http.Client{}
+	}
+	return c
+}
+
+// String describes c without its API key.
+func (c Config) String() string {
+	return fmt.Sprintf("agent.Config{BaseURL:%q APIKey:%s Model:%q RequestTimeout:%s MaxSteps:%d Retries:%d RetryBase:%s}",
+		c.BaseURL, hidden(c.APIKey), c.Model, c.RequestTimeout, c.MaxSteps, c.Retries, c.RetryBase)
+}
+
+// GoString is String, so that %#v does not print the API key either.
+func (c Config) GoString() string { return c.String() }
+
+// LogValue logs c without its API key.
+func (c Config) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.String("base_url", c.BaseURL),
+		slog.String("api_key", hidden(c.APIKey)),
+		slog.String("model", c.Model),
+		slog.Duration("request_timeout", c.RequestTimeout),
+		slog.Int("max_steps", c.MaxSteps),
+		slog.Int("retries", c.Retries),
+		slog.Duration("retry_base", c.RetryBase),
+	)
+}
+
+func hidden(secret string) string {
+	if secret == "" {
+		return "(none)"
+	}
+	return "(set)"
+}

@@ -1,0 +1,217 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/ledger"
+)
+
+// Operation is the ledger operation of a completion.
+const Operation = "llm.chat"
+
+// maxInAttemptWait is the longest Retry-After waited for within an attempt;
+// a longer one ends the attempt at once and the worker schedules the next
+// one after it (agentledger.RetryAfter), instead of holding a lease idle.
+const maxInAttemptWait = 30 * time.Second
+
+// maxBackoff caps the exponential backoff between in-attempt retries.
+const maxBackoff = 10 * time.Second
+
+// complete runs step n's completion of req through the ledger as a pure
+// effect: served from the ledger when recorded, performed otherwise.
+func (a *Agent) complete(ctx context.Context, task *agentledger.Task, n int, req chatRequest) (completion, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return completion{}, fmt.Errorf("encoding the request of llm/%d: %w", n, err)
+	}
+	res, err := a.ledger.Do(ctx, ledger.AttemptOf(task), ledger.Effect{
+		Operation: Operation,
+		StepPath:  fmt.Sprintf("llm/%d", n),
+		Class:     ledger.Pure,
+		Request:   body,
+		Perform: func(ctx context.Context, _ ledger.Call) (ledger.Result, error) {
+			return a.chat(ctx, n, req)
+		},
+	})
+	if err != nil {
+		return completion{}, err
+	}
+	var c completion
+	if err := json.Unmarshal(res.Body, &c); err != nil {
+		return completion{}, agentledger.Permanent(fmt.Errorf("llm/%d: the recorded completion is unreadable: %w", n, err))
+	}
+	return c, nil
+}
+
+// chat asks the model, retrying transient failures within the attempt.
+//
+// It never returns agentledger.Permanent, so the ledger never records a
+// completion as failed: a refused request changed nothing in the world, and
+// a replay after the operator fixed the cause (a model name, a key) asks
+// again. Work turns a *llmError that is not transient into a permanent
+// task failure instead.
+func (a *Agent) chat(ctx context.Context, n int, req chatRequest) (ledger.Result, error) {
+	for try := 0; ; try++ {
+		c, err := a.chatOnce(ctx, n, req)
+		if err == nil {
+			body, err := json.Marshal(c)
+			if err != nil {
+				return ledger.Result{}, err
+			}
+			return ledger.Result{Status: http.StatusOK, Body: body, ExternalRef: c.ID}, nil
+		}
+		if ctx.Err() != nil {
+			return ledger.Result{}, fmt.Errorf("interrupted: %w", context.Cause(ctx))
+		}
+		if !err.transient {
+			return ledger.Result{}, err
+		}
+		wait := backoff(a.cfg.RetryBase, try)
+		if err.retryAfter > 0 {
+			wait = err.retryAfter
+		}
+		if try >= a.cfg.Retries || wait > maxInAttemptWait {
+			if err.retryAfter > 0 {
+				return ledger.Result{}, agentledger.RetryAfter(err, err.retryAfter)
+			}
+			return ledger.Result{}, err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ledger.Result{}, fmt.Errorf("interrupted while waiting to retry (%v): %w", err, context.Cause(ctx))
+		}
+	}
+}
+
+// chatOnce makes one HTTP call to the model and classifies its failure.
+func (a *Agent) chatOnce(ctx context.Context, n int, req chatRequest) (completion, *llmError) {
+	obs := &observer{next: a.cfg.HTTPClient}
+	oc := openai.DefaultConfig(a.cfg.APIKey)
+	oc.BaseURL = a.cfg.BaseURL
+	oc.HTTPClient = obs
+	client := openai.NewClientWithConfig(oc)
+
+	cctx, cancel := context.WithTimeout(ctx, a.cfg.RequestTimeout)
+	defer cancel()
+	resp, err := client.CreateChatCompletion(cctx, req.toOpenAI())
+	if err == nil && len(resp.Choices) == 0 {
+		err = errors.New("the model answered with no choices")
+	}
+	if err == nil {
+		return completionOf(resp), nil
+	}
+	e := &llmError{step: n, status: obs.status, retryAfter: obs.retryAfter}
+	switch {
+	case !obs.sent: // go-openai refused the request before sending it
+	case obs.status == 0: // connection error or timeout
+		e.transient = true
+		if cctx.Err() != nil && ctx.Err() == nil {
+			err = fmt.Errorf("no answer within %s: %w", a.cfg.RequestTimeout, err)
+		}
+	case obs.status < 300: // an answer we could not read
+		e.transient = true
+	default:
+		e.transient = transientStatus(obs.status)
+	}
+	if obs.status != http.StatusTooManyRequests && obs.status != http.StatusServiceUnavailable {
+		e.retryAfter = 0
+	}
+	e.msg = a.secretFree(err.Error())
+	return completion{}, e
+}
+
+// transientStatus reports whether an HTTP status may succeed if asked again.
+func transientStatus(code int) bool {
+	switch {
+	case code == http.StatusRequestTimeout, code == http.StatusTooEarly, code == http.StatusTooManyRequests:
+		return true
+	case code >= 500:
+		return true
+	}
+	return false
+}
+
+// llmError is a failed completion. Its message never holds the API key.
+type llmError struct {
+	step       int
+	status     int // HTTP status, 0 when none came back
+	transient  bool
+	retryAfter time.Duration
+	msg        string
+}
+
+func (e *llmError) Error() string {
+	if e.status != 0 {
+		return fmt.Sprintf("llm/%d: model endpoint answered %d: %s", e.step, e.status, e.msg)
+	}
+	return fmt.Sprintf("llm/%d: %s", e.step, e.msg)
+}
+
+// observer is the HTTP client of one call: it notes whether the request was
+// sent, the answer's status and its Retry-After, which go-openai's errors
+// do not carry.
+type observer struct {
+	next       *http.Client
+	sent       bool
+	status     int
+	retryAfter time.Duration
+}
+
+// Do sends req through the configured client.
+func (o *observer) Do(req *http.Request) (*http.Response, error) {
+	o.sent = true
+	resp, err := o.next.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	o.status = resp.StatusCode
+	o.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+	return resp, nil
+}
+
+// parseRetryAfter reads a Retry-After header: delay-seconds or an HTTP
+// date. Zero when absent or unreadable.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if s <= 0 {
+			return 0
+		}
+		if s > int64(24*time.Hour/time.Second) {
+			s = int64(24 * time.Hour / time.Second)
+		}
+		return time.Duration(s) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}
+
+// backoff is the wait before retry try+1: base·2^try capped at maxBackoff,
+// the upper half jittered so that workers do not retry in step.
+func backoff(base time.Duration, try int) time.Duration {
+	d := base
+	for i := 0; i < try && d < maxBackoff; i++ {
+		d *= 2
+	}
+	d = min(d, maxBackoff)
+	return d/2 + rand.N(d/2+1)
+}

@@ -1,0 +1,62 @@
+package agent
+
+import (
+	"net/http"
+	"testing"
+	"time"
+)
+
+func TestParseRetryAfter(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for v, want := range map[string]time.Duration{
+		"":         0,
+		"3":        3 * time.Second,
+		" 10 ":     10 * time.Second,
+		"0":        0,
+		"-1":       0,
+		"soon":     0,
+		"99999999": 24 * time.Hour,
+		now.Add(7 * time.Second).Format(http.TimeFormat):  7 * time.Second,
+		now.Add(-7 * time.Second).Format(http.TimeFormat): 0,
+	} {
+		if got := parseRetryAfter(v, now); got != want {
+			t.Errorf("parseRetryAfter(%q) = %s, want %s", v, got, want)
+		}
+	}
+}
+
+func TestBackoffDoublesWithinBounds(t *testing.T) {
+	t.Parallel()
+	base := 500 * time.Millisecond
+	for try, full := range []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, maxBackoff, maxBackoff} {
+		for range 50 {
+			if d := backoff(base, try); d < full/2 || d > full {
+				t.Fatalf("backoff(try %d) = %s, want within [%s, %s]", try, d, full/2, full)
+			}
+		}
+	}
+}
+
+func TestNormalizeToolCalls(t *testing.T) {
+	t.Parallel()
+	long := string(make([]byte, maxToolCallID+1))
+	m := message{ToolCalls: []toolCall{{ID: "a"}, {ID: ""}, {ID: "a"}, {ID: long}, {ID: "call_5"}, {ID: ""}}}
+	normalizeToolCalls(&m)
+	want := []string{"a", "call_1", "call_2", "call_3", "call_5", "call_5_"}
+	for i, c := range m.ToolCalls {
+		if c.ID != want[i] {
+			t.Fatalf("ids %+v, want %v", m.ToolCalls, want)
+		}
+	}
+}
+
+func TestTransientStatus(t *testing.T) {
+	t.Parallel()
+	for code, want := range map[int]bool{400: false, 401: false, 403: false, 404: false, 408: true, 422: false,
+		429: true, 500: true, 502: true, 503: true, 504: true} {
+		if transientStatus(code) != want {
+			t.Errorf("transientStatus(%d) = %v", code, !want)
+		}
+	}
+}

@@ -1,0 +1,119 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/tools"
+)
+
+// Agent works tasks of kind "agent" (Kind). It is safe for concurrent use
+// by many tasks.
+type Agent struct {
+	cfg    Config
+	ledger tools.Doer
+	tools  *tools.Registry
+}
+
+// New returns an Agent that asks the model configured by cfg (zero fields
+// take their defaults), runs every effect through l (a *ledger.Ledger) and
+// finds tools in reg (nil: no tools).
+func New(cfg Config, l tools.Doer, reg *tools.Registry) *Agent {
+	if reg == nil {
+		reg = tools.NewRegistry()
+	}
+	return &Agent{cfg: cfg.withDefaults(), ledger: l, tools: reg}
+}
+
+// Answer is the result of a finished agent task.
+type Answer struct {
+	// Answer is the content of the model's final message.
+	Answer string `json:"answer"`
+	// Steps is the number of completions the conversation took.
+	Steps int `json:"steps"`
+	// FinishReason is the model's reason for ending the final message
+	// ("stop", or "length" when it was cut short).
+	FinishReason string `json:"finish_reason,omitempty"`
+	// Usage sums the tokens of every completion of the conversation,
+	// including those recorded by earlier attempts and served from the
+	// ledger.
+	Usage Usage `json:"usage"`
+}
+
+// Usage counts tokens as the model endpoint reported them.
+type Usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+func (u *Usage) add(v Usage) {
+	u.PromptTokens += v.PromptTokens
+	u.CompletionTokens += v.CompletionTokens
+	u.TotalTokens += v.TotalTokens
+}
+
+// Work runs the conversation of task from its first step; steps recorded by
+// earlier attempts or runs of the same generation are served from the
+// ledger. It returns the task's Answer as JSON, or an error:
+// agentledger.Permanent for a bad payload, no endpoint (ErrNoEndpoint), a
+// request the model endpoint rejects (4xx other than 408, 425, 429), a
+// conversation that no longer matches its journal, or no final answer
+// within the step limit; agentledger.RetryAfter when the endpoint asked to
+// wait; ErrLeaseLost, ErrNeedsAttention and transient errors as they came.
+// No error carries the API key.
+func (a *Agent) Work(ctx context.Context, task *agentledger.Task) (json.RawMessage, error) {
+	if a.cfg.BaseURL == "" {
+		return nil, agentledger.Permanent(ErrNoEndpoint)
+	}
+	pl, err := a.parsePayload(task.Payload)
+	if err != nil {
+		return nil, err
+	}
+	specs, err := specsOf(pl.tools)
+	if err != nil {
+		return nil, agentledger.Permanent(fmt.Errorf("agent: %w", err))
+	}
+	msgs := opening(pl.system, pl.prompt)
+	var used Usage
+	for n := 0; n < pl.maxSteps; n++ {
+		c, err := a.complete(ctx, task, n, chatRequest{Model: pl.model, Messages: msgs, Tools: specs})
+		if err != nil {
+			return nil, a.redact(stepError(n, err))
+		}
+		used.add(c.Usage)
+		normalizeToolCalls(&c.Message)
+		msgs = append(msgs, c.Message)
+		if len(c.Message.ToolCalls) == 0 {
+			return json.Marshal(Answer{Answer: c.Message.Content, Steps: n + 1, FinishReason: c.FinishReason, Usage: used})
+		}
+		for _, call := range c.Message.ToolCalls {
+			content, err := a.runTool(ctx, task, pl, n, call)
+			if err != nil {
+				return nil, a.redact(err)
+			}
+			msgs = append(msgs, message{Role: roleTool, Content: content, ToolCallID: call.ID})
+		}
+	}
+	return nil, agentledger.Permanent(fmt.Errorf("agent: no final answer within max_steps=%d: "+
+		"the model was still calling tools", pl.maxSteps))
+}
+
+// stepError says what a failed completion means for the task.
+func stepError(n int, err error) error {
+	var le *llmError
+	switch {
+	case errors.As(err, &le):
+		if !le.transient {
+			return agentledger.Permanent(err)
+		}
+		return err
+	case errors.Is(err, agentledger.ErrKeyReuse):
+		return agentledger.Permanent(fmt.Errorf("llm/%d: the conversation differs from the one recorded for this step "+
+			"(the model, the prompt, or the tools or their schemas changed since); re-run the task as a new intent: %w", n, err))
+	}
+	return fmt.Errorf("llm/%d: %w", n, err)
+}

@@ -1,0 +1,181 @@
+package agent_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/agent"
+	"github.com/agentledger/agentledger/internal/fakeopenai"
+	"github.com/agentledger/agentledger/ledger"
+)
+
+func TestThreeStepConversation(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil,
+		fakeopenai.Reply{ToolCalls: []fakeopenai.ToolCall{call("call_a", "count", `{"x":1}`)}, PromptTokens: 10, CompletionTokens: 1},
+		fakeopenai.Reply{ToolCalls: []fakeopenai.ToolCall{call("call_b", "count", `{"x":2}`)}, PromptTokens: 20, CompletionTokens: 2},
+		fakeopenai.Reply{Content: "x is 3", PromptTokens: 30, CompletionTokens: 3})
+	task := e.submit(`{"prompt": "count to 3", "system": "be brief", "tools": ["count"]}`)
+
+	raw, err := e.agent.Work(context.Background(), task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := answer(t, raw)
+	want := agent.Answer{Answer: "x is 3", Steps: 3, FinishReason: "stop",
+		Usage: agent.Usage{PromptTokens: 60, CompletionTokens: 6, TotalTokens: 66}}
+	if got != want {
+		t.Fatalf("answer %+v, want %+v", got, want)
+	}
+
+	j := e.journal(task)
+	if p := paths(j); !slices.Equal(p, []string{"llm/0", "tool/0/call_a", "llm/1", "tool/1/call_b", "llm/2"}) {
+		t.Fatalf("journal %v", p)
+	}
+	for _, en := range j {
+		if en.State != ledger.StateCompleted || en.Performed != 1 {
+			t.Errorf("%s: %s, performed %d", en.StepPath, en.State, en.Performed)
+		}
+		if strings.HasPrefix(en.StepPath, "llm/") && (en.Operation != agent.Operation || en.Class != ledger.Pure) {
+			t.Errorf("%s: operation %s class %s", en.StepPath, en.Operation, en.Class)
+		}
+	}
+	if e.tool.performed.Load() != 2 || e.fake.Calls() != 3 {
+		t.Fatalf("tool performed %d, model called %d", e.tool.performed.Load(), e.fake.Calls())
+	}
+
+	// The model saw the whole conversation, the tool it may use, and the key.
+	reqs := e.fake.Requests()
+	last := reqs[2]
+	roles := make([]string, len(last.Messages))
+	for i, m := range last.Messages {
+		roles[i] = m.Role
+	}
+	if !slices.Equal(roles, []string{"system", "user", "assistant", "tool", "assistant", "tool"}) {
+		t.Fatalf("roles %v", roles)
+	}
+	if m := last.Messages[2]; len(m.ToolCalls) != 1 || m.ToolCalls[0] != call("call_a", "count", `{"x":1}`) {
+		t.Fatalf("assistant message %+v", m)
+	}
+	if m := last.Messages[3]; m.ToolCallID != "call_a" ||
+		m.Content != `{"status":200,"body":{"x":1,"html":"<b>","next":2,"tiny":0.0000001}}` {
+		t.Fatalf("tool message %+v", m)
+	}
+	if m := last.Messages[5]; m.ToolCallID != "call_b" || !strings.Contains(m.Content, `"next":3`) {
+		t.Fatalf("tool message %+v", m)
+	}
+	for _, r := range reqs {
+		if !r.Authorized || r.Model != "fake-model" || len(r.Tools) != 1 || r.Tools[0].Function.Name != "count" ||
+			!strings.Contains(string(r.Tools[0].Function.Parameters), `"required":["x"]`) {
+			t.Fatalf("request %+v", r)
+		}
+	}
+}
+
+// A tool the task did not list, a tool that does not exist, and arguments
+// that are not JSON are answered to the model, not performed.
+func TestToolsOutsideTheTaskAreRefusedToTheModel(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil,
+		fakeopenai.Calls(call("c1", "secret", `{"x":1}`), call("c2", "nope", `{}`), call("c3", "count", `{"x":`),
+			call("c4", "count", `{"y":1}`)),
+		fakeopenai.Text("I could not"))
+	task := e.submit(`{"prompt": "try", "tools": ["count"]}`)
+	raw, err := e.agent.Work(context.Background(), task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := answer(t, raw); a.Answer != "I could not" || a.Steps != 2 {
+		t.Fatalf("answer %+v", a)
+	}
+	if n := e.tool.performed.Load(); n != 0 {
+		t.Fatalf("performed %d", n)
+	}
+	msgs := e.fake.Requests()[1].Messages[2:]
+	if len(msgs) != 4 {
+		t.Fatalf("tool messages %+v", msgs)
+	}
+	want := []string{
+		`{"error":"tool \"secret\" is not available to this task (it may use: count)"}`,
+		`{"error":"tool \"nope\" is not available to this task (it may use: count)"}`,
+		`{"error":"the arguments of count are not valid JSON"}`,
+		`{"error":"count at tool/0/c4: want {\"x\": <integer>}"}`,
+	}
+	for i, m := range msgs {
+		if m.Role != "tool" || m.Content != want[i] {
+			t.Errorf("tool message %d: %+v, want %s", i, m, want[i])
+		}
+	}
+	if p := paths(e.journal(task)); !slices.Equal(p, []string{"llm/0", "llm/1"}) {
+		t.Fatalf("journal %v", p)
+	}
+}
+
+// A task that lists no tools offers none.
+func TestNoToolsUnlessListed(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil, fakeopenai.Calls(call("c1", "count", `{"x":1}`)), fakeopenai.Text("ok"))
+	task := e.submit(`{"prompt": "hi"}`)
+	if _, err := e.agent.Work(context.Background(), task); err != nil {
+		t.Fatal(err)
+	}
+	reqs := e.fake.Requests()
+	if len(reqs[0].Tools) != 0 || e.tool.performed.Load() != 0 ||
+		!strings.Contains(reqs[1].Messages[2].Content, "it may use: no tools") {
+		t.Fatalf("tools %+v, performed %d, messages %+v", reqs[0].Tools, e.tool.performed.Load(), reqs[1].Messages)
+	}
+}
+
+// A permanent tool failure is the model's to handle, and it is served again
+// from the ledger on replay.
+func TestPermanentToolFailureGoesToTheModel(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil, fakeopenai.Calls(call("c1", "count", `{"x":1}`)), fakeopenai.Text("it failed"))
+	e.tool.fail = func(int64) error { return agentledger.Permanent(errors.New("insufficient funds")) }
+	task := e.submit(`{"prompt": "pay", "tools": ["count"]}`)
+	raw, err := e.agent.Work(context.Background(), task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := e.fake.Requests()[1].Messages[2]; m.Content != `{"error":"insufficient funds"}` {
+		t.Fatalf("tool message %+v", m)
+	}
+	if j := e.journal(task); j[1].State != ledger.StateFailed {
+		t.Fatalf("journal %+v", j)
+	}
+
+	again, err := e.agent.Work(context.Background(), e.finishAndReplay(task, raw))
+	if err != nil || string(again) != string(raw) || e.fake.Calls() != 2 || e.tool.performed.Load() != 1 {
+		t.Fatalf("replay: %s %v, model called %d, tool performed %d", again, err, e.fake.Calls(), e.tool.performed.Load())
+	}
+}
+
+func TestMaxStepsWithoutAnswer(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil, fakeopenai.Calls(call("c1", "count", `{"x":1}`)), fakeopenai.Calls(call("c2", "count", `{"x":2}`)))
+	task := e.submit(`{"prompt": "loop", "tools": ["count"], "max_steps": 2}`)
+	_, err := e.agent.Work(context.Background(), task)
+	var perm *agentledger.PermanentError
+	if !errors.As(err, &perm) || !strings.Contains(err.Error(), "no final answer within max_steps=2") {
+		t.Fatalf("err %v", err)
+	}
+	if e.fake.Calls() != 2 || e.tool.performed.Load() != 2 {
+		t.Fatalf("model called %d, tool performed %d", e.fake.Calls(), e.tool.performed.Load())
+	}
+}
+
+// An attempt that lost its lease performs nothing: not even a completion.
+func TestStaleAttemptAsksNothing(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	zombie := e.submit(`{"prompt": "hi"}`)
+	e.expireAndReclaim()
+	_, err := e.agent.Work(context.Background(), zombie)
+	if !errors.Is(err, agentledger.ErrLeaseLost) || e.fake.Calls() != 0 {
+		t.Fatalf("err %v, model called %d", err, e.fake.Calls())
+	}
+}

@@ -1,0 +1,120 @@
+package agent
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/tools"
+)
+
+// Payload is the payload of an agent task.
+type Payload struct {
+	// Prompt is the user's request. Required.
+	Prompt string `json:"prompt"`
+	// System is an optional system message, sent before the prompt.
+	System string `json:"system,omitempty"`
+	// Tools names the tools the model may call, in the order they are
+	// offered. Empty: none (tools are never offered unless listed).
+	Tools []string `json:"tools,omitempty"`
+	// MaxSteps caps the completions of this task: 1 up to the worker's
+	// Config.MaxSteps, which is also the default.
+	MaxSteps *int `json:"max_steps,omitempty"`
+	// Model overrides Config.Model for this task.
+	Model string `json:"model,omitempty"`
+}
+
+// maxModelName bounds a payload's model name.
+const maxModelName = 200
+
+// plan is a validated payload: what the loop runs.
+type plan struct {
+	system, prompt, model string
+	tools                 []tools.Tool
+	allowed               map[string]tools.Tool
+	maxSteps              int
+}
+
+// parsePayload validates raw against the configuration and the registry.
+// Every error is agentledger.Permanent: retrying cannot fix a payload.
+func (a *Agent) parsePayload(raw json.RawMessage) (*plan, error) {
+	bad := func(format string, args ...any) error {
+		return agentledger.Permanent(fmt.Errorf("agent payload: "+format, args...))
+	}
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return nil, bad(`is empty; want {"prompt": "...", "system": "...", "tools": [...], "max_steps": n, "model": "..."}`)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	var p Payload
+	if err := dec.Decode(&p); err != nil {
+		return nil, bad("%s", describeDecodeError(err))
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, bad("trailing data after the JSON object")
+	}
+	pl := &plan{system: p.System, prompt: p.Prompt, model: p.Model, maxSteps: a.cfg.MaxSteps}
+	switch {
+	case p.Prompt == "":
+		return nil, bad("prompt is required")
+	case len(p.Model) > maxModelName:
+		return nil, bad("model name is longer than %d characters", maxModelName)
+	}
+	if pl.model == "" {
+		pl.model = a.cfg.Model
+	}
+	if pl.model == "" {
+		return nil, bad(`names no model and the worker has no default: set AGENTLEDGER_LLM_MODEL or give "model"`)
+	}
+	if p.MaxSteps != nil {
+		switch n := *p.MaxSteps; {
+		case n < 1:
+			return nil, bad("max_steps must be at least 1, got %d", n)
+		case n > a.cfg.MaxSteps:
+			return nil, bad("max_steps %d is above this worker's limit of %d", n, a.cfg.MaxSteps)
+		default:
+			pl.maxSteps = n
+		}
+	}
+	pl.allowed = make(map[string]tools.Tool, len(p.Tools))
+	for i, name := range p.Tools {
+		if _, dup := pl.allowed[name]; dup {
+			return nil, bad("tools[%d]: %q is listed twice", i, name)
+		}
+		t, err := a.tools.Get(name)
+		if err != nil {
+			return nil, bad("tools[%d]: %v", i, err)
+		}
+		pl.allowed[name] = t
+		pl.tools = append(pl.tools, t)
+	}
+	return pl, nil
+}
+
+// describeDecodeError names the field a decode error is about.
+func describeDecodeError(err error) string {
+	var typeErr *json.UnmarshalTypeError
+	var syntaxErr *json.SyntaxError
+	switch {
+	case errors.As(err, &typeErr) && typeErr.Field != "":
+		return fmt.Sprintf("%s must be %s; found a JSON %s", typeErr.Field, want(typeErr.Field), typeErr.Value)
+	case errors.As(err, &typeErr):
+		return fmt.Sprintf("must be a JSON object; found a JSON %s", typeErr.Value)
+	case errors.As(err, &syntaxErr), errors.Is(err, io.ErrUnexpectedEOF):
+		return fmt.Sprintf("is not valid JSON: %v", err)
+	}
+	return err.Error() // e.g. json: unknown field "x"
+}
+
+func want(field string) string {
+	switch field {
+	case "tools":
+		return "a list of tool names (strings)"
+	case "max_steps":
+		return "an integer"
+	}
+	return "a string"
+}

@@ -1,0 +1,104 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/tools"
+)
+
+// runTool performs the model's tool call c of step n and returns the
+// content of the tool message that answers it.
+//
+// What the model did wrong — a tool it may not use, arguments that are not
+// JSON, a call the tool rejects or a permanent failure of the tool — becomes
+// an error text in that content, for the model to react to. What the
+// attempt cannot decide — a transient failure, a lost lease, an effect
+// needing an operator — is returned, and the task stops.
+//
+// The ledger returns results in their stored (jsonb) form on the first run
+// as on every replay, so the next request is built from the same bytes.
+func (a *Agent) runTool(ctx context.Context, task *agentledger.Task, pl *plan, n int, c toolCall) (string, error) {
+	t, ok := pl.allowed[c.Name]
+	if !ok {
+		return failure(fmt.Sprintf("tool %q is not available to this task (it may use: %s)", c.Name, allowedNames(pl)), ledger.Result{}), nil
+	}
+	args := c.Arguments
+	if strings.TrimSpace(args) == "" {
+		args = "{}"
+	}
+	if !json.Valid([]byte(args)) {
+		return failure(fmt.Sprintf("the arguments of %s are not valid JSON", c.Name), ledger.Result{}), nil
+	}
+	call := tools.Call{Task: task, StepPath: fmt.Sprintf("tool/%d/%s", n, c.ID), Args: json.RawMessage(args)}
+	res, err := tools.Invoke(ctx, a.ledger, t, call)
+	var failed *ledger.FailedError
+	var perm *agentledger.PermanentError
+	switch {
+	case err == nil:
+		return encode(struct {
+			Status int             `json:"status"`
+			Body   json.RawMessage `json:"body"`
+		}{res.Status, compact(res.Body)}), nil
+	case errors.As(err, &failed):
+		return failure(failed.Message, failed.Result), nil
+	case errors.Is(err, agentledger.ErrKeyReuse):
+		return "", agentledger.Permanent(fmt.Errorf("%s (%s): the call differs from the one recorded for this step; "+
+			"re-run the task as a new intent: %w", call.StepPath, c.Name, err))
+	case errors.As(err, &perm), errors.Is(err, agentledger.ErrInvalid):
+		return failure(err.Error(), ledger.Result{}), nil
+	}
+	return "", fmt.Errorf("%s (%s): %w", call.StepPath, c.Name, err)
+}
+
+// failure is the content of a tool message reporting a failed call.
+func failure(msg string, r ledger.Result) string {
+	return encode(struct {
+		Error  string          `json:"error"`
+		Status int             `json:"status,omitempty"`
+		Body   json.RawMessage `json:"body,omitempty"`
+	}{msg, r.Status, compact(r.Body)})
+}
+
+func allowedNames(pl *plan) string {
+	if len(pl.tools) == 0 {
+		return "no tools"
+	}
+	names := make([]string, 0, len(pl.tools))
+	for _, t := range pl.tools {
+		names = append(names, t.Name())
+	}
+	return strings.Join(names, ", ")
+}
+
+// compact removes insignificant whitespace from a JSON body. A body that
+// is not JSON (the ledger stores none) is kept as a JSON string.
+func compact(body json.RawMessage) json.RawMessage {
+	if len(body) == 0 {
+		return nil
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, body); err != nil {
+		s, _ := json.Marshal(string(body))
+		return s
+	}
+	return b.Bytes()
+}
+
+// encode is v as JSON without HTML escaping, for the model to read.
+func encode(v any) string {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		// Only strings, ints and compacted JSON bodies are encoded here.
+		panic("agent: encoding a tool message: " + err.Error())
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}

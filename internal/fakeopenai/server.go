@@ -1,0 +1,164 @@
+package fakeopenai
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Path is the one route the server answers.
+const Path = "/v1/chat/completions"
+
+// Server is a running fake. Its methods are safe for concurrent use.
+type Server struct {
+	t      testing.TB
+	key    string
+	srv    *httptest.Server
+	mu     sync.Mutex
+	script []Reply
+	next   int
+	reqs   []Request
+}
+
+// Request is one request the server received.
+type Request struct {
+	// Authorization is the header as received.
+	Authorization string
+	// Authorized reports whether it was "Bearer <key>".
+	Authorized bool
+	// Body is the raw request body.
+	Body []byte
+	// Model, Messages and Tools are the body decoded.
+	Model    string
+	Messages []Message
+	Tools    []Tool
+}
+
+// Message is one chat message of a request.
+type Message struct {
+	Role       string     `json:"role"`
+	Content    string     `json:"content"`
+	ToolCallID string     `json:"tool_call_id"`
+	ToolCalls  []ToolCall `json:"tool_calls"`
+}
+
+// Tool is one tool offered in a request.
+type Tool struct {
+	Type     string `json:"type"`
+	Function struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description"`
+		Parameters  json.RawMessage `json:"parameters"`
+	} `json:"function"`
+}
+
+// New starts a server that expects the bearer key and answers with
+// replies in order; it is closed when t ends. A request past the end of the
+// script fails t and is answered 400.
+func New(t testing.TB, key string, replies ...Reply) *Server {
+	s := &Server{t: t, key: key, script: replies}
+	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+// BaseURL is the API root to configure a client with (".../v1").
+func (s *Server) BaseURL() string { return s.srv.URL + "/v1" }
+
+// Client returns an HTTP client whose connections close with the server.
+func (s *Server) Client() *http.Client { return s.srv.Client() }
+
+// Add appends replies to the script.
+func (s *Server) Add(replies ...Reply) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.script = append(s.script, replies...)
+}
+
+// Calls is the number of requests received, authorized or not.
+func (s *Server) Calls() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.reqs)
+}
+
+// Requests returns the requests received so far, in order.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.reqs...)
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || r.URL.Path != Path {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("fakeopenai: no route %s %s", r.Method, r.URL.Path), "")
+		return
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error(), "")
+		return
+	}
+	req := Request{Authorization: r.Header.Get("Authorization"), Body: body}
+	req.Authorized = req.Authorization == "Bearer "+s.key
+	var wire struct {
+		Model    string    `json:"model"`
+		Messages []Message `json:"messages"`
+		Tools    []Tool    `json:"tools"`
+	}
+	decodeErr := json.Unmarshal(body, &wire)
+	req.Model, req.Messages, req.Tools = wire.Model, wire.Messages, wire.Tools
+
+	s.mu.Lock()
+	s.reqs = append(s.reqs, req)
+	n := len(s.reqs)
+	var reply Reply
+	have := false
+	if req.Authorized && decodeErr == nil && s.next < len(s.script) {
+		reply, have = s.script[s.next], true
+		s.next++
+	}
+	s.mu.Unlock()
+
+	switch {
+	case !req.Authorized:
+		writeError(w, http.StatusUnauthorized, "fakeopenai: missing or wrong bearer key", "invalid_request_error")
+		return
+	case decodeErr != nil:
+		writeError(w, http.StatusBadRequest, "fakeopenai: body is not a chat request: "+decodeErr.Error(), "invalid_request_error")
+		return
+	case !have:
+		s.t.Errorf("fakeopenai: request %d has no scripted reply (model called more often than expected)", n)
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("fakeopenai: no scripted reply left for request %d", n), "")
+		return
+	}
+	if reply.Delay > 0 {
+		timer := time.NewTimer(reply.Delay)
+		select {
+		case <-timer.C:
+		case <-r.Context().Done():
+			timer.Stop()
+			return
+		}
+	}
+	if reply.RetryAfter != "" {
+		w.Header().Set("Retry-After", reply.RetryAfter)
+	}
+	if reply.Status != 0 && reply.Status != http.StatusOK {
+		msg := reply.Message
+		if msg == "" {
+			msg = http.StatusText(reply.Status)
+		}
+		if reply.EchoAuth {
+			msg += " (you sent " + req.Authorization + ")"
+		}
+		writeError(w, reply.Status, msg, "fake_error")
+		return
+	}
+	writeJSON(w, http.StatusOK, completion(n, wire.Model, reply))
+}
