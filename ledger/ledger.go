@@ -57,6 +57,13 @@ func (l *Ledger) Do(ctx context.Context, a Attempt, e Effect) (Result, error) {
 	call := Call{Key: EffectKey(a.Tenant, a.TaskID, a.Generation, e.StepPath, e.Operation), Attempt: a}
 	pk := []any{a.Tenant, e.Operation, call.Key}
 
+	if e.Class == Pure || e.Class == Keyed {
+		if res, done, err := l.doUnreserved(ctx, pk, a, call, e, hash); done {
+			return res, err
+		}
+		// A pending or unknown row: decided under its lock below.
+	}
+
 	var (
 		res       Result
 		perform   bool
@@ -157,6 +164,73 @@ func (l *Ledger) Do(ctx context.Context, a Attempt, e Effect) (Result, error) {
 	return l.perform(ctx, pk, a, call, e, reconcile)
 }
 
+// doUnreserved runs a pure or keyed effect without a reservation commit. An
+// unknown outcome of these classes is recovered by performing again with the
+// same key — which a reservation row would not change — so the effect costs
+// one commit: its record, an INSERT … ON CONFLICT fenced on the lease, where
+// a concurrent performance that landed first stands. done is false when the
+// effect has a pending or unknown row, which the locking path decides.
+func (l *Ledger) doUnreserved(ctx context.Context, pk []any, a Attempt, call Call, e Effect, hash []byte) (Result, bool, error) {
+	var fenced bool
+	var st *State
+	var r row
+	err := l.db.QueryRow(ctx, lookupSQL, append(pk, a.TaskID, a.Token)...).
+		Scan(&fenced, &st, &r.hash, &r.result, &r.externalRef, &r.err)
+	switch {
+	case err != nil:
+		return Result{}, true, fmt.Errorf("ledger: looking up effect %s: %w", short(call.Key), err)
+	case !fenced:
+		return Result{}, true, fmt.Errorf("task %d token %d: %w", a.TaskID, a.Token, agentledger.ErrLeaseLost)
+	case st != nil && (*st == StateCompleted || *st == StateFailed):
+		r.state = *st
+		res, err := served(r, hash, call, e)
+		return res, true, err
+	case st != nil:
+		return Result{}, false, nil
+	}
+
+	out, perr := e.Perform(ctx, call)
+	state, msg := StateCompleted, ""
+	if perr != nil {
+		var perm *agentledger.PermanentError
+		if !errors.As(perr, &perm) {
+			return out, true, perr // transient: nothing recorded, performed again next time
+		}
+		state, msg = StateFailed, perr.Error()
+	}
+	body, err := encodeResult(out)
+	if err != nil {
+		return Result{}, true, err
+	}
+	err = l.db.QueryRow(ctx, insertOutcomeSQL, a.Tenant, e.Operation, call.Key, hash, string(e.Class), a.TaskID,
+		a.Generation, e.StepPath, a.Token, string(state), body, out.ExternalRef, msg).Scan(&r.result, &r.externalRef)
+	if err == nil {
+		r.state, r.err = state, msg
+		res, err := outcome(r, call.Key)
+		return res, true, err
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return Result{}, true, fmt.Errorf("ledger: recording effect %s: %w", short(call.Key), err)
+	}
+	// The lease was lost, or another performance landed first.
+	var current bool
+	err = l.db.QueryRow(ctx, landedSQL, append(pk, a.Token)...).Scan(&r.state, &r.hash, &r.result, &r.externalRef, &r.err, &current)
+	switch {
+	case err != nil && !errors.Is(err, pgx.ErrNoRows):
+		return Result{}, true, fmt.Errorf("ledger: recording effect %s: %w", short(call.Key), err)
+	case err == nil && current && (r.state == StateCompleted || r.state == StateFailed):
+		if !bytes.Equal(r.hash, hash) {
+			return Result{}, true, fmt.Errorf("effect %s at %s: %w", short(call.Key), e.StepPath, agentledger.ErrKeyReuse)
+		}
+		res, err := outcome(r, call.Key)
+		return res, true, err
+	case err == nil && current:
+		return Result{}, true, fmt.Errorf("ledger: effect %s was reserved meanwhile; retry", short(call.Key))
+	}
+	return Result{}, true, fmt.Errorf("ledger: effect %s was performed but the lease was lost before it was recorded; "+
+		"the next attempt performs it again with the same key: %w", short(call.Key), agentledger.ErrLeaseLost)
+}
+
 // served returns a finished row's stored outcome: the result, or the stored
 // failure again. A different request hash is ErrKeyReuse.
 func served(r row, hash []byte, call Call, e Effect) (Result, error) {
@@ -249,7 +323,7 @@ func (l *Ledger) record(ctx context.Context, pk []any, a Attempt, st State, res 
 		return Result{}, fmt.Errorf("ledger: recording effect %s: %w", key, err)
 	}
 	var current bool
-	err = l.db.QueryRow(ctx, landedSQL, append(pk, a.Token)...).Scan(&r.state, &r.result, &r.externalRef, &r.err, &current)
+	err = l.db.QueryRow(ctx, landedSQL, append(pk, a.Token)...).Scan(&r.state, &r.hash, &r.result, &r.externalRef, &r.err, &current)
 	if err == nil && current && (r.state == StateCompleted || r.state == StateFailed) {
 		return outcome(r, pk[2].(string))
 	}

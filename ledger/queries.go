@@ -40,6 +40,27 @@ SELECT EXISTS (SELECT 1 FROM fence), EXISTS (SELECT 1 FROM ins),
 FROM (SELECT 1) one
 LEFT JOIN ledger l ON l.tenant = $1 AND l.operation = $2 AND l.effect_key = $3`
 
+// lookupSQL is the read that starts a pure or keyed effect: whether the
+// lease holds, and the effect's row if it has one. It writes nothing.
+const lookupSQL = `
+SELECT EXISTS (SELECT 1 FROM tasks WHERE id = $4 AND lease_token = $5 AND state = 'running'),
+	l.state, l.request_hash, l.result, coalesce(l.external_ref, ''), coalesce(l.error, '')
+FROM (SELECT 1) one
+LEFT JOIN ledger l ON l.tenant = $1 AND l.operation = $2 AND l.effect_key = $3`
+
+// insertOutcomeSQL records a pure or keyed effect that was performed with no
+// reservation: one commit per effect. Fenced on the lease; the primary key
+// decides between concurrent performances (the first that lands stands).
+const insertOutcomeSQL = `
+WITH fence AS (
+	SELECT id FROM tasks WHERE id = $6 AND lease_token = $9 AND state = 'running' FOR SHARE
+)
+INSERT INTO ledger (tenant, operation, effect_key, request_hash, class, task_id,
+	generation, step_path, owner_token, performed, state, result, external_ref, error, completed_at)
+SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, 1, $10, $11, nullif($12, ''), nullif($13, ''), now() FROM fence
+ON CONFLICT (tenant, operation, effect_key) DO NOTHING
+RETURNING result, coalesce(external_ref, '')`
+
 const lockSQL = `
 SELECT request_hash, class, state, owner_token, performed, retry_allowed,
 	result, coalesce(external_ref, ''), coalesce(error, '')
@@ -73,7 +94,7 @@ RETURNING l.result, coalesce(l.external_ref, '')`
 // landedSQL reads an outcome recorded by someone else, and whether the
 // attempt still holds the task's lease.
 const landedSQL = `
-SELECT l.state, l.result, coalesce(l.external_ref, ''), coalesce(l.error, ''),
+SELECT l.state, l.request_hash, l.result, coalesce(l.external_ref, ''), coalesce(l.error, ''),
 	EXISTS (SELECT 1 FROM tasks t WHERE t.id = l.task_id AND t.lease_token = $4 AND t.state = 'running')
 FROM ledger l WHERE l.tenant = $1 AND l.operation = $2 AND l.effect_key = $3`
 
