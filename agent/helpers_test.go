@@ -9,13 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/agent"
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/internal/fakeopenai"
-	"github.com/agentledger/agentledger/internal/testdb"
+	"github.com/agentledger/agentledger/internal/testenv"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/tools"
 )
@@ -27,28 +25,21 @@ const testKey = "sk-test-7f3a9c1e5b2d48e6a0c4-do-not-store"
 // env is one test's world: a database with a pinned clock, a ledger, a fake
 // model, a counting tool and the agent under test.
 type env struct {
-	t      *testing.T
-	db     *pgxpool.Pool
-	claims *claims.Store
-	ledger *ledger.Ledger
-	fake   *fakeopenai.Server
-	tool   *countTool
-	reg    *tools.Registry
-	agent  *agent.Agent
-	mu     sync.Mutex
-	now    time.Time
+	*testenv.Env
+	fake  *fakeopenai.Server
+	tool  *countTool
+	reg   *tools.Registry
+	agent *agent.Agent
 }
 
 // newEnv starts the world; tweak adjusts the agent's configuration.
 func newEnv(t *testing.T, tweak func(*agent.Config), replies ...fakeopenai.Reply) *env {
 	t.Helper()
-	db := testdb.New(t)
-	e := &env{t: t, db: db, claims: claims.New(db), ledger: ledger.New(db), now: time.Now().UTC().Truncate(time.Second)}
-	e.claims.Now = e.clock
+	e := &env{Env: testenv.New(t)}
 	e.fake = fakeopenai.New(t, testKey, replies...)
 	e.tool = &countTool{name: "count", class: ledger.Keyed}
 	e.reg = tools.NewRegistry(e.tool, &countTool{name: "secret", class: ledger.Keyed})
-	e.agent = agent.New(e.config(tweak), e.ledger, e.reg)
+	e.agent = agent.New(e.config(tweak), e.Ledger, e.reg)
 	return e
 }
 
@@ -68,72 +59,46 @@ func (e *env) config(tweak func(*agent.Config)) agent.Config {
 	return cfg
 }
 
-func (e *env) clock() time.Time {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.now
-}
-
 // submit enqueues an agent task and claims it.
 func (e *env) submit(payload string) *agentledger.Task {
-	e.t.Helper()
-	if _, err := e.claims.Enqueue(context.Background(), claims.EnqueueParams{Kind: agent.Kind, Payload: json.RawMessage(payload)}); err != nil {
-		e.t.Fatal(err)
+	e.T.Helper()
+	if _, err := e.Claims.Enqueue(context.Background(), claims.EnqueueParams{Kind: agent.Kind, Payload: json.RawMessage(payload)}); err != nil {
+		e.T.Fatal(err)
 	}
 	return e.claim()
 }
 
 // claim claims the only due task.
-func (e *env) claim() *agentledger.Task {
-	e.t.Helper()
-	got, err := e.claims.Claim(context.Background(), claims.ClaimParams{Queue: "default", Worker: "w", Limit: 1, Lease: time.Minute})
-	if err != nil || len(got) != 1 {
-		e.t.Fatalf("claim: %d tasks, %v", len(got), err)
-	}
-	return got[0]
-}
+func (e *env) claim() *agentledger.Task { return e.Claim("w") }
 
 // expireAndReclaim lets the lease run out and claims the task again: a new
 // attempt with a new fencing token, as after a worker crash.
-func (e *env) expireAndReclaim() *agentledger.Task {
-	e.t.Helper()
-	e.mu.Lock()
-	e.now = e.now.Add(2 * time.Minute)
-	e.mu.Unlock()
-	return e.claim()
-}
+func (e *env) expireAndReclaim() *agentledger.Task { return e.ExpireAndReclaim("w") }
 
 // finishAndReplay records the task's success, then has an operator replay
 // it (same generation) and claims it again.
 func (e *env) finishAndReplay(task *agentledger.Task, result json.RawMessage) *agentledger.Task {
-	e.t.Helper()
+	e.T.Helper()
 	ctx := context.Background()
-	if err := e.claims.Succeed(ctx, claims.LeaseOf(task), result); err != nil {
-		e.t.Fatal(err)
+	if err := e.Claims.Succeed(ctx, claims.LeaseOf(task), result); err != nil {
+		e.T.Fatal(err)
 	}
-	if _, err := e.claims.Requeue(ctx, "", task.ID, claims.Replay); err != nil {
-		e.t.Fatal(err)
+	if _, err := e.Claims.Requeue(ctx, "", task.ID, claims.Replay); err != nil {
+		e.T.Fatal(err)
 	}
 	return e.claim()
 }
 
 // fail records err as the task's final failure, as the worker would.
 func (e *env) fail(task *agentledger.Task, err error) {
-	e.t.Helper()
-	if _, ferr := e.claims.Fail(context.Background(), claims.Failure{Lease: claims.LeaseOf(task), Error: err.Error(), Final: true}); ferr != nil {
-		e.t.Fatal(ferr)
+	e.T.Helper()
+	if _, ferr := e.Claims.Fail(context.Background(), claims.Failure{Lease: claims.LeaseOf(task), Error: err.Error(), Final: true}); ferr != nil {
+		e.T.Fatal(ferr)
 	}
 }
 
-// journal lists the step paths of the task's journal, in order.
-func (e *env) journal(task *agentledger.Task) []ledger.Entry {
-	e.t.Helper()
-	j, err := e.ledger.Journal(context.Background(), task.ID, task.Generation)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return j
-}
+// journal is the task's journal.
+func (e *env) journal(task *agentledger.Task) []ledger.Entry { return e.Journal(task) }
 
 func paths(j []ledger.Entry) []string {
 	out := make([]string, len(j))

@@ -175,7 +175,7 @@ func TestAPIKeyIsNeverRecorded(t *testing.T) {
 	for _, table := range []string{"ledger", "tasks", "task_attempts"} {
 		var dump string
 		q := fmt.Sprintf("SELECT coalesce(string_agg(t::text, E'\\n'), '') FROM %s t", table)
-		if err := e.db.QueryRow(ctx, q).Scan(&dump); err != nil {
+		if err := e.DB.QueryRow(ctx, q).Scan(&dump); err != nil {
 			t.Fatal(err)
 		}
 		if table == "ledger" && !strings.Contains(dump, "llm/0") {

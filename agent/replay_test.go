@@ -127,7 +127,7 @@ func TestReplayWithAnotherModelIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	other := agent.New(e.config(func(c *agent.Config) { c.Model = "another-model" }), e.ledger, e.reg)
+	other := agent.New(e.config(func(c *agent.Config) { c.Model = "another-model" }), e.Ledger, e.reg)
 	_, err = other.Work(ctx, e.finishAndReplay(task, first))
 	var perm *agentledger.PermanentError
 	if !errors.Is(err, agentledger.ErrKeyReuse) || !errors.As(err, &perm) || e.fake.Calls() != 2 {

@@ -135,12 +135,24 @@ func (s *Store) ReleaseMany(ctx context.Context, leases []agentledger.Lease) ([]
 // cancelled its task: the task ends cancelled with reason kept. ErrLeaseLost
 // if the token is stale.
 func (s *Store) Cancelled(ctx context.Context, l agentledger.Lease, reason string) error {
+	return s.stop(ctx, l, agentledger.StateCancelled, reason)
+}
+
+// NeedsAttention parks a task whose attempt met an effect of unknown outcome
+// that its class forbids performing blindly; an operator resolves it.
+// ErrLeaseLost if the token is stale.
+func (s *Store) NeedsAttention(ctx context.Context, l agentledger.Lease, reason string) error {
+	return s.stop(ctx, l, agentledger.StateNeedsAttention, reason)
+}
+
+// stop ends a running attempt in state, fenced on its token.
+func (s *Store) stop(ctx context.Context, l agentledger.Lease, state agentledger.TaskState, reason string) error {
 	var id int64
-	err := s.db.QueryRow(ctx, cancelledSQL, l.TaskID, l.Token, reason, s.now()).Scan(&id)
+	err := s.db.QueryRow(ctx, stopSQL, l.TaskID, l.Token, reason, s.now(), string(state)).Scan(&id)
 	if err := notFound(err); err == agentledger.ErrNotFound {
 		return fmt.Errorf("task %d token %d: %w", l.TaskID, l.Token, agentledger.ErrLeaseLost)
 	} else if err != nil {
-		return fmt.Errorf("cancelled: %w", err)
+		return fmt.Errorf("%s: %w", state, err)
 	}
 	return nil
 }

@@ -7,20 +7,6 @@ import (
 	"github.com/agentledger/agentledger"
 )
 
-// NeedsAttention parks a task whose attempt met an effect of unknown outcome
-// that its class forbids performing blindly; an operator resolves it.
-// ErrLeaseLost if the token is stale.
-func (s *Store) NeedsAttention(ctx context.Context, l agentledger.Lease, reason string) error {
-	var id int64
-	err := s.db.QueryRow(ctx, needsAttentionSQL, l.TaskID, l.Token, reason, s.now()).Scan(&id)
-	if err := notFound(err); err == agentledger.ErrNotFound {
-		return fmt.Errorf("task %d token %d: %w", l.TaskID, l.Token, agentledger.ErrLeaseLost)
-	} else if err != nil {
-		return fmt.Errorf("needs attention: %w", err)
-	}
-	return nil
-}
-
 // Requeue modes.
 const (
 	// Replay runs the task again in the same generation: effects the ledger

@@ -193,21 +193,25 @@ wake AS (
 )
 SELECT done.id FROM done LEFT JOIN (SELECT count(*) FROM wake) w ON true`
 
-// cancelledSQL is a running attempt's acknowledgement of an operator cancel.
-const cancelledSQL = `
+// stopSQL ends a running attempt, fenced on its token, without a retry: the
+// acknowledgement of an operator's cancel ($5 = 'cancelled', the task is
+// finished) or a task parked for an operator ($5 = 'needs_attention': an
+// effect of unknown outcome may not be performed blindly). The attempt's
+// outcome is the same word.
+const stopSQL = `
 WITH done AS (
 	UPDATE tasks t SET
-		state = 'cancelled',
+		state = $5,
 		last_error = $3,
 		lease_owner = NULL,
 		lease_expires_at = NULL,
-		finished_at = coalesce($4::timestamptz, now()),
+		finished_at = CASE WHEN $5 = 'cancelled' THEN coalesce($4::timestamptz, now()) END,
 		updated_at = coalesce($4::timestamptz, now())
 	WHERE t.id = $1 AND t.lease_token = $2 AND t.state = 'running'
 	RETURNING t.id, t.lease_token
 ),
 closed AS (
-	UPDATE task_attempts a SET ended_at = coalesce($4::timestamptz, now()), outcome = 'cancelled', error = $3
+	UPDATE task_attempts a SET ended_at = coalesce($4::timestamptz, now()), outcome = $5, error = $3
 	FROM done WHERE a.task_id = done.id AND a.lease_token = done.lease_token
 )
 SELECT id FROM done`
@@ -252,25 +256,6 @@ const attemptsSQL = `
 SELECT task_id, attempt, generation, lease_token, worker, started_at, ended_at,
 	coalesce(outcome, '') AS outcome, coalesce(error, '') AS error
 FROM task_attempts WHERE task_id = $1 ORDER BY lease_token`
-
-// needsAttentionSQL parks a task for an operator, fenced on the attempt's
-// token: an effect of unknown outcome may not be performed blindly.
-const needsAttentionSQL = `
-WITH done AS (
-	UPDATE tasks t SET
-		state = 'needs_attention',
-		last_error = $3,
-		lease_owner = NULL,
-		lease_expires_at = NULL,
-		updated_at = coalesce($4::timestamptz, now())
-	WHERE t.id = $1 AND t.lease_token = $2 AND t.state = 'running'
-	RETURNING t.id, t.lease_token
-),
-closed AS (
-	UPDATE task_attempts a SET ended_at = coalesce($4::timestamptz, now()), outcome = 'needs_attention', error = $3
-	FROM done WHERE a.task_id = done.id AND a.lease_token = done.lease_token
-)
-SELECT id FROM done`
 
 // requeueSQL is an operator's replay ($3 = 0) or re-run as a new intent
 // ($3 = 1) of a task that no worker holds: it runs again from attempt 1,

@@ -13,7 +13,7 @@ import (
 func BenchmarkDoFirstTime(b *testing.B) {
 	e := newEnv(b)
 	benchEnv(b, e, func(a ledger.Attempt, i int) {
-		if _, err := e.ledger.Do(context.Background(), a, effect(ledger.Keyed, fmt.Sprintf("tool/%d", i), `{}`, noop)); err != nil {
+		if _, err := e.Ledger.Do(context.Background(), a, effect(ledger.Keyed, fmt.Sprintf("tool/%d", i), `{}`, noop)); err != nil {
 			b.Fatal(err)
 		}
 	})
@@ -25,7 +25,7 @@ func BenchmarkDoReplay(b *testing.B) {
 	e := newEnv(b)
 	eff := effect(ledger.Keyed, "tool/0", `{"amount":10}`, noop)
 	benchEnv(b, e, func(a ledger.Attempt, i int) {
-		res, err := e.ledger.Do(context.Background(), a, eff)
+		res, err := e.Ledger.Do(context.Background(), a, eff)
 		if err != nil || (i > 0 && !res.Replayed) {
 			b.Fatal(err)
 		}

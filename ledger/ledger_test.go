@@ -21,21 +21,21 @@ func TestPerformOnceThenServeFromLedger(t *testing.T) {
 	c := &counter{}
 	eff := effect(ledger.Keyed, "tool/0", `{"amount": 10, "to": "acme"}`, c.perform)
 
-	first, err := e.ledger.Do(ctx, a, eff)
+	first, err := e.Ledger.Do(ctx, a, eff)
 	if err != nil || first.Replayed || string(first.Body) != `{"n": 1}` || first.Status != 200 {
 		t.Fatalf("first: %+v %v", first, err)
 	}
 	// Same request, other spelling: served, not performed (drill 8: the
 	// same status and the same bytes as the first call returned).
 	eff.Request = json.RawMessage(`{"to":"acme","amount":10}`)
-	again, err := e.ledger.Do(ctx, a, eff)
+	again, err := e.Ledger.Do(ctx, a, eff)
 	if err != nil || !again.Replayed || string(again.Body) != string(first.Body) || again.Status != first.Status {
 		t.Fatalf("again: %+v %v", again, err)
 	}
 	if c.calls.Load() != 1 {
 		t.Fatalf("performed %d times", c.calls.Load())
 	}
-	j, _ := e.ledger.Journal(ctx, a.TaskID, a.Generation)
+	j, _ := e.Ledger.Journal(ctx, a.TaskID, a.Generation)
 	if len(j) != 1 || j[0].State != ledger.StateCompleted || j[0].Performed != 1 || j[0].StepPath != "tool/0" {
 		t.Fatalf("journal %+v", j)
 	}
@@ -49,10 +49,10 @@ func TestKeyReuseWithAnotherRequest(t *testing.T) {
 	e.task()
 	a, _ := e.claim("w")
 	c := &counter{}
-	if _, err := e.ledger.Do(ctx, a, effect(ledger.Keyed, "tool/0", `{"amount":10}`, c.perform)); err != nil {
+	if _, err := e.Ledger.Do(ctx, a, effect(ledger.Keyed, "tool/0", `{"amount":10}`, c.perform)); err != nil {
 		t.Fatal(err)
 	}
-	_, err := e.ledger.Do(ctx, a, effect(ledger.Keyed, "tool/0", `{"amount":11}`, c.perform))
+	_, err := e.Ledger.Do(ctx, a, effect(ledger.Keyed, "tool/0", `{"amount":11}`, c.perform))
 	if !errors.Is(err, agentledger.ErrKeyReuse) || c.calls.Load() != 1 {
 		t.Fatalf("err %v, performed %d", err, c.calls.Load())
 	}
@@ -66,7 +66,7 @@ func TestStaleAttemptPerformsNothing(t *testing.T) {
 	zombie, _ := e.claim("a")
 	e.expireAndReclaim("b")
 	c := &counter{}
-	_, err := e.ledger.Do(ctx, zombie, effect(ledger.Keyed, "tool/0", `{}`, c.perform))
+	_, err := e.Ledger.Do(ctx, zombie, effect(ledger.Keyed, "tool/0", `{}`, c.perform))
 	if !errors.Is(err, agentledger.ErrLeaseLost) || c.calls.Load() != 0 {
 		t.Fatalf("err %v, performed %d", err, c.calls.Load())
 	}
@@ -81,21 +81,21 @@ func TestTransientThenPermanent(t *testing.T) {
 	fail := errors.New("503 from downstream")
 	c := &counter{fn: func(context.Context, ledger.Call) (ledger.Result, error) { return ledger.Result{}, fail }}
 	eff := effect(ledger.Keyed, "tool/0", `{}`, c.perform)
-	if _, err := e.ledger.Do(ctx, a, eff); !errors.Is(err, fail) {
+	if _, err := e.Ledger.Do(ctx, a, eff); !errors.Is(err, fail) {
 		t.Fatalf("transient: %v", err)
 	}
 	c.fn = func(context.Context, ledger.Call) (ledger.Result, error) {
 		return ledger.Result{Status: 422, Body: json.RawMessage(`{"error":"amount too large"}`)},
 			agentledger.Permanent(errors.New("422 amount too large"))
 	}
-	_, err := e.ledger.Do(ctx, a, eff)
+	_, err := e.Ledger.Do(ctx, a, eff)
 	var failed *ledger.FailedError
 	var perm *agentledger.PermanentError
 	if !errors.As(err, &failed) || !errors.As(err, &perm) || failed.Result.Status != 422 {
 		t.Fatalf("permanent: %v", err)
 	}
 	// Later calls get the same failure without performing.
-	_, err = e.ledger.Do(ctx, a, eff)
+	_, err = e.Ledger.Do(ctx, a, eff)
 	if !errors.As(err, &failed) || failed.Message != "422 amount too large" || string(failed.Result.Body) != `{"error": "amount too large"}` || c.calls.Load() != 2 {
 		t.Fatalf("stored failure: %v (performed %d)", err, c.calls.Load())
 	}
@@ -128,13 +128,13 @@ func TestUnknownOutcomeRecoveryByClass(t *testing.T) {
 				reconciled++
 				return ledger.Result{Status: 201, ExternalRef: "found"}, true, nil
 			}
-			if _, err := e.ledger.Do(ctx, a, eff); !errors.Is(err, agentledger.ErrLeaseLost) {
+			if _, err := e.Ledger.Do(ctx, a, eff); !errors.Is(err, agentledger.ErrLeaseLost) {
 				t.Fatalf("a: %v, want ErrLeaseLost at record", err)
 			}
 			b := a
 			b.Token++ // the task was claimed again
 
-			res, err := e.ledger.Do(ctx, b, eff)
+			res, err := e.Ledger.Do(ctx, b, eff)
 			switch class {
 			case ledger.Pure, ledger.Keyed:
 				if err != nil || c.calls.Load() != 2 || keys[0] != keys[1] {
@@ -148,12 +148,12 @@ func TestUnknownOutcomeRecoveryByClass(t *testing.T) {
 				if !errors.Is(err, ledger.ErrNeedsAttention) || c.calls.Load() != 1 {
 					t.Fatalf("b: %v, performed %d", err, c.calls.Load())
 				}
-				j, _ := e.ledger.Journal(ctx, b.TaskID, b.Generation)
+				j, _ := e.Ledger.Journal(ctx, b.TaskID, b.Generation)
 				if j[0].State != ledger.StateUnknown {
 					t.Fatalf("state %s", j[0].State)
 				}
 				// Asking again does not perform either.
-				if _, err := e.ledger.Do(ctx, b, eff); !errors.Is(err, ledger.ErrNeedsAttention) || c.calls.Load() != 1 {
+				if _, err := e.Ledger.Do(ctx, b, eff); !errors.Is(err, ledger.ErrNeedsAttention) || c.calls.Load() != 1 {
 					t.Fatalf("again: %v, performed %d", err, c.calls.Load())
 				}
 			}
@@ -189,7 +189,7 @@ func TestRaceOnOneKey(t *testing.T) {
 			if i%3 == 0 {
 				a = zombie
 			}
-			_, errs[i] = e.ledger.Do(ctx, a, effect(ledger.Keyed, "tool/0", `{"charge":5}`, perform))
+			_, errs[i] = e.Ledger.Do(ctx, a, effect(ledger.Keyed, "tool/0", `{"charge":5}`, perform))
 		}()
 	}
 	wg.Wait()
@@ -222,11 +222,11 @@ func TestLocalEffectCommitsWithItsRow(t *testing.T) {
 			return ledger.Result{Body: json.RawMessage(`{"task_id":` + itoa(r.Task.ID) + `}`)}, nil
 		}}
 	for range 3 {
-		if _, err := e.ledger.Do(ctx, a, child); err != nil {
+		if _, err := e.Ledger.Do(ctx, a, child); err != nil {
 			t.Fatal(err)
 		}
 	}
-	kids, _ := e.claims.List(ctx, claims.ListParams{Queue: "children"})
+	kids, _ := e.Claims.List(ctx, claims.ListParams{Queue: "children"})
 	if len(kids) != 1 || kids[0].ID == parent {
 		t.Fatalf("%d children", len(kids))
 	}
@@ -239,11 +239,11 @@ func TestLocalEffectCommitsWithItsRow(t *testing.T) {
 		}
 		return ledger.Result{}, errors.New("validation failed after insert")
 	}
-	if _, err := e.ledger.Do(ctx, a, boom); err == nil {
+	if _, err := e.Ledger.Do(ctx, a, boom); err == nil {
 		t.Fatal("want error")
 	}
-	kids, _ = e.claims.List(ctx, claims.ListParams{Queue: "children"})
-	j, _ := e.ledger.Journal(ctx, a.TaskID, a.Generation)
+	kids, _ = e.Claims.List(ctx, claims.ListParams{Queue: "children"})
+	j, _ := e.Ledger.Journal(ctx, a.TaskID, a.Generation)
 	if len(kids) != 1 || len(j) != 1 {
 		t.Fatalf("after a failed local effect: %d children, %d journal entries", len(kids), len(j))
 	}
@@ -258,36 +258,36 @@ func TestNewGenerationPerformsAgain(t *testing.T) {
 	a, _ := e.claim("w")
 	c := &counter{}
 	eff := effect(ledger.Keyed, "tool/0", `{}`, c.perform)
-	if _, err := e.ledger.Do(ctx, a, eff); err != nil {
+	if _, err := e.Ledger.Do(ctx, a, eff); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.claims.Succeed(ctx, agentledger.Lease{TaskID: a.TaskID, Token: a.Token}, nil); err != nil {
+	if err := e.Claims.Succeed(ctx, agentledger.Lease{TaskID: a.TaskID, Token: a.Token}, nil); err != nil {
 		t.Fatal(err)
 	}
 	// Replay: same generation, served.
-	if _, err := e.claims.Requeue(ctx, "", id, claims.Replay); err != nil {
+	if _, err := e.Claims.Requeue(ctx, "", id, claims.Replay); err != nil {
 		t.Fatal(err)
 	}
 	r, task := e.claim("w")
 	if task.Generation != 1 || task.Attempt != 1 {
 		t.Fatalf("replayed task: generation %d attempt %d", task.Generation, task.Attempt)
 	}
-	if res, err := e.ledger.Do(ctx, r, eff); err != nil || !res.Replayed || c.calls.Load() != 1 {
+	if res, err := e.Ledger.Do(ctx, r, eff); err != nil || !res.Replayed || c.calls.Load() != 1 {
 		t.Fatalf("replay: %+v %v performed %d", res, err, c.calls.Load())
 	}
-	e.claims.Succeed(ctx, agentledger.Lease{TaskID: r.TaskID, Token: r.Token}, nil)
+	e.Claims.Succeed(ctx, agentledger.Lease{TaskID: r.TaskID, Token: r.Token}, nil)
 	// Re-run: new generation, new key, performed.
-	if _, err := e.claims.Requeue(ctx, "", id, claims.Rerun); err != nil {
+	if _, err := e.Claims.Requeue(ctx, "", id, claims.Rerun); err != nil {
 		t.Fatal(err)
 	}
 	n, task := e.claim("w")
 	if task.Generation != 2 {
 		t.Fatalf("generation %d", task.Generation)
 	}
-	if res, err := e.ledger.Do(ctx, n, eff); err != nil || res.Replayed || c.calls.Load() != 2 {
+	if res, err := e.Ledger.Do(ctx, n, eff); err != nil || res.Replayed || c.calls.Load() != 2 {
 		t.Fatalf("rerun: %+v %v performed %d", res, err, c.calls.Load())
 	}
-	if _, err := e.claims.Requeue(ctx, "", id, claims.Replay); !errors.Is(err, agentledger.ErrConflict) {
+	if _, err := e.Claims.Requeue(ctx, "", id, claims.Replay); !errors.Is(err, agentledger.ErrConflict) {
 		t.Fatalf("requeue of a running task: %v", err)
 	}
 }

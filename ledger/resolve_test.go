@@ -25,18 +25,18 @@ func unknownUnsafe(t *testing.T, e *env, c *counter) (ledger.Attempt, ledger.Eff
 		}
 		return ledger.Result{Status: 200}, nil
 	}
-	if _, err := e.ledger.Do(ctx, a, eff); !errors.Is(err, agentledger.ErrLeaseLost) {
+	if _, err := e.Ledger.Do(ctx, a, eff); !errors.Is(err, agentledger.ErrLeaseLost) {
 		t.Fatal(err)
 	}
 	b := a
 	b.Token++
-	if _, err := e.ledger.Do(ctx, b, eff); !errors.Is(err, ledger.ErrNeedsAttention) {
+	if _, err := e.Ledger.Do(ctx, b, eff); !errors.Is(err, ledger.ErrNeedsAttention) {
 		t.Fatal(err)
 	}
-	if err := e.claims.NeedsAttention(ctx, agentledger.Lease{TaskID: b.TaskID, Token: b.Token}, "unknown effect"); err != nil {
+	if err := e.Claims.NeedsAttention(ctx, agentledger.Lease{TaskID: b.TaskID, Token: b.Token}, "unknown effect"); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := e.claims.Get(ctx, "", b.TaskID); got.State != agentledger.StateNeedsAttention {
+	if got, _ := e.Claims.Get(ctx, "", b.TaskID); got.State != agentledger.StateNeedsAttention {
 		t.Fatalf("task %s", got.State)
 	}
 	return b, eff
@@ -50,23 +50,23 @@ func TestResolveRetryPerformsOnce(t *testing.T) {
 	b, eff := unknownUnsafe(t, e, c)
 	key := ledger.EffectKey(b.Tenant, b.TaskID, b.Generation, eff.StepPath, eff.Operation)
 
-	if err := e.ledger.Resolve(ctx, b.Tenant, eff.Operation, key, ledger.Resolution{Retry: true}); !errors.Is(err, agentledger.ErrInvalid) {
+	if err := e.Ledger.Resolve(ctx, b.Tenant, eff.Operation, key, ledger.Resolution{Retry: true}); !errors.Is(err, agentledger.ErrInvalid) {
 		t.Fatalf("no note: %v", err)
 	}
-	if err := e.ledger.Resolve(ctx, b.Tenant, eff.Operation, key, ledger.Resolution{Retry: true, Note: "bank says no such wire"}); err != nil {
+	if err := e.Ledger.Resolve(ctx, b.Tenant, eff.Operation, key, ledger.Resolution{Retry: true, Note: "bank says no such wire"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.claims.Requeue(ctx, "", b.TaskID, claims.Replay); err != nil {
+	if _, err := e.Claims.Requeue(ctx, "", b.TaskID, claims.Replay); err != nil {
 		t.Fatal(err)
 	}
 	r, _ := e.claim("c")
-	if _, err := e.ledger.Do(ctx, r, eff); err != nil || c.calls.Load() != 2 {
+	if _, err := e.Ledger.Do(ctx, r, eff); err != nil || c.calls.Load() != 2 {
 		t.Fatalf("after retry resolution: %v, performed %d", err, c.calls.Load())
 	}
-	if res, err := e.ledger.Do(ctx, r, eff); err != nil || !res.Replayed || c.calls.Load() != 2 {
+	if res, err := e.Ledger.Do(ctx, r, eff); err != nil || !res.Replayed || c.calls.Load() != 2 {
 		t.Fatalf("then served: %v, performed %d", err, c.calls.Load())
 	}
-	if err := e.ledger.Resolve(ctx, b.Tenant, eff.Operation, key, ledger.Resolution{Retry: true, Note: "x"}); !errors.Is(err, agentledger.ErrNotFound) {
+	if err := e.Ledger.Resolve(ctx, b.Tenant, eff.Operation, key, ledger.Resolution{Retry: true, Note: "x"}); !errors.Is(err, agentledger.ErrNotFound) {
 		t.Fatalf("resolving a completed effect: %v", err)
 	}
 }
@@ -78,17 +78,17 @@ func TestResolveDoneServesWithoutPerforming(t *testing.T) {
 	c := &counter{}
 	b, eff := unknownUnsafe(t, e, c)
 	key := ledger.EffectKey(b.Tenant, b.TaskID, b.Generation, eff.StepPath, eff.Operation)
-	if err := e.ledger.Resolve(ctx, b.Tenant, eff.Operation, key, ledger.Resolution{Done: true, Note: "wire seen in bank portal",
+	if err := e.Ledger.Resolve(ctx, b.Tenant, eff.Operation, key, ledger.Resolution{Done: true, Note: "wire seen in bank portal",
 		Result: &ledger.Result{Status: 200, ExternalRef: "wire-77"}}); err != nil {
 		t.Fatal(err)
 	}
-	e.claims.Requeue(ctx, "", b.TaskID, claims.Replay)
+	e.Claims.Requeue(ctx, "", b.TaskID, claims.Replay)
 	r, _ := e.claim("c")
-	res, err := e.ledger.Do(ctx, r, eff)
+	res, err := e.Ledger.Do(ctx, r, eff)
 	if err != nil || !res.Replayed || res.Status != 200 || c.calls.Load() != 1 {
 		t.Fatalf("%+v %v performed %d", res, err, c.calls.Load())
 	}
-	j, _ := e.ledger.Journal(ctx, r.TaskID, r.Generation)
+	j, _ := e.Ledger.Journal(ctx, r.TaskID, r.Generation)
 	if j[0].Note != "wire seen in bank portal" || j[0].Performed != 1 {
 		t.Fatalf("journal %+v", j[0])
 	}
@@ -106,40 +106,40 @@ func TestExpiryAndLateRetry(t *testing.T) {
 
 	finished := e.task()
 	a, _ := e.claim("w")
-	if _, err := e.ledger.Do(ctx, a, eff); err != nil {
+	if _, err := e.Ledger.Do(ctx, a, eff); err != nil {
 		t.Fatal(err)
 	}
-	e.claims.Succeed(ctx, agentledger.Lease{TaskID: a.TaskID, Token: a.Token}, nil)
+	e.Claims.Succeed(ctx, agentledger.Lease{TaskID: a.TaskID, Token: a.Token}, nil)
 	running := e.task()
 	r, _ := e.claim("w")
-	if _, err := e.ledger.Do(ctx, r, eff); err != nil {
+	if _, err := e.Ledger.Do(ctx, r, eff); err != nil {
 		t.Fatal(err)
 	}
 	// Both rows are old; only the finished task's is past its window.
 	age := func(id int64) {
-		if _, err := e.db.Exec(ctx, `UPDATE ledger SET updated_at = now() - interval '8 days' WHERE task_id = $1`, id); err != nil {
+		if _, err := e.DB.Exec(ctx, `UPDATE ledger SET updated_at = now() - interval '8 days' WHERE task_id = $1`, id); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.db.Exec(ctx, `UPDATE tasks SET finished_at = now() - interval '8 days' WHERE id = $1 AND finished_at IS NOT NULL`, id); err != nil {
+		if _, err := e.DB.Exec(ctx, `UPDATE tasks SET finished_at = now() - interval '8 days' WHERE id = $1 AND finished_at IS NOT NULL`, id); err != nil {
 			t.Fatal(err)
 		}
 	}
 	age(finished)
 	age(running)
 	short := ledger.Retention{PerOperation: map[string]time.Duration{"test.op": 30 * 24 * time.Hour}}
-	if n, err := e.ledger.Expire(ctx, short, 1); err != nil || n != 0 {
+	if n, err := e.Ledger.Expire(ctx, short, 1); err != nil || n != 0 {
 		t.Fatalf("a 30-day window expired %d rows (%v)", n, err)
 	}
-	if n, err := e.ledger.Expire(ctx, ledger.Retention{}, 1); err != nil || n != 1 {
+	if n, err := e.Ledger.Expire(ctx, ledger.Retention{}, 1); err != nil || n != 1 {
 		t.Fatalf("expired %d rows (%v), want 1", n, err)
 	}
-	if j, _ := e.ledger.Journal(ctx, running, 1); len(j) != 1 {
+	if j, _ := e.Ledger.Journal(ctx, running, 1); len(j) != 1 {
 		t.Fatal("the running task's row expired")
 	}
 	// The late retry: the finished task is replayed after its row expired.
-	e.claims.Requeue(ctx, "", finished, claims.Replay)
+	e.Claims.Requeue(ctx, "", finished, claims.Replay)
 	late, _ := e.claim("w")
-	res, err := e.ledger.Do(ctx, late, eff)
+	res, err := e.Ledger.Do(ctx, late, eff)
 	if err != nil || res.Replayed || c.calls.Load() != 3 {
 		t.Fatalf("late retry: %+v %v performed %d, want performed again", res, err, c.calls.Load())
 	}

@@ -11,12 +11,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/internal/downstream"
-	"github.com/agentledger/agentledger/internal/testdb"
+	"github.com/agentledger/agentledger/internal/testenv"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/steps"
 	"github.com/agentledger/agentledger/tools"
@@ -59,42 +58,25 @@ func (p *post) Effect(c tools.Call) (ledger.Effect, error) {
 }
 
 type env struct {
-	t      *testing.T
-	claims *claims.Store
-	ledger *ledger.Ledger
+	*testenv.Env
 	down   *downstream.Server
 	tool   *post
 	runner *steps.Runner
-	now    time.Time
 }
 
 func newEnv(t *testing.T) *env {
-	db := testdb.New(t)
-	e := &env{t: t, claims: claims.New(db), ledger: ledger.New(db), down: downstream.New(), now: time.Now()}
+	e := &env{Env: testenv.New(t), down: downstream.New()}
 	t.Cleanup(e.down.Close)
-	e.claims.Now = func() time.Time { return e.now }
 	e.tool = &post{url: e.down.URL}
-	e.runner = steps.New(e.ledger, tools.NewRegistry(e.tool))
+	e.runner = steps.New(e.Ledger, tools.NewRegistry(e.tool))
 	return e
 }
 
 func (e *env) submit(payload string) int64 {
-	e.t.Helper()
-	r, err := e.claims.Enqueue(context.Background(), claims.EnqueueParams{Kind: "steps", Payload: json.RawMessage(payload)})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return r.Task.ID
+	return e.Enqueue(claims.EnqueueParams{Payload: json.RawMessage(payload)}).ID
 }
 
-func (e *env) claim() *agentledger.Task {
-	e.t.Helper()
-	got, err := e.claims.Claim(context.Background(), claims.ClaimParams{Queue: "default", Worker: "w", Limit: 1, Lease: time.Minute})
-	if err != nil || len(got) != 1 {
-		e.t.Fatalf("claim: %v %v", got, err)
-	}
-	return got[0]
-}
+func (e *env) claim() *agentledger.Task { return e.Claim("w") }
 
 func TestPayloadErrorsPerformNothing(t *testing.T) {
 	t.Parallel()
@@ -114,7 +96,7 @@ func TestPayloadErrorsPerformNothing(t *testing.T) {
 		if !errors.As(err, &perm) || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want permanent error containing %q", payload, err, want)
 		}
-		e.claims.Succeed(context.Background(), claims.LeaseOf(task), nil)
+		e.Claims.Succeed(context.Background(), claims.LeaseOf(task), nil)
 	}
 	if e.down.Hits() != 0 {
 		t.Fatalf("%d downstream hits for bad payloads", e.down.Hits())
@@ -172,8 +154,7 @@ func TestNextAttemptServesRecordedSteps(t *testing.T) {
 	if _, err := e.runner.Work(ctx, first); err == nil {
 		t.Fatal("want the injected failure")
 	}
-	e.now = e.now.Add(2 * time.Minute) // the lease runs out; another worker claims
-	second := e.claim()
+	second := e.ExpireAndReclaim("w") // the lease runs out; another worker claims
 	if second.Attempt != 2 {
 		t.Fatalf("attempt %d", second.Attempt)
 	}

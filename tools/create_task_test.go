@@ -22,19 +22,19 @@ func TestCreateTaskOnce(t *testing.T) {
 	a := e.task()
 	c := call(a, "tool/0", childArgs)
 
-	first, err := tools.Invoke(ctx, e.ledger, tool, c)
+	first, err := tools.Invoke(ctx, e.Ledger, tool, c)
 	var body struct {
 		TaskID int64 `json:"task_id"`
 	}
 	if err != nil || first.Replayed || json.Unmarshal(first.Body, &body) != nil || body.TaskID == 0 {
 		t.Fatalf("first: %+v %v", first, err)
 	}
-	again, err := tools.Invoke(ctx, e.ledger, tool, c)
+	again, err := tools.Invoke(ctx, e.Ledger, tool, c)
 	if err != nil || !again.Replayed || !sameJSON(t, again.Body, first.Body) || again.ExternalRef != first.ExternalRef {
 		t.Fatalf("again: %+v %v", again, err)
 	}
-	c.Task = e.expireAndReclaim() // another attempt of the same generation
-	if third, err := tools.Invoke(ctx, e.ledger, tool, c); err != nil || !third.Replayed || !sameJSON(t, third.Body, first.Body) {
+	c.Task = e.ExpireAndReclaim("b") // another attempt of the same generation
+	if third, err := tools.Invoke(ctx, e.Ledger, tool, c); err != nil || !third.Replayed || !sameJSON(t, third.Body, first.Body) {
 		t.Fatalf("next attempt: %+v %v", third, err)
 	}
 
@@ -42,7 +42,7 @@ func TestCreateTaskOnce(t *testing.T) {
 	if n := e.count(`SELECT count(*) FROM tasks WHERE id <> $1`, a.ID); n != 1 {
 		t.Fatalf("%d children", n)
 	}
-	child, err := e.claims.Get(ctx, a.Tenant, body.TaskID)
+	child, err := e.Claims.Get(ctx, a.Tenant, body.TaskID)
 	if err != nil || child.SubmissionKey != "child:"+key || child.Tenant != "acme" || child.Kind != "child.work" ||
 		child.Queue != "children" || child.Priority != 5 || !sameJSON(t, child.Payload, []byte(`{"x":1}`)) {
 		t.Fatalf("child %+v %v", child, err)
@@ -68,17 +68,17 @@ func TestCreateTaskFailureAfterInsertLeavesNothing(t *testing.T) {
 		inserted = true
 		return ledger.Result{}, errors.New("crash after insert")
 	}
-	if _, err := e.ledger.Do(ctx, ledger.AttemptOf(a), eff); err == nil || !inserted {
+	if _, err := e.Ledger.Do(ctx, ledger.AttemptOf(a), eff); err == nil || !inserted {
 		t.Fatalf("do: %v, inserted %v", err, inserted)
 	}
 	if n := e.count(`SELECT count(*) FROM tasks WHERE submission_key LIKE 'child:%'`); n != 0 {
 		t.Fatalf("%d children after a failed transaction", n)
 	}
-	if text := e.ledgerText(); text != "" {
+	if text := e.LedgerText(); text != "" {
 		t.Fatalf("ledger row left: %s", text)
 	}
 	// Run again for real: one child.
-	if _, err := tools.Invoke(ctx, e.ledger, tools.NewCreateTask(), call(a, "tool/0", childArgs)); err != nil {
+	if _, err := tools.Invoke(ctx, e.Ledger, tools.NewCreateTask(), call(a, "tool/0", childArgs)); err != nil {
 		t.Fatal(err)
 	}
 	if n := e.count(`SELECT count(*) FROM tasks WHERE submission_key LIKE 'child:%'`); n != 1 {
@@ -99,7 +99,7 @@ func TestCreateTaskBadArgs(t *testing.T) {
 		`{"kind":"k","parent":1}`:              `unknown field "parent"`,
 		`{"kind":"k","payload":{"a":1,"a":2}}`: "payload",
 	} {
-		_, err := tools.Invoke(ctx, e.ledger, tools.NewCreateTask(), call(a, "tool/x", args))
+		_, err := tools.Invoke(ctx, e.Ledger, tools.NewCreateTask(), call(a, "tool/x", args))
 		if want == "" {
 			if err != nil {
 				t.Errorf("%s: %v", args, err)

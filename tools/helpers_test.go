@@ -10,105 +10,54 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
-
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/canonjson"
 	"github.com/agentledger/agentledger/claims"
-	"github.com/agentledger/agentledger/internal/testdb"
-	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/internal/testenv"
 	"github.com/agentledger/agentledger/tools"
 )
 
-// env is one test's database: a task store with a pinned clock, a ledger,
-// and an HTTP client of its own (so no test reuses another's connections).
+// env is one test's database (see testenv) and an HTTP client of its own
+// (so no test reuses another's connections).
 type env struct {
-	t      *testing.T
-	db     *pgxpool.Pool
-	claims *claims.Store
-	ledger *ledger.Ledger
+	*testenv.Env
 	client *http.Client
-	mu     sync.Mutex
-	now    time.Time
 }
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	db := testdb.New(t)
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	t.Cleanup(tr.CloseIdleConnections)
-	e := &env{t: t, db: db, claims: claims.New(db), ledger: ledger.New(db),
-		client: &http.Client{Transport: tr}, now: time.Now().UTC().Truncate(time.Second)}
-	e.claims.Now = e.clock
-	return e
-}
-
-func (e *env) clock() time.Time {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.now
+	return &env{Env: testenv.New(t), client: &http.Client{Transport: tr}}
 }
 
 // task enqueues a task of tenant acme and claims it for worker a.
 func (e *env) task() *agentledger.Task {
-	e.t.Helper()
-	if _, err := e.claims.Enqueue(context.Background(), claims.EnqueueParams{Tenant: "acme", Kind: "steps"}); err != nil {
-		e.t.Fatal(err)
-	}
-	return e.claim("a")
-}
-
-func (e *env) claim(worker string) *agentledger.Task {
-	e.t.Helper()
-	got, err := e.claims.Claim(context.Background(), claims.ClaimParams{Queue: "default", Worker: worker, Limit: 1, Lease: time.Minute})
-	if err != nil || len(got) != 1 {
-		e.t.Fatalf("claim: %d tasks, %v", len(got), err)
-	}
-	return got[0]
-}
-
-// expireAndReclaim lets the current lease run out and claims the task
-// again for worker b.
-func (e *env) expireAndReclaim() *agentledger.Task {
-	e.t.Helper()
-	e.mu.Lock()
-	e.now = e.now.Add(2 * time.Minute)
-	e.mu.Unlock()
-	return e.claim("b")
+	e.Enqueue(claims.EnqueueParams{Tenant: "acme"})
+	return e.Claim("a")
 }
 
 // http returns cfg's tools with the env's client.
 func (e *env) http(cfg tools.HTTPConfig) (keyed, unsafe *tools.HTTPTool) {
-	e.t.Helper()
+	e.T.Helper()
 	cfg.Client = e.client
 	keyed, err := tools.NewHTTPRequest(cfg)
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	unsafe, err = tools.NewUnsafeHTTP(cfg)
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	return keyed, unsafe
 }
 
-// ledgerText is every ledger row as text, for searching.
-func (e *env) ledgerText() string {
-	e.t.Helper()
-	var s string
-	if err := e.db.QueryRow(context.Background(), `SELECT coalesce(string_agg(l::text, E'\n'), '') FROM ledger l`).Scan(&s); err != nil {
-		e.t.Fatal(err)
-	}
-	return s
-}
-
 func (e *env) count(sql string, args ...any) int {
-	e.t.Helper()
+	e.T.Helper()
 	var n int
-	if err := e.db.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
-		e.t.Fatal(err)
+	if err := e.DB.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
+		e.T.Fatal(err)
 	}
 	return n
 }

@@ -37,12 +37,12 @@ func TestHTTPRequestOnceThenFromLedger(t *testing.T) {
 	tool, _ := e.http(tools.HTTPConfig{AllowedHosts: []string{hostOf(s1.URL), hostOf(s2.URL)}})
 	task := e.task()
 
-	first, err := tools.Invoke(ctx, e.ledger, tool, call(task, "tool/0", post(s1.URL+"/charges")))
+	first, err := tools.Invoke(ctx, e.Ledger, tool, call(task, "tool/0", post(s1.URL+"/charges")))
 	if err != nil || first.Replayed || first.Status != 201 || !strings.Contains(string(first.Body), `"effect": 1`) {
 		t.Fatalf("first: %+v %v", first, err)
 	}
 	// The same request spelled otherwise is the same call.
-	again, err := tools.Invoke(ctx, e.ledger, tool, call(task, "tool/0",
+	again, err := tools.Invoke(ctx, e.Ledger, tool, call(task, "tool/0",
 		fmt.Sprintf(`{"body":{"to":"acme","amount":10},"url":%q,"method":"post"}`, s1.URL+"/charges")))
 	if err != nil || !again.Replayed || again.Status != 201 || !sameJSON(t, again.Body, first.Body) {
 		t.Fatalf("again: %+v %v", again, err)
@@ -56,7 +56,7 @@ func TestHTTPRequestOnceThenFromLedger(t *testing.T) {
 		t.Fatal("downstream did not see the ledger's downstream key")
 	}
 
-	if _, err := tools.Invoke(ctx, e.ledger, tool, call(task, "tool/1", post(s2.URL+"/charges"))); err != nil {
+	if _, err := tools.Invoke(ctx, e.Ledger, tool, call(task, "tool/1", post(s2.URL+"/charges"))); err != nil {
 		t.Fatal(err)
 	}
 	key2 := ledger.EffectKey(task.Tenant, task.ID, task.Generation, "tool/1", "http_request")
@@ -78,10 +78,10 @@ func TestHTTPRequestCommitThenDrop(t *testing.T) {
 	c := call(task, "tool/0", post(srv.URL+"/charges"))
 
 	srv.Inject(downstream.CommitThenDrop)
-	if _, err := tools.Invoke(ctx, e.ledger, tool, c); err == nil || isPermanent(err) {
+	if _, err := tools.Invoke(ctx, e.Ledger, tool, c); err == nil || isPermanent(err) {
 		t.Fatalf("dropped answer: %v, want a transient error", err)
 	}
-	retried, err := tools.Invoke(ctx, e.ledger, tool, c)
+	retried, err := tools.Invoke(ctx, e.Ledger, tool, c)
 	if err != nil || retried.Replayed || retried.Status != 200 {
 		t.Fatalf("retry: %+v %v", retried, err)
 	}
@@ -89,7 +89,7 @@ func TestHTTPRequestCommitThenDrop(t *testing.T) {
 	if srv.Effects() != 1 || srv.Hits() != 2 || srv.EffectsFor(ledger.DownstreamKey(key, "http://"+hostOf(srv.URL))) != 1 {
 		t.Fatalf("effects %d hits %d", srv.Effects(), srv.Hits())
 	}
-	stored, err := tools.Invoke(ctx, e.ledger, tool, c)
+	stored, err := tools.Invoke(ctx, e.Ledger, tool, c)
 	if err != nil || !stored.Replayed || stored.Status != retried.Status || !sameJSON(t, stored.Body, retried.Body) || srv.Hits() != 2 {
 		t.Fatalf("stored: %+v %v, hits %d", stored, err, srv.Hits())
 	}
@@ -105,22 +105,22 @@ func TestHTTPRequestTransientAnswers(t *testing.T) {
 
 	c := call(task, "tool/0", post(srv.URL))
 	srv.Inject(downstream.Unavailable)
-	_, err := tools.Invoke(ctx, e.ledger, tool, c)
+	_, err := tools.Invoke(ctx, e.Ledger, tool, c)
 	var after *agentledger.RetryAfterError
 	if err == nil || isPermanent(err) || errors.As(err, &after) || !strings.Contains(err.Error(), "503") {
 		t.Fatalf("503: %v", err)
 	}
-	if res, err := tools.Invoke(ctx, e.ledger, tool, c); err != nil || res.Status != 201 || srv.Effects() != 1 || srv.Hits() != 2 {
+	if res, err := tools.Invoke(ctx, e.Ledger, tool, c); err != nil || res.Status != 201 || srv.Effects() != 1 || srv.Hits() != 2 {
 		t.Fatalf("after 503: %+v %v, effects %d", res, err, srv.Effects())
 	}
 
 	c = call(task, "tool/1", post(srv.URL))
 	srv.Inject(downstream.RateLimited)
-	_, err = tools.Invoke(ctx, e.ledger, tool, c)
+	_, err = tools.Invoke(ctx, e.Ledger, tool, c)
 	if !errors.As(err, &after) || after.After != time.Second || isPermanent(err) {
 		t.Fatalf("429: %v", err)
 	}
-	if res, err := tools.Invoke(ctx, e.ledger, tool, c); err != nil || res.Status != 201 || srv.Effects() != 2 {
+	if res, err := tools.Invoke(ctx, e.Ledger, tool, c); err != nil || res.Status != 201 || srv.Effects() != 2 {
 		t.Fatalf("after 429: %+v %v, effects %d", res, err, srv.Effects())
 	}
 }
@@ -139,12 +139,12 @@ func TestHTTPRequestPermanentFailureIsStored(t *testing.T) {
 	tool, _ := e.http(tools.HTTPConfig{AllowedHosts: []string{hostOf(rec.URL)}})
 	c := call(e.task(), "tool/0", post(rec.URL))
 
-	res, err := tools.Invoke(ctx, e.ledger, tool, c)
+	res, err := tools.Invoke(ctx, e.Ledger, tool, c)
 	if !isPermanent(err) || res.Status != 422 || !contains(err.Error(), "422", "amount must be positive") ||
 		!contains(string(res.Body), "amount must be positive") {
 		t.Fatalf("first: %+v %v", res, err)
 	}
-	res, err = tools.Invoke(ctx, e.ledger, tool, c)
+	res, err = tools.Invoke(ctx, e.Ledger, tool, c)
 	var failed *ledger.FailedError
 	if !isPermanent(err) || !errors.As(err, &failed) || !res.Replayed || res.Status != 422 ||
 		failed.Result.Status != 422 || !contains(failed.Message, "amount must be positive") {
@@ -163,23 +163,23 @@ func TestHTTPRequestDisallowedHost(t *testing.T) {
 	task := e.task()
 	for _, hosts := range [][]string{nil, {"example.com", "127.0.0.1:1"}} {
 		tool, unsafe := e.http(tools.HTTPConfig{AllowedHosts: hosts, UnsafeAllowedHosts: hosts})
-		_, err := tools.Invoke(ctx, e.ledger, tool, call(task, "tool/0", post(srv.URL)))
+		_, err := tools.Invoke(ctx, e.Ledger, tool, call(task, "tool/0", post(srv.URL)))
 		want := fmt.Sprintf("host %s is not allowed: add it to AGENTLEDGER_HTTP_ALLOWED_HOSTS", hostOf(srv.URL))
 		if !isPermanent(err) || !strings.Contains(err.Error(), want) {
 			t.Fatalf("%v: %v", hosts, err)
 		}
-		_, err = tools.Invoke(ctx, e.ledger, unsafe, call(task, "tool/0", post(srv.URL)))
+		_, err = tools.Invoke(ctx, e.Ledger, unsafe, call(task, "tool/0", post(srv.URL)))
 		if !isPermanent(err) || !strings.Contains(err.Error(), "AGENTLEDGER_UNSAFE_HTTP_ALLOWED_HOSTS") {
 			t.Fatalf("unsafe %v: %v", hosts, err)
 		}
 	}
 	// Each tool has its own list.
 	_, unsafe := e.http(tools.HTTPConfig{AllowedHosts: []string{hostOf(srv.URL)}})
-	if _, err := tools.Invoke(ctx, e.ledger, unsafe, call(task, "tool/0", post(srv.URL))); !isPermanent(err) {
+	if _, err := tools.Invoke(ctx, e.Ledger, unsafe, call(task, "tool/0", post(srv.URL))); !isPermanent(err) {
 		t.Fatalf("unsafe_http used http_request's list: %v", err)
 	}
-	if srv.Hits() != 0 || e.ledgerText() != "" {
-		t.Fatalf("hits %d, ledger %q", srv.Hits(), e.ledgerText())
+	if srv.Hits() != 0 || e.LedgerText() != "" {
+		t.Fatalf("hits %d, ledger %q", srv.Hits(), e.LedgerText())
 	}
 }
 
@@ -260,11 +260,11 @@ func TestHTTPSecretHeadersNeverStored(t *testing.T) {
 		HostHeaders: map[string]map[string]string{hostOf(rec.URL): {"authorization": "Bearer " + secret}}})
 	task := e.task()
 	args := fmt.Sprintf(`{"method":"POST","url":%q,"headers":{"X-Trace":"trace-77"},"body":{"a":1}}`, rec.URL+"/ok")
-	res, err := tools.Invoke(ctx, e.ledger, tool, call(task, "tool/0", args))
+	res, err := tools.Invoke(ctx, e.Ledger, tool, call(task, "tool/0", args))
 	if err != nil || strings.Contains(string(res.Body), secret) || !strings.Contains(string(res.Body), "[redacted]") {
 		t.Fatalf("ok: %+v %v", res, err)
 	}
-	_, err = tools.Invoke(ctx, e.ledger, tool, call(task, "tool/1", fmt.Sprintf(`{"method":"GET","url":%q}`, rec.URL+"/bad")))
+	_, err = tools.Invoke(ctx, e.Ledger, tool, call(task, "tool/1", fmt.Sprintf(`{"method":"GET","url":%q}`, rec.URL+"/bad")))
 	if !isPermanent(err) || strings.Contains(err.Error(), secret) || !strings.Contains(err.Error(), "403") {
 		t.Fatalf("bad: %v", err)
 	}
@@ -274,7 +274,7 @@ func TestHTTPSecretHeadersNeverStored(t *testing.T) {
 		!strings.HasPrefix(reqs[0].header.Get("Idempotency-Key"), "al1-") {
 		t.Fatalf("sent %+v", reqs)
 	}
-	if text := e.ledgerText(); strings.Contains(text, secret) || !strings.Contains(text, "[redacted]") {
+	if text := e.LedgerText(); strings.Contains(text, secret) || !strings.Contains(text, "[redacted]") {
 		t.Fatalf("ledger holds the secret or lacks the results:\n%s", text)
 	}
 }
@@ -297,24 +297,24 @@ func TestUnsafeHTTPLostRecordNeedsAttention(t *testing.T) {
 
 	done := make(chan error, 1)
 	go func() {
-		_, err := tools.Invoke(ctx, e.ledger, unsafe, c)
+		_, err := tools.Invoke(ctx, e.Ledger, unsafe, c)
 		done <- err
 	}()
 	<-arrived
-	b := e.expireAndReclaim() // the lease ends while the request is in flight
+	b := e.ExpireAndReclaim("b") // the lease ends while the request is in flight
 	close(release)
 	if err := <-done; !errors.Is(err, agentledger.ErrLeaseLost) {
 		t.Fatalf("a: %v, want ErrLeaseLost", err)
 	}
 	c.Task = b
-	if _, err := tools.Invoke(ctx, e.ledger, unsafe, c); !errors.Is(err, agentledger.ErrNeedsAttention) {
+	if _, err := tools.Invoke(ctx, e.Ledger, unsafe, c); !errors.Is(err, agentledger.ErrNeedsAttention) {
 		t.Fatalf("b: %v, want ErrNeedsAttention", err)
 	}
 	reqs := rec.requests()
 	if len(reqs) != 1 || reqs[0].header.Get("Idempotency-Key") != "" {
 		t.Fatalf("requests %+v", reqs)
 	}
-	j, err := e.ledger.Journal(ctx, b.ID, b.Generation)
+	j, err := e.Ledger.Journal(ctx, b.ID, b.Generation)
 	if err != nil || len(j) != 1 || j[0].State != ledger.StateUnknown || j[0].Class != ledger.Unsafe {
 		t.Fatalf("journal %+v %v", j, err)
 	}
@@ -337,7 +337,7 @@ func TestHTTPResponseLimitsAndRedirects(t *testing.T) {
 	tool, _ := e.http(tools.HTTPConfig{AllowedHosts: []string{hostOf(rec.URL)}, MaxResponseBytes: 50})
 	task := e.task()
 	get := func(step, path string) (ledger.Result, error) {
-		return tools.Invoke(ctx, e.ledger, tool, call(task, step, fmt.Sprintf(`{"method":"GET","url":%q}`, rec.URL+path)))
+		return tools.Invoke(ctx, e.Ledger, tool, call(task, step, fmt.Sprintf(`{"method":"GET","url":%q}`, rec.URL+path)))
 	}
 	if res, err := get("tool/0", "/big"); !isPermanent(err) || !strings.Contains(err.Error(), "response larger than 50 bytes") || res.Status != 200 {
 		t.Fatalf("big: %+v %v", res, err)

@@ -73,11 +73,11 @@ func TestNotifyPostsOnce(t *testing.T) {
 	a := e.task()
 	c := call(a, "notify/on-done", notifyArgs)
 
-	first, err := tools.Invoke(ctx, e.ledger, tool, c)
+	first, err := tools.Invoke(ctx, e.Ledger, tool, c)
 	if err != nil || first.ExternalRef != "notify.jsonl:1" || !sameJSON(t, first.Body, []byte(`{"channel":"ops","ref":"notify.jsonl:1"}`)) {
 		t.Fatalf("first: %+v %v", first, err)
 	}
-	again, err := tools.Invoke(ctx, e.ledger, tool, c)
+	again, err := tools.Invoke(ctx, e.Ledger, tool, c)
 	if err != nil || !again.Replayed || again.ExternalRef != first.ExternalRef || sink.posts.Load() != 1 {
 		t.Fatalf("again: %+v %v, posts %d", again, err, sink.posts.Load())
 	}
@@ -100,12 +100,12 @@ func TestNotifyReconcilesLostRecord(t *testing.T) {
 	c := call(a, "notify/on-done", notifyArgs)
 
 	var b *agentledger.Task
-	sink.after = func() error { b = e.expireAndReclaim(); return nil }
-	if _, err := tools.Invoke(ctx, e.ledger, tool, c); !errors.Is(err, agentledger.ErrLeaseLost) {
+	sink.after = func() error { b = e.ExpireAndReclaim("b"); return nil }
+	if _, err := tools.Invoke(ctx, e.Ledger, tool, c); !errors.Is(err, agentledger.ErrLeaseLost) {
 		t.Fatalf("a: %v, want ErrLeaseLost", err)
 	}
 	c.Task = b
-	res, err := tools.Invoke(ctx, e.ledger, tool, c)
+	res, err := tools.Invoke(ctx, e.Ledger, tool, c)
 	if err != nil || res.Replayed || res.ExternalRef != "notify.jsonl:1" || sink.posts.Load() != 1 {
 		t.Fatalf("b: %+v %v, posts %d", res, err, sink.posts.Load())
 	}
@@ -113,7 +113,7 @@ func TestNotifyReconcilesLostRecord(t *testing.T) {
 	if linesWith(t, path, key) != 1 || strings.Count(out.String(), "\n") != 1 {
 		t.Fatalf("posted twice; console %q", out.String())
 	}
-	j, err := e.ledger.Journal(ctx, b.ID, b.Generation)
+	j, err := e.Ledger.Journal(ctx, b.ID, b.Generation)
 	if err != nil || len(j) != 1 || j[0].State != ledger.StateCompleted || j[0].Result.ExternalRef != "notify.jsonl:1" {
 		t.Fatalf("journal %+v %v", j, err)
 	}
@@ -132,12 +132,12 @@ func TestNotifyPostsWhenReconcileFindsNothing(t *testing.T) {
 
 	var b *agentledger.Task
 	sink.drop = true
-	sink.after = func() error { b = e.expireAndReclaim(); return errors.New("connection reset") }
-	if _, err := tools.Invoke(ctx, e.ledger, tool, c); err == nil {
+	sink.after = func() error { b = e.ExpireAndReclaim("b"); return errors.New("connection reset") }
+	if _, err := tools.Invoke(ctx, e.Ledger, tool, c); err == nil {
 		t.Fatal("a: the lost post succeeded")
 	}
 	c.Task = b
-	if res, err := tools.Invoke(ctx, e.ledger, tool, c); err != nil || res.ExternalRef != "notify.jsonl:1" || sink.posts.Load() != 1 {
+	if res, err := tools.Invoke(ctx, e.Ledger, tool, c); err != nil || res.ExternalRef != "notify.jsonl:1" || sink.posts.Load() != 1 {
 		t.Fatalf("b: %+v %v, posts %d", res, err, sink.posts.Load())
 	}
 	key := ledger.DownstreamKey(ledger.EffectKey(a.Tenant, a.ID, a.Generation, "notify/on-done", "notify"), "notify")
