@@ -5,11 +5,11 @@
 // recording it), the next attempt looks the key up first and posts only if
 // the message is absent. No notification is ever sent twice.
 //
-// This package holds the Sink abstraction and ConsoleSink, the sink used
-// when no Slack token is configured: it prints a readable line and appends a
-// JSON record per message to a file, which is what Find searches.
-//
-// The Slack sink comes in a later change and implements the same Sink: Post
-// carries the key in the message metadata and answers the channel and ts as
-// the ref; Find reads the channel history for the key.
+// Two sinks implement it. SlackSink (slack-go) carries the key in Slack
+// message metadata, answers "<channel id>/<ts>" as the ref, updates a
+// message in place (Updater), finds a message by reading the channel history
+// with metadata, paces posts per channel and per workspace, waits out 429s
+// and never shows its token. ConsoleSink is the sink used when no Slack
+// token is configured: it prints a readable line and appends a JSON record
+// per message to a file, which is what its Find searches.
 package notify

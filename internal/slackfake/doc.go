@@ -1,0 +1,15 @@
+// Package slackfake is a loopback Slack Web API for tests: the methods
+// notify.SlackSink calls, as github.com/slack-go/slack sends them.
+//
+// It answers chat.postMessage (storing channel, text, blocks and metadata
+// under a unique, increasing ts), chat.update, conversations.history (newest
+// first, paged by cursor and limit, bounded by oldest and latest, metadata
+// only with include_all_metadata) and conversations.list. Every call must
+// carry the configured token, as a bearer header or a token form field.
+//
+// Faults are scripted per method with Inject: an HTTP status with
+// Retry-After (a 429), a Slack error code such as fatal_error, or a dropped
+// connection, each optionally after the call took effect ("accepted but the
+// answer was lost"). Unknown channels answer channel_not_found and updates
+// of unknown messages message_not_found, as Slack does.
+package slackfake

@@ -1,0 +1,71 @@
+package slackfake
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// handler runs one Web API method on the parsed form with s.mu held: it
+// answers a response body, or a Slack error code.
+type handler func(s *Server, form url.Values) (any, string)
+
+var handlers = map[string]handler{
+	"chat.postMessage":      (*Server).postMessage,
+	"chat.update":           (*Server).update,
+	"conversations.history": (*Server).history,
+	"conversations.list":    (*Server).list,
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	method, ok := strings.CutPrefix(r.URL.Path, "/api/")
+	h := handlers[method]
+	if !ok || h == nil {
+		writeJSON(w, http.StatusNotFound, map[string]any{"ok": false, "error": "unknown_method"})
+		return
+	}
+	if err := r.ParseForm(); err != nil {
+		writeJSON(w, http.StatusOK, map[string]any{"ok": false, "error": "invalid_form_data"})
+		return
+	}
+	token, bearer := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !bearer {
+		token = r.PostForm.Get("token")
+	}
+
+	s.mu.Lock()
+	s.calls[method]++
+	f, faulty := s.popFault(method)
+	if faulty && !f.Apply {
+		s.mu.Unlock()
+		misbehave(w, f, token)
+		return
+	}
+	var body any
+	var code string
+	switch {
+	case token == "":
+		code = "not_authed"
+	case token != s.token:
+		code = "invalid_auth"
+	default:
+		body, code = h(s, r.PostForm)
+	}
+	s.mu.Unlock()
+
+	switch {
+	case faulty:
+		misbehave(w, f, token)
+	case code != "":
+		writeJSON(w, http.StatusOK, map[string]any{"ok": false, "error": code})
+	default:
+		writeJSON(w, http.StatusOK, body)
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,153 @@
+package slackfake
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Server is a running fake Slack. Its methods are safe for concurrent use.
+type Server struct {
+	token string
+	srv   *httptest.Server
+
+	mu       sync.Mutex
+	channels []*channel // in creation order
+	calls    map[string]int
+	faults   map[string][]Fault
+	lastTS   int64 // microseconds of the last ts handed out
+}
+
+// channel is one conversation and its messages, oldest first.
+type channel struct {
+	id, name string
+	archived bool
+	member   bool
+	messages []*Message
+}
+
+// Message is one stored message.
+type Message struct {
+	// Channel is the channel's ID.
+	Channel string
+	// TS is the message's timestamp, unique on the server.
+	TS string
+	// Text is the message's text as received.
+	Text string
+	// Blocks is the Block Kit JSON as received, nil without blocks.
+	Blocks json.RawMessage
+	// Metadata is the message metadata, nil without.
+	Metadata *Metadata
+	// Updates counts the chat.update calls that changed the message.
+	Updates int
+}
+
+// Metadata is Slack message metadata.
+type Metadata struct {
+	EventType    string         `json:"event_type"`
+	EventPayload map[string]any `json:"event_payload"`
+}
+
+// New starts a server that accepts token and knows no channels yet; it is
+// closed when t ends.
+func New(t testing.TB, token string) *Server {
+	s := &Server{token: token, calls: map[string]int{}, faults: map[string][]Fault{}}
+	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+// APIURL is the Web API root to configure a client with (".../api/"), as
+// slack.OptionAPIURL wants it.
+func (s *Server) APIURL() string { return s.srv.URL + "/api/" }
+
+// Client returns an HTTP client whose connections close with the server.
+func (s *Server) Client() *http.Client { return s.srv.Client() }
+
+// AddChannel creates a public channel named name (without "#"), with the
+// app as a member, and returns its ID.
+func (s *Server) AddChannel(name string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := &channel{id: fmt.Sprintf("C%08d", len(s.channels)+1), name: strings.TrimPrefix(name, "#"), member: true}
+	s.channels = append(s.channels, c)
+	return c.id
+}
+
+// Kick removes the app from the channel (by name or ID): posts answer
+// not_in_channel.
+func (s *Server) Kick(ch string) { s.setChannel(ch, func(c *channel) { c.member = false }) }
+
+// Archive archives the channel (by name or ID): posts answer is_archived.
+func (s *Server) Archive(ch string) { s.setChannel(ch, func(c *channel) { c.archived = true }) }
+
+func (s *Server) setChannel(ch string, f func(*channel)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c := s.lookup(ch, true); c != nil {
+		f(c)
+	}
+}
+
+// Calls is the number of calls of the Web API method (e.g.
+// "chat.postMessage") received, answered or not.
+func (s *Server) Calls(method string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls[method]
+}
+
+// Messages returns copies of the messages of the channel (by name or ID),
+// oldest first; nil for an unknown channel.
+func (s *Server) Messages(ch string) []Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.lookup(ch, true)
+	if c == nil {
+		return nil
+	}
+	out := make([]Message, len(c.messages))
+	for i, m := range c.messages {
+		out[i] = *m
+	}
+	return out
+}
+
+// Seed stores a message in the channel (by name or ID) as if someone had
+// posted it, and returns its ts; md may be nil.
+func (s *Server) Seed(ch, text string, md *Metadata) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.lookup(ch, true)
+	if c == nil {
+		panic("slackfake: Seed into unknown channel " + ch)
+	}
+	m := &Message{Channel: c.id, TS: s.nextTS(), Text: text, Metadata: md}
+	c.messages = append(c.messages, m)
+	return m.TS
+}
+
+// lookup finds a channel by ID, or also by name ("ops" or "#ops") when
+// byName; it needs s.mu.
+func (s *Server) lookup(ch string, byName bool) *channel {
+	for _, c := range s.channels {
+		if c.id == ch || byName && (c.name == ch || "#"+c.name == ch) {
+			return c
+		}
+	}
+	return nil
+}
+
+// nextTS returns a ts later than every one before; it needs s.mu.
+func (s *Server) nextTS() string {
+	us := max(time.Now().UnixMicro(), s.lastTS+1)
+	s.lastTS = us
+	return formatTS(us)
+}
+
+func formatTS(us int64) string { return fmt.Sprintf("%d.%06d", us/1e6, us%1e6) }

@@ -1,0 +1,227 @@
+package notify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/agentledger/agentledger"
+)
+
+// metadataEventType marks the messages the sink posts; their metadata
+// payload carries the effect key under "key".
+const metadataEventType = "agentledger_effect"
+
+// Updater changes a message a sink posted, in place. SlackSink implements
+// it; ConsoleSink does not, so callers fall back to posting.
+type Updater interface {
+	// Update replaces the content of the message ref (as Post returned
+	// it) with m. An error matching ErrMessageGone means the message
+	// cannot be updated and a new one should be posted.
+	Update(ctx context.Context, ref string, m Message) error
+}
+
+// SlackSink posts notifications to Slack with chat.postMessage, each
+// carrying its effect key in the message metadata, and finds them again in
+// the channel history. It waits out 429s (up to MaxRetryAfter), paces posts
+// per channel and per workspace, and answers permanent Slack errors as
+// agentledger.Permanent. It is safe for concurrent use.
+//
+// Post does not read the history first: a key posted earlier by this sink
+// (in this process) answers the first ref, and across processes the
+// ledger's Reconcile (Find) runs before a post whose outcome is unknown.
+type SlackSink struct {
+	api           *slack.Client
+	redact        func(string) string // scrubs the token from text
+	log           *slog.Logger
+	pace          *pacer
+	maxRetryAfter time.Duration
+	shown         string // String's answer
+
+	mu     sync.Mutex
+	ids    map[string]string // channel name (without "#") → ID
+	posted memo              // key → ref of this sink's posts
+}
+
+var (
+	_ Sink    = (*SlackSink)(nil)
+	_ Updater = (*SlackSink)(nil)
+)
+
+// NewSlackSink returns a sink for cfg. It makes no call to Slack.
+func NewSlackSink(cfg SlackConfig) (*SlackSink, error) {
+	tok, err := cfg.token()
+	if err != nil {
+		return nil, err
+	}
+	opts := []slack.Option{}
+	if cfg.APIURL != "" {
+		u := cfg.APIURL
+		if !strings.HasSuffix(u, "/") {
+			u += "/"
+		}
+		opts = append(opts, slack.OptionAPIURL(u))
+	}
+	hc := cfg.HTTPClient
+	if hc == nil {
+		hc = &http.Client{Timeout: defaultTimeout}
+	}
+	opts = append(opts, slack.OptionHTTPClient(hc))
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	interval := orDefault(cfg.PerChannelInterval, DefaultPerChannelInterval)
+	rate := orDefault(cfg.WorkspaceRate, DefaultWorkspaceRate)
+	burst := orDefault(cfg.WorkspaceBurst, DefaultWorkspaceBurst)
+	return &SlackSink{
+		api:           slack.New(tok, opts...),
+		redact:        func(s string) string { return strings.ReplaceAll(s, tok, redacted) },
+		log:           log,
+		pace:          newPacer(interval, rate, burst),
+		maxRetryAfter: orDefault(cfg.MaxRetryAfter, DefaultMaxRetryAfter),
+		shown:         fmt.Sprintf("SlackSink{%s}", cfg),
+		ids:           map[string]string{},
+		posted:        memo{refs: map[string]string{}},
+	}, nil
+}
+
+// orDefault is v, or def when v is zero.
+func orDefault[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+// Post posts m to m.Channel (a name or an ID) under key, carried in the
+// message metadata, and returns "<channel ID>/<ts>". Errors: a
+// *SlackError, permanent when retrying cannot help; agentledger.RetryAfter
+// when Slack asks for a longer wait than MaxRetryAfter; anything else is
+// transient and the post may or may not have landed (Find tells).
+func (s *SlackSink) Post(ctx context.Context, key string, m Message) (string, error) {
+	return s.PostSlack(ctx, key, SlackMessage{Message: m})
+}
+
+// PostSlack is Post with Block Kit structure (title, fields, footer).
+func (s *SlackSink) PostSlack(ctx context.Context, key string, m SlackMessage) (string, error) {
+	if key == "" {
+		return "", agentledger.Permanent(errors.New("notify: slack: empty key"))
+	}
+	if m.Channel == "" {
+		return "", agentledger.Permanent(errors.New("notify: slack: no channel"))
+	}
+	if ref, ok := s.posted.get(key); ok {
+		return ref, nil
+	}
+	opts := append(m.options(false), slack.MsgOptionMetadata(slack.SlackMetadata{
+		EventType: metadataEventType, EventPayload: map[string]any{"key": key},
+	}))
+	var ch, ts string
+	err := s.call(ctx, op{method: "chat.postMessage", channel: m.Channel, key: key, paced: true}, func(ctx context.Context) error {
+		var err error
+		ch, ts, err = s.api.PostMessageContext(ctx, m.Channel, opts...)
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	s.remember(m.Channel, ch)
+	ref := ch + "/" + ts
+	s.posted.put(key, ref)
+	s.log.Debug("slack message posted", "channel", m.Channel, "ref", ref, "key", shortKey(key))
+	return ref, nil
+}
+
+// Update replaces the text of the message ref (as Post returned it) with
+// m's; m.Channel is not used. The message keeps its metadata, so Find
+// still finds it. Errors are Post's; a message Slack cannot update answers
+// an error matching ErrMessageGone.
+func (s *SlackSink) Update(ctx context.Context, ref string, m Message) error {
+	return s.UpdateSlack(ctx, ref, SlackMessage{Message: m})
+}
+
+// UpdateSlack is Update with Block Kit structure.
+func (s *SlackSink) UpdateSlack(ctx context.Context, ref string, m SlackMessage) error {
+	ch, ts, err := ParseSlackRef(ref)
+	if err != nil {
+		return agentledger.Permanent(err)
+	}
+	err = s.call(ctx, op{method: "chat.update", channel: ch, paced: true}, func(ctx context.Context) error {
+		_, _, _, err := s.api.UpdateMessageContext(ctx, ch, ts, m.options(true)...)
+		return err
+	})
+	if err == nil {
+		s.log.Debug("slack message updated", "ref", ref)
+	}
+	return err
+}
+
+// ParseSlackRef splits a SlackSink ref into channel ID and ts.
+func ParseSlackRef(ref string) (channel, ts string, err error) {
+	channel, ts, ok := strings.Cut(ref, "/")
+	if !ok || channel == "" || ts == "" || strings.Contains(ts, "/") {
+		return "", "", fmt.Errorf("notify: slack: %q is not a Slack message ref (<channel ID>/<ts>)", ref)
+	}
+	return channel, ts, nil
+}
+
+// String describes the sink; it never shows the token.
+func (s *SlackSink) String() string { return s.shown }
+
+// GoString is String for %#v.
+func (s *SlackSink) GoString() string { return "&notify." + s.shown }
+
+// Format prints String (GoString for %#v) whatever the verb.
+func (s *SlackSink) Format(f fmt.State, verb rune) { format(f, verb, s.String(), s.GoString()) }
+
+// LogValue describes the sink for slog, without the token.
+func (s *SlackSink) LogValue() slog.Value { return slog.StringValue(s.shown) }
+
+// shortKey is enough of a key to tell it in logs.
+func shortKey(key string) string {
+	if len(key) > 16 {
+		return key[:16] + "…"
+	}
+	return key
+}
+
+// memoSize bounds the keys a sink remembers having posted.
+const memoSize = 4096
+
+// memo remembers the refs of recent posts by key, the oldest forgotten
+// first. Its methods are safe for concurrent use.
+type memo struct {
+	mu    sync.Mutex
+	refs  map[string]string
+	order []string
+}
+
+func (m *memo) get(key string) (string, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ref, ok := m.refs[key]
+	return ref, ok
+}
+
+func (m *memo) put(key, ref string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.refs[key]; ok {
+		return
+	}
+	if len(m.order) >= memoSize {
+		delete(m.refs, m.order[0])
+		m.order = m.order[1:]
+	}
+	m.refs[key] = ref
+	m.order = append(m.order, key)
+}
