@@ -245,10 +245,7 @@ func resolveDuplicates(ctx context.Context, tx DB, ps []EnqueueParams, missing [
 	for rows.Next() {
 		var r taskRow
 		var h []byte
-		if err := rows.Scan(&r.ID, &r.Tenant, &r.Queue, &r.Kind, &r.Payload, &r.Priority, &r.RunAt,
-			&r.State, &r.Attempt, &r.MaxAttempts, &r.Generation, &r.LeaseOwner, &r.LeaseToken,
-			&r.LeaseExpiresAt, &r.CancelRequestedAt, &r.Result, &r.LastError, &r.SubmissionKey,
-			&r.CreatedAt, &r.UpdatedAt, &r.FinishedAt, &h); err != nil {
+		if err := rows.Scan(append(r.fields(), &h)...); err != nil {
 			rows.Close()
 			return fmt.Errorf("enqueue: %w", err)
 		}

@@ -32,9 +32,10 @@ JOIN unnest($1::text[], $2::text[]) AS k(tenant, submission_key)
 
 // claimSQL locks up to $3 runnable tasks of one queue — due queued/retrying
 // tasks, and running tasks whose lease expired — and leases them to $2 with a
-// new fencing token. In the same statement it closes the expired attempts'
-// records, opens the new ones, and dead-letters expired tasks that have no
-// attempts left. Each branch reads its own partial index.
+// new fencing token. In the same statement it records the expired attempts
+// (lease_expired) and dead-letters expired tasks that have no attempts left.
+// Each branch reads its own partial index; the update takes its ids as an
+// array so that the plan stays an index lookup however the tables grow.
 const claimSQL = `
 WITH now AS (SELECT coalesce($5::timestamptz, now()) AS t),
 due AS (
@@ -45,7 +46,8 @@ due AS (
 	FOR UPDATE OF tasks SKIP LOCKED
 ),
 expired_leases AS (
-	SELECT id, priority, lease_expires_at AS since, attempt >= max_attempts AS exhausted
+	SELECT id, priority, lease_expires_at AS since, attempt >= max_attempts AS exhausted,
+		lease_token, attempt, generation, lease_owner, coalesce(attempted_at, updated_at) AS attempted_at
 	FROM tasks, now
 	WHERE queue = $1 AND state = 'running' AND lease_expires_at <= now.t
 	ORDER BY lease_expires_at, id
@@ -74,15 +76,15 @@ buried AS (
 		updated_at = now.t
 	FROM expired_leases e, now
 	WHERE t.id = e.id AND e.exhausted
-	RETURNING t.id, t.lease_token
 ),
-buried_attempts AS (
-	UPDATE task_attempts a SET
-		ended_at = now.t,
-		outcome = 'lease_expired',
-		error = 'lease expired before the attempt finished; no attempts left'
-	FROM buried, now
-	WHERE a.task_id = buried.id AND a.lease_token = buried.lease_token AND a.ended_at IS NULL
+expired AS (
+	INSERT INTO task_attempts (task_id, lease_token, attempt, generation, worker, started_at, ended_at, outcome, error)
+	SELECT e.id, e.lease_token, e.attempt, e.generation, e.lease_owner, e.attempted_at, now.t, 'lease_expired',
+		CASE WHEN e.exhausted THEN 'lease expired before the attempt finished; no attempts left'
+		ELSE 'lease expired before the attempt finished; task claimed again' END
+	FROM expired_leases e, now
+	WHERE e.exhausted OR e.id IN (SELECT id FROM picked)
+	` + closeConflict + `
 ),
 claimed AS (
 	UPDATE tasks t SET
@@ -91,24 +93,29 @@ claimed AS (
 		lease_owner = $2,
 		lease_token = t.lease_token + 1,
 		lease_expires_at = now.t + $4::interval,
+		attempted_at = now.t,
 		updated_at = now.t
-	FROM picked, now
-	WHERE t.id = picked.id
-	RETURNING t.*, t.lease_token - 1 AS old_token
-),
-expired AS (
-	UPDATE task_attempts a SET
-		ended_at = now.t,
-		outcome = 'lease_expired',
-		error = 'lease expired before the attempt finished; task claimed again'
-	FROM claimed c, now
-	WHERE a.task_id = c.id AND a.lease_token = c.old_token AND a.ended_at IS NULL
-),
-opened AS (
-	INSERT INTO task_attempts (task_id, lease_token, attempt, generation, worker, started_at)
-	SELECT id, lease_token, attempt, generation, $2, now.t FROM claimed, now
+	FROM now
+	WHERE t.id = ANY (ARRAY(SELECT id FROM picked))
+	RETURNING t.*
 )
 SELECT ` + taskColumns + ` FROM claimed ORDER BY priority, run_at, id`
+
+// closeConflict lets an attempt record replace an open one (ended_at NULL)
+// written by a version that recorded attempts when they began.
+const closeConflict = `ON CONFLICT (task_id, lease_token) DO UPDATE SET
+		ended_at = EXCLUDED.ended_at, outcome = EXCLUDED.outcome, error = EXCLUDED.error`
+
+// prevAttempt reads, in a finishing statement's RETURNING, the worker and
+// start of the attempt from the task row as it was before the statement
+// cleared the lease: a subquery there sees the statement's snapshot. (A join
+// on the table instead let the planner drive the update from the running
+// tasks' index and loop over the arrays: quadratic.)
+const prevAttempt = `(SELECT p.lease_owner FROM tasks p WHERE p.id = t.id) AS lease_owner,
+		(SELECT coalesce(p.attempted_at, p.updated_at) FROM tasks p WHERE p.id = t.id) AS attempted_at`
+
+// The finishing statements take their ids both as an array (t.id = ANY) and
+// joined with the other arrays, so that the update is driven by the ids.
 
 // heartbeatSQL extends the leases whose token is still current and reports,
 // for each, whether an operator asked to cancel it.
@@ -117,7 +124,7 @@ UPDATE tasks t SET
 	lease_expires_at = coalesce($3::timestamptz, now()) + $4::interval,
 	updated_at = coalesce($3::timestamptz, now())
 FROM unnest($1::bigint[], $2::bigint[]) AS u(id, token)
-WHERE t.id = u.id AND t.lease_token = u.token AND t.state = 'running'
+WHERE t.id = ANY ($1::bigint[]) AND t.id = u.id AND t.lease_token = u.token AND t.state = 'running'
 RETURNING t.id, t.cancel_requested_at IS NOT NULL`
 
 // succeedSQL finishes fenced attempts successfully.
@@ -131,12 +138,14 @@ WITH done AS (
 		finished_at = coalesce($4::timestamptz, now()),
 		updated_at = coalesce($4::timestamptz, now())
 	FROM unnest($1::bigint[], $2::bigint[], $3::jsonb[]) AS u(id, token, result)
-	WHERE t.id = u.id AND t.lease_token = u.token AND t.state = 'running'
-	RETURNING t.id, t.lease_token
+	WHERE t.id = ANY ($1::bigint[]) AND t.id = u.id AND t.lease_token = u.token AND t.state = 'running'
+	RETURNING t.id, t.lease_token, t.attempt, t.generation, ` + prevAttempt + `
 ),
 closed AS (
-	UPDATE task_attempts a SET ended_at = coalesce($4::timestamptz, now()), outcome = 'succeeded'
-	FROM done WHERE a.task_id = done.id AND a.lease_token = done.lease_token
+	INSERT INTO task_attempts (task_id, lease_token, attempt, generation, worker, started_at, ended_at, outcome)
+	SELECT id, lease_token, attempt, generation, lease_owner, attempted_at, coalesce($4::timestamptz, now()), 'succeeded'
+	FROM done
+	` + closeConflict + `
 )
 SELECT id FROM done`
 
@@ -156,15 +165,15 @@ WITH done AS (
 		updated_at = coalesce($6::timestamptz, now())
 	FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::bool[])
 		AS u(id, token, error, delay_ms, final)
-	WHERE t.id = u.id AND t.lease_token = u.token AND t.state = 'running'
-	RETURNING t.id, t.lease_token, t.state, u.error
+	WHERE t.id = ANY ($1::bigint[]) AND t.id = u.id AND t.lease_token = u.token AND t.state = 'running'
+	RETURNING t.id, t.lease_token, t.attempt, t.generation, t.state, u.error, ` + prevAttempt + `
 ),
 closed AS (
-	UPDATE task_attempts a SET
-		ended_at = coalesce($6::timestamptz, now()),
-		outcome = CASE done.state WHEN 'dead' THEN 'dead' ELSE 'retry' END,
-		error = done.error
-	FROM done WHERE a.task_id = done.id AND a.lease_token = done.lease_token
+	INSERT INTO task_attempts (task_id, lease_token, attempt, generation, worker, started_at, ended_at, outcome, error)
+	SELECT id, lease_token, attempt, generation, lease_owner, attempted_at, coalesce($6::timestamptz, now()),
+		CASE state WHEN 'dead' THEN 'dead' ELSE 'retry' END, error
+	FROM done
+	` + closeConflict + `
 )
 SELECT id, state FROM done`
 
@@ -180,13 +189,15 @@ WITH done AS (
 		lease_expires_at = NULL,
 		updated_at = coalesce($3::timestamptz, now())
 	FROM unnest($1::bigint[], $2::bigint[]) AS u(id, token)
-	WHERE t.id = u.id AND t.lease_token = u.token AND t.state = 'running'
-	RETURNING t.id, t.lease_token, t.queue
+	WHERE t.id = ANY ($1::bigint[]) AND t.id = u.id AND t.lease_token = u.token AND t.state = 'running'
+	RETURNING t.id, t.lease_token, t.queue, t.attempt + 1 AS attempt, t.generation, ` + prevAttempt + `
 ),
 closed AS (
-	UPDATE task_attempts a SET ended_at = coalesce($3::timestamptz, now()), outcome = 'released',
-		error = 'released by its worker at shutdown'
-	FROM done WHERE a.task_id = done.id AND a.lease_token = done.lease_token
+	INSERT INTO task_attempts (task_id, lease_token, attempt, generation, worker, started_at, ended_at, outcome, error)
+	SELECT id, lease_token, attempt, generation, lease_owner, attempted_at, coalesce($3::timestamptz, now()),
+		'released', 'released by its worker at shutdown'
+	FROM done
+	` + closeConflict + `
 ),
 wake AS (
 	SELECT pg_notify('agentledger_task_insert', q) FROM (SELECT DISTINCT queue AS q FROM done) s
@@ -208,11 +219,13 @@ WITH done AS (
 		finished_at = CASE WHEN $5 = 'cancelled' THEN coalesce($4::timestamptz, now()) END,
 		updated_at = coalesce($4::timestamptz, now())
 	WHERE t.id = $1 AND t.lease_token = $2 AND t.state = 'running'
-	RETURNING t.id, t.lease_token
+	RETURNING t.id, t.lease_token, t.attempt, t.generation, ` + prevAttempt + `
 ),
 closed AS (
-	UPDATE task_attempts a SET ended_at = coalesce($4::timestamptz, now()), outcome = $5, error = $3
-	FROM done WHERE a.task_id = done.id AND a.lease_token = done.lease_token
+	INSERT INTO task_attempts (task_id, lease_token, attempt, generation, worker, started_at, ended_at, outcome, error)
+	SELECT id, lease_token, attempt, generation, lease_owner, attempted_at, coalesce($4::timestamptz, now()), $5, $3
+	FROM done
+	` + closeConflict + `
 )
 SELECT id FROM done`
 
@@ -252,10 +265,19 @@ WHERE ($1 = '' OR tenant = $1)
 ORDER BY id DESC
 LIMIT $6`
 
+// attemptsSQL lists the recorded attempts of a task and, while it runs, the
+// attempt in progress (which is recorded when it ends).
 const attemptsSQL = `
 SELECT task_id, attempt, generation, lease_token, worker, started_at, ended_at,
 	coalesce(outcome, '') AS outcome, coalesce(error, '') AS error
-FROM task_attempts WHERE task_id = $1 ORDER BY lease_token`
+FROM task_attempts WHERE task_id = $1
+UNION ALL
+SELECT t.id, t.attempt, t.generation, t.lease_token, t.lease_owner, coalesce(t.attempted_at, t.updated_at),
+	NULL, '', ''
+FROM tasks t
+WHERE t.id = $1 AND t.state = 'running'
+  AND NOT EXISTS (SELECT 1 FROM task_attempts a WHERE a.task_id = t.id AND a.lease_token = t.lease_token)
+ORDER BY lease_token`
 
 // requeueSQL is an operator's replay ($3 = 0) or re-run as a new intent
 // ($3 = 1) of a task that no worker holds: it runs again from attempt 1,

@@ -17,14 +17,14 @@ func (s *Store) Get(ctx context.Context, tenant string, id int64) (*agentledger.
 	if err != nil {
 		return nil, fmt.Errorf("get task: %w", err)
 	}
-	t, err := pgx.CollectExactlyOneRow(rows, pgx.RowToAddrOfStructByName[taskRow])
+	ts, err := collectTasks(rows)
 	if err != nil {
-		if err := notFound(err); err == agentledger.ErrNotFound {
-			return nil, fmt.Errorf("task %d: %w", id, err)
-		}
 		return nil, fmt.Errorf("get task: %w", err)
 	}
-	return t.toTask(), nil
+	if len(ts) == 0 {
+		return nil, fmt.Errorf("task %d: %w", id, agentledger.ErrNotFound)
+	}
+	return ts[0], nil
 }
 
 // ListParams filters List. Zero values match everything.

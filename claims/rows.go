@@ -62,16 +62,28 @@ func (r *taskRow) toTask() *agentledger.Task {
 	}
 }
 
+// collectTasks scans rows of taskColumns. It scans by position rather than
+// by name: claims return thousands of rows a second, and reflection was a
+// tenth of the worker's CPU.
 func collectTasks(rows pgx.Rows) ([]*agentledger.Task, error) {
-	rs, err := pgx.CollectRows(rows, pgx.RowToAddrOfStructByName[taskRow])
-	if err != nil {
-		return nil, err
+	defer rows.Close()
+	var out []*agentledger.Task
+	for rows.Next() {
+		var r taskRow
+		if err := rows.Scan(r.fields()...); err != nil {
+			return nil, err
+		}
+		out = append(out, r.toTask())
 	}
-	out := make([]*agentledger.Task, len(rs))
-	for i, r := range rs {
-		out[i] = r.toTask()
-	}
-	return out, nil
+	return out, rows.Err()
+}
+
+// fields are r's scan targets in taskColumns order.
+func (r *taskRow) fields() []any {
+	return []any{&r.ID, &r.Tenant, &r.Queue, &r.Kind, &r.Payload, &r.Priority, &r.RunAt, &r.State,
+		&r.Attempt, &r.MaxAttempts, &r.Generation, &r.LeaseOwner, &r.LeaseToken, &r.LeaseExpiresAt,
+		&r.CancelRequestedAt, &r.Result, &r.LastError, &r.SubmissionKey, &r.CreatedAt,
+		&r.UpdatedAt, &r.FinishedAt}
 }
 
 func deref(s *string) string {

@@ -37,11 +37,14 @@ func newCompleter(store *claims.Store, log *slog.Logger) *completer {
 	return &completer{store: store, in: make(chan *completion, maxCompletionBatch), log: log}
 }
 
-// complete queues c and waits until it is written or ctx is done.
-func (c *completer) complete(ctx context.Context, cm *completion) completionResult {
+// complete queues cm, calls queued once the completer has taken it (its
+// bounded queue is the backpressure on claiming), and waits until it is
+// written or ctx is done.
+func (c *completer) complete(ctx context.Context, cm *completion, queued func()) completionResult {
 	cm.done = make(chan completionResult, 1)
 	select {
 	case c.in <- cm:
+		queued()
 	case <-ctx.Done():
 		return completionResult{err: ctx.Err()}
 	}

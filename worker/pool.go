@@ -155,7 +155,7 @@ func (p *Pool) produce(ctx, work context.Context, q string) {
 			}
 			for _, t := range tasks {
 				sem <- struct{}{}
-				p.start(work, t, sentAt, func() {
+				p.start(work, t, sentAt, func() { // the slot frees when the handler returns
 					<-sem
 					select {
 					case slotFreed <- struct{}{}:
@@ -184,55 +184,66 @@ func (p *Pool) produce(ctx, work context.Context, q string) {
 	}
 }
 
-// start runs task t in its own goroutine; release is called when it ends.
-func (p *Pool) start(work context.Context, t *agentledger.Task, sentAt time.Time, release func()) {
+// start runs task t in its own goroutine. freeSlot is called as soon as the
+// outcome is queued for writing — the producer may claim more while it is
+// written, and the completer's bounded queue holds claiming back when
+// writes fall behind; the keeper holds the lease until the write.
+func (p *Pool) start(work context.Context, t *agentledger.Task, sentAt time.Time, freeSlot func()) {
 	ctx, cancel := context.WithCancelCause(work)
 	lease := claims.LeaseOf(t)
 	p.keeper.add(lease, sentAt, cancel)
 	p.tasks.Add(1)
 	go func() {
 		defer p.tasks.Done()
-		defer release()
+		var once sync.Once
+		free := func() { once.Do(freeSlot) }
+		defer free()
 		defer cancel(nil)
 		defer p.keeper.remove(t.ID)
-		p.runTask(ctx, t, lease)
+		p.runTask(ctx, t, lease, free)
 	}()
 }
 
-func (p *Pool) runTask(ctx context.Context, t *agentledger.Task, lease agentledger.Lease) {
-	log := p.log.With("task", t.ID, "kind", t.Kind, "attempt", t.Attempt, "token", t.LeaseToken)
+// taskLog is the logger of one attempt, built only when something is
+// logged: building it for every task cost a sixth of the worker's CPU.
+func (p *Pool) taskLog(t *agentledger.Task) *slog.Logger {
+	return p.log.With("task", t.ID, "kind", t.Kind, "attempt", t.Attempt, "token", t.LeaseToken)
+}
+
+func (p *Pool) runTask(ctx context.Context, t *agentledger.Task, lease agentledger.Lease, freeSlot func()) {
 	if t.CancelRequested != nil { // cancelled while its previous attempt was lost
-		p.ackCancel(lease, log)
+		p.ackCancel(lease, t)
 		return
 	}
 	h, ok := p.cfg.Handlers[t.Kind]
 	if !ok {
 		p.record(ctx, lease, nil, agentledger.Permanent(fmt.Errorf("no handler for kind %q on worker %s (it knows: %s)",
-			t.Kind, p.cfg.ID, strings.Join(p.kinds(), ", "))), t, log)
+			t.Kind, p.cfg.ID, strings.Join(p.kinds(), ", "))), t, freeSlot)
 		return
 	}
 	result, err := safeWork(ctx, h, t)
 	switch cause := context.Cause(ctx); {
 	case errors.Is(cause, agentledger.ErrLeaseLost), errors.Is(cause, errLeaseExpiring):
-		log.Warn("attempt abandoned", "cause", cause)
+		p.taskLog(t).Warn("attempt abandoned", "cause", cause)
 		return
 	case errors.Is(cause, errShutdown):
 		return // the lease is released by shutdown
 	case errors.Is(cause, agentledger.ErrCancelled):
-		p.ackCancel(lease, log)
+		p.ackCancel(lease, t)
 		return
 	case errors.Is(err, agentledger.ErrLeaseLost):
-		log.Warn("attempt lost its lease while working", "err", err)
+		p.taskLog(t).Warn("attempt lost its lease while working", "err", err)
 		return
 	case errors.Is(err, agentledger.ErrNeedsAttention):
-		p.park(lease, err, log)
+		p.park(lease, err, t)
 		return
 	}
-	p.record(ctx, lease, result, err, t, log)
+	p.record(ctx, lease, result, err, t, freeSlot)
 }
 
-// record writes the outcome of an attempt through the completer.
-func (p *Pool) record(ctx context.Context, lease agentledger.Lease, result []byte, err error, t *agentledger.Task, log *slog.Logger) {
+// record writes the outcome of an attempt through the completer; queued is
+// called once the completer has taken it.
+func (p *Pool) record(ctx context.Context, lease agentledger.Lease, result []byte, err error, t *agentledger.Task, queued func()) {
 	cm := &completion{}
 	if err == nil {
 		cm.success = &claims.Success{Lease: lease, Result: result}
@@ -251,39 +262,38 @@ func (p *Pool) record(ctx context.Context, lease agentledger.Lease, result []byt
 	// The outcome is written even if the task's context ends now.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	r := p.done.complete(wctx, cm)
+	r := p.done.complete(wctx, cm, queued)
 	switch {
 	case r.err != nil:
-		log.Error("recording outcome failed; the lease will expire and the task run again", "err", r.err)
+		p.taskLog(t).Error("recording outcome failed; the lease will expire and the task run again", "err", r.err)
 	case r.state == "":
-		log.Warn("lease lost before the outcome was recorded")
+		p.taskLog(t).Warn("lease lost before the outcome was recorded")
 	case r.state == agentledger.StateSucceeded:
-		log.Debug("task succeeded")
 	default:
-		log.Info("task failed", "state", r.state, "err", err)
+		p.taskLog(t).Info("task failed", "state", r.state, "err", err)
 	}
 }
 
-func (p *Pool) ackCancel(lease agentledger.Lease, log *slog.Logger) {
+func (p *Pool) ackCancel(lease agentledger.Lease, t *agentledger.Task) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := p.store.Cancelled(ctx, lease, "cancelled by operator"); err != nil {
-		log.Warn("acknowledging cancel failed", "err", err)
+		p.taskLog(t).Warn("acknowledging cancel failed", "err", err)
 		return
 	}
-	log.Info("task cancelled by operator")
+	p.taskLog(t).Info("task cancelled by operator")
 }
 
 // park hands the task to an operator: an effect's outcome is unknown and may
 // not be performed blindly.
-func (p *Pool) park(lease agentledger.Lease, cause error, log *slog.Logger) {
+func (p *Pool) park(lease agentledger.Lease, cause error, t *agentledger.Task) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := p.store.NeedsAttention(ctx, lease, cause.Error()); err != nil {
-		log.Warn("parking the task for an operator failed", "err", err)
+		p.taskLog(t).Warn("parking the task for an operator failed", "err", err)
 		return
 	}
-	log.Warn("task needs attention", "cause", cause)
+	p.taskLog(t).Warn("task needs attention", "cause", cause)
 }
 
 func (p *Pool) kinds() []string {
