@@ -1,0 +1,301 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/tools"
+	"github.com/agentledger/agentledger/worker"
+)
+
+// LatencyFlags configure the latency command.
+type LatencyFlags struct {
+	CommonFlags
+	Rate         int
+	Duration     time.Duration
+	Warmup       time.Duration
+	Enqueuers    int
+	Concurrency  int
+	Batch        int
+	PollInterval time.Duration
+	PollOnly     bool
+	Both         bool
+}
+
+// latencyPayload is what each task carries: its sequence number and the
+// benchmark's monotonic clock (ns since the run's base) just before Enqueue.
+type latencyPayload struct {
+	I int   `json:"i"`
+	T int64 `json:"t"`
+}
+
+// LatencyResult is the outcome of one latency run.
+type LatencyResult struct {
+	Mode       string
+	Scheduled  int
+	Started    int
+	Duplicates int64
+	Achieved   float64 // tasks/s actually enqueued
+	MaxLag     time.Duration
+	Start      Percentiles // enqueue → handler start, after warm-up
+	Enqueue    Percentiles // the Enqueue call, after warm-up
+	CPU        CPUUse
+}
+
+func runLatency(ctx context.Context, args []string, out, errOut io.Writer) error {
+	var f LatencyFlags
+	fs := newFlagSet("latency",
+		"Enqueues single tasks at a steady rate to an idle pool and reports enqueue→start latency percentiles.", errOut)
+	f.register(fs)
+	fs.IntVar(&f.Rate, "rate", 500, "tasks enqueued per second")
+	fs.DurationVar(&f.Duration, "duration", 20*time.Second, "how long to enqueue")
+	fs.DurationVar(&f.Warmup, "warmup", time.Second, "leading part of the run left out of the percentiles")
+	fs.IntVar(&f.Enqueuers, "enqueuers", 4, "goroutines (and connections) enqueueing on the shared schedule")
+	fs.IntVar(&f.Concurrency, "concurrency", 100, "worker pool concurrency")
+	fs.IntVar(&f.Batch, "batch", 0, "claim batch size (0: the pool's default, the concurrency)")
+	fs.DurationVar(&f.PollInterval, "poll-interval", 0, "the pool's poll interval (0: the worker default, 1s)")
+	fs.BoolVar(&f.PollOnly, "poll-only", false, "disable LISTEN/NOTIFY: wake-ups by polling only")
+	fs.BoolVar(&f.Both, "both", false, "run with LISTEN/NOTIFY, then --poll-only, and report both")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %v", fs.Args())
+	}
+	if err := f.check(); err != nil {
+		return err
+	}
+	if f.Rate <= 0 || f.Duration <= 0 || f.Enqueuers <= 0 || f.Concurrency <= 0 || f.Warmup < 0 || f.Batch < 0 {
+		return errors.New("--rate, --duration, --enqueuers and --concurrency must be positive")
+	}
+	if f.Warmup >= f.Duration {
+		return errors.New("--warmup must be shorter than --duration")
+	}
+	log, err := f.logger(errOut)
+	if err != nil {
+		return err
+	}
+	modes := []bool{f.PollOnly}
+	if f.Both {
+		modes = []bool{false, true}
+	}
+
+	srv, err := openServer(ctx, f.CommonFlags)
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	poll := f.PollInterval
+	if poll == 0 {
+		poll = time.Second
+	}
+	fmt.Fprintf(out, "# latency: %d tasks/s for %s (first %s left out), %d enqueuers; pool concurrency %d, poll %s; %s\n# %s, GOMAXPROCS=%d, %d CPUs\n\n",
+		f.Rate, f.Duration, f.Warmup, f.Enqueuers, f.Concurrency, poll, srv.Describe(ctx),
+		runtime.Version(), runtime.GOMAXPROCS(0), runtime.NumCPU())
+
+	t := NewTable(append([]string{"mode", "tasks", "started", "dup", "enq/s", "p50 ms", "p90 ms", "p99 ms",
+		"p99.9 ms", "max ms", "mean ms", "enq p50 ms", "enq p99 ms", "max lag ms"}, cpuHeader...)...)
+	for _, pollOnly := range modes {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		f.PollOnly = pollOnly
+		r, err := latencyRun(ctx, srv, f, out, log)
+		if err != nil {
+			return fmt.Errorf("%s run: %w", r.Mode, err)
+		}
+		t.Add(append([]any{r.Mode, r.Scheduled, r.Started, r.Duplicates, fmt.Sprintf("%.0f", r.Achieved),
+			ms(r.Start.P50), ms(r.Start.P90), ms(r.Start.P99), ms(r.Start.P999), ms(r.Start.Max), ms(r.Start.Mean),
+			ms(r.Enqueue.P50), ms(r.Enqueue.P99), ms(r.MaxLag)}, r.CPU.cells(r.Scheduled)...)...)
+		fmt.Fprintf(errOut, "%s: p50 %s ms, p99 %s ms\n", r.Mode, ms(r.Start.P50), ms(r.Start.P99))
+	}
+	t.Print(out)
+	return nil
+}
+
+// latencyRun measures one mode on a fresh database.
+func latencyRun(ctx context.Context, srv *Server, f LatencyFlags, out io.Writer, log *slog.Logger) (LatencyResult, error) {
+	res := LatencyResult{Mode: "notify"}
+	if f.PollOnly {
+		res.Mode = "poll-only"
+	}
+	total := int(float64(f.Rate) * f.Duration.Seconds())
+	res.Scheduled = total
+	ctx, cancel := context.WithTimeout(ctx, f.RunTimeout)
+	defer cancel()
+
+	rdb, err := srv.Fresh(ctx)
+	if err != nil {
+		return res, err
+	}
+	defer rdb.Close()
+	workDB, err := rdb.Pool(ctx, 8)
+	if err != nil {
+		return res, err
+	}
+	defer workDB.Close()
+	enqDB, err := rdb.Pool(ctx, int32(f.Enqueuers)+1)
+	if err != nil {
+		return res, err
+	}
+	defer enqDB.Close()
+
+	base := time.Now()
+	since := func() int64 { return int64(time.Since(base)) } // monotonic
+	lat := make([]int64, total)                              // 0: not started
+	var started, dups atomic.Int64
+	allStarted := make(chan struct{})
+	handler := worker.HandlerFunc(func(ctx context.Context, t *agentledger.Task) (json.RawMessage, error) {
+		now := since()
+		var p latencyPayload
+		if err := json.Unmarshal(t.Payload, &p); err != nil || p.I < 0 || p.I >= total {
+			return nil, agentledger.Permanent(fmt.Errorf("bad payload %s", t.Payload))
+		}
+		if !atomic.CompareAndSwapInt64(&lat[p.I], 0, max(now-p.T, 1)) {
+			dups.Add(1)
+		} else if started.Add(1) == int64(total) {
+			close(allStarted)
+		}
+		return tools.Noop(ctx, t)
+	})
+	pool, err := worker.New(workDB, worker.Config{
+		ID:           "bench-latency",
+		Concurrency:  f.Concurrency,
+		BatchSize:    f.Batch,
+		PollInterval: f.PollInterval,
+		PollOnly:     f.PollOnly,
+		Handlers:     map[string]worker.Handler{"stamp": handler},
+		Logger:       log,
+	})
+	if err != nil {
+		return res, err
+	}
+	runCtx, stopPool := context.WithCancel(ctx)
+	var poolWG sync.WaitGroup
+	poolWG.Add(1)
+	go func() {
+		defer poolWG.Done()
+		if err := pool.Run(runCtx); err != nil {
+			log.Error("pool stopped with an error", "err", err)
+		}
+	}()
+	defer func() { stopPool(); poolWG.Wait() }()
+
+	// Open the enqueuers' connections up front, and give the pool a moment
+	// to connect and LISTEN.
+	store := claims.New(enqDB)
+	held := make([]*pgxpool.Conn, 0, f.Enqueuers)
+	for range f.Enqueuers {
+		c, err := enqDB.Acquire(ctx)
+		if err != nil {
+			return res, err
+		}
+		held = append(held, c)
+	}
+	for _, c := range held {
+		c.Release()
+	}
+	time.Sleep(200 * time.Millisecond)
+
+	var stats *PGStats
+	if f.PGStats {
+		if stats, err = StartPGStats(ctx, enqDB); err != nil {
+			return res, err
+		}
+	}
+	prof, err := StartProfile(f.CPUProfile, "latency-"+res.Mode)
+	if err != nil {
+		return res, err
+	}
+
+	// Open-loop schedule: task i is due at t0 + i/rate whatever happened to
+	// earlier ones; the enqueuers share it.
+	enqDur := make([]int64, total)
+	var next atomic.Int64
+	var maxLag atomic.Int64
+	interval := time.Second / time.Duration(f.Rate)
+	t0 := time.Now().Add(10 * time.Millisecond)
+	cpu := StartCPU(ctx, enqDB)
+	var wg sync.WaitGroup
+	errs := make(chan error, f.Enqueuers)
+	for range f.Enqueuers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= total || ctx.Err() != nil {
+					return
+				}
+				due := t0.Add(time.Duration(i) * interval)
+				if d := time.Until(due); d > 0 {
+					time.Sleep(d)
+				} else if lag := int64(-d); lag > maxLag.Load() {
+					maxLag.Store(lag) // racy maximum: good enough for a diagnostic
+				}
+				sent := since()
+				payload, _ := json.Marshal(latencyPayload{I: i, T: sent})
+				if _, err := store.Enqueue(ctx, claims.EnqueueParams{Kind: "stamp", Payload: payload}); err != nil {
+					errs <- err
+					return
+				}
+				enqDur[i] = since() - sent
+			}
+		}()
+	}
+	wg.Wait()
+	sentAll := time.Now()
+	select {
+	case err := <-errs:
+		prof.Stop()
+		return res, fmt.Errorf("enqueue: %w", err)
+	default:
+	}
+	res.Achieved = float64(total) / sentAll.Sub(t0).Seconds()
+	res.MaxLag = time.Duration(maxLag.Load())
+
+	// Wait for the stragglers: at most two poll intervals and a bit.
+	wait := 2*max(f.PollInterval, time.Second) + 2*time.Second
+	select {
+	case <-allStarted:
+	case <-time.After(wait):
+	case <-ctx.Done():
+	}
+	res.CPU = cpu.Stop(ctx)
+	prof.Stop()
+	res.Started = int(started.Load())
+	res.Duplicates = dups.Load()
+
+	skip := int(float64(f.Rate) * f.Warmup.Seconds())
+	var starts, enqs []time.Duration
+	for i := skip; i < total; i++ {
+		if l := atomic.LoadInt64(&lat[i]); l > 0 {
+			starts = append(starts, time.Duration(l))
+		}
+		enqs = append(enqs, time.Duration(enqDur[i]))
+	}
+	res.Start = Summarise(starts)
+	res.Enqueue = Summarise(enqs)
+	if stats != nil {
+		fmt.Fprintf(out, "%s:\n", res.Mode)
+		sctx, c := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		stats.Stop(sctx, out, total)
+		c()
+	}
+	if res.Started < total {
+		return res, fmt.Errorf("only %d of %d tasks started within %s after the last enqueue", res.Started, total, wait)
+	}
+	return res, nil
+}
