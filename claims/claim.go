@@ -14,6 +14,10 @@ type ClaimParams struct {
 	Worker string        // lease owner recorded on the task and the attempt
 	Limit  int           // at most this many tasks
 	Lease  time.Duration // how long the lease lasts without a heartbeat
+	// Kinds restricts the claim to tasks this worker can run; empty claims
+	// any kind. A daemon that lacks a new kind's handler (a rolling deploy)
+	// then leaves those tasks to daemons that have it.
+	Kinds []string
 }
 
 // Claim leases up to p.Limit runnable tasks of p.Queue to p.Worker in one
@@ -25,7 +29,7 @@ func (s *Store) Claim(ctx context.Context, p ClaimParams) ([]*agentledger.Task, 
 	if p.Limit <= 0 || p.Queue == "" || p.Worker == "" || p.Lease <= 0 {
 		return nil, fmt.Errorf("claim: %w: queue, worker, limit and lease are required", agentledger.ErrInvalid)
 	}
-	rows, err := s.db.Query(ctx, claimSQL, p.Queue, p.Worker, p.Limit, p.Lease, s.now())
+	rows, err := s.db.Query(ctx, claimSQL, p.Queue, p.Worker, p.Limit, p.Lease, s.now(), p.Kinds)
 	if err != nil {
 		return nil, fmt.Errorf("claim: %w", err)
 	}
@@ -43,15 +47,18 @@ func LeaseOf(t *agentledger.Task) agentledger.Lease {
 
 // HeartbeatResult says, per lease, whether it was renewed.
 type HeartbeatResult struct {
-	// Lost are the leases whose token is no longer current: their attempts
-	// must stop at once.
+	// Lost are the leases whose token is no longer current or whose lease
+	// expired: their attempts must stop at once.
 	Lost []agentledger.Lease
 	// Cancel are renewed leases whose task an operator asked to cancel.
 	Cancel []agentledger.Lease
+	// Busy are leases that still hold but were not renewed this time: their
+	// row was locked (the outcome being written, the ledger reserving).
+	Busy []agentledger.Lease
 }
 
-// Heartbeat renews leases by d from the database's now, fenced on each token,
-// in one statement.
+// Heartbeat renews leases by d from the database's now, fenced on each token
+// and on the lease not having expired, in one statement.
 func (s *Store) Heartbeat(ctx context.Context, leases []agentledger.Lease, d time.Duration) (HeartbeatResult, error) {
 	var res HeartbeatResult
 	if len(leases) == 0 {
@@ -75,13 +82,33 @@ func (s *Store) Heartbeat(ctx context.Context, leases []agentledger.Lease, d tim
 	if err := rows.Err(); err != nil {
 		return res, fmt.Errorf("heartbeat: %w", err)
 	}
+	var skipped []agentledger.Lease
 	for _, l := range leases {
 		cancel, ok := renewed[l.TaskID]
 		switch {
 		case !ok:
-			res.Lost = append(res.Lost, l)
+			skipped = append(skipped, l)
 		case cancel:
 			res.Cancel = append(res.Cancel, l)
+		}
+	}
+	if len(skipped) == 0 {
+		return res, nil
+	}
+	ids, tokens = split(skipped)
+	rows, err = s.db.Query(ctx, currentSQL, ids, tokens, s.now())
+	if err != nil {
+		return res, fmt.Errorf("heartbeat: %w", err)
+	}
+	current, err := collectIDs(rows)
+	if err != nil {
+		return res, fmt.Errorf("heartbeat: %w", err)
+	}
+	for _, l := range skipped {
+		if current[l.TaskID] {
+			res.Busy = append(res.Busy, l)
+		} else {
+			res.Lost = append(res.Lost, l)
 		}
 	}
 	return res, nil

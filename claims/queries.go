@@ -41,6 +41,7 @@ WITH now AS (SELECT coalesce($5::timestamptz, now()) AS t),
 due AS (
 	SELECT id, priority, run_at AS since FROM tasks, now
 	WHERE queue = $1 AND state IN ('queued', 'retrying') AND run_at <= now.t
+		AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
 	ORDER BY priority, run_at, id
 	LIMIT $3
 	FOR UPDATE OF tasks SKIP LOCKED
@@ -50,6 +51,7 @@ expired_leases AS (
 		lease_token, attempt, generation, lease_owner, coalesce(attempted_at, updated_at) AS attempted_at
 	FROM tasks, now
 	WHERE queue = $1 AND state = 'running' AND lease_expires_at <= now.t
+		AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
 	ORDER BY lease_expires_at, id
 	LIMIT $3
 	FOR UPDATE OF tasks SKIP LOCKED
@@ -68,8 +70,10 @@ picked AS (
 -- again forever.
 buried AS (
 	UPDATE tasks t SET
-		state = 'dead',
-		last_error = 'the lease of its last allowed attempt expired: the worker crashed or stalled',
+		state = CASE WHEN t.cancel_requested_at IS NULL THEN 'dead' ELSE 'cancelled' END,
+		last_error = CASE WHEN t.cancel_requested_at IS NULL
+			THEN 'the lease of its last allowed attempt expired: the worker crashed or stalled'
+			ELSE 'cancelled by operator' END,
 		lease_owner = NULL,
 		lease_expires_at = NULL,
 		finished_at = now.t,
@@ -117,19 +121,44 @@ const prevAttempt = `(SELECT p.lease_owner FROM tasks p WHERE p.id = t.id) AS le
 // The finishing statements take their ids both as an array (t.id = ANY) and
 // joined with the other arrays, so that the update is driven by the ids.
 
-// heartbeatSQL extends the leases whose token is still current and reports,
-// for each, whether an operator asked to cancel it.
+// heartbeatSQL extends the leases whose token is current and unexpired, and
+// reports, for each, whether an operator asked to cancel it. Rows are locked
+// in id order and locked rows are skipped (their attempt is being finished,
+// or the ledger holds the task for a moment): one busy row must not hold
+// up the others' renewals, and no two batched writers can deadlock.
 const heartbeatSQL = `
+WITH locked AS (
+	SELECT t.id FROM tasks t
+	JOIN unnest($1::bigint[], $2::bigint[]) AS u(id, token) ON t.id = u.id AND t.lease_token = u.token
+	WHERE t.id = ANY ($1::bigint[]) AND t.state = 'running' AND t.lease_expires_at > coalesce($3::timestamptz, now())
+	ORDER BY t.id
+	FOR NO KEY UPDATE OF t SKIP LOCKED
+)
 UPDATE tasks t SET
 	lease_expires_at = coalesce($3::timestamptz, now()) + $4::interval,
 	updated_at = coalesce($3::timestamptz, now())
-FROM unnest($1::bigint[], $2::bigint[]) AS u(id, token)
-WHERE t.id = ANY ($1::bigint[]) AND t.id = u.id AND t.lease_token = u.token AND t.state = 'running'
+WHERE t.id = ANY (ARRAY(SELECT id FROM locked))
 RETURNING t.id, t.cancel_requested_at IS NOT NULL`
+
+// currentSQL tells which of the given leases still hold (token current,
+// lease unexpired) without waiting for row locks: a heartbeat that skipped
+// a busy row asks whether it was busy or lost.
+const currentSQL = `
+SELECT t.id FROM tasks t
+JOIN unnest($1::bigint[], $2::bigint[]) AS u(id, token) ON t.id = u.id AND t.lease_token = u.token
+WHERE t.id = ANY ($1::bigint[]) AND t.state = 'running' AND t.lease_expires_at > coalesce($3::timestamptz, now())`
+
+// lockInOrder is the first step of every batched finishing statement: it
+// locks the rows in id order, so that two batches over the same tasks
+// (a heartbeat and a completion, two completers) wait instead of deadlocking.
+const lockInOrder = `locked AS (
+	SELECT id FROM tasks WHERE id = ANY ($1::bigint[]) ORDER BY id FOR NO KEY UPDATE
+)`
 
 // succeedSQL finishes fenced attempts successfully.
 const succeedSQL = `
-WITH done AS (
+WITH ` + lockInOrder + `,
+done AS (
 	UPDATE tasks t SET
 		state = 'succeeded',
 		result = u.result,
@@ -138,7 +167,7 @@ WITH done AS (
 		finished_at = coalesce($4::timestamptz, now()),
 		updated_at = coalesce($4::timestamptz, now())
 	FROM unnest($1::bigint[], $2::bigint[], $3::jsonb[]) AS u(id, token, result)
-	WHERE t.id = ANY ($1::bigint[]) AND t.id = u.id AND t.lease_token = u.token AND t.state = 'running'
+	WHERE t.id = ANY (ARRAY(SELECT id FROM locked)) AND t.id = u.id AND t.lease_token = u.token AND t.state = 'running'
 	RETURNING t.id, t.lease_token, t.attempt, t.generation, ` + prevAttempt + `
 ),
 closed AS (
@@ -149,29 +178,33 @@ closed AS (
 )
 SELECT id FROM done`
 
-// failSQL records failed attempts: retrying after the given delay, or dead
-// when the failure is final or the attempts are used up. The error is kept.
+// failSQL records failed attempts: retrying after the given delay, dead
+// when the failure is final or the attempts are used up, or cancelled when
+// an operator asked for it meanwhile (a cancelled task does not wait out a
+// backoff). The error is kept.
 const failSQL = `
-WITH done AS (
+WITH ` + lockInOrder + `,
+done AS (
 	UPDATE tasks t SET
-		state = CASE WHEN u.final OR t.attempt >= t.max_attempts THEN 'dead' ELSE 'retrying' END,
-		run_at = CASE WHEN u.final OR t.attempt >= t.max_attempts THEN t.run_at
-			ELSE coalesce($6::timestamptz, now()) + u.delay_ms * interval '1 millisecond' END,
-		finished_at = CASE WHEN u.final OR t.attempt >= t.max_attempts
-			THEN coalesce($6::timestamptz, now()) END,
+		state = CASE WHEN t.cancel_requested_at IS NOT NULL THEN 'cancelled'
+			WHEN u.final OR t.attempt >= t.max_attempts THEN 'dead' ELSE 'retrying' END,
+		run_at = CASE WHEN t.cancel_requested_at IS NULL AND NOT u.final AND t.attempt < t.max_attempts
+			THEN coalesce($6::timestamptz, now()) + u.delay_ms * interval '1 millisecond' ELSE t.run_at END,
+		finished_at = CASE WHEN t.cancel_requested_at IS NULL AND NOT u.final AND t.attempt < t.max_attempts
+			THEN NULL ELSE coalesce($6::timestamptz, now()) END,
 		last_error = u.error,
 		lease_owner = NULL,
 		lease_expires_at = NULL,
 		updated_at = coalesce($6::timestamptz, now())
 	FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::bool[])
 		AS u(id, token, error, delay_ms, final)
-	WHERE t.id = ANY ($1::bigint[]) AND t.id = u.id AND t.lease_token = u.token AND t.state = 'running'
+	WHERE t.id = ANY (ARRAY(SELECT id FROM locked)) AND t.id = u.id AND t.lease_token = u.token AND t.state = 'running'
 	RETURNING t.id, t.lease_token, t.attempt, t.generation, t.state, u.error, ` + prevAttempt + `
 ),
 closed AS (
 	INSERT INTO task_attempts (task_id, lease_token, attempt, generation, worker, started_at, ended_at, outcome, error)
 	SELECT id, lease_token, attempt, generation, lease_owner, attempted_at, coalesce($6::timestamptz, now()),
-		CASE state WHEN 'dead' THEN 'dead' ELSE 'retry' END, error
+		CASE state WHEN 'retrying' THEN 'retry' ELSE state END, error
 	FROM done
 	` + closeConflict + `
 )
@@ -180,7 +213,8 @@ SELECT id, state FROM done`
 // releaseSQL hands fenced tasks back to the queue at once (graceful
 // shutdown). The released attempt does not count against max_attempts.
 const releaseSQL = `
-WITH done AS (
+WITH ` + lockInOrder + `,
+done AS (
 	UPDATE tasks t SET
 		state = 'queued',
 		attempt = t.attempt - 1,
@@ -189,7 +223,7 @@ WITH done AS (
 		lease_expires_at = NULL,
 		updated_at = coalesce($3::timestamptz, now())
 	FROM unnest($1::bigint[], $2::bigint[]) AS u(id, token)
-	WHERE t.id = ANY ($1::bigint[]) AND t.id = u.id AND t.lease_token = u.token AND t.state = 'running'
+	WHERE t.id = ANY (ARRAY(SELECT id FROM locked)) AND t.id = u.id AND t.lease_token = u.token AND t.state = 'running'
 	RETURNING t.id, t.lease_token, t.queue, t.attempt + 1 AS attempt, t.generation, ` + prevAttempt + `
 ),
 closed AS (
@@ -229,26 +263,41 @@ closed AS (
 )
 SELECT id FROM done`
 
-// cancelSQL is the operator's cancel: a task not running is cancelled at
-// once; a running one is flagged, and its attempt sees the flag at its next
-// heartbeat. The first column is the state before, so callers can tell "not
-// found" (no row) from "already finished".
+// cancelSQL is the operator's cancel: a task that no live lease holds is
+// cancelled at once (a running task whose lease expired too: no worker may
+// ever come back for it, and its lost attempt is recorded); a running one is
+// flagged, and its attempt sees the flag at its next heartbeat. The first
+// column is the state before, so callers can tell "not found" (no row) from
+// "already finished".
 const cancelSQL = `
-WITH cur AS (
-	SELECT id, state FROM tasks
+WITH now AS (SELECT coalesce($3::timestamptz, now()) AS t),
+cur AS (
+	SELECT id, state, state = 'running' AND lease_expires_at > now.t AS live,
+		lease_token, attempt, generation, lease_owner, coalesce(attempted_at, updated_at) AS attempted_at
+	FROM tasks, now
 	WHERE id = $1 AND ($2 = '' OR tenant = $2)
-	FOR UPDATE
+	FOR UPDATE OF tasks
 ),
 upd AS (
 	UPDATE tasks t SET
-		state = CASE WHEN cur.state = 'running' THEN 'running' ELSE 'cancelled' END,
-		cancel_requested_at = coalesce(t.cancel_requested_at, coalesce($3::timestamptz, now())),
-		finished_at = CASE WHEN cur.state = 'running' THEN NULL ELSE coalesce($3::timestamptz, now()) END,
-		last_error = CASE WHEN cur.state = 'running' THEN t.last_error ELSE 'cancelled by operator' END,
-		updated_at = coalesce($3::timestamptz, now())
-	FROM cur
+		state = CASE WHEN cur.live THEN 'running' ELSE 'cancelled' END,
+		cancel_requested_at = coalesce(t.cancel_requested_at, now.t),
+		finished_at = CASE WHEN cur.live THEN NULL ELSE now.t END,
+		last_error = CASE WHEN cur.live THEN t.last_error ELSE 'cancelled by operator' END,
+		lease_owner = CASE WHEN cur.live THEN t.lease_owner END,
+		lease_expires_at = CASE WHEN cur.live THEN t.lease_expires_at END,
+		updated_at = now.t
+	FROM cur, now
 	WHERE t.id = cur.id AND cur.state NOT IN ('succeeded', 'dead', 'cancelled')
 	RETURNING t.id
+),
+lost AS (
+	INSERT INTO task_attempts (task_id, lease_token, attempt, generation, worker, started_at, ended_at, outcome, error)
+	SELECT cur.id, cur.lease_token, cur.attempt, cur.generation, cur.lease_owner, cur.attempted_at, now.t,
+		'lease_expired', 'lease expired before the attempt finished; task cancelled by operator'
+	FROM cur, now
+	WHERE cur.state = 'running' AND NOT cur.live
+	` + closeConflict + `
 )
 SELECT cur.state, upd.id IS NOT NULL FROM cur LEFT JOIN upd ON upd.id = cur.id`
 

@@ -34,7 +34,8 @@ type keeper struct {
 	log      *slog.Logger
 
 	mu      sync.Mutex
-	running map[int64]*leased
+	running map[agentledger.Lease]*leased // by lease, not task: an attempt
+	// that outlives its lease must never drop the entry of the next one
 }
 
 type leased struct {
@@ -49,23 +50,34 @@ func newKeeper(lease, interval time.Duration, renew renewFunc, log *slog.Logger)
 		margin = 5 * time.Second
 	}
 	return &keeper{lease: lease, interval: interval, margin: margin, renew: renew, log: log,
-		running: map[int64]*leased{}}
+		running: map[agentledger.Lease]*leased{}}
 }
 
-// add starts keeping l, claimed by a statement sent at sentAt.
+// add starts keeping l, claimed by a statement sent at sentAt. An earlier
+// attempt of the same task still held here has lost its lease — the new
+// claim proves it — and is stopped.
 func (k *keeper) add(l agentledger.Lease, sentAt time.Time, cancel context.CancelCauseFunc) {
 	e := &leased{lease: l, cancel: cancel}
 	e.timer = time.AfterFunc(time.Until(sentAt.Add(k.lease-k.margin)), func() { cancel(errLeaseExpiring) })
 	k.mu.Lock()
-	k.running[l.TaskID] = e
+	var stale []*leased
+	for old, oe := range k.running {
+		if old.TaskID == l.TaskID && old.Token < l.Token {
+			stale = append(stale, oe)
+		}
+	}
+	k.running[l] = e
 	k.mu.Unlock()
+	for _, oe := range stale {
+		oe.cancel(agentledger.ErrLeaseLost)
+	}
 }
 
-// remove stops keeping task id (its outcome is recorded or it was lost).
-func (k *keeper) remove(id int64) {
+// remove stops keeping l (its outcome is recorded or it was lost).
+func (k *keeper) remove(l agentledger.Lease) {
 	k.mu.Lock()
-	e := k.running[id]
-	delete(k.running, id)
+	e := k.running[l]
+	delete(k.running, l)
 	k.mu.Unlock()
 	if e != nil {
 		e.timer.Stop()
@@ -121,10 +133,13 @@ func (k *keeper) beat(ctx context.Context) {
 		k.log.Warn("heartbeat failed", "leases", len(leases), "err", err)
 		return
 	}
-	lost := map[int64]bool{}
+	notRenewed := map[agentledger.Lease]bool{}
 	for _, l := range res.Lost {
-		lost[l.TaskID] = true
+		notRenewed[l] = true
 		k.stop(l, agentledger.ErrLeaseLost)
+	}
+	for _, l := range res.Busy { // still held; renewed next time
+		notRenewed[l] = true
 	}
 	for _, l := range res.Cancel {
 		k.stop(l, agentledger.ErrCancelled)
@@ -132,7 +147,7 @@ func (k *keeper) beat(ctx context.Context) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	for _, l := range leases {
-		if e := k.running[l.TaskID]; e != nil && !lost[l.TaskID] && e.lease == l {
+		if e := k.running[l]; e != nil && !notRenewed[l] {
 			e.timer.Reset(time.Until(sentAt.Add(k.lease - k.margin)))
 		}
 	}
@@ -141,9 +156,9 @@ func (k *keeper) beat(ctx context.Context) {
 // stop cancels the task holding l with cause.
 func (k *keeper) stop(l agentledger.Lease, cause error) {
 	k.mu.Lock()
-	e := k.running[l.TaskID]
+	e := k.running[l]
 	k.mu.Unlock()
-	if e != nil && e.lease == l {
+	if e != nil {
 		if errors.Is(cause, agentledger.ErrLeaseLost) {
 			k.log.Warn("lease lost", "task", l.TaskID, "token", l.Token)
 		}

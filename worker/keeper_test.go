@@ -67,7 +67,7 @@ func TestKeeperRenewsOnSchedule(t *testing.T) {
 				t.Fatalf("heartbeat %d at %v, want %v", i, c.Sub(start), want.Sub(start))
 			}
 		}
-		k.remove(1)
+		k.remove(agentledger.Lease{TaskID: 1, Token: 1})
 		stop()
 	})
 }
@@ -99,7 +99,7 @@ func TestKeeperStopsTaskBeforeLeaseExpires(t *testing.T) {
 			t.Fatalf("stopped at %v after start, want %v (lease would expire at %v)",
 				now.Sub(start), deadline.Sub(start), lastRenewal.Add(lease).Sub(start))
 		}
-		k.remove(1)
+		k.remove(agentledger.Lease{TaskID: 1, Token: 1})
 		stop()
 	})
 }
@@ -118,7 +118,36 @@ func TestKeeperStopsTaskOnLostLease(t *testing.T) {
 		if !errors.Is(context.Cause(task), agentledger.ErrLeaseLost) || time.Since(start) != 10*time.Second {
 			t.Fatalf("cause %v after %v", context.Cause(task), time.Since(start))
 		}
-		k.remove(7)
+		k.remove(agentledger.Lease{TaskID: 7, Token: 3})
 		stop()
+	})
+}
+
+// An attempt that outlives its lease and is claimed again by the same
+// worker: the new claim stops the old attempt, and the old attempt's exit
+// leaves the new one's lease alone.
+func TestKeeperNewClaimSupersedesOldAttempt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeRenewer{}
+		k := newKeeper(30*time.Second, 10*time.Second, f.renew, quiet())
+		a1, cancel1 := context.WithCancelCause(t.Context())
+		a2, cancel2 := context.WithCancelCause(t.Context())
+		old := agentledger.Lease{TaskID: 5, Token: 1}
+		cur := agentledger.Lease{TaskID: 5, Token: 2}
+		k.add(old, time.Now(), cancel1)
+		k.add(cur, time.Now(), cancel2)
+		if !errors.Is(context.Cause(a1), agentledger.ErrLeaseLost) {
+			t.Fatalf("old attempt cause %v, want ErrLeaseLost", context.Cause(a1))
+		}
+		k.remove(old)
+		if ls := k.leases(); len(ls) != 1 || ls[0] != cur {
+			t.Fatalf("leases after the old attempt left: %v", ls)
+		}
+		time.Sleep(20 * time.Second) // the current lease's watchdog still runs
+		synctest.Wait()
+		if a2.Err() != nil {
+			t.Fatalf("current attempt stopped: %v", context.Cause(a2))
+		}
+		k.remove(cur)
 	})
 }

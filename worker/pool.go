@@ -34,6 +34,8 @@ type Pool struct {
 
 	hurry     chan struct{} // closed by EndGrace
 	hurryOnce sync.Once
+
+	kindNames []string // sorted; what this pool claims
 }
 
 // New returns a Pool working through db.
@@ -50,6 +52,10 @@ func New(db *pgxpool.Pool, cfg Config) (*Pool, error) {
 	for _, q := range cfg.Queues {
 		p.wake[q] = make(chan struct{}, 1)
 	}
+	for k := range cfg.Handlers {
+		p.kindNames = append(p.kindNames, k)
+	}
+	sort.Strings(p.kindNames)
 	return p, nil
 }
 
@@ -64,12 +70,7 @@ func (p *Pool) ID() string { return p.cfg.ID }
 // claims, running tasks get the grace period, the rest are cancelled and
 // their leases released. It returns nil after a clean shutdown.
 func (p *Pool) Run(ctx context.Context) error {
-	kinds := make([]string, 0, len(p.cfg.Handlers))
-	for k := range p.cfg.Handlers {
-		kinds = append(kinds, k)
-	}
-	sort.Strings(kinds)
-	p.log.Info("worker started", "queues", p.cfg.Queues, "kinds", kinds, "concurrency", p.cfg.Concurrency,
+	p.log.Info("worker started", "queues", p.cfg.Queues, "kinds", p.kindNames, "concurrency", p.cfg.Concurrency,
 		"lease", p.cfg.Lease, "poll_only", p.cfg.PollOnly)
 
 	// Background machinery outlives ctx: it must keep leases alive and
@@ -149,7 +150,7 @@ func (p *Pool) produce(ctx, work context.Context, q string) {
 		got := 0
 		if free > 0 {
 			sentAt := time.Now()
-			tasks, err := p.store.Claim(ctx, claims.ClaimParams{Queue: q, Worker: p.cfg.ID, Limit: free, Lease: p.cfg.Lease})
+			tasks, err := p.store.Claim(ctx, claims.ClaimParams{Queue: q, Worker: p.cfg.ID, Limit: free, Lease: p.cfg.Lease, Kinds: p.kindNames})
 			if err != nil && ctx.Err() == nil {
 				p.log.Warn("claim failed", "queue", q, "err", err)
 			}
@@ -199,7 +200,7 @@ func (p *Pool) start(work context.Context, t *agentledger.Task, sentAt time.Time
 		free := func() { once.Do(freeSlot) }
 		defer free()
 		defer cancel(nil)
-		defer p.keeper.remove(t.ID)
+		defer p.keeper.remove(lease)
 		p.runTask(ctx, t, lease, free)
 	}()
 }
@@ -218,7 +219,7 @@ func (p *Pool) runTask(ctx context.Context, t *agentledger.Task, lease agentledg
 	h, ok := p.cfg.Handlers[t.Kind]
 	if !ok {
 		p.record(ctx, lease, nil, agentledger.Permanent(fmt.Errorf("no handler for kind %q on worker %s (it knows: %s)",
-			t.Kind, p.cfg.ID, strings.Join(p.kinds(), ", "))), t, freeSlot)
+			t.Kind, p.cfg.ID, strings.Join(p.kindNames, ", "))), t, freeSlot)
 		return
 	}
 	result, err := safeWork(ctx, h, t)
@@ -294,15 +295,6 @@ func (p *Pool) park(lease agentledger.Lease, cause error, t *agentledger.Task) {
 		return
 	}
 	p.taskLog(t).Warn("task needs attention", "cause", cause)
-}
-
-func (p *Pool) kinds() []string {
-	ks := make([]string, 0, len(p.cfg.Handlers))
-	for k := range p.cfg.Handlers {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
 }
 
 // safeWork runs the handler, turning a panic into a retryable error.
