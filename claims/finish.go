@@ -45,7 +45,7 @@ func (s *Store) SucceedMany(ctx context.Context, done []Success) ([]agentledger.
 			if !json.Valid(d.Result) {
 				return nil, agentledger.Invalid("result", "task %d: not valid JSON", d.Lease.TaskID)
 			}
-			r := string(d.Result)
+			r := string(agentledger.SafeJSON(d.Result))
 			results[i] = &r
 		}
 	}
@@ -79,7 +79,7 @@ func (s *Store) FailMany(ctx context.Context, fs []Failure) (map[int64]agentledg
 	n := len(fs)
 	ids, tokens, errs, delays, finals := make([]int64, n), make([]int64, n), make([]string, n), make([]int64, n), make([]bool, n)
 	for i, f := range fs {
-		ids[i], tokens[i], errs[i] = f.Lease.TaskID, f.Lease.Token, f.Error
+		ids[i], tokens[i], errs[i] = f.Lease.TaskID, f.Lease.Token, agentledger.SafeText(f.Error)
 		delays[i], finals[i] = f.Delay.Milliseconds(), f.Final
 	}
 	rows, err := s.db.Query(ctx, failSQL, ids, tokens, errs, delays, finals, s.now())
@@ -148,7 +148,7 @@ func (s *Store) NeedsAttention(ctx context.Context, l agentledger.Lease, reason 
 // stop ends a running attempt in state, fenced on its token.
 func (s *Store) stop(ctx context.Context, l agentledger.Lease, state agentledger.TaskState, reason string) error {
 	var id int64
-	err := s.db.QueryRow(ctx, stopSQL, l.TaskID, l.Token, reason, s.now(), string(state)).Scan(&id)
+	err := s.db.QueryRow(ctx, stopSQL, l.TaskID, l.Token, agentledger.SafeText(reason), s.now(), string(state)).Scan(&id)
 	if err := notFound(err); err == agentledger.ErrNotFound {
 		return fmt.Errorf("task %d token %d: %w", l.TaskID, l.Token, agentledger.ErrLeaseLost)
 	} else if err != nil {

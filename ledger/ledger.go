@@ -127,21 +127,23 @@ func (l *Ledger) Do(ctx context.Context, a Attempt, e Effect) (Result, error) {
 				return fmt.Errorf("effect %s at %s: %w", short(call.Key), e.StepPath, ErrNeedsAttention)
 			}
 		case StatePending:
-			if r.owner != a.Token { // left by an attempt that lost its lease: outcome unknown
-				switch e.Class {
-				case Unsafe:
-					if !r.retryAllowed {
-						if _, err := tx.Exec(ctx, unknownSQL, append(pk, fmt.Sprintf(
-							"attempt with token %d may have performed it before losing its lease", r.owner))...); err != nil {
-							return err
-						}
-						// The transition to unknown must stick: commit, then fail.
-						afterErr = fmt.Errorf("effect %s at %s: %w", short(call.Key), e.StepPath, ErrNeedsAttention)
-						return nil
+			// A pending row means an earlier call — another attempt's, or
+			// this attempt's that failed transiently or is running
+			// concurrently — may have performed the effect. The stored
+			// class decides what that means.
+			switch r.class {
+			case Unsafe:
+				if !r.retryAllowed {
+					if _, err := tx.Exec(ctx, unknownSQL, append(pk, fmt.Sprintf(
+						"an attempt (token %d) may have performed it without recording the outcome", r.owner))...); err != nil {
+						return err
 					}
-				case Reconcilable:
-					reconcile = true
+					// The transition to unknown must stick: commit, then fail.
+					afterErr = fmt.Errorf("effect %s at %s: %w", short(call.Key), e.StepPath, ErrNeedsAttention)
+					return nil
 				}
+			case Reconcilable:
+				reconcile = true
 			}
 		}
 		if e.Class == Local {
@@ -196,14 +198,14 @@ func (l *Ledger) doUnreserved(ctx context.Context, pk []any, a Attempt, call Cal
 		if !errors.As(perr, &perm) {
 			return out, true, perr // transient: nothing recorded, performed again next time
 		}
-		state, msg = StateFailed, perr.Error()
+		state, msg = StateFailed, agentledger.SafeText(perr.Error())
 	}
 	body, err := encodeResult(out)
 	if err != nil {
 		return Result{}, true, err
 	}
 	err = l.db.QueryRow(ctx, insertOutcomeSQL, a.Tenant, e.Operation, call.Key, hash, string(e.Class), a.TaskID,
-		a.Generation, e.StepPath, a.Token, string(state), body, out.ExternalRef, msg).Scan(&r.result, &r.externalRef)
+		a.Generation, e.StepPath, a.Token, string(state), body, agentledger.SafeText(out.ExternalRef), msg).Scan(&r.result, &r.externalRef)
 	if err == nil {
 		r.state, r.err = state, msg
 		res, err := outcome(r, call.Key)
@@ -313,7 +315,8 @@ func (l *Ledger) record(ctx context.Context, pk []any, a Attempt, st State, res 
 	}
 	key := short(pk[2].(string))
 	var r row
-	err = l.db.QueryRow(ctx, recordSQL, append(pk, string(st), body, res.ExternalRef, msg, a.Token)...).
+	msg = agentledger.SafeText(msg)
+	err = l.db.QueryRow(ctx, recordSQL, append(pk, string(st), body, agentledger.SafeText(res.ExternalRef), msg, a.Token)...).
 		Scan(&r.result, &r.externalRef)
 	switch {
 	case err == nil:
@@ -340,7 +343,7 @@ func encodeResult(r Result) ([]byte, error) {
 	return json.Marshal(struct {
 		Status int             `json:"status,omitempty"`
 		Body   json.RawMessage `json:"body,omitempty"`
-	}{r.Status, r.Body})
+	}{r.Status, agentledger.SafeJSON(r.Body)})
 }
 
 func stored(r row) (Result, error) {

@@ -291,3 +291,67 @@ func TestNewGenerationPerformsAgain(t *testing.T) {
 		t.Fatalf("requeue of a running task: %v", err)
 	}
 }
+
+// A pending row is an unknown outcome whoever left it: the same attempt
+// presenting a reconcilable effect again after a transient failure looks it
+// up first, and an unsafe one is not performed again.
+func TestPendingRowOfTheSameAttempt(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t)
+	e.task()
+	a, _ := e.claim("w")
+	posted := 0
+	post := &counter{fn: func(context.Context, ledger.Call) (ledger.Result, error) {
+		posted++
+		return ledger.Result{}, errors.New("timeout after the post landed")
+	}}
+	eff := effect(ledger.Reconcilable, "notify/ops", `{"text":"hi"}`, post.perform)
+	lookups := 0
+	eff.Reconcile = func(context.Context, ledger.Call) (ledger.Result, bool, error) {
+		lookups++
+		return ledger.Result{ExternalRef: "C1/1.0001"}, posted > 0, nil
+	}
+	if _, err := e.Ledger.Do(ctx, a, eff); err == nil {
+		t.Fatal("want the transient error")
+	}
+	res, err := e.Ledger.Do(ctx, a, eff)
+	if err != nil || res.ExternalRef != "C1/1.0001" || posted != 1 || lookups != 1 {
+		t.Fatalf("retry: %+v %v, posted %d, lookups %d", res, err, posted, lookups)
+	}
+
+	wire := &counter{fn: func(context.Context, ledger.Call) (ledger.Result, error) {
+		return ledger.Result{}, errors.New("connection reset")
+	}}
+	unsafe := effect(ledger.Unsafe, "tool/1", `{"wire":1}`, wire.perform)
+	if _, err := e.Ledger.Do(ctx, a, unsafe); err == nil {
+		t.Fatal("want the transient error")
+	}
+	if _, err := e.Ledger.Do(ctx, a, unsafe); !errors.Is(err, ledger.ErrNeedsAttention) || wire.calls.Load() != 1 {
+		t.Fatalf("unsafe retry: %v, performed %d", err, wire.calls.Load())
+	}
+}
+
+// Odd bytes from a downstream (NUL, invalid UTF-8) never make an outcome
+// unrecordable.
+func TestOddBytesAreStorable(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t)
+	e.task()
+	a, _ := e.claim("w")
+	bin := &counter{fn: func(context.Context, ledger.Call) (ledger.Result, error) {
+		return ledger.Result{Status: 200, Body: json.RawMessage(`{"raw":"a\u0000b"}`), ExternalRef: "r\x00"}, nil
+	}}
+	if _, err := e.Ledger.Do(ctx, a, effect(ledger.Keyed, "tool/0", `{}`, bin.perform)); err != nil {
+		t.Fatalf("NUL in the result: %v", err)
+	}
+	bad := &counter{fn: func(context.Context, ledger.Call) (ledger.Result, error) {
+		return ledger.Result{Status: 400}, agentledger.Permanent(errors.New("bad \xff\x00 input"))
+	}}
+	_, err := e.Ledger.Do(ctx, a, effect(ledger.Keyed, "tool/1", `{}`, bad.perform))
+	var failed *ledger.FailedError
+	if !errors.As(err, &failed) {
+		t.Fatalf("permanent failure with odd bytes: %v", err)
+	}
+}

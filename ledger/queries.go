@@ -6,7 +6,8 @@ package ledger
 // still holds the task's lease, and holds a share lock on the task row so
 // no claim can take the lease until the reservation commits.
 const fenceSQL = `
-SELECT 1 FROM tasks WHERE id = $1 AND lease_token = $2 AND state = 'running' FOR SHARE`
+SELECT 1 FROM tasks WHERE id = $1 AND lease_token = $2 AND state = 'running' AND lease_expires_at > now()
+FOR SHARE`
 
 // reserveSQL makes a fresh reservation owned by the attempt; on conflict the
 // existing row decides (I6: the primary key decides, not a look-up).
@@ -26,7 +27,8 @@ ON CONFLICT (tenant, operation, effect_key) DO NOTHING`
 // statement ran — goes to the transactional path.
 const reserveFastSQL = `
 WITH fence AS (
-	SELECT id FROM tasks WHERE id = $6 AND lease_token = $9 AND state = 'running' FOR SHARE
+	SELECT id FROM tasks WHERE id = $6 AND lease_token = $9 AND state = 'running' AND lease_expires_at > now()
+	FOR SHARE
 ),
 ins AS (
 	INSERT INTO ledger (tenant, operation, effect_key, request_hash, class, task_id,
@@ -43,7 +45,8 @@ LEFT JOIN ledger l ON l.tenant = $1 AND l.operation = $2 AND l.effect_key = $3`
 // lookupSQL is the read that starts a pure or keyed effect: whether the
 // lease holds, and the effect's row if it has one. It writes nothing.
 const lookupSQL = `
-SELECT EXISTS (SELECT 1 FROM tasks WHERE id = $4 AND lease_token = $5 AND state = 'running'),
+SELECT EXISTS (SELECT 1 FROM tasks WHERE id = $4 AND lease_token = $5 AND state = 'running'
+		AND lease_expires_at > now()),
 	l.state, l.request_hash, l.result, coalesce(l.external_ref, ''), coalesce(l.error, '')
 FROM (SELECT 1) one
 LEFT JOIN ledger l ON l.tenant = $1 AND l.operation = $2 AND l.effect_key = $3`
@@ -53,7 +56,8 @@ LEFT JOIN ledger l ON l.tenant = $1 AND l.operation = $2 AND l.effect_key = $3`
 // decides between concurrent performances (the first that lands stands).
 const insertOutcomeSQL = `
 WITH fence AS (
-	SELECT id FROM tasks WHERE id = $6 AND lease_token = $9 AND state = 'running' FOR SHARE
+	SELECT id FROM tasks WHERE id = $6 AND lease_token = $9 AND state = 'running' AND lease_expires_at > now()
+	FOR SHARE
 )
 INSERT INTO ledger (tenant, operation, effect_key, request_hash, class, task_id,
 	generation, step_path, owner_token, performed, state, result, external_ref, error, completed_at)
@@ -88,14 +92,16 @@ UPDATE ledger l SET state = $4, result = $5, external_ref = nullif($6, ''), erro
 	completed_at = now(), updated_at = now()
 WHERE l.tenant = $1 AND l.operation = $2 AND l.effect_key = $3
 	AND l.state = 'pending' AND l.owner_token = $8
-	AND EXISTS (SELECT 1 FROM tasks t WHERE t.id = l.task_id AND t.lease_token = $8 AND t.state = 'running')
+	AND EXISTS (SELECT 1 FROM tasks t WHERE t.id = l.task_id AND t.lease_token = $8 AND t.state = 'running'
+		AND t.lease_expires_at > now())
 RETURNING l.result, coalesce(l.external_ref, '')`
 
 // landedSQL reads an outcome recorded by someone else, and whether the
 // attempt still holds the task's lease.
 const landedSQL = `
 SELECT l.state, l.request_hash, l.result, coalesce(l.external_ref, ''), coalesce(l.error, ''),
-	EXISTS (SELECT 1 FROM tasks t WHERE t.id = l.task_id AND t.lease_token = $4 AND t.state = 'running')
+	EXISTS (SELECT 1 FROM tasks t WHERE t.id = l.task_id AND t.lease_token = $4 AND t.state = 'running'
+		AND t.lease_expires_at > now())
 FROM ledger l WHERE l.tenant = $1 AND l.operation = $2 AND l.effect_key = $3`
 
 const journalSQL = `

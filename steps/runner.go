@@ -60,6 +60,10 @@ func (r *Runner) Work(ctx context.Context, task *agentledger.Task) (json.RawMess
 			if errors.As(err, &failed) {
 				return nil, agentledger.Permanent(fmt.Errorf("step %d (%s) failed: %s", i, s.Tool, failed.Message))
 			}
+			if errors.Is(err, agentledger.ErrKeyReuse) { // retrying cannot change the recorded request
+				return nil, agentledger.Permanent(fmt.Errorf("step %d (%s): the call differs from the one recorded for it; "+
+					"re-run the task as a new intent: %w", i, s.Tool, err))
+			}
 			return nil, fmt.Errorf("step %d (%s): %w", i, s.Tool, err)
 		}
 		view, err := resultView(res)

@@ -80,35 +80,70 @@ func (c *completer) run(ctx context.Context) {
 }
 
 func (c *completer) flush(ctx context.Context, batch []*completion) {
-	var ok []claims.Success
-	var failed []claims.Failure
-	var okc, failc []*completion
+	var ok []*completion
+	var failed []*completion
 	for _, cm := range batch {
 		if cm.success != nil {
-			ok = append(ok, *cm.success)
-			okc = append(okc, cm)
+			ok = append(ok, cm)
 		} else {
-			failed = append(failed, *cm.failure)
-			failc = append(failc, cm)
+			failed = append(failed, cm)
 		}
 	}
-	if len(ok) > 0 {
-		lost, err := c.store.SucceedMany(ctx, ok)
-		lostSet := leaseSet(lost)
-		for _, cm := range okc {
-			r := completionResult{state: agentledger.StateSucceeded, err: err}
-			if lostSet[cm.success.Lease] {
-				r.state = ""
-			}
-			cm.done <- r
-		}
+	c.write(ctx, ok, c.succeed)
+	c.write(ctx, failed, c.fail)
+}
+
+// write records a group in one statement; if the statement fails, each
+// completion is tried alone, so that one unstorable outcome cannot fail
+// the others with it.
+func (c *completer) write(ctx context.Context, group []*completion, stmt func(context.Context, []*completion) error) {
+	if len(group) == 0 {
+		return
 	}
-	if len(failed) > 0 {
-		states, _, err := c.store.FailMany(ctx, failed)
-		for _, cm := range failc {
-			cm.done <- completionResult{state: states[cm.failure.Lease.TaskID], err: err}
-		}
+	if stmt(ctx, group) == nil || len(group) == 1 {
+		return
 	}
+	for _, cm := range group {
+		stmt(ctx, []*completion{cm}) //nolint:errcheck // each reports to its own waiter
+	}
+}
+
+// succeed writes successes and answers every waiter unless the statement
+// failed and the group has more than one member (write retries them alone).
+func (c *completer) succeed(ctx context.Context, group []*completion) error {
+	done := make([]claims.Success, len(group))
+	for i, cm := range group {
+		done[i] = *cm.success
+	}
+	lost, err := c.store.SucceedMany(ctx, done)
+	if err != nil && len(group) > 1 {
+		return err
+	}
+	lostSet := leaseSet(lost)
+	for _, cm := range group {
+		r := completionResult{state: agentledger.StateSucceeded, err: err}
+		if lostSet[cm.success.Lease] {
+			r.state = ""
+		}
+		cm.done <- r
+	}
+	return err
+}
+
+// fail writes failures; see succeed.
+func (c *completer) fail(ctx context.Context, group []*completion) error {
+	fs := make([]claims.Failure, len(group))
+	for i, cm := range group {
+		fs[i] = *cm.failure
+	}
+	states, _, err := c.store.FailMany(ctx, fs)
+	if err != nil && len(group) > 1 {
+		return err
+	}
+	for _, cm := range group {
+		cm.done <- completionResult{state: states[cm.failure.Lease.TaskID], err: err}
+	}
+	return err
 }
 
 func leaseSet(ls []agentledger.Lease) map[agentledger.Lease]bool {

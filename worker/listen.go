@@ -12,11 +12,16 @@ const NotifyChannel = "agentledger_task_insert"
 // listen holds one connection in LISTEN and wakes the producer of each
 // notified queue. On error it reconnects with backoff; polling covers the gap.
 func (p *Pool) listen(ctx context.Context) {
-	backoff := 100 * time.Millisecond
+	const firstBackoff = 100 * time.Millisecond
+	backoff := firstBackoff
 	for ctx.Err() == nil {
+		began := time.Now()
 		err := p.listenOnce(ctx)
 		if ctx.Err() != nil {
 			return
+		}
+		if time.Since(began) > time.Minute { // a healthy session: start over
+			backoff = firstBackoff
 		}
 		p.log.Warn("LISTEN connection failed; polling until it is back", "err", err, "retry_in", backoff)
 		select {

@@ -83,8 +83,8 @@ func setup() error {
 		raw = c.URL("postgres")
 	}
 	u, err := url.Parse(raw)
-	if err != nil {
-		return fmt.Errorf("TEST_DATABASE_URL: %w", err)
+	if err != nil { // url.Error quotes the URL, password included
+		return fmt.Errorf("TEST_DATABASE_URL is not a postgres:// URL")
 	}
 	server = u
 	admin, err = pgxpool.New(ctx, raw)
