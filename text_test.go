@@ -8,9 +8,9 @@ import (
 func TestSafeText(t *testing.T) {
 	t.Parallel()
 	for in, want := range map[string]string{
-		"ok":            "ok",
-		"nul\x00here":   "nul\uFFFDhere",
-		"bad\xffutf8":   "bad\uFFFDutf8",
+		"ok":           "ok",
+		"nul\x00here":  "nul\uFFFDhere",
+		"bad\xffutf8":  "bad\uFFFDutf8",
 		"é and \u2028": "é and \u2028",
 	} {
 		if got := SafeText(in); got != want {
