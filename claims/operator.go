@@ -23,20 +23,25 @@ var replayable = []string{"succeeded", "dead", "cancelled", "needs_attention"}
 
 // Requeue replays (mode Replay) or re-runs (mode Rerun) task id, restricted
 // to tenant unless empty. It returns the task as queued. ErrNotFound for an
-// unknown task; ErrConflict while the task is queued or running.
+// unknown task; ErrConflict while the task is queued or running, and for a
+// replay of a task whose ledger rows retention has removed.
 func (s *Store) Requeue(ctx context.Context, tenant string, id int64, mode int) (*agentledger.Task, error) {
 	if mode != Replay && mode != Rerun {
 		return nil, agentledger.Invalid("mode", "unknown requeue mode %d", mode)
 	}
 	var before string
-	var changed bool
+	var expired, changed bool
 	var woke int64
-	err := s.db.QueryRow(ctx, requeueSQL, id, tenant, mode, replayable, s.now()).Scan(&before, &changed, &woke)
+	err := s.db.QueryRow(ctx, requeueSQL, id, tenant, mode, replayable, s.now()).Scan(&before, &expired, &changed, &woke)
 	if err != nil {
 		if err := notFound(err); err == agentledger.ErrNotFound {
 			return nil, fmt.Errorf("task %d: %w", id, err)
 		}
 		return nil, fmt.Errorf("requeue: %w", err)
+	}
+	if !changed && expired && mode == Replay {
+		return nil, fmt.Errorf("task %d finished so long ago that retention removed its ledger rows: a replay would "+
+			"perform its effects again; re-run it as a new intent instead: %w", id, agentledger.ErrConflict)
 	}
 	if !changed {
 		return nil, fmt.Errorf("task %d is %s; only a task no worker holds (%v) can run again: %w",

@@ -331,16 +331,18 @@ ORDER BY lease_token`
 // requeueSQL is an operator's replay ($3 = 0) or re-run as a new intent
 // ($3 = 1) of a task that no worker holds: it runs again from attempt 1,
 // in the same generation (the ledger serves completed effects) or the next
-// (every effect runs again). $4 lists the states it may start from.
+// (every effect runs again). $4 lists the states it may start from. A
+// replay is refused once retention removed any of the task's ledger rows.
 const requeueSQL = `
 WITH cur AS (
-	SELECT id, state FROM tasks
+	SELECT id, state, ledger_expired_at IS NOT NULL AS expired FROM tasks
 	WHERE id = $1 AND ($2 = '' OR tenant = $2)
 	FOR UPDATE
 ),
 upd AS (
 	UPDATE tasks t SET
 		state = 'queued',
+		ledger_expired_at = CASE WHEN $3 = 1 THEN NULL ELSE t.ledger_expired_at END,
 		generation = t.generation + $3,
 		attempt = 0,
 		run_at = coalesce($5::timestamptz, now()),
@@ -349,10 +351,10 @@ upd AS (
 		result = CASE WHEN $3 = 1 THEN NULL ELSE t.result END,
 		updated_at = coalesce($5::timestamptz, now())
 	FROM cur
-	WHERE t.id = cur.id AND cur.state = ANY ($4::text[])
+	WHERE t.id = cur.id AND cur.state = ANY ($4::text[]) AND ($3 = 1 OR NOT cur.expired)
 	RETURNING t.id
 ),
 wake AS (
 	SELECT pg_notify('agentledger_task_insert', t.queue) FROM tasks t JOIN upd ON upd.id = t.id
 )
-SELECT cur.state, upd.id IS NOT NULL, (SELECT count(*) FROM wake) FROM cur LEFT JOIN upd ON upd.id = cur.id`
+SELECT cur.state, cur.expired, upd.id IS NOT NULL, (SELECT count(*) FROM wake) FROM cur LEFT JOIN upd ON upd.id = cur.id`

@@ -136,11 +136,17 @@ func TestExpiryAndLateRetry(t *testing.T) {
 	if j, _ := e.Ledger.Journal(ctx, running, 1); len(j) != 1 {
 		t.Fatal("the running task's row expired")
 	}
-	// The late retry: the finished task is replayed after its row expired.
-	e.Claims.Requeue(ctx, "", finished, claims.Replay)
+	// The late retry: a replay would repeat the expired effect, so it is
+	// refused; re-running the task as a new intent performs it again.
+	if _, err := e.Claims.Requeue(ctx, "", finished, claims.Replay); !errors.Is(err, agentledger.ErrConflict) {
+		t.Fatalf("replay after expiry: %v, want ErrConflict", err)
+	}
+	if _, err := e.Claims.Requeue(ctx, "", finished, claims.Rerun); err != nil {
+		t.Fatal(err)
+	}
 	late, _ := e.claim("w")
 	res, err := e.Ledger.Do(ctx, late, eff)
-	if err != nil || res.Replayed || c.calls.Load() != 3 {
-		t.Fatalf("late retry: %+v %v performed %d, want performed again", res, err, c.calls.Load())
+	if err != nil || res.Replayed || c.calls.Load() != 3 || late.Generation != 2 {
+		t.Fatalf("late retry: %+v %v performed %d, want performed again in generation 2", res, err, c.calls.Load())
 	}
 }

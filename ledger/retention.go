@@ -18,9 +18,11 @@ type Retention struct {
 }
 
 // Expire deletes expired rows in batches of at most batch rows (each batch
-// its own short statement, so no long locks) and returns how many went. An
-// effect presented again after its row expired is a new intent: it is
-// performed again.
+// its own short statement, so no long locks) and returns how many went. A
+// task that lost ledger rows this way can no longer be replayed
+// (claims.Store.Requeue refuses with ErrConflict): its completed effects
+// would run again. Re-running it as a new intent is the way back, and
+// performs every effect again, as a new intent should.
 func (l *Ledger) Expire(ctx context.Context, r Retention, batch int) (int64, error) {
 	if batch <= 0 {
 		batch = 1000
@@ -53,5 +55,21 @@ func (l *Ledger) Expire(ctx context.Context, r Retention, batch int) (int64, err
 			return total, err
 		}
 	}
-	return total, sweep(nil, r.Default)
+	if err := sweep(nil, r.Default); err != nil {
+		return total, err
+	}
+	longest := r.Default
+	for _, w := range r.PerOperation {
+		longest = max(longest, w)
+	}
+	for {
+		tag, err := l.db.Exec(ctx, expireOrphansSQL, longest, batch)
+		if err != nil {
+			return total, fmt.Errorf("ledger: expire: %w", err)
+		}
+		total += tag.RowsAffected()
+		if tag.RowsAffected() < int64(batch) {
+			return total, nil
+		}
+	}
 }
