@@ -148,17 +148,21 @@ SELECT t.id FROM tasks t
 JOIN unnest($1::bigint[], $2::bigint[]) AS u(id, token) ON t.id = u.id AND t.lease_token = u.token
 WHERE t.id = ANY ($1::bigint[]) AND t.state = 'running' AND t.lease_expires_at > coalesce($3::timestamptz, now())`
 
-// lockInOrder is the first step of every batched finishing statement: it
-// locks the rows in id order, so that two batches over the same tasks
-// (a heartbeat and a completion, two completers) wait instead of deadlocking.
+// Deadlocks between batched writers: the heartbeat never waits for a row
+// lock (SKIP LOCKED), and a pool's one completer writes only leases it holds,
+// so completions of different pools touch different rows except for a
+// zombie's, whose write is fenced out; a rare deadlock there costs a retry
+// (the completer retries each outcome alone). Release at shutdown runs
+// beside the completer over the same rows, so it locks in id order.
+//
+// lockInOrder locks the rows of $1 in id order.
 const lockInOrder = `locked AS (
 	SELECT id FROM tasks WHERE id = ANY ($1::bigint[]) ORDER BY id FOR NO KEY UPDATE
 )`
 
 // succeedSQL finishes fenced attempts successfully.
 const succeedSQL = `
-WITH ` + lockInOrder + `,
-done AS (
+WITH done AS (
 	UPDATE tasks t SET
 		state = 'succeeded',
 		result = u.result,
@@ -167,7 +171,7 @@ done AS (
 		finished_at = coalesce($4::timestamptz, now()),
 		updated_at = coalesce($4::timestamptz, now())
 	FROM unnest($1::bigint[], $2::bigint[], $3::jsonb[]) AS u(id, token, result)
-	WHERE t.id = ANY (ARRAY(SELECT id FROM locked)) AND t.id = u.id AND t.lease_token = u.token AND t.state = 'running'
+	WHERE t.id = ANY ($1::bigint[]) AND t.id = u.id AND t.lease_token = u.token AND t.state = 'running'
 	RETURNING t.id, t.lease_token, t.attempt, t.generation, ` + prevAttempt + `
 ),
 closed AS (
@@ -183,8 +187,7 @@ SELECT id FROM done`
 // an operator asked for it meanwhile (a cancelled task does not wait out a
 // backoff). The error is kept.
 const failSQL = `
-WITH ` + lockInOrder + `,
-done AS (
+WITH done AS (
 	UPDATE tasks t SET
 		state = CASE WHEN t.cancel_requested_at IS NOT NULL THEN 'cancelled'
 			WHEN u.final OR t.attempt >= t.max_attempts THEN 'dead' ELSE 'retrying' END,
@@ -198,7 +201,7 @@ done AS (
 		updated_at = coalesce($6::timestamptz, now())
 	FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::bool[])
 		AS u(id, token, error, delay_ms, final)
-	WHERE t.id = ANY (ARRAY(SELECT id FROM locked)) AND t.id = u.id AND t.lease_token = u.token AND t.state = 'running'
+	WHERE t.id = ANY ($1::bigint[]) AND t.id = u.id AND t.lease_token = u.token AND t.state = 'running'
 	RETURNING t.id, t.lease_token, t.attempt, t.generation, t.state, u.error, ` + prevAttempt + `
 ),
 closed AS (

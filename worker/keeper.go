@@ -36,6 +36,7 @@ type keeper struct {
 	mu      sync.Mutex
 	running map[agentledger.Lease]*leased // by lease, not task: an attempt
 	// that outlives its lease must never drop the entry of the next one
+	newest map[int64]agentledger.Lease // per task, the lease added last
 }
 
 type leased struct {
@@ -50,7 +51,7 @@ func newKeeper(lease, interval time.Duration, renew renewFunc, log *slog.Logger)
 		margin = 5 * time.Second
 	}
 	return &keeper{lease: lease, interval: interval, margin: margin, renew: renew, log: log,
-		running: map[agentledger.Lease]*leased{}}
+		running: map[agentledger.Lease]*leased{}, newest: map[int64]agentledger.Lease{}}
 }
 
 // add starts keeping l, claimed by a statement sent at sentAt. An earlier
@@ -60,16 +61,12 @@ func (k *keeper) add(l agentledger.Lease, sentAt time.Time, cancel context.Cance
 	e := &leased{lease: l, cancel: cancel}
 	e.timer = time.AfterFunc(time.Until(sentAt.Add(k.lease-k.margin)), func() { cancel(errLeaseExpiring) })
 	k.mu.Lock()
-	var stale []*leased
-	for old, oe := range k.running {
-		if old.TaskID == l.TaskID && old.Token < l.Token {
-			stale = append(stale, oe)
-		}
-	}
+	stale := k.running[k.newest[l.TaskID]]
 	k.running[l] = e
+	k.newest[l.TaskID] = l
 	k.mu.Unlock()
-	for _, oe := range stale {
-		oe.cancel(agentledger.ErrLeaseLost)
+	if stale != nil && stale.lease.Token < l.Token {
+		stale.cancel(agentledger.ErrLeaseLost)
 	}
 }
 
@@ -78,6 +75,9 @@ func (k *keeper) remove(l agentledger.Lease) {
 	k.mu.Lock()
 	e := k.running[l]
 	delete(k.running, l)
+	if k.newest[l.TaskID] == l {
+		delete(k.newest, l.TaskID)
+	}
 	k.mu.Unlock()
 	if e != nil {
 		e.timer.Stop()
