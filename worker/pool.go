@@ -149,8 +149,7 @@ func (p *Pool) produce(ctx, work context.Context, q string) {
 		}
 		got := 0
 		if free > 0 {
-			sentAt := time.Now()
-			tasks, err := p.store.Claim(ctx, claims.ClaimParams{Queue: q, Worker: p.cfg.ID, Limit: free, Lease: p.cfg.Lease, Kinds: p.kindNames})
+			tasks, sentAt, err := p.claim(ctx, q, free)
 			if err != nil && ctx.Err() == nil {
 				p.log.Warn("claim failed", "queue", q, "err", err)
 			}
@@ -183,6 +182,26 @@ func (p *Pool) produce(ctx, work context.Context, q string) {
 		case <-freed:
 		}
 	}
+}
+
+// claim claims up to n tasks of queue q. The lease's local deadline counts
+// from when the statement was sent, so the connection is acquired first: a
+// wait for one must not eat into the lease. Once sent, the claim is not
+// cancelled with ctx — a claim that committed anyway would strand its tasks
+// until their leases expired; its tasks are started and, at shutdown,
+// released like the others.
+func (p *Pool) claim(ctx context.Context, q string, n int) ([]*agentledger.Task, time.Time, error) {
+	conn, err := p.db.Acquire(ctx)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	defer conn.Release()
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.Lease/2)
+	defer cancel()
+	sentAt := time.Now()
+	tasks, err := claims.New(conn).Claim(cctx, claims.ClaimParams{Queue: q, Worker: p.cfg.ID, Limit: n,
+		Lease: p.cfg.Lease, Kinds: p.kindNames})
+	return tasks, sentAt, err
 }
 
 // start runs task t in its own goroutine. freeSlot is called as soon as the
