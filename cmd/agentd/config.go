@@ -39,6 +39,10 @@ type config struct {
 	UnsafeHTTPAllowedHosts []string
 	HTTPHostHeadersFile    string
 	NotifyFile             string
+
+	SlackToken     string // from the environment only: a flag would show in ps
+	SlackTokenFile string
+	SlackAPIURL    string
 }
 
 // usageError is a configuration mistake: exit code 2.
@@ -87,6 +91,8 @@ var settings = []setting{
 	{"unsafe-http-allowed-hosts", "AGENTLEDGER_UNSAFE_HTTP_ALLOWED_HOSTS", "string", "", "hosts without idempotency support the unsafe_http tool may call; empty allows none"},
 	{"http-host-headers-file", "AGENTLEDGER_HTTP_HOST_HEADERS_FILE", "string", "", `JSON file of secret headers per host, {"host": {"Authorization": "Bearer …"}}; never logged or stored`},
 	{"notify-file", "AGENTLEDGER_NOTIFY_FILE", "string", "", "file the console notification sink appends to; empty: notifications.jsonl in the state directory"},
+	{"slack-token-file", "AGENTLEDGER_SLACK_TOKEN_FILE", "string", "", "file holding the Slack bot token (or set AGENTLEDGER_SLACK_TOKEN); without a token notifications go to the console sink"},
+	{"slack-api-url", "AGENTLEDGER_SLACK_API_URL", "string", "", "Slack Web API root; empty: Slack's"},
 }
 
 // register declares every flag, its default taken from the environment
@@ -160,6 +166,8 @@ func parse(fs *pflag.FlagSet) (*config, error) {
 	c.UnsafeHTTPAllowedHosts = list(str("unsafe-http-allowed-hosts"))
 	c.HTTPHostHeadersFile = str("http-host-headers-file")
 	c.NotifyFile = str("notify-file")
+	c.SlackTokenFile = str("slack-token-file")
+	c.SlackAPIURL = str("slack-api-url")
 	c.StateDir = str("state-dir")
 	c.WorkerID = str("worker-id")
 	c.Queues = list(str("queues"))

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 
@@ -20,8 +21,8 @@ import (
 
 // handlers builds the task kinds this daemon serves: the built-in kinds,
 // steps and agent, whose tools and model calls run through the ledger.
-func handlers(cfg *config, db *pgxpool.Pool, out io.Writer) (map[string]worker.Handler, error) {
-	sink, err := consoleSink(cfg, out)
+func handlers(cfg *config, db *pgxpool.Pool, out io.Writer, log *slog.Logger) (map[string]worker.Handler, error) {
+	sink, err := notificationSink(cfg, out, log)
 	if err != nil {
 		return nil, err
 	}
@@ -46,6 +47,25 @@ func handlers(cfg *config, db *pgxpool.Pool, out io.Writer) (map[string]worker.H
 		agent.Kind: agent.New(agent.Config{BaseURL: cfg.LLMBaseURL, APIKey: cfg.LLMAPIKey, Model: cfg.LLMModel,
 			RequestTimeout: cfg.LLMTimeout, MaxSteps: cfg.LLMMaxSteps}, l, reg),
 	}, nil
+}
+
+// notificationSink is Slack when a bot token is configured, else the
+// console sink; both go through the ledger the same way.
+func notificationSink(cfg *config, out io.Writer, log *slog.Logger) (notify.Sink, error) {
+	if cfg.SlackToken == "" && cfg.SlackTokenFile == "" {
+		sink, err := consoleSink(cfg, out)
+		if err == nil {
+			log.Info("notifications: console sink (set AGENTLEDGER_SLACK_TOKEN for Slack)")
+		}
+		return sink, err
+	}
+	sink, err := notify.NewSlackSink(notify.SlackConfig{Token: cfg.SlackToken, TokenFile: cfg.SlackTokenFile,
+		APIURL: cfg.SlackAPIURL, Logger: log})
+	if err != nil {
+		return nil, &usageError{err}
+	}
+	log.Info("notifications: Slack")
+	return sink, nil
 }
 
 // consoleSink is where notifications go until Slack is configured.

@@ -40,6 +40,10 @@ from the server binaries installed on this machine.`,
 				return err
 			}
 			cfg.LLMAPIKey = getenv("AGENTLEDGER_LLM_API_KEY")
+			cfg.SlackToken = getenv("AGENTLEDGER_SLACK_TOKEN")
+			if cfg.SlackToken != "" && cfg.SlackTokenFile != "" {
+				return &usageError{fmt.Errorf("both AGENTLEDGER_SLACK_TOKEN and --slack-token-file are set: keep one")}
+			}
 			return run(cmd.Context(), cfg, hurry)
 		},
 	}
@@ -69,7 +73,7 @@ func run(ctx context.Context, cfg *config, hurry <-chan struct{}) error {
 	if err := migrate(ctx, db, cfg, log); err != nil {
 		return err
 	}
-	kinds, err := handlers(cfg, db.Pool, os.Stdout)
+	kinds, err := handlers(cfg, db.Pool, os.Stdout, log)
 	if err != nil {
 		return err
 	}
