@@ -82,7 +82,8 @@ database unreachable or not migrated), 2 usage or invalid input.`,
 	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(
 		[]string{"table", "json"}, cobra.ShellCompDirectiveNoFileComp))
 
-	root.AddCommand(a.submitCmd(), a.listCmd(), a.showCmd(), a.cancelCmd(), a.migrateCmd())
+	root.AddCommand(a.submitCmd(), a.listCmd(), a.showCmd(), a.cancelCmd(), a.replayCmd(), a.rerunCmd(),
+		a.resolveCmd(), a.migrateCmd())
 	return root
 }
 

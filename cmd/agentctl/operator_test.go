@@ -1,0 +1,89 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/internal/testenv"
+	"github.com/agentledger/agentledger/ledger"
+)
+
+// agentctlAt runs agentctl against the env's database.
+func agentctlAt(url string, args ...string) (int, string, string) {
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), append([]string{"--database-url", url}, args...), strings.NewReader(""), &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+// The operator's way out of needs_attention: the replay preview names the
+// unknown effect, resolve --retry settles it and queues the task, and the
+// next attempt performs the effect once more; rerun needs --yes.
+func TestReplayResolveRerun(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := testenv.New(t)
+	url := e.DB.Config().ConnString()
+
+	task := e.Enqueue(claims.EnqueueParams{})
+	a := e.Claim("a")
+	performed := 0
+	wire := ledger.Effect{Operation: "unsafe_http", StepPath: "tool/0", Class: ledger.Unsafe, Request: []byte(`{"wire":1}`),
+		Perform: func(context.Context, ledger.Call) (ledger.Result, error) {
+			performed++
+			if performed == 1 {
+				e.ExpireAndReclaim("b") // the attempt dies after sending
+			}
+			return ledger.Result{Status: 200}, nil
+		}}
+	if _, err := e.Ledger.Do(ctx, ledger.AttemptOf(a), wire); !errors.Is(err, agentledger.ErrLeaseLost) {
+		t.Fatal(err)
+	}
+	b, _ := e.Claims.Get(ctx, "", task.ID)
+	if _, err := e.Ledger.Do(ctx, ledger.AttemptOf(b), wire); !errors.Is(err, ledger.ErrNeedsAttention) {
+		t.Fatal(err)
+	}
+	if err := e.Claims.NeedsAttention(ctx, claims.LeaseOf(b), "unknown"); err != nil {
+		t.Fatal(err)
+	}
+	id := fmt.Sprint(task.ID)
+
+	code, out, errOut := agentctlAt(url, "replay", id, "--dry-run")
+	if code != 0 || !strings.Contains(out, "tool/0  unsafe_http  unsafe  unknown  needs resolution (agentctl resolve)") ||
+		!strings.Contains(out, "dry run: nothing changed") {
+		t.Fatalf("replay --dry-run: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, _, errOut = agentctlAt(url, "resolve", id, "--step", "tool/0", "--retry"); code != 2 || !strings.Contains(errOut, "--note is required") {
+		t.Fatalf("resolve without note: exit %d %s", code, errOut)
+	}
+	if code, _, errOut = agentctlAt(url, "resolve", id, "--step", "tool/9", "--done", "--note", "x"); code != 1 || !strings.Contains(errOut, `no effect of unknown outcome at step "tool/9"`) {
+		t.Fatalf("resolve of a step without an unknown effect: exit %d %s", code, errOut)
+	}
+	code, out, errOut = agentctlAt(url, "resolve", id, "--step", "tool/0", "--retry", "--note", "bank has no such wire")
+	if code != 0 || !strings.Contains(out, "effect tool/0 of task "+id+" allowed one more performance; task is queued") {
+		t.Fatalf("resolve: exit %d\n%s%s", code, out, errOut)
+	}
+	c := e.Claim("c")
+	if _, err := e.Ledger.Do(ctx, ledger.AttemptOf(c), wire); err != nil || performed != 2 {
+		t.Fatalf("after resolution: %v, performed %d", err, performed)
+	}
+	if err := e.Claims.Succeed(ctx, claims.LeaseOf(c), nil); err != nil {
+		t.Fatal(err)
+	}
+
+	if code, _, errOut = agentctlAt(url, "rerun", id); code != 2 || !strings.Contains(errOut, "re-run with --yes") {
+		t.Fatalf("rerun without --yes: exit %d %s", code, errOut)
+	}
+	code, out, _ = agentctlAt(url, "rerun", id, "--yes")
+	if code != 0 || !strings.Contains(out, "queued as a new intent (generation 2)") {
+		t.Fatalf("rerun: exit %d %s", code, out)
+	}
+	if code, _, errOut = agentctlAt(url, "replay", id); code != 1 || !strings.Contains(errOut, "is queued") {
+		t.Fatalf("replay of a queued task: exit %d %s", code, errOut)
+	}
+}

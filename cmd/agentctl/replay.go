@@ -1,0 +1,176 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/ledger"
+)
+
+func (a *app) replayCmd() *cobra.Command {
+	var (
+		tenant string
+		dryRun bool
+	)
+	cmd := &cobra.Command{
+		Use:   "replay ID",
+		Short: "Run a finished or parked task again with the same intent",
+		Long: `Replay runs a task that no worker holds (succeeded, dead, cancelled,
+needs_attention) again in the same generation: every effect the ledger has
+completed is served from it, only unfinished effects run. --dry-run prints,
+for each effect of the journal, whether it will be served from the ledger or
+will run, and changes nothing.
+
+A task whose ledger rows retention has removed cannot be replayed (its
+effects would run again): re-run it as a new intent (agentctl rerun).`,
+		Example: `  agentctl replay 42 --dry-run
+  agentctl replay 42`,
+		Args: oneID,
+		RunE: a.action(func(ctx context.Context, args []string) error { return a.replay(ctx, tenant, args[0], dryRun) }),
+	}
+	tenantFlag(cmd, &tenant, "only if the task belongs to this tenant")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "show what the replay would serve and run; change nothing")
+	return cmd
+}
+
+// plannedEffect is one line of a replay preview.
+type plannedEffect struct {
+	Step      string       `json:"step"`
+	Operation string       `json:"operation"`
+	Class     ledger.Class `json:"class"`
+	State     ledger.State `json:"state"`
+	Plan      string       `json:"plan"` // "served from ledger", "will run", "needs resolution"
+}
+
+func planOf(e ledger.Entry) string {
+	switch e.State {
+	case ledger.StateCompleted, ledger.StateFailed:
+		return "served from ledger"
+	case ledger.StateUnknown:
+		return "needs resolution (agentctl resolve)"
+	}
+	if e.Class == ledger.Unsafe {
+		return "needs resolution (agentctl resolve)"
+	}
+	if e.Class == ledger.Reconcilable {
+		return "looked up, then run if absent"
+	}
+	return "will run"
+}
+
+func (a *app) replay(ctx context.Context, tenant, arg string, dryRun bool) error {
+	id, err := parseID(arg)
+	if err != nil {
+		return err
+	}
+	s, err := a.store(ctx)
+	if err != nil {
+		return err
+	}
+	t, err := s.Get(ctx, tenant, id)
+	if errors.Is(err, agentledger.ErrNotFound) {
+		return taskNotFound(id, tenant, err)
+	}
+	if err != nil {
+		return err
+	}
+	entries, err := ledger.New(a.db.Pool).Journal(ctx, id, t.Generation)
+	if err != nil {
+		return err
+	}
+	plan := make([]plannedEffect, len(entries))
+	for i, e := range entries {
+		plan[i] = plannedEffect{Step: e.StepPath, Operation: e.Operation, Class: e.Class, State: e.State, Plan: planOf(e)}
+	}
+	if !dryRun {
+		if t, err = s.Requeue(ctx, tenant, id, claims.Replay); err != nil {
+			return requeueError(id, err)
+		}
+	}
+	if a.wantJSON() {
+		return printJSON(a.stdout, struct {
+			Task    *agentledger.Task `json:"task"`
+			DryRun  bool              `json:"dry_run"`
+			Effects []plannedEffect   `json:"effects"`
+		}{t, dryRun, plan})
+	}
+	if !dryRun {
+		fmt.Fprintf(a.stdout, "task %d queued for replay (generation %d)\n", id, t.Generation)
+	}
+	fmt.Fprintf(a.stdout, "Effects recorded so far (%d); anything after them runs for the first time:\n", len(plan))
+	tab := newTable(a.stdout, "STEP", "OPERATION", "CLASS", "STATE", "ON REPLAY")
+	for _, p := range plan {
+		tab.row(p.Step, p.Operation, string(p.Class), string(p.State), p.Plan)
+	}
+	if err := tab.flush(); err != nil {
+		return err
+	}
+	if dryRun {
+		_, err = fmt.Fprintln(a.stdout, "dry run: nothing changed")
+	}
+	return err
+}
+
+func (a *app) rerunCmd() *cobra.Command {
+	var (
+		tenant string
+		yes    bool
+	)
+	cmd := &cobra.Command{
+		Use:   "rerun ID --yes",
+		Short: "Run a task again as a new intent: every effect runs again",
+		Long: `Rerun runs a task that no worker holds again as a new intent: its
+generation is bumped, so every effect key changes and EVERY effect runs again
+— HTTP calls, child tasks, notifications, model calls. It needs --yes;
+without it rerun says what it would do and exits 2. To run only unfinished
+effects, use agentctl replay.`,
+		Example: `  agentctl rerun 42 --yes`,
+		Args:    oneID,
+		RunE:    a.action(func(ctx context.Context, args []string) error { return a.rerun(ctx, tenant, args[0], yes) }),
+	}
+	tenantFlag(cmd, &tenant, "only if the task belongs to this tenant")
+	cmd.Flags().BoolVar(&yes, "yes", false, "confirm: every effect of the task runs again")
+	return cmd
+}
+
+func (a *app) rerun(ctx context.Context, tenant, arg string, yes bool) error {
+	id, err := parseID(arg)
+	if err != nil {
+		return err
+	}
+	if !yes {
+		return withHint(usagef("rerun would run every effect of task %d again as a new intent", id),
+			"re-run with --yes to proceed, or use agentctl replay to run only unfinished effects")
+	}
+	s, err := a.store(ctx)
+	if err != nil {
+		return err
+	}
+	t, err := s.Requeue(ctx, tenant, id, claims.Rerun)
+	if err != nil {
+		return requeueError(id, err)
+	}
+	if a.wantJSON() {
+		return printJSON(a.stdout, struct {
+			Task *agentledger.Task `json:"task"`
+		}{t})
+	}
+	_, err = fmt.Fprintf(a.stdout, "task %d queued as a new intent (generation %d): every effect runs again\n", id, t.Generation)
+	return err
+}
+
+// requeueError words Requeue's errors for the terminal.
+func requeueError(id int64, err error) error {
+	switch {
+	case errors.Is(err, agentledger.ErrNotFound):
+		return newError(fmt.Sprintf("task %d not found", id), err)
+	case errors.Is(err, agentledger.ErrConflict):
+		return newError(err.Error(), err)
+	}
+	return err
+}

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/ledger"
+)
+
+func (a *app) resolveCmd() *cobra.Command {
+	var (
+		tenant, step, note string
+		done, retry        bool
+	)
+	cmd := &cobra.Command{
+		Use:   "resolve ID --step STEP (--done | --retry) --note TEXT",
+		Short: "Settle an effect of unknown outcome and resume its task",
+		Long: `An unsafe effect (one with no idempotency key and no look-up) whose attempt
+died after sending it has an unknown outcome: the task waits in
+needs_attention. Check the target by hand, then either mark the effect done
+(--done: it happened; it is served from the ledger from now on) or allow one
+more performance (--retry: it did not happen). --note says why and is kept in
+the journal. The task is then replayed: effects completed before are served,
+the rest run.`,
+		Example: `  agentctl resolve 42 --step tool/1 --done --note "wire 77 seen in the bank portal"
+  agentctl resolve 42 --step tool/1 --retry --note "bank has no such wire"`,
+		Args: oneID,
+		RunE: a.action(func(ctx context.Context, args []string) error {
+			return a.resolve(ctx, tenant, args[0], step, note, done, retry)
+		}),
+	}
+	tenantFlag(cmd, &tenant, "only if the task belongs to this tenant")
+	cmd.Flags().StringVar(&step, "step", "", "step path of the unknown effect, as agentctl show lists it (e.g. tool/1)")
+	cmd.Flags().StringVar(&note, "note", "", "why (required)")
+	cmd.Flags().BoolVar(&done, "done", false, "the effect happened")
+	cmd.Flags().BoolVar(&retry, "retry", false, "the effect did not happen: perform it once more")
+	return cmd
+}
+
+func (a *app) resolve(ctx context.Context, tenant, arg, step, note string, done, retry bool) error {
+	id, err := parseID(arg)
+	if err != nil {
+		return err
+	}
+	switch {
+	case done == retry:
+		return usagef("choose one of --done or --retry")
+	case step == "":
+		return usagef("--step is required: the step path of the unknown effect (see agentctl show %d)", id)
+	case note == "":
+		return usagef("--note is required: say why the effect is resolved this way")
+	}
+	s, err := a.store(ctx)
+	if err != nil {
+		return err
+	}
+	t, err := s.Get(ctx, tenant, id)
+	if errors.Is(err, agentledger.ErrNotFound) {
+		return taskNotFound(id, tenant, err)
+	}
+	if err != nil {
+		return err
+	}
+	l := ledger.New(a.db.Pool)
+	entries, err := l.Journal(ctx, id, t.Generation)
+	if err != nil {
+		return err
+	}
+	var target *ledger.Entry
+	for i := range entries {
+		if entries[i].StepPath == step && entries[i].State == ledger.StateUnknown {
+			target = &entries[i]
+		}
+	}
+	if target == nil {
+		return newError(fmt.Sprintf("task %d has no effect of unknown outcome at step %q (agentctl show %d lists its journal)", id, step, id), agentledger.ErrNotFound)
+	}
+	if err := l.Resolve(ctx, target.Tenant, target.Operation, target.Key, ledger.Resolution{Done: done, Retry: retry, Note: note}); err != nil {
+		return err
+	}
+	how := "marked done"
+	if retry {
+		how = "allowed one more performance"
+	}
+	if t.State == agentledger.StateNeedsAttention {
+		if t, err = s.Requeue(ctx, tenant, id, claims.Replay); err != nil {
+			return requeueError(id, err)
+		}
+	}
+	if a.wantJSON() {
+		return printJSON(a.stdout, struct {
+			Task *agentledger.Task `json:"task"`
+			Step string            `json:"step"`
+			Done bool              `json:"done"`
+		}{t, step, done})
+	}
+	_, err = fmt.Fprintf(a.stdout, "effect %s of task %d %s; task is %s\n", step, id, how, t.State)
+	return err
+}
