@@ -64,27 +64,13 @@ func planOf(e ledger.Entry) string {
 }
 
 func (a *app) replay(ctx context.Context, tenant, arg string, dryRun bool) error {
-	id, err := parseID(arg)
+	l, err := a.load(ctx, tenant, arg)
 	if err != nil {
 		return err
 	}
-	s, err := a.store(ctx)
-	if err != nil {
-		return err
-	}
-	t, err := s.Get(ctx, tenant, id)
-	if errors.Is(err, agentledger.ErrNotFound) {
-		return taskNotFound(id, tenant, err)
-	}
-	if err != nil {
-		return err
-	}
-	entries, err := ledger.New(a.db.Pool).Journal(ctx, id, t.Generation)
-	if err != nil {
-		return err
-	}
-	plan := make([]plannedEffect, len(entries))
-	for i, e := range entries {
+	s, t, id := l.store, l.task, l.task.ID
+	plan := make([]plannedEffect, len(l.journal))
+	for i, e := range l.journal {
 		plan[i] = plannedEffect{Step: e.StepPath, Operation: e.Operation, Class: e.Class, State: e.State, Plan: planOf(e)}
 	}
 	if !dryRun {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -55,32 +54,21 @@ func (a *app) resolve(ctx context.Context, tenant, arg, step, note string, done,
 	case note == "":
 		return usagef("--note is required: say why the effect is resolved this way")
 	}
-	s, err := a.store(ctx)
+	ld, err := a.load(ctx, tenant, arg)
 	if err != nil {
 		return err
 	}
-	t, err := s.Get(ctx, tenant, id)
-	if errors.Is(err, agentledger.ErrNotFound) {
-		return taskNotFound(id, tenant, err)
-	}
-	if err != nil {
-		return err
-	}
-	l := ledger.New(a.db.Pool)
-	entries, err := l.Journal(ctx, id, t.Generation)
-	if err != nil {
-		return err
-	}
+	s, t := ld.store, ld.task
 	var target *ledger.Entry
-	for i := range entries {
-		if entries[i].StepPath == step && entries[i].State == ledger.StateUnknown {
-			target = &entries[i]
+	for i := range ld.journal {
+		if ld.journal[i].StepPath == step && ld.journal[i].State == ledger.StateUnknown {
+			target = &ld.journal[i]
 		}
 	}
 	if target == nil {
 		return newError(fmt.Sprintf("task %d has no effect of unknown outcome at step %q (agentctl show %d lists its journal)", id, step, id), agentledger.ErrNotFound)
 	}
-	if err := l.Resolve(ctx, target.Tenant, target.Operation, target.Key, ledger.Resolution{Done: done, Retry: retry, Note: note}); err != nil {
+	if err := ledger.New(a.db.Pool).Resolve(ctx, target.Tenant, target.Operation, target.Key, ledger.Resolution{Done: done, Retry: retry, Note: note}); err != nil {
 		return err
 	}
 	how := "marked done"

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/ledger"
 )
 
@@ -70,31 +71,49 @@ func journalOf(es []ledger.Entry) []journalEntry {
 	return out
 }
 
-func (a *app) show(ctx context.Context, tenant, arg string) error {
+// loaded is a task with the journal of its current generation.
+type loaded struct {
+	store   *claims.Store
+	task    *agentledger.Task
+	journal []ledger.Entry
+}
+
+// load reads the task named by arg (a task id) and its journal: what show,
+// replay and resolve start from.
+func (a *app) load(ctx context.Context, tenant, arg string) (*loaded, error) {
 	id, err := parseID(arg)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	s, err := a.store(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	t, err := s.Get(ctx, tenant, id)
 	if errors.Is(err, agentledger.ErrNotFound) {
-		return taskNotFound(id, tenant, err)
+		return nil, taskNotFound(id, tenant, err)
 	}
 	if err != nil {
-		return err
-	}
-	atts, err := s.Attempts(ctx, id)
-	if err != nil {
-		return err
+		return nil, err
 	}
 	entries, err := ledger.New(a.db.Pool).Journal(ctx, id, t.Generation)
 	if err != nil {
+		return nil, err
+	}
+	return &loaded{store: s, task: t, journal: entries}, nil
+}
+
+func (a *app) show(ctx context.Context, tenant, arg string) error {
+	l, err := a.load(ctx, tenant, arg)
+	if err != nil {
 		return err
 	}
-	journal := journalOf(entries)
+	t, id := l.task, l.task.ID
+	atts, err := l.store.Attempts(ctx, id)
+	if err != nil {
+		return err
+	}
+	journal := journalOf(l.journal)
 	if a.wantJSON() {
 		if atts == nil {
 			atts = []agentledger.Attempt{}
