@@ -40,9 +40,10 @@ type keeper struct {
 }
 
 type leased struct {
-	lease  agentledger.Lease
-	cancel context.CancelCauseFunc
-	timer  *time.Timer
+	lease      agentledger.Lease
+	cancel     context.CancelCauseFunc
+	timer      *time.Timer
+	completing bool // the outcome is queued for writing: shutdown leaves it be
 }
 
 func newKeeper(lease, interval time.Duration, renew renewFunc, log *slog.Logger) *keeper {
@@ -167,13 +168,27 @@ func (k *keeper) stop(l agentledger.Lease, cause error) {
 }
 
 // stopAll cancels every running task with cause and returns their leases.
+// Attempts whose outcome is already queued for writing are left alone:
+// releasing one could requeue a task that is succeeding at that moment.
 func (k *keeper) stopAll(cause error) []agentledger.Lease {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	out := make([]agentledger.Lease, 0, len(k.running))
 	for _, e := range k.running {
+		if e.completing {
+			continue
+		}
 		e.cancel(cause)
 		out = append(out, e.lease)
 	}
 	return out
+}
+
+// completing marks l's outcome as queued for writing.
+func (k *keeper) completing(l agentledger.Lease) {
+	k.mu.Lock()
+	if e := k.running[l]; e != nil {
+		e.completing = true
+	}
+	k.mu.Unlock()
 }

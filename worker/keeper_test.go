@@ -151,3 +151,23 @@ func TestKeeperNewClaimSupersedesOldAttempt(t *testing.T) {
 		k.remove(cur)
 	})
 }
+
+// Shutdown releases only attempts still working: one whose outcome is
+// queued for writing is left to finish, so a succeeding task is not requeued.
+func TestKeeperStopAllSkipsCompleting(t *testing.T) {
+	k := newKeeper(30*time.Second, 10*time.Second, (&fakeRenewer{}).renew, quiet())
+	working, cancelW := context.WithCancelCause(context.Background())
+	done, cancelD := context.WithCancelCause(context.Background())
+	w := agentledger.Lease{TaskID: 1, Token: 1}
+	d := agentledger.Lease{TaskID: 2, Token: 1}
+	k.add(w, time.Now(), cancelW)
+	k.add(d, time.Now(), cancelD)
+	k.completing(d)
+	released := k.stopAll(errShutdown)
+	if len(released) != 1 || released[0] != w || working.Err() == nil || done.Err() != nil {
+		t.Fatalf("released %v; working stopped: %v; completing stopped: %v", released, working.Err(), done.Err())
+	}
+	k.remove(w)
+	k.remove(d)
+	cancelD(nil)
+}

@@ -282,6 +282,7 @@ func (p *Pool) record(ctx context.Context, lease agentledger.Lease, result []byt
 	// The outcome is written even if the task's context ends now.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
+	p.keeper.completing(lease)
 	r := p.done.complete(wctx, cm, queued)
 	switch {
 	case r.err != nil:
