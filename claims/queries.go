@@ -36,7 +36,7 @@ JOIN unnest($1::text[], $2::text[]) AS k(tenant, submission_key)
 // (lease_expired) and dead-letters expired tasks that have no attempts left.
 // Each branch reads its own partial index; the update takes its ids as an
 // array so that the plan stays an index lookup however the tables grow.
-const claimSQL = `
+var claimSQL = `
 WITH now AS (SELECT coalesce($5::timestamptz, now()) AS t),
 due AS (
 	SELECT id, priority, run_at AS since FROM tasks, now
@@ -80,7 +80,9 @@ buried AS (
 		updated_at = now.t
 	FROM expired_leases e, now
 	WHERE t.id = e.id AND e.exhausted
+	RETURNING t.id, t.generation, t.attempt, ` + eventColumns + `
 ),
+` + emitEvents("buried") + `,
 expired AS (
 	INSERT INTO task_attempts (task_id, lease_token, attempt, generation, worker, started_at, ended_at, outcome, error)
 	SELECT e.id, e.lease_token, e.attempt, e.generation, e.lease_owner, e.attempted_at, now.t, 'lease_expired',
@@ -117,6 +119,31 @@ const closeConflict = `ON CONFLICT (task_id, lease_token) DO UPDATE SET
 // tasks' index and loop over the arrays: quadratic.)
 const prevAttempt = `(SELECT p.lease_owner FROM tasks p WHERE p.id = t.id) AS lease_owner,
 		(SELECT coalesce(p.attempted_at, p.updated_at) FROM tasks p WHERE p.id = t.id) AS attempted_at`
+
+// eventColumns are what emitEvents reads from a state change's RETURNING,
+// besides id, generation and attempt.
+const eventColumns = `t.tenant, t.queue, t.kind, t.state, t.max_attempts, t.last_error, t.result`
+
+// emitEvents is the transactional outbox (package outbox): a CTE that
+// writes, in the statement that changes task states, one event per changed
+// task and matching enabled notification rule. src names the statement's
+// CTE of changed rows (id, generation, attempt and eventColumns). A state
+// that no rule asks for writes nothing, so without rules a state change
+// costs what it did; with rules the event commits with the change, and is
+// fenced as the change is.
+func emitEvents(src string) string {
+	return `events AS (
+	INSERT INTO outbox (tenant, task_id, generation, attempt, event, rule, channel, payload)
+	SELECT s.tenant, s.id, s.generation, s.attempt, s.state, r.name, r.channel,
+		jsonb_strip_nulls(jsonb_build_object('kind', s.kind, 'queue', s.queue, 'state', s.state,
+			'attempt', s.attempt, 'max_attempts', s.max_attempts,
+			'error', left(s.last_error, 1000), 'result', left(s.result::text, 1000)))
+	FROM ` + src + ` s JOIN notification_rules r ON r.enabled AND s.state = ANY (r.events)
+		AND coalesce(r.tenant = s.tenant, true) AND coalesce(r.queue = s.queue, true)
+		AND coalesce(r.kind = s.kind, true)
+	ORDER BY s.id, r.name
+)`
+}
 
 // The finishing statements take their ids both as an array (t.id = ANY) and
 // joined with the other arrays, so that the update is driven by the ids.
@@ -161,7 +188,7 @@ const lockInOrder = `locked AS (
 )`
 
 // succeedSQL finishes fenced attempts successfully.
-const succeedSQL = `
+var succeedSQL = `
 WITH done AS (
 	UPDATE tasks t SET
 		state = 'succeeded',
@@ -172,21 +199,22 @@ WITH done AS (
 		updated_at = coalesce($4::timestamptz, now())
 	FROM unnest($1::bigint[], $2::bigint[], $3::jsonb[]) AS u(id, token, result)
 	WHERE t.id = ANY ($1::bigint[]) AND t.id = u.id AND t.lease_token = u.token AND t.state = 'running'
-	RETURNING t.id, t.lease_token, t.attempt, t.generation, ` + prevAttempt + `
+	RETURNING t.id, t.lease_token, t.attempt, t.generation, ` + eventColumns + `, ` + prevAttempt + `
 ),
 closed AS (
 	INSERT INTO task_attempts (task_id, lease_token, attempt, generation, worker, started_at, ended_at, outcome)
 	SELECT id, lease_token, attempt, generation, lease_owner, attempted_at, coalesce($4::timestamptz, now()), 'succeeded'
 	FROM done
 	` + closeConflict + `
-)
+),
+` + emitEvents("done") + `
 SELECT id FROM done`
 
 // failSQL records failed attempts: retrying after the given delay, dead
 // when the failure is final or the attempts are used up, or cancelled when
 // an operator asked for it meanwhile (a cancelled task does not wait out a
 // backoff). The error is kept.
-const failSQL = `
+var failSQL = `
 WITH done AS (
 	UPDATE tasks t SET
 		state = CASE WHEN t.cancel_requested_at IS NOT NULL THEN 'cancelled'
@@ -202,15 +230,16 @@ WITH done AS (
 	FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::bool[])
 		AS u(id, token, error, delay_ms, final)
 	WHERE t.id = ANY ($1::bigint[]) AND t.id = u.id AND t.lease_token = u.token AND t.state = 'running'
-	RETURNING t.id, t.lease_token, t.attempt, t.generation, t.state, u.error, ` + prevAttempt + `
+	RETURNING t.id, t.lease_token, t.attempt, t.generation, ` + eventColumns + `, ` + prevAttempt + `
 ),
 closed AS (
 	INSERT INTO task_attempts (task_id, lease_token, attempt, generation, worker, started_at, ended_at, outcome, error)
 	SELECT id, lease_token, attempt, generation, lease_owner, attempted_at, coalesce($6::timestamptz, now()),
-		CASE state WHEN 'retrying' THEN 'retry' ELSE state END, error
+		CASE state WHEN 'retrying' THEN 'retry' ELSE state END, last_error
 	FROM done
 	` + closeConflict + `
-)
+),
+` + emitEvents("done") + `
 SELECT id, state FROM done`
 
 // releaseSQL hands fenced tasks back to the queue at once (graceful
@@ -246,7 +275,7 @@ SELECT done.id FROM done LEFT JOIN (SELECT count(*) FROM wake) w ON true`
 // finished) or a task parked for an operator ($5 = 'needs_attention': an
 // effect of unknown outcome may not be performed blindly). The attempt's
 // outcome is the same word.
-const stopSQL = `
+var stopSQL = `
 WITH done AS (
 	UPDATE tasks t SET
 		state = $5,
@@ -256,14 +285,15 @@ WITH done AS (
 		finished_at = CASE WHEN $5 = 'cancelled' THEN coalesce($4::timestamptz, now()) END,
 		updated_at = coalesce($4::timestamptz, now())
 	WHERE t.id = $1 AND t.lease_token = $2 AND t.state = 'running'
-	RETURNING t.id, t.lease_token, t.attempt, t.generation, ` + prevAttempt + `
+	RETURNING t.id, t.lease_token, t.attempt, t.generation, ` + eventColumns + `, ` + prevAttempt + `
 ),
 closed AS (
 	INSERT INTO task_attempts (task_id, lease_token, attempt, generation, worker, started_at, ended_at, outcome, error)
 	SELECT id, lease_token, attempt, generation, lease_owner, attempted_at, coalesce($4::timestamptz, now()), $5, $3
 	FROM done
 	` + closeConflict + `
-)
+),
+` + emitEvents("done") + `
 SELECT id FROM done`
 
 // cancelSQL is the operator's cancel: a task that no live lease holds is
@@ -272,7 +302,7 @@ SELECT id FROM done`
 // flagged, and its attempt sees the flag at its next heartbeat. The first
 // column is the state before, so callers can tell "not found" (no row) from
 // "already finished".
-const cancelSQL = `
+var cancelSQL = `
 WITH now AS (SELECT coalesce($3::timestamptz, now()) AS t),
 cur AS (
 	SELECT id, state, state = 'running' AND lease_expires_at > now.t AS live,
@@ -292,8 +322,9 @@ upd AS (
 		updated_at = now.t
 	FROM cur, now
 	WHERE t.id = cur.id AND cur.state NOT IN ('succeeded', 'dead', 'cancelled')
-	RETURNING t.id
+	RETURNING t.id, t.generation, t.attempt, ` + eventColumns + `
 ),
+` + emitEvents("upd") + `,
 lost AS (
 	INSERT INTO task_attempts (task_id, lease_token, attempt, generation, worker, started_at, ended_at, outcome, error)
 	SELECT cur.id, cur.lease_token, cur.attempt, cur.generation, cur.lease_owner, cur.attempted_at, now.t,
