@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
@@ -58,6 +59,26 @@ type Attempt struct {
 	TaskID     int64
 	Generation int32
 	Token      int64
+	// Event, when set, is the outbox event whose dispatcher claim performs
+	// the effect on the task's behalf (a notification): Token is that
+	// claim's, and writes are fenced on the claim instead of the task's
+	// lease, which the task may no longer hold.
+	Event int64
+}
+
+// fenceID is the id of the row the attempt's writes are fenced on.
+func (a Attempt) fenceID() int64 {
+	if a.Event != 0 {
+		return a.Event
+	}
+	return a.TaskID
+}
+
+func (a Attempt) queries() *fenced {
+	if a.Event != 0 {
+		return &eventQueries
+	}
+	return &taskQueries
 }
 
 // AttemptOf returns the Attempt of a claimed task.
@@ -85,6 +106,9 @@ type Call struct {
 	Key string
 	// Attempt performing it.
 	Attempt Attempt
+	// ReservedAt is when the effect was first reserved; set for
+	// Reconcile, which need look no further back.
+	ReservedAt time.Time
 }
 
 // DownstreamKey is the Idempotency-Key to send to target.

@@ -56,6 +56,7 @@ func (l *Ledger) Do(ctx context.Context, a Attempt, e Effect) (Result, error) {
 	}
 	call := Call{Key: EffectKey(a.Tenant, a.TaskID, a.Generation, e.StepPath, e.Operation), Attempt: a}
 	pk := []any{a.Tenant, e.Operation, call.Key}
+	q := a.queries()
 
 	if e.Class == Pure || e.Class == Keyed {
 		if res, done, err := l.doUnreserved(ctx, pk, a, call, e, hash); done {
@@ -74,8 +75,8 @@ func (l *Ledger) Do(ctx context.Context, a Attempt, e Effect) (Result, error) {
 		var fenced, fresh bool
 		var st *State
 		var r row
-		err := l.db.QueryRow(ctx, reserveFastSQL, a.Tenant, e.Operation, call.Key, hash, string(e.Class),
-			a.TaskID, a.Generation, e.StepPath, a.Token).Scan(&fenced, &fresh, &st, &r.hash, &r.result, &r.externalRef, &r.err)
+		err := l.db.QueryRow(ctx, q.reserveFast, a.Tenant, e.Operation, call.Key, hash, string(e.Class),
+			a.TaskID, a.Generation, e.StepPath, a.Token, a.fenceID()).Scan(&fenced, &fresh, &st, &r.hash, &r.result, &r.externalRef, &r.err)
 		if err != nil {
 			return Result{}, fmt.Errorf("ledger: reserving effect %s: %w", short(call.Key), err)
 		}
@@ -91,7 +92,7 @@ func (l *Ledger) Do(ctx context.Context, a Attempt, e Effect) (Result, error) {
 	}
 	err = pgx.BeginFunc(ctx, l.db, func(tx pgx.Tx) error {
 		var one int
-		if err := tx.QueryRow(ctx, fenceSQL, a.TaskID, a.Token).Scan(&one); err != nil {
+		if err := tx.QueryRow(ctx, q.fence, a.fenceID(), a.Token).Scan(&one); err != nil {
 			if errors.Is(err, pgx.ErrNoRows) {
 				return fmt.Errorf("task %d token %d: %w", a.TaskID, a.Token, agentledger.ErrLeaseLost)
 			}
@@ -112,7 +113,7 @@ func (l *Ledger) Do(ctx context.Context, a Attempt, e Effect) (Result, error) {
 		}
 		var r row
 		if err := tx.QueryRow(ctx, lockSQL, pk...).Scan(&r.hash, &r.class, &r.state, &r.owner, &r.performed,
-			&r.retryAllowed, &r.result, &r.externalRef, &r.err); err != nil {
+			&r.retryAllowed, &r.result, &r.externalRef, &r.err, &call.ReservedAt); err != nil {
 			return err
 		}
 		if !bytes.Equal(r.hash, hash) {
@@ -176,7 +177,8 @@ func (l *Ledger) doUnreserved(ctx context.Context, pk []any, a Attempt, call Cal
 	var fenced bool
 	var st *State
 	var r row
-	err := l.db.QueryRow(ctx, lookupSQL, append(pk, a.TaskID, a.Token)...).
+	q := a.queries()
+	err := l.db.QueryRow(ctx, q.lookup, append(pk, a.fenceID(), a.Token)...).
 		Scan(&fenced, &st, &r.hash, &r.result, &r.externalRef, &r.err)
 	switch {
 	case err != nil:
@@ -204,8 +206,9 @@ func (l *Ledger) doUnreserved(ctx context.Context, pk []any, a Attempt, call Cal
 	if err != nil {
 		return Result{}, true, err
 	}
-	err = l.db.QueryRow(ctx, insertOutcomeSQL, a.Tenant, e.Operation, call.Key, hash, string(e.Class), a.TaskID,
-		a.Generation, e.StepPath, a.Token, string(state), body, agentledger.SafeText(out.ExternalRef), msg).Scan(&r.result, &r.externalRef)
+	err = l.db.QueryRow(ctx, q.insertOutcome, a.Tenant, e.Operation, call.Key, hash, string(e.Class), a.TaskID,
+		a.Generation, e.StepPath, a.Token, string(state), body, agentledger.SafeText(out.ExternalRef), msg,
+		a.fenceID()).Scan(&r.result, &r.externalRef)
 	if err == nil {
 		r.state, r.err = state, msg
 		res, err := outcome(r, call.Key)
@@ -216,7 +219,7 @@ func (l *Ledger) doUnreserved(ctx context.Context, pk []any, a Attempt, call Cal
 	}
 	// The lease was lost, or another performance landed first.
 	var current bool
-	err = l.db.QueryRow(ctx, landedSQL, append(pk, a.Token)...).Scan(&r.state, &r.hash, &r.result, &r.externalRef, &r.err, &current)
+	err = l.db.QueryRow(ctx, q.landed, append(pk, a.Token, a.fenceID())...).Scan(&r.state, &r.hash, &r.result, &r.externalRef, &r.err, &current)
 	switch {
 	case err != nil && !errors.Is(err, pgx.ErrNoRows):
 		return Result{}, true, fmt.Errorf("ledger: recording effect %s: %w", short(call.Key), err)
@@ -292,7 +295,8 @@ func (l *Ledger) performLocal(ctx context.Context, tx pgx.Tx, call Call, e Effec
 		return Result{}, err
 	}
 	var r row
-	err = tx.QueryRow(ctx, recordSQL, append(pk, string(StateCompleted), body, res.ExternalRef, "", call.Attempt.Token)...).
+	a := call.Attempt
+	err = tx.QueryRow(ctx, a.queries().record, append(pk, string(StateCompleted), body, res.ExternalRef, "", a.Token, a.fenceID())...).
 		Scan(&r.result, &r.externalRef)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Result{}, fmt.Errorf("ledger: recording local effect %s: %w", short(call.Key), agentledger.ErrLeaseLost)
@@ -316,7 +320,8 @@ func (l *Ledger) record(ctx context.Context, pk []any, a Attempt, st State, res 
 	key := short(pk[2].(string))
 	var r row
 	msg = agentledger.SafeText(msg)
-	err = l.db.QueryRow(ctx, recordSQL, append(pk, string(st), body, agentledger.SafeText(res.ExternalRef), msg, a.Token)...).
+	q := a.queries()
+	err = l.db.QueryRow(ctx, q.record, append(pk, string(st), body, agentledger.SafeText(res.ExternalRef), msg, a.Token, a.fenceID())...).
 		Scan(&r.result, &r.externalRef)
 	switch {
 	case err == nil:
@@ -326,7 +331,7 @@ func (l *Ledger) record(ctx context.Context, pk []any, a Attempt, st State, res 
 		return Result{}, fmt.Errorf("ledger: recording effect %s: %w", key, err)
 	}
 	var current bool
-	err = l.db.QueryRow(ctx, landedSQL, append(pk, a.Token)...).Scan(&r.state, &r.hash, &r.result, &r.externalRef, &r.err, &current)
+	err = l.db.QueryRow(ctx, q.landed, append(pk, a.Token, a.fenceID())...).Scan(&r.state, &r.hash, &r.result, &r.externalRef, &r.err, &current)
 	if err == nil && current && (r.state == StateCompleted || r.state == StateFailed) {
 		return outcome(r, pk[2].(string))
 	}
@@ -378,7 +383,23 @@ type Entry struct {
 // Journal returns the effects of a task generation in the order they were
 // intended.
 func (l *Ledger) Journal(ctx context.Context, taskID int64, generation int32) ([]Entry, error) {
-	rows, err := l.db.Query(ctx, journalSQL, taskID, generation)
+	return l.entries(ctx, journalSQL, taskID, generation)
+}
+
+// LastCompleted returns the newest completed effect of operation op that a
+// task generation intended at step path step or under it ("notify/ops"
+// matches "notify/ops/17" too). A notification dispatcher finds there the
+// message it posted for a rule, to update it in place.
+func (l *Ledger) LastCompleted(ctx context.Context, taskID int64, generation int32, op, step string) (Entry, bool, error) {
+	es, err := l.entries(ctx, lastCompletedSQL, taskID, generation, op, step)
+	if err != nil || len(es) == 0 {
+		return Entry{}, false, err
+	}
+	return es[0], true, nil
+}
+
+func (l *Ledger) entries(ctx context.Context, sql string, args ...any) ([]Entry, error) {
+	rows, err := l.db.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
 	}

@@ -2,32 +2,52 @@ package ledger
 
 // All SQL of the ledger table lives here.
 
-// fenceSQL checks, inside the reservation transaction, that the attempt
-// still holds the task's lease, and holds a share lock on the task row so
-// no claim can take the lease until the reservation commits.
-const fenceSQL = `
-SELECT 1 FROM tasks WHERE id = $1 AND lease_token = $2 AND state = 'running' AND lease_expires_at > now()
-FOR SHARE`
+// fence is the condition an attempt's writes are fenced on (I2), as a FROM
+// clause taking the fence id and token parameters: a task's lease, or a
+// dispatcher's claim of an outbox event (which performs notification
+// effects on behalf of the task).
+type fence func(id, token string) string
 
-// reserveSQL makes a fresh reservation owned by the attempt; on conflict the
-// existing row decides (I6: the primary key decides, not a look-up).
-const reserveSQL = `
-INSERT INTO ledger (tenant, operation, effect_key, request_hash, class, task_id,
-	generation, step_path, owner_token, performed)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 1)
-ON CONFLICT (tenant, operation, effect_key) DO NOTHING`
+var (
+	taskFence fence = func(id, token string) string {
+		return `tasks WHERE id = ` + id + ` AND lease_token = ` + token + ` AND state = 'running' AND lease_expires_at > now()`
+	}
+	eventFence fence = func(id, token string) string {
+		return `outbox WHERE id = ` + id + ` AND lease_token = ` + token + ` AND state = 'pending' AND lease_expires_at > now()`
+	}
+)
 
-// reserveFastSQL serves the two common cases in one autocommit statement:
-// a fresh reservation (fence and insert together; the task row is
-// share-locked for the statement) and a replay of a finished effect
-// (completed and failed are final, so the row needs no lock to be served).
-// It returns whether the lease held, whether the row is new, and the
-// existing row as the statement's snapshot saw it (NULL state if none).
-// Anything else — a pending or unknown row, a row committed while the
-// statement ran — goes to the transactional path.
-const reserveFastSQL = `
+// fenced are the statements that check a fence.
+type fenced struct {
+	fence, reserveFast, lookup, insertOutcome, record, landed string
+}
+
+var (
+	taskQueries  = fencedQueries(taskFence)
+	eventQueries = fencedQueries(eventFence)
+)
+
+func fencedQueries(f fence) fenced {
+	return fenced{
+		// fence checks, inside the reservation transaction, that the
+		// attempt still holds its lease, and holds a share lock on the
+		// fencing row so no claim can take the lease until the
+		// reservation commits.
+		fence: `SELECT 1 FROM ` + f("$1", "$2") + ` FOR SHARE`,
+
+		// reserveFast serves the two common cases in one autocommit
+		// statement: a fresh reservation (fence and insert together; the
+		// fencing row is share-locked for the statement) and a replay of
+		// a finished effect (completed and failed are final, so the row
+		// needs no lock to be served). It returns whether the lease held,
+		// whether the row is new, and the existing row as the statement's
+		// snapshot saw it (NULL state if none). Anything else — a pending
+		// or unknown row, a row committed while the statement ran — goes
+		// to the transactional path. On conflict the existing row decides
+		// (I6: the primary key decides, not a look-up).
+		reserveFast: `
 WITH fence AS (
-	SELECT id FROM tasks WHERE id = $6 AND lease_token = $9 AND state = 'running' AND lease_expires_at > now()
+	SELECT id FROM ` + f("$10", "$9") + `
 	FOR SHARE
 ),
 ins AS (
@@ -40,34 +60,66 @@ ins AS (
 SELECT EXISTS (SELECT 1 FROM fence), EXISTS (SELECT 1 FROM ins),
 	l.state, l.request_hash, l.result, coalesce(l.external_ref, ''), coalesce(l.error, '')
 FROM (SELECT 1) one
-LEFT JOIN ledger l ON l.tenant = $1 AND l.operation = $2 AND l.effect_key = $3`
+LEFT JOIN ledger l ON l.tenant = $1 AND l.operation = $2 AND l.effect_key = $3`,
 
-// lookupSQL is the read that starts a pure or keyed effect: whether the
-// lease holds, and the effect's row if it has one. It writes nothing.
-const lookupSQL = `
-SELECT EXISTS (SELECT 1 FROM tasks WHERE id = $4 AND lease_token = $5 AND state = 'running'
-		AND lease_expires_at > now()),
+		// lookup is the read that starts a pure or keyed effect: whether
+		// the lease holds, and the effect's row if it has one. It writes
+		// nothing.
+		lookup: `
+SELECT EXISTS (SELECT 1 FROM ` + f("$4", "$5") + `),
 	l.state, l.request_hash, l.result, coalesce(l.external_ref, ''), coalesce(l.error, '')
 FROM (SELECT 1) one
-LEFT JOIN ledger l ON l.tenant = $1 AND l.operation = $2 AND l.effect_key = $3`
+LEFT JOIN ledger l ON l.tenant = $1 AND l.operation = $2 AND l.effect_key = $3`,
 
-// insertOutcomeSQL records a pure or keyed effect that was performed with no
-// reservation: one commit per effect. Fenced on the lease; the primary key
-// decides between concurrent performances (the first that lands stands).
-const insertOutcomeSQL = `
+		// insertOutcome records a pure or keyed effect that was performed
+		// with no reservation: one commit per effect. Fenced on the
+		// lease; the primary key decides between concurrent performances
+		// (the first that lands stands).
+		insertOutcome: `
 WITH fence AS (
-	SELECT id FROM tasks WHERE id = $6 AND lease_token = $9 AND state = 'running' AND lease_expires_at > now()
+	SELECT id FROM ` + f("$14", "$9") + `
 	FOR SHARE
 )
 INSERT INTO ledger (tenant, operation, effect_key, request_hash, class, task_id,
 	generation, step_path, owner_token, performed, state, result, external_ref, error, completed_at)
 SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, 1, $10, $11, nullif($12, ''), nullif($13, ''), now() FROM fence
 ON CONFLICT (tenant, operation, effect_key) DO NOTHING
-RETURNING result, coalesce(external_ref, '')`
+RETURNING result, coalesce(external_ref, '')`,
+
+		// record stores the outcome, fenced twice: the row must still be
+		// this attempt's reservation and the lease still this attempt's.
+		// It returns the result as stored: jsonb normalises JSON (key
+		// order, spacing, number spelling), and callers must see the same
+		// bytes on the first run as on every replay, or requests built
+		// from results would change.
+		record: `
+UPDATE ledger l SET state = $4, result = $5, external_ref = nullif($6, ''), error = nullif($7, ''),
+	completed_at = now(), updated_at = now()
+WHERE l.tenant = $1 AND l.operation = $2 AND l.effect_key = $3
+	AND l.state = 'pending' AND l.owner_token = $8
+	AND EXISTS (SELECT 1 FROM ` + f("$9", "$8") + `)
+RETURNING l.result, coalesce(l.external_ref, '')`,
+
+		// landed reads an outcome recorded by someone else, and whether
+		// the attempt still holds its lease.
+		landed: `
+SELECT l.state, l.request_hash, l.result, coalesce(l.external_ref, ''), coalesce(l.error, ''),
+	EXISTS (SELECT 1 FROM ` + f("$5", "$4") + `)
+FROM ledger l WHERE l.tenant = $1 AND l.operation = $2 AND l.effect_key = $3`,
+	}
+}
+
+// reserveSQL makes a fresh reservation owned by the attempt; on conflict the
+// existing row decides.
+const reserveSQL = `
+INSERT INTO ledger (tenant, operation, effect_key, request_hash, class, task_id,
+	generation, step_path, owner_token, performed)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 1)
+ON CONFLICT (tenant, operation, effect_key) DO NOTHING`
 
 const lockSQL = `
 SELECT request_hash, class, state, owner_token, performed, retry_allowed,
-	result, coalesce(external_ref, ''), coalesce(error, '')
+	result, coalesce(external_ref, ''), coalesce(error, ''), created_at
 FROM ledger WHERE tenant = $1 AND operation = $2 AND effect_key = $3
 FOR UPDATE`
 
@@ -82,33 +134,18 @@ const unknownSQL = `
 UPDATE ledger SET state = 'unknown', error = $4, updated_at = now()
 WHERE tenant = $1 AND operation = $2 AND effect_key = $3`
 
-// recordSQL stores the outcome, fenced twice: the row must still be this
-// attempt's reservation and the task's lease still this attempt's. It
-// returns the result as stored: jsonb normalises JSON (key order, spacing,
-// number spelling), and callers must see the same bytes on the first run as
-// on every replay, or requests built from results would change.
-const recordSQL = `
-UPDATE ledger l SET state = $4, result = $5, external_ref = nullif($6, ''), error = nullif($7, ''),
-	completed_at = now(), updated_at = now()
-WHERE l.tenant = $1 AND l.operation = $2 AND l.effect_key = $3
-	AND l.state = 'pending' AND l.owner_token = $8
-	AND EXISTS (SELECT 1 FROM tasks t WHERE t.id = l.task_id AND t.lease_token = $8 AND t.state = 'running'
-		AND t.lease_expires_at > now())
-RETURNING l.result, coalesce(l.external_ref, '')`
-
-// landedSQL reads an outcome recorded by someone else, and whether the
-// attempt still holds the task's lease.
-const landedSQL = `
-SELECT l.state, l.request_hash, l.result, coalesce(l.external_ref, ''), coalesce(l.error, ''),
-	EXISTS (SELECT 1 FROM tasks t WHERE t.id = l.task_id AND t.lease_token = $4 AND t.state = 'running'
-		AND t.lease_expires_at > now())
-FROM ledger l WHERE l.tenant = $1 AND l.operation = $2 AND l.effect_key = $3`
-
-const journalSQL = `
-SELECT tenant, operation, effect_key, class, state, step_path, owner_token, performed,
+const entryColumns = `tenant, operation, effect_key, class, state, step_path, owner_token, performed,
 	result, coalesce(external_ref, '') AS external_ref, coalesce(error, '') AS error,
-	coalesce(note, '') AS note, created_at, updated_at, completed_at
+	coalesce(note, '') AS note, created_at, updated_at, completed_at`
+
+const journalSQL = `SELECT ` + entryColumns + `
 FROM ledger WHERE task_id = $1 AND generation = $2 ORDER BY seq`
+
+// lastCompletedSQL reads the journal's index backwards.
+const lastCompletedSQL = `SELECT ` + entryColumns + `
+FROM ledger WHERE task_id = $1 AND generation = $2 AND operation = $3
+	AND (step_path = $4 OR starts_with(step_path, $4 || '/')) AND state = 'completed'
+ORDER BY seq DESC LIMIT 1`
 
 // resolveDoneSQL is an operator's "done": the unknown effect is taken as
 // performed, with a note.
