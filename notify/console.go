@@ -9,15 +9,18 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/agentledger/agentledger"
 )
 
 // ConsoleSink prints each message as a readable line and appends a JSON
-// record of it ({key, channel, text, ref, time}) to a file, which Find
-// searches. It is safe for concurrent use; several processes may share the
-// file, since records are appended with single O_APPEND writes.
+// record of it to a file: a post is {key, channel, text, ref, time}, an
+// update {update_of, channel, text, time}, both with title and fields when
+// set. Find searches the posts. It is safe for concurrent use; several
+// processes may share the file, since records are appended with single
+// O_APPEND writes.
 type ConsoleSink struct {
 	w    io.Writer
 	path string
@@ -27,17 +30,23 @@ type ConsoleSink struct {
 	lines   int               // complete lines indexed so far
 	partial bool              // the file ends in an unterminated line
 	refs    map[string]string // key → ref, the first record of each key
+	posts   map[string]string // ref → channel, of every post record
 }
 
 var _ Sink = (*ConsoleSink)(nil)
 
-// record is one line of the file.
+// record is one line of the file. Posts always carry key and ref, and
+// updates never do, so Find cannot match an update; title, fields and
+// update_of are absent from older files.
 type record struct {
-	Key     string    `json:"key"`
-	Channel string    `json:"channel"`
-	Text    string    `json:"text"`
-	Ref     string    `json:"ref"`
-	Time    time.Time `json:"time"`
+	Key      string    `json:"key,omitempty"`
+	UpdateOf string    `json:"update_of,omitempty"`
+	Channel  string    `json:"channel"`
+	Text     string    `json:"text"`
+	Title    string    `json:"title,omitempty"`
+	Fields   []Field   `json:"fields,omitempty"`
+	Ref      string    `json:"ref,omitempty"`
+	Time     time.Time `json:"time"`
 }
 
 // NewConsoleSink returns a sink printing to w (nil prints nothing) and
@@ -56,7 +65,7 @@ func NewConsoleSink(w io.Writer, path string) (*ConsoleSink, error) {
 	if w == nil {
 		w = io.Discard
 	}
-	return &ConsoleSink{w: w, path: path, refs: map[string]string{}}, nil
+	return &ConsoleSink{w: w, path: path, refs: map[string]string{}, posts: map[string]string{}}, nil
 }
 
 // Post appends m's record under key and prints it, unless key was already
@@ -80,26 +89,48 @@ func (s *ConsoleSink) Post(ctx context.Context, key string, m Message) (string, 
 	}
 	n := s.lines + 1
 	if s.partial {
-		n++ // the torn line is ended by our leading newline
+		n++ // the torn line is ended by writeLocked's leading newline
 	}
 	ref := fmt.Sprintf("%s:%d", filepath.Base(s.path), n)
-	line, err := json.Marshal(record{Key: key, Channel: m.Channel, Text: m.Text, Ref: ref, Time: time.Now().UTC()})
+	err := s.writeLocked(record{Key: key, Channel: m.Channel, Text: m.Text, Title: m.Title, Fields: m.Fields,
+		Ref: ref, Time: time.Now().UTC()})
 	if err != nil {
-		return "", fmt.Errorf("notify: %w", err)
-	}
-	if s.partial { // never glue a record to a torn line
-		line = append([]byte{'\n'}, line...)
-	}
-	if err := appendFile(s.path, append(line, '\n')); err != nil {
 		return "", err
 	}
-	_, _ = fmt.Fprintln(s.w, readable(key, m))
+	_, _ = fmt.Fprintln(s.w, readable(m.Channel, m, "", key))
 	return ref, nil
 }
 
-// Find returns the ref of the record posted under key, if any; the file
-// holds every channel, so m is not needed.
-func (s *ConsoleSink) Find(ctx context.Context, key string, _ Message) (string, bool, error) {
+// Update appends a record of m as the new content of the post ref and
+// prints it. The edit stays in the post's channel: m.Channel is not used.
+// A ref that no post record of the file has answers an error matching
+// ErrMessageGone (permanent), as does any ref after the file was
+// truncated.
+func (s *ConsoleSink) Update(ctx context.Context, ref string, m Message) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.scanLocked(); err != nil {
+		return err
+	}
+	ch, ok := s.posts[ref]
+	if !ok {
+		return agentledger.Permanent(fmt.Errorf("notify: no message %q in %s: %w", ref, filepath.Base(s.path), ErrMessageGone))
+	}
+	err := s.writeLocked(record{UpdateOf: ref, Channel: ch, Text: m.Text, Title: m.Title, Fields: m.Fields, Time: time.Now().UTC()})
+	if err != nil {
+		return err
+	}
+	_, _ = fmt.Fprintln(s.w, readable(ch, m, ref, ""))
+	return nil
+}
+
+// Find returns the ref of the record posted under key, if any. The file
+// holds every channel and is indexed as it grows, so m and since are not
+// needed.
+func (s *ConsoleSink) Find(ctx context.Context, key string, _ Message, _ time.Time) (string, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return "", false, err
 	}
@@ -126,7 +157,7 @@ func (s *ConsoleSink) scanLocked() error {
 		return fmt.Errorf("notify: %w", err)
 	}
 	if st.Size() < s.offset {
-		s.offset, s.lines, s.refs = 0, 0, map[string]string{}
+		s.offset, s.lines, s.refs, s.posts = 0, 0, map[string]string{}, map[string]string{}
 	}
 	if _, err := f.Seek(s.offset, io.SeekStart); err != nil {
 		return fmt.Errorf("notify: %w", err)
@@ -145,13 +176,26 @@ func (s *ConsoleSink) scanLocked() error {
 		s.offset += int64(len(line))
 		s.lines++
 		var rec record
-		if json.Unmarshal(line, &rec) != nil || rec.Key == "" {
-			continue // a torn or foreign line
+		if json.Unmarshal(line, &rec) != nil || rec.Key == "" || rec.UpdateOf != "" {
+			continue // a torn or foreign line, or an update
 		}
 		if _, seen := s.refs[rec.Key]; !seen {
 			s.refs[rec.Key] = rec.Ref
 		}
+		s.posts[rec.Ref] = rec.Channel
 	}
+}
+
+// writeLocked appends rec as one line, never glued to a torn one.
+func (s *ConsoleSink) writeLocked(rec record) error {
+	line, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("notify: %w", err)
+	}
+	if s.partial {
+		line = append([]byte{'\n'}, line...)
+	}
+	return appendFile(s.path, append(line, '\n'))
 }
 
 // appendFile appends b to the file at path in one write.
@@ -168,17 +212,4 @@ func appendFile(path string, b []byte) error {
 		return fmt.Errorf("notify: %w", err)
 	}
 	return nil
-}
-
-// readable is the console form: "[notify #ops] text (key al1-0123456789ab…)".
-func readable(key string, m Message) string {
-	ch := m.Channel
-	if !strings.HasPrefix(ch, "#") {
-		ch = "#" + ch
-	}
-	if len(key) > 16 {
-		key = key[:16] + "…"
-	}
-	text := strings.ReplaceAll(m.Text, "\n", "\n    ")
-	return fmt.Sprintf("[notify %s] %s (key %s)", ch, text, key)
 }

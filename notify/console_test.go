@@ -3,12 +3,14 @@ package notify_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/agentledger/agentledger/notify"
 )
@@ -39,7 +41,7 @@ func TestConsoleSinkPostFind(t *testing.T) {
 	s, out, path := newSink(t)
 	key := "al1-0123456789abcdef0123456789"
 
-	if _, found, err := s.Find(ctx, key, notify.Message{}); found || err != nil {
+	if _, found, err := s.Find(ctx, key, notify.Message{}, time.Time{}); found || err != nil {
 		t.Fatalf("find before post: %v %v", found, err)
 	}
 	ref, err := s.Post(ctx, key, notify.Message{Channel: "ops", Text: "deploy done"})
@@ -49,7 +51,7 @@ func TestConsoleSinkPostFind(t *testing.T) {
 	if got := out.String(); got != "[notify #ops] deploy done (key al1-0123456789ab…)\n" {
 		t.Fatalf("console %q", got)
 	}
-	if got, found, err := s.Find(ctx, key, notify.Message{}); !found || err != nil || got != ref {
+	if got, found, err := s.Find(ctx, key, notify.Message{}, time.Time{}); !found || err != nil || got != ref {
 		t.Fatalf("find: %q %v %v", got, found, err)
 	}
 	// Idempotent per key: the first ref, nothing written.
@@ -86,7 +88,7 @@ func TestConsoleSinkSharedFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ref, found, err := b.Find(ctx, "k1", notify.Message{}); !found || err != nil || ref != "notify.jsonl:1" {
+	if ref, found, err := b.Find(ctx, "k1", notify.Message{}, time.Time{}); !found || err != nil || ref != "notify.jsonl:1" {
 		t.Fatalf("b find: %q %v %v", ref, found, err)
 	}
 	if ref, err := b.Post(ctx, "k1", notify.Message{Channel: "ops", Text: "x"}); err != nil || ref != "notify.jsonl:1" || out.Len() != 0 {
@@ -95,7 +97,7 @@ func TestConsoleSinkSharedFile(t *testing.T) {
 	if _, err := b.Post(ctx, "k2", notify.Message{Channel: "ops", Text: "y"}); err != nil {
 		t.Fatal(err)
 	}
-	if ref, found, _ := a.Find(ctx, "k2", notify.Message{}); !found || ref != "notify.jsonl:2" {
+	if ref, found, _ := a.Find(ctx, "k2", notify.Message{}, time.Time{}); !found || ref != "notify.jsonl:2" {
 		t.Fatalf("a find k2: %q %v", ref, found)
 	}
 }
@@ -142,17 +144,17 @@ func TestConsoleSinkTornLine(t *testing.T) {
 	if err != nil || ref != "notify.jsonl:2" {
 		t.Fatalf("post: %q %v", ref, err)
 	}
-	if got, found, _ := s.Find(ctx, "k1", notify.Message{}); !found || got != ref {
+	if got, found, _ := s.Find(ctx, "k1", notify.Message{}, time.Time{}); !found || got != ref {
 		t.Fatalf("find: %q %v", got, found)
 	}
-	if _, found, _ := s.Find(ctx, "k0", notify.Message{}); found {
+	if _, found, _ := s.Find(ctx, "k0", notify.Message{}, time.Time{}); found {
 		t.Fatal("torn record found")
 	}
 	// Truncation is noticed: the index starts over.
 	if err := os.WriteFile(path, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, found, _ := s.Find(ctx, "k1", notify.Message{}); found {
+	if _, found, _ := s.Find(ctx, "k1", notify.Message{}, time.Time{}); found {
 		t.Fatal("found a record of a truncated file")
 	}
 }
@@ -174,7 +176,10 @@ func TestConsoleSinkErrors(t *testing.T) {
 	if _, err := s.Post(ctx, "k", notify.Message{}); err == nil {
 		t.Fatal("cancelled post went through")
 	}
-	if _, _, err := s.Find(ctx, "k", notify.Message{}); err == nil {
+	if _, _, err := s.Find(ctx, "k", notify.Message{}, time.Time{}); err == nil {
 		t.Fatal("cancelled find went through")
+	}
+	if err := s.Update(ctx, "notify.jsonl:1", notify.Message{}); err == nil || errors.Is(err, notify.ErrMessageGone) {
+		t.Fatalf("cancelled update: %v", err)
 	}
 }

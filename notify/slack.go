@@ -19,15 +19,6 @@ import (
 // payload carries the effect key under "key".
 const metadataEventType = "agentledger_effect"
 
-// Updater changes a message a sink posted, in place. SlackSink implements
-// it; ConsoleSink does not, so callers fall back to posting.
-type Updater interface {
-	// Update replaces the content of the message ref (as Post returned
-	// it) with m. An error matching ErrMessageGone means the message
-	// cannot be updated and a new one should be posted.
-	Update(ctx context.Context, ref string, m Message) error
-}
-
 // SlackSink posts notifications to Slack with chat.postMessage, each
 // carrying its effect key in the message metadata, and finds them again in
 // the channel history. It waits out 429s (up to MaxRetryAfter), paces posts
@@ -50,10 +41,7 @@ type SlackSink struct {
 	posted memo              // key → ref of this sink's posts
 }
 
-var (
-	_ Sink    = (*SlackSink)(nil)
-	_ Updater = (*SlackSink)(nil)
-)
+var _ Sink = (*SlackSink)(nil)
 
 // NewSlackSink returns a sink for cfg. It makes no call to Slack.
 func NewSlackSink(cfg SlackConfig) (*SlackSink, error) {
@@ -103,16 +91,13 @@ func orDefault[T comparable](v, def T) T {
 }
 
 // Post posts m to m.Channel (a name or an ID) under key, carried in the
-// message metadata, and returns "<channel ID>/<ts>". Errors: a
-// *SlackError, permanent when retrying cannot help; agentledger.RetryAfter
-// when Slack asks for a longer wait than MaxRetryAfter; anything else is
-// transient and the post may or may not have landed (Find tells).
+// message metadata, and returns "<channel ID>/<ts>". The text goes in
+// Block Kit sections, under a header (Title) and fields, over a footer.
+// Errors: a *SlackError, permanent when retrying cannot help;
+// agentledger.RetryAfter when Slack asks for a longer wait than
+// MaxRetryAfter; anything else is transient and the post may or may not
+// have landed (Find tells).
 func (s *SlackSink) Post(ctx context.Context, key string, m Message) (string, error) {
-	return s.PostSlack(ctx, key, SlackMessage{Message: m})
-}
-
-// PostSlack is Post with Block Kit structure (title, fields, footer).
-func (s *SlackSink) PostSlack(ctx context.Context, key string, m SlackMessage) (string, error) {
 	if key == "" {
 		return "", agentledger.Permanent(errors.New("notify: slack: empty key"))
 	}
@@ -122,7 +107,7 @@ func (s *SlackSink) PostSlack(ctx context.Context, key string, m SlackMessage) (
 	if ref, ok := s.posted.get(key); ok {
 		return ref, nil
 	}
-	opts := append(m.options(false), slack.MsgOptionMetadata(slack.SlackMetadata{
+	opts := append(slackOptions(m, false), slack.MsgOptionMetadata(slack.SlackMetadata{
 		EventType: metadataEventType, EventPayload: map[string]any{"key": key},
 	}))
 	var ch, ts string
@@ -141,22 +126,18 @@ func (s *SlackSink) PostSlack(ctx context.Context, key string, m SlackMessage) (
 	return ref, nil
 }
 
-// Update replaces the text of the message ref (as Post returned it) with
-// m's; m.Channel is not used. The message keeps its metadata, so Find
-// still finds it. Errors are Post's; a message Slack cannot update answers
-// an error matching ErrMessageGone.
+// Update replaces the content of the message ref (as Post returned it)
+// with m, rendered as Post renders it: parts m lacks (a title, fields)
+// disappear. m.Channel is not used. The message keeps its metadata, so
+// Find still finds it. Errors are Post's; a message Slack cannot update
+// answers an error matching ErrMessageGone.
 func (s *SlackSink) Update(ctx context.Context, ref string, m Message) error {
-	return s.UpdateSlack(ctx, ref, SlackMessage{Message: m})
-}
-
-// UpdateSlack is Update with Block Kit structure.
-func (s *SlackSink) UpdateSlack(ctx context.Context, ref string, m SlackMessage) error {
 	ch, ts, err := ParseSlackRef(ref)
 	if err != nil {
 		return agentledger.Permanent(err)
 	}
 	err = s.call(ctx, op{method: "chat.update", channel: ch, paced: true}, func(ctx context.Context) error {
-		_, _, _, err := s.api.UpdateMessageContext(ctx, ch, ts, m.options(true)...)
+		_, _, _, err := s.api.UpdateMessageContext(ctx, ch, ts, slackOptions(m, true)...)
 		return err
 	})
 	if err == nil {

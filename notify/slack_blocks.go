@@ -8,26 +8,6 @@ import (
 	"github.com/slack-go/slack/slackutilsx"
 )
 
-// SlackMessage is a Message with optional Block Kit structure. A bare
-// Message renders as its text in sections; the optional parts add a title,
-// a two-column table of fields and a footer.
-type SlackMessage struct {
-	Message
-	// Title heads the message in large type (a header block, cut at 150
-	// characters), e.g. "Task 42 succeeded".
-	Title string
-	// Fields are short label/value pairs under the title, in two
-	// columns: task, kind, state, attempt.
-	Fields []SlackField
-	// Footer is small grey text at the bottom (a context block).
-	Footer string
-}
-
-// SlackField is one label/value pair of a SlackMessage.
-type SlackField struct {
-	Label, Value string
-}
-
 // Block Kit's limits (characters as sent, that is after escaping).
 const (
 	maxBlocks        = 50
@@ -39,24 +19,24 @@ const (
 	maxFallbackChars = 3000 // of the notification text, which blocks replace on screen
 )
 
-// options are the message's text and blocks as slack-go options; an
-// update sends blocks even when there are none, to clear the old ones.
-// Text is escaped (&, <, >), so it cannot mention @channel or forge links.
-func (m SlackMessage) options(update bool) []slack.MsgOption {
+// slackOptions are m's text and blocks as slack-go options; an update
+// sends blocks even when there are none, to clear the old ones. Text is
+// escaped (&, <, >), so it cannot mention @channel or forge links.
+func slackOptions(m Message, update bool) []slack.MsgOption {
 	fallback := m.Text
 	if m.Title != "" {
 		fallback = m.Title + "\n" + m.Text
 	}
 	opts := []slack.MsgOption{slack.MsgOptionText(cut(fallback, maxFallbackChars), true)}
-	if bs := m.blocks(); len(bs) > 0 || update {
+	if bs := slackBlocks(m); len(bs) > 0 || update {
 		opts = append(opts, slack.MsgOptionBlocks(bs...))
 	}
 	return opts
 }
 
-// blocks renders the message: header, fields, text sections, footer,
-// within Block Kit's limits.
-func (m SlackMessage) blocks() []slack.Block {
+// slackBlocks renders m: header, fields, text sections, footer, within
+// Block Kit's limits.
+func slackBlocks(m Message) []slack.Block {
 	var bs []slack.Block
 	if t := strings.TrimSpace(m.Title); t != "" {
 		bs = append(bs, slack.NewHeaderBlock(slack.NewTextBlockObject(slack.PlainTextType, cut(t, maxHeaderChars), true, false)))

@@ -12,12 +12,6 @@ import (
 	"github.com/agentledger/agentledger"
 )
 
-// ErrMessageGone: Slack cannot update the message (message_not_found,
-// cant_update_message, edit_window_closed). The caller posts a new message
-// instead, as a new effect through the ledger. Errors from Update match it
-// with errors.Is; they are also permanent.
-var ErrMessageGone = errors.New("the Slack message can no longer be updated")
-
 // SlackError is an error code answered by the Slack Web API. A permanent
 // one comes wrapped in agentledger.Permanent.
 type SlackError struct {
@@ -96,7 +90,8 @@ func (e *SlackError) Error() string {
 func (e *SlackError) Permanent() bool { return slackCodes[e.Code].permanent }
 
 // Is makes errors.Is(err, ErrMessageGone) true for the codes that mean
-// the message cannot be updated.
+// the message cannot be updated (message_not_found, cant_update_message,
+// edit_window_closed).
 func (e *SlackError) Is(target error) bool {
 	return target == ErrMessageGone && slackCodes[e.Code].gone
 }

@@ -15,22 +15,17 @@ import (
 const (
 	historyPage = 200
 	listPage    = 1000
-	// findSkew widens FindSince's window for clocks that disagree.
+	// findSkew widens Find's window for clocks that disagree.
 	findSkew = 2 * time.Minute
 )
 
-// Find looks through the whole history of m.Channel (a name or an ID) for
-// the message posted under key, and returns its ref. If several carry the
-// key, the oldest wins. Errors are Post's; a channel name needs the
-// channels:read scope (groups:read for private channels) to be resolved.
-func (s *SlackSink) Find(ctx context.Context, key string, m Message) (string, bool, error) {
-	return s.FindSince(ctx, key, m, time.Time{})
-}
-
-// FindSince is Find reading only messages posted since about since (two
-// minutes earlier, for clock skew); a zero since reads the whole history.
-// Pass the time the effect was reserved.
-func (s *SlackSink) FindSince(ctx context.Context, key string, m Message, since time.Time) (string, bool, error) {
+// Find looks through the history of m.Channel (a name or an ID) for the
+// message posted under key, and returns its ref. It reads the messages
+// posted since about since (two minutes earlier, for clock skew); a zero
+// since reads the whole history. If several carry the key, the oldest
+// wins. Errors are Post's; a channel name needs the channels:read scope
+// (groups:read for private channels) to be resolved.
+func (s *SlackSink) Find(ctx context.Context, key string, m Message, since time.Time) (string, bool, error) {
 	if key == "" {
 		return "", false, agentledger.Permanent(fmt.Errorf("notify: slack: empty key"))
 	}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentledger/agentledger/internal/slackfake"
 	"github.com/agentledger/agentledger/notify"
@@ -58,7 +59,7 @@ func TestSlackTokenNeverShown(t *testing.T) {
 	}
 	_, err = s.Post(ctx, key1, notify.Message{Channel: "nope", Text: "x"})
 	shown = append(shown, err.Error())
-	_, _, err = s.Find(ctx, key1, ops)
+	_, _, err = s.Find(ctx, key1, ops, time.Time{})
 	shown = append(shown, err.Error(), fmt.Sprintf("%+v", err))
 	if !strings.Contains(err.Error(), "[redacted]") {
 		t.Fatalf("the echoed token was not scrubbed: %v", err)

@@ -21,7 +21,7 @@ func TestSlackPostFind(t *testing.T) {
 	ctx := context.Background()
 	s, fake, _ := newSlack(t, nil)
 
-	if _, found, err := s.Find(ctx, key1, ops); found || err != nil {
+	if _, found, err := s.Find(ctx, key1, ops, time.Time{}); found || err != nil {
 		t.Fatalf("find before post: %v %v", found, err)
 	}
 	ref, err := s.Post(ctx, key1, ops)
@@ -35,10 +35,10 @@ func TestSlackPostFind(t *testing.T) {
 		!strings.Contains(string(msgs[0].Blocks), "deploy done") {
 		t.Fatalf("post: ref %q, messages %+v", ref, msgs)
 	}
-	if got, found, err := s.Find(ctx, key1, ops); !found || err != nil || got != ref {
+	if got, found, err := s.Find(ctx, key1, ops, time.Time{}); !found || err != nil || got != ref {
 		t.Fatalf("find: %q %v %v", got, found, err)
 	}
-	if _, found, err := s.Find(ctx, "al1-other", ops); found || err != nil {
+	if _, found, err := s.Find(ctx, "al1-other", ops, time.Time{}); found || err != nil {
 		t.Fatalf("find other: %v %v", found, err)
 	}
 	// The same key again: the first ref, nothing posted.
@@ -51,24 +51,24 @@ func TestSlackPostFind(t *testing.T) {
 
 	// Another sink (another process) resolves the name and finds it.
 	other := mustSink(t, fake)
-	if got, found, err := other.Find(ctx, key1, notify.Message{Channel: "#ops"}); !found || err != nil || got != ref {
+	if got, found, err := other.Find(ctx, key1, notify.Message{Channel: "#ops"}, time.Time{}); !found || err != nil || got != ref {
 		t.Fatalf("other find: %q %v %v", got, found, err)
 	}
 	if n := fake.Calls("conversations.list"); n != 2 {
 		t.Fatalf("conversations.list called %d times", n)
 	}
 	id, _, _ := notify.ParseSlackRef(ref)
-	if got, found, err := other.Find(ctx, key1, notify.Message{Channel: id}); !found || err != nil || got != ref {
+	if got, found, err := other.Find(ctx, key1, notify.Message{Channel: id}, time.Time{}); !found || err != nil || got != ref {
 		t.Fatalf("find by ID: %q %v %v", got, found, err)
 	}
-	// FindSince reads from about since on.
-	if got, found, err := s.FindSince(ctx, key1, ops, time.Now().Add(-time.Minute)); !found || err != nil || got != ref {
+	// With a since, Find reads from about then on.
+	if got, found, err := s.Find(ctx, key1, ops, time.Now().Add(-time.Minute)); !found || err != nil || got != ref {
 		t.Fatalf("find since a minute ago: %q %v %v", got, found, err)
 	}
-	if _, found, err := s.FindSince(ctx, key1, ops, time.Now().Add(time.Hour)); found || err != nil {
+	if _, found, err := s.Find(ctx, key1, ops, time.Now().Add(time.Hour)); found || err != nil {
 		t.Fatalf("find since in an hour: %v %v", found, err)
 	}
-	if _, _, err := other.Find(ctx, key1, notify.Message{Channel: "nope"}); !isPermanent(err) || !strings.Contains(err.Error(), "channel_not_found") {
+	if _, _, err := other.Find(ctx, key1, notify.Message{Channel: "nope"}, time.Time{}); !isPermanent(err) || !strings.Contains(err.Error(), "channel_not_found") {
 		t.Fatalf("find in an unknown channel: %v", err)
 	}
 }
@@ -106,7 +106,7 @@ func TestSlackUpdate(t *testing.T) {
 		msgs[0].Metadata == nil || msgs[0].Metadata.EventPayload["key"] != key1 {
 		t.Fatalf("after update: %+v", msgs)
 	}
-	if got, found, err := s.Find(ctx, key1, ops); !found || err != nil || got != ref {
+	if got, found, err := s.Find(ctx, key1, ops, time.Time{}); !found || err != nil || got != ref {
 		t.Fatalf("find after update: %q %v %v", got, found, err)
 	}
 
@@ -142,7 +142,7 @@ func TestSlackDroppedPost(t *testing.T) {
 	if ref, err := s.Post(ctx, key1, ops); err == nil || isPermanent(err) {
 		t.Fatalf("dropped post: %q %v", ref, err)
 	}
-	ref, found, err := s.Find(ctx, key1, ops)
+	ref, found, err := s.Find(ctx, key1, ops, time.Time{})
 	msgs := fake.Messages("ops")
 	if !found || err != nil || len(msgs) != 1 || ref != msgs[0].Channel+"/"+msgs[0].TS {
 		t.Fatalf("find: %q %v %v, messages %+v", ref, found, err, msgs)
@@ -247,7 +247,7 @@ func TestSlackTransientErrors(t *testing.T) {
 		t.Fatalf("503: %v", err)
 	}
 	fake.Inject("conversations.history", slackfake.Fault{Drop: true})
-	if _, _, err := s.Find(ctx, key1, notify.Message{Channel: "C00000001"}); err == nil || isPermanent(err) {
+	if _, _, err := s.Find(ctx, key1, notify.Message{Channel: "C00000001"}, time.Time{}); err == nil || isPermanent(err) {
 		t.Fatalf("dropped history: %v", err)
 	}
 	if n := fake.Calls("chat.postMessage"); n != 2 || len(fake.Messages("ops")) != 0 {
@@ -273,7 +273,7 @@ func TestSlackFindPaging(t *testing.T) {
 		fake.Seed("ops", "chatter", md)
 	}
 	fake.Seed("ops", "a duplicate", &slackfake.Metadata{EventType: "agentledger_effect", EventPayload: map[string]any{"key": key1}})
-	got, found, err := s.Find(ctx, key1, ops)
+	got, found, err := s.Find(ctx, key1, ops, time.Time{})
 	if !found || err != nil || got != ref {
 		t.Fatalf("find: %q %v %v, want %q", got, found, err, ref)
 	}
@@ -331,7 +331,7 @@ func TestSlackInvalidCalls(t *testing.T) {
 	if _, err := s.Post(ctx, key1, notify.Message{Text: "x"}); !isPermanent(err) {
 		t.Fatalf("no channel: %v", err)
 	}
-	if _, _, err := s.Find(ctx, "", ops); !isPermanent(err) {
+	if _, _, err := s.Find(ctx, "", ops, time.Time{}); !isPermanent(err) {
 		t.Fatalf("find empty key: %v", err)
 	}
 	cancelled, cancel := context.WithCancel(ctx)

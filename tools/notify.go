@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/agentledger/agentledger"
@@ -94,7 +95,7 @@ func (n *Notify) Effect(call Call) (ledger.Effect, error) {
 			return posted(msg.Channel, ref), nil
 		},
 		Reconcile: func(ctx context.Context, c ledger.Call) (ledger.Result, bool, error) {
-			ref, found, err := n.sink.Find(ctx, c.DownstreamKey(notifyTarget), msg)
+			ref, found, err := n.sink.Find(ctx, c.DownstreamKey(notifyTarget), msg, time.Time{})
 			if err != nil || !found {
 				return ledger.Result{}, false, err
 			}
