@@ -82,7 +82,7 @@ buried AS (
 	WHERE t.id = e.id AND e.exhausted
 	RETURNING t.id, t.generation, t.attempt, ` + eventColumns + `
 ),
-` + emitEvents("buried") + `,
+` + emitEvents("buried", "(SELECT t FROM now)") + `,
 expired AS (
 	INSERT INTO task_attempts (task_id, lease_token, attempt, generation, worker, started_at, ended_at, outcome, error)
 	SELECT e.id, e.lease_token, e.attempt, e.generation, e.lease_owner, e.attempted_at, now.t, 'lease_expired',
@@ -127,17 +127,20 @@ const eventColumns = `t.tenant, t.queue, t.kind, t.state, t.max_attempts, t.last
 // emitEvents is the transactional outbox (package outbox): a CTE that
 // writes, in the statement that changes task states, one event per changed
 // task and matching enabled notification rule. src names the statement's
-// CTE of changed rows (id, generation, attempt and eventColumns). A state
+// CTE of changed rows (id, generation, attempt and eventColumns), now the
+// statement's clock. A state
 // that no rule asks for writes nothing, so without rules a state change
 // costs what it did; with rules the event commits with the change, and is
 // fenced as the change is.
-func emitEvents(src string) string {
+func emitEvents(src, now string) string {
 	return `events AS (
-	INSERT INTO outbox (tenant, task_id, generation, attempt, event, rule, channel, payload)
+	INSERT INTO outbox (tenant, task_id, generation, attempt, event, rule, channel, payload,
+		available_at, created_at, updated_at)
 	SELECT s.tenant, s.id, s.generation, s.attempt, s.state, r.name, r.channel,
 		jsonb_strip_nulls(jsonb_build_object('kind', s.kind, 'queue', s.queue, 'state', s.state,
 			'attempt', s.attempt, 'max_attempts', s.max_attempts,
-			'error', left(s.last_error, 1000), 'result', left(s.result::text, 1000)))
+			'error', left(s.last_error, 1000), 'result', left(s.result::text, 1000))),
+		` + now + `, ` + now + `, ` + now + `
 	FROM ` + src + ` s JOIN notification_rules r ON r.enabled AND s.state = ANY (r.events)
 		AND coalesce(r.tenant = s.tenant, true) AND coalesce(r.queue = s.queue, true)
 		AND coalesce(r.kind = s.kind, true)
@@ -207,7 +210,7 @@ closed AS (
 	FROM done
 	` + closeConflict + `
 ),
-` + emitEvents("done") + `
+` + emitEvents("done", "coalesce($4::timestamptz, now())") + `
 SELECT id FROM done`
 
 // failSQL records failed attempts: retrying after the given delay, dead
@@ -239,7 +242,7 @@ closed AS (
 	FROM done
 	` + closeConflict + `
 ),
-` + emitEvents("done") + `
+` + emitEvents("done", "coalesce($6::timestamptz, now())") + `
 SELECT id, state FROM done`
 
 // releaseSQL hands fenced tasks back to the queue at once (graceful
@@ -293,7 +296,7 @@ closed AS (
 	FROM done
 	` + closeConflict + `
 ),
-` + emitEvents("done") + `
+` + emitEvents("done", "coalesce($4::timestamptz, now())") + `
 SELECT id FROM done`
 
 // cancelSQL is the operator's cancel: a task that no live lease holds is
@@ -324,7 +327,7 @@ upd AS (
 	WHERE t.id = cur.id AND cur.state NOT IN ('succeeded', 'dead', 'cancelled')
 	RETURNING t.id, t.generation, t.attempt, ` + eventColumns + `
 ),
-` + emitEvents("upd") + `,
+` + emitEvents("upd", "(SELECT t FROM now)") + `,
 lost AS (
 	INSERT INTO task_attempts (task_id, lease_token, attempt, generation, worker, started_at, ended_at, outcome, error)
 	SELECT cur.id, cur.lease_token, cur.attempt, cur.generation, cur.lease_owner, cur.attempted_at, now.t,
