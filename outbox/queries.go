@@ -1,0 +1,87 @@
+package outbox
+
+// All SQL of the outbox and notification_rules tables lives here, except
+// the events the task state changes write (claims.emitEvents). $now is
+// coalesce($n::timestamptz, now()) so tests can pin the clock.
+
+const ruleColumns = `name, coalesce(tenant, ''), coalesce(queue, ''), coalesce(kind, ''), events, channel,
+	enabled, created_at, updated_at`
+
+const insertRuleSQL = `
+INSERT INTO notification_rules (name, tenant, queue, kind, events, channel, enabled)
+VALUES ($1, nullif($2, ''), nullif($3, ''), nullif($4, ''), $5, $6, $7)
+ON CONFLICT (name) DO NOTHING
+RETURNING ` + ruleColumns
+
+const upsertRuleSQL = `
+INSERT INTO notification_rules (name, tenant, queue, kind, events, channel, enabled)
+VALUES ($1, nullif($2, ''), nullif($3, ''), nullif($4, ''), $5, $6, $7)
+ON CONFLICT (name) DO UPDATE SET tenant = EXCLUDED.tenant, queue = EXCLUDED.queue, kind = EXCLUDED.kind,
+	events = EXCLUDED.events, channel = EXCLUDED.channel, enabled = EXCLUDED.enabled, updated_at = now()
+RETURNING ` + ruleColumns
+
+const listRulesSQL = `SELECT ` + ruleColumns + ` FROM notification_rules ORDER BY name`
+
+const enableRuleSQL = `UPDATE notification_rules SET enabled = $2, updated_at = now() WHERE name = $1`
+
+const deleteRuleSQL = `DELETE FROM notification_rules WHERE name = $1`
+
+const eventColumns = `id, tenant, task_id, generation, attempt, event, coalesce(rule, ''), coalesce(step_path, ''),
+	channel, payload, state, failures, coalesce(last_error, ''), created_at, delivered_at`
+
+// insertMessageSQL is the notify tool's event, written in its ledger
+// transaction (a local effect).
+const insertMessageSQL = `
+INSERT INTO outbox (tenant, task_id, generation, attempt, event, step_path, channel, payload)
+VALUES ($1, $2, $3, coalesce((SELECT attempt FROM tasks WHERE id = $2), 0), 'message', $4, $5,
+	jsonb_build_object('text', $6::text))
+RETURNING id`
+
+// claimSQL leases up to $2 due events to $1 with fresh tokens. An event of
+// a rule waits while an earlier event of the same task and rule is pending
+// (claimed or waiting to be retried): those are delivered one at a time, in
+// order, so that updates in place end on the newest state.
+const claimSQL = `
+WITH now AS (SELECT coalesce($4::timestamptz, now()) AS t),
+due AS (
+	SELECT o.id FROM outbox o, now
+	WHERE o.state = 'pending' AND o.available_at <= now.t
+		AND (o.lease_expires_at IS NULL OR o.lease_expires_at <= now.t)
+		AND (o.rule IS NULL OR NOT EXISTS (
+			SELECT 1 FROM outbox p
+			WHERE p.task_id = o.task_id AND p.rule = o.rule AND p.id < o.id AND p.state = 'pending'))
+	ORDER BY o.available_at, o.id
+	LIMIT $2
+	FOR UPDATE OF o SKIP LOCKED
+)
+UPDATE outbox o SET
+	lease_owner = $1,
+	lease_token = nextval('outbox_lease_token_seq'),
+	lease_expires_at = now.t + $3::interval,
+	updated_at = now.t
+FROM now
+WHERE o.id = ANY (ARRAY(SELECT id FROM due))
+RETURNING ` + eventColumns + `, o.lease_token, o.lease_expires_at`
+
+// deliveredSQL marks a claimed event delivered, fenced on its token.
+const deliveredSQL = `
+UPDATE outbox SET state = 'delivered', delivered_at = coalesce($3::timestamptz, now()),
+	lease_owner = NULL, lease_expires_at = NULL, updated_at = coalesce($3::timestamptz, now())
+WHERE id = $1 AND lease_token = $2 AND state = 'pending'`
+
+// retrySQL hands a claimed event back, due again at $3, counting a failure
+// when $4; fenced on its token.
+const retrySQL = `
+UPDATE outbox SET available_at = $3, failures = failures + $4::int, last_error = nullif($5, ''),
+	lease_owner = NULL, lease_expires_at = NULL, updated_at = coalesce($6::timestamptz, now())
+WHERE id = $1 AND lease_token = $2 AND state = 'pending'`
+
+// failedSQL gives a claimed event up, fenced on its token.
+const failedSQL = `
+UPDATE outbox SET state = 'failed', failures = failures + 1, last_error = $3,
+	lease_owner = NULL, lease_expires_at = NULL, updated_at = coalesce($4::timestamptz, now())
+WHERE id = $1 AND lease_token = $2 AND state = 'pending'`
+
+// taskEventsSQL lists a task's events (tenant $2, or any when empty).
+const taskEventsSQL = `
+SELECT ` + eventColumns + ` FROM outbox WHERE task_id = $1 AND ($2 = '' OR tenant = $2) ORDER BY id`
