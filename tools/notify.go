@@ -7,17 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/canonjson"
+	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/ledger"
-	"github.com/agentledger/agentledger/notify"
+	"github.com/agentledger/agentledger/outbox"
 )
-
-// notifyTarget scopes the downstream key handed to sinks.
-const notifyTarget = "notify"
 
 // Limits of a notify call's arguments (Slack's own limits).
 const (
@@ -25,16 +22,15 @@ const (
 	maxText    = 40000
 )
 
-// Notify is the notify tool: it posts a message to a notify.Sink as a
-// reconcilable effect. The sink gets the ledger's downstream key for the
-// call, so a post whose outcome was lost is found again instead of sent
-// twice.
-type Notify struct {
-	sink notify.Sink
-}
+// Notify is the notify tool. A call writes its message to the outbox as a
+// local effect — the event commits with the call's ledger row, or neither
+// does — and the dispatcher posts it (package notifier), as its own effect
+// keyed by the call's step. So the task never waits on Slack, and a call
+// can never be unknown.
+type Notify struct{}
 
-// NewNotify returns the notify tool posting to sink.
-func NewNotify(sink notify.Sink) *Notify { return &Notify{sink: sink} }
+// NewNotify returns the notify tool.
+func NewNotify() *Notify { return &Notify{} }
 
 // Name is "notify".
 func (*Notify) Name() string { return "notify" }
@@ -57,14 +53,11 @@ type notifyArgs struct {
 	Text    string `json:"text"`
 }
 
-// Effect validates the arguments and returns a reconcilable effect,
-// operation "notify": Perform posts, Reconcile finds an earlier post by
-// its key. Both answer {"channel", "ref"} with the sink's ref as the
-// external reference.
+// Effect validates the arguments and returns a local effect, operation
+// "notify", that writes the message's outbox event and answers
+// {"channel", "event"}, the event id as the external reference
+// ("outbox:<id>").
 func (n *Notify) Effect(call Call) (ledger.Effect, error) {
-	if n.sink == nil {
-		return ledger.Effect{}, agentledger.Permanent(errors.New("notify: no notification sink is configured"))
-	}
 	var a notifyArgs
 	dec := json.NewDecoder(bytes.NewReader(call.Args))
 	dec.DisallowUnknownFields()
@@ -84,29 +77,19 @@ func (n *Notify) Effect(call Call) (ledger.Effect, error) {
 	if err != nil {
 		return ledger.Effect{}, agentledger.Permanent(fmt.Errorf("notify: %v", err))
 	}
-	msg := notify.Message{Channel: a.Channel, Text: a.Text}
 	return ledger.Effect{
-		Operation: "notify", StepPath: call.StepPath, Class: ledger.Reconcilable, Request: request,
-		Perform: func(ctx context.Context, c ledger.Call) (ledger.Result, error) {
-			ref, err := n.sink.Post(ctx, c.DownstreamKey(notifyTarget), msg)
+		Operation: "notify", StepPath: call.StepPath, Class: ledger.Local, Request: request,
+		PerformLocal: func(ctx context.Context, c ledger.Call, db claims.DB) (ledger.Result, error) {
+			at := c.Attempt
+			id, err := outbox.AddMessage(ctx, db, outbox.Message{Tenant: at.Tenant, TaskID: at.TaskID,
+				Generation: at.Generation, StepPath: call.StepPath, Channel: a.Channel, Text: a.Text})
 			if err != nil {
-				return ledger.Result{}, fmt.Errorf("notify: %w", err)
+				return ledger.Result{}, err
 			}
-			return posted(msg.Channel, ref), nil
-		},
-		Reconcile: func(ctx context.Context, c ledger.Call) (ledger.Result, bool, error) {
-			ref, found, err := n.sink.Find(ctx, c.DownstreamKey(notifyTarget), msg, time.Time{})
-			if err != nil || !found {
-				return ledger.Result{}, false, err
-			}
-			return posted(msg.Channel, ref), true, nil
+			body, _ := json.Marshal(map[string]any{"channel": a.Channel, "event": id}) // always encodes
+			return ledger.Result{Body: body, ExternalRef: fmt.Sprintf("outbox:%d", id)}, nil
 		},
 	}, nil
-}
-
-func posted(channel, ref string) ledger.Result {
-	body, _ := json.Marshal(map[string]string{"channel": channel, "ref": ref}) // strings always encode
-	return ledger.Result{Body: body, ExternalRef: ref}
 }
 
 func isSpaceOrControl(r rune) bool { return r <= ' ' || r == 0x7f }

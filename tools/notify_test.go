@@ -1,154 +1,84 @@
 package tools_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/ledger"
-	"github.com/agentledger/agentledger/notify"
+	"github.com/agentledger/agentledger/outbox"
 	"github.com/agentledger/agentledger/tools"
 )
 
 const notifyArgs = `{"channel":"ops","text":"deploy finished"}`
 
-// countingSink counts the posts that reach the console sink and can run a
-// hook after (or instead of) one.
-type countingSink struct {
-	*notify.ConsoleSink
-	posts atomic.Int64
-	after func() error // run once after the next post; its error is returned
-	drop  bool         // the hook runs before posting, and nothing is posted
-}
-
-func (s *countingSink) Post(ctx context.Context, key string, m notify.Message) (string, error) {
-	hook := s.after
-	s.after = nil
-	if s.drop && hook != nil {
-		return "", hook()
-	}
-	ref, err := s.ConsoleSink.Post(ctx, key, m)
-	s.posts.Add(1)
-	if hook != nil {
-		if herr := hook(); herr != nil {
-			return "", herr
-		}
-	}
-	return ref, err
-}
-
-func newCountingSink(t *testing.T) (*countingSink, *bytes.Buffer, string) {
-	t.Helper()
-	var out bytes.Buffer
-	path := filepath.Join(t.TempDir(), "notify.jsonl")
-	s, err := notify.NewConsoleSink(&out, path)
+// events are the outbox events of a task.
+func (e *env) events(id int64) []outbox.Event {
+	e.T.Helper()
+	es, err := outbox.NewStore(e.DB).ForTask(context.Background(), "", id)
 	if err != nil {
-		t.Fatal(err)
+		e.T.Fatal(err)
 	}
-	return &countingSink{ConsoleSink: s}, &out, path
+	return es
 }
 
-// linesWith counts the file's records carrying key.
-func linesWith(t *testing.T, path, key string) int {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.Count(string(b), `"key":"`+key+`"`)
-}
-
-func TestNotifyPostsOnce(t *testing.T) {
+// A notify call writes one outbox event, once: calling it again is served
+// from the ledger and writes nothing.
+func TestNotifyWritesOneEvent(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	e := newEnv(t)
-	sink, out, path := newCountingSink(t)
-	tool := tools.NewNotify(sink)
 	a := e.task()
-	c := call(a, "notify/on-done", notifyArgs)
+	c := call(a, "tool/2", notifyArgs)
 
-	first, err := tools.Invoke(ctx, e.Ledger, tool, c)
-	if err != nil || first.ExternalRef != "notify.jsonl:1" || !sameJSON(t, first.Body, []byte(`{"channel":"ops","ref":"notify.jsonl:1"}`)) {
+	first, err := tools.Invoke(ctx, e.Ledger, tools.NewNotify(), c)
+	if err != nil || !strings.HasPrefix(first.ExternalRef, "outbox:") {
 		t.Fatalf("first: %+v %v", first, err)
 	}
-	again, err := tools.Invoke(ctx, e.Ledger, tool, c)
-	if err != nil || !again.Replayed || again.ExternalRef != first.ExternalRef || sink.posts.Load() != 1 {
-		t.Fatalf("again: %+v %v, posts %d", again, err, sink.posts.Load())
+	again, err := tools.Invoke(ctx, e.Ledger, tools.NewNotify(), c)
+	if err != nil || !again.Replayed || again.ExternalRef != first.ExternalRef {
+		t.Fatalf("again: %+v %v, want %s served from the ledger", again, err, first.ExternalRef)
 	}
-	// The sink gets the downstream key, not the ledger key.
-	key := ledger.DownstreamKey(ledger.EffectKey(a.Tenant, a.ID, a.Generation, "notify/on-done", "notify"), "notify")
-	if linesWith(t, path, key) != 1 || !strings.HasPrefix(out.String(), "[notify #ops] deploy finished (key al1-") {
-		t.Fatalf("file or console wrong; console %q", out.String())
+	es := e.events(a.ID)
+	if len(es) != 1 {
+		t.Fatalf("%d events, want 1", len(es))
 	}
-}
-
-// The post lands, the record is lost with the lease: the next attempt
-// finds the post by its key and records it without posting again.
-func TestNotifyReconcilesLostRecord(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	e := newEnv(t)
-	sink, out, path := newCountingSink(t)
-	tool := tools.NewNotify(sink)
-	a := e.task()
-	c := call(a, "notify/on-done", notifyArgs)
-
-	var b *agentledger.Task
-	sink.after = func() error { b = e.ExpireAndReclaim("b"); return nil }
-	if _, err := tools.Invoke(ctx, e.Ledger, tool, c); !errors.Is(err, agentledger.ErrLeaseLost) {
-		t.Fatalf("a: %v, want ErrLeaseLost", err)
+	p, err := es[0].Decode()
+	if ev := es[0]; err != nil || ev.Event != outbox.EventMessage || ev.StepPath != "tool/2" || ev.Channel != "ops" ||
+		ev.Tenant != "acme" || ev.Generation != a.Generation || p.Text != "deploy finished" || ev.State != outbox.StatePending {
+		t.Fatalf("event = %+v (%+v, %v)", ev, p, err)
 	}
-	c.Task = b
-	res, err := tools.Invoke(ctx, e.Ledger, tool, c)
-	if err != nil || res.Replayed || res.ExternalRef != "notify.jsonl:1" || sink.posts.Load() != 1 {
-		t.Fatalf("b: %+v %v, posts %d", res, err, sink.posts.Load())
-	}
-	key := ledger.DownstreamKey(ledger.EffectKey(a.Tenant, a.ID, a.Generation, "notify/on-done", "notify"), "notify")
-	if linesWith(t, path, key) != 1 || strings.Count(out.String(), "\n") != 1 {
-		t.Fatalf("posted twice; console %q", out.String())
-	}
-	j, err := e.Ledger.Journal(ctx, b.ID, b.Generation)
-	if err != nil || len(j) != 1 || j[0].State != ledger.StateCompleted || j[0].Result.ExternalRef != "notify.jsonl:1" {
-		t.Fatalf("journal %+v %v", j, err)
+	if j := e.Journal(a); len(j) != 1 || j[0].Class != ledger.Local || j[0].State != ledger.StateCompleted {
+		t.Fatalf("journal = %+v", j)
 	}
 }
 
-// The lease is lost before the post lands: reconciling finds nothing, so
-// the next attempt posts, once.
-func TestNotifyPostsWhenReconcileFindsNothing(t *testing.T) {
+// A stale attempt's call writes no event: the event is part of the fenced
+// local effect.
+func TestNotifyFencedOnTheLease(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	e := newEnv(t)
-	sink, _, path := newCountingSink(t)
-	tool := tools.NewNotify(sink)
 	a := e.task()
-	c := call(a, "notify/on-done", notifyArgs)
-
-	var b *agentledger.Task
-	sink.drop = true
-	sink.after = func() error { b = e.ExpireAndReclaim("b"); return errors.New("connection reset") }
-	if _, err := tools.Invoke(ctx, e.Ledger, tool, c); err == nil {
-		t.Fatal("a: the lost post succeeded")
+	b := e.ExpireAndReclaim("b")
+	if _, err := tools.Invoke(ctx, e.Ledger, tools.NewNotify(), call(a, "tool/2", notifyArgs)); !errors.Is(err, agentledger.ErrLeaseLost) {
+		t.Fatalf("stale attempt: %v, want ErrLeaseLost", err)
 	}
-	c.Task = b
-	if res, err := tools.Invoke(ctx, e.Ledger, tool, c); err != nil || res.ExternalRef != "notify.jsonl:1" || sink.posts.Load() != 1 {
-		t.Fatalf("b: %+v %v, posts %d", res, err, sink.posts.Load())
+	if es := e.events(a.ID); len(es) != 0 {
+		t.Fatalf("the stale attempt wrote %d events", len(es))
 	}
-	key := ledger.DownstreamKey(ledger.EffectKey(a.Tenant, a.ID, a.Generation, "notify/on-done", "notify"), "notify")
-	if linesWith(t, path, key) != 1 {
-		t.Fatal("not posted exactly once")
+	if _, err := tools.Invoke(ctx, e.Ledger, tools.NewNotify(), call(b, "tool/2", notifyArgs)); err != nil {
+		t.Fatal(err)
+	}
+	if es := e.events(a.ID); len(es) != 1 {
+		t.Fatalf("%d events, want 1", len(es))
 	}
 }
 
 func TestNotifyBadArgs(t *testing.T) {
 	t.Parallel()
-	sink, _, _ := newCountingSink(t)
 	task := &agentledger.Task{ID: 1, Tenant: "acme", Generation: 1}
 	for args, want := range map[string]string{
 		`{"text":"x"}`:                       "channel",
@@ -157,16 +87,13 @@ func TestNotifyBadArgs(t *testing.T) {
 		`{"channel":"ops","text":"x","y":1}`: `unknown field "y"`,
 		`"hello"`:                            "arguments must be",
 	} {
-		_, err := tools.NewNotify(sink).Effect(call(task, "notify/x", args))
+		_, err := tools.NewNotify().Effect(call(task, "notify/x", args))
 		if !isPermanent(err) || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", args, err, want)
 		}
 	}
-	if _, err := tools.NewNotify(nil).Effect(call(task, "notify/x", notifyArgs)); !isPermanent(err) {
-		t.Errorf("nil sink: %v", err)
-	}
-	eff, err := tools.NewNotify(sink).Effect(call(task, "notify/x", notifyArgs))
-	if err != nil || eff.Class != ledger.Reconcilable || eff.Operation != "notify" || eff.Reconcile == nil {
+	eff, err := tools.NewNotify().Effect(call(task, "notify/x", notifyArgs))
+	if err != nil || eff.Class != ledger.Local || eff.Operation != "notify" || eff.PerformLocal == nil {
 		t.Fatalf("%+v %v", eff, err)
 	}
 }
