@@ -43,6 +43,10 @@ type config struct {
 	SlackToken     string // from the environment only: a flag would show in ps
 	SlackTokenFile string
 	SlackAPIURL    string
+
+	NoDispatch          bool
+	DispatchConcurrency int
+	DispatchLease       time.Duration
 }
 
 // usageError is a configuration mistake: exit code 2.
@@ -93,6 +97,9 @@ var settings = []setting{
 	{"notify-file", "AGENTLEDGER_NOTIFY_FILE", "string", "", "file the console notification sink appends to; empty: notifications.jsonl in the state directory"},
 	{"slack-token-file", "AGENTLEDGER_SLACK_TOKEN_FILE", "string", "", "file holding the Slack bot token (or set AGENTLEDGER_SLACK_TOKEN); without a token notifications go to the console sink"},
 	{"slack-api-url", "AGENTLEDGER_SLACK_API_URL", "string", "", "Slack Web API root; empty: Slack's"},
+	{"no-dispatch", "AGENTLEDGER_NO_DISPATCH", "bool", "false", "do not deliver notifications from the outbox here (other daemons do)"},
+	{"dispatch-concurrency", "AGENTLEDGER_DISPATCH_CONCURRENCY", "int", "8", "notifications delivered at once"},
+	{"dispatch-lease", "AGENTLEDGER_DISPATCH_LEASE", "duration", "1m", "how long a dispatcher holds a notification; must outlast a delivery and Slack's rate-limit waits"},
 }
 
 // register declares every flag, its default taken from the environment
@@ -173,6 +180,9 @@ func parse(fs *pflag.FlagSet) (*config, error) {
 	c.Queues = list(str("queues"))
 	boolean("no-migrate", &c.NoMigrate)
 	boolean("poll-only", &c.PollOnly)
+	boolean("no-dispatch", &c.NoDispatch)
+	num("dispatch-concurrency", &c.DispatchConcurrency)
+	dur("dispatch-lease", &c.DispatchLease)
 	num("concurrency", &c.Concurrency)
 	num("batch-size", &c.BatchSize)
 	var maxConns int

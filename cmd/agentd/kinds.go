@@ -12,7 +12,9 @@ import (
 
 	"github.com/agentledger/agentledger/agent"
 	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/notifier"
 	"github.com/agentledger/agentledger/notify"
+	"github.com/agentledger/agentledger/outbox"
 	"github.com/agentledger/agentledger/pgembed"
 	"github.com/agentledger/agentledger/steps"
 	"github.com/agentledger/agentledger/tools"
@@ -21,18 +23,13 @@ import (
 
 // handlers builds the task kinds this daemon serves: the built-in kinds,
 // steps and agent, whose tools and model calls run through the ledger.
-func handlers(cfg *config, db *pgxpool.Pool, out io.Writer, log *slog.Logger) (map[string]worker.Handler, error) {
-	sink, err := notificationSink(cfg, out, log)
-	if err != nil {
-		return nil, err
-	}
+func handlers(cfg *config, db *pgxpool.Pool) (map[string]worker.Handler, error) {
 	headers, err := hostHeaders(cfg.HTTPHostHeadersFile)
 	if err != nil {
 		return nil, err
 	}
 	builtins, err := tools.Builtins(tools.BuiltinConfig{
 		HTTP: tools.HTTPConfig{AllowedHosts: cfg.HTTPAllowedHosts, UnsafeAllowedHosts: cfg.UnsafeHTTPAllowedHosts, HostHeaders: headers},
-		Sink: sink,
 	})
 	if err != nil {
 		return nil, &usageError{err}
@@ -47,6 +44,26 @@ func handlers(cfg *config, db *pgxpool.Pool, out io.Writer, log *slog.Logger) (m
 		agent.Kind: agent.New(agent.Config{BaseURL: cfg.LLMBaseURL, APIKey: cfg.LLMAPIKey, Model: cfg.LLMModel,
 			RequestTimeout: cfg.LLMTimeout, MaxSteps: cfg.LLMMaxSteps}, l, reg),
 	}, nil
+}
+
+// dispatcher delivers the outbox's notifications to Slack, or to the
+// console sink without a token; nil with --no-dispatch.
+func dispatcher(cfg *config, db *pgxpool.Pool, owner string, out io.Writer, log *slog.Logger) (*outbox.Dispatcher, error) {
+	if cfg.NoDispatch {
+		log.Info("notifications: not dispatched here (--no-dispatch)")
+		return nil, nil
+	}
+	sink, err := notificationSink(cfg, out, log)
+	if err != nil {
+		return nil, err
+	}
+	d, err := outbox.NewDispatcher(outbox.NewStore(db), notifier.New(ledger.New(db), sink), outbox.Config{
+		Owner: owner, Concurrency: cfg.DispatchConcurrency, Lease: cfg.DispatchLease, Logger: log,
+	})
+	if err != nil {
+		return nil, &usageError{err}
+	}
+	return d, nil
 }
 
 // notificationSink is Slack when a bot token is configured, else the

@@ -73,7 +73,7 @@ func run(ctx context.Context, cfg *config, hurry <-chan struct{}) error {
 	if err := migrate(ctx, db, cfg, log); err != nil {
 		return err
 	}
-	kinds, err := handlers(cfg, db.Pool, os.Stdout, log)
+	kinds, err := handlers(cfg, db.Pool)
 	if err != nil {
 		return err
 	}
@@ -91,6 +91,10 @@ func run(ctx context.Context, cfg *config, hurry <-chan struct{}) error {
 	if err != nil {
 		return &usageError{err}
 	}
+	disp, err := dispatcher(cfg, db.Pool, pool.ID(), os.Stdout, log)
+	if err != nil {
+		return err
+	}
 	done := make(chan struct{})
 	defer close(done)
 	go func() {
@@ -101,7 +105,18 @@ func run(ctx context.Context, cfg *config, hurry <-chan struct{}) error {
 		case <-done:
 		}
 	}()
-	return pool.Run(ctx)
+	dctx, stop := context.WithCancel(ctx)
+	dispatched := make(chan struct{})
+	go func() {
+		defer close(dispatched)
+		if disp != nil {
+			_ = disp.Run(dctx) // returns when dctx ends, after the deliveries in flight
+		}
+	}()
+	err = pool.Run(ctx)
+	stop()
+	<-dispatched
+	return err
 }
 
 // migrate applies pending migrations, or with --no-migrate refuses to run

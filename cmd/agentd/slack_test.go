@@ -7,16 +7,43 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/internal/slackfake"
 	"github.com/agentledger/agentledger/internal/testdb"
+	"github.com/agentledger/agentledger/outbox"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// With a Slack token, the notify tool posts to Slack (here a loopback Slack
-// API) through the ledger, once, with its key in the message metadata; the
-// token appears nowhere in the daemon's logs.
+// waitDelivered waits until the daemon's dispatcher has delivered every
+// outbox event, and fails if one failed.
+func waitDelivered(t *testing.T, db *pgxpool.Pool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var pending, failed int
+		err := db.QueryRow(context.Background(), `SELECT count(*) FILTER (WHERE state = 'pending'),
+			count(*) FILTER (WHERE state = 'failed') FROM outbox`).Scan(&pending, &failed)
+		switch {
+		case err != nil:
+			t.Fatal(err)
+		case failed > 0:
+			t.Fatalf("%d notifications failed", failed)
+		case pending == 0:
+			return
+		case time.Now().After(deadline):
+			t.Fatalf("%d notifications still pending", pending)
+		}
+		time.Sleep(10 * time.Millisecond) // polling a condition in another process
+	}
+}
+
+// With a Slack token, the daemon's dispatcher posts the notify tool's
+// message and the rule's message to Slack (here a loopback Slack API)
+// through the outbox and the ledger, once each, with the key in the message
+// metadata; the token appears nowhere in the daemon's logs.
 func TestNotifyToolPostsToSlack(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -56,21 +83,37 @@ func TestNotifyToolPostsToSlack(t *testing.T) {
 	next("notifications: Slack")
 	next("worker started")
 
-	s := claims.New(testdb.Open(t, url))
+	db := testdb.Open(t, url)
+	if _, err := outbox.NewRules(db).Put(ctx, outbox.Rule{Name: "ops", Channel: "ops", Events: outbox.Events}, false); err != nil {
+		t.Fatal(err)
+	}
+	s := claims.New(db)
 	r, err := s.Enqueue(ctx, claims.EnqueueParams{Kind: "steps", Payload: json.RawMessage(`{"steps":[
 		{"tool":"notify","args":{"channel":"ops","text":"deploy finished"}}]}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	waitTask(t, s, r.Task.ID, agentledger.StateSucceeded)
-	// Replaying the task serves the post from the ledger: still one message.
+	waitDelivered(t, db)
+	// Replaying the task serves the tool's post from the ledger and
+	// updates the rule's message: still two messages.
 	if _, err := s.Requeue(ctx, "", r.Task.ID, claims.Replay); err != nil {
 		t.Fatal(err)
 	}
 	waitTask(t, s, r.Task.ID, agentledger.StateSucceeded)
-	msgs := slack.Messages(channel)
-	if len(msgs) != 1 || msgs[0].Text != "deploy finished" {
-		t.Fatalf("Slack has %d messages: %+v", len(msgs), msgs)
+	waitDelivered(t, db)
+	msgs := slack.Messages(channel) // in either order: they are separate events
+	var tool, rule int
+	for _, m := range msgs {
+		switch {
+		case m.Text == "deploy finished" && m.Updates == 0:
+			tool++
+		case strings.Contains(m.Text, "Task 1 succeeded") && m.Updates == 1:
+			rule++
+		}
+	}
+	if len(msgs) != 2 || tool != 1 || rule != 1 {
+		t.Fatalf("Slack has %d messages, want the tool's and the rule's (updated once): %+v", len(msgs), msgs)
 	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
