@@ -53,9 +53,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 func (a *app) rootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "agentctl",
-		Short: "Manage agentledger tasks and its schema",
-		Long: `agentctl submits, lists, shows and cancels agentledger tasks and migrates
-the schema.
+		Short: "Manage agentledger tasks, notification rules and the schema",
+		Long: `agentctl submits, lists, shows and cancels agentledger tasks, manages the
+notification rules and migrates the schema.
 
 With no --database-url (or DATABASE_URL) it uses the embedded PostgreSQL
 cluster that agentd uses, in --state-dir, starting it if needed and stopping
@@ -83,7 +83,7 @@ database unreachable or not migrated), 2 usage or invalid input.`,
 		[]string{"table", "json"}, cobra.ShellCompDirectiveNoFileComp))
 
 	root.AddCommand(a.submitCmd(), a.listCmd(), a.showCmd(), a.cancelCmd(), a.replayCmd(), a.rerunCmd(),
-		a.resolveCmd(), a.migrateCmd())
+		a.resolveCmd(), a.ruleCmd(), a.migrateCmd())
 	return root
 }
 

@@ -30,6 +30,15 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{[]string{"submit", "--kind", "k", "--run-at", "soon"}, `--run-at: "soon" is neither`},
 		{[]string{"submit", "--kind", "k", "--max-attempts", "x"}, `invalid argument "x" for "--max-attempts"`},
 		{[]string{"migrate"}, "migrate needs a subcommand: up, down or status"},
+		{[]string{"rule"}, "rule needs a subcommand: add, list, rm, enable or disable"},
+		{[]string{"rule", "add", "x"}, `required flag(s) "channel" not set`},
+		{[]string{"rule", "add", "--channel", "c"}, "agentctl rule add takes one rule name, got 0 arguments"},
+		{[]string{"rule", "add", "x", "--channel", "c", "--events", "dead,later"}, `--events: "later" is not one of retrying,`},
+		{[]string{"rule", "add", "x", "--channel", "a b"}, `--channel: "a b" must be 1-80 characters without spaces`},
+		{[]string{"rule", "add", "-x", "--channel", "c"}, "unknown shorthand flag: 'x' in -x"},
+		{[]string{"rule", "add", "X", "--channel", "c"}, `rule name: "X" must be 1-63 characters`},
+		{[]string{"rule", "rm"}, "agentctl rule rm takes one rule name, got 0 arguments"},
+		{[]string{"rule", "enable", "a", "b"}, "agentctl rule enable takes one rule name, got 2 arguments"},
 		{[]string{"migrate", "down", "--to", "-3"}, "--to must be a version (0 or more), not -3"},
 	} {
 		args := append([]string{"--database-url", "postgres://nobody@127.0.0.1:1/none"}, tc.args...)

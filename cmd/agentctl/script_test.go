@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,8 +15,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/internal/testdb"
+	"github.com/agentledger/agentledger/outbox"
 )
 
 // tbKey holds the script's testing.TB in testscript's values.
@@ -29,6 +32,11 @@ type tbKey struct{}
 //	jsonpath FILE PATH V the JSON in FILE (stdout: the last output) has V at PATH
 //	claim WORKER [QUEUE] a worker claims one task, with a one-hour lease
 //	emptydb              point DATABASE_URL at a new database with no schema
+//	dispatch [retry|fail TEXT]
+//	                     deliver every due outbox event; or fail each delivery
+//	                     once with TEXT, to be retried (retry) or given up (fail)
+//	message ID STEP CHANNEL TEXT
+//	                     write a notify tool message event for task ID
 func TestScripts(t *testing.T) {
 	t.Parallel()
 	exe, err := os.Executable()
@@ -63,6 +71,8 @@ func TestScripts(t *testing.T) {
 			"jsonpath": cmdJSONPath,
 			"claim":    cmdClaim,
 			"emptydb":  cmdEmptyDB,
+			"dispatch": cmdDispatch,
+			"message":  cmdMessage,
 		},
 	})
 }
@@ -170,4 +180,61 @@ func cmdEmptyDB(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	tb := ts.Value(tbKey{}).(testing.TB)
 	ts.Setenv("DATABASE_URL", testdb.Empty(tb))
+}
+
+// deliverFunc is an outbox.Handler.
+type deliverFunc func(context.Context, outbox.Claimed) error
+
+func (f deliverFunc) Deliver(ctx context.Context, c outbox.Claimed) error { return f(ctx, c) }
+
+func cmdDispatch(ts *testscript.TestScript, neg bool, args []string) {
+	var h deliverFunc
+	switch {
+	case neg:
+		ts.Fatalf("usage: dispatch [retry|fail TEXT]")
+	case len(args) == 0:
+		h = func(context.Context, outbox.Claimed) error { return nil }
+	case len(args) == 2 && args[0] == "retry":
+		h = func(context.Context, outbox.Claimed) error { return errors.New(args[1]) }
+	case len(args) == 2 && args[0] == "fail":
+		h = func(context.Context, outbox.Claimed) error { return agentledger.Permanent(errors.New(args[1])) }
+	default:
+		ts.Fatalf("usage: dispatch [retry|fail TEXT]")
+	}
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, ts.Getenv("DATABASE_URL"))
+	ts.Check(err)
+	defer pool.Close()
+	// A retried event is due again only after its backoff: one pass each.
+	d, err := outbox.NewDispatcher(outbox.NewStore(pool), h, outbox.Config{Owner: "script",
+		Backoff: claims.Backoff{Base: time.Hour, Max: time.Hour}})
+	ts.Check(err)
+	total := 0
+	for {
+		n, err := d.RunOnce(ctx)
+		ts.Check(err)
+		if n == 0 {
+			break
+		}
+		total += n
+	}
+	fmt.Fprintf(ts.Stdout(), "dispatched %d events\n", total)
+}
+
+func cmdMessage(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 4 {
+		ts.Fatalf("usage: message ID STEP CHANNEL TEXT")
+	}
+	id, err := strconv.ParseInt(args[0], 10, 64)
+	ts.Check(err)
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, ts.Getenv("DATABASE_URL"))
+	ts.Check(err)
+	defer pool.Close()
+	t, err := claims.New(pool).Get(ctx, "", id)
+	ts.Check(err)
+	ev, err := outbox.AddMessage(ctx, pool, outbox.Message{Tenant: t.Tenant, TaskID: id, Generation: t.Generation,
+		StepPath: args[1], Channel: args[2], Text: args[3]})
+	ts.Check(err)
+	fmt.Fprintf(ts.Stdout(), "message event %d\n", ev)
 }

@@ -16,20 +16,26 @@ import (
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/outbox"
 )
 
 func (a *app) showCmd() *cobra.Command {
 	var tenant string
 	cmd := &cobra.Command{
 		Use:   "show ID",
-		Short: "Show a task, its lease, its attempts and its journal",
+		Short: "Show a task, its lease, its attempts, its journal and its notifications",
 		Long: `Show every field of a task, its payload and result pretty-printed, its
 lease (owner, fencing token, expiry), its attempts, and the journal of its
 current generation: every effect in the order it was intended, with its
 operation, class, key, state, how many times it was performed and a summary
-of its stored result.
+of its stored result. Notifications lists the task's notification events
+(of every generation): each state change a rule asked to hear about and each
+message of the notify tool, with its delivery state, failed deliveries and
+last error. The messages posted and updated for them are the journal's
+notify.post and notify.update effects, whose ref is the message.
 
-With --output json it prints {"task": {...}, "attempts": [...], "journal": [...]}.`,
+With --output json it prints {"task": {...}, "attempts": [...], "journal": [...],
+"notifications": [...]}.`,
 		Example: `  agentctl show 42
   agentctl show 42 --output json`,
 		Args: oneID,
@@ -44,6 +50,8 @@ type showResult struct {
 	Task     *agentledger.Task     `json:"task"`
 	Attempts []agentledger.Attempt `json:"attempts"`
 	Journal  []journalEntry        `json:"journal"`
+	// Notifications are the task's outbox events, oldest first.
+	Notifications []notification `json:"notifications"`
 }
 
 // journalEntry is one effect as show prints it.
@@ -67,6 +75,35 @@ func journalOf(es []ledger.Entry) []journalEntry {
 		out[i] = journalEntry{Step: e.StepPath, Operation: e.Operation, Class: e.Class, Key: e.Key, State: e.State,
 			Performed: e.Performed, Status: e.Result.Status, Result: e.Result.Body, ExternalRef: e.Result.ExternalRef,
 			Error: e.Error, Note: e.Note}
+	}
+	return out
+}
+
+// notification is one outbox event as show prints it.
+type notification struct {
+	ID         int64  `json:"id"`
+	Generation int32  `json:"generation"`
+	Attempt    int32  `json:"attempt"`
+	Event      string `json:"event"`
+	// Rule is the rule that asked for the event; Step the notify tool's
+	// step, for a message.
+	Rule        string          `json:"rule,omitempty"`
+	Step        string          `json:"step,omitempty"`
+	Channel     string          `json:"channel"`
+	State       outbox.State    `json:"state"`
+	Failures    int32           `json:"failures"`
+	LastError   string          `json:"last_error,omitempty"`
+	Payload     json.RawMessage `json:"payload,omitempty"`
+	CreatedAt   time.Time       `json:"created_at"`
+	DeliveredAt *time.Time      `json:"delivered_at,omitempty"`
+}
+
+func notificationsOf(es []outbox.Event) []notification {
+	out := make([]notification, len(es))
+	for i, e := range es {
+		out[i] = notification{ID: e.ID, Generation: e.Generation, Attempt: e.Attempt, Event: e.Event, Rule: e.Rule,
+			Step: e.StepPath, Channel: e.Channel, State: e.State, Failures: e.Failures, LastError: e.LastError,
+			Payload: e.Payload, CreatedAt: e.CreatedAt, DeliveredAt: e.DeliveredAt}
 	}
 	return out
 }
@@ -114,16 +151,43 @@ func (a *app) show(ctx context.Context, tenant, arg string) error {
 		return err
 	}
 	journal := journalOf(l.journal)
+	events, err := outbox.NewStore(a.db.Pool).ForTask(ctx, t.Tenant, id)
+	if err != nil {
+		return err
+	}
+	notes := notificationsOf(events)
 	if a.wantJSON() {
 		if atts == nil {
 			atts = []agentledger.Attempt{}
 		}
-		return printJSON(a.stdout, showResult{Task: t, Attempts: atts, Journal: journal})
+		return printJSON(a.stdout, showResult{Task: t, Attempts: atts, Journal: journal, Notifications: notes})
 	}
 	if err := printTask(a.stdout, t, atts, time.Now()); err != nil {
 		return err
 	}
-	return printJournal(a.stdout, t.Generation, journal)
+	if err := printJournal(a.stdout, t.Generation, journal); err != nil {
+		return err
+	}
+	return printNotifications(a.stdout, notes)
+}
+
+// printNotifications writes a task's notification events, oldest first.
+func printNotifications(w io.Writer, ns []notification) error {
+	if len(ns) == 0 {
+		_, err := fmt.Fprintln(w, "Notifications: none")
+		return err
+	}
+	fmt.Fprintln(w, "Notifications:")
+	tab := newTable(w, "ID", "GEN", "EVENT", "RULE/STEP", "CHANNEL", "STATE", "FAILURES", "DELIVERED", "LAST ERROR")
+	for _, n := range ns {
+		source := n.Rule
+		if source == "" {
+			source = n.Step
+		}
+		tab.row(strconv.FormatInt(n.ID, 10), strconv.Itoa(int(n.Generation)), n.Event, orDash(source), n.Channel,
+			string(n.State), strconv.Itoa(int(n.Failures)), stampPtr(n.DeliveredAt), truncate(orDash(n.LastError), 60))
+	}
+	return tab.flush()
 }
 
 // printJournal writes the effects of a generation, in order.
