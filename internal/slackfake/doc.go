@@ -1,5 +1,6 @@
-// Package slackfake is a loopback Slack Web API for tests: the methods
-// notify.SlackSink calls, as github.com/slack-go/slack sends them.
+// Package slackfake is a loopback Slack Web API for tests: slack-go's own
+// slacktest server, with the methods notify.SlackSink calls replaced by
+// handlers that behave as Slack does where slacktest does not.
 //
 // It answers chat.postMessage (storing channel, text, blocks and metadata
 // under a unique, increasing ts), chat.update, conversations.history (newest

@@ -19,9 +19,9 @@ var handlers = map[string]handler{
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
-	method, ok := strings.CutPrefix(r.URL.Path, "/api/")
+	method := strings.TrimPrefix(r.URL.Path, "/")
 	h := handlers[method]
-	if !ok || h == nil {
+	if h == nil {
 		writeJSON(w, http.StatusNotFound, map[string]any{"ok": false, "error": "unknown_method"})
 		return
 	}

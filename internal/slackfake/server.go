@@ -4,17 +4,19 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/slack-go/slack/slacktest"
 )
 
 // Server is a running fake Slack. Its methods are safe for concurrent use.
 type Server struct {
-	token string
-	srv   *httptest.Server
+	token  string
+	srv    *slacktest.Server
+	client *http.Client
 
 	mu       sync.Mutex
 	channels []*channel // in creation order
@@ -57,17 +59,29 @@ type Metadata struct {
 // closed when t ends.
 func New(t testing.TB, token string) *Server {
 	s := &Server{token: token, calls: map[string]int{}, faults: map[string][]Fault{}}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
-	t.Cleanup(s.srv.Close)
+	// slacktest serves the rest of the Web API; the methods it lacks, or
+	// serves without metadata, unique ts values or faults, are ours.
+	s.srv = slacktest.NewTestServer(func(c slacktest.Customize) {
+		for method := range handlers {
+			c.Handle("/"+method, s.serve)
+		}
+	})
+	s.srv.Start()
+	tr := &http.Transport{}
+	s.client = &http.Client{Transport: tr}
+	t.Cleanup(func() {
+		tr.CloseIdleConnections()
+		s.srv.Stop()
+	})
 	return s
 }
 
-// APIURL is the Web API root to configure a client with (".../api/"), as
+// APIURL is the Web API root to configure a client with, as
 // slack.OptionAPIURL wants it.
-func (s *Server) APIURL() string { return s.srv.URL + "/api/" }
+func (s *Server) APIURL() string { return s.srv.GetAPIURL() }
 
 // Client returns an HTTP client whose connections close with the server.
-func (s *Server) Client() *http.Client { return s.srv.Client() }
+func (s *Server) Client() *http.Client { return s.client }
 
 // AddChannel creates a public channel named name (without "#"), with the
 // app as a member, and returns its ID.
