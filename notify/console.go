@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/agentledger/agentledger"
@@ -81,6 +82,11 @@ func (s *ConsoleSink) Post(ctx context.Context, key string, m Message) (string, 
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	unlock, err := lockFile(s.path)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
 	if err := s.scanLocked(); err != nil {
 		return "", err
 	}
@@ -92,7 +98,7 @@ func (s *ConsoleSink) Post(ctx context.Context, key string, m Message) (string, 
 		n++ // the torn line is ended by writeLocked's leading newline
 	}
 	ref := fmt.Sprintf("%s:%d", filepath.Base(s.path), n)
-	err := s.writeLocked(record{Key: key, Channel: m.Channel, Text: m.Text, Title: m.Title, Fields: m.Fields,
+	err = s.writeLocked(record{Key: key, Channel: m.Channel, Text: m.Text, Title: m.Title, Fields: m.Fields,
 		Ref: ref, Time: time.Now().UTC()})
 	if err != nil {
 		return "", err
@@ -112,6 +118,11 @@ func (s *ConsoleSink) Update(ctx context.Context, ref string, m Message) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	unlock, err := lockFile(s.path)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	if err := s.scanLocked(); err != nil {
 		return err
 	}
@@ -119,7 +130,7 @@ func (s *ConsoleSink) Update(ctx context.Context, ref string, m Message) error {
 	if !ok {
 		return agentledger.Permanent(fmt.Errorf("notify: no message %q in %s: %w", ref, filepath.Base(s.path), ErrMessageGone))
 	}
-	err := s.writeLocked(record{UpdateOf: ref, Channel: ch, Text: m.Text, Title: m.Title, Fields: m.Fields, Time: time.Now().UTC()})
+	err = s.writeLocked(record{UpdateOf: ref, Channel: ch, Text: m.Text, Title: m.Title, Fields: m.Fields, Time: time.Now().UTC()})
 	if err != nil {
 		return err
 	}
@@ -212,4 +223,25 @@ func appendFile(path string, b []byte) error {
 		return fmt.Errorf("notify: %w", err)
 	}
 	return nil
+}
+
+// lockFile holds an exclusive flock on the file at path until unlock:
+// daemons sharing the file must not both take the same next line number
+// for their refs, or both post a key neither has seen yet.
+func lockFile(path string) (unlock func(), err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("notify: %w", err)
+	}
+	for {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+		if !errors.Is(err, syscall.EINTR) {
+			break
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("notify: locking %s: %w", filepath.Base(path), err)
+	}
+	return func() { f.Close() }, nil // closing releases the lock
 }

@@ -155,16 +155,20 @@ func TestConsoleSinkOldRecords(t *testing.T) {
 	}
 }
 
-// Posts and updates from many goroutines: each key is posted once, on the
-// line its ref names, and every update record edits a post. (Sinks in
-// several processes take no lock on the file, so there refs can collide.)
+// Posts and updates from many sinks on one file, as from several daemons:
+// each key is posted once, on the line its ref names, and every update
+// record edits a post. The file lock keeps their refs apart.
 func TestConsoleSinkConcurrentPostsUpdates(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _, path := newSink(t)
+	_, _, path := newSink(t)
 	const keys, workers = 10, 8
 	var wg sync.WaitGroup
 	for g := range workers {
+		s, err := notify.NewConsoleSink(nil, path)
+		if err != nil {
+			t.Fatal(err)
+		}
 		wg.Go(func() {
 			for i := range keys {
 				k := fmt.Sprintf("k%d", (i+g)%keys)
