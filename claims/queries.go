@@ -395,3 +395,20 @@ wake AS (
 	SELECT pg_notify('agentledger_task_insert', t.queue) FROM tasks t JOIN upd ON upd.id = t.id
 )
 SELECT cur.state, cur.expired, upd.id IS NOT NULL, (SELECT count(*) FROM wake) FROM cur LEFT JOIN upd ON upd.id = cur.id`
+
+// deleteFinishedSQL deletes, in one bounded batch, tasks that finished
+// before now - $1, oldest first, with their attempt records. Rows a
+// concurrent operator action holds are skipped (a replay may be about to
+// requeue one).
+const deleteFinishedSQL = `
+WITH victims AS (
+	SELECT id FROM tasks
+	WHERE state IN ('succeeded', 'dead', 'cancelled') AND finished_at < now() - $1::interval
+	ORDER BY finished_at
+	LIMIT $2
+	FOR UPDATE SKIP LOCKED
+),
+attempts AS (
+	DELETE FROM task_attempts WHERE task_id IN (SELECT id FROM victims)
+)
+DELETE FROM tasks WHERE id IN (SELECT id FROM victims)`

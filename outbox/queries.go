@@ -85,3 +85,11 @@ WHERE id = $1 AND lease_token = $2 AND state = 'pending'`
 // taskEventsSQL lists a task's events (tenant $2, or any when empty).
 const taskEventsSQL = `
 SELECT ` + eventColumns + ` FROM outbox WHERE task_id = $1 AND ($2 = '' OR tenant = $2) ORDER BY id`
+
+// deleteSettledSQL deletes, in one bounded batch, events delivered or given
+// up before now - $1. Pending events stay, whatever their age.
+const deleteSettledSQL = `
+DELETE FROM outbox WHERE id = ANY (ARRAY(
+	SELECT id FROM outbox
+	WHERE state IN ('delivered', 'failed') AND updated_at < now() - $1::interval
+	LIMIT $2))`

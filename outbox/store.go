@@ -133,3 +133,17 @@ func eventFields(e *Event) []any {
 	return []any{&e.ID, &e.Tenant, &e.TaskID, &e.Generation, &e.Attempt, &e.Event, &e.Rule, &e.StepPath,
 		&e.Channel, &e.Payload, &e.State, &e.Failures, &e.LastError, &e.CreatedAt, &e.DeliveredAt}
 }
+
+// DeleteSettled deletes at most batch events that were delivered or given
+// up longer than window ago, and returns how many went. Pending events are
+// never deleted.
+func (s *Store) DeleteSettled(ctx context.Context, window time.Duration, batch int) (int64, error) {
+	if window <= 0 || batch <= 0 {
+		return 0, fmt.Errorf("outbox: delete settled: window %v and batch %d must be positive", window, batch)
+	}
+	tag, err := s.db.Exec(ctx, deleteSettledSQL, window, batch)
+	if err != nil {
+		return 0, fmt.Errorf("outbox: delete settled: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}

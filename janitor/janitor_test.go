@@ -1,0 +1,169 @@
+package janitor_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/internal/testdb"
+	"github.com/agentledger/agentledger/janitor"
+	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/outbox"
+)
+
+const day = 24 * time.Hour
+
+// sweeps are agentd's: ledger 7 days, tasks 30, outbox 7.
+func sweeps(db claims.DB) []janitor.Sweep {
+	l, c, o := ledger.New(db), claims.New(db), outbox.NewStore(db)
+	return []janitor.Sweep{
+		{Name: "ledger", Window: 7 * day, Delete: func(ctx context.Context, w time.Duration, n int) (int64, error) {
+			return l.Expire(ctx, ledger.Retention{Default: w}, n)
+		}},
+		{Name: "outbox", Window: 7 * day, Delete: o.DeleteSettled},
+		{Name: "tasks", Window: 30 * day, Delete: c.DeleteFinished},
+	}
+}
+
+// The janitor deletes only what is expired and finished: an unfinished
+// task's ledger survives whatever its age, and so do recent finished tasks.
+func TestDeletesOnlyExpiredFinished(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	store := claims.New(db)
+	l := ledger.New(db)
+	if _, err := outbox.NewRules(db).Put(ctx, outbox.Rule{Name: "ops", Channel: "ops", Events: outbox.Events}, false); err != nil {
+		t.Fatal(err)
+	}
+
+	// Four tasks, each with one ledger row: finished 40 days ago, finished
+	// 10 days ago, finished yesterday, and still running (claimed 40 days
+	// ago by the clock of its rows).
+	var ids []int64
+	for i := range 4 {
+		r, err := store.Enqueue(ctx, claims.EnqueueParams{Kind: "steps", SubmissionKey: string(rune('a' + i))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, r.Task.ID)
+		got, err := store.Claim(ctx, claims.ClaimParams{Queue: claims.DefaultQueue, Worker: "w", Limit: 1, Lease: time.Hour})
+		if err != nil || len(got) != 1 {
+			t.Fatal(got, err)
+		}
+		task := got[0]
+		_, err = l.Do(ctx, ledger.AttemptOf(task), ledger.Effect{Operation: "op", StepPath: "tool/0", Class: ledger.Keyed,
+			Request: json.RawMessage(`{}`), Perform: func(context.Context, ledger.Call) (ledger.Result, error) { return ledger.Result{}, nil }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i < 3 {
+			if err := store.Succeed(ctx, agentledger.Lease{TaskID: task.ID, Token: task.LeaseToken}, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	ages := []time.Duration{40 * day, 10 * day, day, 40 * day}
+	for i, id := range ids {
+		age := ages[i].String()
+		if _, err := db.Exec(ctx, `UPDATE tasks SET finished_at = CASE WHEN state = 'succeeded' THEN now() - $2::interval END,
+			created_at = now() - $2::interval WHERE id = $1`, id, age); err != nil {
+			t.Fatal(err)
+		}
+		for _, stmt := range []string{`UPDATE ledger SET updated_at = now() - $2::interval WHERE task_id = $1`,
+			`UPDATE outbox SET state = 'delivered', updated_at = now() - $2::interval WHERE task_id = $1`} {
+			if _, err := db.Exec(ctx, stmt, id, age); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	j, err := janitor.New(db, sweeps(db), janitor.Config{Batch: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := j.RunOnce(ctx)
+	if err != nil || rep.Skipped {
+		t.Fatalf("run: %+v %v", rep, err)
+	}
+	// Ledger: the 40- and 10-day-old finished tasks' rows; outbox: their
+	// events; tasks: only the 40-day-old one.
+	if rep.Deleted["ledger"] != 2 || rep.Deleted["outbox"] != 2 || rep.Deleted["tasks"] != 1 {
+		t.Fatalf("deleted %v, want ledger 2, outbox 2, tasks 1", rep.Deleted)
+	}
+	exists := func(table string, id int64) bool {
+		col := "task_id"
+		if table == "tasks" {
+			col = "id"
+		}
+		var ok bool
+		if err := db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+table+` WHERE `+col+` = $1)`, id).Scan(&ok); err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	for i, want := range []struct{ task, ledger bool }{{false, false}, {true, false}, {true, true}, {true, true}} {
+		if got := exists("tasks", ids[i]); got != want.task {
+			t.Errorf("task %d (%v old) exists = %v, want %v", i, ages[i], got, want.task)
+		}
+		if got := exists("ledger", ids[i]); got != want.ledger {
+			t.Errorf("ledger of task %d (%v old) exists = %v, want %v", i, ages[i], got, want.ledger)
+		}
+	}
+	// The 10-day-old task lost its ledger: it can no longer be replayed.
+	if _, err := store.Requeue(ctx, "", ids[1], claims.Replay); err == nil {
+		t.Error("a task whose ledger expired was replayed")
+	}
+	// A second run finds nothing.
+	if rep, err := j.RunOnce(ctx); err != nil || rep.Deleted["ledger"]+rep.Deleted["outbox"]+rep.Deleted["tasks"] != 0 {
+		t.Fatalf("second run: %+v %v", rep, err)
+	}
+}
+
+// While one janitor runs, another skips its run.
+func TestOneJanitorAtATime(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	held := make(chan struct{})
+	release := make(chan struct{})
+	slow := janitor.Sweep{Name: "slow", Window: time.Hour, Delete: func(context.Context, time.Duration, int) (int64, error) {
+		close(held)
+		<-release
+		return 0, nil
+	}}
+	a, err := janitor.New(db, []janitor.Sweep{slow}, janitor.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := janitor.New(db, sweeps(db), janitor.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error)
+	go func() {
+		_, err := a.RunOnce(ctx)
+		done <- err
+	}()
+	<-held
+	if rep, err := b.RunOnce(ctx); err != nil || !rep.Skipped {
+		t.Fatalf("while a runs: %+v %v, want skipped", rep, err)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := b.RunOnce(ctx); err != nil || rep.Skipped {
+		t.Fatalf("after a: %+v %v, want a run", rep, err)
+	}
+}
+
+func TestBadSweep(t *testing.T) {
+	t.Parallel()
+	if _, err := janitor.New(nil, []janitor.Sweep{{Name: "x"}}, janitor.Config{}); err == nil {
+		t.Fatal("a sweep without a delete was accepted")
+	}
+}
