@@ -17,6 +17,12 @@ import (
 // Ledger runs effects through the ledger table.
 type Ledger struct {
 	db claims.DB
+
+	// Observe, when set, is told how each Do ended, for metrics: outcome
+	// is "performed", "served" (from the ledger, nothing performed),
+	// "failed" (a permanent failure, recorded), "unknown" (an effect that
+	// needs an operator), "lease_lost" or "error" (transient).
+	Observe func(operation string, class Class, outcome string)
 }
 
 // New returns a Ledger over db.
@@ -44,6 +50,32 @@ type row struct {
 // ErrNeedsAttention for an unknown unsafe effect; *FailedError wrapped as
 // permanent for a stored failure; the performer's transient error otherwise.
 func (l *Ledger) Do(ctx context.Context, a Attempt, e Effect) (Result, error) {
+	res, err := l.do(ctx, a, e)
+	if l.Observe != nil {
+		l.Observe(e.Operation, e.Class, outcomeOf(res, err))
+	}
+	return res, err
+}
+
+// outcomeOf names how Do ended, for Observe.
+func outcomeOf(res Result, err error) string {
+	var perm *agentledger.PermanentError
+	switch {
+	case res.Replayed:
+		return "served"
+	case err == nil:
+		return "performed"
+	case errors.Is(err, agentledger.ErrNeedsAttention):
+		return "unknown"
+	case errors.Is(err, agentledger.ErrLeaseLost):
+		return "lease_lost"
+	case errors.As(err, &perm):
+		return "failed"
+	}
+	return "error"
+}
+
+func (l *Ledger) do(ctx context.Context, a Attempt, e Effect) (Result, error) {
 	if err := e.validate(); err != nil {
 		return Result{}, err
 	}

@@ -37,6 +37,9 @@ type Config struct {
 	// Backoff spaces failed deliveries (2s doubling to 10 minutes).
 	Backoff claims.Backoff
 	Logger  *slog.Logger
+	// OnSettle, when set, is told how each delivery ended, for metrics:
+	// delivered, retry, rate_limited, failed or lost (the claim was).
+	OnSettle func(outcome string)
 }
 
 // Defaults.
@@ -147,29 +150,34 @@ func (d *Dispatcher) deliver(ctx context.Context, c Claimed) {
 	defer scancel()
 	log := d.log.With("event", c.ID, "task", c.TaskID, "rule", c.Rule, "channel", c.Channel)
 	var err error
+	var outcome string
 	var perm *agentledger.PermanentError
 	var wait *agentledger.RetryAfterError
 	switch {
 	case herr == nil:
-		err = d.store.Delivered(sctx, c)
+		outcome, err = "delivered", d.store.Delivered(sctx, c)
 	case errors.Is(herr, agentledger.ErrLeaseLost):
 		log.Warn("outbox: claim lost during delivery; another dispatcher delivers the event", "err", herr)
-		return
+		outcome = "lost"
 	case errors.As(herr, &perm):
 		log.Error("outbox: delivery failed permanently", "err", herr)
-		err = d.store.Failed(sctx, c, herr.Error())
+		outcome, err = "failed", d.store.Failed(sctx, c, herr.Error())
 	case errors.As(herr, &wait):
 		log.Info("outbox: delivery rate limited", "retry_after", wait.After)
-		err = d.store.Retry(sctx, c, d.store.clock().Add(wait.After), false, herr.Error())
+		outcome, err = "rate_limited", d.store.Retry(sctx, c, d.store.clock().Add(wait.After), false, herr.Error())
 	case c.Failures+1 >= d.cfg.MaxFailures:
 		log.Error("outbox: delivery failed; giving up", "failures", c.Failures+1, "err", herr)
-		err = d.store.Failed(sctx, c, fmt.Sprintf("gave up after %d failed deliveries: %v", c.Failures+1, herr))
+		outcome, err = "failed", d.store.Failed(sctx, c, fmt.Sprintf("gave up after %d failed deliveries: %v", c.Failures+1, herr))
 	default:
 		delay := d.cfg.Backoff.Delay(c.Failures + 1)
 		log.Warn("outbox: delivery failed; will retry", "failures", c.Failures+1, "retry_in", delay, "err", herr)
-		err = d.store.Retry(sctx, c, d.store.clock().Add(delay), true, herr.Error())
+		outcome, err = "retry", d.store.Retry(sctx, c, d.store.clock().Add(delay), true, herr.Error())
 	}
 	if err != nil {
 		log.Warn("outbox: settling event failed; it is delivered again once its lease expires", "err", err)
+		outcome = "lost"
+	}
+	if d.cfg.OnSettle != nil {
+		d.cfg.OnSettle(outcome)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
 )
 
@@ -39,7 +40,28 @@ type Config struct {
 	Handlers map[string]Handler
 	// Logger; default slog.Default().
 	Logger *slog.Logger
+	// Observer is told what the pool does, for metrics; default none.
+	Observer Observer
 }
+
+// Observer is told what a pool does. Its methods are called from many
+// goroutines and must be cheap.
+type Observer interface {
+	// Claimed: n tasks of queue were claimed.
+	Claimed(queue string, n int)
+	// LeaseLost: an attempt lost its lease and was abandoned, or its
+	// outcome was fenced out.
+	LeaseLost()
+	// Finished: an attempt of a task of kind ended, leaving the task in
+	// state, after running for d.
+	Finished(kind string, state agentledger.TaskState, d time.Duration)
+}
+
+type noObserver struct{}
+
+func (noObserver) Claimed(string, int)                                   {}
+func (noObserver) LeaseLost()                                            {}
+func (noObserver) Finished(string, agentledger.TaskState, time.Duration) {}
 
 func (c *Config) setDefaults() error {
 	if c.ID == "" {
@@ -74,6 +96,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.Observer == nil {
+		c.Observer = noObserver{}
 	}
 	switch {
 	case c.Concurrency < 0 || c.BatchSize < 0:

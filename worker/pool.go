@@ -201,6 +201,9 @@ func (p *Pool) claim(ctx context.Context, q string, n int) ([]*agentledger.Task,
 	sentAt := time.Now()
 	tasks, err := claims.New(conn).Claim(cctx, claims.ClaimParams{Queue: q, Worker: p.cfg.ID, Limit: n,
 		Lease: p.cfg.Lease, Kinds: p.kindNames})
+	if len(tasks) > 0 {
+		p.cfg.Observer.Claimed(q, len(tasks))
+	}
 	return tasks, sentAt, err
 }
 
@@ -238,12 +241,14 @@ func (p *Pool) runTask(ctx context.Context, t *agentledger.Task, lease agentledg
 	h, ok := p.cfg.Handlers[t.Kind]
 	if !ok {
 		p.record(ctx, lease, nil, agentledger.Permanent(fmt.Errorf("no handler for kind %q on worker %s (it knows: %s)",
-			t.Kind, p.cfg.ID, strings.Join(p.kindNames, ", "))), t, freeSlot)
+			t.Kind, p.cfg.ID, strings.Join(p.kindNames, ", "))), t, time.Now(), freeSlot)
 		return
 	}
+	started := time.Now()
 	result, err := safeWork(ctx, h, t)
 	switch cause := context.Cause(ctx); {
 	case errors.Is(cause, agentledger.ErrLeaseLost), errors.Is(cause, errLeaseExpiring):
+		p.cfg.Observer.LeaseLost()
 		p.taskLog(t).Warn("attempt abandoned", "cause", cause)
 		return
 	case errors.Is(cause, errShutdown):
@@ -252,18 +257,22 @@ func (p *Pool) runTask(ctx context.Context, t *agentledger.Task, lease agentledg
 		p.ackCancel(lease, t)
 		return
 	case errors.Is(err, agentledger.ErrLeaseLost):
+		p.cfg.Observer.LeaseLost()
 		p.taskLog(t).Warn("attempt lost its lease while working", "err", err)
 		return
 	case errors.Is(err, agentledger.ErrNeedsAttention):
-		p.park(lease, err, t)
+		if p.park(lease, err, t) {
+			p.cfg.Observer.Finished(t.Kind, agentledger.StateNeedsAttention, time.Since(started))
+		}
 		return
 	}
-	p.record(ctx, lease, result, err, t, freeSlot)
+	p.record(ctx, lease, result, err, t, started, freeSlot)
 }
 
 // record writes the outcome of an attempt through the completer; queued is
 // called once the completer has taken it.
-func (p *Pool) record(ctx context.Context, lease agentledger.Lease, result []byte, err error, t *agentledger.Task, queued func()) {
+func (p *Pool) record(ctx context.Context, lease agentledger.Lease, result []byte, err error, t *agentledger.Task,
+	started time.Time, queued func()) {
 	cm := &completion{}
 	if err == nil {
 		cm.success = &claims.Success{Lease: lease, Result: result}
@@ -288,10 +297,13 @@ func (p *Pool) record(ctx context.Context, lease agentledger.Lease, result []byt
 	case r.err != nil:
 		p.taskLog(t).Error("recording outcome failed; the lease will expire and the task run again", "err", r.err)
 	case r.state == "":
+		p.cfg.Observer.LeaseLost()
 		p.taskLog(t).Warn("lease lost before the outcome was recorded")
-	case r.state == agentledger.StateSucceeded:
 	default:
-		p.taskLog(t).Info("task failed", "state", r.state, "err", err)
+		p.cfg.Observer.Finished(t.Kind, r.state, time.Since(started))
+		if r.state != agentledger.StateSucceeded {
+			p.taskLog(t).Info("task failed", "state", r.state, "err", err)
+		}
 	}
 }
 
@@ -302,19 +314,21 @@ func (p *Pool) ackCancel(lease agentledger.Lease, t *agentledger.Task) {
 		p.taskLog(t).Warn("acknowledging cancel failed", "err", err)
 		return
 	}
+	p.cfg.Observer.Finished(t.Kind, agentledger.StateCancelled, 0)
 	p.taskLog(t).Info("task cancelled by operator")
 }
 
 // park hands the task to an operator: an effect's outcome is unknown and may
 // not be performed blindly.
-func (p *Pool) park(lease agentledger.Lease, cause error, t *agentledger.Task) {
+func (p *Pool) park(lease agentledger.Lease, cause error, t *agentledger.Task) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := p.store.NeedsAttention(ctx, lease, cause.Error()); err != nil {
 		p.taskLog(t).Warn("parking the task for an operator failed", "err", err)
-		return
+		return false
 	}
 	p.taskLog(t).Warn("task needs attention", "cause", cause)
+	return true
 }
 
 // safeWork runs the handler, turning a panic into a retryable error.

@@ -1,0 +1,57 @@
+package metrics_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/internal/testdb"
+	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/metrics"
+)
+
+func TestMain(m *testing.M) { testdb.Main(m) }
+
+// The observers count, and the database gauges read the tables.
+func TestMetrics(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	m := metrics.New()
+	m.WatchDatabase(db)
+	if _, err := claims.New(db).Enqueue(ctx, claims.EnqueueParams{Kind: "noop"}); err != nil {
+		t.Fatal(err)
+	}
+	w := m.Worker()
+	w.Claimed("default", 3)
+	w.LeaseLost()
+	w.Finished("steps", agentledger.StateSucceeded, time.Millisecond)
+	m.Effect("http_request", ledger.Keyed, "served")
+	m.Effect("http_request", ledger.Keyed, "served")
+	m.HTTP("POST /v1/tasks", 201, time.Millisecond)
+
+	want := `
+# HELP agentledger_effects_total Effects through the ledger by operation, class and outcome: performed, served (from the ledger, not performed again), failed, unknown, lease_lost, error.
+# TYPE agentledger_effects_total counter
+agentledger_effects_total{class="keyed",operation="http_request",outcome="served"} 2
+# HELP agentledger_tasks Tasks by state (all tenants).
+# TYPE agentledger_tasks gauge
+agentledger_tasks{state="queued"} 1
+# HELP agentledger_tasks_claimed_total Tasks claimed by this daemon, by queue.
+# TYPE agentledger_tasks_claimed_total counter
+agentledger_tasks_claimed_total{queue="default"} 3
+`
+	if err := testutil.GatherAndCompare(m.Registry, strings.NewReader(want),
+		"agentledger_effects_total", "agentledger_tasks", "agentledger_tasks_claimed_total"); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := testutil.GatherAndCount(m.Registry, "agentledger_outbox_lag_seconds", "agentledger_database_up",
+		"agentledger_http_requests_total", "agentledger_lease_losses_total", "agentledger_attempts_total"); err != nil || n != 5 {
+		t.Fatalf("%d series, %v", n, err)
+	}
+}
