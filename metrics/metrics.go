@@ -70,8 +70,10 @@ func (m *Metrics) Worker() worker.Observer { return workerObserver{m} }
 
 type workerObserver struct{ m *Metrics }
 
-func (o workerObserver) Claimed(queue string, n int) { o.m.claims.WithLabelValues(queue).Add(float64(n)) }
-func (o workerObserver) LeaseLost()                  { o.m.leaseLosses.Inc() }
+func (o workerObserver) Claimed(queue string, n int) {
+	o.m.claims.WithLabelValues(queue).Add(float64(n))
+}
+func (o workerObserver) LeaseLost() { o.m.leaseLosses.Inc() }
 func (o workerObserver) Finished(kind string, state agentledger.TaskState, d time.Duration) {
 	o.m.attempts.WithLabelValues(kind, string(state)).Inc()
 	if d > 0 {
