@@ -8,6 +8,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -68,13 +69,14 @@ func TestConfigErrorsNameTheirSource(t *testing.T) {
 
 func TestConfigDefaultsAndEnvironment(t *testing.T) {
 	t.Parallel()
-	cmd := newRootCmd(func(k string) string {
+	getenv := func(k string) string {
 		return map[string]string{"AGENTLEDGER_LEASE": "1m", "AGENTLEDGER_QUEUES": "a, b"}[k]
-	}, nil)
+	}
+	cmd := newRootCmd(getenv, nil)
 	if err := cmd.ParseFlags([]string{"--poll-only", "--concurrency", "7"}); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := parse(cmd.Flags())
+	cfg, err := parse(cmd.Flags(), getenv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,5 +233,50 @@ func waitTask(t *testing.T, s *claims.Store, id int64, want agentledger.TaskStat
 			t.Fatalf("task %d is %s, want %s", id, got.State, want)
 		}
 		time.Sleep(10 * time.Millisecond) // polling a condition in another process
+	}
+}
+
+// The config file fills what flags and the environment leave; a bad value
+// names the file and the key.
+func TestConfigFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good := write("good.toml", "lease = \"45s\"\nconcurrency = 9\nqueues = [\"a\", \"b\"]\npoll_only = true\ngrace = \"3s\"\n")
+	getenv := func(k string) string { return map[string]string{"AGENTLEDGER_GRACE": "2s"}[k] }
+	cmd := newRootCmd(getenv, nil)
+	if err := cmd.ParseFlags([]string{"--config", good, "--concurrency", "7"}); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := parse(cmd.Flags(), getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Lease != 45*time.Second || cfg.Concurrency != 7 || strings.Join(cfg.Queues, "|") != "a|b" ||
+		!cfg.PollOnly || cfg.Grace != 2*time.Second {
+		t.Fatalf("config %+v: want lease from the file, concurrency from the flag, grace from the environment", cfg)
+	}
+	for file, want := range map[string]string{
+		write("bad.toml", "lease = \"soon\"\n"):       "bad.toml: lease: \"soon\" is not a positive duration",
+		write("unknown.toml", "leese = \"1s\"\n"):     `unknown setting "leese"`,
+		write("secret.toml", "slack_token = \"x\"\n"): `unknown setting "slack_token"`,
+		write("syntax.toml", "lease = \n"):            "syntax.toml",
+		write("type.toml", "lease = 1.5\n"):           "use a string",
+	} {
+		cmd := newRootCmd(func(string) string { return "" }, nil)
+		if err := cmd.ParseFlags([]string{"--config", file}); err != nil {
+			t.Fatal(err)
+		}
+		_, err := parse(cmd.Flags(), func(string) string { return "" })
+		var ue *usageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want a usage error containing %q", filepath.Base(file), err, want)
+		}
 	}
 }

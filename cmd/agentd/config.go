@@ -65,6 +65,7 @@ type setting struct {
 // the environment and one from the command line get the same clear error.
 type value struct {
 	v, typ string
+	from   string // where a value not given as a flag came from, if a file
 }
 
 func (v *value) String() string     { return v.v }
@@ -72,6 +73,7 @@ func (v *value) Set(s string) error { v.v = s; return nil }
 func (v *value) Type() string       { return v.typ }
 
 var settings = []setting{
+	{"config", "AGENTLEDGER_CONFIG", "string", "", "TOML file of settings, keyed by flag name (lease = \"30s\"); flags and environment variables override it"},
 	{"database-url", "DATABASE_URL", "string", "", "PostgreSQL URL; empty starts or joins the embedded cluster"},
 	{"state-dir", "AGENTLEDGER_STATE_DIR", "string", "", "state directory of the embedded cluster; empty: /var/lib/agentledger as root, else ~/.local/state/agentledger"},
 	{"no-migrate", "AGENTLEDGER_NO_MIGRATE", "bool", "false", "do not apply pending migrations at start"},
@@ -117,8 +119,19 @@ func register(fs *pflag.FlagSet, getenv func(string) string) {
 	}
 }
 
-// parse reads the flags into a config, naming the flag or variable at fault.
-func parse(fs *pflag.FlagSet) (*config, error) {
+// parse reads the flags, then the config file for the settings neither a
+// flag nor the environment gave, into a config.
+func parse(fs *pflag.FlagSet, getenv func(string) string) (*config, error) {
+	if path := strings.TrimSpace(fs.Lookup("config").Value.String()); path != "" {
+		if err := applyFile(fs, getenv, path); err != nil {
+			return nil, &usageError{err}
+		}
+	}
+	return parseFlags(fs)
+}
+
+// parseFlags reads the flags into a config, naming the flag or variable at fault.
+func parseFlags(fs *pflag.FlagSet) (*config, error) {
 	var c config
 	var errs []string
 	env := map[string]string{}
@@ -130,6 +143,9 @@ func parse(fs *pflag.FlagSet) (*config, error) {
 	label := func(name string) string {
 		if fs.Changed(name) {
 			return "--" + name
+		}
+		if v := fs.Lookup(name).Value.(*value); v.from != "" {
+			return v.from
 		}
 		return env[name]
 	}

@@ -35,7 +35,7 @@ from the server binaries installed on this machine.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := parse(cmd.Flags())
+			cfg, err := parse(cmd.Flags(), getenv)
 			if err != nil {
 				return err
 			}

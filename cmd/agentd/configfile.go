@@ -1,0 +1,74 @@
+package main
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+	"github.com/spf13/pflag"
+)
+
+// applyFile sets, from the TOML file at path, every setting that neither a
+// flag nor the environment set. Keys are flag names (underscores allowed
+// for dashes); values are strings, numbers, booleans or, for lists, arrays
+// of strings. Secrets have no keys: the LLM API key and the Slack token
+// come from the environment (or the Slack token file) only.
+func applyFile(fs *pflag.FlagSet, getenv func(string) string, path string) error {
+	var raw map[string]any
+	if _, err := toml.DecodeFile(path, &raw); err != nil {
+		return fmt.Errorf("config file %s: %w", path, err)
+	}
+	byFlag := map[string]setting{}
+	for _, s := range settings {
+		byFlag[s.flag] = s
+	}
+	keys := make([]string, 0, len(raw))
+	for k := range raw {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		name := strings.ReplaceAll(k, "_", "-")
+		s, ok := byFlag[name]
+		switch {
+		case !ok:
+			return fmt.Errorf("config file %s: unknown setting %q (the keys are agentd's flag names: see agentd --help)", path, k)
+		case name == "config":
+			return fmt.Errorf("config file %s: %q cannot name another config file", path, k)
+		case fs.Changed(name) || getenv(s.env) != "":
+			continue // flags and the environment win
+		}
+		v, err := fileValue(raw[k])
+		if err != nil {
+			return fmt.Errorf("config file %s: %s: %w", path, k, err)
+		}
+		f := fs.Lookup(name).Value.(*value)
+		f.v, f.from = v, fmt.Sprintf("%s: %s", path, k)
+	}
+	return nil
+}
+
+// fileValue is a TOML value as the flag would spell it.
+func fileValue(v any) (string, error) {
+	switch x := v.(type) {
+	case string:
+		return x, nil
+	case int64:
+		return strconv.FormatInt(x, 10), nil
+	case bool:
+		return strconv.FormatBool(x), nil
+	case []any:
+		parts := make([]string, 0, len(x))
+		for _, e := range x {
+			s, ok := e.(string)
+			if !ok {
+				return "", fmt.Errorf("a list must hold strings, not %T", e)
+			}
+			parts = append(parts, s)
+		}
+		return strings.Join(parts, ","), nil
+	}
+	return "", fmt.Errorf("%v is a %T; use a string, a whole number, true/false or a list of strings", v, v)
+}
