@@ -1,0 +1,134 @@
+package webhooks
+
+import (
+	"bytes"
+	"encoding/json"
+	"mime"
+	"net/http"
+	"net/url"
+)
+
+// Limits on what a delivery names.
+const (
+	// maxDeliveryID keeps hook:<source>:<id> within claims.ValidKey's 255.
+	maxDeliveryID = 128
+	maxEvent      = 256
+)
+
+// delivery is an authenticated request, parsed.
+type delivery struct {
+	id    string
+	event string
+	body  json.RawMessage // valid JSON
+	// challenge is set for Slack's url_verification handshake, which
+	// is answered, not stored.
+	challenge *string
+}
+
+// slackBody is what the handler reads of a Slack Events API body.
+type slackBody struct {
+	Type      string          `json:"type"`
+	Challenge *string         `json:"challenge"`
+	EventID   string          `json:"event_id"`
+	Event     json.RawMessage `json:"event"`
+}
+
+// parse reads the delivery id, the event and the JSON body of an
+// authenticated request.
+func (s *Source) parse(h http.Header, body []byte) (*delivery, *problem) {
+	d := &delivery{}
+	switch s.Type {
+	case TypeGitHub:
+		d.id, d.event = h.Get(HeaderGitHubDelivery), h.Get(HeaderGitHubEvent)
+		d.body = githubJSON(h, body)
+	case TypeSlack:
+		d.body = body
+		var sb slackBody
+		if json.Valid(body) && json.Unmarshal(body, &sb) == nil {
+			if sb.Type == "url_verification" && sb.Challenge != nil {
+				d.challenge = sb.Challenge
+				return d, nil
+			}
+			d.id, d.event = sb.EventID, sb.Type
+			var ev struct {
+				Type string `json:"type"`
+			}
+			if json.Unmarshal(sb.Event, &ev) == nil && ev.Type != "" {
+				d.event = ev.Type
+			}
+		}
+	default:
+		d.id, d.body = h.Get(s.DeliveryHeader), body
+		if s.EventHeader != "" {
+			d.event = h.Get(s.EventHeader)
+		}
+	}
+	if !json.Valid(d.body) {
+		return nil, newProblem(CodeInvalidBody, "the body is not JSON")
+	}
+	switch {
+	case d.id == "":
+		return nil, newProblem(CodeMissingDeliveryID, "the delivery carries no delivery id (%s)", s.deliveryField())
+	case !validDeliveryID(d.id):
+		return nil, newProblem(CodeInvalidDeliveryID,
+			"the delivery id (%s) must be 1-%d printable ASCII characters without spaces", s.deliveryField(), maxDeliveryID)
+	}
+	if len(d.event) > maxEvent {
+		d.event = d.event[:maxEvent]
+	}
+	return d, nil
+}
+
+// githubJSON is the JSON of a GitHub delivery: the body, or its "payload"
+// field when the webhook sends application/x-www-form-urlencoded.
+func githubJSON(h http.Header, body []byte) json.RawMessage {
+	mt, _, _ := mime.ParseMediaType(h.Get("Content-Type"))
+	if mt != "application/x-www-form-urlencoded" {
+		return body
+	}
+	form, err := url.ParseQuery(string(body))
+	if err != nil || !form.Has("payload") {
+		return body
+	}
+	return []byte(form.Get("payload"))
+}
+
+// deliveryField names where s's delivery id comes from.
+func (s *Source) deliveryField() string {
+	switch s.Type {
+	case TypeGitHub:
+		return "header " + HeaderGitHubDelivery
+	case TypeSlack:
+		return `the body's "event_id"`
+	}
+	return "header " + s.DeliveryHeader
+}
+
+func validDeliveryID(id string) bool {
+	if len(id) < 1 || len(id) > maxDeliveryID {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] <= ' ' || id[i] > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+// payload is the task payload of d.
+func (s *Source) payload(d *delivery) (json.RawMessage, error) {
+	if s.Payload == PayloadBody {
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, d.body); err != nil {
+			return nil, err
+		}
+		return buf.Bytes(), nil
+	}
+	return json.Marshal(struct {
+		Source     string          `json:"source"`
+		DeliveryID string          `json:"delivery_id"`
+		Event      string          `json:"event"`
+		Body       json.RawMessage `json:"body"`
+	}{s.Name, d.id, d.event, d.body})
+}

@@ -1,0 +1,103 @@
+package webhooks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/agentledger/agentledger/claims"
+)
+
+// errVanished: the inbox row that turned a delivery away was deleted
+// (retention) before its task could be read. Trying again accepts it.
+var errVanished = errors.New("webhooks: inbox row deleted during the delivery")
+
+// stored is what became of a delivery.
+type stored struct {
+	taskID    int64
+	duplicate bool
+}
+
+// attempts bounds the transactions one delivery may take: more than one
+// only after a serialization failure, a deadlock or errVanished.
+const attempts = 3
+
+// store records d in the inbox and enqueues its task, in one transaction.
+func (h *Handler) store(ctx context.Context, s *Source, d *delivery, payload json.RawMessage) (stored, error) {
+	var (
+		res stored
+		err error
+	)
+	for range attempts {
+		res, err = h.storeOnce(ctx, s, d, payload)
+		if !retryable(err) {
+			break
+		}
+	}
+	return res, err
+}
+
+func (h *Handler) storeOnce(ctx context.Context, s *Source, d *delivery, payload json.RawMessage) (stored, error) {
+	var res stored
+	err := pgx.BeginFunc(ctx, h.db, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, insertInboxSQL, s.Name, d.id)
+		if err != nil {
+			return fmt.Errorf("webhooks: inbox: %w", err)
+		}
+		if tag.RowsAffected() == 0 {
+			res.duplicate = true
+			var id *int64
+			switch err := tx.QueryRow(ctx, inboxTaskSQL, s.Name, d.id).Scan(&id); {
+			case errors.Is(err, pgx.ErrNoRows):
+				return errVanished
+			case err != nil:
+				return fmt.Errorf("webhooks: inbox: %w", err)
+			}
+			if id != nil {
+				res.taskID = *id
+			}
+			return nil
+		}
+		p := s.template()
+		p.Payload = payload
+		p.SubmissionKey = submissionKey(s.Name, d.id)
+		r, err := claims.New(tx).Enqueue(ctx, p)
+		if err != nil {
+			return err
+		}
+		// A task that outlived its inbox row (retention) comes back as a
+		// duplicate of its submission key: still one task.
+		res.taskID, res.duplicate = r.Task.ID, r.Duplicate
+		if _, err := tx.Exec(ctx, setInboxTaskSQL, s.Name, d.id, r.Task.ID); err != nil {
+			return fmt.Errorf("webhooks: inbox: %w", err)
+		}
+		return nil
+	})
+	return res, err
+}
+
+// submissionKey is the task's submission key: one task per (tenant,
+// source, delivery id) even once the inbox row is gone.
+func submissionKey(source, deliveryID string) string {
+	return "hook:" + source + ":" + deliveryID
+}
+
+// retryable reports whether a new transaction may succeed where err failed.
+func retryable(err error) bool {
+	if errors.Is(err, errVanished) {
+		return true
+	}
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
+}
+
+// unstorableJSON reports whether err is PostgreSQL refusing the payload's
+// JSON (a \u0000 in a string, which jsonb cannot hold).
+func unstorableJSON(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "22P05" || pe.Code == "22P02")
+}

@@ -1,0 +1,21 @@
+package webhooks
+
+// The inbox table's SQL. The inbox is owned here; the retention janitor
+// deletes old rows by received_at on its own.
+
+// insertInboxSQL claims a delivery id for a source. No row inserted means
+// the delivery was accepted before (I6: the primary key decides, never a
+// look-up first).
+const insertInboxSQL = `
+INSERT INTO inbox (source, delivery_id) VALUES ($1, $2)
+ON CONFLICT (source, delivery_id) DO NOTHING`
+
+// inboxTaskSQL reads the task of an accepted delivery. It runs as its own
+// statement after insertInboxSQL, so that under READ COMMITTED it sees the
+// row of a concurrent delivery that insertInboxSQL waited for.
+const inboxTaskSQL = `
+SELECT task_id FROM inbox WHERE source = $1 AND delivery_id = $2`
+
+// setInboxTaskSQL records the task a delivery became.
+const setInboxTaskSQL = `
+UPDATE inbox SET task_id = $3 WHERE source = $1 AND delivery_id = $2`

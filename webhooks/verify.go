@@ -1,0 +1,114 @@
+package webhooks
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Headers the github and slack types read.
+const (
+	// HeaderGitHubSignature carries "sha256=<hex HMAC-SHA256 of the body>".
+	HeaderGitHubSignature = "X-Hub-Signature-256"
+	// HeaderGitHubDelivery carries the delivery's GUID, the same on a
+	// redelivery.
+	HeaderGitHubDelivery = "X-GitHub-Delivery"
+	// HeaderGitHubEvent names the event (push, pull_request, …).
+	HeaderGitHubEvent = "X-GitHub-Event"
+	// HeaderSlackSignature carries "v0=<hex HMAC-SHA256 of
+	// v0:<timestamp>:<body>>".
+	HeaderSlackSignature = "X-Slack-Signature"
+	// HeaderSlackTimestamp carries the request's Unix time in seconds.
+	HeaderSlackTimestamp = "X-Slack-Request-Timestamp"
+)
+
+// SlackMaxSkew is how far a Slack request's timestamp may be from the
+// handler's clock, either way, before the request is refused as a replay.
+const SlackMaxSkew = 5 * time.Minute
+
+// verify checks the signature of a delivery of s over its raw body, in
+// constant time, before anything parses the body. now is the handler's
+// clock. A nil problem means the delivery is authentic.
+func (s *Source) verify(h http.Header, body []byte, now time.Time) *problem {
+	switch s.Type {
+	case TypeGitHub:
+		return s.verifyPrefixed(h, HeaderGitHubSignature, "sha256=", true, body)
+	case TypeSlack:
+		return s.verifySlack(h, body, now)
+	default:
+		return s.verifyPrefixed(h, s.Header, "sha256=", false, body)
+	}
+}
+
+// verifyPrefixed checks a header holding the hex HMAC-SHA256 of body after
+// prefix (which may be left out unless required).
+func (s *Source) verifyPrefixed(h http.Header, header, prefix string, required bool, body []byte) *problem {
+	sig := h.Get(header)
+	if sig == "" {
+		return badSignature("the %s header is missing", header)
+	}
+	hexSig, ok := strings.CutPrefix(sig, prefix)
+	if !ok && required {
+		return badSignature("the %s header is not %s<hex>", header, prefix)
+	}
+	if !validMAC(s.Secret, hexSig, body) {
+		return badSignature("the %s header does not match the body", header)
+	}
+	return nil
+}
+
+// verifySlack checks Slack's v0 signature: the hex HMAC-SHA256 of
+// "v0:<timestamp>:<body>" in X-Slack-Signature, with a timestamp within
+// SlackMaxSkew of now.
+func (s *Source) verifySlack(h http.Header, body []byte, now time.Time) *problem {
+	sig, ts := h.Get(HeaderSlackSignature), h.Get(HeaderSlackTimestamp)
+	switch {
+	case sig == "":
+		return badSignature("the %s header is missing", HeaderSlackSignature)
+	case ts == "":
+		return badSignature("the %s header is missing", HeaderSlackTimestamp)
+	}
+	sec, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil || sec < 0 {
+		return badSignature("the %s header is not a Unix time in seconds", HeaderSlackTimestamp)
+	}
+	hexSig, ok := strings.CutPrefix(sig, "v0=")
+	if !ok {
+		return badSignature("the %s header is not v0=<hex>", HeaderSlackSignature)
+	}
+	if !validMAC(s.Secret, hexSig, []byte("v0:"), []byte(ts), []byte(":"), body) {
+		return badSignature("the %s header does not match the body", HeaderSlackSignature)
+	}
+	if skew := now.Sub(time.Unix(sec, 0)); skew > SlackMaxSkew || skew < -SlackMaxSkew {
+		return newProblem(CodeStaleTimestamp,
+			"the %s header is more than %s from the server's clock", HeaderSlackTimestamp, SlackMaxSkew)
+	}
+	return nil
+}
+
+// validMAC reports whether hexSig is the hex HMAC-SHA256 of the
+// concatenated parts under secret, comparing in constant time.
+func validMAC(secret, hexSig string, parts ...[]byte) bool {
+	got, err := hex.DecodeString(hexSig)
+	if err != nil || len(got) != sha256.Size {
+		return false
+	}
+	return hmac.Equal(got, sign(secret, parts...))
+}
+
+// sign is the HMAC-SHA256 of the concatenated parts under secret.
+func sign(secret string, parts ...[]byte) []byte {
+	mac := hmac.New(sha256.New, []byte(secret))
+	for _, p := range parts {
+		mac.Write(p)
+	}
+	return mac.Sum(nil)
+}
+
+func badSignature(format string, args ...any) *problem {
+	return newProblem(CodeBadSignature, format, args...)
+}
