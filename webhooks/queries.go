@@ -19,3 +19,11 @@ SELECT task_id FROM inbox WHERE source = $1 AND delivery_id = $2`
 // setInboxTaskSQL records the task a delivery became.
 const setInboxTaskSQL = `
 UPDATE inbox SET task_id = $3 WHERE source = $1 AND delivery_id = $2`
+
+// expireInboxSQL deletes, in one bounded batch, deliveries received before
+// now - $1: a sender's redelivery after that creates a new task, so the
+// window must outlast the senders' own (GitHub lets deliveries of the past
+// three days be redelivered).
+const expireInboxSQL = `
+DELETE FROM inbox WHERE ctid = ANY (ARRAY(
+	SELECT ctid FROM inbox WHERE received_at < now() - $1::interval LIMIT $2))`
