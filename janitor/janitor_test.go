@@ -12,6 +12,7 @@ import (
 	"github.com/agentledger/agentledger/janitor"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/outbox"
+	"github.com/agentledger/agentledger/webhooks"
 )
 
 const day = 24 * time.Hour
@@ -25,6 +26,7 @@ func sweeps(db claims.DB) []janitor.Sweep {
 		}},
 		{Name: "outbox", Window: 7 * day, Delete: o.DeleteSettled},
 		{Name: "tasks", Window: 30 * day, Delete: c.DeleteFinished},
+		{Name: "inbox", Window: 7 * day, Delete: webhooks.ExpireInbox(db)},
 	}
 }
 
@@ -81,6 +83,11 @@ func TestDeletesOnlyExpiredFinished(t *testing.T) {
 		}
 	}
 
+	if _, err := db.Exec(ctx, `INSERT INTO inbox (source, delivery_id, received_at) VALUES
+		('gh', 'old', now() - interval '8 days'), ('gh', 'new', now() - interval '2 days')`); err != nil {
+		t.Fatal(err)
+	}
+
 	j, err := janitor.New(db, sweeps(db), janitor.Config{Batch: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -91,8 +98,8 @@ func TestDeletesOnlyExpiredFinished(t *testing.T) {
 	}
 	// Ledger: the 40- and 10-day-old finished tasks' rows; outbox: their
 	// events; tasks: only the 40-day-old one.
-	if rep.Deleted["ledger"] != 2 || rep.Deleted["outbox"] != 2 || rep.Deleted["tasks"] != 1 {
-		t.Fatalf("deleted %v, want ledger 2, outbox 2, tasks 1", rep.Deleted)
+	if rep.Deleted["ledger"] != 2 || rep.Deleted["outbox"] != 2 || rep.Deleted["tasks"] != 1 || rep.Deleted["inbox"] != 1 {
+		t.Fatalf("deleted %v, want ledger 2, outbox 2, tasks 1, inbox 1 (the 8-day-old delivery)", rep.Deleted)
 	}
 	exists := func(table string, id int64) bool {
 		col := "task_id"
@@ -118,7 +125,7 @@ func TestDeletesOnlyExpiredFinished(t *testing.T) {
 		t.Error("a task whose ledger expired was replayed")
 	}
 	// A second run finds nothing.
-	if rep, err := j.RunOnce(ctx); err != nil || rep.Deleted["ledger"]+rep.Deleted["outbox"]+rep.Deleted["tasks"] != 0 {
+	if rep, err := j.RunOnce(ctx); err != nil || rep.Deleted["ledger"]+rep.Deleted["outbox"]+rep.Deleted["tasks"]+rep.Deleted["inbox"] != 0 {
 		t.Fatalf("second run: %+v %v", rep, err)
 	}
 }
