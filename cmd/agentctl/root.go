@@ -84,6 +84,8 @@ database unreachable or not migrated), 2 usage or invalid input.`,
 
 	root.AddCommand(a.submitCmd(), a.listCmd(), a.showCmd(), a.cancelCmd(), a.replayCmd(), a.rerunCmd(),
 		a.resolveCmd(), a.ruleCmd(), a.migrateCmd())
+	root.AddCommand(a.scheduleCmd())
+	root.AddCommand(a.tenantCmd())
 	return root
 }
 

@@ -1,0 +1,306 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/claims"
+)
+
+// Task is a task as the API shows it (snake_case JSON). Fields without a
+// value are null.
+type Task struct {
+	ID                int64           `json:"id"`
+	Tenant            string          `json:"tenant"`
+	Queue             string          `json:"queue"`
+	Kind              string          `json:"kind"`
+	Payload           json.RawMessage `json:"payload"`
+	Priority          int16           `json:"priority"`
+	RunAt             time.Time       `json:"run_at"`
+	State             string          `json:"state"`
+	Attempt           int32           `json:"attempt"`
+	MaxAttempts       int32           `json:"max_attempts"`
+	Generation        int32           `json:"generation"`
+	CancelRequestedAt *time.Time      `json:"cancel_requested_at"`
+	Result            json.RawMessage `json:"result"`
+	LastError         *string         `json:"last_error"`
+	CreatedAt         time.Time       `json:"created_at"`
+	UpdatedAt         time.Time       `json:"updated_at"`
+	FinishedAt        *time.Time      `json:"finished_at"`
+}
+
+// TaskList is a page of GET /v1/tasks, newest first. NextCursor, when not
+// null, fetches the next page.
+type TaskList struct {
+	Tasks      []Task  `json:"tasks"`
+	NextCursor *string `json:"next_cursor"`
+}
+
+// CreateTaskRequest is the body of POST /v1/tasks. Tenant is ignored: the
+// bearer token names the tenant.
+type CreateTaskRequest struct {
+	Tenant      string          `json:"tenant,omitempty"`
+	Queue       string          `json:"queue,omitempty"`
+	Kind        string          `json:"kind"`
+	Payload     json.RawMessage `json:"payload,omitempty"`
+	Priority    int             `json:"priority,omitempty"`
+	RunAt       *time.Time      `json:"run_at,omitempty"`
+	MaxAttempts int32           `json:"max_attempts,omitempty"`
+}
+
+func viewTask(t *agentledger.Task) Task {
+	v := Task{
+		ID: t.ID, Tenant: t.Tenant, Queue: t.Queue, Kind: t.Kind, Payload: t.Payload, Priority: t.Priority,
+		RunAt: t.RunAt, State: string(t.State), Attempt: t.Attempt, MaxAttempts: t.MaxAttempts,
+		Generation: t.Generation, CancelRequestedAt: t.CancelRequested, Result: t.Result,
+		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, FinishedAt: t.FinishedAt,
+	}
+	if len(v.Result) == 0 {
+		v.Result = nil
+	}
+	if t.LastError != "" {
+		v.LastError = &t.LastError
+	}
+	return v
+}
+
+// taskPath is the URL of task id.
+func taskPath(id int64) string { return "/v1/tasks/" + strconv.FormatInt(id, 10) }
+
+// taskID reads the {id} of the route; an id that cannot exist is not found.
+func taskID(r *http.Request) (int64, error) {
+	s := r.PathValue("id")
+	id, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || id <= 0 || strconv.FormatInt(id, 10) != s {
+		return 0, fmt.Errorf("task %q: %w", s, agentledger.ErrNotFound)
+	}
+	return id, nil
+}
+
+// decodeBody decodes a JSON body into v, refusing unknown fields. The body
+// is known to be one JSON value (fingerprint checked it).
+func decodeBody(body []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	var typeErr *json.UnmarshalTypeError
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, io.EOF):
+		return fmt.Errorf("%w: the body must be a JSON object", errMalformed)
+	case errors.As(err, &typeErr) && typeErr.Field != "":
+		return fmt.Errorf("%w: %w", errMalformed, agentledger.Invalid(typeErr.Field, "must not be a JSON %s", typeErr.Value))
+	case errors.As(err, &typeErr):
+		return fmt.Errorf("%w: the body must be a JSON object, not %s", errMalformed, typeErr.Value)
+	}
+	var parseErr *time.ParseError
+	if errors.As(err, &parseErr) {
+		return fmt.Errorf("%w: %w", errMalformed, agentledger.Invalid("run_at", "must be an RFC 3339 time"))
+	}
+	return fmt.Errorf("%w: %s", errMalformed, strings.TrimPrefix(err.Error(), "json: "))
+}
+
+// createTask is POST /v1/tasks: 201 Created with the task and its Location.
+//
+// Under an Idempotency-Key the enqueue carries the key record's submission
+// key, so the task is made once even when the request crashes between the
+// enqueue and storing its answer: the retry takes the record over, claims
+// finds the task by its submission key (a duplicate), and the answer is the
+// 201 the crashed request would have given, showing the task as it is now.
+func (s *Server) createTask(r *http.Request, tenant string, body []byte) (action, error) {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil, fmt.Errorf("%w: the body must be a JSON object describing the task", errMalformed)
+	}
+	var req CreateTaskRequest
+	if err := decodeBody(body, &req); err != nil {
+		return nil, err
+	}
+	if req.Priority < 0 || req.Priority > 100 {
+		return nil, agentledger.Invalid("priority", "%d is outside 0..100 (lower runs first)", req.Priority)
+	}
+	p := claims.EnqueueParams{Tenant: tenant, Queue: req.Queue, Kind: req.Kind, Payload: req.Payload,
+		Priority: int16(req.Priority), MaxAttempts: req.MaxAttempts}
+	if string(p.Payload) == "null" {
+		p.Payload = nil // as if absent: {}
+	}
+	if req.RunAt != nil {
+		p.RunAt = *req.RunAt
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, submissionKey string) reply {
+		p.SubmissionKey = submissionKey
+		res, err := s.cfg.Claims.Enqueue(ctx, p)
+		if err != nil {
+			return s.problemReply(r, err)
+		}
+		return jsonReply(http.StatusCreated, viewTask(res.Task), "Location", taskPath(res.Task.ID))
+	}, nil
+}
+
+// noBody checks the body of a route that takes none: empty or {}.
+func noBody(body []byte) error {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil
+	}
+	return decodeBody(body, &struct{}{})
+}
+
+// cancelTask is POST /v1/tasks/{id}/cancel: 200 with the task when it is
+// cancelled (at once, or before), 202 when it is running and its attempt
+// has yet to see the request (at its next heartbeat); 409 when it finished
+// otherwise.
+func (s *Server) cancelTask(r *http.Request, tenant string, body []byte) (action, error) {
+	id, err := taskID(r)
+	if err != nil {
+		return nil, err
+	}
+	if err := noBody(body); err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, _ string) reply {
+		t, err := s.cfg.Claims.Cancel(ctx, tenant, id)
+		if errors.Is(err, agentledger.ErrConflict) {
+			// Cancelling a cancelled task asks for what is.
+			if cur, gerr := s.cfg.Claims.Get(ctx, tenant, id); gerr == nil && cur.State == agentledger.StateCancelled {
+				t, err = cur, nil
+			}
+		}
+		if err != nil {
+			return s.problemReply(r, err)
+		}
+		status := http.StatusOK
+		if t.State != agentledger.StateCancelled {
+			status = http.StatusAccepted
+		}
+		return jsonReply(status, viewTask(t))
+	}, nil
+}
+
+// replayTask is POST /v1/tasks/{id}/replay: 202 Accepted with the task
+// queued to run again in the same generation (effects the ledger completed
+// are served from it); 409 while it is queued or running, or when
+// retention removed its ledger rows.
+func (s *Server) replayTask(r *http.Request, tenant string, body []byte) (action, error) {
+	id, err := taskID(r)
+	if err != nil {
+		return nil, err
+	}
+	if err := noBody(body); err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, _ string) reply {
+		t, err := s.cfg.Claims.Requeue(ctx, tenant, id, claims.Replay)
+		if err != nil {
+			return s.problemReply(r, err)
+		}
+		return jsonReply(http.StatusAccepted, viewTask(t))
+	}, nil
+}
+
+// getTask is GET /v1/tasks/{id}. Another tenant's task is not found.
+func (s *Server) getTask(r *http.Request, tenant string) reply {
+	id, err := taskID(r)
+	if err != nil {
+		return s.problemReply(r, err)
+	}
+	t, err := s.cfg.Claims.Get(r.Context(), tenant, id)
+	if err != nil {
+		return s.problemReply(r, err)
+	}
+	return jsonReply(http.StatusOK, viewTask(t))
+}
+
+// List limits.
+const (
+	defaultListLimit = 50
+	maxListLimit     = 500
+)
+
+// listParams are the query parameters GET /v1/tasks takes.
+var listParams = []string{"state", "queue", "kind", "limit", "cursor"}
+
+// listTasks is GET /v1/tasks?state=&queue=&kind=&limit=&cursor=: the
+// tenant's tasks newest first. state takes several states, comma-separated
+// or repeated.
+func (s *Server) listTasks(r *http.Request, tenant string) reply {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return s.problemReply(r, fmt.Errorf("%w: %w", errBadParameter, agentledger.Invalid("", "the query string is malformed")))
+	}
+	p, err := parseList(q)
+	if err != nil {
+		return s.problemReply(r, err)
+	}
+	p.Tenant = tenant
+	limit := p.Limit
+	p.Limit++ // one more tells whether a next page exists
+	ts, err := s.cfg.Claims.List(r.Context(), p)
+	if err != nil {
+		return s.problemReply(r, err)
+	}
+	out := TaskList{Tasks: make([]Task, 0, min(len(ts), limit))}
+	for _, t := range ts[:min(len(ts), limit)] {
+		out.Tasks = append(out.Tasks, viewTask(t))
+	}
+	if len(ts) > limit {
+		c := encodeCursor(ts[limit-1].ID)
+		out.NextCursor = &c
+	}
+	return jsonReply(http.StatusOK, out)
+}
+
+// parseList checks GET /v1/tasks's query. Every error matches
+// errBadParameter (400).
+func parseList(q url.Values) (claims.ListParams, error) {
+	bad := func(field, format string, args ...any) error {
+		return fmt.Errorf("%w: %w", errBadParameter, agentledger.Invalid(field, format, args...))
+	}
+	p := claims.ListParams{Limit: defaultListLimit}
+	for k, vs := range q {
+		if !slices.Contains(listParams, k) {
+			return p, bad(k, "is not a parameter of this route (%s)", strings.Join(listParams, ", "))
+		}
+		if k != "state" && len(vs) > 1 {
+			return p, bad(k, "is given %d times", len(vs))
+		}
+	}
+	for _, v := range q["state"] {
+		for st := range strings.SplitSeq(v, ",") {
+			st := agentledger.TaskState(strings.TrimSpace(st))
+			if !st.Valid() {
+				return p, bad("state", "%q is not one of %v", st, agentledger.TaskStates)
+			}
+			p.States = append(p.States, st)
+		}
+	}
+	p.Queue, p.Kind = q.Get("queue"), q.Get("kind")
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxListLimit {
+			return p, bad("limit", "must be an integer in 1..%d", maxListLimit)
+		}
+		p.Limit = n
+	}
+	if v := q.Get("cursor"); v != "" {
+		id, err := decodeCursor(v)
+		if err != nil {
+			return p, err
+		}
+		p.Before = id
+	}
+	return p, nil
+}

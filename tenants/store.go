@@ -1,0 +1,78 @@
+package tenants
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/agentledger/agentledger"
+)
+
+// DB is what the store needs from a connection; *pgxpool.Pool, *pgx.Conn
+// and pgx.Tx have it.
+type DB interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// Tenant is one customer of the API: its tasks are invisible to the others.
+type Tenant struct {
+	Name      string    `json:"name"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// Store manages tenants and their API tokens.
+type Store struct{ db DB }
+
+// NewStore returns the tenants of db.
+func NewStore(db DB) *Store { return &Store{db: db} }
+
+// tenantName is the tenants table's check: a name usable as a task tenant.
+var tenantName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
+
+// CheckName returns an agentledger.ErrInvalid error unless name can name a
+// tenant: 1-128 letters, digits, '_', '.' and '-', starting with a letter or
+// digit.
+func CheckName(name string) error {
+	if !tenantName.MatchString(name) {
+		return agentledger.Invalid("name", "%q must be 1-128 characters of letters, digits, '_', '.' and '-', starting with a letter or digit", name)
+	}
+	return nil
+}
+
+// CreateTenant adds tenant name. Errors: agentledger.ErrInvalid for a bad
+// name, agentledger.ErrConflict when it exists.
+func (s *Store) CreateTenant(ctx context.Context, name string) (Tenant, error) {
+	if err := CheckName(name); err != nil {
+		return Tenant{}, err
+	}
+	rows, err := s.db.Query(ctx, insertTenantSQL, name)
+	if err != nil {
+		return Tenant{}, fmt.Errorf("tenant %q: %w", name, err)
+	}
+	t, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByPos[Tenant])
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Tenant{}, fmt.Errorf("tenant %q exists: %w", name, agentledger.ErrConflict)
+	}
+	if err != nil {
+		return Tenant{}, fmt.Errorf("tenant %q: %w", name, err)
+	}
+	return t, nil
+}
+
+// ListTenants returns every tenant by name.
+func (s *Store) ListTenants(ctx context.Context) ([]Tenant, error) {
+	rows, err := s.db.Query(ctx, listTenantsSQL)
+	if err != nil {
+		return nil, fmt.Errorf("tenants: %w", err)
+	}
+	ts, err := pgx.CollectRows(rows, pgx.RowToStructByPos[Tenant])
+	if err != nil {
+		return nil, fmt.Errorf("tenants: %w", err)
+	}
+	return ts, nil
+}
