@@ -32,8 +32,10 @@ func TestMain(m *testing.M) {
 
 func agentd(t *testing.T, env []string, args ...string) *exec.Cmd {
 	cmd := exec.Command(os.Args[0], args...)
-	// Keep the daemon's files (notifications) out of the user's state dir.
-	cmd.Env = append(append(os.Environ(), runAsAgentd+"=1", "AGENTLEDGER_STATE_DIR="+t.TempDir()), env...)
+	// Keep the daemon's files (notifications) out of the user's state dir,
+	// and its HTTP server off the default port (tests run in parallel).
+	cmd.Env = append(append(os.Environ(), runAsAgentd+"=1", "AGENTLEDGER_STATE_DIR="+t.TempDir(),
+		"AGENTLEDGER_LISTEN=127.0.0.1:0"), env...)
 	return cmd
 }
 

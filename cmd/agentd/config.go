@@ -47,6 +47,19 @@ type config struct {
 	NoDispatch          bool
 	DispatchConcurrency int
 	DispatchLease       time.Duration
+
+	Listen                 string
+	IdempotencyKeyOptional bool
+	HooksFile              string
+	NoCron                 bool
+	NoJanitor              bool
+	JanitorInterval        time.Duration
+	Retain                 retention
+}
+
+// retention is the janitor's windows.
+type retention struct {
+	Ledger, Tasks, Outbox, Inbox, IdempotencyKeys time.Duration
 }
 
 // usageError is a configuration mistake: exit code 2.
@@ -102,6 +115,17 @@ var settings = []setting{
 	{"no-dispatch", "AGENTLEDGER_NO_DISPATCH", "bool", "false", "do not deliver notifications from the outbox here (other daemons do)"},
 	{"dispatch-concurrency", "AGENTLEDGER_DISPATCH_CONCURRENCY", "int", "8", "notifications delivered at once"},
 	{"dispatch-lease", "AGENTLEDGER_DISPATCH_LEASE", "duration", "1m", "how long a dispatcher holds a notification; must outlast a delivery and Slack's rate-limit waits"},
+	{"listen", "AGENTLEDGER_LISTEN", "string", "127.0.0.1:7450", "address of the HTTP API, webhooks, /healthz, /readyz and /metrics; empty: no HTTP server"},
+	{"idempotency-key-optional", "AGENTLEDGER_IDEMPOTENCY_KEY_OPTIONAL", "bool", "false", "accept mutating API requests without an Idempotency-Key (each then acts anew)"},
+	{"hooks-file", "AGENTLEDGER_HOOKS_FILE", "string", "", "JSON file of webhook sources (name, type github|slack|hmac, secret_env or secret_file, task template); empty: no webhooks"},
+	{"no-cron", "AGENTLEDGER_NO_CRON", "bool", "false", "do not fire cron schedules here (other daemons do)"},
+	{"no-janitor", "AGENTLEDGER_NO_JANITOR", "bool", "false", "do not run the retention janitor here (one daemon at a time runs it anyway)"},
+	{"janitor-interval", "AGENTLEDGER_JANITOR_INTERVAL", "duration", "10m", "time between retention runs"},
+	{"retain-ledger", "AGENTLEDGER_RETAIN_LEDGER", "duration", "168h", "ledger rows outlive their finished task this long; a replay needs them (a week of operator replay, longer than GitHub's and Stripe's redelivery windows)"},
+	{"retain-tasks", "AGENTLEDGER_RETAIN_TASKS", "duration", "720h", "finished tasks are kept this long (their attempts too)"},
+	{"retain-outbox", "AGENTLEDGER_RETAIN_OUTBOX", "duration", "168h", "delivered or failed notification events are kept this long"},
+	{"retain-inbox", "AGENTLEDGER_RETAIN_INBOX", "duration", "168h", "webhook delivery ids are kept this long; a redelivery after it makes a new task (GitHub redelivers up to 3 days)"},
+	{"retain-idempotency-keys", "AGENTLEDGER_RETAIN_IDEMPOTENCY_KEYS", "duration", "24h", "API Idempotency-Key records are kept this long (as Stripe does); a retry after it makes a new task"},
 }
 
 // register declares every flag, its default taken from the environment
@@ -199,6 +223,17 @@ func parseFlags(fs *pflag.FlagSet) (*config, error) {
 	boolean("no-dispatch", &c.NoDispatch)
 	num("dispatch-concurrency", &c.DispatchConcurrency)
 	dur("dispatch-lease", &c.DispatchLease)
+	c.Listen = str("listen")
+	boolean("idempotency-key-optional", &c.IdempotencyKeyOptional)
+	c.HooksFile = str("hooks-file")
+	boolean("no-cron", &c.NoCron)
+	boolean("no-janitor", &c.NoJanitor)
+	dur("janitor-interval", &c.JanitorInterval)
+	dur("retain-ledger", &c.Retain.Ledger)
+	dur("retain-tasks", &c.Retain.Tasks)
+	dur("retain-outbox", &c.Retain.Outbox)
+	dur("retain-inbox", &c.Retain.Inbox)
+	dur("retain-idempotency-keys", &c.Retain.IdempotencyKeys)
 	num("concurrency", &c.Concurrency)
 	num("batch-size", &c.BatchSize)
 	var maxConns int

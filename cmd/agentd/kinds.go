@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentledger/agentledger/agent"
 	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/metrics"
 	"github.com/agentledger/agentledger/notifier"
 	"github.com/agentledger/agentledger/notify"
 	"github.com/agentledger/agentledger/outbox"
@@ -23,7 +24,7 @@ import (
 
 // handlers builds the task kinds this daemon serves: the built-in kinds,
 // steps and agent, whose tools and model calls run through the ledger.
-func handlers(cfg *config, db *pgxpool.Pool) (map[string]worker.Handler, error) {
+func handlers(cfg *config, db *pgxpool.Pool, m *metrics.Metrics) (map[string]worker.Handler, error) {
 	headers, err := hostHeaders(cfg.HTTPHostHeadersFile)
 	if err != nil {
 		return nil, err
@@ -36,6 +37,7 @@ func handlers(cfg *config, db *pgxpool.Pool) (map[string]worker.Handler, error) 
 	}
 	reg := tools.NewRegistry(builtins...)
 	l := ledger.New(db)
+	l.Observe = m.Effect
 	return map[string]worker.Handler{
 		"noop":  worker.HandlerFunc(tools.Noop),
 		"echo":  worker.HandlerFunc(tools.Echo),
@@ -48,17 +50,20 @@ func handlers(cfg *config, db *pgxpool.Pool) (map[string]worker.Handler, error) 
 
 // dispatcher delivers the outbox's notifications to Slack, or to the
 // console sink without a token; nil with --no-dispatch.
-func dispatcher(cfg *config, db *pgxpool.Pool, owner string, out io.Writer, log *slog.Logger) (*outbox.Dispatcher, error) {
+func dispatcher(cfg *config, db *pgxpool.Pool, owner string, m *metrics.Metrics, log *slog.Logger) (*outbox.Dispatcher, error) {
 	if cfg.NoDispatch {
 		log.Info("notifications: not dispatched here (--no-dispatch)")
 		return nil, nil
 	}
-	sink, err := notificationSink(cfg, out, log)
+	sink, err := notificationSink(cfg, os.Stdout, log)
 	if err != nil {
 		return nil, err
 	}
-	d, err := outbox.NewDispatcher(outbox.NewStore(db), notifier.New(ledger.New(db), sink), outbox.Config{
+	l := ledger.New(db)
+	l.Observe = m.Effect
+	d, err := outbox.NewDispatcher(outbox.NewStore(db), notifier.New(l, sink), outbox.Config{
 		Owner: owner, Concurrency: cfg.DispatchConcurrency, Lease: cfg.DispatchLease, Logger: log,
+		OnSettle: m.Notification,
 	})
 	if err != nil {
 		return nil, &usageError{err}

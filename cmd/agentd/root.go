@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentledger/agentledger/database"
+	"github.com/agentledger/agentledger/metrics"
 	"github.com/agentledger/agentledger/migrations"
 	"github.com/agentledger/agentledger/worker"
 )
@@ -73,7 +74,8 @@ func run(ctx context.Context, cfg *config, hurry <-chan struct{}) error {
 	if err := migrate(ctx, db, cfg, log); err != nil {
 		return err
 	}
-	kinds, err := handlers(cfg, db.Pool)
+	m := metrics.New()
+	kinds, err := handlers(cfg, db.Pool, m)
 	if err != nil {
 		return err
 	}
@@ -86,12 +88,12 @@ func run(ctx context.Context, cfg *config, hurry <-chan struct{}) error {
 	pool, err := worker.New(db.Pool, worker.Config{
 		ID: cfg.WorkerID, Queues: cfg.Queues, Concurrency: cfg.Concurrency, BatchSize: cfg.BatchSize,
 		Lease: cfg.Lease, HeartbeatInterval: cfg.Heartbeat, PollInterval: cfg.PollInterval,
-		PollOnly: cfg.PollOnly, Grace: cfg.Grace, Handlers: kinds, Logger: log,
+		PollOnly: cfg.PollOnly, Grace: cfg.Grace, Handlers: kinds, Logger: log, Observer: m.Worker(),
 	})
 	if err != nil {
 		return &usageError{err}
 	}
-	disp, err := dispatcher(cfg, db.Pool, pool.ID(), os.Stdout, log)
+	svc, err := buildServices(cfg, db.Pool, m, pool.ID(), log)
 	if err != nil {
 		return err
 	}
@@ -105,17 +107,16 @@ func run(ctx context.Context, cfg *config, hurry <-chan struct{}) error {
 		case <-done:
 		}
 	}()
-	dctx, stop := context.WithCancel(ctx)
-	dispatched := make(chan struct{})
-	go func() {
-		defer close(dispatched)
-		if disp != nil {
-			_ = disp.Run(dctx) // returns when dctx ends, after the deliveries in flight
-		}
-	}()
+	// The services stop with the pool: at a signal, or when the pool
+	// fails.
+	sctx, stop := context.WithCancel(ctx)
+	served := make(chan error, 1)
+	go func() { served <- svc.run(sctx) }()
 	err = pool.Run(ctx)
 	stop()
-	<-dispatched
+	if serr := <-served; err == nil {
+		err = serr
+	}
 	return err
 }
 

@@ -1,0 +1,178 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/httpapi"
+	"github.com/agentledger/agentledger/janitor"
+	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/metrics"
+	"github.com/agentledger/agentledger/migrations"
+	"github.com/agentledger/agentledger/outbox"
+	"github.com/agentledger/agentledger/schedule"
+	"github.com/agentledger/agentledger/tenants"
+	"github.com/agentledger/agentledger/webhooks"
+)
+
+// services run beside the worker pool until their context ends: the
+// notification dispatcher, the cron scheduler, the retention janitor and
+// the HTTP server (API, webhooks, health, metrics).
+type services struct {
+	runs []func(context.Context) error
+	ln   net.Listener
+}
+
+// buildServices checks the configuration of every service and binds the
+// listener, so that a mistake stops agentd before it claims any task.
+func buildServices(cfg *config, db *pgxpool.Pool, m *metrics.Metrics, owner string, log *slog.Logger) (*services, error) {
+	s := &services{}
+	disp, err := dispatcher(cfg, db, owner, m, log)
+	if err != nil {
+		return nil, err
+	}
+	if disp != nil {
+		s.runs = append(s.runs, disp.Run)
+	}
+	if cfg.NoCron {
+		log.Info("cron: schedules not fired here (--no-cron)")
+	} else {
+		sch, err := schedule.NewScheduler(db, schedule.Config{Logger: log, OnFire: m.CronFire})
+		if err != nil {
+			return nil, &usageError{err}
+		}
+		s.runs = append(s.runs, sch.Run)
+	}
+	if cfg.NoJanitor {
+		log.Info("janitor: not run here (--no-janitor)")
+	} else {
+		j, err := janitor.New(db, sweeps(cfg, db), janitor.Config{Interval: cfg.JanitorInterval, Logger: log, OnDelete: m.Janitor})
+		if err != nil {
+			return nil, &usageError{err}
+		}
+		s.runs = append(s.runs, j.Run)
+	}
+	if cfg.Listen == "" {
+		log.Info("http: no API server (--listen is empty)")
+		return s, nil
+	}
+	api, err := apiServer(cfg, db, m, log)
+	if err != nil {
+		return nil, err
+	}
+	s.ln, err = net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return nil, &usageError{fmt.Errorf("--listen %s: %w", cfg.Listen, err)}
+	}
+	log.Info("http: serving the API", "addr", "http://"+s.ln.Addr().String(), "idempotency_key_required", !cfg.IdempotencyKeyOptional)
+	s.runs = append(s.runs, func(ctx context.Context) error { return api.Serve(ctx, s.ln) })
+	return s, nil
+}
+
+// run runs every service until ctx ends and they have stopped; the first
+// error of a service that stops early is returned.
+func (s *services) run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	errs := make([]error, len(s.runs))
+	for i, run := range s.runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = run(ctx)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// sweeps are the janitor's, with the configured windows.
+func sweeps(cfg *config, db *pgxpool.Pool) []janitor.Sweep {
+	l := ledger.New(db)
+	return []janitor.Sweep{
+		{Name: "ledger", Window: cfg.Retain.Ledger, Delete: func(ctx context.Context, w time.Duration, n int) (int64, error) {
+			return l.Expire(ctx, ledger.Retention{Default: w}, n)
+		}},
+		{Name: "outbox", Window: cfg.Retain.Outbox, Delete: outbox.NewStore(db).DeleteSettled},
+		{Name: "inbox", Window: cfg.Retain.Inbox, Delete: webhooks.ExpireInbox(db)},
+		{Name: "idempotency_keys", Window: cfg.Retain.IdempotencyKeys, Delete: httpapi.ExpireKeys(db)},
+		{Name: "tasks", Window: cfg.Retain.Tasks, Delete: claims.New(db).DeleteFinished},
+	}
+}
+
+// apiServer is the HTTP API with webhooks, /healthz, /readyz and /metrics.
+func apiServer(cfg *config, db *pgxpool.Pool, m *metrics.Metrics, log *slog.Logger) (*httpapi.Server, error) {
+	var hooks http.Handler
+	if cfg.HooksFile != "" {
+		sources, err := webhooks.LoadSources(cfg.HooksFile)
+		if err != nil {
+			return nil, &usageError{err}
+		}
+		h, err := webhooks.New(db, sources, webhooks.Config{Logger: log, OnDelivery: m.Webhook})
+		if err != nil {
+			return nil, &usageError{err}
+		}
+		hooks = h
+		log.Info("http: webhooks", "sources", len(sources))
+	}
+	api, err := httpapi.New(httpapi.Config{
+		DB: db, Tenants: tenants.NewStore(db), Claims: claims.New(db), Hooks: hooks,
+		IdempotencyKeyOptional: cfg.IdempotencyKeyOptional, Logger: log, Observe: m.HTTP,
+	})
+	if err != nil {
+		return nil, &usageError{err}
+	}
+	m.WatchDatabase(db)
+	api.Handle("GET /metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
+	api.Handle("GET /healthz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		writeStatus(w, http.StatusOK, map[string]any{"status": "ok"})
+	}))
+	api.Handle("GET /readyz", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if problem := ready(r.Context(), db); problem != "" {
+			writeStatus(w, http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "reason": problem})
+			return
+		}
+		writeStatus(w, http.StatusOK, map[string]any{"status": "ready"})
+	}))
+	return api, nil
+}
+
+// ready says why the daemon cannot serve, or "": the database must answer
+// and its schema be the one this binary knows.
+func ready(ctx context.Context, db *pgxpool.Pool) string {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if err := db.Ping(ctx); err != nil {
+		return "database unreachable"
+	}
+	m, err := migrations.New(db, nil)
+	if err != nil {
+		return "migrations unreadable"
+	}
+	defer m.Close()
+	v, err := m.Version(ctx)
+	switch {
+	case err != nil:
+		return "schema version unreadable"
+	case v != m.Latest():
+		return fmt.Sprintf("schema at version %d, this agentd needs %d", v, m.Latest())
+	}
+	return ""
+}
+
+func writeStatus(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
