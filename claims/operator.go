@@ -26,13 +26,17 @@ var replayable = []string{"succeeded", "dead", "cancelled", "needs_attention"}
 // unknown task; ErrConflict while the task is queued or running, and for a
 // replay of a task whose ledger rows retention has removed.
 func (s *Store) Requeue(ctx context.Context, tenant string, id int64, mode int) (*agentledger.Task, error) {
+	return s.requeue(ctx, tenant, id, mode, replayable)
+}
+
+func (s *Store) requeue(ctx context.Context, tenant string, id int64, mode int, from []string) (*agentledger.Task, error) {
 	if mode != Replay && mode != Rerun {
 		return nil, agentledger.Invalid("mode", "unknown requeue mode %d", mode)
 	}
 	var before string
 	var expired, changed bool
 	var woke int64
-	err := s.db.QueryRow(ctx, requeueSQL, id, tenant, mode, replayable, s.now()).Scan(&before, &expired, &changed, &woke)
+	err := s.db.QueryRow(ctx, requeueSQL, id, tenant, mode, from, s.now()).Scan(&before, &expired, &changed, &woke)
 	if err != nil {
 		if err := notFound(err); err == agentledger.ErrNotFound {
 			return nil, fmt.Errorf("task %d: %w", id, err)
@@ -44,8 +48,8 @@ func (s *Store) Requeue(ctx context.Context, tenant string, id int64, mode int) 
 			"perform its effects again; re-run it as a new intent instead: %w", id, agentledger.ErrConflict)
 	}
 	if !changed {
-		return nil, fmt.Errorf("task %d is %s; only a task no worker holds (%v) can run again: %w",
-			id, before, replayable, agentledger.ErrConflict)
+		return nil, fmt.Errorf("task %d is %s; only a task that is %v can run again this way: %w",
+			id, before, from, agentledger.ErrConflict)
 	}
 	return s.Get(ctx, tenant, id)
 }

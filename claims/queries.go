@@ -340,16 +340,40 @@ SELECT cur.state, upd.id IS NOT NULL FROM cur LEFT JOIN upd ON upd.id = cur.id`
 
 const getSQL = `SELECT ` + taskColumns + ` FROM tasks WHERE id = $1 AND ($2 = '' OR tenant = $2)`
 
-// listSQL pages backwards from a cursor id, newest first.
-const listSQL = `
-SELECT ` + taskColumns + ` FROM tasks
-WHERE ($1 = '' OR tenant = $1)
+// taskFilter is ListParams as SQL over tasks: $1 tenant, $2 queue, $3 kind,
+// $4 states, $5 created since, $6 created until (empty or NULL: any).
+const taskFilter = `($1 = '' OR tenant = $1)
   AND ($2 = '' OR queue = $2)
   AND ($3 = '' OR kind = $3)
   AND (cardinality($4::text[]) = 0 OR state = ANY($4::text[]))
-  AND ($5::bigint = 0 OR id < $5)
+  AND ($5::timestamptz IS NULL OR created_at >= $5)
+  AND ($6::timestamptz IS NULL OR created_at < $6)`
+
+// listSQL pages backwards from a cursor id ($7), newest first.
+const listSQL = `
+SELECT ` + taskColumns + ` FROM tasks
+WHERE ` + taskFilter + `
+  AND ($7::bigint = 0 OR id < $7)
 ORDER BY id DESC
-LIMIT $6`
+LIMIT $8`
+
+// countSQL counts the tasks of a filter by state.
+const countSQL = `SELECT state, count(*) FROM tasks WHERE ` + taskFilter + ` GROUP BY state`
+
+// filteredIDsSQL pages through a filter's ids, newest first, for bulk
+// actions.
+const filteredIDsSQL = `
+SELECT id FROM tasks WHERE ` + taskFilter + ` AND ($7::bigint = 0 OR id < $7)
+ORDER BY id DESC LIMIT $8`
+
+// workersSQL summarises the live leases by worker: how many tasks each
+// holds, when it last renewed one (heartbeats bump updated_at), and how many
+// of its leases have expired (a worker that died or stalled).
+const workersSQL = `
+SELECT lease_owner, count(*), max(updated_at), min(lease_expires_at),
+	count(*) FILTER (WHERE lease_expires_at <= now())
+FROM tasks WHERE state = 'running'
+GROUP BY lease_owner ORDER BY lease_owner`
 
 // attemptsSQL lists the recorded attempts of a task and, while it runs, the
 // attempt in progress (which is recorded when it ends).

@@ -33,8 +33,32 @@ type ListParams struct {
 	Queue  string
 	Kind   string
 	States []agentledger.TaskState
-	Before int64 // cursor: only ids below this one
-	Limit  int   // default 50, at most 1000
+	// Since and Until bound the creation time: [Since, Until).
+	Since, Until time.Time
+	Before       int64 // cursor: only ids below this one
+	Limit        int   // default 50, at most 1000
+}
+
+// filterArgs are the taskFilter parameters of p.
+func (p ListParams) filterArgs() ([]any, error) {
+	states := make([]string, len(p.States))
+	for i, st := range p.States {
+		if !st.Valid() {
+			return nil, agentledger.Invalid("state", "unknown state %q (one of %v)", st, agentledger.TaskStates)
+		}
+		states[i] = string(st)
+	}
+	if !p.Since.IsZero() && !p.Until.IsZero() && !p.Until.After(p.Since) {
+		return nil, agentledger.Invalid("until", "%s is not after since %s", p.Until.Format(time.RFC3339), p.Since.Format(time.RFC3339))
+	}
+	return []any{p.Tenant, p.Queue, p.Kind, states, optTime(p.Since), optTime(p.Until)}, nil
+}
+
+func optTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
 }
 
 // List returns tasks newest first. Pass the last id as Before for the next
@@ -46,14 +70,11 @@ func (s *Store) List(ctx context.Context, p ListParams) ([]*agentledger.Task, er
 	if p.Limit > 1000 {
 		return nil, agentledger.Invalid("limit", "%d is above 1000", p.Limit)
 	}
-	states := make([]string, len(p.States))
-	for i, st := range p.States {
-		if !st.Valid() {
-			return nil, agentledger.Invalid("state", "unknown state %q (one of %v)", st, agentledger.TaskStates)
-		}
-		states[i] = string(st)
+	args, err := p.filterArgs()
+	if err != nil {
+		return nil, err
 	}
-	rows, err := s.db.Query(ctx, listSQL, p.Tenant, p.Queue, p.Kind, states, p.Before, p.Limit)
+	rows, err := s.db.Query(ctx, listSQL, append(args, p.Before, p.Limit)...)
 	if err != nil {
 		return nil, fmt.Errorf("list tasks: %w", err)
 	}

@@ -439,20 +439,29 @@ func (l *Ledger) entries(ctx context.Context, sql string, args ...any) ([]Entry,
 	var out []Entry
 	for rows.Next() {
 		var e Entry
-		var result []byte
-		if err := rows.Scan(&e.Tenant, &e.Operation, &e.Key, &e.Class, &e.State, &e.StepPath, &e.OwnerToken,
-			&e.Performed, &result, &e.Result.ExternalRef, &e.Error, &e.Note, &e.CreatedAt, &e.UpdatedAt,
-			&e.CompletedAt); err != nil {
+		if err := scanEntry(rows, &e); err != nil {
 			return nil, fmt.Errorf("journal: %w", err)
-		}
-		if len(result) > 0 {
-			ref := e.Result.ExternalRef
-			if err := json.Unmarshal(result, &e.Result); err != nil {
-				return nil, fmt.Errorf("journal: %w", err)
-			}
-			e.Result.ExternalRef = ref
 		}
 		out = append(out, e)
 	}
 	return out, rows.Err()
+}
+
+// scanEntry scans entryColumns, then extra, and decodes the stored result.
+func scanEntry(row pgx.Row, e *Entry, extra ...any) error {
+	var result []byte
+	dest := append([]any{&e.Tenant, &e.Operation, &e.Key, &e.Class, &e.State, &e.StepPath, &e.OwnerToken,
+		&e.Performed, &result, &e.Result.ExternalRef, &e.Error, &e.Note, &e.CreatedAt, &e.UpdatedAt,
+		&e.CompletedAt}, extra...)
+	if err := row.Scan(dest...); err != nil {
+		return err
+	}
+	if len(result) > 0 {
+		ref := e.Result.ExternalRef
+		if err := json.Unmarshal(result, &e.Result); err != nil {
+			return err
+		}
+		e.Result.ExternalRef = ref
+	}
+	return nil
 }

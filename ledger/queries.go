@@ -191,3 +191,13 @@ DELETE FROM ledger WHERE ctid = ANY (ARRAY(
 	WHERE l.updated_at < now() - $1::interval
 	  AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.id = l.task_id)
 	LIMIT $2))`
+
+// findSQL looks effects up for operators: by key or key prefix ($1), task
+// ($2), operation ($3), tenant ($4); empty or 0 match any. Newest first.
+const findSQL = `SELECT ` + entryColumns + `, task_id, generation
+FROM ledger
+WHERE ($1 = '' OR starts_with(effect_key, $1))
+  AND ($2::bigint = 0 OR task_id = $2)
+  AND ($3 = '' OR operation = $3)
+  AND ($4 = '' OR tenant = $4)
+ORDER BY seq DESC LIMIT $5`

@@ -150,3 +150,31 @@ func TestExpiryAndLateRetry(t *testing.T) {
 		t.Fatalf("late retry: %+v %v performed %d, want performed again in generation 2", res, err, c.calls.Load())
 	}
 }
+
+// Find looks effects up by key prefix, task and operation.
+func TestFind(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t)
+	e.task()
+	a, _ := e.claim("w")
+	c := &counter{}
+	if _, err := e.Ledger.Do(ctx, a, effect(ledger.Keyed, "tool/0", `{}`, c.perform)); err != nil {
+		t.Fatal(err)
+	}
+	key := ledger.EffectKey(a.Tenant, a.TaskID, a.Generation, "tool/0", "test.op")
+	for _, p := range []ledger.FindParams{{Key: key[:12]}, {TaskID: a.TaskID}, {Operation: "test.op", Tenant: a.Tenant}} {
+		got, err := e.Ledger.Find(ctx, p)
+		if err != nil || len(got) != 1 || got[0].Key != key || got[0].TaskID != a.TaskID || got[0].Generation != a.Generation {
+			t.Fatalf("%+v: %+v %v", p, got, err)
+		}
+	}
+	if got, err := e.Ledger.Find(ctx, ledger.FindParams{Key: "ffffffffffff"}); err != nil || len(got) != 0 {
+		t.Fatalf("unknown key: %+v %v", got, err)
+	}
+	for _, p := range []ledger.FindParams{{}, {Key: "ab"}, {TaskID: 1, Limit: 5000}} {
+		if _, err := e.Ledger.Find(ctx, p); !errors.Is(err, agentledger.ErrInvalid) {
+			t.Errorf("%+v: %v, want ErrInvalid", p, err)
+		}
+	}
+}

@@ -1,0 +1,104 @@
+package claims_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/claims"
+)
+
+// Count, Retry, RetryAll, CancelAll and Workers over one small world:
+// two dead tasks, one succeeded, one running, two queued.
+func TestBulkActions(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newClock()
+	s := pinnedStore(t, c)
+	var dead []int64
+	for range 2 {
+		enqueue(t, s, claims.EnqueueParams{Kind: "steps", MaxAttempts: 1})
+		task := claimOne(t, s, "w1", time.Minute)
+		if _, err := s.Fail(ctx, claims.Failure{Lease: claims.LeaseOf(task), Error: "boom", Final: true}); err != nil {
+			t.Fatal(err)
+		}
+		dead = append(dead, task.ID)
+	}
+	enqueue(t, s, claims.EnqueueParams{Kind: "echo"})
+	ok := claimOne(t, s, "w1", time.Minute)
+	if err := s.Succeed(ctx, claims.LeaseOf(ok), nil); err != nil {
+		t.Fatal(err)
+	}
+	c.Advance(time.Hour)
+	enqueue(t, s, claims.EnqueueParams{Kind: "sleep"})
+	running := claimOne(t, s, "w2", time.Minute)
+	enqueue(t, s, claims.EnqueueParams{Kind: "echo", Tenant: "acme"})
+	enqueue(t, s, claims.EnqueueParams{Kind: "echo", Queue: "other", RunAt: c.Now().Add(time.Hour)})
+
+	counts, err := s.Count(ctx, claims.ListParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if counts[agentledger.StateDead] != 2 || counts[agentledger.StateSucceeded] != 1 ||
+		counts[agentledger.StateRunning] != 1 || counts[agentledger.StateQueued] != 2 {
+		t.Fatalf("counts %v", counts)
+	}
+	// A time range (creation times are the database's own clock).
+	now := time.Now()
+	for _, tc := range []struct {
+		p    claims.ListParams
+		want int
+	}{
+		{claims.ListParams{Since: now.Add(-time.Hour)}, 6},
+		{claims.ListParams{Since: now.Add(time.Hour)}, 0},
+		{claims.ListParams{Until: now.Add(-time.Hour)}, 0},
+		{claims.ListParams{Since: now.Add(-time.Hour), Until: now.Add(time.Hour), Queue: "other"}, 1},
+	} {
+		got, err := s.List(ctx, tc.p)
+		if err != nil || len(got) != tc.want {
+			t.Fatalf("%+v: %d tasks, %v; want %d", tc.p, len(got), err, tc.want)
+		}
+	}
+	if _, err := s.List(ctx, claims.ListParams{Since: c.Now(), Until: c.Now()}); !errors.Is(err, agentledger.ErrInvalid) {
+		t.Fatalf("empty range: %v", err)
+	}
+
+	workers, err := s.Workers(ctx)
+	if err != nil || len(workers) != 1 || workers[0].ID != "w2" || workers[0].Tasks != 1 {
+		t.Fatalf("workers %+v %v", workers, err)
+	}
+
+	if _, err := s.Retry(ctx, "", ok.ID); !errors.Is(err, agentledger.ErrConflict) {
+		t.Fatalf("retry of a succeeded task: %v", err)
+	}
+	if _, err := s.Retry(ctx, "acme", dead[0]); !errors.Is(err, agentledger.ErrNotFound) {
+		t.Fatalf("retry of another tenant's task: %v", err)
+	}
+	got, err := s.Retry(ctx, "", dead[0])
+	if err != nil || got.State != agentledger.StateQueued || got.Generation != 1 || got.Attempt != 0 {
+		t.Fatalf("retry: %+v %v", got, err)
+	}
+	res, err := s.RetryAll(ctx, claims.ListParams{States: []agentledger.TaskState{agentledger.StateSucceeded}})
+	if err != nil || len(res.Done) != 1 || res.Done[0] != dead[1] {
+		t.Fatalf("retry all: %+v %v; want only the other dead task, whatever the filter's states", res, err)
+	}
+
+	res, err = s.CancelAll(ctx, claims.ListParams{Tenant: "default"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The two retried tasks, the late one (queued) and the running one
+	// (flagged) — not acme's task, not the succeeded one.
+	if len(res.Done) != 4 {
+		t.Fatalf("cancel all: %+v", res)
+	}
+	if got := get(t, s, running.ID); got.CancelRequested == nil || got.State != agentledger.StateRunning {
+		t.Fatalf("running task after cancel all: %+v", got)
+	}
+	counts, _ = s.Count(ctx, claims.ListParams{Tenant: "acme"})
+	if counts[agentledger.StateQueued] != 1 {
+		t.Fatalf("acme's task was touched: %v", counts)
+	}
+}

@@ -1,0 +1,54 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/agentledger/agentledger"
+)
+
+// FindParams select effects for Find; empty fields match any. At least one
+// of Key, TaskID and Operation is required.
+type FindParams struct {
+	// Key is an effect key or a prefix of one (as journals show them).
+	Key       string
+	TaskID    int64
+	Operation string
+	Tenant    string
+	Limit     int // default 50, at most 1000
+}
+
+// Found is an effect with the task generation it belongs to.
+type Found struct {
+	Entry
+	TaskID     int64
+	Generation int32
+}
+
+// Find looks effects up for operators, newest first.
+func (l *Ledger) Find(ctx context.Context, p FindParams) ([]Found, error) {
+	switch {
+	case p.Key == "" && p.TaskID == 0 && p.Operation == "":
+		return nil, agentledger.Invalid("key", "give a key (or its prefix), a task or an operation")
+	case p.Key != "" && len(p.Key) < 6:
+		return nil, agentledger.Invalid("key", "%q is too short a prefix: give at least 6 characters", p.Key)
+	case p.Limit > 1000:
+		return nil, agentledger.Invalid("limit", "%d is above 1000", p.Limit)
+	case p.Limit <= 0:
+		p.Limit = 50
+	}
+	rows, err := l.db.Query(ctx, findSQL, p.Key, p.TaskID, p.Operation, p.Tenant, p.Limit)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: find: %w", err)
+	}
+	defer rows.Close()
+	var out []Found
+	for rows.Next() {
+		var f Found
+		if err := scanEntry(rows, &f.Entry, &f.TaskID, &f.Generation); err != nil {
+			return nil, fmt.Errorf("ledger: find: %w", err)
+		}
+		out = append(out, f)
+	}
+	return out, rows.Err()
+}
