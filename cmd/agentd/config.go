@@ -48,6 +48,7 @@ type config struct {
 	DispatchConcurrency int
 	DispatchLease       time.Duration
 
+	Demo                   bool
 	Listen                 string
 	IdempotencyKeyOptional bool
 	HooksFile              string
@@ -115,6 +116,7 @@ var settings = []setting{
 	{"no-dispatch", "AGENTLEDGER_NO_DISPATCH", "bool", "false", "do not deliver notifications from the outbox here (other daemons do)"},
 	{"dispatch-concurrency", "AGENTLEDGER_DISPATCH_CONCURRENCY", "int", "8", "notifications delivered at once"},
 	{"dispatch-lease", "AGENTLEDGER_DISPATCH_LEASE", "duration", "1m", "how long a dispatcher holds a notification; must outlast a delivery and Slack's rate-limit waits"},
+	{"demo", "AGENTLEDGER_DEMO", "bool", "false", "seed a small demo workload (idempotently) against a demo API served on --listen, and say where to look"},
 	{"listen", "AGENTLEDGER_LISTEN", "string", "127.0.0.1:7450", "address of the HTTP API, webhooks, /healthz, /readyz and /metrics; empty: no HTTP server"},
 	{"idempotency-key-optional", "AGENTLEDGER_IDEMPOTENCY_KEY_OPTIONAL", "bool", "false", "accept mutating API requests without an Idempotency-Key (each then acts anew)"},
 	{"hooks-file", "AGENTLEDGER_HOOKS_FILE", "string", "", "JSON file of webhook sources (name, type github|slack|hmac, secret_env or secret_file, task template); empty: no webhooks"},
@@ -223,6 +225,7 @@ func parseFlags(fs *pflag.FlagSet) (*config, error) {
 	boolean("no-dispatch", &c.NoDispatch)
 	num("dispatch-concurrency", &c.DispatchConcurrency)
 	dur("dispatch-lease", &c.DispatchLease)
+	boolean("demo", &c.Demo)
 	c.Listen = str("listen")
 	boolean("idempotency-key-optional", &c.IdempotencyKeyOptional)
 	c.HooksFile = str("hooks-file")

@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/agentledger/agentledger/database"
+	"github.com/agentledger/agentledger/internal/demo"
 	"github.com/agentledger/agentledger/metrics"
 	"github.com/agentledger/agentledger/migrations"
 	"github.com/agentledger/agentledger/worker"
@@ -74,6 +76,21 @@ func run(ctx context.Context, cfg *config, hurry <-chan struct{}) error {
 	if err := migrate(ctx, db, cfg, log); err != nil {
 		return err
 	}
+	ln, err := listen(cfg)
+	if err != nil {
+		return err
+	}
+	var demoAPI *demo.Server
+	if cfg.Demo {
+		if ln == nil {
+			return &usageError{fmt.Errorf("--demo needs the HTTP server: set --listen")}
+		}
+		// The demo's tasks call the demo API on this daemon's listener.
+		demoAPI = demo.NewServer()
+		host := ln.Addr().String()
+		cfg.HTTPAllowedHosts = append(cfg.HTTPAllowedHosts, host)
+		cfg.UnsafeHTTPAllowedHosts = append(cfg.UnsafeHTTPAllowedHosts, host)
+	}
 	m := metrics.New()
 	kinds, err := handlers(cfg, db.Pool, m)
 	if err != nil {
@@ -93,9 +110,20 @@ func run(ctx context.Context, cfg *config, hurry <-chan struct{}) error {
 	if err != nil {
 		return &usageError{err}
 	}
-	svc, err := buildServices(cfg, db.Pool, m, pool.ID(), log)
+	var extra map[string]http.Handler
+	if demoAPI != nil {
+		extra = demoAPI.Routes()
+	}
+	svc, err := buildServices(cfg, db.Pool, m, pool.ID(), ln, extra, log)
 	if err != nil {
 		return err
+	}
+	if demoAPI != nil {
+		seeded, err := demo.Seed(ctx, db.Pool, "http://"+ln.Addr().String())
+		if err != nil {
+			return fmt.Errorf("seeding the demo: %w", err)
+		}
+		printDemo(os.Stdout, seeded, ln.Addr().String())
 	}
 	done := make(chan struct{})
 	defer close(done)

@@ -36,8 +36,9 @@ type services struct {
 
 // buildServices checks the configuration of every service and binds the
 // listener, so that a mistake stops agentd before it claims any task.
-func buildServices(cfg *config, db *pgxpool.Pool, m *metrics.Metrics, owner string, log *slog.Logger) (*services, error) {
-	s := &services{}
+func buildServices(cfg *config, db *pgxpool.Pool, m *metrics.Metrics, owner string, ln net.Listener,
+	extra map[string]http.Handler, log *slog.Logger) (*services, error) {
+	s := &services{ln: ln}
 	disp, err := dispatcher(cfg, db, owner, m, log)
 	if err != nil {
 		return nil, err
@@ -63,7 +64,7 @@ func buildServices(cfg *config, db *pgxpool.Pool, m *metrics.Metrics, owner stri
 		}
 		s.runs = append(s.runs, j.Run)
 	}
-	if cfg.Listen == "" {
+	if ln == nil {
 		log.Info("http: no API server (--listen is empty)")
 		return s, nil
 	}
@@ -71,13 +72,24 @@ func buildServices(cfg *config, db *pgxpool.Pool, m *metrics.Metrics, owner stri
 	if err != nil {
 		return nil, err
 	}
-	s.ln, err = net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		return nil, &usageError{fmt.Errorf("--listen %s: %w", cfg.Listen, err)}
+	for pattern, h := range extra {
+		api.Handle(pattern, h)
 	}
 	log.Info("http: serving the API", "addr", "http://"+s.ln.Addr().String(), "idempotency_key_required", !cfg.IdempotencyKeyOptional)
 	s.runs = append(s.runs, func(ctx context.Context) error { return api.Serve(ctx, s.ln) })
 	return s, nil
+}
+
+// listen binds --listen, or returns nil when it is empty.
+func listen(cfg *config) (net.Listener, error) {
+	if cfg.Listen == "" {
+		return nil, nil
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return nil, &usageError{fmt.Errorf("--listen %s: %w", cfg.Listen, err)}
+	}
+	return ln, nil
 }
 
 // run runs every service until ctx ends and they have stopped; the first

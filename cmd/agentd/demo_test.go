@@ -1,0 +1,66 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/internal/testdb"
+)
+
+// agentd --demo seeds its workload, which ends as the banner says: the
+// charge succeeds with its child, the flaky charge succeeds after two
+// retries, the legacy call needs an operator. A second start seeds nothing.
+func TestDemo(t *testing.T) {
+	t.Parallel()
+	url := testdb.Empty(t)
+	start := func() (stop func(), banner string) {
+		cmd := agentd(t, []string{"DATABASE_URL=" + url}, "--demo", "--grace", "300ms")
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(stdout)
+		var b strings.Builder
+		for sc.Scan() && !strings.Contains(sc.Text(), "effects_total") {
+			b.WriteString(sc.Text() + "\n")
+		}
+		go func() {
+			for sc.Scan() { // the console sink's lines
+			}
+		}()
+		return func() {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			if err := cmd.Wait(); err != nil {
+				t.Errorf("agentd --demo exited with %v", err)
+			}
+		}, b.String()
+	}
+	stop, banner := start()
+	for _, want := range []string{"task 1    charge-order-1001          (new)", "agentctl tui", "replay 1 --dry-run"} {
+		if !strings.Contains(banner, want) {
+			t.Fatalf("banner lacks %q:\n%s", want, banner)
+		}
+	}
+	s := claims.New(testdb.Open(t, url))
+	waitTask(t, s, 1, agentledger.StateSucceeded)
+	waitTask(t, s, 2, agentledger.StateSucceeded)
+	waitTask(t, s, 3, agentledger.StateNeedsAttention)
+	if got, _ := s.Get(context.Background(), "", 2); got.Attempt != 3 {
+		t.Errorf("the flaky charge took %d attempts, want 3", got.Attempt)
+	}
+	stop()
+
+	stop, banner = start()
+	defer stop()
+	if !strings.Contains(banner, "charge-order-1001          (already there)") || strings.Contains(banner, "(new)") {
+		t.Fatalf("second start seeded again:\n%s", banner)
+	}
+}

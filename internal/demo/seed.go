@@ -1,0 +1,97 @@
+package demo
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/outbox"
+	"github.com/agentledger/agentledger/schedule"
+)
+
+// Seeded is what Seed made or found.
+type Seeded struct {
+	// Tasks are the demo tasks by name, in the order they were seeded.
+	Tasks []SeededTask
+	// Rule and Schedule name the notification rule and the cron schedule.
+	Rule, Schedule string
+}
+
+// SeededTask is one demo task.
+type SeededTask struct {
+	Name string
+	// ID is 0 when an earlier run, listening on another address, seeded it.
+	ID int64
+	// New is false when an earlier run had seeded it.
+	New bool
+}
+
+// The demo's names.
+const (
+	RuleName     = "demo"
+	ScheduleName = "demo-heartbeat"
+	Channel      = "demo"
+)
+
+// Seed seeds the workload against the demo API at base (e.g.
+// "http://127.0.0.1:7450"). It is idempotent: tasks carry submission keys,
+// and the rule and schedule are added once.
+func Seed(ctx context.Context, db claims.DB, base string) (Seeded, error) {
+	out := Seeded{Rule: RuleName, Schedule: ScheduleName}
+	if _, err := outbox.NewRules(db).Put(ctx, outbox.Rule{Name: RuleName, Channel: Channel, Events: outbox.Events}, true); err != nil {
+		return out, err
+	}
+	_, err := schedule.NewStore(db).Add(ctx, schedule.Schedule{Name: ScheduleName, Spec: "@every 1m", Kind: "echo",
+		Payload: json.RawMessage(`{"heartbeat":"demo"}`)})
+	if err != nil && !errors.Is(err, agentledger.ErrConflict) {
+		return out, err
+	}
+	store := claims.New(db)
+	for _, t := range tasks(base) {
+		payload, err := json.Marshal(map[string]any{"steps": t.steps})
+		if err != nil {
+			return out, err
+		}
+		r, err := store.Enqueue(ctx, claims.EnqueueParams{Kind: "steps", Payload: payload, SubmissionKey: "demo:" + t.name,
+			MaxAttempts: 5})
+		if errors.Is(err, agentledger.ErrKeyReuse) {
+			// Seeded by an earlier run listening elsewhere (its URLs
+			// differ): the demo task exists; its id is not needed.
+			out.Tasks = append(out.Tasks, SeededTask{Name: t.name})
+			continue
+		}
+		if err != nil {
+			return out, fmt.Errorf("demo task %s: %w", t.name, err)
+		}
+		out.Tasks = append(out.Tasks, SeededTask{Name: t.name, ID: r.Task.ID, New: !r.Duplicate})
+	}
+	return out, nil
+}
+
+type step = map[string]any
+
+type demoTask struct {
+	name  string
+	steps []step
+}
+
+// tasks are the demo's steps tasks.
+func tasks(base string) []demoTask {
+	return []demoTask{
+		{"charge-order-1001", []step{
+			{"tool": "http_request", "args": step{"method": "POST", "url": base + "/demo/charges", "body": step{"order": 1001, "amount": 4200}}},
+			{"tool": "create_task", "args": step{"kind": "echo", "payload": step{"receipt_for": "${steps.0.body.id}"}}},
+			{"tool": "notify", "args": step{"channel": Channel, "text": "charged order 1001: ${steps.0.body.id}"}},
+		}},
+		{"charge-order-1002-flaky", []step{
+			{"tool": "http_request", "args": step{"method": "POST", "url": base + "/demo/flaky", "body": step{"order": 1002, "amount": 990}}},
+			{"tool": "notify", "args": step{"channel": Channel, "text": "charged order 1002 after retries: ${steps.0.body.id}"}},
+		}},
+		{"legacy-inventory-sync", []step{
+			{"tool": "unsafe_http", "args": step{"method": "POST", "url": base + "/demo/legacy", "body": step{"sync": "inventory"}}},
+		}},
+	}
+}
