@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentledger/agentledger/pgembed"
@@ -24,6 +25,10 @@ type Config struct {
 	StateDir string
 	// MaxConns caps the pool; 0 keeps pgx's default (max(4, CPUs)).
 	MaxConns int32
+	// Pooler says the URL is a transaction-pooling PgBouncer: no statement
+	// is prepared on a server connection that the next transaction may
+	// not get (pgx's exec mode: one unnamed statement per query).
+	Pooler bool
 	// Logger; nil discards.
 	Logger *slog.Logger
 }
@@ -78,6 +83,9 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 		pcfg.MaxConns = cfg.MaxConns
 	}
 	pcfg.ConnConfig.RuntimeParams["application_name"] = "agentledger"
+	if cfg.Pooler {
+		pcfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeExec
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err == nil {
 		err = pool.Ping(ctx)

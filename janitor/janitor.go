@@ -7,11 +7,26 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
+	"crypto/rand"
+	"encoding/hex"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/agentledger/agentledger/claims"
 )
 
-// lockKey is the advisory lock a run holds: one janitor at a time.
-const lockKey = 7_211_660_815_501_451_265 // "agentledger janitor"
+// leaderName is the janitor's row in the leaders table.
+const leaderName = "janitor"
+
+// acquireSQL takes or renews the janitor's lease for $2 if it is free,
+// expired or already ours ($1); it returns a row only then.
+const acquireSQL = `
+INSERT INTO leaders (name, owner, expires_at) VALUES ('` + leaderName + `', $1, now() + $2::interval)
+ON CONFLICT (name) DO UPDATE SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at
+WHERE leaders.expires_at < now() OR leaders.owner = EXCLUDED.owner
+RETURNING owner`
+
+const releaseSQL = `DELETE FROM leaders WHERE name = '` + leaderName + `' AND owner = $1`
 
 // Sweep is one kind of row the janitor deletes.
 type Sweep struct {
@@ -42,16 +57,21 @@ const (
 	DefaultBatch    = 1000
 )
 
-// Janitor runs sweeps periodically under an advisory lock.
+// Janitor runs sweeps periodically while it holds the janitor's lease.
 type Janitor struct {
-	db     *pgxpool.Pool
+	db     claims.DB
 	sweeps []Sweep
 	cfg    Config
 	log    *slog.Logger
+	owner  string // this janitor's name in the leaders table
 }
 
+// leaseFor is how long a run holds the lease without renewing it; it is
+// renewed before every sweep.
+const leaseFor = 5 * time.Minute
+
 // New returns a janitor of db running sweeps in order.
-func New(db *pgxpool.Pool, sweeps []Sweep, cfg Config) (*Janitor, error) {
+func New(db claims.DB, sweeps []Sweep, cfg Config) (*Janitor, error) {
 	for _, s := range sweeps {
 		if s.Name == "" || s.Delete == nil || s.Window <= 0 {
 			return nil, fmt.Errorf("janitor: sweep %q needs a name, a delete and a positive window (got %v)", s.Name, s.Window)
@@ -67,7 +87,9 @@ func New(db *pgxpool.Pool, sweeps []Sweep, cfg Config) (*Janitor, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Janitor{db: db, sweeps: sweeps, cfg: cfg, log: log}, nil
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return &Janitor{db: db, sweeps: sweeps, cfg: cfg, log: log, owner: hex.EncodeToString(b)}, nil
 }
 
 // Report is what one run did.
@@ -105,30 +127,26 @@ func (j *Janitor) Run(ctx context.Context) error {
 
 // RunOnce runs every sweep once, if no other janitor is running.
 func (j *Janitor) RunOnce(ctx context.Context) (Report, error) {
-	conn, err := j.db.Acquire(ctx)
-	if err != nil {
-		return Report{}, fmt.Errorf("janitor: %w", err)
-	}
-	defer conn.Release()
-	var got bool
-	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, int64(lockKey)).Scan(&got); err != nil {
-		return Report{}, fmt.Errorf("janitor: %w", err)
-	}
-	if !got {
-		return Report{Skipped: true}, nil
+	got, err := j.acquire(ctx)
+	if err != nil || !got {
+		return Report{Skipped: err == nil}, err
 	}
 	defer func() {
-		// A failed unlock leaves the lock to the session: close it so the
-		// next run is not refused forever.
-		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		if _, err := conn.Exec(uctx, `SELECT pg_advisory_unlock($1)`, int64(lockKey)); err != nil {
-			_ = conn.Conn().Close(uctx)
+		if _, err := j.db.Exec(rctx, releaseSQL, j.owner); err != nil {
+			j.log.Warn("janitor: releasing the lease failed; it expires by itself", "err", err)
 		}
 	}()
 	rep := Report{Deleted: map[string]int64{}}
 	var errs []error
-	for _, s := range j.sweeps {
+	for i, s := range j.sweeps {
+		if i > 0 { // renew, so a long run keeps the lease
+			if got, err := j.acquire(ctx); err != nil || !got {
+				errs = append(errs, fmt.Errorf("janitor: lease lost before sweep %s (%v)", s.Name, err))
+				break
+			}
+		}
 		n, err := j.sweep(ctx, s)
 		rep.Deleted[s.Name] = n
 		if j.cfg.OnDelete != nil && n > 0 {
@@ -139,6 +157,19 @@ func (j *Janitor) RunOnce(ctx context.Context) (Report, error) {
 		}
 	}
 	return rep, errors.Join(errs...)
+}
+
+// acquire takes or renews the janitor's lease.
+func (j *Janitor) acquire(ctx context.Context) (bool, error) {
+	var owner string
+	err := j.db.QueryRow(ctx, acquireSQL, j.owner, leaseFor).Scan(&owner)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("janitor: %w", err)
+	}
+	return true, nil
 }
 
 // sweep deletes batches until one comes back short.

@@ -43,6 +43,9 @@ type config struct {
 	SlackToken     string // from the environment only: a flag would show in ps
 	SlackTokenFile string
 	SlackAPIURL    string
+	SlackInterval  time.Duration
+	SlackRate      int
+	PgBouncer      bool
 
 	NoDispatch          bool
 	DispatchConcurrency int
@@ -113,6 +116,9 @@ var settings = []setting{
 	{"notify-file", "AGENTLEDGER_NOTIFY_FILE", "string", "", "file the console notification sink appends to; empty: notifications.jsonl in the state directory"},
 	{"slack-token-file", "AGENTLEDGER_SLACK_TOKEN_FILE", "string", "", "file holding the Slack bot token (or set AGENTLEDGER_SLACK_TOKEN); without a token notifications go to the console sink"},
 	{"slack-api-url", "AGENTLEDGER_SLACK_API_URL", "string", "", "Slack Web API root; empty: Slack's"},
+	{"slack-channel-interval", "AGENTLEDGER_SLACK_CHANNEL_INTERVAL", "duration", "1s", "least time between two posts or updates to one Slack channel (Slack allows about one a second)"},
+	{"slack-workspace-rate", "AGENTLEDGER_SLACK_WORKSPACE_RATE", "int", "1", "posts and updates a second over all Slack channels (bursts of 3)"},
+	{"pgbouncer", "AGENTLEDGER_PGBOUNCER", "bool", "false", "DATABASE_URL is a transaction-pooling PgBouncer: poll only, prepare no statements, and do not migrate (run agentctl migrate up against PostgreSQL itself)"},
 	{"no-dispatch", "AGENTLEDGER_NO_DISPATCH", "bool", "false", "do not deliver notifications from the outbox here (other daemons do)"},
 	{"dispatch-concurrency", "AGENTLEDGER_DISPATCH_CONCURRENCY", "int", "8", "notifications delivered at once"},
 	{"dispatch-lease", "AGENTLEDGER_DISPATCH_LEASE", "duration", "1m", "how long a dispatcher holds a notification; must outlast a delivery and Slack's rate-limit waits"},
@@ -217,6 +223,15 @@ func parseFlags(fs *pflag.FlagSet) (*config, error) {
 	c.NotifyFile = str("notify-file")
 	c.SlackTokenFile = str("slack-token-file")
 	c.SlackAPIURL = str("slack-api-url")
+	dur("slack-channel-interval", &c.SlackInterval)
+	num("slack-workspace-rate", &c.SlackRate)
+	boolean("pgbouncer", &c.PgBouncer)
+	if c.PgBouncer {
+		if c.DatabaseURL == "" {
+			errs = append(errs, fmt.Sprintf("%s: set DATABASE_URL to the PgBouncer's address", label("pgbouncer")))
+		}
+		c.PollOnly, c.NoMigrate = true, true
+	}
 	c.StateDir = str("state-dir")
 	c.WorkerID = str("worker-id")
 	c.Queues = list(str("queues"))

@@ -82,7 +82,7 @@ func notificationSink(cfg *config, out io.Writer, log *slog.Logger) (notify.Sink
 		return sink, err
 	}
 	sink, err := notify.NewSlackSink(notify.SlackConfig{Token: cfg.SlackToken, TokenFile: cfg.SlackTokenFile,
-		APIURL: cfg.SlackAPIURL, Logger: log})
+		APIURL: cfg.SlackAPIURL, Logger: log, PerChannelInterval: cfg.SlackInterval, WorkspaceRate: float64(cfg.SlackRate)})
 	if err != nil {
 		return nil, &usageError{err}
 	}

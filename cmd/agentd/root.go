@@ -60,7 +60,8 @@ func run(ctx context.Context, cfg *config, hurry <-chan struct{}) error {
 	log := newLogger(cfg)
 	slog.SetDefault(log)
 
-	db, err := database.Open(ctx, database.Config{URL: cfg.DatabaseURL, StateDir: cfg.StateDir, MaxConns: cfg.MaxConns, Logger: log})
+	db, err := database.Open(ctx, database.Config{URL: cfg.DatabaseURL, StateDir: cfg.StateDir, MaxConns: cfg.MaxConns,
+		Pooler: cfg.PgBouncer, Logger: log})
 	if err != nil {
 		return err
 	}
