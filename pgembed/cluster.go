@@ -300,3 +300,14 @@ func (c *Cluster) String() string {
 
 // GoString describes the cluster without its password, for %#v.
 func (c *Cluster) GoString() string { return c.String() }
+
+// Restart stops the server with a fast shutdown (every session is cut) and
+// starts it again, on the same port unless another process took it
+// meanwhile. Other users of the cluster see their connections fail and must
+// reconnect: failure drills use it.
+func (c *Cluster) Restart(ctx context.Context) error {
+	if err := c.stopServer(ctx); err != nil {
+		return err
+	}
+	return c.startServer(ctx)
+}

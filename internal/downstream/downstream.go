@@ -83,6 +83,18 @@ func (s *Server) EffectsFor(key string) int {
 	return 0
 }
 
+// EffectsByBody counts the keyed business effects per request body
+// (SHA-256): an intended effect performed under two keys counts 2.
+func (s *Server) EffectsByBody() map[[32]byte]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[[32]byte]int{}
+	for _, e := range s.effects {
+		out[e.bodyHash]++
+	}
+	return out
+}
+
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.hits.Add(1)
 	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))

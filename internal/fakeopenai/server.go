@@ -23,6 +23,8 @@ type Server struct {
 	script []Reply
 	next   int
 	reqs   []Request
+	// respond, when set, answers every request instead of the script.
+	respond func(Request) Reply
 }
 
 // Request is one request the server received.
@@ -62,6 +64,15 @@ type Tool struct {
 // script fails t and is answered 400.
 func New(t testing.TB, key string, replies ...Reply) *Server {
 	s := &Server{t: t, key: key, script: replies}
+	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+// NewFunc starts a server that answers every request with respond(req):
+// for concurrent conversations, whose requests arrive in no fixed order.
+func NewFunc(t testing.TB, key string, respond func(Request) Reply) *Server {
+	s := &Server{t: t, key: key, respond: respond}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.srv.Close)
 	return s
@@ -119,11 +130,15 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	n := len(s.reqs)
 	var reply Reply
 	have := false
-	if req.Authorized && decodeErr == nil && s.next < len(s.script) {
+	respond := s.respond
+	if req.Authorized && decodeErr == nil && respond == nil && s.next < len(s.script) {
 		reply, have = s.script[s.next], true
 		s.next++
 	}
 	s.mu.Unlock()
+	if req.Authorized && decodeErr == nil && respond != nil {
+		reply, have = respond(req), true
+	}
 
 	switch {
 	case !req.Authorized:
