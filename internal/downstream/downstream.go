@@ -14,6 +14,7 @@ import (
 	"net/http/httptest"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Server is a running counting server. Its zero value is not usable: call
@@ -26,6 +27,7 @@ type Server struct {
 	effects map[string]*effect // by Idempotency-Key
 	unkeyed int64              // business effects without a key
 	faults  []Fault
+	delay   func() time.Duration // how long a request takes, or nil
 }
 
 type effect struct {
@@ -59,6 +61,14 @@ func New() *Server {
 func (s *Server) Inject(f ...Fault) {
 	s.mu.Lock()
 	s.faults = append(s.faults, f...)
+	s.mu.Unlock()
+}
+
+// SetDelay makes every request take delay() before it is handled, as a
+// real API does: work stays in flight long enough for a drill to hit it.
+func (s *Server) SetDelay(delay func() time.Duration) {
+	s.mu.Lock()
+	s.delay = delay
 	s.mu.Unlock()
 }
 
@@ -97,6 +107,12 @@ func (s *Server) EffectsByBody() map[[32]byte]int {
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.hits.Add(1)
+	s.mu.Lock()
+	delay := s.delay
+	s.mu.Unlock()
+	if delay != nil {
+		time.Sleep(delay()) // the API's own latency
+	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)

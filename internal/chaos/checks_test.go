@@ -1,0 +1,152 @@
+package chaos
+
+import (
+	"context"
+	"crypto/sha256"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// check asserts the invariants and reports the figures; every failure
+// names the invariant and the task.
+func (r *run) check() {
+	t := r.t
+	ctx := context.Background()
+	fail := func(invariant, format string, a ...any) {
+		t.Errorf("INVARIANT %s: %s", invariant, sprintf(format, a...))
+	}
+
+	// Every task finished, and succeeded.
+	rows, err := r.w.db.Query(ctx, `SELECT id, kind, state, coalesce(last_error, '') FROM tasks WHERE state <> 'succeeded' ORDER BY id`)
+	must(t, err)
+	for rows.Next() {
+		var id int64
+		var kind, state, lastErr string
+		must(t, rows.Scan(&id, &kind, &state, &lastErr))
+		fail("every task finished", "task %d (%s) is %s: %s", id, kind, state, lastErr)
+	}
+	rows.Close()
+
+	// One child per parent.
+	children := map[int]int{}
+	rows, err = r.w.db.Query(ctx, `SELECT (payload->>'parent')::int FROM tasks WHERE kind = 'echo'`)
+	must(t, err)
+	for rows.Next() {
+		var p int
+		must(t, rows.Scan(&p))
+		children[p]++
+	}
+	rows.Close()
+	for i := range r.tasks {
+		if children[i] != 1 {
+			fail("one child per parent", "parent chaos:%d has %d children", i, children[i])
+		}
+	}
+
+	// Exactly one business effect per intended effect.
+	byBody := r.down.EffectsByBody()
+	for i := range r.tasks {
+		if n := byBody[sha256.Sum256([]byte(sprintf(`{"task":%d}`, i)))]; n != 1 {
+			fail("one business effect per intended effect", "task chaos:%d's POST took effect %d times", i, n)
+		}
+	}
+	for j := range r.agents {
+		if n := byBody[sha256.Sum256([]byte(sprintf(`{"agent":%d}`, j)))]; n != 1 {
+			fail("one business effect per intended effect", "agent task chaos-agent:%d's POST took effect %d times", j, n)
+		}
+	}
+	if got, want := r.down.Effects(), int64(r.tasks+r.agents); got != want {
+		fail("one business effect per intended effect", "downstream has %d business effects, want %d", got, want)
+	}
+
+	// One Slack message per notify call and per (task, rule).
+	toolMsgs := map[int]int{}
+	ruleMsgs := map[int64]int{}
+	toolText := regexp.MustCompile(`^chaos task (\d+) done$`)
+	ruleTitle := regexp.MustCompile(`Task (\d+) `)
+	msgs := r.slack.Messages(r.channel)
+	for _, m := range msgs {
+		if g := toolText.FindStringSubmatch(m.Text); g != nil {
+			toolMsgs[atoi(g[1])]++
+		} else if g := ruleTitle.FindStringSubmatch(m.Text); g != nil {
+			ruleMsgs[int64(atoi(g[1]))]++
+		}
+	}
+	for i := range r.tasks {
+		if toolMsgs[i] != 1 {
+			fail("one Slack message per notify call", "chaos task %d's notify posted %d messages", i, toolMsgs[i])
+		}
+	}
+	rows, err = r.w.db.Query(ctx, `SELECT id FROM tasks`)
+	must(t, err)
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		must(t, rows.Scan(&id))
+		ids = append(ids, id)
+	}
+	rows.Close()
+	for _, id := range ids {
+		if ruleMsgs[id] != 1 {
+			fail("one Slack message per (task, rule)", "task %d has %d messages of rule ops", id, ruleMsgs[id])
+		}
+	}
+	var failedEvents int
+	must(t, r.w.db.QueryRow(ctx, `SELECT count(*) FROM outbox WHERE state = 'failed'`).Scan(&failedEvents))
+	if failedEvents > 0 {
+		fail("every notification delivered", "%d outbox events failed", failedEvents)
+	}
+
+	// No task ever had two overlapping leases.
+	rows, err = r.w.db.Query(ctx, `SELECT a.task_id, a.lease_token, b.lease_token FROM task_attempts a
+		JOIN task_attempts b ON a.task_id = b.task_id AND a.lease_token < b.lease_token
+		WHERE b.started_at < coalesce(a.ended_at, 'infinity'::timestamptz)`)
+	must(t, err)
+	for rows.Next() {
+		var id, a, b int64
+		must(t, rows.Scan(&id, &a, &b))
+		fail("no overlapping leases", "task %d: the lease of token %d began before token %d's ended", id, b, a)
+	}
+	rows.Close()
+
+	// Secrets stay out of the daemons' logs.
+	for _, d := range r.daemons {
+		b, err := os.ReadFile(d.log)
+		must(t, err)
+		for _, s := range []string{slackToken, modelKey} {
+			if strings.Contains(string(b), s) {
+				fail("secrets never logged", "%s's log shows a secret", d.name)
+			}
+		}
+	}
+
+	var leaseLosses, unknown, attempts int
+	must(t, r.w.db.QueryRow(ctx, `SELECT
+		(SELECT count(*) FROM task_attempts WHERE outcome = 'lease_expired'),
+		(SELECT count(*) FROM ledger WHERE state = 'unknown'),
+		(SELECT count(*) FROM task_attempts)`).Scan(&leaseLosses, &unknown, &attempts))
+	starts := 0
+	for _, d := range r.daemons {
+		starts += d.starts
+	}
+	r.note("done")
+	t.Logf("chaos: %d tasks + %d agent tasks + %d children in %s; daemon starts %d; attempts %d; lease losses %d; "+
+		"unknown outcomes %d; downstream hits %d for %d business effects (%d keyed re-sends absorbed); "+
+		"slack messages %d (%d posts, %d history reads)",
+		r.tasks, r.agents, r.tasks, time.Since(r.start).Round(time.Second), starts, attempts, leaseLosses, unknown,
+		r.down.Hits(), r.down.Effects(), r.down.Hits()-r.down.Effects(),
+		len(msgs), r.slack.Calls("chat.postMessage"), r.slack.Calls("conversations.history"))
+	r.mu.Lock()
+	t.Logf("what the harness did:\n%s", strings.Join(r.events, "\n"))
+	r.mu.Unlock()
+}
+
+func atoi(s string) int {
+	n := 0
+	for _, c := range s {
+		n = n*10 + int(c-'0')
+	}
+	return n
+}

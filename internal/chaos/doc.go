@@ -1,0 +1,14 @@
+// Package chaos is the proof under fire: three agentd processes on one
+// PostgreSQL, a counting downstream that honours Idempotency-Key, a Slack
+// test server and a fake model, while the harness SIGKILLs and restarts
+// daemons, freezes one past its lease (SIGSTOP, then SIGCONT: a zombie),
+// restarts PostgreSQL and cuts connections. At the end every task must have
+// finished with exactly one business effect per intended effect, one child
+// per parent, one Slack message per (task, rule) and per notify call, and no
+// overlapping leases.
+//
+// The default run is short (CI). CHAOS_TASKS, CHAOS_AGENTS, CHAOS_SECONDS
+// and CHAOS_SEED size it and make a failing run reproducible (the seed is
+// printed); `CHAOS_TASKS=2000 CHAOS_SECONDS=60 go test ./internal/chaos -run
+// Chaos -v -timeout 30m` is the full run.
+package chaos

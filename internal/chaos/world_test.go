@@ -1,0 +1,118 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/agentledger/agentledger/migrations"
+	"github.com/agentledger/agentledger/pgembed"
+)
+
+// world is a private PostgreSQL cluster with a migrated database, and the
+// agentd binary built from this tree.
+type world struct {
+	dir     string
+	cluster *pgembed.Cluster
+	url     string
+	db      *pgxpool.Pool
+	agentd  string
+}
+
+// newWorld starts the cluster (its own: the drill restarts it, which the
+// shared test cluster must never see) and builds agentd.
+func newWorld(t *testing.T) *world {
+	t.Helper()
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "agentledger-chaos-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The server may run as another user (postgres, under root): it must
+	// reach its state directory.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	w := &world{dir: dir}
+	w.cluster, err = pgembed.Start(ctx, pgembed.Config{StateDir: filepath.Join(dir, "pg"),
+		Settings: map[string]string{"fsync": "off", "synchronous_commit": "off", "max_connections": "300"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.cluster.Close(context.Background()) })
+	admin, err := pgxpool.New(ctx, w.cluster.URL("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.Exec(ctx, `CREATE DATABASE chaos`); err != nil {
+		t.Fatal(err)
+	}
+	admin.Close()
+	w.url = w.cluster.URL("chaos")
+	w.db, err = pgxpool.New(ctx, w.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.db.Close)
+	m, err := migrations.New(w.db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Up(ctx); err != nil {
+		t.Fatal(err)
+	}
+	m.Close()
+
+	w.agentd = filepath.Join(dir, "agentd")
+	build := exec.Command("go", "build", "-o", w.agentd, "github.com/agentledger/agentledger/cmd/agentd")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building agentd: %v\n%s", err, out)
+	}
+	return w
+}
+
+// envInt reads a sizing variable.
+func envInt(t *testing.T, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		t.Fatalf("%s=%q is not a whole number", name, v)
+	}
+	return n
+}
+
+// waitFor polls cond (a condition in other processes) until it holds.
+func waitFor(t *testing.T, what string, limit time.Duration, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		ok, status := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not reached in %s (%s)", what, limit, status)
+		}
+		time.Sleep(200 * time.Millisecond) // polling other processes
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func sprintf(format string, a ...any) string { return fmt.Sprintf(format, a...) }
