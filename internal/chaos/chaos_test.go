@@ -273,4 +273,3 @@ func (r *run) report() {
 		r.t.Logf("last lines of %s:\n%s", d.name, strings.Join(lines[max(0, len(lines)-15):], "\n"))
 	}
 }
-
