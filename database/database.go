@@ -25,9 +25,13 @@ type Config struct {
 	StateDir string
 	// MaxConns caps the pool; 0 keeps pgx's default (max(4, CPUs)).
 	MaxConns int32
-	// Pooler says the URL is a transaction-pooling PgBouncer: no statement
-	// is prepared on a server connection that the next transaction may
-	// not get (pgx's exec mode: one unnamed statement per query).
+	// Pooler says the URL is a transaction-pooling PgBouncer: no named
+	// statement is prepared on a server connection that the next
+	// transaction may not get. pgx's cache-describe mode learns each
+	// statement's parameter types once (a self-contained Parse+Describe),
+	// then sends Parse+Bind+Execute of the unnamed statement in one
+	// round trip; exec mode would guess types from Go values and send a
+	// []byte for a jsonb parameter as bytea.
 	Pooler bool
 	// Logger; nil discards.
 	Logger *slog.Logger
@@ -84,7 +88,7 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	}
 	pcfg.ConnConfig.RuntimeParams["application_name"] = "agentledger"
 	if cfg.Pooler {
-		pcfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeExec
+		pcfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err == nil {

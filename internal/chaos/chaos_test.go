@@ -47,16 +47,32 @@ func (r *run) note(format string, a ...any) {
 	r.events = append(r.events, sprintf("%6.1fs ", time.Since(r.start).Seconds())+sprintf(format, a...))
 }
 
+// options size a drill.
+type options struct {
+	tasks, agents, seconds int
+	// pgbouncer runs the daemons through a transaction-pooling PgBouncer.
+	pgbouncer bool
+}
+
 func TestChaos(t *testing.T) {
+	drill(t, options{tasks: envInt(t, "CHAOS_TASKS", 150), agents: envInt(t, "CHAOS_AGENTS", 10),
+		seconds: envInt(t, "CHAOS_SECONDS", 15)})
+}
+
+// drill runs one chaos round and checks the invariants.
+func drill(t *testing.T, o options) {
 	if testing.Short() {
 		t.Skip("the chaos drill starts its own PostgreSQL and three daemons")
 	}
 	seed := uint64(envInt(t, "CHAOS_SEED", int(time.Now().UnixNano()%1_000_000)))
 	t.Logf("CHAOS_SEED=%d (set it to replay this run's schedule)", seed)
-	r := &run{t: t, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
-		tasks: envInt(t, "CHAOS_TASKS", 150), agents: envInt(t, "CHAOS_AGENTS", 10)}
-	seconds := envInt(t, "CHAOS_SECONDS", 15)
+	r := &run{t: t, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), tasks: o.tasks, agents: o.agents}
+	seconds := o.seconds
 	r.w = newWorld(t)
+	dbURL, extra := r.w.url, []string(nil)
+	if o.pgbouncer {
+		dbURL, extra = startPgBouncer(t, r.w), []string{"--pgbouncer"}
+	}
 	r.down = downstream.New()
 	t.Cleanup(r.down.Close)
 	var dmu sync.Mutex
@@ -83,10 +99,11 @@ func TestChaos(t *testing.T) {
 				"--dispatch-lease", "5s", "--dispatch-concurrency", "4",
 				"--slack-channel-interval", "1ms", "--slack-workspace-rate", "100000",
 				"--http-allowed-hosts", host, "--llm-base-url", model.BaseURL(), "--llm-model", "chaos"},
-			env: []string{"DATABASE_URL=" + r.w.url, "AGENTLEDGER_STATE_DIR=" + filepath.Join(r.w.dir, "state-"+name),
+			env: []string{"DATABASE_URL=" + dbURL, "AGENTLEDGER_STATE_DIR=" + filepath.Join(r.w.dir, "state-"+name),
 				"AGENTLEDGER_SLACK_TOKEN=" + slackToken, "AGENTLEDGER_SLACK_API_URL=" + r.slack.APIURL(),
 				"AGENTLEDGER_LLM_API_KEY=" + modelKey},
 		}
+		d.args = append(d.args, extra...)
 		must(t, d.start())
 		r.daemons = append(r.daemons, d)
 	}

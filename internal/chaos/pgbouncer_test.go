@@ -1,0 +1,96 @@
+package chaos
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// A short round with every daemon behind PgBouncer in transaction pooling
+// mode: poll-only wake-ups, no prepared statements, no session state.
+func TestChaosThroughPgBouncer(t *testing.T) {
+	drill(t, options{tasks: envInt(t, "CHAOS_TASKS", 60), agents: envInt(t, "CHAOS_AGENTS", 5),
+		seconds: envInt(t, "CHAOS_SECONDS", 10), pgbouncer: true})
+}
+
+// startPgBouncer runs PgBouncer in transaction pooling mode in front of the
+// world's database and returns the URL to reach the database through it.
+func startPgBouncer(t *testing.T, w *world) string {
+	t.Helper()
+	bin, err := exec.LookPath("pgbouncer")
+	if err != nil {
+		if _, serr := os.Stat("/usr/sbin/pgbouncer"); serr != nil {
+			t.Skip("pgbouncer is not installed (Debian: apt-get install pgbouncer; .ci/run installs it)")
+		}
+		bin = "/usr/sbin/pgbouncer"
+	}
+	u, err := url.Parse(w.url)
+	must(t, err)
+	pass, _ := u.User.Password()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+
+	dir := filepath.Join(w.dir, "pgbouncer")
+	must(t, os.MkdirAll(dir, 0o777))
+	must(t, os.Chmod(dir, 0o777)) // PgBouncer may run as another user
+	ini := filepath.Join(dir, "pgbouncer.ini")
+	conf := fmt.Sprintf(`[databases]
+chaos = host=%s port=%s dbname=chaos user=%s password=%s
+
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = %d
+unix_socket_dir =
+auth_type = any
+pool_mode = transaction
+max_client_conn = 1000
+default_pool_size = 40
+reserve_pool_size = 10
+server_login_retry = 1
+logfile = %s
+pidfile = %s
+`, u.Hostname(), u.Port(), u.User.Username(), pass, port, filepath.Join(dir, "pgbouncer.log"), filepath.Join(dir, "pgbouncer.pid"))
+	must(t, os.WriteFile(ini, []byte(conf), 0o644))
+
+	cmd := exec.Command(bin, ini)
+	if os.Geteuid() == 0 { // PgBouncer refuses to run as root
+		pg, err := user.Lookup("postgres")
+		if err != nil {
+			t.Skip("running as root and there is no postgres user to run PgBouncer as")
+		}
+		uid, _ := strconv.Atoi(pg.Uid)
+		gid, _ := strconv.Atoi(pg.Gid)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
+	}
+	out, err := os.Create(filepath.Join(dir, "stdout.log"))
+	must(t, err)
+	cmd.Stdout, cmd.Stderr = out, out
+	must(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+		out.Close()
+	})
+	waitFor(t, "PgBouncer listening", 10*time.Second, func() (bool, string) {
+		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
+		if err != nil {
+			b, _ := os.ReadFile(filepath.Join(dir, "stdout.log"))
+			return false, string(b)
+		}
+		c.Close()
+		return true, ""
+	})
+	pu := *u
+	pu.Host = fmt.Sprintf("127.0.0.1:%d", port)
+	return pu.String()
+}
