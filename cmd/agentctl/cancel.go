@@ -8,26 +8,72 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/claims"
 )
 
 func (a *app) cancelCmd() *cobra.Command {
-	var tenant string
+	var (
+		tenant string
+		f      bulkFlags
+	)
 	cmd := &cobra.Command{
-		Use:   "cancel ID",
-		Short: "Cancel a task",
+		Use:   "cancel ID | --all [--state S] [--queue Q] [--kind K] [--tenant T] [--since T] [--until T] [--yes]",
+		Short: "Cancel a task, or every unfinished task of a filter",
 		Long: `Cancel a task. A task that is not running is cancelled at once. A running
 task is flagged: its attempt sees the flag at its next heartbeat, stops and
 records the cancellation. A finished task (succeeded, dead, cancelled) cannot
 be cancelled: exit 1.
 
-With --output json it prints {"task": {...}, "immediate": true|false}.`,
-		Example: `  agentctl cancel 42`,
-		Args:    oneID,
-		RunE:    a.action(func(ctx context.Context, args []string) error { return a.cancel(ctx, tenant, args[0]) }),
+With --all it cancels every unfinished task (queued, retrying, running,
+needs_attention; --state narrows them) the filter selects: --queue, --kind,
+--tenant, and --since/--until on the creation time (RFC 3339 times, dates,
+or durations meaning that long ago, e.g. 2h or 7d). It first counts them and
+asks for confirmation on the terminal; --yes skips the question, and is
+needed when standard input is not a terminal (exit 2 without it). Tasks that
+finished meanwhile are skipped, with the reason.
+
+With --output json it prints {"task": {...}, "immediate": true|false}, or for
+--all {"action": "cancel", "matched": N, "done": [ids], "skipped": [{"id", "reason"}]}.`,
+		Example: `  agentctl cancel 42
+  agentctl cancel --all --queue emails --state queued,retrying
+  agentctl cancel --all --kind report --since 30m --yes`,
+		Args:              f.args,
+		ValidArgsFunction: cobra.NoFileCompletions,
+		RunE: a.action(func(ctx context.Context, args []string) error {
+			if f.all {
+				states, err := parseStates("--state", f.states, cancellable)
+				if err != nil {
+					return err
+				}
+				if len(states) == 0 {
+					states = cancellable
+				}
+				noun := "unfinished"
+				if len(f.states) > 0 {
+					noun = joinStates(states, "/")
+				}
+				return a.bulk(ctx, tenant, &f, states, bulkAction{
+					verb: "cancel", past: "cancelled", noun: noun,
+					after: "queued tasks are cancelled; running ones stop at their next heartbeat",
+					do: func(ctx context.Context, s *claims.Store, p claims.ListParams) (claims.BulkResult, error) {
+						return s.CancelAll(ctx, p)
+					},
+				})
+			}
+			return a.cancel(ctx, tenant, args[0])
+		}),
 	}
-	tenantFlag(cmd, &tenant, "only if the task belongs to this tenant")
+	tenantFlag(cmd, &tenant, "only if the task belongs to this tenant; with --all, only this tenant's tasks")
+	addBulkFlags(cmd, &f, "cancel")
+	cmd.Flags().StringSliceVar(&f.states, "state", nil,
+		"with --all: only tasks in these states (repeat or comma-separate): "+joinStates(cancellable, ", "))
+	_ = cmd.RegisterFlagCompletionFunc("state", completeStates(cancellable))
 	return cmd
 }
+
+// cancellable are the states cancel --all acts on: the unfinished ones.
+var cancellable = []agentledger.TaskState{agentledger.StateQueued, agentledger.StateRetrying,
+	agentledger.StateRunning, agentledger.StateNeedsAttention}
 
 // cancelResult is cancel's JSON output. Immediate is false when the task
 // was running and its attempt has yet to see the request.

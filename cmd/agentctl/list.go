@@ -22,6 +22,7 @@ type listFlags struct {
 	states              []string
 	limit               int
 	before              int64
+	timeRange
 }
 
 func (a *app) listCmd() *cobra.Command {
@@ -29,7 +30,9 @@ func (a *app) listCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "list [flags]",
 		Short: "List tasks, newest first",
-		Long: `List tasks newest first, filtered by state, queue, kind and tenant.
+		Long: `List tasks newest first, filtered by state, queue, kind, tenant and creation
+time: --since and --until take RFC 3339 times, dates (2026-01-02, midnight
+local time) or durations meaning that long ago (30m, 2h, 7d).
 
 The WHEN column says when a waiting task runs ("runs in 5m") or since when it
 has been due ("due 3s ago"), and for any other task when it last changed
@@ -37,6 +40,8 @@ has been due ("due 3s ago"), and for any other task when it last changed
 full, the flag for the next one is printed to stderr.`,
 		Example: `  agentctl list --state queued,running
   agentctl list --state dead --queue emails --output json
+  agentctl list --tenant acme --since 2h
+  agentctl list --since 2026-01-01 --until 2026-01-02T12:00:00Z
   agentctl list --limit 20 --before 1234`,
 		Args: cobra.NoArgs,
 		RunE: a.action(func(ctx context.Context, _ []string) error { return a.list(ctx, &f) }),
@@ -48,6 +53,7 @@ full, the flag for the next one is printed to stderr.`,
 	tenantFlag(cmd, &f.tenant, "only tasks of this tenant (default all)")
 	fl.IntVar(&f.limit, "limit", 50, "at most this many tasks (1.."+strconv.Itoa(maxListLimit)+")")
 	fl.Int64Var(&f.before, "before", 0, "only tasks with an id below this one (the next page)")
+	timeRangeFlags(cmd, &f.timeRange, "")
 	_ = cmd.RegisterFlagCompletionFunc("state", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return strings.Split(stateNames(), ", "), cobra.ShellCompDirectiveNoFileComp
 	})
@@ -63,8 +69,9 @@ func stateNames() string {
 	return strings.Join(names, ", ")
 }
 
-// params checks the flags and turns them into list parameters.
-func (f *listFlags) params() (claims.ListParams, error) {
+// params checks the flags and turns them into list parameters; --since
+// and --until are read against now.
+func (f *listFlags) params(now time.Time) (claims.ListParams, error) {
 	p := claims.ListParams{Tenant: f.tenant, Queue: f.queue, Kind: f.kind, Before: f.before, Limit: f.limit}
 	for _, s := range f.states {
 		st := agentledger.TaskState(strings.TrimSpace(s))
@@ -79,11 +86,11 @@ func (f *listFlags) params() (claims.ListParams, error) {
 	if f.before < 0 {
 		return p, usagef("--before must be a task id, not %d", f.before)
 	}
-	return p, nil
+	return p, f.timeRange.apply(&p, now)
 }
 
 func (a *app) list(ctx context.Context, f *listFlags) error {
-	p, err := f.params()
+	p, err := f.params(time.Now())
 	if err != nil {
 		return err
 	}

@@ -54,12 +54,17 @@ func (a *app) rootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "agentctl",
 		Short: "Manage agentledger tasks, notification rules and the schema",
-		Long: `agentctl submits, lists, shows and cancels agentledger tasks, manages the
+		Long: `agentctl submits, lists, shows, cancels and retries agentledger tasks, looks
+effects up in the ledger, lists the workers holding leases, manages the
 notification rules and migrates the schema.
 
 With no --database-url (or DATABASE_URL) it uses the embedded PostgreSQL
 cluster that agentd uses, in --state-dir, starting it if needed and stopping
 it again on exit when agentctl was its only user.
+
+Shell completion: agentctl completion bash|zsh|fish|powershell prints a
+script; for example source <(agentctl completion bash), or see
+agentctl completion bash --help.
 
 Exit codes: 0 success, 1 operation failed (not found, conflict, key reuse,
 database unreachable or not migrated), 2 usage or invalid input.`,
@@ -84,8 +89,10 @@ database unreachable or not migrated), 2 usage or invalid input.`,
 
 	root.AddCommand(a.submitCmd(), a.listCmd(), a.showCmd(), a.cancelCmd(), a.replayCmd(), a.rerunCmd(),
 		a.resolveCmd(), a.ruleCmd(), a.migrateCmd())
+	root.AddCommand(a.retryCmd(), a.ledgerCmd(), a.workersCmd())
 	root.AddCommand(a.scheduleCmd())
 	root.AddCommand(a.tenantCmd())
+	root.AddCommand(a.tuiCmd())
 	return root
 }
 

@@ -40,6 +40,22 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{[]string{"rule", "rm"}, "agentctl rule rm takes one rule name, got 0 arguments"},
 		{[]string{"rule", "enable", "a", "b"}, "agentctl rule enable takes one rule name, got 2 arguments"},
 		{[]string{"migrate", "down", "--to", "-3"}, "--to must be a version (0 or more), not -3"},
+		{[]string{"list", "--since", "soon"}, `--since: "soon" is neither`},
+		{[]string{"list", "--since", "1h", "--until", "3h"}, "--until: "},
+		{[]string{"submit", "--file", "-", "--payload", "-"}, "--file - and --payload - cannot both read standard input"},
+		{[]string{"submit", "--file", "testdata/does-not-exist.json"}, "--file: open testdata/does-not-exist.json"},
+		{[]string{"retry"}, "agentctl retry takes one task ID, got 0 arguments"},
+		{[]string{"retry", "1", "--kind", "k"}, "--kind applies only with --all"},
+		{[]string{"retry", "--all", "1"}, "agentctl retry --all takes no task ID"},
+		{[]string{"retry", "--all", "--until", "later"}, `--until: "later" is neither`},
+		{[]string{"cancel", "--all", "--state", "dead"}, `unknown state "dead": valid states are queued, retrying, running, needs_attention`},
+		{[]string{"cancel", "2", "--since", "1h"}, "--since applies only with --all"},
+		{[]string{"ledger"}, "give at least one of --key, --task and --operation"},
+		{[]string{"ledger", "--key", "12345"}, `--key "12345" is too short a prefix`},
+		{[]string{"ledger", "--task", "-1"}, "--task must be a task id, not -1"},
+		{[]string{"ledger", "--operation", "x", "--limit", "0"}, "--limit must be between 1 and 1000, not 0"},
+		{[]string{"workers", "--stale-after", "-1s"}, "--stale-after must be positive"},
+		{[]string{"workers", "x"}, `unknown command "x" for "agentctl workers"`},
 	} {
 		args := append([]string{"--database-url", "postgres://nobody@127.0.0.1:1/none"}, tc.args...)
 		var stdout, stderr bytes.Buffer

@@ -18,6 +18,7 @@ import (
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/internal/testdb"
+	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/outbox"
 )
 
@@ -30,7 +31,18 @@ type tbKey struct{}
 //
 //	exitcode N           the last agentctl exited with N
 //	jsonpath FILE PATH V the JSON in FILE (stdout: the last output) has V at PATH
-//	claim WORKER [QUEUE] a worker claims one task, with a one-hour lease
+//	claim [-lease D] [-ago D] WORKER [QUEUE]
+//	                     a worker claims one task, with a lease of D (default
+//	                     one hour), on a clock D ago (default now: the task
+//	                     must have been due then)
+//	fail ID TEXT         the running task ID's attempt fails with TEXT, finally:
+//	                     the task is dead
+//	effect ID STEP OP BODY
+//	                     the running task ID performs a keyed effect through
+//	                     the ledger (or is served it) with result BODY; sets
+//	                     $KEY to its ledger key, $KEYPREFIX to its first 12
+//	                     characters
+//	expireledger         retention removes the ledger rows of every finished task
 //	emptydb              point DATABASE_URL at a new database with no schema
 //	dispatch [retry|fail TEXT]
 //	                     deliver every due outbox event; or fail each delivery
@@ -67,12 +79,15 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 		Cmds: map[string]func(*testscript.TestScript, bool, []string){
-			"exitcode": cmdExitcode,
-			"jsonpath": cmdJSONPath,
-			"claim":    cmdClaim,
-			"emptydb":  cmdEmptyDB,
-			"dispatch": cmdDispatch,
-			"message":  cmdMessage,
+			"exitcode":     cmdExitcode,
+			"jsonpath":     cmdJSONPath,
+			"claim":        cmdClaim,
+			"fail":         cmdFail,
+			"effect":       cmdEffect,
+			"expireledger": cmdExpireLedger,
+			"emptydb":      cmdEmptyDB,
+			"dispatch":     cmdDispatch,
+			"message":      cmdMessage,
 		},
 	})
 }
@@ -155,23 +170,107 @@ func jsonLookup(v any, path string) (string, error) {
 }
 
 func cmdClaim(ts *testscript.TestScript, neg bool, args []string) {
+	usage := "usage: claim [-lease D] [-ago D] WORKER [QUEUE]"
+	lease, ago := time.Hour, time.Duration(0)
+	for len(args) >= 2 && (args[0] == "-lease" || args[0] == "-ago") {
+		d, err := time.ParseDuration(args[1])
+		if err != nil {
+			ts.Fatalf("%s: %v", usage, err)
+		}
+		if args[0] == "-lease" {
+			lease = d
+		} else {
+			ago = d
+		}
+		args = args[2:]
+	}
 	if neg || len(args) < 1 || len(args) > 2 {
-		ts.Fatalf("usage: claim WORKER [QUEUE]")
+		ts.Fatalf("%s", usage)
 	}
 	queue := claims.DefaultQueue
 	if len(args) == 2 {
 		queue = args[1]
 	}
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, ts.Getenv("DATABASE_URL"))
-	ts.Check(err)
+	pool := scriptPool(ts)
 	defer pool.Close()
-	got, err := claims.New(pool).Claim(ctx, claims.ClaimParams{Queue: queue, Worker: args[0], Limit: 1, Lease: time.Hour})
+	s := claims.New(pool)
+	if ago > 0 {
+		s.Now = func() time.Time { return time.Now().Add(-ago) }
+	}
+	got, err := s.Claim(ctx, claims.ClaimParams{Queue: queue, Worker: args[0], Limit: 1, Lease: lease})
 	ts.Check(err)
 	if len(got) != 1 {
 		ts.Fatalf("no task to claim in queue %s", queue)
 	}
 	fmt.Fprintf(ts.Stdout(), "claimed task %d with fencing token %d\n", got[0].ID, got[0].LeaseToken)
+}
+
+// scriptPool connects to the script's database.
+func scriptPool(ts *testscript.TestScript) *pgxpool.Pool {
+	pool, err := pgxpool.New(context.Background(), ts.Getenv("DATABASE_URL"))
+	ts.Check(err)
+	return pool
+}
+
+// runningTask returns task id, which must be running.
+func runningTask(ts *testscript.TestScript, s *claims.Store, arg string) *agentledger.Task {
+	id, err := strconv.ParseInt(arg, 10, 64)
+	ts.Check(err)
+	t, err := s.Get(context.Background(), "", id)
+	ts.Check(err)
+	if t.State != agentledger.StateRunning {
+		ts.Fatalf("task %d is %s, not running", id, t.State)
+	}
+	return t
+}
+
+func cmdFail(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: fail ID TEXT")
+	}
+	pool := scriptPool(ts)
+	defer pool.Close()
+	s := claims.New(pool)
+	t := runningTask(ts, s, args[0])
+	st, err := s.Fail(context.Background(), claims.Failure{Lease: claims.LeaseOf(t), Error: args[1], Final: true})
+	ts.Check(err)
+	fmt.Fprintf(ts.Stdout(), "task %d is %s\n", t.ID, st)
+}
+
+func cmdEffect(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 4 {
+		ts.Fatalf("usage: effect ID STEP OP BODY")
+	}
+	pool := scriptPool(ts)
+	defer pool.Close()
+	t := runningTask(ts, claims.New(pool), args[0])
+	res, err := ledger.New(pool).Do(context.Background(), ledger.AttemptOf(t), ledger.Effect{
+		Operation: args[2], StepPath: args[1], Class: ledger.Keyed, Request: json.RawMessage(`{}`),
+		Perform: func(context.Context, ledger.Call) (ledger.Result, error) {
+			return ledger.Result{Status: 200, Body: json.RawMessage(args[3])}, nil
+		},
+	})
+	ts.Check(err)
+	key := ledger.EffectKey(t.Tenant, t.ID, t.Generation, args[1], args[2])
+	ts.Setenv("KEY", key)
+	ts.Setenv("KEYPREFIX", key[:12])
+	how := "performed"
+	if res.Replayed {
+		how = "served from the ledger"
+	}
+	fmt.Fprintf(ts.Stdout(), "effect %s %s of task %d %s\n", args[1], args[2], t.ID, how)
+}
+
+func cmdExpireLedger(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 0 {
+		ts.Fatalf("usage: expireledger")
+	}
+	pool := scriptPool(ts)
+	defer pool.Close()
+	n, err := ledger.New(pool).Expire(context.Background(), ledger.Retention{Default: time.Nanosecond}, 0)
+	ts.Check(err)
+	fmt.Fprintf(ts.Stdout(), "expired %d ledger rows\n", n)
 }
 
 func cmdEmptyDB(ts *testscript.TestScript, neg bool, args []string) {

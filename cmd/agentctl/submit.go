@@ -24,14 +24,30 @@ type submitFlags struct {
 	runAt               string // RFC 3339 or +duration
 	maxAttempts         int32
 	key                 string
+	file                string // task JSON file, or - for standard input
+	fileLabel           string // the file as errors name it
+
+	// payloadJSON is the payload of the --file task, used unless --payload
+	// is given.
+	payloadJSON json.RawMessage
+	// fromFile names the fields the --file task set (and no flag
+	// overrode) by their claims.EnqueueParams validation names; a bad
+	// value is reported as the file's.
+	fromFile map[string]bool
 }
 
 func (a *app) submitCmd() *cobra.Command {
 	var f submitFlags
 	cmd := &cobra.Command{
-		Use:   "submit --kind KIND [flags]",
+		Use:   "submit (--kind KIND [flags] | --file FILE|- [flags])",
 		Short: "Submit a task",
 		Long: `Submit one task and print its id and state.
+
+The task comes from the flags, or from a JSON object in --file (- for
+standard input) with the fields kind, payload, queue, tenant, priority,
+run_at, max_attempts and idempotency_key; a flag given as well wins over the
+file's field. --run-at (and run_at) is an RFC 3339 time or +duration from
+now.
 
 With --idempotency-key the submission is idempotent per tenant: submitting the
 same request again under the same key prints "duplicate: existing task N" and
@@ -41,12 +57,20 @@ nothing. The request is the queue, kind, payload, priority and max attempts;
 still a duplicate (the first submission's run time stands).`,
 		Example: `  agentctl submit --kind echo --payload '{"msg":"hi"}'
   agentctl submit --kind report --payload @report.json --run-at +30m
-  agentctl submit --kind charge --idempotency-key order-42 --payload - < order.json`,
+  agentctl submit --kind charge --idempotency-key order-42 --payload - < order.json
+  agentctl submit --file task.json --priority 10
+  echo '{"kind":"echo","payload":{"n":1},"idempotency_key":"n-1"}' | agentctl submit --file -`,
 		Args: cobra.NoArgs,
-		RunE: a.action(func(ctx context.Context, _ []string) error { return a.submit(ctx, &f) }),
 	}
+	cmd.RunE = a.action(func(ctx context.Context, _ []string) error {
+		g, err := f.withFile(a.stdin, cmd.Flags().Changed)
+		if err != nil {
+			return err
+		}
+		return a.submit(ctx, &g)
+	})
 	fl := cmd.Flags()
-	fl.StringVar(&f.kind, "kind", "", "task kind, which selects the handler (required)")
+	fl.StringVar(&f.kind, "kind", "", "task kind, which selects the handler (required, here or in --file)")
 	fl.StringVar(&f.payload, "payload", "", "JSON payload, @file to read it from a file, or - for standard input (default {})")
 	fl.StringVar(&f.queue, "queue", "", `queue (default "`+claims.DefaultQueue+`")`)
 	tenantFlag(cmd, &f.tenant, `tenant (default "`+claims.DefaultTenant+`")`)
@@ -54,7 +78,9 @@ still a duplicate (the first submission's run time stands).`,
 	fl.StringVar(&f.runAt, "run-at", "", "run no sooner than this RFC 3339 time or +duration from now (e.g. +5m)")
 	fl.Int32Var(&f.maxAttempts, "max-attempts", claims.DefaultMaxAttempts, "attempts before the task is dead-lettered")
 	fl.StringVar(&f.key, "idempotency-key", "", "submission key: resubmitting the same request under it returns the existing task")
-	_ = cmd.MarkFlagRequired("kind")
+	fl.StringVar(&f.file, "file", "", "read the task from this JSON file, or - for standard input: "+
+		"{kind, payload, queue, tenant, priority, run_at, max_attempts, idempotency_key}")
+	_ = cmd.MarkFlagFilename("file", "json")
 	return cmd
 }
 
@@ -119,13 +145,19 @@ func flagName(field string) string {
 // params turns the flags into validated enqueue parameters. Every error
 // matches agentledger.ErrInvalid and names the flag at fault.
 func (f *submitFlags) params(stdin io.Reader, now time.Time) (claims.EnqueueParams, error) {
+	if f.kind == "" {
+		return claims.EnqueueParams{}, usagef(`required flag(s) "kind" not set: give --kind, or "kind" in the --file task`)
+	}
 	payload, err := readPayload(f.payload, stdin)
 	if err != nil {
 		return claims.EnqueueParams{}, err
 	}
+	if f.payload == "" {
+		payload = f.payloadJSON
+	}
 	runAt, err := parseRunAt(f.runAt, now)
 	if err != nil {
-		return claims.EnqueueParams{}, err
+		return claims.EnqueueParams{}, f.fileField("run_at", err)
 	}
 	p := claims.EnqueueParams{
 		Tenant: f.tenant, Queue: f.queue, Kind: f.kind, Payload: payload,
@@ -134,7 +166,7 @@ func (f *submitFlags) params(stdin io.Reader, now time.Time) (claims.EnqueuePara
 	if err := p.Validate(); err != nil {
 		var ie *agentledger.InvalidError
 		if errors.As(err, &ie) && flagName(ie.Field) != "" {
-			return p, agentledger.Invalid(flagName(ie.Field), "%s", ie.Problem)
+			return p, f.fileField(ie.Field, agentledger.Invalid(flagName(ie.Field), "%s", ie.Problem))
 		}
 		return p, err
 	}

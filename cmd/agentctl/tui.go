@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/term"
+	"github.com/spf13/cobra"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/tui"
+)
+
+func (a *app) tuiCmd() *cobra.Command {
+	var (
+		f     tui.Filter
+		state string
+		poll  time.Duration
+		page  int
+	)
+	cmd := &cobra.Command{
+		Use:   "tui",
+		Short: "The operator console: live tasks, journals, replays, workers",
+		Long: `tui opens the operator console in the terminal. It lists tasks live, page by
+page (n/p), filtered by state (s), queue, kind and tenant (f), searched (/)
+and sorted (o) over the loaded page, with the count of tasks per state. Enter
+opens a task: its overview, attempts, journal of effects (enter expands one)
+and notifications.
+
+Actions ask for confirmation first: replay (r) shows which effects the
+ledger serves and which run; re-run as a new intent (R) runs every effect
+again; cancel (c); retry a dead task (t); resolve an effect of unknown
+outcome (v, in a task) as done or allowed one retry, with a note; retry all
+dead (T) or cancel all (X) tasks of the filter, after showing their count.
+w shows the workers and their leases, ? every key, q quits.`,
+		Example: `  agentctl tui
+  agentctl tui --state dead --queue billing`,
+		Args: cobra.NoArgs,
+		RunE: a.action(func(ctx context.Context, _ []string) error {
+			if state != "" {
+				f.State = agentledger.TaskState(strings.TrimSpace(state))
+				if !f.State.Valid() {
+					return usagef("unknown state %q: valid states are %s", state, stateNames())
+				}
+			}
+			if page < 1 || page > maxListLimit {
+				return usagef("--page-size must be between 1 and %d, not %d", maxListLimit, page)
+			}
+			return a.tui(ctx, tui.Options{Filter: f, Poll: poll, PageSize: page})
+		}),
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&state, "state", "", "start filtered on this state: "+stateNames())
+	fl.StringVar(&f.Queue, "queue", "", "start filtered on this queue")
+	fl.StringVar(&f.Kind, "kind", "", "start filtered on this kind")
+	tenantFlag(cmd, &f.Tenant, "start filtered on this tenant (actions apply to any tenant's tasks)")
+	fl.DurationVar(&poll, "refresh", tui.DefaultPoll, "how often the screen reloads; 0 or less: never")
+	fl.IntVar(&page, "page-size", tui.DefaultPageSize, "tasks loaded per page")
+	return cmd
+}
+
+// tui runs the console on the terminal until the operator quits.
+func (a *app) tui(ctx context.Context, opts tui.Options) error {
+	in, inOK := a.stdin.(*os.File)
+	out, outOK := a.stdout.(*os.File)
+	if !inOK || !outOK || !term.IsTerminal(in.Fd()) || !term.IsTerminal(out.Fd()) {
+		return usagef("agentctl tui needs a terminal; use agentctl list and show in scripts")
+	}
+	if opts.Poll <= 0 {
+		opts.Poll = -1
+	}
+	if _, err := a.store(ctx); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	m := tui.New(ctx, tui.NewDBStore(a.db.Pool), opts)
+	p := tea.NewProgram(m, tea.WithAltScreen(), tea.WithContext(ctx), tea.WithInput(in), tea.WithOutput(out))
+	_, err := p.Run()
+	if errors.Is(err, tea.ErrInterrupted) || (errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil) {
+		return nil // a signal ended agentctl; the terminal is restored
+	}
+	return err
+}

@@ -1,0 +1,246 @@
+package tui
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/agentledger/agentledger"
+)
+
+// replayable are the states a task can be replayed or re-run from: no
+// worker holds it (claims.Requeue).
+var replayable = []agentledger.TaskState{agentledger.StateSucceeded, agentledger.StateDead,
+	agentledger.StateCancelled, agentledger.StateNeedsAttention}
+
+// current is the task the actions apply to: the selected row, or the task
+// shown.
+func (a *App) current() *agentledger.Task {
+	switch a.view {
+	case viewTasks:
+		return a.tasks.selected()
+	case viewTask:
+		if a.task.detail != nil {
+			return a.task.detail.Task
+		}
+	}
+	return nil
+}
+
+// action starts the operator action bound to msg, if any: a dialog to
+// confirm, or the load that the dialog needs first.
+func (a *App) action(msg tea.KeyMsg) (tea.Cmd, bool) {
+	k := a.env.keys
+	if a.view == viewTasks {
+		switch {
+		case key.Matches(msg, k.BulkRetry):
+			return a.cmd.bulkCount(bulkRetry, a.tasks.filter), true
+		case key.Matches(msg, k.BulkCancl):
+			return a.cmd.bulkCount(bulkCancel, a.tasks.filter), true
+		}
+	}
+	bindings := []key.Binding{k.Replay, k.Rerun, k.Cancel, k.Retry, k.Resolve}
+	if !slices.ContainsFunc(bindings, func(b key.Binding) bool { return key.Matches(msg, b) }) {
+		return nil, false
+	}
+	t := a.current()
+	if t == nil {
+		return nil, a.view != viewWorkers
+	}
+	switch {
+	case key.Matches(msg, k.Replay):
+		if !slices.Contains(replayable, t.State) {
+			a.setStatus("", fmt.Errorf("task %d is %s: only a task no worker holds (%s) can be replayed", t.ID, t.State, states(replayable)))
+			return nil, true
+		}
+		return a.cmd.preview(t.ID), true
+	case key.Matches(msg, k.Rerun):
+		a.openRerun(t)
+	case key.Matches(msg, k.Cancel):
+		a.openCancel(t)
+	case key.Matches(msg, k.Retry):
+		a.openRetry(t)
+	case key.Matches(msg, k.Resolve):
+		return a.openResolve(t), true
+	}
+	return nil, true
+}
+
+// states joins state names.
+func states(ss []agentledger.TaskState) string {
+	names := make([]string, len(ss))
+	for i, s := range ss {
+		names[i] = string(s)
+	}
+	return strings.Join(names, ", ")
+}
+
+// openDialog shows d.
+func (a *App) openDialog(d *dialogModel) {
+	a.dialog = d
+	a.layout()
+}
+
+// openPreview shows a replay preview to confirm.
+func (a App) openPreview(msg previewMsg) (tea.Model, tea.Cmd) {
+	if msg.err != nil {
+		a.setStatus("", msg.err)
+		return a, nil
+	}
+	p, s := msg.preview, a.env.styles
+	t := p.Task
+	n := map[Plan]int{}
+	for _, e := range p.Effects {
+		n[e.Plan]++
+	}
+	var tally []string
+	for _, plan := range []Plan{PlanServed, PlanRun, PlanLookup, PlanResolve} {
+		if n[plan] > 0 {
+			tally = append(tally, fmt.Sprintf("%d %s", n[plan], plan))
+		}
+	}
+	summary := "no effects recorded yet: every effect runs."
+	if len(p.Effects) > 0 {
+		summary = fmt.Sprintf("%s recorded: %s.", plural(len(p.Effects), "effect"), strings.Join(tally, ", "))
+	}
+	lines := []string{
+		fmt.Sprintf("Task %d (%s, %s) runs again in the same generation %d, from attempt 1.", t.ID, t.Kind, t.State, t.Generation),
+		summary,
+		"",
+	}
+	if len(p.Effects) > 0 {
+		w := []int{12, 14, 12, 9}
+		lines = append(lines, "\t"+s.Bold.Render(columns(w, "STEP", "OPERATION", "CLASS", "STATE", "ON REPLAY")))
+		for _, e := range p.Effects {
+			lines = append(lines, "\t"+columns(w, e.Entry.StepPath, e.Entry.Operation, string(e.Entry.Class),
+				s.Effect(e.Entry.State), s.Plan(e.Plan)))
+		}
+		lines = append(lines, "")
+	}
+	lines = append(lines, "Effects after these run for the first time.")
+	if slices.ContainsFunc(p.Effects, func(e PlannedEffect) bool { return e.Plan == PlanResolve }) {
+		lines = append(lines, s.Danger.Render("An effect needs resolution: the task parks in needs_attention again until it is resolved (v)."))
+	}
+	id := t.ID
+	a.openDialog(newDialog(a.env, fmt.Sprintf("Replay task %d?", id), lines, func() tea.Cmd { return a.cmd.replay(id) }))
+	return a, nil
+}
+
+// openRerun asks before running every effect again.
+func (a *App) openRerun(t *agentledger.Task) {
+	if !slices.Contains(replayable, t.State) {
+		a.setStatus("", fmt.Errorf("task %d is %s: only a task no worker holds (%s) can be re-run", t.ID, t.State, states(replayable)))
+		return
+	}
+	lines := []string{
+		fmt.Sprintf("Task %d (%s, %s) runs again as a NEW INTENT: generation %d → %d.", t.ID, t.Kind, t.State, t.Generation, t.Generation+1),
+		a.env.styles.Danger.Render("ALL effects run again: HTTP calls, charges, child tasks, notifications, model calls. The ledger serves nothing of generation " + fmt.Sprint(t.Generation) + "."),
+		"",
+		"To run only the unfinished effects, replay instead (r).",
+	}
+	id := t.ID
+	d := newDialog(a.env, fmt.Sprintf("Re-run task %d as a new intent?", id), lines, func() tea.Cmd { return a.cmd.rerun(id) })
+	d.danger = true
+	a.openDialog(d)
+}
+
+// openCancel asks before cancelling.
+func (a *App) openCancel(t *agentledger.Task) {
+	if t.State.Finished() {
+		a.setStatus("", fmt.Errorf("task %d is already %s: nothing to cancel", t.ID, t.State))
+		return
+	}
+	how := "It is cancelled at once."
+	if t.State == agentledger.StateRunning {
+		how = fmt.Sprintf("It is running (worker %s): its attempt stops at its next heartbeat.", t.LeaseOwner)
+	}
+	id := t.ID
+	a.openDialog(newDialog(a.env, fmt.Sprintf("Cancel task %d?", id),
+		[]string{fmt.Sprintf("Task %d (%s) is %s.", id, t.Kind, t.State), how},
+		func() tea.Cmd { return a.cmd.cancel(id) }))
+}
+
+// openRetry asks before retrying a dead task.
+func (a *App) openRetry(t *agentledger.Task) {
+	if t.State != agentledger.StateDead {
+		a.setStatus("", fmt.Errorf("task %d is %s: only a dead task can be retried (replay runs the others again)", t.ID, t.State))
+		return
+	}
+	id := t.ID
+	a.openDialog(newDialog(a.env, fmt.Sprintf("Retry dead task %d?", id), []string{
+		fmt.Sprintf("Task %d (%s) runs again from attempt 1 in generation %d: the ledger serves the effects it completed.", id, t.Kind, t.Generation),
+		"Last error: " + orDash(oneLine(t.LastError)),
+	}, func() tea.Cmd { return a.cmd.retry(id) }))
+}
+
+// openResolve asks how an effect of unknown outcome was settled.
+func (a *App) openResolve(t *agentledger.Task) tea.Cmd {
+	if a.view != viewTask {
+		a.setStatus("", fmt.Errorf("open the task (enter) to resolve its effects"))
+		return nil
+	}
+	e, ok := a.task.resolveTarget()
+	if !ok {
+		a.setStatus("", fmt.Errorf("task %d has no effect of unknown outcome", t.ID))
+		return nil
+	}
+	id, step := t.ID, e.StepPath
+	lines := []string{
+		fmt.Sprintf("Effect %s (%s, %s) of task %d has an unknown outcome: its attempt died after performing it, before recording it.",
+			step, e.Operation, e.Class, id),
+		"Check the target by hand, then say what happened. The task is then replayed: completed effects are served, the rest run.",
+	}
+	if e.Error != "" {
+		lines = append(lines, "Ledger: "+oneLine(e.Error))
+	}
+	d, cmd := newNoteDialog(a.env, fmt.Sprintf("Resolve effect %s of task %d", step, id), lines,
+		func(note string, done bool) tea.Cmd {
+			return a.cmd.resolve(id, step, Resolution{Done: done, Note: note})
+		})
+	a.openDialog(d)
+	return cmd
+}
+
+// openBulk shows how many tasks a bulk action touches, to confirm.
+func (a App) openBulk(msg bulkCountMsg) (tea.Model, tea.Cmd) {
+	if msg.err != nil {
+		a.setStatus("", msg.err)
+		return a, nil
+	}
+	what, verb := "dead", "Retry"
+	if msg.op == bulkCancel {
+		what, verb = "unfinished", "Cancel"
+	}
+	scope := describe(msg.filter)
+	if msg.n == 0 {
+		a.setStatus("", fmt.Errorf("no %s tasks match %s", what, scope))
+		return a, nil
+	}
+	verbOf := map[bool]string{true: "matches", false: "match"}
+	lines := []string{fmt.Sprintf("%s %s %s.", plural(int(msg.n), what+" task"), verbOf[msg.n == 1], scope)}
+	if msg.op == bulkRetry {
+		lines = append(lines, "Each runs again from attempt 1 in its generation: the ledger serves the effects it completed; tasks whose ledger rows retention removed are skipped.")
+	} else {
+		lines = append(lines, "Queued, retrying and parked tasks are cancelled at once; running ones stop at their next heartbeat.")
+	}
+	op, f := msg.op, msg.filter
+	which := "all " + plural(int(msg.n), what+" task")
+	if msg.n == 1 {
+		which = "the 1 " + what + " task"
+	}
+	d := newDialog(a.env, fmt.Sprintf("%s %s?", verb, which), lines, func() tea.Cmd { return a.cmd.bulk(op, f) })
+	d.danger = true
+	a.openDialog(d)
+	return a, nil
+}
+
+// describe words a filter.
+func describe(f Filter) string {
+	if f == (Filter{}) {
+		return "the filter (all tasks)"
+	}
+	return "the filter " + f.String()
+}

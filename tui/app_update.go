@@ -1,0 +1,154 @@
+package tui
+
+import (
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+)
+
+// Update routes a message: sizes to every view, ticks to the visible one,
+// loads to their models, keys to the dialog if one is open, else to the
+// root's bindings and then to the visible view.
+func (a App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		a.width, a.height = msg.Width, msg.Height
+		a.layout()
+		return a, nil
+	case tickMsg:
+		return a, tea.Batch(a.refresh(), a.tick())
+	case pageMsg, countsMsg:
+		var cmd tea.Cmd
+		a.tasks, cmd = a.tasks.Update(msg)
+		return a, cmd
+	case detailMsg:
+		var cmd tea.Cmd
+		a.task, cmd = a.task.Update(msg)
+		return a, cmd
+	case workersMsg:
+		var cmd tea.Cmd
+		a.workers, cmd = a.workers.Update(msg)
+		return a, cmd
+	case previewMsg:
+		return a.openPreview(msg)
+	case bulkCountMsg:
+		return a.openBulk(msg)
+	case actionMsg:
+		a.setStatus(msg.text, msg.err)
+		return a, a.reload()
+	case tea.KeyMsg:
+		m, cmd := a.key(msg)
+		if a := m.(App); a.helpHeight != lipgloss.Height(a.helpView()) {
+			a.layout() // the help bar grew or shrank: so does the view
+			return a, cmd
+		}
+		return m, cmd
+	}
+	return a, nil
+}
+
+// key handles a key press.
+func (a App) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
+	k := a.env.keys
+	if msg.String() == "ctrl+c" {
+		return a, tea.Quit
+	}
+	if msg.Type == tea.KeyRunes && len(msg.Runes) > 1 && !msg.Paste {
+		// Keys typed faster than the terminal is read arrive as one
+		// message: each is its own key here (the first may open the
+		// search the others go to).
+		var cmds []tea.Cmd
+		for _, r := range msg.Runes {
+			var m tea.Model
+			var cmd tea.Cmd
+			m, cmd = a.key(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}, Alt: msg.Alt})
+			a, cmds = m.(App), append(cmds, cmd)
+		}
+		return a, tea.Batch(cmds...)
+	}
+	if a.dialog != nil {
+		d, cmd := a.dialog.Update(msg)
+		a.dialog = &d
+		if d.closed {
+			a.dialog = nil
+			a.layout()
+		}
+		return a, cmd
+	}
+	if a.view == viewTasks && a.tasks.inputFocused() {
+		var cmd tea.Cmd
+		a.tasks, cmd = a.tasks.Update(msg)
+		return a, cmd
+	}
+	switch {
+	case key.Matches(msg, k.Quit):
+		return a, tea.Quit
+	case key.Matches(msg, k.Help):
+		a.help.ShowAll = !a.help.ShowAll
+		return a, nil
+	case key.Matches(msg, k.Workers) && a.view != viewWorkers:
+		a.view = viewWorkers
+		a.layout()
+		return a, a.workers.load()
+	case key.Matches(msg, k.Back) && a.view != viewTasks:
+		a.view = viewTasks
+		a.layout()
+		return a, a.tasks.load()
+	}
+	if cmd, ok := a.action(msg); ok {
+		return a, cmd
+	}
+	var cmd tea.Cmd
+	switch a.view {
+	case viewTasks:
+		if key.Matches(msg, k.Open) {
+			if t := a.tasks.selected(); t != nil {
+				return a.openTask(t.ID)
+			}
+			return a, nil
+		}
+		a.tasks, cmd = a.tasks.Update(msg)
+	case viewTask:
+		a.task, cmd = a.task.Update(msg)
+	case viewWorkers:
+		a.workers, cmd = a.workers.Update(msg)
+	}
+	return a, cmd
+}
+
+// openTask shows task id.
+func (a App) openTask(id int64) (tea.Model, tea.Cmd) {
+	a.view = viewTask
+	a.task = newTaskModel(a.env, a.cmd, id, a.width, a.bodyHeight())
+	return a, a.task.load()
+}
+
+// refresh reloads the visible view, unless it is loading already.
+func (a *App) refresh() tea.Cmd {
+	switch a.view {
+	case viewTask:
+		return a.task.refresh()
+	case viewWorkers:
+		return a.workers.refresh()
+	}
+	return a.tasks.refresh()
+}
+
+// reload reloads the visible view now, after an action.
+func (a *App) reload() tea.Cmd {
+	switch a.view {
+	case viewTask:
+		return a.task.load()
+	case viewWorkers:
+		return a.workers.load()
+	}
+	return a.tasks.load()
+}
+
+// setStatus shows what an action did, or its error.
+func (a *App) setStatus(text string, err error) {
+	a.status, a.statusErr = text, err != nil
+	if err != nil {
+		a.status = err.Error()
+	}
+}

@@ -1,0 +1,188 @@
+package tui
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/agentledger/agentledger"
+)
+
+// ioTimeout bounds every store call the console makes.
+const ioTimeout = 15 * time.Second
+
+// commands builds the console's tea.Cmds: every store call happens inside
+// one of them, never in Update.
+type commands struct {
+	ctx   context.Context
+	store Store
+}
+
+// call runs fn with a bounded context.
+func (c commands) call(fn func(ctx context.Context) tea.Msg) tea.Cmd {
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(c.ctx, ioTimeout)
+		defer cancel()
+		return fn(ctx)
+	}
+}
+
+// tick fires a tickMsg after d, or nothing once the console's context ends.
+func (c commands) tick(d time.Duration) tea.Cmd {
+	return func() tea.Msg {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-c.ctx.Done():
+			return nil
+		case <-t.C:
+			return tickMsg{}
+		}
+	}
+}
+
+func (c commands) page(seq int, f Filter, before int64, limit int) tea.Cmd {
+	return c.call(func(ctx context.Context) tea.Msg {
+		rows, err := c.store.List(ctx, f, before, limit)
+		return pageMsg{seq: seq, rows: rows, err: err}
+	})
+}
+
+func (c commands) counts(seq int, f Filter) tea.Cmd {
+	return c.call(func(ctx context.Context) tea.Msg {
+		n, err := c.store.Count(ctx, f)
+		return countsMsg{seq: seq, counts: n, err: err}
+	})
+}
+
+func (c commands) detail(id int64) tea.Cmd {
+	return c.call(func(ctx context.Context) tea.Msg {
+		d, err := c.store.Get(ctx, id)
+		return detailMsg{id: id, detail: d, err: err}
+	})
+}
+
+func (c commands) workers() tea.Cmd {
+	return c.call(func(ctx context.Context) tea.Msg {
+		w, err := c.store.Workers(ctx)
+		return workersMsg{workers: w, err: err}
+	})
+}
+
+func (c commands) preview(id int64) tea.Cmd {
+	return c.call(func(ctx context.Context) tea.Msg {
+		p, err := c.store.ReplayPreview(ctx, id)
+		return previewMsg{preview: p, err: err}
+	})
+}
+
+// bulkCount counts the tasks a bulk action over f would touch.
+func (c commands) bulkCount(op bulkOp, f Filter) tea.Cmd {
+	return c.call(func(ctx context.Context) tea.Msg {
+		counts, err := c.store.Count(ctx, Filter{Queue: f.Queue, Kind: f.Kind, Tenant: f.Tenant})
+		var n int64
+		for _, st := range bulkStates(op, f) {
+			n += counts[st]
+		}
+		return bulkCountMsg{op: op, filter: f, n: n, err: err}
+	})
+}
+
+// bulkStates are the states of the tasks a bulk action over f touches.
+func bulkStates(op bulkOp, f Filter) []agentledger.TaskState {
+	var states []agentledger.TaskState
+	if op == bulkRetry {
+		states = []agentledger.TaskState{agentledger.StateDead}
+	} else {
+		states = []agentledger.TaskState{agentledger.StateQueued, agentledger.StateRetrying,
+			agentledger.StateRunning, agentledger.StateNeedsAttention}
+	}
+	if f.State == "" {
+		return states
+	}
+	for _, st := range states {
+		if st == f.State {
+			return []agentledger.TaskState{st}
+		}
+	}
+	return nil
+}
+
+// act runs an action and reports it as an actionMsg.
+func (c commands) act(fn func(ctx context.Context) (string, error)) tea.Cmd {
+	return c.call(func(ctx context.Context) tea.Msg {
+		text, err := fn(ctx)
+		return actionMsg{text: text, err: err}
+	})
+}
+
+func (c commands) replay(id int64) tea.Cmd {
+	return c.act(func(ctx context.Context) (string, error) {
+		t, err := c.store.Replay(ctx, id)
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("task %d queued for replay (generation %d): the ledger serves completed effects", id, t.Generation), nil
+	})
+}
+
+func (c commands) rerun(id int64) tea.Cmd {
+	return c.act(func(ctx context.Context) (string, error) {
+		t, err := c.store.Rerun(ctx, id)
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("task %d queued as a new intent (generation %d): every effect runs again", id, t.Generation), nil
+	})
+}
+
+func (c commands) cancel(id int64) tea.Cmd {
+	return c.act(func(ctx context.Context) (string, error) {
+		t, err := c.store.Cancel(ctx, id)
+		if err != nil {
+			return "", err
+		}
+		if t.State == agentledger.StateCancelled {
+			return fmt.Sprintf("task %d cancelled", id), nil
+		}
+		return fmt.Sprintf("task %d is running (worker %s): cancel requested; it stops at its next heartbeat", id, t.LeaseOwner), nil
+	})
+}
+
+func (c commands) retry(id int64) tea.Cmd {
+	return c.act(func(ctx context.Context) (string, error) {
+		t, err := c.store.Retry(ctx, id)
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("task %d queued again from attempt 1 (generation %d)", id, t.Generation), nil
+	})
+}
+
+func (c commands) resolve(id int64, step string, r Resolution) tea.Cmd {
+	return c.act(func(ctx context.Context) (string, error) {
+		t, err := c.store.Resolve(ctx, id, step, r)
+		if err != nil {
+			return "", err
+		}
+		how := "marked done"
+		if !r.Done {
+			how = "allowed one more performance"
+		}
+		return fmt.Sprintf("effect %s of task %d %s; task is %s", step, id, how, t.State), nil
+	})
+}
+
+func (c commands) bulk(op bulkOp, f Filter) tea.Cmd {
+	return c.act(func(ctx context.Context) (string, error) {
+		if op == bulkRetry {
+			res, err := c.store.RetryAll(ctx, f)
+			return fmt.Sprintf("retried %s, skipped %d", plural(len(res.Done), "dead task"), len(res.Skipped)), err
+		}
+		res, err := c.store.CancelAll(ctx, f)
+		return fmt.Sprintf("cancelled %s (running ones at their next heartbeat), skipped %d",
+			plural(len(res.Done), "task"), len(res.Skipped)), err
+	})
+}

@@ -1,0 +1,130 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/textinput"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+)
+
+// dialogModel asks the operator to confirm an action. A dialog with a note
+// (resolve) also takes a text and a choice between done and allow retry.
+type dialogModel struct {
+	env    *env
+	title  string
+	lines  []string
+	danger bool
+	// confirm is the action's command; for a dialog with a note it gets
+	// the note and whether the effect is done.
+	confirm func(note string, done bool) tea.Cmd
+
+	withNote bool
+	note     textinput.Model
+	done     bool
+	problem  string
+
+	closed        bool
+	width, height int
+}
+
+func newDialog(e *env, title string, lines []string, confirm func() tea.Cmd) *dialogModel {
+	return &dialogModel{env: e, title: title, lines: lines,
+		confirm: func(string, bool) tea.Cmd { return confirm() }}
+}
+
+// newNoteDialog is a dialog that asks for a note and a resolution.
+func newNoteDialog(e *env, title string, lines []string, confirm func(note string, done bool) tea.Cmd) (*dialogModel, tea.Cmd) {
+	d := &dialogModel{env: e, title: title, lines: lines, confirm: confirm, withNote: true, done: true,
+		note: newInput("note: ", "why: what you checked")}
+	return d, d.note.Focus()
+}
+
+func (d *dialogModel) setSize(width, height int) {
+	d.width, d.height = width, height
+	d.note.Width = max(d.innerWidth()-8, 10)
+}
+
+// innerWidth is the width of the dialog's text.
+func (d *dialogModel) innerWidth() int { return max(min(d.width-4, 84)-4, 20) }
+
+// Update confirms, cancels, or edits the note.
+func (d dialogModel) Update(msg tea.KeyMsg) (dialogModel, tea.Cmd) {
+	k := d.env.keys
+	if !d.withNote {
+		switch {
+		case key.Matches(msg, k.Confirm):
+			d.closed = true
+			return d, d.confirm("", false)
+		case key.Matches(msg, k.Deny):
+			d.closed = true
+		}
+		return d, nil
+	}
+	switch {
+	case key.Matches(msg, k.Back):
+		d.closed = true
+		return d, nil
+	case key.Matches(msg, k.ToggleMode):
+		d.done = !d.done
+		return d, nil
+	case key.Matches(msg, k.Apply):
+		note := strings.TrimSpace(d.note.Value())
+		if note == "" {
+			d.problem = "a note is required: say what you checked"
+			return d, nil
+		}
+		d.closed = true
+		return d, d.confirm(note, d.done)
+	}
+	var cmd tea.Cmd
+	d.note, cmd = d.note.Update(msg)
+	d.problem = ""
+	return d, cmd
+}
+
+// View renders the dialog's box.
+func (d dialogModel) View() string {
+	s := d.env.styles
+	w := d.innerWidth()
+	title := s.Bold.Render(d.title)
+	if d.danger {
+		title = s.Danger.Render(d.title)
+	}
+	body := []string{title, ""}
+	wrap := lipgloss.NewStyle().Width(w)
+	for _, l := range d.lines {
+		if strings.HasPrefix(l, "\t") { // a table line: cut, never wrapped
+			body = append(body, cut(l[1:], w))
+			continue
+		}
+		body = append(body, wrap.Render(l))
+	}
+	if d.withNote {
+		radio := func(on bool, label string) string {
+			if on {
+				return s.Bold.Render("(•) " + label)
+			}
+			return "( ) " + label
+		}
+		body = append(body, "",
+			radio(d.done, "done: it happened; the ledger serves it from now on"),
+			radio(!d.done, "allow retry: it did not happen; perform it once more"),
+			"", d.note.View())
+		if d.problem != "" {
+			body = append(body, s.Error.Render(d.problem))
+		}
+		body = append(body, "", s.Dim.Render("tab done/retry · enter confirm · esc cancel"))
+	} else {
+		body = append(body, "", s.Dim.Render("y/enter confirm · n/esc cancel"))
+	}
+	text := strings.Join(body, "\n")
+	if maxLines := d.height - 2; lipgloss.Height(text) > maxLines && maxLines > 3 {
+		lines := strings.Split(text, "\n")
+		keep := append(lines[:maxLines-2:maxLines-2], s.Dim.Render(fmt.Sprintf("… %d more lines", len(lines)-maxLines+1)))
+		text = strings.Join(append(keep, lines[len(lines)-1]), "\n")
+	}
+	return s.Dialog.Render(text)
+}

@@ -1,0 +1,31 @@
+// Package tui is agentctl's operator console: a Bubble Tea (v1) program
+// over the task store.
+//
+// The console lists tasks (live, page by page with an id cursor, filtered by
+// state, queue, kind and tenant, searched and sorted over the loaded page),
+// opens one task with its attempts, its journal of effects and its
+// notifications, and performs the operator's actions — replay (after a
+// preview of which effects the ledger serves and which run), re-run as a
+// new intent, cancel, retry a dead task, resolve an effect of unknown
+// outcome, and bulk retry or cancel over the filter — each behind a
+// confirmation. A workers view shows the live leases per worker.
+//
+// Layout:
+//
+//   - store.go, dbstore.go: the Store interface the console talks to and
+//     DBStore, its adapter over claims, ledger and outbox.
+//   - plan.go: the replay preview's rule, the one agentctl replay --dry-run
+//     applies.
+//   - app.go, app_update.go, app_view.go, app_actions.go: the root model. It
+//     routes messages to one small model per component — tasks*.go (the
+//     task table, its paging, search and sort), filter.go (the filter form),
+//     task*.go and journal.go (the task view), dialog.go (confirmations),
+//     workers.go — and opens the dialogs of the operator's actions.
+//   - commands.go, messages.go: every store call runs inside a tea.Cmd that
+//     returns a message; Update never does I/O.
+//   - keys.go: the one keymap, shown by the help bar; styles.go: every
+//     style; options.go: the options and the clock; format.go: text helpers.
+//
+// Options.Now is the clock behind every age the console prints, so tests
+// render deterministic screens.
+package tui

@@ -1,0 +1,150 @@
+package tui
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/claims"
+)
+
+// fakeStore is an in-memory Store that records its calls.
+type fakeStore struct {
+	mu      sync.Mutex
+	tasks   []*agentledger.Task // oldest first
+	workers []claims.Worker
+	calls   []string
+}
+
+// newFakeStore holds n tasks with ids 1..n; every fifth is dead, every
+// seventh needs attention, the rest succeeded.
+func newFakeStore(n int, now time.Time) *fakeStore {
+	s := &fakeStore{}
+	for i := 1; i <= n; i++ {
+		st := agentledger.StateSucceeded
+		switch {
+		case i%5 == 0:
+			st = agentledger.StateDead
+		case i%7 == 0:
+			st = agentledger.StateNeedsAttention
+		}
+		s.tasks = append(s.tasks, &agentledger.Task{ID: int64(i), Tenant: "acme", Queue: []string{"default", "billing"}[i%2],
+			Kind: "steps", State: st, Attempt: 1, MaxAttempts: 25, Generation: 1,
+			CreatedAt: now.Add(-time.Hour), UpdatedAt: now.Add(-time.Duration(i) * time.Second), RunAt: now.Add(-time.Hour)})
+	}
+	return s
+}
+
+func (s *fakeStore) record(format string, args ...any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls = append(s.calls, fmt.Sprintf(format, args...))
+}
+
+// callLog is the calls so far.
+func (s *fakeStore) callLog() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.calls...)
+}
+
+func (f Filter) match(t *agentledger.Task) bool {
+	return (f.State == "" || t.State == f.State) && (f.Queue == "" || t.Queue == f.Queue) &&
+		(f.Kind == "" || t.Kind == f.Kind) && (f.Tenant == "" || t.Tenant == f.Tenant)
+}
+
+func (s *fakeStore) List(_ context.Context, f Filter, before int64, limit int) ([]*agentledger.Task, error) {
+	s.record("list %+v before=%d limit=%d", f, before, limit)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []*agentledger.Task
+	for i := len(s.tasks) - 1; i >= 0 && len(out) < limit; i-- {
+		if t := s.tasks[i]; (before == 0 || t.ID < before) && f.match(t) {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+func (s *fakeStore) Count(_ context.Context, f Filter) (map[agentledger.TaskState]int64, error) {
+	s.record("count %+v", f)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[agentledger.TaskState]int64{}
+	for _, t := range s.tasks {
+		if f.match(t) {
+			out[t.State]++
+		}
+	}
+	return out, nil
+}
+
+func (s *fakeStore) find(id int64) (*agentledger.Task, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, t := range s.tasks {
+		if t.ID == id {
+			return t, nil
+		}
+	}
+	return nil, fmt.Errorf("task %d: %w", id, agentledger.ErrNotFound)
+}
+
+func (s *fakeStore) Get(_ context.Context, id int64) (*Detail, error) {
+	s.record("get %d", id)
+	t, err := s.find(id)
+	if err != nil {
+		return nil, err
+	}
+	return &Detail{Task: t}, nil
+}
+
+func (s *fakeStore) ReplayPreview(_ context.Context, id int64) (*Preview, error) {
+	s.record("preview %d", id)
+	t, err := s.find(id)
+	if err != nil {
+		return nil, err
+	}
+	return &Preview{Task: t}, nil
+}
+
+func (s *fakeStore) act(name string, id int64) (*agentledger.Task, error) {
+	s.record("%s %d", name, id)
+	return s.find(id)
+}
+
+func (s *fakeStore) Replay(_ context.Context, id int64) (*agentledger.Task, error) {
+	return s.act("replay", id)
+}
+func (s *fakeStore) Rerun(_ context.Context, id int64) (*agentledger.Task, error) {
+	return s.act("rerun", id)
+}
+func (s *fakeStore) Cancel(_ context.Context, id int64) (*agentledger.Task, error) {
+	return s.act("cancel", id)
+}
+func (s *fakeStore) Retry(_ context.Context, id int64) (*agentledger.Task, error) {
+	return s.act("retry", id)
+}
+
+func (s *fakeStore) Resolve(_ context.Context, id int64, step string, r Resolution) (*agentledger.Task, error) {
+	return s.act(fmt.Sprintf("resolve %s done=%v note=%q", step, r.Done, r.Note), id)
+}
+
+func (s *fakeStore) RetryAll(_ context.Context, f Filter) (claims.BulkResult, error) {
+	s.record("retry-all %+v", f)
+	return claims.BulkResult{Done: []int64{1}}, nil
+}
+
+func (s *fakeStore) CancelAll(_ context.Context, f Filter) (claims.BulkResult, error) {
+	s.record("cancel-all %+v", f)
+	return claims.BulkResult{Done: []int64{1, 2}}, nil
+}
+
+func (s *fakeStore) Workers(context.Context) ([]claims.Worker, error) {
+	s.record("workers")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.workers, nil
+}

@@ -1,0 +1,203 @@
+package tui
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/agentledger/agentledger/ledger"
+)
+
+// journalModel is the journal tab: the effects in the order they were
+// intended, one row each, a row expanded on demand to its full result.
+type journalModel struct {
+	env      *env
+	entries  []ledger.Entry
+	cursor   int
+	expanded map[string]bool // by ledger key
+	offset   int             // first line shown
+	width    int
+	height   int
+}
+
+func newJournalModel(e *env) journalModel {
+	return journalModel{env: e, expanded: map[string]bool{}}
+}
+
+// set replaces the entries, keeping the cursor on the same effect.
+func (m *journalModel) set(entries []ledger.Entry) {
+	var keep string
+	if e, ok := m.selected(); ok {
+		keep = e.Key
+	}
+	m.entries = entries
+	m.cursor = min(m.cursor, max(len(entries)-1, 0))
+	for i, e := range entries {
+		if e.Key == keep {
+			m.cursor = i
+		}
+	}
+	m.follow()
+}
+
+func (m *journalModel) setSize(width, height int) {
+	m.width, m.height = width, height
+	m.follow()
+}
+
+// selected is the effect under the cursor.
+func (m journalModel) selected() (ledger.Entry, bool) {
+	if m.cursor < 0 || m.cursor >= len(m.entries) {
+		return ledger.Entry{}, false
+	}
+	return m.entries[m.cursor], true
+}
+
+// Update moves the cursor and expands rows.
+func (m journalModel) Update(msg tea.KeyMsg) journalModel {
+	k := m.env.keys
+	switch {
+	case key.Matches(msg, k.Up):
+		m.cursor = max(m.cursor-1, 0)
+	case key.Matches(msg, k.Down):
+		m.cursor = min(m.cursor+1, max(len(m.entries)-1, 0))
+	case key.Matches(msg, k.PageUp):
+		m.cursor = max(m.cursor-m.height/2, 0)
+	case key.Matches(msg, k.PageDown):
+		m.cursor = min(m.cursor+m.height/2, max(len(m.entries)-1, 0))
+	case key.Matches(msg, k.Top):
+		m.cursor = 0
+	case key.Matches(msg, k.Bottom):
+		m.cursor = max(len(m.entries)-1, 0)
+	case key.Matches(msg, k.Expand):
+		if e, ok := m.selected(); ok {
+			m.expanded[e.Key] = !m.expanded[e.Key]
+		}
+	}
+	m.follow()
+	return m
+}
+
+// rows is how many lines the view has for rows, below its header.
+func (m journalModel) rows() int { return max(m.height-1, 1) }
+
+// lineOf is the line the row of entry i starts on.
+func (m journalModel) lineOf(i int) int {
+	n := 0
+	for _, e := range m.entries[:i] {
+		n++
+		if m.expanded[e.Key] {
+			n += len(expansion(e))
+		}
+	}
+	return n
+}
+
+// follow scrolls so that the cursor's row, and as much of its expansion
+// as fits, is in view.
+func (m *journalModel) follow() {
+	if len(m.entries) == 0 {
+		m.offset = 0
+		return
+	}
+	first := m.lineOf(m.cursor)
+	last := first
+	if e := m.entries[m.cursor]; m.expanded[e.Key] {
+		last = min(first+len(expansion(e)), first+m.rows()-1)
+	}
+	if last >= m.offset+m.rows() {
+		m.offset = last - m.rows() + 1
+	}
+	m.offset = min(m.offset, first)
+}
+
+// journalWidths are the columns of a journal row after the cursor mark:
+// step, operation, class, state, key; the result takes the rest.
+var journalWidths = []int{12, 14, 12, 9, 12}
+
+// View renders the header and the rows around the cursor.
+func (m journalModel) View() string {
+	s := m.env.styles
+	if len(m.entries) == 0 {
+		return s.Dim.Render("no effects recorded in this generation")
+	}
+	header := "  " + s.Bold.Render(columns(journalWidths, "STEP", "OPERATION", "CLASS", "STATE", "KEY", "RESULT"))
+	var lines []string
+	for i, e := range m.entries {
+		mark := "  "
+		if i == m.cursor {
+			mark = "> "
+		}
+		row := columns(journalWidths, e.StepPath, e.Operation, string(e.Class), s.Effect(e.State), shortKey(e.Key), summary(e))
+		if i == m.cursor {
+			row = s.Cursor.Render(row)
+		}
+		lines = append(lines, cut(mark+row, m.width))
+		if m.expanded[e.Key] {
+			for _, l := range expansion(e) {
+				lines = append(lines, cut("      "+l, m.width))
+			}
+		}
+	}
+	offset := min(m.offset, max(len(lines)-1, 0))
+	end := min(offset+m.rows(), len(lines))
+	return header + "\n" + strings.Join(lines[offset:end], "\n")
+}
+
+// summary is one line about an effect's outcome, as agentctl show prints
+// it: the error, or the status, ref, result and note.
+func summary(e ledger.Entry) string {
+	if e.Error != "" {
+		return oneLine(e.Error)
+	}
+	var parts []string
+	if e.Result.Status != 0 {
+		parts = append(parts, strconv.Itoa(e.Result.Status))
+	}
+	if e.Result.ExternalRef != "" {
+		parts = append(parts, "ref "+e.Result.ExternalRef)
+	}
+	if len(e.Result.Body) > 0 {
+		parts = append(parts, compactJSON(e.Result.Body))
+	}
+	if e.Note != "" {
+		parts = append(parts, "note: "+e.Note)
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, " ")
+}
+
+// expansion is everything the journal holds about an effect.
+func expansion(e ledger.Entry) []string {
+	lines := []string{
+		"key: " + e.Key,
+		fmt.Sprintf("performed %d time(s), fencing token %d", e.Performed, e.OwnerToken),
+	}
+	if e.Result.Status != 0 {
+		lines = append(lines, "status: "+strconv.Itoa(e.Result.Status))
+	}
+	if e.Result.ExternalRef != "" {
+		lines = append(lines, "ref: "+e.Result.ExternalRef)
+	}
+	if e.Note != "" {
+		lines = append(lines, "note: "+e.Note)
+	}
+	if e.Error != "" {
+		lines = append(lines, "error:")
+		for _, l := range strings.Split(e.Error, "\n") {
+			lines = append(lines, "  "+l)
+		}
+	}
+	if len(e.Result.Body) > 0 {
+		lines = append(lines, "result:")
+		for _, l := range strings.Split(prettyJSON(e.Result.Body), "\n") {
+			lines = append(lines, "  "+l)
+		}
+	}
+	return lines
+}

@@ -1,0 +1,155 @@
+package tui
+
+import "github.com/charmbracelet/bubbles/key"
+
+// KeyMap is the console's one keymap. Each view shows the bindings that
+// apply to it (see the help functions below); the bindings themselves are
+// defined once, here.
+type KeyMap struct {
+	// Everywhere.
+	Quit key.Binding
+	Help key.Binding
+	Back key.Binding
+
+	// Moving.
+	Up       key.Binding
+	Down     key.Binding
+	PageUp   key.Binding
+	PageDown key.Binding
+	Top      key.Binding
+	Bottom   key.Binding
+
+	// The task table.
+	Open      key.Binding
+	NextPage  key.Binding
+	PrevPage  key.Binding
+	Search    key.Binding
+	Filter    key.Binding
+	State     key.Binding
+	Sort      key.Binding
+	Workers   key.Binding
+	BulkRetry key.Binding
+	BulkCancl key.Binding
+
+	// Actions on a task.
+	Replay  key.Binding
+	Rerun   key.Binding
+	Cancel  key.Binding
+	Retry   key.Binding
+	Resolve key.Binding
+
+	// The task view.
+	NextTab key.Binding
+	PrevTab key.Binding
+	Expand  key.Binding
+
+	// Dialogs and inputs.
+	Confirm    key.Binding
+	Deny       key.Binding
+	Apply      key.Binding
+	NextField  key.Binding
+	ToggleMode key.Binding
+}
+
+// DefaultKeyMap returns the console's keymap.
+func DefaultKeyMap() KeyMap {
+	b := func(keys []string, k, help string) key.Binding {
+		return key.NewBinding(key.WithKeys(keys...), key.WithHelp(k, help))
+	}
+	return KeyMap{
+		Quit: b([]string{"q", "ctrl+c"}, "q", "quit"),
+		Help: b([]string{"?"}, "?", "help"),
+		Back: b([]string{"esc"}, "esc", "back"),
+
+		Up:       b([]string{"up", "k"}, "↑/k", "up"),
+		Down:     b([]string{"down", "j"}, "↓/j", "down"),
+		PageUp:   b([]string{"pgup", "ctrl+u"}, "pgup", "scroll up"),
+		PageDown: b([]string{"pgdown", "ctrl+d"}, "pgdn", "scroll down"),
+		Top:      b([]string{"home", "g"}, "g", "top"),
+		Bottom:   b([]string{"end", "G"}, "G", "bottom"),
+
+		Open:      b([]string{"enter"}, "enter", "open"),
+		NextPage:  b([]string{"n", "]"}, "n", "next page"),
+		PrevPage:  b([]string{"p", "["}, "p", "prev page"),
+		Search:    b([]string{"/"}, "/", "search"),
+		Filter:    b([]string{"f"}, "f", "filter"),
+		State:     b([]string{"s"}, "s", "state"),
+		Sort:      b([]string{"o"}, "o", "sort"),
+		Workers:   b([]string{"w"}, "w", "workers"),
+		BulkRetry: b([]string{"T"}, "T", "retry all dead"),
+		BulkCancl: b([]string{"X"}, "X", "cancel all"),
+
+		Replay:  b([]string{"r"}, "r", "replay"),
+		Rerun:   b([]string{"R"}, "R", "re-run"),
+		Cancel:  b([]string{"c"}, "c", "cancel"),
+		Retry:   b([]string{"t"}, "t", "retry dead"),
+		Resolve: b([]string{"v"}, "v", "resolve"),
+
+		NextTab: b([]string{"tab", "right", "l"}, "tab", "next tab"),
+		PrevTab: b([]string{"shift+tab", "left", "h"}, "S-tab", "prev tab"),
+		Expand:  b([]string{"enter", " "}, "enter", "expand"),
+
+		Confirm:    b([]string{"y", "enter"}, "y/enter", "confirm"),
+		Deny:       b([]string{"n", "esc"}, "n/esc", "cancel"),
+		Apply:      b([]string{"enter"}, "enter", "apply"),
+		NextField:  b([]string{"tab", "shift+tab"}, "tab", "next field"),
+		ToggleMode: b([]string{"tab"}, "tab", "done/retry"),
+	}
+}
+
+// helpKeys adapts a view's short and full bindings to help.KeyMap.
+type helpKeys struct {
+	short []key.Binding
+	full  [][]key.Binding
+}
+
+func (h helpKeys) ShortHelp() []key.Binding  { return h.short }
+func (h helpKeys) FullHelp() [][]key.Binding { return h.full }
+
+func (k KeyMap) tasksHelp() helpKeys {
+	return helpKeys{
+		short: []key.Binding{k.Open, k.Search, k.Filter, k.State, k.NextPage, k.PrevPage, k.Replay, k.Workers, k.Help, k.Quit},
+		full: [][]key.Binding{
+			{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom},
+			{k.Open, k.NextPage, k.PrevPage, k.Search, k.Filter, k.State, k.Sort},
+			{k.Replay, k.Rerun, k.Cancel, k.Retry, k.BulkRetry, k.BulkCancl},
+			{k.Workers, k.Help, k.Quit},
+		},
+	}
+}
+
+func (k KeyMap) taskHelp() helpKeys {
+	return helpKeys{
+		short: []key.Binding{k.NextTab, k.Expand, k.Replay, k.Rerun, k.Cancel, k.Retry, k.Resolve, k.Back, k.Quit},
+		full: [][]key.Binding{
+			{k.Up, k.Down, k.PageUp, k.PageDown, k.NextTab, k.PrevTab, k.Expand},
+			{k.Replay, k.Rerun, k.Cancel, k.Retry, k.Resolve},
+			{k.Back, k.Help, k.Quit},
+		},
+	}
+}
+
+func (k KeyMap) workersHelp() helpKeys {
+	return helpKeys{
+		short: []key.Binding{k.Up, k.Down, k.Back, k.Help, k.Quit},
+		full:  [][]key.Binding{{k.Up, k.Down, k.Back, k.Help, k.Quit}},
+	}
+}
+
+func (k KeyMap) dialogHelp(withInput bool) helpKeys {
+	keys := []key.Binding{k.Confirm, k.Deny}
+	if withInput {
+		keys = []key.Binding{k.Apply, k.ToggleMode, k.Back}
+	}
+	return helpKeys{short: keys, full: [][]key.Binding{keys}}
+}
+
+func (k KeyMap) inputHelp() helpKeys {
+	keys := []key.Binding{k.Apply, k.NextField, k.Back}
+	return helpKeys{short: keys, full: [][]key.Binding{keys}}
+}
+
+func (k KeyMap) searchHelp() helpKeys {
+	keys := []key.Binding{k.Apply, k.Back}
+	return helpKeys{short: keys, full: [][]key.Binding{keys}}
+}

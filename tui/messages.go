@@ -1,0 +1,64 @@
+package tui
+
+import (
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/claims"
+)
+
+// tickMsg asks the visible view to reload.
+type tickMsg struct{}
+
+// pageMsg is a loaded page of tasks; seq names the request.
+type pageMsg struct {
+	seq  int
+	rows []*agentledger.Task
+	err  error
+}
+
+// countsMsg is the per-state counts of the filter; seq names the request.
+type countsMsg struct {
+	seq    int
+	counts map[agentledger.TaskState]int64
+	err    error
+}
+
+// detailMsg is a loaded task.
+type detailMsg struct {
+	id     int64
+	detail *Detail
+	err    error
+}
+
+// workersMsg is the workers' live leases.
+type workersMsg struct {
+	workers []claims.Worker
+	err     error
+}
+
+// previewMsg is a replay preview, to confirm.
+type previewMsg struct {
+	preview *Preview
+	err     error
+}
+
+// bulkOp is a bulk action over the filter.
+type bulkOp int
+
+const (
+	bulkRetry bulkOp = iota
+	bulkCancel
+)
+
+// bulkCountMsg is how many tasks a bulk action would touch, to confirm.
+type bulkCountMsg struct {
+	op     bulkOp
+	filter Filter
+	n      int64
+	err    error
+}
+
+// actionMsg says how an action went.
+type actionMsg struct {
+	text string
+	err  error
+}

@@ -1,0 +1,87 @@
+package tui
+
+import (
+	"context"
+	"strings"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/outbox"
+)
+
+// Filter selects the tasks the console lists. Zero fields match everything.
+type Filter struct {
+	State  agentledger.TaskState
+	Queue  string
+	Kind   string
+	Tenant string
+}
+
+// String is the filter as key=value words; empty when it matches every
+// task.
+func (f Filter) String() string {
+	var parts []string
+	for _, kv := range [][2]string{{"state", string(f.State)}, {"queue", f.Queue}, {"kind", f.Kind}, {"tenant", f.Tenant}} {
+		if kv[1] != "" {
+			parts = append(parts, kv[0]+"="+kv[1])
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// Detail is one task with everything the task view shows.
+type Detail struct {
+	Task     *agentledger.Task
+	Attempts []agentledger.Attempt
+	// Journal is the effects of the task's current generation, in order.
+	Journal []ledger.Entry
+	// Notifications are the task's outbox events, oldest first.
+	Notifications []outbox.Event
+}
+
+// Preview is what a replay of a task would do, effect by effect.
+type Preview struct {
+	Task    *agentledger.Task
+	Effects []PlannedEffect
+}
+
+// Resolution settles an effect of unknown outcome: Done (it happened) or
+// not (allow one more performance), with a note saying why.
+type Resolution struct {
+	Done bool
+	Note string
+}
+
+// Store is everything the console reads and does. Task ids are global: the
+// console is an operator's tool and sees every tenant. Errors wrap the
+// agentledger sentinels (ErrNotFound, ErrConflict, ErrInvalid).
+type Store interface {
+	// List returns at most limit tasks of f with an id below before (0: the
+	// newest), newest first.
+	List(ctx context.Context, f Filter, before int64, limit int) ([]*agentledger.Task, error)
+	// Count returns how many tasks of f are in each state.
+	Count(ctx context.Context, f Filter) (map[agentledger.TaskState]int64, error)
+	// Get returns task id with its attempts, journal and notifications.
+	Get(ctx context.Context, id int64) (*Detail, error)
+	// ReplayPreview says, for each effect of the task's journal, whether a
+	// replay serves it from the ledger or runs it.
+	ReplayPreview(ctx context.Context, id int64) (*Preview, error)
+	// Replay runs the task again in the same generation.
+	Replay(ctx context.Context, id int64) (*agentledger.Task, error)
+	// Rerun runs the task again as a new intent: every effect runs again.
+	Rerun(ctx context.Context, id int64) (*agentledger.Task, error)
+	// Cancel cancels the task (a running one at its next heartbeat).
+	Cancel(ctx context.Context, id int64) (*agentledger.Task, error)
+	// Retry runs a dead task again from attempt 1 in the same generation.
+	Retry(ctx context.Context, id int64) (*agentledger.Task, error)
+	// Resolve settles the unknown effect at step of task id and, when the
+	// task needs attention, replays it.
+	Resolve(ctx context.Context, id int64, step string, r Resolution) (*agentledger.Task, error)
+	// RetryAll retries every dead task of f.
+	RetryAll(ctx context.Context, f Filter) (claims.BulkResult, error)
+	// CancelAll cancels every unfinished task of f.
+	CancelAll(ctx context.Context, f Filter) (claims.BulkResult, error)
+	// Workers lists the workers holding leases now.
+	Workers(ctx context.Context) ([]claims.Worker, error)
+}

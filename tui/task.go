@@ -1,0 +1,138 @@
+package tui
+
+import (
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/viewport"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/agentledger/agentledger/ledger"
+)
+
+// tab is a tab of the task view.
+type tab int
+
+const (
+	tabOverview tab = iota
+	tabAttempts
+	tabJournal
+	tabNotifications
+	tabs // how many tabs there are
+)
+
+// taskModel is the task view: one task, its attempts, its journal and its
+// notifications, one tab at a time.
+type taskModel struct {
+	env *env
+	cmd commands
+
+	id      int64
+	detail  *Detail
+	err     error
+	loading bool
+
+	tab     tab
+	page    viewport.Model // the overview, attempts and notifications tabs
+	journal journalModel
+
+	width, height int
+}
+
+func newTaskModel(e *env, c commands, id int64, width, height int) taskModel {
+	m := taskModel{env: e, cmd: c, id: id, page: viewport.New(width, 1), journal: newJournalModel(e)}
+	m.page.KeyMap = viewport.KeyMap{Up: e.keys.Up, Down: e.keys.Down, PageUp: e.keys.PageUp, PageDown: e.keys.PageDown}
+	m.setSize(width, height)
+	return m
+}
+
+// load reads the task again.
+func (m *taskModel) load() tea.Cmd {
+	m.loading = true
+	return m.cmd.detail(m.id)
+}
+
+// refresh reloads unless a load is under way.
+func (m *taskModel) refresh() tea.Cmd {
+	if m.loading {
+		return nil
+	}
+	return m.load()
+}
+
+// setSize gives the view the screen below the title.
+func (m *taskModel) setSize(width, height int) {
+	m.width, m.height = width, height
+	m.page.Width, m.page.Height = width, max(height-2, 1)
+	m.journal.setSize(width, max(height-2, 1))
+	m.render()
+}
+
+// resolveTarget is the effect a resolve acts on: the journal's selected
+// row when it is unknown, else the first unknown effect.
+func (m taskModel) resolveTarget() (ledger.Entry, bool) {
+	if m.detail == nil {
+		return ledger.Entry{}, false
+	}
+	if e, ok := m.journal.selected(); ok && m.tab == tabJournal && e.State == ledger.StateUnknown {
+		return e, true
+	}
+	for _, e := range m.detail.Journal {
+		if e.State == ledger.StateUnknown {
+			return e, true
+		}
+	}
+	return ledger.Entry{}, false
+}
+
+// Update handles the task's loads and the view's keys.
+func (m taskModel) Update(msg tea.Msg) (taskModel, tea.Cmd) {
+	switch msg := msg.(type) {
+	case detailMsg:
+		if msg.id != m.id {
+			return m, nil
+		}
+		m.loading = false
+		m.err = msg.err
+		if msg.err == nil {
+			m.detail = msg.detail
+			m.journal.set(msg.detail.Journal)
+			m.render()
+		}
+		return m, nil
+	case tea.KeyMsg:
+		k := m.env.keys
+		switch {
+		case key.Matches(msg, k.NextTab):
+			m.tab = (m.tab + 1) % tabs
+			m.page.GotoTop()
+			m.render()
+			return m, nil
+		case key.Matches(msg, k.PrevTab):
+			m.tab = (m.tab + tabs - 1) % tabs
+			m.page.GotoTop()
+			m.render()
+			return m, nil
+		case m.tab == tabJournal:
+			m.journal = m.journal.Update(msg)
+			return m, nil
+		}
+		var cmd tea.Cmd
+		m.page, cmd = m.page.Update(msg)
+		return m, cmd
+	}
+	return m, nil
+}
+
+// render puts the current tab's text into the page.
+func (m *taskModel) render() {
+	if m.detail == nil {
+		return
+	}
+	switch m.tab {
+	case tabOverview:
+		m.page.SetContent(m.overview())
+	case tabAttempts:
+		m.page.SetContent(m.attempts())
+	case tabNotifications:
+		m.page.SetContent(m.notifications())
+	}
+}

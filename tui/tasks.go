@@ -1,0 +1,232 @@
+package tui
+
+import (
+	"github.com/charmbracelet/bubbles/cursor"
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/table"
+	"github.com/charmbracelet/bubbles/textinput"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/agentledger/agentledger"
+)
+
+// tasksModel is the task table: one page of the filter at a time, found by
+// an id cursor, so that a table of any size loads only a page.
+type tasksModel struct {
+	env *env
+	cmd commands
+
+	table table.Model
+	cols  []column
+	// input is the search query, or, while the filter form is open, that.
+	search    textinput.Model
+	searching bool
+	form      filterForm
+	filtering bool
+
+	filter Filter
+	before int64   // cursor of this page: ids below it (0: the newest)
+	back   []int64 // cursors of the pages before this one
+	sort   sortKey
+
+	rows   []*agentledger.Task // the page as loaded, newest first
+	shown  []*agentledger.Task // rows searched and sorted, as the table has them
+	counts map[agentledger.TaskState]int64
+	loaded bool
+	// stale is set while the rows are of another filter or page than the
+	// one asked for.
+	stale bool
+
+	seq     int // the latest load; older answers are dropped
+	pending int // answers of the latest load still to come
+	err     error
+
+	width, height int
+}
+
+func newTasksModel(e *env, c commands) tasksModel {
+	t := table.New(table.WithStyles(e.styles.Table), table.WithFocused(true), table.WithKeyMap(table.KeyMap{
+		LineUp: e.keys.Up, LineDown: e.keys.Down, PageUp: e.keys.PageUp, PageDown: e.keys.PageDown,
+		GotoTop: e.keys.Top, GotoBottom: e.keys.Bottom,
+	}))
+	return tasksModel{env: e, cmd: c, table: t, search: newInput("/ ", "search this page"),
+		form: newFilterForm(&e.keys, e.opts.Filter), filter: e.opts.Filter}
+}
+
+// newInput is a one-line text input with a steady cursor.
+func newInput(prompt, placeholder string) textinput.Model {
+	in := textinput.New()
+	in.Prompt = prompt
+	in.Placeholder = placeholder
+	in.CharLimit = 200
+	_ = in.Cursor.SetMode(cursor.CursorStatic) // no blinking: no timed redraws
+	return in
+}
+
+// load reloads the current page and the counts.
+func (m *tasksModel) load() tea.Cmd {
+	m.seq++
+	m.pending = 2
+	counts := m.filter
+	counts.State = "" // the header counts every state
+	return tea.Batch(
+		m.cmd.page(m.seq, m.filter, m.before, m.env.opts.PageSize),
+		m.cmd.counts(m.seq, counts))
+}
+
+// refresh reloads unless a load is under way.
+func (m *tasksModel) refresh() tea.Cmd {
+	if m.pending > 0 {
+		return nil
+	}
+	return m.load()
+}
+
+// inputFocused reports whether keys go to a text input.
+func (m tasksModel) inputFocused() bool { return m.searching || m.filtering }
+
+// selected is the task under the cursor.
+func (m tasksModel) selected() *agentledger.Task {
+	i := m.table.Cursor()
+	if i < 0 || i >= len(m.shown) {
+		return nil
+	}
+	return m.shown[i]
+}
+
+// setFilter applies a new filter from the first page.
+func (m *tasksModel) setFilter(f Filter) tea.Cmd {
+	m.filter, m.before, m.back, m.stale = f, 0, nil, true
+	m.table.SetCursor(0)
+	return m.load()
+}
+
+// Update handles the table's messages and keys.
+func (m tasksModel) Update(msg tea.Msg) (tasksModel, tea.Cmd) {
+	switch msg := msg.(type) {
+	case pageMsg:
+		if msg.seq != m.seq {
+			return m, nil
+		}
+		m.pending--
+		m.err = msg.err
+		if msg.err == nil {
+			m.rows, m.loaded, m.stale = msg.rows, true, false
+			m.apply()
+		}
+		return m, nil
+	case countsMsg:
+		if msg.seq != m.seq {
+			return m, nil
+		}
+		m.pending--
+		if msg.err == nil {
+			m.counts = msg.counts
+		} else {
+			m.err = msg.err
+		}
+		return m, nil
+	case tea.KeyMsg:
+		switch {
+		case m.filtering:
+			return m.updateForm(msg)
+		case m.searching:
+			return m.updateSearch(msg)
+		}
+		return m.updateKeys(msg)
+	}
+	return m, nil
+}
+
+func (m tasksModel) updateKeys(msg tea.KeyMsg) (tasksModel, tea.Cmd) {
+	k := m.env.keys
+	switch {
+	case key.Matches(msg, k.NextPage):
+		if m.stale || len(m.rows) < m.env.opts.PageSize {
+			return m, nil // the last page, or the next one is on its way
+		}
+		m.back = append(m.back, m.before)
+		m.before, m.stale = m.rows[len(m.rows)-1].ID, true
+		m.table.SetCursor(0)
+		return m, m.load()
+	case key.Matches(msg, k.PrevPage):
+		if len(m.back) == 0 {
+			return m, nil
+		}
+		m.before, m.back, m.stale = m.back[len(m.back)-1], m.back[:len(m.back)-1], true
+		m.table.SetCursor(0)
+		return m, m.load()
+	case key.Matches(msg, k.State):
+		f := m.filter
+		f.State = nextState(f.State)
+		return m, m.setFilter(f)
+	case key.Matches(msg, k.Sort):
+		m.sort = (m.sort + 1) % sortKeys
+		m.apply()
+		return m, nil
+	case key.Matches(msg, k.Search):
+		m.searching = true
+		m.layout()
+		return m, m.search.Focus()
+	case key.Matches(msg, k.Filter):
+		m.filtering = true
+		m.form = newFilterForm(&m.env.keys, m.filter)
+		m.form.setWidth(m.width)
+		return m, m.form.focus()
+	case key.Matches(msg, k.Back):
+		if m.search.Value() != "" {
+			m.search.SetValue("")
+			m.apply()
+		}
+		return m, nil
+	}
+	var cmd tea.Cmd
+	m.table, cmd = m.table.Update(msg)
+	return m, cmd
+}
+
+func (m tasksModel) updateSearch(msg tea.KeyMsg) (tasksModel, tea.Cmd) {
+	switch {
+	case key.Matches(msg, m.env.keys.Back):
+		m.search.SetValue("")
+		fallthrough
+	case key.Matches(msg, m.env.keys.Apply):
+		m.searching = false
+		m.search.Blur()
+		m.apply()
+		return m, nil
+	}
+	var cmd tea.Cmd
+	m.search, cmd = m.search.Update(msg)
+	m.apply()
+	return m, cmd
+}
+
+func (m tasksModel) updateForm(msg tea.KeyMsg) (tasksModel, tea.Cmd) {
+	switch {
+	case key.Matches(msg, m.env.keys.Back):
+		m.filtering = false
+		return m, nil
+	case key.Matches(msg, m.env.keys.Apply):
+		m.filtering = false
+		f := m.form.filter()
+		f.State = m.filter.State
+		return m, m.setFilter(f)
+	}
+	var cmd tea.Cmd
+	m.form, cmd = m.form.Update(msg)
+	return m, cmd
+}
+
+// nextState cycles the state filter: every state, then each in turn.
+func nextState(s agentledger.TaskState) agentledger.TaskState {
+	if s == "" {
+		return agentledger.TaskStates[0]
+	}
+	for i, st := range agentledger.TaskStates {
+		if st == s && i+1 < len(agentledger.TaskStates) {
+			return agentledger.TaskStates[i+1]
+		}
+	}
+	return ""
+}

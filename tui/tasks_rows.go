@@ -1,0 +1,102 @@
+package tui
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/charmbracelet/bubbles/table"
+	"github.com/sahilm/fuzzy"
+
+	"github.com/agentledger/agentledger"
+)
+
+// sortKey orders the loaded page.
+type sortKey int
+
+const (
+	sortID      sortKey = iota // newest first, as loaded
+	sortState                  // by state, in agentledger.TaskStates order
+	sortUpdated                // most recently changed first
+	sortKeys                   // how many keys there are
+)
+
+func (s sortKey) String() string {
+	return [...]string{"id", "state", "updated"}[s]
+}
+
+// stateRank is a state's place in agentledger.TaskStates.
+func stateRank(s agentledger.TaskState) int { return slices.Index(agentledger.TaskStates, s) }
+
+// searchFields are the values of a task the search matches against.
+func searchFields(t *agentledger.Task) []string {
+	return []string{strconv.FormatInt(t.ID, 10), string(t.State), t.Tenant, t.Queue, t.Kind, oneLine(t.LastError)}
+}
+
+// searched returns the rows that match query, in their order: every word
+// of the query must match one field of the task fuzzily (its letters in
+// order, not necessarily adjacent).
+func searched(rows []*agentledger.Task, query string) []*agentledger.Task {
+	words := strings.Fields(query)
+	if len(words) == 0 {
+		return rows
+	}
+	var out []*agentledger.Task
+	for _, t := range rows {
+		fields := searchFields(t)
+		if !slices.ContainsFunc(words, func(w string) bool { return len(fuzzy.Find(w, fields)) == 0 }) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// sorted returns rows ordered by key; ties keep the newest first.
+func sorted(rows []*agentledger.Task, by sortKey) []*agentledger.Task {
+	out := slices.Clone(rows)
+	slices.SortStableFunc(out, func(a, b *agentledger.Task) int {
+		switch by {
+		case sortState:
+			if c := stateRank(a.State) - stateRank(b.State); c != 0 {
+				return c
+			}
+		case sortUpdated:
+			if c := b.UpdatedAt.Compare(a.UpdatedAt); c != 0 {
+				return c
+			}
+		}
+		switch {
+		case a.ID > b.ID:
+			return -1
+		case a.ID < b.ID:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// apply searches and sorts the loaded page into the table, keeping the
+// cursor on the task it was on.
+func (m *tasksModel) apply() {
+	var keep int64
+	if t := m.selected(); t != nil {
+		keep = t.ID
+	}
+	m.shown = sorted(searched(m.rows, m.search.Value()), m.sort)
+	m.layout()
+	rows := make([]table.Row, len(m.shown))
+	for i, t := range m.shown {
+		rows[i] = m.row(t)
+	}
+	m.table.SetRows(rows)
+	for i, t := range m.shown {
+		if t.ID == keep {
+			m.table.SetCursor(i)
+			return
+		}
+	}
+	if m.table.Cursor() < 0 && len(rows) > 0 {
+		m.table.SetCursor(0)
+	}
+}

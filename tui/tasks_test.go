@@ -1,0 +1,279 @@
+package tui
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/agentledger/agentledger"
+)
+
+// ids are the ids of the tasks the table shows, in order.
+func ids(a App) []int64 {
+	out := make([]int64, len(a.tasks.shown))
+	for i, t := range a.tasks.shown {
+		out[i] = t.ID
+	}
+	return out
+}
+
+func span(from, to int64) []int64 {
+	var out []int64
+	for id := from; id >= to; id-- {
+		out = append(out, id)
+	}
+	return out
+}
+
+func TestResizeKeepsTheFrame(t *testing.T) {
+	t.Parallel()
+	store := newFakeStore(40, epoch)
+	d := newDriver(t, store, Options{}, 80, 24)
+	checkFrame(t, d.view(), 80, 24)
+	for _, size := range [][2]int{{100, 30}, {120, 40}, {60, 15}, {80, 24}} {
+		d.send(tea.WindowSizeMsg{Width: size[0], Height: size[1]})
+		checkFrame(t, d.view(), size[0], size[1])
+		if got := d.app().tasks.table.Height(); got != size[1]-3-3-1 {
+			t.Errorf("at %v the table shows %d rows", size, got)
+		}
+	}
+	// The other views and a dialog keep the frame too.
+	d.keys("enter")
+	checkFrame(t, d.view(), 80, 24)
+	d.keys("?")
+	checkFrame(t, d.view(), 80, 24)
+	d.keys("?", "R")
+	if d.app().dialog == nil {
+		t.Fatal("R opened no dialog")
+	}
+	d.send(tea.WindowSizeMsg{Width: 70, Height: 20})
+	checkFrame(t, d.view(), 70, 20)
+	d.keys("esc", "esc", "w")
+	checkFrame(t, d.view(), 70, 20)
+}
+
+func TestNarrowTableDropsTenant(t *testing.T) {
+	t.Parallel()
+	d := newDriver(t, newFakeStore(3, epoch), Options{}, 120, 20)
+	if !strings.Contains(d.view(), "TENANT") {
+		t.Errorf("no TENANT column at 120 columns:\n%s", d.view())
+	}
+	d.send(tea.WindowSizeMsg{Width: 80, Height: 20})
+	if strings.Contains(d.view(), "TENANT") {
+		t.Errorf("TENANT column at 80 columns:\n%s", d.view())
+	}
+	if !strings.Contains(d.view(), "LAST ERROR") {
+		t.Errorf("no LAST ERROR column at 80 columns:\n%s", d.view())
+	}
+}
+
+func TestPagingByCursor(t *testing.T) {
+	t.Parallel()
+	store := newFakeStore(250, epoch)
+	d := newDriver(t, store, Options{PageSize: 100}, 100, 30)
+	if got := ids(d.app()); !slices.Equal(got, span(250, 151)) {
+		t.Fatalf("first page: %v", got)
+	}
+	d.keys("n")
+	if got := ids(d.app()); !slices.Equal(got, span(150, 51)) {
+		t.Fatalf("second page: %v", got)
+	}
+	if !strings.Contains(d.view(), "page 2") {
+		t.Errorf("the view does not say page 2:\n%s", d.view())
+	}
+	d.keys("n")
+	if got := ids(d.app()); !slices.Equal(got, span(50, 1)) {
+		t.Fatalf("third page: %v", got)
+	}
+	d.keys("n") // the last page: nothing follows
+	if got := ids(d.app()); !slices.Equal(got, span(50, 1)) {
+		t.Fatalf("past the last page: %v", got)
+	}
+	d.keys("p", "p")
+	if got := ids(d.app()); !slices.Equal(got, span(250, 151)) {
+		t.Fatalf("back to the first page: %v", got)
+	}
+	d.keys("p") // nothing before the first page
+	var lists []string
+	for _, c := range store.callLog() {
+		if strings.HasPrefix(c, "list ") {
+			lists = append(lists, c[strings.Index(c, "before="):])
+		}
+	}
+	want := []string{"before=0 limit=100", "before=151 limit=100", "before=51 limit=100",
+		"before=151 limit=100", "before=0 limit=100"}
+	if !slices.Equal(lists, want) {
+		t.Errorf("pages loaded:\n%v\nwant\n%v", lists, want)
+	}
+}
+
+func TestLiveRefreshKeepsTheSelection(t *testing.T) {
+	t.Parallel()
+	store := newFakeStore(10, epoch)
+	d := newDriver(t, store, Options{}, 100, 30)
+	d.keys("down", "down")
+	if got := d.app().tasks.selected().ID; got != 8 {
+		t.Fatalf("selected %d, want 8", got)
+	}
+	store.mu.Lock()
+	store.tasks = append(store.tasks, &agentledger.Task{ID: 11, Tenant: "acme", Queue: "default", Kind: "echo",
+		State: agentledger.StateQueued, UpdatedAt: epoch})
+	store.mu.Unlock()
+	d.send(tickMsg{})
+	if got := ids(d.app()); len(got) != 11 || got[0] != 11 {
+		t.Fatalf("after a tick: %v", got)
+	}
+	if got := d.app().tasks.selected().ID; got != 8 {
+		t.Errorf("after a tick the selection moved to %d, want 8", got)
+	}
+	if !strings.Contains(d.view(), "queued 1") {
+		t.Errorf("the counts do not show the new task:\n%s", d.view())
+	}
+}
+
+func TestFuzzySearchOverThePage(t *testing.T) {
+	t.Parallel()
+	d := newDriver(t, newFakeStore(20, epoch), Options{}, 100, 30)
+	d.keys("/")
+	d.typeText("dead")
+	if got := ids(d.app()); !slices.Equal(got, []int64{20, 15, 10, 5}) {
+		t.Fatalf("searching dead: %v", got)
+	}
+	if !strings.Contains(d.view(), "4 of 20 tasks") {
+		t.Errorf("the view does not say how many match:\n%s", d.view())
+	}
+	// Every word must match a field.
+	d.typeText(" 1")
+	if got := ids(d.app()); !slices.Equal(got, []int64{15, 10}) {
+		t.Fatalf("searching 'dead 1': %v", got)
+	}
+	d.keys("esc", "/")
+	d.typeText("dead")
+	// q is typed into the search, not taken as quit.
+	d.keys("q")
+	if got := d.app().tasks.search.Value(); got != "deadq" {
+		t.Errorf("search is %q", got)
+	}
+	d.keys("esc")
+	if got := ids(d.app()); len(got) != 20 {
+		t.Errorf("esc left %d rows", len(got))
+	}
+	// enter keeps the query and gives the keys back to the table.
+	d.keys("/")
+	d.typeText("need")
+	d.keys("enter")
+	if got := ids(d.app()); !slices.Equal(got, []int64{14, 7}) {
+		t.Errorf("searching 'need': %v", got)
+	}
+	if d.app().tasks.inputFocused() {
+		t.Error("the search still has the keys after enter")
+	}
+}
+
+func TestSortAndStateFilter(t *testing.T) {
+	t.Parallel()
+	store := newFakeStore(10, epoch)
+	d := newDriver(t, store, Options{}, 100, 30)
+	d.keys("o") // by state
+	got := d.app().tasks.shown
+	for i := 1; i < len(got); i++ {
+		if stateRank(got[i-1].State) > stateRank(got[i].State) {
+			t.Fatalf("not sorted by state: %v then %v", got[i-1].State, got[i].State)
+		}
+	}
+	d.keys("o") // by updated: task 1 changed last
+	if got := ids(d.app()); got[0] != 1 {
+		t.Errorf("sorted by updated: %v", got)
+	}
+	d.keys("o") // back to id
+	if got := ids(d.app()); got[0] != 10 {
+		t.Errorf("sorted by id: %v", got)
+	}
+	d.keys("sssss") // queued, running, retrying, succeeded, dead: typed fast, read at once
+	if f := d.app().tasks.filter; f.State != agentledger.StateDead {
+		t.Fatalf("state filter %q", f.State)
+	}
+	if got := ids(d.app()); !slices.Equal(got, []int64{10, 5}) {
+		t.Errorf("dead tasks: %v", got)
+	}
+	if !strings.Contains(d.view(), "[dead 2]") {
+		t.Errorf("the counts do not mark the state filtered on:\n%s", d.view())
+	}
+}
+
+func TestFilterForm(t *testing.T) {
+	t.Parallel()
+	store := newFakeStore(10, epoch)
+	d := newDriver(t, store, Options{}, 100, 30)
+	d.keys("f")
+	d.typeText("billing")
+	d.keys("tab", "tab")
+	d.typeText("acme")
+	d.keys("enter")
+	f := d.app().tasks.filter
+	if f != (Filter{Queue: "billing", Tenant: "acme"}) {
+		t.Fatalf("filter %+v", f)
+	}
+	for _, id := range ids(d.app()) {
+		if id%2 == 0 {
+			t.Errorf("task %d of queue default listed", id)
+		}
+	}
+	if !strings.Contains(d.view(), "queue=billing tenant=acme") {
+		t.Errorf("the filter is not shown:\n%s", d.view())
+	}
+}
+
+func TestUpdateDoesNoIO(t *testing.T) {
+	t.Parallel()
+	store := newFakeStore(10, epoch)
+	d := newDriver(t, store, Options{}, 100, 30)
+	before := len(store.callLog())
+	var cmds []tea.Cmd
+	for _, k := range []string{"n", "s", "o", "enter", "esc", "w", "esc", "r", "X"} {
+		var cmd tea.Cmd
+		d.m, cmd = d.m.Update(keyMsg(k))
+		cmds = append(cmds, cmd)
+	}
+	d.m, _ = d.m.Update(tickMsg{})
+	if got := store.callLog()[before:]; len(got) != 0 {
+		t.Errorf("Update called the store: %v", got)
+	}
+	for _, c := range cmds {
+		d.run(c)
+	}
+	if len(store.callLog()) == before {
+		t.Error("the commands called nothing")
+	}
+}
+
+func TestBulkCancelShowsTheCountFirst(t *testing.T) {
+	t.Parallel()
+	store := newFakeStore(20, epoch)
+	store.tasks[0].State = agentledger.StateQueued
+	store.tasks[2].State = agentledger.StateRunning
+	d := newDriver(t, store, Options{}, 100, 30)
+	d.keys("X")
+	if d.app().dialog == nil {
+		t.Fatalf("no dialog:\n%s", d.view())
+	}
+	// 2 queued/running + tasks 7 and 14 need attention.
+	if v := d.view(); !strings.Contains(v, "Cancel all 4 unfinished tasks?") {
+		t.Fatalf("the dialog does not give the count:\n%s", v)
+	}
+	d.keys("y")
+	if got := store.callLog(); !slices.Contains(got, fmt.Sprintf("cancel-all %+v", Filter{})) {
+		t.Errorf("calls: %v", got)
+	}
+	if v := d.view(); !strings.Contains(v, "cancelled 2 tasks") {
+		t.Errorf("no status:\n%s", v)
+	}
+	// No dead task with the state filter on succeeded: nothing to confirm.
+	d.keys("s", "s", "s", "s", "T")
+	if d.app().dialog != nil || !strings.Contains(d.view(), "no dead tasks match the filter state=succeeded") {
+		t.Errorf("bulk retry over succeeded tasks:\n%s", d.view())
+	}
+}

@@ -1,0 +1,197 @@
+package tui
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/charmbracelet/bubbles/table"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/agentledger/agentledger"
+)
+
+// column is one column of the task table.
+type column struct {
+	title string
+	width int
+	cell  func(e *env, t *agentledger.Task) string
+}
+
+// Fixed column widths; LAST ERROR takes the rest.
+const (
+	idWidth    = 7
+	stateWidth = 15 // "needs_attention"
+	minErr     = 10
+)
+
+// columnsFor lays the table out for width: TENANT goes first when the
+// screen is narrow, then QUEUE and KIND shrink.
+func columnsFor(width int) []column {
+	name := 10
+	cols := []column{
+		{"ID", idWidth, func(_ *env, t *agentledger.Task) string { return strconv.FormatInt(t.ID, 10) }},
+		{"STATE", stateWidth, func(_ *env, t *agentledger.Task) string { return string(t.State) }},
+		{"TENANT", name, func(_ *env, t *agentledger.Task) string { return t.Tenant }},
+		{"QUEUE", name, func(_ *env, t *agentledger.Task) string { return t.Queue }},
+		{"KIND", name, func(_ *env, t *agentledger.Task) string { return t.Kind }},
+		{"TRY", 5, func(_ *env, t *agentledger.Task) string { return fmt.Sprintf("%d/%d", t.Attempt, t.MaxAttempts) }},
+		{"UPDATED", 8, func(e *env, t *agentledger.Task) string { return short(e.now().Sub(t.UpdatedAt)) }},
+		{"LAST ERROR", 0, func(_ *env, t *agentledger.Task) string { return orDash(oneLine(t.LastError)) }},
+	}
+	used := func() int {
+		n := 0
+		for _, c := range cols[:len(cols)-1] {
+			n += c.width + 1 // the cell's padding
+		}
+		return n
+	}
+	if width-used() < minErr+1 {
+		cols = append(cols[:2], cols[3:]...) // no TENANT
+	}
+	for width-used() < minErr+1 && cols[2].width > 6 {
+		cols[2].width--
+		cols[3].width--
+	}
+	cols[len(cols)-1].width = max(width-used()-1, minErr)
+	return cols
+}
+
+// layout sizes the table for the model's width and height.
+func (m *tasksModel) layout() {
+	m.cols = columnsFor(m.width)
+	tc := make([]table.Column, len(m.cols))
+	for i, c := range m.cols {
+		tc[i] = table.Column{Title: c.title, Width: c.width}
+	}
+	if len(tc) != len(m.table.Columns()) {
+		m.table.SetRows(nil) // rows must match the new columns
+	}
+	m.table.SetColumns(tc)
+	m.table.SetWidth(m.width)
+	m.table.SetHeight(max(m.height-3, 2))
+}
+
+// row is a task as the table shows it.
+func (m *tasksModel) row(t *agentledger.Task) table.Row {
+	r := make(table.Row, len(m.cols))
+	for i, c := range m.cols {
+		r[i] = oneLine(c.cell(m.env, t))
+	}
+	return r
+}
+
+// setSize gives the table its share of the screen.
+func (m *tasksModel) setSize(width, height int) {
+	m.width, m.height = width, height
+	m.search.Width = max(width-4, 10)
+	m.form.setWidth(width)
+	m.apply()
+}
+
+// View renders the counts, the filter line, the table and the input line.
+func (m tasksModel) View() string {
+	var b strings.Builder
+	b.WriteString(cut(m.countsLine(), m.width) + "\n")
+	b.WriteString(cut(m.infoLine(), m.width) + "\n")
+	body := m.colourStates(m.table.View())
+	if m.loaded && len(m.shown) == 0 {
+		body = strings.SplitN(body, "\n", 2)[0] + "\n" + m.env.styles.Dim.Render("  no tasks match")
+	}
+	b.WriteString(fit(body, m.width, max(m.height-3, 2)) + "\n")
+	b.WriteString(cut(m.inputLine(), m.width))
+	return b.String()
+}
+
+// countsLine is how many tasks of the filter are in each state; the state
+// filtered on is in brackets.
+func (m tasksModel) countsLine() string {
+	labels := map[agentledger.TaskState]string{agentledger.StateNeedsAttention: "attention"}
+	shortLabels := map[agentledger.TaskState]string{
+		agentledger.StateQueued: "q", agentledger.StateRunning: "run", agentledger.StateRetrying: "retry",
+		agentledger.StateSucceeded: "ok", agentledger.StateDead: "dead", agentledger.StateCancelled: "cxl",
+		agentledger.StateNeedsAttention: "attn",
+	}
+	render := func(labels map[agentledger.TaskState]string) string {
+		var total int64
+		parts := make([]string, 0, len(agentledger.TaskStates)+1)
+		for _, st := range agentledger.TaskStates {
+			n := m.counts[st]
+			total += n
+			label := labels[st]
+			if label == "" {
+				label = string(st)
+			}
+			part := m.env.styles.StateStyle(st).Render(label) + " " + strconv.FormatInt(n, 10)
+			if st == m.filter.State {
+				part = "[" + part + "]"
+			}
+			parts = append(parts, part)
+		}
+		all := "all " + strconv.FormatInt(total, 10)
+		if m.filter.State == "" {
+			all = "[" + all + "]"
+		}
+		return strings.Join(append([]string{all}, parts...), "  ")
+	}
+	line := render(labels)
+	if ansi.StringWidth(line) > m.width {
+		line = render(shortLabels)
+	}
+	return line
+}
+
+// infoLine says what is listed: the filter, the order and the page.
+func (m tasksModel) infoLine() string {
+	filter := m.filter.String()
+	if filter == "" {
+		filter = "all tasks"
+	}
+	s := m.env.styles
+	parts := []string{s.Label.Render("filter ") + filter, s.Label.Render("sort ") + m.sort.String(),
+		s.Label.Render("page ") + strconv.Itoa(len(m.back)+1)}
+	rows := plural(len(m.rows), "task")
+	if len(m.shown) != len(m.rows) {
+		rows = fmt.Sprintf("%d of %s", len(m.shown), plural(len(m.rows), "task"))
+	}
+	if len(m.rows) == m.env.opts.PageSize {
+		rows += ", more: n"
+	}
+	if m.stale || !m.loaded {
+		rows = "loading…"
+	}
+	return strings.Join(append(parts, rows), s.Dim.Render(" · "))
+}
+
+// inputLine is the search input, the filter form or a reminder of them.
+func (m tasksModel) inputLine() string {
+	switch {
+	case m.filtering:
+		return m.form.View()
+	case m.searching || m.search.Value() != "":
+		return m.search.View()
+	}
+	return m.env.styles.Dim.Render("/ search the page · f filter by queue, kind, tenant · s cycle the state")
+}
+
+// colourStates colours the STATE cells of a rendered table. The table
+// counts the bytes of escape sequences as cells, so colour cannot go into
+// its rows; it is put on afterwards, on every line but the header and the
+// selected row (which already carry styles).
+func (m tasksModel) colourStates(view string) string {
+	lines := strings.Split(view, "\n")
+	from, to := idWidth+1, idWidth+1+stateWidth
+	for i := 1; i < len(lines); i++ {
+		l := lines[i]
+		if strings.Contains(l, "\x1b") || ansi.StringWidth(l) < to {
+			continue
+		}
+		cell := ansi.Cut(l, from, to)
+		st := agentledger.TaskState(strings.TrimSpace(cell))
+		if !st.Valid() {
+			continue
+		}
+		lines[i] = ansi.Cut(l, 0, from) + m.env.styles.StateStyle(st).Render(cell) + ansi.Cut(l, to, ansi.StringWidth(l))
+	}
+	return strings.Join(lines, "\n")
+}

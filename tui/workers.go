@@ -1,0 +1,120 @@
+package tui
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/charmbracelet/bubbles/viewport"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/agentledger/agentledger/claims"
+)
+
+// workersModel is the workers view: the live leases per worker, how long
+// ago each renewed one, and the stale ones highlighted.
+type workersModel struct {
+	env     *env
+	cmd     commands
+	workers []claims.Worker
+	loaded  bool
+	loading bool
+	err     error
+	page    viewport.Model
+	width   int
+	height  int
+}
+
+func newWorkersModel(e *env, c commands) workersModel {
+	m := workersModel{env: e, cmd: c, page: viewport.New(0, 0)}
+	m.page.KeyMap = viewport.KeyMap{Up: e.keys.Up, Down: e.keys.Down, PageUp: e.keys.PageUp, PageDown: e.keys.PageDown}
+	return m
+}
+
+// load reads the workers again.
+func (m *workersModel) load() tea.Cmd {
+	m.loading = true
+	return m.cmd.workers()
+}
+
+// refresh reloads unless a load is under way.
+func (m *workersModel) refresh() tea.Cmd {
+	if m.loading {
+		return nil
+	}
+	return m.load()
+}
+
+func (m *workersModel) setSize(width, height int) {
+	m.width, m.height = width, height
+	m.page.Width, m.page.Height = width, max(height-2, 1)
+	m.page.SetContent(m.table())
+}
+
+// stale reports whether a worker looks dead or stalled: a lease of its ran
+// out, or it renewed none for longer than Options.StaleAfter.
+func (m workersModel) stale(w claims.Worker) bool {
+	return w.Expired > 0 || m.env.now().Sub(w.LastHeartbeat) > m.env.opts.StaleAfter
+}
+
+// Update handles the loads and scrolling.
+func (m workersModel) Update(msg tea.Msg) (workersModel, tea.Cmd) {
+	switch msg := msg.(type) {
+	case workersMsg:
+		m.loading, m.err = false, msg.err
+		if msg.err == nil {
+			m.workers, m.loaded = msg.workers, true
+			m.page.SetContent(m.table())
+		}
+		return m, nil
+	case tea.KeyMsg:
+		var cmd tea.Cmd
+		m.page, cmd = m.page.Update(msg)
+		return m, cmd
+	}
+	return m, nil
+}
+
+// table renders one line per worker.
+func (m workersModel) table() string {
+	s, now := m.env.styles, m.env.now()
+	if len(m.workers) == 0 {
+		if !m.loaded {
+			return s.Dim.Render("loading…")
+		}
+		return s.Dim.Render("no worker holds a lease")
+	}
+	w := []int{30, 6, 10, 12, 8}
+	lines := []string{s.Bold.Render(columns(w, "WORKER", "TASKS", "HEARTBEAT", "NEXT EXPIRY", "EXPIRED", "STATUS"))}
+	for _, wk := range m.workers {
+		status := "ok"
+		if m.stale(wk) {
+			status = s.Stale.Render("STALE")
+			if wk.Expired > 0 {
+				status += s.Stale.Render(fmt.Sprintf(": %d lease(s) ran out, claimable again", wk.Expired))
+			}
+		}
+		lines = append(lines, columns(w, wk.ID, strconv.FormatInt(wk.Tasks, 10), short(now.Sub(wk.LastHeartbeat))+" ago",
+			relative(wk.NextExpiry, now), strconv.FormatInt(wk.Expired, 10), status))
+	}
+	return cutLines(lines, m.width)
+}
+
+// View renders the totals and the table.
+func (m workersModel) View() string {
+	var tasks, stale int64
+	for _, w := range m.workers {
+		tasks += w.Tasks
+		if m.stale(w) {
+			stale++
+		}
+	}
+	totals := fmt.Sprintf("%s holding %s", plural(len(m.workers), "worker"), plural(int(tasks), "lease"))
+	if stale > 0 {
+		totals += " · " + m.env.styles.Stale.Render(fmt.Sprintf("%d stale", stale))
+	}
+	if m.err != nil {
+		totals += " · " + m.env.styles.Error.Render(m.err.Error())
+	}
+	return strings.Join([]string{cut(totals, m.width), "", fit(m.page.View(), m.width, max(m.height-2, 1))}, "\n")
+}
