@@ -5,13 +5,20 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
+	"os"
 	"strings"
 	"testing"
 
 	"github.com/agentledger/agentledger/internal/testdb"
 )
 
-func TestMain(m *testing.M) { testdb.Main(m) }
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) == "1" { // re-executed as a worker process by throughput --processes
+		os.Exit(mainCode())
+	}
+	testdb.Main(m)
+}
 
 // runBench runs the command and returns its standard output; no timing is
 // checked, only that every configuration ran and reported.
@@ -27,16 +34,29 @@ func runBench(t *testing.T, args ...string) string {
 // dataRows returns the table rows of out: the lines after the dashes.
 func dataRows(out string) []string {
 	var rows []string
+	for _, t := range tables(out) {
+		rows = append(rows, t...)
+	}
+	return rows
+}
+
+// tables returns the rows of each table of out: the lines after a line of
+// dashes, up to a blank line.
+func tables(out string) [][]string {
+	var ts [][]string
 	inTable := false
 	for _, l := range strings.Split(out, "\n") {
 		switch {
 		case strings.Contains(l, "-----"):
 			inTable = true
-		case inTable && strings.TrimSpace(l) != "":
-			rows = append(rows, l)
+			ts = append(ts, nil)
+		case strings.TrimSpace(l) == "":
+			inTable = false
+		case inTable:
+			ts[len(ts)-1] = append(ts[len(ts)-1], l)
 		}
 	}
-	return rows
+	return ts
 }
 
 func TestThroughputSmoke(t *testing.T) {
@@ -73,6 +93,105 @@ func TestLatencySmoke(t *testing.T) {
 		if f := strings.Fields(r); f[1] != "100" || f[2] != "100" {
 			t.Errorf("row %q: want 100 tasks enqueued and started", r)
 		}
+	}
+}
+
+func TestThroughputProcessesSmoke(t *testing.T) {
+	t.Parallel()
+	out := runBench(t, "throughput", "--database-url", testdb.URL(t), "--tasks", "200", "--processes", "1,2",
+		"--concurrency", "20", "--batch", "10", "--run-timeout", "1m")
+	rows := dataRows(out)
+	if len(rows) != 2 {
+		t.Fatalf("want 2 result rows (1 and 2 processes, no in-process pools), got %d:\n%s", len(rows), out)
+	}
+	for i, r := range rows {
+		f := strings.Fields(r)
+		if f[0] != []string{"1proc", "2proc"}[i] || f[3] != "200" || f[6] == "timeout" || f[11] != "200" ||
+			f[len(f)-2] == "?" || f[len(f)-1] == "0" {
+			t.Errorf("row %q: want 200 tasks, all attempted once, no timeout, an RSS and connections", r)
+		}
+	}
+}
+
+func TestRiverSmoke(t *testing.T) {
+	t.Parallel()
+	out := runBench(t, "river", "--database-url", testdb.URL(t), "--reset", "truncate", "--tasks", "200",
+		"--max-workers", "20,50", "--run-timeout", "1m")
+	rows := dataRows(out)
+	if len(rows) != 2 {
+		t.Fatalf("want 2 result rows, got %d:\n%s", len(rows), out)
+	}
+	for _, r := range rows {
+		if f := strings.Fields(r); f[1] != "200" || f[4] == "timeout" || f[5] != "200" {
+			t.Errorf("row %q: want 200 jobs, each attempted once, no timeout", r)
+		}
+	}
+}
+
+func TestRiverLatencySmoke(t *testing.T) {
+	t.Parallel()
+	out := runBench(t, "river-latency", "--database-url", testdb.URL(t), "--rate", "100", "--duration", "1s",
+		"--warmup", "200ms", "--fetch-cooldown", "2ms", "--run-timeout", "1m")
+	rows := dataRows(out)
+	if len(rows) != 1 || !strings.HasPrefix(strings.TrimSpace(rows[0]), "notify-cd2ms") {
+		t.Fatalf("want one notify-cd2ms row:\n%s", out)
+	}
+	if f := strings.Fields(rows[0]); f[1] != "100" || f[2] != "100" {
+		t.Errorf("row %q: want 100 jobs inserted and started", rows[0])
+	}
+}
+
+func TestEffectsSmoke(t *testing.T) {
+	t.Parallel()
+	// The command itself fails unless every effect was performed once and
+	// every replayed one served with no downstream call.
+	out := runBench(t, "effects", "--database-url", testdb.URL(t), "--tasks", "50", "--effects", "1,2", "--replay",
+		"--concurrency", "10", "--batch", "10", "--run-timeout", "1m")
+	rows := dataRows(out)
+	if len(rows) != 4 {
+		t.Fatalf("want 4 result rows (1 and 2 effects, first and replay), got %d:\n%s", len(rows), out)
+	}
+	for i, r := range rows {
+		f := strings.Fields(r)
+		effects, phase := []string{"1", "2"}[i/2], []string{"first", "replay"}[i%2]
+		done := f[7] // performed
+		if phase == "replay" {
+			done = f[8] // served
+		}
+		if want := 50 * (i/2 + 1); f[0] != effects || f[1] != phase || f[2] != "50" || f[4] == "timeout" ||
+			done != fmt.Sprint(want) {
+			t.Errorf("row %q: want %s effects, phase %s, 50 tasks, %d effects performed or served", r, effects, phase, want)
+		}
+	}
+}
+
+func TestGrowthSmoke(t *testing.T) {
+	t.Parallel()
+	out := runBench(t, "growth", "--database-url", testdb.URL(t), "--finished", "0,300", "--ledger-rows", "0,1k",
+		"--tasks", "100", "--effects", "20", "--find-samples", "1", "--run-timeout", "1m")
+	ts := tables(out)
+	if len(ts) != 2 || len(ts[0]) != 2 || len(ts[1]) != 6 {
+		t.Fatalf("want a table of 2 finished-task rows and one of 6 ledger rows:\n%s", out)
+	}
+	for i, r := range ts[0] {
+		if f := strings.Fields(r); f[0] != []string{"0", "300"}[i] || f[2] != "9" || f[10] == "timeout" {
+			t.Errorf("row %q: want 9 timed claims (100 tasks by 10, the first left out), no timeout", r)
+		}
+	}
+	for i, r := range ts[1] {
+		if f := strings.Fields(r); f[2] != []string{"hit", "fresh", "find"}[i%3] || f[3] != []string{"20", "20", "1"}[i%3] {
+			t.Errorf("row %q: want 20 hits, 20 fresh effects, 1 find", r)
+		}
+	}
+}
+
+func TestCountList(t *testing.T) {
+	var l countList
+	if err := l.Set("0, 1000,100k,5M"); err != nil || l.String() != "0,1000,100000,5000000" {
+		t.Fatalf("countList: %v %v", l, err)
+	}
+	if err := l.Set("-1"); err == nil {
+		t.Fatal("a negative count is not an error")
 	}
 }
 

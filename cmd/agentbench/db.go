@@ -8,7 +8,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -171,11 +174,54 @@ func (s *Server) migrate(ctx context.Context, name string) error {
 
 // pool opens a connection pool to database name on the server.
 func (s *Server) pool(ctx context.Context, name string, maxConns int32) (*pgxpool.Pool, error) {
+	return pgxpool.NewWithConfig(ctx, s.poolConfig(name, maxConns, ""))
+}
+
+// poolConfig is the configuration of a pool to database name; a non-empty
+// app becomes its application_name, by which the connection sampler counts
+// the workers' connections.
+func (s *Server) poolConfig(name string, maxConns int32, app string) *pgxpool.Config {
 	cfg := s.base.Copy()
 	cfg.ConnConfig.Database = name
 	cfg.MaxConns = maxConns
 	cfg.MinConns = 0
-	return pgxpool.NewWithConfig(ctx, cfg)
+	if app != "" {
+		cfg.ConnConfig.RuntimeParams["application_name"] = app
+	}
+	return cfg
+}
+
+// url returns a connection string to database name for another process,
+// with application_name app: the --database-url with its database
+// replaced, or for the embedded cluster a URL built from the connection
+// settings (it carries the password: pass it in the environment, never on
+// a command line).
+func (s *Server) url(name, app string) (string, error) {
+	raw := s.flags.DatabaseURL
+	switch {
+	case raw == "":
+		c := s.base.ConnConfig
+		u := url.URL{Scheme: "postgres", User: url.UserPassword(c.User, c.Password),
+			Host: net.JoinHostPort(c.Host, strconv.Itoa(int(c.Port))), Path: "/" + name}
+		q := url.Values{"application_name": {app}}
+		if c.TLSConfig == nil {
+			q.Set("sslmode", "disable")
+		}
+		u.RawQuery = q.Encode()
+		return u.String(), nil
+	case strings.HasPrefix(raw, "postgres://") || strings.HasPrefix(raw, "postgresql://"):
+		u, err := url.Parse(raw)
+		if err != nil { // url.Error quotes the URL, password included
+			return "", errors.New("--database-url is not a valid URL")
+		}
+		u.Path = "/" + name
+		q := u.Query()
+		q.Set("application_name", app)
+		u.RawQuery = q.Encode()
+		return u.String(), nil
+	}
+	// keyword=value form: later settings override earlier ones.
+	return raw + " dbname=" + quoteLiteral(name) + " application_name=" + quoteLiteral(app), nil
 }
 
 // RunDB is the fresh database of one run.
@@ -184,6 +230,9 @@ type RunDB struct {
 	name string
 	temp bool // created for the run: drop it after
 }
+
+// truncated are the tables --reset=truncate empties before every run.
+const truncated = "tasks, task_attempts, ledger"
 
 // Fresh returns an empty, migrated, vacuumed database for one run.
 func (s *Server) Fresh(ctx context.Context) (*RunDB, error) {
@@ -201,7 +250,7 @@ func (s *Server) Fresh(ctx context.Context) (*RunDB, error) {
 		return nil, err
 	}
 	defer pool.Close()
-	if _, err := pool.Exec(ctx, "TRUNCATE tasks, task_attempts RESTART IDENTITY"); err != nil {
+	if _, err := pool.Exec(ctx, "TRUNCATE "+truncated+" RESTART IDENTITY"); err != nil {
 		return nil, fmt.Errorf("emptying the tasks: %w", err)
 	}
 	if err := r.Settle(ctx, pool); err != nil {
@@ -215,11 +264,34 @@ func (r *RunDB) Pool(ctx context.Context, maxConns int32) (*pgxpool.Pool, error)
 	return r.s.pool(ctx, r.name, maxConns)
 }
 
-// Settle runs VACUUM ANALYZE on the queue tables and a CHECKPOINT (when the
-// role may), so that every run starts from the same state and no
-// checkpoint of an earlier run's writes falls into the measurement.
-func (r *RunDB) Settle(ctx context.Context, pool *pgxpool.Pool) error {
-	for _, q := range []string{"VACUUM ANALYZE tasks", "VACUUM ANALYZE task_attempts"} {
+// WorkerApp is the application_name of the connections of the workers under
+// test (pools, worker processes, River clients): the connection sampler
+// counts those.
+const WorkerApp = "agentbench-worker"
+
+// WorkerPool opens a connection pool for workers under test: its
+// connections are named WorkerApp.
+func (r *RunDB) WorkerPool(ctx context.Context, maxConns int32) (*pgxpool.Pool, error) {
+	return pgxpool.NewWithConfig(ctx, r.s.poolConfig(r.name, maxConns, WorkerApp))
+}
+
+// URL returns a connection string to the run's database for a worker
+// process (see Server.url).
+func (r *RunDB) URL() (string, error) { return r.s.url(r.name, WorkerApp) }
+
+// Name is the run database's name.
+func (r *RunDB) Name() string { return r.name }
+
+// Settle runs VACUUM ANALYZE on the queue tables (or the given tables) and a
+// CHECKPOINT (when the role may), so that every run starts from the same
+// state and no checkpoint of an earlier run's writes falls into the
+// measurement.
+func (r *RunDB) Settle(ctx context.Context, pool *pgxpool.Pool, tables ...string) error {
+	if len(tables) == 0 {
+		tables = []string{"tasks", "task_attempts"}
+	}
+	for _, t := range tables {
+		q := "VACUUM ANALYZE " + t
 		if _, err := pool.Exec(ctx, q); err != nil {
 			return fmt.Errorf("%s: %w", q, err)
 		}

@@ -220,51 +220,18 @@ func latencyRun(ctx context.Context, srv *Server, f LatencyFlags, out io.Writer,
 		return res, err
 	}
 
-	// Open-loop schedule: task i is due at t0 + i/rate whatever happened to
-	// earlier ones; the enqueuers share it.
-	enqDur := make([]int64, total)
-	var next atomic.Int64
-	var maxLag atomic.Int64
-	interval := time.Second / time.Duration(f.Rate)
-	t0 := time.Now().Add(10 * time.Millisecond)
 	cpu := StartCPU(ctx, enqDB)
-	var wg sync.WaitGroup
-	errs := make(chan error, f.Enqueuers)
-	for range f.Enqueuers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= total || ctx.Err() != nil {
-					return
-				}
-				due := t0.Add(time.Duration(i) * interval)
-				if d := time.Until(due); d > 0 {
-					time.Sleep(d)
-				} else if lag := int64(-d); lag > maxLag.Load() {
-					maxLag.Store(lag) // racy maximum: good enough for a diagnostic
-				}
-				sent := since()
-				payload, _ := json.Marshal(latencyPayload{I: i, T: sent})
-				if _, err := store.Enqueue(ctx, claims.EnqueueParams{Kind: "stamp", Payload: payload}); err != nil {
-					errs <- err
-					return
-				}
-				enqDur[i] = since() - sent
-			}
-		}()
-	}
-	wg.Wait()
-	sentAll := time.Now()
-	select {
-	case err := <-errs:
+	sched := Schedule{Rate: f.Rate, Total: total, Enqueuers: f.Enqueuers}
+	sent, err := sched.Run(ctx, since, func(ctx context.Context, i int, at int64) error {
+		payload, _ := json.Marshal(latencyPayload{I: i, T: at})
+		_, err := store.Enqueue(ctx, claims.EnqueueParams{Kind: "stamp", Payload: payload})
+		return err
+	})
+	if err != nil {
 		prof.Stop()
 		return res, fmt.Errorf("enqueue: %w", err)
-	default:
 	}
-	res.Achieved = float64(total) / sentAll.Sub(t0).Seconds()
-	res.MaxLag = time.Duration(maxLag.Load())
+	res.Achieved, res.MaxLag = sent.Achieved, sent.MaxLag
 
 	// Wait for the stragglers: at most two poll intervals and a bit.
 	wait := 2*max(f.PollInterval, time.Second) + 2*time.Second
@@ -278,16 +245,7 @@ func latencyRun(ctx context.Context, srv *Server, f LatencyFlags, out io.Writer,
 	res.Started = int(started.Load())
 	res.Duplicates = dups.Load()
 
-	skip := int(float64(f.Rate) * f.Warmup.Seconds())
-	var starts, enqs []time.Duration
-	for i := skip; i < total; i++ {
-		if l := atomic.LoadInt64(&lat[i]); l > 0 {
-			starts = append(starts, time.Duration(l))
-		}
-		enqs = append(enqs, time.Duration(enqDur[i]))
-	}
-	res.Start = Summarise(starts)
-	res.Enqueue = Summarise(enqs)
+	res.Start, res.Enqueue = sent.Summarise(lat, int(float64(f.Rate)*f.Warmup.Seconds()))
 	if stats != nil {
 		fmt.Fprintf(out, "%s:\n", res.Mode)
 		sctx, c := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
@@ -298,4 +256,76 @@ func latencyRun(ctx context.Context, srv *Server, f LatencyFlags, out io.Writer,
 		return res, fmt.Errorf("only %d of %d tasks started within %s after the last enqueue", res.Started, total, wait)
 	}
 	return res, nil
+}
+
+// Schedule is an open-loop enqueue schedule: task i is due at t0 + i/Rate
+// whatever happened to earlier ones; Enqueuers goroutines share it.
+type Schedule struct {
+	Rate, Total, Enqueuers int
+}
+
+// Sent is what a schedule achieved.
+type Sent struct {
+	EnqueueDur []int64 // per task, ns
+	Achieved   float64 // tasks/s actually enqueued
+	MaxLag     time.Duration
+}
+
+// Run calls enqueue(ctx, i, at) for every task i on the schedule, at being
+// since() just before the call, and returns when all were sent or one
+// failed.
+func (s Schedule) Run(ctx context.Context, since func() int64, enqueue func(ctx context.Context, i int, at int64) error) (Sent, error) {
+	res := Sent{EnqueueDur: make([]int64, s.Total)}
+	var next, maxLag atomic.Int64
+	interval := time.Second / time.Duration(s.Rate)
+	t0 := time.Now().Add(10 * time.Millisecond)
+	var wg sync.WaitGroup
+	errs := make(chan error, s.Enqueuers)
+	for range s.Enqueuers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= s.Total || ctx.Err() != nil {
+					return
+				}
+				due := t0.Add(time.Duration(i) * interval)
+				if d := time.Until(due); d > 0 {
+					time.Sleep(d)
+				} else if lag := int64(-d); lag > maxLag.Load() {
+					maxLag.Store(lag) // racy maximum: good enough for a diagnostic
+				}
+				at := since()
+				if err := enqueue(ctx, i, at); err != nil {
+					errs <- err
+					return
+				}
+				res.EnqueueDur[i] = since() - at
+			}
+		}()
+	}
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return res, err
+	default:
+	}
+	res.Achieved = float64(s.Total) / time.Since(t0).Seconds()
+	res.MaxLag = time.Duration(maxLag.Load())
+	return res, nil
+}
+
+// Summarise returns the percentiles of enqueue→start (lat, per task, 0 for
+// a task that never started) and of the enqueue calls, leaving out the
+// first skip tasks.
+func (s Sent) Summarise(lat []int64, skip int) (start, enqueue Percentiles) {
+	var starts, enqs []time.Duration
+	for i := skip; i < len(lat); i++ {
+		if l := atomic.LoadInt64(&lat[i]); l > 0 {
+			starts = append(starts, time.Duration(l))
+		}
+		enqs = append(enqs, time.Duration(s.EnqueueDur[i]))
+	}
+	return Summarise(starts), Summarise(enqs)
 }

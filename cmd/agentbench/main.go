@@ -1,74 +1,3 @@
-// Command agentbench measures the claim protocol (packages claims and
-// worker) on a real PostgreSQL: how fast a backlog of no-op tasks burns down,
-// and how long a task waits between Enqueue and the start of its handler.
-//
-// Usage:
-//
-//	agentbench throughput [flags]   burn-down throughput sweep
-//	agentbench latency [flags]      enqueue→start latency at a steady rate
-//	agentbench help [command]       this text, or a command's flags
-//
-// # Database
-//
-// With no --database-url (and no DATABASE_URL) the benchmark starts or joins
-// the embedded cluster of database.Open in --state-dir (default
-// /tmp/agentbench-state; fsync on, the production default). Every run gets
-// a fresh database: --reset=template (the default) migrates a template
-// database once and creates each run's database from it with CREATE
-// DATABASE … TEMPLATE, dropping it afterwards; this needs the CREATEDB
-// privilege. --reset=truncate instead migrates the target database itself
-// and empties tasks and task_attempts (TRUNCATE, then VACUUM ANALYZE) before
-// every run: it destroys the tasks in that database, so it is never chosen
-// automatically.
-//
-// # throughput
-//
-// Each run inserts --tasks no-op tasks (default 50000) with
-// claims.Store.EnqueueBatch in batches of --insert-batch, runs VACUUM ANALYZE
-// and CHECKPOINT, then starts --pools worker.Pool instances (each on its own
-// connection pool, as separate daemons would be) whose handler counts and
-// calls tools.Noop. The clock runs from the pools' start until a check finds
-// no task left that is not succeeded (the check starts when the handler
-// count reaches --tasks, and runs every second as a safety net). The sweep
-// is the cross product of --pools, --concurrency and --batch (a batch larger
-// than the concurrency is skipped: the pool clamps it); --repeat repeats it.
-// Columns: claims and completes are the claim and succeed statements that
-// changed rows (counted afterwards from task_attempts: all tasks of one
-// statement share its now()), with the average tasks per statement.
-//
-// # CPU columns (both commands)
-//
-// go cores, pg cores and others are the cores used on average during the
-// measured phase by this process, by the PostgreSQL server (its processes
-// read from /proc, so only for a server on this machine; "?" otherwise) and
-// by everything else on the machine — a busy "others" means the figures of
-// that run were disturbed. go us/task and pg us/task are the CPU time per
-// task of this process and of the server: the efficiency figures, steadier
-// than tasks/s when the machine is shared.
-//
-// # latency
-//
-// One idle worker.Pool (LISTEN/NOTIFY on unless --poll-only, poll interval
-// --poll-interval, default the worker's 1s) runs while --enqueuers
-// goroutines, on a separate connection pool, enqueue single tasks on an
-// open-loop schedule of --rate tasks/s for --duration. Each payload carries
-// the monotonic time taken just before Enqueue; the handler notes when it
-// starts. Percentiles of enqueue→start exclude the first --warmup; the
-// Enqueue call itself (insert + commit) is reported alongside.
-//
-// # Profiling
-//
-// --cpuprofile=PREFIX writes a pprof CPU profile of this process per
-// measured phase (PREFIX-<run>.pprof: the burn-down of a throughput run, or
-// the steady phase of a latency run). --pg-stats reports, per run, the
-// server's CPU time by kind of process, the top statements of
-// pg_stat_statements (calls, time, rows, buffers and WAL per call) and the
-// average number of active backends per wait event (sampled every 10ms);
-// on the embedded cluster it adds pg_stat_statements to
-// shared_preload_libraries (ALTER SYSTEM) and restarts the cluster if it must,
-// so use a separate --state-dir for profiling runs.
-//
-// Every run stops itself: --run-timeout bounds each one.
 package main
 
 import (
@@ -82,6 +11,8 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 )
 
@@ -90,34 +21,50 @@ import (
 // server user when the benchmark runs as root.
 const DefaultStateDir = "/tmp/agentbench-state"
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+func main() { os.Exit(mainCode()) }
+
+// mainCode runs the command line and returns the exit code. A test binary
+// re-executed as a worker process (see childEnv) runs it too.
+func mainCode() int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	if errors.Is(err, flag.ErrHelp) {
-		return
+		return 0
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "agentbench:", err)
-		os.Exit(1)
+		return 1
 	}
+	return 0
 }
 
-const usage = `agentbench measures the claim protocol on PostgreSQL.
+const usage = `agentbench measures the claim protocol and the ledger on PostgreSQL.
 
 Usage:
-  agentbench throughput [flags]   burn-down throughput of pre-inserted no-op tasks
-  agentbench latency [flags]      enqueue→start latency at a steady enqueue rate
-  agentbench help [command]       show this text or a command's flags
+  agentbench throughput [flags]     burn-down throughput of pre-inserted no-op tasks, with
+                                    worker pools in this process or --processes N worker processes
+  agentbench latency [flags]        enqueue→start latency at a steady enqueue rate
+  agentbench river [flags]          throughput's burn-down with River (riverqueue/river ` + riverVersion + `)
+  agentbench river-latency [flags]  latency's measurement with River
+  agentbench effects [flags]        steps tasks of N keyed HTTP effects: tasks/s, effects/s,
+                                    transactions per effect; --replay: ledger hits/s
+  agentbench growth [flags]         claim latency and burn-down with --finished N old tasks;
+                                    ledger.Do and Find with --ledger-rows N old effects
+  agentbench help [command]         show this text or a command's flags
 
 Without --database-url (or DATABASE_URL) the embedded cluster in --state-dir
 is used (default ` + DefaultStateDir + `, fsync on). Each run uses a fresh database.
-Run "agentbench help throughput" or "agentbench help latency" for the flags.
+Throughput-like tables report peak RSS of the worker process(es) (rss MB) and the
+most worker connections seen (conns). The package documentation (go doc
+./cmd/agentbench) says how each command measures. Run "agentbench help COMMAND"
+for its flags.
 `
 
 // run is main without the process: it parses args and runs one command,
 // writing results to out and diagnostics to errOut.
 func run(ctx context.Context, args []string, out, errOut io.Writer) error {
+	errOut = &syncWriter{w: errOut} // progress, logs and worker processes' errors interleave
 	if len(args) == 0 {
 		fmt.Fprint(errOut, usage)
 		return errors.New("no command given")
@@ -128,6 +75,16 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return runThroughput(ctx, rest, out, errOut)
 	case "latency":
 		return runLatency(ctx, rest, out, errOut)
+	case "river":
+		return runRiver(ctx, rest, out, errOut)
+	case "river-latency":
+		return runRiverLatency(ctx, rest, out, errOut)
+	case "effects":
+		return runEffects(ctx, rest, out, errOut)
+	case "growth":
+		return runGrowth(ctx, rest, out, errOut)
+	case "worker":
+		return runWorker(ctx, rest, out, errOut)
 	case "help", "-h", "-help", "--help":
 		if len(rest) > 0 && rest[0] != "help" {
 			return run(ctx, []string{rest[0], "--help"}, out, errOut)
@@ -157,7 +114,7 @@ func (c *CommonFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.StateDir, "state-dir", DefaultStateDir, "state directory of the embedded cluster")
 	fs.StringVar(&c.Reset, "reset", "template",
 		"how each run gets a fresh database: template (CREATE DATABASE from a migrated template) or "+
-			"truncate (TRUNCATE tasks, task_attempts in the target database: destroys its tasks)")
+			"truncate (TRUNCATE "+truncated+" in the target database: destroys its tasks)")
 	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "write a pprof CPU profile of each measured phase to PREFIX-<run>.pprof")
 	fs.BoolVar(&c.PGStats, "pg-stats", false,
 		"report pg_stat_statements and wait-event samples per run (loads pg_stat_statements; may restart the embedded cluster)")
@@ -217,4 +174,16 @@ func (l *intList) Set(v string) error {
 	}
 	*l = out
 	return nil
+}
+
+// syncWriter serialises writes to w.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }

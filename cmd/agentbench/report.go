@@ -90,29 +90,43 @@ func ms(d time.Duration) string {
 	return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 2, 64)
 }
 
-// CPUMeter measures the CPU time this process, the database server (when
-// it runs on this machine: its processes are read from /proc) and the whole
-// machine spend between StartCPU and Stop.
+// CPUMeter measures the CPU time this process (and the worker processes it
+// started), the database server (when it runs on this machine: its
+// processes are read from /proc) and the whole machine spend between
+// StartCPU and Stop.
 type CPUMeter struct {
 	pool    *pgxpool.Pool
+	pids    []int
 	at      time.Time
 	self    time.Duration
 	machine time.Duration
 	server  map[int]procCPU // nil when the server's processes cannot be read
 }
 
-// StartCPU starts measuring; pool is a connection to the run's database.
-func StartCPU(ctx context.Context, pool *pgxpool.Pool) *CPUMeter {
-	m := &CPUMeter{pool: pool}
+// StartCPU starts measuring; pool is a connection to the run's database,
+// pids are worker processes whose CPU time counts as this process's.
+func StartCPU(ctx context.Context, pool *pgxpool.Pool, pids ...int) *CPUMeter {
+	m := &CPUMeter{pool: pool, pids: pids}
 	m.server, _ = serverCPU(ctx, pool)
-	m.at, m.self, m.machine = time.Now(), selfCPU(), machineBusy()
+	m.at, m.self, m.machine = time.Now(), m.goCPU(), machineBusy()
 	return m
+}
+
+// goCPU is the CPU time of this process and the worker processes.
+func (m *CPUMeter) goCPU() time.Duration {
+	t := selfCPU()
+	for _, pid := range m.pids {
+		if _, self, _, ok := readProcStat(pid); ok {
+			t += self
+		}
+	}
+	return t
 }
 
 // CPUUse is the CPU time spent during a measurement.
 type CPUUse struct {
 	Wall    time.Duration
-	Self    time.Duration // this process
+	Self    time.Duration // this process and its worker processes
 	Server  time.Duration // the database server's processes; valid if ServerKnown
 	Machine time.Duration // all CPUs busy; valid if MachineKnown
 	// ServerKnown and MachineKnown say whether Server and Machine were measured.
@@ -121,7 +135,7 @@ type CPUUse struct {
 
 // Stop ends the measurement.
 func (m *CPUMeter) Stop(ctx context.Context) CPUUse {
-	u := CPUUse{Wall: time.Since(m.at), Self: selfCPU() - m.self}
+	u := CPUUse{Wall: time.Since(m.at), Self: m.goCPU() - m.self}
 	if mb := machineBusy(); mb > 0 && m.machine > 0 {
 		u.Machine, u.MachineKnown = mb-m.machine, true
 	}

@@ -2,22 +2,18 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"runtime"
-	"sync"
-	"sync/atomic"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
-	"github.com/agentledger/agentledger/tools"
-	"github.com/agentledger/agentledger/worker"
 )
 
 // ThroughputFlags configure the throughput command.
@@ -26,20 +22,34 @@ type ThroughputFlags struct {
 	Tasks       int
 	InsertBatch int
 	Pools       intList
+	Processes   intList
 	Concurrency intList
 	Batch       intList
+	MaxConns    int
 	Repeat      int
 }
 
 // ThroughputCase is one configuration of the sweep.
 type ThroughputCase struct {
-	Pools       int // worker.Pool instances, each with its own connection pool
-	Concurrency int // per pool
-	Batch       int // claim batch size per pool
+	Pools       int  // worker.Pool instances, each with its own connection pool
+	Procs       bool // each pool in a worker process of its own
+	Concurrency int  // per pool
+	Batch       int  // claim batch size per pool
 }
 
 func (c ThroughputCase) label() string {
+	if c.Procs {
+		return fmt.Sprintf("proc%d-c%d-b%d", c.Pools, c.Concurrency, c.Batch)
+	}
 	return fmt.Sprintf("p%d-c%d-b%d", c.Pools, c.Concurrency, c.Batch)
+}
+
+// poolsCell is the table's pools column: "2", or "2proc" for processes.
+func (c ThroughputCase) poolsCell() string {
+	if c.Procs {
+		return fmt.Sprintf("%dproc", c.Pools)
+	}
+	return strconv.Itoa(c.Pools)
 }
 
 // ThroughputResult is the outcome of one run.
@@ -54,6 +64,8 @@ type ThroughputResult struct {
 	Claims     int64         // claim statements that claimed something
 	Completes  int64         // succeed statements that finished something
 	CPU        CPUUse
+	PeakRSS    int64 // bytes, of the (largest) worker process; 0 unknown
+	Conns      int64 // most worker connections seen
 	TimedOut   bool
 }
 
@@ -64,13 +76,17 @@ func runThroughput(ctx context.Context, args []string, out, errOut io.Writer) er
 		Batch:       intList{100, 500, 1000},
 	}
 	fs := newFlagSet("throughput",
-		"Pre-inserts no-op tasks, burns them down with worker pools and reports tasks/s per configuration.", errOut)
+		"Pre-inserts no-op tasks, burns them down with worker pools (in this process, or in worker processes "+
+			"with --processes) and reports tasks/s per configuration.", errOut)
 	f.register(fs)
 	fs.IntVar(&f.Tasks, "tasks", 50000, "tasks inserted before each run")
 	fs.IntVar(&f.InsertBatch, "insert-batch", 1000, "tasks per EnqueueBatch call when inserting")
 	fs.Var(&f.Pools, "pools", "comma-separated numbers of worker pools in this process to sweep")
+	fs.Var(&f.Processes, "processes", "comma-separated numbers of worker processes to sweep, one pool each "+
+		"(this program re-executed as \"agentbench worker\"); replaces the --pools sweep unless --pools is also given")
 	fs.Var(&f.Concurrency, "concurrency", "comma-separated per-pool concurrencies to sweep")
 	fs.Var(&f.Batch, "batch", "comma-separated claim batch sizes to sweep (skipped when above the concurrency)")
+	fs.IntVar(&f.MaxConns, "max-conns", 8, "connection pool size of each worker pool")
 	fs.IntVar(&f.Repeat, "repeat", 1, "run the whole sweep this many times")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -81,21 +97,31 @@ func runThroughput(ctx context.Context, args []string, out, errOut io.Writer) er
 	if err := f.check(); err != nil {
 		return err
 	}
-	if f.Tasks <= 0 || f.InsertBatch <= 0 || f.Repeat <= 0 {
-		return errors.New("--tasks, --insert-batch and --repeat must be positive")
+	if f.Tasks <= 0 || f.InsertBatch <= 0 || f.Repeat <= 0 || f.MaxConns <= 0 {
+		return errors.New("--tasks, --insert-batch, --max-conns and --repeat must be positive")
 	}
 	log, err := f.logger(errOut)
 	if err != nil {
 		return err
 	}
+	pools := f.Pools
+	if len(f.Processes) > 0 && !flagSet(fs, "pools") {
+		pools = nil
+	}
 
 	var cases []ThroughputCase
 	for range f.Repeat {
-		for _, p := range f.Pools {
-			for _, c := range f.Concurrency {
-				for _, b := range f.Batch {
-					if b <= c {
-						cases = append(cases, ThroughputCase{Pools: p, Concurrency: c, Batch: b})
+		for _, procs := range []bool{false, true} {
+			counts := pools
+			if procs {
+				counts = f.Processes
+			}
+			for _, p := range counts {
+				for _, c := range f.Concurrency {
+					for _, b := range f.Batch {
+						if b <= c {
+							cases = append(cases, ThroughputCase{Pools: p, Procs: procs, Concurrency: c, Batch: b})
+						}
 					}
 				}
 			}
@@ -110,36 +136,45 @@ func runThroughput(ctx context.Context, args []string, out, errOut io.Writer) er
 		return err
 	}
 	defer srv.Close()
-	fmt.Fprintf(out, "# throughput: %d no-op tasks per run; %s\n# %s, GOMAXPROCS=%d, %d CPUs\n\n",
-		f.Tasks, srv.Describe(ctx), runtime.Version(), runtime.GOMAXPROCS(0), runtime.NumCPU())
+	fmt.Fprintf(out, "# throughput: %d no-op tasks per run, %d connections per pool; %s\n# %s, GOMAXPROCS=%d, %d CPUs\n",
+		f.Tasks, f.MaxConns, srv.Describe(ctx), runtime.Version(), runtime.GOMAXPROCS(0), runtime.NumCPU())
+	fmt.Fprintf(out, "# pools: N in this process, Nproc in N worker processes; go = this process and the worker processes; "+
+		"rss MB: peak resident set of the (largest) worker process during the burn-down; conns: most worker connections seen\n\n")
 
-	t := NewTable(append([]string{"pools", "conc", "batch", "tasks", "insert/s", "secs", "tasks/s", "claims",
-		"avg claim", "completes", "avg complete", "attempts"}, cpuHeader...)...)
+	t := NewTable(append(append([]string{"pools", "conc", "batch", "tasks", "insert/s", "secs", "tasks/s", "claims",
+		"avg claim", "completes", "avg complete", "attempts"}, cpuHeader...), "rss MB", "conns")...)
 	for _, c := range cases {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		r, err := throughputRun(ctx, srv, f, c, log, out)
+		r, err := throughputRun(ctx, srv, f, c, log, out, errOut)
 		if err != nil {
 			return fmt.Errorf("run %s: %w", c.label(), err)
 		}
-		rate := fmt.Sprintf("%.0f", r.Rate)
-		if r.TimedOut {
-			rate = "timeout"
-		}
-		t.Add(append([]any{c.Pools, c.Concurrency, c.Batch, r.Tasks, fmt.Sprintf("%.0f", r.InsertRate),
-			fmt.Sprintf("%.2f", r.Elapsed.Seconds()), rate, r.Claims,
-			fmt.Sprintf("%.1f", float64(r.Attempts)/float64(max(r.Claims, 1))), r.Completes,
-			fmt.Sprintf("%.1f", float64(r.Attempts)/float64(max(r.Completes, 1))), r.Attempts},
-			r.CPU.cells(r.Tasks)...)...)
+		t.Add(r.cells()...)
 		fmt.Fprintf(errOut, "%s: %.0f tasks/s\n", c.label(), r.Rate)
 	}
 	t.Print(out)
 	return nil
 }
 
+// cells formats the result as a row of the throughput table.
+func (r ThroughputResult) cells() []any {
+	rate := fmt.Sprintf("%.0f", r.Rate)
+	if r.TimedOut {
+		rate = "timeout"
+	}
+	c := r.Case
+	row := []any{c.poolsCell(), c.Concurrency, c.Batch, r.Tasks, fmt.Sprintf("%.0f", r.InsertRate),
+		fmt.Sprintf("%.2f", r.Elapsed.Seconds()), rate, r.Claims,
+		fmt.Sprintf("%.1f", float64(r.Attempts)/float64(max(r.Claims, 1))), r.Completes,
+		fmt.Sprintf("%.1f", float64(r.Attempts)/float64(max(r.Completes, 1))), r.Attempts}
+	row = append(row, r.CPU.cells(r.Tasks)...)
+	return append(row, mb(r.PeakRSS), r.Conns)
+}
+
 // throughputRun measures one configuration on a fresh database.
-func throughputRun(ctx context.Context, srv *Server, f ThroughputFlags, c ThroughputCase, log *slog.Logger, out io.Writer) (ThroughputResult, error) {
+func throughputRun(ctx context.Context, srv *Server, f ThroughputFlags, c ThroughputCase, log *slog.Logger, out, errOut io.Writer) (ThroughputResult, error) {
 	res := ThroughputResult{Case: c, Tasks: f.Tasks}
 	ctx, cancel := context.WithTimeout(ctx, f.RunTimeout)
 	defer cancel()
@@ -155,89 +190,105 @@ func throughputRun(ctx context.Context, srv *Server, f ThroughputFlags, c Throug
 	}
 	defer ctl.Close()
 
-	// Pre-insert.
-	store := claims.New(ctl)
-	batch := make([]claims.EnqueueParams, 0, f.InsertBatch)
-	insStart := time.Now()
-	for done := 0; done < f.Tasks; done += len(batch) {
-		batch = batch[:0]
-		for i := done; i < f.Tasks && len(batch) < f.InsertBatch; i++ {
-			batch = append(batch, claims.EnqueueParams{Kind: "noop"})
-		}
-		if _, err := store.EnqueueBatch(ctx, batch); err != nil {
-			return res, fmt.Errorf("inserting tasks: %w", err)
-		}
+	if res.InsertRate, err = insertNoops(ctx, ctl, f.Tasks, f.InsertBatch); err != nil {
+		return res, err
 	}
-	res.InsertRate = float64(f.Tasks) / time.Since(insStart).Seconds()
 	if err := rdb.Settle(ctx, ctl); err != nil {
 		return res, err
 	}
+	b := BurnDown{Case: c, Tasks: f.Tasks, MaxConns: int32(f.MaxConns), Handlers: noopHandlers,
+		Flags: f.CommonFlags, Log: log, Out: out, ErrOut: errOut}
+	r, err := b.Run(ctx, rdb, ctl)
+	if err != nil {
+		return res, err
+	}
+	r.InsertRate = res.InsertRate
+	return r, nil
+}
 
-	// Worker pools, each on its own connection pool: a LISTEN connection,
-	// one claiming producer, the keeper and the completer, plus slack.
-	var handled atomic.Int64
-	allHandled := make(chan struct{})
-	handler := worker.HandlerFunc(func(ctx context.Context, t *agentledger.Task) (json.RawMessage, error) {
-		if handled.Add(1) == int64(f.Tasks) {
-			close(allHandled)
+// insertNoops inserts n no-op tasks in batches and returns the rate.
+func insertNoops(ctx context.Context, db *pgxpool.Pool, n, batchSize int) (float64, error) {
+	store := claims.New(db)
+	batch := make([]claims.EnqueueParams, 0, batchSize)
+	start := time.Now()
+	for done := 0; done < n; done += len(batch) {
+		batch = batch[:0]
+		for i := done; i < n && len(batch) < batchSize; i++ {
+			batch = append(batch, claims.EnqueueParams{Kind: "noop"})
 		}
-		return tools.Noop(ctx, t)
-	})
-	var pools []*worker.Pool
-	var conns []*pgxpool.Pool
+		if _, err := store.EnqueueBatch(ctx, batch); err != nil {
+			return 0, fmt.Errorf("inserting tasks: %w", err)
+		}
+	}
+	return float64(n) / time.Since(start).Seconds(), nil
+}
+
+// BurnDown is one measured burn-down of tasks already inserted.
+type BurnDown struct {
+	Case     ThroughputCase
+	Tasks    int       // tasks to burn down
+	MinID    int64     // only tasks above this id are the run's (growth pre-inserts others)
+	Since    time.Time // only attempts that started since are the run's (effects replays)
+	MaxConns int32
+	Handlers HandlersFunc // for pools in this process
+	Flags    CommonFlags
+	Log      *slog.Logger
+	Out      io.Writer
+	ErrOut   io.Writer
+}
+
+// Run starts the workers, measures until every task of the run succeeded,
+// stops them and counts the statements. ctl is a small pool to the run's
+// database.
+func (b BurnDown) Run(ctx context.Context, rdb *RunDB, ctl *pgxpool.Pool) (ThroughputResult, error) {
+	c := b.Case
+	res := ThroughputResult{Case: c, Tasks: b.Tasks}
+	var (
+		w   Workers
+		err error
+	)
+	if c.Procs {
+		w, err = StartProcWorkers(ctx, rdb, ProcSpec{Procs: c.Pools, Concurrency: c.Concurrency, Batch: c.Batch,
+			MaxConns: b.MaxConns, Tasks: b.Tasks, LogLevel: b.Flags.LogLevel, ErrOut: b.ErrOut})
+	} else {
+		w, err = NewPoolWorkers(ctx, rdb, PoolSpec{Pools: c.Pools, Concurrency: c.Concurrency, Batch: c.Batch,
+			MaxConns: b.MaxConns, Handlers: b.Handlers, Tasks: b.Tasks, Log: b.Log})
+	}
+	if err != nil {
+		return res, err
+	}
+	stopped := false
 	defer func() {
-		for _, p := range conns {
-			p.Close()
+		if !stopped {
+			_, _ = w.Stop()
 		}
 	}()
-	for i := range c.Pools {
-		db, err := rdb.Pool(ctx, 8)
-		if err != nil {
-			return res, err
-		}
-		conns = append(conns, db)
-		p, err := worker.New(db, worker.Config{
-			ID:          fmt.Sprintf("bench-%d", i+1),
-			Concurrency: c.Concurrency,
-			BatchSize:   c.Batch,
-			Handlers:    map[string]worker.Handler{"noop": handler},
-			Logger:      log,
-		})
-		if err != nil {
-			return res, err
-		}
-		pools = append(pools, p)
-	}
 
 	var stats *PGStats
-	if f.PGStats {
+	if b.Flags.PGStats {
 		if stats, err = StartPGStats(ctx, ctl); err != nil {
 			return res, err
 		}
 	}
-	prof, err := StartProfile(f.CPUProfile, c.label())
+	prof, err := StartProfile(b.Flags.CPUProfile, c.label())
 	if err != nil {
 		return res, err
 	}
 
-	runCtx, stopPools := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	cpu := StartCPU(ctx, ctl)
+	conns := StartConnSampler(ctx, ctl)
+	cpu := StartCPU(ctx, ctl, w.PIDs()...)
 	start := time.Now()
-	for _, p := range pools {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := p.Run(runCtx); err != nil {
-				log.Error("pool stopped with an error", "err", err)
-			}
-		}()
+	if err := w.Start(ctx); err != nil {
+		conns.Stop()
+		prof.Stop()
+		return res, err
 	}
-	end, err := waitBurnDown(ctx, ctl, allHandled)
+	end, err := waitBurnDown(ctx, ctl, w.AllHandled(), leftTasksSQL, b.MinID)
 	res.CPU = cpu.Stop(ctx)
 	prof.Stop()
-	stopPools()
-	wg.Wait()
+	res.Conns = conns.Stop()
+	res.PeakRSS, _ = w.Stop() // an unclean stop after a finished run only loses the RSS figure
+	stopped = true
 	if errors.Is(err, context.DeadlineExceeded) {
 		res.TimedOut = true
 		err = nil
@@ -246,8 +297,8 @@ func throughputRun(ctx context.Context, srv *Server, f ThroughputFlags, c Throug
 		return res, err
 	}
 	res.Elapsed = end.Sub(start)
-	res.Rate = float64(f.Tasks) / res.Elapsed.Seconds()
-	res.Handled = handled.Load()
+	res.Rate = float64(b.Tasks) / res.Elapsed.Seconds()
+	res.Handled = w.Handled()
 
 	// Count statements from the attempts: all tasks claimed by one claim
 	// statement share its now() as started_at, all finished by one succeed
@@ -256,22 +307,26 @@ func throughputRun(ctx context.Context, srv *Server, f ThroughputFlags, c Throug
 	defer cancelStats()
 	if err := ctl.QueryRow(sctx, `
 SELECT count(*), count(DISTINCT (worker, started_at)), count(DISTINCT (worker, ended_at))
-FROM task_attempts`).Scan(&res.Attempts, &res.Claims, &res.Completes); err != nil {
+FROM task_attempts WHERE task_id > $1 AND started_at >= $2`, b.MinID, b.Since).Scan(&res.Attempts, &res.Claims, &res.Completes); err != nil {
 		return res, err
 	}
 	if stats != nil {
-		fmt.Fprintf(out, "%s:\n", c.label())
-		stats.Stop(sctx, out, f.Tasks)
+		fmt.Fprintf(b.Out, "%s:\n", c.label())
+		stats.Stop(sctx, b.Out, b.Tasks)
 	}
 	return res, nil
 }
 
-// waitBurnDown returns when no task is left unfinished: checked as soon as
-// the handler has seen every task, and every second as a safety net.
-func waitBurnDown(ctx context.Context, db *pgxpool.Pool, allHandled <-chan struct{}) (time.Time, error) {
+// leftTasksSQL counts the run's tasks (id above $1) not yet succeeded.
+const leftTasksSQL = `SELECT count(*) FROM tasks WHERE id > $1 AND state <> 'succeeded'`
+
+// waitBurnDown returns when leftSQL (with args) counts nothing left:
+// checked as soon as the handlers have seen every task, and every second
+// as a safety net.
+func waitBurnDown(ctx context.Context, db *pgxpool.Pool, allHandled <-chan struct{}, leftSQL string, args ...any) (time.Time, error) {
 	left := func() (int64, error) {
 		var n int64
-		err := db.QueryRow(ctx, "SELECT count(*) FROM tasks WHERE state <> 'succeeded'").Scan(&n)
+		err := db.QueryRow(ctx, leftSQL, args...).Scan(&n)
 		return n, err
 	}
 	safety := time.NewTicker(time.Second)
@@ -307,4 +362,11 @@ func waitBurnDown(ctx context.Context, db *pgxpool.Pool, allHandled <-chan struc
 			}
 		}
 	}
+}
+
+// flagSet reports whether the flag name was given on the command line.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }

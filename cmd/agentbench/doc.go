@@ -1,0 +1,162 @@
+// Command agentbench measures the claim protocol (packages claims and
+// worker) and the ledger on a real PostgreSQL: how fast a backlog of no-op
+// tasks burns down, in one process or several; how long a task waits
+// between Enqueue and the start of its handler; the same two figures for
+// River, a mature Go queue, on the same server; what keyed effects cost and
+// what a replay saves; and how history (finished tasks, ledger rows) slows
+// the hot path.
+//
+// Usage:
+//
+//	agentbench throughput [flags]     burn-down throughput sweep (pools, or --processes)
+//	agentbench latency [flags]        enqueue→start latency at a steady rate
+//	agentbench river [flags]          the burn-down with River
+//	agentbench river-latency [flags]  the latency measurement with River
+//	agentbench effects [flags]        steps tasks with keyed HTTP effects; --replay
+//	agentbench growth [flags]         --finished N tasks, --ledger-rows N effects of history
+//	agentbench help [command]         the usage, or a command's flags
+//
+// # Database
+//
+// With no --database-url (and no DATABASE_URL) the benchmark starts or joins
+// the embedded cluster of database.Open in --state-dir (default
+// /tmp/agentbench-state; fsync on, the production default). Every run gets
+// a fresh database: --reset=template (the default) migrates a template
+// database once and creates each run's database from it with CREATE
+// DATABASE … TEMPLATE, dropping it afterwards; this needs the CREATEDB
+// privilege. --reset=truncate instead migrates the target database itself
+// and empties tasks, task_attempts and ledger (TRUNCATE, then VACUUM
+// ANALYZE) before every run, and River's river_job for the river commands:
+// it destroys the tasks in that database, so it is never chosen
+// automatically.
+//
+// # throughput
+//
+// Each run inserts --tasks no-op tasks (default 50000) with
+// claims.Store.EnqueueBatch in batches of --insert-batch, runs VACUUM ANALYZE
+// and CHECKPOINT, then starts --pools worker.Pool instances (each on its own
+// connection pool of --max-conns, as separate daemons would be) whose
+// handler counts and calls tools.Noop. The clock runs from the pools' start
+// until a check finds no task left that is not succeeded (the check starts
+// when the handler count reaches --tasks, and runs every second as a safety
+// net). The sweep is the cross product of --pools, --concurrency and
+// --batch (a batch larger than the concurrency is skipped: the pool clamps
+// it); --repeat repeats it. Columns: claims and completes are the claim and
+// succeed statements that changed rows (counted afterwards from
+// task_attempts: all tasks of one statement share its now()), with the
+// average tasks per statement.
+//
+// --processes 1,2,4 runs each pool in a worker process of its own instead
+// (replacing the --pools sweep unless --pools is given too; its rows read
+// "1proc", "2proc", …): the benchmark re-executes itself as "agentbench
+// worker", one worker.Pool with the no-op handler per process, as agentd
+// runs it but without agentd's HTTP server, scheduler, janitor and
+// dispatcher (idle in a burn-down anyway). The processes connect and report
+// ready before the clock starts, report their handler counts on a pipe, and
+// get the database URL in their environment. Their CPU time counts in the
+// go columns; --cpuprofile profiles this process only.
+//
+// # Resource columns
+//
+// go cores, pg cores and others are the cores used on average during the
+// measured phase by this process and its worker processes, by the
+// PostgreSQL server (its processes read from /proc, so only for a server on
+// this machine; "?" otherwise) and by everything else on the machine — a
+// busy "others" means the figures of that run were disturbed. go us/task
+// and pg us/task are the CPU time per task of the workers and of the
+// server: the efficiency figures, steadier than tasks/s when the machine is
+// shared. rss MB is the peak resident set (VmHWM) of the process that ran
+// the workers during the burn-down — this one (its peak reset through
+// /proc/self/clear_refs after a GC when the phase starts, so it includes
+// the benchmark's own memory) or the largest worker process. conns is the
+// most connections of the workers (application_name agentbench-worker) seen
+// in pg_stat_activity, sampled every 50ms.
+//
+// # latency
+//
+// One idle worker.Pool (LISTEN/NOTIFY on unless --poll-only, poll interval
+// --poll-interval, default the worker's 1s) runs while --enqueuers
+// goroutines, on a separate connection pool, enqueue single tasks on an
+// open-loop schedule of --rate tasks/s for --duration. Each payload carries
+// the monotonic time taken just before Enqueue; the handler notes when it
+// starts. Percentiles of enqueue→start exclude the first --warmup; the
+// Enqueue call itself (insert + commit) is reported alongside.
+//
+// # river and river-latency
+//
+// The same two measurements with River (github.com/riverqueue/river, with
+// its pgx v5 driver) on the same server: each run gets a fresh database in
+// the same way, with River's migrations applied by rivermigrate. river
+// inserts --tasks jobs of a no-op worker with InsertMany in batches of
+// --insert-batch, runs VACUUM ANALYZE river_job and CHECKPOINT, starts a
+// client with --max-workers (swept) on a pool of --max-conns connections,
+// and stops the clock when river_job has no job left that is not completed
+// (checked as throughput checks tasks). --fetch-cooldown and
+// --fetch-poll-interval default to River's own benchmark settings (2ms,
+// 20ms). river-latency inserts single jobs with Client.Insert through an
+// insert-only client on a pool of its own, on the latency command's
+// schedule, to an idle client with --max-workers; one run per
+// --fetch-cooldown (default 100ms, the client's default, then 2ms): River
+// sends at most one insert notification per queue and cooldown, and fetches
+// at most once per cooldown.
+//
+// # effects
+//
+// Steps tasks (the real steps handler, tools registry and ledger, built as
+// agentd builds them, over the worker pool's connections) whose steps are
+// --effects keyed http_request POSTs to a counting server on the loopback
+// interface in this process, which honours Idempotency-Key
+// (internal/downstream). One pool of --concurrency, --batch and --max-conns
+// (agentd's defaults) burns --tasks down. The HTTP client keeps one idle
+// connection per running task (http.DefaultTransport keeps two per host:
+// the rest would be new connections). Columns: hits are the requests the
+// server received, performed and served the ledger.Do outcomes; xacts/task
+// are the transactions committed in the run's database
+// (pg_stat_database.xact_commit, read-only ones included, the benchmark's
+// own queries taken out; read after the workers disconnected, so their
+// statistics are flushed) and writes/task the transactions that wrote
+// (transaction ids assigned, server-wide); writes/effect leaves out the
+// claim and complete statements counted from the attempts. The run fails
+// unless the server performed exactly one business effect per key.
+// --replay then requeues every task as a replay (claims.Store.Requeue with
+// claims.Replay, from 8 goroutines, untimed) and burns them down again: the
+// row's effects/s are ledger hits/s, and the run fails unless every effect
+// was served and the server received no request.
+//
+// # growth
+//
+// --finished N (one run per value; k and M suffixes): N succeeded no-op
+// tasks and their attempt records are pre-inserted into the real, logged
+// tables, one INSERT … SELECT over generate_series per million rows
+// (progress on standard error), then VACUUM ANALYZE and CHECKPOINT. Then
+// --tasks queued tasks are claimed serially on one connection by Claim calls
+// of Limit --claim-batch, each followed by an untimed SucceedMany: the
+// claim latency percentiles (the first call, which prepares the statement,
+// left out; each call includes its commit). Then as many tasks are burnt
+// down by one pool of --concurrency and --batch, as throughput does.
+//
+// --ledger-rows N: one task is claimed for the whole run; --effects
+// completed keyed effects of it and N of other tasks (three steps each,
+// tasks that are not in the tasks table) are pre-inserted into the ledger
+// the same way, the task's first, with keys derived as ledger.EffectKey
+// derives them. Then ledger.Do is timed serving each of the task's effects
+// in random order (hit: a replay's look-up, nothing performed), performing
+// as many new ones (fresh: look-up, a no-op perform, the fenced insert),
+// and ledger.Find by a full key is timed --find-samples times (find: the
+// operator's look-up, which filters on a key prefix).
+//
+// # Profiling
+//
+// --cpuprofile=PREFIX writes a pprof CPU profile of this process per
+// measured phase (PREFIX-<run>.pprof: the burn-down of a throughput run, or
+// the steady phase of a latency run). --pg-stats reports, per run, the
+// server's CPU time by kind of process, the top statements of
+// pg_stat_statements (calls, time, rows, buffers and WAL per call) and the
+// average number of active backends per wait event (sampled every 10ms);
+// on the embedded cluster it adds pg_stat_statements to
+// shared_preload_libraries (ALTER SYSTEM) and restarts the cluster if it must,
+// so use a separate --state-dir for profiling runs. River runs take
+// --cpuprofile only.
+//
+// Every run stops itself: --run-timeout bounds each one.
+package main

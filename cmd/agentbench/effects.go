@@ -1,0 +1,328 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/internal/downstream"
+	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/steps"
+	"github.com/agentledger/agentledger/tools"
+	"github.com/agentledger/agentledger/worker"
+)
+
+// EffectsFlags configure the effects command.
+type EffectsFlags struct {
+	CommonFlags
+	Tasks       int
+	InsertBatch int
+	Effects     intList
+	Concurrency int
+	Batch       int
+	MaxConns    int
+	Replay      bool
+	Repeat      int
+}
+
+// EffectsResult is one phase of an effects run.
+type EffectsResult struct {
+	Effects   int    // per task
+	Phase     string // "first" or "replay"
+	Burn      ThroughputResult
+	Hits      int64 // requests the downstream received in the phase
+	Performed int64 // ledger.Do outcomes in the phase
+	Served    int64
+	Other     int64 // any other outcome (a transient error, a lost lease)
+	Tx        TxDelta
+}
+
+func runEffects(ctx context.Context, args []string, out, errOut io.Writer) error {
+	f := EffectsFlags{Effects: intList{1, 3}}
+	fs := newFlagSet("effects",
+		"Burns down steps tasks whose steps are keyed http_request POSTs to a loopback counting server (honouring "+
+			"Idempotency-Key) with the real steps handler, tools and ledger; reports tasks/s, effects/s and "+
+			"transactions per effect. --replay then replays every task: every effect is served by the ledger.", errOut)
+	f.register(fs)
+	fs.IntVar(&f.Tasks, "tasks", 5000, "steps tasks inserted before each run")
+	fs.IntVar(&f.InsertBatch, "insert-batch", 1000, "tasks per EnqueueBatch call when inserting")
+	fs.Var(&f.Effects, "effects", "comma-separated numbers of keyed effects (steps) per task to sweep")
+	fs.IntVar(&f.Concurrency, "concurrency", 100, "worker pool concurrency (agentd's default)")
+	fs.IntVar(&f.Batch, "batch", 100, "claim batch size (agentd's default)")
+	fs.IntVar(&f.MaxConns, "max-conns", 20, "connection pool size of the worker pool, shared with the ledger (agentd's default)")
+	fs.BoolVar(&f.Replay, "replay", false, "then replay every task (claims.Store.Requeue, claims.Replay) and burn down again")
+	fs.IntVar(&f.Repeat, "repeat", 1, "run the whole sweep this many times")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %v", fs.Args())
+	}
+	if err := f.check(); err != nil {
+		return err
+	}
+	if f.Tasks <= 0 || f.InsertBatch <= 0 || f.Concurrency <= 0 || f.Batch <= 0 || f.MaxConns <= 0 || f.Repeat <= 0 {
+		return errors.New("--tasks, --insert-batch, --concurrency, --batch, --max-conns and --repeat must be positive")
+	}
+	log, err := f.logger(errOut)
+	if err != nil {
+		return err
+	}
+	srv, err := openServer(ctx, f.CommonFlags)
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	fmt.Fprintf(out, "# effects: %d steps tasks per run, keyed http_request POSTs to a loopback counting server in this process; "+
+		"pool concurrency %d, batch %d, %d connections; %s\n# %s, GOMAXPROCS=%d, %d CPUs\n",
+		f.Tasks, f.Concurrency, f.Batch, f.MaxConns, srv.Describe(ctx), runtime.Version(), runtime.GOMAXPROCS(0), runtime.NumCPU())
+	fmt.Fprintf(out, "# hits: requests the downstream received; performed/served: ledger.Do outcomes; xacts: committed "+
+		"transactions (reads included, pg_stat_database); writes: transactions that wrote (transaction ids); "+
+		"writes/effect leaves out the claim and complete statements\n\n")
+
+	t := NewTable(append(append([]string{"effects", "phase", "tasks", "secs", "tasks/s", "effects/s", "hits",
+		"performed", "served", "claims", "completes", "xacts/task", "writes/task", "writes/effect"}, cpuHeader...),
+		"rss MB", "conns")...)
+	for range f.Repeat {
+		for _, n := range f.Effects {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			rs, err := effectsRun(ctx, srv, f, n, log, out, errOut)
+			for _, r := range rs {
+				t.Add(r.cells(f.Tasks)...)
+				fmt.Fprintf(errOut, "effects=%d %s: %.0f tasks/s, %.0f effects/s\n", n, r.Phase, r.Burn.Rate,
+					r.Burn.Rate*float64(n))
+			}
+			if err != nil {
+				t.Print(out)
+				return fmt.Errorf("run with %d effects: %w", n, err)
+			}
+		}
+	}
+	t.Print(out)
+	return nil
+}
+
+// cells formats the result as a row of the effects table.
+func (r EffectsResult) cells(tasks int) []any {
+	b := r.Burn
+	rate := fmt.Sprintf("%.0f", b.Rate)
+	if b.TimedOut {
+		rate = "timeout"
+	}
+	effects := float64(tasks * r.Effects)
+	row := []any{r.Effects, r.Phase, tasks, fmt.Sprintf("%.2f", b.Elapsed.Seconds()), rate,
+		fmt.Sprintf("%.0f", b.Rate*float64(r.Effects)), r.Hits, r.Performed, r.Served, b.Claims, b.Completes,
+		fmt.Sprintf("%.2f", float64(r.Tx.Commits)/float64(tasks)), fmt.Sprintf("%.2f", float64(r.Tx.Writes)/float64(tasks)),
+		fmt.Sprintf("%.2f", float64(r.Tx.Writes-b.Claims-b.Completes)/effects)}
+	row = append(row, b.CPU.cells(tasks)...)
+	return append(row, mb(b.PeakRSS), b.Conns)
+}
+
+// outcomes counts ledger.Do outcomes (ledger.Ledger.Observe).
+type outcomes struct {
+	performed, served, other atomic.Int64
+}
+
+func (o *outcomes) observe(_ string, _ ledger.Class, outcome string) {
+	switch outcome {
+	case "performed":
+		o.performed.Add(1)
+	case "served":
+		o.served.Add(1)
+	default:
+		o.other.Add(1)
+	}
+}
+
+// effectsRun measures steps tasks with n effects each on a fresh database:
+// a first burn-down, and with --replay a replay of every task.
+func effectsRun(ctx context.Context, srv *Server, f EffectsFlags, n int, log *slog.Logger, out, errOut io.Writer) ([]EffectsResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, f.RunTimeout)
+	defer cancel()
+	rdb, err := srv.Fresh(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer rdb.Close()
+	meter, err := NewTxMeter(ctx, rdb)
+	if err != nil {
+		return nil, err
+	}
+	defer meter.Close()
+	ctl := meter.Pool()
+
+	down := downstream.New()
+	defer down.Close()
+	u, _ := url.Parse(down.URL)
+	// One idle connection per running task: http.DefaultTransport keeps two
+	// per host, and at this rate the rest would be new connections, each
+	// left in TIME_WAIT.
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.MaxIdleConnsPerHost = f.Concurrency
+	transport.MaxIdleConns = 2 * f.Concurrency
+	defer transport.CloseIdleConnections()
+	builtins, err := tools.Builtins(tools.BuiltinConfig{HTTP: tools.HTTPConfig{AllowedHosts: []string{u.Host},
+		Client: &http.Client{Transport: transport}}})
+	if err != nil {
+		return nil, err
+	}
+	reg := tools.NewRegistry(builtins...)
+
+	// Every task the same steps: their effect keys differ by task id.
+	type step struct {
+		Tool string          `json:"tool"`
+		Args json.RawMessage `json:"args"`
+	}
+	var payload struct {
+		Steps []step `json:"steps"`
+	}
+	for i := range n {
+		payload.Steps = append(payload.Steps, step{Tool: "http_request",
+			Args: json.RawMessage(fmt.Sprintf(`{"method":"POST","url":%q,"body":{"step":%d}}`, down.URL+"/charges", i))})
+	}
+	raw, _ := json.Marshal(payload)
+	store := claims.New(ctl)
+	batch := make([]claims.EnqueueParams, 0, f.InsertBatch)
+	for done := 0; done < f.Tasks; done += len(batch) {
+		batch = batch[:0]
+		for i := done; i < f.Tasks && len(batch) < f.InsertBatch; i++ {
+			batch = append(batch, claims.EnqueueParams{Kind: "steps", Payload: raw})
+		}
+		if _, err := store.EnqueueBatch(ctx, batch); err != nil {
+			return nil, fmt.Errorf("inserting tasks: %w", err)
+		}
+	}
+
+	phase := func(name string) (EffectsResult, error) {
+		res := EffectsResult{Effects: n, Phase: name}
+		if err := rdb.Settle(ctx, ctl, "tasks", "task_attempts", "ledger"); err != nil {
+			return res, err
+		}
+		var seen outcomes
+		handlers := func(db *pgxpool.Pool) map[string]worker.Handler {
+			l := ledger.New(db)
+			l.Observe = seen.observe
+			return map[string]worker.Handler{"steps": steps.New(l, reg)}
+		}
+		before, err := meter.Read(ctx)
+		if err != nil {
+			return res, err
+		}
+		hits := down.Hits()
+		b := BurnDown{Case: ThroughputCase{Pools: 1, Concurrency: f.Concurrency, Batch: f.Batch}, Tasks: f.Tasks,
+			Since: time.Now(), MaxConns: int32(f.MaxConns), Handlers: handlers, Flags: f.CommonFlags, Log: log,
+			Out: out, ErrOut: errOut}
+		res.Burn, err = b.Run(ctx, rdb, ctl)
+		if err != nil {
+			return res, err
+		}
+		waitDisconnected(ctx, ctl)
+		after, err := meter.Read(ctx)
+		if err != nil {
+			return res, err
+		}
+		res.Tx = after.Sub(before)
+		res.Hits = down.Hits() - hits
+		res.Performed, res.Served, res.Other = seen.performed.Load(), seen.served.Load(), seen.other.Load()
+		return res, nil
+	}
+
+	var results []EffectsResult
+	first, err := phase("first")
+	results = append(results, first)
+	if err != nil {
+		return results, err
+	}
+	want := int64(f.Tasks * n)
+	if got := down.Effects(); got != want || first.Burn.TimedOut {
+		return results, fmt.Errorf("the downstream performed %d business effects, want %d", got, want)
+	}
+	if !f.Replay {
+		return results, nil
+	}
+
+	if err := replayAll(ctx, rdb, ctl); err != nil {
+		return results, err
+	}
+	replay, err := phase("replay")
+	results = append(results, replay)
+	if err != nil {
+		return results, err
+	}
+	if replay.Hits != 0 || replay.Served != want || replay.Performed != 0 || replay.Burn.TimedOut {
+		return results, fmt.Errorf("replay: %d downstream calls, %d effects served, %d performed; want 0, %d, 0",
+			replay.Hits, replay.Served, replay.Performed, want)
+	}
+	return results, nil
+}
+
+// replayAll requeues every task of the run's database as a replay
+// (claims.Store.Requeue with claims.Replay), from 8 goroutines; ctl is a
+// control pool to the run's database.
+func replayAll(ctx context.Context, rdb *RunDB, ctl *pgxpool.Pool) error {
+	db, err := rdb.WorkerPool(ctx, 8)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	var ids []int64
+	rows, err := db.Query(ctx, "SELECT id FROM tasks ORDER BY id")
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return err
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	store := claims.New(db)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(ids) {
+					return
+				}
+				if _, err := store.Requeue(ctx, "", ids[i], claims.Replay); err != nil {
+					errs <- fmt.Errorf("replaying task %d: %w", ids[i], err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return err
+	default:
+	}
+	db.Close()
+	waitDisconnected(ctx, ctl) // their statistics are flushed before the next reading
+	return nil
+}
