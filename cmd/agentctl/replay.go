@@ -47,20 +47,13 @@ type plannedEffect struct {
 	Plan      string       `json:"plan"` // "served from ledger", "will run", "needs resolution"
 }
 
+// planOf is ledger.PlanOf, with the command that resolves an effect.
 func planOf(e ledger.Entry) string {
-	switch e.State {
-	case ledger.StateCompleted, ledger.StateFailed:
-		return "served from ledger"
-	case ledger.StateUnknown:
-		return "needs resolution (agentctl resolve)"
+	p := ledger.PlanOf(e)
+	if p == ledger.PlanResolve {
+		return string(p) + " (agentctl resolve)"
 	}
-	if e.Class == ledger.Unsafe {
-		return "needs resolution (agentctl resolve)"
-	}
-	if e.Class == ledger.Reconcilable {
-		return "looked up, then run if absent"
-	}
-	return "will run"
+	return string(p)
 }
 
 func (a *app) replay(ctx context.Context, tenant, arg string, dryRun bool) error {
