@@ -159,6 +159,19 @@ func (e *Effect) validate() error {
 	return nil
 }
 
+// NotPerformedError is a performer's refusal before it did anything (a
+// host the configuration does not allow): nothing is recorded, so the
+// effect runs once the cause is fixed — a retry of the task performs it —
+// while the task fails permanently meanwhile.
+type NotPerformedError struct{ Err error }
+
+func (e *NotPerformedError) Error() string { return e.Err.Error() }
+func (e *NotPerformedError) Unwrap() error { return e.Err }
+
+// NotPerformed marks err as a refusal before performing (permanent for the
+// task, not recorded in the ledger).
+func NotPerformed(err error) error { return agentledger.Permanent(&NotPerformedError{Err: err}) }
+
 // ErrNeedsAttention: the effect's outcome is unknown and its class forbids
 // performing it blindly; an operator must resolve it (Resolve). The worker
 // parks the task when a handler returns it.

@@ -229,8 +229,9 @@ func (l *Ledger) doUnreserved(ctx context.Context, pk []any, a Attempt, call Cal
 	state, msg := StateCompleted, ""
 	if perr != nil {
 		var perm *agentledger.PermanentError
-		if !errors.As(perr, &perm) {
-			return out, true, perr // transient: nothing recorded, performed again next time
+		var refused *NotPerformedError
+		if !errors.As(perr, &perm) || errors.As(perr, &refused) {
+			return out, true, perr // transient or refused: nothing recorded, performed again next time
 		}
 		state, msg = StateFailed, agentledger.SafeText(perr.Error())
 	}
@@ -308,11 +309,39 @@ func (l *Ledger) perform(ctx context.Context, pk []any, a Attempt, call Call, e 
 	if perr == nil {
 		return l.record(ctx, pk, a, StateCompleted, out, "")
 	}
-	var perm *agentledger.PermanentError
-	if errors.As(perr, &perm) {
+	var (
+		perm    *agentledger.PermanentError
+		refused *NotPerformedError
+		later   *agentledger.RetryAfterError
+	)
+	switch {
+	case errors.As(perr, &refused), e.Class == Unsafe && errors.As(perr, &later):
+		// Nothing was performed (refused, or the downstream said to
+		// come back later): a fresh reservation goes, so the effect is
+		// as if never tried.
+		l.release(ctx, pk, a)
+		return out, perr
+	case errors.As(perr, &perm):
 		return l.record(ctx, pk, a, StateFailed, out, perr.Error())
+	case e.Class == Unsafe:
+		// The call may have taken effect: never perform it blindly.
+		// The effect is unknown now, and its task waits for an operator.
+		msg := agentledger.SafeText(fmt.Sprintf("the call's outcome is unknown (%v)", perr))
+		if _, err := l.db.Exec(ctx, unknownOwnedSQL, append(pk, msg, a.Token)...); err != nil {
+			return out, fmt.Errorf("ledger: marking effect %s unknown: %w", short(call.Key), err)
+		}
+		return out, fmt.Errorf("effect %s at %s: %v: %w", short(call.Key), e.StepPath, perr, ErrNeedsAttention)
 	}
 	return out, perr // transient: the reservation stays ours, pending
+}
+
+// release deletes a fresh reservation of the attempt whose effect was not
+// performed. A reservation taken over from an earlier attempt stays: that
+// attempt's outcome is still unknown.
+func (l *Ledger) release(ctx context.Context, pk []any, a Attempt) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	_, _ = l.db.Exec(rctx, releaseSQL, append(pk, a.Token)...) // if it fails, the row stays pending: unknown, not lost
 }
 
 // performLocal runs a local effect in the reservation transaction and

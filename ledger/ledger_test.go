@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
@@ -353,5 +355,47 @@ func TestOddBytesAreStorable(t *testing.T) {
 	var failed *ledger.FailedError
 	if !errors.As(err, &failed) {
 		t.Fatalf("permanent failure with odd bytes: %v", err)
+	}
+}
+
+// An unsafe call that failed in a way that may have taken effect is
+// unknown at once, not retried: the task parks for an operator. A call the
+// downstream turned away (429 with Retry-After) or a refusal before
+// performing leaves nothing behind, and runs again later.
+func TestUnsafeFailureIsUnknownAtOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t)
+	e.task()
+	a, task := e.claim("a")
+	c := &counter{fn: func(context.Context, ledger.Call) (ledger.Result, error) {
+		return ledger.Result{}, errors.New("502 Bad Gateway")
+	}}
+	_, err := e.Ledger.Do(ctx, a, effect(ledger.Unsafe, "tool/0", `{}`, c.perform))
+	if !errors.Is(err, agentledger.ErrNeedsAttention) {
+		t.Fatalf("transient failure of an unsafe call: %v, want ErrNeedsAttention", err)
+	}
+	if j := e.Journal(task); len(j) != 1 || j[0].State != ledger.StateUnknown || !strings.Contains(j[0].Error, "502") {
+		t.Fatalf("journal %+v, want the effect unknown with the error", j)
+	}
+	if _, err := e.Ledger.Do(ctx, a, effect(ledger.Unsafe, "tool/0", `{}`, c.perform)); !errors.Is(err, agentledger.ErrNeedsAttention) || c.calls.Load() != 1 {
+		t.Fatalf("again: %v after %d calls, want ErrNeedsAttention and no second call", err, c.calls.Load())
+	}
+
+	for _, refusal := range []error{
+		agentledger.RetryAfter(errors.New("429"), time.Second),
+		ledger.NotPerformed(errors.New("host not allowed")),
+	} {
+		turned := &counter{fn: func(context.Context, ledger.Call) (ledger.Result, error) { return ledger.Result{}, refusal }}
+		if _, err := e.Ledger.Do(ctx, a, effect(ledger.Unsafe, "tool/1", `{}`, turned.perform)); !errors.Is(err, refusal) && err == nil {
+			t.Fatalf("%v: %v", refusal, err)
+		}
+		if j := e.Journal(task); len(j) != 1 {
+			t.Fatalf("%v left a row: %+v", refusal, j)
+		}
+	}
+	ok := &counter{}
+	if _, err := e.Ledger.Do(ctx, a, effect(ledger.Unsafe, "tool/1", `{}`, ok.perform)); err != nil || ok.calls.Load() != 1 {
+		t.Fatalf("after the refusals: %v, %d calls", err, ok.calls.Load())
 	}
 }

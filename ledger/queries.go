@@ -130,6 +130,17 @@ UPDATE ledger SET owner_token = $4, performed = performed + 1, retry_allowed = f
 	state = 'pending', updated_at = now()
 WHERE tenant = $1 AND operation = $2 AND effect_key = $3`
 
+// unknownOwnedSQL marks the attempt's own pending reservation unknown.
+const unknownOwnedSQL = `
+UPDATE ledger SET state = 'unknown', error = $4, updated_at = now()
+WHERE tenant = $1 AND operation = $2 AND effect_key = $3 AND state = 'pending' AND owner_token = $5`
+
+// releaseSQL deletes the attempt's fresh reservation (performed once, by
+// it) of an effect that was not performed.
+const releaseSQL = `
+DELETE FROM ledger WHERE tenant = $1 AND operation = $2 AND effect_key = $3
+	AND state = 'pending' AND owner_token = $4 AND performed = 1`
+
 const unknownSQL = `
 UPDATE ledger SET state = 'unknown', error = $4, updated_at = now()
 WHERE tenant = $1 AND operation = $2 AND effect_key = $3`

@@ -165,6 +165,7 @@ type httpCall struct {
 	headers             http.Header
 	secrets             http.Header
 	body                []byte // canonical JSON; nil: no body
+	denied              error  // the host is not allowed: refuse to perform
 }
 
 // Effect validates the arguments and returns the request as an effect: GET
@@ -199,7 +200,12 @@ func (t *HTTPTool) Effect(call Call) (ledger.Effect, error) {
 	}
 	return ledger.Effect{
 		Operation: t.name, StepPath: call.StepPath, Class: class, Request: request,
-		Perform: func(ctx context.Context, c ledger.Call) (ledger.Result, error) { return t.send(ctx, c, hc) },
+		Perform: func(ctx context.Context, c ledger.Call) (ledger.Result, error) {
+			if hc.denied != nil {
+				return ledger.Result{}, ledger.NotPerformed(fmt.Errorf("%s: %w", t.name, hc.denied))
+			}
+			return t.send(ctx, c, hc)
+		},
 	}, nil
 }
 
@@ -233,7 +239,9 @@ func (t *HTTPTool) parse(raw json.RawMessage) (*httpCall, error) {
 	}
 	hostPort := net.JoinHostPort(host, port)
 	if !t.allowed[hostPort] && !t.allowed[host] {
-		return nil, fmt.Errorf("host %s is not allowed: add it to %s", u.Host, t.env)
+		// Refused when performing, not here: a replay serves an effect
+		// the ledger completed whatever the configuration says now.
+		hc.denied = fmt.Errorf("host %s is not allowed: add it to %s", u.Host, t.env)
 	}
 	hc.target = u.Scheme + "://" + strings.ToLower(u.Host)
 	if hc.secrets = t.secrets[hostPort]; hc.secrets == nil {

@@ -226,7 +226,6 @@ func TestHTTPArgsValidation(t *testing.T) {
 		`{"method":"GET","url":"/relative"}`:                   "must be absolute",
 		`{"method":"GET","url":"ftp://h/x"}`:                   "must be absolute, with scheme http or https",
 		`{"method":"GET","url":"http://u:p@api.example.com/"}`: "must not carry credentials",
-		`{"method":"GET","url":"http://evil.example.com/"}`:    "host evil.example.com is not allowed",
 		`{"method":"POST","url":"https://api.example.com","headers":{"idempotency-key":"k"}}`:     "Idempotency-Key is set by agentledger",
 		`{"method":"POST","url":"https://api.example.com","headers":{"a b":"k"}}`:                 "not a valid token",
 		`{"method":"POST","url":"https://api.example.com","headers":{"X-A":"1\r\nX-B: 2"}}`:       "control character",
@@ -237,6 +236,38 @@ func TestHTTPArgsValidation(t *testing.T) {
 		if !isPermanent(err) || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", args, err, want)
 		}
+	}
+}
+
+// A host the configuration does not allow is refused when the effect would
+// be performed — nothing is recorded, so a retry after the host is allowed
+// performs it — while a replay of an effect the ledger completed is served
+// whatever the configuration says now.
+func TestHTTPHostNotAllowed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t)
+	api := downstream.New()
+	t.Cleanup(api.Close)
+	host := hostOf(api.URL)
+	args := `{"method":"POST","url":"` + api.URL + `/x","body":{"n":1}}`
+	deny, _ := e.http(tools.HTTPConfig{AllowedHosts: []string{"api.example.com"}})
+	allow, _ := e.http(tools.HTTPConfig{AllowedHosts: []string{host}})
+	a := e.task()
+
+	_, err := tools.Invoke(ctx, e.Ledger, deny, call(a, "tool/0", args))
+	if !isPermanent(err) || !strings.Contains(err.Error(), "is not allowed") || api.Hits() != 0 {
+		t.Fatalf("denied: %v, %d hits", err, api.Hits())
+	}
+	if j := e.Journal(a); len(j) != 0 {
+		t.Fatalf("a refused effect was recorded: %+v", j)
+	}
+	if _, err := tools.Invoke(ctx, e.Ledger, allow, call(a, "tool/0", args)); err != nil || api.Effects() != 1 {
+		t.Fatalf("allowed: %v, %d effects", err, api.Effects())
+	}
+	res, err := tools.Invoke(ctx, e.Ledger, deny, call(a, "tool/0", args))
+	if err != nil || !res.Replayed || api.Hits() != 1 {
+		t.Fatalf("replay under a configuration that denies the host: %+v %v, %d hits; want it served", res, err, api.Hits())
 	}
 }
 
