@@ -17,9 +17,19 @@ const (
 	Rerun = 1
 )
 
-// replayable are the states an operator may replay or re-run from: no
-// worker holds the task.
-var replayable = []string{"succeeded", "dead", "cancelled", "needs_attention"}
+// Replayable are the states an operator may replay or re-run a task from:
+// no worker holds it.
+var Replayable = []agentledger.TaskState{agentledger.StateSucceeded, agentledger.StateDead,
+	agentledger.StateCancelled, agentledger.StateNeedsAttention}
+
+// replayable is Replayable as the SQL takes it.
+var replayable = func() []string {
+	out := make([]string, len(Replayable))
+	for i, s := range Replayable {
+		out[i] = string(s)
+	}
+	return out
+}()
 
 // Requeue replays (mode Replay) or re-runs (mode Rerun) task id, restricted
 // to tenant unless empty. It returns the task as queued. ErrNotFound for an

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -65,6 +66,11 @@ func (a *app) replay(ctx context.Context, tenant, arg string, dryRun bool) error
 	plan := make([]plannedEffect, len(l.journal))
 	for i, e := range l.journal {
 		plan[i] = plannedEffect{Step: e.StepPath, Operation: e.Operation, Class: e.Class, State: e.State, Plan: planOf(e)}
+	}
+	if dryRun && !slices.Contains(claims.Replayable, t.State) {
+		// The preview must not promise what the replay would refuse.
+		return requeueError(id, fmt.Errorf("task %d is %s; only a task that is %v can be replayed: %w",
+			id, t.State, claims.Replayable, agentledger.ErrConflict))
 	}
 	if !dryRun {
 		if t, err = s.Requeue(ctx, tenant, id, claims.Replay); err != nil {
