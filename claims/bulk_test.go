@@ -102,3 +102,28 @@ func TestBulkActions(t *testing.T) {
 		t.Fatalf("acme's task was touched: %v", counts)
 	}
 }
+
+// A task that succeeds after failing shows no error: its failures stay in
+// its attempt records.
+func TestSuccessClearsTheLastError(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newClock()
+	s := pinnedStore(t, c)
+	enqueue(t, s, claims.EnqueueParams{})
+	task := claimOne(t, s, "w", time.Minute)
+	if _, err := s.Fail(ctx, claims.Failure{Lease: claims.LeaseOf(task), Error: "boom"}); err != nil {
+		t.Fatal(err)
+	}
+	task = claimOne(t, s, "w", time.Minute)
+	if err := s.Succeed(ctx, claims.LeaseOf(task), nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(t, s, task.ID); got.LastError != "" {
+		t.Fatalf("last error %q on a succeeded task", got.LastError)
+	}
+	attempts, err := s.Attempts(ctx, task.ID)
+	if err != nil || len(attempts) != 2 || attempts[0].Error != "boom" {
+		t.Fatalf("attempts %+v %v, want the failure kept", attempts, err)
+	}
+}

@@ -196,6 +196,7 @@ WITH done AS (
 	UPDATE tasks t SET
 		state = 'succeeded',
 		result = u.result,
+		last_error = NULL, -- the failures before are in the attempt records
 		lease_owner = NULL,
 		lease_expires_at = NULL,
 		finished_at = coalesce($4::timestamptz, now()),
