@@ -94,6 +94,8 @@ func (p *Pool) Run(ctx context.Context) error {
 		prodWG.Add(1)
 		go func() { defer prodWG.Done(); p.produce(ctx, work, q) }()
 	}
+	prodWG.Add(1)
+	go func() { defer prodWG.Done(); p.watchStrays(ctx) }()
 	<-ctx.Done()
 	p.log.Info("stopping: no new claims")
 	prodWG.Wait()

@@ -36,7 +36,7 @@ With --output json it prints {"task": {...}, "immediate": true|false}, or for
 --all {"action": "cancel", "matched": N, "done": [ids], "skipped": [{"id", "reason"}]}.`,
 		Example: `  agentctl cancel 42
   agentctl cancel --all --queue emails --state queued,retrying
-  agentctl cancel --all --kind report --since 30m --yes`,
+  agentctl cancel --all --kind steps --since 30m --yes`,
 		Args:              f.args,
 		ValidArgsFunction: cobra.NoFileCompletions,
 		RunE: a.action(func(ctx context.Context, args []string) error {

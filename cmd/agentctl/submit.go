@@ -56,8 +56,8 @@ nothing. The request is the queue, kind, payload, priority and max attempts;
 --run-at is scheduling, not identity, so a retry with a relative +duration is
 still a duplicate (the first submission's run time stands).`,
 		Example: `  agentctl submit --kind echo --payload '{"msg":"hi"}'
-  agentctl submit --kind report --payload @report.json --run-at +30m
-  agentctl submit --kind charge --idempotency-key order-42 --payload - < order.json
+  agentctl submit --kind steps --payload @report.json --run-at +30m
+  agentctl submit --kind steps --idempotency-key order-42 --payload - < order.json
   agentctl submit --file task.json --priority 10
   echo '{"kind":"echo","payload":{"n":1},"idempotency_key":"n-1"}' | agentctl submit --file -`,
 		Args: cobra.NoArgs,
