@@ -233,11 +233,17 @@ func TestValidationStoresNothing(t *testing.T) {
 	e.problem(e.do(http.MethodPost, "/v1/tasks", tok, "kind=echo", "Content-Type", "text/plain", httpapi.KeyHeader, "k"), http.StatusUnsupportedMediaType, "unsupported_media_type")
 	e.problem(e.post("/v1/tasks/abc/cancel", tok, "k", ""), http.StatusNotFound, "not_found")
 	e.problem(e.post("/v1/tasks/1/cancel", tok, "k", `{"now":true}`), http.StatusBadRequest, "malformed_request")
+	if p := e.problem(e.post("/v1/tasks", tok, "k", `{"kind":"echo","tenant":"globex"}`), http.StatusUnprocessableEntity, "invalid_request"); p.Field != "tenant" {
+		t.Errorf("field %q, want tenant", p.Field)
+	}
+	if p := e.problem(e.post("/v1/tasks", tok, "k", `{"kind":"echo","max_attempts":0}`), http.StatusUnprocessableEntity, "invalid_request"); p.Field != "max_attempts" {
+		t.Errorf("field %q, want max_attempts", p.Field)
+	}
 	if got := e.count(`SELECT count(*) FROM idempotency_keys`); got != 0 {
 		t.Errorf("%d idempotency records after refusals, want 0", got)
 	}
-	// The key is still free. The tenant in the body is ignored.
-	task := e.task(e.post("/v1/tasks", tok, "k", `{"kind":"echo","tenant":"globex","run_at":"2030-01-02T03:04:05Z"}`), http.StatusCreated)
+	// The key is still free. The body may name the token's own tenant.
+	task := e.task(e.post("/v1/tasks", tok, "k", `{"kind":"echo","tenant":"acme","run_at":"2030-01-02T03:04:05Z"}`), http.StatusCreated)
 	if task.Tenant != "acme" || task.RunAt.Year() != 2030 || string(task.Payload) != "{}" {
 		t.Errorf("task %+v", task)
 	}

@@ -47,8 +47,9 @@ type TaskList struct {
 	NextCursor *string `json:"next_cursor"`
 }
 
-// CreateTaskRequest is the body of POST /v1/tasks. Tenant is ignored: the
-// bearer token names the tenant.
+// CreateTaskRequest is the body of POST /v1/tasks. The bearer token names
+// the tenant: Tenant may repeat it, and any other tenant is refused (422).
+// MaxAttempts is 1–1000, or absent for the default.
 type CreateTaskRequest struct {
 	Tenant      string          `json:"tenant,omitempty"`
 	Queue       string          `json:"queue,omitempty"`
@@ -56,7 +57,7 @@ type CreateTaskRequest struct {
 	Payload     json.RawMessage `json:"payload,omitempty"`
 	Priority    int             `json:"priority,omitempty"`
 	RunAt       *time.Time      `json:"run_at,omitempty"`
-	MaxAttempts int32           `json:"max_attempts,omitempty"`
+	MaxAttempts *int32          `json:"max_attempts,omitempty"`
 }
 
 func viewTask(t *agentledger.Task) Task {
@@ -130,8 +131,17 @@ func (s *Server) createTask(r *http.Request, tenant string, body []byte) (action
 	if req.Priority < 0 || req.Priority > 100 {
 		return nil, agentledger.Invalid("priority", "%d is outside 0..100 (lower runs first)", req.Priority)
 	}
+	if req.Tenant != "" && req.Tenant != tenant {
+		return nil, agentledger.Invalid("tenant", "the token is tenant %q's; a task cannot be submitted for %q", tenant, req.Tenant)
+	}
 	p := claims.EnqueueParams{Tenant: tenant, Queue: req.Queue, Kind: req.Kind, Payload: req.Payload,
-		Priority: int16(req.Priority), MaxAttempts: req.MaxAttempts}
+		Priority: int16(req.Priority)}
+	if req.MaxAttempts != nil {
+		if *req.MaxAttempts < 1 {
+			return nil, agentledger.Invalid("max_attempts", "%d is outside 1..1000 (leave it out for the default)", *req.MaxAttempts)
+		}
+		p.MaxAttempts = *req.MaxAttempts
+	}
 	if string(p.Payload) == "null" {
 		p.Payload = nil // as if absent: {}
 	}

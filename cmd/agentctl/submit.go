@@ -92,6 +92,9 @@ type submitResult struct {
 
 func (a *app) submit(ctx context.Context, f *submitFlags) error {
 	now := time.Now()
+	if f.maxAttempts == 0 { // the flag defaults to 25: 0 was given, and would silently mean the default
+		return agentledger.Invalid("--max-attempts", "0 is outside 1..1000")
+	}
 	p, err := f.params(a.stdin, now)
 	if err != nil {
 		return err
