@@ -11,7 +11,13 @@ import (
 // printDemo tells a newcomer what the demo seeded and where to look next.
 func printDemo(w io.Writer, s demo.Seeded, addr string) {
 	var b strings.Builder
-	b.WriteString("\n  agentledger demo — seeded (again: nothing is seeded twice)\n\n")
+	header := "seeded"
+	for _, t := range s.Tasks {
+		if !t.New {
+			header = "seeded by an earlier run (nothing is seeded twice)"
+		}
+	}
+	fmt.Fprintf(&b, "\n  agentledger demo — %s\n\n", header)
 	for _, t := range s.Tasks {
 		state := "new"
 		if !t.New {
