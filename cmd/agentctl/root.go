@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/agentledger/agentledger/internal/version"
+
 	"github.com/spf13/cobra"
 
 	"github.com/agentledger/agentledger/claims"
@@ -52,8 +54,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 
 func (a *app) rootCmd() *cobra.Command {
 	root := &cobra.Command{
-		Use:   "agentctl",
-		Short: "Manage agentledger tasks, notification rules and the schema",
+		Use:     "agentctl",
+		Version: version.String(),
+		Short:   "Manage agentledger tasks, notification rules and the schema",
 		Long: `agentctl submits, lists, shows, cancels and retries agentledger tasks, looks
 effects up in the ledger, lists the workers holding leases, manages the
 notification rules and migrates the schema.

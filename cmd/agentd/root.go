@@ -8,6 +8,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/agentledger/agentledger/internal/version"
+
 	"github.com/spf13/cobra"
 
 	"github.com/agentledger/agentledger/database"
@@ -21,8 +23,9 @@ import (
 // grace period.
 func newRootCmd(getenv func(string) string, hurry <-chan struct{}) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "agentd",
-		Short: "Run agentledger workers against PostgreSQL",
+		Use:     "agentd",
+		Version: version.String(),
+		Short:   "Run agentledger workers against PostgreSQL",
 		Long: `agentd claims tasks from PostgreSQL and runs them so that no replay,
 re-poll, crash or retry produces a second business effect.
 
