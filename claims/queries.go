@@ -367,14 +367,31 @@ const filteredIDsSQL = `
 SELECT id FROM tasks WHERE ` + taskFilter + ` AND ($7::bigint = 0 OR id < $7)
 ORDER BY id DESC LIMIT $8`
 
-// workersSQL summarises the live leases by worker: how many tasks each
-// holds, when it last renewed one (heartbeats bump updated_at), and how many
-// of its leases have expired (a worker that died or stalled).
+// workersSQL lists the worker pools that announced themselves within the
+// last day and the holders of live leases: how many tasks each holds, its
+// latest sign of life (its announcement, a heartbeat or a claim: both bump
+// updated_at), and how many of its leases expired (it died or stalled).
 const workersSQL = `
-SELECT lease_owner, count(*), max(updated_at), min(lease_expires_at),
-	count(*) FILTER (WHERE lease_expires_at <= now())
-FROM tasks WHERE state = 'running'
-GROUP BY lease_owner ORDER BY lease_owner`
+WITH leases AS (
+	SELECT lease_owner AS id, count(*) AS tasks, max(updated_at) AS renewed, min(lease_expires_at) AS next_expiry,
+		count(*) FILTER (WHERE lease_expires_at <= now()) AS expired
+	FROM tasks WHERE state = 'running'
+	GROUP BY lease_owner
+)
+SELECT coalesce(w.id, l.id), coalesce(l.tasks, 0),
+	greatest(w.seen_at, l.renewed), l.next_expiry, coalesce(l.expired, 0),
+	w.started_at, coalesce(w.host, ''), coalesce(w.queues, '{}')
+FROM workers w FULL JOIN leases l ON l.id = w.id
+WHERE l.id IS NOT NULL OR w.seen_at > now() - interval '1 day'
+ORDER BY 1`
+
+// announceSQL registers or refreshes a worker pool.
+const announceSQL = `
+INSERT INTO workers (id, host, pid, queues, kinds) VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (id) DO UPDATE SET seen_at = now(), queues = EXCLUDED.queues, kinds = EXCLUDED.kinds`
+
+// retireSQL removes a pool that stops.
+const retireSQL = `DELETE FROM workers WHERE id = $1`
 
 // attemptsSQL lists the recorded attempts of a task and, while it runs, the
 // attempt in progress (which is recorded when it ends).

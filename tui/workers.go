@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/charmbracelet/bubbles/viewport"
 	tea "github.com/charmbracelet/bubbletea"
@@ -82,7 +83,7 @@ func (m workersModel) table() string {
 		if !m.loaded {
 			return s.Dim.Render("loading…")
 		}
-		return s.Dim.Render("no worker holds a lease")
+		return s.Dim.Render("no worker is running, and no lease is held")
 	}
 	w := []int{30, 6, 10, 12, 8}
 	lines := []string{s.Bold.Render(columns(w, "WORKER", "TASKS", "HEARTBEAT", "NEXT EXPIRY", "EXPIRED", "STATUS"))}
@@ -95,7 +96,7 @@ func (m workersModel) table() string {
 			}
 		}
 		lines = append(lines, columns(w, wk.ID, strconv.FormatInt(wk.Tasks, 10), short(now.Sub(wk.LastHeartbeat))+" ago",
-			relative(wk.NextExpiry, now), strconv.FormatInt(wk.Expired, 10), status))
+			expiry(wk.NextExpiry, now), strconv.FormatInt(wk.Expired, 10), status))
 	}
 	return cutLines(lines, m.width)
 }
@@ -117,4 +118,12 @@ func (m workersModel) View() string {
 		totals += " · " + m.env.styles.Error.Render(m.err.Error())
 	}
 	return strings.Join([]string{cut(totals, m.width), "", fit(m.page.View(), m.width, max(m.height-2, 1))}, "\n")
+}
+
+// expiry is when the next lease runs out, or "-" without leases.
+func expiry(t, now time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return relative(t, now)
 }

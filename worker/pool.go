@@ -94,8 +94,9 @@ func (p *Pool) Run(ctx context.Context) error {
 		prodWG.Add(1)
 		go func() { defer prodWG.Done(); p.produce(ctx, work, q) }()
 	}
-	prodWG.Add(1)
+	prodWG.Add(2)
 	go func() { defer prodWG.Done(); p.watchStrays(ctx) }()
+	go func() { defer prodWG.Done(); p.announce(ctx) }()
 	<-ctx.Done()
 	p.log.Info("stopping: no new claims")
 	prodWG.Wait()
@@ -103,6 +104,7 @@ func (p *Pool) Run(ctx context.Context) error {
 	p.shutdown(stopWork)
 	stopBG()
 	bgWG.Wait()
+	p.retire()
 	p.log.Info("worker stopped")
 	return nil
 }

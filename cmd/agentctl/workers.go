@@ -80,7 +80,7 @@ func (a *app) workers(ctx context.Context, staleAfter time.Duration) error {
 		return printJSON(a.stdout, out)
 	}
 	if len(out) == 0 {
-		_, err := fmt.Fprintln(a.stderr, "no workers hold leases: no task is running")
+		_, err := fmt.Fprintln(a.stderr, "no worker is running: no daemon announced itself in the last day, and no lease is held")
 		return err
 	}
 	t := newTable(a.stdout, "WORKER", "TASKS", "LAST HEARTBEAT", "NEXT EXPIRY", "EXPIRED", "STATUS")
@@ -90,7 +90,7 @@ func (a *app) workers(ctx context.Context, staleAfter time.Duration) error {
 			status = "STALE"
 		}
 		t.row(w.ID, strconv.FormatInt(w.Tasks, 10), short(time.Duration(w.HeartbeatAgeSeconds*float64(time.Second)))+" ago",
-			relative(w.NextExpiry, now),
+			expiry(w.NextExpiry, now),
 			strconv.FormatInt(w.Expired, 10), status)
 	}
 	if err := t.flush(); err != nil {
@@ -109,4 +109,12 @@ func viewWorker(w claims.Worker, now time.Time, staleAfter time.Duration) worker
 	age := max(now.Sub(w.LastHeartbeat), 0)
 	return workerView{ID: w.ID, Tasks: w.Tasks, LastHeartbeat: w.LastHeartbeat, HeartbeatAgeSeconds: age.Round(time.Second).Seconds(),
 		NextExpiry: w.NextExpiry, Expired: w.Expired, Stale: w.Expired > 0 || age > staleAfter}
+}
+
+// expiry is when the next lease runs out, or "-" without leases.
+func expiry(t, now time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return relative(t, now)
 }
