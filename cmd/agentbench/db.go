@@ -259,6 +259,21 @@ func (s *Server) Fresh(ctx context.Context) (*RunDB, error) {
 	return r, nil
 }
 
+// FreshControl is Fresh with a small control pool on the run's database,
+// for what the benchmark itself reads and writes.
+func (s *Server) FreshControl(ctx context.Context) (*RunDB, *pgxpool.Pool, error) {
+	rdb, err := s.Fresh(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	ctl, err := rdb.Pool(ctx, 2)
+	if err != nil {
+		rdb.Close()
+		return nil, nil, err
+	}
+	return rdb, ctl, nil
+}
+
 // Pool opens a connection pool to the run's database.
 func (r *RunDB) Pool(ctx context.Context, maxConns int32) (*pgxpool.Pool, error) {
 	return r.s.pool(ctx, r.name, maxConns)

@@ -148,15 +148,11 @@ func growthRun(ctx context.Context, srv *Server, f GrowthFlags, n int64, log *sl
 	res := GrowthResult{Finished: n}
 	ctx, cancel := context.WithTimeout(ctx, f.RunTimeout)
 	defer cancel()
-	rdb, err := srv.Fresh(ctx)
+	rdb, ctl, err := srv.FreshControl(ctx)
 	if err != nil {
 		return res, err
 	}
 	defer rdb.Close()
-	ctl, err := rdb.Pool(ctx, 2)
-	if err != nil {
-		return res, err
-	}
 	defer ctl.Close()
 
 	if n > 0 {

@@ -31,15 +31,11 @@ func ledgerGrowthRun(ctx context.Context, srv *Server, f GrowthFlags, n int64, e
 	res := LedgerGrowthResult{Rows: n}
 	ctx, cancel := context.WithTimeout(ctx, f.RunTimeout)
 	defer cancel()
-	rdb, err := srv.Fresh(ctx)
+	rdb, ctl, err := srv.FreshControl(ctx)
 	if err != nil {
 		return res, err
 	}
 	defer rdb.Close()
-	ctl, err := rdb.Pool(ctx, 2)
-	if err != nil {
-		return res, err
-	}
 	defer ctl.Close()
 
 	// The task whose effects are measured, claimed for the whole run.

@@ -152,21 +152,11 @@ func latencyRun(ctx context.Context, srv *Server, f LatencyFlags, out io.Writer,
 	}
 	defer enqDB.Close()
 
-	base := time.Now()
-	since := func() int64 { return int64(time.Since(base)) } // monotonic
-	lat := make([]int64, total)                              // 0: not started
-	var started, dups atomic.Int64
-	allStarted := make(chan struct{})
+	rec := newStarts(total)
 	handler := worker.HandlerFunc(func(ctx context.Context, t *agentledger.Task) (json.RawMessage, error) {
-		now := since()
 		var p latencyPayload
-		if err := json.Unmarshal(t.Payload, &p); err != nil || p.I < 0 || p.I >= total {
+		if err := json.Unmarshal(t.Payload, &p); err != nil || !rec.note(p.I, p.T) {
 			return nil, agentledger.Permanent(fmt.Errorf("bad payload %s", t.Payload))
-		}
-		if !atomic.CompareAndSwapInt64(&lat[p.I], 0, max(now-p.T, 1)) {
-			dups.Add(1)
-		} else if started.Add(1) == int64(total) {
-			close(allStarted)
 		}
 		return tools.Noop(ctx, t)
 	})
@@ -222,7 +212,7 @@ func latencyRun(ctx context.Context, srv *Server, f LatencyFlags, out io.Writer,
 
 	cpu := StartCPU(ctx, enqDB)
 	sched := Schedule{Rate: f.Rate, Total: total, Enqueuers: f.Enqueuers}
-	sent, err := sched.Run(ctx, since, func(ctx context.Context, i int, at int64) error {
+	sent, err := sched.Run(ctx, rec.since, func(ctx context.Context, i int, at int64) error {
 		payload, _ := json.Marshal(latencyPayload{I: i, T: at})
 		_, err := store.Enqueue(ctx, claims.EnqueueParams{Kind: "stamp", Payload: payload})
 		return err
@@ -235,17 +225,10 @@ func latencyRun(ctx context.Context, srv *Server, f LatencyFlags, out io.Writer,
 
 	// Wait for the stragglers: at most two poll intervals and a bit.
 	wait := 2*max(f.PollInterval, time.Second) + 2*time.Second
-	select {
-	case <-allStarted:
-	case <-time.After(wait):
-	case <-ctx.Done():
-	}
+	rec.wait(ctx, wait)
 	res.CPU = cpu.Stop(ctx)
 	prof.Stop()
-	res.Started = int(started.Load())
-	res.Duplicates = dups.Load()
-
-	res.Start, res.Enqueue = sent.Summarise(lat, int(float64(f.Rate)*f.Warmup.Seconds()))
+	rec.fill(&res, sent, int(float64(f.Rate)*f.Warmup.Seconds()))
 	if stats != nil {
 		fmt.Fprintf(out, "%s:\n", res.Mode)
 		sctx, c := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)

@@ -163,15 +163,11 @@ func riverRun(ctx context.Context, srv *Server, f RiverFlags, maxWorkers int, lo
 	ctx, cancel := context.WithTimeout(ctx, f.RunTimeout)
 	defer cancel()
 
-	rdb, err := srv.Fresh(ctx)
+	rdb, ctl, err := srv.FreshControl(ctx)
 	if err != nil {
 		return res, err
 	}
 	defer rdb.Close()
-	ctl, err := rdb.Pool(ctx, 2)
-	if err != nil {
-		return res, err
-	}
 	defer ctl.Close()
 	db, err := riverDB(ctx, srv, rdb, int32(f.MaxConns))
 	if err != nil {

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"runtime"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -150,23 +149,9 @@ func riverLatencyRun(ctx context.Context, srv *Server, f RiverLatencyFlags, cool
 	}
 	defer enqDB.Close()
 
-	base := time.Now()
-	since := func() int64 { return int64(time.Since(base)) } // monotonic
-	lat := make([]int64, total)                              // 0: not started
-	var started, dups atomic.Int64
-	allStarted := make(chan struct{})
+	rec := newStarts(total)
 	workers := river.NewWorkers()
-	river.AddWorker(workers, &riverStampWorker{note: func(i int, t int64) {
-		now := since()
-		if i < 0 || i >= total {
-			return
-		}
-		if !atomic.CompareAndSwapInt64(&lat[i], 0, max(now-t, 1)) {
-			dups.Add(1)
-		} else if started.Add(1) == int64(total) {
-			close(allStarted)
-		}
-	}})
+	river.AddWorker(workers, &riverStampWorker{note: func(i int, t int64) { rec.note(i, t) }})
 	cfg := func(queues bool) *river.Config {
 		c := &river.Config{FetchCooldown: cooldown, FetchPollInterval: f.FetchPollInterval, PollOnly: f.PollOnly,
 			Logger: log, Workers: workers}
@@ -212,7 +197,7 @@ func riverLatencyRun(ctx context.Context, srv *Server, f RiverLatencyFlags, cool
 	}
 	cpu := StartCPU(ctx, enqDB)
 	sched := Schedule{Rate: f.Rate, Total: total, Enqueuers: f.Enqueuers}
-	sent, err := sched.Run(ctx, since, func(ctx context.Context, i int, at int64) error {
+	sent, err := sched.Run(ctx, rec.since, func(ctx context.Context, i int, at int64) error {
 		_, err := inserter.Insert(ctx, riverStamp{I: i, T: at}, nil)
 		return err
 	})
@@ -223,16 +208,10 @@ func riverLatencyRun(ctx context.Context, srv *Server, f RiverLatencyFlags, cool
 	res.Achieved, res.MaxLag = sent.Achieved, sent.MaxLag
 
 	wait := 2*max(f.FetchPollInterval, time.Second) + 2*time.Second
-	select {
-	case <-allStarted:
-	case <-time.After(wait):
-	case <-ctx.Done():
-	}
+	rec.wait(ctx, wait)
 	res.CPU = cpu.Stop(ctx)
 	prof.Stop()
-	res.Started = int(started.Load())
-	res.Duplicates = dups.Load()
-	res.Start, res.Enqueue = sent.Summarise(lat, int(float64(f.Rate)*f.Warmup.Seconds()))
+	rec.fill(&res, sent, int(float64(f.Rate)*f.Warmup.Seconds()))
 	if res.Started < total {
 		return res, fmt.Errorf("only %d of %d jobs started within %s after the last insert", res.Started, total, wait)
 	}

@@ -179,15 +179,11 @@ func throughputRun(ctx context.Context, srv *Server, f ThroughputFlags, c Throug
 	ctx, cancel := context.WithTimeout(ctx, f.RunTimeout)
 	defer cancel()
 
-	rdb, err := srv.Fresh(ctx)
+	rdb, ctl, err := srv.FreshControl(ctx)
 	if err != nil {
 		return res, err
 	}
 	defer rdb.Close()
-	ctl, err := rdb.Pool(ctx, 2)
-	if err != nil {
-		return res, err
-	}
 	defer ctl.Close()
 
 	if res.InsertRate, err = insertNoops(ctx, ctl, f.Tasks, f.InsertBatch); err != nil {
