@@ -62,7 +62,12 @@
 // measured phase by this process and its worker processes, by the
 // PostgreSQL server (its processes read from /proc, so only for a server on
 // this machine; "?" otherwise) and by everything else on the machine — a
-// busy "others" means the figures of that run were disturbed. go us/task
+// busy "others" means the figures of that run were disturbed. Only CPU time
+// spent during the phase counts: a server process alive throughout counts
+// its growth, one that started during it (a new pid, or a reused one with
+// another start time) all of its time, and those that exited during it the
+// growth of the postmaster's reaped children's time less what they had
+// used when the phase started. go us/task
 // and pg us/task are the CPU time per task of the workers and of the
 // server: the efficiency figures, steadier than tasks/s when the machine is
 // shared. rss MB is the peak resident set (VmHWM) of the process that ran

@@ -100,14 +100,14 @@ type CPUMeter struct {
 	at      time.Time
 	self    time.Duration
 	machine time.Duration
-	server  map[int]procCPU // nil when the server's processes cannot be read
+	server  *serverSnap // nil when the server's processes cannot be read
 }
 
 // StartCPU starts measuring; pool is a connection to the run's database,
 // pids are worker processes whose CPU time counts as this process's.
 func StartCPU(ctx context.Context, pool *pgxpool.Pool, pids ...int) *CPUMeter {
 	m := &CPUMeter{pool: pool, pids: pids}
-	m.server, _ = serverCPU(ctx, pool)
+	m.server, _ = serverCPU(ctx, pool, nil)
 	m.at, m.self, m.machine = time.Now(), m.goCPU(), machineBusy()
 	return m
 }
@@ -116,8 +116,8 @@ func StartCPU(ctx context.Context, pool *pgxpool.Pool, pids ...int) *CPUMeter {
 func (m *CPUMeter) goCPU() time.Duration {
 	t := selfCPU()
 	for _, pid := range m.pids {
-		if _, self, _, ok := readProcStat(pid); ok {
-			t += self
+		if st, ok := readProcStat(pid); ok {
+			t += st.self
 		}
 	}
 	return t
@@ -135,21 +135,35 @@ type CPUUse struct {
 
 // Stop ends the measurement.
 func (m *CPUMeter) Stop(ctx context.Context) CPUUse {
-	u := CPUUse{Wall: time.Since(m.at), Self: m.goCPU() - m.self}
-	if mb := machineBusy(); mb > 0 && m.machine > 0 {
-		u.Machine, u.MachineKnown = mb-m.machine, true
-	}
-	if m.server != nil {
-		if srv, err := serverCPU(ctx, m.pool); err == nil {
-			for pid, e := range srv {
-				if d := e.cpu - m.server[pid].cpu; d > 0 {
-					u.Server += d
-				}
-			}
-			u.ServerKnown = true
-		}
-	}
+	u, _ := m.read(ctx)
 	return u
+}
+
+// Lap returns the use since StartCPU or the previous Lap and starts the
+// next measurement from the same readings, so that consecutive laps leave
+// no gap.
+func (m *CPUMeter) Lap(ctx context.Context) CPUUse {
+	u, next := m.read(ctx)
+	*m = next
+	return u
+}
+
+// read returns the use so far and a meter started now.
+func (m *CPUMeter) read(ctx context.Context) (CPUUse, CPUMeter) {
+	next := CPUMeter{pool: m.pool, pids: m.pids}
+	next.server, _ = serverCPU(ctx, m.pool, m.server)
+	next.at, next.self, next.machine = time.Now(), m.goCPU(), machineBusy()
+	u := CPUUse{Wall: next.at.Sub(m.at), Self: next.self - m.self}
+	if next.machine > 0 && m.machine > 0 {
+		u.Machine, u.MachineKnown = next.machine-m.machine, true
+	}
+	if m.server != nil && next.server != nil {
+		for _, d := range serverCPUSpent(*m.server, *next.server) {
+			u.Server += d
+		}
+		u.ServerKnown = true
+	}
+	return u, next
 }
 
 // cells formats the use for n tasks: cores of this process, of the server
@@ -247,7 +261,7 @@ func (p *Profile) Stop() {
 type PGStats struct {
 	pool *pgxpool.Pool
 
-	cpu0 map[int]procCPU
+	cpu0 *serverSnap
 
 	mu      sync.Mutex
 	waits   map[string]int
@@ -263,30 +277,42 @@ func StartPGStats(ctx context.Context, pool *pgxpool.Pool) (*PGStats, error) {
 		return nil, fmt.Errorf("pg_stat_statements_reset: %w", err)
 	}
 	p := &PGStats{pool: pool, waits: map[string]int{}, stop: make(chan struct{}), done: make(chan struct{})}
-	p.cpu0, _ = serverCPU(ctx, pool)
+	p.cpu0, _ = serverCPU(ctx, pool, nil)
 	go p.sample(ctx)
 	return p, nil
 }
 
 // procCPU is one server process's CPU time so far.
 type procCPU struct {
-	kind string // backend type; client backends of the run's database are "client"
-	cpu  time.Duration
+	kind  string // backend type; client backends of the run's database are "client"
+	start int64  // when it started (clock ticks after boot): tells a reused pid apart
+	cpu   time.Duration
+}
+
+// serverSnap is one reading of the server's processes.
+type serverSnap struct {
+	procs map[int]procCPU // by pid
+	// reaped is the CPU time of the postmaster's exited children
+	// (cutime+cstime: their whole lifetimes).
+	reaped time.Duration
 }
 
 // serverCPU reads, from /proc, the CPU time of every process of the server
-// (which must run on this machine) by pid; pid 0 holds the time of exited
-// processes (the postmaster's reaped children).
-func serverCPU(ctx context.Context, pool *pgxpool.Pool) (map[int]procCPU, error) {
+// (which must run on this machine) and of its exited processes. prev, if
+// not nil, is the previous reading: its processes that pg_stat_activity no
+// longer lists are read too, for they may not have been reaped yet.
+func serverCPU(ctx context.Context, pool *pgxpool.Pool, prev *serverSnap) (*serverSnap, error) {
+	// The backend that runs the query is listed too: a pool may run the
+	// next reading on another connection, and a process missing from one
+	// reading would be taken as exited or new.
 	rows, err := pool.Query(ctx, `
 SELECT pid, CASE WHEN backend_type = 'client backend' AND datname = current_database() THEN 'client'
 	ELSE backend_type END
-FROM pg_stat_activity WHERE pid <> pg_backend_pid()`)
+FROM pg_stat_activity`)
 	if err != nil {
 		return nil, err
 	}
-	out := map[int]procCPU{}
-	postmaster := 0
+	kinds := map[int]string{}
 	for rows.Next() {
 		var pid int
 		var kind string
@@ -294,63 +320,133 @@ FROM pg_stat_activity WHERE pid <> pg_backend_pid()`)
 			rows.Close()
 			return nil, err
 		}
-		ppid, self, _, ok := readProcStat(pid)
-		if !ok {
-			continue
-		}
-		postmaster = ppid
-		out[pid] = procCPU{kind: kind, cpu: self}
+		kinds[pid] = kind
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
+	parents := map[int]int{} // the postmaster is the parent of most listed processes
+	for pid := range kinds {
+		if st, ok := readProcStat(pid); ok {
+			parents[st.ppid]++
+		}
+	}
+	postmaster := 0
+	for ppid, n := range parents {
+		if postmaster == 0 || n > parents[postmaster] {
+			postmaster = ppid
+		}
+	}
+	if prev != nil {
+		for pid, p := range prev.procs {
+			if _, ok := kinds[pid]; !ok {
+				kinds[pid] = p.kind
+			}
+		}
+	}
 	if postmaster == 0 {
 		return nil, errors.New("server processes not found in /proc: is the server on another machine?")
 	}
-	if _, _, children, ok := readProcStat(postmaster); ok {
-		out[0] = procCPU{kind: "exited", cpu: children}
+	// A child reaped between reading its own time and the postmaster's
+	// would count twice, and one reaped between reading the postmaster's
+	// and looking for it (now gone) not at all: read the postmaster before
+	// and after the children, and again if it changed.
+	var snap *serverSnap
+	for range 3 {
+		pm, ok := readProcStat(postmaster)
+		if !ok {
+			return nil, errors.New("the postmaster is gone from /proc")
+		}
+		snap = &serverSnap{procs: map[int]procCPU{}, reaped: pm.children}
+		for pid, kind := range kinds {
+			st, ok := readProcStat(pid)
+			if !ok || st.ppid != postmaster {
+				continue // exited (and reaped), or its pid already reused elsewhere
+			}
+			snap.procs[pid] = procCPU{kind: kind, start: st.start, cpu: st.self}
+		}
+		if pm2, ok := readProcStat(postmaster); ok && pm2.children == pm.children {
+			break
+		}
 	}
-	return out, nil
+	return snap, nil
 }
 
-// readProcStat returns the parent, own CPU time and reaped children's CPU
-// time of pid (clock ticks are 1/100 s on Linux).
-func readProcStat(pid int) (ppid int, self, children time.Duration, ok bool) {
+// serverCPUSpent returns the CPU time the server's processes spent between
+// readings a and b, by kind of process ("exited" for those that exited in
+// between): only the time spent in between counts. A process in both
+// readings (the same pid and start time) counts its difference; one in b
+// only (a new pid, or a reused one) all of its time. Those that exited are
+// in the growth of the postmaster's reaped children's time, which holds
+// their whole lifetimes: the time that those alive at a had spent by then
+// is taken out. Processes that started and exited in between are in that
+// growth entirely.
+func serverCPUSpent(a, b serverSnap) map[string]time.Duration {
+	by := map[string]time.Duration{}
+	for pid, e := range b.procs {
+		d := e.cpu
+		if p, ok := a.procs[pid]; ok && p.start == e.start {
+			d -= p.cpu
+		}
+		if d > 0 {
+			by[e.kind] += d
+		}
+	}
+	exited := b.reaped - a.reaped
+	for pid, p := range a.procs {
+		if e, ok := b.procs[pid]; !ok || e.start != p.start {
+			exited -= p.cpu // gone: its time before a is in the reaped time
+		}
+	}
+	if exited > 0 { // the kernel rounds each child's time to ticks: a little below 0 is 0
+		by["exited"] += exited
+	}
+	return by
+}
+
+// procStat is what readProcStat reads of /proc/PID/stat.
+type procStat struct {
+	ppid     int
+	self     time.Duration // utime+stime
+	children time.Duration // cutime+cstime: reaped children's
+	start    int64         // starttime, clock ticks after boot
+}
+
+// readProcStat reads /proc/PID/stat (clock ticks are 1/100 s on Linux).
+func readProcStat(pid int) (procStat, bool) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0, 0, 0, false
+		return procStat{}, false
 	}
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
 	if i < 0 {
-		return 0, 0, 0, false
+		return procStat{}, false
 	}
 	f := strings.Fields(s[i+1:]) // f[0] is field 3 (state)
-	if len(f) < 15 {
-		return 0, 0, 0, false
+	if len(f) < 20 {
+		return procStat{}, false
 	}
 	num := func(k int) int64 { n, _ := strconv.ParseInt(f[k-3], 10, 64); return n }
 	tick := 10 * time.Millisecond
-	return int(num(4)), time.Duration(num(14)+num(15)) * tick, time.Duration(num(16)+num(17)) * tick, true
+	return procStat{
+		ppid:     int(num(4)),
+		self:     time.Duration(num(14)+num(15)) * tick,
+		children: time.Duration(num(16)+num(17)) * tick,
+		start:    num(22),
+	}, true
 }
 
 // cpuReport sums the server's CPU time between two serverCPU readings by
 // kind of process.
-func cpuReport(a, b map[int]procCPU, tasks int) string {
-	by := map[string]time.Duration{}
+func cpuReport(a, b serverSnap, tasks int) string {
+	by := serverCPUSpent(a, b)
 	var total time.Duration
-	for pid, e := range b {
-		d := e.cpu - a[pid].cpu // a process absent from a started after it
-		if d <= 0 {
-			continue
-		}
-		by[e.kind] += d
-		total += d
-	}
 	kinds := make([]string, 0, len(by))
-	for k := range by {
+	for k, d := range by {
 		kinds = append(kinds, k)
+		total += d
 	}
 	sort.Slice(kinds, func(i, j int) bool { return by[kinds[i]] > by[kinds[j]] })
 	parts := []string{fmt.Sprintf("total %.2fs (%.1f µs/task)", total.Seconds(), float64(total.Microseconds())/float64(max(tasks, 1)))}
@@ -409,10 +505,12 @@ func (p *PGStats) Stop(ctx context.Context, w io.Writer, tasks int) {
 	}
 	close(p.stop)
 	<-p.done
-	if cpu1, err := serverCPU(ctx, p.pool); err != nil || p.cpu0 == nil {
+	if p.cpu0 == nil {
+		fmt.Fprintf(w, "  server CPU by process: unknown (no reading at the start)\n")
+	} else if cpu1, err := serverCPU(ctx, p.pool, p.cpu0); err != nil {
 		fmt.Fprintf(w, "  server CPU by process: unknown (%v)\n", err)
 	} else {
-		fmt.Fprintf(w, "  server CPU by process: %s\n", cpuReport(p.cpu0, cpu1, tasks))
+		fmt.Fprintf(w, "  server CPU by process: %s\n", cpuReport(*p.cpu0, *cpu1, tasks))
 	}
 	rows, err := p.pool.Query(ctx, `
 SELECT calls, total_exec_time, mean_exec_time, rows, shared_blks_hit, shared_blks_read,
