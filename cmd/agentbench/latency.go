@@ -186,16 +186,8 @@ func latencyRun(ctx context.Context, srv *Server, f LatencyFlags, out io.Writer,
 	// Open the enqueuers' connections up front, and give the pool a moment
 	// to connect and LISTEN.
 	store := claims.New(enqDB)
-	held := make([]*pgxpool.Conn, 0, f.Enqueuers)
-	for range f.Enqueuers {
-		c, err := enqDB.Acquire(ctx)
-		if err != nil {
-			return res, err
-		}
-		held = append(held, c)
-	}
-	for _, c := range held {
-		c.Release()
+	if err := openConns(ctx, enqDB, f.Enqueuers); err != nil {
+		return res, err
 	}
 	time.Sleep(200 * time.Millisecond)
 
@@ -239,6 +231,25 @@ func latencyRun(ctx context.Context, srv *Server, f LatencyFlags, out io.Writer,
 		return res, fmt.Errorf("only %d of %d tasks started within %s after the last enqueue", res.Started, total, wait)
 	}
 	return res, nil
+}
+
+// openConns opens n connections of pool up front (the enqueuers'), so that
+// the first tasks of a schedule do not wait for them.
+func openConns(ctx context.Context, pool *pgxpool.Pool, n int) error {
+	held := make([]*pgxpool.Conn, 0, n)
+	defer func() {
+		for _, c := range held {
+			c.Release()
+		}
+	}()
+	for range n {
+		c, err := pool.Acquire(ctx)
+		if err != nil {
+			return err
+		}
+		held = append(held, c)
+	}
+	return nil
 }
 
 // Schedule is an open-loop enqueue schedule: task i is due at t0 + i/Rate

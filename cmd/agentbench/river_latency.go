@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 )
@@ -178,16 +177,8 @@ func riverLatencyRun(ctx context.Context, srv *Server, f RiverLatencyFlags, cool
 		defer c()
 		_ = client.Stop(sctx)
 	}()
-	held := make([]*pgxpool.Conn, 0, f.Enqueuers) // open the enqueuers' connections up front
-	for range f.Enqueuers {
-		c, err := enqDB.Acquire(ctx)
-		if err != nil {
-			return res, err
-		}
-		held = append(held, c)
-	}
-	for _, c := range held {
-		c.Release()
+	if err := openConns(ctx, enqDB, f.Enqueuers); err != nil {
+		return res, err
 	}
 	time.Sleep(500 * time.Millisecond) // let the client elect a leader and listen
 

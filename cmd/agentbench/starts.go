@@ -13,6 +13,9 @@ type starts struct {
 	lat           []int64 // enqueue → start in ns; 0: not started
 	started, dups atomic.Int64
 	all           chan struct{} // closed when every task has started
+	// onStart, if set before the first note, is told of every first start:
+	// when (on the monotonic clock) and its enqueue → start latency in ns.
+	onStart func(now, lat int64)
 }
 
 func newStarts(total int) *starts {
@@ -30,9 +33,15 @@ func (s *starts) note(i int, at int64) bool {
 	if i < 0 || i >= len(s.lat) {
 		return false
 	}
-	if !atomic.CompareAndSwapInt64(&s.lat[i], 0, max(now-at, 1)) {
+	lat := max(now-at, 1)
+	if !atomic.CompareAndSwapInt64(&s.lat[i], 0, lat) {
 		s.dups.Add(1)
-	} else if s.started.Add(1) == int64(len(s.lat)) {
+		return true
+	}
+	if s.onStart != nil {
+		s.onStart(now, lat)
+	}
+	if s.started.Add(1) == int64(len(s.lat)) {
 		close(s.all)
 	}
 	return true
