@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -182,6 +183,40 @@ func TestGrowthSmoke(t *testing.T) {
 		if f := strings.Fields(r); f[2] != []string{"hit", "fresh", "find"}[i%3] || f[3] != []string{"20", "20", "1"}[i%3] {
 			t.Errorf("row %q: want 20 hits, 20 fresh effects, 1 find", r)
 		}
+	}
+}
+
+func TestSustainedSmoke(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	csvPath, chart := filepath.Join(dir, "s.csv"), filepath.Join(dir, "s.png")
+	out := runBench(t, "sustained", "--database-url", testdb.URL(t), "--duration", "3s", "--window", "1s",
+		"--rate", "50", "--enqueuers", "2", "--concurrency", "10", "--batch", "10", "--max-conns", "4",
+		"--retention", "1s", "--janitor-interval", "1s", "--cron", "@every 1s", "--csv", csvPath, "--chart", chart)
+	ts := tables(out)
+	if len(ts) != 2 || len(ts[0]) != 3 || len(ts[1]) != 5 {
+		t.Fatalf("want a table of 3 windows and a summary of 5 rows:\n%s", out)
+	}
+	for i, r := range ts[0] {
+		if f := strings.Fields(r); f[0] != fmt.Sprint(i) || f[3] == "0" {
+			t.Errorf("window %q: want start %ds and tasks started", r, i)
+		}
+	}
+	// The janitor runs at 0.1s, 1.1s, 2.1s…: from 2.1s on, tasks finished
+	// over a second ago are there to delete.
+	if !strings.Contains(out, "150 scheduled") || !strings.Contains(out, "150 started") ||
+		strings.Contains(out, "janitor deleted 0 tasks") || strings.Contains(out, "cron fired 0 tasks") {
+		t.Errorf("want 150 tasks started, some cron tasks fired and finished tasks deleted:\n%s", out)
+	}
+	b, err := os.ReadFile(csvPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Split(strings.TrimSpace(string(b)), "\n"); len(lines) != 4 || !strings.HasPrefix(lines[0], "window_start_s,") {
+		t.Errorf("want a CSV header and 3 windows:\n%s", b)
+	}
+	if b, err := os.ReadFile(chart); err != nil || !bytes.HasPrefix(b, []byte("\x89PNG")) {
+		t.Errorf("want a PNG chart (%v)", err)
 	}
 }
 

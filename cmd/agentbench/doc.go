@@ -3,8 +3,9 @@
 // tasks burns down, in one process or several; how long a task waits
 // between Enqueue and the start of its handler; the same two figures for
 // River, a mature Go queue, on the same server; what keyed effects cost and
-// what a replay saves; and how history (finished tasks, ledger rows) slows
-// the hot path.
+// what a replay saves; how history (finished tasks, ledger rows) slows the
+// hot path; and whether throughput and latency hold over minutes of steady
+// load with the janitor and cron running.
 //
 // Usage:
 //
@@ -14,6 +15,7 @@
 //	agentbench river-latency [flags]  the latency measurement with River
 //	agentbench effects [flags]        steps tasks with keyed HTTP effects; --replay
 //	agentbench growth [flags]         --finished N tasks, --ledger-rows N effects of history
+//	agentbench sustained [flags]      minutes at a steady rate, with the janitor and cron; per window
 //	agentbench help [command]         the usage, or a command's flags
 //
 // # Database
@@ -150,11 +152,40 @@
 // and ledger.Find by a full key is timed --find-samples times (find: the
 // operator's look-up, which filters on a key prefix).
 //
+// # sustained
+//
+// One worker.Pool (agentd's defaults: --concurrency 100, --batch 100,
+// --max-conns 20), with the cron scheduler (package schedule) and the
+// retention janitor (package janitor, agentd's five sweeps) running beside
+// it on its connections as agentd runs them, works while --enqueuers
+// goroutines (default 8), on a separate connection pool, enqueue single
+// no-op tasks on latency's open-loop schedule of --rate tasks/s (default
+// 2000) for --duration (default 10m). One schedule, --cron (default "@every
+// 1s"), enqueues a no-op task per slot. Every sweep keeps --retention
+// (default 1m) and the janitor runs every --janitor-interval (default 30s,
+// the first run after a tenth of it), so it deletes finished tasks during
+// the run. --run-timeout defaults to --duration plus 2 minutes.
+//
+// The run is cut into windows of --window (default 30s), and a row is
+// printed as each ends. A task counts in the window its handler started in;
+// the last window runs on until every task started (or none did for 5s).
+// Columns: the window's start (seconds since the enqueuing began) and
+// length, tasks enqueued per second, tasks started and started per second,
+// the p50, p99 and maximum enqueue→start latency of those, the backlog
+// (enqueued, not yet started) at its end, cron tasks fired, finished tasks
+// the janitor deleted, and the resource columns (go is this process:
+// enqueuers, workers, janitor and scheduler), per task started. Then a
+// summary: the first and last window's throughput, p50 and p99, the least
+// and most of each across the windows, and the whole run's. --csv PATH
+// writes the rows as CSV, each as its window ends; --chart PATH draws
+// throughput (with the offered rate) and p50/p99 over time, one point per
+// window, with gonum.org/v1/plot: PNG or SVG by the file's extension.
+//
 // # Profiling
 //
 // --cpuprofile=PREFIX writes a pprof CPU profile of this process per
-// measured phase (PREFIX-<run>.pprof: the burn-down of a throughput run, or
-// the steady phase of a latency run). --pg-stats reports, per run, the
+// measured phase (PREFIX-<run>.pprof: the burn-down of a throughput run,
+// the steady phase of a latency run, the whole of a sustained run). --pg-stats reports, per run, the
 // server's CPU time by kind of process, the top statements of
 // pg_stat_statements (calls, time, rows, buffers and WAL per call) and the
 // average number of active backends per wait event (sampled every 10ms);

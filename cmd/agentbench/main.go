@@ -51,6 +51,8 @@ Usage:
                                     transactions per effect; --replay: ledger hits/s
   agentbench growth [flags]         claim latency and burn-down with --finished N old tasks;
                                     ledger.Do and Find with --ledger-rows N old effects
+  agentbench sustained [flags]      a steady enqueue rate for minutes, with the janitor and cron
+                                    running: throughput and latency per window, --csv, --chart
   agentbench help [command]         show this text or a command's flags
 
 Without --database-url (or DATABASE_URL) the embedded cluster in --state-dir
@@ -83,6 +85,8 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return runEffects(ctx, rest, out, errOut)
 	case "growth":
 		return runGrowth(ctx, rest, out, errOut)
+	case "sustained":
+		return runSustained(ctx, rest, out, errOut)
 	case "worker":
 		return runWorker(ctx, rest, out, errOut)
 	case "help", "-h", "-help", "--help":
