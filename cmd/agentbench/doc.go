@@ -161,14 +161,18 @@
 // goroutines (default 8), on a separate connection pool, enqueue single
 // no-op tasks on latency's open-loop schedule of --rate tasks/s (default
 // 2000) for --duration (default 10m). One schedule, --cron (default "@every
-// 1s"), enqueues a no-op task per slot. Every sweep keeps --retention
+// 1s"), enqueues a no-op task per slot. The run lasts --duration: the
+// producers stop a second after it, and if they fell behind the schedule
+// the tasks still due then are never sent (the total line says how many).
+// Every sweep keeps --retention
 // (default 1m) and the janitor runs every --janitor-interval (default 30s,
 // the first run after a tenth of it), so it deletes finished tasks during
 // the run. --run-timeout defaults to --duration plus 2 minutes.
 //
 // The run is cut into windows of --window (default 30s), and a row is
 // printed as each ends. A task counts in the window its handler started in;
-// the last window runs on until every task started (or none did for 5s).
+// the last window runs on until every enqueued task started (or none did
+// for 5s).
 // Columns: the window's start (seconds since the enqueuing began) and
 // length, tasks enqueued per second, tasks started and started per second,
 // the p50, p99 and maximum enqueue→start latency of those, the backlog

@@ -65,10 +65,11 @@ type SustainedWindow struct {
 // SustainedResult is the outcome of a sustained run.
 type SustainedResult struct {
 	Windows    []SustainedWindow
-	Scheduled  int
+	Scheduled  int // tasks due by --duration
+	Enqueued   int64
 	Started    int
 	Duplicates int64
-	Achieved   float64 // tasks/s actually enqueued
+	Achieved   float64 // tasks/s actually enqueued, until sending stopped
 	MaxLag     time.Duration
 	All        Percentiles // enqueue → start of every task
 	Cron       int64
@@ -164,10 +165,14 @@ func runSustained(ctx context.Context, args []string, out, errOut io.Writer) err
 	if len(r.Windows) > 0 {
 		fmt.Fprintln(out)
 		sustainedSummary(r).Print(out)
-		fmt.Fprintf(out, "\n# total: %d scheduled, %.0f/s enqueued (max lag %s ms), %d started, %d duplicates; "+
+		fmt.Fprintf(out, "\n# total: %d scheduled, %d enqueued (%.0f/s, max lag %s ms), %d started, %d duplicates; "+
 			"enqueue→start p50 %s ms, p99 %s ms, max %s ms; cron fired %d tasks; janitor deleted %d tasks; rss %s MB\n",
-			r.Scheduled, r.Achieved, ms(r.MaxLag), r.Started, r.Duplicates, ms(r.All.P50), ms(r.All.P99), ms(r.All.Max),
-			r.Cron, r.Deleted, mb(r.PeakRSS))
+			r.Scheduled, r.Enqueued, r.Achieved, ms(r.MaxLag), r.Started, r.Duplicates, ms(r.All.P50), ms(r.All.P99),
+			ms(r.All.Max), r.Cron, r.Deleted, mb(r.PeakRSS))
+		if behind := int64(r.Scheduled) - r.Enqueued; behind > 0 {
+			fmt.Fprintf(out, "# the producers fell behind the schedule: %d of the %d tasks due (%.1f%%) were not sent by %s after the start\n",
+				behind, r.Scheduled, 100*float64(behind)/float64(r.Scheduled), f.Duration+sendGrace)
+		}
 	}
 	if csvOut != nil {
 		if err := csvOut.Close(); err != nil && runErr == nil {
@@ -302,12 +307,17 @@ func sustainedRun(ctx context.Context, srv *Server, f SustainedFlags, log *slog.
 	var (
 		sent    Sent
 		sendErr error
-		endAt   int64 // rec.since() when the run's tasks had started
+		sentFor time.Duration // from the start until the producers stopped
+		endAt   int64         // rec.since() when the run's tasks had started
 	)
 	go func() {
 		defer close(finished)
+		// The producers stop sending at the end of the run, the tasks still
+		// due then (if they fell behind) unsent: the run lasts --duration.
+		sendCtx, stopSending := context.WithDeadline(ctx, rec.base.Add(time.Duration(origin)+f.Duration+sendGrace))
+		defer stopSending()
 		sched := Schedule{Rate: f.Rate, Total: total, Enqueuers: f.Enqueuers}
-		sent, sendErr = sched.Run(ctx, rec.since, func(ctx context.Context, i int, at int64) error {
+		sent, sendErr = sched.Run(sendCtx, rec.since, func(_ context.Context, i int, at int64) error {
 			payload, _ := json.Marshal(latencyPayload{I: i, T: at})
 			if _, err := store.Enqueue(ctx, claims.EnqueueParams{Kind: "stamp", Payload: payload}); err != nil {
 				return err
@@ -315,12 +325,13 @@ func sustainedRun(ctx context.Context, srv *Server, f SustainedFlags, log *slog.
 			enqueued.Add(1)
 			return nil
 		})
+		sentFor = time.Duration(rec.since() - origin)
 		if sendErr == nil {
-			waitStarted(ctx, rec, 5*time.Second)
+			waitStarted(ctx, rec, enqueued.Load(), 5*time.Second)
 		}
 		endAt = rec.since()
 	}()
-	defer func() { cancel(); <-finished }() // on an early return
+	defer func() { cancel(); <-finished }()                                   // on an early return
 	stoppedEarly := func() bool { return sendErr != nil || ctx.Err() != nil } // once finished is closed
 
 	var prevEnq, prevFires, prevDeleted int64
@@ -365,7 +376,8 @@ func sustainedRun(ctx context.Context, srv *Server, f SustainedFlags, log *slog.
 	<-finished
 	stopAll()
 	res.Cron, res.Deleted = fires.Load(), deleted.Load()
-	res.Achieved, res.MaxLag = sent.Achieved, sent.MaxLag
+	res.MaxLag, res.Enqueued = sent.MaxLag, enqueued.Load()
+	res.Achieved = float64(res.Enqueued) / sentFor.Seconds()
 	var lr LatencyResult
 	rec.fill(&lr, sent, 0)
 	res.Started, res.Duplicates, res.All = lr.Started, lr.Duplicates, lr.Start
@@ -376,23 +388,32 @@ func sustainedRun(ctx context.Context, srv *Server, f SustainedFlags, log *slog.
 	}
 	switch {
 	case sendErr != nil:
-		return res, fmt.Errorf("enqueue: %w", sendErr)
+		return res, fmt.Errorf("producers: %w", sendErr)
 	case ctx.Err() != nil:
 		return res, ctx.Err()
-	case res.Started < total:
-		return res, fmt.Errorf("only %d of %d tasks started", res.Started, total)
+	case int64(res.Started) < res.Enqueued:
+		return res, fmt.Errorf("only %d of %d enqueued tasks started", res.Started, res.Enqueued)
 	}
 	return res, nil
 }
 
-// waitStarted waits until every task of rec started, or none started for
-// idle.
-func waitStarted(ctx context.Context, rec *starts, idle time.Duration) {
-	for ctx.Err() == nil && int(rec.started.Load()) < len(rec.lat) {
-		before := rec.started.Load()
-		rec.wait(ctx, idle)
-		if rec.started.Load() == before {
+// sendGrace is how long after --duration the producers may still send
+// tasks that were due before it.
+const sendGrace = time.Second
+
+// waitStarted waits until n tasks of rec started, or none started for idle.
+func waitStarted(ctx context.Context, rec *starts, n int64, idle time.Duration) {
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	last, lastAt := rec.started.Load(), time.Now()
+	for last < n && time.Since(lastAt) < idle {
+		select {
+		case <-ctx.Done():
 			return
+		case <-t.C:
+		}
+		if now := rec.started.Load(); now != last {
+			last, lastAt = now, time.Now()
 		}
 	}
 }
