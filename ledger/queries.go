@@ -10,10 +10,10 @@ type fence func(id, token string) string
 
 var (
 	taskFence fence = func(id, token string) string {
-		return `tasks WHERE id = ` + id + ` AND lease_token = ` + token + ` AND state = 'running' AND lease_expires_at > now()`
+		return `tasks WHERE id = ` + id + ` AND lease_token = ` + token + ` AND lease_expires_at > now()`
 	}
 	eventFence fence = func(id, token string) string {
-		return `outbox WHERE id = ` + id + ` AND lease_token = ` + token + ` AND state = 'pending' AND lease_expires_at > now()`
+		return `outbox WHERE id = ` + id + ` AND lease_token = ` + token + ` AND lease_expires_at > now()`
 	}
 )
 

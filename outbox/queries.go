@@ -41,7 +41,7 @@ RETURNING id`
 // a rule waits while an earlier event of the same task and rule is pending
 // (claimed or waiting to be retried): those are delivered one at a time, in
 // order, so that updates in place end on the newest state.
-const claimSQL = `
+var claimSQL = `
 WITH now AS (SELECT coalesce($4::timestamptz, now()) AS t),
 due AS (
 	SELECT o.id FROM outbox o, now
@@ -49,7 +49,7 @@ due AS (
 		AND (o.lease_expires_at IS NULL OR o.lease_expires_at <= now.t)
 		AND (o.rule IS NULL OR NOT EXISTS (
 			SELECT 1 FROM outbox p
-			WHERE p.task_id = o.task_id AND p.rule = o.rule AND p.id < o.id AND p.state = 'pending'))
+			WHERE p.task_id = o.task_id AND p.rule = o.rule AND p.id < o.id AND ` + unsettled + `))
 	ORDER BY o.available_at, o.id
 	LIMIT $2
 	FOR UPDATE OF o SKIP LOCKED
@@ -63,24 +63,36 @@ FROM now
 WHERE o.id = ANY (ARRAY(SELECT id FROM due))
 RETURNING ` + eventColumns + `, o.lease_token, o.lease_expires_at`
 
+// unsettled is state = 'pending' spelled so that the planner cannot answer
+// it from outbox_pending_idx: the claim's look-up of an earlier event of the
+// same task and rule must go through outbox_task_idx. With statistics that
+// saw no pending event, the partial index looks like one row and the claim
+// would scan every pending event once per candidate.
+const unsettled = `p.state NOT IN ('delivered', 'failed')`
+
+// A claim holds an event while its lease is set (outbox_lease_check): the
+// settling writes below are fenced on the token and the lease, not on
+// state = 'pending', which would let the planner read every pending event
+// from the partial index instead of one row by its primary key.
+
 // deliveredSQL marks a claimed event delivered, fenced on its token.
 const deliveredSQL = `
 UPDATE outbox SET state = 'delivered', delivered_at = coalesce($3::timestamptz, now()),
 	lease_owner = NULL, lease_expires_at = NULL, updated_at = coalesce($3::timestamptz, now())
-WHERE id = $1 AND lease_token = $2 AND state = 'pending'`
+WHERE id = $1 AND lease_token = $2 AND lease_expires_at IS NOT NULL`
 
 // retrySQL hands a claimed event back, due again at $3, counting a failure
 // when $4; fenced on its token.
 const retrySQL = `
 UPDATE outbox SET available_at = $3, failures = failures + $4::int, last_error = nullif($5, ''),
 	lease_owner = NULL, lease_expires_at = NULL, updated_at = coalesce($6::timestamptz, now())
-WHERE id = $1 AND lease_token = $2 AND state = 'pending'`
+WHERE id = $1 AND lease_token = $2 AND lease_expires_at IS NOT NULL`
 
 // failedSQL gives a claimed event up, fenced on its token.
 const failedSQL = `
 UPDATE outbox SET state = 'failed', failures = failures + 1, last_error = $3,
 	lease_owner = NULL, lease_expires_at = NULL, updated_at = coalesce($4::timestamptz, now())
-WHERE id = $1 AND lease_token = $2 AND state = 'pending'`
+WHERE id = $1 AND lease_token = $2 AND lease_expires_at IS NOT NULL`
 
 // taskEventsSQL lists a task's events (tenant $2, or any when empty).
 const taskEventsSQL = `
