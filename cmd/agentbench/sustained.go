@@ -56,7 +56,7 @@ type SustainedWindow struct {
 	Started  int           // tasks whose handler first started in the window
 	Rate     float64       // Started per second
 	Lat      Percentiles   // enqueue → start of those tasks
-	Backlog  int64         // enqueued but not yet started at the window's end
+	Backlog  int64         // sent (Enqueue called) but not yet started at the window's end
 	Cron     int64         // tasks the scheduler fired
 	Deleted  int64         // finished tasks the janitor deleted
 	CPU      CPUUse
@@ -302,7 +302,7 @@ func sustainedRun(ctx context.Context, srv *Server, f SustainedFlags, log *slog.
 	cpu := StartCPU(ctx, ctl)
 	origin := rec.since()
 	wins.start(origin)
-	var enqueued atomic.Int64
+	var calls, enqueued atomic.Int64 // Enqueue calls made, and returned
 	finished := make(chan struct{})
 	var (
 		sent    Sent
@@ -319,6 +319,7 @@ func sustainedRun(ctx context.Context, srv *Server, f SustainedFlags, log *slog.
 		sched := Schedule{Rate: f.Rate, Total: total, Enqueuers: f.Enqueuers}
 		sent, sendErr = sched.Run(sendCtx, rec.since, func(_ context.Context, i int, at int64) error {
 			payload, _ := json.Marshal(latencyPayload{I: i, T: at})
+			calls.Add(1) // a task may start before its Enqueue returns
 			if _, err := store.Enqueue(ctx, claims.EnqueueParams{Kind: "stamp", Payload: payload}); err != nil {
 				return err
 			}
@@ -363,7 +364,7 @@ func sustainedRun(ctx context.Context, srv *Server, f SustainedFlags, log *slog.
 		win := SustainedWindow{
 			Start: time.Duration(winStart - origin), Len: time.Duration(winEnd - winStart),
 			Enqueued: enq - prevEnq, Started: len(lats), Lat: Summarise(lats),
-			Backlog: enq - rec.started.Load(), Cron: fi - prevFires, Deleted: de - prevDeleted,
+			Backlog: calls.Load() - rec.started.Load(), Cron: fi - prevFires, Deleted: de - prevDeleted,
 			CPU: cpu.Lap(ctx),
 		}
 		win.Rate = float64(win.Started) / win.Len.Seconds()
