@@ -176,8 +176,8 @@
 // Columns: the window's start (seconds since the enqueuing began) and
 // length, tasks enqueued per second, tasks started and started per second,
 // the p50, p99 and maximum enqueue→start latency of those, the backlog
-// (Enqueue called, not yet started) at its end, cron tasks fired, finished tasks
-// the janitor deleted, and the resource columns (go is this process:
+// (Enqueue called, not yet started) at its end, cron tasks fired, finished
+// tasks the janitor deleted, and the resource columns (go is this process:
 // enqueuers, workers, janitor and scheduler), per task started. Then a
 // summary: the first and last window's throughput, p50 and p99, the least
 // and most of each across the windows, and the whole run's. --csv PATH

@@ -3,8 +3,10 @@ package main
 import (
 	"fmt"
 	"image/color"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -82,6 +84,7 @@ func sustainedChart(path string, f SustainedFlags, ws []SustainedWindow) error {
 
 	for _, p := range []*plot.Plot{thr, lat} {
 		p.X.Min, p.X.Max = 0, end
+		p.X.Tick.Marker, p.Y.Tick.Marker = niceTicks{}, niceTicks{}
 	}
 	c, err := draw.NewFormattedCanvas(24*vg.Centimeter, 16*vg.Centimeter, chartFormat(path))
 	if err != nil {
@@ -120,3 +123,32 @@ func series(xys plotter.XYs, c color.Color) (*plotter.Line, *plotter.Scatter, er
 
 // msFloat is d in milliseconds.
 func msFloat(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// niceTicks labels four to eight ticks at multiples of 1, 2 or 5 times a power
+// of ten (plot.DefaultTicks labels as few as two).
+type niceTicks struct{}
+
+func (niceTicks) Ticks(lo, hi float64) []plot.Tick {
+	if !(hi > lo) {
+		return plot.DefaultTicks{}.Ticks(lo, hi)
+	}
+	raw := (hi - lo) / 8
+	mag := math.Pow(10, math.Floor(math.Log10(raw)))
+	step := mag
+	for _, m := range []float64{2, 5, 10} {
+		if step >= raw {
+			break
+		}
+		step = m * mag
+	}
+	prec := max(0, -int(math.Floor(math.Log10(step))))
+	var ticks []plot.Tick
+	for v := math.Ceil(lo/step) * step; v <= hi+step*1e-9; v += step / 2 {
+		t := plot.Tick{Value: v}
+		if k := math.Round(v / step * 2); int64(k)%2 == 0 {
+			t.Label = strconv.FormatFloat(v, 'f', prec, 64)
+		}
+		ticks = append(ticks, t)
+	}
+	return ticks
+}
