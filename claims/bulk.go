@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/internal/pgplan"
 )
 
 // Count returns how many tasks of the filter are in each state (p.Before
@@ -18,16 +19,20 @@ func (s *Store) Count(ctx context.Context, p ListParams) (map[agentledger.TaskSt
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.db.Query(ctx, countSQL, args...)
-	if err != nil {
-		return nil, fmt.Errorf("count tasks: %w", err)
-	}
 	out := map[agentledger.TaskState]int64{}
-	var st string
-	var n int64
-	_, err = pgx.ForEachRow(rows, []any{&st, &n}, func() error {
-		out[agentledger.TaskState(st)] = n
-		return nil
+	// A count reads every task of the filter: let the planner scan.
+	err = pgplan.SeqScan(ctx, s.db, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, countSQL, args...)
+		if err != nil {
+			return err
+		}
+		var st string
+		var n int64
+		_, err = pgx.ForEachRow(rows, []any{&st, &n}, func() error {
+			out[agentledger.TaskState(st)] = n
+			return nil
+		})
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("count tasks: %w", err)

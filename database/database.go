@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/agentledger/agentledger/internal/pgplan"
 	"github.com/agentledger/agentledger/pgembed"
 )
 
@@ -89,6 +90,10 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	pcfg.ConnConfig.RuntimeParams["application_name"] = "agentledger"
 	if cfg.Pooler {
 		pcfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
+	} else {
+		for k, v := range pgplan.Settings {
+			pcfg.ConnConfig.RuntimeParams[k] = v
+		}
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err == nil {

@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/internal/pgplan"
 )
 
 // FindParams select effects for Find; empty fields match any. At least one
@@ -37,18 +40,25 @@ func (l *Ledger) Find(ctx context.Context, p FindParams) ([]Found, error) {
 	case p.Limit <= 0:
 		p.Limit = 50
 	}
-	rows, err := l.db.Query(ctx, findSQL, p.Key, p.TaskID, p.Operation, p.Tenant, p.Limit)
+	var out []Found
+	// A key-prefix search reads the table: let the planner scan it.
+	err := pgplan.SeqScan(ctx, l.db, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, findSQL, p.Key, p.TaskID, p.Operation, p.Tenant, p.Limit)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var f Found
+			if err := scanEntry(rows, &f.Entry, &f.TaskID, &f.Generation); err != nil {
+				return err
+			}
+			out = append(out, f)
+		}
+		return rows.Err()
+	})
 	if err != nil {
 		return nil, fmt.Errorf("ledger: find: %w", err)
 	}
-	defer rows.Close()
-	var out []Found
-	for rows.Next() {
-		var f Found
-		if err := scanEntry(rows, &f.Entry, &f.TaskID, &f.Generation); err != nil {
-			return nil, fmt.Errorf("ledger: find: %w", err)
-		}
-		out = append(out, f)
-	}
-	return out, rows.Err()
+	return out, nil
 }

@@ -5,9 +5,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/internal/pgplan"
 )
 
 // stateSQL reads the gauges in one round trip: tasks by state, pending
@@ -85,19 +87,20 @@ func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
 func (c *dbCollector) read() (map[string]float64, bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	rows, err := c.db.Query(ctx, stateSQL)
-	if err != nil {
-		return nil, false
-	}
-	defer rows.Close()
 	out := map[string]float64{}
-	for rows.Next() {
+	// The gauges count whole tables: let the planner scan them.
+	err := pgplan.SeqScan(ctx, c.db, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, stateSQL)
+		if err != nil {
+			return err
+		}
 		var k string
 		var v float64
-		if err := rows.Scan(&k, &v); err != nil {
-			return nil, false
-		}
-		out[k] = v
-	}
-	return out, rows.Err() == nil
+		_, err = pgx.ForEachRow(rows, []any{&k, &v}, func() error {
+			out[k] = v
+			return nil
+		})
+		return err
+	})
+	return out, err == nil
 }
