@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/agentledger/agentledger"
@@ -38,18 +39,28 @@ func (s *Store) SucceedMany(ctx context.Context, done []Success) ([]agentledger.
 	if len(done) == 0 {
 		return nil, nil
 	}
-	ids, tokens, results := make([]int64, len(done)), make([]int64, len(done)), make([]*string, len(done))
+	ids, tokens := make([]int64, len(done)), make([]int64, len(done))
+	// The results go as one JSON object keyed by task id (see succeedSQL).
+	results := make([]byte, 0, 64*len(done))
+	results = append(results, '{')
 	for i, d := range done {
 		ids[i], tokens[i] = d.Lease.TaskID, d.Lease.Token
-		if d.Result != nil {
-			if !json.Valid(d.Result) {
-				return nil, agentledger.Invalid("result", "task %d: not valid JSON", d.Lease.TaskID)
-			}
-			r := string(agentledger.SafeJSON(d.Result))
-			results[i] = &r
+		if d.Result == nil {
+			continue
 		}
+		if !json.Valid(d.Result) {
+			return nil, agentledger.Invalid("result", "task %d: not valid JSON", d.Lease.TaskID)
+		}
+		if len(results) > 1 {
+			results = append(results, ',')
+		}
+		results = append(results, '"')
+		results = strconv.AppendInt(results, d.Lease.TaskID, 10)
+		results = append(results, '"', ':')
+		results = append(results, agentledger.SafeJSON(d.Result)...)
 	}
-	rows, err := s.db.Query(ctx, succeedSQL, ids, tokens, results, s.now())
+	results = append(results, '}')
+	rows, err := s.db.Query(ctx, succeedSQL, ids, tokens, string(results), s.now())
 	if err != nil {
 		return nil, fmt.Errorf("succeed: %w", err)
 	}
@@ -77,12 +88,23 @@ func (s *Store) FailMany(ctx context.Context, fs []Failure) (map[int64]agentledg
 		return nil, nil, nil
 	}
 	n := len(fs)
-	ids, tokens, errs, delays, finals := make([]int64, n), make([]int64, n), make([]string, n), make([]int64, n), make([]bool, n)
-	for i, f := range fs {
-		ids[i], tokens[i], errs[i] = f.Lease.TaskID, f.Lease.Token, agentledger.SafeText(f.Error)
-		delays[i], finals[i] = f.Delay.Milliseconds(), f.Final
+	ids, tokens := make([]int64, n), make([]int64, n)
+	// The failures go as one JSON object keyed by task id (see failSQL).
+	type failure struct {
+		Error   string `json:"error"`
+		DelayMS int64  `json:"delay_ms"`
+		Final   bool   `json:"final"`
 	}
-	rows, err := s.db.Query(ctx, failSQL, ids, tokens, errs, delays, finals, s.now())
+	byID := make(map[string]failure, n)
+	for i, f := range fs {
+		ids[i], tokens[i] = f.Lease.TaskID, f.Lease.Token
+		byID[strconv.FormatInt(f.Lease.TaskID, 10)] = failure{agentledger.SafeText(f.Error), f.Delay.Milliseconds(), f.Final}
+	}
+	failures, err := json.Marshal(byID)
+	if err != nil {
+		return nil, nil, fmt.Errorf("fail: %w", err)
+	}
+	rows, err := s.db.Query(ctx, failSQL, ids, tokens, string(failures), s.now())
 	if err != nil {
 		return nil, nil, fmt.Errorf("fail: %w", err)
 	}
@@ -148,7 +170,7 @@ func (s *Store) NeedsAttention(ctx context.Context, l agentledger.Lease, reason 
 // stop ends a running attempt in state, fenced on its token.
 func (s *Store) stop(ctx context.Context, l agentledger.Lease, state agentledger.TaskState, reason string) error {
 	var id int64
-	err := s.db.QueryRow(ctx, stopSQL, l.TaskID, l.Token, agentledger.SafeText(reason), s.now(), string(state)).Scan(&id)
+	err := s.db.QueryRow(ctx, stopSQL, []int64{l.TaskID}, []int64{l.Token}, agentledger.SafeText(reason), s.now(), string(state)).Scan(&id)
 	if err := notFound(err); err == agentledger.ErrNotFound {
 		return fmt.Errorf("task %d token %d: %w", l.TaskID, l.Token, agentledger.ErrLeaseLost)
 	} else if err != nil {

@@ -140,38 +140,42 @@ func emitEvents(src, now string) string {
 )`
 }
 
-// The batched statements below are driven by the batch, whatever the
-// planner believes: each given id is looked up by primary key in a LATERAL
-// subquery that OFFSET 0 keeps from being flattened, so the join runs from
-// the arrays to the rows and never the other way. No fence tests the state
-// column: a fence on state = 'running' lets the planner read tasks_leased_idx
-// (partial on that state), and with statistics gathered while nothing ran it
-// estimates one running row and starts from all of them, looping over the
-// arrays (one 1,000-task completion took 190-330 ms). A lease is held
-// exactly while a task runs (tasks_lease_check), so the fences test the
-// lease instead: the token, and lease_expires_at being set (or unexpired),
-// which no partial index's predicate follows from. The writes then take the
-// locked rows' ids as an array, with no filter of their own.
+// The batched statements below are driven by their ids, whatever the
+// planner believes about the table:
+//
+//   - No fence tests the state column. A fence on state = 'running' let the
+//     planner read tasks_leased_idx (partial on that state); with statistics
+//     gathered while nothing ran it estimated one running row, started from
+//     all of them and looped over the batch's arrays (one 1,000-task
+//     completion took 190-330 ms). A lease is held exactly while a task runs
+//     (tasks_lease_check), so the fences test the lease instead — the token,
+//     and lease_expires_at set or unexpired — from which no partial index's
+//     predicate follows: only the primary key can find the rows.
+//   - The batch is locked row by row, each id looked up by primary key in a
+//     LATERAL subquery that OFFSET 0 keeps from being flattened, so the join
+//     runs from the arrays to the rows, never the other way.
+//   - The writes take the locked ids as an array and join nothing: values
+//     that differ per task come as one JSON object keyed by id, read with
+//     ->, a binary search. (A join of the rows with the batch is one the
+//     planner may turn into a loop over the batch for every row.)
+//   - The daemon's sessions plan without sequential scans (package pgplan),
+//     so a plan cached while the table was small is an index plan too.
 //
 // Deadlocks between batched writers: the heartbeat never waits for a row
-// lock (SKIP LOCKED), and a pool's one completer writes only leases it holds,
-// so completions of different pools touch different rows except for a
-// zombie's, whose write is fenced out. Every batch is locked in id order
+// lock (SKIP LOCKED), and a pool's one completer writes only leases it
+// holds, so completions of different pools touch different rows except for
+// a zombie's, whose write is fenced out. Every batch is locked in id order
 // (callers' order is not trusted), so two writers of the same rows wait for
 // each other instead of deadlocking.
 
-// fencedRows is a CTE named locked: the rows of the batch whose lease
-// $1/$2 (ids/tokens, plus the other arrays in cols as u.<name>) still holds
-// by cond, locked in id order with lock, and each row's columns as they were
-// before the statement (the attempt's worker and start, which the attempt
-// record keeps).
-func fencedRows(arrays, cond, lock string) string {
+// fencedRows is a CTE named locked: the ids of the batch ($1 ids, $2
+// tokens) whose lease still holds by cond, locked in id order with lock.
+func fencedRows(cond, lock string) string {
 	return `locked AS MATERIALIZED (
-	SELECT u.*, l.lease_owner, l.attempted_at
-	FROM (SELECT * FROM unnest(` + arrays + `) ORDER BY 1 OFFSET 0) u
+	SELECT u.id
+	FROM (SELECT * FROM unnest($1::bigint[], $2::bigint[]) ORDER BY 1 OFFSET 0) AS u(id, token)
 	CROSS JOIN LATERAL (
-		SELECT t.lease_owner, coalesce(t.attempted_at, t.updated_at) AS attempted_at
-		FROM tasks t
+		SELECT FROM tasks t
 		WHERE t.id = u.id AND t.lease_token = u.token AND ` + cond + `
 		OFFSET 0
 		` + lock + `
@@ -179,17 +183,25 @@ func fencedRows(arrays, cond, lock string) string {
 )`
 }
 
+// prevAttempt reads, in a finishing statement's RETURNING, the worker and
+// start of the attempt from the task row as it was before the statement
+// cleared the lease: a subquery there sees the statement's snapshot.
+const prevAttempt = `(SELECT p.lease_owner FROM tasks p WHERE p.id = t.id) AS lease_owner,
+		(SELECT coalesce(p.attempted_at, p.updated_at) FROM tasks p WHERE p.id = t.id) AS attempted_at`
+
+// lockedIDs is the condition of a write to the locked rows.
+const lockedIDs = `t.id = ANY (ARRAY(SELECT id FROM locked))`
+
 // heartbeatSQL extends the leases whose token is current and unexpired, and
 // reports, for each, whether an operator asked to cancel it. Locked rows are
 // skipped (their attempt is being finished, or the ledger holds the task
 // for a moment): one busy row must not hold up the others' renewals.
 var heartbeatSQL = `
-WITH ` + fencedRows(`$1::bigint[], $2::bigint[]) AS u(id, token`,
-	`t.lease_expires_at > coalesce($3::timestamptz, now())`, `FOR NO KEY UPDATE SKIP LOCKED`) + `
+WITH ` + fencedRows(`t.lease_expires_at > coalesce($3::timestamptz, now())`, `FOR NO KEY UPDATE SKIP LOCKED`) + `
 UPDATE tasks t SET
 	lease_expires_at = coalesce($3::timestamptz, now()) + $4::interval,
 	updated_at = coalesce($3::timestamptz, now())
-WHERE t.id = ANY (ARRAY(SELECT id FROM locked))
+WHERE ` + lockedIDs + `
 RETURNING t.id, t.cancel_requested_at IS NOT NULL`
 
 // currentSQL tells which of the given leases still hold (token current,
@@ -208,21 +220,21 @@ CROSS JOIN LATERAL (
 // claimed again, which also moves the token).
 const leaseHeld = `t.lease_expires_at IS NOT NULL`
 
-// succeedSQL finishes fenced attempts successfully.
+// succeedSQL finishes fenced attempts successfully; $3 maps ids to results
+// (an id left out stores NULL).
 var succeedSQL = `
-WITH ` + fencedRows(`$1::bigint[], $2::bigint[], $3::jsonb[]) AS u(id, token, result`, leaseHeld, `FOR NO KEY UPDATE`) + `,
+WITH ` + fencedRows(leaseHeld, `FOR NO KEY UPDATE`) + `,
 done AS (
 	UPDATE tasks t SET
 		state = 'succeeded',
-		result = l.result,
+		result = $3::jsonb -> t.id::text,
 		last_error = NULL, -- the failures before are in the attempt records
 		lease_owner = NULL,
 		lease_expires_at = NULL,
 		finished_at = coalesce($4::timestamptz, now()),
 		updated_at = coalesce($4::timestamptz, now())
-	FROM locked l
-	WHERE t.id = l.id
-	RETURNING t.id, t.lease_token, t.attempt, t.generation, ` + eventColumns + `, l.lease_owner, l.attempted_at
+	WHERE ` + lockedIDs + `
+	RETURNING t.id, t.lease_token, t.attempt, t.generation, ` + eventColumns + `, ` + prevAttempt + `
 ),
 closed AS (
 	INSERT INTO task_attempts (task_id, lease_token, attempt, generation, worker, started_at, ended_at, outcome)
@@ -233,43 +245,48 @@ closed AS (
 ` + emitEvents("done", "coalesce($4::timestamptz, now())") + `
 SELECT id FROM done`
 
+// failField reads one field of a failure from failSQL's $3 for row t.
+func failField(name, typ string) string {
+	return `($3::jsonb -> t.id::text ->> '` + name + `')::` + typ
+}
+
 // failSQL records failed attempts: retrying after the given delay, dead
 // when the failure is final or the attempts are used up, or cancelled when
 // an operator asked for it meanwhile (a cancelled task does not wait out a
 // backoff). The error is kept.
+//
+// $3 maps each id to {"error": text, "delay_ms": n, "final": bool}.
 var failSQL = `
-WITH ` + fencedRows(`$1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::bool[]) AS u(id, token, error, delay_ms, final`,
-	leaseHeld, `FOR NO KEY UPDATE`) + `,
+WITH ` + fencedRows(leaseHeld, `FOR NO KEY UPDATE`) + `,
 done AS (
 	UPDATE tasks t SET
 		state = CASE WHEN t.cancel_requested_at IS NOT NULL THEN 'cancelled'
-			WHEN l.final OR t.attempt >= t.max_attempts THEN 'dead' ELSE 'retrying' END,
-		run_at = CASE WHEN t.cancel_requested_at IS NULL AND NOT l.final AND t.attempt < t.max_attempts
-			THEN coalesce($6::timestamptz, now()) + l.delay_ms * interval '1 millisecond' ELSE t.run_at END,
-		finished_at = CASE WHEN t.cancel_requested_at IS NULL AND NOT l.final AND t.attempt < t.max_attempts
-			THEN NULL ELSE coalesce($6::timestamptz, now()) END,
-		last_error = l.error,
+			WHEN ` + failField("final", "bool") + ` OR t.attempt >= t.max_attempts THEN 'dead' ELSE 'retrying' END,
+		run_at = CASE WHEN t.cancel_requested_at IS NULL AND NOT ` + failField("final", "bool") + ` AND t.attempt < t.max_attempts
+			THEN coalesce($4::timestamptz, now()) + ` + failField("delay_ms", "bigint") + ` * interval '1 millisecond' ELSE t.run_at END,
+		finished_at = CASE WHEN t.cancel_requested_at IS NULL AND NOT ` + failField("final", "bool") + ` AND t.attempt < t.max_attempts
+			THEN NULL ELSE coalesce($4::timestamptz, now()) END,
+		last_error = ` + failField("error", "text") + `,
 		lease_owner = NULL,
 		lease_expires_at = NULL,
-		updated_at = coalesce($6::timestamptz, now())
-	FROM locked l
-	WHERE t.id = l.id
-	RETURNING t.id, t.lease_token, t.attempt, t.generation, ` + eventColumns + `, l.lease_owner, l.attempted_at
+		updated_at = coalesce($4::timestamptz, now())
+	WHERE ` + lockedIDs + `
+	RETURNING t.id, t.lease_token, t.attempt, t.generation, ` + eventColumns + `, ` + prevAttempt + `
 ),
 closed AS (
 	INSERT INTO task_attempts (task_id, lease_token, attempt, generation, worker, started_at, ended_at, outcome, error)
-	SELECT id, lease_token, attempt, generation, lease_owner, attempted_at, coalesce($6::timestamptz, now()),
+	SELECT id, lease_token, attempt, generation, lease_owner, attempted_at, coalesce($4::timestamptz, now()),
 		CASE state WHEN 'retrying' THEN 'retry' ELSE state END, last_error
 	FROM done
 	` + closeConflict + `
 ),
-` + emitEvents("done", "coalesce($6::timestamptz, now())") + `
+` + emitEvents("done", "coalesce($4::timestamptz, now())") + `
 SELECT id, state FROM done`
 
 // releaseSQL hands fenced tasks back to the queue at once (graceful
 // shutdown). The released attempt does not count against max_attempts.
 var releaseSQL = `
-WITH ` + fencedRows(`$1::bigint[], $2::bigint[]) AS u(id, token`, leaseHeld, `FOR NO KEY UPDATE`) + `,
+WITH ` + fencedRows(leaseHeld, `FOR NO KEY UPDATE`) + `,
 done AS (
 	UPDATE tasks t SET
 		state = 'queued',
@@ -278,9 +295,8 @@ done AS (
 		lease_owner = NULL,
 		lease_expires_at = NULL,
 		updated_at = coalesce($3::timestamptz, now())
-	FROM locked l
-	WHERE t.id = l.id
-	RETURNING t.id, t.lease_token, t.queue, t.attempt + 1 AS attempt, t.generation, l.lease_owner, l.attempted_at
+	WHERE ` + lockedIDs + `
+	RETURNING t.id, t.lease_token, t.queue, t.attempt + 1 AS attempt, t.generation, ` + prevAttempt + `
 ),
 closed AS (
 	INSERT INTO task_attempts (task_id, lease_token, attempt, generation, worker, started_at, ended_at, outcome, error)
@@ -300,7 +316,7 @@ SELECT done.id FROM done LEFT JOIN (SELECT count(*) FROM wake) w ON true`
 // effect of unknown outcome may not be performed blindly). The attempt's
 // outcome is the same word.
 var stopSQL = `
-WITH ` + fencedRows(`ARRAY[$1::bigint], ARRAY[$2::bigint]) AS u(id, token`, leaseHeld, `FOR NO KEY UPDATE`) + `,
+WITH ` + fencedRows(leaseHeld, `FOR NO KEY UPDATE`) + `,
 done AS (
 	UPDATE tasks t SET
 		state = $5,
@@ -309,9 +325,8 @@ done AS (
 		lease_expires_at = NULL,
 		finished_at = CASE WHEN $5 = 'cancelled' THEN coalesce($4::timestamptz, now()) END,
 		updated_at = coalesce($4::timestamptz, now())
-	FROM locked l
-	WHERE t.id = l.id
-	RETURNING t.id, t.lease_token, t.attempt, t.generation, ` + eventColumns + `, l.lease_owner, l.attempted_at
+	WHERE ` + lockedIDs + `
+	RETURNING t.id, t.lease_token, t.attempt, t.generation, ` + eventColumns + `, ` + prevAttempt + `
 ),
 closed AS (
 	INSERT INTO task_attempts (task_id, lease_token, attempt, generation, worker, started_at, ended_at, outcome, error)

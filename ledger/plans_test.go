@@ -24,6 +24,9 @@ func TestFencedPlansReadByKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := plancheck.DaemonSession(ctx, conn); err != nil {
+		t.Fatal(err)
+	}
 	for _, f := range []struct {
 		name, table, index string
 		q                  fenced

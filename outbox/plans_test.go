@@ -26,6 +26,9 @@ func TestPlansUnderStaleStatistics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := plancheck.DaemonSession(ctx, conn); err != nil {
+		t.Fatal(err)
+	}
 	// Leases the claim may take over: expired ones.
 	if _, err := conn.Exec(ctx, `UPDATE outbox SET lease_expires_at = now() - interval '1 minute' WHERE state = 'pending'`); err != nil {
 		t.Fatal(err)

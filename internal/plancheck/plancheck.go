@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/agentledger/agentledger/internal/pgplan"
 )
 
 // Modes are the two plan-cache modes a prepared statement can end up in:
@@ -307,4 +309,15 @@ func Trap(ctx context.Context, conn *pgx.Conn, finished, running, events int) (i
 	err = conn.QueryRow(ctx, `SELECT coalesce(array_agg(id ORDER BY id), '{}')
 		FROM (SELECT id FROM outbox WHERE state = 'pending' ORDER BY id LIMIT 1000) r`).Scan(&eventIDs)
 	return ids, tokens, eventIDs, err
+}
+
+// DaemonSession sets conn's session as the daemon's connections are set
+// (package pgplan).
+func DaemonSession(ctx context.Context, conn *pgx.Conn) error {
+	for k, v := range pgplan.Settings {
+		if _, err := conn.Exec(ctx, "SELECT set_config($1, $2, false)", k, v); err != nil {
+			return err
+		}
+	}
+	return nil
 }
