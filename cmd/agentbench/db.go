@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentledger/agentledger/database"
+	"github.com/agentledger/agentledger/internal/pgplan"
 	"github.com/agentledger/agentledger/migrations"
 )
 
@@ -288,6 +289,17 @@ const WorkerApp = "agentbench-worker"
 // connections are named WorkerApp.
 func (r *RunDB) WorkerPool(ctx context.Context, maxConns int32) (*pgxpool.Pool, error) {
 	return pgxpool.NewWithConfig(ctx, r.s.poolConfig(r.name, maxConns, WorkerApp))
+}
+
+// DaemonPool opens a connection pool for agentledger's workers under test:
+// named WorkerApp, with the session settings agentd's connections have
+// (package pgplan). River's clients get plain WorkerPools.
+func (r *RunDB) DaemonPool(ctx context.Context, maxConns int32) (*pgxpool.Pool, error) {
+	cfg := r.s.poolConfig(r.name, maxConns, WorkerApp)
+	for k, v := range pgplan.Settings {
+		cfg.ConnConfig.RuntimeParams[k] = v
+	}
+	return pgxpool.NewWithConfig(ctx, cfg)
 }
 
 // URL returns a connection string to the run's database for a worker

@@ -274,7 +274,7 @@ func effectsRun(ctx context.Context, srv *Server, f EffectsFlags, n int, log *sl
 // (claims.Store.Requeue with claims.Replay), from 8 goroutines; ctl is a
 // control pool to the run's database.
 func replayAll(ctx context.Context, rdb *RunDB, ctl *pgxpool.Pool) error {
-	db, err := rdb.WorkerPool(ctx, 8)
+	db, err := rdb.DaemonPool(ctx, 8)
 	if err != nil {
 		return err
 	}

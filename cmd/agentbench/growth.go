@@ -182,7 +182,7 @@ func growthRun(ctx context.Context, srv *Server, f GrowthFlags, n int64, log *sl
 	if err := rdb.Settle(ctx, ctl); err != nil {
 		return res, err
 	}
-	claimDB, err := rdb.WorkerPool(ctx, 1)
+	claimDB, err := rdb.DaemonPool(ctx, 1)
 	if err != nil {
 		return res, err
 	}

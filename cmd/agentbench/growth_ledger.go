@@ -39,7 +39,7 @@ func ledgerGrowthRun(ctx context.Context, srv *Server, f GrowthFlags, n int64, e
 	defer ctl.Close()
 
 	// The task whose effects are measured, claimed for the whole run.
-	db, err := rdb.WorkerPool(ctx, 1)
+	db, err := rdb.DaemonPool(ctx, 1)
 	if err != nil {
 		return res, err
 	}

@@ -141,7 +141,7 @@ func latencyRun(ctx context.Context, srv *Server, f LatencyFlags, out io.Writer,
 		return res, err
 	}
 	defer rdb.Close()
-	workDB, err := rdb.Pool(ctx, 8)
+	workDB, err := rdb.DaemonPool(ctx, 8)
 	if err != nil {
 		return res, err
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/agentledger/agentledger/internal/pgplan"
 	"github.com/agentledger/agentledger/worker"
 )
 
@@ -251,6 +252,9 @@ func runWorker(ctx context.Context, args []string, out, errOut io.Writer) error 
 		return errors.New("worker: DATABASE_URL is not a valid connection string")
 	}
 	cfg.MaxConns = int32(conns)
+	for k, v := range pgplan.Settings { // as agentd's connections
+		cfg.ConnConfig.RuntimeParams[k] = v
+	}
 	db, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return err

@@ -102,7 +102,7 @@ type PoolSpec struct {
 func NewPoolWorkers(ctx context.Context, rdb *RunDB, s PoolSpec) (*PoolWorkers, error) {
 	w := &PoolWorkers{count: newHandledCounter(s.Tasks), log: s.Log}
 	for i := range s.Pools {
-		db, err := rdb.WorkerPool(ctx, s.MaxConns)
+		db, err := rdb.DaemonPool(ctx, s.MaxConns)
 		if err != nil {
 			w.closeConns()
 			return nil, err
