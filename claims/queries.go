@@ -9,26 +9,82 @@ const taskColumns = `id, tenant, queue, kind, payload, priority, run_at, state,
 	updated_at, finished_at`
 
 // enqueueSQL inserts a batch; rows whose (tenant, submission_key) exists are
-// skipped by the unique index (I6) and looked up by lookupKeysSQL.
+// skipped by the unique index (I6) and looked up by lookupKeysSQL. It wakes
+// the workers of each queue that got a due task (one NOTIFY per queue,
+// delivered at commit). Rows come back in input order: identities are
+// drawn in insertion order, which follows the input's.
 const enqueueSQL = `
-INSERT INTO tasks (tenant, queue, kind, payload, priority, run_at, max_attempts,
-	submission_key, request_hash)
-SELECT u.tenant, u.queue, u.kind, u.payload, u.priority,
-	coalesce(u.run_at, coalesce($10::timestamptz, now())), u.max_attempts,
-	u.submission_key, u.request_hash
-FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[], $5::smallint[],
-	$6::timestamptz[], $7::int[], $8::text[], $9::bytea[])
-	WITH ORDINALITY AS u(tenant, queue, kind, payload, priority, run_at,
-	max_attempts, submission_key, request_hash, ord)
-ORDER BY u.ord
-ON CONFLICT (tenant, submission_key) WHERE submission_key IS NOT NULL DO NOTHING
-RETURNING ` + taskColumns
+WITH ins AS (
+	INSERT INTO tasks (tenant, queue, kind, payload, priority, run_at, max_attempts,
+		submission_key, request_hash)
+	SELECT u.tenant, u.queue, u.kind, u.payload, u.priority,
+		coalesce(u.run_at, coalesce($10::timestamptz, now())), u.max_attempts,
+		u.submission_key, u.request_hash
+	FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[], $5::smallint[],
+		$6::timestamptz[], $7::int[], $8::text[], $9::bytea[])
+		WITH ORDINALITY AS u(tenant, queue, kind, payload, priority, run_at,
+		max_attempts, submission_key, request_hash, ord)
+	ORDER BY u.ord
+	ON CONFLICT (tenant, submission_key) WHERE submission_key IS NOT NULL DO NOTHING
+	RETURNING ` + taskColumns + `
+),
+wake AS (
+	SELECT pg_notify('agentledger_task_insert', q)
+	FROM (SELECT DISTINCT queue AS q FROM ins WHERE run_at <= coalesce($10::timestamptz, now())) s
+)
+SELECT ins.* FROM ins WHERE ` + woken + `
+ORDER BY ins.id`
+
+// woken makes a statement send the notifications of its CTE wake: a
+// condition evaluated once, before any row. (A LEFT JOIN to the count,
+// whose columns nothing reads, is a join the planner removes, and the
+// notifications with it.)
+const woken = `(SELECT count(*) FROM wake) >= 0`
 
 const lookupKeysSQL = `
 SELECT ` + taskColumns + `, request_hash
 FROM tasks t
 JOIN unnest($1::text[], $2::text[]) AS k(tenant, submission_key)
 	USING (tenant, submission_key)`
+
+// claimNow is the claim's clock.
+const claimNow = `now AS (SELECT coalesce($5::timestamptz, now()) AS t)`
+
+// claimedFrom leases the tasks of the CTE src (ids) to $2 with new fencing
+// tokens, and returns them in claim order.
+func claimedFrom(src string) string {
+	return `claimed AS (
+	UPDATE tasks t SET
+		state = 'running',
+		attempt = t.attempt + 1,
+		lease_owner = $2,
+		lease_token = t.lease_token + 1,
+		lease_expires_at = now.t + $4::interval,
+		attempted_at = now.t,
+		updated_at = now.t
+	FROM now
+	WHERE t.id = ANY (ARRAY(SELECT id FROM ` + src + `))
+	RETURNING t.*
+)
+SELECT ` + taskColumns + ` FROM claimed ORDER BY priority, run_at, id`
+}
+
+// claimDue locks up to $3 due queued and retrying tasks of queue $1 (of
+// the kinds $6, if any), in the order they run, through tasks_runnable_idx.
+const claimDue = `due AS (
+	SELECT id, priority, run_at AS since FROM tasks, now
+	WHERE queue = $1 AND state IN ('queued', 'retrying') AND run_at <= now.t
+		AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
+	ORDER BY priority, run_at, id
+	LIMIT $3
+	FOR UPDATE OF tasks SKIP LOCKED
+)`
+
+// claimDueSQL is claimSQL without the expired leases (ClaimParams.DueOnly).
+var claimDueSQL = `
+WITH ` + claimNow + `,
+` + claimDue + `,
+` + claimedFrom("due")
 
 // claimSQL locks up to $3 runnable tasks of one queue — due queued/retrying
 // tasks, and running tasks whose lease expired — and leases them to $2 with a
@@ -37,15 +93,8 @@ JOIN unnest($1::text[], $2::text[]) AS k(tenant, submission_key)
 // Each branch reads its own partial index; the update takes its ids as an
 // array so that the plan stays an index lookup however the tables grow.
 var claimSQL = `
-WITH now AS (SELECT coalesce($5::timestamptz, now()) AS t),
-due AS (
-	SELECT id, priority, run_at AS since FROM tasks, now
-	WHERE queue = $1 AND state IN ('queued', 'retrying') AND run_at <= now.t
-		AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
-	ORDER BY priority, run_at, id
-	LIMIT $3
-	FOR UPDATE OF tasks SKIP LOCKED
-),
+WITH ` + claimNow + `,
+` + claimDue + `,
 expired_leases AS (
 	SELECT id, priority, lease_expires_at AS since, attempt >= max_attempts AS exhausted,
 		lease_token, attempt, generation, lease_owner, coalesce(attempted_at, updated_at) AS attempted_at
@@ -92,20 +141,7 @@ expired AS (
 	WHERE e.exhausted OR e.id IN (SELECT id FROM picked)
 	` + closeConflict + `
 ),
-claimed AS (
-	UPDATE tasks t SET
-		state = 'running',
-		attempt = t.attempt + 1,
-		lease_owner = $2,
-		lease_token = t.lease_token + 1,
-		lease_expires_at = now.t + $4::interval,
-		attempted_at = now.t,
-		updated_at = now.t
-	FROM now
-	WHERE t.id = ANY (ARRAY(SELECT id FROM picked))
-	RETURNING t.*
-)
-SELECT ` + taskColumns + ` FROM claimed ORDER BY priority, run_at, id`
+` + claimedFrom("picked")
 
 // closeConflict lets an attempt record replace an open one (ended_at NULL)
 // written by a version that recorded attempts when they began.
@@ -308,7 +344,7 @@ closed AS (
 wake AS (
 	SELECT pg_notify('agentledger_task_insert', q) FROM (SELECT DISTINCT queue AS q FROM done) s
 )
-SELECT done.id FROM done LEFT JOIN (SELECT count(*) FROM wake) w ON true`
+SELECT done.id FROM done WHERE ` + woken
 
 // stopSQL ends a running attempt, fenced on its token, without a retry: the
 // acknowledgement of an operator's cancel ($5 = 'cancelled', the task is
