@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/canonjson"
 )
@@ -170,13 +172,26 @@ func (s *Store) EnqueueBatch(ctx context.Context, ps []EnqueueParams) ([]Enqueue
 		}
 	}
 
-	// One transaction: if a key turns out to be reused, nothing of the batch
-	// stays inserted.
-	tx, err := s.db.Begin(ctx)
-	if err != nil {
-		return nil, err
+	// One statement is atomic by itself. A batch with several keyed tasks
+	// runs in a transaction, so that if one key turns out to be reused,
+	// nothing of the batch stays inserted; otherwise the round trips of
+	// BEGIN and COMMIT would be most of a single task's cost.
+	var tx DB = s.db
+	var own pgx.Tx // the transaction this call began, if any
+	keyed := 0
+	for _, k := range keys {
+		if k != nil {
+			keyed++
+		}
 	}
-	defer tx.Rollback(ctx) //nolint:errcheck // after Commit it is a no-op
+	if keyed > 0 && n > 1 {
+		t, err := s.db.Begin(ctx)
+		if err != nil {
+			return nil, err
+		}
+		defer t.Rollback(ctx) //nolint:errcheck // after Commit it is a no-op
+		tx, own = t, t
+	}
 
 	rows, err := tx.Query(ctx, enqueueSQL, tenants, queues, kinds, payloads, prios,
 		runAts, maxes, keys, hashes, s.now())
@@ -209,8 +224,10 @@ func (s *Store) EnqueueBatch(ctx context.Context, ps []EnqueueParams) ([]Enqueue
 			return nil, err
 		}
 	}
-	if err := tx.Commit(ctx); err != nil {
-		return nil, fmt.Errorf("enqueue: %w", err)
+	if own != nil {
+		if err := own.Commit(ctx); err != nil {
+			return nil, fmt.Errorf("enqueue: %w", err)
+		}
 	}
 	return out, nil
 }
