@@ -142,3 +142,25 @@ func TestBatchedWritersDoNotDeadlock(t *testing.T) {
 		}
 	}
 }
+
+// A due-only claim (a worker woken by new tasks) leaves expired leases to
+// the full claim of the next poll; the full claim takes them over.
+func TestDueOnlyClaimLeavesExpiredLeases(t *testing.T) {
+	c := newClock()
+	s := pinnedStore(t, c)
+	task := enqueue(t, s, claims.EnqueueParams{})
+	claimOne(t, s, "w1", time.Minute)
+	c.Advance(2 * time.Minute)
+	got, err := s.Claim(context.Background(), claims.ClaimParams{Queue: "default", Worker: "w2", Limit: 10,
+		Lease: time.Minute, DueOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 0 {
+		t.Fatalf("due-only claim took task %d (state %s), want none", got[0].ID, got[0].State)
+	}
+	again := claimOne(t, s, "w2", time.Minute)
+	if again.ID != task.ID || again.Attempt != 2 {
+		t.Fatalf("full claim got task %d attempt %d, want task %d attempt 2", again.ID, again.Attempt, task.ID)
+	}
+}

@@ -113,20 +113,22 @@ func TestClaimPlanReadsTheClaimIndexes(t *testing.T) {
 		if _, err := conn.Exec(context.Background(), `INSERT INTO tasks (kind) SELECT 'noop' FROM generate_series(1, 2000)`); err != nil {
 			t.Fatal(err)
 		}
-		for _, mode := range plancheck.Modes {
-			t.Run(size.name+"/"+mode, func(t *testing.T) {
-				plan, err := plancheck.Explain(context.Background(), conn, mode, claimSQL,
-					"default", "w2", 1000, "1 minute", time.Now(), []string(nil))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := plancheck.DrivenBy(plan, "tasks", "tasks_pkey", "tasks_runnable_idx", "tasks_leased_idx"); err != nil {
-					t.Error(err)
-				}
-				if err := plancheck.Lookups(plan, "tasks", "tasks_pkey"); err != nil {
-					t.Error(err)
-				}
-			})
+		for _, c := range []struct{ name, sql string }{{"claim", claimSQL}, {"due-only", claimDueSQL}} {
+			for _, mode := range plancheck.Modes {
+				t.Run(size.name+"/"+c.name+"/"+mode, func(t *testing.T) {
+					plan, err := plancheck.Explain(context.Background(), conn, mode, c.sql,
+						"default", "w2", 1000, "1 minute", time.Now(), []string(nil))
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := plancheck.DrivenBy(plan, "tasks", "tasks_pkey", "tasks_runnable_idx", "tasks_leased_idx"); err != nil {
+						t.Error(err)
+					}
+					if err := plancheck.Lookups(plan, "tasks", "tasks_pkey"); err != nil {
+						t.Error(err)
+					}
+				})
+			}
 		}
 	}
 }

@@ -48,7 +48,7 @@ func New(db *pgxpool.Pool, cfg Config) (*Pool, error) {
 	p.keeper = newKeeper(cfg.Lease, cfg.HeartbeatInterval, func(ctx context.Context, ls []agentledger.Lease) (claims.HeartbeatResult, error) {
 		return p.store.Heartbeat(ctx, ls, cfg.Lease)
 	}, p.log)
-	p.done = newCompleter(p.store, p.log)
+	p.done = newCompleter(p.store, p.cfg.CompletionWait, p.log)
 	for _, q := range cfg.Queues {
 		p.wake[q] = make(chan struct{}, 1)
 	}
@@ -146,14 +146,26 @@ func (p *Pool) produce(ctx, work context.Context, q string) {
 	slotFreed := make(chan struct{}, 1)
 	poll := time.NewTicker(p.cfg.PollInterval)
 	defer poll.Stop()
+	// Claims take over expired leases at start and after each poll tick;
+	// in between (woken by new tasks, or by freed slots) they claim due
+	// tasks only, the cheaper statement.
+	sweep := true
 	for {
+		select {
+		case <-poll.C: // a backlog of full batches never reaches the wait below
+			sweep = true
+		default:
+		}
 		free := cap(sem) - len(sem)
 		if free > p.cfg.BatchSize {
 			free = p.cfg.BatchSize
 		}
 		got := 0
 		if free > 0 {
-			tasks, sentAt, err := p.claim(ctx, q, free)
+			tasks, sentAt, err := p.claim(ctx, q, free, !sweep)
+			if err == nil {
+				sweep = false
+			}
 			if err != nil && ctx.Err() == nil {
 				p.log.Warn("claim failed", "queue", q, "err", err)
 			}
@@ -183,18 +195,19 @@ func (p *Pool) produce(ctx, work context.Context, q string) {
 			return
 		case <-p.wake[q]:
 		case <-poll.C:
+			sweep = true
 		case <-freed:
 		}
 	}
 }
 
-// claim claims up to n tasks of queue q. The lease's local deadline counts
+// claim claims up to n tasks of queue q (due ones only if dueOnly). The lease's local deadline counts
 // from when the statement was sent, so the connection is acquired first: a
 // wait for one must not eat into the lease. Once sent, the claim is not
 // cancelled with ctx — a claim that committed anyway would strand its tasks
 // until their leases expired; its tasks are started and, at shutdown,
 // released like the others.
-func (p *Pool) claim(ctx context.Context, q string, n int) ([]*agentledger.Task, time.Time, error) {
+func (p *Pool) claim(ctx context.Context, q string, n int, dueOnly bool) ([]*agentledger.Task, time.Time, error) {
 	conn, err := p.db.Acquire(ctx)
 	if err != nil {
 		return nil, time.Time{}, err
@@ -204,7 +217,7 @@ func (p *Pool) claim(ctx context.Context, q string, n int) ([]*agentledger.Task,
 	defer cancel()
 	sentAt := time.Now()
 	tasks, err := claims.New(conn).Claim(cctx, claims.ClaimParams{Queue: q, Worker: p.cfg.ID, Limit: n,
-		Lease: p.cfg.Lease, Kinds: p.kindNames})
+		Lease: p.cfg.Lease, Kinds: p.kindNames, DueOnly: dueOnly})
 	if len(tasks) > 0 {
 		p.cfg.Observer.Claimed(q, len(tasks))
 	}
