@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
@@ -24,17 +25,19 @@ type completionResult struct {
 	err   error
 }
 
-// completer writes outcomes in batches: it takes whatever is waiting when it
-// is free, so at low load each outcome is written at once and under load
-// many share one statement (group commit). Each write is fenced per lease.
+// completer writes outcomes in batches: given one, it takes whatever else
+// arrives within wait (or until the batch is full), so many outcomes share
+// one statement and one commit (group commit) at low load as under high.
+// Each write is fenced per lease.
 type completer struct {
 	store *claims.Store
 	in    chan *completion
+	wait  time.Duration
 	log   *slog.Logger
 }
 
-func newCompleter(store *claims.Store, log *slog.Logger) *completer {
-	return &completer{store: store, in: make(chan *completion, maxCompletionBatch), log: log}
+func newCompleter(store *claims.Store, wait time.Duration, log *slog.Logger) *completer {
+	return &completer{store: store, in: make(chan *completion, maxCompletionBatch), wait: wait, log: log}
 }
 
 // complete queues cm, calls queued once the completer has taken it (its
@@ -65,18 +68,41 @@ func (c *completer) run(ctx context.Context) {
 			return
 		case first = <-c.in:
 		}
-		batch := []*completion{first}
-	drain:
-		for len(batch) < maxCompletionBatch {
-			select {
-			case cm := <-c.in:
-				batch = append(batch, cm)
-			default:
-				break drain
-			}
-		}
-		c.flush(ctx, batch)
+		c.flush(ctx, c.gather(ctx, first))
 	}
+}
+
+// gather returns first and the outcomes that arrive within c.wait after it
+// (all that are waiting already when c.wait is not positive), up to a full
+// batch; it returns early when ctx is done.
+func (c *completer) gather(ctx context.Context, first *completion) []*completion {
+	batch := []*completion{first}
+	var deadline <-chan time.Time
+	if c.wait > 0 {
+		t := time.NewTimer(c.wait)
+		defer t.Stop()
+		deadline = t.C
+	}
+	for len(batch) < maxCompletionBatch {
+		select {
+		case cm := <-c.in:
+			batch = append(batch, cm)
+			continue
+		default:
+		}
+		if deadline == nil {
+			break
+		}
+		select {
+		case cm := <-c.in:
+			batch = append(batch, cm)
+		case <-deadline:
+			return batch
+		case <-ctx.Done():
+			return batch
+		}
+	}
+	return batch
 }
 
 func (c *completer) flush(ctx context.Context, batch []*completion) {

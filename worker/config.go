@@ -31,6 +31,14 @@ type Config struct {
 	PollInterval time.Duration
 	// PollOnly disables LISTEN/NOTIFY (for PgBouncer transaction pooling).
 	PollOnly bool
+	// CompletionWait is how long the completer, given an outcome to write,
+	// waits for more to write in the same statement; default 5ms, negative
+	// for none. At low rates a statement (and a commit) per outcome costs
+	// the database several times its share of a batched one; under load
+	// batches fill without waiting. A task's slot frees as soon as its
+	// outcome is queued, so the wait delays only when the task shows as
+	// finished, never the next claim.
+	CompletionWait time.Duration
 	// Grace is how long shutdown waits for running tasks before releasing
 	// them; default 10s.
 	Grace time.Duration
@@ -90,6 +98,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.Grace == 0 {
 		c.Grace = 10 * time.Second
+	}
+	if c.CompletionWait == 0 {
+		c.CompletionWait = 5 * time.Millisecond
 	}
 	if c.Backoff.Base == 0 {
 		c.Backoff = claims.DefaultBackoff
