@@ -60,7 +60,7 @@ func (s *Store) SucceedMany(ctx context.Context, done []Success) ([]agentledger.
 		results = append(results, agentledger.SafeJSON(d.Result)...)
 	}
 	results = append(results, '}')
-	rows, err := s.db.Query(ctx, succeedSQL, ids, tokens, string(results), s.now())
+	rows, err := s.db.Query(ctx, succeedSQL, ids, tokenMap(ids, tokens), string(results), s.now())
 	if err != nil {
 		return nil, fmt.Errorf("succeed: %w", err)
 	}
@@ -104,7 +104,7 @@ func (s *Store) FailMany(ctx context.Context, fs []Failure) (map[int64]agentledg
 	if err != nil {
 		return nil, nil, fmt.Errorf("fail: %w", err)
 	}
-	rows, err := s.db.Query(ctx, failSQL, ids, tokens, string(failures), s.now())
+	rows, err := s.db.Query(ctx, failSQL, ids, tokenMap(ids, tokens), string(failures), s.now())
 	if err != nil {
 		return nil, nil, fmt.Errorf("fail: %w", err)
 	}
@@ -142,7 +142,7 @@ func (s *Store) ReleaseMany(ctx context.Context, leases []agentledger.Lease) ([]
 		return nil, nil
 	}
 	ids, tokens := split(leases)
-	rows, err := s.db.Query(ctx, releaseSQL, ids, tokens, s.now())
+	rows, err := s.db.Query(ctx, releaseSQL, ids, tokenMap(ids, tokens), s.now())
 	if err != nil {
 		return nil, fmt.Errorf("release: %w", err)
 	}
@@ -170,7 +170,8 @@ func (s *Store) NeedsAttention(ctx context.Context, l agentledger.Lease, reason 
 // stop ends a running attempt in state, fenced on its token.
 func (s *Store) stop(ctx context.Context, l agentledger.Lease, state agentledger.TaskState, reason string) error {
 	var id int64
-	err := s.db.QueryRow(ctx, stopSQL, []int64{l.TaskID}, []int64{l.Token}, agentledger.SafeText(reason), s.now(), string(state)).Scan(&id)
+	err := s.db.QueryRow(ctx, stopSQL, []int64{l.TaskID}, tokenMap([]int64{l.TaskID}, []int64{l.Token}),
+		agentledger.SafeText(reason), s.now(), string(state)).Scan(&id)
 	if err := notFound(err); err == agentledger.ErrNotFound {
 		return fmt.Errorf("task %d token %d: %w", l.TaskID, l.Token, agentledger.ErrLeaseLost)
 	} else if err != nil {
@@ -224,4 +225,21 @@ func single(err error, lost []agentledger.Lease) error {
 		return fmt.Errorf("task %d token %d: %w", lost[0].TaskID, lost[0].Token, agentledger.ErrLeaseLost)
 	}
 	return nil
+}
+
+// tokenMap is the JSON object of the finishing statements' $2: each task
+// id's fencing token (see claims/queries.go, fenced).
+func tokenMap(ids, tokens []int64) string {
+	b := make([]byte, 0, 24*len(ids)+2)
+	b = append(b, '{')
+	for i, id := range ids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '"')
+		b = strconv.AppendInt(b, id, 10)
+		b = append(b, '"', ':')
+		b = strconv.AppendInt(b, tokens[i], 10)
+	}
+	return string(append(b, '}'))
 }

@@ -44,13 +44,14 @@ func batchArgs(ids, tokens []int64) map[string][]any {
 	r, _ := json.Marshal(results)
 	f, _ := json.Marshal(failures)
 	now := time.Now()
+	tm := tokenMap(ids, tokens)
 	return map[string][]any{
-		"succeed":   {ids, tokens, string(r), now},
-		"fail":      {ids, tokens, string(f), now},
-		"release":   {ids, tokens, now},
+		"succeed":   {ids, tm, string(r), now},
+		"fail":      {ids, tm, string(f), now},
+		"release":   {ids, tm, now},
 		"heartbeat": {ids, tokens, now, "1 minute"},
 		"current":   {ids, tokens, now},
-		"stop":      {ids[:1], tokens[:1], "parked", now, "needs_attention"},
+		"stop":      {ids[:1], tokenMap(ids[:1], tokens[:1]), "parked", now, "needs_attention"},
 	}
 }
 

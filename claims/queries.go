@@ -187,13 +187,16 @@ func emitEvents(src, now string) string {
 //     (tasks_lease_check), so the fences test the lease instead — the token,
 //     and lease_expires_at set or unexpired — from which no partial index's
 //     predicate follows: only the primary key can find the rows.
-//   - The batch is locked row by row, each id looked up by primary key in a
-//     LATERAL subquery that OFFSET 0 keeps from being flattened, so the join
-//     runs from the arrays to the rows, never the other way.
-//   - The writes take the locked ids as an array and join nothing: values
-//     that differ per task come as one JSON object keyed by id, read with
-//     ->, a binary search. (A join of the rows with the batch is one the
-//     planner may turn into a loop over the batch for every row.)
+//   - A write finds its rows by id = ANY (the ids), which only the primary
+//     key answers, and joins nothing: what differs per task (its token,
+//     result, error) comes as a JSON object keyed by id, read with ->, a
+//     binary search. (A join of the rows with the batch is one the planner
+//     may turn into a loop over the batch for every row.) The fence is a
+//     condition on the row itself, so a row that changed while the
+//     statement waited for its lock is checked again as it is now.
+//   - The heartbeat, which must skip locked rows, locks them row by row in
+//     a LATERAL per-id look-up that OFFSET 0 keeps from being flattened, so
+//     the join runs from the ids to the rows, never the other way.
 //   - The daemon's sessions plan without sequential scans (package pgplan),
 //     so a plan cached while the table was small is an index plan too.
 //
@@ -201,8 +204,8 @@ func emitEvents(src, now string) string {
 // lock (SKIP LOCKED), and a pool's one completer writes only leases it
 // holds, so completions of different pools touch different rows except for
 // a zombie's, whose write is fenced out. Every batch is locked in id order
-// (callers' order is not trusted), so two writers of the same rows wait for
-// each other instead of deadlocking.
+// (an index scan for id = ANY reads the ids sorted), so two writers of the
+// same rows wait for each other instead of deadlocking.
 
 // fencedRows is a CTE named locked: the ids of the batch ($1 ids, $2
 // tokens) whose lease still holds by cond, locked in id order with lock.
@@ -227,6 +230,11 @@ const prevAttempt = `(SELECT p.lease_owner FROM tasks p WHERE p.id = t.id) AS le
 
 // lockedIDs is the condition of a write to the locked rows.
 const lockedIDs = `t.id = ANY (ARRAY(SELECT id FROM locked))`
+
+// fenced is the condition of a finishing write: the rows of the ids $1
+// whose token is the one $2 maps their id to and whose lease still holds.
+const fenced = `t.id = ANY ($1::bigint[]) AND t.lease_token = ($2::jsonb -> t.id::text)::bigint
+		AND ` + leaseHeld
 
 // heartbeatSQL extends the leases whose token is current and unexpired, and
 // reports, for each, whether an operator asked to cancel it. Locked rows are
@@ -259,8 +267,7 @@ const leaseHeld = `t.lease_expires_at IS NOT NULL`
 // succeedSQL finishes fenced attempts successfully; $3 maps ids to results
 // (an id left out stores NULL).
 var succeedSQL = `
-WITH ` + fencedRows(leaseHeld, `FOR NO KEY UPDATE`) + `,
-done AS (
+WITH done AS (
 	UPDATE tasks t SET
 		state = 'succeeded',
 		result = $3::jsonb -> t.id::text,
@@ -269,7 +276,7 @@ done AS (
 		lease_expires_at = NULL,
 		finished_at = coalesce($4::timestamptz, now()),
 		updated_at = coalesce($4::timestamptz, now())
-	WHERE ` + lockedIDs + `
+	WHERE ` + fenced + `
 	RETURNING t.id, t.lease_token, t.attempt, t.generation, ` + eventColumns + `, ` + prevAttempt + `
 ),
 closed AS (
@@ -293,8 +300,7 @@ func failField(name, typ string) string {
 //
 // $3 maps each id to {"error": text, "delay_ms": n, "final": bool}.
 var failSQL = `
-WITH ` + fencedRows(leaseHeld, `FOR NO KEY UPDATE`) + `,
-done AS (
+WITH done AS (
 	UPDATE tasks t SET
 		state = CASE WHEN t.cancel_requested_at IS NOT NULL THEN 'cancelled'
 			WHEN ` + failField("final", "bool") + ` OR t.attempt >= t.max_attempts THEN 'dead' ELSE 'retrying' END,
@@ -306,7 +312,7 @@ done AS (
 		lease_owner = NULL,
 		lease_expires_at = NULL,
 		updated_at = coalesce($4::timestamptz, now())
-	WHERE ` + lockedIDs + `
+	WHERE ` + fenced + `
 	RETURNING t.id, t.lease_token, t.attempt, t.generation, ` + eventColumns + `, ` + prevAttempt + `
 ),
 closed AS (
@@ -322,8 +328,7 @@ SELECT id, state FROM done`
 // releaseSQL hands fenced tasks back to the queue at once (graceful
 // shutdown). The released attempt does not count against max_attempts.
 var releaseSQL = `
-WITH ` + fencedRows(leaseHeld, `FOR NO KEY UPDATE`) + `,
-done AS (
+WITH done AS (
 	UPDATE tasks t SET
 		state = 'queued',
 		attempt = t.attempt - 1,
@@ -331,7 +336,7 @@ done AS (
 		lease_owner = NULL,
 		lease_expires_at = NULL,
 		updated_at = coalesce($3::timestamptz, now())
-	WHERE ` + lockedIDs + `
+	WHERE ` + fenced + `
 	RETURNING t.id, t.lease_token, t.queue, t.attempt + 1 AS attempt, t.generation, ` + prevAttempt + `
 ),
 closed AS (
@@ -352,8 +357,7 @@ SELECT done.id FROM done WHERE ` + woken
 // effect of unknown outcome may not be performed blindly). The attempt's
 // outcome is the same word.
 var stopSQL = `
-WITH ` + fencedRows(leaseHeld, `FOR NO KEY UPDATE`) + `,
-done AS (
+WITH done AS (
 	UPDATE tasks t SET
 		state = $5,
 		last_error = $3,
@@ -361,7 +365,7 @@ done AS (
 		lease_expires_at = NULL,
 		finished_at = CASE WHEN $5 = 'cancelled' THEN coalesce($4::timestamptz, now()) END,
 		updated_at = coalesce($4::timestamptz, now())
-	WHERE ` + lockedIDs + `
+	WHERE ` + fenced + `
 	RETURNING t.id, t.lease_token, t.attempt, t.generation, ` + eventColumns + `, ` + prevAttempt + `
 ),
 closed AS (
