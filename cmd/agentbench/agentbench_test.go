@@ -168,15 +168,16 @@ func TestEffectsSmoke(t *testing.T) {
 
 func TestGrowthSmoke(t *testing.T) {
 	t.Parallel()
-	out := runBench(t, "growth", "--database-url", testdb.URL(t), "--finished", "0,300", "--ledger-rows", "0,1k",
-		"--tasks", "100", "--effects", "20", "--find-samples", "1", "--run-timeout", "1m")
+	out := runBench(t, "growth", "--database-url", testdb.URL(t), "--finished", "0,300", "--rounds", "2",
+		"--ledger-rows", "0,1k", "--tasks", "100", "--effects", "20", "--find-samples", "1", "--run-timeout", "1m")
 	ts := tables(out)
-	if len(ts) != 2 || len(ts[0]) != 2 || len(ts[1]) != 6 {
-		t.Fatalf("want a table of 2 finished-task rows and one of 6 ledger rows:\n%s", out)
+	if len(ts) != 2 || len(ts[0]) != 4 || len(ts[1]) != 6 {
+		t.Fatalf("want a table of 4 finished-task rows (2 sizes, 2 rounds) and one of 6 ledger rows:\n%s", out)
 	}
 	for i, r := range ts[0] {
-		if f := strings.Fields(r); f[0] != []string{"0", "300"}[i] || f[2] != "9" || f[10] == "timeout" {
-			t.Errorf("row %q: want 9 timed claims (100 tasks by 10, the first left out), no timeout", r)
+		f := strings.Fields(r)
+		if f[0] != []string{"0", "0", "300", "300"}[i] || f[1] != []string{"1", "2"}[i%2] || f[3] != "9" || f[11] == "timeout" {
+			t.Errorf("row %q: want size, round, 9 timed claims (100 tasks by 10, the first left out), no timeout", r)
 		}
 	}
 	for i, r := range ts[1] {

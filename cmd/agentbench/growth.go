@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/agentledger/agentledger/claims"
 )
 
@@ -27,6 +29,7 @@ type GrowthFlags struct {
 	MaxConns    int
 	Effects     int
 	FindSamples int
+	Rounds      int
 }
 
 // GrowthResult is one size of the finished-tasks sweep.
@@ -58,6 +61,8 @@ func runGrowth(ctx context.Context, args []string, out, errOut io.Writer) error 
 	fs.IntVar(&f.Batch, "batch", 1000, "burn-down claim batch size")
 	fs.IntVar(&f.MaxConns, "max-conns", 8, "connection pool size of the burn-down pool")
 	fs.IntVar(&f.Effects, "effects", 2000, "ledger runs: effects timed as replay hits, and as many as fresh effects")
+	fs.IntVar(&f.Rounds, "rounds", 1, "finished-task runs: measurements (claims, then a burn-down) per filled database, "+
+		"each on new connections after a fresh VACUUM ANALYZE, so each draws its plans anew")
 	fs.IntVar(&f.FindSamples, "find-samples", 3, "ledger runs: timed ledger.Find calls by key (each may scan the table)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -69,8 +74,8 @@ func runGrowth(ctx context.Context, args []string, out, errOut io.Writer) error 
 		return err
 	}
 	if f.Tasks <= 0 || f.InsertBatch <= 0 || f.ClaimBatch <= 0 || f.Concurrency <= 0 || f.Batch <= 0 ||
-		f.MaxConns <= 0 || f.Effects <= 0 || f.FindSamples < 0 {
-		return errors.New("--tasks, --insert-batch, --claim-batch, --concurrency, --batch, --max-conns and --effects must be positive")
+		f.MaxConns <= 0 || f.Effects <= 0 || f.FindSamples < 0 || f.Rounds <= 0 {
+		return errors.New("--tasks, --insert-batch, --claim-batch, --concurrency, --batch, --max-conns, --effects and --rounds must be positive")
 	}
 	if len(f.LedgerRows) > 0 && !flagSet(fs, "finished") {
 		f.Finished = nil
@@ -91,25 +96,28 @@ func runGrowth(ctx context.Context, args []string, out, errOut io.Writer) error 
 		fmt.Fprintf(out, "# finished tasks: Claim calls of Limit %d over %d queued no-op tasks (the first call left out), each "+
 			"followed by an untimed SucceedMany; then a burn-down of %d more with 1 pool × %d × %d; "+
 			"MB: tasks and task_attempts with indexes\n\n", f.ClaimBatch, f.Tasks, f.Tasks, f.Concurrency, f.Batch)
-		t := NewTable(append(append([]string{"finished", "MB", "claims", "claim p50 ms", "p90 ms", "p99 ms", "max ms",
+		t := NewTable(append(append([]string{"finished", "round", "MB", "claims", "claim p50 ms", "p90 ms", "p99 ms", "max ms",
 			"succeed p50 ms", "p99 ms", "burn secs", "tasks/s"}, cpuHeader...), "rss MB", "conns")...)
 		for _, n := range f.Finished {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
 			fmt.Fprintf(errOut, "growth: %d finished tasks\n", n)
-			r, err := growthRun(ctx, srv, f, n, log, out, errOut)
+			err := growthRun(ctx, srv, f, n, log, out, errOut, func(round int, r GrowthResult) {
+				rate := fmt.Sprintf("%.0f", r.Burn.Rate)
+				if r.Burn.TimedOut {
+					rate = "timeout"
+				}
+				t.Add(append(append([]any{n, round, mb(r.TasksBytes), r.Claim.N, ms(r.Claim.P50), ms(r.Claim.P90),
+					ms(r.Claim.P99), ms(r.Claim.Max), ms(r.Succeed.P50), ms(r.Succeed.P99),
+					fmt.Sprintf("%.2f", r.Burn.Elapsed.Seconds()), rate},
+					r.Burn.CPU.cells(f.Tasks)...), mb(r.Burn.PeakRSS), r.Burn.Conns)...)
+				fmt.Fprintf(errOut, "growth %d round %d: claim p50 %s ms p99 %s ms, %s tasks/s\n",
+					n, round, ms(r.Claim.P50), ms(r.Claim.P99), rate)
+			})
 			if err != nil {
 				return fmt.Errorf("run with %d finished tasks: %w", n, err)
 			}
-			rate := fmt.Sprintf("%.0f", r.Burn.Rate)
-			if r.Burn.TimedOut {
-				rate = "timeout"
-			}
-			t.Add(append(append([]any{n, mb(r.TasksBytes), r.Claim.N, ms(r.Claim.P50), ms(r.Claim.P90), ms(r.Claim.P99),
-				ms(r.Claim.Max), ms(r.Succeed.P50), ms(r.Succeed.P99), fmt.Sprintf("%.2f", r.Burn.Elapsed.Seconds()), rate},
-				r.Burn.CPU.cells(f.Tasks)...), mb(r.Burn.PeakRSS), r.Burn.Conns)...)
-			fmt.Fprintf(errOut, "growth %d: claim p50 %s ms p99 %s ms, %s tasks/s\n", n, ms(r.Claim.P50), ms(r.Claim.P99), rate)
 		}
 		t.Print(out)
 	}
@@ -143,14 +151,15 @@ func runGrowth(ctx context.Context, args []string, out, errOut io.Writer) error 
 	return nil
 }
 
-// growthRun measures one size of history on a fresh database.
-func growthRun(ctx context.Context, srv *Server, f GrowthFlags, n int64, log *slog.Logger, out, errOut io.Writer) (GrowthResult, error) {
-	res := GrowthResult{Finished: n}
-	ctx, cancel := context.WithTimeout(ctx, f.RunTimeout)
+// growthRun measures one size of history on a fresh database, f.Rounds
+// times, reporting each round.
+func growthRun(ctx context.Context, srv *Server, f GrowthFlags, n int64, log *slog.Logger, out, errOut io.Writer,
+	report func(round int, r GrowthResult)) error {
+	ctx, cancel := context.WithTimeout(ctx, f.RunTimeout*time.Duration(f.Rounds))
 	defer cancel()
 	rdb, ctl, err := srv.FreshControl(ctx)
 	if err != nil {
-		return res, err
+		return err
 	}
 	defer rdb.Close()
 	defer ctl.Close()
@@ -158,18 +167,33 @@ func growthRun(ctx context.Context, srv *Server, f GrowthFlags, n int64, log *sl
 	if n > 0 {
 		var base int64
 		if err := ctl.QueryRow(ctx, "SELECT coalesce(max(id), 0) FROM tasks").Scan(&base); err != nil {
-			return res, err
+			return err
 		}
 		if err := fill(ctx, ctl, errOut, "finished tasks", n, finishedTasksSQL, n); err != nil {
-			return res, err
+			return err
 		}
 		if err := fill(ctx, ctl, errOut, "their attempts", n, finishedAttemptsSQL, base); err != nil {
-			return res, err
+			return err
 		}
 		if err := timed(errOut, "VACUUM ANALYZE, CHECKPOINT", func() error { return rdb.Settle(ctx, ctl) }); err != nil {
-			return res, err
+			return err
 		}
 	}
+	for round := 1; round <= f.Rounds; round++ {
+		res, err := growthRound(ctx, rdb, ctl, f, n, log, out, errOut)
+		if err != nil {
+			return fmt.Errorf("round %d: %w", round, err)
+		}
+		report(round, res)
+	}
+	return nil
+}
+
+// growthRound is one measurement of growthRun: claim latency over f.Tasks
+// tasks, then a burn-down of as many more.
+func growthRound(ctx context.Context, rdb *RunDB, ctl *pgxpool.Pool, f GrowthFlags, n int64, log *slog.Logger,
+	out, errOut io.Writer) (GrowthResult, error) {
+	res := GrowthResult{Finished: n}
 	if err := ctl.QueryRow(ctx,
 		"SELECT pg_total_relation_size('tasks') + pg_total_relation_size('task_attempts')").Scan(&res.TasksBytes); err != nil {
 		return res, err
