@@ -32,12 +32,13 @@ type Config struct {
 	// PollOnly disables LISTEN/NOTIFY (for PgBouncer transaction pooling).
 	PollOnly bool
 	// CompletionWait is how long the completer, given an outcome to write,
-	// waits for more to write in the same statement; default 5ms, negative
-	// for none. At low rates a statement (and a commit) per outcome costs
-	// the database several times its share of a batched one; under load
-	// batches fill without waiting. A task's slot frees as soon as its
-	// outcome is queued, so the wait delays only when the task shows as
-	// finished, never the next claim.
+	// waits for more to write in the same statement; default 20ms (River's
+	// completer flushes every 50ms), negative for none. At low rates a
+	// statement (and a commit) per outcome costs the database several times
+	// its share of a batched one; under load batches fill without waiting.
+	// A task's slot frees as soon as its outcome is queued, so the wait
+	// delays only when the task shows as finished, never the next claim;
+	// shutdown waits for every outcome to be written.
 	CompletionWait time.Duration
 	// Grace is how long shutdown waits for running tasks before releasing
 	// them; default 10s.
@@ -100,7 +101,7 @@ func (c *Config) setDefaults() error {
 		c.Grace = 10 * time.Second
 	}
 	if c.CompletionWait == 0 {
-		c.CompletionWait = 5 * time.Millisecond
+		c.CompletionWait = 20 * time.Millisecond
 	}
 	if c.Backoff.Base == 0 {
 		c.Backoff = claims.DefaultBackoff
