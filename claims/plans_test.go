@@ -13,24 +13,11 @@ import (
 	"github.com/agentledger/agentledger/internal/testdb"
 )
 
-// plannerTrap opens a connection, set as the daemon's are, to a fresh
-// database set as plancheck.Trap sets it.
+// plannerTrap is plancheck.TrapConn on a fresh database, without events.
 func plannerTrap(t *testing.T, finished, running int) (*pgx.Conn, []int64, []int64) {
 	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, testdb.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close(context.Background()) })
-	ids, tokens, _, err := plancheck.Trap(ctx, conn, finished, running, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := plancheck.DaemonSession(ctx, conn); err != nil {
-		t.Fatal(err)
-	}
-	return conn, ids, tokens
+	conn, tr := plancheck.TrapConn(t, testdb.URL(t), finished, running, 0)
+	return conn, tr.IDs, tr.Tokens
 }
 
 // batchArgs are arguments of the batched statements for ids.

@@ -4,8 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/agentledger/agentledger/internal/plancheck"
 	"github.com/agentledger/agentledger/internal/testdb"
 )
@@ -15,18 +13,8 @@ import (
 // generic, and the effect's row by the ledger's key.
 func TestFencedPlansReadByKey(t *testing.T) {
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, testdb.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close(context.Background()) })
-	ids, tokens, events, err := plancheck.Trap(ctx, conn, 200_000, 1_200, 1_000)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := plancheck.DaemonSession(ctx, conn); err != nil {
-		t.Fatal(err)
-	}
+	conn, tr := plancheck.TrapConn(t, testdb.URL(t), 200_000, 1_200, 1_000)
+	ids, tokens, events := tr.IDs, tr.Tokens, tr.Events
 	for _, f := range []struct {
 		name, table, index string
 		q                  fenced

@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/agentledger/agentledger/internal/plancheck"
 	"github.com/agentledger/agentledger/internal/testdb"
 )
@@ -17,18 +15,8 @@ import (
 // candidate), and the settling writes go by primary key.
 func TestPlansUnderStaleStatistics(t *testing.T) {
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, testdb.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close(context.Background()) })
-	_, _, events, err := plancheck.Trap(ctx, conn, 1_000, 10, 200_000)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := plancheck.DaemonSession(ctx, conn); err != nil {
-		t.Fatal(err)
-	}
+	conn, tr := plancheck.TrapConn(t, testdb.URL(t), 1_000, 10, 200_000)
+	events := tr.Events
 	// Leases the claim may take over: expired ones.
 	if _, err := conn.Exec(ctx, `UPDATE outbox SET lease_expires_at = now() - interval '1 minute' WHERE state = 'pending'`); err != nil {
 		t.Fatal(err)

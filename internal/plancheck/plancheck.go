@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"testing"
 
 	"github.com/jackc/pgx/v5"
 
@@ -309,6 +310,33 @@ func Trap(ctx context.Context, conn *pgx.Conn, finished, running, events int) (i
 	err = conn.QueryRow(ctx, `SELECT coalesce(array_agg(id ORDER BY id), '{}')
 		FROM (SELECT id FROM outbox WHERE state = 'pending' ORDER BY id LIMIT 1000) r`).Scan(&eventIDs)
 	return ids, tokens, eventIDs, err
+}
+
+// Trapped is what TrapConn set up: up to 1,000 running tasks' ids and
+// tokens, and the pending events' ids.
+type Trapped struct {
+	IDs, Tokens, Events []int64
+}
+
+// TrapConn connects to the database at url (a fresh, migrated one), sets it
+// up as Trap does and the session as the daemon's are, and closes the
+// connection when t ends.
+func TrapConn(t testing.TB, url string, finished, running, events int) (*pgx.Conn, Trapped) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	var tr Trapped
+	if tr.IDs, tr.Tokens, tr.Events, err = Trap(ctx, conn, finished, running, events); err != nil {
+		t.Fatal(err)
+	}
+	if err := DaemonSession(ctx, conn); err != nil {
+		t.Fatal(err)
+	}
+	return conn, tr
 }
 
 // DaemonSession sets conn's session as the daemon's connections are set
