@@ -12,6 +12,10 @@ import (
 // maxCompletionBatch caps one completion statement.
 const maxCompletionBatch = 1000
 
+// enoughToWrite is the batch size from which the completer writes what it
+// has without waiting for more.
+const enoughToWrite = 100
+
 // completion is one attempt's outcome waiting to be written. done receives
 // the new state, or "" when the lease was lost, or an error.
 type completion struct {
@@ -73,8 +77,9 @@ func (c *completer) run(ctx context.Context) {
 }
 
 // gather returns first and the outcomes that arrive within c.wait after it
-// (all that are waiting already when c.wait is not positive), up to a full
-// batch; it returns early when ctx is done.
+// (all that are waiting already when c.wait is not positive, or once
+// enoughToWrite have come), up to a full batch; it returns early when ctx
+// is done.
 func (c *completer) gather(ctx context.Context, first *completion) []*completion {
 	batch := []*completion{first}
 	var deadline <-chan time.Time
@@ -90,7 +95,10 @@ func (c *completer) gather(ctx context.Context, first *completion) []*completion
 			continue
 		default:
 		}
-		if deadline == nil {
+		// Waiting pays only while batches are small: a batch that is
+		// already large when the queue runs dry shares its statement well
+		// enough, and waiting would idle the completer under load.
+		if deadline == nil || len(batch) >= enoughToWrite {
 			break
 		}
 		select {
