@@ -207,15 +207,16 @@ func emitEvents(src, now string) string {
 // (an index scan for id = ANY reads the ids sorted), so two writers of the
 // same rows wait for each other instead of deadlocking.
 
-// fencedRows is a CTE named locked: the ids of the batch ($1 ids, $2
-// tokens) whose lease still holds by cond, locked in id order with lock.
-func fencedRows(cond, lock string) string {
-	return `locked AS MATERIALIZED (
+// liveLeases is a CTE named live: the ids of the batch ($1 ids, $2 tokens)
+// whose token is current and whose lease has not expired (by $3), each
+// looked up by primary key, in id order, and locked with lock (or not).
+func liveLeases(lock string) string {
+	return `live AS MATERIALIZED (
 	SELECT u.id
 	FROM (SELECT * FROM unnest($1::bigint[], $2::bigint[]) ORDER BY 1 OFFSET 0) AS u(id, token)
 	CROSS JOIN LATERAL (
 		SELECT FROM tasks t
-		WHERE t.id = u.id AND t.lease_token = u.token AND ` + cond + `
+		WHERE t.id = u.id AND t.lease_token = u.token AND t.lease_expires_at > coalesce($3::timestamptz, now())
 		OFFSET 0
 		` + lock + `
 	) l
@@ -228,9 +229,6 @@ func fencedRows(cond, lock string) string {
 const prevAttempt = `(SELECT p.lease_owner FROM tasks p WHERE p.id = t.id) AS lease_owner,
 		(SELECT coalesce(p.attempted_at, p.updated_at) FROM tasks p WHERE p.id = t.id) AS attempted_at`
 
-// lockedIDs is the condition of a write to the locked rows.
-const lockedIDs = `t.id = ANY (ARRAY(SELECT id FROM locked))`
-
 // fenced is the condition of a finishing write: the rows of the ids $1
 // whose token is the one $2 maps their id to and whose lease still holds.
 const fenced = `t.id = ANY ($1::bigint[]) AND t.lease_token = ($2::jsonb -> t.id::text)::bigint
@@ -241,23 +239,19 @@ const fenced = `t.id = ANY ($1::bigint[]) AND t.lease_token = ($2::jsonb -> t.id
 // skipped (their attempt is being finished, or the ledger holds the task
 // for a moment): one busy row must not hold up the others' renewals.
 var heartbeatSQL = `
-WITH ` + fencedRows(`t.lease_expires_at > coalesce($3::timestamptz, now())`, `FOR NO KEY UPDATE SKIP LOCKED`) + `
+WITH ` + liveLeases(`FOR NO KEY UPDATE SKIP LOCKED`) + `
 UPDATE tasks t SET
 	lease_expires_at = coalesce($3::timestamptz, now()) + $4::interval,
 	updated_at = coalesce($3::timestamptz, now())
-WHERE ` + lockedIDs + `
+WHERE t.id = ANY (ARRAY(SELECT id FROM live))
 RETURNING t.id, t.cancel_requested_at IS NOT NULL`
 
 // currentSQL tells which of the given leases still hold (token current,
 // lease unexpired) without waiting for row locks: a heartbeat that skipped
 // a busy row asks whether it was busy or lost.
-const currentSQL = `
-SELECT u.id FROM unnest($1::bigint[], $2::bigint[]) AS u(id, token)
-CROSS JOIN LATERAL (
-	SELECT 1 FROM tasks t
-	WHERE t.id = u.id AND t.lease_token = u.token AND t.lease_expires_at > coalesce($3::timestamptz, now())
-	OFFSET 0
-) l`
+var currentSQL = `
+WITH ` + liveLeases("") + `
+SELECT id FROM live`
 
 // leaseHeld fences a finishing write: the attempt's lease is still on the
 // row (it is cleared when the attempt ends, and replaced when the task is
