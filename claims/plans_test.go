@@ -42,6 +42,13 @@ func batchArgs(ids, tokens []int64) map[string][]any {
 	}
 }
 
+// trapSizes are the two tables the plan tests set: 200k finished rows and
+// 1,200 running analysed before any ran, and 30 rows analysed as such.
+var trapSizes = []struct {
+	name              string
+	finished, running int
+}{{"200k-finished", 200_000, 1_200}, {"30-rows", 20, 10}}
+
 var batched = map[string]string{
 	"succeed": succeedSQL, "fail": failSQL, "release": releaseSQL,
 	"heartbeat": heartbeatSQL, "current": currentSQL, "stop": stopSQL,
@@ -54,10 +61,7 @@ var batched = map[string]string{
 // (where a plan cached while the table was small would scan it, and keep
 // scanning it as it grows). Custom and generic plans alike.
 func TestBatchedPlansAreDrivenByIDs(t *testing.T) {
-	for _, size := range []struct {
-		name              string
-		finished, running int
-	}{{"200k-finished", 200_000, 1_200}, {"30-rows", 20, 10}} {
+	for _, size := range trapSizes {
 		conn, ids, tokens := plannerTrap(t, size.finished, size.running)
 		args := batchArgs(ids, tokens)
 		for name, sql := range batched {
@@ -93,10 +97,7 @@ func TestBatchedPlansAreDrivenByIDs(t *testing.T) {
 // queue, not from ids); what it must not do is scan the table or loop over
 // a scan, and its update must go by primary key.
 func TestClaimPlanReadsTheClaimIndexes(t *testing.T) {
-	for _, size := range []struct {
-		name              string
-		finished, running int
-	}{{"200k-finished", 200_000, 1_200}, {"30-rows", 20, 10}} {
+	for _, size := range trapSizes {
 		conn, _, _ := plannerTrap(t, size.finished, size.running)
 		if _, err := conn.Exec(context.Background(), `INSERT INTO tasks (kind) SELECT 'noop' FROM generate_series(1, 2000)`); err != nil {
 			t.Fatal(err)

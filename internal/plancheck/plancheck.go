@@ -167,13 +167,14 @@ func check(plan *Node, table string, allowed []string, loops bool) error {
 		}
 		if n.Relation == table {
 			switch n.NodeType {
-			case "Index Scan", "Index Only Scan", "Bitmap Index Scan":
+			case "Index Scan", "Index Only Scan":
 				if !contains(allowed, n.Index) {
 					bad = fmt.Errorf("%s of %s uses %s, not the ids (%s)", n.NodeType, table, n.Index, strings.Join(allowed, ", "))
 				}
 			case "Bitmap Heap Scan", "ModifyTable", "LockRows":
-				// their Bitmap Index Scan children, or the rows
-				// fed to them, are checked on their own
+				// their Bitmap Index Scan children (which carry no
+				// relation name), or the rows fed to them, are
+				// checked on their own
 			default:
 				bad = fmt.Errorf("%s of %s (filter %q): not driven by its ids", n.NodeType, table, n.Filter)
 			}
@@ -182,10 +183,10 @@ func check(plan *Node, table string, allowed []string, loops bool) error {
 			bad = fmt.Errorf("Bitmap Index Scan uses %s, not the ids", n.Index)
 		}
 		// A nested loop rescans its inner side once per outer row.
-		if inner := innerOfLoop(n, above); loops && inner != nil {
+		if loops && innerOfLoop(above, n) {
 			switch {
 			case n.NodeType == "Function Scan":
-				bad = fmt.Errorf("nested loop rescans %s() for every outer row", n.Function)
+				bad = fmt.Errorf("nested loop rescans function scan %s for every outer row", n.Alias)
 			case n.NodeType == "CTE Scan" && !constant[n.CTEName]:
 				bad = fmt.Errorf("nested loop rescans CTE %s for every outer row", n.CTEName)
 			case n.Relation == table && n.IndexCond == "":
@@ -208,7 +209,7 @@ func Lookups(plan *Node, table string, allowed ...string) error {
 		if bad != nil || n.Relation != table || n.NodeType == "ModifyTable" || n.NodeType == "LockRows" {
 			return
 		}
-		if innerOfLoop(n, above) == nil && !inSubPlan(n, above) {
+		if !innerOfLoop(above, n) && !inSubPlan(n, above) {
 			return
 		}
 		if !contains(allowed, n.Index) || n.IndexCond == "" {
@@ -236,20 +237,19 @@ func inSubPlan(n *Node, above []*Node) bool {
 	return false
 }
 
-// innerOfLoop returns the nested loop whose inner side n is on, if any.
-func innerOfLoop(n *Node, above []*Node) *Node {
+// innerOfLoop tells whether n, below the nodes above, is on the inner
+// (rescanned) side of a nested loop. A Materialize or Memoize between them
+// still rescans its source's result once per outer row, so it counts as
+// part of the inner side.
+func innerOfLoop(above []*Node, n *Node) bool {
 	child := n
 	for i := len(above) - 1; i >= 0; i-- {
-		p := above[i]
-		if p.NodeType == "Nested Loop" && child.Relationship == "Inner" {
-			return p
+		if above[i].NodeType == "Nested Loop" && child.Relationship == "Inner" {
+			return true
 		}
-		// a Materialize or Memoize above the rescanned node still
-		// rescans its source's result, not the node itself; treat them
-		// as part of the inner side.
-		child = p
+		child = above[i]
 	}
-	return nil
+	return false
 }
 
 // indexOf guesses whether index belongs to table by its name (PostgreSQL
@@ -273,14 +273,14 @@ func clip(s string) string {
 	return s[:160] + "…"
 }
 
-// Trap fills tasks with finished rows, gathers statistics, then adds
+// trap fills tasks with finished rows, gathers statistics, then adds
 // running ones and (when events > 0) as many pending outbox events of
 // distinct tasks on top of as many delivered ones: the planner believes no
 // task runs and no event is pending, the statistics a queue has after a
 // quiet hour and the ones under which a cached plan of a batched write
 // started from the partial index of that state. It returns the ids and
 // lease tokens of up to 1,000 running tasks, and the ids of pending events.
-func Trap(ctx context.Context, conn *pgx.Conn, finished, running, events int) (ids, tokens, eventIDs []int64, err error) {
+func trap(ctx context.Context, conn *pgx.Conn, finished, running, events int) (ids, tokens, eventIDs []int64, err error) {
 	for _, q := range []string{
 		fmt.Sprintf(`INSERT INTO tasks (kind, state, attempt, finished_at, lease_token, attempted_at)
 		 SELECT 'noop', 'succeeded', 1, now() - interval '1 hour', 1, now() - interval '1 hour'
@@ -319,7 +319,7 @@ type Trapped struct {
 }
 
 // TrapConn connects to the database at url (a fresh, migrated one), sets it
-// up as Trap does and the session as the daemon's are, and closes the
+// up as trap does and the session as the daemon's are, and closes the
 // connection when t ends.
 func TrapConn(t testing.TB, url string, finished, running, events int) (*pgx.Conn, Trapped) {
 	t.Helper()
@@ -330,7 +330,7 @@ func TrapConn(t testing.TB, url string, finished, running, events int) (*pgx.Con
 	}
 	t.Cleanup(func() { conn.Close(context.Background()) })
 	var tr Trapped
-	if tr.IDs, tr.Tokens, tr.Events, err = Trap(ctx, conn, finished, running, events); err != nil {
+	if tr.IDs, tr.Tokens, tr.Events, err = trap(ctx, conn, finished, running, events); err != nil {
 		t.Fatal(err)
 	}
 	if err := DaemonSession(ctx, conn); err != nil {
