@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentledger/agentledger/database"
 	"github.com/agentledger/agentledger/internal/testdb"
 )
 
@@ -27,7 +28,11 @@ func runBench(t *testing.T, args ...string) string {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	if err := run(context.Background(), args, &out, &errOut); err != nil {
-		t.Fatalf("agentbench %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, &out, &errOut)
+		shown := make([]string, len(args)) // database URLs carry the test cluster's password
+		for i, a := range args {
+			shown[i] = database.Redact(a)
+		}
+		t.Fatalf("agentbench %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(shown, " "), err, &out, &errOut)
 	}
 	return out.String()
 }
