@@ -123,7 +123,6 @@ buried AS (
 		last_error = CASE WHEN t.cancel_requested_at IS NULL
 			THEN 'the lease of its last allowed attempt expired: the worker crashed or stalled'
 			ELSE 'cancelled by operator' END,
-		lease_owner = NULL,
 		lease_expires_at = NULL,
 		finished_at = now.t,
 		updated_at = now.t
@@ -223,11 +222,15 @@ func liveLeases(lock string) string {
 )`
 }
 
-// prevAttempt reads, in a finishing statement's RETURNING, the worker and
-// start of the attempt from the task row as it was before the statement
-// cleared the lease: a subquery there sees the statement's snapshot.
-const prevAttempt = `(SELECT p.lease_owner FROM tasks p WHERE p.id = t.id) AS lease_owner,
-		(SELECT coalesce(p.attempted_at, p.updated_at) FROM tasks p WHERE p.id = t.id) AS attempted_at`
+// closedAttempt reads, in a finishing statement's RETURNING, the worker and
+// start of the attempt it closes. A finished attempt leaves both on the row
+// (lease_owner then names the worker of the last attempt; only a running
+// task's is a lease holder), so they are read from the updated row itself:
+// reading the row as it was before the statement, a subquery per column,
+// cost a third of a completion's buffer reads. Only a task claimed before
+// attempted_at existed reads its old updated_at.
+const closedAttempt = `t.lease_owner,
+		coalesce(t.attempted_at, (SELECT p.updated_at FROM tasks p WHERE p.id = t.id)) AS attempted_at`
 
 // fenced is the condition of a finishing write: the rows of the ids $1
 // whose token is the one $2 maps their id to and whose lease still holds.
@@ -266,12 +269,11 @@ WITH done AS (
 		state = 'succeeded',
 		result = $3::jsonb -> t.id::text,
 		last_error = NULL, -- the failures before are in the attempt records
-		lease_owner = NULL,
 		lease_expires_at = NULL,
 		finished_at = coalesce($4::timestamptz, now()),
 		updated_at = coalesce($4::timestamptz, now())
 	WHERE ` + fenced + `
-	RETURNING t.id, t.lease_token, t.attempt, t.generation, ` + eventColumns + `, ` + prevAttempt + `
+	RETURNING t.id, t.lease_token, t.attempt, t.generation, ` + eventColumns + `, ` + closedAttempt + `
 ),
 closed AS (
 	INSERT INTO task_attempts (task_id, lease_token, attempt, generation, worker, started_at, ended_at, outcome)
@@ -303,11 +305,10 @@ WITH done AS (
 		finished_at = CASE WHEN t.cancel_requested_at IS NULL AND NOT ` + failField("final", "bool") + ` AND t.attempt < t.max_attempts
 			THEN NULL ELSE coalesce($4::timestamptz, now()) END,
 		last_error = ` + failField("error", "text") + `,
-		lease_owner = NULL,
 		lease_expires_at = NULL,
 		updated_at = coalesce($4::timestamptz, now())
 	WHERE ` + fenced + `
-	RETURNING t.id, t.lease_token, t.attempt, t.generation, ` + eventColumns + `, ` + prevAttempt + `
+	RETURNING t.id, t.lease_token, t.attempt, t.generation, ` + eventColumns + `, ` + closedAttempt + `
 ),
 closed AS (
 	INSERT INTO task_attempts (task_id, lease_token, attempt, generation, worker, started_at, ended_at, outcome, error)
@@ -327,11 +328,10 @@ WITH done AS (
 		state = 'queued',
 		attempt = t.attempt - 1,
 		run_at = coalesce($3::timestamptz, now()),
-		lease_owner = NULL,
 		lease_expires_at = NULL,
 		updated_at = coalesce($3::timestamptz, now())
 	WHERE ` + fenced + `
-	RETURNING t.id, t.lease_token, t.queue, t.attempt + 1 AS attempt, t.generation, ` + prevAttempt + `
+	RETURNING t.id, t.lease_token, t.queue, t.attempt + 1 AS attempt, t.generation, ` + closedAttempt + `
 ),
 closed AS (
 	INSERT INTO task_attempts (task_id, lease_token, attempt, generation, worker, started_at, ended_at, outcome, error)
@@ -355,12 +355,11 @@ WITH done AS (
 	UPDATE tasks t SET
 		state = $5,
 		last_error = $3,
-		lease_owner = NULL,
 		lease_expires_at = NULL,
 		finished_at = CASE WHEN $5 = 'cancelled' THEN coalesce($4::timestamptz, now()) END,
 		updated_at = coalesce($4::timestamptz, now())
 	WHERE ` + fenced + `
-	RETURNING t.id, t.lease_token, t.attempt, t.generation, ` + eventColumns + `, ` + prevAttempt + `
+	RETURNING t.id, t.lease_token, t.attempt, t.generation, ` + eventColumns + `, ` + closedAttempt + `
 ),
 closed AS (
 	INSERT INTO task_attempts (task_id, lease_token, attempt, generation, worker, started_at, ended_at, outcome, error)
@@ -392,7 +391,6 @@ upd AS (
 		cancel_requested_at = coalesce(t.cancel_requested_at, now.t),
 		finished_at = CASE WHEN cur.live THEN NULL ELSE now.t END,
 		last_error = CASE WHEN cur.live THEN t.last_error ELSE 'cancelled by operator' END,
-		lease_owner = CASE WHEN cur.live THEN t.lease_owner END,
 		lease_expires_at = CASE WHEN cur.live THEN t.lease_expires_at END,
 		updated_at = now.t
 	FROM cur, now

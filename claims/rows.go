@@ -49,7 +49,7 @@ func (r *taskRow) toTask() *agentledger.Task {
 		Attempt:         r.Attempt,
 		MaxAttempts:     r.MaxAttempts,
 		Generation:      r.Generation,
-		LeaseOwner:      deref(r.LeaseOwner),
+		LeaseOwner:      leaseOwner(r),
 		LeaseToken:      r.LeaseToken,
 		LeaseExpiresAt:  r.LeaseExpiresAt,
 		CancelRequested: r.CancelRequestedAt,
@@ -99,4 +99,14 @@ func notFound(err error) error {
 		return agentledger.ErrNotFound
 	}
 	return err
+}
+
+// leaseOwner is the lease holder of a running task. A finished attempt
+// leaves its worker on the row (the attempt records say who ran each); it
+// holds no lease.
+func leaseOwner(r *taskRow) string {
+	if r.State != string(agentledger.StateRunning) {
+		return ""
+	}
+	return deref(r.LeaseOwner)
 }
