@@ -113,7 +113,12 @@ func (c *completer) gather(ctx context.Context, first *completion) []*completion
 	return batch
 }
 
+// writeTimeout bounds one batch's statements; its waiters get the error.
+const writeTimeout = 30 * time.Second
+
 func (c *completer) flush(ctx context.Context, batch []*completion) {
+	ctx, cancel := context.WithTimeout(ctx, writeTimeout)
+	defer cancel()
 	var ok []*completion
 	var failed []*completion
 	for _, cm := range batch {

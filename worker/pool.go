@@ -36,6 +36,8 @@ type Pool struct {
 	hurryOnce sync.Once
 
 	kindNames []string // sorted; what this pool claims
+
+	bg context.Context // the keeper's and completer's: lives through the grace period
 }
 
 // New returns a Pool working through db.
@@ -76,6 +78,7 @@ func (p *Pool) Run(ctx context.Context) error {
 	// Background machinery outlives ctx: it must keep leases alive and
 	// record outcomes through the grace period.
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
+	p.bg = bg
 	var bgWG sync.WaitGroup
 	bgWG.Add(2)
 	go func() { defer bgWG.Done(); p.keeper.run(bg) }()
@@ -257,7 +260,7 @@ func (p *Pool) runTask(ctx context.Context, t *agentledger.Task, lease agentledg
 	}
 	h, ok := p.cfg.Handlers[t.Kind]
 	if !ok {
-		p.record(ctx, lease, nil, agentledger.Permanent(fmt.Errorf("no handler for kind %q on worker %s (it knows: %s)",
+		p.record(lease, nil, agentledger.Permanent(fmt.Errorf("no handler for kind %q on worker %s (it knows: %s)",
 			t.Kind, p.cfg.ID, strings.Join(p.kindNames, ", "))), t, time.Now(), freeSlot)
 		return
 	}
@@ -283,12 +286,12 @@ func (p *Pool) runTask(ctx context.Context, t *agentledger.Task, lease agentledg
 		}
 		return
 	}
-	p.record(ctx, lease, result, err, t, started, freeSlot)
+	p.record(lease, result, err, t, started, freeSlot)
 }
 
 // record writes the outcome of an attempt through the completer; queued is
 // called once the completer has taken it.
-func (p *Pool) record(ctx context.Context, lease agentledger.Lease, result []byte, err error, t *agentledger.Task,
+func (p *Pool) record(lease agentledger.Lease, result []byte, err error, t *agentledger.Task,
 	started time.Time, queued func()) {
 	cm := &completion{}
 	if err == nil {
@@ -305,11 +308,10 @@ func (p *Pool) record(ctx context.Context, lease agentledger.Lease, result []byt
 		}
 		cm.failure = &f
 	}
-	// The outcome is written even if the task's context ends now.
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
+	// The outcome is written even if the task's context ends now: the wait
+	// ends with the pool's background work (the completer bounds each write).
 	p.keeper.completing(lease)
-	r := p.done.complete(wctx, cm, queued)
+	r := p.done.complete(p.bg, cm, queued)
 	switch {
 	case r.err != nil:
 		p.taskLog(t).Error("recording outcome failed; the lease will expire and the task run again", "err", r.err)
