@@ -204,7 +204,7 @@ func latencyRun(ctx context.Context, srv *Server, f LatencyFlags, out io.Writer,
 
 	cpu := StartCPU(ctx, enqDB)
 	sched := Schedule{Rate: f.Rate, Total: total, Enqueuers: f.Enqueuers}
-	sent, err := sched.Run(ctx, rec.since, func(ctx context.Context, i int, at int64) error {
+	sent, err := sched.Run(ctx, rec.since, func(ctx context.Context, i, _ int, at int64) error {
 		payload, _ := json.Marshal(latencyPayload{I: i, T: at})
 		_, err := store.Enqueue(ctx, claims.EnqueueParams{Kind: "stamp", Payload: payload})
 		return err
@@ -256,20 +256,24 @@ func openConns(ctx context.Context, pool *pgxpool.Pool, n int) error {
 // whatever happened to earlier ones; Enqueuers goroutines share it.
 type Schedule struct {
 	Rate, Total, Enqueuers int
+	// Batch is how many consecutive tasks one enqueue call sends (at most;
+	// 0 or 1: one). A batch is sent when its last task is due.
+	Batch int
 }
 
 // Sent is what a schedule achieved.
 type Sent struct {
-	EnqueueDur []int64 // per task, ns
+	EnqueueDur []int64 // per task, ns: the call that sent it
 	Achieved   float64 // tasks/s actually enqueued
 	MaxLag     time.Duration
 }
 
-// Run calls enqueue(ctx, i, at) for every task i on the schedule, at being
-// since() just before the call, and returns when all were sent or one
-// failed.
-func (s Schedule) Run(ctx context.Context, since func() int64, enqueue func(ctx context.Context, i int, at int64) error) (Sent, error) {
+// Run calls enqueue(ctx, first, n, at) for the tasks first … first+n-1 of
+// the schedule, in batches of Batch, at being since() just before the call,
+// and returns when all were sent or one call failed.
+func (s Schedule) Run(ctx context.Context, since func() int64, enqueue func(ctx context.Context, first, n int, at int64) error) (Sent, error) {
 	res := Sent{EnqueueDur: make([]int64, s.Total)}
+	batch := max(s.Batch, 1)
 	var next, maxLag atomic.Int64
 	interval := time.Second / time.Duration(s.Rate)
 	t0 := time.Now().Add(10 * time.Millisecond)
@@ -280,22 +284,26 @@ func (s Schedule) Run(ctx context.Context, since func() int64, enqueue func(ctx 
 		go func() {
 			defer wg.Done()
 			for {
-				i := int(next.Add(1) - 1)
+				i := int(next.Add(int64(batch)) - int64(batch))
 				if i >= s.Total || ctx.Err() != nil {
 					return
 				}
-				due := t0.Add(time.Duration(i) * interval)
+				n := min(batch, s.Total-i)
+				due := t0.Add(time.Duration(i+n-1) * interval)
 				if d := time.Until(due); d > 0 {
 					time.Sleep(d)
 				} else if lag := int64(-d); lag > maxLag.Load() {
 					maxLag.Store(lag) // racy maximum: good enough for a diagnostic
 				}
 				at := since()
-				if err := enqueue(ctx, i, at); err != nil {
+				if err := enqueue(ctx, i, n, at); err != nil {
 					errs <- err
 					return
 				}
-				res.EnqueueDur[i] = since() - at
+				took := since() - at
+				for j := i; j < i+n; j++ {
+					res.EnqueueDur[j] = took
+				}
 			}
 		}()
 	}

@@ -188,7 +188,7 @@ func riverLatencyRun(ctx context.Context, srv *Server, f RiverLatencyFlags, cool
 	}
 	cpu := StartCPU(ctx, enqDB)
 	sched := Schedule{Rate: f.Rate, Total: total, Enqueuers: f.Enqueuers}
-	sent, err := sched.Run(ctx, rec.since, func(ctx context.Context, i int, at int64) error {
+	sent, err := sched.Run(ctx, rec.since, func(ctx context.Context, i, _ int, at int64) error {
 		_, err := inserter.Insert(ctx, riverStamp{I: i, T: at}, nil)
 		return err
 	})

@@ -37,6 +37,7 @@ type SustainedFlags struct {
 	Duration        time.Duration
 	Window          time.Duration
 	Enqueuers       int
+	EnqueueBatch    int
 	Concurrency     int
 	Batch           int
 	MaxConns        int
@@ -91,6 +92,8 @@ func runSustained(ctx context.Context, args []string, out, errOut io.Writer) err
 	fs.DurationVar(&f.Duration, "duration", 10*time.Minute, "how long to enqueue")
 	fs.DurationVar(&f.Window, "window", 30*time.Second, "length of a reported window")
 	fs.IntVar(&f.Enqueuers, "enqueuers", 8, "goroutines (and connections) enqueueing on the shared schedule")
+	fs.IntVar(&f.EnqueueBatch, "enqueue-batch", 1,
+		"tasks per enqueue call (1: Enqueue; more: EnqueueBatch, one statement and one commit, sent when its last task is due)")
 	fs.IntVar(&f.Concurrency, "concurrency", 100, "worker pool concurrency (agentd's default)")
 	fs.IntVar(&f.Batch, "batch", 100, "claim batch size (agentd's default)")
 	fs.IntVar(&f.MaxConns, "max-conns", 20, "connection pool size of the worker pool, shared with the janitor and the scheduler (agentd's default)")
@@ -112,9 +115,9 @@ func runSustained(ctx context.Context, args []string, out, errOut io.Writer) err
 	if err := f.check(); err != nil {
 		return err
 	}
-	if f.Rate <= 0 || f.Duration <= 0 || f.Window <= 0 || f.Enqueuers <= 0 || f.Concurrency <= 0 || f.Batch < 0 ||
+	if f.Rate <= 0 || f.Duration <= 0 || f.Window <= 0 || f.Enqueuers <= 0 || f.EnqueueBatch <= 0 || f.Concurrency <= 0 || f.Batch < 0 ||
 		f.MaxConns <= 0 || f.Retention <= 0 || f.JanitorInterval <= 0 {
-		return errors.New("--rate, --duration, --window, --enqueuers, --concurrency, --max-conns, --retention and --janitor-interval must be positive")
+		return errors.New("--rate, --duration, --window, --enqueuers, --enqueue-batch, --concurrency, --max-conns, --retention and --janitor-interval must be positive")
 	}
 	if f.Window > f.Duration {
 		return errors.New("--window must not be longer than --duration")
@@ -147,9 +150,9 @@ func runSustained(ctx context.Context, args []string, out, errOut io.Writer) err
 		return err
 	}
 	defer srv.Close()
-	fmt.Fprintf(out, "# sustained: %d tasks/s for %s in windows of %s, %d enqueuers; one pool of concurrency %d, batch %d, "+
+	fmt.Fprintf(out, "# sustained: %d tasks/s for %s in windows of %s, %d enqueuers sending %d per call; one pool of concurrency %d, batch %d, "+
 		"%d connections; janitor every %s, retention %s; cron %q; %s\n# %s, GOMAXPROCS=%d, %d CPUs\n",
-		f.Rate, f.Duration, f.Window, f.Enqueuers, f.Concurrency, f.Batch, f.MaxConns, f.JanitorInterval, f.Retention,
+		f.Rate, f.Duration, f.Window, f.Enqueuers, f.EnqueueBatch, f.Concurrency, f.Batch, f.MaxConns, f.JanitorInterval, f.Retention,
 		f.Cron, srv.Describe(ctx), runtime.Version(), runtime.GOMAXPROCS(0), runtime.NumCPU())
 	fmt.Fprintf(out, "# a task counts in the window its handler started in; go = this process (enqueuers, workers, "+
 		"janitor, scheduler); deleted: finished tasks the janitor deleted\n\n")
@@ -316,14 +319,22 @@ func sustainedRun(ctx context.Context, srv *Server, f SustainedFlags, log *slog.
 		// due then (if they fell behind) unsent: the run lasts --duration.
 		sendCtx, stopSending := context.WithDeadline(ctx, rec.base.Add(time.Duration(origin)+f.Duration+sendGrace))
 		defer stopSending()
-		sched := Schedule{Rate: f.Rate, Total: total, Enqueuers: f.Enqueuers}
-		sent, sendErr = sched.Run(sendCtx, rec.since, func(_ context.Context, i int, at int64) error {
-			payload, _ := json.Marshal(latencyPayload{I: i, T: at})
-			calls.Add(1) // a task may start before its Enqueue returns
-			if _, err := store.Enqueue(ctx, claims.EnqueueParams{Kind: "stamp", Payload: payload}); err != nil {
+		sched := Schedule{Rate: f.Rate, Total: total, Enqueuers: f.Enqueuers, Batch: f.EnqueueBatch}
+		sent, sendErr = sched.Run(sendCtx, rec.since, func(_ context.Context, first, n int, at int64) error {
+			batch := make([]claims.EnqueueParams, n)
+			for j := range batch {
+				payload, _ := json.Marshal(latencyPayload{I: first + j, T: at})
+				batch[j] = claims.EnqueueParams{Kind: "stamp", Payload: payload}
+			}
+			calls.Add(int64(n)) // a task may start before its Enqueue returns
+			if n == 1 {
+				if _, err := store.Enqueue(ctx, batch[0]); err != nil {
+					return err
+				}
+			} else if _, err := store.EnqueueBatch(ctx, batch); err != nil {
 				return err
 			}
-			enqueued.Add(1)
+			enqueued.Add(int64(n))
 			return nil
 		})
 		sentFor = time.Duration(rec.since() - origin)
