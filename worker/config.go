@@ -31,6 +31,13 @@ type Config struct {
 	PollInterval time.Duration
 	// PollOnly disables LISTEN/NOTIFY (for PgBouncer transaction pooling).
 	PollOnly bool
+	// ClaimCooldown is the least time from the end of one claim to the
+	// start of the next one woken by a notification or a freed slot, so
+	// that tasks arriving close together share a claim and its commit (a
+	// commit costs the database more than the claim's work); default
+	// 500µs, negative for none. A claim that filled its batch is followed
+	// at once whatever this says.
+	ClaimCooldown time.Duration
 	// CompletionWait is how long the completer, given an outcome to write,
 	// waits for more to write in the same statement while it has fewer
 	// than 100; default 20ms (River's completer flushes every 50ms),
@@ -100,6 +107,12 @@ func (c *Config) setDefaults() error {
 	}
 	if c.Grace == 0 {
 		c.Grace = 10 * time.Second
+	}
+	switch {
+	case c.ClaimCooldown == 0:
+		c.ClaimCooldown = 500 * time.Microsecond
+	case c.ClaimCooldown < 0:
+		c.ClaimCooldown = 0
 	}
 	if c.CompletionWait == 0 {
 		c.CompletionWait = 20 * time.Millisecond

@@ -153,6 +153,7 @@ func (p *Pool) produce(ctx, work context.Context, q string) {
 	// in between (woken by new tasks, or by freed slots) they claim due
 	// tasks only, the cheaper statement.
 	sweep := true
+	var lastClaim time.Time
 	for {
 		select {
 		case <-poll.C: // a backlog of full batches never reaches the wait below
@@ -166,6 +167,7 @@ func (p *Pool) produce(ctx, work context.Context, q string) {
 		got := 0
 		if free > 0 {
 			tasks, sentAt, err := p.claim(ctx, q, free, !sweep)
+			lastClaim = time.Now()
 			if err == nil {
 				sweep = false
 			}
@@ -197,10 +199,40 @@ func (p *Pool) produce(ctx, work context.Context, q string) {
 		case <-ctx.Done():
 			return
 		case <-p.wake[q]:
+			if !p.coolDown(ctx, lastClaim) {
+				return
+			}
 		case <-poll.C:
 			sweep = true
 		case <-freed:
+			if !p.coolDown(ctx, lastClaim) {
+				return
+			}
 		}
+		// The claim about to run sees every task whose notification has
+		// arrived (a notification follows its commit): those are news no
+		// more.
+		select {
+		case <-p.wake[q]:
+		default:
+		}
+	}
+}
+
+// coolDown waits until ClaimCooldown has passed since last; false if ctx
+// ended first.
+func (p *Pool) coolDown(ctx context.Context, last time.Time) bool {
+	d := p.cfg.ClaimCooldown - time.Since(last)
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 

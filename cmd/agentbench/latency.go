@@ -32,6 +32,7 @@ type LatencyFlags struct {
 	PollInterval time.Duration
 	PollOnly     bool
 	Both         bool
+	Cooldown     time.Duration
 }
 
 // latencyPayload is what each task carries: its sequence number and the
@@ -66,6 +67,7 @@ func runLatency(ctx context.Context, args []string, out, errOut io.Writer) error
 	fs.IntVar(&f.Concurrency, "concurrency", 100, "worker pool concurrency")
 	fs.IntVar(&f.Batch, "batch", 0, "claim batch size (0: the pool's default, the concurrency)")
 	fs.DurationVar(&f.PollInterval, "poll-interval", 0, "the pool's poll interval (0: the worker default, 1s)")
+	fs.DurationVar(&f.Cooldown, "claim-cooldown", 0, "the pool's claim cooldown (0: the worker default, 500µs; negative: none)")
 	fs.BoolVar(&f.PollOnly, "poll-only", false, "disable LISTEN/NOTIFY: wake-ups by polling only")
 	fs.BoolVar(&f.Both, "both", false, "run with LISTEN/NOTIFY, then --poll-only, and report both")
 	if err := fs.Parse(args); err != nil {
@@ -161,13 +163,14 @@ func latencyRun(ctx context.Context, srv *Server, f LatencyFlags, out io.Writer,
 		return tools.Noop(ctx, t)
 	})
 	pool, err := worker.New(workDB, worker.Config{
-		ID:           "bench-latency",
-		Concurrency:  f.Concurrency,
-		BatchSize:    f.Batch,
-		PollInterval: f.PollInterval,
-		PollOnly:     f.PollOnly,
-		Handlers:     map[string]worker.Handler{"stamp": handler},
-		Logger:       log,
+		ID:            "bench-latency",
+		Concurrency:   f.Concurrency,
+		BatchSize:     f.Batch,
+		PollInterval:  f.PollInterval,
+		PollOnly:      f.PollOnly,
+		ClaimCooldown: f.Cooldown,
+		Handlers:      map[string]worker.Handler{"stamp": handler},
+		Logger:        log,
 	})
 	if err != nil {
 		return res, err
