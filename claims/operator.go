@@ -7,14 +7,17 @@ import (
 	"github.com/agentledger/agentledger"
 )
 
-// Requeue modes.
+// RequeueMode says how an operator runs a finished task again.
+type RequeueMode int
+
+// The requeue modes. Their values are the generation step requeueSQL adds.
 const (
 	// Replay runs the task again in the same generation: effects the ledger
 	// has completed are served from it, only unfinished ones run.
-	Replay = 0
+	Replay RequeueMode = 0
 	// Rerun runs the task again as a new intent: the generation is bumped,
 	// so every effect key changes and every effect runs again.
-	Rerun = 1
+	Rerun RequeueMode = 1
 )
 
 // Replayable are the states an operator may replay or re-run a task from:
@@ -35,18 +38,18 @@ var replayable = func() []string {
 // to tenant unless empty. It returns the task as queued. ErrNotFound for an
 // unknown task; ErrConflict while the task is queued or running, and for a
 // replay of a task whose ledger rows retention has removed.
-func (s *Store) Requeue(ctx context.Context, tenant string, id int64, mode int) (*agentledger.Task, error) {
+func (s *Store) Requeue(ctx context.Context, tenant string, id int64, mode RequeueMode) (*agentledger.Task, error) {
 	return s.requeue(ctx, tenant, id, mode, replayable)
 }
 
-func (s *Store) requeue(ctx context.Context, tenant string, id int64, mode int, from []string) (*agentledger.Task, error) {
+func (s *Store) requeue(ctx context.Context, tenant string, id int64, mode RequeueMode, from []string) (*agentledger.Task, error) {
 	if mode != Replay && mode != Rerun {
 		return nil, agentledger.Invalid("mode", "unknown requeue mode %d", mode)
 	}
 	var before string
 	var expired, changed bool
 	var woke int64
-	err := s.db.QueryRow(ctx, requeueSQL, id, tenant, mode, from, s.now()).Scan(&before, &expired, &changed, &woke)
+	err := s.db.QueryRow(ctx, requeueSQL, id, tenant, int(mode), from, s.now()).Scan(&before, &expired, &changed, &woke)
 	if err != nil {
 		if err := notFound(err); err == agentledger.ErrNotFound {
 			return nil, fmt.Errorf("task %d: %w", id, err)

@@ -38,7 +38,7 @@ func (a *App) action(msg tea.KeyMsg) (tea.Cmd, bool) {
 		switch {
 		case key.Matches(msg, k.BulkRetry):
 			return a.cmd.bulkCount(bulkRetry, a.tasks.filter), true
-		case key.Matches(msg, k.BulkCancl):
+		case key.Matches(msg, k.BulkCancel):
 			return a.cmd.bulkCount(bulkCancel, a.tasks.filter), true
 		}
 	}
