@@ -208,7 +208,7 @@ func TestFailRetriesThenDead(t *testing.T) {
 	c := newClock()
 	s := pinnedStore(t, c)
 	task := enqueue(t, s, claims.EnqueueParams{MaxAttempts: 3})
-	b := claims.Backoff{Base: time.Second, Max: time.Minute, Jitter: 0.5, Rand: func() float64 { return 1 }}
+	b := agentledger.Backoff{Base: time.Second, Max: time.Minute, Jitter: 0.5, Rand: func() float64 { return 1 }}
 
 	for attempt := int32(1); attempt <= 3; attempt++ {
 		got := claimOne(t, s, "w", time.Minute)
@@ -253,25 +253,6 @@ func TestFailFinalIsDeadAtOnce(t *testing.T) {
 	}
 	if after := get(t, s, task.ID); after.Attempt != 1 || after.LastError != "bad input" {
 		t.Fatalf("%+v", after)
-	}
-}
-
-func TestBackoffDelay(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		r       float64
-		attempt int32
-		want    time.Duration
-	}{
-		{0.5, 1, time.Second}, {0.5, 2, 2 * time.Second}, {0.5, 4, 8 * time.Second},
-		{0.5, 30, time.Hour}, {0, 1, 800 * time.Millisecond}, {1, 3, 4800 * time.Millisecond},
-		{0.5, 0, time.Second},
-	} {
-		b := claims.DefaultBackoff
-		b.Rand = func() float64 { return tc.r }
-		if got := b.Delay(tc.attempt); got != tc.want {
-			t.Errorf("Delay(%d) with r=%v = %v, want %v", tc.attempt, tc.r, got, tc.want)
-		}
 	}
 }
 

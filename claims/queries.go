@@ -1,5 +1,7 @@
 package claims
 
+import "github.com/agentledger/agentledger/notify/outbox"
+
 // All SQL of the tasks and task_attempts tables lives here. $now is always
 // coalesce($n::timestamptz, now()) so tests can pin the clock.
 
@@ -13,7 +15,7 @@ const taskColumns = `id, tenant, queue, kind, payload, priority, run_at, state,
 // the workers of each queue that got a due task (one NOTIFY per queue,
 // delivered at commit). Rows come back in input order: identities are
 // drawn in insertion order, which follows the input's.
-const enqueueSQL = `
+const enqueueSQL = `/* claims.enqueue */
 WITH ins AS (
 	INSERT INTO tasks (tenant, queue, kind, payload, priority, run_at, max_attempts,
 		submission_key, request_hash)
@@ -41,7 +43,7 @@ ORDER BY ins.id`
 // notifications with it.)
 const woken = `(SELECT count(*) FROM wake) >= 0`
 
-const lookupKeysSQL = `
+const lookupKeysSQL = `/* claims.lookupKeys */
 SELECT ` + taskColumns + `, request_hash
 FROM tasks t
 JOIN unnest($1::text[], $2::text[]) AS k(tenant, submission_key)
@@ -81,7 +83,7 @@ const claimDue = `due AS (
 )`
 
 // claimDueSQL is claimSQL without the expired leases (ClaimParams.DueOnly).
-var claimDueSQL = `
+var claimDueSQL = `/* claims.claimDue */
 WITH ` + claimNow + `,
 ` + claimDue + `,
 ` + claimedFrom("due")
@@ -92,7 +94,7 @@ WITH ` + claimNow + `,
 // (lease_expired) and dead-letters expired tasks that have no attempts left.
 // Each branch reads its own partial index; the update takes its ids as an
 // array so that the plan stays an index lookup however the tables grow.
-var claimSQL = `
+var claimSQL = `/* claims.claim */
 WITH ` + claimNow + `,
 ` + claimDue + `,
 expired_leases AS (
@@ -130,7 +132,7 @@ buried AS (
 	WHERE t.id = e.id AND e.exhausted
 	RETURNING t.id, t.generation, t.attempt, ` + eventColumns + `
 ),
-` + emitEvents("buried", "(SELECT t FROM now)") + `,
+` + outbox.EventsCTE("buried", "(SELECT t FROM now)") + `,
 expired AS (
 	INSERT INTO task_attempts (task_id, lease_token, attempt, generation, worker, started_at, ended_at, outcome, error)
 	SELECT e.id, e.lease_token, e.attempt, e.generation, e.lease_owner, e.attempted_at, now.t, 'lease_expired',
@@ -147,33 +149,10 @@ expired AS (
 const closeConflict = `ON CONFLICT (task_id, lease_token) DO UPDATE SET
 		ended_at = EXCLUDED.ended_at, outcome = EXCLUDED.outcome, error = EXCLUDED.error`
 
-// eventColumns are what emitEvents reads from a state change's RETURNING,
-// besides id, generation and attempt.
+// eventColumns are what outbox.EventsCTE reads from a state change's
+// RETURNING, besides id, generation and attempt.
 const eventColumns = `t.tenant, t.queue, t.kind, t.state, t.max_attempts, t.last_error, t.result`
 
-// emitEvents is the transactional outbox (package outbox): a CTE that
-// writes, in the statement that changes task states, one event per changed
-// task and matching enabled notification rule. src names the statement's
-// CTE of changed rows (id, generation, attempt and eventColumns), now the
-// statement's clock. A state
-// that no rule asks for writes nothing, so without rules a state change
-// costs what it did; with rules the event commits with the change, and is
-// fenced as the change is.
-func emitEvents(src, now string) string {
-	return `events AS (
-	INSERT INTO outbox (tenant, task_id, generation, attempt, event, rule, channel, payload,
-		available_at, created_at, updated_at)
-	SELECT s.tenant, s.id, s.generation, s.attempt, s.state, r.name, r.channel,
-		jsonb_strip_nulls(jsonb_build_object('kind', s.kind, 'queue', s.queue, 'state', s.state,
-			'attempt', s.attempt, 'max_attempts', s.max_attempts,
-			'error', left(s.last_error, 1000), 'result', left(s.result::text, 1000))),
-		` + now + `, ` + now + `, ` + now + `
-	FROM ` + src + ` s JOIN notification_rules r ON r.enabled AND s.state = ANY (r.events)
-		AND coalesce(r.tenant = s.tenant, true) AND coalesce(r.queue = s.queue, true)
-		AND coalesce(r.kind = s.kind, true)
-	ORDER BY s.id, r.name
-)`
-}
 
 // The batched statements below are driven by their ids, whatever the
 // planner believes about the table:
@@ -241,7 +220,7 @@ const fenced = `t.id = ANY ($1::bigint[]) AND t.lease_token = ($2::jsonb -> t.id
 // reports, for each, whether an operator asked to cancel it. Locked rows are
 // skipped (their attempt is being finished, or the ledger holds the task
 // for a moment): one busy row must not hold up the others' renewals.
-var heartbeatSQL = `
+var heartbeatSQL = `/* claims.heartbeat */
 WITH ` + liveLeases(`FOR NO KEY UPDATE SKIP LOCKED`) + `
 UPDATE tasks t SET
 	lease_expires_at = coalesce($3::timestamptz, now()) + $4::interval,
@@ -252,7 +231,7 @@ RETURNING t.id, t.cancel_requested_at IS NOT NULL`
 // currentSQL tells which of the given leases still hold (token current,
 // lease unexpired) without waiting for row locks: a heartbeat that skipped
 // a busy row asks whether it was busy or lost.
-var currentSQL = `
+var currentSQL = `/* claims.current */
 WITH ` + liveLeases("") + `
 SELECT id FROM live`
 
@@ -263,7 +242,7 @@ const leaseHeld = `t.lease_expires_at IS NOT NULL`
 
 // succeedSQL finishes fenced attempts successfully; $3 maps ids to results
 // (an id left out stores NULL).
-var succeedSQL = `
+var succeedSQL = `/* claims.succeed */
 WITH done AS (
 	UPDATE tasks t SET
 		state = 'succeeded',
@@ -281,7 +260,7 @@ closed AS (
 	FROM done
 	` + closeConflict + `
 ),
-` + emitEvents("done", "coalesce($4::timestamptz, now())") + `
+` + outbox.EventsCTE("done", "coalesce($4::timestamptz, now())") + `
 SELECT id FROM done`
 
 // failField reads one field of a failure from failSQL's $3 for row t.
@@ -295,7 +274,7 @@ func failField(name, typ string) string {
 // backoff). The error is kept.
 //
 // $3 maps each id to {"error": text, "delay_ms": n, "final": bool}.
-var failSQL = `
+var failSQL = `/* claims.fail */
 WITH done AS (
 	UPDATE tasks t SET
 		state = CASE WHEN t.cancel_requested_at IS NOT NULL THEN 'cancelled'
@@ -317,12 +296,12 @@ closed AS (
 	FROM done
 	` + closeConflict + `
 ),
-` + emitEvents("done", "coalesce($4::timestamptz, now())") + `
+` + outbox.EventsCTE("done", "coalesce($4::timestamptz, now())") + `
 SELECT id, state FROM done`
 
 // releaseSQL hands fenced tasks back to the queue at once (graceful
 // shutdown). The released attempt does not count against max_attempts.
-var releaseSQL = `
+var releaseSQL = `/* claims.release */
 WITH done AS (
 	UPDATE tasks t SET
 		state = 'queued',
@@ -350,7 +329,7 @@ SELECT done.id FROM done WHERE ` + woken
 // finished) or a task parked for an operator ($5 = 'needs_attention': an
 // effect of unknown outcome may not be performed blindly). The attempt's
 // outcome is the same word.
-var stopSQL = `
+var stopSQL = `/* claims.stop */
 WITH done AS (
 	UPDATE tasks t SET
 		state = $5,
@@ -367,7 +346,7 @@ closed AS (
 	FROM done
 	` + closeConflict + `
 ),
-` + emitEvents("done", "coalesce($4::timestamptz, now())") + `
+` + outbox.EventsCTE("done", "coalesce($4::timestamptz, now())") + `
 SELECT id FROM done`
 
 // cancelSQL is the operator's cancel: a task that no live lease holds is
@@ -376,7 +355,7 @@ SELECT id FROM done`
 // flagged, and its attempt sees the flag at its next heartbeat. The first
 // column is the state before, so callers can tell "not found" (no row) from
 // "already finished".
-var cancelSQL = `
+var cancelSQL = `/* claims.cancel */
 WITH now AS (SELECT coalesce($3::timestamptz, now()) AS t),
 cur AS (
 	SELECT id, state, state = 'running' AND lease_expires_at > now.t AS live,
@@ -397,7 +376,7 @@ upd AS (
 	WHERE t.id = cur.id AND cur.state NOT IN ('succeeded', 'dead', 'cancelled')
 	RETURNING t.id, t.generation, t.attempt, ` + eventColumns + `
 ),
-` + emitEvents("upd", "(SELECT t FROM now)") + `,
+` + outbox.EventsCTE("upd", "(SELECT t FROM now)") + `,
 lost AS (
 	INSERT INTO task_attempts (task_id, lease_token, attempt, generation, worker, started_at, ended_at, outcome, error)
 	SELECT cur.id, cur.lease_token, cur.attempt, cur.generation, cur.lease_owner, cur.attempted_at, now.t,
@@ -408,7 +387,7 @@ lost AS (
 )
 SELECT cur.state, upd.id IS NOT NULL FROM cur LEFT JOIN upd ON upd.id = cur.id`
 
-const getSQL = `SELECT ` + taskColumns + ` FROM tasks WHERE id = $1 AND ($2 = '' OR tenant = $2)`
+const getSQL = `/* claims.get */ SELECT ` + taskColumns + ` FROM tasks WHERE id = $1 AND ($2 = '' OR tenant = $2)`
 
 // taskFilter is ListParams as SQL over tasks: $1 tenant, $2 queue, $3 kind,
 // $4 states, $5 created since, $6 created until (empty or NULL: any).
@@ -420,7 +399,7 @@ const taskFilter = `($1 = '' OR tenant = $1)
   AND ($6::timestamptz IS NULL OR created_at < $6)`
 
 // listSQL pages backwards from a cursor id ($7), newest first.
-const listSQL = `
+const listSQL = `/* claims.list */
 SELECT ` + taskColumns + ` FROM tasks
 WHERE ` + taskFilter + `
   AND ($7::bigint = 0 OR id < $7)
@@ -428,11 +407,11 @@ ORDER BY id DESC
 LIMIT $8`
 
 // countSQL counts the tasks of a filter by state.
-const countSQL = `SELECT state, count(*) FROM tasks WHERE ` + taskFilter + ` GROUP BY state`
+const countSQL = `/* claims.count */ SELECT state, count(*) FROM tasks WHERE ` + taskFilter + ` GROUP BY state`
 
 // filteredIDsSQL pages through a filter's ids, newest first, for bulk
 // actions.
-const filteredIDsSQL = `
+const filteredIDsSQL = `/* claims.filteredIDs */
 SELECT id FROM tasks WHERE ` + taskFilter + ` AND ($7::bigint = 0 OR id < $7)
 ORDER BY id DESC LIMIT $8`
 
@@ -440,7 +419,7 @@ ORDER BY id DESC LIMIT $8`
 // last day and the holders of live leases: how many tasks each holds, its
 // latest sign of life (its announcement, a heartbeat or a claim: both bump
 // updated_at), and how many of its leases expired (it died or stalled).
-const workersSQL = `
+const workersSQL = `/* claims.workers */
 WITH leases AS (
 	SELECT lease_owner AS id, count(*) AS tasks, max(updated_at) AS renewed, min(lease_expires_at) AS next_expiry,
 		count(*) FILTER (WHERE lease_expires_at <= now()) AS expired
@@ -455,16 +434,16 @@ WHERE l.id IS NOT NULL OR w.seen_at > now() - interval '1 day'
 ORDER BY 1`
 
 // announceSQL registers or refreshes a worker pool.
-const announceSQL = `
+const announceSQL = `/* claims.announce */
 INSERT INTO workers (id, host, pid, queues, kinds) VALUES ($1, $2, $3, $4, $5)
 ON CONFLICT (id) DO UPDATE SET seen_at = now(), queues = EXCLUDED.queues, kinds = EXCLUDED.kinds`
 
 // retireSQL removes a pool that stops.
-const retireSQL = `DELETE FROM workers WHERE id = $1`
+const retireSQL = `/* claims.retire */ DELETE FROM workers WHERE id = $1`
 
 // attemptsSQL lists the recorded attempts of a task and, while it runs, the
 // attempt in progress (which is recorded when it ends).
-const attemptsSQL = `
+const attemptsSQL = `/* claims.attempts */
 SELECT task_id, attempt, generation, lease_token, worker, started_at, ended_at,
 	coalesce(outcome, '') AS outcome, coalesce(error, '') AS error
 FROM task_attempts WHERE task_id = $1
@@ -481,7 +460,7 @@ ORDER BY lease_token`
 // in the same generation (the ledger serves completed effects) or the next
 // (every effect runs again). $4 lists the states it may start from. A
 // replay is refused once retention removed any of the task's ledger rows.
-const requeueSQL = `
+const requeueSQL = `/* claims.requeue */
 WITH cur AS (
 	SELECT id, state, ledger_expired_at IS NOT NULL AS expired FROM tasks
 	WHERE id = $1 AND ($2 = '' OR tenant = $2)
@@ -511,7 +490,7 @@ SELECT cur.state, cur.expired, upd.id IS NOT NULL, (SELECT count(*) FROM wake) F
 // before now - $1, oldest first, with their attempt records. Rows a
 // concurrent operator action holds are skipped (a replay may be about to
 // requeue one).
-const deleteFinishedSQL = `
+const deleteFinishedSQL = `/* claims.deleteFinished */
 WITH victims AS (
 	SELECT id FROM tasks
 	WHERE state IN ('succeeded', 'dead', 'cancelled') AND finished_at < now() - $1::interval

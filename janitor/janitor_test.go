@@ -11,7 +11,7 @@ import (
 	"github.com/agentledger/agentledger/internal/testdb"
 	"github.com/agentledger/agentledger/janitor"
 	"github.com/agentledger/agentledger/ledger"
-	"github.com/agentledger/agentledger/outbox"
+	"github.com/agentledger/agentledger/notify/outbox"
 	"github.com/agentledger/agentledger/webhooks"
 )
 

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/agentledger/agentledger"
-	"github.com/agentledger/agentledger/claims"
 )
 
 // Class says what an effect's outcome means when it is unknown (DESIGN.md,
@@ -135,7 +134,7 @@ type Effect struct {
 	// be retried.
 	Perform func(ctx context.Context, call Call) (Result, error)
 	// PerformLocal does a Local effect inside the ledger row's transaction.
-	PerformLocal func(ctx context.Context, call Call, db claims.DB) (Result, error)
+	PerformLocal func(ctx context.Context, call Call, db DB) (Result, error)
 	// Reconcile looks a Reconcilable effect up downstream: found reports
 	// whether an earlier performance landed.
 	Reconcile func(ctx context.Context, call Call) (r Result, found bool, err error)

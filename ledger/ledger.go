@@ -9,14 +9,23 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/agentledger/agentledger"
-	"github.com/agentledger/agentledger/claims"
 )
+
+// DB is what the ledger needs of a database: a pool, a connection or a
+// transaction (pgx's own types satisfy it).
+type DB interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
 
 // Ledger runs effects through the ledger table.
 type Ledger struct {
-	db claims.DB
+	db DB
 
 	// Observe, when set, is told how each Do ended, for metrics: outcome
 	// is "performed", "served" (from the ledger, nothing performed),
@@ -26,7 +35,7 @@ type Ledger struct {
 }
 
 // New returns a Ledger over db.
-func New(db claims.DB) *Ledger { return &Ledger{db: db} }
+func New(db DB) *Ledger { return &Ledger{db: db} }
 
 // row is a locked ledger row as the decision needs it.
 type row struct {

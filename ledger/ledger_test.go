@@ -216,7 +216,7 @@ func TestLocalEffectCommitsWithItsRow(t *testing.T) {
 	a, _ := e.claim("w")
 	child := ledger.Effect{Operation: "task.create", StepPath: "tool/0", Class: ledger.Local,
 		Request: json.RawMessage(`{"kind":"echo"}`),
-		PerformLocal: func(ctx context.Context, _ ledger.Call, db claims.DB) (ledger.Result, error) {
+		PerformLocal: func(ctx context.Context, _ ledger.Call, db ledger.DB) (ledger.Result, error) {
 			r, err := claims.New(db).Enqueue(ctx, claims.EnqueueParams{Kind: "echo", Queue: "children"})
 			if err != nil {
 				return ledger.Result{}, err
@@ -235,7 +235,7 @@ func TestLocalEffectCommitsWithItsRow(t *testing.T) {
 	// A local effect that fails leaves neither its row nor its ledger row.
 	boom := child
 	boom.StepPath = "tool/1"
-	boom.PerformLocal = func(ctx context.Context, _ ledger.Call, db claims.DB) (ledger.Result, error) {
+	boom.PerformLocal = func(ctx context.Context, _ ledger.Call, db ledger.DB) (ledger.Result, error) {
 		if _, err := claims.New(db).Enqueue(ctx, claims.EnqueueParams{Kind: "echo", Queue: "children"}); err != nil {
 			return ledger.Result{}, err
 		}

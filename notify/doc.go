@@ -1,29 +1,44 @@
-// Package notify delivers notifications (task state changes, agent messages)
-// to people. A Sink posts a Message under the effect's key, updates it in
-// place by the ref Post answered, and finds it again by key:
+// Package notify is how agentledger tells people what their tasks did,
+// each message received once and then updated in place.
+//
+// The vocabulary: a Message (a channel and a text, with an optional title,
+// label/value fields and footer) goes to a Sink, which posts it under the
+// effect's key, updates it in place by the ref Post answered, and finds it
+// again by key:
 //
 //	Post(ctx, key, m) (ref, error)
 //	Update(ctx, ref, m) error
 //	Find(ctx, key, m, since) (ref, found, error)
 //
-// so the ledger treats a notification as a reconcilable effect: when a
-// post's outcome is unknown (the worker lost its lease before recording
-// it), the next attempt looks the key up first (from about the time the
-// effect was reserved) and posts only if the message is absent. No
-// notification is ever sent twice. A dispatcher posts one message per
-// (task, rule) and then updates it as the task moves on; when Update fails
-// with ErrMessageGone, it posts a new message, as a new effect.
+// so the ledger treats a post as a reconcilable effect: when its outcome
+// is unknown (the poster lost its claim before recording it), the next
+// attempt looks the key up first (from about the time the effect was
+// reserved) and posts only if the message is absent.
 //
-// A Message is a channel and a text, with an optional title, label/value
-// fields and footer.
+// The pieces, from a task's state change to a person's screen:
 //
-// Two sinks implement Sink. SlackSink (slack-go) carries the key in Slack
-// message metadata, answers "<channel id>/<ts>" as the ref, renders the
-// message as Block Kit (header, fields, sections, footer), updates with
-// chat.update, finds a message by reading the channel history with
-// metadata, paces posts and updates per channel and per workspace, waits
-// out 429s and never shows its token. ConsoleSink is the sink used when no
-// Slack token is configured: it prints a readable line and appends a JSON
-// record per post and per update to a file; refs are "<file>:<line>", Find
-// searches the post records and Update appends an edit record.
+//   - notify/outbox: the statements that change task states write, in the
+//     same statement, one event per matching enabled rule (and the notify
+//     tool writes one inside its ledger transaction), so an event exists
+//     if and only if its cause committed. Dispatchers claim events under a
+//     lease and a fencing token and hand them to a Handler.
+//   - Deliverer, this package's outbox.Handler: each (task generation,
+//     rule) has one message. The first event posts it — "notify.post" at
+//     step "notify/<rule>", a reconcilable effect whose post carries the
+//     effect's key in the message metadata. Later events update it in
+//     place ("notify.update" at "notify/<rule>/<event id>", keyed: an
+//     update sets the whole content, so doing it again is harmless). When
+//     the sink can no longer update it (ErrMessageGone), a new message is
+//     posted as a new effect ("notify.post" at "notify/<rule>/<event id>")
+//     and later events update that one. A notify tool call's event posts
+//     its message as its own effect at the tool's step. Every effect is
+//     fenced on the dispatcher's claim of the event (ledger.Attempt.Event),
+//     so a dispatcher that lost its claim records nothing, and delivering
+//     an event again performs nothing twice: a replayed task's new events
+//     update its message, a re-run (a new generation) posts a new one.
+//   - Tool, the notify tool that tasks call: it writes its message to the
+//     outbox as a local effect, so a task never waits on Slack.
+//   - notify/slack and notify/console: the two sinks. Slack when a bot
+//     token is configured; the console sink (a readable line and a JSON
+//     record per post and update, in a file) otherwise.
 package notify

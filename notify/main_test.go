@@ -3,7 +3,7 @@ package notify_test
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/agentledger/agentledger/internal/testdb"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { testdb.Main(m) }

@@ -58,3 +58,11 @@ type Sink interface {
 	// Pass the time the effect was reserved.
 	Find(ctx context.Context, key string, m Message, since time.Time) (ref string, found bool, err error)
 }
+
+// ShortKey is enough of an effect key to tell it in logs and on screen.
+func ShortKey(key string) string {
+	if len(key) > 16 {
+		return key[:16] + "…"
+	}
+	return key
+}

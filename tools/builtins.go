@@ -6,8 +6,8 @@ type BuiltinConfig struct {
 	HTTP HTTPConfig
 }
 
-// Builtins returns the built-in tools: http_request, unsafe_http,
-// create_task and notify. The error reports a bad HTTP configuration (an
+// Builtins returns the built-in tools: http_request, unsafe_http and
+// create_task (the notify tool is notify.NewTool). The error reports a bad HTTP configuration (an
 // allowed host or host header that cannot be parsed). Use them as
 // NewRegistry(tools...).
 func Builtins(cfg BuiltinConfig) ([]Tool, error) {
@@ -19,12 +19,11 @@ func Builtins(cfg BuiltinConfig) ([]Tool, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []Tool{req, unsafe, NewCreateTask(), NewNotify()}, nil
+	return []Tool{req, unsafe, NewCreateTask()}, nil
 }
 
 // The built-in tools are Tools.
 var (
 	_ Tool = (*HTTPTool)(nil)
 	_ Tool = (*CreateTask)(nil)
-	_ Tool = (*Notify)(nil)
 )

@@ -76,7 +76,7 @@ func (c *CreateTask) Effect(call Call) (ledger.Effect, error) {
 	}
 	return ledger.Effect{
 		Operation: "task.create", StepPath: call.StepPath, Class: ledger.Local, Request: request,
-		PerformLocal: func(ctx context.Context, lc ledger.Call, db claims.DB) (ledger.Result, error) {
+		PerformLocal: func(ctx context.Context, lc ledger.Call, db ledger.DB) (ledger.Result, error) {
 			child := p
 			child.SubmissionKey = "child:" + lc.Key
 			r, err := claims.New(db).Enqueue(ctx, child)

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/tools"
 )
@@ -61,7 +60,7 @@ func TestCreateTaskFailureAfterInsertLeavesNothing(t *testing.T) {
 	}
 	insert := eff.PerformLocal
 	inserted := false
-	eff.PerformLocal = func(ctx context.Context, c ledger.Call, db claims.DB) (ledger.Result, error) {
+	eff.PerformLocal = func(ctx context.Context, c ledger.Call, db ledger.DB) (ledger.Result, error) {
 		if _, err := insert(ctx, c, db); err != nil {
 			return ledger.Result{}, err
 		}

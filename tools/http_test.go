@@ -396,7 +396,7 @@ func TestBuiltins(t *testing.T) {
 			t.Errorf("%s: description or schema missing", tool.Name())
 		}
 	}
-	if got := strings.Join(names, ","); got != "http_request,unsafe_http,create_task,notify" {
+	if got := strings.Join(names, ","); got != "http_request,unsafe_http,create_task" {
 		t.Fatalf("builtins %s", got)
 	}
 	for _, cfg := range []tools.HTTPConfig{

@@ -7,7 +7,7 @@ import (
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/ledger"
-	"github.com/agentledger/agentledger/outbox"
+	"github.com/agentledger/agentledger/notify/outbox"
 )
 
 // DBStore is the Store over the database: claims for tasks, ledger for

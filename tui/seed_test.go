@@ -11,7 +11,7 @@ import (
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/internal/testenv"
 	"github.com/agentledger/agentledger/ledger"
-	"github.com/agentledger/agentledger/outbox"
+	"github.com/agentledger/agentledger/notify/outbox"
 )
 
 // seedDB makes a database holding four tasks and returns the DBStore on
@@ -64,7 +64,7 @@ func seedDB(t *testing.T) *DBStore {
 		Request: raw(`{"method":"POST","url":"http://billing.internal/charges","body":{"order":7}}`), Perform: ok(201, `{"id":"ch_1"}`)})
 	must(err)
 	_, err = e.Ledger.Do(ctx, a, ledger.Effect{Operation: "task.create", StepPath: "tool/1", Class: ledger.Local,
-		Request: raw(`{"kind":"echo"}`), PerformLocal: func(context.Context, ledger.Call, claims.DB) (ledger.Result, error) {
+		Request: raw(`{"kind":"echo"}`), PerformLocal: func(context.Context, ledger.Call, ledger.DB) (ledger.Result, error) {
 			return ledger.Result{Body: raw(`{"task_id":99}`)}, nil
 		}})
 	must(err)

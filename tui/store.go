@@ -7,7 +7,7 @@ import (
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/ledger"
-	"github.com/agentledger/agentledger/outbox"
+	"github.com/agentledger/agentledger/notify/outbox"
 )
 
 // Filter selects the tasks the console lists. Zero fields match everything.

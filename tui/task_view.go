@@ -9,7 +9,7 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/ledger"
-	"github.com/agentledger/agentledger/outbox"
+	"github.com/agentledger/agentledger/notify/outbox"
 )
 
 // View renders the task's summary line, the tabs and the current tab.

@@ -51,8 +51,8 @@ type Config struct {
 	// Grace is how long shutdown waits for running tasks before releasing
 	// them; default 10s.
 	Grace time.Duration
-	// Backoff decides retry delays; default claims.DefaultBackoff.
-	Backoff claims.Backoff
+	// Backoff decides retry delays; default agentledger.DefaultBackoff.
+	Backoff agentledger.Backoff
 	// Handlers maps task kinds to their handlers.
 	Handlers map[string]Handler
 	// Logger; default slog.Default().
@@ -118,7 +118,7 @@ func (c *Config) setDefaults() error {
 		c.CompletionWait = 20 * time.Millisecond
 	}
 	if c.Backoff.Base == 0 {
-		c.Backoff = claims.DefaultBackoff
+		c.Backoff = agentledger.DefaultBackoff
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

@@ -114,7 +114,7 @@ func TestFailuresRetryOrDie(t *testing.T) {
 	db := testdb.New(t)
 	s := claims.New(db)
 	runPool(t, db, worker.Config{
-		Backoff: claims.Backoff{Base: time.Hour, Max: time.Hour},
+		Backoff: agentledger.Backoff{Base: time.Hour, Max: time.Hour},
 		Handlers: map[string]worker.Handler{
 			"flaky": worker.HandlerFunc(func(context.Context, *agentledger.Task) (json.RawMessage, error) {
 				return nil, errors.New("downstream 503")

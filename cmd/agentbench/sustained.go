@@ -23,7 +23,7 @@ import (
 	"github.com/agentledger/agentledger/httpapi"
 	"github.com/agentledger/agentledger/janitor"
 	"github.com/agentledger/agentledger/ledger"
-	"github.com/agentledger/agentledger/outbox"
+	"github.com/agentledger/agentledger/notify/outbox"
 	"github.com/agentledger/agentledger/schedule"
 	"github.com/agentledger/agentledger/tools"
 	"github.com/agentledger/agentledger/webhooks"

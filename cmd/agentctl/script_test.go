@@ -19,7 +19,7 @@ import (
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/internal/testdb"
 	"github.com/agentledger/agentledger/ledger"
-	"github.com/agentledger/agentledger/outbox"
+	"github.com/agentledger/agentledger/notify/outbox"
 )
 
 // tbKey holds the script's testing.TB in testscript's values.
@@ -306,7 +306,7 @@ func cmdDispatch(ts *testscript.TestScript, neg bool, args []string) {
 	defer pool.Close()
 	// A retried event is due again only after its backoff: one pass each.
 	d, err := outbox.NewDispatcher(outbox.NewStore(pool), h, outbox.Config{Owner: "script",
-		Backoff: claims.Backoff{Base: time.Hour, Max: time.Hour}})
+		Backoff: agentledger.Backoff{Base: time.Hour, Max: time.Hour}})
 	ts.Check(err)
 	total := 0
 	for {

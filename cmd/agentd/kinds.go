@@ -13,9 +13,10 @@ import (
 	"github.com/agentledger/agentledger/agent"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/metrics"
-	"github.com/agentledger/agentledger/notifier"
 	"github.com/agentledger/agentledger/notify"
-	"github.com/agentledger/agentledger/outbox"
+	"github.com/agentledger/agentledger/notify/console"
+	"github.com/agentledger/agentledger/notify/outbox"
+	"github.com/agentledger/agentledger/notify/slack"
 	"github.com/agentledger/agentledger/pgembed"
 	"github.com/agentledger/agentledger/steps"
 	"github.com/agentledger/agentledger/tools"
@@ -35,7 +36,7 @@ func handlers(cfg *config, db *pgxpool.Pool, m *metrics.Metrics) (map[string]wor
 	if err != nil {
 		return nil, &usageError{err}
 	}
-	reg := tools.NewRegistry(builtins...)
+	reg := tools.NewRegistry(append(builtins, notify.NewTool())...)
 	l := ledger.New(db)
 	l.Observe = m.Effect
 	return map[string]worker.Handler{
@@ -61,7 +62,7 @@ func dispatcher(cfg *config, db *pgxpool.Pool, owner string, m *metrics.Metrics,
 	}
 	l := ledger.New(db)
 	l.Observe = m.Effect
-	d, err := outbox.NewDispatcher(outbox.NewStore(db), notifier.New(l, sink), outbox.Config{
+	d, err := outbox.NewDispatcher(outbox.NewStore(db), notify.NewDeliverer(l, sink), outbox.Config{
 		Owner: owner, Concurrency: cfg.DispatchConcurrency, Lease: cfg.DispatchLease, Logger: log,
 		OnSettle: m.Notification,
 	})
@@ -81,7 +82,7 @@ func notificationSink(cfg *config, out io.Writer, log *slog.Logger) (notify.Sink
 		}
 		return sink, err
 	}
-	sink, err := notify.NewSlackSink(notify.SlackConfig{Token: cfg.SlackToken, TokenFile: cfg.SlackTokenFile,
+	sink, err := slack.New(slack.Config{Token: cfg.SlackToken, TokenFile: cfg.SlackTokenFile,
 		APIURL: cfg.SlackAPIURL, Logger: log, PerChannelInterval: cfg.SlackInterval, WorkspaceRate: float64(cfg.SlackRate)})
 	if err != nil {
 		return nil, &usageError{err}
@@ -106,7 +107,7 @@ func consoleSink(cfg *config, out io.Writer) (notify.Sink, error) {
 		}
 		path = filepath.Join(dir, "notifications.jsonl")
 	}
-	return notify.NewConsoleSink(out, path)
+	return console.New(out, path)
 }
 
 // hostHeaders reads the secret per-host headers. Errors name the file, never

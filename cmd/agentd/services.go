@@ -20,7 +20,7 @@ import (
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/metrics"
 	"github.com/agentledger/agentledger/migrations"
-	"github.com/agentledger/agentledger/outbox"
+	"github.com/agentledger/agentledger/notify/outbox"
 	"github.com/agentledger/agentledger/schedule"
 	"github.com/agentledger/agentledger/tenants"
 	"github.com/agentledger/agentledger/webhooks"

@@ -13,7 +13,7 @@ import (
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/internal/slackfake"
 	"github.com/agentledger/agentledger/internal/testdb"
-	"github.com/agentledger/agentledger/outbox"
+	"github.com/agentledger/agentledger/notify/outbox"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 

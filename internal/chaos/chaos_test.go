@@ -15,7 +15,7 @@ import (
 	"github.com/agentledger/agentledger/internal/downstream"
 	"github.com/agentledger/agentledger/internal/fakeopenai"
 	"github.com/agentledger/agentledger/internal/slackfake"
-	"github.com/agentledger/agentledger/outbox"
+	"github.com/agentledger/agentledger/notify/outbox"
 )
 
 const (

@@ -8,7 +8,7 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
-	"github.com/agentledger/agentledger/outbox"
+	"github.com/agentledger/agentledger/notify/outbox"
 	"github.com/agentledger/agentledger/schedule"
 )
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/agentledger/agentledger"
 	"io"
 	"log/slog"
 	"net/http"
@@ -68,7 +69,7 @@ func (child) Description() string         { return "create a child task" }
 func (child) Parameters() json.RawMessage { return json.RawMessage(`{"type":"object"}`) }
 func (child) Effect(c tools.Call) (ledger.Effect, error) {
 	return ledger.Effect{Operation: "drill.child", Class: ledger.Local, Request: c.Args,
-		PerformLocal: func(ctx context.Context, call ledger.Call, db claims.DB) (ledger.Result, error) {
+		PerformLocal: func(ctx context.Context, call ledger.Call, db ledger.DB) (ledger.Result, error) {
 			r, err := claims.New(db).Enqueue(ctx, claims.EnqueueParams{Tenant: c.Task.Tenant, Queue: "children",
 				Kind: "echo", Payload: c.Args, SubmissionKey: "child:" + call.Key})
 			if err != nil {
@@ -93,7 +94,7 @@ func runWorker() {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	p, err := worker.New(db, worker.Config{
 		ID: os.Getenv(workerIDEnv), Concurrency: 8, Lease: 2 * time.Second, HeartbeatInterval: 500 * time.Millisecond,
-		PollInterval: 100 * time.Millisecond, Backoff: claims.Backoff{Base: 50 * time.Millisecond, Max: time.Second, Jitter: 0.2},
+		PollInterval: 100 * time.Millisecond, Backoff: agentledger.Backoff{Base: 50 * time.Millisecond, Max: time.Second, Jitter: 0.2},
 		Handlers: map[string]worker.Handler{"steps": steps.New(l, reg)}, Logger: log,
 	})
 	if err != nil {

@@ -1,5 +1,5 @@
 // Package slackfake is a loopback Slack Web API for tests: slack-go's own
-// slacktest server, with the methods notify.SlackSink calls replaced by
+// slacktest server, with the methods slack.Sink (package notify/slack) calls replaced by
 // handlers that behave as Slack does where slacktest does not.
 //
 // It answers chat.postMessage (storing channel, text, blocks and metadata

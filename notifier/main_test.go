@@ -1,9 +1,0 @@
-package notifier_test
-
-import (
-	"testing"
-
-	"github.com/agentledger/agentledger/internal/testdb"
-)
-
-func TestMain(m *testing.M) { testdb.Main(m) }

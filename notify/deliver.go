@@ -1,0 +1,137 @@
+package notify
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/canonjson"
+	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/notify/outbox"
+)
+
+// The ledger operations of notifications.
+const (
+	OpPost   = "notify.post"
+	OpUpdate = "notify.update"
+)
+
+// target scopes the downstream keys handed to sinks.
+const target = "notify"
+
+// Deliverer delivers outbox events to a sink through the ledger.
+type Deliverer struct {
+	ledger *ledger.Ledger
+	sink   Sink
+}
+
+var _ outbox.Handler = (*Deliverer)(nil)
+
+// NewDeliverer returns a Deliverer posting to sink.
+func NewDeliverer(l *ledger.Ledger, sink Sink) *Deliverer { return &Deliverer{ledger: l, sink: sink} }
+
+// Deliver posts or updates the message of c. Errors follow
+// outbox.Handler: a permanent sink error (an unknown channel, a revoked
+// token) is recorded as the effect's failure and gives the event up, as
+// does a key presented with another request (a rule whose channel changed
+// under a message).
+func (n *Deliverer) Deliver(ctx context.Context, c outbox.Claimed) error {
+	err := n.deliver(ctx, c)
+	if errors.Is(err, agentledger.ErrKeyReuse) {
+		return agentledger.Permanent(err)
+	}
+	return err
+}
+
+func (n *Deliverer) deliver(ctx context.Context, c outbox.Claimed) error {
+	p, err := c.Decode()
+	if err != nil {
+		return agentledger.Permanent(fmt.Errorf("event %d: payload: %w", c.ID, err))
+	}
+	a := ledger.Attempt{Tenant: c.Tenant, TaskID: c.TaskID, Generation: c.Generation, Token: c.Token, Event: c.ID}
+	if c.Event.Event == outbox.EventMessage {
+		m := Message{Channel: c.Channel, Text: p.Text}
+		_, err := n.post(ctx, a, c.StepPath, map[string]string{"channel": c.Channel, "text": p.Text}, m)
+		return err
+	}
+	m := Render(c.Event, p)
+	step := "notify/" + c.Rule
+	last, found, err := n.ledger.LastCompleted(ctx, c.TaskID, c.Generation, OpPost, step)
+	if err != nil {
+		return err
+	}
+	if !found {
+		_, err := n.post(ctx, a, step, map[string]string{"rule": c.Rule, "channel": c.Channel}, m)
+		return err
+	}
+	again := fmt.Sprintf("%s/%d", step, c.ID)
+	gone, err := n.update(ctx, a, again, last.Result.ExternalRef, m)
+	if err != nil || !gone {
+		return err
+	}
+	_, err = n.post(ctx, a, again, map[string]any{"rule": c.Rule, "channel": c.Channel, "replaces": last.Result.ExternalRef}, m)
+	return err
+}
+
+// post is the reconcilable effect that posts m at step. request is the
+// effect's identity, which must not change between deliveries: the rule
+// and channel, not the content, which changes with each event.
+func (n *Deliverer) post(ctx context.Context, a ledger.Attempt, step string, request any, m Message) (ledger.Result, error) {
+	req, err := canonjson.MarshalValue(request)
+	if err != nil {
+		return ledger.Result{}, agentledger.Permanent(err)
+	}
+	return n.ledger.Do(ctx, a, ledger.Effect{
+		Operation: OpPost, StepPath: step, Class: ledger.Reconcilable, Request: req,
+		Perform: func(ctx context.Context, call ledger.Call) (ledger.Result, error) {
+			ref, err := n.sink.Post(ctx, call.DownstreamKey(target), m)
+			if err != nil {
+				return ledger.Result{}, err
+			}
+			return posted(m.Channel, ref), nil
+		},
+		Reconcile: func(ctx context.Context, call ledger.Call) (ledger.Result, bool, error) {
+			ref, found, err := n.sink.Find(ctx, call.DownstreamKey(target), m, call.ReservedAt)
+			if err != nil || !found {
+				return ledger.Result{}, false, err
+			}
+			return posted(m.Channel, ref), true, nil
+		},
+	})
+}
+
+// update is the keyed effect that replaces the content of the message ref;
+// gone reports that the sink can no longer update it.
+func (n *Deliverer) update(ctx context.Context, a ledger.Attempt, step, ref string, m Message) (gone bool, err error) {
+	req, err := canonjson.MarshalValue(map[string]string{"ref": ref})
+	if err != nil {
+		return false, agentledger.Permanent(err)
+	}
+	res, err := n.ledger.Do(ctx, a, ledger.Effect{
+		Operation: OpUpdate, StepPath: step, Class: ledger.Keyed, Request: req,
+		Perform: func(ctx context.Context, _ ledger.Call) (ledger.Result, error) {
+			err := n.sink.Update(ctx, ref, m)
+			if errors.Is(err, ErrMessageGone) {
+				return ledger.Result{Body: json.RawMessage(`{"gone":true}`), ExternalRef: ref}, nil
+			}
+			if err != nil {
+				return ledger.Result{}, err
+			}
+			return ledger.Result{Body: json.RawMessage(`{"updated":true}`), ExternalRef: ref}, nil
+		},
+	})
+	if err != nil {
+		return false, err
+	}
+	var out struct{ Gone bool }
+	_ = json.Unmarshal(res.Body, &out) // stored by this package: an object
+	return out.Gone, nil
+}
+
+// posted is a post's stored result.
+func posted(channel, ref string) ledger.Result {
+	body, _ := json.Marshal(map[string]string{"channel": channel, "ref": ref}) // strings always encode
+	return ledger.Result{Body: body, ExternalRef: ref}
+}

@@ -1,0 +1,133 @@
+package outbox
+
+// All SQL of the outbox and notification_rules tables lives here, including
+// the fragment (EventsCTE) with which the statements of package claims that
+// change task states write their events. $now is coalesce($n::timestamptz,
+// now()) so tests can pin the clock.
+
+const ruleColumns = `name, coalesce(tenant, ''), coalesce(queue, ''), coalesce(kind, ''), events, channel,
+	enabled, created_at, updated_at`
+
+const insertRuleSQL = `/* outbox.insertRule */
+INSERT INTO notification_rules (name, tenant, queue, kind, events, channel, enabled)
+VALUES ($1, nullif($2, ''), nullif($3, ''), nullif($4, ''), $5, $6, $7)
+ON CONFLICT (name) DO NOTHING
+RETURNING ` + ruleColumns
+
+const upsertRuleSQL = `/* outbox.upsertRule */
+INSERT INTO notification_rules (name, tenant, queue, kind, events, channel, enabled)
+VALUES ($1, nullif($2, ''), nullif($3, ''), nullif($4, ''), $5, $6, $7)
+ON CONFLICT (name) DO UPDATE SET tenant = EXCLUDED.tenant, queue = EXCLUDED.queue, kind = EXCLUDED.kind,
+	events = EXCLUDED.events, channel = EXCLUDED.channel, enabled = EXCLUDED.enabled, updated_at = now()
+RETURNING ` + ruleColumns
+
+const listRulesSQL = `/* outbox.listRules */ SELECT ` + ruleColumns + ` FROM notification_rules ORDER BY name`
+
+const enableRuleSQL = `/* outbox.enableRule */ UPDATE notification_rules SET enabled = $2, updated_at = now() WHERE name = $1`
+
+const deleteRuleSQL = `/* outbox.deleteRule */ DELETE FROM notification_rules WHERE name = $1`
+
+const eventColumns = `id, tenant, task_id, generation, attempt, event, coalesce(rule, ''), coalesce(step_path, ''),
+	channel, payload, state, failures, coalesce(last_error, ''), created_at, delivered_at`
+
+// insertMessageSQL is the notify tool's event, written in its ledger
+// transaction (a local effect).
+const insertMessageSQL = `/* outbox.insertMessage */
+INSERT INTO outbox (tenant, task_id, generation, attempt, event, step_path, channel, payload)
+VALUES ($1, $2, $3, coalesce((SELECT attempt FROM tasks WHERE id = $2), 0), 'message', $4, $5,
+	jsonb_build_object('text', $6::text))
+RETURNING id`
+
+// claimSQL leases up to $2 due events to $1 with fresh tokens. An event of
+// a rule waits while an earlier event of the same task and rule is pending
+// (claimed or waiting to be retried): those are delivered one at a time, in
+// order, so that updates in place end on the newest state.
+var claimSQL = `/* outbox.claim */
+WITH now AS (SELECT coalesce($4::timestamptz, now()) AS t),
+due AS (
+	SELECT o.id FROM outbox o, now
+	WHERE o.state = 'pending' AND o.available_at <= now.t
+		AND (o.lease_expires_at IS NULL OR o.lease_expires_at <= now.t)
+		AND (o.rule IS NULL OR NOT EXISTS (
+			SELECT 1 FROM outbox p
+			WHERE p.task_id = o.task_id AND p.rule = o.rule AND p.id < o.id AND ` + unsettled + `))
+	ORDER BY o.available_at, o.id
+	LIMIT $2
+	FOR UPDATE OF o SKIP LOCKED
+)
+UPDATE outbox o SET
+	lease_owner = $1,
+	lease_token = nextval('outbox_lease_token_seq'),
+	lease_expires_at = now.t + $3::interval,
+	updated_at = now.t
+FROM now
+WHERE o.id = ANY (ARRAY(SELECT id FROM due))
+RETURNING ` + eventColumns + `, o.lease_token, o.lease_expires_at`
+
+// unsettled is state = 'pending' spelled so that the planner cannot answer
+// it from outbox_pending_idx: the claim's look-up of an earlier event of the
+// same task and rule must go through outbox_task_idx. With statistics that
+// saw no pending event, the partial index looks like one row and the claim
+// would scan every pending event once per candidate.
+const unsettled = `p.state NOT IN ('delivered', 'failed')`
+
+// A claim holds an event while its lease is set (outbox_lease_check): the
+// settling writes below are fenced on the token and the lease, not on
+// state = 'pending', which would let the planner read every pending event
+// from the partial index instead of one row by its primary key.
+
+// deliveredSQL marks a claimed event delivered, fenced on its token.
+const deliveredSQL = `/* outbox.delivered */
+UPDATE outbox SET state = 'delivered', delivered_at = coalesce($3::timestamptz, now()),
+	lease_owner = NULL, lease_expires_at = NULL, updated_at = coalesce($3::timestamptz, now())
+WHERE id = $1 AND lease_token = $2 AND lease_expires_at IS NOT NULL`
+
+// retrySQL hands a claimed event back, due again at $3, counting a failure
+// when $4; fenced on its token.
+const retrySQL = `/* outbox.retry */
+UPDATE outbox SET available_at = $3, failures = failures + $4::int, last_error = nullif($5, ''),
+	lease_owner = NULL, lease_expires_at = NULL, updated_at = coalesce($6::timestamptz, now())
+WHERE id = $1 AND lease_token = $2 AND lease_expires_at IS NOT NULL`
+
+// failedSQL gives a claimed event up, fenced on its token.
+const failedSQL = `/* outbox.failed */
+UPDATE outbox SET state = 'failed', failures = failures + 1, last_error = $3,
+	lease_owner = NULL, lease_expires_at = NULL, updated_at = coalesce($4::timestamptz, now())
+WHERE id = $1 AND lease_token = $2 AND lease_expires_at IS NOT NULL`
+
+// taskEventsSQL lists a task's events (tenant $2, or any when empty).
+const taskEventsSQL = `/* outbox.taskEvents */
+SELECT ` + eventColumns + ` FROM outbox WHERE task_id = $1 AND ($2 = '' OR tenant = $2) ORDER BY id`
+
+// deleteSettledSQL deletes, in one bounded batch, events delivered or given
+// up before now - $1. Pending events stay, whatever their age.
+const deleteSettledSQL = `/* outbox.deleteSettled */
+DELETE FROM outbox WHERE id = ANY (ARRAY(
+	SELECT id FROM outbox
+	WHERE state IN ('delivered', 'failed') AND updated_at < now() - $1::interval
+	LIMIT $2))`
+
+// EventsCTE is the transactional outbox as a fragment of the statements of
+// package claims that change task states: a CTE named events that writes,
+// in the same statement, one event per changed task and matching enabled
+// notification rule. src names the statement's CTE of changed rows, which
+// must have the columns id, generation, attempt, tenant, queue, kind,
+// state, max_attempts, last_error and result; now is the statement's
+// clock. A state that no rule asks for writes nothing, so without rules a
+// state change costs what it did; with rules the event commits with the
+// change, and is fenced as the change is.
+func EventsCTE(src, now string) string {
+	return `events AS (
+	INSERT INTO outbox (tenant, task_id, generation, attempt, event, rule, channel, payload,
+		available_at, created_at, updated_at)
+	SELECT s.tenant, s.id, s.generation, s.attempt, s.state, r.name, r.channel,
+		jsonb_strip_nulls(jsonb_build_object('kind', s.kind, 'queue', s.queue, 'state', s.state,
+			'attempt', s.attempt, 'max_attempts', s.max_attempts,
+			'error', left(s.last_error, 1000), 'result', left(s.result::text, 1000))),
+		` + now + `, ` + now + `, ` + now + `
+	FROM ` + src + ` s JOIN notification_rules r ON r.enabled AND s.state = ANY (r.events)
+		AND coalesce(r.tenant = s.tenant, true) AND coalesce(r.queue = s.queue, true)
+		AND coalesce(r.kind = s.kind, true)
+	ORDER BY s.id, r.name
+)`
+}
