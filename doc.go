@@ -1,17 +1,33 @@
 // Package agentledger holds the domain of agentledger: tasks, their states,
-// attempts and the errors every other package speaks. It does no I/O and
-// imports nothing that talks to PostgreSQL, so any package can depend on it.
+// attempts, leases, retry backoff and the errors every other package speaks.
+// It does no I/O and imports nothing that talks to PostgreSQL, so any
+// package can depend on it.
 //
-// The layout of the module:
+// The layout of the module (docs/design.md has the invariants and the
+// protocols; dependencies point down this list, roughly):
 //
-//	claims/      the claim protocol: enqueue, claim, heartbeat, finish (fenced)
-//	worker/      the agentd worker pool: producers, heartbeats, graceful shutdown
-//	migrations/  the embedded, numbered schema and its runner
-//	pgembed/     a private PostgreSQL cluster started from installed binaries
-//	database/    opening a pool: DATABASE_URL or the embedded cluster
-//	canonjson/   canonical JSON and request hashes
-//	tools/       built-in task kinds and tools
-//	notify/      notifications (Slack and console sinks)
-//	tui/         the operator console
-//	cmd/agentd   the daemon; cmd/agentctl the operator CLI
+//	cmd/agentd         the daemon; cmd/agentctl the operator CLI and console
+//	metrics/           Prometheus collectors
+//	steps/, agent/     the steps kind (tool calls in order) and the LLM agent kind
+//	httpapi/           the HTTP API with Idempotency-Key; tenants/ its tenants and tokens
+//	webhooks/          signed webhook sources and their inbox
+//	schedule/          durable cron schedules and the scheduler
+//	janitor/           retention sweeps, one janitor at a time
+//	worker/            the worker pool: producers, LISTEN, the lease keeper, the completer
+//	tui/               the operator console (bubbletea)
+//	notify/            notifications: messages, sinks, the deliverer, the notify tool
+//	notify/outbox/     notification rules, the transactional outbox and its dispatcher
+//	notify/slack/      the Slack sink; notify/console/ the console/file sink
+//	tools/             the tool interface and registry, the built-in tools and kinds
+//	ledger/            the dedupe ledger: keys, effect classes, Do, journal, resolution
+//	claims/            the claim protocol: enqueue, claim, heartbeat, finish (fenced)
+//	canonjson/         canonical JSON and request hashes
+//	migrations/        the embedded, numbered schema and its runner
+//	database/          opening a pool: DATABASE_URL or the embedded cluster
+//	pgembed/           a private PostgreSQL cluster started from installed binaries
+//	internal/          planner settings (pgplan), plan checks, test databases and
+//	                   servers, drills and the chaos suite
+//
+// cmd/agentbench, the benchmark against River, is a module of its own so
+// that the reference queue is no dependency of the product.
 package agentledger

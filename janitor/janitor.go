@@ -20,13 +20,13 @@ const leaderName = "janitor"
 
 // acquireSQL takes or renews the janitor's lease for $2 if it is free,
 // expired or already ours ($1); it returns a row only then.
-const acquireSQL = `
+const acquireSQL = `/* janitor.acquire */
 INSERT INTO leaders (name, owner, expires_at) VALUES ('` + leaderName + `', $1, now() + $2::interval)
 ON CONFLICT (name) DO UPDATE SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at
 WHERE leaders.expires_at < now() OR leaders.owner = EXCLUDED.owner
 RETURNING owner`
 
-const releaseSQL = `DELETE FROM leaders WHERE name = '` + leaderName + `' AND owner = $1`
+const releaseSQL = `/* janitor.release */ DELETE FROM leaders WHERE name = '` + leaderName + `' AND owner = $1`
 
 // Sweep is one kind of row the janitor deletes.
 type Sweep struct {

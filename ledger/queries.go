@@ -33,7 +33,7 @@ func fencedQueries(f fence) fenced {
 		// attempt still holds its lease, and holds a share lock on the
 		// fencing row so no claim can take the lease until the
 		// reservation commits.
-		fence: `SELECT 1 FROM ` + f("$1", "$2") + ` FOR SHARE`,
+		fence: `/* ledger.fence */ SELECT 1 FROM ` + f("$1", "$2") + ` FOR SHARE`,
 
 		// reserveFast serves the two common cases in one autocommit
 		// statement: a fresh reservation (fence and insert together; the
@@ -45,7 +45,7 @@ func fencedQueries(f fence) fenced {
 		// or unknown row, a row committed while the statement ran — goes
 		// to the transactional path. On conflict the existing row decides
 		// (I6: the primary key decides, not a look-up).
-		reserveFast: `
+		reserveFast: `/* ledger.reserveFast */
 WITH fence AS (
 	SELECT id FROM ` + f("$10", "$9") + `
 	FOR SHARE
@@ -65,7 +65,7 @@ LEFT JOIN ledger l ON l.tenant = $1 AND l.operation = $2 AND l.effect_key = $3`,
 		// lookup is the read that starts a pure or keyed effect: whether
 		// the lease holds, and the effect's row if it has one. It writes
 		// nothing.
-		lookup: `
+		lookup: `/* ledger.lookup */
 SELECT EXISTS (SELECT 1 FROM ` + f("$4", "$5") + `),
 	l.state, l.request_hash, l.result, coalesce(l.external_ref, ''), coalesce(l.error, '')
 FROM (SELECT 1) one
@@ -75,7 +75,7 @@ LEFT JOIN ledger l ON l.tenant = $1 AND l.operation = $2 AND l.effect_key = $3`,
 		// with no reservation: one commit per effect. Fenced on the
 		// lease; the primary key decides between concurrent performances
 		// (the first that lands stands).
-		insertOutcome: `
+		insertOutcome: `/* ledger.insertOutcome */
 WITH fence AS (
 	SELECT id FROM ` + f("$14", "$9") + `
 	FOR SHARE
@@ -92,7 +92,7 @@ RETURNING result, coalesce(external_ref, '')`,
 		// order, spacing, number spelling), and callers must see the same
 		// bytes on the first run as on every replay, or requests built
 		// from results would change.
-		record: `
+		record: `/* ledger.record */
 UPDATE ledger l SET state = $4, result = $5, external_ref = nullif($6, ''), error = nullif($7, ''),
 	completed_at = now(), updated_at = now()
 WHERE l.tenant = $1 AND l.operation = $2 AND l.effect_key = $3
@@ -102,7 +102,7 @@ RETURNING l.result, coalesce(l.external_ref, '')`,
 
 		// landed reads an outcome recorded by someone else, and whether
 		// the attempt still holds its lease.
-		landed: `
+		landed: `/* ledger.landed */
 SELECT l.state, l.request_hash, l.result, coalesce(l.external_ref, ''), coalesce(l.error, ''),
 	EXISTS (SELECT 1 FROM ` + f("$5", "$4") + `)
 FROM ledger l WHERE l.tenant = $1 AND l.operation = $2 AND l.effect_key = $3`,
@@ -111,13 +111,13 @@ FROM ledger l WHERE l.tenant = $1 AND l.operation = $2 AND l.effect_key = $3`,
 
 // reserveSQL makes a fresh reservation owned by the attempt; on conflict the
 // existing row decides.
-const reserveSQL = `
+const reserveSQL = `/* ledger.reserve */
 INSERT INTO ledger (tenant, operation, effect_key, request_hash, class, task_id,
 	generation, step_path, owner_token, performed)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 1)
 ON CONFLICT (tenant, operation, effect_key) DO NOTHING`
 
-const lockSQL = `
+const lockSQL = `/* ledger.lock */
 SELECT request_hash, class, state, owner_token, performed, retry_allowed,
 	result, coalesce(external_ref, ''), coalesce(error, ''), created_at
 FROM ledger WHERE tenant = $1 AND operation = $2 AND effect_key = $3
@@ -125,23 +125,23 @@ FOR UPDATE`
 
 // takeSQL passes a reservation to the attempt and counts one more
 // performance.
-const takeSQL = `
+const takeSQL = `/* ledger.take */
 UPDATE ledger SET owner_token = $4, performed = performed + 1, retry_allowed = false,
 	state = 'pending', updated_at = now()
 WHERE tenant = $1 AND operation = $2 AND effect_key = $3`
 
 // unknownOwnedSQL marks the attempt's own pending reservation unknown.
-const unknownOwnedSQL = `
+const unknownOwnedSQL = `/* ledger.unknownOwned */
 UPDATE ledger SET state = 'unknown', error = $4, updated_at = now()
 WHERE tenant = $1 AND operation = $2 AND effect_key = $3 AND state = 'pending' AND owner_token = $5`
 
 // releaseSQL deletes the attempt's fresh reservation (performed once, by
 // it) of an effect that was not performed.
-const releaseSQL = `
+const releaseSQL = `/* ledger.release */
 DELETE FROM ledger WHERE tenant = $1 AND operation = $2 AND effect_key = $3
 	AND state = 'pending' AND owner_token = $4 AND performed = 1`
 
-const unknownSQL = `
+const unknownSQL = `/* ledger.unknown */
 UPDATE ledger SET state = 'unknown', error = $4, updated_at = now()
 WHERE tenant = $1 AND operation = $2 AND effect_key = $3`
 
@@ -149,25 +149,25 @@ const entryColumns = `tenant, operation, effect_key, class, state, step_path, ow
 	result, coalesce(external_ref, '') AS external_ref, coalesce(error, '') AS error,
 	coalesce(note, '') AS note, created_at, updated_at, completed_at`
 
-const journalSQL = `SELECT ` + entryColumns + `
+const journalSQL = `/* ledger.journal */ SELECT ` + entryColumns + `
 FROM ledger WHERE task_id = $1 AND generation = $2 ORDER BY seq`
 
 // lastCompletedSQL reads the journal's index backwards.
-const lastCompletedSQL = `SELECT ` + entryColumns + `
+const lastCompletedSQL = `/* ledger.lastCompleted */ SELECT ` + entryColumns + `
 FROM ledger WHERE task_id = $1 AND generation = $2 AND operation = $3
 	AND (step_path = $4 OR starts_with(step_path, $4 || '/')) AND state = 'completed'
 ORDER BY seq DESC LIMIT 1`
 
 // resolveDoneSQL is an operator's "done": the unknown effect is taken as
 // performed, with a note.
-const resolveDoneSQL = `
+const resolveDoneSQL = `/* ledger.resolveDone */
 UPDATE ledger SET state = 'completed', note = $4, result = coalesce($5, result),
 	completed_at = now(), updated_at = now()
 WHERE tenant = $1 AND operation = $2 AND effect_key = $3 AND state = 'unknown'`
 
 // resolveRetrySQL is an operator's "perform it again": the next attempt may
 // perform the unknown effect once.
-const resolveRetrySQL = `
+const resolveRetrySQL = `/* ledger.resolveRetry */
 UPDATE ledger SET retry_allowed = true, note = $4, updated_at = now()
 WHERE tenant = $1 AND operation = $2 AND effect_key = $3 AND state = 'unknown'`
 
@@ -178,7 +178,7 @@ WHERE tenant = $1 AND operation = $2 AND effect_key = $3 AND state = 'unknown'`
 // first takes its task out of the batch (the re-check sees it queued); one
 // that comes after sees the stamp. Rows of unfinished tasks stay, whatever
 // their age. This is the one write of the ledger package to tasks.
-const expireSQL = `
+const expireSQL = `/* ledger.expire */
 WITH victims AS (
 	SELECT l.ctid AS row, l.task_id FROM ledger l JOIN tasks t ON t.id = l.task_id
 	WHERE (l.operation = $1 OR ($1::text IS NULL AND NOT l.operation = ANY ($4::text[])))
@@ -196,7 +196,7 @@ DELETE FROM ledger WHERE ctid IN (SELECT row FROM victims)`
 
 // expireOrphansSQL deletes, in one bounded batch, rows older than the window
 // whose task no longer exists.
-const expireOrphansSQL = `
+const expireOrphansSQL = `/* ledger.expireOrphans */
 DELETE FROM ledger WHERE ctid = ANY (ARRAY(
 	SELECT l.ctid FROM ledger l
 	WHERE l.updated_at < now() - $1::interval
@@ -205,7 +205,7 @@ DELETE FROM ledger WHERE ctid = ANY (ARRAY(
 
 // findSQL looks effects up for operators: by key or key prefix ($1), task
 // ($2), operation ($3), tenant ($4); empty or 0 match any. Newest first.
-const findSQL = `SELECT ` + entryColumns + `, task_id, generation
+const findSQL = `/* ledger.find */ SELECT ` + entryColumns + `, task_id, generation
 FROM ledger
 WHERE ($1 = '' OR starts_with(effect_key, $1))
   AND ($2::bigint = 0 OR task_id = $2)

@@ -15,7 +15,7 @@ import (
 // stateSQL reads the gauges in one round trip: tasks by state, pending
 // outbox events and the age of the oldest due one, and effects of unknown
 // outcome.
-const stateSQL = `
+const stateSQL = `/* metrics.state */
 SELECT 'task:' || state, count(*)::float8 FROM tasks GROUP BY state
 UNION ALL
 SELECT 'outbox_pending', count(*)::float8 FROM outbox WHERE state = 'pending'

@@ -5,39 +5,39 @@ package tenants
 const tenantColumns = `name, created_at`
 
 // insertTenantSQL adds a tenant; an existing name returns no row.
-const insertTenantSQL = `
+const insertTenantSQL = `/* tenants.insertTenant */
 INSERT INTO tenants (name) VALUES ($1)
 ON CONFLICT (name) DO NOTHING
 RETURNING ` + tenantColumns
 
-const listTenantsSQL = `SELECT ` + tenantColumns + ` FROM tenants ORDER BY name`
+const listTenantsSQL = `/* tenants.listTenants */ SELECT ` + tenantColumns + ` FROM tenants ORDER BY name`
 
-const tenantExistsSQL = `SELECT EXISTS (SELECT 1 FROM tenants WHERE name = $1)`
+const tenantExistsSQL = `/* tenants.tenantExists */ SELECT EXISTS (SELECT 1 FROM tenants WHERE name = $1)`
 
 const tokenColumns = `id, tenant, name, prefix, created_at, last_used_at, revoked_at`
 
 // insertTokenSQL adds a token to tenant $1; an unknown tenant returns no row.
-const insertTokenSQL = `
+const insertTokenSQL = `/* tenants.insertToken */
 INSERT INTO api_tokens (tenant, name, token_hash, prefix)
 SELECT name, $2, $3, $4 FROM tenants WHERE name = $1
 RETURNING ` + tokenColumns
 
 // listTokensSQL lists the tokens of tenant $1, or of every tenant when it is
 // empty, oldest first.
-const listTokensSQL = `
+const listTokensSQL = `/* tenants.listTokens */
 SELECT ` + tokenColumns + ` FROM api_tokens
 WHERE ($1 = '' OR tenant = $1)
 ORDER BY id`
 
 // revokeByIDSQL revokes token $1 unless it is revoked already.
-const revokeByIDSQL = `
+const revokeByIDSQL = `/* tenants.revokeByID */
 UPDATE api_tokens SET revoked_at = now()
 WHERE id = $1 AND revoked_at IS NULL
 RETURNING ` + tokenColumns
 
 // revokeByPrefixSQL revokes the token with prefix $1, unless it is revoked
 // already or the prefix is shared (then nothing is revoked).
-const revokeByPrefixSQL = `
+const revokeByPrefixSQL = `/* tenants.revokeByPrefix */
 UPDATE api_tokens SET revoked_at = now()
 WHERE prefix = $1 AND revoked_at IS NULL
   AND (SELECT count(*) FROM api_tokens WHERE prefix = $1) = 1
@@ -45,7 +45,7 @@ RETURNING ` + tokenColumns
 
 // findTokensSQL looks tokens up by id ($1, 0 for none) or prefix ($2), to
 // explain a revoke that changed nothing.
-const findTokensSQL = `
+const findTokensSQL = `/* tenants.findTokens */
 SELECT ` + tokenColumns + ` FROM api_tokens
 WHERE id = $1 OR prefix = $2
 ORDER BY id
@@ -57,7 +57,7 @@ LIMIT 2`
 // concurrent requests never queue behind one another (a data-modifying CTE
 // runs whether or not the query reads it). A revoked token is returned, not
 // touched, so the caller can tell it from an unknown one.
-const authenticateSQL = `
+const authenticateSQL = `/* tenants.authenticate */
 WITH tok AS (
 	SELECT id, tenant, revoked_at IS NOT NULL AS revoked FROM api_tokens WHERE token_hash = $1
 ),

@@ -6,24 +6,24 @@ package webhooks
 // insertInboxSQL claims a delivery id for a source. No row inserted means
 // the delivery was accepted before (I6: the primary key decides, never a
 // look-up first).
-const insertInboxSQL = `
+const insertInboxSQL = `/* webhooks.insertInbox */
 INSERT INTO inbox (source, delivery_id) VALUES ($1, $2)
 ON CONFLICT (source, delivery_id) DO NOTHING`
 
 // inboxTaskSQL reads the task of an accepted delivery. It runs as its own
 // statement after insertInboxSQL, so that under READ COMMITTED it sees the
 // row of a concurrent delivery that insertInboxSQL waited for.
-const inboxTaskSQL = `
+const inboxTaskSQL = `/* webhooks.inboxTask */
 SELECT task_id FROM inbox WHERE source = $1 AND delivery_id = $2`
 
 // setInboxTaskSQL records the task a delivery became.
-const setInboxTaskSQL = `
+const setInboxTaskSQL = `/* webhooks.setInboxTask */
 UPDATE inbox SET task_id = $3 WHERE source = $1 AND delivery_id = $2`
 
 // expireInboxSQL deletes, in one bounded batch, deliveries received before
 // now - $1: a sender's redelivery after that creates a new task, so the
 // window must outlast the senders' own (GitHub lets deliveries of the past
 // three days be redelivered).
-const expireInboxSQL = `
+const expireInboxSQL = `/* webhooks.expireInbox */
 DELETE FROM inbox WHERE ctid = ANY (ARRAY(
 	SELECT ctid FROM inbox WHERE received_at < now() - $1::interval LIMIT $2))`

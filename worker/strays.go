@@ -10,7 +10,7 @@ const strayInterval = time.Minute
 
 // straySQL counts the due tasks of the pool's queues whose kind it has no
 // handler for (the claim never takes them).
-const straySQL = `
+const straySQL = `/* worker.stray */
 SELECT queue, kind, count(*) FROM tasks
 WHERE queue = ANY ($1::text[]) AND state IN ('queued', 'retrying') AND run_at <= now()
 	AND NOT kind = ANY ($2::text[])

@@ -565,17 +565,14 @@ ORDER BY total_exec_time DESC LIMIT 8`)
 	fmt.Fprintf(w, "  active backends by wait event (average over %d samples): %s\n\n", p.samples, strings.Join(parts, ", "))
 }
 
-// statementName labels the statements of package claims.
+// statementName is the name a statement of the product carries in its
+// leading comment (/* claims.succeed */, given where it is defined), or the
+// statement's first words.
 func statementName(q string) string {
-	switch {
-	case strings.Contains(q, "expired_leases AS"):
-		return "claim"
-	case strings.Contains(q, "state = 'succeeded'") && strings.Contains(q, "WITH done AS"):
-		return "succeed"
-	case strings.Contains(q, "UPDATE tasks t SET") && strings.Contains(q, "lease_expires_at = coalesce($3"):
-		return "heartbeat"
-	case strings.Contains(q, "INSERT INTO tasks"):
-		return "enqueue"
+	if rest, ok := strings.CutPrefix(q, "/* "); ok {
+		if name, _, ok := strings.Cut(rest, " */"); ok {
+			return name
+		}
 	}
 	q = strings.Join(strings.Fields(q), " ")
 	if len(q) > 40 {
