@@ -502,3 +502,11 @@ attempts AS (
 	DELETE FROM task_attempts WHERE task_id IN (SELECT id FROM victims)
 )
 DELETE FROM tasks WHERE id IN (SELECT id FROM victims)`
+
+// straysSQL counts the due tasks of the queues $1 whose kind is not among
+// $2 (a worker pool's kinds: its claim never takes them).
+const straysSQL = `/* claims.strays */
+SELECT queue, kind, count(*) FROM tasks
+WHERE queue = ANY ($1::text[]) AND state IN ('queued', 'retrying') AND run_at <= now()
+	AND NOT kind = ANY ($2::text[])
+GROUP BY queue, kind ORDER BY queue, kind`

@@ -62,3 +62,17 @@ func (l *Ledger) Find(ctx context.Context, p FindParams) ([]Found, error) {
 	}
 	return out, nil
 }
+
+// UnknownCount returns how many effects wait for an operator because their
+// outcome is unknown (all tenants).
+func (l *Ledger) UnknownCount(ctx context.Context) (int64, error) {
+	var n int64
+	// No index answers it: let the planner scan.
+	err := pgplan.SeqScan(ctx, l.db, func(tx pgx.Tx) error {
+		return tx.QueryRow(ctx, unknownCountSQL).Scan(&n)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("ledger: count unknown effects: %w", err)
+	}
+	return n, nil
+}

@@ -212,3 +212,6 @@ WHERE ($1 = '' OR starts_with(effect_key, $1))
   AND ($3 = '' OR operation = $3)
   AND ($4 = '' OR tenant = $4)
 ORDER BY seq DESC LIMIT $5`
+
+// unknownCountSQL counts the effects of unknown outcome (a metrics gauge).
+const unknownCountSQL = `/* ledger.unknownCount */ SELECT count(*) FROM ledger WHERE state = 'unknown'`

@@ -5,25 +5,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
-	"github.com/agentledger/agentledger/internal/pgplan"
+	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/notify/outbox"
 )
-
-// stateSQL reads the gauges in one round trip: tasks by state, pending
-// outbox events and the age of the oldest due one, and effects of unknown
-// outcome.
-const stateSQL = `/* metrics.state */
-SELECT 'task:' || state, count(*)::float8 FROM tasks GROUP BY state
-UNION ALL
-SELECT 'outbox_pending', count(*)::float8 FROM outbox WHERE state = 'pending'
-UNION ALL
-SELECT 'outbox_lag', coalesce(extract(epoch FROM now() - min(available_at)), 0)::float8
-	FROM outbox WHERE state = 'pending' AND available_at <= now()
-UNION ALL
-SELECT 'ledger_unknown', count(*)::float8 FROM ledger WHERE state = 'unknown'`
 
 // DB gauges are read at scrape time, at most once per cacheFor: a count over
 // a large tasks table is not free.
@@ -37,19 +25,30 @@ var (
 	upDesc      = prometheus.NewDesc(ns+"_database_up", "Whether the last read of the database gauges succeeded.", nil, nil)
 )
 
-// dbCollector reads the database gauges.
+// dbCollector reads the database gauges, each from the package that owns
+// its table.
 type dbCollector struct {
-	db claims.DB
+	tasks  *claims.Store
+	events *outbox.Store
+	ledger *ledger.Ledger
 
 	mu     sync.Mutex
 	at     time.Time
-	values map[string]float64
+	values gauges
 	up     bool
+}
+
+// gauges are the values read at one scrape.
+type gauges struct {
+	tasks   map[agentledger.TaskState]int64
+	pending int64
+	lag     time.Duration
+	unknown int64
 }
 
 // WatchDatabase adds the gauges read from db.
 func (m *Metrics) WatchDatabase(db claims.DB) {
-	m.Registry.MustRegister(&dbCollector{db: db})
+	m.Registry.MustRegister(&dbCollector{tasks: claims.New(db), events: outbox.NewStore(db), ledger: ledger.New(db)})
 }
 
 func (c *dbCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -70,37 +69,30 @@ func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
 		up = 1
 	}
 	ch <- prometheus.MustNewConstMetric(upDesc, prometheus.GaugeValue, up)
-	for k, v := range c.values {
-		switch {
-		case len(k) > 5 && k[:5] == "task:":
-			ch <- prometheus.MustNewConstMetric(tasksDesc, prometheus.GaugeValue, v, k[5:])
-		case k == "outbox_pending":
-			ch <- prometheus.MustNewConstMetric(pendingDesc, prometheus.GaugeValue, v)
-		case k == "outbox_lag":
-			ch <- prometheus.MustNewConstMetric(lagDesc, prometheus.GaugeValue, v)
-		case k == "ledger_unknown":
-			ch <- prometheus.MustNewConstMetric(unknownDesc, prometheus.GaugeValue, v)
-		}
+	if !c.up {
+		return
 	}
+	for st, n := range c.values.tasks {
+		ch <- prometheus.MustNewConstMetric(tasksDesc, prometheus.GaugeValue, float64(n), string(st))
+	}
+	ch <- prometheus.MustNewConstMetric(pendingDesc, prometheus.GaugeValue, float64(c.values.pending))
+	ch <- prometheus.MustNewConstMetric(lagDesc, prometheus.GaugeValue, c.values.lag.Seconds())
+	ch <- prometheus.MustNewConstMetric(unknownDesc, prometheus.GaugeValue, float64(c.values.unknown))
 }
 
-func (c *dbCollector) read() (map[string]float64, bool) {
+func (c *dbCollector) read() (gauges, bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	out := map[string]float64{}
-	// The gauges count whole tables: let the planner scan them.
-	err := pgplan.SeqScan(ctx, c.db, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, stateSQL)
-		if err != nil {
-			return err
-		}
-		var k string
-		var v float64
-		_, err = pgx.ForEachRow(rows, []any{&k, &v}, func() error {
-			out[k] = v
-			return nil
-		})
-		return err
-	})
-	return out, err == nil
+	var g gauges
+	var err error
+	if g.tasks, err = c.tasks.Count(ctx, claims.ListParams{}); err != nil {
+		return g, false
+	}
+	if g.pending, g.lag, err = c.events.Backlog(ctx); err != nil {
+		return g, false
+	}
+	if g.unknown, err = c.ledger.UnknownCount(ctx); err != nil {
+		return g, false
+	}
+	return g, true
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/agentledger/agentledger/internal/testdb"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/metrics"
+	"github.com/agentledger/agentledger/notify/outbox"
 )
 
 func TestMain(m *testing.M) { testdb.Main(m) }
@@ -24,7 +25,12 @@ func TestMetrics(t *testing.T) {
 	db := testdb.New(t)
 	m := metrics.New()
 	m.WatchDatabase(db)
-	if _, err := claims.New(db).Enqueue(ctx, claims.EnqueueParams{Kind: "noop"}); err != nil {
+	r, err := claims.New(db).Enqueue(ctx, claims.EnqueueParams{Kind: "noop"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := outbox.AddMessage(ctx, db, outbox.Message{Tenant: "default", TaskID: r.Task.ID, Generation: 1,
+		StepPath: "tool/0", Channel: "ops", Text: "hello"}); err != nil {
 		t.Fatal(err)
 	}
 	w := m.Worker()
@@ -39,6 +45,12 @@ func TestMetrics(t *testing.T) {
 # HELP agentledger_effects_total Effects through the ledger by operation, class and outcome: performed, served (from the ledger, not performed again), failed, unknown, lease_lost, error.
 # TYPE agentledger_effects_total counter
 agentledger_effects_total{class="keyed",operation="http_request",outcome="served"} 2
+# HELP agentledger_ledger_unknown_effects Effects of unknown outcome waiting for an operator.
+# TYPE agentledger_ledger_unknown_effects gauge
+agentledger_ledger_unknown_effects 0
+# HELP agentledger_outbox_pending Outbox events not yet delivered.
+# TYPE agentledger_outbox_pending gauge
+agentledger_outbox_pending 1
 # HELP agentledger_tasks Tasks by state (all tenants).
 # TYPE agentledger_tasks gauge
 agentledger_tasks{state="queued"} 1
@@ -47,7 +59,8 @@ agentledger_tasks{state="queued"} 1
 agentledger_tasks_claimed_total{queue="default"} 3
 `
 	if err := testutil.GatherAndCompare(m.Registry, strings.NewReader(want),
-		"agentledger_effects_total", "agentledger_tasks", "agentledger_tasks_claimed_total"); err != nil {
+		"agentledger_effects_total", "agentledger_ledger_unknown_effects", "agentledger_outbox_pending",
+		"agentledger_tasks", "agentledger_tasks_claimed_total"); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := testutil.GatherAndCount(m.Registry, "agentledger_outbox_lag_seconds", "agentledger_database_up",

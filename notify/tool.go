@@ -84,7 +84,7 @@ func (n *Tool) Effect(call tools.Call) (ledger.Effect, error) {
 		PerformLocal: func(ctx context.Context, c ledger.Call, db ledger.DB) (ledger.Result, error) {
 			at := c.Attempt
 			id, err := outbox.AddMessage(ctx, db, outbox.Message{Tenant: at.Tenant, TaskID: at.TaskID,
-				Generation: at.Generation, StepPath: call.StepPath, Channel: a.Channel, Text: a.Text})
+				Generation: at.Generation, Attempt: call.Task.Attempt, StepPath: call.StepPath, Channel: a.Channel, Text: a.Text})
 			if err != nil {
 				return ledger.Result{}, err
 			}

@@ -65,7 +65,7 @@ func TestNotifyWritesOneEvent(t *testing.T) {
 	}
 	p, err := es[0].Decode()
 	if ev := es[0]; err != nil || ev.Event != outbox.EventMessage || ev.StepPath != "tool/2" || ev.Channel != "ops" ||
-		ev.Tenant != "acme" || ev.Generation != a.Generation || p.Text != "deploy finished" || ev.State != outbox.StatePending {
+		ev.Tenant != "acme" || ev.Generation != a.Generation || ev.Attempt != a.Attempt || ev.Attempt != 1 || p.Text != "deploy finished" || ev.State != outbox.StatePending {
 		t.Fatalf("event = %+v (%+v, %v)", ev, p, err)
 	}
 	if j := e.Journal(a); len(j) != 1 || j[0].Class != ledger.Local || j[0].State != ledger.StateCompleted {

@@ -332,7 +332,7 @@ func cmdMessage(ts *testscript.TestScript, neg bool, args []string) {
 	defer pool.Close()
 	t, err := claims.New(pool).Get(ctx, "", id)
 	ts.Check(err)
-	ev, err := outbox.AddMessage(ctx, pool, outbox.Message{Tenant: t.Tenant, TaskID: id, Generation: t.Generation,
+	ev, err := outbox.AddMessage(ctx, pool, outbox.Message{Tenant: t.Tenant, TaskID: id, Generation: t.Generation, Attempt: t.Attempt,
 		StepPath: args[1], Channel: args[2], Text: args[3]})
 	ts.Check(err)
 	fmt.Fprintf(ts.Stdout(), "message event %d\n", ev)

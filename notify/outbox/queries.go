@@ -34,8 +34,7 @@ const eventColumns = `id, tenant, task_id, generation, attempt, event, coalesce(
 // transaction (a local effect).
 const insertMessageSQL = `/* outbox.insertMessage */
 INSERT INTO outbox (tenant, task_id, generation, attempt, event, step_path, channel, payload)
-VALUES ($1, $2, $3, coalesce((SELECT attempt FROM tasks WHERE id = $2), 0), 'message', $4, $5,
-	jsonb_build_object('text', $6::text))
+VALUES ($1, $2, $3, $4, 'message', $5, $6, jsonb_build_object('text', $7::text))
 RETURNING id`
 
 // claimSQL leases up to $2 due events to $1 with fresh tokens. An event of
@@ -131,3 +130,9 @@ func EventsCTE(src, now string) string {
 	ORDER BY s.id, r.name
 )`
 }
+
+// backlogSQL counts the pending events and the age of the oldest due one
+// (metrics gauges), from the partial index of pending events.
+const backlogSQL = `/* outbox.backlog */
+SELECT count(*), coalesce(extract(epoch FROM now() - min(available_at) FILTER (WHERE available_at <= now())), 0)::float8
+FROM outbox WHERE state = 'pending'`

@@ -51,6 +51,7 @@ type Message struct {
 	Tenant     string
 	TaskID     int64
 	Generation int32
+	Attempt    int32 // the task's attempt that sent it
 	StepPath   string
 	Channel    string
 	Text       string
@@ -61,7 +62,7 @@ type Message struct {
 // returns its id.
 func AddMessage(ctx context.Context, db DB, m Message) (int64, error) {
 	var id int64
-	err := db.QueryRow(ctx, insertMessageSQL, m.Tenant, m.TaskID, m.Generation, m.StepPath, m.Channel, m.Text).Scan(&id)
+	err := db.QueryRow(ctx, insertMessageSQL, m.Tenant, m.TaskID, m.Generation, m.Attempt, m.StepPath, m.Channel, m.Text).Scan(&id)
 	if err != nil {
 		return 0, fmt.Errorf("outbox: %w", err)
 	}
@@ -154,4 +155,14 @@ func (s *Store) DeleteSettled(ctx context.Context, window time.Duration, batch i
 		return 0, fmt.Errorf("outbox: delete settled: %w", err)
 	}
 	return tag.RowsAffected(), nil
+}
+
+// Backlog returns how many events wait to be delivered and how long the
+// oldest due one has waited.
+func (s *Store) Backlog(ctx context.Context) (pending int64, lag time.Duration, err error) {
+	var secs float64
+	if err := s.db.QueryRow(ctx, backlogSQL).Scan(&pending, &secs); err != nil {
+		return 0, 0, fmt.Errorf("outbox: backlog: %w", err)
+	}
+	return pending, time.Duration(secs * float64(time.Second)), nil
 }
