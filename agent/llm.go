@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/tools"
 )
 
 // Operation is the ledger operation of a completion.
@@ -35,7 +36,7 @@ func (a *Agent) complete(ctx context.Context, task *agentledger.Task, n int, req
 	if err != nil {
 		return completion{}, fmt.Errorf("encoding the request of llm/%d: %w", n, err)
 	}
-	res, err := a.ledger.Do(ctx, ledger.AttemptOf(task), ledger.Effect{
+	res, err := a.ledger.Do(ctx, tools.AttemptOf(task), ledger.Effect{
 		Operation: Operation,
 		StepPath:  fmt.Sprintf("llm/%d", n),
 		Class:     ledger.Pure,

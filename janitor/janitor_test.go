@@ -12,6 +12,7 @@ import (
 	"github.com/agentledger/agentledger/janitor"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/notify/outbox"
+	"github.com/agentledger/agentledger/tools"
 	"github.com/agentledger/agentledger/webhooks"
 )
 
@@ -57,7 +58,7 @@ func TestDeletesOnlyExpiredFinished(t *testing.T) {
 			t.Fatal(got, err)
 		}
 		task := got[0]
-		_, err = l.Do(ctx, ledger.AttemptOf(task), ledger.Effect{Operation: "op", StepPath: "tool/0", Class: ledger.Keyed,
+		_, err = l.Do(ctx, tools.AttemptOf(task), ledger.Effect{Operation: "op", StepPath: "tool/0", Class: ledger.Keyed,
 			Request: json.RawMessage(`{}`), Perform: func(context.Context, ledger.Call) (ledger.Result, error) { return ledger.Result{}, nil }})
 		if err != nil {
 			t.Fatal(err)

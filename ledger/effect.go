@@ -51,39 +51,39 @@ const (
 	StateUnknown   State = "unknown"
 )
 
-// Attempt is who performs an effect: a task generation, through the lease
-// of one attempt. Every ledger write is fenced on Token (invariant I2).
+// Attempt is who performs an effect: a task generation, through a fence —
+// the lease of one attempt of the task, or a dispatcher's claim of an
+// outbox event that performs the effect on the task's behalf. Every ledger
+// write is fenced on it (invariant I2).
 type Attempt struct {
 	Tenant     string
 	TaskID     int64
 	Generation int32
-	Token      int64
-	// Event, when set, is the outbox event whose dispatcher claim performs
-	// the effect on the task's behalf (a notification): Token is that
-	// claim's, and writes are fenced on the claim instead of the task's
-	// lease, which the task may no longer hold.
-	Event int64
+	Fence      Fence
 }
+
+// Fence is the row an attempt's writes are fenced on, built by the package
+// that owns the row's table: a task's lease (claims.LeaseFence), a
+// dispatcher's claim of an outbox event (outbox.Claimed.Fence). The ledger
+// composes its SQL into the statements that must see the fence hold, so it
+// knows no table but its own.
+type Fence interface {
+	// FenceFrom is a FROM item and condition, "table WHERE …", selecting
+	// the fencing row while the fence holds, with id and token standing
+	// for the placeholders of FenceID and FenceToken. It depends only on
+	// the kind of fence, never on the values.
+	FenceFrom(id, token string) string
+	// FenceID is the fencing row's id.
+	FenceID() int64
+	// FenceToken is the fencing token the row must still carry.
+	FenceToken() int64
+}
+
+// token is the attempt's fencing token, stamped on the rows it reserves.
+func (a Attempt) token() int64 { return a.Fence.FenceToken() }
 
 // fenceID is the id of the row the attempt's writes are fenced on.
-func (a Attempt) fenceID() int64 {
-	if a.Event != 0 {
-		return a.Event
-	}
-	return a.TaskID
-}
-
-func (a Attempt) queries() *fenced {
-	if a.Event != 0 {
-		return &eventQueries
-	}
-	return &taskQueries
-}
-
-// AttemptOf returns the Attempt of a claimed task.
-func AttemptOf(t *agentledger.Task) Attempt {
-	return Attempt{Tenant: t.Tenant, TaskID: t.ID, Generation: t.Generation, Token: t.LeaseToken}
-}
+func (a Attempt) fenceID() int64 { return a.Fence.FenceID() }
 
 // Result is what an effect produced, as stored and served again.
 type Result struct {

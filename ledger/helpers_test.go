@@ -10,6 +10,7 @@ import (
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/internal/testenv"
 	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/tools"
 )
 
 // env is one test's database (see testenv) with helpers that speak in
@@ -24,13 +25,13 @@ func (e *env) task() int64 { return e.Enqueue(claims.EnqueueParams{}).ID }
 // claim claims the only due task for worker and returns its attempt.
 func (e *env) claim(worker string) (ledger.Attempt, *agentledger.Task) {
 	t := e.Claim(worker)
-	return ledger.AttemptOf(t), t
+	return tools.AttemptOf(t), t
 }
 
 // expireAndReclaim lets the current lease run out and claims again.
 func (e *env) expireAndReclaim(worker string) (ledger.Attempt, *agentledger.Task) {
 	t := e.ExpireAndReclaim(worker)
-	return ledger.AttemptOf(t), t
+	return tools.AttemptOf(t), t
 }
 
 // counter is a performer that counts its calls.
@@ -51,4 +52,17 @@ func itoa(n int64) string { b, _ := json.Marshal(n); return string(b) }
 
 func effect(class ledger.Class, step string, req string, perform func(context.Context, ledger.Call) (ledger.Result, error)) ledger.Effect {
 	return ledger.Effect{Operation: "test.op", StepPath: step, Class: class, Request: json.RawMessage(req), Perform: perform}
+}
+
+// leaseOf is the task lease an attempt is fenced on.
+func leaseOf(a ledger.Attempt) agentledger.Lease {
+	return agentledger.Lease(a.Fence.(claims.LeaseFence))
+}
+
+// reclaimed is a's task claimed again: the same attempt with the next token.
+func reclaimed(a ledger.Attempt) ledger.Attempt {
+	f := a.Fence.(claims.LeaseFence)
+	f.Token++
+	a.Fence = f
+	return a
 }

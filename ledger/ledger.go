@@ -97,7 +97,7 @@ func (l *Ledger) do(ctx context.Context, a Attempt, e Effect) (Result, error) {
 	}
 	call := Call{Key: EffectKey(a.Tenant, a.TaskID, a.Generation, e.StepPath, e.Operation), Attempt: a}
 	pk := []any{a.Tenant, e.Operation, call.Key}
-	q := a.queries()
+	q := queriesOf(a.Fence)
 
 	if e.Class == Pure || e.Class == Keyed {
 		if res, done, err := l.doUnreserved(ctx, pk, a, call, e, hash); done {
@@ -117,13 +117,13 @@ func (l *Ledger) do(ctx context.Context, a Attempt, e Effect) (Result, error) {
 		var st *State
 		var r row
 		err := l.db.QueryRow(ctx, q.reserveFast, a.Tenant, e.Operation, call.Key, hash, string(e.Class),
-			a.TaskID, a.Generation, e.StepPath, a.Token, a.fenceID()).Scan(&fenced, &fresh, &st, &r.hash, &r.result, &r.externalRef, &r.err)
+			a.TaskID, a.Generation, e.StepPath, a.token(), a.fenceID()).Scan(&fenced, &fresh, &st, &r.hash, &r.result, &r.externalRef, &r.err)
 		if err != nil {
 			return Result{}, fmt.Errorf("ledger: reserving effect %s: %w", short(call.Key), err)
 		}
 		switch {
 		case !fenced:
-			return Result{}, fmt.Errorf("task %d token %d: %w", a.TaskID, a.Token, agentledger.ErrLeaseLost)
+			return Result{}, fmt.Errorf("task %d token %d: %w", a.TaskID, a.token(), agentledger.ErrLeaseLost)
 		case fresh:
 			return l.perform(ctx, pk, a, call, e, false)
 		case st != nil && (*st == StateCompleted || *st == StateFailed):
@@ -133,14 +133,14 @@ func (l *Ledger) do(ctx context.Context, a Attempt, e Effect) (Result, error) {
 	}
 	err = pgx.BeginFunc(ctx, l.db, func(tx pgx.Tx) error {
 		var one int
-		if err := tx.QueryRow(ctx, q.fence, a.fenceID(), a.Token).Scan(&one); err != nil {
+		if err := tx.QueryRow(ctx, q.fence, a.fenceID(), a.token()).Scan(&one); err != nil {
 			if errors.Is(err, pgx.ErrNoRows) {
-				return fmt.Errorf("task %d token %d: %w", a.TaskID, a.Token, agentledger.ErrLeaseLost)
+				return fmt.Errorf("task %d token %d: %w", a.TaskID, a.token(), agentledger.ErrLeaseLost)
 			}
 			return err
 		}
 		tag, err := tx.Exec(ctx, reserveSQL, a.Tenant, e.Operation, call.Key, hash, string(e.Class),
-			a.TaskID, a.Generation, e.StepPath, a.Token)
+			a.TaskID, a.Generation, e.StepPath, a.token())
 		if err != nil {
 			return err
 		}
@@ -193,7 +193,7 @@ func (l *Ledger) do(ctx context.Context, a Attempt, e Effect) (Result, error) {
 			// can only be one whose transaction is this one.
 			return fmt.Errorf("ledger: local effect %s is %s: corrupt ledger row", short(call.Key), r.state)
 		}
-		if _, err := tx.Exec(ctx, takeSQL, append(pk, a.Token)...); err != nil {
+		if _, err := tx.Exec(ctx, takeSQL, append(pk, a.token())...); err != nil {
 			return err
 		}
 		perform = true
@@ -218,14 +218,14 @@ func (l *Ledger) doUnreserved(ctx context.Context, pk []any, a Attempt, call Cal
 	var fenced bool
 	var st *State
 	var r row
-	q := a.queries()
-	err := l.db.QueryRow(ctx, q.lookup, append(pk, a.fenceID(), a.Token)...).
+	q := queriesOf(a.Fence)
+	err := l.db.QueryRow(ctx, q.lookup, append(pk, a.fenceID(), a.token())...).
 		Scan(&fenced, &st, &r.hash, &r.result, &r.externalRef, &r.err)
 	switch {
 	case err != nil:
 		return Result{}, true, fmt.Errorf("ledger: looking up effect %s: %w", short(call.Key), err)
 	case !fenced:
-		return Result{}, true, fmt.Errorf("task %d token %d: %w", a.TaskID, a.Token, agentledger.ErrLeaseLost)
+		return Result{}, true, fmt.Errorf("task %d token %d: %w", a.TaskID, a.token(), agentledger.ErrLeaseLost)
 	case st != nil && (*st == StateCompleted || *st == StateFailed):
 		r.state = *st
 		res, err := served(r, hash, call, e)
@@ -249,7 +249,7 @@ func (l *Ledger) doUnreserved(ctx context.Context, pk []any, a Attempt, call Cal
 		return Result{}, true, err
 	}
 	err = l.db.QueryRow(ctx, q.insertOutcome, a.Tenant, e.Operation, call.Key, hash, string(e.Class), a.TaskID,
-		a.Generation, e.StepPath, a.Token, string(state), body, agentledger.SafeText(out.ExternalRef), msg,
+		a.Generation, e.StepPath, a.token(), string(state), body, agentledger.SafeText(out.ExternalRef), msg,
 		a.fenceID()).Scan(&r.result, &r.externalRef)
 	if err == nil {
 		r.state, r.err = state, msg
@@ -261,7 +261,7 @@ func (l *Ledger) doUnreserved(ctx context.Context, pk []any, a Attempt, call Cal
 	}
 	// The lease was lost, or another performance landed first.
 	var current bool
-	err = l.db.QueryRow(ctx, q.landed, append(pk, a.Token, a.fenceID())...).Scan(&r.state, &r.hash, &r.result, &r.externalRef, &r.err, &current)
+	err = l.db.QueryRow(ctx, q.landed, append(pk, a.token(), a.fenceID())...).Scan(&r.state, &r.hash, &r.result, &r.externalRef, &r.err, &current)
 	switch {
 	case err != nil && !errors.Is(err, pgx.ErrNoRows):
 		return Result{}, true, fmt.Errorf("ledger: recording effect %s: %w", short(call.Key), err)
@@ -336,7 +336,7 @@ func (l *Ledger) perform(ctx context.Context, pk []any, a Attempt, call Call, e 
 		// The call may have taken effect: never perform it blindly.
 		// The effect is unknown now, and its task waits for an operator.
 		msg := agentledger.SafeText(fmt.Sprintf("the call's outcome is unknown (%v)", perr))
-		if _, err := l.db.Exec(ctx, unknownOwnedSQL, append(pk, msg, a.Token)...); err != nil {
+		if _, err := l.db.Exec(ctx, unknownOwnedSQL, append(pk, msg, a.token())...); err != nil {
 			return out, fmt.Errorf("ledger: marking effect %s unknown: %w", short(call.Key), err)
 		}
 		return out, fmt.Errorf("effect %s at %s: %v: %w", short(call.Key), e.StepPath, perr, ErrNeedsAttention)
@@ -350,7 +350,7 @@ func (l *Ledger) perform(ctx context.Context, pk []any, a Attempt, call Call, e 
 func (l *Ledger) release(ctx context.Context, pk []any, a Attempt) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	_, _ = l.db.Exec(rctx, releaseSQL, append(pk, a.Token)...) // if it fails, the row stays pending: unknown, not lost
+	_, _ = l.db.Exec(rctx, releaseSQL, append(pk, a.token())...) // if it fails, the row stays pending: unknown, not lost
 }
 
 // performLocal runs a local effect in the reservation transaction and
@@ -366,7 +366,7 @@ func (l *Ledger) performLocal(ctx context.Context, tx pgx.Tx, call Call, e Effec
 	}
 	var r row
 	a := call.Attempt
-	err = tx.QueryRow(ctx, a.queries().record, append(pk, string(StateCompleted), body, res.ExternalRef, "", a.Token, a.fenceID())...).
+	err = tx.QueryRow(ctx, queriesOf(a.Fence).record, append(pk, string(StateCompleted), body, res.ExternalRef, "", a.token(), a.fenceID())...).
 		Scan(&r.result, &r.externalRef)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Result{}, fmt.Errorf("ledger: recording local effect %s: %w", short(call.Key), agentledger.ErrLeaseLost)
@@ -390,8 +390,8 @@ func (l *Ledger) record(ctx context.Context, pk []any, a Attempt, st State, res 
 	key := short(pk[2].(string))
 	var r row
 	msg = agentledger.SafeText(msg)
-	q := a.queries()
-	err = l.db.QueryRow(ctx, q.record, append(pk, string(st), body, agentledger.SafeText(res.ExternalRef), msg, a.Token, a.fenceID())...).
+	q := queriesOf(a.Fence)
+	err = l.db.QueryRow(ctx, q.record, append(pk, string(st), body, agentledger.SafeText(res.ExternalRef), msg, a.token(), a.fenceID())...).
 		Scan(&r.result, &r.externalRef)
 	switch {
 	case err == nil:
@@ -401,7 +401,7 @@ func (l *Ledger) record(ctx context.Context, pk []any, a Attempt, st State, res 
 		return Result{}, fmt.Errorf("ledger: recording effect %s: %w", key, err)
 	}
 	var current bool
-	err = l.db.QueryRow(ctx, q.landed, append(pk, a.Token, a.fenceID())...).Scan(&r.state, &r.hash, &r.result, &r.externalRef, &r.err, &current)
+	err = l.db.QueryRow(ctx, q.landed, append(pk, a.token(), a.fenceID())...).Scan(&r.state, &r.hash, &r.result, &r.externalRef, &r.err, &current)
 	if err == nil && current && (r.state == StateCompleted || r.state == StateFailed) {
 		return outcome(r, pk[2].(string))
 	}

@@ -133,8 +133,7 @@ func TestUnknownOutcomeRecoveryByClass(t *testing.T) {
 			if _, err := e.Ledger.Do(ctx, a, eff); !errors.Is(err, agentledger.ErrLeaseLost) {
 				t.Fatalf("a: %v, want ErrLeaseLost at record", err)
 			}
-			b := a
-			b.Token++ // the task was claimed again
+			b := reclaimed(a) // the task was claimed again
 
 			res, err := e.Ledger.Do(ctx, b, eff)
 			switch class {
@@ -263,7 +262,7 @@ func TestNewGenerationPerformsAgain(t *testing.T) {
 	if _, err := e.Ledger.Do(ctx, a, eff); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.Claims.Succeed(ctx, agentledger.Lease{TaskID: a.TaskID, Token: a.Token}, nil); err != nil {
+	if err := e.Claims.Succeed(ctx, leaseOf(a), nil); err != nil {
 		t.Fatal(err)
 	}
 	// Replay: same generation, served.
@@ -277,7 +276,7 @@ func TestNewGenerationPerformsAgain(t *testing.T) {
 	if res, err := e.Ledger.Do(ctx, r, eff); err != nil || !res.Replayed || c.calls.Load() != 1 {
 		t.Fatalf("replay: %+v %v performed %d", res, err, c.calls.Load())
 	}
-	e.Claims.Succeed(ctx, agentledger.Lease{TaskID: r.TaskID, Token: r.Token}, nil)
+	e.Claims.Succeed(ctx, leaseOf(r), nil)
 	// Re-run: new generation, new key, performed.
 	if _, err := e.Claims.Requeue(ctx, "", id, claims.Rerun); err != nil {
 		t.Fatal(err)

@@ -2,6 +2,8 @@ package ledger
 
 import (
 	"context"
+	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/notify/outbox"
 	"testing"
 
 	"github.com/agentledger/agentledger/internal/plancheck"
@@ -17,11 +19,11 @@ func TestFencedPlansReadByKey(t *testing.T) {
 	ids, tokens, events := tr.IDs, tr.Tokens, tr.Events
 	for _, f := range []struct {
 		name, table, index string
-		q                  fenced
+		q                  *fenced
 		id, token          int64
 	}{
-		{"task", "tasks", "tasks_pkey", taskQueries, ids[0], tokens[0]},
-		{"event", "outbox", "outbox_pkey", eventQueries, events[0], 1},
+		{"task", "tasks", "tasks_pkey", queriesOf(claims.LeaseFence{}), ids[0], tokens[0]},
+		{"event", "outbox", "outbox_pkey", queriesOf(outbox.ClaimFence{}), events[0], 1},
 	} {
 		pk := []any{"default", "http.post", "k1"}
 		stmts := map[string][]any{

@@ -1,31 +1,33 @@
 package ledger
 
-// All SQL of the ledger table lives here.
+import "sync"
 
-// fence is the condition an attempt's writes are fenced on (I2), as a FROM
-// clause taking the fence id and token parameters: a task's lease, or a
-// dispatcher's claim of an outbox event (which performs notification
-// effects on behalf of the task).
+// All SQL of the ledger table lives here; the fences of other packages'
+// rows come in as their owners write them (Fence).
+
+// fence is an attempt's Fence.FenceFrom: a FROM clause taking the fence's
+// id and token parameters.
 type fence func(id, token string) string
-
-var (
-	taskFence fence = func(id, token string) string {
-		return `tasks WHERE id = ` + id + ` AND lease_token = ` + token + ` AND lease_expires_at > now()`
-	}
-	eventFence fence = func(id, token string) string {
-		return `outbox WHERE id = ` + id + ` AND lease_token = ` + token + ` AND lease_expires_at > now()`
-	}
-)
 
 // fenced are the statements that check a fence.
 type fenced struct {
 	fence, reserveFast, lookup, insertOutcome, record, landed string
 }
 
-var (
-	taskQueries  = fencedQueries(taskFence)
-	eventQueries = fencedQueries(eventFence)
-)
+// fencedByKind caches the statements of each kind of fence, keyed by its
+// FROM clause.
+var fencedByKind sync.Map // string → *fenced
+
+// queriesOf returns the fenced statements of f's kind.
+func queriesOf(f Fence) *fenced {
+	key := f.FenceFrom("$id", "$token")
+	if q, ok := fencedByKind.Load(key); ok {
+		return q.(*fenced)
+	}
+	q := fencedQueries(f.FenceFrom)
+	actual, _ := fencedByKind.LoadOrStore(key, &q)
+	return actual.(*fenced)
+}
 
 func fencedQueries(f fence) fenced {
 	return fenced{

@@ -28,12 +28,11 @@ func unknownUnsafe(t *testing.T, e *env, c *counter) (ledger.Attempt, ledger.Eff
 	if _, err := e.Ledger.Do(ctx, a, eff); !errors.Is(err, agentledger.ErrLeaseLost) {
 		t.Fatal(err)
 	}
-	b := a
-	b.Token++
+	b := reclaimed(a)
 	if _, err := e.Ledger.Do(ctx, b, eff); !errors.Is(err, ledger.ErrNeedsAttention) {
 		t.Fatal(err)
 	}
-	if err := e.Claims.NeedsAttention(ctx, agentledger.Lease{TaskID: b.TaskID, Token: b.Token}, "unknown effect"); err != nil {
+	if err := e.Claims.NeedsAttention(ctx, leaseOf(b), "unknown effect"); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := e.Claims.Get(ctx, "", b.TaskID); got.State != agentledger.StateNeedsAttention {
@@ -109,7 +108,7 @@ func TestExpiryAndLateRetry(t *testing.T) {
 	if _, err := e.Ledger.Do(ctx, a, eff); err != nil {
 		t.Fatal(err)
 	}
-	e.Claims.Succeed(ctx, agentledger.Lease{TaskID: a.TaskID, Token: a.Token}, nil)
+	e.Claims.Succeed(ctx, leaseOf(a), nil)
 	running := e.task()
 	r, _ := e.claim("w")
 	if _, err := e.Ledger.Do(ctx, r, eff); err != nil {

@@ -50,7 +50,7 @@ func (n *Deliverer) deliver(ctx context.Context, c outbox.Claimed) error {
 	if err != nil {
 		return agentledger.Permanent(fmt.Errorf("event %d: payload: %w", c.ID, err))
 	}
-	a := ledger.Attempt{Tenant: c.Tenant, TaskID: c.TaskID, Generation: c.Generation, Token: c.Token, Event: c.ID}
+	a := ledger.Attempt{Tenant: c.Tenant, TaskID: c.TaskID, Generation: c.Generation, Fence: c.Fence()}
 	if c.Event.Event == outbox.EventMessage {
 		m := Message{Channel: c.Channel, Text: p.Text}
 		_, err := n.post(ctx, a, c.StepPath, map[string]string{"channel": c.Channel, "text": p.Text}, m)

@@ -32,7 +32,7 @@
 //     posted as a new effect ("notify.post" at "notify/<rule>/<event id>")
 //     and later events update that one. A notify tool call's event posts
 //     its message as its own effect at the tool's step. Every effect is
-//     fenced on the dispatcher's claim of the event (ledger.Attempt.Event),
+//     fenced on the dispatcher's claim of the event (outbox.ClaimFence),
 //     so a dispatcher that lost its claim records nothing, and delivering
 //     an event again performs nothing twice: a replayed task's new events
 //     update its message, a re-run (a new generation) posts a new one.

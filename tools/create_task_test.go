@@ -67,7 +67,7 @@ func TestCreateTaskFailureAfterInsertLeavesNothing(t *testing.T) {
 		inserted = true
 		return ledger.Result{}, errors.New("crash after insert")
 	}
-	if _, err := e.Ledger.Do(ctx, ledger.AttemptOf(a), eff); err == nil || !inserted {
+	if _, err := e.Ledger.Do(ctx, tools.AttemptOf(a), eff); err == nil || !inserted {
 		t.Fatalf("do: %v, inserted %v", err, inserted)
 	}
 	if n := e.count(`SELECT count(*) FROM tasks WHERE submission_key LIKE 'child:%'`); n != 0 {

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/ledger"
 )
 
@@ -47,7 +48,7 @@ func Invoke(ctx context.Context, l Doer, t Tool, call Call) (ledger.Result, erro
 	if eff.StepPath == "" {
 		eff.StepPath = call.StepPath
 	}
-	return l.Do(ctx, ledger.AttemptOf(call.Task), eff)
+	return l.Do(ctx, AttemptOf(call.Task), eff)
 }
 
 // Registry maps tool names to tools. It is safe for concurrent use.
@@ -110,4 +111,11 @@ func (r *Registry) namesLocked() []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// AttemptOf is the ledger's Attempt of a claimed task: its effects are
+// fenced on the task's lease.
+func AttemptOf(t *agentledger.Task) ledger.Attempt {
+	return ledger.Attempt{Tenant: t.Tenant, TaskID: t.ID, Generation: t.Generation,
+		Fence: claims.LeaseFence(claims.LeaseOf(t))}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/agentledger/agentledger/internal/testenv"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/notify/outbox"
+	"github.com/agentledger/agentledger/tools"
 )
 
 // seedDB makes a database holding four tasks and returns the DBStore on
@@ -59,7 +60,7 @@ func seedDB(t *testing.T) *DBStore {
 		Payload: raw(`{"steps":[{"tool":"http_request"},{"tool":"create_task"},{"tool":"notify"}]}`)})
 	got, err := e.Claims.Claim(ctx, claims.ClaimParams{Queue: "billing", Worker: "worker-b", Limit: 1, Lease: testenv.Lease})
 	must(err)
-	a := ledger.AttemptOf(got[0])
+	a := tools.AttemptOf(got[0])
 	_, err = e.Ledger.Do(ctx, a, ledger.Effect{Operation: "http_request", StepPath: "tool/0", Class: ledger.Keyed,
 		Request: raw(`{"method":"POST","url":"http://billing.internal/charges","body":{"order":7}}`), Perform: ok(201, `{"id":"ch_1"}`)})
 	must(err)
@@ -84,12 +85,12 @@ func seedDB(t *testing.T) *DBStore {
 	e.Enqueue(claims.EnqueueParams{Tenant: "acme", Kind: "steps", Payload: raw(`{"steps":[{"tool":"unsafe_http"}]}`)})
 	wire := ledger.Effect{Operation: "unsafe_http", StepPath: "tool/0", Class: ledger.Unsafe,
 		Request: raw(`{"method":"POST","url":"http://bank.internal/wires","body":{"amount":100}}`), Perform: broken("connection reset")}
-	_, err = e.Ledger.Do(ctx, ledger.AttemptOf(e.Claim("worker-a")), wire)
+	_, err = e.Ledger.Do(ctx, tools.AttemptOf(e.Claim("worker-a")), wire)
 	if err == nil {
 		t.Fatal("the wire succeeded")
 	}
 	again := e.ExpireAndReclaim("worker-c")
-	_, err = e.Ledger.Do(ctx, ledger.AttemptOf(again), wire)
+	_, err = e.Ledger.Do(ctx, tools.AttemptOf(again), wire)
 	if !errors.Is(err, agentledger.ErrNeedsAttention) {
 		t.Fatalf("the wire again: %v", err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/tools"
 )
 
 // LedgerGrowthResult is one size of the ledger sweep.
@@ -57,7 +58,7 @@ func ledgerGrowthRun(ctx context.Context, srv *Server, f GrowthFlags, n int64, e
 		return res, errors.New("the benchmark's task could not be claimed")
 	}
 	task := tasks[0]
-	attempt := ledger.AttemptOf(task)
+	attempt := tools.AttemptOf(task)
 	request := json.RawMessage(`{"method":"POST","url":"http://bench.invalid/charges","body":{"amount":1}}`)
 	hash, err := ledger.RequestHash(request)
 	if err != nil {

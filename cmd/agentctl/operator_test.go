@@ -12,6 +12,7 @@ import (
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/internal/testenv"
 	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/tools"
 )
 
 // agentctlAt runs agentctl against the env's database.
@@ -41,11 +42,11 @@ func TestReplayResolveRerun(t *testing.T) {
 			}
 			return ledger.Result{Status: 200}, nil
 		}}
-	if _, err := e.Ledger.Do(ctx, ledger.AttemptOf(a), wire); !errors.Is(err, agentledger.ErrLeaseLost) {
+	if _, err := e.Ledger.Do(ctx, tools.AttemptOf(a), wire); !errors.Is(err, agentledger.ErrLeaseLost) {
 		t.Fatal(err)
 	}
 	b, _ := e.Claims.Get(ctx, "", task.ID)
-	if _, err := e.Ledger.Do(ctx, ledger.AttemptOf(b), wire); !errors.Is(err, ledger.ErrNeedsAttention) {
+	if _, err := e.Ledger.Do(ctx, tools.AttemptOf(b), wire); !errors.Is(err, ledger.ErrNeedsAttention) {
 		t.Fatal(err)
 	}
 	if err := e.Claims.NeedsAttention(ctx, claims.LeaseOf(b), "unknown"); err != nil {
@@ -69,7 +70,7 @@ func TestReplayResolveRerun(t *testing.T) {
 		t.Fatalf("resolve: exit %d\n%s%s", code, out, errOut)
 	}
 	c := e.Claim("c")
-	if _, err := e.Ledger.Do(ctx, ledger.AttemptOf(c), wire); err != nil || performed != 2 {
+	if _, err := e.Ledger.Do(ctx, tools.AttemptOf(c), wire); err != nil || performed != 2 {
 		t.Fatalf("after resolution: %v, performed %d", err, performed)
 	}
 	if err := e.Claims.Succeed(ctx, claims.LeaseOf(c), nil); err != nil {

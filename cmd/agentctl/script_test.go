@@ -20,6 +20,7 @@ import (
 	"github.com/agentledger/agentledger/internal/testdb"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/notify/outbox"
+	"github.com/agentledger/agentledger/tools"
 )
 
 // tbKey holds the script's testing.TB in testscript's values.
@@ -245,7 +246,7 @@ func cmdEffect(ts *testscript.TestScript, neg bool, args []string) {
 	pool := scriptPool(ts)
 	defer pool.Close()
 	t := runningTask(ts, claims.New(pool), args[0])
-	res, err := ledger.New(pool).Do(context.Background(), ledger.AttemptOf(t), ledger.Effect{
+	res, err := ledger.New(pool).Do(context.Background(), tools.AttemptOf(t), ledger.Effect{
 		Operation: args[2], StepPath: args[1], Class: ledger.Keyed, Request: json.RawMessage(`{}`),
 		Perform: func(context.Context, ledger.Call) (ledger.Result, error) {
 			return ledger.Result{Status: 200, Body: json.RawMessage(args[3])}, nil

@@ -74,3 +74,22 @@ type Claimed struct {
 	Token          int64
 	LeaseExpiresAt time.Time
 }
+
+// ClaimFence is a dispatcher's claim of an event as a fence for the writes
+// of its delivery (the ledger's): the event row holds while it carries the
+// claim's token and the claim has not expired. It satisfies ledger.Fence.
+type ClaimFence struct{ ID, Token int64 }
+
+// Fence is c's claim as a fence.
+func (c Claimed) Fence() ClaimFence { return ClaimFence{ID: c.ID, Token: c.Token} }
+
+// FenceFrom selects the event row while the claim holds.
+func (ClaimFence) FenceFrom(id, token string) string {
+	return `outbox WHERE id = ` + id + ` AND lease_token = ` + token + ` AND lease_expires_at > now()`
+}
+
+// FenceID is the event's id.
+func (f ClaimFence) FenceID() int64 { return f.ID }
+
+// FenceToken is the claim's fencing token.
+func (f ClaimFence) FenceToken() int64 { return f.Token }

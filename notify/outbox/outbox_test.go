@@ -152,7 +152,7 @@ func TestExpiredClaimIsFenced(t *testing.T) {
 		t.Fatalf("re-claim: %+v", cur)
 	}
 	attempt := func(c outbox.Claimed) ledger.Attempt {
-		return ledger.Attempt{Tenant: c.Tenant, TaskID: c.TaskID, Generation: c.Generation, Token: c.Token, Event: c.ID}
+		return ledger.Attempt{Tenant: c.Tenant, TaskID: c.TaskID, Generation: c.Generation, Fence: c.Fence()}
 	}
 	var performed atomic.Int32
 	eff := ledger.Effect{Operation: "notify.post", StepPath: "notify/ops", Class: ledger.Reconcilable,
