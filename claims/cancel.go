@@ -23,7 +23,7 @@ func (s *Store) Cancel(ctx context.Context, tenant string, id int64) (*agentledg
 		return nil, fmt.Errorf("cancel: %w", err)
 	}
 	if !changed {
-		return nil, fmt.Errorf("task %d is already %s: %w", id, before, agentledger.ErrConflict)
+		return nil, agentledger.Errorf(agentledger.CodeConflict, "task %d is already %s", id, before)
 	}
 	return s.Get(ctx, tenant, id)
 }

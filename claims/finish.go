@@ -173,7 +173,7 @@ func (s *Store) stop(ctx context.Context, l agentledger.Lease, state agentledger
 	err := s.db.QueryRow(ctx, stopSQL, []int64{l.TaskID}, tokenMap([]int64{l.TaskID}, []int64{l.Token}),
 		agentledger.SafeText(reason), s.now(), string(state)).Scan(&id)
 	if err := notFound(err); err == agentledger.ErrNotFound {
-		return fmt.Errorf("task %d token %d: %w", l.TaskID, l.Token, agentledger.ErrLeaseLost)
+		return agentledger.Errorf(agentledger.CodeLeaseLost, "task %d: its lease (token %d) was lost: another worker holds it, or it expired", l.TaskID, l.Token)
 	} else if err != nil {
 		return fmt.Errorf("%s: %w", state, err)
 	}
@@ -222,7 +222,7 @@ func single(err error, lost []agentledger.Lease) error {
 		return err
 	}
 	if len(lost) > 0 {
-		return fmt.Errorf("task %d token %d: %w", lost[0].TaskID, lost[0].Token, agentledger.ErrLeaseLost)
+		return agentledger.Errorf(agentledger.CodeLeaseLost, "task %d: its lease (token %d) was lost: another worker holds it, or it expired", lost[0].TaskID, lost[0].Token)
 	}
 	return nil
 }

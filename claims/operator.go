@@ -57,12 +57,12 @@ func (s *Store) requeue(ctx context.Context, tenant string, id int64, mode Reque
 		return nil, fmt.Errorf("requeue: %w", err)
 	}
 	if !changed && expired && mode == Replay {
-		return nil, fmt.Errorf("task %d finished so long ago that retention removed its ledger rows: a replay would "+
-			"perform its effects again; re-run it as a new intent instead: %w", id, agentledger.ErrConflict)
+		return nil, agentledger.Errorf(agentledger.CodeConflict, "task %d finished so long ago that retention removed its ledger rows: a replay would "+
+			"perform its effects again; re-run it as a new intent instead", id)
 	}
 	if !changed {
-		return nil, fmt.Errorf("task %d is %s; only a task that is %v can run again this way: %w",
-			id, before, from, agentledger.ErrConflict)
+		return nil, agentledger.Errorf(agentledger.CodeConflict, "task %d is %s; only a task that is %v can run again this way",
+			id, before, from)
 	}
 	return s.Get(ctx, tenant, id)
 }

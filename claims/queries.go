@@ -153,7 +153,6 @@ const closeConflict = `ON CONFLICT (task_id, lease_token) DO UPDATE SET
 // RETURNING, besides id, generation and attempt.
 const eventColumns = `t.tenant, t.queue, t.kind, t.state, t.max_attempts, t.last_error, t.result`
 
-
 // The batched statements below are driven by their ids, whatever the
 // planner believes about the table:
 //

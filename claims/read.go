@@ -22,7 +22,7 @@ func (s *Store) Get(ctx context.Context, tenant string, id int64) (*agentledger.
 		return nil, fmt.Errorf("get task: %w", err)
 	}
 	if len(ts) == 0 {
-		return nil, fmt.Errorf("task %d: %w", id, agentledger.ErrNotFound)
+		return nil, agentledger.Errorf(agentledger.CodeNotFound, "task %d does not exist", id)
 	}
 	return ts[0], nil
 }

@@ -130,21 +130,3 @@ func TestCursor(t *testing.T) {
 		}
 	}
 }
-
-func TestProblemTable(t *testing.T) {
-	t.Parallel()
-	p := problemOf(errors.New("secret internals"))
-	if p.Status != 500 || p.Code != "internal" || strings.Contains(p.Detail, "secret") {
-		t.Errorf("unknown error: %+v", p)
-	}
-	seen := map[string]bool{}
-	for _, e := range problems {
-		if seen[e.code] {
-			t.Errorf("code %s twice", e.code)
-		}
-		seen[e.code] = true
-		if got := problemOf(e.err); got.Status != e.status || got.Code != e.code {
-			t.Errorf("%v maps to %d %s, want %d %s (shadowed by an earlier entry?)", e.err, got.Status, got.Code, e.status, e.code)
-		}
-	}
-}

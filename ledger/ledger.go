@@ -123,7 +123,7 @@ func (l *Ledger) do(ctx context.Context, a Attempt, e Effect) (Result, error) {
 		}
 		switch {
 		case !fenced:
-			return Result{}, fmt.Errorf("task %d token %d: %w", a.TaskID, a.token(), agentledger.ErrLeaseLost)
+			return Result{}, agentledger.Errorf(agentledger.CodeLeaseLost, "task %d: its lease (token %d) was lost: another worker holds it, or it expired", a.TaskID, a.token())
 		case fresh:
 			return l.perform(ctx, pk, a, call, e, false)
 		case st != nil && (*st == StateCompleted || *st == StateFailed):
@@ -135,7 +135,7 @@ func (l *Ledger) do(ctx context.Context, a Attempt, e Effect) (Result, error) {
 		var one int
 		if err := tx.QueryRow(ctx, q.fence, a.fenceID(), a.token()).Scan(&one); err != nil {
 			if errors.Is(err, pgx.ErrNoRows) {
-				return fmt.Errorf("task %d token %d: %w", a.TaskID, a.token(), agentledger.ErrLeaseLost)
+				return agentledger.Errorf(agentledger.CodeLeaseLost, "task %d: its lease (token %d) was lost: another worker holds it, or it expired", a.TaskID, a.token())
 			}
 			return err
 		}
@@ -225,7 +225,7 @@ func (l *Ledger) doUnreserved(ctx context.Context, pk []any, a Attempt, call Cal
 	case err != nil:
 		return Result{}, true, fmt.Errorf("ledger: looking up effect %s: %w", short(call.Key), err)
 	case !fenced:
-		return Result{}, true, fmt.Errorf("task %d token %d: %w", a.TaskID, a.token(), agentledger.ErrLeaseLost)
+		return Result{}, true, agentledger.Errorf(agentledger.CodeLeaseLost, "task %d: its lease (token %d) was lost: another worker holds it, or it expired", a.TaskID, a.token())
 	case st != nil && (*st == StateCompleted || *st == StateFailed):
 		r.state = *st
 		res, err := served(r, hash, call, e)
@@ -274,8 +274,8 @@ func (l *Ledger) doUnreserved(ctx context.Context, pk []any, a Attempt, call Cal
 	case err == nil && current:
 		return Result{}, true, fmt.Errorf("ledger: effect %s was reserved meanwhile; retry", short(call.Key))
 	}
-	return Result{}, true, fmt.Errorf("ledger: effect %s was performed but the lease was lost before it was recorded; "+
-		"the next attempt performs it again with the same key: %w", short(call.Key), agentledger.ErrLeaseLost)
+	return Result{}, true, agentledger.Errorf(agentledger.CodeLeaseLost, "ledger: effect %s was performed but the lease was lost before it was recorded; "+
+		"the next attempt performs it again with the same key", short(call.Key))
 }
 
 // served returns a finished row's stored outcome: the result, or the stored
@@ -369,7 +369,7 @@ func (l *Ledger) performLocal(ctx context.Context, tx pgx.Tx, call Call, e Effec
 	err = tx.QueryRow(ctx, queriesOf(a.Fence).record, append(pk, string(StateCompleted), body, res.ExternalRef, "", a.token(), a.fenceID())...).
 		Scan(&r.result, &r.externalRef)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Result{}, fmt.Errorf("ledger: recording local effect %s: %w", short(call.Key), agentledger.ErrLeaseLost)
+		return Result{}, agentledger.Errorf(agentledger.CodeLeaseLost, "ledger: recording local effect %s: the lease was lost first", short(call.Key))
 	}
 	if err != nil {
 		return Result{}, err
@@ -405,8 +405,8 @@ func (l *Ledger) record(ctx context.Context, pk []any, a Attempt, st State, res 
 	if err == nil && current && (r.state == StateCompleted || r.state == StateFailed) {
 		return outcome(r, pk[2].(string))
 	}
-	return Result{}, fmt.Errorf("ledger: effect %s was performed but the lease was lost before it was recorded; "+
-		"the next attempt recovers it by its class: %w", key, agentledger.ErrLeaseLost)
+	return Result{}, agentledger.Errorf(agentledger.CodeLeaseLost, "ledger: effect %s was performed but the lease was lost before it was recorded; "+
+		"the next attempt recovers it by its class", key)
 }
 
 // encodeResult is the stored form: {"status":…, "body":…} without the

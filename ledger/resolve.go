@@ -50,7 +50,7 @@ func (l *Ledger) Resolve(ctx context.Context, tenant, operation, key string, r R
 		return fmt.Errorf("resolve: %w", err)
 	}
 	if n == 0 {
-		return fmt.Errorf("no unknown effect %s of operation %q for tenant %q: %w", short(key), operation, tenant, agentledger.ErrNotFound)
+		return agentledger.Errorf(agentledger.CodeNotFound, "no unknown effect %s of operation %q for tenant %q", short(key), operation, tenant)
 	}
 	return nil
 }

@@ -70,7 +70,7 @@ func (s *Store) Add(ctx context.Context, sc Schedule) (Schedule, error) {
 	}
 	out, err := pgx.CollectExactlyOneRow(rows, scanSchedule)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Schedule{}, fmt.Errorf("schedule %q exists (remove it first, or choose another name): %w", sc.Name, agentledger.ErrConflict)
+		return Schedule{}, agentledger.Errorf(agentledger.CodeConflict, "schedule %q exists (remove it first, or choose another name)", sc.Name)
 	}
 	if err != nil {
 		return Schedule{}, dbError(sc.Name, err)
@@ -124,7 +124,7 @@ func (s *Store) Resume(ctx context.Context, name string) (Schedule, error) {
 		return sc, err
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Schedule{}, fmt.Errorf("schedule %q: %w", name, agentledger.ErrNotFound)
+		return Schedule{}, agentledger.Errorf(agentledger.CodeNotFound, "schedule %q does not exist", name)
 	}
 	if err != nil {
 		return Schedule{}, dbError(name, err)
@@ -154,7 +154,7 @@ func (s *Store) Remove(ctx context.Context, name string) error {
 		return dbError(name, err)
 	}
 	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("schedule %q: %w", name, agentledger.ErrNotFound)
+		return agentledger.Errorf(agentledger.CodeNotFound, "schedule %q does not exist", name)
 	}
 	return nil
 }
@@ -171,7 +171,7 @@ func oneRow(ctx context.Context, db claims.DB, name, sql string, args ...any) (S
 	}
 	sc, err := pgx.CollectExactlyOneRow(rows, scanSchedule)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Schedule{}, fmt.Errorf("schedule %q: %w", name, agentledger.ErrNotFound)
+		return Schedule{}, agentledger.Errorf(agentledger.CodeNotFound, "schedule %q does not exist", name)
 	}
 	if err != nil {
 		return Schedule{}, dbError(name, err)

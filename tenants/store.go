@@ -56,7 +56,7 @@ func (s *Store) CreateTenant(ctx context.Context, name string) (Tenant, error) {
 	}
 	t, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByPos[Tenant])
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Tenant{}, fmt.Errorf("tenant %q exists: %w", name, agentledger.ErrConflict)
+		return Tenant{}, agentledger.Errorf(agentledger.CodeConflict, "tenant %q exists", name)
 	}
 	if err != nil {
 		return Tenant{}, fmt.Errorf("tenant %q: %w", name, err)

@@ -18,7 +18,7 @@ import (
 
 // ErrUnauthorized: a bearer token is malformed, unknown or revoked. Its
 // messages never contain the token.
-var ErrUnauthorized = errors.New("unknown or revoked API token")
+var ErrUnauthorized = agentledger.NewError(agentledger.CodeUnauthorized, "unknown or revoked API token")
 
 // Token formats.
 const (
@@ -62,7 +62,7 @@ func (s *Store) CreateToken(ctx context.Context, tenant, name string) (Token, st
 	}
 	t, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByPos[Token])
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Token{}, "", fmt.Errorf("tenant %q: %w", tenant, agentledger.ErrNotFound)
+		return Token{}, "", agentledger.Errorf(agentledger.CodeNotFound, "tenant %q does not exist", tenant)
 	}
 	if err != nil {
 		return Token{}, "", fmt.Errorf("token for tenant %q: %w", tenant, err)
@@ -88,7 +88,7 @@ func (s *Store) ListTokens(ctx context.Context, tenant string) ([]Token, error) 
 			return nil, fmt.Errorf("tokens: %w", err)
 		}
 		if !exists {
-			return nil, fmt.Errorf("tenant %q: %w", tenant, agentledger.ErrNotFound)
+			return nil, agentledger.Errorf(agentledger.CodeNotFound, "tenant %q does not exist", tenant)
 		}
 	}
 	return ts, nil
@@ -140,11 +140,11 @@ func (s *Store) RevokeToken(ctx context.Context, ref string) (Token, error) {
 	case err != nil:
 		return Token{}, fmt.Errorf("revoke token %s: %w", ref, err)
 	case len(found) == 0:
-		return Token{}, fmt.Errorf("token %s: %w", ref, agentledger.ErrNotFound)
+		return Token{}, agentledger.Errorf(agentledger.CodeNotFound, "token %s does not exist", ref)
 	case len(found) > 1:
-		return Token{}, fmt.Errorf("prefix %s is shared by several tokens, nothing revoked; revoke by id: %w", ref, agentledger.ErrConflict)
+		return Token{}, agentledger.Errorf(agentledger.CodeConflict, "prefix %s is shared by several tokens, nothing revoked; revoke by id", ref)
 	default:
-		return found[0], fmt.Errorf("token %d is already revoked: %w", found[0].ID, agentledger.ErrConflict)
+		return found[0], agentledger.Errorf(agentledger.CodeConflict, "token %d is already revoked", found[0].ID)
 	}
 }
 

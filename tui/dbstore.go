@@ -2,7 +2,6 @@ package tui
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
@@ -117,7 +116,7 @@ func (s *DBStore) Resolve(ctx context.Context, id int64, step string, r Resoluti
 		}
 	}
 	if target == nil {
-		return nil, fmt.Errorf("task %d has no effect of unknown outcome at step %q: %w", id, step, agentledger.ErrNotFound)
+		return nil, agentledger.Errorf(agentledger.CodeNotFound, "task %d has no effect of unknown outcome at step %q", id, step)
 	}
 	res := ledger.Resolution{Done: r.Done, Retry: !r.Done, Note: r.Note}
 	if err := s.Ledger.Resolve(ctx, target.Tenant, target.Operation, target.Key, res); err != nil {

@@ -3,6 +3,7 @@ package webhooks
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/agentledger/agentledger"
 	"mime"
 	"net/http"
 	"net/url"
@@ -35,7 +36,7 @@ type slackBody struct {
 
 // parse reads the delivery id, the event and the JSON body of an
 // authenticated request.
-func (s *Source) parse(h http.Header, body []byte) (*delivery, *problem) {
+func (s *Source) parse(h http.Header, body []byte) (*delivery, *rejection) {
 	d := &delivery{}
 	switch s.Type {
 	case TypeGitHub:
@@ -64,13 +65,13 @@ func (s *Source) parse(h http.Header, body []byte) (*delivery, *problem) {
 		}
 	}
 	if !json.Valid(d.body) {
-		return nil, newProblem(CodeInvalidBody, "the body is not JSON")
+		return nil, newProblem(agentledger.CodeInvalidBody, "the body is not JSON")
 	}
 	switch {
 	case d.id == "":
-		return nil, newProblem(CodeMissingDeliveryID, "the delivery carries no delivery id (%s)", s.deliveryField())
+		return nil, newProblem(agentledger.CodeMissingDeliveryID, "the delivery carries no delivery id (%s)", s.deliveryField())
 	case !validDeliveryID(d.id):
-		return nil, newProblem(CodeInvalidDeliveryID,
+		return nil, newProblem(agentledger.CodeInvalidDeliveryID,
 			"the delivery id (%s) must be 1-%d printable ASCII characters without spaces", s.deliveryField(), maxDeliveryID)
 	}
 	if len(d.event) > maxEvent {

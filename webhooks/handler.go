@@ -122,12 +122,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s, ok := h.sources[name]
 	if !ok {
 		h.log.LogAttrs(r.Context(), slog.LevelInfo, "webhook rejected",
-			slog.String("source", clip(name, 64)), slog.String("code", CodeUnknownSource))
-		newProblem(CodeUnknownSource, "no webhook source is named %q", clip(name, 64)).write(w)
+			slog.String("source", clip(name, 64)), slog.String("code", string(agentledger.CodeUnknownSource)))
+		newProblem(agentledger.CodeUnknownSource, "no webhook source is named %q", clip(name, 64)).write(w)
 		return
 	}
 	if r.Method != http.MethodPost {
-		h.reject(w, r, s, "", newProblem(CodeMethodNotAllowed, "webhooks are delivered with POST"))
+		h.reject(w, r, s, "", newProblem(agentledger.CodeMethodNotAllowed, "webhooks are delivered with POST"))
 		return
 	}
 	body, p := h.readBody(w, r)
@@ -151,17 +151,17 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	payload, err := s.payload(d)
 	if err != nil {
-		h.reject(w, r, s, d.id, newProblem(CodeInvalidBody, "the body is not JSON"))
+		h.reject(w, r, s, d.id, newProblem(agentledger.CodeInvalidBody, "the body is not JSON"))
 		return
 	}
 	res, err := h.store(r.Context(), s, d, payload)
 	switch {
 	case errors.Is(err, agentledger.ErrKeyReuse):
-		h.reject(w, r, s, d.id, newProblem(CodeDeliveryConflict,
+		h.reject(w, r, s, d.id, newProblem(agentledger.CodeDeliveryConflict,
 			"delivery id %q already made a task from a different delivery", d.id))
 		return
 	case unstorableJSON(err):
-		h.reject(w, r, s, d.id, newProblem(CodeInvalidBody, "the body holds JSON PostgreSQL cannot store (a \\u0000 in a string)"))
+		h.reject(w, r, s, d.id, newProblem(agentledger.CodeInvalidBody, "the body holds JSON PostgreSQL cannot store (a \\u0000 in a string)"))
 		return
 	case err != nil:
 		h.fail(w, r, s, d.id, err)
@@ -186,8 +186,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // readBody reads the raw body, up to the size limit.
-func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *problem) {
-	tooLarge := newProblem(CodeBodyTooLarge, "the body exceeds %d bytes", h.maxBody)
+func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *rejection) {
+	tooLarge := newProblem(agentledger.CodeBodyTooLarge, "the body exceeds %d bytes", h.maxBody)
 	if r.ContentLength > h.maxBody {
 		return nil, tooLarge
 	}
@@ -197,14 +197,14 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *pro
 	case errors.As(err, &mbe):
 		return nil, tooLarge
 	case err != nil:
-		return nil, newProblem(CodeUnreadableBody, "the body could not be read")
+		return nil, newProblem(agentledger.CodeUnreadableBody, "the body could not be read")
 	}
 	return body, nil
 }
 
 // reject answers p, logs the refusal and reports it. deliveryID is set
 // once the delivery is authentic.
-func (h *Handler) reject(w http.ResponseWriter, r *http.Request, s *Source, deliveryID string, p *problem) {
+func (h *Handler) reject(w http.ResponseWriter, r *http.Request, s *Source, deliveryID string, p *rejection) {
 	attrs := []slog.Attr{slog.String("source", s.Name), slog.String("code", p.Code), slog.Int("status", p.Status)}
 	if deliveryID != "" {
 		attrs = append(attrs, slog.String("delivery_id", deliveryID))
@@ -220,7 +220,7 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, s *Source, delive
 		slog.String("source", s.Name), slog.String("delivery_id", deliveryID), slog.Any("error", err))
 	h.report(s.Name, OutcomeFailed)
 	w.Header().Set("Retry-After", "5")
-	newProblem(CodeUnavailable, "the delivery could not be stored; retry").write(w)
+	newProblem(agentledger.CodeUnavailable, "the delivery could not be stored; retry").write(w)
 }
 
 // clip shortens an unauthenticated value before it is logged or echoed.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/agentledger/agentledger"
 	"io"
 	"net/http"
 	"slices"
@@ -70,7 +71,7 @@ func TestGitHubDocumentationVectorOverHTTP(t *testing.T) {
 	a := e.post("gh", strings.NewReader("Hello, World!"),
 		"X-Hub-Signature-256", "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17",
 		"X-GitHub-Delivery", "d1", "X-GitHub-Event", "push")
-	e.wantProblem(a, http.StatusBadRequest, webhooks.CodeInvalidBody)
+	e.wantProblem(a, http.StatusBadRequest, string(agentledger.CodeInvalidBody))
 	if a := e.github(secret, "d2", "push", pushBody); a.status != http.StatusAccepted {
 		t.Fatalf("%d %s", a.status, a.raw)
 	}
@@ -107,15 +108,15 @@ func TestBadSignatureStoresNothing(t *testing.T) {
 		"no delivery id": {"X-Hub-Signature-256", "sha256=" + mac(ghSecret, pushBody+"!")},
 	} {
 		a := e.post("gh", strings.NewReader(pushBody), headers...)
-		e.wantProblem(a, http.StatusUnauthorized, webhooks.CodeBadSignature)
+		e.wantProblem(a, http.StatusUnauthorized, string(agentledger.CodeBadSignature))
 		if strings.Contains(a.raw, ghSecret) || strings.Contains(a.raw, mac(ghSecret, pushBody)) {
 			t.Errorf("%s: the answer shows the secret or the signature: %s", name, a.raw)
 		}
 	}
 	// Slack and generic sources refuse the same way.
-	e.wantProblem(e.slack("wrong", e.now, `{"type":"event_callback","event_id":"Ev1"}`), http.StatusUnauthorized, webhooks.CodeBadSignature)
+	e.wantProblem(e.slack("wrong", e.now, `{"type":"event_callback","event_id":"Ev1"}`), http.StatusUnauthorized, string(agentledger.CodeBadSignature))
 	e.wantProblem(e.post("ci", strings.NewReader(`{}`), "X-Signature", mac("wrong", `{}`), "X-Delivery", "c1"),
-		http.StatusUnauthorized, webhooks.CodeBadSignature)
+		http.StatusUnauthorized, string(agentledger.CodeBadSignature))
 	e.wantCounts(0, 0)
 	for _, o := range e.outcomesSeen() {
 		if !strings.HasSuffix(o, " rejected") {
@@ -173,7 +174,7 @@ func TestSlack(t *testing.T) {
 			t.Fatalf("%d %s, want 200 with the challenge", a.status, a.raw)
 		}
 		// The handshake is answered only once it is verified.
-		e.wantProblem(e.slack("wrong", e.now, body), http.StatusUnauthorized, webhooks.CodeBadSignature)
+		e.wantProblem(e.slack("wrong", e.now, body), http.StatusUnauthorized, string(agentledger.CodeBadSignature))
 		e.wantCounts(0, 0)
 	})
 
@@ -203,7 +204,7 @@ func TestSlack(t *testing.T) {
 
 	t.Run("no event_id", func(t *testing.T) {
 		a := e.slack(slackSecret, e.now, `{"type":"event_callback","event":{"type":"message"}}`)
-		e.wantProblem(a, http.StatusBadRequest, webhooks.CodeMissingDeliveryID)
+		e.wantProblem(a, http.StatusBadRequest, string(agentledger.CodeMissingDeliveryID))
 	})
 	e.wantCounts(1, 1)
 }
@@ -218,7 +219,7 @@ func TestSlackStaleTimestamp(t *testing.T) {
 		e.now.Add(-24 * time.Hour),
 	} {
 		a := e.slack(slackSecret, at, body)
-		e.wantProblem(a, http.StatusUnauthorized, webhooks.CodeStaleTimestamp)
+		e.wantProblem(a, http.StatusUnauthorized, string(agentledger.CodeStaleTimestamp))
 	}
 	e.wantCounts(0, 0)
 	// Within the window the same request is accepted.
@@ -239,8 +240,8 @@ func TestSlackDocumentationVectorOverHTTP(t *testing.T) {
 	body := "token=xyzz0WbapA4vBCDEFasx0q6G&team_id=T1DC2JH3J&team_domain=testteamnow&channel_id=G8PSS9T3V&channel_name=foobar&user_id=U2CERLKJA&user_name=roadrunner&command=%2Fwebhook-collect&text=&response_url=https%3A%2F%2Fhooks.slack.com%2Fcommands%2FT1DC2JH3J%2F397700885554%2F96rGlfmibIGlgcZRskXaIFfN&trigger_id=398738663015.47445629121.803a0bc887a14d10d2c447fce8b6703c"
 	headers := []string{"Content-Type", "application/x-www-form-urlencoded", "X-Slack-Request-Timestamp", "1531420618",
 		"X-Slack-Signature", "v0=a2114d57b48eac39b9ad189dd8316235a7b4a8d21a10bd27519666489c69b503"}
-	e.wantProblem(e.post("slack", strings.NewReader(body), headers...), http.StatusBadRequest, webhooks.CodeInvalidBody)
-	e.wantProblem(e.post("slack", strings.NewReader(body+"&x=1"), headers...), http.StatusUnauthorized, webhooks.CodeBadSignature)
+	e.wantProblem(e.post("slack", strings.NewReader(body), headers...), http.StatusBadRequest, string(agentledger.CodeInvalidBody))
+	e.wantProblem(e.post("slack", strings.NewReader(body+"&x=1"), headers...), http.StatusUnauthorized, string(agentledger.CodeBadSignature))
 	e.wantCounts(0, 0)
 }
 
@@ -263,17 +264,17 @@ func TestHMACSource(t *testing.T) {
 		t.Fatalf("%d %s", b.status, b.raw)
 	}
 	e.wantProblem(e.post("ci", strings.NewReader(body), "X-Signature", mac(ciSecret, body)),
-		http.StatusBadRequest, webhooks.CodeMissingDeliveryID)
+		http.StatusBadRequest, string(agentledger.CodeMissingDeliveryID))
 	e.wantProblem(e.post("ci", strings.NewReader(body), "X-Signature", mac(ciSecret, body), "X-Delivery", "has space"),
-		http.StatusBadRequest, webhooks.CodeInvalidDeliveryID)
+		http.StatusBadRequest, string(agentledger.CodeInvalidDeliveryID))
 	e.wantProblem(e.post("ci", strings.NewReader(body), "X-Signature", mac(ciSecret, body), "X-Delivery", strings.Repeat("x", 129)),
-		http.StatusBadRequest, webhooks.CodeInvalidDeliveryID)
+		http.StatusBadRequest, string(agentledger.CodeInvalidDeliveryID))
 	e.wantProblem(e.post("ci", strings.NewReader("not json"), "X-Signature", mac(ciSecret, "not json"), "X-Delivery", "d"),
-		http.StatusBadRequest, webhooks.CodeInvalidBody)
+		http.StatusBadRequest, string(agentledger.CodeInvalidBody))
 	// jsonb cannot hold \u0000: refused, nothing stored.
 	nul := `{"a":"\u0000"}`
 	e.wantProblem(e.post("ci", strings.NewReader(nul), "X-Signature", mac(ciSecret, nul), "X-Delivery", "nul"),
-		http.StatusBadRequest, webhooks.CodeInvalidBody)
+		http.StatusBadRequest, string(agentledger.CodeInvalidBody))
 	e.wantCounts(1, 1)
 }
 
@@ -282,10 +283,10 @@ func TestBodyTooLarge(t *testing.T) {
 	e := newEnv(t, nil, func(c *webhooks.Config) { c.MaxBody = 64 })
 	big := `{"pad":"` + strings.Repeat("x", 100) + `"}`
 	headers := []string{"X-Hub-Signature-256", "sha256=" + mac(ghSecret, big), "X-GitHub-Delivery", "big"}
-	e.wantProblem(e.post("gh", strings.NewReader(big), headers...), http.StatusRequestEntityTooLarge, webhooks.CodeBodyTooLarge)
+	e.wantProblem(e.post("gh", strings.NewReader(big), headers...), http.StatusRequestEntityTooLarge, string(agentledger.CodeBodyTooLarge))
 	// Without a Content-Length (chunked), the limit holds while reading.
 	chunked := io.MultiReader(strings.NewReader(big[:10]), strings.NewReader(big[10:]))
-	e.wantProblem(e.post("gh", chunked, headers...), http.StatusRequestEntityTooLarge, webhooks.CodeBodyTooLarge)
+	e.wantProblem(e.post("gh", chunked, headers...), http.StatusRequestEntityTooLarge, string(agentledger.CodeBodyTooLarge))
 	e.wantCounts(0, 0)
 	small := `{"ok":true}`
 	if a := e.github(ghSecret, "small", "push", small); a.status != http.StatusAccepted {
@@ -295,14 +296,14 @@ func TestBodyTooLarge(t *testing.T) {
 	// The default is 1 MiB.
 	d := newEnv(t, nil, nil)
 	huge := `{"pad":"` + strings.Repeat("x", webhooks.DefaultMaxBody) + `"}`
-	d.wantProblem(d.github(ghSecret, "huge", "push", huge), http.StatusRequestEntityTooLarge, webhooks.CodeBodyTooLarge)
+	d.wantProblem(d.github(ghSecret, "huge", "push", huge), http.StatusRequestEntityTooLarge, string(agentledger.CodeBodyTooLarge))
 	d.wantCounts(0, 0)
 }
 
 func TestUnknownSource(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil, nil)
-	e.wantProblem(e.post("nope", strings.NewReader(pushBody)), http.StatusNotFound, webhooks.CodeUnknownSource)
+	e.wantProblem(e.post("nope", strings.NewReader(pushBody)), http.StatusNotFound, string(agentledger.CodeUnknownSource))
 	if got := e.outcomesSeen(); len(got) != 0 {
 		t.Errorf("unknown sources reported: %q", got)
 	}
@@ -321,7 +322,7 @@ func TestRedeliveryAfterRetention(t *testing.T) {
 	if _, err := e.db.Exec(context.Background(), "DELETE FROM inbox"); err != nil {
 		t.Fatal(err)
 	}
-	e.wantProblem(e.github(ghSecret, "old", "push", `{"other":true}`), http.StatusUnprocessableEntity, webhooks.CodeDeliveryConflict)
+	e.wantProblem(e.github(ghSecret, "old", "push", `{"other":true}`), http.StatusUnprocessableEntity, string(agentledger.CodeDeliveryConflict))
 	e.wantCounts(0, 1)
 	b := e.github(ghSecret, "old", "push", pushBody)
 	if b.status != http.StatusOK || b.json["duplicate"] != true || b.taskID() != a.taskID() {
@@ -351,7 +352,7 @@ func TestSecretsNeverShown(t *testing.T) {
 
 	logs := e.logs.String()
 	for _, want := range []string{`"source":"gh"`, `"delivery_id":"s1"`, `"task_id"`, "webhook accepted",
-		"webhook duplicate", "webhook rejected", webhooks.CodeBadSignature, webhooks.CodeStaleTimestamp} {
+		"webhook duplicate", "webhook rejected", string(agentledger.CodeBadSignature), string(agentledger.CodeStaleTimestamp)} {
 		if !strings.Contains(logs, want) {
 			t.Errorf("logs lack %q:\n%s", want, logs)
 		}

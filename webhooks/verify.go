@@ -4,6 +4,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"github.com/agentledger/agentledger"
 	"net/http"
 	"strconv"
 	"strings"
@@ -33,7 +34,7 @@ const SlackMaxSkew = 5 * time.Minute
 // verify checks the signature of a delivery of s over its raw body, in
 // constant time, before anything parses the body. now is the handler's
 // clock. A nil problem means the delivery is authentic.
-func (s *Source) verify(h http.Header, body []byte, now time.Time) *problem {
+func (s *Source) verify(h http.Header, body []byte, now time.Time) *rejection {
 	switch s.Type {
 	case TypeGitHub:
 		return s.verifyPrefixed(h, HeaderGitHubSignature, "sha256=", true, body)
@@ -46,7 +47,7 @@ func (s *Source) verify(h http.Header, body []byte, now time.Time) *problem {
 
 // verifyPrefixed checks a header holding the hex HMAC-SHA256 of body after
 // prefix (which may be left out unless required).
-func (s *Source) verifyPrefixed(h http.Header, header, prefix string, required bool, body []byte) *problem {
+func (s *Source) verifyPrefixed(h http.Header, header, prefix string, required bool, body []byte) *rejection {
 	sig := h.Get(header)
 	if sig == "" {
 		return badSignature("the %s header is missing", header)
@@ -64,7 +65,7 @@ func (s *Source) verifyPrefixed(h http.Header, header, prefix string, required b
 // verifySlack checks Slack's v0 signature: the hex HMAC-SHA256 of
 // "v0:<timestamp>:<body>" in X-Slack-Signature, with a timestamp within
 // SlackMaxSkew of now.
-func (s *Source) verifySlack(h http.Header, body []byte, now time.Time) *problem {
+func (s *Source) verifySlack(h http.Header, body []byte, now time.Time) *rejection {
 	sig, ts := h.Get(HeaderSlackSignature), h.Get(HeaderSlackTimestamp)
 	switch {
 	case sig == "":
@@ -84,7 +85,7 @@ func (s *Source) verifySlack(h http.Header, body []byte, now time.Time) *problem
 		return badSignature("the %s header does not match the body", HeaderSlackSignature)
 	}
 	if skew := now.Sub(time.Unix(sec, 0)); skew > SlackMaxSkew || skew < -SlackMaxSkew {
-		return newProblem(CodeStaleTimestamp,
+		return newProblem(agentledger.CodeStaleTimestamp,
 			"the %s header is more than %s from the server's clock", HeaderSlackTimestamp, SlackMaxSkew)
 	}
 	return nil
@@ -109,6 +110,6 @@ func sign(secret string, parts ...[]byte) []byte {
 	return mac.Sum(nil)
 }
 
-func badSignature(format string, args ...any) *problem {
-	return newProblem(CodeBadSignature, format, args...)
+func badSignature(format string, args ...any) *rejection {
+	return newProblem(agentledger.CodeBadSignature, format, args...)
 }

@@ -1,6 +1,8 @@
 package webhooks
 
 import (
+	"github.com/agentledger/agentledger"
+
 	"encoding/hex"
 	"net/http"
 	"strconv"
@@ -51,8 +53,8 @@ func TestGitHubDocumentationVector(t *testing.T) {
 		"not hex":      header(HeaderGitHubSignature, "sha256=zz"),
 		"empty digest": header(HeaderGitHubSignature, "sha256="),
 	} {
-		if p := s.verify(h, []byte(githubDocBody), time.Now()); p == nil || p.Code != CodeBadSignature || p.Status != http.StatusUnauthorized {
-			t.Errorf("%s: %+v, want 401 %s", name, p, CodeBadSignature)
+		if p := s.verify(h, []byte(githubDocBody), time.Now()); p == nil || p.Code != string(agentledger.CodeBadSignature) || p.Status != http.StatusUnauthorized {
+			t.Errorf("%s: %+v, want 401 %s", name, p, string(agentledger.CodeBadSignature))
 		}
 	}
 	if p := s.verify(header(HeaderGitHubSignature, githubDocSig), []byte(githubDocBody+" "), time.Now()); p == nil {
@@ -83,15 +85,15 @@ func TestSlackDocumentationVector(t *testing.T) {
 		{"at the timestamp", h, slackDocBody, at, ""},
 		{"4m59s later", h, slackDocBody, at.Add(SlackMaxSkew - time.Second), ""},
 		{"exactly 5m later", h, slackDocBody, at.Add(SlackMaxSkew), ""},
-		{"5m01s later", h, slackDocBody, at.Add(SlackMaxSkew + time.Second), CodeStaleTimestamp},
-		{"5m01s earlier", h, slackDocBody, at.Add(-SlackMaxSkew - time.Second), CodeStaleTimestamp},
-		{"an hour later", h, slackDocBody, at.Add(time.Hour), CodeStaleTimestamp},
-		{"other timestamp", header(HeaderSlackSignature, slackDocSig, HeaderSlackTimestamp, "1531420619"), slackDocBody, at, CodeBadSignature},
-		{"changed body", h, slackDocBody + "x", at, CodeBadSignature},
-		{"no signature", header(HeaderSlackTimestamp, slackDocTS), slackDocBody, at, CodeBadSignature},
-		{"no timestamp", header(HeaderSlackSignature, slackDocSig), slackDocBody, at, CodeBadSignature},
-		{"bad timestamp", header(HeaderSlackSignature, slackDocSig, HeaderSlackTimestamp, "soon"), slackDocBody, at, CodeBadSignature},
-		{"no v0 prefix", header(HeaderSlackSignature, slackDocSig[3:], HeaderSlackTimestamp, slackDocTS), slackDocBody, at, CodeBadSignature},
+		{"5m01s later", h, slackDocBody, at.Add(SlackMaxSkew + time.Second), string(agentledger.CodeStaleTimestamp)},
+		{"5m01s earlier", h, slackDocBody, at.Add(-SlackMaxSkew - time.Second), string(agentledger.CodeStaleTimestamp)},
+		{"an hour later", h, slackDocBody, at.Add(time.Hour), string(agentledger.CodeStaleTimestamp)},
+		{"other timestamp", header(HeaderSlackSignature, slackDocSig, HeaderSlackTimestamp, "1531420619"), slackDocBody, at, string(agentledger.CodeBadSignature)},
+		{"changed body", h, slackDocBody + "x", at, string(agentledger.CodeBadSignature)},
+		{"no signature", header(HeaderSlackTimestamp, slackDocTS), slackDocBody, at, string(agentledger.CodeBadSignature)},
+		{"no timestamp", header(HeaderSlackSignature, slackDocSig), slackDocBody, at, string(agentledger.CodeBadSignature)},
+		{"bad timestamp", header(HeaderSlackSignature, slackDocSig, HeaderSlackTimestamp, "soon"), slackDocBody, at, string(agentledger.CodeBadSignature)},
+		{"no v0 prefix", header(HeaderSlackSignature, slackDocSig[3:], HeaderSlackTimestamp, slackDocTS), slackDocBody, at, string(agentledger.CodeBadSignature)},
 	} {
 		p := s.verify(tc.h, []byte(tc.body), tc.now)
 		switch {
@@ -114,8 +116,8 @@ func TestHMACVerify(t *testing.T) {
 		}
 	}
 	for _, v := range []string{"", "sha1=" + sig, sig[:10], hex.EncodeToString(sign("K", body))} {
-		if p := s.verify(header("X-Signature", v), body, time.Now()); p == nil || p.Code != CodeBadSignature {
-			t.Errorf("%q: %+v, want %s", v, p, CodeBadSignature)
+		if p := s.verify(header("X-Signature", v), body, time.Now()); p == nil || p.Code != string(agentledger.CodeBadSignature) {
+			t.Errorf("%q: %+v, want %s", v, p, string(agentledger.CodeBadSignature))
 		}
 	}
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+	"regexp"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -41,19 +43,55 @@ func usagef(format string, args ...any) error {
 	return &cliError{msg: fmt.Sprintf(format, args...), err: errUsage}
 }
 
-// usageError marks err, from cobra or pflag, as a usage error.
-func usageError(err error) error { return &cliError{msg: err.Error(), err: errUsage} }
+// usageError marks err, from cobra or pflag, as a usage error, in words
+// rather than strconv's.
+func usageError(err error) error {
+	return &cliError{msg: readableFlagError(err.Error()), err: errUsage}
+}
 
-// exitCode maps an error to agentctl's exit code: 2 for usage and invalid
-// input, 1 for every failed operation.
+// flagValueError is pflag's message for a value its flag cannot parse.
+var flagValueError = regexp.MustCompile(`^invalid argument "(.*)" for "(.*)" flag: (.*)$`)
+
+// readableFlagError rewrites pflag's "invalid argument … strconv.ParseInt:
+// parsing …: invalid syntax" as a sentence that says what the flag takes.
+func readableFlagError(msg string) string {
+	m := flagValueError.FindStringSubmatch(msg)
+	if m == nil {
+		return msg
+	}
+	value, flag, cause := m[1], m[2], m[3]
+	var want string
+	switch {
+	case strings.Contains(cause, "value out of range"):
+		want = "a number in range"
+	case strings.HasPrefix(cause, "strconv.ParseInt"), strings.HasPrefix(cause, "strconv.ParseUint"):
+		want = "a whole number"
+	case strings.HasPrefix(cause, "strconv.ParseFloat"):
+		want = "a number"
+	case strings.HasPrefix(cause, "strconv.ParseBool"):
+		want = "true or false"
+	case strings.HasPrefix(cause, "time: "):
+		want = "a duration such as 30s, 5m or 1h"
+	default:
+		return fmt.Sprintf("%s: %q is not a valid value: %s", flag, value, cause)
+	}
+	if value == "" {
+		return fmt.Sprintf("%s takes %s", flag, want)
+	}
+	return fmt.Sprintf("%s takes %s, not %q", flag, want, value)
+}
+
+// exitCode maps an error to agentctl's exit code: 2 for usage, otherwise
+// the exit status of the error's kind in the error vocabulary (2 for
+// invalid input, 1 for every failed operation).
 func exitCode(err error, started bool) int {
 	switch {
 	case err == nil:
 		return 0
-	case !started, errors.Is(err, errUsage), errors.Is(err, agentledger.ErrInvalid):
+	case !started, errors.Is(err, errUsage):
 		return 2
 	default:
-		return 1
+		return agentledger.KindOf(err).Exit
 	}
 }
 

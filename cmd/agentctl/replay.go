@@ -69,8 +69,8 @@ func (a *app) replay(ctx context.Context, tenant, arg string, dryRun bool) error
 	}
 	if dryRun && !slices.Contains(claims.Replayable, t.State) {
 		// The preview must not promise what the replay would refuse.
-		return requeueError(id, fmt.Errorf("task %d is %s; only a task that is %v can be replayed: %w",
-			id, t.State, claims.Replayable, agentledger.ErrConflict))
+		return requeueError(id, agentledger.Errorf(agentledger.CodeConflict, "task %d is %s; only a task that is %v can be replayed",
+			id, t.State, claims.Replayable))
 	}
 	if !dryRun {
 		if t, err = s.Requeue(ctx, tenant, id, claims.Replay); err != nil {

@@ -28,7 +28,7 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{[]string{"submit"}, `required flag(s) "kind" not set`},
 		{[]string{"submit", "--kind", "k", "--payload", "{"}, "payload: invalid JSON at offset 1"},
 		{[]string{"submit", "--kind", "k", "--run-at", "soon"}, `--run-at: "soon" is neither`},
-		{[]string{"submit", "--kind", "k", "--max-attempts", "x"}, `invalid argument "x" for "--max-attempts"`},
+		{[]string{"submit", "--kind", "k", "--max-attempts", "x"}, `--max-attempts takes a whole number, not "x"`},
 		{[]string{"migrate"}, "migrate needs a subcommand: up, down or status"},
 		{[]string{"rule"}, "rule needs a subcommand: add, list, rm, enable or disable"},
 		{[]string{"rule", "add", "x"}, `required flag(s) "channel" not set`},

@@ -95,7 +95,7 @@ func (s *Rules) Put(ctx context.Context, r Rule, replace bool) (Rule, error) {
 	var pgErr *pgconn.PgError
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return Rule{}, fmt.Errorf("notification rule %q exists (replace it, or remove it first): %w", r.Name, agentledger.ErrConflict)
+		return Rule{}, agentledger.Errorf(agentledger.CodeConflict, "notification rule %q exists (replace it, or remove it first)", r.Name)
 	case errors.As(err, &pgErr) && pgErr.Code == "42P01":
 		return Rule{}, fmt.Errorf("notification rules: the database is not migrated (run agentctl migrate up): %w", err)
 	case err != nil:
@@ -125,7 +125,7 @@ func (s *Rules) SetEnabled(ctx context.Context, name string, enabled bool) error
 		return fmt.Errorf("notification rule %q: %w", name, err)
 	}
 	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("notification rule %q: %w", name, agentledger.ErrNotFound)
+		return agentledger.Errorf(agentledger.CodeNotFound, "notification rule %q does not exist", name)
 	}
 	return nil
 }
@@ -137,7 +137,7 @@ func (s *Rules) Remove(ctx context.Context, name string) error {
 		return fmt.Errorf("notification rule %q: %w", name, err)
 	}
 	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("notification rule %q: %w", name, agentledger.ErrNotFound)
+		return agentledger.Errorf(agentledger.CodeNotFound, "notification rule %q does not exist", name)
 	}
 	return nil
 }

@@ -114,7 +114,7 @@ func (s *Store) fenced(ctx context.Context, what string, c Claimed, sql string, 
 		return fmt.Errorf("outbox: event %d %s: %w", c.ID, what, err)
 	}
 	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("outbox: event %d token %d: %w", c.ID, c.Token, agentledger.ErrLeaseLost)
+		return agentledger.Errorf(agentledger.CodeLeaseLost, "event %d: its claim (token %d) was lost: another dispatcher holds it, or it expired", c.ID, c.Token)
 	}
 	return nil
 }
