@@ -15,6 +15,8 @@
 //	janitor/           retention sweeps, one janitor at a time
 //	worker/            the worker pool: producers, LISTEN, the lease keeper, the completer
 //	tui/               the operator console (bubbletea)
+//	operator/          what an operator does to tasks, for agentctl, the console and the API
+//	problem/           problem+json answers from the error vocabulary (codes.go)
 //	notify/            notifications: messages, sinks, the deliverer, the notify tool
 //	notify/outbox/     notification rules, the transactional outbox and its dispatcher
 //	notify/slack/      the Slack sink; notify/console/ the console/file sink

@@ -18,7 +18,7 @@ func (s *Store) Cancel(ctx context.Context, tenant string, id int64) (*agentledg
 	err := s.db.QueryRow(ctx, cancelSQL, id, tenant, s.now()).Scan(&before, &changed)
 	if err != nil {
 		if err := notFound(err); err == agentledger.ErrNotFound {
-			return nil, fmt.Errorf("task %d: %w", id, err)
+			return nil, taskNotFound(id, tenant)
 		}
 		return nil, fmt.Errorf("cancel: %w", err)
 	}

@@ -52,7 +52,7 @@ func (s *Store) requeue(ctx context.Context, tenant string, id int64, mode Reque
 	err := s.db.QueryRow(ctx, requeueSQL, id, tenant, int(mode), from, s.now()).Scan(&before, &expired, &changed, &woke)
 	if err != nil {
 		if err := notFound(err); err == agentledger.ErrNotFound {
-			return nil, fmt.Errorf("task %d: %w", id, err)
+			return nil, taskNotFound(id, tenant)
 		}
 		return nil, fmt.Errorf("requeue: %w", err)
 	}

@@ -22,7 +22,7 @@ func (s *Store) Get(ctx context.Context, tenant string, id int64) (*agentledger.
 		return nil, fmt.Errorf("get task: %w", err)
 	}
 	if len(ts) == 0 {
-		return nil, agentledger.Errorf(agentledger.CodeNotFound, "task %d does not exist", id)
+		return nil, taskNotFound(id, tenant)
 	}
 	return ts[0], nil
 }
@@ -141,4 +141,13 @@ func (s *Store) Strays(ctx context.Context, queues, kinds []string) ([]Stray, er
 		return nil, fmt.Errorf("strays: %w", err)
 	}
 	return out, nil
+}
+
+// taskNotFound is the error for a task id that tenant ("" for any) has no
+// task of. It does not say whether another tenant has one.
+func taskNotFound(id int64, tenant string) error {
+	if tenant != "" {
+		return agentledger.Errorf(agentledger.CodeNotFound, "task %d not found for tenant %q", id, tenant)
+	}
+	return agentledger.Errorf(agentledger.CodeNotFound, "task %d not found", id)
 }

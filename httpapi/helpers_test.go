@@ -15,6 +15,7 @@ import (
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/httpapi"
 	"github.com/agentledger/agentledger/internal/testdb"
+	"github.com/agentledger/agentledger/operator"
 	"github.com/agentledger/agentledger/tenants"
 )
 
@@ -33,7 +34,7 @@ type env struct {
 func newServer(t *testing.T, cfg httpapi.Config) (*httpapi.Server, *pgxpool.Pool) {
 	t.Helper()
 	db := testdb.New(t)
-	cfg.DB, cfg.Tenants, cfg.Claims = db, tenants.NewStore(db), claims.New(db)
+	cfg.DB, cfg.Tenants, cfg.Claims, cfg.Operator = db, tenants.NewStore(db), claims.New(db), operator.New(db)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/operator"
 	"github.com/agentledger/agentledger/tenants"
 )
 
@@ -24,8 +25,8 @@ type DB interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-// Config configures a Server. DB, Tenants and Claims are required; every
-// other zero value means its default.
+// Config configures a Server. DB, Tenants, Claims and Operator are
+// required; every other zero value means its default.
 type Config struct {
 	// DB holds the idempotency_keys table.
 	DB DB
@@ -33,6 +34,8 @@ type Config struct {
 	Tenants *tenants.Store
 	// Claims holds the tasks.
 	Claims *claims.Store
+	// Operator cancels and replays tasks, as agentctl and the console do.
+	Operator *operator.Service
 
 	// Hooks, when set, serves POST /v1/hooks/{source} without bearer
 	// authentication: webhooks authenticate by their signature.
@@ -99,8 +102,8 @@ type Server struct {
 // routes.
 func New(cfg Config) (*Server, error) {
 	switch {
-	case cfg.DB == nil || cfg.Tenants == nil || cfg.Claims == nil:
-		return nil, errors.New("httpapi: Config needs DB, Tenants and Claims")
+	case cfg.DB == nil || cfg.Tenants == nil || cfg.Claims == nil || cfg.Operator == nil:
+		return nil, errors.New("httpapi: Config needs DB, Tenants, Claims and Operator")
 	case cfg.MaxBody < 0 || cfg.InFlightLease < 0 || cfg.ReadHeaderTimeout < 0 || cfg.ReadTimeout < 0 ||
 		cfg.WriteTimeout < 0 || cfg.IdleTimeout < 0 || cfg.MaxHeaderBytes < 0 || cfg.ShutdownTimeout < 0:
 		return nil, errors.New("httpapi: Config limits must not be negative")

@@ -182,7 +182,7 @@ func (s *Server) cancelTask(r *http.Request, tenant string, body []byte) (action
 		return nil, err
 	}
 	return func(ctx context.Context, _ string) reply {
-		t, err := s.cfg.Claims.Cancel(ctx, tenant, id)
+		t, err := s.cfg.Operator.Cancel(ctx, tenant, id)
 		if errors.Is(err, agentledger.ErrConflict) {
 			// Cancelling a cancelled task asks for what is.
 			if cur, gerr := s.cfg.Claims.Get(ctx, tenant, id); gerr == nil && cur.State == agentledger.StateCancelled {
@@ -213,11 +213,11 @@ func (s *Server) replayTask(r *http.Request, tenant string, body []byte) (action
 		return nil, err
 	}
 	return func(ctx context.Context, _ string) reply {
-		t, err := s.cfg.Claims.Requeue(ctx, tenant, id, claims.Replay)
+		p, err := s.cfg.Operator.Replay(ctx, tenant, id)
 		if err != nil {
 			return s.problemReply(r, err)
 		}
-		return jsonReply(http.StatusAccepted, viewTask(t))
+		return jsonReply(http.StatusAccepted, viewTask(p.Task))
 	}, nil
 }
 

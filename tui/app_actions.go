@@ -9,12 +9,8 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/operator"
 )
-
-// replayable are the states a task can be replayed or re-run from: no
-// worker holds it (claims.Requeue).
-var replayable = []agentledger.TaskState{agentledger.StateSucceeded, agentledger.StateDead,
-	agentledger.StateCancelled, agentledger.StateNeedsAttention}
 
 // current is the task the actions apply to: the selected row, or the task
 // shown.
@@ -52,8 +48,8 @@ func (a *App) action(msg tea.KeyMsg) (tea.Cmd, bool) {
 	}
 	switch {
 	case key.Matches(msg, k.Replay):
-		if !slices.Contains(replayable, t.State) {
-			a.setStatus("", fmt.Errorf("task %d is %s: only a task no worker holds (%s) can be replayed", t.ID, t.State, states(replayable)))
+		if !operator.Replayable(t.State) {
+			a.setStatus("", fmt.Errorf("task %d is %s: only a task no worker holds (%s) can be replayed", t.ID, t.State, states(operator.ReplayableStates)))
 			return nil, true
 		}
 		return a.cmd.preview(t.ID), true
@@ -131,8 +127,8 @@ func (a App) openPreview(msg previewMsg) (tea.Model, tea.Cmd) {
 
 // openRerun asks before running every effect again.
 func (a *App) openRerun(t *agentledger.Task) {
-	if !slices.Contains(replayable, t.State) {
-		a.setStatus("", fmt.Errorf("task %d is %s: only a task no worker holds (%s) can be re-run", t.ID, t.State, states(replayable)))
+	if !operator.Replayable(t.State) {
+		a.setStatus("", fmt.Errorf("task %d is %s: only a task no worker holds (%s) can be re-run", t.ID, t.State, states(operator.ReplayableStates)))
 		return
 	}
 	lines := []string{

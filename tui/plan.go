@@ -1,6 +1,9 @@
 package tui
 
-import "github.com/agentledger/agentledger/ledger"
+import (
+	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/operator"
+)
 
 // Plan is what a replay does with one recorded effect (ledger.PlanOf).
 type Plan = ledger.Plan
@@ -14,19 +17,4 @@ const (
 )
 
 // PlannedEffect is one effect of a replay preview.
-type PlannedEffect struct {
-	Entry ledger.Entry
-	Plan  Plan
-}
-
-// PlanOf is ledger.PlanOf, the rule agentctl replay --dry-run prints.
-func PlanOf(e ledger.Entry) Plan { return ledger.PlanOf(e) }
-
-// PlanReplay plans every effect of a journal.
-func PlanReplay(journal []ledger.Entry) []PlannedEffect {
-	out := make([]PlannedEffect, len(journal))
-	for i, e := range journal {
-		out[i] = PlannedEffect{Entry: e, Plan: PlanOf(e)}
-	}
-	return out
-}
+type PlannedEffect = operator.PlannedEffect

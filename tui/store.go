@@ -6,8 +6,7 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
-	"github.com/agentledger/agentledger/ledger"
-	"github.com/agentledger/agentledger/notify/outbox"
+	"github.com/agentledger/agentledger/operator"
 )
 
 // Filter selects the tasks the console lists. Zero fields match everything.
@@ -31,27 +30,14 @@ func (f Filter) String() string {
 }
 
 // Detail is one task with everything the task view shows.
-type Detail struct {
-	Task     *agentledger.Task
-	Attempts []agentledger.Attempt
-	// Journal is the effects of the task's current generation, in order.
-	Journal []ledger.Entry
-	// Notifications are the task's outbox events, oldest first.
-	Notifications []outbox.Event
-}
+type Detail = operator.Detail
 
 // Preview is what a replay of a task would do, effect by effect.
-type Preview struct {
-	Task    *agentledger.Task
-	Effects []PlannedEffect
-}
+type Preview = operator.Preview
 
 // Resolution settles an effect of unknown outcome: Done (it happened) or
 // not (allow one more performance), with a note saying why.
-type Resolution struct {
-	Done bool
-	Note string
-}
+type Resolution = operator.Resolution
 
 // Store is everything the console reads and does. Task ids are global: the
 // console is an operator's tool and sees every tenant. Errors wrap the
@@ -79,9 +65,9 @@ type Store interface {
 	// task needs attention, replays it.
 	Resolve(ctx context.Context, id int64, step string, r Resolution) (*agentledger.Task, error)
 	// RetryAll retries every dead task of f.
-	RetryAll(ctx context.Context, f Filter) (claims.BulkResult, error)
+	RetryAll(ctx context.Context, f Filter) (operator.BulkResult, error)
 	// CancelAll cancels every unfinished task of f.
-	CancelAll(ctx context.Context, f Filter) (claims.BulkResult, error)
+	CancelAll(ctx context.Context, f Filter) (operator.BulkResult, error)
 	// Workers lists the workers holding leases now.
 	Workers(ctx context.Context) ([]claims.Worker, error)
 }

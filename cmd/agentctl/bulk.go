@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/operator"
 )
 
 // bulkFlags are the options of a command's bulk form (--all) as given:
@@ -66,7 +67,7 @@ type bulkAction struct {
 	noun string
 	// after, when set, is printed once some tasks were acted on.
 	after string
-	do    func(ctx context.Context, s *claims.Store, p claims.ListParams) (claims.BulkResult, error)
+	do    func(ctx context.Context, svc *operator.Service, p claims.ListParams) (operator.BulkResult, error)
 }
 
 // bulkResult is the JSON output of a bulk action.
@@ -133,7 +134,7 @@ func (a *app) bulk(ctx context.Context, tenant string, f *bulkFlags, states []ag
 			return err
 		}
 	}
-	done, err := act.do(ctx, s, p)
+	done, err := act.do(ctx, operator.New(a.db.Pool), p)
 	res.Done = append(res.Done, done.Done...)
 	for id, why := range done.Skipped {
 		res.Skipped = append(res.Skipped, skippedTask{ID: id, Reason: skipReason(why)})

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/operator"
 )
 
 func (a *app) cancelCmd() *cobra.Command {
@@ -55,8 +56,8 @@ With --output json it prints {"task": {...}, "immediate": true|false}, or for
 				return a.bulk(ctx, tenant, &f, states, bulkAction{
 					verb: "cancel", past: "cancelled", noun: noun,
 					after: "queued tasks are cancelled; running ones stop at their next heartbeat",
-					do: func(ctx context.Context, s *claims.Store, p claims.ListParams) (claims.BulkResult, error) {
-						return s.CancelAll(ctx, p)
+					do: func(ctx context.Context, svc *operator.Service, p claims.ListParams) (operator.BulkResult, error) {
+						return svc.CancelAll(ctx, p)
 					},
 				})
 			}
@@ -91,10 +92,8 @@ func (a *app) cancel(ctx context.Context, tenant, arg string) error {
 	if err != nil {
 		return err
 	}
-	t, err := s.Cancel(ctx, tenant, id)
+	t, err := operator.New(a.db.Pool).Cancel(ctx, tenant, id)
 	switch {
-	case errors.Is(err, agentledger.ErrNotFound):
-		return taskNotFound(id, tenant, err)
 	case errors.Is(err, agentledger.ErrConflict):
 		// Only the wording needs the state; the decision was the database's.
 		if cur, gerr := s.Get(ctx, tenant, id); gerr == nil {

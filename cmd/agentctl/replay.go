@@ -2,15 +2,13 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/spf13/cobra"
 
 	"github.com/agentledger/agentledger"
-	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/operator"
 )
 
 func (a *app) replayCmd() *cobra.Command {
@@ -48,9 +46,8 @@ type plannedEffect struct {
 	Plan      string       `json:"plan"` // "served from ledger", "will run", "needs resolution"
 }
 
-// planOf is ledger.PlanOf, with the command that resolves an effect.
-func planOf(e ledger.Entry) string {
-	p := ledger.PlanOf(e)
+// planWords is a plan with the command that resolves an effect.
+func planWords(p ledger.Plan) string {
 	if p == ledger.PlanResolve {
 		return string(p) + " (agentctl resolve)"
 	}
@@ -58,24 +55,28 @@ func planOf(e ledger.Entry) string {
 }
 
 func (a *app) replay(ctx context.Context, tenant, arg string, dryRun bool) error {
-	l, err := a.load(ctx, tenant, arg)
+	id, err := parseID(arg)
 	if err != nil {
 		return err
 	}
-	s, t, id := l.store, l.task, l.task.ID
-	plan := make([]plannedEffect, len(l.journal))
-	for i, e := range l.journal {
-		plan[i] = plannedEffect{Step: e.StepPath, Operation: e.Operation, Class: e.Class, State: e.State, Plan: planOf(e)}
+	svc, err := a.operator(ctx)
+	if err != nil {
+		return err
 	}
-	if dryRun && !slices.Contains(claims.Replayable, t.State) {
-		// The preview must not promise what the replay would refuse.
-		return requeueError(id, agentledger.Errorf(agentledger.CodeConflict, "task %d is %s; only a task that is %v can be replayed",
-			id, t.State, claims.Replayable))
+	var p *operator.Preview
+	if dryRun {
+		p, err = svc.Preview(ctx, tenant, id)
+	} else {
+		p, err = svc.Replay(ctx, tenant, id)
 	}
-	if !dryRun {
-		if t, err = s.Requeue(ctx, tenant, id, claims.Replay); err != nil {
-			return requeueError(id, err)
-		}
+	if err != nil {
+		return err
+	}
+	t := p.Task
+	plan := make([]plannedEffect, len(p.Effects))
+	for i, e := range p.Effects {
+		plan[i] = plannedEffect{Step: e.Entry.StepPath, Operation: e.Entry.Operation, Class: e.Entry.Class,
+			State: e.Entry.State, Plan: planWords(e.Plan)}
 	}
 	if a.wantJSON() {
 		return printJSON(a.stdout, struct {
@@ -132,13 +133,13 @@ func (a *app) rerun(ctx context.Context, tenant, arg string, yes bool) error {
 		return withHint(usagef("rerun would run every effect of task %d again as a new intent", id),
 			"re-run with --yes to proceed, or use agentctl replay to run only unfinished effects")
 	}
-	s, err := a.store(ctx)
+	svc, err := a.operator(ctx)
 	if err != nil {
 		return err
 	}
-	t, err := s.Requeue(ctx, tenant, id, claims.Rerun)
+	t, err := svc.Rerun(ctx, tenant, id)
 	if err != nil {
-		return requeueError(id, err)
+		return err
 	}
 	if a.wantJSON() {
 		return printJSON(a.stdout, struct {
@@ -146,16 +147,5 @@ func (a *app) rerun(ctx context.Context, tenant, arg string, yes bool) error {
 		}{t})
 	}
 	_, err = fmt.Fprintf(a.stdout, "task %d queued as a new intent (generation %d): every effect runs again\n", id, t.Generation)
-	return err
-}
-
-// requeueError words Requeue's errors for the terminal.
-func requeueError(id int64, err error) error {
-	switch {
-	case errors.Is(err, agentledger.ErrNotFound):
-		return newError(fmt.Sprintf("task %d not found", id), err)
-	case errors.Is(err, agentledger.ErrConflict):
-		return newError(err.Error(), err)
-	}
 	return err
 }

@@ -2,13 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
 	"github.com/agentledger/agentledger"
-	"github.com/agentledger/agentledger/claims"
-	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/operator"
 )
 
 func (a *app) resolveCmd() *cobra.Command {
@@ -54,31 +54,21 @@ func (a *app) resolve(ctx context.Context, tenant, arg, step, note string, done,
 	case note == "":
 		return usagef("--note is required: say why the effect is resolved this way")
 	}
-	ld, err := a.load(ctx, tenant, arg)
+	svc, err := a.operator(ctx)
 	if err != nil {
 		return err
 	}
-	s, t := ld.store, ld.task
-	var target *ledger.Entry
-	for i := range ld.journal {
-		if ld.journal[i].StepPath == step && ld.journal[i].State == ledger.StateUnknown {
-			target = &ld.journal[i]
-		}
+	t, err := svc.Resolve(ctx, tenant, id, step, operator.Resolution{Done: done, Note: note})
+	var none *operator.NoUnknownEffectError
+	if errors.As(err, &none) {
+		return withHint(err, fmt.Sprintf("agentctl show %d lists its journal", id))
 	}
-	if target == nil {
-		return newError(fmt.Sprintf("task %d has no effect of unknown outcome at step %q (agentctl show %d lists its journal)", id, step, id), agentledger.ErrNotFound)
-	}
-	if err := ledger.New(a.db.Pool).Resolve(ctx, target.Tenant, target.Operation, target.Key, ledger.Resolution{Done: done, Retry: retry, Note: note}); err != nil {
+	if err != nil {
 		return err
 	}
 	how := "marked done"
 	if retry {
 		how = "allowed one more performance"
-	}
-	if t.State == agentledger.StateNeedsAttention {
-		if t, err = s.Requeue(ctx, tenant, id, claims.Replay); err != nil {
-			return requeueError(id, err)
-		}
 	}
 	if a.wantJSON() {
 		return printJSON(a.stdout, struct {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/operator"
 )
 
 func (a *app) retryCmd() *cobra.Command {
@@ -46,8 +47,8 @@ With --output json it prints {"task": {...}}, or for --all
 				return a.bulk(ctx, tenant, &f, []agentledger.TaskState{agentledger.StateDead}, bulkAction{
 					verb: "retry", past: "retried", noun: "dead",
 					after: "each runs again in its generation: effects it completed are served from the ledger",
-					do: func(ctx context.Context, s *claims.Store, p claims.ListParams) (claims.BulkResult, error) {
-						return s.RetryAll(ctx, p)
+					do: func(ctx context.Context, svc *operator.Service, p claims.ListParams) (operator.BulkResult, error) {
+						return svc.RetryAll(ctx, p)
 					},
 				})
 			}
@@ -68,10 +69,8 @@ func (a *app) retry(ctx context.Context, tenant, arg string) error {
 	if err != nil {
 		return err
 	}
-	t, err := s.Retry(ctx, tenant, id)
+	t, err := operator.New(a.db.Pool).Retry(ctx, tenant, id)
 	switch {
-	case errors.Is(err, agentledger.ErrNotFound):
-		return taskNotFound(id, tenant, err)
 	case errors.Is(err, agentledger.ErrConflict):
 		return retryConflict(ctx, s, tenant, id, err)
 	case err != nil:

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -14,9 +13,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentledger/agentledger"
-	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/notify/outbox"
+	"github.com/agentledger/agentledger/operator"
 )
 
 func (a *app) showCmd() *cobra.Command {
@@ -108,54 +107,30 @@ func notificationsOf(es []outbox.Event) []notification {
 	return out
 }
 
-// loaded is a task with the journal of its current generation.
-type loaded struct {
-	store   *claims.Store
-	task    *agentledger.Task
-	journal []ledger.Entry
-}
-
-// load reads the task named by arg (a task id) and its journal: what show,
-// replay and resolve start from.
-func (a *app) load(ctx context.Context, tenant, arg string) (*loaded, error) {
-	id, err := parseID(arg)
-	if err != nil {
+// operator returns the operator service over the (migrated) database.
+func (a *app) operator(ctx context.Context) (*operator.Service, error) {
+	if _, err := a.store(ctx); err != nil { // opens and checks the schema
 		return nil, err
 	}
-	s, err := a.store(ctx)
-	if err != nil {
-		return nil, err
-	}
-	t, err := s.Get(ctx, tenant, id)
-	if errors.Is(err, agentledger.ErrNotFound) {
-		return nil, taskNotFound(id, tenant, err)
-	}
-	if err != nil {
-		return nil, err
-	}
-	entries, err := ledger.New(a.db.Pool).Journal(ctx, id, t.Generation)
-	if err != nil {
-		return nil, err
-	}
-	return &loaded{store: s, task: t, journal: entries}, nil
+	return operator.New(a.db.Pool), nil
 }
 
 func (a *app) show(ctx context.Context, tenant, arg string) error {
-	l, err := a.load(ctx, tenant, arg)
+	id, err := parseID(arg)
 	if err != nil {
 		return err
 	}
-	t, id := l.task, l.task.ID
-	atts, err := l.store.Attempts(ctx, id)
+	svc, err := a.operator(ctx)
 	if err != nil {
 		return err
 	}
-	journal := journalOf(l.journal)
-	events, err := outbox.NewStore(a.db.Pool).ForTask(ctx, t.Tenant, id)
+	d, err := svc.Show(ctx, tenant, id)
 	if err != nil {
 		return err
 	}
-	notes := notificationsOf(events)
+	t, atts := d.Task, d.Attempts
+	journal := journalOf(d.Journal)
+	notes := notificationsOf(d.Notifications)
 	if a.wantJSON() {
 		if atts == nil {
 			atts = []agentledger.Attempt{}
@@ -236,16 +211,6 @@ func compact(raw json.RawMessage) []byte {
 		return raw
 	}
 	return b.Bytes()
-}
-
-// taskNotFound is the error for an unknown task id (or one of another
-// tenant).
-func taskNotFound(id int64, tenant string, err error) error {
-	msg := fmt.Sprintf("task %d not found", id)
-	if tenant != "" {
-		msg += fmt.Sprintf(" for tenant %q", tenant)
-	}
-	return newError(msg, err)
 }
 
 // printTask writes a task and its attempts for people.

@@ -21,6 +21,7 @@ import (
 	"github.com/agentledger/agentledger/metrics"
 	"github.com/agentledger/agentledger/migrations"
 	"github.com/agentledger/agentledger/notify/outbox"
+	"github.com/agentledger/agentledger/operator"
 	"github.com/agentledger/agentledger/schedule"
 	"github.com/agentledger/agentledger/tenants"
 	"github.com/agentledger/agentledger/webhooks"
@@ -138,7 +139,7 @@ func apiServer(cfg *config, db *pgxpool.Pool, m *metrics.Metrics, log *slog.Logg
 		log.Info("http: webhooks", "sources", len(sources))
 	}
 	api, err := httpapi.New(httpapi.Config{
-		DB: db, Tenants: tenants.NewStore(db), Claims: claims.New(db), Hooks: hooks,
+		DB: db, Tenants: tenants.NewStore(db), Claims: claims.New(db), Operator: operator.New(db), Hooks: hooks,
 		IdempotencyKeyOptional: cfg.IdempotencyKeyOptional, Logger: log, Observe: m.HTTP,
 	})
 	if err != nil {

@@ -1,0 +1,78 @@
+package operator_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/internal/testenv"
+	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/operator"
+	"github.com/agentledger/agentledger/tools"
+)
+
+// A task with one completed keyed effect, finished: show, preview and
+// replay agree on what a replay does, and a running task refuses both.
+func TestShowPreviewReplay(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := testenv.New(t)
+	svc := operator.New(e.DB)
+	task := e.Enqueue(claims.EnqueueParams{Tenant: "acme"})
+	running := e.Claim("w")
+	if _, err := e.Ledger.Do(ctx, tools.AttemptOf(running), ledger.Effect{Operation: "http.post", StepPath: "tool/0",
+		Class: ledger.Keyed, Request: []byte(`{}`),
+		Perform: func(context.Context, ledger.Call) (ledger.Result, error) { return ledger.Result{Status: 200}, nil },
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Preview(ctx, "", task.ID); !errors.Is(err, agentledger.ErrConflict) {
+		t.Fatalf("preview of a running task: %v, want a conflict", err)
+	}
+	if err := e.Claims.Succeed(ctx, claims.LeaseOf(running), nil); err != nil {
+		t.Fatal(err)
+	}
+
+	d, err := svc.Show(ctx, "acme", task.ID)
+	if err != nil || len(d.Journal) != 1 || len(d.Attempts) != 1 || d.Task.State != agentledger.StateSucceeded {
+		t.Fatalf("show: %+v %v", d, err)
+	}
+	if _, err := svc.Show(ctx, "other", task.ID); !errors.Is(err, agentledger.ErrNotFound) {
+		t.Fatalf("another tenant's show: %v, want not found", err)
+	}
+	p, err := svc.Preview(ctx, "", task.ID)
+	if err != nil || len(p.Effects) != 1 || p.Effects[0].Plan != ledger.PlanServed {
+		t.Fatalf("preview: %+v %v", p, err)
+	}
+	r, err := svc.Replay(ctx, "acme", task.ID)
+	if err != nil || r.Task.State != agentledger.StateQueued || len(r.Effects) != 1 || r.Effects[0].Plan != ledger.PlanServed {
+		t.Fatalf("replay: %+v %v", r, err)
+	}
+}
+
+// Resolve checks its input before it reads anything, and names the step
+// that has no unknown effect.
+func TestResolveRefusesBadInput(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := testenv.New(t)
+	svc := operator.New(e.DB)
+	task := e.Enqueue(claims.EnqueueParams{})
+	if _, err := svc.Resolve(ctx, "", task.ID, "", operator.Resolution{Note: "x"}); !errors.Is(err, agentledger.ErrInvalid) {
+		t.Errorf("no step: %v", err)
+	}
+	if _, err := svc.Resolve(ctx, "", task.ID, "tool/0", operator.Resolution{}); !errors.Is(err, agentledger.ErrInvalid) {
+		t.Errorf("no note: %v", err)
+	}
+	_, err := svc.Resolve(ctx, "", task.ID, "tool/0", operator.Resolution{Done: true, Note: "checked"})
+	var none *operator.NoUnknownEffectError
+	if !errors.As(err, &none) || !errors.Is(err, agentledger.ErrNotFound) || none.Step != "tool/0" {
+		t.Errorf("no unknown effect: %v", err)
+	}
+	if _, err := svc.Resolve(ctx, "", 999_999, "tool/0", operator.Resolution{Note: "x"}); !errors.Is(err, agentledger.ErrNotFound) ||
+		err.Error() != "task 999999 not found" {
+		t.Errorf("unknown task: %v", err)
+	}
+}

@@ -1,0 +1,71 @@
+package operator
+
+import (
+	"context"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/ledger"
+)
+
+// PlannedEffect is one recorded effect and what a replay does with it.
+type PlannedEffect struct {
+	Entry ledger.Entry
+	Plan  ledger.Plan
+}
+
+// Preview is what a replay of a task would do, effect by effect; effects
+// the journal has no row for yet run for the first time.
+type Preview struct {
+	Task    *agentledger.Task
+	Effects []PlannedEffect
+}
+
+// Plan plans every effect of a journal (ledger.PlanOf).
+func Plan(journal []ledger.Entry) []PlannedEffect {
+	out := make([]PlannedEffect, len(journal))
+	for i, e := range journal {
+		out[i] = PlannedEffect{Entry: e, Plan: ledger.PlanOf(e)}
+	}
+	return out
+}
+
+// Preview says what a replay of task id would do, and changes nothing. A
+// task that cannot be replayed now is a conflict: the preview must not
+// promise what the replay would refuse.
+func (s *Service) Preview(ctx context.Context, tenant string, id int64) (*Preview, error) {
+	t, j, err := s.load(ctx, tenant, id)
+	if err != nil {
+		return nil, err
+	}
+	if !Replayable(t.State) {
+		return nil, notReplayable(t)
+	}
+	return &Preview{Task: t, Effects: Plan(j)}, nil
+}
+
+// Replay runs task id again in the same generation: completed effects are
+// served from the ledger, only unfinished ones run. It returns the plan it
+// queued the task with.
+func (s *Service) Replay(ctx context.Context, tenant string, id int64) (*Preview, error) {
+	_, j, err := s.load(ctx, tenant, id)
+	if err != nil {
+		return nil, err
+	}
+	t, err := s.tasks.Requeue(ctx, tenant, id, claims.Replay)
+	if err != nil {
+		return nil, err
+	}
+	return &Preview{Task: t, Effects: Plan(j)}, nil
+}
+
+// Rerun runs task id again as a new intent: its generation moves on, so
+// every effect runs again.
+func (s *Service) Rerun(ctx context.Context, tenant string, id int64) (*agentledger.Task, error) {
+	return s.tasks.Requeue(ctx, tenant, id, claims.Rerun)
+}
+
+func notReplayable(t *agentledger.Task) error {
+	return agentledger.Errorf(agentledger.CodeConflict, "task %d is %s; only a task that is %v can be replayed",
+		t.ID, t.State, claims.Replayable)
+}

@@ -1,0 +1,94 @@
+package operator
+
+import (
+	"context"
+	"slices"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/notify/outbox"
+)
+
+// Service is the operator's actions over one database.
+type Service struct {
+	tasks  *claims.Store
+	ledger *ledger.Ledger
+	outbox *outbox.Store
+}
+
+// New returns the service over db.
+func New(db claims.DB) *Service {
+	return &Service{tasks: claims.New(db), ledger: ledger.New(db), outbox: outbox.NewStore(db)}
+}
+
+// Detail is one task with everything an operator reads about it.
+type Detail struct {
+	Task     *agentledger.Task
+	Attempts []agentledger.Attempt
+	// Journal is the effects of the task's current generation, in order.
+	Journal []ledger.Entry
+	// Notifications are the task's outbox events, oldest first.
+	Notifications []outbox.Event
+}
+
+// Show returns task id with its attempts, journal and notifications.
+func (s *Service) Show(ctx context.Context, tenant string, id int64) (*Detail, error) {
+	t, journal, err := s.load(ctx, tenant, id)
+	if err != nil {
+		return nil, err
+	}
+	d := &Detail{Task: t, Journal: journal}
+	if d.Attempts, err = s.tasks.Attempts(ctx, id); err != nil {
+		return nil, err
+	}
+	if d.Notifications, err = s.outbox.ForTask(ctx, t.Tenant, id); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// load reads task id and the journal of its current generation.
+func (s *Service) load(ctx context.Context, tenant string, id int64) (*agentledger.Task, []ledger.Entry, error) {
+	t, err := s.tasks.Get(ctx, tenant, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	j, err := s.ledger.Journal(ctx, id, t.Generation)
+	if err != nil {
+		return nil, nil, err
+	}
+	return t, j, nil
+}
+
+// ReplayableStates are the states a task may be replayed or re-run from:
+// no worker holds it.
+var ReplayableStates = claims.Replayable
+
+// Replayable reports whether a task in state may be replayed or re-run.
+func Replayable(state agentledger.TaskState) bool { return slices.Contains(ReplayableStates, state) }
+
+// Cancel cancels task id: at once if no live lease holds it, else at its
+// attempt's next heartbeat.
+func (s *Service) Cancel(ctx context.Context, tenant string, id int64) (*agentledger.Task, error) {
+	return s.tasks.Cancel(ctx, tenant, id)
+}
+
+// Retry runs a dead task again from attempt 1 in the same generation.
+func (s *Service) Retry(ctx context.Context, tenant string, id int64) (*agentledger.Task, error) {
+	return s.tasks.Retry(ctx, tenant, id)
+}
+
+// BulkResult is what a bulk action did: the tasks acted on, and the ones
+// skipped with why.
+type BulkResult = claims.BulkResult
+
+// RetryAll retries every dead task of the filter.
+func (s *Service) RetryAll(ctx context.Context, p claims.ListParams) (BulkResult, error) {
+	return s.tasks.RetryAll(ctx, p)
+}
+
+// CancelAll cancels every unfinished task of the filter.
+func (s *Service) CancelAll(ctx context.Context, p claims.ListParams) (BulkResult, error) {
+	return s.tasks.CancelAll(ctx, p)
+}
