@@ -2,18 +2,25 @@ package janitor
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
-	"crypto/rand"
-	"encoding/hex"
-
 	"github.com/jackc/pgx/v5"
-
-	"github.com/agentledger/agentledger/claims"
+	"github.com/jackc/pgx/v5/pgconn"
 )
+
+// DB is what the janitor needs of a database: a pool, a connection or a
+// transaction (pgx's own types satisfy it).
+type DB interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
 
 // leaderName is the janitor's row in the leaders table.
 const leaderName = "janitor"
@@ -59,7 +66,7 @@ const (
 
 // Janitor runs sweeps periodically while it holds the janitor's lease.
 type Janitor struct {
-	db     claims.DB
+	db     DB
 	sweeps []Sweep
 	cfg    Config
 	log    *slog.Logger
@@ -71,7 +78,7 @@ type Janitor struct {
 const leaseFor = 5 * time.Minute
 
 // New returns a janitor of db running sweeps in order.
-func New(db claims.DB, sweeps []Sweep, cfg Config) (*Janitor, error) {
+func New(db DB, sweeps []Sweep, cfg Config) (*Janitor, error) {
 	for _, s := range sweeps {
 		if s.Name == "" || s.Delete == nil || s.Window <= 0 {
 			return nil, fmt.Errorf("janitor: sweep %q needs a name, a delete and a positive window (got %v)", s.Name, s.Window)

@@ -2,12 +2,12 @@ package ledger
 
 import (
 	"context"
-	"github.com/agentledger/agentledger/claims"
-	"github.com/agentledger/agentledger/notify/outbox"
 	"testing"
 
+	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/internal/plancheck"
 	"github.com/agentledger/agentledger/internal/testdb"
+	"github.com/agentledger/agentledger/notify/outbox"
 )
 
 // The fenced statements find the fencing row by its primary key under

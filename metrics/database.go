@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/agentledger/agentledger"
@@ -12,6 +14,15 @@ import (
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/notify/outbox"
 )
+
+// DB is what metrics needs of a database: a pool, a connection or a
+// transaction (pgx's own types satisfy it).
+type DB interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
 
 // DB gauges are read at scrape time, at most once per cacheFor: a count over
 // a large tasks table is not free.
@@ -47,7 +58,7 @@ type gauges struct {
 }
 
 // WatchDatabase adds the gauges read from db.
-func (m *Metrics) WatchDatabase(db claims.DB) {
+func (m *Metrics) WatchDatabase(db DB) {
 	m.Registry.MustRegister(&dbCollector{tasks: claims.New(db), events: outbox.NewStore(db), ledger: ledger.New(db)})
 }
 

@@ -4,11 +4,23 @@ import (
 	"context"
 	"slices"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/notify/outbox"
 )
+
+// DB is what the operator service needs of a database: a pool, a connection or a
+// transaction (pgx's own types satisfy it).
+type DB interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
 
 // Service is the operator's actions over one database.
 type Service struct {
@@ -18,7 +30,7 @@ type Service struct {
 }
 
 // New returns the service over db.
-func New(db claims.DB) *Service {
+func New(db DB) *Service {
 	return &Service{tasks: claims.New(db), ledger: ledger.New(db), outbox: outbox.NewStore(db)}
 }
 

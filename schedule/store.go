@@ -10,19 +10,27 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/agentledger/agentledger"
-	"github.com/agentledger/agentledger/claims"
 )
+
+// DB is what the scheduler needs of a database: a pool, a connection or a
+// transaction (pgx's own types satisfy it).
+type DB interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
 
 // Store manages the schedules of one database.
 type Store struct {
-	db claims.DB
+	db DB
 
 	// Now pins the database clock for tests; nil means the database's now().
 	Now func() time.Time
 }
 
 // NewStore returns the schedules of db.
-func NewStore(db claims.DB) *Store { return &Store{db: db} }
+func NewStore(db DB) *Store { return &Store{db: db} }
 
 // now returns the pinned clock or nil, which the SQL turns into now().
 func (s *Store) now() *time.Time {
@@ -164,7 +172,7 @@ func (s *Store) one(ctx context.Context, name, sql string, args ...any) (Schedul
 }
 
 // oneRow runs sql, which returns the schedule name or no row.
-func oneRow(ctx context.Context, db claims.DB, name, sql string, args ...any) (Schedule, error) {
+func oneRow(ctx context.Context, db DB, name, sql string, args ...any) (Schedule, error) {
 	rows, err := db.Query(ctx, sql, args...)
 	if err != nil {
 		return Schedule{}, dbError(name, err)

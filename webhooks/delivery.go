@@ -3,10 +3,11 @@ package webhooks
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/agentledger/agentledger"
 	"mime"
 	"net/http"
 	"net/url"
+
+	"github.com/agentledger/agentledger"
 )
 
 // Limits on what a delivery names.

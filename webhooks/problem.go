@@ -1,10 +1,9 @@
 package webhooks
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
-
-	"encoding/json"
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/problem"

@@ -4,11 +4,12 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
-	"github.com/agentledger/agentledger"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/agentledger/agentledger"
 )
 
 // Headers the github and slack types read.

@@ -1,13 +1,13 @@
 package webhooks
 
 import (
-	"github.com/agentledger/agentledger"
-
 	"encoding/hex"
 	"net/http"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/agentledger/agentledger"
 )
 
 // GitHub's worked example, from "Validating webhook deliveries"

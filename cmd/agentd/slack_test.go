@@ -9,12 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/internal/slackfake"
 	"github.com/agentledger/agentledger/internal/testdb"
 	"github.com/agentledger/agentledger/notify/outbox"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // waitDelivered waits until the daemon's dispatcher has delivered every

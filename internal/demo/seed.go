@@ -6,11 +6,23 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/notify/outbox"
 	"github.com/agentledger/agentledger/schedule"
 )
+
+// DB is what the demo needs of a database: a pool, a connection or a
+// transaction (pgx's own types satisfy it).
+type DB interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
 
 // Seeded is what Seed made or found.
 type Seeded struct {
@@ -39,7 +51,7 @@ const (
 // Seed seeds the workload against the demo API at base (e.g.
 // "http://127.0.0.1:7450"). It is idempotent: tasks carry submission keys,
 // and the rule and schedule are added once.
-func Seed(ctx context.Context, db claims.DB, base string) (Seeded, error) {
+func Seed(ctx context.Context, db DB, base string) (Seeded, error) {
 	out := Seeded{Rule: RuleName, Schedule: ScheduleName}
 	if _, err := outbox.NewRules(db).Put(ctx, outbox.Rule{Name: RuleName, Channel: Channel, Events: outbox.Events}, true); err != nil {
 		return out, err
