@@ -84,7 +84,7 @@ func taskID(r *http.Request) (int64, error) {
 	s := r.PathValue("id")
 	id, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || id <= 0 || strconv.FormatInt(id, 10) != s {
-		return 0, agentledger.Errorf(agentledger.CodeNotFound, "task %q does not exist", s)
+		return 0, agentledger.Errorf(agentledger.CodeNotFound, "task %q not found", s)
 	}
 	return id, nil
 }
