@@ -27,7 +27,7 @@
 //	migrations/        the embedded, numbered schema and its runner
 //	database/          opening a pool: DATABASE_URL or the embedded cluster
 //	pgembed/           a private PostgreSQL cluster started from installed binaries
-//	internal/          planner settings (pgplan), plan checks, test databases and
+//	internal/          planner settings (pgplan), plan checks, test databases, logs and
 //	                   servers, drills and the chaos suite
 //
 // cmd/agentbench, the benchmark against River, is a module of its own so

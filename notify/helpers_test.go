@@ -1,17 +1,16 @@
 package notify_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/internal/logbuf"
 	"github.com/agentledger/agentledger/internal/slackfake"
 	"github.com/agentledger/agentledger/internal/testenv"
 	"github.com/agentledger/agentledger/notify"
@@ -33,12 +32,12 @@ type world struct {
 	rules *outbox.Rules
 	box   *outbox.Store
 	fake  *slackfake.Server
-	logs  *logBuffer
+	logs  *logbuf.Buffer
 }
 
 func newWorld(t *testing.T) *world {
 	t.Helper()
-	w := &world{Env: testenv.New(t), t: t, logs: &logBuffer{}}
+	w := &world{Env: testenv.New(t), t: t, logs: &logbuf.Buffer{}}
 	w.rules = outbox.NewRules(w.DB)
 	w.box = outbox.NewStore(w.DB)
 	w.box.Now = w.Now
@@ -166,21 +165,3 @@ func (w *world) messagesFor(ch string, id int64) []slackfake.Message {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
-
-// logBuffer is a bytes.Buffer safe for concurrent writes.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}

@@ -14,12 +14,14 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentledger/agentledger/internal/logbuf"
 )
 
 func TestStartFromNothing(t *testing.T) {
 	t.Parallel()
 	dir := newStateDir(t)
-	logs := &lockedBuffer{}
+	logs := &logbuf.Buffer{}
 	c, err := Start(t.Context(), testConfig(t, dir, logs))
 	if err != nil {
 		t.Fatalf("Start: %v", err)
@@ -104,7 +106,7 @@ func TestRestartReusesData(t *testing.T) {
 	}
 	closeT(t, c)
 
-	logs := &lockedBuffer{}
+	logs := &logbuf.Buffer{}
 	c2, err := Start(t.Context(), testConfig(t, dir, logs))
 	if err != nil {
 		t.Fatalf("second Start: %v", err)

@@ -1,13 +1,11 @@
 package pgembed
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -56,24 +54,6 @@ func forceStop(t *testing.T, dir string) {
 	}
 	out, err := c.run(context.Background(), "pg_ctl", "-D", l.dataDir(), "-m", "immediate", "-w", "stop")
 	t.Logf("cleanup: stopped a leftover server: %v %s", err, out)
-}
-
-// lockedBuffer collects log output safely.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // testConfig returns a Config for dir whose logs go to the test output and to logs (if not nil).

@@ -21,6 +21,7 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/internal/logbuf"
 	"github.com/agentledger/agentledger/internal/testdb"
 	"github.com/agentledger/agentledger/webhooks"
 )
@@ -49,7 +50,7 @@ type env struct {
 	t    *testing.T
 	db   *pgxpool.Pool
 	url  string
-	logs *logBuffer
+	logs *logbuf.Buffer
 	now  time.Time // the handler's clock, for Slack timestamps
 
 	mu       sync.Mutex
@@ -63,7 +64,7 @@ func newEnv(t *testing.T, sources []webhooks.Source, edit func(*webhooks.Config)
 	if sources == nil {
 		sources = testSources()
 	}
-	e := &env{t: t, db: testdb.New(t), logs: &logBuffer{}, now: time.Now().Truncate(time.Second)}
+	e := &env{t: t, db: testdb.New(t), logs: &logbuf.Buffer{}, now: time.Now().Truncate(time.Second)}
 	cfg := webhooks.Config{
 		Logger: slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Now:    func() time.Time { return e.now },
@@ -217,24 +218,6 @@ func (e *env) outcomesSeen() []string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return append([]string(nil), e.outcomes...)
-}
-
-// logBuffer collects log output from concurrent handlers.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // jsonEqual reports whether a and b are the same JSON value.

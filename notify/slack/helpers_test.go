@@ -1,11 +1,10 @@
 package slack_test
 
 import (
-	"bytes"
 	"log/slog"
-	"sync"
 	"testing"
 
+	"github.com/agentledger/agentledger/internal/logbuf"
 	"github.com/agentledger/agentledger/internal/slackfake"
 	"github.com/agentledger/agentledger/notify/slack"
 )
@@ -13,31 +12,13 @@ import (
 // slackToken is the bot token of the tests; no output may show it.
 const slackToken = "xoxb-1111-2222-s3cr3tt0k3n"
 
-// logBuffer is a bytes.Buffer safe for concurrent writes.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // newSlack starts a fake Slack with channel "ops" and returns an unpaced
 // sink on it (edit may change the config) and the sink's debug log.
-func newSlack(t *testing.T, edit func(*slack.Config)) (*slack.Sink, *slackfake.Server, *logBuffer) {
+func newSlack(t *testing.T, edit func(*slack.Config)) (*slack.Sink, *slackfake.Server, *logbuf.Buffer) {
 	t.Helper()
 	fake := slackfake.New(t, slackToken)
 	fake.AddChannel("ops")
-	logs := &logBuffer{}
+	logs := &logbuf.Buffer{}
 	cfg := slack.Config{
 		Token:              slackToken,
 		APIURL:             fake.APIURL(),
