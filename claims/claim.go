@@ -39,7 +39,7 @@ func (s *Store) Claim(ctx context.Context, p ClaimParams) ([]*agentledger.Task, 
 	if p.DueOnly {
 		q = claimDueSQL
 	}
-	rows, err := s.db.Query(ctx, q, p.Queue, p.Worker, p.Limit, p.Lease, s.now(), p.Kinds)
+	rows, err := s.db.Query(ctx, q, p.Queue, p.Worker, p.Limit, p.Lease, s.Now.Param(), p.Kinds)
 	if err != nil {
 		return nil, fmt.Errorf("claim: %w", err)
 	}
@@ -75,7 +75,7 @@ func (s *Store) Heartbeat(ctx context.Context, leases []agentledger.Lease, d tim
 		return res, nil
 	}
 	ids, tokens := split(leases)
-	rows, err := s.db.Query(ctx, heartbeatSQL, ids, tokens, s.now(), d)
+	rows, err := s.db.Query(ctx, heartbeatSQL, ids, tokens, s.Now.Param(), d)
 	if err != nil {
 		return res, fmt.Errorf("heartbeat: %w", err)
 	}
@@ -106,7 +106,7 @@ func (s *Store) Heartbeat(ctx context.Context, leases []agentledger.Lease, d tim
 		return res, nil
 	}
 	ids, tokens = split(skipped)
-	rows, err = s.db.Query(ctx, currentSQL, ids, tokens, s.now())
+	rows, err = s.db.Query(ctx, currentSQL, ids, tokens, s.Now.Param())
 	if err != nil {
 		return res, fmt.Errorf("heartbeat: %w", err)
 	}

@@ -194,7 +194,7 @@ func (s *Store) EnqueueBatch(ctx context.Context, ps []EnqueueParams) ([]Enqueue
 	}
 
 	rows, err := tx.Query(ctx, enqueueSQL, tenants, queues, kinds, payloads, prios,
-		runAts, maxes, keys, hashes, s.now())
+		runAts, maxes, keys, hashes, s.Now.Param())
 	if err != nil {
 		return nil, fmt.Errorf("enqueue: %w", err)
 	}

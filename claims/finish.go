@@ -60,7 +60,7 @@ func (s *Store) SucceedMany(ctx context.Context, done []Success) ([]agentledger.
 		results = append(results, agentledger.SafeJSON(d.Result)...)
 	}
 	results = append(results, '}')
-	rows, err := s.db.Query(ctx, succeedSQL, ids, tokenMap(ids, tokens), string(results), s.now())
+	rows, err := s.db.Query(ctx, succeedSQL, ids, tokenMap(ids, tokens), string(results), s.Now.Param())
 	if err != nil {
 		return nil, fmt.Errorf("succeed: %w", err)
 	}
@@ -104,7 +104,7 @@ func (s *Store) FailMany(ctx context.Context, fs []Failure) (map[int64]agentledg
 	if err != nil {
 		return nil, nil, fmt.Errorf("fail: %w", err)
 	}
-	rows, err := s.db.Query(ctx, failSQL, ids, tokenMap(ids, tokens), string(failures), s.now())
+	rows, err := s.db.Query(ctx, failSQL, ids, tokenMap(ids, tokens), string(failures), s.Now.Param())
 	if err != nil {
 		return nil, nil, fmt.Errorf("fail: %w", err)
 	}
@@ -142,7 +142,7 @@ func (s *Store) ReleaseMany(ctx context.Context, leases []agentledger.Lease) ([]
 		return nil, nil
 	}
 	ids, tokens := split(leases)
-	rows, err := s.db.Query(ctx, releaseSQL, ids, tokenMap(ids, tokens), s.now())
+	rows, err := s.db.Query(ctx, releaseSQL, ids, tokenMap(ids, tokens), s.Now.Param())
 	if err != nil {
 		return nil, fmt.Errorf("release: %w", err)
 	}
@@ -171,7 +171,7 @@ func (s *Store) NeedsAttention(ctx context.Context, l agentledger.Lease, reason 
 func (s *Store) stop(ctx context.Context, l agentledger.Lease, state agentledger.TaskState, reason string) error {
 	var id int64
 	err := s.db.QueryRow(ctx, stopSQL, []int64{l.TaskID}, tokenMap([]int64{l.TaskID}, []int64{l.Token}),
-		agentledger.SafeText(reason), s.now(), string(state)).Scan(&id)
+		agentledger.SafeText(reason), s.Now.Param(), string(state)).Scan(&id)
 	if err := notFound(err); err == agentledger.ErrNotFound {
 		return agentledger.Errorf(agentledger.CodeLeaseLost, "task %d: its lease (token %d) was lost: another worker holds it, or it expired", l.TaskID, l.Token)
 	} else if err != nil {

@@ -2,10 +2,11 @@ package claims
 
 import (
 	"context"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/agentledger/agentledger"
 )
 
 // DB is what the store needs from a connection: *pgxpool.Pool, *pgx.Conn
@@ -22,17 +23,8 @@ type Store struct {
 	db DB
 
 	// Now pins the database clock for tests; nil means the database's now().
-	Now func() time.Time
+	Now agentledger.Clock
 }
 
 // New returns a Store over db.
 func New(db DB) *Store { return &Store{db: db} }
-
-// now returns the pinned clock or nil, which the SQL turns into now().
-func (s *Store) now() *time.Time {
-	if s.Now == nil {
-		return nil
-	}
-	t := s.Now()
-	return &t
-}

@@ -137,7 +137,7 @@ func (s *Scheduler) RunOnce(ctx context.Context) (int, error) {
 	fired := 0
 	var first error
 	for {
-		rows, err := s.store.db.Query(ctx, dueSQL, s.store.now(), dueBatch)
+		rows, err := s.store.db.Query(ctx, dueSQL, s.store.Now.Param(), dueBatch)
 		if err != nil {
 			return fired, dbError("", err)
 		}
@@ -174,7 +174,7 @@ func (s *Scheduler) RunOnce(ctx context.Context) (int, error) {
 func (s *Scheduler) nextFire(ctx context.Context) (*time.Time, time.Time, error) {
 	var next *time.Time
 	var now time.Time
-	err := s.store.db.QueryRow(ctx, nextFireSQL, s.store.now()).Scan(&next, &now)
+	err := s.store.db.QueryRow(ctx, nextFireSQL, s.store.Now.Param()).Scan(&next, &now)
 	return next, now, err
 }
 
@@ -195,7 +195,7 @@ func (s *Scheduler) fire(ctx context.Context, name string) (bool, error) {
 		return false, dbError(name, err)
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // after Commit it is a no-op
-	rows, err := tx.Query(ctx, lockDueSQL, name, s.store.now())
+	rows, err := tx.Query(ctx, lockDueSQL, name, s.store.Now.Param())
 	if err != nil {
 		return false, dbError(name, err)
 	}

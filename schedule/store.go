@@ -26,20 +26,11 @@ type Store struct {
 	db DB
 
 	// Now pins the database clock for tests; nil means the database's now().
-	Now func() time.Time
+	Now agentledger.Clock
 }
 
 // NewStore returns the schedules of db.
 func NewStore(db DB) *Store { return &Store{db: db} }
-
-// now returns the pinned clock or nil, which the SQL turns into now().
-func (s *Store) now() *time.Time {
-	if s.Now == nil {
-		return nil
-	}
-	t := s.Now()
-	return &t
-}
 
 // clock returns the pinned clock or the database's.
 func (s *Store) clock(ctx context.Context) (time.Time, error) {
@@ -108,7 +99,7 @@ func (s *Store) Get(ctx context.Context, name string) (Schedule, error) {
 // resumed. Tasks it already enqueued are not touched. Pausing a paused
 // schedule changes nothing. ErrNotFound when there is no such schedule.
 func (s *Store) Pause(ctx context.Context, name string) (Schedule, error) {
-	return s.one(ctx, name, pauseSQL, name, s.now())
+	return s.one(ctx, name, pauseSQL, name, s.Now.Param())
 }
 
 // Resume restarts a paused schedule from now: its next fire is the first
@@ -121,7 +112,7 @@ func (s *Store) Resume(ctx context.Context, name string) (Schedule, error) {
 		return Schedule{}, dbError(name, err)
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // after Commit it is a no-op
-	rows, err := tx.Query(ctx, lockSQL, name, s.now())
+	rows, err := tx.Query(ctx, lockSQL, name, s.Now.Param())
 	if err != nil {
 		return Schedule{}, dbError(name, err)
 	}

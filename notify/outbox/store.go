@@ -24,19 +24,11 @@ type Store struct {
 	db DB
 
 	// Now pins the database clock for tests; nil means the database's now().
-	Now func() time.Time
+	Now agentledger.Clock
 }
 
 // NewStore returns the outbox of db.
 func NewStore(db DB) *Store { return &Store{db: db} }
-
-func (s *Store) now() *time.Time {
-	if s.Now == nil {
-		return nil
-	}
-	t := s.Now()
-	return &t
-}
 
 // clock is the pinned clock or the local one.
 func (s *Store) clock() time.Time {
@@ -71,7 +63,7 @@ func AddMessage(ctx context.Context, db DB, m Message) (int64, error) {
 
 // Claim leases up to n due events to owner for lease.
 func (s *Store) Claim(ctx context.Context, owner string, n int, lease time.Duration) ([]Claimed, error) {
-	rows, err := s.db.Query(ctx, claimSQL, owner, n, lease, s.now())
+	rows, err := s.db.Query(ctx, claimSQL, owner, n, lease, s.Now.Param())
 	if err != nil {
 		return nil, fmt.Errorf("outbox: claim: %w", err)
 	}
@@ -90,7 +82,7 @@ func (s *Store) Claim(ctx context.Context, owner string, n int, lease time.Durat
 // another dispatcher delivers the event again (harmlessly: its effects are
 // in the ledger).
 func (s *Store) Delivered(ctx context.Context, c Claimed) error {
-	return s.fenced(ctx, "delivered", c, deliveredSQL, c.ID, c.Token, s.now())
+	return s.fenced(ctx, "delivered", c, deliveredSQL, c.ID, c.Token, s.Now.Param())
 }
 
 // Retry hands c back, due at at; failed counts it as a failed delivery (a
@@ -100,12 +92,12 @@ func (s *Store) Retry(ctx context.Context, c Claimed, at time.Time, failed bool,
 	if failed {
 		n = 1
 	}
-	return s.fenced(ctx, "retry", c, retrySQL, c.ID, c.Token, at, n, agentledger.SafeText(reason), s.now())
+	return s.fenced(ctx, "retry", c, retrySQL, c.ID, c.Token, at, n, agentledger.SafeText(reason), s.Now.Param())
 }
 
 // Failed gives c up with reason.
 func (s *Store) Failed(ctx context.Context, c Claimed, reason string) error {
-	return s.fenced(ctx, "failed", c, failedSQL, c.ID, c.Token, agentledger.SafeText(reason), s.now())
+	return s.fenced(ctx, "failed", c, failedSQL, c.ID, c.Token, agentledger.SafeText(reason), s.Now.Param())
 }
 
 func (s *Store) fenced(ctx context.Context, what string, c Claimed, sql string, args ...any) error {
