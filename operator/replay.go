@@ -10,8 +10,8 @@ import (
 
 // PlannedEffect is one recorded effect and what a replay does with it.
 type PlannedEffect struct {
-	Entry ledger.Entry
-	Plan  ledger.Plan
+	Effect
+	Plan ledger.Plan `json:"plan"`
 }
 
 // Preview is what a replay of a task would do, effect by effect; effects
@@ -25,7 +25,7 @@ type Preview struct {
 func Plan(journal []ledger.Entry) []PlannedEffect {
 	out := make([]PlannedEffect, len(journal))
 	for i, e := range journal {
-		out[i] = PlannedEffect{Entry: e, Plan: ledger.PlanOf(e)}
+		out[i] = PlannedEffect{Effect: EffectOf(e), Plan: ledger.PlanOf(e)}
 	}
 	return out
 }

@@ -39,10 +39,14 @@ type Detail struct {
 	Task     *agentledger.Task
 	Attempts []agentledger.Attempt
 	// Journal is the effects of the task's current generation, in order.
-	Journal []ledger.Entry
-	// Notifications are the task's outbox events, oldest first.
-	Notifications []outbox.Event
+	Journal []Effect
+	// Notifications are the task's notification events, oldest first.
+	Notifications []Notification
 }
+
+// PinClock makes the service write time c says instead of the database's
+// (tests and demos that need stable output).
+func (s *Service) PinClock(c agentledger.Clock) { s.tasks.Now, s.outbox.Now = c, c }
 
 // Show returns task id with its attempts, journal and notifications.
 func (s *Service) Show(ctx context.Context, tenant string, id int64) (*Detail, error) {
@@ -50,13 +54,15 @@ func (s *Service) Show(ctx context.Context, tenant string, id int64) (*Detail, e
 	if err != nil {
 		return nil, err
 	}
-	d := &Detail{Task: t, Journal: journal}
+	d := &Detail{Task: t, Journal: effectsOf(journal)}
 	if d.Attempts, err = s.tasks.Attempts(ctx, id); err != nil {
 		return nil, err
 	}
-	if d.Notifications, err = s.outbox.ForTask(ctx, t.Tenant, id); err != nil {
+	events, err := s.outbox.ForTask(ctx, t.Tenant, id)
+	if err != nil {
 		return nil, err
 	}
+	d.Notifications = notificationsOf(events)
 	return d, nil
 }
 
@@ -96,11 +102,31 @@ func (s *Service) Retry(ctx context.Context, tenant string, id int64) (*agentled
 type BulkResult = claims.BulkResult
 
 // RetryAll retries every dead task of the filter.
-func (s *Service) RetryAll(ctx context.Context, p claims.ListParams) (BulkResult, error) {
+func (s *Service) RetryAll(ctx context.Context, p ListParams) (BulkResult, error) {
 	return s.tasks.RetryAll(ctx, p)
 }
 
 // CancelAll cancels every unfinished task of the filter.
-func (s *Service) CancelAll(ctx context.Context, p claims.ListParams) (BulkResult, error) {
+func (s *Service) CancelAll(ctx context.Context, p ListParams) (BulkResult, error) {
 	return s.tasks.CancelAll(ctx, p)
 }
+
+// ListParams filter List, Count and the bulk actions.
+type ListParams = claims.ListParams
+
+// List returns the tasks of the filter, newest first (a page of them).
+func (s *Service) List(ctx context.Context, p ListParams) ([]*agentledger.Task, error) {
+	return s.tasks.List(ctx, p)
+}
+
+// Count returns how many tasks of the filter are in each state.
+func (s *Service) Count(ctx context.Context, p ListParams) (map[agentledger.TaskState]int64, error) {
+	return s.tasks.Count(ctx, p)
+}
+
+// Worker is one worker pool: announced, holding leases, or both.
+type Worker = claims.Worker
+
+// Workers lists the worker pools that announced themselves lately and the
+// holders of live leases.
+func (s *Service) Workers(ctx context.Context) ([]Worker, error) { return s.tasks.Workers(ctx) }

@@ -111,8 +111,8 @@ func (a App) openPreview(msg previewMsg) (tea.Model, tea.Cmd) {
 		w := []int{12, 14, 12, 9}
 		lines = append(lines, "\t"+s.Bold.Render(columns(w, "STEP", "OPERATION", "CLASS", "STATE", "ON REPLAY")))
 		for _, e := range p.Effects {
-			lines = append(lines, "\t"+columns(w, e.Entry.StepPath, e.Entry.Operation, string(e.Entry.Class),
-				s.Effect(e.Entry.State), s.Plan(e.Plan)))
+			lines = append(lines, "\t"+columns(w, e.Step, e.Operation, string(e.Class),
+				s.Effect(e.State), s.Plan(e.Plan)))
 		}
 		lines = append(lines, "")
 	}
@@ -183,7 +183,7 @@ func (a *App) openResolve(t *agentledger.Task) tea.Cmd {
 		a.setStatus("", fmt.Errorf("task %d has no effect of unknown outcome", t.ID))
 		return nil
 	}
-	id, step := t.ID, e.StepPath
+	id, step := t.ID, e.Step
 	lines := []string{
 		fmt.Sprintf("Effect %s (%s, %s) of task %d has an unknown outcome: its attempt died after performing it, before recording it.",
 			step, e.Operation, e.Class, id),

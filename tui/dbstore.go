@@ -7,8 +7,6 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/agentledger/agentledger"
-	"github.com/agentledger/agentledger/claims"
-	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/operator"
 )
 
@@ -21,24 +19,21 @@ type DB interface {
 	Begin(ctx context.Context) (pgx.Tx, error)
 }
 
-// DBStore is the Store over the database: the operator service for what
-// the console shows and does, claims for listing tasks and workers.
+// DBStore is the Store over the database: the operator service.
 type DBStore struct {
-	Claims   *claims.Store
-	Ledger   *ledger.Ledger
 	Operator *operator.Service
 }
 
 // NewDBStore returns the store over db.
 func NewDBStore(db DB) *DBStore {
-	return &DBStore{Claims: claims.New(db), Ledger: ledger.New(db), Operator: operator.New(db)}
+	return &DBStore{Operator: operator.New(db)}
 }
 
 var _ Store = (*DBStore)(nil)
 
 // params turns a filter into list parameters.
-func (f Filter) params() claims.ListParams {
-	p := claims.ListParams{Tenant: f.Tenant, Queue: f.Queue, Kind: f.Kind}
+func (f Filter) params() operator.ListParams {
+	p := operator.ListParams{Tenant: f.Tenant, Queue: f.Queue, Kind: f.Kind}
 	if f.State != "" {
 		p.States = []agentledger.TaskState{f.State}
 	}
@@ -49,12 +44,12 @@ func (f Filter) params() claims.ListParams {
 func (s *DBStore) List(ctx context.Context, f Filter, before int64, limit int) ([]*agentledger.Task, error) {
 	p := f.params()
 	p.Before, p.Limit = before, limit
-	return s.Claims.List(ctx, p)
+	return s.Operator.List(ctx, p)
 }
 
 // Count implements Store.
 func (s *DBStore) Count(ctx context.Context, f Filter) (map[agentledger.TaskState]int64, error) {
-	return s.Claims.Count(ctx, f.params())
+	return s.Operator.Count(ctx, f.params())
 }
 
 // Get implements Store.
@@ -108,6 +103,6 @@ func (s *DBStore) CancelAll(ctx context.Context, f Filter) (operator.BulkResult,
 }
 
 // Workers implements Store.
-func (s *DBStore) Workers(ctx context.Context) ([]claims.Worker, error) {
-	return s.Claims.Workers(ctx)
+func (s *DBStore) Workers(ctx context.Context) ([]operator.Worker, error) {
+	return s.Operator.Workers(ctx)
 }

@@ -14,7 +14,7 @@ import (
 // These tests drive the console's keys against a real database (seedDB)
 // without a terminal.
 
-func getTask(t *testing.T, s *DBStore, id int64) *agentledger.Task {
+func getTask(t *testing.T, s *seeded, id int64) *agentledger.Task {
 	t.Helper()
 	task, err := s.Claims.Get(context.Background(), "", id)
 	if err != nil {

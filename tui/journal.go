@@ -8,14 +8,14 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 
-	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/operator"
 )
 
 // journalModel is the journal tab: the effects in the order they were
 // intended, one row each, a row expanded on demand to its full result.
 type journalModel struct {
 	env      *env
-	entries  []ledger.Entry
+	entries  []operator.Effect
 	cursor   int
 	expanded map[string]bool // by ledger key
 	offset   int             // first line shown
@@ -28,7 +28,7 @@ func newJournalModel(e *env) journalModel {
 }
 
 // set replaces the entries, keeping the cursor on the same effect.
-func (m *journalModel) set(entries []ledger.Entry) {
+func (m *journalModel) set(entries []operator.Effect) {
 	var keep string
 	if e, ok := m.selected(); ok {
 		keep = e.Key
@@ -49,9 +49,9 @@ func (m *journalModel) setSize(width, height int) {
 }
 
 // selected is the effect under the cursor.
-func (m journalModel) selected() (ledger.Entry, bool) {
+func (m journalModel) selected() (operator.Effect, bool) {
 	if m.cursor < 0 || m.cursor >= len(m.entries) {
-		return ledger.Entry{}, false
+		return operator.Effect{}, false
 	}
 	return m.entries[m.cursor], true
 }
@@ -131,7 +131,7 @@ func (m journalModel) View() string {
 		if i == m.cursor {
 			mark = "> "
 		}
-		row := columns(journalWidths, e.StepPath, e.Operation, string(e.Class), s.Effect(e.State), shortKey(e.Key), summary(e))
+		row := columns(journalWidths, e.Step, e.Operation, string(e.Class), s.Effect(e.State), shortKey(e.Key), summary(e))
 		if i == m.cursor {
 			row = s.Cursor.Render(row)
 		}
@@ -149,19 +149,19 @@ func (m journalModel) View() string {
 
 // summary is one line about an effect's outcome, as agentctl show prints
 // it: the error, or the status, ref, result and note.
-func summary(e ledger.Entry) string {
+func summary(e operator.Effect) string {
 	if e.Error != "" {
 		return oneLine(e.Error)
 	}
 	var parts []string
-	if e.Result.Status != 0 {
-		parts = append(parts, strconv.Itoa(e.Result.Status))
+	if e.Status != 0 {
+		parts = append(parts, strconv.Itoa(e.Status))
 	}
-	if e.Result.ExternalRef != "" {
-		parts = append(parts, "ref "+e.Result.ExternalRef)
+	if e.ExternalRef != "" {
+		parts = append(parts, "ref "+e.ExternalRef)
 	}
-	if len(e.Result.Body) > 0 {
-		parts = append(parts, compactJSON(e.Result.Body))
+	if len(e.Result) > 0 {
+		parts = append(parts, compactJSON(e.Result))
 	}
 	if e.Note != "" {
 		parts = append(parts, "note: "+e.Note)
@@ -173,16 +173,16 @@ func summary(e ledger.Entry) string {
 }
 
 // expansion is everything the journal holds about an effect.
-func expansion(e ledger.Entry) []string {
+func expansion(e operator.Effect) []string {
 	lines := []string{
 		"key: " + e.Key,
 		fmt.Sprintf("performed %d time(s), fencing token %d", e.Performed, e.OwnerToken),
 	}
-	if e.Result.Status != 0 {
-		lines = append(lines, "status: "+strconv.Itoa(e.Result.Status))
+	if e.Status != 0 {
+		lines = append(lines, "status: "+strconv.Itoa(e.Status))
 	}
-	if e.Result.ExternalRef != "" {
-		lines = append(lines, "ref: "+e.Result.ExternalRef)
+	if e.ExternalRef != "" {
+		lines = append(lines, "ref: "+e.ExternalRef)
 	}
 	if e.Note != "" {
 		lines = append(lines, "note: "+e.Note)
@@ -193,9 +193,9 @@ func expansion(e ledger.Entry) []string {
 			lines = append(lines, "  "+l)
 		}
 	}
-	if len(e.Result.Body) > 0 {
+	if len(e.Result) > 0 {
 		lines = append(lines, "result:")
-		for _, l := range strings.Split(prettyJSON(e.Result.Body), "\n") {
+		for _, l := range strings.Split(prettyJSON(e.Result), "\n") {
 			lines = append(lines, "  "+l)
 		}
 	}

@@ -2,7 +2,7 @@ package tui
 
 import (
 	"github.com/agentledger/agentledger"
-	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/operator"
 )
 
 // tickMsg asks the visible view to reload.
@@ -31,7 +31,7 @@ type detailMsg struct {
 
 // workersMsg is the workers' live leases.
 type workersMsg struct {
-	workers []claims.Worker
+	workers []operator.Worker
 	err     error
 }
 

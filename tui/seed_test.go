@@ -28,7 +28,15 @@ import (
 // A rule notifies ops of every finished task. The timestamps are set to
 // fixed instants before epoch, so that screens do not depend on the wall
 // clock.
-func seedDB(t *testing.T) *DBStore {
+// seeded is the console's store over a seeded database, with the stores the
+// tests check it against.
+type seeded struct {
+	*DBStore
+	Claims *claims.Store
+	Ledger *ledger.Ledger
+}
+
+func seedDB(t *testing.T) *seeded {
 	t.Helper()
 	ctx := context.Background()
 	e := testenv.New(t)
@@ -110,7 +118,8 @@ func seedDB(t *testing.T) *DBStore {
 		_, err := e.DB.Exec(ctx, q, epoch)
 		must(err)
 	}
-	s := NewDBStore(e.DB)
+	s := &seeded{DBStore: NewDBStore(e.DB), Claims: claims.New(e.DB), Ledger: ledger.New(e.DB)}
+	s.Operator.PinClock(func() time.Time { return epoch })
 	s.Claims.Now = func() time.Time { return epoch }
 	return s
 }

@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/agentledger/agentledger"
-	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/operator"
 )
 
@@ -69,5 +68,5 @@ type Store interface {
 	// CancelAll cancels every unfinished task of f.
 	CancelAll(ctx context.Context, f Filter) (operator.BulkResult, error)
 	// Workers lists the workers holding leases now.
-	Workers(ctx context.Context) ([]claims.Worker, error)
+	Workers(ctx context.Context) ([]operator.Worker, error)
 }

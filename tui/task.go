@@ -6,6 +6,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/operator"
 )
 
 // tab is a tab of the task view.
@@ -68,9 +69,9 @@ func (m *taskModel) setSize(width, height int) {
 
 // resolveTarget is the effect a resolve acts on: the journal's selected
 // row when it is unknown, else the first unknown effect.
-func (m taskModel) resolveTarget() (ledger.Entry, bool) {
+func (m taskModel) resolveTarget() (operator.Effect, bool) {
 	if m.detail == nil {
-		return ledger.Entry{}, false
+		return operator.Effect{}, false
 	}
 	if e, ok := m.journal.selected(); ok && m.tab == tabJournal && e.State == ledger.StateUnknown {
 		return e, true
@@ -80,7 +81,7 @@ func (m taskModel) resolveTarget() (ledger.Entry, bool) {
 			return e, true
 		}
 	}
-	return ledger.Entry{}, false
+	return operator.Effect{}, false
 }
 
 // Update handles the task's loads and the view's keys.

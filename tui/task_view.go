@@ -8,8 +8,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 
 	"github.com/agentledger/agentledger"
-	"github.com/agentledger/agentledger/ledger"
-	"github.com/agentledger/agentledger/notify/outbox"
+	"github.com/agentledger/agentledger/operator"
 )
 
 // View renders the task's summary line, the tabs and the current tab.
@@ -141,7 +140,7 @@ func (m taskModel) notifications() string {
 	for _, n := range m.detail.Notifications {
 		source := n.Rule
 		if source == "" {
-			source = n.StepPath
+			source = n.Step
 		}
 		lines = append(lines, columns(w, strconv.FormatInt(n.ID, 10), n.Event, orDash(source), n.Channel,
 			string(n.State), strconv.Itoa(int(n.Failures)), orDash(refFor(n, m.detail.Task.Generation, m.detail.Journal)),
@@ -154,18 +153,18 @@ func (m taskModel) notifications() string {
 // notify.post at the message's step, or for a rule's event at
 // notify/<rule>/<event id> (a message posted anew) or notify/<rule>. Only
 // events of the journal's generation can be matched.
-func refFor(n outbox.Event, generation int32, journal []ledger.Entry) string {
+func refFor(n operator.Notification, generation int32, journal []operator.Effect) string {
 	if n.Generation != generation {
 		return ""
 	}
-	steps := []string{n.StepPath}
+	steps := []string{n.Step}
 	if n.Rule != "" {
 		steps = []string{fmt.Sprintf("notify/%s/%d", n.Rule, n.ID), "notify/" + n.Rule}
 	}
 	for _, step := range steps {
 		for _, e := range journal {
-			if e.Operation == "notify.post" && e.StepPath == step && e.Result.ExternalRef != "" {
-				return e.Result.ExternalRef
+			if e.Operation == "notify.post" && e.Step == step && e.ExternalRef != "" {
+				return e.ExternalRef
 			}
 		}
 	}

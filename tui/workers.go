@@ -9,7 +9,7 @@ import (
 	"github.com/charmbracelet/bubbles/viewport"
 	tea "github.com/charmbracelet/bubbletea"
 
-	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/operator"
 )
 
 // workersModel is the workers view: the live leases per worker, how long
@@ -17,7 +17,7 @@ import (
 type workersModel struct {
 	env     *env
 	cmd     commands
-	workers []claims.Worker
+	workers []operator.Worker
 	loaded  bool
 	loading bool
 	err     error
@@ -54,7 +54,7 @@ func (m *workersModel) setSize(width, height int) {
 
 // stale reports whether a worker looks dead or stalled: a lease of its ran
 // out, or it renewed none for longer than Options.StaleAfter.
-func (m workersModel) stale(w claims.Worker) bool {
+func (m workersModel) stale(w operator.Worker) bool {
 	return w.Expired > 0 || m.env.now().Sub(w.LastHeartbeat) > m.env.opts.StaleAfter
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/operator"
 )
 
 // maxLedgerLimit is the most effects one ledger look-up returns
@@ -103,7 +104,7 @@ func (a *app) ledgerFind(ctx context.Context, f *ledgerFlags) error {
 	out := make([]foundEffect, len(found))
 	for i, e := range found {
 		out[i] = foundEffect{TaskID: e.TaskID, Generation: e.Generation, Tenant: e.Tenant,
-			journalEntry: journalOf([]ledger.Entry{e.Entry})[0], OwnerToken: e.OwnerToken,
+			journalEntry: operator.EffectOf(e.Entry), OwnerToken: e.OwnerToken,
 			CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt, CompletedAt: e.CompletedAt}
 	}
 	if a.wantJSON() {

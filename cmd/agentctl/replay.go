@@ -75,8 +75,7 @@ func (a *app) replay(ctx context.Context, tenant, arg string, dryRun bool) error
 	t := p.Task
 	plan := make([]plannedEffect, len(p.Effects))
 	for i, e := range p.Effects {
-		plan[i] = plannedEffect{Step: e.Entry.StepPath, Operation: e.Entry.Operation, Class: e.Entry.Class,
-			State: e.Entry.State, Plan: planWords(e.Plan)}
+		plan[i] = plannedEffect{Step: e.Step, Operation: e.Operation, Class: e.Class, State: e.State, Plan: planWords(e.Plan)}
 	}
 	if a.wantJSON() {
 		return printJSON(a.stdout, struct {

@@ -13,8 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentledger/agentledger"
-	"github.com/agentledger/agentledger/ledger"
-	"github.com/agentledger/agentledger/notify/outbox"
 	"github.com/agentledger/agentledger/operator"
 )
 
@@ -54,58 +52,10 @@ type showResult struct {
 }
 
 // journalEntry is one effect as show prints it.
-type journalEntry struct {
-	Step        string          `json:"step"`
-	Operation   string          `json:"operation"`
-	Class       ledger.Class    `json:"class"`
-	Key         string          `json:"key"`
-	State       ledger.State    `json:"state"`
-	Performed   int32           `json:"performed"`
-	Status      int             `json:"status,omitempty"`
-	Result      json.RawMessage `json:"result,omitempty"`
-	ExternalRef string          `json:"external_ref,omitempty"`
-	Error       string          `json:"error,omitempty"`
-	Note        string          `json:"note,omitempty"`
-}
+type journalEntry = operator.Effect
 
-func journalOf(es []ledger.Entry) []journalEntry {
-	out := make([]journalEntry, len(es))
-	for i, e := range es {
-		out[i] = journalEntry{Step: e.StepPath, Operation: e.Operation, Class: e.Class, Key: e.Key, State: e.State,
-			Performed: e.Performed, Status: e.Result.Status, Result: e.Result.Body, ExternalRef: e.Result.ExternalRef,
-			Error: e.Error, Note: e.Note}
-	}
-	return out
-}
-
-// notification is one outbox event as show prints it.
-type notification struct {
-	ID         int64  `json:"id"`
-	Generation int32  `json:"generation"`
-	Attempt    int32  `json:"attempt"`
-	Event      string `json:"event"`
-	// Rule is the rule that asked for the event; Step the notify tool's
-	// step, for a message.
-	Rule        string          `json:"rule,omitempty"`
-	Step        string          `json:"step,omitempty"`
-	Channel     string          `json:"channel"`
-	State       outbox.State    `json:"state"`
-	Failures    int32           `json:"failures"`
-	LastError   string          `json:"last_error,omitempty"`
-	Payload     json.RawMessage `json:"payload,omitempty"`
-	CreatedAt   time.Time       `json:"created_at"`
-	DeliveredAt *time.Time      `json:"delivered_at,omitempty"`
-}
-
-func notificationsOf(es []outbox.Event) []notification {
-	out := make([]notification, len(es))
-	for i, e := range es {
-		out[i] = notification{ID: e.ID, Generation: e.Generation, Attempt: e.Attempt, Event: e.Event, Rule: e.Rule,
-			Step: e.StepPath, Channel: e.Channel, State: e.State, Failures: e.Failures, LastError: e.LastError,
-			Payload: e.Payload, CreatedAt: e.CreatedAt, DeliveredAt: e.DeliveredAt}
-	}
-	return out
-}
+// notification is one notification event as show prints it.
+type notification = operator.Notification
 
 // operator returns the operator service over the (migrated) database.
 func (a *app) operator(ctx context.Context) (*operator.Service, error) {
@@ -129,8 +79,7 @@ func (a *app) show(ctx context.Context, tenant, arg string) error {
 		return err
 	}
 	t, atts := d.Task, d.Attempts
-	journal := journalOf(d.Journal)
-	notes := notificationsOf(d.Notifications)
+	journal, notes := d.Journal, d.Notifications
 	if a.wantJSON() {
 		if atts == nil {
 			atts = []agentledger.Attempt{}
