@@ -23,7 +23,7 @@ func sweeps(db claims.DB) []janitor.Sweep {
 	l, c, o := ledger.New(db), claims.New(db), outbox.NewStore(db)
 	return []janitor.Sweep{
 		{Name: "ledger", Window: 7 * day, Delete: func(ctx context.Context, w time.Duration, n int) (int64, error) {
-			return l.Expire(ctx, ledger.Retention{Default: w}, n)
+			return l.Expire(ctx, claims.LedgerRetention{}, ledger.Retention{Default: w}, n)
 		}},
 		{Name: "outbox", Window: 7 * day, Delete: o.DeleteSettled},
 		{Name: "tasks", Window: 30 * day, Delete: c.DeleteFinished},

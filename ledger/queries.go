@@ -175,35 +175,34 @@ WHERE tenant = $1 AND operation = $2 AND effect_key = $3 AND state = 'unknown'`
 
 // expireSQL deletes, in one bounded batch, rows of operation $1 (or, with
 // $1 NULL, of every operation not in $4) whose task finished longer ago than
-// the window $2, and stamps those tasks ledger_expired_at so that they can no
-// longer be replayed (I7). The task rows are locked: a replay that commits
-// first takes its task out of the batch (the re-check sees it queued); one
-// that comes after sees the stamp. Rows of unfinished tasks stay, whatever
-// their age. This is the one write of the ledger package to tasks.
-const expireSQL = `/* ledger.expire */
+// the window $2, and marks those tasks (through t, the owner of the tasks
+// table) so that they can no longer be replayed (I7). The task rows are
+// locked: a replay that commits first takes its task out of the batch (the
+// re-check sees it queued); one that comes after sees the mark. Rows of
+// unfinished tasks stay, whatever their age.
+func expireSQL(t TaskRetention) string {
+	return `/* ledger.expire */
 WITH victims AS (
-	SELECT l.ctid AS row, l.task_id FROM ledger l JOIN tasks t ON t.id = l.task_id
+	SELECT l.ctid AS row, l.task_id FROM ledger l
+	CROSS JOIN LATERAL (SELECT t.id FROM ` + t.FinishedFrom("l.task_id", "$2::interval") + ` FOR UPDATE OF t) t
 	WHERE (l.operation = $1 OR ($1::text IS NULL AND NOT l.operation = ANY ($4::text[])))
 	  AND l.updated_at < now() - $2::interval
-	  AND t.state IN ('succeeded', 'dead', 'cancelled')
-	  AND t.finished_at < now() - $2::interval
 	LIMIT $3
-	FOR UPDATE OF t
 ),
-stamped AS (
-	UPDATE tasks SET ledger_expired_at = now()
-	WHERE id IN (SELECT task_id FROM victims) AND ledger_expired_at IS NULL
-)
+` + t.MarkExpiredCTE("marked", "SELECT task_id FROM victims") + `
 DELETE FROM ledger WHERE ctid IN (SELECT row FROM victims)`
+}
 
 // expireOrphansSQL deletes, in one bounded batch, rows older than the window
 // whose task no longer exists.
-const expireOrphansSQL = `/* ledger.expireOrphans */
+func expireOrphansSQL(t TaskRetention) string {
+	return `/* ledger.expireOrphans */
 DELETE FROM ledger WHERE ctid = ANY (ARRAY(
 	SELECT l.ctid FROM ledger l
 	WHERE l.updated_at < now() - $1::interval
-	  AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.id = l.task_id)
+	  AND NOT EXISTS (SELECT 1 FROM ` + t.ExistsFrom("l.task_id") + `)
 	LIMIT $2))`
+}
 
 // findSQL looks effects up for operators: by key or key prefix ($1), task
 // ($2), operation ($3), tenant ($4); empty or 0 match any. Newest first.

@@ -126,10 +126,10 @@ func TestExpiryAndLateRetry(t *testing.T) {
 	age(finished)
 	age(running)
 	short := ledger.Retention{PerOperation: map[string]time.Duration{"test.op": 30 * 24 * time.Hour}}
-	if n, err := e.Ledger.Expire(ctx, short, 1); err != nil || n != 0 {
+	if n, err := e.Ledger.Expire(ctx, claims.LedgerRetention{}, short, 1); err != nil || n != 0 {
 		t.Fatalf("a 30-day window expired %d rows (%v)", n, err)
 	}
-	if n, err := e.Ledger.Expire(ctx, ledger.Retention{}, 1); err != nil || n != 1 {
+	if n, err := e.Ledger.Expire(ctx, claims.LedgerRetention{}, ledger.Retention{}, 1); err != nil || n != 1 {
 		t.Fatalf("expired %d rows (%v), want 1", n, err)
 	}
 	if j, _ := e.Ledger.Journal(ctx, running, 1); len(j) != 1 {

@@ -11,6 +11,20 @@ import (
 // operator replay. A row of an unfinished task never expires (I7).
 const DefaultRetention = 7 * 24 * time.Hour
 
+// TaskRetention is the part the owner of the tasks table plays in expiry
+// (claims.LedgerRetention): fragments the expiry statements compose, so that
+// marking a task and deleting its rows commit together.
+type TaskRetention interface {
+	// FinishedFrom selects the task row id while the task has finished
+	// longer than window ago ("table alias WHERE …", the alias t).
+	FinishedFrom(id, window string) string
+	// MarkExpiredCTE is a CTE named name marking the tasks ids selects as
+	// having lost ledger rows: they can no longer be replayed.
+	MarkExpiredCTE(name, ids string) string
+	// ExistsFrom selects the task row id if the task still exists.
+	ExistsFrom(id string) string
+}
+
 // Retention is how long ledger rows outlive their finished task.
 type Retention struct {
 	Default      time.Duration            // zero: DefaultRetention
@@ -23,7 +37,7 @@ type Retention struct {
 // (claims.Store.Requeue refuses with ErrConflict): its completed effects
 // would run again. Re-running it as a new intent is the way back, and
 // performs every effect again, as a new intent should.
-func (l *Ledger) Expire(ctx context.Context, r Retention, batch int) (int64, error) {
+func (l *Ledger) Expire(ctx context.Context, tasks TaskRetention, r Retention, batch int) (int64, error) {
 	if batch <= 0 {
 		batch = 1000
 	}
@@ -40,7 +54,7 @@ func (l *Ledger) Expire(ctx context.Context, r Retention, batch int) (int64, err
 			return fmt.Errorf("ledger: retention window %v must be positive", window)
 		}
 		for {
-			tag, err := l.db.Exec(ctx, expireSQL, op, window, batch, ops)
+			tag, err := l.db.Exec(ctx, expireSQL(tasks), op, window, batch, ops)
 			if err != nil {
 				return fmt.Errorf("ledger: expire: %w", err)
 			}
@@ -63,7 +77,7 @@ func (l *Ledger) Expire(ctx context.Context, r Retention, batch int) (int64, err
 		longest = max(longest, w)
 	}
 	for {
-		tag, err := l.db.Exec(ctx, expireOrphansSQL, longest, batch)
+		tag, err := l.db.Exec(ctx, expireOrphansSQL(tasks), longest, batch)
 		if err != nil {
 			return total, fmt.Errorf("ledger: expire: %w", err)
 		}

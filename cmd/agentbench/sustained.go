@@ -435,7 +435,7 @@ func retentionSweeps(db *pgxpool.Pool, window time.Duration) []janitor.Sweep {
 	l := ledger.New(db)
 	return []janitor.Sweep{
 		{Name: "ledger", Window: window, Delete: func(ctx context.Context, w time.Duration, n int) (int64, error) {
-			return l.Expire(ctx, ledger.Retention{Default: w}, n)
+			return l.Expire(ctx, claims.LedgerRetention{}, ledger.Retention{Default: w}, n)
 		}},
 		{Name: "outbox", Window: window, Delete: outbox.NewStore(db).DeleteSettled},
 		{Name: "inbox", Window: window, Delete: webhooks.ExpireInbox(db)},

@@ -269,7 +269,7 @@ func cmdExpireLedger(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	pool := scriptPool(ts)
 	defer pool.Close()
-	n, err := ledger.New(pool).Expire(context.Background(), ledger.Retention{Default: time.Nanosecond}, 0)
+	n, err := ledger.New(pool).Expire(context.Background(), claims.LedgerRetention{}, ledger.Retention{Default: time.Nanosecond}, 0)
 	ts.Check(err)
 	fmt.Fprintf(ts.Stdout(), "expired %d ledger rows\n", n)
 }

@@ -114,7 +114,7 @@ func sweeps(cfg *config, db *pgxpool.Pool) []janitor.Sweep {
 	l := ledger.New(db)
 	return []janitor.Sweep{
 		{Name: "ledger", Window: cfg.Retain.Ledger, Delete: func(ctx context.Context, w time.Duration, n int) (int64, error) {
-			return l.Expire(ctx, ledger.Retention{Default: w}, n)
+			return l.Expire(ctx, claims.LedgerRetention{}, ledger.Retention{Default: w}, n)
 		}},
 		{Name: "outbox", Window: cfg.Retain.Outbox, Delete: outbox.NewStore(db).DeleteSettled},
 		{Name: "inbox", Window: cfg.Retain.Inbox, Delete: webhooks.ExpireInbox(db)},
