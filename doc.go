@@ -7,6 +7,7 @@
 // protocols; dependencies point down this list, roughly):
 //
 //	cmd/agentd         the daemon; cmd/agentctl the operator CLI and console
+//	daemon/            agentd as a library: Config, registered kinds and tools, Run
 //	metrics/           Prometheus collectors
 //	steps/, agent/     the steps kind (tool calls in order) and the LLM agent kind
 //	httpapi/           the HTTP API with Idempotency-Key; tenants/ its tenants and tokens

@@ -8,62 +8,17 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/agentledger/agentledger/daemon"
 )
 
 // config is agentd's configuration: flags, each defaulting to an
 // environment variable, each defaulting to a built-in value.
 type config struct {
-	DatabaseURL  string
-	StateDir     string
-	NoMigrate    bool
-	WorkerID     string
-	Queues       []string
-	Concurrency  int
-	BatchSize    int
-	Lease        time.Duration
-	Heartbeat    time.Duration
-	PollInterval time.Duration
-	PollOnly     bool
-	Grace        time.Duration
-	MaxConns     int32
-	LogLevel     slog.Level
-	LogFormat    string
-
-	LLMBaseURL  string
-	LLMAPIKey   string // from the environment only: a flag would show in ps
-	LLMModel    string
-	LLMTimeout  time.Duration
-	LLMMaxSteps int
-
-	HTTPAllowedHosts       []string
-	UnsafeHTTPAllowedHosts []string
-	HTTPHostHeadersFile    string
-	NotifyFile             string
-
-	SlackToken     string // from the environment only: a flag would show in ps
-	SlackTokenFile string
-	SlackAPIURL    string
-	SlackInterval  time.Duration
-	SlackRate      int
-	PgBouncer      bool
-
-	NoDispatch          bool
-	DispatchConcurrency int
-	DispatchLease       time.Duration
-
-	Demo                   bool
-	Listen                 string
-	IdempotencyKeyOptional bool
-	HooksFile              string
-	NoCron                 bool
-	NoJanitor              bool
-	JanitorInterval        time.Duration
-	Retain                 retention
-}
-
-// retention is the janitor's windows.
-type retention struct {
-	Ledger, Tasks, Outbox, Inbox, IdempotencyKeys time.Duration
+	daemon.Config
+	LogLevel  slog.Level
+	LogFormat string
+	Demo      bool
 }
 
 // usageError is a configuration mistake: exit code 2.

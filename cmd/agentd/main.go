@@ -14,6 +14,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/agentledger/agentledger/daemon"
 )
 
 func main() {
@@ -33,7 +35,7 @@ func main() {
 	if err := newRootCmd(os.Getenv, hurry).ExecuteContext(ctx); err != nil {
 		fmt.Fprintf(os.Stderr, "agentd: %v\n", err)
 		var u *usageError
-		if errors.As(err, &u) {
+		if errors.As(err, &u) || errors.As(err, new(*daemon.ConfigError)) {
 			os.Exit(2)
 		}
 		os.Exit(1)

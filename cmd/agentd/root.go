@@ -4,19 +4,15 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/http"
+	"net"
 	"os"
-	"time"
 
-	"github.com/agentledger/agentledger/internal/version"
-
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
-	"github.com/agentledger/agentledger/database"
+	"github.com/agentledger/agentledger/daemon"
 	"github.com/agentledger/agentledger/internal/demo"
-	"github.com/agentledger/agentledger/metrics"
-	"github.com/agentledger/agentledger/migrations"
-	"github.com/agentledger/agentledger/worker"
+	"github.com/agentledger/agentledger/internal/version"
 )
 
 // newRootCmd builds the command; closing hurry during a shutdown ends its
@@ -62,72 +58,18 @@ from the server binaries installed on this machine.`,
 func run(ctx context.Context, cfg *config, hurry <-chan struct{}) error {
 	log := newLogger(cfg)
 	slog.SetDefault(log)
-
-	db, err := database.Open(ctx, database.Config{URL: cfg.DatabaseURL, StateDir: cfg.StateDir, MaxConns: cfg.MaxConns,
-		Pooler: cfg.PgBouncer, Logger: log})
-	if err != nil {
-		return err
-	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := db.Close(ctx); err != nil {
-			log.Error("closing the database", "err", err)
-		}
-	}()
-	log.Info("connected", "database", db.String())
-
-	if err := migrate(ctx, db, cfg, log); err != nil {
-		return err
-	}
-	ln, err := listen(cfg)
-	if err != nil {
-		return err
-	}
-	var demoAPI *demo.Server
+	cfg.Logger = log
 	if cfg.Demo {
-		if ln == nil {
-			return &usageError{fmt.Errorf("--demo needs the HTTP server: set --listen")}
+		if err := demoConfig(cfg); err != nil {
+			return err
 		}
+	}
+	d := daemon.New(cfg.Config)
+	if cfg.Demo {
 		// The demo's tasks call the demo API on this daemon's listener.
-		demoAPI = demo.NewServer()
-		host := ln.Addr().String()
-		cfg.HTTPAllowedHosts = append(cfg.HTTPAllowedHosts, host)
-		cfg.UnsafeHTTPAllowedHosts = append(cfg.UnsafeHTTPAllowedHosts, host)
-	}
-	m := metrics.New()
-	kinds, err := handlers(cfg, db.Pool, m)
-	if err != nil {
-		return err
-	}
-	if cfg.LLMBaseURL == "" {
-		log.Info("agent tasks: no model endpoint (set AGENTLEDGER_LLM_BASE_URL); steps tasks run without one")
-	} else {
-		log.Info("agent tasks: model endpoint configured", "base_url", database.Redact(cfg.LLMBaseURL), "model", cfg.LLMModel,
-			"api_key_set", cfg.LLMAPIKey != "")
-	}
-	pool, err := worker.New(db.Pool, worker.Config{
-		ID: cfg.WorkerID, Queues: cfg.Queues, Concurrency: cfg.Concurrency, BatchSize: cfg.BatchSize,
-		Lease: cfg.Lease, HeartbeatInterval: cfg.Heartbeat, PollInterval: cfg.PollInterval,
-		PollOnly: cfg.PollOnly, Grace: cfg.Grace, Handlers: kinds, Logger: log, Observer: m.Worker(),
-	})
-	if err != nil {
-		return &usageError{err}
-	}
-	var extra map[string]http.Handler
-	if demoAPI != nil {
-		extra = demoAPI.Routes()
-	}
-	svc, err := buildServices(cfg, db.Pool, m, pool.ID(), ln, extra, log)
-	if err != nil {
-		return err
-	}
-	if demoAPI != nil {
-		seeded, err := demo.Seed(ctx, db.Pool, "http://"+ln.Addr().String())
-		if err != nil {
-			return fmt.Errorf("seeding the demo: %w", err)
+		for pattern, h := range demo.NewServer().Routes() {
+			d.Handle(pattern, h)
 		}
-		printDemo(os.Stdout, seeded, ln.Addr().String())
 	}
 	done := make(chan struct{})
 	defer close(done)
@@ -135,47 +77,34 @@ func run(ctx context.Context, cfg *config, hurry <-chan struct{}) error {
 		select {
 		case <-hurry:
 			log.Info("second signal: ending the grace period")
-			pool.EndGrace()
+			d.EndGrace()
 		case <-done:
 		}
 	}()
-	// The services stop with the pool: at a signal, or when the pool
-	// fails.
-	sctx, stop := context.WithCancel(ctx)
-	served := make(chan error, 1)
-	go func() { served <- svc.run(sctx) }()
-	err = pool.Run(ctx)
-	stop()
-	if serr := <-served; err == nil {
-		err = serr
-	}
-	return err
+	return d.Run(ctx)
 }
 
-// migrate applies pending migrations, or with --no-migrate refuses to run
-// on a schema older than this binary.
-func migrate(ctx context.Context, db *database.DB, cfg *config, log *slog.Logger) error {
-	m, err := migrations.New(db.Pool, nil)
-	if err != nil {
-		return err
+// demoConfig binds the listener the demo's tasks call, allows its host to
+// the HTTP tools, and seeds the demo before the first claim.
+func demoConfig(cfg *config) error {
+	if cfg.Listen == "" {
+		return &usageError{fmt.Errorf("--demo needs the HTTP server: set --listen")}
 	}
-	defer m.Close()
-	if cfg.NoMigrate {
-		v, err := m.Version(ctx)
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return &usageError{fmt.Errorf("--listen %s: %w", cfg.Listen, err)}
+	}
+	host := ln.Addr().String()
+	cfg.Listener = ln
+	cfg.HTTPAllowedHosts = append(cfg.HTTPAllowedHosts, host)
+	cfg.UnsafeHTTPAllowedHosts = append(cfg.UnsafeHTTPAllowedHosts, host)
+	cfg.BeforeRun = func(ctx context.Context, db *pgxpool.Pool) error {
+		seeded, err := demo.Seed(ctx, db, "http://"+host)
 		if err != nil {
-			return err
+			return fmt.Errorf("seeding the demo: %w", err)
 		}
-		if v < m.Latest() {
-			return fmt.Errorf("schema is at version %d, this agentd needs %d: run `agentctl migrate up` or start without --no-migrate", v, m.Latest())
-		}
+		printDemo(os.Stdout, seeded, host)
 		return nil
-	}
-	applied, err := m.Up(ctx)
-	if err != nil {
-		return err
-	}
-	if len(applied) > 0 {
-		log.Info("applied migrations", "versions", applied)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"encoding/json"
@@ -23,9 +23,15 @@ import (
 	"github.com/agentledger/agentledger/worker"
 )
 
+// builtinKinds are the kinds every daemon serves; a registered kind may not
+// take their names.
+var builtinKinds = []string{"noop", "echo", "sleep", "steps", agent.Kind}
+
 // handlers builds the task kinds this daemon serves: the built-in kinds,
-// steps and agent, whose tools and model calls run through the ledger.
-func handlers(cfg *config, db *pgxpool.Pool, m *metrics.Metrics) (map[string]worker.Handler, error) {
+// steps and agent (whose tools — the built-in ones and those registered —
+// and model calls run through the ledger), and the registered kinds.
+func (d *Daemon) handlers(db *pgxpool.Pool, m *metrics.Metrics) (map[string]worker.Handler, error) {
+	cfg := &d.cfg
 	headers, err := hostHeaders(cfg.HTTPHostHeadersFile)
 	if err != nil {
 		return nil, err
@@ -34,29 +40,45 @@ func handlers(cfg *config, db *pgxpool.Pool, m *metrics.Metrics) (map[string]wor
 		HTTP: tools.HTTPConfig{AllowedHosts: cfg.HTTPAllowedHosts, UnsafeAllowedHosts: cfg.UnsafeHTTPAllowedHosts, HostHeaders: headers},
 	})
 	if err != nil {
-		return nil, &usageError{err}
+		return nil, &ConfigError{err}
 	}
-	reg := tools.NewRegistry(append(builtins, notify.NewTool())...)
+	all := append(builtins, notify.NewTool())
+	seen := map[string]bool{}
+	for _, t := range all {
+		seen[t.Name()] = true
+	}
+	for _, t := range d.tools {
+		if seen[t.Name()] {
+			return nil, &ConfigError{fmt.Errorf("tool %q is registered twice (or shadows a built-in tool)", t.Name())}
+		}
+		seen[t.Name()] = true
+		all = append(all, t)
+	}
+	reg := tools.NewRegistry(all...)
 	l := ledger.New(db)
 	l.Observe = m.Effect
-	return map[string]worker.Handler{
+	kinds := map[string]worker.Handler{
 		"noop":  worker.HandlerFunc(tools.Noop),
 		"echo":  worker.HandlerFunc(tools.Echo),
 		"sleep": worker.HandlerFunc(tools.Sleep),
 		"steps": steps.New(l, reg),
 		agent.Kind: agent.New(agent.Config{BaseURL: cfg.LLMBaseURL, APIKey: cfg.LLMAPIKey, Model: cfg.LLMModel,
 			RequestTimeout: cfg.LLMTimeout, MaxSteps: cfg.LLMMaxSteps}, l, reg),
-	}, nil
+	}
+	for name, h := range d.kinds {
+		kinds[name] = h
+	}
+	return kinds, nil
 }
 
 // dispatcher delivers the outbox's notifications to Slack, or to the
 // console sink without a token; nil with --no-dispatch.
-func dispatcher(cfg *config, db *pgxpool.Pool, owner string, m *metrics.Metrics, log *slog.Logger) (*outbox.Dispatcher, error) {
+func dispatcher(cfg *Config, db *pgxpool.Pool, owner string, m *metrics.Metrics, log *slog.Logger) (*outbox.Dispatcher, error) {
 	if cfg.NoDispatch {
 		log.Info("notifications: not dispatched here (--no-dispatch)")
 		return nil, nil
 	}
-	sink, err := notificationSink(cfg, os.Stdout, log)
+	sink, err := notificationSink(cfg, cfg.Stdout, log)
 	if err != nil {
 		return nil, err
 	}
@@ -67,14 +89,14 @@ func dispatcher(cfg *config, db *pgxpool.Pool, owner string, m *metrics.Metrics,
 		OnSettle: m.Notification,
 	})
 	if err != nil {
-		return nil, &usageError{err}
+		return nil, &ConfigError{err}
 	}
 	return d, nil
 }
 
 // notificationSink is Slack when a bot token is configured, else the
 // console sink; both go through the ledger the same way.
-func notificationSink(cfg *config, out io.Writer, log *slog.Logger) (notify.Sink, error) {
+func notificationSink(cfg *Config, out io.Writer, log *slog.Logger) (notify.Sink, error) {
 	if cfg.SlackToken == "" && cfg.SlackTokenFile == "" {
 		sink, err := consoleSink(cfg, out)
 		if err == nil {
@@ -85,14 +107,14 @@ func notificationSink(cfg *config, out io.Writer, log *slog.Logger) (notify.Sink
 	sink, err := slack.New(slack.Config{Token: cfg.SlackToken, TokenFile: cfg.SlackTokenFile,
 		APIURL: cfg.SlackAPIURL, Logger: log, PerChannelInterval: cfg.SlackInterval, WorkspaceRate: float64(cfg.SlackRate)})
 	if err != nil {
-		return nil, &usageError{err}
+		return nil, &ConfigError{err}
 	}
 	log.Info("notifications: Slack")
 	return sink, nil
 }
 
 // consoleSink is where notifications go until Slack is configured.
-func consoleSink(cfg *config, out io.Writer) (notify.Sink, error) {
+func consoleSink(cfg *Config, out io.Writer) (notify.Sink, error) {
 	path := cfg.NotifyFile
 	if path == "" {
 		dir := cfg.StateDir
@@ -118,11 +140,11 @@ func hostHeaders(path string) (map[string]map[string]string, error) {
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, &usageError{fmt.Errorf("--http-host-headers-file: %w", err)}
+		return nil, &ConfigError{fmt.Errorf("--http-host-headers-file: %w", err)}
 	}
 	var h map[string]map[string]string
 	if err := json.Unmarshal(b, &h); err != nil {
-		return nil, &usageError{fmt.Errorf("--http-host-headers-file %s: not a JSON object of host to header map", path)}
+		return nil, &ConfigError{fmt.Errorf("--http-host-headers-file %s: not a JSON object of host to header map", path)}
 	}
 	return h, nil
 }

@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"context"
@@ -37,7 +37,7 @@ type services struct {
 
 // buildServices checks the configuration of every service and binds the
 // listener, so that a mistake stops agentd before it claims any task.
-func buildServices(cfg *config, db *pgxpool.Pool, m *metrics.Metrics, owner string, ln net.Listener,
+func buildServices(cfg *Config, db *pgxpool.Pool, m *metrics.Metrics, owner string, ln net.Listener,
 	extra map[string]http.Handler, log *slog.Logger) (*services, error) {
 	s := &services{ln: ln}
 	disp, err := dispatcher(cfg, db, owner, m, log)
@@ -52,7 +52,7 @@ func buildServices(cfg *config, db *pgxpool.Pool, m *metrics.Metrics, owner stri
 	} else {
 		sch, err := schedule.NewScheduler(db, schedule.Config{Logger: log, OnFire: m.CronFire})
 		if err != nil {
-			return nil, &usageError{err}
+			return nil, &ConfigError{err}
 		}
 		s.runs = append(s.runs, sch.Run)
 	}
@@ -61,7 +61,7 @@ func buildServices(cfg *config, db *pgxpool.Pool, m *metrics.Metrics, owner stri
 	} else {
 		j, err := janitor.New(db, sweeps(cfg, db), janitor.Config{Interval: cfg.JanitorInterval, Logger: log, OnDelete: m.Janitor})
 		if err != nil {
-			return nil, &usageError{err}
+			return nil, &ConfigError{err}
 		}
 		s.runs = append(s.runs, j.Run)
 	}
@@ -82,13 +82,13 @@ func buildServices(cfg *config, db *pgxpool.Pool, m *metrics.Metrics, owner stri
 }
 
 // listen binds --listen, or returns nil when it is empty.
-func listen(cfg *config) (net.Listener, error) {
+func listen(cfg *Config) (net.Listener, error) {
 	if cfg.Listen == "" {
 		return nil, nil
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
-		return nil, &usageError{fmt.Errorf("--listen %s: %w", cfg.Listen, err)}
+		return nil, &ConfigError{fmt.Errorf("--listen %s: %w", cfg.Listen, err)}
 	}
 	return ln, nil
 }
@@ -110,7 +110,7 @@ func (s *services) run(ctx context.Context) error {
 }
 
 // sweeps are the janitor's, with the configured windows.
-func sweeps(cfg *config, db *pgxpool.Pool) []janitor.Sweep {
+func sweeps(cfg *Config, db *pgxpool.Pool) []janitor.Sweep {
 	l := ledger.New(db)
 	return []janitor.Sweep{
 		{Name: "ledger", Window: cfg.Retain.Ledger, Delete: func(ctx context.Context, w time.Duration, n int) (int64, error) {
@@ -124,16 +124,16 @@ func sweeps(cfg *config, db *pgxpool.Pool) []janitor.Sweep {
 }
 
 // apiServer is the HTTP API with webhooks, /healthz, /readyz and /metrics.
-func apiServer(cfg *config, db *pgxpool.Pool, m *metrics.Metrics, log *slog.Logger) (*httpapi.Server, error) {
+func apiServer(cfg *Config, db *pgxpool.Pool, m *metrics.Metrics, log *slog.Logger) (*httpapi.Server, error) {
 	var hooks http.Handler
 	if cfg.HooksFile != "" {
 		sources, err := webhooks.LoadSources(cfg.HooksFile)
 		if err != nil {
-			return nil, &usageError{err}
+			return nil, &ConfigError{err}
 		}
 		h, err := webhooks.New(db, sources, webhooks.Config{Logger: log, OnDelivery: m.Webhook})
 		if err != nil {
-			return nil, &usageError{err}
+			return nil, &ConfigError{err}
 		}
 		hooks = h
 		log.Info("http: webhooks", "sources", len(sources))
@@ -143,7 +143,7 @@ func apiServer(cfg *config, db *pgxpool.Pool, m *metrics.Metrics, log *slog.Logg
 		IdempotencyKeyOptional: cfg.IdempotencyKeyOptional, Logger: log, Observe: m.HTTP,
 	})
 	if err != nil {
-		return nil, &usageError{err}
+		return nil, &ConfigError{err}
 	}
 	m.WatchDatabase(db)
 	api.Handle("GET /metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))

@@ -1,0 +1,273 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/agentledger/agentledger/database"
+	"github.com/agentledger/agentledger/metrics"
+	"github.com/agentledger/agentledger/migrations"
+	"github.com/agentledger/agentledger/tools"
+	"github.com/agentledger/agentledger/worker"
+)
+
+// Config is the whole daemon's configuration; zero fields take the defaults
+// of the packages they configure (agentd's flags document each).
+type Config struct {
+	// DatabaseURL names the database; empty starts (or joins) the embedded
+	// cluster in StateDir.
+	DatabaseURL string
+	StateDir    string
+	MaxConns    int32
+	// PgBouncer: the database is reached through a transaction-pooling
+	// PgBouncer (no LISTEN, no session state).
+	PgBouncer bool
+	// NoMigrate refuses to start on an older schema instead of migrating.
+	NoMigrate bool
+
+	// The worker pool (worker.Config).
+	WorkerID     string
+	Queues       []string
+	Concurrency  int
+	BatchSize    int
+	Lease        time.Duration
+	Heartbeat    time.Duration
+	PollInterval time.Duration
+	PollOnly     bool
+	Grace        time.Duration
+
+	// The agent kind's model endpoint; LLMAPIKey is a secret.
+	LLMBaseURL  string
+	LLMAPIKey   string
+	LLMModel    string
+	LLMTimeout  time.Duration
+	LLMMaxSteps int
+
+	// The built-in HTTP tools.
+	HTTPAllowedHosts       []string
+	UnsafeHTTPAllowedHosts []string
+	HTTPHostHeadersFile    string
+
+	// Notifications: the console sink's file, or Slack (SlackToken is a
+	// secret; SlackTokenFile holds one).
+	NotifyFile          string
+	SlackToken          string
+	SlackTokenFile      string
+	SlackAPIURL         string
+	SlackInterval       time.Duration
+	SlackRate           int
+	NoDispatch          bool
+	DispatchConcurrency int
+	DispatchLease       time.Duration
+
+	// The HTTP server: Listen is its address (empty: no server) unless
+	// Listener is given, already bound.
+	Listen                 string
+	Listener               net.Listener
+	IdempotencyKeyOptional bool
+	HooksFile              string
+
+	NoCron          bool
+	NoJanitor       bool
+	JanitorInterval time.Duration
+	Retain          Retention
+
+	// Logger receives the daemon's logs; default slog.Default().
+	Logger *slog.Logger
+	// Stdout is where the console sink prints; default os.Stdout.
+	Stdout io.Writer
+	// BeforeRun, when set, runs once everything is built and before the
+	// first claim, with the daemon's pool (the demo seeds its tasks there).
+	BeforeRun func(ctx context.Context, db *pgxpool.Pool) error
+}
+
+// Retention is the janitor's windows; zero takes each sweep's default.
+type Retention struct {
+	Ledger, Tasks, Outbox, Inbox, IdempotencyKeys time.Duration
+}
+
+// ConfigError is a configuration mistake, found before any task is
+// claimed.
+type ConfigError struct{ Err error }
+
+func (e *ConfigError) Error() string { return e.Err.Error() }
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// Daemon is agentd as a library: worker pool, HTTP API, webhooks, cron,
+// notification dispatcher, janitor and metrics over one database, with the
+// kinds and tools registered before Run.
+type Daemon struct {
+	cfg    Config
+	kinds  map[string]worker.Handler
+	tools  []tools.Tool
+	routes map[string]http.Handler
+
+	mu    sync.Mutex
+	pool  *worker.Pool
+	hurry bool
+}
+
+// New returns a daemon for cfg; nothing runs before Run.
+func New(cfg Config) *Daemon {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Stdout == nil {
+		cfg.Stdout = os.Stdout
+	}
+	return &Daemon{cfg: cfg, kinds: map[string]worker.Handler{}, routes: map[string]http.Handler{}}
+}
+
+// RegisterKind makes the daemon serve tasks of kind name with h. A name
+// taken by a built-in kind or registered before is refused.
+func (d *Daemon) RegisterKind(name string, h worker.Handler) error {
+	switch {
+	case name == "" || h == nil:
+		return fmt.Errorf("daemon: a kind needs a name and a handler")
+	case slices.Contains(builtinKinds, name):
+		return fmt.Errorf("daemon: kind %q is built in", name)
+	case d.kinds[name] != nil:
+		return fmt.Errorf("daemon: kind %q is registered twice", name)
+	}
+	d.kinds[name] = h
+	return nil
+}
+
+// RegisterTool adds t to the tools steps and agent tasks may call, through
+// the ledger like the built-in ones. A name taken by a built-in tool or
+// registered before is refused when Run starts.
+func (d *Daemon) RegisterTool(t tools.Tool) error {
+	if t == nil || t.Name() == "" {
+		return fmt.Errorf("daemon: a tool needs a name")
+	}
+	d.tools = append(d.tools, t)
+	return nil
+}
+
+// Handle serves h on the daemon's HTTP server at pattern (net/http's
+// ServeMux patterns), beside the API.
+func (d *Daemon) Handle(pattern string, h http.Handler) { d.routes[pattern] = h }
+
+// EndGrace ends a running shutdown's grace period at once: running tasks
+// are cancelled and their leases released (agentd's second signal).
+func (d *Daemon) EndGrace() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.hurry = true
+	if d.pool != nil {
+		d.pool.EndGrace()
+	}
+}
+
+// Run opens the database (migrating it unless NoMigrate), builds every
+// part, and works until ctx ends; then it stops claiming, lets running
+// tasks finish within the grace period and releases the rest.
+func (d *Daemon) Run(ctx context.Context) error {
+	cfg, log := &d.cfg, d.cfg.Logger
+	db, err := database.Open(ctx, database.Config{URL: cfg.DatabaseURL, StateDir: cfg.StateDir, MaxConns: cfg.MaxConns,
+		Pooler: cfg.PgBouncer, Logger: log})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := db.Close(ctx); err != nil {
+			log.Error("closing the database", "err", err)
+		}
+	}()
+	log.Info("connected", "database", db.String())
+
+	if err := migrate(ctx, db, cfg, log); err != nil {
+		return err
+	}
+	ln := cfg.Listener
+	if ln == nil {
+		if ln, err = listen(cfg); err != nil {
+			return err
+		}
+	}
+	m := metrics.New()
+	kinds, err := d.handlers(db.Pool, m)
+	if err != nil {
+		return err
+	}
+	if cfg.LLMBaseURL == "" {
+		log.Info("agent tasks: no model endpoint (set AGENTLEDGER_LLM_BASE_URL); steps tasks run without one")
+	} else {
+		log.Info("agent tasks: model endpoint configured", "base_url", database.Redact(cfg.LLMBaseURL), "model", cfg.LLMModel,
+			"api_key_set", cfg.LLMAPIKey != "")
+	}
+	pool, err := worker.New(db.Pool, worker.Config{
+		ID: cfg.WorkerID, Queues: cfg.Queues, Concurrency: cfg.Concurrency, BatchSize: cfg.BatchSize,
+		Lease: cfg.Lease, HeartbeatInterval: cfg.Heartbeat, PollInterval: cfg.PollInterval,
+		PollOnly: cfg.PollOnly, Grace: cfg.Grace, Handlers: kinds, Logger: log, Observer: m.Worker(),
+	})
+	if err != nil {
+		return &ConfigError{err}
+	}
+	svc, err := buildServices(cfg, db.Pool, m, pool.ID(), ln, d.routes, log)
+	if err != nil {
+		return err
+	}
+	if cfg.BeforeRun != nil {
+		if err := cfg.BeforeRun(ctx, db.Pool); err != nil {
+			return err
+		}
+	}
+	d.mu.Lock()
+	d.pool = pool
+	if d.hurry {
+		pool.EndGrace()
+	}
+	d.mu.Unlock()
+	// The services stop with the pool: at ctx's end, or when the pool
+	// fails.
+	sctx, stop := context.WithCancel(ctx)
+	served := make(chan error, 1)
+	go func() { served <- svc.run(sctx) }()
+	err = pool.Run(ctx)
+	stop()
+	if serr := <-served; err == nil {
+		err = serr
+	}
+	return err
+}
+
+// migrate applies pending migrations, or with NoMigrate refuses to run on
+// a schema older than this binary.
+func migrate(ctx context.Context, db *database.DB, cfg *Config, log *slog.Logger) error {
+	m, err := migrations.New(db.Pool, nil)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	if cfg.NoMigrate {
+		v, err := m.Version(ctx)
+		if err != nil {
+			return err
+		}
+		if v < m.Latest() {
+			return fmt.Errorf("schema is at version %d, this agentd needs %d: run `agentctl migrate up` or start without --no-migrate", v, m.Latest())
+		}
+		return nil
+	}
+	applied, err := m.Up(ctx)
+	if err != nil {
+		return err
+	}
+	if len(applied) > 0 {
+		log.Info("applied migrations", "versions", applied)
+	}
+	return nil
+}

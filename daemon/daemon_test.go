@@ -1,0 +1,138 @@
+package daemon_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/daemon"
+	"github.com/agentledger/agentledger/internal/testdb"
+	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/tools"
+	"github.com/agentledger/agentledger/worker"
+)
+
+// ticketTool is a custom keyed tool: it counts its performances.
+type ticketTool struct{ performed atomic.Int64 }
+
+func (*ticketTool) Name() string                { return "open_ticket" }
+func (*ticketTool) Description() string         { return "Open a ticket" }
+func (*ticketTool) Parameters() json.RawMessage { return json.RawMessage(`{"type":"object"}`) }
+func (t *ticketTool) Effect(call tools.Call) (ledger.Effect, error) {
+	return ledger.Effect{Operation: "tickets.open", Class: ledger.Keyed, Request: call.Args,
+		Perform: func(context.Context, ledger.Call) (ledger.Result, error) {
+			n := t.performed.Add(1)
+			return ledger.Result{Body: json.RawMessage(`{"ticket":` + strings.Repeat("1", int(n)) + `}`)}, nil
+		}}, nil
+}
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// A program embeds the daemon with a kind and a tool of its own: the kind
+// runs, a steps task calls the tool through the ledger, and a replay of that
+// task performs nothing again.
+func TestEmbeddedDaemonRunsCustomKindsAndTools(t *testing.T) {
+	t.Parallel()
+	url := testdb.URL(t)
+	d := daemon.New(daemon.Config{DatabaseURL: url, Logger: quiet(), Stdout: io.Discard,
+		PollInterval: 50 * time.Millisecond, NoCron: true, NoJanitor: true})
+	greeted := make(chan string, 1)
+	if err := d.RegisterKind("greet", worker.HandlerFunc(func(_ context.Context, task *agentledger.Task) (json.RawMessage, error) {
+		greeted <- string(task.Payload)
+		return json.RawMessage(`{"ok":true}`), nil
+	})); err != nil {
+		t.Fatal(err)
+	}
+	tickets := &ticketTool{}
+	if err := d.RegisterTool(tickets); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan error, 1)
+	go func() { stopped <- d.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-stopped; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+
+	s := claims.New(testdb.Open(t, url))
+	enqueue := func(kind, payload string) int64 {
+		t.Helper()
+		var r claims.EnqueueResult
+		var err error
+		for range 100 { // the daemon migrates the schema as it starts
+			if r, err = s.Enqueue(context.Background(), claims.EnqueueParams{Kind: kind, Payload: json.RawMessage(payload)}); err == nil {
+				return r.Task.ID
+			}
+			time.Sleep(50 * time.Millisecond) // polling for the schema, not ordering events
+		}
+		t.Fatalf("enqueue: %v", err)
+		return 0
+	}
+	wait := func(id int64) *agentledger.Task {
+		t.Helper()
+		for range 400 {
+			task, err := s.Get(context.Background(), "", id)
+			if err == nil && task.State == agentledger.StateSucceeded {
+				return task
+			}
+			time.Sleep(25 * time.Millisecond) // polling a condition, not ordering events
+		}
+		t.Fatalf("task %d did not succeed", id)
+		return nil
+	}
+	wait(enqueue("greet", `{"to":"ops"}`))
+	if got := <-greeted; got != `{"to": "ops"}` {
+		t.Errorf("the custom kind got %s", got)
+	}
+	id := enqueue("steps", `{"steps":[{"tool":"open_ticket","args":{"title":"disk full"}}]}`)
+	wait(id)
+	if _, err := s.Requeue(context.Background(), "", id, claims.Replay); err != nil {
+		t.Fatal(err)
+	}
+	if task := wait(id); !strings.Contains(string(task.Result), `"replayed": true`) {
+		t.Errorf("replayed result %s: the ledger did not serve the tool's effect", task.Result)
+	}
+	if n := tickets.performed.Load(); n != 1 {
+		t.Errorf("the custom tool performed %d times, want once", n)
+	}
+}
+
+// Registration mistakes are refused with the name at fault.
+func TestRegistrationMistakes(t *testing.T) {
+	t.Parallel()
+	d := daemon.New(daemon.Config{})
+	noop := worker.HandlerFunc(func(context.Context, *agentledger.Task) (json.RawMessage, error) { return nil, nil })
+	if err := d.RegisterKind("steps", noop); err == nil || !strings.Contains(err.Error(), `"steps" is built in`) {
+		t.Errorf("a built-in kind's name: %v", err)
+	}
+	if err := d.RegisterKind("mine", noop); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.RegisterKind("mine", noop); err == nil || !strings.Contains(err.Error(), `"mine" is registered twice`) {
+		t.Errorf("a kind registered twice: %v", err)
+	}
+	if err := d.RegisterTool(&ticketTool{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.RegisterTool(&ticketTool{}); err != nil {
+		t.Fatal(err)
+	}
+	d2 := daemon.New(daemon.Config{DatabaseURL: testdb.URL(t), Logger: quiet(), NoCron: true, NoJanitor: true, NoDispatch: true})
+	_ = d2.RegisterTool(&ticketTool{})
+	_ = d2.RegisterTool(&ticketTool{})
+	var ce *daemon.ConfigError
+	if err := d2.Run(context.Background()); !errors.As(err, &ce) || !strings.Contains(err.Error(), `"open_ticket" is registered twice`) {
+		t.Errorf("a tool registered twice: Run = %v, want a ConfigError naming it", err)
+	}
+}
