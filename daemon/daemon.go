@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -154,6 +155,15 @@ func (d *Daemon) RegisterTool(t tools.Tool) error {
 	return nil
 }
 
+// checkPayload checks a submitted payload against its kind, when the kind
+// is typed (Kind).
+func (d *Daemon) checkPayload(kind string, payload json.RawMessage) error {
+	if k, ok := d.kinds[kind].(KindHandler); ok {
+		return k.CheckPayload(payload)
+	}
+	return nil
+}
+
 // Handle serves h on the daemon's HTTP server at pattern (net/http's
 // ServeMux patterns), beside the API.
 func (d *Daemon) Handle(pattern string, h http.Handler) { d.routes[pattern] = h }
@@ -216,7 +226,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if err != nil {
 		return &ConfigError{err}
 	}
-	svc, err := buildServices(cfg, db.Pool, m, pool.ID(), ln, d.routes, log)
+	svc, err := buildServices(cfg, db.Pool, m, pool.ID(), ln, d.routes, d.checkPayload, log)
 	if err != nil {
 		return err
 	}

@@ -38,7 +38,7 @@ type services struct {
 // buildServices checks the configuration of every service and binds the
 // listener, so that a mistake stops agentd before it claims any task.
 func buildServices(cfg *Config, db *pgxpool.Pool, m *metrics.Metrics, owner string, ln net.Listener,
-	extra map[string]http.Handler, log *slog.Logger) (*services, error) {
+	extra map[string]http.Handler, check func(string, json.RawMessage) error, log *slog.Logger) (*services, error) {
 	s := &services{ln: ln}
 	disp, err := dispatcher(cfg, db, owner, m, log)
 	if err != nil {
@@ -69,7 +69,7 @@ func buildServices(cfg *Config, db *pgxpool.Pool, m *metrics.Metrics, owner stri
 		log.Info("http: no API server (--listen is empty)")
 		return s, nil
 	}
-	api, err := apiServer(cfg, db, m, log)
+	api, err := apiServer(cfg, db, m, check, log)
 	if err != nil {
 		return nil, err
 	}
@@ -124,7 +124,8 @@ func sweeps(cfg *Config, db *pgxpool.Pool) []janitor.Sweep {
 }
 
 // apiServer is the HTTP API with webhooks, /healthz, /readyz and /metrics.
-func apiServer(cfg *Config, db *pgxpool.Pool, m *metrics.Metrics, log *slog.Logger) (*httpapi.Server, error) {
+func apiServer(cfg *Config, db *pgxpool.Pool, m *metrics.Metrics, check func(string, json.RawMessage) error,
+	log *slog.Logger) (*httpapi.Server, error) {
 	var hooks http.Handler
 	if cfg.HooksFile != "" {
 		sources, err := webhooks.LoadSources(cfg.HooksFile)
@@ -140,7 +141,7 @@ func apiServer(cfg *Config, db *pgxpool.Pool, m *metrics.Metrics, log *slog.Logg
 	}
 	api, err := httpapi.New(httpapi.Config{
 		DB: db, Tenants: tenants.NewStore(db), Claims: claims.New(db), Operator: operator.New(db), Hooks: hooks,
-		IdempotencyKeyOptional: cfg.IdempotencyKeyOptional, Logger: log, Observe: m.HTTP,
+		IdempotencyKeyOptional: cfg.IdempotencyKeyOptional, Logger: log, Observe: m.HTTP, CheckPayload: check,
 	})
 	if err != nil {
 		return nil, &ConfigError{err}

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -36,6 +37,10 @@ type Config struct {
 	Claims *claims.Store
 	// Operator cancels and replays tasks, as agentctl and the console do.
 	Operator *operator.Service
+	// CheckPayload, when set, checks a submitted task's payload against its
+	// kind (a typed kind's arguments); its *agentledger.InvalidError is a
+	// 422 naming the field. Kinds it does not know pass.
+	CheckPayload func(kind string, payload json.RawMessage) error
 
 	// Hooks, when set, serves POST /v1/hooks/{source} without bearer
 	// authentication: webhooks authenticate by their signature.

@@ -151,6 +151,11 @@ func (s *Server) createTask(r *http.Request, tenant string, body []byte) (action
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
+	if s.cfg.CheckPayload != nil {
+		if err := s.cfg.CheckPayload(p.Kind, p.Payload); err != nil {
+			return nil, err
+		}
+	}
 	return func(ctx context.Context, submissionKey string) reply {
 		p.SubmissionKey = submissionKey
 		res, err := s.cfg.Claims.Enqueue(ctx, p)

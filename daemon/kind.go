@@ -1,0 +1,99 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/worker"
+)
+
+// KindHandler is a task kind whose payload has a Go type: the daemon checks
+// a payload against it when a task is submitted through the HTTP API (a
+// 422 naming the field at fault) and decodes it again when the task runs.
+type KindHandler interface {
+	worker.Handler
+	// CheckPayload decodes payload as the kind's arguments and validates
+	// them; the error is an *agentledger.InvalidError naming the field.
+	CheckPayload(payload json.RawMessage) error
+}
+
+// Validator is implemented by argument types that check themselves after
+// decoding; its error is returned as the payload's.
+type Validator interface{ Validate() error }
+
+// Kind returns a typed task kind: fn gets the task's payload decoded into
+// Args (unknown fields refused; then Args.Validate, if it has one) and its
+// Result is stored as the task's result, as JSON. A payload that does not
+// decode is a permanent failure naming the field: retrying cannot fix it.
+func Kind[Args, Result any](fn func(ctx context.Context, t *agentledger.Task, args Args) (Result, error)) KindHandler {
+	return typedKind[Args, Result]{fn: fn}
+}
+
+type typedKind[Args, Result any] struct {
+	fn func(context.Context, *agentledger.Task, Args) (Result, error)
+}
+
+func (k typedKind[Args, Result]) CheckPayload(payload json.RawMessage) error {
+	_, err := decodeArgs[Args](payload)
+	return err
+}
+
+func (k typedKind[Args, Result]) Work(ctx context.Context, t *agentledger.Task) (json.RawMessage, error) {
+	args, err := decodeArgs[Args](t.Payload)
+	if err != nil {
+		return nil, agentledger.Permanent(fmt.Errorf("the payload of this %s task does not decode: %w", t.Kind, err))
+	}
+	res, err := k.fn(ctx, t, args)
+	if err != nil {
+		return nil, err
+	}
+	out, err := json.Marshal(res)
+	if err != nil {
+		return nil, agentledger.Permanent(fmt.Errorf("the result of this %s task does not encode as JSON: %v", t.Kind, err))
+	}
+	return out, nil
+}
+
+// decodeArgs decodes a payload strictly, naming the field at fault as
+// payload.<path>.
+func decodeArgs[Args any](payload json.RawMessage) (Args, error) {
+	var args Args
+	if len(bytes.TrimSpace(payload)) == 0 {
+		payload = json.RawMessage(`{}`)
+	}
+	dec := json.NewDecoder(bytes.NewReader(payload))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&args); err != nil {
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &te):
+			return args, agentledger.Invalid(field(te.Field), "must not be a JSON %s", te.Value)
+		case strings.HasPrefix(err.Error(), "json: unknown field "):
+			name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+			return args, agentledger.Invalid(field(name), "is not a field of this kind's payload")
+		}
+		return args, agentledger.Invalid("payload", "is not valid JSON: %v", err)
+	}
+	if v, ok := any(&args).(Validator); ok {
+		if err := v.Validate(); err != nil {
+			var ie *agentledger.InvalidError
+			if errors.As(err, &ie) {
+				return args, agentledger.Invalid(field(ie.Field), "%s", ie.Problem)
+			}
+			return args, agentledger.Invalid("payload", "%v", err)
+		}
+	}
+	return args, nil
+}
+
+func field(name string) string {
+	if name == "" {
+		return "payload"
+	}
+	return "payload." + name
+}

@@ -1,0 +1,138 @@
+package daemon_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/daemon"
+	"github.com/agentledger/agentledger/internal/testdb"
+	"github.com/agentledger/agentledger/tenants"
+)
+
+type refund struct {
+	Order  int64  `json:"order"`
+	Amount int64  `json:"amount"`
+	Reason string `json:"reason"`
+}
+
+func (r *refund) Validate() error {
+	if r.Amount <= 0 {
+		return agentledger.Invalid("amount", "must be positive, not %d", r.Amount)
+	}
+	return nil
+}
+
+type refunded struct {
+	Order  int64 `json:"order"`
+	Amount int64 `json:"amount"`
+}
+
+// A typed kind: the API refuses a payload that does not fit its arguments
+// with a 422 naming the field, runs one that does with the decoded
+// arguments, and a payload that reached the queue some other way and does
+// not decode fails the task for good, naming the field.
+func TestTypedKind(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := testdb.URL(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := daemon.New(daemon.Config{DatabaseURL: url, Logger: quiet(), Stdout: io.Discard, Listener: ln,
+		PollInterval: 50 * time.Millisecond, NoCron: true, NoJanitor: true})
+	got := make(chan refund, 1)
+	if err := d.RegisterKind("refund", daemon.Kind(func(_ context.Context, _ *agentledger.Task, a refund) (refunded, error) {
+		got <- a
+		return refunded{Order: a.Order, Amount: a.Amount}, nil
+	})); err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	stopped := make(chan error, 1)
+	go func() { stopped <- d.Run(rctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-stopped; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+
+	db := testdb.Open(t, url)
+	var token string
+	for range 100 { // the daemon migrates the schema as it starts
+		ts := tenants.NewStore(db)
+		if _, err = ts.CreateTenant(ctx, "acme"); err == nil || errors.Is(err, agentledger.ErrConflict) {
+			if _, token, err = ts.CreateToken(ctx, "acme", "test"); err == nil {
+				break
+			}
+		}
+		time.Sleep(50 * time.Millisecond) // polling for the schema, not ordering events
+	}
+	if token == "" {
+		t.Fatalf("no token: %v", err)
+	}
+	post := func(key, body string) (int, map[string]any) {
+		t.Helper()
+		req, _ := http.NewRequest("POST", "http://"+ln.Addr().String()+"/v1/tasks", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Idempotency-Key", key)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&out)
+		return resp.StatusCode, out
+	}
+	for _, c := range []struct{ body, field string }{
+		{`{"kind":"refund","payload":{"order":7,"amount":"ten"}}`, "payload.amount"},
+		{`{"kind":"refund","payload":{"order":7,"amount":10,"currency":"EUR"}}`, "payload.currency"},
+		{`{"kind":"refund","payload":{"order":7,"amount":0}}`, "payload.amount"},
+	} {
+		if status, p := post("bad-"+c.field+c.body[40:44], c.body); status != 422 || p["field"] != c.field {
+			t.Errorf("%s: %d %v, want 422 naming %s", c.body, status, p, c.field)
+		}
+	}
+	status, p := post("good", `{"kind":"refund","payload":{"order":7,"amount":10,"reason":"damaged"}}`)
+	if status != 201 {
+		t.Fatalf("good payload: %d %v", status, p)
+	}
+	select {
+	case a := <-got:
+		if a != (refund{Order: 7, Amount: 10, Reason: "damaged"}) {
+			t.Errorf("the handler got %+v", a)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the typed kind did not run")
+	}
+
+	// Straight into the queue, past the API: it fails when it runs.
+	s := claims.New(db)
+	r, err := s.Enqueue(ctx, claims.EnqueueParams{Kind: "refund", Payload: json.RawMessage(`{"order":"seven","amount":1}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 400 {
+		task, err := s.Get(ctx, "", r.Task.ID)
+		if err == nil && task.State == agentledger.StateDead {
+			if !strings.Contains(task.LastError, "payload.order") || task.Attempt != 1 {
+				t.Errorf("dead after attempt %d with %q, want one attempt naming payload.order", task.Attempt, task.LastError)
+			}
+			return
+		}
+		time.Sleep(25 * time.Millisecond) // polling a condition, not ordering events
+	}
+	t.Fatal("the undecodable task did not end dead")
+}
