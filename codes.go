@@ -169,3 +169,10 @@ func (e *CodedError) Is(target error) bool {
 	s := kinds[e.Code].sentinel
 	return s != nil && target == s
 }
+
+// Known reports whether c is a code of this vocabulary (a client meets
+// codes of newer servers).
+func Known(c Code) bool {
+	_, ok := kinds[c]
+	return ok
+}

@@ -8,6 +8,7 @@
 //
 //	cmd/agentd         the daemon; cmd/agentctl the operator CLI and console
 //	daemon/            agentd as a library: Config, registered kinds and tools, Run
+//	client/            submitting tasks from another program, over the database or the API
 //	metrics/           Prometheus collectors
 //	steps/, agent/     the steps kind (tool calls in order) and the LLM agent kind
 //	httpapi/           the HTTP API with Idempotency-Key; tenants/ its tenants and tokens

@@ -1,0 +1,112 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/client"
+	"github.com/agentledger/agentledger/daemon"
+	"github.com/agentledger/agentledger/internal/testdb"
+	"github.com/agentledger/agentledger/tenants"
+)
+
+type refund struct {
+	Order  int64 `json:"order"`
+	Amount int64 `json:"amount"`
+}
+
+func (r *refund) Validate() error {
+	if r.Amount <= 0 {
+		return agentledger.Invalid("amount", "must be positive")
+	}
+	return nil
+}
+
+// daemonWithAPI runs a daemon serving the typed kind refund and returns
+// its address and a token of tenant acme.
+func daemonWithAPI(t *testing.T) (url, addr, token string) {
+	t.Helper()
+	ctx := context.Background()
+	url = testdb.URL(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := daemon.New(daemon.Config{DatabaseURL: url, Listener: ln, Stdout: io.Discard,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), NoCron: true, NoJanitor: true})
+	if err := d.RegisterKind("refund", daemon.Kind(func(_ context.Context, _ *agentledger.Task, r refund) (refund, error) {
+		return r, nil
+	})); err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	stopped := make(chan error, 1)
+	go func() { stopped <- d.Run(rctx) }()
+	t.Cleanup(func() { cancel(); <-stopped })
+	ts := tenants.NewStore(testdb.Open(t, url))
+	for range 100 { // the daemon migrates the schema as it starts
+		if _, err = ts.CreateTenant(ctx, "acme"); err == nil {
+			if _, token, err = ts.CreateToken(ctx, "acme", "test"); err == nil {
+				return url, ln.Addr().String(), token
+			}
+		}
+		time.Sleep(50 * time.Millisecond) // polling for the schema, not ordering events
+	}
+	t.Fatalf("no token: %v", err)
+	return
+}
+
+func TestSubmitOverHTTP(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	_, addr, token := daemonWithAPI(t)
+	c := client.HTTP("http://"+addr, token, nil)
+
+	first, err := client.Submit(ctx, c, "refund", refund{Order: 7, Amount: 10}, client.Options{Key: "refund-7"})
+	if err != nil || first.Tenant != "acme" || first.Kind != "refund" {
+		t.Fatalf("submit: %+v %v", first, err)
+	}
+	again, err := client.Submit(ctx, c, "refund", refund{Order: 7, Amount: 10}, client.Options{Key: "refund-7"})
+	if err != nil || again.ID != first.ID {
+		t.Fatalf("the same submission again: %+v %v, want task %d", again, err, first.ID)
+	}
+	_, err = client.Submit(ctx, c, "refund", refund{Order: 7, Amount: 99}, client.Options{Key: "refund-7"})
+	if agentledger.KindOf(err).Code != agentledger.CodeIdempotencyKeyReused {
+		t.Errorf("the key with another request: %v, want idempotency_key_reused", err)
+	}
+	_, err = client.Submit(ctx, c, "refund", refund{Order: 8}, client.Options{})
+	var ie *agentledger.InvalidError
+	if !errors.As(err, &ie) || ie.Field != "payload.amount" || !errors.Is(err, agentledger.ErrInvalid) {
+		t.Errorf("an invalid payload: %v, want an invalid input naming payload.amount", err)
+	}
+	_, err = client.HTTP("http://"+addr, "alt_nope", nil).Submit(ctx, client.Request{Kind: "refund"})
+	if agentledger.KindOf(err).Code != agentledger.CodeUnauthorized {
+		t.Errorf("a bad token: %v, want unauthorized", err)
+	}
+}
+
+func TestSubmitOverTheDatabase(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := client.Database(testdb.New(t), "acme")
+	first, err := client.Submit(ctx, c, "refund", refund{Order: 7, Amount: 10}, client.Options{Key: "refund-7", Queue: "billing"})
+	if err != nil || first.Queue != "billing" || first.Tenant != "acme" {
+		t.Fatalf("submit: %+v %v", first, err)
+	}
+	again, err := client.Submit(ctx, c, "refund", refund{Order: 7, Amount: 10}, client.Options{Key: "refund-7", Queue: "billing"})
+	if err != nil || again.ID != first.ID {
+		t.Fatalf("the same submission again: %+v %v, want task %d", again, err, first.ID)
+	}
+	if _, err := client.Submit(ctx, c, "refund", refund{Order: 7, Amount: 99}, client.Options{Key: "refund-7", Queue: "billing"}); !errors.Is(err, agentledger.ErrKeyReuse) {
+		t.Errorf("the key with another request: %v, want ErrKeyReuse", err)
+	}
+	if _, err := c.Submit(ctx, client.Request{Kind: "refund", Options: client.Options{Priority: 500}}); !errors.Is(err, agentledger.ErrInvalid) {
+		t.Errorf("priority 500: %v, want invalid", err)
+	}
+}
