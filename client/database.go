@@ -10,7 +10,9 @@ import (
 // Database submits straight into the database, for tenant ("" is the
 // operator's "default"). db is a pgx pool, connection or transaction: in a
 // transaction the task is made only if the transaction commits.
-func Database(db claims.DB, tenant string) Submitter { return dbSubmitter{s: claims.New(db), tenant: tenant} }
+func Database(db claims.DB, tenant string) Submitter {
+	return dbSubmitter{s: claims.New(db), tenant: tenant}
+}
 
 type dbSubmitter struct {
 	s      *claims.Store
