@@ -15,6 +15,8 @@ require (
 	go.uber.org/goleak v1.3.0
 )
 
+require github.com/google/jsonschema-go v0.4.3
+
 require (
 	github.com/atotto/clipboard v0.1.4 // indirect
 	github.com/aymanbagabas/go-osc52/v2 v2.0.1 // indirect

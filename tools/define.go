@@ -1,0 +1,160 @@
+package tools
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/ledger"
+)
+
+// Spec declares a tool whose arguments have a Go type: its name, what it
+// tells a model, the class of its effect and how it performs it. The
+// arguments' JSON Schema is generated from Args (a field's `jsonschema` tag
+// is its description; omitempty fields are optional) unless Schema is set.
+type Spec[Args any] struct {
+	Name        string
+	Description string
+	// Class is the effect's class; a tool without one is refused.
+	Class ledger.Class
+	// Schema replaces the generated schema of the arguments.
+	Schema json.RawMessage
+	// Operation names the effect in the ledger; default the tool's name.
+	Operation string
+
+	// Perform performs the effect once, for every class but Local. A keyed
+	// tool sends c.DownstreamKey(target) to its target as its idempotency
+	// key; a pure one reads only.
+	Perform func(ctx context.Context, c ledger.Call, args Args) (ledger.Result, error)
+	// Find looks up whether an earlier performance under c.Key landed
+	// (Reconcilable only, and required there).
+	Find func(ctx context.Context, c ledger.Call, args Args) (ledger.Result, bool, error)
+	// PerformLocal performs a Local effect inside the ledger row's
+	// transaction (Local only, and required there).
+	PerformLocal func(ctx context.Context, c ledger.Call, db ledger.DB, args Args) (ledger.Result, error)
+}
+
+// toolName is what steps and models can call a tool.
+var toolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+// Define returns the tool s declares, or an error naming what is missing.
+func Define[Args any](s Spec[Args]) (Tool, error) {
+	switch {
+	case !toolName.MatchString(s.Name):
+		return nil, fmt.Errorf("tools: tool name %q must be 1-64 letters, digits, _ or -", s.Name)
+	case s.Class == "":
+		return nil, fmt.Errorf("tools: tool %q declares no effect class (pure, keyed, reconcilable, unsafe or local)", s.Name)
+	case !validClass(s.Class):
+		return nil, fmt.Errorf("tools: tool %q: unknown effect class %q", s.Name, s.Class)
+	case s.Class == ledger.Local && s.PerformLocal == nil, s.Class != ledger.Local && s.Perform == nil:
+		return nil, fmt.Errorf("tools: tool %q (%s) has nothing to perform: set %s", s.Name, s.Class, performField(s.Class))
+	case s.Class == ledger.Reconcilable && s.Find == nil:
+		return nil, fmt.Errorf("tools: tool %q is reconcilable but has no Find: an unknown outcome could not be looked up", s.Name)
+	}
+	schema := s.Schema
+	var resolved *jsonschema.Resolved
+	if schema == nil {
+		sc, err := jsonschema.For[Args](nil)
+		if err != nil {
+			return nil, fmt.Errorf("tools: tool %q: the schema of its arguments: %w", s.Name, err)
+		}
+		if resolved, err = sc.Resolve(nil); err != nil {
+			return nil, fmt.Errorf("tools: tool %q: the schema of its arguments: %w", s.Name, err)
+		}
+		if schema, err = json.Marshal(sc); err != nil {
+			return nil, fmt.Errorf("tools: tool %q: the schema of its arguments: %w", s.Name, err)
+		}
+	} else {
+		var sc jsonschema.Schema
+		if err := json.Unmarshal(schema, &sc); err != nil {
+			return nil, fmt.Errorf("tools: tool %q: its schema: %w", s.Name, err)
+		}
+		var err error
+		if resolved, err = sc.Resolve(nil); err != nil {
+			return nil, fmt.Errorf("tools: tool %q: its schema: %w", s.Name, err)
+		}
+	}
+	if s.Operation == "" {
+		s.Operation = s.Name
+	}
+	return &defined[Args]{spec: s, schema: schema, resolved: resolved}, nil
+}
+
+func validClass(c ledger.Class) bool {
+	switch c {
+	case ledger.Pure, ledger.Keyed, ledger.Reconcilable, ledger.Unsafe, ledger.Local:
+		return true
+	}
+	return false
+}
+
+func performField(c ledger.Class) string {
+	if c == ledger.Local {
+		return "PerformLocal"
+	}
+	return "Perform"
+}
+
+type defined[Args any] struct {
+	spec     Spec[Args]
+	schema   json.RawMessage
+	resolved *jsonschema.Resolved
+}
+
+func (d *defined[Args]) Name() string                { return d.spec.Name }
+func (d *defined[Args]) Description() string         { return d.spec.Description }
+func (d *defined[Args]) Parameters() json.RawMessage { return d.schema }
+
+// Class is the effect class the tool declared.
+func (d *defined[Args]) Class() ledger.Class { return d.spec.Class }
+
+// Effect checks the call's arguments against the schema, decodes them into
+// Args and returns the declared effect; arguments that do not fit are a
+// permanent error naming the tool.
+func (d *defined[Args]) Effect(call Call) (ledger.Effect, error) {
+	args, request, err := d.decode(call.Args)
+	if err != nil {
+		return ledger.Effect{}, agentledger.Permanent(fmt.Errorf("%s: arguments: %w", d.spec.Name, err))
+	}
+	s := d.spec
+	e := ledger.Effect{Operation: s.Operation, StepPath: call.StepPath, Class: s.Class, Request: request}
+	switch {
+	case s.Class == ledger.Local:
+		e.PerformLocal = func(ctx context.Context, c ledger.Call, db ledger.DB) (ledger.Result, error) {
+			return s.PerformLocal(ctx, c, db, args)
+		}
+	default:
+		e.Perform = func(ctx context.Context, c ledger.Call) (ledger.Result, error) { return s.Perform(ctx, c, args) }
+	}
+	if s.Find != nil {
+		e.Reconcile = func(ctx context.Context, c ledger.Call) (ledger.Result, bool, error) { return s.Find(ctx, c, args) }
+	}
+	return e, nil
+}
+
+// decode validates raw against the schema and decodes it strictly; the
+// request the ledger hashes is the arguments as given.
+func (d *defined[Args]) decode(raw json.RawMessage) (Args, json.RawMessage, error) {
+	var args Args
+	if len(bytes.TrimSpace(raw)) == 0 {
+		raw = json.RawMessage(`{}`)
+	}
+	var instance any
+	if err := json.Unmarshal(raw, &instance); err != nil {
+		return args, nil, fmt.Errorf("not JSON: %v", err)
+	}
+	if err := d.resolved.Validate(instance); err != nil {
+		return args, nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&args); err != nil {
+		return args, nil, err
+	}
+	return args, raw, nil
+}

@@ -1,0 +1,91 @@
+package tools_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/tools"
+)
+
+type ticketArgs struct {
+	Title    string `json:"title" jsonschema:"what the ticket is about"`
+	Priority int    `json:"priority,omitempty"`
+}
+
+// A tool declared with Define: its schema comes from its argument type,
+// arguments that do not fit are refused before anything is performed, and
+// it runs through the ledger with the key to pass downstream.
+func TestDefinedTool(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	var performed atomic.Int64
+	var sentKey atomic.Value
+	tool, err := tools.Define(tools.Spec[ticketArgs]{
+		Name: "open_ticket", Description: "Open a ticket", Class: ledger.Keyed,
+		Perform: func(_ context.Context, c ledger.Call, a ticketArgs) (ledger.Result, error) {
+			performed.Add(1)
+			sentKey.Store(c.DownstreamKey("tickets"))
+			body, _ := json.Marshal(map[string]any{"title": a.Title, "priority": a.Priority})
+			return ledger.Result{Status: 201, Body: body}, nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var schema map[string]any
+	if err := json.Unmarshal(tool.Parameters(), &schema); err != nil || schema["type"] != "object" ||
+		!strings.Contains(string(tool.Parameters()), `"required":["title"]`) ||
+		!strings.Contains(string(tool.Parameters()), "what the ticket is about") {
+		t.Fatalf("schema %s (%v)", tool.Parameters(), err)
+	}
+
+	e := newEnv(t)
+	task := e.task()
+	for _, bad := range []string{`{}`, `{"title":7}`, `{"title":"x","colour":"red"}`, `[1]`} {
+		if _, err := tools.Invoke(ctx, e.Ledger, tool, call(task, "tool/9", bad)); err == nil || !isPermanent(err) {
+			t.Errorf("arguments %s: %v, want a permanent error", bad, err)
+		}
+	}
+	if performed.Load() != 0 {
+		t.Fatalf("bad arguments performed the effect %d times", performed.Load())
+	}
+	c := call(task, "tool/0", `{"title":"disk full","priority":2}`)
+	first, err := tools.Invoke(ctx, e.Ledger, tool, c)
+	if err != nil || first.Status != 201 {
+		t.Fatalf("first: %+v %v", first, err)
+	}
+	again, err := tools.Invoke(ctx, e.Ledger, tool, c)
+	if err != nil || !again.Replayed || performed.Load() != 1 {
+		t.Fatalf("again: %+v %v, performed %d, want served from the ledger", again, err, performed.Load())
+	}
+	if k, _ := sentKey.Load().(string); k == "" {
+		t.Error("no downstream key reached the tool")
+	}
+	if j := e.Journal(task); len(j) != 1 || j[0].Class != ledger.Keyed || j[0].Operation != "open_ticket" {
+		t.Errorf("journal %+v", j)
+	}
+}
+
+func TestDefineRefusesIncompleteTools(t *testing.T) {
+	t.Parallel()
+	perform := func(context.Context, ledger.Call, ticketArgs) (ledger.Result, error) { return ledger.Result{}, nil }
+	for _, c := range []struct {
+		spec tools.Spec[ticketArgs]
+		want string
+	}{
+		{tools.Spec[ticketArgs]{Name: "t", Perform: perform}, `"t" declares no effect class`},
+		{tools.Spec[ticketArgs]{Name: "t", Class: "sometimes", Perform: perform}, `unknown effect class "sometimes"`},
+		{tools.Spec[ticketArgs]{Name: "t", Class: ledger.Keyed}, "has nothing to perform: set Perform"},
+		{tools.Spec[ticketArgs]{Name: "t", Class: ledger.Reconcilable, Perform: perform}, "reconcilable but has no Find"},
+		{tools.Spec[ticketArgs]{Name: "bad name", Class: ledger.Pure, Perform: perform}, "must be 1-64 letters"},
+		{tools.Spec[ticketArgs]{Name: "t", Class: ledger.Pure, Perform: perform, Schema: json.RawMessage(`{"type":`)}, "its schema"},
+	} {
+		if _, err := tools.Define(c.spec); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want %q", c.spec.Name, err, c.want)
+		}
+	}
+}
