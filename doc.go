@@ -32,6 +32,7 @@
 //	internal/          planner settings (pgplan), plan checks, test databases, logs and
 //	                   servers, drills and the chaos suite
 //
-// cmd/agentbench, the benchmark against River, is a module of its own so
+// examples/embed is a program embedding the daemon. cmd/agentbench, the
+// benchmark against River, is a module of its own so
 // that the reference queue is no dependency of the product.
 package agentledger

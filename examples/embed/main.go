@@ -1,0 +1,170 @@
+// Command embed is agentledger as a library: a program of its own runs the
+// whole daemon with a typed task kind and a keyed tool that opens tickets
+// in a small "tickets" API, submits a task, replays it, and shows that the
+// ticket was opened once.
+//
+//	go run ./examples/embed      # on the embedded cluster (or DATABASE_URL)
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/client"
+	"github.com/agentledger/agentledger/daemon"
+	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/tools"
+)
+
+// Escalation is the payload of the escalate kind.
+type Escalation struct {
+	Incident string `json:"incident"`
+	Severity int    `json:"severity"`
+}
+
+// Validate refuses an escalation without an incident.
+func (e *Escalation) Validate() error {
+	if e.Incident == "" {
+		return agentledger.Invalid("incident", "is required")
+	}
+	return nil
+}
+
+// Ticket is the argument of the open_ticket tool.
+type Ticket struct {
+	Title string `json:"title" jsonschema:"what the ticket is about"`
+}
+
+func main() {
+	if err := run(context.Background(), os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "embed:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, out io.Writer) error {
+	tickets, ticketsURL, err := startTickets()
+	if err != nil {
+		return err
+	}
+	openTicket, err := tools.Define(tools.Spec[Ticket]{
+		Name: "open_ticket", Description: "Open a ticket in the tickets API", Class: ledger.Keyed,
+		Perform: func(ctx context.Context, c ledger.Call, t Ticket) (ledger.Result, error) {
+			body, _ := json.Marshal(t)
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, ticketsURL, bytesReader(body))
+			req.Header.Set("Idempotency-Key", c.DownstreamKey("tickets")) // the API dedupes on it
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return ledger.Result{}, err
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			return ledger.Result{Status: resp.StatusCode, Body: b}, nil
+		},
+	})
+	if err != nil {
+		return err
+	}
+
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	d := daemon.New(daemon.Config{DatabaseURL: os.Getenv("DATABASE_URL"), Logger: log, Stdout: io.Discard,
+		PollInterval: 100 * time.Millisecond, NoCron: true, NoJanitor: true})
+	// escalate decides from its typed payload whom to page; it performs
+	// nothing outside, so it needs no ledger.
+	if err := d.RegisterKind("escalate", daemon.Kind(func(_ context.Context, _ *agentledger.Task, e Escalation) (map[string]any, error) {
+		return map[string]any{"incident": e.Incident, "page_oncall": e.Severity >= 2}, nil
+	})); err != nil {
+		return err
+	}
+	if err := d.RegisterTool(openTicket); err != nil {
+		return err
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	stopped := make(chan error, 1)
+	go func() { stopped <- d.Run(runCtx) }()
+	defer func() { stop(); <-stopped }()
+
+	conn, err := waitForSchema(ctx, os.Getenv("DATABASE_URL"))
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	db := conn.Pool
+	sub := client.Database(db, "")
+	store := claims.New(db)
+
+	esc, err := client.Submit(ctx, sub, "escalate", Escalation{Incident: "42", Severity: 2}, client.Options{})
+	if err != nil {
+		return err
+	}
+	if err := waitSucceeded(ctx, store, esc.ID); err != nil {
+		return err
+	}
+	done, err := store.Get(ctx, "", esc.ID)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "escalate task %d succeeded: %s\n", esc.ID, done.Result)
+
+	task, err := sub.Submit(ctx, client.Request{Kind: "steps",
+		Payload: json.RawMessage(`{"steps":[{"tool":"open_ticket","args":{"title":"incident 42: disk full"}}]}`)})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "submitted task %d (steps: open_ticket)\n", task.ID)
+	if err := waitSucceeded(ctx, store, task.ID); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "task %d succeeded; tickets opened: %d\n", task.ID, tickets.count())
+	if _, err := store.Requeue(ctx, "", task.ID, claims.Replay); err != nil {
+		return err
+	}
+	if err := waitSucceeded(ctx, store, task.ID); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "task %d replayed; tickets opened: %d (the ledger served the call)\n", task.ID, tickets.count())
+	return nil
+}
+
+// ticketsAPI opens a ticket per Idempotency-Key.
+type ticketsAPI struct {
+	mu   sync.Mutex
+	keys map[string]int
+}
+
+func (a *ticketsAPI) count() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.keys)
+}
+
+func startTickets() (*ticketsAPI, string, error) {
+	api := &ticketsAPI{keys: map[string]int{}}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, "", err
+	}
+	go http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { //nolint:errcheck // lives as long as the program
+		api.mu.Lock()
+		id, ok := api.keys[r.Header.Get("Idempotency-Key")]
+		if !ok {
+			id = len(api.keys) + 1
+			api.keys[r.Header.Get("Idempotency-Key")] = id
+		}
+		api.mu.Unlock()
+		w.WriteHeader(http.StatusCreated)
+		fmt.Fprintf(w, `{"ticket":%d}`, id)
+	}))
+	return api, "http://" + ln.Addr().String() + "/tickets", nil
+}
