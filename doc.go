@@ -33,6 +33,6 @@
 //	                   servers, drills and the chaos suite
 //
 // examples/embed is a program embedding the daemon. cmd/agentbench, the
-// benchmark against River, is a module of its own so
-// that the reference queue is no dependency of the product.
+// benchmark against River, is a module of its own so that the reference
+// queue is no dependency of the product.
 package agentledger
