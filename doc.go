@@ -26,6 +26,7 @@
 //	ledger/            the dedupe ledger: keys, effect classes, Do, journal, resolution
 //	claims/            the claim protocol: enqueue, claim, heartbeat, finish (fenced)
 //	canonjson/         canonical JSON and request hashes
+//	argschema/         JSON Schemas of tool arguments and kind payloads, from Go types
 //	migrations/        the embedded, numbered schema and its runner
 //	database/          opening a pool: DATABASE_URL or the embedded cluster
 //	pgembed/           a private PostgreSQL cluster started from installed binaries

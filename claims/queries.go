@@ -509,3 +509,14 @@ SELECT queue, kind, count(*) FROM tasks
 WHERE queue = ANY ($1::text[]) AND state IN ('queued', 'retrying') AND run_at <= now()
 	AND NOT kind = ANY ($2::text[])
 GROUP BY queue, kind ORDER BY queue, kind`
+
+// publishKindsSQL upserts the payload schemas $2 of kinds $1, published by
+// worker $3.
+const publishKindsSQL = `/* claims.publishKinds */
+INSERT INTO kinds (name, payload_schema, published_by, updated_at)
+SELECT u.name, u.schema::jsonb, $3, now() FROM unnest($1::text[], $2::text[]) AS u(name, schema)
+ON CONFLICT (name) DO UPDATE SET payload_schema = EXCLUDED.payload_schema,
+	published_by = EXCLUDED.published_by, updated_at = EXCLUDED.updated_at`
+
+// kindSchemaSQL reads the payload schema of kind $1.
+const kindSchemaSQL = `/* claims.kindSchema */ SELECT payload_schema FROM kinds WHERE name = $1`

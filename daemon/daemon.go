@@ -15,6 +15,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/agentledger/agentledger/argschema"
+	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/database"
 	"github.com/agentledger/agentledger/metrics"
 	"github.com/agentledger/agentledger/migrations"
@@ -155,13 +157,29 @@ func (d *Daemon) RegisterTool(t tools.Tool) error {
 	return nil
 }
 
-// checkPayload checks a submitted payload against its kind, when the kind
-// is typed (Kind).
-func (d *Daemon) checkPayload(kind string, payload json.RawMessage) error {
+// checkPayload checks a submitted payload against its kind: a typed kind
+// of this daemon in full (its Go type and Validate), one another daemon
+// published against its schema.
+func (d *Daemon) checkPayload(ctx context.Context, db claims.DB, kind string, payload json.RawMessage) error {
 	if k, ok := d.kinds[kind].(KindHandler); ok {
 		return k.CheckPayload(payload)
 	}
-	return nil
+	schema, ok, err := claims.New(db).KindSchema(ctx, kind)
+	if err != nil || !ok {
+		return err
+	}
+	return argschema.CheckDoc(schema, "payload", payload)
+}
+
+// publishKinds records the payload schemas of this daemon's typed kinds.
+func (d *Daemon) publishKinds(ctx context.Context, db claims.DB, worker string) error {
+	schemas := map[string]json.RawMessage{}
+	for name, h := range d.kinds {
+		if k, ok := h.(KindHandler); ok {
+			schemas[name] = k.PayloadSchema()
+		}
+	}
+	return claims.New(db).PublishKinds(ctx, worker, schemas)
 }
 
 // Handle serves h on the daemon's HTTP server at pattern (net/http's
@@ -226,7 +244,13 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if err != nil {
 		return &ConfigError{err}
 	}
-	svc, err := buildServices(cfg, db.Pool, m, pool.ID(), ln, d.routes, d.checkPayload, log)
+	if err := d.publishKinds(ctx, db.Pool, pool.ID()); err != nil {
+		return err
+	}
+	check := func(ctx context.Context, kind string, payload json.RawMessage) error {
+		return d.checkPayload(ctx, db.Pool, kind, payload)
+	}
+	svc, err := buildServices(cfg, db.Pool, m, pool.ID(), ln, d.routes, check, log)
 	if err != nil {
 		return err
 	}

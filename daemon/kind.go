@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/argschema"
 	"github.com/agentledger/agentledger/worker"
 )
 
@@ -20,6 +21,9 @@ type KindHandler interface {
 	// CheckPayload decodes payload as the kind's arguments and validates
 	// them; the error is an *agentledger.InvalidError naming the field.
 	CheckPayload(payload json.RawMessage) error
+	// PayloadSchema is the JSON Schema of the payload, which the daemon
+	// publishes so that agentctl and other daemons' APIs check it too.
+	PayloadSchema() json.RawMessage
 }
 
 // Validator is implemented by argument types that check themselves after
@@ -30,13 +34,22 @@ type Validator interface{ Validate() error }
 // Args (unknown fields refused; then Args.Validate, if it has one) and its
 // Result is stored as the task's result, as JSON. A payload that does not
 // decode is a permanent failure naming the field: retrying cannot fix it.
+// It panics if Args has no JSON Schema (a map with non-string keys, a
+// func, a channel): a programming error.
 func Kind[Args, Result any](fn func(ctx context.Context, t *agentledger.Task, args Args) (Result, error)) KindHandler {
-	return typedKind[Args, Result]{fn: fn}
+	schema, err := argschema.For[Args]()
+	if err != nil {
+		panic(fmt.Sprintf("daemon.Kind: the payload type has no JSON Schema: %v", err))
+	}
+	return typedKind[Args, Result]{fn: fn, schema: schema.JSON()}
 }
 
 type typedKind[Args, Result any] struct {
-	fn func(context.Context, *agentledger.Task, Args) (Result, error)
+	fn     func(context.Context, *agentledger.Task, Args) (Result, error)
+	schema json.RawMessage
 }
+
+func (k typedKind[Args, Result]) PayloadSchema() json.RawMessage { return k.schema }
 
 func (k typedKind[Args, Result]) CheckPayload(payload json.RawMessage) error {
 	_, err := decodeArgs[Args](payload)

@@ -118,8 +118,14 @@ func TestTypedKind(t *testing.T) {
 		t.Fatal("the typed kind did not run")
 	}
 
-	// Straight into the queue, past the API: it fails when it runs.
+	// The daemon published the payload's schema for agentctl and the other
+	// daemons' APIs.
 	s := claims.New(db)
+	if schema, ok, err := s.KindSchema(ctx, "refund"); err != nil || !ok || !strings.Contains(string(schema), `"amount"`) {
+		t.Errorf("published schema: %s %v %v", schema, ok, err)
+	}
+
+	// Straight into the queue, past the API: it fails when it runs.
 	r, err := s.Enqueue(ctx, claims.EnqueueParams{Kind: "refund", Payload: json.RawMessage(`{"order":"seven","amount":1}`)})
 	if err != nil {
 		t.Fatal(err)

@@ -38,7 +38,7 @@ type services struct {
 // buildServices checks the configuration of every service and binds the
 // listener, so that a mistake stops agentd before it claims any task.
 func buildServices(cfg *Config, db *pgxpool.Pool, m *metrics.Metrics, owner string, ln net.Listener,
-	extra map[string]http.Handler, check func(string, json.RawMessage) error, log *slog.Logger) (*services, error) {
+	extra map[string]http.Handler, check func(context.Context, string, json.RawMessage) error, log *slog.Logger) (*services, error) {
 	s := &services{ln: ln}
 	disp, err := dispatcher(cfg, db, owner, m, log)
 	if err != nil {
@@ -124,7 +124,7 @@ func sweeps(cfg *Config, db *pgxpool.Pool) []janitor.Sweep {
 }
 
 // apiServer is the HTTP API with webhooks, /healthz, /readyz and /metrics.
-func apiServer(cfg *Config, db *pgxpool.Pool, m *metrics.Metrics, check func(string, json.RawMessage) error,
+func apiServer(cfg *Config, db *pgxpool.Pool, m *metrics.Metrics, check func(context.Context, string, json.RawMessage) error,
 	log *slog.Logger) (*httpapi.Server, error) {
 	var hooks http.Handler
 	if cfg.HooksFile != "" {

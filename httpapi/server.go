@@ -40,7 +40,7 @@ type Config struct {
 	// CheckPayload, when set, checks a submitted task's payload against its
 	// kind (a typed kind's arguments); its *agentledger.InvalidError is a
 	// 422 naming the field. Kinds it does not know pass.
-	CheckPayload func(kind string, payload json.RawMessage) error
+	CheckPayload func(ctx context.Context, kind string, payload json.RawMessage) error
 
 	// Hooks, when set, serves POST /v1/hooks/{source} without bearer
 	// authentication: webhooks authenticate by their signature.

@@ -152,7 +152,7 @@ func (s *Server) createTask(r *http.Request, tenant string, body []byte) (action
 		return nil, err
 	}
 	if s.cfg.CheckPayload != nil {
-		if err := s.cfg.CheckPayload(p.Kind, p.Payload); err != nil {
+		if err := s.cfg.CheckPayload(r.Context(), p.Kind, p.Payload); err != nil {
 			return nil, err
 		}
 	}

@@ -7,9 +7,8 @@ import (
 	"fmt"
 	"regexp"
 
-	"github.com/google/jsonschema-go/jsonschema"
-
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/argschema"
 	"github.com/agentledger/agentledger/ledger"
 )
 
@@ -56,33 +55,19 @@ func Define[Args any](s Spec[Args]) (Tool, error) {
 	case s.Class == ledger.Reconcilable && s.Find == nil:
 		return nil, fmt.Errorf("tools: tool %q is reconcilable but has no Find: an unknown outcome could not be looked up", s.Name)
 	}
-	schema := s.Schema
-	var resolved *jsonschema.Resolved
-	if schema == nil {
-		sc, err := jsonschema.For[Args](nil)
-		if err != nil {
+	var schema *argschema.Schema
+	var err error
+	if s.Schema == nil {
+		if schema, err = argschema.For[Args](); err != nil {
 			return nil, fmt.Errorf("tools: tool %q: the schema of its arguments: %w", s.Name, err)
 		}
-		if resolved, err = sc.Resolve(nil); err != nil {
-			return nil, fmt.Errorf("tools: tool %q: the schema of its arguments: %w", s.Name, err)
-		}
-		if schema, err = json.Marshal(sc); err != nil {
-			return nil, fmt.Errorf("tools: tool %q: the schema of its arguments: %w", s.Name, err)
-		}
-	} else {
-		var sc jsonschema.Schema
-		if err := json.Unmarshal(schema, &sc); err != nil {
-			return nil, fmt.Errorf("tools: tool %q: its schema: %w", s.Name, err)
-		}
-		var err error
-		if resolved, err = sc.Resolve(nil); err != nil {
-			return nil, fmt.Errorf("tools: tool %q: its schema: %w", s.Name, err)
-		}
+	} else if schema, err = argschema.Parse(s.Schema); err != nil {
+		return nil, fmt.Errorf("tools: tool %q: its schema: %w", s.Name, err)
 	}
 	if s.Operation == "" {
 		s.Operation = s.Name
 	}
-	return &defined[Args]{spec: s, schema: schema, resolved: resolved}, nil
+	return &defined[Args]{spec: s, schema: schema}, nil
 }
 
 func validClass(c ledger.Class) bool {
@@ -101,14 +86,13 @@ func performField(c ledger.Class) string {
 }
 
 type defined[Args any] struct {
-	spec     Spec[Args]
-	schema   json.RawMessage
-	resolved *jsonschema.Resolved
+	spec   Spec[Args]
+	schema *argschema.Schema
 }
 
 func (d *defined[Args]) Name() string                { return d.spec.Name }
 func (d *defined[Args]) Description() string         { return d.spec.Description }
-func (d *defined[Args]) Parameters() json.RawMessage { return d.schema }
+func (d *defined[Args]) Parameters() json.RawMessage { return d.schema.JSON() }
 
 // Class is the effect class the tool declared.
 func (d *defined[Args]) Class() ledger.Class { return d.spec.Class }
@@ -119,7 +103,7 @@ func (d *defined[Args]) Class() ledger.Class { return d.spec.Class }
 func (d *defined[Args]) Effect(call Call) (ledger.Effect, error) {
 	args, request, err := d.decode(call.Args)
 	if err != nil {
-		return ledger.Effect{}, agentledger.Permanent(fmt.Errorf("%s: arguments: %w", d.spec.Name, err))
+		return ledger.Effect{}, agentledger.Permanent(fmt.Errorf("%s: %w", d.spec.Name, err))
 	}
 	s := d.spec
 	e := ledger.Effect{Operation: s.Operation, StepPath: call.StepPath, Class: s.Class, Request: request}
@@ -144,11 +128,7 @@ func (d *defined[Args]) decode(raw json.RawMessage) (Args, json.RawMessage, erro
 	if len(bytes.TrimSpace(raw)) == 0 {
 		raw = json.RawMessage(`{}`)
 	}
-	var instance any
-	if err := json.Unmarshal(raw, &instance); err != nil {
-		return args, nil, fmt.Errorf("not JSON: %v", err)
-	}
-	if err := d.resolved.Validate(instance); err != nil {
+	if err := d.schema.Check("arguments", raw); err != nil {
 		return args, nil, err
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/argschema"
 	"github.com/agentledger/agentledger/claims"
 )
 
@@ -102,6 +103,14 @@ func (a *app) submit(ctx context.Context, f *submitFlags) error {
 	s, err := a.store(ctx)
 	if err != nil {
 		return err
+	}
+	// A typed kind's daemon published the schema of its payload.
+	if schema, ok, err := s.KindSchema(ctx, p.Kind); err != nil {
+		return err
+	} else if ok {
+		if err := argschema.CheckDoc(schema, "--payload", p.Payload); err != nil {
+			return withHint(err, fmt.Sprintf("the %s kind's payload schema is in the kinds table (published by the daemon that serves it)", p.Kind))
+		}
 	}
 	res, err := s.Enqueue(ctx, p)
 	if errors.Is(err, agentledger.ErrKeyReuse) {
