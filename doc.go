@@ -23,6 +23,7 @@
 //	notify/outbox/     notification rules, the transactional outbox and its dispatcher
 //	notify/slack/      the Slack sink; notify/console/ the console/file sink
 //	tools/             the tool interface and registry, the built-in tools and kinds
+//	mcptools/          an MCP server's tools as tools, each call through the ledger
 //	ledger/            the dedupe ledger: keys, effect classes, Do, journal, resolution
 //	claims/            the claim protocol: enqueue, claim, heartbeat, finish (fenced)
 //	canonjson/         canonical JSON and request hashes

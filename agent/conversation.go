@@ -63,6 +63,10 @@ type completion struct {
 // emptySchema is offered for a tool that declares no parameters.
 var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
 
+// functionName is a tool's name as models may call a function: letters,
+// digits, _ and - only, so an MCP tool "server/tool" is "server__tool".
+func functionName(tool string) string { return strings.ReplaceAll(tool, "/", "__") }
+
 // specsOf describes ts for the model, in order.
 func specsOf(ts []tools.Tool) ([]toolSpec, error) {
 	out := make([]toolSpec, 0, len(ts))
@@ -74,7 +78,7 @@ func specsOf(ts []tools.Tool) ([]toolSpec, error) {
 		if !json.Valid(params) {
 			return nil, fmt.Errorf("tool %q: its parameter schema is not valid JSON", t.Name())
 		}
-		out = append(out, toolSpec{Name: t.Name(), Description: t.Description(), Parameters: params})
+		out = append(out, toolSpec{Name: functionName(t.Name()), Description: t.Description(), Parameters: params})
 	}
 	return out, nil
 }

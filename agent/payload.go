@@ -81,14 +81,14 @@ func (a *Agent) parsePayload(raw json.RawMessage) (*plan, error) {
 	}
 	pl.allowed = make(map[string]tools.Tool, len(p.Tools))
 	for i, name := range p.Tools {
-		if _, dup := pl.allowed[name]; dup {
+		if _, dup := pl.allowed[functionName(name)]; dup {
 			return nil, bad("tools[%d]: %q is listed twice", i, name)
 		}
 		t, err := a.tools.Get(name)
 		if err != nil {
 			return nil, bad("tools[%d]: %v", i, err)
 		}
-		pl.allowed[name] = t
+		pl.allowed[functionName(name)] = t
 		pl.tools = append(pl.tools, t)
 	}
 	return pl, nil

@@ -72,7 +72,7 @@ func allowedNames(pl *plan) string {
 	}
 	names := make([]string, 0, len(pl.tools))
 	for _, t := range pl.tools {
-		names = append(names, t.Name())
+		names = append(names, functionName(t.Name()))
 	}
 	return strings.Join(names, ", ")
 }

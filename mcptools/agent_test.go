@@ -1,0 +1,84 @@
+package mcptools_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/daemon"
+	"github.com/agentledger/agentledger/internal/fakeopenai"
+	"github.com/agentledger/agentledger/internal/testdb"
+)
+
+// An agent task calls an MCP tool through an embedded daemon: the model
+// sees it as a function, the server is called once, and a replay of the
+// finished task calls neither the server nor the model.
+func TestAgentCallsAnMCPTool(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := &counting{calls: map[string]int{}, keys: map[string][]string{}}
+	shop := connect(t, c)
+	model := fakeopenai.New(t, "sk-test",
+		fakeopenai.Calls(fakeopenai.ToolCall{ID: "c1", Name: "shop__charge", Arguments: `{"order":7}`}),
+		fakeopenai.Text("charged"))
+	url := testdb.URL(t)
+	d := daemon.New(daemon.Config{DatabaseURL: url, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Stdout: io.Discard,
+		LLMBaseURL: model.BaseURL(), LLMAPIKey: "sk-test", LLMModel: "test", PollInterval: 50 * time.Millisecond,
+		NoCron: true, NoJanitor: true})
+	for _, tl := range shop.Tools() {
+		if err := d.RegisterTool(tl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	stopped := make(chan error, 1)
+	go func() { stopped <- d.Run(rctx) }()
+	t.Cleanup(func() { cancel(); <-stopped })
+
+	db := testdb.Open(t, url)
+	s := claims.New(db)
+	var id int64
+	for range 100 { // the daemon migrates the schema as it starts
+		r, err := s.Enqueue(ctx, claims.EnqueueParams{Kind: "agent",
+			Payload: json.RawMessage(`{"prompt":"charge order 7","tools":["shop/charge"]}`)})
+		if err == nil {
+			id = r.Task.ID
+			break
+		}
+		time.Sleep(50 * time.Millisecond) // polling for the schema, not ordering events
+	}
+	wait := func() *agentledger.Task {
+		t.Helper()
+		for range 400 {
+			task, err := s.Get(ctx, "", id)
+			if err == nil && (task.State == agentledger.StateSucceeded || task.State == agentledger.StateDead) {
+				return task
+			}
+			time.Sleep(25 * time.Millisecond) // polling a condition, not ordering events
+		}
+		t.Fatalf("task %d did not finish", id)
+		return nil
+	}
+	if task := wait(); task.State != agentledger.StateSucceeded || !strings.Contains(string(task.Result), "charged") {
+		t.Fatalf("agent task: %s %s %s", task.State, task.Result, task.LastError)
+	}
+	if n := c.count("charge"); n != 1 {
+		t.Fatalf("the MCP server got %d charge calls, want 1", n)
+	}
+	calls := model.Calls()
+	if _, err := s.Requeue(ctx, "", id, claims.Replay); err != nil {
+		t.Fatal(err)
+	}
+	if task := wait(); task.State != agentledger.StateSucceeded {
+		t.Fatalf("replay: %s %s", task.State, task.LastError)
+	}
+	if n := c.count("charge"); n != 1 || model.Calls() != calls {
+		t.Errorf("the replay made %d charge calls and %d model calls, want none", n-1, model.Calls()-calls)
+	}
+}
