@@ -23,9 +23,9 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/argschema"
+	"github.com/agentledger/agentledger/internal/version"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/tools"
-	"github.com/agentledger/agentledger/internal/version"
 )
 
 // KeyMeta is the _meta field of a tool call that carries its ledger key.
