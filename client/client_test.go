@@ -49,17 +49,19 @@ func daemonWithAPI(t *testing.T) (url, addr, token string) {
 	stopped := make(chan error, 1)
 	go func() { stopped <- d.Run(rctx) }()
 	t.Cleanup(func() { cancel(); <-stopped })
-	ts := tenants.NewStore(testdb.Open(t, url))
-	for range 100 { // the daemon migrates the schema as it starts
-		if _, err = ts.CreateTenant(ctx, "acme"); err == nil {
-			if _, token, err = ts.CreateToken(ctx, "acme", "test"); err == nil {
-				return url, ln.Addr().String(), token
-			}
-		}
-		time.Sleep(50 * time.Millisecond) // polling for the schema, not ordering events
+	select {
+	case <-d.Ready():
+	case <-time.After(time.Minute):
+		t.Fatal("the daemon was not ready within a minute")
 	}
-	t.Fatalf("no token: %v", err)
-	return
+	ts := tenants.NewStore(testdb.Open(t, url))
+	if _, err = ts.CreateTenant(ctx, "acme"); err != nil {
+		t.Fatal(err)
+	}
+	if _, token, err = ts.CreateToken(ctx, "acme", "test"); err != nil {
+		t.Fatal(err)
+	}
+	return url, ln.Addr().String(), token
 }
 
 func TestSubmitOverHTTP(t *testing.T) {

@@ -118,6 +118,8 @@ type Daemon struct {
 	mu    sync.Mutex
 	pool  *worker.Pool
 	hurry bool
+
+	ready chan struct{}
 }
 
 // New returns a daemon for cfg; nothing runs before Run.
@@ -128,7 +130,8 @@ func New(cfg Config) *Daemon {
 	if cfg.Stdout == nil {
 		cfg.Stdout = os.Stdout
 	}
-	return &Daemon{cfg: cfg, kinds: map[string]worker.Handler{}, routes: map[string]http.Handler{}}
+	return &Daemon{cfg: cfg, kinds: map[string]worker.Handler{}, routes: map[string]http.Handler{},
+		ready: make(chan struct{})}
 }
 
 // RegisterKind makes the daemon serve tasks of kind name with h. A name
@@ -185,6 +188,10 @@ func (d *Daemon) publishKinds(ctx context.Context, db claims.DB, worker string) 
 // Handle serves h on the daemon's HTTP server at pattern (net/http's
 // ServeMux patterns), beside the API.
 func (d *Daemon) Handle(pattern string, h http.Handler) { d.routes[pattern] = h }
+
+// Ready is closed once Run has migrated the database and built every part,
+// just before the first claim: from then on tasks may be submitted.
+func (d *Daemon) Ready() <-chan struct{} { return d.ready }
 
 // EndGrace ends a running shutdown's grace period at once: running tasks
 // are cancelled and their leases released (agentd's second signal).
@@ -270,6 +277,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	sctx, stop := context.WithCancel(ctx)
 	served := make(chan error, 1)
 	go func() { served <- svc.run(sctx) }()
+	close(d.ready)
 	err = pool.Run(ctx)
 	stop()
 	if serr := <-served; err == nil {

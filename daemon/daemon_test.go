@@ -36,6 +36,16 @@ func (t *ticketTool) Effect(call tools.Call) (ledger.Effect, error) {
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
+// waitReady waits until d is about to claim, failing after a minute.
+func waitReady(t *testing.T, d *daemon.Daemon) {
+	t.Helper()
+	select {
+	case <-d.Ready():
+	case <-time.After(time.Minute):
+		t.Fatal("the daemon was not ready within a minute")
+	}
+}
+
 // A program embeds the daemon with a kind and a tool of its own: the kind
 // runs, a steps task calls the tool through the ledger, and a replay of that
 // task performs nothing again.
@@ -65,19 +75,15 @@ func TestEmbeddedDaemonRunsCustomKindsAndTools(t *testing.T) {
 		}
 	})
 
+	waitReady(t, d)
 	s := claims.New(testdb.Open(t, url))
 	enqueue := func(kind, payload string) int64 {
 		t.Helper()
-		var r claims.EnqueueResult
-		var err error
-		for range 100 { // the daemon migrates the schema as it starts
-			if r, err = s.Enqueue(context.Background(), claims.EnqueueParams{Kind: kind, Payload: json.RawMessage(payload)}); err == nil {
-				return r.Task.ID
-			}
-			time.Sleep(50 * time.Millisecond) // polling for the schema, not ordering events
+		r, err := s.Enqueue(context.Background(), claims.EnqueueParams{Kind: kind, Payload: json.RawMessage(payload)})
+		if err != nil {
+			t.Fatalf("enqueue: %v", err)
 		}
-		t.Fatalf("enqueue: %v", err)
-		return 0
+		return r.Task.ID
 	}
 	wait := func(id int64) *agentledger.Task {
 		t.Helper()

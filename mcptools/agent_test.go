@@ -41,18 +41,19 @@ func TestAgentCallsAnMCPTool(t *testing.T) {
 	go func() { stopped <- d.Run(rctx) }()
 	t.Cleanup(func() { cancel(); <-stopped })
 
+	select {
+	case <-d.Ready():
+	case <-time.After(time.Minute):
+		t.Fatal("the daemon was not ready within a minute")
+	}
 	db := testdb.Open(t, url)
 	s := claims.New(db)
-	var id int64
-	for range 100 { // the daemon migrates the schema as it starts
-		r, err := s.Enqueue(ctx, claims.EnqueueParams{Kind: "agent",
-			Payload: json.RawMessage(`{"prompt":"charge order 7","tools":["shop/charge"]}`)})
-		if err == nil {
-			id = r.Task.ID
-			break
-		}
-		time.Sleep(50 * time.Millisecond) // polling for the schema, not ordering events
+	r, err := s.Enqueue(ctx, claims.EnqueueParams{Kind: "agent",
+		Payload: json.RawMessage(`{"prompt":"charge order 7","tools":["shop/charge"]}`)})
+	if err != nil {
+		t.Fatal(err)
 	}
+	id := r.Task.ID
 	wait := func() *agentledger.Task {
 		t.Helper()
 		for range 400 {

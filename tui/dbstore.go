@@ -3,21 +3,9 @@ package tui
 import (
 	"context"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
-
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/operator"
 )
-
-// DB is what the console needs of a database: a pool, a connection or a
-// transaction (pgx's own types satisfy it).
-type DB interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-	Begin(ctx context.Context) (pgx.Tx, error)
-}
 
 // DBStore is the Store over the database: the operator service.
 type DBStore struct {
@@ -25,7 +13,7 @@ type DBStore struct {
 }
 
 // NewDBStore returns the store over db.
-func NewDBStore(db DB) *DBStore {
+func NewDBStore(db operator.DB) *DBStore {
 	return &DBStore{Operator: operator.New(db)}
 }
 

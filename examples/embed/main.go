@@ -22,6 +22,7 @@ import (
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/client"
 	"github.com/agentledger/agentledger/daemon"
+	"github.com/agentledger/agentledger/database"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/tools"
 )
@@ -91,11 +92,17 @@ func run(ctx context.Context, out io.Writer) error {
 	}
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
-	stopped := make(chan error, 1)
-	go func() { stopped <- d.Run(runCtx) }()
-	defer func() { stop(); <-stopped }()
+	done := make(chan struct{})
+	var runErr error
+	go func() { runErr = d.Run(runCtx); close(done) }()
+	defer func() { stop(); <-done }()
 
-	conn, err := waitForSchema(ctx, os.Getenv("DATABASE_URL"))
+	select { // the daemon has migrated the database and is about to claim
+	case <-d.Ready():
+	case <-done:
+		return fmt.Errorf("the daemon stopped: %w", runErr)
+	}
+	conn, err := database.Open(ctx, database.Config{URL: os.Getenv("DATABASE_URL")})
 	if err != nil {
 		return err
 	}
@@ -111,11 +118,11 @@ func run(ctx context.Context, out io.Writer) error {
 	if err := waitSucceeded(ctx, store, esc.ID); err != nil {
 		return err
 	}
-	done, err := store.Get(ctx, "", esc.ID)
+	escDone, err := store.Get(ctx, "", esc.ID)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "escalate task %d succeeded: %s\n", esc.ID, done.Result)
+	fmt.Fprintf(out, "escalate task %d succeeded: %s\n", esc.ID, escDone.Result)
 
 	task, err := sub.Submit(ctx, client.Request{Kind: "steps",
 		Payload: json.RawMessage(`{"steps":[{"tool":"open_ticket","args":{"title":"incident 42: disk full"}}]}`)})
