@@ -85,6 +85,10 @@ type Config struct {
 	JanitorInterval time.Duration
 	Retain          Retention
 
+	// MCPServers are MCP tool servers whose tools steps and agent tasks may
+	// call; one that cannot be reached makes only its own tools fail.
+	MCPServers []MCPServer
+
 	// Logger receives the daemon's logs; default slog.Default().
 	Logger *slog.Logger
 	// Stdout is where the console sink prints; default os.Stdout.
@@ -233,7 +237,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 		}
 	}
 	m := metrics.New()
-	kinds, err := d.handlers(db.Pool, m)
+	kinds, reg, err := d.handlers(db.Pool, m)
+	if err != nil {
+		return err
+	}
+	sups, err := mcpSupervisors(cfg.MCPServers, reg, log)
 	if err != nil {
 		return err
 	}
@@ -257,9 +265,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 	check := func(ctx context.Context, kind string, payload json.RawMessage) error {
 		return d.checkPayload(ctx, db.Pool, kind, payload)
 	}
-	svc, err := buildServices(cfg, db.Pool, m, pool.ID(), ln, d.routes, check, log)
+	svc, err := buildServices(cfg, db.Pool, m, pool.ID(), ln, d.routes, check, func() map[string]string { return mcpStates(sups) }, log)
 	if err != nil {
 		return err
+	}
+	for _, s := range sups {
+		svc.runs = append(svc.runs, s.run)
 	}
 	if cfg.BeforeRun != nil {
 		if err := cfg.BeforeRun(ctx, db.Pool); err != nil {

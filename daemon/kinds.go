@@ -30,17 +30,17 @@ var builtinKinds = []string{"noop", "echo", "sleep", "steps", agent.Kind}
 // handlers builds the task kinds this daemon serves: the built-in kinds,
 // steps and agent (whose tools — the built-in ones and those registered —
 // and model calls run through the ledger), and the registered kinds.
-func (d *Daemon) handlers(db *pgxpool.Pool, m *metrics.Metrics) (map[string]worker.Handler, error) {
+func (d *Daemon) handlers(db *pgxpool.Pool, m *metrics.Metrics) (map[string]worker.Handler, *tools.Registry, error) {
 	cfg := &d.cfg
 	headers, err := hostHeaders(cfg.HTTPHostHeadersFile)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	builtins, err := tools.Builtins(tools.BuiltinConfig{
 		HTTP: tools.HTTPConfig{AllowedHosts: cfg.HTTPAllowedHosts, UnsafeAllowedHosts: cfg.UnsafeHTTPAllowedHosts, HostHeaders: headers},
 	})
 	if err != nil {
-		return nil, &ConfigError{err}
+		return nil, nil, &ConfigError{err}
 	}
 	all := append(builtins, notify.NewTool())
 	seen := map[string]bool{}
@@ -49,7 +49,7 @@ func (d *Daemon) handlers(db *pgxpool.Pool, m *metrics.Metrics) (map[string]work
 	}
 	for _, t := range d.tools {
 		if seen[t.Name()] {
-			return nil, &ConfigError{fmt.Errorf("tool %q is registered twice (or shadows a built-in tool)", t.Name())}
+			return nil, nil, &ConfigError{fmt.Errorf("tool %q is registered twice (or shadows a built-in tool)", t.Name())}
 		}
 		seen[t.Name()] = true
 		all = append(all, t)
@@ -68,7 +68,7 @@ func (d *Daemon) handlers(db *pgxpool.Pool, m *metrics.Metrics) (map[string]work
 	for name, h := range d.kinds {
 		kinds[name] = h
 	}
-	return kinds, nil
+	return kinds, reg, nil
 }
 
 // dispatcher delivers the outbox's notifications to Slack, or to the

@@ -38,7 +38,8 @@ type services struct {
 // buildServices checks the configuration of every service and binds the
 // listener, so that a mistake stops agentd before it claims any task.
 func buildServices(cfg *Config, db *pgxpool.Pool, m *metrics.Metrics, owner string, ln net.Listener,
-	extra map[string]http.Handler, check func(context.Context, string, json.RawMessage) error, log *slog.Logger) (*services, error) {
+	extra map[string]http.Handler, check func(context.Context, string, json.RawMessage) error, mcp func() map[string]string,
+	log *slog.Logger) (*services, error) {
 	s := &services{ln: ln}
 	disp, err := dispatcher(cfg, db, owner, m, log)
 	if err != nil {
@@ -69,7 +70,7 @@ func buildServices(cfg *Config, db *pgxpool.Pool, m *metrics.Metrics, owner stri
 		log.Info("http: no API server (--listen is empty)")
 		return s, nil
 	}
-	api, err := apiServer(cfg, db, m, check, log)
+	api, err := apiServer(cfg, db, m, check, mcp, log)
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +126,7 @@ func sweeps(cfg *Config, db *pgxpool.Pool) []janitor.Sweep {
 
 // apiServer is the HTTP API with webhooks, /healthz, /readyz and /metrics.
 func apiServer(cfg *Config, db *pgxpool.Pool, m *metrics.Metrics, check func(context.Context, string, json.RawMessage) error,
-	log *slog.Logger) (*httpapi.Server, error) {
+	mcp func() map[string]string, log *slog.Logger) (*httpapi.Server, error) {
 	var hooks http.Handler
 	if cfg.HooksFile != "" {
 		sources, err := webhooks.LoadSources(cfg.HooksFile)
@@ -152,11 +153,16 @@ func apiServer(cfg *Config, db *pgxpool.Pool, m *metrics.Metrics, check func(con
 		writeStatus(w, http.StatusOK, map[string]any{"status": "ok"})
 	}))
 	api.Handle("GET /readyz", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body := map[string]any{"status": "ready"}
+		if states := mcp(); len(states) > 0 {
+			body["mcp_servers"] = states // a server down fails its tools' calls, not the daemon
+		}
 		if problem := ready(r.Context(), db); problem != "" {
-			writeStatus(w, http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "reason": problem})
+			body["status"], body["reason"] = "unavailable", problem
+			writeStatus(w, http.StatusServiceUnavailable, body)
 			return
 		}
-		writeStatus(w, http.StatusOK, map[string]any{"status": "ready"})
+		writeStatus(w, http.StatusOK, body)
 	}))
 	return api, nil
 }

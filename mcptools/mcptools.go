@@ -82,6 +82,10 @@ func (s *Server) Tools() []tools.Tool { return s.tools }
 // Close ends the session (and a stdio server's process).
 func (s *Server) Close() error { return s.session.Close() }
 
+// Wait returns when the session ends: the server closed it, or its process
+// exited.
+func (s *Server) Wait() error { return s.session.Wait() }
+
 // ClassOf is the class a tool's annotations allow.
 func ClassOf(a *mcp.ToolAnnotations) ledger.Class {
 	switch {
@@ -98,6 +102,9 @@ func ClassOf(a *mcp.ToolAnnotations) ledger.Class {
 func (s *Server) tool(mt *mcp.Tool, o Options) (tools.Tool, error) {
 	class := ClassOf(mt.Annotations)
 	if c, ok := o.Classes[mt.Name]; ok {
+		if c != ledger.Pure && c != ledger.Keyed && c != ledger.Unsafe {
+			return nil, fmt.Errorf("mcp server %s: tool %s: class %q: an MCP call is pure, keyed or unsafe", s.name, mt.Name, c)
+		}
 		class = c
 	}
 	schema, err := json.Marshal(mt.InputSchema)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/agentledger/agentledger"
@@ -53,8 +54,9 @@ func Invoke(ctx context.Context, l Doer, t Tool, call Call) (ledger.Result, erro
 
 // Registry maps tool names to tools. It is safe for concurrent use.
 type Registry struct {
-	mu    sync.RWMutex
-	tools map[string]Tool
+	mu          sync.RWMutex
+	tools       map[string]Tool
+	unavailable map[string]func() string // by name prefix
 }
 
 // NewRegistry returns a registry holding tools.
@@ -74,14 +76,48 @@ func (r *Registry) Register(t Tool) {
 }
 
 // Get returns the tool called name, or an error naming the known tools
-// (permanent: retrying will not make it appear).
+// (permanent: retrying will not make it appear). A name under a prefix
+// marked unavailable reports why instead.
 func (r *Registry) Get(name string) (Tool, error) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	if t, ok := r.tools[name]; ok {
 		return t, nil
 	}
+	for prefix, why := range r.unavailable {
+		if strings.HasPrefix(name, prefix) {
+			return nil, agentledger.Permanent(fmt.Errorf("tool %q: %s", name, why()))
+		}
+	}
 	return nil, agentledger.Permanent(fmt.Errorf("unknown tool %q (known: %v)", name, r.namesLocked()))
+}
+
+// Unavailable marks the tools named prefix… as unavailable (an MCP server
+// that is not connected): Get of an unknown tool under it answers why();
+// nil why clears the mark.
+func (r *Registry) Unavailable(prefix string, why func() string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if why == nil {
+		delete(r.unavailable, prefix)
+		return
+	}
+	if r.unavailable == nil {
+		r.unavailable = map[string]func() string{}
+	}
+	r.unavailable[prefix] = why
+}
+
+// Remove drops the tools whose names start with prefix (a server that was
+// reconnected registers its current tools again).
+func (r *Registry) Remove(prefix string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for name := range r.tools {
+		if strings.HasPrefix(name, prefix) {
+			delete(r.tools, name)
+		}
+	}
 }
 
 // Allowed returns the tools named in names, in that order; every name must

@@ -250,7 +250,9 @@ func TestConfigFile(t *testing.T) {
 		}
 		return p
 	}
-	good := write("good.toml", "lease = \"45s\"\nconcurrency = 9\nqueues = [\"a\", \"b\"]\npoll_only = true\ngrace = \"3s\"\n")
+	good := write("good.toml", "lease = \"45s\"\nconcurrency = 9\nqueues = [\"a\", \"b\"]\npoll_only = true\ngrace = \"3s\"\n"+
+		"[[mcp_server]]\nname = \"shop\"\ncommand = [\"shop-mcp\", \"--stdio\"]\nclasses = { refund = \"keyed\" }\n"+
+		"[[mcp_server]]\nname = \"crm\"\nurl = \"https://crm.example/mcp\"\nheaders_file = \"/etc/crm.json\"\n")
 	getenv := func(k string) string { return map[string]string{"AGENTLEDGER_GRACE": "2s"}[k] }
 	cmd := newRootCmd(getenv, nil)
 	if err := cmd.ParseFlags([]string{"--config", good, "--concurrency", "7"}); err != nil {
@@ -264,12 +266,18 @@ func TestConfigFile(t *testing.T) {
 		!cfg.PollOnly || cfg.Grace != 2*time.Second {
 		t.Fatalf("config %+v: want lease from the file, concurrency from the flag, grace from the environment", cfg)
 	}
+	if m := cfg.MCPServers; len(m) != 2 || m[0].Name != "shop" || strings.Join(m[0].Command, " ") != "shop-mcp --stdio" ||
+		m[0].Classes["refund"] != "keyed" || m[1].URL != "https://crm.example/mcp" || m[1].HeadersFile != "/etc/crm.json" {
+		t.Fatalf("MCP servers %+v", m)
+	}
 	for file, want := range map[string]string{
-		write("bad.toml", "lease = \"soon\"\n"):       "bad.toml: lease: \"soon\" is not a positive duration",
-		write("unknown.toml", "leese = \"1s\"\n"):     `unknown setting "leese"`,
-		write("secret.toml", "slack_token = \"x\"\n"): `unknown setting "slack_token"`,
-		write("syntax.toml", "lease = \n"):            "syntax.toml",
-		write("type.toml", "lease = 1.5\n"):           "use a string",
+		write("bad.toml", "lease = \"soon\"\n"):                               "bad.toml: lease: \"soon\" is not a positive duration",
+		write("unknown.toml", "leese = \"1s\"\n"):                             `unknown setting "leese"`,
+		write("secret.toml", "slack_token = \"x\"\n"):                         `unknown setting "slack_token"`,
+		write("syntax.toml", "lease = \n"):                                    "syntax.toml",
+		write("type.toml", "lease = 1.5\n"):                                   "use a string",
+		write("mcpkey.toml", "[[mcp_server]]\nname = \"a\"\ncmd = [\"x\"]\n"): `unknown setting "mcp_server.cmd"`,
+		write("mcpclass.toml", "[[mcp_server]]\nname = \"a\"\ncommand = [\"x\"]\nclasses = { t = \"sometimes\" }\n"): `"sometimes" is not pure, keyed or unsafe`,
 	} {
 		cmd := newRootCmd(func(string) string { return "" }, nil)
 		if err := cmd.ParseFlags([]string{"--config", file}); err != nil {

@@ -109,12 +109,20 @@ func register(fs *pflag.FlagSet, getenv func(string) string) {
 // parse reads the flags, then the config file for the settings neither a
 // flag nor the environment gave, into a config.
 func parse(fs *pflag.FlagSet, getenv func(string) string) (*config, error) {
-	if path := strings.TrimSpace(fs.Lookup("config").Value.String()); path != "" {
+	path := strings.TrimSpace(fs.Lookup("config").Value.String())
+	if path != "" {
 		if err := applyFile(fs, getenv, path); err != nil {
 			return nil, &usageError{err}
 		}
 	}
-	return parseFlags(fs)
+	c, err := parseFlags(fs)
+	if err != nil || path == "" {
+		return c, err
+	}
+	if c.MCPServers, err = mcpServersFromFile(path); err != nil {
+		return nil, &usageError{err}
+	}
+	return c, nil
 }
 
 // parseFlags reads the flags into a config, naming the flag or variable at fault.

@@ -8,6 +8,9 @@ import (
 
 	"github.com/BurntSushi/toml"
 	"github.com/spf13/pflag"
+
+	"github.com/agentledger/agentledger/daemon"
+	"github.com/agentledger/agentledger/ledger"
 )
 
 // applyFile sets, from the TOML file at path, every setting that neither a
@@ -30,6 +33,9 @@ func applyFile(fs *pflag.FlagSet, getenv func(string) string, path string) error
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
+		if k == mcpServerKey {
+			continue // tables, read by mcpServersFromFile
+		}
 		name := strings.ReplaceAll(k, "_", "-")
 		s, ok := byFlag[name]
 		switch {
@@ -71,4 +77,55 @@ func fileValue(v any) (string, error) {
 		return strings.Join(parts, ","), nil
 	}
 	return "", fmt.Errorf("%v is a %T; use a string, a whole number, true/false or a list of strings", v, v)
+}
+
+// mcpServerKey holds the MCP servers: an array of tables.
+const mcpServerKey = "mcp_server"
+
+// fileMCPServer is one [[mcp_server]] table.
+type fileMCPServer struct {
+	Name        string            `toml:"name"`
+	Command     []string          `toml:"command"`
+	URL         string            `toml:"url"`
+	HeadersFile string            `toml:"headers_file"`
+	Classes     map[string]string `toml:"classes"`
+}
+
+// mcpServersFromFile reads the [[mcp_server]] tables of the config file:
+//
+//	[[mcp_server]]
+//	name = "shop"
+//	command = ["shop-mcp", "--stdio"]       # or url = "https://…/mcp" and headers_file = "…"
+//	classes = { refund = "keyed" }          # overrides the tools' annotations
+func mcpServersFromFile(path string) ([]daemon.MCPServer, error) {
+	var f struct {
+		Servers []fileMCPServer `toml:"mcp_server"`
+	}
+	md, err := toml.DecodeFile(path, &f)
+	if err != nil {
+		return nil, fmt.Errorf("config file %s: %w", path, err)
+	}
+	for _, k := range md.Undecoded() {
+		if len(k) > 1 && k[0] == mcpServerKey {
+			return nil, fmt.Errorf("config file %s: unknown setting %q of an MCP server (name, command, url, headers_file, classes)", path, k.String())
+		}
+	}
+	out := make([]daemon.MCPServer, 0, len(f.Servers))
+	for i, s := range f.Servers {
+		srv := daemon.MCPServer{Name: s.Name, Command: s.Command, URL: s.URL, HeadersFile: s.HeadersFile}
+		for tool, class := range s.Classes {
+			c := ledger.Class(class)
+			switch c {
+			case ledger.Pure, ledger.Keyed, ledger.Unsafe:
+			default:
+				return nil, fmt.Errorf("config file %s: mcp_server[%d] %s: classes.%s: %q is not pure, keyed or unsafe", path, i, s.Name, tool, class)
+			}
+			if srv.Classes == nil {
+				srv.Classes = map[string]ledger.Class{}
+			}
+			srv.Classes[tool] = c
+		}
+		out = append(out, srv)
+	}
+	return out, nil
 }

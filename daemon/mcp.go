@@ -1,0 +1,191 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/mcptools"
+	"github.com/agentledger/agentledger/tools"
+)
+
+// MCPServer is an MCP tool server whose tools steps and agent tasks may
+// call as "name/tool", each call through the ledger (package mcptools).
+type MCPServer struct {
+	// Name prefixes the server's tools.
+	Name string
+	// Command starts a stdio server (its argv); the daemon supervises it,
+	// starting it again with backoff when it exits.
+	Command []string
+	// URL is a streamable-HTTP server; HeadersFile names a JSON object of
+	// headers sent with every request (secrets: never logged or stored).
+	URL         string
+	HeadersFile string
+	// Classes overrides the effect class of tools by their name on the
+	// server.
+	Classes map[string]ledger.Class
+}
+
+func (s MCPServer) check() error {
+	switch {
+	case s.Name == "":
+		return fmt.Errorf("an MCP server needs a name")
+	case (len(s.Command) == 0) == (s.URL == ""):
+		return fmt.Errorf("MCP server %s: give either a command or a url", s.Name)
+	case s.HeadersFile != "" && s.URL == "":
+		return fmt.Errorf("MCP server %s: a headers file goes with a url", s.Name)
+	}
+	return nil
+}
+
+// mcpSupervisor keeps one server connected and its tools registered.
+type mcpSupervisor struct {
+	srv     MCPServer
+	reg     *tools.Registry
+	headers map[string]string
+	log     *slog.Logger
+
+	mu    sync.Mutex
+	state string // "connecting", "connected", or why it is not
+}
+
+// newMCPSupervisor checks srv and reads its headers file; until the server
+// is connected its tools are unavailable, with the reason.
+func newMCPSupervisor(srv MCPServer, reg *tools.Registry, log *slog.Logger) (*mcpSupervisor, error) {
+	if err := srv.check(); err != nil {
+		return nil, &ConfigError{err}
+	}
+	s := &mcpSupervisor{srv: srv, reg: reg, log: log.With("mcp_server", srv.Name), state: "connecting"}
+	if srv.HeadersFile != "" {
+		b, err := os.ReadFile(srv.HeadersFile)
+		if err != nil {
+			return nil, &ConfigError{fmt.Errorf("MCP server %s: headers file: %w", srv.Name, err)}
+		}
+		if err := json.Unmarshal(b, &s.headers); err != nil {
+			// The error names the file, never its contents.
+			return nil, &ConfigError{fmt.Errorf("MCP server %s: headers file %s is not a JSON object of strings", srv.Name, srv.HeadersFile)}
+		}
+	}
+	reg.Unavailable(srv.Name+"/", s.why)
+	return s, nil
+}
+
+// why says why the server's tools are unavailable.
+func (s *mcpSupervisor) why() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return fmt.Sprintf("MCP server %s is not connected (%s)", s.srv.Name, s.state)
+}
+
+// State is the server's state, for /readyz.
+func (s *mcpSupervisor) State() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state
+}
+
+func (s *mcpSupervisor) set(state string) {
+	s.mu.Lock()
+	s.state = state
+	s.mu.Unlock()
+}
+
+// run connects, registers the tools, waits for the session to end and
+// connects again, with backoff (1 s doubling to a minute), until ctx ends.
+func (s *mcpSupervisor) run(ctx context.Context) error {
+	backoff := time.Second
+	for ctx.Err() == nil {
+		started := time.Now()
+		srv, err := mcptools.Connect(ctx, s.srv.Name, s.transport(), mcptools.Options{Classes: s.srv.Classes})
+		if err == nil {
+			s.reg.Remove(s.srv.Name + "/")
+			for _, t := range srv.Tools() {
+				s.reg.Register(t)
+			}
+			s.set("connected")
+			s.log.Info("mcp: connected", "tools", len(srv.Tools()))
+			stop := context.AfterFunc(ctx, func() { srv.Close() })
+			err = srv.Wait()
+			stop()
+			if ctx.Err() != nil {
+				return nil
+			}
+			s.reg.Remove(s.srv.Name + "/")
+			if err == nil {
+				err = fmt.Errorf("the session ended")
+			}
+		}
+		if time.Since(started) > time.Minute {
+			backoff = time.Second
+		}
+		s.set(fmt.Sprintf("%v; retrying in %s", err, backoff))
+		s.log.Warn("mcp: not connected", "err", err, "retry_in", backoff)
+		select {
+		case <-ctx.Done():
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, time.Minute)
+	}
+	return nil
+}
+
+func (s *mcpSupervisor) transport() mcp.Transport {
+	if len(s.srv.Command) > 0 {
+		cmd := exec.Command(s.srv.Command[0], s.srv.Command[1:]...)
+		cmd.Stderr = os.Stderr
+		return &mcp.CommandTransport{Command: cmd}
+	}
+	hc := &http.Client{Transport: headerTransport{base: http.DefaultTransport, headers: s.headers}}
+	return &mcp.StreamableClientTransport{Endpoint: s.srv.URL, HTTPClient: hc}
+}
+
+// headerTransport adds the server's secret headers to every request.
+type headerTransport struct {
+	base    http.RoundTripper
+	headers map[string]string
+}
+
+func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range h.headers {
+		r.Header.Set(k, v)
+	}
+	return h.base.RoundTrip(r)
+}
+
+// mcpStates are the servers' states by name.
+func mcpStates(sups []*mcpSupervisor) map[string]string {
+	out := make(map[string]string, len(sups))
+	for _, s := range sups {
+		out[s.srv.Name] = s.State()
+	}
+	return out
+}
+
+// mcpSupervisors checks the configured servers and prepares a supervisor
+// for each.
+func mcpSupervisors(servers []MCPServer, reg *tools.Registry, log *slog.Logger) ([]*mcpSupervisor, error) {
+	seen := map[string]bool{}
+	var out []*mcpSupervisor
+	for _, srv := range servers {
+		if seen[srv.Name] {
+			return nil, &ConfigError{fmt.Errorf("MCP server %s is configured twice", srv.Name)}
+		}
+		seen[srv.Name] = true
+		s, err := newMCPSupervisor(srv, reg, log)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
