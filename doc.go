@@ -34,7 +34,8 @@
 //	internal/          planner settings (pgplan), plan checks, test databases, logs and
 //	                   servers, drills and the chaos suite
 //
-// examples/embed is a program embedding the daemon. cmd/agentbench, the
+// examples/embed is a program embedding the daemon, examples/mcp an agent
+// task calling an MCP server's tools. cmd/agentbench, the
 // benchmark against River, is a module of its own so that the reference
 // queue is no dependency of the product.
 package agentledger

@@ -124,6 +124,7 @@ type Daemon struct {
 	hurry bool
 
 	ready chan struct{}
+	sups  []*mcpSupervisor // set before ready closes
 }
 
 // New returns a daemon for cfg; nothing runs before Run.
@@ -196,6 +197,17 @@ func (d *Daemon) Handle(pattern string, h http.Handler) { d.routes[pattern] = h 
 // Ready is closed once Run has migrated the database and built every part,
 // just before the first claim: from then on tasks may be submitted.
 func (d *Daemon) Ready() <-chan struct{} { return d.ready }
+
+// MCPStates are the configured MCP servers' states by name: "connected",
+// "connecting", or why not (after Ready; empty before).
+func (d *Daemon) MCPStates() map[string]string {
+	select {
+	case <-d.ready:
+		return mcpStates(d.sups)
+	default:
+		return map[string]string{}
+	}
+}
 
 // EndGrace ends a running shutdown's grace period at once: running tasks
 // are cancelled and their leases released (agentd's second signal).
@@ -272,6 +284,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	for _, s := range sups {
 		svc.runs = append(svc.runs, s.run)
 	}
+	d.sups = sups
 	if cfg.BeforeRun != nil {
 		if err := cfg.BeforeRun(ctx, db.Pool); err != nil {
 			return err

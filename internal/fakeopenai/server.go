@@ -16,7 +16,7 @@ const Path = "/v1/chat/completions"
 
 // Server is a running fake. Its methods are safe for concurrent use.
 type Server struct {
-	t      testing.TB
+	t      reporter
 	key    string
 	srv    *httptest.Server
 	mu     sync.Mutex
@@ -57,6 +57,24 @@ type Tool struct {
 		Description string          `json:"description"`
 		Parameters  json.RawMessage `json:"parameters"`
 	} `json:"function"`
+}
+
+// reporter is where a script's misuse is reported: a test, or nothing.
+type reporter interface {
+	Errorf(format string, args ...any)
+}
+
+type noReporter struct{}
+
+func (noReporter) Errorf(string, ...any) {}
+
+// Start starts a server outside a test (an example program stands in for
+// a model with it) that answers every request with respond(req); stop
+// closes it.
+func Start(key string, respond func(Request) Reply) (s *Server, stop func()) {
+	s = &Server{t: noReporter{}, key: key, respond: respond}
+	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	return s, s.srv.Close
 }
 
 // New starts a server that expects the bearer key and answers with
