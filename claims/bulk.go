@@ -132,6 +132,9 @@ type Worker struct {
 	StartedAt time.Time
 	Host      string
 	Queues    []string
+	// MCPServers are the states of the MCP servers its daemon is
+	// configured with, as last announced.
+	MCPServers map[string]string
 }
 
 // Workers lists the worker pools that announced themselves within the last
@@ -144,7 +147,7 @@ func (s *Store) Workers(ctx context.Context) ([]Worker, error) {
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Worker, error) {
 		var w Worker
 		var next, started *time.Time
-		err := r.Scan(&w.ID, &w.Tasks, &w.LastHeartbeat, &next, &w.Expired, &started, &w.Host, &w.Queues)
+		err := r.Scan(&w.ID, &w.Tasks, &w.LastHeartbeat, &next, &w.Expired, &started, &w.Host, &w.Queues, &w.MCPServers)
 		if next != nil {
 			w.NextExpiry = *next
 		}
@@ -161,8 +164,12 @@ func (s *Store) Workers(ctx context.Context) ([]Worker, error) {
 
 // Announce registers worker id (or refreshes its registration), so that
 // Workers lists it even while it holds no lease.
-func (s *Store) Announce(ctx context.Context, id, host string, pid int, queues, kinds []string) error {
-	if _, err := s.db.Exec(ctx, announceSQL, id, host, pid, queues, kinds); err != nil {
+func (s *Store) Announce(ctx context.Context, id, host string, pid int, queues, kinds []string, mcp map[string]string) error {
+	var servers any // NULL without servers
+	if len(mcp) > 0 {
+		servers = mcp
+	}
+	if _, err := s.db.Exec(ctx, announceSQL, id, host, pid, queues, kinds, servers); err != nil {
 		return fmt.Errorf("announce worker: %w", err)
 	}
 	return nil

@@ -427,15 +427,16 @@ WITH leases AS (
 )
 SELECT coalesce(w.id, l.id), coalesce(l.tasks, 0),
 	greatest(w.seen_at, l.renewed), l.next_expiry, coalesce(l.expired, 0),
-	w.started_at, coalesce(w.host, ''), coalesce(w.queues, '{}')
+	w.started_at, coalesce(w.host, ''), coalesce(w.queues, '{}'), w.mcp_servers
 FROM workers w FULL JOIN leases l ON l.id = w.id
 WHERE l.id IS NOT NULL OR w.seen_at > now() - interval '1 day'
 ORDER BY 1`
 
 // announceSQL registers or refreshes a worker pool.
 const announceSQL = `/* claims.announce */
-INSERT INTO workers (id, host, pid, queues, kinds) VALUES ($1, $2, $3, $4, $5)
-ON CONFLICT (id) DO UPDATE SET seen_at = now(), queues = EXCLUDED.queues, kinds = EXCLUDED.kinds`
+INSERT INTO workers (id, host, pid, queues, kinds, mcp_servers) VALUES ($1, $2, $3, $4, $5, $6)
+ON CONFLICT (id) DO UPDATE SET seen_at = now(), queues = EXCLUDED.queues, kinds = EXCLUDED.kinds,
+	mcp_servers = EXCLUDED.mcp_servers`
 
 // retireSQL removes a pool that stops.
 const retireSQL = `/* claims.retire */ DELETE FROM workers WHERE id = $1`

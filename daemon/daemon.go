@@ -267,6 +267,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		ID: cfg.WorkerID, Queues: cfg.Queues, Concurrency: cfg.Concurrency, BatchSize: cfg.BatchSize,
 		Lease: cfg.Lease, HeartbeatInterval: cfg.Heartbeat, PollInterval: cfg.PollInterval,
 		PollOnly: cfg.PollOnly, Grace: cfg.Grace, Handlers: kinds, Logger: log, Observer: m.Worker(),
+		MCPStates: d.MCPStates,
 	})
 	if err != nil {
 		return &ConfigError{err}

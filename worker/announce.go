@@ -18,7 +18,11 @@ func (p *Pool) announce(ctx context.Context) {
 	host, _ := os.Hostname()
 	s := claims.New(p.db)
 	for {
-		if err := s.Announce(ctx, p.cfg.ID, host, os.Getpid(), p.cfg.Queues, p.kindNames); err != nil && ctx.Err() == nil {
+		var mcp map[string]string
+		if p.cfg.MCPStates != nil {
+			mcp = p.cfg.MCPStates()
+		}
+		if err := s.Announce(ctx, p.cfg.ID, host, os.Getpid(), p.cfg.Queues, p.kindNames, mcp); err != nil && ctx.Err() == nil {
 			p.log.Debug("announcing the worker failed; it is retried", "err", err)
 		}
 		select {

@@ -59,6 +59,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Observer is told what the pool does, for metrics; default none.
 	Observer Observer
+	// MCPStates, when set, are announced with the pool (agentctl workers):
+	// the states of its daemon's MCP servers.
+	MCPStates func() map[string]string
 }
 
 // Observer is told what a pool does. Its methods are called from many

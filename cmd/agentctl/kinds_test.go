@@ -43,3 +43,22 @@ func TestSubmitChecksPublishedKinds(t *testing.T) {
 		t.Fatalf("an unpublished kind: exit %d\n%s%s", code, out, errOut)
 	}
 }
+
+// agentctl workers shows the MCP servers a daemon announced.
+func TestWorkersShowMCPServers(t *testing.T) {
+	t.Parallel()
+	e := testenv.New(t)
+	url := e.DB.Config().ConnString()
+	if err := e.Claims.Announce(context.Background(), "d1", "host", 1, []string{"default"}, []string{"agent"},
+		map[string]string{"shop": "connected", "crm": "dial tcp: connection refused; retrying in 8s"}); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := agentctlAt(url, "workers")
+	if code != 0 || !strings.Contains(out, "  d1: MCP server crm dial tcp: connection refused; retrying in 8s\n  d1: MCP server shop connected\n") {
+		t.Fatalf("workers: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, _ = agentctlAt(url, "workers", "-o", "json")
+	if code != 0 || !strings.Contains(out, `"mcp_servers": {`) {
+		t.Fatalf("workers -o json: %s", out)
+	}
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strconv"
 	"time"
 
@@ -53,6 +54,8 @@ type workerView struct {
 	NextExpiry          time.Time `json:"next_lease_expiry"`
 	Expired             int64     `json:"expired_leases"`
 	Stale               bool      `json:"stale"`
+	// MCPServers are the states of its daemon's MCP servers.
+	MCPServers map[string]string `json:"mcp_servers,omitempty"`
 }
 
 func (a *app) workers(ctx context.Context, staleAfter time.Duration) error {
@@ -96,6 +99,16 @@ func (a *app) workers(ctx context.Context, staleAfter time.Duration) error {
 	if err := t.flush(); err != nil {
 		return err
 	}
+	for _, w := range out {
+		names := make([]string, 0, len(w.MCPServers))
+		for name := range w.MCPServers {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			fmt.Fprintf(a.stdout, "  %s: MCP server %s %s\n", w.ID, name, w.MCPServers[name])
+		}
+	}
 	if stale > 0 {
 		fmt.Fprintf(a.stderr, "%s stale (an expired lease, or no heartbeat for over %s): "+
 			"its tasks are claimed again once their leases run out\n", plural(int64(stale), "worker"), short(staleAfter))
@@ -108,7 +121,7 @@ func viewWorker(w claims.Worker, now time.Time, staleAfter time.Duration) worker
 	// The heartbeat is the database's clock; a little skew ahead is now.
 	age := max(now.Sub(w.LastHeartbeat), 0)
 	return workerView{ID: w.ID, Tasks: w.Tasks, LastHeartbeat: w.LastHeartbeat, HeartbeatAgeSeconds: age.Round(time.Second).Seconds(),
-		NextExpiry: w.NextExpiry, Expired: w.Expired, Stale: w.Expired > 0 || age > staleAfter}
+		NextExpiry: w.NextExpiry, Expired: w.Expired, Stale: w.Expired > 0 || age > staleAfter, MCPServers: w.MCPServers}
 }
 
 // expiry is when the next lease runs out, or "-" without leases.
