@@ -35,6 +35,7 @@ type run struct {
 	daemons []*daemon
 
 	tasks, agents int
+	mcpLog        string // the MCP servers' calls: "<tool> <ledger key>" a line
 
 	mu     sync.Mutex
 	events []string // what the harness did, for the report
@@ -91,6 +92,12 @@ func drill(t *testing.T, o options) {
 	must(t, err)
 
 	host := strings.TrimPrefix(r.down.URL, "http://")
+	// Every daemon starts its own copy of the counting MCP server; they
+	// share one call log.
+	r.mcpLog = filepath.Join(r.w.dir, "mcp-calls.log")
+	config := filepath.Join(r.w.dir, "agentd.toml")
+	must(t, os.WriteFile(config, []byte(sprintf("[[mcp_server]]\nname = \"shop\"\ncommand = [%q, \"-log\", %q]\n",
+		r.w.mcpcount, r.mcpLog)), 0o644))
 	for i := range 3 {
 		name := sprintf("d%d", i+1)
 		d := &daemon{name: name, bin: r.w.agentd, log: filepath.Join(r.w.dir, name+".log"),
@@ -98,7 +105,7 @@ func drill(t *testing.T, o options) {
 				"--concurrency", "20", "--batch-size", "10", "--poll-interval", "200ms", "--listen", "",
 				"--dispatch-lease", "5s", "--dispatch-concurrency", "4",
 				"--slack-channel-interval", "1ms", "--slack-workspace-rate", "100000",
-				"--http-allowed-hosts", host, "--llm-base-url", model.BaseURL(), "--llm-model", "chaos"},
+				"--http-allowed-hosts", host, "--llm-base-url", model.BaseURL(), "--llm-model", "chaos", "--config", config},
 			env: []string{"DATABASE_URL=" + dbURL, "AGENTLEDGER_STATE_DIR=" + filepath.Join(r.w.dir, "state-"+name),
 				"AGENTLEDGER_SLACK_TOKEN=" + slackToken, "AGENTLEDGER_SLACK_API_URL=" + r.slack.APIURL(),
 				"AGENTLEDGER_LLM_API_KEY=" + modelKey},
@@ -134,20 +141,27 @@ func drill(t *testing.T, o options) {
 	r.check()
 }
 
-// modelReply is the fake model: an agent asks for one keyed POST, then
-// answers.
+// modelReply is the fake model: an agent asks for one keyed POST, then for
+// the MCP server's idempotent reserve, then answers.
 func (r *run) modelReply(req fakeopenai.Request) fakeopenai.Reply {
 	var j string
+	answered := 0
 	for _, m := range req.Messages {
 		if m.Role == "tool" {
-			return fakeopenai.Text("done")
+			answered++
 		}
 		if m.Role == "user" {
 			j = strings.TrimPrefix(m.Content, "chaos agent ")
 		}
 	}
-	args := sprintf(`{"method":"POST","url":"%s/effects","body":{"agent":%s}}`, r.down.URL, j)
-	return fakeopenai.Calls(fakeopenai.ToolCall{ID: "call-" + j, Name: "http_request", Arguments: args})
+	switch answered {
+	case 0:
+		args := sprintf(`{"method":"POST","url":"%s/effects","body":{"agent":%s}}`, r.down.URL, j)
+		return fakeopenai.Calls(fakeopenai.ToolCall{ID: "call-" + j, Name: "http_request", Arguments: args})
+	case 1:
+		return fakeopenai.Calls(fakeopenai.ToolCall{ID: "mcp-" + j, Name: "shop__reserve", Arguments: sprintf(`{"order":%s}`, j)})
+	}
+	return fakeopenai.Text("done")
 }
 
 // submit enqueues the parents and agents spread over d, so that work is in
@@ -167,7 +181,7 @@ func (r *run) submit(d time.Duration) {
 		} else {
 			j := n - r.tasks
 			p = claims.EnqueueParams{Kind: "agent", SubmissionKey: sprintf("chaos-agent:%d", j),
-				Payload: json.RawMessage(sprintf(`{"prompt":"chaos agent %d","tools":["http_request"],"max_steps":3}`, j))}
+				Payload: json.RawMessage(sprintf(`{"prompt":"chaos agent %d","tools":["http_request","shop/reserve"],"max_steps":4}`, j))}
 		}
 		p.MaxAttempts = 1000
 		for {

@@ -57,6 +57,25 @@ func (r *run) check() {
 			fail("one business effect per intended effect", "agent task chaos-agent:%d's POST took effect %d times", j, n)
 		}
 	}
+	// Every agent's MCP reserve call took effect under one key: the server
+	// may have got a call again after a kill (an idempotent tool is sent
+	// again under the same key), never a second key for one intent.
+	b, err := os.ReadFile(r.mcpLog)
+	must(t, err)
+	keys := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if tool, key, ok := strings.Cut(line, " "); ok && tool == "reserve" {
+			keys[key]++
+		}
+	}
+	if len(keys) != r.agents {
+		fail("one business effect per intended effect", "the MCP server saw %d reserve keys for %d agent tasks", len(keys), r.agents)
+	}
+	resent := 0
+	for _, n := range keys {
+		resent += n - 1
+	}
+	r.note("MCP: %d reserve keys for %d agent tasks, %d calls sent again under their key", len(keys), r.agents, resent)
 	if got, want := r.down.Effects(), int64(r.tasks+r.agents); got != want {
 		fail("one business effect per intended effect", "downstream has %d business effects, want %d", got, want)
 	}

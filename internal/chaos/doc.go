@@ -1,10 +1,11 @@
 // Package chaos is the proof under fire: three agentd processes on one
 // PostgreSQL, a counting downstream that honours Idempotency-Key, a Slack
-// test server and a fake model, while the harness SIGKILLs and restarts
+// test server, a fake model and a counting MCP server in every daemon, while
+// the harness SIGKILLs and restarts
 // daemons, freezes one past its lease (SIGSTOP, then SIGCONT: a zombie),
 // restarts PostgreSQL and cuts connections. At the end every task must have
-// finished with exactly one business effect per intended effect, one child
-// per parent, one Slack message per (task, rule) and per notify call, and no
+// finished with exactly one business effect per intended effect (an MCP
+// call's under one key), one child per parent, one Slack message per (task, rule) and per notify call, and no
 // overlapping leases.
 //
 // The default run is short (CI). CHAOS_TASKS, CHAOS_AGENTS, CHAOS_SECONDS

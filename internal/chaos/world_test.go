@@ -24,10 +24,13 @@ type world struct {
 	url     string
 	db      *pgxpool.Pool
 	agentd  string
+	// mcpcount is the counting MCP server each daemon starts over stdio.
+	mcpcount string
 }
 
 // newWorld starts the cluster (its own: the drill restarts it, which the
-// shared test cluster must never see) and builds agentd.
+// shared test cluster must never see) and builds agentd and the counting
+// MCP server.
 func newWorld(t *testing.T) *world {
 	t.Helper()
 	ctx := context.Background()
@@ -72,9 +75,12 @@ func newWorld(t *testing.T) *world {
 	m.Close()
 
 	w.agentd = filepath.Join(dir, "agentd")
-	build := exec.Command("go", "build", "-o", w.agentd, "github.com/agentledger/agentledger/cmd/agentd")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building agentd: %v\n%s", err, out)
+	w.mcpcount = filepath.Join(dir, "mcpcount")
+	for bin, pkg := range map[string]string{w.agentd: "cmd/agentd", w.mcpcount: "internal/mcpcount"} {
+		build := exec.Command("go", "build", "-o", bin, "github.com/agentledger/agentledger/"+pkg)
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("building %s: %v\n%s", pkg, err, out)
+		}
 	}
 	return w
 }
