@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,6 +36,7 @@ type EffectsFlags struct {
 	MaxConns    int
 	Replay      bool
 	Repeat      int
+	Tool        string
 }
 
 // EffectsResult is one phase of an effects run.
@@ -64,8 +66,12 @@ func runEffects(ctx context.Context, args []string, out, errOut io.Writer) error
 	fs.IntVar(&f.MaxConns, "max-conns", 20, "connection pool size of the worker pool, shared with the ledger (agentd's default)")
 	fs.BoolVar(&f.Replay, "replay", false, "then replay every task (claims.Store.Requeue, claims.Replay) and burn down again")
 	fs.IntVar(&f.Repeat, "repeat", 1, "run the whole sweep this many times")
+	fs.StringVar(&f.Tool, "tool", "builtin", "the steps' tool: builtin (http_request) or custom (the same keyed POST declared with tools.Define)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if f.Tool != "builtin" && f.Tool != "custom" {
+		return fmt.Errorf("--tool %q: give builtin or custom", f.Tool)
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %v", fs.Args())
@@ -181,6 +187,29 @@ func effectsRun(ctx context.Context, srv *Server, f EffectsFlags, n int, log *sl
 		return nil, err
 	}
 	reg := tools.NewRegistry(builtins...)
+	client := &http.Client{Transport: transport}
+	charge, err := tools.Define(tools.Spec[struct {
+		Step int `json:"step"`
+	}]{Name: "charge", Description: "POST a charge", Class: ledger.Keyed,
+		Perform: func(ctx context.Context, c ledger.Call, a struct {
+			Step int `json:"step"`
+		}) (ledger.Result, error) {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, down.URL+"/charges",
+				strings.NewReader(fmt.Sprintf(`{"step":%d}`, a.Step)))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Idempotency-Key", c.DownstreamKey(u.Host))
+			resp, err := client.Do(req)
+			if err != nil {
+				return ledger.Result{}, err
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			return ledger.Result{Status: resp.StatusCode, Body: body}, nil
+		}})
+	if err != nil {
+		return nil, err
+	}
+	reg.Register(charge)
 
 	// Every task the same steps: their effect keys differ by task id.
 	type step struct {
@@ -191,6 +220,10 @@ func effectsRun(ctx context.Context, srv *Server, f EffectsFlags, n int, log *sl
 		Steps []step `json:"steps"`
 	}
 	for i := range n {
+		if f.Tool == "custom" {
+			payload.Steps = append(payload.Steps, step{Tool: "charge", Args: json.RawMessage(fmt.Sprintf(`{"step":%d}`, i))})
+			continue
+		}
 		payload.Steps = append(payload.Steps, step{Tool: "http_request",
 			Args: json.RawMessage(fmt.Sprintf(`{"method":"POST","url":%q,"body":{"step":%d}}`, down.URL+"/charges", i))})
 	}
