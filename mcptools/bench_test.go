@@ -26,13 +26,33 @@ import (
 //
 //	go test -run '^$' -bench StdioOverhead -benchtime 2000x ./mcptools
 func BenchmarkStdioOverhead(b *testing.B) {
-	ctx := context.Background()
 	dir := b.TempDir()
 	bin := dir + "/mcpcount"
 	if out, err := exec.Command("go", "build", "-o", bin, "github.com/agentledger/agentledger/internal/mcpcount").CombinedOutput(); err != nil {
 		b.Fatalf("build: %v\n%s", err, out)
 	}
-	srv, err := mcptools.Connect(ctx, "shop", &mcp.CommandTransport{Command: exec.Command(bin, "-log", os.DevNull)}, mcptools.Options{})
+	overhead(b, &mcp.CommandTransport{Command: exec.Command(bin, "-log", os.DevNull)})
+}
+
+// BenchmarkInMemoryOverhead is the same with the server in this process,
+// over the SDK's in-memory transport: what the protocol costs without a
+// second process and its pipes.
+func BenchmarkInMemoryOverhead(b *testing.B) {
+	c := &counting{calls: map[string]int{}, keys: map[string][]string{}}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "shop", Version: "bench"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "lookup", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, c.handler("lookup"))
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(context.Background(), st, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ss.Close()
+	overhead(b, ct)
+}
+
+func overhead(b *testing.B, t mcp.Transport) {
+	ctx := context.Background()
+	srv, err := mcptools.Connect(ctx, "shop", t, mcptools.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
