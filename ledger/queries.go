@@ -1,6 +1,9 @@
 package ledger
 
-import "sync"
+import (
+	"reflect"
+	"sync"
+)
 
 // All SQL of the ledger table lives here; the fences of other packages'
 // rows come in as their owners write them (Fence).
@@ -15,12 +18,12 @@ type fenced struct {
 }
 
 // fencedByKind caches the statements of each kind of fence, keyed by its
-// FROM clause.
-var fencedByKind sync.Map // string → *fenced
+// Go type (FenceFrom depends on the kind only), so an effect builds no SQL.
+var fencedByKind sync.Map // reflect.Type → *fenced
 
 // queriesOf returns the fenced statements of f's kind.
 func queriesOf(f Fence) *fenced {
-	key := f.FenceFrom("$id", "$token")
+	key := reflect.TypeOf(f)
 	if q, ok := fencedByKind.Load(key); ok {
 		return q.(*fenced)
 	}

@@ -86,6 +86,12 @@ func (s *Server) Close() error { return s.session.Close() }
 // exited.
 func (s *Server) Wait() error { return s.session.Wait() }
 
+// CallClass reports whether an MCP call may be of class c: pure, keyed or
+// unsafe (a call has no look-up for reconcilable, and is not local).
+func CallClass(c ledger.Class) bool {
+	return c == ledger.Pure || c == ledger.Keyed || c == ledger.Unsafe
+}
+
 // ClassOf is the class a tool's annotations allow.
 func ClassOf(a *mcp.ToolAnnotations) ledger.Class {
 	switch {
@@ -102,7 +108,7 @@ func ClassOf(a *mcp.ToolAnnotations) ledger.Class {
 func (s *Server) tool(mt *mcp.Tool, o Options) (tools.Tool, error) {
 	class := ClassOf(mt.Annotations)
 	if c, ok := o.Classes[mt.Name]; ok {
-		if c != ledger.Pure && c != ledger.Keyed && c != ledger.Unsafe {
+		if !CallClass(c) {
 			return nil, fmt.Errorf("mcp server %s: tool %s: class %q: an MCP call is pure, keyed or unsafe", s.name, mt.Name, c)
 		}
 		class = c

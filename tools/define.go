@@ -48,7 +48,7 @@ func Define[Args any](s Spec[Args]) (Tool, error) {
 		return nil, fmt.Errorf("tools: tool name %q must be 1-64 letters, digits, _ or -", s.Name)
 	case s.Class == "":
 		return nil, fmt.Errorf("tools: tool %q declares no effect class (pure, keyed, reconcilable, unsafe or local)", s.Name)
-	case !validClass(s.Class):
+	case !s.Class.Valid():
 		return nil, fmt.Errorf("tools: tool %q: unknown effect class %q", s.Name, s.Class)
 	case s.Class == ledger.Local && s.PerformLocal == nil, s.Class != ledger.Local && s.Perform == nil:
 		return nil, fmt.Errorf("tools: tool %q (%s) has nothing to perform: set %s", s.Name, s.Class, performField(s.Class))
@@ -68,14 +68,6 @@ func Define[Args any](s Spec[Args]) (Tool, error) {
 		s.Operation = s.Name
 	}
 	return &defined[Args]{spec: s, schema: schema}, nil
-}
-
-func validClass(c ledger.Class) bool {
-	switch c {
-	case ledger.Pure, ledger.Keyed, ledger.Reconcilable, ledger.Unsafe, ledger.Local:
-		return true
-	}
-	return false
 }
 
 func performField(c ledger.Class) string {

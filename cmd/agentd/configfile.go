@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentledger/agentledger/daemon"
 	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/mcptools"
 )
 
 // applyFile sets, from the TOML file at path, every setting that neither a
@@ -115,9 +116,7 @@ func mcpServersFromFile(path string) ([]daemon.MCPServer, error) {
 		srv := daemon.MCPServer{Name: s.Name, Command: s.Command, URL: s.URL, HeadersFile: s.HeadersFile}
 		for tool, class := range s.Classes {
 			c := ledger.Class(class)
-			switch c {
-			case ledger.Pure, ledger.Keyed, ledger.Unsafe:
-			default:
+			if !mcptools.CallClass(c) {
 				return nil, fmt.Errorf("config file %s: mcp_server[%d] %s: classes.%s: %q is not pure, keyed or unsafe", path, i, s.Name, tool, class)
 			}
 			if srv.Classes == nil {
