@@ -123,8 +123,9 @@ type Daemon struct {
 	pool  *worker.Pool
 	hurry bool
 
-	ready chan struct{}
-	sups  []*mcpSupervisor // set before ready closes
+	ready   chan struct{}
+	sups    []*mcpSupervisor // set before ready closes
+	schemas schemaCache
 }
 
 // New returns a daemon for cfg; nothing runs before Run.
@@ -167,16 +168,60 @@ func (d *Daemon) RegisterTool(t tools.Tool) error {
 
 // checkPayload checks a submitted payload against its kind: a typed kind
 // of this daemon in full (its Go type and Validate), one another daemon
-// published against its schema.
+// published against its schema. Kinds this daemon serves untyped are not
+// looked up; published schemas are remembered for schemaTTL, so a submit
+// costs no extra query most of the time.
 func (d *Daemon) checkPayload(ctx context.Context, db claims.DB, kind string, payload json.RawMessage) error {
-	if k, ok := d.kinds[kind].(KindHandler); ok {
-		return k.CheckPayload(payload)
+	if h, ok := d.kinds[kind]; ok {
+		if k, typed := h.(KindHandler); typed {
+			return k.CheckPayload(payload)
+		}
+		return nil
 	}
-	schema, ok, err := claims.New(db).KindSchema(ctx, kind)
+	if slices.Contains(builtinKinds, kind) {
+		return nil
+	}
+	schema, ok, err := d.schemas.get(ctx, db, kind)
 	if err != nil || !ok {
 		return err
 	}
 	return argschema.CheckDoc(schema, "payload", payload)
+}
+
+// schemaTTL is how long a published payload schema (or its absence) is
+// remembered.
+const schemaTTL = 10 * time.Second
+
+// schemaCache remembers the payload schemas other daemons published.
+type schemaCache struct {
+	mu    sync.Mutex
+	known map[string]cachedSchema
+}
+
+type cachedSchema struct {
+	doc json.RawMessage
+	ok  bool
+	at  time.Time
+}
+
+func (c *schemaCache) get(ctx context.Context, db claims.DB, kind string) (json.RawMessage, bool, error) {
+	c.mu.Lock()
+	s, hit := c.known[kind]
+	c.mu.Unlock()
+	if hit && time.Since(s.at) < schemaTTL {
+		return s.doc, s.ok, nil
+	}
+	doc, ok, err := claims.New(db).KindSchema(ctx, kind)
+	if err != nil {
+		return nil, false, err
+	}
+	c.mu.Lock()
+	if c.known == nil {
+		c.known = map[string]cachedSchema{}
+	}
+	c.known[kind] = cachedSchema{doc: doc, ok: ok, at: time.Now()}
+	c.mu.Unlock()
+	return doc, ok, nil
 }
 
 // publishKinds records the payload schemas of this daemon's typed kinds.

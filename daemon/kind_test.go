@@ -13,6 +13,7 @@ import (
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/daemon"
+	"github.com/agentledger/agentledger/internal/testdaemon"
 	"github.com/agentledger/agentledger/internal/testdb"
 	"github.com/agentledger/agentledger/tenants"
 )
@@ -56,17 +57,7 @@ func TestTypedKind(t *testing.T) {
 	})); err != nil {
 		t.Fatal(err)
 	}
-	rctx, cancel := context.WithCancel(ctx)
-	stopped := make(chan error, 1)
-	go func() { stopped <- d.Run(rctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-stopped; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
-
-	waitReady(t, d)
+	testdaemon.Run(t, d)
 	db := testdb.Open(t, url)
 	ts := tenants.NewStore(db)
 	if _, err := ts.CreateTenant(ctx, "acme"); err != nil {
@@ -100,6 +91,14 @@ func TestTypedKind(t *testing.T) {
 			t.Errorf("%s: %d %v, want 422 naming %s", c.body, status, p, c.field)
 		}
 	}
+	// A kind another daemon serves and published: checked against its schema.
+	other := daemon.Kind(func(context.Context, *agentledger.Task, refunded) (refunded, error) { return refunded{}, nil })
+	if err := claims.New(db).PublishKinds(ctx, "elsewhere", map[string]json.RawMessage{"rebate": other.PayloadSchema()}); err != nil {
+		t.Fatal(err)
+	}
+	if status, p := post("rebate-bad", `{"kind":"rebate","payload":{"order":"seven"}}`); status != 422 || p["field"] != "payload" {
+		t.Errorf("a published kind's bad payload: %d %v, want 422", status, p)
+	}
 	status, p := post("good", `{"kind":"refund","payload":{"order":7,"amount":10,"reason":"damaged"}}`)
 	if status != 201 {
 		t.Fatalf("good payload: %d %v", status, p)
@@ -125,15 +124,11 @@ func TestTypedKind(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for range 400 {
-		task, err := s.Get(ctx, "", r.Task.ID)
-		if err == nil && task.State == agentledger.StateDead {
-			if !strings.Contains(task.LastError, "payload.order") || task.Attempt != 1 {
-				t.Errorf("dead after attempt %d with %q, want one attempt naming payload.order", task.Attempt, task.LastError)
-			}
-			return
-		}
-		time.Sleep(25 * time.Millisecond) // polling a condition, not ordering events
+	task := testdaemon.WaitFinished(t, s, r.Task.ID)
+	if task.State != agentledger.StateDead {
+		t.Fatalf("the undecodable task is %s, want dead", task.State)
 	}
-	t.Fatal("the undecodable task did not end dead")
+	if !strings.Contains(task.LastError, "payload.order") || task.Attempt != 1 {
+		t.Errorf("dead after attempt %d with %q, want one attempt naming payload.order", task.Attempt, task.LastError)
+	}
 }
