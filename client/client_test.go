@@ -7,11 +7,11 @@ import (
 	"log/slog"
 	"net"
 	"testing"
-	"time"
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/client"
 	"github.com/agentledger/agentledger/daemon"
+	"github.com/agentledger/agentledger/internal/testdaemon"
 	"github.com/agentledger/agentledger/internal/testdb"
 	"github.com/agentledger/agentledger/tenants"
 )
@@ -45,15 +45,7 @@ func daemonWithAPI(t *testing.T) (url, addr, token string) {
 	})); err != nil {
 		t.Fatal(err)
 	}
-	rctx, cancel := context.WithCancel(ctx)
-	stopped := make(chan error, 1)
-	go func() { stopped <- d.Run(rctx) }()
-	t.Cleanup(func() { cancel(); <-stopped })
-	select {
-	case <-d.Ready():
-	case <-time.After(time.Minute):
-		t.Fatal("the daemon was not ready within a minute")
-	}
+	testdaemon.Run(t, d)
 	ts := tenants.NewStore(testdb.Open(t, url))
 	if _, err = ts.CreateTenant(ctx, "acme"); err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/daemon"
+	"github.com/agentledger/agentledger/internal/testdaemon"
 	"github.com/agentledger/agentledger/internal/testdb"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/tools"
@@ -36,16 +37,6 @@ func (t *ticketTool) Effect(call tools.Call) (ledger.Effect, error) {
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-// waitReady waits until d is about to claim, failing after a minute.
-func waitReady(t *testing.T, d *daemon.Daemon) {
-	t.Helper()
-	select {
-	case <-d.Ready():
-	case <-time.After(time.Minute):
-		t.Fatal("the daemon was not ready within a minute")
-	}
-}
-
 // A program embeds the daemon with a kind and a tool of its own: the kind
 // runs, a steps task calls the tool through the ledger, and a replay of that
 // task performs nothing again.
@@ -65,17 +56,7 @@ func TestEmbeddedDaemonRunsCustomKindsAndTools(t *testing.T) {
 	if err := d.RegisterTool(tickets); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	stopped := make(chan error, 1)
-	go func() { stopped <- d.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-stopped; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
-
-	waitReady(t, d)
+	testdaemon.Run(t, d)
 	s := claims.New(testdb.Open(t, url))
 	enqueue := func(kind, payload string) int64 {
 		t.Helper()
@@ -87,15 +68,11 @@ func TestEmbeddedDaemonRunsCustomKindsAndTools(t *testing.T) {
 	}
 	wait := func(id int64) *agentledger.Task {
 		t.Helper()
-		for range 400 {
-			task, err := s.Get(context.Background(), "", id)
-			if err == nil && task.State == agentledger.StateSucceeded {
-				return task
-			}
-			time.Sleep(25 * time.Millisecond) // polling a condition, not ordering events
+		task := testdaemon.WaitFinished(t, s, id)
+		if task.State != agentledger.StateSucceeded {
+			t.Fatalf("task %d did not succeed: %s %s", id, task.State, task.LastError)
 		}
-		t.Fatalf("task %d did not succeed", id)
-		return nil
+		return task
 	}
 	wait(enqueue("greet", `{"to":"ops"}`))
 	if got := <-greeted; got != `{"to": "ops"}` {

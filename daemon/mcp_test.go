@@ -15,6 +15,7 @@ import (
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/daemon"
+	"github.com/agentledger/agentledger/internal/testdaemon"
 	"github.com/agentledger/agentledger/internal/testdb"
 )
 
@@ -41,11 +42,7 @@ func TestConfiguredMCPServers(t *testing.T) {
 			{Name: "shop", Command: []string{bin, "-log", calls}},
 			{Name: "down", Command: []string{dir + "/no-such-server"}},
 		}})
-	rctx, cancel := context.WithCancel(ctx)
-	stopped := make(chan error, 1)
-	go func() { stopped <- d.Run(rctx) }()
-	t.Cleanup(func() { cancel(); <-stopped })
-	waitReady(t, d)
+	testdaemon.Run(t, d)
 
 	// The supervisor connects in the background: wait for /readyz to say so.
 	var states map[string]string
@@ -75,15 +72,7 @@ func TestConfiguredMCPServers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for range 400 {
-			task, err := s.Get(ctx, "", r.Task.ID)
-			if err == nil && (task.State == agentledger.StateSucceeded || task.State == agentledger.StateDead) {
-				return task
-			}
-			time.Sleep(25 * time.Millisecond) // polling a condition, not ordering events
-		}
-		t.Fatalf("task %d did not finish", r.Task.ID)
-		return nil
+		return testdaemon.WaitFinished(t, s, r.Task.ID)
 	}
 	if task := run(`{"steps":[{"tool":"shop/charge","args":{"order":7}}]}`); task.State != agentledger.StateSucceeded {
 		t.Fatalf("shop/charge: %s %s", task.State, task.LastError)

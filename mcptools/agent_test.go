@@ -13,6 +13,7 @@ import (
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/daemon"
 	"github.com/agentledger/agentledger/internal/fakeopenai"
+	"github.com/agentledger/agentledger/internal/testdaemon"
 	"github.com/agentledger/agentledger/internal/testdb"
 )
 
@@ -36,16 +37,7 @@ func TestAgentCallsAnMCPTool(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rctx, cancel := context.WithCancel(ctx)
-	stopped := make(chan error, 1)
-	go func() { stopped <- d.Run(rctx) }()
-	t.Cleanup(func() { cancel(); <-stopped })
-
-	select {
-	case <-d.Ready():
-	case <-time.After(time.Minute):
-		t.Fatal("the daemon was not ready within a minute")
-	}
+	testdaemon.Run(t, d)
 	db := testdb.Open(t, url)
 	s := claims.New(db)
 	r, err := s.Enqueue(ctx, claims.EnqueueParams{Kind: "agent",
@@ -54,18 +46,7 @@ func TestAgentCallsAnMCPTool(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := r.Task.ID
-	wait := func() *agentledger.Task {
-		t.Helper()
-		for range 400 {
-			task, err := s.Get(ctx, "", id)
-			if err == nil && (task.State == agentledger.StateSucceeded || task.State == agentledger.StateDead) {
-				return task
-			}
-			time.Sleep(25 * time.Millisecond) // polling a condition, not ordering events
-		}
-		t.Fatalf("task %d did not finish", id)
-		return nil
-	}
+	wait := func() *agentledger.Task { t.Helper(); return testdaemon.WaitFinished(t, s, id) }
 	if task := wait(); task.State != agentledger.StateSucceeded || !strings.Contains(string(task.Result), "charged") {
 		t.Fatalf("agent task: %s %s %s", task.State, task.Result, task.LastError)
 	}

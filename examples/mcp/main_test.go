@@ -1,11 +1,10 @@
 package main
 
 import (
-	"bytes"
-	"os/exec"
 	"regexp"
 	"testing"
 
+	"github.com/agentledger/agentledger/internal/testdaemon"
 	"github.com/agentledger/agentledger/internal/testdb"
 )
 
@@ -15,17 +14,7 @@ func TestMain(m *testing.M) { testdb.Main(m) }
 // test database: the agent calls the three MCP tools once each, and the
 // replay calls neither the server nor the model.
 func TestExampleRuns(t *testing.T) {
-	bin := t.TempDir() + "/mcp"
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	cmd := exec.Command(bin)
-	cmd.Env = append(cmd.Environ(), "DATABASE_URL="+testdb.URL(t))
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("run: %v\n%s", err, out.String())
-	}
+	out := testdaemon.RunProgram(t)
 	for _, want := range []string{
 		`agent task \d+ succeeded: Order 7 was paid, is on hold and refunded\.`,
 		`MCP calls: 3, model calls: 4`,
@@ -33,8 +22,8 @@ func TestExampleRuns(t *testing.T) {
 		`(?m)^refund order=7 key=[0-9a-f]{12}$`,
 		`replayed: 0 new MCP calls, 0 new model calls`,
 	} {
-		if !regexp.MustCompile(want).MatchString(out.String()) {
-			t.Errorf("output lacks %q:\n%s", want, out.String())
+		if !regexp.MustCompile(want).MatchString(out) {
+			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
 }
