@@ -39,7 +39,8 @@ type plan struct {
 }
 
 // parsePayload validates raw against the configuration and the registry.
-// Every error is agentledger.Permanent: retrying cannot fix a payload.
+// Every error is agentledger.Permanent (retrying cannot fix a payload) but
+// a tool that is not available yet (its MCP server is connecting).
 func (a *Agent) parsePayload(raw json.RawMessage) (*plan, error) {
 	bad := func(format string, args ...any) error {
 		return agentledger.Permanent(fmt.Errorf("agent payload: "+format, args...))
@@ -85,7 +86,11 @@ func (a *Agent) parsePayload(raw json.RawMessage) (*plan, error) {
 			return nil, bad("tools[%d]: %q is listed twice", i, name)
 		}
 		t, err := a.tools.Get(name)
-		if err != nil {
+		var perm *agentledger.PermanentError
+		switch {
+		case err != nil && !errors.As(err, &perm): // a tool not available yet: try again later
+			return nil, fmt.Errorf("agent payload: tools[%d]: %w", i, err)
+		case err != nil:
 			return nil, bad("tools[%d]: %v", i, err)
 		}
 		pl.allowed[functionName(name)] = t

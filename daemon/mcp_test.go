@@ -66,9 +66,11 @@ func TestConfiguredMCPServers(t *testing.T) {
 	}
 
 	s := claims.New(testdb.Open(t, url))
+	// One attempt each: a tool of a server that is not connected is retried
+	// until the task's attempts run out.
 	run := func(payload string) *agentledger.Task {
 		t.Helper()
-		r, err := s.Enqueue(ctx, claims.EnqueueParams{Kind: "steps", Payload: json.RawMessage(payload)})
+		r, err := s.Enqueue(ctx, claims.EnqueueParams{Kind: "steps", Payload: json.RawMessage(payload), MaxAttempts: 1})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,10 +3,12 @@ package tools_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"sync/atomic"
 	"testing"
 
+	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/tools"
 )
@@ -87,5 +89,21 @@ func TestDefineRefusesIncompleteTools(t *testing.T) {
 		if _, err := tools.Define(c.spec); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want %q", c.spec.Name, err, c.want)
 		}
+	}
+}
+
+// A tool under a prefix marked unavailable (an MCP server still connecting)
+// is a transient error naming why; an unknown tool is permanent.
+func TestUnavailableToolsAreTransient(t *testing.T) {
+	t.Parallel()
+	reg := tools.NewRegistry()
+	reg.Unavailable("shop/", func() string { return "MCP server shop is not connected (connecting)" })
+	_, err := reg.Get("shop/reserve")
+	var after *agentledger.RetryAfterError
+	if !errors.As(err, &after) || isPermanent(err) || !strings.Contains(err.Error(), "MCP server shop is not connected") {
+		t.Errorf("unavailable: %v, want a transient error naming the server", err)
+	}
+	if _, err := reg.Get("nope"); !isPermanent(err) {
+		t.Errorf("unknown: %v, want permanent", err)
 	}
 }

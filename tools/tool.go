@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
@@ -77,7 +78,9 @@ func (r *Registry) Register(t Tool) {
 
 // Get returns the tool called name, or an error naming the known tools
 // (permanent: retrying will not make it appear). A name under a prefix
-// marked unavailable reports why instead.
+// marked unavailable (an MCP server not connected yet) reports why, as a
+// transient error: the attempt is retried after unavailableRetry, and the
+// task fails for good only once its attempts are used up.
 func (r *Registry) Get(name string) (Tool, error) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
@@ -86,11 +89,15 @@ func (r *Registry) Get(name string) (Tool, error) {
 	}
 	for prefix, why := range r.unavailable {
 		if strings.HasPrefix(name, prefix) {
-			return nil, agentledger.Permanent(fmt.Errorf("tool %q: %s", name, why()))
+			return nil, agentledger.RetryAfter(fmt.Errorf("tool %q: %s", name, why()), unavailableRetry)
 		}
 	}
 	return nil, agentledger.Permanent(fmt.Errorf("unknown tool %q (known: %v)", name, r.namesLocked()))
 }
+
+// unavailableRetry is how soon a task whose tool is unavailable is tried
+// again.
+const unavailableRetry = 2 * time.Second
 
 // Unavailable marks the tools named prefix… as unavailable (an MCP server
 // that is not connected): Get of an unknown tool under it answers why();
