@@ -15,9 +15,11 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/argschema"
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/database"
+	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/metrics"
 	"github.com/agentledger/agentledger/migrations"
 	"github.com/agentledger/agentledger/tools"
@@ -48,6 +50,9 @@ type Config struct {
 	PollInterval time.Duration
 	PollOnly     bool
 	Grace        time.Duration
+	// ClaimCooldown and Backoff: worker.Config's (negative cooldown: none).
+	ClaimCooldown time.Duration
+	Backoff       agentledger.Backoff
 
 	// The agent kind's model endpoint; LLMAPIKey is a secret.
 	LLMBaseURL  string
@@ -88,6 +93,12 @@ type Config struct {
 	// MCPServers are MCP tool servers whose tools steps and agent tasks may
 	// call; one that cannot be reached makes only its own tools fail.
 	MCPServers []MCPServer
+
+	// Observer and ObserveEffect, when set, are told what the worker pool
+	// does and how each effect of steps and agent tasks ended, beside the
+	// daemon's metrics (a benchmark counts finished tasks with them).
+	Observer      worker.Observer
+	ObserveEffect func(operation string, class ledger.Class, outcome string)
 
 	// Logger receives the daemon's logs; default slog.Default().
 	Logger *slog.Logger
@@ -311,7 +322,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 	pool, err := worker.New(db.Pool, worker.Config{
 		ID: cfg.WorkerID, Queues: cfg.Queues, Concurrency: cfg.Concurrency, BatchSize: cfg.BatchSize,
 		Lease: cfg.Lease, HeartbeatInterval: cfg.Heartbeat, PollInterval: cfg.PollInterval,
-		PollOnly: cfg.PollOnly, Grace: cfg.Grace, Handlers: kinds, Logger: log, Observer: m.Worker(),
+		PollOnly: cfg.PollOnly, Grace: cfg.Grace, ClaimCooldown: cfg.ClaimCooldown, Backoff: cfg.Backoff,
+		Handlers: kinds, Logger: log, Observer: teeObserver(m.Worker(), cfg.Observer),
 		MCPStates: d.MCPStates,
 	})
 	if err != nil {

@@ -57,6 +57,12 @@ func (d *Daemon) handlers(db *pgxpool.Pool, m *metrics.Metrics) (map[string]work
 	reg := tools.NewRegistry(all...)
 	l := ledger.New(db)
 	l.Observe = m.Effect
+	if cfg.ObserveEffect != nil {
+		l.Observe = func(op string, class ledger.Class, outcome string) {
+			m.Effect(op, class, outcome)
+			cfg.ObserveEffect(op, class, outcome)
+		}
+	}
 	kinds := map[string]worker.Handler{
 		"noop":  worker.HandlerFunc(tools.Noop),
 		"echo":  worker.HandlerFunc(tools.Echo),

@@ -87,7 +87,11 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	if cfg.MaxConns > 0 {
 		pcfg.MaxConns = cfg.MaxConns
 	}
-	pcfg.ConnConfig.RuntimeParams["application_name"] = "agentledger"
+	// A URL's own application_name is kept: an operator (or a benchmark)
+	// tells its daemons apart in pg_stat_activity by it.
+	if pcfg.ConnConfig.RuntimeParams["application_name"] == "" {
+		pcfg.ConnConfig.RuntimeParams["application_name"] = "agentledger"
+	}
 	if cfg.Pooler {
 		pcfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
 	} else {

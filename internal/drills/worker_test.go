@@ -13,14 +13,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/daemon"
 	"github.com/agentledger/agentledger/ledger"
-	"github.com/agentledger/agentledger/steps"
 	"github.com/agentledger/agentledger/tools"
-	"github.com/agentledger/agentledger/worker"
 )
 
 // Environment of a worker process.
@@ -79,29 +76,32 @@ func (child) Effect(c tools.Call) (ledger.Effect, error) {
 		}}, nil
 }
 
-// runWorker is a worker process: steps tasks with the drill tools, short
-// leases so that killed workers' tasks come back quickly.
+// runWorker is a worker process: the embedded daemon (no API, cron,
+// janitor or notifications) serving steps tasks with the drill's tools,
+// short leases so that killed workers' tasks come back quickly.
 func runWorker() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	db, err := pgxpool.New(ctx, os.Getenv(workerEnv))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
-	l := ledger.New(db)
-	reg := tools.NewRegistry(keyedPost{url: os.Getenv(downstreamEnv)}, child{})
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	p, err := worker.New(db, worker.Config{
-		ID: os.Getenv(workerIDEnv), Concurrency: 8, Lease: 2 * time.Second, HeartbeatInterval: 500 * time.Millisecond,
+	d := daemon.New(daemon.Config{
+		DatabaseURL: os.Getenv(workerEnv), NoMigrate: true, MaxConns: 8,
+		WorkerID: os.Getenv(workerIDEnv), Concurrency: 8, Lease: 2 * time.Second, Heartbeat: 500 * time.Millisecond,
 		PollInterval: 100 * time.Millisecond, Backoff: agentledger.Backoff{Base: 50 * time.Millisecond, Max: time.Second, Jitter: 0.2},
-		Handlers: map[string]worker.Handler{"steps": steps.New(l, reg)}, Logger: log,
+		NoCron: true, NoJanitor: true, NoDispatch: true,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
 	})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
+	for _, t := range []tools.Tool{keyedPost{url: os.Getenv(downstreamEnv)}, child{}} {
+		if err := d.RegisterTool(t); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
 	}
-	fmt.Println("ready")
-	_ = p.Run(ctx)
+	go func() {
+		<-d.Ready()
+		fmt.Println("ready")
+	}()
+	if err := d.Run(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	os.Exit(0)
 }
