@@ -99,6 +99,10 @@ type Config struct {
 	// daemon's metrics (a benchmark counts finished tasks with them).
 	Observer      worker.Observer
 	ObserveEffect func(operation string, class ledger.Class, outcome string)
+	// Metrics are the daemon's collectors (served at /metrics); nil makes
+	// new ones. Give them to read the figures in-process or to serve them
+	// from a registry of your own.
+	Metrics *metrics.Metrics
 
 	// Logger receives the daemon's logs; default slog.Default().
 	Logger *slog.Logger
@@ -304,7 +308,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	m := metrics.New()
+	m := cfg.Metrics
+	if m == nil {
+		m = metrics.New()
+	}
 	kinds, reg, err := d.handlers(db.Pool, m)
 	if err != nil {
 		return err

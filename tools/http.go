@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -114,7 +115,7 @@ func newHTTPTool(name string, class ledger.Class, env string, hosts []string, cf
 		}
 	}
 	t.cfg.HostHeaders = nil // kept only in t.secrets
-	var c http.Client
+	c := http.Client{Transport: sharedTransport()}
 	if cfg.Client != nil {
 		c = *cfg.Client
 	}
@@ -122,6 +123,18 @@ func newHTTPTool(name string, class ledger.Class, env string, hosts []string, cf
 	t.client = &c
 	return t, nil
 }
+
+// sharedTransport is the HTTP tools' transport unless HTTPConfig.Client is
+// given: http.DefaultTransport's settings but an idle connection kept per
+// running task (a worker's default concurrency) for each host, where the
+// default's two would make most requests to a busy downstream open a new
+// connection and leave the last one in TIME_WAIT.
+var sharedTransport = sync.OnceValue(func() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = 100
+	t.MaxIdleConns = 200
+	return t
+})
 
 func orDefault[T int64 | time.Duration](v, def T) T {
 	if v == 0 {

@@ -36,12 +36,14 @@
 //
 // Each run inserts --tasks no-op tasks (default 50000) with
 // claims.Store.EnqueueBatch in batches of --insert-batch, runs VACUUM ANALYZE
-// and CHECKPOINT, then starts --pools worker.Pool instances (each on its own
-// connection pool of --max-conns, as separate daemons would be) whose
-// handler counts and calls tools.Noop. The clock runs from the pools' start
-// until a check finds no task left that is not succeeded (the check starts
-// when the handler count reaches --tasks, and runs every second as a safety
-// net). The sweep is the cross product of --pools, --concurrency and
+// and CHECKPOINT, then starts --pools embedded daemons (daemon.New, each on
+// its own connection pool of --max-conns, as separate agentd processes would
+// be, with no HTTP server, cron, janitor or dispatcher: a queue-only
+// reference runs none) serving the built-in noop kind. The daemons connect
+// before the clock starts; it runs from their first claim until a check
+// finds no task left that is not succeeded (the check starts when the
+// daemons' observer has seen --tasks tasks finish, and runs every second as
+// a safety net). The sweep is the cross product of --pools, --concurrency and
 // --batch (a batch larger than the concurrency is skipped: the pool clamps
 // it); --repeat repeats it. Columns: claims and completes are the claim and
 // succeed statements that changed rows (counted afterwards from
@@ -51,10 +53,10 @@
 // --processes 1,2,4 runs each pool in a worker process of its own instead
 // (replacing the --pools sweep unless --pools is given too; its rows read
 // "1proc", "2proc", …): the benchmark re-executes itself as "agentbench
-// worker", one worker.Pool with the no-op handler per process, as agentd
-// runs it but without agentd's HTTP server, scheduler, janitor and
-// dispatcher (idle in a burn-down anyway). The processes connect and report
-// ready before the clock starts, report their handler counts on a pipe, and
+// worker", one embedded daemon per process, as agentd runs but without its
+// HTTP server, scheduler, janitor and dispatcher (idle in a burn-down
+// anyway). The processes connect and report ready before the clock starts,
+// report their finished counts on a pipe, and
 // get the database URL in their environment. Their CPU time counts in the
 // go columns; --cpuprofile profiles this process only.
 //
@@ -81,7 +83,7 @@
 //
 // # latency
 //
-// One idle worker.Pool (LISTEN/NOTIFY on unless --poll-only, poll interval
+// One idle embedded daemon (LISTEN/NOTIFY on unless --poll-only, poll interval
 // --poll-interval, default the worker's 1s) runs while --enqueuers
 // goroutines, on a separate connection pool, enqueue single tasks on an
 // open-loop schedule of --rate tasks/s for --duration. Each payload carries
@@ -109,14 +111,15 @@
 //
 // # effects
 //
-// Steps tasks (the real steps handler, tools registry and ledger, built as
-// agentd builds them, over the worker pool's connections) whose steps are
+// Steps tasks (the embedded daemon's steps kind, tool registry and ledger,
+// with the charge tool of tools.Define registered for --tool custom) whose steps are
 // --effects keyed http_request POSTs to a counting server on the loopback
 // interface in this process, which honours Idempotency-Key
 // (internal/downstream). One pool of --concurrency, --batch and --max-conns
-// (agentd's defaults) burns --tasks down. The HTTP client keeps one idle
-// connection per running task (http.DefaultTransport keeps two per host:
-// the rest would be new connections). Columns: hits are the requests the
+// (agentd's defaults) burns --tasks down. http_request keeps 100 idle
+// connections per host, the charge tool's client one per running task
+// (http.DefaultTransport keeps two per host: the rest would be new
+// connections). Columns: hits are the requests the
 // server received, performed and served the ledger.Do outcomes; xacts/task
 // are the transactions committed in the run's database
 // (pg_stat_database.xact_commit, read-only ones included, the benchmark's
@@ -154,10 +157,9 @@
 //
 // # sustained
 //
-// One worker.Pool (agentd's defaults: --concurrency 100, --batch 100,
-// --max-conns 20), with the cron scheduler (package schedule) and the
-// retention janitor (package janitor, agentd's five sweeps) running beside
-// it on its connections as agentd runs them, works while --enqueuers
+// One embedded daemon (agentd's defaults: --concurrency 100, --batch 100,
+// --max-conns 20) with its cron scheduler and retention janitor (its five
+// sweeps, every window --retention) running, as agentd runs them, works while --enqueuers
 // goroutines (default 8), on a separate connection pool, enqueue single
 // no-op tasks on latency's open-loop schedule of --rate tasks/s (default
 // 2000) for --duration (default 10m). One schedule, --cron (default "@every

@@ -18,11 +18,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/daemon"
 	"github.com/agentledger/agentledger/internal/downstream"
 	"github.com/agentledger/agentledger/ledger"
-	"github.com/agentledger/agentledger/steps"
 	"github.com/agentledger/agentledger/tools"
-	"github.com/agentledger/agentledger/worker"
 )
 
 // EffectsFlags configure the effects command.
@@ -176,17 +175,11 @@ func effectsRun(ctx context.Context, srv *Server, f EffectsFlags, n int, log *sl
 	u, _ := url.Parse(down.URL)
 	// One idle connection per running task: http.DefaultTransport keeps two
 	// per host, and at this rate the rest would be new connections, each
-	// left in TIME_WAIT.
+	// left in TIME_WAIT. (The daemon's http_request keeps 100.)
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.MaxIdleConnsPerHost = f.Concurrency
 	transport.MaxIdleConns = 2 * f.Concurrency
 	defer transport.CloseIdleConnections()
-	builtins, err := tools.Builtins(tools.BuiltinConfig{HTTP: tools.HTTPConfig{AllowedHosts: []string{u.Host},
-		Client: &http.Client{Transport: transport}}})
-	if err != nil {
-		return nil, err
-	}
-	reg := tools.NewRegistry(builtins...)
 	client := &http.Client{Transport: transport}
 	charge, err := tools.Define(tools.Spec[struct {
 		Step int `json:"step"`
@@ -209,7 +202,6 @@ func effectsRun(ctx context.Context, srv *Server, f EffectsFlags, n int, log *sl
 	if err != nil {
 		return nil, err
 	}
-	reg.Register(charge)
 
 	// Every task the same steps: their effect keys differ by task id.
 	type step struct {
@@ -246,18 +238,17 @@ func effectsRun(ctx context.Context, srv *Server, f EffectsFlags, n int, log *sl
 			return res, err
 		}
 		var seen outcomes
-		handlers := func(db *pgxpool.Pool) map[string]worker.Handler {
-			l := ledger.New(db)
-			l.Observe = seen.observe
-			return map[string]worker.Handler{"steps": steps.New(l, reg)}
-		}
+		spec := DaemonSpec{Tools: []tools.Tool{charge}, Configure: func(c *daemon.Config) {
+			c.HTTPAllowedHosts = []string{u.Host}
+			c.ObserveEffect = seen.observe
+		}}
 		before, err := meter.Read(ctx)
 		if err != nil {
 			return res, err
 		}
 		hits := down.Hits()
 		b := BurnDown{Case: ThroughputCase{Pools: 1, Concurrency: f.Concurrency, Batch: f.Batch}, Tasks: f.Tasks,
-			Since: time.Now(), MaxConns: int32(f.MaxConns), Handlers: handlers, Flags: f.CommonFlags, Log: log,
+			Since: time.Now(), MaxConns: int32(f.MaxConns), Daemon: spec, Flags: f.CommonFlags, Log: log,
 			Out: out, ErrOut: errOut}
 		res.Burn, err = b.Run(ctx, rdb, ctl)
 		if err != nil {

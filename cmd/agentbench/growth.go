@@ -259,7 +259,7 @@ func growthRound(ctx context.Context, rdb *RunDB, ctl *pgxpool.Pool, f GrowthFla
 		return res, err
 	}
 	b := BurnDown{Case: ThroughputCase{Pools: 1, Concurrency: f.Concurrency, Batch: f.Batch}, Tasks: f.Tasks,
-		MinID: minID, MaxConns: int32(f.MaxConns), Handlers: noopHandlers, Flags: f.CommonFlags, Log: log,
+		MinID: minID, MaxConns: int32(f.MaxConns), Flags: f.CommonFlags, Log: log,
 		Out: out, ErrOut: errOut}
 	res.Burn, err = b.Run(ctx, rdb, ctl)
 	return res, err

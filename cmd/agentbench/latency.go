@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/daemon"
 	"github.com/agentledger/agentledger/tools"
 	"github.com/agentledger/agentledger/worker"
 )
@@ -143,11 +144,6 @@ func latencyRun(ctx context.Context, srv *Server, f LatencyFlags, out io.Writer,
 		return res, err
 	}
 	defer rdb.Close()
-	workDB, err := rdb.DaemonPool(ctx, 8)
-	if err != nil {
-		return res, err
-	}
-	defer workDB.Close()
 	enqDB, err := rdb.Pool(ctx, int32(f.Enqueuers)+1)
 	if err != nil {
 		return res, err
@@ -162,29 +158,18 @@ func latencyRun(ctx context.Context, srv *Server, f LatencyFlags, out io.Writer,
 		}
 		return tools.Noop(ctx, t)
 	})
-	pool, err := worker.New(workDB, worker.Config{
-		ID:            "bench-latency",
-		Concurrency:   f.Concurrency,
-		BatchSize:     f.Batch,
-		PollInterval:  f.PollInterval,
-		PollOnly:      f.PollOnly,
-		ClaimCooldown: f.Cooldown,
-		Handlers:      map[string]worker.Handler{"stamp": handler},
-		Logger:        log,
-	})
+	w, err := NewPoolWorkers(ctx, rdb, PoolSpec{Pools: 1, Concurrency: f.Concurrency, Batch: f.Batch, MaxConns: 8,
+		Tasks: total, Log: log, Daemon: DaemonSpec{Kinds: map[string]worker.Handler{"stamp": handler},
+			Configure: func(c *daemon.Config) {
+				c.WorkerID, c.PollInterval, c.PollOnly, c.ClaimCooldown = "bench-latency", f.PollInterval, f.PollOnly, f.Cooldown
+			}}})
 	if err != nil {
 		return res, err
 	}
-	runCtx, stopPool := context.WithCancel(ctx)
-	var poolWG sync.WaitGroup
-	poolWG.Add(1)
-	go func() {
-		defer poolWG.Done()
-		if err := pool.Run(runCtx); err != nil {
-			log.Error("pool stopped with an error", "err", err)
-		}
-	}()
-	defer func() { stopPool(); poolWG.Wait() }()
+	defer w.Stop()
+	if err := w.Start(ctx); err != nil {
+		return res, err
+	}
 
 	// Open the enqueuers' connections up front, and give the pool a moment
 	// to connect and LISTEN.

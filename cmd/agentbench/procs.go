@@ -17,8 +17,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/agentledger/agentledger/internal/pgplan"
-	"github.com/agentledger/agentledger/worker"
+	"github.com/agentledger/agentledger/daemon"
 )
 
 // Worker processes: "throughput --processes N" re-executes this binary as
@@ -226,8 +225,12 @@ func (w *ProcWorkers) kill() {
 	}
 }
 
+// errGaveUp: the parent closed standard input instead of saying go.
+var errGaveUp = errors.New("the parent gave up before go")
+
 // runWorker is the "worker" command: one worker process of throughput
 // --processes (see the protocol above). It reads commands on standard input.
+// The process is the embedded daemon with only its worker pool running.
 func runWorker(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fs := newFlagSet("worker", "Internal: a worker process of \"throughput --processes\" (reads DATABASE_URL; "+
 		"prints ready, waits for go on standard input, works until standard input closes).", errOut)
@@ -247,45 +250,32 @@ func runWorker(ctx context.Context, args []string, out, errOut io.Writer) error 
 	if err != nil {
 		return err
 	}
-	cfg, err := pgxpool.ParseConfig(os.Getenv("DATABASE_URL"))
-	if err != nil {
-		return errors.New("worker: DATABASE_URL is not a valid connection string")
-	}
-	cfg.MaxConns = int32(conns)
-	for k, v := range pgplan.Settings { // as agentd's connections
-		cfg.ConnConfig.RuntimeParams[k] = v
-	}
-	db, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	if err := db.Ping(ctx); err != nil {
-		return err
-	}
 	count := newHandledCounter(1 << 62)
-	handlers := map[string]worker.Handler{}
-	for k, h := range noopHandlers(db) {
-		handlers[k] = count.counted(h)
-	}
-	pool, err := worker.New(db, worker.Config{ID: id, Concurrency: conc, BatchSize: batch, Handlers: handlers, Logger: log})
-	if err != nil {
+	in := bufio.NewScanner(os.Stdin)
+	// The daemon connects, then says ready and waits for go before its
+	// first claim.
+	d := daemon.New(daemon.Config{DatabaseURL: os.Getenv("DATABASE_URL"), NoMigrate: true, MaxConns: int32(conns),
+		WorkerID: id, Concurrency: conc, BatchSize: batch, NoCron: true, NoJanitor: true, NoDispatch: true,
+		Logger: log, Observer: count,
+		BeforeRun: func(context.Context, *pgxpool.Pool) error {
+			fmt.Fprintln(out, "ready")
+			if !in.Scan() || in.Text() != "go" {
+				return errGaveUp
+			}
+			return nil
+		}})
+	runCtx, stop := context.WithCancel(ctx)
+	poolDone := make(chan error, 1)
+	go func() { poolDone <- d.Run(runCtx) }()
+	select {
+	case <-d.Ready():
+	case err := <-poolDone:
+		stop()
+		if errors.Is(err, errGaveUp) {
+			return nil
+		}
 		return err
 	}
-	fmt.Fprintln(out, "ready")
-
-	in := bufio.NewScanner(os.Stdin)
-	if !in.Scan() || in.Text() != "go" {
-		return nil // the parent gave up
-	}
-	runCtx, stop := context.WithCancel(ctx)
-	poolDone := make(chan struct{})
-	go func() {
-		defer close(poolDone)
-		if err := pool.Run(runCtx); err != nil {
-			log.Error("pool stopped with an error", "err", err)
-		}
-	}()
 	stopReports := make(chan struct{})
 	reported := make(chan struct{})
 	go func() {
@@ -316,7 +306,9 @@ func runWorker(ctx context.Context, args []string, out, errOut io.Writer) error 
 	case <-ctx.Done():
 	}
 	stop()
-	<-poolDone
+	if err := <-poolDone; err != nil {
+		log.Error("daemon stopped with an error", "err", err)
+	}
 	close(stopReports)
 	<-reported
 	b, _ := json.Marshal(childReport{Handled: count.n.Load(), PeakRSS: peakRSS("self")})

@@ -16,17 +16,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
-	"github.com/agentledger/agentledger/httpapi"
-	"github.com/agentledger/agentledger/janitor"
-	"github.com/agentledger/agentledger/ledger"
-	"github.com/agentledger/agentledger/notify/outbox"
+	"github.com/agentledger/agentledger/daemon"
+	"github.com/agentledger/agentledger/metrics"
 	"github.com/agentledger/agentledger/schedule"
 	"github.com/agentledger/agentledger/tools"
-	"github.com/agentledger/agentledger/webhooks"
 	"github.com/agentledger/agentledger/worker"
 )
 
@@ -223,35 +218,21 @@ func sustainedRun(ctx context.Context, srv *Server, f SustainedFlags, log *slog.
 		}
 		return tools.Noop(ctx, t)
 	})
-	// agentd runs its scheduler and janitor on the worker pool's
-	// connections: the handlers are given that pool.
-	var svcDB *pgxpool.Pool
+	// The daemon runs its scheduler and janitor, as agentd does; their
+	// metrics count the fires and deletions.
+	m := metrics.New()
 	w, err := NewPoolWorkers(ctx, rdb, PoolSpec{Pools: 1, Concurrency: f.Concurrency, Batch: f.Batch,
 		MaxConns: int32(f.MaxConns), Tasks: total, Log: log,
-		Handlers: func(db *pgxpool.Pool) map[string]worker.Handler {
-			svcDB = db
-			return map[string]worker.Handler{"stamp": stamp, "noop": worker.HandlerFunc(tools.Noop)}
-		}})
+		Daemon: DaemonSpec{Kinds: map[string]worker.Handler{"stamp": stamp}, Configure: func(c *daemon.Config) {
+			c.NoCron, c.NoJanitor, c.Metrics, c.JanitorInterval = false, false, m, f.JanitorInterval
+			c.Retain = daemon.Retention{Ledger: f.Retention, Tasks: f.Retention, Outbox: f.Retention,
+				Inbox: f.Retention, IdempotencyKeys: f.Retention}
+		}}})
 	if err != nil {
 		return res, err
 	}
-	var fires, deleted atomic.Int64
-	sch, err := schedule.NewScheduler(svcDB, schedule.Config{Logger: log,
-		OnFire: func(string, time.Time, bool) { fires.Add(1) }})
-	if err != nil {
-		_, _ = w.Stop()
-		return res, err
-	}
-	jan, err := janitor.New(svcDB, retentionSweeps(svcDB, f.Retention), janitor.Config{Interval: f.JanitorInterval,
-		Logger: log, OnDelete: func(sweep string, n int64) {
-			if sweep == "tasks" {
-				deleted.Add(n)
-			}
-		}})
-	if err != nil {
-		_, _ = w.Stop()
-		return res, err
-	}
+	fires := func() int64 { return counterTotal(m, "agentledger_cron_fires_total", "") }
+	deleted := func() int64 { return counterTotal(m, "agentledger_janitor_deleted_total", "tasks") }
 	if _, err := schedule.NewStore(ctl).Add(ctx, schedule.Schedule{Name: "agentbench-tick", Spec: f.Cron, Kind: "noop"}); err != nil {
 		_, _ = w.Stop()
 		return res, err
@@ -260,23 +241,10 @@ func sustainedRun(ctx context.Context, srv *Server, f SustainedFlags, log *slog.
 		_, _ = w.Stop()
 		return res, err
 	}
-	svcCtx, stopSvc := context.WithCancel(ctx)
-	var svcWG sync.WaitGroup
-	for _, run := range []func(context.Context) error{sch.Run, jan.Run} {
-		svcWG.Add(1)
-		go func() {
-			defer svcWG.Done()
-			if err := run(svcCtx); err != nil {
-				log.Error("service stopped with an error", "err", err)
-			}
-		}()
-	}
 	stopped := false
 	stopAll := func() {
 		if !stopped {
 			stopped = true
-			stopSvc()
-			svcWG.Wait()
 			res.PeakRSS, _ = w.Stop()
 		}
 	}
@@ -371,7 +339,7 @@ func sustainedRun(ctx context.Context, srv *Server, f SustainedFlags, log *slog.
 			break // the error is reported below
 		}
 		lats := wins.take(k)
-		enq, fi, de := enqueued.Load(), fires.Load(), deleted.Load()
+		enq, fi, de := enqueued.Load(), fires(), deleted()
 		win := SustainedWindow{
 			Start: time.Duration(winStart - origin), Len: time.Duration(winEnd - winStart),
 			Enqueued: enq - prevEnq, Started: len(lats), Lat: Summarise(lats),
@@ -387,7 +355,7 @@ func sustainedRun(ctx context.Context, srv *Server, f SustainedFlags, log *slog.
 	}
 	<-finished
 	stopAll()
-	res.Cron, res.Deleted = fires.Load(), deleted.Load()
+	res.Cron, res.Deleted = fires(), deleted()
 	res.MaxLag, res.Enqueued = sent.MaxLag, enqueued.Load()
 	res.Achieved = float64(res.Enqueued) / sentFor.Seconds()
 	var lr LatencyResult
@@ -427,20 +395,6 @@ func waitStarted(ctx context.Context, rec *starts, n int64, idle time.Duration) 
 		if now := rec.started.Load(); now != last {
 			last, lastAt = now, time.Now()
 		}
-	}
-}
-
-// retentionSweeps are agentd's janitor sweeps, every one with window.
-func retentionSweeps(db *pgxpool.Pool, window time.Duration) []janitor.Sweep {
-	l := ledger.New(db)
-	return []janitor.Sweep{
-		{Name: "ledger", Window: window, Delete: func(ctx context.Context, w time.Duration, n int) (int64, error) {
-			return l.Expire(ctx, claims.LedgerRetention{}, ledger.Retention{Default: w}, n)
-		}},
-		{Name: "outbox", Window: window, Delete: outbox.NewStore(db).DeleteSettled},
-		{Name: "inbox", Window: window, Delete: webhooks.ExpireInbox(db)},
-		{Name: "idempotency_keys", Window: window, Delete: httpapi.ExpireKeys(db)},
-		{Name: "tasks", Window: window, Delete: claims.New(db).DeleteFinished},
 	}
 }
 

@@ -192,7 +192,7 @@ func throughputRun(ctx context.Context, srv *Server, f ThroughputFlags, c Throug
 	if err := rdb.Settle(ctx, ctl); err != nil {
 		return res, err
 	}
-	b := BurnDown{Case: c, Tasks: f.Tasks, MaxConns: int32(f.MaxConns), Handlers: noopHandlers,
+	b := BurnDown{Case: c, Tasks: f.Tasks, MaxConns: int32(f.MaxConns),
 		Flags: f.CommonFlags, Log: log, Out: out, ErrOut: errOut}
 	r, err := b.Run(ctx, rdb, ctl)
 	if err != nil {
@@ -226,7 +226,7 @@ type BurnDown struct {
 	MinID    int64     // only tasks above this id are the run's (growth pre-inserts others)
 	Since    time.Time // only attempts that started since are the run's (effects replays)
 	MaxConns int32
-	Handlers HandlersFunc // for pools in this process
+	Daemon   DaemonSpec // for daemons in this process
 	Flags    CommonFlags
 	Log      *slog.Logger
 	Out      io.Writer
@@ -248,7 +248,7 @@ func (b BurnDown) Run(ctx context.Context, rdb *RunDB, ctl *pgxpool.Pool) (Throu
 			MaxConns: b.MaxConns, Tasks: b.Tasks, LogLevel: b.Flags.LogLevel, ErrOut: b.ErrOut})
 	} else {
 		w, err = NewPoolWorkers(ctx, rdb, PoolSpec{Pools: c.Pools, Concurrency: c.Concurrency, Batch: c.Batch,
-			MaxConns: b.MaxConns, Handlers: b.Handlers, Tasks: b.Tasks, Log: b.Log})
+			MaxConns: b.MaxConns, Daemon: b.Daemon, Tasks: b.Tasks, Log: b.Log})
 	}
 	if err != nil {
 		return res, err

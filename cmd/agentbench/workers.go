@@ -2,15 +2,16 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/daemon"
 	"github.com/agentledger/agentledger/tools"
 	"github.com/agentledger/agentledger/worker"
 )
@@ -20,10 +21,10 @@ import (
 type Workers interface {
 	// Start starts working.
 	Start(ctx context.Context) error
-	// AllHandled is closed when the handlers have returned for every task
-	// of the phase.
+	// AllHandled is closed when every task of the phase finished (its
+	// outcome written).
 	AllHandled() <-chan struct{}
-	// Handled is how many handler calls returned.
+	// Handled is how many tasks finished.
 	Handled() int64
 	// PIDs are the worker processes, whose CPU time counts as the
 	// benchmark's; none for pools in this process.
@@ -47,128 +48,145 @@ func newHandledCounter(total int) *handledCounter {
 	return &handledCounter{total: int64(total), done: make(chan struct{})}
 }
 
-// add counts d handler calls.
+// add counts d finished tasks.
 func (c *handledCounter) add(d int64) { c.set(c.n.Add(d)) }
 
-// set notes that n calls returned in all.
+// set notes that n tasks finished in all.
 func (c *handledCounter) set(n int64) {
 	if n >= c.total {
 		c.once.Do(func() { close(c.done) })
 	}
 }
 
-// counted wraps h so that every return is counted.
-func (c *handledCounter) counted(h worker.Handler) worker.Handler {
-	return worker.HandlerFunc(func(ctx context.Context, t *agentledger.Task) (json.RawMessage, error) {
-		res, err := h.Work(ctx, t)
-		c.add(1)
-		return res, err
-	})
+// handledCounter is the daemons' extra worker.Observer: a task counts once
+// its attempt's outcome is written.
+func (c *handledCounter) Claimed(string, int) {}
+func (c *handledCounter) LeaseLost()          {}
+func (c *handledCounter) Finished(string, agentledger.TaskState, time.Duration) {
+	c.add(1)
 }
 
-// HandlersFunc builds the handlers of one worker pool, over the pool's
-// own connections (agentd's handlers share its pool).
-type HandlersFunc func(db *pgxpool.Pool) map[string]worker.Handler
-
-// noopHandlers are the handlers of the no-op benchmarks: tools.Noop, the
-// "noop" kind of agentd.
-func noopHandlers(*pgxpool.Pool) map[string]worker.Handler {
-	return map[string]worker.Handler{"noop": worker.HandlerFunc(tools.Noop)}
+// DaemonSpec completes the daemons under test beyond the queue settings:
+// the kinds and tools they serve beside the built-in ones and, through
+// Configure, the services they run (none by default: no API, cron, janitor
+// or notifications, as a queue-only reference runs none).
+type DaemonSpec struct {
+	Kinds     map[string]worker.Handler
+	Tools     []tools.Tool
+	Configure func(*daemon.Config)
 }
 
-// PoolWorkers are worker.Pool instances in this process, each on its own
-// connection pool, as separate daemons would be.
+// PoolWorkers are embedded daemons (daemon.New) in this process, each on
+// its own connection pool, as separate agentd processes would be.
 type PoolWorkers struct {
-	pools  []*worker.Pool
-	conns  []*pgxpool.Pool
 	count  *handledCounter
 	log    *slog.Logger
+	gate   chan struct{} // closed by Start: the daemons begin to claim
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
 
-// PoolSpec says how to build worker pools.
+// PoolSpec says how to build the daemons.
 type PoolSpec struct {
 	Pools       int
 	Concurrency int
 	Batch       int
-	MaxConns    int32 // per pool
-	Handlers    HandlersFunc
-	Tasks       int // the phase ends when the handlers returned this many times
+	MaxConns    int32 // per daemon
+	Daemon      DaemonSpec
+	Tasks       int // the phase ends when this many tasks finished
 	Log         *slog.Logger
 }
 
-// NewPoolWorkers builds the pools; they start working at Start.
+// NewPoolWorkers builds the daemons and returns once each has connected and
+// is ready to claim; they claim from Start on.
 func NewPoolWorkers(ctx context.Context, rdb *RunDB, s PoolSpec) (*PoolWorkers, error) {
-	w := &PoolWorkers{count: newHandledCounter(s.Tasks), log: s.Log}
+	url, err := rdb.URL()
+	if err != nil {
+		return nil, err
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	w := &PoolWorkers{count: newHandledCounter(s.Tasks), log: s.Log, gate: make(chan struct{}), cancel: cancel}
+	built := make(chan error, s.Pools) // one value per daemon: ready, or why not
 	for i := range s.Pools {
-		db, err := rdb.DaemonPool(ctx, s.MaxConns)
+		cfg := daemon.Config{DatabaseURL: url, NoMigrate: true, MaxConns: s.MaxConns,
+			WorkerID: fmt.Sprintf("bench-%d", i+1), Concurrency: s.Concurrency, BatchSize: s.Batch,
+			NoCron: true, NoJanitor: true, NoDispatch: true, Logger: s.Log, Observer: w.count}
+		if s.Daemon.Configure != nil {
+			s.Daemon.Configure(&cfg)
+		}
+		var reached atomic.Bool
+		cfg.BeforeRun = func(ctx context.Context, _ *pgxpool.Pool) error {
+			reached.Store(true)
+			built <- nil
+			select {
+			case <-w.gate:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		d, err := newDaemon(cfg, s.Daemon)
 		if err != nil {
-			w.closeConns()
+			w.Stop()
 			return nil, err
 		}
-		w.conns = append(w.conns, db)
-		handlers := map[string]worker.Handler{}
-		for k, h := range s.Handlers(db) {
-			handlers[k] = w.count.counted(h)
-		}
-		p, err := worker.New(db, worker.Config{
-			ID:          fmt.Sprintf("bench-%d", i+1),
-			Concurrency: s.Concurrency,
-			BatchSize:   s.Batch,
-			Handlers:    handlers,
-			Logger:      s.Log,
-		})
-		if err != nil {
-			w.closeConns()
+		w.wg.Add(1)
+		go func() {
+			defer w.wg.Done()
+			err := d.Run(runCtx)
+			switch {
+			case !reached.Load():
+				built <- fmt.Errorf("daemon %s: %w", cfg.WorkerID, err)
+			case err != nil && runCtx.Err() == nil:
+				w.log.Error("daemon stopped with an error", "worker", cfg.WorkerID, "err", err)
+			}
+		}()
+	}
+	for range s.Pools {
+		if err := <-built; err != nil {
+			w.Stop()
 			return nil, err
 		}
-		w.pools = append(w.pools, p)
 	}
 	resetPeakRSS() // the peak read at Stop is the phase's
 	return w, nil
 }
 
-// Start runs the pools until Stop.
-func (w *PoolWorkers) Start(ctx context.Context) error {
-	runCtx, cancel := context.WithCancel(ctx)
-	w.cancel = cancel
-	for _, p := range w.pools {
-		w.wg.Add(1)
-		go func() {
-			defer w.wg.Done()
-			if err := p.Run(runCtx); err != nil {
-				w.log.Error("pool stopped with an error", "err", err)
-			}
-		}()
+// newDaemon is daemon.New with spec's kinds and tools registered.
+func newDaemon(cfg daemon.Config, spec DaemonSpec) (*daemon.Daemon, error) {
+	d := daemon.New(cfg)
+	for name, h := range spec.Kinds {
+		if err := d.RegisterKind(name, h); err != nil {
+			return nil, err
+		}
 	}
+	for _, t := range spec.Tools {
+		if err := d.RegisterTool(t); err != nil {
+			return nil, err
+		}
+	}
+	return d, nil
+}
+
+// Start lets the daemons claim until Stop.
+func (w *PoolWorkers) Start(context.Context) error {
+	close(w.gate)
 	return nil
 }
 
-// AllHandled is closed when every task was handled.
+// AllHandled is closed when every task finished.
 func (w *PoolWorkers) AllHandled() <-chan struct{} { return w.count.done }
 
-// Handled is how many handler calls returned.
+// Handled is how many tasks finished.
 func (w *PoolWorkers) Handled() int64 { return w.count.n.Load() }
 
-// PIDs is empty: the pools run in this process.
+// PIDs is empty: the daemons run in this process.
 func (w *PoolWorkers) PIDs() []int { return nil }
 
-// Stop shuts the pools down and closes their connections; the peak RSS is
-// this process's since Start.
+// Stop shuts the daemons down (their connections close with them); the
+// peak RSS is this process's since Start.
 func (w *PoolWorkers) Stop() (int64, error) {
-	if w.cancel != nil {
-		w.cancel()
-	}
+	w.cancel()
 	w.wg.Wait()
-	rss := peakRSS("self")
-	w.closeConns()
-	return rss, nil
-}
-
-func (w *PoolWorkers) closeConns() {
-	for _, c := range w.conns {
-		c.Close()
-	}
-	w.conns = nil
+	return peakRSS("self"), nil
 }
