@@ -142,7 +142,8 @@ func drill(t *testing.T, o options) {
 }
 
 // modelReply is the fake model: an agent asks for one keyed POST, then for
-// the MCP server's idempotent reserve, then answers.
+// the MCP server's idempotent reserve, then for its destructive charge,
+// then answers.
 func (r *run) modelReply(req fakeopenai.Request) fakeopenai.Reply {
 	var j string
 	answered := 0
@@ -160,6 +161,8 @@ func (r *run) modelReply(req fakeopenai.Request) fakeopenai.Reply {
 		return fakeopenai.Calls(fakeopenai.ToolCall{ID: "call-" + j, Name: "http_request", Arguments: args})
 	case 1:
 		return fakeopenai.Calls(fakeopenai.ToolCall{ID: "mcp-" + j, Name: "shop__reserve", Arguments: sprintf(`{"order":%s}`, j)})
+	case 2:
+		return fakeopenai.Calls(fakeopenai.ToolCall{ID: "charge-" + j, Name: "shop__charge", Arguments: sprintf(`{"order":%s}`, j)})
 	}
 	return fakeopenai.Text("done")
 }
@@ -181,7 +184,7 @@ func (r *run) submit(d time.Duration) {
 		} else {
 			j := n - r.tasks
 			p = claims.EnqueueParams{Kind: "agent", SubmissionKey: sprintf("chaos-agent:%d", j),
-				Payload: json.RawMessage(sprintf(`{"prompt":"chaos agent %d","tools":["http_request","shop/reserve"],"max_steps":4}`, j))}
+				Payload: json.RawMessage(sprintf(`{"prompt":"chaos agent %d","tools":["http_request","shop/reserve","shop/charge"],"max_steps":5}`, j))}
 		}
 		p.MaxAttempts = 1000
 		for {

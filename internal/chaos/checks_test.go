@@ -18,13 +18,20 @@ func (r *run) check() {
 		t.Errorf("INVARIANT %s: %s", invariant, sprintf(format, a...))
 	}
 
-	// Every task finished, and succeeded.
+	// Every task finished, and succeeded — but an agent task whose
+	// destructive MCP charge was in flight when its daemon died: that one
+	// waits for an operator (checked with the charges below).
+	parked := map[int64]bool{}
 	rows, err := r.w.db.Query(ctx, `SELECT id, kind, state, coalesce(last_error, '') FROM tasks WHERE state <> 'succeeded' ORDER BY id`)
 	must(t, err)
 	for rows.Next() {
 		var id int64
 		var kind, state, lastErr string
 		must(t, rows.Scan(&id, &kind, &state, &lastErr))
+		if kind == "agent" && state == "needs_attention" {
+			parked[id] = true
+			continue
+		}
 		fail("every task finished", "task %d (%s) is %s: %s", id, kind, state, lastErr)
 	}
 	rows.Close()
@@ -59,23 +66,34 @@ func (r *run) check() {
 	}
 	// Every agent's MCP reserve call took effect under one key: the server
 	// may have got a call again after a kill (an idempotent tool is sent
-	// again under the same key), never a second key for one intent.
+	// again under the same key), never a second key for one intent. The
+	// destructive charge is never sent twice: each key at most once.
 	b, err := os.ReadFile(r.mcpLog)
 	must(t, err)
-	keys := map[string]int{}
+	reserves, charges := map[string]int{}, map[string]int{}
 	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		if tool, key, ok := strings.Cut(line, " "); ok && tool == "reserve" {
-			keys[key]++
+		switch tool, key, _ := strings.Cut(line, " "); tool {
+		case "reserve":
+			reserves[key]++
+		case "charge":
+			charges[key]++
 		}
 	}
-	if len(keys) != r.agents {
-		fail("one business effect per intended effect", "the MCP server saw %d reserve keys for %d agent tasks", len(keys), r.agents)
+	if len(reserves) != r.agents {
+		fail("one business effect per intended effect", "the MCP server saw %d reserve keys for %d agent tasks", len(reserves), r.agents)
 	}
 	resent := 0
-	for _, n := range keys {
+	for _, n := range reserves {
 		resent += n - 1
 	}
-	r.note("MCP: %d reserve keys for %d agent tasks, %d calls sent again under their key", len(keys), r.agents, resent)
+	for key, n := range charges {
+		if n > 1 {
+			fail("an unsafe effect is never sent twice", "the MCP charge under key %s was sent %d times", key, n)
+		}
+	}
+	r.checkCharges(charges, parked, fail)
+	r.note("MCP: %d reserve keys for %d agent tasks, %d calls sent again under their key; %d charges, %d agent tasks parked",
+		len(reserves), r.agents, resent, len(charges), len(parked))
 	if got, want := r.down.Effects(), int64(r.tasks+r.agents); got != want {
 		fail("one business effect per intended effect", "downstream has %d business effects, want %d", got, want)
 	}
@@ -168,4 +186,32 @@ func atoi(s string) int {
 		n = n*10 + int(c-'0')
 	}
 	return n
+}
+
+// checkCharges: an agent task that succeeded made its charge exactly once,
+// under the key its ledger row records; one that was parked has its charge
+// of unknown outcome in the ledger, sent at most once.
+func (r *run) checkCharges(charges map[string]int, parked map[int64]bool, fail func(string, string, ...any)) {
+	ctx := context.Background()
+	rows, err := r.w.db.Query(ctx, `
+SELECT t.id, t.state, l.effect_key, l.state
+FROM tasks t LEFT JOIN ledger l ON l.task_id = t.id AND l.operation = 'mcp.shop.charge'
+WHERE t.kind = 'agent' ORDER BY t.id`)
+	must(r.t, err)
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var state string
+		var key, effect *string
+		must(r.t, rows.Scan(&id, &state, &key, &effect))
+		switch {
+		case key == nil:
+			fail("every task finished", "agent task %d (%s) has no charge in the ledger", id, state)
+		case parked[id] && *effect != "unknown":
+			fail("only an unknown outcome parks", "agent task %d is parked but its charge is %s", id, *effect)
+		case !parked[id] && charges[*key] != 1:
+			fail("one business effect per intended effect", "agent task %d succeeded with its charge sent %d times", id, charges[*key])
+		}
+	}
+	must(r.t, rows.Err())
 }
