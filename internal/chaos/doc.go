@@ -4,9 +4,12 @@
 // the harness SIGKILLs and restarts
 // daemons, freezes one past its lease (SIGSTOP, then SIGCONT: a zombie),
 // restarts PostgreSQL and cuts connections. At the end every task must have
-// finished with exactly one business effect per intended effect (an MCP
-// call's under one key), one child per parent, one Slack message per (task, rule) and per notify call, and no
-// overlapping leases.
+// finished with exactly one business effect per intended effect (an
+// idempotent MCP call's under one key), one child per parent, one Slack
+// message per (task, rule) and per notify call, and no overlapping leases.
+// An agent's destructive MCP charge is never sent twice: its agent succeeded
+// with the charge sent once, or — killed between sending and recording —
+// waits in needs_attention with the charge of unknown outcome.
 //
 // The default run is short (CI). CHAOS_TASKS, CHAOS_AGENTS, CHAOS_SECONDS
 // and CHAOS_SEED size it and make a failing run reproducible (the seed is
