@@ -37,6 +37,7 @@ const (
 	CodeTimeout                  Code = "timeout"
 	CodeRequestCancelled         Code = "cancelled"
 	CodeUnauthorized             Code = "unauthorized"
+	CodeForbidden                Code = "forbidden"
 	CodeIdempotencyKeyMissing    Code = "idempotency_key_missing"
 	CodeIdempotencyKeyInvalid    Code = "idempotency_key_invalid"
 	CodeIdempotencyKeyDuplicated Code = "idempotency_key_duplicated"
@@ -79,6 +80,7 @@ var kinds = map[Code]Kind{
 	CodeTimeout:          {Status: http.StatusServiceUnavailable, Title: "Timed out", Exit: exitFailed, sentinel: context.DeadlineExceeded},
 	CodeRequestCancelled: {Status: http.StatusServiceUnavailable, Title: "Request cancelled", Exit: exitFailed, sentinel: context.Canceled},
 	CodeUnauthorized:     {Status: http.StatusUnauthorized, Title: "Unauthorized", Exit: exitFailed},
+	CodeForbidden:        {Status: http.StatusForbidden, Title: "Not granted", Exit: exitFailed, sentinel: ErrForbidden},
 
 	CodeIdempotencyKeyMissing:    {Status: http.StatusBadRequest, Title: "Idempotency-Key missing", Exit: exitUsage},
 	CodeIdempotencyKeyInvalid:    {Status: http.StatusBadRequest, Title: "Idempotency-Key invalid", Exit: exitUsage},
@@ -106,7 +108,7 @@ var kinds = map[Code]Kind{
 // sentinels are the codes that have a sentinel, in the order KindOf tests
 // them: the more specific first (an invalid input wraps nothing else).
 var sentinels = []Code{CodeKeyReused, CodeInvalid, CodeNotFound, CodeConflict, CodeLeaseLost,
-	CodeCancelled, CodeNeedsAttention, CodeTimeout, CodeRequestCancelled}
+	CodeCancelled, CodeNeedsAttention, CodeForbidden, CodeTimeout, CodeRequestCancelled}
 
 // KindOf returns the kind of err: the code of the first *CodedError in its
 // chain, else of the first sentinel it wraps, else CodeInternal.

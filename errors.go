@@ -23,6 +23,9 @@ var (
 	ErrConflict = errors.New("conflict")
 	// ErrCancelled: an operator cancelled the task while it ran.
 	ErrCancelled = errors.New("task cancelled by operator")
+	// ErrForbidden: the tenant's grant does not allow it; nothing was
+	// performed or recorded.
+	ErrForbidden = errors.New("forbidden by the tenant's grant")
 	// ErrNeedsAttention: an effect's outcome is unknown and its class
 	// forbids performing it blindly; the task waits for an operator.
 	ErrNeedsAttention = errors.New("effect outcome unknown: an operator must resolve it")

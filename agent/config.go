@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"net/http"
 	"time"
+
+	"github.com/agentledger/agentledger/grants"
 )
 
 // Kind is the task kind the Agent handles.
@@ -59,6 +61,10 @@ type Config struct {
 	// http.DefaultTransport and no timeout of its own (RequestTimeout
 	// bounds each call).
 	HTTPClient *http.Client
+	// Grants, when set, give each task's tenant grant, read at the start of
+	// every attempt: its model calls and tool calls are checked against
+	// it, on a replay too.
+	Grants grants.Source
 }
 
 // withDefaults returns c with zero fields filled.

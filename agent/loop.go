@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/tools"
 )
 
@@ -77,9 +78,20 @@ func (a *Agent) Work(ctx context.Context, task *agentledger.Task) (json.RawMessa
 	if err != nil {
 		return nil, agentledger.Permanent(fmt.Errorf("agent: %w", err))
 	}
+	if a.cfg.Grants != nil {
+		if pl.grant, err = a.cfg.Grants.For(ctx, task.Tenant); err != nil {
+			return nil, err
+		}
+	}
 	msgs := opening(pl.system, pl.prompt)
 	var used Usage
 	for n := 0; n < pl.maxSteps; n++ {
+		if pl.grant != nil {
+			need := grants.Need{Model: pl.model, Tokens: int64(used.TotalTokens)}
+			if err := pl.grant.Allow(task.Tenant, need); err != nil {
+				return nil, fmt.Errorf("llm/%d: %w", n, err)
+			}
+		}
 		c, err := a.complete(ctx, task, n, chatRequest{Model: pl.model, Messages: msgs, Tools: specs})
 		if err != nil {
 			return nil, a.redact(stepError(n, err))

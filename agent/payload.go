@@ -8,6 +8,7 @@ import (
 	"io"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/tools"
 )
 
@@ -36,6 +37,7 @@ type plan struct {
 	tools                 []tools.Tool
 	allowed               map[string]tools.Tool
 	maxSteps              int
+	grant                 *grants.Grant // the tenant's, in force for this attempt; nil: unchecked
 }
 
 // parsePayload validates raw against the configuration and the registry.

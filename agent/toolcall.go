@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/tools"
 )
 
@@ -36,11 +37,14 @@ func (a *Agent) runTool(ctx context.Context, task *agentledger.Task, pl *plan, n
 	if !json.Valid([]byte(args)) {
 		return failure(fmt.Sprintf("the arguments of %s are not valid JSON", c.Name), ledger.Result{}), nil
 	}
-	call := tools.Call{Task: task, StepPath: fmt.Sprintf("tool/%d/%s", n, c.ID), Args: json.RawMessage(args)}
+	call := tools.Call{Task: task, StepPath: fmt.Sprintf("tool/%d/%s", n, c.ID), Args: json.RawMessage(args), Grant: pl.grant}
 	res, err := tools.Invoke(ctx, a.ledger, t, call)
 	var failed *ledger.FailedError
 	var perm *agentledger.PermanentError
+	var denied *grants.DeniedError
 	switch {
+	case errors.As(err, &denied): // the operator's decision, not the model's mistake: the task fails
+		return "", err
 	case err == nil:
 		return encode(struct {
 			Status int             `json:"status"`

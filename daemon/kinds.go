@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentledger/agentledger/agent"
+	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/metrics"
 	"github.com/agentledger/agentledger/notify"
@@ -63,13 +64,15 @@ func (d *Daemon) handlers(db *pgxpool.Pool, m *metrics.Metrics) (map[string]work
 			cfg.ObserveEffect(op, class, outcome)
 		}
 	}
+	runner := steps.New(l, reg)
+	runner.Grants = grants.NewStore(db)
 	kinds := map[string]worker.Handler{
 		"noop":  worker.HandlerFunc(tools.Noop),
 		"echo":  worker.HandlerFunc(tools.Echo),
 		"sleep": worker.HandlerFunc(tools.Sleep),
-		"steps": steps.New(l, reg),
+		"steps": runner,
 		agent.Kind: agent.New(agent.Config{BaseURL: cfg.LLMBaseURL, APIKey: cfg.LLMAPIKey, Model: cfg.LLMModel,
-			RequestTimeout: cfg.LLMTimeout, MaxSteps: cfg.LLMMaxSteps}, l, reg),
+			RequestTimeout: cfg.LLMTimeout, MaxSteps: cfg.LLMMaxSteps, Grants: grants.NewStore(db)}, l, reg),
 	}
 	for name, h := range d.kinds {
 		kinds[name] = h

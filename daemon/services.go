@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/httpapi"
 	"github.com/agentledger/agentledger/janitor"
 	"github.com/agentledger/agentledger/ledger"
@@ -143,6 +144,7 @@ func apiServer(cfg *Config, db *pgxpool.Pool, m *metrics.Metrics, check func(con
 	api, err := httpapi.New(httpapi.Config{
 		DB: db, Tenants: tenants.NewStore(db), Claims: claims.New(db), Operator: operator.New(db), Hooks: hooks,
 		IdempotencyKeyOptional: cfg.IdempotencyKeyOptional, Logger: log, Observe: m.HTTP, CheckPayload: check,
+		Grants: grants.NewStore(db),
 	})
 	if err != nil {
 		return nil, &ConfigError{err}

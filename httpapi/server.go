@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/operator"
 	"github.com/agentledger/agentledger/tenants"
 )
@@ -41,6 +42,9 @@ type Config struct {
 	// kind (a typed kind's arguments); its *agentledger.InvalidError is a
 	// 422 naming the field. Kinds it does not know pass.
 	CheckPayload func(ctx context.Context, kind string, payload json.RawMessage) error
+	// Grants, when set, hold what each tenant may submit: a kind outside
+	// the tenant's grant is a 403 forbidden naming it.
+	Grants grants.Source
 
 	// Hooks, when set, serves POST /v1/hooks/{source} without bearer
 	// authentication: webhooks authenticate by their signature.

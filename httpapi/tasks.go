@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/grants"
 )
 
 // Task is a task as the API shows it (snake_case JSON). Fields without a
@@ -150,6 +151,15 @@ func (s *Server) createTask(r *http.Request, tenant string, body []byte) (action
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
+	}
+	if s.cfg.Grants != nil {
+		g, err := s.cfg.Grants.For(r.Context(), tenant)
+		if err != nil {
+			return nil, err
+		}
+		if err := g.Allow(tenant, grants.Need{Kind: p.Kind}); err != nil {
+			return nil, err
+		}
 	}
 	if s.cfg.CheckPayload != nil {
 		if err := s.cfg.CheckPayload(r.Context(), p.Kind, p.Payload); err != nil {

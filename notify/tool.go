@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/canonjson"
+	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/notify/outbox"
 	"github.com/agentledger/agentledger/tools"
@@ -53,6 +54,15 @@ func (*Tool) Parameters() json.RawMessage {
 type notifyArgs struct {
 	Channel string `json:"channel"`
 	Text    string `json:"text"`
+}
+
+// Reach is the channel, for the tenant's grant.
+func (n *Tool) Reach(call tools.Call) (grants.Need, error) {
+	var a notifyArgs
+	if err := json.Unmarshal(call.Args, &a); err != nil {
+		return grants.Need{}, agentledger.Permanent(fmt.Errorf("notify: arguments must be {\"channel\", \"text\"}: %v", err))
+	}
+	return grants.Need{Channel: a.Channel}, nil
 }
 
 // Effect validates the arguments and returns a local effect, operation

@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/tools"
 )
@@ -16,6 +17,9 @@ import (
 type Runner struct {
 	ledger tools.Doer
 	tools  *tools.Registry
+	// Grants, when set, give each task's tenant grant, read at the start
+	// of every attempt; every step is checked against it, on a replay too.
+	Grants grants.Source
 }
 
 // New returns a Runner that runs tools from reg through l.
@@ -47,6 +51,12 @@ func (r *Runner) Work(ctx context.Context, task *agentledger.Task) (json.RawMess
 			return nil, fmt.Errorf("step %d: %w", i, err)
 		}
 	}
+	var grant *grants.Grant
+	if r.Grants != nil {
+		if grant, err = r.Grants.For(ctx, task.Tenant); err != nil {
+			return nil, err
+		}
+	}
 	results := make([]any, 0, len(p.Steps))
 	out := make([]StepResult, 0, len(p.Steps))
 	for i, s := range p.Steps {
@@ -54,7 +64,7 @@ func (r *Runner) Work(ctx context.Context, task *agentledger.Task) (json.RawMess
 		if err != nil {
 			return nil, fmt.Errorf("step %d: %w", i, err)
 		}
-		res, err := tools.Invoke(ctx, r.ledger, ts[i], tools.Call{Task: task, StepPath: fmt.Sprintf("tool/%d", i), Args: args})
+		res, err := tools.Invoke(ctx, r.ledger, ts[i], tools.Call{Task: task, StepPath: fmt.Sprintf("tool/%d", i), Args: args, Grant: grant})
 		if err != nil {
 			var failed *ledger.FailedError
 			if errors.As(err, &failed) {

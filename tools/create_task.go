@@ -11,6 +11,7 @@ import (
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/canonjson"
 	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/ledger"
 )
 
@@ -21,6 +22,17 @@ type CreateTask struct{}
 
 // NewCreateTask returns the create_task tool.
 func NewCreateTask() *CreateTask { return &CreateTask{} }
+
+// Reach is the child's kind, for the tenant's grant.
+func (CreateTask) Reach(call Call) (grants.Need, error) {
+	var a struct {
+		Kind string `json:"kind"`
+	}
+	if err := json.Unmarshal(call.Args, &a); err != nil {
+		return grants.Need{}, agentledger.Permanent(fmt.Errorf("create_task: arguments: %v", err))
+	}
+	return grants.Need{Kind: a.Kind}, nil
+}
 
 // Name is "create_task".
 func (*CreateTask) Name() string { return "create_task" }

@@ -67,9 +67,11 @@ func call(task *agentledger.Task, step, args string) tools.Call {
 }
 
 // hostOf is the host:port of a server URL.
+// hostOf is the allow-list entry of a test server: its origin, http
+// written out (a bare host would mean https).
 func hostOf(raw string) string {
 	u, _ := url.Parse(raw)
-	return u.Host
+	return "http://" + u.Host
 }
 
 func isPermanent(err error) bool {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/canonjson"
+	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/ledger"
 )
 
@@ -35,7 +35,9 @@ const (
 )
 
 // HTTPConfig configures the http_request and unsafe_http tools. Hosts are
-// written "host" (any port) or "host:port", without a scheme.
+// origins: "https://host[:port]", "http://host[:port]" (sent in clear: only
+// when written so), or "host[:port]", which means https. A port left out is
+// the scheme's.
 type HTTPConfig struct {
 	// AllowedHosts are the targets http_request may call: services that
 	// honour Idempotency-Key. Empty allows none.
@@ -56,8 +58,8 @@ type HTTPConfig struct {
 	Client *http.Client
 	// HostHeaders are secret headers (Authorization, API keys) per host,
 	// added after the request is hashed: they are sent, and never stored,
-	// logged or returned. The most specific entry (host:port, then host)
-	// applies.
+	// logged or returned. Keys are written as hosts are: a bare host is
+	// https, so secrets go over plain http only to an http:// key.
 	HostHeaders map[string]map[string]string
 }
 
@@ -175,10 +177,20 @@ type httpArgs struct {
 // httpCall is a validated request, ready to send.
 type httpCall struct {
 	method, url, target string
+	u                   *url.URL
 	headers             http.Header
 	secrets             http.Header
 	body                []byte // canonical JSON; nil: no body
 	denied              error  // the host is not allowed: refuse to perform
+}
+
+// Reach is the request's target, for the tenant's grant.
+func (t *HTTPTool) Reach(call Call) (grants.Need, error) {
+	hc, err := t.parse(call.Args)
+	if err != nil {
+		return grants.Need{}, agentledger.Permanent(fmt.Errorf("%s: %w", t.name, err))
+	}
+	return grants.Need{URL: hc.u}, nil
 }
 
 // Effect validates the arguments and returns the request as an effect: GET
@@ -191,6 +203,9 @@ func (t *HTTPTool) Effect(call Call) (ledger.Effect, error) {
 	hc, err := t.parse(call.Args)
 	if err != nil {
 		return ledger.Effect{}, agentledger.Permanent(fmt.Errorf("%s: %w", t.name, err))
+	}
+	if call.Grant != nil && !call.Grant.SecretHeaders(hc.u) {
+		hc.secrets = nil // the tenant's request goes out with its own headers only
 	}
 	req := map[string]any{"method": hc.method, "url": hc.url}
 	if len(hc.headers) > 0 {
@@ -246,20 +261,15 @@ func (t *HTTPTool) parse(raw json.RawMessage) (*httpCall, error) {
 	case u.User != nil:
 		return nil, errors.New("url must not carry credentials: configure them as host headers")
 	}
-	host, port := strings.ToLower(u.Hostname()), u.Port()
-	if port == "" {
-		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
-	}
-	hostPort := net.JoinHostPort(host, port)
-	if !t.allowed[hostPort] && !t.allowed[host] {
+	hc.u = u
+	origin := grants.Origin(u)
+	if !t.allowed[origin] {
 		// Refused when performing, not here: a replay serves an effect
 		// the ledger completed whatever the configuration says now.
-		hc.denied = fmt.Errorf("host %s is not allowed: add it to %s", u.Host, t.env)
+		hc.denied = fmt.Errorf("%s is not allowed: add it to %s", origin, t.env)
 	}
 	hc.target = u.Scheme + "://" + strings.ToLower(u.Host)
-	if hc.secrets = t.secrets[hostPort]; hc.secrets == nil {
-		hc.secrets = t.secrets[host]
-	}
+	hc.secrets = t.secrets[origin]
 	for k, v := range a.Headers {
 		if err := checkHeader(k, v); err != nil {
 			return nil, err
@@ -304,17 +314,22 @@ func checkHeader(k, v string) error {
 // normHost normalises an allowed-host entry: "host" or "host:port",
 // lower case, IPv6 in brackets only with a port.
 func normHost(entry string) (string, error) {
-	e := strings.ToLower(strings.TrimSpace(entry))
-	if e == "" || strings.ContainsAny(e, "/@?#* \t") {
-		return "", fmt.Errorf("host %q must be written host or host:port, without scheme or path", entry)
+	e := strings.TrimSpace(entry)
+	if !strings.Contains(e, "://") {
+		e = "https://" + e
 	}
-	if h, p, err := net.SplitHostPort(e); err == nil {
-		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 || h == "" {
-			return "", fmt.Errorf("host %q: bad host or port", entry)
+	u, err := grants.ParseHost(e)
+	if err == nil {
+		if p := u.Port(); p != "" {
+			if n, perr := strconv.Atoi(p); perr != nil || n < 1 || n > 65535 {
+				err = fmt.Errorf("bad port %q", p)
+			}
 		}
-		return net.JoinHostPort(h, p), nil
 	}
-	return strings.TrimSuffix(strings.TrimPrefix(e, "["), "]"), nil
+	if err != nil || strings.Contains(e, "*") {
+		return "", fmt.Errorf("host %q must be written host[:port] (https), https://host[:port], or http://host[:port] to send in clear", entry)
+	}
+	return grants.Origin(u), nil
 }
 
 // utf8Prefix cuts s to at most n bytes on a rune boundary.

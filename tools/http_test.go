@@ -50,7 +50,7 @@ func TestHTTPRequestOnceThenFromLedger(t *testing.T) {
 		t.Fatalf("hits %d effects %d", s1.Hits(), s1.Effects())
 	}
 	key := ledger.EffectKey(task.Tenant, task.ID, task.Generation, "tool/0", "http_request")
-	t1, t2 := "http://"+hostOf(s1.URL), "http://"+hostOf(s2.URL)
+	t1, t2 := hostOf(s1.URL), hostOf(s2.URL)
 	if s1.EffectsFor(ledger.DownstreamKey(key, t1)) != 1 {
 		t.Fatal("downstream did not see the ledger's downstream key")
 	}
@@ -85,7 +85,7 @@ func TestHTTPRequestCommitThenDrop(t *testing.T) {
 		t.Fatalf("retry: %+v %v", retried, err)
 	}
 	key := ledger.EffectKey(task.Tenant, task.ID, task.Generation, "tool/0", "http_request")
-	if srv.Effects() != 1 || srv.Hits() != 2 || srv.EffectsFor(ledger.DownstreamKey(key, "http://"+hostOf(srv.URL))) != 1 {
+	if srv.Effects() != 1 || srv.Hits() != 2 || srv.EffectsFor(ledger.DownstreamKey(key, hostOf(srv.URL))) != 1 {
 		t.Fatalf("effects %d hits %d", srv.Effects(), srv.Hits())
 	}
 	stored, err := tools.Invoke(ctx, e.Ledger, tool, c)
@@ -99,7 +99,7 @@ func TestHTTPRequestTransientAnswers(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
 	srv := newDownstream(t)
-	tool, _ := e.http(tools.HTTPConfig{AllowedHosts: []string{"127.0.0.1"}}) // any port
+	tool, _ := e.http(tools.HTTPConfig{AllowedHosts: []string{hostOf(srv.URL)}})
 	task := e.task()
 
 	c := call(task, "tool/0", post(srv.URL))
@@ -160,10 +160,11 @@ func TestHTTPRequestDisallowedHost(t *testing.T) {
 	e := newEnv(t)
 	srv := newDownstream(t)
 	task := e.task()
-	for _, hosts := range [][]string{nil, {"example.com", "127.0.0.1:1"}} {
+	// Another port, and the right port over https (the bare host:port).
+	for _, hosts := range [][]string{nil, {"example.com", "http://127.0.0.1:1"}, {strings.TrimPrefix(hostOf(srv.URL), "http://")}} {
 		tool, unsafe := e.http(tools.HTTPConfig{AllowedHosts: hosts, UnsafeAllowedHosts: hosts})
 		_, err := tools.Invoke(ctx, e.Ledger, tool, call(task, "tool/0", post(srv.URL)))
-		want := fmt.Sprintf("host %s is not allowed: add it to AGENTLEDGER_HTTP_ALLOWED_HOSTS", hostOf(srv.URL))
+		want := fmt.Sprintf("%s is not allowed: add it to AGENTLEDGER_HTTP_ALLOWED_HOSTS", hostOf(srv.URL))
 		if !isPermanent(err) || !strings.Contains(err.Error(), want) {
 			t.Fatalf("%v: %v", hosts, err)
 		}
@@ -400,7 +401,9 @@ func TestBuiltins(t *testing.T) {
 		t.Fatalf("builtins %s", got)
 	}
 	for _, cfg := range []tools.HTTPConfig{
-		{AllowedHosts: []string{"https://api.example.com"}},
+		{AllowedHosts: []string{"ftp://api.example.com"}},
+		{AllowedHosts: []string{"https://api.example.com/v1"}},
+		{AllowedHosts: []string{"*.example.com"}},
 		{UnsafeAllowedHosts: []string{"api.example.com:99999"}},
 		{HostHeaders: map[string]map[string]string{"api.example.com": {"Idempotency-Key": "x"}}},
 		{Timeout: -time.Second},

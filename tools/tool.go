@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/ledger"
 )
 
@@ -21,6 +22,9 @@ type Call struct {
 	// step i of a steps task, "tool/<n>/<tool_call_id>" for an agent.
 	StepPath string
 	Args     json.RawMessage
+	// Grant is what the task's tenant may reach; nil checks nothing (the
+	// steps and agent kinds always set it).
+	Grant *grants.Grant
 }
 
 // Tool is one capability steps and agents can invoke.
@@ -41,8 +45,40 @@ type Doer interface {
 	Do(ctx context.Context, a ledger.Attempt, e ledger.Effect) (ledger.Result, error)
 }
 
-// Invoke runs call of tool t through the ledger for the task's attempt.
+// Reacher is a tool whose calls reach more than the tool itself: a host, a
+// channel, a kind of task. Reach reads it from the call's arguments.
+type Reacher interface {
+	Reach(call Call) (grants.Need, error)
+}
+
+// Permit checks call of t against call.Grant: the tool, and what the call
+// reaches. A denial is a *grants.DeniedError (permanent).
+func Permit(t Tool, call Call) error {
+	if call.Grant == nil {
+		return nil
+	}
+	var need grants.Need
+	if r, ok := t.(Reacher); ok {
+		var err error
+		if need, err = r.Reach(call); err != nil {
+			return err
+		}
+	}
+	need.Tool = t.Name()
+	tenant := ""
+	if call.Task != nil {
+		tenant = call.Task.Tenant
+	}
+	return call.Grant.Allow(tenant, need)
+}
+
+// Invoke runs call of tool t through the ledger for the task's attempt,
+// once the tenant's grant allows it: a call outside the grant records and
+// performs nothing, on a replay too.
 func Invoke(ctx context.Context, l Doer, t Tool, call Call) (ledger.Result, error) {
+	if err := Permit(t, call); err != nil {
+		return ledger.Result{}, fmt.Errorf("%s at %s: %w", t.Name(), call.StepPath, err)
+	}
 	eff, err := t.Effect(call)
 	if err != nil {
 		return ledger.Result{}, fmt.Errorf("%s at %s: %w", t.Name(), call.StepPath, err)

@@ -239,7 +239,7 @@ func effectsRun(ctx context.Context, srv *Server, f EffectsFlags, n int, log *sl
 		}
 		var seen outcomes
 		spec := DaemonSpec{Tools: []tools.Tool{charge}, Configure: func(c *daemon.Config) {
-			c.HTTPAllowedHosts = []string{u.Host}
+			c.HTTPAllowedHosts = []string{"http://" + u.Host}
 			c.ObserveEffect = seen.observe
 		}}
 		before, err := meter.Read(ctx)

@@ -13,7 +13,7 @@ import (
 
 func (a *app) tenantCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "tenant add|list|token",
+		Use:   "tenant add|list|token|grant|revoke|show",
 		Short: "Manage the tenants of the HTTP API and their tokens",
 		Long: `A tenant is a customer of agentd's HTTP API: it authenticates with bearer
 tokens and sees only its own tasks.
@@ -23,7 +23,7 @@ first 12 characters (its prefix) so that tokens can be told apart. Revoke a
 token by its id or prefix; requests bearing it are refused from then on.`,
 		Args: cobra.NoArgs,
 		RunE: a.action(func(context.Context, []string) error {
-			return usagef("tenant needs a subcommand: add, list or token")
+			return usagef("tenant needs a subcommand: add, list, token, grant, revoke or show")
 		}),
 	}
 	token := &cobra.Command{
@@ -35,7 +35,7 @@ token by its id or prefix; requests bearing it are refused from then on.`,
 		}),
 	}
 	token.AddCommand(a.tenantTokenCreateCmd(), a.tenantTokenListCmd(), a.tenantTokenRevokeCmd())
-	cmd.AddCommand(a.tenantAddCmd(), a.tenantListCmd(), token)
+	cmd.AddCommand(a.tenantAddCmd(), a.tenantListCmd(), token, a.tenantGrantCmd(), a.tenantRevokeCmd(), a.tenantShowCmd())
 	return cmd
 }
 

@@ -65,7 +65,7 @@ var settings = []setting{
 	{"llm-model", "AGENTLEDGER_LLM_MODEL", "string", "", "model agent tasks use unless their payload names one"},
 	{"llm-timeout", "AGENTLEDGER_LLM_TIMEOUT", "duration", "60s", "timeout of one model request"},
 	{"llm-max-steps", "AGENTLEDGER_LLM_MAX_STEPS", "int", "10", "most model calls one agent task may make"},
-	{"http-allowed-hosts", "AGENTLEDGER_HTTP_ALLOWED_HOSTS", "string", "", "comma-separated hosts (host or host:port) the http_request tool may call; empty allows none"},
+	{"http-allowed-hosts", "AGENTLEDGER_HTTP_ALLOWED_HOSTS", "string", "", "comma-separated hosts the http_request tool may call: host[:port] (https), https://host[:port], http://host[:port] (in clear); empty allows none"},
 	{"unsafe-http-allowed-hosts", "AGENTLEDGER_UNSAFE_HTTP_ALLOWED_HOSTS", "string", "", "hosts without idempotency support the unsafe_http tool may call; empty allows none"},
 	{"http-host-headers-file", "AGENTLEDGER_HTTP_HOST_HEADERS_FILE", "string", "", `JSON file of secret headers per host, {"host": {"Authorization": "Bearer …"}}; never logged or stored`},
 	{"notify-file", "AGENTLEDGER_NOTIFY_FILE", "string", "", "file the console notification sink appends to; empty: notifications.jsonl in the state directory"},

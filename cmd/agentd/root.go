@@ -96,8 +96,8 @@ func demoConfig(cfg *config) error {
 	}
 	host := ln.Addr().String()
 	cfg.Listener = ln
-	cfg.HTTPAllowedHosts = append(cfg.HTTPAllowedHosts, host)
-	cfg.UnsafeHTTPAllowedHosts = append(cfg.UnsafeHTTPAllowedHosts, host)
+	cfg.HTTPAllowedHosts = append(cfg.HTTPAllowedHosts, "http://"+host)
+	cfg.UnsafeHTTPAllowedHosts = append(cfg.UnsafeHTTPAllowedHosts, "http://"+host)
 	cfg.BeforeRun = func(ctx context.Context, db *pgxpool.Pool) error {
 		seeded, err := demo.Seed(ctx, db, "http://"+host)
 		if err != nil {

@@ -105,7 +105,7 @@ func drill(t *testing.T, o options) {
 				"--concurrency", "20", "--batch-size", "10", "--poll-interval", "200ms", "--listen", "",
 				"--dispatch-lease", "5s", "--dispatch-concurrency", "4",
 				"--slack-channel-interval", "1ms", "--slack-workspace-rate", "100000",
-				"--http-allowed-hosts", host, "--llm-base-url", model.BaseURL(), "--llm-model", "chaos", "--config", config},
+				"--http-allowed-hosts", "http://" + host, "--llm-base-url", model.BaseURL(), "--llm-model", "chaos", "--config", config},
 			env: []string{"DATABASE_URL=" + dbURL, "AGENTLEDGER_STATE_DIR=" + filepath.Join(r.w.dir, "state-"+name),
 				"AGENTLEDGER_SLACK_TOKEN=" + slackToken, "AGENTLEDGER_SLACK_API_URL=" + r.slack.APIURL(),
 				"AGENTLEDGER_LLM_API_KEY=" + modelKey},

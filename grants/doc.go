@@ -1,0 +1,17 @@
+// Package grants says what a tenant's tasks may reach: which kinds it may
+// submit, which tools its tasks may call, which hosts (scheme, host and
+// port) and whether the operator's secret headers go with them, which Slack
+// channels, which models and how many tokens a task may spend.
+//
+// A grant is enforced where the effect is performed: tools.Invoke checks
+// the tool and what the call reaches before the ledger sees the effect, so
+// a call outside the grant records nothing, performs nothing and fails the
+// task for good with a *DeniedError naming what is missing. Replays run the
+// same check against the grant in force then: a revoked grant stops a
+// replay's effects even when the ledger holds their results.
+//
+// API tenants have no grant until the operator gives one: every kind, but
+// no tool and no model. The operator's own tenant, Operator ("default": the
+// tenant of agentctl, cron and webhook tasks), may reach everything unless
+// the operator stores a narrower grant for it.
+package grants

@@ -1,0 +1,190 @@
+package grants
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/agentledger/agentledger"
+)
+
+// Operator is the tenant of the tasks the operator submits (agentctl, cron,
+// webhooks).
+const Operator = "default"
+
+// Grant is what one tenant's tasks may reach. The zero Grant allows every
+// kind and nothing else.
+type Grant struct {
+	// All allows everything: the operator's grant.
+	All bool `json:"all,omitempty"`
+	// Kinds the tenant may submit; empty allows every kind.
+	Kinds []string `json:"kinds,omitempty"`
+	// Tools its tasks may call by name: "http_request", "shop/charge", or
+	// "shop/*" for every tool of an MCP server.
+	Tools []string `json:"tools,omitempty"`
+	// Hosts the HTTP tools may reach, with whether the operator's secret
+	// headers for that host go along.
+	Hosts []Host `json:"hosts,omitempty"`
+	// Channels the notify tool may post to.
+	Channels []string `json:"channels,omitempty"`
+	// Models an agent task may call ("*": the configured one, whatever it
+	// is); none allows no model call.
+	Models []string `json:"models,omitempty"`
+	// MaxTokens bounds the tokens one agent task may spend; 0 is no bound.
+	MaxTokens int64 `json:"max_tokens,omitempty"`
+}
+
+// Host is one target of the HTTP tools: "https://api.example.com" (port
+// 443 implied), "http://127.0.0.1:8080".
+type Host struct {
+	URL           string `json:"url"`
+	SecretHeaders bool   `json:"secret_headers,omitempty"`
+}
+
+// Need is what one call reaches, as a grant sees it. Zero fields need
+// nothing.
+type Need struct {
+	Tool    string   // the tool called
+	URL     *url.URL // the HTTP target
+	Channel string   // the Slack channel
+	Kind    string   // the kind of a task created
+	Model   string   // the model asked
+	Tokens  int64    // tokens the task spent so far, for a model call
+}
+
+// DeniedError is a call outside the tenant's grant. It is permanent:
+// retrying cannot widen the grant.
+type DeniedError struct {
+	Tenant  string
+	Missing string // what the grant lacks: `tool "unsafe_http"`, `host https://x:443`
+}
+
+func (e *DeniedError) Error() string {
+	return fmt.Sprintf("tenant %q has no grant for %s (agentctl tenant grant %s …)", e.Tenant, e.Missing, e.Tenant)
+}
+
+// Unwrap makes a denial permanent for the worker and an ErrForbidden for
+// the API.
+func (e *DeniedError) Unwrap() []error {
+	return []error{agentledger.ErrForbidden, &agentledger.PermanentError{Err: agentledger.ErrForbidden}}
+}
+
+// Allow returns nil when g allows everything n needs, else a *DeniedError
+// naming the first thing missing.
+func (g *Grant) Allow(tenant string, n Need) error {
+	if g.All {
+		return nil
+	}
+	deny := func(format string, a ...any) error {
+		return &DeniedError{Tenant: tenant, Missing: fmt.Sprintf(format, a...)}
+	}
+	if n.Tool != "" && !g.allowsTool(n.Tool) {
+		return deny("tool %q", n.Tool)
+	}
+	if n.URL != nil {
+		if _, ok := g.host(n.URL); !ok {
+			return deny("host %s", Origin(n.URL))
+		}
+	}
+	if n.Channel != "" && !slices.Contains(g.Channels, n.Channel) {
+		return deny("channel %q", n.Channel)
+	}
+	if n.Kind != "" && !g.AllowsKind(n.Kind) {
+		return deny("kind %q", n.Kind)
+	}
+	if n.Model != "" {
+		if !slices.Contains(g.Models, "*") && !slices.Contains(g.Models, n.Model) {
+			return deny("model %q", n.Model)
+		}
+		if g.MaxTokens > 0 && n.Tokens >= g.MaxTokens {
+			return deny("more than %d tokens per task (this task spent %d)", g.MaxTokens, n.Tokens)
+		}
+	}
+	return nil
+}
+
+// AllowsKind reports whether the tenant may submit tasks of kind.
+func (g *Grant) AllowsKind(kind string) bool {
+	return g.All || len(g.Kinds) == 0 || slices.Contains(g.Kinds, kind)
+}
+
+// SecretHeaders reports whether the operator's secret headers for u's host
+// may go with a request of this tenant to u.
+func (g *Grant) SecretHeaders(u *url.URL) bool {
+	if g.All {
+		return true
+	}
+	h, ok := g.host(u)
+	return ok && h.SecretHeaders
+}
+
+func (g *Grant) allowsTool(name string) bool {
+	for _, t := range g.Tools {
+		if t == name || strings.HasSuffix(t, "/*") && strings.HasPrefix(name, strings.TrimSuffix(t, "*")) {
+			return true
+		}
+	}
+	return false
+}
+
+func (g *Grant) host(u *url.URL) (Host, bool) {
+	want := Origin(u)
+	for _, h := range g.Hosts {
+		if hu, err := ParseHost(h.URL); err == nil && Origin(hu) == want {
+			return h, true
+		}
+	}
+	return Host{}, false
+}
+
+// ParseHost parses a host entry: a URL with a scheme (http or https) and a
+// host, and nothing after it but an optional "/".
+func ParseHost(s string) (*url.URL, error) {
+	u, err := url.Parse(s)
+	switch {
+	case err != nil:
+		return nil, agentledger.Invalid("host", "%q is not a URL", s)
+	case u.Scheme != "http" && u.Scheme != "https":
+		return nil, agentledger.Invalid("host", "%q must start with https:// (or http:// to send in clear)", s)
+	case u.Hostname() == "" || u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "":
+		return nil, agentledger.Invalid("host", "%q must be scheme://host[:port] and nothing more", s)
+	}
+	return u, nil
+}
+
+// Origin is u's scheme, lower-case host and port, the port implied by the
+// scheme written out: "https://api.example.com:443".
+func Origin(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[strings.ToLower(u.Scheme)]
+	}
+	return strings.ToLower(u.Scheme) + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port)
+}
+
+// Validate checks every entry, naming the first bad one.
+func (g *Grant) Validate() error {
+	for _, h := range g.Hosts {
+		if _, err := ParseHost(h.URL); err != nil {
+			return err
+		}
+	}
+	for _, t := range g.Tools {
+		if t == "" || strings.ContainsAny(t, " \t") || strings.Contains(strings.TrimSuffix(t, "/*"), "*") {
+			return agentledger.Invalid("tool", "%q must be a tool name or server/*", t)
+		}
+	}
+	for _, l := range [][]string{g.Kinds, g.Channels, g.Models} {
+		for _, v := range l {
+			if strings.TrimSpace(v) == "" {
+				return agentledger.Invalid("grant", "an empty name")
+			}
+		}
+	}
+	if g.MaxTokens < 0 {
+		return agentledger.Invalid("max_tokens", "must not be negative")
+	}
+	return nil
+}
