@@ -12,6 +12,9 @@ import (
 type PlannedEffect struct {
 	Effect
 	Plan ledger.Plan `json:"plan"`
+	// Refused says why the tenant's grant in force would stop a replay
+	// at this effect; empty when it allows it.
+	Refused string `json:"refused,omitempty"`
 }
 
 // Preview is what a replay of a task would do, effect by effect; effects
@@ -41,7 +44,11 @@ func (s *Service) Preview(ctx context.Context, tenant string, id int64) (*Previe
 	if !Replayable(t.State) {
 		return nil, notReplayable(t)
 	}
-	return &Preview{Task: t, Effects: Plan(j)}, nil
+	p := &Preview{Task: t, Effects: Plan(j)}
+	if err := s.refuseUngranted(ctx, t.Tenant, p.Effects); err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 // Replay runs task id again in the same generation: completed effects are

@@ -24,6 +24,7 @@ type DB interface {
 
 // Service is the operator's actions over one database.
 type Service struct {
+	db     DB
 	tasks  *claims.Store
 	ledger *ledger.Ledger
 	outbox *outbox.Store
@@ -31,7 +32,7 @@ type Service struct {
 
 // New returns the service over db.
 func New(db DB) *Service {
-	return &Service{tasks: claims.New(db), ledger: ledger.New(db), outbox: outbox.NewStore(db)}
+	return &Service{db: db, tasks: claims.New(db), ledger: ledger.New(db), outbox: outbox.NewStore(db)}
 }
 
 // Detail is one task with everything an operator reads about it.

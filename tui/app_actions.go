@@ -111,12 +111,18 @@ func (a App) openPreview(msg previewMsg) (tea.Model, tea.Cmd) {
 		w := []int{12, 14, 12, 9}
 		lines = append(lines, "\t"+s.Bold.Render(columns(w, "STEP", "OPERATION", "CLASS", "STATE", "ON REPLAY")))
 		for _, e := range p.Effects {
-			lines = append(lines, "\t"+columns(w, e.Step, e.Operation, string(e.Class),
-				s.Effect(e.State), s.Plan(e.Plan)))
+			plan := s.Plan(e.Plan)
+			if e.Refused != "" {
+				plan = s.Danger.Render("refused: not granted")
+			}
+			lines = append(lines, "\t"+columns(w, e.Step, e.Operation, string(e.Class), s.Effect(e.State), plan))
 		}
 		lines = append(lines, "")
 	}
 	lines = append(lines, "Effects after these run for the first time.")
+	if i := slices.IndexFunc(p.Effects, func(e PlannedEffect) bool { return e.Refused != "" }); i >= 0 {
+		lines = append(lines, s.Danger.Render(p.Effects[i].Step+": "+p.Effects[i].Refused+"; the replay stops there."))
+	}
 	if slices.ContainsFunc(p.Effects, func(e PlannedEffect) bool { return e.Plan == PlanResolve }) {
 		lines = append(lines, s.Danger.Render("An effect needs resolution: the task parks in needs_attention again until it is resolved (v)."))
 	}

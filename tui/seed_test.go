@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/internal/testenv"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/notify/outbox"
@@ -58,6 +59,9 @@ func seedDB(t *testing.T) *seeded {
 	broken := func(msg string) func(context.Context, ledger.Call) (ledger.Result, error) {
 		return func(context.Context, ledger.Call) (ledger.Result, error) { return ledger.Result{}, errors.New(msg) }
 	}
+
+	// acme may call what its steps task called: its replay is not refused.
+	must(grants.NewStore(e.DB).Put(ctx, "acme", &grants.Grant{Tools: []string{"http_request", "create_task", "notify"}}))
 
 	// 1: an echo that succeeded.
 	e.Enqueue(claims.EnqueueParams{Tenant: "acme", Kind: "echo", Payload: raw(`{"hello":"world"}`)})

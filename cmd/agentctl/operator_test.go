@@ -88,3 +88,35 @@ func TestReplayResolveRerun(t *testing.T) {
 		t.Fatalf("replay of a queued task: exit %d %s", code, errOut)
 	}
 }
+
+// replay --dry-run shows an effect the tenant's grant no longer allows as
+// refused, naming the missing grant; granted again, it is served.
+func TestReplayPreviewShowsRefusedGrant(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := testenv.New(t)
+	url := e.DB.Config().ConnString()
+	task := e.Enqueue(claims.EnqueueParams{Tenant: "acme"})
+	a := e.Claim("a")
+	post := ledger.Effect{Operation: "http_request", StepPath: "tool/0", Class: ledger.Keyed, Request: []byte(`{"post":1}`),
+		Perform: func(context.Context, ledger.Call) (ledger.Result, error) { return ledger.Result{Status: 201}, nil }}
+	if _, err := e.Ledger.Do(ctx, tools.AttemptOf(a), post); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Claims.Succeed(ctx, claims.LeaseOf(a), nil); err != nil {
+		t.Fatal(err)
+	}
+	id := fmt.Sprint(task.ID)
+	code, out, errOut := agentctlAt(url, "replay", id, "--dry-run")
+	if code != 0 || !strings.Contains(out, "refused: not granted") ||
+		!strings.Contains(out, `tool/0: tenant "acme" has no grant for tool "http_request"`) {
+		t.Fatalf("replay --dry-run without a grant: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, out, errOut = agentctlAt(url, "tenant", "grant", "acme", "--tool", "http_request"); code != 0 {
+		t.Fatalf("grant: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = agentctlAt(url, "replay", id, "--dry-run")
+	if code != 0 || strings.Contains(out, "refused") || !strings.Contains(out, "served from ledger") {
+		t.Fatalf("replay --dry-run with the grant: exit %d\n%s%s", code, out, errOut)
+	}
+}

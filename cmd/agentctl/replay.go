@@ -43,7 +43,8 @@ type plannedEffect struct {
 	Operation string       `json:"operation"`
 	Class     ledger.Class `json:"class"`
 	State     ledger.State `json:"state"`
-	Plan      string       `json:"plan"` // "served from ledger", "will run", "needs resolution"
+	Plan      string       `json:"plan"` // "served from ledger", "will run", "needs resolution", "refused"
+	Refused   string       `json:"refused,omitempty"`
 }
 
 // planWords is a plan with the command that resolves an effect.
@@ -75,7 +76,11 @@ func (a *app) replay(ctx context.Context, tenant, arg string, dryRun bool) error
 	t := p.Task
 	plan := make([]plannedEffect, len(p.Effects))
 	for i, e := range p.Effects {
-		plan[i] = plannedEffect{Step: e.Step, Operation: e.Operation, Class: e.Class, State: e.State, Plan: planWords(e.Plan)}
+		plan[i] = plannedEffect{Step: e.Step, Operation: e.Operation, Class: e.Class, State: e.State, Plan: planWords(e.Plan),
+			Refused: e.Refused}
+		if e.Refused != "" {
+			plan[i].Plan = "refused: not granted"
+		}
 	}
 	if a.wantJSON() {
 		return printJSON(a.stdout, struct {
@@ -94,6 +99,12 @@ func (a *app) replay(ctx context.Context, tenant, arg string, dryRun bool) error
 	}
 	if err := tab.flush(); err != nil {
 		return err
+	}
+	for _, p := range plan {
+		if p.Refused != "" {
+			fmt.Fprintf(a.stdout, "%s: %s; the replay stops there and performs nothing more\n", p.Step, p.Refused)
+			break
+		}
 	}
 	if dryRun {
 		_, err = fmt.Fprintln(a.stdout, "dry run: nothing changed")

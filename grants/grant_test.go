@@ -1,0 +1,94 @@
+package grants_test
+
+import (
+	"errors"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/grants"
+)
+
+func u(t *testing.T, raw string) *url.URL {
+	t.Helper()
+	v, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func TestAllow(t *testing.T) {
+	g := &grants.Grant{Tools: []string{"http_request", "shop/*"}, Channels: []string{"ops"},
+		Hosts:  []grants.Host{{URL: "https://api.example.com"}, {URL: "http://127.0.0.1:8080", SecretHeaders: true}},
+		Models: []string{"small"}, MaxTokens: 1000, Kinds: []string{"steps"}}
+	for _, tc := range []struct {
+		need    grants.Need
+		missing string // "" when allowed
+	}{
+		{grants.Need{Tool: "http_request", URL: u(t, "https://API.example.com/x")}, ""},
+		{grants.Need{Tool: "http_request", URL: u(t, "https://api.example.com:443/x")}, ""},
+		// Another scheme or port is another host.
+		{grants.Need{Tool: "http_request", URL: u(t, "http://api.example.com/x")}, "host http://api.example.com:80"},
+		{grants.Need{Tool: "http_request", URL: u(t, "https://api.example.com:8443/")}, "host https://api.example.com:8443"},
+		{grants.Need{Tool: "unsafe_http"}, `tool "unsafe_http"`},
+		{grants.Need{Tool: "shop/charge"}, ""},
+		{grants.Need{Tool: "shopping/charge"}, `tool "shopping/charge"`},
+		{grants.Need{Tool: "notify", Channel: "ops"}, `tool "notify"`},
+		{grants.Need{Tool: "shop/x", Channel: "ceo"}, `channel "ceo"`},
+		{grants.Need{Model: "small", Tokens: 999}, ""},
+		{grants.Need{Model: "small", Tokens: 1000}, "more than 1000 tokens per task (this task spent 1000)"},
+		{grants.Need{Model: "large"}, `model "large"`},
+		{grants.Need{Kind: "steps"}, ""},
+		{grants.Need{Kind: "agent"}, `kind "agent"`},
+	} {
+		err := g.Allow("acme", tc.need)
+		switch {
+		case tc.missing == "" && err != nil:
+			t.Errorf("%+v: %v, want allowed", tc.need, err)
+		case tc.missing != "" && (err == nil || !strings.Contains(err.Error(), "no grant for "+tc.missing)):
+			t.Errorf("%+v: %v, want the missing %s named", tc.need, err, tc.missing)
+		case err != nil:
+			var perm *agentledger.PermanentError
+			if !errors.Is(err, agentledger.ErrForbidden) || !errors.As(err, &perm) {
+				t.Errorf("%v: want forbidden and permanent", err)
+			}
+		}
+	}
+	if !g.SecretHeaders(u(t, "http://127.0.0.1:8080/a")) || g.SecretHeaders(u(t, "https://api.example.com/")) {
+		t.Error("secret headers go only where the grant says")
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	op, api := grants.Default(grants.Operator), grants.Default("acme")
+	if op.Allow(grants.Operator, grants.Need{Tool: "unsafe_http", Model: "any", Channel: "x"}) != nil {
+		t.Error("the operator's tenant may reach everything by default")
+	}
+	if api.Allow("acme", grants.Need{Kind: "steps"}) != nil {
+		t.Error("an API tenant may submit any kind by default")
+	}
+	for _, n := range []grants.Need{{Tool: "http_request"}, {Tool: "notify"}, {Model: "gpt"}} {
+		if api.Allow("acme", n) == nil {
+			t.Errorf("an API tenant reaches %+v by default", n)
+		}
+	}
+}
+
+func TestValidate(t *testing.T) {
+	for _, g := range []grants.Grant{
+		{Hosts: []grants.Host{{URL: "api.example.com"}}},
+		{Hosts: []grants.Host{{URL: "ftp://api.example.com"}}},
+		{Hosts: []grants.Host{{URL: "https://api.example.com/path"}}},
+		{Hosts: []grants.Host{{URL: "https://user@api.example.com"}}},
+		{Tools: []string{"*"}},
+		{Tools: []string{"a b"}},
+		{Channels: []string{" "}},
+		{MaxTokens: -1},
+	} {
+		if err := g.Validate(); !errors.Is(err, agentledger.ErrInvalid) {
+			t.Errorf("%+v: %v, want invalid", g, err)
+		}
+	}
+}
