@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"github.com/agentledger/agentledger"
-	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/grants"
+	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/tools"
 )
 

@@ -19,6 +19,7 @@ import (
 	"github.com/agentledger/agentledger/argschema"
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/database"
+	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/metrics"
 	"github.com/agentledger/agentledger/migrations"
@@ -89,6 +90,10 @@ type Config struct {
 	NoJanitor       bool
 	JanitorInterval time.Duration
 	Retain          Retention
+
+	// Grants are stored as these tenants' grants when Run starts (agentd's
+	// [grant.<tenant>] tables); other tenants' grants are left as stored.
+	Grants map[string]*grants.Grant
 
 	// MCPServers are MCP tool servers whose tools steps and agent tasks may
 	// call; one that cannot be reached makes only its own tools fail.
@@ -302,6 +307,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if err := migrate(ctx, db, cfg, log); err != nil {
 		return err
 	}
+	if err := storeGrants(ctx, db.Pool, cfg.Grants, log); err != nil {
+		return err
+	}
 	ln := cfg.Listener
 	if ln == nil {
 		if ln, err = listen(cfg); err != nil {
@@ -400,5 +408,22 @@ func migrate(ctx context.Context, db *database.DB, cfg *Config, log *slog.Logger
 	if len(applied) > 0 {
 		log.Info("applied migrations", "versions", applied)
 	}
+	return nil
+}
+
+// storeGrants stores the configured grants, replacing those tenants' grants.
+func storeGrants(ctx context.Context, db grants.DB, gs map[string]*grants.Grant, log *slog.Logger) error {
+	if len(gs) == 0 {
+		return nil
+	}
+	names := make([]string, 0, len(gs))
+	for tenant, g := range gs {
+		if err := grants.NewStore(db).Put(ctx, tenant, g); err != nil {
+			return &ConfigError{fmt.Errorf("grant of tenant %q: %w", tenant, err)}
+		}
+		names = append(names, tenant)
+	}
+	slices.Sort(names)
+	log.Info("grants stored from the configuration", "tenants", names)
 	return nil
 }

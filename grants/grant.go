@@ -18,29 +18,29 @@ const Operator = "default"
 // kind and nothing else.
 type Grant struct {
 	// All allows everything: the operator's grant.
-	All bool `json:"all,omitempty"`
+	All bool `json:"all,omitempty" toml:"all"`
 	// Kinds the tenant may submit; empty allows every kind.
-	Kinds []string `json:"kinds,omitempty"`
+	Kinds []string `json:"kinds,omitempty" toml:"kinds"`
 	// Tools its tasks may call by name: "http_request", "shop/charge", or
 	// "shop/*" for every tool of an MCP server.
-	Tools []string `json:"tools,omitempty"`
+	Tools []string `json:"tools,omitempty" toml:"tools"`
 	// Hosts the HTTP tools may reach, with whether the operator's secret
 	// headers for that host go along.
-	Hosts []Host `json:"hosts,omitempty"`
+	Hosts []Host `json:"hosts,omitempty" toml:"hosts"`
 	// Channels the notify tool may post to.
-	Channels []string `json:"channels,omitempty"`
+	Channels []string `json:"channels,omitempty" toml:"channels"`
 	// Models an agent task may call ("*": the configured one, whatever it
 	// is); none allows no model call.
-	Models []string `json:"models,omitempty"`
+	Models []string `json:"models,omitempty" toml:"models"`
 	// MaxTokens bounds the tokens one agent task may spend; 0 is no bound.
-	MaxTokens int64 `json:"max_tokens,omitempty"`
+	MaxTokens int64 `json:"max_tokens,omitempty" toml:"max_tokens"`
 }
 
 // Host is one target of the HTTP tools: "https://api.example.com" (port
 // 443 implied), "http://127.0.0.1:8080".
 type Host struct {
-	URL           string `json:"url"`
-	SecretHeaders bool   `json:"secret_headers,omitempty"`
+	URL           string `json:"url" toml:"url"`
+	SecretHeaders bool   `json:"secret_headers,omitempty" toml:"secret_headers"`
 }
 
 // Need is what one call reaches, as a grant sees it. Zero fields need

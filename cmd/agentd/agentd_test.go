@@ -252,7 +252,8 @@ func TestConfigFile(t *testing.T) {
 	}
 	good := write("good.toml", "lease = \"45s\"\nconcurrency = 9\nqueues = [\"a\", \"b\"]\npoll_only = true\ngrace = \"3s\"\n"+
 		"[[mcp_server]]\nname = \"shop\"\ncommand = [\"shop-mcp\", \"--stdio\"]\nclasses = { refund = \"keyed\" }\n"+
-		"[[mcp_server]]\nname = \"crm\"\nurl = \"https://crm.example/mcp\"\nheaders_file = \"/etc/crm.json\"\n")
+		"[[mcp_server]]\nname = \"crm\"\nurl = \"https://crm.example/mcp\"\nheaders_file = \"/etc/crm.json\"\n"+
+		"[grant.acme]\ntools = [\"http_request\"]\nhosts = [{ url = \"https://api.example.com\", secret_headers = true }]\nmax_tokens = 500\n")
 	getenv := func(k string) string { return map[string]string{"AGENTLEDGER_GRACE": "2s"}[k] }
 	cmd := newRootCmd(getenv, nil)
 	if err := cmd.ParseFlags([]string{"--config", good, "--concurrency", "7"}); err != nil {
@@ -270,13 +271,19 @@ func TestConfigFile(t *testing.T) {
 		m[0].Classes["refund"] != "keyed" || m[1].URL != "https://crm.example/mcp" || m[1].HeadersFile != "/etc/crm.json" {
 		t.Fatalf("MCP servers %+v", m)
 	}
+	if g := cfg.Grants["acme"]; g == nil || g.Tools[0] != "http_request" || len(g.Hosts) != 1 || !g.Hosts[0].SecretHeaders ||
+		g.Hosts[0].URL != "https://api.example.com" || g.MaxTokens != 500 {
+		t.Fatalf("grants %+v", cfg.Grants)
+	}
 	for file, want := range map[string]string{
-		write("bad.toml", "lease = \"soon\"\n"):                               "bad.toml: lease: \"soon\" is not a positive duration",
-		write("unknown.toml", "leese = \"1s\"\n"):                             `unknown setting "leese"`,
-		write("secret.toml", "slack_token = \"x\"\n"):                         `unknown setting "slack_token"`,
-		write("syntax.toml", "lease = \n"):                                    "syntax.toml",
-		write("type.toml", "lease = 1.5\n"):                                   "use a string",
-		write("mcpkey.toml", "[[mcp_server]]\nname = \"a\"\ncmd = [\"x\"]\n"): `unknown setting "mcp_server.cmd"`,
+		write("bad.toml", "lease = \"soon\"\n"):                                                                      "bad.toml: lease: \"soon\" is not a positive duration",
+		write("unknown.toml", "leese = \"1s\"\n"):                                                                    `unknown setting "leese"`,
+		write("secret.toml", "slack_token = \"x\"\n"):                                                                `unknown setting "slack_token"`,
+		write("syntax.toml", "lease = \n"):                                                                           "syntax.toml",
+		write("type.toml", "lease = 1.5\n"):                                                                          "use a string",
+		write("mcpkey.toml", "[[mcp_server]]\nname = \"a\"\ncmd = [\"x\"]\n"):                                        `unknown setting "mcp_server.cmd"`,
+		write("grantkey.toml", "[grant.acme]\ntool = [\"x\"]\n"):                                                     `unknown setting "grant.acme.tool"`,
+		write("granthost.toml", "[grant.acme]\nhosts = [{ url = \"ftp://x\" }]\n"):                                   `grant.acme: host: "ftp://x" must start with https://`,
 		write("mcpclass.toml", "[[mcp_server]]\nname = \"a\"\ncommand = [\"x\"]\nclasses = { t = \"sometimes\" }\n"): `"sometimes" is not pure, keyed or unsafe`,
 	} {
 		cmd := newRootCmd(func(string) string { return "" }, nil)

@@ -122,6 +122,9 @@ func parse(fs *pflag.FlagSet, getenv func(string) string) (*config, error) {
 	if c.MCPServers, err = mcpServersFromFile(path); err != nil {
 		return nil, &usageError{err}
 	}
+	if c.Grants, err = grantsFromFile(path); err != nil {
+		return nil, &usageError{err}
+	}
 	return c, nil
 }
 

@@ -10,8 +10,10 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/agentledger/agentledger/daemon"
+	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/mcptools"
+	"github.com/agentledger/agentledger/tenants"
 )
 
 // applyFile sets, from the TOML file at path, every setting that neither a
@@ -34,7 +36,7 @@ func applyFile(fs *pflag.FlagSet, getenv func(string) string, path string) error
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		if k == mcpServerKey {
+		if k == mcpServerKey || k == grantKey {
 			continue // tables, read by mcpServersFromFile
 		}
 		name := strings.ReplaceAll(k, "_", "-")
@@ -83,6 +85,9 @@ func fileValue(v any) (string, error) {
 // mcpServerKey holds the MCP servers: an array of tables.
 const mcpServerKey = "mcp_server"
 
+// grantKey holds the tenants' grants: a table of tables by tenant.
+const grantKey = "grant"
+
 // fileMCPServer is one [[mcp_server]] table.
 type fileMCPServer struct {
 	Name        string            `toml:"name"`
@@ -90,6 +95,33 @@ type fileMCPServer struct {
 	URL         string            `toml:"url"`
 	HeadersFile string            `toml:"headers_file"`
 	Classes     map[string]string `toml:"classes"`
+}
+
+// grantsFromFile reads the [grant.<tenant>] tables of the config file: the
+// grants agentd stores when it starts (agentctl tenant grant changes them
+// until the next start).
+func grantsFromFile(path string) (map[string]*grants.Grant, error) {
+	var f struct {
+		Grants map[string]*grants.Grant `toml:"grant"`
+	}
+	md, err := toml.DecodeFile(path, &f)
+	if err != nil {
+		return nil, fmt.Errorf("config file %s: %w", path, err)
+	}
+	for _, k := range md.Undecoded() {
+		if len(k) > 2 && k[0] == grantKey {
+			return nil, fmt.Errorf("config file %s: unknown setting %q of a grant (all, kinds, tools, hosts, channels, models, max_tokens)", path, k.String())
+		}
+	}
+	for tenant, g := range f.Grants {
+		if err := tenants.CheckName(tenant); err != nil {
+			return nil, fmt.Errorf("config file %s: grant.%s: %w", path, tenant, err)
+		}
+		if err := g.Validate(); err != nil {
+			return nil, fmt.Errorf("config file %s: grant.%s: %w", path, tenant, err)
+		}
+	}
+	return f.Grants, nil
 }
 
 // mcpServersFromFile reads the [[mcp_server]] tables of the config file:
