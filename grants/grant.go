@@ -59,10 +59,14 @@ type Need struct {
 type DeniedError struct {
 	Tenant  string
 	Missing string // what the grant lacks: `tool "unsafe_http"`, `host https://x:443`
+	Flag    string // the agentctl tenant grant flag that grants it: "--tool unsafe_http"
 }
 
 func (e *DeniedError) Error() string {
-	return fmt.Sprintf("tenant %q has no grant for %s (agentctl tenant grant %s …)", e.Tenant, e.Missing, e.Tenant)
+	if e.Flag == "" {
+		return fmt.Sprintf("tenant %q has no grant for %s", e.Tenant, e.Missing)
+	}
+	return fmt.Sprintf("tenant %q has no grant for %s (agentctl tenant grant %s %s)", e.Tenant, e.Missing, e.Tenant, e.Flag)
 }
 
 // Unwrap makes a denial permanent for the worker and an ErrForbidden for
@@ -77,29 +81,29 @@ func (g *Grant) Allow(tenant string, n Need) error {
 	if g.All {
 		return nil
 	}
-	deny := func(format string, a ...any) error {
-		return &DeniedError{Tenant: tenant, Missing: fmt.Sprintf(format, a...)}
+	deny := func(flag, format string, a ...any) error {
+		return &DeniedError{Tenant: tenant, Missing: fmt.Sprintf(format, a...), Flag: flag}
 	}
 	if n.Tool != "" && !g.allowsTool(n.Tool) {
-		return deny("tool %q", n.Tool)
+		return deny("--tool "+n.Tool, "tool %q", n.Tool)
 	}
 	if n.URL != nil {
 		if _, ok := g.host(n.URL); !ok {
-			return deny("host %s", Origin(n.URL))
+			return deny("--host "+Origin(n.URL), "host %s", Origin(n.URL))
 		}
 	}
 	if n.Channel != "" && !slices.Contains(g.Channels, n.Channel) {
-		return deny("channel %q", n.Channel)
+		return deny("--channel "+n.Channel, "channel %q", n.Channel)
 	}
 	if n.Kind != "" && !g.AllowsKind(n.Kind) {
-		return deny("kind %q", n.Kind)
+		return deny("--kind "+n.Kind, "kind %q", n.Kind)
 	}
 	if n.Model != "" {
 		if !slices.Contains(g.Models, "*") && !slices.Contains(g.Models, n.Model) {
-			return deny("model %q", n.Model)
+			return deny("--model "+n.Model, "model %q", n.Model)
 		}
 		if g.MaxTokens > 0 && n.Tokens >= g.MaxTokens {
-			return deny("more than %d tokens per task (this task spent %d)", g.MaxTokens, n.Tokens)
+			return deny("--max-tokens N", "more than %d tokens per task (this task spent %d)", g.MaxTokens, n.Tokens)
 		}
 	}
 	return nil

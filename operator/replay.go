@@ -45,7 +45,7 @@ func (s *Service) Preview(ctx context.Context, tenant string, id int64) (*Previe
 		return nil, notReplayable(t)
 	}
 	p := &Preview{Task: t, Effects: Plan(j)}
-	if err := s.refuseUngranted(ctx, t.Tenant, p.Effects); err != nil {
+	if err := s.refuseUngranted(ctx, t, p.Effects); err != nil {
 		return nil, err
 	}
 	return p, nil

@@ -96,7 +96,8 @@ func TestReplayPreviewShowsRefusedGrant(t *testing.T) {
 	ctx := context.Background()
 	e := testenv.New(t)
 	url := e.DB.Config().ConnString()
-	task := e.Enqueue(claims.EnqueueParams{Tenant: "acme"})
+	task := e.Enqueue(claims.EnqueueParams{Tenant: "acme", Kind: "steps", Payload: []byte(
+		`{"steps":[{"tool":"http_request","args":{"method":"POST","url":"https://api.example.com/charges"}}]}`)})
 	a := e.Claim("a")
 	post := ledger.Effect{Operation: "http_request", StepPath: "tool/0", Class: ledger.Keyed, Request: []byte(`{"post":1}`),
 		Perform: func(context.Context, ledger.Call) (ledger.Result, error) { return ledger.Result{Status: 201}, nil }}
@@ -113,6 +114,14 @@ func TestReplayPreviewShowsRefusedGrant(t *testing.T) {
 		t.Fatalf("replay --dry-run without a grant: exit %d\n%s%s", code, out, errOut)
 	}
 	if code, out, errOut = agentctlAt(url, "tenant", "grant", "acme", "--tool", "http_request"); code != 0 {
+		t.Fatalf("grant: exit %d\n%s%s", code, out, errOut)
+	}
+	// The host comes from the step's literal arguments.
+	code, out, errOut = agentctlAt(url, "replay", id, "--dry-run")
+	if code != 0 || !strings.Contains(out, `has no grant for host https://api.example.com:443 (agentctl tenant grant acme --host https://api.example.com:443)`) {
+		t.Fatalf("replay --dry-run without the host: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, out, errOut = agentctlAt(url, "tenant", "grant", "acme", "--host", "https://api.example.com"); code != 0 {
 		t.Fatalf("grant: exit %d\n%s%s", code, out, errOut)
 	}
 	code, out, errOut = agentctlAt(url, "replay", id, "--dry-run")
