@@ -11,7 +11,7 @@ import (
 )
 
 // Operator is the tenant of the tasks the operator submits (agentctl, cron,
-// webhooks).
+// webhooks): tenants.Operator, which no API tenant may take.
 const Operator = "default"
 
 // Grant is what one tenant's tasks may reach. The zero Grant allows every

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -44,10 +45,30 @@ func CheckName(name string) error {
 	return nil
 }
 
-// CreateTenant adds tenant name. Errors: agentledger.ErrInvalid for a bad
-// name, agentledger.ErrConflict when it exists.
-func (s *Store) CreateTenant(ctx context.Context, name string) (Tenant, error) {
+// Operator is the tenant of the tasks the operator submits (agentctl, cron,
+// webhooks); no API tenant may take its name.
+const Operator = "default"
+
+// reservedPrefix names the project's own namespace: no tenant starts with it.
+const reservedPrefix = "agentledger"
+
+// CheckNewName is CheckName, and refuses the reserved names: Operator,
+// whose tokens would read, cancel and replay every operator task, and the
+// agentledger namespace.
+func CheckNewName(name string) error {
 	if err := CheckName(name); err != nil {
+		return err
+	}
+	if strings.EqualFold(name, Operator) || strings.HasPrefix(strings.ToLower(name), reservedPrefix) {
+		return agentledger.Invalid("name", "%q is reserved: %q is the tenant of agentctl, cron and webhook tasks, and names starting with %q are the project's", name, Operator, reservedPrefix)
+	}
+	return nil
+}
+
+// CreateTenant adds tenant name. Errors: agentledger.ErrInvalid for a bad
+// or reserved name, agentledger.ErrConflict when it exists.
+func (s *Store) CreateTenant(ctx context.Context, name string) (Tenant, error) {
+	if err := CheckNewName(name); err != nil {
 		return Tenant{}, err
 	}
 	rows, err := s.db.Query(ctx, insertTenantSQL, name)

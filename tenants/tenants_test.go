@@ -243,3 +243,19 @@ func TestAuthenticateConcurrently(t *testing.T) {
 		t.Errorf("last_used_at not refreshed after an hour (%v)", err)
 	}
 }
+
+// The operator's tenant and the project's namespace cannot be created as API
+// tenants; nothing is stored.
+func TestReservedNames(t *testing.T) {
+	t.Parallel()
+	db := testdb.Open(t, testdb.URL(t))
+	s := tenants.NewStore(db)
+	for _, name := range []string{"default", "DEFAULT", "agentledger", "agentledger-ops"} {
+		if _, err := s.CreateTenant(context.Background(), name); !errors.Is(err, agentledger.ErrInvalid) || !strings.Contains(err.Error(), "reserved") {
+			t.Errorf("%s: %v, want reserved", name, err)
+		}
+	}
+	if ts, err := s.ListTenants(context.Background()); err != nil || len(ts) != 0 {
+		t.Errorf("tenants %v %v", ts, err)
+	}
+}

@@ -161,7 +161,7 @@ func tenantNotFound(name string, err error) error {
 }
 
 func (a *app) tenantAdd(ctx context.Context, name string) error {
-	if err := tenants.CheckName(name); err != nil {
+	if err := tenants.CheckNewName(name); err != nil {
 		return invalidAs(err, "tenant name")
 	}
 	s, err := a.tenantStore(ctx)
