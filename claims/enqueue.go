@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
@@ -68,6 +70,10 @@ func (p *EnqueueParams) Validate() error {
 		return agentledger.Invalid("kind", "%q must be 1-128 characters of letters, digits, '.', '_', ':' or '-'", p.Kind)
 	case !json.Valid(p.Payload):
 		return agentledger.Invalid("payload", "is not valid JSON")
+	case !utf8.Valid(p.Payload):
+		return agentledger.Invalid("payload", "is not valid UTF-8")
+	case holdsNUL(p.Payload):
+		return agentledger.Invalid("payload", `holds \u0000 in a string, which PostgreSQL's jsonb cannot store`)
 	case p.Priority < 0 || p.Priority > 100:
 		return agentledger.Invalid("priority", "%d is outside 0..100 (lower runs first)", p.Priority)
 	case p.MaxAttempts < 1 || p.MaxAttempts > 1000:
@@ -285,4 +291,23 @@ func resolveDuplicates(ctx context.Context, tx DB, ps []EnqueueParams, missing [
 		out[i] = EnqueueResult{Task: e.task, Duplicate: true}
 	}
 	return nil
+}
+
+// holdsNUL reports whether a JSON text has a string holding U+0000 (jsonb
+// refuses it). The byte scan is the fast path; a match is confirmed by
+// decoding, since `\\u0000` is a backslash and "u0000".
+func holdsNUL(raw json.RawMessage) bool {
+	if !bytes.Contains(raw, []byte(`\u0000`)) {
+		return false
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		if s, ok := tok.(string); ok && strings.ContainsRune(s, 0) {
+			return true
+		}
+	}
 }

@@ -2,6 +2,7 @@ package claims_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"sync"
 	"testing"
@@ -151,5 +152,27 @@ func TestEnqueueBatch(t *testing.T) {
 	all, _ := s.List(ctx, claims.ListParams{Kind: "e"})
 	if len(all) != 0 {
 		t.Fatalf("task of a rejected batch was stored")
+	}
+}
+
+// A payload PostgreSQL could not store, or that is not UTF-8, is refused as
+// invalid input before any statement, not as a database error.
+func TestPayloadsJSONBCannotHold(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		payload string
+		bad     bool
+	}{
+		{`{"a":"x\u0000y"}`, true},
+		{`{"a\u0000":1}`, true},
+		{`{"a":"\\u0000"}`, false}, // a backslash and "u0000"
+		{"{\"a\":\"caf\xe9\"}", true},
+		{`{"a":"café"}`, false},
+	} {
+		p := claims.EnqueueParams{Kind: "echo", Payload: json.RawMessage(tc.payload)}
+		err := p.Validate()
+		if tc.bad != errors.Is(err, agentledger.ErrInvalid) {
+			t.Errorf("%q: %v", tc.payload, err)
+		}
 	}
 }

@@ -323,3 +323,16 @@ func TestNewChecksConfig(t *testing.T) {
 		}
 	}
 }
+
+// A payload with \u0000 in a string is a 422 naming the payload, not a 500
+// that a retry under the same key would meet forever.
+func TestSubmitNULPayloadIs422(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, httpapi.Config{})
+	token := e.tenant("acme")
+	p := e.problem(e.post("/v1/tasks", token, "k1", `{"kind":"echo","payload":{"a":"x\u0000"}}`), http.StatusUnprocessableEntity, "invalid_request")
+	if !strings.Contains(p.Detail, `payload: holds \u0000`) {
+		t.Errorf("detail %q", p.Detail)
+	}
+	e.problem(e.post("/v1/tasks", token, "k1", `{"kind":"echo","payload":{"a":"x\u0000"}}`), http.StatusUnprocessableEntity, "invalid_request")
+}
