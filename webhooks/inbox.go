@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
 )
 
@@ -95,9 +96,11 @@ func retryable(err error) bool {
 	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
 }
 
-// unstorableJSON reports whether err is PostgreSQL refusing the payload's
-// JSON (a \u0000 in a string, which jsonb cannot hold).
+// unstorableJSON reports whether err refuses the payload's JSON as jsonb
+// cannot hold it (a \u0000 in a string): claims' check, or PostgreSQL's.
 func unstorableJSON(err error) bool {
 	var pe *pgconn.PgError
-	return errors.As(err, &pe) && (pe.Code == "22P05" || pe.Code == "22P02")
+	var ie *agentledger.InvalidError
+	return errors.As(err, &pe) && (pe.Code == "22P05" || pe.Code == "22P02") ||
+		errors.As(err, &ie) && ie.Field == "payload"
 }
