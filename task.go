@@ -46,6 +46,11 @@ func (s TaskState) Finished() bool {
 	return false
 }
 
+// OperatorTenant is the tenant of the tasks the operator submits (agentctl,
+// cron, webhooks) and of a task submitted without one: reserved, so that no
+// API tenant can read or change them, and granted everything by default.
+const OperatorTenant = "default"
+
 // Task is one unit of work as stored.
 type Task struct {
 	ID          int64           `json:"id"`

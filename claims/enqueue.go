@@ -17,7 +17,7 @@ import (
 
 // Defaults applied by Enqueue to zero fields.
 const (
-	DefaultTenant      = "default"
+	DefaultTenant      = agentledger.OperatorTenant
 	DefaultQueue       = "default"
 	DefaultMaxAttempts = 25
 )

@@ -11,7 +11,7 @@
 // replay's effects even when the ledger holds their results.
 //
 // API tenants have no grant until the operator gives one: every kind, but
-// no tool and no model. The operator's own tenant, Operator ("default": the
+// no tool and no model. The operator's own tenant, agentledger.OperatorTenant ("default": the
 // tenant of agentctl, cron and webhook tasks), may reach everything unless
 // the operator stores a narrower grant for it.
 package grants

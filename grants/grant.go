@@ -10,10 +10,6 @@ import (
 	"github.com/agentledger/agentledger"
 )
 
-// Operator is the tenant of the tasks the operator submits (agentctl, cron,
-// webhooks): tenants.Operator, which no API tenant may take.
-const Operator = "default"
-
 // Grant is what one tenant's tasks may reach. The zero Grant allows every
 // kind and nothing else.
 type Grant struct {
@@ -54,8 +50,8 @@ type Need struct {
 	Tokens  int64    // tokens the task spent so far, for a model call
 }
 
-// DeniedError is a call outside the tenant's grant. It is permanent:
-// retrying cannot widen the grant.
+// DeniedError is a call outside the tenant's grant. Allow returns it
+// wrapped as agentledger.Permanent: retrying cannot widen the grant.
 type DeniedError struct {
 	Tenant  string
 	Missing string // what the grant lacks: `tool "unsafe_http"`, `host https://x:443`
@@ -69,20 +65,17 @@ func (e *DeniedError) Error() string {
 	return fmt.Sprintf("tenant %q has no grant for %s (agentctl tenant grant %s %s)", e.Tenant, e.Missing, e.Tenant, e.Flag)
 }
 
-// Unwrap makes a denial permanent for the worker and an ErrForbidden for
-// the API.
-func (e *DeniedError) Unwrap() []error {
-	return []error{agentledger.ErrForbidden, &agentledger.PermanentError{Err: agentledger.ErrForbidden}}
-}
+// Unwrap makes a denial an ErrForbidden (the API's 403).
+func (e *DeniedError) Unwrap() error { return agentledger.ErrForbidden }
 
-// Allow returns nil when g allows everything n needs, else a *DeniedError
-// naming the first thing missing.
+// Allow returns nil when g allows everything n needs, else a permanent
+// *DeniedError naming the first thing missing.
 func (g *Grant) Allow(tenant string, n Need) error {
 	if g.All {
 		return nil
 	}
 	deny := func(flag, format string, a ...any) error {
-		return &DeniedError{Tenant: tenant, Missing: fmt.Sprintf(format, a...), Flag: flag}
+		return agentledger.Permanent(&DeniedError{Tenant: tenant, Missing: fmt.Sprintf(format, a...), Flag: flag})
 	}
 	if n.Tool != "" && !g.allowsTool(n.Tool) {
 		return deny("--tool "+n.Tool, "tool %q", n.Tool)

@@ -62,8 +62,8 @@ func TestAllow(t *testing.T) {
 }
 
 func TestDefaults(t *testing.T) {
-	op, api := grants.Default(grants.Operator), grants.Default("acme")
-	if op.Allow(grants.Operator, grants.Need{Tool: "unsafe_http", Model: "any", Channel: "x"}) != nil {
+	op, api := grants.Default(agentledger.OperatorTenant), grants.Default("acme")
+	if op.Allow(agentledger.OperatorTenant, grants.Need{Tool: "unsafe_http", Model: "any", Channel: "x"}) != nil {
 		t.Error("the operator's tenant may reach everything by default")
 	}
 	if api.Allow("acme", grants.Need{Kind: "steps"}) != nil {

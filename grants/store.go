@@ -8,6 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/agentledger/agentledger"
 )
 
 // DB is what the store needs from a connection; *pgxpool.Pool, *pgx.Conn
@@ -30,7 +32,7 @@ type Store struct{ db DB }
 func NewStore(db DB) *Store { return &Store{db: db} }
 
 // For returns tenant's grant: its row, else the default — everything for
-// Operator, every kind and nothing else for any other tenant. It reads the
+// agentledger.OperatorTenant, every kind and nothing else for any other tenant. It reads the
 // table each time, so a revoked grant holds from the next attempt on.
 func (s *Store) For(ctx context.Context, tenant string) (*Grant, error) {
 	g, stored, err := s.Get(ctx, tenant)
@@ -42,7 +44,7 @@ func (s *Store) For(ctx context.Context, tenant string) (*Grant, error) {
 
 // Default is the grant of a tenant without a row.
 func Default(tenant string) *Grant {
-	return &Grant{All: tenant == Operator}
+	return &Grant{All: tenant == agentledger.OperatorTenant}
 }
 
 // Get returns tenant's stored grant and whether there is one.

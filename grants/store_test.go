@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/internal/testdb"
 )
@@ -48,7 +49,7 @@ func TestConcurrentUpdatesAllCount(t *testing.T) {
 	if g, err := s.For(ctx, "initech"); err != nil || g.All || len(g.Tools) != 0 {
 		t.Errorf("initech: %+v %v", g, err)
 	}
-	if g, err := s.For(ctx, grants.Operator); err != nil || !g.All {
+	if g, err := s.For(ctx, agentledger.OperatorTenant); err != nil || !g.All {
 		t.Errorf("the operator: %+v %v", g, err)
 	}
 }

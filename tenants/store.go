@@ -45,22 +45,18 @@ func CheckName(name string) error {
 	return nil
 }
 
-// Operator is the tenant of the tasks the operator submits (agentctl, cron,
-// webhooks); no API tenant may take its name.
-const Operator = "default"
-
 // reservedPrefix names the project's own namespace: no tenant starts with it.
 const reservedPrefix = "agentledger"
 
-// CheckNewName is CheckName, and refuses the reserved names: Operator,
+// CheckNewName is CheckName, and refuses the reserved names: agentledger.OperatorTenant,
 // whose tokens would read, cancel and replay every operator task, and the
 // agentledger namespace.
 func CheckNewName(name string) error {
 	if err := CheckName(name); err != nil {
 		return err
 	}
-	if strings.EqualFold(name, Operator) || strings.HasPrefix(strings.ToLower(name), reservedPrefix) {
-		return agentledger.Invalid("name", "%q is reserved: %q is the tenant of agentctl, cron and webhook tasks, and names starting with %q are the project's", name, Operator, reservedPrefix)
+	if strings.EqualFold(name, agentledger.OperatorTenant) || strings.HasPrefix(strings.ToLower(name), reservedPrefix) {
+		return agentledger.Invalid("name", "%q is reserved: %q is the tenant of agentctl, cron and webhook tasks, and names starting with %q are the project's", name, agentledger.OperatorTenant, reservedPrefix)
 	}
 	return nil
 }

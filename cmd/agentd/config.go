@@ -119,10 +119,7 @@ func parse(fs *pflag.FlagSet, getenv func(string) string) (*config, error) {
 	if err != nil || path == "" {
 		return c, err
 	}
-	if c.MCPServers, err = mcpServersFromFile(path); err != nil {
-		return nil, &usageError{err}
-	}
-	if c.Grants, err = grantsFromFile(path); err != nil {
+	if c.MCPServers, c.Grants, err = tablesFromFile(path); err != nil {
 		return nil, &usageError{err}
 	}
 	return c, nil

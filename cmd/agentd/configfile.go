@@ -37,7 +37,7 @@ func applyFile(fs *pflag.FlagSet, getenv func(string) string, path string) error
 	sort.Strings(keys)
 	for _, k := range keys {
 		if k == mcpServerKey || k == grantKey {
-			continue // tables, read by mcpServersFromFile
+			continue // tables, read by tablesFromFile
 		}
 		name := strings.ReplaceAll(k, "_", "-")
 		s, ok := byFlag[name]
@@ -97,54 +97,54 @@ type fileMCPServer struct {
 	Classes     map[string]string `toml:"classes"`
 }
 
-// grantsFromFile reads the [grant.<tenant>] tables of the config file: the
-// grants agentd stores when it starts (agentctl tenant grant changes them
-// until the next start).
-func grantsFromFile(path string) (map[string]*grants.Grant, error) {
-	var f struct {
-		Grants map[string]*grants.Grant `toml:"grant"`
-	}
-	md, err := toml.DecodeFile(path, &f)
-	if err != nil {
-		return nil, fmt.Errorf("config file %s: %w", path, err)
-	}
-	for _, k := range md.Undecoded() {
-		if len(k) > 2 && k[0] == grantKey {
-			return nil, fmt.Errorf("config file %s: unknown setting %q of a grant (all, kinds, tools, hosts, channels, models, max_tokens)", path, k.String())
-		}
-	}
-	for tenant, g := range f.Grants {
-		if err := tenants.CheckName(tenant); err != nil {
-			return nil, fmt.Errorf("config file %s: grant.%s: %w", path, tenant, err)
-		}
-		if err := g.Validate(); err != nil {
-			return nil, fmt.Errorf("config file %s: grant.%s: %w", path, tenant, err)
-		}
-	}
-	return f.Grants, nil
-}
-
-// mcpServersFromFile reads the [[mcp_server]] tables of the config file:
+// fileTables are the tables of the config file, read in one decode:
 //
 //	[[mcp_server]]
 //	name = "shop"
 //	command = ["shop-mcp", "--stdio"]       # or url = "https://…/mcp" and headers_file = "…"
 //	classes = { refund = "keyed" }          # overrides the tools' annotations
-func mcpServersFromFile(path string) ([]daemon.MCPServer, error) {
-	var f struct {
-		Servers []fileMCPServer `toml:"mcp_server"`
-	}
+//
+//	[grant.acme]                            # stored when agentd starts
+//	tools = ["http_request"]
+//	hosts = [{ url = "https://api.example.com", secret_headers = true }]
+type fileTables struct {
+	Servers []fileMCPServer          `toml:"mcp_server"`
+	Grants  map[string]*grants.Grant `toml:"grant"`
+}
+
+// tablesFromFile reads the MCP servers and the grants of the config file,
+// naming the file and the setting at fault.
+func tablesFromFile(path string) ([]daemon.MCPServer, map[string]*grants.Grant, error) {
+	var f fileTables
 	md, err := toml.DecodeFile(path, &f)
 	if err != nil {
-		return nil, fmt.Errorf("config file %s: %w", path, err)
+		return nil, nil, fmt.Errorf("config file %s: %w", path, err)
 	}
 	for _, k := range md.Undecoded() {
-		if len(k) > 1 && k[0] == mcpServerKey {
-			return nil, fmt.Errorf("config file %s: unknown setting %q of an MCP server (name, command, url, headers_file, classes)", path, k.String())
+		switch {
+		case len(k) > 1 && k[0] == mcpServerKey:
+			return nil, nil, fmt.Errorf("config file %s: unknown setting %q of an MCP server (name, command, url, headers_file, classes)", path, k.String())
+		case len(k) > 2 && k[0] == grantKey:
+			return nil, nil, fmt.Errorf("config file %s: unknown setting %q of a grant (all, kinds, tools, hosts, channels, models, max_tokens)", path, k.String())
 		}
 	}
-	out := make([]daemon.MCPServer, 0, len(f.Servers))
-	for i, s := range f.Servers {
+	for tenant, g := range f.Grants {
+		err := tenants.CheckName(tenant)
+		if err == nil {
+			err = g.Validate()
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("config file %s: grant.%s: %w", path, tenant, err)
+		}
+	}
+	servers, err := mcpServers(path, f.Servers)
+	return servers, f.Grants, err
+}
+
+// mcpServers checks the [[mcp_server]] tables.
+func mcpServers(path string, in []fileMCPServer) ([]daemon.MCPServer, error) {
+	out := make([]daemon.MCPServer, 0, len(in))
+	for i, s := range in {
 		srv := daemon.MCPServer{Name: s.Name, Command: s.Command, URL: s.URL, HeadersFile: s.HeadersFile}
 		for tool, class := range s.Classes {
 			c := ledger.Class(class)
