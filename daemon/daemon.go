@@ -143,6 +143,10 @@ type Daemon struct {
 	pool  *worker.Pool
 	hurry bool
 
+	// grants are the tenants' grants, cached while the worker pool's
+	// LISTEN session hears their changes.
+	grants *grants.Cache
+
 	ready   chan struct{}
 	sups    []*mcpSupervisor // set before ready closes
 	schemas schemaCache
@@ -320,6 +324,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if m == nil {
 		m = metrics.New()
 	}
+	d.grants = grants.NewCache(grants.NewStore(db.Pool))
 	kinds, reg, err := d.handlers(db.Pool, m)
 	if err != nil {
 		return err
@@ -339,7 +344,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 		Lease: cfg.Lease, HeartbeatInterval: cfg.Heartbeat, PollInterval: cfg.PollInterval,
 		PollOnly: cfg.PollOnly, Grace: cfg.Grace, ClaimCooldown: cfg.ClaimCooldown, Backoff: cfg.Backoff,
 		Handlers: kinds, Logger: log, Observer: teeObserver(m.Worker(), cfg.Observer),
-		MCPStates: d.MCPStates,
+		MCPStates: d.MCPStates, Listening: d.grants.Listening,
+		Channels: map[string]func(string){grants.Channel: d.grants.Changed},
 	})
 	if err != nil {
 		return &ConfigError{err}
@@ -350,7 +356,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 	check := func(ctx context.Context, kind string, payload json.RawMessage) error {
 		return d.checkPayload(ctx, db.Pool, kind, payload)
 	}
-	svc, err := buildServices(cfg, db.Pool, m, pool.ID(), ln, d.routes, check, func() map[string]string { return mcpStates(sups) }, log)
+	svc, err := buildServices(cfg, db.Pool, m, pool.ID(), ln, d.routes, check, d.grants,
+		func() map[string]string { return mcpStates(sups) }, log)
 	if err != nil {
 		return err
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentledger/agentledger/agent"
-	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/metrics"
 	"github.com/agentledger/agentledger/notify"
@@ -65,14 +64,14 @@ func (d *Daemon) handlers(db *pgxpool.Pool, m *metrics.Metrics) (map[string]work
 		}
 	}
 	runner := steps.New(l, reg)
-	runner.Grants = grants.NewStore(db)
+	runner.Grants = d.grants
 	kinds := map[string]worker.Handler{
 		"noop":  worker.HandlerFunc(tools.Noop),
 		"echo":  worker.HandlerFunc(tools.Echo),
 		"sleep": worker.HandlerFunc(tools.Sleep),
 		"steps": runner,
 		agent.Kind: agent.New(agent.Config{BaseURL: cfg.LLMBaseURL, APIKey: cfg.LLMAPIKey, Model: cfg.LLMModel,
-			RequestTimeout: cfg.LLMTimeout, MaxSteps: cfg.LLMMaxSteps, Grants: grants.NewStore(db)}, l, reg),
+			RequestTimeout: cfg.LLMTimeout, MaxSteps: cfg.LLMMaxSteps, Grants: d.grants}, l, reg),
 	}
 	for name, h := range d.kinds {
 		kinds[name] = h

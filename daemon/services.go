@@ -39,8 +39,8 @@ type services struct {
 // buildServices checks the configuration of every service and binds the
 // listener, so that a mistake stops agentd before it claims any task.
 func buildServices(cfg *Config, db *pgxpool.Pool, m *metrics.Metrics, owner string, ln net.Listener,
-	extra map[string]http.Handler, check func(context.Context, string, json.RawMessage) error, mcp func() map[string]string,
-	log *slog.Logger) (*services, error) {
+	extra map[string]http.Handler, check func(context.Context, string, json.RawMessage) error, gs grants.Source,
+	mcp func() map[string]string, log *slog.Logger) (*services, error) {
 	s := &services{ln: ln}
 	disp, err := dispatcher(cfg, db, owner, m, log)
 	if err != nil {
@@ -71,7 +71,7 @@ func buildServices(cfg *Config, db *pgxpool.Pool, m *metrics.Metrics, owner stri
 		log.Info("http: no API server (--listen is empty)")
 		return s, nil
 	}
-	api, err := apiServer(cfg, db, m, check, mcp, log)
+	api, err := apiServer(cfg, db, m, check, gs, mcp, log)
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +127,7 @@ func sweeps(cfg *Config, db *pgxpool.Pool) []janitor.Sweep {
 
 // apiServer is the HTTP API with webhooks, /healthz, /readyz and /metrics.
 func apiServer(cfg *Config, db *pgxpool.Pool, m *metrics.Metrics, check func(context.Context, string, json.RawMessage) error,
-	mcp func() map[string]string, log *slog.Logger) (*httpapi.Server, error) {
+	gs grants.Source, mcp func() map[string]string, log *slog.Logger) (*httpapi.Server, error) {
 	var hooks http.Handler
 	if cfg.HooksFile != "" {
 		sources, err := webhooks.LoadSources(cfg.HooksFile)
@@ -144,7 +144,7 @@ func apiServer(cfg *Config, db *pgxpool.Pool, m *metrics.Metrics, check func(con
 	api, err := httpapi.New(httpapi.Config{
 		DB: db, Tenants: tenants.NewStore(db), Claims: claims.New(db), Operator: operator.New(db), Hooks: hooks,
 		IdempotencyKeyOptional: cfg.IdempotencyKeyOptional, Logger: log, Observe: m.HTTP, CheckPayload: check,
-		Grants: grants.NewStore(db),
+		Grants: gs,
 	})
 	if err != nil {
 		return nil, &ConfigError{err}

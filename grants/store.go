@@ -103,8 +103,12 @@ func (s *Store) Update(ctx context.Context, tenant string, change func(*Grant)) 
 
 const getSQL = `/* grants.get */ SELECT grant_doc FROM tenant_grants WHERE tenant = $1`
 
+// putSQL stores a grant and notifies Channel in the same statement.
 const putSQL = `/* grants.put */
-INSERT INTO tenant_grants (tenant, grant_doc) VALUES ($1, $2)
-ON CONFLICT (tenant) DO UPDATE SET grant_doc = EXCLUDED.grant_doc, updated_at = now()`
+WITH put AS (
+	INSERT INTO tenant_grants (tenant, grant_doc) VALUES ($1, $2)
+	ON CONFLICT (tenant) DO UPDATE SET grant_doc = EXCLUDED.grant_doc, updated_at = now()
+	RETURNING tenant)
+SELECT pg_notify('` + Channel + `', tenant) FROM put`
 
 const lockSQL = `/* grants.lock */ SELECT pg_advisory_xact_lock(hashtext('agentledger.grant:' || $1))`

@@ -62,6 +62,15 @@ type Config struct {
 	// MCPStates, when set, are announced with the pool (agentctl workers):
 	// the states of its daemon's MCP servers.
 	MCPStates func() map[string]string
+	// Channels are more channels the pool's LISTEN session subscribes to
+	// (none with PollOnly), each with the function told a notification's
+	// payload. It is called on the listening goroutine, in delivery order:
+	// before a task notified after it is claimed through its notification.
+	Channels map[string]func(payload string)
+	// Listening, when set, is told when the LISTEN session is up (every
+	// channel subscribed) and when it is lost: meanwhile notifications may
+	// be missed.
+	Listening func(up bool)
 }
 
 // Observer is told what a pool does. Its methods are called from many

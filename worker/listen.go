@@ -3,6 +3,8 @@ package worker
 import (
 	"context"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // NotifyChannel is the channel the tasks table's insert trigger notifies,
@@ -45,12 +47,27 @@ func (p *Pool) listenOnce(ctx context.Context) error {
 	if _, err := c.Exec(ctx, "LISTEN "+NotifyChannel); err != nil {
 		return err
 	}
+	for ch := range p.cfg.Channels {
+		if _, err := c.Exec(ctx, "LISTEN "+pgx.Identifier{ch}.Sanitize()); err != nil {
+			return err
+		}
+	}
+	if p.cfg.Listening != nil {
+		p.cfg.Listening(true)
+		defer p.cfg.Listening(false)
+	}
 	// Anything inserted before LISTEN took effect is found by this claim.
 	p.wakeAll()
 	for {
 		n, err := c.WaitForNotification(ctx)
 		if err != nil {
 			return err
+		}
+		if n.Channel != NotifyChannel {
+			if fn := p.cfg.Channels[n.Channel]; fn != nil {
+				fn(n.Payload)
+			}
+			continue
 		}
 		if ch, ok := p.wake[n.Payload]; ok {
 			select {
