@@ -88,8 +88,12 @@ func (a App) openPreview(msg previewMsg) (tea.Model, tea.Cmd) {
 	}
 	p, s := msg.preview, a.env.styles
 	t := p.Task
-	n := map[Plan]int{}
+	n, refused := map[Plan]int{}, 0
 	for _, e := range p.Effects {
+		if e.Refused != "" {
+			refused++
+			continue
+		}
 		n[e.Plan]++
 	}
 	var tally []string
@@ -97,6 +101,9 @@ func (a App) openPreview(msg previewMsg) (tea.Model, tea.Cmd) {
 		if n[plan] > 0 {
 			tally = append(tally, fmt.Sprintf("%d %s", n[plan], plan))
 		}
+	}
+	if refused > 0 {
+		tally = append(tally, fmt.Sprintf("%d refused: not granted", refused))
 	}
 	summary := "no effects recorded yet: every effect runs."
 	if len(p.Effects) > 0 {
