@@ -28,6 +28,10 @@ type Grant struct {
 	// Models an agent task may call ("*": the configured one, whatever it
 	// is); none allows no model call.
 	Models []string `json:"models,omitempty" toml:"models"`
+	// PriorityFloor is the most urgent priority the tenant's API
+	// submissions get (0..100, lower runs first): one asking for less is
+	// raised to it. 0 leaves priorities as asked.
+	PriorityFloor int16 `json:"priority_floor,omitempty" toml:"priority_floor"`
 	// MaxTokens bounds the tokens one agent task may spend; 0 is no bound.
 	MaxTokens int64 `json:"max_tokens,omitempty" toml:"max_tokens"`
 }
@@ -179,6 +183,9 @@ func (g *Grant) Validate() error {
 				return agentledger.Invalid("grant", "an empty name")
 			}
 		}
+	}
+	if g.PriorityFloor < 0 || g.PriorityFloor > 100 {
+		return agentledger.Invalid("priority_floor", "%d is outside 0..100", g.PriorityFloor)
 	}
 	if g.MaxTokens < 0 {
 		return agentledger.Invalid("max_tokens", "must not be negative")

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/httpapi"
@@ -35,5 +36,28 @@ func TestSubmitOutsideTheGrantIsForbidden(t *testing.T) {
 	}
 	if n := e.count(`SELECT count(*) FROM tasks WHERE kind = 'steps'`); n != 0 {
 		t.Errorf("%d steps tasks queued", n)
+	}
+}
+
+// No queue jumping through the API: a run_at in the past becomes now, and a
+// priority more urgent than the tenant's floor is raised to it.
+func TestSubmitCannotJumpTheQueue(t *testing.T) {
+	t.Parallel()
+	src := &lateGrants{}
+	e := newEnv(t, httpapi.Config{Grants: src})
+	src.store = grants.NewStore(e.db)
+	token := e.tenant("acme")
+	if err := src.store.Put(context.Background(), "acme", &grants.Grant{PriorityFloor: 50}); err != nil {
+		t.Fatal(err)
+	}
+	before := time.Now().Add(-time.Second) // the database's clock may trail ours a little
+	task := e.task(e.post("/v1/tasks", token, "k1", `{"kind":"echo","priority":0,"run_at":"2001-01-01T00:00:00Z"}`), http.StatusCreated)
+	if task.Priority != 50 || task.RunAt.Before(before) {
+		t.Errorf("priority %d run_at %s: want 50 and now", task.Priority, task.RunAt)
+	}
+	later := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
+	task = e.task(e.post("/v1/tasks", token, "k2", `{"kind":"echo","priority":70,"run_at":"`+later.Format(time.RFC3339)+`"}`), http.StatusCreated)
+	if task.Priority != 70 || !task.RunAt.Equal(later) {
+		t.Errorf("priority %d run_at %s: want 70 and %s as asked", task.Priority, task.RunAt, later)
 	}
 }

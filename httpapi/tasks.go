@@ -146,7 +146,10 @@ func (s *Server) createTask(r *http.Request, tenant string, body []byte) (action
 	if string(p.Payload) == "null" {
 		p.Payload = nil // as if absent: {}
 	}
-	if req.RunAt != nil {
+	// No queue jumping: a run_at in the past would sort ahead of tasks
+	// already waiting, so the earliest is now (left to the database's
+	// clock); the grant's floor bounds the priority.
+	if req.RunAt != nil && req.RunAt.After(time.Now()) {
 		p.RunAt = *req.RunAt
 	}
 	if err := p.Validate(); err != nil {
@@ -160,6 +163,7 @@ func (s *Server) createTask(r *http.Request, tenant string, body []byte) (action
 		if err := g.Allow(tenant, grants.Need{Kind: p.Kind}); err != nil {
 			return nil, err
 		}
+		p.Priority = max(p.Priority, g.PriorityFloor)
 	}
 	if s.cfg.CheckPayload != nil {
 		if err := s.cfg.CheckPayload(r.Context(), p.Kind, p.Payload); err != nil {

@@ -19,6 +19,8 @@ type grantFlags struct {
 	channels, models                 []string
 	maxTokens                        int64
 	maxTokensSet                     bool
+	priorityFloor                    int16
+	priorityFloorSet                 bool
 }
 
 func (f *grantFlags) register(cmd *cobra.Command, verb string) {
@@ -32,11 +34,13 @@ func (f *grantFlags) register(cmd *cobra.Command, verb string) {
 	fl.StringSliceVar(&f.models, "model", nil, verb+" models agent tasks may ask (* for the configured one)")
 	if verb == "grant" {
 		fl.Int64Var(&f.maxTokens, "max-tokens", 0, "tokens one agent task may spend (0: no bound)")
+		fl.Int16Var(&f.priorityFloor, "priority-floor", 0, "the most urgent priority its API submissions get (0-100, lower runs first)")
 	}
 }
 
 func (f *grantFlags) empty() bool {
-	return !f.all && len(f.kinds)+len(f.tools)+len(f.hosts)+len(f.secretHosts)+len(f.channels)+len(f.models) == 0 && !f.maxTokensSet
+	return !f.all && len(f.kinds)+len(f.tools)+len(f.hosts)+len(f.secretHosts)+len(f.channels)+len(f.models) == 0 &&
+		!f.maxTokensSet && !f.priorityFloorSet
 }
 
 func (a *app) tenantGrantCmd() *cobra.Command {
@@ -60,11 +64,12 @@ With --output json it prints the grant stored.`,
   agentctl tenant grant acme --tool notify --channel acme-alerts
   agentctl tenant grant acme --model gpt-4o-mini --max-tokens 20000 --tool shop/*`,
 		Args: tenantArgs(1, "one tenant name"),
-		RunE: a.action(func(ctx context.Context, args []string) error {
-			f.maxTokensSet = f.maxTokens != 0
-			return a.tenantGrant(ctx, args[0], &f, true)
-		}),
 	}
+	cmd.RunE = a.action(func(ctx context.Context, args []string) error {
+		f.maxTokensSet = cmd.Flags().Changed("max-tokens")
+		f.priorityFloorSet = cmd.Flags().Changed("priority-floor")
+		return a.tenantGrant(ctx, args[0], &f, true)
+	})
 	f.register(cmd, "grant")
 	return cmd
 }
@@ -164,6 +169,9 @@ func (f *grantFlags) addTo(g *grants.Grant) {
 	if f.maxTokensSet {
 		g.MaxTokens = f.maxTokens
 	}
+	if f.priorityFloorSet {
+		g.PriorityFloor = f.priorityFloor
+	}
 }
 
 func (f *grantFlags) takeFrom(g *grants.Grant) {
@@ -255,6 +263,9 @@ func (a *app) printGrant(tenant string, g *grants.Grant, stored bool) error {
 	if g.MaxTokens > 0 {
 		models += fmt.Sprintf(" (at most %d tokens a task)", g.MaxTokens)
 	}
-	_, err := fmt.Fprintf(w, "  models:   %s\n", models)
-	return err
+	fmt.Fprintf(w, "  models:   %s\n", models)
+	if g.PriorityFloor > 0 {
+		fmt.Fprintf(w, "  priority: %d at the most urgent\n", g.PriorityFloor)
+	}
+	return nil
 }

@@ -125,7 +125,7 @@ func tablesFromFile(path string) ([]daemon.MCPServer, map[string]*grants.Grant, 
 		case len(k) > 1 && k[0] == mcpServerKey:
 			return nil, nil, fmt.Errorf("config file %s: unknown setting %q of an MCP server (name, command, url, headers_file, classes)", path, k.String())
 		case len(k) > 2 && k[0] == grantKey:
-			return nil, nil, fmt.Errorf("config file %s: unknown setting %q of a grant (all, kinds, tools, hosts, channels, models, max_tokens)", path, k.String())
+			return nil, nil, fmt.Errorf("config file %s: unknown setting %q of a grant (all, kinds, tools, hosts, channels, models, max_tokens, priority_floor)", path, k.String())
 		}
 	}
 	for tenant, g := range f.Grants {
