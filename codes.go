@@ -101,7 +101,7 @@ var kinds = map[Code]Kind{
 	CodeInvalidBody:       {Status: http.StatusBadRequest, Title: "Invalid body", Exit: exitUsage},
 	CodeMissingDeliveryID: {Status: http.StatusBadRequest, Title: "Missing delivery id", Exit: exitUsage},
 	CodeInvalidDeliveryID: {Status: http.StatusBadRequest, Title: "Invalid delivery id", Exit: exitUsage},
-	CodeDeliveryConflict:  {Status: http.StatusUnprocessableEntity, Title: "Delivery id reused", Exit: exitFailed},
+	CodeDeliveryConflict:  {Status: http.StatusConflict, Title: "Delivery id reused", Exit: exitFailed},
 	CodeUnavailable:       {Status: http.StatusServiceUnavailable, Title: "Not stored", Exit: exitFailed},
 }
 

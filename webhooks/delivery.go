@@ -22,6 +22,7 @@ type delivery struct {
 	id    string
 	event string
 	body  json.RawMessage // valid JSON
+	hash  []byte          // SHA-256 of the raw, signed body
 	// challenge is set for Slack's url_verification handshake, which
 	// is answered, not stored.
 	challenge *string

@@ -11,15 +11,19 @@
 //     401 stale_timestamp) — a refused request stores nothing;
 //  4. reads the delivery id (400 missing_delivery_id, invalid_delivery_id)
 //     and requires a JSON body (400 invalid_body);
-//  5. in one transaction inserts (source, delivery id) into the inbox with
-//     INSERT … ON CONFLICT DO NOTHING and, only if the row is new, enqueues
-//     the task (claims.Store.Enqueue, submission key
-//     "hook:<source>:<delivery id>") and records its id in the row.
+//  5. in one transaction inserts (source, delivery id, SHA-256 of the raw
+//     body) into the inbox with INSERT … ON CONFLICT DO NOTHING and, only
+//     if the row is new, enqueues the task (claims.Store.Enqueue,
+//     submission key "hook:<source>:<delivery id>") and records its id in
+//     the row.
 //
 // A new delivery is answered 202 {"task_id": N}; a delivery seen before —
-// a redelivery, a retry, or the same delivery arriving twice at once —
-// 200 {"duplicate": true, "task_id": N}, having done nothing (the inbox's
-// primary key decides, invariant I6). The work is a few statements, so the
+// a redelivery, a retry, the same delivery arriving twice at once, or the
+// same signed body under a fresh delivery id (a captured delivery sent
+// again: GitHub's and a plain hmac source's signatures cover only the body)
+// — 200 {"duplicate": true, "task_id": N}, having done nothing (the inbox's
+// unique indexes decide, invariant I6). A known delivery id with another
+// body is 409 delivery_conflict. The work is a few statements, so the
 // answer comes well within the senders' timeouts (GitHub 10 s, Slack 3 s).
 // Failures are RFC 9457 application/problem+json with a stable "code"
 // (the Code constants) and the type ProblemType + code, as in the HTTP
@@ -41,6 +45,10 @@
 //   - hmac: the header named by Header is the hex HMAC-SHA256 of the body,
 //     optionally prefixed "sha256="; the delivery id is the header named by
 //     DeliveryHeader and the event the one named by EventHeader, if any.
+//     With TimestampHeader ("timestamp_header") the signature is of
+//     "<timestamp>.<delivery id>.<body>", the timestamp (Unix seconds)
+//     within MaxSkew of Config.Now (else 401 stale_timestamp): a captured
+//     delivery can be sent again neither later nor under another id.
 //
 // Delivery ids are 1–128 printable ASCII characters without spaces.
 //
@@ -77,8 +85,9 @@
 // or digit), "type" (required: github, slack or hmac), exactly one of
 // "secret" (inline), "secret_env" (an environment variable's name) or
 // "secret_file" (a file's path, relative to the sources file's directory;
-// surrounding white space is ignored), "header", "delivery_header" and
-// "event_header" (type hmac only; the first two required), "tenant"
+// surrounding white space is ignored), "header", "delivery_header",
+// "event_header" and "timestamp_header" (type hmac only; the first two
+// required), "tenant"
 // (default "default"), "queue" (default "default"), "kind" (required),
 // "priority" (0..100, default 0), "max_attempts" (default 25), "payload"
 // ("envelope" or "body", default "envelope"). Unknown fields are errors.

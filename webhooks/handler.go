@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -144,6 +145,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.reject(w, r, s, "", p)
 		return
 	}
+	sum := sha256.Sum256(body)
+	d.hash = sum[:]
 	if d.challenge != nil {
 		h.log.LogAttrs(r.Context(), slog.LevelInfo, "webhook url_verification answered", slog.String("source", s.Name))
 		writeJSON(w, http.StatusOK, "application/json", map[string]string{"challenge": *d.challenge})
@@ -170,6 +173,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	attrs := []slog.Attr{slog.String("source", s.Name), slog.String("delivery_id", d.id),
 		slog.String("event", d.event), slog.Int64("task_id", res.taskID)}
 	if res.duplicate {
+		if res.sameBodyAs != "" {
+			attrs = append(attrs, slog.String("same_body_as", res.sameBodyAs))
+		}
 		h.log.LogAttrs(r.Context(), slog.LevelInfo, "webhook duplicate", attrs...)
 		h.report(s.Name, OutcomeDuplicate)
 		writeJSON(w, http.StatusOK, "application/json", struct {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -51,12 +52,20 @@ func TestGitHubDeliveryAndRedelivery(t *testing.T) {
 	}
 	e.wantCounts(1, 1)
 
-	other := e.github(ghSecret, "72d3162e-0000", "push", pushBody)
+	// A captured delivery replayed under a fresh id: the signature covers
+	// only the body, so the body decides — the same delivery.
+	replayed := e.github(ghSecret, "72d3162e-0000", "push", pushBody)
+	if replayed.status != http.StatusOK || replayed.json["duplicate"] != true || replayed.taskID() != first.taskID() {
+		t.Fatalf("the same body under a fresh id: %d %s, want 200 duplicate of task %d", replayed.status, replayed.raw, first.taskID())
+	}
+	e.wantCounts(1, 1)
+
+	other := e.github(ghSecret, "72d3162e-0001", "push", `{"ref":"refs/heads/other"}`)
 	if other.status != http.StatusAccepted || other.taskID() == first.taskID() {
 		t.Fatalf("another delivery: %d %s, want 202 and a new task", other.status, other.raw)
 	}
 	e.wantCounts(2, 2)
-	if got := e.outcomesSeen(); !slices.Equal(got, []string{"gh accepted", "gh duplicate", "gh accepted"}) {
+	if got := e.outcomesSeen(); !slices.Equal(got, []string{"gh accepted", "gh duplicate", "gh duplicate", "gh accepted"}) {
 		t.Errorf("outcomes %q", got)
 	}
 }
@@ -322,7 +331,7 @@ func TestRedeliveryAfterRetention(t *testing.T) {
 	if _, err := e.db.Exec(context.Background(), "DELETE FROM inbox"); err != nil {
 		t.Fatal(err)
 	}
-	e.wantProblem(e.github(ghSecret, "old", "push", `{"other":true}`), http.StatusUnprocessableEntity, string(agentledger.CodeDeliveryConflict))
+	e.wantProblem(e.github(ghSecret, "old", "push", `{"other":true}`), http.StatusConflict, string(agentledger.CodeDeliveryConflict))
 	e.wantCounts(0, 1)
 	b := e.github(ghSecret, "old", "push", pushBody)
 	if b.status != http.StatusOK || b.json["duplicate"] != true || b.taskID() != a.taskID() {
@@ -443,5 +452,48 @@ func TestSourcePrintsNoSecret(t *testing.T) {
 	}
 	if !strings.Contains(fmt.Sprint(s), `Secret:"[redacted]"`) || !strings.Contains(buf.String(), `"secret":"[redacted]"`) {
 		t.Errorf("no redaction marker: %s / %s", fmt.Sprint(s), buf.String())
+	}
+}
+
+// A validly signed delivery reusing a known delivery id with another body
+// is a conflict (409), not a silent duplicate; nothing is stored.
+func TestReusedDeliveryIDWithAnotherBody(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil, nil)
+	if a := e.github(ghSecret, "d1", "push", pushBody); a.status != http.StatusAccepted {
+		t.Fatalf("%d %s", a.status, a.raw)
+	}
+	e.wantProblem(e.github(ghSecret, "d1", "push", `{"ref":"refs/heads/evil"}`), http.StatusConflict, string(agentledger.CodeDeliveryConflict))
+	e.wantCounts(1, 1)
+}
+
+// A generic HMAC source with a signed timestamp: the signature covers
+// "<timestamp>.<delivery id>.<body>", so a captured delivery cannot be sent
+// again under a fresh id, nor after MaxSkew.
+func TestHMACSourceWithSignedTimestamp(t *testing.T) {
+	t.Parallel()
+	src := webhooks.Source{Name: "ts", Type: webhooks.TypeHMAC, Secret: ciSecret, Header: "X-Signature",
+		DeliveryHeader: "X-Delivery", TimestampHeader: "X-Timestamp", Kind: "ci_event"}
+	e := newEnv(t, []webhooks.Source{src}, nil)
+	body := `{"build": 42}`
+	send := func(at time.Time, signedID, id string) answer {
+		ts := strconv.FormatInt(at.Unix(), 10)
+		return e.post("ts", strings.NewReader(body), "X-Signature", "sha256="+mac(ciSecret, ts+"."+signedID+"."+body),
+			"X-Timestamp", ts, "X-Delivery", id)
+	}
+	if a := send(e.now, "b-42", "b-42"); a.status != http.StatusAccepted {
+		t.Fatalf("signed delivery: %d %s", a.status, a.raw)
+	}
+	// The same signature with another delivery id, a body-only signature, a
+	// stale or future timestamp: refused, nothing stored.
+	e.wantProblem(send(e.now, "b-42", "b-43"), http.StatusUnauthorized, string(agentledger.CodeBadSignature))
+	e.wantProblem(e.post("ts", strings.NewReader(body), "X-Signature", mac(ciSecret, body), "X-Delivery", "b-44",
+		"X-Timestamp", strconv.FormatInt(e.now.Unix(), 10)), http.StatusUnauthorized, string(agentledger.CodeBadSignature))
+	e.wantProblem(send(e.now.Add(-webhooks.MaxSkew-time.Second), "b-45", "b-45"), http.StatusUnauthorized, string(agentledger.CodeStaleTimestamp))
+	e.wantProblem(send(e.now.Add(webhooks.MaxSkew+time.Second), "b-46", "b-46"), http.StatusUnauthorized, string(agentledger.CodeStaleTimestamp))
+	e.wantCounts(1, 1)
+	gh := webhooks.Source{Name: "x", Type: webhooks.TypeGitHub, Secret: "s", Kind: "k", TimestampHeader: "X-Timestamp"}
+	if err := gh.Validate(); err == nil || !strings.Contains(err.Error(), "timestamp_header") {
+		t.Errorf("a timestamp header on a github source: %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package webhooks
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,6 +22,9 @@ var errVanished = errors.New("webhooks: inbox row deleted during the delivery")
 type stored struct {
 	taskID    int64
 	duplicate bool
+	// sameBodyAs is the delivery id that first brought this body, when
+	// this one came under another id (a captured delivery sent again).
+	sameBodyAs string
 }
 
 // attempts bounds the transactions one delivery may take: more than one
@@ -45,18 +49,28 @@ func (h *Handler) store(ctx context.Context, s *Source, d *delivery, payload jso
 func (h *Handler) storeOnce(ctx context.Context, s *Source, d *delivery, payload json.RawMessage) (stored, error) {
 	var res stored
 	err := pgx.BeginFunc(ctx, h.db, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, insertInboxSQL, s.Name, d.id)
+		tag, err := tx.Exec(ctx, insertInboxSQL, s.Name, d.id, d.hash)
 		if err != nil {
 			return fmt.Errorf("webhooks: inbox: %w", err)
 		}
 		if tag.RowsAffected() == 0 {
 			res.duplicate = true
-			var id *int64
-			switch err := tx.QueryRow(ctx, inboxTaskSQL, s.Name, d.id).Scan(&id); {
+			var (
+				firstID   string
+				firstHash []byte
+				id        *int64
+			)
+			switch err := tx.QueryRow(ctx, inboxTaskSQL, s.Name, d.id, d.hash).Scan(&firstID, &firstHash, &id); {
 			case errors.Is(err, pgx.ErrNoRows):
 				return errVanished
 			case err != nil:
 				return fmt.Errorf("webhooks: inbox: %w", err)
+			}
+			switch {
+			case firstID != d.id:
+				res.sameBodyAs = firstID
+			case firstHash != nil && !bytes.Equal(firstHash, d.hash):
+				return fmt.Errorf("webhooks: delivery %q: %w", d.id, agentledger.ErrKeyReuse)
 			}
 			if id != nil {
 				res.taskID = *id

@@ -15,20 +15,21 @@ import (
 
 // sourceJSON is one source in the sources file (see the package comment).
 type sourceJSON struct {
-	Name           string `json:"name"`
-	Type           string `json:"type"`
-	Secret         string `json:"secret,omitempty"`
-	SecretEnv      string `json:"secret_env,omitempty"`
-	SecretFile     string `json:"secret_file,omitempty"`
-	Header         string `json:"header,omitempty"`
-	DeliveryHeader string `json:"delivery_header,omitempty"`
-	EventHeader    string `json:"event_header,omitempty"`
-	Tenant         string `json:"tenant,omitempty"`
-	Queue          string `json:"queue,omitempty"`
-	Kind           string `json:"kind"`
-	Priority       int16  `json:"priority,omitempty"`
-	MaxAttempts    int32  `json:"max_attempts,omitempty"`
-	Payload        string `json:"payload,omitempty"`
+	Name            string `json:"name"`
+	Type            string `json:"type"`
+	Secret          string `json:"secret,omitempty"`
+	SecretEnv       string `json:"secret_env,omitempty"`
+	SecretFile      string `json:"secret_file,omitempty"`
+	Header          string `json:"header,omitempty"`
+	DeliveryHeader  string `json:"delivery_header,omitempty"`
+	EventHeader     string `json:"event_header,omitempty"`
+	TimestampHeader string `json:"timestamp_header,omitempty"`
+	Tenant          string `json:"tenant,omitempty"`
+	Queue           string `json:"queue,omitempty"`
+	Kind            string `json:"kind"`
+	Priority        int16  `json:"priority,omitempty"`
+	MaxAttempts     int32  `json:"max_attempts,omitempty"`
+	Payload         string `json:"payload,omitempty"`
 }
 
 // LoadSources reads the sources file at path: a JSON array of sources,
@@ -57,7 +58,8 @@ func LoadSources(path string) ([]Source, error) {
 		s := Source{
 			Name: e.Name, Type: e.Type,
 			Header: e.Header, DeliveryHeader: e.DeliveryHeader, EventHeader: e.EventHeader,
-			Tenant: e.Tenant, Queue: e.Queue, Kind: e.Kind,
+			TimestampHeader: e.TimestampHeader,
+			Tenant:          e.Tenant, Queue: e.Queue, Kind: e.Kind,
 			Priority: e.Priority, MaxAttempts: e.MaxAttempts, Payload: e.Payload,
 		}
 		secret, err := e.secret(filepath.Dir(path))

@@ -3,18 +3,22 @@ package webhooks
 // The inbox table's SQL. The inbox is owned here; the retention janitor
 // deletes old rows by received_at on its own.
 
-// insertInboxSQL claims a delivery id for a source. No row inserted means
-// the delivery was accepted before (I6: the primary key decides, never a
-// look-up first).
+// insertInboxSQL claims a delivery id, and the hash $3 of its body, for a
+// source. No row inserted means the delivery id or the body was accepted
+// before (I6: the unique indexes decide, never a look-up first).
 const insertInboxSQL = `/* webhooks.insertInbox */
-INSERT INTO inbox (source, delivery_id) VALUES ($1, $2)
-ON CONFLICT (source, delivery_id) DO NOTHING`
+INSERT INTO inbox (source, delivery_id, body_hash) VALUES ($1, $2, $3)
+ON CONFLICT DO NOTHING`
 
-// inboxTaskSQL reads the task of an accepted delivery. It runs as its own
-// statement after insertInboxSQL, so that under READ COMMITTED it sees the
-// row of a concurrent delivery that insertInboxSQL waited for.
+// inboxTaskSQL reads the earlier delivery that turned this one away: the
+// one with its delivery id if there is one, else the one with its body. It
+// runs as its own statement after insertInboxSQL, so that under READ
+// COMMITTED it sees the row of a concurrent delivery that insertInboxSQL
+// waited for.
 const inboxTaskSQL = `/* webhooks.inboxTask */
-SELECT task_id FROM inbox WHERE source = $1 AND delivery_id = $2`
+SELECT delivery_id, body_hash, task_id FROM inbox
+WHERE source = $1 AND (delivery_id = $2 OR body_hash = $3)
+ORDER BY delivery_id = $2 DESC LIMIT 1`
 
 // setInboxTaskSQL records the task a delivery became.
 const setInboxTaskSQL = `/* webhooks.setInboxTask */

@@ -61,6 +61,12 @@ type Source struct {
 	// EventHeader optionally names the header carrying a TypeHMAC
 	// delivery's event name (the envelope's "event").
 	EventHeader string
+	// TimestampHeader optionally names the header carrying a TypeHMAC
+	// delivery's Unix time in seconds. Then the signature is the HMAC of
+	// "<timestamp>.<delivery id>.<body>" and the timestamp must be within
+	// MaxSkew of the handler's clock, so a captured delivery cannot be
+	// sent again later, nor under another id.
+	TimestampHeader string
 
 	// Tenant of the tasks; default "default".
 	Tenant string
@@ -115,10 +121,13 @@ func (s *Source) normalize() error {
 			return agentledger.Invalid("delivery_header", "%q is not a header name", s.DeliveryHeader)
 		case s.EventHeader != "" && !validHeaderName(s.EventHeader):
 			return agentledger.Invalid("event_header", "%q is not a header name", s.EventHeader)
+		case s.TimestampHeader != "" && !validHeaderName(s.TimestampHeader):
+			return agentledger.Invalid("timestamp_header", "%q is not a header name", s.TimestampHeader)
 		}
 	} else {
 		for _, f := range [...]struct{ name, value string }{
 			{"header", s.Header}, {"delivery_header", s.DeliveryHeader}, {"event_header", s.EventHeader},
+			{"timestamp_header", s.TimestampHeader},
 		} {
 			if f.value != "" {
 				return agentledger.Invalid(f.name, "is only for type %q", TypeHMAC)

@@ -28,9 +28,13 @@ const (
 	HeaderSlackTimestamp = "X-Slack-Request-Timestamp"
 )
 
-// SlackMaxSkew is how far a Slack request's timestamp may be from the
-// handler's clock, either way, before the request is refused as a replay.
-const SlackMaxSkew = 5 * time.Minute
+// MaxSkew is how far a signed timestamp (Slack's, or a TypeHMAC source's
+// with a TimestampHeader) may be from the handler's clock, either way,
+// before the request is refused as a replay.
+const MaxSkew = 5 * time.Minute
+
+// SlackMaxSkew is MaxSkew, for Slack's requests.
+const SlackMaxSkew = MaxSkew
 
 // verify checks the signature of a delivery of s over its raw body, in
 // constant time, before anything parses the body. now is the handler's
@@ -42,8 +46,40 @@ func (s *Source) verify(h http.Header, body []byte, now time.Time) *rejection {
 	case TypeSlack:
 		return s.verifySlack(h, body, now)
 	default:
+		if s.TimestampHeader != "" {
+			return s.verifyTimestamped(h, body, now)
+		}
 		return s.verifyPrefixed(h, s.Header, "sha256=", false, body)
 	}
+}
+
+// verifyTimestamped checks a TypeHMAC signature over
+// "<timestamp>.<delivery id>.<body>", with the timestamp within MaxSkew.
+func (s *Source) verifyTimestamped(h http.Header, body []byte, now time.Time) *rejection {
+	sig, ts, id := h.Get(s.Header), h.Get(s.TimestampHeader), h.Get(s.DeliveryHeader)
+	switch {
+	case sig == "":
+		return badSignature("the %s header is missing", s.Header)
+	case ts == "":
+		return badSignature("the %s header is missing", s.TimestampHeader)
+	}
+	sec, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil || sec < 0 {
+		return badSignature("the %s header is not a Unix time in seconds", s.TimestampHeader)
+	}
+	hexSig, _ := strings.CutPrefix(sig, "sha256=")
+	if !validMAC(s.Secret, hexSig, []byte(ts), []byte("."), []byte(id), []byte("."), body) {
+		return badSignature("the %s header does not match the timestamp, the delivery id and the body", s.Header)
+	}
+	return checkSkew(s.TimestampHeader, sec, now)
+}
+
+// checkSkew refuses a signed timestamp more than MaxSkew from now.
+func checkSkew(header string, sec int64, now time.Time) *rejection {
+	if skew := now.Sub(time.Unix(sec, 0)); skew > MaxSkew || skew < -MaxSkew {
+		return newProblem(agentledger.CodeStaleTimestamp, "the %s header is more than %s from the server's clock", header, MaxSkew)
+	}
+	return nil
 }
 
 // verifyPrefixed checks a header holding the hex HMAC-SHA256 of body after
@@ -85,11 +121,7 @@ func (s *Source) verifySlack(h http.Header, body []byte, now time.Time) *rejecti
 	if !validMAC(s.Secret, hexSig, []byte("v0:"), []byte(ts), []byte(":"), body) {
 		return badSignature("the %s header does not match the body", HeaderSlackSignature)
 	}
-	if skew := now.Sub(time.Unix(sec, 0)); skew > SlackMaxSkew || skew < -SlackMaxSkew {
-		return newProblem(agentledger.CodeStaleTimestamp,
-			"the %s header is more than %s from the server's clock", HeaderSlackTimestamp, SlackMaxSkew)
-	}
-	return nil
+	return checkSkew(HeaderSlackTimestamp, sec, now)
 }
 
 // validMAC reports whether hexSig is the hex HMAC-SHA256 of the
