@@ -20,7 +20,6 @@ import (
 	"github.com/agentledger/agentledger/janitor"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/metrics"
-	"github.com/agentledger/agentledger/migrations"
 	"github.com/agentledger/agentledger/notify/outbox"
 	"github.com/agentledger/agentledger/operator"
 	"github.com/agentledger/agentledger/schedule"
@@ -71,7 +70,9 @@ func buildServices(cfg *Config, db *pgxpool.Pool, m *metrics.Metrics, owner stri
 		log.Info("http: no API server (--listen is empty)")
 		return s, nil
 	}
-	api, err := apiServer(cfg, db, m, check, gs, mcp, log)
+	ready := newReadiness(context.Background(), db)
+	s.runs = append(s.runs, ready.run)
+	api, err := apiServer(cfg, db, m, check, gs, mcp, ready, log)
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +128,7 @@ func sweeps(cfg *Config, db *pgxpool.Pool) []janitor.Sweep {
 
 // apiServer is the HTTP API with webhooks, /healthz, /readyz and /metrics.
 func apiServer(cfg *Config, db *pgxpool.Pool, m *metrics.Metrics, check func(context.Context, string, json.RawMessage) error,
-	gs grants.Source, mcp func() map[string]string, log *slog.Logger) (*httpapi.Server, error) {
+	gs grants.Source, mcp func() map[string]string, ready *readiness, log *slog.Logger) (*httpapi.Server, error) {
 	var hooks http.Handler
 	if cfg.HooksFile != "" {
 		sources, err := webhooks.LoadSources(cfg.HooksFile)
@@ -159,7 +160,7 @@ func apiServer(cfg *Config, db *pgxpool.Pool, m *metrics.Metrics, check func(con
 		if states := mcp(); len(states) > 0 {
 			body["mcp_servers"] = states // a server down fails its tools' calls, not the daemon
 		}
-		if problem := ready(r.Context(), db); problem != "" {
+		if problem := ready.why(r.Context()); problem != "" {
 			body["status"], body["reason"] = "unavailable", problem
 			writeStatus(w, http.StatusServiceUnavailable, body)
 			return
@@ -167,29 +168,6 @@ func apiServer(cfg *Config, db *pgxpool.Pool, m *metrics.Metrics, check func(con
 		writeStatus(w, http.StatusOK, body)
 	}))
 	return api, nil
-}
-
-// ready says why the daemon cannot serve, or "": the database must answer
-// and its schema be the one this binary knows.
-func ready(ctx context.Context, db *pgxpool.Pool) string {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	if err := db.Ping(ctx); err != nil {
-		return "database unreachable"
-	}
-	m, err := migrations.New(db, nil)
-	if err != nil {
-		return "migrations unreadable"
-	}
-	defer m.Close()
-	v, err := m.Version(ctx)
-	switch {
-	case err != nil:
-		return "schema version unreadable"
-	case v != m.Latest():
-		return fmt.Sprintf("schema at version %d, this agentd needs %d", v, m.Latest())
-	}
-	return ""
 }
 
 func writeStatus(w http.ResponseWriter, status int, v any) {
