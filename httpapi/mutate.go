@@ -33,9 +33,8 @@ const finishTimeout = 10 * time.Second
 // read wraps a readFunc with authentication.
 func (s *Server) read(fn readFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tenant, err := s.authenticate(r)
-		if err != nil {
-			s.fail(w, r, err)
+		tenant, ok := s.tenantOf(w, r)
+		if !ok {
 			return
 		}
 		fn(r, tenant).write(w)
@@ -53,9 +52,8 @@ func (s *Server) read(fn readFunc) http.Handler {
 // one whose holder is gone is taken over and runs again.
 func (s *Server) mutate(operation string, m mutation) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tenant, err := s.authenticate(r)
-		if err != nil {
-			s.fail(w, r, err)
+		tenant, ok := s.tenantOf(w, r)
+		if !ok {
 			return
 		}
 		key, err := parseKey(r.Header)

@@ -101,10 +101,11 @@ const (
 
 // Server is the HTTP API of agentd.
 type Server struct {
-	cfg  Config
-	log  *slog.Logger
-	keys *keyStore
-	mux  *http.ServeMux
+	cfg      Config
+	log      *slog.Logger
+	keys     *keyStore
+	mux      *http.ServeMux
+	failures failureLimiter
 }
 
 // New checks cfg, fills its defaults and returns a Server with the API's
@@ -135,7 +136,7 @@ func New(cfg Config) (*Server, error) {
 	def(&cfg.IdleTimeout, DefaultIdleTimeout)
 	def(&cfg.ShutdownTimeout, DefaultShutdownTimeout)
 	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(),
-		keys: &keyStore{db: cfg.DB, lease: cfg.InFlightLease}}
+		keys: &keyStore{db: cfg.DB, lease: cfg.InFlightLease}, failures: failureLimiter{now: time.Now}}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
