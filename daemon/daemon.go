@@ -85,6 +85,9 @@ type Config struct {
 	Listener               net.Listener
 	IdempotencyKeyOptional bool
 	HooksFile              string
+	// MetricsTokenFile holds a bearer token (a secret) that GET /metrics
+	// then requires; empty leaves /metrics open to whoever reaches Listen.
+	MetricsTokenFile string
 
 	NoCron          bool
 	NoJanitor       bool

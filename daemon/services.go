@@ -151,7 +151,11 @@ func apiServer(cfg *Config, db *pgxpool.Pool, m *metrics.Metrics, check func(con
 		return nil, &ConfigError{err}
 	}
 	m.WatchDatabase(db)
-	api.Handle("GET /metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
+	metricsHandler, err := guardMetrics(cfg.MetricsTokenFile, promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
+	if err != nil {
+		return nil, &ConfigError{err}
+	}
+	api.Handle("GET /metrics", metricsHandler)
 	api.Handle("GET /healthz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		writeStatus(w, http.StatusOK, map[string]any{"status": "ok"})
 	}))

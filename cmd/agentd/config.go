@@ -79,6 +79,7 @@ var settings = []setting{
 	{"dispatch-lease", "AGENTLEDGER_DISPATCH_LEASE", "duration", "1m", "how long a dispatcher holds a notification; must outlast a delivery and Slack's rate-limit waits"},
 	{"demo", "AGENTLEDGER_DEMO", "bool", "false", "seed a small demo workload (idempotently) against a demo API served on --listen, and say where to look"},
 	{"listen", "AGENTLEDGER_LISTEN", "string", "127.0.0.1:7450", "address of the HTTP API, webhooks, /healthz, /readyz and /metrics; empty: no HTTP server"},
+	{"metrics-token-file", "AGENTLEDGER_METRICS_TOKEN_FILE", "string", "", "file holding a bearer token that GET /metrics then requires (its figures name tenants, schedules and hook sources); empty: /metrics is open to whoever reaches --listen"},
 	{"idempotency-key-optional", "AGENTLEDGER_IDEMPOTENCY_KEY_OPTIONAL", "bool", "false", "accept mutating API requests without an Idempotency-Key (each then acts anew)"},
 	{"hooks-file", "AGENTLEDGER_HOOKS_FILE", "string", "", "JSON file of webhook sources (name, type github|slack|hmac, secret_env or secret_file, task template); empty: no webhooks"},
 	{"no-cron", "AGENTLEDGER_NO_CRON", "bool", "false", "do not fire cron schedules here (other daemons do)"},
@@ -205,6 +206,7 @@ func parseFlags(fs *pflag.FlagSet) (*config, error) {
 	dur("dispatch-lease", &c.DispatchLease)
 	boolean("demo", &c.Demo)
 	c.Listen = str("listen")
+	c.MetricsTokenFile = str("metrics-token-file")
 	boolean("idempotency-key-optional", &c.IdempotencyKeyOptional)
 	c.HooksFile = str("hooks-file")
 	boolean("no-cron", &c.NoCron)
