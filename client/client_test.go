@@ -50,7 +50,7 @@ func daemonWithAPI(t *testing.T) (url, addr, token string) {
 	if _, err = ts.CreateTenant(ctx, "acme"); err != nil {
 		t.Fatal(err)
 	}
-	if _, token, err = ts.CreateToken(ctx, "acme", "test"); err != nil {
+	if _, token, err = ts.CreateToken(ctx, "acme", "test", 0); err != nil {
 		t.Fatal(err)
 	}
 	return url, ln.Addr().String(), token

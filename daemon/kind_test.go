@@ -63,7 +63,7 @@ func TestTypedKind(t *testing.T) {
 	if _, err := ts.CreateTenant(ctx, "acme"); err != nil {
 		t.Fatal(err)
 	}
-	_, token, err := ts.CreateToken(ctx, "acme", "test")
+	_, token, err := ts.CreateToken(ctx, "acme", "test", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

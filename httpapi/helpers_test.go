@@ -61,7 +61,7 @@ func (e *env) tenant(name string) string {
 	if _, err := e.tenants.CreateTenant(ctx, name); err != nil {
 		e.t.Fatal(err)
 	}
-	_, tok, err := e.tenants.CreateToken(ctx, name, "test")
+	_, tok, err := e.tenants.CreateToken(ctx, name, "test", 0)
 	if err != nil {
 		e.t.Fatal(err)
 	}

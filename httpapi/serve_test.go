@@ -111,7 +111,7 @@ func tokenFor(t *testing.T, db *pgxpool.Pool) string {
 	if _, err := ts.CreateTenant(context.Background(), "acme"); err != nil {
 		t.Fatal(err)
 	}
-	_, tok, err := ts.CreateToken(context.Background(), "acme", "test")
+	_, tok, err := ts.CreateToken(context.Background(), "acme", "test", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

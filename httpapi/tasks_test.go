@@ -121,7 +121,7 @@ func TestAuthentication(t *testing.T) {
 	e := newEnv(t, httpapi.Config{})
 	tok := e.tenant("acme")
 	ctx := context.Background()
-	_, revoked, err := e.tenants.CreateToken(ctx, "acme", "old")
+	_, revoked, err := e.tenants.CreateToken(ctx, "acme", "old", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,7 @@ package tenants
 
 // All SQL of the tenants and api_tokens tables lives here.
 
-const tenantColumns = `name, created_at`
+const tenantColumns = `name, created_at, disabled_at`
 
 // insertTenantSQL adds a tenant; an existing name returns no row.
 const insertTenantSQL = `/* tenants.insertTenant */
@@ -12,14 +12,21 @@ RETURNING ` + tenantColumns
 
 const listTenantsSQL = `/* tenants.listTenants */ SELECT ` + tenantColumns + ` FROM tenants ORDER BY name`
 
+// setDisabledSQL disables tenant $1 ($2 true; an already disabled tenant
+// keeps its first time) or enables it; an unknown tenant returns no row.
+const setDisabledSQL = `/* tenants.setDisabled */
+UPDATE tenants SET disabled_at = CASE WHEN $2 THEN coalesce(disabled_at, now()) END
+WHERE name = $1
+RETURNING ` + tenantColumns
+
 const tenantExistsSQL = `/* tenants.tenantExists */ SELECT EXISTS (SELECT 1 FROM tenants WHERE name = $1)`
 
-const tokenColumns = `id, tenant, name, prefix, created_at, last_used_at, revoked_at`
+const tokenColumns = `id, tenant, name, prefix, created_at, last_used_at, revoked_at, expires_at`
 
 // insertTokenSQL adds a token to tenant $1; an unknown tenant returns no row.
 const insertTokenSQL = `/* tenants.insertToken */
-INSERT INTO api_tokens (tenant, name, token_hash, prefix)
-SELECT name, $2, $3, $4 FROM tenants WHERE name = $1
+INSERT INTO api_tokens (tenant, name, token_hash, prefix, expires_at)
+SELECT name, $2, $3, $4, now() + $5::interval FROM tenants WHERE name = $1
 RETURNING ` + tokenColumns
 
 // listTokensSQL lists the tokens of tenant $1, or of every tenant when it is
@@ -55,19 +62,26 @@ LIMIT 2`
 // records the use, at most once a minute per token and without waiting for
 // a row lock (SKIP LOCKED): a busy token costs no write on most requests and
 // concurrent requests never queue behind one another (a data-modifying CTE
-// runs whether or not the query reads it). A revoked token is returned, not
-// touched, so the caller can tell it from an unknown one.
+// runs whether or not the query reads it). A token that may not be used
+// (revoked, expired, its tenant disabled) is returned with why, not
+// touched, so the caller can log it.
 const authenticateSQL = `/* tenants.authenticate */
 WITH tok AS (
-	SELECT id, tenant, revoked_at IS NOT NULL AS revoked FROM api_tokens WHERE token_hash = $1
+	SELECT a.id, a.tenant, CASE
+		WHEN a.revoked_at IS NOT NULL THEN 'revoked'
+		WHEN a.expires_at <= now() THEN 'expired'
+		WHEN t.disabled_at IS NOT NULL THEN 'tenant disabled'
+		ELSE '' END AS refused
+	FROM api_tokens a JOIN tenants t ON t.name = a.tenant
+	WHERE a.token_hash = $1
 ),
 stale AS (
 	SELECT a.id FROM api_tokens a JOIN tok ON a.id = tok.id
-	WHERE a.revoked_at IS NULL AND (a.last_used_at IS NULL OR a.last_used_at < now() - interval '1 minute')
+	WHERE tok.refused = '' AND (a.last_used_at IS NULL OR a.last_used_at < now() - interval '1 minute')
 	FOR NO KEY UPDATE OF a SKIP LOCKED
 ),
 touch AS (
 	UPDATE api_tokens a SET last_used_at = now() FROM stale WHERE a.id = stale.id
 	RETURNING a.id
 )
-SELECT tenant, revoked FROM tok`
+SELECT tenant, refused FROM tok`

@@ -24,6 +24,9 @@ type DB interface {
 type Tenant struct {
 	Name      string    `json:"name"`
 	CreatedAt time.Time `json:"created_at"`
+	// DisabledAt is set while the tenant is disabled: its tokens are
+	// refused.
+	DisabledAt *time.Time `json:"disabled_at"`
 }
 
 // Store manages tenants and their API tokens.
@@ -59,6 +62,24 @@ func CheckNewName(name string) error {
 		return agentledger.Invalid("name", "%q is reserved: %q is the tenant of agentctl, cron and webhook tasks, and names starting with %q are the project's", name, agentledger.OperatorTenant, reservedPrefix)
 	}
 	return nil
+}
+
+// SetDisabled disables tenant name (its tokens are refused from the next
+// request on) or enables it again. Errors: agentledger.ErrNotFound for an
+// unknown tenant.
+func (s *Store) SetDisabled(ctx context.Context, name string, disabled bool) (Tenant, error) {
+	rows, err := s.db.Query(ctx, setDisabledSQL, name, disabled)
+	if err != nil {
+		return Tenant{}, fmt.Errorf("tenant %q: %w", name, err)
+	}
+	t, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByPos[Tenant])
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Tenant{}, agentledger.Errorf(agentledger.CodeNotFound, "tenant %q does not exist", name)
+	}
+	if err != nil {
+		return Tenant{}, fmt.Errorf("tenant %q: %w", name, err)
+	}
+	return t, nil
 }
 
 // CreateTenant adds tenant name. Errors: agentledger.ErrInvalid for a bad

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/internal/testdb"
@@ -59,20 +60,20 @@ func TestTokens(t *testing.T) {
 		}
 	}
 
-	if _, _, err := s.CreateToken(ctx, "nosuch", "ci"); !errors.Is(err, agentledger.ErrNotFound) {
+	if _, _, err := s.CreateToken(ctx, "nosuch", "ci", 0); !errors.Is(err, agentledger.ErrNotFound) {
 		t.Errorf("token for unknown tenant: %v, want ErrNotFound", err)
 	}
-	if _, _, err := s.CreateToken(ctx, "acme", ""); !errors.Is(err, agentledger.ErrInvalid) {
+	if _, _, err := s.CreateToken(ctx, "acme", "", 0); !errors.Is(err, agentledger.ErrInvalid) {
 		t.Errorf("token without a name: %v, want ErrInvalid", err)
 	}
-	tok, secret, err := s.CreateToken(ctx, "acme", "ci")
+	tok, secret, err := s.CreateToken(ctx, "acme", "ci", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !tokenShape.MatchString(secret) || tok.Prefix != secret[:tenants.PrefixLen] || tok.Tenant != "acme" || tok.Name != "ci" {
 		t.Fatalf("CreateToken = %+v, %q", tok, secret)
 	}
-	tok2, secret2, err := s.CreateToken(ctx, "globex", "deploy")
+	tok2, secret2, err := s.CreateToken(ctx, "globex", "deploy", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,11 +165,11 @@ func TestRevokeSharedPrefix(t *testing.T) {
 	if _, err := s.CreateTenant(ctx, "acme"); err != nil {
 		t.Fatal(err)
 	}
-	a, _, err := s.CreateToken(ctx, "acme", "a")
+	a, _, err := s.CreateToken(ctx, "acme", "a", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _, err := s.CreateToken(ctx, "acme", "b")
+	b, _, err := s.CreateToken(ctx, "acme", "b", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +200,7 @@ func TestAuthenticateConcurrently(t *testing.T) {
 	if _, err := s.CreateTenant(ctx, "acme"); err != nil {
 		t.Fatal(err)
 	}
-	_, secret, err := s.CreateToken(ctx, "acme", "ci")
+	_, secret, err := s.CreateToken(ctx, "acme", "ci", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,5 +258,45 @@ func TestReservedNames(t *testing.T) {
 	}
 	if ts, err := s.ListTenants(context.Background()); err != nil || len(ts) != 0 {
 		t.Errorf("tenants %v %v", ts, err)
+	}
+}
+
+// A disabled tenant's tokens and an expired token are refused, saying why;
+// enabling the tenant again accepts its tokens.
+func TestDisabledTenantAndExpiredToken(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := tenants.NewStore(testdb.Open(t, testdb.URL(t)))
+	if _, err := s.CreateTenant(ctx, "acme"); err != nil {
+		t.Fatal(err)
+	}
+	_, token, err := s.CreateToken(ctx, "acme", "ci", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, short, err := s.CreateToken(ctx, "acme", "short", time.Microsecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Authenticate(ctx, short); !errors.Is(err, tenants.ErrUnauthorized) || !strings.Contains(err.Error(), "expired") {
+		t.Errorf("expired token: %v", err)
+	}
+	if tn, err := s.SetDisabled(ctx, "acme", true); err != nil || tn.DisabledAt == nil {
+		t.Fatalf("disable: %+v %v", tn, err)
+	}
+	if _, err := s.Authenticate(ctx, token); !errors.Is(err, tenants.ErrUnauthorized) || !strings.Contains(err.Error(), "tenant disabled") {
+		t.Errorf("token of a disabled tenant: %v", err)
+	}
+	if _, err := s.SetDisabled(ctx, "acme", false); err != nil {
+		t.Fatal(err)
+	}
+	if tenant, err := s.Authenticate(ctx, token); err != nil || tenant != "acme" {
+		t.Errorf("after enable: %q %v", tenant, err)
+	}
+	if _, err := s.SetDisabled(ctx, "nosuch", true); !errors.Is(err, agentledger.ErrNotFound) {
+		t.Errorf("unknown tenant: %v", err)
+	}
+	if _, _, err := s.CreateToken(ctx, "acme", "neg", -time.Second); !errors.Is(err, agentledger.ErrInvalid) {
+		t.Errorf("negative expiry: %v", err)
 	}
 }

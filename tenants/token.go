@@ -41,13 +41,23 @@ type Token struct {
 	CreatedAt  time.Time  `json:"created_at"`
 	LastUsedAt *time.Time `json:"last_used_at"`
 	RevokedAt  *time.Time `json:"revoked_at"`
+	// ExpiresAt, when set, is when the token stops being accepted.
+	ExpiresAt *time.Time `json:"expires_at"`
 }
 
 // CreateToken adds a token named name (a label, 1-128 printable
 // characters) to tenant and returns it with the token itself, which exists
-// nowhere else: only its hash is stored. Errors: agentledger.ErrInvalid for
-// a bad name, agentledger.ErrNotFound for an unknown tenant.
-func (s *Store) CreateToken(ctx context.Context, tenant, name string) (Token, string, error) {
+// nowhere else: only its hash is stored. A ttl above zero makes it expire
+// that long from now. Errors: agentledger.ErrInvalid for a bad name or a
+// negative ttl, agentledger.ErrNotFound for an unknown tenant.
+func (s *Store) CreateToken(ctx context.Context, tenant, name string, ttl time.Duration) (Token, string, error) {
+	if ttl < 0 {
+		return Token{}, "", agentledger.Invalid("expires_in", "must not be negative")
+	}
+	var expires any // NULL: never
+	if ttl > 0 {
+		expires = ttl
+	}
 	if len(name) < 1 || len(name) > 128 || strings.ContainsFunc(name, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
 		return Token{}, "", agentledger.Invalid("name", "must be 1-128 characters without control characters")
 	}
@@ -56,7 +66,7 @@ func (s *Store) CreateToken(ctx context.Context, tenant, name string) (Token, st
 		return Token{}, "", fmt.Errorf("token: %w", err)
 	}
 	secret := TokenScheme + base64.RawURLEncoding.EncodeToString(raw[:])
-	rows, err := s.db.Query(ctx, insertTokenSQL, tenant, name, hash(secret), secret[:PrefixLen])
+	rows, err := s.db.Query(ctx, insertTokenSQL, tenant, name, hash(secret), secret[:PrefixLen], expires)
 	if err != nil {
 		return Token{}, "", fmt.Errorf("token for tenant %q: %w", tenant, err)
 	}
@@ -148,23 +158,23 @@ func (s *Store) RevokeToken(ctx context.Context, ref string) (Token, error) {
 	}
 }
 
-// Authenticate returns the tenant whose token this is. A malformed, unknown
-// or revoked token is ErrUnauthorized. It records the token's use (at most
+// Authenticate returns the tenant whose token this is. A malformed,
+// unknown, revoked or expired token, or one of a disabled tenant, is
+// ErrUnauthorized, saying which (for the log: answer all alike). It records the token's use (at most
 // once a minute, so a busy token does not write on every request).
 func (s *Store) Authenticate(ctx context.Context, token string) (string, error) {
 	if len(token) != tokenLen || !strings.HasPrefix(token, TokenScheme) {
 		return "", fmt.Errorf("malformed token: %w", ErrUnauthorized)
 	}
-	var tenant string
-	var revoked bool
-	err := s.db.QueryRow(ctx, authenticateSQL, hash(token)).Scan(&tenant, &revoked)
+	var tenant, refused string
+	err := s.db.QueryRow(ctx, authenticateSQL, hash(token)).Scan(&tenant, &refused)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return "", fmt.Errorf("unknown token: %w", ErrUnauthorized)
 	case err != nil:
 		return "", fmt.Errorf("authenticate: %w", err)
-	case revoked:
-		return "", fmt.Errorf("revoked token %s: %w", token[:PrefixLen], ErrUnauthorized)
+	case refused != "":
+		return "", fmt.Errorf("token %s: %s: %w", token[:PrefixLen], refused, ErrUnauthorized)
 	}
 	return tenant, nil
 }

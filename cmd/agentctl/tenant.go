@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -13,7 +15,7 @@ import (
 
 func (a *app) tenantCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "tenant add|list|token|grant|revoke|show",
+		Use:   "tenant add|list|token|grant|revoke|show|disable|enable",
 		Short: "Manage the tenants of the HTTP API and their tokens",
 		Long: `A tenant is a customer of agentd's HTTP API: it authenticates with bearer
 tokens and sees only its own tasks.
@@ -23,7 +25,7 @@ first 12 characters (its prefix) so that tokens can be told apart. Revoke a
 token by its id or prefix; requests bearing it are refused from then on.`,
 		Args: cobra.NoArgs,
 		RunE: a.action(func(context.Context, []string) error {
-			return usagef("tenant needs a subcommand: add, list, token, grant, revoke or show")
+			return usagef("tenant needs a subcommand: add, list, token, grant, revoke, show, disable or enable")
 		}),
 	}
 	token := &cobra.Command{
@@ -35,7 +37,8 @@ token by its id or prefix; requests bearing it are refused from then on.`,
 		}),
 	}
 	token.AddCommand(a.tenantTokenCreateCmd(), a.tenantTokenListCmd(), a.tenantTokenRevokeCmd())
-	cmd.AddCommand(a.tenantAddCmd(), a.tenantListCmd(), token, a.tenantGrantCmd(), a.tenantRevokeCmd(), a.tenantShowCmd())
+	cmd.AddCommand(a.tenantAddCmd(), a.tenantListCmd(), token, a.tenantGrantCmd(), a.tenantRevokeCmd(), a.tenantShowCmd(),
+		a.tenantDisableCmd(true), a.tenantDisableCmd(false))
 	return cmd
 }
 
@@ -67,21 +70,29 @@ func (a *app) tenantListCmd() *cobra.Command {
 }
 
 func (a *app) tenantTokenCreateCmd() *cobra.Command {
-	var name string
+	var (
+		name    string
+		expires time.Duration
+	)
 	cmd := &cobra.Command{
-		Use:   "create TENANT [--name LABEL]",
+		Use:   "create TENANT [--name LABEL] [--expires-in DURATION]",
 		Short: "Create an API token for a tenant",
 		Long: `Create a bearer token for TENANT and print it on standard output, alone on
 its line, so that it can be captured. It is shown this once: only its hash is
 stored. Store it now, in a secret manager or the client's configuration.
 
+With --expires-in it is refused once that time has passed.
+
 With --output json it prints the token's record with the token in "token".`,
 		Example: `  agentctl tenant token create acme --name ci
-  TOKEN=$(agentctl tenant token create acme --name deploy)`,
+  TOKEN=$(agentctl tenant token create acme --name deploy --expires-in 720h)`,
 		Args: tenantArgs(1, "one tenant name"),
-		RunE: a.action(func(ctx context.Context, args []string) error { return a.tenantTokenCreate(ctx, args[0], name) }),
+		RunE: a.action(func(ctx context.Context, args []string) error {
+			return a.tenantTokenCreate(ctx, args[0], name, expires)
+		}),
 	}
 	cmd.Flags().StringVar(&name, "name", "default", "label telling this token apart from the tenant's others (1-128 characters)")
+	cmd.Flags().DurationVar(&expires, "expires-in", 0, "the token is refused after this long (e.g. 720h); 0: never")
 	return cmd
 }
 
@@ -202,9 +213,9 @@ func (a *app) tenantList(ctx context.Context) error {
 		_, err := fmt.Fprintln(a.stderr, "no tenants")
 		return err
 	}
-	t := newTable(a.stdout, "NAME", "CREATED")
+	t := newTable(a.stdout, "NAME", "CREATED", "DISABLED")
 	for _, x := range ts {
-		t.row(x.Name, stamp(x.CreatedAt))
+		t.row(x.Name, stamp(x.CreatedAt), stampPtr(x.DisabledAt))
 	}
 	return t.flush()
 }
@@ -216,12 +227,15 @@ type createdToken struct {
 	Secret string `json:"token"`
 }
 
-func (a *app) tenantTokenCreate(ctx context.Context, tenant, name string) error {
+func (a *app) tenantTokenCreate(ctx context.Context, tenant, name string, expires time.Duration) error {
 	s, err := a.tenantStore(ctx)
 	if err != nil {
 		return err
 	}
-	tok, secret, err := s.CreateToken(ctx, tenant, name)
+	if expires < 0 {
+		return agentledger.Invalid("--expires-in", "must not be negative")
+	}
+	tok, secret, err := s.CreateToken(ctx, tenant, name, expires)
 	switch {
 	case errors.Is(err, agentledger.ErrInvalid):
 		return invalidAs(err, "--name")
@@ -263,9 +277,10 @@ func (a *app) tenantTokenList(ctx context.Context, tenant string) error {
 		_, err := fmt.Fprintln(a.stderr, "no tokens")
 		return err
 	}
-	t := newTable(a.stdout, "ID", "TENANT", "NAME", "PREFIX", "CREATED", "LAST USED", "REVOKED")
+	t := newTable(a.stdout, "ID", "TENANT", "NAME", "PREFIX", "CREATED", "LAST USED", "REVOKED", "EXPIRES")
 	for _, x := range toks {
-		t.row(fmt.Sprint(x.ID), x.Tenant, x.Name, x.Prefix, stamp(x.CreatedAt), stampPtr(x.LastUsedAt), stampPtr(x.RevokedAt))
+		t.row(fmt.Sprint(x.ID), x.Tenant, x.Name, x.Prefix, stamp(x.CreatedAt), stampPtr(x.LastUsedAt), stampPtr(x.RevokedAt),
+			stampPtr(x.ExpiresAt))
 	}
 	return t.flush()
 }
@@ -296,4 +311,42 @@ func (a *app) tenantTokenRevoke(ctx context.Context, ref string) error {
 	_, err = fmt.Fprintf(a.stdout, "token %d (%s, %q) of tenant %s revoked: requests bearing it are refused from now on\n",
 		tok.ID, tok.Prefix, tok.Name, tok.Tenant)
 	return err
+}
+
+// tenantDisableCmd is tenant disable (disable true) or tenant enable.
+func (a *app) tenantDisableCmd(disable bool) *cobra.Command {
+	verb, long := "enable", `Enable TENANT again: its tokens that are neither revoked nor expired are
+accepted again.`
+	if disable {
+		verb, long = "disable", `Disable TENANT: every request bearing one of its tokens is refused (401)
+from now on, until agentctl tenant enable. Its tasks are left as they are.`
+	}
+	return &cobra.Command{
+		Use:   verb + " TENANT",
+		Short: strings.ToUpper(verb[:1]) + verb[1:] + " a tenant's API tokens",
+		Long:  long + "\n\nWith --output json it prints the tenant.",
+		Args:  tenantArgs(1, "one tenant name"),
+		RunE: a.action(func(ctx context.Context, args []string) error {
+			s, err := a.tenantStore(ctx)
+			if err != nil {
+				return err
+			}
+			t, err := s.SetDisabled(ctx, args[0], disable)
+			if errors.Is(err, agentledger.ErrNotFound) {
+				return tenantNotFound(args[0], err)
+			}
+			if err != nil {
+				return err
+			}
+			if a.wantJSON() {
+				return printJSON(a.stdout, t)
+			}
+			if t.DisabledAt != nil {
+				_, err = fmt.Fprintf(a.stdout, "tenant %s disabled since %s: its tokens are refused\n", t.Name, stamp(*t.DisabledAt))
+			} else {
+				_, err = fmt.Fprintf(a.stdout, "tenant %s enabled\n", t.Name)
+			}
+			return err
+		}),
+	}
 }

@@ -74,7 +74,7 @@ func TestServiceEndToEnd(t *testing.T) {
 	if _, err := ts.CreateTenant(ctx, "acme"); err != nil {
 		t.Fatal(err)
 	}
-	_, token, err := ts.CreateToken(ctx, "acme", "e2e")
+	_, token, err := ts.CreateToken(ctx, "acme", "e2e", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
