@@ -85,6 +85,9 @@ type Config struct {
 	Listener               net.Listener
 	IdempotencyKeyOptional bool
 	HooksFile              string
+	// APIMaxConns caps the HTTP API's own connection pool (default
+	// DefaultAPIMaxConns), apart from the worker pool's MaxConns.
+	APIMaxConns int32
 	// MetricsTokenFile holds a bearer token (a secret) that GET /metrics
 	// then requires; empty leaves /metrics open to whoever reaches Listen.
 	MetricsTokenFile string
@@ -120,6 +123,9 @@ type Config struct {
 	// first claim, with the daemon's pool (the demo seeds its tasks there).
 	BeforeRun func(ctx context.Context, db *pgxpool.Pool) error
 }
+
+// DefaultAPIMaxConns is the HTTP API's connection pool size by default.
+const DefaultAPIMaxConns = 4
 
 // Retention is the janitor's windows; zero takes each sweep's default.
 type Retention struct {

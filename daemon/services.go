@@ -33,6 +33,8 @@ import (
 type services struct {
 	runs []func(context.Context) error
 	ln   net.Listener
+	// closers run once every run has returned.
+	closers []func()
 }
 
 // buildServices checks the configuration of every service and binds the
@@ -70,10 +72,23 @@ func buildServices(cfg *Config, db *pgxpool.Pool, m *metrics.Metrics, owner stri
 		log.Info("http: no API server (--listen is empty)")
 		return s, nil
 	}
-	ready := newReadiness(context.Background(), db)
-	s.runs = append(s.runs, ready.run)
-	api, err := apiServer(cfg, db, m, check, gs, mcp, ready, log)
+	// The API has connections of its own: a flood of requests (or of
+	// made-up tokens) waits for those, never for the worker pool's.
+	pcfg := db.Config().Copy()
+	pcfg.MaxConns, pcfg.MinConns = cfg.APIMaxConns, 0
+	if pcfg.MaxConns <= 0 {
+		pcfg.MaxConns = DefaultAPIMaxConns
+	}
+	apiDB, err := pgxpool.NewWithConfig(context.Background(), pcfg)
 	if err != nil {
+		return nil, err
+	}
+	s.closers = append(s.closers, apiDB.Close)
+	ready := newReadiness(context.Background(), apiDB)
+	s.runs = append(s.runs, ready.run)
+	api, err := apiServer(cfg, apiDB, m, check, gs, mcp, ready, log)
+	if err != nil {
+		apiDB.Close()
 		return nil, err
 	}
 	for pattern, h := range extra {
@@ -109,6 +124,9 @@ func (s *services) run(ctx context.Context) error {
 		}()
 	}
 	wg.Wait()
+	for _, c := range s.closers {
+		c()
+	}
 	return errors.Join(errs...)
 }
 

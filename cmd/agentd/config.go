@@ -79,6 +79,7 @@ var settings = []setting{
 	{"dispatch-lease", "AGENTLEDGER_DISPATCH_LEASE", "duration", "1m", "how long a dispatcher holds a notification; must outlast a delivery and Slack's rate-limit waits"},
 	{"demo", "AGENTLEDGER_DEMO", "bool", "false", "seed a small demo workload (idempotently) against a demo API served on --listen, and say where to look"},
 	{"listen", "AGENTLEDGER_LISTEN", "string", "127.0.0.1:7450", "address of the HTTP API, webhooks, /healthz, /readyz and /metrics; empty: no HTTP server"},
+	{"api-max-conns", "AGENTLEDGER_API_MAX_CONNS", "int", "4", "connection pool size of the HTTP API, apart from the workers' --max-conns"},
 	{"metrics-token-file", "AGENTLEDGER_METRICS_TOKEN_FILE", "string", "", "file holding a bearer token that GET /metrics then requires (its figures name tenants, schedules and hook sources); empty: /metrics is open to whoever reaches --listen"},
 	{"idempotency-key-optional", "AGENTLEDGER_IDEMPOTENCY_KEY_OPTIONAL", "bool", "false", "accept mutating API requests without an Idempotency-Key (each then acts anew)"},
 	{"hooks-file", "AGENTLEDGER_HOOKS_FILE", "string", "", "JSON file of webhook sources (name, type github|slack|hmac, secret_env or secret_file, task template); empty: no webhooks"},
@@ -207,6 +208,9 @@ func parseFlags(fs *pflag.FlagSet) (*config, error) {
 	boolean("demo", &c.Demo)
 	c.Listen = str("listen")
 	c.MetricsTokenFile = str("metrics-token-file")
+	var apiConns int
+	num("api-max-conns", &apiConns)
+	c.APIMaxConns = int32(apiConns)
 	boolean("idempotency-key-optional", &c.IdempotencyKeyOptional)
 	c.HooksFile = str("hooks-file")
 	boolean("no-cron", &c.NoCron)
