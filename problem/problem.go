@@ -5,6 +5,7 @@
 package problem
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"math"
@@ -72,8 +73,12 @@ func Header(err error, p Problem) http.Header {
 
 // Body is p as the answer's body.
 func Body(p Problem) []byte {
-	b, _ := json.Marshal(p) // a Problem always encodes
-	return append(b, '\n')
+	// Not HTML: "<token>" stays as written, not \u003ctoken\u003e.
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(p) // a Problem always encodes; Encode ends the line
+	return b.Bytes()
 }
 
 // Write answers err on w.

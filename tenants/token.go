@@ -18,7 +18,7 @@ import (
 
 // ErrUnauthorized: a bearer token is malformed, unknown or revoked. Its
 // messages never contain the token.
-var ErrUnauthorized = agentledger.NewError(agentledger.CodeUnauthorized, "unknown or revoked API token")
+var ErrUnauthorized = agentledger.NewError(agentledger.CodeUnauthorized, "API token refused")
 
 // Token formats.
 const (
