@@ -18,17 +18,24 @@ func (l *lateGrants) For(ctx context.Context, tenant string) (*grants.Grant, err
 	return l.store.For(ctx, tenant)
 }
 
-// A tenant may submit only the kinds its grant lists: another kind is a 403
-// forbidden naming it, and nothing is queued.
-func TestSubmitOutsideTheGrantIsForbidden(t *testing.T) {
-	t.Parallel()
+// grantedEnv is an API whose tenant acme has grant g, and acme's token.
+func grantedEnv(t *testing.T, g *grants.Grant) (*env, string) {
+	t.Helper()
 	src := &lateGrants{}
 	e := newEnv(t, httpapi.Config{Grants: src})
 	src.store = grants.NewStore(e.db)
 	token := e.tenant("acme")
-	if err := src.store.Put(context.Background(), "acme", &grants.Grant{Kinds: []string{"echo"}}); err != nil {
+	if err := src.store.Put(context.Background(), "acme", g); err != nil {
 		t.Fatal(err)
 	}
+	return e, token
+}
+
+// A tenant may submit only the kinds its grant lists: another kind is a 403
+// forbidden naming it, and nothing is queued.
+func TestSubmitOutsideTheGrantIsForbidden(t *testing.T) {
+	t.Parallel()
+	e, token := grantedEnv(t, &grants.Grant{Kinds: []string{"echo"}})
 	e.task(e.post("/v1/tasks", token, "k1", `{"kind":"echo"}`), http.StatusCreated)
 	p := e.problem(e.post("/v1/tasks", token, "k2", `{"kind":"steps","payload":{"steps":[]}}`), http.StatusForbidden, "forbidden")
 	if !strings.Contains(p.Detail, `tenant "acme" has no grant for kind "steps"`) {
@@ -43,13 +50,7 @@ func TestSubmitOutsideTheGrantIsForbidden(t *testing.T) {
 // priority more urgent than the tenant's floor is raised to it.
 func TestSubmitCannotJumpTheQueue(t *testing.T) {
 	t.Parallel()
-	src := &lateGrants{}
-	e := newEnv(t, httpapi.Config{Grants: src})
-	src.store = grants.NewStore(e.db)
-	token := e.tenant("acme")
-	if err := src.store.Put(context.Background(), "acme", &grants.Grant{PriorityFloor: 50}); err != nil {
-		t.Fatal(err)
-	}
+	e, token := grantedEnv(t, &grants.Grant{PriorityFloor: 50})
 	before := time.Now().Add(-time.Second) // the database's clock may trail ours a little
 	task := e.task(e.post("/v1/tasks", token, "k1", `{"kind":"echo","priority":0,"run_at":"2001-01-01T00:00:00Z"}`), http.StatusCreated)
 	if task.Priority != 50 || task.RunAt.Before(before) {
