@@ -92,7 +92,7 @@ database unreachable or not migrated), 2 usage or invalid input.`,
 
 	root.AddCommand(a.submitCmd(), a.listCmd(), a.showCmd(), a.cancelCmd(), a.replayCmd(), a.rerunCmd(),
 		a.resolveCmd(), a.ruleCmd(), a.migrateCmd())
-	root.AddCommand(a.retryCmd(), a.ledgerCmd(), a.workersCmd())
+	root.AddCommand(a.retryCmd(), a.ledgerCmd(), a.workersCmd(), a.waitCmd())
 	root.AddCommand(a.scheduleCmd())
 	root.AddCommand(a.tenantCmd())
 	root.AddCommand(a.tuiCmd())

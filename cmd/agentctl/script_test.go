@@ -84,6 +84,7 @@ func TestScripts(t *testing.T) {
 			"jsonpath":     cmdJSONPath,
 			"claim":        cmdClaim,
 			"fail":         cmdFail,
+			"succeed":      cmdSucceed,
 			"effect":       cmdEffect,
 			"expireledger": cmdExpireLedger,
 			"emptydb":      cmdEmptyDB,
@@ -237,6 +238,18 @@ func cmdFail(ts *testscript.TestScript, neg bool, args []string) {
 	st, err := s.Fail(context.Background(), claims.Failure{Lease: claims.LeaseOf(t), Error: args[1], Final: true})
 	ts.Check(err)
 	fmt.Fprintf(ts.Stdout(), "task %d is %s\n", t.ID, st)
+}
+
+func cmdSucceed(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: succeed ID")
+	}
+	pool := scriptPool(ts)
+	defer pool.Close()
+	s := claims.New(pool)
+	t := runningTask(ts, s, args[0])
+	ts.Check(s.Succeed(context.Background(), claims.LeaseOf(t), json.RawMessage(`{}`)))
+	fmt.Fprintf(ts.Stdout(), "task %d succeeded\n", t.ID)
 }
 
 func cmdEffect(ts *testscript.TestScript, neg bool, args []string) {

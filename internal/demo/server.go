@@ -13,6 +13,7 @@ type Server struct {
 	charges map[string]json.RawMessage // Idempotency-Key → the charge answered
 	flaky   map[string]int             // Idempotency-Key → calls so far
 	legacy  int                        // calls so far
+	calls   int                        // requests to the charge endpoints
 }
 
 // NewServer returns the demo API.
@@ -26,6 +27,7 @@ func (s *Server) Routes() map[string]http.Handler {
 		"POST /demo/charges": http.HandlerFunc(s.charge),
 		"POST /demo/flaky":   http.HandlerFunc(s.flakyCharge),
 		"POST /demo/legacy":  http.HandlerFunc(s.legacyCall),
+		"GET /demo/charges":  http.HandlerFunc(s.count),
 	}
 }
 
@@ -46,6 +48,7 @@ func (s *Server) charge(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
+	s.calls++
 	ch, seen := s.charges[key]
 	if !seen {
 		ch, _ = json.Marshal(map[string]any{"id": fmt.Sprintf("ch_%d", len(s.charges)+1), "order": body.Order,
@@ -67,6 +70,9 @@ func (s *Server) flakyCharge(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.flaky[key]++
 	n := s.flaky[key]
+	if n <= 2 {
+		s.calls++
+	}
 	s.mu.Unlock()
 	if n <= 2 {
 		http.Error(w, `{"error":"payments backend unavailable, try again"}`, http.StatusServiceUnavailable)
@@ -88,4 +94,14 @@ func (s *Server) legacyCall(w http.ResponseWriter, _ *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write([]byte(`{"synced":true}`))
+}
+
+// count answers how many charges were made and how many requests the
+// charge endpoints served: a replay served from the ledger changes neither.
+func (s *Server) count(w http.ResponseWriter, _ *http.Request) {
+	s.mu.Lock()
+	body, _ := json.Marshal(map[string]int{"charges": len(s.charges), "requests": s.calls})
+	s.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(append(body, '\n'))
 }
