@@ -388,6 +388,8 @@ SELECT cur.state, upd.id IS NOT NULL FROM cur LEFT JOIN upd ON upd.id = cur.id`
 
 const getSQL = `/* claims.get */ SELECT ` + taskColumns + ` FROM tasks WHERE id = $1 AND ($2 = '' OR tenant = $2)`
 
+const getByKeySQL = `/* claims.get_by_key */ SELECT ` + taskColumns + ` FROM tasks WHERE tenant = $1 AND submission_key = $2`
+
 // taskFilter is ListParams as SQL over tasks: $1 tenant, $2 queue, $3 kind,
 // $4 states, $5 created since, $6 created until (empty or NULL: any).
 const taskFilter = `($1 = '' OR tenant = $1)

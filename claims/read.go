@@ -27,6 +27,22 @@ func (s *Store) Get(ctx context.Context, tenant string, id int64) (*agentledger.
 	return ts[0], nil
 }
 
+// GetByKey returns the task tenant submitted under submission key key.
+func (s *Store) GetByKey(ctx context.Context, tenant, key string) (*agentledger.Task, error) {
+	rows, err := s.db.Query(ctx, getByKeySQL, tenant, key)
+	if err != nil {
+		return nil, fmt.Errorf("get task by key: %w", err)
+	}
+	ts, err := collectTasks(rows)
+	if err != nil {
+		return nil, fmt.Errorf("get task by key: %w", err)
+	}
+	if len(ts) == 0 {
+		return nil, fmt.Errorf("tenant %q has no task under submission key %q: %w", tenant, key, agentledger.ErrNotFound)
+	}
+	return ts[0], nil
+}
+
 // ListParams filters List. Zero values match everything.
 type ListParams struct {
 	Tenant string

@@ -35,10 +35,11 @@ type Seeded struct {
 // SeededTask is one demo task.
 type SeededTask struct {
 	Name string
-	// ID is 0 when an earlier run, listening on another address, seeded it.
-	ID int64
+	ID   int64
 	// New is false when an earlier run had seeded it.
 	New bool
+	// State is the task's state when Seed ran.
+	State agentledger.TaskState
 }
 
 // The demo's names.
@@ -71,14 +72,18 @@ func Seed(ctx context.Context, db DB, base string) (Seeded, error) {
 			MaxAttempts: 5})
 		if errors.Is(err, agentledger.ErrKeyReuse) {
 			// Seeded by an earlier run listening elsewhere (its URLs
-			// differ): the demo task exists; its id is not needed.
-			out.Tasks = append(out.Tasks, SeededTask{Name: t.name})
+			// differ): the demo task exists.
+			old, gerr := store.GetByKey(ctx, agentledger.OperatorTenant, "demo:"+t.name)
+			if gerr != nil {
+				return out, fmt.Errorf("demo task %s: %w", t.name, gerr)
+			}
+			out.Tasks = append(out.Tasks, SeededTask{Name: t.name, ID: old.ID, State: old.State})
 			continue
 		}
 		if err != nil {
 			return out, fmt.Errorf("demo task %s: %w", t.name, err)
 		}
-		out.Tasks = append(out.Tasks, SeededTask{Name: t.name, ID: r.Task.ID, New: !r.Duplicate})
+		out.Tasks = append(out.Tasks, SeededTask{Name: t.name, ID: r.Task.ID, New: !r.Duplicate, State: r.Task.State})
 	}
 	return out, nil
 }
