@@ -2,6 +2,7 @@ package agentledger
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 )
 
@@ -34,6 +35,22 @@ func (s TaskState) Valid() bool {
 		}
 	}
 	return false
+}
+
+// OneOf names states as a sentence lists them: "succeeded, dead or
+// cancelled".
+func OneOf[S ~string](ss []S) string {
+	switch len(ss) {
+	case 0:
+		return ""
+	case 1:
+		return string(ss[0])
+	}
+	names := make([]string, len(ss)-1)
+	for i, s := range ss[:len(ss)-1] {
+		names[i] = string(s)
+	}
+	return strings.Join(names, ", ") + " or " + string(ss[len(ss)-1])
 }
 
 // Finished reports whether no worker will run the task again without an

@@ -23,7 +23,7 @@ func (s *Store) Cancel(ctx context.Context, tenant string, id int64) (*agentledg
 		return nil, fmt.Errorf("cancel: %w", err)
 	}
 	if !changed {
-		return nil, agentledger.Errorf(agentledger.CodeConflict, "task %d is already %s", id, before)
+		return nil, agentledger.Errorf(agentledger.CodeConflict, "task %d already finished (%s)", id, before)
 	}
 	return s.Get(ctx, tenant, id)
 }

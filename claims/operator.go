@@ -61,8 +61,8 @@ func (s *Store) requeue(ctx context.Context, tenant string, id int64, mode Reque
 			"perform its effects again; re-run it as a new intent instead", id)
 	}
 	if !changed {
-		return nil, agentledger.Errorf(agentledger.CodeConflict, "task %d is %s; only a task that is %v can run again this way",
-			id, before, from)
+		return nil, agentledger.Errorf(agentledger.CodeConflict, "task %d is %s; only a %s task can run again this way",
+			id, before, agentledger.OneOf(from))
 	}
 	return s.Get(ctx, tenant, id)
 }

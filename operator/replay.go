@@ -73,6 +73,6 @@ func (s *Service) Rerun(ctx context.Context, tenant string, id int64) (*agentled
 }
 
 func notReplayable(t *agentledger.Task) error {
-	return agentledger.Errorf(agentledger.CodeConflict, "task %d is %s; only a task that is %v can be replayed",
-		t.ID, t.State, claims.Replayable)
+	return agentledger.Errorf(agentledger.CodeConflict, "task %d is %s; only a %s task can be replayed",
+		t.ID, t.State, agentledger.OneOf(claims.Replayable))
 }

@@ -97,7 +97,7 @@ func (a *app) cancel(ctx context.Context, tenant, arg string) error {
 	case errors.Is(err, agentledger.ErrConflict):
 		// Only the wording needs the state; the decision was the database's.
 		if cur, gerr := s.Get(ctx, tenant, id); gerr == nil {
-			return newError(fmt.Sprintf("task %d is already %s: nothing to cancel", id, cur.State), err)
+			return newError(fmt.Sprintf("task %d already finished (%s): nothing to cancel", id, cur.State), err)
 		}
 		return err
 	case err != nil:
