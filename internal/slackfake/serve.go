@@ -12,6 +12,7 @@ import (
 type handler func(s *Server, form url.Values) (any, string)
 
 var handlers = map[string]handler{
+	"auth.test":             (*Server).authTest,
 	"chat.postMessage":      (*Server).postMessage,
 	"chat.update":           (*Server).update,
 	"conversations.history": (*Server).history,
@@ -36,6 +37,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 
 	s.mu.Lock()
 	s.calls[method]++
+	// Every answer carries the server's clock, as Slack's do.
+	w.Header().Set("Date", s.now().UTC().Format(http.TimeFormat))
 	f, faulty := s.popFault(method)
 	if faulty && !f.Apply {
 		s.mu.Unlock()
