@@ -2,6 +2,7 @@ package slackfake
 
 import (
 	"encoding/json"
+	"maps"
 	"net/http"
 	"net/url"
 	"strings"
@@ -37,6 +38,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 
 	s.mu.Lock()
 	s.calls[method]++
+	form := maps.Clone(r.PostForm)
+	form.Del("token")
+	s.forms[method] = append(s.forms[method], form)
 	// Every answer carries the server's clock, as Slack's do.
 	w.Header().Set("Date", s.now().UTC().Format(http.TimeFormat))
 	f, faulty := s.popFault(method)

@@ -3,7 +3,9 @@ package slackfake
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -21,6 +23,7 @@ type Server struct {
 	mu       sync.Mutex
 	channels []*channel // in creation order
 	calls    map[string]int
+	forms    map[string][]url.Values
 	faults   map[string][]Fault
 	lastTS   int64         // microseconds of the last ts handed out
 	skew     time.Duration // of the server's clock from the real one
@@ -59,7 +62,7 @@ type Metadata struct {
 // New starts a server that accepts token and knows no channels yet; it is
 // closed when t ends.
 func New(t testing.TB, token string) *Server {
-	s := &Server{token: token, calls: map[string]int{}, faults: map[string][]Fault{}}
+	s := &Server{token: token, calls: map[string]int{}, forms: map[string][]url.Values{}, faults: map[string][]Fault{}}
 	// slacktest serves the rest of the Web API; the methods it lacks, or
 	// serves without metadata, unique ts values or faults, are ours.
 	s.srv = slacktest.NewTestServer(func(c slacktest.Customize) {
@@ -115,6 +118,18 @@ func (s *Server) Calls(method string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.calls[method]
+}
+
+// Forms returns the arguments of every call of the Web API method
+// received, oldest first, without the token.
+func (s *Server) Forms(method string) []url.Values {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]url.Values, len(s.forms[method]))
+	for i, f := range s.forms[method] {
+		out[i] = maps.Clone(f)
+	}
+	return out
 }
 
 // Messages returns copies of the messages of the channel (by name or ID),
