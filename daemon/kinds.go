@@ -1,15 +1,19 @@
 package daemon
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/agent"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/metrics"
@@ -117,8 +121,47 @@ func notificationSink(cfg *Config, out io.Writer, log *slog.Logger) (notify.Sink
 	if err != nil {
 		return nil, &ConfigError{err}
 	}
-	log.Info("notifications: Slack")
+	if err := checkSlack(sink, slackTokenSource(cfg), log); err != nil {
+		return nil, err
+	}
 	return sink, nil
+}
+
+// slackCheckTimeout bounds the token check at start.
+const slackCheckTimeout = 15 * time.Second
+
+// checkSlack asks Slack whom the token belongs to (auth.test) before any
+// notification needs it. A token Slack refuses stops the daemon, naming
+// where the token came from (never the token): every notification would
+// fail. An unreachable Slack does not: tasks do not need Slack, and
+// notifications wait in the outbox, retried with backoff, so the daemon
+// starts, says so, and stays ready (its API serves tasks regardless).
+func checkSlack(sink *slack.Sink, source string, log *slog.Logger) error {
+	ctx, cancel := context.WithTimeout(context.Background(), slackCheckTimeout)
+	defer cancel()
+	id, err := sink.Check(ctx)
+	var perm *agentledger.PermanentError
+	switch {
+	case errors.As(err, &perm):
+		return &ConfigError{fmt.Errorf("notifications: Slack refused the bot token in %s: %w", source, err)}
+	case err != nil:
+		log.Warn("notifications: Slack, but its bot token could not be checked: notifications wait in the outbox "+
+			"and are retried; a wrong token fails them (agentctl notifications redeliver sends them again)",
+			"token", source, "err", err)
+	case id.BotID == "":
+		log.Warn("notifications: Slack, with a token that is not a bot token (xoxb-)", "token", source, "team", id.Team, "user", id.User)
+	default:
+		log.Info("notifications: Slack", "team", id.Team, "bot_user", id.User, "token", source)
+	}
+	return nil
+}
+
+// slackTokenSource names where the Slack token came from, for messages.
+func slackTokenSource(cfg *Config) string {
+	if cfg.SlackTokenFile != "" {
+		return "the file " + cfg.SlackTokenFile + " (--slack-token-file)"
+	}
+	return "AGENTLEDGER_SLACK_TOKEN"
 }
 
 // consoleSink is where notifications go until Slack is configured.

@@ -176,6 +176,14 @@ const resolveRetrySQL = `/* ledger.resolveRetry */
 UPDATE ledger SET retry_allowed = true, note = $4, updated_at = now()
 WHERE tenant = $1 AND operation = $2 AND effect_key = $3 AND state = 'unknown'`
 
+// reopenSQL puts a failed reconcilable or keyed effect back to pending,
+// its error kept in the note.
+const reopenSQL = `/* ledger.reopen */
+UPDATE ledger SET state = 'pending', note = $4 || coalesce(' (it had failed: ' || error || ')', ''),
+	error = NULL, completed_at = NULL, retry_allowed = false, updated_at = now()
+WHERE tenant = $1 AND operation = $2 AND effect_key = $3 AND state = 'failed'
+	AND class IN ('reconcilable', 'keyed')`
+
 // expireSQL deletes, in one bounded batch, rows of operation $1 (or, with
 // $1 NULL, of every operation not in $4) whose task finished longer ago than
 // the window $2, and marks those tasks (through t, the owner of the tasks

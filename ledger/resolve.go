@@ -62,3 +62,23 @@ func nullJSON(b []byte) *string {
 	s := string(json.RawMessage(b))
 	return &s
 }
+
+// Reopen lets a failed effect of tenant, identified by operation and key,
+// be performed again, once its cause is fixed (a notification whose bot
+// token was wrong): its row goes back to pending, with note and the old
+// error kept as its note, and the next Do under the key recovers it by its
+// class — a reconcilable effect is looked up downstream before it is
+// performed, a keyed one is sent again under its key. Only those two
+// classes reopen: an unsafe effect performed blindly again could happen
+// twice. It reports whether a row was reopened (false: no failed
+// reconcilable or keyed effect has that key).
+func (l *Ledger) Reopen(ctx context.Context, tenant, operation, key, note string) (bool, error) {
+	if strings.TrimSpace(note) == "" {
+		return false, agentledger.Invalid("note", "say why the effect is performed again")
+	}
+	tag, err := l.db.Exec(ctx, reopenSQL, tenant, operation, key, note)
+	if err != nil {
+		return false, fmt.Errorf("ledger: reopen effect %s: %w", short(key), err)
+	}
+	return tag.RowsAffected() == 1, nil
+}

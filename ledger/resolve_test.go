@@ -177,3 +177,70 @@ func TestFind(t *testing.T) {
 		}
 	}
 }
+
+// A failed reconcilable effect, reopened, is looked up before it is
+// performed again: one that had in fact landed is adopted, not performed
+// twice. A failed keyed effect is performed again; an unsafe one is never
+// reopened.
+func TestReopenFailedEffect(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t)
+	e.task()
+	a, _ := e.claim("a")
+	refused := agentledger.Permanent(errors.New("slack: invalid_auth"))
+	fail := func(context.Context, ledger.Call) (ledger.Result, error) { return ledger.Result{}, refused }
+	landed := 0
+	post := effect(ledger.Reconcilable, "notify/ops", `{"rule":"ops"}`, fail)
+	post.Reconcile = func(context.Context, ledger.Call) (ledger.Result, bool, error) {
+		return ledger.Result{ExternalRef: "C1/1.000001"}, landed > 0, nil
+	}
+	update := effect(ledger.Keyed, "notify/ops/7", `{}`, fail)
+	unsafe := effect(ledger.Unsafe, "tool/0", `{}`, fail)
+	for _, eff := range []ledger.Effect{post, update, unsafe} {
+		if _, err := e.Ledger.Do(ctx, a, eff); !failed(err) {
+			t.Fatalf("%s: %v", eff.StepPath, err)
+		}
+	}
+	key := func(eff ledger.Effect) string {
+		return ledger.EffectKey(a.Tenant, a.TaskID, a.Generation, eff.StepPath, eff.Operation)
+	}
+	if _, err := e.Ledger.Reopen(ctx, a.Tenant, post.Operation, key(post), " "); !errors.Is(err, agentledger.ErrInvalid) {
+		t.Fatalf("no note: %v", err)
+	}
+	for _, eff := range []ledger.Effect{post, update, unsafe} {
+		ok, err := e.Ledger.Reopen(ctx, a.Tenant, eff.Operation, key(eff), "token fixed")
+		if err != nil || ok != (eff.Class != ledger.Unsafe) {
+			t.Fatalf("reopen %s: %v %v", eff.Class, ok, err)
+		}
+	}
+	j := e.Journal(&agentledger.Task{ID: a.TaskID, Generation: a.Generation})
+	if j[0].State != ledger.StatePending || j[0].Error != "" || j[0].Note != "token fixed (it had failed: slack: invalid_auth)" ||
+		j[2].State != ledger.StateFailed {
+		t.Fatalf("journal after reopening: %+v", j)
+	}
+	if ok, err := e.Ledger.Reopen(ctx, a.Tenant, post.Operation, key(post), "again"); ok || err != nil {
+		t.Fatalf("reopening a pending effect: %v %v", ok, err)
+	}
+
+	// The post had landed: it is adopted, not performed.
+	landed = 1
+	c := &counter{}
+	post.Perform, update.Perform = c.perform, c.perform
+	res, err := e.Ledger.Do(ctx, a, post)
+	if err != nil || res.ExternalRef != "C1/1.000001" || c.calls.Load() != 0 {
+		t.Fatalf("reopened post: %+v %v, performed %d", res, err, c.calls.Load())
+	}
+	if _, err := e.Ledger.Do(ctx, a, update); err != nil || c.calls.Load() != 1 {
+		t.Fatalf("reopened update: %v, performed %d", err, c.calls.Load())
+	}
+	if _, err := e.Ledger.Do(ctx, a, unsafe); !failed(err) || c.calls.Load() != 1 {
+		t.Fatalf("unsafe, still failed: %v", err)
+	}
+}
+
+// failed reports whether err is a recorded failure.
+func failed(err error) bool {
+	var f *ledger.FailedError
+	return errors.As(err, &f)
+}

@@ -57,7 +57,7 @@ func (n *Deliverer) deliver(ctx context.Context, c outbox.Claimed) error {
 		return err
 	}
 	m := Render(c.Event, p)
-	step := "notify/" + c.Rule
+	step := ruleStep(c.Rule)
 	last, found, err := n.ledger.LastCompleted(ctx, c.TaskID, c.Generation, OpPost, step)
 	if err != nil {
 		return err

@@ -13,7 +13,8 @@
 // so the ledger treats a post as a reconcilable effect: when its outcome
 // is unknown (the poster lost its claim before recording it), the next
 // attempt looks the key up first (from about the time the effect was
-// reserved) and posts only if the message is absent.
+// reserved, in the sink's own clock) and posts only if the message is
+// absent.
 //
 // The pieces, from a task's state change to a person's screen:
 //
@@ -36,6 +37,11 @@
 //     so a dispatcher that lost its claim records nothing, and delivering
 //     an event again performs nothing twice: a replayed task's new events
 //     update its message, a re-run (a new generation) posts a new one.
+//   - Redelivery (redeliver.go): a notification given up for good (a
+//     wrong token) is sent again once the cause is fixed, under the same
+//     keys: the operator requeues its event and Reopen puts its failed
+//     effects back to pending, so a post is looked up before it is made
+//     again. PlanOf says what it will send.
 //   - Tool, the notify tool that tasks call: it writes its message to the
 //     outbox as a local effect, so a task never waits on Slack.
 //   - notify/slack and notify/console: the two sinks. Slack when a bot

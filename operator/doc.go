@@ -1,8 +1,9 @@
 // Package operator is what an operator can do to tasks — show one with its
 // attempts, journal and notifications; preview a replay; replay, re-run,
 // cancel or retry it; settle an effect of unknown outcome; act on every
-// task of a filter — written once for every front end: agentctl, the
-// console (package tui) and the HTTP API call it.
+// task of a filter; preview and deliver again failed notifications —
+// written once for every front end: agentctl, the console (package tui)
+// and the HTTP API call it.
 //
 // It owns no table: it composes the packages that do (claims for tasks,
 // ledger for effects, notify/outbox for notifications). A tenant of ""

@@ -20,6 +20,7 @@
 //	agentctl rule add NAME --channel C [--tenant T] [--queue Q] [--kind K] [--events succeeded,dead] [--disabled] [--replace]
 //	agentctl rule list
 //	agentctl rule rm|enable|disable NAME
+//	agentctl notifications redeliver (42 | --all [--yes]) [--dry-run]
 //	agentctl schedule add NAME --spec SPEC --kind K [--timezone TZ] [--missed skip|run-once] [--payload JSON|@file|-]
 //	agentctl schedule list
 //	agentctl schedule pause|resume|rm NAME
@@ -59,6 +60,9 @@
 // A notification rule posts one message per task and rule to its channel,
 // at the first of the rule's events (task states) the task reaches, and
 // updates it in place as the task changes state; agentd delivers them.
+// notifications redeliver sends failed ones again once their cause (a
+// token, a channel) is fixed, under the same ledger keys: still one message
+// per task generation and rule; --dry-run lists what it would send.
 //
 // It connects to --database-url (default $DATABASE_URL); with neither it
 // starts or joins the embedded PostgreSQL cluster in --state-dir (default

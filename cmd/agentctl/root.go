@@ -96,6 +96,7 @@ database unreachable or not migrated), 2 usage or invalid input.`,
 	root.AddCommand(a.scheduleCmd())
 	root.AddCommand(a.tenantCmd())
 	root.AddCommand(a.tuiCmd())
+	root.AddCommand(a.notificationsCmd())
 	return root
 }
 

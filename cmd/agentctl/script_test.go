@@ -50,6 +50,7 @@ type tbKey struct{}
 //	                     once with TEXT, to be retried (retry) or given up (fail)
 //	message ID STEP CHANNEL TEXT
 //	                     write a notify tool message event for task ID
+//	slack …              deliver to the script's fake Slack (script_slack_test.go)
 func TestScripts(t *testing.T) {
 	t.Parallel()
 	exe, err := os.Executable()
@@ -90,6 +91,7 @@ func TestScripts(t *testing.T) {
 			"emptydb":      cmdEmptyDB,
 			"dispatch":     cmdDispatch,
 			"message":      cmdMessage,
+			"slack":        cmdSlack,
 		},
 	})
 }

@@ -4,6 +4,10 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -125,5 +129,82 @@ func TestNotifyToolPostsToSlack(t *testing.T) {
 	cmd.Wait() //nolint:errcheck
 	if strings.Contains(logs.String(), token) {
 		t.Fatal("the Slack token appears in agentd's logs")
+	}
+}
+
+// A Slack token that Slack refuses stops agentd at start, before any
+// task is claimed, with a message naming where the token came from (the
+// variable or the file) and never the token.
+func TestSlackTokenRefusedAtStart(t *testing.T) {
+	t.Parallel()
+	const good, wrong = "xoxb-good-1234-s3cr3t", "xoxb-wrong-5678-s3cr3t"
+	slack := slackfake.New(t, good)
+	slack.AddChannel("ops")
+	file := filepath.Join(t.TempDir(), "slack-token")
+	if err := os.WriteFile(file, []byte(wrong+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		env  []string
+		args []string
+		want string
+	}{
+		{"variable", []string{"AGENTLEDGER_SLACK_TOKEN=" + wrong}, nil, "Slack refused the bot token in AGENTLEDGER_SLACK_TOKEN: slack: invalid_auth"},
+		{"file", nil, []string{"--slack-token-file", file}, "Slack refused the bot token in the file " + file + " (--slack-token-file): slack: invalid_auth"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			url := testdb.Empty(t)
+			cmd := agentd(t, append([]string{"DATABASE_URL=" + url, "AGENTLEDGER_SLACK_API_URL=" + slack.APIURL()}, tc.env...), tc.args...)
+			out, err := cmd.CombinedOutput()
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(string(out), tc.want) {
+				t.Fatalf("agentd: %v, want exit 2 and %q; output:\n%s", err, tc.want, out)
+			}
+			if strings.Contains(string(out), wrong) || strings.Contains(string(out), "worker started") {
+				t.Fatalf("the output shows the token or a started worker:\n%s", out)
+			}
+		})
+	}
+	if n := slack.Calls("chat.postMessage"); n != 0 {
+		t.Fatalf("%d posts", n)
+	}
+}
+
+// A Slack that cannot be reached at start does not stop agentd: tasks do
+// not need Slack, and notifications wait in the outbox. The log says so.
+func TestSlackUnreachableAtStart(t *testing.T) {
+	t.Parallel()
+	const token = "xoxb-good-1234-s3cr3t"
+	slack := slackfake.New(t, token)
+	slack.Inject("auth.test", slackfake.Fault{Drop: true})
+	cmd := agentd(t, []string{"DATABASE_URL=" + testdb.Empty(t), "AGENTLEDGER_SLACK_TOKEN=" + token,
+		"AGENTLEDGER_SLACK_API_URL=" + slack.APIURL()}, "--grace", "1s")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill() //nolint:errcheck
+	var logs strings.Builder
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		logs.WriteString(sc.Text() + "\n")
+		if strings.Contains(sc.Text(), "worker started") {
+			break
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	for sc.Scan() {
+		logs.WriteString(sc.Text() + "\n")
+	}
+	_ = cmd.Wait()
+	if !strings.Contains(logs.String(), "its bot token could not be checked") || !strings.Contains(logs.String(), "worker started") ||
+		!strings.Contains(logs.String(), "token=AGENTLEDGER_SLACK_TOKEN") || strings.Contains(logs.String(), token) {
+		t.Fatalf("log:\n%s", logs.String())
 	}
 }

@@ -5,8 +5,13 @@
 // It answers chat.postMessage (storing channel, text, blocks and metadata
 // under a unique, increasing ts), chat.update, conversations.history (newest
 // first, paged by cursor and limit, bounded by oldest and latest, metadata
-// only with include_all_metadata) and conversations.list. Every call must
-// carry the configured token, as a bearer header or a token form field.
+// only with include_all_metadata), conversations.list and auth.test. Every
+// call must carry the configured token, as a bearer header or a token form
+// field (else not_authed or invalid_auth, as Slack answers).
+//
+// Its clock can run off the real one (Skew): the ts of new messages and
+// the Date header of every answer follow it, as Slack's own clock would.
+// Backfill gives a channel the recent history of a busy one.
 //
 // Faults are scripted per method with Inject: an HTTP status with
 // Retry-After (a 429), a Slack error code such as fatal_error, or a dropped

@@ -2,6 +2,7 @@ package slackfake
 
 import (
 	"encoding/json"
+	"maps"
 	"net/http"
 	"net/url"
 	"strings"
@@ -12,6 +13,7 @@ import (
 type handler func(s *Server, form url.Values) (any, string)
 
 var handlers = map[string]handler{
+	"auth.test":             (*Server).authTest,
 	"chat.postMessage":      (*Server).postMessage,
 	"chat.update":           (*Server).update,
 	"conversations.history": (*Server).history,
@@ -36,6 +38,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 
 	s.mu.Lock()
 	s.calls[method]++
+	form := maps.Clone(r.PostForm)
+	form.Del("token")
+	s.forms[method] = append(s.forms[method], form)
+	// Every answer carries the server's clock, as Slack's do.
+	w.Header().Set("Date", s.now().UTC().Format(http.TimeFormat))
 	f, faulty := s.popFault(method)
 	if faulty && !f.Apply {
 		s.mu.Unlock()

@@ -3,7 +3,9 @@ package slackfake
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -21,8 +23,10 @@ type Server struct {
 	mu       sync.Mutex
 	channels []*channel // in creation order
 	calls    map[string]int
+	forms    map[string][]url.Values
 	faults   map[string][]Fault
-	lastTS   int64 // microseconds of the last ts handed out
+	lastTS   int64         // microseconds of the last ts handed out
+	skew     time.Duration // of the server's clock from the real one
 }
 
 // channel is one conversation and its messages, oldest first.
@@ -58,7 +62,7 @@ type Metadata struct {
 // New starts a server that accepts token and knows no channels yet; it is
 // closed when t ends.
 func New(t testing.TB, token string) *Server {
-	s := &Server{token: token, calls: map[string]int{}, faults: map[string][]Fault{}}
+	s := &Server{token: token, calls: map[string]int{}, forms: map[string][]url.Values{}, faults: map[string][]Fault{}}
 	// slacktest serves the rest of the Web API; the methods it lacks, or
 	// serves without metadata, unique ts values or faults, are ours.
 	s.srv = slacktest.NewTestServer(func(c slacktest.Customize) {
@@ -116,6 +120,18 @@ func (s *Server) Calls(method string) int {
 	return s.calls[method]
 }
 
+// Forms returns the arguments of every call of the Web API method
+// received, oldest first, without the token.
+func (s *Server) Forms(method string) []url.Values {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]url.Values, len(s.forms[method]))
+	for i, f := range s.forms[method] {
+		out[i] = maps.Clone(f)
+	}
+	return out
+}
+
 // Messages returns copies of the messages of the channel (by name or ID),
 // oldest first; nil for an unknown channel.
 func (s *Server) Messages(ch string) []Message {
@@ -157,9 +173,40 @@ func (s *Server) lookup(ch string, byName bool) *channel {
 	return nil
 }
 
+// Skew sets the server's clock d off the real one (negative: behind, as
+// a Slack whose clock is slow): the ts of new messages and the Date header
+// of answers follow it. A ts is still later than every one before.
+func (s *Server) Skew(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.skew = d
+}
+
+// now is the server's clock; it needs s.mu.
+func (s *Server) now() time.Time { return time.Now().Add(s.skew) }
+
+// Backfill stores n messages from others in the channel (by name or ID),
+// their ts evenly spread over the span before the server's now: the recent
+// history of a busy channel. The channel must be empty.
+func (s *Server) Backfill(ch string, n int, span time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.lookup(ch, true)
+	if c == nil || len(c.messages) > 0 {
+		panic("slackfake: Backfill needs an empty, known channel: " + ch)
+	}
+	end := s.now().UnixMicro()
+	step := span.Microseconds() / int64(max(n, 1))
+	for i := range n {
+		us := max(end-int64(n-i)*step, s.lastTS+1)
+		s.lastTS = us
+		c.messages = append(c.messages, &Message{Channel: c.id, TS: formatTS(us), Text: fmt.Sprintf("chatter %d", i)})
+	}
+}
+
 // nextTS returns a ts later than every one before; it needs s.mu.
 func (s *Server) nextTS() string {
-	us := max(time.Now().UnixMicro(), s.lastTS+1)
+	us := max(s.now().UnixMicro(), s.lastTS+1)
 	s.lastTS = us
 	return formatTS(us)
 }

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/slack-go/slack"
 
@@ -220,4 +223,73 @@ func TestFaults(t *testing.T) {
 	if got := s.Calls("chat.postMessage"); got != 6 {
 		t.Fatalf("%d calls", got)
 	}
+}
+
+// auth.test answers whom a good token belongs to, and Slack's errors for a
+// wrong or missing one.
+func TestAuthTest(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := slackfake.New(t, token)
+	id, err := client(s, token).AuthTestContext(ctx)
+	if err != nil || id.Team == "" || id.BotID == "" || id.UserID == "" {
+		t.Fatalf("auth.test: %+v %v", id, err)
+	}
+	if _, err := client(s, "xoxb-wrong").AuthTestContext(ctx); err == nil || err.Error() != "invalid_auth" {
+		t.Fatalf("wrong token: %v", err)
+	}
+	if _, err := client(s, "").AuthTestContext(ctx); err == nil || err.Error() != "not_authed" {
+		t.Fatalf("no token: %v", err)
+	}
+	if n := s.Calls("auth.test"); n != 3 {
+		t.Fatalf("%d calls", n)
+	}
+}
+
+// A skewed server stamps its messages and its answers' Date with its own
+// clock; a backfilled channel holds others' messages over the span.
+func TestSkewAndBackfill(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := slackfake.New(t, token)
+	id := s.AddChannel("ops")
+	s.Skew(-150 * time.Second)
+	s.Backfill("ops", 100, time.Minute)
+	before := time.Now()
+	_, ts, err := client(s, token).PostMessageContext(ctx, id, slack.MsgOptionText("late", false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if at := tsTime(t, ts); at.After(before.Add(-149*time.Second)) || at.Before(before.Add(-151*time.Second)) {
+		t.Fatalf("ts %s is %s from the real clock, want about -150s", ts, at.Sub(before))
+	}
+	msgs := s.Messages("ops")
+	if len(msgs) != 101 || msgs[100].TS != ts {
+		t.Fatalf("%d messages", len(msgs))
+	}
+	first, last := tsTime(t, msgs[0].TS), tsTime(t, msgs[99].TS)
+	if span := last.Sub(first); span < 58*time.Second || span > time.Minute || !last.Before(tsTime(t, ts)) {
+		t.Fatalf("backfill spans %s, from %s to %s", span, msgs[0].TS, msgs[99].TS)
+	}
+
+	resp, err := s.Client().Post(s.APIURL()+"auth.test", "application/x-www-form-urlencoded", strings.NewReader("token="+token))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	date, err := http.ParseTime(resp.Header.Get("Date"))
+	if err != nil || date.After(time.Now().Add(-148*time.Second)) || date.Before(time.Now().Add(-152*time.Second)) {
+		t.Fatalf("Date %q (%v), want about 150s behind", resp.Header.Get("Date"), err)
+	}
+}
+
+func tsTime(t *testing.T, ts string) time.Time {
+	t.Helper()
+	sec, frac, _ := strings.Cut(ts, ".")
+	s, err1 := strconv.ParseInt(sec, 10, 64)
+	us, err2 := strconv.ParseInt(frac, 10, 64)
+	if err1 != nil || err2 != nil || len(frac) != 6 {
+		t.Fatalf("ts %q", ts)
+	}
+	return time.Unix(s, us*1000)
 }

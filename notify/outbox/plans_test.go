@@ -33,6 +33,8 @@ func TestPlansUnderStaleStatistics(t *testing.T) {
 		{"delivered", deliveredSQL, []any{events[0], int64(1), now}, []string{"outbox_pkey"}, true},
 		{"retry", retrySQL, []any{events[0], int64(1), now, 0, "", now}, []string{"outbox_pkey"}, true},
 		{"failed", failedSQL, []any{events[0], int64(1), "boom", now}, []string{"outbox_pkey"}, true},
+		{"failed events of a task", failedEventsSQL(true), []any{int64(7), "", 1000}, []string{"outbox_task_idx"}, false},
+		{"requeue a task's", requeueSQL(true), []any{int64(7), "", 1000, now}, []string{"outbox_pkey", "outbox_task_idx"}, false},
 	}
 	for _, c := range cases {
 		for _, mode := range plancheck.Modes {

@@ -98,6 +98,33 @@ WHERE id = $1 AND lease_token = $2 AND lease_expires_at IS NOT NULL`
 const taskEventsSQL = `/* outbox.taskEvents */
 SELECT ` + eventColumns + ` FROM outbox WHERE task_id = $1 AND ($2 = '' OR tenant = $2) ORDER BY id`
 
+// failedOf selects failed events of tenant $2 (empty: any), oldest
+// first, at most $3: of task $1 (through outbox_task_idx), or of every
+// task. Two statements, so that a generic plan of the first still reads
+// only the task's events.
+func failedOf(oneTask bool) string {
+	task := `$1::bigint IS NOT NULL`
+	if oneTask {
+		task = `task_id = $1`
+	}
+	return `state = 'failed' AND ` + task + ` AND ($2 = '' OR tenant = $2) ORDER BY id LIMIT $3`
+}
+
+// failedEventsSQL lists failed events (failedOf).
+func failedEventsSQL(oneTask bool) string {
+	return `/* outbox.failedEvents */ SELECT ` + eventColumns + ` FROM outbox WHERE ` + failedOf(oneTask)
+}
+
+// requeueSQL makes failed events (failedOf) pending again, due at $4, with
+// no failures counted.
+func requeueSQL(oneTask bool) string {
+	return `/* outbox.requeue */
+UPDATE outbox SET state = 'pending', failures = 0, last_error = NULL,
+	available_at = coalesce($4::timestamptz, now()), updated_at = coalesce($4::timestamptz, now())
+WHERE id = ANY (ARRAY(SELECT id FROM outbox WHERE ` + failedOf(oneTask) + ` FOR UPDATE))
+RETURNING ` + eventColumns
+}
+
 // deleteSettledSQL deletes, in one bounded batch, events delivered or given
 // up before now - $1. Pending events stay, whatever their age.
 const deleteSettledSQL = `/* outbox.deleteSettled */

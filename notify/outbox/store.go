@@ -114,19 +114,7 @@ func (s *Store) fenced(ctx context.Context, what string, c Claimed, sql string, 
 // ForTask lists the events of a task, oldest first; a non-empty tenant
 // must own it.
 func (s *Store) ForTask(ctx context.Context, tenant string, taskID int64) ([]Event, error) {
-	rows, err := s.db.Query(ctx, taskEventsSQL, taskID, tenant)
-	if err != nil {
-		return nil, fmt.Errorf("outbox: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Event, error) {
-		var e Event
-		err := row.Scan(eventFields(&e)...)
-		return e, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("outbox: %w", err)
-	}
-	return out, nil
+	return s.events(ctx, taskEventsSQL, taskID, tenant)
 }
 
 // eventFields are the scan targets of eventColumns.

@@ -14,18 +14,25 @@ import (
 
 // Paging of the Web API reads.
 const (
-	historyPage = 200
+	// historyPage is conversations.history's largest page: a search
+	// costs one call per page, and the method is rate limited (Tier 3,
+	// about 50 calls a minute).
+	historyPage = 999
 	listPage    = 1000
-	// findSkew widens Find's window for clocks that disagree.
-	findSkew = 2 * time.Minute
+	// findMargin widens Find's window before since, in Slack's clock, for
+	// the database's clock (which stamps since) disagreeing with ours.
+	// The dispatcher already needs those two within a sixth of a lease
+	// (10s by default) of each other.
+	findMargin = 30 * time.Second
 )
 
 // Find looks through the history of m.Channel (a name or an ID) for the
 // message posted under key, and returns its ref. It reads the messages
-// posted since about since (two minutes earlier, for clock skew); a zero
-// since reads the whole history. If several carry the key, the oldest
-// wins. Errors are Post's; a channel name needs the channels:read scope
-// (groups:read for private channels) to be resolved.
+// Slack stamped since about since, translated to Slack's own clock as its
+// answers showed it (an auth.test reads it when no answer did lately),
+// less findMargin; a zero since reads the whole history. If several carry
+// the key, the oldest wins. Errors are Post's; a channel name needs the
+// channels:read scope (groups:read for private channels) to be resolved.
 func (s *Sink) Find(ctx context.Context, key string, m notify.Message, since time.Time) (string, bool, error) {
 	if key == "" {
 		return "", false, agentledger.Permanent(fmt.Errorf("notify: slack: empty key"))
@@ -36,9 +43,13 @@ func (s *Sink) Find(ctx context.Context, key string, m notify.Message, since tim
 	}
 	params := slackgo.GetConversationHistoryParameters{ChannelID: id, Limit: historyPage, IncludeAllMetadata: true}
 	if !since.IsZero() {
-		us := since.Add(-findSkew).UnixMicro()
-		params.Oldest = fmt.Sprintf("%d.%06d", us/1e6, us%1e6)
+		off, err := s.slackOffset(ctx)
+		if err != nil {
+			return "", false, err
+		}
+		params.Oldest = formatTS(since.Add(off - findMargin))
 	}
+	pages := 0
 	ref := ""
 	for {
 		var page *slackgo.GetConversationHistoryResponse
@@ -50,6 +61,7 @@ func (s *Sink) Find(ctx context.Context, key string, m notify.Message, since tim
 		if err != nil {
 			return "", false, err
 		}
+		pages++
 		for _, msg := range page.Messages { // newest first: the last match is the oldest
 			if msg.Metadata.EventType == metadataEventType && msg.Metadata.EventPayload["key"] == key {
 				ref = id + "/" + msg.Timestamp
@@ -60,7 +72,8 @@ func (s *Sink) Find(ctx context.Context, key string, m notify.Message, since tim
 		}
 		params.Cursor = page.ResponseMetaData.NextCursor
 	}
-	s.log.Debug("slack history searched", "channel", m.Channel, "key", notify.ShortKey(key), "found", ref != "")
+	s.log.Debug("slack history searched", "channel", m.Channel, "key", notify.ShortKey(key), "found", ref != "",
+		"oldest", params.Oldest, "pages", pages)
 	return ref, ref != "", nil
 }
 

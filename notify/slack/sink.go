@@ -36,6 +36,7 @@ type Sink struct {
 	pace          *pacer
 	maxRetryAfter time.Duration
 	shown         string // String's answer
+	clock         slackClock
 
 	mu     sync.Mutex
 	ids    map[string]string // channel name (without "#") → ID
@@ -62,7 +63,6 @@ func New(cfg Config) (*Sink, error) {
 	if hc == nil {
 		hc = &http.Client{Timeout: defaultTimeout}
 	}
-	opts = append(opts, slackgo.OptionHTTPClient(hc))
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -70,8 +70,7 @@ func New(cfg Config) (*Sink, error) {
 	interval := orDefault(cfg.PerChannelInterval, DefaultPerChannelInterval)
 	rate := orDefault(cfg.WorkspaceRate, DefaultWorkspaceRate)
 	burst := orDefault(cfg.WorkspaceBurst, DefaultWorkspaceBurst)
-	return &Sink{
-		api:           slackgo.New(tok, opts...),
+	s := &Sink{
 		redact:        func(s string) string { return strings.ReplaceAll(s, tok, redacted) },
 		log:           log,
 		pace:          newPacer(interval, rate, burst),
@@ -79,7 +78,11 @@ func New(cfg Config) (*Sink, error) {
 		shown:         fmt.Sprintf("slack.Sink{%s}", cfg),
 		ids:           map[string]string{},
 		posted:        memo{refs: map[string]string{}},
-	}, nil
+	}
+	// Every answer's Date header tells the sink Slack's clock (Find).
+	opts = append(opts, slackgo.OptionHTTPClient(withClock(hc, &s.clock)))
+	s.api = slackgo.New(tok, opts...)
+	return s, nil
 }
 
 // orDefault is v, or def when v is zero.
@@ -119,6 +122,9 @@ func (s *Sink) Post(ctx context.Context, key string, m notify.Message) (string, 
 	})
 	if err != nil {
 		return "", err
+	}
+	if at, ok := parseTS(ts); ok { // Slack's clock, to the microsecond
+		s.clock.observe(at, time.Now())
 	}
 	s.remember(m.Channel, ch)
 	ref := ch + "/" + ts

@@ -3,6 +3,7 @@ package slack_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -256,8 +257,8 @@ func TestSlackTransientErrors(t *testing.T) {
 	}
 }
 
-// Find pages through the history and adopts the oldest message with the
-// key.
+// Find pages through the history (999 messages a page) and adopts the
+// oldest message with the key.
 func TestSlackFindPaging(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -266,7 +267,7 @@ func TestSlackFindPaging(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range 450 {
+	for i := range 2100 {
 		var md *slackfake.Metadata
 		if i%3 == 0 {
 			md = &slackfake.Metadata{EventType: "agentledger_effect", EventPayload: map[string]any{"key": "al1-another"}}
@@ -343,4 +344,47 @@ func TestSlackInvalidCalls(t *testing.T) {
 	if n := fake.Calls("chat.postMessage"); n != 0 {
 		t.Fatalf("%d calls", n)
 	}
+}
+
+// Find reads the history from where Slack's clock stood at since, as
+// Slack's answers showed it, however far it is from ours: a fresh sink
+// reads it with auth.test first, and the window starts at since in
+// Slack's clock (less a margin), not in ours.
+func TestSlackFindSkewedClock(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, skew := range []time.Duration{-150 * time.Second, 150 * time.Second} {
+		s, fake, _ := newSlack(t, nil)
+		fake.Skew(skew)
+		fake.Backfill("ops", 600, 10*time.Minute) // one a second
+		since := time.Now()
+		fake.DropAfterApply("chat.postMessage")
+		if _, err := s.Post(ctx, key1, ops); err == nil {
+			t.Fatal("the dropped post succeeded")
+		}
+		// Another process, which has heard nothing from Slack yet (given
+		// the channel's ID, it need not list the channels).
+		other := mustSink(t, fake)
+		msgs := fake.Messages("ops")
+		ref, found, err := other.Find(ctx, key1, notify.Message{Channel: msgs[0].Channel}, since)
+		if !found || err != nil || ref != msgs[len(msgs)-1].Channel+"/"+msgs[len(msgs)-1].TS {
+			t.Fatalf("Slack %s off: find %q %v %v", skew, ref, found, err)
+		}
+		if n := fake.Calls("auth.test"); n != 1 {
+			t.Errorf("Slack %s off: %d auth.test calls, want 1 to read its clock", skew, n)
+		}
+		// The window began 30s before since in Slack's clock (to the
+		// second its Date header tells): about 30 of the backfilled
+		// messages, not all the 150s the clocks are apart.
+		forms := fake.Forms("conversations.history")
+		oldest, ok := tsTime(forms[len(forms)-1].Get("oldest"))
+		if want := since.Add(skew - 30*time.Second); !ok || oldest.Before(want.Add(-2*time.Second)) || oldest.After(want.Add(time.Second)) {
+			t.Errorf("Slack %s off: history read from %s, want about %s", skew, oldest, want)
+		}
+	}
+}
+
+func tsTime(ts string) (time.Time, bool) {
+	f, err := strconv.ParseFloat(ts, 64)
+	return time.Unix(0, int64(f*1e9)), err == nil
 }
