@@ -108,6 +108,12 @@ func (a *app) list(ctx context.Context, f *listFlags) error {
 		}
 		return printJSON(a.stdout, tasks)
 	}
+	if a.output == "id" {
+		for _, t := range tasks {
+			fmt.Fprintln(a.stdout, t.ID)
+		}
+		return nil
+	}
 	if len(tasks) == 0 {
 		_, err := fmt.Fprintln(a.stderr, "no tasks")
 		return err

@@ -73,9 +73,12 @@ Exit codes: 0 success, 1 operation failed (not found, conflict, key reuse,
 database unreachable or not migrated), 2 usage or invalid input.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		PersistentPreRunE: func(*cobra.Command, []string) error {
-			if a.output != "table" && a.output != "json" {
-				return usagef("--output must be table or json, not %q", a.output)
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			switch {
+			case a.output == "id" && !idOutput[cmd.CommandPath()]:
+				return usagef("--output id is for submit and list (the task ids, one a line); %s takes table or json", cmd.CommandPath())
+			case a.output != "table" && a.output != "json" && a.output != "id":
+				return usagef("--output must be table, json or id (submit and list), not %q", a.output)
 			}
 			return nil
 		},
@@ -86,9 +89,9 @@ database unreachable or not migrated), 2 usage or invalid input.`,
 		"PostgreSQL URL (default $DATABASE_URL; with neither, the embedded cluster)")
 	pf.StringVar(&a.stateDir, "state-dir", "",
 		"state directory of the embedded cluster (default $"+pgembed.StateDirEnv+", else /var/lib/agentledger as root, ~/.local/state/agentledger otherwise)")
-	pf.StringVarP(&a.output, "output", "o", "table", "output format: table or json")
+	pf.StringVarP(&a.output, "output", "o", "table", "output format: table or json; id (submit, list) prints the task ids alone, for scripts")
 	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(
-		[]string{"table", "json"}, cobra.ShellCompDirectiveNoFileComp))
+		[]string{"table", "json", "id"}, cobra.ShellCompDirectiveNoFileComp))
 
 	root.AddCommand(a.submitCmd(), a.listCmd(), a.showCmd(), a.cancelCmd(), a.replayCmd(), a.rerunCmd(),
 		a.resolveCmd(), a.ruleCmd(), a.migrateCmd())
@@ -99,6 +102,9 @@ database unreachable or not migrated), 2 usage or invalid input.`,
 	root.AddCommand(a.notificationsCmd())
 	return root
 }
+
+// idOutput are the commands that take --output id.
+var idOutput = map[string]bool{"agentctl submit": true, "agentctl list": true}
 
 // action adapts a command's body to cobra: it marks the start of the
 // command's own work (see app.started) and passes the context.

@@ -126,6 +126,10 @@ func (a *app) submit(ctx context.Context, f *submitFlags) error {
 	if a.wantJSON() {
 		return printJSON(a.stdout, submitResult{Task: res.Task, Duplicate: res.Duplicate})
 	}
+	if a.output == "id" {
+		_, err := fmt.Fprintln(a.stdout, res.Task.ID)
+		return err
+	}
 	t := res.Task
 	state := string(t.State)
 	// The database stamps run_at; a moment after our clock is still "now".
