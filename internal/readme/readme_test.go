@@ -1,0 +1,284 @@
+// Package readme's test runs the README's shell examples as written, in the
+// order a reader meets them, against agentd --demo.
+package readme
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentledger/agentledger/internal/testdb"
+)
+
+func TestMain(m *testing.M) { testdb.Main(m) }
+
+// block is what the test does with one ```sh block of the README, named by
+// its first line.
+type block struct {
+	// skip says which test runs the block instead; empty runs it here.
+	skip string
+	// want are texts its output must contain, each as often as listed.
+	want []string
+}
+
+// blocks lists every ```sh block of the README: a block the test does not
+// know fails it, so a new example cannot go untested.
+var blocks = map[string]block{
+	"go run ./cmd/agentd --demo": {skip: "this test runs agentd --demo, and .ci/run runs the test command"},
+	"go run ./cmd/agentctl tui":  {skip: "package tui's teatest tests drive the console"},
+	"go run ./cmd/agentctl list": {want: []string{
+		"served from ledger",
+		`{"charges":2,"requests":4}`, `{"charges":2,"requests":4}`, // the replay called nothing
+	}},
+	"ID=$(go run ./cmd/agentctl submit -o id --kind steps":          {want: []string{"succeeded", `"id":"ch_4"`}},
+	"go run ./examples/embed":                                       {skip: "examples/embed's TestExampleRuns runs it"},
+	"go run ./examples/mcp":                                         {skip: "examples/mcp's TestExampleRuns runs it"},
+	"go run ./cmd/agentctl tenant add acme":                         {want: []string{"/v1/tasks/", "Idempotent-Replayed: true", `"kind":"echo"`}},
+	"go run ./cmd/agentctl tenant grant acme":                       {},
+	"go run ./cmd/agentctl schedule add nightly-report":             {want: []string{"nightly-report"}},
+	"go run ./cmd/agentctl rule add ops":                            {want: []string{"billing-dead"}},
+	"go run ./cmd/agentctl notifications redeliver --all --dry-run": {},
+	"CHAOS_TASKS=2000":                                              {skip: "internal/chaos's TestChaos is this run with CI's defaults"},
+	"go install ./cmd/agentd ./cmd/agentctl":                        {},
+}
+
+func TestREADMEExamples(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := buildBinaries(t, root)
+	url := testdb.URL(t)
+	addr := freeAddr(t)
+	env := append(os.Environ(),
+		"PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"BIN="+bin, "DATABASE_URL="+url, "GOBIN="+t.TempDir(), "HOME="+t.TempDir())
+
+	ids := startDemo(t, bin, env, addr)
+	// The README names the demo's tasks 1, 2 and 3, as the banner of a
+	// fresh state directory does.
+	if got := strings.Join(ids, ","); got != "1,2,3" {
+		t.Fatalf("the demo banner listed tasks %s; the README says 1, 2 and 3", got)
+	}
+	waitDemoSettled(t, env)
+
+	seen := map[string]bool{}
+	for _, code := range shellBlocks(string(readme)) {
+		name, b, ok := lookup(code)
+		if !ok {
+			t.Fatalf("README block not known to this test (add it to blocks):\n%s", code)
+		}
+		seen[name] = true
+		if b.skip != "" {
+			t.Logf("not run here: %q: %s", name, b.skip)
+			continue
+		}
+		script := strings.NewReplacer("localhost:7450", addr, "127.0.0.1:7450", addr).Replace(code)
+		cmd := exec.Command("bash", "-euo", "pipefail", "-c", script)
+		cmd.Dir, cmd.Env = root, env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("README block %q: %v\n%s", name, err, out)
+		}
+		for _, w := range b.want {
+			if n := strings.Count(string(out), w); n < countOf(b.want, w) {
+				t.Errorf("README block %q: output has %q %d times, want %d:\n%s", name, w, n, countOf(b.want, w), out)
+			}
+		}
+	}
+	for name := range blocks {
+		if !seen[name] {
+			t.Errorf("blocks names %q, which the README no longer has", name)
+		}
+	}
+}
+
+// shellBlocks returns the README's ```sh blocks.
+func shellBlocks(md string) []string {
+	re := regexp.MustCompile("(?ms)^```sh\n(.*?)^```")
+	var out []string
+	for _, m := range re.FindAllStringSubmatch(md, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
+// lookup finds the block whose name is the longest prefix of code.
+func lookup(code string) (string, block, bool) {
+	best := ""
+	for name := range blocks {
+		if strings.HasPrefix(code, name) && len(name) > len(best) {
+			best = name
+		}
+	}
+	return best, blocks[best], best != ""
+}
+
+func countOf(list []string, s string) int {
+	n := 0
+	for _, x := range list {
+		if x == s {
+			n++
+		}
+	}
+	return n
+}
+
+// buildBinaries builds agentd and agentctl, and puts beside them a "go"
+// that runs them for "go run ./cmd/agentd" and "go run ./cmd/agentctl"
+// and is the real go otherwise.
+func buildBinaries(t *testing.T, root string) string {
+	t.Helper()
+	bin := t.TempDir()
+	for _, name := range []string{"agentd", "agentctl"} {
+		build := exec.Command("go", "build", "-o", filepath.Join(bin, name), "./cmd/"+name)
+		build.Dir = root
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("build %s: %v\n%s", name, err, out)
+		}
+	}
+	realGo, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shim := fmt.Sprintf(`#!/bin/sh
+if [ "$1" = run ]; then
+	case "$2" in
+	./cmd/agentd|./cmd/agentctl) name=${2#./cmd/}; shift 2; exec "$BIN/$name" "$@";;
+	esac
+fi
+exec %q "$@"
+`, realGo)
+	if err := os.WriteFile(filepath.Join(bin, "go"), []byte(shim), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// startDemo runs agentd --demo until the test ends and returns the task
+// ids its banner lists.
+func startDemo(t *testing.T, bin string, env []string, addr string) []string {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(bin, "agentd"), "--demo", "--listen", addr, "--state-dir", t.TempDir(), "--grace", "1s")
+	cmd.Env = env
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs strings.Builder
+	cmd.Stderr = &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("agentd's log:\n%s", logs.String())
+		}
+	})
+	taskLine := regexp.MustCompile(`^\s+task (\d+)\s`)
+	lines := make(chan string)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	var ids []string
+	timeout := time.After(60 * time.Second)
+	for {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("agentd ended before its banner:\n%s", logs.String())
+			}
+			if m := taskLine.FindStringSubmatch(l); m != nil {
+				ids = append(ids, m[1])
+			}
+			if strings.Contains(l, "Look next") {
+				go func() { _, _ = io.Copy(io.Discard, stdout) }()
+				go func() {
+					for range lines {
+					}
+				}()
+				return ids
+			}
+		case <-timeout:
+			t.Fatalf("no demo banner within 60 s:\n%s", logs.String())
+		}
+	}
+}
+
+// waitDemoSettled waits until the demo's tasks reached the states the
+// README describes: 1 and 2 succeeded, 3 needs attention.
+func waitDemoSettled(t *testing.T, env []string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	want := "1 succeeded\n2 succeeded\n3 needs_attention"
+	var got string
+	pool := testdb.Open(t, envValue(env, "DATABASE_URL"))
+	for ctx.Err() == nil {
+		rows, err := pool.Query(ctx, `SELECT id || ' ' || state FROM tasks WHERE id <= 3 ORDER BY id`)
+		if err == nil {
+			var states []string
+			for rows.Next() {
+				var s string
+				if rows.Scan(&s) == nil {
+					states = append(states, s)
+				}
+			}
+			rows.Close()
+			got = strings.Join(states, "\n")
+		}
+		if got == want {
+			return
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond): // polling the tasks' states: nothing signals them
+		}
+	}
+	t.Fatalf("the demo's tasks did not settle:\n%s\nwant:\n%s", got, want)
+}
+
+func envValue(env []string, key string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(env[i], key+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
