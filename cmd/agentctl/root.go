@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/agentledger/agentledger/internal/cliflags"
 	"github.com/agentledger/agentledger/internal/version"
 
 	"github.com/spf13/cobra"
@@ -80,7 +81,7 @@ database unreachable or not migrated), 2 usage or invalid input.`,
 			return nil
 		},
 	}
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usageError(cliflags.Suggest(cmd, err)) })
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.databaseURL, "database-url", "",
 		"PostgreSQL URL (default $DATABASE_URL; with neither, the embedded cluster)")

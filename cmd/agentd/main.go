@@ -13,9 +13,11 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/agentledger/agentledger/daemon"
+	"github.com/agentledger/agentledger/internal/cliflags"
 )
 
 func main() {
@@ -33,7 +35,10 @@ func main() {
 		close(hurry)
 	}()
 	if err := newRootCmd(os.Getenv, hurry).ExecuteContext(ctx); err != nil {
-		fmt.Fprintf(os.Stderr, "agentd: %v\n", err)
+		fmt.Fprintf(os.Stderr, "agentd: %s\n", strings.TrimRight(err.Error(), "\n"))
+		if errors.As(err, new(*cliflags.Error)) {
+			fmt.Fprintln(os.Stderr, "\nRun 'agentd --help' for usage.")
+		}
 		var u *usageError
 		if errors.As(err, &u) || errors.As(err, new(*daemon.ConfigError)) {
 			os.Exit(2)

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentledger/agentledger/daemon"
+	"github.com/agentledger/agentledger/internal/cliflags"
 	"github.com/agentledger/agentledger/internal/demo"
 	"github.com/agentledger/agentledger/internal/version"
 )
@@ -49,7 +50,7 @@ from the server binaries installed on this machine.`,
 			return run(cmd.Context(), cfg, hurry)
 		},
 	}
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
+	cmd.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return &usageError{cliflags.Suggest(cmd, err)} })
 	register(cmd.Flags(), getenv)
 	return cmd
 }
