@@ -57,7 +57,7 @@ from the server binaries installed on this machine.`,
 
 // run starts the daemon and blocks until ctx ends and shutdown is complete.
 func run(ctx context.Context, cfg *config, hurry <-chan struct{}) error {
-	log := newLogger(cfg)
+	log := newLogger(os.Stderr, cfg.LogLevel, cfg.LogFormat)
 	slog.SetDefault(log)
 	cfg.Logger = log
 	if cfg.Demo {
@@ -108,12 +108,4 @@ func demoConfig(cfg *config) error {
 		return nil
 	}
 	return nil
-}
-
-func newLogger(cfg *config) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
-	if cfg.LogFormat == "json" {
-		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
-	}
-	return slog.New(slog.NewTextHandler(os.Stderr, opts))
 }
