@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -91,9 +90,9 @@ func demoConfig(cfg *config) error {
 	if cfg.Listen == "" {
 		return &usageError{fmt.Errorf("--demo needs the HTTP server: set --listen")}
 	}
-	ln, err := net.Listen("tcp", cfg.Listen)
+	ln, err := daemon.Listen(cfg.Listen)
 	if err != nil {
-		return &usageError{fmt.Errorf("--listen %s: %w", cfg.Listen, err)}
+		return err
 	}
 	host := ln.Addr().String()
 	cfg.Listener = ln
