@@ -21,6 +21,10 @@ import (
 )
 
 func main() {
+	// Output to a pipe whose reader is gone (agentd | tee log, after a
+	// Ctrl-C ended tee too) must not kill the daemon mid-shutdown: with
+	// SIGPIPE handled, such a write fails with EPIPE instead (os/signal).
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	// The first SIGINT/SIGTERM starts a graceful shutdown; a second one
 	// cuts its grace period short.
 	ctx, stop := context.WithCancel(context.Background())
