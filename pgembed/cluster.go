@@ -30,6 +30,10 @@ type Config struct {
 	Logger *slog.Logger
 	// RunAsUser is, when running as root, the unprivileged OS user the server runs as; default "postgres".
 	RunAsUser string
+	// LockTimeout bounds the wait for another process starting or
+	// stopping the cluster; default DefaultLockTimeout. After
+	// lockNoticeAfter of it, a warning says whom Start waits for.
+	LockTimeout time.Duration
 }
 
 // Cluster is one process's registration as a user of a running private PostgreSQL cluster.
@@ -41,6 +45,8 @@ type Cluster struct {
 	binDir   string
 	version  string
 	conn     connInfo
+
+	lockTimeout time.Duration
 
 	mu    sync.Mutex
 	users *os.File // shared flock on users.lock; nil once closed
@@ -59,6 +65,11 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		layout:   layout{root: filepath.Clean(cfg.StateDir)},
 		log:      cfg.Logger,
 		settings: maps.Clone(cfg.Settings),
+
+		lockTimeout: cfg.LockTimeout,
+	}
+	if c.lockTimeout <= 0 {
+		c.lockTimeout = DefaultLockTimeout
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
@@ -86,14 +97,17 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		return nil, err
 	}
 	defer startLock.Close() // releases the lock
-	if err := lockCtx(ctx, startLock, syscall.LOCK_EX); err != nil {
+	if err := lockCtx(ctx, startLock, syscall.LOCK_EX, c.startLockWait()); err != nil {
 		return nil, err
 	}
+	markHolder(startLock)
+	defer unmarkHolder(startLock)
 	users, err := openLockFile(c.layout.usersLock())
 	if err != nil {
 		return nil, err
 	}
-	if err := lockCtx(ctx, users, syscall.LOCK_SH); err != nil {
+	// Only a Close holding start.lock takes users.lock exclusively, briefly.
+	if err := lockCtx(ctx, users, syscall.LOCK_SH, lockWait{timeout: c.lockTimeout}); err != nil {
 		users.Close()
 		return nil, err
 	}
@@ -264,8 +278,10 @@ func (c *Cluster) Close(ctx context.Context) error {
 		users.Close()
 		return err
 	}
-	if err = lockCtx(ctx, startLock, syscall.LOCK_EX); err == nil {
+	if err = lockCtx(ctx, startLock, syscall.LOCK_EX, c.startLockWait()); err == nil {
+		markHolder(startLock)
 		err = c.stopIfLastUser(ctx, users)
+		unmarkHolder(startLock)
 	}
 	users.Close() // unregister before letting the next Start in
 	startLock.Close()

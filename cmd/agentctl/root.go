@@ -123,7 +123,7 @@ func (a *app) open(ctx context.Context) (*database.DB, error) {
 	if url == "" {
 		url = os.Getenv("DATABASE_URL")
 	}
-	db, err := database.Open(ctx, database.Config{URL: url, StateDir: a.stateDir, MaxConns: 4})
+	db, err := database.Open(ctx, database.Config{URL: url, StateDir: a.stateDir, MaxConns: 4, Logger: warnLog(a.stderr)})
 	if err != nil {
 		hint := "is the server up and the URL right? Set it with --database-url or DATABASE_URL, " +
 			"or unset both to use the embedded PostgreSQL"
