@@ -142,7 +142,11 @@ func (c *Cluster) bringUp(ctx context.Context) error {
 	}
 
 	started := false
-	if pi, running := c.runningServer(ctx); running {
+	pi, running, err := c.runningServer(ctx)
+	if err != nil {
+		return err
+	}
+	if running {
 		if pi.port > 0 && pi.port != c.conn.Port {
 			c.conn.Port = pi.port
 			if err := writeConnInfo(c.layout.connFile(), c.conn); err != nil {
@@ -217,19 +221,25 @@ func (c *Cluster) existingVersion() (string, error) {
 
 // runningServer reports whether a postmaster for our data directory is alive,
 // removing a stale postmaster.pid and waiting out a server that is shutting down.
-func (c *Cluster) runningServer(ctx context.Context) (pidInfo, bool) {
+// A server alive where this process cannot see it is an error.
+func (c *Cluster) runningServer(ctx context.Context) (pidInfo, bool, error) {
 	deadline := time.Now().Add(pgCtlTimeout * time.Second)
 	for {
 		pi, exists, err := readPidFile(c.layout.pidFile())
 		if !exists {
-			return pi, false
+			return pi, false, nil
+		}
+		if err == nil && !isOurPostmaster(pi.pid, c.DataDir()) {
+			if err := c.servedElsewhere(pi); err != nil {
+				return pi, false, err
+			}
 		}
 		if err == nil && !processAlive(pi.pid) {
 			// Left by a server that died. PostgreSQL replaces such a file
 			// itself after checking that no orphaned backend still uses its
 			// shared memory, a check that removing the file would skip.
 			c.log.Info("postmaster.pid names a dead process; PostgreSQL will replace it", "data_dir", c.DataDir(), "pid", pi.pid)
-			return pi, false
+			return pi, false, nil
 		}
 		if err != nil || !isOurPostmaster(pi.pid, c.DataDir()) {
 			// Garbage, or a pid reused by another process: PostgreSQL would
@@ -238,10 +248,10 @@ func (c *Cluster) runningServer(ctx context.Context) (pidInfo, bool) {
 			if err := os.Remove(c.layout.pidFile()); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				c.log.Warn("cannot remove stale postmaster.pid", "data_dir", c.DataDir(), "error", err)
 			}
-			return pi, false
+			return pi, false, nil
 		}
 		if pi.status != "stopping" || time.Now().After(deadline) || ctx.Err() != nil {
-			return pi, true
+			return pi, true, nil
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
