@@ -7,11 +7,8 @@ import (
 	"io/fs"
 	"log/slog"
 	"maps"
-	"net"
-	"net/url"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -299,16 +296,7 @@ func (c *Cluster) Close(ctx context.Context) error {
 }
 
 // URL returns the connection URL for database, with the superuser's password.
-func (c *Cluster) URL(database string) string {
-	u := url.URL{
-		Scheme:   "postgres",
-		User:     url.UserPassword(c.conn.User, c.conn.Password),
-		Host:     net.JoinHostPort("127.0.0.1", strconv.Itoa(c.conn.Port)),
-		Path:     "/" + database,
-		RawQuery: "sslmode=disable",
-	}
-	return u.String()
-}
+func (c *Cluster) URL(database string) string { return c.conn.url(database) }
 
 // Port returns the loopback TCP port the server listens on.
 func (c *Cluster) Port() int { return c.conn.Port }

@@ -2,14 +2,13 @@ package pgembed
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"net"
 	"os"
-	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // A state directory shared by two containers (two PID namespaces) defeats
@@ -21,8 +20,8 @@ import (
 //   - server.lock, which the postmaster holds (flock, on a descriptor it
 //     inherits from pg_ctl) for as long as it or any backend lives; flock
 //     reaches across PID namespaces on one kernel;
-//   - the port in postmaster.pid, when a PostgreSQL answers on it (a
-//     server of an older pgembed holds no server.lock).
+//   - the port in postmaster.pid, when the cluster's own superuser can log
+//     in there (a server of an older pgembed holds no server.lock).
 
 // ErrStateDirInUse is returned by Start when the state directory's server
 // runs where this process cannot see or manage it: another container (PID
@@ -66,8 +65,8 @@ func (c *Cluster) servedElsewhere(pi pidInfo) error {
 	if serverLockHeld(c.layout.serverLock()) {
 		return c.inUse(pi, "its server.lock is held")
 	}
-	if pi.port > 0 && answersAsPostgres(pi.port) {
-		return c.inUse(pi, fmt.Sprintf("a PostgreSQL server answers on its port %d", pi.port))
+	if pi.port > 0 && c.servesThisCluster(pi.port) {
+		return c.inUse(pi, fmt.Sprintf("it answers on its port %d", pi.port))
 	}
 	return nil
 }
@@ -97,30 +96,25 @@ func serverLockHeld(path string) bool {
 	return errors.Is(flock(f, syscall.LOCK_EX|syscall.LOCK_NB), syscall.EWOULDBLOCK)
 }
 
-// sslRequestCode is the SSLRequest message's code: a PostgreSQL server
-// answers it with one byte, 'S' or 'N', before anything else.
-const sslRequestCode = 80877103
-
-// answersAsPostgres reports whether a PostgreSQL server listens on the
-// loopback port.
-func answersAsPostgres(port int) bool {
-	conn, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), probeTimeout)
+// servesThisCluster reports whether a PostgreSQL server on the loopback
+// port lets this cluster's superuser in with its password, which initdb drew
+// at random for this cluster alone: a server that does is this cluster's.
+func (c *Cluster) servesThisCluster(port int) bool {
+	ci := c.conn
+	ci.Port = port
+	cfg, err := pgx.ParseConfig(ci.url("postgres"))
 	if err != nil {
 		return false
 	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(probeTimeout))
-	var req [8]byte
-	binary.BigEndian.PutUint32(req[0:4], 8)
-	binary.BigEndian.PutUint32(req[4:8], sslRequestCode)
-	if _, err := conn.Write(req[:]); err != nil {
-		return false
+	cfg.ConnectTimeout = probeTimeout
+	ctx, cancel := context.WithTimeout(context.Background(), 2*probeTimeout)
+	defer cancel()
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return false // nothing there, or another server
 	}
-	var answer [1]byte
-	if _, err := conn.Read(answer[:]); err != nil {
-		return false
-	}
-	return answer[0] == 'S' || answer[0] == 'N'
+	conn.Close(ctx)
+	return true
 }
 
 // awaitServerExit waits for a stopped server's processes to let go of

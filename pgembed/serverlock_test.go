@@ -1,10 +1,8 @@
 package pgembed
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -81,42 +79,60 @@ func TestStateDirServedInAnotherPIDNamespace(t *testing.T) {
 	}
 }
 
-// A postmaster.pid whose pid is not ours but whose port answers as
-// PostgreSQL (a server of an older pgembed, or another machine's on a
-// shared network): Start refuses without starting a second server.
+// A postmaster.pid whose pid is not ours but whose port answers to this
+// cluster's superuser and password (a server of an older pgembed, holding
+// no server.lock, in another PID namespace on a shared network; here the
+// same cluster seen through a second state directory): Start refuses and
+// starts no second server. A port where another server answers, one that
+// knows no such password, is no sign of this cluster.
 func TestStateDirServedOnItsPort(t *testing.T) {
 	t.Parallel()
-	dir := newStateDir(t)
-	closeT(t, startT(t, dir))
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	running := newStateDir(t)
+	c := startT(t, running)
+
+	dir := newStateDir(t) // the same cluster, as another namespace would see it
+	data := filepath.Join(dir, "pgdata")
+	if err := os.Mkdir(data, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	version, err := os.ReadFile(filepath.Join(running, "pgdata", "PG_VERSION"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	requests := make(chan uint32, 1)
-	go func() { // answers the SSLRequest as a server without TLS does
-		conn, err := l.Accept()
-		if err != nil {
-			return
-		}
-		defer conn.Close()
-		var req [8]byte
-		if _, err := conn.Read(req[:]); err == nil {
-			requests <- binary.BigEndian.Uint32(req[4:])
-			_, _ = conn.Write([]byte{'N'})
-		}
-	}()
-	port := l.Addr().(*net.TCPAddr).Port
-	writePidFile(t, dir, deadPID(t), port)
-	_, err = Start(t.Context(), testConfig(t, dir, nil))
-	want := fmt.Sprintf("a PostgreSQL server answers on its port %d", port)
-	if !errors.Is(err, ErrStateDirInUse) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), dir) {
-		t.Fatalf("Start: %v, want ErrStateDirInUse saying %q", err, want)
+	if err := os.WriteFile(filepath.Join(data, "PG_VERSION"), version, 0o600); err != nil {
+		t.Fatal(err)
 	}
-	if code := <-requests; code != sslRequestCode {
-		t.Errorf("the probe sent %d, want SSLRequest", code)
+	if os.Geteuid() == 0 {
+		ra, err := lookupRunAs("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ra.chown(data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ci, err := readConnInfo(filepath.Join(running, "conn.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := writeConnInfo(filepath.Join(dir, "conn.json"), ci); err != nil {
+		t.Fatal(err)
+	}
+	writePidFile(t, dir, deadPID(t), c.Port())
+
+	_, err = Start(t.Context(), testConfig(t, dir, nil))
+	want := fmt.Sprintf("(it answers on its port %d)", c.Port())
+	if !errors.Is(err, ErrStateDirInUse) || !strings.Contains(err.Error(), want) ||
+		!strings.Contains(err.Error(), "state directory "+dir+" is in use elsewhere") {
+		t.Fatalf("Start: %v, want ErrStateDirInUse saying %q", err, want)
 	}
 	if !pidFileExists(t, dir) {
 		t.Error("Start removed postmaster.pid")
 	}
+
+	other := &Cluster{conn: connInfo{Port: c.Port(), User: ci.User, Password: "not-this-clusters"}}
+	if other.servesThisCluster(c.Port()) {
+		t.Error("a server that refuses the password counts as this cluster's")
+	}
+	closeT(t, c)
 }
