@@ -303,8 +303,12 @@ func (d *Daemon) EndGrace() {
 // tasks finish within the grace period and releases the rest.
 func (d *Daemon) Run(ctx context.Context) error {
 	cfg, log := &d.cfg, d.cfg.Logger
-	db, err := database.Open(ctx, database.Config{URL: cfg.DatabaseURL, StateDir: cfg.StateDir, MaxConns: cfg.MaxConns,
-		Pooler: cfg.PgBouncer, Logger: log})
+	var db *database.DB
+	err := retryStart(ctx, log, "connecting", serverUnavailable, func() (err error) {
+		db, err = database.Open(ctx, database.Config{URL: cfg.DatabaseURL, StateDir: cfg.StateDir, MaxConns: cfg.MaxConns,
+			Pooler: cfg.PgBouncer, Logger: log})
+		return err
+	})
 	if err != nil {
 		return err
 	}
@@ -317,10 +321,14 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}()
 	log.Info("connected", "database", db.String())
 
-	if err := migrate(ctx, db, cfg, log); err != nil {
+	// From here on the database has answered: a connection cut or refused
+	// is a restart under way, tried again.
+	if err := retryStart(ctx, log, "migrating", transient, func() error { return migrate(ctx, db, cfg, log) }); err != nil {
 		return err
 	}
-	if err := storeGrants(ctx, db.Pool, cfg.Grants, log); err != nil {
+	if err := retryStart(ctx, log, "storing grants", transient, func() error {
+		return storeGrants(ctx, db.Pool, cfg.Grants, log)
+	}); err != nil {
 		return err
 	}
 	ln := cfg.Listener
@@ -359,7 +367,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if err != nil {
 		return &ConfigError{err}
 	}
-	if err := d.publishKinds(ctx, db.Pool, pool.ID()); err != nil {
+	if err := retryStart(ctx, log, "publishing kinds", transient, func() error {
+		return d.publishKinds(ctx, db.Pool, pool.ID())
+	}); err != nil {
 		return err
 	}
 	check := func(ctx context.Context, kind string, payload json.RawMessage) error {

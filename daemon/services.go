@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -104,11 +103,7 @@ func listen(cfg *Config) (net.Listener, error) {
 	if cfg.Listen == "" {
 		return nil, nil
 	}
-	ln, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		return nil, &ConfigError{fmt.Errorf("--listen %s: %w", cfg.Listen, err)}
-	}
-	return ln, nil
+	return Listen(cfg.Listen)
 }
 
 // run runs every service until ctx ends and they have stopped; the first

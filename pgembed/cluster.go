@@ -7,11 +7,8 @@ import (
 	"io/fs"
 	"log/slog"
 	"maps"
-	"net"
-	"net/url"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -30,6 +27,10 @@ type Config struct {
 	Logger *slog.Logger
 	// RunAsUser is, when running as root, the unprivileged OS user the server runs as; default "postgres".
 	RunAsUser string
+	// LockTimeout bounds the wait for another process starting or
+	// stopping the cluster; default DefaultLockTimeout. After
+	// lockNoticeAfter of it, a warning says whom Start waits for.
+	LockTimeout time.Duration
 }
 
 // Cluster is one process's registration as a user of a running private PostgreSQL cluster.
@@ -41,6 +42,8 @@ type Cluster struct {
 	binDir   string
 	version  string
 	conn     connInfo
+
+	lockTimeout time.Duration
 
 	mu    sync.Mutex
 	users *os.File // shared flock on users.lock; nil once closed
@@ -59,6 +62,11 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		layout:   layout{root: filepath.Clean(cfg.StateDir)},
 		log:      cfg.Logger,
 		settings: maps.Clone(cfg.Settings),
+
+		lockTimeout: cfg.LockTimeout,
+	}
+	if c.lockTimeout <= 0 {
+		c.lockTimeout = DefaultLockTimeout
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
@@ -86,14 +94,17 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		return nil, err
 	}
 	defer startLock.Close() // releases the lock
-	if err := lockCtx(ctx, startLock, syscall.LOCK_EX); err != nil {
+	if err := lockCtx(ctx, startLock, syscall.LOCK_EX, c.startLockWait()); err != nil {
 		return nil, err
 	}
+	markHolder(startLock)
+	defer unmarkHolder(startLock)
 	users, err := openLockFile(c.layout.usersLock())
 	if err != nil {
 		return nil, err
 	}
-	if err := lockCtx(ctx, users, syscall.LOCK_SH); err != nil {
+	// Only a Close holding start.lock takes users.lock exclusively, briefly.
+	if err := lockCtx(ctx, users, syscall.LOCK_SH, lockWait{timeout: c.lockTimeout}); err != nil {
 		users.Close()
 		return nil, err
 	}
@@ -128,7 +139,11 @@ func (c *Cluster) bringUp(ctx context.Context) error {
 	}
 
 	started := false
-	if pi, running := c.runningServer(ctx); running {
+	pi, running, err := c.runningServer(ctx)
+	if err != nil {
+		return err
+	}
+	if running {
 		if pi.port > 0 && pi.port != c.conn.Port {
 			c.conn.Port = pi.port
 			if err := writeConnInfo(c.layout.connFile(), c.conn); err != nil {
@@ -203,19 +218,25 @@ func (c *Cluster) existingVersion() (string, error) {
 
 // runningServer reports whether a postmaster for our data directory is alive,
 // removing a stale postmaster.pid and waiting out a server that is shutting down.
-func (c *Cluster) runningServer(ctx context.Context) (pidInfo, bool) {
+// A server alive where this process cannot see it is an error.
+func (c *Cluster) runningServer(ctx context.Context) (pidInfo, bool, error) {
 	deadline := time.Now().Add(pgCtlTimeout * time.Second)
 	for {
 		pi, exists, err := readPidFile(c.layout.pidFile())
 		if !exists {
-			return pi, false
+			return pi, false, nil
+		}
+		if err == nil && !isOurPostmaster(pi.pid, c.DataDir()) {
+			if err := c.servedElsewhere(pi); err != nil {
+				return pi, false, err
+			}
 		}
 		if err == nil && !processAlive(pi.pid) {
 			// Left by a server that died. PostgreSQL replaces such a file
 			// itself after checking that no orphaned backend still uses its
 			// shared memory, a check that removing the file would skip.
 			c.log.Info("postmaster.pid names a dead process; PostgreSQL will replace it", "data_dir", c.DataDir(), "pid", pi.pid)
-			return pi, false
+			return pi, false, nil
 		}
 		if err != nil || !isOurPostmaster(pi.pid, c.DataDir()) {
 			// Garbage, or a pid reused by another process: PostgreSQL would
@@ -224,10 +245,10 @@ func (c *Cluster) runningServer(ctx context.Context) (pidInfo, bool) {
 			if err := os.Remove(c.layout.pidFile()); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				c.log.Warn("cannot remove stale postmaster.pid", "data_dir", c.DataDir(), "error", err)
 			}
-			return pi, false
+			return pi, false, nil
 		}
 		if pi.status != "stopping" || time.Now().After(deadline) || ctx.Err() != nil {
-			return pi, true
+			return pi, true, nil
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -264,8 +285,10 @@ func (c *Cluster) Close(ctx context.Context) error {
 		users.Close()
 		return err
 	}
-	if err = lockCtx(ctx, startLock, syscall.LOCK_EX); err == nil {
+	if err = lockCtx(ctx, startLock, syscall.LOCK_EX, c.startLockWait()); err == nil {
+		markHolder(startLock)
 		err = c.stopIfLastUser(ctx, users)
+		unmarkHolder(startLock)
 	}
 	users.Close() // unregister before letting the next Start in
 	startLock.Close()
@@ -273,16 +296,7 @@ func (c *Cluster) Close(ctx context.Context) error {
 }
 
 // URL returns the connection URL for database, with the superuser's password.
-func (c *Cluster) URL(database string) string {
-	u := url.URL{
-		Scheme:   "postgres",
-		User:     url.UserPassword(c.conn.User, c.conn.Password),
-		Host:     net.JoinHostPort("127.0.0.1", strconv.Itoa(c.conn.Port)),
-		Path:     "/" + database,
-		RawQuery: "sslmode=disable",
-	}
-	return u.String()
-}
+func (c *Cluster) URL(database string) string { return c.conn.url(database) }
 
 // Port returns the loopback TCP port the server listens on.
 func (c *Cluster) Port() int { return c.conn.Port }

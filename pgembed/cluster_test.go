@@ -307,6 +307,34 @@ func TestStartWaitsForLockAndHonoursContext(t *testing.T) {
 	}
 }
 
+// A start lock held too long: Start says whom it waits for, then gives up
+// with a message naming the holder and the state directory.
+func TestStartLockWaitSaysWhoAndGivesUp(t *testing.T) {
+	t.Parallel()
+	dir := newStateDir(t)
+	f, err := openLockFile(filepath.Join(dir, "start.lock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := flock(f, syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	markHolder(f)
+	logs := &logbuf.Buffer{}
+	cfg := testConfig(t, dir, logs)
+	cfg.LockTimeout = time.Second
+	_, err = Start(t.Context(), cfg)
+	holder := fmt.Sprintf("pid %d (%s)", os.Getpid(), filepath.Base(os.Args[0]))
+	want := fmt.Sprintf("pgembed: gave up after 1s waiting for %s to finish starting or stopping the embedded PostgreSQL in %s", holder, dir)
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Start with start.lock held: %v, want %q", err, want)
+	}
+	if !strings.Contains(logs.String(), "waiting for "+holder+" to finish starting or stopping") {
+		t.Fatalf("Start did not say whom it waits for; logs:\n%s", logs.String())
+	}
+}
+
 func TestDataDirNeedsItsVersion(t *testing.T) {
 	t.Parallel()
 	dir := newStateDir(t)

@@ -3,8 +3,11 @@ package pgembed
 import (
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 )
 
 // connInfo is the content of conn.json.
@@ -59,4 +62,16 @@ func writeConnInfo(path string, ci connInfo) error {
 		return fmt.Errorf("pgembed: writing %s: %w", path, err)
 	}
 	return nil
+}
+
+// url is the connection URL for database, with the superuser's password.
+func (ci connInfo) url(database string) string {
+	u := url.URL{
+		Scheme:   "postgres",
+		User:     url.UserPassword(ci.User, ci.Password),
+		Host:     net.JoinHostPort("127.0.0.1", strconv.Itoa(ci.Port)),
+		Path:     "/" + database,
+		RawQuery: "sslmode=disable",
+	}
+	return u.String()
 }

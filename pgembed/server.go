@@ -70,7 +70,13 @@ func shellQuote(s string) string {
 
 // run runs a server binary as the server user and returns its combined output.
 func (c *Cluster) run(ctx context.Context, prog string, args ...string) ([]byte, error) {
+	return c.runWith(ctx, nil, prog, args...)
+}
+
+// runWith is run, the program inheriting extra as descriptors 3, 4 ….
+func (c *Cluster) runWith(ctx context.Context, extra []*os.File, prog string, args ...string) ([]byte, error) {
 	cmd := c.runAs.command(ctx, c.layout.root, filepath.Join(c.binDir, prog), args...)
+	cmd.ExtraFiles = extra
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	cmd.Stderr = &out
@@ -78,8 +84,14 @@ func (c *Cluster) run(ctx context.Context, prog string, args ...string) ([]byte,
 	return out.Bytes(), err
 }
 
-// startServer runs pg_ctl start, moving to a new port if the recorded one is taken.
+// startServer runs pg_ctl start, moving to a new port if the recorded one is
+// taken. The server inherits server.lock, held, as its sign of life.
 func (c *Cluster) startServer(ctx context.Context) error {
+	lock, err := c.takeServerLock(ctx)
+	if err != nil {
+		return err
+	}
+	defer lock.Close() // the server holds it now, or failed to start
 	newPort := !portFree(c.conn.Port)
 	for attempt := 1; ; attempt++ {
 		if newPort {
@@ -94,7 +106,7 @@ func (c *Cluster) startServer(ctx context.Context) error {
 			}
 		}
 		logOffset := fileSize(c.layout.logFile())
-		out, err := c.run(ctx, "pg_ctl", "-D", c.DataDir(), "-l", c.layout.logFile(),
+		out, err := c.runWith(ctx, []*os.File{lock}, "pg_ctl", "-D", c.DataDir(), "-l", c.layout.logFile(),
 			"-w", "-t", strconv.Itoa(pgCtlTimeout), "start", "-o", c.serverOptions())
 		if err == nil {
 			c.log.Info("started PostgreSQL", "data_dir", c.DataDir(), "port", c.conn.Port, "version", c.version)
@@ -120,6 +132,7 @@ func (c *Cluster) stopServer(ctx context.Context) error {
 		}
 		return fmt.Errorf("pgembed: stopping PostgreSQL in %s failed: %v\n%s", c.DataDir(), err, tail(string(out), tailLineCount))
 	}
+	c.awaitServerExit(ctx)
 	c.log.Info("stopped PostgreSQL", "data_dir", c.DataDir(), "port", c.conn.Port, "version", c.version)
 	return nil
 }

@@ -38,14 +38,15 @@ func DefaultStateDir() (string, error) {
 // layout names the files inside a state directory.
 type layout struct{ root string }
 
-func (l layout) dataDir() string   { return filepath.Join(l.root, "pgdata") }
-func (l layout) initDir() string   { return filepath.Join(l.root, "pgdata.init") }
-func (l layout) logDir() string    { return filepath.Join(l.root, "log") }
-func (l layout) logFile() string   { return filepath.Join(l.root, "log", "postgres.log") }
-func (l layout) connFile() string  { return filepath.Join(l.root, "conn.json") }
-func (l layout) startLock() string { return filepath.Join(l.root, "start.lock") }
-func (l layout) usersLock() string { return filepath.Join(l.root, "users.lock") }
-func (l layout) pidFile() string   { return filepath.Join(l.dataDir(), "postmaster.pid") }
+func (l layout) dataDir() string    { return filepath.Join(l.root, "pgdata") }
+func (l layout) initDir() string    { return filepath.Join(l.root, "pgdata.init") }
+func (l layout) logDir() string     { return filepath.Join(l.root, "log") }
+func (l layout) logFile() string    { return filepath.Join(l.root, "log", "postgres.log") }
+func (l layout) connFile() string   { return filepath.Join(l.root, "conn.json") }
+func (l layout) startLock() string  { return filepath.Join(l.root, "start.lock") }
+func (l layout) usersLock() string  { return filepath.Join(l.root, "users.lock") }
+func (l layout) serverLock() string { return filepath.Join(l.root, "server.lock") }
+func (l layout) pidFile() string    { return filepath.Join(l.dataDir(), "postmaster.pid") }
 
 // mkdirAllMode is os.MkdirAll that gives every directory it creates exactly
 // mode perm, whatever the umask.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -31,7 +30,7 @@ func scriptAgentctl() int {
 	if status != "" {
 		_ = os.Remove(status) // a crash must not leave the last command's code behind
 	}
-	code := run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	code := agentctl(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	if status != "" {
 		if err := os.WriteFile(status, []byte(fmt.Sprint(code)), 0o644); err != nil {
 			fmt.Fprintf(os.Stderr, "agentctl test: recording exit code: %v\n", err)

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/agentledger/agentledger/internal/cliflags"
 	"github.com/agentledger/agentledger/internal/version"
 
 	"github.com/spf13/cobra"
@@ -83,7 +84,7 @@ database unreachable or not migrated), 2 usage or invalid input.`,
 			return nil
 		},
 	}
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usageError(cliflags.Suggest(cmd, err)) })
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.databaseURL, "database-url", "",
 		"PostgreSQL URL (default $DATABASE_URL; with neither, the embedded cluster)")
@@ -129,7 +130,7 @@ func (a *app) open(ctx context.Context) (*database.DB, error) {
 	if url == "" {
 		url = os.Getenv("DATABASE_URL")
 	}
-	db, err := database.Open(ctx, database.Config{URL: url, StateDir: a.stateDir, MaxConns: 4})
+	db, err := database.Open(ctx, database.Config{URL: url, StateDir: a.stateDir, MaxConns: 4, Logger: warnLog(a.stderr)})
 	if err != nil {
 		hint := "is the server up and the URL right? Set it with --database-url or DATABASE_URL, " +
 			"or unset both to use the embedded PostgreSQL"

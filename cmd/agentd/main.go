@@ -13,12 +13,18 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/agentledger/agentledger/daemon"
+	"github.com/agentledger/agentledger/internal/cliflags"
 )
 
 func main() {
+	// Output to a pipe whose reader is gone (agentd | tee log, after a
+	// Ctrl-C ended tee too) must not kill the daemon mid-shutdown: with
+	// SIGPIPE handled, such a write fails with EPIPE instead (os/signal).
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	// The first SIGINT/SIGTERM starts a graceful shutdown; a second one
 	// cuts its grace period short.
 	ctx, stop := context.WithCancel(context.Background())
@@ -33,7 +39,10 @@ func main() {
 		close(hurry)
 	}()
 	if err := newRootCmd(os.Getenv, hurry).ExecuteContext(ctx); err != nil {
-		fmt.Fprintf(os.Stderr, "agentd: %v\n", err)
+		fmt.Fprintf(os.Stderr, "agentd: %s\n", strings.TrimRight(err.Error(), "\n"))
+		if errors.As(err, new(*cliflags.Error)) {
+			fmt.Fprintln(os.Stderr, "\nRun 'agentd --help' for usage.")
+		}
 		var u *usageError
 		if errors.As(err, &u) || errors.As(err, new(*daemon.ConfigError)) {
 			os.Exit(2)

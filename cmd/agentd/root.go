@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
 	"github.com/agentledger/agentledger/daemon"
+	"github.com/agentledger/agentledger/internal/cliflags"
 	"github.com/agentledger/agentledger/internal/demo"
 	"github.com/agentledger/agentledger/internal/version"
 )
@@ -49,14 +49,14 @@ from the server binaries installed on this machine.`,
 			return run(cmd.Context(), cfg, hurry)
 		},
 	}
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
+	cmd.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return &usageError{cliflags.Suggest(cmd, err)} })
 	register(cmd.Flags(), getenv)
 	return cmd
 }
 
 // run starts the daemon and blocks until ctx ends and shutdown is complete.
 func run(ctx context.Context, cfg *config, hurry <-chan struct{}) error {
-	log := newLogger(cfg)
+	log := newLogger(os.Stderr, cfg.LogLevel, cfg.LogFormat)
 	slog.SetDefault(log)
 	cfg.Logger = log
 	if cfg.Demo {
@@ -90,9 +90,9 @@ func demoConfig(cfg *config) error {
 	if cfg.Listen == "" {
 		return &usageError{fmt.Errorf("--demo needs the HTTP server: set --listen")}
 	}
-	ln, err := net.Listen("tcp", cfg.Listen)
+	ln, err := daemon.Listen(cfg.Listen)
 	if err != nil {
-		return &usageError{fmt.Errorf("--listen %s: %w", cfg.Listen, err)}
+		return err
 	}
 	host := ln.Addr().String()
 	cfg.Listener = ln
@@ -107,12 +107,4 @@ func demoConfig(cfg *config) error {
 		return nil
 	}
 	return nil
-}
-
-func newLogger(cfg *config) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
-	if cfg.LogFormat == "json" {
-		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
-	}
-	return slog.New(slog.NewTextHandler(os.Stderr, opts))
 }

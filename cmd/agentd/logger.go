@@ -1,0 +1,24 @@
+package main
+
+import (
+	"io"
+	"log/slog"
+)
+
+// newLogger returns agentd's logger: text or JSON lines on w.
+func newLogger(w io.Writer, level slog.Level, format string) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: durationText}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// durationText writes a duration as people and time.ParseDuration read it
+// ("6s"): slog's JSON handler would write nanoseconds (6000000000).
+func durationText(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		a.Value = slog.StringValue(a.Value.Duration().String())
+	}
+	return a
+}
