@@ -25,10 +25,16 @@ import (
 // startConsole runs the console over store in a teatest program.
 func startConsole(t *testing.T, store Store) *teatest.TestModel {
 	t.Helper()
+	return startConsoleWith(t, store, Options{})
+}
+
+// startConsoleWith is startConsole with opts, on the tests' clock.
+func startConsoleWith(t *testing.T, store Store, opts Options) *teatest.TestModel {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	m := New(ctx, store, Options{Now: func() time.Time { return epoch }, Location: time.UTC, Poll: 200 * time.Millisecond})
-	return teatest.NewTestModel(t, m, teatest.WithInitialTermSize(100, 30))
+	opts.Now, opts.Location, opts.Poll = func() time.Time { return epoch }, time.UTC, 200*time.Millisecond
+	return teatest.NewTestModel(t, New(ctx, store, opts), teatest.WithInitialTermSize(100, 30))
 }
 
 // waitFor waits until the screen has shown every text.

@@ -6,10 +6,22 @@ import (
 	"github.com/charmbracelet/lipgloss"
 )
 
-// Update routes a message: sizes to every view, ticks to the visible one,
-// loads to their models, keys to the dialog if one is open, else to the
-// root's bindings and then to the visible view.
+// Update routes a message (see route) and, when it put up a new status
+// message, schedules its expiry.
 func (a App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	seq := a.statusSeq
+	m, cmd := a.route(msg)
+	if b := m.(App); b.statusSeq != seq && b.status != "" && b.env.opts.StatusFor > 0 {
+		cmd = tea.Batch(cmd, b.cmd.expireStatus(b.statusSeq, b.env.opts.StatusFor))
+	}
+	return m, cmd
+}
+
+// route routes a message: sizes to every view, ticks to the visible one,
+// loads to their models, keys to the dialog if one is open, else to the
+// root's bindings and then to the visible view. A key first clears the
+// status message: it told of the previous action.
+func (a App) route(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		a.width, a.height = msg.Width, msg.Height
@@ -36,7 +48,13 @@ func (a App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case actionMsg:
 		a.setStatus(msg.text, msg.err)
 		return a, a.reload()
+	case statusExpiredMsg:
+		if msg.seq == a.statusSeq {
+			a.clearStatus()
+		}
+		return a, nil
 	case tea.KeyMsg:
+		a.clearStatus()
 		m, cmd := a.key(msg)
 		if a := m.(App); a.helpHeight != lipgloss.Height(a.helpView()) {
 			a.layout() // the help bar grew or shrank: so does the view
@@ -145,10 +163,15 @@ func (a *App) reload() tea.Cmd {
 	return a.tasks.load()
 }
 
-// setStatus shows what an action did, or its error.
+// setStatus shows what an action did, or its error, until the next key or
+// Options.StatusFor has passed (Update schedules that).
 func (a *App) setStatus(text string, err error) {
 	a.status, a.statusErr = text, err != nil
 	if err != nil {
 		a.status = err.Error()
 	}
+	a.statusSeq++
 }
+
+// clearStatus takes the status message down.
+func (a *App) clearStatus() { a.status, a.statusErr = "", false }
