@@ -13,7 +13,8 @@
 // Layout:
 //
 //   - store.go, dbstore.go: the Store interface the console talks to and
-//     DBStore, its adapter over the operator service.
+//     DBStore, its adapter over the operator service (and the ledger, for
+//     the journals of earlier generations).
 //   - plan.go: the replay preview's rule, the one agentctl replay --dry-run
 //     applies.
 //   - app.go, app_update.go, app_view.go, app_actions.go: the root model. It

@@ -79,3 +79,12 @@ func (e *env) stampPtr(t *time.Time) string {
 
 // at prints t with how long ago (or how soon) it is.
 func (e *env) at(t time.Time) string { return e.stamp(t) + " (" + relative(t, e.now()) + ")" }
+
+// stampSince prints t, without its date when it is on the day of since.
+func (e *env) stampSince(t, since time.Time) string {
+	t, since = t.In(e.opts.Location), since.In(e.opts.Location)
+	if t.Year() == since.Year() && t.YearDay() == since.YearDay() {
+		return t.Format(time.TimeOnly)
+	}
+	return e.stamp(t)
+}
