@@ -95,12 +95,12 @@ func releaseSignalWatcher(t *testing.T) {
 func openDeadBillingTask(t *testing.T, tm *teatest.TestModel) {
 	t.Helper()
 	waitFor(t, tm, "needs_attention", "page 1 · 4 tasks")
-	press(tm, "f")
+	press(tm, "f", "tab") // the queue
 	tm.Type("billing")
 	press(tm, "enter")
-	waitFor(t, tm, "filter queue=billing · sort id · page 1 · 2 tasks")
+	waitFor(t, tm, "filter queue=billing (F clears) · sort id · page 1 · 2 tasks")
 	press(tm, "s", "s", "s", "s", "s") // queued, running, retrying, succeeded, dead
-	waitFor(t, tm, "filter state=dead queue=billing · sort id · page 1 · 1 task")
+	waitFor(t, tm, "filter state=dead queue=billing (F clears) · sort id · page 1 · 1 task")
 	press(tm, "enter")
 	waitFor(t, tm, "[Overview]", "Task 2  dead")
 }

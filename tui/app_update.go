@@ -40,6 +40,9 @@ func (a App) route(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case workersMsg:
 		var cmd tea.Cmd
 		a.workers, cmd = a.workers.Update(msg)
+		if msg.err == nil {
+			a.tasks.setWorkers(msg.workers)
+		}
 		return a, cmd
 	case previewMsg:
 		return a.openPreview(msg)

@@ -2,7 +2,9 @@
 // over the task store.
 //
 // The console lists tasks (live, page by page with an id cursor, filtered by
-// state, queue, kind and tenant, searched and sorted over the loaded page),
+// state, queue, kind and tenant — a form that lists the values each takes
+// and refuses one no task can have, F clearing them all — searched and
+// sorted over the loaded page),
 // opens one task with its attempts, its journal of effects and its
 // notifications, and performs the operator's actions — replay (after a
 // preview of which effects the ledger serves and which run), re-run as a
