@@ -28,12 +28,16 @@ func startConsole(t *testing.T, store Store) *teatest.TestModel {
 	return startConsoleWith(t, store, Options{})
 }
 
-// startConsoleWith is startConsole with opts, on the tests' clock.
+// startConsoleWith is startConsole with opts, on the tests' clock unless
+// opts has one.
 func startConsoleWith(t *testing.T, store Store, opts Options) *teatest.TestModel {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	opts.Now, opts.Location, opts.Poll = func() time.Time { return epoch }, time.UTC, 200*time.Millisecond
+	if opts.Now == nil {
+		opts.Now = func() time.Time { return epoch }
+	}
+	opts.Location, opts.Poll = time.UTC, 200*time.Millisecond
 	return teatest.NewTestModel(t, New(ctx, store, opts), teatest.WithInitialTermSize(100, 30))
 }
 

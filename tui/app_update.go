@@ -17,7 +17,8 @@ func (a App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	return m, cmd
 }
 
-// route routes a message: sizes to every view, ticks to the visible one,
+// route routes a message: sizes to every view, ticks to the visible one
+// (and the workers),
 // loads to their models, keys to the dialog if one is open, else to the
 // root's bindings and then to the visible view. A key first clears the
 // status message: it told of the previous action.
@@ -144,15 +145,17 @@ func (a App) openTask(id int64) (tea.Model, tea.Cmd) {
 	return a, a.task.load()
 }
 
-// refresh reloads the visible view, unless it is loading already.
+// refresh reloads the visible view and the workers (the title says when
+// none is live), unless they are loading already.
 func (a *App) refresh() tea.Cmd {
+	workers := a.workers.refresh()
 	switch a.view {
 	case viewTask:
-		return a.task.refresh()
+		return tea.Batch(a.task.refresh(), workers)
 	case viewWorkers:
-		return a.workers.refresh()
+		return workers
 	}
-	return a.tasks.refresh()
+	return tea.Batch(a.tasks.refresh(), workers)
 }
 
 // reload reloads the visible view now, after an action.
