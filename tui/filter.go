@@ -33,6 +33,7 @@ type filterForm struct {
 	// by the workers, offered as hints.
 	known  [fields][]string
 	err    error
+	width  int
 	keys   *KeyMap
 	styles *Styles
 }
@@ -55,6 +56,7 @@ func (m *filterForm) focus() tea.Cmd {
 
 // setWidth shares width between the fields.
 func (m *filterForm) setWidth(width int) {
+	m.width = width
 	w := max((width-40)/fields, 6)
 	for i := range m.inputs {
 		m.inputs[i].Width = w
@@ -110,7 +112,8 @@ func (m filterForm) Update(msg tea.KeyMsg) (filterForm, tea.Cmd) {
 }
 
 // View renders the fields side by side, and below them the values the
-// focused field takes, or the error that refused the form.
+// focused field takes, or the error that refused the form, wrapped to the
+// width.
 func (m filterForm) View() string {
 	parts := make([]string, len(m.inputs))
 	for i := range m.inputs {
@@ -122,7 +125,7 @@ func (m filterForm) View() string {
 // hint says what the focused field takes.
 func (m filterForm) hint() string {
 	if m.err != nil {
-		return m.styles.Error.Render(m.err.Error())
+		return m.styles.Error.Width(max(m.width, 20)).Render(m.err.Error())
 	}
 	name := fieldNames[m.at]
 	var text string
@@ -134,7 +137,7 @@ func (m filterForm) hint() string {
 	default:
 		text = name + ": a name (letters, digits, . _ : -); empty: any"
 	}
-	return m.styles.Dim.Render(text)
+	return m.styles.Dim.Width(max(m.width, 20)).Render(text)
 }
 
 // knownValues are the sorted distinct non-empty values of vals.

@@ -34,7 +34,7 @@ func TestFilterFormHints(t *testing.T) {
 func TestFilterFormRefusesInvalidValues(t *testing.T) {
 	t.Parallel()
 	store := newFakeStore(10, epoch)
-	d := newDriver(t, store, Options{}, 120, 30)
+	d := newDriver(t, store, Options{}, 100, 30)
 	lists := func() int {
 		n := 0
 		for _, c := range store.callLog() {
@@ -49,7 +49,7 @@ func TestFilterFormRefusesInvalidValues(t *testing.T) {
 	d.typeText("deed")
 	d.keys("enter")
 	wantStatus(t, d, `unknown state "deed": use queued, running, retrying, succeeded, dead, cancelled, needs_attention`)
-	checkFrame(t, d.view(), 120, 30)
+	checkFrame(t, d.view(), 100, 30)
 	if a := d.app(); !a.tasks.filtering || a.tasks.filter != (Filter{}) || lists() != before {
 		t.Fatalf("a refused form changed something: filtering %v, filter %+v, %d loads", a.tasks.filtering, a.tasks.filter, lists()-before)
 	}
@@ -66,8 +66,17 @@ func TestFilterFormRefusesInvalidValues(t *testing.T) {
 	if d.app().tasks.filter != (Filter{}) {
 		t.Fatalf("filter %+v", d.app().tasks.filter)
 	}
-	// Corrected, it applies.
+	// A long value's error wraps rather than losing the valid states.
 	backspace(len("bill ing"))
+	d.keys("tab", "tab", "tab")
+	d.typeText("attention")
+	d.keys("enter")
+	wantStatus(t, d, `unknown state "attention": use queued, running, retrying, succeeded, dead, cancelled,`)
+	wantStatus(t, d, "\nneeds_attention")
+	checkFrame(t, d.view(), 100, 30)
+	backspace(len("attention"))
+	d.keys("tab")
+	// Corrected, it applies.
 	d.typeText("billing")
 	d.keys("tab", "tab", "tab") // back to the state
 	d.typeText("dead")
@@ -100,7 +109,7 @@ func TestClearAllFilters(t *testing.T) {
 // The form refusing a state, on a terminal.
 func TestConsoleFilterFormRefuses(t *testing.T) {
 	tm := startConsole(t, seedDB(t))
-	waitFor(t, tm, "page 1 · 4 tasks")
+	waitFor(t, tm, "page 1 · 4 tasks", noLiveWorkers)
 	press(tm, "f")
 	waitFor(t, tm, "state: one of queued")
 	tm.Type("deed")

@@ -87,7 +87,7 @@ func (s *refSink) Find(context.Context, string, notify.Message, time.Time) (stri
 // openTask1 opens task 1, the oldest of seedDB, and goes to tab n.
 func openTask1(t *testing.T, tm *teatest.TestModel, tabs int) {
 	t.Helper()
-	waitFor(t, tm, "page 1 · 4 tasks")
+	waitFor(t, tm, "page 1 · 4 tasks", noLiveWorkers)
 	press(tm, "down", "down", "down", "enter")
 	waitFor(t, tm, "[Overview]", "Task 1  succeeded")
 	for range tabs {

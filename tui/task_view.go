@@ -158,7 +158,7 @@ func (m taskModel) notifications() string {
 		return s.Dim.Render("no notifications")
 	}
 	w := []int{4, 3, 15, 14, 10, 9, 4, 0}
-	w[7] = max(12, min(30, (m.width-67)*3/5)) // REF: the rest, shared with LAST ERROR
+	w[7] = max(12, min(30, (m.width-67)*2/3)) // REF: the rest, shared with LAST ERROR
 	lines := []string{legend(s.Dim, notificationsLegend, m.width),
 		s.Bold.Render(columns(w, "ID", "GEN", "EVENT", "RULE/STEP", "CHANNEL", "STATE", "FAIL", "REF", "LAST ERROR"))}
 	for _, n := range m.detail.Notifications {

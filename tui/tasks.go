@@ -226,6 +226,7 @@ func (m tasksModel) updateForm(msg tea.KeyMsg) (tasksModel, tea.Cmd) {
 		f, err := m.form.filter()
 		if err != nil {
 			m.form.err = err
+			m.layout() // the error may take more lines than the hint
 			return m, nil
 		}
 		m.filtering = false
@@ -234,6 +235,7 @@ func (m tasksModel) updateForm(msg tea.KeyMsg) (tasksModel, tea.Cmd) {
 	}
 	var cmd tea.Cmd
 	m.form, cmd = m.form.Update(msg)
+	m.layout() // the hint may change height
 	return m, cmd
 }
 

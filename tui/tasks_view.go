@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/charmbracelet/bubbles/table"
+	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/agentledger/agentledger"
@@ -77,7 +78,7 @@ func (m *tasksModel) layout() {
 func (m tasksModel) tableHeight() int {
 	input := 1
 	if m.filtering {
-		input = 2 // the form and its hint
+		input = lipgloss.Height(m.form.View()) // the form and its hint
 	}
 	return max(m.height-2-input, 2)
 }
