@@ -127,11 +127,13 @@ type Worker struct {
 	// Expired counts its leases that ran out: a worker that died or
 	// stalled; the tasks are claimed again.
 	Expired int64
-	// StartedAt, Host and Queues are what it announced; StartedAt is zero
-	// for a lease holder that did not announce itself (an older version).
+	// StartedAt, Host, Queues and Kinds are what it announced; StartedAt
+	// is zero for a lease holder that did not announce itself (an older
+	// version).
 	StartedAt time.Time
 	Host      string
 	Queues    []string
+	Kinds     []string
 	// MCPServers are the states of the MCP servers its daemon is
 	// configured with, as last announced.
 	MCPServers map[string]string
@@ -147,7 +149,7 @@ func (s *Store) Workers(ctx context.Context) ([]Worker, error) {
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Worker, error) {
 		var w Worker
 		var next, started *time.Time
-		err := r.Scan(&w.ID, &w.Tasks, &w.LastHeartbeat, &next, &w.Expired, &started, &w.Host, &w.Queues, &w.MCPServers)
+		err := r.Scan(&w.ID, &w.Tasks, &w.LastHeartbeat, &next, &w.Expired, &started, &w.Host, &w.Queues, &w.Kinds, &w.MCPServers)
 		if next != nil {
 			w.NextExpiry = *next
 		}

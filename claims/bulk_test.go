@@ -3,6 +3,7 @@ package claims_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -139,7 +140,8 @@ func TestWorkersListsIdlePools(t *testing.T) {
 	}
 	ws, err := s.Workers(ctx)
 	if err != nil || len(ws) != 1 || ws[0].ID != "idle-1" || ws[0].Tasks != 0 || ws[0].StartedAt.IsZero() ||
-		!ws[0].NextExpiry.IsZero() || ws[0].Host != "host" || ws[0].MCPServers["shop"] != "connected" {
+		!ws[0].NextExpiry.IsZero() || ws[0].Host != "host" || ws[0].MCPServers["shop"] != "connected" ||
+		!slices.Equal(ws[0].Queues, []string{"default"}) || !slices.Equal(ws[0].Kinds, []string{"noop"}) {
 		t.Fatalf("workers %+v %v", ws, err)
 	}
 	if err := s.Retire(ctx, "idle-1"); err != nil {

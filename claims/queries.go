@@ -429,7 +429,7 @@ WITH leases AS (
 )
 SELECT coalesce(w.id, l.id), coalesce(l.tasks, 0),
 	greatest(w.seen_at, l.renewed), l.next_expiry, coalesce(l.expired, 0),
-	w.started_at, coalesce(w.host, ''), coalesce(w.queues, '{}'), w.mcp_servers
+	w.started_at, coalesce(w.host, ''), coalesce(w.queues, '{}'), coalesce(w.kinds, '{}'), w.mcp_servers
 FROM workers w FULL JOIN leases l ON l.id = w.id
 WHERE l.id IS NOT NULL OR w.seen_at > now() - interval '1 day'
 ORDER BY 1`

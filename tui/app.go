@@ -31,6 +31,7 @@ type App struct {
 
 	status    string
 	statusErr bool
+	statusSeq int // numbers the status messages: an expiry clears only its own
 
 	width, height int
 	helpHeight    int // of the help bar the sizes were laid out for

@@ -25,11 +25,26 @@ import (
 // startConsole runs the console over store in a teatest program.
 func startConsole(t *testing.T, store Store) *teatest.TestModel {
 	t.Helper()
+	return startConsoleWith(t, store, Options{})
+}
+
+// startConsoleWith is startConsole with opts, on the tests' clock unless
+// opts has one.
+func startConsoleWith(t *testing.T, store Store, opts Options) *teatest.TestModel {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	m := New(ctx, store, Options{Now: func() time.Time { return epoch }, Location: time.UTC, Poll: 200 * time.Millisecond})
-	return teatest.NewTestModel(t, m, teatest.WithInitialTermSize(100, 30))
+	if opts.Now == nil {
+		opts.Now = func() time.Time { return epoch }
+	}
+	opts.Location, opts.Poll = time.UTC, 200*time.Millisecond
+	return teatest.NewTestModel(t, New(ctx, store, opts), teatest.WithInitialTermSize(100, 30))
 }
+
+// noLiveWorkers is the title's note over a database without workers
+// (seedDB's): a test whose final screen is golden waits for it, since the
+// workers load alongside the first page.
+const noLiveWorkers = "› tasks · no live workers"
 
 // waitFor waits until the screen has shown every text.
 func waitFor(t *testing.T, tm *teatest.TestModel, texts ...string) {
@@ -88,13 +103,13 @@ func releaseSignalWatcher(t *testing.T) {
 // the one task listed.
 func openDeadBillingTask(t *testing.T, tm *teatest.TestModel) {
 	t.Helper()
-	waitFor(t, tm, "needs_attention", "page 1 · 4 tasks")
-	press(tm, "f")
+	waitFor(t, tm, "needs_attention", "page 1 · 4 tasks", noLiveWorkers)
+	press(tm, "f", "tab") // the queue
 	tm.Type("billing")
 	press(tm, "enter")
-	waitFor(t, tm, "filter queue=billing · sort id · page 1 · 2 tasks")
+	waitFor(t, tm, "filter queue=billing (F clears) · sort id · page 1 · 2 tasks")
 	press(tm, "s", "s", "s", "s", "s") // queued, running, retrying, succeeded, dead
-	waitFor(t, tm, "filter state=dead queue=billing · sort id · page 1 · 1 task")
+	waitFor(t, tm, "filter state=dead queue=billing (F clears) · sort id · page 1 · 1 task")
 	press(tm, "enter")
 	waitFor(t, tm, "[Overview]", "Task 2  dead")
 }

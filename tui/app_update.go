@@ -6,10 +6,23 @@ import (
 	"github.com/charmbracelet/lipgloss"
 )
 
-// Update routes a message: sizes to every view, ticks to the visible one,
-// loads to their models, keys to the dialog if one is open, else to the
-// root's bindings and then to the visible view.
+// Update routes a message (see route) and, when it put up a new status
+// message, schedules its expiry.
 func (a App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	seq := a.statusSeq
+	m, cmd := a.route(msg)
+	if b := m.(App); b.statusSeq != seq && b.status != "" && b.env.opts.StatusFor > 0 {
+		cmd = tea.Batch(cmd, b.cmd.expireStatus(b.statusSeq, b.env.opts.StatusFor))
+	}
+	return m, cmd
+}
+
+// route routes a message: sizes to every view, ticks to the visible one
+// (and the workers),
+// loads to their models, keys to the dialog if one is open, else to the
+// root's bindings and then to the visible view. A key first clears the
+// status message: it told of the previous action.
+func (a App) route(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		a.width, a.height = msg.Width, msg.Height
@@ -28,6 +41,9 @@ func (a App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case workersMsg:
 		var cmd tea.Cmd
 		a.workers, cmd = a.workers.Update(msg)
+		if msg.err == nil {
+			a.tasks.setWorkers(msg.workers)
+		}
 		return a, cmd
 	case previewMsg:
 		return a.openPreview(msg)
@@ -36,7 +52,13 @@ func (a App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case actionMsg:
 		a.setStatus(msg.text, msg.err)
 		return a, a.reload()
+	case statusExpiredMsg:
+		if msg.seq == a.statusSeq {
+			a.clearStatus()
+		}
+		return a, nil
 	case tea.KeyMsg:
+		a.clearStatus()
 		m, cmd := a.key(msg)
 		if a := m.(App); a.helpHeight != lipgloss.Height(a.helpView()) {
 			a.layout() // the help bar grew or shrank: so does the view
@@ -123,15 +145,17 @@ func (a App) openTask(id int64) (tea.Model, tea.Cmd) {
 	return a, a.task.load()
 }
 
-// refresh reloads the visible view, unless it is loading already.
+// refresh reloads the visible view and the workers (the title says when
+// none is live), unless they are loading already.
 func (a *App) refresh() tea.Cmd {
+	workers := a.workers.refresh()
 	switch a.view {
 	case viewTask:
-		return a.task.refresh()
+		return tea.Batch(a.task.refresh(), workers)
 	case viewWorkers:
-		return a.workers.refresh()
+		return workers
 	}
-	return a.tasks.refresh()
+	return tea.Batch(a.tasks.refresh(), workers)
 }
 
 // reload reloads the visible view now, after an action.
@@ -145,10 +169,15 @@ func (a *App) reload() tea.Cmd {
 	return a.tasks.load()
 }
 
-// setStatus shows what an action did, or its error.
+// setStatus shows what an action did, or its error, until the next key or
+// Options.StatusFor has passed (Update schedules that).
 func (a *App) setStatus(text string, err error) {
 	a.status, a.statusErr = text, err != nil
 	if err != nil {
 		a.status = err.Error()
 	}
+	a.statusSeq++
 }
+
+// clearStatus takes the status message down.
+func (a *App) clearStatus() { a.status, a.statusErr = "", false }

@@ -57,6 +57,9 @@ func (a App) View() string {
 		where = "workers"
 	}
 	title := s.Title.Render("agentledger") + s.TitleDim.Render(" › ") + where
+	if n, ok := a.workers.live(); ok && n == 0 {
+		title += s.TitleDim.Render(" · ") + s.Stale.Render("no live workers")
+	}
 	var body string
 	switch {
 	case a.dialog != nil:

@@ -30,7 +30,16 @@ func (c commands) call(fn func(ctx context.Context) tea.Msg) tea.Cmd {
 }
 
 // tick fires a tickMsg after d, or nothing once the console's context ends.
-func (c commands) tick(d time.Duration) tea.Cmd {
+func (c commands) tick(d time.Duration) tea.Cmd { return c.after(d, tickMsg{}) }
+
+// expireStatus fires a statusExpiredMsg for status seq after d.
+func (c commands) expireStatus(seq int, d time.Duration) tea.Cmd {
+	return c.after(d, statusExpiredMsg{seq: seq})
+}
+
+// after delivers msg after d, or nothing once the console's context ends
+// (tea.Tick's timer would outlive the console).
+func (c commands) after(d time.Duration, msg tea.Msg) tea.Cmd {
 	return func() tea.Msg {
 		t := time.NewTimer(d)
 		defer t.Stop()
@@ -38,7 +47,7 @@ func (c commands) tick(d time.Duration) tea.Cmd {
 		case <-c.ctx.Done():
 			return nil
 		case <-t.C:
-			return tickMsg{}
+			return msg
 		}
 	}
 }

@@ -4,17 +4,20 @@ import (
 	"context"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/operator"
 )
 
-// DBStore is the Store over the database: the operator service.
+// DBStore is the Store over the database: the operator service, and the
+// ledger for the journals of a task's earlier generations.
 type DBStore struct {
 	Operator *operator.Service
+	Ledger   *ledger.Ledger
 }
 
 // NewDBStore returns the store over db.
 func NewDBStore(db operator.DB) *DBStore {
-	return &DBStore{Operator: operator.New(db)}
+	return &DBStore{Operator: operator.New(db), Ledger: ledger.New(db)}
 }
 
 var _ Store = (*DBStore)(nil)
@@ -40,9 +43,30 @@ func (s *DBStore) Count(ctx context.Context, f Filter) (map[agentledger.TaskStat
 	return s.Operator.Count(ctx, f.params())
 }
 
-// Get implements Store.
+// Get implements Store. Besides what agentctl show reads, it reads the
+// journal of each earlier generation that a notification event belongs
+// to (one query per generation), where the event's message is recorded.
 func (s *DBStore) Get(ctx context.Context, id int64) (*Detail, error) {
-	return s.Operator.Show(ctx, "", id)
+	d, err := s.Operator.Show(ctx, "", id)
+	if err != nil {
+		return nil, err
+	}
+	out := &Detail{Detail: *d, Earlier: map[int32][]operator.Effect{}}
+	for _, n := range d.Notifications {
+		if _, ok := out.Earlier[n.Generation]; ok || n.Generation == d.Task.Generation {
+			continue
+		}
+		j, err := s.Ledger.Journal(ctx, id, n.Generation)
+		if err != nil {
+			return nil, err
+		}
+		effects := make([]operator.Effect, len(j))
+		for i, e := range j {
+			effects[i] = operator.EffectOf(e)
+		}
+		out.Earlier[n.Generation] = effects
+	}
+	return out, nil
 }
 
 // ReplayPreview implements Store.

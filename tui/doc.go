@@ -2,18 +2,21 @@
 // over the task store.
 //
 // The console lists tasks (live, page by page with an id cursor, filtered by
-// state, queue, kind and tenant, searched and sorted over the loaded page),
-// opens one task with its attempts, its journal of effects and its
-// notifications, and performs the operator's actions — replay (after a
-// preview of which effects the ledger serves and which run), re-run as a
-// new intent, cancel, retry a dead task, resolve an effect of unknown
-// outcome, and bulk retry or cancel over the filter — each behind a
-// confirmation. A workers view shows the live leases per worker.
+// state, queue, kind and tenant — a form that lists the values each takes
+// and refuses one no task can have, F clearing them all — searched and
+// sorted over the loaded page), opens one task with its attempts, its
+// journal of effects and its notifications, and performs the operator's
+// actions — replay (after a preview of which effects the ledger serves and
+// which run), re-run as a new intent, cancel, retry a dead task, resolve an
+// effect of unknown outcome, and bulk retry or cancel over the filter —
+// each behind a confirmation. A workers view shows each worker's leases,
+// queues, kinds and MCP servers; the title says when no worker is live.
 //
 // Layout:
 //
 //   - store.go, dbstore.go: the Store interface the console talks to and
-//     DBStore, its adapter over the operator service.
+//     DBStore, its adapter over the operator service (and the ledger, for
+//     the journals of earlier generations).
 //   - plan.go: the replay preview's rule, the one agentctl replay --dry-run
 //     applies.
 //   - app.go, app_update.go, app_view.go, app_actions.go: the root model. It

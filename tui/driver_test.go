@@ -20,13 +20,15 @@ type driver struct {
 	m tea.Model
 }
 
-// newDriver starts an App over store at width×height, live refresh off.
+// newDriver starts an App over store at width×height, live refresh off and
+// status messages kept until the next key (send statusExpiredMsg to expire
+// one).
 func newDriver(t *testing.T, store Store, opts Options, width, height int) *driver {
 	t.Helper()
 	if opts.Now == nil {
 		opts.Now = func() time.Time { return epoch }
 	}
-	opts.Location, opts.Poll = time.UTC, -1
+	opts.Location, opts.Poll, opts.StatusFor = time.UTC, -1, -1
 	d := &driver{t: t, m: New(context.Background(), store, opts)}
 	d.send(tea.WindowSizeMsg{Width: width, Height: height})
 	d.run(d.m.Init())
@@ -69,6 +71,8 @@ func keyMsg(k string) tea.KeyMsg {
 		return tea.KeyMsg{Type: tea.KeyDown}
 	case "up":
 		return tea.KeyMsg{Type: tea.KeyUp}
+	case "backspace":
+		return tea.KeyMsg{Type: tea.KeyBackspace}
 	}
 	return tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(k)}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/operator"
 )
 
 // fakeStore is an in-memory Store that records its calls.
@@ -98,7 +99,7 @@ func (s *fakeStore) Get(_ context.Context, id int64) (*Detail, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Detail{Task: t}, nil
+	return &Detail{Detail: operator.Detail{Task: t}}, nil
 }
 
 func (s *fakeStore) ReplayPreview(_ context.Context, id int64) (*Preview, error) {

@@ -20,16 +20,17 @@ type KeyMap struct {
 	Bottom   key.Binding
 
 	// The task table.
-	Open       key.Binding
-	NextPage   key.Binding
-	PrevPage   key.Binding
-	Search     key.Binding
-	Filter     key.Binding
-	State      key.Binding
-	Sort       key.Binding
-	Workers    key.Binding
-	BulkRetry  key.Binding
-	BulkCancel key.Binding
+	Open        key.Binding
+	NextPage    key.Binding
+	PrevPage    key.Binding
+	Search      key.Binding
+	Filter      key.Binding
+	ClearFilter key.Binding
+	State       key.Binding
+	Sort        key.Binding
+	Workers     key.Binding
+	BulkRetry   key.Binding
+	BulkCancel  key.Binding
 
 	// Actions on a task.
 	Replay  key.Binding
@@ -68,16 +69,17 @@ func DefaultKeyMap() KeyMap {
 		Top:      b([]string{"home", "g"}, "g", "top"),
 		Bottom:   b([]string{"end", "G"}, "G", "bottom"),
 
-		Open:       b([]string{"enter"}, "enter", "open"),
-		NextPage:   b([]string{"n", "]"}, "n", "next page"),
-		PrevPage:   b([]string{"p", "["}, "p", "prev page"),
-		Search:     b([]string{"/"}, "/", "search"),
-		Filter:     b([]string{"f"}, "f", "filter"),
-		State:      b([]string{"s"}, "s", "state"),
-		Sort:       b([]string{"o"}, "o", "sort"),
-		Workers:    b([]string{"w"}, "w", "workers"),
-		BulkRetry:  b([]string{"T"}, "T", "retry all dead"),
-		BulkCancel: b([]string{"X"}, "X", "cancel all"),
+		Open:        b([]string{"enter"}, "enter", "open"),
+		NextPage:    b([]string{"n", "]"}, "n", "next page"),
+		PrevPage:    b([]string{"p", "["}, "p", "prev page"),
+		Search:      b([]string{"/"}, "/", "search"),
+		Filter:      b([]string{"f"}, "f", "filter"),
+		ClearFilter: b([]string{"F"}, "F", "clear filters"),
+		State:       b([]string{"s"}, "s", "state"),
+		Sort:        b([]string{"o"}, "o", "sort"),
+		Workers:     b([]string{"w"}, "w", "workers"),
+		BulkRetry:   b([]string{"T"}, "T", "retry all dead"),
+		BulkCancel:  b([]string{"X"}, "X", "cancel all"),
 
 		Replay:  b([]string{"r"}, "r", "replay"),
 		Rerun:   b([]string{"R"}, "R", "re-run"),
@@ -111,7 +113,7 @@ func (k KeyMap) tasksHelp() helpKeys {
 		short: []key.Binding{k.Open, k.Search, k.Filter, k.State, k.NextPage, k.PrevPage, k.Replay, k.Workers, k.Help, k.Quit},
 		full: [][]key.Binding{
 			{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom},
-			{k.Open, k.NextPage, k.PrevPage, k.Search, k.Filter, k.State, k.Sort},
+			{k.Open, k.NextPage, k.PrevPage, k.Search, k.Filter, k.ClearFilter, k.State, k.Sort},
 			{k.Replay, k.Rerun, k.Cancel, k.Retry, k.BulkRetry, k.BulkCancel},
 			{k.Workers, k.Help, k.Quit},
 		},

@@ -8,6 +8,10 @@ import (
 // tickMsg asks the visible view to reload.
 type tickMsg struct{}
 
+// statusExpiredMsg clears status message seq, unless a newer one
+// replaced it.
+type statusExpiredMsg struct{ seq int }
+
 // pageMsg is a loaded page of tasks; seq names the request.
 type pageMsg struct {
 	seq  int

@@ -7,6 +7,7 @@ const (
 	DefaultPoll       = 1500 * time.Millisecond
 	DefaultPageSize   = 100
 	DefaultStaleAfter = 30 * time.Second
+	DefaultStatusFor  = 5 * time.Second
 	maxPageSize       = 1000
 )
 
@@ -22,6 +23,10 @@ type Options struct {
 	// StaleAfter is the heartbeat age beyond which a worker is
 	// highlighted as stale (one with expired leases always is).
 	StaleAfter time.Duration
+	// StatusFor is how long a status message (what an action did, or why
+	// it was refused) stays on screen; the next key clears it sooner.
+	// Negative keeps it until the next key.
+	StatusFor time.Duration
 	// Now is the clock behind every age shown; nil is time.Now.
 	Now func() time.Time
 	// Location is where instants are printed; nil is time.Local.
@@ -38,6 +43,9 @@ func (o Options) withDefaults() Options {
 	o.PageSize = min(o.PageSize, maxPageSize)
 	if o.StaleAfter <= 0 {
 		o.StaleAfter = DefaultStaleAfter
+	}
+	if o.StatusFor == 0 {
+		o.StatusFor = DefaultStatusFor
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -71,3 +79,12 @@ func (e *env) stampPtr(t *time.Time) string {
 
 // at prints t with how long ago (or how soon) it is.
 func (e *env) at(t time.Time) string { return e.stamp(t) + " (" + relative(t, e.now()) + ")" }
+
+// stampSince prints t, without its date when it is on the day of since.
+func (e *env) stampSince(t, since time.Time) string {
+	t, since = t.In(e.opts.Location), since.In(e.opts.Location)
+	if t.Year() == since.Year() && t.YearDay() == since.YearDay() {
+		return t.Format(time.TimeOnly)
+	}
+	return e.stamp(t)
+}

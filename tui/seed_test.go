@@ -35,6 +35,7 @@ type seeded struct {
 	*DBStore
 	Claims *claims.Store
 	Ledger *ledger.Ledger
+	Outbox *outbox.Store
 }
 
 func seedDB(t *testing.T) *seeded {
@@ -122,7 +123,7 @@ func seedDB(t *testing.T) *seeded {
 		_, err := e.DB.Exec(ctx, q, epoch)
 		must(err)
 	}
-	s := &seeded{DBStore: NewDBStore(e.DB), Claims: claims.New(e.DB), Ledger: ledger.New(e.DB)}
+	s := &seeded{DBStore: NewDBStore(e.DB), Claims: claims.New(e.DB), Ledger: ledger.New(e.DB), Outbox: outbox.NewStore(e.DB)}
 	s.Operator.PinClock(func() time.Time { return epoch })
 	s.Claims.Now = func() time.Time { return epoch }
 	return s

@@ -29,7 +29,22 @@ func (f Filter) String() string {
 }
 
 // Detail is one task with everything the task view shows.
-type Detail = operator.Detail
+type Detail struct {
+	operator.Detail
+	// Earlier are the journals of the task's earlier generations that
+	// notification events belong to, by generation: the messages posted
+	// for those events are recorded there (Journal is the current
+	// generation's).
+	Earlier map[int32][]operator.Effect
+}
+
+// journal is the journal of generation g, as far as the detail holds it.
+func (d *Detail) journal(g int32) []operator.Effect {
+	if g == d.Task.Generation {
+		return d.Journal
+	}
+	return d.Earlier[g]
+}
 
 // Preview is what a replay of a task would do, effect by effect.
 type Preview = operator.Preview

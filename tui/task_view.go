@@ -106,57 +106,78 @@ func (m taskModel) lease() string {
 	return fmt.Sprintf("%s, fencing token %d, %s", t.LeaseOwner, t.LeaseToken, exp)
 }
 
-// attempts is the table of the task's attempts.
+// attemptsLegend says what the attempts' columns mean: that attempts
+// count again from 1 is what puzzles a reader.
+const attemptsLegend = "GEN: the generation; a re-run starts the next. ATTEMPT: counts from 1 in each run; " +
+	"a replay, a retry or a resolve runs again from 1. TOKEN: the fencing token, new at each claim; " +
+	"rows are in its order. ENDED: the time only, when on the day it started."
+
+// attempts is the table of the task's attempts, in the order they ran,
+// with the columns agentctl show prints and the generation.
 func (m taskModel) attempts() string {
 	s := m.env.styles
 	if len(m.detail.Attempts) == 0 {
 		return s.Dim.Render("no attempts yet")
 	}
-	w := []int{3, 18, 5, 19, 7, 13}
-	lines := []string{s.Bold.Render(columns(w, "#", "WORKER", "TOKEN", "STARTED", "ENDED", "OUTCOME", "ERROR"))}
-	for _, a := range m.detail.Attempts {
-		ended, outcome := "-", string(a.Outcome)
+	type row struct{ ended, outcome string }
+	rows := make([]row, len(m.detail.Attempts))
+	endedW := len("ENDED")
+	for i, a := range m.detail.Attempts {
+		rows[i] = row{"-", string(a.Outcome)}
 		if a.EndedAt == nil {
-			outcome = "in progress"
+			rows[i].outcome = "in progress"
 		} else {
-			ended = "+" + short(a.EndedAt.Sub(a.StartedAt))
+			rows[i].ended = m.env.stampSince(*a.EndedAt, a.StartedAt)
 		}
-		lines = append(lines, columns(w, strconv.Itoa(int(a.Attempt)), a.Worker, strconv.FormatInt(a.Token, 10),
-			m.env.stamp(a.StartedAt), ended, outcome, orDash(a.Error)))
+		endedW = max(endedW, len(rows[i].ended))
+	}
+	w := []int{3, 7, 16, 5, 19, endedW, 15}
+	lines := []string{legend(s.Dim, attemptsLegend, m.width),
+		s.Bold.Render(columns(w, "GEN", "ATTEMPT", "WORKER", "TOKEN", "STARTED", "ENDED", "OUTCOME", "ERROR"))}
+	for i, a := range m.detail.Attempts {
+		lines = append(lines, columns(w, strconv.Itoa(int(a.Generation)), strconv.Itoa(int(a.Attempt)), a.Worker,
+			strconv.FormatInt(a.Token, 10), m.env.stamp(a.StartedAt), rows[i].ended, rows[i].outcome, orDash(a.Error)))
 	}
 	return cutLines(lines, m.width)
 }
 
+// legend is text wrapped to width in style: a table's key to its columns.
+func legend(style lipgloss.Style, text string, width int) string {
+	return style.Width(max(width, 20)).Render(text)
+}
+
+// notificationsLegend says what the notifications' columns mean.
+const notificationsLegend = "GEN: the generation the event is of. FAIL: failed deliveries. " +
+	"REF: the message posted for the event, from its generation's journal; - until one is recorded."
+
 // notifications is the table of the task's outbox events, each with the
-// ref of the message posted for it, from the journal.
+// ref of the message posted for it, from its generation's journal.
 func (m taskModel) notifications() string {
 	s := m.env.styles
 	if len(m.detail.Notifications) == 0 {
 		return s.Dim.Render("no notifications")
 	}
-	w := []int{4, 15, 14, 10, 9, 4, 0}
-	w[6] = max(12, min(30, (m.width-63)*3/5)) // REF: the rest, shared with LAST ERROR
-	lines := []string{s.Bold.Render(columns(w, "ID", "EVENT", "RULE/STEP", "CHANNEL", "STATE", "FAIL", "REF", "LAST ERROR"))}
+	w := []int{4, 3, 15, 14, 10, 9, 4, 0}
+	w[7] = max(12, min(30, (m.width-67)*2/3)) // REF: the rest, shared with LAST ERROR
+	lines := []string{legend(s.Dim, notificationsLegend, m.width),
+		s.Bold.Render(columns(w, "ID", "GEN", "EVENT", "RULE/STEP", "CHANNEL", "STATE", "FAIL", "REF", "LAST ERROR"))}
 	for _, n := range m.detail.Notifications {
 		source := n.Rule
 		if source == "" {
 			source = n.Step
 		}
-		lines = append(lines, columns(w, strconv.FormatInt(n.ID, 10), n.Event, orDash(source), n.Channel,
-			string(n.State), strconv.Itoa(int(n.Failures)), orDash(refFor(n, m.detail.Task.Generation, m.detail.Journal)),
-			orDash(n.LastError)))
+		lines = append(lines, columns(w, strconv.FormatInt(n.ID, 10), strconv.Itoa(int(n.Generation)), n.Event,
+			orDash(source), n.Channel, string(n.State), strconv.Itoa(int(n.Failures)),
+			orDash(refFor(n, m.detail.journal(n.Generation))), orDash(n.LastError)))
 	}
 	return cutLines(lines, m.width)
 }
 
-// refFor finds the message posted for a notification event: the journal's
-// notify.post at the message's step, or for a rule's event at
-// notify/<rule>/<event id> (a message posted anew) or notify/<rule>. Only
-// events of the journal's generation can be matched.
-func refFor(n operator.Notification, generation int32, journal []operator.Effect) string {
-	if n.Generation != generation {
-		return ""
-	}
+// refFor finds the message posted for a notification event in the journal
+// of its generation: the notify.post at the message's step, or for a
+// rule's event at notify/<rule>/<event id> (a message posted anew) or
+// notify/<rule> (the message its updates change).
+func refFor(n operator.Notification, journal []operator.Effect) string {
 	steps := []string{n.Step}
 	if n.Rule != "" {
 		steps = []string{fmt.Sprintf("notify/%s/%d", n.Rule, n.ID), "notify/" + n.Rule}
@@ -171,8 +192,9 @@ func refFor(n operator.Notification, generation int32, journal []operator.Effect
 	return ""
 }
 
-// cutLines joins lines, each cut to width.
+// cutLines joins lines (which may hold several each), each cut to width.
 func cutLines(lines []string, width int) string {
+	lines = strings.Split(strings.Join(lines, "\n"), "\n")
 	for i, l := range lines {
 		lines[i] = cut(l, width)
 	}

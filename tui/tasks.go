@@ -8,6 +8,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/operator"
 )
 
 // tasksModel is the task table: one page of the filter at a time, found by
@@ -25,9 +26,12 @@ type tasksModel struct {
 	filtering bool
 
 	filter Filter
-	before int64   // cursor of this page: ids below it (0: the newest)
-	back   []int64 // cursors of the pages before this one
-	sort   sortKey
+	// workerQueues and workerKinds are what the workers announced: hints
+	// of the filter form.
+	workerQueues, workerKinds []string
+	before                    int64   // cursor of this page: ids below it (0: the newest)
+	back                      []int64 // cursors of the pages before this one
+	sort                      sortKey
 
 	rows   []*agentledger.Task // the page as loaded, newest first
 	shown  []*agentledger.Task // rows searched and sorted, as the table has them
@@ -50,7 +54,7 @@ func newTasksModel(e *env, c commands) tasksModel {
 		GotoTop: e.keys.Top, GotoBottom: e.keys.Bottom,
 	}))
 	return tasksModel{env: e, cmd: c, table: t, search: newInput("/ ", "search this page"),
-		form: newFilterForm(&e.keys, e.opts.Filter), filter: e.opts.Filter}
+		filter: e.opts.Filter}
 }
 
 // newInput is a one-line text input with a steady cursor.
@@ -170,9 +174,17 @@ func (m tasksModel) updateKeys(msg tea.KeyMsg) (tasksModel, tea.Cmd) {
 		return m, m.search.Focus()
 	case key.Matches(msg, k.Filter):
 		m.filtering = true
-		m.form = newFilterForm(&m.env.keys, m.filter)
+		m.form = newFilterForm(m.env, m.filter, m.known())
 		m.form.setWidth(m.width)
+		m.layout()
 		return m, m.form.focus()
+	case key.Matches(msg, k.ClearFilter):
+		m.search.SetValue("")
+		if m.filter == (Filter{}) {
+			m.apply()
+			return m, nil
+		}
+		return m, m.setFilter(Filter{})
 	case key.Matches(msg, k.Back):
 		if m.search.Value() != "" {
 			m.search.SetValue("")
@@ -202,20 +214,52 @@ func (m tasksModel) updateSearch(msg tea.KeyMsg) (tasksModel, tea.Cmd) {
 	return m, cmd
 }
 
+// updateForm edits the filter form; enter applies it unless a value is
+// invalid, which leaves the form open and the filter as it was.
 func (m tasksModel) updateForm(msg tea.KeyMsg) (tasksModel, tea.Cmd) {
 	switch {
 	case key.Matches(msg, m.env.keys.Back):
 		m.filtering = false
+		m.layout()
 		return m, nil
 	case key.Matches(msg, m.env.keys.Apply):
+		f, err := m.form.filter()
+		if err != nil {
+			m.form.err = err
+			m.layout() // the error may take more lines than the hint
+			return m, nil
+		}
 		m.filtering = false
-		f := m.form.filter()
-		f.State = m.filter.State
+		m.layout()
 		return m, m.setFilter(f)
 	}
 	var cmd tea.Cmd
 	m.form, cmd = m.form.Update(msg)
+	m.layout() // the hint may change height
 	return m, cmd
+}
+
+// known are the values of each filter field seen on the page, and the
+// queues and kinds the workers announced.
+func (m tasksModel) known() [fields][]string {
+	var queues, kinds, tenants []string
+	for _, t := range m.rows {
+		queues, kinds, tenants = append(queues, t.Queue), append(kinds, t.Kind), append(tenants, t.Tenant)
+	}
+	var out [fields][]string
+	out[fieldQueue] = knownValues(queues, m.workerQueues)
+	out[fieldKind] = knownValues(kinds, m.workerKinds)
+	out[fieldTenant] = knownValues(tenants)
+	return out
+}
+
+// setWorkers takes the queues and kinds the workers announced.
+func (m *tasksModel) setWorkers(ws []operator.Worker) {
+	m.workerQueues, m.workerKinds = nil, nil
+	for _, w := range ws {
+		m.workerQueues = append(m.workerQueues, w.Queues...)
+		m.workerKinds = append(m.workerKinds, w.Kinds...)
+	}
 }
 
 // nextState cycles the state filter: every state, then each in turn.

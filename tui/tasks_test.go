@@ -208,7 +208,7 @@ func TestFilterForm(t *testing.T) {
 	t.Parallel()
 	store := newFakeStore(10, epoch)
 	d := newDriver(t, store, Options{}, 100, 30)
-	d.keys("f")
+	d.keys("f", "tab") // the queue
 	d.typeText("billing")
 	d.keys("tab", "tab")
 	d.typeText("acme")

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/charmbracelet/bubbles/table"
+	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/agentledger/agentledger"
@@ -69,7 +70,17 @@ func (m *tasksModel) layout() {
 	}
 	m.table.SetColumns(tc)
 	m.table.SetWidth(m.width)
-	m.table.SetHeight(max(m.height-3, 2))
+	m.table.SetHeight(m.tableHeight())
+}
+
+// tableHeight is what the table gets: all but the counts, the info line
+// and the input lines.
+func (m tasksModel) tableHeight() int {
+	input := 1
+	if m.filtering {
+		input = lipgloss.Height(m.form.View()) // the form and its hint
+	}
+	return max(m.height-2-input, 2)
 }
 
 // row is a task as the table shows it.
@@ -96,10 +107,14 @@ func (m tasksModel) View() string {
 	b.WriteString(cut(m.infoLine(), m.width) + "\n")
 	body := m.colourStates(m.table.View())
 	if m.loaded && len(m.shown) == 0 {
-		body = strings.SplitN(body, "\n", 2)[0] + "\n" + m.env.styles.Dim.Render("  no tasks match")
+		none := "  no tasks match"
+		if m.filter != (Filter{}) || m.search.Value() != "" {
+			none += " (F clears the filters)"
+		}
+		body = strings.SplitN(body, "\n", 2)[0] + "\n" + m.env.styles.Dim.Render(none)
 	}
-	b.WriteString(fit(body, m.width, max(m.height-3, 2)) + "\n")
-	b.WriteString(cut(m.inputLine(), m.width))
+	b.WriteString(fit(body, m.width, m.tableHeight()) + "\n")
+	b.WriteString(fit(m.inputLine(), m.width, m.height-2-m.tableHeight()))
 	return b.String()
 }
 
@@ -143,11 +158,13 @@ func (m tasksModel) countsLine() string {
 
 // infoLine says what is listed: the filter, the order and the page.
 func (m tasksModel) infoLine() string {
+	s := m.env.styles
 	filter := m.filter.String()
 	if filter == "" {
 		filter = "all tasks"
+	} else {
+		filter += s.Dim.Render(" (F clears)")
 	}
-	s := m.env.styles
 	parts := []string{s.Label.Render("filter ") + filter, s.Label.Render("sort ") + m.sort.String(),
 		s.Label.Render("page ") + strconv.Itoa(len(m.back)+1)}
 	rows := plural(len(m.rows), "task")
@@ -171,7 +188,7 @@ func (m tasksModel) inputLine() string {
 	case m.searching || m.search.Value() != "":
 		return m.search.View()
 	}
-	return m.env.styles.Dim.Render("/ search the page · f filter by queue, kind, tenant · s cycle the state")
+	return m.env.styles.Dim.Render("/ search the page · f filter by state, queue, kind, tenant · s cycle the state · F clear filters")
 }
 
 // colourStates colours the STATE cells of a rendered table. The table

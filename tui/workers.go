@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -13,7 +14,9 @@ import (
 )
 
 // workersModel is the workers view: the live leases per worker, how long
-// ago each renewed one, and the stale ones highlighted.
+// ago each renewed one, the stale ones highlighted, and what each
+// announced it serves. The root also reads it to say when no worker is
+// live.
 type workersModel struct {
 	env     *env
 	cmd     commands
@@ -76,7 +79,18 @@ func (m workersModel) Update(msg tea.Msg) (workersModel, tea.Cmd) {
 	return m, nil
 }
 
-// table renders one line per worker.
+// live counts the workers that are not stale; ok is false until the
+// workers loaded, or while their last load failed.
+func (m workersModel) live() (n int, ok bool) {
+	for _, w := range m.workers {
+		if !m.stale(w) {
+			n++
+		}
+	}
+	return n, m.loaded && m.err == nil
+}
+
+// table renders two lines per worker: its leases, then what it announced.
 func (m workersModel) table() string {
 	s, now := m.env.styles, m.env.now()
 	if len(m.workers) == 0 {
@@ -96,9 +110,30 @@ func (m workersModel) table() string {
 			}
 		}
 		lines = append(lines, columns(w, wk.ID, strconv.FormatInt(wk.Tasks, 10), short(now.Sub(wk.LastHeartbeat))+" ago",
-			expiry(wk.NextExpiry, now), strconv.FormatInt(wk.Expired, 10), status))
+			expiry(wk.NextExpiry, now), strconv.FormatInt(wk.Expired, 10), status),
+			s.Dim.Render("  "+announced(wk)))
 	}
 	return cutLines(lines, m.width)
+}
+
+// announced says what a worker serves: its queues, kinds and MCP servers.
+func announced(w operator.Worker) string {
+	if w.StartedAt.IsZero() {
+		return "queues and kinds not announced: it only holds leases"
+	}
+	parts := []string{"queues " + orDash(strings.Join(w.Queues, ", ")), "kinds " + orDash(strings.Join(w.Kinds, ", "))}
+	if len(w.MCPServers) > 0 {
+		names := make([]string, 0, len(w.MCPServers))
+		for name := range w.MCPServers {
+			names = append(names, name)
+		}
+		slices.Sort(names)
+		for i, name := range names {
+			names[i] = name + " " + w.MCPServers[name]
+		}
+		parts = append(parts, "MCP "+strings.Join(names, ", "))
+	}
+	return strings.Join(parts, " · ")
 }
 
 // View renders the totals and the table.
