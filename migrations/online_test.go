@@ -200,6 +200,8 @@ func TestIndexBuildsLetWritesThrough(t *testing.T) {
 		insert  string
 	}{
 		{7, "tasks", `INSERT INTO tasks (kind) VALUES ('noop')`},
+		{18, "ledger", `INSERT INTO ledger (tenant, operation, effect_key, request_hash, class, task_id, generation,
+			step_path, owner_token) VALUES ('default', 'op', md5(random()::text), '\x00', 'keyed', 1, 1, 's', 1)`},
 	} {
 		t.Run(fmt.Sprint(c.version), func(t *testing.T) {
 			t.Parallel()
