@@ -20,11 +20,21 @@
 // # Errors
 //
 // Errors are application/problem+json (RFC 9457, type Problem) with a
-// stable code, mapped from errors in one table (problem.go): malformed
-// requests, bad query parameters and bad Idempotency-Key headers 400,
-// invalid fields 422, unknown or revoked tokens 401, not found 404, state
-// conflicts 409, a body over Config.MaxBody 413. A 5xx says nothing of its
-// cause (it is logged).
+// stable code, mapped from errors in one table (problem.go): unknown or
+// revoked tokens 401, not found 404, state conflicts 409, a body over
+// Config.MaxBody 413, not JSON by its media type 415. A 5xx says nothing of
+// its cause (it is logged).
+//
+// Input is refused by one rule: 422 invalid_request when the body is a
+// JSON object and one of its fields is refused — unknown, of the wrong
+// JSON type, out of range, badly formed (a run_at that is not RFC 3339),
+// not allowed (another tenant, a payload that does not fit its kind) —
+// with "field" naming it; 400 for everything that is not a field of the
+// body: a body that is not a JSON object (malformed_request), a query
+// parameter (invalid_parameter, "field" naming it), the Idempotency-Key
+// (idempotency_key_missing, _invalid, _duplicated), and any header value
+// with a control character, which net/http refuses before routing
+// (malformed_request, rewritten from its plain-text answer by Serve).
 //
 // # Idempotency-Key
 //

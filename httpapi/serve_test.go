@@ -1,11 +1,14 @@
 package httpapi_test
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -202,4 +205,81 @@ func TestServeCutsOff(t *testing.T) {
 		t.Errorf("the cut-off request got %d %s", a.status, a.body)
 	}
 	release()
+}
+
+// TestEarlyBadRequestIsAProblem: a request net/http refuses before routing
+// it — an Idempotency-Key holding a control character, no Host, a request
+// line it cannot read — is answered with a problem, as every other refusal
+// is, not with net/http's plain text; and the connection's other answers
+// are untouched.
+func TestEarlyBadRequestIsAProblem(t *testing.T) {
+	t.Parallel()
+	srv, db := newServer(t, httpapi.Config{})
+	tok := tokenFor(t, db)
+	s := serve(t, srv)
+	addr := strings.TrimPrefix(s.base, "http://")
+	body := `{"kind":"echo"}`
+	post := func(key string) string {
+		return "POST /v1/tasks HTTP/1.1\r\nHost: " + addr + "\r\nAuthorization: Bearer " + tok +
+			"\r\nContent-Type: application/json\r\nIdempotency-Key: " + key +
+			"\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body
+	}
+	for _, c := range []struct{ name, request, detail string }{
+		{"control character in Idempotency-Key", post("order\x01-8"), "control character"},
+		{"DEL in Idempotency-Key", post("order\x7f-8"), "control character"},
+		{"no Host", "GET /v1/tasks HTTP/1.1\r\nAuthorization: Bearer " + tok + "\r\n\r\n", "Host header is missing"},
+		{"unreadable request line", "GET\r\n\r\n", "not valid HTTP/1.1"},
+	} {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.WriteString(conn, c.request); err != nil {
+			t.Fatal(err)
+		}
+		res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		b, err := io.ReadAll(res.Body)
+		conn.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		var p httpapi.Problem
+		if ct := res.Header.Get("Content-Type"); ct != "application/problem+json" || json.Unmarshal(b, &p) != nil {
+			t.Errorf("%s: %d %s %q, want a problem", c.name, res.StatusCode, ct, b)
+			continue
+		}
+		if res.StatusCode != http.StatusBadRequest || p.Status != http.StatusBadRequest || p.Code != "malformed_request" ||
+			p.Type != httpapi.ProblemType+"malformed_request" || !strings.Contains(p.Detail, c.detail) {
+			t.Errorf("%s: %d %+v, want 400 malformed_request saying %q", c.name, res.StatusCode, p, c.detail)
+		}
+		if res.ContentLength != int64(len(b)) {
+			t.Errorf("%s: Content-Length %d for %d bytes", c.name, res.ContentLength, len(b))
+		}
+	}
+	// A handler's own 400 comes through as it was written; the same key
+	// without the control character is accepted.
+	res, err := s.client.Do(postTask(t, s.base, tok, "clé"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if !strings.Contains(string(b), `"code":"idempotency_key_invalid"`) {
+		t.Errorf("a non-ASCII key: %d %s, want idempotency_key_invalid", res.StatusCode, b)
+	}
+	res, err = s.client.Do(postTask(t, s.base, tok, "order-8"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusCreated {
+		t.Fatalf("status %d, want 201", res.StatusCode)
+	}
+	var n int
+	if err := db.QueryRow(context.Background(), `SELECT count(*) FROM tasks`).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("%d tasks (%v), want the one accepted", n, err)
+	}
 }

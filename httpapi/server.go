@@ -163,7 +163,9 @@ func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.serveHTTP) }
 // Serve answers requests on ln until ctx ends, then shuts down gracefully:
 // it stops accepting, lets the requests in flight finish for up to
 // ShutdownTimeout, and cuts off the rest. It returns nil after a graceful
-// shutdown, an error when requests had to be cut off or ln failed.
+// shutdown, an error when requests had to be cut off or ln failed. Even a
+// request net/http refuses before routing it is answered with a problem
+// (earlyerror.go).
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{
 		Handler:           s.Handler(),
@@ -175,7 +177,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	go func() { served <- srv.Serve(earlyListener{ln}) }()
 	select {
 	case err := <-served:
 		return fmt.Errorf("httpapi: %w", err)

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -91,27 +90,31 @@ func taskID(r *http.Request) (int64, error) {
 }
 
 // decodeBody decodes a JSON body into v, refusing unknown fields. The body
-// is known to be one JSON value (fingerprint checked it).
+// is known to be one JSON value (fingerprint checked it). A body that is
+// not a JSON object is malformed (400); a field of the object that does
+// not decode — unknown, of the wrong JSON type, a time that is not RFC
+// 3339 — is an invalid field (422), as a value out of range is.
 func decodeBody(body []byte, v any) error {
+	if b := bytes.TrimSpace(body); len(b) == 0 || b[0] != '{' {
+		return fmt.Errorf("%w: the body must be a JSON object", errMalformed)
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	err := dec.Decode(v)
 	var typeErr *json.UnmarshalTypeError
+	var parseErr *time.ParseError
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, io.EOF):
-		return fmt.Errorf("%w: the body must be a JSON object", errMalformed)
 	case errors.As(err, &typeErr) && typeErr.Field != "":
-		return fmt.Errorf("%w: %w", errMalformed, agentledger.Invalid(typeErr.Field, "must not be a JSON %s", typeErr.Value))
-	case errors.As(err, &typeErr):
-		return fmt.Errorf("%w: the body must be a JSON object, not %s", errMalformed, typeErr.Value)
+		return agentledger.Invalid(typeErr.Field, "must not be a JSON %s", typeErr.Value)
+	case errors.As(err, &parseErr), strings.HasPrefix(err.Error(), "Time.UnmarshalJSON"):
+		return agentledger.Invalid("run_at", "must be an RFC 3339 time, as a JSON string") // the one time field
 	}
-	var parseErr *time.ParseError
-	if errors.As(err, &parseErr) {
-		return fmt.Errorf("%w: %w", errMalformed, agentledger.Invalid("run_at", "must be an RFC 3339 time"))
+	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		return agentledger.Invalid(strings.Trim(name, `"`), "is not a field of this request")
 	}
-	return fmt.Errorf("%w: %s", errMalformed, strings.TrimPrefix(err.Error(), "json: "))
+	return agentledger.Invalid("", "%s", strings.TrimPrefix(err.Error(), "json: "))
 }
 
 // createTask is POST /v1/tasks: 201 Created with the task and its Location.

@@ -3,12 +3,18 @@ package ledger
 import (
 	"context"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/internal/pgplan"
 )
+
+// minPrefix is the shortest key prefix Find takes: ledger_key_prefix_idx
+// (migration 00018) indexes the keys' first 6 characters, so that a prefix
+// of any length at least that is one equality look-up.
+const minPrefix = 6
 
 // FindParams select effects for Find; empty fields match any. At least one
 // of Key, TaskID and Operation is required.
@@ -33,17 +39,22 @@ func (l *Ledger) Find(ctx context.Context, p FindParams) ([]Found, error) {
 	switch {
 	case p.Key == "" && p.TaskID == 0 && p.Operation == "":
 		return nil, agentledger.Invalid("key", "give a key (or its prefix), a task or an operation")
-	case p.Key != "" && len(p.Key) < 6:
-		return nil, agentledger.Invalid("key", "%q is too short a prefix: give at least 6 characters", p.Key)
+	case p.Key != "" && utf8.RuneCountInString(p.Key) < minPrefix:
+		return nil, agentledger.Invalid("key", "%q is too short a prefix: give at least %d characters", p.Key, minPrefix)
 	case p.Limit > 1000:
 		return nil, agentledger.Invalid("limit", "%d is above 1000", p.Limit)
 	case p.Limit <= 0:
 		p.Limit = 50
 	}
 	var out []Found
-	// A key-prefix search reads the table: let the planner scan it.
+	sql := findSQL
+	if p.Key != "" {
+		sql = findByKeySQL
+	}
+	// A key is found through its index; a search by operation or tenant
+	// alone reads the table: let the planner scan it.
 	err := pgplan.SeqScan(ctx, l.db, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, findSQL, p.Key, p.TaskID, p.Operation, p.Tenant, p.Limit)
+		rows, err := tx.Query(ctx, sql, p.Key, p.TaskID, p.Operation, p.Tenant, p.Limit)
 		if err != nil {
 			return err
 		}

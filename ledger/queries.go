@@ -215,12 +215,23 @@ DELETE FROM ledger WHERE ctid = ANY (ARRAY(
 	LIMIT $2))`
 }
 
-// findSQL looks effects up for operators: by key or key prefix ($1), task
-// ($2), operation ($3), tenant ($4); empty or 0 match any. Newest first.
+// findSQL looks effects up for operators: by task ($2), operation ($3),
+// tenant ($4); empty or 0 match any ($1 is unused). Newest first.
 const findSQL = `/* ledger.find */ SELECT ` + entryColumns + `, task_id, generation
 FROM ledger
-WHERE ($1 = '' OR starts_with(effect_key, $1))
-  AND ($2::bigint = 0 OR task_id = $2)
+WHERE $1::text = ''
+  AND ` + findFilters
+
+// findByKeySQL is findSQL with a key or key prefix ($1) of at least
+// minPrefix characters, read through ledger_key_prefix_idx (migration
+// 00018), whose entries are the keys' first minPrefix characters: an
+// equality on them, which a generic plan can use as well as a custom one.
+const findByKeySQL = `/* ledger.findByKey */ SELECT ` + entryColumns + `, task_id, generation
+FROM ledger
+WHERE left(effect_key, 6) = left($1, 6) AND starts_with(effect_key, $1)
+  AND ` + findFilters
+
+const findFilters = `($2::bigint = 0 OR task_id = $2)
   AND ($3 = '' OR operation = $3)
   AND ($4 = '' OR tenant = $4)
 ORDER BY seq DESC LIMIT $5`

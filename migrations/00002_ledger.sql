@@ -1,7 +1,12 @@
+-- +goose NO TRANSACTION
 -- +goose Up
 -- The dedupe ledger (package ledger): one row per intended effect.
+--
+-- Outside a transaction, so that widening task_attempts' outcome check does
+-- not hold that table's lock while it reads every row (see doc.go); every
+-- statement can run again if the migration stops half-way.
 
-CREATE TABLE ledger (
+CREATE TABLE IF NOT EXISTS ledger (
     tenant        text        NOT NULL,
     operation     text        NOT NULL,
     effect_key    text        NOT NULL,
@@ -33,17 +38,19 @@ CREATE TABLE ledger (
 );
 
 -- The journal of a task generation, in the order its effects were intended.
-CREATE INDEX ledger_journal_idx ON ledger (task_id, generation, seq);
+CREATE INDEX IF NOT EXISTS ledger_journal_idx ON ledger (task_id, generation, seq);
 
 -- An attempt that finds an unsafe effect of unknown outcome parks its task
--- for an operator.
-ALTER TABLE task_attempts DROP CONSTRAINT task_attempts_outcome_check;
-ALTER TABLE task_attempts ADD CONSTRAINT task_attempts_outcome_check CHECK (outcome IS NULL OR outcome IN
-    ('succeeded', 'retry', 'dead', 'cancelled', 'released', 'lease_expired', 'needs_attention'));
+-- for an operator. The wider check replaces the old one NOT VALID (a
+-- catalog change), then VALIDATE reads the table while writes go on.
+ALTER TABLE task_attempts DROP CONSTRAINT IF EXISTS task_attempts_outcome_check,
+    ADD CONSTRAINT task_attempts_outcome_check CHECK (outcome IS NULL OR outcome IN
+    ('succeeded', 'retry', 'dead', 'cancelled', 'released', 'lease_expired', 'needs_attention')) NOT VALID;
+ALTER TABLE task_attempts VALIDATE CONSTRAINT task_attempts_outcome_check;
 
 -- +goose Down
 DELETE FROM task_attempts WHERE outcome = 'needs_attention';
-ALTER TABLE task_attempts DROP CONSTRAINT task_attempts_outcome_check;
-ALTER TABLE task_attempts ADD CONSTRAINT task_attempts_outcome_check CHECK (outcome IS NULL OR outcome IN
+ALTER TABLE task_attempts DROP CONSTRAINT IF EXISTS task_attempts_outcome_check,
+    ADD CONSTRAINT task_attempts_outcome_check CHECK (outcome IS NULL OR outcome IN
     ('succeeded', 'retry', 'dead', 'cancelled', 'released', 'lease_expired'));
-DROP TABLE ledger;
+DROP TABLE IF EXISTS ledger;

@@ -77,6 +77,16 @@ func (m *Migrator) Up(ctx context.Context) ([]int64, error) {
 	return versions(res), nil
 }
 
+// UpTo applies the pending migrations up to version and returns the
+// versions applied.
+func (m *Migrator) UpTo(ctx context.Context, version int64) ([]int64, error) {
+	res, err := m.provider.UpTo(ctx, version)
+	if err != nil {
+		return nil, fmt.Errorf("migrations: up to %d: %w", version, err)
+	}
+	return versions(res), nil
+}
+
 // DownTo rolls back every applied migration above version (0 = all).
 func (m *Migrator) DownTo(ctx context.Context, version int64) ([]int64, error) {
 	res, err := m.provider.DownTo(ctx, version)

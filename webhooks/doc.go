@@ -10,7 +10,9 @@
 //     comparing MACs in constant time (401 bad_signature; Slack also
 //     401 stale_timestamp) — a refused request stores nothing;
 //  4. reads the delivery id (400 missing_delivery_id, invalid_delivery_id)
-//     and requires a JSON body (400 invalid_body);
+//     and requires a JSON body (400 invalid_body) that PostgreSQL can
+//     store (422 invalid_request for a \u0000 in a string: the API's
+//     rule, 400 for what cannot be read, 422 for a value refused);
 //  5. in one transaction inserts (source, delivery id, SHA-256 of the raw
 //     body) into the inbox with INSERT … ON CONFLICT DO NOTHING and, only
 //     if the row is new, enqueues the task (claims.Store.Enqueue,

@@ -164,7 +164,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"delivery id %q already made a task from a different delivery", d.id))
 		return
 	case unstorableJSON(err):
-		h.reject(w, r, s, d.id, newProblem(agentledger.CodeInvalidBody, "the body holds JSON PostgreSQL cannot store (a \\u0000 in a string)"))
+		// JSON that parsed, with a value refused: 422, as the API's.
+		h.reject(w, r, s, d.id, newProblem(agentledger.CodeInvalid, "the body holds JSON PostgreSQL cannot store (a \\u0000 in a string)"))
 		return
 	case err != nil:
 		h.fail(w, r, s, d.id, err)

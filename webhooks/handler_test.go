@@ -283,7 +283,7 @@ func TestHMACSource(t *testing.T) {
 	// jsonb cannot hold \u0000: refused, nothing stored.
 	nul := `{"a":"\u0000"}`
 	e.wantProblem(e.post("ci", strings.NewReader(nul), "X-Signature", mac(ciSecret, nul), "X-Delivery", "nul"),
-		http.StatusBadRequest, string(agentledger.CodeInvalidBody))
+		http.StatusUnprocessableEntity, string(agentledger.CodeInvalid))
 	e.wantCounts(1, 1)
 }
 

@@ -51,8 +51,9 @@ func (r *run) note(format string, a ...any) {
 // options size a drill.
 type options struct {
 	tasks, agents, seconds int
-	// pgbouncer runs the daemons through a transaction-pooling PgBouncer.
-	pgbouncer bool
+	// pgbouncer, when set, is the PgBouncer binary the daemons connect
+	// through, in transaction pooling mode.
+	pgbouncer string
 }
 
 func TestChaos(t *testing.T) {
@@ -60,19 +61,25 @@ func TestChaos(t *testing.T) {
 		seconds: envInt(t, "CHAOS_SECONDS", 15)})
 }
 
-// drill runs one chaos round and checks the invariants.
-func drill(t *testing.T, o options) {
+// skipShort skips t under -short.
+func skipShort(t *testing.T) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("the chaos drill starts its own PostgreSQL and three daemons")
 	}
+}
+
+// drill runs one chaos round and checks the invariants.
+func drill(t *testing.T, o options) {
+	skipShort(t)
 	seed := uint64(envInt(t, "CHAOS_SEED", int(time.Now().UnixNano()%1_000_000)))
 	t.Logf("CHAOS_SEED=%d (set it to replay this run's schedule)", seed)
 	r := &run{t: t, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), tasks: o.tasks, agents: o.agents}
 	seconds := o.seconds
 	r.w = newWorld(t)
 	dbURL, extra := r.w.url, []string(nil)
-	if o.pgbouncer {
-		dbURL, extra = startPgBouncer(t, r.w), []string{"--pgbouncer"}
+	if o.pgbouncer != "" {
+		dbURL, extra = startPgBouncer(t, r.w, o.pgbouncer), []string{"--pgbouncer"}
 	}
 	r.down = downstream.New()
 	t.Cleanup(r.down.Close)

@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"net/url"
 	"os"
@@ -17,21 +18,59 @@ import (
 // A short round with every daemon behind PgBouncer in transaction pooling
 // mode: poll-only wake-ups, no prepared statements, no session state.
 func TestChaosThroughPgBouncer(t *testing.T) {
+	skipShort(t)
 	drill(t, options{tasks: envInt(t, "CHAOS_TASKS", 60), agents: envInt(t, "CHAOS_AGENTS", 5),
-		seconds: envInt(t, "CHAOS_SECONDS", 10), pgbouncer: true})
+		seconds: envInt(t, "CHAOS_SECONDS", 10), pgbouncer: pgbouncerBin(t)})
 }
 
-// startPgBouncer runs PgBouncer in transaction pooling mode in front of the
-// world's database and returns the URL to reach the database through it.
-func startPgBouncer(t *testing.T, w *world) string {
+// pgbouncerBin finds PgBouncer — $CHAOS_PGBOUNCER, else on PATH, else
+// Debian's /usr/sbin/pgbouncer (not on a user's PATH) — or skips t, saying
+// so even where go test shows nothing of a passing package.
+func pgbouncerBin(t *testing.T) string {
 	t.Helper()
-	bin, err := exec.LookPath("pgbouncer")
-	if err != nil {
-		if _, serr := os.Stat("/usr/sbin/pgbouncer"); serr != nil {
-			t.Skip("pgbouncer is not installed (Debian: apt-get install pgbouncer; .ci/run installs it)")
+	name := os.Getenv("CHAOS_PGBOUNCER")
+	if name == "" {
+		name = "pgbouncer"
+		if _, err := exec.LookPath(name); err != nil {
+			name = "/usr/sbin/pgbouncer"
 		}
-		bin = "/usr/sbin/pgbouncer"
 	}
+	bin, err := exec.LookPath(name)
+	if err != nil {
+		skipVisibly(t, "pgbouncer is not installed, so the PgBouncer chaos round did not run "+
+			"(Debian: apt-get install pgbouncer; .ci/run installs it)")
+	}
+	if os.Geteuid() == 0 { // PgBouncer refuses to run as root
+		if _, err := user.Lookup("postgres"); err != nil {
+			skipVisibly(t, "running as root and there is no postgres user to run PgBouncer as, so the PgBouncer chaos round did not run")
+		}
+	}
+	return bin
+}
+
+// skipVisibly skips t with reason. Without -v, go test prints nothing of a
+// package that passes, t.Skip's reason included, so the reason also goes
+// to the terminal (or, with none, to stderr, which go test shows when run
+// in the package's directory without arguments): a round that did not run
+// must not pass unseen.
+func skipVisibly(t *testing.T, reason string) {
+	t.Helper()
+	if !testing.Verbose() {
+		w := io.Writer(os.Stderr)
+		if tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0); err == nil {
+			defer tty.Close()
+			w = tty
+		}
+		fmt.Fprintf(w, "--- SKIP: %s: %s\n", t.Name(), reason)
+	}
+	t.Skip(reason)
+}
+
+// startPgBouncer runs PgBouncer (bin) in transaction pooling mode in front
+// of the world's database and returns the URL to reach the database
+// through it.
+func startPgBouncer(t *testing.T, w *world, bin string) string {
+	t.Helper()
 	u, err := url.Parse(w.url)
 	must(t, err)
 	pass, _ := u.User.Password()
@@ -65,9 +104,7 @@ pidfile = %s
 	cmd := exec.Command(bin, ini)
 	if os.Geteuid() == 0 { // PgBouncer refuses to run as root
 		pg, err := user.Lookup("postgres")
-		if err != nil {
-			t.Skip("running as root and there is no postgres user to run PgBouncer as")
-		}
+		must(t, err) // pgbouncerBin found it
 		uid, _ := strconv.Atoi(pg.Uid)
 		gid, _ := strconv.Atoi(pg.Gid)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
