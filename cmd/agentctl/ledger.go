@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -77,7 +78,7 @@ func (f *ledgerFlags) params() (ledger.FindParams, error) {
 		return p, usagef("give at least one of --key, --task and --operation")
 	case f.task < 0:
 		return p, usagef("--task must be a task id, not %d", f.task)
-	case f.key != "" && len(f.key) < 6:
+	case f.key != "" && utf8.RuneCountInString(f.key) < 6:
 		return p, usagef("--key %q is too short a prefix: give at least 6 characters", f.key)
 	case f.limit < 1 || f.limit > maxLedgerLimit:
 		return p, usagef("--limit must be between 1 and %d, not %d", maxLedgerLimit, f.limit)
