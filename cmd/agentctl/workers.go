@@ -34,9 +34,8 @@ A worker is STALE when any of its leases expired or its last heartbeat is
 older than --stale-after: it died, stalled or lost the database. Tasks whose
 leases expired are claimed again by live workers (their fencing tokens
 change, so the stale worker's late writes change nothing). A registration
-not refreshed for ` + short(claims.PruneAfter) + ` is pruned: the status says when
-("STALE, pruned in 4m"); after that the worker is listed only while it
-holds leases.
+not refreshed for ` + short(claims.PruneAfter) + ` is pruned, and the status says when ("STALE,
+pruned in 4m"); after that the worker is listed only while it holds leases.
 
 agentctl submit and the HTTP API accept a task only when a live worker
 (announced within the last ` + short(claims.LiveWithin) + `) serves its kind on its queue.
