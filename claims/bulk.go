@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -112,75 +111,4 @@ func (s *Store) each(ctx context.Context, p ListParams, act func(id int64) error
 		}
 		before = ids[len(ids)-1]
 	}
-}
-
-// Worker is one worker pool: announced, holding leases, or both.
-type Worker struct {
-	ID    string
-	Tasks int64
-	// LastHeartbeat is its latest sign of life: its announcement, or a
-	// renewal or claim of one of its leases.
-	LastHeartbeat time.Time
-	// NextExpiry is when its first lease runs out unless renewed; zero
-	// without leases.
-	NextExpiry time.Time
-	// Expired counts its leases that ran out: a worker that died or
-	// stalled; the tasks are claimed again.
-	Expired int64
-	// StartedAt, Host, Queues and Kinds are what it announced; StartedAt
-	// is zero for a lease holder that did not announce itself (an older
-	// version).
-	StartedAt time.Time
-	Host      string
-	Queues    []string
-	Kinds     []string
-	// MCPServers are the states of the MCP servers its daemon is
-	// configured with, as last announced.
-	MCPServers map[string]string
-}
-
-// Workers lists the worker pools that announced themselves within the last
-// day and those holding leases now.
-func (s *Store) Workers(ctx context.Context) ([]Worker, error) {
-	rows, err := s.db.Query(ctx, workersSQL)
-	if err != nil {
-		return nil, fmt.Errorf("workers: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Worker, error) {
-		var w Worker
-		var next, started *time.Time
-		err := r.Scan(&w.ID, &w.Tasks, &w.LastHeartbeat, &next, &w.Expired, &started, &w.Host, &w.Queues, &w.Kinds, &w.MCPServers)
-		if next != nil {
-			w.NextExpiry = *next
-		}
-		if started != nil {
-			w.StartedAt = *started
-		}
-		return w, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("workers: %w", err)
-	}
-	return out, nil
-}
-
-// Announce registers worker id (or refreshes its registration), so that
-// Workers lists it even while it holds no lease.
-func (s *Store) Announce(ctx context.Context, id, host string, pid int, queues, kinds []string, mcp map[string]string) error {
-	var servers any // NULL without servers
-	if len(mcp) > 0 {
-		servers = mcp
-	}
-	if _, err := s.db.Exec(ctx, announceSQL, id, host, pid, queues, kinds, servers); err != nil {
-		return fmt.Errorf("announce worker: %w", err)
-	}
-	return nil
-}
-
-// Retire removes worker id's registration.
-func (s *Store) Retire(ctx context.Context, id string) error {
-	if _, err := s.db.Exec(ctx, retireSQL, id); err != nil {
-		return fmt.Errorf("retire worker: %w", err)
-	}
-	return nil
 }

@@ -3,7 +3,6 @@ package claims_test
 import (
 	"context"
 	"errors"
-	"slices"
 	"testing"
 	"time"
 
@@ -126,28 +125,5 @@ func TestSuccessClearsTheLastError(t *testing.T) {
 	attempts, err := s.Attempts(ctx, task.ID)
 	if err != nil || len(attempts) != 2 || attempts[0].Error != "boom" {
 		t.Fatalf("attempts %+v %v, want the failure kept", attempts, err)
-	}
-}
-
-// An idle pool that announced itself is listed; it goes when it retires.
-func TestWorkersListsIdlePools(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	s := pinnedStore(t, newClock())
-	if err := s.Announce(ctx, "idle-1", "host", 42, []string{"default"}, []string{"noop"},
-		map[string]string{"shop": "connected"}); err != nil {
-		t.Fatal(err)
-	}
-	ws, err := s.Workers(ctx)
-	if err != nil || len(ws) != 1 || ws[0].ID != "idle-1" || ws[0].Tasks != 0 || ws[0].StartedAt.IsZero() ||
-		!ws[0].NextExpiry.IsZero() || ws[0].Host != "host" || ws[0].MCPServers["shop"] != "connected" ||
-		!slices.Equal(ws[0].Queues, []string{"default"}) || !slices.Equal(ws[0].Kinds, []string{"noop"}) {
-		t.Fatalf("workers %+v %v", ws, err)
-	}
-	if err := s.Retire(ctx, "idle-1"); err != nil {
-		t.Fatal(err)
-	}
-	if ws, err := s.Workers(ctx); err != nil || len(ws) != 0 {
-		t.Fatalf("after retiring: %+v %v", ws, err)
 	}
 }

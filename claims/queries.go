@@ -416,29 +416,51 @@ const filteredIDsSQL = `/* claims.filteredIDs */
 SELECT id FROM tasks WHERE ` + taskFilter + ` AND ($7::bigint = 0 OR id < $7)
 ORDER BY id DESC LIMIT $8`
 
-// workersSQL lists the worker pools that announced themselves within the
-// last day and the holders of live leases: how many tasks each holds, its
-// latest sign of life (its announcement, a heartbeat or a claim: both bump
-// updated_at), and how many of its leases expired (it died or stalled).
+// workersSQL lists the worker pools that announced themselves within
+// PruneAfter ($3) and the holders of leases (a registration older than
+// that is as good as pruned: its holder shows by its leases): how many
+// tasks each holds, its latest sign of life (its announcement, a heartbeat or a claim:
+// both bump updated_at), how many of its leases expired (it died or
+// stalled), what it announced, whether it is live (announced within $2)
+// and when its registration is pruned. $1 is the clock.
 const workersSQL = `/* claims.workers */
 WITH leases AS (
 	SELECT lease_owner AS id, count(*) AS tasks, max(updated_at) AS renewed, min(lease_expires_at) AS next_expiry,
-		count(*) FILTER (WHERE lease_expires_at <= now()) AS expired
+		count(*) FILTER (WHERE lease_expires_at <= coalesce($1::timestamptz, now())) AS expired
 	FROM tasks WHERE state = 'running'
 	GROUP BY lease_owner
 )
 SELECT coalesce(w.id, l.id), coalesce(l.tasks, 0),
 	greatest(w.seen_at, l.renewed), l.next_expiry, coalesce(l.expired, 0),
-	w.started_at, coalesce(w.host, ''), coalesce(w.queues, '{}'), coalesce(w.kinds, '{}'), w.mcp_servers
-FROM workers w FULL JOIN leases l ON l.id = w.id
-WHERE l.id IS NOT NULL OR w.seen_at > now() - interval '1 day'
+	w.started_at, coalesce(w.host, ''), coalesce(w.queues, '{}'), w.mcp_servers,
+	coalesce(w.kinds, '{}'), coalesce(w.tools, '{}'),
+	coalesce(w.seen_at > coalesce($1::timestamptz, now()) - $2::interval, false),
+	w.seen_at + $3::interval
+FROM (SELECT * FROM workers WHERE seen_at > coalesce($1::timestamptz, now()) - $3::interval) w
+	FULL JOIN leases l ON l.id = w.id
 ORDER BY 1`
 
-// announceSQL registers or refreshes a worker pool.
-const announceSQL = `/* claims.announce */
-INSERT INTO workers (id, host, pid, queues, kinds, mcp_servers) VALUES ($1, $2, $3, $4, $5, $6)
-ON CONFLICT (id) DO UPDATE SET seen_at = now(), queues = EXCLUDED.queues, kinds = EXCLUDED.kinds,
-	mcp_servers = EXCLUDED.mcp_servers`
+// liveWorkersSQL lists the worker pools that announced themselves within
+// $2 ($1 is the clock): what the submit check asks about.
+const liveWorkersSQL = `/* claims.liveWorkers */
+SELECT id, host, started_at, seen_at, queues, kinds, coalesce(tools, '{}'), mcp_servers FROM workers
+WHERE seen_at > coalesce($1::timestamptz, now()) - $2::interval
+ORDER BY id`
+
+// registerSQL registers or refreshes a worker pool ($8 is the clock) and
+// prunes the registrations not refreshed for $9, skipping rows another
+// statement holds (the next registration prunes them).
+const registerSQL = `/* claims.register */
+WITH pruned AS (
+	DELETE FROM workers WHERE id IN (
+		SELECT id FROM workers
+		WHERE seen_at < coalesce($8::timestamptz, now()) - $9::interval AND id <> $1
+		FOR UPDATE SKIP LOCKED)
+)
+INSERT INTO workers (id, host, pid, queues, kinds, mcp_servers, tools, started_at, seen_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, coalesce($8::timestamptz, now()), coalesce($8::timestamptz, now()))
+ON CONFLICT (id) DO UPDATE SET seen_at = EXCLUDED.seen_at, host = EXCLUDED.host, pid = EXCLUDED.pid,
+	queues = EXCLUDED.queues, kinds = EXCLUDED.kinds, mcp_servers = EXCLUDED.mcp_servers, tools = EXCLUDED.tools`
 
 // retireSQL removes a pool that stops.
 const retireSQL = `/* claims.retire */ DELETE FROM workers WHERE id = $1`

@@ -35,6 +35,10 @@ type Options struct {
 	Priority    int
 	RunAt       time.Time
 	MaxAttempts int32
+	// AllowUnserved queues over HTTP a task that no live worker serves
+	// (the API refuses it otherwise: 422 naming the kind or queue), for a
+	// worker that is not up yet. Database does not check what is served.
+	AllowUnserved bool
 }
 
 // Submitter submits tasks: Database and HTTP.

@@ -9,7 +9,10 @@ import (
 
 // Database submits straight into the database, for tenant ("" is the
 // operator's "default"). db is a pgx pool, connection or transaction: in a
-// transaction the task is made only if the transaction commits.
+// transaction the task is made only if the transaction commits. It checks
+// neither the payload against a published schema nor that a live worker
+// serves the kind (the API and agentctl do): a program writing its own
+// tasks, often before any daemon is up, knows what it queues.
 func Database(db claims.DB, tenant string) Submitter {
 	return dbSubmitter{s: claims.New(db), tenant: tenant}
 }

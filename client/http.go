@@ -34,7 +34,8 @@ type httpSubmitter struct {
 }
 
 func (h httpSubmitter) Submit(ctx context.Context, r Request) (*agentledger.Task, error) {
-	req := httpapi.CreateTaskRequest{Queue: r.Queue, Kind: r.Kind, Payload: r.Payload, Priority: r.Priority}
+	req := httpapi.CreateTaskRequest{Queue: r.Queue, Kind: r.Kind, Payload: r.Payload, Priority: r.Priority,
+		AllowUnserved: r.AllowUnserved}
 	if !r.RunAt.IsZero() {
 		req.RunAt = &r.RunAt
 	}

@@ -361,7 +361,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		Lease: cfg.Lease, HeartbeatInterval: cfg.Heartbeat, PollInterval: cfg.PollInterval,
 		PollOnly: cfg.PollOnly, Grace: cfg.Grace, ClaimCooldown: cfg.ClaimCooldown, Backoff: cfg.Backoff,
 		Handlers: kinds, Logger: log, Observer: teeObserver(m.Worker(), cfg.Observer),
-		MCPStates: d.MCPStates, Listening: d.grants.Listening,
+		MCPStates: d.MCPStates, Tools: reg.Names, Listening: d.grants.Listening,
 		Channels: map[string]func(string){grants.Channel: d.grants.Changed},
 	})
 	if err != nil {
@@ -384,8 +384,15 @@ func (d *Daemon) Run(ctx context.Context) error {
 		svc.runs = append(svc.runs, s.run)
 	}
 	d.sups = sups
+	// Registered before the API answers, so that the kinds this daemon
+	// serves are accepted from the first request (and before BeforeRun,
+	// which may hold the pool's connections); Run refreshes it every 10s.
+	if err := pool.Announce(ctx); err != nil && ctx.Err() == nil {
+		log.Warn("announcing the worker failed: submissions of its kinds are refused until it is retried", "err", err)
+	}
 	if cfg.BeforeRun != nil {
 		if err := cfg.BeforeRun(ctx, db.Pool); err != nil {
+			pool.Retire()
 			return err
 		}
 	}

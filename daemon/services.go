@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/agentledger/agentledger/admit"
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/httpapi"
@@ -158,7 +159,9 @@ func apiServer(cfg *Config, db *pgxpool.Pool, m *metrics.Metrics, check func(con
 	api, err := httpapi.New(httpapi.Config{
 		DB: db, Tenants: tenants.NewStore(db), Claims: claims.New(db), Operator: operator.New(db), Hooks: hooks,
 		IdempotencyKeyOptional: cfg.IdempotencyKeyOptional, Logger: log, Observe: m.HTTP, CheckPayload: check,
-		Grants: gs,
+		Grants: gs, Admit: func(ctx context.Context, p claims.EnqueueParams, anyway bool) error {
+			return admit.Check(ctx, claims.New(db), p, admit.Options{Anyway: anyway, Override: `send "allow_unserved": true`})
+		},
 	})
 	if err != nil {
 		return nil, &ConfigError{err}

@@ -42,6 +42,11 @@ type Config struct {
 	// kind (a typed kind's arguments); its *agentledger.InvalidError is a
 	// 422 naming the field. Kinds it does not know pass.
 	CheckPayload func(ctx context.Context, kind string, payload json.RawMessage) error
+	// Admit, when set, decides whether a submitted task (validated, with
+	// its defaults) may be queued (package admit): its
+	// *agentledger.InvalidError is a 422 naming the field. anyway is the
+	// request's allow_unserved.
+	Admit func(ctx context.Context, p claims.EnqueueParams, anyway bool) error
 	// Grants, when set, hold what each tenant may submit: a kind outside
 	// the tenant's grant is a 403 forbidden naming it.
 	Grants grants.Source

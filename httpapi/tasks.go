@@ -49,7 +49,9 @@ type TaskList struct {
 
 // CreateTaskRequest is the body of POST /v1/tasks. The bearer token names
 // the tenant: Tenant may repeat it, and any other tenant is refused (422).
-// MaxAttempts is 1–1000, or absent for the default.
+// MaxAttempts is 1–1000, or absent for the default. A task no live worker
+// serves (its kind, or its kind on its queue) is refused (422) unless
+// AllowUnserved queues it for a worker that is not up yet.
 type CreateTaskRequest struct {
 	Tenant      string          `json:"tenant,omitempty"`
 	Queue       string          `json:"queue,omitempty"`
@@ -58,6 +60,8 @@ type CreateTaskRequest struct {
 	Priority    int             `json:"priority,omitempty"`
 	RunAt       *time.Time      `json:"run_at,omitempty"`
 	MaxAttempts *int32          `json:"max_attempts,omitempty"`
+
+	AllowUnserved bool `json:"allow_unserved,omitempty"`
 }
 
 func viewTask(t *agentledger.Task) Task {
@@ -170,6 +174,11 @@ func (s *Server) createTask(r *http.Request, tenant string, body []byte) (action
 	}
 	if s.cfg.CheckPayload != nil {
 		if err := s.cfg.CheckPayload(r.Context(), p.Kind, p.Payload); err != nil {
+			return nil, err
+		}
+	}
+	if s.cfg.Admit != nil {
+		if err := s.cfg.Admit(r.Context(), p, req.AllowUnserved); err != nil {
 			return nil, err
 		}
 	}

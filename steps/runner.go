@@ -46,10 +46,11 @@ func (r *Runner) Work(ctx context.Context, task *agentledger.Task) (json.RawMess
 	}
 	// Look every tool up first: an unknown tool fails before step 0 runs.
 	ts := make([]tools.Tool, len(p.Steps))
-	for i, s := range p.Steps {
-		if ts[i], err = r.tools.Get(s.Tool); err != nil {
-			return nil, fmt.Errorf("step %d: %w", i, err)
-		}
+	if err := p.eachTool(func(i int, name string) (err error) {
+		ts[i], err = r.tools.Get(name)
+		return err
+	}); err != nil {
+		return nil, err
 	}
 	var grant *grants.Grant
 	if r.Grants != nil {

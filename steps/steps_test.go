@@ -78,9 +78,13 @@ func (e *env) submit(payload string) int64 {
 
 func (e *env) claim() *agentledger.Task { return e.Claim("w") }
 
+// A bad payload fails for good with nothing performed; Check refuses it
+// before it is queued with the same message.
 func TestPayloadErrorsPerformNothing(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
+	reg := tools.NewRegistry(e.tool)
+	known := func(name string) error { _, err := reg.Get(name); return err }
 	for payload, want := range map[string]string{
 		`{}`:                                "needs 1 to 100 steps",
 		`{"steps":[{"args":{}}]}`:           "step 0: tool is required",
@@ -96,10 +100,22 @@ func TestPayloadErrorsPerformNothing(t *testing.T) {
 		if !errors.As(err, &perm) || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want permanent error containing %q", payload, err, want)
 		}
+		var ie *agentledger.InvalidError
+		if cerr := steps.Check(json.RawMessage(payload), known); !errors.As(cerr, &ie) || ie.Field != "payload" ||
+			err == nil || ie.Problem != err.Error() {
+			t.Errorf("%s: Check says %v, want an invalid payload saying %v", payload, cerr, err)
+		}
 		e.Claims.Succeed(context.Background(), claims.LeaseOf(task), nil)
 	}
 	if e.down.Hits() != 0 {
 		t.Fatalf("%d downstream hits for bad payloads", e.down.Hits())
+	}
+	// Without a tool look-up only the structure is checked.
+	if err := steps.Check(json.RawMessage(`{"steps":[{"tool":"nope"}]}`), nil); err != nil {
+		t.Errorf("an unknown tool, unchecked: %v", err)
+	}
+	if err := steps.Check(json.RawMessage(`{"steps":[{"tool":"post"}]}`), known); err != nil {
+		t.Errorf("a good payload: %v", err)
 	}
 }
 

@@ -128,7 +128,23 @@ func (r *Registry) Get(name string) (Tool, error) {
 			return nil, agentledger.RetryAfter(fmt.Errorf("tool %q: %s", name, why()), unavailableRetry)
 		}
 	}
-	return nil, agentledger.Permanent(fmt.Errorf("unknown tool %q (known: %v)", name, r.namesLocked()))
+	return nil, UnknownTool(name, r.namesLocked())
+}
+
+// UnknownTool is the error for a tool name that is not among known: what
+// a steps task meets when it runs, and its submission when no live worker
+// serves the tool.
+func UnknownTool(name string, known []string) error {
+	return agentledger.Permanent(fmt.Errorf("unknown tool %q (known: %v)", name, known))
+}
+
+// Names lists the registered tools' names, sorted: what a worker pool
+// announces (tools of MCP servers that are not connected are not among
+// them).
+func (r *Registry) Names() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.namesLocked()
 }
 
 // unavailableRetry is how soon a task whose tool is unavailable is tried

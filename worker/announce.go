@@ -8,21 +8,39 @@ import (
 	"github.com/agentledger/agentledger/claims"
 )
 
-// announceInterval is how often a pool refreshes its registration: a
-// registration older than a few intervals means the pool is gone.
+// announceInterval is how often a pool refreshes its registration: one
+// not refreshed for claims.LiveWithin means the pool is gone (and the
+// submit check no longer counts it); after claims.PruneAfter it is pruned.
 const announceInterval = 10 * time.Second
+
+// Announce registers the pool (what it claims, the tools it serves, its
+// MCP servers' states) before Run, so that tasks of its kinds are accepted
+// from the start; Run refreshes the registration and removes it when it
+// returns. A pool that will not Run after all is removed with Retire.
+func (p *Pool) Announce(ctx context.Context) error {
+	return claims.New(p.db).Register(ctx, p.registration())
+}
+
+// registration is what the pool announces now.
+func (p *Pool) registration() claims.Registration {
+	host, _ := os.Hostname()
+	r := claims.Registration{ID: p.cfg.ID, Host: host, PID: os.Getpid(),
+		Queues: p.cfg.Queues, Kinds: p.kindNames}
+	if p.cfg.MCPStates != nil {
+		r.MCPServers = p.cfg.MCPStates()
+	}
+	if p.cfg.Tools != nil {
+		r.Tools = p.cfg.Tools()
+	}
+	return r
+}
 
 // announce registers the pool at once and refreshes the registration until
 // ctx ends, so that operators see the pool even while it is idle.
 func (p *Pool) announce(ctx context.Context) {
-	host, _ := os.Hostname()
 	s := claims.New(p.db)
 	for {
-		var mcp map[string]string
-		if p.cfg.MCPStates != nil {
-			mcp = p.cfg.MCPStates()
-		}
-		if err := s.Announce(ctx, p.cfg.ID, host, os.Getpid(), p.cfg.Queues, p.kindNames, mcp); err != nil && ctx.Err() == nil {
+		if err := s.Register(ctx, p.registration()); err != nil && ctx.Err() == nil {
 			p.log.Debug("announcing the worker failed; it is retried", "err", err)
 		}
 		select {
@@ -32,6 +50,10 @@ func (p *Pool) announce(ctx context.Context) {
 		}
 	}
 }
+
+// Retire removes the registration Announce made, for a pool that will not
+// Run after all.
+func (p *Pool) Retire() { p.retire() }
 
 // retire removes the pool's registration as it stops.
 func (p *Pool) retire() {

@@ -62,6 +62,10 @@ type Config struct {
 	// MCPStates, when set, are announced with the pool (agentctl workers):
 	// the states of its daemon's MCP servers.
 	MCPStates func() map[string]string
+	// Tools, when set, are announced with the pool: the tools its steps
+	// and agent tasks may call, which the submit check holds a steps
+	// payload's tools against. Without it they are not checked.
+	Tools func() []string
 	// Channels are more channels the pool's LISTEN session subscribes to
 	// (none with PollOnly), each with the function told a notification's
 	// payload. It is called on the listening goroutine, in delivery order:

@@ -1,6 +1,6 @@
 // Command agentctl is the operator's command line for agentledger: submit,
 // list, show, cancel and retry tasks, replay, re-run and resolve them, look
-// effects up in the ledger, list the workers holding leases, manage the
+// effects up in the ledger, list the worker pools, manage the
 // notification rules, cron schedules and tenants, and migrate the schema.
 //
 //	agentctl migrate up|down|status
@@ -32,8 +32,11 @@
 //	agentctl completion bash|zsh|fish|powershell
 //
 // submit --file reads a task as a JSON object, {"kind", "payload", "queue",
-// "tenant", "priority", "run_at", "max_attempts", "idempotency_key"}, from
-// a file or standard input (-); flags given as well win.
+// "tenant", "priority", "run_at", "max_attempts", "idempotency_key",
+// "allow_unserved"}, from a file or standard input (-); flags given as well
+// win. submit refuses (exit 2) a task no live worker serves, naming what is
+// served, unless --allow-unserved, and a steps payload that would fail when
+// it runs (package admit).
 //
 // --since and --until bound the creation time of the tasks list, cancel
 // --all and retry --all select: an RFC 3339 time, a date (2026-01-02,
@@ -49,9 +52,10 @@
 // ledger looks effects up across tasks and generations: by key or key prefix
 // (at least 6 characters), task or operation, narrowed by tenant.
 //
-// workers lists, per worker holding leases, its running tasks, its last
-// heartbeat, its next lease expiry and its expired leases; a worker with an
-// expired lease or no heartbeat for longer than --stale-after is STALE.
+// workers lists, per worker pool announced or holding leases, its queues and
+// kinds, its running tasks, its last heartbeat, its next lease expiry and its
+// expired leases; a worker with an expired lease or no heartbeat for longer
+// than --stale-after is STALE, with when its registration is pruned.
 //
 // show prints a task's fields, attempts, the journal of its current
 // generation (including the notify.post and notify.update effects of its

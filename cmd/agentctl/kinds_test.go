@@ -27,6 +27,9 @@ func TestSubmitChecksPublishedKinds(t *testing.T) {
 	if err := e.Claims.PublishKinds(context.Background(), "w1", map[string]json.RawMessage{"refund": kind.PayloadSchema()}); err != nil {
 		t.Fatal(err)
 	}
+	if err := e.Claims.Announce(context.Background(), "w1", "host", 1, []string{"default"}, []string{"refund", "echo"}, nil); err != nil {
+		t.Fatal(err)
+	}
 	code, out, errOut := agentctlAt(url, "submit", "--kind", "refund", "--payload", `{"order":7,"amount":"ten"}`)
 	if code != 2 || out != "" || !strings.HasPrefix(errOut, "agentctl: --payload: does not fit its schema") ||
 		!strings.Contains(errOut, "hint: the refund kind's payload schema") {

@@ -32,6 +32,11 @@ type tbKey struct{}
 //
 //	exitcode N           the last agentctl exited with N
 //	jsonpath FILE PATH V the JSON in FILE (stdout: the last output) has V at PATH
+//	announce [-ago D] [-queues Q,…] [-kinds K,…] [-tools T,…] [-mcp NAME=STATE,…] WORKER
+//	                     a worker pool announces itself D ago (default now)
+//	                     serving queues Q (default "default"), kinds K (default
+//	                     the built-in ones), tools T (default none announced:
+//	                     not checked) and MCP servers
 //	claim [-lease D] [-ago D] WORKER [QUEUE]
 //	                     a worker claims one task, with a lease of D (default
 //	                     one hour), on a clock D ago (default now: the task
@@ -83,6 +88,7 @@ func TestScripts(t *testing.T) {
 		Cmds: map[string]func(*testscript.TestScript, bool, []string){
 			"exitcode":     cmdExitcode,
 			"jsonpath":     cmdJSONPath,
+			"announce":     cmdAnnounce,
 			"claim":        cmdClaim,
 			"fail":         cmdFail,
 			"succeed":      cmdSucceed,
@@ -171,6 +177,50 @@ func jsonLookup(v any, path string) (string, error) {
 	}
 	b, err := json.Marshal(v)
 	return string(b), err
+}
+
+func cmdAnnounce(ts *testscript.TestScript, neg bool, args []string) {
+	usage := "usage: announce [-ago D] [-queues Q,…] [-kinds K,…] [-tools T,…] [-mcp NAME=STATE,…] WORKER"
+	r := claims.Registration{Host: "script", PID: 1, Queues: []string{claims.DefaultQueue},
+		Kinds: []string{"agent", "echo", "noop", "sleep", "steps"}}
+	var ago time.Duration
+	for len(args) >= 2 && strings.HasPrefix(args[0], "-") {
+		list := strings.Split(args[1], ",")
+		switch args[0] {
+		case "-ago":
+			d, err := time.ParseDuration(args[1])
+			if err != nil {
+				ts.Fatalf("%s: %v", usage, err)
+			}
+			ago = d
+		case "-queues":
+			r.Queues = list
+		case "-kinds":
+			r.Kinds = list
+		case "-tools":
+			r.Tools = list
+		case "-mcp":
+			r.MCPServers = map[string]string{}
+			for _, kv := range list {
+				name, state, _ := strings.Cut(kv, "=")
+				r.MCPServers[name] = state
+			}
+		default:
+			ts.Fatalf("%s", usage)
+		}
+		args = args[2:]
+	}
+	if neg || len(args) != 1 {
+		ts.Fatalf("%s", usage)
+	}
+	r.ID = args[0]
+	pool := scriptPool(ts)
+	defer pool.Close()
+	s := claims.New(pool)
+	if ago > 0 {
+		s.Now = func() time.Time { return time.Now().Add(-ago) }
+	}
+	ts.Check(s.Register(context.Background(), r))
 }
 
 func cmdClaim(ts *testscript.TestScript, neg bool, args []string) {

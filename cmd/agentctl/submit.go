@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/admit"
 	"github.com/agentledger/agentledger/argschema"
 	"github.com/agentledger/agentledger/claims"
 )
@@ -26,6 +27,7 @@ type submitFlags struct {
 	maxAttempts         int32
 	key                 string
 	file                string // task JSON file, or - for standard input
+	allowUnserved       bool   // queue it even if no live worker serves it
 	fileLabel           string // the file as errors name it
 
 	// payloadJSON is the payload of the --file task, used unless --payload
@@ -46,9 +48,16 @@ func (a *app) submitCmd() *cobra.Command {
 
 The task comes from the flags, or from a JSON object in --file (- for
 standard input) with the fields kind, payload, queue, tenant, priority,
-run_at, max_attempts and idempotency_key; a flag given as well wins over the
-file's field. --run-at (and run_at) is an RFC 3339 time or +duration from
-now.
+run_at, max_attempts, idempotency_key and allow_unserved; a flag given as
+well wins over the file's field. --run-at (and run_at) is an RFC 3339 time
+or +duration from now.
+
+A task no live worker would claim is refused (exit 2) with what the live
+workers serve: its kind is served by none, or only on other queues (live:
+announced within the last minute; see agentctl workers). --allow-unserved
+queues it anyway, for a worker that is not up yet. A steps payload is
+checked as it would be when it runs: its structure, and its tools against
+those the live workers serve.
 
 With --idempotency-key the submission is idempotent per tenant: submitting the
 same request again under the same key prints "duplicate: existing task N" and
@@ -60,6 +69,7 @@ still a duplicate (the first submission's run time stands).`,
   agentctl submit --kind steps --payload @report.json --run-at +30m
   agentctl submit --kind steps --idempotency-key order-42 --payload - < order.json
   agentctl submit --file task.json --priority 10
+  agentctl submit --kind invoice --queue billing --allow-unserved
   echo '{"kind":"echo","payload":{"n":1},"idempotency_key":"n-1"}' | agentctl submit --file -`,
 		Args: cobra.NoArgs,
 	}
@@ -80,7 +90,9 @@ still a duplicate (the first submission's run time stands).`,
 	fl.Int32Var(&f.maxAttempts, "max-attempts", claims.DefaultMaxAttempts, "attempts before the task is dead-lettered")
 	fl.StringVar(&f.key, "idempotency-key", "", "submission key: resubmitting the same request under it returns the existing task")
 	fl.StringVar(&f.file, "file", "", "read the task from this JSON file, or - for standard input: "+
-		"{kind, payload, queue, tenant, priority, run_at, max_attempts, idempotency_key}")
+		"{kind, payload, queue, tenant, priority, run_at, max_attempts, idempotency_key, allow_unserved}")
+	fl.BoolVar(&f.allowUnserved, "allow-unserved", false,
+		"queue the task even if no live worker serves its kind on its queue (for a worker that is not up yet); its steps' tools are not checked")
 	_ = cmd.MarkFlagFilename("file", "json")
 	return cmd
 }
@@ -112,6 +124,9 @@ func (a *app) submit(ctx context.Context, f *submitFlags) error {
 			return withHint(err, fmt.Sprintf("the %s kind's payload schema is in the kinds table (published by the daemon that serves it)", p.Kind))
 		}
 	}
+	if err := admit.Check(ctx, s, p, admit.Options{Anyway: f.allowUnserved, Override: "submit with --allow-unserved"}); err != nil {
+		return f.admitError(err)
+	}
 	res, err := s.Enqueue(ctx, p)
 	if errors.Is(err, agentledger.ErrKeyReuse) {
 		hint := "an idempotency key names one request: submit a different request under a new --idempotency-key"
@@ -140,6 +155,25 @@ func (a *app) submit(ctx context.Context, f *submitFlags) error {
 		_, err = fmt.Fprintf(a.stdout, "duplicate: existing task %d (%s)\n", t.ID, state)
 	} else {
 		_, err = fmt.Fprintf(a.stdout, "submitted task %d (%s)\n", t.ID, state)
+	}
+	return err
+}
+
+// admitError relabels a refusal of admit.Check with the flag (or the
+// --file field) at fault.
+func (f *submitFlags) admitError(err error) error {
+	var ie *agentledger.InvalidError
+	if !errors.As(err, &ie) {
+		return err
+	}
+	switch {
+	case ie.Field == "payload" && f.payload == "" && f.payloadJSON != nil:
+		return agentledger.Invalid(fmt.Sprintf("payload (%s)", f.fileLabel), "%s", ie.Problem)
+	case ie.Field == "payload":
+		return agentledger.Invalid("--payload", "%s", ie.Problem)
+	case flagName(ie.Field) != "":
+		err = f.fileField(ie.Field, agentledger.Invalid(flagName(ie.Field), "%s", ie.Problem))
+		return withHint(err, "agentctl workers lists the live workers with their queues and kinds")
 	}
 	return err
 }

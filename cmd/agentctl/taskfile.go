@@ -24,10 +24,11 @@ type taskFile struct {
 	RunAt          string          `json:"run_at"`
 	MaxAttempts    *int            `json:"max_attempts"`
 	IdempotencyKey string          `json:"idempotency_key"`
+	AllowUnserved  bool            `json:"allow_unserved"`
 }
 
 // taskFileFields lists taskFile's fields, for error messages.
-const taskFileFields = "kind, payload, queue, tenant, priority, run_at, max_attempts, idempotency_key"
+const taskFileFields = "kind, payload, queue, tenant, priority, run_at, max_attempts, idempotency_key, allow_unserved"
 
 // withFile returns the flags completed by the task in --file, if any: a
 // field whose flag was set (changed reports it) keeps the flag's value.
@@ -69,6 +70,7 @@ func (f *submitFlags) withFile(stdin io.Reader, changed func(flag string) bool) 
 	take("run-at", "run_at", t.RunAt != "", func() { g.runAt = t.RunAt })
 	take("max-attempts", "max_attempts", t.MaxAttempts != nil, func() { g.maxAttempts = int32(*t.MaxAttempts) })
 	take("idempotency-key", "submission_key", t.IdempotencyKey != "", func() { g.key = t.IdempotencyKey })
+	take("allow-unserved", "allow_unserved", t.AllowUnserved, func() { g.allowUnserved = true })
 	if len(t.Payload) > 0 && string(t.Payload) != "null" && !changed("payload") {
 		g.payloadJSON = t.Payload
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -12,28 +13,34 @@ import (
 	"github.com/agentledger/agentledger/claims"
 )
 
-// defaultStaleAfter is how long a worker may go without renewing a lease
-// before agentctl workers calls it stale: a few heartbeats at agentd's
-// defaults (a 30s lease renewed every 10s).
-const defaultStaleAfter = time.Minute
+// defaultStaleAfter is how long a worker may go without announcing
+// itself or renewing a lease before agentctl workers calls it stale: what
+// the submit check calls live (pools announce every 10s).
+const defaultStaleAfter = claims.LiveWithin
 
 func (a *app) workersCmd() *cobra.Command {
 	var staleAfter time.Duration
 	cmd := &cobra.Command{
 		Use:   "workers",
-		Short: "List the workers holding leases, and the stale ones",
-		Long: `List the workers that hold task leases now: how many running tasks each
-holds, how long ago it last renewed a lease (its heartbeat) or claimed a
-task, when its next lease runs out unless renewed, and how many of its leases
-have already expired.
+		Short: "List the worker pools, what they serve, and the stale ones",
+		Long: `List the worker pools: those that announced themselves (every running
+pool does so every 10s, idle or not) and those holding task leases. For
+each: the queues and kinds it serves, how many running tasks it holds, its
+last heartbeat (its announcement, a lease renewal or a claim), when its next
+lease runs out unless renewed, and how many of its leases have already
+expired.
 
-A worker is STALE when any of its leases expired or it has not renewed one
-for longer than --stale-after: it died, stalled or lost the database. Tasks
-whose leases expired are claimed again by live workers (their fencing tokens
-change, so the stale worker's late writes change nothing).
+A worker is STALE when any of its leases expired or its last heartbeat is
+older than --stale-after: it died, stalled or lost the database. Tasks whose
+leases expired are claimed again by live workers (their fencing tokens
+change, so the stale worker's late writes change nothing). A registration
+not refreshed for ` + short(claims.PruneAfter) + ` is pruned, and the status says when ("STALE,
+pruned in 4m"); after that the worker is listed only while it holds leases.
 
-Workers are known by their leases: a worker that holds no task is not
-listed. With --output json it prints an array of workers.`,
+agentctl submit and the HTTP API accept a task only when a live worker
+(announced within the last ` + short(claims.LiveWithin) + `) serves its kind on its queue.
+
+With --output json it prints an array of workers, with their tools too.`,
 		Example: `  agentctl workers
   agentctl workers --stale-after 2m -o json`,
 		Args: cobra.NoArgs,
@@ -48,12 +55,21 @@ listed. With --output json it prints an array of workers.`,
 type workerView struct {
 	ID    string `json:"worker"`
 	Tasks int64  `json:"tasks"`
-	// LastHeartbeat is its latest lease renewal or claim.
+	// LastHeartbeat is its latest announcement, lease renewal or claim.
 	LastHeartbeat       time.Time `json:"last_heartbeat"`
 	HeartbeatAgeSeconds float64   `json:"heartbeat_age_seconds"`
 	NextExpiry          time.Time `json:"next_lease_expiry"`
 	Expired             int64     `json:"expired_leases"`
 	Stale               bool      `json:"stale"`
+	// Live: it announced itself within claims.LiveWithin, so submissions
+	// of what it serves are accepted.
+	Live bool `json:"live"`
+	// PruneAt is when its registration is pruned unless refreshed; absent
+	// for a worker known only by its leases.
+	PruneAt *time.Time `json:"prune_at,omitempty"`
+	Queues  []string   `json:"queues"`
+	Kinds   []string   `json:"kinds"`
+	Tools   []string   `json:"tools"`
 	// MCPServers are the states of its daemon's MCP servers.
 	MCPServers map[string]string `json:"mcp_servers,omitempty"`
 }
@@ -83,29 +99,26 @@ func (a *app) workers(ctx context.Context, staleAfter time.Duration) error {
 		return printJSON(a.stdout, out)
 	}
 	if len(out) == 0 {
-		_, err := fmt.Fprintln(a.stderr, "no worker is running: no daemon announced itself in the last day, and no lease is held")
+		_, err := fmt.Fprintf(a.stderr, "no worker is running: no daemon announced itself in the last %s, and no lease is held\n",
+			short(claims.PruneAfter))
 		return err
 	}
-	t := newTable(a.stdout, "WORKER", "TASKS", "LAST HEARTBEAT", "NEXT EXPIRY", "EXPIRED", "STATUS")
+	t := newTable(a.stdout, "WORKER", "QUEUES", "KINDS", "TASKS", "LAST HEARTBEAT", "NEXT EXPIRY", "EXPIRED", "STATUS")
 	for _, w := range out {
-		status := "ok"
-		if w.Stale {
-			status = "STALE"
-		}
-		t.row(w.ID, strconv.FormatInt(w.Tasks, 10), short(time.Duration(w.HeartbeatAgeSeconds*float64(time.Second)))+" ago",
-			expiry(w.NextExpiry, now),
-			strconv.FormatInt(w.Expired, 10), status)
+		t.row(w.ID, names(w.Queues), names(w.Kinds), strconv.FormatInt(w.Tasks, 10),
+			short(time.Duration(w.HeartbeatAgeSeconds*float64(time.Second)))+" ago",
+			expiry(w.NextExpiry, now), strconv.FormatInt(w.Expired, 10), status(w, now))
 	}
 	if err := t.flush(); err != nil {
 		return err
 	}
 	for _, w := range out {
-		names := make([]string, 0, len(w.MCPServers))
+		servers := make([]string, 0, len(w.MCPServers))
 		for name := range w.MCPServers {
-			names = append(names, name)
+			servers = append(servers, name)
 		}
-		sort.Strings(names)
-		for _, name := range names {
+		sort.Strings(servers)
+		for _, name := range servers {
 			fmt.Fprintf(a.stdout, "  %s: MCP server %s %s\n", w.ID, name, w.MCPServers[name])
 		}
 	}
@@ -120,8 +133,42 @@ func (a *app) workers(ctx context.Context, staleAfter time.Duration) error {
 func viewWorker(w claims.Worker, now time.Time, staleAfter time.Duration) workerView {
 	// The heartbeat is the database's clock; a little skew ahead is now.
 	age := max(now.Sub(w.LastHeartbeat), 0)
-	return workerView{ID: w.ID, Tasks: w.Tasks, LastHeartbeat: w.LastHeartbeat, HeartbeatAgeSeconds: age.Round(time.Second).Seconds(),
-		NextExpiry: w.NextExpiry, Expired: w.Expired, Stale: w.Expired > 0 || age > staleAfter, MCPServers: w.MCPServers}
+	v := workerView{ID: w.ID, Tasks: w.Tasks, LastHeartbeat: w.LastHeartbeat, HeartbeatAgeSeconds: age.Round(time.Second).Seconds(),
+		NextExpiry: w.NextExpiry, Expired: w.Expired, Stale: w.Expired > 0 || age > staleAfter, Live: w.Live,
+		Queues: nonNil(w.Queues), Kinds: nonNil(w.Kinds), Tools: nonNil(w.Tools), MCPServers: w.MCPServers}
+	if !w.PruneAt.IsZero() {
+		v.PruneAt = &w.PruneAt
+	}
+	return v
+}
+
+// status is a worker's STATUS column: ok, or STALE and when its
+// registration is pruned.
+func status(w workerView, now time.Time) string {
+	switch {
+	case !w.Stale:
+		return "ok"
+	case w.PruneAt == nil:
+		return "STALE"
+	case w.PruneAt.After(now):
+		return "STALE, pruned " + relative(*w.PruneAt, now)
+	}
+	return "STALE, pruned now" // by the database's clock, which is behind ours
+}
+
+// names is a list for a table cell: comma-separated, or "-".
+func names(list []string) string {
+	if len(list) == 0 {
+		return "-"
+	}
+	return strings.Join(list, ",")
+}
+
+func nonNil(list []string) []string {
+	if list == nil {
+		return []string{}
+	}
+	return list
 }
 
 // expiry is when the next lease runs out, or "-" without leases.

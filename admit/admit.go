@@ -1,0 +1,129 @@
+package admit
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/steps"
+	"github.com/agentledger/agentledger/tools"
+)
+
+// Options tune a check.
+type Options struct {
+	// Anyway queues a task no live worker serves, for a worker that is
+	// not up yet: its kind, queue and tools are not checked.
+	Anyway bool
+	// Override says how the submitter asks for Anyway ("submit with
+	// --allow-unserved"); a refusal ends with it.
+	Override string
+}
+
+// Check checks the validated task p before it is queued. Its errors are
+// *agentledger.InvalidError naming the field at fault: kind (no live
+// worker serves it; the message lists the kinds served), queue (the kind
+// is served on other queues only), or payload (a steps payload that would
+// fail when it runs).
+func Check(ctx context.Context, s *claims.Store, p claims.EnqueueParams, o Options) error {
+	if p.Kind == steps.Kind {
+		if err := steps.Check(p.Payload, nil); err != nil { // needs no worker
+			return err
+		}
+	}
+	if o.Anyway {
+		return nil
+	}
+	live, err := s.LiveWorkers(ctx)
+	if err != nil {
+		return err
+	}
+	servers, err := serving(live, p.Queue, p.Kind)
+	if err != nil {
+		return advise(err, o.Override)
+	}
+	if p.Kind == steps.Kind {
+		if tool := toolCheck(servers); tool != nil {
+			return steps.Check(p.Payload, tool)
+		}
+	}
+	return nil
+}
+
+// serving returns the live pools that claim kind on queue, or the error
+// saying why there are none.
+func serving(live []claims.Worker, queue, kind string) ([]claims.Worker, error) {
+	var servers, ofKind []claims.Worker
+	var kinds []string
+	for _, w := range live {
+		kinds = append(kinds, w.Kinds...)
+		if slices.Contains(w.Kinds, kind) {
+			ofKind = append(ofKind, w)
+			if slices.Contains(w.Queues, queue) {
+				servers = append(servers, w)
+			}
+		}
+	}
+	switch {
+	case len(servers) > 0:
+		return servers, nil
+	case len(live) == 0:
+		return nil, agentledger.Invalid("kind", "no live worker serves %q: no worker pool announced itself in the last %s",
+			kind, strings.TrimSuffix(claims.LiveWithin.String(), "0s"))
+	case len(ofKind) == 0:
+		return nil, agentledger.Invalid("kind", "no live worker serves %q; the live workers serve %s", kind, list(kinds))
+	}
+	var queues []string
+	for _, w := range ofKind {
+		queues = append(queues, w.Queues...)
+	}
+	return nil, agentledger.Invalid("queue", "no live worker serves kind %q on queue %q; it is served on %s", kind, queue, list(queues))
+}
+
+// toolCheck returns the check of a tool name against the tools servers
+// announced: known if one of them has it, or if it belongs to an MCP
+// server of one that is not connected (its tools are not known yet). It
+// is nil when a server did not announce its tools (an older version).
+func toolCheck(servers []claims.Worker) func(name string) error {
+	var known []string
+	for _, w := range servers {
+		if len(w.Tools) == 0 {
+			return nil
+		}
+		known = append(known, w.Tools...)
+	}
+	known = sortedSet(known)
+	return func(name string) error {
+		if _, found := slices.BinarySearch(known, name); found {
+			return nil
+		}
+		if server, _, ok := strings.Cut(name, "/"); ok {
+			for _, w := range servers {
+				if state, ok := w.MCPServers[server]; ok && state != "connected" {
+					return nil
+				}
+			}
+		}
+		return tools.UnknownTool(name, known)
+	}
+}
+
+// advise ends the problem of err, an *agentledger.InvalidError, with how
+// to queue the task anyway.
+func advise(err error, override string) error {
+	ie, ok := err.(*agentledger.InvalidError)
+	if !ok || override == "" {
+		return err
+	}
+	return agentledger.Invalid(ie.Field, "%s; %s to queue it for a worker that is not up yet", ie.Problem, override)
+}
+
+// list is names sorted, without duplicates, comma-separated.
+func list(names []string) string { return strings.Join(sortedSet(names), ", ") }
+
+func sortedSet(names []string) []string {
+	names = slices.Clone(names)
+	slices.Sort(names)
+	return slices.Compact(names)
+}

@@ -1,0 +1,101 @@
+package claims_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/internal/testdb"
+)
+
+// An idle pool that announced itself is listed; it goes when it retires.
+func TestWorkersListsIdlePools(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := pinnedStore(t, newClock())
+	if err := s.Announce(ctx, "idle-1", "host", 42, []string{"default"}, []string{"noop"},
+		map[string]string{"shop": "connected"}); err != nil {
+		t.Fatal(err)
+	}
+	ws, err := s.Workers(ctx)
+	if err != nil || len(ws) != 1 || ws[0].ID != "idle-1" || ws[0].Tasks != 0 || ws[0].StartedAt.IsZero() ||
+		!ws[0].NextExpiry.IsZero() || ws[0].Host != "host" || ws[0].MCPServers["shop"] != "connected" {
+		t.Fatalf("workers %+v %v", ws, err)
+	}
+	if err := s.Retire(ctx, "idle-1"); err != nil {
+		t.Fatal(err)
+	}
+	if ws, err := s.Workers(ctx); err != nil || len(ws) != 0 {
+		t.Fatalf("after retiring: %+v %v", ws, err)
+	}
+}
+
+// A registration no longer refreshed is live for LiveWithin, listed (with
+// when it is pruned) until PruneAfter, then no longer listed, and deleted
+// by the next registration of any pool.
+func TestWorkerRegistrationsAreLiveThenPruned(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newClock()
+	db := testdb.New(t)
+	s := claims.New(db)
+	s.Now = c.Now
+	t0 := c.Now()
+	register := func(id string) {
+		t.Helper()
+		if err := s.Register(ctx, claims.Registration{ID: id, Host: "h", PID: 1, Queues: []string{"default"},
+			Kinds: []string{"echo", "steps"}, Tools: []string{"http_request"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows := func() []string {
+		t.Helper()
+		var ids []string
+		r, err := db.Query(ctx, `SELECT id FROM workers ORDER BY id`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		for r.Next() {
+			var id string
+			if err := r.Scan(&id); err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, id)
+		}
+		return ids
+	}
+	register("dead")
+	ws, err := s.Workers(ctx)
+	if err != nil || len(ws) != 1 || !ws[0].Live || !ws[0].PruneAt.Equal(t0.Add(claims.PruneAfter)) ||
+		!slices.Equal(ws[0].Kinds, []string{"echo", "steps"}) || !slices.Equal(ws[0].Tools, []string{"http_request"}) {
+		t.Fatalf("a fresh registration: %+v %v", ws, err)
+	}
+
+	c.Advance(claims.LiveWithin + time.Second)
+	register("live")
+	ws, err = s.Workers(ctx)
+	if err != nil || len(ws) != 2 || ws[0].ID != "dead" || ws[0].Live || !ws[1].Live {
+		t.Fatalf("after LiveWithin: %+v %v, want dead listed but not live", ws, err)
+	}
+	live, err := s.LiveWorkers(ctx)
+	if err != nil || len(live) != 1 || live[0].ID != "live" || !slices.Equal(live[0].Tools, []string{"http_request"}) {
+		t.Fatalf("live workers: %+v %v", live, err)
+	}
+
+	// Past PruneAfter it is no longer listed; the next registration of
+	// another pool deletes it.
+	c.Advance(claims.PruneAfter - claims.LiveWithin)
+	if ws, err := s.Workers(ctx); err != nil || len(ws) != 1 || ws[0].ID != "live" {
+		t.Fatalf("after PruneAfter: %+v %v, want only live", ws, err)
+	}
+	if got := rows(); !slices.Equal(got, []string{"dead", "live"}) {
+		t.Fatalf("rows before a registration: %v", got)
+	}
+	register("live")
+	if got := rows(); !slices.Equal(got, []string{"live"}) {
+		t.Fatalf("rows after a registration: %v, want dead pruned", got)
+	}
+}
