@@ -49,7 +49,7 @@ func (a *App) action(msg tea.KeyMsg) (tea.Cmd, bool) {
 	switch {
 	case key.Matches(msg, k.Replay):
 		if !operator.Replayable(t.State) {
-			a.setStatus("", fmt.Errorf("task %d is %s: only a task no worker holds (%s) can be replayed", t.ID, t.State, states(operator.ReplayableStates)))
+			a.setStatus("", fmt.Errorf("task %d is %s: only a task no worker holds (%s) can be replayed", t.ID, t.State, agentledger.OneOf(operator.ReplayableStates)))
 			return nil, true
 		}
 		return a.cmd.preview(t.ID), true
@@ -63,15 +63,6 @@ func (a *App) action(msg tea.KeyMsg) (tea.Cmd, bool) {
 		return a.openResolve(t), true
 	}
 	return nil, true
-}
-
-// states joins state names.
-func states(ss []agentledger.TaskState) string {
-	names := make([]string, len(ss))
-	for i, s := range ss {
-		names[i] = string(s)
-	}
-	return strings.Join(names, ", ")
 }
 
 // openDialog shows d.
@@ -141,7 +132,7 @@ func (a App) openPreview(msg previewMsg) (tea.Model, tea.Cmd) {
 // openRerun asks before running every effect again.
 func (a *App) openRerun(t *agentledger.Task) {
 	if !operator.Replayable(t.State) {
-		a.setStatus("", fmt.Errorf("task %d is %s: only a task no worker holds (%s) can be re-run", t.ID, t.State, states(operator.ReplayableStates)))
+		a.setStatus("", fmt.Errorf("task %d is %s: only a task no worker holds (%s) can be re-run", t.ID, t.State, agentledger.OneOf(operator.ReplayableStates)))
 		return
 	}
 	lines := []string{
@@ -159,7 +150,7 @@ func (a *App) openRerun(t *agentledger.Task) {
 // openCancel asks before cancelling.
 func (a *App) openCancel(t *agentledger.Task) {
 	if t.State.Finished() {
-		a.setStatus("", fmt.Errorf("task %d is already %s: nothing to cancel", t.ID, t.State))
+		a.setStatus("", fmt.Errorf("task %d already finished (%s): nothing to cancel", t.ID, t.State))
 		return
 	}
 	how := "It is cancelled at once."
