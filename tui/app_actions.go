@@ -38,7 +38,7 @@ func (a *App) action(msg tea.KeyMsg) (tea.Cmd, bool) {
 			return a.cmd.bulkCount(bulkCancel, a.tasks.filter), true
 		}
 	}
-	bindings := []key.Binding{k.Replay, k.Rerun, k.Cancel, k.Retry, k.Resolve}
+	bindings := []key.Binding{k.Replay, k.Rerun, k.Cancel, k.Retry, k.Resolve, k.Redeliver}
 	if !slices.ContainsFunc(bindings, func(b key.Binding) bool { return key.Matches(msg, b) }) {
 		return nil, false
 	}
@@ -61,6 +61,8 @@ func (a *App) action(msg tea.KeyMsg) (tea.Cmd, bool) {
 		a.openRetry(t)
 	case key.Matches(msg, k.Resolve):
 		return a.openResolve(t), true
+	case key.Matches(msg, k.Redeliver):
+		return a.cmd.redeliveryPreview(t.ID), true
 	}
 	return nil, true
 }
