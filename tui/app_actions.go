@@ -38,7 +38,7 @@ func (a *App) action(msg tea.KeyMsg) (tea.Cmd, bool) {
 			return a.cmd.bulkCount(bulkCancel, a.tasks.filter), true
 		}
 	}
-	bindings := []key.Binding{k.Replay, k.Rerun, k.Cancel, k.Retry, k.Resolve}
+	bindings := []key.Binding{k.Replay, k.Rerun, k.Cancel, k.Retry, k.Resolve, k.Redeliver}
 	if !slices.ContainsFunc(bindings, func(b key.Binding) bool { return key.Matches(msg, b) }) {
 		return nil, false
 	}
@@ -49,7 +49,7 @@ func (a *App) action(msg tea.KeyMsg) (tea.Cmd, bool) {
 	switch {
 	case key.Matches(msg, k.Replay):
 		if !operator.Replayable(t.State) {
-			a.setStatus("", fmt.Errorf("task %d is %s: only a task no worker holds (%s) can be replayed", t.ID, t.State, states(operator.ReplayableStates)))
+			a.setStatus("", fmt.Errorf("task %d is %s: only a task no worker holds (%s) can be replayed", t.ID, t.State, agentledger.OneOf(operator.ReplayableStates)))
 			return nil, true
 		}
 		return a.cmd.preview(t.ID), true
@@ -61,17 +61,10 @@ func (a *App) action(msg tea.KeyMsg) (tea.Cmd, bool) {
 		a.openRetry(t)
 	case key.Matches(msg, k.Resolve):
 		return a.openResolve(t), true
+	case key.Matches(msg, k.Redeliver):
+		return a.cmd.redeliveryPreview(t.ID), true
 	}
 	return nil, true
-}
-
-// states joins state names.
-func states(ss []agentledger.TaskState) string {
-	names := make([]string, len(ss))
-	for i, s := range ss {
-		names[i] = string(s)
-	}
-	return strings.Join(names, ", ")
 }
 
 // openDialog shows d.
@@ -141,7 +134,7 @@ func (a App) openPreview(msg previewMsg) (tea.Model, tea.Cmd) {
 // openRerun asks before running every effect again.
 func (a *App) openRerun(t *agentledger.Task) {
 	if !operator.Replayable(t.State) {
-		a.setStatus("", fmt.Errorf("task %d is %s: only a task no worker holds (%s) can be re-run", t.ID, t.State, states(operator.ReplayableStates)))
+		a.setStatus("", fmt.Errorf("task %d is %s: only a task no worker holds (%s) can be re-run", t.ID, t.State, agentledger.OneOf(operator.ReplayableStates)))
 		return
 	}
 	lines := []string{
@@ -159,7 +152,7 @@ func (a *App) openRerun(t *agentledger.Task) {
 // openCancel asks before cancelling.
 func (a *App) openCancel(t *agentledger.Task) {
 	if t.State.Finished() {
-		a.setStatus("", fmt.Errorf("task %d is already %s: nothing to cancel", t.ID, t.State))
+		a.setStatus("", fmt.Errorf("task %d already finished (%s): nothing to cancel", t.ID, t.State))
 		return
 	}
 	how := "It is cancelled at once."

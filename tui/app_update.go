@@ -47,6 +47,8 @@ func (a App) route(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return a, cmd
 	case previewMsg:
 		return a.openPreview(msg)
+	case redeliveryMsg:
+		return a.openRedelivery(msg)
 	case bulkCountMsg:
 		return a.openBulk(msg)
 	case actionMsg:

@@ -87,6 +87,13 @@ func (c commands) preview(id int64) tea.Cmd {
 	})
 }
 
+func (c commands) redeliveryPreview(id int64) tea.Cmd {
+	return c.call(func(ctx context.Context) tea.Msg {
+		r, err := c.store.RedeliveryPreview(ctx, id)
+		return redeliveryMsg{id: id, redelivery: r, err: err}
+	})
+}
+
 // bulkCount counts the tasks a bulk action over f would touch.
 func (c commands) bulkCount(op bulkOp, f Filter) tea.Cmd {
 	return c.call(func(ctx context.Context) tea.Msg {
@@ -181,6 +188,17 @@ func (c commands) resolve(id int64, step string, r Resolution) tea.Cmd {
 			how = "allowed one more performance"
 		}
 		return fmt.Sprintf("effect %s of task %d %s; task is %s", step, id, how, t.State), nil
+	})
+}
+
+func (c commands) redeliver(id int64) tea.Cmd {
+	return c.act(func(ctx context.Context) (string, error) {
+		r, err := c.store.Redeliver(ctx, id)
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("task %d: %s sent again (%s reopened)", id,
+			plural(len(r.Notifications), "notification"), plural(r.Reopened, "ledger effect")), nil
 	})
 }
 

@@ -74,6 +74,16 @@ func (s *DBStore) ReplayPreview(ctx context.Context, id int64) (*Preview, error)
 	return s.Operator.Preview(ctx, "", id)
 }
 
+// RedeliveryPreview implements Store.
+func (s *DBStore) RedeliveryPreview(ctx context.Context, id int64) (*Redelivery, error) {
+	return s.Operator.PreviewRedelivery(ctx, operator.RedeliverParams{TaskID: id})
+}
+
+// Redeliver implements Store.
+func (s *DBStore) Redeliver(ctx context.Context, id int64) (*Redelivery, error) {
+	return s.Operator.Redeliver(ctx, operator.RedeliverParams{TaskID: id})
+}
+
 // Replay implements Store.
 func (s *DBStore) Replay(ctx context.Context, id int64) (*agentledger.Task, error) {
 	p, err := s.Operator.Replay(ctx, "", id)

@@ -94,13 +94,14 @@ func (d dialogModel) View() string {
 		title = s.Danger.Render(d.title)
 	}
 	body := []string{title, ""}
-	wrap := lipgloss.NewStyle().Width(w)
 	for _, l := range d.lines {
 		if strings.HasPrefix(l, "\t") { // a table line: cut, never wrapped
 			body = append(body, cut(l[1:], w))
 			continue
 		}
-		body = append(body, wrap.Render(l))
+		text := strings.TrimLeft(l, " ") // leading spaces indent every wrapped line
+		indent := min(len(l)-len(text), w/2)
+		body = append(body, lipgloss.NewStyle().Width(w).PaddingLeft(indent).Render(text))
 	}
 	if d.withNote {
 		radio := func(on bool, label string) string {

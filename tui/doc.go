@@ -8,8 +8,9 @@
 // journal of effects and its notifications, and performs the operator's
 // actions — replay (after a preview of which effects the ledger serves and
 // which run), re-run as a new intent, cancel, retry a dead task, resolve an
-// effect of unknown outcome, and bulk retry or cancel over the filter —
-// each behind a confirmation. A workers view shows each worker's leases,
+// effect of unknown outcome, deliver a task's failed notifications again
+// (after a preview of what each sends), and bulk retry or cancel over the
+// filter — each behind a confirmation. A workers view shows each worker's leases,
 // queues, kinds and MCP servers; the title says when no worker is live.
 //
 // Layout:
@@ -23,7 +24,8 @@
 //     routes messages to one small model per component — tasks*.go (the
 //     task table, its paging, search and sort), filter.go (the filter form),
 //     task*.go and journal.go (the task view), dialog.go (confirmations),
-//     workers.go — and opens the dialogs of the operator's actions.
+//     workers.go — and opens the dialogs of the operator's actions
+//     (redelivery.go: the redelivery's).
 //   - commands.go, messages.go: every store call runs inside a tea.Cmd that
 //     returns a message; Update never does I/O.
 //   - keys.go: the one keymap, shown by the help bar; styles.go: every

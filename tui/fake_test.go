@@ -17,6 +17,10 @@ type fakeStore struct {
 	tasks   []*agentledger.Task // oldest first
 	workers []claims.Worker
 	calls   []string
+	// failed are the failed notifications of each task, with their plans;
+	// Redeliver requeues them, reopening reopened ledger effects.
+	failed   map[int64][]operator.PlannedNotification
+	reopened int
 }
 
 // newFakeStore holds n tasks with ids 1..n; every fifth is dead, every
@@ -109,6 +113,28 @@ func (s *fakeStore) ReplayPreview(_ context.Context, id int64) (*Preview, error)
 		return nil, err
 	}
 	return &Preview{Task: t}, nil
+}
+
+func (s *fakeStore) RedeliveryPreview(_ context.Context, id int64) (*Redelivery, error) {
+	s.record("redelivery-preview %d", id)
+	if _, err := s.find(id); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return &Redelivery{Notifications: append([]operator.PlannedNotification{}, s.failed[id]...)}, nil
+}
+
+func (s *fakeStore) Redeliver(_ context.Context, id int64) (*Redelivery, error) {
+	s.record("redeliver %d", id)
+	if _, err := s.find(id); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := &Redelivery{Notifications: append([]operator.PlannedNotification{}, s.failed[id]...), Reopened: s.reopened}
+	delete(s.failed, id)
+	return r, nil
 }
 
 func (s *fakeStore) act(name string, id int64) (*agentledger.Task, error) {

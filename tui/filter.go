@@ -74,7 +74,7 @@ func (m filterForm) filter() (Filter, error) {
 // name claims would never accept.
 func (f Filter) validate() error {
 	if f.State != "" && !f.State.Valid() {
-		return fmt.Errorf("unknown state %q: use %s", f.State, states(agentledger.TaskStates))
+		return fmt.Errorf("unknown state %q: use %s", f.State, agentledger.OneOf(agentledger.TaskStates))
 	}
 	for _, kv := range [][2]string{{"queue", f.Queue}, {"kind", f.Kind}, {"tenant", f.Tenant}} {
 		if kv[1] != "" && !validName(kv[1]) {
@@ -131,7 +131,7 @@ func (m filterForm) hint() string {
 	var text string
 	switch {
 	case m.at == fieldState:
-		text = "state: one of " + states(agentledger.TaskStates) + "; empty: any"
+		text = "state: one of " + agentledger.OneOf(agentledger.TaskStates) + "; empty: any"
 	case len(m.known[m.at]) > 0:
 		text = fmt.Sprintf("%s: seen %s; empty: any", name, strings.Join(m.known[m.at], ", "))
 	default:

@@ -124,7 +124,9 @@ func (m journalModel) View() string {
 	if len(m.entries) == 0 {
 		return s.Dim.Render("no effects recorded in this generation")
 	}
-	header := "  " + s.Bold.Render(columns(journalWidths, "STEP", "OPERATION", "CLASS", "STATE", "KEY", "RESULT"))
+	// The hint stands in for enter in the help line, which is full.
+	header := cut("  "+s.Bold.Render(columns(journalWidths, "STEP", "OPERATION", "CLASS", "STATE", "KEY", "RESULT"))+
+		s.Dim.Render("  (enter expands a row)"), m.width)
 	var lines []string
 	for i, e := range m.entries {
 		mark := "  "

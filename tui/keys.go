@@ -33,11 +33,12 @@ type KeyMap struct {
 	BulkCancel  key.Binding
 
 	// Actions on a task.
-	Replay  key.Binding
-	Rerun   key.Binding
-	Cancel  key.Binding
-	Retry   key.Binding
-	Resolve key.Binding
+	Replay    key.Binding
+	Rerun     key.Binding
+	Cancel    key.Binding
+	Retry     key.Binding
+	Resolve   key.Binding
+	Redeliver key.Binding
 
 	// The task view.
 	NextTab key.Binding
@@ -81,11 +82,12 @@ func DefaultKeyMap() KeyMap {
 		BulkRetry:   b([]string{"T"}, "T", "retry all dead"),
 		BulkCancel:  b([]string{"X"}, "X", "cancel all"),
 
-		Replay:  b([]string{"r"}, "r", "replay"),
-		Rerun:   b([]string{"R"}, "R", "re-run"),
-		Cancel:  b([]string{"c"}, "c", "cancel"),
-		Retry:   b([]string{"t"}, "t", "retry dead"),
-		Resolve: b([]string{"v"}, "v", "resolve"),
+		Replay:    b([]string{"r"}, "r", "replay"),
+		Rerun:     b([]string{"R"}, "R", "re-run"),
+		Cancel:    b([]string{"c"}, "c", "cancel"),
+		Retry:     b([]string{"t"}, "t", "retry dead"),
+		Resolve:   b([]string{"v"}, "v", "resolve"),
+		Redeliver: b([]string{"N"}, "N", "redeliver notifications"),
 
 		NextTab: b([]string{"tab", "right", "l"}, "tab", "next tab"),
 		PrevTab: b([]string{"shift+tab", "left", "h"}, "S-tab", "prev tab"),
@@ -114,21 +116,31 @@ func (k KeyMap) tasksHelp() helpKeys {
 		full: [][]key.Binding{
 			{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom},
 			{k.Open, k.NextPage, k.PrevPage, k.Search, k.Filter, k.ClearFilter, k.State, k.Sort},
-			{k.Replay, k.Rerun, k.Cancel, k.Retry, k.BulkRetry, k.BulkCancel},
+			{k.Replay, k.Rerun, k.Cancel, k.Retry, k.Redeliver, k.BulkRetry, k.BulkCancel},
 			{k.Workers, k.Help, k.Quit},
 		},
 	}
 }
 
+// taskHelp's short line holds the actions in 100 columns: their help is
+// shortened there, and q is left to the full help (the journal's header
+// says what enter does).
 func (k KeyMap) taskHelp() helpKeys {
 	return helpKeys{
-		short: []key.Binding{k.NextTab, k.Expand, k.Replay, k.Rerun, k.Cancel, k.Retry, k.Resolve, k.Back, k.Quit},
+		short: []key.Binding{brief(k.NextTab, "tabs"), k.Replay, k.Rerun, k.Cancel, brief(k.Retry, "retry"), k.Resolve,
+			brief(k.Redeliver, "redeliver"), k.Back, k.Help},
 		full: [][]key.Binding{
 			{k.Up, k.Down, k.PageUp, k.PageDown, k.NextTab, k.PrevTab, k.Expand},
-			{k.Replay, k.Rerun, k.Cancel, k.Retry, k.Resolve},
+			{k.Replay, k.Rerun, k.Cancel, k.Retry, k.Resolve, k.Redeliver},
 			{k.Back, k.Help, k.Quit},
 		},
 	}
+}
+
+// brief is b with a shorter help text, for a short help line.
+func brief(b key.Binding, help string) key.Binding {
+	b.SetHelp(b.Help().Key, help)
+	return b
 }
 
 func (k KeyMap) workersHelp() helpKeys {

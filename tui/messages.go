@@ -45,6 +45,14 @@ type previewMsg struct {
 	err     error
 }
 
+// redeliveryMsg is a preview of the redelivery of task id's failed
+// notifications, to confirm.
+type redeliveryMsg struct {
+	id         int64
+	redelivery *Redelivery
+	err        error
+}
+
 // bulkOp is a bulk action over the filter.
 type bulkOp int
 

@@ -49,6 +49,10 @@ func (d *Detail) journal(g int32) []operator.Effect {
 // Preview is what a replay of a task would do, effect by effect.
 type Preview = operator.Preview
 
+// Redelivery is what delivering a task's failed notifications again
+// sends, or would send: each notification with its plan.
+type Redelivery = operator.Redelivery
+
 // Resolution settles an effect of unknown outcome: Done (it happened) or
 // not (allow one more performance), with a note saying why.
 type Resolution = operator.Resolution
@@ -67,6 +71,13 @@ type Store interface {
 	// ReplayPreview says, for each effect of the task's journal, whether a
 	// replay serves it from the ledger or runs it.
 	ReplayPreview(ctx context.Context, id int64) (*Preview, error)
+	// RedeliveryPreview says which failed notifications of task id (of
+	// every generation) Redeliver would send again, and how; it changes
+	// nothing.
+	RedeliveryPreview(ctx context.Context, id int64) (*Redelivery, error)
+	// Redeliver delivers the failed notifications of task id again, under
+	// the same ledger keys as before.
+	Redeliver(ctx context.Context, id int64) (*Redelivery, error)
 	// Replay runs the task again in the same generation.
 	Replay(ctx context.Context, id int64) (*agentledger.Task, error)
 	// Rerun runs the task again as a new intent: every effect runs again.

@@ -26,17 +26,20 @@ func (a *app) tuiCmd() *cobra.Command {
 		Use:   "tui",
 		Short: "The operator console: live tasks, journals, replays, workers",
 		Long: `tui opens the operator console in the terminal. It lists tasks live, page by
-page (n/p), filtered by state (s), queue, kind and tenant (f), searched (/)
-and sorted (o) over the loaded page, with the count of tasks per state. Enter
-opens a task: its overview, attempts, journal of effects (enter expands one)
-and notifications.
+page (n/p), filtered by state (s cycles it; f opens a form of state, queue,
+kind and tenant that lists the values each takes; F clears every filter),
+searched (/) and sorted (o) over the loaded page, with the count of tasks
+per state. Enter opens a task: its overview, attempts, journal of effects
+(enter expands one) and notifications.
 
 Actions ask for confirmation first: replay (r) shows which effects the
 ledger serves and which run; re-run as a new intent (R) runs every effect
 again; cancel (c); retry a dead task (t); resolve an effect of unknown
-outcome (v, in a task) as done or allowed one retry, with a note; retry all
-dead (T) or cancel all (X) tasks of the filter, after showing their count.
-w shows the workers and their leases, ? every key, q quits.`,
+outcome (v, in a task) as done or allowed one retry, with a note; redeliver
+a task's failed notifications (N) shows what each sends again (post,
+update, or look up first), as agentctl notifications redeliver does; retry
+all dead (T) or cancel all (X) tasks of the filter, after showing their
+count. w shows the workers and their leases, ? every key, q quits.`,
 		Example: `  agentctl tui
   agentctl tui --state dead --queue billing`,
 		Args: cobra.NoArgs,
