@@ -13,32 +13,34 @@ import (
 // Get returns task id. A non-empty tenant restricts the look-up to that
 // tenant (another tenant's task is ErrNotFound, never a permission error).
 func (s *Store) Get(ctx context.Context, tenant string, id int64) (*agentledger.Task, error) {
-	rows, err := s.db.Query(ctx, getSQL, id, tenant)
-	if err != nil {
-		return nil, fmt.Errorf("get task: %w", err)
+	t, err := s.one(ctx, "get task", getSQL, id, tenant)
+	if t == nil && err == nil {
+		err = taskNotFound(id, tenant)
 	}
-	ts, err := collectTasks(rows)
-	if err != nil {
-		return nil, fmt.Errorf("get task: %w", err)
-	}
-	if len(ts) == 0 {
-		return nil, taskNotFound(id, tenant)
-	}
-	return ts[0], nil
+	return t, err
 }
 
 // GetByKey returns the task tenant submitted under submission key key.
 func (s *Store) GetByKey(ctx context.Context, tenant, key string) (*agentledger.Task, error) {
-	rows, err := s.db.Query(ctx, getByKeySQL, tenant, key)
+	t, err := s.one(ctx, "get task by key", getByKeySQL, tenant, key)
+	if t == nil && err == nil {
+		err = fmt.Errorf("tenant %q has no task under submission key %q: %w", tenant, key, agentledger.ErrNotFound)
+	}
+	return t, err
+}
+
+// one runs a query selecting at most one task; nil, nil when none.
+func (s *Store) one(ctx context.Context, what, sql string, args ...any) (*agentledger.Task, error) {
+	rows, err := s.db.Query(ctx, sql, args...)
 	if err != nil {
-		return nil, fmt.Errorf("get task by key: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	ts, err := collectTasks(rows)
 	if err != nil {
-		return nil, fmt.Errorf("get task by key: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	if len(ts) == 0 {
-		return nil, fmt.Errorf("tenant %q has no task under submission key %q: %w", tenant, key, agentledger.ErrNotFound)
+		return nil, nil
 	}
 	return ts[0], nil
 }

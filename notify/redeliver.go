@@ -79,6 +79,21 @@ type Plan struct {
 	LookFirst bool `json:"look_first,omitempty"`
 }
 
+// String says in words what the plan sends, for operators.
+func (p Plan) String() string {
+	switch {
+	case p.Action == SendPost && p.LookFirst:
+		return "look up first, then post"
+	case p.Action == SendUpdate && p.Ref == "":
+		return "update the message posted just before"
+	case p.Action == SendUpdate:
+		return "update " + p.Ref
+	case p.Action == SendNothing:
+		return "nothing: posted as " + p.Ref
+	}
+	return p.Action
+}
+
 // PlanOf says what delivering e again would send, read from journal, the
 // ledger's effects of e's task generation.
 func PlanOf(e outbox.Event, journal []ledger.Entry) Plan {

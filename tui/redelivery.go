@@ -7,7 +7,6 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
-	"github.com/agentledger/agentledger/notify"
 )
 
 // openRedelivery shows the failed notifications of a task and what
@@ -36,7 +35,7 @@ func (a App) openRedelivery(msg redeliveryMsg) (tea.Model, tea.Cmd) {
 		}
 		lines = append(lines,
 			"\t"+columns(w, strconv.FormatInt(n.ID, 10), strconv.Itoa(int(n.Generation)), n.Event, orDash(source),
-				n.Channel, sends(n.Plan)),
+				n.Channel, n.Plan.String()),
 			strings.Repeat(" ", w[0]+w[1]+2)+s.Error.Render(fmt.Sprintf("failed %s: %s",
 				plural(int(n.Failures), "time"), orDash(oneLine(n.LastError)))))
 	}
@@ -45,20 +44,4 @@ func (a App) openRedelivery(msg redeliveryMsg) (tea.Model, tea.Cmd) {
 	a.openDialog(newDialog(a.env, fmt.Sprintf("Send the failed notifications of task %d again?", id), lines,
 		func() tea.Cmd { return a.cmd.redeliver(id) }))
 	return a, nil
-}
-
-// sends says what delivering a failed notification again sends
-// (notify.Plan).
-func sends(p notify.Plan) string {
-	switch {
-	case p.Action == notify.SendPost && p.LookFirst:
-		return "look up first, then post"
-	case p.Action == notify.SendUpdate && p.Ref == "":
-		return "update the message posted just before"
-	case p.Action == notify.SendUpdate:
-		return "update " + p.Ref
-	case p.Action == notify.SendNothing:
-		return "nothing: posted as " + p.Ref
-	}
-	return p.Action
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/agentledger/agentledger/notify"
 	"github.com/agentledger/agentledger/notify/outbox"
 	"github.com/agentledger/agentledger/operator"
 )
@@ -139,7 +138,7 @@ func printRedelivery(w io.Writer, p operator.RedeliverParams, r *operator.Redeli
 			source = x.Step
 		}
 		tab.row(strconv.FormatInt(x.TaskID, 10), strconv.FormatInt(x.ID, 10), strconv.Itoa(int(x.Generation)), x.Event,
-			source, x.Channel, strconv.Itoa(int(x.Failures)), truncate(orDash(x.LastError), 60), sendWords(x.Plan))
+			source, x.Channel, strconv.Itoa(int(x.Failures)), truncate(orDash(x.LastError), 60), x.Plan.String())
 	}
 	if err := tab.flush(); err != nil {
 		return err
@@ -154,19 +153,4 @@ func printRedelivery(w io.Writer, p operator.RedeliverParams, r *operator.Redeli
 		_, err = fmt.Fprintln(w, "the daemons deliver them within a poll; agentctl show lists how each went")
 	}
 	return err
-}
-
-// sendWords says what delivering a notification again sends.
-func sendWords(p notify.Plan) string {
-	switch {
-	case p.Action == notify.SendPost && p.LookFirst:
-		return "post (once no earlier post is found)"
-	case p.Action == notify.SendUpdate && p.Ref == "":
-		return "update (the message posted just before)"
-	case p.Action == notify.SendUpdate:
-		return "update " + p.Ref
-	case p.Action == notify.SendNothing:
-		return "nothing (posted as " + p.Ref + ")"
-	}
-	return p.Action
 }
