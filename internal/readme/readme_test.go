@@ -65,15 +65,18 @@ func TestREADMEExamples(t *testing.T) {
 	addr := freeAddr(t)
 	env := append(os.Environ(),
 		"PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
-		"BIN="+bin, "DATABASE_URL="+url, "GOBIN="+t.TempDir(), "HOME="+t.TempDir())
+		"BIN="+bin, "DATABASE_URL="+url, "GOBIN="+t.TempDir())
 
+	start := time.Now()
 	ids := startDemo(t, bin, env, addr)
+	t.Logf("demo banner after %s", time.Since(start).Round(time.Millisecond))
 	// The README names the demo's tasks 1, 2 and 3, as the banner of a
 	// fresh state directory does.
 	if got := strings.Join(ids, ","); got != "1,2,3" {
 		t.Fatalf("the demo banner listed tasks %s; the README says 1, 2 and 3", got)
 	}
 	waitDemoSettled(t, env)
+	t.Logf("demo settled after %s", time.Since(start).Round(time.Millisecond))
 
 	seen := map[string]bool{}
 	for _, code := range shellBlocks(string(readme)) {
@@ -89,7 +92,9 @@ func TestREADMEExamples(t *testing.T) {
 		script := strings.NewReplacer("localhost:7450", addr, "127.0.0.1:7450", addr).Replace(code)
 		cmd := exec.Command("bash", "-euo", "pipefail", "-c", script)
 		cmd.Dir, cmd.Env = root, env
+		began := time.Now()
 		out, err := cmd.CombinedOutput()
+		t.Logf("ran %q in %s", name, time.Since(began).Round(time.Millisecond))
 		if err != nil {
 			t.Fatalf("README block %q: %v\n%s", name, err, out)
 		}
