@@ -61,8 +61,12 @@ func (s *Store) requeue(ctx context.Context, tenant string, id int64, mode Reque
 			"perform its effects again; re-run it as a new intent instead", id)
 	}
 	if !changed {
-		return nil, agentledger.Errorf(agentledger.CodeConflict, "task %d is %s; only a %s task can run again this way",
-			id, before, agentledger.OneOf(from))
+		how := "be replayed"
+		if mode == Rerun {
+			how = "be re-run"
+		}
+		return nil, agentledger.Errorf(agentledger.CodeConflict, "task %d is %s; only a %s task can %s",
+			id, before, agentledger.OneOf(from), how)
 	}
 	return s.Get(ctx, tenant, id)
 }

@@ -105,6 +105,9 @@ func (m workersModel) table() string {
 		status := "ok"
 		if m.stale(wk) {
 			status = s.Stale.Render("STALE")
+			if !wk.PruneAt.IsZero() && wk.PruneAt.After(now) {
+				status += s.Stale.Render(", pruned in " + short(wk.PruneAt.Sub(now)))
+			}
 			if wk.Expired > 0 {
 				status += s.Stale.Render(fmt.Sprintf(": %d lease(s) ran out, claimable again", wk.Expired))
 			}

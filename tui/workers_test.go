@@ -18,7 +18,7 @@ func TestWorkersViewHighlightsStale(t *testing.T) {
 			MCPServers: map[string]string{"shop": "connected", "crm": "failed"}},
 		{ID: "beta-2", Tasks: 3, LastHeartbeat: epoch.Add(-2 * time.Minute), NextExpiry: epoch.Add(-90 * time.Second), Expired: 3},
 		{ID: "gamma-3", Tasks: 1, LastHeartbeat: epoch.Add(-45 * time.Second), NextExpiry: epoch.Add(5 * time.Second),
-			StartedAt: epoch.Add(-time.Hour), Queues: []string{"default"}},
+			StartedAt: epoch.Add(-time.Hour), Queues: []string{"default"}, PruneAt: epoch.Add(4*time.Minute + 15*time.Second)},
 	}
 	d := newDriver(t, store, Options{}, 100, 20)
 	d.keys("w")
@@ -30,7 +30,7 @@ func TestWorkersViewHighlightsStale(t *testing.T) {
 		"  queues default, billing · kinds steps, echo · MCP crm failed, shop connected",
 		"beta-2                         3      2m ago     1m ago       3        STALE: 3 lease(s) ran out",
 		"  queues and kinds not announced: it only holds leases",
-		"gamma-3                        1      45s ago    in 5s        0        STALE",
+		"gamma-3                        1      45s ago    in 5s        0        STALE, pruned in 4m",
 		"  queues default · kinds -",
 	} {
 		if !strings.Contains(v, want) {

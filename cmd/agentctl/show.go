@@ -199,14 +199,17 @@ func printTask(w io.Writer, t *agentledger.Task, atts []agentledger.Attempt, now
 		_, err := fmt.Fprintln(w, "Attempts: none")
 		return err
 	}
-	fmt.Fprintln(w, "Attempts:")
-	tab := newTable(w, "ATTEMPT", "WORKER", "TOKEN", "STARTED", "ENDED", "OUTCOME", "ERROR")
+	// A replay or a retry runs the same generation from attempt 1 again, so
+	// a number can repeat: the generation and the fencing token tell them
+	// apart.
+	fmt.Fprintln(w, "Attempts (GEN: generation; a replay counts attempts from 1 again; TOKEN: the lease's fencing token):")
+	tab := newTable(w, "GEN", "ATTEMPT", "WORKER", "TOKEN", "STARTED", "ENDED", "OUTCOME", "ERROR")
 	for _, at := range atts {
 		outcome := string(at.Outcome)
 		if at.EndedAt == nil {
 			outcome = "in progress"
 		}
-		tab.row(strconv.Itoa(int(at.Attempt)), at.Worker, strconv.FormatInt(at.Token, 10),
+		tab.row(strconv.Itoa(int(at.Generation)), strconv.Itoa(int(at.Attempt)), at.Worker, strconv.FormatInt(at.Token, 10),
 			stamp(at.StartedAt), stampPtr(at.EndedAt), outcome, orDash(at.Error))
 	}
 	return tab.flush()

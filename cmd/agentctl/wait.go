@@ -25,7 +25,7 @@ func (a *app) waitCmd() *cobra.Command {
 		Short: "Wait until a task finished or needs attention",
 		Long: `Wait until the task has succeeded, is dead or cancelled, or needs an
 operator's attention, printing each state it passes through on standard
-error. Exit 0 when it succeeded; 1 when it ended otherwise, needs attention,
+error and the final one on standard output. Exit 0 when it succeeded; 1 when it ended otherwise, needs attention,
 or is still unfinished after --timeout (0: no limit).
 
 With --output json it prints the task as "agentctl show" does.`,
@@ -68,11 +68,12 @@ func (a *app) wait(ctx context.Context, tenant string, id int64, timeout time.Du
 		if err != nil {
 			return err
 		}
-		if t.State != last {
+		done := t.State.Finished() || t.State == agentledger.StateNeedsAttention
+		if t.State != last && !done { // the final state goes to stdout
 			fmt.Fprintf(a.stderr, "task %d: %s\n", id, t.State)
-			last = t.State
 		}
-		if t.State.Finished() || t.State == agentledger.StateNeedsAttention {
+		last = t.State
+		if done {
 			if a.wantJSON() {
 				if err := printJSON(a.stdout, t); err != nil {
 					return err

@@ -124,7 +124,7 @@ func (a *app) workers(ctx context.Context, staleAfter time.Duration) error {
 	}
 	if stale > 0 {
 		fmt.Fprintf(a.stderr, "%s stale (an expired lease, or no heartbeat for over %s): "+
-			"its tasks are claimed again once their leases run out\n", plural(int64(stale), "worker"), short(staleAfter))
+			"tasks it held are claimed again once their leases run out\n", plural(int64(stale), "worker"), short(staleAfter))
 	}
 	return nil
 }

@@ -3,13 +3,15 @@ package main
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 
 	"github.com/agentledger/agentledger/internal/demo"
 )
 
 // printDemo tells a newcomer what the demo seeded and where to look next.
-func printDemo(w io.Writer, s demo.Seeded, addr string) {
+// ctl is how to run agentctl against the same database.
+func printDemo(w io.Writer, s demo.Seeded, addr, ctl string) {
 	var b strings.Builder
 	header, fresh := "seeded", true
 	for _, t := range s.Tasks {
@@ -28,17 +30,41 @@ func printDemo(w io.Writer, s demo.Seeded, addr string) {
 	fmt.Fprintf(&b, "    rule %q posts every task state change to #%s (console: lines below)\n", s.Rule, demo.Channel)
 	fmt.Fprintf(&b, "    schedule %q fires an echo task every minute\n\n", s.Schedule)
 	b.WriteString("  Look next, in another terminal:\n")
-	b.WriteString("    go run ./cmd/agentctl tui                 the operator console\n")
+	line := func(cmd, what string) { fmt.Fprintf(&b, "    %-40s  %s\n", ctl+" "+cmd, what) }
+	line("tui", "the operator console")
 	if fresh {
-		b.WriteString("    go run ./cmd/agentctl list                tasks; one fails twice then succeeds, one needs attention\n")
+		line("list", "tasks; one fails twice then succeeds, one needs attention")
 	} else {
-		b.WriteString("    go run ./cmd/agentctl list                the tasks and their states now\n")
+		line("list", "the tasks and their states now")
 	}
 	if len(s.Tasks) > 0 {
 		id := s.Tasks[0].ID
-		fmt.Fprintf(&b, "    go run ./cmd/agentctl show %d              its journal: the charge, the child task, the notification\n", id)
-		fmt.Fprintf(&b, "    go run ./cmd/agentctl replay %d --dry-run  every effect would be served from the ledger\n", id)
+		line(fmt.Sprintf("show %d", id), "its journal: the charge, the child task, the notification")
+		line(fmt.Sprintf("replay %d --dry-run", id), "every effect would be served from the ledger")
 	}
 	fmt.Fprintf(&b, "    curl -s http://%s/metrics | grep effects_total\n\n", addr)
 	_, _ = io.WriteString(w, b.String())
+}
+
+// agentctlLine is how the banner runs agentctl: with this daemon's state
+// directory when one was chosen, so that it finds the same cluster; with
+// a database URL, agentctl needs the same DATABASE_URL (not printed: it
+// may hold a password).
+func agentctlLine(stateDir, databaseURL string) string {
+	ctl := "go run ./cmd/agentctl"
+	if databaseURL == "" && stateDir != "" {
+		if abs, err := filepath.Abs(stateDir); err == nil {
+			stateDir = abs
+		}
+		ctl += " --state-dir " + shellQuote(stateDir)
+	}
+	return ctl
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+=:,@") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/internal/demo"
 	"github.com/agentledger/agentledger/internal/testdb"
 )
 
@@ -69,5 +70,26 @@ func TestDemo(t *testing.T) {
 	if !strings.Contains(banner, "legacy-inventory-sync      (already there, needs attention)") ||
 		strings.Contains(banner, "one needs attention") {
 		t.Fatalf("second banner does not tell the states now:\n%s", banner)
+	}
+}
+
+// The banner's agentctl lines find the daemon's database: its state
+// directory when one was chosen (absolute, quoted for the shell), nothing
+// when the default or a DATABASE_URL is in use.
+func TestDemoBannerNamesTheStateDir(t *testing.T) {
+	for _, c := range []struct{ dir, url, want string }{
+		{"", "", "go run ./cmd/agentctl"},
+		{"/srv/al", "", "go run ./cmd/agentctl --state-dir /srv/al"},
+		{"/srv/my state", "", "go run ./cmd/agentctl --state-dir '/srv/my state'"},
+		{"/srv/al", "postgres://h/db", "go run ./cmd/agentctl"},
+	} {
+		if got := agentctlLine(c.dir, c.url); got != c.want {
+			t.Errorf("agentctlLine(%q, %q) = %q, want %q", c.dir, c.url, got, c.want)
+		}
+	}
+	var b strings.Builder
+	printDemo(&b, demo.Seeded{Tasks: []demo.SeededTask{{Name: "charge", ID: 4, New: true}}}, "127.0.0.1:1", agentctlLine("/srv/al", ""))
+	if !strings.Contains(b.String(), "go run ./cmd/agentctl --state-dir /srv/al replay 4 --dry-run") {
+		t.Errorf("banner:\n%s", b.String())
 	}
 }

@@ -103,7 +103,7 @@ func demoConfig(cfg *config) error {
 		if err != nil {
 			return fmt.Errorf("seeding the demo: %w", err)
 		}
-		printDemo(os.Stdout, seeded, host)
+		printDemo(os.Stdout, seeded, host, agentctlLine(cfg.StateDir, cfg.DatabaseURL))
 		return nil
 	}
 	return nil
