@@ -2,6 +2,7 @@ package admit
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strings"
 
@@ -45,7 +46,7 @@ func Check(ctx context.Context, s *claims.Store, p claims.EnqueueParams, o Optio
 	}
 	if p.Kind == steps.Kind {
 		if tool := toolCheck(servers); tool != nil {
-			return steps.Check(p.Payload, tool)
+			return steps.Check(p.Payload, func(name string, _ json.RawMessage) error { return tool(name) })
 		}
 	}
 	return nil

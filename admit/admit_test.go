@@ -51,7 +51,7 @@ func TestStepsTools(t *testing.T) {
 	register(claims.Registration{ID: "new", Tools: []string{"http_request", "shop/refund"},
 		MCPServers: map[string]string{"shop": "connected", "crm": "connecting"}})
 	passes(`{"steps":[{"tool":"shop/refund"},{"tool":"crm/lookup"}]}`)
-	refused(`{"steps":[{"tool":"shop/void"}]}`, `step 0: unknown tool "shop/void" (known: [http_request shop/refund])`)
+	refused(`{"steps":[{"tool":"shop/void"}]}`, `step 0: unknown tool "shop/void" (known: http_request, shop/refund)`)
 	refused(`{"steps":[{"tool":"notify"}]}`, `unknown tool "notify"`)
 
 	register(claims.Registration{ID: "old"}) // announced no tools

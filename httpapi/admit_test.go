@@ -40,7 +40,7 @@ func TestCreateRefusesUnservedTasks(t *testing.T) {
 	refused(`{"kind":"echo","queue":"bulk"}`, "queue", `no live worker serves kind "echo" on queue "bulk"; it is served on default, mail;`)
 	refused(`{"kind":"steps","payload":{"steps":[{"args":{}}]}}`, "payload", "steps: step 0: tool is required")
 	refused(`{"kind":"steps","payload":{"steps":[{"tool":"notify"},{"tool":"htp"}]}}`, "payload",
-		`step 1: unknown tool "htp" (known: [http_request notify])`)
+		`step 1: unknown tool "htp" (known: http_request, notify)`)
 	refused(`{"kind":"steps","payload":{"steps":[]},"allow_unserved":true}`, "payload", "steps: payload needs 1 to 100 steps, has 0")
 	if n := e.count(`SELECT count(*) FROM tasks`); n != 0 {
 		t.Fatalf("%d tasks queued by refused requests", n)

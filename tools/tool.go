@@ -135,7 +135,10 @@ func (r *Registry) Get(name string) (Tool, error) {
 // a steps task meets when it runs, and its submission when no live worker
 // serves the tool.
 func UnknownTool(name string, known []string) error {
-	return agentledger.Permanent(fmt.Errorf("unknown tool %q (known: %v)", name, known))
+	if len(known) == 0 {
+		return agentledger.Permanent(fmt.Errorf("unknown tool %q (no tools are known)", name))
+	}
+	return agentledger.Permanent(fmt.Errorf("unknown tool %q (known: %s)", name, strings.Join(known, ", ")))
 }
 
 // Names lists the registered tools' names, sorted: what a worker pool
