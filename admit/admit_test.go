@@ -2,6 +2,7 @@ package admit_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -48,7 +49,7 @@ func TestStepsTools(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	register(claims.Registration{ID: "new", Tools: []string{"http_request", "shop/refund"},
+	register(claims.Registration{ID: "new", Tools: map[string]json.RawMessage{"http_request": nil, "shop/refund": nil},
 		MCPServers: map[string]string{"shop": "connected", "crm": "connecting"}})
 	passes(`{"steps":[{"tool":"shop/refund"},{"tool":"crm/lookup"}]}`)
 	refused(`{"steps":[{"tool":"shop/void"}]}`, `step 0: unknown tool "shop/void" (known: http_request, shop/refund)`)

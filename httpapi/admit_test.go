@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -33,7 +34,7 @@ func TestCreateRefusesUnservedTasks(t *testing.T) {
 	refused(`{"kind":"eco"}`, "kind",
 		`no live worker serves "eco": no worker pool announced itself in the last 1m; send "allow_unserved": true to queue it for a worker that is not up yet`)
 	if err := e.claims.Register(context.Background(), claims.Registration{ID: "d1", Host: "h", PID: 1,
-		Queues: []string{"default", "mail"}, Kinds: []string{"echo", "steps"}, Tools: []string{"http_request", "notify"}}); err != nil {
+		Queues: []string{"default", "mail"}, Kinds: []string{"echo", "steps"}, Tools: map[string]json.RawMessage{"http_request": nil, "notify": nil}}); err != nil {
 		t.Fatal(err)
 	}
 	refused(`{"kind":"eco"}`, "kind", `no live worker serves "eco"; the live workers serve echo, steps;`)

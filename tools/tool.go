@@ -150,6 +150,19 @@ func (r *Registry) Names() []string {
 	return r.namesLocked()
 }
 
+// Schemas are the registered tools' parameter schemas by name: what a
+// worker pool announces, so that a submitted steps task's arguments are
+// checked against them.
+func (r *Registry) Schemas() map[string]json.RawMessage {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make(map[string]json.RawMessage, len(r.tools))
+	for name, t := range r.tools {
+		out[name] = t.Parameters()
+	}
+	return out
+}
+
 // unavailableRetry is how soon a task whose tool is unavailable is tried
 // again.
 const unavailableRetry = 2 * time.Second
