@@ -1,11 +1,15 @@
 package admit
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/argschema"
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/steps"
 	"github.com/agentledger/agentledger/tools"
@@ -27,8 +31,14 @@ type Options struct {
 // is served on other queues only), or payload (a steps payload that would
 // fail when it runs).
 func Check(ctx context.Context, s *claims.Store, p claims.EnqueueParams, o Options) error {
+	var named []string // the tools of the steps whose arguments are known
 	if p.Kind == steps.Kind {
-		if err := steps.Check(p.Payload, nil); err != nil { // needs no worker
+		if err := steps.Check(p.Payload, func(tool string, args json.RawMessage) error { // needs no worker
+			if args != nil {
+				named = append(named, tool)
+			}
+			return nil
+		}); err != nil {
 			return err
 		}
 	}
@@ -43,12 +53,26 @@ func Check(ctx context.Context, s *claims.Store, p claims.EnqueueParams, o Optio
 	if err != nil {
 		return advise(err, o.Override)
 	}
-	if p.Kind == steps.Kind {
-		if tool := toolCheck(servers); tool != nil {
-			return steps.Check(p.Payload, tool)
-		}
+	if p.Kind != steps.Kind {
+		return nil
 	}
-	return nil
+	known := toolCheck(servers)
+	if known == nil {
+		return nil
+	}
+	fit, err := argsCheck(ctx, s, servers, named)
+	if err != nil {
+		return err
+	}
+	return steps.Check(p.Payload, func(tool string, args json.RawMessage) error {
+		if err := known(tool); err != nil {
+			return err
+		}
+		if args == nil {
+			return nil
+		}
+		return fit(tool, args)
+	})
 }
 
 // serving returns the live pools that claim kind on queue, or the error
@@ -107,6 +131,55 @@ func toolCheck(servers []claims.Worker) func(name string) error {
 		}
 		return tools.UnknownTool(name, known)
 	}
+}
+
+// argsCheck returns the check of a step's arguments against the schemas
+// of its tool that servers announced: the arguments pass if they fit one
+// of them (the pool that claims the task calls the tool with its own), or
+// if a server that has the tool announced no schema for it (an older
+// version) or one that cannot be read. It reads the schemas of the tools
+// named.
+func argsCheck(ctx context.Context, s *claims.Store, servers []claims.Worker, named []string) (func(tool string, args json.RawMessage) error, error) {
+	if len(named) == 0 {
+		return func(string, json.RawMessage) error { return nil }, nil
+	}
+	ids := make([]string, len(servers))
+	for i, w := range servers {
+		ids[i] = w.ID
+	}
+	schemas, err := s.ToolSchemas(ctx, ids, sortedSet(named))
+	if err != nil {
+		return nil, err
+	}
+	parsed := map[string]*argschema.Schema{} // by document: most pools announce the same
+	return func(tool string, args json.RawMessage) error {
+		var refusal error
+		for _, w := range servers {
+			if !slices.Contains(w.Tools, tool) {
+				continue
+			}
+			doc, ok := schemas[w.ID][tool]
+			if !ok {
+				return nil
+			}
+			sc, ok := parsed[string(doc)]
+			if !ok {
+				if sc, err = argschema.Parse(doc); err != nil {
+					return nil
+				}
+				parsed[string(doc)] = sc
+			}
+			if err := sc.Check("arguments", args); err != nil {
+				refusal = cmp.Or(refusal, err)
+				continue
+			}
+			return nil
+		}
+		if refusal != nil {
+			return fmt.Errorf("%s: %w", tool, refusal)
+		}
+		return nil
+	}, nil
 }
 
 // advise ends the problem of err, an *agentledger.InvalidError, with how

@@ -2,6 +2,7 @@ package admit_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -10,6 +11,8 @@ import (
 	"github.com/agentledger/agentledger/admit"
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/internal/testdb"
+	"github.com/agentledger/agentledger/notify"
+	"github.com/agentledger/agentledger/tools"
 )
 
 // A steps task's tools are checked against the live pools that serve it:
@@ -48,13 +51,93 @@ func TestStepsTools(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	register(claims.Registration{ID: "new", Tools: []string{"http_request", "shop/refund"},
+	register(claims.Registration{ID: "new", Tools: map[string]json.RawMessage{"http_request": nil, "shop/refund": nil},
 		MCPServers: map[string]string{"shop": "connected", "crm": "connecting"}})
 	passes(`{"steps":[{"tool":"shop/refund"},{"tool":"crm/lookup"}]}`)
-	refused(`{"steps":[{"tool":"shop/void"}]}`, `step 0: unknown tool "shop/void" (known: [http_request shop/refund])`)
+	refused(`{"steps":[{"tool":"shop/void"}]}`, `step 0: unknown tool "shop/void" (known: http_request, shop/refund)`)
 	refused(`{"steps":[{"tool":"notify"}]}`, `unknown tool "notify"`)
 
 	register(claims.Registration{ID: "old"}) // announced no tools
 	passes(`{"steps":[{"tool":"notify"}]}`)
 	refused(`{"steps":[{"tool":""}]}`, "steps: step 0: tool is required")
+}
+
+// A steps task's arguments are checked against the schemas of their tools
+// that the live pools serving it announced, with the step and tool named;
+// arguments that refer to earlier results are known only when the step
+// runs and pass. They fit if they fit one pool's schema, and are not
+// checked against a pool that announced no schema for the tool.
+func TestStepsArguments(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := claims.New(testdb.New(t))
+	check := func(payload string, anyway bool) error {
+		p := claims.EnqueueParams{Kind: "steps", Payload: []byte(payload)}
+		if err := p.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		return admit.Check(ctx, s, p, admit.Options{Anyway: anyway})
+	}
+	refused := func(payload, want string) {
+		t.Helper()
+		var ie *agentledger.InvalidError
+		if err := check(payload, false); !errors.As(err, &ie) || ie.Field != "payload" || ie.Problem != want {
+			t.Errorf("%s: %v, want an invalid payload saying %q", payload, err, want)
+		}
+	}
+	passes := func(payload string) {
+		t.Helper()
+		if err := check(payload, false); err != nil {
+			t.Errorf("%s: %v", payload, err)
+		}
+	}
+	register := func(id string, queues []string, tools map[string]json.RawMessage, mcp map[string]string) {
+		t.Helper()
+		if err := s.Register(ctx, claims.Registration{ID: id, Host: "h", PID: 1, Queues: queues,
+			Kinds: []string{"steps"}, Tools: tools, MCPServers: mcp}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	req, err := tools.NewHTTPRequest(tools.HTTPConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	builtins := map[string]json.RawMessage{"notify": notify.NewTool().Parameters(), "http_request": req.Parameters(),
+		"create_task": tools.NewCreateTask().Parameters(),
+		"refund":      json.RawMessage(`{"type":"object","required":["order"],"properties":{"order":{"type":"integer"}}}`)}
+	register("d1", []string{"default"}, builtins, map[string]string{"crm": "connecting"})
+
+	refused(`{"steps":[{"tool":"notify","args":"x"}]}`, "steps: step 0: args must be an object, not a string")
+	refused(`{"steps":[{"tool":"notify"}]}`, `step 0: notify: arguments: "channel" and "text" are required`)
+	refused(`{"steps":[{"tool":"http_request","args":{"method":"GET","url":"https://a.example"}},`+
+		`{"tool":"notify","args":{"channel":"ops"}}]}`, `step 1: notify: arguments: "text" is required`)
+	refused(`{"steps":[{"tool":"notify","args":{"channel":"ops","text":5}}]}`,
+		`step 0: notify: arguments: "text" must be a string, not a number`)
+	refused(`{"steps":[{"tool":"http_request","args":{"method":"GET"}}]}`, `step 0: http_request: arguments: "url" is required`)
+	refused(`{"steps":[{"tool":"http_request","args":{"method":"FETCH","url":"https://a.example"}}]}`,
+		`step 0: http_request: arguments: "method" is "FETCH", which does not match ^(?i:GET|POST|PUT|PATCH|DELETE)$ `+
+			`(GET, POST, PUT, PATCH or DELETE)`)
+	refused(`{"steps":[{"tool":"create_task","args":{"payload":{}}}]}`, `step 0: create_task: arguments: "kind" is required`)
+	refused(`{"steps":[{"tool":"refund","args":{"order":"7"}}]}`, `step 0: refund: arguments: "order" must be an integer, not a string`)
+	// Steps are checked in order: step 0's arguments before step 1's tool.
+	refused(`{"steps":[{"tool":"notify"},{"tool":"nope"}]}`, `step 0: notify: arguments: "channel" and "text" are required`)
+
+	passes(`{"steps":[{"tool":"http_request","args":{"method":"post","url":"https://a.example"}},` +
+		`{"tool":"notify","args":{"channel":"ops","text":"charged ${steps.0.body.id}"}},` +
+		`{"tool":"notify","args":{"text":"${steps.0.status}"}},` +
+		`{"tool":"create_task","args":{"kind":"receipt","payload":"${steps.0.body}"}},` +
+		`{"tool":"refund","args":{"order":7}},` +
+		`{"tool":"crm/lookup","args":{"anything":true}}]}`)
+	// Queued anyway, only the structure is checked.
+	if err := check(`{"steps":[{"tool":"notify"}]}`, true); err != nil {
+		t.Errorf("queued anyway: %v", err)
+	}
+
+	// Another pool on the queue with a looser refund: fitting either passes.
+	register("d2", []string{"default"}, map[string]json.RawMessage{"refund": json.RawMessage(`{"type":"object"}`)}, nil)
+	passes(`{"steps":[{"tool":"refund","args":{"order":"7"}}]}`)
+	refused(`{"steps":[{"tool":"notify"}]}`, `step 0: notify: arguments: "channel" and "text" are required`)
+	// One that announced notify without its schema (an older version).
+	register("d3", []string{"default"}, map[string]json.RawMessage{"notify": nil}, nil)
+	passes(`{"steps":[{"tool":"notify"}]}`)
 }

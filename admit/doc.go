@@ -2,8 +2,9 @@
 // agentctl submit and the HTTP API: a task that no live worker pool would
 // ever claim — its kind, or its kind on its queue, is served by none — is
 // refused with what is served, instead of waiting forever; a steps
-// payload is checked as it would be when it runs (its structure, and its
-// tools against the tools the live pools announced).
+// payload is checked as it would be when it runs (its structure, its
+// tools against the tools the live pools announced, and each step's
+// arguments against its tool's schema as they announced it).
 //
 // Live pools are those that announced themselves lately (claims.LiveWithin).
 // A submitter that expects a worker which is not up yet asks for the task

@@ -38,7 +38,7 @@ func TestPayloadValidation(t *testing.T) {
 		{"max_steps zero", `{"prompt": "p", "max_steps": 0}`, "agent payload: max_steps must be at least 1, got 0", a},
 		{"unknown field", `{"prompt": "p", "tool": ["count"]}`, `agent payload: json: unknown field "tool"`, a},
 		{"trailing data", `{"prompt": "p"} {}`, "agent payload: trailing data", a},
-		{"unknown tool", `{"prompt": "p", "tools": ["count", "nope"]}`, `agent payload: tools[1]: unknown tool "nope" (known: [count])`, a},
+		{"unknown tool", `{"prompt": "p", "tools": ["count", "nope"]}`, `agent payload: tools[1]: unknown tool "nope" (known: count)`, a},
 		{"tool twice", `{"prompt": "p", "tools": ["count", "count"]}`, `agent payload: tools[1]: "count" is listed twice`, a},
 		{"no model", `{"prompt": "p"}`, "agent payload: names no model and the worker has no default", noModel},
 	} {

@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -55,7 +56,8 @@ func resolve(sc *jsonschema.Schema, doc json.RawMessage) (*Schema, error) {
 func (s *Schema) JSON() json.RawMessage { return s.doc }
 
 // Check checks value (empty: {}) against the schema; the error is an
-// *agentledger.InvalidError of field.
+// *agentledger.InvalidError of field, which says what is wrong in words
+// ("\"text\" is required", "must be an object, not a string").
 func (s *Schema) Check(field string, value json.RawMessage) error {
 	if len(bytes.TrimSpace(value)) == 0 {
 		value = json.RawMessage(`{}`)
@@ -65,7 +67,10 @@ func (s *Schema) Check(field string, value json.RawMessage) error {
 		return agentledger.Invalid(field, "is not JSON: %v", err)
 	}
 	if err := s.resolved.Validate(instance); err != nil {
-		return agentledger.Invalid(field, "does not fit its schema: %v", err)
+		if msg := explain(s.resolved.Schema(), instance, ""); msg != "" {
+			return agentledger.Invalid(field, "%s", msg)
+		}
+		return agentledger.Invalid(field, "does not fit its schema: %s", strings.TrimPrefix(err.Error(), "validating root: "))
 	}
 	return nil
 }

@@ -449,7 +449,10 @@ ORDER BY id`
 
 // registerSQL registers or refreshes a worker pool ($8 is the clock) and
 // prunes the registrations not refreshed for $9, skipping rows another
-// statement holds (the next registration prunes them).
+// statement holds (the next registration prunes them). $10 are its tools'
+// schemas: a refresh that brings the same ones keeps the stored value
+// (PostgreSQL reuses its out-of-line copy) instead of writing another
+// every 10 s.
 const registerSQL = `/* claims.register */
 WITH pruned AS (
 	DELETE FROM workers WHERE id IN (
@@ -457,10 +460,19 @@ WITH pruned AS (
 		WHERE seen_at < coalesce($8::timestamptz, now()) - $9::interval AND id <> $1
 		FOR UPDATE SKIP LOCKED)
 )
-INSERT INTO workers (id, host, pid, queues, kinds, mcp_servers, tools, started_at, seen_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, coalesce($8::timestamptz, now()), coalesce($8::timestamptz, now()))
+INSERT INTO workers (id, host, pid, queues, kinds, mcp_servers, tools, tool_schemas, started_at, seen_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $10, coalesce($8::timestamptz, now()), coalesce($8::timestamptz, now()))
 ON CONFLICT (id) DO UPDATE SET seen_at = EXCLUDED.seen_at, host = EXCLUDED.host, pid = EXCLUDED.pid,
-	queues = EXCLUDED.queues, kinds = EXCLUDED.kinds, mcp_servers = EXCLUDED.mcp_servers, tools = EXCLUDED.tools`
+	queues = EXCLUDED.queues, kinds = EXCLUDED.kinds, mcp_servers = EXCLUDED.mcp_servers, tools = EXCLUDED.tools,
+	tool_schemas = CASE WHEN workers.tool_schemas IS NOT DISTINCT FROM EXCLUDED.tool_schemas
+		THEN workers.tool_schemas ELSE EXCLUDED.tool_schemas END`
+
+// toolSchemasSQL reads the schemas that pools $1 announced for tools $2.
+const toolSchemasSQL = `/* claims.toolSchemas */
+SELECT w.id, t.name, w.tool_schemas -> t.name
+FROM workers w, unnest($2::text[]) AS t(name)
+WHERE w.id = ANY ($1::text[]) AND w.tool_schemas -> t.name IS NOT NULL
+ORDER BY w.id, t.name`
 
 // retireSQL removes a pool that stops.
 const retireSQL = `/* claims.retire */ DELETE FROM workers WHERE id = $1`

@@ -2,7 +2,9 @@ package claims
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -114,9 +116,10 @@ type Registration struct {
 	PID  int
 	// Queues and Kinds are what it claims.
 	Queues, Kinds []string
-	// Tools are the tools its steps and agent tasks may call; nil when
-	// unknown (not checked at submit).
-	Tools []string
+	// Tools are the tools its steps and agent tasks may call, with their
+	// parameter schemas (nil: not known) by name; nil when unknown (not
+	// checked at submit).
+	Tools map[string]json.RawMessage
 	// MCPServers are its daemon's MCP servers' states by name.
 	MCPServers map[string]string
 }
@@ -130,8 +133,21 @@ func (s *Store) Register(ctx context.Context, r Registration) error {
 	if len(r.MCPServers) > 0 {
 		servers = r.MCPServers
 	}
-	if _, err := s.db.Exec(ctx, registerSQL, r.ID, r.Host, r.PID, r.Queues, r.Kinds, servers, r.Tools,
-		s.Now.Param(), PruneAfter); err != nil {
+	var names []string // NULL when unknown
+	schemas := map[string]json.RawMessage{}
+	for name, schema := range r.Tools {
+		names = append(names, name)
+		if json.Valid(schema) {
+			schemas[name] = schema
+		}
+	}
+	slices.Sort(names)
+	var toolSchemas any // NULL without schemas
+	if len(schemas) > 0 {
+		toolSchemas = schemas
+	}
+	if _, err := s.db.Exec(ctx, registerSQL, r.ID, r.Host, r.PID, r.Queues, r.Kinds, servers, names,
+		s.Now.Param(), PruneAfter, toolSchemas); err != nil {
 		return fmt.Errorf("announce worker: %w", err)
 	}
 	return nil
@@ -141,6 +157,31 @@ func (s *Store) Register(ctx context.Context, r Registration) error {
 // its tools: Register with the rest of a Registration.
 func (s *Store) Announce(ctx context.Context, id, host string, pid int, queues, kinds []string, mcp map[string]string) error {
 	return s.Register(ctx, Registration{ID: id, Host: host, PID: pid, Queues: queues, Kinds: kinds, MCPServers: mcp})
+}
+
+// ToolSchemas returns the parameter schemas the worker pools workers
+// announced for the tools named, by pool and tool; a pool that announced
+// none of them (or no schemas: an older version) is missing. It reads
+// only those schemas, for every submission of a steps task.
+func (s *Store) ToolSchemas(ctx context.Context, workers, tools []string) (map[string]map[string]json.RawMessage, error) {
+	rows, err := s.db.Query(ctx, toolSchemasSQL, workers, tools)
+	if err != nil {
+		return nil, fmt.Errorf("tool schemas: %w", err)
+	}
+	out := map[string]map[string]json.RawMessage{}
+	var worker, tool string
+	var schema json.RawMessage
+	_, err = pgx.ForEachRow(rows, []any{&worker, &tool, &schema}, func() error {
+		if out[worker] == nil {
+			out[worker] = map[string]json.RawMessage{}
+		}
+		out[worker][tool] = slices.Clone(schema)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("tool schemas: %w", err)
+	}
+	return out, nil
 }
 
 // Retire removes worker id's registration.

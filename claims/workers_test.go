@@ -2,6 +2,8 @@ package claims_test
 
 import (
 	"context"
+	"encoding/json"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -46,7 +48,7 @@ func TestWorkerRegistrationsAreLiveThenPruned(t *testing.T) {
 	register := func(id string) {
 		t.Helper()
 		if err := s.Register(ctx, claims.Registration{ID: id, Host: "h", PID: 1, Queues: []string{"default"},
-			Kinds: []string{"echo", "steps"}, Tools: []string{"http_request"}}); err != nil {
+			Kinds: []string{"echo", "steps"}, Tools: map[string]json.RawMessage{"http_request": nil}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -98,4 +100,65 @@ func TestWorkerRegistrationsAreLiveThenPruned(t *testing.T) {
 	if got := rows(); !slices.Equal(got, []string{"live"}) {
 		t.Fatalf("rows after a registration: %v, want dead pruned", got)
 	}
+}
+
+// A pool announces its tools' schemas with their names; ToolSchemas reads
+// those of the pools and tools asked for, as last announced.
+func TestToolSchemas(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := claims.New(testdb.New(t))
+	register := func(id string, tools map[string]json.RawMessage) {
+		t.Helper()
+		if err := s.Register(ctx, claims.Registration{ID: id, Host: "h", PID: 1, Queues: []string{"default"},
+			Kinds: []string{"steps"}, Tools: tools}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	strict := json.RawMessage(`{"type":"object","required":["text"]}`)
+	loose := json.RawMessage(`{"type":"object"}`)
+	register("a", map[string]json.RawMessage{"notify": strict, "http_request": loose, "bare": nil})
+	register("b", map[string]json.RawMessage{"notify": loose})
+	register("c", nil) // an older version: no tools announced
+	want := map[string]map[string]any{"a": {"notify": decode(t, strict)}, "b": {"notify": decode(t, loose)}}
+	check := func() {
+		t.Helper()
+		got, err := s.ToolSchemas(ctx, []string{"a", "b", "c"}, []string{"bare", "nope", "notify"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		decoded := map[string]map[string]any{}
+		for w, m := range got {
+			decoded[w] = map[string]any{}
+			for tool, doc := range m {
+				decoded[w][tool] = decode(t, doc)
+			}
+		}
+		if !reflect.DeepEqual(decoded, want) {
+			t.Fatalf("tool schemas %v, want %v", decoded, want)
+		}
+	}
+	check()
+	live, err := s.LiveWorkers(ctx)
+	if err != nil || len(live) != 3 || !slices.Equal(live[0].Tools, []string{"bare", "http_request", "notify"}) ||
+		len(live[2].Tools) != 0 {
+		t.Fatalf("live workers: %+v %v", live, err)
+	}
+
+	// A refresh with the same schemas keeps them; one with others
+	// replaces them.
+	register("a", map[string]json.RawMessage{"notify": strict, "http_request": loose, "bare": nil})
+	check()
+	register("b", map[string]json.RawMessage{"notify": strict})
+	want["b"]["notify"] = decode(t, strict)
+	check()
+}
+
+func decode(t *testing.T, doc json.RawMessage) any {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(doc, &v); err != nil {
+		t.Fatal(err)
+	}
+	return v
 }

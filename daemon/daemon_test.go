@@ -6,12 +6,14 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/admit"
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/daemon"
 	"github.com/agentledger/agentledger/internal/testdaemon"
@@ -74,6 +76,23 @@ func TestEmbeddedDaemonRunsCustomKindsAndTools(t *testing.T) {
 		}
 		return task
 	}
+	// The pool announced its tools with their schemas, the built-in ones
+	// and its own: a steps task whose arguments do not fit is refused at
+	// submission.
+	live, err := s.LiveWorkers(context.Background())
+	if err != nil || len(live) != 1 || !slices.Contains(live[0].Tools, "open_ticket") || !slices.Contains(live[0].Tools, "notify") {
+		t.Fatalf("live workers %+v %v, want the daemon's pool with its tools", live, err)
+	}
+	schemas, err := s.ToolSchemas(context.Background(), []string{live[0].ID}, []string{"notify", "open_ticket"})
+	if err != nil || len(schemas[live[0].ID]) != 2 {
+		t.Fatalf("announced tool schemas %s %v", schemas, err)
+	}
+	err = admit.Check(context.Background(), s, claims.EnqueueParams{Kind: "steps", Queue: claims.DefaultQueue,
+		Payload: json.RawMessage(`{"steps":[{"tool":"open_ticket"},{"tool":"notify","args":{"channel":"ops"}}]}`)}, admit.Options{})
+	if err == nil || err.Error() != `payload: step 1: notify: arguments: "text" is required` {
+		t.Errorf("admitting a notify step without text: %v", err)
+	}
+
 	wait(enqueue("greet", `{"to":"ops"}`))
 	if got := <-greeted; got != `{"to": "ops"}` {
 		t.Errorf("the custom kind got %s", got)

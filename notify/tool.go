@@ -46,8 +46,8 @@ func (*Tool) Description() string {
 // Parameters is the JSON Schema of the arguments.
 func (*Tool) Parameters() json.RawMessage {
 	return json.RawMessage(`{"type":"object","additionalProperties":false,"required":["channel","text"],"properties":{` +
-		`"channel":{"type":"string","minLength":1,"maxLength":80},` +
-		`"text":{"type":"string","minLength":1,"maxLength":40000}}}`)
+		`"channel":{"type":"string","minLength":1,"maxLength":80,"pattern":"^[^\\x00-\\x20\\x7f]+$","description":"a channel name, without spaces"},` +
+		`"text":{"type":"string","minLength":1,"maxLength":40000,"pattern":"\\S","description":"the message, not blank"}}}`)
 }
 
 // notifyArgs are the tool's arguments.

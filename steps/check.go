@@ -10,18 +10,30 @@ import (
 // Kind is the task kind this package runs.
 const Kind = "steps"
 
+// StepCheck checks one step of a payload before it is queued: its tool,
+// and its arguments as the tool will be called with them (absent: {}).
+// args is nil when they refer to earlier results: their value is known
+// only when the step runs.
+type StepCheck func(tool string, args json.RawMessage) error
+
 // Check checks a steps payload before it is queued, as Work does before
-// its first step and with the same messages: its structure, and each
-// step's tool with tool (nil: tools are not checked), which returns the
-// error of a tool it does not know. The error is an
-// *agentledger.InvalidError naming field "payload".
-func Check(payload json.RawMessage, tool func(name string) error) error {
+// its first step and with the same messages: its structure (arguments
+// must be objects), and then each step with check, if not nil. The error
+// is an *agentledger.InvalidError naming field "payload"; one of check's
+// names its step ("step 2: …").
+func Check(payload json.RawMessage, check StepCheck) error {
 	if len(payload) == 0 {
 		payload = json.RawMessage(`{}`) // what the task is queued with
 	}
 	p, err := parse(payload)
-	if err == nil && tool != nil {
-		err = p.eachTool(func(_ int, name string) error { return tool(name) })
+	if err == nil && check != nil {
+		err = p.each(func(i int, s Step) error {
+			args := s.Args
+			if references(args) {
+				args = nil
+			}
+			return check(s.Tool, args)
+		})
 	}
 	if err != nil {
 		return agentledger.Invalid("payload", "%v", err)
@@ -29,11 +41,11 @@ func Check(payload json.RawMessage, tool func(name string) error) error {
 	return nil
 }
 
-// eachTool calls check with every step's index and tool in order and
-// returns its first error, naming the step.
-func (p *Payload) eachTool(check func(i int, name string) error) error {
+// each calls check with every step and its index in order and returns its
+// first error, naming the step.
+func (p *Payload) each(check func(i int, s Step) error) error {
 	for i, s := range p.Steps {
-		if err := check(i, s.Tool); err != nil {
+		if err := check(i, s); err != nil {
 			return fmt.Errorf("step %d: %w", i, err)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -29,37 +30,121 @@ type Payload struct {
 var refRE = regexp.MustCompile(`\$\{steps\.(\d+)((?:\.[A-Za-z0-9_-]+)*)\}`)
 
 // parse decodes and checks a payload before anything runs: a bad payload is
-// a permanent failure with nothing performed.
+// a permanent failure with nothing performed. Its messages speak of the
+// payload as written (no Go types), so a submitter can act on them.
 func parse(raw json.RawMessage) (*Payload, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	var p Payload
-	if err := dec.Decode(&p); err != nil {
-		return nil, bad("payload must be {\"steps\": [{\"tool\": …, \"args\": {…}}, …]}: %v", err)
+	const shape = `{"steps": [{"tool": …, "args": {…}}, …]}`
+	if !json.Valid(raw) {
+		return nil, bad("payload is not JSON")
 	}
-	if len(p.Steps) == 0 || len(p.Steps) > MaxSteps {
-		return nil, bad("payload needs 1 to %d steps, has %d", MaxSteps, len(p.Steps))
+	top, err := object(raw, "payload", shape, "steps")
+	if err != nil {
+		return nil, err
 	}
-	for i, s := range p.Steps {
-		if s.Tool == "" {
-			return nil, bad("step %d: tool is required", i)
+	var list []json.RawMessage
+	if s, ok := top["steps"]; ok && jsonType(s) != "null" {
+		if t := jsonType(s); t != "an array" {
+			return nil, bad("\"steps\" must be an array [{\"tool\": …, \"args\": {…}}, …], not %s", t)
 		}
-		if len(s.Args) == 0 {
-			p.Steps[i].Args = json.RawMessage(`{}`)
-		}
-		for _, m := range refRE.FindAllStringSubmatch(string(s.Args), -1) {
-			n, err := strconv.Atoi(m[1])
-			if err != nil || n >= i {
-				return nil, bad("step %d: %s refers to step %s, which does not run before it", i, m[0], m[1])
-			}
-			if path := strings.Split(strings.TrimPrefix(m[2], "."), "."); m[2] == "" ||
-				(path[0] != "status" && path[0] != "body" && path[0] != "external_ref") {
-				return nil, bad("step %d: %s must name status, body[.path] or external_ref", i, m[0])
-			}
+		_ = json.Unmarshal(s, &list) // an array of valid JSON
+	}
+	if len(list) == 0 || len(list) > MaxSteps {
+		return nil, bad("payload needs 1 to %d steps, has %d", MaxSteps, len(list))
+	}
+	p := Payload{Steps: make([]Step, len(list))}
+	for i, raw := range list {
+		if p.Steps[i], err = parseStep(i, raw); err != nil {
+			return nil, err
 		}
 	}
 	return &p, nil
 }
+
+// parseStep decodes and checks step i: its tool, its arguments (absent or
+// null: {}) and their references.
+func parseStep(i int, raw json.RawMessage) (Step, error) {
+	var s Step
+	f, err := object(raw, fmt.Sprintf("step %d", i), `{"tool": …, "args": {…}}`, "args", "tool")
+	if err != nil {
+		return s, err
+	}
+	switch t := jsonType(f["tool"]); t {
+	case "", "null":
+	case "a string":
+		_ = json.Unmarshal(f["tool"], &s.Tool)
+	default:
+		return s, bad("step %d: tool must be a string, not %s", i, t)
+	}
+	if s.Tool == "" {
+		return s, bad("step %d: tool is required", i)
+	}
+	switch t := jsonType(f["args"]); t {
+	case "", "null":
+		s.Args = json.RawMessage(`{}`) // what the tool is called with
+	case "an object":
+		s.Args = f["args"]
+	default:
+		return s, bad("step %d: args must be an object, not %s", i, t)
+	}
+	for _, m := range refRE.FindAllStringSubmatch(string(s.Args), -1) {
+		n, err := strconv.Atoi(m[1])
+		if err != nil || n >= i {
+			return s, bad("step %d: %s refers to step %s, which does not run before it", i, m[0], m[1])
+		}
+		if path := strings.Split(strings.TrimPrefix(m[2], "."), "."); m[2] == "" ||
+			(path[0] != "status" && path[0] != "body" && path[0] != "external_ref") {
+			return s, bad("step %d: %s must name status, body[.path] or external_ref", i, m[0])
+		}
+	}
+	return s, nil
+}
+
+// object decodes raw, valid JSON that must be an object of the shape
+// given, with only the fields known; subject names it in errors.
+func object(raw json.RawMessage, subject, shape string, known ...string) (map[string]json.RawMessage, error) {
+	if t := jsonType(raw); t != "an object" {
+		return nil, bad("%s must be an object %s, not %s", subject, shape, t)
+	}
+	var f map[string]json.RawMessage
+	_ = json.Unmarshal(raw, &f) // an object of valid JSON
+	names := make([]string, 0, len(f))
+	for name := range f {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if !slices.Contains(known, name) {
+			return nil, bad("%s has an unknown field %q (known: %s)", subject, name, strings.Join(known, ", "))
+		}
+	}
+	return f, nil
+}
+
+// jsonType names the type of raw, valid JSON with its article ("an
+// object", "a string", "null"); "" for nothing.
+func jsonType(raw json.RawMessage) string {
+	raw = bytes.TrimLeft(raw, " \t\r\n")
+	if len(raw) == 0 {
+		return ""
+	}
+	switch raw[0] {
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
+}
+
+// references reports whether args refer to earlier results: their value
+// is known only when the step runs.
+func references(args json.RawMessage) bool { return refRE.Match(args) }
 
 func bad(format string, args ...any) error {
 	return agentledger.Permanent(fmt.Errorf("steps: "+format, args...))

@@ -46,8 +46,8 @@ func (r *Runner) Work(ctx context.Context, task *agentledger.Task) (json.RawMess
 	}
 	// Look every tool up first: an unknown tool fails before step 0 runs.
 	ts := make([]tools.Tool, len(p.Steps))
-	if err := p.eachTool(func(i int, name string) (err error) {
-		ts[i], err = r.tools.Get(name)
+	if err := p.each(func(i int, s Step) (err error) {
+		ts[i], err = r.tools.Get(s.Tool)
 		return err
 	}); err != nil {
 		return nil, err

@@ -79,26 +79,35 @@ func (e *env) submit(payload string) int64 {
 func (e *env) claim() *agentledger.Task { return e.Claim("w") }
 
 // A bad payload fails for good with nothing performed; Check refuses it
-// before it is queued with the same message.
+// before it is queued with the same message, which speaks of the payload
+// as written: no Go types, lists joined with commas.
 func TestPayloadErrorsPerformNothing(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	reg := tools.NewRegistry(e.tool)
-	known := func(name string) error { _, err := reg.Get(name); return err }
+	known := func(name string, _ json.RawMessage) error { _, err := reg.Get(name); return err }
 	for payload, want := range map[string]string{
-		`{}`:                                "needs 1 to 100 steps",
-		`{"steps":[{"args":{}}]}`:           "step 0: tool is required",
-		`{"steps":[{"tool":"post"}],"x":1}`: `unknown field "x"`,
-		`{"steps":[{"tool":"nope"}]}`:       `unknown tool "nope"`,
-		`{"steps":[{"tool":"post","args":{"a":"${steps.0.body}"}}]}`:                    "refers to step 0, which does not run before it",
-		`{"steps":[{"tool":"post"},{"tool":"post","args":{"a":"${steps.0.headers}"}}]}`: "must name status, body[.path] or external_ref",
+		`{}`:                                     "steps: payload needs 1 to 100 steps, has 0",
+		`{"steps":null}`:                         "steps: payload needs 1 to 100 steps, has 0",
+		`"x"`:                                    `steps: payload must be an object {"steps": [{"tool": …, "args": {…}}, …]}, not a string`,
+		`{"steps":{"tool":"post"}}`:              `steps: "steps" must be an array [{"tool": …, "args": {…}}, …], not an object`,
+		`{"steps":["post"]}`:                     `steps: step 0 must be an object {"tool": …, "args": {…}}, not a string`,
+		`{"steps":[{"args":{}}]}`:                "steps: step 0: tool is required",
+		`{"steps":[{"tool":7}]}`:                 "steps: step 0: tool must be a string, not a number",
+		`{"steps":[{"tool":"post"}],"x":1}`:      `steps: payload has an unknown field "x" (known: steps)`,
+		`{"steps":[{"tool":"post","argz":{}}]}`:  `steps: step 0 has an unknown field "argz" (known: args, tool)`,
+		`{"steps":[{"tool":"post","args":"x"}]}`: "steps: step 0: args must be an object, not a string",
+		`{"steps":[{"tool":"post","args":["${steps.0.body}"]}]}`:                        "steps: step 0: args must be an object, not an array",
+		`{"steps":[{"tool":"nope"}]}`:                                                   `step 0: unknown tool "nope" (known: post)`,
+		`{"steps":[{"tool":"post","args":{"a":"${steps.0.body}"}}]}`:                    "steps: step 0: ${steps.0.body} refers to step 0, which does not run before it",
+		`{"steps":[{"tool":"post"},{"tool":"post","args":{"a":"${steps.0.headers}"}}]}`: "steps: step 1: ${steps.0.headers} must name status, body[.path] or external_ref",
 	} {
 		e.submit(payload)
 		task := e.claim()
 		_, err := e.runner.Work(context.Background(), task)
 		var perm *agentledger.PermanentError
-		if !errors.As(err, &perm) || !strings.Contains(err.Error(), want) {
-			t.Errorf("%s: %v, want permanent error containing %q", payload, err, want)
+		if !errors.As(err, &perm) || err.Error() != want {
+			t.Errorf("%s: %v, want the permanent error %q", payload, err, want)
 		}
 		var ie *agentledger.InvalidError
 		if cerr := steps.Check(json.RawMessage(payload), known); !errors.As(cerr, &ie) || ie.Field != "payload" ||
@@ -110,12 +119,39 @@ func TestPayloadErrorsPerformNothing(t *testing.T) {
 	if e.down.Hits() != 0 {
 		t.Fatalf("%d downstream hits for bad payloads", e.down.Hits())
 	}
-	// Without a tool look-up only the structure is checked.
+	// Without a step check only the structure is checked.
 	if err := steps.Check(json.RawMessage(`{"steps":[{"tool":"nope"}]}`), nil); err != nil {
 		t.Errorf("an unknown tool, unchecked: %v", err)
 	}
 	if err := steps.Check(json.RawMessage(`{"steps":[{"tool":"post"}]}`), known); err != nil {
 		t.Errorf("a good payload: %v", err)
+	}
+}
+
+// Check gives the step check each step's tool and arguments as the tool
+// is called with them: absent or null arguments are {}; arguments that
+// refer to earlier results are nil (known only when the step runs). Its
+// error names the step.
+func TestCheckSeesArguments(t *testing.T) {
+	t.Parallel()
+	var seen []string
+	err := steps.Check(json.RawMessage(`{"steps":[
+		{"tool":"a"}, {"tool":"b","args":null}, {"tool":"c","args":{"n":1}},
+		{"tool":"d","args":{"x":"id ${steps.2.body.id}"}}, {"tool":"e","args":{"x":"${nope}"}}]}`),
+		func(tool string, args json.RawMessage) error {
+			seen = append(seen, fmt.Sprintf("%s %s", tool, args))
+			if tool == "e" {
+				return errors.New("e: arguments: bad")
+			}
+			return nil
+		})
+	want := []string{"a {}", "b {}", `c {"n":1}`, "d ", `e {"x":"${nope}"}`}
+	if fmt.Sprint(seen) != fmt.Sprint(want) {
+		t.Errorf("the check saw %q, want %q", seen, want)
+	}
+	var ie *agentledger.InvalidError
+	if !errors.As(err, &ie) || ie.Field != "payload" || ie.Problem != "step 4: e: arguments: bad" {
+		t.Errorf("Check: %v", err)
 	}
 }
 

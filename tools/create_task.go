@@ -47,7 +47,7 @@ func (*CreateTask) Description() string {
 func (*CreateTask) Parameters() json.RawMessage {
 	return json.RawMessage(`{"type":"object","additionalProperties":false,"required":["kind"],"properties":{` +
 		`"kind":{"type":"string","pattern":"^[A-Za-z0-9._:-]{1,128}$"},` +
-		`"queue":{"type":"string","pattern":"^[A-Za-z0-9._:-]{1,128}$"},` +
+		`"queue":{"type":"string","pattern":"^[A-Za-z0-9._:-]{0,128}$"},` +
 		`"payload":{"description":"the child's JSON payload; default {}"},` +
 		`"priority":{"type":"integer","minimum":0,"maximum":100}}}`)
 }

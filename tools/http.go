@@ -157,10 +157,11 @@ func (t *HTTPTool) Description() string {
 	return d + "Retries are made safe with an Idempotency-Key."
 }
 
-// Parameters is the JSON Schema of the arguments.
+// Parameters is the JSON Schema of the arguments. The method is matched
+// in any case, as Effect reads it.
 func (t *HTTPTool) Parameters() json.RawMessage {
 	return json.RawMessage(`{"type":"object","additionalProperties":false,"required":["method","url"],"properties":{` +
-		`"method":{"type":"string","enum":["GET","POST","PUT","PATCH","DELETE"]},` +
+		`"method":{"type":"string","pattern":"^(?i:GET|POST|PUT|PATCH|DELETE)$","description":"GET, POST, PUT, PATCH or DELETE"},` +
 		`"url":{"type":"string","description":"absolute http or https URL on an allowed host"},` +
 		`"headers":{"type":"object","additionalProperties":{"type":"string"}},` +
 		`"body":{"description":"JSON request body"}}}`)

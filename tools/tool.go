@@ -135,7 +135,10 @@ func (r *Registry) Get(name string) (Tool, error) {
 // a steps task meets when it runs, and its submission when no live worker
 // serves the tool.
 func UnknownTool(name string, known []string) error {
-	return agentledger.Permanent(fmt.Errorf("unknown tool %q (known: %v)", name, known))
+	if len(known) == 0 {
+		return agentledger.Permanent(fmt.Errorf("unknown tool %q (no tools are known)", name))
+	}
+	return agentledger.Permanent(fmt.Errorf("unknown tool %q (known: %s)", name, strings.Join(known, ", ")))
 }
 
 // Names lists the registered tools' names, sorted: what a worker pool
@@ -145,6 +148,19 @@ func (r *Registry) Names() []string {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	return r.namesLocked()
+}
+
+// Schemas are the registered tools' parameter schemas by name: what a
+// worker pool announces, so that a submitted steps task's arguments are
+// checked against them.
+func (r *Registry) Schemas() map[string]json.RawMessage {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make(map[string]json.RawMessage, len(r.tools))
+	for name, t := range r.tools {
+		out[name] = t.Parameters()
+	}
+	return out
 }
 
 // unavailableRetry is how soon a task whose tool is unavailable is tried

@@ -13,8 +13,8 @@ import (
 // submit check no longer counts it); after claims.PruneAfter it is pruned.
 const announceInterval = 10 * time.Second
 
-// Announce registers the pool (what it claims, the tools it serves, its
-// MCP servers' states) before Run, so that tasks of its kinds are accepted
+// Announce registers the pool (what it claims, the tools it serves with
+// their parameter schemas, its MCP servers' states) before Run, so that tasks of its kinds are accepted
 // from the start; Run refreshes the registration and removes it when it
 // returns. A pool that will not Run after all is removed with Retire.
 func (p *Pool) Announce(ctx context.Context) error {

@@ -3,6 +3,7 @@ package worker
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -63,9 +64,10 @@ type Config struct {
 	// the states of its daemon's MCP servers.
 	MCPStates func() map[string]string
 	// Tools, when set, are announced with the pool: the tools its steps
-	// and agent tasks may call, which the submit check holds a steps
-	// payload's tools against. Without it they are not checked.
-	Tools func() []string
+	// and agent tasks may call, with their parameter schemas by name,
+	// which the submit check holds a steps payload's tools and arguments
+	// against. Without it they are not checked.
+	Tools func() map[string]json.RawMessage
 	// Channels are more channels the pool's LISTEN session subscribes to
 	// (none with PollOnly), each with the function told a notification's
 	// payload. It is called on the listening goroutine, in delivery order:

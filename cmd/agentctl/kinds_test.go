@@ -31,7 +31,7 @@ func TestSubmitChecksPublishedKinds(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, errOut := agentctlAt(url, "submit", "--kind", "refund", "--payload", `{"order":7,"amount":"ten"}`)
-	if code != 2 || out != "" || !strings.HasPrefix(errOut, "agentctl: --payload: does not fit its schema") ||
+	if code != 2 || out != "" || !strings.HasPrefix(errOut, `agentctl: --payload: "amount" must be an integer, not a string`) ||
 		!strings.Contains(errOut, "hint: the refund kind's payload schema") {
 		t.Fatalf("a payload that does not fit: exit %d\n%s%s", code, out, errOut)
 	}

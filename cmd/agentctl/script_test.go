@@ -19,6 +19,7 @@ import (
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/internal/testdb"
 	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/notify"
 	"github.com/agentledger/agentledger/notify/outbox"
 	"github.com/agentledger/agentledger/tools"
 )
@@ -32,11 +33,12 @@ type tbKey struct{}
 //
 //	exitcode N           the last agentctl exited with N
 //	jsonpath FILE PATH V the JSON in FILE (stdout: the last output) has V at PATH
-//	announce [-ago D] [-queues Q,…] [-kinds K,…] [-tools T,…] [-mcp NAME=STATE,…] WORKER
+//	announce [-ago D] [-queues Q,…] [-kinds K,…] [-tools T[=FILE],…] [-mcp NAME=STATE,…] WORKER
 //	                     a worker pool announces itself D ago (default now)
 //	                     serving queues Q (default "default"), kinds K (default
 //	                     the built-in ones), tools T (default none announced:
-//	                     not checked) and MCP servers
+//	                     not checked) and MCP servers; a built-in tool comes
+//	                     with its schema, T=FILE with the schema in FILE
 //	claim [-lease D] [-ago D] WORKER [QUEUE]
 //	                     a worker claims one task, with a lease of D (default
 //	                     one hour), on a clock D ago (default now: the task
@@ -180,7 +182,7 @@ func jsonLookup(v any, path string) (string, error) {
 }
 
 func cmdAnnounce(ts *testscript.TestScript, neg bool, args []string) {
-	usage := "usage: announce [-ago D] [-queues Q,…] [-kinds K,…] [-tools T,…] [-mcp NAME=STATE,…] WORKER"
+	usage := "usage: announce [-ago D] [-queues Q,…] [-kinds K,…] [-tools T[=FILE],…] [-mcp NAME=STATE,…] WORKER"
 	r := claims.Registration{Host: "script", PID: 1, Queues: []string{claims.DefaultQueue},
 		Kinds: []string{"agent", "echo", "noop", "sleep", "steps"}}
 	var ago time.Duration
@@ -198,7 +200,14 @@ func cmdAnnounce(ts *testscript.TestScript, neg bool, args []string) {
 		case "-kinds":
 			r.Kinds = list
 		case "-tools":
-			r.Tools = list
+			r.Tools = map[string]json.RawMessage{}
+			for _, t := range list {
+				name, file, ok := strings.Cut(t, "=")
+				r.Tools[name] = builtinSchemas()[name]
+				if ok {
+					r.Tools[name] = json.RawMessage(ts.ReadFile(file))
+				}
+			}
 		case "-mcp":
 			r.MCPServers = map[string]string{}
 			for _, kv := range list {
@@ -221,6 +230,16 @@ func cmdAnnounce(ts *testscript.TestScript, neg bool, args []string) {
 		s.Now = func() time.Time { return time.Now().Add(-ago) }
 	}
 	ts.Check(s.Register(context.Background(), r))
+}
+
+// builtinSchemas are the built-in tools' parameter schemas by name, as a
+// daemon announces them.
+func builtinSchemas() map[string]json.RawMessage {
+	builtins, err := tools.Builtins(tools.BuiltinConfig{})
+	if err != nil {
+		panic(err)
+	}
+	return tools.NewRegistry(append(builtins, notify.NewTool())...).Schemas()
 }
 
 func cmdClaim(ts *testscript.TestScript, neg bool, args []string) {

@@ -56,8 +56,10 @@ A task no live worker would claim is refused (exit 2) with what the live
 workers serve: its kind is served by none, or only on other queues (live:
 announced within the last minute; see agentctl workers). --allow-unserved
 queues it anyway, for a worker that is not up yet. A steps payload is
-checked as it would be when it runs: its structure, and its tools against
-those the live workers serve.
+checked as it would be when it runs: its structure, its tools against
+those the live workers serve, and each step's arguments against its tool's
+schema as they announced it (arguments holding a ${steps.…} reference are
+known only when the step runs and are not held against it).
 
 With --idempotency-key the submission is idempotent per tenant: submitting the
 same request again under the same key prints "duplicate: existing task N" and
@@ -92,7 +94,7 @@ still a duplicate (the first submission's run time stands).`,
 	fl.StringVar(&f.file, "file", "", "read the task from this JSON file, or - for standard input: "+
 		"{kind, payload, queue, tenant, priority, run_at, max_attempts, idempotency_key, allow_unserved}")
 	fl.BoolVar(&f.allowUnserved, "allow-unserved", false,
-		"queue the task even if no live worker serves its kind on its queue (for a worker that is not up yet); its steps' tools are not checked")
+		"queue the task even if no live worker serves its kind on its queue (for a worker that is not up yet); its steps' tools and arguments are not checked")
 	_ = cmd.MarkFlagFilename("file", "json")
 	return cmd
 }
