@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	tea "github.com/charmbracelet/bubbletea"
-
 )
 
 // openRedelivery shows the failed notifications of a task and what
