@@ -73,14 +73,14 @@ func (s *Sink) paceCall(ctx context.Context, channel string) error {
 	if s.fleet != nil {
 		s.resolve(ctx, channel)
 	}
-	key := s.paceKey(channel)
+	key := func() string { return s.paceKey(channel) }
 	if err := s.pace.wait(ctx, key); err != nil {
 		return err
 	}
 	if s.fleet == nil {
 		return nil
 	}
-	return s.fleetWait(ctx, key)
+	return s.fleetWait(ctx, key())
 }
 
 // resolve learns the ID of channel, addressed by name, so that the

@@ -18,7 +18,8 @@
 // difference of those delays. To keep Slack's one a second per channel
 // at Slack's end, set the slack-channel limit a little under it, with a
 // burst of 1: 50/min leaves 200 ms for the delays (the three-daemon test
-// in internal/fleetslack configures exactly that and measures arrivals).
+// in internal/chaos, TestSlackFleetPacing, configures that and measures
+// arrivals).
 //
 // Check (auth.test) tells whether Slack takes the token, so that agentd
 // can refuse a wrong one at start. Find bounds its read of the history by

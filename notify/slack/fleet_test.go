@@ -142,3 +142,66 @@ func TestFleetUnreadableFailsClosed(t *testing.T) {
 		t.Fatalf("%d posts under an unreadable limit", n)
 	}
 }
+
+// spacer is a fleet's pacer in memory: calls to a channel at least spacing
+// apart, the workspace unlimited.
+type spacer struct {
+	spacing time.Duration
+	mu      sync.Mutex
+	next    map[string]time.Time
+}
+
+func (p *spacer) Take(_ context.Context, target string) (time.Duration, error) {
+	if target == slack.WorkspaceTarget {
+		return 0, nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := time.Now()
+	if next := p.next[target]; now.Before(next) {
+		return next.Sub(now), nil
+	}
+	p.next[target] = now.Add(p.spacing)
+	return 0, nil
+}
+
+// Three sinks (three daemons) posting to one channel at once, paced by
+// one fleet, reach Slack no two within a window a little shorter than the
+// fleet's spacing: the margin covers the way from booking to arrival.
+func TestFleetSpacesArrivalsAcrossSinks(t *testing.T) {
+	t.Parallel()
+	const spacing, window, posts = 250 * time.Millisecond, 200 * time.Millisecond, 4
+	fake := slackfake.New(t, slackToken)
+	id := fake.AddChannel("ops")
+	pacer := &spacer{spacing: spacing, next: map[string]time.Time{}}
+	var wg sync.WaitGroup
+	errs := make(chan error, 3*posts)
+	for d := range 3 {
+		s, err := slack.New(slack.Config{Token: slackToken, APIURL: fake.APIURL(), HTTPClient: fake.Client(),
+			PerChannelInterval: -1, WorkspaceRate: -1, Fleet: pacer})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range posts {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, err := s.Post(context.Background(), fmt.Sprintf("%s-%d-%d", key1, d, i), ops)
+				errs <- err
+			}()
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(fake.Messages(id)); n != 3*posts {
+		t.Fatalf("%d messages, want %d", n, 3*posts)
+	}
+	if most := fake.MaxPerWindow(window)[id]; most != 1 {
+		t.Fatalf("%d posts arrived within %s (fleet spacing %s), want 1: %v", most, window, spacing, fake.Arrivals(id))
+	}
+}
