@@ -11,6 +11,10 @@
 // with the charge sent once, or — killed between sending and recording —
 // waits in needs_attention with the charge of unknown outcome.
 //
+// TestSlackFleetPacing, without faults, runs three daemons posting to
+// three Slack channels and measures at the fake Slack that the fleet's
+// limit keeps every channel to one post or update a second.
+//
 // The default run is short (CI). CHAOS_TASKS, CHAOS_AGENTS, CHAOS_SECONDS
 // and CHAOS_SEED size it and make a failing run reproducible (the seed is
 // printed); `CHAOS_TASKS=2000 CHAOS_SECONDS=60 go test ./internal/chaos -run

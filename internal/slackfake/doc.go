@@ -13,6 +13,10 @@
 // the Date header of every answer follow it, as Slack's own clock would.
 // Backfill gives a channel the recent history of a busy one.
 //
+// Arrivals records when each post and update reached the fake, per
+// channel, and MaxPerWindow counts the most in any window of a given
+// length: what Slack's one-a-second-per-channel limit would see.
+//
 // Faults are scripted per method with Inject: an HTTP status with
 // Retry-After (a 429), a Slack error code such as fatal_error, or a dropped
 // connection, each optionally after the call took effect ("accepted but the

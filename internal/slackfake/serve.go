@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 )
 
 // handler runs one Web API method on the parsed form with s.mu held: it
@@ -21,6 +22,7 @@ var handlers = map[string]handler{
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	at := time.Now() // the arrival, before parsing or waiting for the lock
 	method := strings.TrimPrefix(r.URL.Path, "/")
 	h := handlers[method]
 	if h == nil {
@@ -41,6 +43,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	form := maps.Clone(r.PostForm)
 	form.Del("token")
 	s.forms[method] = append(s.forms[method], form)
+	s.arrive(method, form, at)
 	// Every answer carries the server's clock, as Slack's do.
 	w.Header().Set("Date", s.now().UTC().Format(http.TimeFormat))
 	f, faulty := s.popFault(method)

@@ -25,8 +25,9 @@ type Server struct {
 	calls    map[string]int
 	forms    map[string][]url.Values
 	faults   map[string][]Fault
-	lastTS   int64         // microseconds of the last ts handed out
-	skew     time.Duration // of the server's clock from the real one
+	arrivals map[string][]time.Time // channel → posts and updates received
+	lastTS   int64                  // microseconds of the last ts handed out
+	skew     time.Duration          // of the server's clock from the real one
 }
 
 // channel is one conversation and its messages, oldest first.
@@ -62,7 +63,8 @@ type Metadata struct {
 // New starts a server that accepts token and knows no channels yet; it is
 // closed when t ends.
 func New(t testing.TB, token string) *Server {
-	s := &Server{token: token, calls: map[string]int{}, forms: map[string][]url.Values{}, faults: map[string][]Fault{}}
+	s := &Server{token: token, calls: map[string]int{}, forms: map[string][]url.Values{}, faults: map[string][]Fault{},
+		arrivals: map[string][]time.Time{}}
 	// slacktest serves the rest of the Web API; the methods it lacks, or
 	// serves without metadata, unique ts values or faults, are ours.
 	s.srv = slacktest.NewTestServer(func(c slacktest.Customize) {

@@ -27,7 +27,7 @@ type op struct {
 func (s *Sink) call(ctx context.Context, o op, fn func(context.Context) error) error {
 	for tries := 1; ; tries++ {
 		if o.paced {
-			if err := s.pace.wait(ctx, s.paceKey(o.channel)); err != nil {
+			if err := s.paceCall(ctx, o.channel); err != nil {
 				return s.fail(o, err)
 			}
 		}
@@ -64,6 +64,36 @@ func (s *Sink) fail(o op, err error) error {
 	}
 	s.log.Warn("slack call failed", attrs...)
 	return err
+}
+
+// paceCall waits until a post or update to channel may go: for this
+// process's pacer first (cheap, and it keeps a busy daemon from asking the
+// database for every call), then, with Config.Fleet, for the fleet's.
+func (s *Sink) paceCall(ctx context.Context, channel string) error {
+	if s.fleet != nil {
+		s.resolve(ctx, channel)
+	}
+	key := func() string { return s.paceKey(channel) }
+	if err := s.pace.wait(ctx, key); err != nil {
+		return err
+	}
+	if s.fleet == nil {
+		return nil
+	}
+	return s.fleetWait(ctx, key())
+}
+
+// resolve learns the ID of channel, addressed by name, so that the
+// fleet paces the channel under one target in every daemon whether a
+// notification names it or its ID. When that fails the name stands in:
+// the post itself will say what is wrong with the channel.
+func (s *Sink) resolve(ctx context.Context, channel string) {
+	if _, ok := s.knownID(channel); ok {
+		return
+	}
+	if _, err := s.channelID(ctx, channel); err != nil {
+		s.log.Debug("slack channel not resolved: paced by its name", "channel", channel, "err", err.Error())
+	}
 }
 
 // paceKey names the channel for pacing: its ID when known, so that a

@@ -58,6 +58,11 @@ type Config struct {
 	// MaxRetryAfter is the longest Retry-After waited out inside a call:
 	// 0 means DefaultMaxRetryAfter.
 	MaxRetryAfter time.Duration
+	// Fleet, when set, paces posts and updates by limits the whole fleet
+	// shares, on the targets "slack-channel:<channel ID>" and
+	// "slack-workspace", after this process's own pacing; nil: this
+	// process's pacing only.
+	Fleet FleetPacer
 	// Logger receives rate-limit waits and failures; nil logs nothing.
 	Logger *slog.Logger
 }

@@ -6,6 +6,21 @@
 // updates per channel and per workspace, waits out 429s and never shows
 // its token.
 //
+// Pacing is per process unless Config.Fleet is set: then every post and
+// update is also booked on limits the fleet shares (package flow keeps
+// them in PostgreSQL), on the targets "slack-channel:<channel ID>" (a
+// name is resolved to its ID first) and "slack-workspace", and an
+// unreadable limit makes the call wait, never go unpaced. The fleet spaces
+// bookings, but Slack sees arrivals: a call goes right after its bookings,
+// never before, and reaches Slack a little later — the workspace's answer
+// and the HTTP request's way, milliseconds on a healthy host. Two calls to
+// one channel therefore reach Slack the limit's spacing apart, less the
+// difference of those delays. To keep Slack's one a second per channel
+// at Slack's end, set the slack-channel limit a little under it, with a
+// burst of 1: 50/min leaves 200 ms for the delays (the three-daemon test
+// in internal/chaos, TestSlackFleetPacing, configures that and measures
+// arrivals).
+//
 // Check (auth.test) tells whether Slack takes the token, so that agentd
 // can refuse a wrong one at start. Find bounds its read of the history by
 // Slack's own clock, not ours: every answer's Date header and every post's

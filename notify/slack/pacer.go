@@ -77,11 +77,12 @@ func (p *pacer) rekey(from, to string) {
 	}
 }
 
-// wait returns when a call to channel may go, booked, or with ctx's
-// error.
-func (p *pacer) wait(ctx context.Context, channel string) error {
+// wait returns when a call to the channel key names may go, booked, or
+// with ctx's error. key is asked again before every try: a name's pace
+// moves to its ID once the ID is learnt (rekey), meanwhile too.
+func (p *pacer) wait(ctx context.Context, key func() string) error {
 	for {
-		d := p.take(channel, time.Now())
+		d := p.take(key(), time.Now())
 		if d <= 0 {
 			return nil
 		}

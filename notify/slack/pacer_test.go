@@ -1,8 +1,12 @@
 package slack
 
 import (
+	"context"
 	"testing"
 	"time"
+
+	"github.com/agentledger/agentledger/internal/slackfake"
+	"github.com/agentledger/agentledger/notify"
 )
 
 func TestPacerTake(t *testing.T) {
@@ -42,4 +46,46 @@ func TestPacerTake(t *testing.T) {
 			t.Fatalf("unpaced: wait %s", got)
 		}
 	}
+}
+
+// A post that waits for a channel named by name keeps its pace when the
+// name's ID is learnt meanwhile: it does not go beside a post addressed
+// by the ID that the first post taught.
+func TestPacerNameLearntWhileWaiting(t *testing.T) {
+	t.Parallel()
+	s, fake, _ := newSlackInternal(t)
+	done := make(chan error, 3)
+	post := func(key string) {
+		_, err := s.Post(context.Background(), key, notify.Message{Channel: "ops", Text: key})
+		done <- err
+	}
+	go post("al1-first")
+	go post("al1-second") // one of the two waits for "ops"
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	go post("al1-third") // addressed by the ID now known
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	id, _ := s.knownID("ops")
+	if most := fake.MaxPerWindow(150 * time.Millisecond)[id]; most != 1 {
+		t.Fatalf("%d posts within 150ms at an interval of 200ms: %v", most, fake.Arrivals(id))
+	}
+}
+
+// newSlackInternal is a sink on a fake Slack with channel "ops", paced
+// 200ms per channel and not per workspace.
+func newSlackInternal(t *testing.T) (*Sink, *slackfake.Server, string) {
+	t.Helper()
+	fake := slackfake.New(t, "xoxb-internal-test")
+	id := fake.AddChannel("ops")
+	s, err := New(Config{Token: "xoxb-internal-test", APIURL: fake.APIURL(), HTTPClient: fake.Client(),
+		PerChannelInterval: 200 * time.Millisecond, WorkspaceRate: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, fake, id
 }

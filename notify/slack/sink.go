@@ -34,6 +34,7 @@ type Sink struct {
 	redact        func(string) string // scrubs the token from text
 	log           *slog.Logger
 	pace          *pacer
+	fleet         FleetPacer // nil: this process's pacer only
 	maxRetryAfter time.Duration
 	shown         string // String's answer
 	clock         slackClock
@@ -74,6 +75,7 @@ func New(cfg Config) (*Sink, error) {
 		redact:        func(s string) string { return strings.ReplaceAll(s, tok, redacted) },
 		log:           log,
 		pace:          newPacer(interval, rate, burst),
+		fleet:         cfg.Fleet,
 		maxRetryAfter: orDefault(cfg.MaxRetryAfter, DefaultMaxRetryAfter),
 		shown:         fmt.Sprintf("slack.Sink{%s}", cfg),
 		ids:           map[string]string{},
