@@ -32,8 +32,8 @@ type Limiter struct {
 	read   time.Time        // when limits were read
 	logged map[string]time.Time
 
-	// booked, when set (by tests), is told the database time each booking
-	// was made at.
+	// booked, when set (by tests), is told when each booking let its call
+	// through, on the database's clock.
 	booked func(target string, at time.Time)
 }
 
@@ -73,10 +73,10 @@ func (l *Limiter) take(ctx context.Context, target, kind string) (time.Duration,
 	}
 	e := lim.Rate.Emission()
 	var allowed bool
-	var tat time.Time
+	var at time.Time
 	var waitMicros int64
 	err = l.db.QueryRow(ctx, takeSQL, target, e.Microseconds(), lim.tolerance().Microseconds()).
-		Scan(&allowed, &tat, &waitMicros)
+		Scan(&allowed, &at, &waitMicros)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		// Refused by a row this statement's snapshot cannot see yet: a
@@ -86,7 +86,7 @@ func (l *Limiter) take(ctx context.Context, target, kind string) (time.Duration,
 		return 0, fmt.Errorf("flow limit of %s: %w", target, err)
 	case allowed:
 		if l.booked != nil {
-			l.booked(target, tat.Add(-e))
+			l.booked(target, at)
 		}
 		return 0, nil
 	}
@@ -202,8 +202,8 @@ WITH took AS (
 	INSERT INTO flow_state AS s (target, tat) VALUES ($1, clock_timestamp() + $2::bigint * interval '1 microsecond')
 	ON CONFLICT (target) DO UPDATE SET tat = greatest(s.tat, clock_timestamp()) + $2::bigint * interval '1 microsecond'
 	WHERE greatest(s.tat, clock_timestamp()) - $3::bigint * interval '1 microsecond' <= clock_timestamp()
-	RETURNING s.tat)
-SELECT true, tat, 0::bigint FROM took
+	RETURNING least(s.tat - $2::bigint * interval '1 microsecond', clock_timestamp()) AS at)
+SELECT true, at, 0::bigint FROM took
 UNION ALL
 SELECT false, s.tat,
 	ceil(extract(epoch FROM s.tat - $3::bigint * interval '1 microsecond' - clock_timestamp()) * 1000000)::bigint
