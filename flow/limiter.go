@@ -98,7 +98,8 @@ func (l *Limiter) take(ctx context.Context, target, kind string) (time.Duration,
 
 // Wait takes one call on target, waiting as long as its limit says. While
 // the database fails it waits a second and tries again: a target whose
-// limit cannot be checked does not run. It returns only ctx's error.
+// limit cannot be checked does not run. It returns ctx's error, or at once
+// the error of a target that is not valid.
 func (l *Limiter) Wait(ctx context.Context, target string) error {
 	for {
 		wait, err := l.Take(ctx, target)
