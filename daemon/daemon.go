@@ -19,6 +19,7 @@ import (
 	"github.com/agentledger/agentledger/argschema"
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/database"
+	"github.com/agentledger/agentledger/flow"
 	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/metrics"
@@ -100,6 +101,11 @@ type Config struct {
 	// Grants are stored as these tenants' grants when Run starts (agentd's
 	// [grant.<tenant>] tables); other tenants' grants are left as stored.
 	Grants map[string]*grants.Grant
+
+	// Limits are stored as these targets' fleet-wide rate limits when Run
+	// starts (agentd's [[limit]] tables, source "config"); other targets'
+	// limits are left as stored.
+	Limits []flow.Limit
 
 	// MCPServers are MCP tool servers whose tools steps and agent tasks may
 	// call; one that cannot be reached makes only its own tools fail.
@@ -331,6 +337,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
+	if err := retryStart(ctx, log, "storing limits", transient, func() error {
+		return storeLimits(ctx, db.Pool, cfg.Limits, log)
+	}); err != nil {
+		return err
+	}
 	ln := cfg.Listener
 	if ln == nil {
 		if ln, err = listen(cfg); err != nil {
@@ -441,6 +452,25 @@ func migrate(ctx context.Context, db *database.DB, cfg *Config, log *slog.Logger
 	if len(applied) > 0 {
 		log.Info("applied migrations", "versions", applied)
 	}
+	return nil
+}
+
+// storeLimits stores the configured rate limits, replacing those targets'
+// limits.
+func storeLimits(ctx context.Context, db flow.DB, ls []flow.Limit, log *slog.Logger) error {
+	if len(ls) == 0 {
+		return nil
+	}
+	targets := make([]string, 0, len(ls))
+	for _, l := range ls {
+		l.Source = flow.SourceConfig
+		got, err := flow.NewStore(db).Put(ctx, l)
+		if err != nil {
+			return &ConfigError{fmt.Errorf("limit of %q: %w", l.Target, err)}
+		}
+		targets = append(targets, got.Target)
+	}
+	log.Info("limits stored from the configuration", "targets", targets)
 	return nil
 }
 

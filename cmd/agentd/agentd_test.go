@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/flow"
 	"github.com/agentledger/agentledger/internal/testdb"
 )
 
@@ -253,7 +254,8 @@ func TestConfigFile(t *testing.T) {
 	good := write("good.toml", "lease = \"45s\"\nconcurrency = 9\nqueues = [\"a\", \"b\"]\npoll_only = true\ngrace = \"3s\"\n"+
 		"[[mcp_server]]\nname = \"shop\"\ncommand = [\"shop-mcp\", \"--stdio\"]\nclasses = { refund = \"keyed\" }\n"+
 		"[[mcp_server]]\nname = \"crm\"\nurl = \"https://crm.example/mcp\"\nheaders_file = \"/etc/crm.json\"\n"+
-		"[grant.acme]\ntools = [\"http_request\"]\nhosts = [{ url = \"https://api.example.com\", secret_headers = true }]\nmax_tokens = 500\n")
+		"[grant.acme]\ntools = [\"http_request\"]\nhosts = [{ url = \"https://api.example.com\", secret_headers = true }]\nmax_tokens = 500\n"+
+		"[[limit]]\ntarget = \"slack-channel:*\"\nrate = \"1/s\"\n[[limit]]\ntarget = \"http:https://Billing.internal:8080\"\nrate = \"60/min\"\nburst = 5\n")
 	getenv := func(k string) string { return map[string]string{"AGENTLEDGER_GRACE": "2s"}[k] }
 	cmd := newRootCmd(getenv, nil)
 	if err := cmd.ParseFlags([]string{"--config", good, "--concurrency", "7"}); err != nil {
@@ -275,16 +277,26 @@ func TestConfigFile(t *testing.T) {
 		g.Hosts[0].URL != "https://api.example.com" || g.MaxTokens != 500 {
 		t.Fatalf("grants %+v", cfg.Grants)
 	}
+	if l := cfg.Limits; len(l) != 2 || l[0].Target != "slack-channel:*" || l[0].Rate.String() != "1/s" || l[0].Burst != 1 ||
+		l[0].Source != flow.SourceConfig || l[1].Target != "http:https://billing.internal:8080" || l[1].Burst != 5 {
+		t.Fatalf("limits %+v", cfg.Limits)
+	}
 	for file, want := range map[string]string{
-		write("bad.toml", "lease = \"soon\"\n"):                                                                      "bad.toml: lease: \"soon\" is not a positive duration",
-		write("unknown.toml", "leese = \"1s\"\n"):                                                                    `unknown setting "leese"`,
-		write("secret.toml", "slack_token = \"x\"\n"):                                                                `unknown setting "slack_token"`,
-		write("syntax.toml", "lease = \n"):                                                                           "syntax.toml",
-		write("type.toml", "lease = 1.5\n"):                                                                          "use a string",
-		write("mcpkey.toml", "[[mcp_server]]\nname = \"a\"\ncmd = [\"x\"]\n"):                                        `unknown setting "mcp_server.cmd"`,
-		write("grantkey.toml", "[grant.acme]\ntool = [\"x\"]\n"):                                                     `unknown setting "grant.acme.tool"`,
-		write("granthost.toml", "[grant.acme]\nhosts = [{ url = \"ftp://x\" }]\n"):                                   `grant.acme: host: "ftp://x" must start with https://`,
-		write("mcpclass.toml", "[[mcp_server]]\nname = \"a\"\ncommand = [\"x\"]\nclasses = { t = \"sometimes\" }\n"): `"sometimes" is not pure, keyed or unsafe`,
+		write("bad.toml", "lease = \"soon\"\n"):                                                                                    "bad.toml: lease: \"soon\" is not a positive duration",
+		write("unknown.toml", "leese = \"1s\"\n"):                                                                                  `unknown setting "leese"`,
+		write("secret.toml", "slack_token = \"x\"\n"):                                                                              `unknown setting "slack_token"`,
+		write("syntax.toml", "lease = \n"):                                                                                         "syntax.toml",
+		write("type.toml", "lease = 1.5\n"):                                                                                        "use a string",
+		write("mcpkey.toml", "[[mcp_server]]\nname = \"a\"\ncmd = [\"x\"]\n"):                                                      `unknown setting "mcp_server.cmd"`,
+		write("grantkey.toml", "[grant.acme]\ntool = [\"x\"]\n"):                                                                   `unknown setting "grant.acme.tool"`,
+		write("granthost.toml", "[grant.acme]\nhosts = [{ url = \"ftp://x\" }]\n"):                                                 `grant.acme: host: "ftp://x" must start with https://`,
+		write("limitkey.toml", "[[limit]]\ntarget = \"mcp:a\"\nrate = \"1/s\"\nburts = 2\n"):                                       `unknown setting "limit.burts"`,
+		write("limitrate.toml", "[[limit]]\ntarget = \"mcp:a\"\nrate = \"5\"\n"):                                                   `limit[0] (target "mcp:a"): rate: "5" has no unit`,
+		write("limitzero.toml", "[[limit]]\ntarget = \"mcp:a\"\nrate = \"0/min\"\n"):                                               `limit[0] (target "mcp:a"): rate: 0/min must allow at least one call`,
+		write("limitburst.toml", "[[limit]]\ntarget = \"mcp:a\"\nrate = \"1/s\"\nburst = 0\n"):                                     `limit[0] (target "mcp:a"): burst: 0 must be at least 1`,
+		write("limitkind.toml", "[[limit]]\ntarget = \"mcp:a\"\nrate = \"1/s\"\n[[limit]]\ntarget = \"smtp:x\"\nrate = \"1/s\"\n"): `limit[1] (target "smtp:x"): target: "smtp:x": unknown kind "smtp"`,
+		write("limittwice.toml", "[[limit]]\ntarget = \"mcp:a\"\nrate = \"1/s\"\n[[limit]]\ntarget = \"mcp:a\"\nrate = \"2/s\"\n"): `limit[1] (target "mcp:a"): target: mcp:a has another [[limit]] table`,
+		write("mcpclass.toml", "[[mcp_server]]\nname = \"a\"\ncommand = [\"x\"]\nclasses = { t = \"sometimes\" }\n"):               `"sometimes" is not pure, keyed or unsafe`,
 	} {
 		cmd := newRootCmd(func(string) string { return "" }, nil)
 		if err := cmd.ParseFlags([]string{"--config", file}); err != nil {

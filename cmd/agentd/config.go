@@ -121,7 +121,7 @@ func parse(fs *pflag.FlagSet, getenv func(string) string) (*config, error) {
 	if err != nil || path == "" {
 		return c, err
 	}
-	if c.MCPServers, c.Grants, err = tablesFromFile(path); err != nil {
+	if err = tablesFromFile(path, &c.Config); err != nil {
 		return nil, &usageError{err}
 	}
 	return c, nil

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -9,7 +10,9 @@ import (
 	"github.com/BurntSushi/toml"
 	"github.com/spf13/pflag"
 
+	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/daemon"
+	"github.com/agentledger/agentledger/flow"
 	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/mcptools"
@@ -36,7 +39,7 @@ func applyFile(fs *pflag.FlagSet, getenv func(string) string, path string) error
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		if k == mcpServerKey || k == grantKey {
+		if k == mcpServerKey || k == grantKey || k == limitKey {
 			continue // tables, read by tablesFromFile
 		}
 		name := strings.ReplaceAll(k, "_", "-")
@@ -88,6 +91,16 @@ const mcpServerKey = "mcp_server"
 // grantKey holds the tenants' grants: a table of tables by tenant.
 const grantKey = "grant"
 
+// limitKey holds the fleet-wide rate limits: an array of tables.
+const limitKey = "limit"
+
+// fileLimit is one [[limit]] table.
+type fileLimit struct {
+	Target string `toml:"target"`
+	Rate   string `toml:"rate"`
+	Burst  *int   `toml:"burst"`
+}
+
 // fileMCPServer is one [[mcp_server]] table.
 type fileMCPServer struct {
 	Name        string            `toml:"name"`
@@ -107,14 +120,64 @@ type fileMCPServer struct {
 //	[grant.acme]                            # stored when agentd starts
 //	tools = ["http_request"]
 //	hosts = [{ url = "https://api.example.com", secret_headers = true }]
+//
+//	[[limit]]                               # stored when agentd starts
+//	target = "slack-channel:*"
+//	rate = "1/s"                            # N/s or N/min
+//	burst = 1                               # default 1
 type fileTables struct {
 	Servers []fileMCPServer          `toml:"mcp_server"`
 	Grants  map[string]*grants.Grant `toml:"grant"`
+	Limits  []fileLimit              `toml:"limit"`
 }
 
-// tablesFromFile reads the MCP servers and the grants of the config file,
-// naming the file and the setting at fault.
-func tablesFromFile(path string) ([]daemon.MCPServer, map[string]*grants.Grant, error) {
+// tablesFromFile reads the MCP servers, the grants and the rate limits of
+// the config file into c, naming the file and the setting at fault.
+func tablesFromFile(path string, c *daemon.Config) error {
+	var err error
+	if c.MCPServers, c.Grants, err = serversAndGrants(path); err != nil {
+		return err
+	}
+	c.Limits, err = limitsFromFile(path)
+	return err
+}
+
+// limitsFromFile reads and checks the [[limit]] tables.
+func limitsFromFile(path string) ([]flow.Limit, error) {
+	var f fileTables
+	if _, err := toml.DecodeFile(path, &f); err != nil {
+		return nil, fmt.Errorf("config file %s: %w", path, err)
+	}
+	out := make([]flow.Limit, 0, len(f.Limits))
+	for i, fl := range f.Limits {
+		l := flow.Limit{Target: fl.Target, Burst: 1, Source: flow.SourceConfig}
+		if fl.Burst != nil {
+			l.Burst = *fl.Burst
+		}
+		r, err := flow.ParseRate(fl.Rate)
+		if err == nil {
+			l.Rate = r
+			if l.Burst < 1 {
+				err = agentledger.Invalid("burst", "%d must be at least 1", l.Burst)
+			}
+		}
+		if err == nil {
+			err = l.Check()
+		}
+		if err == nil && slices.ContainsFunc(out, func(o flow.Limit) bool { return o.Target == l.Target }) {
+			err = agentledger.Invalid("target", "%s has another [[limit]] table", l.Target)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("config file %s: limit[%d] (target %q): %w", path, i, fl.Target, err)
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+// serversAndGrants reads the MCP servers and the grants of the config
+// file, naming the file and the setting at fault.
+func serversAndGrants(path string) ([]daemon.MCPServer, map[string]*grants.Grant, error) {
 	var f fileTables
 	md, err := toml.DecodeFile(path, &f)
 	if err != nil {
@@ -126,6 +189,8 @@ func tablesFromFile(path string) ([]daemon.MCPServer, map[string]*grants.Grant, 
 			return nil, nil, fmt.Errorf("config file %s: unknown setting %q of an MCP server (name, command, url, headers_file, classes)", path, k.String())
 		case len(k) > 2 && k[0] == grantKey:
 			return nil, nil, fmt.Errorf("config file %s: unknown setting %q of a grant (all, kinds, tools, hosts, channels, models, max_tokens, priority_floor)", path, k.String())
+		case len(k) > 1 && k[0] == limitKey:
+			return nil, nil, fmt.Errorf("config file %s: unknown setting %q of a limit (target, rate, burst)", path, k.String())
 		}
 	}
 	for tenant, g := range f.Grants {

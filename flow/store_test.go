@@ -1,0 +1,75 @@
+package flow_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/flow"
+	"github.com/agentledger/agentledger/internal/testdb"
+)
+
+func TestStore(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := flow.NewStore(testdb.New(t))
+
+	got, err := s.Put(ctx, flow.Limit{Target: "http:https://Billing.internal:8080", Rate: flow.Rate{N: 60, Per: time.Minute}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Target != "http:https://billing.internal:8080" || got.Burst != 1 || got.Source != flow.SourceOperator || got.UpdatedAt.IsZero() {
+		t.Errorf("put: %+v", got)
+	}
+	if _, err := s.Put(ctx, flow.Limit{Target: "slack-channel:*", Rate: flow.Rate{N: 1, Per: time.Second}, Burst: 3, Source: flow.SourceConfig}); err != nil {
+		t.Fatal(err)
+	}
+	// Replacing keeps one row.
+	if _, err := s.Put(ctx, flow.Limit{Target: "http:https://billing.internal:8080", Rate: flow.Rate{N: 2, Per: time.Second}}); err != nil {
+		t.Fatal(err)
+	}
+	ls, err := s.List(ctx)
+	if err != nil || len(ls) != 2 {
+		t.Fatalf("list: %v %v", ls, err)
+	}
+	if ls[0].Target != "http:https://billing.internal:8080" || ls[0].Rate.String() != "2/s" ||
+		ls[1].Target != "slack-channel:*" || ls[1].Burst != 3 || ls[1].Source != flow.SourceConfig {
+		t.Errorf("list: %+v", ls)
+	}
+	if l, err := s.Get(ctx, "slack-channel:*"); err != nil || l.Rate.String() != "1/s" {
+		t.Errorf("get: %+v %v", l, err)
+	}
+
+	// Bad input names its field and changes nothing.
+	for _, c := range []struct {
+		l     flow.Limit
+		field string
+	}{
+		{flow.Limit{Target: "smtp:x", Rate: flow.Rate{N: 1, Per: time.Second}}, "target"},
+		{flow.Limit{Target: "mcp:shop", Rate: flow.Rate{N: 0, Per: time.Second}}, "rate"},
+		{flow.Limit{Target: "mcp:shop", Rate: flow.Rate{N: -3, Per: time.Minute}}, "rate"},
+		{flow.Limit{Target: "mcp:shop", Rate: flow.Rate{N: 1}}, "rate"},
+		{flow.Limit{Target: "mcp:shop", Rate: flow.Rate{N: 1, Per: time.Second}, Burst: -1}, "burst"},
+	} {
+		_, err := s.Put(ctx, c.l)
+		var ie *agentledger.InvalidError
+		if !errors.As(err, &ie) || ie.Field != c.field {
+			t.Errorf("put %+v: %v, want an error naming %s", c.l, err, c.field)
+		}
+	}
+	if ls, _ := s.List(ctx); len(ls) != 2 {
+		t.Errorf("bad input stored something: %+v", ls)
+	}
+
+	if err := s.Delete(ctx, "slack-channel:*"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(ctx, "slack-channel:*"); !errors.Is(err, agentledger.ErrNotFound) {
+		t.Errorf("delete of an unknown limit: %v", err)
+	}
+	if _, err := s.Get(ctx, "mcp:shop"); !errors.Is(err, agentledger.ErrNotFound) {
+		t.Errorf("get of an unknown limit: %v", err)
+	}
+}

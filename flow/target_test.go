@@ -1,0 +1,80 @@
+package flow_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/flow"
+)
+
+func TestParseTarget(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"http:https://Billing.Internal:8080": "http:https://billing.internal:8080",
+		"http:https://api.example.com/":      "http:https://api.example.com:443",
+		"http:http://10.0.0.1":               "http:http://10.0.0.1:80",
+		"http:*":                             "http:*",
+		"mcp:shop":                           "mcp:shop",
+		"model:API.openai.com":               "model:api.openai.com",
+		"slack-channel:C0123ABCD":            "slack-channel:C0123ABCD",
+		"slack-channel:*":                    "slack-channel:*",
+		" slack-workspace ":                  "slack-workspace",
+	} {
+		got, _, err := flow.ParseTarget(in)
+		if err != nil || got != want {
+			t.Errorf("ParseTarget(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for in, msg := range map[string]string{
+		"ftp:x":                   `unknown kind "ftp"`,
+		"smtp:*":                  `unknown kind "smtp"`,
+		"slack-channel":           "must be KIND:NAME",
+		"slack-channel:":          "must be KIND:NAME",
+		"slack-channel:two words": "without spaces",
+		"http:billing.internal":   "scheme://host[:port]",
+		"http:https://x/path":     "scheme://host[:port]",
+		"slack-workspace:T1":      "takes no name",
+		"":                        "must be KIND:NAME",
+	} {
+		_, _, err := flow.ParseTarget(in)
+		var ie *agentledger.InvalidError
+		if !errors.As(err, &ie) || ie.Field != "target" || !strings.Contains(err.Error(), msg) {
+			t.Errorf("ParseTarget(%q) = %v; want a target error with %q", in, err, msg)
+		}
+	}
+}
+
+func TestParseRate(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]flow.Rate{
+		"1/s":        {N: 1, Per: time.Second},
+		"20/second":  {N: 20, Per: time.Second},
+		"60/min":     {N: 60, Per: time.Minute},
+		" 5/minute ": {N: 5, Per: time.Minute},
+	} {
+		got, err := flow.ParseRate(in)
+		if err != nil || got != want {
+			t.Errorf("ParseRate(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for in, msg := range map[string]string{
+		"5":      "has no unit",
+		"0/s":    "at least one call",
+		"-1/min": "at least one call",
+		"x/s":    "whole number",
+		"5/h":    "unit must be s or min",
+		"":       "has no unit",
+	} {
+		_, err := flow.ParseRate(in)
+		var ie *agentledger.InvalidError
+		if !errors.As(err, &ie) || ie.Field != "rate" || !strings.Contains(err.Error(), msg) {
+			t.Errorf("ParseRate(%q) = %v; want a rate error with %q", in, err, msg)
+		}
+	}
+	if e := (flow.Rate{N: 3, Per: time.Second}).Emission(); e != 333334*time.Microsecond {
+		t.Errorf("3/s emission %v, want it rounded up to the microsecond", e)
+	}
+}
