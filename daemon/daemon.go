@@ -338,7 +338,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return err
 	}
 	if err := retryStart(ctx, log, "storing limits", transient, func() error {
-		return storeLimits(ctx, db.Pool, cfg.Limits, log)
+		return storeLimits(ctx, db.Pool, cfg, log)
 	}); err != nil {
 		return err
 	}
@@ -455,20 +455,43 @@ func migrate(ctx context.Context, db *database.DB, cfg *Config, log *slog.Logger
 	return nil
 }
 
-// storeLimits stores the configured rate limits, replacing those targets'
-// limits.
-func storeLimits(ctx context.Context, db flow.DB, ls []flow.Limit, log *slog.Logger) error {
-	if len(ls) == 0 {
+// slackChannelDefault is the fleet's pace on every Slack channel unless an
+// operator or the configuration set one: a little under Slack's one post
+// a second, with no burst, so that the milliseconds between a booking and
+// its arrival cannot bring two calls to a channel within one second.
+var slackChannelDefault = flow.Limit{Target: flow.KindDefault(flow.KindSlackChannel),
+	Rate: flow.Rate{N: 50, Per: time.Minute}, Burst: 1}
+
+// storeLimits stores the configured limits, replacing those targets'
+// limits, and the defaults agentd keeps where no limit is set: with Slack,
+// the pace of every channel.
+func storeLimits(ctx context.Context, db flow.DB, cfg *Config, log *slog.Logger) error {
+	store := flow.NewStore(db)
+	if (cfg.SlackToken != "" || cfg.SlackTokenFile != "") && !cfg.NoDispatch {
+		stored, err := store.PutDefault(ctx, slackChannelDefault)
+		if err != nil {
+			return err
+		}
+		if stored {
+			log.Info("stored the default pace of Slack channels, for every daemon (agentctl limit set changes it)",
+				"target", slackChannelDefault.Target, "rate", slackChannelDefault.Rate.String())
+		}
+	}
+	if len(cfg.Limits) == 0 {
 		return nil
 	}
-	targets := make([]string, 0, len(ls))
-	for _, l := range ls {
+	targets := make([]string, 0, len(cfg.Limits))
+	for _, l := range cfg.Limits {
 		l.Source = flow.SourceConfig
-		got, err := flow.NewStore(db).Put(ctx, l)
+		got, err := store.Put(ctx, l)
 		if err != nil {
 			return &ConfigError{fmt.Errorf("limit of %q: %w", l.Target, err)}
 		}
 		targets = append(targets, got.Target)
+		if _, kind, _ := flow.ParseTarget(got.Target); kind != flow.KindSlackChannel && kind != flow.KindSlackWorkspace {
+			log.Warn("a limit of this kind is stored but not enforced yet: today the fleet paces Slack only",
+				"target", got.Target)
+		}
 	}
 	log.Info("limits stored from the configuration", "targets", targets)
 	return nil

@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/agent"
+	"github.com/agentledger/agentledger/flow"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/metrics"
 	"github.com/agentledger/agentledger/notify"
@@ -90,7 +91,7 @@ func dispatcher(cfg *Config, db *pgxpool.Pool, owner string, m *metrics.Metrics,
 		log.Info("notifications: not dispatched here (--no-dispatch)")
 		return nil, nil
 	}
-	sink, err := notificationSink(cfg, cfg.Stdout, log)
+	sink, err := notificationSink(cfg, db, cfg.Stdout, log)
 	if err != nil {
 		return nil, err
 	}
@@ -108,7 +109,7 @@ func dispatcher(cfg *Config, db *pgxpool.Pool, owner string, m *metrics.Metrics,
 
 // notificationSink is Slack when a bot token is configured, else the
 // console sink; both go through the ledger the same way.
-func notificationSink(cfg *Config, out io.Writer, log *slog.Logger) (notify.Sink, error) {
+func notificationSink(cfg *Config, db *pgxpool.Pool, out io.Writer, log *slog.Logger) (notify.Sink, error) {
 	if cfg.SlackToken == "" && cfg.SlackTokenFile == "" {
 		sink, err := consoleSink(cfg, out)
 		if err == nil {
@@ -116,8 +117,11 @@ func notificationSink(cfg *Config, out io.Writer, log *slog.Logger) (notify.Sink
 		}
 		return sink, err
 	}
+	// Posts and updates are paced by the fleet's limits too, so that any
+	// number of daemons keep to one channel's pace between them.
 	sink, err := slack.New(slack.Config{Token: cfg.SlackToken, TokenFile: cfg.SlackTokenFile,
-		APIURL: cfg.SlackAPIURL, Logger: log, PerChannelInterval: cfg.SlackInterval, WorkspaceRate: float64(cfg.SlackRate)})
+		APIURL: cfg.SlackAPIURL, Logger: log, PerChannelInterval: cfg.SlackInterval, WorkspaceRate: float64(cfg.SlackRate),
+		Fleet: flow.NewLimiter(db, log)})
 	if err != nil {
 		return nil, &ConfigError{err}
 	}

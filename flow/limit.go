@@ -10,6 +10,7 @@ import (
 const (
 	SourceOperator = "operator" // agentctl limit set
 	SourceConfig   = "config"   // agentd's [[limit]] tables, stored at start
+	SourceDefault  = "default"  // agentd's own, stored where no limit of that target is
 )
 
 // Limit is the rate limit of one target or of a kind's default.
@@ -42,8 +43,8 @@ func (l *Limit) Check() error {
 	if l.Source == "" {
 		l.Source = SourceOperator
 	}
-	if l.Source != SourceOperator && l.Source != SourceConfig {
-		return agentledger.Invalid("source", "%q is not %s or %s", l.Source, SourceOperator, SourceConfig)
+	if l.Source != SourceOperator && l.Source != SourceConfig && l.Source != SourceDefault {
+		return agentledger.Invalid("source", "%q is not %s, %s or %s", l.Source, SourceOperator, SourceConfig, SourceDefault)
 	}
 	return nil
 }

@@ -40,6 +40,21 @@ func (s *Store) Put(ctx context.Context, l Limit) (Limit, error) {
 	return l, nil
 }
 
+// PutDefault stores l, a limit of agentd's own (SourceDefault), unless its
+// target has a limit already: an operator's or the configuration's limit
+// is never replaced by a default. It reports whether l was stored.
+func (s *Store) PutDefault(ctx context.Context, l Limit) (bool, error) {
+	l.Source = SourceDefault
+	if err := l.Check(); err != nil {
+		return false, err
+	}
+	tag, err := s.db.Exec(ctx, putDefaultSQL, l.Target, l.Rate.N, int(l.Rate.Per/time.Second), l.Burst, l.Source)
+	if err != nil {
+		return false, fmt.Errorf("default limit of %s: %w", l.Target, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
 // Get returns target's own limit (not its kind's default), or an error
 // matching agentledger.ErrNotFound.
 func (s *Store) Get(ctx context.Context, target string) (Limit, error) {
@@ -104,6 +119,10 @@ INSERT INTO flow_limits (target, rate_n, rate_per_seconds, burst, source) VALUES
 ON CONFLICT (target) DO UPDATE SET rate_n = EXCLUDED.rate_n, rate_per_seconds = EXCLUDED.rate_per_seconds,
 	burst = EXCLUDED.burst, source = EXCLUDED.source, updated_at = now()
 RETURNING updated_at`
+
+const putDefaultSQL = `/* flow.put_default */
+INSERT INTO flow_limits (target, rate_n, rate_per_seconds, burst, source) VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (target) DO NOTHING`
 
 const selectSQL = `/* flow.select */ SELECT target, rate_n, rate_per_seconds, burst, source, updated_at FROM flow_limits`
 

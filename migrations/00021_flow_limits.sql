@@ -8,7 +8,7 @@ CREATE TABLE flow_limits (
     rate_n           bigint      NOT NULL CHECK (rate_n > 0),
     rate_per_seconds integer     NOT NULL CHECK (rate_per_seconds IN (1, 60)),
     burst            integer     NOT NULL DEFAULT 1 CHECK (burst >= 1),
-    source           text        NOT NULL CHECK (source IN ('operator', 'config')),
+    source           text        NOT NULL CHECK (source IN ('operator', 'config', 'default')),
     updated_at       timestamptz NOT NULL DEFAULT now()
 );
 

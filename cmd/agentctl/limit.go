@@ -136,11 +136,20 @@ func (a *app) limitSet(ctx context.Context, target, rate string, burst int) erro
 	if err != nil {
 		return flagError(err)
 	}
+	if _, kind, _ := flow.ParseTarget(got.Target); !enforced(kind) {
+		fmt.Fprintf(a.stderr, "agentctl: note: limits on %s targets are stored but not enforced yet: "+
+			"today the fleet paces Slack's channels and workspace only\n", kind)
+	}
 	if a.wantJSON() {
 		return printJSON(a.stdout, got)
 	}
 	_, err = fmt.Fprintf(a.stdout, "limit %s set: %s, burst %d\n", got.Target, got.Rate, got.Burst)
 	return err
+}
+
+// enforced reports whether daemons obey limits of targets of kind yet.
+func enforced(kind string) bool {
+	return kind == flow.KindSlackChannel || kind == flow.KindSlackWorkspace
 }
 
 func (a *app) limitList(ctx context.Context) error {

@@ -103,7 +103,11 @@ func drill(t *testing.T, o options) {
 	// share one call log.
 	r.mcpLog = filepath.Join(r.w.dir, "mcp-calls.log")
 	config := filepath.Join(r.w.dir, "agentd.toml")
-	must(t, os.WriteFile(config, []byte(sprintf("[[mcp_server]]\nname = \"shop\"\ncommand = [%q, \"-log\", %q]\n",
+	// The fleet's pace of the Slack channel is lifted (agentd's default is
+	// 50 posts a minute): the fault schedule, not Slack's pace, is under
+	// test here; every post still books the shared limit.
+	must(t, os.WriteFile(config, []byte(sprintf("[[mcp_server]]\nname = \"shop\"\ncommand = [%q, \"-log\", %q]\n\n"+
+		"[[limit]]\ntarget = \"slack-channel:*\"\nrate = \"1000000/s\"\nburst = 1000\n",
 		r.w.mcpcount, r.mcpLog)), 0o644))
 	for i := range 3 {
 		name := sprintf("d%d", i+1)

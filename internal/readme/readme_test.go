@@ -39,16 +39,17 @@ var blocks = map[string]block{
 		"served from ledger",
 		`{"charges":2,"requests":4}`, `{"charges":2,"requests":4}`, // the replay called nothing
 	}},
-	"ID=$(go run ./cmd/agentctl submit -o id --kind steps":          {want: []string{"succeeded", `"id":"ch_4"`}},
-	"go run ./examples/embed":                                       {skip: "examples/embed's TestExampleRuns runs it"},
-	"go run ./examples/mcp":                                         {skip: "examples/mcp's TestExampleRuns runs it"},
-	"go run ./cmd/agentctl tenant add acme":                         {want: []string{"/v1/tasks/", "Idempotent-Replayed: true", `"kind":"echo"`}},
-	"go run ./cmd/agentctl tenant grant acme":                       {},
-	"go run ./cmd/agentctl schedule add nightly-report":             {want: []string{"nightly-report"}},
-	"go run ./cmd/agentctl rule add ops":                            {want: []string{"billing-dead"}},
-	"go run ./cmd/agentctl notifications redeliver --all --dry-run": {},
-	"CHAOS_TASKS=2000":                                              {skip: "internal/chaos's TestChaos is this run with CI's defaults"},
-	"go install ./cmd/agentd ./cmd/agentctl":                        {},
+	"ID=$(go run ./cmd/agentctl submit -o id --kind steps":            {want: []string{"succeeded", `"id":"ch_4"`}},
+	"go run ./examples/embed":                                         {skip: "examples/embed's TestExampleRuns runs it"},
+	"go run ./examples/mcp":                                           {skip: "examples/mcp's TestExampleRuns runs it"},
+	"go run ./cmd/agentctl tenant add acme":                           {want: []string{"/v1/tasks/", "Idempotent-Replayed: true", `"kind":"echo"`}},
+	"go run ./cmd/agentctl tenant grant acme":                         {},
+	"go run ./cmd/agentctl schedule add nightly-report":               {want: []string{"nightly-report"}},
+	"go run ./cmd/agentctl rule add ops":                              {want: []string{"billing-dead"}},
+	"go run ./cmd/agentctl notifications redeliver --all --dry-run":   {},
+	"go run ./cmd/agentctl limit set 'slack-channel:*' --rate 50/min": {want: []string{"limit slack-channel:C0123456789 removed"}},
+	"CHAOS_TASKS=2000":                                                {skip: "internal/chaos's TestChaos is this run with CI's defaults"},
+	"go install ./cmd/agentd ./cmd/agentctl":                          {},
 }
 
 func TestREADMEExamples(t *testing.T) {
