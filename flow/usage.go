@@ -1,0 +1,84 @@
+package flow
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// UsageWindow is how far back Usage looks: a target whose theoretical
+// arrival time is older than this has been idle long enough not to matter.
+const UsageWindow = time.Hour
+
+// usageMax bounds the targets Usage returns.
+const usageMax = 500
+
+// Use is the pacing state of one concrete target booked lately.
+type Use struct {
+	Target string `json:"target"`
+	// Limit is the limit in force for the target: its own or its kind's
+	// default; empty when none is (it was removed since the booking).
+	Limit string `json:"limit,omitempty"`
+	// Wait is how long until the next call would pass, on the database's
+	// clock when read; 0 when a call passes now.
+	Wait time.Duration `json:"wait"`
+}
+
+// Usage returns the concrete targets booked within UsageWindow (at most
+// usageMax, by target) with how long until each lets the next call
+// through, read on the database's clock.
+func (s *Store) Usage(ctx context.Context) ([]Use, error) {
+	limits, err := s.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	byTarget := make(map[string]Limit, len(limits))
+	for _, l := range limits {
+		byTarget[l.Target] = l
+	}
+	rows, err := s.db.Query(ctx, usageSQL, UsageWindow.Microseconds(), usageMax)
+	if err != nil {
+		return nil, fmt.Errorf("reading the use of the limits: %w", err)
+	}
+	type state struct {
+		target   string
+		tat, now time.Time
+	}
+	states, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (state, error) {
+		var st state
+		return st, row.Scan(&st.target, &st.tat, &st.now)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading the use of the limits: %w", err)
+	}
+	uses := make([]Use, 0, len(states))
+	for _, st := range states {
+		u := Use{Target: st.target}
+		lim, ok := byTarget[st.target]
+		if !ok {
+			lim, ok = byTarget[KindDefault(kindOf(st.target))]
+		}
+		if ok {
+			u.Limit = lim.Target
+			// A call passes once the arrival time is within the burst's
+			// tolerance of now (see takeSQL).
+			u.Wait = max(st.tat.Add(-lim.tolerance()).Sub(st.now), 0)
+		}
+		uses = append(uses, u)
+	}
+	return uses, nil
+}
+
+// kindOf is the kind of a stored, normalised target.
+func kindOf(target string) string {
+	kind, _, _ := strings.Cut(target, ":")
+	return kind
+}
+
+const usageSQL = `/* flow.usage */
+SELECT target, tat, clock_timestamp() FROM flow_state
+WHERE tat > clock_timestamp() - $1::bigint * interval '1 microsecond'
+ORDER BY target LIMIT $2`

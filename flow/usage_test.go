@@ -1,0 +1,61 @@
+package flow_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/agentledger/agentledger/flow"
+	"github.com/agentledger/agentledger/internal/testdb"
+)
+
+// Usage lists the targets booked, each with the limit in force and how
+// long until its next call passes.
+func TestUsage(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	s, l := flow.NewStore(db), flow.NewLimiter(db, nil)
+	putLimit(t, s, "slack-channel:*", "1/min", 2)
+	putLimit(t, s, "mcp:shop", "1/min", 1)
+	take := func(target string) {
+		t.Helper()
+		if wait, err := l.Take(ctx, target); err != nil || wait != 0 {
+			t.Fatalf("take %s: %v %v", target, wait, err)
+		}
+	}
+	take("slack-channel:C1")
+	take("slack-channel:C1") // the burst is spent: the next waits a minute
+	take("slack-channel:C2")
+	take("mcp:shop")
+
+	uses, err := s.Usage(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(uses) != 3 {
+		t.Fatalf("usage: %+v", uses)
+	}
+	shop, c1, c2 := uses[0], uses[1], uses[2]
+	if c1.Target != "slack-channel:C1" || c1.Limit != "slack-channel:*" || c1.Wait < 50*time.Second || c1.Wait > time.Minute {
+		t.Errorf("C1: %+v", c1)
+	}
+	if c2.Target != "slack-channel:C2" || c2.Limit != "slack-channel:*" || c2.Wait != 0 {
+		t.Errorf("C2: %+v", c2)
+	}
+	if shop.Target != "mcp:shop" || shop.Limit != "mcp:shop" || shop.Wait < 50*time.Second || shop.Wait > time.Minute {
+		t.Errorf("shop: %+v", shop)
+	}
+
+	// A target whose limit was removed is unpaced: no limit, no wait.
+	if err := s.Delete(ctx, "slack-channel:*"); err != nil {
+		t.Fatal(err)
+	}
+	uses, err = s.Usage(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c1 := uses[1]; c1.Limit != "" || c1.Wait != 0 {
+		t.Errorf("C1 without a limit: %+v", c1)
+	}
+}
