@@ -14,6 +14,7 @@ const (
 	viewTasks view = iota
 	viewTask
 	viewWorkers
+	viewLimits
 )
 
 // App is the console's root model. It owns the component models, routes
@@ -27,6 +28,7 @@ type App struct {
 	tasks   tasksModel
 	task    taskModel
 	workers workersModel
+	limits  limitsModel
 	dialog  *dialogModel
 
 	status    string
@@ -45,7 +47,7 @@ func New(ctx context.Context, store Store, opts Options) App {
 	e := &env{keys: DefaultKeyMap(), styles: DefaultStyles(), opts: opts.withDefaults()}
 	c := commands{ctx: ctx, store: store}
 	a := App{env: e, cmd: c, help: help.New(), tasks: newTasksModel(e, c), workers: newWorkersModel(e, c),
-		task: newTaskModel(e, c, 0, 80, 24), width: 80, height: 24}
+		limits: newLimitsModel(e, c), task: newTaskModel(e, c, 0, 80, 24), width: 80, height: 24}
 	a.layout()
 	return a
 }

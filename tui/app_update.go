@@ -45,6 +45,10 @@ func (a App) route(msg tea.Msg) (tea.Model, tea.Cmd) {
 			a.tasks.setWorkers(msg.workers)
 		}
 		return a, cmd
+	case limitsMsg:
+		var cmd tea.Cmd
+		a.limits, cmd = a.limits.Update(msg)
+		return a, cmd
 	case previewMsg:
 		return a.openPreview(msg)
 	case redeliveryMsg:
@@ -114,6 +118,10 @@ func (a App) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		a.view = viewWorkers
 		a.layout()
 		return a, a.workers.load()
+	case key.Matches(msg, k.Limits) && a.view != viewLimits:
+		a.view = viewLimits
+		a.layout()
+		return a, a.limits.load()
 	case key.Matches(msg, k.Back) && a.view != viewTasks:
 		a.view = viewTasks
 		a.layout()
@@ -136,6 +144,8 @@ func (a App) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		a.task, cmd = a.task.Update(msg)
 	case viewWorkers:
 		a.workers, cmd = a.workers.Update(msg)
+	case viewLimits:
+		a.limits, cmd = a.limits.Update(msg)
 	}
 	return a, cmd
 }
@@ -156,6 +166,8 @@ func (a *App) refresh() tea.Cmd {
 		return tea.Batch(a.task.refresh(), workers)
 	case viewWorkers:
 		return workers
+	case viewLimits:
+		return tea.Batch(a.limits.refresh(), workers)
 	}
 	return tea.Batch(a.tasks.refresh(), workers)
 }
@@ -167,6 +179,8 @@ func (a *App) reload() tea.Cmd {
 		return a.task.load()
 	case viewWorkers:
 		return a.workers.load()
+	case viewLimits:
+		return a.limits.load()
 	}
 	return a.tasks.load()
 }

@@ -21,6 +21,8 @@ func (a App) helpKeys() helpKeys {
 		return k.taskHelp()
 	case a.view == viewWorkers:
 		return k.workersHelp()
+	case a.view == viewLimits:
+		return k.limitsHelp()
 	}
 	return k.tasksHelp()
 }
@@ -41,6 +43,7 @@ func (a *App) layout() {
 	a.tasks.setSize(a.width, h)
 	a.task.setSize(a.width, h)
 	a.workers.setSize(a.width, h)
+	a.limits.setSize(a.width, h)
 	if a.dialog != nil {
 		a.dialog.setSize(a.width, h)
 	}
@@ -55,6 +58,8 @@ func (a App) View() string {
 		where = fmt.Sprintf("task %d", a.task.id)
 	case viewWorkers:
 		where = "workers"
+	case viewLimits:
+		where = "limits"
 	}
 	title := s.Title.Render("agentledger") + s.TitleDim.Render(" › ") + where
 	if n, ok := a.workers.live(); ok && n == 0 {
@@ -68,6 +73,8 @@ func (a App) View() string {
 		body = a.task.View()
 	case a.view == viewWorkers:
 		body = a.workers.View()
+	case a.view == viewLimits:
+		body = a.limits.View()
 	default:
 		body = a.tasks.View()
 	}
@@ -99,6 +106,8 @@ func (a App) loadErr() error {
 		return nil // the view says it
 	case viewWorkers:
 		return a.workers.err
+	case viewLimits:
+		return a.limits.err
 	}
 	return a.tasks.err
 }

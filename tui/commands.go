@@ -80,6 +80,18 @@ func (c commands) workers() tea.Cmd {
 	})
 }
 
+// limits reads the limits, then their use.
+func (c commands) limits() tea.Cmd {
+	return c.call(func(ctx context.Context) tea.Msg {
+		l, err := c.store.Limits(ctx)
+		if err != nil {
+			return limitsMsg{err: err}
+		}
+		u, err := c.store.Usage(ctx)
+		return limitsMsg{limits: l, usage: u, err: err}
+	})
+}
+
 func (c commands) preview(id int64) tea.Cmd {
 	return c.call(func(ctx context.Context) tea.Msg {
 		p, err := c.store.ReplayPreview(ctx, id)

@@ -4,20 +4,23 @@ import (
 	"context"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/flow"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/operator"
 )
 
-// DBStore is the Store over the database: the operator service, and the
-// ledger for the journals of a task's earlier generations.
+// DBStore is the Store over the database: the operator service, the
+// ledger for the journals of a task's earlier generations, and the flow
+// limits.
 type DBStore struct {
 	Operator *operator.Service
 	Ledger   *ledger.Ledger
+	Flow     *flow.Store
 }
 
 // NewDBStore returns the store over db.
 func NewDBStore(db operator.DB) *DBStore {
-	return &DBStore{Operator: operator.New(db), Ledger: ledger.New(db)}
+	return &DBStore{Operator: operator.New(db), Ledger: ledger.New(db), Flow: flow.NewStore(db)}
 }
 
 var _ Store = (*DBStore)(nil)
@@ -127,4 +130,14 @@ func (s *DBStore) CancelAll(ctx context.Context, f Filter) (operator.BulkResult,
 // Workers implements Store.
 func (s *DBStore) Workers(ctx context.Context) ([]operator.Worker, error) {
 	return s.Operator.Workers(ctx)
+}
+
+// Limits implements Store.
+func (s *DBStore) Limits(ctx context.Context) ([]flow.Limit, error) {
+	return s.Flow.List(ctx)
+}
+
+// Usage implements Store.
+func (s *DBStore) Usage(ctx context.Context) ([]flow.Use, error) {
+	return s.Flow.Usage(ctx)
 }

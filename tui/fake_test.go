@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/flow"
 	"github.com/agentledger/agentledger/operator"
 )
 
@@ -16,6 +17,8 @@ type fakeStore struct {
 	mu      sync.Mutex
 	tasks   []*agentledger.Task // oldest first
 	workers []claims.Worker
+	limits  []flow.Limit
+	usage   []flow.Use
 	calls   []string
 	// failed are the failed notifications of each task, with their plans;
 	// Redeliver requeues them, reopening reopened ledger effects.
@@ -174,4 +177,18 @@ func (s *fakeStore) Workers(context.Context) ([]claims.Worker, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.workers, nil
+}
+
+func (s *fakeStore) Limits(context.Context) ([]flow.Limit, error) {
+	s.record("limits")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.limits, nil
+}
+
+func (s *fakeStore) Usage(context.Context) ([]flow.Use, error) {
+	s.record("usage")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.usage, nil
 }

@@ -29,6 +29,7 @@ type KeyMap struct {
 	State       key.Binding
 	Sort        key.Binding
 	Workers     key.Binding
+	Limits      key.Binding
 	BulkRetry   key.Binding
 	BulkCancel  key.Binding
 
@@ -79,6 +80,7 @@ func DefaultKeyMap() KeyMap {
 		State:       b([]string{"s"}, "s", "state"),
 		Sort:        b([]string{"o"}, "o", "sort"),
 		Workers:     b([]string{"w"}, "w", "workers"),
+		Limits:      b([]string{"L"}, "L", "limits"),
 		BulkRetry:   b([]string{"T"}, "T", "retry all dead"),
 		BulkCancel:  b([]string{"X"}, "X", "cancel all"),
 
@@ -117,7 +119,7 @@ func (k KeyMap) tasksHelp() helpKeys {
 			{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom},
 			{k.Open, k.NextPage, k.PrevPage, k.Search, k.Filter, k.ClearFilter, k.State, k.Sort},
 			{k.Replay, k.Rerun, k.Cancel, k.Retry, k.Redeliver, k.BulkRetry, k.BulkCancel},
-			{k.Workers, k.Help, k.Quit},
+			{k.Workers, k.Limits, k.Help, k.Quit},
 		},
 	}
 }
@@ -147,6 +149,13 @@ func (k KeyMap) workersHelp() helpKeys {
 	return helpKeys{
 		short: []key.Binding{k.Up, k.Down, k.Back, k.Help, k.Quit},
 		full:  [][]key.Binding{{k.Up, k.Down, k.Back, k.Help, k.Quit}},
+	}
+}
+
+func (k KeyMap) limitsHelp() helpKeys {
+	return helpKeys{
+		short: []key.Binding{k.Up, k.Down, k.Workers, k.Back, k.Help, k.Quit},
+		full:  [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Workers, k.Back, k.Help, k.Quit}},
 	}
 }
 

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/flow"
 	"github.com/agentledger/agentledger/operator"
 )
 
@@ -37,6 +38,13 @@ type detailMsg struct {
 type workersMsg struct {
 	workers []operator.Worker
 	err     error
+}
+
+// limitsMsg is the fleet's rate limits and the targets booked lately.
+type limitsMsg struct {
+	limits []flow.Limit
+	usage  []flow.Use
+	err    error
 }
 
 // previewMsg is a replay preview, to confirm.

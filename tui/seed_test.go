@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/flow"
 	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/internal/testenv"
 	"github.com/agentledger/agentledger/ledger"
@@ -36,6 +37,7 @@ type seeded struct {
 	Claims *claims.Store
 	Ledger *ledger.Ledger
 	Outbox *outbox.Store
+	DB     flow.DB
 }
 
 func seedDB(t *testing.T) *seeded {
@@ -123,7 +125,7 @@ func seedDB(t *testing.T) *seeded {
 		_, err := e.DB.Exec(ctx, q, epoch)
 		must(err)
 	}
-	s := &seeded{DBStore: NewDBStore(e.DB), Claims: claims.New(e.DB), Ledger: ledger.New(e.DB), Outbox: outbox.NewStore(e.DB)}
+	s := &seeded{DBStore: NewDBStore(e.DB), Claims: claims.New(e.DB), Ledger: ledger.New(e.DB), Outbox: outbox.NewStore(e.DB), DB: e.DB}
 	s.Operator.PinClock(func() time.Time { return epoch })
 	s.Claims.Now = func() time.Time { return epoch }
 	return s

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/flow"
 	"github.com/agentledger/agentledger/operator"
 )
 
@@ -95,4 +96,9 @@ type Store interface {
 	CancelAll(ctx context.Context, f Filter) (operator.BulkResult, error)
 	// Workers lists the workers holding leases now.
 	Workers(ctx context.Context) ([]operator.Worker, error)
+	// Limits lists the fleet's rate limits by target.
+	Limits(ctx context.Context) ([]flow.Limit, error)
+	// Usage lists the concrete targets booked lately, with the limit in
+	// force for each and how long until its next call passes.
+	Usage(ctx context.Context) ([]flow.Use, error)
 }
