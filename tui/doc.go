@@ -11,20 +11,21 @@
 // effect of unknown outcome, deliver a task's failed notifications again
 // (after a preview of what each sends), and bulk retry or cancel over the
 // filter — each behind a confirmation. A workers view shows each worker's leases,
-// queues, kinds and MCP servers; the title says when no worker is live.
+// queues, kinds and MCP servers; the title says when no worker is live. A
+// limits view shows the fleet's rate limits and the targets booked lately.
 //
 // Layout:
 //
 //   - store.go, dbstore.go: the Store interface the console talks to and
 //     DBStore, its adapter over the operator service (and the ledger, for
-//     the journals of earlier generations).
+//     the journals of earlier generations, and package flow, for the limits).
 //   - plan.go: the replay preview's rule, the one agentctl replay --dry-run
 //     applies.
 //   - app.go, app_update.go, app_view.go, app_actions.go: the root model. It
 //     routes messages to one small model per component — tasks*.go (the
 //     task table, its paging, search and sort), filter.go (the filter form),
 //     task*.go and journal.go (the task view), dialog.go (confirmations),
-//     workers.go — and opens the dialogs of the operator's actions
+//     workers.go, limits.go — and opens the dialogs of the operator's actions
 //     (redelivery.go: the redelivery's).
 //   - commands.go, messages.go: every store call runs inside a tea.Cmd that
 //     returns a message; Update never does I/O.

@@ -39,7 +39,8 @@ outcome (v, in a task) as done or allowed one retry, with a note; redeliver
 a task's failed notifications (N) shows what each sends again (post,
 update, or look up first), as agentctl notifications redeliver does; retry
 all dead (T) or cancel all (X) tasks of the filter, after showing their
-count. w shows the workers and their leases, ? every key, q quits.`,
+count. w shows the workers and their leases, L the rate limits and the
+targets booked lately, ? every key, q quits.`,
 		Example: `  agentctl tui
   agentctl tui --state dead --queue billing`,
 		Args: cobra.NoArgs,
