@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/charmbracelet/bubbles/viewport"
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/agentledger/agentledger/flow"
@@ -20,22 +19,15 @@ const limitsFooter = "rate limits only: concurrency caps and circuit breakers co
 // and targets), then the concrete targets booked lately with when each
 // lets its next call through.
 type limitsModel struct {
-	env     *env
-	cmd     commands
-	limits  []flow.Limit
-	usage   []flow.Use
-	loaded  bool
-	loading bool
-	err     error
-	page    viewport.Model
-	width   int
-	height  int
+	env    *env
+	cmd    commands
+	limits []flow.Limit
+	usage  []flow.Use
+	loadedPage
 }
 
 func newLimitsModel(e *env, c commands) limitsModel {
-	m := limitsModel{env: e, cmd: c, page: viewport.New(0, 0)}
-	m.page.KeyMap = viewport.KeyMap{Up: e.keys.Up, Down: e.keys.Down, PageUp: e.keys.PageUp, PageDown: e.keys.PageDown}
-	return m
+	return limitsModel{env: e, cmd: c, loadedPage: newLoadedPage(e)}
 }
 
 // load reads the limits and their use again.
@@ -52,11 +44,7 @@ func (m *limitsModel) refresh() tea.Cmd {
 	return m.load()
 }
 
-func (m *limitsModel) setSize(width, height int) {
-	m.width, m.height = width, height
-	m.page.Width, m.page.Height = width, max(height-2, 1)
-	m.page.SetContent(m.table())
-}
+func (m *limitsModel) setSize(width, height int) { m.resize(width, height, m.table()) }
 
 // Update handles the loads and scrolling.
 func (m limitsModel) Update(msg tea.Msg) (limitsModel, tea.Cmd) {
@@ -69,9 +57,7 @@ func (m limitsModel) Update(msg tea.Msg) (limitsModel, tea.Cmd) {
 		}
 		return m, nil
 	case tea.KeyMsg:
-		var cmd tea.Cmd
-		m.page, cmd = m.page.Update(msg)
-		return m, cmd
+		return m, m.scroll(msg)
 	}
 	return m, nil
 }

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/charmbracelet/bubbles/viewport"
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/agentledger/agentledger/operator"
@@ -21,18 +20,11 @@ type workersModel struct {
 	env     *env
 	cmd     commands
 	workers []operator.Worker
-	loaded  bool
-	loading bool
-	err     error
-	page    viewport.Model
-	width   int
-	height  int
+	loadedPage
 }
 
 func newWorkersModel(e *env, c commands) workersModel {
-	m := workersModel{env: e, cmd: c, page: viewport.New(0, 0)}
-	m.page.KeyMap = viewport.KeyMap{Up: e.keys.Up, Down: e.keys.Down, PageUp: e.keys.PageUp, PageDown: e.keys.PageDown}
-	return m
+	return workersModel{env: e, cmd: c, loadedPage: newLoadedPage(e)}
 }
 
 // load reads the workers again.
@@ -49,11 +41,7 @@ func (m *workersModel) refresh() tea.Cmd {
 	return m.load()
 }
 
-func (m *workersModel) setSize(width, height int) {
-	m.width, m.height = width, height
-	m.page.Width, m.page.Height = width, max(height-2, 1)
-	m.page.SetContent(m.table())
-}
+func (m *workersModel) setSize(width, height int) { m.resize(width, height, m.table()) }
 
 // stale reports whether a worker looks dead or stalled: a lease of its ran
 // out, or it renewed none for longer than Options.StaleAfter.
@@ -72,9 +60,7 @@ func (m workersModel) Update(msg tea.Msg) (workersModel, tea.Cmd) {
 		}
 		return m, nil
 	case tea.KeyMsg:
-		var cmd tea.Cmd
-		m.page, cmd = m.page.Update(msg)
-		return m, cmd
+		return m, m.scroll(msg)
 	}
 	return m, nil
 }
