@@ -2,6 +2,7 @@ package agentledger
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -12,13 +13,23 @@ import (
 type DeferredError struct {
 	// Until is when the task may run again.
 	Until time.Time
-	// Reason says what it waits for, for operators; never a secret.
+	// Target is what it waits for, "<kind>:<name>" as package flow
+	// writes it ("http:https://billing.internal:8080").
+	Target string
+	// Reason says why it waits, for operators; never a secret.
 	Reason string
 }
 
-// Deferred returns a *DeferredError waiting until until for reason.
-func Deferred(until time.Time, reason string) error {
-	return &DeferredError{Until: until, Reason: reason}
+// Deferred returns a *DeferredError waiting until until on target for
+// reason.
+func Deferred(until time.Time, target, reason string) error {
+	return &DeferredError{Until: until, Target: target, Reason: reason}
+}
+
+// TargetKind is the kind of e.Target ("http"), for metrics.
+func (e *DeferredError) TargetKind() string {
+	kind, _, _ := strings.Cut(e.Target, ":")
+	return kind
 }
 
 func (e *DeferredError) Error() string {
