@@ -49,7 +49,7 @@ func New() *Metrics {
 			Help: "How long attempts ran, by kind.", Buckets: prometheus.ExponentialBuckets(0.001, 4, 10)}, []string{"kind"}),
 		effects: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "effects_total",
 			Help: "Effects through the ledger by operation, class and outcome: performed, served (from the ledger, " +
-				"not performed again), failed, unknown, lease_lost, error."}, []string{"operation", "class", "outcome"}),
+				"not performed again), failed, unknown, deferred (waits for a limit), lease_lost, error."}, []string{"operation", "class", "outcome"}),
 		notifications: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "notifications_total",
 			Help: "Outbox events this daemon settled, by outcome: delivered, retry, rate_limited, failed, lost."}, []string{"outcome"}),
 		cronFires: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "cron_fires_total",

@@ -44,7 +44,7 @@ func TestMetrics(t *testing.T) {
 	m.HTTP("POST /v1/tasks", 201, time.Millisecond)
 
 	want := `
-# HELP agentledger_effects_total Effects through the ledger by operation, class and outcome: performed, served (from the ledger, not performed again), failed, unknown, lease_lost, error.
+# HELP agentledger_effects_total Effects through the ledger by operation, class and outcome: performed, served (from the ledger, not performed again), failed, unknown, deferred (waits for a limit), lease_lost, error.
 # TYPE agentledger_effects_total counter
 agentledger_effects_total{class="keyed",operation="http_request",outcome="served"} 2
 # HELP agentledger_deferrals_total Attempts deferred to wait for a fleet-wide limit (not counted as attempts), by the kind of target waited for.
