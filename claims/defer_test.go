@@ -70,3 +70,24 @@ func TestDeferNeedsATime(t *testing.T) {
 		t.Fatalf("state %s, want running", got.State)
 	}
 }
+
+// A cancel requested while the attempt ran is not held up by the wait: the
+// deferred task is due at once, and its next claim sees the request.
+func TestDeferAfterCancelRequestIsDueAtOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newClock()
+	s := pinnedStore(t, c)
+	task := enqueue(t, s, claims.EnqueueParams{})
+	a := claimOne(t, s, "w", time.Minute)
+	if _, err := s.Cancel(ctx, "", task.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Defer(ctx, claims.Deferral{Lease: claims.LeaseOf(a), Until: c.Now().Add(time.Hour), Reason: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	b := claimOne(t, s, "w", time.Minute)
+	if b.ID != task.ID || b.CancelRequested == nil {
+		t.Fatalf("claimed %+v, want task %d with its cancel request", b, task.ID)
+	}
+}

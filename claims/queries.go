@@ -327,6 +327,8 @@ SELECT done.id FROM done WHERE ` + woken
 // deferSQL hands fenced tasks back to the queue to run at a given time
 // without counting the attempt: the attempt waited for a limit and did
 // nothing outside. The reason stays on the task until it is claimed again.
+// A task an operator asked to cancel meanwhile is due at once, so that the
+// next claim acknowledges the cancel instead of waiting for the limit.
 //
 // $3 maps each id to {"until": timestamptz, "reason": text}.
 var deferSQL = `/* claims.defer */
@@ -334,7 +336,8 @@ WITH done AS (
 	UPDATE tasks t SET
 		state = 'queued',
 		attempt = t.attempt - 1,
-		run_at = ($3::jsonb -> t.id::text ->> 'until')::timestamptz,
+		run_at = CASE WHEN t.cancel_requested_at IS NULL THEN ($3::jsonb -> t.id::text ->> 'until')::timestamptz
+			ELSE coalesce($4::timestamptz, now()) END,
 		wait_reason = $3::jsonb -> t.id::text ->> 'reason',
 		lease_expires_at = NULL,
 		updated_at = coalesce($4::timestamptz, now())
