@@ -90,6 +90,9 @@ type Task struct {
 	Result        json.RawMessage `json:"result,omitempty"`
 	LastError     string          `json:"last_error,omitempty"`
 	SubmissionKey string          `json:"submission_key,omitempty"`
+	// WaitReason says what a queued task waits for (a limit), set when its
+	// last attempt was deferred and cleared when it is claimed again.
+	WaitReason string `json:"wait_reason,omitempty"`
 
 	CreatedAt  time.Time  `json:"created_at"`
 	UpdatedAt  time.Time  `json:"updated_at"`
@@ -115,6 +118,9 @@ const (
 	OutcomeCancelled    AttemptOutcome = "cancelled"
 	OutcomeReleased     AttemptOutcome = "released"
 	OutcomeLeaseExpired AttemptOutcome = "lease_expired"
+	// OutcomeDeferred: the attempt waited for a limit, did nothing outside
+	// and does not count against max_attempts.
+	OutcomeDeferred AttemptOutcome = "deferred"
 )
 
 // Attempt is one claim of a task by one worker, kept for operators.

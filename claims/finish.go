@@ -153,6 +153,56 @@ func (s *Store) ReleaseMany(ctx context.Context, leases []agentledger.Lease) ([]
 	return lostOf(won, leases), nil
 }
 
+// Deferral is one attempt that waited for a limit and did nothing
+// outside: its task runs again at Until without counting the attempt.
+type Deferral struct {
+	Lease  agentledger.Lease
+	Until  time.Time
+	Reason string
+}
+
+// Defer hands one task back to its queue to run at d.Until, not counting
+// the attempt, with d.Reason shown until it is claimed again; ErrLeaseLost
+// if its token is stale, in which case nothing changed.
+func (s *Store) Defer(ctx context.Context, d Deferral) error {
+	lost, err := s.DeferMany(ctx, []Deferral{d})
+	return single(err, lost)
+}
+
+// DeferMany defers attempts in one statement and returns the leases that
+// were lost.
+func (s *Store) DeferMany(ctx context.Context, ds []Deferral) ([]agentledger.Lease, error) {
+	if len(ds) == 0 {
+		return nil, nil
+	}
+	type deferral struct {
+		Until  time.Time `json:"until"`
+		Reason string    `json:"reason"`
+	}
+	ids, tokens := make([]int64, len(ds)), make([]int64, len(ds))
+	byID := make(map[string]deferral, len(ds))
+	for i, d := range ds {
+		if d.Until.IsZero() {
+			return nil, agentledger.Invalid("until", "task %d: a deferral needs a time to run again", d.Lease.TaskID)
+		}
+		ids[i], tokens[i] = d.Lease.TaskID, d.Lease.Token
+		byID[strconv.FormatInt(d.Lease.TaskID, 10)] = deferral{d.Until, agentledger.SafeText(d.Reason)}
+	}
+	deferrals, err := json.Marshal(byID)
+	if err != nil {
+		return nil, fmt.Errorf("defer: %w", err)
+	}
+	rows, err := s.db.Query(ctx, deferSQL, ids, tokenMap(ids, tokens), string(deferrals), s.Now.Param())
+	if err != nil {
+		return nil, fmt.Errorf("defer: %w", err)
+	}
+	won, err := collectIDs(rows)
+	if err != nil {
+		return nil, fmt.Errorf("defer: %w", err)
+	}
+	return lostOf(won, leasesOf(ds, func(d Deferral) agentledger.Lease { return d.Lease })), nil
+}
+
 // Cancelled is a running attempt's acknowledgement that an operator
 // cancelled its task: the task ends cancelled with reason kept. ErrLeaseLost
 // if the token is stale.

@@ -8,7 +8,7 @@ import "github.com/agentledger/agentledger/notify/outbox"
 const taskColumns = `id, tenant, queue, kind, payload, priority, run_at, state,
 	attempt, max_attempts, generation, lease_owner, lease_token, lease_expires_at,
 	cancel_requested_at, result, last_error, submission_key, created_at,
-	updated_at, finished_at`
+	updated_at, finished_at, wait_reason`
 
 // enqueueSQL inserts a batch; rows whose (tenant, submission_key) exists are
 // skipped by the unique index (I6) and looked up by lookupKeysSQL. It wakes
@@ -63,7 +63,8 @@ func claimedFrom(src string) string {
 		lease_token = t.lease_token + 1,
 		lease_expires_at = now.t + $4::interval,
 		attempted_at = now.t,
-		updated_at = now.t
+		updated_at = now.t,
+		wait_reason = NULL
 	FROM now
 	WHERE t.id = ANY (ARRAY(SELECT id FROM ` + src + `))
 	RETURNING t.*
@@ -322,6 +323,35 @@ wake AS (
 	SELECT pg_notify('agentledger_task_insert', q) FROM (SELECT DISTINCT queue AS q FROM done) s
 )
 SELECT done.id FROM done WHERE ` + woken
+
+// deferSQL hands fenced tasks back to the queue to run at a given time
+// without counting the attempt: the attempt waited for a limit and did
+// nothing outside. The reason stays on the task until it is claimed again.
+// A task an operator asked to cancel meanwhile is due at once, so that the
+// next claim acknowledges the cancel instead of waiting for the limit.
+//
+// $3 maps each id to {"until": timestamptz, "reason": text}.
+var deferSQL = `/* claims.defer */
+WITH done AS (
+	UPDATE tasks t SET
+		state = 'queued',
+		attempt = t.attempt - 1,
+		run_at = CASE WHEN t.cancel_requested_at IS NULL THEN ($3::jsonb -> t.id::text ->> 'until')::timestamptz
+			ELSE coalesce($4::timestamptz, now()) END,
+		wait_reason = $3::jsonb -> t.id::text ->> 'reason',
+		lease_expires_at = NULL,
+		updated_at = coalesce($4::timestamptz, now())
+	WHERE ` + fenced + `
+	RETURNING t.id, t.lease_token, t.attempt + 1 AS attempt, t.generation, t.wait_reason, ` + closedAttempt + `
+),
+closed AS (
+	INSERT INTO task_attempts (task_id, lease_token, attempt, generation, worker, started_at, ended_at, outcome, error)
+	SELECT id, lease_token, attempt, generation, lease_owner, attempted_at, coalesce($4::timestamptz, now()),
+		'deferred', wait_reason
+	FROM done
+	` + closeConflict + `
+)
+SELECT id FROM done`
 
 // stopSQL ends a running attempt, fenced on its token, without a retry: the
 // acknowledgement of an operator's cancel ($5 = 'cancelled', the task is

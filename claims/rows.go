@@ -34,6 +34,7 @@ type taskRow struct {
 	CreatedAt         time.Time  `db:"created_at"`
 	UpdatedAt         time.Time  `db:"updated_at"`
 	FinishedAt        *time.Time `db:"finished_at"`
+	WaitReason        *string    `db:"wait_reason"`
 }
 
 func (r *taskRow) toTask() *agentledger.Task {
@@ -59,6 +60,7 @@ func (r *taskRow) toTask() *agentledger.Task {
 		CreatedAt:       r.CreatedAt,
 		UpdatedAt:       r.UpdatedAt,
 		FinishedAt:      r.FinishedAt,
+		WaitReason:      deref(r.WaitReason),
 	}
 }
 
@@ -83,7 +85,7 @@ func (r *taskRow) fields() []any {
 	return []any{&r.ID, &r.Tenant, &r.Queue, &r.Kind, &r.Payload, &r.Priority, &r.RunAt, &r.State,
 		&r.Attempt, &r.MaxAttempts, &r.Generation, &r.LeaseOwner, &r.LeaseToken, &r.LeaseExpiresAt,
 		&r.CancelRequestedAt, &r.Result, &r.LastError, &r.SubmissionKey, &r.CreatedAt,
-		&r.UpdatedAt, &r.FinishedAt}
+		&r.UpdatedAt, &r.FinishedAt, &r.WaitReason}
 }
 
 func deref(s *string) string {

@@ -42,7 +42,10 @@ func (d *Daemon) handlers(db *pgxpool.Pool, m *metrics.Metrics) (map[string]work
 		return nil, nil, err
 	}
 	builtins, err := tools.Builtins(tools.BuiltinConfig{
-		HTTP: tools.HTTPConfig{AllowedHosts: cfg.HTTPAllowedHosts, UnsafeAllowedHosts: cfg.UnsafeHTTPAllowedHosts, HostHeaders: headers},
+		// The HTTP tools book their calls on the fleet's limits (target
+		// http:<origin>); a call over its limit defers its task.
+		HTTP: tools.HTTPConfig{AllowedHosts: cfg.HTTPAllowedHosts, UnsafeAllowedHosts: cfg.UnsafeHTTPAllowedHosts, HostHeaders: headers,
+			Limits: flow.NewLimiter(db, cfg.Logger)},
 	})
 	if err != nil {
 		return nil, nil, &ConfigError{err}

@@ -31,3 +31,11 @@ func (t tee) Finished(kind string, state agentledger.TaskState, d time.Duration)
 	t[0].Finished(kind, state, d)
 	t[1].Finished(kind, state, d)
 }
+
+func (t tee) Deferred(kind, targetKind string) {
+	for _, o := range t {
+		if d, ok := o.(worker.DeferObserver); ok {
+			d.Deferred(kind, targetKind)
+		}
+	}
+}

@@ -35,9 +35,12 @@ type Task struct {
 	CancelRequestedAt *time.Time      `json:"cancel_requested_at"`
 	Result            json.RawMessage `json:"result"`
 	LastError         *string         `json:"last_error"`
-	CreatedAt         time.Time       `json:"created_at"`
-	UpdatedAt         time.Time       `json:"updated_at"`
-	FinishedAt        *time.Time      `json:"finished_at"`
+	// WaitReason says what a queued task waits for (a fleet-wide limit)
+	// since its last attempt was deferred; null when it does not wait.
+	WaitReason *string    `json:"wait_reason"`
+	CreatedAt  time.Time  `json:"created_at"`
+	UpdatedAt  time.Time  `json:"updated_at"`
+	FinishedAt *time.Time `json:"finished_at"`
 }
 
 // TaskList is a page of GET /v1/tasks, newest first. NextCursor, when not
@@ -76,6 +79,9 @@ func viewTask(t *agentledger.Task) Task {
 	}
 	if t.LastError != "" {
 		v.LastError = &t.LastError
+	}
+	if t.WaitReason != "" && t.State == agentledger.StateQueued {
+		v.WaitReason = &t.WaitReason
 	}
 	return v
 }

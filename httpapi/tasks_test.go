@@ -39,7 +39,7 @@ func TestTaskLifecycle(t *testing.T) {
 	if err := json.Unmarshal(r.body, &raw); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"id", "run_at", "max_attempts", "created_at", "updated_at", "cancel_requested_at", "finished_at", "last_error", "result"} {
+	for _, k := range []string{"id", "run_at", "max_attempts", "created_at", "updated_at", "cancel_requested_at", "finished_at", "last_error", "wait_reason", "result"} {
 		if _, ok := raw[k]; !ok {
 			t.Errorf("task JSON lacks %q: %s", k, r.body)
 		}

@@ -133,6 +133,14 @@ type Effect struct {
 	// return again; any other error is transient and leaves the effect to
 	// be retried.
 	Perform func(ctx context.Context, call Call) (Result, error)
+	// Admit, when set, is asked before the effect is performed (every
+	// class but Local) whether it may go now — a fleet-wide limit books
+	// its call here. It is called only when the ledger holds no finished
+	// outcome for the key, so a replay served from the ledger is never
+	// admitted, and before anything is reserved or recorded: its error
+	// (an agentledger.DeferredError to wait for capacity) is returned
+	// as is and leaves the ledger as if the effect was never tried.
+	Admit func(ctx context.Context) error
 	// PerformLocal does a Local effect inside the ledger row's transaction.
 	PerformLocal func(ctx context.Context, call Call, db DB) (Result, error)
 	// Reconcile looks a Reconcilable effect up downstream: found reports
@@ -152,6 +160,8 @@ func (e *Effect) validate() error {
 		return agentledger.Invalid("perform", "a local effect needs PerformLocal")
 	case e.Class != Local && e.Perform == nil:
 		return agentledger.Invalid("perform", "a %s effect needs Perform", e.Class)
+	case e.Class == Local && e.Admit != nil:
+		return agentledger.Invalid("admit", "a local effect is not admitted: it commits with its row")
 	case e.Class == Reconcilable && e.Reconcile == nil:
 		return agentledger.Invalid("reconcile", "a reconcilable effect needs Reconcile")
 	}

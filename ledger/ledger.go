@@ -30,7 +30,8 @@ type Ledger struct {
 	// Observe, when set, is told how each Do ended, for metrics: outcome
 	// is "performed", "served" (from the ledger, nothing performed),
 	// "failed" (a permanent failure, recorded), "unknown" (an effect that
-	// needs an operator), "lease_lost" or "error" (transient).
+	// needs an operator), "deferred" (not admitted: waits for a limit,
+	// nothing recorded), "lease_lost" or "error" (transient).
 	Observe func(operation string, class Class, outcome string)
 }
 
@@ -69,6 +70,7 @@ func (l *Ledger) Do(ctx context.Context, a Attempt, e Effect) (Result, error) {
 // outcomeOf names how Do ended, for Observe.
 func outcomeOf(res Result, err error) string {
 	var perm *agentledger.PermanentError
+	var waits *agentledger.DeferredError
 	switch {
 	case res.Replayed:
 		return "served"
@@ -78,6 +80,8 @@ func outcomeOf(res Result, err error) string {
 		return "unknown"
 	case errors.Is(err, agentledger.ErrLeaseLost):
 		return "lease_lost"
+	case errors.As(err, &waits):
+		return "deferred"
 	case errors.As(err, &perm):
 		return "failed"
 	}
@@ -99,11 +103,27 @@ func (l *Ledger) do(ctx context.Context, a Attempt, e Effect) (Result, error) {
 	pk := []any{a.Tenant, e.Operation, call.Key}
 	q := queriesOf(a.Fence)
 
-	if e.Class == Pure || e.Class == Keyed {
+	switch {
+	case e.Class == Pure || e.Class == Keyed:
 		if res, done, err := l.doUnreserved(ctx, pk, a, call, e, hash); done {
 			return res, err
 		}
-		// A pending or unknown row: decided under its lock below.
+		// A pending or unknown row: decided under its lock below, once
+		// admitted.
+		if e.Admit != nil {
+			if err := e.Admit(ctx); err != nil {
+				return Result{}, err
+			}
+		}
+	case e.Class != Local && e.Admit != nil:
+		// Admitted before anything is reserved, so a refusal leaves no
+		// row behind; a finished effect is served without admission.
+		if res, _, done, err := l.lookup(ctx, pk, a, call, e, hash); done {
+			return res, err
+		}
+		if err := e.Admit(ctx); err != nil {
+			return Result{}, err
+		}
 	}
 
 	var (
@@ -215,24 +235,20 @@ func (l *Ledger) do(ctx context.Context, a Attempt, e Effect) (Result, error) {
 // a concurrent performance that landed first stands. done is false when the
 // effect has a pending or unknown row, which the locking path decides.
 func (l *Ledger) doUnreserved(ctx context.Context, pk []any, a Attempt, call Call, e Effect, hash []byte) (Result, bool, error) {
-	var fenced bool
-	var st *State
-	var r row
-	q := queriesOf(a.Fence)
-	err := l.db.QueryRow(ctx, q.lookup, append(pk, a.fenceID(), a.token())...).
-		Scan(&fenced, &st, &r.hash, &r.result, &r.externalRef, &r.err)
+	res, st, done, err := l.lookup(ctx, pk, a, call, e, hash)
 	switch {
-	case err != nil:
-		return Result{}, true, fmt.Errorf("ledger: looking up effect %s: %w", short(call.Key), err)
-	case !fenced:
-		return Result{}, true, agentledger.Errorf(agentledger.CodeLeaseLost, "task %d: its lease (token %d) was lost: another worker holds it, or it expired", a.TaskID, a.token())
-	case st != nil && (*st == StateCompleted || *st == StateFailed):
-		r.state = *st
-		res, err := served(r, hash, call, e)
+	case done:
 		return res, true, err
 	case st != nil:
 		return Result{}, false, nil
 	}
+	if e.Admit != nil {
+		if err := e.Admit(ctx); err != nil {
+			return Result{}, true, err // nothing recorded: as if never tried
+		}
+	}
+	q := queriesOf(a.Fence)
+	var r row
 
 	out, perr := e.Perform(ctx, call)
 	state, msg := StateCompleted, ""
@@ -276,6 +292,27 @@ func (l *Ledger) doUnreserved(ctx context.Context, pk []any, a Attempt, call Cal
 	}
 	return Result{}, true, agentledger.Errorf(agentledger.CodeLeaseLost, "ledger: effect %s was performed but the lease was lost before it was recorded; "+
 		"the next attempt performs it again with the same key", short(call.Key))
+}
+
+// lookup reads the effect's row, fenced on the lease: done when the lease
+// is lost, the look-up failed or the row is finished (its outcome served);
+// otherwise st is the row's state, nil when there is no row.
+func (l *Ledger) lookup(ctx context.Context, pk []any, a Attempt, call Call, e Effect, hash []byte) (res Result, st *State, done bool, err error) {
+	var fenced bool
+	var r row
+	err = l.db.QueryRow(ctx, queriesOf(a.Fence).lookup, append(pk, a.fenceID(), a.token())...).
+		Scan(&fenced, &st, &r.hash, &r.result, &r.externalRef, &r.err)
+	switch {
+	case err != nil:
+		return Result{}, nil, true, fmt.Errorf("ledger: looking up effect %s: %w", short(call.Key), err)
+	case !fenced:
+		return Result{}, nil, true, agentledger.Errorf(agentledger.CodeLeaseLost, "task %d: its lease (token %d) was lost: another worker holds it, or it expired", a.TaskID, a.token())
+	case st != nil && (*st == StateCompleted || *st == StateFailed):
+		r.state = *st
+		res, err := served(r, hash, call, e)
+		return res, st, true, err
+	}
+	return Result{}, st, false, nil
 }
 
 // served returns a finished row's stored outcome: the result, or the stored

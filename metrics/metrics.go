@@ -20,6 +20,7 @@ type Metrics struct {
 
 	claims        *prometheus.CounterVec
 	leaseLosses   prometheus.Counter
+	deferrals     *prometheus.CounterVec
 	attempts      *prometheus.CounterVec
 	attemptTime   *prometheus.HistogramVec
 	effects       *prometheus.CounterVec
@@ -39,13 +40,16 @@ func New() *Metrics {
 			Help: "Tasks claimed by this daemon, by queue."}, []string{"queue"}),
 		leaseLosses: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "lease_losses_total",
 			Help: "Attempts abandoned or fenced out because their lease was lost."}),
+		deferrals: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "deferrals_total",
+			Help: "Attempts deferred to wait for a fleet-wide limit (not counted as attempts), by the kind of target waited for."},
+			[]string{"target_kind"}),
 		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "attempts_total",
 			Help: "Attempts ended by this daemon, by kind and the task state they left."}, []string{"kind", "state"}),
 		attemptTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "attempt_duration_seconds",
 			Help: "How long attempts ran, by kind.", Buckets: prometheus.ExponentialBuckets(0.001, 4, 10)}, []string{"kind"}),
 		effects: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "effects_total",
 			Help: "Effects through the ledger by operation, class and outcome: performed, served (from the ledger, " +
-				"not performed again), failed, unknown, lease_lost, error."}, []string{"operation", "class", "outcome"}),
+				"not performed again), failed, unknown, deferred (waits for a limit), lease_lost, error."}, []string{"operation", "class", "outcome"}),
 		notifications: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "notifications_total",
 			Help: "Outbox events this daemon settled, by outcome: delivered, retry, rate_limited, failed, lost."}, []string{"outcome"}),
 		cronFires: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "cron_fires_total",
@@ -60,7 +64,7 @@ func New() *Metrics {
 			Help: "Rows the retention janitor deleted, by sweep."}, []string{"sweep"}),
 	}
 	m.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.claims, m.leaseLosses, m.attempts, m.attemptTime, m.effects, m.notifications, m.cronFires, m.webhooks,
+		m.claims, m.leaseLosses, m.deferrals, m.attempts, m.attemptTime, m.effects, m.notifications, m.cronFires, m.webhooks,
 		m.httpRequests, m.httpTime, m.janitor)
 	return m
 }
@@ -74,6 +78,9 @@ func (o workerObserver) Claimed(queue string, n int) {
 	o.m.claims.WithLabelValues(queue).Add(float64(n))
 }
 func (o workerObserver) LeaseLost() { o.m.leaseLosses.Inc() }
+func (o workerObserver) Deferred(_, targetKind string) {
+	o.m.deferrals.WithLabelValues(targetKind).Inc()
+}
 func (o workerObserver) Finished(kind string, state agentledger.TaskState, d time.Duration) {
 	o.m.attempts.WithLabelValues(kind, string(state)).Inc()
 	if d > 0 {

@@ -14,6 +14,7 @@ import (
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/metrics"
 	"github.com/agentledger/agentledger/notify/outbox"
+	"github.com/agentledger/agentledger/worker"
 )
 
 func TestMain(m *testing.M) { testdb.Main(m) }
@@ -36,15 +37,19 @@ func TestMetrics(t *testing.T) {
 	w := m.Worker()
 	w.Claimed("default", 3)
 	w.LeaseLost()
+	w.(worker.DeferObserver).Deferred("steps", "http")
 	w.Finished("steps", agentledger.StateSucceeded, time.Millisecond)
 	m.Effect("http_request", ledger.Keyed, "served")
 	m.Effect("http_request", ledger.Keyed, "served")
 	m.HTTP("POST /v1/tasks", 201, time.Millisecond)
 
 	want := `
-# HELP agentledger_effects_total Effects through the ledger by operation, class and outcome: performed, served (from the ledger, not performed again), failed, unknown, lease_lost, error.
+# HELP agentledger_effects_total Effects through the ledger by operation, class and outcome: performed, served (from the ledger, not performed again), failed, unknown, deferred (waits for a limit), lease_lost, error.
 # TYPE agentledger_effects_total counter
 agentledger_effects_total{class="keyed",operation="http_request",outcome="served"} 2
+# HELP agentledger_deferrals_total Attempts deferred to wait for a fleet-wide limit (not counted as attempts), by the kind of target waited for.
+# TYPE agentledger_deferrals_total counter
+agentledger_deferrals_total{target_kind="http"} 1
 # HELP agentledger_ledger_unknown_effects Effects of unknown outcome waiting for an operator.
 # TYPE agentledger_ledger_unknown_effects gauge
 agentledger_ledger_unknown_effects 0
@@ -59,7 +64,7 @@ agentledger_tasks{state="queued"} 1
 agentledger_tasks_claimed_total{queue="default"} 3
 `
 	if err := testutil.GatherAndCompare(m.Registry, strings.NewReader(want),
-		"agentledger_effects_total", "agentledger_ledger_unknown_effects", "agentledger_outbox_pending",
+		"agentledger_effects_total", "agentledger_deferrals_total", "agentledger_ledger_unknown_effects", "agentledger_outbox_pending",
 		"agentledger_tasks", "agentledger_tasks_claimed_total"); err != nil {
 		t.Fatal(err)
 	}

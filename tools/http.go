@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/canonjson"
+	"github.com/agentledger/agentledger/flow"
 	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/ledger"
 )
@@ -61,6 +62,10 @@ type HTTPConfig struct {
 	// logged or returned. Keys are written as hosts are: a bare host is
 	// https, so secrets go over plain http only to an http:// key.
 	HostHeaders map[string]map[string]string
+	// Limits, when set, books every call that is performed (not one served
+	// from the ledger) on its origin's fleet-wide limit, target
+	// flow.HTTP(url); a call over the limit defers its task.
+	Limits Limiter
 }
 
 // HTTPTool is the http_request tool or the unsafe_http tool.
@@ -229,6 +234,7 @@ func (t *HTTPTool) Effect(call Call) (ledger.Effect, error) {
 	}
 	return ledger.Effect{
 		Operation: t.name, StepPath: call.StepPath, Class: class, Request: request,
+		Admit: t.admitter(hc),
 		Perform: func(ctx context.Context, c ledger.Call) (ledger.Result, error) {
 			if hc.denied != nil {
 				return ledger.Result{}, ledger.NotPerformed(fmt.Errorf("%s: %w", t.name, hc.denied))
@@ -236,6 +242,16 @@ func (t *HTTPTool) Effect(call Call) (ledger.Effect, error) {
 			return t.send(ctx, c, hc)
 		},
 	}, nil
+}
+
+// admitter books hc's call on its origin's limit; nil without limits or for
+// a host that is not allowed (refused when performing, booking nothing).
+func (t *HTTPTool) admitter(hc *httpCall) func(context.Context) error {
+	if t.cfg.Limits == nil || hc.denied != nil {
+		return nil
+	}
+	target := flow.HTTP(hc.u)
+	return func(ctx context.Context) error { return admit(ctx, t.cfg.Limits, target) }
 }
 
 func (t *HTTPTool) parse(raw json.RawMessage) (*httpCall, error) {

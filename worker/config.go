@@ -92,6 +92,12 @@ type Observer interface {
 	Finished(kind string, state agentledger.TaskState, d time.Duration)
 }
 
+// DeferObserver, when an Observer implements it, is told of each attempt
+// deferred to wait for a limit on a target of targetKind ("http").
+type DeferObserver interface {
+	Deferred(kind, targetKind string)
+}
+
 type noObserver struct{}
 
 func (noObserver) Claimed(string, int)                                   {}

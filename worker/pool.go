@@ -318,6 +318,11 @@ func (p *Pool) runTask(ctx context.Context, t *agentledger.Task, lease agentledg
 		}
 		return
 	}
+	var waits *agentledger.DeferredError
+	if errors.As(err, &waits) {
+		p.deferTask(lease, waits, t)
+		return
+	}
 	p.record(lease, result, err, t, started, freeSlot)
 }
 
@@ -380,6 +385,29 @@ func (p *Pool) park(lease agentledger.Lease, cause error, t *agentledger.Task) b
 	}
 	p.taskLog(t).Warn("task needs attention", "cause", cause)
 	return true
+}
+
+// deferTask queues the task again at d.Until without counting the attempt:
+// it waited for a limit and did nothing outside, so it must neither use up
+// its attempts nor hold a worker slot while it waits.
+func (p *Pool) deferTask(lease agentledger.Lease, d *agentledger.DeferredError, t *agentledger.Task) {
+	p.keeper.completing(lease)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := p.store.Defer(ctx, claims.Deferral{Lease: lease, Until: d.Until, Reason: d.Reason})
+	switch {
+	case errors.Is(err, agentledger.ErrLeaseLost):
+		p.cfg.Observer.LeaseLost()
+		p.taskLog(t).Warn("lease lost before the deferral was recorded")
+		return
+	case err != nil:
+		p.taskLog(t).Error("recording a deferral failed; the lease will expire and the task run again", "err", err)
+		return
+	}
+	if o, ok := p.cfg.Observer.(DeferObserver); ok {
+		o.Deferred(t.Kind, d.TargetKind())
+	}
+	p.taskLog(t).Debug("task deferred", "until", d.Until, "reason", d.Reason)
 }
 
 // safeWork runs the handler, turning a panic into a retryable error.

@@ -138,7 +138,7 @@ func (a *app) limitSet(ctx context.Context, target, rate string, burst int) erro
 	}
 	if _, kind, _ := flow.ParseTarget(got.Target); !enforced(kind) {
 		fmt.Fprintf(a.stderr, "agentctl: note: limits on %s targets are stored but not enforced yet: "+
-			"today the fleet paces Slack's channels and workspace only\n", kind)
+			"today the fleet paces Slack's channels and workspace and HTTP origins only\n", kind)
 	}
 	if a.wantJSON() {
 		return printJSON(a.stdout, got)
@@ -149,7 +149,7 @@ func (a *app) limitSet(ctx context.Context, target, rate string, burst int) erro
 
 // enforced reports whether daemons obey limits of targets of kind yet.
 func enforced(kind string) bool {
-	return kind == flow.KindSlackChannel || kind == flow.KindSlackWorkspace
+	return kind == flow.KindSlackChannel || kind == flow.KindSlackWorkspace || kind == flow.KindHTTP
 }
 
 func (a *app) limitList(ctx context.Context) error {

@@ -94,6 +94,7 @@ func TestScripts(t *testing.T) {
 			"claim":        cmdClaim,
 			"fail":         cmdFail,
 			"succeed":      cmdSucceed,
+			"defer":        cmdDefer,
 			"effect":       cmdEffect,
 			"expireledger": cmdExpireLedger,
 			"emptydb":      cmdEmptyDB,
@@ -321,6 +322,20 @@ func cmdSucceed(ts *testscript.TestScript, neg bool, args []string) {
 	t := runningTask(ts, s, args[0])
 	ts.Check(s.Succeed(context.Background(), claims.LeaseOf(t), json.RawMessage(`{}`)))
 	fmt.Fprintf(ts.Stdout(), "task %d succeeded\n", t.ID)
+}
+
+// cmdDefer defers a running task for an hour, as a worker does when its
+// next call waits for a limit.
+func cmdDefer(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: defer ID REASON")
+	}
+	pool := scriptPool(ts)
+	defer pool.Close()
+	s := claims.New(pool)
+	t := runningTask(ts, s, args[0])
+	ts.Check(s.Defer(context.Background(), claims.Deferral{Lease: claims.LeaseOf(t), Until: time.Now().Add(time.Hour), Reason: args[1]}))
+	fmt.Fprintf(ts.Stdout(), "task %d deferred\n", t.ID)
 }
 
 func cmdEffect(ts *testscript.TestScript, neg bool, args []string) {

@@ -171,6 +171,9 @@ func printTask(w io.Writer, t *agentledger.Task, atts []agentledger.Attempt, now
 	fields.row("Queue:", t.Queue)
 	fields.row("Kind:", t.Kind)
 	fields.row("State:", string(t.State))
+	if t.State == agentledger.StateQueued && t.WaitReason != "" {
+		fields.row("Waiting:", t.WaitReason+" (until "+stamp(t.RunAt)+")")
+	}
 	fields.row("Priority:", strconv.Itoa(int(t.Priority)))
 	fields.row("Attempt:", fmt.Sprintf("%d of %d", t.Attempt, t.MaxAttempts))
 	fields.row("Generation:", strconv.Itoa(int(t.Generation)))

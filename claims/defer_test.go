@@ -1,0 +1,93 @@
+package claims_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/claims"
+)
+
+// A deferred attempt queues its task to run at Until without counting the
+// attempt, so max_attempts 1 is still enough; the reason shows until the
+// next claim, and a stale lease cannot defer.
+func TestDeferDoesNotCountTheAttempt(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newClock()
+	s := pinnedStore(t, c)
+	task := enqueue(t, s, claims.EnqueueParams{MaxAttempts: 1})
+	a := claimOne(t, s, "w", time.Minute)
+	until := c.Now().Add(2 * time.Second)
+	reason := "http:https://billing.internal:8080: rate limit 1/s, next slot in 2s"
+	if err := s.Defer(ctx, claims.Deferral{Lease: claims.LeaseOf(a), Until: until, Reason: reason}); err != nil {
+		t.Fatalf("defer: %v", err)
+	}
+	got := get(t, s, task.ID)
+	if got.State != agentledger.StateQueued || got.Attempt != 0 || !got.RunAt.Equal(until) ||
+		got.WaitReason != reason || got.LeaseExpiresAt != nil {
+		t.Fatalf("after defer: state %s attempt %d run_at %s wait %q lease %v", got.State, got.Attempt, got.RunAt, got.WaitReason, got.LeaseExpiresAt)
+	}
+	// The stale lease can neither defer nor finish the task again.
+	err := s.Defer(ctx, claims.Deferral{Lease: claims.LeaseOf(a), Until: until.Add(time.Hour), Reason: "stale"})
+	if !errors.Is(err, agentledger.ErrLeaseLost) {
+		t.Fatalf("stale defer: %v, want ErrLeaseLost", err)
+	}
+	if got := get(t, s, task.ID); got.WaitReason != reason || !got.RunAt.Equal(until) {
+		t.Fatalf("stale defer changed the task: run_at %s wait %q", got.RunAt, got.WaitReason)
+	}
+	claimNone(t, s, "w") // not due yet
+	c.Advance(2 * time.Second)
+	b := claimOne(t, s, "w", time.Minute)
+	if b.Attempt != 1 || b.WaitReason != "" {
+		t.Fatalf("claimed again: attempt %d wait %q, want attempt 1 and no reason", b.Attempt, b.WaitReason)
+	}
+	if err := s.Succeed(ctx, claims.LeaseOf(b), nil); err != nil {
+		t.Fatal(err)
+	}
+	atts, err := s.Attempts(ctx, task.ID)
+	if err != nil || len(atts) != 2 {
+		t.Fatalf("attempts %+v %v", atts, err)
+	}
+	if atts[0].Outcome != agentledger.OutcomeDeferred || atts[0].Attempt != 1 || atts[0].Error != reason ||
+		atts[1].Outcome != agentledger.OutcomeSucceeded || atts[1].Attempt != 1 {
+		t.Fatalf("attempts %+v", atts)
+	}
+}
+
+func TestDeferNeedsATime(t *testing.T) {
+	t.Parallel()
+	s := pinnedStore(t, newClock())
+	enqueue(t, s, claims.EnqueueParams{})
+	a := claimOne(t, s, "w", time.Minute)
+	err := s.Defer(context.Background(), claims.Deferral{Lease: claims.LeaseOf(a), Reason: "x"})
+	if !errors.Is(err, agentledger.ErrInvalid) {
+		t.Fatalf("defer without until: %v", err)
+	}
+	if got := get(t, s, a.ID); got.State != agentledger.StateRunning {
+		t.Fatalf("state %s, want running", got.State)
+	}
+}
+
+// A cancel requested while the attempt ran is not held up by the wait: the
+// deferred task is due at once, and its next claim sees the request.
+func TestDeferAfterCancelRequestIsDueAtOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newClock()
+	s := pinnedStore(t, c)
+	task := enqueue(t, s, claims.EnqueueParams{})
+	a := claimOne(t, s, "w", time.Minute)
+	if _, err := s.Cancel(ctx, "", task.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Defer(ctx, claims.Deferral{Lease: claims.LeaseOf(a), Until: c.Now().Add(time.Hour), Reason: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	b := claimOne(t, s, "w", time.Minute)
+	if b.ID != task.ID || b.CancelRequested == nil {
+		t.Fatalf("claimed %+v, want task %d with its cancel request", b, task.ID)
+	}
+}
