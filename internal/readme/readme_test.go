@@ -48,6 +48,7 @@ var blocks = map[string]block{
 	"go run ./cmd/agentctl rule add ops":                              {want: []string{"billing-dead"}},
 	"go run ./cmd/agentctl notifications redeliver --all --dry-run":   {},
 	"go run ./cmd/agentctl limit set 'slack-channel:*' --rate 50/min": {want: []string{"limit slack-channel:C0123456789 removed"}},
+	"go run ./cmd/agentctl limit set http:http://127.0.0.1:7450":      {want: []string{"succeeded", "deferred", " 1 of 25"}},
 	"CHAOS_TASKS=2000":                                                {skip: "internal/chaos's TestChaos is this run with CI's defaults"},
 	"go install ./cmd/agentd ./cmd/agentctl":                          {},
 }
