@@ -19,6 +19,7 @@ import (
 
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/daemon"
+	"github.com/agentledger/agentledger/flow"
 	"github.com/agentledger/agentledger/internal/downstream"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/tools"
@@ -36,6 +37,10 @@ type EffectsFlags struct {
 	Replay      bool
 	Repeat      int
 	Tool        string
+	// LimitRate, when set, puts a fleet-wide limit (package flow) on the
+	// downstream's origin, so that every performed call books it.
+	LimitRate  string
+	LimitBurst int
 }
 
 // EffectsResult is one phase of an effects run.
@@ -66,6 +71,8 @@ func runEffects(ctx context.Context, args []string, out, errOut io.Writer) error
 	fs.BoolVar(&f.Replay, "replay", false, "then replay every task (claims.Store.Requeue, claims.Replay) and burn down again")
 	fs.IntVar(&f.Repeat, "repeat", 1, "run the whole sweep this many times")
 	fs.StringVar(&f.Tool, "tool", "builtin", "the steps' tool: builtin (http_request) or custom (the same keyed POST declared with tools.Define)")
+	fs.StringVar(&f.LimitRate, "limit-rate", "", "a fleet-wide rate limit on the downstream's origin (e.g. 1000000/s): every http_request call books it; empty: no limit")
+	fs.IntVar(&f.LimitBurst, "limit-burst", 1000, "the burst of --limit-rate")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -220,6 +227,15 @@ func effectsRun(ctx context.Context, srv *Server, f EffectsFlags, n int, log *sl
 			Args: json.RawMessage(fmt.Sprintf(`{"method":"POST","url":%q,"body":{"step":%d}}`, down.URL+"/charges", i))})
 	}
 	raw, _ := json.Marshal(payload)
+	if f.LimitRate != "" {
+		r, err := flow.ParseRate(f.LimitRate)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := flow.NewStore(ctl).Put(ctx, flow.Limit{Target: flow.HTTP(u), Rate: r, Burst: f.LimitBurst}); err != nil {
+			return nil, err
+		}
+	}
 	store := claims.New(ctl)
 	batch := make([]claims.EnqueueParams, 0, f.InsertBatch)
 	for done := 0; done < f.Tasks; done += len(batch) {
