@@ -161,6 +161,9 @@ type Daemon struct {
 	// grants are the tenants' grants, cached while the worker pool's
 	// LISTEN session hears their changes.
 	grants *grants.Cache
+	// limits are the fleet's limits, read by the HTTP tools and the Slack
+	// sink; kept current by NOTIFY on flow.Channel.
+	limits *flow.Limiter
 
 	ready   chan struct{}
 	sups    []*mcpSupervisor // set before ready closes
@@ -353,6 +356,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		m = metrics.New()
 	}
 	d.grants = grants.NewCache(grants.NewStore(db.Pool))
+	d.limits = flow.NewLimiter(db.Pool, log)
 	kinds, reg, err := d.handlers(db.Pool, m)
 	if err != nil {
 		return err
@@ -373,7 +377,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		PollOnly: cfg.PollOnly, Grace: cfg.Grace, ClaimCooldown: cfg.ClaimCooldown, Backoff: cfg.Backoff,
 		Handlers: kinds, Logger: log, Observer: teeObserver(m.Worker(), cfg.Observer),
 		MCPStates: d.MCPStates, Tools: reg.Schemas, Listening: d.grants.Listening,
-		Channels: map[string]func(string){grants.Channel: d.grants.Changed},
+		Channels: map[string]func(string){grants.Channel: d.grants.Changed, flow.Channel: func(string) { d.limits.Changed() }},
 	})
 	if err != nil {
 		return &ConfigError{err}
@@ -386,7 +390,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	check := func(ctx context.Context, kind string, payload json.RawMessage) error {
 		return d.checkPayload(ctx, db.Pool, kind, payload)
 	}
-	svc, err := buildServices(cfg, db.Pool, m, pool.ID(), ln, d.routes, check, d.grants,
+	svc, err := buildServices(cfg, db.Pool, d.limits, m, pool.ID(), ln, d.routes, check, d.grants,
 		func() map[string]string { return mcpStates(sups) }, log)
 	if err != nil {
 		return err

@@ -45,7 +45,7 @@ func (d *Daemon) handlers(db *pgxpool.Pool, m *metrics.Metrics) (map[string]work
 		// The HTTP tools book their calls on the fleet's limits (target
 		// http:<origin>); a call over its limit defers its task.
 		HTTP: tools.HTTPConfig{AllowedHosts: cfg.HTTPAllowedHosts, UnsafeAllowedHosts: cfg.UnsafeHTTPAllowedHosts, HostHeaders: headers,
-			Limits: flow.NewLimiter(db, cfg.Logger)},
+			Limits: d.limits},
 	})
 	if err != nil {
 		return nil, nil, &ConfigError{err}
@@ -89,12 +89,12 @@ func (d *Daemon) handlers(db *pgxpool.Pool, m *metrics.Metrics) (map[string]work
 
 // dispatcher delivers the outbox's notifications to Slack, or to the
 // console sink without a token; nil with --no-dispatch.
-func dispatcher(cfg *Config, db *pgxpool.Pool, owner string, m *metrics.Metrics, log *slog.Logger) (*outbox.Dispatcher, error) {
+func dispatcher(cfg *Config, db *pgxpool.Pool, limits *flow.Limiter, owner string, m *metrics.Metrics, log *slog.Logger) (*outbox.Dispatcher, error) {
 	if cfg.NoDispatch {
 		log.Info("notifications: not dispatched here (--no-dispatch)")
 		return nil, nil
 	}
-	sink, err := notificationSink(cfg, db, cfg.Stdout, log)
+	sink, err := notificationSink(cfg, limits, cfg.Stdout, log)
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +112,7 @@ func dispatcher(cfg *Config, db *pgxpool.Pool, owner string, m *metrics.Metrics,
 
 // notificationSink is Slack when a bot token is configured, else the
 // console sink; both go through the ledger the same way.
-func notificationSink(cfg *Config, db *pgxpool.Pool, out io.Writer, log *slog.Logger) (notify.Sink, error) {
+func notificationSink(cfg *Config, limits *flow.Limiter, out io.Writer, log *slog.Logger) (notify.Sink, error) {
 	if cfg.SlackToken == "" && cfg.SlackTokenFile == "" {
 		sink, err := consoleSink(cfg, out)
 		if err == nil {
@@ -124,7 +124,7 @@ func notificationSink(cfg *Config, db *pgxpool.Pool, out io.Writer, log *slog.Lo
 	// number of daemons keep to one channel's pace between them.
 	sink, err := slack.New(slack.Config{Token: cfg.SlackToken, TokenFile: cfg.SlackTokenFile,
 		APIURL: cfg.SlackAPIURL, Logger: log, PerChannelInterval: cfg.SlackInterval, WorkspaceRate: float64(cfg.SlackRate),
-		Fleet: flow.NewLimiter(db, log)})
+		Fleet: limits})
 	if err != nil {
 		return nil, &ConfigError{err}
 	}

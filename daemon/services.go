@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/agentledger/agentledger/flow"
 	"log/slog"
 	"net"
 	"net/http"
@@ -39,11 +40,11 @@ type services struct {
 
 // buildServices checks the configuration of every service and binds the
 // listener, so that a mistake stops agentd before it claims any task.
-func buildServices(cfg *Config, db *pgxpool.Pool, m *metrics.Metrics, owner string, ln net.Listener,
+func buildServices(cfg *Config, db *pgxpool.Pool, limits *flow.Limiter, m *metrics.Metrics, owner string, ln net.Listener,
 	extra map[string]http.Handler, check func(context.Context, string, json.RawMessage) error, gs grants.Source,
 	mcp func() map[string]string, log *slog.Logger) (*services, error) {
 	s := &services{ln: ln}
-	disp, err := dispatcher(cfg, db, owner, m, log)
+	disp, err := dispatcher(cfg, db, limits, owner, m, log)
 	if err != nil {
 		return nil, err
 	}

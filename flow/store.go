@@ -114,16 +114,33 @@ func scanLimit(row pgx.CollectableRow) (Limit, error) {
 	return l, err
 }
 
-const putSQL = `/* flow.put */
-INSERT INTO flow_limits (target, rate_n, rate_per_seconds, burst, source) VALUES ($1, $2, $3, $4, $5)
-ON CONFLICT (target) DO UPDATE SET rate_n = EXCLUDED.rate_n, rate_per_seconds = EXCLUDED.rate_per_seconds,
-	burst = EXCLUDED.burst, source = EXCLUDED.source, updated_at = now()
-RETURNING updated_at`
+// Channel is where a change of the limits is announced (the target as
+// payload), in the transaction that makes it: daemons listening drop their
+// cached limits at once instead of after CacheFor.
+const Channel = "agentledger_limits"
 
-const putDefaultSQL = `/* flow.put_default */
-INSERT INTO flow_limits (target, rate_n, rate_per_seconds, burst, source) VALUES ($1, $2, $3, $4, $5)
-ON CONFLICT (target) DO NOTHING`
+// changed announces the rows of CTE cte (a target column) on Channel.
+func changed(cte string) string {
+	return ` CROSS JOIN LATERAL (SELECT pg_notify('` + Channel + `', ` + cte + `.target)) AS announced`
+}
+
+var putSQL = `/* flow.put */
+WITH put AS (
+	INSERT INTO flow_limits (target, rate_n, rate_per_seconds, burst, source) VALUES ($1, $2, $3, $4, $5)
+	ON CONFLICT (target) DO UPDATE SET rate_n = EXCLUDED.rate_n, rate_per_seconds = EXCLUDED.rate_per_seconds,
+		burst = EXCLUDED.burst, source = EXCLUDED.source, updated_at = now()
+	RETURNING target, updated_at)
+SELECT put.updated_at FROM put` + changed("put")
+
+var putDefaultSQL = `/* flow.put_default */
+WITH put AS (
+	INSERT INTO flow_limits (target, rate_n, rate_per_seconds, burst, source) VALUES ($1, $2, $3, $4, $5)
+	ON CONFLICT (target) DO NOTHING
+	RETURNING target)
+SELECT put.target FROM put` + changed("put")
 
 const selectSQL = `/* flow.select */ SELECT target, rate_n, rate_per_seconds, burst, source, updated_at FROM flow_limits`
 
-const deleteSQL = `/* flow.delete */ DELETE FROM flow_limits WHERE target = $1`
+var deleteSQL = `/* flow.delete */
+WITH gone AS (DELETE FROM flow_limits WHERE target = $1 RETURNING target)
+SELECT gone.target FROM gone` + changed("gone")

@@ -73,3 +73,53 @@ func TestStore(t *testing.T) {
 		t.Errorf("get of an unknown limit: %v", err)
 	}
 }
+
+// A change of the limits is announced on Channel in its transaction: set,
+// a default stored, and removed; a default not stored announces nothing.
+func TestChangesAreAnnounced(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	conn, err := db.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "LISTEN "+flow.Channel); err != nil {
+		t.Fatal(err)
+	}
+	next := func() string {
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		n, err := conn.Conn().WaitForNotification(wctx)
+		if err != nil {
+			t.Fatalf("no notification: %v", err)
+		}
+		return n.Payload
+	}
+	s := flow.NewStore(db)
+	if _, err := s.Put(ctx, flow.Limit{Target: "mcp:shop", Rate: flow.Rate{N: 5, Per: time.Second}, Burst: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if got := next(); got != "mcp:shop" {
+		t.Fatalf("after Put: %q", got)
+	}
+	if stored, err := s.PutDefault(ctx, flow.Limit{Target: "mcp:shop", Rate: flow.Rate{N: 1, Per: time.Second}, Burst: 1}); err != nil || stored {
+		t.Fatalf("a default over a set limit: stored %v, %v", stored, err)
+	}
+	if stored, err := s.PutDefault(ctx, flow.Limit{Target: "mcp:*", Rate: flow.Rate{N: 1, Per: time.Second}, Burst: 1}); err != nil || !stored {
+		t.Fatalf("a default: stored %v, %v", stored, err)
+	}
+	if got := next(); got != "mcp:*" { // the refused default announced nothing
+		t.Fatalf("after PutDefault: %q", got)
+	}
+	if err := s.Delete(ctx, "mcp:shop"); err != nil {
+		t.Fatal(err)
+	}
+	if got := next(); got != "mcp:shop" {
+		t.Fatalf("after Delete: %q", got)
+	}
+	if err := s.Delete(ctx, "mcp:shop"); !errors.Is(err, agentledger.ErrNotFound) {
+		t.Fatalf("deleting again: %v", err)
+	}
+}
