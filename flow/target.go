@@ -60,7 +60,7 @@ func ParseTarget(s string) (target, kind string, err error) {
 	case KindHTTP:
 		u, err := grants.ParseHost(name)
 		if err != nil {
-			return "", "", agentledger.Invalid("target", "%q: the origin must be scheme://host[:port]", s)
+			return "", "", agentledger.Invalid("target", "%q: the origin must be scheme://host[:port], as in http:https://%s", s, strings.TrimPrefix(strings.TrimPrefix(name, "https://"), "http://"))
 		}
 		return HTTP(u), kind, nil
 	case KindMCP, KindModel, KindSlackChannel:
