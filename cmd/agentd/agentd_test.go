@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -115,14 +116,7 @@ func TestDaemonEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cmd.Process.Kill() //nolint:errcheck // a no-op once it has exited
-	logs := make(chan string, 100)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			logs <- sc.Text()
-		}
-		close(logs)
-	}()
+	logs := lines(stderr)
 	waitLog(t, logs, "worker started")
 
 	s := claims.New(testdb.Open(t, url))
@@ -201,6 +195,19 @@ func waitOut(t *testing.T, out <-chan string, want string) {
 	case <-time.After(30 * time.Second):
 		t.Fatalf("agentd did not print %q", want)
 	}
+}
+
+// lines sends each line r yields, and closes when r ends.
+func lines(r io.Reader) <-chan string {
+	out := make(chan string, 100)
+	go func() {
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			out <- sc.Text()
+		}
+		close(out)
+	}()
+	return out
 }
 
 func waitLog(t *testing.T, logs <-chan string, want string) {

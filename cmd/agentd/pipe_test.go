@@ -42,14 +42,7 @@ func TestShutdownWithOutputPipeGone(t *testing.T) {
 	}
 	defer cmd.Process.Kill() //nolint:errcheck // a no-op once it has exited
 	w.Close()
-	logs := make(chan string, 100)
-	go func() {
-		sc := bufio.NewScanner(r)
-		for sc.Scan() {
-			logs <- sc.Text()
-		}
-		close(logs)
-	}()
+	logs := lines(r)
 	waitLog(t, logs, "worker started")
 	postmaster := postmasterPID(t, dir)
 	s, closeDB := embeddedStore(t, dir)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/hmac"
@@ -47,14 +46,7 @@ func TestServiceEndToEnd(t *testing.T) {
 	}
 	defer cmd.Process.Kill() //nolint:errcheck // a no-op once it has exited
 	var all strings.Builder
-	logs := make(chan string, 100)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			logs <- sc.Text()
-		}
-		close(logs)
-	}()
+	logs := lines(stderr)
 	base := ""
 	addr := regexp.MustCompile(`addr=(http://127\.0\.0\.1:\d+)`)
 	for base == "" {

@@ -67,14 +67,7 @@ func TestNotifyToolPostsToSlack(t *testing.T) {
 	}
 	defer cmd.Process.Kill() //nolint:errcheck
 	var logs strings.Builder
-	lines := make(chan string, 100)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
+	lines := lines(stderr)
 	next := func(want string) {
 		t.Helper()
 		for l := range lines {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"strings"
 	"syscall"
@@ -43,14 +42,7 @@ func TestStartupRetriesACutConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cmd.Process.Kill() //nolint:errcheck // a no-op once it has exited
-	logs := make(chan string, 100)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			logs <- sc.Text()
-		}
-		close(logs)
-	}()
+	logs := lines(stderr)
 
 	var pid int32
 	deadline := time.Now().Add(30 * time.Second)
