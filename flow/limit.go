@@ -13,32 +13,93 @@ const (
 	SourceDefault  = "default"  // agentd's own, stored where no limit of that target is
 )
 
-// Limit is the rate limit of one target or of a kind's default.
+// Bounds of the parts of a limit.
+const (
+	MaxConcurrency   = 100_000
+	MaxBreakerWindow = 24 * time.Hour
+)
+
+// Limit is what holds the calls to one target (or, for a kind's default,
+// to each target of the kind without its own): a rate with a burst, a cap
+// on the calls in flight across the fleet, a token rate (model endpoints)
+// and a circuit breaker, each optional, at least one set.
 type Limit struct {
-	Target    string    `json:"target"`
-	Rate      Rate      `json:"rate"`
-	Burst     int       `json:"burst"`
+	Target string `json:"target"`
+	// Rate paces the calls; zero: not paced.
+	Rate  Rate `json:"rate,omitzero"`
+	Burst int  `json:"burst,omitempty"`
+	// Concurrency caps the calls in flight across every daemon; 0: no cap.
+	Concurrency int `json:"concurrency,omitempty"`
+	// Tokens paces a model endpoint's tokens (prompt and completion); zero:
+	// not paced.
+	Tokens Rate `json:"tokens,omitzero"`
+	// Breaker, when set, stops calls to the target while it fails.
+	Breaker *Breaker `json:"breaker,omitempty"`
+
 	Source    string    `json:"source"`
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
-// Check normalises l.Target and checks the limit; a zero Burst is 1 and a
-// zero Source SourceOperator. Errors name the field at fault: "target",
-// "rate", "burst" or "source".
+// Breaker is a target's circuit breaker: Failures failed calls within
+// Window open it for every daemon; after Cooldown one call probes, and
+// its outcome closes the breaker or opens it again.
+type Breaker struct {
+	Failures int           `json:"failures"`
+	Window   time.Duration `json:"window"`
+	Cooldown time.Duration `json:"cooldown"`
+}
+
+// Check normalises l.Target and checks the limit; a zero Burst of a rate
+// is 1 and a zero Source SourceOperator. Errors name the field at fault:
+// "target", "rate", "burst", "concurrency", "tokens", "breaker" or
+// "source".
 func (l *Limit) Check() error {
-	t, _, err := ParseTarget(l.Target)
+	t, kind, err := ParseTarget(l.Target)
 	if err != nil {
 		return err
 	}
 	l.Target = t
-	if err := l.Rate.Validate(); err != nil {
-		return err
+	if l.Rate.IsZero() && l.Concurrency == 0 && l.Tokens.IsZero() && l.Breaker == nil {
+		return agentledger.Invalid("rate", "a limit needs a rate, a concurrency cap, a token rate or a breaker")
 	}
-	if l.Burst == 0 {
-		l.Burst = 1
+	if !l.Rate.IsZero() {
+		if err := l.Rate.Validate(); err != nil {
+			return err
+		}
+		if l.Burst == 0 {
+			l.Burst = 1
+		}
+		if l.Burst < 1 || l.Burst > MaxN {
+			return agentledger.Invalid("burst", "%d must be 1..%d", l.Burst, MaxN)
+		}
+	} else if l.Burst > 1 {
+		return agentledger.Invalid("burst", "a burst needs a rate")
+	} else {
+		l.Burst = 0
 	}
-	if l.Burst < 1 || l.Burst > MaxN {
-		return agentledger.Invalid("burst", "%d must be 1..%d", l.Burst, MaxN)
+	if l.Concurrency < 0 || l.Concurrency > MaxConcurrency {
+		return agentledger.Invalid("concurrency", "%d must be 1..%d calls in flight", l.Concurrency, MaxConcurrency)
+	}
+	if !l.Tokens.IsZero() {
+		if kind != KindModel {
+			return agentledger.Invalid("tokens", "a token rate is for model endpoints (model:HOST), not %s", l.Target)
+		}
+		if err := l.Tokens.validate("tokens"); err != nil {
+			return err
+		}
+	}
+	if b := l.Breaker; b != nil {
+		switch {
+		case b.Failures < 1 || b.Failures > MaxN:
+			return agentledger.Invalid("breaker", "failures %d must be 1..%d", b.Failures, MaxN)
+		case b.Window < time.Millisecond || b.Window > MaxBreakerWindow:
+			return agentledger.Invalid("breaker", "window %s must be 1ms..%s", b.Window, MaxBreakerWindow)
+		case b.Cooldown < time.Millisecond || b.Cooldown > MaxBreakerWindow:
+			return agentledger.Invalid("breaker", "cooldown %s must be 1ms..%s", b.Cooldown, MaxBreakerWindow)
+		}
+		if kind == KindSlackChannel || kind == KindSlackWorkspace {
+			return agentledger.Invalid("breaker", "Slack targets have no breaker: the notification outbox retries with backoff")
+		}
 	}
 	if l.Source == "" {
 		l.Source = SourceOperator

@@ -68,7 +68,7 @@ func (l *Limiter) Take(ctx context.Context, target string) (wait time.Duration, 
 
 func (l *Limiter) take(ctx context.Context, target, kind string) (time.Duration, error) {
 	lim, ok, err := l.limitOf(ctx, target, kind)
-	if err != nil || !ok {
+	if err != nil || !ok || lim.Rate.IsZero() {
 		return 0, err
 	}
 	e := lim.Rate.Emission()

@@ -43,18 +43,23 @@ func ParseRate(s string) (Rate, error) {
 }
 
 // Validate checks that the rate allows at least one call and at most MaxN
-// per unit.
-func (r Rate) Validate() error {
+// per unit; errors name the field "rate".
+func (r Rate) Validate() error { return r.validate("rate") }
+
+func (r Rate) validate(field string) error {
 	switch {
 	case r.Per != time.Second && r.Per != time.Minute:
-		return agentledger.Invalid("rate", "the unit must be a second or a minute")
+		return agentledger.Invalid(field, "the unit must be a second or a minute")
 	case r.N <= 0:
-		return agentledger.Invalid("rate", "%s must allow at least one call (a positive count)", r)
+		return agentledger.Invalid(field, "%s must allow at least one call (a positive count)", r)
 	case r.N > MaxN:
-		return agentledger.Invalid("rate", "%s is more than %d calls per unit", r, MaxN)
+		return agentledger.Invalid(field, "%s is more than %d calls per unit", r, MaxN)
 	}
 	return nil
 }
+
+// IsZero reports whether r is no rate at all (not paced).
+func (r Rate) IsZero() bool { return r.N == 0 && r.Per == 0 }
 
 // Emission is the time between two calls at this rate, rounded up to the
 // microsecond (the database's precision) so that the rate is never
@@ -64,8 +69,12 @@ func (r Rate) Emission() time.Duration {
 	return (e + time.Microsecond - 1).Truncate(time.Microsecond)
 }
 
-// String spells the rate as ParseRate reads it: "1/s", "60/min".
+// String spells the rate as ParseRate reads it: "1/s", "60/min"; the zero
+// Rate is "".
 func (r Rate) String() string {
+	if r.IsZero() {
+		return ""
+	}
 	if r.Per == time.Minute {
 		return fmt.Sprintf("%d/min", r.N)
 	}
@@ -77,6 +86,10 @@ func (r Rate) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
 
 // UnmarshalText reads the rate as ParseRate does.
 func (r *Rate) UnmarshalText(b []byte) error {
+	if len(b) == 0 {
+		*r = Rate{}
+		return nil
+	}
 	v, err := ParseRate(string(b))
 	if err != nil {
 		return err

@@ -33,7 +33,7 @@ func (s *Store) Put(ctx context.Context, l Limit) (Limit, error) {
 	if err := l.Check(); err != nil {
 		return Limit{}, err
 	}
-	err := s.db.QueryRow(ctx, putSQL, l.Target, l.Rate.N, int(l.Rate.Per/time.Second), l.Burst, l.Source).Scan(&l.UpdatedAt)
+	err := s.db.QueryRow(ctx, putSQL, l.columns()...).Scan(&l.UpdatedAt)
 	if err != nil {
 		return Limit{}, fmt.Errorf("limit of %s: %w", l.Target, err)
 	}
@@ -48,7 +48,7 @@ func (s *Store) PutDefault(ctx context.Context, l Limit) (bool, error) {
 	if err := l.Check(); err != nil {
 		return false, err
 	}
-	tag, err := s.db.Exec(ctx, putDefaultSQL, l.Target, l.Rate.N, int(l.Rate.Per/time.Second), l.Burst, l.Source)
+	tag, err := s.db.Exec(ctx, putDefaultSQL, l.columns()...)
 	if err != nil {
 		return false, fmt.Errorf("default limit of %s: %w", l.Target, err)
 	}
@@ -106,11 +106,47 @@ func (s *Store) Delete(ctx context.Context, target string) error {
 	return nil
 }
 
+// columns are l's values in the order of limitColumns, NULL for the
+// parts not set.
+func (l *Limit) columns() []any {
+	var brk [3]*int64
+	if b := l.Breaker; b != nil {
+		f, w, c := int64(b.Failures), b.Window.Milliseconds(), b.Cooldown.Milliseconds()
+		brk = [3]*int64{&f, &w, &c}
+	}
+	return []any{l.Target, rateN(l.Rate), ratePer(l.Rate), l.Burst, l.Source,
+		nullInt(int64(l.Concurrency)), rateN(l.Tokens), ratePer(l.Tokens), brk[0], brk[1], brk[2]}
+}
+
+func rateN(r Rate) *int64 { return nullInt(r.N) }
+
+func ratePer(r Rate) *int64 { return nullInt(int64(r.Per / time.Second)) }
+
+func nullInt(v int64) *int64 {
+	if v == 0 {
+		return nil
+	}
+	return &v
+}
+
 func scanLimit(row pgx.CollectableRow) (Limit, error) {
 	var l Limit
-	var per int
-	err := row.Scan(&l.Target, &l.Rate.N, &per, &l.Burst, &l.Source, &l.UpdatedAt)
-	l.Rate.Per = time.Duration(per) * time.Second
+	var rateN, ratePer, conc, tokN, tokPer, bf, bw, bc *int64
+	err := row.Scan(&l.Target, &rateN, &ratePer, &l.Burst, &l.Source, &conc, &tokN, &tokPer, &bf, &bw, &bc, &l.UpdatedAt)
+	if rateN != nil && ratePer != nil {
+		l.Rate = Rate{N: *rateN, Per: time.Duration(*ratePer) * time.Second}
+	} else {
+		l.Burst = 0
+	}
+	if tokN != nil && tokPer != nil {
+		l.Tokens = Rate{N: *tokN, Per: time.Duration(*tokPer) * time.Second}
+	}
+	if conc != nil {
+		l.Concurrency = int(*conc)
+	}
+	if bf != nil && bw != nil && bc != nil {
+		l.Breaker = &Breaker{Failures: int(*bf), Window: time.Duration(*bw) * time.Millisecond, Cooldown: time.Duration(*bc) * time.Millisecond}
+	}
 	return l, err
 }
 
@@ -124,22 +160,29 @@ func changed(cte string) string {
 	return ` CROSS JOIN LATERAL (SELECT pg_notify('` + Channel + `', ` + cte + `.target)) AS announced`
 }
 
+// limitColumns are the columns a limit is stored in, $1..$11 in putSQL.
+const limitColumns = `target, rate_n, rate_per_seconds, burst, source, concurrency, tokens_n, tokens_per_seconds,
+	breaker_failures, breaker_window_ms, breaker_cooldown_ms`
+
 var putSQL = `/* flow.put */
 WITH put AS (
-	INSERT INTO flow_limits (target, rate_n, rate_per_seconds, burst, source) VALUES ($1, $2, $3, $4, $5)
+	INSERT INTO flow_limits (` + limitColumns + `) VALUES ($1, $2, $3, greatest($4, 1), $5, $6, $7, $8, $9, $10, $11)
 	ON CONFLICT (target) DO UPDATE SET rate_n = EXCLUDED.rate_n, rate_per_seconds = EXCLUDED.rate_per_seconds,
-		burst = EXCLUDED.burst, source = EXCLUDED.source, updated_at = now()
+		burst = EXCLUDED.burst, source = EXCLUDED.source, concurrency = EXCLUDED.concurrency,
+		tokens_n = EXCLUDED.tokens_n, tokens_per_seconds = EXCLUDED.tokens_per_seconds,
+		breaker_failures = EXCLUDED.breaker_failures, breaker_window_ms = EXCLUDED.breaker_window_ms,
+		breaker_cooldown_ms = EXCLUDED.breaker_cooldown_ms, updated_at = now()
 	RETURNING target, updated_at)
 SELECT put.updated_at FROM put` + changed("put")
 
 var putDefaultSQL = `/* flow.put_default */
 WITH put AS (
-	INSERT INTO flow_limits (target, rate_n, rate_per_seconds, burst, source) VALUES ($1, $2, $3, $4, $5)
+	INSERT INTO flow_limits (` + limitColumns + `) VALUES ($1, $2, $3, greatest($4, 1), $5, $6, $7, $8, $9, $10, $11)
 	ON CONFLICT (target) DO NOTHING
 	RETURNING target)
 SELECT put.target FROM put` + changed("put")
 
-const selectSQL = `/* flow.select */ SELECT target, rate_n, rate_per_seconds, burst, source, updated_at FROM flow_limits`
+const selectSQL = `/* flow.select */ SELECT ` + limitColumns + `, updated_at FROM flow_limits`
 
 var deleteSQL = `/* flow.delete */
 WITH gone AS (DELETE FROM flow_limits WHERE target = $1 RETURNING target)

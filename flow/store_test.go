@@ -52,6 +52,14 @@ func TestStore(t *testing.T) {
 		{flow.Limit{Target: "mcp:shop", Rate: flow.Rate{N: -3, Per: time.Minute}}, "rate"},
 		{flow.Limit{Target: "mcp:shop", Rate: flow.Rate{N: 1}}, "rate"},
 		{flow.Limit{Target: "mcp:shop", Rate: flow.Rate{N: 1, Per: time.Second}, Burst: -1}, "burst"},
+		{flow.Limit{Target: "mcp:shop"}, "rate"},
+		{flow.Limit{Target: "mcp:shop", Burst: 3, Concurrency: 2}, "burst"},
+		{flow.Limit{Target: "mcp:shop", Concurrency: -1}, "concurrency"},
+		{flow.Limit{Target: "mcp:shop", Tokens: flow.Rate{N: 1000, Per: time.Minute}}, "tokens"},
+		{flow.Limit{Target: "model:api.example.com", Tokens: flow.Rate{N: -1, Per: time.Minute}}, "tokens"},
+		{flow.Limit{Target: "mcp:shop", Breaker: &flow.Breaker{Failures: 0, Window: time.Second, Cooldown: time.Second}}, "breaker"},
+		{flow.Limit{Target: "mcp:shop", Breaker: &flow.Breaker{Failures: 3, Cooldown: time.Second}}, "breaker"},
+		{flow.Limit{Target: "slack-channel:C1", Breaker: &flow.Breaker{Failures: 3, Window: time.Second, Cooldown: time.Second}}, "breaker"},
 	} {
 		_, err := s.Put(ctx, c.l)
 		var ie *agentledger.InvalidError
@@ -76,6 +84,35 @@ func TestStore(t *testing.T) {
 
 // A change of the limits is announced on Channel in its transaction: set,
 // a default stored, and removed; a default not stored announces nothing.
+// Every part of a limit is optional but one, and stored as given.
+func TestStorePartsOfALimit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := flow.NewStore(testdb.New(t))
+	want := []flow.Limit{
+		{Target: "http:https://billing.internal:8080", Concurrency: 5,
+			Breaker: &flow.Breaker{Failures: 5, Window: time.Minute, Cooldown: 20 * time.Second}},
+		{Target: "model:api.example.com", Rate: flow.Rate{N: 60, Per: time.Minute}, Burst: 1,
+			Tokens: flow.Rate{N: 90_000, Per: time.Minute}},
+	}
+	for _, l := range want {
+		if _, err := s.Put(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.List(ctx)
+	if err != nil || len(got) != 2 {
+		t.Fatalf("list: %+v %v", got, err)
+	}
+	for i := range want {
+		g, w := got[i], want[i]
+		if g.Target != w.Target || g.Rate != w.Rate || g.Burst != w.Burst || g.Concurrency != w.Concurrency ||
+			g.Tokens != w.Tokens || (g.Breaker == nil) != (w.Breaker == nil) || (g.Breaker != nil && *g.Breaker != *w.Breaker) {
+			t.Errorf("stored %+v, read back %+v", w, g)
+		}
+	}
+}
+
 func TestChangesAreAnnounced(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

@@ -61,7 +61,7 @@ func (s *Store) Usage(ctx context.Context) ([]Use, error) {
 		if !ok {
 			lim, ok = byTarget[KindDefault(kindOf(st.target))]
 		}
-		if ok {
+		if ok && !lim.Rate.IsZero() {
 			u.Limit = lim.Target
 			// A call passes once the arrival time is within the burst's
 			// tolerance of now (see takeSQL).
