@@ -32,9 +32,17 @@ type Limiter struct {
 	read   time.Time        // when limits were read
 	logged map[string]time.Time
 
-	// booked, when set (by tests), is told when each booking let its call
-	// through, on the database's clock.
-	booked func(target string, at time.Time)
+	// batches are the calls booked ahead on high-rate targets (batch.go),
+	// by target; gen counts Changed, so that a booking that was in flight
+	// during a change is not kept.
+	batches map[string]*batchState
+	gen     uint64
+
+	// booked, when set (by tests), is told when each call went through,
+	// on the database's clock (for a call of a batch: estimated from its
+	// booking's); bookings is told of each statement that answered.
+	booked   func(target string, at time.Time)
+	bookings func(target string, n int, allowed bool)
 }
 
 // NewLimiter returns a limiter over the limits and state in db, logging to
@@ -71,29 +79,66 @@ func (l *Limiter) take(ctx context.Context, target, kind string) (time.Duration,
 	if err != nil || !ok || lim.Rate.IsZero() {
 		return 0, err
 	}
+	if batchCap(lim) >= 2 {
+		return l.takeBatched(ctx, target, lim)
+	}
+	b, err := l.book(ctx, target, lim, 1)
+	switch {
+	case err != nil:
+		return 0, err
+	case b.allowed:
+		l.tell(target, b.at)
+		return 0, nil
+	}
+	return b.wait, nil
+}
+
+// booking is takeSQL's answer.
+type booking struct {
+	allowed bool
+	// start is the theoretical arrival time of the first call booked, at
+	// when the statement let it through (no later than start), both on
+	// the database's clock; local is when the answer arrived, on ours.
+	start, at, local time.Time
+	// wait, when refused, is how long until a booking would pass.
+	wait time.Duration
+}
+
+// book books n calls on target under lim in one statement (takeSQL): all
+// of them or none.
+func (l *Limiter) book(ctx context.Context, target string, lim Limit, n int) (booking, error) {
 	e := lim.Rate.Emission()
-	var allowed bool
-	var at time.Time
+	var b booking
 	var waitMicros int64
-	err = l.db.QueryRow(ctx, takeSQL, target, e.Microseconds(), lim.tolerance().Microseconds()).
-		Scan(&allowed, &at, &waitMicros)
+	err := l.db.QueryRow(ctx, takeSQL, target, int64(n)*e.Microseconds(), lim.tolerance().Microseconds()).
+		Scan(&b.allowed, &b.start, &b.at, &waitMicros)
+	b.local = time.Now()
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		// Refused by a row this statement's snapshot cannot see yet: a
 		// concurrent first booking. Try again one emission later.
-		return e, nil
+		b.wait = e
+		return b, nil
 	case err != nil:
-		return 0, fmt.Errorf("flow limit of %s: %w", target, err)
-	case allowed:
-		if l.booked != nil {
-			l.booked(target, at)
-		}
-		return 0, nil
+		return b, fmt.Errorf("flow limit of %s: %w", target, err)
+	}
+	if l.bookings != nil {
+		l.bookings(target, n, b.allowed)
 	}
 	// The wait is read from this statement's snapshot, which may be older
 	// than the booking that refused us: never report less than a
 	// millisecond, so that a caller does not spin.
-	return max(time.Duration(waitMicros)*time.Microsecond, time.Millisecond), nil
+	if !b.allowed {
+		b.wait = max(time.Duration(waitMicros)*time.Microsecond, time.Millisecond)
+	}
+	return b, nil
+}
+
+// tell tells the test hook that a call on target went through at at.
+func (l *Limiter) tell(target string, at time.Time) {
+	if l.booked != nil {
+		l.booked(target, at)
+	}
 }
 
 // Wait takes one call on target, waiting as long as its limit says. While
@@ -123,11 +168,14 @@ func (l *Limiter) Wait(ctx context.Context, target string) error {
 	}
 }
 
-// Changed drops the cached limits: the next Take reads them again.
+// Changed drops the cached limits and the calls booked ahead: the next
+// Take reads the limits again.
 func (l *Limiter) Changed() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.limits = nil
+	l.batches = nil
+	l.gen++
 }
 
 // limitOf returns the limit in force for target: its own, else its kind's
@@ -192,12 +240,15 @@ func (l *Limiter) logError(target string, err error) {
 	}
 }
 
-// takeSQL books one call on $1 under GCRA with emission $2 and tolerance
-// $3 (microseconds), on the database's clock, under the state row's lock
-// (the conflict arm of the insert locks it and sees its latest version).
-// A first booking is always allowed (the burst is at least 1). When the
-// call is refused nothing is written and the second arm returns how long
-// until it would pass.
+// takeSQL books calls on $1 under GCRA with tolerance $3 (microseconds):
+// the theoretical arrival time moves by $2 microseconds, one emission per
+// call booked (a batch books several, batch.go). It runs on the database's
+// clock, under the state row's lock (the conflict arm of the insert locks
+// it and sees its latest version). A first booking is always allowed (the
+// burst is at least 1). An allowed booking returns the first call's
+// theoretical arrival time and when it let that call through; when refused
+// nothing is written and the second arm returns how long until a booking
+// would pass.
 //
 // A booking commits asynchronously (synchronous_commit off for its own
 // transaction only): the state row's lock is held until commit, so a
@@ -212,9 +263,9 @@ took AS (
 	INSERT INTO flow_state AS s (target, tat) VALUES ($1, clock_timestamp() + $2::bigint * interval '1 microsecond')
 	ON CONFLICT (target) DO UPDATE SET tat = greatest(s.tat, clock_timestamp()) + $2::bigint * interval '1 microsecond'
 	WHERE greatest(s.tat, clock_timestamp()) - $3::bigint * interval '1 microsecond' <= clock_timestamp()
-	RETURNING least(s.tat - $2::bigint * interval '1 microsecond', clock_timestamp()) AS at)
-SELECT true, at, 0::bigint FROM took, async
+	RETURNING s.tat - $2::bigint * interval '1 microsecond' AS start)
+SELECT true, start, least(start, clock_timestamp()), 0::bigint FROM took, async
 UNION ALL
-SELECT false, s.tat,
+SELECT false, s.tat, s.tat,
 	ceil(extract(epoch FROM s.tat - $3::bigint * interval '1 microsecond' - clock_timestamp()) * 1000000)::bigint
 FROM flow_state s WHERE s.target = $1 AND NOT EXISTS (SELECT FROM took)`
