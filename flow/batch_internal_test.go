@@ -21,8 +21,8 @@ func TestBatchTake(t *testing.T) {
 	}
 	// Call 2 (due at 2e) is late by more than the window: dropped; call 3
 	// (due at 3e) is late by less: spent.
-	if w, ok := b.take(at(2*e + batchWindow + time.Nanosecond)); w != 0 || !ok || b.next != 4 {
-		t.Fatalf("after the window: wait %v, %v, next %d; want call 3 spent", w, ok, b.next)
+	if w, ok := b.take(at(2*e + batchWindow + time.Nanosecond)); w != 0 || !ok || b.next != 4 || b.dropped != 1 {
+		t.Fatalf("after the window: wait %v, %v, next %d, %d dropped; want call 2 dropped, 3 spent", w, ok, b.next, b.dropped)
 	}
 	if w, ok := b.take(at(9*e + batchWindow + time.Nanosecond)); ok {
 		t.Fatalf("every call late: wait %v, still a call", w)
@@ -48,5 +48,28 @@ func TestBatchTake(t *testing.T) {
 	b = &batch{e: e, start: t0, n: maxBatch, next: maxBatch, spent: maxBatch}
 	if n := b.nextSize(); n != maxBatch {
 		t.Errorf("next booking of %d calls, want at most %d", n, maxBatch)
+	}
+}
+
+// A batch runs low with half its calls left, or half a batch window
+// before its last call is dropped.
+func TestBatchLow(t *testing.T) {
+	t0 := time.Now()
+	e := time.Millisecond
+	b := &batch{e: e, start: t0, n: 8, next: 3}
+	if b.low(t0) {
+		t.Error("5 of 8 calls left: low")
+	}
+	b.next = 4
+	if !b.low(t0) {
+		t.Error("4 of 8 calls left: not low")
+	}
+	b.next = 0
+	last := t0.Add(7*e + batchWindow) // when the last call is dropped
+	if b.low(last.Add(-batchWindow/2 - time.Nanosecond)) {
+		t.Error("low before the last half window")
+	}
+	if !b.low(last.Add(-batchWindow / 2)) {
+		t.Error("not low half a window before the last call is dropped")
 	}
 }

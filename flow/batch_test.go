@@ -178,48 +178,105 @@ func TestChangedDropsBatch(t *testing.T) {
 			t.Fatalf("%s: wait %v, %v", what, w, err)
 		}
 	}
-	take("first call") // books 2
-	take("second call")
-	take("third call") // books 4
-	if want := []int{2, 4}; !slices.Equal(c.bookings, want) {
-		t.Fatalf("bookings of %v calls, want %v", c.bookings, want)
-	}
+	take("call 1") // books 2
+	take("call 2") // books 4 ahead
+	take("call 3") // the first of the 4: 3 left
+	c.mu.Lock()
+	before := len(c.bookings)
+	c.mu.Unlock()
 	l.Changed()
 	take("the call after Changed")
-	if want := []int{2, 4, 2}; !slices.Equal(c.bookings, want) {
-		t.Errorf("bookings of %v calls after Changed, want %v (the batch dropped, booked again)", c.bookings, want)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !slices.Contains(c.bookings[before:], 2) {
+		t.Errorf("bookings of %v calls, then %v after Changed; want a first batch (2) booked again", c.bookings[:before], c.bookings[before:])
 	}
 }
 
-// A booking the database does not answer fails every caller waiting for
-// it, not only the one that asked: no call goes through unbooked.
+// When the database goes away, the calls booked before are spent and then
+// every caller fails, the one that books and those waiting for it: no call
+// goes through unbooked.
 func TestBatchFailsClosed(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	db := testdb.Open(t, testdb.URL(t))
-	putLimit(t, flow.NewStore(db), "mcp:shop", "1000/s", 5)
+	putLimit(t, flow.NewStore(db), "mcp:shop", "1000/s", 20)
 	l := flow.NewLimiter(db, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	for range 2 { // the first batch, spent
+	var c counter
+	c.watch(l)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for range 5 { // a batch of 2, one of 4, maybe one of 8 booked ahead
 		if w, err := l.Take(ctx, "mcp:shop"); w != 0 || err != nil {
 			t.Fatalf("wait %v, %v", w, err)
 		}
 	}
 	db.Close()
 	var wg sync.WaitGroup
-	errs := make(chan error, 8)
 	for range 8 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := l.Take(ctx, "mcp:shop")
-			errs <- err
+			for {
+				w, err := l.Take(ctx, "mcp:shop")
+				if err != nil {
+					if ctx.Err() != nil {
+						t.Error("takes on a closed pool did not fail in 10s")
+					}
+					return
+				}
+				time.Sleep(w)
+			}
 		}()
 	}
 	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err == nil {
-			t.Error("take on a closed pool: no error")
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	booked := 0
+	for _, n := range c.bookings {
+		booked += n
+	}
+	if len(c.at) > booked {
+		t.Errorf("%d calls through, %d booked", len(c.at), booked)
+	}
+	t.Logf("%d calls through of %d booked (bookings %v)", len(c.at), booked, c.bookings)
+}
+
+// A caller that takes one of the last calls of a batch starts booking the
+// next one: the callers after it find calls left.
+func TestBooksAhead(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	putLimit(t, flow.NewStore(db), "mcp:shop", "1000/s", 20)
+	l := flow.NewLimiter(db, nil)
+	booked := make(chan int, 10)
+	l.OnBookings(func(_ string, n int, allowed bool) {
+		if allowed {
+			booked <- n
+		}
+	})
+	take := func(what string) {
+		t.Helper()
+		if w, err := l.Take(ctx, "mcp:shop"); w != 0 || err != nil {
+			t.Fatalf("%s: wait %v, %v", what, w, err)
 		}
 	}
+	expect := func(what string, n int) {
+		t.Helper()
+		select {
+		case got := <-booked:
+			if got != n {
+				t.Fatalf("%s: a booking of %d calls, want %d", what, got, n)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: no booking of %d calls", what, n)
+		}
+	}
+	take("call 1")
+	expect("call 1", 2)
+	take("call 2, the batch's last") // books 4 ahead
+	expect("call 2", 4)
+	take("call 3")
+	take("call 4, leaving half the batch") // books 8 ahead
+	expect("call 4", 8)
 }

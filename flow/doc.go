@@ -19,14 +19,32 @@
 // booked on one target are spaced at least one emission apart (after the
 // burst).
 //
-// The common path is that one statement per call: the limits themselves
-// are cached in each Limiter for a few seconds (CacheFor), so a changed
-// limit holds everywhere within that time. Taking capacity in batches (a
-// daemon booking k calls at once and spending them locally) would save
-// k-1 writes per k calls but lets one daemon hold capacity another is
-// waiting for and spend it up to k emissions late, so the fleet's calls are
-// no longer spaced evenly; the rates here are small (Slack: one a second),
-// so it is not done.
+// The limits themselves are cached in each Limiter for a few seconds
+// (CacheFor), so a changed limit holds everywhere within that time. A
+// target whose rate allows two calls or more in 50 ms (40/s and up) is
+// booked in batches, so that the common path is not a write per call: one
+// statement books up to the calls of 50 ms at the rate (at most 100),
+// moving tat by as many emissions, and the Limiter hands them to its
+// callers itself, each no earlier than GCRA would have let it through
+// booked alone (its theoretical arrival time less the burst's tolerance,
+// on the database's clock as seen from when the booking's answer
+// arrived). One booking per target is in flight in a Limiter at a time: a
+// caller that takes a call of a batch running low (half its calls or half
+// its time left) starts booking the next, and the callers wait for it
+// only if the batch runs out first. A daemon's batches double while none
+// of their calls is dropped and fall to the calls it spent when some are,
+// so a daemon that calls rarely holds little.
+//
+// What batches cost in precision: a call is never early but may go
+// through up to 50 ms after its time (later it is dropped), so in a window
+// of any length the fleet's calls may exceed what GCRA allows calls booked
+// one by one (rate × window + burst) by the calls of 50 ms at the rate; a
+// daemon holds calls that another may be waiting for (the batch it spends
+// and the next, at most 200 calls and 100 ms of the rate); and the calls a
+// daemon booked but did not spend (dropped late, dropped by Changed, or
+// held when it stops) are lost: capacity lost, never gained. Lower rates
+// (Slack's one a second, 50 a minute per channel) book one call per
+// statement, spaced exactly.
 //
 // A limit that cannot be read, or a booking the database does not answer,
 // is an error from Take: callers wait and try again (Limiter.Wait does), so
