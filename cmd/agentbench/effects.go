@@ -53,6 +53,11 @@ type EffectsResult struct {
 	Served    int64
 	Other     int64 // any other outcome (a transient error, a lost lease)
 	Tx        TxDelta
+	// Bookings are the rows written to flow_state in the phase (-1 without
+	// --limit-rate); Take the quantiles of the charge tool's limit checks
+	// (p50, p99; none unless --tool custom with --limit-rate).
+	Bookings int64
+	Take     []time.Duration
 }
 
 func runEffects(ctx context.Context, args []string, out, errOut io.Writer) error {
@@ -71,7 +76,8 @@ func runEffects(ctx context.Context, args []string, out, errOut io.Writer) error
 	fs.BoolVar(&f.Replay, "replay", false, "then replay every task (claims.Store.Requeue, claims.Replay) and burn down again")
 	fs.IntVar(&f.Repeat, "repeat", 1, "run the whole sweep this many times")
 	fs.StringVar(&f.Tool, "tool", "builtin", "the steps' tool: builtin (http_request) or custom (the same keyed POST declared with tools.Define)")
-	fs.StringVar(&f.LimitRate, "limit-rate", "", "a fleet-wide rate limit on the downstream's origin (e.g. 1000000/s): every http_request call books it; empty: no limit")
+	fs.StringVar(&f.LimitRate, "limit-rate", "", "a fleet-wide rate limit on the downstream's origin (e.g. 1000000/s): every http_request call books it "+
+		"(and with --tool custom every charge call, timed: take p50/p99); empty: no limit")
 	fs.IntVar(&f.LimitBurst, "limit-burst", 1000, "the burst of --limit-rate")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -106,7 +112,7 @@ func runEffects(ctx context.Context, args []string, out, errOut io.Writer) error
 
 	t := NewTable(append(append([]string{"effects", "phase", "tasks", "secs", "tasks/s", "effects/s", "hits",
 		"performed", "served", "claims", "completes", "xacts/task", "writes/task", "writes/effect"}, cpuHeader...),
-		"rss MB", "conns")...)
+		"rss MB", "conns", "bookings", "take p50 µs", "take p99 µs")...)
 	for range f.Repeat {
 		for _, n := range f.Effects {
 			if ctx.Err() != nil {
@@ -141,7 +147,19 @@ func (r EffectsResult) cells(tasks int) []any {
 		fmt.Sprintf("%.2f", float64(r.Tx.Commits)/float64(tasks)), fmt.Sprintf("%.2f", float64(r.Tx.Writes)/float64(tasks)),
 		fmt.Sprintf("%.2f", float64(r.Tx.Writes-b.Claims-b.Completes)/effects)}
 	row = append(row, b.CPU.cells(tasks)...)
-	return append(row, mb(b.PeakRSS), b.Conns)
+	row = append(row, mb(b.PeakRSS), b.Conns)
+	bookings, p50, p99 := any("-"), "-", "-"
+	if r.Bookings >= 0 {
+		bookings = r.Bookings
+	}
+	if len(r.Take) == 2 {
+		p50, p99 = micros(r.Take[0]), micros(r.Take[1])
+	}
+	return append(row, bookings, p50, p99)
+}
+
+func micros(d time.Duration) string {
+	return fmt.Sprintf("%.1f", float64(d)/float64(time.Microsecond))
 }
 
 // outcomes counts ledger.Do outcomes (ledger.Ledger.Observe).
@@ -188,12 +206,18 @@ func effectsRun(ctx context.Context, srv *Server, f EffectsFlags, n int, log *sl
 	transport.MaxIdleConns = 2 * f.Concurrency
 	defer transport.CloseIdleConnections()
 	client := &http.Client{Transport: transport}
+	var check atomic.Pointer[limitCheck] // --tool custom with --limit-rate
 	charge, err := tools.Define(tools.Spec[struct {
 		Step int `json:"step"`
 	}]{Name: "charge", Description: "POST a charge", Class: ledger.Keyed,
 		Perform: func(ctx context.Context, c ledger.Call, a struct {
 			Step int `json:"step"`
 		}) (ledger.Result, error) {
+			if c := check.Load(); c != nil {
+				if err := c.take(ctx); err != nil {
+					return ledger.Result{}, err
+				}
+			}
 			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, down.URL+"/charges",
 				strings.NewReader(fmt.Sprintf(`{"step":%d}`, a.Step)))
 			req.Header.Set("Content-Type", "application/json")
@@ -249,9 +273,27 @@ func effectsRun(ctx context.Context, srv *Server, f EffectsFlags, n int, log *sl
 	}
 
 	phase := func(name string) (EffectsResult, error) {
-		res := EffectsResult{Effects: n, Phase: name}
-		if err := rdb.Settle(ctx, ctl, "tasks", "task_attempts", "ledger"); err != nil {
+		res := EffectsResult{Effects: n, Phase: name, Bookings: -1}
+		var err error
+		if err = rdb.Settle(ctx, ctl, "tasks", "task_attempts", "ledger"); err != nil {
 			return res, err
+		}
+		var bookings int64
+		if f.LimitRate != "" {
+			if err := ctl.QueryRow(ctx, bookingsSQL).Scan(&bookings); err != nil {
+				return res, err
+			}
+		}
+		var checkDB *pgxpool.Pool // the charge tool's limiter's, as a daemon's
+		if f.LimitRate != "" && f.Tool == "custom" {
+			if checkDB, err = rdb.DaemonPool(ctx, int32(f.MaxConns)); err != nil {
+				return res, err
+			}
+			defer checkDB.Close()
+			if err = checkDB.Ping(ctx); err != nil { // connected before the clock starts, as the daemon is
+				return res, err
+			}
+			check.Store(newLimitCheck(checkDB, flow.HTTP(u)))
 		}
 		var seen outcomes
 		spec := DaemonSpec{Tools: []tools.Tool{charge}, Configure: func(c *daemon.Config) {
@@ -270,6 +312,10 @@ func effectsRun(ctx context.Context, srv *Server, f EffectsFlags, n int, log *sl
 		if err != nil {
 			return res, err
 		}
+		if c := check.Swap(nil); c != nil {
+			res.Take = c.quantiles(0.5, 0.99)
+			checkDB.Close()
+		}
 		waitDisconnected(ctx, ctl)
 		after, err := meter.Read(ctx)
 		if err != nil {
@@ -278,6 +324,13 @@ func effectsRun(ctx context.Context, srv *Server, f EffectsFlags, n int, log *sl
 		res.Tx = after.Sub(before)
 		res.Hits = down.Hits() - hits
 		res.Performed, res.Served, res.Other = seen.performed.Load(), seen.served.Load(), seen.other.Load()
+		if f.LimitRate != "" {
+			var now int64
+			if err := ctl.QueryRow(ctx, bookingsSQL).Scan(&now); err != nil {
+				return res, err
+			}
+			res.Bookings = now - bookings
+		}
 		return res, nil
 	}
 
