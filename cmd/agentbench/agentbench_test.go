@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -168,6 +169,31 @@ func TestEffectsSmoke(t *testing.T) {
 			done != fmt.Sprint(want) {
 			t.Errorf("row %q: want %s effects, phase %s, 50 tasks, %d effects performed or served", r, effects, phase, want)
 		}
+	}
+}
+
+// With --limit-rate and --tool custom every performed charge call takes
+// the limit: the first phase books (in batches, so at most one booking
+// per call) and times its checks; the replay performs nothing and books
+// nothing.
+func TestEffectsLimitSmoke(t *testing.T) {
+	t.Parallel()
+	out := runBench(t, "effects", "--database-url", testdb.URL(t), "--tasks", "50", "--effects", "2", "--replay",
+		"--concurrency", "10", "--batch", "10", "--run-timeout", "1m", "--tool", "custom", "--limit-rate", "1000000/s")
+	rows := dataRows(out)
+	if len(rows) != 2 {
+		t.Fatalf("want 2 result rows (first and replay), got %d:\n%s", len(rows), out)
+	}
+	first, replay := strings.Fields(rows[0]), strings.Fields(rows[1])
+	bookings, p50 := first[len(first)-3], first[len(first)-2]
+	if n, err := strconv.Atoi(bookings); err != nil || n < 1 || n > 100 {
+		t.Errorf("first phase: %s bookings, want 1..100 (100 calls):\n%s", bookings, out)
+	}
+	if _, err := strconv.ParseFloat(p50, 64); err != nil {
+		t.Errorf("first phase: take p50 %q, want a number:\n%s", p50, out)
+	}
+	if got := strings.Join(replay[len(replay)-3:], " "); got != "0 - -" {
+		t.Errorf("replay: bookings and take p50, p99 %q, want \"0 - -\":\n%s", got, out)
 	}
 }
 

@@ -128,6 +128,18 @@
 // (transaction ids assigned, server-wide); writes/effect leaves out the
 // claim and complete statements counted from the attempts. The run fails
 // unless the server performed exactly one business effect per key.
+//
+// --limit-rate puts a fleet-wide limit (package flow) on the server's
+// origin, which every http_request call books through the daemon's
+// flow.Limiter; a rate far above the throughput (1000000/s, the default
+// burst 1000) never makes a call wait, so what it costs is the check
+// itself. bookings are the rows the phase wrote to flow_state, one per
+// booking the database let through (a booking may take a batch of calls).
+// With --tool custom the charge tool takes the limit itself, through a
+// flow.Limiter of its own on a pool like the daemon's, as http_request
+// does (Take until it lets the call through), and take p50 and p99 are the
+// durations of those checks, one per performed effect.
+//
 // --replay then requeues every task as a replay (claims.Store.Requeue with
 // claims.Replay, from 8 goroutines, untimed) and burns them down again: the
 // row's effects/s are ledger hits/s, and the run fails unless every effect

@@ -53,17 +53,17 @@ func (c *limitCheck) take(ctx context.Context) error {
 	return nil
 }
 
-// quantiles returns the checks' durations at qs (0..1); zero without
+// quantiles returns the checks' durations at qs (0..1); nil without
 // checks.
 func (c *limitCheck) quantiles(qs ...float64) []time.Duration {
 	c.mu.Lock()
 	took := slices.Clone(c.took)
 	c.mu.Unlock()
-	out := make([]time.Duration, len(qs))
 	if len(took) == 0 {
-		return out
+		return nil
 	}
 	slices.Sort(took)
+	out := make([]time.Duration, len(qs))
 	for i, q := range qs {
 		out[i] = took[min(int(q*float64(len(took))), len(took)-1)]
 	}
