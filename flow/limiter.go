@@ -32,6 +32,8 @@ type Limiter struct {
 	read   time.Time        // when limits were read
 	logged map[string]time.Time
 
+	breakers breakerCache // of the breakers that are not closed
+
 	// booked, when set (by tests), is told when each booking let its call
 	// through, on the database's clock.
 	booked func(target string, at time.Time)
@@ -128,6 +130,7 @@ func (l *Limiter) Changed() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.limits = nil
+	l.dropBreakers()
 }
 
 // limitOf returns the limit in force for target: its own, else its kind's
