@@ -357,11 +357,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	d.grants = grants.NewCache(grants.NewStore(db.Pool))
 	d.limits = flow.NewLimiter(db.Pool, log)
+	d.limits.ObserveBreakers(m.BreakerOpened, m.BreakerProbed)
 	kinds, reg, err := d.handlers(db.Pool, m)
 	if err != nil {
 		return err
 	}
-	sups, err := mcpSupervisors(cfg.MCPServers, reg, log)
+	sups, err := mcpSupervisors(cfg.MCPServers, reg, d.limits, log)
 	if err != nil {
 		return err
 	}

@@ -241,7 +241,7 @@ func (t *HTTPTool) Effect(call Call) (ledger.Effect, error) {
 	}
 	eff := ledger.Effect{Operation: t.name, StepPath: call.StepPath, Class: class, Request: request, Perform: perform}
 	if t.cfg.Limits != nil && hc.denied == nil { // a host not allowed is refused, booking nothing
-		eff.Admit, eff.Perform = gated(t.cfg.Limits, flow.HTTP(hc.u), t.cfg.Timeout, class, perform)
+		eff.Admit, eff.Perform = Gated(t.cfg.Limits, flow.HTTP(hc.u), t.cfg.Timeout, class, perform)
 	}
 	return eff, nil
 }

@@ -22,14 +22,14 @@ type Gate interface {
 // errNoAnswer marks a request the downstream did not answer in time.
 var errNoAnswer = errors.New("no answer")
 
-// gated returns the Admit and the Perform of an effect on target: Admit
+// Gated returns the Admit and the Perform of an effect on target: Admit
 // takes a pass from gate, Perform runs perform and ends the pass with its
 // outcome. A call the target did not answer (a timeout, a connection
 // error, a 5xx) is a failure for the target's breaker; when that leaves
 // the breaker open, a keyed or pure effect (nothing recorded, performed
 // again under the same key) waits for the breaker instead of using an
 // attempt. Without a gate, perform runs as is.
-func gated(gate Gate, target string, hold time.Duration, class ledger.Class,
+func Gated(gate Gate, target string, hold time.Duration, class ledger.Class,
 	perform func(context.Context, ledger.Call) (ledger.Result, error)) (
 	func(context.Context) (func(), error), func(context.Context, ledger.Call) (ledger.Result, error)) {
 	if gate == nil {
@@ -65,7 +65,9 @@ func gated(gate Gate, target string, hold time.Duration, class ledger.Class,
 
 // unanswered says whether a call's outcome is one the target's breaker
 // counts, and how, in words without secrets: no answer (a timeout or a
-// connection error) or a 5xx. Other answers, 4xx included, are answers.
+// connection error) or a 5xx. Other answers, 4xx included, are answers,
+// and so is a permanent error (the call was refused before it went, or
+// the target said no).
 func unanswered(res ledger.Result, err error, timeout time.Duration) (string, bool) {
 	var perm *agentledger.PermanentError
 	switch {
@@ -75,7 +77,7 @@ func unanswered(res ledger.Result, err error, timeout time.Duration) (string, bo
 		return fmt.Sprintf("HTTP %d", res.Status), true
 	case res.Status != 0 || errors.As(err, &perm):
 		return "", false
-	case errors.Is(err, errNoAnswer):
+	case errors.Is(err, errNoAnswer), errors.Is(err, context.DeadlineExceeded):
 		return fmt.Sprintf("no answer within %s", timeout), true
 	}
 	return "connection error", true
