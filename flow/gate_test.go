@@ -278,3 +278,45 @@ func TestAdmitFailsClosed(t *testing.T) {
 		t.Fatalf("admit on a closed pool: %v", err)
 	}
 }
+
+// An operator's breaker opened for a while on a target without a breaker
+// of its own is probed when the while is over; a failed probe opens it
+// again (for the default cool-down), a good one closes it.
+func TestProbeOfAnOperatorsBreaker(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	s := flow.NewStore(db)
+	l := flow.NewLimiter(db, nil)
+	ctx := context.Background()
+	const target = "mcp:shop"
+	if _, err := s.OpenBreaker(ctx, target, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	var d *agentledger.DeferredError
+	if _, err := l.Admit(ctx, target, time.Minute); !errors.As(err, &d) || !strings.Contains(d.Reason, "opened by an operator until") {
+		t.Fatalf("opened for an hour: %v", err)
+	}
+	over := func() {
+		t.Helper()
+		if _, err := db.Exec(ctx, `UPDATE flow_breakers SET open_until = now() - interval '1 ms'`); err != nil {
+			t.Fatal(err)
+		}
+		l.Changed()
+	}
+	over()
+	p, err := l.Admit(ctx, target, time.Minute)
+	if err != nil || p == nil {
+		t.Fatalf("the probe: %v %v", p, err)
+	}
+	if err := p.Failed("connection error"); !errors.As(err, &d) || !strings.Contains(d.Reason, "probe failed (connection error)") {
+		t.Fatalf("failed probe: %v", err)
+	}
+	over()
+	if p, err = l.Admit(ctx, target, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	p.Succeeded()
+	if bs, _, _ := s.Breakers(ctx); len(bs) != 1 || bs[0].State != flow.Closed {
+		t.Fatalf("after a good probe: %+v", bs)
+	}
+}

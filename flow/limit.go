@@ -77,6 +77,13 @@ func (l *Limit) Check() error {
 	} else {
 		l.Burst = 0
 	}
+	if (kind == KindSlackChannel || kind == KindSlackWorkspace) && (l.Concurrency != 0 || l.Breaker != nil) {
+		field := "concurrency"
+		if l.Breaker != nil {
+			field = "breaker"
+		}
+		return agentledger.Invalid(field, "Slack targets take a rate only: the notification outbox paces and retries its calls")
+	}
 	if l.Concurrency < 0 || l.Concurrency > MaxConcurrency {
 		return agentledger.Invalid("concurrency", "%d must be 1..%d calls in flight", l.Concurrency, MaxConcurrency)
 	}
@@ -96,9 +103,6 @@ func (l *Limit) Check() error {
 			return agentledger.Invalid("breaker", "window %s must be 1ms..%s", b.Window, MaxBreakerWindow)
 		case b.Cooldown < time.Millisecond || b.Cooldown > MaxBreakerWindow:
 			return agentledger.Invalid("breaker", "cooldown %s must be 1ms..%s", b.Cooldown, MaxBreakerWindow)
-		}
-		if kind == KindSlackChannel || kind == KindSlackWorkspace {
-			return agentledger.Invalid("breaker", "Slack targets have no breaker: the notification outbox retries with backoff")
 		}
 	}
 	if l.Source == "" {

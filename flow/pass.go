@@ -78,17 +78,24 @@ func (p *Pass) Failed(reason string) error {
 	defer cancel()
 	defer p.releaseSlot(ctx)
 	b := p.lim.Breaker
-	if b == nil {
-		return nil
-	}
 	if p.probe {
+		// A probe of a breaker an operator opened for a while may have no
+		// configuration: it opens again for defaultCooldown.
+		cooldown := defaultCooldown
+		if b != nil {
+			cooldown = b.Cooldown
+		}
 		p.l.observeProbe(p.target, "failed")
-		if err := endProbe(ctx, p.l.db, p.target, false, b.Cooldown, reason); err != nil {
+		if err := endProbe(ctx, p.l.db, p.target, false, cooldown, reason); err != nil {
 			p.l.logError(p.target, err)
 			return nil
 		}
-		return agentledger.Deferred(time.Now().Add(b.Cooldown), p.target,
-			fmt.Sprintf("%s: circuit open until %s, its probe failed (%s)", p.target, clock(time.Now().Add(b.Cooldown)), reason))
+		until := time.Now().Add(cooldown)
+		return agentledger.Deferred(until, p.target,
+			fmt.Sprintf("%s: circuit open until %s, its probe failed (%s)", p.target, clock(until), reason))
+	}
+	if b == nil {
+		return nil
 	}
 	v, opened, err := recordFailure(ctx, p.l.db, p.target, b, reason)
 	if err != nil {
