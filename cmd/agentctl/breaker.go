@@ -171,18 +171,24 @@ func kindOf(target string) string {
 }
 
 // openUntil says until when an open breaker stops the calls.
-func openUntil(state string, until *time.Time) string {
+func openUntil(state string, until *time.Time, now time.Time) string {
 	switch {
 	case state != flow.Open:
 		return "-"
 	case until == nil:
 		return "until closed"
 	}
-	return utcClock(*until)
+	return utcClock(*until, now)
 }
 
-// utcClock is a time of day in UTC, as the daemons' wait reasons write it.
-func utcClock(t time.Time) string { return t.UTC().Format("15:04:05 UTC") }
+// utcClock is a time of day in UTC, as the daemons' wait reasons write it,
+// with the date when it is not within the day after now.
+func utcClock(t, now time.Time) string {
+	if d := t.Sub(now); d < -time.Hour || d > 20*time.Hour {
+		return t.UTC().Format("2006-01-02 15:04:05 UTC")
+	}
+	return t.UTC().Format("15:04:05 UTC")
+}
 
 func (a *app) breakerList(ctx context.Context) error {
 	store, err := a.limits(ctx)
@@ -215,7 +221,7 @@ func (a *app) breakerList(ctx context.Context) error {
 			t.row(r.Target, "-", "-", "-", "-", conf, "-")
 			continue
 		}
-		t.row(r.Target, r.State, fmt.Sprint(r.Failures), openUntil(r.State, r.OpenUntil), fmt.Sprint(r.Opens),
+		t.row(r.Target, r.State, fmt.Sprint(r.Failures), openUntil(r.State, r.OpenUntil, now), fmt.Sprint(r.Opens),
 			orDash(conf), orDash(truncate(r.LastError, 80)))
 	}
 	return t.flush()
@@ -242,7 +248,7 @@ func (a *app) breakerOpen(ctx context.Context, target string, d time.Duration) e
 		return err
 	}
 	_, err = fmt.Fprintf(a.stdout, "breaker %s opened for every daemon until %s: its calls wait, then one probes the target\n",
-		b.Target, utcClock(*b.OpenUntil))
+		b.Target, utcClock(*b.OpenUntil, time.Now()))
 	return err
 }
 
@@ -278,7 +284,7 @@ func wasState(b flow.BreakerState) string {
 	case b.State == flow.Open && b.OpenUntil == nil:
 		s += " until closed"
 	case b.State == flow.Open:
-		s += " until " + utcClock(*b.OpenUntil)
+		s += " until " + utcClock(*b.OpenUntil, time.Now())
 	}
 	if b.Manual {
 		s += ", opened by an operator"
