@@ -493,10 +493,6 @@ func storeLimits(ctx context.Context, db flow.DB, cfg *Config, log *slog.Logger)
 			return &ConfigError{fmt.Errorf("limit of %q: %w", l.Target, err)}
 		}
 		targets = append(targets, got.Target)
-		if _, kind, _ := flow.ParseTarget(got.Target); kind != flow.KindSlackChannel && kind != flow.KindSlackWorkspace && kind != flow.KindHTTP {
-			log.Warn("a limit of this kind is stored but not enforced yet: today the fleet paces Slack and HTTP only",
-				"target", got.Target)
-		}
 	}
 	log.Info("limits stored from the configuration", "targets", targets)
 	return nil
