@@ -1,6 +1,7 @@
 package flow
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/agentledger/agentledger"
@@ -47,6 +48,36 @@ type Breaker struct {
 	Failures int           `json:"failures"`
 	Window   time.Duration `json:"window"`
 	Cooldown time.Duration `json:"cooldown"`
+}
+
+// breakerJSON is a Breaker as JSON: durations as Go writes them ("1m0s").
+type breakerJSON struct {
+	Failures int    `json:"failures"`
+	Window   string `json:"window"`
+	Cooldown string `json:"cooldown"`
+}
+
+// MarshalJSON writes the window and cool-down as durations ("1m0s").
+func (b Breaker) MarshalJSON() ([]byte, error) {
+	return json.Marshal(breakerJSON{b.Failures, b.Window.String(), b.Cooldown.String()})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (b *Breaker) UnmarshalJSON(data []byte) error {
+	var j breakerJSON
+	if err := json.Unmarshal(data, &j); err != nil {
+		return err
+	}
+	w, err := time.ParseDuration(j.Window)
+	if err != nil {
+		return agentledger.Invalid("breaker", "window: %v", err)
+	}
+	c, err := time.ParseDuration(j.Cooldown)
+	if err != nil {
+		return agentledger.Invalid("breaker", "cooldown: %v", err)
+	}
+	*b = Breaker{Failures: j.Failures, Window: w, Cooldown: c}
+	return nil
 }
 
 // Check normalises l.Target and checks the limit; a zero Burst of a rate

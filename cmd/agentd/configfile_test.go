@@ -89,7 +89,7 @@ breaker_failures = 3
 		"cooldown.toml":   {table("breaker_failures = 2\nbreaker_cooldown = \"48h\"\n"), `limit[0] (target "mcp:a"): breaker_cooldown: 48h must be 1ms..24h0m0s`},
 		"alone.toml":      {table("breaker_window = \"60s\"\n"), `limit[0] (target "mcp:a"): breaker_failures: a breaker needs breaker_failures`},
 		"alone2.toml":     {table("rate = \"1/s\"\nbreaker_cooldown = \"60s\"\n"), `limit[0] (target "mcp:a"): breaker_cooldown: a breaker needs breaker_failures`},
-		"slack.toml":      {"[[limit]]\ntarget = \"slack-channel:*\"\nbreaker_failures = 2\n", `limit[0] (target "slack-channel:*"): breaker_failures: Slack targets have no breaker`},
+		"slack.toml":      {"[[limit]]\ntarget = \"slack-channel:*\"\nbreaker_failures = 2\n", `limit[0] (target "slack-channel:*"): breaker_failures: Slack targets take a rate only`},
 		"second.toml":     {table("concurrency = 1\n") + "[[limit]]\ntarget = \"http:https://x.example\"\nconcurrency = 1\nbreaker_failures = 0\n", `limit[1] (target "http:https://x.example"): breaker_failures: 0 must be`},
 		"key.toml":        {table("breaker_failure = 2\n"), `unknown setting "limit.breaker_failure" of a limit (target, rate, burst, concurrency, tokens, breaker_failures, breaker_window, breaker_cooldown)`},
 		"type.toml":       {table("breaker_failures = 2\nbreaker_window = 60\n"), `breaker_window`},
