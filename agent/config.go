@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentledger/agentledger/grants"
+	"github.com/agentledger/agentledger/tools"
 )
 
 // Kind is the task kind the Agent handles.
@@ -61,6 +62,12 @@ type Config struct {
 	// http.DefaultTransport and no timeout of its own (RequestTimeout
 	// bounds each call).
 	HTTPClient *http.Client
+	// Gate, when set, admits every request to the model against the
+	// endpoint's fleet-wide limits (requests and tokens per minute, calls
+	// in flight) and circuit breaker, target flow.Model(host of BaseURL):
+	// a request that must wait defers its task without using an attempt,
+	// and the tokens each answer reports are booked on the budget.
+	Gate tools.Gate
 	// Grants, when set, give each task's tenant grant, read at the start of
 	// every attempt: its model calls and tool calls are checked against
 	// it, on a replay too.

@@ -64,7 +64,10 @@ func (a *Agent) complete(ctx context.Context, task *agentledger.Task, n int, req
 // task failure instead.
 func (a *Agent) chat(ctx context.Context, n int, req chatRequest) (ledger.Result, error) {
 	for try := 0; ; try++ {
-		c, err := a.chatOnce(ctx, n, req)
+		c, err, waits := a.gatedChat(ctx, n, req)
+		if waits != nil {
+			return ledger.Result{}, waits
+		}
 		if err == nil {
 			body, err := json.Marshal(c)
 			if err != nil {
@@ -98,6 +101,41 @@ func (a *Agent) chat(ctx context.Context, n int, req chatRequest) (ledger.Result
 	}
 }
 
+// gatedChat makes one call through the gate: admitted against the
+// endpoint's limits, its tokens booked, its outcome told to the breaker.
+// waits is an *agentledger.DeferredError when the call must wait for the
+// gate (before it, or after it when its failure left the breaker open),
+// or the gate's error.
+func (a *Agent) gatedChat(ctx context.Context, n int, req chatRequest) (c completion, err *llmError, waits error) {
+	if a.cfg.Gate == nil {
+		c, err = a.chatOnce(ctx, n, req)
+		return c, err, nil
+	}
+	pass, gerr := a.cfg.Gate.Admit(ctx, a.target, a.cfg.RequestTimeout)
+	if gerr != nil {
+		return completion{}, nil, gerr
+	}
+	c, err = a.chatOnce(ctx, n, req)
+	switch {
+	case err == nil:
+		pass.Used(int64(c.Usage.TotalTokens))
+		pass.Succeeded()
+	case err.status == 0 && err.transient, err.status >= 500:
+		why := "connection error"
+		if err.status != 0 {
+			why = fmt.Sprintf("HTTP %d", err.status)
+		} else if err.timeout {
+			why = fmt.Sprintf("no answer within %s", a.cfg.RequestTimeout)
+		}
+		if w := pass.Failed(why); w != nil {
+			return completion{}, err, w
+		}
+	default:
+		pass.Succeeded() // an answer: the endpoint is up
+	}
+	return c, err, nil
+}
+
 // chatOnce makes one HTTP call to the model and classifies its failure.
 func (a *Agent) chatOnce(ctx context.Context, n int, req chatRequest) (completion, *llmError) {
 	obs := &observer{next: a.cfg.HTTPClient}
@@ -121,6 +159,7 @@ func (a *Agent) chatOnce(ctx context.Context, n int, req chatRequest) (completio
 	case obs.status == 0: // connection error or timeout
 		e.transient = true
 		if cctx.Err() != nil && ctx.Err() == nil {
+			e.timeout = true
 			err = fmt.Errorf("no answer within %s: %w", a.cfg.RequestTimeout, err)
 		}
 	case obs.status < 300: // an answer we could not read
@@ -151,6 +190,7 @@ type llmError struct {
 	step       int
 	status     int // HTTP status, 0 when none came back
 	transient  bool
+	timeout    bool // no answer within the request timeout
 	retryAfter time.Duration
 	msg        string
 }

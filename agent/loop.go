@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/flow"
 	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/tools"
 )
@@ -17,6 +19,7 @@ type Agent struct {
 	cfg    Config
 	ledger tools.Doer
 	tools  *tools.Registry
+	target string // of the model endpoint, for cfg.Gate
 }
 
 // New returns an Agent that asks the model configured by cfg (zero fields
@@ -26,7 +29,13 @@ func New(cfg Config, l tools.Doer, reg *tools.Registry) *Agent {
 	if reg == nil {
 		reg = tools.NewRegistry()
 	}
-	return &Agent{cfg: cfg.withDefaults(), ledger: l, tools: reg}
+	a := &Agent{cfg: cfg.withDefaults(), ledger: l, tools: reg}
+	if u, err := url.Parse(a.cfg.BaseURL); err == nil && u.Host != "" {
+		a.target = flow.Model(u.Hostname())
+	} else {
+		a.cfg.Gate = nil // no endpoint: every task fails before calling one
+	}
+	return a
 }
 
 // Answer is the result of a finished agent task.

@@ -357,11 +357,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	d.grants = grants.NewCache(grants.NewStore(db.Pool))
 	d.limits = flow.NewLimiter(db.Pool, log)
+	d.limits.ObserveBreakers(m.BreakerOpened, m.BreakerProbed)
 	kinds, reg, err := d.handlers(db.Pool, m)
 	if err != nil {
 		return err
 	}
-	sups, err := mcpSupervisors(cfg.MCPServers, reg, log)
+	sups, err := mcpSupervisors(cfg.MCPServers, reg, d.limits, log)
 	if err != nil {
 		return err
 	}
@@ -492,10 +493,6 @@ func storeLimits(ctx context.Context, db flow.DB, cfg *Config, log *slog.Logger)
 			return &ConfigError{fmt.Errorf("limit of %q: %w", l.Target, err)}
 		}
 		targets = append(targets, got.Target)
-		if _, kind, _ := flow.ParseTarget(got.Target); kind != flow.KindSlackChannel && kind != flow.KindSlackWorkspace && kind != flow.KindHTTP {
-			log.Warn("a limit of this kind is stored but not enforced yet: today the fleet paces Slack and HTTP only",
-				"target", got.Target)
-		}
 	}
 	log.Info("limits stored from the configuration", "targets", targets)
 	return nil

@@ -53,6 +53,7 @@ type mcpSupervisor struct {
 	reg     *tools.Registry
 	headers map[string]string
 	log     *slog.Logger
+	gate    tools.Gate // the fleet's limits, for the server's calls
 
 	mu    sync.Mutex
 	state string // "connecting", "connected", or why it is not
@@ -105,7 +106,7 @@ func (s *mcpSupervisor) run(ctx context.Context) error {
 	backoff := time.Second
 	for ctx.Err() == nil {
 		started := time.Now()
-		srv, err := mcptools.Connect(ctx, s.srv.Name, s.transport(), mcptools.Options{Classes: s.srv.Classes})
+		srv, err := mcptools.Connect(ctx, s.srv.Name, s.transport(), mcptools.Options{Classes: s.srv.Classes, Gate: s.gate})
 		if err == nil {
 			s.reg.Remove(s.srv.Name + "/")
 			for _, t := range srv.Tools() {
@@ -173,7 +174,7 @@ func mcpStates(sups []*mcpSupervisor) map[string]string {
 
 // mcpSupervisors checks the configured servers and prepares a supervisor
 // for each.
-func mcpSupervisors(servers []MCPServer, reg *tools.Registry, log *slog.Logger) ([]*mcpSupervisor, error) {
+func mcpSupervisors(servers []MCPServer, reg *tools.Registry, gate tools.Gate, log *slog.Logger) ([]*mcpSupervisor, error) {
 	seen := map[string]bool{}
 	var out []*mcpSupervisor
 	for _, srv := range servers {
@@ -185,6 +186,7 @@ func mcpSupervisors(servers []MCPServer, reg *tools.Registry, log *slog.Logger) 
 		if err != nil {
 			return nil, err
 		}
+		s.gate = gate
 		out = append(out, s)
 	}
 	return out, nil

@@ -25,8 +25,8 @@ const maxBatch = 100
 const bookAheadTimeout = 10 * time.Second
 
 // firstBatch is the size of a target's first booking: the next doubles
-// while every call booked is spent, and falls to the calls spent when some
-// were dropped, so that a daemon holds about what it uses.
+// while none of the calls booked is dropped, and falls to the calls spent
+// when some are, so that a daemon holds about what it uses.
 const firstBatch = 2
 
 // batchCap is the most calls one booking may take on a target under lim:

@@ -1,6 +1,7 @@
 package flow
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/agentledger/agentledger"
@@ -49,6 +50,36 @@ type Breaker struct {
 	Cooldown time.Duration `json:"cooldown"`
 }
 
+// breakerJSON is a Breaker as JSON: durations as Go writes them ("1m0s").
+type breakerJSON struct {
+	Failures int    `json:"failures"`
+	Window   string `json:"window"`
+	Cooldown string `json:"cooldown"`
+}
+
+// MarshalJSON writes the window and cool-down as durations ("1m0s").
+func (b Breaker) MarshalJSON() ([]byte, error) {
+	return json.Marshal(breakerJSON{b.Failures, b.Window.String(), b.Cooldown.String()})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (b *Breaker) UnmarshalJSON(data []byte) error {
+	var j breakerJSON
+	if err := json.Unmarshal(data, &j); err != nil {
+		return err
+	}
+	w, err := time.ParseDuration(j.Window)
+	if err != nil {
+		return agentledger.Invalid("breaker", "window: %v", err)
+	}
+	c, err := time.ParseDuration(j.Cooldown)
+	if err != nil {
+		return agentledger.Invalid("breaker", "cooldown: %v", err)
+	}
+	*b = Breaker{Failures: j.Failures, Window: w, Cooldown: c}
+	return nil
+}
+
 // Check normalises l.Target and checks the limit; a zero Burst of a rate
 // is 1 and a zero Source SourceOperator. Errors name the field at fault:
 // "target", "rate", "burst", "concurrency", "tokens", "breaker" or
@@ -77,6 +108,13 @@ func (l *Limit) Check() error {
 	} else {
 		l.Burst = 0
 	}
+	if (kind == KindSlackChannel || kind == KindSlackWorkspace) && (l.Concurrency != 0 || l.Breaker != nil) {
+		field := "concurrency"
+		if l.Breaker != nil {
+			field = "breaker"
+		}
+		return agentledger.Invalid(field, "Slack targets take a rate only: the notification outbox paces and retries its calls")
+	}
 	if l.Concurrency < 0 || l.Concurrency > MaxConcurrency {
 		return agentledger.Invalid("concurrency", "%d must be 1..%d calls in flight", l.Concurrency, MaxConcurrency)
 	}
@@ -96,9 +134,6 @@ func (l *Limit) Check() error {
 			return agentledger.Invalid("breaker", "window %s must be 1ms..%s", b.Window, MaxBreakerWindow)
 		case b.Cooldown < time.Millisecond || b.Cooldown > MaxBreakerWindow:
 			return agentledger.Invalid("breaker", "cooldown %s must be 1ms..%s", b.Cooldown, MaxBreakerWindow)
-		}
-		if kind == KindSlackChannel || kind == KindSlackWorkspace {
-			return agentledger.Invalid("breaker", "Slack targets have no breaker: the notification outbox retries with backoff")
 		}
 	}
 	if l.Source == "" {

@@ -32,6 +32,8 @@ type Limiter struct {
 	read   time.Time        // when limits were read
 	logged map[string]time.Time
 
+	breakers breakerCache // of the breakers that are not closed
+
 	// batches are the calls booked ahead on high-rate targets (batch.go),
 	// by target; gen counts Changed, so that a booking that was in flight
 	// during a change is not kept.
@@ -174,6 +176,7 @@ func (l *Limiter) Changed() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.limits = nil
+	l.dropBreakers()
 	l.batches = nil
 	l.gen++
 }

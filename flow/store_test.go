@@ -60,6 +60,7 @@ func TestStore(t *testing.T) {
 		{flow.Limit{Target: "mcp:shop", Breaker: &flow.Breaker{Failures: 0, Window: time.Second, Cooldown: time.Second}}, "breaker"},
 		{flow.Limit{Target: "mcp:shop", Breaker: &flow.Breaker{Failures: 3, Cooldown: time.Second}}, "breaker"},
 		{flow.Limit{Target: "slack-channel:C1", Breaker: &flow.Breaker{Failures: 3, Window: time.Second, Cooldown: time.Second}}, "breaker"},
+		{flow.Limit{Target: "slack-workspace", Concurrency: 2}, "concurrency"},
 	} {
 		_, err := s.Put(ctx, c.l)
 		var ie *agentledger.InvalidError

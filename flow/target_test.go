@@ -1,6 +1,7 @@
 package flow_test
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -76,5 +77,17 @@ func TestParseRate(t *testing.T) {
 	}
 	if e := (flow.Rate{N: 3, Per: time.Second}).Emission(); e != 333334*time.Microsecond {
 		t.Errorf("3/s emission %v, want it rounded up to the microsecond", e)
+	}
+}
+
+func TestBreakerJSON(t *testing.T) {
+	b := flow.Breaker{Failures: 5, Window: time.Minute, Cooldown: 30 * time.Second}
+	data, err := json.Marshal(b)
+	if err != nil || string(data) != `{"failures":5,"window":"1m0s","cooldown":"30s"}` {
+		t.Fatalf("%s %v", data, err)
+	}
+	var back flow.Breaker
+	if err := json.Unmarshal(data, &back); err != nil || back != b {
+		t.Fatalf("read back %+v %v", back, err)
 	}
 }

@@ -57,11 +57,16 @@ func (s *Store) Usage(ctx context.Context) ([]Use, error) {
 	uses := make([]Use, 0, len(states))
 	for _, st := range states {
 		u := Use{Target: st.target}
-		lim, ok := byTarget[st.target]
+		target, tokens := strings.CutSuffix(st.target, "#tokens")
+		lim, ok := byTarget[target]
 		if !ok {
-			lim, ok = byTarget[KindDefault(kindOf(st.target))]
+			lim, ok = byTarget[KindDefault(kindOf(target))]
 		}
-		if ok && !lim.Rate.IsZero() {
+		switch {
+		case ok && tokens && !lim.Tokens.IsZero():
+			u.Target, u.Limit = target+" (tokens)", lim.Target
+			u.Wait = max(st.tat.Add(-lim.Tokens.Per).Sub(st.now), 0) // see tokens.go
+		case ok && !tokens && !lim.Rate.IsZero():
 			u.Limit = lim.Target
 			// A call passes once the arrival time is within the burst's
 			// tolerance of now (see takeSQL).

@@ -27,16 +27,16 @@ func TestAdmitRefusalRecordsNothing(t *testing.T) {
 			e.task()
 			a, _ := e.claim("w")
 			c := &counter{}
-			var asked atomic.Int64
+			var asked, released atomic.Int64
 			open := false
 			eff := effect(class, "tool/0", `{"x":1}`, c.perform)
 			eff.Reconcile = func(context.Context, ledger.Call) (ledger.Result, bool, error) { return ledger.Result{}, false, nil }
-			eff.Admit = func(context.Context) error {
+			eff.Admit = func(context.Context) (func(), error) {
 				asked.Add(1)
 				if !open {
-					return fmt.Errorf("limit: %w", agentledger.Deferred(time.Now().Add(time.Second), "http:https://x.example:443", "full"))
+					return nil, fmt.Errorf("limit: %w", agentledger.Deferred(time.Now().Add(time.Second), "http:https://x.example:443", "full"))
 				}
-				return nil
+				return func() { released.Add(1) }, nil
 			}
 			_, err := e.Ledger.Do(ctx, a, eff)
 			var waits *agentledger.DeferredError
@@ -48,8 +48,8 @@ func TestAdmitRefusalRecordsNothing(t *testing.T) {
 			}
 			open = true
 			first, err := e.Ledger.Do(ctx, a, eff)
-			if err != nil || first.Replayed || c.calls.Load() != 1 || asked.Load() != 2 {
-				t.Fatalf("admitted: %+v %v, performed %d, asked %d", first, err, c.calls.Load(), asked.Load())
+			if err != nil || first.Replayed || c.calls.Load() != 1 || asked.Load() != 2 || released.Load() != 1 {
+				t.Fatalf("admitted: %+v %v, performed %d, asked %d, released %d", first, err, c.calls.Load(), asked.Load(), released.Load())
 			}
 			again, err := e.Ledger.Do(ctx, a, eff)
 			if err != nil || !again.Replayed || c.calls.Load() != 1 || asked.Load() != 2 {
@@ -66,7 +66,7 @@ func TestLocalEffectIsNotAdmitted(t *testing.T) {
 	a, _ := e.claim("w")
 	eff := ledger.Effect{Operation: "test.local", StepPath: "x", Class: ledger.Local,
 		PerformLocal: func(context.Context, ledger.Call, ledger.DB) (ledger.Result, error) { return ledger.Result{}, nil },
-		Admit:        func(context.Context) error { return nil }}
+		Admit:        func(context.Context) (func(), error) { return nil, nil }}
 	if _, err := e.Ledger.Do(context.Background(), a, eff); !errors.Is(err, agentledger.ErrInvalid) {
 		t.Fatalf("local effect with Admit: %v, want ErrInvalid", err)
 	}

@@ -135,12 +135,15 @@ type Effect struct {
 	Perform func(ctx context.Context, call Call) (Result, error)
 	// Admit, when set, is asked before the effect is performed (every
 	// class but Local) whether it may go now — a fleet-wide limit books
-	// its call here. It is called only when the ledger holds no finished
+	// its call here, a concurrency cap holds a slot, a circuit breaker
+	// stops it. It is called only when the ledger holds no finished
 	// outcome for the key, so a replay served from the ledger is never
 	// admitted, and before anything is reserved or recorded: its error
 	// (an agentledger.DeferredError to wait for capacity) is returned
-	// as is and leaves the ledger as if the effect was never tried.
-	Admit func(ctx context.Context) error
+	// as is and leaves the ledger as if the effect was never tried. The
+	// release it returns, when not nil, is called once when Do is done
+	// with the effect, performed or not, to give back what admission holds.
+	Admit func(ctx context.Context) (release func(), err error)
 	// PerformLocal does a Local effect inside the ledger row's transaction.
 	PerformLocal func(ctx context.Context, call Call, db DB) (Result, error)
 	// Reconcile looks a Reconcilable effect up downstream: found reports

@@ -111,9 +111,11 @@ func (l *Ledger) do(ctx context.Context, a Attempt, e Effect) (Result, error) {
 		// A pending or unknown row: decided under its lock below, once
 		// admitted.
 		if e.Admit != nil {
-			if err := e.Admit(ctx); err != nil {
+			release, err := e.Admit(ctx)
+			if err != nil {
 				return Result{}, err
 			}
+			defer releaseOf(release)()
 		}
 	case e.Class != Local && e.Admit != nil:
 		// Admitted before anything is reserved, so a refusal leaves no
@@ -121,9 +123,11 @@ func (l *Ledger) do(ctx context.Context, a Attempt, e Effect) (Result, error) {
 		if res, _, done, err := l.lookup(ctx, pk, a, call, e, hash); done {
 			return res, err
 		}
-		if err := e.Admit(ctx); err != nil {
+		release, err := e.Admit(ctx)
+		if err != nil {
 			return Result{}, err
 		}
+		defer releaseOf(release)()
 	}
 
 	var (
@@ -228,6 +232,14 @@ func (l *Ledger) do(ctx context.Context, a Attempt, e Effect) (Result, error) {
 	return l.perform(ctx, pk, a, call, e, reconcile)
 }
 
+// releaseOf is release, or a function that does nothing.
+func releaseOf(release func()) func() {
+	if release == nil {
+		return func() {}
+	}
+	return release
+}
+
 // doUnreserved runs a pure or keyed effect without a reservation commit. An
 // unknown outcome of these classes is recovered by performing again with the
 // same key — which a reservation row would not change — so the effect costs
@@ -243,9 +255,11 @@ func (l *Ledger) doUnreserved(ctx context.Context, pk []any, a Attempt, call Cal
 		return Result{}, false, nil
 	}
 	if e.Admit != nil {
-		if err := e.Admit(ctx); err != nil {
+		release, err := e.Admit(ctx)
+		if err != nil {
 			return Result{}, true, err // nothing recorded: as if never tried
 		}
+		defer releaseOf(release)()
 	}
 	q := queriesOf(a.Fence)
 	var r row

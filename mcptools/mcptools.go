@@ -23,6 +23,7 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/argschema"
+	"github.com/agentledger/agentledger/flow"
 	"github.com/agentledger/agentledger/internal/version"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/tools"
@@ -37,6 +38,10 @@ type Options struct {
 	Classes map[string]ledger.Class
 	// CallTimeout bounds one call; default 60s.
 	CallTimeout time.Duration
+	// Gate, when set, admits every call that is performed against the
+	// server's fleet-wide limit and circuit breaker, target
+	// flow.MCP(name): a call that must wait defers its task.
+	Gate tools.Gate
 }
 
 // Server is a connected MCP server and its tools.
@@ -122,7 +127,7 @@ func (s *Server) tool(mt *mcp.Tool, o Options) (tools.Tool, error) {
 		return nil, fmt.Errorf("mcp server %s: tool %s: its input schema: %w", s.name, mt.Name, err)
 	}
 	return &tool{server: s, name: mt.Name, description: mt.Description, class: class, schema: checked,
-		timeout: o.CallTimeout}, nil
+		timeout: o.CallTimeout, gate: o.Gate}, nil
 }
 
 // tool is one MCP tool as an agentledger tool.
@@ -133,6 +138,7 @@ type tool struct {
 	class       ledger.Class
 	schema      *argschema.Schema
 	timeout     time.Duration
+	gate        tools.Gate
 }
 
 func (t *tool) Name() string                { return t.server.name + "/" + t.name }
@@ -150,13 +156,15 @@ func (t *tool) Effect(call tools.Call) (ledger.Effect, error) {
 	if err := t.schema.Check("arguments", args); err != nil {
 		return ledger.Effect{}, agentledger.Permanent(fmt.Errorf("%s: %w", t.Name(), err))
 	}
-	return ledger.Effect{
+	eff := ledger.Effect{
 		Operation: "mcp." + t.server.name + "." + t.name,
 		StepPath:  call.StepPath,
 		Class:     t.class,
 		Request:   args,
 		Perform:   func(ctx context.Context, c ledger.Call) (ledger.Result, error) { return t.call(ctx, c, args) },
-	}, nil
+	}
+	eff.Admit, eff.Perform = tools.Gated(t.gate, flow.MCP(t.server.name), t.timeout, t.class, eff.Perform)
+	return eff, nil
 }
 
 // call sends the call with its key in _meta. A tool error (isError) is the

@@ -52,6 +52,10 @@ func (c *counting) count(name string) int {
 
 // connect starts the counting server in memory and connects to it as "shop".
 func connect(t *testing.T, c *counting) *mcptools.Server {
+	return connectWith(t, c, mcptools.Options{})
+}
+
+func connectWith(t *testing.T, c *counting, o mcptools.Options) *mcptools.Server {
 	t.Helper()
 	ctx := context.Background()
 	srv := mcp.NewServer(&mcp.Implementation{Name: "shop", Version: "test"}, nil)
@@ -65,7 +69,7 @@ func connect(t *testing.T, c *counting) *mcptools.Server {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ss.Close() })
-	s, err := mcptools.Connect(ctx, "shop", ct, mcptools.Options{})
+	s, err := mcptools.Connect(ctx, "shop", ct, o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,6 +30,8 @@ type Metrics struct {
 	httpRequests  *prometheus.CounterVec
 	httpTime      *prometheus.HistogramVec
 	janitor       *prometheus.CounterVec
+	breakerOpens  *prometheus.CounterVec
+	breakerProbes *prometheus.CounterVec
 }
 
 // New returns the metrics, registered with the Go and process collectors.
@@ -62,10 +64,16 @@ func New() *Metrics {
 			Help: "API request latency by route.", Buckets: prometheus.DefBuckets}, []string{"route"}),
 		janitor: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "janitor_deleted_total",
 			Help: "Rows the retention janitor deleted, by sweep."}, []string{"sweep"}),
+		breakerOpens: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "breaker_opens_total",
+			Help: "Circuit breakers this daemon opened (its failure tripped it), by target; an open breaker holds every daemon's calls."},
+			[]string{"target"}),
+		breakerProbes: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "breaker_probes_total",
+			Help: "Half-open probes this daemon made, by target and result: started, succeeded, failed."},
+			[]string{"target", "result"}),
 	}
 	m.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.claims, m.leaseLosses, m.deferrals, m.attempts, m.attemptTime, m.effects, m.notifications, m.cronFires, m.webhooks,
-		m.httpRequests, m.httpTime, m.janitor)
+		m.httpRequests, m.httpTime, m.janitor, m.breakerOpens, m.breakerProbes)
 	return m
 }
 
@@ -108,6 +116,14 @@ func (m *Metrics) Webhook(source, outcome string) { m.webhooks.WithLabelValues(s
 func (m *Metrics) HTTP(route string, status int, d time.Duration) {
 	m.httpRequests.WithLabelValues(route, strconv.Itoa(status)).Inc()
 	m.httpTime.WithLabelValues(route).Observe(d.Seconds())
+}
+
+// BreakerOpened counts a breaker this daemon opened.
+func (m *Metrics) BreakerOpened(target string) { m.breakerOpens.WithLabelValues(target).Inc() }
+
+// BreakerProbed counts a probe's start or end.
+func (m *Metrics) BreakerProbed(target, result string) {
+	m.breakerProbes.WithLabelValues(target, result).Inc()
 }
 
 // Janitor counts deleted rows.

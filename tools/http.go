@@ -62,10 +62,11 @@ type HTTPConfig struct {
 	// logged or returned. Keys are written as hosts are: a bare host is
 	// https, so secrets go over plain http only to an http:// key.
 	HostHeaders map[string]map[string]string
-	// Limits, when set, books every call that is performed (not one served
-	// from the ledger) on its origin's fleet-wide limit, target
-	// flow.HTTP(url); a call over the limit defers its task.
-	Limits Limiter
+	// Limits, when set, admits every call that is performed (not one
+	// served from the ledger) against its origin's fleet-wide limit and
+	// circuit breaker, target flow.HTTP(url); a call that must wait
+	// defers its task.
+	Limits Gate
 }
 
 // HTTPTool is the http_request tool or the unsafe_http tool.
@@ -232,26 +233,17 @@ func (t *HTTPTool) Effect(call Call) (ledger.Effect, error) {
 	if hc.method == http.MethodGet {
 		class = ledger.Pure
 	}
-	return ledger.Effect{
-		Operation: t.name, StepPath: call.StepPath, Class: class, Request: request,
-		Admit: t.admitter(hc),
-		Perform: func(ctx context.Context, c ledger.Call) (ledger.Result, error) {
-			if hc.denied != nil {
-				return ledger.Result{}, ledger.NotPerformed(fmt.Errorf("%s: %w", t.name, hc.denied))
-			}
-			return t.send(ctx, c, hc)
-		},
-	}, nil
-}
-
-// admitter books hc's call on its origin's limit; nil without limits or for
-// a host that is not allowed (refused when performing, booking nothing).
-func (t *HTTPTool) admitter(hc *httpCall) func(context.Context) error {
-	if t.cfg.Limits == nil || hc.denied != nil {
-		return nil
+	perform := func(ctx context.Context, c ledger.Call) (ledger.Result, error) {
+		if hc.denied != nil {
+			return ledger.Result{}, ledger.NotPerformed(fmt.Errorf("%s: %w", t.name, hc.denied))
+		}
+		return t.send(ctx, c, hc)
 	}
-	target := flow.HTTP(hc.u)
-	return func(ctx context.Context) error { return admit(ctx, t.cfg.Limits, target) }
+	eff := ledger.Effect{Operation: t.name, StepPath: call.StepPath, Class: class, Request: request, Perform: perform}
+	if t.cfg.Limits != nil && hc.denied == nil { // a host not allowed is refused, booking nothing
+		eff.Admit, eff.Perform = Gated(t.cfg.Limits, flow.HTTP(hc.u), t.cfg.Timeout, class, perform)
+	}
+	return eff, nil
 }
 
 func (t *HTTPTool) parse(raw json.RawMessage) (*httpCall, error) {

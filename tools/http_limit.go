@@ -2,54 +2,83 @@ package tools
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/flow"
+	"github.com/agentledger/agentledger/ledger"
 )
 
-// Limiter books calls on targets against the fleet-wide limits
-// (flow.Limiter): Take books one call if target's limit allows it now
-// and returns 0, or books nothing and returns how long until it would.
-type Limiter interface {
-	Take(ctx context.Context, target string) (time.Duration, error)
+// Gate admits calls to targets against the fleet-wide limits and circuit
+// breakers (flow.Limiter): a pass to call now, waiting in place for short
+// waits, or an agentledger.DeferredError that says what the call waits
+// for. hold is the longest the call may take.
+type Gate interface {
+	Admit(ctx context.Context, target string, hold time.Duration) (*flow.Pass, error)
 }
 
-// Waits up to WaitInPlace for a limit happen in the attempt: cheaper than
-// handing the task back to the queue and claiming it again. A longer wait
-// defers the task (agentledger.DeferredError) so that it holds no worker
-// slot meanwhile.
-const WaitInPlace = time.Second
+// errNoAnswer marks a request the downstream did not answer in time.
+var errNoAnswer = errors.New("no answer")
 
-// unavailableWait is how long a task waits when the limit cannot be
-// checked: the call does not run unlimited while the database is away.
-const unavailableWait = 5 * time.Second
-
-// admit books the call on target with l, waiting in place for short waits.
-// The reason of a deferral names the target, never a header or body.
-func admit(ctx context.Context, l Limiter, target string) error {
-	var waited time.Duration
-	for {
-		wait, err := l.Take(ctx, target)
-		switch {
-		case err != nil && ctx.Err() != nil:
-			return ctx.Err()
-		case err != nil:
-			return agentledger.Deferred(time.Now().Add(unavailableWait), target,
-				fmt.Sprintf("%s: its limit cannot be checked (database unavailable); calls wait", target))
-		case wait == 0:
-			return nil
-		case waited+wait > WaitInPlace:
-			return agentledger.Deferred(time.Now().Add(wait), target,
-				fmt.Sprintf("%s: rate limit, next slot in %s", target, wait.Round(100*time.Millisecond)))
-		}
-		timer := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return ctx.Err()
-		case <-timer.C:
-		}
-		waited += wait
+// Gated returns the Admit and the Perform of an effect on target: Admit
+// takes a pass from gate, Perform runs perform and ends the pass with its
+// outcome. A call the target did not answer (a timeout, a connection
+// error, a 5xx) is a failure for the target's breaker; when that leaves
+// the breaker open, a keyed or pure effect (nothing recorded, performed
+// again under the same key) waits for the breaker instead of using an
+// attempt. Without a gate, perform runs as is.
+func Gated(gate Gate, target string, hold time.Duration, class ledger.Class,
+	perform func(context.Context, ledger.Call) (ledger.Result, error)) (
+	func(context.Context) (func(), error), func(context.Context, ledger.Call) (ledger.Result, error)) {
+	if gate == nil {
+		return nil, perform
 	}
+	var pass *flow.Pass // set by Admit, which the ledger calls before Perform
+	admit := func(ctx context.Context) (func(), error) {
+		p, err := gate.Admit(ctx, target, hold)
+		if err != nil {
+			return nil, err
+		}
+		pass = p
+		return p.Release, nil
+	}
+	return admit, func(ctx context.Context, c ledger.Call) (ledger.Result, error) {
+		res, err := perform(ctx, c)
+		why, failed := unanswered(res, err, hold)
+		if !failed {
+			pass.Succeeded()
+			return res, err
+		}
+		waits := pass.Failed(why)
+		if waits != nil && (class == ledger.Keyed || class == ledger.Pure) {
+			var d *agentledger.DeferredError
+			if errors.As(waits, &d) {
+				d.Reason = fmt.Sprintf("%s; this call: %s", d.Reason, why)
+			}
+			return ledger.Result{}, waits
+		}
+		return res, err
+	}
+}
+
+// unanswered says whether a call's outcome is one the target's breaker
+// counts, and how, in words without secrets: no answer (a timeout or a
+// connection error) or a 5xx. Other answers, 4xx included, are answers,
+// and so is a permanent error (the call was refused before it went, or
+// the target said no).
+func unanswered(res ledger.Result, err error, timeout time.Duration) (string, bool) {
+	var perm *agentledger.PermanentError
+	switch {
+	case err == nil:
+		return "", false
+	case res.Status >= 500:
+		return fmt.Sprintf("HTTP %d", res.Status), true
+	case res.Status != 0 || errors.As(err, &perm):
+		return "", false
+	case errors.Is(err, errNoAnswer), errors.Is(err, context.DeadlineExceeded):
+		return fmt.Sprintf("no answer within %s", timeout), true
+	}
+	return "connection error", true
 }

@@ -4,83 +4,95 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/flow"
+	"github.com/agentledger/agentledger/internal/downstream"
+	"github.com/agentledger/agentledger/internal/testdb"
 	"github.com/agentledger/agentledger/tools"
 )
 
-// fakeLimits answers Take with the waits given, in turn, and records the
-// targets asked for.
-type fakeLimits struct {
-	mu      sync.Mutex
-	waits   []time.Duration
-	err     error
-	targets []string
-}
-
-func (f *fakeLimits) Take(_ context.Context, target string) (time.Duration, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.targets = append(f.targets, target)
-	if f.err != nil {
-		return 0, f.err
-	}
-	w := f.waits[0]
-	if len(f.waits) > 1 {
-		f.waits = f.waits[1:]
-	}
-	return w, nil
-}
-
-func admitOf(t *testing.T, f *fakeLimits, url string) func(context.Context) error {
-	t.Helper()
-	tool, err := tools.NewHTTPRequest(tools.HTTPConfig{AllowedHosts: []string{"https://billing.internal:8080"}, Limits: f})
-	if err != nil {
-		t.Fatal(err)
-	}
-	eff, err := tool.Effect(tools.Call{StepPath: "tool/0", Args: json.RawMessage(`{"method":"POST","url":"` + url + `"}`)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return eff.Admit
-}
-
-// A short wait is waited in place; a long one defers the task naming the
-// origin; a limit that cannot be checked defers too (calls never run
-// unlimited); a host that is not allowed books nothing.
-func TestHTTPAdmitWaitsOrDefers(t *testing.T) {
+// A call over its origin's rate defers the task naming the origin and the
+// wait; one that is not allowed is not admitted (it would hold capacity
+// for a call that is refused); a limit that cannot be read defers too.
+func TestHTTPCallsWaitForTheirLimit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	const url = "https://Billing.internal:8080/charges"
-	const target = "http:https://billing.internal:8080"
-
-	short := &fakeLimits{waits: []time.Duration{10 * time.Millisecond, 0}}
-	if err := admitOf(t, short, url)(ctx); err != nil {
-		t.Fatalf("short wait: %v", err)
+	e := newEnv(t)
+	srv := newDownstream(t)
+	target := flow.HTTP(mustURL(t, srv.URL))
+	if _, err := flow.NewStore(e.DB).Put(ctx, flow.Limit{Target: target, Rate: flow.Rate{N: 1, Per: time.Minute}}); err != nil {
+		t.Fatal(err)
 	}
-	if len(short.targets) != 2 || short.targets[0] != target {
-		t.Fatalf("short wait asked %q, want %s twice", short.targets, target)
+	tool, _ := e.http(tools.HTTPConfig{AllowedHosts: []string{hostOf(srv.URL)}, Limits: flow.NewLimiter(e.DB, nil)})
+	task := e.task()
+	if _, err := tools.Invoke(ctx, e.Ledger, tool, call(task, "tool/0", post(srv.URL+"/charges"))); err != nil {
+		t.Fatal(err)
 	}
-
-	long := &fakeLimits{waits: []time.Duration{2100 * time.Millisecond}}
-	before := time.Now()
-	err := admitOf(t, long, url)(ctx)
+	_, err := tools.Invoke(ctx, e.Ledger, tool, call(task, "tool/1", post(srv.URL+"/charges")))
 	var d *agentledger.DeferredError
-	if !errors.As(err, &d) || d.Until.Before(before.Add(2100*time.Millisecond)) || d.Target != target ||
-		d.Reason != target+": rate limit, next slot in 2.1s" || d.TargetKind() != "http" {
-		t.Fatalf("long wait: %v (%+v)", err, d)
+	if !errors.As(err, &d) || d.Target != target || d.Reason != target+": rate limit, next slot in 1m0s" ||
+		time.Until(d.Until) < 55*time.Second || srv.Hits() != 1 {
+		t.Fatalf("over the rate: %v (%+v), %d hits", err, d, srv.Hits())
 	}
 
-	down := &fakeLimits{err: errors.New("connection refused")}
-	if err := admitOf(t, down, url)(ctx); !errors.As(err, &d) || !strings.Contains(d.Reason, "cannot be checked") {
-		t.Fatalf("limit unavailable: %v", err)
+	eff, err := tool.Effect(tools.Call{StepPath: "tool/2", Args: json.RawMessage(`{"method":"POST","url":"https://elsewhere.example/x"}`)})
+	if err != nil || eff.Admit != nil {
+		t.Fatalf("a host that is not allowed: admitted (%v)", err)
 	}
 
-	if admit := admitOf(t, &fakeLimits{}, "https://elsewhere.example/x"); admit != nil {
-		t.Fatal("a host that is not allowed is admitted: it would book a call it refuses")
+	closed := testdb.Open(t, testdb.URL(t))
+	closed.Close()
+	down, _ := e.http(tools.HTTPConfig{AllowedHosts: []string{hostOf(srv.URL)}, Limits: flow.NewLimiter(closed, nil)})
+	if _, err := tools.Invoke(ctx, e.Ledger, down, call(task, "tool/3", post(srv.URL+"/charges"))); !errors.As(err, &d) ||
+		!strings.Contains(d.Reason, "cannot be checked") || srv.Hits() != 1 {
+		t.Fatalf("limits unavailable: %v, %d hits", err, srv.Hits())
 	}
+}
+
+// 503s open the origin's breaker: the failure that opens it, and every
+// call while it is open, wait for it instead of using an attempt, and the
+// downstream sees nothing while it is open.
+func TestHTTPBreaker(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t)
+	srv := newDownstream(t)
+	srv.Inject(downstream.Unavailable, downstream.Unavailable, downstream.Unavailable)
+	target := flow.HTTP(mustURL(t, srv.URL))
+	if _, err := flow.NewStore(e.DB).Put(ctx, flow.Limit{Target: target,
+		Breaker: &flow.Breaker{Failures: 2, Window: time.Minute, Cooldown: time.Hour}}); err != nil {
+		t.Fatal(err)
+	}
+	tool, _ := e.http(tools.HTTPConfig{AllowedHosts: []string{hostOf(srv.URL)}, Limits: flow.NewLimiter(e.DB, nil)})
+	task := e.task()
+	var d *agentledger.DeferredError
+	_, err := tools.Invoke(ctx, e.Ledger, tool, call(task, "tool/0", post(srv.URL+"/charges")))
+	if err == nil || errors.As(err, &d) || isPermanent(err) {
+		t.Fatalf("first 503: %v, want a transient error", err)
+	}
+	_, err = tools.Invoke(ctx, e.Ledger, tool, call(task, "tool/0", post(srv.URL+"/charges")))
+	if !errors.As(err, &d) || !strings.Contains(d.Reason, "circuit open until") || !strings.HasSuffix(d.Reason, "this call: HTTP 503") {
+		t.Fatalf("second 503: %v, want a wait for the breaker", err)
+	}
+	_, err = tools.Invoke(ctx, e.Ledger, tool, call(task, "tool/0", post(srv.URL+"/charges")))
+	if !errors.As(err, &d) || !strings.Contains(d.Reason, "2 failures in 1 min (last: HTTP 503)") || srv.Hits() != 2 {
+		t.Fatalf("while open: %v, %d hits (want 2)", err, srv.Hits())
+	}
+	if n := e.count(`SELECT count(*) FROM ledger`); n != 0 {
+		t.Fatalf("%d effects recorded for calls never answered", n)
+	}
+}
+
+func mustURL(t *testing.T, raw string) *url.URL {
+	t.Helper()
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
 }

@@ -51,7 +51,7 @@ func (t *HTTPTool) send(ctx context.Context, call ledger.Call, hc *httpCall) (le
 	resp, err := t.client.Do(req)
 	if err != nil {
 		if ctx.Err() == nil && errors.Is(rctx.Err(), context.DeadlineExceeded) {
-			return ledger.Result{}, fmt.Errorf("%s: %s: no answer within %s", t.name, what, t.cfg.Timeout)
+			return ledger.Result{}, fmt.Errorf("%s: %s: %w within %s", t.name, what, errNoAnswer, t.cfg.Timeout)
 		}
 		return ledger.Result{}, fmt.Errorf("%s: %w", t.name, err)
 	}

@@ -80,7 +80,7 @@ func (c commands) workers() tea.Cmd {
 	})
 }
 
-// limits reads the limits, then their use.
+// limits reads the limits, then their use and the breakers.
 func (c commands) limits() tea.Cmd {
 	return c.call(func(ctx context.Context) tea.Msg {
 		l, err := c.store.Limits(ctx)
@@ -88,7 +88,11 @@ func (c commands) limits() tea.Cmd {
 			return limitsMsg{err: err}
 		}
 		u, err := c.store.Usage(ctx)
-		return limitsMsg{limits: l, usage: u, err: err}
+		if err != nil {
+			return limitsMsg{err: err}
+		}
+		b, now, err := c.store.Breakers(ctx)
+		return limitsMsg{limits: l, usage: u, breakers: b, now: now, err: err}
 	})
 }
 

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"time"
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/flow"
@@ -140,4 +141,9 @@ func (s *DBStore) Limits(ctx context.Context) ([]flow.Limit, error) {
 // Usage implements Store.
 func (s *DBStore) Usage(ctx context.Context) ([]flow.Use, error) {
 	return s.Flow.Usage(ctx)
+}
+
+// Breakers implements Store.
+func (s *DBStore) Breakers(ctx context.Context) ([]flow.BreakerState, time.Time, error) {
+	return s.Flow.Breakers(ctx)
 }

@@ -12,7 +12,8 @@
 // (after a preview of what each sends), and bulk retry or cancel over the
 // filter — each behind a confirmation. A workers view shows each worker's leases,
 // queues, kinds and MCP servers; the title says when no worker is live. A
-// limits view shows the fleet's rate limits and the targets booked lately.
+// limits view shows the fleet's limits with their circuit breakers' states
+// and the targets booked lately.
 //
 // Layout:
 //

@@ -19,7 +19,9 @@ type fakeStore struct {
 	workers []claims.Worker
 	limits  []flow.Limit
 	usage   []flow.Use
-	calls   []string
+	// breakers are the stored breakers, read at epoch.
+	breakers []flow.BreakerState
+	calls    []string
 	// failed are the failed notifications of each task, with their plans;
 	// Redeliver requeues them, reopening reopened ledger effects.
 	failed   map[int64][]operator.PlannedNotification
@@ -191,4 +193,11 @@ func (s *fakeStore) Usage(context.Context) ([]flow.Use, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.usage, nil
+}
+
+func (s *fakeStore) Breakers(context.Context) ([]flow.BreakerState, time.Time, error) {
+	s.record("breakers")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.breakers, epoch, nil
 }

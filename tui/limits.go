@@ -3,26 +3,31 @@ package tui
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/agentledger/agentledger/flow"
 )
 
-// limitsFooter says what the view does not show yet.
-const limitsFooter = "rate limits only: concurrency caps and circuit breakers come later"
+// limitsLegend says how to read the compact BREAKER cells.
+const limitsLegend = "BREAKER: failures within a window, then the cool-down · STATE: the breaker's, shared by every daemon"
 
-// limitsModel is the limits view: the fleet's rate limits (kind defaults
-// and targets), then the concrete targets booked lately with when each
-// lets its next call through.
+// limitsModel is the limits view: the fleet's limits (kind defaults and
+// targets) with the state of their circuit breakers, the breakers tripped
+// on targets without a limit of their own, then the concrete targets
+// booked lately with when each lets its next call through.
 type limitsModel struct {
-	env    *env
-	cmd    commands
-	limits []flow.Limit
-	usage  []flow.Use
+	env      *env
+	cmd      commands
+	limits   []flow.Limit
+	usage    []flow.Use
+	breakers map[string]flow.BreakerState
+	now      time.Time // the database's clock when the breakers were read
 	loadedPage
 }
 
@@ -30,7 +35,7 @@ func newLimitsModel(e *env, c commands) limitsModel {
 	return limitsModel{env: e, cmd: c, loadedPage: newLoadedPage(e)}
 }
 
-// load reads the limits and their use again.
+// load reads the limits, their use and the breakers again.
 func (m *limitsModel) load() tea.Cmd {
 	m.loading = true
 	return m.cmd.limits()
@@ -44,7 +49,10 @@ func (m *limitsModel) refresh() tea.Cmd {
 	return m.load()
 }
 
-func (m *limitsModel) setSize(width, height int) { m.resize(width, height, m.table()) }
+func (m *limitsModel) setSize(width, height int) {
+	m.width = width // the table is laid out for the new width
+	m.resize(width, height, m.table())
+}
 
 // Update handles the loads and scrolling.
 func (m limitsModel) Update(msg tea.Msg) (limitsModel, tea.Cmd) {
@@ -52,7 +60,11 @@ func (m limitsModel) Update(msg tea.Msg) (limitsModel, tea.Cmd) {
 	case limitsMsg:
 		m.loading, m.err = false, msg.err
 		if msg.err == nil {
-			m.limits, m.usage, m.loaded = msg.limits, msg.usage, true
+			m.limits, m.usage, m.now, m.loaded = msg.limits, msg.usage, msg.now, true
+			m.breakers = make(map[string]flow.BreakerState, len(msg.breakers))
+			for _, b := range msg.breakers {
+				m.breakers[b.Target] = b
+			}
 			m.page.SetContent(m.table())
 		}
 		return m, nil
@@ -62,7 +74,8 @@ func (m limitsModel) Update(msg tea.Msg) (limitsModel, tea.Cmd) {
 	return m, nil
 }
 
-// table renders the limits, the targets booked lately and the footer.
+// table renders the limits, the tripped breakers of targets without a
+// limit, the targets booked lately and the legend.
 func (m limitsModel) table() string {
 	s := m.env.styles
 	if !m.loaded {
@@ -72,11 +85,29 @@ func (m limitsModel) table() string {
 	if len(m.limits) == 0 {
 		lines = append(lines, s.Dim.Render("no limits: every target unpaced"))
 	} else {
-		w := []int{44, 10, 6}
-		lines = append(lines, s.Bold.Render(columns(w, "TARGET", "RATE", "BURST", "SOURCE")))
+		// STATE comes second: on a narrow terminal the breakers' states
+		// stay in view.
+		rows := [][]string{{"TARGET", "STATE", "RATE", "BURST", "CONCURRENCY", "TOKENS", "BREAKER", "SOURCE"}}
 		for _, l := range m.limits {
-			lines = append(lines, columns(w, l.Target, l.Rate.String(), strconv.Itoa(l.Burst), l.Source))
+			burst, conc := "", ""
+			if !l.Rate.IsZero() {
+				burst = strconv.Itoa(l.Burst)
+			}
+			if l.Concurrency > 0 {
+				conc = strconv.Itoa(l.Concurrency)
+			}
+			rows = append(rows, []string{l.Target, m.limitState(l), orDash(l.Rate.String()), orDash(burst), orDash(conc),
+				orDash(l.Tokens.String()), orDash(breakerConf(l.Breaker)), l.Source})
 		}
+		lines = append(lines, m.grid(rows)...)
+	}
+	if tripped := m.trippedElsewhere(); len(tripped) > 0 {
+		rows := [][]string{{"TRIPPED BREAKER", "STATE", "LAST ERROR"}}
+		for _, b := range tripped {
+			rows = append(rows, []string{b.Target, m.breakerState(b), orDash(b.LastError)})
+		}
+		lines = append(lines, "")
+		lines = append(lines, m.grid(rows)...)
 	}
 	if len(m.usage) > 0 {
 		w := []int{44, 26}
@@ -89,14 +120,173 @@ func (m limitsModel) table() string {
 			lines = append(lines, columns(w, u.Target, orDash(u.Limit), next))
 		}
 	}
-	lines = append(lines, "", s.Dim.Render(limitsFooter))
+	if len(m.limits) > 0 {
+		lines = append(lines, "", s.Dim.Render(limitsLegend))
+	}
 	return cutLines(lines, m.width)
+}
+
+// grid lays rows out in columns two spaces apart, the header
+// (rows[0]) in bold; when the line would be wider than the view, the
+// first column (the target) gives up what it must, down to 16 cells.
+func (m limitsModel) grid(rows [][]string) []string {
+	w := make([]int, len(rows[0]))
+	for _, r := range rows {
+		for i, c := range r {
+			w[i] = max(w[i], ansi.StringWidth(c))
+		}
+	}
+	total := 2 * (len(w) - 1)
+	for _, n := range w {
+		total += n
+	}
+	if over := total - m.width; over > 0 && m.width > 0 {
+		w[0] = max(w[0]-over, min(w[0], 16))
+	}
+	pad := make([]int, len(w))
+	for i := range w {
+		pad[i] = w[i] + 1 // columns puts one space after the cell: two apart
+	}
+	out := make([]string, 0, len(rows))
+	for i, r := range rows {
+		cells := make([]string, len(r))
+		for j, c := range r {
+			cells[j] = cut(oneLine(c), w[j])
+		}
+		line := columns(pad, cells...)
+		if i == 0 {
+			line = m.env.styles.Bold.Render(line)
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+// limitState is the STATE cell of a limit: its target's breaker, or for a
+// kind's default how many of the targets it covers are not closed.
+func (m limitsModel) limitState(l flow.Limit) string {
+	if l.Target == flow.KindDefault(kindOf(l.Target)) {
+		n := 0
+		for _, b := range m.trippedElsewhere() {
+			if kindOf(b.Target) == kindOf(l.Target) {
+				n++
+			}
+		}
+		switch {
+		case n > 0:
+			return m.env.styles.Stale.Render(fmt.Sprintf("%d open", n))
+		case l.Breaker != nil:
+			return "all closed"
+		}
+		return "-"
+	}
+	if b, ok := m.breakers[l.Target]; ok {
+		return m.breakerState(b)
+	}
+	if l.Breaker != nil {
+		return flow.Closed
+	}
+	return "-"
+}
+
+// breakerState says what a breaker does now: "closed", "open until
+// 12:04:31", "half-open" (one call probes), "opened by operator".
+func (m limitsModel) breakerState(b flow.BreakerState) string {
+	var text string
+	switch b.State {
+	case flow.Closed:
+		return flow.Closed
+	case flow.HalfOpen:
+		text = "half-open"
+	case flow.Open:
+		text = "open"
+		if b.Manual {
+			text = "opened by operator"
+		}
+		if b.OpenUntil != nil {
+			text += " until " + m.clock(*b.OpenUntil)
+		}
+	default:
+		text = b.State
+	}
+	return m.env.styles.Stale.Render(text)
+}
+
+// clock is a time of day in the console's location, with the date when
+// it is not within the day ahead.
+func (m limitsModel) clock(t time.Time) string {
+	if d := t.Sub(m.now); d < 0 || d > 20*time.Hour {
+		return m.env.stamp(t)
+	}
+	return t.In(m.env.opts.Location).Format("15:04:05")
+}
+
+// trippedElsewhere are the breakers not closed whose target has no limit
+// of its own (a kind's default covers it, or an operator opened it), by
+// target.
+func (m limitsModel) trippedElsewhere() []flow.BreakerState {
+	own := make(map[string]bool, len(m.limits))
+	for _, l := range m.limits {
+		own[l.Target] = true
+	}
+	var out []flow.BreakerState
+	for _, b := range m.breakers {
+		if b.State != flow.Closed && !own[b.Target] {
+			out = append(out, b)
+		}
+	}
+	slices.SortFunc(out, func(a, b flow.BreakerState) int { return strings.Compare(a.Target, b.Target) })
+	return out
+}
+
+// tripped counts the breakers not closed.
+func (m limitsModel) tripped() int {
+	n := 0
+	for _, b := range m.breakers {
+		if b.State != flow.Closed {
+			n++
+		}
+	}
+	return n
+}
+
+// breakerConf is a breaker's configuration, compact: "5 in 60s, 30s" (5
+// failures within 60s open it for a cool-down of 30s).
+func breakerConf(b *flow.Breaker) string {
+	if b == nil {
+		return ""
+	}
+	return fmt.Sprintf("%d in %s, %s", b.Failures, shortSpan(b.Window), shortSpan(b.Cooldown))
+}
+
+// shortSpan writes a duration short: 60s, 90s, 5m, 1h30m, 250ms.
+func shortSpan(d time.Duration) string {
+	if d < 2*time.Minute && d >= time.Second && d%time.Second == 0 {
+		return fmt.Sprintf("%ds", d/time.Second)
+	}
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// kindOf is the kind of a stored, normalised target.
+func kindOf(target string) string {
+	kind, _, _ := strings.Cut(target, ":")
+	return kind
 }
 
 // View renders the totals and the tables.
 func (m limitsModel) View() string {
 	// "the last hour" is flow.UsageWindow.
 	totals := fmt.Sprintf("%s · %s booked in the last hour", plural(len(m.limits), "limit"), plural(len(m.usage), "target"))
+	if n := m.tripped(); n > 0 {
+		totals += " · " + m.env.styles.Stale.Render(plural(n, "breaker")+" not closed")
+	}
 	if m.err != nil {
 		totals += " · " + m.env.styles.Error.Render(m.err.Error())
 	}

@@ -1,6 +1,8 @@
 package tui
 
 import (
+	"time"
+
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/flow"
 	"github.com/agentledger/agentledger/operator"
@@ -40,11 +42,14 @@ type workersMsg struct {
 	err     error
 }
 
-// limitsMsg is the fleet's rate limits and the targets booked lately.
+// limitsMsg is the fleet's limits, the targets booked lately and the
+// circuit breakers, with the database's clock when they were read.
 type limitsMsg struct {
-	limits []flow.Limit
-	usage  []flow.Use
-	err    error
+	limits   []flow.Limit
+	usage    []flow.Use
+	breakers []flow.BreakerState
+	now      time.Time
+	err      error
 }
 
 // previewMsg is a replay preview, to confirm.

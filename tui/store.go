@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"strings"
+	"time"
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/flow"
@@ -96,9 +97,12 @@ type Store interface {
 	CancelAll(ctx context.Context, f Filter) (operator.BulkResult, error)
 	// Workers lists the workers holding leases now.
 	Workers(ctx context.Context) ([]operator.Worker, error)
-	// Limits lists the fleet's rate limits by target.
+	// Limits lists the fleet's limits by target.
 	Limits(ctx context.Context) ([]flow.Limit, error)
 	// Usage lists the concrete targets booked lately, with the limit in
 	// force for each and how long until its next call passes.
 	Usage(ctx context.Context) ([]flow.Use, error)
+	// Breakers lists the stored circuit breakers by target, with the
+	// database's clock when read.
+	Breakers(ctx context.Context) ([]flow.BreakerState, time.Time, error)
 }

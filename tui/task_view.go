@@ -70,6 +70,9 @@ func (m taskModel) overview() string {
 	field("Attempt", fmt.Sprintf("%d of %d", t.Attempt, t.MaxAttempts))
 	field("Generation", strconv.Itoa(int(t.Generation)))
 	field("Run at", e.at(t.RunAt))
+	if t.State == agentledger.StateQueued && t.WaitReason != "" {
+		field("Waiting", wrap.Render(t.WaitReason))
+	}
 	field("Created", e.at(t.CreatedAt))
 	field("Updated", e.at(t.UpdatedAt))
 	field("Finished", e.stampPtr(t.FinishedAt))

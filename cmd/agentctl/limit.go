@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -11,12 +13,27 @@ import (
 	"github.com/agentledger/agentledger/flow"
 )
 
+// Defaults of a breaker's window and cool-down when only
+// --breaker-failures is given.
+const (
+	defaultBreakerWindow   = time.Minute
+	defaultBreakerCooldown = 30 * time.Second
+)
+
 func (a *app) limitCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "limit set|list|rm",
-		Short: "Manage the fleet-wide rate limits",
-		Long: `A rate limit paces the calls every daemon makes to one target, together: at
-most N per second or per minute, after a burst of up to --burst calls at once.
+		Short: "Manage the fleet-wide limits: rates, concurrency caps, token budgets, breakers",
+		Long: `A limit holds the calls every daemon makes to one target, together. It has
+any of these parts, at least one:
+  --rate N/s|N/min [--burst N]   at most N calls a second or a minute, after a
+                                 burst of up to --burst calls at once
+  --concurrency N                at most N calls in flight across the fleet
+  --tokens N/min                 a model endpoint's tokens (prompt and
+                                 completion) a minute or a second
+  --breaker-failures N           a circuit breaker: N failed calls within
+                                 --breaker-window open it for every daemon
+                                 (see agentctl breaker --help)
 
 A target is KIND:NAME:
   http:https://billing.internal:8080   an HTTP origin (scheme, host, port)
@@ -25,10 +42,13 @@ A target is KIND:NAME:
   slack-channel:C0123ABCD              a Slack channel (ID or name)
   slack-workspace                      the Slack workspace
 KIND:* (slack-channel:*) is the kind's default: every target of that kind
-without a limit of its own gets it, each with its own budget.
+without a limit of its own gets it, each with its own budget, cap and
+breaker.
 
-Daemons read the limits every few seconds. agentd's [[limit]] tables are
-stored when it starts, replacing those targets' limits.`,
+A call over a limit waits: up to a second in its attempt, longer by handing
+the task back to its queue until the call may pass, without using an
+attempt. Daemons read the limits every few seconds. agentd's [[limit]]
+tables are stored when it starts, replacing those targets' limits.`,
 		Args: cobra.NoArgs,
 		RunE: a.action(func(context.Context, []string) error {
 			return usagef("limit needs a subcommand: set, list or rm")
@@ -38,34 +58,131 @@ stored when it starts, replacing those targets' limits.`,
 	return cmd
 }
 
+// limitFlags are limit set's flags.
+type limitFlags struct {
+	rate, tokens     string
+	burst, conc      int
+	failures         int
+	window, cooldown time.Duration
+}
+
 func (a *app) limitSetCmd() *cobra.Command {
-	var rate string
-	var burst int
+	var f limitFlags
 	cmd := &cobra.Command{
-		Use:   "set TARGET --rate N/s|N/min [--burst N]",
-		Short: "Set a target's rate limit",
-		Long: `Set TARGET's rate limit, replacing any.
+		Use:   "set TARGET [--rate N/s|N/min [--burst N]] [--concurrency N] [--tokens N/min] [--breaker-failures N [--breaker-window D] [--breaker-cooldown D]]",
+		Short: "Set a target's limit",
+		Long: `Set TARGET's limit, replacing any: the parts given, at least one. A part
+not given is not limited (setting a target again does not keep its old
+parts).
+
+A breaker needs --breaker-failures; its window is 60s and its cool-down 30s
+unless --breaker-window and --breaker-cooldown say otherwise. Slack targets
+take no breaker (the notification outbox retries with backoff); --tokens is
+for model targets.
 
 With --output json it prints the limit stored.`,
 		Example: `  agentctl limit set slack-channel:* --rate 1/s
   agentctl limit set http:https://billing.internal:8080 --rate 600/min --burst 10
-  agentctl limit set model:api.openai.com --rate 60/min`,
+  agentctl limit set mcp:shop --concurrency 5 --breaker-failures 5 --breaker-window 60s --breaker-cooldown 30s
+  agentctl limit set model:api.openai.com --rate 60/min --tokens 90000/min`,
 		Args: oneTarget,
-		RunE: a.action(func(ctx context.Context, args []string) error { return a.limitSet(ctx, args[0], rate, burst) }),
 	}
-	cmd.Flags().StringVar(&rate, "rate", "", "calls allowed: N/s or N/min (required)")
-	cmd.Flags().IntVar(&burst, "burst", 1, "calls allowed at once before the rate applies (at least 1)")
-	_ = cmd.MarkFlagRequired("rate")
+	cmd.RunE = a.action(func(ctx context.Context, args []string) error {
+		l, err := f.limit(cmd, args[0])
+		if err != nil {
+			return err
+		}
+		return a.limitSet(ctx, l)
+	})
+	fs := cmd.Flags()
+	fs.StringVar(&f.rate, "rate", "", "calls allowed: N/s or N/min")
+	fs.IntVar(&f.burst, "burst", 1, "calls allowed at once before the rate applies (with --rate)")
+	fs.IntVar(&f.conc, "concurrency", 0, "calls in flight at once across the fleet")
+	fs.StringVar(&f.tokens, "tokens", "", "tokens allowed (model targets): N/min or N/s")
+	fs.IntVar(&f.failures, "breaker-failures", 0, "failed calls within the window that open the breaker")
+	fs.DurationVar(&f.window, "breaker-window", defaultBreakerWindow, "how far back the breaker counts failures (with --breaker-failures)")
+	fs.DurationVar(&f.cooldown, "breaker-cooldown", defaultBreakerCooldown, "how long an open breaker waits before one call probes (with --breaker-failures)")
 	return cmd
+}
+
+// limit builds the limit the flags describe; errors name the flag.
+func (f *limitFlags) limit(cmd *cobra.Command, target string) (flow.Limit, error) {
+	set := cmd.Flags().Changed
+	switch {
+	case set("breaker-window") && !set("breaker-failures"):
+		return flow.Limit{}, usagef("--breaker-window needs --breaker-failures: the failures within the window open the breaker")
+	case set("breaker-cooldown") && !set("breaker-failures"):
+		return flow.Limit{}, usagef("--breaker-cooldown needs --breaker-failures: the cool-down is of a breaker opened by failures")
+	case !set("rate") && !set("concurrency") && !set("tokens") && !set("breaker-failures"):
+		return flow.Limit{}, usagef("limit set needs at least one of --rate, --concurrency, --tokens, --breaker-failures")
+	}
+	l := flow.Limit{Target: target, Source: flow.SourceOperator}
+	if set("rate") {
+		r, err := flow.ParseRate(f.rate)
+		if err != nil {
+			return flow.Limit{}, flagError(err)
+		}
+		l.Rate, l.Burst = r, f.burst
+		if f.burst < 1 {
+			return flow.Limit{}, agentledger.Invalid("--burst", "%d must be at least 1", f.burst)
+		}
+	} else if set("burst") {
+		return flow.Limit{}, usagef("--burst needs --rate: a burst is of calls at the rate")
+	}
+	if set("concurrency") {
+		if f.conc < 1 || f.conc > flow.MaxConcurrency {
+			return flow.Limit{}, agentledger.Invalid("--concurrency", "%d must be 1..%d calls in flight", f.conc, flow.MaxConcurrency)
+		}
+		l.Concurrency = f.conc
+	}
+	if set("tokens") {
+		r, err := flow.ParseRate(f.tokens)
+		if err != nil { // ParseRate names the field "rate"
+			var ie *agentledger.InvalidError
+			if errors.As(err, &ie) {
+				return flow.Limit{}, agentledger.Invalid("--tokens", "%s", ie.Problem)
+			}
+			return flow.Limit{}, err
+		}
+		l.Tokens = r
+	}
+	if set("breaker-failures") {
+		b, err := f.breaker()
+		if err != nil {
+			return flow.Limit{}, err
+		}
+		l.Breaker = b
+	}
+	if err := l.Check(); err != nil { // before connecting: bad input changes nothing
+		return flow.Limit{}, flagError(err)
+	}
+	return l, nil
+}
+
+// breaker checks the breaker flags, naming the one at fault.
+func (f *limitFlags) breaker() (*flow.Breaker, error) {
+	switch {
+	case f.failures < 1 || f.failures > flow.MaxN:
+		return nil, agentledger.Invalid("--breaker-failures", "%d must be 1..%d failed calls", f.failures, flow.MaxN)
+	case f.window < time.Millisecond || f.window > flow.MaxBreakerWindow:
+		return nil, agentledger.Invalid("--breaker-window", "%s must be 1ms..%s", f.window, span(flow.MaxBreakerWindow))
+	case f.cooldown < time.Millisecond || f.cooldown > flow.MaxBreakerWindow:
+		return nil, agentledger.Invalid("--breaker-cooldown", "%s must be 1ms..%s", f.cooldown, span(flow.MaxBreakerWindow))
+	}
+	return &flow.Breaker{Failures: f.failures, Window: f.window, Cooldown: f.cooldown}, nil
 }
 
 func (a *app) limitListCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:     "list",
 		Aliases: []string{"ls"},
-		Short:   "List the rate limits",
-		Long: `List the rate limits by target. SOURCE is operator (agentctl limit set) or
-config (agentd's config file).
+		Short:   "List the limits",
+		Long: `List the limits by target: RATE and BURST, CONCURRENCY (calls in flight
+across the fleet), TOKENS (a model endpoint's token rate) and BREAKER
+("5 in 60s, cool-down 30s": 5 failed calls within 60s open it for 30s); "-"
+where the limit has no such part. SOURCE is operator (agentctl limit set),
+config (agentd's config file) or default (agentd's own). agentctl breaker
+list shows the breakers' states.
 
 With --output json it prints an array of limits.`,
 		Args: cobra.NoArgs,
@@ -77,8 +194,8 @@ func (a *app) limitRmCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:     "rm TARGET",
 		Aliases: []string{"remove"},
-		Short:   "Remove a target's rate limit",
-		Long: `Remove TARGET's own rate limit: its calls follow its kind's default, if any,
+		Short:   "Remove a target's limit",
+		Long: `Remove TARGET's own limit: its calls follow its kind's default, if any,
 or are not limited. A limit from agentd's config file comes back when agentd
 starts again.`,
 		Args: oneTarget,
@@ -107,27 +224,23 @@ func (a *app) limits(ctx context.Context) (*flow.Store, error) {
 	return flow.NewStore(db.Pool), nil
 }
 
+// limitFlag is the flag of each field of a limit whose name differs.
+var limitFlag = map[string]string{"breaker": "breaker-failures"}
+
 // flagError names the flag of an invalid field: --rate, --burst.
 func flagError(err error) error {
 	var ie *agentledger.InvalidError
 	if errors.As(err, &ie) && ie.Field != "target" {
-		return agentledger.Invalid("--"+ie.Field, "%s", ie.Problem)
+		name := ie.Field
+		if f, ok := limitFlag[name]; ok {
+			name = f
+		}
+		return agentledger.Invalid("--"+name, "%s", ie.Problem)
 	}
 	return err
 }
 
-func (a *app) limitSet(ctx context.Context, target, rate string, burst int) error {
-	r, err := flow.ParseRate(rate)
-	if err != nil {
-		return flagError(err)
-	}
-	l := flow.Limit{Target: target, Rate: r, Burst: burst, Source: flow.SourceOperator}
-	if burst < 1 {
-		return agentledger.Invalid("--burst", "%d must be at least 1", burst)
-	}
-	if err := l.Check(); err != nil { // before connecting: bad input changes nothing
-		return flagError(err)
-	}
+func (a *app) limitSet(ctx context.Context, l flow.Limit) error {
 	limits, err := a.limits(ctx)
 	if err != nil {
 		return err
@@ -136,20 +249,53 @@ func (a *app) limitSet(ctx context.Context, target, rate string, burst int) erro
 	if err != nil {
 		return flagError(err)
 	}
-	if _, kind, _ := flow.ParseTarget(got.Target); !enforced(kind) {
-		fmt.Fprintf(a.stderr, "agentctl: note: limits on %s targets are stored but not enforced yet: "+
-			"today the fleet paces Slack's channels and workspace and HTTP origins only\n", kind)
-	}
 	if a.wantJSON() {
 		return printJSON(a.stdout, got)
 	}
-	_, err = fmt.Fprintf(a.stdout, "limit %s set: %s, burst %d\n", got.Target, got.Rate, got.Burst)
+	_, err = fmt.Fprintf(a.stdout, "limit %s set: %s\n", got.Target, describeLimit(got))
 	return err
 }
 
-// enforced reports whether daemons obey limits of targets of kind yet.
-func enforced(kind string) bool {
-	return kind == flow.KindSlackChannel || kind == flow.KindSlackWorkspace || kind == flow.KindHTTP
+// describeLimit spells a limit's parts: "600/min, burst 10; 5 in flight;
+// breaker 5 in 60s, cool-down 30s".
+func describeLimit(l flow.Limit) string {
+	var parts []string
+	if !l.Rate.IsZero() {
+		parts = append(parts, fmt.Sprintf("%s, burst %d", l.Rate, l.Burst))
+	}
+	if l.Concurrency > 0 {
+		parts = append(parts, fmt.Sprintf("%d in flight", l.Concurrency))
+	}
+	if !l.Tokens.IsZero() {
+		parts = append(parts, l.Tokens.String()+" tokens")
+	}
+	if l.Breaker != nil {
+		parts = append(parts, "breaker "+threshold(l.Breaker))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// threshold spells a breaker's configuration: "5 in 60s, cool-down 30s".
+func threshold(b *flow.Breaker) string {
+	if b == nil {
+		return ""
+	}
+	return fmt.Sprintf("%d in %s, cool-down %s", b.Failures, span(b.Window), span(b.Cooldown))
+}
+
+// span spells a duration short: 60s, 90s, 5m, 1h30m, 1.5s, 250ms.
+func span(d time.Duration) string {
+	if d < 2*time.Minute && d >= time.Second && d%time.Second == 0 {
+		return fmt.Sprintf("%ds", d/time.Second)
+	}
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 func (a *app) limitList(ctx context.Context) error {
@@ -168,12 +314,20 @@ func (a *app) limitList(ctx context.Context) error {
 		return printJSON(a.stdout, ls)
 	}
 	if len(ls) == 0 {
-		_, err := fmt.Fprintln(a.stderr, "no rate limits")
+		_, err := fmt.Fprintln(a.stderr, "no limits")
 		return err
 	}
-	t := newTable(a.stdout, "TARGET", "RATE", "BURST", "SOURCE", "UPDATED")
+	t := newTable(a.stdout, "TARGET", "RATE", "BURST", "CONCURRENCY", "TOKENS", "BREAKER", "SOURCE")
 	for _, l := range ls {
-		t.row(l.Target, l.Rate.String(), fmt.Sprint(l.Burst), l.Source, stamp(l.UpdatedAt))
+		burst, conc := "", ""
+		if !l.Rate.IsZero() {
+			burst = fmt.Sprint(l.Burst)
+		}
+		if l.Concurrency > 0 {
+			conc = fmt.Sprint(l.Concurrency)
+		}
+		t.row(l.Target, orDash(l.Rate.String()), orDash(burst), orDash(conc), orDash(l.Tokens.String()),
+			orDash(threshold(l.Breaker)), l.Source)
 	}
 	return t.flush()
 }

@@ -98,7 +98,7 @@ database unreachable or not migrated), 2 usage or invalid input.`,
 		a.resolveCmd(), a.ruleCmd(), a.migrateCmd())
 	root.AddCommand(a.retryCmd(), a.ledgerCmd(), a.workersCmd(), a.waitCmd())
 	root.AddCommand(a.scheduleCmd())
-	root.AddCommand(a.limitCmd())
+	root.AddCommand(a.limitCmd(), a.breakerCmd())
 	root.AddCommand(a.tenantCmd())
 	root.AddCommand(a.tuiCmd())
 	root.AddCommand(a.notificationsCmd())

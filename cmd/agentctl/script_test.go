@@ -58,6 +58,9 @@ type tbKey struct{}
 //	message ID STEP CHANNEL TEXT
 //	                     write a notify tool message event for task ID
 //	slack …              deliver to the script's fake Slack (script_slack_test.go)
+//	call TARGET [fail REASON]
+//	                     one call to TARGET through the fleet's limits, which
+//	                     succeeds or fails (script_flow_test.go)
 func TestScripts(t *testing.T) {
 	t.Parallel()
 	exe, err := os.Executable()
@@ -101,6 +104,7 @@ func TestScripts(t *testing.T) {
 			"dispatch":     cmdDispatch,
 			"message":      cmdMessage,
 			"slack":        cmdSlack,
+			"call":         cmdCall,
 		},
 	})
 }

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/BurntSushi/toml"
 	"github.com/spf13/pflag"
@@ -96,10 +98,21 @@ const limitKey = "limit"
 
 // fileLimit is one [[limit]] table.
 type fileLimit struct {
-	Target string `toml:"target"`
-	Rate   string `toml:"rate"`
-	Burst  *int   `toml:"burst"`
+	Target          string `toml:"target"`
+	Rate            string `toml:"rate"`
+	Burst           *int   `toml:"burst"`
+	Concurrency     *int   `toml:"concurrency"`
+	Tokens          string `toml:"tokens"`
+	BreakerFailures *int   `toml:"breaker_failures"`
+	BreakerWindow   string `toml:"breaker_window"`
+	BreakerCooldown string `toml:"breaker_cooldown"`
 }
+
+// Defaults of a [[limit]] table's breaker_window and breaker_cooldown.
+const (
+	defaultBreakerWindow   = time.Minute
+	defaultBreakerCooldown = 30 * time.Second
+)
 
 // fileMCPServer is one [[mcp_server]] table.
 type fileMCPServer struct {
@@ -122,16 +135,21 @@ type fileMCPServer struct {
 //	hosts = [{ url = "https://api.example.com", secret_headers = true }]
 //
 //	[[limit]]                               # stored when agentd starts
-//	target = "slack-channel:*"
+//	target = "slack-channel:*"              # any of the parts below, at least one
 //	rate = "1/s"                            # N/s or N/min
-//	burst = 1                               # default 1
+//	burst = 1                               # default 1, with rate
+//	concurrency = 5                         # calls in flight across the fleet
+//	tokens = "90000/min"                    # model targets: tokens per minute (or /s)
+//	breaker_failures = 5                    # failed calls within the window open the breaker
+//	breaker_window = "60s"                  # default 60s, with breaker_failures
+//	breaker_cooldown = "30s"                # default 30s: then one call probes
 type fileTables struct {
 	Servers []fileMCPServer          `toml:"mcp_server"`
 	Grants  map[string]*grants.Grant `toml:"grant"`
 	Limits  []fileLimit              `toml:"limit"`
 }
 
-// tablesFromFile reads the MCP servers, the grants and the rate limits of
+// tablesFromFile reads the MCP servers, the grants and the limits of
 // the config file into c, naming the file and the setting at fault.
 func tablesFromFile(path string, c *daemon.Config) error {
 	var err error
@@ -150,20 +168,7 @@ func limitsFromFile(path string) ([]flow.Limit, error) {
 	}
 	out := make([]flow.Limit, 0, len(f.Limits))
 	for i, fl := range f.Limits {
-		l := flow.Limit{Target: fl.Target, Burst: 1, Source: flow.SourceConfig}
-		if fl.Burst != nil {
-			l.Burst = *fl.Burst
-		}
-		r, err := flow.ParseRate(fl.Rate)
-		if err == nil {
-			l.Rate = r
-			if l.Burst < 1 {
-				err = agentledger.Invalid("burst", "%d must be at least 1", l.Burst)
-			}
-		}
-		if err == nil {
-			err = l.Check()
-		}
+		l, err := fl.limit()
 		if err == nil && slices.ContainsFunc(out, func(o flow.Limit) bool { return o.Target == l.Target }) {
 			err = agentledger.Invalid("target", "%s has another [[limit]] table", l.Target)
 		}
@@ -173,6 +178,95 @@ func limitsFromFile(path string) ([]flow.Limit, error) {
 		out = append(out, l)
 	}
 	return out, nil
+}
+
+// limit checks one [[limit]] table; errors name its key at fault.
+func (fl *fileLimit) limit() (flow.Limit, error) {
+	l := flow.Limit{Target: fl.Target, Source: flow.SourceConfig}
+	if fl.Rate == "" && fl.Concurrency == nil && fl.Tokens == "" && fl.BreakerFailures == nil {
+		if fl.BreakerWindow != "" || fl.BreakerCooldown != "" {
+			return l, agentledger.Invalid("breaker_failures", "a breaker needs breaker_failures (breaker_window and breaker_cooldown default to %s and %s)",
+				defaultBreakerWindow, defaultBreakerCooldown)
+		}
+		return l, agentledger.Invalid("", "a limit needs at least one of rate, concurrency, tokens, breaker_failures")
+	}
+	if fl.Rate != "" {
+		r, err := flow.ParseRate(fl.Rate)
+		if err != nil {
+			return l, err
+		}
+		l.Rate, l.Burst = r, 1
+		if fl.Burst != nil {
+			l.Burst = *fl.Burst
+		}
+		if l.Burst < 1 {
+			return l, agentledger.Invalid("burst", "%d must be at least 1", l.Burst)
+		}
+	} else if fl.Burst != nil {
+		return l, agentledger.Invalid("burst", "a burst needs a rate")
+	}
+	if c := fl.Concurrency; c != nil {
+		if *c < 1 || *c > flow.MaxConcurrency {
+			return l, agentledger.Invalid("concurrency", "%d must be 1..%d calls in flight", *c, flow.MaxConcurrency)
+		}
+		l.Concurrency = *c
+	}
+	if fl.Tokens != "" {
+		r, err := flow.ParseRate(fl.Tokens)
+		if err != nil { // ParseRate names the field "rate"
+			var ie *agentledger.InvalidError
+			if errors.As(err, &ie) {
+				return l, agentledger.Invalid("tokens", "%s", ie.Problem)
+			}
+			return l, err
+		}
+		l.Tokens = r
+	}
+	switch {
+	case fl.BreakerFailures != nil:
+		b, err := fl.breaker()
+		if err != nil {
+			return l, err
+		}
+		l.Breaker = b
+	case fl.BreakerWindow != "":
+		return l, agentledger.Invalid("breaker_window", "a breaker needs breaker_failures")
+	case fl.BreakerCooldown != "":
+		return l, agentledger.Invalid("breaker_cooldown", "a breaker needs breaker_failures")
+	}
+	if err := l.Check(); err != nil {
+		var ie *agentledger.InvalidError
+		if errors.As(err, &ie) && ie.Field == "breaker" {
+			return l, agentledger.Invalid("breaker_failures", "%s", ie.Problem)
+		}
+		return l, err
+	}
+	return l, nil
+}
+
+// breaker checks the breaker keys of a [[limit]] table.
+func (fl *fileLimit) breaker() (*flow.Breaker, error) {
+	b := &flow.Breaker{Failures: *fl.BreakerFailures, Window: defaultBreakerWindow, Cooldown: defaultBreakerCooldown}
+	if b.Failures < 1 || b.Failures > flow.MaxN {
+		return nil, agentledger.Invalid("breaker_failures", "%d must be 1..%d failed calls", b.Failures, flow.MaxN)
+	}
+	for _, d := range []struct {
+		key, text string
+		to        *time.Duration
+	}{{"breaker_window", fl.BreakerWindow, &b.Window}, {"breaker_cooldown", fl.BreakerCooldown, &b.Cooldown}} {
+		if d.text == "" {
+			continue
+		}
+		v, err := time.ParseDuration(d.text)
+		if err != nil {
+			return nil, agentledger.Invalid(d.key, "%q is not a duration such as \"60s\" or \"5m\"", d.text)
+		}
+		if v < time.Millisecond || v > flow.MaxBreakerWindow {
+			return nil, agentledger.Invalid(d.key, "%s must be 1ms..%s", d.text, flow.MaxBreakerWindow)
+		}
+		*d.to = v
+	}
+	return b, nil
 }
 
 // serversAndGrants reads the MCP servers and the grants of the config
@@ -190,7 +284,7 @@ func serversAndGrants(path string) ([]daemon.MCPServer, map[string]*grants.Grant
 		case len(k) > 2 && k[0] == grantKey:
 			return nil, nil, fmt.Errorf("config file %s: unknown setting %q of a grant (all, kinds, tools, hosts, channels, models, max_tokens, priority_floor)", path, k.String())
 		case len(k) > 1 && k[0] == limitKey:
-			return nil, nil, fmt.Errorf("config file %s: unknown setting %q of a limit (target, rate, burst)", path, k.String())
+			return nil, nil, fmt.Errorf("config file %s: unknown setting %q of a limit (target, rate, burst, concurrency, tokens, breaker_failures, breaker_window, breaker_cooldown)", path, k.String())
 		}
 	}
 	for tenant, g := range f.Grants {

@@ -20,6 +20,7 @@ import (
 // every message once.
 func TestSlackFleetPacing(t *testing.T) {
 	skipShort(t)
+	t.Parallel() // mostly waits on Slack's pace
 	const perChannel = 10
 	w := newWorld(t)
 	fake := slackfake.New(t, slackToken)

@@ -28,6 +28,10 @@ type Server struct {
 	unkeyed int64              // business effects without a key
 	faults  []Fault
 	delay   func() time.Duration // how long a request takes, or nil
+
+	inFlight, mostInFlight atomic.Int64
+	down                   atomic.Bool  // every request answers 503
+	downHits               atomic.Int64 // requests while down
 }
 
 type effect struct {
@@ -72,6 +76,16 @@ func (s *Server) SetDelay(delay func() time.Duration) {
 	s.mu.Unlock()
 }
 
+// SetDown makes every request answer 503 (down) or be served (up), as a
+// downstream in an outage does.
+func (s *Server) SetDown(down bool) { s.down.Store(down) }
+
+// DownHits is the number of requests received while down.
+func (s *Server) DownHits() int64 { return s.downHits.Load() }
+
+// MostInFlight is the most requests the server was handling at once.
+func (s *Server) MostInFlight() int64 { return s.mostInFlight.Load() }
+
 // Hits is the number of requests received.
 func (s *Server) Hits() int64 { return s.hits.Load() }
 
@@ -107,6 +121,15 @@ func (s *Server) EffectsByBody() map[[32]byte]int {
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.hits.Add(1)
+	n := s.inFlight.Add(1)
+	defer s.inFlight.Add(-1)
+	for m := s.mostInFlight.Load(); n > m && !s.mostInFlight.CompareAndSwap(m, n); m = s.mostInFlight.Load() {
+	}
+	if s.down.Load() {
+		s.downHits.Add(1)
+		http.Error(w, "unavailable", http.StatusServiceUnavailable)
+		return
+	}
 	s.mu.Lock()
 	delay := s.delay
 	s.mu.Unlock()

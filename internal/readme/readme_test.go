@@ -47,7 +47,7 @@ var blocks = map[string]block{
 	"go run ./cmd/agentctl schedule add nightly-report":               {want: []string{"nightly-report"}},
 	"go run ./cmd/agentctl rule add ops":                              {want: []string{"billing-dead"}},
 	"go run ./cmd/agentctl notifications redeliver --all --dry-run":   {},
-	"go run ./cmd/agentctl limit set 'slack-channel:*' --rate 50/min": {want: []string{"limit slack-channel:C0123456789 removed"}},
+	"go run ./cmd/agentctl limit set 'slack-channel:*' --rate 50/min": {want: []string{"limit slack-channel:C0123456789 removed", "limit mcp:shop set: 5 in flight; breaker 5 in 60s, cool-down 30s", "breaker mcp:shop opened for every daemon until", "5 in 60s, cool-down 30s  opened by an operator", "breaker mcp:shop closed for every daemon"}},
 	"go run ./cmd/agentctl limit set http:http://127.0.0.1:7450":      {want: []string{"succeeded", "deferred", " 1 of 25"}},
 	"CHAOS_TASKS=2000":                                                {skip: "internal/chaos's TestChaos is this run with CI's defaults"},
 	"go install ./cmd/agentd ./cmd/agentctl":                          {},
