@@ -135,10 +135,11 @@
 // burst 1000) never makes a call wait, so what it costs is the check
 // itself. bookings are the rows the phase wrote to flow_state, one per
 // booking the database let through (a booking may take a batch of calls).
-// With --tool custom the charge tool takes the limit itself, through a
-// flow.Limiter of its own on a pool like the daemon's, as http_request
-// does (Take until it lets the call through), and take p50 and p99 are the
-// durations of those checks, one per performed effect.
+// With --tool custom the charge tool takes the limit's rate itself,
+// through a flow.Limiter of its own on a pool like the daemon's (Take until
+// it lets the call through: the rate part of the gate http_request passes,
+// Limiter.Admit), and take p50 and p99 are the durations of those checks,
+// one per performed effect.
 //
 // --replay then requeues every task as a replay (claims.Store.Requeue with
 // claims.Replay, from 8 goroutines, untimed) and burns them down again: the

@@ -12,9 +12,9 @@ import (
 )
 
 // limitCheck books the charge tool's calls (--tool custom with
-// --limit-rate) on the downstream's limit as http_request books its own
-// through the daemon's flow.Limiter: Take until it lets the call through,
-// waiting as it says. It times each check.
+// --limit-rate) on the downstream's rate limit, as the gate http_request
+// passes (the daemon's flow.Limiter.Admit) books its own: Take until it
+// lets the call through, waiting as it says. It times each check.
 type limitCheck struct {
 	l      *flow.Limiter
 	target string
