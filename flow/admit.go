@@ -3,7 +3,6 @@ package flow
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/agentledger/agentledger"
@@ -180,10 +179,7 @@ func span(d time.Duration) string {
 // closed: read with the limits' cadence (CacheFor), dropped at once when a
 // daemon announces a change.
 type breakerCache struct {
-	mu      sync.Mutex
-	load    sync.Mutex
-	open    map[string]*breakerView // nil until read
-	read    time.Time
+	open    *readCache[*breakerView] // by target
 	onOpen  func(target string)
 	onProbe func(target, result string)
 }
@@ -211,25 +207,11 @@ func (l *Limiter) observeProbe(target, result string) {
 // view whose probe is due is read again when older than breakerFresh, so
 // that daemons do not all race for a probe another already took.
 func (l *Limiter) breakerOf(ctx context.Context, target string) (*breakerView, error) {
-	c := &l.breakers
-	c.mu.Lock()
-	open, fresh := c.open, c.open != nil && time.Since(c.read) < CacheFor
-	c.mu.Unlock()
-	if !fresh {
-		c.load.Lock()
-		defer c.load.Unlock()
-		c.mu.Lock()
-		open, fresh = c.open, c.open != nil && time.Since(c.read) < CacheFor
-		c.mu.Unlock()
-		if !fresh {
-			m, err := loadBreakers(ctx, l.db)
-			if err != nil {
-				return nil, err
-			}
-			c.mu.Lock()
-			c.open, c.read, open = m, time.Now(), m
-			c.mu.Unlock()
-		}
+	open, err := l.breakers.open.get(ctx, func(ctx context.Context) (map[string]*breakerView, error) {
+		return loadBreakers(ctx, l.db)
+	})
+	if err != nil {
+		return nil, err
 	}
 	v := open[target]
 	if v != nil && v.probeDue() && (v.stale || time.Since(v.localAt) > breakerFresh) {
@@ -248,33 +230,23 @@ func (l *Limiter) breakerOf(ctx context.Context, target string) (*breakerView, e
 
 // sawBreaker keeps v, read just now, in the cache.
 func (l *Limiter) sawBreaker(v *breakerView) {
-	c := &l.breakers
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.open == nil {
-		return
-	}
-	if v.State == Closed {
-		delete(c.open, v.Target)
-	} else {
-		c.open[v.Target] = v
-	}
+	l.breakers.open.edit(func(m map[string]*breakerView) {
+		if v.State == Closed {
+			delete(m, v.Target)
+		} else {
+			m[v.Target] = v
+		}
+	})
 }
 
-// forgetBreaker drops target's cached view: the next call reads it.
+// forgetBreaker marks target's cached view stale: the next call whose
+// probe is due reads it again.
 func (l *Limiter) forgetBreaker(target string) {
-	c := &l.breakers
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if v := c.open[target]; v != nil {
-		v.stale = true
-	}
-}
-
-// dropBreakers forgets every breaker (a change was announced).
-func (l *Limiter) dropBreakers() {
-	c := &l.breakers
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.open = nil
+	l.breakers.open.edit(func(m map[string]*breakerView) {
+		if v := m[target]; v != nil {
+			stale := *v
+			stale.stale = true
+			m[target] = &stale
+		}
+	})
 }

@@ -26,10 +26,9 @@ type Limiter struct {
 	db  DB
 	log *slog.Logger
 
-	load   sync.Mutex // one reload of the limits at a time
-	mu     sync.Mutex
-	limits map[string]Limit // by target; nil until read
-	read   time.Time        // when limits were read
+	limits *readCache[Limit] // by target
+
+	mu     sync.Mutex // guards logged and the batches
 	logged map[string]time.Time
 
 	breakers breakerCache // of the breakers that are not closed
@@ -53,7 +52,8 @@ func NewLimiter(db DB, log *slog.Logger) *Limiter {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Limiter{db: db, log: log, logged: map[string]time.Time{}}
+	return &Limiter{db: db, log: log, logged: map[string]time.Time{},
+		limits: newReadCache[Limit](), breakers: breakerCache{open: newReadCache[*breakerView]()}}
 }
 
 // Take books one call on target if its limit (its own, else its kind's
@@ -173,10 +173,10 @@ func (l *Limiter) Wait(ctx context.Context, target string) error {
 // Changed drops the cached limits and the calls booked ahead: the next
 // Take reads the limits again.
 func (l *Limiter) Changed() {
+	l.limits.drop()
+	l.breakers.open.drop()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.limits = nil
-	l.dropBreakers()
 	l.batches = nil
 	l.gen++
 }
@@ -195,37 +195,20 @@ func (l *Limiter) limitOf(ctx context.Context, target, kind string) (Limit, bool
 	return lim, ok, nil
 }
 
-// current returns the limits, read again when older than CacheFor.
+// current returns the limits (see readCache: read again when older than
+// CacheFor).
 func (l *Limiter) current(ctx context.Context) (map[string]Limit, error) {
-	if m := l.cached(); m != nil {
+	return l.limits.get(ctx, func(ctx context.Context) (map[string]Limit, error) {
+		ls, err := NewStore(l.db).List(ctx)
+		if err != nil {
+			return nil, err
+		}
+		m := make(map[string]Limit, len(ls))
+		for _, lim := range ls {
+			m[lim.Target] = lim
+		}
 		return m, nil
-	}
-	l.load.Lock()
-	defer l.load.Unlock()
-	if m := l.cached(); m != nil { // read by another caller meanwhile
-		return m, nil
-	}
-	ls, err := NewStore(l.db).List(ctx)
-	if err != nil {
-		return nil, err
-	}
-	m := make(map[string]Limit, len(ls))
-	for _, lim := range ls {
-		m[lim.Target] = lim
-	}
-	l.mu.Lock()
-	l.limits, l.read = m, time.Now()
-	l.mu.Unlock()
-	return m, nil
-}
-
-func (l *Limiter) cached() map[string]Limit {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.limits != nil && time.Since(l.read) < CacheFor {
-		return l.limits
-	}
-	return nil
+	})
 }
 
 // logError logs err for target unless it was logged within errorLogEvery.

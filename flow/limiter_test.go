@@ -156,3 +156,29 @@ func TestFailsClosed(t *testing.T) {
 		t.Errorf("wait on a closed pool: %v", err)
 	}
 }
+
+// Stale limits serve while another caller reads them again; limits too
+// old to trust (the database has not answered for twice CacheFor) make
+// callers wait for the read.
+func TestStaleLimitsServeDuringAReload(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	putLimit(t, flow.NewStore(db), "mcp:shop", "600/min", 1)
+	l := flow.NewLimiter(db, nil)
+	ctx := context.Background()
+	if _, err := l.Take(ctx, "mcp:shop"); err != nil {
+		t.Fatal(err)
+	}
+	release := l.HoldReload()
+	defer release()
+	l.AgeLimits(flow.CacheFor + time.Millisecond)
+	if _, err := l.Take(ctx, "mcp:shop"); err != nil {
+		t.Fatalf("stale limits during a reload: %v", err)
+	}
+	l.AgeLimits(2 * flow.CacheFor)
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if _, err := l.Take(short, "mcp:shop"); err == nil {
+		t.Fatal("limits twice CacheFor old were used while the reload had not answered")
+	}
+}
