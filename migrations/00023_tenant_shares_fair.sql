@@ -29,15 +29,6 @@ CREATE INDEX CONCURRENTLY tasks_runnable_tenant_idx ON tasks (queue, tenant, pri
     WHERE state IN ('queued', 'retrying');
 DROP INDEX CONCURRENTLY IF EXISTS tasks_runnable_idx;
 
--- A capped tenant's running tasks, counted under its lock by every claim
--- that may lease more of them. The predicate names tenant (never NULL) so
--- that only a query by tenant can use the index: the claim's sweep of
--- expired leases, whose state = 'running' it would match too, keeps
--- reading tasks_leased_idx by queue and expiry.
-DROP INDEX CONCURRENTLY IF EXISTS tasks_running_tenant_idx;
-CREATE INDEX CONCURRENTLY tasks_running_tenant_idx ON tasks (tenant)
-    WHERE state = 'running' AND tenant IS NOT NULL;
-
 -- agentledger_tenant_room locks the share rows of the capped tenants named
 -- (in name order, so that claims never deadlock on them) and returns how
 -- many more tasks each may lease. It must be a volatile function: each of
@@ -46,6 +37,10 @@ CREATE INDEX CONCURRENTLY tasks_running_tenant_idx ON tasks (tenant)
 -- in the claim statement itself would see its snapshot, taken before the
 -- wait). The lock is held until the claim commits: claims that may lease a
 -- capped tenant's tasks take turns; the others never wait.
+--
+-- The count reads the running tasks of every tenant (tasks_leased_idx):
+-- an index of running tasks by tenant would make it a look-up, but would
+-- cost every claim, capped or not, one more index entry per task.
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION agentledger_tenant_room(capped text[])
 RETURNS TABLE (tenant text, room integer)
@@ -56,9 +51,13 @@ BEGIN
     ORDER BY s.tenant
     FOR UPDATE;
     RETURN QUERY
-    SELECT s.tenant, greatest(s.max_running - (
-        SELECT count(*) FROM tasks t WHERE t.tenant = s.tenant AND t.state = 'running'), 0)::integer
+    SELECT s.tenant, greatest(s.max_running - coalesce(r.n, 0), 0)::integer
     FROM tenant_shares s
+    LEFT JOIN (
+        SELECT t.tenant, count(*) AS n FROM tasks t
+        WHERE t.state = 'running' AND t.tenant = ANY (capped)
+        GROUP BY t.tenant
+    ) r ON r.tenant = s.tenant
     WHERE s.tenant = ANY (capped) AND s.max_running IS NOT NULL;
 END;
 $$;
@@ -66,7 +65,6 @@ $$;
 
 -- +goose Down
 DROP FUNCTION IF EXISTS agentledger_tenant_room(text[]);
-DROP INDEX CONCURRENTLY IF EXISTS tasks_running_tenant_idx;
 DROP INDEX CONCURRENTLY IF EXISTS tasks_runnable_idx;
 CREATE INDEX CONCURRENTLY tasks_runnable_idx ON tasks (queue, priority, run_at, id)
     WHERE state IN ('queued', 'retrying');
