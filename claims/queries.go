@@ -699,3 +699,8 @@ ON CONFLICT (name) DO UPDATE SET payload_schema = EXCLUDED.payload_schema,
 
 // kindSchemaSQL reads the payload schema of kind $1.
 const kindSchemaSQL = `/* claims.kindSchema */ SELECT payload_schema FROM kinds WHERE name = $1`
+
+// runningByTenantSQL counts each tenant's running (leased) tasks: what a
+// tenant's cap bounds.
+const runningByTenantSQL = `/* claims.runningByTenant */
+SELECT tenant, count(*) FROM tasks WHERE state = 'running' GROUP BY tenant ORDER BY tenant`
