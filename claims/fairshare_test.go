@@ -88,6 +88,32 @@ func TestFairShareTakesANewTenantInTheNextBatch(t *testing.T) {
 	}
 }
 
+// When the batch cannot give every tenant a task, the tenants with the
+// fewest running tasks for their weight come first: a batch of one goes to
+// B, new and idle, not to A, which already runs five; with weight 4, A's
+// five count less than B's two.
+func TestFairShareServesTheLeastBusyTenantFirst(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	s := claims.New(db)
+	backlog(t, db, "a", 100)
+	if n := byTenant(claimBatch(t, s, 5, true)); n["a"] != 5 {
+		t.Fatalf("A alone: %v, want 5 of A's", n)
+	}
+	for i := range 3 {
+		enqueue(t, s, claims.EnqueueParams{Tenant: "b", SubmissionKey: fmt.Sprint("b", i)})
+	}
+	for round := range 2 {
+		if n := byTenant(claimBatch(t, s, 1, round == 0)); n["b"] != 1 {
+			t.Fatalf("a batch of one with A running 5 and B %d: %v, want B's", round, n)
+		}
+	}
+	share(t, db, "a", 4, nil) // 5 running / 4 < 2 running / 1
+	if n := byTenant(claimBatch(t, s, 1, true)); n["a"] != 1 {
+		t.Fatalf("A of weight 4 running 5, B of weight 1 running 2: %v, want A's", n)
+	}
+}
+
 // Weights share a batch among the tenants that have due tasks: 3 to 1 of a
 // batch of 8 is 6 and 2; a tenant with fewer due tasks than its share
 // leaves the rest to the others.

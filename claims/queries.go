@@ -94,8 +94,10 @@ const dueNow = `state IN ('queued', 'retrying') AND run_at <= coalesce($5::times
 //   - give: each tenant with room gets ceil($3·w/Σw) of the batch, at
 //     most its room; when that is more than the batch (more tenants than
 //     tasks, or rounding), the tenants whose heads are the most urgent come
-//     first and ties go by a lottery weighted by w (a draw of -ln(u)/w), so
-//     that over rounds each tenant gets its share;
+//     first, then those with the fewest running tasks in the queue for
+//     their weight (busy: one read of the queue's leases, only then), and
+//     ties go by a lottery weighted by w (a draw of -ln(u)/w), so that
+//     over rounds each tenant gets its share;
 //   - fair: each tenant's quota, its most urgent tasks first, locked in a
 //     LATERAL look-up per tenant (SKIP LOCKED);
 //   - fill: what the quotas left of the batch (a tenant had fewer due
@@ -138,15 +140,24 @@ open AS (
 	WHERE coalesce(room, 1) > 0
 ),
 quota AS (
-	SELECT tenant, room, priority, -ln(1 - random()) / weight AS draw,
+	SELECT tenant, room, priority, weight, -ln(1 - random()) / weight AS draw,
 		least(room, ceil($3 * weight::float8 / sum(weight) OVER ())::int) AS quota
 	FROM open
+),
+busy AS (
+	SELECT coalesce(jsonb_object_agg(tenant, n), '{}') AS m
+	FROM (SELECT tenant, count(*) AS n FROM tasks WHERE queue = $1 AND state = 'running' GROUP BY tenant) r
+	WHERE (SELECT sum(quota) FROM quota) > $3
 ),
 give AS (
 	SELECT tenant, room, row_number() OVER w AS ord,
 		greatest(least(quota, $3 - sum(quota) OVER w + quota), 0)::int AS n
-	FROM quota
-	WINDOW w AS (ORDER BY priority, draw, tenant ROWS UNBOUNDED PRECEDING)
+	FROM (
+		SELECT tenant, room, priority, draw, quota,
+			coalesce(((SELECT m FROM busy) ->> tenant)::float8, 0) / weight AS load
+		FROM quota
+	) q
+	WINDOW w AS (ORDER BY priority, load, draw, tenant ROWS UNBOUNDED PRECEDING)
 ),
 fair AS (
 	SELECT f.id, f.tenant, f.priority, f.run_at
