@@ -83,10 +83,11 @@ const dueNow = `state IN ('queued', 'retrying') AND run_at <= coalesce($5::times
 // claimDue locks up to $3 due tasks of queue $1 (CTE due: id, priority,
 // since), shared fairly between the tenants that have due tasks:
 //
-//   - runnable: the tenants with runnable tasks in the queue, a loose index
-//     scan (one descent of tasks_runnable_tenant_idx per tenant);
-//   - heads: those with a due task (of the kinds), the priority of its
-//     most urgent one, their weight (1 without a tenant_shares row) and cap;
+//   - heads: the tenants with due tasks (of the kinds) in the queue and the
+//     priority of each one's most urgent task, by a loose index scan: one
+//     descent of tasks_runnable_tenant_idx per tenant, to the first due
+//     task of the next tenant by name;
+//   - shares: their weights (1 without a tenant_shares row) and caps;
 //   - room: for the capped ones, how many more tasks each may lease,
 //     counted under their share rows' locks by agentledger_tenant_room
 //     (only when a capped tenant has due tasks; the locks are held until
@@ -107,38 +108,37 @@ const dueNow = `state IN ('queued', 'retrying') AND run_at <= coalesce($5::times
 //     no more rows are locked than are claimed.
 //
 // With one tenant this is one LATERAL read of up to $3 rows: what the
-// claim was before fair share, plus three index descents. The OFFSET 0s
+// claim was before fair share, plus two index descents. The OFFSET 0s
 // keep the planner from flattening a subquery whose column is read several
 // times: flattened, each read became an InitPlan of its own, and the
 // claim of one task took half as long again.
-const claimDue = `runnable AS (
-	(SELECT tenant FROM tasks WHERE queue = $1 AND state IN ('queued', 'retrying') ORDER BY tenant LIMIT 1)
+const claimDue = `heads AS (
+	(SELECT tenant, priority FROM tasks
+	WHERE queue = $1 AND ` + dueNow + `
+	ORDER BY tenant, priority, run_at, id
+	LIMIT 1)
 	UNION ALL
-	SELECT (SELECT t.tenant FROM tasks t
-		WHERE t.queue = $1 AND t.state IN ('queued', 'retrying') AND t.tenant > r.tenant
-		ORDER BY t.tenant LIMIT 1)
-	FROM runnable r WHERE r.tenant IS NOT NULL
-),
-heads AS (
-	SELECT r.tenant, h.priority, coalesce(s.weight, 1) AS weight, s.max_running
-	FROM runnable r
+	SELECT n.tenant, n.priority
+	FROM heads h
 	CROSS JOIN LATERAL (
-		SELECT priority FROM tasks
-		WHERE queue = $1 AND tenant = r.tenant AND ` + dueNow + `
-		ORDER BY priority, run_at, id
+		SELECT tenant, priority FROM tasks
+		WHERE queue = $1 AND tenant > h.tenant AND ` + dueNow + `
+		ORDER BY tenant, priority, run_at, id
 		LIMIT 1
-	) h
-	LEFT JOIN tenant_shares s ON s.tenant = r.tenant
-	WHERE r.tenant IS NOT NULL
+	) n
+),
+shares AS (
+	SELECT h.tenant, h.priority, coalesce(s.weight, 1) AS weight, s.max_running
+	FROM heads h LEFT JOIN tenant_shares s ON s.tenant = h.tenant
 ),
 room AS (
 	SELECT coalesce(jsonb_object_agg(tenant, room), '{}') AS m
-	FROM agentledger_tenant_room(ARRAY(SELECT tenant FROM heads WHERE max_running IS NOT NULL))
-	WHERE EXISTS (SELECT FROM heads WHERE max_running IS NOT NULL)
+	FROM agentledger_tenant_room(ARRAY(SELECT tenant FROM shares WHERE max_running IS NOT NULL))
+	WHERE EXISTS (SELECT FROM shares WHERE max_running IS NOT NULL)
 ),
 open AS (
 	SELECT tenant, priority, weight, room FROM (
-		SELECT tenant, priority, weight, ((SELECT m FROM room) ->> tenant)::int AS room FROM heads OFFSET 0
+		SELECT tenant, priority, weight, ((SELECT m FROM room) ->> tenant)::int AS room FROM shares OFFSET 0
 	) h
 	WHERE coalesce(room, 1) > 0
 ),
