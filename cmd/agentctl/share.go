@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -143,10 +144,15 @@ func capText(maxRunning *int) string {
 	return fmt.Sprintf("at most %d running", *maxRunning)
 }
 
-// shareRow is a line of tenant share list.
+// shareRow is a line of tenant share list: a stored share, or a tenant's
+// default one (Source and UpdatedAt null).
 type shareRow struct {
-	tenants.Share
-	Running int64 `json:"running"`
+	Tenant     string     `json:"tenant"`
+	Weight     int        `json:"weight"`
+	MaxRunning *int       `json:"max_running"`
+	Running    int64      `json:"running"`
+	Source     *string    `json:"source"`
+	UpdatedAt  *time.Time `json:"updated_at"`
 }
 
 func (a *app) tenantShareList(ctx context.Context) error {
@@ -175,7 +181,7 @@ func (a *app) tenantShareList(ctx context.Context) error {
 		if r, ok := byName[name]; ok {
 			return r
 		}
-		r := &shareRow{Share: tenants.Share{Tenant: name, Weight: tenants.DefaultWeight}}
+		r := &shareRow{Tenant: name, Weight: tenants.DefaultWeight}
 		byName[name] = r
 		return r
 	}
@@ -184,7 +190,8 @@ func (a *app) tenantShareList(ctx context.Context) error {
 		add(t.Name)
 	}
 	for _, s := range shares {
-		add(s.Tenant).Share = s
+		r := add(s.Tenant)
+		r.Weight, r.MaxRunning, r.Source, r.UpdatedAt = s.Weight, s.MaxRunning, &s.Source, &s.UpdatedAt
 	}
 	for name, n := range running {
 		add(name).Running = n
@@ -203,8 +210,8 @@ func (a *app) tenantShareList(ctx context.Context) error {
 		if r.MaxRunning != nil {
 			maxRunning = strconv.Itoa(*r.MaxRunning)
 		}
-		if r.Source != "" {
-			source, updated = r.Source, stamp(r.UpdatedAt)
+		if r.Source != nil {
+			source, updated = *r.Source, stamp(*r.UpdatedAt)
 		}
 		t.row(r.Tenant, strconv.Itoa(r.Weight), maxRunning, strconv.FormatInt(r.Running, 10), source, updated)
 	}
