@@ -27,8 +27,9 @@ type ClaimParams struct {
 }
 
 // Claim leases up to p.Limit runnable tasks of p.Queue to p.Worker in one
-// statement: due queued or retrying tasks, and running tasks whose lease
-// expired (their previous attempt is closed as lease_expired). Each claimed
+// statement: due queued or retrying tasks, shared among their tenants by
+// weight and within each tenant's cap on running tasks, and running tasks
+// whose lease expired (their previous attempt is closed as lease_expired). Each claimed
 // task carries a new fencing token in LeaseToken; use Lease(task) for the
 // attempt's later writes.
 func (s *Store) Claim(ctx context.Context, p ClaimParams) ([]*agentledger.Task, error) {

@@ -6,7 +6,11 @@
 // later write of that attempt — heartbeat, succeed, fail, release, the
 // acknowledgement of a cancel — is conditioned on that token in the same
 // statement; a write whose token is stale changes nothing and returns
-// agentledger.ErrLeaseLost (invariant I2). Submission dedupe rests on a unique
+// agentledger.ErrLeaseLost (invariant I2). The claim shares its batch
+// among the tenants that have due tasks, by the weights and running caps of
+// package tenants' tenant_shares (claimDue in queries.go says how): a
+// tenant's backlog never holds another tenant's task back by more than a
+// claim round. Submission dedupe rests on a unique
 // index and INSERT … ON CONFLICT, never on a look-up first (I6).
 //
 // Queries take coalesce($now, now()) so tests can pin the database clock

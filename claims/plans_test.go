@@ -3,7 +3,9 @@ package claims
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -95,29 +97,71 @@ func TestBatchedPlansAreDrivenByIDs(t *testing.T) {
 
 // The claim reads the claim indexes by design (its rows come from the
 // queue, not from ids); what it must not do is scan the table or loop over
-// a scan, and its update must go by primary key.
+// a scan, and its update must go by primary key. Each tenant's due tasks
+// are read from that tenant's head, through tasks_runnable_tenant_idx
+// with the tenant in its condition: with statistics that saw one tenant
+// (its 2,000 tasks) and a second tenant of one task, no plan may reach the
+// second's head by reading past the first's tasks. A capped tenant brings
+// in the room function.
 func TestClaimPlanReadsTheClaimIndexes(t *testing.T) {
+	ctx := context.Background()
 	for _, size := range trapSizes {
 		conn, _, _ := plannerTrap(t, size.finished, size.running)
-		if _, err := conn.Exec(context.Background(), `INSERT INTO tasks (kind) SELECT 'noop' FROM generate_series(1, 2000)`); err != nil {
-			t.Fatal(err)
+		for _, q := range []string{
+			`INSERT INTO tasks (kind) SELECT 'noop' FROM generate_series(1, 2000)`,
+			`ANALYZE tasks`,
+			`INSERT INTO tasks (tenant, kind) VALUES ('b', 'noop'), ('c', 'noop')`,
+			`INSERT INTO tenant_shares (tenant, weight, max_running, source) VALUES ('c', 2, 5, 'operator')`,
+		} {
+			if _, err := conn.Exec(ctx, q); err != nil {
+				t.Fatal(err)
+			}
 		}
 		for _, c := range []struct{ name, sql string }{{"claim", claimSQL}, {"due-only", claimDueSQL}} {
 			for _, mode := range plancheck.Modes {
 				t.Run(size.name+"/"+c.name+"/"+mode, func(t *testing.T) {
-					plan, err := plancheck.Explain(context.Background(), conn, mode, c.sql,
+					plan, err := plancheck.Explain(ctx, conn, mode, c.sql,
 						"default", "w2", 1000, "1 minute", time.Now(), []string(nil))
 					if err != nil {
 						t.Fatal(err)
 					}
-					if err := plancheck.DrivenBy(plan, "tasks", "tasks_pkey", "tasks_runnable_idx", "tasks_leased_idx"); err != nil {
+					if err := plancheck.DrivenBy(plan, "tasks", "tasks_pkey", "tasks_runnable_tenant_idx", "tasks_leased_idx"); err != nil {
 						t.Error(err)
 					}
-					if err := plancheck.Lookups(plan, "tasks", "tasks_pkey"); err != nil {
+					if err := plancheck.Lookups(plan, "tasks", "tasks_pkey", "tasks_runnable_tenant_idx", "tasks_leased_idx"); err != nil {
+						t.Error(err)
+					}
+					if err := readsByTenant(plan); err != nil {
 						t.Error(err)
 					}
 				})
 			}
 		}
 	}
+}
+
+// readsByTenant checks that every read of tasks_runnable_tenant_idx has
+// the tenant in its index condition, but the loose scan's first descent
+// (the non-recursive side of its Recursive Union), which starts at the
+// queue's first tenant.
+func readsByTenant(plan *plancheck.Node) error {
+	var bad error
+	plan.Walk(func(n *plancheck.Node, above []*plancheck.Node) {
+		if bad != nil || n.Index != "tasks_runnable_tenant_idx" {
+			return
+		}
+		if strings.Contains(n.IndexCond, ".tenant = ") || strings.Contains(n.IndexCond, ".tenant > ") {
+			return
+		}
+		for i, p := range above {
+			if p.NodeType == "Recursive Union" && i+1 < len(above) && above[i+1].Relationship == "Outer" {
+				return
+			}
+			if p.NodeType == "Recursive Union" && i+1 == len(above) && n.Relationship == "Outer" {
+				return
+			}
+		}
+		bad = fmt.Errorf("%s of tasks_runnable_tenant_idx without a tenant in its condition (%s)\n%s", n.NodeType, n.IndexCond, plan)
+	})
+	return bad
 }

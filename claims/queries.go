@@ -72,20 +72,146 @@ func claimedFrom(src string) string {
 SELECT ` + taskColumns + ` FROM claimed ORDER BY priority, run_at, id`
 }
 
-// claimDue locks up to $3 due queued and retrying tasks of queue $1 (of
-// the kinds $6, if any), in the order they run, through tasks_runnable_idx.
-const claimDue = `due AS (
-	SELECT id, priority, run_at AS since FROM tasks, now
-	WHERE queue = $1 AND state IN ('queued', 'retrying') AND run_at <= now.t
-		AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
-	ORDER BY priority, run_at, id
-	LIMIT $3
-	FOR UPDATE OF tasks SKIP LOCKED
+// dueNow is the condition on a task of queue $1 that a claim may take
+// now: queued or retrying, due by the claim's clock, and of the kinds $6
+// (any kind when $6 is empty or NULL). Each read of it goes through
+// tasks_runnable_tenant_idx, whose (queue, tenant) prefix it narrows to
+// one tenant's tasks.
+const dueNow = `state IN ('queued', 'retrying') AND run_at <= coalesce($5::timestamptz, now())
+			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))`
+
+// claimDue locks up to $3 due tasks of queue $1 (CTE due: id, priority,
+// since), shared fairly between the tenants that have due tasks:
+//
+//   - heads: the tenants with due tasks (of the kinds) in the queue and the
+//     priority of each one's most urgent task, by a loose index scan: one
+//     descent of tasks_runnable_tenant_idx per tenant, to the first due
+//     task of the next tenant by name;
+//   - shares: their weights (1 without a tenant_shares row) and caps;
+//   - room: for the capped ones, how many more tasks each may lease,
+//     counted under their share rows' locks by agentledger_tenant_room
+//     (only when a capped tenant has due tasks; the locks are held until
+//     the claim commits, so claims of a capped tenant take turns);
+//   - give: each tenant with room gets ceil($3·w/Σw) of the batch, at
+//     most its room; when that is more than the batch (more tenants than
+//     tasks, or rounding), the tenants whose heads are the most urgent come
+//     first, then those with the fewest running tasks in the queue for
+//     their weight (busy: one read of the queue's leases, only then), and
+//     ties go by a lottery weighted by w (a draw of -ln(u)/w), so that
+//     over rounds each tenant gets its share;
+//   - fair: each tenant's quota, its most urgent tasks first, locked in a
+//     LATERAL look-up per tenant (SKIP LOCKED);
+//   - fill: what the quotas left of the batch (a tenant had fewer due
+//     tasks than its quota), from the tenants in the same order, each from
+//     after the last task it got (ends, after) and up to its remaining
+//     room. The outer LIMIT stops pulling rows once the batch is full, so
+//     no more rows are locked than are claimed.
+//
+// With one tenant this is one LATERAL read of up to $3 rows: what the
+// claim was before fair share, plus two index descents. The OFFSET 0s
+// keep the planner from flattening a subquery whose column is read several
+// times: flattened, each read became an InitPlan of its own, and the
+// claim of one task took half as long again.
+const claimDue = `heads AS (
+	(SELECT tenant, priority FROM tasks
+	WHERE queue = $1 AND ` + dueNow + `
+	ORDER BY tenant, priority, run_at, id
+	LIMIT 1)
+	UNION ALL
+	SELECT n.tenant, n.priority
+	FROM heads h
+	CROSS JOIN LATERAL (
+		SELECT tenant, priority FROM tasks
+		WHERE queue = $1 AND tenant > h.tenant AND ` + dueNow + `
+		ORDER BY tenant, priority, run_at, id
+		LIMIT 1
+	) n
+),
+shares AS (
+	SELECT h.tenant, h.priority, coalesce(s.weight, 1) AS weight, s.max_running
+	FROM heads h LEFT JOIN tenant_shares s ON s.tenant = h.tenant
+),
+room AS (
+	SELECT coalesce(jsonb_object_agg(tenant, room), '{}') AS m
+	FROM agentledger_tenant_room(ARRAY(SELECT tenant FROM shares WHERE max_running IS NOT NULL))
+	WHERE EXISTS (SELECT FROM shares WHERE max_running IS NOT NULL)
+),
+open AS (
+	SELECT tenant, priority, weight, room FROM (
+		SELECT tenant, priority, weight, ((SELECT m FROM room) ->> tenant)::int AS room FROM shares OFFSET 0
+	) h
+	WHERE coalesce(room, 1) > 0
+),
+quota AS (
+	SELECT tenant, room, priority, weight, -ln(1 - random()) / weight AS draw,
+		least(room, ceil($3 * weight::float8 / sum(weight) OVER ())::int) AS quota
+	FROM open
+),
+busy AS (
+	SELECT coalesce(jsonb_object_agg(tenant, n), '{}') AS m
+	FROM (SELECT tenant, count(*) AS n FROM tasks WHERE queue = $1 AND state = 'running' GROUP BY tenant) r
+	WHERE (SELECT sum(quota) FROM quota) > $3
+),
+give AS (
+	SELECT tenant, room, row_number() OVER w AS ord,
+		greatest(least(quota, $3 - sum(quota) OVER w + quota), 0)::int AS n
+	FROM (
+		SELECT tenant, room, priority, draw, quota,
+			coalesce(((SELECT m FROM busy) ->> tenant)::float8, 0) / weight AS load
+		FROM quota
+	) q
+	WINDOW w AS (ORDER BY priority, load, draw, tenant ROWS UNBOUNDED PRECEDING)
+),
+fair AS (
+	SELECT f.id, f.tenant, f.priority, f.run_at
+	FROM give g
+	CROSS JOIN LATERAL (
+		SELECT id, tenant, priority, run_at FROM tasks
+		WHERE queue = $1 AND tenant = g.tenant AND ` + dueNow + `
+		ORDER BY priority, run_at, id
+		LIMIT g.n
+		FOR UPDATE OF tasks SKIP LOCKED
+	) f
+	WHERE g.n > 0
+),
+-- what each tenant got of its quota: how many, and its last task
+ends AS (
+	SELECT coalesce(jsonb_object_agg(tenant, jsonb_build_object('n', n, 'p', priority, 'r', run_at, 'i', id)), '{}') AS m
+	FROM (
+		SELECT DISTINCT ON (tenant) tenant, priority, run_at, id, count(*) OVER (PARTITION BY tenant) AS n
+		FROM fair
+		ORDER BY tenant, priority DESC, run_at DESC, id DESC
+	) l
+),
+after AS (
+	SELECT tenant, ord,
+		CASE WHEN room IS NULL THEN $3 ELSE greatest(room - coalesce((e ->> 'n')::int, 0), 0) END AS n,
+		coalesce((e ->> 'p')::smallint, -32768) AS p,
+		coalesce((e ->> 'r')::timestamptz, '-infinity') AS r,
+		coalesce((e ->> 'i')::bigint, 0) AS i
+	FROM (SELECT tenant, ord, room, (SELECT m FROM ends) -> tenant AS e FROM give OFFSET 0) g
+),
+fill AS (
+	SELECT f.id, f.priority, f.run_at
+	FROM (SELECT * FROM after ORDER BY ord) g
+	CROSS JOIN LATERAL (
+		SELECT id, priority, run_at FROM tasks
+		WHERE queue = $1 AND tenant = g.tenant AND (priority, run_at, id) > (g.p, g.r, g.i) AND ` + dueNow + `
+		ORDER BY priority, run_at, id
+		LIMIT g.n
+		FOR UPDATE OF tasks SKIP LOCKED
+	) f
+	LIMIT $3 - (SELECT count(*) FROM fair)
+),
+due AS (
+	SELECT id, priority, run_at AS since FROM fair
+	UNION ALL
+	SELECT id, priority, run_at FROM fill
 )`
 
 // claimDueSQL is claimSQL without the expired leases (ClaimParams.DueOnly).
 var claimDueSQL = `/* claims.claimDue */
-WITH ` + claimNow + `,
+WITH RECURSIVE ` + claimNow + `,
 ` + claimDue + `,
 ` + claimedFrom("due")
 
@@ -96,7 +222,7 @@ WITH ` + claimNow + `,
 // Each branch reads its own partial index; the update takes its ids as an
 // array so that the plan stays an index lookup however the tables grow.
 var claimSQL = `/* claims.claim */
-WITH ` + claimNow + `,
+WITH RECURSIVE ` + claimNow + `,
 ` + claimDue + `,
 expired_leases AS (
 	SELECT id, priority, lease_expires_at AS since, attempt >= max_attempts AS exhausted,
@@ -127,19 +253,19 @@ buried AS (
 			THEN 'the lease of its last allowed attempt expired: the worker crashed or stalled'
 			ELSE 'cancelled by operator' END,
 		lease_expires_at = NULL,
-		finished_at = now.t,
-		updated_at = now.t
-	FROM expired_leases e, now
+		finished_at = (SELECT now.t FROM now),
+		updated_at = (SELECT now.t FROM now)
+	FROM expired_leases e
 	WHERE t.id = e.id AND e.exhausted
 	RETURNING t.id, t.generation, t.attempt, ` + eventColumns + `
 ),
 ` + outbox.EventsCTE("buried", "(SELECT t FROM now)") + `,
 expired AS (
 	INSERT INTO task_attempts (task_id, lease_token, attempt, generation, worker, started_at, ended_at, outcome, error)
-	SELECT e.id, e.lease_token, e.attempt, e.generation, e.lease_owner, e.attempted_at, now.t, 'lease_expired',
+	SELECT e.id, e.lease_token, e.attempt, e.generation, e.lease_owner, e.attempted_at, (SELECT now.t FROM now), 'lease_expired',
 		CASE WHEN e.exhausted THEN 'lease expired before the attempt finished; no attempts left'
 		ELSE 'lease expired before the attempt finished; task claimed again' END
-	FROM expired_leases e, now
+	FROM expired_leases e
 	WHERE e.exhausted OR e.id IN (SELECT id FROM picked)
 	` + closeConflict + `
 ),
@@ -587,3 +713,8 @@ ON CONFLICT (name) DO UPDATE SET payload_schema = EXCLUDED.payload_schema,
 
 // kindSchemaSQL reads the payload schema of kind $1.
 const kindSchemaSQL = `/* claims.kindSchema */ SELECT payload_schema FROM kinds WHERE name = $1`
+
+// runningByTenantSQL counts each tenant's running (leased) tasks: what a
+// tenant's cap bounds.
+const runningByTenantSQL = `/* claims.runningByTenant */
+SELECT tenant, count(*) FROM tasks WHERE state = 'running' GROUP BY tenant ORDER BY tenant`

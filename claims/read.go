@@ -169,3 +169,24 @@ func taskNotFound(id int64, tenant string) error {
 	}
 	return agentledger.Errorf(agentledger.CodeNotFound, "task %d not found", id)
 }
+
+// RunningByTenant returns how many tasks of each tenant are running
+// (leased) across the fleet: the figure a tenant's max_running bounds
+// (package tenants). Tenants with none are left out.
+func (s *Store) RunningByTenant(ctx context.Context) (map[string]int64, error) {
+	rows, err := s.db.Query(ctx, runningByTenantSQL)
+	if err != nil {
+		return nil, fmt.Errorf("running tasks by tenant: %w", err)
+	}
+	out := map[string]int64{}
+	var tenant string
+	var n int64
+	_, err = pgx.ForEachRow(rows, []any{&tenant, &n}, func() error {
+		out[tenant] = n
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("running tasks by tenant: %w", err)
+	}
+	return out, nil
+}

@@ -24,6 +24,7 @@ import (
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/metrics"
 	"github.com/agentledger/agentledger/migrations"
+	"github.com/agentledger/agentledger/tenants"
 	"github.com/agentledger/agentledger/tools"
 	"github.com/agentledger/agentledger/worker"
 )
@@ -106,6 +107,11 @@ type Config struct {
 	// starts (agentd's [[limit]] tables, source "config"); other targets'
 	// limits are left as stored.
 	Limits []flow.Limit
+
+	// TenantShares are stored as these tenants' shares of the claim when
+	// Run starts (agentd's [[tenant_share]] tables); other tenants' shares
+	// are left as stored.
+	TenantShares []tenants.Share
 
 	// MCPServers are MCP tool servers whose tools steps and agent tasks may
 	// call; one that cannot be reached makes only its own tools fail.
@@ -342,6 +348,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	if err := retryStart(ctx, log, "storing limits", transient, func() error {
 		return storeLimits(ctx, db.Pool, cfg, log)
+	}); err != nil {
+		return err
+	}
+	if err := retryStart(ctx, log, "storing tenant shares", transient, func() error {
+		return storeShares(ctx, db.Pool, cfg.TenantShares, log)
 	}); err != nil {
 		return err
 	}

@@ -1,5 +1,7 @@
-// Package tenants holds the tenants of the HTTP API and their bearer tokens;
-// it owns the tenants and api_tokens tables and all their SQL (queries.go).
+// Package tenants holds the tenants of the HTTP API, their bearer tokens and
+// their shares of the claim; it owns the tenants, api_tokens and
+// tenant_shares tables and all their SQL (queries.go). The claim (package
+// claims) reads tenant_shares in its own statement.
 //
 // A token is "alt_" followed by 43 characters of base64url: 32 random bytes,
 // shown once when it is created. Only its SHA-256 and its first 12

@@ -16,6 +16,7 @@
 //	agentbench effects [flags]        steps tasks with keyed HTTP effects; --replay
 //	agentbench growth [flags]         --finished N tasks, --ledger-rows N effects of history
 //	agentbench sustained [flags]      minutes at a steady rate, with the janitor and cron; per window
+//	agentbench fairshare [flags]      fair share between tenants: claim cost at N tenants, a new tenant's latency
 //	agentbench help [command]         the usage, or a command's flags
 //
 // # Database
@@ -199,6 +200,26 @@
 // writes the rows as CSV, each as its window ends; --chart PATH draws
 // throughput (with the offered rate) and p50/p99 over time, one point per
 // window, with gonum.org/v1/plot: PNG or SVG by the file's extension.
+//
+// # fairshare
+//
+// Cost: for each --tenants count (default 1,10,1000), --tasks no-op tasks
+// (default 20000) spread evenly over that many tenants (one INSERT …
+// SELECT; the one tenant is "default", as throughput's tasks are) are
+// claimed serially on one connection by Claim calls of Limit --claim-batch
+// (default 100), each followed by an untimed SucceedMany: growth's claim
+// latency at no history, so growth --finished 0 is the same measurement for
+// a build without fair share. Then as many are burnt down by one pool of
+// --concurrency and --batch, as throughput does.
+//
+// Latency: tenant a has --backlog queued tasks (default 100000, one INSERT
+// … SELECT), each holding its slot for --hold (default 5ms), and one
+// daemon of --latency-concurrency and --latency-batch (agentd's 100 and
+// 100) works them. Once the first of a's tasks started, tenant b enqueues
+// --samples single tasks (default 300) on latency's open-loop schedule at
+// --rate per second (default 50): the percentiles of b's enqueue → start,
+// and how many of a's tasks started meanwhile and were left when b's last
+// one started (the run fails if a's backlog drained first).
 //
 // # Profiling
 //

@@ -211,40 +211,12 @@ func growthRound(ctx context.Context, rdb *RunDB, ctl *pgxpool.Pool, f GrowthFla
 		return res, err
 	}
 	defer claimDB.Close()
-	store := claims.New(claimDB)
-	var claimD, succeedD []time.Duration
-	for {
-		start := time.Now()
-		tasks, err := store.Claim(ctx, claims.ClaimParams{Queue: claims.DefaultQueue, Worker: "bench-claimer",
-			Limit: f.ClaimBatch, Lease: time.Minute})
-		d := time.Since(start)
-		if err != nil {
-			return res, err
-		}
-		if len(tasks) == 0 {
-			break
-		}
-		claimD = append(claimD, d)
-		done := make([]claims.Success, len(tasks))
-		for i, t := range tasks {
-			done[i] = claims.Success{Lease: claims.LeaseOf(t)}
-		}
-		start = time.Now()
-		lost, err := store.SucceedMany(ctx, done)
-		succeedD = append(succeedD, time.Since(start))
-		if err != nil {
-			return res, err
-		}
-		if len(lost) > 0 {
-			return res, fmt.Errorf("%d leases lost while claiming serially", len(lost))
-		}
+	claimD, succeedD, err := serialClaims(ctx, claims.New(claimDB), f.ClaimBatch)
+	if err != nil {
+		return res, err
 	}
 	claimDB.Close()
 	waitDisconnected(ctx, ctl) // its backend's exit is not the burn-down's CPU
-	// The first call prepares the statement.
-	if len(claimD) > 1 {
-		claimD, succeedD = claimD[1:], succeedD[1:]
-	}
 	res.Claim, res.Succeed = Summarise(claimD), Summarise(succeedD)
 
 	// Burn-down of as many again.
@@ -263,6 +235,43 @@ func growthRound(ctx context.Context, rdb *RunDB, ctl *pgxpool.Pool, f GrowthFla
 		Out: out, ErrOut: errOut}
 	res.Burn, err = b.Run(ctx, rdb, ctl)
 	return res, err
+}
+
+// serialClaims claims the default queue's tasks on one connection, batch
+// by batch, each claim followed by an untimed SucceedMany, until none is
+// left, and returns how long each claim and each completion took (the
+// first call, which prepares the statement, left out).
+func serialClaims(ctx context.Context, store *claims.Store, batch int) (claimD, succeedD []time.Duration, err error) {
+	for {
+		start := time.Now()
+		tasks, err := store.Claim(ctx, claims.ClaimParams{Queue: claims.DefaultQueue, Worker: "bench-claimer",
+			Limit: batch, Lease: time.Minute})
+		d := time.Since(start)
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(tasks) == 0 {
+			break
+		}
+		claimD = append(claimD, d)
+		done := make([]claims.Success, len(tasks))
+		for i, t := range tasks {
+			done[i] = claims.Success{Lease: claims.LeaseOf(t)}
+		}
+		start = time.Now()
+		lost, err := store.SucceedMany(ctx, done)
+		succeedD = append(succeedD, time.Since(start))
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(lost) > 0 {
+			return nil, nil, fmt.Errorf("%d leases lost while claiming serially", len(lost))
+		}
+	}
+	if len(claimD) > 1 {
+		claimD, succeedD = claimD[1:], succeedD[1:]
+	}
+	return claimD, succeedD, nil
 }
 
 // countList is a flag holding comma-separated counts ≥ 0, with optional k

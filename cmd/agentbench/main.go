@@ -53,6 +53,8 @@ Usage:
                                     ledger.Do and Find with --ledger-rows N old effects
   agentbench sustained [flags]      a steady enqueue rate for minutes, with the janitor and cron
                                     running: throughput and latency per window, --csv, --chart
+  agentbench fairshare [flags]      fair share between tenants: the claim's cost at N tenants;
+                                    a new tenant's enqueue→start while another's backlog drains
   agentbench help [command]         show this text or a command's flags
 
 Without --database-url (or DATABASE_URL) the embedded cluster in --state-dir
@@ -87,6 +89,8 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return runGrowth(ctx, rest, out, errOut)
 	case "sustained":
 		return runSustained(ctx, rest, out, errOut)
+	case "fairshare":
+		return runFairShare(ctx, rest, out, errOut)
 	case "worker":
 		return runWorker(ctx, rest, out, errOut)
 	case "help", "-h", "-help", "--help":

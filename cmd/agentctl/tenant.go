@@ -15,17 +15,20 @@ import (
 
 func (a *app) tenantCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "tenant add|list|token|grant|revoke|show|disable|enable",
+		Use:   "tenant add|list|token|grant|revoke|show|disable|enable|share",
 		Short: "Manage the tenants of the HTTP API and their tokens",
 		Long: `A tenant is a customer of agentd's HTTP API: it authenticates with bearer
 tokens and sees only its own tasks.
 
 A token is shown once, when it is created; only its hash is stored, with its
 first 12 characters (its prefix) so that tokens can be told apart. Revoke a
-token by its id or prefix; requests bearing it are refused from then on.`,
+token by its id or prefix; requests bearing it are refused from then on.
+
+A tenant's share (tenant share) is its weight in every claim round and its
+cap on running tasks across the fleet.`,
 		Args: cobra.NoArgs,
 		RunE: a.action(func(context.Context, []string) error {
-			return usagef("tenant needs a subcommand: add, list, token, grant, revoke, show, disable or enable")
+			return usagef("tenant needs a subcommand: add, list, token, grant, revoke, show, disable, enable or share")
 		}),
 	}
 	token := &cobra.Command{
@@ -38,7 +41,7 @@ token by its id or prefix; requests bearing it are refused from then on.`,
 	}
 	token.AddCommand(a.tenantTokenCreateCmd(), a.tenantTokenListCmd(), a.tenantTokenRevokeCmd())
 	cmd.AddCommand(a.tenantAddCmd(), a.tenantListCmd(), token, a.tenantGrantCmd(), a.tenantRevokeCmd(), a.tenantShowCmd(),
-		a.tenantDisableCmd(true), a.tenantDisableCmd(false))
+		a.tenantDisableCmd(true), a.tenantDisableCmd(false), a.tenantShareCmd())
 	return cmd
 }
 

@@ -41,7 +41,7 @@ func applyFile(fs *pflag.FlagSet, getenv func(string) string, path string) error
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		if k == mcpServerKey || k == grantKey || k == limitKey {
+		if k == mcpServerKey || k == grantKey || k == limitKey || k == shareKey {
 			continue // tables, read by tablesFromFile
 		}
 		name := strings.ReplaceAll(k, "_", "-")
@@ -143,10 +143,16 @@ type fileMCPServer struct {
 //	breaker_failures = 5                    # failed calls within the window open the breaker
 //	breaker_window = "60s"                  # default 60s, with breaker_failures
 //	breaker_cooldown = "30s"                # default 30s: then one call probes
+//
+//	[[tenant_share]]                        # stored when agentd starts
+//	tenant = "acme"
+//	weight = 3                              # default 1
+//	max_running = 20                        # default: no cap
 type fileTables struct {
 	Servers []fileMCPServer          `toml:"mcp_server"`
 	Grants  map[string]*grants.Grant `toml:"grant"`
 	Limits  []fileLimit              `toml:"limit"`
+	Shares  []fileShare              `toml:"tenant_share"`
 }
 
 // tablesFromFile reads the MCP servers, the grants and the limits of
@@ -156,7 +162,10 @@ func tablesFromFile(path string, c *daemon.Config) error {
 	if c.MCPServers, c.Grants, err = serversAndGrants(path); err != nil {
 		return err
 	}
-	c.Limits, err = limitsFromFile(path)
+	if c.Limits, err = limitsFromFile(path); err != nil {
+		return err
+	}
+	c.TenantShares, err = sharesFromFile(path)
 	return err
 }
 
@@ -285,6 +294,8 @@ func serversAndGrants(path string) ([]daemon.MCPServer, map[string]*grants.Grant
 			return nil, nil, fmt.Errorf("config file %s: unknown setting %q of a grant (all, kinds, tools, hosts, channels, models, max_tokens, priority_floor)", path, k.String())
 		case len(k) > 1 && k[0] == limitKey:
 			return nil, nil, fmt.Errorf("config file %s: unknown setting %q of a limit (target, rate, burst, concurrency, tokens, breaker_failures, breaker_window, breaker_cooldown)", path, k.String())
+		case len(k) > 1 && k[0] == shareKey:
+			return nil, nil, fmt.Errorf("config file %s: unknown setting %q of a tenant share (tenant, weight, max_running)", path, k.String())
 		}
 	}
 	for tenant, g := range f.Grants {

@@ -1,0 +1,288 @@
+package claims_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/internal/testdb"
+)
+
+// backlog inserts n due no-op tasks of tenant in one statement.
+func backlog(t *testing.T, db *pgxpool.Pool, tenant string, n int) {
+	t.Helper()
+	if _, err := db.Exec(context.Background(),
+		`INSERT INTO tasks (tenant, kind, run_at) SELECT $1, 'noop', now() - interval '1 hour' FROM generate_series(1, $2)`,
+		tenant, n); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// share stores a tenant's share as agentd's config file would.
+func share(t *testing.T, db *pgxpool.Pool, tenant string, weight int, maxRunning *int) {
+	t.Helper()
+	if _, err := db.Exec(context.Background(),
+		`INSERT INTO tenant_shares (tenant, weight, max_running, source) VALUES ($1, $2, $3, 'config')
+		 ON CONFLICT (tenant) DO UPDATE SET weight = EXCLUDED.weight, max_running = EXCLUDED.max_running`,
+		tenant, weight, maxRunning); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// byTenant counts tasks by tenant.
+func byTenant(tasks []*agentledger.Task) map[string]int {
+	out := map[string]int{}
+	for _, t := range tasks {
+		out[t.Tenant]++
+	}
+	return out
+}
+
+func claimBatch(t *testing.T, s *claims.Store, n int, dueOnly bool) []*agentledger.Task {
+	t.Helper()
+	got, err := s.Claim(context.Background(), claims.ClaimParams{Queue: "default", Worker: "w", Limit: n,
+		Lease: time.Minute, DueOnly: dueOnly})
+	if err != nil {
+		t.Fatalf("claim: %v", err)
+	}
+	return got
+}
+
+// Tenant A has 100,000 tasks queued; tenant B submits one afterwards: B's
+// task is in the very next claim batch, whichever claim runs, and the rest
+// of the batch is A's (the claim leaves no slot empty while A has work).
+func TestFairShareTakesANewTenantInTheNextBatch(t *testing.T) {
+	t.Parallel()
+	for _, dueOnly := range []bool{false, true} {
+		t.Run(fmt.Sprintf("dueOnly=%v", dueOnly), func(t *testing.T) {
+			t.Parallel()
+			db := testdb.New(t)
+			s := claims.New(db)
+			backlog(t, db, "a", 100_000)
+			if _, err := db.Exec(context.Background(), "ANALYZE tasks"); err != nil {
+				t.Fatal(err)
+			}
+			b := enqueue(t, s, claims.EnqueueParams{Tenant: "b"})
+
+			got := claimBatch(t, s, 10, dueOnly)
+			if n := byTenant(got); n["b"] != 1 || n["a"] != 9 {
+				t.Fatalf("the batch after B's submission: %v, want B's task and 9 of A's", n)
+			}
+			for _, task := range got {
+				if task.Tenant == "b" && task.ID != b.ID {
+					t.Fatalf("claimed B's task %d, want %d", task.ID, b.ID)
+				}
+			}
+			if n := byTenant(claimBatch(t, s, 10, dueOnly)); n["a"] != 10 {
+				t.Fatalf("the next batch: %v, want 10 of A's", n)
+			}
+		})
+	}
+}
+
+// When the batch cannot give every tenant a task, the tenants with the
+// fewest running tasks for their weight come first: a batch of one goes to
+// B, new and idle, not to A, which already runs five; with weight 4, A's
+// five count less than B's two.
+func TestFairShareServesTheLeastBusyTenantFirst(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	s := claims.New(db)
+	backlog(t, db, "a", 100)
+	if n := byTenant(claimBatch(t, s, 5, true)); n["a"] != 5 {
+		t.Fatalf("A alone: %v, want 5 of A's", n)
+	}
+	for i := range 3 {
+		enqueue(t, s, claims.EnqueueParams{Tenant: "b", SubmissionKey: fmt.Sprint("b", i)})
+	}
+	for round := range 2 {
+		if n := byTenant(claimBatch(t, s, 1, round == 0)); n["b"] != 1 {
+			t.Fatalf("a batch of one with A running 5 and B %d: %v, want B's", round, n)
+		}
+	}
+	share(t, db, "a", 4, nil) // 5 running / 4 < 2 running / 1
+	if n := byTenant(claimBatch(t, s, 1, true)); n["a"] != 1 {
+		t.Fatalf("A of weight 4 running 5, B of weight 1 running 2: %v, want A's", n)
+	}
+}
+
+// Weights share a batch among the tenants that have due tasks: 3 to 1 of a
+// batch of 8 is 6 and 2; a tenant with fewer due tasks than its share
+// leaves the rest to the others.
+func TestFairShareFollowsWeights(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	s := claims.New(db)
+	backlog(t, db, "a", 100)
+	backlog(t, db, "b", 100)
+	backlog(t, db, "c", 1)
+	share(t, db, "a", 3, nil)
+
+	// a: ceil(10·3/5) = 6, b: ceil(10/5) = 2, c: 1 of its 2; the slot c
+	// leaves goes to a or b (by the weighted lottery).
+	if n := byTenant(claimBatch(t, s, 10, true)); n["a"] < 6 || n["b"] < 2 || n["a"]+n["b"] != 9 || n["c"] != 1 {
+		t.Fatalf("3:1:1 of 10 with c holding one task: %v, want a 6, b 2, c 1 and one more of a or b", n)
+	}
+	if n := byTenant(claimBatch(t, s, 8, true)); n["a"] != 6 || n["b"] != 2 {
+		t.Fatalf("3:1 of 8: %v, want a 6, b 2", n)
+	}
+}
+
+// More tenants than the batch holds: each claim takes one task of as many
+// tenants as it holds, and over rounds every tenant gets its turn.
+func TestFairShareRotatesManyTenants(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	s := claims.New(db)
+	for i := range 20 {
+		backlog(t, db, fmt.Sprintf("t%02d", i), 5)
+	}
+	seen := map[string]int{}
+	for range 5 {
+		n := byTenant(claimBatch(t, s, 4, true))
+		if len(n) != 4 {
+			t.Fatalf("a batch of 4 among 20 tenants: %v, want one task of each of 4 tenants", n)
+		}
+		for k, v := range n {
+			seen[k] += v
+		}
+	}
+	if len(seen) < 8 {
+		t.Errorf("5 batches of 4 reached %d of 20 tenants: %v", len(seen), seen)
+	}
+}
+
+// A tenant's cap bounds its running tasks: the claim takes what is left of
+// it, gives the rest of the batch to the others, and takes more once a
+// task finishes.
+func TestFairShareCapsRunningTasks(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	s := claims.New(db)
+	backlog(t, db, "a", 50)
+	backlog(t, db, "b", 50)
+	three := 3
+	share(t, db, "a", 5, &three)
+
+	got := claimBatch(t, s, 10, false)
+	if n := byTenant(got); n["a"] != 3 || n["b"] != 7 {
+		t.Fatalf("a capped at 3: %v, want a 3, b 7", n)
+	}
+	if n := byTenant(claimBatch(t, s, 10, true)); n["a"] != 0 || n["b"] != 10 {
+		t.Fatalf("a at its cap: %v, want b 10 only", n)
+	}
+	for _, task := range got {
+		if task.Tenant == "a" {
+			if err := s.Succeed(context.Background(), claims.LeaseOf(task), raw(`{}`)); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	if n := byTenant(claimBatch(t, s, 10, true)); n["a"] != 1 || n["b"] != 9 {
+		t.Fatalf("one of a's finished: %v, want a 1, b 9", n)
+	}
+}
+
+// The cap holds under concurrent claims: 16 connections claim and finish
+// tasks of two tenants as fast as they can, and tenant a, capped at 5, never
+// has more than 5 tasks leased at once — not by the claims' own count
+// (increased once a claim returns, decreased before its task's completion
+// is sent, so never above the database's), nor in any snapshot a watcher
+// takes.
+func TestFairShareCapHoldsUnderConcurrentClaims(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cfg, err := pgxpool.ParseConfig(testdb.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const workers, capA, tasks = 16, 5, 1500
+	cfg.MaxConns = workers + 2
+	db, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	backlog(t, db, "a", tasks)
+	backlog(t, db, "b", tasks)
+	capped := capA
+	share(t, db, "a", 3, &capped)
+
+	var leased, most atomic.Int64
+	var done atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, workers+1)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s := claims.New(db)
+			rng := rand.New(rand.NewPCG(uint64(w), 1))
+			for done.Load() < 2*tasks {
+				got, err := s.Claim(ctx, claims.ClaimParams{Queue: "default", Worker: fmt.Sprint("w", w),
+					Limit: 1 + rng.IntN(4), Lease: time.Minute, DueOnly: rng.IntN(2) == 0})
+				if err != nil {
+					errs <- err
+					return
+				}
+				for _, task := range got {
+					if task.Tenant == "a" {
+						n := leased.Add(1)
+						for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+						}
+					}
+				}
+				for _, task := range got {
+					if task.Tenant == "a" {
+						leased.Add(-1)
+					}
+					if err := s.Succeed(ctx, claims.LeaseOf(task), raw(`{}`)); err != nil {
+						errs <- err
+						return
+					}
+					done.Add(1)
+				}
+			}
+		}()
+	}
+	stop := make(chan struct{})
+	var watched, watchMost int64
+	go func() {
+		defer close(errs)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			var n int64
+			if err := db.QueryRow(ctx, `SELECT count(*) FROM tasks WHERE tenant = 'a' AND state = 'running'`).Scan(&n); err != nil {
+				errs <- err
+				return
+			}
+			watched++
+			watchMost = max(watchMost, n)
+		}
+	}()
+	wg.Wait()
+	close(stop)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if m := most.Load(); m > capA || watchMost > capA {
+		t.Fatalf("tenant a, capped at %d, had %d tasks leased at once (the watcher saw %d)", capA, m, watchMost)
+	}
+	if most.Load() < 2 {
+		t.Errorf("tenant a never had more than %d task leased: the test did not contend", most.Load())
+	}
+	t.Logf("tenant a: at most %d leased by the claims' count, %d in %d snapshots", most.Load(), watchMost, watched)
+}

@@ -1,0 +1,47 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"testing"
+
+	"github.com/agentledger/agentledger/internal/testdb"
+	"github.com/agentledger/agentledger/tenants"
+)
+
+// agentd stores its [[tenant_share]] tables when it starts, replacing
+// those tenants' shares (an operator's included) and leaving the others.
+func TestStoreShares(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	store := tenants.NewStore(db)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for _, n := range []string{"acme", "globex"} {
+		if _, err := store.CreateTenant(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := store.PutShare(ctx, tenants.Share{Tenant: n, Weight: 7, Source: tenants.SourceOperator}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	twenty := 20
+	if err := storeShares(ctx, db, []tenants.Share{{Tenant: "acme", Weight: 3, MaxRunning: &twenty}, {Tenant: "soon", Weight: 2}}, log); err != nil {
+		t.Fatal(err)
+	}
+	got, err := store.Shares(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || got[0].Tenant != "acme" || got[0].Weight != 3 || *got[0].MaxRunning != 20 || got[0].Source != tenants.SourceConfig ||
+		got[1].Tenant != "globex" || got[1].Weight != 7 || got[1].Source != tenants.SourceOperator ||
+		got[2].Tenant != "soon" || got[2].Source != tenants.SourceConfig {
+		t.Fatalf("shares %+v", got)
+	}
+	var ce *ConfigError
+	if err := storeShares(ctx, db, []tenants.Share{{Tenant: "acme", Weight: 0}}, log); !errors.As(err, &ce) {
+		t.Fatalf("a bad share: %v, want a ConfigError", err)
+	}
+}

@@ -1,0 +1,112 @@
+package tenants
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/agentledger/agentledger"
+)
+
+// Share is a tenant's part of the claim (the tenant_shares table, read by
+// package claims): when several tenants have due tasks in a queue, each
+// claim round gives each of them Weight shares of its batch, and the
+// tenant never has more than MaxRunning tasks running (leased) across the
+// fleet. A tenant without a stored share has weight 1 and no cap.
+type Share struct {
+	Tenant string `json:"tenant"`
+	Weight int    `json:"weight"`
+	// MaxRunning caps the tenant's running tasks; nil: no cap.
+	MaxRunning *int      `json:"max_running"`
+	Source     string    `json:"source"` // SourceOperator or SourceConfig
+	UpdatedAt  time.Time `json:"updated_at"`
+}
+
+// Where a share was set.
+const (
+	SourceOperator = "operator" // agentctl tenant share set
+	SourceConfig   = "config"   // agentd's config file, stored when it starts
+)
+
+// MaxWeight is the largest weight: a tenant of weight 10,000 next to one of
+// weight 1 gets all but one task of a batch of 10,000.
+const MaxWeight = 10_000
+
+// DefaultWeight is the weight of a tenant without a share.
+const DefaultWeight = 1
+
+// Check returns an agentledger.ErrInvalid error naming the field at fault
+// (tenant, weight or max_running).
+func (s Share) Check() error {
+	var ie *agentledger.InvalidError
+	if err := CheckName(s.Tenant); errors.As(err, &ie) {
+		return agentledger.Invalid("tenant", "%s", ie.Problem)
+	}
+	if s.Weight < 1 || s.Weight > MaxWeight {
+		return agentledger.Invalid("weight", "%d must be between 1 and %d", s.Weight, MaxWeight)
+	}
+	if s.MaxRunning != nil && *s.MaxRunning < 1 {
+		return agentledger.Invalid("max_running", "%d must be at least 1 (leave it out for no cap)", *s.MaxRunning)
+	}
+	if s.Source != SourceOperator && s.Source != SourceConfig {
+		return agentledger.Invalid("source", "%q is neither %q nor %q", s.Source, SourceOperator, SourceConfig)
+	}
+	return nil
+}
+
+// PutShare stores s, replacing the tenant's share. Claims obey it from
+// their next round on, in every daemon. Errors: agentledger.ErrInvalid
+// (Check), agentledger.ErrNotFound for an operator's share of a tenant that
+// does not exist (agentledger.OperatorTenant always does); a configured
+// share is stored for a tenant to come.
+func (st *Store) PutShare(ctx context.Context, s Share) (Share, error) {
+	if err := s.Check(); err != nil {
+		return Share{}, err
+	}
+	rows, err := st.db.Query(ctx, putShareSQL, s.Tenant, s.Weight, s.MaxRunning, s.Source,
+		agentledger.OperatorTenant, s.Source == SourceConfig)
+	if err != nil {
+		return Share{}, fmt.Errorf("share of tenant %q: %w", s.Tenant, err)
+	}
+	got, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByPos[Share])
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Share{}, agentledger.Errorf(agentledger.CodeNotFound, "tenant %q does not exist", s.Tenant)
+	}
+	if err != nil {
+		return Share{}, fmt.Errorf("share of tenant %q: %w", s.Tenant, err)
+	}
+	return got, nil
+}
+
+// DeleteShare removes tenant's share: it has weight 1 and no cap again.
+// Errors: agentledger.ErrNotFound when none is stored.
+func (st *Store) DeleteShare(ctx context.Context, tenant string) (Share, error) {
+	rows, err := st.db.Query(ctx, deleteShareSQL, tenant)
+	if err != nil {
+		return Share{}, fmt.Errorf("share of tenant %q: %w", tenant, err)
+	}
+	got, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByPos[Share])
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Share{}, agentledger.Errorf(agentledger.CodeNotFound, "tenant %q has no share stored", tenant)
+	}
+	if err != nil {
+		return Share{}, fmt.Errorf("share of tenant %q: %w", tenant, err)
+	}
+	return got, nil
+}
+
+// Shares returns the stored shares by tenant.
+func (st *Store) Shares(ctx context.Context) ([]Share, error) {
+	rows, err := st.db.Query(ctx, listSharesSQL)
+	if err != nil {
+		return nil, fmt.Errorf("shares: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[Share])
+	if err != nil {
+		return nil, fmt.Errorf("shares: %w", err)
+	}
+	return out, nil
+}
