@@ -156,23 +156,12 @@ func (v *breakerView) wait(b *Breaker) (time.Duration, string) {
 	}
 	why := fmt.Sprintf("%s: circuit open until %s", v.Target, clock(until))
 	if b != nil {
-		why += fmt.Sprintf(", %d failures in %s", v.Failures, span(b.Window))
+		why += fmt.Sprintf(", %d failures in %s", v.Failures, Span(b.Window))
 	}
 	if v.LastError != "" {
 		why += " (last: " + v.LastError + ")"
 	}
 	return wait, why
-}
-
-// span writes a window as operators read it: "60 s", "5 min".
-func span(d time.Duration) string {
-	switch {
-	case d >= time.Minute && d%time.Minute == 0:
-		return fmt.Sprintf("%d min", d/time.Minute)
-	case d >= time.Second && d%time.Second == 0:
-		return fmt.Sprintf("%d s", d/time.Second)
-	}
-	return d.String()
 }
 
 // breakerCache is what a Limiter knows of the breakers that are not

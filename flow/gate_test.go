@@ -145,7 +145,7 @@ func TestBreakerOpensProbesAndCloses(t *testing.T) {
 	p.Succeeded() // an answer: not a failure, and no reset of the window
 	p, _ = a.Admit(ctx, target, time.Minute)
 	if err := p.Failed("503 Service Unavailable"); !errors.As(err, &d) ||
-		!strings.Contains(d.Reason, "circuit open until") || !strings.Contains(d.Reason, "3 failures in 1 min (last: 503 Service Unavailable)") {
+		!strings.Contains(d.Reason, "circuit open until") || !strings.Contains(d.Reason, "3 failures in 60s (last: 503 Service Unavailable)") {
 		t.Fatalf("third failure: %v", err)
 	}
 	if opens.Load() != 1 {

@@ -2,6 +2,8 @@ package flow
 
 import (
 	"encoding/json"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/agentledger/agentledger"
@@ -48,6 +50,26 @@ type Breaker struct {
 	Failures int           `json:"failures"`
 	Window   time.Duration `json:"window"`
 	Cooldown time.Duration `json:"cooldown"`
+}
+
+// String spells the breaker as operators read it: "5 in 60s, cool-down 30s".
+func (b Breaker) String() string {
+	return fmt.Sprintf("%d in %s, cool-down %s", b.Failures, Span(b.Window), Span(b.Cooldown))
+}
+
+// Span writes a duration short: 60s, 90s, 5m, 1h30m, 1.5s, 250ms.
+func Span(d time.Duration) string {
+	if d < 2*time.Minute && d >= time.Second && d%time.Second == 0 {
+		return fmt.Sprintf("%ds", d/time.Second)
+	}
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // breakerJSON is a Breaker as JSON: durations as Go writes them ("1m0s").

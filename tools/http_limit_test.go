@@ -80,7 +80,7 @@ func TestHTTPBreaker(t *testing.T) {
 		t.Fatalf("second 503: %v, want a wait for the breaker", err)
 	}
 	_, err = tools.Invoke(ctx, e.Ledger, tool, call(task, "tool/0", post(srv.URL+"/charges")))
-	if !errors.As(err, &d) || !strings.Contains(d.Reason, "2 failures in 1 min (last: HTTP 503)") || srv.Hits() != 2 {
+	if !errors.As(err, &d) || !strings.Contains(d.Reason, "2 failures in 60s (last: HTTP 503)") || srv.Hits() != 2 {
 		t.Fatalf("while open: %v, %d hits (want 2)", err, srv.Hits())
 	}
 	if n := e.count(`SELECT count(*) FROM ledger`); n != 0 {

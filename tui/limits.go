@@ -256,22 +256,7 @@ func breakerConf(b *flow.Breaker) string {
 	if b == nil {
 		return ""
 	}
-	return fmt.Sprintf("%d in %s, %s", b.Failures, shortSpan(b.Window), shortSpan(b.Cooldown))
-}
-
-// shortSpan writes a duration short: 60s, 90s, 5m, 1h30m, 250ms.
-func shortSpan(d time.Duration) string {
-	if d < 2*time.Minute && d >= time.Second && d%time.Second == 0 {
-		return fmt.Sprintf("%ds", d/time.Second)
-	}
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
+	return fmt.Sprintf("%d in %s, %s", b.Failures, flow.Span(b.Window), flow.Span(b.Cooldown))
 }
 
 // kindOf is the kind of a stored, normalised target.

@@ -165,9 +165,9 @@ func (f *limitFlags) breaker() (*flow.Breaker, error) {
 	case f.failures < 1 || f.failures > flow.MaxN:
 		return nil, agentledger.Invalid("--breaker-failures", "%d must be 1..%d failed calls", f.failures, flow.MaxN)
 	case f.window < time.Millisecond || f.window > flow.MaxBreakerWindow:
-		return nil, agentledger.Invalid("--breaker-window", "%s must be 1ms..%s", f.window, span(flow.MaxBreakerWindow))
+		return nil, agentledger.Invalid("--breaker-window", "%s must be 1ms..%s", f.window, flow.Span(flow.MaxBreakerWindow))
 	case f.cooldown < time.Millisecond || f.cooldown > flow.MaxBreakerWindow:
-		return nil, agentledger.Invalid("--breaker-cooldown", "%s must be 1ms..%s", f.cooldown, span(flow.MaxBreakerWindow))
+		return nil, agentledger.Invalid("--breaker-cooldown", "%s must be 1ms..%s", f.cooldown, flow.Span(flow.MaxBreakerWindow))
 	}
 	return &flow.Breaker{Failures: f.failures, Window: f.window, Cooldown: f.cooldown}, nil
 }
@@ -280,22 +280,7 @@ func threshold(b *flow.Breaker) string {
 	if b == nil {
 		return ""
 	}
-	return fmt.Sprintf("%d in %s, cool-down %s", b.Failures, span(b.Window), span(b.Cooldown))
-}
-
-// span spells a duration short: 60s, 90s, 5m, 1h30m, 1.5s, 250ms.
-func span(d time.Duration) string {
-	if d < 2*time.Minute && d >= time.Second && d%time.Second == 0 {
-		return fmt.Sprintf("%ds", d/time.Second)
-	}
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
+	return b.String()
 }
 
 func (a *app) limitList(ctx context.Context) error {
