@@ -79,17 +79,11 @@ func runEffects(ctx context.Context, args []string, out, errOut io.Writer) error
 	fs.StringVar(&f.LimitRate, "limit-rate", "", "a fleet-wide rate limit on the downstream's origin (e.g. 1000000/s): every http_request call books it "+
 		"(and with --tool custom every charge call, timed: take p50/p99); empty: no limit")
 	fs.IntVar(&f.LimitBurst, "limit-burst", 1000, "the burst of --limit-rate")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, &f.CommonFlags); err != nil {
 		return err
 	}
 	if f.Tool != "builtin" && f.Tool != "custom" {
 		return fmt.Errorf("--tool %q: give builtin or custom", f.Tool)
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %v", fs.Args())
-	}
-	if err := f.check(); err != nil {
-		return err
 	}
 	if f.Tasks <= 0 || f.InsertBatch <= 0 || f.Concurrency <= 0 || f.Batch <= 0 || f.MaxConns <= 0 || f.Repeat <= 0 {
 		return errors.New("--tasks, --insert-batch, --concurrency, --batch, --max-conns and --repeat must be positive")

@@ -80,13 +80,7 @@ func runFairShare(ctx context.Context, args []string, out, errOut io.Writer) err
 	fs.IntVar(&f.LatBatch, "latency-batch", 100, "latency run: the daemon's claim batch (agentd's default)")
 	fs.BoolVar(&f.SkipCost, "no-cost", false, "skip the cost runs")
 	fs.BoolVar(&f.SkipLatency, "no-latency", false, "skip the latency run")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %v", fs.Args())
-	}
-	if err := f.check(); err != nil {
+	if err := parseFlags(fs, args, &f.CommonFlags); err != nil {
 		return err
 	}
 	if f.Tasks <= 0 || f.ClaimBatch <= 0 || f.Concurrency <= 0 || f.Batch <= 0 || f.MaxConns <= 0 || f.Repeat <= 0 ||

@@ -64,13 +64,7 @@ func runGrowth(ctx context.Context, args []string, out, errOut io.Writer) error 
 	fs.IntVar(&f.Rounds, "rounds", 1, "finished-task runs: measurements (claims, then a burn-down) per filled database, "+
 		"each on new connections after a fresh VACUUM ANALYZE, so each draws its plans anew")
 	fs.IntVar(&f.FindSamples, "find-samples", 3, "ledger runs: timed ledger.Find calls by key (each may scan the table)")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %v", fs.Args())
-	}
-	if err := f.check(); err != nil {
+	if err := parseFlags(fs, args, &f.CommonFlags); err != nil {
 		return err
 	}
 	if f.Tasks <= 0 || f.InsertBatch <= 0 || f.ClaimBatch <= 0 || f.Concurrency <= 0 || f.Batch <= 0 ||

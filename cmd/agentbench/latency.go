@@ -71,13 +71,7 @@ func runLatency(ctx context.Context, args []string, out, errOut io.Writer) error
 	fs.DurationVar(&f.Cooldown, "claim-cooldown", 0, "the pool's claim cooldown (0: the worker default, 500µs; negative: none)")
 	fs.BoolVar(&f.PollOnly, "poll-only", false, "disable LISTEN/NOTIFY: wake-ups by polling only")
 	fs.BoolVar(&f.Both, "both", false, "run with LISTEN/NOTIFY, then --poll-only, and report both")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %v", fs.Args())
-	}
-	if err := f.check(); err != nil {
+	if err := parseFlags(fs, args, &f.CommonFlags); err != nil {
 		return err
 	}
 	if f.Rate <= 0 || f.Duration <= 0 || f.Enqueuers <= 0 || f.Concurrency <= 0 || f.Warmup < 0 || f.Batch < 0 {

@@ -130,6 +130,18 @@ func (c *CommonFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.LogLevel, "log-level", "warn", "worker log level: debug, info, warn or error")
 }
 
+// parseFlags parses a command's arguments, which must all be flags, and
+// checks the common ones.
+func parseFlags(fs *flag.FlagSet, args []string, c *CommonFlags) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %v", fs.Args())
+	}
+	return c.check()
+}
+
 func (c *CommonFlags) check() error {
 	if c.Reset != "template" && c.Reset != "truncate" {
 		return fmt.Errorf("--reset must be template or truncate, not %q", c.Reset)

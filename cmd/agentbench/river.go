@@ -79,13 +79,7 @@ func runRiver(ctx context.Context, args []string, out, errOut io.Writer) error {
 		"River's FetchPollInterval (River's own benchmark uses 20ms; the client's default is 1s)")
 	fs.IntVar(&f.MaxConns, "max-conns", 8, "connection pool size of the River client (as for one worker pool of throughput)")
 	fs.IntVar(&f.Repeat, "repeat", 1, "run the whole sweep this many times")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %v", fs.Args())
-	}
-	if err := f.check(); err != nil {
+	if err := parseFlags(fs, args, &f.CommonFlags); err != nil {
 		return err
 	}
 	if f.Tasks <= 0 || f.InsertBatch <= 0 || f.Repeat <= 0 || f.MaxConns <= 0 {

@@ -65,13 +65,7 @@ func runRiverLatency(ctx context.Context, args []string, out, errOut io.Writer) 
 	fs.DurationVar(&f.FetchPollInterval, "fetch-poll-interval", time.Second, "River's FetchPollInterval (the client's default 1s)")
 	fs.BoolVar(&f.PollOnly, "poll-only", false, "River's PollOnly: no LISTEN/NOTIFY")
 	fs.IntVar(&f.MaxConns, "max-conns", 8, "connection pool size of the working client")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %v", fs.Args())
-	}
-	if err := f.check(); err != nil {
+	if err := parseFlags(fs, args, &f.CommonFlags); err != nil {
 		return err
 	}
 	if f.Rate <= 0 || f.Duration <= 0 || f.Enqueuers <= 0 || f.MaxWorkers <= 0 || f.Warmup < 0 || f.MaxConns <= 0 {

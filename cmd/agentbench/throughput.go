@@ -88,13 +88,7 @@ func runThroughput(ctx context.Context, args []string, out, errOut io.Writer) er
 	fs.Var(&f.Batch, "batch", "comma-separated claim batch sizes to sweep (skipped when above the concurrency)")
 	fs.IntVar(&f.MaxConns, "max-conns", 8, "connection pool size of each worker pool")
 	fs.IntVar(&f.Repeat, "repeat", 1, "run the whole sweep this many times")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %v", fs.Args())
-	}
-	if err := f.check(); err != nil {
+	if err := parseFlags(fs, args, &f.CommonFlags); err != nil {
 		return err
 	}
 	if f.Tasks <= 0 || f.InsertBatch <= 0 || f.Repeat <= 0 || f.MaxConns <= 0 {
