@@ -88,11 +88,7 @@ func runEffects(ctx context.Context, args []string, out, errOut io.Writer) error
 	if f.Tasks <= 0 || f.InsertBatch <= 0 || f.Concurrency <= 0 || f.Batch <= 0 || f.MaxConns <= 0 || f.Repeat <= 0 {
 		return errors.New("--tasks, --insert-batch, --concurrency, --batch, --max-conns and --repeat must be positive")
 	}
-	log, err := f.logger(errOut)
-	if err != nil {
-		return err
-	}
-	srv, err := openServer(ctx, f.CommonFlags)
+	srv, log, err := f.open(ctx, errOut)
 	if err != nil {
 		return err
 	}

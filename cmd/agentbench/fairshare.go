@@ -88,11 +88,7 @@ func runFairShare(ctx context.Context, args []string, out, errOut io.Writer) err
 		return errors.New("--tasks, --claim-batch, --concurrency, --batch, --max-conns, --repeat, --backlog, --samples, " +
 			"--rate, --latency-concurrency and --latency-batch must be positive, --hold not negative")
 	}
-	log, err := f.logger(errOut)
-	if err != nil {
-		return err
-	}
-	srv, err := openServer(ctx, f.CommonFlags)
+	srv, log, err := f.open(ctx, errOut)
 	if err != nil {
 		return err
 	}

@@ -74,11 +74,7 @@ func runGrowth(ctx context.Context, args []string, out, errOut io.Writer) error 
 	if len(f.LedgerRows) > 0 && !flagSet(fs, "finished") {
 		f.Finished = nil
 	}
-	log, err := f.logger(errOut)
-	if err != nil {
-		return err
-	}
-	srv, err := openServer(ctx, f.CommonFlags)
+	srv, log, err := f.open(ctx, errOut)
 	if err != nil {
 		return err
 	}

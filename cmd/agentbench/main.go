@@ -130,6 +130,20 @@ func (c *CommonFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.LogLevel, "log-level", "warn", "worker log level: debug, info, warn or error")
 }
 
+// open returns a command's logger and the server it benchmarks (close
+// it when done).
+func (c *CommonFlags) open(ctx context.Context, errOut io.Writer) (*Server, *slog.Logger, error) {
+	log, err := c.logger(errOut)
+	if err != nil {
+		return nil, nil, err
+	}
+	srv, err := openServer(ctx, *c)
+	if err != nil {
+		return nil, nil, err
+	}
+	return srv, log, nil
+}
+
 // parseFlags parses a command's arguments, which must all be flags, and
 // checks the common ones.
 func parseFlags(fs *flag.FlagSet, args []string, c *CommonFlags) error {

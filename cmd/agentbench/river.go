@@ -88,11 +88,7 @@ func runRiver(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if f.FetchCooldown < river.FetchCooldownMin || f.FetchPollInterval < river.FetchPollIntervalMin {
 		return errors.New("--fetch-cooldown and --fetch-poll-interval must be at least 1ms")
 	}
-	log, err := f.logger(errOut)
-	if err != nil {
-		return err
-	}
-	srv, err := openServer(ctx, f.CommonFlags)
+	srv, log, err := f.open(ctx, errOut)
 	if err != nil {
 		return err
 	}

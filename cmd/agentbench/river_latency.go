@@ -82,11 +82,7 @@ func runRiverLatency(ctx context.Context, args []string, out, errOut io.Writer) 
 	if f.FetchPollInterval < river.FetchPollIntervalMin {
 		return errors.New("--fetch-poll-interval must be at least 1ms")
 	}
-	log, err := f.logger(errOut)
-	if err != nil {
-		return err
-	}
-	srv, err := openServer(ctx, f.CommonFlags)
+	srv, log, err := f.open(ctx, errOut)
 	if err != nil {
 		return err
 	}
