@@ -4,7 +4,9 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"strings"
 	"syscall"
+	"testing"
 	"time"
 )
 
@@ -133,5 +135,21 @@ func (d *daemon) stop() {
 	case <-time.After(20 * time.Second):
 		_ = cmd.Process.Signal(syscall.SIGKILL)
 		<-exited
+	}
+}
+
+// stopAll stops the daemons and, when the test failed, logs the last
+// lines of each one's log.
+func stopAll(t *testing.T, daemons []*daemon) {
+	for _, d := range daemons {
+		d.stop()
+	}
+	if !t.Failed() {
+		return
+	}
+	for _, d := range daemons {
+		b, _ := os.ReadFile(d.log)
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		t.Logf("last lines of %s:\n%s", d.name, strings.Join(lines[max(0, len(lines)-15):], "\n"))
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/url"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -95,18 +94,7 @@ func TestFleetFlowControl(t *testing.T) {
 		must(t, d.start())
 		daemons = append(daemons, d)
 	}
-	defer func() {
-		for _, d := range daemons {
-			d.stop()
-		}
-		if t.Failed() {
-			for _, d := range daemons {
-				b, _ := os.ReadFile(d.log)
-				lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-				t.Logf("last lines of %s:\n%s", d.name, strings.Join(lines[max(0, len(lines)-15):], "\n"))
-			}
-		}
-	}()
+	defer stopAll(t, daemons)
 	up := time.AfterFunc(outage, func() { flaky.SetDown(false) })
 	defer up.Stop()
 

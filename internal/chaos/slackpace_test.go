@@ -3,7 +3,6 @@ package chaos
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -68,18 +67,7 @@ func TestSlackFleetPacing(t *testing.T) {
 		must(t, d.start())
 		daemons = append(daemons, d)
 	}
-	defer func() {
-		for _, d := range daemons {
-			d.stop()
-		}
-		if t.Failed() {
-			for _, d := range daemons {
-				b, _ := os.ReadFile(d.log)
-				lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-				t.Logf("last lines of %s:\n%s", d.name, strings.Join(lines[max(0, len(lines)-15):], "\n"))
-			}
-		}
-	}()
+	defer stopAll(t, daemons)
 
 	// At 50 a minute per channel, with a minute to spare.
 	limit := time.Duration(perChannel)*1200*time.Millisecond + 90*time.Second
