@@ -3,8 +3,8 @@ package chaos
 import (
 	"os"
 	"os/exec"
-	"sync"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
