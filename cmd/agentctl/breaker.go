@@ -204,11 +204,7 @@ func (a *app) breakerList(ctx context.Context) error {
 		return err
 	}
 	rows := breakerRows(ls, states, now)
-	if a.wantJSON() {
-		return printJSON(a.stdout, rows)
-	}
-	if len(rows) == 0 {
-		_, err := fmt.Fprintln(a.stderr, "no breakers: none configured (agentctl limit set … --breaker-failures N), none opened")
+	if done, err := listed(a, rows, "no breakers: none configured (agentctl limit set … --breaker-failures N), none opened"); done {
 		return err
 	}
 	t := newTable(a.stdout, "TARGET", "STATE", "FAILURES", "OPEN-UNTIL", "OPENS", "THRESHOLD", "LAST-ERROR")

@@ -292,14 +292,7 @@ func (a *app) limitList(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if a.wantJSON() {
-		if ls == nil {
-			ls = []flow.Limit{}
-		}
-		return printJSON(a.stdout, ls)
-	}
-	if len(ls) == 0 {
-		_, err := fmt.Fprintln(a.stderr, "no limits")
+	if done, err := listed(a, ls, "no limits"); done {
 		return err
 	}
 	t := newTable(a.stdout, "TARGET", "RATE", "BURST", "CONCURRENCY", "TOKENS", "BREAKER", "SOURCE")

@@ -112,3 +112,20 @@ func pretty(raw json.RawMessage, prefix string) string {
 	}
 	return prefix + buf.String()
 }
+
+// listed prints xs as JSON with --output json (an empty array, never
+// null), or says none on standard error when there are none; done reports
+// that it did either, leaving the table to the caller otherwise.
+func listed[T any](a *app, xs []T, none string) (done bool, err error) {
+	if a.wantJSON() {
+		if xs == nil {
+			xs = []T{}
+		}
+		return true, printJSON(a.stdout, xs)
+	}
+	if len(xs) == 0 {
+		_, err := fmt.Fprintln(a.stderr, none)
+		return true, err
+	}
+	return false, nil
+}

@@ -206,14 +206,7 @@ func (a *app) tenantList(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if a.wantJSON() {
-		if ts == nil {
-			ts = []tenants.Tenant{}
-		}
-		return printJSON(a.stdout, ts)
-	}
-	if len(ts) == 0 {
-		_, err := fmt.Fprintln(a.stderr, "no tenants")
+	if done, err := listed(a, ts, "no tenants"); done {
 		return err
 	}
 	t := newTable(a.stdout, "NAME", "CREATED", "DISABLED")
@@ -270,14 +263,7 @@ func (a *app) tenantTokenList(ctx context.Context, tenant string) error {
 	if err != nil {
 		return err
 	}
-	if a.wantJSON() {
-		if toks == nil {
-			toks = []tenants.Token{}
-		}
-		return printJSON(a.stdout, toks)
-	}
-	if len(toks) == 0 {
-		_, err := fmt.Fprintln(a.stderr, "no tokens")
+	if done, err := listed(a, toks, "no tokens"); done {
 		return err
 	}
 	t := newTable(a.stdout, "ID", "TENANT", "NAME", "PREFIX", "CREATED", "LAST USED", "REVOKED", "EXPIRES")
