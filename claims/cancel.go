@@ -15,7 +15,7 @@ import (
 func (s *Store) Cancel(ctx context.Context, tenant string, id int64) (*agentledger.Task, error) {
 	var before string
 	var changed bool
-	err := s.db.QueryRow(ctx, cancelSQL, id, tenant, s.Now.Param()).Scan(&before, &changed)
+	err := s.lockedRow(ctx, id, tenant, cancelSQL, []any{id, tenant, s.Now.Param()}, &before, &changed)
 	if err != nil {
 		if err := notFound(err); err == agentledger.ErrNotFound {
 			return nil, taskNotFound(id, tenant)

@@ -49,7 +49,7 @@ func (s *Store) requeue(ctx context.Context, tenant string, id int64, mode Reque
 	var before string
 	var expired, changed bool
 	var woke int64
-	err := s.db.QueryRow(ctx, requeueSQL, id, tenant, int(mode), from, s.Now.Param()).Scan(&before, &expired, &changed, &woke)
+	err := s.lockedRow(ctx, id, tenant, requeueSQL, []any{id, tenant, int(mode), from, s.Now.Param()}, &before, &expired, &changed, &woke)
 	if err != nil {
 		if err := notFound(err); err == agentledger.ErrNotFound {
 			return nil, taskNotFound(id, tenant)

@@ -529,7 +529,7 @@ SELECT id FROM done`
 // ever come back for it, and its lost attempt is recorded); a running one is
 // flagged, and its attempt sees the flag at its next heartbeat. The first
 // column is the state before, so callers can tell "not found" (no row) from
-// "already finished".
+// "already finished". Run it with the row already locked (Store.lockedRow).
 var cancelSQL = `/* claims.cancel */
 WITH now AS (SELECT coalesce($3::timestamptz, now()) AS t),
 cur AS (
@@ -672,6 +672,7 @@ ORDER BY lease_token`
 // in the same generation (the ledger serves completed effects) or the next
 // (every effect runs again). $4 lists the states it may start from. A
 // replay is refused once retention removed any of the task's ledger rows.
+// Run it with the row already locked (Store.lockedRow).
 const requeueSQL = `/* claims.requeue */
 WITH cur AS (
 	SELECT id, state, ledger_expired_at IS NOT NULL AS expired FROM tasks
@@ -690,7 +691,7 @@ upd AS (
 		result = CASE WHEN $3 = 1 THEN NULL ELSE t.result END,
 		updated_at = coalesce($5::timestamptz, now())
 	FROM cur
-	WHERE t.id = cur.id AND cur.state = ANY ($4::text[]) AND ($3 = 1 OR NOT cur.expired)
+	WHERE t.id = cur.id AND t.state = ANY ($4::text[]) AND ($3 = 1 OR t.ledger_expired_at IS NULL)
 	RETURNING t.id
 ),
 wake AS (
