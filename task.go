@@ -11,6 +11,11 @@ type TaskState string
 
 // The task states. A task moves queued → running → one of the terminal states,
 // possibly through retrying (failed, waiting for run_at) any number of times.
+// A task whose completed effects declared compensations moves, instead of
+// ending dead or cancelled (or when an operator asks), to compensating:
+// claimable like retrying, each run undoes its completed effects in reverse
+// order, and it ends compensated (or needs_attention when one cannot be
+// undone).
 const (
 	StateQueued         TaskState = "queued"
 	StateRunning        TaskState = "running"
@@ -19,12 +24,14 @@ const (
 	StateDead           TaskState = "dead"
 	StateCancelled      TaskState = "cancelled"
 	StateNeedsAttention TaskState = "needs_attention"
+	StateCompensating   TaskState = "compensating"
+	StateCompensated    TaskState = "compensated"
 )
 
 // TaskStates lists every state in display order.
 var TaskStates = []TaskState{
 	StateQueued, StateRunning, StateRetrying, StateSucceeded,
-	StateDead, StateCancelled, StateNeedsAttention,
+	StateDead, StateCancelled, StateNeedsAttention, StateCompensating, StateCompensated,
 }
 
 // Valid reports whether s is one of the known states.
@@ -57,7 +64,7 @@ func OneOf[S ~string](ss []S) string {
 // operator's action.
 func (s TaskState) Finished() bool {
 	switch s {
-	case StateSucceeded, StateDead, StateCancelled:
+	case StateSucceeded, StateDead, StateCancelled, StateCompensated:
 		return true
 	}
 	return false
@@ -93,6 +100,10 @@ type Task struct {
 	// WaitReason says what a queued task waits for (a limit), set when its
 	// last attempt was deferred and cleared when it is claimed again.
 	WaitReason string `json:"wait_reason,omitempty"`
+	// Compensation says why the task is in its compensation phase (it
+	// failed for good, was cancelled, or an operator asked); empty on its
+	// forward path. A run of a task with it set undoes, not does.
+	Compensation string `json:"compensation,omitempty"`
 
 	CreatedAt  time.Time  `json:"created_at"`
 	UpdatedAt  time.Time  `json:"updated_at"`

@@ -10,7 +10,7 @@ type LedgerRetention struct{}
 // FinishedFrom selects the task row id while the task has finished longer
 // than window ago.
 func (LedgerRetention) FinishedFrom(id, window string) string {
-	return `tasks t WHERE t.id = ` + id + ` AND t.state IN ('succeeded', 'dead', 'cancelled')
+	return `tasks t WHERE t.id = ` + id + ` AND t.state IN ('succeeded', 'dead', 'cancelled', 'compensated')
 		AND t.finished_at < now() - ` + window
 }
 

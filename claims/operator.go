@@ -3,6 +3,7 @@ package claims
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/agentledger/agentledger"
 )
@@ -39,8 +40,15 @@ var replayable = func() []string {
 // unknown task; ErrConflict while the task is queued or running, and for a
 // replay of a task whose ledger rows retention has removed.
 func (s *Store) Requeue(ctx context.Context, tenant string, id int64, mode RequeueMode) (*agentledger.Task, error) {
+	if mode == Rerun {
+		return s.requeue(ctx, tenant, id, mode, rerunnable)
+	}
 	return s.requeue(ctx, tenant, id, mode, replayable)
 }
+
+// rerunnable adds compensated to replayable: a task whose effects were
+// undone may run again as a new intent, not be replayed.
+var rerunnable = append(slices.Clip(replayable), string(agentledger.StateCompensated))
 
 func (s *Store) requeue(ctx context.Context, tenant string, id int64, mode RequeueMode, from []string) (*agentledger.Task, error) {
 	if mode != Replay && mode != Rerun {
@@ -59,6 +67,10 @@ func (s *Store) requeue(ctx context.Context, tenant string, id int64, mode Reque
 	if !changed && expired && mode == Replay {
 		return nil, agentledger.Errorf(agentledger.CodeConflict, "task %d finished so long ago that retention removed its ledger rows: a replay would "+
 			"perform its effects again; re-run it as a new intent instead", id)
+	}
+	if !changed && mode == Replay && before == string(agentledger.StateCompensated) {
+		return nil, agentledger.Errorf(agentledger.CodeConflict, "task %d is compensated: its effects were undone, and a replay "+
+			"would neither do them again nor undo them twice; re-run it as a new intent instead", id)
 	}
 	if !changed {
 		how := "be replayed"

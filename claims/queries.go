@@ -8,7 +8,7 @@ import "github.com/agentledger/agentledger/notify/outbox"
 const taskColumns = `id, tenant, queue, kind, payload, priority, run_at, state,
 	attempt, max_attempts, generation, lease_owner, lease_token, lease_expires_at,
 	cancel_requested_at, result, last_error, submission_key, created_at,
-	updated_at, finished_at, wait_reason`
+	updated_at, finished_at, wait_reason, compensation`
 
 // enqueueSQL inserts a batch; rows whose (tenant, submission_key) exists are
 // skipped by the unique index (I6) and looked up by lookupKeysSQL. It wakes
@@ -77,7 +77,7 @@ SELECT ` + taskColumns + ` FROM claimed ORDER BY priority, run_at, id`
 // (any kind when $6 is empty or NULL). Each read of it goes through
 // tasks_runnable_tenant_idx, whose (queue, tenant) prefix it narrows to
 // one tenant's tasks.
-const dueNow = `state IN ('queued', 'retrying') AND run_at <= coalesce($5::timestamptz, now())
+const dueNow = `state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
 			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))`
 
 // claimDue locks up to $3 due tasks of queue $1 (CTE due: id, priority,
@@ -268,16 +268,19 @@ picked AS (
 -- again forever.
 buried AS (
 	UPDATE tasks t SET
-		state = CASE WHEN t.cancel_requested_at IS NULL THEN 'dead' ELSE 'cancelled' END,
+		state = CASE WHEN t.compensation IS NOT NULL THEN 'needs_attention' WHEN ` + enters("true") + ` THEN 'compensating'
+			WHEN t.cancel_requested_at IS NULL THEN 'dead' ELSE 'cancelled' END,
 		last_error = CASE WHEN t.cancel_requested_at IS NULL
 			THEN 'the lease of its last allowed attempt expired: the worker crashed or stalled'
 			ELSE 'cancelled by operator' END,
+		` + enterSet(enters("true"), `CASE WHEN t.cancel_requested_at IS NULL THEN 'failed' ELSE 'cancelled' END`) + `,
 		lease_expires_at = NULL,
-		finished_at = (SELECT now.t FROM now),
+		run_at = CASE WHEN ` + enters("true") + ` THEN (SELECT now.t FROM now) ELSE t.run_at END,
+		finished_at = CASE WHEN t.compensation IS NULL AND NOT ` + enters("true") + ` THEN (SELECT now.t FROM now) END,
 		updated_at = (SELECT now.t FROM now)
 	FROM expired_leases e
 	WHERE t.id = e.id AND e.exhausted
-	RETURNING t.id, t.generation, t.attempt, ` + eventColumns + `
+	RETURNING t.id, t.generation, e.attempt, ` + eventColumns + `
 ),
 ` + outbox.EventsCTE("buried", "(SELECT t FROM now)") + `,
 expired AS (
@@ -391,7 +394,7 @@ const leaseHeld = `t.lease_expires_at IS NOT NULL`
 var succeedSQL = `/* claims.succeed */
 WITH done AS (
 	UPDATE tasks t SET
-		state = 'succeeded',
+		state = CASE WHEN t.compensation IS NULL THEN 'succeeded' ELSE 'compensated' END,
 		result = $3::jsonb -> t.id::text,
 		last_error = NULL, -- the failures before are in the attempt records
 		lease_expires_at = NULL,
@@ -402,7 +405,7 @@ WITH done AS (
 ),
 closed AS (
 	INSERT INTO task_attempts (task_id, lease_token, attempt, generation, worker, started_at, ended_at, outcome)
-	SELECT id, lease_token, attempt, generation, lease_owner, attempted_at, coalesce($4::timestamptz, now()), 'succeeded'
+	SELECT id, lease_token, attempt, generation, lease_owner, attempted_at, coalesce($4::timestamptz, now()), state
 	FROM done
 	` + closeConflict + `
 ),
@@ -414,6 +417,14 @@ func failField(name, typ string) string {
 	return `($3::jsonb -> t.id::text ->> '` + name + `')::` + typ
 }
 
+// failEnds: the failure ends the attempts of t's current phase (final, or
+// none left).
+var failEnds = `(` + failField("final", "bool") + ` OR t.attempt >= t.max_attempts)`
+
+// failEnters: the failure ends t's forward path (it ends its attempts, or
+// an operator asked to cancel) with something to undo.
+var failEnters = enters(`t.cancel_requested_at IS NOT NULL OR ` + failEnds)
+
 // failSQL records failed attempts: retrying after the given delay, dead
 // when the failure is final or the attempts are used up, or cancelled when
 // an operator asked for it meanwhile (a cancelled task does not wait out a
@@ -423,22 +434,26 @@ func failField(name, typ string) string {
 var failSQL = `/* claims.fail */
 WITH done AS (
 	UPDATE tasks t SET
-		state = CASE WHEN t.cancel_requested_at IS NOT NULL THEN 'cancelled'
-			WHEN ` + failField("final", "bool") + ` OR t.attempt >= t.max_attempts THEN 'dead' ELSE 'retrying' END,
-		run_at = CASE WHEN t.cancel_requested_at IS NULL AND NOT ` + failField("final", "bool") + ` AND t.attempt < t.max_attempts
+		state = CASE WHEN t.compensation IS NOT NULL THEN CASE WHEN ` + failEnds + ` THEN 'needs_attention' ELSE 'compensating' END
+			WHEN ` + failEnters + ` THEN 'compensating'
+			WHEN t.cancel_requested_at IS NOT NULL THEN 'cancelled'
+			WHEN ` + failEnds + ` THEN 'dead' ELSE 'retrying' END,
+		run_at = CASE WHEN ` + failEnters + ` THEN coalesce($4::timestamptz, now())
+			WHEN t.cancel_requested_at IS NULL AND NOT ` + failEnds + `
 			THEN coalesce($4::timestamptz, now()) + ` + failField("delay_ms", "bigint") + ` * interval '1 millisecond' ELSE t.run_at END,
-		finished_at = CASE WHEN t.cancel_requested_at IS NULL AND NOT ` + failField("final", "bool") + ` AND t.attempt < t.max_attempts
-			THEN NULL ELSE coalesce($4::timestamptz, now()) END,
+		finished_at = CASE WHEN t.compensation IS NULL AND (t.cancel_requested_at IS NOT NULL OR ` + failEnds + `)
+			AND NOT ` + failEnters + ` THEN coalesce($4::timestamptz, now()) END,
+		` + enterSet(failEnters, `CASE WHEN t.cancel_requested_at IS NULL THEN 'failed' ELSE 'cancelled' END`) + `,
 		last_error = ` + failField("error", "text") + `,
 		lease_expires_at = NULL,
 		updated_at = coalesce($4::timestamptz, now())
 	WHERE ` + fenced + `
-	RETURNING t.id, t.lease_token, t.attempt, t.generation, ` + eventColumns + `, ` + closedAttempt + `
+	RETURNING t.id, t.lease_token, ` + closedAttemptNumber + `, t.generation, ` + eventColumns + `, ` + closedAttempt + `
 ),
 closed AS (
 	INSERT INTO task_attempts (task_id, lease_token, attempt, generation, worker, started_at, ended_at, outcome, error)
 	SELECT id, lease_token, attempt, generation, lease_owner, attempted_at, coalesce($4::timestamptz, now()),
-		CASE state WHEN 'retrying' THEN 'retry' ELSE state END, last_error
+		CASE WHEN state = 'retrying' OR (state = 'compensating' AND NOT entered) THEN 'retry' ELSE state END, last_error
 	FROM done
 	` + closeConflict + `
 ),
@@ -450,7 +465,7 @@ SELECT id, state FROM done`
 var releaseSQL = `/* claims.release */
 WITH done AS (
 	UPDATE tasks t SET
-		state = 'queued',
+		state = ` + queuedState + `,
 		attempt = t.attempt - 1,
 		run_at = coalesce($3::timestamptz, now()),
 		lease_expires_at = NULL,
@@ -480,7 +495,7 @@ SELECT done.id FROM done WHERE ` + woken
 var deferSQL = `/* claims.defer */
 WITH done AS (
 	UPDATE tasks t SET
-		state = 'queued',
+		state = ` + queuedState + `,
 		attempt = t.attempt - 1,
 		run_at = CASE WHEN t.cancel_requested_at IS NULL THEN ($3::jsonb -> t.id::text ->> 'until')::timestamptz
 			ELSE coalesce($4::timestamptz, now()) END,
@@ -499,21 +514,27 @@ closed AS (
 )
 SELECT id FROM done`
 
+// cancelEnters: stopSQL acknowledges a cancel of a task with something to
+// undo.
+var cancelEnters = enters(`$5 = 'cancelled'`)
+
 // stopSQL ends a running attempt, fenced on its token, without a retry: the
 // acknowledgement of an operator's cancel ($5 = 'cancelled', the task is
-// finished) or a task parked for an operator ($5 = 'needs_attention': an
+// finished, or compensating when it has something to undo) or a task parked for an operator ($5 = 'needs_attention': an
 // effect of unknown outcome may not be performed blindly). The attempt's
 // outcome is the same word.
 var stopSQL = `/* claims.stop */
 WITH done AS (
 	UPDATE tasks t SET
-		state = $5,
+		state = CASE WHEN ` + cancelEnters + ` THEN 'compensating' ELSE $5 END,
 		last_error = $3,
+		` + enterSet(cancelEnters, `'cancelled'`) + `,
 		lease_expires_at = NULL,
-		finished_at = CASE WHEN $5 = 'cancelled' THEN coalesce($4::timestamptz, now()) END,
+		run_at = CASE WHEN ` + cancelEnters + ` THEN coalesce($4::timestamptz, now()) ELSE t.run_at END,
+		finished_at = CASE WHEN $5 = 'cancelled' AND NOT ` + cancelEnters + ` THEN coalesce($4::timestamptz, now()) END,
 		updated_at = coalesce($4::timestamptz, now())
 	WHERE ` + fenced + `
-	RETURNING t.id, t.lease_token, t.attempt, t.generation, ` + eventColumns + `, ` + closedAttempt + `
+	RETURNING t.id, t.lease_token, ` + closedAttemptNumber + `, t.generation, ` + eventColumns + `, ` + closedAttempt + `
 ),
 closed AS (
 	INSERT INTO task_attempts (task_id, lease_token, attempt, generation, worker, started_at, ended_at, outcome, error)
@@ -529,11 +550,13 @@ SELECT id FROM done`
 // ever come back for it, and its lost attempt is recorded); a running one is
 // flagged, and its attempt sees the flag at its next heartbeat. The first
 // column is the state before, so callers can tell "not found" (no row) from
-// "already finished". Run it with the row already locked (Store.lockedRow).
+// "already finished". A task with something to undo (see saga.go) enters
+// its compensation phase instead of ending cancelled; one in that phase is
+// not cancelled. Run it with the row already locked (Store.lockedRow).
 var cancelSQL = `/* claims.cancel */
 WITH now AS (SELECT coalesce($3::timestamptz, now()) AS t),
 cur AS (
-	SELECT id, state, state = 'running' AND lease_expires_at > now.t AS live,
+	SELECT id, state, state = 'running' AND lease_expires_at > now.t AS live, compensation IS NOT NULL AS undoing,
 		lease_token, attempt, generation, lease_owner, coalesce(attempted_at, updated_at) AS attempted_at
 	FROM tasks, now
 	WHERE id = $1 AND ($2 = '' OR tenant = $2)
@@ -541,15 +564,18 @@ cur AS (
 ),
 upd AS (
 	UPDATE tasks t SET
-		state = CASE WHEN cur.live THEN 'running' ELSE 'cancelled' END,
-		cancel_requested_at = coalesce(t.cancel_requested_at, now.t),
-		finished_at = CASE WHEN cur.live THEN NULL ELSE now.t END,
+		state = CASE WHEN cur.live THEN 'running' WHEN ` + undoable + ` THEN 'compensating' ELSE 'cancelled' END,
+		compensation = CASE WHEN NOT cur.live AND ` + undoable + ` THEN 'cancelled' END,
+		attempt = CASE WHEN NOT cur.live AND ` + undoable + ` THEN 0 ELSE t.attempt END,
+		cancel_requested_at = CASE WHEN NOT cur.live AND ` + undoable + ` THEN NULL ELSE coalesce(t.cancel_requested_at, now.t) END,
+		run_at = CASE WHEN NOT cur.live AND ` + undoable + ` THEN now.t ELSE t.run_at END,
+		finished_at = CASE WHEN NOT cur.live AND NOT ` + undoable + ` THEN now.t END,
 		last_error = CASE WHEN cur.live THEN t.last_error ELSE 'cancelled by operator' END,
 		lease_expires_at = CASE WHEN cur.live THEN t.lease_expires_at END,
 		updated_at = now.t
 	FROM cur, now
-	WHERE t.id = cur.id AND cur.state NOT IN ('succeeded', 'dead', 'cancelled')
-	RETURNING t.id, t.generation, t.attempt, ` + eventColumns + `
+	WHERE t.id = cur.id AND cur.state NOT IN ('succeeded', 'dead', 'cancelled', 'compensated') AND NOT cur.undoing
+	RETURNING t.id, t.generation, ` + closedAttemptNumber + `, ` + eventColumns + `
 ),
 ` + outbox.EventsCTE("upd", "(SELECT t FROM now)") + `,
 lost AS (
@@ -560,7 +586,7 @@ lost AS (
 	WHERE cur.state = 'running' AND NOT cur.live
 	` + closeConflict + `
 )
-SELECT cur.state, upd.id IS NOT NULL FROM cur LEFT JOIN upd ON upd.id = cur.id`
+SELECT cur.state, upd.id IS NOT NULL, cur.undoing FROM cur LEFT JOIN upd ON upd.id = cur.id`
 
 const getSQL = `/* claims.get */ SELECT ` + taskColumns + ` FROM tasks WHERE id = $1 AND ($2 = '' OR tenant = $2)`
 
@@ -672,7 +698,9 @@ ORDER BY lease_token`
 // in the same generation (the ledger serves completed effects) or the next
 // (every effect runs again). $4 lists the states it may start from. A
 // replay is refused once retention removed any of the task's ledger rows.
-// Run it with the row already locked (Store.lockedRow).
+// A replay of a task parked in its compensation phase continues the
+// compensation; a re-run starts the forward path afresh. Run it with the
+// row already locked (Store.lockedRow).
 const requeueSQL = `/* claims.requeue */
 WITH cur AS (
 	SELECT id, state, ledger_expired_at IS NOT NULL AS expired FROM tasks
@@ -681,7 +709,8 @@ WITH cur AS (
 ),
 upd AS (
 	UPDATE tasks t SET
-		state = 'queued',
+		state = CASE WHEN $3 = 0 AND t.compensation IS NOT NULL THEN 'compensating' ELSE 'queued' END,
+		compensation = CASE WHEN $3 = 1 THEN NULL ELSE t.compensation END,
 		ledger_expired_at = CASE WHEN $3 = 1 THEN NULL ELSE t.ledger_expired_at END,
 		generation = t.generation + $3,
 		attempt = 0,
@@ -706,7 +735,7 @@ SELECT cur.state, cur.expired, upd.id IS NOT NULL, (SELECT count(*) FROM wake) F
 const deleteFinishedSQL = `/* claims.deleteFinished */
 WITH victims AS (
 	SELECT id FROM tasks
-	WHERE state IN ('succeeded', 'dead', 'cancelled') AND finished_at < now() - $1::interval
+	WHERE state IN ('succeeded', 'dead', 'cancelled', 'compensated') AND finished_at < now() - $1::interval
 	ORDER BY finished_at
 	LIMIT $2
 	FOR UPDATE SKIP LOCKED
@@ -720,7 +749,7 @@ DELETE FROM tasks WHERE id IN (SELECT id FROM victims)`
 // $2 (a worker pool's kinds: its claim never takes them).
 const straysSQL = `/* claims.strays */
 SELECT queue, kind, count(*) FROM tasks
-WHERE queue = ANY ($1::text[]) AND state IN ('queued', 'retrying') AND run_at <= now()
+WHERE queue = ANY ($1::text[]) AND state IN ('queued', 'retrying', 'compensating') AND run_at <= now()
 	AND NOT kind = ANY ($2::text[])
 GROUP BY queue, kind ORDER BY queue, kind`
 
@@ -739,3 +768,31 @@ const kindSchemaSQL = `/* claims.kindSchema */ SELECT payload_schema FROM kinds 
 // tenant's cap bounds.
 const runningByTenantSQL = `/* claims.runningByTenant */
 SELECT tenant, count(*) FROM tasks WHERE state = 'running' GROUP BY tenant ORDER BY tenant`
+
+// compensateSQL is an operator's request to undo task $1's completed
+// effects: a finished (or parked) task on its forward path that has
+// something to undo enters its compensation phase. $3 lists the states it
+// may start from.
+var compensateSQL = `/* claims.compensate */
+WITH cur AS (
+	SELECT id, state, compensation IS NOT NULL AS undoing FROM tasks
+	WHERE id = $1 AND ($2 = '' OR tenant = $2)
+	FOR UPDATE
+),
+upd AS (
+	UPDATE tasks t SET
+		state = 'compensating',
+		compensation = 'operator',
+		attempt = 0,
+		run_at = coalesce($4::timestamptz, now()),
+		cancel_requested_at = NULL,
+		finished_at = NULL,
+		updated_at = coalesce($4::timestamptz, now())
+	FROM cur
+	WHERE t.id = cur.id AND t.state = ANY ($3::text[]) AND t.compensation IS NULL AND ` + undoable + `
+	RETURNING t.id
+),
+wake AS (
+	SELECT pg_notify('agentledger_task_insert', t.queue) FROM tasks t JOIN upd ON upd.id = t.id
+)
+SELECT cur.state, cur.undoing, upd.id IS NOT NULL, (SELECT count(*) FROM wake) FROM cur LEFT JOIN upd ON upd.id = cur.id`

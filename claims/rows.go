@@ -35,6 +35,7 @@ type taskRow struct {
 	UpdatedAt         time.Time  `db:"updated_at"`
 	FinishedAt        *time.Time `db:"finished_at"`
 	WaitReason        *string    `db:"wait_reason"`
+	Compensation      *string
 }
 
 func (r *taskRow) toTask() *agentledger.Task {
@@ -61,6 +62,7 @@ func (r *taskRow) toTask() *agentledger.Task {
 		UpdatedAt:       r.UpdatedAt,
 		FinishedAt:      r.FinishedAt,
 		WaitReason:      deref(r.WaitReason),
+		Compensation:    deref(r.Compensation),
 	}
 }
 
@@ -85,7 +87,7 @@ func (r *taskRow) fields() []any {
 	return []any{&r.ID, &r.Tenant, &r.Queue, &r.Kind, &r.Payload, &r.Priority, &r.RunAt, &r.State,
 		&r.Attempt, &r.MaxAttempts, &r.Generation, &r.LeaseOwner, &r.LeaseToken, &r.LeaseExpiresAt,
 		&r.CancelRequestedAt, &r.Result, &r.LastError, &r.SubmissionKey, &r.CreatedAt,
-		&r.UpdatedAt, &r.FinishedAt, &r.WaitReason}
+		&r.UpdatedAt, &r.FinishedAt, &r.WaitReason, &r.Compensation}
 }
 
 func deref(s *string) string {

@@ -104,7 +104,7 @@ func (l *Ledger) do(ctx context.Context, a Attempt, e Effect) (Result, error) {
 	q := queriesOf(a.Fence)
 
 	switch {
-	case e.Class == Pure || e.Class == Keyed:
+	case (e.Class == Pure || e.Class == Keyed) && !e.Compensable:
 		if res, done, err := l.doUnreserved(ctx, pk, a, call, e, hash); done {
 			return res, err
 		}
@@ -141,7 +141,7 @@ func (l *Ledger) do(ctx context.Context, a Attempt, e Effect) (Result, error) {
 		var st *State
 		var r row
 		err := l.db.QueryRow(ctx, q.reserveFast, a.Tenant, e.Operation, call.Key, hash, string(e.Class),
-			a.TaskID, a.Generation, e.StepPath, a.token(), a.fenceID()).Scan(&fenced, &fresh, &st, &r.hash, &r.result, &r.externalRef, &r.err)
+			a.TaskID, a.Generation, e.StepPath, a.token(), a.fenceID(), e.Compensable).Scan(&fenced, &fresh, &st, &r.hash, &r.result, &r.externalRef, &r.err)
 		if err != nil {
 			return Result{}, fmt.Errorf("ledger: reserving effect %s: %w", short(call.Key), err)
 		}
@@ -164,7 +164,7 @@ func (l *Ledger) do(ctx context.Context, a Attempt, e Effect) (Result, error) {
 			return err
 		}
 		tag, err := tx.Exec(ctx, reserveSQL, a.Tenant, e.Operation, call.Key, hash, string(e.Class),
-			a.TaskID, a.Generation, e.StepPath, a.token())
+			a.TaskID, a.Generation, e.StepPath, a.token(), e.Compensable)
 		if err != nil {
 			return err
 		}

@@ -31,7 +31,7 @@ func TestFencedPlansReadByKey(t *testing.T) {
 		pk := []any{"default", "http.post", "k1"}
 		stmts := map[string][]any{
 			"fence":       {f.id, f.token},
-			"reserveFast": append(pk[:3:3], []byte("h"), "keyed", ids[0], 1, "0", f.token, f.id),
+			"reserveFast": append(pk[:3:3], []byte("h"), "keyed", ids[0], 1, "0", f.token, f.id, false),
 			"lookup":      append(pk[:3:3], f.id, f.token),
 			"insertOutcome": append(pk[:3:3], []byte("h"), "keyed", ids[0], 1, "0", f.token,
 				"completed", "{}", "", "", f.id),

@@ -57,8 +57,8 @@ WITH fence AS (
 ),
 ins AS (
 	INSERT INTO ledger (tenant, operation, effect_key, request_hash, class, task_id,
-		generation, step_path, owner_token, performed)
-	SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, 1 FROM fence
+		generation, step_path, owner_token, performed, compensable)
+	SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, 1, $11 FROM fence
 	ON CONFLICT (tenant, operation, effect_key) DO NOTHING
 	RETURNING true
 )
@@ -118,8 +118,8 @@ FROM ledger l WHERE l.tenant = $1 AND l.operation = $2 AND l.effect_key = $3`,
 // existing row decides.
 const reserveSQL = `/* ledger.reserve */
 INSERT INTO ledger (tenant, operation, effect_key, request_hash, class, task_id,
-	generation, step_path, owner_token, performed)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 1)
+	generation, step_path, owner_token, performed, compensable)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 1, $10)
 ON CONFLICT (tenant, operation, effect_key) DO NOTHING`
 
 const lockSQL = `/* ledger.lock */
