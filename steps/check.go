@@ -10,8 +10,9 @@ import (
 // Kind is the task kind this package runs.
 const Kind = "steps"
 
-// StepCheck checks one step of a payload before it is queued: its tool,
-// and its arguments as the tool will be called with them (absent: {}).
+// StepCheck checks one step of a payload before it is queued, and its
+// compensation if it declares one: its tool, and its arguments as the tool
+// will be called with them (absent: {}).
 // args is nil when they refer to earlier results: their value is known
 // only when the step runs.
 type StepCheck func(tool string, args json.RawMessage) error
@@ -28,17 +29,30 @@ func Check(payload json.RawMessage, check StepCheck) error {
 	p, err := parse(payload)
 	if err == nil && check != nil {
 		err = p.each(func(i int, s Step) error {
-			args := s.Args
-			if references(args) {
-				args = nil
+			if err := check(s.Tool, known(s.Args)); err != nil {
+				return err
 			}
-			return check(s.Tool, args)
+			if c := s.Compensate; c != nil {
+				if err := check(c.Tool, known(c.Args)); err != nil {
+					return fmt.Errorf("compensation: %w", err)
+				}
+			}
+			return nil
 		})
 	}
 	if err != nil {
 		return agentledger.Invalid("payload", "%v", err)
 	}
 	return nil
+}
+
+// known is args when they refer to no result, else nil: their value is
+// known only when the call runs.
+func known(args json.RawMessage) json.RawMessage {
+	if references(args) {
+		return nil
+	}
+	return args
 }
 
 // each calls check with every step and its index in order and returns its

@@ -15,8 +15,19 @@ import (
 // MaxSteps bounds one task's list.
 const MaxSteps = 100
 
-// Step is one declared tool call.
+// Step is one declared tool call, and the call that undoes it.
 type Step struct {
+	Tool string          `json:"tool"`
+	Args json.RawMessage `json:"args"`
+	// Compensate, when set, undoes the step once it completed, if the task
+	// then ends dead or cancelled (or an operator asks). Its args may use
+	// ${self.…} (this step's result) and ${steps.N.…} for N up to this
+	// step's own index.
+	Compensate *Compensation `json:"compensate,omitempty"`
+}
+
+// Compensation is the tool call that undoes a step.
+type Compensation struct {
 	Tool string          `json:"tool"`
 	Args json.RawMessage `json:"args"`
 }
@@ -28,6 +39,9 @@ type Payload struct {
 
 // refRE matches ${steps.N.path}; path segments are keys or array indexes.
 var refRE = regexp.MustCompile(`\$\{steps\.(\d+)((?:\.[A-Za-z0-9_-]+)*)\}`)
+
+// selfRE matches ${self.path} in a compensation: the step it undoes.
+var selfRE = regexp.MustCompile(`\$\{self((?:\.[A-Za-z0-9_-]+)*)\}`)
 
 // parse decodes and checks a payload before anything runs: a bad payload is
 // a permanent failure with nothing performed. Its messages speak of the
@@ -64,39 +78,83 @@ func parse(raw json.RawMessage) (*Payload, error) {
 // null: {}) and their references.
 func parseStep(i int, raw json.RawMessage) (Step, error) {
 	var s Step
-	f, err := object(raw, fmt.Sprintf("step %d", i), `{"tool": …, "args": {…}}`, "args", "tool")
+	subject := fmt.Sprintf("step %d", i)
+	f, err := object(raw, subject, `{"tool": …, "args": {…}, "compensate": {…}}`, "args", "compensate", "tool")
 	if err != nil {
 		return s, err
 	}
+	if s.Tool, s.Args, err = toolCall(subject, f); err != nil {
+		return s, err
+	}
+	if m := selfRE.FindString(string(s.Args)); m != "" {
+		return s, bad("step %d: %s may be used only in a compensation", i, m)
+	}
+	if err := checkRefs(subject, s.Args, i-1); err != nil {
+		return s, err
+	}
+	switch t := jsonType(f["compensate"]); t {
+	case "", "null":
+		return s, nil
+	case "an object":
+	default:
+		return s, bad("step %d: compensate must be an object {\"tool\": …, \"args\": {…}}, not %s", i, t)
+	}
+	subject += "'s compensation"
+	cf, err := object(f["compensate"], subject, `{"tool": …, "args": {…}}`, "args", "tool")
+	if err != nil {
+		return s, err
+	}
+	c := &Compensation{}
+	if c.Tool, c.Args, err = toolCall(subject, cf); err != nil {
+		return s, err
+	}
+	// ${self.…} is this step's result: ${steps.<i>.…}.
+	c.Args = json.RawMessage(selfRE.ReplaceAllString(string(c.Args), fmt.Sprintf("$${steps.%d$1}", i)))
+	if err := checkRefs(subject, c.Args, i); err != nil {
+		return s, err
+	}
+	s.Compensate = c
+	return s, nil
+}
+
+// toolCall reads the tool and args fields of a call (args absent or null:
+// {}); subject names the call in errors.
+func toolCall(subject string, f map[string]json.RawMessage) (tool string, args json.RawMessage, err error) {
 	switch t := jsonType(f["tool"]); t {
 	case "", "null":
 	case "a string":
-		_ = json.Unmarshal(f["tool"], &s.Tool)
+		_ = json.Unmarshal(f["tool"], &tool)
 	default:
-		return s, bad("step %d: tool must be a string, not %s", i, t)
+		return "", nil, bad("%s: tool must be a string, not %s", subject, t)
 	}
-	if s.Tool == "" {
-		return s, bad("step %d: tool is required", i)
+	if tool == "" {
+		return "", nil, bad("%s: tool is required", subject)
 	}
 	switch t := jsonType(f["args"]); t {
 	case "", "null":
-		s.Args = json.RawMessage(`{}`) // what the tool is called with
+		args = json.RawMessage(`{}`) // what the tool is called with
 	case "an object":
-		s.Args = f["args"]
+		args = f["args"]
 	default:
-		return s, bad("step %d: args must be an object, not %s", i, t)
+		return "", nil, bad("%s: args must be an object, not %s", subject, t)
 	}
-	for _, m := range refRE.FindAllStringSubmatch(string(s.Args), -1) {
+	return tool, args, nil
+}
+
+// checkRefs checks the references of args: each names a step up to last
+// and a part of its result.
+func checkRefs(subject string, args json.RawMessage, last int) error {
+	for _, m := range refRE.FindAllStringSubmatch(string(args), -1) {
 		n, err := strconv.Atoi(m[1])
-		if err != nil || n >= i {
-			return s, bad("step %d: %s refers to step %s, which does not run before it", i, m[0], m[1])
+		if err != nil || n > last {
+			return bad("%s: %s refers to step %s, which does not run before it", subject, m[0], m[1])
 		}
 		if path := strings.Split(strings.TrimPrefix(m[2], "."), "."); m[2] == "" ||
 			(path[0] != "status" && path[0] != "body" && path[0] != "external_ref") {
-			return s, bad("step %d: %s must name status, body[.path] or external_ref", i, m[0])
+			return bad("%s: %s must name status, body[.path] or external_ref", subject, m[0])
 		}
 	}
-	return s, nil
+	return nil
 }
 
 // object decodes raw, valid JSON that must be an object of the shape

@@ -15,15 +15,27 @@ import (
 
 // Runner runs steps tasks. It is a worker.Handler.
 type Runner struct {
-	ledger tools.Doer
-	tools  *tools.Registry
+	ledger  tools.Doer
+	journal Journal
+	tools   *tools.Registry
 	// Grants, when set, give each task's tenant grant, read at the start
 	// of every attempt; every step is checked against it, on a replay too.
 	Grants grants.Source
 }
 
-// New returns a Runner that runs tools from reg through l.
-func New(l tools.Doer, reg *tools.Registry) *Runner { return &Runner{ledger: l, tools: reg} }
+// Journal reads the effects of a task generation (*ledger.Ledger has it):
+// the compensation phase finds there what completed.
+type Journal interface {
+	Journal(ctx context.Context, taskID int64, generation int32) ([]ledger.Entry, error)
+}
+
+// New returns a Runner that runs tools from reg through l. A task that
+// declares compensations needs l to be a Journal too (as *ledger.Ledger
+// is): its compensation phase fails with a clear error otherwise.
+func New(l tools.Doer, reg *tools.Registry) *Runner {
+	j, _ := l.(Journal)
+	return &Runner{ledger: l, journal: j, tools: reg}
+}
 
 // StepResult is one step's outcome in the task's result.
 type StepResult struct {
@@ -47,8 +59,15 @@ func (r *Runner) Work(ctx context.Context, task *agentledger.Task) (json.RawMess
 	// Look every tool up first: an unknown tool fails before step 0 runs.
 	ts := make([]tools.Tool, len(p.Steps))
 	if err := p.each(func(i int, s Step) (err error) {
-		ts[i], err = r.tools.Get(s.Tool)
-		return err
+		if ts[i], err = r.tools.Get(s.Tool); err != nil {
+			return err
+		}
+		if s.Compensate != nil {
+			if _, err := r.tools.Get(s.Compensate.Tool); err != nil {
+				return fmt.Errorf("compensation: %w", err)
+			}
+		}
+		return nil
 	}); err != nil {
 		return nil, err
 	}
@@ -58,6 +77,12 @@ func (r *Runner) Work(ctx context.Context, task *agentledger.Task) (json.RawMess
 			return nil, err
 		}
 	}
+	if task.Compensation != "" {
+		return r.compensate(ctx, task, p, grant)
+	}
+	if err := p.checkCompensable(ts); err != nil {
+		return nil, err
+	}
 	results := make([]any, 0, len(p.Steps))
 	out := make([]StepResult, 0, len(p.Steps))
 	for i, s := range p.Steps {
@@ -65,7 +90,8 @@ func (r *Runner) Work(ctx context.Context, task *agentledger.Task) (json.RawMess
 		if err != nil {
 			return nil, fmt.Errorf("step %d: %w", i, err)
 		}
-		res, err := tools.Invoke(ctx, r.ledger, ts[i], tools.Call{Task: task, StepPath: fmt.Sprintf("tool/%d", i), Args: args, Grant: grant})
+		res, err := tools.Invoke(ctx, r.ledger, ts[i], tools.Call{Task: task, StepPath: stepPath(i), Args: args, Grant: grant,
+			Compensable: s.Compensate != nil})
 		if err != nil {
 			var failed *ledger.FailedError
 			if errors.As(err, &failed) {

@@ -25,6 +25,9 @@ type Call struct {
 	// Grant is what the task's tenant may reach; nil checks nothing (the
 	// steps and agent kinds always set it).
 	Grant *grants.Grant
+	// Compensable says the call declared a compensation: its effect is
+	// marked so (ledger.Effect.Compensable), and it may not be pure.
+	Compensable bool
 }
 
 // Tool is one capability steps and agents can invoke.
@@ -86,7 +89,21 @@ func Invoke(ctx context.Context, l Doer, t Tool, call Call) (ledger.Result, erro
 	if eff.StepPath == "" {
 		eff.StepPath = call.StepPath
 	}
+	if err := CheckCompensable(t, call, eff); err != nil {
+		return ledger.Result{}, err
+	}
+	eff.Compensable = call.Compensable
 	return l.Do(ctx, AttemptOf(call.Task), eff)
+}
+
+// CheckCompensable refuses, as a permanent error, a compensation declared
+// for a pure effect: it changed nothing, so there is nothing to undo.
+func CheckCompensable(t Tool, call Call, eff ledger.Effect) error {
+	if call.Compensable && eff.Class == ledger.Pure {
+		return agentledger.Permanent(fmt.Errorf("%s at %s is a pure effect (it changes nothing), so it has nothing to undo: "+
+			"remove its compensation", t.Name(), call.StepPath))
+	}
+	return nil
 }
 
 // Registry maps tool names to tools. It is safe for concurrent use.
