@@ -28,6 +28,9 @@ type post struct {
 	mu   sync.Mutex
 	seen []json.RawMessage // args as performed
 	fail func(n int) error // n = performances so far
+	// after, when set, is called once the downstream answered: an error
+	// from it is a crash after the effect happened, before it is recorded.
+	after func(args json.RawMessage) error
 }
 
 func (p *post) Name() string                { return "post" }
@@ -53,6 +56,11 @@ func (p *post) Effect(c tools.Call) (ledger.Effect, error) {
 			}
 			defer resp.Body.Close()
 			body, _ := io.ReadAll(resp.Body)
+			if p.after != nil {
+				if err := p.after(c.Args); err != nil {
+					return ledger.Result{}, err
+				}
+			}
 			return ledger.Result{Status: resp.StatusCode, Body: body}, nil
 		}}, nil
 }

@@ -1,0 +1,359 @@
+package steps_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/steps"
+	"github.com/agentledger/agentledger/tools"
+)
+
+// saga is a charge and a reservation, each with its compensation, then a
+// shipment that fails for good.
+const saga = `{"steps":[
+	{"tool":"post","args":{"charge":42},"compensate":{"tool":"post","args":{"refund":"${self.body.id}"}}},
+	{"tool":"post","args":{"reserve":7,"for":"${steps.0.body.id}"},"compensate":{"tool":"post","args":{"release":"${self.body.id}","charge":"${steps.0.body.id}"}}},
+	{"tool":"ship","args":{"order":42}}
+]}`
+
+// ship fails for good.
+type ship struct{ calls atomic.Int64 }
+
+func (*ship) Name() string                { return "ship" }
+func (*ship) Description() string         { return "fails" }
+func (*ship) Parameters() json.RawMessage { return json.RawMessage(`{"type":"object"}`) }
+func (s *ship) Effect(c tools.Call) (ledger.Effect, error) {
+	return ledger.Effect{Operation: "test.ship", Class: ledger.Keyed, Request: c.Args,
+		Perform: func(context.Context, ledger.Call) (ledger.Result, error) {
+			s.calls.Add(1)
+			return ledger.Result{}, agentledger.Permanent(errors.New("no courier for order 42"))
+		}}, nil
+}
+
+func newSagaEnv(t *testing.T) *env {
+	e := newEnv(t)
+	e.runner = steps.New(e.Ledger, tools.NewRegistry(e.tool, &ship{}))
+	return e
+}
+
+// performed lists, in order, the calls of the post tool whose args have
+// field name.
+func (e *env) performed(name string) []string {
+	e.tool.mu.Lock()
+	defer e.tool.mu.Unlock()
+	var out []string
+	for _, a := range e.tool.seen {
+		var m map[string]any
+		json.Unmarshal(a, &m)
+		if _, ok := m[name]; ok {
+			out = append(out, string(a))
+		}
+	}
+	return out
+}
+
+// fail records the attempt's error as the worker does.
+func (e *env) fail(task *agentledger.Task, err error) agentledger.TaskState {
+	e.T.Helper()
+	var perm *agentledger.PermanentError
+	st, ferr := e.Claims.Fail(context.Background(), claims.Failure{Lease: claims.LeaseOf(task), Error: err.Error(), Final: errors.As(err, &perm)})
+	if ferr != nil {
+		e.T.Fatal(ferr)
+	}
+	return st
+}
+
+func (e *env) succeed(task *agentledger.Task, result json.RawMessage) {
+	e.T.Helper()
+	if err := e.Claims.Succeed(context.Background(), claims.LeaseOf(task), result); err != nil {
+		e.T.Fatal(err)
+	}
+}
+
+func (e *env) get(id int64) *agentledger.Task {
+	e.T.Helper()
+	got, err := e.Claims.Get(context.Background(), "", id)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	return got
+}
+
+// A saga whose third step fails for good undoes steps 1 and 0, in that
+// order, once each; a re-poll of the compensation serves them; the task
+// ends compensated, and a replay of it is refused.
+func TestSagaCompensatesInReverse(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newSagaEnv(t)
+	id := e.submit(saga)
+	task := e.claim()
+	_, err := e.runner.Work(ctx, task)
+	if err == nil || !strings.Contains(err.Error(), "no courier") {
+		t.Fatalf("forward path: %v", err)
+	}
+	if st := e.fail(task, err); st != agentledger.StateCompensating {
+		t.Fatalf("after the failure: %s, want compensating", st)
+	}
+	if got := e.get(id); got.Compensation != "failed" || got.Attempt != 0 || got.FinishedAt != nil {
+		t.Fatalf("compensating task: %+v", got)
+	}
+	undo := e.claim()
+	if undo.Compensation != "failed" || undo.Attempt != 1 {
+		t.Fatalf("claimed compensation: attempt %d, compensation %q", undo.Attempt, undo.Compensation)
+	}
+	res, err := e.runner.Work(ctx, undo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{`{"charge":"eff_1","release":"eff_2"}`, `{"refund":"eff_1"}`}
+	undone := append(e.performed("release"), e.performed("refund")...)
+	if strings.Join(undone, " ") != strings.Join(want, " ") || !strings.Contains(string(res), `"undoes":"tool/1"`) {
+		t.Fatalf("undone %v, want %v; result %s", undone, want, res)
+	}
+	var r struct{ Compensations []steps.CompensationResult }
+	json.Unmarshal(res, &r)
+	if len(r.Compensations) != 2 || r.Compensations[0].Step != 1 || r.Compensations[1].Step != 0 {
+		t.Fatalf("order: %s", res)
+	}
+	// A re-poll of the same compensation performs nothing again.
+	if again, err := e.runner.Work(ctx, undo); err != nil || strings.Count(string(again), `"replayed":true`) != 2 {
+		t.Fatalf("re-poll: %s %v", again, err)
+	}
+	e.succeed(undo, res)
+	if got := e.get(id); got.State != agentledger.StateCompensated || got.FinishedAt == nil {
+		t.Fatalf("after compensation: %s", got.State)
+	}
+	if n := len(e.performed("refund")) + len(e.performed("release")); n != 2 || e.down.Effects() != 4 {
+		t.Fatalf("%d compensations performed, %d downstream effects (want 2, 4)", n, e.down.Effects())
+	}
+	_, err = e.Claims.Requeue(ctx, "", id, claims.Replay)
+	if !errors.Is(err, agentledger.ErrConflict) || !strings.Contains(err.Error(), "compensated") {
+		t.Fatalf("replay of a compensated task: %v", err)
+	}
+	if _, err := e.Claims.Requeue(ctx, "", id, claims.Rerun); err != nil {
+		t.Fatalf("re-run of a compensated task: %v", err)
+	}
+	if got := e.get(id); got.State != agentledger.StateQueued || got.Compensation != "" || got.Generation != task.Generation+1 {
+		t.Fatalf("re-run: %s %q gen %d", got.State, got.Compensation, got.Generation)
+	}
+}
+
+// A worker that dies after the refund happened and before it is recorded:
+// the next attempt sends it again under the same key, and the downstream
+// sees one refund.
+func TestCompensationCrashAfterPerformance(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newSagaEnv(t)
+	id := e.submit(saga)
+	task := e.claim()
+	_, err := e.runner.Work(ctx, task)
+	e.fail(task, err)
+	var crashed atomic.Bool
+	e.tool.after = func(args json.RawMessage) error {
+		if strings.Contains(string(args), "refund") && crashed.CompareAndSwap(false, true) {
+			return errors.New("worker killed after the refund, before its record")
+		}
+		return nil
+	}
+	undo := e.claim()
+	if _, err := e.runner.Work(ctx, undo); err == nil || !crashed.Load() {
+		t.Fatalf("want the crash: %v", err)
+	}
+	again := e.ExpireAndReclaim("w2") // its lease runs out; another worker claims
+	if again.Compensation != "failed" || again.Attempt != 2 {
+		t.Fatalf("reclaimed: attempt %d, compensation %q", again.Attempt, again.Compensation)
+	}
+	res, err := e.runner.Work(ctx, again)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.succeed(again, res)
+	refunds := e.performed("refund")
+	if len(refunds) != 2 || e.down.Effects() != 4 || e.get(id).State != agentledger.StateCompensated {
+		t.Fatalf("refund sent %d times, %d downstream effects (want 2 sends, 4 effects: one refund), state %s",
+			len(refunds), e.down.Effects(), e.get(id).State)
+	}
+}
+
+// gate stops a task before its step's effect is reserved, until the test
+// lets it go on (with an error: the attempt was cancelled meanwhile).
+type gate struct {
+	entered chan struct{}
+	release chan error
+}
+
+func (*gate) Name() string                { return "gate" }
+func (*gate) Description() string         { return "waits" }
+func (*gate) Parameters() json.RawMessage { return json.RawMessage(`{"type":"object"}`) }
+func (g *gate) Effect(tools.Call) (ledger.Effect, error) {
+	close(g.entered)
+	return ledger.Effect{}, <-g.release
+}
+
+// An operator's cancel of a running task between its steps undoes only the
+// steps that completed: the step that had not started is not undone.
+func TestCancelUndoesOnlyCompletedSteps(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newSagaEnv(t)
+	g := &gate{entered: make(chan struct{}), release: make(chan error)}
+	e.runner = steps.New(e.Ledger, tools.NewRegistry(e.tool, g))
+	id := e.submit(`{"steps":[
+		{"tool":"post","args":{"charge":42},"compensate":{"tool":"post","args":{"refund":"${self.body.id}"}}},
+		{"tool":"gate","args":{"after":"${steps.0.body.id}"},"compensate":{"tool":"post","args":{"release":"${self.body.id}"}}}
+	]}`)
+	task := e.claim()
+	done := make(chan error, 1)
+	go func() { _, err := e.runner.Work(ctx, task); done <- err }()
+	<-g.entered
+	got, err := e.Claims.Cancel(ctx, "", id) // running: flagged
+	if err != nil || got.CancelRequested == nil {
+		t.Fatalf("cancel of a running task: %v", err)
+	}
+	g.release <- agentledger.ErrCancelled // what the attempt sees at its next heartbeat
+	if err := <-done; !errors.Is(err, agentledger.ErrCancelled) {
+		t.Fatalf("attempt: %v", err)
+	}
+	if err := e.Claims.Cancelled(ctx, claims.LeaseOf(task), "cancelled by operator"); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.get(id); got.State != agentledger.StateCompensating || got.Compensation != "cancelled" || got.CancelRequested != nil {
+		t.Fatalf("acknowledged cancel: %s %q\n%s", got.State, got.Compensation, e.LedgerText())
+	}
+	if _, err := e.Claims.Cancel(ctx, "", id); !errors.Is(err, agentledger.ErrConflict) {
+		t.Fatalf("cancel of a compensation: %v", err)
+	}
+	undo := e.claim()
+	res, err := e.runner.Work(ctx, undo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.succeed(undo, res)
+	if r := e.performed("refund"); len(r) != 1 || len(e.performed("release")) != 0 || e.get(id).State != agentledger.StateCompensated {
+		t.Fatalf("refunds %v, releases %v, state %s", r, e.performed("release"), e.get(id).State)
+	}
+}
+
+// A task cancelled with nothing to undo ends cancelled, as before sagas.
+func TestCancelWithNothingToUndo(t *testing.T) {
+	t.Parallel()
+	e := newSagaEnv(t)
+	id := e.submit(saga)
+	if got, err := e.Claims.Cancel(context.Background(), "", id); err != nil || got.State != agentledger.StateCancelled {
+		t.Fatalf("cancel of a queued saga: %v %+v", err, got)
+	}
+	if _, err := e.Claims.Compensate(context.Background(), "", id); !errors.Is(err, agentledger.ErrConflict) ||
+		!strings.Contains(err.Error(), "nothing to compensate") {
+		t.Fatalf("compensate with nothing done: %v", err)
+	}
+}
+
+// An operator asks to undo a task that succeeded.
+func TestOperatorCompensatesSucceededTask(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newSagaEnv(t)
+	id := e.submit(`{"steps":[{"tool":"post","args":{"charge":42},"compensate":{"tool":"post","args":{"refund":"${self.body.id}"}}}]}`)
+	task := e.claim()
+	res, err := e.runner.Work(ctx, task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.succeed(task, res)
+	got, err := e.Claims.Compensate(ctx, "", id)
+	if err != nil || got.State != agentledger.StateCompensating || got.Compensation != "operator" {
+		t.Fatalf("compensate: %v %+v", err, got)
+	}
+	if _, err := e.Claims.Compensate(ctx, "", id); !errors.Is(err, agentledger.ErrConflict) || !strings.Contains(err.Error(), "already") {
+		t.Fatalf("second compensate: %v", err)
+	}
+	undo := e.claim()
+	if res, err = e.runner.Work(ctx, undo); err != nil {
+		t.Fatal(err)
+	}
+	e.succeed(undo, res)
+	if r := e.performed("refund"); len(r) != 1 || e.get(id).State != agentledger.StateCompensated {
+		t.Fatalf("refunds %v, state %s", r, e.get(id).State)
+	}
+}
+
+// A compensation declared for a pure effect is refused before anything is
+// performed.
+func TestCompensationOfPureEffectRefused(t *testing.T) {
+	t.Parallel()
+	e := newSagaEnv(t)
+	http, err := tools.NewHTTPRequest(tools.HTTPConfig{AllowedHosts: []string{"example.test"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.runner = steps.New(e.Ledger, tools.NewRegistry(e.tool, http))
+	e.submit(`{"steps":[
+		{"tool":"post","args":{"charge":42}},
+		{"tool":"http_request","args":{"method":"GET","url":"http://example.test/x"},"compensate":{"tool":"post","args":{"undo":1}}}
+	]}`)
+	task := e.claim()
+	_, err = e.runner.Work(context.Background(), task)
+	var perm *agentledger.PermanentError
+	if !errors.As(err, &perm) || !strings.Contains(err.Error(), "pure effect") || len(e.tool.seen) != 0 {
+		t.Fatalf("want a permanent refusal before step 0: %v (%d performed)", err, len(e.tool.seen))
+	}
+}
+
+// A compensation that fails for good parks the task; once the operator
+// fixed the cause, a replay continues the compensation, not the forward
+// path, and the compensation already done is not done again.
+func TestFailedCompensationParksAndReplayContinues(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newSagaEnv(t)
+	id := e.submit(saga)
+	task := e.claim()
+	_, err := e.runner.Work(ctx, task)
+	e.fail(task, err)
+	e.tool.fail = func(n int) error {
+		e.tool.mu.Lock()
+		refund := strings.Contains(string(e.tool.seen[n-1]), "refund")
+		e.tool.mu.Unlock()
+		if refund {
+			return agentledger.Permanent(errors.New("card closed"))
+		}
+		return nil
+	}
+	undo := e.claim()
+	_, err = e.runner.Work(ctx, undo)
+	if st := e.fail(undo, err); st != agentledger.StateNeedsAttention {
+		t.Fatalf("failed compensation: %s (%v)", st, err)
+	}
+	e.tool.fail = nil
+	// The refund's failure is recorded; once the card works again, the
+	// operator reopens it (as for a notification) and replays the task.
+	key := ledger.EffectKey(undo.Tenant, id, undo.Generation, "compensate/tool/0", "test.post")
+	if ok, err := e.Ledger.Reopen(ctx, undo.Tenant, "test.post", key, "card reopened"); !ok || err != nil {
+		t.Fatalf("reopen the refund: %v %v", ok, err)
+	}
+	if got, err := e.Claims.Requeue(ctx, "", id, claims.Replay); err != nil || got.State != agentledger.StateCompensating {
+		t.Fatalf("replay of a parked compensation: %v %+v", err, got)
+	}
+	again := e.claim()
+	if again.Compensation == "" {
+		t.Fatal("the replay ran the forward path")
+	}
+	res, err := e.runner.Work(ctx, again)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.succeed(again, res)
+	if r := e.performed("refund"); len(e.performed("release")) != 1 || len(r) != 2 || e.get(id).State != agentledger.StateCompensated {
+		t.Fatalf("release performed %d times (want once), refund %d (want the refused one and the one after reopening), state %s",
+			len(e.performed("release")), len(r), e.get(id).State)
+	}
+}
