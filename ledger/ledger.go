@@ -499,6 +499,9 @@ type Entry struct {
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
 	CompletedAt *time.Time
+	// RetryAllowed is an operator's resolution of an unknown effect: it
+	// was not performed, and may be performed once more.
+	RetryAllowed bool
 }
 
 // Journal returns the effects of a task generation in the order they were
@@ -517,6 +520,18 @@ func (l *Ledger) LastCompleted(ctx context.Context, taskID int64, generation int
 		return Entry{}, false, err
 	}
 	return es[0], true, nil
+}
+
+// Abandoned marks unknown the pending effect e of task taskID, left by an
+// attempt that no longer holds the task: it may or may not have happened,
+// and an operator resolves it (Resolve). Called by the task's current
+// attempt, which no earlier one can outlive (their writes are fenced).
+func (l *Ledger) Abandoned(ctx context.Context, taskID int64, e Entry, why string) error {
+	_, err := l.db.Exec(ctx, abandonedSQL, e.Tenant, e.Operation, e.Key, taskID, agentledger.SafeText(why))
+	if err != nil {
+		return fmt.Errorf("ledger: marking effect %s unknown: %w", short(e.Key), err)
+	}
+	return nil
 }
 
 func (l *Ledger) entries(ctx context.Context, sql string, args ...any) ([]Entry, error) {
@@ -541,7 +556,7 @@ func scanEntry(row pgx.Row, e *Entry, extra ...any) error {
 	var result []byte
 	dest := append([]any{&e.Tenant, &e.Operation, &e.Key, &e.Class, &e.State, &e.StepPath, &e.OwnerToken,
 		&e.Performed, &result, &e.Result.ExternalRef, &e.Error, &e.Note, &e.CreatedAt, &e.UpdatedAt,
-		&e.CompletedAt}, extra...)
+		&e.CompletedAt, &e.RetryAllowed}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return err
 	}

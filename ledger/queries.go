@@ -152,7 +152,7 @@ WHERE tenant = $1 AND operation = $2 AND effect_key = $3`
 
 const entryColumns = `tenant, operation, effect_key, class, state, step_path, owner_token, performed,
 	result, coalesce(external_ref, '') AS external_ref, coalesce(error, '') AS error,
-	coalesce(note, '') AS note, created_at, updated_at, completed_at`
+	coalesce(note, '') AS note, created_at, updated_at, completed_at, retry_allowed`
 
 const journalSQL = `/* ledger.journal */ SELECT ` + entryColumns + `
 FROM ledger WHERE task_id = $1 AND generation = $2 ORDER BY seq`
@@ -238,3 +238,9 @@ ORDER BY seq DESC LIMIT $5`
 
 // unknownCountSQL counts the effects of unknown outcome (a metrics gauge).
 const unknownCountSQL = `/* ledger.unknownCount */ SELECT count(*) FROM ledger WHERE state = 'unknown'`
+
+// abandonedSQL marks unknown a pending effect of task $4 that no attempt
+// will finish: its performer's lease is gone.
+const abandonedSQL = `/* ledger.abandoned */
+UPDATE ledger SET state = 'unknown', error = $5, updated_at = now()
+WHERE tenant = $1 AND operation = $2 AND effect_key = $3 AND task_id = $4 AND state = 'pending'`

@@ -59,6 +59,10 @@ func headline(state string) string {
 		return "was cancelled"
 	case "needs_attention":
 		return "needs an operator"
+	case "compensating":
+		return "is undoing its completed effects"
+	case "compensated":
+		return "undid its completed effects"
 	}
 	return state
 }
@@ -76,6 +80,10 @@ func icon(state string) string {
 		return ":no_entry_sign:"
 	case "needs_attention":
 		return ":raising_hand:"
+	case "compensating":
+		return ":rewind:"
+	case "compensated":
+		return ":leftwards_arrow_with_hook:"
 	}
 	return ":information_source:"
 }

@@ -94,11 +94,19 @@ func (r *Runner) compensate(ctx context.Context, task *agentledger.Task, p *Payl
 				undo = append(undo, e)
 			}
 		case ledger.StateFailed: // it did nothing to undo
-		default:
+		case ledger.StateUnknown:
+			if p.Steps[i].Compensate != nil && !e.RetryAllowed { // resolved "not performed": nothing to undo
+				return nil, unknownForward(task, i, p.Steps[i].Tool)
+			}
+		case ledger.StatePending:
+			// Left by an attempt that is gone (this one has done nothing
+			// yet): it may or may not have happened.
 			if p.Steps[i].Compensate != nil {
-				return nil, fmt.Errorf("step %d (%s) has an effect of unknown outcome (%s): it may or may not have happened, "+
-					"so its compensation is not guessed; resolve it (agentctl resolve %d), then replay the task to go on "+
-					"undoing: %w", i, p.Steps[i].Tool, e.State, task.ID, agentledger.ErrNeedsAttention)
+				if err := r.journal.Abandoned(ctx, task.ID, e, "its attempt ended before recording the outcome; "+
+					"the task is undoing its effects"); err != nil {
+					return nil, err
+				}
+				return nil, unknownForward(task, i, p.Steps[i].Tool)
 			}
 		}
 	}
@@ -152,4 +160,12 @@ func completedAt(e ledger.Entry) int64 {
 		return 0
 	}
 	return e.CompletedAt.UnixNano()
+}
+
+// unknownForward parks the compensation: step i's effect may or may not
+// have happened, and undoing it on a guess could undo what never was.
+func unknownForward(task *agentledger.Task, i int, tool string) error {
+	return fmt.Errorf("step %d (%s) has an effect of unknown outcome, so its compensation is not guessed: resolve it "+
+		"(agentctl resolve; done: it happened and will be undone; retry: it did not), then replay task %d to go on undoing: %w",
+		i, tool, task.ID, agentledger.ErrNeedsAttention)
 }

@@ -27,6 +27,8 @@ type Runner struct {
 // the compensation phase finds there what completed.
 type Journal interface {
 	Journal(ctx context.Context, taskID int64, generation int32) ([]ledger.Entry, error)
+	// Abandoned marks unknown a pending effect left by an earlier attempt.
+	Abandoned(ctx context.Context, taskID int64, e ledger.Entry, why string) error
 }
 
 // New returns a Runner that runs tools from reg through l. A task that

@@ -11,6 +11,7 @@ import (
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/notify/outbox"
 	"github.com/agentledger/agentledger/steps"
 	"github.com/agentledger/agentledger/tools"
 )
@@ -93,6 +94,10 @@ func TestSagaCompensatesInReverse(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	e := newSagaEnv(t)
+	if _, err := outbox.NewRules(e.DB).Put(ctx, outbox.Rule{Name: "undo", Events: []string{"dead", "compensating", "compensated"},
+		Channel: "ops"}, false); err != nil {
+		t.Fatal(err)
+	}
 	id := e.submit(saga)
 	task := e.claim()
 	_, err := e.runner.Work(ctx, task)
@@ -133,6 +138,12 @@ func TestSagaCompensatesInReverse(t *testing.T) {
 	}
 	if n := len(e.performed("refund")) + len(e.performed("release")); n != 2 || e.down.Effects() != 4 {
 		t.Fatalf("%d compensations performed, %d downstream effects (want 2, 4)", n, e.down.Effects())
+	}
+	// A rule on the saga's states heard each once; the task was never dead.
+	var events string
+	e.DB.QueryRow(ctx, `SELECT string_agg(event, ',' ORDER BY id) FROM outbox WHERE task_id = $1`, id).Scan(&events)
+	if events != "compensating,compensated" {
+		t.Fatalf("notified on %q, want compensating,compensated", events)
 	}
 	_, err = e.Claims.Requeue(ctx, "", id, claims.Replay)
 	if !errors.Is(err, agentledger.ErrConflict) || !strings.Contains(err.Error(), "compensated") {
@@ -355,5 +366,58 @@ func TestFailedCompensationParksAndReplayContinues(t *testing.T) {
 	if r := e.performed("refund"); len(e.performed("release")) != 1 || len(r) != 2 || e.get(id).State != agentledger.StateCompensated {
 		t.Fatalf("release performed %d times (want once), refund %d (want the refused one and the one after reopening), state %s",
 			len(e.performed("release")), len(r), e.get(id).State)
+	}
+}
+
+// A forward effect of unknown outcome (its worker died after the call,
+// before recording it) parks the compensation instead of guessing; once
+// the operator resolves it as done, a replay undoes it.
+func TestUnknownForwardEffectParksCompensation(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newSagaEnv(t)
+	id := e.submit(`{"steps":[{"tool":"post","args":{"charge":42},"compensate":{"tool":"post","args":{"refund":"${self.body.id}"}}}]}`)
+	e.tool.after = func(args json.RawMessage) error {
+		if strings.Contains(string(args), "charge") {
+			return errors.New("worker killed after the charge, before its record")
+		}
+		return nil
+	}
+	task := e.claim()
+	_, err := e.runner.Work(ctx, task)
+	if st := e.fail(task, err); st != agentledger.StateRetrying {
+		t.Fatalf("after the crash: %s", st)
+	}
+	e.tool.after = nil
+	if got, err := e.Claims.Cancel(ctx, "", id); err != nil || got.State != agentledger.StateCompensating {
+		t.Fatalf("cancel: %v %+v", err, got)
+	}
+	undo := e.claim()
+	_, err = e.runner.Work(ctx, undo)
+	if !errors.Is(err, agentledger.ErrNeedsAttention) || !strings.Contains(err.Error(), "unknown outcome") {
+		t.Fatalf("compensation of an unknown effect: %v", err)
+	}
+	if err := e.Claims.NeedsAttention(ctx, claims.LeaseOf(undo), err.Error()); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.get(id); got.State != agentledger.StateNeedsAttention || len(e.performed("refund")) != 0 {
+		t.Fatalf("parked: %s, %d refunds", got.State, len(e.performed("refund")))
+	}
+	key := ledger.EffectKey(undo.Tenant, id, undo.Generation, "tool/0", "test.post")
+	if err := e.Ledger.Resolve(ctx, undo.Tenant, "test.post", key, ledger.Resolution{Done: true,
+		Result: &ledger.Result{Status: 201, Body: json.RawMessage(`{"id":"eff_1"}`)}, Note: "the charge is on the statement"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := e.Claims.Requeue(ctx, "", id, claims.Replay); err != nil || got.State != agentledger.StateCompensating {
+		t.Fatalf("replay: %v %+v", err, got)
+	}
+	again := e.claim()
+	res, err := e.runner.Work(ctx, again)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.succeed(again, res)
+	if r := e.performed("refund"); len(r) != 1 || r[0] != `{"refund":"eff_1"}` || e.get(id).State != agentledger.StateCompensated {
+		t.Fatalf("refunds %v, state %s", r, e.get(id).State)
 	}
 }

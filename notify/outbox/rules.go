@@ -17,7 +17,7 @@ import (
 
 // Events are the task states a rule can ask to hear about, in the order a
 // task may pass through them.
-var Events = []string{"retrying", "needs_attention", "succeeded", "dead", "cancelled"}
+var Events = []string{"retrying", "needs_attention", "succeeded", "dead", "cancelled", "compensating", "compensated"}
 
 // DefaultEvents are a rule's events when none are given: every one, so that
 // a message follows its task to the end.
