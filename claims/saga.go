@@ -15,11 +15,11 @@ package claims
 // for it.
 
 // undoable: t's generation has an effect to compensate: one whose step
-// declared a compensation (ledger.Effect.Compensable) and that did not
+// declared a compensation (ledger.Effect.Compensate) and that did not
 // fail — completed, or of unknown outcome (the compensation phase parks
 // on those). It reads the ledger's journal index.
 const undoable = `EXISTS (SELECT 1 FROM ledger l WHERE l.task_id = t.id AND l.generation = t.generation
-		AND l.compensable AND l.state <> 'failed')`
+		AND l.compensate IS NOT NULL AND l.state <> 'failed')`
 
 // enters is true when t's forward path ends (ends, a SQL condition) with
 // something to undo.

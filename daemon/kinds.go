@@ -23,6 +23,7 @@ import (
 	"github.com/agentledger/agentledger/notify/outbox"
 	"github.com/agentledger/agentledger/notify/slack"
 	"github.com/agentledger/agentledger/pgembed"
+	"github.com/agentledger/agentledger/saga"
 	"github.com/agentledger/agentledger/steps"
 	"github.com/agentledger/agentledger/tools"
 	"github.com/agentledger/agentledger/worker"
@@ -83,6 +84,12 @@ func (d *Daemon) handlers(db *pgxpool.Pool, m *metrics.Metrics) (map[string]work
 	}
 	for name, h := range d.kinds {
 		kinds[name] = h
+	}
+	// Every kind's compensation phase is the same: undo what its effects
+	// declared, from the journal.
+	undo := &saga.Undoer{Ledger: l, Journal: l, Tools: reg, Grants: d.grants}
+	for name, h := range kinds {
+		kinds[name] = saga.Phase(h, undo)
 	}
 	return kinds, reg, nil
 }

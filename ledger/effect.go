@@ -126,12 +126,14 @@ type Effect struct {
 	// Request is the effect's request as JSON; its canonical hash must be
 	// the same whenever the same key is presented.
 	Request json.RawMessage
-	// Compensable marks an effect whose step declared a compensation: the
-	// task undoes it if it ends dead or cancelled. Such an effect is
-	// always reserved before it is performed (a pure or keyed one too),
-	// so that a crash between performing and recording leaves a row of
-	// unknown outcome for the compensation to find, not nothing.
-	Compensable bool
+	// Compensate, when set, is the call that undoes the effect (JSON
+	// {"tool", "args"}, see package saga), kept on its ledger row: the
+	// task runs it if it ends dead or cancelled after the effect
+	// completed. Such an effect is always reserved before it is performed
+	// (a keyed one too), so that a crash between performing and recording
+	// leaves a row of unknown outcome for the compensation to find, not
+	// nothing.
+	Compensate json.RawMessage
 
 	// Perform does the effect (every class but Local). It must send
 	// call.DownstreamKey(target) to keyed targets. A nil error records the

@@ -104,7 +104,7 @@ func (l *Ledger) do(ctx context.Context, a Attempt, e Effect) (Result, error) {
 	q := queriesOf(a.Fence)
 
 	switch {
-	case (e.Class == Pure || e.Class == Keyed) && !e.Compensable:
+	case (e.Class == Pure || e.Class == Keyed) && e.Compensate == nil:
 		if res, done, err := l.doUnreserved(ctx, pk, a, call, e, hash); done {
 			return res, err
 		}
@@ -141,7 +141,7 @@ func (l *Ledger) do(ctx context.Context, a Attempt, e Effect) (Result, error) {
 		var st *State
 		var r row
 		err := l.db.QueryRow(ctx, q.reserveFast, a.Tenant, e.Operation, call.Key, hash, string(e.Class),
-			a.TaskID, a.Generation, e.StepPath, a.token(), a.fenceID(), e.Compensable).Scan(&fenced, &fresh, &st, &r.hash, &r.result, &r.externalRef, &r.err)
+			a.TaskID, a.Generation, e.StepPath, a.token(), a.fenceID(), nullRaw(e.Compensate)).Scan(&fenced, &fresh, &st, &r.hash, &r.result, &r.externalRef, &r.err)
 		if err != nil {
 			return Result{}, fmt.Errorf("ledger: reserving effect %s: %w", short(call.Key), err)
 		}
@@ -164,7 +164,7 @@ func (l *Ledger) do(ctx context.Context, a Attempt, e Effect) (Result, error) {
 			return err
 		}
 		tag, err := tx.Exec(ctx, reserveSQL, a.Tenant, e.Operation, call.Key, hash, string(e.Class),
-			a.TaskID, a.Generation, e.StepPath, a.token(), e.Compensable)
+			a.TaskID, a.Generation, e.StepPath, a.token(), nullRaw(e.Compensate))
 		if err != nil {
 			return err
 		}
@@ -499,6 +499,8 @@ type Entry struct {
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
 	CompletedAt *time.Time
+	// Compensate is the call that undoes the effect, if it declared one.
+	Compensate json.RawMessage
 	// RetryAllowed is an operator's resolution of an unknown effect: it
 	// was not performed, and may be performed once more.
 	RetryAllowed bool
@@ -556,7 +558,7 @@ func scanEntry(row pgx.Row, e *Entry, extra ...any) error {
 	var result []byte
 	dest := append([]any{&e.Tenant, &e.Operation, &e.Key, &e.Class, &e.State, &e.StepPath, &e.OwnerToken,
 		&e.Performed, &result, &e.Result.ExternalRef, &e.Error, &e.Note, &e.CreatedAt, &e.UpdatedAt,
-		&e.CompletedAt, &e.RetryAllowed}, extra...)
+		&e.CompletedAt, &e.RetryAllowed, &e.Compensate}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return err
 	}
@@ -568,4 +570,13 @@ func scanEntry(row pgx.Row, e *Entry, extra ...any) error {
 		e.Result.ExternalRef = ref
 	}
 	return nil
+}
+
+// nullRaw is raw as a query argument: NULL when empty.
+func nullRaw(raw json.RawMessage) *string {
+	if len(raw) == 0 {
+		return nil
+	}
+	s := string(raw)
+	return &s
 }

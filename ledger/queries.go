@@ -57,8 +57,8 @@ WITH fence AS (
 ),
 ins AS (
 	INSERT INTO ledger (tenant, operation, effect_key, request_hash, class, task_id,
-		generation, step_path, owner_token, performed, compensable)
-	SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, 1, $11 FROM fence
+		generation, step_path, owner_token, performed, compensate)
+	SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, 1, $11::jsonb FROM fence
 	ON CONFLICT (tenant, operation, effect_key) DO NOTHING
 	RETURNING true
 )
@@ -118,8 +118,8 @@ FROM ledger l WHERE l.tenant = $1 AND l.operation = $2 AND l.effect_key = $3`,
 // existing row decides.
 const reserveSQL = `/* ledger.reserve */
 INSERT INTO ledger (tenant, operation, effect_key, request_hash, class, task_id,
-	generation, step_path, owner_token, performed, compensable)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 1, $10)
+	generation, step_path, owner_token, performed, compensate)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 1, $10::jsonb)
 ON CONFLICT (tenant, operation, effect_key) DO NOTHING`
 
 const lockSQL = `/* ledger.lock */
@@ -152,7 +152,7 @@ WHERE tenant = $1 AND operation = $2 AND effect_key = $3`
 
 const entryColumns = `tenant, operation, effect_key, class, state, step_path, owner_token, performed,
 	result, coalesce(external_ref, '') AS external_ref, coalesce(error, '') AS error,
-	coalesce(note, '') AS note, created_at, updated_at, completed_at, retry_allowed`
+	coalesce(note, '') AS note, created_at, updated_at, completed_at, retry_allowed, compensate`
 
 const journalSQL = `/* ledger.journal */ SELECT ` + entryColumns + `
 FROM ledger WHERE task_id = $1 AND generation = $2 ORDER BY seq`

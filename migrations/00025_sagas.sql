@@ -6,9 +6,11 @@
 -- tasks.compensation is why a task is in its compensation phase (NULL:
 -- its forward path). 'compensating' is a claimable state like 'retrying'
 -- (a worker runs the compensations under an ordinary lease); 'compensated'
--- is finished. ledger.compensable marks an effect whose step declared a
--- compensation, so the statements that end a task can tell, in the same
--- statement, whether it has anything to undo.
+-- is finished. ledger.compensate holds, on the row of an effect that
+-- declared one, the tool call that undoes it ({"tool", "args"}, args a
+-- template over the effect's result): the compensation phase of any kind
+-- reads it from the journal, and the statements that end a task tell, in
+-- the same statement, whether it has anything to undo.
 --
 -- Outside a transaction (see doc.go): each check is widened NOT VALID and
 -- validated while writes go on; the claim's and the retention janitor's
@@ -16,7 +18,7 @@
 -- the old ones dropped concurrently and the new ones renamed. Every
 -- statement can run again if the migration stops half-way.
 ALTER TABLE tasks ADD COLUMN IF NOT EXISTS compensation text;
-ALTER TABLE ledger ADD COLUMN IF NOT EXISTS compensable boolean NOT NULL DEFAULT false;
+ALTER TABLE ledger ADD COLUMN IF NOT EXISTS compensate jsonb;
 
 ALTER TABLE tasks DROP CONSTRAINT IF EXISTS tasks_state_check,
     ADD CONSTRAINT tasks_state_check CHECK (state IN ('queued', 'running', 'retrying', 'succeeded', 'dead',
@@ -65,5 +67,5 @@ ALTER TABLE task_attempts DROP CONSTRAINT IF EXISTS task_attempts_outcome_check,
 ALTER TABLE tasks DROP CONSTRAINT IF EXISTS tasks_state_check,
     ADD CONSTRAINT tasks_state_check CHECK (state IN
     ('queued', 'running', 'retrying', 'succeeded', 'dead', 'cancelled', 'needs_attention'));
-ALTER TABLE ledger DROP COLUMN IF EXISTS compensable;
+ALTER TABLE ledger DROP COLUMN IF EXISTS compensate;
 ALTER TABLE tasks DROP COLUMN IF EXISTS compensation;

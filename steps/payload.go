@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/internal/refs"
+	"github.com/agentledger/agentledger/saga"
 )
 
 // MaxSteps bounds one task's list.
@@ -21,15 +23,8 @@ type Step struct {
 	Args json.RawMessage `json:"args"`
 	// Compensate, when set, undoes the step once it completed, if the task
 	// then ends dead or cancelled (or an operator asks). Its args may use
-	// ${self.…} (this step's result) and ${steps.N.…} for N up to this
-	// step's own index.
-	Compensate *Compensation `json:"compensate,omitempty"`
-}
-
-// Compensation is the tool call that undoes a step.
-type Compensation struct {
-	Tool string          `json:"tool"`
-	Args json.RawMessage `json:"args"`
+	// ${self.…} (this step's result) and ${steps.N.…} of earlier steps.
+	Compensate *saga.Compensation `json:"compensate,omitempty"`
 }
 
 // Payload is a steps task's payload.
@@ -39,9 +34,6 @@ type Payload struct {
 
 // refRE matches ${steps.N.path}; path segments are keys or array indexes.
 var refRE = regexp.MustCompile(`\$\{steps\.(\d+)((?:\.[A-Za-z0-9_-]+)*)\}`)
-
-// selfRE matches ${self.path} in a compensation: the step it undoes.
-var selfRE = regexp.MustCompile(`\$\{self((?:\.[A-Za-z0-9_-]+)*)\}`)
 
 // parse decodes and checks a payload before anything runs: a bad payload is
 // a permanent failure with nothing performed. Its messages speak of the
@@ -86,8 +78,8 @@ func parseStep(i int, raw json.RawMessage) (Step, error) {
 	if s.Tool, s.Args, err = toolCall(subject, f); err != nil {
 		return s, err
 	}
-	if m := selfRE.FindString(string(s.Args)); m != "" {
-		return s, bad("step %d: %s may be used only in a compensation", i, m)
+	if saga.References(string(s.Args)) {
+		return s, bad("step %d: ${self…} may be used only in a compensation", i)
 	}
 	if err := checkRefs(subject, s.Args, i-1); err != nil {
 		return s, err
@@ -104,14 +96,15 @@ func parseStep(i int, raw json.RawMessage) (Step, error) {
 	if err != nil {
 		return s, err
 	}
-	c := &Compensation{}
+	c := &saga.Compensation{}
 	if c.Tool, c.Args, err = toolCall(subject, cf); err != nil {
 		return s, err
 	}
-	// ${self.…} is this step's result: ${steps.<i>.…}.
-	c.Args = json.RawMessage(selfRE.ReplaceAllString(string(c.Args), fmt.Sprintf("$${steps.%d$1}", i)))
-	if err := checkRefs(subject, c.Args, i); err != nil {
+	if err := checkRefs(subject, c.Args, i-1); err != nil {
 		return s, err
+	}
+	if err := c.Check(); err != nil {
+		return s, bad("%s: %v", subject, err)
 	}
 	s.Compensate = c
 	return s, nil
@@ -149,8 +142,7 @@ func checkRefs(subject string, args json.RawMessage, last int) error {
 		if err != nil || n > last {
 			return bad("%s: %s refers to step %s, which does not run before it", subject, m[0], m[1])
 		}
-		if path := strings.Split(strings.TrimPrefix(m[2], "."), "."); m[2] == "" ||
-			(path[0] != "status" && path[0] != "body" && path[0] != "external_ref") {
+		if !refs.CheckPath(m[2]) {
 			return bad("%s: %s must name status, body[.path] or external_ref", subject, m[0])
 		}
 	}
@@ -208,89 +200,15 @@ func bad(format string, args ...any) error {
 	return agentledger.Permanent(fmt.Errorf("steps: "+format, args...))
 }
 
-// resolve substitutes references in args with earlier results (each the
+// resolve substitutes references to earlier results in args (each the
 // JSON of {"status", "body", "external_ref"}).
 func resolve(args json.RawMessage, results []any) (json.RawMessage, error) {
-	var v any
-	dec := json.NewDecoder(bytes.NewReader(args))
-	dec.UseNumber()
-	if err := dec.Decode(&v); err != nil {
-		return nil, bad("args: %v", err)
-	}
-	out, err := walk(v, results)
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(out)
-}
-
-func walk(v any, results []any) (any, error) {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, e := range x {
-			r, err := walk(e, results)
-			if err != nil {
-				return nil, err
-			}
-			x[k] = r
-		}
-		return x, nil
-	case []any:
-		for i, e := range x {
-			r, err := walk(e, results)
-			if err != nil {
-				return nil, err
-			}
-			x[i] = r
-		}
-		return x, nil
-	case string:
-		return substitute(x, results)
-	}
-	return v, nil
-}
-
-// substitute resolves the references in one string.
-func substitute(s string, results []any) (any, error) {
-	if m := refRE.FindStringSubmatch(s); m != nil && m[0] == s {
-		return lookup(m, results)
-	}
-	var firstErr error
-	out := refRE.ReplaceAllStringFunc(s, func(ref string) string {
-		v, err := lookup(refRE.FindStringSubmatch(ref), results)
-		if err != nil {
-			firstErr = err
-			return ""
-		}
-		if str, ok := v.(string); ok {
-			return str
-		}
-		b, _ := json.Marshal(v)
-		return string(b)
+	out, err := refs.Resolve(args, refRE, func(m []string) (any, error) {
+		n, _ := strconv.Atoi(m[1])
+		return refs.Path(m[0], fmt.Sprintf("step %d's", n), results[n], m[2])
 	})
-	return out, firstErr
-}
-
-func lookup(m []string, results []any) (any, error) {
-	n, _ := strconv.Atoi(m[1])
-	var cur any = results[n]
-	for _, seg := range strings.Split(strings.TrimPrefix(m[2], "."), ".") {
-		switch c := cur.(type) {
-		case map[string]any:
-			v, ok := c[seg]
-			if !ok {
-				return nil, bad("%s: step %d's result has no %q", m[0], n, seg)
-			}
-			cur = v
-		case []any:
-			i, err := strconv.Atoi(seg)
-			if err != nil || i < 0 || i >= len(c) {
-				return nil, bad("%s: %q is not an index of a %d-element array", m[0], seg, len(c))
-			}
-			cur = c[i]
-		default:
-			return nil, bad("%s: cannot look %q up in a %T", m[0], seg, cur)
-		}
+	if err != nil {
+		return nil, fmt.Errorf("steps: %w", err)
 	}
-	return cur, nil
+	return out, nil
 }

@@ -1,7 +1,6 @@
 package steps
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,35 +8,23 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/grants"
+	"github.com/agentledger/agentledger/internal/refs"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/tools"
 )
 
 // Runner runs steps tasks. It is a worker.Handler.
 type Runner struct {
-	ledger  tools.Doer
-	journal Journal
-	tools   *tools.Registry
+	ledger tools.Doer
+	tools  *tools.Registry
 	// Grants, when set, give each task's tenant grant, read at the start
 	// of every attempt; every step is checked against it, on a replay too.
 	Grants grants.Source
 }
 
-// Journal reads the effects of a task generation (*ledger.Ledger has it):
-// the compensation phase finds there what completed.
-type Journal interface {
-	Journal(ctx context.Context, taskID int64, generation int32) ([]ledger.Entry, error)
-	// Abandoned marks unknown a pending effect left by an earlier attempt.
-	Abandoned(ctx context.Context, taskID int64, e ledger.Entry, why string) error
-}
-
-// New returns a Runner that runs tools from reg through l. A task that
-// declares compensations needs l to be a Journal too (as *ledger.Ledger
-// is): its compensation phase fails with a clear error otherwise.
-func New(l tools.Doer, reg *tools.Registry) *Runner {
-	j, _ := l.(Journal)
-	return &Runner{ledger: l, journal: j, tools: reg}
-}
+// New returns a Runner that runs tools from reg through l. Its tasks'
+// compensation phase is saga.Undoer's (saga.Phase).
+func New(l tools.Doer, reg *tools.Registry) *Runner { return &Runner{ledger: l, tools: reg} }
 
 // StepResult is one step's outcome in the task's result.
 type StepResult struct {
@@ -79,9 +66,6 @@ func (r *Runner) Work(ctx context.Context, task *agentledger.Task) (json.RawMess
 			return nil, err
 		}
 	}
-	if task.Compensation != "" {
-		return r.compensate(ctx, task, p, grant)
-	}
 	if err := p.checkCompensable(ts); err != nil {
 		return nil, err
 	}
@@ -92,8 +76,12 @@ func (r *Runner) Work(ctx context.Context, task *agentledger.Task) (json.RawMess
 		if err != nil {
 			return nil, fmt.Errorf("step %d: %w", i, err)
 		}
+		undo, err := compensation(s, results)
+		if err != nil {
+			return nil, fmt.Errorf("step %d: %w", i, err)
+		}
 		res, err := tools.Invoke(ctx, r.ledger, ts[i], tools.Call{Task: task, StepPath: stepPath(i), Args: args, Grant: grant,
-			Compensable: s.Compensate != nil})
+			Compensate: undo})
 		if err != nil {
 			var failed *ledger.FailedError
 			if errors.As(err, &failed) {
@@ -119,15 +107,9 @@ func (r *Runner) Work(ctx context.Context, task *agentledger.Task) (json.RawMess
 
 // resultView is what references see of a result.
 func resultView(res ledger.Result) (any, error) {
-	m := map[string]any{"status": json.Number(fmt.Sprint(res.Status)), "external_ref": res.ExternalRef, "body": nil}
-	if len(res.Body) > 0 {
-		dec := json.NewDecoder(bytes.NewReader(res.Body))
-		dec.UseNumber()
-		var body any
-		if err := dec.Decode(&body); err != nil {
-			return nil, fmt.Errorf("steps: stored result is not JSON: %w", err)
-		}
-		m["body"] = body
+	v, err := refs.View(res)
+	if err != nil {
+		return nil, fmt.Errorf("steps: %w", err)
 	}
-	return m, nil
+	return v, nil
 }

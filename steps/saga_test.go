@@ -12,13 +12,14 @@ import (
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/notify/outbox"
+	"github.com/agentledger/agentledger/saga"
 	"github.com/agentledger/agentledger/steps"
 	"github.com/agentledger/agentledger/tools"
 )
 
 // saga is a charge and a reservation, each with its compensation, then a
 // shipment that fails for good.
-const saga = `{"steps":[
+const sagaPayload = `{"steps":[
 	{"tool":"post","args":{"charge":42},"compensate":{"tool":"post","args":{"refund":"${self.body.id}"}}},
 	{"tool":"post","args":{"reserve":7,"for":"${steps.0.body.id}"},"compensate":{"tool":"post","args":{"release":"${self.body.id}","charge":"${steps.0.body.id}"}}},
 	{"tool":"ship","args":{"order":42}}
@@ -38,9 +39,11 @@ func (s *ship) Effect(c tools.Call) (ledger.Effect, error) {
 		}}, nil
 }
 
-func newSagaEnv(t *testing.T) *env {
+func newSagaEnv(t *testing.T, more ...tools.Tool) *env {
 	e := newEnv(t)
-	e.runner = steps.New(e.Ledger, tools.NewRegistry(e.tool, &ship{}))
+	reg := tools.NewRegistry(append([]tools.Tool{e.tool, &ship{}}, more...)...)
+	e.runner = steps.New(e.Ledger, reg)
+	e.phase = saga.Phase(e.runner, &saga.Undoer{Ledger: e.Ledger, Journal: e.Ledger, Tools: reg})
 	return e
 }
 
@@ -98,9 +101,9 @@ func TestSagaCompensatesInReverse(t *testing.T) {
 		Channel: "ops"}, false); err != nil {
 		t.Fatal(err)
 	}
-	id := e.submit(saga)
+	id := e.submit(sagaPayload)
 	task := e.claim()
-	_, err := e.runner.Work(ctx, task)
+	_, err := e.phase.Work(ctx, task)
 	if err == nil || !strings.Contains(err.Error(), "no courier") {
 		t.Fatalf("forward path: %v", err)
 	}
@@ -114,7 +117,7 @@ func TestSagaCompensatesInReverse(t *testing.T) {
 	if undo.Compensation != "failed" || undo.Attempt != 1 {
 		t.Fatalf("claimed compensation: attempt %d, compensation %q", undo.Attempt, undo.Compensation)
 	}
-	res, err := e.runner.Work(ctx, undo)
+	res, err := e.phase.Work(ctx, undo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,13 +126,13 @@ func TestSagaCompensatesInReverse(t *testing.T) {
 	if strings.Join(undone, " ") != strings.Join(want, " ") || !strings.Contains(string(res), `"undoes":"tool/1"`) {
 		t.Fatalf("undone %v, want %v; result %s", undone, want, res)
 	}
-	var r struct{ Compensations []steps.CompensationResult }
+	var r struct{ Compensations []saga.Result }
 	json.Unmarshal(res, &r)
-	if len(r.Compensations) != 2 || r.Compensations[0].Step != 1 || r.Compensations[1].Step != 0 {
+	if len(r.Compensations) != 2 || r.Compensations[0].Undoes != "tool/1" || r.Compensations[1].Undoes != "tool/0" {
 		t.Fatalf("order: %s", res)
 	}
 	// A re-poll of the same compensation performs nothing again.
-	if again, err := e.runner.Work(ctx, undo); err != nil || strings.Count(string(again), `"replayed":true`) != 2 {
+	if again, err := e.phase.Work(ctx, undo); err != nil || strings.Count(string(again), `"replayed":true`) != 2 {
 		t.Fatalf("re-poll: %s %v", again, err)
 	}
 	e.succeed(undo, res)
@@ -164,9 +167,9 @@ func TestCompensationCrashAfterPerformance(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	e := newSagaEnv(t)
-	id := e.submit(saga)
+	id := e.submit(sagaPayload)
 	task := e.claim()
-	_, err := e.runner.Work(ctx, task)
+	_, err := e.phase.Work(ctx, task)
 	e.fail(task, err)
 	var crashed atomic.Bool
 	e.tool.after = func(args json.RawMessage) error {
@@ -176,14 +179,14 @@ func TestCompensationCrashAfterPerformance(t *testing.T) {
 		return nil
 	}
 	undo := e.claim()
-	if _, err := e.runner.Work(ctx, undo); err == nil || !crashed.Load() {
+	if _, err := e.phase.Work(ctx, undo); err == nil || !crashed.Load() {
 		t.Fatalf("want the crash: %v", err)
 	}
 	again := e.ExpireAndReclaim("w2") // its lease runs out; another worker claims
 	if again.Compensation != "failed" || again.Attempt != 2 {
 		t.Fatalf("reclaimed: attempt %d, compensation %q", again.Attempt, again.Compensation)
 	}
-	res, err := e.runner.Work(ctx, again)
+	res, err := e.phase.Work(ctx, again)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,16 +218,15 @@ func (g *gate) Effect(tools.Call) (ledger.Effect, error) {
 func TestCancelUndoesOnlyCompletedSteps(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	e := newSagaEnv(t)
 	g := &gate{entered: make(chan struct{}), release: make(chan error)}
-	e.runner = steps.New(e.Ledger, tools.NewRegistry(e.tool, g))
+	e := newSagaEnv(t, g)
 	id := e.submit(`{"steps":[
 		{"tool":"post","args":{"charge":42},"compensate":{"tool":"post","args":{"refund":"${self.body.id}"}}},
 		{"tool":"gate","args":{"after":"${steps.0.body.id}"},"compensate":{"tool":"post","args":{"release":"${self.body.id}"}}}
 	]}`)
 	task := e.claim()
 	done := make(chan error, 1)
-	go func() { _, err := e.runner.Work(ctx, task); done <- err }()
+	go func() { _, err := e.phase.Work(ctx, task); done <- err }()
 	<-g.entered
 	got, err := e.Claims.Cancel(ctx, "", id) // running: flagged
 	if err != nil || got.CancelRequested == nil {
@@ -244,7 +246,7 @@ func TestCancelUndoesOnlyCompletedSteps(t *testing.T) {
 		t.Fatalf("cancel of a compensation: %v", err)
 	}
 	undo := e.claim()
-	res, err := e.runner.Work(ctx, undo)
+	res, err := e.phase.Work(ctx, undo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +260,7 @@ func TestCancelUndoesOnlyCompletedSteps(t *testing.T) {
 func TestCancelWithNothingToUndo(t *testing.T) {
 	t.Parallel()
 	e := newSagaEnv(t)
-	id := e.submit(saga)
+	id := e.submit(sagaPayload)
 	if got, err := e.Claims.Cancel(context.Background(), "", id); err != nil || got.State != agentledger.StateCancelled {
 		t.Fatalf("cancel of a queued saga: %v %+v", err, got)
 	}
@@ -275,7 +277,7 @@ func TestOperatorCompensatesSucceededTask(t *testing.T) {
 	e := newSagaEnv(t)
 	id := e.submit(`{"steps":[{"tool":"post","args":{"charge":42},"compensate":{"tool":"post","args":{"refund":"${self.body.id}"}}}]}`)
 	task := e.claim()
-	res, err := e.runner.Work(ctx, task)
+	res, err := e.phase.Work(ctx, task)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +290,7 @@ func TestOperatorCompensatesSucceededTask(t *testing.T) {
 		t.Fatalf("second compensate: %v", err)
 	}
 	undo := e.claim()
-	if res, err = e.runner.Work(ctx, undo); err != nil {
+	if res, err = e.phase.Work(ctx, undo); err != nil {
 		t.Fatal(err)
 	}
 	e.succeed(undo, res)
@@ -301,18 +303,17 @@ func TestOperatorCompensatesSucceededTask(t *testing.T) {
 // performed.
 func TestCompensationOfPureEffectRefused(t *testing.T) {
 	t.Parallel()
-	e := newSagaEnv(t)
 	http, err := tools.NewHTTPRequest(tools.HTTPConfig{AllowedHosts: []string{"example.test"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.runner = steps.New(e.Ledger, tools.NewRegistry(e.tool, http))
+	e := newSagaEnv(t, http)
 	e.submit(`{"steps":[
 		{"tool":"post","args":{"charge":42}},
 		{"tool":"http_request","args":{"method":"GET","url":"http://example.test/x"},"compensate":{"tool":"post","args":{"undo":1}}}
 	]}`)
 	task := e.claim()
-	_, err = e.runner.Work(context.Background(), task)
+	_, err = e.phase.Work(context.Background(), task)
 	var perm *agentledger.PermanentError
 	if !errors.As(err, &perm) || !strings.Contains(err.Error(), "pure effect") || len(e.tool.seen) != 0 {
 		t.Fatalf("want a permanent refusal before step 0: %v (%d performed)", err, len(e.tool.seen))
@@ -326,9 +327,9 @@ func TestFailedCompensationParksAndReplayContinues(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	e := newSagaEnv(t)
-	id := e.submit(saga)
+	id := e.submit(sagaPayload)
 	task := e.claim()
-	_, err := e.runner.Work(ctx, task)
+	_, err := e.phase.Work(ctx, task)
 	e.fail(task, err)
 	e.tool.fail = func(n int) error {
 		e.tool.mu.Lock()
@@ -340,7 +341,7 @@ func TestFailedCompensationParksAndReplayContinues(t *testing.T) {
 		return nil
 	}
 	undo := e.claim()
-	_, err = e.runner.Work(ctx, undo)
+	_, err = e.phase.Work(ctx, undo)
 	if st := e.fail(undo, err); st != agentledger.StateNeedsAttention {
 		t.Fatalf("failed compensation: %s (%v)", st, err)
 	}
@@ -358,7 +359,7 @@ func TestFailedCompensationParksAndReplayContinues(t *testing.T) {
 	if again.Compensation == "" {
 		t.Fatal("the replay ran the forward path")
 	}
-	res, err := e.runner.Work(ctx, again)
+	res, err := e.phase.Work(ctx, again)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -384,7 +385,7 @@ func TestUnknownForwardEffectParksCompensation(t *testing.T) {
 		return nil
 	}
 	task := e.claim()
-	_, err := e.runner.Work(ctx, task)
+	_, err := e.phase.Work(ctx, task)
 	if st := e.fail(task, err); st != agentledger.StateRetrying {
 		t.Fatalf("after the crash: %s", st)
 	}
@@ -393,7 +394,7 @@ func TestUnknownForwardEffectParksCompensation(t *testing.T) {
 		t.Fatalf("cancel: %v %+v", err, got)
 	}
 	undo := e.claim()
-	_, err = e.runner.Work(ctx, undo)
+	_, err = e.phase.Work(ctx, undo)
 	if !errors.Is(err, agentledger.ErrNeedsAttention) || !strings.Contains(err.Error(), "unknown outcome") {
 		t.Fatalf("compensation of an unknown effect: %v", err)
 	}
@@ -412,7 +413,7 @@ func TestUnknownForwardEffectParksCompensation(t *testing.T) {
 		t.Fatalf("replay: %v %+v", err, got)
 	}
 	again := e.claim()
-	res, err := e.runner.Work(ctx, again)
+	res, err := e.phase.Work(ctx, again)
 	if err != nil {
 		t.Fatal(err)
 	}

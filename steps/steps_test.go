@@ -17,6 +17,7 @@ import (
 	"github.com/agentledger/agentledger/internal/downstream"
 	"github.com/agentledger/agentledger/internal/testenv"
 	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/saga"
 	"github.com/agentledger/agentledger/steps"
 	"github.com/agentledger/agentledger/tools"
 )
@@ -70,6 +71,7 @@ type env struct {
 	down   *downstream.Server
 	tool   *post
 	runner *steps.Runner
+	phase  saga.Handler // runner, or its compensation phase
 }
 
 func newEnv(t *testing.T) *env {

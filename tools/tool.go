@@ -25,9 +25,10 @@ type Call struct {
 	// Grant is what the task's tenant may reach; nil checks nothing (the
 	// steps and agent kinds always set it).
 	Grant *grants.Grant
-	// Compensable says the call declared a compensation: its effect is
-	// marked so (ledger.Effect.Compensable), and it may not be pure.
-	Compensable bool
+	// Compensate is the call that undoes this one (package saga), kept
+	// with its effect (ledger.Effect.Compensate); a pure effect may not
+	// declare one.
+	Compensate json.RawMessage
 }
 
 // Tool is one capability steps and agents can invoke.
@@ -92,14 +93,14 @@ func Invoke(ctx context.Context, l Doer, t Tool, call Call) (ledger.Result, erro
 	if err := CheckCompensable(t, call, eff); err != nil {
 		return ledger.Result{}, err
 	}
-	eff.Compensable = call.Compensable
+	eff.Compensate = call.Compensate
 	return l.Do(ctx, AttemptOf(call.Task), eff)
 }
 
 // CheckCompensable refuses, as a permanent error, a compensation declared
 // for a pure effect: it changed nothing, so there is nothing to undo.
 func CheckCompensable(t Tool, call Call, eff ledger.Effect) error {
-	if call.Compensable && eff.Class == ledger.Pure {
+	if call.Compensate != nil && eff.Class == ledger.Pure {
 		return agentledger.Permanent(fmt.Errorf("%s at %s is a pure effect (it changes nothing), so it has nothing to undo: "+
 			"remove its compensation", t.Name(), call.StepPath))
 	}

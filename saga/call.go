@@ -1,0 +1,61 @@
+package saga
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/grants"
+	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/tools"
+)
+
+type invokerKey struct{}
+
+// Call performs tool with args for task t through the ledger, at journal
+// place "call/<path>" — the same path for the same intended call on every
+// attempt and replay (a step name, "charge", "notify/3"), never a time or
+// an attempt number. undo, if not nil, is its compensation: if t later
+// ends dead or is cancelled, the call, once completed, is undone with it.
+//
+// It is how a Go kind (daemon.Kind) performs effects: ctx must be the
+// handler's own, in which the daemon puts its ledger, tools and grants. A
+// call served from the ledger (done by an earlier attempt) performs
+// nothing and has Result.Replayed set.
+func Call(ctx context.Context, t *agentledger.Task, path, tool string, args any, undo *Compensation) (ledger.Result, error) {
+	u, ok := ctx.Value(invokerKey{}).(*Undoer)
+	if !ok {
+		return ledger.Result{}, errors.New("saga.Call: ctx is not a task handler's: call it from a kind the daemon runs")
+	}
+	if path == "" || strings.HasPrefix(path, "/") {
+		return ledger.Result{}, agentledger.Permanent(fmt.Errorf("saga.Call: path %q must name the call (\"charge\", \"step/2\")", path))
+	}
+	raw, err := json.Marshal(args)
+	if err != nil {
+		return ledger.Result{}, agentledger.Permanent(fmt.Errorf("saga.Call %s: arguments: %w", path, err))
+	}
+	if References(string(raw)) {
+		return ledger.Result{}, agentledger.Permanent(fmt.Errorf("saga.Call %s: ${self…} may be used only in a compensation", path))
+	}
+	call := tools.Call{Task: t, StepPath: "call/" + path, Args: raw}
+	if undo != nil {
+		if call.Compensate, err = undo.Encode(); err != nil {
+			return ledger.Result{}, fmt.Errorf("saga.Call %s: %w", path, err)
+		}
+	}
+	tl, err := u.Tools.Get(tool)
+	if err != nil {
+		return ledger.Result{}, fmt.Errorf("saga.Call %s: %w", path, err)
+	}
+	if u.Grants != nil {
+		var g *grants.Grant
+		if g, err = u.Grants.For(ctx, t.Tenant); err != nil {
+			return ledger.Result{}, err
+		}
+		call.Grant = g
+	}
+	return tools.Invoke(ctx, u.Ledger, tl, call)
+}

@@ -1,0 +1,104 @@
+package saga_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/internal/testenv"
+	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/saga"
+	"github.com/agentledger/agentledger/tools"
+)
+
+// shop is a keyed downstream that records what it did, once per key.
+type shop struct {
+	mu   sync.Mutex
+	done map[string]string // downstream key → what
+	log  []string          // in order
+}
+
+type order struct {
+	Op    string `json:"op"`
+	Order int    `json:"order,omitempty"`
+	Of    string `json:"of,omitempty"`
+}
+
+func (s *shop) tool(t *testing.T) tools.Tool {
+	tool, err := tools.Define(tools.Spec[order]{Name: "shop", Class: ledger.Keyed,
+		Perform: func(_ context.Context, c ledger.Call, o order) (ledger.Result, error) {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			key := c.DownstreamKey("shop")
+			if _, ok := s.done[key]; !ok {
+				s.done[key] = o.Op
+				s.log = append(s.log, strings.TrimSpace(o.Op+" "+o.Of))
+			}
+			return ledger.Result{Status: 200, Body: json.RawMessage(fmt.Sprintf(`{"id":"%s-%d"}`, o.Op, o.Order))}, nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tool
+}
+
+// A Go kind declares each call's compensation with the call; when it then
+// fails for good, its completed calls are undone newest first, once each.
+func TestGoKindCompensations(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := testenv.New(t)
+	s := &shop{done: map[string]string{}}
+	reg := tools.NewRegistry(s.tool(t))
+	undoer := &saga.Undoer{Ledger: e.Ledger, Journal: e.Ledger, Tools: reg}
+	kind := saga.Phase(handler(func(ctx context.Context, task *agentledger.Task) (json.RawMessage, error) {
+		for _, op := range []string{"charge", "reserve"} {
+			undo := &saga.Compensation{Tool: "shop", Args: json.RawMessage(`{"op":"un` + op + `","of":"${self.body.id}"}`)}
+			if _, err := saga.Call(ctx, task, op, "shop", order{Op: op, Order: 7}, undo); err != nil {
+				return nil, err
+			}
+		}
+		return nil, agentledger.Permanent(errors.New("no courier"))
+	}), undoer)
+
+	e.Enqueue(claims.EnqueueParams{Kind: "order"})
+	task := e.Claim("w")
+	_, err := kind.Work(ctx, task)
+	st, ferr := e.Claims.Fail(ctx, claims.Failure{Lease: claims.LeaseOf(task), Error: err.Error(), Final: true})
+	if ferr != nil || st != agentledger.StateCompensating {
+		t.Fatalf("after the failure: %s %v", st, ferr)
+	}
+	undo := e.Claim("w")
+	res, err := kind.Work(ctx, undo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Claims.Succeed(ctx, claims.LeaseOf(undo), res); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := e.Claims.Get(ctx, "", task.ID)
+	if want := "charge,reserve,unreserve reserve-7,uncharge charge-7"; strings.Join(s.log, ",") != want || got.State != agentledger.StateCompensated {
+		t.Fatalf("shop saw %q, want %q; task %s", strings.Join(s.log, ","), want, got.State)
+	}
+	if !strings.Contains(string(res), `"undoes":"call/reserve"`) {
+		t.Fatalf("result %s", res)
+	}
+}
+
+// Call outside a task handler's context says so.
+func TestCallOutsideAHandler(t *testing.T) {
+	_, err := saga.Call(context.Background(), &agentledger.Task{ID: 1}, "charge", "shop", nil, nil)
+	if err == nil || !strings.Contains(err.Error(), "not a task handler's") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+type handler func(ctx context.Context, t *agentledger.Task) (json.RawMessage, error)
+
+func (h handler) Work(ctx context.Context, t *agentledger.Task) (json.RawMessage, error) { return h(ctx, t) }

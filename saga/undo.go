@@ -1,0 +1,168 @@
+package saga
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/grants"
+	"github.com/agentledger/agentledger/internal/refs"
+	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/tools"
+)
+
+// Journal reads a task generation's effects and marks an abandoned one
+// unknown (*ledger.Ledger has both).
+type Journal interface {
+	Journal(ctx context.Context, taskID int64, generation int32) ([]ledger.Entry, error)
+	Abandoned(ctx context.Context, taskID int64, e ledger.Entry, why string) error
+}
+
+// Handler is a task kind (worker.Handler).
+type Handler interface {
+	Work(ctx context.Context, t *agentledger.Task) (json.RawMessage, error)
+}
+
+// Undoer runs compensation phases.
+type Undoer struct {
+	Ledger  tools.Doer
+	Journal Journal
+	Tools   *tools.Registry
+	// Grants, when set, give each task's tenant grant: a compensation is
+	// a tool call like any other and must be allowed.
+	Grants grants.Source
+}
+
+// Phase returns h for tasks on their forward path and u for tasks in their
+// compensation phase: whatever the kind, undoing is the same. h's context
+// carries u's ledger and tools, for Call.
+func Phase(h Handler, u *Undoer) Handler { return phase{h, u} }
+
+type phase struct {
+	forward Handler
+	undo    *Undoer
+}
+
+func (p phase) Work(ctx context.Context, t *agentledger.Task) (json.RawMessage, error) {
+	if t.Compensation != "" {
+		return p.undo.Work(ctx, t)
+	}
+	return p.forward.Work(context.WithValue(ctx, invokerKey{}, p.undo), t)
+}
+
+// Result is one compensation's outcome in the result of a compensated
+// task.
+type Result struct {
+	// Undoes is the journal place of the effect undone.
+	Undoes      string          `json:"undoes"`
+	Tool        string          `json:"tool"`
+	Status      int             `json:"status,omitempty"`
+	Body        json.RawMessage `json:"body,omitempty"`
+	ExternalRef string          `json:"external_ref,omitempty"`
+	Replayed    bool            `json:"replayed,omitempty"`
+}
+
+// Work runs t's compensation phase and returns {"compensations":
+// [Result…]}, newest undone effect first. A compensation that fails for
+// good fails the phase for good (the task parks for an operator); an
+// effect of unknown outcome parks it before anything is undone.
+func (u *Undoer) Work(ctx context.Context, t *agentledger.Task) (json.RawMessage, error) {
+	entries, err := u.Journal.Journal(ctx, t.ID, t.Generation)
+	if err != nil {
+		return nil, err
+	}
+	var undo []ledger.Entry
+	for _, e := range entries {
+		if e.Compensate == nil {
+			continue
+		}
+		switch e.State {
+		case ledger.StateCompleted:
+			undo = append(undo, e)
+		case ledger.StateFailed: // it did nothing to undo
+		case ledger.StateUnknown:
+			if !e.RetryAllowed { // resolved "not performed": nothing to undo
+				return nil, unknown(t, e)
+			}
+		case ledger.StatePending:
+			// Left by an attempt that is gone (this one has done nothing
+			// yet): it may or may not have happened.
+			if err := u.Journal.Abandoned(ctx, t.ID, e, "its attempt ended before recording the outcome; "+
+				"the task is undoing its effects"); err != nil {
+				return nil, err
+			}
+			return nil, unknown(t, e)
+		}
+	}
+	// Newest completion first; the journal's order breaks ties.
+	slices.SortStableFunc(undo, func(a, b ledger.Entry) int { return -cmp.Compare(completedAt(a), completedAt(b)) })
+	var grant *grants.Grant
+	if u.Grants != nil {
+		if grant, err = u.Grants.For(ctx, t.Tenant); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]Result, 0, len(undo))
+	for _, e := range undo {
+		r, err := u.undo(ctx, t, e, grant)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return json.Marshal(struct {
+		Compensations []Result `json:"compensations"`
+	}{out})
+}
+
+// undo runs the compensation of the completed effect e.
+func (u *Undoer) undo(ctx context.Context, t *agentledger.Task, e ledger.Entry, grant *grants.Grant) (Result, error) {
+	var c Compensation
+	if err := json.Unmarshal(e.Compensate, &c); err != nil {
+		return Result{}, agentledger.Permanent(fmt.Errorf("the compensation of %s is not readable: %v", e.StepPath, err))
+	}
+	tool, err := u.Tools.Get(c.Tool)
+	if err != nil {
+		return Result{}, fmt.Errorf("the compensation of %s: %w", e.StepPath, err)
+	}
+	self, err := refs.View(e.Result)
+	if err != nil {
+		return Result{}, fmt.Errorf("the compensation of %s: %w", e.StepPath, err)
+	}
+	args, err := c.resolve(self)
+	if err != nil {
+		return Result{}, fmt.Errorf("the compensation of %s: %w", e.StepPath, err)
+	}
+	res, err := tools.Invoke(ctx, u.Ledger, tool, tools.Call{Task: t, StepPath: PathOf(e.StepPath), Args: args, Grant: grant})
+	var failed *ledger.FailedError
+	switch {
+	case errors.As(err, &failed):
+		return Result{}, agentledger.Permanent(fmt.Errorf("the compensation of %s (%s) failed: %s", e.StepPath, c.Tool, failed.Message))
+	case errors.Is(err, agentledger.ErrKeyReuse):
+		return Result{}, agentledger.Permanent(fmt.Errorf("the compensation of %s (%s) differs from the one recorded for it: %w",
+			e.StepPath, c.Tool, err))
+	case err != nil:
+		return Result{}, fmt.Errorf("the compensation of %s (%s): %w", e.StepPath, c.Tool, err)
+	}
+	return Result{Undoes: e.StepPath, Tool: c.Tool, Status: res.Status, Body: res.Body, ExternalRef: res.ExternalRef,
+		Replayed: res.Replayed}, nil
+}
+
+// unknown parks the compensation: e may or may not have happened, and
+// undoing it on a guess could undo what never was.
+func unknown(t *agentledger.Task, e ledger.Entry) error {
+	return fmt.Errorf("the effect at %s (%s) has an unknown outcome, so its compensation is not guessed: resolve it "+
+		"(agentctl resolve; done: it happened and will be undone; retry: it did not), then replay task %d to go on undoing: %w",
+		e.StepPath, e.Operation, t.ID, agentledger.ErrNeedsAttention)
+}
+
+func completedAt(e ledger.Entry) int64 {
+	if e.CompletedAt == nil {
+		return 0
+	}
+	return e.CompletedAt.UnixNano()
+}
