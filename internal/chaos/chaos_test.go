@@ -35,6 +35,7 @@ type run struct {
 	daemons []*daemon
 
 	tasks, agents int
+	kills         int    // SIGKILLs sent by the schedule
 	mcpLog        string // the MCP servers' calls: "<tool> <ledger key>" a line
 
 	mu     sync.Mutex
@@ -69,18 +70,14 @@ func skipShort(t *testing.T) {
 	}
 }
 
-// drill runs one chaos round and checks the invariants.
-func drill(t *testing.T, o options) {
+// newRun starts a drill's world and its counting downstream, which
+// answers with a real API's latency, and seeds the fault schedule.
+func newRun(t *testing.T) *run {
 	skipShort(t)
 	seed := uint64(envInt(t, "CHAOS_SEED", int(time.Now().UnixNano()%1_000_000)))
 	t.Logf("CHAOS_SEED=%d (set it to replay this run's schedule)", seed)
-	r := &run{t: t, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), tasks: o.tasks, agents: o.agents}
-	seconds := o.seconds
+	r := &run{t: t, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
 	r.w = newWorld(t)
-	dbURL, extra := r.w.url, []string(nil)
-	if o.pgbouncer != "" {
-		dbURL, extra = startPgBouncer(t, r.w, o.pgbouncer), []string{"--pgbouncer"}
-	}
 	r.down = downstream.New()
 	t.Cleanup(r.down.Close)
 	var dmu sync.Mutex
@@ -90,6 +87,34 @@ func drill(t *testing.T, o options) {
 		defer dmu.Unlock()
 		return time.Duration(200+latency.IntN(1000)) * time.Millisecond
 	})
+	return r
+}
+
+// startFleet starts the three daemons on dbURL, each with the drill's
+// lease timings and args and env added.
+func (r *run) startFleet(dbURL string, args, env []string) {
+	for i := range 3 {
+		name := sprintf("d%d", i+1)
+		d := &daemon{name: name, bin: r.w.agentd, log: filepath.Join(r.w.dir, name+".log"),
+			args: append([]string{"--lease", lease.String(), "--heartbeat", "1s", "--grace", "500ms",
+				"--concurrency", "20", "--batch-size", "10", "--poll-interval", "200ms", "--listen", "",
+				"--http-allowed-hosts", "http://" + strings.TrimPrefix(r.down.URL, "http://")}, args...),
+			env: append([]string{"DATABASE_URL=" + dbURL, "AGENTLEDGER_STATE_DIR=" + filepath.Join(r.w.dir, "state-"+name)}, env...),
+		}
+		must(r.t, d.start())
+		r.daemons = append(r.daemons, d)
+	}
+}
+
+// drill runs one chaos round and checks the invariants.
+func drill(t *testing.T, o options) {
+	r := newRun(t)
+	r.tasks, r.agents = o.tasks, o.agents
+	seconds := o.seconds
+	dbURL, extra := r.w.url, []string(nil)
+	if o.pgbouncer != "" {
+		dbURL, extra = startPgBouncer(t, r.w, o.pgbouncer), []string{"--pgbouncer"}
+	}
 	r.slack = slackfake.New(t, slackToken)
 	r.channel = r.slack.AddChannel("ops")
 	model := fakeopenai.NewFunc(t, modelKey, r.modelReply)
@@ -98,7 +123,6 @@ func drill(t *testing.T, o options) {
 	_, err := outbox.NewRules(r.w.db).Put(ctx, outbox.Rule{Name: "ops", Channel: "ops", Events: outbox.Events}, false)
 	must(t, err)
 
-	host := strings.TrimPrefix(r.down.URL, "http://")
 	// Every daemon starts its own copy of the counting MCP server; they
 	// share one call log.
 	r.mcpLog = filepath.Join(r.w.dir, "mcp-calls.log")
@@ -109,22 +133,11 @@ func drill(t *testing.T, o options) {
 	must(t, os.WriteFile(config, []byte(sprintf("[[mcp_server]]\nname = \"shop\"\ncommand = [%q, \"-log\", %q]\n\n"+
 		"[[limit]]\ntarget = \"slack-channel:*\"\nrate = \"1000000/s\"\nburst = 1000\n",
 		r.w.mcpcount, r.mcpLog)), 0o644))
-	for i := range 3 {
-		name := sprintf("d%d", i+1)
-		d := &daemon{name: name, bin: r.w.agentd, log: filepath.Join(r.w.dir, name+".log"),
-			args: []string{"--lease", lease.String(), "--heartbeat", "1s", "--grace", "500ms",
-				"--concurrency", "20", "--batch-size", "10", "--poll-interval", "200ms", "--listen", "",
-				"--dispatch-lease", "5s", "--dispatch-concurrency", "4",
-				"--slack-channel-interval", "1ms", "--slack-workspace-rate", "100000",
-				"--http-allowed-hosts", "http://" + host, "--llm-base-url", model.BaseURL(), "--llm-model", "chaos", "--config", config},
-			env: []string{"DATABASE_URL=" + dbURL, "AGENTLEDGER_STATE_DIR=" + filepath.Join(r.w.dir, "state-"+name),
-				"AGENTLEDGER_SLACK_TOKEN=" + slackToken, "AGENTLEDGER_SLACK_API_URL=" + r.slack.APIURL(),
-				"AGENTLEDGER_LLM_API_KEY=" + modelKey},
-		}
-		d.args = append(d.args, extra...)
-		must(t, d.start())
-		r.daemons = append(r.daemons, d)
-	}
+	r.startFleet(dbURL, append([]string{"--dispatch-lease", "5s", "--dispatch-concurrency", "4",
+		"--slack-channel-interval", "1ms", "--slack-workspace-rate", "100000",
+		"--llm-base-url", model.BaseURL(), "--llm-model", "chaos", "--config", config}, extra...),
+		[]string{"AGENTLEDGER_SLACK_TOKEN=" + slackToken, "AGENTLEDGER_SLACK_API_URL=" + r.slack.APIURL(),
+			"AGENTLEDGER_LLM_API_KEY=" + modelKey})
 	defer func() {
 		for _, d := range r.daemons {
 			d.stop()
@@ -243,6 +256,7 @@ func (r *run) chaos(d time.Duration, stop <-chan struct{}) {
 				if !held {
 					r.note("SIGKILL %s", dm.name)
 					dm.kill()
+					r.kills++
 				}
 			case 2:
 				n := r.dropConnections()
@@ -251,6 +265,9 @@ func (r *run) chaos(d time.Duration, stop <-chan struct{}) {
 				r.down.Inject(downstream.CommitThenDrop)
 				r.note("downstream: the next effect commits, then the connection drops")
 			case 4:
+				if r.slack == nil { // a drill without Slack
+					break
+				}
 				r.slack.DropAfterApply("chat.postMessage")
 				r.note("slack: the next post lands, then the connection drops")
 			}

@@ -136,17 +136,7 @@ func (r *run) check() {
 		fail("every notification delivered", "%d outbox events failed", failedEvents)
 	}
 
-	// No task ever had two overlapping leases.
-	rows, err = r.w.db.Query(ctx, `SELECT a.task_id, a.lease_token, b.lease_token FROM task_attempts a
-		JOIN task_attempts b ON a.task_id = b.task_id AND a.lease_token < b.lease_token
-		WHERE b.started_at < coalesce(a.ended_at, 'infinity'::timestamptz)`)
-	must(t, err)
-	for rows.Next() {
-		var id, a, b int64
-		must(t, rows.Scan(&id, &a, &b))
-		fail("no overlapping leases", "task %d: the lease of token %d began before token %d's ended", id, b, a)
-	}
-	rows.Close()
+	r.checkLeases(fail)
 
 	// Secrets stay out of the daemons' logs.
 	for _, d := range r.daemons {
@@ -178,6 +168,21 @@ func (r *run) check() {
 	r.mu.Lock()
 	t.Logf("what the harness did:\n%s", strings.Join(r.events, "\n"))
 	r.mu.Unlock()
+}
+
+// checkLeases: no task ever had two overlapping leases.
+func (r *run) checkLeases(fail func(string, string, ...any)) {
+	rows, err := r.w.db.Query(context.Background(), `SELECT a.task_id, a.lease_token, b.lease_token FROM task_attempts a
+		JOIN task_attempts b ON a.task_id = b.task_id AND a.lease_token < b.lease_token
+		WHERE b.started_at < coalesce(a.ended_at, 'infinity'::timestamptz)`)
+	must(r.t, err)
+	defer rows.Close()
+	for rows.Next() {
+		var id, a, b int64
+		must(r.t, rows.Scan(&id, &a, &b))
+		fail("no overlapping leases", "task %d: the lease of token %d began before token %d's ended", id, b, a)
+	}
+	must(r.t, rows.Err())
 }
 
 func atoi(s string) int {

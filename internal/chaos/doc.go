@@ -11,6 +11,13 @@
 // with the charge sent once, or — killed between sending and recording —
 // waits in needs_attention with the charge of unknown outcome.
 //
+// TestSagaChaos runs 300 sagas (issue 17) under the same fault schedule: a
+// keyed charge and reservation, each with its compensation, and a shipment
+// the downstream refuses for one saga in three. Every saga ends succeeded
+// or compensated, with one charge and one reservation each, and one refund
+// and one release — newest first, naming its own saga's effects — for
+// each refused saga only. CHAOS_SAGAS sizes it.
+//
 // TestSlackFleetPacing, without faults, runs three daemons posting to
 // three Slack channels and measures at the fake Slack that the fleet's
 // limit keeps every channel to one post or update a second.

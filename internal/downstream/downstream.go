@@ -2,16 +2,19 @@
 // business API that honours Idempotency-Key. It counts raw hits separately
 // from business effects, so tests can tell a harmless keyed re-send from a
 // duplicated effect, and it can be told to fail or to commit an effect and
-// then drop the connection before answering.
+// then drop the connection before answering, or to refuse some requests
+// (a business rule's 422) without an effect.
 package downstream
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,6 +31,8 @@ type Server struct {
 	unkeyed int64              // business effects without a key
 	faults  []Fault
 	delay   func() time.Duration // how long a request takes, or nil
+	refuse  func(path string, body []byte) bool
+	refused atomic.Int64
 
 	inFlight, mostInFlight atomic.Int64
 	down                   atomic.Bool  // every request answers 503
@@ -36,8 +41,20 @@ type Server struct {
 
 type effect struct {
 	bodyHash [32]byte
+	path     string
+	body     []byte
 	response []byte
 	n        int64 // business effect number
+}
+
+// Record is one keyed business effect.
+type Record struct {
+	Key  string // its Idempotency-Key
+	Path string
+	Body []byte
+	// N numbers the effects in the order they were performed; the
+	// response's id is "eff_<N>".
+	N int64
 }
 
 // Fault is a scripted misbehaviour for the next matching request.
@@ -75,6 +92,17 @@ func (s *Server) SetDelay(delay func() time.Duration) {
 	s.delay = delay
 	s.mu.Unlock()
 }
+
+// SetRefuse makes the server answer 422, with no effect, every request
+// for which refuse holds: a business rule the caller cannot retry past.
+func (s *Server) SetRefuse(refuse func(path string, body []byte) bool) {
+	s.mu.Lock()
+	s.refuse = refuse
+	s.mu.Unlock()
+}
+
+// Refused is the number of requests answered 422 by the SetRefuse rule.
+func (s *Server) Refused() int64 { return s.refused.Load() }
 
 // SetDown makes every request answer 503 (down) or be served (up), as a
 // downstream in an outage does.
@@ -116,6 +144,19 @@ func (s *Server) EffectsByBody() map[[32]byte]int {
 	for _, e := range s.effects {
 		out[e.bodyHash]++
 	}
+	return out
+}
+
+// Records lists the keyed business effects in the order they were
+// performed.
+func (s *Server) Records() []Record {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Record, 0, len(s.effects))
+	for k, e := range s.effects {
+		out = append(out, Record{Key: k, Path: e.path, Body: e.body, N: e.n})
+	}
+	slices.SortFunc(out, func(a, b Record) int { return cmp.Compare(a.N, b.N) })
 	return out
 }
 
@@ -162,6 +203,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	var resp []byte
 	status := http.StatusCreated
 	switch e, ok := s.effects[key]; {
+	case s.refuse != nil && s.refuse(r.URL.Path, body):
+		s.refused.Add(1)
+		resp, status = []byte(`{"error":"refused by the business rule"}`), http.StatusUnprocessableEntity
 	case key == "":
 		s.unkeyed++
 		resp = s.response(s.unkeyed, body)
@@ -175,7 +219,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		n := int64(len(s.effects)) + s.unkeyed + 1
 		resp = s.response(n, body)
-		s.effects[key] = &effect{bodyHash: sum, response: resp, n: n}
+		s.effects[key] = &effect{bodyHash: sum, path: r.URL.Path, body: body, response: resp, n: n}
 	}
 	s.mu.Unlock()
 
