@@ -110,5 +110,25 @@ func tasks(base string) []demoTask {
 		{"legacy-inventory-sync", []step{
 			{"tool": "unsafe_http", "args": step{"method": "POST", "url": base + "/demo/legacy", "body": step{"sync": "inventory"}}},
 		}},
+		{SagaTask, sagaSteps(base, 1003)},
+	}
+}
+
+// SagaTask names the demo's saga: order 1003 is charged and its stock
+// reserved, then the courier refuses the shipment, so the task ends dead
+// and undoes the reservation, then the charge (compensating, then
+// compensated).
+const SagaTask = "ship-order-1003-saga"
+
+// sagaSteps charges an order and reserves its stock, each with the call
+// that undoes it, then ships it (which the demo API refuses).
+func sagaSteps(base string, order int) []step {
+	return []step{
+		{"tool": "http_request", "args": step{"method": "POST", "url": base + "/demo/charges", "body": step{"order": order, "amount": 2500}},
+			"compensate": step{"tool": "http_request", "args": step{"method": "POST", "url": base + "/demo/charges/${self.body.id}/refund",
+				"body": step{"reason": fmt.Sprintf("order %d not shipped", order)}}}},
+		{"tool": "http_request", "args": step{"method": "POST", "url": base + "/demo/reservations", "body": step{"order": order, "sku": "kettle", "qty": 1}},
+			"compensate": step{"tool": "http_request", "args": step{"method": "POST", "url": base + "/demo/reservations/${self.body.id}/release"}}},
+		{"tool": "http_request", "args": step{"method": "POST", "url": base + "/demo/shipments", "body": step{"order": order}}},
 	}
 }

@@ -37,9 +37,11 @@ var blocks = map[string]block{
 	"go run ./cmd/agentctl tui":  {skip: "package tui's teatest tests drive the console"},
 	"go run ./cmd/agentctl list": {want: []string{
 		"served from ledger",
-		`{"charges":2,"requests":4}`, `{"charges":2,"requests":4}`, // the replay called nothing
+		`{"charges":3,"refunds":1,"requests":6}`, `{"charges":3,"refunds":1,"requests":6}`, // the replay called nothing
 	}},
-	"ID=$(go run ./cmd/agentctl submit -o id --kind steps":                       {want: []string{"succeeded", `"id":"ch_4"`}},
+	"ID=$(go run ./cmd/agentctl submit -o id --kind steps": {want: []string{"succeeded", `"id":"ch_5"`}},
+	sagaExample: {want: []string{"compensated", "compensate/tool/1", "compensate/tool/0", "re-run it as a new intent",
+		`"refunds":2`, `"releases":2`}},
 	"go run ./examples/embed":                                                    {skip: "examples/embed's TestExampleRuns runs it"},
 	"go run ./examples/mcp":                                                      {skip: "examples/mcp's TestExampleRuns runs it"},
 	"go run ./cmd/agentctl tenant add acme":                                      {want: []string{"/v1/tasks/", "Idempotent-Replayed: true", `"kind":"echo"`}},
@@ -50,9 +52,14 @@ var blocks = map[string]block{
 	"go run ./cmd/agentctl limit set 'slack-channel:*' --rate 50/min":            {want: []string{"limit slack-channel:C0123456789 removed", "limit mcp:shop set: 5 in flight; breaker 5 in 60s, cool-down 30s", "breaker mcp:shop opened for every daemon until", "5 in 60s, cool-down 30s  opened by an operator", "breaker mcp:shop closed for every daemon"}},
 	"go run ./cmd/agentctl limit set http:http://127.0.0.1:7450":                 {want: []string{"succeeded", "deferred", " 1 of 25"}},
 	"go run ./cmd/agentctl tenant share set default --weight 2 --max-running 50": {want: []string{"tenant default: weight 2, at most 50 running", "share of tenant default removed: weight 1, no cap on running tasks"}},
-	"CHAOS_TASKS=2000":                       {skip: "internal/chaos's TestChaos is this run with CI's defaults"},
-	"go install ./cmd/agentd ./cmd/agentctl": {},
+	"CHAOS_TASKS=2000":                                                           {skip: "internal/chaos's TestChaos is this run with CI's defaults"},
+	"go install ./cmd/agentd ./cmd/agentctl":                                     {},
 }
+
+// sagaExample names the Sagas section's block, which begins as the steps
+// example's does.
+const sagaExample = `ID=$(go run ./cmd/agentctl submit -o id --kind steps --payload '{"steps":[
+  {"tool":"http_request","args":{"method":"POST","url":"http://127.0.0.1:7450/demo/charges","body":{"order":8,`
 
 func TestREADMEExamples(t *testing.T) {
 	root, err := filepath.Abs("../..")
@@ -73,10 +80,10 @@ func TestREADMEExamples(t *testing.T) {
 	start := time.Now()
 	ids := startDemo(t, bin, env, addr)
 	t.Logf("demo banner after %s", time.Since(start).Round(time.Millisecond))
-	// The README names the demo's tasks 1, 2 and 3, as the banner of a
+	// The README names the demo's tasks 1, 2, 3 and 4, as the banner of a
 	// fresh state directory does.
-	if got := strings.Join(ids, ","); got != "1,2,3" {
-		t.Fatalf("the demo banner listed tasks %s; the README says 1, 2 and 3", got)
+	if got := strings.Join(ids, ","); got != "1,2,3,4" {
+		t.Fatalf("the demo banner listed tasks %s; the README says 1, 2, 3 and 4", got)
 	}
 	waitDemoSettled(t, env)
 	t.Logf("demo settled after %s", time.Since(start).Round(time.Millisecond))
@@ -250,16 +257,17 @@ func startDemo(t *testing.T, bin string, env []string, addr string) []string {
 }
 
 // waitDemoSettled waits until the demo's tasks reached the states the
-// README describes: 1 and 2 succeeded, 3 needs attention.
+// README describes: 1 and 2 succeeded, 3 needs attention, 4 (the saga)
+// compensated.
 func waitDemoSettled(t *testing.T, env []string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	want := "1 succeeded\n2 succeeded\n3 needs_attention"
+	want := "1 succeeded\n2 succeeded\n3 needs_attention\n4 compensated"
 	var got string
 	pool := testdb.Open(t, envValue(env, "DATABASE_URL"))
 	for ctx.Err() == nil {
-		rows, err := pool.Query(ctx, `SELECT id || ' ' || state FROM tasks WHERE id <= 3 ORDER BY id`)
+		rows, err := pool.Query(ctx, `SELECT id || ' ' || state FROM tasks WHERE id <= 4 ORDER BY id`)
 		if err == nil {
 			var states []string
 			for rows.Next() {

@@ -1,0 +1,133 @@
+package demo_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/daemon"
+	"github.com/agentledger/agentledger/internal/demo"
+	"github.com/agentledger/agentledger/internal/testdaemon"
+	"github.com/agentledger/agentledger/internal/testdb"
+)
+
+// runDemo runs a daemon as agentd --demo does, on a new database: the demo
+// API on its listener, the workload seeded before the first claim. It
+// returns the API's base URL, the database and what Seed made.
+func runDemo(t *testing.T) (string, *pgxpool.Pool, demo.Seeded) {
+	t.Helper()
+	url := testdb.URL(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + ln.Addr().String()
+	var seeded demo.Seeded
+	d := daemon.New(daemon.Config{DatabaseURL: url, Listener: ln, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Stdout: io.Discard, PollInterval: 50 * time.Millisecond, NoCron: true, NoJanitor: true,
+		HTTPAllowedHosts: []string{base}, UnsafeHTTPAllowedHosts: []string{base},
+		BeforeRun: func(ctx context.Context, db *pgxpool.Pool) (err error) {
+			seeded, err = demo.Seed(ctx, db, base)
+			return err
+		}})
+	for pattern, h := range demo.NewServer().Routes() {
+		d.Handle(pattern, h)
+	}
+	testdaemon.Run(t, d)
+	return base, testdb.Open(t, url), seeded
+}
+
+// waitState polls task id until it is in state want, failing the test
+// after 30 s or when the task finished otherwise.
+func waitState(t *testing.T, s *claims.Store, id int64, want agentledger.TaskState) *agentledger.Task {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		task, err := s.Get(context.Background(), "", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if task.State == want {
+			return task
+		}
+		if task.State.Finished() || time.Now().After(deadline) {
+			t.Fatalf("task %d is %s (error %q), want %s", id, task.State, task.LastError, want)
+		}
+		time.Sleep(25 * time.Millisecond) // polling a condition: nothing signals a task's state
+	}
+}
+
+// The demo's saga charges and reserves, is refused its shipment, and ends
+// compensated: the reservation released, then the charge refunded, each
+// once as the demo API counts them. Seeding again, at the same address or
+// another, finds the same tasks.
+func TestSeededSagaIsCompensated(t *testing.T) {
+	t.Parallel()
+	base, db, seeded := runDemo(t)
+	var saga demo.SeededTask
+	for _, task := range seeded.Tasks {
+		if task.Name == demo.SagaTask {
+			saga = task
+		}
+	}
+	if !saga.New || saga.ID != 4 {
+		t.Fatalf("the saga was not seeded as task 4: %+v", seeded.Tasks)
+	}
+	store := claims.New(db)
+	task := waitState(t, store, saga.ID, agentledger.StateCompensated)
+	if task.Compensation != "failed" {
+		t.Errorf("compensation %q, want failed (the shipment was refused)", task.Compensation)
+	}
+	var res struct {
+		Compensations []struct {
+			Step   int    `json:"step"`
+			Undoes string `json:"undoes"`
+			Status int    `json:"status"`
+			Body   struct {
+				ID     string `json:"id"`
+				Status string `json:"status"`
+			} `json:"body"`
+		} `json:"compensations"`
+	}
+	if err := json.Unmarshal(task.Result, &res); err != nil || len(res.Compensations) != 2 {
+		t.Fatalf("result %s: %v", task.Result, err)
+	}
+	if c := res.Compensations[0]; c.Undoes != "tool/1" || c.Status != 200 || c.Body.Status != "released" {
+		t.Errorf("first compensation %+v, want the release of tool/1", c)
+	}
+	if c := res.Compensations[1]; c.Undoes != "tool/0" || c.Status != 201 || c.Body.ID != "re_1" {
+		t.Errorf("second compensation %+v, want refund re_1 of tool/0", c)
+	}
+	// The other tasks charged too; the saga's refund and release are the
+	// only ones.
+	if _, body := call(t, base, "GET", "/demo/charges", "", ""); !strings.Contains(body, `"refunds":1`) {
+		t.Errorf("charges count %s, want one refund", body)
+	}
+	if _, body := call(t, base, "GET", "/demo/reservations", "", ""); body != `{"releases":1,"requests":2,"reservations":1}` {
+		t.Errorf("reservations count %s, want one reservation and one release", body)
+	}
+
+	for _, at := range []string{base, "http://127.0.0.1:1"} {
+		again, err := demo.Seed(context.Background(), db, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, task := range again.Tasks {
+			if task.New || task.ID != seeded.Tasks[i].ID {
+				t.Errorf("seeding again at %s: %+v, want %+v found", at, task, seeded.Tasks[i])
+			}
+		}
+		if got := again.Tasks[len(again.Tasks)-1]; got.Name != demo.SagaTask || got.State != agentledger.StateCompensated {
+			t.Errorf("seeding again at %s found the saga %+v", at, got)
+		}
+	}
+}
