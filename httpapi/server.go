@@ -36,7 +36,8 @@ type Config struct {
 	Tenants *tenants.Store
 	// Claims holds the tasks.
 	Claims *claims.Store
-	// Operator cancels and replays tasks, as agentctl and the console do.
+	// Operator cancels, replays and compensates tasks, as agentctl and the
+	// console do.
 	Operator *operator.Service
 	// CheckPayload, when set, checks a submitted task's payload against its
 	// kind (a typed kind's arguments); its *agentledger.InvalidError is a
@@ -102,6 +103,9 @@ const (
 	OpCreateTask = "POST /v1/tasks"
 	OpCancelTask = "POST /v1/tasks/{id}/cancel"
 	OpReplayTask = "POST /v1/tasks/{id}/replay"
+	// OpCompensateTask undoes a task's completed effects (its saga's
+	// compensations).
+	OpCompensateTask = "POST /v1/tasks/{id}/compensate"
 )
 
 // Server is the HTTP API of agentd.
@@ -150,6 +154,7 @@ func New(cfg Config) (*Server, error) {
 	s.mux.Handle("GET /v1/tasks/{id}", s.read(s.getTask))
 	s.mux.Handle(OpCancelTask, s.mutate(OpCancelTask, s.cancelTask))
 	s.mux.Handle(OpReplayTask, s.mutate(OpReplayTask, s.replayTask))
+	s.mux.Handle(OpCompensateTask, s.mutate(OpCompensateTask, s.compensateTask))
 	if cfg.Hooks != nil {
 		s.mux.Handle("POST /v1/hooks/{source}", cfg.Hooks)
 	}

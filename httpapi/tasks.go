@@ -37,10 +37,13 @@ type Task struct {
 	LastError         *string         `json:"last_error"`
 	// WaitReason says what a queued task waits for (a fleet-wide limit)
 	// since its last attempt was deferred; null when it does not wait.
-	WaitReason *string    `json:"wait_reason"`
-	CreatedAt  time.Time  `json:"created_at"`
-	UpdatedAt  time.Time  `json:"updated_at"`
-	FinishedAt *time.Time `json:"finished_at"`
+	WaitReason *string `json:"wait_reason"`
+	// Compensation says why the task undoes its effects (failed,
+	// cancelled, operator); null on its forward path.
+	Compensation *string    `json:"compensation"`
+	CreatedAt    time.Time  `json:"created_at"`
+	UpdatedAt    time.Time  `json:"updated_at"`
+	FinishedAt   *time.Time `json:"finished_at"`
 }
 
 // TaskList is a page of GET /v1/tasks, newest first. NextCursor, when not
@@ -79,6 +82,9 @@ func viewTask(t *agentledger.Task) Task {
 	}
 	if t.LastError != "" {
 		v.LastError = &t.LastError
+	}
+	if t.Compensation != "" {
+		v.Compensation = &t.Compensation
 	}
 	if t.WaitReason != "" && t.State == agentledger.StateQueued {
 		v.WaitReason = &t.WaitReason
@@ -255,6 +261,28 @@ func (s *Server) replayTask(r *http.Request, tenant string, body []byte) (action
 			return s.problemReply(r, err)
 		}
 		return jsonReply(http.StatusAccepted, viewTask(p.Task))
+	}, nil
+}
+
+// compensateTask is POST /v1/tasks/{id}/compensate: 202 Accepted with the
+// task in its compensation phase (a worker undoes its completed effects,
+// newest first); 409 while it is queued or running, when it is already
+// undoing or undone, or when none of its completed effects declared a
+// compensation.
+func (s *Server) compensateTask(r *http.Request, tenant string, body []byte) (action, error) {
+	id, err := taskID(r)
+	if err != nil {
+		return nil, err
+	}
+	if err := noBody(body); err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, _ string) reply {
+		t, err := s.cfg.Operator.Compensate(ctx, tenant, id)
+		if err != nil {
+			return s.problemReply(r, err)
+		}
+		return jsonReply(http.StatusAccepted, viewTask(t))
 	}, nil
 }
 

@@ -23,6 +23,10 @@ func TestActionRefusals(t *testing.T) {
 	status("task 3 is queued: only a task no worker holds (succeeded, dead, cancelled or needs_attention) can be replayed")
 	d.keys("R")
 	status("task 3 is queued: only a task no worker holds (succeeded, dead, cancelled or needs_attention) can be re-run")
+	d.keys("u")
+	status("task 3 is queued: only a succeeded, dead, cancelled or needs_attention task can be compensated")
 	d.keys("down", "down", "c") // task 1, succeeded
 	status("task 1 already finished (succeeded): nothing to cancel")
+	d.keys("u") // the fake journal holds nothing to undo
+	status("task 1 (succeeded): nothing to compensate: none of its completed effects declared a compensation")
 }

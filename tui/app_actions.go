@@ -38,7 +38,7 @@ func (a *App) action(msg tea.KeyMsg) (tea.Cmd, bool) {
 			return a.cmd.bulkCount(bulkCancel, a.tasks.filter), true
 		}
 	}
-	bindings := []key.Binding{k.Replay, k.Rerun, k.Cancel, k.Retry, k.Resolve, k.Redeliver}
+	bindings := []key.Binding{k.Replay, k.Rerun, k.Cancel, k.Retry, k.Compensate, k.Resolve, k.Redeliver}
 	if !slices.ContainsFunc(bindings, func(b key.Binding) bool { return key.Matches(msg, b) }) {
 		return nil, false
 	}
@@ -59,6 +59,12 @@ func (a *App) action(msg tea.KeyMsg) (tea.Cmd, bool) {
 		a.openCancel(t)
 	case key.Matches(msg, k.Retry):
 		a.openRetry(t)
+	case key.Matches(msg, k.Compensate):
+		if !operator.Compensable(t.State) {
+			a.setStatus("", fmt.Errorf("task %d is %s: only a %s task can be compensated", t.ID, t.State, agentledger.OneOf(operator.CompensableStates)))
+			return nil, true
+		}
+		return a.cmd.compensationPreview(t.ID), true
 	case key.Matches(msg, k.Resolve):
 		return a.openResolve(t), true
 	case key.Matches(msg, k.Redeliver):

@@ -51,6 +51,8 @@ func (a App) route(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return a, cmd
 	case previewMsg:
 		return a.openPreview(msg)
+	case compensationMsg:
+		return a.openCompensation(msg)
 	case redeliveryMsg:
 		return a.openRedelivery(msg)
 	case bulkCountMsg:

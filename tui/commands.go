@@ -103,6 +103,13 @@ func (c commands) preview(id int64) tea.Cmd {
 	})
 }
 
+func (c commands) compensationPreview(id int64) tea.Cmd {
+	return c.call(func(ctx context.Context) tea.Msg {
+		p, err := c.store.CompensationPreview(ctx, id)
+		return compensationMsg{plan: p, err: err}
+	})
+}
+
 func (c commands) redeliveryPreview(id int64) tea.Cmd {
 	return c.call(func(ctx context.Context) tea.Msg {
 		r, err := c.store.RedeliveryPreview(ctx, id)
@@ -190,6 +197,16 @@ func (c commands) retry(id int64) tea.Cmd {
 			return "", err
 		}
 		return fmt.Sprintf("task %d queued again from attempt 1 (generation %d)", id, t.Generation), nil
+	})
+}
+
+func (c commands) compensate(id int64) tea.Cmd {
+	return c.act(func(ctx context.Context) (string, error) {
+		t, err := c.store.Compensate(ctx, id)
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("task %d is %s: a worker undoes its effects, newest first", id, t.State), nil
 	})
 }
 

@@ -112,6 +112,16 @@ func (s *DBStore) Retry(ctx context.Context, id int64) (*agentledger.Task, error
 	return s.Operator.Retry(ctx, "", id)
 }
 
+// CompensationPreview implements Store.
+func (s *DBStore) CompensationPreview(ctx context.Context, id int64) (*UndoPlan, error) {
+	return s.Operator.PlanCompensation(ctx, "", id)
+}
+
+// Compensate implements Store.
+func (s *DBStore) Compensate(ctx context.Context, id int64) (*agentledger.Task, error) {
+	return s.Operator.Compensate(ctx, "", id)
+}
+
 // Resolve implements Store: the unknown effect at step of the current
 // generation is settled, then a task that needs attention is replayed.
 func (s *DBStore) Resolve(ctx context.Context, id int64, step string, r Resolution) (*agentledger.Task, error) {

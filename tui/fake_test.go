@@ -159,6 +159,19 @@ func (s *fakeStore) Cancel(_ context.Context, id int64) (*agentledger.Task, erro
 func (s *fakeStore) Retry(_ context.Context, id int64) (*agentledger.Task, error) {
 	return s.act("retry", id)
 }
+func (s *fakeStore) Compensate(_ context.Context, id int64) (*agentledger.Task, error) {
+	return s.act("compensate", id)
+}
+
+// CompensationPreview has nothing to undo: the fake keeps no journal.
+func (s *fakeStore) CompensationPreview(_ context.Context, id int64) (*UndoPlan, error) {
+	s.record("compensation-preview %d", id)
+	t, err := s.find(id)
+	if err != nil {
+		return nil, err
+	}
+	return &UndoPlan{Task: t}, nil
+}
 
 func (s *fakeStore) Resolve(_ context.Context, id int64, step string, r Resolution) (*agentledger.Task, error) {
 	return s.act(fmt.Sprintf("resolve %s done=%v note=%q", step, r.Done, r.Note), id)

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -19,7 +20,7 @@ func TestFilterFormHints(t *testing.T) {
 	store.workers = []claims.Worker{{ID: "w-1", LastHeartbeat: epoch, Queues: []string{"default", "mail"}, Kinds: []string{"steps", "agent"}}}
 	d := newDriver(t, store, Options{}, 160, 30)
 	d.keys("w", "esc", "f") // the workers view loads the workers
-	wantStatus(t, d, "state: one of queued, running, retrying, succeeded, dead, cancelled or needs_attention; empty: any")
+	wantStatus(t, d, "state: one of queued, running, retrying, succeeded, dead, cancelled, needs_attention, compensating or compensated; empty: any")
 	d.keys("tab")
 	wantStatus(t, d, "queue: seen billing, default, mail; empty: any")
 	d.keys("tab")
@@ -48,7 +49,10 @@ func TestFilterFormRefusesInvalidValues(t *testing.T) {
 	d.keys("f")
 	d.typeText("deed")
 	d.keys("enter")
-	wantStatus(t, d, `unknown state "deed": use queued, running, retrying, succeeded, dead, cancelled or needs_attention`)
+	// The status wraps at this width: check its text.
+	if got, want := fmt.Sprint(d.app().tasks.form.err), `unknown state "deed": use queued, running, retrying, succeeded, dead, cancelled, needs_attention, compensating or compensated`; got != want {
+		t.Fatalf("status %q, want %q", got, want)
+	}
 	checkFrame(t, d.view(), 100, 30)
 	if a := d.app(); !a.tasks.filtering || a.tasks.filter != (Filter{}) || lists() != before {
 		t.Fatalf("a refused form changed something: filtering %v, filter %+v, %d loads", a.tasks.filtering, a.tasks.filter, lists()-before)
@@ -71,8 +75,8 @@ func TestFilterFormRefusesInvalidValues(t *testing.T) {
 	d.keys("tab", "tab", "tab")
 	d.typeText("attention")
 	d.keys("enter")
-	wantStatus(t, d, `unknown state "attention": use queued, running, retrying, succeeded, dead, cancelled or`)
-	wantStatus(t, d, "\nneeds_attention")
+	wantStatus(t, d, `unknown state "attention": use queued, running, retrying, succeeded, dead, cancelled,`)
+	wantStatus(t, d, "\nneeds_attention, compensating or compensated")
 	checkFrame(t, d.view(), 100, 30)
 	backspace(len("attention"))
 	d.keys("tab")

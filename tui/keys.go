@@ -34,12 +34,13 @@ type KeyMap struct {
 	BulkCancel  key.Binding
 
 	// Actions on a task.
-	Replay    key.Binding
-	Rerun     key.Binding
-	Cancel    key.Binding
-	Retry     key.Binding
-	Resolve   key.Binding
-	Redeliver key.Binding
+	Replay     key.Binding
+	Rerun      key.Binding
+	Cancel     key.Binding
+	Retry      key.Binding
+	Compensate key.Binding
+	Resolve    key.Binding
+	Redeliver  key.Binding
 
 	// The task view.
 	NextTab key.Binding
@@ -84,12 +85,13 @@ func DefaultKeyMap() KeyMap {
 		BulkRetry:   b([]string{"T"}, "T", "retry all dead"),
 		BulkCancel:  b([]string{"X"}, "X", "cancel all"),
 
-		Replay:    b([]string{"r"}, "r", "replay"),
-		Rerun:     b([]string{"R"}, "R", "re-run"),
-		Cancel:    b([]string{"c"}, "c", "cancel"),
-		Retry:     b([]string{"t"}, "t", "retry dead"),
-		Resolve:   b([]string{"v"}, "v", "resolve"),
-		Redeliver: b([]string{"N"}, "N", "redeliver notifications"),
+		Replay:     b([]string{"r"}, "r", "replay"),
+		Rerun:      b([]string{"R"}, "R", "re-run"),
+		Cancel:     b([]string{"c"}, "c", "cancel"),
+		Retry:      b([]string{"t"}, "t", "retry dead"),
+		Compensate: b([]string{"u"}, "u", "compensate (undo)"),
+		Resolve:    b([]string{"v"}, "v", "resolve"),
+		Redeliver:  b([]string{"N"}, "N", "redeliver notifications"),
 
 		NextTab: b([]string{"tab", "right", "l"}, "tab", "next tab"),
 		PrevTab: b([]string{"shift+tab", "left", "h"}, "S-tab", "prev tab"),
@@ -118,7 +120,7 @@ func (k KeyMap) tasksHelp() helpKeys {
 		full: [][]key.Binding{
 			{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom},
 			{k.Open, k.NextPage, k.PrevPage, k.Search, k.Filter, k.ClearFilter, k.State, k.Sort},
-			{k.Replay, k.Rerun, k.Cancel, k.Retry, k.Redeliver, k.BulkRetry, k.BulkCancel},
+			{k.Replay, k.Rerun, k.Cancel, k.Retry, k.Compensate, k.Redeliver, k.BulkRetry, k.BulkCancel},
 			{k.Workers, k.Limits, k.Help, k.Quit},
 		},
 	}
@@ -133,7 +135,7 @@ func (k KeyMap) taskHelp() helpKeys {
 			brief(k.Redeliver, "redeliver"), k.Back, k.Help},
 		full: [][]key.Binding{
 			{k.Up, k.Down, k.PageUp, k.PageDown, k.NextTab, k.PrevTab, k.Expand},
-			{k.Replay, k.Rerun, k.Cancel, k.Retry, k.Resolve, k.Redeliver},
+			{k.Replay, k.Rerun, k.Cancel, k.Retry, k.Compensate, k.Resolve, k.Redeliver},
 			{k.Back, k.Help, k.Quit},
 		},
 	}

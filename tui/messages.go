@@ -58,6 +58,13 @@ type previewMsg struct {
 	err     error
 }
 
+// compensationMsg is what a compensation of a task would undo, to
+// confirm.
+type compensationMsg struct {
+	plan *UndoPlan
+	err  error
+}
+
 // redeliveryMsg is a preview of the redelivery of task id's failed
 // notifications, to confirm.
 type redeliveryMsg struct {

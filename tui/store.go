@@ -51,6 +51,9 @@ func (d *Detail) journal(g int32) []operator.Effect {
 // Preview is what a replay of a task would do, effect by effect.
 type Preview = operator.Preview
 
+// UndoPlan is what a compensation of a task would undo, newest first.
+type UndoPlan = operator.UndoPlan
+
 // Redelivery is what delivering a task's failed notifications again
 // sends, or would send: each notification with its plan.
 type Redelivery = operator.Redelivery
@@ -88,6 +91,12 @@ type Store interface {
 	Cancel(ctx context.Context, id int64) (*agentledger.Task, error)
 	// Retry runs a dead task again from attempt 1 in the same generation.
 	Retry(ctx context.Context, id int64) (*agentledger.Task, error)
+	// CompensationPreview says which completed effects a compensation of
+	// task id would undo, newest first; it changes nothing.
+	CompensationPreview(ctx context.Context, id int64) (*UndoPlan, error)
+	// Compensate starts the task's compensation phase: its completed
+	// effects are undone, newest first.
+	Compensate(ctx context.Context, id int64) (*agentledger.Task, error)
 	// Resolve settles the unknown effect at step of task id and, when the
 	// task needs attention, replays it.
 	Resolve(ctx context.Context, id int64, step string, r Resolution) (*agentledger.Task, error)

@@ -63,6 +63,10 @@ func DefaultStyles() Styles {
 			agentledger.StateDead:           fg("9"),
 			agentledger.StateCancelled:      fg("8"),
 			agentledger.StateNeedsAttention: lipgloss.NewStyle().Bold(true).Foreground(c("13")),
+			// Undoing is work in flight, like retrying; undone is an end
+			// that is not a success.
+			agentledger.StateCompensating: fg("3"),
+			agentledger.StateCompensated:  fg("5"),
 		},
 		plans: map[Plan]lipgloss.Style{
 			PlanServed:  fg("10"),

@@ -125,13 +125,16 @@ func (m tasksModel) countsLine() string {
 	shortLabels := map[agentledger.TaskState]string{
 		agentledger.StateQueued: "q", agentledger.StateRunning: "run", agentledger.StateRetrying: "retry",
 		agentledger.StateSucceeded: "ok", agentledger.StateDead: "dead", agentledger.StateCancelled: "cxl",
-		agentledger.StateNeedsAttention: "attn",
+		agentledger.StateNeedsAttention: "attn", agentledger.StateCompensating: "undo", agentledger.StateCompensated: "undone",
 	}
 	render := func(labels map[agentledger.TaskState]string) string {
 		var total int64
 		parts := make([]string, 0, len(agentledger.TaskStates)+1)
 		for _, st := range agentledger.TaskStates {
 			n := m.counts[st]
+			if n == 0 && st != m.filter.State && rare(st) {
+				continue
+			}
 			total += n
 			label := labels[st]
 			if label == "" {
@@ -154,6 +157,13 @@ func (m tasksModel) countsLine() string {
 		line = render(shortLabels)
 	}
 	return line
+}
+
+// rare reports whether st is a state only sagas reach: the counts line
+// shows it only when a task is in it (or the filter names it), so that it
+// fits the width it fitted before sagas.
+func rare(st agentledger.TaskState) bool {
+	return st == agentledger.StateCompensating || st == agentledger.StateCompensated
 }
 
 // infoLine says what is listed: the filter, the order and the page.

@@ -96,7 +96,8 @@ func (a *app) cancel(ctx context.Context, tenant, arg string) error {
 	switch {
 	case errors.Is(err, agentledger.ErrConflict):
 		// Only the wording needs the state; the decision was the database's.
-		if cur, gerr := s.Get(ctx, tenant, id); gerr == nil {
+		// A task undoing its effects is not finished: the store says why.
+		if cur, gerr := s.Get(ctx, tenant, id); gerr == nil && cur.State.Finished() {
 			return newError(fmt.Sprintf("task %d already finished (%s): nothing to cancel", id, cur.State), err)
 		}
 		return err

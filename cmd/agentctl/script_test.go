@@ -45,8 +45,9 @@ type tbKey struct{}
 //	                     must have been due then)
 //	fail ID TEXT         the running task ID's attempt fails with TEXT, finally:
 //	                     the task is dead
-//	effect ID STEP OP BODY
-//	                     the running task ID performs a keyed effect through
+//	effect [-compensable] ID STEP OP BODY
+//	                     the running task ID performs a keyed effect (one
+//	                     whose step declared a compensation) through
 //	                     the ledger (or is served it) with result BODY; sets
 //	                     $KEY to its ledger key, $KEYPREFIX to its first 12
 //	                     characters
@@ -343,14 +344,19 @@ func cmdDefer(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 func cmdEffect(ts *testscript.TestScript, neg bool, args []string) {
+	compensable := len(args) > 0 && args[0] == "-compensable"
+	if compensable {
+		args = args[1:]
+	}
 	if neg || len(args) != 4 {
-		ts.Fatalf("usage: effect ID STEP OP BODY")
+		ts.Fatalf("usage: effect [-compensable] ID STEP OP BODY")
 	}
 	pool := scriptPool(ts)
 	defer pool.Close()
 	t := runningTask(ts, claims.New(pool), args[0])
 	res, err := ledger.New(pool).Do(context.Background(), tools.AttemptOf(t), ledger.Effect{
 		Operation: args[2], StepPath: args[1], Class: ledger.Keyed, Request: json.RawMessage(`{}`),
+		Compensable: compensable,
 		Perform: func(context.Context, ledger.Call) (ledger.Result, error) {
 			return ledger.Result{Status: 200, Body: json.RawMessage(args[3])}, nil
 		},

@@ -114,7 +114,8 @@ func printNotifications(w io.Writer, ns []notification) error {
 	return tab.flush()
 }
 
-// printJournal writes the effects of a generation, in order.
+// printJournal writes the effects of a generation, in order; a
+// compensation's row says which effect it undoes.
 func printJournal(w io.Writer, generation int32, js []journalEntry) error {
 	if len(js) == 0 {
 		_, err := fmt.Fprintf(w, "Journal (generation %d): no effects\n", generation)
@@ -126,6 +127,9 @@ func printJournal(w io.Writer, generation int32, js []journalEntry) error {
 		summary := j.Error
 		if summary == "" {
 			summary = resultSummary(j)
+		}
+		if undone, ok := strings.CutPrefix(j.Step, "compensate/"); ok {
+			summary = "undoes " + undone + ": " + summary
 		}
 		tab.row(j.Step, j.Operation, string(j.Class), j.Key[:12], string(j.State), strconv.Itoa(int(j.Performed)), summary)
 	}

@@ -1,0 +1,78 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/httpapi"
+	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/tools"
+)
+
+// TestCompensateTask: POST /v1/tasks/{id}/compensate starts the
+// compensation phase of a succeeded task with a compensable effect (202,
+// keyed like the other actions); a second request, a task with nothing to
+// undo and a queued task are 409; another tenant's task is 404.
+func TestCompensateTask(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, httpapi.Config{})
+	tok := e.tenant("acme")
+	other := e.tenant("globex")
+	ctx := context.Background()
+
+	saga := e.finishedSteps("acme", `{"steps": [{"tool": "http_request", "args": {},
+		"compensate": {"tool": "http_request", "args": {"ref": "${self.body.id}"}}}]}`, true)
+	plain := e.finishedSteps("acme", `{"steps": [{"tool": "http_request", "args": {}}]}`, false)
+	queued := e.enqueue(claims.EnqueueParams{Tenant: "acme"})
+
+	path := fmt.Sprintf("/v1/tasks/%d/compensate", saga)
+	e.problem(e.post(path, other, "g1", ""), http.StatusNotFound, "not_found")
+	r := e.post(path, tok, "c1", "")
+	v := e.task(r, http.StatusAccepted)
+	if v.State != "compensating" || v.Compensation == nil || *v.Compensation != "operator" {
+		t.Errorf("compensate: %+v", v)
+	}
+	if again := e.post(path, tok, "c1", ""); !again.replayed() || string(again.body) != string(r.body) {
+		t.Errorf("compensate retry: %d replayed=%v", again.status, again.replayed())
+	}
+	if p := e.problem(e.post(path, tok, "c2", ""), http.StatusConflict, "conflict"); p.Detail == "" {
+		t.Errorf("second compensate: %+v", p)
+	}
+	e.problem(e.post(fmt.Sprintf("/v1/tasks/%d/compensate", plain), tok, "c3", ""), http.StatusConflict, "conflict")
+	e.problem(e.post(fmt.Sprintf("/v1/tasks/%d/compensate", queued), tok, "c4", ""), http.StatusConflict, "conflict")
+	e.problem(e.post(path, tok, "c5", `{"now":true}`), http.StatusUnprocessableEntity, "invalid_request")
+	e.problem(e.post("/v1/tasks/999999/compensate", tok, "c6", ""), http.StatusNotFound, "not_found")
+
+	if got, err := e.claims.Get(ctx, "acme", plain); err != nil || got.State != "succeeded" {
+		t.Errorf("the refused task changed: %+v %v", got, err)
+	}
+}
+
+// finishedSteps enqueues a steps task of tenant, performs its step 0
+// (compensable or not) and lets it succeed; it returns the task's id.
+func (e *env) finishedSteps(tenant, payload string, compensable bool) int64 {
+	e.t.Helper()
+	ctx := context.Background()
+	id := e.enqueue(claims.EnqueueParams{Tenant: tenant, Kind: "steps", Payload: json.RawMessage(payload)})
+	got, err := e.claims.Claim(ctx, claims.ClaimParams{Queue: claims.DefaultQueue, Worker: "w", Limit: 1, Lease: time.Hour})
+	if err != nil || len(got) != 1 || got[0].ID != id {
+		e.t.Fatalf("claim: %v %v", got, err)
+	}
+	if _, err := ledger.New(e.db).Do(ctx, tools.AttemptOf(got[0]), ledger.Effect{Operation: "http.post", StepPath: "tool/0",
+		Class: ledger.Keyed, Request: []byte(`{}`), Compensable: compensable,
+		Perform: func(context.Context, ledger.Call) (ledger.Result, error) {
+			return ledger.Result{Status: 200, Body: json.RawMessage(`{"id":"ch_1"}`)}, nil
+		},
+	}); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := e.claims.Succeed(ctx, claims.LeaseOf(got[0]), nil); err != nil {
+		e.t.Fatal(err)
+	}
+	return id
+}

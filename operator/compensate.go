@@ -1,0 +1,130 @@
+package operator
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/steps"
+)
+
+// CompensableStates are the states from which an operator may ask for a
+// task's completed effects to be undone.
+var CompensableStates = claims.Compensable
+
+// Compensable reports whether a task in state may be compensated.
+func Compensable(state agentledger.TaskState) bool {
+	return slices.Contains(CompensableStates, state)
+}
+
+// Undo is one completed effect a compensation would undo, and the call
+// that undoes it.
+type Undo struct {
+	// Step is the effect's journal path (tool/<i>), Operation what it did.
+	Step      string `json:"step"`
+	Operation string `json:"operation"`
+	// Tool is the compensation's tool; it is recorded at compensate/<Step>.
+	Tool string `json:"tool"`
+	// State is the effect's ledger state: completed, or of unknown outcome
+	// (the compensation then parks the task until it is resolved).
+	State       ledger.State    `json:"state"`
+	Result      json.RawMessage `json:"result,omitempty"`
+	ExternalRef string          `json:"external_ref,omitempty"`
+}
+
+// UndoPlan is what a compensation of a task would undo, newest completion
+// first (the order the compensation phase runs in).
+type UndoPlan struct {
+	Task  *agentledger.Task
+	Undos []Undo
+}
+
+// PlanCompensation says what a compensation of task id would undo, and
+// changes nothing: the completed effects at tool/<i> whose step in the
+// task's payload declares a compensation. A task of another kind than
+// steps, or one whose payload does not parse, has nothing to undo.
+func (s *Service) PlanCompensation(ctx context.Context, tenant string, id int64) (*UndoPlan, error) {
+	t, j, err := s.load(ctx, tenant, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := notCompensable(t); err != nil {
+		return nil, err
+	}
+	return &UndoPlan{Task: t, Undos: undos(t, j)}, nil
+}
+
+// Compensate asks for task id's completed effects to be undone
+// (claims.Store.Compensate): ErrConflict when its state or journal does
+// not allow it.
+func (s *Service) Compensate(ctx context.Context, tenant string, id int64) (*agentledger.Task, error) {
+	return s.tasks.Compensate(ctx, tenant, id)
+}
+
+// notCompensable is the conflict of compensating t in its state, worded
+// as claims.Store.Compensate words it; nil when its state allows it.
+func notCompensable(t *agentledger.Task) error {
+	switch {
+	case t.State == agentledger.StateCompensated:
+		return agentledger.Errorf(agentledger.CodeConflict, "task %d is already compensated", t.ID)
+	case t.State == agentledger.StateCompensating || t.Compensation != "":
+		return agentledger.Errorf(agentledger.CodeConflict, "task %d is already undoing its effects (%s); "+
+			"replay it to continue a parked compensation", t.ID, t.State)
+	case Compensable(t.State):
+		return nil
+	}
+	return agentledger.Errorf(agentledger.CodeConflict, "task %d is %s; only a %s task can be compensated",
+		t.ID, t.State, agentledger.OneOf(CompensableStates))
+}
+
+// undos lists the effects of journal that t's compensation would undo.
+func undos(t *agentledger.Task, journal []ledger.Entry) []Undo {
+	if t.Kind != steps.Kind {
+		return nil
+	}
+	var p steps.Payload
+	if json.Unmarshal(t.Payload, &p) != nil {
+		return nil
+	}
+	type dated struct {
+		Undo
+		at int64
+	}
+	var out []dated
+	for _, e := range journal {
+		i, ok := stepIndex(e.StepPath)
+		if !ok || i >= len(p.Steps) || p.Steps[i].Compensate == nil || e.State == ledger.StateFailed {
+			continue
+		}
+		d := dated{Undo: Undo{Step: e.StepPath, Operation: e.Operation, Tool: p.Steps[i].Compensate.Tool,
+			State: e.State, Result: e.Result.Body, ExternalRef: e.Result.ExternalRef}}
+		if e.CompletedAt != nil {
+			d.at = e.CompletedAt.UnixNano()
+		}
+		out = append(out, d)
+	}
+	// Newest completion first, as the compensation phase runs them; the
+	// journal's order breaks ties.
+	slices.SortStableFunc(out, func(a, b dated) int { return -cmp.Compare(a.at, b.at) })
+	res := make([]Undo, len(out))
+	for i, d := range out {
+		res[i] = d.Undo
+	}
+	return res
+}
+
+// stepIndex reads the index of a forward step's journal path (tool/<i>).
+func stepIndex(path string) (int, bool) {
+	n, ok := strings.CutPrefix(path, "tool/")
+	if !ok {
+		return 0, false
+	}
+	i, err := strconv.Atoi(n)
+	return i, err == nil && strconv.Itoa(i) == n
+}

@@ -1,0 +1,48 @@
+package tui
+
+import (
+	"fmt"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/agentledger/agentledger/ledger"
+)
+
+// openCompensation shows what a compensation would undo, newest first, to
+// confirm; a task with nothing to undo gets a status line instead.
+func (a App) openCompensation(msg compensationMsg) (tea.Model, tea.Cmd) {
+	if msg.err != nil {
+		a.setStatus("", msg.err)
+		return a, nil
+	}
+	p, s := msg.plan, a.env.styles
+	t := p.Task
+	if len(p.Undos) == 0 {
+		a.setStatus("", fmt.Errorf("task %d (%s): nothing to compensate: none of its completed effects declared a compensation", t.ID, t.State))
+		return a, nil
+	}
+	lines := []string{
+		fmt.Sprintf("Task %d (%s, %s) undoes %s, newest first:", t.ID, t.Kind, t.State, plural(len(p.Undos), "effect")),
+		"",
+	}
+	w := []int{12, 14, 10, 14}
+	lines = append(lines, "\t"+s.Bold.Render(columns(w, "STEP", "OPERATION", "STATE", "UNDONE BY", "RESULT")))
+	unknown := false
+	for _, u := range p.Undos {
+		res := "-"
+		if len(u.Result) > 0 {
+			res = oneLine(string(u.Result))
+		}
+		lines = append(lines, "\t"+columns(w, u.Step, u.Operation, s.Effect(u.State), u.Tool, res))
+		unknown = unknown || u.State != ledger.StateCompleted
+	}
+	lines = append(lines, "", "The task ends compensated; if an effect cannot be undone it parks in needs_attention.")
+	if unknown {
+		lines = append(lines, s.Danger.Render("An effect of unknown outcome parks the compensation until it is resolved (v)."))
+	}
+	id := t.ID
+	d := newDialog(a.env, fmt.Sprintf("Compensate task %d?", id), lines, func() tea.Cmd { return a.cmd.compensate(id) })
+	d.danger = true
+	a.openDialog(d)
+	return a, nil
+}

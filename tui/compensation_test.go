@@ -1,0 +1,86 @@
+package tui
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/charmbracelet/x/exp/golden"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/internal/testenv"
+	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/tools"
+)
+
+// sagaDB makes a database holding one succeeded steps task whose steps 0
+// and 1 completed and declared compensations (step 2 did not), and returns
+// the DBStore on it.
+func sagaDB(t *testing.T) (*DBStore, *claims.Store) {
+	t.Helper()
+	ctx := context.Background()
+	e := testenv.New(t)
+	task := e.Enqueue(claims.EnqueueParams{Tenant: "acme", Kind: "steps", Payload: json.RawMessage(`{"steps": [
+		{"tool": "http_request", "args": {}, "compensate": {"tool": "http_request", "args": {"refund": "${self.body.id}"}}},
+		{"tool": "http_request", "args": {}, "compensate": {"tool": "notify", "args": {"text": "released"}}},
+		{"tool": "notify", "args": {"text": "booked"}}]}`)})
+	running := e.Claim("worker-a")
+	for i, body := range []string{`{"id":"ch_1"}`, `{"id":"rm_2"}`, `{"ts":"1.2"}`} {
+		// Each completes a second after the one before: newest first is
+		// a fixed order.
+		e.Advance(time.Second)
+		if _, err := e.Ledger.Do(ctx, tools.AttemptOf(running), ledger.Effect{Operation: "http_request",
+			StepPath: "tool/" + strconv.Itoa(i), Class: ledger.Keyed, Request: json.RawMessage(`{}`), Compensable: i < 2,
+			Perform: func(context.Context, ledger.Call) (ledger.Result, error) {
+				return ledger.Result{Status: 200, Body: json.RawMessage(body)}, nil
+			}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.Claims.Succeed(ctx, claims.LeaseOf(running), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.DB.Exec(ctx, `UPDATE tasks SET created_at = $1::timestamptz - interval '10 minutes', run_at = $1::timestamptz - interval '10 minutes',
+		updated_at = $1::timestamptz - interval '1 minute', finished_at = $1::timestamptz - interval '1 minute' WHERE id = $2`, epoch, task.ID); err != nil {
+		t.Fatal(err)
+	}
+	s := NewDBStore(e.DB)
+	s.Operator.PinClock(func() time.Time { return epoch })
+	return s, claims.New(e.DB)
+}
+
+// u on a succeeded saga previews the effects to undo, newest first, with
+// the call that undoes each; y starts the compensation phase.
+func TestConsoleCompensate(t *testing.T) {
+	store, tasks := sagaDB(t)
+	tm := startConsole(t, store)
+	waitFor(t, tm, "succeeded", "page 1 · 1 task", noLiveWorkers)
+	press(tm, "u")
+	waitFor(t, tm, "Compensate task 1?", "undoes 2 effects, newest first", "tool/1", "tool/0")
+	press(tm, "y")
+	waitFor(t, tm, "task 1 is compensating: a worker undoes its effects, newest first", "undo 1")
+	golden.RequireEqual(t, []byte(finish(t, tm)))
+
+	got, err := tasks.Get(context.Background(), "", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.State != agentledger.StateCompensating || got.Compensation != "operator" {
+		t.Errorf("after the compensate: %s (%q)", got.State, got.Compensation)
+	}
+}
+
+// The dialog lists the completed compensable effects newest first, with
+// the tool that undoes each, and not the step that declared no
+// compensation.
+func TestConsoleCompensatePreview(t *testing.T) {
+	store, _ := sagaDB(t)
+	tm := startConsole(t, store)
+	waitFor(t, tm, "succeeded", "page 1 · 1 task", noLiveWorkers)
+	press(tm, "u")
+	waitFor(t, tm, "Compensate task 1?", "undoes 2 effects, newest first")
+	golden.RequireEqual(t, []byte(finish(t, tm)))
+}
