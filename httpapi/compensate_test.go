@@ -64,7 +64,7 @@ func (e *env) finishedSteps(tenant, payload string, compensable bool) int64 {
 		e.t.Fatalf("claim: %v %v", got, err)
 	}
 	if _, err := ledger.New(e.db).Do(ctx, tools.AttemptOf(got[0]), ledger.Effect{Operation: "http.post", StepPath: "tool/0",
-		Class: ledger.Keyed, Request: []byte(`{}`), Compensable: compensable,
+		Class: ledger.Keyed, Request: []byte(`{}`), Compensate: undoBy(compensable),
 		Perform: func(context.Context, ledger.Call) (ledger.Result, error) {
 			return ledger.Result{Status: 200, Body: json.RawMessage(`{"id":"ch_1"}`)}, nil
 		},
@@ -75,4 +75,12 @@ func (e *env) finishedSteps(tenant, payload string, compensable bool) int64 {
 		e.t.Fatal(err)
 	}
 	return id
+}
+
+// undoBy is the compensation a compensable effect declares.
+func undoBy(compensable bool) json.RawMessage {
+	if !compensable {
+		return nil
+	}
+	return json.RawMessage(`{"tool":"http_request","args":{}}`)
 }

@@ -5,13 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/ledger"
-	"github.com/agentledger/agentledger/steps"
+	"github.com/agentledger/agentledger/saga"
 )
 
 // CompensableStates are the states from which an operator may ask for a
@@ -26,7 +24,8 @@ func Compensable(state agentledger.TaskState) bool {
 // Undo is one completed effect a compensation would undo, and the call
 // that undoes it.
 type Undo struct {
-	// Step is the effect's journal path (tool/<i>), Operation what it did.
+	// Step is the effect's journal path (tool/<i>, call/<path>, …),
+	// Operation what it did.
 	Step      string `json:"step"`
 	Operation string `json:"operation"`
 	// Tool is the compensation's tool; it is recorded at compensate/<Step>.
@@ -46,9 +45,8 @@ type UndoPlan struct {
 }
 
 // PlanCompensation says what a compensation of task id would undo, and
-// changes nothing: the completed effects at tool/<i> whose step in the
-// task's payload declares a compensation. A task of another kind than
-// steps, or one whose payload does not parse, has nothing to undo.
+// changes nothing: the effects that declared a compensation and did not
+// fail (one of unknown outcome parks the compensation until resolved).
 func (s *Service) PlanCompensation(ctx context.Context, tenant string, id int64) (*UndoPlan, error) {
 	t, j, err := s.load(ctx, tenant, id)
 	if err != nil {
@@ -57,7 +55,7 @@ func (s *Service) PlanCompensation(ctx context.Context, tenant string, id int64)
 	if err := notCompensable(t); err != nil {
 		return nil, err
 	}
-	return &UndoPlan{Task: t, Undos: undos(t, j)}, nil
+	return &UndoPlan{Task: t, Undos: undos(j)}, nil
 }
 
 // Compensate asks for task id's completed effects to be undone
@@ -83,26 +81,21 @@ func notCompensable(t *agentledger.Task) error {
 		t.ID, t.State, agentledger.OneOf(CompensableStates))
 }
 
-// undos lists the effects of journal that t's compensation would undo.
-func undos(t *agentledger.Task, journal []ledger.Entry) []Undo {
-	if t.Kind != steps.Kind {
-		return nil
-	}
-	var p steps.Payload
-	if json.Unmarshal(t.Payload, &p) != nil {
-		return nil
-	}
+// undos lists the effects of journal that t's compensation would undo:
+// those that declared a compensation (on their ledger row, whatever the
+// task's kind) and did not fail.
+func undos(journal []ledger.Entry) []Undo {
 	type dated struct {
 		Undo
 		at int64
 	}
 	var out []dated
 	for _, e := range journal {
-		i, ok := stepIndex(e.StepPath)
-		if !ok || i >= len(p.Steps) || p.Steps[i].Compensate == nil || e.State == ledger.StateFailed {
+		var c saga.Compensation
+		if e.Compensate == nil || e.State == ledger.StateFailed || json.Unmarshal(e.Compensate, &c) != nil {
 			continue
 		}
-		d := dated{Undo: Undo{Step: e.StepPath, Operation: e.Operation, Tool: p.Steps[i].Compensate.Tool,
+		d := dated{Undo: Undo{Step: e.StepPath, Operation: e.Operation, Tool: c.Tool,
 			State: e.State, Result: e.Result.Body, ExternalRef: e.Result.ExternalRef}}
 		if e.CompletedAt != nil {
 			d.at = e.CompletedAt.UnixNano()
@@ -117,14 +110,4 @@ func undos(t *agentledger.Task, journal []ledger.Entry) []Undo {
 		res[i] = d.Undo
 	}
 	return res
-}
-
-// stepIndex reads the index of a forward step's journal path (tool/<i>).
-func stepIndex(path string) (int, bool) {
-	n, ok := strings.CutPrefix(path, "tool/")
-	if !ok {
-		return 0, false
-	}
-	i, err := strconv.Atoi(n)
-	return i, err == nil && strconv.Itoa(i) == n
 }

@@ -22,10 +22,10 @@ const sagaPayload = `{"steps": [
 	{"tool": "notify", "args": {"text": "done"}}]}`
 
 // doEffect performs a keyed effect of the running task at step.
-func doEffect(t *testing.T, e *testenv.Env, running *agentledger.Task, step string, compensable bool, body string) {
+func doEffect(t *testing.T, e *testenv.Env, running *agentledger.Task, step string, undoBy string, body string) {
 	t.Helper()
 	if _, err := e.Ledger.Do(context.Background(), tools.AttemptOf(running), ledger.Effect{Operation: "http.post", StepPath: step,
-		Class: ledger.Keyed, Request: []byte(`{}`), Compensable: compensable,
+		Class: ledger.Keyed, Request: []byte(`{}`), Compensate: compensation(undoBy),
 		Perform: func(context.Context, ledger.Call) (ledger.Result, error) {
 			return ledger.Result{Status: 200, Body: json.RawMessage(body)}, nil
 		},
@@ -47,9 +47,9 @@ func TestPlanCompensation(t *testing.T) {
 	if _, err := svc.PlanCompensation(ctx, "", task.ID); !errors.Is(err, agentledger.ErrConflict) {
 		t.Fatalf("plan of a running task: %v, want a conflict", err)
 	}
-	doEffect(t, e, running, "tool/0", true, `{"id":"ch_1"}`)
-	doEffect(t, e, running, "tool/1", true, `{"id":"rm_2"}`)
-	doEffect(t, e, running, "tool/2", false, `{}`)
+	doEffect(t, e, running, "tool/0", "http_request", `{"id":"ch_1"}`)
+	doEffect(t, e, running, "tool/1", "notify", `{"id":"rm_2"}`)
+	doEffect(t, e, running, "tool/2", "", `{}`)
 	if err := e.Claims.Succeed(ctx, claims.LeaseOf(running), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestPlanCompensationNothing(t *testing.T) {
 	svc := operator.New(e.DB)
 	task := e.Enqueue(claims.EnqueueParams{Payload: json.RawMessage(`{"steps": [{"tool": "http_request", "args": {}}]}`)})
 	running := e.Claim("w")
-	doEffect(t, e, running, "tool/0", false, `{}`)
+	doEffect(t, e, running, "tool/0", "", `{}`)
 	if err := e.Claims.Succeed(ctx, claims.LeaseOf(running), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -97,4 +97,13 @@ func TestPlanCompensationNothing(t *testing.T) {
 	if _, err := svc.Compensate(ctx, "", task.ID); !errors.Is(err, agentledger.ErrConflict) {
 		t.Fatalf("compensate: %v, want a conflict", err)
 	}
+}
+
+// compensation is the compensation an effect declares: a call of tool, or
+// none when tool is empty.
+func compensation(tool string) json.RawMessage {
+	if tool == "" {
+		return nil
+	}
+	return json.RawMessage(`{"tool":"` + tool + `","args":{}}`)
 }

@@ -101,4 +101,6 @@ func TestCallOutsideAHandler(t *testing.T) {
 
 type handler func(ctx context.Context, t *agentledger.Task) (json.RawMessage, error)
 
-func (h handler) Work(ctx context.Context, t *agentledger.Task) (json.RawMessage, error) { return h(ctx, t) }
+func (h handler) Work(ctx context.Context, t *agentledger.Task) (json.RawMessage, error) {
+	return h(ctx, t)
+}

@@ -28,12 +28,13 @@ func sagaDB(t *testing.T) (*DBStore, *claims.Store) {
 		{"tool": "http_request", "args": {}, "compensate": {"tool": "notify", "args": {"text": "released"}}},
 		{"tool": "notify", "args": {"text": "booked"}}]}`)})
 	running := e.Claim("worker-a")
+	undoers := []json.RawMessage{json.RawMessage(`{"tool":"http_request","args":{}}`), json.RawMessage(`{"tool":"notify","args":{}}`), nil}
 	for i, body := range []string{`{"id":"ch_1"}`, `{"id":"rm_2"}`, `{"ts":"1.2"}`} {
 		// Each completes a second after the one before: newest first is
 		// a fixed order.
 		e.Advance(time.Second)
 		if _, err := e.Ledger.Do(ctx, tools.AttemptOf(running), ledger.Effect{Operation: "http_request",
-			StepPath: "tool/" + strconv.Itoa(i), Class: ledger.Keyed, Request: json.RawMessage(`{}`), Compensable: i < 2,
+			StepPath: "tool/" + strconv.Itoa(i), Class: ledger.Keyed, Request: json.RawMessage(`{}`), Compensate: undoers[i],
 			Perform: func(context.Context, ledger.Call) (ledger.Result, error) {
 				return ledger.Result{Status: 200, Body: json.RawMessage(body)}, nil
 			}}); err != nil {

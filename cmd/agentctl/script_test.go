@@ -356,7 +356,7 @@ func cmdEffect(ts *testscript.TestScript, neg bool, args []string) {
 	t := runningTask(ts, claims.New(pool), args[0])
 	res, err := ledger.New(pool).Do(context.Background(), tools.AttemptOf(t), ledger.Effect{
 		Operation: args[2], StepPath: args[1], Class: ledger.Keyed, Request: json.RawMessage(`{}`),
-		Compensable: compensable,
+		Compensate: undoBy(compensable, "http_request"),
 		Perform: func(context.Context, ledger.Call) (ledger.Result, error) {
 			return ledger.Result{Status: 200, Body: json.RawMessage(args[3])}, nil
 		},
@@ -446,4 +446,13 @@ func cmdMessage(ts *testscript.TestScript, neg bool, args []string) {
 		StepPath: args[1], Channel: args[2], Text: args[3]})
 	ts.Check(err)
 	fmt.Fprintf(ts.Stdout(), "message event %d\n", ev)
+}
+
+// undoBy is the compensation an effect declares when it has one: a call of
+// tool (what the task's payload would declare).
+func undoBy(has bool, tool string) json.RawMessage {
+	if !has {
+		return nil
+	}
+	return json.RawMessage(`{"tool":"` + tool + `","args":{}}`)
 }

@@ -33,7 +33,7 @@ func printDemo(w io.Writer, s demo.Seeded, addr, ctl string) {
 	line := func(cmd, what string) { fmt.Fprintf(&b, "    %-40s  %s\n", ctl+" "+cmd, what) }
 	line("tui", "the operator console")
 	if fresh {
-		line("list", "tasks; one fails twice then succeeds, one needs attention")
+		line("list", "tasks; one fails twice then succeeds, one needs attention, one is undone (a saga)")
 	} else {
 		line("list", "the tasks and their states now")
 	}
