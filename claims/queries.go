@@ -699,7 +699,8 @@ ORDER BY lease_token`
 // (every effect runs again). $4 lists the states it may start from. A
 // replay is refused once retention removed any of the task's ledger rows.
 // A replay of a task parked in its compensation phase continues the
-// compensation; a re-run starts the forward path afresh. Run it with the
+// compensation, its failed compensations reopened (reopenCompensations); a
+// re-run starts the forward path afresh. Run it with the
 // row already locked (Store.lockedRow).
 const requeueSQL = `/* claims.requeue */
 WITH cur AS (
@@ -721,8 +722,9 @@ upd AS (
 		updated_at = coalesce($5::timestamptz, now())
 	FROM cur
 	WHERE t.id = cur.id AND t.state = ANY ($4::text[]) AND ($3 = 1 OR t.ledger_expired_at IS NULL)
-	RETURNING t.id
+	RETURNING t.id, t.generation, t.state = 'compensating' AS undoing
 ),
+` + reopenCompensations + `,
 wake AS (
 	SELECT pg_notify('agentledger_task_insert', t.queue) FROM tasks t JOIN upd ON upd.id = t.id
 )

@@ -47,3 +47,18 @@ const closedAttemptNumber = `CASE WHEN t.state = 'compensating' AND t.attempt = 
 // queuedState is the state a task goes back to without a failure (a
 // release, a deferral): queued, or compensating in that phase.
 const queuedState = `CASE WHEN t.compensation IS NULL THEN 'queued' ELSE 'compensating' END`
+
+// reopenCompensations is a CTE of a replay (CTE upd: id, generation,
+// undoing): a parked compensation phase goes on, and the compensations that
+// failed for good are tried once more, under their keys — an operator
+// replays once the cause is fixed (a closed card, a wrong token). Only
+// keyed and reconcilable ones reopen, as ledger.Reopen does: an unsafe
+// call performed blindly again could happen twice.
+const reopenCompensations = `reopen AS (
+	UPDATE ledger l SET state = 'pending',
+		note = 'tried again by a replay of the compensation' || coalesce(' (it had failed: ' || l.error || ')', ''),
+		error = NULL, completed_at = NULL, retry_allowed = false, updated_at = now()
+	FROM upd
+	WHERE upd.undoing AND l.task_id = upd.id AND l.generation = upd.generation
+		AND starts_with(l.step_path, 'compensate/') AND l.state = 'failed' AND l.class IN ('keyed', 'reconcilable')
+)`

@@ -164,11 +164,13 @@ FROM ledger WHERE task_id = $1 AND generation = $2 AND operation = $3
 ORDER BY seq DESC LIMIT 1`
 
 // resolveDoneSQL is an operator's "done": the unknown effect is taken as
-// performed, with a note.
+// performed, with a note. So is a compensation that failed for good and
+// that the operator did by hand: its task's compensation then goes on.
 const resolveDoneSQL = `/* ledger.resolveDone */
-UPDATE ledger SET state = 'completed', note = $4, result = coalesce($5, result),
+UPDATE ledger SET state = 'completed', note = $4, result = coalesce($5, result), error = NULL,
 	completed_at = now(), updated_at = now()
-WHERE tenant = $1 AND operation = $2 AND effect_key = $3 AND state = 'unknown'`
+WHERE tenant = $1 AND operation = $2 AND effect_key = $3
+	AND (state = 'unknown' OR (state = 'failed' AND starts_with(step_path, 'compensate/')))`
 
 // resolveRetrySQL is an operator's "perform it again": the next attempt may
 // perform the unknown effect once.

@@ -322,7 +322,8 @@ func TestCompensationOfPureEffectRefused(t *testing.T) {
 
 // A compensation that fails for good parks the task; once the operator
 // fixed the cause, a replay continues the compensation, not the forward
-// path, and the compensation already done is not done again.
+// path: the failed compensation is tried again under its key, the one
+// already done is not done again.
 func TestFailedCompensationParksAndReplayContinues(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -347,11 +348,7 @@ func TestFailedCompensationParksAndReplayContinues(t *testing.T) {
 	}
 	e.tool.fail = nil
 	// The refund's failure is recorded; once the card works again, the
-	// operator reopens it (as for a notification) and replays the task.
-	key := ledger.EffectKey(undo.Tenant, id, undo.Generation, "compensate/tool/0", "test.post")
-	if ok, err := e.Ledger.Reopen(ctx, undo.Tenant, "test.post", key, "card reopened"); !ok || err != nil {
-		t.Fatalf("reopen the refund: %v %v", ok, err)
-	}
+	// operator replays the task: the failed refund is tried again.
 	if got, err := e.Claims.Requeue(ctx, "", id, claims.Replay); err != nil || got.State != agentledger.StateCompensating {
 		t.Fatalf("replay of a parked compensation: %v %+v", err, got)
 	}
@@ -420,5 +417,46 @@ func TestUnknownForwardEffectParksCompensation(t *testing.T) {
 	e.succeed(again, res)
 	if r := e.performed("refund"); len(r) != 1 || r[0] != `{"refund":"eff_1"}` || e.get(id).State != agentledger.StateCompensated {
 		t.Fatalf("refunds %v, state %s", r, e.get(id).State)
+	}
+}
+
+// An operator who undid an effect by hand after its compensation failed
+// for good resolves that compensation as done; a replay then finishes the
+// phase without performing it.
+func TestFailedCompensationResolvedByHand(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newSagaEnv(t)
+	id := e.submit(`{"steps":[{"tool":"post","args":{"charge":42},"compensate":{"tool":"post","args":{"refund":"${self.body.id}"}}},
+		{"tool":"ship","args":{}}]}`)
+	task := e.claim()
+	_, err := e.phase.Work(ctx, task)
+	e.fail(task, err)
+	e.tool.fail = func(n int) error {
+		if n == 2 {
+			return agentledger.Permanent(errors.New("card closed"))
+		}
+		return nil
+	}
+	undo := e.claim()
+	_, err = e.phase.Work(ctx, undo)
+	if st := e.fail(undo, err); st != agentledger.StateNeedsAttention {
+		t.Fatalf("failed compensation: %s", st)
+	}
+	key := ledger.EffectKey(undo.Tenant, id, undo.Generation, "compensate/tool/0", "test.post")
+	if err := e.Ledger.Resolve(ctx, undo.Tenant, "test.post", key, ledger.Resolution{Done: true, Note: "refunded by hand"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Claims.Requeue(ctx, "", id, claims.Replay); err != nil {
+		t.Fatal(err)
+	}
+	again := e.claim()
+	res, err := e.phase.Work(ctx, again)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.succeed(again, res)
+	if n := len(e.performed("refund")); n != 1 || e.get(id).State != agentledger.StateCompensated {
+		t.Fatalf("refund performed %d times (want only the refused one), state %s", n, e.get(id).State)
 	}
 }
