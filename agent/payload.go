@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/grants"
+	"github.com/agentledger/agentledger/saga"
 	"github.com/agentledger/agentledger/tools"
 )
 
@@ -26,6 +28,12 @@ type Payload struct {
 	MaxSteps *int `json:"max_steps,omitempty"`
 	// Model overrides Config.Model for this task.
 	Model string `json:"model,omitempty"`
+	// Compensate declares, per tool of Tools, the call that undoes a call
+	// of it ({"charge": {"tool": "refund", "args": {"charge":
+	// "${self.body.id}"}}}): if the task ends dead or is cancelled, each
+	// completed call of that tool is undone, newest first (package saga).
+	// The submitter declares them; the model neither sees nor invents them.
+	Compensate map[string]saga.Compensation `json:"compensate,omitempty"`
 }
 
 // maxModelName bounds a payload's model name.
@@ -36,6 +44,7 @@ type plan struct {
 	system, prompt, model string
 	tools                 []tools.Tool
 	allowed               map[string]tools.Tool
+	undo                  map[string]json.RawMessage // by function name: the encoded compensation
 	maxSteps              int
 	grant                 *grants.Grant // the tenant's, in force for this attempt; nil: unchecked
 }
@@ -98,6 +107,9 @@ func (a *Agent) parsePayload(raw json.RawMessage) (*plan, error) {
 		pl.allowed[functionName(name)] = t
 		pl.tools = append(pl.tools, t)
 	}
+	if err := a.compensations(pl, p); err != nil {
+		return nil, err
+	}
 	return pl, nil
 }
 
@@ -124,4 +136,32 @@ func want(field string) string {
 		return "an integer"
 	}
 	return "a string"
+}
+
+// compensations checks and encodes the payload's compensations: each for a
+// tool the task may use, by a tool this worker has.
+func (a *Agent) compensations(pl *plan, p Payload) error {
+	names := make([]string, 0, len(p.Compensate))
+	for name := range p.Compensate {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		c := p.Compensate[name]
+		if _, ok := pl.allowed[functionName(name)]; !ok {
+			return agentledger.Permanent(fmt.Errorf("agent payload: compensate.%s: %q is not one of the task's tools", name, name))
+		}
+		if _, err := a.tools.Get(c.Tool); err != nil {
+			return fmt.Errorf("agent payload: compensate.%s: %w", name, err)
+		}
+		enc, err := c.Encode()
+		if err != nil {
+			return agentledger.Permanent(fmt.Errorf("agent payload: compensate.%s: %v", name, err))
+		}
+		if pl.undo == nil {
+			pl.undo = map[string]json.RawMessage{}
+		}
+		pl.undo[functionName(name)] = enc
+	}
+	return nil
 }
