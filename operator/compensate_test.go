@@ -107,3 +107,41 @@ func compensation(tool string) json.RawMessage {
 	}
 	return json.RawMessage(`{"tool":"` + tool + `","args":{}}`)
 }
+
+// A compensation refused for good parks the task; the operator who undid
+// the effect by hand resolves it as done, and the task goes on undoing.
+// Resolving it as "retry" is refused with what to do instead.
+func TestResolveFailedCompensation(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := testenv.New(t)
+	svc := operator.New(e.DB)
+	task := e.Enqueue(claims.EnqueueParams{Payload: json.RawMessage(sagaPayload)})
+	running := e.Claim("w")
+	doEffect(t, e, running, "tool/0", "http_request", `{"id":"ch_1"}`)
+	if st, err := e.Claims.Fail(ctx, claims.Failure{Lease: claims.LeaseOf(running), Error: "courier refused", Final: true}); err != nil || st != agentledger.StateCompensating {
+		t.Fatalf("fail: %s %v", st, err)
+	}
+	undo := e.Claim("w")
+	_, err := e.Ledger.Do(ctx, tools.AttemptOf(undo), ledger.Effect{Operation: "http_request", StepPath: "compensate/tool/0",
+		Class: ledger.Keyed, Request: []byte(`{}`),
+		Perform: func(context.Context, ledger.Call) (ledger.Result, error) {
+			return ledger.Result{Status: 422}, agentledger.Permanent(errors.New("card closed"))
+		}})
+	if st, ferr := e.Claims.Fail(ctx, claims.Failure{Lease: claims.LeaseOf(undo), Error: err.Error(), Final: true}); ferr != nil || st != agentledger.StateNeedsAttention {
+		t.Fatalf("failed compensation: %s %v", st, ferr)
+	}
+	_, err = svc.Resolve(ctx, "", task.ID, "compensate/tool/0", operator.Resolution{Note: "try again"})
+	if !errors.Is(err, agentledger.ErrInvalid) || !strings.Contains(err.Error(), "replay task") {
+		t.Fatalf("retry of a failed compensation: %v", err)
+	}
+	got, err := svc.Resolve(ctx, "", task.ID, "compensate/tool/0", operator.Resolution{Done: true, Note: "refunded by hand"})
+	if err != nil || got.State != agentledger.StateCompensating {
+		t.Fatalf("resolve done: %v %+v", err, got)
+	}
+	for _, en := range e.Journal(got) {
+		if en.StepPath == "compensate/tool/0" && (en.State != ledger.StateCompleted || en.Note != "refunded by hand") {
+			t.Fatalf("compensation after resolve: %s %q", en.State, en.Note)
+		}
+	}
+}

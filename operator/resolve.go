@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
@@ -18,7 +19,8 @@ type Resolution struct {
 
 // Resolve settles the unknown effect at step of task id's current
 // generation and, when the task needs attention, replays it: completed
-// effects are served, the rest run.
+// effects are served, the rest run. A compensation that failed for good
+// may be resolved as done (the operator undid the effect by hand).
 func (s *Service) Resolve(ctx context.Context, tenant string, id int64, step string, r Resolution) (*agentledger.Task, error) {
 	switch {
 	case step == "":
@@ -32,8 +34,17 @@ func (s *Service) Resolve(ctx context.Context, tenant string, id int64, step str
 	}
 	var target *ledger.Entry
 	for i := range j {
-		if j[i].StepPath == step && j[i].State == ledger.StateUnknown {
+		if j[i].StepPath != step {
+			continue
+		}
+		switch {
+		case j[i].State == ledger.StateUnknown:
 			target = &j[i]
+		case j[i].State == ledger.StateFailed && strings.HasPrefix(step, "compensate/") && r.Done:
+			target = &j[i] // a compensation refused for good that the operator did by hand
+		case j[i].State == ledger.StateFailed && strings.HasPrefix(step, "compensate/"):
+			return nil, agentledger.Invalid("resolution", "the compensation at %s failed: replay task %d to send it "+
+				"again once its cause is fixed, or resolve it as done if you undid the effect by hand", step, id)
 		}
 	}
 	if target == nil {
