@@ -248,20 +248,13 @@ func (s *Server) cancelTask(r *http.Request, tenant string, body []byte) (action
 // are served from it); 409 while it is queued or running, or when
 // retention removed its ledger rows.
 func (s *Server) replayTask(r *http.Request, tenant string, body []byte) (action, error) {
-	id, err := taskID(r)
-	if err != nil {
-		return nil, err
-	}
-	if err := noBody(body); err != nil {
-		return nil, err
-	}
-	return func(ctx context.Context, _ string) reply {
+	return s.accepted(r, body, func(ctx context.Context, id int64) (*agentledger.Task, error) {
 		p, err := s.cfg.Operator.Replay(ctx, tenant, id)
 		if err != nil {
-			return s.problemReply(r, err)
+			return nil, err
 		}
-		return jsonReply(http.StatusAccepted, viewTask(p.Task))
-	}, nil
+		return p.Task, nil
+	})
 }
 
 // compensateTask is POST /v1/tasks/{id}/compensate: 202 Accepted with the
@@ -270,6 +263,14 @@ func (s *Server) replayTask(r *http.Request, tenant string, body []byte) (action
 // undoing or undone, or when none of its completed effects declared a
 // compensation.
 func (s *Server) compensateTask(r *http.Request, tenant string, body []byte) (action, error) {
+	return s.accepted(r, body, func(ctx context.Context, id int64) (*agentledger.Task, error) {
+		return s.cfg.Operator.Compensate(ctx, tenant, id)
+	})
+}
+
+// accepted is an operator's action on the task of the request's path,
+// which takes no body: 202 Accepted with the task as do leaves it.
+func (s *Server) accepted(r *http.Request, body []byte, do func(ctx context.Context, id int64) (*agentledger.Task, error)) (action, error) {
 	id, err := taskID(r)
 	if err != nil {
 		return nil, err
@@ -278,7 +279,7 @@ func (s *Server) compensateTask(r *http.Request, tenant string, body []byte) (ac
 		return nil, err
 	}
 	return func(ctx context.Context, _ string) reply {
-		t, err := s.cfg.Operator.Compensate(ctx, tenant, id)
+		t, err := do(ctx, id)
 		if err != nil {
 			return s.problemReply(r, err)
 		}
