@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/tools"
 )
 
 // Kind is the task kind this package runs.
@@ -29,6 +30,9 @@ func Check(payload json.RawMessage, check StepCheck) error {
 	p, err := parse(payload)
 	if err == nil && check != nil {
 		err = p.each(func(i int, s Step) error {
+			if s.Compensate != nil && tools.PureHTTP(s.Tool, known(s.Args)) {
+				return fmt.Errorf("declares a compensation, but a GET changes nothing: there is nothing to undo")
+			}
 			if err := check(s.Tool, known(s.Args)); err != nil {
 				return err
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -458,5 +459,28 @@ func TestFailedCompensationResolvedByHand(t *testing.T) {
 	e.succeed(again, res)
 	if n := len(e.performed("refund")); n != 1 || e.get(id).State != agentledger.StateCompensated {
 		t.Fatalf("refund performed %d times (want only the refused one), state %s", n, e.get(id).State)
+	}
+}
+
+// Submit-time checks of compensations: a later step's result, an unknown
+// tool (the check's own error) and a GET's compensation are refused.
+func TestCheckRefusesBadCompensations(t *testing.T) {
+	known := func(tool string, _ json.RawMessage) error {
+		if tool != "http_request" {
+			return fmt.Errorf("unknown tool %q", tool)
+		}
+		return nil
+	}
+	for payload, want := range map[string]string{
+		`{"steps":[{"tool":"http_request","args":{"method":"POST","url":"http://a/x"},"compensate":{"tool":"http_request","args":{"id":"${steps.1.body.id}"}}},{"tool":"http_request"}]}`: `step 0's compensation: ${steps.1.body.id} refers to step 1, which does not run before it`,
+		`{"steps":[{"tool":"http_request","args":{"method":"POST","url":"http://a/x"},"compensate":{"tool":"refund"}}]}`:                                                                  `step 0: compensation: unknown tool "refund"`,
+		`{"steps":[{"tool":"http_request","args":{"method":"get","url":"http://a/x"},"compensate":{"tool":"http_request"}}]}`:                                                             `step 0: declares a compensation, but a GET changes nothing`,
+		`{"steps":[{"tool":"http_request","args":{"id":"${self.body.id}"}}]}`:                                                                                                             `step 0: ${self…} may be used only in a compensation`,
+		`{"steps":[{"tool":"http_request","compensate":{"tool":"http_request","args":{"x":"${self.nope}"}}}]}`:                                                                            `${self.nope} must name status, body[.path] or external_ref`,
+	} {
+		err := steps.Check(json.RawMessage(payload), known)
+		if !errors.Is(err, agentledger.ErrInvalid) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s:\n got %v\nwant …%s…", payload, err, want)
+		}
 	}
 }

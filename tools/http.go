@@ -351,3 +351,17 @@ func utf8Prefix(s string, n int) string {
 	}
 	return s[:n] + "…"
 }
+
+// PureHTTP reports whether args (known, not a template) call the built-in
+// HTTP tool name with GET: a read, whose effect is pure whatever the
+// tool's class. A submitter can be told at once that a GET has nothing to
+// undo.
+func PureHTTP(name string, args json.RawMessage) bool {
+	if (name != "http_request" && name != "unsafe_http") || args == nil {
+		return false
+	}
+	var a struct {
+		Method string `json:"method"`
+	}
+	return json.Unmarshal(args, &a) == nil && strings.EqualFold(a.Method, http.MethodGet)
+}
