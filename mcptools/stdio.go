@@ -129,10 +129,9 @@ func (c *stdioConn) Write(ctx context.Context, m jsonrpc.Message) error {
 // running after c.terminate gets SIGTERM, and after as long again SIGKILL.
 func (c *stdioConn) Close() error {
 	c.closeOnce.Do(func() {
-		c.wmu.Lock()
-		err := c.w.Close()
-		c.wmu.Unlock()
-		if err != nil {
+		// Not under wmu: closing unblocks a Write stuck on a server that
+		// stopped reading.
+		if err := c.w.Close(); err != nil {
 			c.closeErr = fmt.Errorf("closing stdin: %w", err)
 			return
 		}
