@@ -28,10 +28,10 @@ const terminateAfter = 5 * time.Second
 // commandTransport runs a server's command and speaks newline-delimited
 // JSON-RPC with it over the command's stdin and stdout, as
 // mcp.CommandTransport does, with a cheaper read side: the SDK's connection
-// decodes each message three times (as a batch, as a message, through a
-// decoder that allocates a 32 KiB buffer each time) and hands it through
-// one more goroutine; this one reads a line and decodes it once, in the
-// goroutine that asked for it. It shuts the server down as the SDK does:
+// reads each message with a stream decoder, decodes it again as a batch and
+// once more as a message (the last two each through a decoder with a fresh
+// 32 KiB buffer) and hands it through one more goroutine; this one reads a
+// line and decodes it once, in the goroutine that asked for it. It shuts the server down as the SDK does:
 // stdin closed, then SIGTERM, then SIGKILL.
 type commandTransport struct {
 	cmd       *exec.Cmd
