@@ -52,7 +52,10 @@ type Server struct {
 }
 
 // Connect opens a session with the server called name over t and reads its
-// tools. The name prefixes its tools ("name/tool").
+// tools. The name prefixes its tools ("name/tool"). A *mcp.CommandTransport's
+// command is run over this package's own stdio connection (commandTransport),
+// and a session over a stream of its own uses the stateful protocol
+// (statefulVersion): both cut what a call costs, not what it does.
 func Connect(ctx context.Context, name string, t mcp.Transport, o Options) (*Server, error) {
 	if name == "" || strings.ContainsAny(name, "/ ") {
 		return nil, fmt.Errorf("mcptools: server name %q must be non-empty, without / or spaces", name)
@@ -61,7 +64,10 @@ func Connect(ctx context.Context, name string, t mcp.Transport, o Options) (*Ser
 		o.CallTimeout = time.Minute
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "agentledger", Version: version.String()}, nil)
-	session, err := client.Connect(ctx, t, nil)
+	if ct, ok := t.(*mcp.CommandTransport); ok {
+		t = &commandTransport{cmd: ct.Command, terminate: ct.TerminateDuration}
+	}
+	session, err := client.Connect(ctx, t, sessionOptions(t))
 	if err != nil {
 		return nil, fmt.Errorf("mcp server %s: connect: %w", name, err)
 	}
@@ -79,6 +85,24 @@ func Connect(ctx context.Context, name string, t mcp.Transport, o Options) (*Ser
 		s.tools = append(s.tools, tl)
 	}
 	return s, nil
+}
+
+// statefulVersion is the protocol version Connect asks of a server over a
+// stream of its own (a command's stdio, in memory): the latest version
+// with a session. The SDK's default, 2026-07-28, is stateless: every call
+// carries the client's version, info and capabilities in _meta, which the
+// server decodes and checks again on every call — for a connection that
+// is one session anyway. A server that speaks only that version still
+// answers with it, and the session uses it.
+const statefulVersion = "2025-11-25"
+
+// sessionOptions are the session's options over transport t.
+func sessionOptions(t mcp.Transport) *mcp.ClientSessionOptions {
+	switch t.(type) {
+	case *commandTransport, *mcp.CommandTransport, *mcp.IOTransport, *mcp.InMemoryTransport:
+		return &mcp.ClientSessionOptions{ProtocolVersion: statefulVersion}
+	}
+	return nil
 }
 
 // Tools are the server's tools, named "server/tool".

@@ -3,6 +3,8 @@ package mcptools_test
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"sync"
 	"testing"
 
@@ -22,6 +24,7 @@ type counting struct {
 	mu     sync.Mutex
 	calls  map[string]int
 	keys   map[string][]string
+	meta   []string          // the _meta keys of the last call
 	during func(tool string) // runs inside a call, after it took effect
 }
 
@@ -35,6 +38,7 @@ func (c *counting) handler(name string) mcp.ToolHandlerFor[orderArgs, map[string
 		c.calls[name]++
 		key, _ := req.Params.Meta[mcptools.KeyMeta].(string)
 		c.keys[name] = append(c.keys[name], key)
+		c.meta = slices.Sorted(maps.Keys(req.Params.Meta))
 		during := c.during
 		c.mu.Unlock()
 		if during != nil {
