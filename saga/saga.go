@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"strings"
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/internal/refs"
@@ -77,7 +78,13 @@ func (c Compensation) Encode() (json.RawMessage, error) {
 func References(s string) bool { return selfRE.MatchString(s) }
 
 // PathOf is the journal place of the compensation of the effect at path.
-func PathOf(path string) string { return "compensate/" + path }
+func PathOf(path string) string { return compensatePrefix + path }
+
+// Undoes is the journal place of the effect that the compensation at path
+// undoes; false when path is not a compensation's.
+func Undoes(path string) (string, bool) { return strings.CutPrefix(path, compensatePrefix) }
+
+const compensatePrefix = "compensate/"
 
 // resolve substitutes ${self…} in c's arguments with the undone effect's
 // result view.

@@ -9,6 +9,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/agentledger/agentledger/operator"
+	"github.com/agentledger/agentledger/saga"
 )
 
 // journalModel is the journal tab: the effects in the order they were
@@ -150,8 +151,16 @@ func (m journalModel) View() string {
 }
 
 // summary is one line about an effect's outcome, as agentctl show prints
-// it: the error, or the status, ref, result and note.
+// it: the error, or the status, ref, result and note; a compensation's
+// first says which effect it undoes (its step is cut in the narrow column).
 func summary(e operator.Effect) string {
+	if undone, ok := saga.Undoes(e.Step); ok {
+		return "undoes " + undone + ": " + outcome(e)
+	}
+	return outcome(e)
+}
+
+func outcome(e operator.Effect) string {
 	if e.Error != "" {
 		return oneLine(e.Error)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/operator"
+	"github.com/agentledger/agentledger/saga"
 )
 
 func (a *app) showCmd() *cobra.Command {
@@ -128,7 +129,7 @@ func printJournal(w io.Writer, generation int32, js []journalEntry) error {
 		if summary == "" {
 			summary = resultSummary(j)
 		}
-		if undone, ok := strings.CutPrefix(j.Step, "compensate/"); ok {
+		if undone, ok := saga.Undoes(j.Step); ok {
 			summary = "undoes " + undone + ": " + summary
 		}
 		tab.row(j.Step, j.Operation, string(j.Class), j.Key[:12], string(j.State), strconv.Itoa(int(j.Performed)), summary)
