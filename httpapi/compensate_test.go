@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/httpapi"
 	"github.com/agentledger/agentledger/ledger"
@@ -17,7 +18,8 @@ import (
 // TestCompensateTask: POST /v1/tasks/{id}/compensate starts the
 // compensation phase of a succeeded task with a compensable effect (202,
 // keyed like the other actions); a second request, a task with nothing to
-// undo and a queued task are 409; another tenant's task is 404.
+// undo and a queued task are 409; another tenant's task is 404. GET
+// /v1/tasks/{id}/journal then lists the compensation beside its effect.
 func TestCompensateTask(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, httpapi.Config{})
@@ -50,6 +52,37 @@ func TestCompensateTask(t *testing.T) {
 
 	if got, err := e.claims.Get(ctx, "acme", plain); err != nil || got.State != "succeeded" {
 		t.Errorf("the refused task changed: %+v %v", got, err)
+	}
+
+	// The journal lists the compensation beside the effect it undoes.
+	claimed, err := e.claims.Claim(ctx, claims.ClaimParams{Queue: claims.DefaultQueue, Worker: "w", Limit: 5, Lease: time.Hour})
+	var undo *agentledger.Task
+	for _, c := range claimed {
+		if c.ID == saga {
+			undo = c
+		}
+	}
+	if err != nil || undo == nil || undo.Compensation != "operator" {
+		t.Fatalf("claim of the compensation: %v %v", claimed, err)
+	}
+	if _, err := ledger.New(e.db).Do(ctx, tools.AttemptOf(undo), ledger.Effect{Operation: "http.post", StepPath: "compensate/tool/0",
+		Class: ledger.Keyed, Request: []byte(`{"ref":"ch_1"}`),
+		Perform: func(context.Context, ledger.Call) (ledger.Result, error) {
+			return ledger.Result{Status: 201, Body: json.RawMessage(`{"id":"re_1"}`)}, nil
+		}}); err != nil {
+		t.Fatal(err)
+	}
+	jpath := fmt.Sprintf("/v1/tasks/%d/journal", saga)
+	e.problem(e.do("GET", jpath, other, ""), http.StatusNotFound, "not_found")
+	jr := e.do("GET", jpath, tok, "")
+	var j struct {
+		Task    int64
+		Effects []httpapi.Effect
+	}
+	if err := json.Unmarshal(jr.body, &j); err != nil || jr.status != http.StatusOK || j.Task != saga || len(j.Effects) != 2 ||
+		j.Effects[0].Step != "tool/0" || j.Effects[1].Step != "compensate/tool/0" || j.Effects[1].Undoes != "tool/0" ||
+		j.Effects[0].Undoes != "" || string(j.Effects[1].Result) != `{"id":"re_1"}` {
+		t.Errorf("journal %d: %s", jr.status, jr.body)
 	}
 }
 

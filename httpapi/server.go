@@ -152,6 +152,7 @@ func New(cfg Config) (*Server, error) {
 	s.mux.Handle(OpCreateTask, s.mutate(OpCreateTask, s.createTask))
 	s.mux.Handle("GET /v1/tasks", s.read(s.listTasks))
 	s.mux.Handle("GET /v1/tasks/{id}", s.read(s.getTask))
+	s.mux.Handle("GET /v1/tasks/{id}/journal", s.read(s.getJournal))
 	s.mux.Handle(OpCancelTask, s.mutate(OpCancelTask, s.cancelTask))
 	s.mux.Handle(OpReplayTask, s.mutate(OpReplayTask, s.replayTask))
 	s.mux.Handle(OpCompensateTask, s.mutate(OpCompensateTask, s.compensateTask))

@@ -300,6 +300,47 @@ func (s *Server) getTask(r *http.Request, tenant string) reply {
 	return jsonReply(http.StatusOK, viewTask(t))
 }
 
+// Effect is one effect of a task's journal as the API shows it.
+type Effect struct {
+	Step        string          `json:"step"`
+	Operation   string          `json:"operation"`
+	Class       string          `json:"class"`
+	State       string          `json:"state"`
+	Performed   int32           `json:"performed"`
+	Status      int             `json:"status,omitempty"`
+	Result      json.RawMessage `json:"result,omitempty"`
+	ExternalRef string          `json:"external_ref,omitempty"`
+	Error       string          `json:"error,omitempty"`
+	Note        string          `json:"note,omitempty"`
+	// Undoes is, for a compensation, the step of the effect it undoes.
+	Undoes string `json:"undoes,omitempty"`
+}
+
+// getJournal is GET /v1/tasks/{id}/journal: the effects of the task's
+// current generation in the order they were intended, compensations among
+// them naming the effect each undoes. Another tenant's task is not found.
+func (s *Server) getJournal(r *http.Request, tenant string) reply {
+	id, err := taskID(r)
+	if err != nil {
+		return s.problemReply(r, err)
+	}
+	t, effects, err := s.cfg.Operator.Journal(r.Context(), tenant, id)
+	if err != nil {
+		return s.problemReply(r, err)
+	}
+	out := make([]Effect, len(effects))
+	for i, e := range effects {
+		out[i] = Effect{Step: e.Step, Operation: e.Operation, Class: string(e.Class), State: string(e.State),
+			Performed: e.Performed, Status: e.Status, Result: e.Result, ExternalRef: e.ExternalRef, Error: e.Error,
+			Note: e.Note, Undoes: e.Undoes}
+	}
+	return jsonReply(http.StatusOK, struct {
+		Task       int64    `json:"task"`
+		Generation int32    `json:"generation"`
+		Effects    []Effect `json:"effects"`
+	}{t.ID, t.Generation, out})
+}
+
 // List limits.
 const (
 	defaultListLimit = 50

@@ -67,6 +67,16 @@ func (s *Service) Show(ctx context.Context, tenant string, id int64) (*Detail, e
 	return d, nil
 }
 
+// Journal returns task id and the effects of its current generation, in
+// the order they were intended; a compensation says what it undoes.
+func (s *Service) Journal(ctx context.Context, tenant string, id int64) (*agentledger.Task, []Effect, error) {
+	t, journal, err := s.load(ctx, tenant, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	return t, effectsOf(journal), nil
+}
+
 // load reads task id and the journal of its current generation.
 func (s *Service) load(ctx context.Context, tenant string, id int64) (*agentledger.Task, []ledger.Entry, error) {
 	t, err := s.tasks.Get(ctx, tenant, id)

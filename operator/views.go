@@ -6,6 +6,7 @@ import (
 
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/notify/outbox"
+	"github.com/agentledger/agentledger/saga"
 )
 
 // Effect is one effect of a task's journal as operators read it (agentctl
@@ -22,15 +23,18 @@ type Effect struct {
 	ExternalRef string          `json:"external_ref,omitempty"`
 	Error       string          `json:"error,omitempty"`
 	Note        string          `json:"note,omitempty"`
+	// Undoes is, for a compensation, the step of the effect it undoes.
+	Undoes string `json:"undoes,omitempty"`
 	// OwnerToken is the fencing token of the attempt that reserved it.
 	OwnerToken int64 `json:"-"`
 }
 
 // EffectOf is a ledger entry as operators read it.
 func EffectOf(e ledger.Entry) Effect {
+	undoes, _ := saga.Undoes(e.StepPath)
 	return Effect{Step: e.StepPath, Operation: e.Operation, Class: e.Class, Key: e.Key, State: e.State,
 		Performed: e.Performed, Status: e.Result.Status, Result: e.Result.Body, ExternalRef: e.Result.ExternalRef,
-		Error: e.Error, Note: e.Note, OwnerToken: e.OwnerToken}
+		Error: e.Error, Note: e.Note, Undoes: undoes, OwnerToken: e.OwnerToken}
 }
 
 func effectsOf(es []ledger.Entry) []Effect {

@@ -81,8 +81,13 @@ func References(s string) bool { return selfRE.MatchString(s) }
 func PathOf(path string) string { return compensatePrefix + path }
 
 // Undoes is the journal place of the effect that the compensation at path
-// undoes; false when path is not a compensation's.
-func Undoes(path string) (string, bool) { return strings.CutPrefix(path, compensatePrefix) }
+// undoes; "", false when path is not a compensation's.
+func Undoes(path string) (string, bool) {
+	if undone, ok := strings.CutPrefix(path, compensatePrefix); ok {
+		return undone, true
+	}
+	return "", false
+}
 
 const compensatePrefix = "compensate/"
 
