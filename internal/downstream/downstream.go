@@ -3,7 +3,9 @@
 // from business effects, so tests can tell a harmless keyed re-send from a
 // duplicated effect, and it can be told to fail or to commit an effect and
 // then drop the connection before answering, or to refuse some requests
-// (a business rule's 422) without an effect.
+// (a business rule's 422) without an effect. A hook (SetAfter) can hold an
+// effect's answer back, so a drill can kill the caller between the effect
+// and its record.
 package downstream
 
 import (
@@ -33,6 +35,7 @@ type Server struct {
 	delay   func() time.Duration // how long a request takes, or nil
 	refuse  func(path string, body []byte) bool
 	refused atomic.Int64
+	after   func(path, key string, body []byte)
 
 	inFlight, mostInFlight atomic.Int64
 	down                   atomic.Bool  // every request answers 503
@@ -98,6 +101,16 @@ func (s *Server) SetDelay(delay func() time.Duration) {
 func (s *Server) SetRefuse(refuse func(path string, body []byte) bool) {
 	s.mu.Lock()
 	s.refuse = refuse
+	s.mu.Unlock()
+}
+
+// SetAfter makes the server call after once a request's effect is
+// recorded — performed now, or replayed under its Idempotency-Key (key, ""
+// for none) — and before the answer is written. after may block: the
+// caller then waits for an answer to an effect that has happened.
+func (s *Server) SetAfter(after func(path, key string, body []byte)) {
+	s.mu.Lock()
+	s.after = after
 	s.mu.Unlock()
 }
 
@@ -221,8 +234,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		resp = s.response(n, body)
 		s.effects[key] = &effect{bodyHash: sum, path: r.URL.Path, body: body, response: resp, n: n}
 	}
+	after := s.after
 	s.mu.Unlock()
 
+	if after != nil && status != http.StatusUnprocessableEntity {
+		after(r.URL.Path, key, body)
+	}
 	if fault == CommitThenDrop {
 		if hj, ok := w.(http.Hijacker); ok {
 			if conn, _, err := hj.Hijack(); err == nil {
