@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -105,7 +106,7 @@ func TestSagaRefundKilledBeforeRecord(t *testing.T) {
 	}
 	records := down.Records()
 	if down.Effects() != 2 || len(records) != 2 || records[0].Path != "/charges" || records[1].Path != "/refunds" {
-		t.Fatalf("downstream effects %d: %+v; want one charge, then one refund", down.Effects(), records)
+		t.Fatalf("downstream effects %d, keyed: %s; want one charge, then one refund", down.Effects(), describe(records))
 	}
 	charge, refund := records[0], records[1]
 	if got := field(refund, "refund"); got != id(charge) {
@@ -136,6 +137,15 @@ func requestsTo(calls []hookCall, path string) []hookCall {
 		}
 	}
 	return out
+}
+
+// describe lists effects readably.
+func describe(records []downstream.Record) string {
+	var b strings.Builder
+	for _, r := range records {
+		b.WriteString(sprintf("\n  %d %s %s %s", r.N, r.Path, r.Key, r.Body))
+	}
+	return b.String()
 }
 
 // ledgerState is the state of task's ledger row at step path, "" if it has
