@@ -18,6 +18,11 @@
 // and one release — newest first, naming its own saga's effects — for
 // each refused saga only. CHAOS_SAGAS sizes it.
 //
+// TestSagaRefundKilledBeforeRecord is its deterministic drill: one daemon
+// is SIGKILLed while the downstream holds back the answer to a refund it
+// performed; a new daemon sends the refund again under the same key, and
+// the downstream holds one refund, naming the saga's charge.
+//
 // TestSlackFleetPacing, without faults, runs three daemons posting to
 // three Slack channels and measures at the fake Slack that the fleet's
 // limit keeps every channel to one post or update a second.
