@@ -11,6 +11,7 @@ import (
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/argschema"
 	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/steps"
 	"github.com/agentledger/agentledger/tools"
 )
@@ -64,7 +65,7 @@ func Check(ctx context.Context, s *claims.Store, p claims.EnqueueParams, o Optio
 	if err != nil {
 		return err
 	}
-	return steps.Check(p.Payload, func(tool string, args json.RawMessage) error {
+	return steps.CheckWith(p.Payload, func(tool string, args json.RawMessage) error {
 		if err := known(tool); err != nil {
 			return err
 		}
@@ -72,7 +73,26 @@ func Check(ctx context.Context, s *claims.Store, p claims.EnqueueParams, o Optio
 			return nil
 		}
 		return fit(tool, args)
-	})
+	}, pureCheck(servers))
+}
+
+// pureCheck says a tool is pure when every server that announced its
+// class announced pure (an MCP tool marked read-only, a Go tool declared
+// pure).
+func pureCheck(servers []claims.Worker) steps.PureCheck {
+	return func(tool string) bool {
+		seen := false
+		for _, w := range servers {
+			switch c, ok := w.ToolClasses[tool]; {
+			case !ok:
+			case c != string(ledger.Pure):
+				return false
+			default:
+				seen = true
+			}
+		}
+		return seen
+	}
 }
 
 // serving returns the live pools that claim kind on queue, or the error

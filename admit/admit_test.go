@@ -57,6 +57,14 @@ func TestStepsTools(t *testing.T) {
 	refused(`{"steps":[{"tool":"shop/void"}]}`, `step 0: unknown tool "shop/void" (known: http_request, shop/refund)`)
 	refused(`{"steps":[{"tool":"notify"}]}`, `unknown tool "notify"`)
 
+	// A compensation of a tool announced pure is refused; of a keyed one
+	// (or one whose class depends on its arguments) it passes.
+	register(claims.Registration{ID: "new", Tools: map[string]json.RawMessage{"http_request": nil, "shop/refund": nil, "shop/lookup": nil},
+		Classes: map[string]string{"shop/refund": "keyed", "shop/lookup": "pure"}, MCPServers: map[string]string{"shop": "connected"}})
+	refused(`{"steps":[{"tool":"shop/lookup","compensate":{"tool":"shop/refund"}}]}`,
+		`step 0: declares a compensation, but shop/lookup is a pure tool (it changes nothing): there is nothing to undo`)
+	passes(`{"steps":[{"tool":"shop/refund","compensate":{"tool":"shop/refund"}},{"tool":"http_request","args":{"method":"POST","url":"http://a.example/x"},"compensate":{"tool":"shop/refund"}}]}`)
+
 	register(claims.Registration{ID: "old"}) // announced no tools
 	passes(`{"steps":[{"tool":"notify"}]}`)
 	refused(`{"steps":[{"tool":""}]}`, "steps: step 0: tool is required")

@@ -645,13 +645,14 @@ ORDER BY 1`
 // liveWorkersSQL lists the worker pools that announced themselves within
 // $2 ($1 is the clock): what the submit check asks about.
 const liveWorkersSQL = `/* claims.liveWorkers */
-SELECT id, host, started_at, seen_at, queues, kinds, coalesce(tools, '{}'), mcp_servers FROM workers
+SELECT id, host, started_at, seen_at, queues, kinds, coalesce(tools, '{}'), mcp_servers, tool_classes FROM workers
 WHERE seen_at > coalesce($1::timestamptz, now()) - $2::interval
 ORDER BY id`
 
 // registerSQL registers or refreshes a worker pool ($8 is the clock) and
 // prunes the registrations not refreshed for $9, skipping rows another
-// statement holds (the next registration prunes them). $10 are its tools'
+// statement holds (the next registration prunes them). $11 are the classes
+// of its tools that have one whatever their arguments; $10 its tools'
 // schemas: a refresh that brings the same ones keeps the stored value
 // (PostgreSQL reuses its out-of-line copy) instead of writing another
 // every 10 s.
@@ -662,10 +663,11 @@ WITH pruned AS (
 		WHERE seen_at < coalesce($8::timestamptz, now()) - $9::interval AND id <> $1
 		FOR UPDATE SKIP LOCKED)
 )
-INSERT INTO workers (id, host, pid, queues, kinds, mcp_servers, tools, tool_schemas, started_at, seen_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $10, coalesce($8::timestamptz, now()), coalesce($8::timestamptz, now()))
+INSERT INTO workers (id, host, pid, queues, kinds, mcp_servers, tools, tool_schemas, tool_classes, started_at, seen_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $10, $11, coalesce($8::timestamptz, now()), coalesce($8::timestamptz, now()))
 ON CONFLICT (id) DO UPDATE SET seen_at = EXCLUDED.seen_at, host = EXCLUDED.host, pid = EXCLUDED.pid,
 	queues = EXCLUDED.queues, kinds = EXCLUDED.kinds, mcp_servers = EXCLUDED.mcp_servers, tools = EXCLUDED.tools,
+	tool_classes = EXCLUDED.tool_classes,
 	tool_schemas = CASE WHEN workers.tool_schemas IS NOT DISTINCT FROM EXCLUDED.tool_schemas
 		THEN workers.tool_schemas ELSE EXCLUDED.tool_schemas END`
 

@@ -50,6 +50,9 @@ type Worker struct {
 	// Tools are the tools its steps and agent tasks may call, as
 	// announced; empty when it did not announce them (an older version).
 	Tools []string
+	// ToolClasses are the effect classes of those of its tools whose class
+	// does not depend on their arguments, as announced.
+	ToolClasses map[string]string
 	// Live says it announced itself within LiveWithin: it counts for the
 	// submit check. A worker known only by its leases is not live.
 	Live bool
@@ -99,7 +102,7 @@ func (s *Store) LiveWorkers(ctx context.Context) ([]Worker, error) {
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Worker, error) {
 		w := Worker{Live: true}
-		err := r.Scan(&w.ID, &w.Host, &w.StartedAt, &w.LastHeartbeat, &w.Queues, &w.Kinds, &w.Tools, &w.MCPServers)
+		err := r.Scan(&w.ID, &w.Host, &w.StartedAt, &w.LastHeartbeat, &w.Queues, &w.Kinds, &w.Tools, &w.MCPServers, &w.ToolClasses)
 		w.PruneAt = w.LastHeartbeat.Add(PruneAfter)
 		return w, err
 	})
@@ -120,6 +123,9 @@ type Registration struct {
 	// parameter schemas (nil: not known) by name; nil when unknown (not
 	// checked at submit).
 	Tools map[string]json.RawMessage
+	// Classes are the effect classes of those tools whose class does not
+	// depend on their arguments (tools.Registry.Classes).
+	Classes map[string]string
 	// MCPServers are its daemon's MCP servers' states by name.
 	MCPServers map[string]string
 }
@@ -146,8 +152,12 @@ func (s *Store) Register(ctx context.Context, r Registration) error {
 	if len(schemas) > 0 {
 		toolSchemas = schemas
 	}
+	var classes any // NULL without classes
+	if len(r.Classes) > 0 {
+		classes = r.Classes
+	}
 	if _, err := s.db.Exec(ctx, registerSQL, r.ID, r.Host, r.PID, r.Queues, r.Kinds, servers, names,
-		s.Now.Param(), PruneAfter, toolSchemas); err != nil {
+		s.Now.Param(), PruneAfter, toolSchemas, classes); err != nil {
 		return fmt.Errorf("announce worker: %w", err)
 	}
 	return nil

@@ -388,7 +388,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		Lease: cfg.Lease, HeartbeatInterval: cfg.Heartbeat, PollInterval: cfg.PollInterval,
 		PollOnly: cfg.PollOnly, Grace: cfg.Grace, ClaimCooldown: cfg.ClaimCooldown, Backoff: cfg.Backoff,
 		Handlers: kinds, Logger: log, Observer: teeObserver(m.Worker(), cfg.Observer),
-		MCPStates: d.MCPStates, Tools: reg.Schemas, Listening: d.grants.Listening,
+		MCPStates: d.MCPStates, Tools: reg.Schemas, ToolClasses: reg.Classes, Listening: d.grants.Listening,
 		Channels: map[string]func(string){grants.Channel: d.grants.Changed, flow.Channel: func(string) { d.limits.Changed() }},
 	})
 	if err != nil {

@@ -169,6 +169,9 @@ func (t *tool) Name() string                { return t.server.name + "/" + t.nam
 func (t *tool) Description() string         { return t.description }
 func (t *tool) Parameters() json.RawMessage { return t.schema.JSON() }
 
+// Class is the tool's class, from its annotations or the configuration.
+func (t *tool) Class() ledger.Class { return t.class }
+
 // Effect checks the arguments against the tool's schema (a mismatch is
 // permanent: the model gets it back as the tool's result) and returns the
 // call as an effect of the tool's class.

@@ -23,7 +23,16 @@ type StepCheck func(tool string, args json.RawMessage) error
 // must be objects), and then each step with check, if not nil. The error
 // is an *agentledger.InvalidError naming field "payload"; one of check's
 // names its step ("step 2: …").
-func Check(payload json.RawMessage, check StepCheck) error {
+func Check(payload json.RawMessage, check StepCheck) error { return CheckWith(payload, check, nil) }
+
+// PureCheck says whether tool is pure whatever its arguments: it changes
+// nothing.
+type PureCheck func(tool string) bool
+
+// CheckWith is Check that also refuses, when pure says a step's tool is
+// pure, a compensation declared for that step: there is nothing to undo.
+// (A compensation of a GET of the HTTP tools is always refused.)
+func CheckWith(payload json.RawMessage, check StepCheck, pure PureCheck) error {
 	if len(payload) == 0 {
 		payload = json.RawMessage(`{}`) // what the task is queued with
 	}
@@ -32,6 +41,9 @@ func Check(payload json.RawMessage, check StepCheck) error {
 		err = p.each(func(i int, s Step) error {
 			if s.Compensate != nil && tools.PureHTTP(s.Tool, known(s.Args)) {
 				return fmt.Errorf("declares a compensation, but a GET changes nothing: there is nothing to undo")
+			}
+			if s.Compensate != nil && pure != nil && pure(s.Tool) {
+				return fmt.Errorf("declares a compensation, but %s is a pure tool (it changes nothing): there is nothing to undo", s.Tool)
 			}
 			if err := check(s.Tool, known(s.Args)); err != nil {
 				return err

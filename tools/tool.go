@@ -181,6 +181,28 @@ func (r *Registry) Schemas() map[string]json.RawMessage {
 	return out
 }
 
+// Classed is a tool whose effect class does not depend on its arguments
+// (a tool declared with Define, an MCP tool). The HTTP tools are not: a
+// GET is pure, other methods are not.
+type Classed interface {
+	Class() ledger.Class
+}
+
+// Classes returns the class of each Classed tool by name: what a worker
+// announces, so that a submit can be refused a compensation of a pure
+// tool's call.
+func (r *Registry) Classes() map[string]string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := map[string]string{}
+	for name, t := range r.tools {
+		if c, ok := t.(Classed); ok {
+			out[name] = string(c.Class())
+		}
+	}
+	return out
+}
+
 // unavailableRetry is how soon a task whose tool is unavailable is tried
 // again.
 const unavailableRetry = 2 * time.Second

@@ -32,6 +32,9 @@ func (p *Pool) registration() claims.Registration {
 	if p.cfg.Tools != nil {
 		r.Tools = p.cfg.Tools()
 	}
+	if p.cfg.ToolClasses != nil {
+		r.Classes = p.cfg.ToolClasses()
+	}
 	return r
 }
 

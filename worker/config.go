@@ -68,6 +68,9 @@ type Config struct {
 	// which the submit check holds a steps payload's tools and arguments
 	// against. Without it they are not checked.
 	Tools func() map[string]json.RawMessage
+	// ToolClasses, if set, gives the classes of the tools whose class does
+	// not depend on their arguments, announced with them.
+	ToolClasses func() map[string]string
 	// Channels are more channels the pool's LISTEN session subscribes to
 	// (none with PollOnly), each with the function told a notification's
 	// payload. It is called on the listening goroutine, in delivery order:
