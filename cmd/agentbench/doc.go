@@ -231,8 +231,17 @@
 // average number of active backends per wait event (sampled every 10ms);
 // on the embedded cluster it adds pg_stat_statements to
 // shared_preload_libraries (ALTER SYSTEM) and restarts the cluster if it must,
-// so use a separate --state-dir for profiling runs. River runs take
-// --cpuprofile only.
+// so use a separate --state-dir for profiling runs. Client backends are
+// told apart by application_name (the workers' agentbench-worker, the
+// enqueuers'), and a backend whose last query was LISTEN is the listener;
+// the report lists the pids of each kind, for perf record --pid. It adds
+// what changed in the server's counters, per task: commits of the run's
+// database, WAL records, full-page images, bytes, writes and syncs, and
+// checkpoints (server-wide), and per table inserts, updates with the share
+// that was HOT, deletes and autovacuum and autoanalyze runs; before the
+// last reading it closes the idle connections of its pool and waits 2.1s,
+// since a backend publishes its statistics at most once a second.
+// river-latency takes --pg-stats too; river takes --cpuprofile only.
 //
 // Every run stops itself: --run-timeout bounds each one.
 package main

@@ -262,6 +262,7 @@ type PGStats struct {
 	pool *pgxpool.Pool
 
 	cpu0 *serverSnap
+	ctr0 *serverCounters
 
 	mu      sync.Mutex
 	waits   map[string]int
@@ -278,13 +279,17 @@ func StartPGStats(ctx context.Context, pool *pgxpool.Pool) (*PGStats, error) {
 	}
 	p := &PGStats{pool: pool, waits: map[string]int{}, stop: make(chan struct{}), done: make(chan struct{})}
 	p.cpu0, _ = serverCPU(ctx, pool, nil)
+	var err error
+	if p.ctr0, err = readServerCounters(ctx, pool); err != nil {
+		return nil, err
+	}
 	go p.sample(ctx)
 	return p, nil
 }
 
 // procCPU is one server process's CPU time so far.
 type procCPU struct {
-	kind  string // backend type; client backends of the run's database are "client"
+	kind  string // backend type; client backends of the run's database are "client <application_name>", or "client listener" if their last query was LISTEN
 	start int64  // when it started (clock ticks after boot): tells a reused pid apart
 	cpu   time.Duration
 }
@@ -306,7 +311,8 @@ func serverCPU(ctx context.Context, pool *pgxpool.Pool, prev *serverSnap) (*serv
 	// next reading on another connection, and a process missing from one
 	// reading would be taken as exited or new.
 	rows, err := pool.Query(ctx, `
-SELECT pid, CASE WHEN backend_type = 'client backend' AND datname = current_database() THEN 'client'
+SELECT pid, CASE WHEN backend_type = 'client backend' AND datname = current_database() THEN
+		CASE WHEN query ILIKE 'listen %' THEN 'client listener' ELSE 'client ' || coalesce(nullif(application_name, ''), '?') END
 	ELSE backend_type END
 FROM pg_stat_activity`)
 	if err != nil {
@@ -456,6 +462,30 @@ func cpuReport(a, b serverSnap, tasks int) string {
 	return strings.Join(parts, ", ")
 }
 
+// pidReport lists the server's processes by kind.
+func pidReport(s serverSnap) string {
+	pids := make([]int, 0, len(s.procs))
+	for pid := range s.procs {
+		pids = append(pids, pid)
+	}
+	sort.Ints(pids)
+	by := map[string][]string{}
+	for _, pid := range pids {
+		k := s.procs[pid].kind
+		by[k] = append(by[k], strconv.Itoa(pid))
+	}
+	kinds := make([]string, 0, len(by))
+	for k := range by {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	parts := make([]string, len(kinds))
+	for i, k := range kinds {
+		parts[i] = k + " " + strings.Join(by[k], ",")
+	}
+	return strings.Join(parts, "; ")
+}
+
 const waitSQL = `
 SELECT coalesce(wait_event_type || ':' || wait_event, 'CPU'), state
 FROM pg_stat_activity
@@ -511,13 +541,20 @@ func (p *PGStats) Stop(ctx context.Context, w io.Writer, tasks int) {
 		fmt.Fprintf(w, "  server CPU by process: unknown (%v)\n", err)
 	} else {
 		fmt.Fprintf(w, "  server CPU by process: %s\n", cpuReport(*p.cpu0, *cpu1, tasks))
+		fmt.Fprintf(w, "  server processes (for perf --pid): %s\n", pidReport(*cpu1))
+	}
+	settleServerCounters(p.pool)
+	if ctr1, err := readServerCounters(ctx, p.pool); err != nil {
+		fmt.Fprintf(w, "  %v\n", err)
+	} else {
+		ctr1.report(w, p.ctr0, tasks)
 	}
 	rows, err := p.pool.Query(ctx, `
 SELECT calls, total_exec_time, mean_exec_time, rows, shared_blks_hit, shared_blks_read,
 	shared_blks_dirtied, wal_records, wal_bytes, query
 FROM pg_stat_statements
 WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
-ORDER BY total_exec_time DESC LIMIT 8`)
+ORDER BY total_exec_time DESC LIMIT 16`)
 	if err != nil {
 		fmt.Fprintf(w, "  pg_stat_statements: %v\n", err)
 		return

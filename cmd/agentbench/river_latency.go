@@ -97,7 +97,7 @@ func runRiverLatency(ctx context.Context, args []string, out, errOut io.Writer) 
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		r, err := riverLatencyRun(ctx, srv, f, cd, log)
+		r, err := riverLatencyRun(ctx, srv, f, cd, out, log)
 		if err != nil {
 			return fmt.Errorf("%s run: %w", r.Mode, err)
 		}
@@ -111,7 +111,7 @@ func runRiverLatency(ctx context.Context, args []string, out, errOut io.Writer) 
 }
 
 // riverLatencyRun measures one fetch cooldown on a fresh database.
-func riverLatencyRun(ctx context.Context, srv *Server, f RiverLatencyFlags, cooldown time.Duration, log *slog.Logger) (LatencyResult, error) {
+func riverLatencyRun(ctx context.Context, srv *Server, f RiverLatencyFlags, cooldown time.Duration, out io.Writer, log *slog.Logger) (LatencyResult, error) {
 	mode := "notify"
 	if f.PollOnly {
 		mode = "poll-only"
@@ -172,6 +172,12 @@ func riverLatencyRun(ctx context.Context, srv *Server, f RiverLatencyFlags, cool
 	}
 	time.Sleep(500 * time.Millisecond) // let the client elect a leader and listen
 
+	var stats *PGStats
+	if f.PGStats {
+		if stats, err = StartPGStats(ctx, enqDB); err != nil {
+			return res, err
+		}
+	}
 	prof, err := StartProfile(f.CPUProfile, "river-latency-"+res.Mode)
 	if err != nil {
 		return res, err
@@ -193,6 +199,12 @@ func riverLatencyRun(ctx context.Context, srv *Server, f RiverLatencyFlags, cool
 	res.CPU = cpu.Stop(ctx)
 	prof.Stop()
 	rec.fill(&res, sent, int(float64(f.Rate)*f.Warmup.Seconds()))
+	if stats != nil {
+		fmt.Fprintf(out, "%s:\n", res.Mode)
+		sctx, c := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		stats.Stop(sctx, out, total)
+		c()
+	}
 	if res.Started < total {
 		return res, fmt.Errorf("only %d of %d jobs started within %s after the last insert", res.Started, total, wait)
 	}
