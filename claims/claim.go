@@ -24,6 +24,10 @@ type ClaimParams struct {
 	// the lean statement does a third of the work, and an expired lease
 	// can wait for the next poll (it already waited out the lease).
 	DueOnly bool
+	// Hint, when set, carries from one due-only claim of the queue to the
+	// next whether it found one tenant's tasks alone (a ClaimHint per
+	// claiming loop): the next then tries the lean statement first.
+	Hint *ClaimHint
 }
 
 // Claim leases up to p.Limit runnable tasks of p.Queue to p.Worker in one
@@ -39,7 +43,32 @@ func (s *Store) Claim(ctx context.Context, p ClaimParams) ([]*agentledger.Task, 
 	q := claimSQL
 	if p.DueOnly {
 		q = claimDueSQL
+		if p.Hint.likely() {
+			tasks, err := s.claim(ctx, claimAloneSQL, p)
+			if err != nil || len(tasks) > 0 {
+				if len(tasks) > 0 {
+					p.Hint.after(nil) // a hit: try alone next time too
+				}
+				return tasks, err
+			}
+			// Nothing alone: nothing due (or not yet: a task may commit
+			// between the two statements), another tenant, or a cap —
+			// which the full claim tells apart.
+			tasks, err = s.claim(ctx, q, p)
+			if err == nil {
+				p.Hint.after(tasks)
+			}
+			return tasks, err
+		}
 	}
+	tasks, err := s.claim(ctx, q, p)
+	if err == nil && p.DueOnly {
+		p.Hint.saw(tasks)
+	}
+	return tasks, err
+}
+
+func (s *Store) claim(ctx context.Context, q string, p ClaimParams) ([]*agentledger.Task, error) {
 	rows, err := s.db.Query(ctx, q, p.Queue, p.Worker, p.Limit, p.Lease, s.Now.Param(), p.Kinds)
 	if err != nil {
 		return nil, fmt.Errorf("claim: %w", err)

@@ -229,6 +229,34 @@ due AS (
 	SELECT id, priority, run_at FROM fill WHERE NOT (SELECT yes FROM alone)
 )`
 
+// claimAloneSQL is claimDueSQL's one-tenant branch (alone, single) as a
+// statement of its own: the due tasks of the queue's only tenant with due
+// tasks, when that tenant has no cap; nothing otherwise. Its claims are
+// those claimDueSQL makes in that case, but PostgreSQL no longer sets up
+// the shares, quotas and refill for every call: that start-up was a third
+// of the claiming backend's CPU at 500 tasks/s (BENCHMARKS.md). An empty
+// answer says nothing about other tenants: the caller claims in full then.
+var claimAloneSQL = `/* claims.claimAlone */
+WITH ` + claimNow + `,
+first AS (
+	SELECT tenant FROM tasks
+	WHERE queue = $1 AND ` + dueNow + `
+	ORDER BY tenant, priority, run_at, id
+	LIMIT 1
+),
+due AS (
+	SELECT id, priority, run_at AS since FROM tasks
+	WHERE queue = $1 AND tenant = (SELECT tenant FROM first) AND ` + dueNow + `
+		AND NOT EXISTS (
+			SELECT FROM tasks o
+			WHERE o.queue = $1 AND o.tenant > (SELECT tenant FROM first) AND ` + dueNow + `)
+		AND NOT EXISTS (SELECT FROM tenant_shares s WHERE s.tenant = (SELECT tenant FROM first) AND s.max_running IS NOT NULL)
+	ORDER BY priority, run_at, id
+	LIMIT $3
+	FOR UPDATE OF tasks SKIP LOCKED
+),
+` + claimedFrom("due")
+
 // claimDueSQL is claimSQL without the expired leases (ClaimParams.DueOnly).
 var claimDueSQL = `/* claims.claimDue */
 WITH RECURSIVE ` + claimNow + `,

@@ -154,6 +154,7 @@ func (p *Pool) produce(ctx, work context.Context, q string) {
 	// tasks only, the cheaper statement.
 	sweep := true
 	var lastClaim time.Time
+	hint := &claims.ClaimHint{} // whether the queue's due tasks are one tenant's
 	for {
 		select {
 		case <-poll.C: // a backlog of full batches never reaches the wait below
@@ -166,7 +167,7 @@ func (p *Pool) produce(ctx, work context.Context, q string) {
 		}
 		got := 0
 		if free > 0 {
-			tasks, sentAt, err := p.claim(ctx, q, free, !sweep)
+			tasks, sentAt, err := p.claim(ctx, q, free, !sweep, hint)
 			lastClaim = time.Now()
 			if err == nil {
 				sweep = false
@@ -242,7 +243,7 @@ func (p *Pool) coolDown(ctx context.Context, last time.Time) bool {
 // cancelled with ctx — a claim that committed anyway would strand its tasks
 // until their leases expired; its tasks are started and, at shutdown,
 // released like the others.
-func (p *Pool) claim(ctx context.Context, q string, n int, dueOnly bool) ([]*agentledger.Task, time.Time, error) {
+func (p *Pool) claim(ctx context.Context, q string, n int, dueOnly bool, hint *claims.ClaimHint) ([]*agentledger.Task, time.Time, error) {
 	conn, err := p.db.Acquire(ctx)
 	if err != nil {
 		return nil, time.Time{}, err
@@ -252,7 +253,7 @@ func (p *Pool) claim(ctx context.Context, q string, n int, dueOnly bool) ([]*age
 	defer cancel()
 	sentAt := time.Now()
 	tasks, err := claims.New(conn).Claim(cctx, claims.ClaimParams{Queue: q, Worker: p.cfg.ID, Limit: n,
-		Lease: p.cfg.Lease, Kinds: p.kindNames, DueOnly: dueOnly})
+		Lease: p.cfg.Lease, Kinds: p.kindNames, DueOnly: dueOnly, Hint: hint})
 	if len(tasks) > 0 {
 		p.cfg.Observer.Claimed(q, len(tasks))
 	}

@@ -1,0 +1,77 @@
+package claims
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/agentledger/agentledger/internal/testdb"
+)
+
+// The alone claim takes the due tasks of the queue's only tenant with due
+// tasks, and nothing when a second tenant has due tasks or the tenant is
+// capped; a due-only Claim then claims in full, shared between tenants,
+// and claims in full for a while before trying alone again.
+func TestAloneClaim(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	s := New(db)
+	enqueue := func(tenant string, n int) {
+		t.Helper()
+		for range n {
+			if _, err := s.Enqueue(ctx, EnqueueParams{Tenant: tenant, Queue: "q", Kind: "noop"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	alone := func() int {
+		t.Helper()
+		got, err := s.claim(ctx, claimAloneSQL, ClaimParams{Queue: "q", Worker: "w", Limit: 4, Lease: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(got)
+	}
+	enqueue("a", 3)
+	if n := alone(); n != 3 {
+		t.Fatalf("one tenant: claimed %d, want 3", n)
+	}
+	enqueue("a", 2)
+	enqueue("b", 2)
+	if n := alone(); n != 0 {
+		t.Fatalf("two tenants: claimed %d alone, want none", n)
+	}
+	// A due-only Claim that was told the queue is alone finds it is not,
+	// and shares the batch between the two tenants.
+	hint := &ClaimHint{n: 1}
+	got, err := s.Claim(ctx, ClaimParams{Queue: "q", Worker: "w", Limit: 2, Lease: time.Minute, DueOnly: true, Hint: hint})
+	if err != nil || len(got) != 2 || got[0].Tenant == got[1].Tenant {
+		t.Fatalf("claim after a miss: %d tasks %v, want one of each tenant", len(got), err)
+	}
+	if hint.likely() {
+		t.Fatal("after a miss the queue tries alone again at once")
+	}
+	// One tenant's tasks after an empty try: a task that committed between
+	// the statements, a miss only the second time in a row.
+	one := &ClaimHint{n: 1}
+	one.after(got[:1])
+	if !one.likely() {
+		t.Fatal("one tenant's tasks after an empty try stopped the alone claims")
+	}
+	one.after(got[:1])
+	if one.likely() {
+		t.Fatal("twice in a row (a capped tenant) did not stop them")
+	}
+	// A capped tenant is never claimed alone (its cap is counted in full).
+	enqueue("c", 1)
+	if _, err := db.Exec(ctx, `DELETE FROM tasks WHERE tenant <> 'c' AND state = 'queued'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(ctx, `INSERT INTO tenant_shares (tenant, weight, max_running, source) VALUES ('c', 1, 5, 'operator')`); err != nil {
+		t.Fatal(err)
+	}
+	if n := alone(); n != 0 {
+		t.Fatalf("capped tenant: claimed %d alone, want none", n)
+	}
+}
