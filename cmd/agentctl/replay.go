@@ -89,10 +89,19 @@ func (a *app) replay(ctx context.Context, tenant, arg string, dryRun bool) error
 			Effects []plannedEffect   `json:"effects"`
 		}{t, dryRun, plan})
 	}
-	if !dryRun {
+	switch {
+	case t.Compensation != "" && !dryRun:
+		fmt.Fprintf(a.stdout, "task %d is compensating again (generation %d): the replay goes on undoing its effects\n", id, t.Generation)
+	case !dryRun:
 		fmt.Fprintf(a.stdout, "task %d queued for replay (generation %d)\n", id, t.Generation)
 	}
-	fmt.Fprintf(a.stdout, "Effects recorded so far (%d); anything after them runs for the first time:\n", len(plan))
+	if t.Compensation != "" {
+		// A parked compensation: the replay undoes, it does not redo.
+		fmt.Fprintf(a.stdout, "The replay continues the task's compensation, not its forward path: compensations recorded so far "+
+			"are served, a keyed one that failed is sent again, the rest run, newest effect first. Effects recorded (%d):\n", len(plan))
+	} else {
+		fmt.Fprintf(a.stdout, "Effects recorded so far (%d); anything after them runs for the first time:\n", len(plan))
+	}
 	tab := newTable(a.stdout, "STEP", "OPERATION", "CLASS", "STATE", "ON REPLAY")
 	for _, p := range plan {
 		tab.row(p.Step, p.Operation, string(p.Class), string(p.State), p.Plan)
