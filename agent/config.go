@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentledger/agentledger/grants"
+	"github.com/agentledger/agentledger/saga"
 	"github.com/agentledger/agentledger/tools"
 )
 
@@ -72,6 +73,11 @@ type Config struct {
 	// every attempt: its model calls and tool calls are checked against
 	// it, on a replay too.
 	Grants grants.Source
+	// Compensations declare, by tool name, the call that undoes a call of
+	// that tool in every agent task that may use it (agentd's
+	// [[compensation]] tables); a task's payload may declare its own for
+	// a tool, which then stands instead.
+	Compensations map[string]saga.Compensation
 }
 
 // withDefaults returns c with zero fields filled.

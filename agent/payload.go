@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 
 	"github.com/agentledger/agentledger"
@@ -138,25 +139,41 @@ func want(field string) string {
 	return "a string"
 }
 
-// compensations checks and encodes the payload's compensations: each for a
-// tool the task may use, by a tool this worker has.
+// compensations checks and encodes the compensations of the task's tools:
+// the payload's, each for a tool the task may use, and the worker's
+// (Config.Compensations) for its other tools; each by a tool this worker
+// has.
 func (a *Agent) compensations(pl *plan, p Payload) error {
 	names := make([]string, 0, len(p.Compensate))
 	for name := range p.Compensate {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		c := p.Compensate[name]
 		if _, ok := pl.allowed[functionName(name)]; !ok {
 			return agentledger.Permanent(fmt.Errorf("agent payload: compensate.%s: %q is not one of the task's tools", name, name))
 		}
+		names = append(names, name)
+	}
+	all := maps.Clone(p.Compensate)
+	for _, t := range pl.tools {
+		if c, ok := a.cfg.Compensations[t.Name()]; ok && all[t.Name()].Tool == "" {
+			if all == nil {
+				all = map[string]saga.Compensation{}
+			}
+			all[t.Name()] = c
+			names = append(names, t.Name())
+		}
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		c := all[name]
+		where := "agent payload: compensate." + name
+		if _, ok := p.Compensate[name]; !ok {
+			where = "the worker's compensation of " + name
+		}
 		if _, err := a.tools.Get(c.Tool); err != nil {
-			return fmt.Errorf("agent payload: compensate.%s: %w", name, err)
+			return fmt.Errorf("%s: %w", where, err)
 		}
 		enc, err := c.Encode()
 		if err != nil {
-			return agentledger.Permanent(fmt.Errorf("agent payload: compensate.%s: %v", name, err))
+			return agentledger.Permanent(fmt.Errorf("%s: %v", where, err))
 		}
 		if pl.undo == nil {
 			pl.undo = map[string]json.RawMessage{}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/agent"
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/internal/fakeopenai"
 	"github.com/agentledger/agentledger/ledger"
@@ -70,6 +71,41 @@ func TestCompensationOfAnUnlistedTool(t *testing.T) {
 	task := e.submit(`{"prompt": "p", "tools": ["count"], "compensate": {"secret": {"tool": "count"}}}`)
 	_, err := e.agent.Work(context.Background(), task)
 	if err == nil || !strings.Contains(err.Error(), `compensate.secret: "secret" is not one of the task's tools`) || e.fake.Calls() != 0 {
+		t.Fatalf("got %v after %d model calls", err, e.fake.Calls())
+	}
+}
+
+// The worker declares a tool's compensation once (agentd's
+// [[compensation]] tables); a task that may use the tool has its calls
+// undone by it, and a task's own declaration stands instead.
+func TestWorkerDeclaredCompensation(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t, func(c *agent.Config) {
+		c.Compensations = map[string]saga.Compensation{"count": {Tool: "secret", Args: json.RawMessage(`{"x": "${self.body.x}"}`)}}
+	}, fakeopenai.Calls(call("c1", "count", `{"x":4}`)))
+	task := e.submit(`{"prompt": "loop", "tools": ["count"], "max_steps": 1}`)
+	_, err := e.agent.Work(ctx, task)
+	if _, ferr := e.Claims.Fail(ctx, claims.Failure{Lease: claims.LeaseOf(task), Error: err.Error(), Final: true}); ferr != nil {
+		t.Fatal(ferr)
+	}
+	undo := e.claim()
+	res, err := saga.Phase(e.agent, &saga.Undoer{Ledger: e.Ledger, Journal: e.Ledger, Tools: e.reg}).Work(ctx, undo)
+	if err != nil || !strings.Contains(string(res), `"undoes":"tool/0/c1"`) || !strings.Contains(string(res), `"x":4`) {
+		t.Fatalf("compensation %s %v", res, err)
+	}
+}
+
+// A worker-declared compensation by a tool the worker lacks fails the task
+// before the model is asked, naming where it was declared.
+func TestWorkerDeclaredCompensationOfAnUnknownTool(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(c *agent.Config) {
+		c.Compensations = map[string]saga.Compensation{"count": {Tool: "refund"}}
+	})
+	task := e.submit(`{"prompt": "p", "tools": ["count"]}`)
+	_, err := e.agent.Work(context.Background(), task)
+	if err == nil || !strings.Contains(err.Error(), "the worker's compensation of count") || !strings.Contains(err.Error(), `"refund"`) || e.fake.Calls() != 0 {
 		t.Fatalf("got %v after %d model calls", err, e.fake.Calls())
 	}
 }

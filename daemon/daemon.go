@@ -23,6 +23,7 @@ import (
 	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/metrics"
+	"github.com/agentledger/agentledger/saga"
 	"github.com/agentledger/agentledger/migrations"
 	"github.com/agentledger/agentledger/tenants"
 	"github.com/agentledger/agentledger/tools"
@@ -112,6 +113,11 @@ type Config struct {
 	// Run starts (agentd's [[tenant_share]] tables); other tenants' shares
 	// are left as stored.
 	TenantShares []tenants.Share
+
+	// Compensations declare, by tool name, the call that undoes a call of
+	// that tool in agent tasks (agentd's [[compensation]] tables; a task's
+	// payload may declare its own). See package saga.
+	Compensations map[string]saga.Compensation
 
 	// MCPServers are MCP tool servers whose tools steps and agent tasks may
 	// call; one that cannot be reached makes only its own tools fail.

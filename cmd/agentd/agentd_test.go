@@ -262,7 +262,8 @@ func TestConfigFile(t *testing.T) {
 		"[[mcp_server]]\nname = \"shop\"\ncommand = [\"shop-mcp\", \"--stdio\"]\nclasses = { refund = \"keyed\" }\n"+
 		"[[mcp_server]]\nname = \"crm\"\nurl = \"https://crm.example/mcp\"\nheaders_file = \"/etc/crm.json\"\n"+
 		"[grant.acme]\ntools = [\"http_request\"]\nhosts = [{ url = \"https://api.example.com\", secret_headers = true }]\nmax_tokens = 500\n"+
-		"[[limit]]\ntarget = \"slack-channel:*\"\nrate = \"1/s\"\n[[limit]]\ntarget = \"http:https://Billing.internal:8080\"\nrate = \"60/min\"\nburst = 5\n")
+		"[[limit]]\ntarget = \"slack-channel:*\"\nrate = \"1/s\"\n[[limit]]\ntarget = \"http:https://Billing.internal:8080\"\nrate = \"60/min\"\nburst = 5\n"+
+		"[[compensation]]\ntool = \"shop/charge\"\nundo = \"shop/refund\"\nargs = { charge = \"${self.body.id}\" }\n")
 	getenv := func(k string) string { return map[string]string{"AGENTLEDGER_GRACE": "2s"}[k] }
 	cmd := newRootCmd(getenv, nil)
 	if err := cmd.ParseFlags([]string{"--config", good, "--concurrency", "7"}); err != nil {
@@ -288,6 +289,9 @@ func TestConfigFile(t *testing.T) {
 		l[0].Source != flow.SourceConfig || l[1].Target != "http:https://billing.internal:8080" || l[1].Burst != 5 {
 		t.Fatalf("limits %+v", cfg.Limits)
 	}
+	if c := cfg.Compensations["shop/charge"]; len(cfg.Compensations) != 1 || c.Tool != "shop/refund" || string(c.Args) != `{"charge":"${self.body.id}"}` {
+		t.Fatalf("compensations %+v", cfg.Compensations)
+	}
 	for file, want := range map[string]string{
 		write("bad.toml", "lease = \"soon\"\n"):                                                                                    "bad.toml: lease: \"soon\" is not a positive duration",
 		write("unknown.toml", "leese = \"1s\"\n"):                                                                                  `unknown setting "leese"`,
@@ -303,6 +307,10 @@ func TestConfigFile(t *testing.T) {
 		write("limitburst.toml", "[[limit]]\ntarget = \"mcp:a\"\nrate = \"1/s\"\nburst = 0\n"):                                     `limit[0] (target "mcp:a"): burst: 0 must be at least 1`,
 		write("limitkind.toml", "[[limit]]\ntarget = \"mcp:a\"\nrate = \"1/s\"\n[[limit]]\ntarget = \"smtp:x\"\nrate = \"1/s\"\n"): `limit[1] (target "smtp:x"): target: "smtp:x": unknown kind "smtp"`,
 		write("limittwice.toml", "[[limit]]\ntarget = \"mcp:a\"\nrate = \"1/s\"\n[[limit]]\ntarget = \"mcp:a\"\nrate = \"2/s\"\n"): `limit[1] (target "mcp:a"): target: mcp:a has another [[limit]] table`,
+		write("compkey.toml", "[[compensation]]\ntool = \"c\"\nundo = \"r\"\nargz = {}\n"):                                         `unknown setting "compensation.argz" of a compensation (tool, undo, args)`,
+		write("compundo.toml", "[[compensation]]\ntool = \"charge\"\n"):                                                            `compensation[0] (tool "charge"): undo: name the tool that undoes a call of charge`,
+		write("comptwice.toml", "[[compensation]]\ntool = \"c\"\nundo = \"r\"\n[[compensation]]\ntool = \"c\"\nundo = \"v\"\n"):    `compensation[1] (tool "c"): tool: c has another [[compensation]] table`,
+		write("compself.toml", "[[compensation]]\ntool = \"c\"\nundo = \"r\"\nargs = { x = \"${self.nope}\" }\n"):                  `${self.nope} must name status, body[.path] or external_ref`,
 		write("mcpclass.toml", "[[mcp_server]]\nname = \"a\"\ncommand = [\"x\"]\nclasses = { t = \"sometimes\" }\n"):               `"sometimes" is not pure, keyed or unsafe`,
 	} {
 		cmd := newRootCmd(func(string) string { return "" }, nil)

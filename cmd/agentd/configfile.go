@@ -41,7 +41,7 @@ func applyFile(fs *pflag.FlagSet, getenv func(string) string, path string) error
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		if k == mcpServerKey || k == grantKey || k == limitKey || k == shareKey {
+		if k == mcpServerKey || k == grantKey || k == limitKey || k == shareKey || k == compensationKey {
 			continue // tables, read by tablesFromFile
 		}
 		name := strings.ReplaceAll(k, "_", "-")
@@ -148,11 +148,18 @@ type fileMCPServer struct {
 //	tenant = "acme"
 //	weight = 3                              # default 1
 //	max_running = 20                        # default: no cap
+//
+//	[[compensation]]                        # agent tasks: how a call of a tool is undone
+//	tool = "shop/charge"
+//	undo = "shop/refund"
+//	args = { charge = "${self.body.id}" }   # ${self.…}: the undone call's result
 type fileTables struct {
 	Servers []fileMCPServer          `toml:"mcp_server"`
 	Grants  map[string]*grants.Grant `toml:"grant"`
 	Limits  []fileLimit              `toml:"limit"`
 	Shares  []fileShare              `toml:"tenant_share"`
+
+	Compensations []fileCompensation `toml:"compensation"`
 }
 
 // tablesFromFile reads the MCP servers, the grants and the limits of
@@ -165,7 +172,10 @@ func tablesFromFile(path string, c *daemon.Config) error {
 	if c.Limits, err = limitsFromFile(path); err != nil {
 		return err
 	}
-	c.TenantShares, err = sharesFromFile(path)
+	if c.TenantShares, err = sharesFromFile(path); err != nil {
+		return err
+	}
+	c.Compensations, err = compensationsFromFile(path)
 	return err
 }
 
@@ -296,6 +306,8 @@ func serversAndGrants(path string) ([]daemon.MCPServer, map[string]*grants.Grant
 			return nil, nil, fmt.Errorf("config file %s: unknown setting %q of a limit (target, rate, burst, concurrency, tokens, breaker_failures, breaker_window, breaker_cooldown)", path, k.String())
 		case len(k) > 1 && k[0] == shareKey:
 			return nil, nil, fmt.Errorf("config file %s: unknown setting %q of a tenant share (tenant, weight, max_running)", path, k.String())
+		case len(k) > 1 && k[0] == compensationKey:
+			return nil, nil, fmt.Errorf("config file %s: unknown setting %q of a compensation (tool, undo, args)", path, k.String())
 		}
 	}
 	for tenant, g := range f.Grants {
