@@ -12,14 +12,17 @@ package claims
 // The fragments below are SQL on the tasks row aliased t, for the SET
 // lists of the statements that end an attempt. Their ledger look-up runs
 // only for a row whose forward path ends: a retry or a success never pays
-// for it.
+// for it. It is repeated per SET column of such a row (an index probe
+// each) rather than computed once beforehand, which would read every
+// failing row of the batch a second time.
 
-// undoable: t's generation has an effect to compensate: one whose step
-// declared a compensation (ledger.Effect.Compensate) and that did not
-// fail — completed, or of unknown outcome (the compensation phase parks
-// on those). It reads the ledger's journal index.
+// undoable: t's generation has an effect to compensate — saga.ToUndo in
+// SQL: one whose step declared a compensation (ledger.Effect.Compensate),
+// that did not fail and was not resolved as never performed: completed,
+// or of unknown outcome (the compensation phase parks on those). It reads
+// the ledger's journal index.
 const undoable = `EXISTS (SELECT 1 FROM ledger l WHERE l.task_id = t.id AND l.generation = t.generation
-		AND l.compensate IS NOT NULL AND l.state <> 'failed')`
+		AND l.compensate IS NOT NULL AND l.state <> 'failed' AND NOT (l.state = 'unknown' AND l.retry_allowed))`
 
 // enters is true when t's forward path ends (ends, a SQL condition) with
 // something to undo.

@@ -141,7 +141,7 @@ func (l *Ledger) do(ctx context.Context, a Attempt, e Effect) (Result, error) {
 		var st *State
 		var r row
 		err := l.db.QueryRow(ctx, q.reserveFast, a.Tenant, e.Operation, call.Key, hash, string(e.Class),
-			a.TaskID, a.Generation, e.StepPath, a.token(), a.fenceID(), nullRaw(e.Compensate)).Scan(&fenced, &fresh, &st, &r.hash, &r.result, &r.externalRef, &r.err)
+			a.TaskID, a.Generation, e.StepPath, a.token(), a.fenceID(), nullJSON(e.Compensate)).Scan(&fenced, &fresh, &st, &r.hash, &r.result, &r.externalRef, &r.err)
 		if err != nil {
 			return Result{}, fmt.Errorf("ledger: reserving effect %s: %w", short(call.Key), err)
 		}
@@ -164,7 +164,7 @@ func (l *Ledger) do(ctx context.Context, a Attempt, e Effect) (Result, error) {
 			return err
 		}
 		tag, err := tx.Exec(ctx, reserveSQL, a.Tenant, e.Operation, call.Key, hash, string(e.Class),
-			a.TaskID, a.Generation, e.StepPath, a.token(), nullRaw(e.Compensate))
+			a.TaskID, a.Generation, e.StepPath, a.token(), nullJSON(e.Compensate))
 		if err != nil {
 			return err
 		}
@@ -570,13 +570,4 @@ func scanEntry(row pgx.Row, e *Entry, extra ...any) error {
 		e.Result.ExternalRef = ref
 	}
 	return nil
-}
-
-// nullRaw is raw as a query argument: NULL when empty.
-func nullRaw(raw json.RawMessage) *string {
-	if len(raw) == 0 {
-		return nil
-	}
-	s := string(raw)
-	return &s
 }

@@ -2,7 +2,6 @@ package ledger
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -55,11 +54,12 @@ func (l *Ledger) Resolve(ctx context.Context, tenant, operation, key string, r R
 	return nil
 }
 
+// nullJSON is JSON as a query argument: NULL when empty.
 func nullJSON(b []byte) *string {
-	if b == nil {
+	if len(b) == 0 {
 		return nil
 	}
-	s := string(json.RawMessage(b))
+	s := string(b)
 	return &s
 }
 

@@ -92,7 +92,7 @@ func undos(journal []ledger.Entry) []Undo {
 	var out []dated
 	for _, e := range journal {
 		var c saga.Compensation
-		if e.Compensate == nil || e.State == ledger.StateFailed || json.Unmarshal(e.Compensate, &c) != nil {
+		if !saga.ToUndo(e) || json.Unmarshal(e.Compensate, &c) != nil {
 			continue
 		}
 		d := dated{Undo: Undo{Step: e.StepPath, Operation: e.Operation, Tool: c.Tool,

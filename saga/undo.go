@@ -77,17 +77,14 @@ func (u *Undoer) Work(ctx context.Context, t *agentledger.Task) (json.RawMessage
 	}
 	var undo []ledger.Entry
 	for _, e := range entries {
-		if e.Compensate == nil {
+		if !ToUndo(e) {
 			continue
 		}
 		switch e.State {
 		case ledger.StateCompleted:
 			undo = append(undo, e)
-		case ledger.StateFailed: // it did nothing to undo
 		case ledger.StateUnknown:
-			if !e.RetryAllowed { // resolved "not performed": nothing to undo
-				return nil, unknown(t, e)
-			}
+			return nil, unknown(t, e)
 		case ledger.StatePending:
 			// Left by an attempt that is gone (this one has done nothing
 			// yet): it may or may not have happened.
@@ -150,6 +147,15 @@ func (u *Undoer) undo(ctx context.Context, t *agentledger.Task, e ledger.Entry, 
 	}
 	return Result{Undoes: e.StepPath, Tool: c.Tool, Status: res.Status, Body: res.Body, ExternalRef: res.ExternalRef,
 		Replayed: res.Replayed}, nil
+}
+
+// ToUndo reports whether the compensation phase has to deal with journal
+// entry e: it declared a compensation, did not fail, and was not resolved
+// as never performed (unknown with a retry allowed). A completed one is
+// undone; any other parks the phase. claims' undoable is the same test in
+// SQL, made when a task's forward path ends.
+func ToUndo(e ledger.Entry) bool {
+	return e.Compensate != nil && e.State != ledger.StateFailed && !(e.State == ledger.StateUnknown && e.RetryAllowed)
 }
 
 // unknown parks the compensation: e may or may not have happened, and
