@@ -104,6 +104,12 @@ type Task struct {
 	// failed for good, was cancelled, or an operator asked); empty on its
 	// forward path. A run of a task with it set undoes, not does.
 	Compensation string `json:"compensation,omitempty"`
+	// TraceParent is the W3C traceparent of the task's submission, empty
+	// when tracing was off; ReplayTraceParent that of the operator's last
+	// replay or re-run. A worker's attempt joins the latter's trace if set,
+	// linked to the former, else the former's.
+	TraceParent       string `json:"traceparent,omitempty"`
+	ReplayTraceParent string `json:"replay_traceparent,omitempty"`
 
 	CreatedAt  time.Time  `json:"created_at"`
 	UpdatedAt  time.Time  `json:"updated_at"`

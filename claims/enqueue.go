@@ -10,9 +10,12 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/canonjson"
+	"github.com/agentledger/agentledger/tracing"
 )
 
 // Defaults applied by Enqueue to zero fields.
@@ -146,6 +149,10 @@ func (s *Store) EnqueueBatch(ctx context.Context, ps []EnqueueParams) ([]Enqueue
 	if n == 0 {
 		return nil, nil
 	}
+	// The submission span: the tasks store its context, and their attempts
+	// join its trace (the caller's, when ctx carries one).
+	ctx, span := tracing.Start(ctx, "agentledger.submit", trace.WithSpanKind(trace.SpanKindProducer))
+	defer span.End()
 	var (
 		tenants, queues, kinds, keys = make([]string, n), make([]string, n), make([]string, n), make([]*string, n)
 		payloads                     = make([]string, n)
@@ -178,6 +185,11 @@ func (s *Store) EnqueueBatch(ctx context.Context, ps []EnqueueParams) ([]Enqueue
 		}
 	}
 
+	if span.IsRecording() { // the first task's; a batch is mostly of one kind
+		span.SetAttributes(tracing.TaskCount.Int(n), tracing.TaskKind.String(ps[0].Kind),
+			tracing.TaskQueue.String(ps[0].Queue), tracing.TaskTenant.String(ps[0].Tenant))
+	}
+
 	// One statement is atomic by itself. A batch with several keyed tasks
 	// runs in a transaction, so that if one key turns out to be reused,
 	// nothing of the batch stays inserted; otherwise the round trips of
@@ -200,8 +212,9 @@ func (s *Store) EnqueueBatch(ctx context.Context, ps []EnqueueParams) ([]Enqueue
 	}
 
 	rows, err := tx.Query(ctx, enqueueSQL, tenants, queues, kinds, payloads, prios,
-		runAts, maxes, keys, hashes, s.Now.Param())
+		runAts, maxes, keys, hashes, s.Now.Param(), nullable(tracing.TraceParent(ctx)))
 	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
 		return nil, fmt.Errorf("enqueue: %w", err)
 	}
 	inserted, err := collectTasks(rows)
@@ -310,4 +323,12 @@ func holdsNUL(raw json.RawMessage) bool {
 			return true
 		}
 	}
+}
+
+// nullable is s, or NULL when empty.
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }

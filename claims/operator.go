@@ -5,7 +5,11 @@ import (
 	"fmt"
 	"slices"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/tracing"
 )
 
 // RequeueMode says how an operator runs a finished task again.
@@ -57,7 +61,11 @@ func (s *Store) requeue(ctx context.Context, tenant string, id int64, mode Reque
 	var before string
 	var expired, changed bool
 	var woke int64
-	err := s.lockedRow(ctx, id, tenant, requeueSQL, []any{id, tenant, int(mode), from, s.Now.Param()}, &before, &expired, &changed, &woke)
+	ctx, span := tracing.Start(ctx, "agentledger.requeue", trace.WithAttributes(tracing.TaskID.Int64(id),
+		attribute.Bool("agentledger.requeue.rerun", mode == Rerun)))
+	defer span.End()
+	err := s.lockedRow(ctx, id, tenant, requeueSQL, []any{id, tenant, int(mode), from, s.Now.Param(), nullable(tracing.TraceParent(ctx))},
+		&before, &expired, &changed, &woke)
 	if err != nil {
 		if err := notFound(err); err == agentledger.ErrNotFound {
 			return nil, taskNotFound(id, tenant)

@@ -8,7 +8,7 @@ import "github.com/agentledger/agentledger/notify/outbox"
 const taskColumns = `id, tenant, queue, kind, payload, priority, run_at, state,
 	attempt, max_attempts, generation, lease_owner, lease_token, lease_expires_at,
 	cancel_requested_at, result, last_error, submission_key, created_at,
-	updated_at, finished_at, wait_reason, compensation`
+	updated_at, finished_at, wait_reason, compensation, traceparent, replay_traceparent`
 
 // enqueueSQL inserts a batch; rows whose (tenant, submission_key) exists are
 // skipped by the unique index (I6) and looked up by lookupKeysSQL. It wakes
@@ -18,10 +18,10 @@ const taskColumns = `id, tenant, queue, kind, payload, priority, run_at, state,
 const enqueueSQL = `/* claims.enqueue */
 WITH ins AS (
 	INSERT INTO tasks (tenant, queue, kind, payload, priority, run_at, max_attempts,
-		submission_key, request_hash)
+		submission_key, request_hash, traceparent)
 	SELECT u.tenant, u.queue, u.kind, u.payload, u.priority,
 		coalesce(u.run_at, coalesce($10::timestamptz, now())), u.max_attempts,
-		u.submission_key, u.request_hash
+		u.submission_key, u.request_hash, $11::text
 	FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[], $5::smallint[],
 		$6::timestamptz[], $7::int[], $8::text[], $9::bytea[])
 		WITH ORDINALITY AS u(tenant, queue, kind, payload, priority, run_at,
@@ -749,6 +749,7 @@ upd AS (
 		cancel_requested_at = NULL,
 		finished_at = NULL,
 		result = CASE WHEN $3 = 1 THEN NULL ELSE t.result END,
+		replay_traceparent = $6::text,
 		updated_at = coalesce($5::timestamptz, now())
 	FROM cur
 	WHERE t.id = cur.id AND t.state = ANY ($4::text[]) AND ($3 = 1 OR t.ledger_expired_at IS NULL)

@@ -36,6 +36,8 @@ type taskRow struct {
 	FinishedAt        *time.Time `db:"finished_at"`
 	WaitReason        *string    `db:"wait_reason"`
 	Compensation      *string
+	TraceParent       *string
+	ReplayTraceParent *string
 }
 
 func (r *taskRow) toTask() *agentledger.Task {
@@ -63,6 +65,9 @@ func (r *taskRow) toTask() *agentledger.Task {
 		FinishedAt:      r.FinishedAt,
 		WaitReason:      deref(r.WaitReason),
 		Compensation:    deref(r.Compensation),
+
+		TraceParent:       deref(r.TraceParent),
+		ReplayTraceParent: deref(r.ReplayTraceParent),
 	}
 }
 
@@ -87,7 +92,7 @@ func (r *taskRow) fields() []any {
 	return []any{&r.ID, &r.Tenant, &r.Queue, &r.Kind, &r.Payload, &r.Priority, &r.RunAt, &r.State,
 		&r.Attempt, &r.MaxAttempts, &r.Generation, &r.LeaseOwner, &r.LeaseToken, &r.LeaseExpiresAt,
 		&r.CancelRequestedAt, &r.Result, &r.LastError, &r.SubmissionKey, &r.CreatedAt,
-		&r.UpdatedAt, &r.FinishedAt, &r.WaitReason, &r.Compensation}
+		&r.UpdatedAt, &r.FinishedAt, &r.WaitReason, &r.Compensation, &r.TraceParent, &r.ReplayTraceParent}
 }
 
 func deref(s *string) string {
