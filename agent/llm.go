@@ -16,6 +16,7 @@ import (
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/tools"
+	"github.com/agentledger/agentledger/tracing"
 )
 
 // Operation is the ledger operation of a completion.
@@ -137,7 +138,9 @@ func (a *Agent) gatedChat(ctx context.Context, n int, req chatRequest) (c comple
 }
 
 // chatOnce makes one HTTP call to the model and classifies its failure.
-func (a *Agent) chatOnce(ctx context.Context, n int, req chatRequest) (completion, *llmError) {
+func (a *Agent) chatOnce(ctx context.Context, n int, req chatRequest) (c completion, e *llmError) {
+	ctx, span := traceChat(ctx, req)
+	defer func() { endChat(span, c, e) }()
 	obs := &observer{next: a.cfg.HTTPClient}
 	oc := openai.DefaultConfig(a.cfg.APIKey)
 	oc.BaseURL = a.cfg.BaseURL
@@ -153,7 +156,7 @@ func (a *Agent) chatOnce(ctx context.Context, n int, req chatRequest) (completio
 	if err == nil {
 		return completionOf(resp), nil
 	}
-	e := &llmError{step: n, status: obs.status, retryAfter: obs.retryAfter}
+	e = &llmError{step: n, status: obs.status, retryAfter: obs.retryAfter}
 	switch {
 	case !obs.sent: // go-openai refused the request before sending it
 	case obs.status == 0: // connection error or timeout
@@ -215,6 +218,7 @@ type observer struct {
 // Do sends req through the configured client.
 func (o *observer) Do(req *http.Request) (*http.Response, error) {
 	o.sent = true
+	tracing.Inject(req.Context(), req.Header) // go-openai builds req for this call alone
 	resp, err := o.next.Do(req)
 	if err != nil {
 		return nil, err

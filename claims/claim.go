@@ -5,7 +5,12 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/tracing"
 )
 
 // ClaimParams says what to claim and for whom.
@@ -69,15 +74,38 @@ func (s *Store) Claim(ctx context.Context, p ClaimParams) ([]*agentledger.Task, 
 }
 
 func (s *Store) claim(ctx context.Context, q string, p ClaimParams) ([]*agentledger.Task, error) {
+	ctx, span := tracing.StartKind(ctx, "agentledger.claim", trace.SpanKindConsumer)
+	defer span.End()
 	rows, err := s.db.Query(ctx, q, p.Queue, p.Worker, p.Limit, p.Lease, s.Now.Param(), p.Kinds)
 	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
 		return nil, fmt.Errorf("claim: %w", err)
 	}
 	tasks, err := collectTasks(rows)
 	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
 		return nil, fmt.Errorf("claim: %w", err)
 	}
+	if span.IsRecording() {
+		traceClaim(span, p, tasks)
+	}
 	return tasks, nil
+}
+
+// traceClaim describes a claim on its span, linked to the trace of each
+// claimed task's submission (or replay).
+func traceClaim(span trace.Span, p ClaimParams, tasks []*agentledger.Task) {
+	span.SetAttributes(tracing.TaskQueue.String(p.Queue), tracing.Worker.String(p.Worker),
+		tracing.TaskCount.Int(len(tasks)), attribute.Bool("agentledger.claim.due_only", p.DueOnly))
+	for _, t := range tasks {
+		tp := t.ReplayTraceParent
+		if tp == "" {
+			tp = t.TraceParent
+		}
+		if sc := tracing.SpanContext(tp); sc.IsValid() {
+			span.AddLink(trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{tracing.TaskID.Int64(t.ID)}})
+		}
+	}
 }
 
 // LeaseOf returns the lease a claimed task carries.

@@ -151,7 +151,7 @@ func (s *Store) EnqueueBatch(ctx context.Context, ps []EnqueueParams) ([]Enqueue
 	}
 	// The submission span: the tasks store its context, and their attempts
 	// join its trace (the caller's, when ctx carries one).
-	ctx, span := tracing.Start(ctx, "agentledger.submit", trace.WithSpanKind(trace.SpanKindProducer))
+	ctx, span := tracing.StartKind(ctx, "agentledger.submit", trace.SpanKindProducer)
 	defer span.End()
 	var (
 		tenants, queues, kinds, keys = make([]string, n), make([]string, n), make([]string, n), make([]*string, n)

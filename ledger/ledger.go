@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/tracing"
 )
 
 // DB is what the ledger needs of a database: a pool, a connection or a
@@ -60,10 +61,16 @@ type row struct {
 // ErrNeedsAttention for an unknown unsafe effect; *FailedError wrapped as
 // permanent for a stored failure; the performer's transient error otherwise.
 func (l *Ledger) Do(ctx context.Context, a Attempt, e Effect) (Result, error) {
+	ctx, span := tracing.Start(ctx, "agentledger.effect")
 	res, err := l.do(ctx, a, e)
 	if l.Observe != nil {
 		l.Observe(e.Operation, e.Class, outcomeOf(res, err))
 	}
+	if span.IsRecording() {
+		span.SetName("agentledger.effect " + e.Operation)
+		traceEffect(span, a, e, outcomeOf(res, err), err)
+	}
+	span.End()
 	return res, err
 }
 

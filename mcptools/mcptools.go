@@ -169,6 +169,9 @@ func (t *tool) Name() string                { return t.server.name + "/" + t.nam
 func (t *tool) Description() string         { return t.description }
 func (t *tool) Parameters() json.RawMessage { return t.schema.JSON() }
 
+// MCPServer names the tool's server on its spans (tools.MCPTool).
+func (t *tool) MCPServer() string { return t.server.name }
+
 // Class is the tool's class, from its annotations or the configuration.
 func (t *tool) Class() ledger.Class { return t.class }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/tracing"
 )
 
 // MaxRetryAfter caps the delay a downstream's Retry-After may impose.
@@ -35,6 +36,7 @@ func (t *HTTPTool) send(ctx context.Context, call ledger.Call, hc *httpCall) (le
 	if err != nil {
 		return ledger.Result{}, agentledger.Permanent(fmt.Errorf("%s: %v", t.name, err))
 	}
+	tracing.Inject(ctx, req.Header) // the attempt's trace goes on downstream; a header the call names wins
 	for k, v := range hc.headers {
 		req.Header[k] = v
 	}

@@ -80,6 +80,10 @@ func Permit(t Tool, call Call) error {
 // once the tenant's grant allows it: a call outside the grant records and
 // performs nothing, on a replay too.
 func Invoke(ctx context.Context, l Doer, t Tool, call Call) (ledger.Result, error) {
+	return traceInvoke(ctx, t, call, func(ctx context.Context) (ledger.Result, error) { return invoke(ctx, l, t, call) })
+}
+
+func invoke(ctx context.Context, l Doer, t Tool, call Call) (ledger.Result, error) {
 	if err := Permit(t, call); err != nil {
 		return ledger.Result{}, fmt.Errorf("%s at %s: %w", t.Name(), call.StepPath, err)
 	}

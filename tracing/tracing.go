@@ -45,3 +45,13 @@ func Start(ctx context.Context, name string, opts ...trace.SpanStartOption) (con
 	}
 	return b.t.Start(ctx, name, opts...)
 }
+
+// StartKind is Start with a span kind, allocating nothing while tracing is
+// off (options passed to Start escape even then).
+func StartKind(ctx context.Context, name string, kind trace.SpanKind) (context.Context, trace.Span) {
+	b := active.Load()
+	if b == nil {
+		return ctx, off
+	}
+	return b.t.Start(ctx, name, trace.WithSpanKind(kind))
+}

@@ -298,11 +298,13 @@ func (p *Pool) runTask(ctx context.Context, t *agentledger.Task, lease agentledg
 		return
 	}
 	started := time.Now()
+	ctx, span := traceAttempt(ctx, t, p.cfg.ID)
 	result, err := safeWork(ctx, h, t)
+	endAttempt(span, err)
 	switch cause := context.Cause(ctx); {
 	case errors.Is(cause, agentledger.ErrLeaseLost), errors.Is(cause, errLeaseExpiring):
 		p.cfg.Observer.LeaseLost()
-		p.taskLog(t).Warn("attempt abandoned", "cause", cause)
+		p.taskLog(t).WarnContext(ctx, "attempt abandoned", "cause", cause)
 		return
 	case errors.Is(cause, errShutdown):
 		return // the lease is released by shutdown
@@ -311,7 +313,7 @@ func (p *Pool) runTask(ctx context.Context, t *agentledger.Task, lease agentledg
 		return
 	case errors.Is(err, agentledger.ErrLeaseLost):
 		p.cfg.Observer.LeaseLost()
-		p.taskLog(t).Warn("attempt lost its lease while working", "err", err)
+		p.taskLog(t).WarnContext(ctx, "attempt lost its lease while working", "err", err)
 		return
 	case errors.Is(err, agentledger.ErrNeedsAttention):
 		if p.park(lease, err, t) {

@@ -142,6 +142,7 @@ func (d *Dispatcher) deliver(ctx context.Context, c Claimed) {
 	if d.store.Now != nil { // a pinned clock: the lease is measured from it
 		deadline = time.Now().Add(c.LeaseExpiresAt.Sub(d.store.Now()) - d.cfg.Lease/6)
 	}
+	ctx, span := traceDelivery(ctx, c)
 	dctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
 	defer cancel()
 	herr := d.h.Deliver(dctx, c)
@@ -176,6 +177,7 @@ func (d *Dispatcher) deliver(ctx context.Context, c Claimed) {
 		log.Warn("outbox: settling event failed; it is delivered again once its lease expires", "err", err)
 		outcome = "lost"
 	}
+	endDelivery(span, outcome, herr)
 	if d.cfg.OnSettle != nil {
 		d.cfg.OnSettle(outcome)
 	}
