@@ -211,6 +211,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	sw := &statusWriter{ResponseWriter: w}
+	r, span := traceRequest(r)
 	defer func() {
 		p := recover()
 		if p != nil && p != http.ErrAbortHandler {
@@ -230,6 +231,13 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 				status = http.StatusOK
 			}
 			s.cfg.Observe(route, status, time.Since(start))
+		}
+		if span != nil {
+			status := sw.status
+			if status == 0 {
+				status = http.StatusOK
+			}
+			endRequest(span, r, status)
 		}
 		if p == http.ErrAbortHandler {
 			panic(p)

@@ -3,15 +3,18 @@ package main
 import (
 	"io"
 	"log/slog"
+
+	"github.com/agentledger/agentledger/tracing"
 )
 
-// newLogger returns agentd's logger: text or JSON lines on w.
+// newLogger returns agentd's logger: text or JSON lines on w, with the
+// trace and span ids of records logged within a span.
 func newLogger(w io.Writer, level slog.Level, format string) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: durationText}
 	if format == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
+		return slog.New(tracing.LogHandler(slog.NewJSONHandler(w, opts)))
 	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	return slog.New(tracing.LogHandler(slog.NewTextHandler(w, opts)))
 }
 
 // durationText writes a duration as people and time.ParseDuration read it

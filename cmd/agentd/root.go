@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
@@ -13,6 +14,7 @@ import (
 	"github.com/agentledger/agentledger/internal/cliflags"
 	"github.com/agentledger/agentledger/internal/demo"
 	"github.com/agentledger/agentledger/internal/version"
+	"github.com/agentledger/agentledger/tracing"
 )
 
 // newRootCmd builds the command; closing hurry during a shutdown ends its
@@ -59,6 +61,17 @@ func run(ctx context.Context, cfg *config, hurry <-chan struct{}) error {
 	log := newLogger(os.Stderr, cfg.LogLevel, cfg.LogFormat)
 	slog.SetDefault(log)
 	cfg.Logger = log
+	flush, err := tracing.Setup(ctx, "agentd")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := flush(fctx); err != nil {
+			log.Warn("tracing: flushing spans at shutdown failed", "err", err)
+		}
+	}()
 	if cfg.Demo {
 		if err := demoConfig(cfg); err != nil {
 			return err
