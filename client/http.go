@@ -15,6 +15,7 @@ import (
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/httpapi"
 	"github.com/agentledger/agentledger/problem"
+	"github.com/agentledger/agentledger/tracing"
 )
 
 // HTTP submits through agentd's HTTP API at baseURL with a tenant's bearer
@@ -80,6 +81,7 @@ func (h httpSubmitter) post(ctx context.Context, key string, body []byte) (*agen
 	req.Header.Set("Authorization", "Bearer "+h.token)
 	req.Header.Set("Idempotency-Key", key)
 	req.Header.Set("Content-Type", "application/json")
+	tracing.Inject(ctx, req.Header) // the task joins the caller's trace
 	resp, err := h.hc.Do(req)
 	if err != nil {
 		return nil, ctx.Err() == nil, fmt.Errorf("submit to %s: %w", h.base, err)
