@@ -33,6 +33,8 @@ type Request struct {
 	Authorization string
 	// Authorized reports whether it was "Bearer <key>".
 	Authorized bool
+	// TraceParent is the W3C traceparent header as received.
+	TraceParent string
 	// Body is the raw request body.
 	Body []byte
 	// Model, Messages and Tools are the body decoded.
@@ -133,7 +135,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error(), "")
 		return
 	}
-	req := Request{Authorization: r.Header.Get("Authorization"), Body: body}
+	req := Request{Authorization: r.Header.Get("Authorization"), Body: body, TraceParent: r.Header.Get("traceparent")}
 	req.Authorized = req.Authorization == "Bearer "+s.key
 	var wire struct {
 		Model    string    `json:"model"`
