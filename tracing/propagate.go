@@ -52,33 +52,3 @@ func SpanContext(tp string) trace.SpanContext {
 	ctx := w3c.Extract(context.Background(), propagation.MapCarrier{"traceparent": tp})
 	return trace.SpanContextFromContext(ctx)
 }
-
-// Middleware takes the W3C traceparent of incoming requests into their
-// context, so that what they submit joins the caller's trace.
-func Middleware(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if ctx := Extract(r.Context(), r.Header); ctx != r.Context() {
-			r = r.WithContext(ctx)
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// Transport injects the W3C traceparent of each request's context into
-// its headers before base (http.DefaultTransport when nil) sends it.
-func Transport(base http.RoundTripper) http.RoundTripper {
-	if base == nil {
-		base = http.DefaultTransport
-	}
-	return transport{base}
-}
-
-type transport struct{ base http.RoundTripper }
-
-func (t transport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if trace.SpanContextFromContext(r.Context()).IsValid() {
-		r = r.Clone(r.Context()) // a RoundTripper must not change the caller's request
-		Inject(r.Context(), r.Header)
-	}
-	return t.base.RoundTrip(r)
-}
