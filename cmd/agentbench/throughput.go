@@ -27,6 +27,7 @@ type ThroughputFlags struct {
 	Batch       intList
 	MaxConns    int
 	Repeat      int
+	Tracing     string // off, on or both
 }
 
 // ThroughputCase is one configuration of the sweep.
@@ -35,13 +36,18 @@ type ThroughputCase struct {
 	Procs       bool // each pool in a worker process of its own
 	Concurrency int  // per pool
 	Batch       int  // claim batch size per pool
+	Tracing     bool // spans recorded and exported over OTLP/HTTP to a local sink
 }
 
 func (c ThroughputCase) label() string {
+	l := fmt.Sprintf("p%d-c%d-b%d", c.Pools, c.Concurrency, c.Batch)
 	if c.Procs {
-		return fmt.Sprintf("proc%d-c%d-b%d", c.Pools, c.Concurrency, c.Batch)
+		l = fmt.Sprintf("proc%d-c%d-b%d", c.Pools, c.Concurrency, c.Batch)
 	}
-	return fmt.Sprintf("p%d-c%d-b%d", c.Pools, c.Concurrency, c.Batch)
+	if c.Tracing {
+		l += "-traced"
+	}
+	return l
 }
 
 // poolsCell is the table's pools column: "2", or "2proc" for processes.
@@ -88,11 +94,20 @@ func runThroughput(ctx context.Context, args []string, out, errOut io.Writer) er
 	fs.Var(&f.Batch, "batch", "comma-separated claim batch sizes to sweep (skipped when above the concurrency)")
 	fs.IntVar(&f.MaxConns, "max-conns", 8, "connection pool size of each worker pool")
 	fs.IntVar(&f.Repeat, "repeat", 1, "run the whole sweep this many times")
+	fs.StringVar(&f.Tracing, "tracing", "off", "OpenTelemetry tracing of the pools in this process: off, on (spans exported "+
+		"over OTLP/HTTP to a local sink, as agentd with OTEL_EXPORTER_OTLP_ENDPOINT set), or both (each run off, then on)")
 	if err := parseFlags(fs, args, &f.CommonFlags); err != nil {
 		return err
 	}
 	if f.Tasks <= 0 || f.InsertBatch <= 0 || f.Repeat <= 0 || f.MaxConns <= 0 {
 		return errors.New("--tasks, --insert-batch, --max-conns and --repeat must be positive")
+	}
+	modes, err := tracingModes(f.Tracing)
+	if err != nil {
+		return err
+	}
+	if len(f.Processes) > 0 && f.Tracing != "off" {
+		return errors.New("--tracing applies to the pools in this process: give it without --processes")
 	}
 	log, err := f.logger(errOut)
 	if err != nil {
@@ -113,8 +128,10 @@ func runThroughput(ctx context.Context, args []string, out, errOut io.Writer) er
 			for _, p := range counts {
 				for _, c := range f.Concurrency {
 					for _, b := range f.Batch {
-						if b <= c {
-							cases = append(cases, ThroughputCase{Pools: p, Procs: procs, Concurrency: c, Batch: b})
+						for _, traced := range modes {
+							if b <= c {
+								cases = append(cases, ThroughputCase{Pools: p, Procs: procs, Concurrency: c, Batch: b, Tracing: traced})
+							}
 						}
 					}
 				}
@@ -135,7 +152,7 @@ func runThroughput(ctx context.Context, args []string, out, errOut io.Writer) er
 	fmt.Fprintf(out, "# pools: N in this process, Nproc in N worker processes; go = this process and the worker processes; "+
 		"rss MB: peak resident set of the (largest) worker process during the burn-down; conns: most worker connections seen\n\n")
 
-	t := NewTable(append(append([]string{"pools", "conc", "batch", "tasks", "insert/s", "secs", "tasks/s", "claims",
+	t := NewTable(append(append([]string{"pools", "conc", "batch", "tracing", "tasks", "insert/s", "secs", "tasks/s", "claims",
 		"avg claim", "completes", "avg complete", "attempts"}, cpuHeader...), "rss MB", "conns")...)
 	for _, c := range cases {
 		if ctx.Err() != nil {
@@ -159,7 +176,11 @@ func (r ThroughputResult) cells() []any {
 		rate = "timeout"
 	}
 	c := r.Case
-	row := []any{c.poolsCell(), c.Concurrency, c.Batch, r.Tasks, fmt.Sprintf("%.0f", r.InsertRate),
+	traced := "off"
+	if c.Tracing {
+		traced = "on"
+	}
+	row := []any{c.poolsCell(), c.Concurrency, c.Batch, traced, r.Tasks, fmt.Sprintf("%.0f", r.InsertRate),
 		fmt.Sprintf("%.2f", r.Elapsed.Seconds()), rate, r.Claims,
 		fmt.Sprintf("%.1f", float64(r.Attempts)/float64(max(r.Claims, 1))), r.Completes,
 		fmt.Sprintf("%.1f", float64(r.Attempts)/float64(max(r.Completes, 1))), r.Attempts}
@@ -188,7 +209,24 @@ func throughputRun(ctx context.Context, srv *Server, f ThroughputFlags, c Throug
 	}
 	b := BurnDown{Case: c, Tasks: f.Tasks, MaxConns: int32(f.MaxConns),
 		Flags: f.CommonFlags, Log: log, Out: out, ErrOut: errOut}
+	var traces *sink
+	var stopTracing func() error
+	if c.Tracing {
+		if traces, stopTracing, err = traceOn(ctx); err != nil {
+			return res, fmt.Errorf("tracing: %w", err)
+		}
+	}
 	r, err := b.Run(ctx, rdb, ctl)
+	if stopTracing != nil {
+		if serr := stopTracing(); serr != nil && err == nil {
+			err = fmt.Errorf("tracing: flushing spans: %w", serr)
+		}
+		n, names, cerr := traces.spans()
+		if cerr != nil && err == nil {
+			err = cerr
+		}
+		fmt.Fprintf(errOut, "%s: the sink got %d spans %v\n", c.label(), n, names)
+	}
 	if err != nil {
 		return res, err
 	}
