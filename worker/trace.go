@@ -20,11 +20,7 @@ func traceAttempt(ctx context.Context, t *agentledger.Task, worker string) (cont
 		return tracing.Start(ctx, "")
 	}
 	orig := tracing.SpanContext(t.TraceParent)
-	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(
-		tracing.TaskID.Int64(t.ID), tracing.TaskKind.String(t.Kind), tracing.TaskQueue.String(t.Queue),
-		tracing.TaskTenant.String(t.Tenant), tracing.TaskAttempt.Int64(int64(t.Attempt)),
-		tracing.TaskGeneration.Int64(int64(t.Generation)), tracing.LeaseToken.Int64(t.LeaseToken),
-		tracing.Worker.String(worker))}
+	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindConsumer)}
 	parent := orig
 	if replay := tracing.SpanContext(t.ReplayTraceParent); replay.IsValid() {
 		parent = replay
@@ -35,7 +31,13 @@ func traceAttempt(ctx context.Context, t *agentledger.Task, worker string) (cont
 	if parent.IsValid() {
 		ctx = trace.ContextWithRemoteSpanContext(ctx, parent)
 	}
-	return tracing.Start(ctx, "agentledger.attempt "+t.Kind, opts...)
+	ctx, span := tracing.Start(ctx, "agentledger.attempt "+t.Kind, opts...)
+	// Set, not passed to Start: the start options would copy them once more.
+	span.SetAttributes(tracing.TaskID.Int64(t.ID), tracing.TaskKind.String(t.Kind), tracing.TaskQueue.String(t.Queue),
+		tracing.TaskTenant.String(t.Tenant), tracing.TaskAttempt.Int64(int64(t.Attempt)),
+		tracing.TaskGeneration.Int64(int64(t.Generation)), tracing.LeaseToken.Int64(t.LeaseToken),
+		tracing.Worker.String(worker))
+	return ctx, span
 }
 
 // endAttempt marks the attempt's span failed when the handler failed.
