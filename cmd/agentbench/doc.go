@@ -147,6 +147,18 @@
 // row's effects/s are ledger hits/s, and the run fails unless every effect
 // was served and the server received no request.
 //
+// # Tracing
+//
+// throughput and effects take --tracing off (the default), on or both. On,
+// the run is traced as agentd is with OTEL_EXPORTER_OTLP_ENDPOINT set
+// (tracing.Setup, every span sampled, the SDK's default batching unless
+// OTEL_BSP_ variables say otherwise), exporting over OTLP/HTTP to a sink in
+// this process that only keeps the bodies: their spans are counted after the
+// clock stops and reported on stderr. both runs each configuration without
+// tracing and then with it, interleaved through --repeat, and the tracing
+// column tells the rows apart. throughput's insert is untraced (its attempts
+// are root spans); effects traces its insert too. Not with --processes.
+//
 // # growth
 //
 // --finished N (one run per value; k and M suffixes): N succeeded no-op

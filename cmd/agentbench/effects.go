@@ -41,12 +41,14 @@ type EffectsFlags struct {
 	// downstream's origin, so that every performed call books it.
 	LimitRate  string
 	LimitBurst int
+	Tracing    string // off, on or both
 }
 
 // EffectsResult is one phase of an effects run.
 type EffectsResult struct {
 	Effects   int    // per task
 	Phase     string // "first" or "replay"
+	Tracing   bool
 	Burn      ThroughputResult
 	Hits      int64 // requests the downstream received in the phase
 	Performed int64 // ledger.Do outcomes in the phase
@@ -79,7 +81,13 @@ func runEffects(ctx context.Context, args []string, out, errOut io.Writer) error
 	fs.StringVar(&f.LimitRate, "limit-rate", "", "a fleet-wide rate limit on the downstream's origin (e.g. 1000000/s): every http_request call books it "+
 		"(and with --tool custom every charge call, timed: take p50/p99); empty: no limit")
 	fs.IntVar(&f.LimitBurst, "limit-burst", 1000, "the burst of --limit-rate")
+	fs.StringVar(&f.Tracing, "tracing", "off", "OpenTelemetry tracing of the run (insert included): off, on (spans exported over "+
+		"OTLP/HTTP to a local sink, as agentd with OTEL_EXPORTER_OTLP_ENDPOINT set), or both (each run off, then on)")
 	if err := parseFlags(fs, args, &f.CommonFlags); err != nil {
+		return err
+	}
+	modes, err := tracingModes(f.Tracing)
+	if err != nil {
 		return err
 	}
 	if f.Tool != "builtin" && f.Tool != "custom" {
@@ -100,23 +108,25 @@ func runEffects(ctx context.Context, args []string, out, errOut io.Writer) error
 		"transactions (reads included, pg_stat_database); writes: transactions that wrote (transaction ids); "+
 		"writes/effect leaves out the claim and complete statements\n\n")
 
-	t := NewTable(append(append([]string{"effects", "phase", "tasks", "secs", "tasks/s", "effects/s", "hits",
+	t := NewTable(append(append([]string{"effects", "phase", "tracing", "tasks", "secs", "tasks/s", "effects/s", "hits",
 		"performed", "served", "claims", "completes", "xacts/task", "writes/task", "writes/effect"}, cpuHeader...),
 		"rss MB", "conns", "bookings", "take p50 µs", "take p99 µs")...)
 	for range f.Repeat {
 		for _, n := range f.Effects {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			rs, err := effectsRun(ctx, srv, f, n, log, out, errOut)
-			for _, r := range rs {
-				t.Add(r.cells(f.Tasks)...)
-				fmt.Fprintf(errOut, "effects=%d %s: %.0f tasks/s, %.0f effects/s\n", n, r.Phase, r.Burn.Rate,
-					r.Burn.Rate*float64(n))
-			}
-			if err != nil {
-				t.Print(out)
-				return fmt.Errorf("run with %d effects: %w", n, err)
+			for _, traced := range modes {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				rs, err := effectsTraced(ctx, srv, f, n, traced, log, out, errOut)
+				for _, r := range rs {
+					t.Add(r.cells(f.Tasks)...)
+					fmt.Fprintf(errOut, "effects=%d %s tracing=%v: %.0f tasks/s, %.0f effects/s\n", n, r.Phase, traced,
+						r.Burn.Rate, r.Burn.Rate*float64(n))
+				}
+				if err != nil {
+					t.Print(out)
+					return fmt.Errorf("run with %d effects: %w", n, err)
+				}
 			}
 		}
 	}
@@ -132,7 +142,11 @@ func (r EffectsResult) cells(tasks int) []any {
 		rate = "timeout"
 	}
 	effects := float64(tasks * r.Effects)
-	row := []any{r.Effects, r.Phase, tasks, fmt.Sprintf("%.2f", b.Elapsed.Seconds()), rate,
+	traced := "off"
+	if r.Tracing {
+		traced = "on"
+	}
+	row := []any{r.Effects, r.Phase, traced, tasks, fmt.Sprintf("%.2f", b.Elapsed.Seconds()), rate,
 		fmt.Sprintf("%.0f", b.Rate*float64(r.Effects)), r.Hits, r.Performed, r.Served, b.Claims, b.Completes,
 		fmt.Sprintf("%.2f", float64(r.Tx.Commits)/float64(tasks)), fmt.Sprintf("%.2f", float64(r.Tx.Writes)/float64(tasks)),
 		fmt.Sprintf("%.2f", float64(r.Tx.Writes-b.Claims-b.Completes)/effects)}
@@ -166,6 +180,31 @@ func (o *outcomes) observe(_ string, _ ledger.Class, outcome string) {
 	default:
 		o.other.Add(1)
 	}
+}
+
+// effectsTraced is effectsRun, with tracing on when traced.
+func effectsTraced(ctx context.Context, srv *Server, f EffectsFlags, n int, traced bool, log *slog.Logger,
+	out, errOut io.Writer) ([]EffectsResult, error) {
+	if !traced {
+		return effectsRun(ctx, srv, f, n, log, out, errOut)
+	}
+	traces, stop, err := traceOn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("tracing: %w", err)
+	}
+	rs, err := effectsRun(ctx, srv, f, n, log, out, errOut)
+	for i := range rs {
+		rs[i].Tracing = true
+	}
+	if serr := stop(); serr != nil && err == nil {
+		err = fmt.Errorf("tracing: flushing spans: %w", serr)
+	}
+	total, names, cerr := traces.spans()
+	if cerr != nil && err == nil {
+		err = cerr
+	}
+	fmt.Fprintf(errOut, "effects=%d traced: the sink got %d spans %v\n", n, total, names)
+	return rs, err
 }
 
 // effectsRun measures steps tasks with n effects each on a fresh database:
