@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -275,5 +276,33 @@ func TestUsage(t *testing.T) {
 	}
 	if err := run(context.Background(), []string{"throughput", "--reset", "bogus"}, &out, &errOut); err == nil {
 		t.Fatal("a bad --reset is not an error")
+	}
+}
+
+// --tracing both runs each configuration untraced, then traced, and the
+// traced run's spans reach the sink: an attempt span per task at least
+// (tests running beside it may add theirs).
+func TestTracingSmoke(t *testing.T) {
+	t.Parallel()
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), []string{"throughput", "--database-url", testdb.URL(t), "--tasks", "100",
+		"--pools", "1", "--concurrency", "20", "--batch", "10", "--tracing", "both", "--run-timeout", "1m"}, &out, &errOut)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, &errOut)
+	}
+	rows := dataRows(out.String())
+	if len(rows) != 2 || strings.Fields(rows[0])[3] != "off" || strings.Fields(rows[1])[3] != "on" {
+		t.Fatalf("want a row untraced, then one traced:\n%s", &out)
+	}
+	m := regexp.MustCompile(`the sink got \d+ spans map\[agentledger\.attempt:(\d+)`).FindStringSubmatch(errOut.String())
+	if m == nil {
+		t.Fatalf("no count of the sink's attempt spans:\n%s", &errOut)
+	}
+	if n, _ := strconv.Atoi(m[1]); n < 100 {
+		t.Errorf("the sink got %d attempt spans, want 100 at least:\n%s", n, &errOut)
+	}
+	if err := run(context.Background(), []string{"throughput", "--tracing", "maybe"}, &out, &errOut); err == nil ||
+		!strings.Contains(err.Error(), `--tracing "maybe": give off, on or both`) {
+		t.Errorf("--tracing maybe: %v", err)
 	}
 }

@@ -108,9 +108,9 @@ func runEffects(ctx context.Context, args []string, out, errOut io.Writer) error
 		"transactions (reads included, pg_stat_database); writes: transactions that wrote (transaction ids); "+
 		"writes/effect leaves out the claim and complete statements\n\n")
 
-	t := NewTable(append(append([]string{"effects", "phase", "tracing", "tasks", "secs", "tasks/s", "effects/s", "hits",
+	t := NewTable(tracingColumn(f.Tracing, 2, append(append([]string{"effects", "phase", "tasks", "secs", "tasks/s", "effects/s", "hits",
 		"performed", "served", "claims", "completes", "xacts/task", "writes/task", "writes/effect"}, cpuHeader...),
-		"rss MB", "conns", "bookings", "take p50 µs", "take p99 µs")...)
+		"rss MB", "conns", "bookings", "take p50 µs", "take p99 µs"))...)
 	for range f.Repeat {
 		for _, n := range f.Effects {
 			for _, traced := range modes {
@@ -119,7 +119,7 @@ func runEffects(ctx context.Context, args []string, out, errOut io.Writer) error
 				}
 				rs, err := effectsTraced(ctx, srv, f, n, traced, log, out, errOut)
 				for _, r := range rs {
-					t.Add(r.cells(f.Tasks)...)
+					t.Add(tracingCell(f.Tracing, 2, r.Tracing, r.cells(f.Tasks))...)
 					fmt.Fprintf(errOut, "effects=%d %s tracing=%v: %.0f tasks/s, %.0f effects/s\n", n, r.Phase, traced,
 						r.Burn.Rate, r.Burn.Rate*float64(n))
 				}
@@ -142,11 +142,7 @@ func (r EffectsResult) cells(tasks int) []any {
 		rate = "timeout"
 	}
 	effects := float64(tasks * r.Effects)
-	traced := "off"
-	if r.Tracing {
-		traced = "on"
-	}
-	row := []any{r.Effects, r.Phase, traced, tasks, fmt.Sprintf("%.2f", b.Elapsed.Seconds()), rate,
+	row := []any{r.Effects, r.Phase, tasks, fmt.Sprintf("%.2f", b.Elapsed.Seconds()), rate,
 		fmt.Sprintf("%.0f", b.Rate*float64(r.Effects)), r.Hits, r.Performed, r.Served, b.Claims, b.Completes,
 		fmt.Sprintf("%.2f", float64(r.Tx.Commits)/float64(tasks)), fmt.Sprintf("%.2f", float64(r.Tx.Writes)/float64(tasks)),
 		fmt.Sprintf("%.2f", float64(r.Tx.Writes-b.Claims-b.Completes)/effects)}

@@ -152,8 +152,8 @@ func runThroughput(ctx context.Context, args []string, out, errOut io.Writer) er
 	fmt.Fprintf(out, "# pools: N in this process, Nproc in N worker processes; go = this process and the worker processes; "+
 		"rss MB: peak resident set of the (largest) worker process during the burn-down; conns: most worker connections seen\n\n")
 
-	t := NewTable(append(append([]string{"pools", "conc", "batch", "tracing", "tasks", "insert/s", "secs", "tasks/s", "claims",
-		"avg claim", "completes", "avg complete", "attempts"}, cpuHeader...), "rss MB", "conns")...)
+	t := NewTable(tracingColumn(f.Tracing, 3, append(append([]string{"pools", "conc", "batch", "tasks", "insert/s", "secs", "tasks/s", "claims",
+		"avg claim", "completes", "avg complete", "attempts"}, cpuHeader...), "rss MB", "conns"))...)
 	for _, c := range cases {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -162,7 +162,7 @@ func runThroughput(ctx context.Context, args []string, out, errOut io.Writer) er
 		if err != nil {
 			return fmt.Errorf("run %s: %w", c.label(), err)
 		}
-		t.Add(r.cells()...)
+		t.Add(tracingCell(f.Tracing, 3, c.Tracing, r.cells())...)
 		fmt.Fprintf(errOut, "%s: %.0f tasks/s\n", c.label(), r.Rate)
 	}
 	t.Print(out)
@@ -176,11 +176,7 @@ func (r ThroughputResult) cells() []any {
 		rate = "timeout"
 	}
 	c := r.Case
-	traced := "off"
-	if c.Tracing {
-		traced = "on"
-	}
-	row := []any{c.poolsCell(), c.Concurrency, c.Batch, traced, r.Tasks, fmt.Sprintf("%.0f", r.InsertRate),
+	row := []any{c.poolsCell(), c.Concurrency, c.Batch, r.Tasks, fmt.Sprintf("%.0f", r.InsertRate),
 		fmt.Sprintf("%.2f", r.Elapsed.Seconds()), rate, r.Claims,
 		fmt.Sprintf("%.1f", float64(r.Attempts)/float64(max(r.Claims, 1))), r.Completes,
 		fmt.Sprintf("%.1f", float64(r.Attempts)/float64(max(r.Completes, 1))), r.Attempts}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 
@@ -28,6 +29,27 @@ func tracingModes(v string) ([]bool, error) {
 		return []bool{false, true}, nil
 	}
 	return nil, fmt.Errorf("--tracing %q: give off, on or both", v)
+}
+
+// tracingColumn inserts a "tracing" column at i of a table's header
+// unless --tracing is off: the default output stays as it was.
+func tracingColumn(mode string, i int, header []string) []string {
+	if mode == "off" {
+		return header
+	}
+	return slices.Insert(header, i, "tracing")
+}
+
+// tracingCell inserts the tracing cell of a row (see tracingColumn).
+func tracingCell(mode string, i int, on bool, row []any) []any {
+	if mode == "off" {
+		return row
+	}
+	cell := "off"
+	if on {
+		cell = "on"
+	}
+	return slices.Insert(row, i, any(cell))
 }
 
 // sink is a local OTLP/HTTP receiver that keeps what it is sent and
