@@ -293,7 +293,7 @@ func (p *Pool) runTask(ctx context.Context, t *agentledger.Task, lease agentledg
 	}
 	h, ok := p.cfg.Handlers[t.Kind]
 	if !ok {
-		p.record(lease, nil, agentledger.Permanent(fmt.Errorf("no handler for kind %q on worker %s (it knows: %s)",
+		p.record(ctx, lease, nil, agentledger.Permanent(fmt.Errorf("no handler for kind %q on worker %s (it knows: %s)",
 			t.Kind, p.cfg.ID, strings.Join(p.kindNames, ", "))), t, time.Now(), freeSlot)
 		return
 	}
@@ -316,7 +316,7 @@ func (p *Pool) runTask(ctx context.Context, t *agentledger.Task, lease agentledg
 		p.taskLog(t).WarnContext(ctx, "attempt lost its lease while working", "err", err)
 		return
 	case errors.Is(err, agentledger.ErrNeedsAttention):
-		if p.park(lease, err, t) {
+		if p.park(ctx, lease, err, t) {
 			p.cfg.Observer.Finished(t.Kind, agentledger.StateNeedsAttention, time.Since(started))
 		}
 		return
@@ -326,12 +326,13 @@ func (p *Pool) runTask(ctx context.Context, t *agentledger.Task, lease agentledg
 		p.deferTask(lease, waits, t)
 		return
 	}
-	p.record(lease, result, err, t, started, freeSlot)
+	p.record(ctx, lease, result, err, t, started, freeSlot)
 }
 
 // record writes the outcome of an attempt through the completer; queued is
-// called once the completer has taken it.
-func (p *Pool) record(lease agentledger.Lease, result []byte, err error, t *agentledger.Task,
+// called once the completer has taken it. ctx only carries the attempt's
+// span to the log lines.
+func (p *Pool) record(ctx context.Context, lease agentledger.Lease, result []byte, err error, t *agentledger.Task,
 	started time.Time, queued func()) {
 	cm := &completion{}
 	if err == nil {
@@ -354,14 +355,14 @@ func (p *Pool) record(lease agentledger.Lease, result []byte, err error, t *agen
 	r := p.done.complete(p.bg, cm, queued)
 	switch {
 	case r.err != nil:
-		p.taskLog(t).Error("recording outcome failed; the lease will expire and the task run again", "err", r.err)
+		p.taskLog(t).ErrorContext(ctx, "recording outcome failed; the lease will expire and the task run again", "err", r.err)
 	case r.state == "":
 		p.cfg.Observer.LeaseLost()
-		p.taskLog(t).Warn("lease lost before the outcome was recorded")
+		p.taskLog(t).WarnContext(ctx, "lease lost before the outcome was recorded")
 	default:
 		p.cfg.Observer.Finished(t.Kind, r.state, time.Since(started))
 		if r.state != agentledger.StateSucceeded {
-			p.taskLog(t).Info("task failed", "state", r.state, "err", err)
+			p.taskLog(t).InfoContext(ctx, "task failed", "state", r.state, "err", err)
 		}
 	}
 }
@@ -379,14 +380,14 @@ func (p *Pool) ackCancel(lease agentledger.Lease, t *agentledger.Task) {
 
 // park hands the task to an operator: an effect's outcome is unknown and may
 // not be performed blindly.
-func (p *Pool) park(lease agentledger.Lease, cause error, t *agentledger.Task) bool {
+func (p *Pool) park(actx context.Context, lease agentledger.Lease, cause error, t *agentledger.Task) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := p.store.NeedsAttention(ctx, lease, cause.Error()); err != nil {
-		p.taskLog(t).Warn("parking the task for an operator failed", "err", err)
+		p.taskLog(t).WarnContext(actx, "parking the task for an operator failed", "err", err)
 		return false
 	}
-	p.taskLog(t).Warn("task needs attention", "cause", cause)
+	p.taskLog(t).WarnContext(actx, "task needs attention", "cause", cause)
 	return true
 }
 

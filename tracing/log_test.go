@@ -1,0 +1,68 @@
+package tracing_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/daemon"
+	"github.com/agentledger/agentledger/internal/logbuf"
+	"github.com/agentledger/agentledger/internal/testdaemon"
+	"github.com/agentledger/agentledger/internal/testdb"
+	"github.com/agentledger/agentledger/tracing"
+	"github.com/agentledger/agentledger/worker"
+)
+
+// The worker's log line about a failed attempt, as agentd writes it (JSON
+// through tracing.LogHandler), names the attempt's trace and span.
+func TestAttemptLogCarriesTraceIDs(t *testing.T) {
+	exp, _ := record(t)
+	var buf logbuf.Buffer
+	log := slog.New(tracing.LogHandler(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo})))
+	url := testdb.URL(t)
+	d := daemon.New(daemon.Config{DatabaseURL: url, Logger: log, PollInterval: 50 * time.Millisecond,
+		NoCron: true, NoJanitor: true, NoDispatch: true})
+	if err := d.RegisterKind("fail", worker.HandlerFunc(func(context.Context, *agentledger.Task) (json.RawMessage, error) {
+		return nil, agentledger.Permanent(errors.New("no such order"))
+	})); err != nil {
+		t.Fatal(err)
+	}
+	testdaemon.Run(t, d)
+	s := claims.New(testdb.Open(t, url))
+	r, err := s.Enqueue(context.Background(), claims.EnqueueParams{Kind: "fail"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if task := testdaemon.WaitFinished(t, s, r.Task.ID); task.State != agentledger.StateDead {
+		t.Fatalf("task %s", task.State)
+	}
+	var attempt *struct{ trace, span string }
+	for _, sp := range exp.GetSpans() {
+		if sp.Name == "agentledger.attempt fail" {
+			attempt = &struct{ trace, span string }{sp.SpanContext.TraceID().String(), sp.SpanContext.SpanID().String()}
+		}
+	}
+	if attempt == nil {
+		t.Fatal("no attempt span")
+	}
+	for _, l := range strings.Split(buf.String(), "\n") {
+		if !strings.Contains(l, `"msg":"task failed"`) {
+			continue
+		}
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(l), &rec); err != nil {
+			t.Fatal(err)
+		}
+		if rec["trace_id"] != attempt.trace || rec["span_id"] != attempt.span {
+			t.Errorf("the failed attempt's line %s names another trace than the attempt's %v", l, *attempt)
+		}
+		return
+	}
+	t.Fatalf("no \"task failed\" line in:\n%s", buf.String())
+}
