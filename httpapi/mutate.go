@@ -56,35 +56,45 @@ func (s *Server) mutate(operation string, m mutation) http.Handler {
 		if !ok {
 			return
 		}
-		key, err := parseKey(r.Header)
-		if err == nil && key == "" && !s.cfg.IdempotencyKeyOptional {
-			err = errKeyMissing
-		}
+		req, act, err := s.check(r, tenant, operation, m)
 		if err != nil {
 			s.fail(w, r, err)
 			return
 		}
-		body, err := readBody(r)
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		fp, err := fingerprint(r.Method, r.URL.Path, body)
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		act, err := m(r, tenant, body)
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		if key == "" {
+		if req.key == "" {
 			act(r.Context(), "").write(w)
 			return
 		}
-		s.once(w, r, keyRequest{tenant: tenant, operation: operation, key: key, fingerprint: fp}, act)
+		s.once(w, r, req, act)
 	})
+}
+
+// check runs, for an authenticated tenant, every check that can refuse a
+// mutating request: the key's syntax, the body (size, media type, JSON)
+// and the mutation's own. It returns the key record the request asks for
+// (key "" when it has none) and the checked action. Its errors are the
+// client's (4xx), and nothing is stored for them.
+func (s *Server) check(r *http.Request, tenant, operation string, m mutation) (keyRequest, action, error) {
+	key, err := parseKey(r.Header)
+	if err == nil && key == "" && !s.cfg.IdempotencyKeyOptional {
+		err = errKeyMissing
+	}
+	if err != nil {
+		return keyRequest{}, nil, err
+	}
+	body, err := readBody(r)
+	if err != nil {
+		return keyRequest{}, nil, err
+	}
+	fp, err := fingerprint(r.Method, r.URL.Path, body)
+	if err != nil {
+		return keyRequest{}, nil, err
+	}
+	act, err := m(r, tenant, body)
+	if err != nil {
+		return keyRequest{}, nil, err
+	}
+	return keyRequest{tenant: tenant, operation: operation, key: key, fingerprint: fp}, act, nil
 }
 
 // once runs act at most once per completed key record and answers.

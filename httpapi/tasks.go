@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/grants"
@@ -198,10 +200,28 @@ func (s *Server) createTask(r *http.Request, tenant string, body []byte) (action
 		p.SubmissionKey = submissionKey
 		res, err := s.cfg.Claims.Enqueue(ctx, p)
 		if err != nil {
-			return s.problemReply(r, err)
+			return s.problemReply(r, unstorablePayload(err))
 		}
 		return jsonReply(http.StatusCreated, viewTask(res.Task), "Location", taskPath(res.Task.ID))
 	}, nil
+}
+
+// unstorablePayload turns PostgreSQL refusing the payload as jsonb into a
+// 422 naming the payload: JSON that encoding/json accepts and jsonb does
+// not (a lone UTF-16 surrogate such as \ud800, a number beyond numeric's
+// range) is the client's mistake, which a retry would meet forever. The
+// payload is the one value not checked before: any data exception (class
+// 22) is its. Other errors pass unchanged.
+func unstorablePayload(err error) error {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || !strings.HasPrefix(pe.Code, "22") {
+		return err
+	}
+	why := pe.Message
+	if pe.Detail != "" {
+		why += ": " + strings.TrimSuffix(pe.Detail, ".")
+	}
+	return agentledger.Invalid("payload", "PostgreSQL's jsonb cannot store it (%s)", why)
 }
 
 // noBody checks the body of a route that takes none: empty or {}.

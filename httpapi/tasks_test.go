@@ -336,3 +336,27 @@ func TestSubmitNULPayloadIs422(t *testing.T) {
 	}
 	e.problem(e.post("/v1/tasks", token, "k1", `{"kind":"echo","payload":{"a":"x\u0000"}}`), http.StatusUnprocessableEntity, "invalid_request")
 }
+
+// A payload encoding/json accepts but PostgreSQL's jsonb refuses — a lone
+// UTF-16 surrogate, a number beyond numeric's range — is a 422 naming the
+// payload, replayed under its key, not a 500 a retry would meet forever.
+func TestSubmitUnstorablePayloadIs422(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, httpapi.Config{})
+	token := e.tenant("acme")
+	for i, payload := range []string{`{"a":"\ud800"}`, `{"\udfff":1}`, `{"a":"\ud800\u0041"}`, `{"a":1e1000000}`,
+		`{"a":1e-1000000}`, `{"a":1` + strings.Repeat("0", 140000) + `}`} {
+		body := `{"kind":"echo","payload":` + payload + `}`
+		key := fmt.Sprint("k", i)
+		p := e.problem(e.post("/v1/tasks", token, key, body), http.StatusUnprocessableEntity, "invalid_request")
+		if p.Field != "payload" || !strings.Contains(p.Detail, "payload: PostgreSQL's jsonb cannot store it (") {
+			t.Errorf("payload %.40s: %+v", payload, p)
+		}
+		if r := e.post("/v1/tasks", token, key, body); r.status != http.StatusUnprocessableEntity || !r.replayed() {
+			t.Errorf("payload %.40s: the retry answered %d (replayed %v)", payload, r.status, r.replayed())
+		}
+	}
+	if n := e.count(`select count(*) from tasks`); n != 0 {
+		t.Errorf("%d tasks made", n)
+	}
+}

@@ -3,6 +3,7 @@ package ledger
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"unicode/utf8"
 
 	"github.com/agentledger/agentledger/canonjson"
 )
@@ -20,14 +21,25 @@ const (
 // enters it, so every attempt and every replay of the same task generation
 // derives the same key for the same step.
 func EffectKey(tenant string, taskID int64, generation int32, stepPath, operation string) string {
-	return hashOf([]any{effectDomain, tenant, taskID, generation, stepPath, operation})
+	return hashOf([]any{effectDomain, part(tenant), taskID, generation, part(stepPath), part(operation)})
 }
 
 // DownstreamKey is the Idempotency-Key sent to target for the effect with
 // ledger key key. It is scoped per target, so two services never see the
 // same key, and it is never the client's submission key.
 func DownstreamKey(key, target string) string {
-	return "al1-" + hashOf([]any{downstreamDomain, key, target})
+	return "al1-" + hashOf([]any{downstreamDomain, part(key), part(target)})
+}
+
+// part is s as it enters a key. encoding/json writes invalid UTF-8 as
+// U+FFFD, which would give "\xff" and "\uFFFD" one key; such a string
+// enters as an object of its bytes instead, which no string equals. Valid
+// strings (all real ones) enter as they are.
+func part(s string) any {
+	if utf8.ValidString(s) {
+		return s
+	}
+	return map[string]string{"invalid_utf8": hex.EncodeToString([]byte(s))}
 }
 
 func hashOf(v []any) string {

@@ -69,3 +69,18 @@ func TestKeyGoldenVectors(t *testing.T) {
 		seen[w.EffectKey] = true
 	}
 }
+
+// A string that is not UTF-8 and its replacement character are different
+// inputs (found by FuzzKeys): encoding/json writes both as U+FFFD.
+func TestKeysOfInvalidUTF8(t *testing.T) {
+	t.Parallel()
+	if ledger.EffectKey("a\xff", 1, 1, "tool/0", "op") == ledger.EffectKey("a\uFFFD", 1, 1, "tool/0", "op") {
+		t.Error("tenants a\\xff and a\\uFFFD share an effect key")
+	}
+	if ledger.EffectKey("a", 1, 1, "tool/\xfe", "op") == ledger.EffectKey("a", 1, 1, "tool/\xff", "op") {
+		t.Error("step paths tool/\\xfe and tool/\\xff share an effect key")
+	}
+	if ledger.DownstreamKey("k", "h\xff") == ledger.DownstreamKey("k", "h\uFFFD") {
+		t.Error("targets h\\xff and h\\uFFFD share a downstream key")
+	}
+}

@@ -137,7 +137,7 @@ func toolCall(subject string, f map[string]json.RawMessage) (tool string, args j
 // checkRefs checks the references of args: each names a step up to last
 // and a part of its result.
 func checkRefs(subject string, args json.RawMessage, last int) error {
-	for _, m := range refRE.FindAllStringSubmatch(string(args), -1) {
+	for _, m := range refsIn(args) {
 		n, err := strconv.Atoi(m[1])
 		if err != nil || n > last {
 			return bad("%s: %s refers to step %s, which does not run before it", subject, m[0], m[1])
@@ -194,7 +194,28 @@ func jsonType(raw json.RawMessage) string {
 
 // references reports whether args refer to earlier results: their value
 // is known only when the step runs.
-func references(args json.RawMessage) bool { return refRE.Match(args) }
+func references(args json.RawMessage) bool { return len(refsIn(args)) > 0 }
+
+// refsIn are the matches of refRE in the strings of args, valid JSON, as
+// resolve sees them: decoded, so that a reference written with a JSON
+// escape (\u0024{steps.0.body}) is checked like any other.
+func refsIn(args json.RawMessage) [][]string {
+	if !bytes.Contains(args, []byte(`\u`)) {
+		// No \u escape: the other escapes cannot make or break a match.
+		return refRE.FindAllStringSubmatch(string(args), -1)
+	}
+	var out [][]string
+	dec := json.NewDecoder(bytes.NewReader(args))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return out
+		}
+		if s, ok := tok.(string); ok {
+			out = append(out, refRE.FindAllStringSubmatch(s, -1)...)
+		}
+	}
+}
 
 func bad(format string, args ...any) error {
 	return agentledger.Permanent(fmt.Errorf("steps: "+format, args...))

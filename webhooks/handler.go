@@ -165,7 +165,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	case unstorableJSON(err):
 		// JSON that parsed, with a value refused: 422, as the API's.
-		h.reject(w, r, s, d.id, newProblem(agentledger.CodeInvalid, "the body holds JSON PostgreSQL cannot store (a \\u0000 in a string)"))
+		h.reject(w, r, s, d.id, newProblem(agentledger.CodeInvalid, "the body holds JSON PostgreSQL cannot store (a \\u0000 or a lone surrogate such as \\ud800 in a string, or a number beyond its range)"))
 		return
 	case err != nil:
 		h.fail(w, r, s, d.id, err)

@@ -497,3 +497,17 @@ func TestHMACSourceWithSignedTimestamp(t *testing.T) {
 		t.Errorf("a timestamp header on a github source: %v", err)
 	}
 }
+
+// JSON that parses but jsonb refuses — a lone surrogate, a number beyond
+// numeric's range — is a 422 like \u0000, not a 503 the sender retries
+// forever.
+func TestUnstorableJSONIs422(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil, nil)
+	for i, body := range []string{`{"a":"\ud800"}`, `{"a":1e1000000}`, `{"a":1` + strings.Repeat("0", 140000) + `}`} {
+		id := fmt.Sprint("unstorable-", i)
+		e.wantProblem(e.post("ci", strings.NewReader(body), "X-Signature", mac(ciSecret, body), "X-Delivery", id),
+			http.StatusUnprocessableEntity, string(agentledger.CodeInvalid))
+	}
+	e.wantCounts(0, 0)
+}

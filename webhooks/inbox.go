@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -111,10 +112,12 @@ func retryable(err error) bool {
 }
 
 // unstorableJSON reports whether err refuses the payload's JSON as jsonb
-// cannot hold it (a \u0000 in a string): claims' check, or PostgreSQL's.
+// cannot hold it (a \u0000 in a string, a lone surrogate, a number beyond
+// numeric's range): claims' check, or PostgreSQL's data exception (class
+// 22; the payload is the one value not checked before).
 func unstorableJSON(err error) bool {
 	var pe *pgconn.PgError
 	var ie *agentledger.InvalidError
-	return errors.As(err, &pe) && (pe.Code == "22P05" || pe.Code == "22P02") ||
+	return errors.As(err, &pe) && strings.HasPrefix(pe.Code, "22") ||
 		errors.As(err, &ie) && ie.Field == "payload"
 }

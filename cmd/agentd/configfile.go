@@ -83,6 +83,10 @@ func fileValue(v any) (string, error) {
 			parts = append(parts, s)
 		}
 		return strings.Join(parts, ","), nil
+	case map[string]any:
+		// Not echoed: a table could hold what belongs in a string, as a
+		// database URL with its password.
+		return "", errors.New("a table is not a value; use a string, a whole number, true/false or a list of strings")
 	}
 	return "", fmt.Errorf("%v is a %T; use a string, a whole number, true/false or a list of strings", v, v)
 }

@@ -102,3 +102,23 @@ breaker_failures = 3
 		}
 	}
 }
+
+// A setting given as a table is refused without echoing the table (found
+// by FuzzConfigFile): it could hold a password, as a database URL's.
+func TestConfigFileTableValueNotEchoed(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "agentd.toml")
+	if err := os.WriteFile(path, []byte(`database_url = { url = "postgres://agent:s3cret@db" }`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := newRootCmd(func(string) string { return "" }, nil)
+	if err := cmd.ParseFlags([]string{"--config", path}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := parse(cmd.Flags(), func(string) string { return "" })
+	var ue *usageError
+	if !errors.As(err, &ue) || strings.Contains(err.Error(), "s3cret") ||
+		!strings.Contains(err.Error(), "config file "+path+": database_url: a table is not a value; use a string") {
+		t.Fatalf("%v, want a usage error naming the setting, without its value", err)
+	}
+}
