@@ -74,29 +74,35 @@ func (s *Store) Claim(ctx context.Context, p ClaimParams) ([]*agentledger.Task, 
 }
 
 func (s *Store) claim(ctx context.Context, q string, p ClaimParams) ([]*agentledger.Task, error) {
-	ctx, span := tracing.StartKind(ctx, "agentledger.claim", trace.SpanKindConsumer)
-	defer span.End()
+	began := time.Now()
 	rows, err := s.db.Query(ctx, q, p.Queue, p.Worker, p.Limit, p.Lease, s.Now.Param(), p.Kinds)
-	if err != nil {
-		span.SetStatus(codes.Error, err.Error())
-		return nil, fmt.Errorf("claim: %w", err)
+	if err == nil {
+		var tasks []*agentledger.Task
+		if tasks, err = collectTasks(rows); err == nil {
+			if len(tasks) > 0 && tracing.Enabled() {
+				traceClaim(ctx, began, p, tasks, nil)
+			}
+			return tasks, nil
+		}
 	}
-	tasks, err := collectTasks(rows)
-	if err != nil {
-		span.SetStatus(codes.Error, err.Error())
-		return nil, fmt.Errorf("claim: %w", err)
+	if tracing.Enabled() {
+		traceClaim(ctx, began, p, nil, err)
 	}
-	if span.IsRecording() {
-		traceClaim(span, p, tasks)
-	}
-	return tasks, nil
+	return nil, fmt.Errorf("claim: %w", err)
 }
 
-// traceClaim describes a claim on its span, linked to the trace of each
-// claimed task's submission (or replay).
-func traceClaim(span trace.Span, p ClaimParams, tasks []*agentledger.Task) {
+// traceClaim records a claim that took tasks, or failed, as a span from
+// began to now, linked to the trace of each claimed task's submission (or
+// replay). The span is made after the statement, so that the claims that
+// find nothing — an idle daemon's polls — leave no span at all.
+func traceClaim(ctx context.Context, began time.Time, p ClaimParams, tasks []*agentledger.Task, err error) {
+	_, span := tracing.Start(ctx, "agentledger.claim", trace.WithSpanKind(trace.SpanKindConsumer), trace.WithTimestamp(began))
+	defer span.End()
 	span.SetAttributes(tracing.TaskQueue.String(p.Queue), tracing.Worker.String(p.Worker),
 		tracing.TaskCount.Int(len(tasks)), attribute.Bool("agentledger.claim.due_only", p.DueOnly))
+	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
+	}
 	for _, t := range tasks {
 		tp := t.ReplayTraceParent
 		if tp == "" {
