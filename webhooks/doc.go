@@ -50,7 +50,9 @@
 //     With TimestampHeader ("timestamp_header") the signature is of
 //     "<timestamp>.<delivery id>.<body>", the timestamp (Unix seconds)
 //     within MaxSkew of Config.Now (else 401 stale_timestamp): a captured
-//     delivery can be sent again neither later nor under another id.
+//     delivery can be sent again neither later nor under another id. Its
+//     delivery ids may not contain '.' (400 invalid_delivery_id), which
+//     would make that string ambiguous.
 //
 // Delivery ids are 1–128 printable ASCII characters without spaces.
 //

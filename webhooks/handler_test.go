@@ -491,6 +491,9 @@ func TestHMACSourceWithSignedTimestamp(t *testing.T) {
 		"X-Timestamp", strconv.FormatInt(e.now.Unix(), 10)), http.StatusUnauthorized, string(agentledger.CodeBadSignature))
 	e.wantProblem(send(e.now.Add(-webhooks.MaxSkew-time.Second), "b-45", "b-45"), http.StatusUnauthorized, string(agentledger.CodeStaleTimestamp))
 	e.wantProblem(send(e.now.Add(webhooks.MaxSkew+time.Second), "b-46", "b-46"), http.StatusUnauthorized, string(agentledger.CodeStaleTimestamp))
+	// A delivery id with a '.' is refused: "a.1" with body "5" would sign
+	// what "a" with body "1.5" does.
+	e.wantProblem(send(e.now, "b.47", "b.47"), http.StatusBadRequest, string(agentledger.CodeInvalidDeliveryID))
 	e.wantCounts(1, 1)
 	gh := webhooks.Source{Name: "x", Type: webhooks.TypeGitHub, Secret: "s", Kind: "k", TimestampHeader: "X-Timestamp"}
 	if err := gh.Validate(); err == nil || !strings.Contains(err.Error(), "timestamp_header") {

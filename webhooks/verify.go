@@ -67,6 +67,13 @@ func (s *Source) verifyTimestamped(h http.Header, body []byte, now time.Time) *r
 	if err != nil || sec < 0 {
 		return badSignature("the %s header is not a Unix time in seconds", s.TimestampHeader)
 	}
+	// With a '.' in the id, the signed string could be split elsewhere: id
+	// "a.1" with body "5" signs what id "a" with body "1.5" does, and a
+	// captured delivery would pass under another id.
+	if strings.Contains(id, ".") {
+		return newProblem(agentledger.CodeInvalidDeliveryID,
+			"the delivery id (%s) must not contain '.': the signature covers \"<timestamp>.<delivery id>.<body>\"", s.DeliveryHeader)
+	}
 	hexSig, _ := strings.CutPrefix(sig, "sha256=")
 	if !validMAC(s.Secret, hexSig, []byte(ts), []byte("."), []byte(id), []byte("."), body) {
 		return badSignature("the %s header does not match the timestamp, the delivery id and the body", s.Header)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentledger/agentledger"
 )
 
 // fuzzSources are the supported kinds of source: GitHub, Slack, and the
@@ -65,6 +67,12 @@ func FuzzVerify(f *testing.F) {
 		now := time.Unix(int64(ts), 0)
 		for _, s := range fuzzSources(secret) {
 			h, sigHeader, covered := signed(s, body, int64(ts), id)
+			if s.TimestampHeader != "" && strings.Contains(id, ".") {
+				if p := s.verify(h, body, now); p == nil || p.Status != http.StatusBadRequest {
+					t.Fatalf("%s: a signed delivery id with a '.' (%q) was not refused as invalid", s.Type, id)
+				}
+				continue
+			}
 			if p := s.verify(h, body, now); p != nil {
 				t.Fatalf("%s: a delivery signed with the secret was refused: %+v", s.Type, p.Problem)
 			}
@@ -126,8 +134,9 @@ func wantRefused(t *testing.T, s *Source, h http.Header, body []byte, now time.T
 // its answer.
 func checkRejection(t *testing.T, s *Source, p *rejection) {
 	t.Helper()
-	if p.Status != http.StatusUnauthorized || p.Detail == "" {
-		t.Fatalf("%s source: refused with %+v, want a 401 with a detail", s.Type, p.Problem)
+	dottedID := p.Status == http.StatusBadRequest && p.Code == string(agentledger.CodeInvalidDeliveryID)
+	if p.Status != http.StatusUnauthorized && !dottedID || p.Detail == "" {
+		t.Fatalf("%s source: refused with %+v, want a 401 (or a 400 for a dotted id) with a detail", s.Type, p.Problem)
 	}
 	rec := httptest.NewRecorder()
 	p.write(rec)
