@@ -55,7 +55,9 @@ func retryStart(ctx context.Context, log *slog.Logger, what string, retry func(e
 
 // serverUnavailable reports whether err is PostgreSQL saying it cannot
 // serve now but may soon: it is starting, stopping or restarting, or it cut
-// the session (an administrator, a restart), or it has no connection free.
+// the session (an administrator, a restart), or it has no connection free,
+// or it is a standby now (a failover: the next connection finds the new
+// primary).
 // A server that cannot be reached at all is not this: a wrong address
 // fails at once.
 func serverUnavailable(err error) bool {
@@ -68,6 +70,7 @@ func serverUnavailable(err error) bool {
 		"57P02", // crash_shutdown
 		"57P03", // cannot_connect_now: starting up or shutting down
 		"53300", // too_many_connections
+		"25006", // read_only_sql_transaction: a standby, after a switchover
 		"40001", // serialization_failure
 		"40P01": // deadlock_detected
 		return true
