@@ -120,8 +120,16 @@ func startFormation(t *testing.T, dir, bin string, async bool) *formation {
 		// A standby outside the replication quorum replicates
 		// asynchronously; both, since they change roles.
 		for _, n := range f.nodes {
-			f.autoctl("set", "node", "replication-quorum", "false", "--pgdata", n.pgdata)
+			f.autoctlTries(3, "set", "node", "replication-quorum", "false", "--pgdata", n.pgdata)
 		}
+		waitFor(t, "asynchronous replication", time.Minute, func() (bool, string) {
+			p := f.primary()
+			if p == nil {
+				return false, "no primary"
+			}
+			names := f.syncStandbys(p)
+			return names == "", sprintf("synchronous_standby_names %q", names)
+		})
 	}
 	f.waitHealthy("the replication mode")
 	return f
@@ -188,6 +196,22 @@ func (f *formation) autoctl(args ...string) string {
 		f.t.Fatalf("pg_autoctl %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	return string(out)
+}
+
+// autoctlTries runs a pg_autoctl command up to tries times: the monitor
+// may refuse a change for a moment (it can deadlock with a keeper's report,
+// and says so).
+func (f *formation) autoctlTries(tries int, args ...string) {
+	for i := 1; ; i++ {
+		out, err := f.command(args...).CombinedOutput()
+		if err == nil {
+			return
+		}
+		if i == tries {
+			f.t.Fatalf("pg_autoctl %s: %v (tried %d times)\n%s", strings.Join(args, " "), err, tries, out)
+		}
+		time.Sleep(time.Second) // the monitor's moment
+	}
 }
 
 // kill SIGKILLs n's process group — pg_autoctl, its keeper and the

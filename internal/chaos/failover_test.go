@@ -86,6 +86,7 @@ func failoverRound(t *testing.T, bin string, async bool) {
 		d.stop()
 	}
 	r.checkSubmitted()
+	r.checkStandbyWarning(async)
 	r.check()
 	r.reportFailovers(mode, faults)
 }
@@ -149,6 +150,23 @@ func (r *run) checkSubmitted() {
 	}
 }
 
+// checkStandbyWarning: each daemon, whose MCP tools are unsafe, warned at
+// start of the missing synchronous standby with asynchronous replication,
+// and not with synchronous (where none started while a node was down).
+func (r *run) checkStandbyWarning(async bool) {
+	for _, d := range r.daemons {
+		b, err := os.ReadFile(d.log)
+		must(r.t, err)
+		n := strings.Count(string(b), "no synchronous standby")
+		switch {
+		case async && n != d.starts:
+			r.t.Errorf("%s started %d times with asynchronous replication and warned %d times of no synchronous standby", d.name, d.starts, n)
+		case !async && d.starts == 1 && n != 0:
+			r.t.Errorf("%s warned of no synchronous standby with synchronous replication", d.name)
+		}
+	}
+}
+
 // reportFailovers logs each failover's times — to the standby's promotion
 // and to the first claim after it — and the effects per intent.
 func (r *run) reportFailovers(mode string, faults []failover) {
@@ -186,6 +204,37 @@ func (r *run) reportFailovers(mode string, faults []failover) {
 	var retried, expired int
 	must(r.t, r.w.db.QueryRow(ctx, `SELECT count(*) FILTER (WHERE outcome = 'retry'), count(*) FILTER (WHERE outcome = 'lease_expired')
 		FROM task_attempts`).Scan(&retried, &expired))
+	rows, err := r.w.db.Query(ctx, `SELECT left(coalesce(error, ''), 160), count(*) FROM task_attempts WHERE outcome = 'retry'
+		GROUP BY 1 ORDER BY 2 DESC LIMIT 5`)
+	must(r.t, err)
+	for rows.Next() {
+		var e string
+		var n int
+		must(r.t, rows.Scan(&e, &n))
+		r.t.Logf("RETRIED %d attempts: %s", n, e)
+	}
+	rows.Close()
+	// What a lost commit left: a parent without its child, with what its
+	// ledger holds.
+	rows, err = r.w.db.Query(ctx, `SELECT t.id, t.submission_key, t.state,
+		(SELECT string_agg(l.operation || ' ' || l.state, ', ' ORDER BY l.generation, l.seq) FROM ledger l WHERE l.task_id = t.id)
+		FROM tasks t WHERE t.kind = 'steps' AND NOT EXISTS (SELECT FROM tasks c WHERE c.kind = 'echo' AND c.payload->>'parent' = split_part(t.submission_key, ':', 2))`)
+	must(r.t, err)
+	for rows.Next() {
+		var id int64
+		var key, state string
+		var ledger *string
+		must(r.t, rows.Scan(&id, &key, &state, &ledger))
+		r.t.Logf("CHILDLESS task %d (%s) is %s; its ledger: %v", id, key, state, deref(ledger))
+	}
+	rows.Close()
 	r.t.Logf("EFFECTS (%s replication): keyed POSTs per intent %v (effects → intents); unsafe MCP charges per key %v; "+
 		"attempts retried %d, leases expired %d; invariants broken %v", mode, keyed, unsafe, retried, expired, r.violations)
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "empty"
+	}
+	return *s
 }
