@@ -2,19 +2,15 @@ package daemon
 
 import (
 	"context"
-	"database/sql/driver"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"net"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/database"
 )
 
 // startRetryFor is how long start-up keeps trying a step that fails for a
@@ -55,41 +51,17 @@ func retryStart(ctx context.Context, log *slog.Logger, what string, retry func(e
 
 // serverUnavailable reports whether err is PostgreSQL saying it cannot
 // serve now but may soon: it is starting, stopping or restarting, or it cut
-// the session (an administrator, a restart), or it has no connection free.
+// the session (an administrator, a restart), or it has no connection free,
+// or it is a standby now (a failover: the next connection finds the new
+// primary).
 // A server that cannot be reached at all is not this: a wrong address
 // fails at once.
 func serverUnavailable(err error) bool {
 	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) {
-		return false
-	}
-	switch pgErr.Code {
-	case "57P01", // admin_shutdown: terminated, or a fast shutdown
-		"57P02", // crash_shutdown
-		"57P03", // cannot_connect_now: starting up or shutting down
-		"53300", // too_many_connections
-		"40001", // serialization_failure
-		"40P01": // deadlock_detected
-		return true
-	}
-	return strings.HasPrefix(pgErr.Code, "08") // connection_exception
+	return errors.As(err, &pgErr) && database.ServerUnavailable(pgErr.Code)
 }
 
 // transient reports whether err may pass if tried again once the database
 // answered: serverUnavailable, or a connection lost or refused (the server
 // restarting).
-func transient(err error) bool {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return false
-	}
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		return serverUnavailable(err)
-	}
-	var connectErr *pgconn.ConnectError
-	var netErr net.Error
-	return errors.As(err, &connectErr) || errors.As(err, &netErr) || pgconn.SafeToRetry(err) ||
-		errors.Is(err, pgconn.ErrConnClosed) || errors.Is(err, driver.ErrBadConn) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE)
-}
+func transient(err error) bool { return database.Unavailable(err) }

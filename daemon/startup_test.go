@@ -23,6 +23,7 @@ func TestTransient(t *testing.T) {
 		{"terminated", pg("57P01"), true, true},
 		{"starting up", pg("57P03"), true, true},
 		{"connection failure", pg("08006"), true, true},
+		{"read-only after a switchover", pg("25006"), true, true},
 		{"grant store", &ConfigError{pg("57P01")}, true, true},
 		{"syntax", pg("42601"), false, false},
 		{"password", pg("28P01"), false, false},

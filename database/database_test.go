@@ -9,9 +9,11 @@ import (
 func TestRedact(t *testing.T) {
 	t.Parallel()
 	for in, want := range map[string]string{
-		"postgres://bob:s3cret@db:5432/app?sslmode=disable": "postgres://bob:xxxxx@db:5432/app?sslmode=disable",
-		"postgres://bob@db/app":                             "postgres://bob@db/app",
-		"host=db user=bob password=s3cret dbname=app":       "host=db user=bob password=xxxxx dbname=app",
+		"postgres://bob:s3cret@db:5432/app?sslmode=disable":                           "postgres://bob:xxxxx@db:5432/app?sslmode=disable",
+		"postgres://bob@db/app":                                                       "postgres://bob@db/app",
+		"host=db user=bob password=s3cret dbname=app":                                 "host=db user=bob password=xxxxx dbname=app",
+		"postgres://bob:s3cret@db1:5432,db2:5432/app?target_session_attrs=read-write": "postgres://bob:xxxxx@db1:5432,db2:5432/app?target_session_attrs=read-write",
+		"postgres://bob:s3cret@db1,db2/app":                                           "postgres://bob:xxxxx@db1,db2/app",
 	} {
 		if got := Redact(in); got != want || strings.Contains(got, "s3cret") {
 			t.Errorf("Redact(%q) = %q, want %q", in, got, want)

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/database"
 	"github.com/agentledger/agentledger/problem"
 )
 
@@ -29,6 +31,7 @@ var (
 	errBadParameter  = agentledger.NewError(agentledger.CodeInvalidParameter, "invalid query parameter")
 	errNoRoute       = agentledger.NewError(agentledger.CodeRouteNotFound, "no such route")
 	errNoMethod      = agentledger.NewError(agentledger.CodeMethodNotAllowed, "method not allowed on this route")
+	errDatabaseAway  = agentledger.NewError(agentledger.CodeUnavailable, "the database is unavailable for now (restarting or failing over); try again")
 )
 
 // problemOf maps err to its Problem.
@@ -36,13 +39,17 @@ func problemOf(err error) Problem { return problem.Of(err) }
 
 // problemReply is the answer for err, logged when it is the server's fault.
 func (s *Server) problemReply(r *http.Request, err error) reply {
+	cause := err
+	if database.Unavailable(err) { // a restart or a failover: the client's retry (same key) resolves it
+		err = agentledger.RetryAfter(errDatabaseAway, time.Second)
+	}
 	p := problemOf(err)
 	switch {
 	case errors.Is(err, context.Canceled): // the client went away, or a shutdown cut the request off
 		s.log.InfoContext(r.Context(), "httpapi: request cancelled", "method", r.Method, "route", r.Pattern)
 	case p.Status >= 500:
 		s.log.ErrorContext(r.Context(), "httpapi: request failed", "method", r.Method, "route", r.Pattern,
-			"status", p.Status, "err", err)
+			"status", p.Status, "err", cause)
 	}
 	return reply{status: p.Status, header: problem.Header(err, p), body: problem.Body(p)}
 }

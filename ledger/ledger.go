@@ -285,9 +285,11 @@ func (l *Ledger) doUnreserved(ctx context.Context, pk []any, a Attempt, call Cal
 	if err != nil {
 		return Result{}, true, err
 	}
-	err = l.db.QueryRow(ctx, q.insertOutcome, a.Tenant, e.Operation, call.Key, hash, string(e.Class), a.TaskID,
-		a.Generation, e.StepPath, a.token(), string(state), body, agentledger.SafeText(out.ExternalRef), msg,
-		a.fenceID()).Scan(&r.result, &r.externalRef)
+	err = again(ctx, func() error {
+		return l.db.QueryRow(ctx, q.insertOutcome, a.Tenant, e.Operation, call.Key, hash, string(e.Class), a.TaskID,
+			a.Generation, e.StepPath, a.token(), string(state), body, agentledger.SafeText(out.ExternalRef), msg,
+			a.fenceID()).Scan(&r.result, &r.externalRef)
+	})
 	if err == nil {
 		r.state, r.err = state, msg
 		res, err := outcome(r, call.Key)
@@ -449,8 +451,10 @@ func (l *Ledger) record(ctx context.Context, pk []any, a Attempt, st State, res 
 	var r row
 	msg = agentledger.SafeText(msg)
 	q := queriesOf(a.Fence)
-	err = l.db.QueryRow(ctx, q.record, append(pk, string(st), body, agentledger.SafeText(res.ExternalRef), msg, a.token(), a.fenceID())...).
-		Scan(&r.result, &r.externalRef)
+	err = again(ctx, func() error {
+		return l.db.QueryRow(ctx, q.record, append(pk, string(st), body, agentledger.SafeText(res.ExternalRef), msg, a.token(), a.fenceID())...).
+			Scan(&r.result, &r.externalRef)
+	})
 	switch {
 	case err == nil:
 		r.state, r.err = st, msg

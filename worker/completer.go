@@ -139,34 +139,116 @@ func (c *completer) write(ctx context.Context, group []*completion, stmt func(co
 	if len(group) == 0 {
 		return
 	}
-	if stmt(ctx, group) == nil || len(group) == 1 {
+	rest, err := c.settle(ctx, group, stmt)
+	if err == nil {
 		return
 	}
-	for _, cm := range group {
-		stmt(ctx, []*completion{cm}) //nolint:errcheck // each reports to its own waiter
+	if len(rest) == 1 || uncertain(err) { // the database stayed away past writeTimeout
+		answer(rest, err)
+		return
+	}
+	for _, cm := range rest {
+		if one, err := c.settle(ctx, []*completion{cm}, stmt); err != nil {
+			answer(one, err)
+		}
 	}
 }
 
-// succeed writes successes and answers every waiter unless the statement
-// failed and the group has more than one member (write retries them alone).
+// resolveBackoff spaces the read-backs of a write whose outcome is unknown.
+var resolveBackoff = agentledger.Backoff{Base: 100 * time.Millisecond, Max: 2 * time.Second, Jitter: 0.2}
+
+// settle runs stmt for group. When it fails uncertainly (the connection
+// cut, a failover: the commit may or may not have happened), it waits for
+// the database, reads back what each lease's attempt became, answers
+// those that ended, and sends the others again: the write is fenced, so
+// sending it again cannot undo another worker's claim. It returns the
+// completions still unanswered, with the last error.
+func (c *completer) settle(ctx context.Context, group []*completion, stmt func(context.Context, []*completion) error) ([]*completion, error) {
+	err := stmt(ctx, group)
+	for attempt := int32(1); err != nil && uncertain(err); attempt++ {
+		t := time.NewTimer(resolveBackoff.Delay(attempt))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return group, err
+		case <-t.C:
+		}
+		leases := make([]agentledger.Lease, len(group))
+		for i, cm := range group {
+			leases[i] = cm.lease()
+		}
+		ended, rerr := c.store.AttemptOutcomes(ctx, leases)
+		if rerr != nil {
+			continue // still away: err stands
+		}
+		var open []*completion
+		for _, cm := range group {
+			if o, ok := ended[cm.lease()]; ok {
+				cm.done <- completionResult{state: cm.endedAs(o)}
+			} else {
+				open = append(open, cm)
+			}
+		}
+		c.log.Info("outcomes whose write went unanswered read back", "ended", len(group)-len(open), "sent_again", len(open), "err", err)
+		if group = open; len(group) == 0 {
+			return nil, nil
+		}
+		err = stmt(ctx, group)
+	}
+	return group, err
+}
+
+func answer(group []*completion, err error) {
+	for _, cm := range group {
+		cm.done <- completionResult{err: err}
+	}
+}
+
+func (cm *completion) lease() agentledger.Lease {
+	if cm.success != nil {
+		return cm.success.Lease
+	}
+	return cm.failure.Lease
+}
+
+// endedAs is the state an attempt that ended with outcome o left its task
+// in, as the write of cm would have reported it: "" when the lease was lost
+// (the attempt expired or was released, or another outcome than this
+// write's was recorded).
+func (cm *completion) endedAs(o agentledger.AttemptOutcome) agentledger.TaskState {
+	switch {
+	case o == agentledger.OutcomeReleased || o == agentledger.OutcomeLeaseExpired || o == agentledger.OutcomeDeferred:
+		return ""
+	case cm.success != nil && o == agentledger.OutcomeSucceeded:
+		return agentledger.StateSucceeded
+	case cm.success != nil || o == agentledger.OutcomeSucceeded:
+		return ""
+	case o == agentledger.OutcomeRetry:
+		return agentledger.StateRetrying
+	}
+	return agentledger.TaskState(o)
+}
+
+// succeed writes successes and answers every waiter, unless the statement
+// failed (write tries again, or answers with the error).
 func (c *completer) succeed(ctx context.Context, group []*completion) error {
 	done := make([]claims.Success, len(group))
 	for i, cm := range group {
 		done[i] = *cm.success
 	}
 	lost, err := c.store.SucceedMany(ctx, done)
-	if err != nil && len(group) > 1 {
+	if err != nil {
 		return err
 	}
 	lostSet := leaseSet(lost)
 	for _, cm := range group {
-		r := completionResult{state: agentledger.StateSucceeded, err: err}
+		r := completionResult{state: agentledger.StateSucceeded}
 		if lostSet[cm.success.Lease] {
 			r.state = ""
 		}
 		cm.done <- r
 	}
-	return err
+	return nil
 }
 
 // fail writes failures; see succeed.
@@ -176,13 +258,13 @@ func (c *completer) fail(ctx context.Context, group []*completion) error {
 		fs[i] = *cm.failure
 	}
 	states, _, err := c.store.FailMany(ctx, fs)
-	if err != nil && len(group) > 1 {
+	if err != nil {
 		return err
 	}
 	for _, cm := range group {
-		cm.done <- completionResult{state: states[cm.failure.Lease.TaskID], err: err}
+		cm.done <- completionResult{state: states[cm.failure.Lease.TaskID]}
 	}
-	return err
+	return nil
 }
 
 func leaseSet(ls []agentledger.Lease) map[agentledger.Lease]bool {

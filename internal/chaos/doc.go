@@ -27,6 +27,20 @@
 // three Slack channels and measures at the fake Slack that the fleet's
 // limit keeps every channel to one post or update a second.
 //
+// TestFailover runs the round on a pg_auto_failover formation the harness
+// starts (pg_autoctl as the postgres user under root: a monitor, a primary
+// and a synchronous secondary on localhost), the daemons reaching it by a
+// multi-host URL with target_session_attrs=read-write. Mid-run a planned
+// switchover (pg_autoctl perform switchover), then a SIGKILL of the
+// primary node's process group — pg_autoctl, its keeper and the
+// postmaster, so that no keeper restarts it in place and the monitor fails
+// over. Every acknowledged submission exists and the drill's invariants
+// hold; it logs the time from each failure to the standby's promotion and
+// to the first claim on it. TestFailoverAsync (CHAOS_FAILOVER_ASYNC=1) runs
+// the same round with asynchronous replication and reports what was lost
+// instead of failing. FAILOVER_TASKS, FAILOVER_AGENTS and FAILOVER_SECONDS
+// size them; without pg_autoctl they skip, visibly.
+//
 // The default run is short (CI). CHAOS_TASKS, CHAOS_AGENTS, CHAOS_SECONDS
 // and CHAOS_SEED size it and make a failing run reproducible (the seed is
 // printed); `CHAOS_TASKS=2000 CHAOS_SECONDS=60 go test ./internal/chaos -run

@@ -34,18 +34,9 @@ type world struct {
 func newWorld(t *testing.T) *world {
 	t.Helper()
 	ctx := context.Background()
-	dir, err := os.MkdirTemp("", "agentledger-chaos-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The server may run as another user (postgres, under root): it must
-	// reach its state directory.
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	w := &world{dir: dir}
-	w.cluster, err = pgembed.Start(ctx, pgembed.Config{StateDir: filepath.Join(dir, "pg"),
+	w := &world{dir: worldDir(t)}
+	var err error
+	w.cluster, err = pgembed.Start(ctx, pgembed.Config{StateDir: filepath.Join(w.dir, "pg"),
 		Settings: map[string]string{"fsync": "off", "synchronous_commit": "off", "max_connections": "300"}})
 	if err != nil {
 		t.Fatal(err)
@@ -60,6 +51,32 @@ func newWorld(t *testing.T) *world {
 	}
 	admin.Close()
 	w.url = w.cluster.URL("chaos")
+	w.prepare(t)
+	return w
+}
+
+// worldDir is a world's state directory, removed when t ends.
+func worldDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "agentledger-chaos-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The server may run as another user (postgres, under root): it must
+	// reach its state directory.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// prepare opens the pool to w.url, migrates the database and builds the
+// binaries.
+func (w *world) prepare(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	var err error
 	w.db, err = pgxpool.New(ctx, w.url)
 	if err != nil {
 		t.Fatal(err)
@@ -74,15 +91,14 @@ func newWorld(t *testing.T) *world {
 	}
 	m.Close()
 
-	w.agentd = filepath.Join(dir, "agentd")
-	w.mcpcount = filepath.Join(dir, "mcpcount")
+	w.agentd = filepath.Join(w.dir, "agentd")
+	w.mcpcount = filepath.Join(w.dir, "mcpcount")
 	for bin, pkg := range map[string]string{w.agentd: "cmd/agentd", w.mcpcount: "internal/mcpcount"} {
 		build := exec.Command("go", "build", "-o", bin, "github.com/agentledger/agentledger/"+pkg)
 		if out, err := build.CombinedOutput(); err != nil {
 			t.Fatalf("building %s: %v\n%s", pkg, err, out)
 		}
 	}
-	return w
 }
 
 // envInt reads a sizing variable.

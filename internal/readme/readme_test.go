@@ -54,6 +54,8 @@ var blocks = map[string]block{
 	"go run ./cmd/agentctl tenant share set default --weight 2 --max-running 50": {want: []string{"tenant default: weight 2, at most 50 running", "share of tenant default removed: weight 1, no cap on running tasks"}},
 	"CHAOS_TASKS=2000":                                                           {skip: "internal/chaos's TestChaos is this run with CI's defaults"},
 	"go install ./cmd/agentd ./cmd/agentctl":                                     {},
+	"DATABASE_URL='postgres://agentledger:…@db1:5432,db2:5432":                   {skip: "internal/chaos's TestFailover gives its daemons such a URL"},
+	"go test ./internal/chaos -run 'TestFailover$'":                              {skip: "internal/chaos's TestFailover is this run (CI's); TestFailoverAsync wants CHAOS_FAILOVER_ASYNC"},
 }
 
 // sagaExample names the Sagas section's block, which begins as the steps

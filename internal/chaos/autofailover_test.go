@@ -1,0 +1,405 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/agentledger/agentledger/pgembed"
+)
+
+// formation is a pg_auto_failover formation the harness starts itself: a
+// monitor and two data nodes on localhost, each run by its own pg_autoctl
+// (as the postgres user under root: pg_autoctl refuses root).
+type formation struct {
+	t       *testing.T
+	bin     string // pg_autoctl
+	binDir  string // PostgreSQL's server binaries
+	dir     string
+	cred    *syscall.Credential
+	monitor *node
+	nodes   [2]*node
+}
+
+// node is one pg_autoctl process (its supervisor, keeper and postmaster
+// share its process group) and its PostgreSQL.
+type node struct {
+	name   string
+	port   int
+	pgdata string
+	log    string
+	cmd    *exec.Cmd
+	exited chan struct{}
+}
+
+// pgAutoctlBin finds pg_autoctl — $CHAOS_PG_AUTOCTL, else on PATH — or
+// skips t visibly.
+func pgAutoctlBin(t *testing.T) string {
+	t.Helper()
+	name := os.Getenv("CHAOS_PG_AUTOCTL")
+	if name == "" {
+		name = "pg_autoctl"
+	}
+	bin, err := exec.LookPath(name)
+	if err != nil {
+		skipVisibly(t, "pg_autoctl is not installed, so the failover round did not run "+
+			"(Debian: apt-get install postgresql-15-auto-failover pg-auto-failover-cli; .ci/run installs them)")
+	}
+	if os.Geteuid() == 0 {
+		if _, err := user.Lookup("postgres"); err != nil {
+			skipVisibly(t, "running as root and there is no postgres user to run pg_autoctl as, so the failover round did not run")
+		}
+	}
+	return bin
+}
+
+// startFormation starts the monitor and two nodes, primary and secondary,
+// with synchronous replication (pg_auto_failover's default: the standby is
+// in the replication quorum) or, when async, with none.
+func startFormation(t *testing.T, dir, bin string, async bool) *formation {
+	t.Helper()
+	f := &formation{t: t, bin: bin, dir: filepath.Join(dir, "pgaf")}
+	var err error
+	f.binDir, err = pgembed.FindBinaries("15") // the version pg_auto_failover is built for
+	if err != nil {
+		skipVisibly(t, "no PostgreSQL 15 server binaries for pg_auto_failover, so the failover round did not run: "+err.Error())
+	}
+	must(t, os.MkdirAll(f.dir, 0o755))
+	if os.Geteuid() == 0 {
+		pg, err := user.Lookup("postgres")
+		must(t, err) // pgAutoctlBin found it
+		uid, _ := strconv.Atoi(pg.Uid)
+		gid, _ := strconv.Atoi(pg.Gid)
+		f.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+		must(t, os.Chown(f.dir, uid, gid))
+	}
+	t.Cleanup(f.stop)
+
+	f.monitor = f.newNode("monitor")
+	f.start(f.monitor, "create", "monitor", "--pgdata", f.monitor.pgdata, "--pgport", strconv.Itoa(f.monitor.port),
+		"--pgctl", filepath.Join(f.binDir, "pg_ctl"), "--hostname", "127.0.0.1", "--auth", "trust", "--no-ssl", "--run")
+	waitFor(t, "the pg_auto_failover monitor", time.Minute, func() (bool, string) {
+		return f.query(f.monitor, "pg_auto_failover", `SELECT count(*) FROM pgautofailover.node`, new(int)), f.tail(f.monitor)
+	})
+	// Detect a dead node in about 2 s instead of 20, and do not wait 30 s
+	// for a dead primary to demote itself before its standby takes writes.
+	for name, v := range map[string]string{"health_check_period": "1000", "health_check_timeout": "1000",
+		"health_check_max_retries": "1", "health_check_retry_delay": "500", "node_considered_unhealthy_timeout": "2000",
+		"primary_demote_timeout": "3000"} {
+		f.exec(f.monitor, "pg_auto_failover", sprintf("ALTER SYSTEM SET pgautofailover.%s = %s", name, v))
+	}
+	f.exec(f.monitor, "pg_auto_failover", "SELECT pg_reload_conf()")
+
+	for i := range f.nodes {
+		n := f.newNode(sprintf("node%d", i+1))
+		f.nodes[i] = n
+		f.start(n, "create", "postgres", "--pgdata", n.pgdata, "--pgport", strconv.Itoa(n.port),
+			"--pgctl", filepath.Join(f.binDir, "pg_ctl"), "--hostname", "127.0.0.1", "--name", n.name,
+			"--auth", "trust", "--no-ssl", "--dbname", "chaos", "--monitor", f.monitorURI(), "--run")
+		if i == 0 {
+			f.waitStates("the first node to run alone", map[string]string{n.name: "single"})
+			// The drill measures replication, not the disk: the standby
+			// copies this (postgresql.auto.conf) with the data.
+			f.exec(n, "chaos", "ALTER SYSTEM SET fsync = off")
+			f.exec(n, "chaos", "SELECT pg_reload_conf()")
+		}
+	}
+	f.waitHealthy("the formation")
+	if async {
+		// A standby outside the replication quorum replicates
+		// asynchronously; both, since they change roles.
+		for _, n := range f.nodes {
+			f.autoctlTries(3, "set", "node", "replication-quorum", "false", "--pgdata", n.pgdata)
+		}
+		waitFor(t, "asynchronous replication", time.Minute, func() (bool, string) {
+			p := f.primary()
+			if p == nil {
+				return false, "no primary"
+			}
+			names := f.syncStandbys(p)
+			return names == "", sprintf("synchronous_standby_names %q", names)
+		})
+	}
+	f.waitHealthy("the replication mode")
+	return f
+}
+
+func (f *formation) newNode(name string) *node {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	must(f.t, err)
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	return &node{name: name, port: port, pgdata: filepath.Join(f.dir, name), log: filepath.Join(f.dir, name+".log")}
+}
+
+func (f *formation) monitorURI() string {
+	return sprintf("postgres://autoctl_node@127.0.0.1:%d/pg_auto_failover?sslmode=disable", f.monitor.port)
+}
+
+// URL is the database chaos on both nodes: a client connects to whichever
+// takes writes.
+func (f *formation) URL() string {
+	return sprintf("postgres://postgres@127.0.0.1:%d,127.0.0.1:%d/chaos?sslmode=disable&target_session_attrs=read-write&connect_timeout=2",
+		f.nodes[0].port, f.nodes[1].port)
+}
+
+// command is pg_autoctl with args, as the postgres user under root, in its
+// own process group, with its configuration under the formation's
+// directory.
+func (f *formation) command(args ...string) *exec.Cmd {
+	cmd := exec.Command(f.bin, args...)
+	cmd.Dir = f.dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: f.cred}
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "PG") && !strings.HasPrefix(kv, "XDG_") && !strings.HasPrefix(kv, "PATH=") && !strings.HasPrefix(kv, "HOME=") {
+			env = append(env, kv)
+		}
+	}
+	cmd.Env = append(env, "PATH="+f.binDir+":/usr/bin:/bin", "HOME="+f.dir,
+		"XDG_CONFIG_HOME="+filepath.Join(f.dir, "config"), "XDG_DATA_HOME="+filepath.Join(f.dir, "data"),
+		"XDG_RUNTIME_DIR="+filepath.Join(f.dir, "run"))
+	return cmd
+}
+
+// start runs a long-lived pg_autoctl for n.
+func (f *formation) start(n *node, args ...string) {
+	out, err := os.OpenFile(n.log, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	must(f.t, err)
+	cmd := f.command(args...)
+	cmd.Stdout, cmd.Stderr = out, out
+	must(f.t, cmd.Start())
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		out.Close()
+		close(exited)
+	}()
+	n.cmd, n.exited = cmd, exited
+}
+
+// autoctl runs a pg_autoctl command to its end.
+func (f *formation) autoctl(args ...string) string {
+	out, err := f.command(args...).CombinedOutput()
+	if err != nil {
+		f.t.Fatalf("pg_autoctl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// autoctlTries runs a pg_autoctl command up to tries times: the monitor
+// may refuse a change for a moment (it can deadlock with a keeper's report,
+// and says so).
+func (f *formation) autoctlTries(tries int, args ...string) {
+	for i := 1; ; i++ {
+		out, err := f.command(args...).CombinedOutput()
+		if err == nil {
+			return
+		}
+		if i == tries {
+			f.t.Fatalf("pg_autoctl %s: %v (tried %d times)\n%s", strings.Join(args, " "), err, tries, out)
+		}
+		time.Sleep(time.Second) // the monitor's moment
+	}
+}
+
+// kill SIGKILLs n's process group — pg_autoctl, its keeper and the
+// postmaster with its backends: the node dies as a machine does, and no
+// keeper restarts its PostgreSQL in place.
+func (f *formation) kill(n *node) {
+	if n.cmd == nil {
+		return
+	}
+	_ = syscall.Kill(-n.cmd.Process.Pid, syscall.SIGKILL)
+	<-n.exited
+	// The postmaster's children notice its death on their own: wait until
+	// none holds the port.
+	waitFor(f.t, n.name+"'s PostgreSQL gone", 30*time.Second, func() (bool, string) {
+		c, err := net.DialTimeout("tcp", sprintf("127.0.0.1:%d", n.port), time.Second)
+		if err != nil {
+			return true, ""
+		}
+		c.Close()
+		return false, "still listening"
+	})
+}
+
+// stop ends every pg_autoctl: SIGINT (a fast shutdown, for PostgreSQL
+// too), SIGKILL after 20 s.
+func (f *formation) stop() {
+	for _, n := range append(f.nodes[:], f.monitor) {
+		if n == nil || n.cmd == nil {
+			continue
+		}
+		_ = syscall.Kill(-n.cmd.Process.Pid, syscall.SIGINT)
+		select {
+		case <-n.exited:
+		case <-time.After(20 * time.Second):
+			_ = syscall.Kill(-n.cmd.Process.Pid, syscall.SIGKILL)
+			<-n.exited
+		}
+	}
+}
+
+// conn connects to db on n alone.
+func (f *formation) conn(ctx context.Context, n *node, db string) (*pgx.Conn, error) {
+	return pgx.Connect(ctx, sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable&connect_timeout=2", n.port, db))
+}
+
+// query scans one row of sql on n into dst; false on any error.
+func (f *formation) query(n *node, db, sql string, dst ...any) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	c, err := f.conn(ctx, n, db)
+	if err != nil {
+		return false
+	}
+	defer c.Close(context.Background())
+	return c.QueryRow(ctx, sql).Scan(dst...) == nil
+}
+
+// try runs sql on n, whatever comes of it.
+func (f *formation) try(n *node, db, sql string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if c, err := f.conn(ctx, n, db); err == nil {
+		_, _ = c.Exec(ctx, sql)
+		c.Close(context.Background())
+	}
+}
+
+func (f *formation) exec(n *node, db, sql string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := f.conn(ctx, n, db)
+	must(f.t, err)
+	defer c.Close(context.Background())
+	if _, err := c.Exec(ctx, sql); err != nil {
+		f.t.Fatalf("%s on %s: %v", sql, n.name, err)
+	}
+}
+
+// states are the nodes' states as the monitor has them: name → reported
+// state, "=" and the goal when they differ.
+func (f *formation) states() map[string]string {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	c, err := f.conn(ctx, f.monitor, "pg_auto_failover")
+	if err != nil {
+		return nil
+	}
+	defer c.Close(context.Background())
+	rows, err := c.Query(ctx, `SELECT nodename, reportedstate::text, goalstate::text FROM pgautofailover.node`)
+	if err != nil {
+		return nil
+	}
+	out := map[string]string{}
+	var name, reported, goal string
+	_, err = pgx.ForEachRow(rows, []any{&name, &reported, &goal}, func() error {
+		out[name] = reported
+		if goal != reported {
+			out[name] += "→" + goal
+		}
+		return nil
+	})
+	if err != nil {
+		return nil
+	}
+	return out
+}
+
+// waitStates waits until the monitor reports the nodes named in want in
+// those states.
+func (f *formation) waitStates(what string, want map[string]string) {
+	f.t.Helper()
+	waitFor(f.t, what, 2*time.Minute, func() (bool, string) {
+		got := f.states()
+		for name, s := range want {
+			if got[name] != s {
+				return false, sprintf("states %v", got)
+			}
+		}
+		return true, ""
+	})
+}
+
+// waitHealthy waits for a primary and a secondary in the replication mode
+// asked for. A new standby's base backup waits for a checkpoint, which
+// the harness asks the primary for rather than wait out a spread one.
+func (f *formation) waitHealthy(what string) {
+	f.t.Helper()
+	waitFor(f.t, what+": a primary and a secondary", 3*time.Minute, func() (bool, string) {
+		got := f.states()
+		primary, secondary := 0, 0
+		for _, n := range f.nodes {
+			switch got[n.name] {
+			case "primary":
+				primary++
+			case "secondary":
+				secondary++
+			case "wait_primary":
+				f.try(n, "chaos", "CHECKPOINT")
+			}
+		}
+		return primary == 1 && secondary == 1, sprintf("states %v", got)
+	})
+}
+
+// primary is the node that takes writes now (the monitor's word), or nil.
+func (f *formation) primary() *node {
+	got := f.states()
+	for _, n := range f.nodes {
+		if s := got[n.name]; s == "primary" || s == "wait_primary" || s == "single" {
+			return n
+		}
+	}
+	return nil
+}
+
+// other is the node that is not n.
+func (f *formation) other(n *node) *node {
+	if f.nodes[0] == n {
+		return f.nodes[1]
+	}
+	return f.nodes[0]
+}
+
+// promoted polls n until it leaves recovery and returns when it did.
+func (f *formation) promoted(n *node, limit time.Duration) (time.Time, error) {
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		var recovering bool
+		if f.query(n, "chaos", "SELECT pg_is_in_recovery()", &recovering) && !recovering {
+			return time.Now(), nil
+		}
+		time.Sleep(50 * time.Millisecond) // polling another process
+	}
+	return time.Time{}, fmt.Errorf("%s was not promoted within %s", n.name, limit)
+}
+
+// syncStandbys is the primary's synchronous_standby_names.
+func (f *formation) syncStandbys(n *node) string {
+	var s string
+	if !f.query(n, "chaos", "SHOW synchronous_standby_names", &s) {
+		return "?"
+	}
+	return s
+}
+
+// tail is the end of n's log.
+func (f *formation) tail(n *node) string {
+	b, _ := os.ReadFile(n.log)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return strings.Join(lines[max(0, len(lines)-5):], "\n")
+}

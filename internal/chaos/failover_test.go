@@ -1,0 +1,240 @@
+package chaos
+
+import (
+	"context"
+	"crypto/sha256"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The chaos round across failovers, with synchronous replication: three
+// daemons on a pg_auto_failover formation (monitor, primary, secondary),
+// reaching it by a multi-host URL with target_session_attrs=read-write.
+// Mid-run a planned switchover, then a SIGKILL of the primary node (its
+// postmaster and its keeper, so that the standby takes over). Every
+// invariant of the chaos drill holds, and every acknowledged submission
+// exists.
+func TestFailover(t *testing.T) {
+	skipShort(t)
+	failoverRound(t, pgAutoctlBin(t), false)
+}
+
+// The same round with asynchronous replication, which may lose an
+// acknowledged commit in a failover: it measures what was lost (a task, a
+// ledger row, an effect run twice) instead of failing. It runs when
+// CHAOS_FAILOVER_ASYNC=1.
+func TestFailoverAsync(t *testing.T) {
+	skipShort(t)
+	if os.Getenv("CHAOS_FAILOVER_ASYNC") == "" {
+		t.Skip("set CHAOS_FAILOVER_ASYNC=1 to measure the round with asynchronous replication")
+	}
+	failoverRound(t, pgAutoctlBin(t), true)
+}
+
+// failover is one fault the round caused and what followed.
+type failover struct {
+	what     string
+	at       time.Time // the failure (or the switchover's start)
+	promoted time.Time // the standby left recovery
+}
+
+func failoverRound(t *testing.T, bin string, async bool) {
+	dir := worldDir(t)
+	started := time.Now()
+	f := startFormation(t, dir, bin, async)
+	mode := map[bool]string{false: "synchronous", true: "asynchronous"}[async]
+	t.Logf("pg_auto_failover formation up in %s (%s replication; the primary's synchronous_standby_names is %q)",
+		time.Since(started).Round(100*time.Millisecond), mode, f.syncStandbys(f.primary()))
+	w := &world{dir: dir, url: f.URL()}
+	w.prepare(t)
+	r := newRunIn(t, w)
+	r.tasks, r.agents = envInt(t, "FAILOVER_TASKS", 200), envInt(t, "FAILOVER_AGENTS", 10)
+	seconds := time.Duration(envInt(t, "FAILOVER_SECONDS", 20)) * time.Second
+	r.lossy, r.violations = async, map[string]int{}
+	r.startWorkers(w.url, nil)
+	defer func() {
+		for _, d := range r.daemons {
+			d.stop()
+		}
+		if t.Failed() {
+			r.report()
+			for _, n := range append(f.nodes[:], f.monitor) {
+				t.Logf("last lines of %s:\n%s", n.name, f.tail(n))
+			}
+		}
+	}()
+
+	r.start = time.Now()
+	submitted := make(chan struct{})
+	go func() {
+		defer close(submitted)
+		r.submit(seconds * 2 / 3)
+	}()
+	faults := r.failovers(f, seconds)
+	<-submitted
+	r.note("faults over; waiting for the work to finish")
+	quiet := time.Now()
+	r.supervise(func() bool {
+		done, status := r.finished()
+		// A round that lost submissions never reaches their count: once
+		// nothing is left to do for a while, it is over.
+		return done || r.lossy && strings.Contains(status, " 0 unfinished, 0 notifications pending") && time.Since(quiet) > 30*time.Second
+	}, 5*time.Minute)
+	for _, d := range r.daemons {
+		d.stop()
+	}
+	r.checkSubmitted()
+	r.checkStandbyWarning(async)
+	r.check()
+	r.reportFailovers(mode, faults)
+}
+
+// failovers runs the round's faults: at a quarter of d a planned
+// switchover, at half a SIGKILL of the primary node, each waited out
+// until the formation has a primary and a secondary again.
+func (r *run) failovers(f *formation, d time.Duration) []failover {
+	r.waitUntil(d / 4)
+	var out []failover
+	old := f.primary()
+	next := f.other(old)
+	promoted := make(chan time.Time, 1)
+	go func() { at, _ := f.promoted(next, 2*time.Minute); promoted <- at }()
+	fo := failover{what: "planned switchover", at: time.Now()}
+	r.note("pg_autoctl perform switchover: %s → %s", old.name, next.name)
+	f.autoctl("perform", "switchover", "--pgdata", old.pgdata)
+	fo.promoted = <-promoted
+	r.note("switchover done: %s takes writes", next.name)
+	out = append(out, fo)
+	f.waitHealthy("after the switchover")
+	r.note("%s is the secondary", old.name)
+
+	r.waitUntil(d / 2)
+	old = f.primary()
+	next = f.other(old)
+	go func() { at, _ := f.promoted(next, 2*time.Minute); promoted <- at }()
+	fo = failover{what: "SIGKILL of the primary", at: time.Now()}
+	r.note("SIGKILL %s (pg_autoctl, its keeper, the postmaster)", old.name)
+	f.kill(old)
+	fo.promoted = <-promoted
+	r.note("%s promoted", next.name)
+	out = append(out, fo)
+	f.start(old, "run", "--pgdata", old.pgdata)
+	r.note("restarted %s's pg_autoctl", old.name)
+	f.waitHealthy("the killed node back as a secondary")
+	r.note("%s is the secondary", old.name)
+	return out
+}
+
+// waitUntil keeps the daemons up until at after the round's start.
+func (r *run) waitUntil(at time.Duration) {
+	for time.Since(r.start) < at {
+		r.ensureAll()
+		time.Sleep(200 * time.Millisecond) // the schedule's pace
+	}
+}
+
+// checkSubmitted: every submission the harness had acknowledged exists.
+func (r *run) checkSubmitted() {
+	var n int
+	must(r.t, r.w.db.QueryRow(context.Background(),
+		`SELECT count(*) FROM tasks WHERE submission_key ~ '^chaos(-agent)?:[0-9]+$'`).Scan(&n))
+	if want := r.tasks + r.agents; n != want {
+		if r.lossy {
+			r.violations["every acknowledged submission exists"] += want - n
+			r.t.Logf("MEASURED every acknowledged submission exists: %d of %d acknowledged submissions were lost", want-n, want)
+			return
+		}
+		r.t.Errorf("INVARIANT every acknowledged submission exists: %d tasks for %d acknowledged submissions", n, want)
+	}
+}
+
+// checkStandbyWarning: each daemon, whose MCP tools are unsafe, warned at
+// start of the missing synchronous standby with asynchronous replication,
+// and not with synchronous (where none started while a node was down).
+func (r *run) checkStandbyWarning(async bool) {
+	for _, d := range r.daemons {
+		b, err := os.ReadFile(d.log)
+		must(r.t, err)
+		n := strings.Count(string(b), "no synchronous standby")
+		switch {
+		case async && n != d.starts:
+			r.t.Errorf("%s started %d times with asynchronous replication and warned %d times of no synchronous standby", d.name, d.starts, n)
+		case !async && d.starts == 1 && n != 0:
+			r.t.Errorf("%s warned of no synchronous standby with synchronous replication", d.name)
+		}
+	}
+}
+
+// reportFailovers logs each failover's times — to the standby's promotion
+// and to the first claim after it — and the effects per intent.
+func (r *run) reportFailovers(mode string, faults []failover) {
+	ctx := context.Background()
+	for _, fo := range faults {
+		var first *time.Time
+		must(r.t, r.w.db.QueryRow(ctx, `SELECT min(started_at) FROM task_attempts WHERE started_at >= $1`, fo.promoted).Scan(&first))
+		claim := "none"
+		if first != nil {
+			claim = first.Sub(fo.at).Round(10 * time.Millisecond).String()
+		}
+		r.t.Logf("FAILOVER %s (%s replication): standby promoted %s after the failure, first claim on it %s after",
+			fo.what, mode, fo.promoted.Sub(fo.at).Round(10*time.Millisecond), claim)
+	}
+	keyed := map[int]int{} // effects → intents with that many
+	byBody := r.down.EffectsByBody()
+	for i := range r.tasks {
+		keyed[byBody[sha256.Sum256([]byte(sprintf(`{"task":%d}`, i)))]]++
+	}
+	for j := range r.agents {
+		keyed[byBody[sha256.Sum256([]byte(sprintf(`{"agent":%d}`, j)))]]++
+	}
+	charges := map[string]int{}
+	b, err := os.ReadFile(r.mcpLog)
+	must(r.t, err)
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if tool, key, _ := strings.Cut(line, " "); tool == "charge" {
+			charges[key]++
+		}
+	}
+	unsafe := map[int]int{}
+	for _, n := range charges {
+		unsafe[n]++
+	}
+	var retried, expired int
+	must(r.t, r.w.db.QueryRow(ctx, `SELECT count(*) FILTER (WHERE outcome = 'retry'), count(*) FILTER (WHERE outcome = 'lease_expired')
+		FROM task_attempts`).Scan(&retried, &expired))
+	rows, err := r.w.db.Query(ctx, `SELECT left(coalesce(error, ''), 160), count(*) FROM task_attempts WHERE outcome = 'retry'
+		GROUP BY 1 ORDER BY 2 DESC LIMIT 5`)
+	must(r.t, err)
+	for rows.Next() {
+		var e string
+		var n int
+		must(r.t, rows.Scan(&e, &n))
+		r.t.Logf("RETRIED %d attempts: %s", n, e)
+	}
+	rows.Close()
+	// What a lost commit left: a parent without its child, with what its
+	// ledger holds.
+	rows, err = r.w.db.Query(ctx, `SELECT t.id, t.submission_key, t.state,
+		(SELECT string_agg(l.operation || ' ' || l.state, ', ' ORDER BY l.generation, l.seq) FROM ledger l WHERE l.task_id = t.id)
+		FROM tasks t WHERE t.kind = 'steps' AND NOT EXISTS (SELECT FROM tasks c WHERE c.kind = 'echo' AND c.payload->>'parent' = split_part(t.submission_key, ':', 2))`)
+	must(r.t, err)
+	for rows.Next() {
+		var id int64
+		var key, state string
+		var ledger *string
+		must(r.t, rows.Scan(&id, &key, &state, &ledger))
+		r.t.Logf("CHILDLESS task %d (%s) is %s; its ledger: %v", id, key, state, deref(ledger))
+	}
+	rows.Close()
+	r.t.Logf("EFFECTS (%s replication): keyed POSTs per intent %v (effects → intents); unsafe MCP charges per key %v; "+
+		"attempts retried %d, leases expired %d; invariants broken %v", mode, keyed, unsafe, retried, expired, r.violations)
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "empty"
+	}
+	return *s
+}

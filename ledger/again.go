@@ -1,0 +1,35 @@
+package ledger
+
+import (
+	"context"
+	"time"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/database"
+)
+
+// againBackoff spaces the tries of an outcome's write.
+var againBackoff = agentledger.Backoff{Base: 100 * time.Millisecond, Max: 2 * time.Second, Jitter: 0.2}
+
+// again runs write, the fenced write of a performed effect's outcome,
+// until it is answered or fails for another reason than the database being
+// away (a restart, a failover): the effect happened and its outcome is
+// known, so a blip must not turn it into an outcome unknown. Sending the
+// write again is safe: fenced on the lease and the row, a second one that
+// finds the first landed changes nothing and the caller reads back what
+// stands. ctx ends with the lease.
+func again(ctx context.Context, write func() error) error {
+	for attempt := int32(1); ; attempt++ {
+		err := write()
+		if err == nil || !database.Unavailable(err) || ctx.Err() != nil {
+			return err
+		}
+		t := time.NewTimer(againBackoff.Delay(attempt))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+	}
+}
