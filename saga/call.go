@@ -37,7 +37,7 @@ func Call(ctx context.Context, t *agentledger.Task, path, tool string, args any,
 	if err != nil {
 		return ledger.Result{}, agentledger.Permanent(fmt.Errorf("saga.Call %s: arguments: %w", path, err))
 	}
-	if References(string(raw)) {
+	if References(raw) {
 		return ledger.Result{}, agentledger.Permanent(fmt.Errorf("saga.Call %s: ${self…} may be used only in a compensation", path))
 	}
 	call := tools.Call{Task: t, StepPath: "call/" + path, Args: raw}

@@ -54,7 +54,7 @@ func (c Compensation) Check() error {
 			return agentledger.Permanent(fmt.Errorf("compensation args must be an object"))
 		}
 	}
-	for _, m := range selfRE.FindAllStringSubmatch(string(c.Args), -1) {
+	for _, m := range refs.Find(c.Args, selfRE) {
 		if !refs.CheckPath(m[1]) {
 			return agentledger.Permanent(fmt.Errorf("%s must name status, body[.path] or external_ref", m[0]))
 		}
@@ -73,9 +73,9 @@ func (c Compensation) Encode() (json.RawMessage, error) {
 	return json.Marshal(c)
 }
 
-// References reports whether s refers to ${self…}: such text belongs in a
-// compensation only.
-func References(s string) bool { return selfRE.MatchString(s) }
+// References reports whether args refer to ${self…}, escaped or not: such
+// arguments belong in a compensation only.
+func References(args json.RawMessage) bool { return len(refs.Find(args, selfRE)) > 0 }
 
 // PathOf is the journal place of the compensation of the effect at path.
 func PathOf(path string) string { return compensatePrefix + path }

@@ -78,7 +78,7 @@ func parseStep(i int, raw json.RawMessage) (Step, error) {
 	if s.Tool, s.Args, err = toolCall(subject, f); err != nil {
 		return s, err
 	}
-	if saga.References(string(s.Args)) {
+	if saga.References(s.Args) {
 		return s, bad("step %d: ${self…} may be used only in a compensation", i)
 	}
 	if err := checkRefs(subject, s.Args, i-1); err != nil {
@@ -137,7 +137,7 @@ func toolCall(subject string, f map[string]json.RawMessage) (tool string, args j
 // checkRefs checks the references of args: each names a step up to last
 // and a part of its result.
 func checkRefs(subject string, args json.RawMessage, last int) error {
-	for _, m := range refsIn(args) {
+	for _, m := range refs.Find(args, refRE) {
 		n, err := strconv.Atoi(m[1])
 		if err != nil || n > last {
 			return bad("%s: %s refers to step %s, which does not run before it", subject, m[0], m[1])
@@ -194,28 +194,7 @@ func jsonType(raw json.RawMessage) string {
 
 // references reports whether args refer to earlier results: their value
 // is known only when the step runs.
-func references(args json.RawMessage) bool { return len(refsIn(args)) > 0 }
-
-// refsIn are the matches of refRE in the strings of args, valid JSON, as
-// resolve sees them: decoded, so that a reference written with a JSON
-// escape (\u0024{steps.0.body}) is checked like any other.
-func refsIn(args json.RawMessage) [][]string {
-	if !bytes.Contains(args, []byte(`\u`)) {
-		// No \u escape: the other escapes cannot make or break a match.
-		return refRE.FindAllStringSubmatch(string(args), -1)
-	}
-	var out [][]string
-	dec := json.NewDecoder(bytes.NewReader(args))
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			return out
-		}
-		if s, ok := tok.(string); ok {
-			out = append(out, refRE.FindAllStringSubmatch(s, -1)...)
-		}
-	}
-}
+func references(args json.RawMessage) bool { return len(refs.Find(args, refRE)) > 0 }
 
 func bad(format string, args ...any) error {
 	return agentledger.Permanent(fmt.Errorf("steps: "+format, args...))

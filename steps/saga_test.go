@@ -477,6 +477,9 @@ func TestCheckRefusesBadCompensations(t *testing.T) {
 		`{"steps":[{"tool":"http_request","args":{"method":"get","url":"http://a/x"},"compensate":{"tool":"http_request"}}]}`:                                                             `step 0: declares a compensation, but a GET changes nothing`,
 		`{"steps":[{"tool":"http_request","args":{"id":"${self.body.id}"}}]}`:                                                                                                             `step 0: ${self…} may be used only in a compensation`,
 		`{"steps":[{"tool":"http_request","compensate":{"tool":"http_request","args":{"x":"${self.nope}"}}}]}`:                                                                            `${self.nope} must name status, body[.path] or external_ref`,
+		// The same written with JSON escapes: checked as the undo would read them.
+		`{"steps":[{"tool":"http_request","compensate":{"tool":"http_request","args":{"x":"\u0024{self.nope}"}}}]}`: `${self.nope} must name status, body[.path] or external_ref`,
+		`{"steps":[{"tool":"http_request","args":{"id":"\u0024{self.body.id}"}}]}`:                                  `step 0: ${self…} may be used only in a compensation`,
 	} {
 		err := steps.Check(json.RawMessage(payload), known)
 		if !errors.Is(err, agentledger.ErrInvalid) || !strings.Contains(err.Error(), want) {

@@ -36,6 +36,27 @@ func Resolve(args json.RawMessage, re *regexp.Regexp, lookup Lookup) (json.RawMe
 	return json.Marshal(out)
 }
 
+// Find returns the matches of re in the strings of args, valid JSON, as
+// Resolve sees them: decoded, so that a reference written with a JSON
+// escape (\u0024{steps.0.body}) is checked like any other.
+func Find(args json.RawMessage, re *regexp.Regexp) [][]string {
+	if !bytes.Contains(args, []byte(`\u`)) {
+		// No \u escape: the other escapes cannot make or break a match.
+		return re.FindAllStringSubmatch(string(args), -1)
+	}
+	var out [][]string
+	dec := json.NewDecoder(bytes.NewReader(args))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return out
+		}
+		if s, ok := tok.(string); ok {
+			out = append(out, re.FindAllStringSubmatch(s, -1)...)
+		}
+	}
+}
+
 func walk(v any, re *regexp.Regexp, lookup Lookup) (any, error) {
 	switch x := v.(type) {
 	case map[string]any:
