@@ -195,7 +195,7 @@ func effectsTraced(ctx context.Context, srv *Server, f EffectsFlags, n int, trac
 	if serr := stop(); serr != nil && err == nil {
 		err = fmt.Errorf("tracing: flushing spans: %w", serr)
 	}
-	total, names, cerr := traces.spans()
+	total, names, cerr := sinkCounts(traces)
 	if cerr != nil && err == nil {
 		err = cerr
 	}

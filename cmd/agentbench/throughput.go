@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/internal/otlpsink"
 )
 
 // ThroughputFlags configure the throughput command.
@@ -205,7 +206,7 @@ func throughputRun(ctx context.Context, srv *Server, f ThroughputFlags, c Throug
 	}
 	b := BurnDown{Case: c, Tasks: f.Tasks, MaxConns: int32(f.MaxConns),
 		Flags: f.CommonFlags, Log: log, Out: out, ErrOut: errOut}
-	var traces *sink
+	var traces *otlpsink.Sink
 	var stopTracing func() error
 	if c.Tracing {
 		if traces, stopTracing, err = traceOn(ctx); err != nil {
@@ -217,7 +218,7 @@ func throughputRun(ctx context.Context, srv *Server, f ThroughputFlags, c Throug
 		if serr := stopTracing(); serr != nil && err == nil {
 			err = fmt.Errorf("tracing: flushing spans: %w", serr)
 		}
-		n, names, cerr := traces.spans()
+		n, names, cerr := sinkCounts(traces)
 		if cerr != nil && err == nil {
 			err = cerr
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/internal/downstream"
 	"github.com/agentledger/agentledger/internal/fakeopenai"
+	"github.com/agentledger/agentledger/internal/otlpsink"
 	"github.com/agentledger/agentledger/internal/slackfake"
 	"github.com/agentledger/agentledger/notify/outbox"
 )
@@ -35,8 +36,9 @@ type run struct {
 	daemons []*daemon
 
 	tasks, agents int
-	kills         int    // SIGKILLs sent by the schedule
-	mcpLog        string // the MCP servers' calls: "<tool> <ledger key>" a line
+	kills         int      // SIGKILLs sent by the schedule
+	mcpLog        string   // the MCP servers' calls: "<tool> <ledger key>" a line
+	env           []string // more environment for the fleet
 
 	// lossy: the round may lose acknowledged commits (asynchronous
 	// replication); check counts each invariant's violations in
@@ -61,11 +63,14 @@ type options struct {
 	// pgbouncer, when set, is the PgBouncer binary the daemons connect
 	// through, in transaction pooling mode.
 	pgbouncer string
+	// traced runs the fleet with tracing on, exporting to a local
+	// receiver, and checks the spans that reached it.
+	traced bool
 }
 
 func TestChaos(t *testing.T) {
 	drill(t, options{tasks: envInt(t, "CHAOS_TASKS", 150), agents: envInt(t, "CHAOS_AGENTS", 10),
-		seconds: envInt(t, "CHAOS_SECONDS", 15)})
+		seconds: envInt(t, "CHAOS_SECONDS", 15), traced: true})
 }
 
 // skipShort skips t under -short.
@@ -125,6 +130,13 @@ func drill(t *testing.T, o options) {
 	if o.pgbouncer != "" {
 		dbURL, extra = startPgBouncer(t, r.w, o.pgbouncer), []string{"--pgbouncer"}
 	}
+	var traces *otlpsink.Sink
+	if o.traced {
+		traces = otlpsink.New()
+		defer traces.Close()
+		r.env = append(r.env, "OTEL_EXPORTER_OTLP_ENDPOINT="+traces.URL, "OTEL_SERVICE_NAME=agentd",
+			"OTEL_BSP_SCHEDULE_DELAY=200")
+	}
 	r.startWorkers(dbURL, extra)
 	defer func() {
 		for _, d := range r.daemons {
@@ -151,6 +163,38 @@ func drill(t *testing.T, o options) {
 		d.stop()
 	}
 	r.check()
+	if traces != nil {
+		r.checkTraces(traces)
+	}
+}
+
+// checkTraces checks that the traced fleet's spans reached the receiver:
+// every kind of span the drill's work makes, effects performed and served.
+// A SIGKILLed daemon loses the spans it had batched, so counts are not
+// compared with the work done.
+func (r *run) checkTraces(s *otlpsink.Sink) {
+	spans, err := s.Spans()
+	must(r.t, err)
+	n := otlpsink.Count(spans)
+	outcomes := map[string]int{}
+	for _, sp := range spans {
+		if o := sp.Attrs["agentledger.ledger.outcome"]; o != "" {
+			outcomes[o]++
+		}
+	}
+	r.t.Logf("tracing: %d spans %v; effect outcomes %v", len(spans), n, outcomes)
+	want := []string{"agentledger.claim", "agentledger.attempt", "agentledger.effect", "agentledger.tool", "agentledger.notify"}
+	if r.agents > 0 {
+		want = append(want, "chat")
+	}
+	for _, name := range want {
+		if n[name] == 0 {
+			r.t.Errorf("tracing: no %s span reached the receiver (got %v)", name, n)
+		}
+	}
+	if outcomes["performed"] == 0 {
+		r.t.Errorf("tracing: no effect span says performed (outcomes %v)", outcomes)
+	}
 }
 
 // startWorkers starts the fake Slack and model, the notification rule and
@@ -178,8 +222,8 @@ func (r *run) startWorkers(dbURL string, extra []string) {
 	r.startFleet(dbURL, append([]string{"--dispatch-lease", "5s", "--dispatch-concurrency", "4",
 		"--slack-channel-interval", "1ms", "--slack-workspace-rate", "100000",
 		"--llm-base-url", model.BaseURL(), "--llm-model", "chaos", "--config", config}, extra...),
-		[]string{"AGENTLEDGER_SLACK_TOKEN=" + slackToken, "AGENTLEDGER_SLACK_API_URL=" + r.slack.APIURL(),
-			"AGENTLEDGER_LLM_API_KEY=" + modelKey})
+		append([]string{"AGENTLEDGER_SLACK_TOKEN=" + slackToken, "AGENTLEDGER_SLACK_API_URL=" + r.slack.APIURL(),
+			"AGENTLEDGER_LLM_API_KEY=" + modelKey}, r.env...))
 }
 
 // modelReply is the fake model: an agent asks for one keyed POST, then for

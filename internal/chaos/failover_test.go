@@ -18,6 +18,7 @@ import (
 // exists.
 func TestFailover(t *testing.T) {
 	skipShort(t)
+	t.Parallel() // mostly waits on the formation's health checks and promotions
 	failoverRound(t, pgAutoctlBin(t), false)
 }
 
