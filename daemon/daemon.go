@@ -417,7 +417,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 		svc.runs = append(svc.runs, s.run)
 	}
 	d.sups = sups
-	warnUnreplicated(ctx, db.Pool, unsafeTools(reg.Classes(), cfg.UnsafeHTTPAllowedHosts, cfg.MCPServers), log)
+	if cfg.DatabaseURL != "" { // the embedded cluster is one local server: no failover replaces it
+		warnUnreplicated(ctx, db.Pool, unsafeTools(reg.Classes(), cfg.UnsafeHTTPAllowedHosts, cfg.MCPServers), log)
+	}
 	// Registered before the API answers, so that the kinds this daemon
 	// serves are accepted from the first request (and before BeforeRun,
 	// which may hold the pool's connections); Run refreshes it every 10s.

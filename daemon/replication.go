@@ -51,7 +51,8 @@ const hasSyncStandbySQL = `SELECT current_setting('synchronous_standby_names') <
 // database has no synchronous standby: an asynchronous failover can lose
 // an acknowledged commit, the ledger row of an unsafe effect with it, and
 // the effect then runs again. It is a warning, not a refusal: a single
-// server loses nothing to a failover.
+// server loses nothing to a failover. The daemon does not call it for its
+// embedded cluster, which no standby can replace.
 func warnUnreplicated(ctx context.Context, db *pgxpool.Pool, unsafe []string, log *slog.Logger) {
 	if len(unsafe) == 0 {
 		return

@@ -3,6 +3,7 @@ package daemon_test
 import (
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"testing"
 
@@ -24,11 +25,16 @@ func TestWarnsOfUnsafeToolsWithoutSyncStandby(t *testing.T) {
 	}{
 		{"unsafe_http enabled", []string{"https://payments.example"}, true},
 		{"no unsafe tools", nil, false},
+		{"embedded cluster", []string{"https://payments.example"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			var logs logbuf.Buffer
-			d := daemon.New(daemon.Config{DatabaseURL: testdb.URL(t), Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+			url, dir := testdb.URL(t), ""
+			if tc.name == "embedded cluster" { // its own, in a state directory: no DatabaseURL
+				url, dir = "", searchableDir(t)
+			}
+			d := daemon.New(daemon.Config{DatabaseURL: url, StateDir: dir, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
 				Stdout: io.Discard, UnsafeHTTPAllowedHosts: tc.hosts, NoCron: true, NoJanitor: true})
 			testdaemon.Run(t, d)
 			out := logs.String()
@@ -40,4 +46,18 @@ func TestWarnsOfUnsafeToolsWithoutSyncStandby(t *testing.T) {
 			}
 		})
 	}
+}
+
+// searchableDir is a new directory that the server, run as postgres when
+// the test runs as root, can enter (t.TempDir's parent is private).
+func searchableDir(t *testing.T) string {
+	dir, err := os.MkdirTemp("", "agentd-daemon-test-*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
