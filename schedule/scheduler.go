@@ -186,10 +186,22 @@ type firing struct {
 	dup     bool
 }
 
+// fireTimeout bounds one fire's transaction once begun.
+const fireTimeout = 10 * time.Second
+
 // fire fires schedule name if it is still due and no other daemon holds
 // it: in one transaction it locks the row, enqueues the slots' tasks and
 // moves next_fire_at past now. It reports whether it fired.
+//
+// A fire begun is finished even if ctx ends meanwhile (within
+// fireTimeout): cut off in its commit, it could have created its tasks
+// without knowing it, so that they went unreported (OnFire, Stats).
 func (s *Scheduler) fire(ctx context.Context, name string) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), fireTimeout)
+	defer cancel()
 	tx, err := s.store.db.Begin(ctx)
 	if err != nil {
 		return false, dbError(name, err)

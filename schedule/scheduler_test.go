@@ -326,3 +326,74 @@ func TestConfig(t *testing.T) {
 		}
 	}
 }
+
+// A fire under way when the daemon stops is finished, not cut off: cut
+// off in its commit, it could have created a task it never reported. The
+// fire is held inside its transaction by another's uncommitted task under
+// the slot's key; the context ends; the other rolls back.
+func TestFireUnderWayFinishesAtStop(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, utc("2026-01-10T03:10:00Z"))
+	bg := context.Background()
+	e.add(schedule.Schedule{Name: "hourly", Spec: "0 * * * *", Kind: "report"})
+	e.clock.Set(utc("2026-01-10T04:00:01Z"))
+
+	other, err := e.db.Begin(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Rollback(bg) //nolint:errcheck
+	if _, err := claims.New(other).Enqueue(bg, claims.EnqueueParams{Kind: "report",
+		SubmissionKey: "cron:hourly:2026-01-10T04:00:00Z"}); err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithCancel(bg)
+	type result struct {
+		n   int
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		n, err := e.sched.RunOnce(ctx)
+		done <- result{n, err}
+	}()
+	// The fire's insert waits on the other transaction's row.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var waiting bool
+		if err := e.db.QueryRow(bg, `SELECT EXISTS (SELECT FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%claims.enqueue%')`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the fire never waited on the other transaction")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if err := other.Rollback(bg); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil || r.n != 1 {
+		t.Fatalf("RunOnce = %d, %v; want the fire under way finished", r.n, r.err)
+	}
+	if got := keys(tasks(t, e.db, "hourly")); !slices.Equal(got, []string{"cron:hourly:2026-01-10T04:00:00Z"}) {
+		t.Fatalf("tasks %q", got)
+	}
+	if st := e.sched.Stats(); st != (schedule.Stats{Fires: 1}) {
+		t.Fatalf("stats %+v", st)
+	}
+	if got := e.get("hourly"); !timeIs(got.NextFireAt, "2026-01-10T05:00:00Z") {
+		t.Fatalf("next fire %s", show(got.NextFireAt))
+	}
+	// A context that has ended starts no fire.
+	e.clock.Set(utc("2026-01-10T05:00:01Z"))
+	if n, err := e.sched.RunOnce(ctx); n != 0 || err == nil {
+		t.Fatalf("RunOnce after the end = %d, %v", n, err)
+	}
+}
