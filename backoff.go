@@ -1,6 +1,7 @@
 package agentledger
 
 import (
+	"context"
 	"math/rand/v2"
 	"time"
 )
@@ -41,4 +42,17 @@ func (b Backoff) Delay(attempt int32) time.Duration {
 		d = time.Duration(float64(d) * (1 + b.Jitter*(2*r()-1)))
 	}
 	return d
+}
+
+// Wait waits out the delay after the given failed attempt; false if ctx
+// ended first.
+func (b Backoff) Wait(ctx context.Context, attempt int32) bool {
+	t := time.NewTimer(b.Delay(attempt))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }

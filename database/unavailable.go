@@ -8,9 +8,16 @@ import (
 	"net"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/agentledger/agentledger"
 )
+
+// AwayBackoff spaces the tries of work that waits for the database to
+// come back (Unavailable): 100ms, 200ms … 2s.
+var AwayBackoff = agentledger.Backoff{Base: 100 * time.Millisecond, Max: 2 * time.Second, Jitter: 0.2}
 
 // Unavailable reports whether err is the database being away for now, so
 // that the same work may pass when tried again: the server is starting,

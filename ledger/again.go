@@ -2,14 +2,9 @@ package ledger
 
 import (
 	"context"
-	"time"
 
-	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/database"
 )
-
-// againBackoff spaces the tries of an outcome's write.
-var againBackoff = agentledger.Backoff{Base: 100 * time.Millisecond, Max: 2 * time.Second, Jitter: 0.2}
 
 // again runs write, the fenced write of a performed effect's outcome,
 // until it is answered or fails for another reason than the database being
@@ -24,12 +19,8 @@ func again(ctx context.Context, write func() error) error {
 		if err == nil || !database.Unavailable(err) || ctx.Err() != nil {
 			return err
 		}
-		t := time.NewTimer(againBackoff.Delay(attempt))
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !database.AwayBackoff.Wait(ctx, attempt) {
 			return err
-		case <-t.C:
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/database"
 )
 
 // maxCompletionBatch caps one completion statement.
@@ -154,9 +155,6 @@ func (c *completer) write(ctx context.Context, group []*completion, stmt func(co
 	}
 }
 
-// resolveBackoff spaces the read-backs of a write whose outcome is unknown.
-var resolveBackoff = agentledger.Backoff{Base: 100 * time.Millisecond, Max: 2 * time.Second, Jitter: 0.2}
-
 // settle runs stmt for group. When it fails uncertainly (the connection
 // cut, a failover: the commit may or may not have happened), it waits for
 // the database, reads back what each lease's attempt became, answers
@@ -166,12 +164,8 @@ var resolveBackoff = agentledger.Backoff{Base: 100 * time.Millisecond, Max: 2 * 
 func (c *completer) settle(ctx context.Context, group []*completion, stmt func(context.Context, []*completion) error) ([]*completion, error) {
 	err := stmt(ctx, group)
 	for attempt := int32(1); err != nil && uncertain(err); attempt++ {
-		t := time.NewTimer(resolveBackoff.Delay(attempt))
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !database.AwayBackoff.Wait(ctx, attempt) {
 			return group, err
-		case <-t.C:
 		}
 		leases := make([]agentledger.Lease, len(group))
 		for i, cm := range group {
