@@ -1,8 +1,10 @@
 package claims
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -79,6 +81,8 @@ func (s *Store) claim(ctx context.Context, q string, p ClaimParams) ([]*agentled
 	if err == nil {
 		var tasks []*agentledger.Task
 		if tasks, err = collectTasks(rows); err == nil {
+			// In claim order: claimAloneSQL's UPDATE answers in no order.
+			slices.SortFunc(tasks, claimOrder)
 			if len(tasks) > 0 && tracing.Enabled() {
 				traceClaim(ctx, began, p, tasks, nil)
 			}
@@ -89,6 +93,18 @@ func (s *Store) claim(ctx context.Context, q string, p ClaimParams) ([]*agentled
 		traceClaim(ctx, began, p, nil, err)
 	}
 	return nil, fmt.Errorf("claim: %w", err)
+}
+
+// claimOrder orders tasks as a claim takes them: priority, then run_at,
+// then id.
+func claimOrder(a, b *agentledger.Task) int {
+	if c := cmp.Compare(a.Priority, b.Priority); c != 0 {
+		return c
+	}
+	if c := a.RunAt.Compare(b.RunAt); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.ID, b.ID)
 }
 
 // traceClaim records a claim that took tasks, or failed, as a span from
