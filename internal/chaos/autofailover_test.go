@@ -403,3 +403,30 @@ func (f *formation) tail(n *node) string {
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	return strings.Join(lines[max(0, len(lines)-5):], "\n")
 }
+
+// waitCaughtUp waits until p's standby replicates synchronously and has
+// flushed all the WAL p had written when the wait began. pg_auto_failover
+// lets a primary whose standby is away take writes asynchronously
+// (wait_primary), and turns synchronous replication back on once the
+// returning standby is within enable_sync_wal_log_threshold (16 MB) of
+// it — "secondary" before it has caught up. Until then what p acknowledged
+// alone exists on p alone: a failover in that window loses it, as with
+// asynchronous replication (TestFailoverAsync measures that). It reports
+// how long the standby took to catch up.
+func (f *formation) waitCaughtUp(p *node) time.Duration {
+	f.t.Helper()
+	started := time.Now()
+	var lsn string
+	waitFor(f.t, p.name+"'s WAL position", time.Minute, func() (bool, string) {
+		return f.query(p, "chaos", "SELECT pg_current_wal_lsn()::text", &lsn), "no answer"
+	})
+	waitFor(f.t, "the standby synchronous and caught up with "+lsn, 2*time.Minute, func() (bool, string) {
+		var ok bool
+		var standbys string
+		f.query(p, "chaos", sprintf(`SELECT coalesce(bool_or(state = 'streaming' AND sync_state IN ('sync', 'quorum') AND flush_lsn >= '%s'), false),
+			coalesce(string_agg(application_name || ' ' || state || ' ' || sync_state || ' flushed ' || coalesce(flush_lsn::text, 'nothing'), '; '), 'no standby')
+			FROM pg_stat_replication`, lsn), &ok, &standbys)
+		return ok, standbys
+	})
+	return time.Since(started)
+}

@@ -76,12 +76,22 @@ func failoverRound(t *testing.T, bin string, async bool) {
 	faults := r.failovers(f, seconds)
 	<-submitted
 	r.note("faults over; waiting for the work to finish")
-	quiet := time.Now()
+	var settled time.Time
 	r.supervise(func() bool {
 		done, status := r.finished()
-		// A round that lost submissions never reaches their count: once
-		// nothing is left to do for a while, it is over.
-		return done || r.lossy && strings.Contains(status, " 0 unfinished, 0 notifications pending") && time.Since(quiet) > 30*time.Second
+		// A round that lost a commit (a submission, a child) never reaches
+		// the count: once nothing has been left to do for a while it is
+		// over, and the checks below name what is missing.
+		if !strings.Contains(status, " 0 unfinished, 0 notifications pending") {
+			settled = time.Time{}
+		} else if settled.IsZero() {
+			settled = time.Now()
+		}
+		if !done && !settled.IsZero() && time.Since(settled) > 20*time.Second {
+			r.note("nothing left to do, but %s", status)
+			return true
+		}
+		return done
 	}, 5*time.Minute)
 	for _, d := range r.daemons {
 		d.stop()
@@ -114,6 +124,13 @@ func (r *run) failovers(f *formation, d time.Duration) []failover {
 	r.waitUntil(d / 2)
 	old = f.primary()
 	next = f.other(old)
+	if !r.lossy {
+		// Kill only a primary whose every acknowledged commit is on its
+		// standby: what it took alone after the switchover is not
+		// synchronous replication's to keep.
+		took := f.waitCaughtUp(old)
+		r.note("%s's standby synchronous and caught up (waited %s)", old.name, took.Round(10*time.Millisecond))
+	}
 	go func() { at, _ := f.promoted(next, 2*time.Minute); promoted <- at }()
 	fo = failover{what: "SIGKILL of the primary", at: time.Now()}
 	r.note("SIGKILL %s (pg_autoctl, its keeper, the postmaster)", old.name)
