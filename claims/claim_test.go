@@ -73,8 +73,8 @@ func TestI1ClaimContention(t *testing.T) {
 							dupes.Add(1)
 							t.Errorf("task %d claimed by %s while %v held it", task.ID, worker, prev)
 						}
-						if task.LeaseToken != 1 || task.Attempt != 1 {
-							t.Errorf("task %d: token %d attempt %d, want 1/1", task.ID, task.LeaseToken, task.Attempt)
+						if task.LeaseToken <= 0 || task.Attempt != 1 {
+							t.Errorf("task %d: token %d attempt %d, want a token and attempt 1", task.ID, task.LeaseToken, task.Attempt)
 						}
 						done[i] = claims.Success{Lease: claims.LeaseOf(task)}
 					}

@@ -2,7 +2,9 @@
 // tables and every statement that touches them.
 //
 // A worker claims runnable tasks in one statement (FOR UPDATE SKIP LOCKED),
-// each claim issuing a new fencing token (the task's lease_token + 1). Every
+// each claim issuing a new fencing token (above the task's last one and at
+// least the claim's clock in µs, so that a claim whose asynchronous commit
+// was lost never has its token issued again: queries.go, asyncCommit). Every
 // later write of that attempt — heartbeat, succeed, fail, release, the
 // acknowledgement of a cancel — is conditioned on that token in the same
 // statement; a write whose token is stale changes nothing and returns

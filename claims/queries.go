@@ -53,8 +53,30 @@ FROM tasks t
 JOIN unnest($1::text[], $2::text[]) AS k(tenant, submission_key)
 	USING (tenant, submission_key)`
 
-// claimNow is the claim's clock.
-const claimNow = `now AS (SELECT coalesce($5::timestamptz, now()) AS t)`
+// claimNow is the claim's clock, and the least fencing token it issues:
+// that clock in microseconds since the epoch (claimSet).
+const claimNow = `now AS (SELECT coalesce($5::timestamptz, now()) AS t,
+	(extract(epoch FROM coalesce($5::timestamptz, now())) * 1000000)::bigint AS token_floor)`
+
+// asyncCommit is the value NULL, and makes the claim's transaction commit
+// asynchronously: set_config(…, true) holds for that transaction only, and
+// its commit then returns without waiting for its WAL flush — a third of
+// the way from enqueue to start at 500 tasks/s (BENCHMARKS.md). As a
+// scalar subquery it runs once (an InitPlan) and leaves the plan alone;
+// in the claim's clock CTE it kept that CTE from being inlined and the
+// plan tests refused what followed. The due-only claims (claimedJoin) use
+// it; the full claim, which also buries expired leases, commits as any
+// other statement.
+//
+// A claim lost to a crash or a failover before its flush is safe: the task
+// is runnable again, and the lost claim's token is never issued again
+// (claimSet), so whatever its worker still writes is fenced off. Any later
+// synchronous commit on the server — a heartbeat, the ledger's reservation
+// before an unsafe effect, a finish, anyone's enqueue — flushes the WAL
+// the claim wrote before it, so nothing durable is built on a lost claim;
+// a keyed effect performed under it is absorbed by its key when the task
+// runs again, as after any crash between an effect and its record.
+const asyncCommit = `(SELECT NULL::text FROM set_config('synchronous_commit', 'off', true))`
 
 // qualified prefixes each of the comma-separated columns with table.
 func qualified(table, columns string) string {
@@ -66,16 +88,21 @@ func qualified(table, columns string) string {
 }
 
 // claimSet is the claim's update of a task: leased to $2 with a new fencing
-// token until now + $4.
+// token until now + $4. The token grows with every claim of the task and is
+// at least the claim's clock in microseconds: a claim whose commit was lost
+// (asyncCommit) is followed by one at a later clock, so its token is never
+// issued again — unless the server that claims next reads, to the
+// microsecond, the clock the lost claim read (on the same server after a
+// restart that would need the clock to step back; after a failover, a skew
+// equal to the failover's duration).
 const claimSet = `UPDATE tasks t SET
 	state = 'running',
 	attempt = t.attempt + 1,
 	lease_owner = $2,
-	lease_token = t.lease_token + 1,
+	lease_token = greatest(t.lease_token + 1, now.token_floor),
 	lease_expires_at = now.t + $4::interval,
 	attempted_at = now.t,
-	updated_at = now.t,
-	wait_reason = NULL`
+	updated_at = now.t`
 
 // claimedFrom leases the tasks of the CTE src (ids) and returns them in
 // claim order: src's ids as an array, so that the plan stays a primary-key
@@ -83,7 +110,8 @@ const claimSet = `UPDATE tasks t SET
 // reads, drew a nested loop rescanning it when joined).
 func claimedFrom(src string) string {
 	return `claimed AS (
-	` + claimSet + `
+	` + claimSet + `,
+	wait_reason = NULL
 	FROM now
 	WHERE t.id = ANY (ARRAY(SELECT id FROM ` + src + `))
 	RETURNING t.*
@@ -97,7 +125,8 @@ SELECT ` + taskColumns + ` FROM claimed ORDER BY priority, run_at, id`
 // ~40–100 µs more server CPU a claim (BenchmarkClaimServerCPU), and these
 // claims are the ones a busy queue makes.
 func claimedJoin(src string) string {
-	return claimSet + `
+	return claimSet + `,
+	wait_reason = ` + asyncCommit + `
 FROM now, ` + src + ` c
 WHERE t.id = c.id
 RETURNING ` + qualified("t", taskColumns)

@@ -59,10 +59,15 @@ func leaseOf(a ledger.Attempt) agentledger.Lease {
 	return agentledger.Lease(a.Fence.(claims.LeaseFence))
 }
 
-// reclaimed is a's task claimed again: the same attempt with the next token.
-func reclaimed(a ledger.Attempt) ledger.Attempt {
+// reclaimed is a's task as it was claimed again: the same attempt with
+// the token the database now holds.
+func (e *env) reclaimed(a ledger.Attempt) ledger.Attempt {
+	got, err := e.Claims.Get(context.Background(), "", a.TaskID)
+	if err != nil {
+		e.T.Fatal(err)
+	}
 	f := a.Fence.(claims.LeaseFence)
-	f.Token++
+	f.Token = got.LeaseToken
 	a.Fence = f
 	return a
 }

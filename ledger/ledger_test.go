@@ -133,7 +133,7 @@ func TestUnknownOutcomeRecoveryByClass(t *testing.T) {
 			if _, err := e.Ledger.Do(ctx, a, eff); !errors.Is(err, agentledger.ErrLeaseLost) {
 				t.Fatalf("a: %v, want ErrLeaseLost at record", err)
 			}
-			b := reclaimed(a) // the task was claimed again
+			b := e.reclaimed(a) // the task was claimed again
 
 			res, err := e.Ledger.Do(ctx, b, eff)
 			switch class {

@@ -28,7 +28,7 @@ func unknownUnsafe(t *testing.T, e *env, c *counter) (ledger.Attempt, ledger.Eff
 	if _, err := e.Ledger.Do(ctx, a, eff); !errors.Is(err, agentledger.ErrLeaseLost) {
 		t.Fatal(err)
 	}
-	b := reclaimed(a)
+	b := e.reclaimed(a)
 	if _, err := e.Ledger.Do(ctx, b, eff); !errors.Is(err, ledger.ErrNeedsAttention) {
 		t.Fatal(err)
 	}

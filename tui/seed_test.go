@@ -111,6 +111,20 @@ func seedDB(t *testing.T) *seeded {
 	}
 	must(e.Claims.NeedsAttention(ctx, claims.LeaseOf(again), err.Error()))
 
+	// Fixed tokens: each task's claims numbered 1, 2, … in order (a
+	// claim's token is its clock in µs).
+	for _, q := range []string{
+		`UPDATE tasks t SET lease_token = (SELECT count(*) FROM task_attempts a WHERE a.task_id = t.id AND a.lease_token <= t.lease_token)
+			WHERE lease_token > 0`,
+		`UPDATE ledger l SET owner_token = (SELECT count(*) FROM task_attempts a WHERE a.task_id = l.task_id AND a.lease_token <= l.owner_token)
+			WHERE owner_token > 0`,
+		`UPDATE task_attempts a SET lease_token = r.n
+			FROM (SELECT task_id, lease_token, row_number() OVER (PARTITION BY task_id ORDER BY lease_token) AS n FROM task_attempts) r
+			WHERE r.task_id = a.task_id AND r.lease_token = a.lease_token`,
+	} {
+		_, err := e.DB.Exec(ctx, q)
+		must(err)
+	}
 	// Fixed instants: task n was created n+10 minutes before epoch and
 	// last changed n minutes before it; its attempts took 2 seconds each.
 	for _, q := range []string{

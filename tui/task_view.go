@@ -124,8 +124,9 @@ func (m taskModel) attempts() string {
 	}
 	type row struct{ ended, outcome string }
 	rows := make([]row, len(m.detail.Attempts))
-	endedW := len("ENDED")
+	endedW, tokenW := len("ENDED"), len("TOKEN") // a token is a clock in µs: 16 digits
 	for i, a := range m.detail.Attempts {
+		tokenW = max(tokenW, len(strconv.FormatInt(a.Token, 10)))
 		rows[i] = row{"-", string(a.Outcome)}
 		if a.EndedAt == nil {
 			rows[i].outcome = "in progress"
@@ -134,7 +135,7 @@ func (m taskModel) attempts() string {
 		}
 		endedW = max(endedW, len(rows[i].ended))
 	}
-	w := []int{3, 7, 16, 5, 19, endedW, 15}
+	w := []int{3, 7, 16, tokenW, 19, endedW, 15}
 	lines := []string{legend(s.Dim, attemptsLegend, m.width),
 		s.Bold.Render(columns(w, "GEN", "ATTEMPT", "WORKER", "TOKEN", "STARTED", "ENDED", "OUTCOME", "ERROR"))}
 	for i, a := range m.detail.Attempts {

@@ -42,7 +42,8 @@ type tbKey struct{}
 //	claim [-lease D] [-ago D] WORKER [QUEUE]
 //	                     a worker claims one task, with a lease of D (default
 //	                     one hour), on a clock D ago (default now: the task
-//	                     must have been due then)
+//	                     must have been due then); sets $TOKEN to its
+//	                     fencing token
 //	fail ID TEXT         the running task ID's attempt fails with TEXT, finally:
 //	                     the task is dead
 //	effect [-compensable] ID STEP OP BODY
@@ -283,6 +284,7 @@ func cmdClaim(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("no task to claim in queue %s", queue)
 	}
 	fmt.Fprintf(ts.Stdout(), "claimed task %d with fencing token %d\n", got[0].ID, got[0].LeaseToken)
+	ts.Setenv("TOKEN", strconv.FormatInt(got[0].LeaseToken, 10)) // a clock in µs: scripts take it from here
 }
 
 // scriptPool connects to the script's database.
