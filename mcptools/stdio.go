@@ -3,6 +3,7 @@ package mcptools
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -24,6 +25,9 @@ const maxFrame = mcp.DefaultMaxLineLength
 // terminateAfter is how long Close waits for a server to exit after its
 // stdin closed, then after SIGTERM, unless the transport says otherwise.
 const terminateAfter = 5 * time.Second
+
+// killWait bounds the wait for a SIGKILLed server to be reaped.
+const killWait = 10 * time.Second
 
 // commandTransport runs a server's command and speaks newline-delimited
 // JSON-RPC with it over the command's stdin and stdout, as
@@ -131,14 +135,15 @@ func (c *stdioConn) Close() error {
 	c.closeOnce.Do(func() {
 		// Not under wmu: closing unblocks a Write stuck on a server that
 		// stopped reading.
-		if err := c.w.Close(); err != nil {
-			c.closeErr = fmt.Errorf("closing stdin: %w", err)
-			return
+		// A failed close of stdin still ends the process below.
+		stdinErr := c.w.Close()
+		if stdinErr != nil {
+			stdinErr = fmt.Errorf("closing stdin: %w", stdinErr)
 		}
 		exited := make(chan error, 1)
 		go func() { exited <- c.cmd.Wait() }()
-		wait := func() (error, bool) {
-			t := time.NewTimer(c.terminate)
+		wait := func(d time.Duration) (error, bool) {
+			t := time.NewTimer(d)
 			defer t.Stop()
 			select {
 			case err := <-exited:
@@ -147,13 +152,13 @@ func (c *stdioConn) Close() error {
 				return nil, false
 			}
 		}
-		if err, ok := wait(); ok {
-			c.closeErr = err
+		if err, ok := wait(c.terminate); ok {
+			c.closeErr = cmp.Or(stdinErr, err)
 			return
 		}
 		if c.cmd.Process.Signal(syscall.SIGTERM) == nil {
-			if err, ok := wait(); ok {
-				c.closeErr = err
+			if err, ok := wait(c.terminate); ok {
+				c.closeErr = cmp.Or(stdinErr, err)
 				return
 			}
 		}
@@ -161,8 +166,11 @@ func (c *stdioConn) Close() error {
 			c.closeErr = err
 			return
 		}
-		if err, ok := wait(); ok {
-			c.closeErr = err
+		// SIGKILL cannot be refused, but a loaded machine may take longer
+		// than the terminate grace to reap the process: wait for it, so
+		// that Close returns with the process gone.
+		if err, ok := wait(killWait); ok {
+			c.closeErr = cmp.Or(stdinErr, err)
 			return
 		}
 		c.closeErr = errors.New("the server's process does not exit")

@@ -120,6 +120,9 @@ func TestCommandServerThatWillNotExit(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("connect: %v, want the handshake cancelled", err)
 	}
+	if cmd.ProcessState == nil {
+		t.Fatal("Connect returned with the server's process not reaped")
+	}
 	ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus)
 	if !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
 		t.Errorf("the server's process ended as %v, want killed", cmd.ProcessState)
