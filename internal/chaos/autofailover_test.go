@@ -235,20 +235,31 @@ func (f *formation) kill(n *node) {
 	})
 }
 
-// stop ends every pg_autoctl: SIGINT (a fast shutdown, for PostgreSQL
-// too), SIGKILL after 20 s.
+// stop ends every pg_autoctl: SIGINT to all at once (a fast shutdown, for
+// PostgreSQL too), SIGKILL to those still running 20 s later. (One at a
+// time, a node whose keeper waits on the monitor held the others' 20 s up
+// in turn.)
 func (f *formation) stop() {
+	var running []*node
 	for _, n := range append(f.nodes[:], f.monitor) {
 		if n == nil || n.cmd == nil {
 			continue
 		}
 		_ = syscall.Kill(-n.cmd.Process.Pid, syscall.SIGINT)
-		select {
-		case <-n.exited:
-		case <-time.After(20 * time.Second):
-			_ = syscall.Kill(-n.cmd.Process.Pid, syscall.SIGKILL)
-			<-n.exited
+		running = append(running, n)
+	}
+	timeout, late := time.After(20*time.Second), false
+	for _, n := range running {
+		if !late {
+			select {
+			case <-n.exited:
+				continue
+			case <-timeout:
+				late = true // this one and the rest: killed at once
+			}
 		}
+		_ = syscall.Kill(-n.cmd.Process.Pid, syscall.SIGKILL)
+		<-n.exited
 	}
 }
 
