@@ -9,6 +9,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -314,6 +315,21 @@ func (c *Cluster) String() string {
 
 // GoString describes the cluster without its password, for %#v.
 func (c *Cluster) GoString() string { return c.String() }
+
+// Crash stops the server as a crash would (pg_ctl stop -m immediate: no
+// checkpoint, WAL not yet written from shared memory is lost — an
+// asynchronous commit, say) and starts it again, which runs crash
+// recovery. Failure drills use it; other users of the cluster see their
+// connections fail and must reconnect.
+func (c *Cluster) Crash(ctx context.Context) error {
+	out, err := c.run(ctx, "pg_ctl", "-D", c.DataDir(), "-m", "immediate", "-w", "-t", strconv.Itoa(pgCtlTimeout), "stop")
+	if err != nil {
+		return fmt.Errorf("pgembed: crashing PostgreSQL in %s failed: %v\n%s", c.DataDir(), err, tail(string(out), tailLineCount))
+	}
+	c.awaitServerExit(ctx)
+	c.log.Info("crashed PostgreSQL (immediate shutdown)", "data_dir", c.DataDir(), "port", c.conn.Port)
+	return c.startServer(ctx)
+}
 
 // Restart stops the server with a fast shutdown (every session is cut) and
 // starts it again, on the same port unless another process took it

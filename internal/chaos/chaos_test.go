@@ -289,7 +289,7 @@ func (r *run) submit(d time.Duration) {
 // chaos runs the seeded schedule of faults for d.
 func (r *run) chaos(d time.Duration, stop <-chan struct{}) {
 	end := time.Now().Add(d)
-	froze, restarted := false, false
+	froze, restarted, crashed := false, false, false
 	for time.Now().Before(end) {
 		r.ensureAll()
 		wait := time.Duration(300+r.rng.IntN(900)) * time.Millisecond
@@ -306,6 +306,14 @@ func (r *run) chaos(d time.Duration, stop <-chan struct{}) {
 			r.note("restarting PostgreSQL (fast shutdown)")
 			if err := r.w.cluster.Restart(context.Background()); err != nil {
 				r.note("restart failed: %v", err)
+			}
+		case !crashed && elapsed > d*3/4:
+			// A crash loses what was still in the WAL buffers: an
+			// asynchronously committed claim, say, whose worker goes on.
+			crashed = true
+			r.note("crashing PostgreSQL (immediate shutdown, then crash recovery)")
+			if err := r.w.cluster.Crash(context.Background()); err != nil {
+				r.note("crash failed: %v", err)
 			}
 		default:
 			switch r.rng.IntN(5) {

@@ -3,7 +3,8 @@
 // test server, a fake model and a counting MCP server in every daemon, while
 // the harness SIGKILLs and restarts
 // daemons, freezes one past its lease (SIGSTOP, then SIGCONT: a zombie),
-// restarts PostgreSQL and cuts connections. At the end every task must have
+// restarts PostgreSQL, crashes it (immediate shutdown) and cuts connections.
+// At the end every task must have
 // finished with exactly one business effect per intended effect (an
 // idempotent MCP call's under one key), one child per parent, one Slack
 // message per (task, rule) and per notify call, and no overlapping leases.
