@@ -9,7 +9,6 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -322,12 +321,9 @@ func (c *Cluster) GoString() string { return c.String() }
 // recovery. Failure drills use it; other users of the cluster see their
 // connections fail and must reconnect.
 func (c *Cluster) Crash(ctx context.Context) error {
-	out, err := c.run(ctx, "pg_ctl", "-D", c.DataDir(), "-m", "immediate", "-w", "-t", strconv.Itoa(pgCtlTimeout), "stop")
-	if err != nil {
-		return fmt.Errorf("pgembed: crashing PostgreSQL in %s failed: %v\n%s", c.DataDir(), err, tail(string(out), tailLineCount))
+	if err := c.stopServerMode(ctx, "immediate"); err != nil {
+		return err
 	}
-	c.awaitServerExit(ctx)
-	c.log.Info("crashed PostgreSQL (immediate shutdown)", "data_dir", c.DataDir(), "port", c.conn.Port)
 	return c.startServer(ctx)
 }
 

@@ -124,8 +124,11 @@ func (c *Cluster) startServer(ctx context.Context) error {
 }
 
 // stopServer runs pg_ctl stop -m fast; a server that is not running is not an error.
-func (c *Cluster) stopServer(ctx context.Context) error {
-	out, err := c.run(ctx, "pg_ctl", "-D", c.DataDir(), "-m", "fast", "-w", "-t", strconv.Itoa(pgCtlTimeout), "stop")
+func (c *Cluster) stopServer(ctx context.Context) error { return c.stopServerMode(ctx, "fast") }
+
+// stopServerMode runs pg_ctl stop -m mode (fast, or immediate: a crash).
+func (c *Cluster) stopServerMode(ctx context.Context, mode string) error {
+	out, err := c.run(ctx, "pg_ctl", "-D", c.DataDir(), "-m", mode, "-w", "-t", strconv.Itoa(pgCtlTimeout), "stop")
 	if err != nil {
 		if _, statErr := os.Stat(c.layout.pidFile()); errors.Is(statErr, os.ErrNotExist) {
 			return nil
@@ -133,7 +136,7 @@ func (c *Cluster) stopServer(ctx context.Context) error {
 		return fmt.Errorf("pgembed: stopping PostgreSQL in %s failed: %v\n%s", c.DataDir(), err, tail(string(out), tailLineCount))
 	}
 	c.awaitServerExit(ctx)
-	c.log.Info("stopped PostgreSQL", "data_dir", c.DataDir(), "port", c.conn.Port, "version", c.version)
+	c.log.Info("stopped PostgreSQL", "mode", mode, "data_dir", c.DataDir(), "port", c.conn.Port, "version", c.version)
 	return nil
 }
 

@@ -122,12 +122,12 @@ func (m taskModel) attempts() string {
 	if len(m.detail.Attempts) == 0 {
 		return s.Dim.Render("no attempts yet")
 	}
-	type row struct{ ended, outcome string }
+	type row struct{ token, ended, outcome string }
 	rows := make([]row, len(m.detail.Attempts))
 	endedW, tokenW := len("ENDED"), len("TOKEN") // a token is a clock in µs: 16 digits
 	for i, a := range m.detail.Attempts {
-		tokenW = max(tokenW, len(strconv.FormatInt(a.Token, 10)))
-		rows[i] = row{"-", string(a.Outcome)}
+		rows[i] = row{strconv.FormatInt(a.Token, 10), "-", string(a.Outcome)}
+		tokenW = max(tokenW, len(rows[i].token))
 		if a.EndedAt == nil {
 			rows[i].outcome = "in progress"
 		} else {
@@ -140,7 +140,7 @@ func (m taskModel) attempts() string {
 		s.Bold.Render(columns(w, "GEN", "ATTEMPT", "WORKER", "TOKEN", "STARTED", "ENDED", "OUTCOME", "ERROR"))}
 	for i, a := range m.detail.Attempts {
 		lines = append(lines, columns(w, strconv.Itoa(int(a.Generation)), strconv.Itoa(int(a.Attempt)), a.Worker,
-			strconv.FormatInt(a.Token, 10), m.env.stamp(a.StartedAt), rows[i].ended, rows[i].outcome, orDash(a.Error)))
+			rows[i].token, m.env.stamp(a.StartedAt), rows[i].ended, rows[i].outcome, orDash(a.Error)))
 	}
 	return cutLines(lines, m.width)
 }
