@@ -61,7 +61,8 @@ var batched = map[string]string{
 // under statistics that saw no running row (where the completion used to
 // start from every leased row), and on a table of 30 rows analyzed as such
 // (where a plan cached while the table was small would scan it, and keep
-// scanning it as it grows). Custom and generic plans alike.
+// scanning it as it grows). Custom and generic plans alike. The notification
+// rules are read once, not once per changed task.
 func TestBatchedPlansAreDrivenByIDs(t *testing.T) {
 	for _, size := range trapSizes {
 		conn, ids, tokens := plannerTrap(t, size.finished, size.running)
@@ -77,6 +78,9 @@ func TestBatchedPlansAreDrivenByIDs(t *testing.T) {
 						t.Error(err)
 					}
 					if err := plancheck.Lookups(plan, "tasks", "tasks_pkey"); err != nil {
+						t.Error(err)
+					}
+					if err := plancheck.ReadOnce(plan, "notification_rules"); err != nil {
 						t.Error(err)
 					}
 				})

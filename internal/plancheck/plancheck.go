@@ -183,7 +183,7 @@ func check(plan *Node, table string, allowed []string, loops bool) error {
 			bad = fmt.Errorf("Bitmap Index Scan uses %s, not the ids", n.Index)
 		}
 		// A nested loop rescans its inner side once per outer row.
-		if loops && innerOfLoop(above, n) {
+		if loops && innerOfLoop(above, n) && !ruleDriven(above, n) {
 			switch {
 			case n.NodeType == "Function Scan":
 				bad = fmt.Errorf("nested loop rescans function scan %s for every outer row", n.Alias)
@@ -223,6 +223,22 @@ func Lookups(plan *Node, table string, allowed ...string) error {
 	return nil
 }
 
+// ReadOnce checks that table is read once per statement: never on the
+// inner side of a nested loop nor in a correlated subquery (the
+// notification rules, which each changed row used to rescan).
+func ReadOnce(plan *Node, table string) error {
+	var bad error
+	plan.Walk(func(n *Node, above []*Node) {
+		if bad == nil && n.Relation == table && (innerOfLoop(above, n) || inSubPlan(n, above)) {
+			bad = fmt.Errorf("%s of %s runs once per outer row", n.NodeType, table)
+		}
+	})
+	if bad != nil {
+		return fmt.Errorf("%w\n%s", bad, plan)
+	}
+	return nil
+}
+
 // inSubPlan tells whether n is part of a correlated subquery (run per row;
 // an InitPlan runs once).
 func inSubPlan(n *Node, above []*Node) bool {
@@ -250,6 +266,41 @@ func innerOfLoop(above []*Node, n *Node) bool {
 		child = above[i]
 	}
 	return false
+}
+
+// FewRows are the tables of configuration, a handful of rows each that no
+// batch multiplies (the notification rules). A nested loop whose outer side
+// reads only them rescans its inner side once per row of configuration:
+// the cost of a batch times a handful, not times the batch or the table.
+var FewRows = map[string]bool{"notification_rules": true}
+
+// ruleDriven tells whether the nested loop above n whose inner side n is
+// on is driven by a read of FewRows tables alone.
+func ruleDriven(above []*Node, n *Node) bool {
+	child := n
+	for i := len(above) - 1; i >= 0; i-- {
+		if above[i].NodeType == "Nested Loop" && child.Relationship == "Inner" {
+			for j := range above[i].Plans {
+				if outer := &above[i].Plans[j]; outer.Relationship == "Outer" {
+					return readsOnly(outer, FewRows)
+				}
+			}
+			return false
+		}
+		child = above[i]
+	}
+	return false
+}
+
+// readsOnly tells whether every scan under n reads one of tables.
+func readsOnly(n *Node, tables map[string]bool) bool {
+	only := true
+	n.Walk(func(m *Node, _ []*Node) {
+		if strings.HasSuffix(m.NodeType, "Scan") && !tables[m.Relation] {
+			only = false
+		}
+	})
+	return only
 }
 
 // indexOf guesses whether index belongs to table by its name (PostgreSQL

@@ -142,6 +142,12 @@ DELETE FROM outbox WHERE id = ANY (ARRAY(
 // clock. A state that no rule asks for writes nothing, so without rules a
 // state change costs what it did; with rules the event commits with the
 // change, and is fenced as the change is.
+//
+// The rules drive the join: each enabled rule reads the changed rows once
+// (a rescan of the CTE's stored rows), and without rules nothing is read.
+// Joined the other way (OFFSET 0 keeps the LATERAL from being flattened
+// into it), every changed row rescanned the rules table: 2 µs a finished
+// task with no rule at all, a twentieth of a no-op task's PostgreSQL time.
 func EventsCTE(src, now string) string {
 	return `events AS (
 	INSERT INTO outbox (tenant, task_id, generation, attempt, event, rule, channel, payload,
@@ -151,9 +157,13 @@ func EventsCTE(src, now string) string {
 			'attempt', s.attempt, 'max_attempts', s.max_attempts,
 			'error', left(s.last_error, 1000), 'result', left(s.result::text, 1000))),
 		` + now + `, ` + now + `, ` + now + `
-	FROM ` + src + ` s JOIN notification_rules r ON r.enabled AND s.state = ANY (r.events)
-		AND coalesce(r.tenant = s.tenant, true) AND coalesce(r.queue = s.queue, true)
-		AND coalesce(r.kind = s.kind, true)
+	FROM notification_rules r CROSS JOIN LATERAL (
+		SELECT * FROM ` + src + ` s
+		WHERE s.state = ANY (r.events) AND coalesce(r.tenant = s.tenant, true)
+			AND coalesce(r.queue = s.queue, true) AND coalesce(r.kind = s.kind, true)
+		OFFSET 0
+	) s
+	WHERE r.enabled
 	ORDER BY s.id, r.name
 )`
 }
