@@ -383,7 +383,13 @@ expired AS (
 ` + claimedFrom("picked")
 
 // closeConflict lets an attempt record replace an open one (ended_at NULL)
-// written by a version that recorded attempts when they began.
+// written by a version that recorded attempts when they began. Only the
+// statements that close an attempt they did not lease — an expired lease,
+// found by a claim or an operator's cancel — can meet one. A fenced
+// finishing write closes an attempt of its own claim, which no version
+// since has recorded at its start (each claim's token is new to its task),
+// so those statements insert plainly: ON CONFLICT's speculative insertion
+// cost an extra index probe and WAL record a finished task.
 const closeConflict = `ON CONFLICT (task_id, lease_token) DO UPDATE SET
 		ended_at = EXCLUDED.ended_at, outcome = EXCLUDED.outcome, error = EXCLUDED.error`
 
@@ -495,7 +501,6 @@ closed AS (
 	INSERT INTO task_attempts (task_id, lease_token, attempt, generation, worker, started_at, ended_at, outcome)
 	SELECT id, lease_token, attempt, generation, lease_owner, attempted_at, coalesce($4::timestamptz, now()), state
 	FROM done
-	` + closeConflict + `
 ),
 ` + outbox.EventsCTE("done", "coalesce($4::timestamptz, now())") + `
 SELECT id FROM done`
@@ -543,7 +548,6 @@ closed AS (
 	SELECT id, lease_token, attempt, generation, lease_owner, attempted_at, coalesce($4::timestamptz, now()),
 		CASE WHEN state = 'retrying' OR (state = 'compensating' AND NOT entered) THEN 'retry' ELSE state END, last_error
 	FROM done
-	` + closeConflict + `
 ),
 ` + outbox.EventsCTE("done", "coalesce($4::timestamptz, now())") + `
 SELECT id, state FROM done`
@@ -566,7 +570,6 @@ closed AS (
 	SELECT id, lease_token, attempt, generation, lease_owner, attempted_at, coalesce($3::timestamptz, now()),
 		'released', 'released by its worker at shutdown'
 	FROM done
-	` + closeConflict + `
 ),
 wake AS (
 	SELECT pg_notify('agentledger_task_insert', q) FROM (SELECT DISTINCT queue AS q FROM done) s
@@ -598,7 +601,6 @@ closed AS (
 	SELECT id, lease_token, attempt, generation, lease_owner, attempted_at, coalesce($4::timestamptz, now()),
 		'deferred', wait_reason
 	FROM done
-	` + closeConflict + `
 )
 SELECT id FROM done`
 
@@ -628,7 +630,6 @@ closed AS (
 	INSERT INTO task_attempts (task_id, lease_token, attempt, generation, worker, started_at, ended_at, outcome, error)
 	SELECT id, lease_token, attempt, generation, lease_owner, attempted_at, coalesce($4::timestamptz, now()), $5, $3
 	FROM done
-	` + closeConflict + `
 ),
 ` + outbox.EventsCTE("done", "coalesce($4::timestamptz, now())") + `
 SELECT id FROM done`
