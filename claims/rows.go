@@ -77,9 +77,13 @@ func (r *taskRow) toTask() *agentledger.Task {
 func collectTasks(rows pgx.Rows) ([]*agentledger.Task, error) {
 	defer rows.Close()
 	var out []*agentledger.Task
+	// One row and one list of scan targets serve every row: a claim of
+	// 1,000 tasks allocated both 1,000 times (toTask copies the row out).
+	var r taskRow
+	fields := r.fields()
 	for rows.Next() {
-		var r taskRow
-		if err := rows.Scan(r.fields()...); err != nil {
+		r = taskRow{}
+		if err := rows.Scan(fields...); err != nil {
 			return nil, err
 		}
 		out = append(out, r.toTask())
