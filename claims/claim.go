@@ -81,7 +81,7 @@ func (s *Store) claim(ctx context.Context, q string, p ClaimParams) ([]*agentled
 	if err == nil {
 		var tasks []*agentledger.Task
 		if tasks, err = collectTasks(rows); err == nil {
-			// In claim order: the due-only claims (claimedJoin) answer in no order.
+			// In claim order: the due-only claims (claimedDue) answer in no order.
 			slices.SortFunc(tasks, claimOrder)
 			if len(tasks) > 0 && tracing.Enabled() {
 				traceClaim(ctx, began, p, tasks, nil)

@@ -64,7 +64,7 @@ const claimNow = `now AS (SELECT coalesce($5::timestamptz, now()) AS t,
 // the way from enqueue to start at 500 tasks/s (BENCHMARKS.md). As a
 // scalar subquery it runs once (an InitPlan) and leaves the plan alone;
 // in the claim's clock CTE it kept that CTE from being inlined and the
-// plan tests refused what followed. The due-only claims (claimedJoin) use
+// plan tests refused what followed. The due-only claims (claimedDue) use
 // it; the full claim, which also buries expired leases, commits as any
 // other statement.
 //
@@ -119,16 +119,19 @@ func claimedFrom(src string) string {
 SELECT ` + taskColumns + ` FROM claimed ORDER BY priority, run_at, id`
 }
 
-// claimedJoin is claimedFrom for the due-only claims, whose src the plan
-// tests show joined by primary key: the UPDATE joins src and returns the
-// tasks in no order (Claim sorts them). The array and the outer sort cost
-// ~40–100 µs more server CPU a claim (BenchmarkClaimServerCPU), and these
-// claims are the ones a busy queue makes.
-func claimedJoin(src string) string {
+// claimedDue is claimedFrom for the due-only claims: the same look-up of
+// src's ids as an array, but the update returns the tasks in no order
+// (Claim sorts them) and commits asynchronously. The outer sort cost up
+// to ~100 µs more server CPU a claim (BenchmarkClaimServerCPU), and these
+// claims are the ones a busy queue makes. A join of src instead of the
+// array let the planner feed a merge join from the primary key read end to
+// end: with a million finished tasks, 0.5 s a claim (the plan tests now
+// refuse an index read without a condition).
+func claimedDue(src string) string {
 	return claimSet + `,
 	wait_reason = ` + asyncCommit + `
-FROM now, ` + src + ` c
-WHERE t.id = c.id
+FROM now
+WHERE t.id = ANY (ARRAY(SELECT id FROM ` + src + `))
 RETURNING ` + qualified("t", taskColumns)
 }
 
@@ -315,13 +318,13 @@ due AS (
 	LIMIT $3
 	FOR UPDATE OF tasks SKIP LOCKED
 )
-` + claimedJoin("due")
+` + claimedDue("due")
 
 // claimDueSQL is claimSQL without the expired leases (ClaimParams.DueOnly).
 var claimDueSQL = `/* claims.claimDue */
 WITH RECURSIVE ` + claimNow + `,
 ` + claimDue + `
-` + claimedJoin("due")
+` + claimedDue("due")
 
 // claimSQL locks up to $3 runnable tasks of one queue — due queued/retrying
 // tasks, and running tasks whose lease expired — and leases them to $2 with a

@@ -168,8 +168,13 @@ func check(plan *Node, table string, allowed []string, loops bool) error {
 		if n.Relation == table {
 			switch n.NodeType {
 			case "Index Scan", "Index Only Scan":
-				if !contains(allowed, n.Index) {
+				switch {
+				case !contains(allowed, n.Index):
 					bad = fmt.Errorf("%s of %s uses %s, not the ids (%s)", n.NodeType, table, n.Index, strings.Join(allowed, ", "))
+				case n.IndexCond == "":
+					// an index read end to end: a merge join's
+					// sorted feed walks every row of the table
+					bad = fmt.Errorf("%s of %s through %s has no index condition: it reads the whole index", n.NodeType, table, n.Index)
 				}
 			case "Bitmap Heap Scan", "ModifyTable", "LockRows":
 				// their Bitmap Index Scan children (which carry no
