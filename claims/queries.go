@@ -104,23 +104,30 @@ const claimSet = `UPDATE tasks t SET
 	attempted_at = now.t,
 	updated_at = now.t`
 
+// leaseIDs is the claim's update of the tasks whose ids the CTE src
+// holds, taken as an array so that the plan stays a primary-key look-up
+// whatever src is (the full claim's picked, a union of two locked reads,
+// drew a nested loop rescanning it when joined). waitReason is the value
+// wait_reason gets.
+func leaseIDs(src, waitReason string) string {
+	return claimSet + `,
+	wait_reason = ` + waitReason + `
+FROM now
+WHERE t.id = ANY (ARRAY(SELECT id FROM ` + src + `))`
+}
+
 // claimedFrom leases the tasks of the CTE src (ids) and returns them in
-// claim order: src's ids as an array, so that the plan stays a primary-key
-// look-up whatever src is (the full claim's picked, a union of two locked
-// reads, drew a nested loop rescanning it when joined).
+// claim order.
 func claimedFrom(src string) string {
 	return `claimed AS (
-	` + claimSet + `,
-	wait_reason = NULL
-	FROM now
-	WHERE t.id = ANY (ARRAY(SELECT id FROM ` + src + `))
-	RETURNING t.*
+` + leaseIDs(src, "NULL") + `
+RETURNING t.*
 )
 SELECT ` + taskColumns + ` FROM claimed ORDER BY priority, run_at, id`
 }
 
-// claimedDue is claimedFrom for the due-only claims: the same look-up of
-// src's ids as an array, but the update returns the tasks in no order
+// claimedDue is claimedFrom for the due-only claims: the same update, but
+// it returns the tasks in no order
 // (Claim sorts them) and commits asynchronously. The outer sort cost up
 // to ~100 µs more server CPU a claim (BenchmarkClaimServerCPU), and these
 // claims are the ones a busy queue makes. A join of src instead of the
@@ -128,10 +135,7 @@ SELECT ` + taskColumns + ` FROM claimed ORDER BY priority, run_at, id`
 // end: with a million finished tasks, 0.5 s a claim (the plan tests now
 // refuse an index read without a condition).
 func claimedDue(src string) string {
-	return claimSet + `,
-	wait_reason = ` + asyncCommit + `
-FROM now
-WHERE t.id = ANY (ARRAY(SELECT id FROM ` + src + `))
+	return leaseIDs(src, asyncCommit) + `
 RETURNING ` + qualified("t", taskColumns)
 }
 

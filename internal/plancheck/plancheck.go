@@ -264,15 +264,19 @@ func inSubPlan(n *Node, above []*Node) bool {
 // (rescanned) side of a nested loop. A Materialize or Memoize between them
 // still rescans its source's result once per outer row, so it counts as
 // part of the inner side.
-func innerOfLoop(above []*Node, n *Node) bool {
+func innerOfLoop(above []*Node, n *Node) bool { return loopOver(above, n) != nil }
+
+// loopOver is the nearest nested loop above n with n on its inner side,
+// or nil.
+func loopOver(above []*Node, n *Node) *Node {
 	child := n
 	for i := len(above) - 1; i >= 0; i-- {
 		if above[i].NodeType == "Nested Loop" && child.Relationship == "Inner" {
-			return true
+			return above[i]
 		}
 		child = above[i]
 	}
-	return false
+	return nil
 }
 
 // limited tells whether a LIMIT is among the nodes above: a read below it
@@ -295,17 +299,14 @@ var FewRows = map[string]bool{"notification_rules": true}
 // ruleDriven tells whether the nested loop above n whose inner side n is
 // on is driven by a read of FewRows tables alone.
 func ruleDriven(above []*Node, n *Node) bool {
-	child := n
-	for i := len(above) - 1; i >= 0; i-- {
-		if above[i].NodeType == "Nested Loop" && child.Relationship == "Inner" {
-			for j := range above[i].Plans {
-				if outer := &above[i].Plans[j]; outer.Relationship == "Outer" {
-					return readsOnly(outer, FewRows)
-				}
-			}
-			return false
+	loop := loopOver(above, n)
+	if loop == nil {
+		return false
+	}
+	for i := range loop.Plans {
+		if outer := &loop.Plans[i]; outer.Relationship == "Outer" {
+			return readsOnly(outer, FewRows)
 		}
-		child = above[i]
 	}
 	return false
 }
