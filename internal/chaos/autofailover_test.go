@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -198,19 +199,31 @@ func (f *formation) autoctl(args ...string) string {
 	return string(out)
 }
 
-// autoctlTries runs a pg_autoctl command up to tries times: the monitor
-// may refuse a change for a moment (it can deadlock with a keeper's report,
-// and says so).
+// autoctlTries runs a pg_autoctl command up to tries times (see
+// retryAutoctl) and fails the test if it never succeeds.
 func (f *formation) autoctlTries(tries int, args ...string) {
+	if err := f.retryAutoctl(tries, args...); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// retryAutoctl runs a pg_autoctl command up to tries times, again only
+// when the monitor refused it with a deadlock against a keeper's report
+// (node_active and perform_failover lock the same rows in turn): that
+// refusal rolled the monitor's transaction back, so nothing had changed.
+// Any other failure may have left the formation moving — a second
+// switchover would undo the first — and is returned at once.
+func (f *formation) retryAutoctl(tries int, args ...string) error {
 	for i := 1; ; i++ {
 		out, err := f.command(args...).CombinedOutput()
 		if err == nil {
-			return
+			return nil
 		}
-		if i == tries {
-			f.t.Fatalf("pg_autoctl %s: %v (tried %d times)\n%s", strings.Join(args, " "), err, tries, out)
+		if i == tries || !bytes.Contains(out, []byte("deadlock detected")) {
+			return fmt.Errorf("pg_autoctl %s: %v (try %d of %d)\n%s", strings.Join(args, " "), err, i, tries, out)
 		}
-		time.Sleep(time.Second) // the monitor's moment
+		f.t.Logf("pg_autoctl %s: the monitor deadlocked with a keeper (try %d of %d); again", strings.Join(args, " "), i, tries)
+		time.Sleep(time.Second) // let the keeper's report finish
 	}
 }
 
@@ -440,4 +453,42 @@ func (f *formation) waitCaughtUp(p *node) time.Duration {
 		return ok, standbys
 	})
 	return time.Since(started)
+}
+
+// TestRetryAutoctl runs the retry against a stand-in pg_autoctl that
+// answers from a script: a monitor deadlock is tried again, any other
+// failure is not.
+func TestRetryAutoctl(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "pg_autoctl")
+	// Each call appends a line to calls and prints the next answer.
+	script := `#!/bin/sh
+echo call >> "$HOME/calls"
+n=$(wc -l < "$HOME/calls")
+case "$(sed -n "${n}p" "$HOME/answers")" in
+ok) exit 0 ;;
+deadlock) echo "ERROR Monitor ERROR:  deadlock detected"; exit 6 ;;
+*) echo "ERROR Failed to perform failover"; exit 6 ;;
+esac
+`
+	must(t, os.WriteFile(bin, []byte(script), 0o755))
+	f := &formation{t: t, bin: bin, dir: dir}
+	for _, c := range []struct {
+		answers string
+		calls   int
+		fails   bool
+	}{
+		{"deadlock\nok\n", 2, false},
+		{"other\nok\n", 1, true},
+		{"deadlock\ndeadlock\ndeadlock\nok\n", 3, true},
+	} {
+		must(t, os.WriteFile(filepath.Join(dir, "answers"), []byte(c.answers), 0o644))
+		_ = os.Remove(filepath.Join(dir, "calls"))
+		err := f.retryAutoctl(3, "perform", "switchover")
+		calls, rerr := os.ReadFile(filepath.Join(dir, "calls"))
+		must(t, rerr)
+		if n := strings.Count(string(calls), "\n"); n != c.calls || (err != nil) != c.fails {
+			t.Errorf("answers %q: %d calls, error %v; want %d calls, failure %v", c.answers, n, err, c.calls, c.fails)
+		}
+	}
 }

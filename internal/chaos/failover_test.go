@@ -114,7 +114,7 @@ func (r *run) failovers(f *formation, d time.Duration) []failover {
 	go func() { at, _ := f.promoted(next, 2*time.Minute); promoted <- at }()
 	fo := failover{what: "planned switchover", at: time.Now()}
 	r.note("pg_autoctl perform switchover: %s → %s", old.name, next.name)
-	f.autoctl("perform", "switchover", "--pgdata", old.pgdata)
+	f.autoctlTries(3, "perform", "switchover", "--pgdata", old.pgdata)
 	fo.promoted = <-promoted
 	r.note("switchover done: %s takes writes", next.name)
 	out = append(out, fo)
