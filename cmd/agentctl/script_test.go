@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -65,14 +66,7 @@ type tbKey struct{}
 //	                     succeeds or fails (script_flow_test.go)
 func TestScripts(t *testing.T) {
 	t.Parallel()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := t.TempDir()
-	if err := os.Symlink(exe, filepath.Join(bin, "agentctl")); err != nil {
-		t.Fatal(err)
-	}
+	bin := scriptBinary(t)
 	testscript.Run(t, testscript.Params{
 		Dir:                filepath.Join("testdata", "script"),
 		RequireUniqueNames: true,
@@ -88,8 +82,6 @@ func TestScripts(t *testing.T) {
 			env.Setenv("PATH", bin+string(os.PathListSeparator)+env.Getenv("PATH"))
 			env.Setenv("DATABASE_URL", testdb.URL(tb))
 			env.Setenv(statusFileEnv, filepath.Join(env.WorkDir, ".agentctl-status"))
-			// A -race binary sleeps a second at exit unless told not to.
-			env.Setenv("GORACE", strings.TrimSpace(env.Getenv("GORACE")+" atexit_sleep_ms=0"))
 			return nil
 		},
 		Cmds: map[string]func(*testscript.TestScript, bool, []string){
@@ -109,6 +101,34 @@ func TestScripts(t *testing.T) {
 			"call":         cmdCall,
 		},
 	})
+}
+
+// scriptBinary returns a directory holding the agentctl the scripts run:
+// this package's test binary (its TestMain is agentctl when so named), or,
+// when this one has the race detector, the same package built again
+// without it. The scripts run agentctl hundreds of times, and an
+// instrumented binary spent about 0.17 s of CPU starting each time plus
+// its command's work several times over — most of the suite's longest
+// package. What races agentctl's code could have, the in-process tests
+// (TestReplayResolveRerun, the console's) run under the detector.
+func scriptBinary(t *testing.T) string {
+	bin := t.TempDir()
+	agentctl := filepath.Join(bin, "agentctl")
+	if !raceEnabled {
+		exe, err := os.Executable()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(exe, agentctl); err != nil {
+			t.Fatal(err)
+		}
+		return bin
+	}
+	build := exec.Command("go", "test", "-c", "-race=false", "-o", agentctl, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building agentctl without the race detector for the scripts: %v\n%s", err, out)
+	}
+	return bin
 }
 
 func cmdExitcode(ts *testscript.TestScript, neg bool, args []string) {
