@@ -201,7 +201,7 @@ func TestEffectsLimitSmoke(t *testing.T) {
 func TestGrowthSmoke(t *testing.T) {
 	t.Parallel()
 	out := runBench(t, "growth", "--database-url", testdb.URL(t), "--finished", "0,300", "--rounds", "2",
-		"--ledger-rows", "0,1k", "--tasks", "100", "--effects", "20", "--find-samples", "1", "--run-timeout", "1m")
+		"--ledger-rows", "0,1k", "--tasks", "100", "--burn-tasks", "200", "--effects", "20", "--find-samples", "1", "--run-timeout", "1m")
 	ts := tables(out)
 	if len(ts) != 2 || len(ts[0]) != 4 || len(ts[1]) != 6 {
 		t.Fatalf("want a table of 4 finished-task rows (2 sizes, 2 rounds) and one of 6 ledger rows:\n%s", out)

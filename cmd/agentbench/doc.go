@@ -168,8 +168,10 @@
 // --tasks queued tasks are claimed serially on one connection by Claim calls
 // of Limit --claim-batch, each followed by an untimed SucceedMany: the
 // claim latency percentiles (the first call, which prepares the statement,
-// left out; each call includes its commit). Then as many tasks are burnt
-// down by one pool of --concurrency and --batch, as throughput does.
+// left out; each call includes its commit). Then --burn-tasks more
+// (default 100,000: at ~20k a second, a shorter burn-down is as much one
+// stall of a shared machine as a measure) are burnt down by one pool of
+// --concurrency and --batch, as throughput does.
 //
 // --ledger-rows N: one task is claimed for the whole run; --effects
 // completed keyed effects of it and N of other tasks (three steps each,

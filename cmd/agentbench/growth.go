@@ -22,6 +22,7 @@ type GrowthFlags struct {
 	Finished    countList
 	LedgerRows  countList
 	Tasks       int
+	BurnTasks   int
 	InsertBatch int
 	ClaimBatch  int
 	Concurrency int
@@ -54,7 +55,10 @@ func runGrowth(ctx context.Context, args []string, out, errOut io.Writer) error 
 	fs.Var(&f.Finished, "finished", "comma-separated numbers of finished tasks to pre-insert, one run each (k and M suffixes; "+
 		"not run when only --ledger-rows is given)")
 	fs.Var(&f.LedgerRows, "ledger-rows", "comma-separated numbers of ledger rows to pre-insert, one run each (k and M suffixes)")
-	fs.IntVar(&f.Tasks, "tasks", 20000, "no-op tasks claimed one batch at a time, then as many burnt down by a pool")
+	fs.IntVar(&f.Tasks, "tasks", 20000, "no-op tasks claimed one batch at a time")
+	// A burn-down of 20,000 lasted about a second: one stall of the shared
+	// machine moved a run by 20%, as much as the growth it was to show.
+	fs.IntVar(&f.BurnTasks, "burn-tasks", 100000, "no-op tasks burnt down by a pool after the claims")
 	fs.IntVar(&f.InsertBatch, "insert-batch", 1000, "tasks per EnqueueBatch call when inserting")
 	fs.IntVar(&f.ClaimBatch, "claim-batch", 10, "Limit of each timed Claim call")
 	fs.IntVar(&f.Concurrency, "concurrency", 1000, "burn-down pool concurrency")
@@ -67,9 +71,9 @@ func runGrowth(ctx context.Context, args []string, out, errOut io.Writer) error 
 	if err := parseFlags(fs, args, &f.CommonFlags); err != nil {
 		return err
 	}
-	if f.Tasks <= 0 || f.InsertBatch <= 0 || f.ClaimBatch <= 0 || f.Concurrency <= 0 || f.Batch <= 0 ||
+	if f.Tasks <= 0 || f.BurnTasks <= 0 || f.InsertBatch <= 0 || f.ClaimBatch <= 0 || f.Concurrency <= 0 || f.Batch <= 0 ||
 		f.MaxConns <= 0 || f.Effects <= 0 || f.FindSamples < 0 || f.Rounds <= 0 {
-		return errors.New("--tasks, --insert-batch, --claim-batch, --concurrency, --batch, --max-conns, --effects and --rounds must be positive")
+		return errors.New("--tasks, --burn-tasks, --insert-batch, --claim-batch, --concurrency, --batch, --max-conns, --effects and --rounds must be positive")
 	}
 	if len(f.LedgerRows) > 0 && !flagSet(fs, "finished") {
 		f.Finished = nil
@@ -85,7 +89,7 @@ func runGrowth(ctx context.Context, args []string, out, errOut io.Writer) error 
 	if len(f.Finished) > 0 {
 		fmt.Fprintf(out, "# finished tasks: Claim calls of Limit %d over %d queued no-op tasks (the first call left out), each "+
 			"followed by an untimed SucceedMany; then a burn-down of %d more with 1 pool × %d × %d; "+
-			"MB: tasks and task_attempts with indexes\n\n", f.ClaimBatch, f.Tasks, f.Tasks, f.Concurrency, f.Batch)
+			"MB: tasks and task_attempts with indexes\n\n", f.ClaimBatch, f.Tasks, f.BurnTasks, f.Concurrency, f.Batch)
 		t := NewTable(append(append([]string{"finished", "round", "MB", "claims", "claim p50 ms", "p90 ms", "p99 ms", "max ms",
 			"succeed p50 ms", "p99 ms", "burn secs", "tasks/s"}, cpuHeader...), "rss MB", "conns")...)
 		for _, n := range f.Finished {
@@ -101,7 +105,7 @@ func runGrowth(ctx context.Context, args []string, out, errOut io.Writer) error 
 				t.Add(append(append([]any{n, round, mb(r.TasksBytes), r.Claim.N, ms(r.Claim.P50), ms(r.Claim.P90),
 					ms(r.Claim.P99), ms(r.Claim.Max), ms(r.Succeed.P50), ms(r.Succeed.P99),
 					fmt.Sprintf("%.2f", r.Burn.Elapsed.Seconds()), rate},
-					r.Burn.CPU.cells(f.Tasks)...), mb(r.Burn.PeakRSS), r.Burn.Conns)...)
+					r.Burn.CPU.cells(f.BurnTasks)...), mb(r.Burn.PeakRSS), r.Burn.Conns)...)
 				fmt.Fprintf(errOut, "growth %d round %d: claim p50 %s ms p99 %s ms, %s tasks/s\n",
 					n, round, ms(r.Claim.P50), ms(r.Claim.P99), rate)
 			})
@@ -214,13 +218,13 @@ func growthRound(ctx context.Context, rdb *RunDB, ctl *pgxpool.Pool, f GrowthFla
 	if err := ctl.QueryRow(ctx, "SELECT coalesce(max(id), 0) FROM tasks").Scan(&minID); err != nil {
 		return res, err
 	}
-	if _, err := insertNoops(ctx, ctl, f.Tasks, f.InsertBatch); err != nil {
+	if _, err := insertNoops(ctx, ctl, f.BurnTasks, f.InsertBatch); err != nil {
 		return res, err
 	}
 	if err := rdb.Settle(ctx, ctl); err != nil {
 		return res, err
 	}
-	b := BurnDown{Case: ThroughputCase{Pools: 1, Concurrency: f.Concurrency, Batch: f.Batch}, Tasks: f.Tasks,
+	b := BurnDown{Case: ThroughputCase{Pools: 1, Concurrency: f.Concurrency, Batch: f.Batch}, Tasks: f.BurnTasks,
 		MinID: minID, MaxConns: int32(f.MaxConns), Flags: f.CommonFlags, Log: log,
 		Out: out, ErrOut: errOut}
 	res.Burn, err = b.Run(ctx, rdb, ctl)
