@@ -459,7 +459,6 @@ func (f *formation) waitCaughtUp(p *node) time.Duration {
 // answers from a script: a monitor deadlock is tried again, any other
 // failure is not.
 func TestRetryAutoctl(t *testing.T) {
-	t.Parallel()
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "pg_autoctl")
 	// Each call appends a line to calls and prints the next answer.

@@ -69,8 +69,6 @@ type options struct {
 }
 
 func TestChaos(t *testing.T) {
-	skipShort(t)
-	oneAtATime(t)
 	drill(t, options{tasks: envInt(t, "CHAOS_TASKS", 150), agents: envInt(t, "CHAOS_AGENTS", 10),
 		seconds: envInt(t, "CHAOS_SECONDS", 15), traced: true})
 }
@@ -81,20 +79,6 @@ func skipShort(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the chaos drill starts its own PostgreSQL and three daemons")
 	}
-}
-
-// drillTurn is held by the drill that is running its fleet flat out.
-var drillTurn sync.Mutex
-
-// oneAtATime starts t with every other test of the package (t.Parallel),
-// so that the drills which mostly wait — on a formation's promotions, on
-// Slack's or a model's pace — overlap it, then waits for its turn among
-// the drills that keep both cores busy: two of those at once would only
-// slow each other, and the waiting drills' fleets, down.
-func oneAtATime(t *testing.T) {
-	t.Parallel()
-	drillTurn.Lock()
-	t.Cleanup(drillTurn.Unlock)
 }
 
 // newRun starts a drill's world and its counting downstream, which

@@ -19,7 +19,6 @@ import (
 // mode: poll-only wake-ups, no prepared statements, no session state.
 func TestChaosThroughPgBouncer(t *testing.T) {
 	skipShort(t)
-	oneAtATime(t)
 	drill(t, options{tasks: envInt(t, "CHAOS_TASKS", 60), agents: envInt(t, "CHAOS_AGENTS", 5),
 		seconds: envInt(t, "CHAOS_SECONDS", 10), pgbouncer: pgbouncerBin(t)})
 }

@@ -22,8 +22,6 @@ import (
 // saga was refunded and released once, in reverse order, with the ids of
 // its own effects, and no other saga was. CHAOS_SAGAS sizes it.
 func TestSagaChaos(t *testing.T) {
-	skipShort(t)
-	oneAtATime(t)
 	r := newRun(t)
 	r.tasks = envInt(t, "CHAOS_SAGAS", 300)
 	seconds := envInt(t, "CHAOS_SECONDS", 15)

@@ -24,7 +24,6 @@ import (
 // downstream still holds one refund, of the saga's own charge.
 func TestSagaRefundKilledBeforeRecord(t *testing.T) {
 	skipShort(t)
-	oneAtATime(t)
 	w := newWorld(t)
 	ctx := context.Background()
 	down := downstream.New()

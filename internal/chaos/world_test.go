@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -96,14 +97,41 @@ func (w *world) prepare(t *testing.T) {
 	}
 	m.Close()
 
-	w.agentd = filepath.Join(w.dir, "agentd")
-	w.mcpcount = filepath.Join(w.dir, "mcpcount")
-	for bin, pkg := range map[string]string{w.agentd: "cmd/agentd", w.mcpcount: "internal/mcpcount"} {
-		build := exec.Command("go", "build", "-o", bin, "github.com/agentledger/agentledger/"+pkg)
-		if out, err := build.CombinedOutput(); err != nil {
-			t.Fatalf("building %s: %v\n%s", pkg, err, out)
-		}
+	w.agentd, w.mcpcount, err = binaries()
+	if err != nil {
+		t.Fatal(err)
 	}
+}
+
+// built holds agentd and mcpcount, linked once for every drill: a link of
+// agentd costs seconds of CPU, which the drills running beside it need.
+// TestMain removes the directory.
+var built struct {
+	once                  sync.Once
+	dir, agentd, mcpcount string
+	err                   error
+}
+
+// binaries builds agentd and mcpcount on first use and returns their paths.
+func binaries() (agentd, mcpcount string, err error) {
+	built.once.Do(func() {
+		built.dir, built.err = os.MkdirTemp("", "agentledger-chaos-bin-")
+		if built.err != nil {
+			return
+		}
+		if built.err = os.Chmod(built.dir, 0o755); built.err != nil {
+			return
+		}
+		built.agentd, built.mcpcount = filepath.Join(built.dir, "agentd"), filepath.Join(built.dir, "mcpcount")
+		for bin, pkg := range map[string]string{built.agentd: "cmd/agentd", built.mcpcount: "internal/mcpcount"} {
+			out, err := exec.Command("go", "build", "-o", bin, "github.com/agentledger/agentledger/"+pkg).CombinedOutput()
+			if err != nil {
+				built.err = fmt.Errorf("building %s: %v\n%s", pkg, err, out)
+				return
+			}
+		}
+	})
+	return built.agentd, built.mcpcount, built.err
 }
 
 // envInt reads a sizing variable.
