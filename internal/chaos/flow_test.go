@@ -135,10 +135,15 @@ func TestFleetFlowControl(t *testing.T) {
 		t.Errorf("breaker %s after %d opens: want closed, opened and re-opened by failed probes", state, opens)
 	}
 	// Before it opened: the failures that opened it and the calls in
-	// flight then; while open: one probe per re-opening.
-	if hits := flaky.DownHits(); hits > int64(failures)+inFlight+opens {
-		t.Errorf("%d requests reached the downstream while down: more than %d failures, %d in flight and %d probes",
-			hits, failures, inFlight, opens)
+	// flight then; while open: one probe per re-opening. And a call each
+	// of the other daemons admitted between the open's commit and its
+	// notice reaching them (a loaded CI run saw one: 21 requests against
+	// 5 + 10 + 5); a breaker that did not hold the fleet would let dozens
+	// through.
+	raced := int64(len(daemons) - 1)
+	if hits := flaky.DownHits(); hits > int64(failures)+inFlight+opens+raced {
+		t.Errorf("%d requests reached the downstream while down: more than %d failures, %d in flight, %d probes and %d raced with the open's notice",
+			hits, failures, inFlight, opens, raced)
 	}
 	if retried > failures-1 {
 		t.Errorf("%d attempts used by the outage, want at most %d (the failures before the breaker opened)", retried, failures-1)
