@@ -412,7 +412,7 @@ const eventColumns = `t.tenant, t.queue, t.kind, t.state, t.max_attempts, t.last
 //     gathered while nothing ran it estimated one running row, started from
 //     all of them and looped over the batch's arrays (one 1,000-task
 //     completion took 190-330 ms). A lease is held exactly while a task runs
-//     (tasks_lease_check), so the fences test the lease instead — the token,
+//     (a rule of tasks_check), so the fences test the lease instead — the token,
 //     and lease_expires_at set or unexpired — from which no partial index's
 //     predicate follows: only the primary key can find the rows.
 //   - A write finds its rows by id = ANY (the ids), which only the primary

@@ -70,7 +70,7 @@ RETURNING ` + eventColumns + `, o.lease_token, o.lease_expires_at`
 // would scan every pending event once per candidate.
 const unsettled = `p.state NOT IN ('delivered', 'failed')`
 
-// A claim holds an event while its lease is set (outbox_lease_check): the
+// A claim holds an event while its lease is set (a rule of outbox_check): the
 // settling writes below are fenced on the token and the lease, not on
 // state = 'pending', which would let the planner read every pending event
 // from the partial index instead of one row by its primary key.

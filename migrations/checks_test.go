@@ -1,0 +1,130 @@
+package migrations_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/agentledger/agentledger/internal/testdb"
+)
+
+// hotChecks are the tables written on every task, attempt, effect and
+// notification, and the one CHECK constraint each carries (00028).
+var hotChecks = map[string]string{
+	"tasks":         "tasks_check",
+	"task_attempts": "task_attempts_check",
+	"ledger":        "ledger_check",
+	"outbox":        "outbox_check",
+}
+
+// PostgreSQL rebuilds every CHECK expression of a table for each statement
+// that writes it, folding any constant expression anew: a hot table carries
+// one constraint, with no ARRAY[...] (an IN list) or other constant left to
+// fold.
+func TestHotTablesCarryOneFoldFreeCheck(t *testing.T) {
+	t.Parallel()
+	pool := testdb.New(t)
+	rows, err := pool.Query(context.Background(), `
+		SELECT conrelid::regclass::text, conname, pg_get_constraintdef(oid)
+		FROM pg_constraint
+		WHERE contype = 'c' AND conrelid::regclass::text = ANY ($1)`, keys(hotChecks))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string][]string{}
+	for rows.Next() {
+		var table, name, def string
+		if err := rows.Scan(&table, &name, &def); err != nil {
+			t.Fatal(err)
+		}
+		seen[table] = append(seen[table], name)
+		if strings.Contains(def, "ARRAY[") {
+			t.Errorf("%s.%s builds an array on every write: %s", table, name, def)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for table, want := range hotChecks {
+		if got := seen[table]; len(got) != 1 || got[0] != want {
+			t.Errorf("%s's CHECK constraints are %v, want [%s] alone", table, got, want)
+		}
+	}
+}
+
+// The merged constraints keep every rule of the ones they replaced: each
+// write below breaks one rule of a valid row and is refused by the table's
+// one constraint, and the valid rows themselves are accepted.
+func TestOneCheckKeepsEveryRule(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testdb.New(t)
+	var task int64
+	if err := pool.QueryRow(ctx, `INSERT INTO tasks (kind) VALUES ('noop') RETURNING id`).Scan(&task); err != nil {
+		t.Fatal(err)
+	}
+	setup := []string{
+		`INSERT INTO task_attempts (task_id, lease_token, attempt, generation, worker, started_at, outcome)
+			VALUES ($1, 1, 1, 0, 'w', now(), 'succeeded')`,
+		`INSERT INTO ledger (tenant, operation, effect_key, request_hash, class, task_id, generation, step_path, owner_token)
+			VALUES ('default', 'op', 'k', '\x00', 'keyed', $1, 0, 's', 1)`,
+		`INSERT INTO outbox (tenant, task_id, generation, attempt, event, channel, payload, step_path)
+			VALUES ('default', $1, 0, 1, 'message', '#c', '{}', 's')`,
+	}
+	for _, s := range setup {
+		if _, err := pool.Exec(ctx, s, task); err != nil {
+			t.Fatalf("a valid row is refused: %v\n%s", err, s)
+		}
+	}
+	long := func(n int) string { return "'" + strings.Repeat("x", n) + "'" }
+	for _, c := range []struct{ table, set string }{
+		{"tasks", "state = 'finished'"},
+		{"tasks", "state = 'running'"},                           // without a lease
+		{"tasks", "state = 'running', lease_expires_at = now()"}, // without an owner
+		{"tasks", "lease_expires_at = now()"},                    // a lease on a queued task
+		{"tasks", "tenant = ''"},
+		{"tasks", "queue = ''"},
+		{"tasks", "kind = ''"},
+		{"tasks", "tenant = " + long(129)},
+		{"tasks", "queue = " + long(129)},
+		{"tasks", "kind = " + long(129)},
+		{"tasks", "max_attempts = 0"},
+		{"tasks", "attempt = -1"},
+		{"tasks", "submission_key = '', request_hash = '\\x00'"},
+		{"tasks", "submission_key = " + long(256) + ", request_hash = '\\x00'"},
+		{"tasks", "submission_key = 'k'"}, // without a request hash
+		{"task_attempts", "outcome = 'finished'"},
+		{"ledger", "class = 'risky'"},
+		{"ledger", "state = 'done'"},
+		{"outbox", "state = 'sent'"},
+		{"outbox", "state = 'delivered', lease_expires_at = now()"},
+		{"outbox", "rule = 'r'"},       // a message with a rule
+		{"outbox", "step_path = NULL"}, // a message without its step
+	} {
+		_, err := pool.Exec(ctx, `UPDATE `+c.table+` SET `+c.set)
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Code != "23514" || pgErr.ConstraintName != hotChecks[c.table] {
+			t.Errorf("UPDATE %s SET %s: %v, want a violation of %s", c.table, c.set, err, hotChecks[c.table])
+		}
+	}
+	// Within the limits, names of 128 characters and a key of 255 pass.
+	if _, err := pool.Exec(ctx, `UPDATE tasks SET tenant = `+long(128)+`, queue = `+long(128)+`, kind = `+long(128)+
+		`, submission_key = `+long(255)+`, request_hash = '\x00' WHERE id = $1`, task); err != nil {
+		t.Errorf("names at their longest are refused: %v", err)
+	}
+	var n int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM tasks WHERE state = 'queued' AND max_attempts > 0`).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("%d valid tasks (%v); a refused write changed a row", n, err)
+	}
+}
+
+func keys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
