@@ -3,6 +3,8 @@ package migrations_test
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -30,7 +32,7 @@ func TestHotTablesCarryOneFoldFreeCheck(t *testing.T) {
 	rows, err := pool.Query(context.Background(), `
 		SELECT conrelid::regclass::text, conname, pg_get_constraintdef(oid)
 		FROM pg_constraint
-		WHERE contype = 'c' AND conrelid::regclass::text = ANY ($1)`, keys(hotChecks))
+		WHERE contype = 'c' AND conrelid::regclass::text = ANY ($1)`, slices.Collect(maps.Keys(hotChecks)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,12 +121,4 @@ func TestOneCheckKeepsEveryRule(t *testing.T) {
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM tasks WHERE state = 'queued' AND max_attempts > 0`).Scan(&n); err != nil || n != 1 {
 		t.Fatalf("%d valid tasks (%v); a refused write changed a row", n, err)
 	}
-}
-
-func keys(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
 }
