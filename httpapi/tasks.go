@@ -18,6 +18,7 @@ import (
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/grants"
+	"github.com/agentledger/agentledger/tools"
 )
 
 // Task is a task as the API shows it (snake_case JSON). Fields without a
@@ -167,25 +168,23 @@ func (s *Server) createTask(r *http.Request, tenant string, body []byte) (action
 	if string(p.Payload) == "null" {
 		p.Payload = nil // as if absent: {}
 	}
-	// No queue jumping: a run_at in the past would sort ahead of tasks
-	// already waiting, so the earliest is now (left to the database's
-	// clock); the grant's floor bounds the priority.
-	if req.RunAt != nil && req.RunAt.After(time.Now()) {
+	if req.RunAt != nil {
 		p.RunAt = *req.RunAt
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
+	var g *grants.Grant
 	if s.cfg.Grants != nil {
-		g, err := s.cfg.Grants.For(r.Context(), tenant)
-		if err != nil {
+		var err error
+		if g, err = s.cfg.Grants.For(r.Context(), tenant); err != nil {
 			return nil, err
 		}
 		if err := g.Allow(tenant, grants.Need{Kind: p.Kind}); err != nil {
 			return nil, err
 		}
-		p.Priority = max(p.Priority, g.PriorityFloor)
 	}
+	tools.Bound(g, &p) // no queue jumping, as for a child its task creates
 	if s.cfg.CheckPayload != nil {
 		if err := s.cfg.CheckPayload(r.Context(), p.Kind, p.Payload); err != nil {
 			return nil, err

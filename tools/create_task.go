@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/canonjson"
@@ -39,8 +40,8 @@ func (*CreateTask) Name() string { return "create_task" }
 
 // Description tells the model what the tool does.
 func (*CreateTask) Description() string {
-	return "Create a child task of the given kind, with an optional queue, JSON payload and priority " +
-		"(0-100, lower runs first). Returns its task_id."
+	return "Create a child task of the given kind, with an optional queue, JSON payload, priority " +
+		"(0-100, lower runs first) and run_at (RFC 3339; default now). Returns its task_id."
 }
 
 // Parameters is the JSON Schema of the arguments.
@@ -49,7 +50,8 @@ func (*CreateTask) Parameters() json.RawMessage {
 		`"kind":{"type":"string","pattern":"^[A-Za-z0-9._:-]{1,128}$"},` +
 		`"queue":{"type":"string","pattern":"^[A-Za-z0-9._:-]{0,128}$"},` +
 		`"payload":{"description":"the child's JSON payload; default {}"},` +
-		`"priority":{"type":"integer","minimum":0,"maximum":100}}}`)
+		`"priority":{"type":"integer","minimum":0,"maximum":100},` +
+		`"run_at":{"type":"string","description":"when the child may run, RFC 3339; default now"}}}`)
 }
 
 // createArgs are the tool's arguments.
@@ -58,11 +60,15 @@ type createArgs struct {
 	Queue    string          `json:"queue,omitempty"`
 	Payload  json.RawMessage `json:"payload,omitempty"`
 	Priority int16           `json:"priority,omitempty"`
+	RunAt    *time.Time      `json:"run_at,omitempty"`
 }
 
 // Effect validates the arguments and returns a local effect, operation
 // "task.create". The child's submission key is "child:" + the effect key,
-// so even a second insert would be a duplicate of the first.
+// so even a second insert would be a duplicate of the first. The child
+// keeps to the calling tenant's grant (Bound), whoever submitted the
+// parent; the ledger request holds the arguments as asked, so a replay
+// under a changed floor is the same call.
 func (c *CreateTask) Effect(call Call) (ledger.Effect, error) {
 	if call.Task == nil {
 		return ledger.Effect{}, agentledger.Permanent(errors.New("create_task: no calling task"))
@@ -72,7 +78,7 @@ func (c *CreateTask) Effect(call Call) (ledger.Effect, error) {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&a); err != nil {
 		return ledger.Effect{}, agentledger.Permanent(fmt.Errorf(
-			"create_task: arguments must be {\"kind\", \"queue\"?, \"payload\"?, \"priority\"?}: %v", err))
+			"create_task: arguments must be {\"kind\", \"queue\"?, \"payload\"?, \"priority\"?, \"run_at\"?}: %v", err))
 	}
 	p := claims.EnqueueParams{Tenant: call.Task.Tenant, Kind: a.Kind, Queue: a.Queue, Payload: a.Payload, Priority: a.Priority}
 	if string(p.Payload) == "null" {
@@ -81,11 +87,16 @@ func (c *CreateTask) Effect(call Call) (ledger.Effect, error) {
 	if err := p.Validate(); err != nil {
 		return ledger.Effect{}, agentledger.Permanent(fmt.Errorf("create_task: %w", err))
 	}
-	request, err := canonjson.MarshalValue(map[string]any{
-		"kind": p.Kind, "queue": p.Queue, "payload": p.Payload, "priority": p.Priority})
+	asked := map[string]any{"kind": p.Kind, "queue": p.Queue, "payload": p.Payload, "priority": p.Priority}
+	if a.RunAt != nil {
+		asked["run_at"] = a.RunAt.UTC().Format(time.RFC3339Nano) // only when given: older requests stay the same
+		p.RunAt = *a.RunAt
+	}
+	request, err := canonjson.MarshalValue(asked)
 	if err != nil {
 		return ledger.Effect{}, agentledger.Permanent(fmt.Errorf("create_task: payload: %v", err))
 	}
+	Bound(call.Grant, &p)
 	return ledger.Effect{
 		Operation: "task.create", StepPath: call.StepPath, Class: ledger.Local, Request: request,
 		PerformLocal: func(ctx context.Context, lc ledger.Call, db ledger.DB) (ledger.Result, error) {
@@ -102,4 +113,18 @@ func (c *CreateTask) Effect(call Call) (ledger.Effect, error) {
 			return ledger.Result{Body: json.RawMessage(`{"task_id":` + id + `}`), ExternalRef: "task:" + id}, nil
 		},
 	}, nil
+}
+
+// Bound keeps p, a task queued for the tenant whose grant is g — through
+// the API, or as the child of one of its tasks — from jumping ahead of the
+// tasks already waiting: a priority more urgent than g's floor is raised
+// to it, and a run_at in the past becomes now (zero: the database's
+// clock). A nil g (nothing checked) bounds run_at only.
+func Bound(g *grants.Grant, p *claims.EnqueueParams) {
+	if g != nil {
+		p.Priority = max(p.Priority, g.PriorityFloor)
+	}
+	if !p.RunAt.After(time.Now()) {
+		p.RunAt = time.Time{}
+	}
 }

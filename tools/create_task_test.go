@@ -6,7 +6,10 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/tools"
 )
@@ -111,5 +114,47 @@ func TestCreateTaskBadArgs(t *testing.T) {
 	}
 	if n := e.count(`SELECT count(*) FROM tasks`); n != 2 {
 		t.Fatalf("%d tasks", n)
+	}
+}
+
+// A child keeps to its tenant's grant, as an API submission does: a
+// priority more urgent than the floor is raised to it and a run_at in the
+// past becomes now. The ledger keeps the call as asked: a replay under
+// another floor is the same call.
+func TestCreateTaskKeepsToTheFloor(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t)
+	parent := e.task()
+	g := &grants.Grant{Tools: []string{"create_task"}, PriorityFloor: 50}
+	create := func(step, args string) (ledger.Result, *agentledger.Task) {
+		t.Helper()
+		c := call(parent, step, args)
+		c.Grant = g
+		res, err := tools.Invoke(ctx, e.Ledger, tools.NewCreateTask(), c)
+		var body struct {
+			TaskID int64 `json:"task_id"`
+		}
+		if err != nil || json.Unmarshal(res.Body, &body) != nil {
+			t.Fatalf("%s: %+v %v", args, res, err)
+		}
+		child, err := e.Claims.Get(ctx, "acme", body.TaskID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res, child
+	}
+	const past = `{"kind":"k","priority":0,"run_at":"2001-01-01T00:00:00Z"}`
+	before := time.Now().Add(-time.Second) // the database's clock may trail ours a little
+	if _, child := create("tool/0", past); child.Priority != 50 || child.RunAt.Before(before) {
+		t.Errorf("priority %d run_at %s: want 50 and now", child.Priority, child.RunAt)
+	}
+	later := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
+	if _, child := create("tool/1", `{"kind":"k","priority":70,"run_at":"`+later.Format(time.RFC3339)+`"}`); child.Priority != 70 || !child.RunAt.Equal(later) {
+		t.Errorf("priority %d run_at %s: want 70 and %s as asked", child.Priority, child.RunAt, later)
+	}
+	g.PriorityFloor = 60
+	if res, child := create("tool/0", past); !res.Replayed || child.Priority != 50 {
+		t.Errorf("replayed %v, priority %d: want the first child, served", res.Replayed, child.Priority)
 	}
 }
