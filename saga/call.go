@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/agentledger/agentledger"
-	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/tools"
 )
@@ -50,12 +49,8 @@ func Call(ctx context.Context, t *agentledger.Task, path, tool string, args any,
 	if err != nil {
 		return ledger.Result{}, fmt.Errorf("saga.Call %s: %w", path, err)
 	}
-	if u.Grants != nil {
-		var g *grants.Grant
-		if g, err = u.Grants.For(ctx, t.Tenant); err != nil {
-			return ledger.Result{}, err
-		}
-		call.Grant = g
+	if call.Grant, err = u.grant(ctx, t); err != nil { // in force now: a revoke stops the kind's next call
+		return ledger.Result{}, fmt.Errorf("saga.Call %s: %w", path, err)
 	}
 	return tools.Invoke(ctx, u.Ledger, tl, call)
 }

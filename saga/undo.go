@@ -33,7 +33,8 @@ type Undoer struct {
 	Journal Journal
 	Tools   *tools.Registry
 	// Grants, when set, give each task's tenant grant: a compensation is
-	// a tool call like any other and must be allowed.
+	// a tool call like any other and must be allowed by the grant in
+	// force when it runs (read before each one, as Call does).
 	Grants grants.Source
 }
 
@@ -97,15 +98,9 @@ func (u *Undoer) Work(ctx context.Context, t *agentledger.Task) (json.RawMessage
 	}
 	// Newest completion first; the journal's order breaks ties.
 	slices.SortStableFunc(undo, func(a, b ledger.Entry) int { return -cmp.Compare(completedAt(a), completedAt(b)) })
-	var grant *grants.Grant
-	if u.Grants != nil {
-		if grant, err = u.Grants.For(ctx, t.Tenant); err != nil {
-			return nil, err
-		}
-	}
 	out := make([]Result, 0, len(undo))
 	for _, e := range undo {
-		r, err := u.undo(ctx, t, e, grant)
+		r, err := u.undo(ctx, t, e)
 		if err != nil {
 			return nil, err
 		}
@@ -117,7 +112,7 @@ func (u *Undoer) Work(ctx context.Context, t *agentledger.Task) (json.RawMessage
 }
 
 // undo runs the compensation of the completed effect e.
-func (u *Undoer) undo(ctx context.Context, t *agentledger.Task, e ledger.Entry, grant *grants.Grant) (Result, error) {
+func (u *Undoer) undo(ctx context.Context, t *agentledger.Task, e ledger.Entry) (Result, error) {
 	var c Compensation
 	if err := json.Unmarshal(e.Compensate, &c); err != nil {
 		return Result{}, agentledger.Permanent(fmt.Errorf("the compensation of %s is not readable: %v", e.StepPath, err))
@@ -131,6 +126,10 @@ func (u *Undoer) undo(ctx context.Context, t *agentledger.Task, e ledger.Entry, 
 		return Result{}, fmt.Errorf("the compensation of %s: %w", e.StepPath, err)
 	}
 	args, err := c.resolve(self)
+	if err != nil {
+		return Result{}, fmt.Errorf("the compensation of %s: %w", e.StepPath, err)
+	}
+	grant, err := u.grant(ctx, t)
 	if err != nil {
 		return Result{}, fmt.Errorf("the compensation of %s: %w", e.StepPath, err)
 	}
@@ -171,4 +170,13 @@ func completedAt(e ledger.Entry) int64 {
 		return 0
 	}
 	return e.CompletedAt.UnixNano()
+}
+
+// grant is t's tenant's grant in force now; nil without Grants (nothing
+// checked).
+func (u *Undoer) grant(ctx context.Context, t *agentledger.Task) (*grants.Grant, error) {
+	if u.Grants == nil {
+		return nil, nil
+	}
+	return u.Grants.For(ctx, t.Tenant)
 }

@@ -17,8 +17,10 @@ import (
 type Runner struct {
 	ledger tools.Doer
 	tools  *tools.Registry
-	// Grants, when set, give each task's tenant grant, read at the start
-	// of every attempt; every step is checked against it, on a replay too.
+	// Grants, when set, give each task's tenant grant, read again before
+	// every step (a cache makes that cheap), so that a revoke stops a task
+	// in flight before its next step; every step is checked against the
+	// grant in force then, on a replay too.
 	Grants grants.Source
 }
 
@@ -60,12 +62,6 @@ func (r *Runner) Work(ctx context.Context, task *agentledger.Task) (json.RawMess
 	}); err != nil {
 		return nil, err
 	}
-	var grant *grants.Grant
-	if r.Grants != nil {
-		if grant, err = r.Grants.For(ctx, task.Tenant); err != nil {
-			return nil, err
-		}
-	}
 	if err := p.checkCompensable(ts); err != nil {
 		return nil, err
 	}
@@ -79,6 +75,12 @@ func (r *Runner) Work(ctx context.Context, task *agentledger.Task) (json.RawMess
 		undo, err := compensation(s, results)
 		if err != nil {
 			return nil, fmt.Errorf("step %d: %w", i, err)
+		}
+		var grant *grants.Grant
+		if r.Grants != nil {
+			if grant, err = r.Grants.For(ctx, task.Tenant); err != nil {
+				return nil, fmt.Errorf("step %d: %w", i, err)
+			}
 		}
 		res, err := tools.Invoke(ctx, r.ledger, ts[i], tools.Call{Task: task, StepPath: stepPath(i), Args: args, Grant: grant,
 			Compensate: undo})
