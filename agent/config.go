@@ -21,6 +21,10 @@ const (
 	DefaultMaxSteps       = 10
 	DefaultRetries        = 3
 	DefaultRetryBase      = 500 * time.Millisecond
+	// DefaultMaxAnswerTokens caps the max_tokens of a budgeted completion:
+	// hosted endpoints answer 400 to a max_tokens above the model's output
+	// limit, and 4096 is within that of every current chat model.
+	DefaultMaxAnswerTokens = 4096
 )
 
 // ErrNoEndpoint is why agent tasks fail when no model endpoint is
@@ -69,10 +73,18 @@ type Config struct {
 	// a request that must wait defers its task without using an attempt,
 	// and the tokens each answer reports are booked on the budget.
 	Gate tools.Gate
-	// Grants, when set, give each task's tenant grant, read at the start of
-	// every attempt: its model calls and tool calls are checked against
-	// it, on a replay too.
+	// Grants, when set, give each task's tenant grant, read again before
+	// every completion and every tool call (a grants.Cache answers without
+	// a query while its LISTEN session is up), so that a revoke stops a
+	// running task at its next effect: its model calls and tool calls are
+	// checked against it, on a replay too. A grant's "*" model is Model.
 	Grants grants.Source
+	// MaxAnswerTokens caps the max_tokens sent with a completion of a task
+	// whose grant bounds its tokens (grants.Grant.MaxTokens), which is
+	// otherwise what the budget leaves once the prompt is counted; a
+	// completion of an unbounded task is sent none. Default
+	// DefaultMaxAnswerTokens.
+	MaxAnswerTokens int
 	// Compensations declare, by tool name, the call that undoes a call of
 	// that tool in every agent task that may use it (agentd's
 	// [[compensation]] tables); a task's payload may declare its own for
@@ -96,6 +108,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.RetryBase <= 0 {
 		c.RetryBase = DefaultRetryBase
+	}
+	if c.MaxAnswerTokens <= 0 {
+		c.MaxAnswerTokens = DefaultMaxAnswerTokens
 	}
 	if c.HTTPClient == nil {
 		c.HTTPClient = &http.Client{}

@@ -48,6 +48,13 @@ type chatRequest struct {
 	Model    string     `json:"model"`
 	Messages []message  `json:"messages"`
 	Tools    []toolSpec `json:"tools,omitempty"`
+	// MaxTokens is sent as max_tokens (0: none) but is not part of the
+	// ledger request: it only bounds how long the answer may be, from the
+	// task's budget and what it spent, so a replay is served the recorded
+	// answer whatever limit it was made under — one recorded before limits
+	// were sent, or under a budget changed since — as the first result of
+	// any pure effect stands.
+	MaxTokens int `json:"-"`
 }
 
 // completion is the ledger result body of one completion: what the loop
@@ -116,7 +123,8 @@ const maxToolCallID = 128
 
 // toOpenAI is req as go-openai sends it.
 func (req chatRequest) toOpenAI() openai.ChatCompletionRequest {
-	out := openai.ChatCompletionRequest{Model: req.Model, Messages: make([]openai.ChatCompletionMessage, 0, len(req.Messages))}
+	out := openai.ChatCompletionRequest{Model: req.Model, MaxTokens: req.MaxTokens,
+		Messages: make([]openai.ChatCompletionMessage, 0, len(req.Messages))}
 	for _, m := range req.Messages {
 		om := openai.ChatCompletionMessage{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID}
 		for _, c := range m.ToolCalls {

@@ -17,4 +17,14 @@
 // results (read back as stored, see runTool). Nothing in a request depends
 // on time, randomness or the attempt; the API key is a transport secret and
 // never enters a request, a result or an error.
+//
+// The tenant's grant (Config.Grants) is read before every completion and
+// every tool call, so a revoke stops a running task at its next effect. A
+// grant's "*" model is Config.Model only. When the grant bounds a task's
+// tokens (grants.Grant.MaxTokens), each completion is sent max_tokens: the
+// budget left less an estimate of the prompt (see estimatePrompt), and a
+// prompt whose estimate alone takes all that is left is refused unsent.
+// max_tokens is sent but kept out of the ledger request, so it never makes
+// a replay's request differ from the recorded one: a replay is served what
+// was recorded, under whatever limit (or none) it was made.
 package agent

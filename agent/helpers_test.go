@@ -12,6 +12,7 @@ import (
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/agent"
 	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/internal/fakeopenai"
 	"github.com/agentledger/agentledger/internal/testenv"
 	"github.com/agentledger/agentledger/ledger"
@@ -66,6 +67,35 @@ func (e *env) submit(payload string) *agentledger.Task {
 		e.T.Fatal(err)
 	}
 	return e.claim()
+}
+
+// submitAs enqueues an agent task of tenant and claims it.
+func (e *env) submitAs(tenant, payload string) *agentledger.Task {
+	e.T.Helper()
+	e.Enqueue(claims.EnqueueParams{Tenant: tenant, Kind: agent.Kind, Payload: json.RawMessage(payload)})
+	return e.claim()
+}
+
+// checkGrants makes the agent check every task against the grants stored
+// in the test's database, read before every effect; tweak adjusts the
+// rest of its configuration.
+func (e *env) checkGrants(tweak func(*agent.Config)) *grants.Store {
+	store := grants.NewStore(e.DB)
+	e.agent = agent.New(e.config(func(c *agent.Config) {
+		c.Grants = store
+		if tweak != nil {
+			tweak(c)
+		}
+	}), e.Ledger, e.reg)
+	return store
+}
+
+// grant stores g as tenant's grant.
+func (e *env) grant(store *grants.Store, tenant string, g grants.Grant) {
+	e.T.Helper()
+	if err := store.Put(context.Background(), tenant, &g); err != nil {
+		e.T.Fatal(err)
+	}
 }
 
 // claim claims the only due task.

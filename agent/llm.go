@@ -31,8 +31,9 @@ const maxInAttemptWait = 30 * time.Second
 const maxBackoff = 10 * time.Second
 
 // complete runs step n's completion of req through the ledger as a pure
-// effect: served from the ledger when recorded, performed otherwise.
-func (a *Agent) complete(ctx context.Context, task *agentledger.Task, n int, req chatRequest) (completion, error) {
+// effect: served from the ledger when recorded, performed otherwise, with
+// a max_tokens within b (a prompt that b cannot hold is refused, not sent).
+func (a *Agent) complete(ctx context.Context, task *agentledger.Task, n int, req chatRequest, b budget) (completion, error) {
 	body, err := json.Marshal(req)
 	if err != nil {
 		return completion{}, fmt.Errorf("encoding the request of llm/%d: %w", n, err)
@@ -43,6 +44,9 @@ func (a *Agent) complete(ctx context.Context, task *agentledger.Task, n int, req
 		Class:     ledger.Pure,
 		Request:   body,
 		Perform: func(ctx context.Context, _ ledger.Call) (ledger.Result, error) {
+			if err := b.bound(&req, a.cfg.MaxAnswerTokens); err != nil {
+				return ledger.Result{}, err
+			}
 			return a.chat(ctx, n, req)
 		},
 	})
@@ -159,6 +163,10 @@ func (a *Agent) chatOnce(ctx context.Context, n int, req chatRequest) (c complet
 	e = &llmError{step: n, status: obs.status, retryAfter: obs.retryAfter}
 	switch {
 	case !obs.sent: // go-openai refused the request before sending it
+		if errors.Is(err, openai.ErrReasoningModelMaxTokensDeprecated) {
+			err = fmt.Errorf("model %q takes no max_tokens, which bounds the tokens of a task whose grant has "+
+				"max_tokens; ask another model, or grant the tenant no token bound: %w", req.Model, err)
+		}
 	case obs.status == 0: // connection error or timeout
 		e.transient = true
 		if cctx.Err() != nil && ctx.Err() == nil {

@@ -71,8 +71,10 @@ func (u *Usage) add(v Usage) {
 // ledger. It returns the task's Answer as JSON, or an error:
 // agentledger.Permanent for a bad payload, no endpoint (ErrNoEndpoint), a
 // request the model endpoint rejects (4xx other than 408, 425, 429), a
-// conversation that no longer matches its journal, or no final answer
-// within the step limit; agentledger.RetryAfter when the endpoint asked to
+// conversation that no longer matches its journal, no final answer within
+// the step limit, or (*grants.DeniedError) a completion or tool call
+// outside the tenant's grant in force at that effect or a prompt its token
+// budget cannot hold; agentledger.RetryAfter when the endpoint asked to
 // wait; ErrLeaseLost, ErrNeedsAttention and transient errors as they came.
 // No error carries the API key.
 func (a *Agent) Work(ctx context.Context, task *agentledger.Task) (json.RawMessage, error) {
@@ -87,21 +89,22 @@ func (a *Agent) Work(ctx context.Context, task *agentledger.Task) (json.RawMessa
 	if err != nil {
 		return nil, agentledger.Permanent(fmt.Errorf("agent: %w", err))
 	}
-	if a.cfg.Grants != nil {
-		if pl.grant, err = a.cfg.Grants.For(ctx, task.Tenant); err != nil {
-			return nil, err
-		}
-	}
 	msgs := opening(pl.system, pl.prompt)
 	var used Usage
 	for n := 0; n < pl.maxSteps; n++ {
-		if pl.grant != nil {
-			need := grants.Need{Model: pl.model, Tokens: int64(used.TotalTokens)}
-			if err := pl.grant.Allow(task.Tenant, need); err != nil {
+		g, err := a.grant(ctx, task)
+		if err != nil {
+			return nil, err
+		}
+		var b budget
+		if g != nil {
+			need := grants.Need{Model: pl.model, DefaultModel: a.cfg.Model, Tokens: int64(used.TotalTokens)}
+			if err := g.Allow(task.Tenant, need); err != nil {
 				return nil, fmt.Errorf("llm/%d: %w", n, err)
 			}
+			b = budgetOf(task.Tenant, g, used.TotalTokens)
 		}
-		c, err := a.complete(ctx, task, n, chatRequest{Model: pl.model, Messages: msgs, Tools: specs})
+		c, err := a.complete(ctx, task, n, chatRequest{Model: pl.model, Messages: msgs, Tools: specs}, b)
 		if err != nil {
 			return nil, a.redact(stepError(n, err))
 		}
@@ -121,6 +124,17 @@ func (a *Agent) Work(ctx context.Context, task *agentledger.Task) (json.RawMessa
 	}
 	return nil, agentledger.Permanent(fmt.Errorf("agent: no final answer within max_steps=%d: "+
 		"the model was still calling tools", pl.maxSteps))
+}
+
+// grant is the grant in force for the task's tenant, nil when grants are
+// not checked. It is read before every effect rather than once an attempt,
+// so that a revoke stops a running task at its next completion or tool
+// call; a grants.Cache answers from memory while its LISTEN session is up.
+func (a *Agent) grant(ctx context.Context, task *agentledger.Task) (*grants.Grant, error) {
+	if a.cfg.Grants == nil {
+		return nil, nil
+	}
+	return a.cfg.Grants.For(ctx, task.Tenant)
 }
 
 // stepError says what a failed completion means for the task.

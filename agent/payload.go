@@ -10,7 +10,6 @@ import (
 	"slices"
 
 	"github.com/agentledger/agentledger"
-	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/saga"
 	"github.com/agentledger/agentledger/tools"
 )
@@ -47,7 +46,6 @@ type plan struct {
 	allowed               map[string]tools.Tool
 	undo                  map[string]json.RawMessage // by function name: the encoded compensation
 	maxSteps              int
-	grant                 *grants.Grant // the tenant's, in force for this attempt; nil: unchecked
 }
 
 // parsePayload validates raw against the configuration and the registry.

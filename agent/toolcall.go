@@ -37,7 +37,11 @@ func (a *Agent) runTool(ctx context.Context, task *agentledger.Task, pl *plan, n
 	if !json.Valid([]byte(args)) {
 		return failure(fmt.Sprintf("the arguments of %s are not valid JSON", c.Name), ledger.Result{}), nil
 	}
-	call := tools.Call{Task: task, StepPath: fmt.Sprintf("tool/%d/%s", n, c.ID), Args: json.RawMessage(args), Grant: pl.grant,
+	g, err := a.grant(ctx, task) // the grant in force now: a revoke since the last effect holds
+	if err != nil {
+		return "", err
+	}
+	call := tools.Call{Task: task, StepPath: fmt.Sprintf("tool/%d/%s", n, c.ID), Args: json.RawMessage(args), Grant: g,
 		Compensate: pl.undo[c.Name]}
 	res, err := tools.Invoke(ctx, a.ledger, t, call)
 	var failed *ledger.FailedError

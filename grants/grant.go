@@ -25,8 +25,10 @@ type Grant struct {
 	Hosts []Host `json:"hosts,omitempty" toml:"hosts"`
 	// Channels the notify tool may post to.
 	Channels []string `json:"channels,omitempty" toml:"channels"`
-	// Models an agent task may call ("*": the configured one, whatever it
-	// is); none allows no model call.
+	// Models an agent task may call, by name; "*" allows the daemon's
+	// configured model (AGENTLEDGER_LLM_MODEL) and no other, so a payload
+	// naming another model needs that model granted by name. None allows
+	// no model call.
 	Models []string `json:"models,omitempty" toml:"models"`
 	// PriorityFloor is the most urgent priority the tenant's API
 	// submissions get (0..100, lower runs first): one asking for less is
@@ -52,6 +54,9 @@ type Need struct {
 	Kind    string   // the kind of a task created
 	Model   string   // the model asked
 	Tokens  int64    // tokens the task spent so far, for a model call
+	// DefaultModel is the daemon's configured model, the only one a
+	// grant's "*" allows; empty: "*" allows none.
+	DefaultModel string
 }
 
 // DeniedError is a call outside the tenant's grant. Allow returns it
@@ -96,7 +101,12 @@ func (g *Grant) Allow(tenant string, n Need) error {
 		return deny("--kind "+n.Kind, "kind %q", n.Kind)
 	}
 	if n.Model != "" {
-		if !slices.Contains(g.Models, "*") && !slices.Contains(g.Models, n.Model) {
+		byName := n.Model != "*" && slices.Contains(g.Models, n.Model)
+		configured := n.Model == n.DefaultModel && slices.Contains(g.Models, "*")
+		if !byName && !configured && slices.Contains(g.Models, "*") && n.DefaultModel != "" {
+			return deny("--model "+n.Model, "model %q (\"*\" grants only the configured model, %q)", n.Model, n.DefaultModel)
+		}
+		if !byName && !configured {
 			return deny("--model "+n.Model, "model %q", n.Model)
 		}
 		if g.MaxTokens > 0 && n.Tokens >= g.MaxTokens {

@@ -37,10 +37,12 @@ type Request struct {
 	TraceParent string
 	// Body is the raw request body.
 	Body []byte
-	// Model, Messages and Tools are the body decoded.
-	Model    string
-	Messages []Message
-	Tools    []Tool
+	// Model, Messages, Tools and MaxTokens (max_tokens, 0 when absent) are
+	// the body decoded.
+	Model     string
+	Messages  []Message
+	Tools     []Tool
+	MaxTokens int
 }
 
 // Message is one chat message of a request.
@@ -138,12 +140,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	req := Request{Authorization: r.Header.Get("Authorization"), Body: body, TraceParent: r.Header.Get("traceparent")}
 	req.Authorized = req.Authorization == "Bearer "+s.key
 	var wire struct {
-		Model    string    `json:"model"`
-		Messages []Message `json:"messages"`
-		Tools    []Tool    `json:"tools"`
+		Model     string    `json:"model"`
+		Messages  []Message `json:"messages"`
+		Tools     []Tool    `json:"tools"`
+		MaxTokens int       `json:"max_tokens"`
 	}
 	decodeErr := json.Unmarshal(body, &wire)
-	req.Model, req.Messages, req.Tools = wire.Model, wire.Messages, wire.Tools
+	req.Model, req.Messages, req.Tools, req.MaxTokens = wire.Model, wire.Messages, wire.Tools, wire.MaxTokens
 
 	s.mu.Lock()
 	s.reqs = append(s.reqs, req)
@@ -195,5 +198,5 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		writeError(w, reply.Status, msg, "fake_error")
 		return
 	}
-	writeJSON(w, http.StatusOK, completion(n, wire.Model, reply))
+	writeJSON(w, http.StatusOK, completion(n, wire.Model, wire.MaxTokens, reply))
 }

@@ -126,3 +126,25 @@ func TestRetryAfterHeader(t *testing.T) {
 		t.Fatalf("%d %q", resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
 }
+
+// A max_tokens below what the reply would spend cuts it there, as a model
+// stops at its limit; without one the script's usage stands.
+func TestMaxTokensCutsTheAnswer(t *testing.T) {
+	t.Parallel()
+	s := fakeopenai.New(t, key, fakeopenai.Reply{Content: "long", PromptTokens: 10, CompletionTokens: 40},
+		fakeopenai.Reply{Content: "long", PromptTokens: 10, CompletionTokens: 40})
+	c := client(s, key)
+	req := openai.ChatCompletionRequest{Model: "m", MaxTokens: 13, Messages: []openai.ChatCompletionMessage{{Role: "user", Content: "hi"}}}
+	r, err := c.CreateChatCompletion(context.Background(), req)
+	if err != nil || r.Usage.CompletionTokens != 13 || r.Usage.TotalTokens != 23 || r.Choices[0].FinishReason != openai.FinishReasonLength {
+		t.Fatalf("with max_tokens 13: %+v %v", r, err)
+	}
+	req.MaxTokens = 0
+	if r, err = c.CreateChatCompletion(context.Background(), req); err != nil || r.Usage.CompletionTokens != 40 ||
+		r.Choices[0].FinishReason != openai.FinishReasonStop {
+		t.Fatalf("without: %+v %v", r, err)
+	}
+	if reqs := s.Requests(); reqs[0].MaxTokens != 13 || reqs[1].MaxTokens != 0 {
+		t.Fatalf("recorded max_tokens %d, %d", reqs[0].MaxTokens, reqs[1].MaxTokens)
+	}
+}

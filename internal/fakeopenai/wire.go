@@ -26,10 +26,15 @@ func (c *ToolCall) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// completion is the 200 answer to request n.
-func completion(n int, model string, r Reply) map[string]any {
+// completion is the 200 answer to request n. A max_tokens below the
+// reply's CompletionTokens cuts the answer there, as a model stops at it:
+// the usage reports max_tokens and finish_reason "length".
+func completion(n int, model string, maxTokens int, r Reply) map[string]any {
 	msg := map[string]any{"role": "assistant", "content": r.Content}
 	finish := r.FinishReason
+	if maxTokens > 0 && r.CompletionTokens > maxTokens {
+		r.CompletionTokens, finish = maxTokens, "length"
+	}
 	if len(r.ToolCalls) > 0 {
 		calls := make([]wireCall, len(r.ToolCalls))
 		for i, c := range r.ToolCalls {
