@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,6 +29,22 @@ type MCPServer struct {
 	// Command starts a stdio server (its argv); the daemon supervises it,
 	// starting it again with backoff when it exits.
 	Command []string
+	// Env and EnvFiles are a stdio server's environment beyond the minimal
+	// one it always gets (mcptools.DefaultEnv: HOME, LOGNAME, PATH, SHELL,
+	// TERM, USER, a locale, TMPDIR), overriding it by name: Env's values
+	// as given, EnvFiles' read from the files named when the daemon starts
+	// (the content, one trailing newline trimmed), for secrets. Nothing
+	// else of the daemon's environment reaches the server. Values are
+	// never logged or printed; errors name the variable, not the value.
+	Env      map[string]string
+	EnvFiles map[string]string
+	// InheritEnv gives the server the daemon's whole environment instead
+	// of the minimal one (Env and EnvFiles still set over it): every
+	// secret the daemon was started with (its model's API key, its Slack
+	// token, its database URL) then reaches the server, and whoever may
+	// call a tool of it that reports its environment. For servers the
+	// operator trusts with all of them; the config file has no key for it.
+	InheritEnv bool
 	// URL is a streamable-HTTP server; HeadersFile names a JSON object of
 	// headers sent with every request (secrets: never logged or stored).
 	URL         string
@@ -43,8 +62,97 @@ func (s MCPServer) check() error {
 		return fmt.Errorf("MCP server %s: give either a command or a url", s.Name)
 	case s.HeadersFile != "" && s.URL == "":
 		return fmt.Errorf("MCP server %s: a headers file goes with a url", s.Name)
+	case s.URL != "" && (len(s.Env) > 0 || len(s.EnvFiles) > 0 || s.InheritEnv):
+		return fmt.Errorf("MCP server %s: an environment goes with a command; a url server has none", s.Name)
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.Env)) {
+		if err := mcptools.CheckEnv(name, s.Env[name]); err != nil {
+			return fmt.Errorf("MCP server %s: env: %w", s.Name, err)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.EnvFiles)) {
+		switch err := mcptools.CheckEnvName(name); {
+		case err != nil:
+			return fmt.Errorf("MCP server %s: env files: %w", s.Name, err)
+		case s.EnvFiles[name] == "":
+			return fmt.Errorf("MCP server %s: env files: %s names no file", s.Name, name)
+		}
+		if _, ok := s.Env[name]; ok {
+			return fmt.Errorf("MCP server %s: %s is given both a value and a file", s.Name, name)
+		}
 	}
 	return nil
+}
+
+// environ is the server's process environment: the minimal one (or the
+// daemon's, with InheritEnv) with Env and the files' values over it.
+func (s MCPServer) environ() ([]string, error) {
+	vars := maps.Clone(s.Env)
+	for _, name := range slices.Sorted(maps.Keys(s.EnvFiles)) {
+		b, err := os.ReadFile(s.EnvFiles[name])
+		if err != nil {
+			return nil, fmt.Errorf("MCP server %s: the env file of %s: %w", s.Name, name, err)
+		}
+		v, ok := strings.CutSuffix(string(b), "\r\n")
+		if !ok {
+			v = strings.TrimSuffix(v, "\n")
+		}
+		if strings.ContainsRune(v, 0) {
+			// The error names the file, never its contents.
+			return nil, fmt.Errorf("MCP server %s: the env file of %s, %s, holds a NUL byte", s.Name, name, s.EnvFiles[name])
+		}
+		if vars == nil {
+			vars = map[string]string{}
+		}
+		vars[name] = v
+	}
+	var base []string // nil: mcptools.DefaultEnv
+	if s.InheritEnv {
+		base = os.Environ()
+	}
+	return mcptools.Env(base, vars)
+}
+
+// String describes the server with its env values redacted.
+func (s MCPServer) String() string {
+	return fmt.Sprintf("MCPServer{Name:%q Command:%q URL:%q HeadersFile:%q Env:%s EnvFiles:%v InheritEnv:%t Classes:%v}",
+		s.Name, s.Command, s.URL, s.HeadersFile, s.shownEnv(), s.EnvFiles, s.InheritEnv, s.Classes)
+}
+
+// GoString is String for %#v.
+func (s MCPServer) GoString() string { return "daemon." + s.String() }
+
+// Format prints String (GoString for %#v) whatever the verb, so that no
+// verb prints an env value.
+func (s MCPServer) Format(f fmt.State, verb rune) {
+	out := s.String()
+	if verb == 'v' && f.Flag('#') {
+		out = s.GoString()
+	}
+	_, _ = f.Write([]byte(out))
+}
+
+// LogValue is the server for slog, env values redacted.
+func (s MCPServer) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.String("name", s.Name),
+		slog.Any("command", s.Command),
+		slog.String("url", s.URL),
+		slog.String("headers_file", s.HeadersFile),
+		slog.String("env", s.shownEnv()),
+		slog.Any("env_files", s.EnvFiles),
+		slog.Bool("inherit_env", s.InheritEnv),
+		slog.Any("classes", s.Classes),
+	)
+}
+
+// shownEnv is Env's names, each value "[redacted]".
+func (s MCPServer) shownEnv() string {
+	names := slices.Sorted(maps.Keys(s.Env))
+	for i, name := range names {
+		names[i] = name + "=[redacted]"
+	}
+	return "[" + strings.Join(names, " ") + "]"
 }
 
 // mcpSupervisor keeps one server connected and its tools registered.
@@ -52,6 +160,7 @@ type mcpSupervisor struct {
 	srv     MCPServer
 	reg     *tools.Registry
 	headers map[string]string
+	env     []string // a stdio server's environment
 	log     *slog.Logger
 	gate    tools.Gate // the fleet's limits, for the server's calls
 
@@ -59,13 +168,21 @@ type mcpSupervisor struct {
 	state string // "connecting", "connected", or why it is not
 }
 
-// newMCPSupervisor checks srv and reads its headers file; until the server
-// is connected its tools are unavailable, with the reason.
+// newMCPSupervisor checks srv and reads its headers file or env files;
+// until the server is connected its tools are unavailable, with the
+// reason.
 func newMCPSupervisor(srv MCPServer, reg *tools.Registry, log *slog.Logger) (*mcpSupervisor, error) {
 	if err := srv.check(); err != nil {
 		return nil, &ConfigError{err}
 	}
 	s := &mcpSupervisor{srv: srv, reg: reg, log: log.With("mcp_server", srv.Name), state: "connecting"}
+	if len(srv.Command) > 0 {
+		env, err := srv.environ()
+		if err != nil {
+			return nil, &ConfigError{err}
+		}
+		s.env = env
+	}
 	if srv.HeadersFile != "" {
 		b, err := os.ReadFile(srv.HeadersFile)
 		if err != nil {
@@ -142,6 +259,7 @@ func (s *mcpSupervisor) run(ctx context.Context) error {
 func (s *mcpSupervisor) transport() mcp.Transport {
 	if len(s.srv.Command) > 0 {
 		cmd := exec.Command(s.srv.Command[0], s.srv.Command[1:]...)
+		cmd.Env = s.env // never nil: the minimal environment at least
 		cmd.Stderr = os.Stderr
 		return &mcp.CommandTransport{Command: cmd}
 	}

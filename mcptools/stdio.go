@@ -37,12 +37,19 @@ const killWait = 10 * time.Second
 // 32 KiB buffer) and hands it through one more goroutine; this one reads a
 // line and decodes it once, in the goroutine that asked for it. It shuts the server down as the SDK does:
 // stdin closed, then SIGTERM, then SIGKILL.
+//
+// A command without an Env gets DefaultEnv, not this process's whole
+// environment as exec would give it: the SDKs' default, so that no secret
+// reaches a server unless someone wrote it into Env.
 type commandTransport struct {
 	cmd       *exec.Cmd
 	terminate time.Duration
 }
 
 func (t *commandTransport) Connect(context.Context) (mcp.Connection, error) {
+	if t.cmd.Env == nil {
+		t.cmd.Env = DefaultEnv()
+	}
 	stdout, err := t.cmd.StdoutPipe()
 	if err != nil {
 		return nil, err

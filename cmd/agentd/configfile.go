@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -124,6 +125,8 @@ type fileMCPServer struct {
 	Command     []string          `toml:"command"`
 	URL         string            `toml:"url"`
 	HeadersFile string            `toml:"headers_file"`
+	Env         map[string]string `toml:"env"`
+	EnvFiles    map[string]string `toml:"env_files"`
 	Classes     map[string]string `toml:"classes"`
 }
 
@@ -132,6 +135,8 @@ type fileMCPServer struct {
 //	[[mcp_server]]
 //	name = "shop"
 //	command = ["shop-mcp", "--stdio"]       # or url = "https://…/mcp" and headers_file = "…"
+//	env = { SHOP_REGION = "eu" }            # with a command: over the minimal environment
+//	env_files = { SHOP_TOKEN = "/etc/agentledger/shop-token" } # secrets: a file's content
 //	classes = { refund = "keyed" }          # overrides the tools' annotations
 //
 //	[grant.acme]                            # stored when agentd starts
@@ -303,7 +308,7 @@ func serversAndGrants(path string) ([]daemon.MCPServer, map[string]*grants.Grant
 	for _, k := range md.Undecoded() {
 		switch {
 		case len(k) > 1 && k[0] == mcpServerKey:
-			return nil, nil, fmt.Errorf("config file %s: unknown setting %q of an MCP server (name, command, url, headers_file, classes)", path, k.String())
+			return nil, nil, fmt.Errorf("config file %s: unknown setting %q of an MCP server (name, command, url, headers_file, env, env_files, classes)", path, k.String())
 		case len(k) > 2 && k[0] == grantKey:
 			return nil, nil, fmt.Errorf("config file %s: unknown setting %q of a grant (all, kinds, tools, hosts, channels, models, max_tokens, priority_floor)", path, k.String())
 		case len(k) > 1 && k[0] == limitKey:
@@ -331,7 +336,10 @@ func serversAndGrants(path string) ([]daemon.MCPServer, map[string]*grants.Grant
 func mcpServers(path string, in []fileMCPServer) ([]daemon.MCPServer, error) {
 	out := make([]daemon.MCPServer, 0, len(in))
 	for i, s := range in {
-		srv := daemon.MCPServer{Name: s.Name, Command: s.Command, URL: s.URL, HeadersFile: s.HeadersFile}
+		srv := daemon.MCPServer{Name: s.Name, Command: s.Command, URL: s.URL, HeadersFile: s.HeadersFile, Env: s.Env, EnvFiles: s.EnvFiles}
+		if err := s.checkEnv(); err != nil {
+			return nil, fmt.Errorf("config file %s: mcp_server[%d] %s: %w", path, i, s.Name, err)
+		}
 		for tool, class := range s.Classes {
 			c := ledger.Class(class)
 			if !mcptools.CallClass(c) {
@@ -345,4 +353,30 @@ func mcpServers(path string, in []fileMCPServer) ([]daemon.MCPServer, error) {
 		out = append(out, srv)
 	}
 	return out, nil
+}
+
+// checkEnv checks a server's env and env_files: names an environment can
+// hold, each given once, and only with a command. Errors name the
+// variable, never its value.
+func (s fileMCPServer) checkEnv() error {
+	if s.URL != "" && (len(s.Env) > 0 || len(s.EnvFiles) > 0) {
+		return errors.New("env and env_files go with a command; a url server has no environment")
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.Env)) {
+		if err := mcptools.CheckEnv(name, s.Env[name]); err != nil {
+			return fmt.Errorf("env: %w", err)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.EnvFiles)) {
+		if err := mcptools.CheckEnvName(name); err != nil {
+			return fmt.Errorf("env_files: %w", err)
+		}
+		if s.EnvFiles[name] == "" {
+			return fmt.Errorf("env_files: %s names no file", name)
+		}
+		if _, ok := s.Env[name]; ok {
+			return fmt.Errorf("%s is in both env and env_files", name)
+		}
+	}
+	return nil
 }

@@ -1,14 +1,29 @@
 package main
 
 import (
+	"bufio"
+	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"log"
+	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/flow"
+	"github.com/agentledger/agentledger/internal/testdb"
 )
 
 // A [[limit]] table takes any of a rate, a concurrency cap, a token rate
@@ -120,5 +135,222 @@ func TestConfigFileTableValueNotEchoed(t *testing.T) {
 	if !errors.As(err, &ue) || strings.Contains(err.Error(), "s3cret") ||
 		!strings.Contains(err.Error(), "config file "+path+": database_url: a table is not a value; use a string") {
 		t.Fatalf("%v, want a usage error naming the setting, without its value", err)
+	}
+}
+
+// An [[mcp_server]] with a command takes env (values) and env_files
+// (variables read from files); bad names, a variable given twice and an
+// environment for a url server are refused, naming the file, the server
+// and the variable, never a value.
+func TestConfigFileMCPServerEnv(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	parseFile := func(path string) (*config, error) {
+		cmd := newRootCmd(func(string) string { return "" }, nil)
+		if err := cmd.ParseFlags([]string{"--config", path}); err != nil {
+			t.Fatal(err)
+		}
+		return parse(cmd.Flags(), func(string) string { return "" })
+	}
+	cfg, err := parseFile(write("good.toml", `
+[[mcp_server]]
+name = "shop"
+command = ["shop-mcp", "--stdio"]
+env = { SHOP_REGION = "eu", LANG = "de_DE.UTF-8" }
+env_files = { SHOP_TOKEN = "/etc/agentledger/shop-token" }
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := cfg.MCPServers; len(m) != 1 || len(m[0].Env) != 2 || m[0].Env["SHOP_REGION"] != "eu" || m[0].Env["LANG"] != "de_DE.UTF-8" ||
+		len(m[0].EnvFiles) != 1 || m[0].EnvFiles["SHOP_TOKEN"] != "/etc/agentledger/shop-token" || m[0].InheritEnv {
+		t.Fatalf("servers %v", m)
+	}
+	// Printed or logged, the values do not show.
+	if s := fmt.Sprintf("%v %+v %#v %s", cfg.MCPServers[0], cfg.MCPServers, cfg.MCPServers[0], cfg.MCPServers[0]); strings.Contains(s, "eu") ||
+		strings.Contains(s, "de_DE") || !strings.Contains(s, "SHOP_REGION=[redacted]") || !strings.Contains(s, "/etc/agentledger/shop-token") {
+		t.Errorf("printed: %s", s)
+	}
+	var logged strings.Builder
+	slog.New(slog.NewJSONHandler(&logged, nil)).Info("x", "server", cfg.MCPServers[0])
+	if strings.Contains(logged.String(), "eu") || !strings.Contains(logged.String(), "SHOP_REGION=[redacted]") {
+		t.Errorf("logged: %s", logged.String())
+	}
+
+	cmdTable := "[[mcp_server]]\nname = \"a\"\ncommand = [\"x\"]\n"
+	for name, c := range map[string]struct{ text, want string }{
+		"url.toml":      {"[[mcp_server]]\nname = \"crm\"\nurl = \"https://crm.example/mcp\"\nenv = { A = \"b\" }\n", `mcp_server[0] crm: env and env_files go with a command; a url server has no environment`},
+		"urlfiles.toml": {"[[mcp_server]]\nname = \"crm\"\nurl = \"https://crm.example/mcp\"\nenv_files = { A = \"/f\" }\n", `mcp_server[0] crm: env and env_files go with a command`},
+		"empty.toml":    {cmdTable + "env = { \"\" = \"v4lue\" }\n", `mcp_server[0] a: env: an environment variable needs a name`},
+		"equals.toml":   {cmdTable + "env = { \"A=B\" = \"v4lue\" }\n", `mcp_server[0] a: env: environment variable "A=B": a name cannot hold '='`},
+		"nul.toml":      {cmdTable + "env = { \"A\\u0000B\" = \"v4lue\" }\n", `mcp_server[0] a: env: environment variable "A\x00B": a name cannot hold a NUL byte`},
+		"nulval.toml":   {cmdTable + "env = { TOKEN = \"v4l\\u0000ue\" }\n", `mcp_server[0] a: env: environment variable TOKEN: a value cannot hold a NUL byte`},
+		"fileeq.toml":   {cmdTable + "env_files = { \"A=B\" = \"/f\" }\n", `mcp_server[0] a: env_files: environment variable "A=B": a name cannot hold '='`},
+		"nofile.toml":   {cmdTable + "env_files = { TOKEN = \"\" }\n", `mcp_server[0] a: env_files: TOKEN names no file`},
+		"twice.toml":    {cmdTable + "env = { TOKEN = \"v4lue\" }\nenv_files = { TOKEN = \"/f\" }\n", `mcp_server[0] a: TOKEN is in both env and env_files`},
+		"type.toml":     {cmdTable + "env = { PORT = 8080 }\n", `mcp_server.env.PORT`},
+		"key.toml":      {cmdTable + "environment = { A = \"v4lue\" }\n", `unknown setting "mcp_server.environment" of an MCP server (name, command, url, headers_file, env, env_files, classes)`},
+	} {
+		path := write(name, c.text)
+		_, err := parseFile(path)
+		var ue *usageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), "config file "+path+": ") || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want a usage error naming the file and containing %q", name, err, c.want)
+		}
+		if err != nil && (strings.Contains(err.Error(), "v4l") || strings.Contains(err.Error(), "8080")) {
+			t.Errorf("%s: the error %q echoes a value", name, err)
+		}
+	}
+}
+
+// envServerArg makes the test binary, re-executed with it alone, an MCP
+// server over stdio whose tool environ answers with its environment (an
+// argument, since the environment is what is under test).
+const envServerArg = "agentd-test-env-server"
+
+func init() {
+	if len(os.Args) == 2 && os.Args[1] == envServerArg {
+		srv := mcp.NewServer(&mcp.Implementation{Name: "env", Version: "test"}, nil)
+		mcp.AddTool(srv, &mcp.Tool{Name: "environ", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+			func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, map[string]any, error) {
+				return nil, map[string]any{"env": os.Environ()}, nil
+			})
+		if err := srv.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+			log.Fatal(err)
+		}
+		os.Exit(0)
+	}
+}
+
+// A stdio MCP server agentd starts sees the minimal environment and its
+// env and env_files, not agentd's: with the model's key and another secret
+// in agentd's environment, a steps task calling a tool that reports the
+// server's environment gets neither back (issue 30, 4b), and no log line
+// shows a configured value.
+func TestMCPServerEnvironment(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const llmKey, other, fromFile = "sk-e2e-6b1d93f0a4", "hunter2-e2e-77c1", "tok-from-file-31e8"
+	dir := t.TempDir()
+	tokenFile := filepath.Join(dir, "shop-token")
+	if err := os.WriteFile(tokenFile, []byte(fromFile+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	config := filepath.Join(dir, "agentd.toml")
+	if err := os.WriteFile(config, []byte("[[mcp_server]]\nname = \"env\"\ncommand = ["+strconv.Quote(os.Args[0])+", \""+envServerArg+"\"]\n"+
+		"env = { SHOP_REGION = \"region-eu-5c2a\" }\nenv_files = { SHOP_TOKEN = "+strconv.Quote(tokenFile)+" }\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	url := testdb.URL(t)
+	cmd := agentd(t, []string{"DATABASE_URL=" + url, "AGENTLEDGER_LLM_API_KEY=" + llmKey, "SHOP_ADMIN_PASSWORD=" + other},
+		"--config", config, "--log-format", "json")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill() //nolint:errcheck // a no-op once it has exited
+	logs := make(chan string, 1000)
+	var logged strings.Builder
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			logs <- sc.Text()
+		}
+		close(logs)
+	}()
+	waitFor := func(want string) {
+		t.Helper()
+		timeout := time.After(30 * time.Second)
+		for {
+			select {
+			case l, ok := <-logs:
+				if !ok {
+					t.Fatalf("agentd exited before logging %q:\n%s", want, logged.String())
+				}
+				logged.WriteString(l + "\n")
+				if strings.Contains(l, want) {
+					return
+				}
+			case <-timeout:
+				t.Fatalf("agentd did not log %q within 30s:\n%s", want, logged.String())
+			}
+		}
+	}
+	waitFor(`"msg":"mcp: connected"`)
+
+	s := claims.New(testdb.Open(t, url))
+	r, err := s.Enqueue(ctx, claims.EnqueueParams{Kind: "steps", Payload: json.RawMessage(`{"steps":[{"tool":"env/environ","args":{}}]}`), MaxAttempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitTask(t, s, r.Task.ID, agentledger.StateSucceeded)
+	task, err := s.Get(ctx, "", r.Task.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var result struct {
+		Steps []struct {
+			Body struct {
+				Env []string `json:"env"`
+			} `json:"body"`
+		} `json:"steps"`
+	}
+	if err := json.Unmarshal(task.Result, &result); err != nil || len(result.Steps) != 1 {
+		t.Fatalf("result %s: %v", task.Result, err)
+	}
+	env := result.Steps[0].Body.Env
+	for _, want := range []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "SHOP_REGION=region-eu-5c2a", "SHOP_TOKEN=" + fromFile} {
+		if !slices.Contains(env, want) {
+			t.Errorf("the server's environment lacks %q: %s", want, task.Result)
+		}
+	}
+	for _, leak := range []string{llmKey, other, "AGENTLEDGER_", "DATABASE_URL", runAsAgentd} {
+		if strings.Contains(string(task.Result), leak) {
+			t.Errorf("the server saw %q: %s", leak, task.Result)
+		}
+	}
+
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	for l := range logs {
+		logged.WriteString(l + "\n")
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("agentd exited with %v after SIGTERM, want 0", err)
+	}
+	for _, v := range []string{"region-eu-5c2a", fromFile} {
+		if strings.Contains(logged.String(), v) {
+			t.Errorf("agentd logged the value %q:\n%s", v, logged.String())
+		}
+	}
+}
+
+// An env file that cannot be read stops agentd at start with a
+// configuration error naming the server, the variable and the file.
+func TestMCPServerEnvFileMissing(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "no-such-token")
+	config := filepath.Join(dir, "agentd.toml")
+	if err := os.WriteFile(config, []byte("[[mcp_server]]\nname = \"shop\"\ncommand = [\"shop-mcp\"]\n"+
+		"env_files = { SHOP_TOKEN = "+strconv.Quote(missing)+" }\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := agentd(t, []string{"DATABASE_URL=" + testdb.URL(t)}, "--config", config).CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 2 ||
+		!strings.Contains(string(out), "MCP server shop: the env file of SHOP_TOKEN: open "+missing+": no such file or directory") {
+		t.Fatalf("exit %v, output:\n%s", err, out)
 	}
 }
