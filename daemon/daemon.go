@@ -94,6 +94,10 @@ type Config struct {
 	// MetricsTokenFile holds a bearer token (a secret) that GET /metrics
 	// then requires; empty leaves /metrics open to whoever reaches Listen.
 	MetricsTokenFile string
+	// TrustedProxies are the reverse proxies (IP addresses or CIDR
+	// prefixes) whose X-Forwarded-For names the client a failed
+	// authentication is counted against; empty: the peer's address counts.
+	TrustedProxies []string
 
 	NoCron          bool
 	NoJanitor       bool

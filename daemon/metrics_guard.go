@@ -2,16 +2,21 @@ package daemon
 
 import (
 	"crypto/subtle"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"strings"
+
+	"github.com/agentledger/agentledger/httpapi"
 )
 
 // guardMetrics returns h, requiring the bearer token in tokenFile when one
-// is given: the figures name tenants, schedules and hook sources. The
-// token is never logged; errors name the file only.
-func guardMetrics(tokenFile string, h http.Handler) (http.Handler, error) {
+// is given: the figures name tenants, schedules and hook sources. A wrong
+// token counts against the address's failed-authentication budget with the
+// API's tokens, so /metrics is no way around it. The token is never logged;
+// errors name the file only.
+func guardMetrics(tokenFile string, api *httpapi.Server, h http.Handler) (http.Handler, error) {
 	if tokenFile == "" {
 		return h, nil
 	}
@@ -24,12 +29,13 @@ func guardMetrics(tokenFile string, h http.Handler) (http.Handler, error) {
 		return nil, fmt.Errorf("metrics token file %s: the token must be at least 16 characters", tokenFile)
 	}
 	want := []byte("Bearer " + token)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	check := func(r *http.Request) error {
 		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="agentledger-metrics"`)
-			http.Error(w, "a metrics token is required: Authorization: Bearer <token>", http.StatusUnauthorized)
-			return
+			return errMetricsToken
 		}
-		h.ServeHTTP(w, r)
-	}), nil
+		return nil
+	}
+	return api.Guard(check, "a metrics token is required: Authorization: Bearer <token>", h), nil
 }
+
+var errMetricsToken = errors.New("not the metrics token")

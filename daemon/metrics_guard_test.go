@@ -1,6 +1,9 @@
 package daemon_test
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -50,5 +53,63 @@ func TestMetricsToken(t *testing.T) {
 	}
 	if status, body := get("Bearer " + token); status != http.StatusOK || !strings.Contains(body, "agentledger_") {
 		t.Errorf("with the token: %d", status)
+	}
+}
+
+// The daemon's /metrics shares the API's failure budget per client, and
+// behind a trusted proxy (here loopback) the client is the one
+// X-Forwarded-For names: one scraper's wrong tokens refuse it, not another
+// behind the same proxy.
+func TestMetricsTokenBehindTrustedProxy(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "metrics-token")
+	const token = "m3tr1cs-t0ken-for-tests"
+	if err := os.WriteFile(file, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := daemon.New(daemon.Config{DatabaseURL: testdb.URL(t), Logger: quiet(), Stdout: io.Discard, Listener: ln,
+		MetricsTokenFile: file, TrustedProxies: []string{"127.0.0.1"}, PollInterval: time.Second, NoCron: true, NoJanitor: true, NoDispatch: true})
+	testdaemon.Run(t, d)
+	get := func(path, client, auth string) (int, string) {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+ln.Addr().String()+path, nil)
+		req.Header.Set("Authorization", auth)
+		req.Header.Set("X-Forwarded-For", client)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		return resp.StatusCode, string(b)
+	}
+	for i := range 21 {
+		if status, _ := get("/metrics", "198.51.100.1", fmt.Sprintf("Bearer wrong-%d", i)); status != http.StatusUnauthorized {
+			t.Fatalf("wrong token %d: %d", i, status)
+		}
+	}
+	if status, body := get("/metrics", "198.51.100.1", "Bearer "+token); status != http.StatusUnauthorized || !strings.Contains(body, "too many failed authentications") {
+		t.Errorf("the refused client with the token: %d, %d bytes", status, len(body)) // the figures, if served
+	}
+	if status, body := get("/v1/tasks", "198.51.100.1", "Bearer alt_whatever"); status != http.StatusUnauthorized || !strings.Contains(body, "too many failed authentications") {
+		t.Errorf("the refused client on the API: %d %s", status, body)
+	}
+	if status, body := get("/metrics", "198.51.100.2", "Bearer "+token); status != http.StatusOK || !strings.Contains(body, "agentledger_") {
+		t.Errorf("another client behind the proxy: %d", status)
+	}
+}
+
+// A trusted proxy that is not an address or a prefix stops the daemon
+// before it starts, naming the entry.
+func TestTrustedProxiesMistake(t *testing.T) {
+	t.Parallel()
+	d := daemon.New(daemon.Config{DatabaseURL: testdb.URL(t), Logger: quiet(), Stdout: io.Discard, Listen: "127.0.0.1:0",
+		TrustedProxies: []string{"10.0.0.0/8", "10.0.0.0/33"}, NoCron: true, NoJanitor: true, NoDispatch: true})
+	var ce *daemon.ConfigError
+	if err := d.Run(context.Background()); !errors.As(err, &ce) || !strings.Contains(err.Error(), `--trusted-proxies: trusted proxy "10.0.0.0/33" is not an IP address or CIDR prefix`) {
+		t.Errorf("Run = %v, want a ConfigError naming the entry", err)
 	}
 }

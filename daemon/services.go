@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"github.com/agentledger/agentledger/flow"
 	"log/slog"
 	"net"
@@ -157,8 +158,13 @@ func apiServer(cfg *Config, db *pgxpool.Pool, m *metrics.Metrics, check func(con
 		hooks = h
 		log.Info("http: webhooks", "sources", len(sources))
 	}
+	proxies, err := httpapi.ParseTrustedProxies(cfg.TrustedProxies)
+	if err != nil {
+		return nil, &ConfigError{fmt.Errorf("--trusted-proxies: %w", err)}
+	}
 	api, err := httpapi.New(httpapi.Config{
 		DB: db, Tenants: tenants.NewStore(db), Claims: claims.New(db), Operator: operator.New(db), Hooks: hooks,
+		TrustedProxies:         proxies,
 		IdempotencyKeyOptional: cfg.IdempotencyKeyOptional, Logger: log, Observe: m.HTTP, CheckPayload: check,
 		Grants: gs, Admit: func(ctx context.Context, p claims.EnqueueParams, anyway bool) error {
 			return admit.Check(ctx, claims.New(db), p, admit.Options{Anyway: anyway, Override: `send "allow_unserved": true`})
@@ -168,7 +174,7 @@ func apiServer(cfg *Config, db *pgxpool.Pool, m *metrics.Metrics, check func(con
 		return nil, &ConfigError{err}
 	}
 	m.WatchDatabase(db)
-	metricsHandler, err := guardMetrics(cfg.MetricsTokenFile, promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
+	metricsHandler, err := guardMetrics(cfg.MetricsTokenFile, api, promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
 	if err != nil {
 		return nil, &ConfigError{err}
 	}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -50,7 +49,7 @@ func (s *Server) authenticate(r *http.Request) (string, error) {
 // the uniform 401 (its reason logged), an address over its failure budget
 // a 401 with Retry-After before any look-up, a database error its problem.
 func (s *Server) tenantOf(w http.ResponseWriter, r *http.Request) (string, bool) {
-	addr := clientAddr(r)
+	addr := clientAddr(r, s.cfg.TrustedProxies)
 	if !s.failures.allowed(addr) {
 		s.fail(w, r, errTooManyFailures)
 		return "", false
@@ -58,10 +57,7 @@ func (s *Server) tenantOf(w http.ResponseWriter, r *http.Request) (string, bool)
 	tenant, err := s.authenticate(r)
 	switch {
 	case errors.Is(err, tenants.ErrUnauthorized):
-		s.failures.failed(addr)
-		s.log.LogAttrs(r.Context(), slog.LevelInfo, "httpapi: authentication failed",
-			slog.String("client", addr), slog.String("route", r.Pattern), slog.String("reason", err.Error()))
-		s.fail(w, r, errUnauthorized)
+		s.authFailed(w, r, addr, err, errUnauthorized)
 		return "", false
 	case err != nil:
 		s.fail(w, r, err)
@@ -70,12 +66,38 @@ func (s *Server) tenantOf(w http.ResponseWriter, r *http.Request) (string, bool)
 	return tenant, true
 }
 
-func clientAddr(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
+// Guard returns h behind check, a credential other than a tenant's token
+// (the daemon's /metrics token) that shares the API's failed-authentication
+// budget: an address over it is refused before check runs, as the API
+// refuses it (401 with Retry-After), and every refusal of check counts
+// against it and is a 401 whose detail is denied. check's error is logged,
+// so it must not hold the credential.
+func (s *Server) Guard(check func(*http.Request) error, denied string, h http.Handler) http.Handler {
+	answer := agentledger.NewError(agentledger.CodeUnauthorized, denied)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		addr := clientAddr(r, s.cfg.TrustedProxies)
+		if !s.failures.allowed(addr) {
+			s.fail(w, r, errTooManyFailures)
+			return
+		}
+		if err := check(r); err != nil {
+			s.authFailed(w, r, addr, err, answer)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// authFailed counts a failed authentication from addr, logs its reason and
+// answers it.
+func (s *Server) authFailed(w http.ResponseWriter, r *http.Request, addr string, reason, answer error) {
+	s.failures.failed(addr)
+	attrs := []slog.Attr{slog.String("client", addr), slog.String("route", r.Pattern), slog.String("reason", reason.Error())}
+	if peer := hostOf(r.RemoteAddr); peer != addr {
+		attrs = append(attrs, slog.String("via", peer)) // the trusted proxy it came through
 	}
-	return host
+	s.log.LogAttrs(r.Context(), slog.LevelInfo, "httpapi: authentication failed", attrs...)
+	s.fail(w, r, answer)
 }
 
 // Failed authentications an address may make per failureWindow before it

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"runtime/debug"
 	"time"
 
@@ -79,6 +80,15 @@ type Config struct {
 	// once its context ends; the rest are cut off (10s).
 	ShutdownTimeout time.Duration
 
+	// TrustedProxies are the reverse proxies in front of the server: a
+	// request from one is counted against the failed-authentication budget
+	// (and logged) under the client address its X-Forwarded-For names
+	// (clientaddr.go). None: the header is ignored and the peer's address
+	// counts. See ParseTrustedProxies.
+	TrustedProxies []netip.Prefix
+	// Now is the failed-authentication limiter's clock; nil means time.Now.
+	Now func() time.Time
+
 	// Logger receives server errors (never a token); slog.Default() when nil.
 	Logger *slog.Logger
 	// Observe, when set, is called after every request with its route
@@ -144,8 +154,11 @@ func New(cfg Config) (*Server, error) {
 	def(&cfg.WriteTimeout, cfg.InFlightLease+30*time.Second)
 	def(&cfg.IdleTimeout, DefaultIdleTimeout)
 	def(&cfg.ShutdownTimeout, DefaultShutdownTimeout)
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(),
-		keys: &keyStore{db: cfg.DB, lease: cfg.InFlightLease}, failures: failureLimiter{now: time.Now}}
+		keys: &keyStore{db: cfg.DB, lease: cfg.InFlightLease}, failures: failureLimiter{now: cfg.Now}}
 	if s.log == nil {
 		s.log = slog.Default()
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/agentledger/agentledger/daemon"
+	"github.com/agentledger/agentledger/httpapi"
 )
 
 // config is agentd's configuration: flags, each defaulting to an
@@ -81,6 +82,7 @@ var settings = []setting{
 	{"listen", "AGENTLEDGER_LISTEN", "string", "127.0.0.1:7450", "address of the HTTP API, webhooks, /healthz, /readyz and /metrics; empty: no HTTP server"},
 	{"api-max-conns", "AGENTLEDGER_API_MAX_CONNS", "int", "4", "connection pool size of the HTTP API, apart from the workers' --max-conns"},
 	{"metrics-token-file", "AGENTLEDGER_METRICS_TOKEN_FILE", "string", "", "file holding a bearer token that GET /metrics then requires (its figures name tenants, schedules and hook sources); empty: /metrics is open to whoever reaches --listen"},
+	{"trusted-proxies", "AGENTLEDGER_TRUSTED_PROXIES", "string", "", "comma-separated reverse proxies (IP addresses or CIDR prefixes, such as 10.0.0.0/8,127.0.0.1) whose X-Forwarded-For names the client that failed authentications are counted against; empty: X-Forwarded-For is ignored and the peer's address counts"},
 	{"idempotency-key-optional", "AGENTLEDGER_IDEMPOTENCY_KEY_OPTIONAL", "bool", "false", "accept mutating API requests without an Idempotency-Key (each then acts anew)"},
 	{"hooks-file", "AGENTLEDGER_HOOKS_FILE", "string", "", "JSON file of webhook sources (name, type github|slack|hmac, secret_env or secret_file, task template); empty: no webhooks"},
 	{"no-cron", "AGENTLEDGER_NO_CRON", "bool", "false", "do not fire cron schedules here (other daemons do)"},
@@ -208,6 +210,10 @@ func parseFlags(fs *pflag.FlagSet) (*config, error) {
 	boolean("demo", &c.Demo)
 	c.Listen = str("listen")
 	c.MetricsTokenFile = str("metrics-token-file")
+	c.TrustedProxies = list(str("trusted-proxies"))
+	if _, err := httpapi.ParseTrustedProxies(c.TrustedProxies); err != nil {
+		errs = append(errs, fmt.Sprintf("%s: %v", label("trusted-proxies"), err))
+	}
 	var apiConns int
 	num("api-max-conns", &apiConns)
 	c.APIMaxConns = int32(apiConns)
