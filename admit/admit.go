@@ -11,6 +11,7 @@ import (
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/argschema"
 	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/steps"
 	"github.com/agentledger/agentledger/tools"
@@ -24,13 +25,21 @@ type Options struct {
 	// Override says how the submitter asks for Anyway ("submit with
 	// --allow-unserved"); a refusal ends with it.
 	Override string
+	// Grants, when set, give the task tenant's grant, which must allow
+	// whatever the payload names literally, with Anyway too: a steps
+	// task's tools, literal hosts, channels and child kinds, an agent
+	// task's tools and model (Model, the daemon's configured one, when it
+	// names none).
+	Grants grants.Source
+	Model  string
 }
 
 // Check checks the validated task p before it is queued. Its errors are
 // *agentledger.InvalidError naming the field at fault: kind (no live
 // worker serves it; the message lists the kinds served), queue (the kind
 // is served on other queues only), or payload (a steps payload that would
-// fail when it runs).
+// fail when it runs); or, with o.Grants, a *grants.DeniedError for what
+// the payload names outside the tenant's grant.
 func Check(ctx context.Context, s *claims.Store, p claims.EnqueueParams, o Options) error {
 	var named []string // the tools of the steps whose arguments are known
 	if p.Kind == steps.Kind {
@@ -40,6 +49,15 @@ func Check(ctx context.Context, s *claims.Store, p claims.EnqueueParams, o Optio
 			}
 			return nil
 		}); err != nil {
+			return err
+		}
+	}
+	if o.Grants != nil {
+		g, err := o.Grants.For(ctx, p.Tenant)
+		if err != nil {
+			return err
+		}
+		if err := granted(g, p, o.Model); err != nil {
 			return err
 		}
 	}

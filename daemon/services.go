@@ -167,7 +167,8 @@ func apiServer(cfg *Config, db *pgxpool.Pool, m *metrics.Metrics, check func(con
 		TrustedProxies:         proxies,
 		IdempotencyKeyOptional: cfg.IdempotencyKeyOptional, Logger: log, Observe: m.HTTP, CheckPayload: check,
 		Grants: gs, Admit: func(ctx context.Context, p claims.EnqueueParams, anyway bool) error {
-			return admit.Check(ctx, claims.New(db), p, admit.Options{Anyway: anyway, Override: `send "allow_unserved": true`})
+			return admit.Check(ctx, claims.New(db), p, admit.Options{Anyway: anyway, Override: `send "allow_unserved": true`,
+				Grants: gs, Model: cfg.LLMModel})
 		},
 	})
 	if err != nil {

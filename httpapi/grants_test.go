@@ -3,10 +3,13 @@ package httpapi_test
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/agentledger/agentledger/admit"
+	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/httpapi"
 )
@@ -50,7 +53,7 @@ func TestSubmitOutsideTheGrantIsForbidden(t *testing.T) {
 // priority more urgent than the tenant's floor is raised to it.
 func TestSubmitCannotJumpTheQueue(t *testing.T) {
 	t.Parallel()
-	e, token := grantedEnv(t, &grants.Grant{PriorityFloor: 50})
+	e, token := grantedEnv(t, &grants.Grant{Kinds: []string{"echo"}, PriorityFloor: 50})
 	before := time.Now().Add(-time.Second) // the database's clock may trail ours a little
 	task := e.task(e.post("/v1/tasks", token, "k1", `{"kind":"echo","priority":0,"run_at":"2001-01-01T00:00:00Z"}`), http.StatusCreated)
 	if task.Priority != 50 || task.RunAt.Before(before) {
@@ -60,5 +63,60 @@ func TestSubmitCannotJumpTheQueue(t *testing.T) {
 	task = e.task(e.post("/v1/tasks", token, "k2", `{"kind":"echo","priority":70,"run_at":"`+later.Format(time.RFC3339)+`"}`), http.StatusCreated)
 	if task.Priority != 70 || !task.RunAt.Equal(later) {
 		t.Errorf("priority %d run_at %s: want 70 and %s as asked", task.Priority, task.RunAt, later)
+	}
+}
+
+// POST /v1/tasks refuses with 403, as agentd wires package admit, whatever
+// a payload names literally outside the tenant's grant — a steps task's
+// tools (a compensation's too), hosts, channels and child kinds, an agent
+// task's tools and model — with allow_unserved too; it stores nothing, not
+// even the Idempotency-Key, which the corrected request may then use. What
+// only the run knows (a URL made of an earlier result) is left to it.
+func TestSubmitRefusesWhatThePayloadNamesOutsideTheGrant(t *testing.T) {
+	t.Parallel()
+	src := &lateGrants{}
+	var e *env
+	e = newEnv(t, httpapi.Config{Grants: src, Admit: func(ctx context.Context, p claims.EnqueueParams, anyway bool) error {
+		return admit.Check(ctx, e.claims, p, admit.Options{Anyway: anyway, Override: `send "allow_unserved": true`,
+			Grants: src, Model: "house-model"})
+	}})
+	src.store = grants.NewStore(e.db)
+	token := e.tenant("acme")
+	if err := src.store.Put(context.Background(), "acme", &grants.Grant{Kinds: []string{"steps", "agent", "echo"},
+		Tools: []string{"http_request", "notify", "create_task"}, Hosts: []grants.Host{{URL: "https://api.example.com"}},
+		Channels: []string{"ops"}, Models: []string{"*"}}); err != nil {
+		t.Fatal(err)
+	}
+	submit := func(kind, payload string) string {
+		return `{"kind":"` + kind + `","allow_unserved":true,"payload":` + payload + `}`
+	}
+	steps := func(list string) string { return submit("steps", `{"steps":[`+list+`]}`) }
+	for body, detail := range map[string]string{
+		steps(`{"tool":"notify","args":{"channel":"ops","text":"x"}},{"tool":"unsafe_http","args":{"method":"GET","url":"https://api.example.com/"}}`): `payload: step 1: tenant "acme" has no grant for tool "unsafe_http"`,
+		steps(`{"tool":"http_request","args":{"method":"GET","url":"https://evil.example/x"}}`):                                                        `payload: step 0: tenant "acme" has no grant for host https://evil.example:443`,
+		steps(`{"tool":"http_request","args":{"method":"GET","url":"http://api.example.com/x"}}`):                                                      `has no grant for host http://api.example.com:80`,
+		steps(`{"tool":"notify","args":{"channel":"ceo","text":"x"}}`):                                                                                 `payload: step 0: tenant "acme" has no grant for channel "ceo"`,
+		steps(`{"tool":"create_task","args":{"kind":"sleep"}}`):                                                                                        `payload: step 0: tenant "acme" has no grant for kind "sleep"`,
+		steps(`{"tool":"http_request","args":{"method":"POST","url":"https://api.example.com/c"},"compensate":{"tool":"unsafe_http","args":{}}}`):      `payload: step 0's compensation: tenant "acme" has no grant for tool "unsafe_http"`,
+		submit("agent", `{"prompt":"hi","tools":["notify","unsafe_http"]}`):                                                                            `payload: tools[1]: tenant "acme" has no grant for tool "unsafe_http"`,
+		submit("agent", `{"prompt":"hi","model":"expensive-model"}`):                                                                                   `payload: model: tenant "acme" has no grant for model "expensive-model"`,
+	} {
+		p := e.problem(e.post("/v1/tasks", token, "k1", body), http.StatusForbidden, "forbidden")
+		if !strings.Contains(p.Detail, detail) {
+			t.Errorf("%s: detail %q, want %q", body, p.Detail, detail)
+		}
+	}
+	if n := e.count(`SELECT (SELECT count(*) FROM tasks) + (SELECT count(*) FROM idempotency_keys)`); n != 0 {
+		t.Fatalf("%d tasks and keys stored for refused requests", n)
+	}
+	for i, body := range []string{
+		steps(`{"tool":"http_request","args":{"method":"GET","url":"https://API.example.com:443/x"}},` +
+			`{"tool":"http_request","args":{"method":"GET","url":"${steps.0.body.next}"}},` +
+			`{"tool":"notify","args":{"channel":"${steps.0.body.channel}","text":"x"}},` +
+			`{"tool":"create_task","args":{"kind":"echo"}}`),
+		submit("agent", `{"prompt":"hi","tools":["notify"]}`),
+		submit("agent", `{"prompt":"hi","model":"house-model"}`),
+	} {
+		e.task(e.post("/v1/tasks", token, "k"+strconv.Itoa(i+1), body), http.StatusCreated)
 	}
 }

@@ -2,32 +2,44 @@ package operator
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
-	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/agent"
 	"github.com/agentledger/agentledger/grants"
+	"github.com/agentledger/agentledger/steps"
 )
 
 // refuseUngranted marks the effects of plan whose tool (or model call) the
 // task tenant's grant in force no longer allows: the replay would refuse
-// them and perform nothing from there on. The journal keeps no request: the
-// host, channel or kind of a steps task's step is read from its literal
-// arguments; the rest is checked only when the replay runs.
+// them and perform nothing from there on. The journal keeps no request:
+// what a steps task's steps (and compensations) reach and the model an
+// agent task asks are read from its payload as the API checks it at
+// submit (steps.Needs, agent.Needs); the rest is checked only when the
+// replay runs.
 func (s *Service) refuseUngranted(ctx context.Context, t *agentledger.Task, plan []PlannedEffect) error {
 	tenant := t.Tenant
 	g, err := grants.NewStore(s.db).For(ctx, tenant)
 	if err != nil {
 		return err
 	}
-	var steps map[string]grants.Need
-	if t.Kind == "steps" {
-		steps = stepNeeds(t.Payload)
+	byStep := map[string]grants.Need{}
+	model := "" // the model an agent task's payload names
+	switch t.Kind {
+	case steps.Kind:
+		for _, n := range steps.Needs(t.Payload) {
+			byStep[n.Step] = n.Need
+		}
+	case agent.Kind:
+		for _, n := range agent.Needs(t.Payload, "") { // the configured model only the daemon knows
+			if n.Field == "model" {
+				model = n.Model
+			}
+		}
 	}
 	for i := range plan {
-		need, ok := steps[plan[i].Step]
+		need, ok := byStep[plan[i].Step]
 		if !ok {
 			need, ok = toolNeed(plan[i].Operation)
 		}
@@ -35,14 +47,31 @@ func (s *Service) refuseUngranted(ctx context.Context, t *agentledger.Task, plan
 			continue
 		}
 		if need.Model != "" {
-			if !g.All && len(g.Models) == 0 {
-				plan[i].Refused = (&grants.DeniedError{Tenant: tenant, Missing: "model calls", Flag: "--model NAME"}).Error()
+			if err := modelRefused(g, tenant, model); err != nil {
+				plan[i].Refused = err.Error()
 			}
 			continue
 		}
 		if err := g.Allow(tenant, need); err != nil {
 			plan[i].Refused = err.Error()
 		}
+	}
+	return nil
+}
+
+// modelRefused is the denial a model call of the task meets under g
+// whatever the daemon's configured model: g grants no model, or the model
+// the payload names (model; "" when it names none) is not granted by name
+// and "*" (the configured model) is not granted either. Anything else
+// depends on the configured model, and is left to the replay.
+func modelRefused(g *grants.Grant, tenant, model string) error {
+	switch {
+	case g.All:
+		return nil
+	case len(g.Models) == 0:
+		return &grants.DeniedError{Tenant: tenant, Missing: "model calls", Flag: "--model NAME"}
+	case model != "" && !slices.Contains(g.Models, "*"):
+		return g.Allow(tenant, grants.Need{Model: model})
 	}
 	return nil
 }
@@ -63,45 +92,4 @@ func toolNeed(op string) (grants.Need, bool) {
 		return grants.Need{}, false // the dispatcher's deliveries, not a task's calls
 	}
 	return grants.Need{Tool: op}, true
-}
-
-// stepNeeds reads what each step of a steps payload reaches, by step path,
-// from its literal arguments: a URL, channel or kind that refers to an
-// earlier result ("${…}") is left to the replay.
-func stepNeeds(payload json.RawMessage) map[string]grants.Need {
-	var p struct {
-		Steps []struct {
-			Tool string `json:"tool"`
-			Args struct {
-				URL     string `json:"url"`
-				Channel string `json:"channel"`
-				Kind    string `json:"kind"`
-			} `json:"args"`
-		} `json:"steps"`
-	}
-	if json.Unmarshal(payload, &p) != nil {
-		return nil
-	}
-	literal := func(v string) string {
-		if strings.Contains(v, "${") {
-			return ""
-		}
-		return v
-	}
-	out := map[string]grants.Need{}
-	for i, st := range p.Steps {
-		n := grants.Need{Tool: st.Tool}
-		switch st.Tool {
-		case "http_request", "unsafe_http":
-			if u, err := url.Parse(literal(st.Args.URL)); err == nil && u.Host != "" {
-				n.URL = u
-			}
-		case "notify":
-			n.Channel = literal(st.Args.Channel)
-		case "create_task":
-			n.Kind = literal(st.Args.Kind)
-		}
-		out[fmt.Sprintf("tool/%d", i)] = n
-	}
-	return out
 }
