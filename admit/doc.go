@@ -9,4 +9,10 @@
 // Live pools are those that announced themselves lately (claims.LiveWithin).
 // A submitter that expects a worker which is not up yet asks for the task
 // to be queued anyway: only what needs no worker is checked then.
+//
+// Given the tenants' grants (the HTTP API), whatever a payload names
+// literally must be granted, queued anyway or not (steps.Needs,
+// agent.Needs): a tool, host, channel, child kind or model outside the
+// grant is refused at submit, and what only the run knows is checked when
+// it runs.
 package admit
