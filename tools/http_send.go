@@ -24,7 +24,9 @@ const MaxRetryAfter = time.Hour
 // 408, 425, 429, 5xx, timeouts and connection errors are transient (429
 // and 503 with Retry-After as agentledger.RetryAfter); redirects, other
 // 4xx and oversized answers are permanent, with the status and body kept
-// in the result for the ledger.
+// in the result for the ledger. For a call that carried secret headers,
+// nothing of the answer leaves here (result, error, Location, reason
+// phrase) before a redactor has searched it for them.
 func (t *HTTPTool) send(ctx context.Context, call ledger.Call, hc *httpCall) (ledger.Result, error) {
 	rctx, cancel := context.WithTimeout(ctx, t.cfg.Timeout)
 	defer cancel()
@@ -50,43 +52,79 @@ func (t *HTTPTool) send(ctx context.Context, call ledger.Call, hc *httpCall) (le
 		req.Header[k] = v
 	}
 	what := hc.method + " " + hc.url
+	var r *redactor // the call carried secrets: its answer is searched for them
+	if len(hc.secrets) > 0 {
+		r = newRedactor(hc.secrets)
+	}
 	resp, err := t.client.Do(req)
 	if err != nil {
 		if ctx.Err() == nil && errors.Is(rctx.Err(), context.DeadlineExceeded) {
 			return ledger.Result{}, fmt.Errorf("%s: %s: %w within %s", t.name, what, errNoAnswer, t.cfg.Timeout)
+		}
+		if r != nil && r.tainted(err.Error()) { // the transport quotes a malformed answer
+			return ledger.Result{}, fmt.Errorf("%s: %s: the answer could not be read, and its error is not shown: it held a secret header's value", t.name, what)
 		}
 		return ledger.Result{}, fmt.Errorf("%s: %w", t.name, err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, t.cfg.MaxResponseBytes+1))
 	if err != nil {
+		if r != nil && r.tainted(err.Error()) {
+			return ledger.Result{}, fmt.Errorf("%s: %s: reading the response failed, and its error is not shown: it held a secret header's value", t.name, what)
+		}
 		return ledger.Result{}, fmt.Errorf("%s: %s: reading the response: %w", t.name, what, err)
 	}
 	over := int64(len(data)) > t.cfg.MaxResponseBytes
-	data = redact(data, hc.secrets)
-	res := ledger.Result{Status: resp.StatusCode}
+	code := resp.StatusCode
+	loc := resp.Header.Get("Location")
+	if r != nil {
+		if over {
+			data = nil // cut at the limit, maybe through a secret: not quoted
+		} else {
+			data = r.body(data, encodedBody(resp))
+		}
+		loc = r.text(loc, redacted)
+	}
+	res := ledger.Result{Status: code}
 	if !over {
 		res.Body = jsonBody(data)
 	}
-	code := resp.StatusCode
+	// answer is an error that quotes the answer. For a call that carried
+	// secrets it is searched again as written: quoting and excerpting
+	// re-write the answer's text, and the reason phrase is the
+	// downstream's.
+	answer := func(format string, args ...any) error {
+		err := fmt.Errorf(format, args...)
+		if r != nil && r.tainted(err.Error()) {
+			err = fmt.Errorf("%s: %s: %d %s: the answer is not shown: it held a secret header's value",
+				t.name, what, code, http.StatusText(code))
+		}
+		return err
+	}
 	switch {
 	case code >= 200 && code < 300 && over:
-		return res, agentledger.Permanent(fmt.Errorf("%s: %s: %s: response larger than %d bytes",
+		return res, agentledger.Permanent(answer("%s: %s: %s: response larger than %d bytes",
 			t.name, what, resp.Status, t.cfg.MaxResponseBytes))
 	case code >= 200 && code < 300:
 		return res, nil
 	case code == 408 || code == 425 || code == 429 || code >= 500:
-		err := fmt.Errorf("%s: %s: %s%s", t.name, what, resp.Status, excerpt(data))
+		err := answer("%s: %s: %s%s", t.name, what, resp.Status, excerpt(data))
 		if d, ok := retryAfter(resp.Header.Get("Retry-After")); ok && (code == 429 || code == 503) {
 			return res, agentledger.RetryAfter(err, d)
 		}
 		return res, err
 	case code >= 300 && code < 400:
-		loc := string(redact([]byte(resp.Header.Get("Location")), hc.secrets))
-		return res, agentledger.Permanent(fmt.Errorf("%s: %s: %s: redirect to %q not followed", t.name, what, resp.Status, loc))
+		return res, agentledger.Permanent(answer("%s: %s: %s: redirect to %q not followed", t.name, what, resp.Status, loc))
 	default:
-		return res, agentledger.Permanent(fmt.Errorf("%s: %s: %s%s", t.name, what, resp.Status, excerpt(data)))
+		return res, agentledger.Permanent(answer("%s: %s: %s%s", t.name, what, resp.Status, excerpt(data)))
 	}
+}
+
+// encodedBody reports whether resp's body is still content-encoded
+// (compressed at the caller's request), so not readable as text.
+func encodedBody(resp *http.Response) bool {
+	ce := resp.Header.Get("Content-Encoding")
+	return !resp.Uncompressed && ce != "" && !strings.EqualFold(ce, "identity")
 }
 
 // jsonBody is a response body as a JSON value: itself if it is JSON, else
@@ -109,26 +147,6 @@ func excerpt(data []byte) string {
 		return ""
 	}
 	return ": " + utf8Prefix(s, 200)
-}
-
-// redact blanks secret header values a downstream echoed back, so they
-// reach neither the ledger nor a log: the whole value, and the credential
-// of an "<scheme> <credential>" value.
-func redact(data []byte, secrets http.Header) []byte {
-	for _, vs := range secrets {
-		for _, v := range vs {
-			parts := []string{v}
-			if f := strings.Fields(v); len(f) == 2 {
-				parts = append(parts, f[1])
-			}
-			for _, p := range parts {
-				if len(p) >= 6 {
-					data = bytes.ReplaceAll(data, []byte(p), []byte("[redacted]"))
-				}
-			}
-		}
-	}
-	return data
 }
 
 // retryAfter parses a Retry-After value: seconds or an HTTP date, capped
