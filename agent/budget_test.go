@@ -14,11 +14,15 @@ import (
 )
 
 // estimate is the agent's estimate of r's prompt as documented: the body
-// sent without its max_tokens, in bytes over four, rounded up.
+// sent without its limit (max_tokens, or a reasoning model's
+// max_completion_tokens), in bytes over four, rounded up.
 func estimate(t *testing.T, r fakeopenai.Request) int {
 	t.Helper()
 	field := fmt.Sprintf(`,"max_tokens":%d`, r.MaxTokens)
-	if r.MaxTokens == 0 || !bytes.Contains(r.Body, []byte(field)) {
+	if r.MaxTokens == 0 {
+		field = fmt.Sprintf(`,"max_completion_tokens":%d`, r.MaxCompletionTokens)
+	}
+	if r.MaxTokens == 0 && r.MaxCompletionTokens == 0 || !bytes.Contains(r.Body, []byte(field)) {
 		t.Fatalf("request without max_tokens: %s", r.Body)
 	}
 	return (len(r.Body) - len(field) + 3) / 4
@@ -144,4 +148,25 @@ func TestReplayUnderABudgetIsServed(t *testing.T) {
 	e.grant(store, "acme", grants.Grant{Tools: []string{"count"}, Models: []string{"*"}, MaxTokens: 6})
 	_, err = e.agent.Work(ctx, e.finishAndReplay(task, first))
 	denied(t, err, "more than 6 tokens per task (this task spent 6)")
+}
+
+// OpenAI's reasoning models refuse max_tokens (go-openai refuses to send
+// it): their limit goes as max_completion_tokens, so a budget binds them
+// too instead of failing every task.
+func TestReasoningModelBudgetIsMaxCompletionTokens(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil, fakeopenai.Reply{Content: "a long answer", PromptTokens: 10, CompletionTokens: 40})
+	store := e.checkGrants(nil)
+	e.grant(store, "acme", grants.Grant{Models: []string{"o3-mini"}, MaxTokens: 30})
+	raw, err := e.agent.Work(context.Background(), e.submitAs("acme", `{"prompt": "hi", "model": "o3-mini"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := e.fake.Requests()[0]
+	if r.MaxTokens != 0 || r.MaxCompletionTokens != 30-estimate(t, r) {
+		t.Fatalf("max_tokens %d, max_completion_tokens %d, want 0 and %d", r.MaxTokens, r.MaxCompletionTokens, 30-estimate(t, r))
+	}
+	if a := answer(t, raw); a.Usage.TotalTokens > 30 {
+		t.Fatalf("spent %d tokens of a budget of 30: %+v", a.Usage.TotalTokens, a)
+	}
 }

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -123,8 +124,14 @@ const maxToolCallID = 128
 
 // toOpenAI is req as go-openai sends it.
 func (req chatRequest) toOpenAI() openai.ChatCompletionRequest {
-	out := openai.ChatCompletionRequest{Model: req.Model, MaxTokens: req.MaxTokens,
-		Messages: make([]openai.ChatCompletionMessage, 0, len(req.Messages))}
+	out := openai.ChatCompletionRequest{Model: req.Model, Messages: make([]openai.ChatCompletionMessage, 0, len(req.Messages))}
+	if req.MaxTokens > 0 {
+		if takesMaxTokens(req.Model) {
+			out.MaxTokens = req.MaxTokens
+		} else {
+			out.MaxCompletionTokens = req.MaxTokens
+		}
+	}
 	for _, m := range req.Messages {
 		om := openai.ChatCompletionMessage{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID}
 		for _, c := range m.ToolCalls {
@@ -161,3 +168,14 @@ func completionOf(resp openai.ChatCompletionResponse) completion {
 // storable replaces NUL characters, which a PostgreSQL jsonb value cannot
 // hold, so that every completion can be recorded.
 func storable(s string) string { return strings.ReplaceAll(s, "\x00", "\uFFFD") }
+
+// takesMaxTokens reports whether a budget's limit goes to model as
+// max_tokens, which every OpenAI-compatible server reads (Ollama and older
+// llama.cpp ignore max_completion_tokens, which would leave the budget
+// unenforced). OpenAI's reasoning models refuse it and take
+// max_completion_tokens instead; go-openai's own validator knows which
+// models those are, so it is asked rather than a list kept here.
+func takesMaxTokens(model string) bool {
+	probe := openai.ChatCompletionRequest{Model: model, MaxTokens: 1}
+	return !errors.Is(openai.NewReasoningValidator().Validate(probe), openai.ErrReasoningModelMaxTokensDeprecated)
+}

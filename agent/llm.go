@@ -163,10 +163,6 @@ func (a *Agent) chatOnce(ctx context.Context, n int, req chatRequest) (c complet
 	e = &llmError{step: n, status: obs.status, retryAfter: obs.retryAfter}
 	switch {
 	case !obs.sent: // go-openai refused the request before sending it
-		if errors.Is(err, openai.ErrReasoningModelMaxTokensDeprecated) {
-			err = fmt.Errorf("model %q takes no max_tokens, which bounds the tokens of a task whose grant has "+
-				"max_tokens; ask another model, or grant the tenant no token bound: %w", req.Model, err)
-		}
 	case obs.status == 0: // connection error or timeout
 		e.transient = true
 		if cctx.Err() != nil && ctx.Err() == nil {

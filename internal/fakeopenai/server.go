@@ -37,12 +37,14 @@ type Request struct {
 	TraceParent string
 	// Body is the raw request body.
 	Body []byte
-	// Model, Messages, Tools and MaxTokens (max_tokens, 0 when absent) are
-	// the body decoded.
-	Model     string
-	Messages  []Message
-	Tools     []Tool
-	MaxTokens int
+	// Model, Messages, Tools, MaxTokens (max_tokens, 0 when absent) and
+	// MaxCompletionTokens (max_completion_tokens, the reasoning models'
+	// name for it) are the body decoded.
+	Model               string
+	Messages            []Message
+	Tools               []Tool
+	MaxTokens           int
+	MaxCompletionTokens int
 }
 
 // Message is one chat message of a request.
@@ -144,9 +146,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		Messages  []Message `json:"messages"`
 		Tools     []Tool    `json:"tools"`
 		MaxTokens int       `json:"max_tokens"`
+		MaxCompl  int       `json:"max_completion_tokens"`
 	}
 	decodeErr := json.Unmarshal(body, &wire)
 	req.Model, req.Messages, req.Tools, req.MaxTokens = wire.Model, wire.Messages, wire.Tools, wire.MaxTokens
+	req.MaxCompletionTokens = wire.MaxCompl
 
 	s.mu.Lock()
 	s.reqs = append(s.reqs, req)
@@ -198,5 +202,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		writeError(w, reply.Status, msg, "fake_error")
 		return
 	}
-	writeJSON(w, http.StatusOK, completion(n, wire.Model, wire.MaxTokens, reply))
+	limit := wire.MaxTokens
+	if limit == 0 {
+		limit = wire.MaxCompl
+	}
+	writeJSON(w, http.StatusOK, completion(n, wire.Model, limit, reply))
 }
