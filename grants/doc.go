@@ -14,4 +14,15 @@
 // no tool and no model. The operator's own tenant, agentledger.OperatorTenant ("default": the
 // tenant of agentctl, cron and webhook tasks), may reach everything unless
 // the operator stores a narrower grant for it.
+//
+// Every kind is allowed only when written so (Grant.AllKinds, stored as
+// "all_kinds"; the config file's kinds = ["all"]): a grant whose kinds
+// list is empty allows none, so revoking the last kind never widens it.
+//
+// Each stored grant records who set it last (Record.SetBy): the operator
+// (Put, Update: agentctl) or a daemon's configuration (Seed, at start). A
+// configuration seeds a grant and may replace what it seeded, so that an
+// edited file takes effect at the next start, but never replaces the
+// operator's: a restart cannot undo an operator's revoke. Delete hands a
+// grant back to the configuration.
 package grants

@@ -10,13 +10,17 @@ import (
 	"github.com/agentledger/agentledger"
 )
 
-// Grant is what one tenant's tasks may reach. The zero Grant allows every
-// kind and nothing else.
+// Grant is what one tenant's tasks may reach. The zero Grant allows
+// nothing; Default is what a tenant without a stored grant has.
 type Grant struct {
 	// All allows everything: the operator's grant.
 	All bool `json:"all,omitempty" toml:"all"`
-	// Kinds the tenant may submit; empty allows every kind.
-	Kinds []string `json:"kinds,omitempty" toml:"kinds"`
+	// AllKinds lets the tenant submit every kind. It is never implied by
+	// Kinds being empty: revoking the last kind named leaves none. (The
+	// config file writes it kinds = ["all"]: see KindsFromConfig.)
+	AllKinds bool `json:"all_kinds,omitempty" toml:"-"`
+	// Kinds the tenant may submit, by name (with AllKinds, every kind).
+	Kinds []string `json:"kinds" toml:"kinds"`
 	// Tools its tasks may call by name: "http_request", "shop/charge", or
 	// "shop/*" for every tool of an MCP server.
 	Tools []string `json:"tools,omitempty" toml:"tools"`
@@ -116,9 +120,10 @@ func (g *Grant) Allow(tenant string, n Need) error {
 	return nil
 }
 
-// AllowsKind reports whether the tenant may submit tasks of kind.
+// AllowsKind reports whether the tenant may submit tasks of kind: every
+// kind only when written so (All or AllKinds), else the kinds named.
 func (g *Grant) AllowsKind(kind string) bool {
-	return g.All || len(g.Kinds) == 0 || slices.Contains(g.Kinds, kind)
+	return g.All || g.AllKinds || slices.Contains(g.Kinds, kind)
 }
 
 // SecretHeaders reports whether the operator's secret headers for u's host
@@ -193,6 +198,9 @@ func (g *Grant) Validate() error {
 				return agentledger.Invalid("grant", "an empty name")
 			}
 		}
+	}
+	if slices.Contains(g.Kinds, AllKindsWord) {
+		return agentledger.Invalid("kinds", "%q is not granted by name: every kind is all_kinds (agentctl tenant grant --all-kinds)", AllKindsWord)
 	}
 	if g.PriorityFloor < 0 || g.PriorityFloor > 100 {
 		return agentledger.Invalid("priority_floor", "%d is outside 0..100", g.PriorityFloor)

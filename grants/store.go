@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -42,30 +43,70 @@ func (s *Store) For(ctx context.Context, tenant string) (*Grant, error) {
 	return Default(tenant), nil
 }
 
-// Default is the grant of a tenant without a row.
+// Default is the grant of a tenant without a row: every kind, and for
+// agentledger.OperatorTenant everything.
 func Default(tenant string) *Grant {
-	return &Grant{All: tenant == agentledger.OperatorTenant}
+	return &Grant{All: tenant == agentledger.OperatorTenant, AllKinds: true}
+}
+
+// Who set a stored grant last (Record.SetBy).
+const (
+	SetByOperator = "operator" // agentctl tenant grant/revoke, or Put
+	SetByConfig   = "config"   // agentd's [grant.<tenant>] table, stored when it started
+	// SetByUnknown is a grant stored before migration 00029 recorded who
+	// set it (or by an older agentctl or agentd since): a configuration
+	// naming its tenant replaces it, as every start did then.
+	SetByUnknown = ""
+)
+
+// Record is a stored grant and who set it when.
+type Record struct {
+	Grant     *Grant
+	SetBy     string // SetByOperator, SetByConfig or SetByUnknown
+	UpdatedAt time.Time
 }
 
 // Get returns tenant's stored grant and whether there is one.
 func (s *Store) Get(ctx context.Context, tenant string) (*Grant, bool, error) {
-	var doc []byte
-	err := s.db.QueryRow(ctx, getSQL, tenant).Scan(&doc)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, false, nil
+	r, err := s.Record(ctx, tenant)
+	if err != nil || r == nil {
+		return nil, false, err
 	}
-	if err != nil {
-		return nil, false, fmt.Errorf("grant of tenant %q: %w", tenant, err)
-	}
-	var g Grant
-	if err := json.Unmarshal(doc, &g); err != nil {
-		return nil, false, fmt.Errorf("grant of tenant %q is unreadable: %w", tenant, err)
-	}
-	return &g, true, nil
+	return r.Grant, true, nil
 }
 
-// Put stores g as tenant's grant, replacing any.
+// Record returns tenant's stored grant with who set it, nil when none is
+// stored.
+func (s *Store) Record(ctx context.Context, tenant string) (*Record, error) {
+	var (
+		doc   []byte
+		setBy *string
+		r     Record
+	)
+	err := s.db.QueryRow(ctx, getSQL, tenant).Scan(&doc, &setBy, &r.UpdatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("grant of tenant %q: %w", tenant, err)
+	}
+	r.Grant = new(Grant)
+	if err := json.Unmarshal(doc, r.Grant); err != nil {
+		return nil, fmt.Errorf("grant of tenant %q is unreadable: %w", tenant, err)
+	}
+	if setBy != nil {
+		r.SetBy = *setBy
+	}
+	return &r, nil
+}
+
+// Put stores g as tenant's grant, set by the operator, replacing any: a
+// daemon's configuration never replaces it (see Seed).
 func (s *Store) Put(ctx context.Context, tenant string, g *Grant) error {
+	return s.put(ctx, tenant, g, SetByOperator)
+}
+
+func (s *Store) put(ctx context.Context, tenant string, g *Grant, setBy string) error {
 	if err := g.Validate(); err != nil {
 		return err
 	}
@@ -73,16 +114,76 @@ func (s *Store) Put(ctx context.Context, tenant string, g *Grant) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.db.Exec(ctx, putSQL, tenant, doc); err != nil {
+	if _, err := s.db.Exec(ctx, putSQL, tenant, doc, setBy); err != nil {
 		return fmt.Errorf("grant of tenant %q: %w", tenant, err)
 	}
 	return nil
 }
 
+// Seeded is what Seed did.
+type Seeded struct {
+	// Stored is true when the configuration's grant was stored.
+	Stored bool
+	// Kept is the operator's grant left in force instead, when it differs
+	// from the configuration's; nil otherwise.
+	Kept *Record
+}
+
+// Seed stores g, a daemon configuration's grant, as tenant's grant unless
+// the grant stored was last set by the operator: a configuration seeds a
+// grant and may change what it seeded (editing the file takes effect at
+// the next start), but an operator's change stands until the operator
+// hands the grant back (Delete). It reports what it did.
+func (s *Store) Seed(ctx context.Context, tenant string, g *Grant) (Seeded, error) {
+	if err := g.Validate(); err != nil {
+		return Seeded{}, err
+	}
+	var out Seeded
+	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, lockSQL, tenant); err != nil {
+			return err
+		}
+		r, err := NewStore(tx).Record(ctx, tenant)
+		if err != nil {
+			return err
+		}
+		if r != nil && r.SetBy == SetByOperator {
+			if len(Diff(g, r.Grant)) > 0 {
+				out.Kept = r
+			}
+			return nil
+		}
+		out.Stored = true
+		return NewStore(tx).put(ctx, tenant, g, SetByConfig)
+	})
+	if err != nil {
+		return Seeded{}, err
+	}
+	return out, nil
+}
+
+// Delete removes tenant's stored grant: the tenant has the default grant
+// until a daemon whose configuration grants it starts. It reports whether
+// a grant was stored.
+func (s *Store) Delete(ctx context.Context, tenant string) (bool, error) {
+	tag, err := s.db.Exec(ctx, deleteSQL, tenant)
+	if err != nil {
+		return false, fmt.Errorf("grant of tenant %q: %w", tenant, err)
+	}
+	return tag.RowsAffected() > 0, nil
+}
+
 // Update changes tenant's grant (starting from the one in force) with
-// change and stores it, under a lock on the tenant's grant so that two
-// concurrent updates both count; it returns the grant stored.
+// change and stores it as the operator's, under a lock on the tenant's
+// grant so that two concurrent updates both count; it returns the grant
+// stored.
 func (s *Store) Update(ctx context.Context, tenant string, change func(*Grant)) (*Grant, error) {
+	return s.Change(ctx, tenant, func(g *Grant) error { change(g); return nil })
+}
+
+// Change is Update with a change that may refuse: its error is returned
+// and nothing is stored.
+func (s *Store) Change(ctx context.Context, tenant string, change func(*Grant) error) (*Grant, error) {
 	var g *Grant
 	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, lockSQL, tenant); err != nil {
@@ -92,7 +193,9 @@ func (s *Store) Update(ctx context.Context, tenant string, change func(*Grant)) 
 		if g, err = NewStore(tx).For(ctx, tenant); err != nil {
 			return err
 		}
-		change(g)
+		if err := change(g); err != nil {
+			return err
+		}
 		return NewStore(tx).Put(ctx, tenant, g)
 	})
 	if err != nil {
@@ -101,14 +204,20 @@ func (s *Store) Update(ctx context.Context, tenant string, change func(*Grant)) 
 	return g, nil
 }
 
-const getSQL = `/* grants.get */ SELECT grant_doc FROM tenant_grants WHERE tenant = $1`
+const getSQL = `/* grants.get */ SELECT grant_doc, set_by, updated_at FROM tenant_grants WHERE tenant = $1`
 
-// putSQL stores a grant and notifies Channel in the same statement.
+// putSQL stores a grant, with who set it, and notifies Channel in the same
+// statement.
 const putSQL = `/* grants.put */
 WITH put AS (
-	INSERT INTO tenant_grants (tenant, grant_doc) VALUES ($1, $2)
-	ON CONFLICT (tenant) DO UPDATE SET grant_doc = EXCLUDED.grant_doc, updated_at = now()
+	INSERT INTO tenant_grants (tenant, grant_doc, set_by) VALUES ($1, $2, $3)
+	ON CONFLICT (tenant) DO UPDATE SET grant_doc = EXCLUDED.grant_doc, set_by = EXCLUDED.set_by, updated_at = now()
 	RETURNING tenant)
 SELECT pg_notify('` + Channel + `', tenant) FROM put`
+
+// deleteSQL removes a grant and notifies Channel: caches drop it too.
+const deleteSQL = `/* grants.delete */
+WITH gone AS (DELETE FROM tenant_grants WHERE tenant = $1 RETURNING tenant)
+SELECT pg_notify('` + Channel + `', tenant) FROM gone`
 
 const lockSQL = `/* grants.lock */ SELECT pg_advisory_xact_lock(hashtext('agentledger.grant:' || $1))`

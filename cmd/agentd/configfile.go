@@ -139,7 +139,8 @@ type fileMCPServer struct {
 //	env_files = { SHOP_TOKEN = "/etc/agentledger/shop-token" } # secrets: a file's content
 //	classes = { refund = "keyed" }          # overrides the tools' annotations
 //
-//	[grant.acme]                            # stored when agentd starts
+//	[grant.acme]                            # stored when agentd starts, unless agentctl changed it since
+//	kinds = ["steps"]                       # ["all"]: every kind (also when left out); []: none
 //	tools = ["http_request"]
 //	hosts = [{ url = "https://api.example.com", secret_headers = true }]
 //
@@ -321,6 +322,9 @@ func serversAndGrants(path string) ([]daemon.MCPServer, map[string]*grants.Grant
 	}
 	for tenant, g := range f.Grants {
 		err := tenants.CheckName(tenant)
+		if err == nil {
+			err = g.KindsFromConfig(md.IsDefined(grantKey, tenant, "kinds"))
+		}
 		if err == nil {
 			err = g.Validate()
 		}
