@@ -105,16 +105,20 @@ type Config struct {
 	Retain          Retention
 
 	// Grants are stored as these tenants' grants when Run starts (agentd's
-	// [grant.<tenant>] tables); other tenants' grants are left as stored.
+	// [grant.<tenant>] tables), except where an operator set the tenant's
+	// grant (agentctl): that one stands, and Run logs how it differs.
+	// Other tenants' grants are left as stored.
 	Grants map[string]*grants.Grant
 
 	// Limits are stored as these targets' fleet-wide rate limits when Run
-	// starts (agentd's [[limit]] tables, source "config"); other targets'
-	// limits are left as stored.
+	// starts (agentd's [[limit]] tables, source "config"), except where an
+	// operator set the target's limit, as Grants; other targets' limits
+	// are left as stored.
 	Limits []flow.Limit
 
 	// TenantShares are stored as these tenants' shares of the claim when
-	// Run starts (agentd's [[tenant_share]] tables); other tenants' shares
+	// Run starts (agentd's [[tenant_share]] tables), except where an
+	// operator set the tenant's share, as Grants; other tenants' shares
 	// are left as stored.
 	TenantShares []tenants.Share
 
@@ -481,60 +485,5 @@ func migrate(ctx context.Context, db *database.DB, cfg *Config, log *slog.Logger
 	if len(applied) > 0 {
 		log.Info("applied migrations", "versions", applied)
 	}
-	return nil
-}
-
-// slackChannelDefault is the fleet's pace on every Slack channel unless an
-// operator or the configuration set one: a little under Slack's one post
-// a second, with no burst, so that the milliseconds between a booking and
-// its arrival cannot bring two calls to a channel within one second.
-var slackChannelDefault = flow.Limit{Target: flow.KindDefault(flow.KindSlackChannel),
-	Rate: flow.Rate{N: 50, Per: time.Minute}, Burst: 1}
-
-// storeLimits stores the configured limits, replacing those targets'
-// limits, and the defaults agentd keeps where no limit is set: with Slack,
-// the pace of every channel.
-func storeLimits(ctx context.Context, db flow.DB, cfg *Config, log *slog.Logger) error {
-	store := flow.NewStore(db)
-	if (cfg.SlackToken != "" || cfg.SlackTokenFile != "") && !cfg.NoDispatch {
-		stored, err := store.PutDefault(ctx, slackChannelDefault)
-		if err != nil {
-			return err
-		}
-		if stored {
-			log.Info("stored the default pace of Slack channels, for every daemon (agentctl limit set changes it)",
-				"target", slackChannelDefault.Target, "rate", slackChannelDefault.Rate.String())
-		}
-	}
-	if len(cfg.Limits) == 0 {
-		return nil
-	}
-	targets := make([]string, 0, len(cfg.Limits))
-	for _, l := range cfg.Limits {
-		l.Source = flow.SourceConfig
-		got, err := store.Put(ctx, l)
-		if err != nil {
-			return &ConfigError{fmt.Errorf("limit of %q: %w", l.Target, err)}
-		}
-		targets = append(targets, got.Target)
-	}
-	log.Info("limits stored from the configuration", "targets", targets)
-	return nil
-}
-
-// storeGrants stores the configured grants, replacing those tenants' grants.
-func storeGrants(ctx context.Context, db grants.DB, gs map[string]*grants.Grant, log *slog.Logger) error {
-	if len(gs) == 0 {
-		return nil
-	}
-	names := make([]string, 0, len(gs))
-	for tenant, g := range gs {
-		if err := grants.NewStore(db).Put(ctx, tenant, g); err != nil {
-			return &ConfigError{fmt.Errorf("grant of tenant %q: %w", tenant, err)}
-		}
-		names = append(names, tenant)
-	}
-	slices.Sort(names)
-	log.Info("grants stored from the configuration", "tenants", names)
 	return nil
 }

@@ -12,7 +12,8 @@ import (
 )
 
 // agentd stores its [[tenant_share]] tables when it starts, replacing
-// those tenants' shares (an operator's included) and leaving the others.
+// the shares it stored before but not an operator's, and leaving the
+// other tenants' shares.
 func TestStoreShares(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -27,17 +28,22 @@ func TestStoreShares(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if _, err := store.PutShare(ctx, tenants.Share{Tenant: "initech", Weight: 5, Source: tenants.SourceConfig}); err != nil {
+		t.Fatal(err)
+	}
 	twenty := 20
-	if err := storeShares(ctx, db, []tenants.Share{{Tenant: "acme", Weight: 3, MaxRunning: &twenty}, {Tenant: "soon", Weight: 2}}, log); err != nil {
+	if err := storeShares(ctx, db, []tenants.Share{{Tenant: "acme", Weight: 3, MaxRunning: &twenty}, {Tenant: "soon", Weight: 2},
+		{Tenant: "initech", Weight: 6}}, log); err != nil {
 		t.Fatal(err)
 	}
 	got, err := store.Shares(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 3 || got[0].Tenant != "acme" || got[0].Weight != 3 || *got[0].MaxRunning != 20 || got[0].Source != tenants.SourceConfig ||
+	if len(got) != 4 || got[0].Tenant != "acme" || got[0].Weight != 7 || got[0].MaxRunning != nil || got[0].Source != tenants.SourceOperator ||
 		got[1].Tenant != "globex" || got[1].Weight != 7 || got[1].Source != tenants.SourceOperator ||
-		got[2].Tenant != "soon" || got[2].Source != tenants.SourceConfig {
+		got[2].Tenant != "initech" || got[2].Weight != 6 || got[2].Source != tenants.SourceConfig ||
+		got[3].Tenant != "soon" || got[3].Source != tenants.SourceConfig {
 		t.Fatalf("shares %+v", got)
 	}
 	var ce *ConfigError

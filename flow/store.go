@@ -40,6 +40,27 @@ func (s *Store) Put(ctx context.Context, l Limit) (Limit, error) {
 	return l, nil
 }
 
+// PutConfig stores l, a limit of a daemon's configuration (SourceConfig),
+// unless its target's limit was set by an operator: a configuration seeds
+// a limit and may change what it (or agentd's defaults) stored, but an
+// operator's limit stands until the operator removes it. It returns the
+// limit stored, or kept the operator's and returns it.
+func (s *Store) PutConfig(ctx context.Context, l Limit) (got Limit, stored bool, err error) {
+	l.Source = SourceConfig
+	if err := l.Check(); err != nil {
+		return Limit{}, false, err
+	}
+	err = s.db.QueryRow(ctx, putConfigSQL, l.columns()...).Scan(&l.UpdatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		kept, err := s.Get(ctx, l.Target)
+		return kept, false, err
+	}
+	if err != nil {
+		return Limit{}, false, fmt.Errorf("limit of %s: %w", l.Target, err)
+	}
+	return l, true, nil
+}
+
 // PutDefault stores l, a limit of agentd's own (SourceDefault), unless its
 // target has a limit already: an operator's or the configuration's limit
 // is never replaced by a default. It reports whether l was stored.
@@ -164,16 +185,26 @@ func changed(cte string) string {
 const limitColumns = `target, rate_n, rate_per_seconds, burst, source, concurrency, tokens_n, tokens_per_seconds,
 	breaker_failures, breaker_window_ms, breaker_cooldown_ms`
 
-var putSQL = `/* flow.put */
+var (
+	putSQL = putLimitSQL("flow.put", "")
+	// putConfigSQL leaves an operator's row as it is, and returns no row.
+	putConfigSQL = putLimitSQL("flow.put_config", "\n\tWHERE flow_limits.source <> '"+SourceOperator+"'")
+)
+
+// putLimitSQL stores a limit, replacing its target's where the row meets
+// where (empty: always), and returns when.
+func putLimitSQL(name, where string) string {
+	return `/* ` + name + ` */
 WITH put AS (
 	INSERT INTO flow_limits (` + limitColumns + `) VALUES ($1, $2, $3, greatest($4, 1), $5, $6, $7, $8, $9, $10, $11)
 	ON CONFLICT (target) DO UPDATE SET rate_n = EXCLUDED.rate_n, rate_per_seconds = EXCLUDED.rate_per_seconds,
 		burst = EXCLUDED.burst, source = EXCLUDED.source, concurrency = EXCLUDED.concurrency,
 		tokens_n = EXCLUDED.tokens_n, tokens_per_seconds = EXCLUDED.tokens_per_seconds,
 		breaker_failures = EXCLUDED.breaker_failures, breaker_window_ms = EXCLUDED.breaker_window_ms,
-		breaker_cooldown_ms = EXCLUDED.breaker_cooldown_ms, updated_at = now()
+		breaker_cooldown_ms = EXCLUDED.breaker_cooldown_ms, updated_at = now()` + where + `
 	RETURNING target, updated_at)
 SELECT put.updated_at FROM put` + changed("put")
+}
 
 var putDefaultSQL = `/* flow.put_default */
 WITH put AS (

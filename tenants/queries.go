@@ -91,14 +91,18 @@ const shareColumns = `tenant, weight, max_running, source, updated_at`
 // putShareSQL stores tenant $1's share, replacing any. An operator's share
 // ($6 false) is stored only for the operator's tenant or one that exists;
 // otherwise no row is returned. A configured one ($6 true) is stored for a
-// tenant to come too.
+// tenant to come too, and never replaces an operator's (no row returned).
 const putShareSQL = `/* tenants.putShare */
 INSERT INTO tenant_shares (tenant, weight, max_running, source, updated_at)
 SELECT $1, $2, $3, $4, now()
 WHERE $6 OR $1 = $5 OR EXISTS (SELECT 1 FROM tenants WHERE name = $1)
 ON CONFLICT (tenant) DO UPDATE SET weight = EXCLUDED.weight, max_running = EXCLUDED.max_running,
 	source = EXCLUDED.source, updated_at = EXCLUDED.updated_at
+	WHERE NOT $6 OR tenant_shares.source <> 'operator'
 RETURNING ` + shareColumns
+
+// getShareSQL reads tenant $1's share.
+const getShareSQL = `/* tenants.getShare */ SELECT ` + shareColumns + ` FROM tenant_shares WHERE tenant = $1`
 
 // deleteShareSQL removes tenant $1's share; none stored returns no row.
 const deleteShareSQL = `/* tenants.deleteShare */ DELETE FROM tenant_shares WHERE tenant = $1 RETURNING ` + shareColumns

@@ -61,7 +61,9 @@ func (s Share) Check() error {
 // their next round on, in every daemon. Errors: agentledger.ErrInvalid
 // (Check), agentledger.ErrNotFound for an operator's share of a tenant that
 // does not exist (agentledger.OperatorTenant always does); a configured
-// share is stored for a tenant to come.
+// share is stored for a tenant to come. A configured share never replaces
+// an operator's: PutShare then returns the operator's, which stands until
+// the operator removes it (DeleteShare).
 func (st *Store) PutShare(ctx context.Context, s Share) (Share, error) {
 	if err := s.Check(); err != nil {
 		return Share{}, err
@@ -72,11 +74,27 @@ func (st *Store) PutShare(ctx context.Context, s Share) (Share, error) {
 		return Share{}, fmt.Errorf("share of tenant %q: %w", s.Tenant, err)
 	}
 	got, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByPos[Share])
+	if errors.Is(err, pgx.ErrNoRows) && s.Source == SourceConfig {
+		return st.share(ctx, s.Tenant) // the operator's, kept
+	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Share{}, agentledger.Errorf(agentledger.CodeNotFound, "tenant %q does not exist", s.Tenant)
 	}
 	if err != nil {
 		return Share{}, fmt.Errorf("share of tenant %q: %w", s.Tenant, err)
+	}
+	return got, nil
+}
+
+// share reads tenant's stored share.
+func (st *Store) share(ctx context.Context, tenant string) (Share, error) {
+	rows, err := st.db.Query(ctx, getShareSQL, tenant)
+	if err != nil {
+		return Share{}, fmt.Errorf("share of tenant %q: %w", tenant, err)
+	}
+	got, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByPos[Share])
+	if err != nil { // none: removed since the write found it
+		return Share{}, fmt.Errorf("share of tenant %q: %w", tenant, err)
 	}
 	return got, nil
 }

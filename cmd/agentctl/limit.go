@@ -48,7 +48,10 @@ breaker.
 A call over a limit waits: up to a second in its attempt, longer by handing
 the task back to its queue until the call may pass, without using an
 attempt. Daemons read the limits every few seconds. agentd's [[limit]]
-tables are stored when it starts, replacing those targets' limits.`,
+tables are stored when it starts, replacing the limits a config file or
+agentd set, never one set here: an operator's limit stands (the daemon
+logs how its file differs) until limit rm hands the target back to the
+config file.`,
 		Args: cobra.NoArgs,
 		RunE: a.action(func(context.Context, []string) error {
 			return usagef("limit needs a subcommand: set, list or rm")
@@ -196,8 +199,9 @@ func (a *app) limitRmCmd() *cobra.Command {
 		Aliases: []string{"remove"},
 		Short:   "Remove a target's limit",
 		Long: `Remove TARGET's own limit: its calls follow its kind's default, if any,
-or are not limited. A limit from agentd's config file comes back when agentd
-starts again.`,
+or are not limited. A limit in agentd's config file comes back when a
+daemon with that file starts again (removing an operator's limit hands the
+target back to the config file).`,
 		Args: oneTarget,
 		RunE: a.action(func(ctx context.Context, args []string) error { return a.limitRemove(ctx, args[0]) }),
 	}

@@ -28,7 +28,9 @@ what a tenant with fewer due tasks leaves goes to the others. A tenant's cap
 daemon leases more.
 
 Daemons read the shares at every claim. agentd's [[tenant_share]] tables are
-stored when it starts, replacing those tenants' shares.`,
+stored when it starts, replacing the shares a config file set, never one
+set here: an operator's share stands (the daemon logs how its file
+differs) until share rm hands the tenant back to the config file.`,
 		Args: cobra.NoArgs,
 		RunE: a.action(func(context.Context, []string) error {
 			return usagef("tenant share needs a subcommand: set, list or rm")
@@ -90,8 +92,9 @@ func (a *app) tenantShareRmCmd() *cobra.Command {
 		Use:     "rm TENANT",
 		Aliases: []string{"remove"},
 		Short:   "Remove a tenant's share: weight 1, no cap",
-		Long: `Remove TENANT's stored share: it has weight 1 and no cap again. A share from
-agentd's config file comes back when agentd starts again.`,
+		Long: `Remove TENANT's stored share: it has weight 1 and no cap again. A share in
+agentd's config file comes back when a daemon with that file starts again
+(removing an operator's share hands the tenant back to the config file).`,
 		Args: tenantArgs(1, "one tenant name"),
 		RunE: a.action(func(ctx context.Context, args []string) error { return a.tenantShareRemove(ctx, args[0]) }),
 	}
