@@ -64,6 +64,9 @@ type Config struct {
 	LLMModel    string
 	LLMTimeout  time.Duration
 	LLMMaxSteps int
+	// LLMMaxAnswerTokens caps the max_tokens of a budgeted completion
+	// (agent.Config.MaxAnswerTokens).
+	LLMMaxAnswerTokens int
 
 	// The built-in HTTP tools.
 	HTTPAllowedHosts       []string

@@ -80,7 +80,7 @@ func (d *Daemon) handlers(db *pgxpool.Pool, m *metrics.Metrics) (map[string]work
 		"sleep": worker.HandlerFunc(tools.Sleep),
 		"steps": runner,
 		agent.Kind: agent.New(agent.Config{BaseURL: cfg.LLMBaseURL, APIKey: cfg.LLMAPIKey, Model: cfg.LLMModel,
-			RequestTimeout: cfg.LLMTimeout, MaxSteps: cfg.LLMMaxSteps, Grants: d.grants, Gate: d.limits,
+			RequestTimeout: cfg.LLMTimeout, MaxSteps: cfg.LLMMaxSteps, MaxAnswerTokens: cfg.LLMMaxAnswerTokens, Grants: d.grants, Gate: d.limits,
 			Compensations: cfg.Compensations}, l, reg),
 	}
 	for name, h := range d.kinds {

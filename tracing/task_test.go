@@ -41,7 +41,7 @@ func TestStepsTaskTrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	down := newHeaderServer(t)
-	if err := grants.NewStore(db).Put(ctx, "acme", &grants.Grant{Tools: []string{"http_request"},
+	if err := grants.NewStore(db).Put(ctx, "acme", &grants.Grant{Kinds: []string{"steps"}, Tools: []string{"http_request"},
 		Hosts: []grants.Host{{URL: down.URL}}}); err != nil {
 		t.Fatal(err)
 	}

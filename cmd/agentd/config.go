@@ -66,6 +66,7 @@ var settings = []setting{
 	{"llm-model", "AGENTLEDGER_LLM_MODEL", "string", "", "model agent tasks use unless their payload names one"},
 	{"llm-timeout", "AGENTLEDGER_LLM_TIMEOUT", "duration", "60s", "timeout of one model request"},
 	{"llm-max-steps", "AGENTLEDGER_LLM_MAX_STEPS", "int", "10", "most model calls one agent task may make"},
+	{"llm-max-answer-tokens", "AGENTLEDGER_LLM_MAX_ANSWER_TOKENS", "int", "4096", "most tokens one completion of a task under a token budget is told it may answer with (the model's output limit: endpoints refuse more)"},
 	{"http-allowed-hosts", "AGENTLEDGER_HTTP_ALLOWED_HOSTS", "string", "", "comma-separated hosts the http_request tool may call: host[:port] (https), https://host[:port], http://host[:port] (in clear); empty allows none"},
 	{"unsafe-http-allowed-hosts", "AGENTLEDGER_UNSAFE_HTTP_ALLOWED_HOSTS", "string", "", "hosts without idempotency support the unsafe_http tool may call; empty allows none"},
 	{"http-host-headers-file", "AGENTLEDGER_HTTP_HOST_HEADERS_FILE", "string", "", `JSON file of secret headers per host, {"host": {"Authorization": "Bearer …"}}; never logged or stored`},
@@ -184,6 +185,7 @@ func parseFlags(fs *pflag.FlagSet) (*config, error) {
 	c.LLMModel = str("llm-model")
 	dur("llm-timeout", &c.LLMTimeout)
 	num("llm-max-steps", &c.LLMMaxSteps)
+	num("llm-max-answer-tokens", &c.LLMMaxAnswerTokens)
 	c.HTTPAllowedHosts = list(str("http-allowed-hosts"))
 	c.UnsafeHTTPAllowedHosts = list(str("unsafe-http-allowed-hosts"))
 	c.HTTPHostHeadersFile = str("http-host-headers-file")
