@@ -21,18 +21,7 @@ import (
 // With a metrics token, /metrics answers only requests bearing it.
 func TestMetricsToken(t *testing.T) {
 	t.Parallel()
-	file := filepath.Join(t.TempDir(), "metrics-token")
-	const token = "m3tr1cs-t0ken-for-tests"
-	if err := os.WriteFile(file, []byte(token+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := daemon.New(daemon.Config{DatabaseURL: testdb.URL(t), Logger: quiet(), Stdout: io.Discard, Listener: ln,
-		MetricsTokenFile: file, PollInterval: time.Second, NoCron: true, NoJanitor: true, NoDispatch: true})
-	testdaemon.Run(t, d)
+	ln := metricsDaemon(t)
 	get := func(auth string) (int, string) {
 		req, _ := http.NewRequest(http.MethodGet, "http://"+ln.Addr().String()+"/metrics", nil)
 		if auth != "" {
@@ -62,18 +51,7 @@ func TestMetricsToken(t *testing.T) {
 // behind the same proxy.
 func TestMetricsTokenBehindTrustedProxy(t *testing.T) {
 	t.Parallel()
-	file := filepath.Join(t.TempDir(), "metrics-token")
-	const token = "m3tr1cs-t0ken-for-tests"
-	if err := os.WriteFile(file, []byte(token+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := daemon.New(daemon.Config{DatabaseURL: testdb.URL(t), Logger: quiet(), Stdout: io.Discard, Listener: ln,
-		MetricsTokenFile: file, TrustedProxies: []string{"127.0.0.1"}, PollInterval: time.Second, NoCron: true, NoJanitor: true, NoDispatch: true})
-	testdaemon.Run(t, d)
+	ln := metricsDaemon(t, "127.0.0.1")
 	get := func(path, client, auth string) (int, string) {
 		req, _ := http.NewRequest(http.MethodGet, "http://"+ln.Addr().String()+path, nil)
 		req.Header.Set("Authorization", auth)
@@ -112,4 +90,25 @@ func TestTrustedProxiesMistake(t *testing.T) {
 	if err := d.Run(context.Background()); !errors.As(err, &ce) || !strings.Contains(err.Error(), `--trusted-proxies: trusted proxy "10.0.0.0/33" is not an IP address or CIDR prefix`) {
 		t.Errorf("Run = %v, want a ConfigError naming the entry", err)
 	}
+}
+
+// token is the metrics token metricsDaemon's /metrics requires.
+const token = "m3tr1cs-t0ken-for-tests"
+
+// metricsDaemon runs a daemon whose /metrics requires token, behind the
+// trusted proxies given, and returns its listener.
+func metricsDaemon(t *testing.T, trustedProxies ...string) net.Listener {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "metrics-token")
+	if err := os.WriteFile(file, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := daemon.New(daemon.Config{DatabaseURL: testdb.URL(t), Logger: quiet(), Stdout: io.Discard, Listener: ln,
+		MetricsTokenFile: file, TrustedProxies: trustedProxies, PollInterval: time.Second, NoCron: true, NoJanitor: true, NoDispatch: true})
+	testdaemon.Run(t, d)
+	return ln
 }

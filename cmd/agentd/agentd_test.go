@@ -251,13 +251,7 @@ func waitTask(t *testing.T, s *claims.Store, id int64, want agentledger.TaskStat
 func TestConfigFile(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	write := func(name, text string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := func(name, text string) string { return writeFile(t, dir, name, text) }
 	good := write("good.toml", "lease = \"45s\"\nconcurrency = 9\nqueues = [\"a\", \"b\"]\npoll_only = true\ngrace = \"3s\"\n"+
 		"[[mcp_server]]\nname = \"shop\"\ncommand = [\"shop-mcp\", \"--stdio\"]\nclasses = { refund = \"keyed\" }\n"+
 		"[[mcp_server]]\nname = \"crm\"\nurl = \"https://crm.example/mcp\"\nheaders_file = \"/etc/crm.json\"\n"+
@@ -323,4 +317,15 @@ func TestConfigFile(t *testing.T) {
 			t.Errorf("%s: %v, want a usage error containing %q", filepath.Base(file), err, want)
 		}
 	}
+}
+
+// writeFile writes text to dir/name (mode 0600, as a config holding
+// secrets would be) and returns its path.
+func writeFile(t *testing.T, dir, name, text string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -32,13 +32,7 @@ import (
 func TestConfigFileLimitParts(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	write := func(name, text string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := func(name, text string) string { return writeFile(t, dir, name, text) }
 	parseFile := func(path string) ([]flow.Limit, error) {
 		cmd := newRootCmd(func(string) string { return "" }, nil)
 		if err := cmd.ParseFlags([]string{"--config", path}); err != nil {
@@ -145,13 +139,7 @@ func TestConfigFileTableValueNotEchoed(t *testing.T) {
 func TestConfigFileMCPServerEnv(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	write := func(name, text string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := func(name, text string) string { return writeFile(t, dir, name, text) }
 	parseFile := func(path string) (*config, error) {
 		cmd := newRootCmd(func(string) string { return "" }, nil)
 		if err := cmd.ParseFlags([]string{"--config", path}); err != nil {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,13 +13,7 @@ import (
 func TestConfigFileTenantShares(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	write := func(name, text string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := func(name, text string) string { return writeFile(t, dir, name, text) }
 	parseFile := func(path string) (int, error) {
 		cmd := newRootCmd(func(string) string { return "" }, nil)
 		if err := cmd.ParseFlags([]string{"--config", path}); err != nil {

@@ -2,8 +2,6 @@ package main
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -14,13 +12,7 @@ import (
 func TestTrustedProxiesSetting(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	write := func(name, text string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := func(name, text string) string { return writeFile(t, dir, name, text) }
 	good := write("good.toml", "trusted_proxies = [\"10.0.0.0/8\", \"::1\"]\n")
 	bad := write("bad.toml", "trusted_proxies = [\"10.0.0.0/8\", \"10.0.0.0/33\"]\n")
 	for _, tc := range []struct {
