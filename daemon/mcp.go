@@ -16,6 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentledger/agentledger/internal/secretfmt"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/mcptools"
 	"github.com/agentledger/agentledger/tools"
@@ -125,11 +126,7 @@ func (s MCPServer) GoString() string { return "daemon." + s.String() }
 // Format prints String (GoString for %#v) whatever the verb, so that no
 // verb prints an env value.
 func (s MCPServer) Format(f fmt.State, verb rune) {
-	out := s.String()
-	if verb == 'v' && f.Flag('#') {
-		out = s.GoString()
-	}
-	_, _ = f.Write([]byte(out))
+	secretfmt.Format(f, verb, s.String(), s.GoString())
 }
 
 // LogValue is the server for slog, env values redacted.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/internal/secretfmt"
 )
 
 // Source types: how a source signs its deliveries and names them.
@@ -200,13 +201,7 @@ func (s Source) GoString() string { return "webhooks." + s.String() }
 
 // Format prints String (GoString for %#v) whatever the verb, so that no
 // verb prints the secret.
-func (s Source) Format(f fmt.State, verb rune) {
-	out := s.String()
-	if verb == 'v' && f.Flag('#') {
-		out = s.GoString()
-	}
-	_, _ = f.Write([]byte(out))
-}
+func (s Source) Format(f fmt.State, verb rune) { secretfmt.Format(f, verb, s.String(), s.GoString()) }
 
 // LogValue is the source for slog, secret redacted.
 func (s Source) LogValue() slog.Value {

@@ -9,6 +9,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/agentledger/agentledger/internal/secretfmt"
 )
 
 // Defaults of a Config.
@@ -112,7 +114,7 @@ func (c Config) GoString() string { return "notify." + c.String() }
 
 // Format prints String (GoString for %#v) whatever the verb, so that no
 // verb prints the token field.
-func (c Config) Format(f fmt.State, verb rune) { format(f, verb, c.String(), c.GoString()) }
+func (c Config) Format(f fmt.State, verb rune) { secretfmt.Format(f, verb, c.String(), c.GoString()) }
 
 // LogValue is the config for slog, token redacted.
 func (c Config) LogValue() slog.Value {
@@ -146,11 +148,4 @@ func (c Config) shownToken() string {
 		return ""
 	}
 	return redacted
-}
-
-func format(f fmt.State, verb rune, s, gos string) {
-	if verb == 'v' && f.Flag('#') {
-		s = gos
-	}
-	_, _ = f.Write([]byte(s))
 }

@@ -13,6 +13,7 @@ import (
 	slackgo "github.com/slack-go/slack"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/internal/secretfmt"
 	"github.com/agentledger/agentledger/notify"
 )
 
@@ -171,7 +172,7 @@ func (s *Sink) String() string { return s.shown }
 func (s *Sink) GoString() string { return "&slackgo." + s.shown }
 
 // Format prints String (GoString for %#v) whatever the verb.
-func (s *Sink) Format(f fmt.State, verb rune) { format(f, verb, s.String(), s.GoString()) }
+func (s *Sink) Format(f fmt.State, verb rune) { secretfmt.Format(f, verb, s.String(), s.GoString()) }
 
 // LogValue describes the sink for slog, without the token.
 func (s *Sink) LogValue() slog.Value { return slog.StringValue(s.shown) }
