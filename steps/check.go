@@ -45,11 +45,11 @@ func CheckWith(payload json.RawMessage, check StepCheck, pure PureCheck) error {
 			if s.Compensate != nil && pure != nil && pure(s.Tool) {
 				return fmt.Errorf("declares a compensation, but %s is a pure tool (it changes nothing): there is nothing to undo", s.Tool)
 			}
-			if err := check(s.Tool, known(s.Args)); err != nil {
+			if err := checkCall(check, s.Tool, known(s.Args)); err != nil {
 				return err
 			}
 			if c := s.Compensate; c != nil {
-				if err := check(c.Tool, known(c.Args)); err != nil {
+				if err := checkCall(check, c.Tool, known(c.Args)); err != nil {
 					return fmt.Errorf("compensation: %w", err)
 				}
 			}
@@ -60,6 +60,15 @@ func CheckWith(payload json.RawMessage, check StepCheck, pure PureCheck) error {
 		return agentledger.Invalid("payload", "%v", err)
 	}
 	return nil
+}
+
+// checkCall checks one call with check, then a call of the HTTP tools as
+// they will check it when it runs (a URL with credentials can only fail).
+func checkCall(check StepCheck, tool string, args json.RawMessage) error {
+	if err := check(tool, args); err != nil {
+		return err
+	}
+	return tools.CheckHTTP(tool, args)
 }
 
 // known is args when they refer to no result, else nil: their value is

@@ -238,3 +238,36 @@ func jsonEqual(a, b json.RawMessage) bool {
 	json.Unmarshal(b, &y)
 	return fmt.Sprint(x) == fmt.Sprint(y)
 }
+
+// Check refuses a literal call of the HTTP tools that can only fail when
+// it runs — a URL with credentials, no scheme or no host, an unknown
+// method — naming the step, as the tool names it; a URL made of an earlier
+// result is checked when it runs.
+func TestCheckRefusesHTTPCallsThatCannotRun(t *testing.T) {
+	t.Parallel()
+	noCheck := func(string, json.RawMessage) error { return nil }
+	for args, want := range map[string]string{
+		`{"method":"POST","url":"http://127.0.0.1:7462@evil.example/x"}`: "step 0: url must not carry credentials: configure them as host headers",
+		`{"method":"GET","url":"evil.example/x"}`:                         `step 0: url "evil.example/x" must be absolute, with scheme http or https`,
+		`{"method":"GET","url":"http:///x"}`:                              `step 0: url "http:///x" has no host`,
+		`{"method":"TRACE","url":"http://a.example/"}`:                    `step 0: method "TRACE" is not one of GET, POST, PUT, PATCH, DELETE`,
+	} {
+		for _, tool := range []string{"http_request", "unsafe_http"} {
+			payload := fmt.Sprintf(`{"steps":[{"tool":%q,"args":%s}]}`, tool, args)
+			var ie *agentledger.InvalidError
+			if err := steps.Check(json.RawMessage(payload), noCheck); !errors.As(err, &ie) || ie.Problem != want {
+				t.Errorf("%s: %v, want an invalid payload saying %q", payload, err, want)
+			}
+		}
+	}
+	for _, payload := range []string{
+		`{"steps":[{"tool":"http_request","args":{"method":"GET","url":"https://a.example/x"}}]}`,
+		`{"steps":[{"tool":"http_request","args":{"method":"GET","url":"https://a.example/"}},
+			{"tool":"http_request","args":{"method":"GET","url":"${steps.0.body.next}"}}]}`,
+		`{"steps":[{"tool":"other","args":{"method":"TRACE","url":"x"}}]}`,
+	} {
+		if err := steps.Check(json.RawMessage(payload), noCheck); err != nil {
+			t.Errorf("%s: %v", payload, err)
+		}
+	}
+}

@@ -254,21 +254,9 @@ func (t *HTTPTool) parse(raw json.RawMessage) (*httpCall, error) {
 		return nil, fmt.Errorf("arguments must be {\"method\", \"url\", \"headers\"?, \"body\"?}: %v", err)
 	}
 	hc := &httpCall{method: strings.ToUpper(a.Method), url: a.URL, headers: http.Header{}}
-	switch hc.method {
-	case http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
-	default:
-		return nil, fmt.Errorf("method %q is not one of GET, POST, PUT, PATCH, DELETE", a.Method)
-	}
-	u, err := url.Parse(a.URL)
-	switch {
-	case err != nil:
-		return nil, fmt.Errorf("url: %v", err)
-	case u.Scheme != "http" && u.Scheme != "https":
-		return nil, fmt.Errorf("url %q must be absolute, with scheme http or https", a.URL)
-	case u.Host == "" || u.Hostname() == "":
-		return nil, fmt.Errorf("url %q has no host", a.URL)
-	case u.User != nil:
-		return nil, errors.New("url must not carry credentials: configure them as host headers")
+	u, err := a.target()
+	if err != nil {
+		return nil, err
 	}
 	hc.u = u
 	origin := grants.Origin(u)
@@ -350,6 +338,44 @@ func utf8Prefix(s string, n int) string {
 		n--
 	}
 	return s[:n] + "…"
+}
+
+// target checks the method and the URL of a call, and returns the URL.
+func (a *httpArgs) target() (*url.URL, error) {
+	switch strings.ToUpper(a.Method) {
+	case http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+	default:
+		return nil, fmt.Errorf("method %q is not one of GET, POST, PUT, PATCH, DELETE", a.Method)
+	}
+	u, err := url.Parse(a.URL)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("url: %v", err)
+	case u.Scheme != "http" && u.Scheme != "https":
+		return nil, fmt.Errorf("url %q must be absolute, with scheme http or https", a.URL)
+	case u.Host == "" || u.Hostname() == "":
+		return nil, fmt.Errorf("url %q has no host", a.URL)
+	case u.User != nil:
+		return nil, errors.New("url must not carry credentials: configure them as host headers")
+	}
+	return u, nil
+}
+
+// CheckHTTP checks args (known, not a template) of a call of the built-in
+// HTTP tool name as the tool will when it runs — the method and the URL —
+// so that a submitter is told at once of a call that can only fail. It
+// checks nothing of other tools, and nothing the daemon's configuration
+// decides (the allowed hosts). The JSON Schema has checked the shape.
+func CheckHTTP(name string, args json.RawMessage) error {
+	if (name != "http_request" && name != "unsafe_http") || args == nil {
+		return nil
+	}
+	var a httpArgs
+	if err := json.Unmarshal(args, &a); err != nil {
+		return nil // the schema's to refuse
+	}
+	_, err := a.target()
+	return err
 }
 
 // PureHTTP reports whether args (known, not a template) call the built-in

@@ -13,6 +13,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/tools"
@@ -83,7 +85,13 @@ func exposed(s string) bool {
 			return false
 		}
 		seen[s] = true
-		forms := []string{escape.ReplaceAllStringFunc(s, unescape), html.UnescapeString(s)}
+		controls := func(r rune) rune { // UTF-16's NULs, a binary format's bytes
+			if r < 0x20 || r == 0x7f || r == utf8.RuneError {
+				return -1
+			}
+			return r
+		}
+		forms := []string{escape.ReplaceAllStringFunc(s, unescape), html.UnescapeString(s), strings.Map(controls, s)}
 		var v any
 		if json.Unmarshal([]byte(s), &v) == nil {
 			forms = append(forms, jsonStrings(v)...)
@@ -183,6 +191,17 @@ func TestHTTPSecretEchoesRedacted(t *testing.T) {
 			w.Header().Set("Content-Type", "text/plain")
 			_, _ = io.WriteString(w, "kept: "+auth)
 		}, "kept: [redacted]"},
+		{"utf-16 text body", false, func(w http.ResponseWriter, auth, _ string) {
+			// ASCII and NUL bytes: valid UTF-8, but not text to search.
+			w.Header().Set("Content-Type", "text/plain; charset=utf-16le")
+			for _, u := range utf16.Encode([]rune("authorization: " + auth)) {
+				_, _ = w.Write([]byte{byte(u), byte(u >> 8)})
+			}
+		}, "redacted"},
+		{"binary body", false, func(w http.ResponseWriter, auth, _ string) {
+			w.Header().Set("Content-Type", "application/octet-stream")
+			_, _ = io.WriteString(w, "\x00\x01"+strings.TrimPrefix(auth, "Bearer ")[:4]+"\x02"+strings.TrimPrefix(auth, "Bearer ")[4:])
+		}, "redacted"},
 		{"gzip the caller asked for", false, func(w http.ResponseWriter, auth, _ string) {
 			// Not readable as text, so not kept (the transport unzips
 			// only what it asked for itself).

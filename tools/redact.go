@@ -91,17 +91,30 @@ func newRedactor(secrets http.Header) *redactor {
 // by "[redacted]"; a text body with each occurrence written as sent
 // replaced, or wholly redactedBody when a secret is there only encoded. A
 // body that is not UTF-8 text, or is still content-encoded, cannot be
-// read to look, and is redactedBody too.
+// read to look, and is redactedBody too: so is one with control bytes
+// other than white space, which UTF-16 text (every other byte NUL) and
+// binary formats have and text has not.
 func (r *redactor) body(data []byte, encoded bool) []byte {
 	switch {
 	case len(data) == 0:
 		return data
-	case encoded || !utf8.Valid(data):
+	case encoded || !utf8.Valid(data) || hasControl(data):
 		return []byte(redactedBody)
 	case json.Valid(data):
 		return r.json(data)
 	}
 	return []byte(r.text(string(data), redactedBody))
+}
+
+// hasControl reports whether data holds a C0 control byte other than tab,
+// line feed, form feed and carriage return, or DEL.
+func hasControl(data []byte) bool {
+	for _, c := range data {
+		if (c < 0x20 && c != '\t' && c != '\n' && c != '\f' && c != '\r') || c == 0x7f {
+			return true
+		}
+	}
+	return false
 }
 
 // text is s with every occurrence of a secret as sent replaced, or marker
