@@ -40,18 +40,20 @@ func (*CreateTask) Name() string { return "create_task" }
 
 // Description tells the model what the tool does.
 func (*CreateTask) Description() string {
-	return "Create a child task of the given kind, with an optional queue, JSON payload, priority " +
-		"(0-100, lower runs first) and run_at (RFC 3339; default now). Returns its task_id."
+	return "Create a child task of the given kind, with an optional queue, JSON payload and priority " +
+		"(0-100, lower runs first). Returns its task_id."
 }
 
-// Parameters is the JSON Schema of the arguments.
+// Parameters is the JSON Schema of the arguments. Like Description, it is
+// part of every agent completion's ledger request that lists this tool, so
+// changing either breaks the replays of conversations recorded before
+// (create_task_spec_test.go pins both).
 func (*CreateTask) Parameters() json.RawMessage {
 	return json.RawMessage(`{"type":"object","additionalProperties":false,"required":["kind"],"properties":{` +
 		`"kind":{"type":"string","pattern":"^[A-Za-z0-9._:-]{1,128}$"},` +
 		`"queue":{"type":"string","pattern":"^[A-Za-z0-9._:-]{0,128}$"},` +
 		`"payload":{"description":"the child's JSON payload; default {}"},` +
-		`"priority":{"type":"integer","minimum":0,"maximum":100},` +
-		`"run_at":{"type":"string","description":"when the child may run, RFC 3339; default now"}}}`)
+		`"priority":{"type":"integer","minimum":0,"maximum":100}}}`)
 }
 
 // createArgs are the tool's arguments.
@@ -60,15 +62,14 @@ type createArgs struct {
 	Queue    string          `json:"queue,omitempty"`
 	Payload  json.RawMessage `json:"payload,omitempty"`
 	Priority int16           `json:"priority,omitempty"`
-	RunAt    *time.Time      `json:"run_at,omitempty"`
 }
 
 // Effect validates the arguments and returns a local effect, operation
 // "task.create". The child's submission key is "child:" + the effect key,
 // so even a second insert would be a duplicate of the first. The child
-// keeps to the calling tenant's grant (Bound), whoever submitted the
-// parent; the ledger request holds the arguments as asked, so a replay
-// under a changed floor is the same call.
+// runs now and keeps to the calling tenant's priority floor (Bound),
+// whoever submitted the parent; the ledger request holds the priority as
+// asked, so a replay under a changed floor is the same call.
 func (c *CreateTask) Effect(call Call) (ledger.Effect, error) {
 	if call.Task == nil {
 		return ledger.Effect{}, agentledger.Permanent(errors.New("create_task: no calling task"))
@@ -78,7 +79,7 @@ func (c *CreateTask) Effect(call Call) (ledger.Effect, error) {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&a); err != nil {
 		return ledger.Effect{}, agentledger.Permanent(fmt.Errorf(
-			"create_task: arguments must be {\"kind\", \"queue\"?, \"payload\"?, \"priority\"?, \"run_at\"?}: %v", err))
+			"create_task: arguments must be {\"kind\", \"queue\"?, \"payload\"?, \"priority\"?}: %v", err))
 	}
 	p := claims.EnqueueParams{Tenant: call.Task.Tenant, Kind: a.Kind, Queue: a.Queue, Payload: a.Payload, Priority: a.Priority}
 	if string(p.Payload) == "null" {
@@ -87,12 +88,8 @@ func (c *CreateTask) Effect(call Call) (ledger.Effect, error) {
 	if err := p.Validate(); err != nil {
 		return ledger.Effect{}, agentledger.Permanent(fmt.Errorf("create_task: %w", err))
 	}
-	asked := map[string]any{"kind": p.Kind, "queue": p.Queue, "payload": p.Payload, "priority": p.Priority}
-	if a.RunAt != nil {
-		asked["run_at"] = a.RunAt.UTC().Format(time.RFC3339Nano) // only when given: older requests stay the same
-		p.RunAt = *a.RunAt
-	}
-	request, err := canonjson.MarshalValue(asked)
+	request, err := canonjson.MarshalValue(map[string]any{
+		"kind": p.Kind, "queue": p.Queue, "payload": p.Payload, "priority": p.Priority})
 	if err != nil {
 		return ledger.Effect{}, agentledger.Permanent(fmt.Errorf("create_task: payload: %v", err))
 	}
@@ -118,8 +115,9 @@ func (c *CreateTask) Effect(call Call) (ledger.Effect, error) {
 // Bound keeps p, a task queued for the tenant whose grant is g — through
 // the API, or as the child of one of its tasks — from jumping ahead of the
 // tasks already waiting: a priority more urgent than g's floor is raised
-// to it, and a run_at in the past becomes now (zero: the database's
-// clock). A nil g (nothing checked) bounds run_at only.
+// to it, and a run_at in the past (only the API takes one) becomes now
+// (zero: the database's clock). A nil g (nothing checked) bounds run_at
+// only.
 func Bound(g *grants.Grant, p *claims.EnqueueParams) {
 	if g != nil {
 		p.Priority = max(p.Priority, g.PriorityFloor)

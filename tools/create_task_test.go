@@ -100,6 +100,9 @@ func TestCreateTaskBadArgs(t *testing.T) {
 		`{"kind":"k","payload":"{"}`:           "", // a JSON string is a fine payload
 		`{"kind":"k","parent":1}`:              `unknown field "parent"`,
 		`{"kind":"k","payload":{"a":1,"a":2}}`: "payload",
+
+		// A child runs now: create_task takes no run_at.
+		`{"kind":"k","run_at":"2001-01-01T00:00:00Z"}`: `unknown field "run_at"`,
 	} {
 		_, err := tools.Invoke(ctx, e.Ledger, tools.NewCreateTask(), call(a, "tool/x", args))
 		if want == "" {
@@ -118,9 +121,9 @@ func TestCreateTaskBadArgs(t *testing.T) {
 }
 
 // A child keeps to its tenant's grant, as an API submission does: a
-// priority more urgent than the floor is raised to it and a run_at in the
-// past becomes now. The ledger keeps the call as asked: a replay under
-// another floor is the same call.
+// priority more urgent than the floor is raised to it, and it runs now.
+// The ledger keeps the call as asked: a replay under another floor is the
+// same call.
 func TestCreateTaskKeepsToTheFloor(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -144,17 +147,20 @@ func TestCreateTaskKeepsToTheFloor(t *testing.T) {
 		}
 		return res, child
 	}
-	const past = `{"kind":"k","priority":0,"run_at":"2001-01-01T00:00:00Z"}`
+	const urgent = `{"kind":"k","priority":0}`
 	before := time.Now().Add(-time.Second) // the database's clock may trail ours a little
-	if _, child := create("tool/0", past); child.Priority != 50 || child.RunAt.Before(before) {
+	after := time.Now().Add(time.Minute)
+	if _, child := create("tool/0", urgent); child.Priority != 50 || child.RunAt.Before(before) || child.RunAt.After(after) {
 		t.Errorf("priority %d run_at %s: want 50 and now", child.Priority, child.RunAt)
 	}
-	later := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
-	if _, child := create("tool/1", `{"kind":"k","priority":70,"run_at":"`+later.Format(time.RFC3339)+`"}`); child.Priority != 70 || !child.RunAt.Equal(later) {
-		t.Errorf("priority %d run_at %s: want 70 and %s as asked", child.Priority, child.RunAt, later)
+	if _, child := create("tool/1", `{"kind":"k","priority":70}`); child.Priority != 70 {
+		t.Errorf("priority %d: want 70 as asked", child.Priority)
+	}
+	if _, child := create("tool/2", `{"kind":"k"}`); child.Priority != 50 {
+		t.Errorf("priority %d: want 50 for the default 0", child.Priority)
 	}
 	g.PriorityFloor = 60
-	if res, child := create("tool/0", past); !res.Replayed || child.Priority != 50 {
+	if res, child := create("tool/0", urgent); !res.Replayed || child.Priority != 50 {
 		t.Errorf("replayed %v, priority %d: want the first child, served", res.Replayed, child.Priority)
 	}
 }
