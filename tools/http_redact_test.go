@@ -4,6 +4,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"html"
@@ -21,11 +22,13 @@ import (
 )
 
 // The operator's secrets for the downstream: a bearer token with the
-// characters escapers rewrite, and a Basic credential.
+// characters escapers rewrite, a Basic credential, and an API key of
+// digits only, which a downstream may echo as a JSON number.
 const (
 	redactCred     = "sk/Live+T0ken=42/xyz"
 	redactBearer   = "Bearer " + redactCred
 	redactPassword = "pa55/w0rd!x"
+	redactNumeric  = "73150428"
 )
 
 var redactBasic = "Basic " + base64.StdEncoding.EncodeToString([]byte("ops:"+redactPassword))
@@ -34,6 +37,15 @@ var redactBasic = "Basic " + base64.StdEncoding.EncodeToString([]byte("ops:"+red
 func phpJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return strings.ReplaceAll(string(b), "/", `\/`)
+}
+
+// hexBytes writes s's bytes as two hex digits each, sep between them.
+func hexBytes(s, sep string) string {
+	parts := make([]string, len(s))
+	for i := range len(s) {
+		parts[i] = fmt.Sprintf("%02x", s[i])
+	}
+	return strings.Join(parts, sep)
 }
 
 // uEscape writes the characters of s found in which as \u00xx.
@@ -74,11 +86,14 @@ func exposed(s string) bool {
 		return e[1:]
 	}
 	b64 := regexp.MustCompile(`[A-Za-z0-9+/]{8,}={0,2}`)
+	hexRun := regexp.MustCompile(`(?:[0-9a-fA-F]{2}[:\- ]?){4,}`) // 736b… or 73:6b:…
+	notHex := regexp.MustCompile(`[^0-9a-fA-F]`)
 	seen := map[string]bool{}
 	var look func(s string, depth int) bool
 	look = func(s string, depth int) bool {
 		l := strings.ToLower(s)
-		if strings.Contains(l, strings.ToLower(redactCred)) || strings.Contains(l, strings.ToLower(redactPassword)) {
+		if strings.Contains(l, strings.ToLower(redactCred)) || strings.Contains(l, strings.ToLower(redactPassword)) ||
+			strings.Contains(l, redactNumeric) {
 			return true
 		}
 		if depth == 0 || seen[s] {
@@ -104,6 +119,12 @@ func exposed(s string) bool {
 		}
 		for _, f := range b64.FindAllString(s, -1) {
 			if b, err := base64.StdEncoding.DecodeString(f); err == nil {
+				forms = append(forms, string(b))
+			}
+		}
+		for _, f := range hexRun.FindAllString(s, -1) {
+			f = notHex.ReplaceAllString(f, "")
+			if b, err := hex.DecodeString(f[:len(f)&^1]); err == nil {
 				forms = append(forms, string(b))
 			}
 		}
@@ -170,6 +191,26 @@ func TestHTTPSecretEchoesRedacted(t *testing.T) {
 		{"base64 in a json string", false, func(w http.ResponseWriter, auth, _ string) {
 			json200(w, phpJSON(map[string]any{"ok": "kept", "raw": base64.StdEncoding.EncodeToString([]byte("Authorization: " + auth + "\r\n"))}))
 		}, "kept"},
+		{"json numbers", false, func(w http.ResponseWriter, _, _ string) {
+			// The downstream echoes X-Api-Key (sent, as checked below) as
+			// a number, and within a longer one.
+			json200(w, `{"ok":"kept","key":`+redactNumeric+`,"id":-9`+redactNumeric+`1e3,"n":1.50}`)
+		}, "1.50"},
+		{"json number stored without its exponent", false, func(w http.ResponseWriter, _, _ string) {
+			// Not in the text as written, but in jsonb's: 73150428.
+			json200(w, `{"ok":"kept","key":`+redactNumeric[:4]+`.`+redactNumeric[4:]+`e4,"n":5e-3}`)
+		}, "0.005"},
+		{"colon-separated hex in a json string", false, func(w http.ResponseWriter, auth, _ string) {
+			json200(w, phpJSON(map[string]any{"ok": "kept", "fingerprint": hexBytes(auth, ":")}))
+		}, "kept"},
+		{"space-separated hex, upper case, in a json string", false, func(w http.ResponseWriter, _, basic string) {
+			b, _ := base64.StdEncoding.DecodeString(strings.TrimPrefix(basic, "Basic "))
+			json200(w, phpJSON(map[string]any{"ok": "kept", "dump": strings.ToUpper(hexBytes(string(b), " "))}))
+		}, "kept"},
+		{"dash-separated hex in a text body", false, func(w http.ResponseWriter, auth, _ string) {
+			w.Header().Set("Content-Type", "text/plain")
+			_, _ = io.WriteString(w, "you sent "+hexBytes(strings.TrimPrefix(auth, "Bearer "), "-")+"\n")
+		}, "redacted"},
 		{"json, upper case", false, func(w http.ResponseWriter, auth, _ string) {
 			json200(w, phpJSON(map[string]any{"ok": "kept", "h": strings.ToUpper(auth)}))
 		}, "kept"},
@@ -236,7 +277,8 @@ func TestHTTPSecretEchoesRedacted(t *testing.T) {
 	})
 	host := hostOf(rec.URL)
 	keyed, unsafe := e.http(tools.HTTPConfig{AllowedHosts: []string{host}, UnsafeAllowedHosts: []string{host},
-		HostHeaders: map[string]map[string]string{host: {"Authorization": redactBearer, "Proxy-Authorization": redactBasic}}})
+		HostHeaders: map[string]map[string]string{host: {"Authorization": redactBearer, "Proxy-Authorization": redactBasic,
+			"X-Api-Key": redactNumeric}}})
 	grant := &grants.Grant{Tools: []string{"http_request", "unsafe_http"}, Hosts: []grants.Host{{URL: host, SecretHeaders: true}}}
 	task := e.task()
 	for i, c := range cases {
@@ -269,7 +311,8 @@ func TestHTTPSecretEchoesRedacted(t *testing.T) {
 		})
 	}
 	for _, r := range rec.requests() {
-		if r.header.Get("Authorization") != redactBearer || r.header.Get("Proxy-Authorization") != redactBasic {
+		if r.header.Get("Authorization") != redactBearer || r.header.Get("Proxy-Authorization") != redactBasic ||
+			r.header.Get("X-Api-Key") != redactNumeric {
 			t.Fatalf("the secrets were not sent: %v", r.header)
 		}
 	}

@@ -40,11 +40,13 @@ const (
 // backslash escapes (JSON's, as PHP writes `\/`, `\u00xx`, JavaScript's
 // `\xNN`), so JSON inside a string too, percent-encoding (`+` as space or
 // not), HTML character references, base64 (standard or URL, any offset,
-// lines broken) and hex. What it finds never leaves the tool. It is made
-// only for a call that carried secrets: other calls pay nothing.
+// lines broken) and hex (its bytes run together or written apart by ":",
+// "-" or " "). What it finds never leaves the tool. It is made only for a
+// call that carried secrets: other calls pay nothing.
 type redactor struct {
 	needles []string // ASCII lower case
 	min     int      // the shortest needle's length
+	max     int      // the longest's
 }
 
 // newRedactor looks for each secret value whole, the credential of an
@@ -63,6 +65,7 @@ func newRedactor(secrets http.Header) *redactor {
 		if !slices.Contains(r.needles, s) {
 			r.needles = append(r.needles, s)
 			r.min = min(r.min, len(s))
+			r.max = max(r.max, len(s))
 		}
 	}
 	for _, vs := range secrets {
@@ -129,10 +132,11 @@ func (r *redactor) text(s, marker string) string {
 	return s
 }
 
-// json is data, valid JSON, with every string and key that holds a
-// secret replaced by "[redacted]", walked token by token so that order,
-// duplicate keys and the spelling of numbers stay; data itself when none
-// does.
+// json is data, valid JSON, with every string, key and number that holds
+// a secret replaced by the string "[redacted]", walked token by token so
+// that order, duplicate keys and the spelling of numbers stay; data itself
+// when none does. A number is looked in as written and as jsonb prints it
+// (a numeric API key echoed as 7315.0428e4 is stored as 73150428).
 func (r *redactor) json(data []byte) []byte {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
@@ -179,7 +183,12 @@ func (r *redactor) json(data []byte) []byte {
 			_ = enc.Encode(v) // a string always encodes
 			out.Truncate(out.Len() - 1)
 		case json.Number:
-			out.WriteString(string(v))
+			if n := string(v); r.tainted(n) || r.tainted(plainNumber(n, r.max)) {
+				out.WriteString(`"` + redacted + `"`)
+				changed = true
+			} else {
+				out.WriteString(n)
+			}
 		case bool:
 			out.WriteString(strconv.FormatBool(v))
 		case nil:
@@ -292,7 +301,69 @@ func (r *redactor) readings(s string) []string {
 		add(html.UnescapeString(s))
 	}
 	out = append(out, unbase64(s, (4*r.min+2)/3)...)
-	return append(out, unhex(s, 2*r.min)...)
+	out = append(out, unhex(s, 2*r.min)...)
+	if j := joinHex(s); j != s {
+		out = append(out, unhex(j, 2*r.min)...)
+	}
+	return out
+}
+
+// isHexSep reports whether c may stand between the bytes of hex written
+// apart, as dumps and fingerprints write them (73:6b:2d, 73-6b, 73 6b).
+func isHexSep(c byte) bool { return c == ':' || c == '-' || c == ' ' }
+
+// joinHex is s without the separators that stand between two hex digits;
+// s itself when it has none.
+func joinHex(s string) string {
+	joins := func(i int) bool { return i > 0 && i+1 < len(s) && isHexSep(s[i]) && isHex(s[i-1]) && isHex(s[i+1]) }
+	i := 0
+	for i < len(s) && !joins(i) {
+		i++
+	}
+	if i == len(s) {
+		return s
+	}
+	b := []byte(s[:i])
+	for ; i < len(s); i++ {
+		if !joins(i) {
+			b = append(b, s[i])
+		}
+	}
+	return string(b)
+}
+
+// plainNumber is JSON number n without its exponent, as PostgreSQL
+// prints it (7315.0428e4 is 73150428, 5e-3 is 0.005); n itself when it
+// has none. It adds at most pad zeros on either side: more zeros cannot
+// hold a secret of at most pad bytes that pad zeros do not.
+func plainNumber(n string, pad int) string {
+	k := strings.IndexAny(n, "eE")
+	if k < 0 {
+		return n
+	}
+	mant, sign := n[:k], ""
+	if mant != "" && mant[0] == '-' {
+		mant, sign = mant[1:], "-"
+	}
+	const far = 1 << 20 // beyond any pad; keeps the sums below from overflowing
+	exp, err := strconv.Atoi(n[k+1:])
+	switch {
+	case err != nil && strings.HasPrefix(n[k+1:], "-"):
+		exp = -far
+	case err != nil:
+		exp = far
+	}
+	exp = min(max(exp, -far), far)
+	ip, fp, _ := strings.Cut(mant, ".")
+	digits := ip + fp
+	switch point := len(ip) + exp; {
+	case point <= 0:
+		return sign + "0." + strings.Repeat("0", min(-point, pad)) + digits
+	case point >= len(digits):
+		return sign + digits + strings.Repeat("0", min(point-len(digits), pad))
+	default:
+		return sign + digits[:point] + "." + digits[point:]
+	}
 }
 
 // unbackslash undoes backslash escapes, leniently: JSON's, \xNN and
