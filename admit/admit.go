@@ -27,11 +27,16 @@ type Options struct {
 	Override string
 	// Grants, when set, give the task tenant's grant, which must allow
 	// whatever the payload names literally, with Anyway too: a steps
-	// task's tools, literal hosts, channels and child kinds, an agent
-	// task's tools and model (Model, the daemon's configured one, when it
-	// names none).
+	// task's tools, literal hosts, channels and child kinds (and what a
+	// literal child's payload names), an agent task's tools and model.
 	Grants grants.Source
-	Model  string
+	// Model is the daemon's configured model, taken to be its workers'
+	// (one configuration for the fleet; each completion is checked again
+	// on its worker): "*" grants it, and a payload that names no model
+	// asks it. "" when the daemon has none: the workers' is not known,
+	// and only a model no configured one could make granted is refused
+	// (agent.ModelDenied).
+	Model string
 }
 
 // Check checks the validated task p before it is queued. Its errors are
@@ -41,16 +46,20 @@ type Options struct {
 // fail when it runs); or, with o.Grants, a *grants.DeniedError for what
 // the payload names outside the tenant's grant.
 func Check(ctx context.Context, s *claims.Store, p claims.EnqueueParams, o Options) error {
-	var named []string // the tools of the steps whose arguments are known
+	// A steps payload's structure first, which needs no worker; its calls
+	// after the grant, against the schemas of the live pools when there
+	// are any, so that a refusal names the field of the schema (rather
+	// than the tool's own check, which steps.Check makes too).
 	if p.Kind == steps.Kind {
-		if err := steps.Check(p.Payload, func(tool string, args json.RawMessage) error { // needs no worker
-			if args != nil {
-				named = append(named, tool)
-			}
-			return nil
-		}); err != nil {
+		if err := steps.Check(p.Payload, nil); err != nil {
 			return err
 		}
+	}
+	calls := func() error { // with no schema known
+		if p.Kind != steps.Kind {
+			return nil
+		}
+		return steps.Check(p.Payload, func(string, json.RawMessage) error { return nil })
 	}
 	if o.Grants != nil {
 		g, err := o.Grants.For(ctx, p.Tenant)
@@ -62,7 +71,7 @@ func Check(ctx context.Context, s *claims.Store, p claims.EnqueueParams, o Optio
 		}
 	}
 	if o.Anyway {
-		return nil
+		return calls()
 	}
 	live, err := s.LiveWorkers(ctx)
 	if err != nil {
@@ -77,7 +86,11 @@ func Check(ctx context.Context, s *claims.Store, p claims.EnqueueParams, o Optio
 	}
 	known := toolCheck(servers)
 	if known == nil {
-		return nil
+		return calls()
+	}
+	var named []string // whose schemas to read: a few more than the calls with known arguments
+	for _, n := range steps.Needs(p.Payload) {
+		named = append(named, n.Tool)
 	}
 	fit, err := argsCheck(ctx, s, servers, named)
 	if err != nil {

@@ -149,3 +149,39 @@ func TestStepsArguments(t *testing.T) {
 	register("d3", []string{"default"}, map[string]json.RawMessage{"notify": nil}, nil)
 	passes(`{"steps":[{"tool":"notify"}]}`)
 }
+
+// A literal call of the HTTP tools that can only fail is refused whatever
+// the pools announced (queued anyway, or served by a pool that announced
+// no tools), after the schema of a pool that announced one.
+func TestStepsCallsTheToolWouldRefuse(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := claims.New(testdb.New(t))
+	const payload = `{"steps":[{"tool":"http_request","args":{"method":"GET","url":"https://u:p@a.example/"}}]}`
+	refused := func(when string, anyway bool) {
+		t.Helper()
+		p := claims.EnqueueParams{Kind: "steps", Payload: []byte(payload)}
+		if err := p.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		var ie *agentledger.InvalidError
+		err := admit.Check(ctx, s, p, admit.Options{Anyway: anyway})
+		if !errors.As(err, &ie) || ie.Field != "payload" || ie.Problem != "step 0: url must not carry credentials: configure them as host headers" {
+			t.Errorf("%s: %v, want the tool's refusal", when, err)
+		}
+	}
+	refused("queued anyway", true)
+	if err := s.Register(ctx, claims.Registration{ID: "old", Host: "h", PID: 1, Queues: []string{"default"}, Kinds: []string{"steps"}}); err != nil {
+		t.Fatal(err)
+	}
+	refused("a pool that announced no tools", false)
+	req, err := tools.NewHTTPRequest(tools.HTTPConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Register(ctx, claims.Registration{ID: "old", Host: "h", PID: 1, Queues: []string{"default"}, Kinds: []string{"steps"},
+		Tools: map[string]json.RawMessage{"http_request": req.Parameters()}}); err != nil {
+		t.Fatal(err)
+	}
+	refused("a pool that announced the schema", false)
+}

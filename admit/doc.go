@@ -13,6 +13,11 @@
 // Given the tenants' grants (the HTTP API), whatever a payload names
 // literally must be granted, queued anyway or not (steps.Needs,
 // agent.Needs): a tool, host, channel, child kind or model outside the
-// grant is refused at submit, and what only the run knows is checked when
-// it runs.
+// grant is refused at submit, and so is one that the payload of a child it
+// queues names, when a create_task call names the child's kind and
+// payload literally (children of children too, a few generations deep).
+// A model is refused only when that is certain: the daemon's configured
+// model is taken as its workers', and without one only a model no
+// configuration could make granted is refused. What only the run knows
+// is checked when it runs.
 package admit

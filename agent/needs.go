@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/grants"
 )
 
@@ -18,20 +19,18 @@ type Need struct {
 }
 
 // Needs lists what payload names literally: the model its completions ask
-// (its own, or model, the daemon's configured one, when it names none),
-// each tool it lists and each tool that undoes one. What the model then
-// calls with those tools — a host, a channel — only the run knows, and
-// checks. A payload that does not decode needs nothing here: Work refuses
-// it before any call.
+// (its own, or model, the configured one of the daemon that checks, when
+// it names none; "" when neither names one), each tool it lists and each
+// tool that undoes one. What the model then calls with those tools — a
+// host, a channel — only the run knows, and checks. A payload that does
+// not decode needs nothing here: Work refuses it before any call. Check
+// each need with Need.Check.
 func Needs(payload json.RawMessage, model string) []Need {
 	var p Payload
 	if json.Unmarshal(payload, &p) != nil {
 		return nil
 	}
-	var out []Need
-	if m := cmp.Or(p.Model, model); m != "" {
-		out = append(out, Need{Field: "model", Need: grants.Need{Model: m, DefaultModel: model}})
-	}
+	out := []Need{{Field: "model", Need: grants.Need{Model: cmp.Or(p.Model, model), DefaultModel: model}}}
 	for i, name := range p.Tools {
 		out = append(out, Need{Field: fmt.Sprintf("tools[%d]", i), Need: grants.Need{Tool: name}})
 	}
@@ -46,4 +45,41 @@ func Needs(payload json.RawMessage, model string) []Need {
 		}
 	}
 	return out
+}
+
+// Check checks n, one of Needs, against g, tenant's grant, before the task
+// runs, refusing only what is certain then: the model by ModelDenied (with
+// the configured model Needs was given), any other need by g.Allow.
+func (n Need) Check(g *grants.Grant, tenant string) error {
+	if n.Field == "model" {
+		return ModelDenied(g, tenant, n.Model, n.DefaultModel)
+	}
+	return g.Allow(tenant, n.Need)
+}
+
+// ModelDenied is the denial that the completions of an agent task whose
+// payload names model named ("" for none) meet under g, tenant's grant,
+// as far as it is certain before the task runs; nil when they may pass.
+// Each completion is checked again on its worker, with the worker's
+// configured model.
+//
+// configured is the configured model of the daemon that checks, taken to
+// be its workers' too (one configuration for the fleet): g must allow
+// named, or configured when named is "", as the run would. When it is ""
+// the daemon has none and the workers' is not known, so only what no
+// configured model could make pass is refused: g grants no model, or
+// named is not granted by name and "*" (the configured model) is not
+// granted either.
+func ModelDenied(g *grants.Grant, tenant, named, configured string) error {
+	switch {
+	case configured != "":
+		return g.Allow(tenant, grants.Need{Model: cmp.Or(named, configured), DefaultModel: configured})
+	case g.All:
+		return nil
+	case len(g.Models) == 0:
+		return agentledger.Permanent(&grants.DeniedError{Tenant: tenant, Missing: "model calls", Flag: "--model NAME"})
+	case named != "" && !slices.Contains(g.Models, "*"):
+		return g.Allow(tenant, grants.Need{Model: named})
+	}
+	return nil
 }

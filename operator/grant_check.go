@@ -2,7 +2,6 @@ package operator
 
 import (
 	"context"
-	"slices"
 	"strings"
 
 	"github.com/agentledger/agentledger"
@@ -16,8 +15,9 @@ import (
 // them and perform nothing from there on. The journal keeps no request:
 // what a steps task's steps (and compensations) reach and the model an
 // agent task asks are read from its payload as the API checks it at
-// submit (steps.Needs, agent.Needs); the rest is checked only when the
-// replay runs.
+// submit (steps.Needs, agent.Needs; the model as agent.ModelDenied judges
+// it without the configured model, which only the workers know); the rest
+// is checked only when the replay runs.
 func (s *Service) refuseUngranted(ctx context.Context, t *agentledger.Task, plan []PlannedEffect) error {
 	tenant := t.Tenant
 	g, err := grants.NewStore(s.db).For(ctx, tenant)
@@ -32,7 +32,7 @@ func (s *Service) refuseUngranted(ctx context.Context, t *agentledger.Task, plan
 			byStep[n.Step] = n.Need
 		}
 	case agent.Kind:
-		for _, n := range agent.Needs(t.Payload, "") { // the configured model only the daemon knows
+		for _, n := range agent.Needs(t.Payload, "") { // the workers' configured model is not known here
 			if n.Field == "model" {
 				model = n.Model
 			}
@@ -47,7 +47,7 @@ func (s *Service) refuseUngranted(ctx context.Context, t *agentledger.Task, plan
 			continue
 		}
 		if need.Model != "" {
-			if err := modelRefused(g, tenant, model); err != nil {
+			if err := agent.ModelDenied(g, tenant, model, ""); err != nil {
 				plan[i].Refused = err.Error()
 			}
 			continue
@@ -55,23 +55,6 @@ func (s *Service) refuseUngranted(ctx context.Context, t *agentledger.Task, plan
 		if err := g.Allow(tenant, need); err != nil {
 			plan[i].Refused = err.Error()
 		}
-	}
-	return nil
-}
-
-// modelRefused is the denial a model call of the task meets under g
-// whatever the daemon's configured model: g grants no model, or the model
-// the payload names (model; "" when it names none) is not granted by name
-// and "*" (the configured model) is not granted either. Anything else
-// depends on the configured model, and is left to the replay.
-func modelRefused(g *grants.Grant, tenant, model string) error {
-	switch {
-	case g.All:
-		return nil
-	case len(g.Models) == 0:
-		return &grants.DeniedError{Tenant: tenant, Missing: "model calls", Flag: "--model NAME"}
-	case model != "" && !slices.Contains(g.Models, "*"):
-		return g.Allow(tenant, grants.Need{Model: model})
 	}
 	return nil
 }

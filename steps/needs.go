@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"regexp"
 	"strings"
 
 	"github.com/agentledger/agentledger/grants"
+	"github.com/agentledger/agentledger/internal/refs"
 	"github.com/agentledger/agentledger/saga"
 )
 
@@ -20,15 +22,23 @@ type Need struct {
 	// compensation".
 	Subject string
 	grants.Need
+	// Child is the payload of the task a create_task call queues (absent
+	// or null: {}), of kind Need.Kind, when the call names both literally
+	// (no "${" in either, escaped or not): what the child names is then
+	// known before the parent is queued (package admit checks it with the
+	// parent's grant). Nil otherwise.
+	Child json.RawMessage
 }
 
 // Needs lists what payload names literally, step by step, each step's
 // compensation after it: the tool; for the HTTP tools the origin of a
-// literal URL, for notify a literal channel, for create_task a literal
-// child kind. A value made of an earlier result (one holding "${") is
-// known only when the step runs, which checks it then, as it checks every
-// call. A payload that does not parse needs nothing here: Check says why,
-// and Work refuses it before any step.
+// literal URL, or of one whose part before its first "${" already ends
+// its host; for notify a literal channel; for create_task a literal child
+// kind, and the child's payload when that is literal too. A value made of
+// an earlier result (one holding "${") is known only when the step runs,
+// which checks it then, as it checks every call. A payload that does not
+// parse needs nothing here: Check says why, and Work refuses it before any
+// step.
 func Needs(payload json.RawMessage) []Need {
 	p, err := parse(payload)
 	if err != nil {
@@ -36,29 +46,38 @@ func Needs(payload json.RawMessage) []Need {
 	}
 	out := make([]Need, 0, len(p.Steps))
 	for i, s := range p.Steps {
-		subject := fmt.Sprintf("step %d", i)
-		out = append(out, Need{Step: stepPath(i), Subject: subject, Need: literalNeed(s.Tool, s.Args)})
+		n := literalNeed(s.Tool, s.Args)
+		n.Step, n.Subject = stepPath(i), fmt.Sprintf("step %d", i)
+		out = append(out, n)
 		if c := s.Compensate; c != nil {
-			out = append(out, Need{Step: saga.PathOf(stepPath(i)), Subject: subject + "'s compensation",
-				Need: literalNeed(c.Tool, c.Args)})
+			n := literalNeed(c.Tool, c.Args)
+			n.Step, n.Subject = saga.PathOf(stepPath(i)), fmt.Sprintf("step %d's compensation", i)
+			out = append(out, n)
 		}
 	}
 	return out
 }
 
+// templateRE matches the start of any ${…}: a value holding one may change
+// when the step runs, whether or not it refers to a result.
+var templateRE = regexp.MustCompile(`\$\{`)
+
 // literalNeed is what a call of tool with args reaches, as far as args say
 // it literally (see Needs).
-func literalNeed(tool string, args json.RawMessage) grants.Need {
-	n := grants.Need{Tool: tool}
-	// Decoded as the tools decode their arguments (field names matched
-	// without regard to case, the last of a repeated one standing), so
-	// that what is checked here is what the call will reach.
+func literalNeed(tool string, args json.RawMessage) Need {
+	n := Need{Need: grants.Need{Tool: tool}}
+	// Decoded as the tool will decode its arguments: after the runner has
+	// rewritten them (resolve: a repeated key's last value kept, keys
+	// sorted), field names matched without regard to case, the last of a
+	// repeated one standing; so that what is checked here is what the call
+	// will reach.
 	var a struct {
 		URL     json.RawMessage `json:"url"`
 		Channel json.RawMessage `json:"channel"`
 		Kind    json.RawMessage `json:"kind"`
+		Payload json.RawMessage `json:"payload"`
 	}
-	if json.Unmarshal(args, &a) != nil {
+	if json.Unmarshal(asRun(args), &a) != nil {
 		return n
 	}
 	literal := func(raw json.RawMessage) string {
@@ -70,16 +89,57 @@ func literalNeed(tool string, args json.RawMessage) grants.Need {
 	}
 	switch tool {
 	case "http_request", "unsafe_http":
-		// Only a URL the tool would call: any other it refuses with its
-		// own reason.
-		if u, err := url.Parse(literal(a.URL)); err == nil && (u.Scheme == "http" || u.Scheme == "https") &&
-			u.Hostname() != "" && u.User == nil {
-			n.URL = u
-		}
+		n.URL = target(a.URL)
 	case "notify":
 		n.Channel = literal(a.Channel)
 	case "create_task":
 		n.Kind = literal(a.Kind)
+		switch {
+		case n.Kind == "" || len(refs.Find(a.Payload, templateRE)) > 0:
+		case len(a.Payload) == 0 || string(a.Payload) == "null":
+			n.Child = json.RawMessage(`{}`) // what create_task queues
+		default:
+			n.Child = a.Payload
+		}
 	}
 	return n
+}
+
+// target is the URL a call of the HTTP tools reaches, as far as raw, its
+// url argument, says it: the whole URL when it is literal; when it holds
+// "${", the origin written before the first "${" if that part already
+// ends the host with "/", "?" or "#" (https://x.example/a?q=${…}), since
+// what is put in after cannot take the call to another host. A "${" in
+// the host (https://${…}/, https://api.${…}) is known only when the call
+// runs. Nil too for a URL the tool would not call: it refuses it for its
+// own reason.
+func target(raw json.RawMessage) *url.URL {
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return nil
+	}
+	if before, _, templated := strings.Cut(s, "${"); templated {
+		scheme, rest, ok := strings.Cut(before, "://")
+		end := strings.IndexAny(rest, "/?#")
+		if !ok || end < 0 {
+			return nil
+		}
+		s = scheme + "://" + rest[:end]
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || u.User != nil {
+		return nil
+	}
+	return u
+}
+
+// asRun is args, valid JSON, as the runner hands them to the tool
+// (resolve), with each reference left as written; args when they do not
+// decode.
+func asRun(args json.RawMessage) json.RawMessage {
+	out, err := refs.Resolve(args, refRE, func(m []string) (any, error) { return m[0], nil })
+	if err != nil {
+		return args
+	}
+	return out
 }
