@@ -17,12 +17,19 @@
 //
 // Every kind is allowed only when written so (Grant.AllKinds, stored as
 // "all_kinds"; the config file's kinds = ["all"]): a grant whose kinds
-// list is empty allows none, so revoking the last kind never widens it.
+// list is empty allows none, so revoking the last kind never widens it. It
+// is stored as kinds ["!none"] (NoKinds), which older versions read as no
+// kind too.
 //
 // Each stored grant records who set it last (Record.SetBy): the operator
 // (Put, Update: agentctl) or a daemon's configuration (Seed, at start). A
 // configuration seeds a grant and may replace what it seeded, so that an
 // edited file takes effect at the next start, but never replaces the
-// operator's: a restart cannot undo an operator's revoke. Delete hands a
-// grant back to the configuration.
+// operator's, nor a differing grant stored before who set it was recorded:
+// a restart cannot undo an operator's revoke. HandToConfig hands a grant
+// back to the configuration, in force until a configuration replaces it.
+//
+// Cache keeps the grants read, so that checking the grant at every effect
+// is cheap: until a change is notified while a LISTEN session is up, for a
+// second otherwise.
 package grants

@@ -34,9 +34,10 @@ type Grant struct {
 	// naming another model needs that model granted by name. None allows
 	// no model call.
 	Models []string `json:"models,omitempty" toml:"models"`
-	// PriorityFloor is the most urgent priority the tenant's API
-	// submissions get (0..100, lower runs first): one asking for less is
-	// raised to it. 0 leaves priorities as asked.
+	// PriorityFloor is the most urgent priority the tenant's tasks get,
+	// submitted through the API or created by its tasks (create_task)
+	// (0..100, lower runs first): one asking for less is raised to it. 0
+	// leaves priorities as asked.
 	PriorityFloor int16 `json:"priority_floor,omitempty" toml:"priority_floor"`
 	// MaxTokens bounds the tokens one agent task may spend; 0 is no bound.
 	MaxTokens int64 `json:"max_tokens,omitempty" toml:"max_tokens"`
@@ -68,15 +69,32 @@ type Need struct {
 type DeniedError struct {
 	Tenant  string
 	Missing string // what the grant lacks: `tool "unsafe_http"`, `host https://x:443`
-	Flag    string // the agentctl tenant grant flag that grants it: "--tool unsafe_http"
+	// Flag is the agentctl tenant grant flag that grants it, its value
+	// quoted for a shell where needed (ShellQuote): "--tool unsafe_http",
+	// "--model '*'".
+	Flag string
 }
 
 func (e *DeniedError) Error() string {
 	if e.Flag == "" {
 		return fmt.Sprintf("tenant %q has no grant for %s", e.Tenant, e.Missing)
 	}
-	return fmt.Sprintf("tenant %q has no grant for %s (agentctl tenant grant %s %s)", e.Tenant, e.Missing, e.Tenant, e.Flag)
+	return fmt.Sprintf("tenant %q has no grant for %s (agentctl tenant grant %s %s)", e.Tenant, e.Missing, ShellQuote(e.Tenant), e.Flag)
 }
+
+// ShellQuote returns s as one word of a POSIX shell: as it is when it holds
+// only characters no shell treats specially, else in single quotes ("*"
+// becomes '*', "small " becomes 'small '; a quote inside is closed,
+// escaped and opened again).
+func ShellQuote(s string) string {
+	if s != "" && strings.Trim(s, shellPlain) == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// shellPlain are the characters a shell word may hold unquoted.
+const shellPlain = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789@%+=:,./_-"
 
 // Unwrap makes a denial an ErrForbidden (the API's 403).
 func (e *DeniedError) Unwrap() error { return agentledger.ErrForbidden }
@@ -91,27 +109,27 @@ func (g *Grant) Allow(tenant string, n Need) error {
 		return agentledger.Permanent(&DeniedError{Tenant: tenant, Missing: fmt.Sprintf(format, a...), Flag: flag})
 	}
 	if n.Tool != "" && !g.allowsTool(n.Tool) {
-		return deny("--tool "+n.Tool, "tool %q", n.Tool)
+		return deny("--tool "+ShellQuote(n.Tool), "tool %q", n.Tool)
 	}
 	if n.URL != nil {
 		if _, ok := g.host(n.URL); !ok {
-			return deny("--host "+Origin(n.URL), "host %s", Origin(n.URL))
+			return deny("--host "+ShellQuote(Origin(n.URL)), "host %s", Origin(n.URL))
 		}
 	}
 	if n.Channel != "" && !slices.Contains(g.Channels, n.Channel) {
-		return deny("--channel "+n.Channel, "channel %q", n.Channel)
+		return deny("--channel "+ShellQuote(n.Channel), "channel %q", n.Channel)
 	}
 	if n.Kind != "" && !g.AllowsKind(n.Kind) {
-		return deny("--kind "+n.Kind, "kind %q", n.Kind)
+		return deny("--kind "+ShellQuote(n.Kind), "kind %q", n.Kind)
 	}
 	if n.Model != "" {
 		byName := n.Model != "*" && slices.Contains(g.Models, n.Model)
 		configured := n.Model == n.DefaultModel && slices.Contains(g.Models, "*")
 		if !byName && !configured && slices.Contains(g.Models, "*") && n.DefaultModel != "" {
-			return deny("--model "+n.Model, "model %q (\"*\" grants only the configured model, %q)", n.Model, n.DefaultModel)
+			return deny("--model "+ShellQuote(n.Model), "model %q (\"*\" grants only the configured model, %q)", n.Model, n.DefaultModel)
 		}
 		if !byName && !configured {
-			return deny("--model "+n.Model, "model %q", n.Model)
+			return deny("--model "+ShellQuote(n.Model), "model %q", n.Model)
 		}
 		if g.MaxTokens > 0 && n.Tokens >= g.MaxTokens {
 			return deny("--max-tokens N", "more than %d tokens per task (this task spent %d)", g.MaxTokens, n.Tokens)
@@ -198,6 +216,9 @@ func (g *Grant) Validate() error {
 				return agentledger.Invalid("grant", "an empty name")
 			}
 		}
+	}
+	if slices.Contains(g.Kinds, NoKinds) {
+		return agentledger.Invalid("kinds", "%q is reserved: it stores no kind, and no kind has that name", NoKinds)
 	}
 	if slices.Contains(g.Kinds, AllKindsWord) {
 		return agentledger.Invalid("kinds", "%q is not granted by name: every kind is all_kinds (agentctl tenant grant --all-kinds)", AllKindsWord)

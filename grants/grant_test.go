@@ -92,3 +92,36 @@ func TestValidate(t *testing.T) {
 		}
 	}
 }
+
+// A denial's suggestion can be pasted into a shell as printed: a value the
+// shell would expand or split is quoted, any other left as it is.
+func TestDeniedSuggestionIsShellQuoted(t *testing.T) {
+	g := &grants.Grant{Models: []string{"*"}}
+	for _, c := range []struct {
+		need grants.Need
+		flag string
+	}{
+		{grants.Need{Model: "*"}, "--model '*'"},
+		{grants.Need{Model: "small ", DefaultModel: "small"}, "--model 'small '"},
+		{grants.Need{Model: "it's"}, `--model 'it'\''s'`},
+		{grants.Need{Model: "gpt-4o-mini"}, "--model gpt-4o-mini"},
+		{grants.Need{Tool: "shop/charge"}, "--tool shop/charge"},
+		{grants.Need{Tool: "shop/$(id)"}, "--tool 'shop/$(id)'"},
+		{grants.Need{Channel: "#ops"}, "--channel '#ops'"},
+		{grants.Need{Tool: "http_request", URL: u(t, "http://[::1]:8080/x")}, "--tool http_request"},
+		{grants.Need{URL: u(t, "http://[::1]:8080/x")}, "--host 'http://[::1]:8080'"},
+		{grants.Need{URL: u(t, "https://API.example.com/x")}, "--host https://api.example.com:443"},
+		{grants.Need{Kind: "a:b.c_d-e"}, "--kind a:b.c_d-e"},
+	} {
+		err := (&grants.Grant{Models: g.Models}).Allow("acme", c.need)
+		var d *grants.DeniedError
+		if !errors.As(err, &d) || d.Flag != c.flag || !strings.HasSuffix(err.Error(), "(agentctl tenant grant acme "+c.flag+")") {
+			t.Errorf("%+v: %v, want the suggestion %s", c.need, err, c.flag)
+		}
+	}
+	for s, want := range map[string]string{"": "''", "a b": "'a b'", "~x": "'~x'", "a;b": "'a;b'", "x=1,y@z%": "x=1,y@z%"} {
+		if got := grants.ShellQuote(s); got != want {
+			t.Errorf("ShellQuote(%q) = %s, want %s", s, got, want)
+		}
+	}
+}

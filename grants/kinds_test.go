@@ -62,8 +62,72 @@ func TestStoredKinds(t *testing.T) {
 		}
 	}
 	doc, err := json.Marshal(&grants.Grant{Tools: []string{"notify"}})
-	if err != nil || !strings.Contains(string(doc), `"kinds":[]`) {
-		t.Errorf("stored as %s (%v): kinds is always written", doc, err)
+	if err != nil || !strings.Contains(string(doc), `"kinds":["!none"]`) {
+		t.Errorf("stored as %s (%v): kinds is always written, no kind as [\"!none\"]", doc, err)
+	}
+	doc, err = json.Marshal(&grants.Grant{AllKinds: true})
+	if err != nil || !strings.Contains(string(doc), `"kinds":[]`) || !strings.Contains(string(doc), `"all_kinds":true`) {
+		t.Errorf("every kind stored as %s (%v)", doc, err)
+	}
+}
+
+// oldGrant is the kinds of a grant as an agentledger before all_kinds read
+// them (an older agentd or agentctl in a rolling upgrade, or after
+// migration 00029's Down): no kinds is every kind.
+type oldGrant struct {
+	All   bool     `json:"all,omitempty"`
+	Kinds []string `json:"kinds,omitempty"`
+}
+
+func (g *oldGrant) allowsKind(kind string) bool {
+	return g.All || len(g.Kinds) == 0 || slices.Contains(g.Kinds, kind)
+}
+
+// A grant of no kind is stored so that an older version reads it as no
+// kind too (a kind nothing has), not as every kind; read back, it is the
+// empty list, and "!none" is shown nowhere. Every kind and the kinds named
+// read the same in both versions.
+func TestStoredKindsReadByOlderVersions(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		g     grants.Grant
+		allow []string // the real kinds the grant allows, of echo and steps
+	}{
+		{"no kind", grants.Grant{Tools: []string{"http_request"}}, nil},
+		{"every kind", grants.Grant{AllKinds: true}, []string{"echo", "steps"}},
+		{"named", grants.Grant{Kinds: []string{"echo"}}, []string{"echo"}},
+		{"all", grants.Grant{All: true}, []string{"echo", "steps"}},
+	} {
+		doc, err := json.Marshal(&c.g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var old oldGrant
+		var now grants.Grant
+		if err := json.Unmarshal(doc, &old); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(doc, &now); err != nil {
+			t.Fatal(err)
+		}
+		for _, kind := range []string{"echo", "steps"} {
+			want := slices.Contains(c.allow, kind)
+			if old.allowsKind(kind) != want || now.AllowsKind(kind) != want {
+				t.Errorf("%s (%s): %s allowed by an older version %v, by this one %v, want %v", c.name, doc, kind, old.allowsKind(kind), now.AllowsKind(kind), want)
+			}
+		}
+		if slices.Contains(now.Kinds, grants.NoKinds) {
+			t.Errorf("%s: read back as %q", c.name, now.Kinds)
+		}
+	}
+	// An older agentctl adding a kind to a grant of none keeps the marker
+	// beside it; it reads back as that kind alone.
+	var g grants.Grant
+	if err := json.Unmarshal([]byte(`{"kinds": ["!none", "echo"]}`), &g); err != nil || !slices.Equal(g.Kinds, []string{"echo"}) || g.AllKinds {
+		t.Errorf("read %+v (%v), want echo alone", g, err)
+	}
+	if err := (&grants.Grant{Kinds: []string{grants.NoKinds}}).Validate(); !errors.Is(err, agentledger.ErrInvalid) {
+		t.Errorf("a grant naming %q: %v, want invalid", grants.NoKinds, err)
 	}
 }
 

@@ -72,14 +72,62 @@ func TestSeedNeverReplacesTheOperator(t *testing.T) {
 		t.Fatalf("seed after delete: %+v %v", got, err)
 	}
 	setBy(grants.SetByConfig, "http_request")
-	// A grant stored before 00029 (who set it unknown) is the
-	// configuration's to replace, as every start did then.
+	// A grant stored before 00029 (who set it unknown) may be an
+	// operator's revoke: when it differs it is kept, and reported; when it
+	// is the configuration's grant, it becomes the configuration's.
 	if _, err := db.Exec(ctx, `UPDATE tenant_grants SET set_by = NULL, grant_doc = '{"tools": ["x"]}' WHERE tenant = 'acme'`); err != nil {
 		t.Fatal(err)
 	}
 	setBy(grants.SetByUnknown, "x")
-	if got, err := s.Seed(ctx, "acme", cfg); err != nil || !got.Stored {
-		t.Fatalf("seed over a grant of unknown origin: %+v %v", got, err)
+	got, err = s.Seed(ctx, "acme", cfg)
+	if err != nil || got.Stored || got.Kept == nil || got.Kept.SetBy != grants.SetByUnknown {
+		t.Fatalf("seed over a different grant of unknown origin: %+v %v, want it kept", got, err)
+	}
+	if d := grants.Diff(cfg, got.Kept.Grant); !slices.Equal(d, []string{"tools: config [http_request], in force [x]"}) {
+		t.Errorf("diff %q", d)
+	}
+	setBy(grants.SetByUnknown, "x")
+	if _, err := db.Exec(ctx, `UPDATE tenant_grants SET grant_doc = '{"tools": ["http_request"]}' WHERE tenant = 'acme'`); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Seed(ctx, "acme", cfg); err != nil || !got.Stored || got.Kept != nil || got.Replaced != nil {
+		t.Fatalf("seed over the same grant of unknown origin: %+v %v, want it the configuration's", got, err)
 	}
 	setBy(grants.SetByConfig, "http_request")
+	// Another daemon's file (or this one, changed) replaces the
+	// configuration's grant, and Seed says what it replaced.
+	got, err = s.Seed(ctx, "acme", cfg2)
+	if err != nil || !got.Stored || got.Replaced == nil || !slices.Equal(got.Replaced.Grant.Tools, []string{"http_request"}) {
+		t.Fatalf("seed over another configuration's grant: %+v %v, want it replaced and reported", got, err)
+	}
+	if got, err := s.Seed(ctx, "acme", cfg2); err != nil || !got.Stored || got.Replaced != nil {
+		t.Fatalf("seed over the same configuration's grant: %+v %v, want nothing reported", got, err)
+	}
+}
+
+// HandToConfig leaves the grant in force, the configuration's from then
+// on: never the default in between (it would allow every kind), and the
+// next seed replaces it.
+func TestHandToConfig(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	s := grants.NewStore(db)
+	if r, err := s.HandToConfig(ctx, "acme"); err != nil || r != nil {
+		t.Fatalf("none stored: %+v %v", r, err)
+	}
+	if err := s.Put(ctx, "acme", &grants.Grant{Kinds: []string{"echo"}}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.HandToConfig(ctx, "acme")
+	if err != nil || r == nil || r.SetBy != grants.SetByConfig || !slices.Equal(r.Grant.Kinds, []string{"echo"}) {
+		t.Fatalf("handed: %+v %v, want echo only, the configuration's", r, err)
+	}
+	if g, err := s.For(ctx, "acme"); err != nil || g.AllowsKind("steps") || !g.AllowsKind("echo") {
+		t.Fatalf("in force after the hand-over: %+v %v, want echo only", g, err)
+	}
+	got, err := s.Seed(ctx, "acme", &grants.Grant{Kinds: []string{"steps"}})
+	if err != nil || !got.Stored || got.Replaced == nil {
+		t.Fatalf("seed after the hand-over: %+v %v", got, err)
+	}
 }

@@ -54,8 +54,9 @@ const (
 	SetByOperator = "operator" // agentctl tenant grant/revoke, or Put
 	SetByConfig   = "config"   // agentd's [grant.<tenant>] table, stored when it started
 	// SetByUnknown is a grant stored before migration 00029 recorded who
-	// set it (or by an older agentctl or agentd since): a configuration
-	// naming its tenant replaces it, as every start did then.
+	// set it (or inserted by an older agentctl or agentd since): it may be
+	// an operator's emergency revoke, so a configuration that differs
+	// leaves it in force (see Seed).
 	SetByUnknown = ""
 )
 
@@ -124,16 +125,24 @@ func (s *Store) put(ctx context.Context, tenant string, g *Grant, setBy string) 
 type Seeded struct {
 	// Stored is true when the configuration's grant was stored.
 	Stored bool
-	// Kept is the operator's grant left in force instead, when it differs
-	// from the configuration's; nil otherwise.
+	// Kept is the grant left in force instead, set by the operator or by
+	// no one known (SetByUnknown), when it differs from the
+	// configuration's; nil otherwise.
 	Kept *Record
+	// Replaced is the configuration's grant (of another daemon's file, or
+	// of this file before it changed) that the new one replaced, when it
+	// differs; nil otherwise.
+	Replaced *Record
 }
 
 // Seed stores g, a daemon configuration's grant, as tenant's grant unless
 // the grant stored was last set by the operator: a configuration seeds a
 // grant and may change what it seeded (editing the file takes effect at
 // the next start), but an operator's change stands until the operator
-// hands the grant back (Delete). It reports what it did.
+// hands the grant back (HandToConfig, Delete). A grant of unknown origin,
+// stored before 00029, is the operator's when it differs from g (it may be
+// a revoke made before the upgrade) and becomes the configuration's when
+// it is the same. It reports what it did.
 func (s *Store) Seed(ctx context.Context, tenant string, g *Grant) (Seeded, error) {
 	if err := g.Validate(); err != nil {
 		return Seeded{}, err
@@ -147,11 +156,18 @@ func (s *Store) Seed(ctx context.Context, tenant string, g *Grant) (Seeded, erro
 		if err != nil {
 			return err
 		}
-		if r != nil && r.SetBy == SetByOperator {
-			if len(Diff(g, r.Grant)) > 0 {
+		differs := r != nil && len(Diff(g, r.Grant)) > 0
+		switch {
+		case r != nil && r.SetBy == SetByOperator:
+			if differs {
 				out.Kept = r
 			}
 			return nil
+		case r != nil && r.SetBy == SetByUnknown && differs:
+			out.Kept = r
+			return nil
+		case r != nil && r.SetBy == SetByConfig && differs:
+			out.Replaced = r
 		}
 		out.Stored = true
 		return NewStore(tx).put(ctx, tenant, g, SetByConfig)
@@ -162,9 +178,33 @@ func (s *Store) Seed(ctx context.Context, tenant string, g *Grant) (Seeded, erro
 	return out, nil
 }
 
+// HandToConfig marks tenant's stored grant as the configuration's without
+// changing it: it stays in force until a daemon whose configuration grants
+// the tenant starts and replaces it, and stays as it is if none does. It
+// returns the grant, nil when none is stored.
+func (s *Store) HandToConfig(ctx context.Context, tenant string) (*Record, error) {
+	var r *Record
+	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, lockSQL, tenant); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, handSQL, tenant); err != nil {
+			return fmt.Errorf("grant of tenant %q: %w", tenant, err)
+		}
+		var err error
+		r, err = NewStore(tx).Record(ctx, tenant)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
 // Delete removes tenant's stored grant: the tenant has the default grant
-// until a daemon whose configuration grants it starts. It reports whether
-// a grant was stored.
+// (every kind, no tool) until a daemon whose configuration grants it
+// starts; HandToConfig hands it back without that. It reports whether a
+// grant was stored.
 func (s *Store) Delete(ctx context.Context, tenant string) (bool, error) {
 	tag, err := s.db.Exec(ctx, deleteSQL, tenant)
 	if err != nil {
@@ -219,5 +259,9 @@ SELECT pg_notify('` + Channel + `', tenant) FROM put`
 const deleteSQL = `/* grants.delete */
 WITH gone AS (DELETE FROM tenant_grants WHERE tenant = $1 RETURNING tenant)
 SELECT pg_notify('` + Channel + `', tenant) FROM gone`
+
+// handSQL marks a grant as the configuration's, its grant unchanged (no
+// notification: what is in force is the same).
+const handSQL = `/* grants.hand_to_config */ UPDATE tenant_grants SET set_by = '` + SetByConfig + `', updated_at = now() WHERE tenant = $1`
 
 const lockSQL = `/* grants.lock */ SELECT pg_advisory_xact_lock(hashtext('agentledger.grant:' || $1))`

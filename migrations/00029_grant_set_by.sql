@@ -13,16 +13,23 @@ ALTER TABLE tenant_grants DROP CONSTRAINT IF EXISTS tenant_grants_set_by_check,
     ADD CONSTRAINT tenant_grants_set_by_check CHECK (set_by IN ('operator', 'config')) NOT VALID;
 ALTER TABLE tenant_grants VALIDATE CONSTRAINT tenant_grants_set_by_check;
 
--- Every kind is written out from now on ("all_kinds": true): a grant whose
--- kinds list is empty allows none, where it used to allow every kind. The
--- grants stored before, with no kinds, allowed every kind and keep doing
--- so. (The operator's grant, "all", allows every kind anyway.) A daemon of
--- an earlier version ignores all_kinds and reads no kinds as every kind,
--- as before.
+-- Every kind is written out from now on ("all_kinds": true, "kinds": []),
+-- and no kind is "kinds": ["!none"] (grants.NoKinds: no kind has that
+-- name), so that every version reads a grant as the same kinds: one of an
+-- earlier version reads no kinds as every kind, and "!none" as a kind no
+-- task has. The grants stored before, with no kinds, allowed every kind and
+-- keep doing so. (The operator's grant, "all", allows every kind anyway.)
 UPDATE tenant_grants SET grant_doc = grant_doc || '{"all_kinds": true, "kinds": []}'
 WHERE (NOT grant_doc ? 'kinds' OR grant_doc -> 'kinds' IN ('[]', 'null'))
     AND NOT grant_doc ? 'all_kinds' AND grant_doc -> 'all' IS DISTINCT FROM 'true';
 
 -- +goose Down
-UPDATE tenant_grants SET grant_doc = grant_doc - 'all_kinds' - 'kinds' WHERE grant_doc -> 'all_kinds' = 'true';
+-- Back to no kinds meaning every kind: a grant of no kind (an empty kinds
+-- list without all_kinds) keeps none as ["!none"], as the new code writes
+-- it; one of every kind loses its kinds. Each statement can run again.
+UPDATE tenant_grants SET grant_doc = grant_doc || '{"kinds": ["!none"]}'
+WHERE grant_doc -> 'kinds' IN ('[]', 'null')
+    AND grant_doc -> 'all_kinds' IS DISTINCT FROM 'true' AND grant_doc -> 'all' IS DISTINCT FROM 'true';
+UPDATE tenant_grants SET grant_doc = grant_doc - 'kinds' WHERE grant_doc -> 'all_kinds' = 'true';
+UPDATE tenant_grants SET grant_doc = grant_doc - 'all_kinds' WHERE grant_doc ? 'all_kinds';
 ALTER TABLE tenant_grants DROP CONSTRAINT IF EXISTS tenant_grants_set_by_check, DROP COLUMN IF EXISTS set_by;
