@@ -12,9 +12,12 @@ import (
 )
 
 // storeGrants seeds the configured grants: each is stored unless the
-// tenant's grant was last set by an operator (agentctl), which stands; the
+// tenant's grant was last set by an operator (agentctl), or stored before
+// agentledger recorded who set it and differs, which stands; the
 // difference is logged, per tenant, so that an operator's revoke is never
-// undone by a restart and never holds silently against the file. Other
+// undone by a restart and never holds silently against the file. A
+// configured grant that replaces a different one of a config file
+// (another daemon's, or this one before an edit) is logged too. Other
 // tenants' grants are left as stored.
 func storeGrants(ctx context.Context, db grants.DB, gs map[string]*grants.Grant, log *slog.Logger) error {
 	if len(gs) == 0 {
@@ -29,10 +32,17 @@ func storeGrants(ctx context.Context, db grants.DB, gs map[string]*grants.Grant,
 		if got.Stored {
 			stored = append(stored, tenant)
 		}
-		if k := got.Kept; k != nil {
-			log.Warn("the configuration's grant differs from the one an operator set; the operator's stays in force "+
-				"(agentctl tenant grant "+tenant+" --reset hands it back to the configuration)",
+		hand := "(agentctl tenant grant " + tenant + " --reset hands it to the configuration)"
+		switch k, r := got.Kept, got.Replaced; {
+		case k != nil && k.SetBy == grants.SetByOperator:
+			log.Warn("the configuration's grant differs from the one an operator set; the operator's stays in force "+hand,
 				"tenant", tenant, "set_at", k.UpdatedAt, "differs", strings.Join(grants.Diff(gs[tenant], k.Grant), "; "))
+		case k != nil:
+			log.Warn("the configuration's grant differs from one stored before agentledger recorded who set grants (it may be an operator's revoke); it stays in force "+hand,
+				"tenant", tenant, "set_at", k.UpdatedAt, "differs", strings.Join(grants.Diff(gs[tenant], k.Grant), "; "))
+		case r != nil:
+			log.Info("the configuration's grant replaced a different one a config file stored (another daemon's file, or this one before an edit)",
+				"tenant", tenant, "set_at", r.UpdatedAt, "differs", strings.Join(grants.Diff(gs[tenant], r.Grant), "; "))
 		}
 	}
 	if len(stored) > 0 {

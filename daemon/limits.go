@@ -18,11 +18,24 @@ var slackChannelDefault = flow.Limit{Target: flow.KindDefault(flow.KindSlackChan
 
 // storeLimits seeds the configured limits: each is stored unless its
 // target's limit was set by an operator (agentctl limit set), which stands,
-// the difference logged. Then the defaults agentd keeps where no limit is
-// set: with Slack, the pace of every channel.
+// the difference logged; replacing a different limit of a config file
+// (another daemon's, or this one before an edit) is logged too. Then the
+// defaults agentd keeps where no limit is set: with Slack, the pace of
+// every channel.
 func storeLimits(ctx context.Context, db flow.DB, cfg *Config, log *slog.Logger) error {
 	store := flow.NewStore(db)
 	var targets []string
+	var before map[string]flow.Limit // read for the log only: a race with another start misleads only the log
+	if len(cfg.Limits) > 0 {
+		ls, err := store.List(ctx)
+		if err != nil {
+			return err
+		}
+		before = make(map[string]flow.Limit, len(ls))
+		for _, l := range ls {
+			before[l.Target] = l
+		}
+	}
 	for _, l := range cfg.Limits {
 		got, stored, err := store.PutConfig(ctx, l)
 		if err != nil {
@@ -30,6 +43,10 @@ func storeLimits(ctx context.Context, db flow.DB, cfg *Config, log *slog.Logger)
 		}
 		if stored {
 			targets = append(targets, got.Target)
+			if was, ok := before[got.Target]; ok && was.Source == flow.SourceConfig && describeLimit(was) != describeLimit(got) {
+				log.Info("the configuration's limit replaced a different one a config file stored (another daemon's file, or this one before an edit)",
+					"target", got.Target, "set_at", was.UpdatedAt, "config", describeLimit(got), "was", describeLimit(was))
+			}
 			continue
 		}
 		if want := describeLimit(l); want != describeLimit(got) {

@@ -81,8 +81,10 @@ func TestRestartKeepsTheOperatorsChanges(t *testing.T) {
 	five := 5
 	cfg := daemon.Config{DatabaseURL: url,
 		Grants: map[string]*grants.Grant{
-			"acme":   {Kinds: []string{"steps"}, Tools: []string{"http_request", "notify"}},
-			"globex": {AllKinds: true, Tools: []string{"http_request"}},
+			"acme":    {Kinds: []string{"steps"}, Tools: []string{"http_request", "notify"}},
+			"globex":  {AllKinds: true, Tools: []string{"http_request"}},
+			"initech": {AllKinds: true, Tools: []string{"http_request", "notify"}},
+			"hooli":   {AllKinds: true, Tools: []string{"notify"}},
 		},
 		Limits: []flow.Limit{
 			{Target: api, Rate: flow.Rate{N: 10, Per: time.Second}, Burst: 1},
@@ -110,6 +112,14 @@ func TestRestartKeepsTheOperatorsChanges(t *testing.T) {
 	if _, err := fs.OpenBreaker(ctx, billing, 0); err != nil {
 		t.Fatal(err)
 	}
+	// Grants as stored before 00029 recorded who set them: initech's
+	// differs from the file (a revoke made before the upgrade, maybe),
+	// hooli's is the file's.
+	if _, err := db.Exec(ctx, `UPDATE tenant_grants SET set_by = NULL,
+		grant_doc = CASE tenant WHEN 'initech' THEN '{"tools": ["http_request"]}'::jsonb ELSE '{"tools": ["notify"]}' END
+		WHERE tenant IN ('initech', 'hooli')`); err != nil {
+		t.Fatal(err)
+	}
 
 	// The file changes what the config set (globex, billing), and a daemon
 	// with it (or with the old file) starts again.
@@ -126,6 +136,14 @@ func TestRestartKeepsTheOperatorsChanges(t *testing.T) {
 	if err != nil || globex.SetBy != grants.SetByConfig || !slices.Equal(globex.Grant.Tools, []string{"http_request", "notify"}) {
 		t.Errorf("globex's grant after the restart: %+v %v, want the file's change in force", globex, err)
 	}
+	initech, err := gs.Record(ctx, "initech")
+	if err != nil || initech.SetBy != grants.SetByUnknown || !slices.Equal(initech.Grant.Tools, []string{"http_request"}) {
+		t.Errorf("initech's grant after the restart: %+v %v, want the one of unknown origin kept", initech, err)
+	}
+	hooli, err := gs.Record(ctx, "hooli")
+	if err != nil || hooli.SetBy != grants.SetByConfig || !slices.Equal(hooli.Grant.Tools, []string{"notify"}) {
+		t.Errorf("hooli's grant after the restart: %+v %v, want the same grant, the configuration's now", hooli, err)
+	}
 	if l, err := fs.Get(ctx, api); err != nil || l.Source != flow.SourceOperator || l.Rate.N != 2 {
 		t.Errorf("the limit of %s: %+v %v, want the operator's 2/s", api, l, err)
 	}
@@ -141,19 +159,28 @@ func TestRestartKeepsTheOperatorsChanges(t *testing.T) {
 		t.Errorf("breakers after the restart: %+v %v, want %s open by hand", bs, err, billing)
 	}
 
-	// What differs is logged, once a thing, naming it and the difference.
-	for _, c := range []struct{ msg, key, name, field, want string }{
-		{"grant differs", "tenant", "acme", "differs", "tools: config [http_request notify], in force [http_request]"},
-		{"limit differs", "target", api, "in_force", "rate 2/s burst 1"},
-		{"tenant share differs", "tenant", "acme", "in_force", "weight 7, no max_running"},
+	// What differs is logged, once a thing, naming it and the difference:
+	// a warning where the file's is not in force, a line where it replaced
+	// another file's.
+	for _, c := range []struct{ msg, key, name, field, want, level string }{
+		{"grant differs from the one an operator set", "tenant", "acme", "differs", "tools: config [http_request notify], in force [http_request]", "WARN"},
+		{"grant differs from one stored before", "tenant", "initech", "differs", "tools: config [http_request notify], in force [http_request]", "WARN"},
+		{"limit differs", "target", api, "in_force", "rate 2/s burst 1", "WARN"},
+		{"tenant share differs", "tenant", "acme", "in_force", "weight 7, no max_running", "WARN"},
+		{"grant replaced a different one", "tenant", "globex", "differs", "tools: config [http_request notify], in force [http_request]", "INFO"},
+		{"limit replaced a different one", "target", billing, "was", "concurrency 4", "INFO"},
+		{"tenant share replaced a different one", "tenant", "globex", "was", "weight 2, max_running 5", "INFO"},
 	} {
 		recs := logLines(t, logs, c.msg)
-		if len(recs) != 1 || recs[0][c.key] != c.name || recs[0][c.field] != c.want || recs[0]["level"] != "WARN" {
-			t.Errorf("log %q: %v, want one warning for %s with %s %q", c.msg, recs, c.name, c.field, c.want)
+		if len(recs) != 1 || recs[0][c.key] != c.name || recs[0][c.field] != c.want || recs[0]["level"] != c.level {
+			t.Errorf("log %q: %v, want one %s for %s with %s %q", c.msg, recs, c.level, c.name, c.field, c.want)
 		}
 	}
-	if recs := logLines(t, logs, "grants stored from the configuration"); len(recs) != 1 || !strings.Contains(toJSON(recs[0]["tenants"]), `["globex"]`) {
-		t.Errorf("grants stored: %v, want globex only", recs)
+	if recs := logLines(t, logs, "initech --reset hands it to the configuration"); len(recs) != 1 {
+		t.Errorf("initech's warning says how to hand the grant to the file: %v", recs)
+	}
+	if recs := logLines(t, logs, "grants stored from the configuration"); len(recs) != 1 || !strings.Contains(toJSON(recs[0]["tenants"]), `["globex","hooli"]`) {
+		t.Errorf("grants stored: %v, want globex and hooli only", recs)
 	}
 }
 

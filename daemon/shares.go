@@ -10,10 +10,21 @@ import (
 
 // storeShares seeds the configured tenant shares: each is stored unless
 // the tenant's share was set by an operator (agentctl tenant share set),
-// which stands, the difference logged. Other tenants' shares are left as
-// stored.
+// which stands, the difference logged; replacing a different share of a
+// config file (another daemon's, or this one before an edit) is logged
+// too. Other tenants' shares are left as stored.
 func storeShares(ctx context.Context, db tenants.DB, shares []tenants.Share, log *slog.Logger) error {
 	var stored []string
+	before := map[string]tenants.Share{} // read for the log only: a race with another start misleads only the log
+	if len(shares) > 0 {
+		all, err := tenants.NewStore(db).Shares(ctx)
+		if err != nil {
+			return err
+		}
+		for _, s := range all {
+			before[s.Tenant] = s
+		}
+	}
 	for _, s := range shares {
 		s.Source = tenants.SourceConfig
 		got, err := tenants.NewStore(db).PutShare(ctx, s)
@@ -22,6 +33,10 @@ func storeShares(ctx context.Context, db tenants.DB, shares []tenants.Share, log
 		}
 		if got.Source == tenants.SourceConfig {
 			stored = append(stored, s.Tenant)
+			if was, ok := before[s.Tenant]; ok && was.Source == tenants.SourceConfig && shareText(was) != shareText(got) {
+				log.Info("the configuration's tenant share replaced a different one a config file stored (another daemon's file, or this one before an edit)",
+					"tenant", s.Tenant, "set_at", was.UpdatedAt, "config", shareText(got), "was", shareText(was))
+			}
 			continue
 		}
 		if want, have := shareText(s), shareText(got); want != have {
