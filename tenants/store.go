@@ -102,6 +102,19 @@ func (s *Store) CreateTenant(ctx context.Context, name string) (Tenant, error) {
 	return t, nil
 }
 
+// Exists reports whether tenant name exists: agentledger.OperatorTenant
+// always does, for agentctl, cron and webhooks.
+func (s *Store) Exists(ctx context.Context, name string) (bool, error) {
+	if name == agentledger.OperatorTenant {
+		return true, nil
+	}
+	var exists bool
+	if err := s.db.QueryRow(ctx, tenantExistsSQL, name).Scan(&exists); err != nil {
+		return false, fmt.Errorf("tenant %q: %w", name, err)
+	}
+	return exists, nil
+}
+
 // ListTenants returns every tenant by name.
 func (s *Store) ListTenants(ctx context.Context) ([]Tenant, error) {
 	rows, err := s.db.Query(ctx, listTenantsSQL)

@@ -45,6 +45,11 @@ func TestTenants(t *testing.T) {
 	if got := strings.Join(names, ","); got != "A.b_c-1,acme,zeta" {
 		t.Errorf("ListTenants = %s", got)
 	}
+	for name, want := range map[string]bool{"acme": true, agentledger.OperatorTenant: true, "acm": false, "ACME": false} {
+		if got, err := s.Exists(ctx, name); err != nil || got != want {
+			t.Errorf("Exists(%q) = %v, %v, want %v", name, got, err, want)
+		}
+	}
 }
 
 var tokenShape = regexp.MustCompile(`^alt_[A-Za-z0-9_-]{43}$`)

@@ -1,14 +1,17 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/database"
 	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/tenants"
 )
@@ -26,8 +29,12 @@ type grantFlags struct {
 
 func (f *grantFlags) register(cmd *cobra.Command, verb string) {
 	fl := cmd.Flags()
-	fl.BoolVar(&f.all, "all", false, verb+" everything (the operator's grant)")
-	fl.BoolVar(&f.allKinds, "all-kinds", false, verb+" every kind (revoke: it may then submit none)")
+	fl.BoolVar(&f.all, "all", false, map[string]string{
+		"grant":  "grant everything: every kind, tool, host (with its secret headers), channel and model",
+		"revoke": "take back everything: no kind, tool, host, channel or model is left"}[verb])
+	fl.BoolVar(&f.allKinds, "all-kinds", false, map[string]string{
+		"grant":  "grant every kind (replaces the kinds named)",
+		"revoke": "take back every kind: it may then submit none"}[verb])
 	fl.StringSliceVar(&f.kinds, "kind", nil, verb+" kinds it may submit, by name"+
 		map[string]string{"grant": " (the first replaces every kind)", "revoke": ""}[verb])
 	fl.StringSliceVar(&f.tools, "tool", nil, verb+" tools its tasks may call: http_request, notify, shop/charge, shop/*")
@@ -37,8 +44,10 @@ func (f *grantFlags) register(cmd *cobra.Command, verb string) {
 	fl.StringSliceVar(&f.models, "model", nil, verb+" models agent tasks may ask (* for the configured one)")
 	if verb == "grant" {
 		fl.Int64Var(&f.maxTokens, "max-tokens", 0, "tokens one agent task may spend (0: no bound)")
-		fl.Int16Var(&f.priorityFloor, "priority-floor", 0, "the most urgent priority its API submissions get (0-100, lower runs first)")
-		fl.BoolVar(&f.reset, "reset", false, "forget the stored grant: the default one holds until a daemon whose config file grants the tenant starts")
+		fl.Int16Var(&f.priorityFloor, "priority-floor", 0,
+			"the most urgent priority its tasks get, submitted through the API or created by its tasks (0-100, lower runs first)")
+		fl.BoolVar(&f.reset, "reset", false,
+			"hand the stored grant to the config file: in force as it is until a daemon whose config file grants the tenant starts")
 	}
 }
 
@@ -69,18 +78,23 @@ naming what is missing. A host is scheme://host[:port]; the operator's secret
 headers for a host go with a tenant's requests only through
 --host-with-secrets.
 
+TENANT is default or a tenant of agentctl tenant list (or one whose grant
+a daemon's config file stored before it was created): any other name is
+refused, so that a mistyped name never stores a grant.
+
 A grant changed here is the operator's: agentd's config file ([grant.TENANT])
 never replaces it when a daemon starts (the daemon logs how its file
-differs). --reset forgets the stored grant, handing it back to the config
-file: the tenant has the default grant until a daemon whose file grants it
-starts, and only that grant if none does.
+differs). --reset hands the grant to the config file without changing it:
+it stays in force, nothing widens, and the next start of a daemon whose
+file has [grant.TENANT] replaces it with the file's; if no daemon's file
+names the tenant, it stays as it is.
 
-With --output json it prints the grant stored.`,
+With --output json it prints the grant stored, who set it and when.`,
 		Example: `  agentctl tenant grant acme --tool http_request --host https://api.example.com
   agentctl tenant grant acme --tool notify --channel acme-alerts
   agentctl tenant grant acme --model gpt-4o-mini --max-tokens 20000 --tool shop/*
   agentctl tenant grant acme --kind steps,echo     # only these kinds from now on
-  agentctl tenant grant acme --reset               # back to the config file's grant`,
+  agentctl tenant grant acme --reset               # the config file's from the next start`,
 		Args: tenantArgs(1, "one tenant name"),
 	}
 	cmd.RunE = a.action(func(ctx context.Context, args []string) error {
@@ -88,7 +102,7 @@ With --output json it prints the grant stored.`,
 		f.priorityFloorSet = cmd.Flags().Changed("priority-floor")
 		if f.reset {
 			if !f.empty() {
-				return usagef("--reset forgets the whole stored grant: give it alone")
+				return usagef("--reset hands the whole stored grant to the config file: give it alone")
 			}
 			return a.tenantGrantReset(ctx, args[0])
 		}
@@ -110,12 +124,15 @@ submit. A tenant that may submit every kind has no kind to take back by
 name: grant it the kinds it keeps (tenant grant --kind), which replaces
 every kind.
 
-Tasks see the change from their next attempt: a replay of a finished task
-then refuses an effect no longer granted, and performs nothing. The grant
-is the operator's from then on: agentd's config file never replaces it when
-a daemon starts (see tenant grant --reset).
+Tasks see the change at their next effect, within seconds in every daemon:
+a running task's next step, tool call or model call is checked against
+the grant then in force, and a replay of a finished task refuses an effect
+no longer granted, and performs nothing. The grant is the operator's from
+then on: agentd's config file never replaces it when a daemon starts (see
+tenant grant --reset). TENANT must be one tenant grant accepts: a mistyped
+name is refused, never stored.
 
-With --output json it prints the grant stored.`,
+With --output json it prints the grant stored, who set it and when.`,
 		Example: `  agentctl tenant revoke acme --host https://api.example.com
   agentctl tenant revoke acme --kind steps
   agentctl tenant revoke acme --all`,
@@ -131,11 +148,15 @@ func (a *app) tenantShowCmd() *cobra.Command {
 		Use:   "show TENANT",
 		Short: "Show what a tenant's tasks may reach",
 		Long: `Show TENANT's grant, or the default one it has without a grant, and who set
-it: an operator (agentctl tenant grant or revoke; a daemon's config file
-never replaces it), a daemon's config file (its [grant.TENANT] table, stored
-when it started; the next start stores the file's again), or unknown (stored
-before agentledger recorded it; a config file granting the tenant replaces
-it). With --output json it prints the grant.`,
+it and when: an operator (agentctl tenant grant or revoke; a daemon's config
+file never replaces it), the config file (a daemon's [grant.TENANT] table,
+stored when it started, or handed to it by tenant grant --reset; the next
+start of a daemon whose file grants the tenant replaces it), or unknown
+(stored before agentledger recorded who set grants; a config file that
+differs leaves it in force, one that is the same makes it the file's).
+TENANT must be one tenant grant accepts. With --output json it prints the
+grant with set_by (operator, config, unknown, or null when none is stored)
+and updated_at.`,
 		Args: tenantArgs(1, "one tenant name"),
 		RunE: a.action(func(ctx context.Context, args []string) error {
 			db, err := a.open(ctx)
@@ -145,7 +166,7 @@ it). With --output json it prints the grant.`,
 			if err := a.checkSchema(ctx, db); err != nil {
 				return err
 			}
-			r, err := grants.NewStore(db.Pool).Record(ctx, args[0])
+			r, err := a.knownTenant(ctx, db, args[0])
 			if err != nil {
 				return err
 			}
@@ -179,6 +200,9 @@ func (a *app) tenantGrant(ctx context.Context, tenant string, f *grantFlags, add
 	if err := a.checkSchema(ctx, db); err != nil {
 		return err
 	}
+	if _, err := a.knownTenant(ctx, db, tenant); err != nil {
+		return err
+	}
 	store := grants.NewStore(db.Pool)
 	if _, err := store.Change(ctx, tenant, func(g *grants.Grant) error {
 		if add {
@@ -196,7 +220,28 @@ func (a *app) tenantGrant(ctx context.Context, tenant string, f *grantFlags, add
 	return a.printGrant(tenant, r)
 }
 
-// tenantGrantReset deletes tenant's stored grant.
+// knownTenant refuses a tenant that is not agentledger.OperatorTenant, nor
+// in the tenants table, nor has a grant stored (a config file's, for a
+// tenant to come): a mistyped name in an emergency revoke would store a
+// grant nobody has and leave the real tenant's in force. It returns the
+// tenant's stored grant, nil when none.
+func (a *app) knownTenant(ctx context.Context, db *database.DB, tenant string) (*grants.Record, error) {
+	r, err := grants.NewStore(db.Pool).Record(ctx, tenant)
+	if err != nil || r != nil {
+		return r, err
+	}
+	ok, err := tenants.NewStore(db.Pool).Exists(ctx, tenant)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, tenantNotFound(tenant, agentledger.ErrNotFound)
+	}
+	return nil, nil
+}
+
+// tenantGrantReset hands tenant's stored grant to the config file, as it
+// is: it stays in force until a daemon whose file grants the tenant starts.
 func (a *app) tenantGrantReset(ctx context.Context, tenant string) error {
 	if err := tenants.CheckName(tenant); err != nil {
 		return invalidAs(err, "tenant name")
@@ -208,22 +253,23 @@ func (a *app) tenantGrantReset(ctx context.Context, tenant string) error {
 	if err := a.checkSchema(ctx, db); err != nil {
 		return err
 	}
-	gone, err := grants.NewStore(db.Pool).Delete(ctx, tenant)
+	if _, err := a.knownTenant(ctx, db, tenant); err != nil {
+		return err
+	}
+	r, err := grants.NewStore(db.Pool).HandToConfig(ctx, tenant)
 	if err != nil {
 		return err
 	}
-	if a.wantJSON() {
-		return printJSON(a.stdout, struct {
-			Tenant string `json:"tenant"`
-			Reset  bool   `json:"reset"`
-		}{tenant, gone})
+	if !a.wantJSON() {
+		msg := "tenant %s has no grant stored: it has the default one\n"
+		if r != nil {
+			msg = "grant of tenant %s handed to the config file: it stays in force until a daemon whose config file grants the tenant starts\n"
+		}
+		if _, err := fmt.Fprintf(a.stdout, msg, tenant); err != nil {
+			return err
+		}
 	}
-	if !gone {
-		_, err = fmt.Fprintf(a.stdout, "tenant %s has no grant stored: it has the default one\n", tenant)
-		return err
-	}
-	_, err = fmt.Fprintf(a.stdout, "grant of tenant %s forgotten: it has the default one until a daemon whose config file grants it starts\n", tenant)
-	return err
+	return a.printGrant(tenant, r)
 }
 
 func (f *grantFlags) addTo(g *grants.Grant) {
@@ -318,6 +364,19 @@ func dropHost(hs []grants.Host, url string) []grants.Host {
 	return slices.DeleteFunc(hs, func(h grants.Host) bool { return sameHost(h.URL, url) })
 }
 
+// grantFields are a grant's parts, printed as they are: without Grant's
+// JSON methods, which write the stored document.
+type grantFields grants.Grant
+
+// grantJSON is tenant show's --output json: the grant in force, and who set
+// it when (null when none is stored: the default grant).
+type grantJSON struct {
+	Tenant string `json:"tenant"`
+	grantFields
+	SetBy     *string    `json:"set_by"` // operator, config or unknown
+	UpdatedAt *time.Time `json:"updated_at"`
+}
+
 // printGrant prints tenant's stored grant r, or its default one when r is
 // nil, and who set it.
 func (a *app) printGrant(tenant string, r *grants.Record) error {
@@ -326,7 +385,15 @@ func (a *app) printGrant(tenant string, r *grants.Record) error {
 		g = r.Grant
 	}
 	if a.wantJSON() {
-		return printJSON(a.stdout, g)
+		out := grantJSON{Tenant: tenant, grantFields: grantFields(*g)}
+		if out.Kinds == nil {
+			out.Kinds = []string{}
+		}
+		if r != nil {
+			setBy := cmp.Or(r.SetBy, "unknown")
+			out.SetBy, out.UpdatedAt = &setBy, &r.UpdatedAt
+		}
+		return printJSON(a.stdout, out)
 	}
 	w := a.stdout
 	if r == nil {
@@ -376,9 +443,11 @@ func (a *app) printGrant(tenant string, r *grants.Record) error {
 func setByText(tenant string, r *grants.Record) string {
 	switch r.SetBy {
 	case grants.SetByOperator:
-		return "an operator (agentctl) at " + stamp(r.UpdatedAt) + "; config files never replace it (tenant grant " + tenant + " --reset hands it back)"
+		return "an operator (agentctl) at " + stamp(r.UpdatedAt) + "; config files never replace it (tenant grant " + tenant + " --reset hands it to them)"
 	case grants.SetByConfig:
-		return "a daemon's config file ([grant." + tenant + "]) at " + stamp(r.UpdatedAt) + "; the next start stores the file's again"
+		return "the config file ([grant." + tenant + "] of a daemon, or handed to it) at " + stamp(r.UpdatedAt) +
+			"; the next start of a daemon whose file grants " + tenant + " replaces it"
 	}
-	return "unknown (stored before agentledger recorded it) at " + stamp(r.UpdatedAt) + "; a config file granting " + tenant + " replaces it"
+	return "unknown (stored before agentledger recorded who set grants) at " + stamp(r.UpdatedAt) +
+		"; a config file that differs leaves it in force (tenant grant " + tenant + " --reset hands it to the file)"
 }

@@ -113,6 +113,9 @@ func TestReplayPreviewShowsRefusedGrant(t *testing.T) {
 		!strings.Contains(out, `tool/0: tenant "acme" has no grant for tool "http_request"`) {
 		t.Fatalf("replay --dry-run without a grant: exit %d\n%s%s", code, out, errOut)
 	}
+	if code, out, errOut = agentctlAt(url, "tenant", "add", "acme"); code != 0 {
+		t.Fatalf("tenant add: exit %d\n%s%s", code, out, errOut)
+	}
 	if code, out, errOut = agentctlAt(url, "tenant", "grant", "acme", "--tool", "http_request"); code != 0 {
 		t.Fatalf("grant: exit %d\n%s%s", code, out, errOut)
 	}
