@@ -21,6 +21,12 @@ import (
 )
 
 func main() {
+	// agentd's environment holds secrets (the model's key, the Slack token,
+	// the database URL): no process of its user, the MCP servers it starts
+	// among them, may read them from /proc/<pid>/environ.
+	if err := daemon.HideEnvironment(); err != nil {
+		fmt.Fprintf(os.Stderr, "agentd: warning: processes of this user can read agentd's environment: %v\n", err)
+	}
 	// Output to a pipe whose reader is gone (agentd | tee log, after a
 	// Ctrl-C ended tee too) must not kill the daemon mid-shutdown: with
 	// SIGPIPE handled, such a write fails with EPIPE instead (os/signal).
