@@ -335,6 +335,11 @@ func (d *Daemon) EndGrace() {
 // tasks finish within the grace period and releases the rest.
 func (d *Daemon) Run(ctx context.Context) error {
 	cfg, log := &d.cfg, d.cfg.Logger
+	// Nothing of the configuration is stored before all of it is checked:
+	// a daemon that refuses to start changes nothing (issue 30, U5).
+	if err := checkSeeds(cfg); err != nil {
+		return err
+	}
 	var db *database.DB
 	err := retryStart(ctx, log, "connecting", serverUnavailable, func() (err error) {
 		db, err = database.Open(ctx, database.Config{URL: cfg.DatabaseURL, StateDir: cfg.StateDir, MaxConns: cfg.MaxConns,
@@ -358,27 +363,29 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if err := retryStart(ctx, log, "migrating", transient, func() error { return migrate(ctx, db, cfg, log) }); err != nil {
 		return err
 	}
-	if err := retryStart(ctx, log, "storing grants", transient, func() error {
-		return storeGrants(ctx, db.Pool, cfg.Grants, log)
-	}); err != nil {
-		return err
-	}
-	if err := retryStart(ctx, log, "storing limits", transient, func() error {
-		return storeLimits(ctx, db.Pool, cfg, log)
-	}); err != nil {
-		return err
-	}
-	if err := retryStart(ctx, log, "storing tenant shares", transient, func() error {
-		return storeShares(ctx, db.Pool, cfg.TenantShares, log)
-	}); err != nil {
-		return err
-	}
 	ln := cfg.Listener
 	if ln == nil {
 		if ln, err = listen(cfg); err != nil {
 			return err
 		}
 	}
+	// Until the services run, a start that fails lets go of what it opened
+	// for them, so that a Run again can bind the same address.
+	var svc *services
+	serving := false
+	defer func() {
+		if serving {
+			return
+		}
+		if svc != nil {
+			for _, c := range svc.closers {
+				c()
+			}
+		}
+		if ln != nil && ln != cfg.Listener {
+			ln.Close()
+		}
+	}()
 	m := cfg.Metrics
 	if m == nil {
 		m = metrics.New()
@@ -411,15 +418,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if err != nil {
 		return &ConfigError{err}
 	}
-	if err := retryStart(ctx, log, "publishing kinds", transient, func() error {
-		return d.publishKinds(ctx, db.Pool, pool.ID())
-	}); err != nil {
-		return err
-	}
 	check := func(ctx context.Context, kind string, payload json.RawMessage) error {
 		return d.checkPayload(ctx, db.Pool, kind, payload)
 	}
-	svc, err := buildServices(cfg, db.Pool, d.limits, m, pool.ID(), ln, d.routes, check, d.grants,
+	svc, err = buildServices(cfg, db.Pool, d.limits, m, pool.ID(), ln, d.routes, check, d.grants,
 		func() map[string]string { return mcpStates(sups) }, log)
 	if err != nil {
 		return err
@@ -428,6 +430,28 @@ func (d *Daemon) Run(ctx context.Context) error {
 		svc.runs = append(svc.runs, s.run)
 	}
 	d.sups = sups
+	// Every part is built and every setting checked: only now is the
+	// configuration's state stored, before anything is claimed or served.
+	if err := retryStart(ctx, log, "storing grants", transient, func() error {
+		return storeGrants(ctx, db.Pool, cfg.Grants, log)
+	}); err != nil {
+		return err
+	}
+	if err := retryStart(ctx, log, "storing limits", transient, func() error {
+		return storeLimits(ctx, db.Pool, cfg, log)
+	}); err != nil {
+		return err
+	}
+	if err := retryStart(ctx, log, "storing tenant shares", transient, func() error {
+		return storeShares(ctx, db.Pool, cfg.TenantShares, log)
+	}); err != nil {
+		return err
+	}
+	if err := retryStart(ctx, log, "publishing kinds", transient, func() error {
+		return d.publishKinds(ctx, db.Pool, pool.ID())
+	}); err != nil {
+		return err
+	}
 	if cfg.DatabaseURL != "" { // the embedded cluster is one local server: no failover replaces it
 		warnUnreplicated(ctx, db.Pool, unsafeTools(reg.Classes(), cfg.UnsafeHTTPAllowedHosts, cfg.MCPServers), log)
 	}
@@ -453,6 +477,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	// fails.
 	sctx, stop := context.WithCancel(ctx)
 	served := make(chan error, 1)
+	serving = true
 	go func() { served <- svc.run(sctx) }()
 	close(d.ready)
 	err = pool.Run(ctx)

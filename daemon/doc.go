@@ -14,7 +14,8 @@
 // NoMigrate), builds every part, closes Ready, and works until its context
 // ends; then it stops claiming, lets running tasks finish within Grace and
 // releases the leases of the rest. A mistake in the configuration is a
-// *ConfigError, returned before the first claim.
+// *ConfigError, returned before the first claim and before any of the
+// configuration's grants, limits and tenant shares is stored.
 //
 //	d := daemon.New(daemon.Config{DatabaseURL: os.Getenv("DATABASE_URL"), Listen: "127.0.0.1:7450"})
 //	if err := d.RegisterKind("refund", daemon.Kind(refund)); err != nil { … }
@@ -78,6 +79,14 @@
 // (mcptools.KeyMeta). A server that is down makes only its own tools fail
 // (as a transient error, tried again); MCPStates and /readyz report each
 // server.
+//
+// A stdio server runs as the daemon's user, with only the environment its
+// MCPServer gives it, but it reads whatever that user may: the daemon's
+// /proc/<pid>/environ unless the program calls HideEnvironment (agentd
+// does; Run does not, the choice being the program's for its whole
+// process), and every file of the user, env files and headers files
+// included. Run a server you do not trust under a user of its own or in a
+// sandbox, through its Command.
 //
 // # Submitting from another program
 //

@@ -5,12 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/database"
+	"github.com/agentledger/agentledger/flow"
+	"github.com/agentledger/agentledger/tenants"
 )
 
 // startRetryFor is how long start-up keeps trying a step that fails for a
@@ -65,3 +69,31 @@ func serverUnavailable(err error) bool {
 // answered: serverUnavailable, or a connection lost or refused (the server
 // restarting).
 func transient(err error) bool { return database.Unavailable(err) }
+
+// checkSeeds checks the grants, limits and tenant shares Run stores from
+// the configuration, every one before any is stored: one bad entry stores
+// none.
+func checkSeeds(cfg *Config) error {
+	for _, tenant := range slices.Sorted(maps.Keys(cfg.Grants)) {
+		g := cfg.Grants[tenant]
+		if g == nil {
+			return &ConfigError{fmt.Errorf("grant of tenant %q: nil (an empty grant grants nothing)", tenant)}
+		}
+		if err := g.Validate(); err != nil {
+			return &ConfigError{fmt.Errorf("grant of tenant %q: %w", tenant, err)}
+		}
+	}
+	for _, l := range cfg.Limits {
+		l.Source = flow.SourceConfig // as storeLimits stores it
+		if err := l.Check(); err != nil {
+			return &ConfigError{fmt.Errorf("limit of %q: %w", l.Target, err)}
+		}
+	}
+	for _, s := range cfg.TenantShares {
+		s.Source = tenants.SourceConfig
+		if err := s.Check(); err != nil {
+			return &ConfigError{fmt.Errorf("share of tenant %q: %w", s.Tenant, err)}
+		}
+	}
+	return nil
+}

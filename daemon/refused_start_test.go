@@ -1,0 +1,122 @@
+package daemon_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/daemon"
+	"github.com/agentledger/agentledger/flow"
+	"github.com/agentledger/agentledger/grants"
+	"github.com/agentledger/agentledger/internal/testdb"
+	"github.com/agentledger/agentledger/tenants"
+)
+
+// A daemon that refuses to start, whatever setting it refuses, has stored
+// none of its configuration's grants, limits and tenant shares (issue 30,
+// U5): a mistake in one part of the file never half-applies the rest. And
+// the address it bound is free again for the next try.
+func TestRefusedStartStoresNothing(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	shortToken := write("metrics-token", "short-token\n")
+	missing := filepath.Join(dir, "no-such-file")
+	notJSON := write("headers.json", "not json")
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { busy.Close() }) // after the parallel subtests
+	goodLimit := flow.Limit{Target: "mcp:shop", Rate: flow.Rate{N: 5, Per: time.Minute}}
+	goodShare := tenants.Share{Tenant: "acme", Weight: 3}
+	for _, tc := range []struct {
+		name string
+		set  func(*daemon.Config)
+		want string
+	}{
+		{"metrics token too short", func(c *daemon.Config) { c.MetricsTokenFile = shortToken }, "the token must be at least 16 characters"},
+		{"trusted proxy", func(c *daemon.Config) { c.TrustedProxies = []string{"10.0.0.0/33"} }, "--trusted-proxies"},
+		{"hooks file", func(c *daemon.Config) { c.HooksFile = missing }, "no-such-file"},
+		{"MCP env file", func(c *daemon.Config) {
+			c.MCPServers = []daemon.MCPServer{{Name: "shop", Command: []string{"shop-mcp"}, EnvFiles: map[string]string{"SHOP_TOKEN": missing}}}
+		}, "MCP server shop: the env file of SHOP_TOKEN"},
+		{"MCP server twice", func(c *daemon.Config) {
+			c.MCPServers = []daemon.MCPServer{{Name: "shop", Command: []string{"a"}}, {Name: "shop", Command: []string{"b"}}}
+		}, "MCP server shop is configured twice"},
+		{"Slack token file", func(c *daemon.Config) { c.SlackTokenFile, c.NoDispatch = missing, false }, "reading the token file"},
+		{"host headers file", func(c *daemon.Config) { c.HTTPHostHeadersFile = notJSON }, "--http-host-headers-file"},
+		{"worker lease", func(c *daemon.Config) { c.Lease = 500 * time.Millisecond }, "shorter than 1s"},
+		{"listen address in use", func(c *daemon.Config) { c.Listen = busy.Addr().String() }, "address already in use"},
+		{"a later limit", func(c *daemon.Config) {
+			c.Limits = append(c.Limits, flow.Limit{Target: "smtp:x", Rate: flow.Rate{N: 1, Per: time.Second}})
+		}, `limit of "smtp:x"`},
+		{"a tenant share", func(c *daemon.Config) {
+			c.TenantShares = append(c.TenantShares, tenants.Share{Tenant: "globex", Weight: 0})
+		}, `share of tenant "globex": weight`},
+		{"a grant", func(c *daemon.Config) { c.Grants["globex"] = &grants.Grant{PriorityFloor: 101} }, `grant of tenant "globex"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			url := testdb.URL(t)
+			// A free address, bound by the daemon before it refuses.
+			probe, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			addr := probe.Addr().String()
+			probe.Close()
+			cfg := daemon.Config{DatabaseURL: url, Logger: quiet(), Stdout: io.Discard, Listen: addr,
+				NoCron: true, NoJanitor: true, NoDispatch: true,
+				Grants:       map[string]*grants.Grant{"acme": {Kinds: []string{"echo"}}},
+				Limits:       []flow.Limit{goodLimit},
+				TenantShares: []tenants.Share{goodShare}}
+			tc.set(&cfg)
+			d := daemon.New(cfg)
+			runCtx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			ran := make(chan error, 1)
+			go func() { ran <- d.Run(runCtx) }()
+			select {
+			case err = <-ran:
+			case <-d.Ready():
+				cancel()
+				t.Fatalf("the daemon started (Run then returned %v), want it refused for %q", <-ran, tc.want)
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Run = %v, want an error containing %q", err, tc.want)
+			}
+			db := testdb.Open(t, url)
+			if g, ok, err := grants.NewStore(db).Get(ctx, "acme"); err != nil || ok {
+				t.Errorf("the configuration's grant was stored: %+v, %v", g, err)
+			}
+			if l, err := flow.NewStore(db).Get(ctx, goodLimit.Target); !errors.Is(err, agentledger.ErrNotFound) {
+				t.Errorf("the configuration's limit was stored: %+v, %v", l, err)
+			}
+			if s, err := tenants.NewStore(db).Shares(ctx); err != nil || len(s) > 0 {
+				t.Errorf("the configuration's share was stored: %+v, %v", s, err)
+			}
+			if cfg.Listen == addr {
+				ln, err := net.Listen("tcp", addr)
+				if err != nil {
+					t.Fatalf("the refused daemon still holds its address: %v", err)
+				}
+				ln.Close()
+			}
+		})
+	}
+}
