@@ -36,7 +36,7 @@ func TestWildcardModelIsTheConfiguredOne(t *testing.T) {
 	for _, model := range []string{"expensive-model", "*"} {
 		task := e.submitAs("acme", `{"prompt": "hi", "model": "`+model+`"}`)
 		_, err := e.agent.Work(ctx, task)
-		denied(t, err, `model "`+model+`" ("*" grants only the configured model, "small") (agentctl tenant grant acme --model `+model+`)`)
+		denied(t, err, `model "`+model+`" ("*" grants only the configured model, "small") (agentctl tenant grant acme --model `+grants.ShellQuote(model)+`)`)
 		if e.fake.Calls() != 0 || len(e.journal(task)) != 0 {
 			t.Fatalf("model %s: %d model calls, journal %+v: want nothing sent or recorded", model, e.fake.Calls(), e.journal(task))
 		}

@@ -86,7 +86,7 @@ func (r *runAs) describe() string {
 }
 
 // command builds a command that runs as the user, in its own process group
-// (so a terminal's Ctrl-C reaches only us), without PG* variables from our environment.
+// (so a terminal's Ctrl-C reaches only us), with serverEnv of ours.
 func (r *runAs) command(ctx context.Context, dir, name string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = dir
@@ -98,12 +98,25 @@ func (r *runAs) command(ctx context.Context, dir, name string, args ...string) *
 		}
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(r.uid), Gid: uint32(r.gid), Groups: groups}
 	}
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "PG") {
+	cmd.Env = serverEnv(os.Environ())
+	return cmd
+}
+
+// serverEnv is what of environ the server's programs get: what they need
+// to run and speak the user's locale, and nothing else. Our own secrets
+// (the model's key, the Slack token) must not reach them: a program is
+// dumpable again once executed, so its /proc/<pid>/environ is readable by
+// every process of its user, MCP servers among them. PG* variables would
+// point initdb and pg_ctl at another server, or change the cluster.
+func serverEnv(environ []string) []string {
+	env := []string{}
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		switch {
+		case name == "PATH", name == "HOME", name == "USER", name == "LOGNAME", name == "TMPDIR",
+			name == "TZ", name == "LANG", strings.HasPrefix(name, "LC_"), name == "LD_LIBRARY_PATH":
 			env = append(env, kv)
 		}
 	}
-	cmd.Env = env
-	return cmd
+	return env
 }
