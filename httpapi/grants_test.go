@@ -74,13 +74,7 @@ func TestSubmitCannotJumpTheQueue(t *testing.T) {
 // only the run knows (a URL made of an earlier result) is left to it.
 func TestSubmitRefusesWhatThePayloadNamesOutsideTheGrant(t *testing.T) {
 	t.Parallel()
-	src := &lateGrants{}
-	var e *env
-	e = newEnv(t, httpapi.Config{Grants: src, Admit: func(ctx context.Context, p claims.EnqueueParams, anyway bool) error {
-		return admit.Check(ctx, e.claims, p, admit.Options{Anyway: anyway, Override: `send "allow_unserved": true`,
-			Grants: src, Model: "house-model"})
-	}})
-	src.store = grants.NewStore(e.db)
+	e, src := newAdmittingEnv(t, "house-model")
 	token := e.tenant("acme")
 	if err := src.store.Put(context.Background(), "acme", &grants.Grant{Kinds: []string{"steps", "agent", "echo"},
 		Tools: []string{"http_request", "notify", "create_task"}, Hosts: []grants.Host{{URL: "https://api.example.com"}},
@@ -137,13 +131,7 @@ func TestSubmitRefusesWhatThePayloadNamesOutsideTheGrant(t *testing.T) {
 // under a grant without "*"); the run checks the rest on its worker.
 func TestSubmitWithNoConfiguredModelRefusesOnlyWhatIsCertain(t *testing.T) {
 	t.Parallel()
-	src := &lateGrants{}
-	var e *env
-	e = newEnv(t, httpapi.Config{Grants: src, Admit: func(ctx context.Context, p claims.EnqueueParams, anyway bool) error {
-		return admit.Check(ctx, e.claims, p, admit.Options{Anyway: anyway, Override: `send "allow_unserved": true`,
-			Grants: src, Model: ""})
-	}})
-	src.store = grants.NewStore(e.db)
+	e, src := newAdmittingEnv(t, "")
 	tokens := map[string]string{}
 	for tenant, models := range map[string][]string{"star": {"*"}, "named": {"small"}, "none": nil} {
 		tokens[tenant] = e.tenant(tenant)
@@ -174,4 +162,19 @@ func TestSubmitWithNoConfiguredModelRefusesOnlyWhatIsCertain(t *testing.T) {
 			t.Errorf("%s: %s: detail %q, want %q", tc.tenant, tc.body, p.Detail, tc.detail)
 		}
 	}
+}
+
+// newAdmittingEnv is an API whose submissions go through admit.Check with
+// the tenants' stored grants and model as the API daemon's configured
+// model.
+func newAdmittingEnv(t *testing.T, model string) (*env, *lateGrants) {
+	t.Helper()
+	src := &lateGrants{}
+	var e *env
+	e = newEnv(t, httpapi.Config{Grants: src, Admit: func(ctx context.Context, p claims.EnqueueParams, anyway bool) error {
+		return admit.Check(ctx, e.claims, p, admit.Options{Anyway: anyway, Override: `send "allow_unserved": true`,
+			Grants: src, Model: model})
+	}})
+	src.store = grants.NewStore(e.db)
+	return e, src
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -328,4 +329,23 @@ func writeFile(t *testing.T, dir, name, text string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// runTool runs a steps task of one call of tool with no arguments on the
+// daemon of database url, and returns it once it succeeded.
+func runTool(t *testing.T, url, tool string) *agentledger.Task {
+	t.Helper()
+	ctx := context.Background()
+	s := claims.New(testdb.Open(t, url))
+	payload := fmt.Sprintf(`{"steps":[{"tool":%q,"args":{}}]}`, tool)
+	r, err := s.Enqueue(ctx, claims.EnqueueParams{Kind: "steps", Payload: json.RawMessage(payload), MaxAttempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitTask(t, s, r.Task.ID, agentledger.StateSucceeded)
+	task, err := s.Get(ctx, "", r.Task.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return task
 }

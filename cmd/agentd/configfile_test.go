@@ -20,8 +20,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/agentledger/agentledger"
-	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/flow"
 	"github.com/agentledger/agentledger/internal/testdb"
 )
@@ -224,7 +222,6 @@ func init() {
 // shows a configured value.
 func TestMCPServerEnvironment(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	const llmKey, other, fromFile = "sk-e2e-6b1d93f0a4", "hunter2-e2e-77c1", "tok-from-file-31e8"
 	dir := t.TempDir()
 	tokenFile := filepath.Join(dir, "shop-token")
@@ -276,16 +273,7 @@ func TestMCPServerEnvironment(t *testing.T) {
 	}
 	waitFor(`"msg":"mcp: connected"`)
 
-	s := claims.New(testdb.Open(t, url))
-	r, err := s.Enqueue(ctx, claims.EnqueueParams{Kind: "steps", Payload: json.RawMessage(`{"steps":[{"tool":"env/environ","args":{}}]}`), MaxAttempts: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitTask(t, s, r.Task.ID, agentledger.StateSucceeded)
-	task, err := s.Get(ctx, "", r.Task.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	task := runTool(t, url, "env/environ")
 	var result struct {
 		Steps []struct {
 			Body struct {

@@ -17,8 +17,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/agentledger/agentledger"
-	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/internal/testdb"
 )
 
@@ -61,7 +59,6 @@ const nobody = 65534
 // files: /metrics serves the process_* figures.
 func TestMCPServerCannotReadAgentdEnvironment(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	const llmKey = "sk-proc-environ-9e41c7"
 	bin, dir := os.Args[0], t.TempDir()
 	var cred *syscall.Credential
@@ -93,16 +90,7 @@ func TestMCPServerCannotReadAgentdEnvironment(t *testing.T) {
 	}
 	waitLog(t, logs, `"msg":"mcp: connected"`)
 
-	s := claims.New(testdb.Open(t, url))
-	r, err := s.Enqueue(ctx, claims.EnqueueParams{Kind: "steps", Payload: json.RawMessage(`{"steps":[{"tool":"peek/peek","args":{}}]}`), MaxAttempts: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitTask(t, s, r.Task.ID, agentledger.StateSucceeded)
-	task, err := s.Get(ctx, "", r.Task.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	task := runTool(t, url, "peek/peek")
 	var result struct {
 		Steps []struct {
 			Body struct {
