@@ -1,60 +1,16 @@
 package database
 
-import (
-	"context"
-	"database/sql/driver"
-	"errors"
-	"io"
-	"net"
-	"strings"
-	"syscall"
-	"time"
-
-	"github.com/jackc/pgx/v5/pgconn"
-
-	"github.com/agentledger/agentledger"
-)
+import "github.com/agentledger/agentledger/dbaway"
 
 // AwayBackoff spaces the tries of work that waits for the database to
-// come back (Unavailable): 100ms, 200ms … 2s.
-var AwayBackoff = agentledger.Backoff{Base: 100 * time.Millisecond, Max: 2 * time.Second, Jitter: 0.2}
+// come back (Unavailable): 100ms, 200ms … 2s. It is dbaway.Backoff.
+var AwayBackoff = dbaway.Backoff
 
-// Unavailable reports whether err is the database being away for now, so
-// that the same work may pass when tried again: the server is starting,
-// stopping or restarting, it cut the session (an administrator, a
-// restart), it has no connection free, it is a standby now (a switchover
-// or failover: the next connection of a URL with
-// target_session_attrs=read-write finds the new primary), or the
-// connection was lost or refused. A write that failed so may have
-// committed all the same: its outcome is read back, not guessed.
-func Unavailable(err error) bool {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return false
-	}
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		return ServerUnavailable(pgErr.Code)
-	}
-	var connectErr *pgconn.ConnectError
-	var netErr net.Error
-	return errors.As(err, &connectErr) || errors.As(err, &netErr) || pgconn.SafeToRetry(err) ||
-		errors.Is(err, pgconn.ErrConnClosed) || errors.Is(err, driver.ErrBadConn) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE)
-}
+// Unavailable reports whether err is the database being away for now:
+// see dbaway.Unavailable, which the core imports so as not to link this
+// package's embedded cluster.
+func Unavailable(err error) bool { return dbaway.Unavailable(err) }
 
 // ServerUnavailable reports whether SQLSTATE code is the server saying it
-// cannot serve now but may soon.
-func ServerUnavailable(code string) bool {
-	switch code {
-	case "57P01", // admin_shutdown: terminated, or a fast shutdown
-		"57P02", // crash_shutdown
-		"57P03", // cannot_connect_now: starting up or shutting down
-		"53300", // too_many_connections
-		"25006", // read_only_sql_transaction: a standby, after a switchover
-		"40001", // serialization_failure
-		"40P01": // deadlock_detected
-		return true
-	}
-	return strings.HasPrefix(code, "08") // connection_exception
-}
+// cannot serve now but may soon: see dbaway.ServerUnavailable.
+func ServerUnavailable(code string) bool { return dbaway.ServerUnavailable(code) }

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/agentledger/agentledger"
-	"github.com/agentledger/agentledger/database"
+	"github.com/agentledger/agentledger/dbaway"
 	"github.com/agentledger/agentledger/problem"
 )
 
@@ -40,7 +40,7 @@ func problemOf(err error) Problem { return problem.Of(err) }
 // problemReply is the answer for err, logged when it is the server's fault.
 func (s *Server) problemReply(r *http.Request, err error) reply {
 	cause := err
-	if database.Unavailable(err) { // a restart or a failover: the client's retry (same key) resolves it
+	if dbaway.Unavailable(err) { // a restart or a failover: the client's retry (same key) resolves it
 		err = agentledger.RetryAfter(errDatabaseAway, time.Second)
 	}
 	p := problemOf(err)

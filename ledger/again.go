@@ -3,7 +3,7 @@ package ledger
 import (
 	"context"
 
-	"github.com/agentledger/agentledger/database"
+	"github.com/agentledger/agentledger/dbaway"
 )
 
 // again runs write, the fenced write of a performed effect's outcome,
@@ -16,10 +16,10 @@ import (
 func again(ctx context.Context, write func() error) error {
 	for attempt := int32(1); ; attempt++ {
 		err := write()
-		if err == nil || !database.Unavailable(err) || ctx.Err() != nil {
+		if err == nil || !dbaway.Unavailable(err) || ctx.Err() != nil {
 			return err
 		}
-		if !database.AwayBackoff.Wait(ctx, attempt) {
+		if !dbaway.Backoff.Wait(ctx, attempt) {
 			return err
 		}
 	}

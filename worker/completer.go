@@ -7,7 +7,7 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
-	"github.com/agentledger/agentledger/database"
+	"github.com/agentledger/agentledger/dbaway"
 )
 
 // maxCompletionBatch caps one completion statement.
@@ -164,7 +164,7 @@ func (c *completer) write(ctx context.Context, group []*completion, stmt func(co
 func (c *completer) settle(ctx context.Context, group []*completion, stmt func(context.Context, []*completion) error) ([]*completion, error) {
 	err := stmt(ctx, group)
 	for attempt := int32(1); err != nil && uncertain(err); attempt++ {
-		if !database.AwayBackoff.Wait(ctx, attempt) {
+		if !dbaway.Backoff.Wait(ctx, attempt) {
 			return group, err
 		}
 		leases := make([]agentledger.Lease, len(group))
