@@ -1,0 +1,60 @@
+-- claims.cancel: cancelSQL of package claims, as Store.Cancel sends it (3 parameters); go test ./claims -run TestGoldenSQL -update rewrites this file
+/* claims.cancel */
+WITH now AS (SELECT coalesce($3::timestamptz, now()) AS t),
+cur AS (
+	SELECT id, state, state = 'running' AND lease_expires_at > now.t AS live, compensation IS NOT NULL AS undoing,
+		lease_token, attempt, generation, lease_owner, coalesce(attempted_at, updated_at) AS attempted_at
+	FROM tasks, now
+	WHERE id = $1 AND ($2 = '' OR tenant = $2)
+	FOR UPDATE OF tasks
+),
+upd AS (
+	UPDATE tasks t SET
+		state = CASE WHEN cur.live THEN 'running' WHEN EXISTS (SELECT 1 FROM ledger l WHERE l.task_id = t.id AND l.generation = t.generation
+		AND l.compensate IS NOT NULL AND l.state <> 'failed' AND NOT (l.state = 'unknown' AND l.retry_allowed)) THEN 'compensating' ELSE 'cancelled' END,
+		compensation = CASE WHEN NOT cur.live AND EXISTS (SELECT 1 FROM ledger l WHERE l.task_id = t.id AND l.generation = t.generation
+		AND l.compensate IS NOT NULL AND l.state <> 'failed' AND NOT (l.state = 'unknown' AND l.retry_allowed)) THEN 'cancelled' END,
+		attempt = CASE WHEN NOT cur.live AND EXISTS (SELECT 1 FROM ledger l WHERE l.task_id = t.id AND l.generation = t.generation
+		AND l.compensate IS NOT NULL AND l.state <> 'failed' AND NOT (l.state = 'unknown' AND l.retry_allowed)) THEN 0 ELSE t.attempt END,
+		cancel_requested_at = CASE WHEN NOT cur.live AND EXISTS (SELECT 1 FROM ledger l WHERE l.task_id = t.id AND l.generation = t.generation
+		AND l.compensate IS NOT NULL AND l.state <> 'failed' AND NOT (l.state = 'unknown' AND l.retry_allowed)) THEN NULL ELSE coalesce(t.cancel_requested_at, now.t) END,
+		run_at = CASE WHEN NOT cur.live AND EXISTS (SELECT 1 FROM ledger l WHERE l.task_id = t.id AND l.generation = t.generation
+		AND l.compensate IS NOT NULL AND l.state <> 'failed' AND NOT (l.state = 'unknown' AND l.retry_allowed)) THEN now.t ELSE t.run_at END,
+		finished_at = CASE WHEN NOT cur.live AND NOT EXISTS (SELECT 1 FROM ledger l WHERE l.task_id = t.id AND l.generation = t.generation
+		AND l.compensate IS NOT NULL AND l.state <> 'failed' AND NOT (l.state = 'unknown' AND l.retry_allowed)) THEN now.t END,
+		last_error = CASE WHEN cur.live THEN t.last_error ELSE 'cancelled by operator' END,
+		lease_expires_at = CASE WHEN cur.live THEN t.lease_expires_at END,
+		updated_at = now.t
+	FROM cur, now
+	WHERE t.id = cur.id AND cur.state NOT IN ('succeeded', 'dead', 'cancelled', 'compensated') AND NOT cur.undoing
+	RETURNING t.id, t.generation, CASE WHEN t.state = 'compensating' AND t.attempt = 0
+		THEN (SELECT p.attempt FROM tasks p WHERE p.id = t.id) ELSE t.attempt END AS attempt,
+		t.state = 'compensating' AND t.attempt = 0 AS entered, t.tenant, t.queue, t.kind, t.state, t.max_attempts, t.last_error, t.result
+),
+events AS (
+	INSERT INTO outbox (tenant, task_id, generation, attempt, event, rule, channel, payload,
+		available_at, created_at, updated_at)
+	SELECT s.tenant, s.id, s.generation, s.attempt, s.state, r.name, r.channel,
+		jsonb_strip_nulls(jsonb_build_object('kind', s.kind, 'queue', s.queue, 'state', s.state,
+			'attempt', s.attempt, 'max_attempts', s.max_attempts,
+			'error', left(s.last_error, 1000), 'result', left(s.result::text, 1000))),
+		(SELECT t FROM now), (SELECT t FROM now), (SELECT t FROM now)
+	FROM notification_rules r CROSS JOIN LATERAL (
+		SELECT * FROM upd s
+		WHERE s.state = ANY (r.events) AND coalesce(r.tenant = s.tenant, true)
+			AND coalesce(r.queue = s.queue, true) AND coalesce(r.kind = s.kind, true)
+		OFFSET 0
+	) s
+	WHERE r.enabled
+	ORDER BY s.id, r.name
+),
+lost AS (
+	INSERT INTO task_attempts (task_id, lease_token, attempt, generation, worker, started_at, ended_at, outcome, error)
+	SELECT cur.id, cur.lease_token, cur.attempt, cur.generation, cur.lease_owner, cur.attempted_at, now.t,
+		'lease_expired', 'lease expired before the attempt finished; task cancelled by operator'
+	FROM cur, now
+	WHERE cur.state = 'running' AND NOT cur.live
+	ON CONFLICT (task_id, lease_token) DO UPDATE SET
+		ended_at = EXCLUDED.ended_at, outcome = EXCLUDED.outcome, error = EXCLUDED.error
+)
+SELECT cur.state, upd.id IS NOT NULL, cur.undoing FROM cur LEFT JOIN upd ON upd.id = cur.id

@@ -1,0 +1,213 @@
+-- claims.claim: claimSQL of package claims, as Store.Claim sends it (6 parameters); go test ./claims -run TestGoldenSQL -update rewrites this file
+/* claims.claim */
+WITH RECURSIVE now AS (SELECT coalesce($5::timestamptz, now()) AS t,
+	(extract(epoch FROM coalesce($5::timestamptz, now())) * 1000000)::bigint AS token_floor),
+heads AS (
+	(SELECT tenant, priority FROM tasks
+	WHERE queue = $1 AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
+			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
+	ORDER BY tenant, priority, run_at, id
+	LIMIT 1)
+	UNION ALL
+	SELECT n.tenant, n.priority
+	FROM heads h
+	CROSS JOIN LATERAL (
+		SELECT tenant, priority FROM tasks
+		WHERE queue = $1 AND tenant > h.tenant AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
+			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
+		ORDER BY tenant, priority, run_at, id
+		LIMIT 1
+	) n
+),
+shares AS (
+	SELECT h.tenant, h.priority, coalesce(s.weight, 1) AS weight, s.max_running
+	FROM heads h LEFT JOIN tenant_shares s ON s.tenant = h.tenant
+),
+room AS (
+	SELECT coalesce(jsonb_object_agg(tenant, room), '{}') AS m
+	FROM agentledger_tenant_room(ARRAY(SELECT tenant FROM shares WHERE max_running IS NOT NULL))
+	WHERE EXISTS (SELECT FROM shares WHERE max_running IS NOT NULL)
+),
+open AS (
+	SELECT tenant, priority, weight, room FROM (
+		SELECT tenant, priority, weight, ((SELECT m FROM room) ->> tenant)::int AS room FROM shares OFFSET 0
+	) h
+	WHERE coalesce(room, 1) > 0
+),
+quota AS (
+	SELECT tenant, room, priority, weight, -ln(1 - random()) / weight AS draw,
+		least(room, ceil($3 * weight::float8 / sum(weight) OVER ())::int) AS quota
+	FROM open
+),
+busy AS (
+	SELECT coalesce(jsonb_object_agg(tenant, n), '{}') AS m
+	FROM (SELECT tenant, count(*) AS n FROM tasks WHERE queue = $1 AND state = 'running' GROUP BY tenant) r
+	WHERE (SELECT sum(quota) FROM quota) > $3
+),
+give AS (
+	SELECT tenant, room, row_number() OVER w AS ord,
+		greatest(least(quota, $3 - sum(quota) OVER w + quota), 0)::int AS n
+	FROM (
+		SELECT tenant, room, priority, draw, quota,
+			coalesce(((SELECT m FROM busy) ->> tenant)::float8, 0) / weight AS load
+		FROM quota
+	) q
+	WINDOW w AS (ORDER BY priority, load, draw, tenant ROWS UNBOUNDED PRECEDING)
+),
+fair AS (
+	SELECT f.id, f.tenant, f.priority, f.run_at
+	FROM give g
+	CROSS JOIN LATERAL (
+		SELECT id, tenant, priority, run_at FROM tasks
+		WHERE queue = $1 AND tenant = g.tenant AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
+			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
+		ORDER BY priority, run_at, id
+		LIMIT g.n
+		FOR UPDATE OF tasks SKIP LOCKED
+	) f
+	WHERE g.n > 0
+),
+-- what each tenant got of its quota: how many, and its last task
+ends AS (
+	SELECT coalesce(jsonb_object_agg(tenant, jsonb_build_object('n', n, 'p', priority, 'r', run_at, 'i', id)), '{}') AS m
+	FROM (
+		SELECT DISTINCT ON (tenant) tenant, priority, run_at, id, count(*) OVER (PARTITION BY tenant) AS n
+		FROM fair
+		ORDER BY tenant, priority DESC, run_at DESC, id DESC
+	) l
+),
+after AS (
+	SELECT tenant, ord,
+		CASE WHEN room IS NULL THEN $3 ELSE greatest(room - coalesce((e ->> 'n')::int, 0), 0) END AS n,
+		coalesce((e ->> 'p')::smallint, -32768) AS p,
+		coalesce((e ->> 'r')::timestamptz, '-infinity') AS r,
+		coalesce((e ->> 'i')::bigint, 0) AS i
+	FROM (SELECT tenant, ord, room, (SELECT m FROM ends) -> tenant AS e FROM give OFFSET 0) g
+),
+fill AS (
+	SELECT f.id, f.priority, f.run_at
+	FROM (SELECT * FROM after ORDER BY ord) g
+	CROSS JOIN LATERAL (
+		SELECT id, priority, run_at FROM tasks
+		WHERE queue = $1 AND tenant = g.tenant AND (priority, run_at, id) > (g.p, g.r, g.i) AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
+			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
+		ORDER BY priority, run_at, id
+		LIMIT g.n
+		FOR UPDATE OF tasks SKIP LOCKED
+	) f
+	LIMIT $3 - (SELECT count(*) FROM fair)
+),
+-- one tenant with due tasks and no cap (the common case): its tasks,
+-- without the shares, quotas and refill, which are then never run
+alone AS (
+	SELECT count(*) <= 1 AND NOT EXISTS (
+		SELECT FROM tenant_shares s WHERE s.max_running IS NOT NULL
+			AND s.tenant = (SELECT tenant FROM heads LIMIT 1)) AS yes
+	FROM (SELECT FROM heads LIMIT 2) h
+),
+single AS (
+	SELECT id, priority, run_at FROM tasks
+	WHERE queue = $1 AND tenant = (SELECT tenant FROM heads LIMIT 1) AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
+			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
+	ORDER BY priority, run_at, id
+	LIMIT $3
+	FOR UPDATE OF tasks SKIP LOCKED
+),
+due AS (
+	SELECT id, priority, run_at AS since FROM single WHERE (SELECT yes FROM alone)
+	UNION ALL
+	SELECT id, priority, run_at FROM fair WHERE NOT (SELECT yes FROM alone)
+	UNION ALL
+	SELECT id, priority, run_at FROM fill WHERE NOT (SELECT yes FROM alone)
+),
+expired_leases AS (
+	SELECT id, priority, lease_expires_at AS since, attempt >= max_attempts AS exhausted,
+		lease_token, attempt, generation, lease_owner, coalesce(attempted_at, updated_at) AS attempted_at
+	FROM tasks, now
+	WHERE queue = $1 AND state = 'running' AND lease_expires_at <= now.t
+		AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
+	ORDER BY lease_expires_at, id
+	LIMIT $3
+	FOR UPDATE OF tasks SKIP LOCKED
+),
+picked AS (
+	SELECT id FROM (
+		SELECT id, priority, since FROM due
+		UNION ALL
+		SELECT id, priority, since FROM expired_leases WHERE NOT exhausted
+	) c
+	ORDER BY priority, since, id
+	LIMIT $3
+),
+-- A task whose last allowed attempt lost its lease (the worker crashed or
+-- stalled, perhaps because of the task itself) is dead-lettered, not run
+-- again forever.
+buried AS (
+	UPDATE tasks t SET
+		state = CASE WHEN t.compensation IS NOT NULL THEN 'needs_attention' WHEN (t.compensation IS NULL AND (true) AND EXISTS (SELECT 1 FROM ledger l WHERE l.task_id = t.id AND l.generation = t.generation
+		AND l.compensate IS NOT NULL AND l.state <> 'failed' AND NOT (l.state = 'unknown' AND l.retry_allowed))) THEN 'compensating'
+			WHEN t.cancel_requested_at IS NULL THEN 'dead' ELSE 'cancelled' END,
+		last_error = CASE WHEN t.cancel_requested_at IS NULL
+			THEN 'the lease of its last allowed attempt expired: the worker crashed or stalled'
+			ELSE 'cancelled by operator' END,
+		compensation = CASE WHEN (t.compensation IS NULL AND (true) AND EXISTS (SELECT 1 FROM ledger l WHERE l.task_id = t.id AND l.generation = t.generation
+		AND l.compensate IS NOT NULL AND l.state <> 'failed' AND NOT (l.state = 'unknown' AND l.retry_allowed))) THEN CASE WHEN t.cancel_requested_at IS NULL THEN 'failed' ELSE 'cancelled' END ELSE t.compensation END,
+		attempt = CASE WHEN (t.compensation IS NULL AND (true) AND EXISTS (SELECT 1 FROM ledger l WHERE l.task_id = t.id AND l.generation = t.generation
+		AND l.compensate IS NOT NULL AND l.state <> 'failed' AND NOT (l.state = 'unknown' AND l.retry_allowed))) THEN 0 ELSE t.attempt END,
+		cancel_requested_at = CASE WHEN (t.compensation IS NULL AND (true) AND EXISTS (SELECT 1 FROM ledger l WHERE l.task_id = t.id AND l.generation = t.generation
+		AND l.compensate IS NOT NULL AND l.state <> 'failed' AND NOT (l.state = 'unknown' AND l.retry_allowed))) THEN NULL ELSE t.cancel_requested_at END,
+		lease_expires_at = NULL,
+		run_at = CASE WHEN (t.compensation IS NULL AND (true) AND EXISTS (SELECT 1 FROM ledger l WHERE l.task_id = t.id AND l.generation = t.generation
+		AND l.compensate IS NOT NULL AND l.state <> 'failed' AND NOT (l.state = 'unknown' AND l.retry_allowed))) THEN (SELECT now.t FROM now) ELSE t.run_at END,
+		finished_at = CASE WHEN t.compensation IS NULL AND NOT (t.compensation IS NULL AND (true) AND EXISTS (SELECT 1 FROM ledger l WHERE l.task_id = t.id AND l.generation = t.generation
+		AND l.compensate IS NOT NULL AND l.state <> 'failed' AND NOT (l.state = 'unknown' AND l.retry_allowed))) THEN (SELECT now.t FROM now) END,
+		updated_at = (SELECT now.t FROM now)
+	FROM expired_leases e
+	WHERE t.id = e.id AND e.exhausted
+	RETURNING t.id, t.generation, e.attempt, t.tenant, t.queue, t.kind, t.state, t.max_attempts, t.last_error, t.result
+),
+events AS (
+	INSERT INTO outbox (tenant, task_id, generation, attempt, event, rule, channel, payload,
+		available_at, created_at, updated_at)
+	SELECT s.tenant, s.id, s.generation, s.attempt, s.state, r.name, r.channel,
+		jsonb_strip_nulls(jsonb_build_object('kind', s.kind, 'queue', s.queue, 'state', s.state,
+			'attempt', s.attempt, 'max_attempts', s.max_attempts,
+			'error', left(s.last_error, 1000), 'result', left(s.result::text, 1000))),
+		(SELECT t FROM now), (SELECT t FROM now), (SELECT t FROM now)
+	FROM notification_rules r CROSS JOIN LATERAL (
+		SELECT * FROM buried s
+		WHERE s.state = ANY (r.events) AND coalesce(r.tenant = s.tenant, true)
+			AND coalesce(r.queue = s.queue, true) AND coalesce(r.kind = s.kind, true)
+		OFFSET 0
+	) s
+	WHERE r.enabled
+	ORDER BY s.id, r.name
+),
+expired AS (
+	INSERT INTO task_attempts (task_id, lease_token, attempt, generation, worker, started_at, ended_at, outcome, error)
+	SELECT e.id, e.lease_token, e.attempt, e.generation, e.lease_owner, e.attempted_at, (SELECT now.t FROM now), 'lease_expired',
+		CASE WHEN e.exhausted THEN 'lease expired before the attempt finished; no attempts left'
+		ELSE 'lease expired before the attempt finished; task claimed again' END
+	FROM expired_leases e
+	WHERE e.exhausted OR e.id IN (SELECT id FROM picked)
+	ON CONFLICT (task_id, lease_token) DO UPDATE SET
+		ended_at = EXCLUDED.ended_at, outcome = EXCLUDED.outcome, error = EXCLUDED.error
+),
+claimed AS (
+UPDATE tasks t SET
+	state = 'running',
+	attempt = t.attempt + 1,
+	lease_owner = $2,
+	lease_token = greatest(t.lease_token + 1, now.token_floor),
+	lease_expires_at = now.t + $4::interval,
+	attempted_at = now.t,
+	updated_at = now.t,
+	wait_reason = NULL
+FROM now
+WHERE t.id = ANY (ARRAY(SELECT id FROM picked))
+RETURNING t.*
+)
+SELECT id, tenant, queue, kind, payload, priority, run_at, state,
+	attempt, max_attempts, generation, lease_owner, lease_token, lease_expires_at,
+	cancel_requested_at, result, last_error, submission_key, created_at,
+	updated_at, finished_at, wait_reason, compensation, traceparent, replay_traceparent FROM claimed ORDER BY priority, run_at, id

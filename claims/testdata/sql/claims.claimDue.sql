@@ -1,0 +1,134 @@
+-- claims.claimDue: claimDueSQL of package claims, as Store.Claim sends it (6 parameters); go test ./claims -run TestGoldenSQL -update rewrites this file
+/* claims.claimDue */
+WITH RECURSIVE now AS (SELECT coalesce($5::timestamptz, now()) AS t,
+	(extract(epoch FROM coalesce($5::timestamptz, now())) * 1000000)::bigint AS token_floor),
+heads AS (
+	(SELECT tenant, priority FROM tasks
+	WHERE queue = $1 AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
+			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
+	ORDER BY tenant, priority, run_at, id
+	LIMIT 1)
+	UNION ALL
+	SELECT n.tenant, n.priority
+	FROM heads h
+	CROSS JOIN LATERAL (
+		SELECT tenant, priority FROM tasks
+		WHERE queue = $1 AND tenant > h.tenant AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
+			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
+		ORDER BY tenant, priority, run_at, id
+		LIMIT 1
+	) n
+),
+shares AS (
+	SELECT h.tenant, h.priority, coalesce(s.weight, 1) AS weight, s.max_running
+	FROM heads h LEFT JOIN tenant_shares s ON s.tenant = h.tenant
+),
+room AS (
+	SELECT coalesce(jsonb_object_agg(tenant, room), '{}') AS m
+	FROM agentledger_tenant_room(ARRAY(SELECT tenant FROM shares WHERE max_running IS NOT NULL))
+	WHERE EXISTS (SELECT FROM shares WHERE max_running IS NOT NULL)
+),
+open AS (
+	SELECT tenant, priority, weight, room FROM (
+		SELECT tenant, priority, weight, ((SELECT m FROM room) ->> tenant)::int AS room FROM shares OFFSET 0
+	) h
+	WHERE coalesce(room, 1) > 0
+),
+quota AS (
+	SELECT tenant, room, priority, weight, -ln(1 - random()) / weight AS draw,
+		least(room, ceil($3 * weight::float8 / sum(weight) OVER ())::int) AS quota
+	FROM open
+),
+busy AS (
+	SELECT coalesce(jsonb_object_agg(tenant, n), '{}') AS m
+	FROM (SELECT tenant, count(*) AS n FROM tasks WHERE queue = $1 AND state = 'running' GROUP BY tenant) r
+	WHERE (SELECT sum(quota) FROM quota) > $3
+),
+give AS (
+	SELECT tenant, room, row_number() OVER w AS ord,
+		greatest(least(quota, $3 - sum(quota) OVER w + quota), 0)::int AS n
+	FROM (
+		SELECT tenant, room, priority, draw, quota,
+			coalesce(((SELECT m FROM busy) ->> tenant)::float8, 0) / weight AS load
+		FROM quota
+	) q
+	WINDOW w AS (ORDER BY priority, load, draw, tenant ROWS UNBOUNDED PRECEDING)
+),
+fair AS (
+	SELECT f.id, f.tenant, f.priority, f.run_at
+	FROM give g
+	CROSS JOIN LATERAL (
+		SELECT id, tenant, priority, run_at FROM tasks
+		WHERE queue = $1 AND tenant = g.tenant AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
+			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
+		ORDER BY priority, run_at, id
+		LIMIT g.n
+		FOR UPDATE OF tasks SKIP LOCKED
+	) f
+	WHERE g.n > 0
+),
+-- what each tenant got of its quota: how many, and its last task
+ends AS (
+	SELECT coalesce(jsonb_object_agg(tenant, jsonb_build_object('n', n, 'p', priority, 'r', run_at, 'i', id)), '{}') AS m
+	FROM (
+		SELECT DISTINCT ON (tenant) tenant, priority, run_at, id, count(*) OVER (PARTITION BY tenant) AS n
+		FROM fair
+		ORDER BY tenant, priority DESC, run_at DESC, id DESC
+	) l
+),
+after AS (
+	SELECT tenant, ord,
+		CASE WHEN room IS NULL THEN $3 ELSE greatest(room - coalesce((e ->> 'n')::int, 0), 0) END AS n,
+		coalesce((e ->> 'p')::smallint, -32768) AS p,
+		coalesce((e ->> 'r')::timestamptz, '-infinity') AS r,
+		coalesce((e ->> 'i')::bigint, 0) AS i
+	FROM (SELECT tenant, ord, room, (SELECT m FROM ends) -> tenant AS e FROM give OFFSET 0) g
+),
+fill AS (
+	SELECT f.id, f.priority, f.run_at
+	FROM (SELECT * FROM after ORDER BY ord) g
+	CROSS JOIN LATERAL (
+		SELECT id, priority, run_at FROM tasks
+		WHERE queue = $1 AND tenant = g.tenant AND (priority, run_at, id) > (g.p, g.r, g.i) AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
+			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
+		ORDER BY priority, run_at, id
+		LIMIT g.n
+		FOR UPDATE OF tasks SKIP LOCKED
+	) f
+	LIMIT $3 - (SELECT count(*) FROM fair)
+),
+-- one tenant with due tasks and no cap (the common case): its tasks,
+-- without the shares, quotas and refill, which are then never run
+alone AS (
+	SELECT count(*) <= 1 AND NOT EXISTS (
+		SELECT FROM tenant_shares s WHERE s.max_running IS NOT NULL
+			AND s.tenant = (SELECT tenant FROM heads LIMIT 1)) AS yes
+	FROM (SELECT FROM heads LIMIT 2) h
+),
+single AS (
+	SELECT id, priority, run_at FROM tasks
+	WHERE queue = $1 AND tenant = (SELECT tenant FROM heads LIMIT 1) AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
+			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
+	ORDER BY priority, run_at, id
+	LIMIT $3
+	FOR UPDATE OF tasks SKIP LOCKED
+),
+due AS (
+	SELECT id, priority, run_at AS since FROM single WHERE (SELECT yes FROM alone)
+	UNION ALL
+	SELECT id, priority, run_at FROM fair WHERE NOT (SELECT yes FROM alone)
+	UNION ALL
+	SELECT id, priority, run_at FROM fill WHERE NOT (SELECT yes FROM alone)
+)
+UPDATE tasks t SET
+	state = 'running',
+	attempt = t.attempt + 1,
+	lease_owner = $2,
+	lease_token = greatest(t.lease_token + 1, now.token_floor),
+	lease_expires_at = now.t + $4::interval,
+	attempted_at = now.t,
+	updated_at = now.t,
+	wait_reason = (SELECT NULL::text FROM set_config('synchronous_commit', 'off', true))
+FROM now
+WHERE t.id = ANY (ARRAY(SELECT id FROM due))
+RETURNING t.id, t.tenant, t.queue, t.kind, t.payload, t.priority, t.run_at, t.state, t.attempt, t.max_attempts, t.generation, t.lease_owner, t.lease_token, t.lease_expires_at, t.cancel_requested_at, t.result, t.last_error, t.submission_key, t.created_at, t.updated_at, t.finished_at, t.wait_reason, t.compensation, t.traceparent, t.replay_traceparent

@@ -1,0 +1,23 @@
+-- claims.defer: deferSQL of package claims, as Store.DeferMany sends it (4 parameters); go test ./claims -run TestGoldenSQL -update rewrites this file
+/* claims.defer */
+WITH done AS (
+	UPDATE tasks t SET
+		state = CASE WHEN t.compensation IS NULL THEN 'queued' ELSE 'compensating' END,
+		attempt = t.attempt - 1,
+		run_at = CASE WHEN t.cancel_requested_at IS NULL THEN ($3::jsonb -> t.id::text ->> 'until')::timestamptz
+			ELSE coalesce($4::timestamptz, now()) END,
+		wait_reason = $3::jsonb -> t.id::text ->> 'reason',
+		lease_expires_at = NULL,
+		updated_at = coalesce($4::timestamptz, now())
+	WHERE t.id = ANY ($1::bigint[]) AND t.lease_token = ($2::jsonb -> t.id::text)::bigint
+		AND t.lease_expires_at IS NOT NULL
+	RETURNING t.id, t.lease_token, t.attempt + 1 AS attempt, t.generation, t.wait_reason, t.lease_owner,
+		coalesce(t.attempted_at, (SELECT p.updated_at FROM tasks p WHERE p.id = t.id)) AS attempted_at
+),
+closed AS (
+	INSERT INTO task_attempts (task_id, lease_token, attempt, generation, worker, started_at, ended_at, outcome, error)
+	SELECT id, lease_token, attempt, generation, lease_owner, attempted_at, coalesce($4::timestamptz, now()),
+		'deferred', wait_reason
+	FROM done
+)
+SELECT id FROM done

@@ -1,0 +1,36 @@
+-- claims.requeue: requeueSQL of package claims, as Store.Requeue sends it (6 parameters); go test ./claims -run TestGoldenSQL -update rewrites this file
+/* claims.requeue */
+WITH cur AS (
+	SELECT id, state, ledger_expired_at IS NOT NULL AS expired FROM tasks
+	WHERE id = $1 AND ($2 = '' OR tenant = $2)
+	FOR UPDATE
+),
+upd AS (
+	UPDATE tasks t SET
+		state = CASE WHEN $3 = 0 AND t.compensation IS NOT NULL THEN 'compensating' ELSE 'queued' END,
+		compensation = CASE WHEN $3 = 1 THEN NULL ELSE t.compensation END,
+		ledger_expired_at = CASE WHEN $3 = 1 THEN NULL ELSE t.ledger_expired_at END,
+		generation = t.generation + $3,
+		attempt = 0,
+		run_at = coalesce($5::timestamptz, now()),
+		cancel_requested_at = NULL,
+		finished_at = NULL,
+		result = CASE WHEN $3 = 1 THEN NULL ELSE t.result END,
+		replay_traceparent = $6::text,
+		updated_at = coalesce($5::timestamptz, now())
+	FROM cur
+	WHERE t.id = cur.id AND t.state = ANY ($4::text[]) AND ($3 = 1 OR t.ledger_expired_at IS NULL)
+	RETURNING t.id, t.generation, t.state = 'compensating' AS undoing
+),
+reopen AS (
+	UPDATE ledger l SET state = 'pending',
+		note = 'tried again by a replay of the compensation' || coalesce(' (it had failed: ' || l.error || ')', ''),
+		error = NULL, completed_at = NULL, retry_allowed = false, updated_at = now()
+	FROM upd
+	WHERE upd.undoing AND l.task_id = upd.id AND l.generation = upd.generation
+		AND starts_with(l.step_path, 'compensate/') AND l.state = 'failed' AND l.class IN ('keyed', 'reconcilable')
+),
+wake AS (
+	SELECT pg_notify('agentledger_task_insert', t.queue) FROM tasks t JOIN upd ON upd.id = t.id
+)
+SELECT cur.state, cur.expired, upd.id IS NOT NULL, (SELECT count(*) FROM wake) FROM cur LEFT JOIN upd ON upd.id = cur.id

@@ -1,0 +1,49 @@
+-- claims.stop: stopSQL of package claims, as Store.Cancelled and Store.NeedsAttention send it (5 parameters); go test ./claims -run TestGoldenSQL -update rewrites this file
+/* claims.stop */
+WITH done AS (
+	UPDATE tasks t SET
+		state = CASE WHEN (t.compensation IS NULL AND ($5 = 'cancelled') AND EXISTS (SELECT 1 FROM ledger l WHERE l.task_id = t.id AND l.generation = t.generation
+		AND l.compensate IS NOT NULL AND l.state <> 'failed' AND NOT (l.state = 'unknown' AND l.retry_allowed))) THEN 'compensating' ELSE $5 END,
+		last_error = $3,
+		compensation = CASE WHEN (t.compensation IS NULL AND ($5 = 'cancelled') AND EXISTS (SELECT 1 FROM ledger l WHERE l.task_id = t.id AND l.generation = t.generation
+		AND l.compensate IS NOT NULL AND l.state <> 'failed' AND NOT (l.state = 'unknown' AND l.retry_allowed))) THEN 'cancelled' ELSE t.compensation END,
+		attempt = CASE WHEN (t.compensation IS NULL AND ($5 = 'cancelled') AND EXISTS (SELECT 1 FROM ledger l WHERE l.task_id = t.id AND l.generation = t.generation
+		AND l.compensate IS NOT NULL AND l.state <> 'failed' AND NOT (l.state = 'unknown' AND l.retry_allowed))) THEN 0 ELSE t.attempt END,
+		cancel_requested_at = CASE WHEN (t.compensation IS NULL AND ($5 = 'cancelled') AND EXISTS (SELECT 1 FROM ledger l WHERE l.task_id = t.id AND l.generation = t.generation
+		AND l.compensate IS NOT NULL AND l.state <> 'failed' AND NOT (l.state = 'unknown' AND l.retry_allowed))) THEN NULL ELSE t.cancel_requested_at END,
+		lease_expires_at = NULL,
+		run_at = CASE WHEN (t.compensation IS NULL AND ($5 = 'cancelled') AND EXISTS (SELECT 1 FROM ledger l WHERE l.task_id = t.id AND l.generation = t.generation
+		AND l.compensate IS NOT NULL AND l.state <> 'failed' AND NOT (l.state = 'unknown' AND l.retry_allowed))) THEN coalesce($4::timestamptz, now()) ELSE t.run_at END,
+		finished_at = CASE WHEN $5 = 'cancelled' AND NOT (t.compensation IS NULL AND ($5 = 'cancelled') AND EXISTS (SELECT 1 FROM ledger l WHERE l.task_id = t.id AND l.generation = t.generation
+		AND l.compensate IS NOT NULL AND l.state <> 'failed' AND NOT (l.state = 'unknown' AND l.retry_allowed))) THEN coalesce($4::timestamptz, now()) END,
+		updated_at = coalesce($4::timestamptz, now())
+	WHERE t.id = ANY ($1::bigint[]) AND t.lease_token = ($2::jsonb -> t.id::text)::bigint
+		AND t.lease_expires_at IS NOT NULL
+	RETURNING t.id, t.lease_token, CASE WHEN t.state = 'compensating' AND t.attempt = 0
+		THEN (SELECT p.attempt FROM tasks p WHERE p.id = t.id) ELSE t.attempt END AS attempt,
+		t.state = 'compensating' AND t.attempt = 0 AS entered, t.generation, t.tenant, t.queue, t.kind, t.state, t.max_attempts, t.last_error, t.result, t.lease_owner,
+		coalesce(t.attempted_at, (SELECT p.updated_at FROM tasks p WHERE p.id = t.id)) AS attempted_at
+),
+closed AS (
+	INSERT INTO task_attempts (task_id, lease_token, attempt, generation, worker, started_at, ended_at, outcome, error)
+	SELECT id, lease_token, attempt, generation, lease_owner, attempted_at, coalesce($4::timestamptz, now()), $5, $3
+	FROM done
+),
+events AS (
+	INSERT INTO outbox (tenant, task_id, generation, attempt, event, rule, channel, payload,
+		available_at, created_at, updated_at)
+	SELECT s.tenant, s.id, s.generation, s.attempt, s.state, r.name, r.channel,
+		jsonb_strip_nulls(jsonb_build_object('kind', s.kind, 'queue', s.queue, 'state', s.state,
+			'attempt', s.attempt, 'max_attempts', s.max_attempts,
+			'error', left(s.last_error, 1000), 'result', left(s.result::text, 1000))),
+		coalesce($4::timestamptz, now()), coalesce($4::timestamptz, now()), coalesce($4::timestamptz, now())
+	FROM notification_rules r CROSS JOIN LATERAL (
+		SELECT * FROM done s
+		WHERE s.state = ANY (r.events) AND coalesce(r.tenant = s.tenant, true)
+			AND coalesce(r.queue = s.queue, true) AND coalesce(r.kind = s.kind, true)
+		OFFSET 0
+	) s
+	WHERE r.enabled
+	ORDER BY s.id, r.name
+)
+SELECT id FROM done
