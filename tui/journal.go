@@ -9,7 +9,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/agentledger/agentledger/operator"
-	"github.com/agentledger/agentledger/saga"
+	"github.com/agentledger/agentledger/render"
 )
 
 // journalModel is the journal tab: the effects in the order they were
@@ -134,7 +134,7 @@ func (m journalModel) View() string {
 		if i == m.cursor {
 			mark = "> "
 		}
-		row := columns(journalWidths, e.Step, e.Operation, string(e.Class), s.Effect(e.State), shortKey(e.Key), summary(e))
+		row := columns(journalWidths, e.Step, e.Operation, string(e.Class), s.Effect(e.State), shortKey(e.Key), render.Summary(e, 0))
 		if i == m.cursor {
 			row = s.Cursor.Render(row)
 		}
@@ -148,39 +148,6 @@ func (m journalModel) View() string {
 	offset := min(m.offset, max(len(lines)-1, 0))
 	end := min(offset+m.rows(), len(lines))
 	return header + "\n" + strings.Join(lines[offset:end], "\n")
-}
-
-// summary is one line about an effect's outcome, as agentctl show prints
-// it: the error, or the status, ref, result and note; a compensation's
-// first says which effect it undoes (its step is cut in the narrow column).
-func summary(e operator.Effect) string {
-	if undone, ok := saga.Undoes(e.Step); ok {
-		return "undoes " + undone + ": " + outcome(e)
-	}
-	return outcome(e)
-}
-
-func outcome(e operator.Effect) string {
-	if e.Error != "" {
-		return oneLine(e.Error)
-	}
-	var parts []string
-	if e.Status != 0 {
-		parts = append(parts, strconv.Itoa(e.Status))
-	}
-	if e.ExternalRef != "" {
-		parts = append(parts, "ref "+e.ExternalRef)
-	}
-	if len(e.Result) > 0 {
-		parts = append(parts, compactJSON(e.Result))
-	}
-	if e.Note != "" {
-		parts = append(parts, "note: "+e.Note)
-	}
-	if len(parts) == 0 {
-		return "-"
-	}
-	return strings.Join(parts, " ")
 }
 
 // expansion is everything the journal holds about an effect.

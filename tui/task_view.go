@@ -7,8 +7,8 @@ import (
 
 	"github.com/charmbracelet/lipgloss"
 
-	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/operator"
+	"github.com/agentledger/agentledger/render"
 )
 
 // View renders the task's summary line, the tabs and the current tab.
@@ -67,11 +67,11 @@ func (m taskModel) overview() string {
 	field("Queue", t.Queue)
 	field("Kind", t.Kind)
 	field("Priority", strconv.Itoa(int(t.Priority)))
-	field("Attempt", fmt.Sprintf("%d of %d", t.Attempt, t.MaxAttempts))
+	field("Attempt", render.AttemptOf(t))
 	field("Generation", strconv.Itoa(int(t.Generation)))
 	field("Run at", e.at(t.RunAt))
-	if t.State == agentledger.StateQueued && t.WaitReason != "" {
-		field("Waiting", wrap.Render(t.WaitReason))
+	if reason := render.Waiting(t); reason != "" {
+		field("Waiting", wrap.Render(reason))
 	}
 	field("Created", e.at(t.CreatedAt))
 	field("Updated", e.at(t.UpdatedAt))
@@ -95,18 +95,15 @@ func (m taskModel) overview() string {
 
 // lease says who holds the task, with which fencing token, until when.
 func (m taskModel) lease() string {
-	t, now := m.detail.Task, m.env.now()
-	if t.State != agentledger.StateRunning || t.LeaseExpiresAt == nil {
-		if t.LeaseToken > 0 {
-			return fmt.Sprintf("none (last fencing token %d)", t.LeaseToken)
-		}
-		return "none"
+	l := render.LeaseOf(m.detail.Task, m.env.now())
+	if l.None != "" {
+		return l.None
 	}
-	exp := "expires " + relative(*t.LeaseExpiresAt, now)
-	if !t.LeaseExpiresAt.After(now) {
-		exp = m.env.styles.Stale.Render("expired "+relative(*t.LeaseExpiresAt, now)) + ", claimable by another worker"
+	exp := l.Expiry
+	if l.Expired {
+		exp = m.env.styles.Stale.Render(exp) + render.Claimable
 	}
-	return fmt.Sprintf("%s, fencing token %d, %s", t.LeaseOwner, t.LeaseToken, exp)
+	return fmt.Sprintf("%s, fencing token %d, %s", l.Owner, l.Token, exp)
 }
 
 // attemptsLegend says what the attempts' columns mean: that attempts
@@ -126,11 +123,9 @@ func (m taskModel) attempts() string {
 	rows := make([]row, len(m.detail.Attempts))
 	endedW, tokenW := len("ENDED"), len("TOKEN") // a token is a clock in µs: 16 digits
 	for i, a := range m.detail.Attempts {
-		rows[i] = row{strconv.FormatInt(a.Token, 10), "-", string(a.Outcome)}
+		rows[i] = row{strconv.FormatInt(a.Token, 10), "-", render.AttemptOutcome(a)}
 		tokenW = max(tokenW, len(rows[i].token))
-		if a.EndedAt == nil {
-			rows[i].outcome = "in progress"
-		} else {
+		if a.EndedAt != nil {
 			rows[i].ended = m.env.stampSince(*a.EndedAt, a.StartedAt)
 		}
 		endedW = max(endedW, len(rows[i].ended))
@@ -166,12 +161,8 @@ func (m taskModel) notifications() string {
 	lines := []string{legend(s.Dim, notificationsLegend, m.width),
 		s.Bold.Render(columns(w, "ID", "GEN", "EVENT", "RULE/STEP", "CHANNEL", "STATE", "FAIL", "REF", "LAST ERROR"))}
 	for _, n := range m.detail.Notifications {
-		source := n.Rule
-		if source == "" {
-			source = n.Step
-		}
 		lines = append(lines, columns(w, strconv.FormatInt(n.ID, 10), strconv.Itoa(int(n.Generation)), n.Event,
-			orDash(source), n.Channel, string(n.State), strconv.Itoa(int(n.Failures)),
+			orDash(render.NotificationSource(n)), n.Channel, string(n.State), strconv.Itoa(int(n.Failures)),
 			orDash(refFor(n, m.detail.journal(n.Generation))), orDash(n.LastError)))
 	}
 	return cutLines(lines, m.width)

@@ -10,6 +10,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/render"
 )
 
 // column is one column of the task table.
@@ -36,7 +37,7 @@ func columnsFor(width int) []column {
 		{"TENANT", name, func(_ *env, t *agentledger.Task) string { return t.Tenant }},
 		{"QUEUE", name, func(_ *env, t *agentledger.Task) string { return t.Queue }},
 		{"KIND", name, func(_ *env, t *agentledger.Task) string { return t.Kind }},
-		{"TRY", 5, func(_ *env, t *agentledger.Task) string { return fmt.Sprintf("%d/%d", t.Attempt, t.MaxAttempts) }},
+		{"TRY", 5, func(_ *env, t *agentledger.Task) string { return render.Tries(t) }},
 		{"UPDATED", 8, func(e *env, t *agentledger.Task) string { return short(e.now().Sub(t.UpdatedAt)) }},
 		{"LAST ERROR", 0, func(_ *env, t *agentledger.Task) string { return orDash(oneLine(t.LastError)) }},
 	}

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 
@@ -142,12 +141,4 @@ func (m workersModel) View() string {
 		totals += " · " + m.env.styles.Error.Render(m.err.Error())
 	}
 	return strings.Join([]string{cut(totals, m.width), "", fit(m.page.View(), m.width, max(m.height-2, 1))}, "\n")
-}
-
-// expiry is when the next lease runs out, or "-" without leases.
-func expiry(t, now time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	return relative(t, now)
 }

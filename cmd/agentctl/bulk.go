@@ -218,15 +218,6 @@ func isTerminal(r io.Reader) bool {
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
-// plural is "1 task", "3 tasks": n and noun, whose last word takes an s
-// unless n is 1.
-func plural(n int64, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return strconv.FormatInt(n, 10) + " " + noun + "s"
-}
-
 // matchVerb agrees "match" with a count.
 func matchVerb(n int64) string {
 	if n == 1 {

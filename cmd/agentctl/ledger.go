@@ -13,6 +13,7 @@ import (
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/operator"
+	"github.com/agentledger/agentledger/render"
 )
 
 // maxLedgerLimit is the most effects one ledger look-up returns
@@ -117,12 +118,8 @@ func (a *app) ledgerFind(ctx context.Context, f *ledgerFlags) error {
 	}
 	t := newTable(a.stdout, "TASK", "GEN", "STEP", "OPERATION", "CLASS", "STATE", "PERFORMED", "KEY", "RESULT")
 	for _, e := range out {
-		summary := e.Error
-		if summary == "" {
-			summary = resultSummary(e.journalEntry)
-		}
 		t.row(strconv.FormatInt(e.TaskID, 10), strconv.Itoa(int(e.Generation)), e.Step, e.Operation, string(e.Class),
-			string(e.State), strconv.Itoa(int(e.Performed)), shortKey(e.Key), truncate(summary, 80))
+			string(e.State), strconv.Itoa(int(e.Performed)), shortKey(e.Key), truncate(render.Outcome(e.journalEntry, 60), 80))
 	}
 	if err := t.flush(); err != nil {
 		return err
@@ -131,13 +128,4 @@ func (a *app) ledgerFind(ctx context.Context, f *ledgerFlags) error {
 		fmt.Fprintf(a.stderr, "more effects may match: raise --limit (now %d)\n", p.Limit)
 	}
 	return nil
-}
-
-// shortKey is the first 12 characters of an effect key, as journals show
-// them.
-func shortKey(key string) string {
-	if len(key) > 12 {
-		return key[:12]
-	}
-	return key
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/render"
 )
 
 // maxListLimit is the most tasks one list call returns (claims.List's cap).
@@ -122,7 +123,7 @@ func (a *app) list(ctx context.Context, f *listFlags) error {
 	t := newTable(a.stdout, "ID", "TENANT", "QUEUE", "KIND", "STATE", "ATTEMPT", "WHEN", "LAST ERROR")
 	for _, task := range tasks {
 		t.row(strconv.FormatInt(task.ID, 10), task.Tenant, task.Queue, task.Kind, string(task.State),
-			fmt.Sprintf("%d/%d", task.Attempt, task.MaxAttempts), when(task, now), truncate(orDash(task.LastError), 50))
+			render.Tries(task), when(task, now), truncate(orDash(task.LastError), 50))
 	}
 	if err := t.flush(); err != nil {
 		return err

@@ -1,13 +1,13 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/agentledger/agentledger/render"
 )
 
 // wantJSON reports whether the user asked for JSON output.
@@ -45,28 +45,19 @@ func (t *table) row(cells ...string) {
 
 func (t *table) flush() error { return t.tw.Flush() }
 
-// oneLine replaces line breaks and tabs so a value fits one table cell.
-func oneLine(s string) string {
-	return strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ", "\t", " ").Replace(s)
-}
-
-// truncate shortens s to at most n characters on one line, marking a cut
-// with "…".
-func truncate(s string, n int) string {
-	r := []rune(oneLine(s))
-	if len(r) <= n {
-		return string(r)
-	}
-	return string(r[:n-1]) + "…"
-}
-
-// orDash returns s, or "-" when it is empty.
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
+// The plain text agentctl shares with the console, under the names this
+// package's code calls it by.
+var (
+	oneLine  = render.OneLine
+	truncate = render.Truncate
+	orDash   = render.OrDash
+	relative = render.Relative
+	short    = render.Short
+	shortKey = render.ShortKey
+	pretty   = render.PrettyJSON
+	compact  = render.CompactJSON
+	plural   = render.Plural[int64]
+)
 
 // stamp formats t for people: RFC 3339 in the local zone, to the second.
 func stamp(t time.Time) string { return t.Local().Format(time.RFC3339) }
@@ -77,40 +68,6 @@ func stampPtr(t *time.Time) string {
 		return "-"
 	}
 	return stamp(*t)
-}
-
-// relative says how far t is from now: "in 5m" or "3s ago".
-func relative(t, now time.Time) string {
-	if d := t.Sub(now); d > 0 {
-		return "in " + short(d)
-	}
-	return short(now.Sub(t)) + " ago"
-}
-
-// short formats a duration, rounded to the second, in its largest whole
-// unit: 45s, 12m, 3h, 5d.
-func short(d time.Duration) string {
-	d = d.Round(time.Second)
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d/time.Second))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm", int(d/time.Minute))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh", int(d/time.Hour))
-	default:
-		return fmt.Sprintf("%dd", int(d/(24*time.Hour)))
-	}
-}
-
-// pretty indents a JSON document for display, every line after prefix; a
-// value that is not JSON comes back as it is.
-func pretty(raw json.RawMessage, prefix string) string {
-	var buf bytes.Buffer
-	if err := json.Indent(&buf, raw, prefix, "  "); err != nil {
-		return string(raw)
-	}
-	return prefix + buf.String()
 }
 
 // listed prints xs as JSON with --output json (an empty array, never

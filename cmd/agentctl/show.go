@@ -1,20 +1,18 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/operator"
-	"github.com/agentledger/agentledger/saga"
+	"github.com/agentledger/agentledger/render"
 )
 
 func (a *app) showCmd() *cobra.Command {
@@ -105,11 +103,7 @@ func printNotifications(w io.Writer, ns []notification) error {
 	fmt.Fprintln(w, "Notifications:")
 	tab := newTable(w, "ID", "GEN", "EVENT", "RULE/STEP", "CHANNEL", "STATE", "FAILURES", "DELIVERED", "LAST ERROR")
 	for _, n := range ns {
-		source := n.Rule
-		if source == "" {
-			source = n.Step
-		}
-		tab.row(strconv.FormatInt(n.ID, 10), strconv.Itoa(int(n.Generation)), n.Event, orDash(source), n.Channel,
+		tab.row(strconv.FormatInt(n.ID, 10), strconv.Itoa(int(n.Generation)), n.Event, orDash(render.NotificationSource(n)), n.Channel,
 			string(n.State), strconv.Itoa(int(n.Failures)), stampPtr(n.DeliveredAt), truncate(orDash(n.LastError), 60))
 	}
 	return tab.flush()
@@ -125,47 +119,14 @@ func printJournal(w io.Writer, generation int32, js []journalEntry) error {
 	fmt.Fprintf(w, "Journal (generation %d):\n", generation)
 	tab := newTable(w, "STEP", "OPERATION", "CLASS", "KEY", "STATE", "PERFORMED", "RESULT")
 	for _, j := range js {
-		summary := j.Error
-		if summary == "" {
-			summary = resultSummary(j)
-		}
-		if undone, ok := saga.Undoes(j.Step); ok {
-			summary = "undoes " + undone + ": " + summary
-		}
-		tab.row(j.Step, j.Operation, string(j.Class), j.Key[:12], string(j.State), strconv.Itoa(int(j.Performed)), summary)
+		tab.row(j.Step, j.Operation, string(j.Class), shortKey(j.Key), string(j.State), strconv.Itoa(int(j.Performed)),
+			render.Summary(j, resultWidth))
 	}
 	return tab.flush()
 }
 
-// resultSummary is one line about a stored result.
-func resultSummary(j journalEntry) string {
-	var parts []string
-	if j.Status != 0 {
-		parts = append(parts, strconv.Itoa(j.Status))
-	}
-	if j.ExternalRef != "" {
-		parts = append(parts, "ref "+j.ExternalRef)
-	}
-	if len(j.Result) > 0 {
-		parts = append(parts, truncate(string(compact(j.Result)), 60))
-	}
-	if j.Note != "" {
-		parts = append(parts, "note: "+j.Note)
-	}
-	if len(parts) == 0 {
-		return "-"
-	}
-	return strings.Join(parts, " ")
-}
-
-// compact removes insignificant whitespace from stored JSON.
-func compact(raw json.RawMessage) []byte {
-	var b bytes.Buffer
-	if err := json.Compact(&b, raw); err != nil {
-		return raw
-	}
-	return b.Bytes()
-}
+// resultWidth is how much of a stored result a journal row shows.
+const resultWidth = 60
 
 // printTask writes a task and its attempts for people.
 func printTask(w io.Writer, t *agentledger.Task, atts []agentledger.Attempt, now time.Time) error {
@@ -176,11 +137,11 @@ func printTask(w io.Writer, t *agentledger.Task, atts []agentledger.Attempt, now
 	fields.row("Queue:", t.Queue)
 	fields.row("Kind:", t.Kind)
 	fields.row("State:", string(t.State))
-	if t.State == agentledger.StateQueued && t.WaitReason != "" {
-		fields.row("Waiting:", t.WaitReason+" (until "+stamp(t.RunAt)+")")
+	if reason := render.Waiting(t); reason != "" {
+		fields.row("Waiting:", reason+" (until "+stamp(t.RunAt)+")")
 	}
 	fields.row("Priority:", strconv.Itoa(int(t.Priority)))
-	fields.row("Attempt:", fmt.Sprintf("%d of %d", t.Attempt, t.MaxAttempts))
+	fields.row("Attempt:", render.AttemptOf(t))
 	fields.row("Generation:", strconv.Itoa(int(t.Generation)))
 	fields.row("Run at:", at(t.RunAt))
 	fields.row("Created at:", at(t.CreatedAt))
@@ -213,12 +174,8 @@ func printTask(w io.Writer, t *agentledger.Task, atts []agentledger.Attempt, now
 	fmt.Fprintln(w, "Attempts (GEN: generation; a replay counts attempts from 1 again; TOKEN: the lease's fencing token):")
 	tab := newTable(w, "GEN", "ATTEMPT", "WORKER", "TOKEN", "STARTED", "ENDED", "OUTCOME", "ERROR")
 	for _, at := range atts {
-		outcome := string(at.Outcome)
-		if at.EndedAt == nil {
-			outcome = "in progress"
-		}
 		tab.row(strconv.Itoa(int(at.Generation)), strconv.Itoa(int(at.Attempt)), at.Worker, strconv.FormatInt(at.Token, 10),
-			stamp(at.StartedAt), stampPtr(at.EndedAt), outcome, orDash(at.Error))
+			stamp(at.StartedAt), stampPtr(at.EndedAt), render.AttemptOutcome(at), orDash(at.Error))
 	}
 	return tab.flush()
 }
@@ -226,15 +183,13 @@ func printTask(w io.Writer, t *agentledger.Task, atts []agentledger.Attempt, now
 // lease describes the task's lease: who holds it, with which fencing token,
 // until when.
 func lease(t *agentledger.Task, now time.Time) string {
-	if t.State != agentledger.StateRunning || t.LeaseExpiresAt == nil {
-		if t.LeaseToken > 0 {
-			return fmt.Sprintf("none (last fencing token %d)", t.LeaseToken)
-		}
-		return "none"
+	l := render.LeaseOf(t, now)
+	if l.None != "" {
+		return l.None
 	}
-	exp := "expires " + relative(*t.LeaseExpiresAt, now)
-	if !t.LeaseExpiresAt.After(now) {
-		exp = "expired " + relative(*t.LeaseExpiresAt, now) + ", claimable by another worker"
+	exp := l.Expiry
+	if l.Expired {
+		exp += render.Claimable
 	}
-	return fmt.Sprintf("owner %s, fencing token %d, %s", t.LeaseOwner, t.LeaseToken, exp)
+	return fmt.Sprintf("owner %s, fencing token %d, %s", l.Owner, l.Token, exp)
 }

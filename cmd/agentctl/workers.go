@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/render"
 )
 
 // defaultStaleAfter is how long a worker may go without announcing
@@ -107,7 +108,7 @@ func (a *app) workers(ctx context.Context, staleAfter time.Duration) error {
 	for _, w := range out {
 		t.row(w.ID, names(w.Queues), names(w.Kinds), strconv.FormatInt(w.Tasks, 10),
 			short(time.Duration(w.HeartbeatAgeSeconds*float64(time.Second)))+" ago",
-			expiry(w.NextExpiry, now), strconv.FormatInt(w.Expired, 10), status(w, now))
+			render.Expiry(w.NextExpiry, now), strconv.FormatInt(w.Expired, 10), status(w, now))
 	}
 	if err := t.flush(); err != nil {
 		return err
@@ -169,12 +170,4 @@ func nonNil(list []string) []string {
 		return []string{}
 	}
 	return list
-}
-
-// expiry is when the next lease runs out, or "-" without leases.
-func expiry(t, now time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	return relative(t, now)
 }

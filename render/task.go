@@ -1,0 +1,71 @@
+package render
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/operator"
+)
+
+// AttemptOf is a task's attempt out of its most: "2 of 5".
+func AttemptOf(t *agentledger.Task) string { return fmt.Sprintf("%d of %d", t.Attempt, t.MaxAttempts) }
+
+// Tries is AttemptOf for a narrow column: "2/5".
+func Tries(t *agentledger.Task) string { return fmt.Sprintf("%d/%d", t.Attempt, t.MaxAttempts) }
+
+// Waiting is why a queued task waits, or "" when it does not.
+func Waiting(t *agentledger.Task) string {
+	if t.State != agentledger.StateQueued {
+		return ""
+	}
+	return t.WaitReason
+}
+
+// AttemptOutcome is an attempt's outcome, or "in progress" until it ends.
+func AttemptOutcome(a agentledger.Attempt) string {
+	if a.EndedAt == nil {
+		return "in progress"
+	}
+	return string(a.Outcome)
+}
+
+// NotificationSource is what asked for a notification event: its rule,
+// or for a message of the notify tool its step.
+func NotificationSource(n operator.Notification) string {
+	if n.Rule != "" {
+		return n.Rule
+	}
+	return n.Step
+}
+
+// Claimable follows an expired lease's Expiry: another worker may claim
+// the task.
+const Claimable = ", claimable by another worker"
+
+// Lease is a task's lease in words, for each reader to lay out and style.
+type Lease struct {
+	// None is set when no worker holds the task: "none", or "none (last
+	// fencing token 7)".
+	None  string
+	Owner string
+	Token int64
+	// Expiry is "expires in 20s", or once Expired "expired 3s ago".
+	Expiry  string
+	Expired bool
+}
+
+// LeaseOf is t's lease at now.
+func LeaseOf(t *agentledger.Task, now time.Time) Lease {
+	if t.State != agentledger.StateRunning || t.LeaseExpiresAt == nil {
+		if t.LeaseToken > 0 {
+			return Lease{None: fmt.Sprintf("none (last fencing token %d)", t.LeaseToken)}
+		}
+		return Lease{None: "none"}
+	}
+	l := Lease{Owner: t.LeaseOwner, Token: t.LeaseToken, Expiry: "expires " + Relative(*t.LeaseExpiresAt, now)}
+	if !t.LeaseExpiresAt.After(now) {
+		l.Expiry, l.Expired = "expired "+Relative(*t.LeaseExpiresAt, now), true
+	}
+	return l
+}
