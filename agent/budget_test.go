@@ -10,7 +10,7 @@ import (
 
 	"github.com/agentledger/agentledger/agent"
 	"github.com/agentledger/agentledger/grants"
-	"github.com/agentledger/agentledger/internal/fakeopenai"
+	"github.com/agentledger/agentledger/agentledgertest/fakeopenai"
 )
 
 // estimate is the agent's estimate of r's prompt as documented: the body

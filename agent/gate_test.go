@@ -11,7 +11,7 @@ import (
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/agent"
 	"github.com/agentledger/agentledger/flow"
-	"github.com/agentledger/agentledger/internal/fakeopenai"
+	"github.com/agentledger/agentledger/agentledgertest/fakeopenai"
 )
 
 // Model requests go through the endpoint's fleet-wide limits: over its

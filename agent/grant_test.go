@@ -10,7 +10,7 @@ import (
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/agent"
 	"github.com/agentledger/agentledger/grants"
-	"github.com/agentledger/agentledger/internal/fakeopenai"
+	"github.com/agentledger/agentledger/agentledgertest/fakeopenai"
 )
 
 // denied fails t unless err is a permanent denial whose message holds want.

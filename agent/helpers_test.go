@@ -13,7 +13,7 @@ import (
 	"github.com/agentledger/agentledger/agent"
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/grants"
-	"github.com/agentledger/agentledger/internal/fakeopenai"
+	"github.com/agentledger/agentledger/agentledgertest/fakeopenai"
 	"github.com/agentledger/agentledger/internal/testenv"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/tools"

@@ -12,7 +12,7 @@ import (
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/daemon"
-	"github.com/agentledger/agentledger/internal/fakeopenai"
+	"github.com/agentledger/agentledger/agentledgertest/fakeopenai"
 	"github.com/agentledger/agentledger/internal/testdaemon"
 	"github.com/agentledger/agentledger/internal/testdb"
 )

@@ -10,7 +10,7 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
-	"github.com/agentledger/agentledger/internal/slackfake"
+	"github.com/agentledger/agentledger/agentledgertest/slackfake"
 	"github.com/agentledger/agentledger/internal/testenv"
 	"github.com/agentledger/agentledger/notify"
 	"github.com/agentledger/agentledger/notify/outbox"

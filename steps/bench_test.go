@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/agentledger/agentledger/claims"
-	"github.com/agentledger/agentledger/internal/downstream"
+	"github.com/agentledger/agentledger/agentledgertest/downstream"
 	"github.com/agentledger/agentledger/internal/testdb"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/steps"

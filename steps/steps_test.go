@@ -14,7 +14,7 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
-	"github.com/agentledger/agentledger/internal/downstream"
+	"github.com/agentledger/agentledger/agentledgertest/downstream"
 	"github.com/agentledger/agentledger/internal/testenv"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/saga"

@@ -11,7 +11,7 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/flow"
-	"github.com/agentledger/agentledger/internal/downstream"
+	"github.com/agentledger/agentledger/agentledgertest/downstream"
 	"github.com/agentledger/agentledger/internal/testdb"
 	"github.com/agentledger/agentledger/tools"
 )

@@ -116,7 +116,7 @@
 // with the charge tool of tools.Define registered for --tool custom) whose steps are
 // --effects keyed http_request POSTs to a counting server on the loopback
 // interface in this process, which honours Idempotency-Key
-// (internal/downstream). One pool of --concurrency, --batch and --max-conns
+// (agentledgertest/downstream). One pool of --concurrency, --batch and --max-conns
 // (agentd's defaults) burns --tasks down. http_request keeps 100 idle
 // connections per host, the charge tool's client one per running task
 // (http.DefaultTransport keeps two per host: the rest would be new

@@ -20,7 +20,7 @@ import (
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/daemon"
 	"github.com/agentledger/agentledger/flow"
-	"github.com/agentledger/agentledger/internal/downstream"
+	"github.com/agentledger/agentledger/agentledgertest/downstream"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/tools"
 )

@@ -13,7 +13,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/agentledger/agentledger"
-	"github.com/agentledger/agentledger/internal/slackfake"
+	"github.com/agentledger/agentledger/agentledgertest/slackfake"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/notify"
 	"github.com/agentledger/agentledger/notify/outbox"

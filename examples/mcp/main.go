@@ -28,7 +28,7 @@ import (
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/daemon"
 	"github.com/agentledger/agentledger/database"
-	"github.com/agentledger/agentledger/internal/fakeopenai"
+	"github.com/agentledger/agentledger/agentledgertest/fakeopenai"
 	"github.com/agentledger/agentledger/mcptools"
 )
 

@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"github.com/agentledger/agentledger/claims"
-	"github.com/agentledger/agentledger/internal/downstream"
-	"github.com/agentledger/agentledger/internal/fakeopenai"
+	"github.com/agentledger/agentledger/agentledgertest/downstream"
+	"github.com/agentledger/agentledger/agentledgertest/fakeopenai"
 	"github.com/agentledger/agentledger/internal/otlpsink"
-	"github.com/agentledger/agentledger/internal/slackfake"
+	"github.com/agentledger/agentledger/agentledgertest/slackfake"
 	"github.com/agentledger/agentledger/notify/outbox"
 )
 

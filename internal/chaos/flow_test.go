@@ -13,8 +13,8 @@ import (
 
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/flow"
-	"github.com/agentledger/agentledger/internal/downstream"
-	"github.com/agentledger/agentledger/internal/fakeopenai"
+	"github.com/agentledger/agentledger/agentledgertest/downstream"
+	"github.com/agentledger/agentledger/agentledgertest/fakeopenai"
 )
 
 // Three daemons share the fleet's limits and breakers (issue 16):

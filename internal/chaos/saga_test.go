@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/agentledger/agentledger/claims"
-	"github.com/agentledger/agentledger/internal/downstream"
+	"github.com/agentledger/agentledger/agentledgertest/downstream"
 )
 
 // TestSagaChaos is issue 17's drill: three daemons under the fault

@@ -14,7 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/agentledger/agentledger/claims"
-	"github.com/agentledger/agentledger/internal/downstream"
+	"github.com/agentledger/agentledger/agentledgertest/downstream"
 )
 
 // TestSagaRefundKilledBeforeRecord is issue 17's deterministic drill: the

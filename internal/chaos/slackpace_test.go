@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/agentledger/agentledger/claims"
-	"github.com/agentledger/agentledger/internal/slackfake"
+	"github.com/agentledger/agentledger/agentledgertest/slackfake"
 	"github.com/agentledger/agentledger/notify/outbox"
 )
 

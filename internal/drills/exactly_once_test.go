@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/agentledger/agentledger/claims"
-	"github.com/agentledger/agentledger/internal/downstream"
+	"github.com/agentledger/agentledger/agentledgertest/downstream"
 	"github.com/agentledger/agentledger/internal/testdb"
 )
 

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/agentledger/agentledger/internal/logbuf"
-	"github.com/agentledger/agentledger/internal/slackfake"
+	"github.com/agentledger/agentledger/agentledgertest/slackfake"
 	"github.com/agentledger/agentledger/notify/slack"
 )
 

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentledger/agentledger/internal/slackfake"
+	"github.com/agentledger/agentledger/agentledgertest/slackfake"
 	"github.com/agentledger/agentledger/notify"
 	"github.com/agentledger/agentledger/notify/slack"
 )

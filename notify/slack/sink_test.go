@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/agentledger/agentledger"
-	"github.com/agentledger/agentledger/internal/slackfake"
+	"github.com/agentledger/agentledger/agentledgertest/slackfake"
 	"github.com/agentledger/agentledger/notify"
 	"github.com/agentledger/agentledger/notify/slack"
 )

@@ -11,7 +11,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 	"go.uber.org/goleak"
 
-	"github.com/agentledger/agentledger/internal/fakeopenai"
+	"github.com/agentledger/agentledger/agentledgertest/fakeopenai"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/slack-go/slack"
 
-	"github.com/agentledger/agentledger/internal/slackfake"
+	"github.com/agentledger/agentledger/agentledgertest/slackfake"
 )
 
 // Posts and updates are recorded per channel ID however the channel was

@@ -12,7 +12,7 @@ import (
 
 	"github.com/slack-go/slack"
 
-	"github.com/agentledger/agentledger/internal/slackfake"
+	"github.com/agentledger/agentledger/agentledgertest/slackfake"
 )
 
 const token = "xoxb-fake-0123456789"
