@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/agentledger/agentledger/agent"
-	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/agentledgertest/fakeopenai"
+	"github.com/agentledger/agentledger/grants"
 )
 
 // estimate is the agent's estimate of r's prompt as documented: the body

@@ -10,8 +10,8 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/agent"
-	"github.com/agentledger/agentledger/flow"
 	"github.com/agentledger/agentledger/agentledgertest/fakeopenai"
+	"github.com/agentledger/agentledger/flow"
 )
 
 // Model requests go through the endpoint's fleet-wide limits: over its

@@ -9,8 +9,8 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/agent"
-	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/agentledgertest/fakeopenai"
+	"github.com/agentledger/agentledger/grants"
 )
 
 // denied fails t unless err is a permanent denial whose message holds want.

@@ -11,10 +11,10 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/agent"
+	"github.com/agentledger/agentledger/agentledgertest/fakeopenai"
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/grants"
-	"github.com/agentledger/agentledger/agentledgertest/fakeopenai"
-	"github.com/agentledger/agentledger/internal/testenv"
+	"github.com/agentledger/agentledger/internal/test/testenv"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/tools"
 )

@@ -9,8 +9,8 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/agent"
-	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/agentledgertest/fakeopenai"
+	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/saga"
 )

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentledger/agentledger/internal/testdb"
+	"github.com/agentledger/agentledger/internal/test/testdb"
 )
 
 // The alone claim takes the due tasks of the queue's only tenant with due

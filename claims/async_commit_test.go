@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentledger/agentledger/internal/testdb"
+	"github.com/agentledger/agentledger/internal/test/testdb"
 )
 
 // The due-only claims commit asynchronously; the full claim (which also

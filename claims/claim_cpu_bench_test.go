@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentledger/agentledger/internal/testdb"
+	"github.com/agentledger/agentledger/internal/test/testdb"
 )
 
 // riverShapedClaim is a reference, not a statement of the product: the

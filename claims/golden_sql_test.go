@@ -16,7 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/agentledger/agentledger"
-	"github.com/agentledger/agentledger/internal/testdb"
+	"github.com/agentledger/agentledger/internal/test/testdb"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite claims/testdata/sql from the statements the store sends")

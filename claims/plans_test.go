@@ -11,8 +11,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/agentledger/agentledger/internal/plancheck"
-	"github.com/agentledger/agentledger/internal/testdb"
+	"github.com/agentledger/agentledger/internal/test/plancheck"
+	"github.com/agentledger/agentledger/internal/test/testdb"
 )
 
 // plannerTrap is plancheck.TrapConn on a fresh database, without events.

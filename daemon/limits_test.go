@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/agentledger/agentledger/flow"
-	"github.com/agentledger/agentledger/internal/testdb"
+	"github.com/agentledger/agentledger/internal/test/testdb"
 )
 
 // With Slack, agentd stores the fleet's pace of every channel where no

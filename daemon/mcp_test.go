@@ -15,8 +15,8 @@ import (
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/daemon"
-	"github.com/agentledger/agentledger/internal/testdaemon"
-	"github.com/agentledger/agentledger/internal/testdb"
+	"github.com/agentledger/agentledger/internal/test/testdaemon"
+	"github.com/agentledger/agentledger/internal/test/testdb"
 )
 
 // MCP servers from the configuration: a stdio server the daemon starts is
@@ -27,7 +27,7 @@ func TestConfiguredMCPServers(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	bin := dir + "/mcpcount"
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/agentledger/agentledger/internal/mcpcount").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/agentledger/agentledger/internal/test/mcpcount").CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
 	calls := dir + "/calls"

@@ -14,7 +14,7 @@ import (
 
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/httpapi"
-	"github.com/agentledger/agentledger/internal/testdb"
+	"github.com/agentledger/agentledger/internal/test/testdb"
 	"github.com/agentledger/agentledger/operator"
 	"github.com/agentledger/agentledger/tenants"
 )

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/agentledger/agentledger/daemon"
-	"github.com/agentledger/agentledger/internal/testdaemon"
-	"github.com/agentledger/agentledger/internal/testdb"
+	"github.com/agentledger/agentledger/internal/test/testdaemon"
+	"github.com/agentledger/agentledger/internal/test/testdb"
 )
 
 // With a metrics token, /metrics answers only requests bearing it.

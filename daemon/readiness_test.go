@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/agentledger/agentledger/daemon"
-	"github.com/agentledger/agentledger/internal/testdaemon"
-	"github.com/agentledger/agentledger/internal/testdb"
+	"github.com/agentledger/agentledger/internal/test/testdaemon"
+	"github.com/agentledger/agentledger/internal/test/testdb"
 )
 
 // Many concurrent /readyz probes all answer ready: a probe is a ping and

@@ -15,7 +15,7 @@ import (
 	"github.com/agentledger/agentledger/daemon"
 	"github.com/agentledger/agentledger/flow"
 	"github.com/agentledger/agentledger/grants"
-	"github.com/agentledger/agentledger/internal/testdb"
+	"github.com/agentledger/agentledger/internal/test/testdb"
 	"github.com/agentledger/agentledger/tenants"
 )
 

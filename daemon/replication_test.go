@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"github.com/agentledger/agentledger/daemon"
-	"github.com/agentledger/agentledger/internal/logbuf"
-	"github.com/agentledger/agentledger/internal/testdaemon"
-	"github.com/agentledger/agentledger/internal/testdb"
+	"github.com/agentledger/agentledger/internal/test/logbuf"
+	"github.com/agentledger/agentledger/internal/test/testdaemon"
+	"github.com/agentledger/agentledger/internal/test/testdb"
 )
 
 // The test server has no standby: a daemon with unsafe_http enabled warns

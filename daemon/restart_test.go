@@ -13,8 +13,8 @@ import (
 	"github.com/agentledger/agentledger/daemon"
 	"github.com/agentledger/agentledger/flow"
 	"github.com/agentledger/agentledger/grants"
-	"github.com/agentledger/agentledger/internal/logbuf"
-	"github.com/agentledger/agentledger/internal/testdb"
+	"github.com/agentledger/agentledger/internal/test/logbuf"
+	"github.com/agentledger/agentledger/internal/test/testdb"
 	"github.com/agentledger/agentledger/tenants"
 )
 

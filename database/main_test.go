@@ -3,7 +3,7 @@ package database_test
 import (
 	"testing"
 
-	"github.com/agentledger/agentledger/internal/testdb"
+	"github.com/agentledger/agentledger/internal/test/testdb"
 )
 
 func TestMain(m *testing.M) { testdb.Main(m) }

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/agentledger/agentledger/database"
-	"github.com/agentledger/agentledger/internal/testdb"
+	"github.com/agentledger/agentledger/internal/test/testdb"
 )
 
 // A multi-host URL (a failover pair) whose first host is down: Open

@@ -13,7 +13,7 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/flow"
-	"github.com/agentledger/agentledger/internal/testdb"
+	"github.com/agentledger/agentledger/internal/test/testdb"
 )
 
 func putLimit(t *testing.T, s *flow.Store, target, rate string, burst int) {

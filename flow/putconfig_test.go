@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/agentledger/agentledger/flow"
-	"github.com/agentledger/agentledger/internal/testdb"
+	"github.com/agentledger/agentledger/internal/test/testdb"
 )
 
 // A configuration's limit is stored where none is, replaces agentd's

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/agentledger/agentledger/flow"
-	"github.com/agentledger/agentledger/internal/testdb"
+	"github.com/agentledger/agentledger/internal/test/testdb"
 )
 
 // Usage lists the targets booked, each with the limit in force and how

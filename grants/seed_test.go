@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/agentledger/agentledger/grants"
-	"github.com/agentledger/agentledger/internal/testdb"
+	"github.com/agentledger/agentledger/internal/test/testdb"
 )
 
 // A configuration seeds a grant and may change what it seeded, but never

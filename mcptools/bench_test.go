@@ -12,7 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentledger/agentledger/claims"
-	"github.com/agentledger/agentledger/internal/testenv"
+	"github.com/agentledger/agentledger/internal/test/testenv"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/mcptools"
 	"github.com/agentledger/agentledger/tools"
@@ -28,7 +28,7 @@ import (
 func BenchmarkStdioOverhead(b *testing.B) {
 	dir := b.TempDir()
 	bin := dir + "/mcpcount"
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/agentledger/agentledger/internal/mcpcount").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/agentledger/agentledger/internal/test/mcpcount").CombinedOutput(); err != nil {
 		b.Fatalf("build: %v\n%s", err, out)
 	}
 	overhead(b, &mcp.CommandTransport{Command: exec.Command(bin, "-log", os.DevNull)})

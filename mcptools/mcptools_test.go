@@ -12,7 +12,7 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
-	"github.com/agentledger/agentledger/internal/testenv"
+	"github.com/agentledger/agentledger/internal/test/testenv"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/mcptools"
 	"github.com/agentledger/agentledger/tools"

@@ -16,7 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentledger/agentledger/claims"
-	"github.com/agentledger/agentledger/internal/testenv"
+	"github.com/agentledger/agentledger/internal/test/testenv"
 	"github.com/agentledger/agentledger/mcptools"
 	"github.com/agentledger/agentledger/tools"
 )
@@ -41,11 +41,11 @@ func TestCallMetaIsTheKeyAlone(t *testing.T) {
 	}
 }
 
-// buildCount builds the counting server of internal/mcpcount.
+// buildCount builds the counting server of internal/test/mcpcount.
 func buildCount(t *testing.T) string {
 	t.Helper()
 	bin := t.TempDir() + "/mcpcount"
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/agentledger/agentledger/internal/mcpcount").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/agentledger/agentledger/internal/test/mcpcount").CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
 	return bin

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/agentledger/agentledger/grants"
-	"github.com/agentledger/agentledger/internal/testdb"
+	"github.com/agentledger/agentledger/internal/test/testdb"
 )
 
 // Grants stored before 00029 with no kinds allowed every kind, and keep

@@ -7,7 +7,7 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
-	"github.com/agentledger/agentledger/internal/testenv"
+	"github.com/agentledger/agentledger/internal/test/testenv"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/operator"
 	"github.com/agentledger/agentledger/tools"

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/agentledger/agentledger"
-	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/agentledgertest/slackfake"
-	"github.com/agentledger/agentledger/internal/testenv"
+	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/internal/test/testenv"
 	"github.com/agentledger/agentledger/notify"
 	"github.com/agentledger/agentledger/notify/outbox"
 	"github.com/agentledger/agentledger/notify/slack"

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentledger/agentledger/internal/logbuf"
+	"github.com/agentledger/agentledger/internal/test/logbuf"
 )
 
 func TestStartFromNothing(t *testing.T) {

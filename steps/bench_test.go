@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/agentledgertest/downstream"
-	"github.com/agentledger/agentledger/internal/testdb"
+	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/internal/test/testdb"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/steps"
 	"github.com/agentledger/agentledger/tools"

@@ -13,9 +13,9 @@ import (
 	"testing"
 
 	"github.com/agentledger/agentledger"
-	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/agentledgertest/downstream"
-	"github.com/agentledger/agentledger/internal/testenv"
+	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/internal/test/testenv"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/saga"
 	"github.com/agentledger/agentledger/steps"
@@ -248,9 +248,9 @@ func TestCheckRefusesHTTPCallsThatCannotRun(t *testing.T) {
 	noCheck := func(string, json.RawMessage) error { return nil }
 	for args, want := range map[string]string{
 		`{"method":"POST","url":"http://127.0.0.1:7462@evil.example/x"}`: "step 0: url must not carry credentials: configure them as host headers",
-		`{"method":"GET","url":"evil.example/x"}`:                         `step 0: url "evil.example/x" must be absolute, with scheme http or https`,
-		`{"method":"GET","url":"http:///x"}`:                              `step 0: url "http:///x" has no host`,
-		`{"method":"TRACE","url":"http://a.example/"}`:                    `step 0: method "TRACE" is not one of GET, POST, PUT, PATCH, DELETE`,
+		`{"method":"GET","url":"evil.example/x"}`:                        `step 0: url "evil.example/x" must be absolute, with scheme http or https`,
+		`{"method":"GET","url":"http:///x"}`:                             `step 0: url "http:///x" has no host`,
+		`{"method":"TRACE","url":"http://a.example/"}`:                   `step 0: method "TRACE" is not one of GET, POST, PUT, PATCH, DELETE`,
 	} {
 		for _, tool := range []string{"http_request", "unsafe_http"} {
 			payload := fmt.Sprintf(`{"steps":[{"tool":%q,"args":%s}]}`, tool, args)

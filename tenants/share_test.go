@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/agentledger/agentledger"
-	"github.com/agentledger/agentledger/internal/testdb"
+	"github.com/agentledger/agentledger/internal/test/testdb"
 	"github.com/agentledger/agentledger/tenants"
 )
 

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/agentledger/agentledger"
-	"github.com/agentledger/agentledger/flow"
 	"github.com/agentledger/agentledger/agentledgertest/downstream"
-	"github.com/agentledger/agentledger/internal/testdb"
+	"github.com/agentledger/agentledger/flow"
+	"github.com/agentledger/agentledger/internal/test/testdb"
 	"github.com/agentledger/agentledger/tools"
 )
 

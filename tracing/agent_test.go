@@ -7,11 +7,11 @@ import (
 	"time"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/agentledgertest/fakeopenai"
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/daemon"
-	"github.com/agentledger/agentledger/agentledgertest/fakeopenai"
-	"github.com/agentledger/agentledger/internal/testdaemon"
-	"github.com/agentledger/agentledger/internal/testdb"
+	"github.com/agentledger/agentledger/internal/test/testdaemon"
+	"github.com/agentledger/agentledger/internal/test/testdb"
 	"github.com/agentledger/agentledger/tracing"
 )
 

@@ -12,9 +12,9 @@ import (
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/daemon"
-	"github.com/agentledger/agentledger/internal/logbuf"
-	"github.com/agentledger/agentledger/internal/testdaemon"
-	"github.com/agentledger/agentledger/internal/testdb"
+	"github.com/agentledger/agentledger/internal/test/logbuf"
+	"github.com/agentledger/agentledger/internal/test/testdaemon"
+	"github.com/agentledger/agentledger/internal/test/testdb"
 	"github.com/agentledger/agentledger/tracing"
 	"github.com/agentledger/agentledger/worker"
 )

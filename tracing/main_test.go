@@ -3,7 +3,7 @@ package tracing_test
 import (
 	"testing"
 
-	"github.com/agentledger/agentledger/internal/testdb"
+	"github.com/agentledger/agentledger/internal/test/testdb"
 )
 
 // Tests here swap the process's tracer (tracing.Use): none is parallel.

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/agentledger/agentledger"
-	"github.com/agentledger/agentledger/internal/testdb"
+	"github.com/agentledger/agentledger/internal/test/testdb"
 	"github.com/agentledger/agentledger/webhooks"
 )
 

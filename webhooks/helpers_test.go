@@ -21,8 +21,8 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
-	"github.com/agentledger/agentledger/internal/logbuf"
-	"github.com/agentledger/agentledger/internal/testdb"
+	"github.com/agentledger/agentledger/internal/test/logbuf"
+	"github.com/agentledger/agentledger/internal/test/testdb"
 	"github.com/agentledger/agentledger/webhooks"
 )
 

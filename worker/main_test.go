@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/agentledger/agentledger/internal/testdb"
+	"github.com/agentledger/agentledger/internal/test/testdb"
 )
 
 func TestMain(m *testing.M) {

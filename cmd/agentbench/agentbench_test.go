@@ -14,7 +14,7 @@ import (
 	"testing"
 
 	"github.com/agentledger/agentledger/database"
-	"github.com/agentledger/agentledger/internal/testdb"
+	"github.com/agentledger/agentledger/internal/test/testdb"
 )
 
 func TestMain(m *testing.M) {

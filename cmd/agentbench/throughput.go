@@ -14,7 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentledger/agentledger/claims"
-	"github.com/agentledger/agentledger/internal/otlpsink"
+	"github.com/agentledger/agentledger/internal/test/otlpsink"
 )
 
 // ThroughputFlags configure the throughput command.

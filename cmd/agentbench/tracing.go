@@ -6,7 +6,7 @@ import (
 	"os"
 	"slices"
 
-	"github.com/agentledger/agentledger/internal/otlpsink"
+	"github.com/agentledger/agentledger/internal/test/otlpsink"
 	"github.com/agentledger/agentledger/tracing"
 )
 

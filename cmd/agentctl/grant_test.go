@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/agentledger/agentledger/grants"
-	"github.com/agentledger/agentledger/internal/testdb"
+	"github.com/agentledger/agentledger/internal/test/testdb"
 )
 
 // A tenant not created yet whose grant a daemon's config file stored is

@@ -8,7 +8,7 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/daemon"
-	"github.com/agentledger/agentledger/internal/testenv"
+	"github.com/agentledger/agentledger/internal/test/testenv"
 )
 
 type refund struct {

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/agentledger/agentledger/claims"
-	"github.com/agentledger/agentledger/internal/testdb"
+	"github.com/agentledger/agentledger/internal/test/testdb"
 )
 
 // agentctl list | head -1: once the reader of its output is gone, agentctl

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentledger/agentledger/internal/testdb"
+	"github.com/agentledger/agentledger/internal/test/testdb"
 )
 
 // migrationLock is the advisory lock agentd's migrations take (package

@@ -4,8 +4,8 @@ import (
 	"regexp"
 	"testing"
 
-	"github.com/agentledger/agentledger/internal/testdaemon"
-	"github.com/agentledger/agentledger/internal/testdb"
+	"github.com/agentledger/agentledger/internal/test/testdaemon"
+	"github.com/agentledger/agentledger/internal/test/testdb"
 )
 
 func TestMain(m *testing.M) { testdb.Main(m) }

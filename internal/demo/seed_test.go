@@ -16,8 +16,8 @@ import (
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/daemon"
 	"github.com/agentledger/agentledger/internal/demo"
-	"github.com/agentledger/agentledger/internal/testdaemon"
-	"github.com/agentledger/agentledger/internal/testdb"
+	"github.com/agentledger/agentledger/internal/test/testdaemon"
+	"github.com/agentledger/agentledger/internal/test/testdb"
 )
 
 // runDemo runs a daemon as agentd --demo does, on a new database: the demo

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentledger/agentledger/internal/plancheck"
-	"github.com/agentledger/agentledger/internal/testdb"
+	"github.com/agentledger/agentledger/internal/test/plancheck"
+	"github.com/agentledger/agentledger/internal/test/testdb"
 )
 
 // With statistics that saw no pending event, the claim still finds due

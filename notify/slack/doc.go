@@ -18,7 +18,7 @@
 // difference of those delays. To keep Slack's one a second per channel
 // at Slack's end, set the slack-channel limit a little under it, with a
 // burst of 1: 50/min leaves 200 ms for the delays (the three-daemon test
-// in internal/chaos, TestSlackFleetPacing, configures that and measures
+// in internal/test/chaos, TestSlackFleetPacing, configures that and measures
 // arrivals).
 //
 // Check (auth.test) tells whether Slack takes the token, so that agentd

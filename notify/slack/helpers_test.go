@@ -4,8 +4,8 @@ import (
 	"log/slog"
 	"testing"
 
-	"github.com/agentledger/agentledger/internal/logbuf"
 	"github.com/agentledger/agentledger/agentledgertest/slackfake"
+	"github.com/agentledger/agentledger/internal/test/logbuf"
 	"github.com/agentledger/agentledger/notify/slack"
 )
 

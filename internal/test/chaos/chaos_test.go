@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/agentledgertest/downstream"
 	"github.com/agentledger/agentledger/agentledgertest/fakeopenai"
-	"github.com/agentledger/agentledger/internal/otlpsink"
 	"github.com/agentledger/agentledger/agentledgertest/slackfake"
+	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/internal/test/otlpsink"
 	"github.com/agentledger/agentledger/notify/outbox"
 )
 

@@ -44,7 +44,7 @@
 //
 // The default run is short (CI). CHAOS_TASKS, CHAOS_AGENTS, CHAOS_SECONDS
 // and CHAOS_SEED size it and make a failing run reproducible (the seed is
-// printed); `CHAOS_TASKS=2000 CHAOS_SECONDS=60 go test ./internal/chaos -run
+// printed); `CHAOS_TASKS=2000 CHAOS_SECONDS=60 go test ./internal/test/chaos -run
 // Chaos -v -timeout 30m` is the full run. The second round runs the daemons
 // through PgBouncer (CHAOS_PGBOUNCER names its binary; by default
 // pgbouncer on PATH, else /usr/sbin/pgbouncer); where there is none it is

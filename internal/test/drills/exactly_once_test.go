@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/agentledgertest/downstream"
-	"github.com/agentledger/agentledger/internal/testdb"
+	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/internal/test/testdb"
 )
 
 // Drill 9: 200 steps tasks — each a keyed POST, a child task (local) and a

@@ -13,8 +13,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/agentledgertest/downstream"
+	"github.com/agentledger/agentledger/claims"
 )
 
 // TestSagaRefundKilledBeforeRecord is issue 17's deterministic drill: the

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/agentledgertest/downstream"
+	"github.com/agentledger/agentledger/claims"
 )
 
 // TestSagaChaos is issue 17's drill: three daemons under the fault

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/agentledgertest/slackfake"
+	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/notify/outbox"
 )
 

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentledger/agentledger/internal/testdb"
+	"github.com/agentledger/agentledger/internal/test/testdb"
 )
 
 func TestMain(m *testing.M) { testdb.Main(m) }
@@ -52,10 +52,10 @@ var blocks = map[string]block{
 	"go run ./cmd/agentctl limit set 'slack-channel:*' --rate 50/min":            {want: []string{"limit slack-channel:C0123456789 removed", "limit mcp:shop set: 5 in flight; breaker 5 in 60s, cool-down 30s", "breaker mcp:shop opened for every daemon until", "5 in 60s, cool-down 30s  opened by an operator", "breaker mcp:shop closed for every daemon"}},
 	"go run ./cmd/agentctl limit set http:http://127.0.0.1:7450":                 {want: []string{"succeeded", "deferred", " 1 of 25"}},
 	"go run ./cmd/agentctl tenant share set default --weight 2 --max-running 50": {want: []string{"tenant default: weight 2, at most 50 running", "share of tenant default removed: weight 1, no cap on running tasks"}},
-	"CHAOS_TASKS=2000":                                                           {skip: "internal/chaos's TestChaos is this run with CI's defaults"},
+	"CHAOS_TASKS=2000":                                                           {skip: "internal/test/chaos's TestChaos is this run with CI's defaults"},
 	"go install ./cmd/agentd ./cmd/agentctl":                                     {},
-	"DATABASE_URL='postgres://agentledger:…@db1:5432,db2:5432":                   {skip: "internal/chaos's TestFailover gives its daemons such a URL"},
-	"go test ./internal/chaos -run 'TestFailover$'":                              {skip: "internal/chaos's TestFailover is this run (CI's); TestFailoverAsync wants CHAOS_FAILOVER_ASYNC"},
+	"DATABASE_URL='postgres://agentledger:…@db1:5432,db2:5432":                   {skip: "internal/test/chaos's TestFailover gives its daemons such a URL"},
+	"go test ./internal/test/chaos -run 'TestFailover$'":                              {skip: "internal/test/chaos's TestFailover is this run (CI's); TestFailoverAsync wants CHAOS_FAILOVER_ASYNC"},
 }
 
 // sagaExample names the Sagas section's block, which begins as the steps
@@ -64,7 +64,7 @@ const sagaExample = `ID=$(go run ./cmd/agentctl submit -o id --kind steps --payl
   {"tool":"http_request","args":{"method":"POST","url":"http://127.0.0.1:7450/demo/charges","body":{"order":8,`
 
 func TestREADMEExamples(t *testing.T) {
-	root, err := filepath.Abs("../..")
+	root, err := filepath.Abs("../../..")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -123,7 +123,7 @@ func binaries() (agentd, mcpcount string, err error) {
 			return
 		}
 		built.agentd, built.mcpcount = filepath.Join(built.dir, "agentd"), filepath.Join(built.dir, "mcpcount")
-		for bin, pkg := range map[string]string{built.agentd: "cmd/agentd", built.mcpcount: "internal/mcpcount"} {
+		for bin, pkg := range map[string]string{built.agentd: "cmd/agentd", built.mcpcount: "internal/test/mcpcount"} {
 			out, err := exec.Command("go", "build", "-o", bin, "github.com/agentledger/agentledger/"+pkg).CombinedOutput()
 			if err != nil {
 				built.err = fmt.Errorf("building %s: %v\n%s", pkg, err, out)

@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentledger/agentledger/claims"
-	"github.com/agentledger/agentledger/flow"
 	"github.com/agentledger/agentledger/agentledgertest/downstream"
 	"github.com/agentledger/agentledger/agentledgertest/fakeopenai"
+	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/flow"
 )
 
 // Three daemons share the fleet's limits and breakers (issue 16):
