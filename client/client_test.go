@@ -38,8 +38,13 @@ func daemonWithAPI(t *testing.T) (url, addr, token string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := daemon.New(daemon.Config{DatabaseURL: url, Listener: ln, Stdout: io.Discard,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), NoCron: true, NoJanitor: true})
+	d := daemon.New(daemon.Config{
+		Database:    daemon.Database{URL: url},
+		API:         daemon.API{Listener: ln},
+		Maintenance: daemon.Maintenance{NoCron: true, NoJanitor: true},
+		Stdout:      io.Discard,
+		Logger:      slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
 	if err := d.RegisterKind("refund", daemon.Kind(func(_ context.Context, _ *agentledger.Task, r refund) (refund, error) {
 		return r, nil
 	})); err != nil {

@@ -35,9 +35,13 @@ func TestAPIHasItsOwnConnections(t *testing.T) {
 		t.Fatal(err)
 	}
 	var held []*pgxpool.Conn
-	d := daemon.New(daemon.Config{DatabaseURL: url, Logger: quiet(), Stdout: io.Discard, Listener: ln, MaxConns: 3,
-		PollInterval: time.Second, NoCron: true, NoJanitor: true, NoDispatch: true,
-		BeforeRun: func(ctx context.Context, db *pgxpool.Pool) error {
+	d := daemon.New(daemon.Config{
+		Database:    daemon.Database{URL: url, MaxConns: 3},
+		API:         daemon.API{Listener: ln},
+		Worker:      daemon.Worker{PollInterval: time.Second},
+		Maintenance: daemon.Maintenance{NoCron: true, NoJanitor: true},
+		Notify:      daemon.Notifications{NoDispatch: true},
+		Hooks: daemon.Hooks{BeforeRun: func(ctx context.Context, db *pgxpool.Pool) error {
 			for range db.Config().MaxConns {
 				c, err := db.Acquire(ctx)
 				if err != nil {
@@ -46,7 +50,10 @@ func TestAPIHasItsOwnConnections(t *testing.T) {
 				held = append(held, c)
 			}
 			return nil
-		}})
+		}},
+		Logger: quiet(),
+		Stdout: io.Discard,
+	})
 	testdaemon.Run(t, d)
 	defer func() {
 		for _, c := range held {

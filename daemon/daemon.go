@@ -4,162 +4,23 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"slices"
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/argschema"
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/database"
 	"github.com/agentledger/agentledger/flow"
 	"github.com/agentledger/agentledger/grants"
-	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/metrics"
 	"github.com/agentledger/agentledger/migrations"
-	"github.com/agentledger/agentledger/saga"
-	"github.com/agentledger/agentledger/tenants"
 	"github.com/agentledger/agentledger/tools"
 	"github.com/agentledger/agentledger/worker"
 )
-
-// Config is the whole daemon's configuration; zero fields take the defaults
-// of the packages they configure (agentd's flags document each).
-type Config struct {
-	// DatabaseURL names the database; empty starts (or joins) the embedded
-	// cluster in StateDir.
-	DatabaseURL string
-	StateDir    string
-	MaxConns    int32
-	// PgBouncer: the database is reached through a transaction-pooling
-	// PgBouncer (no LISTEN, no session state).
-	PgBouncer bool
-	// NoMigrate refuses to start on an older schema instead of migrating.
-	NoMigrate bool
-
-	// The worker pool (worker.Config).
-	WorkerID     string
-	Queues       []string
-	Concurrency  int
-	BatchSize    int
-	Lease        time.Duration
-	Heartbeat    time.Duration
-	PollInterval time.Duration
-	PollOnly     bool
-	Grace        time.Duration
-	// ClaimCooldown and Backoff: worker.Config's (negative cooldown: none).
-	ClaimCooldown time.Duration
-	Backoff       agentledger.Backoff
-
-	// The agent kind's model endpoint; LLMAPIKey is a secret.
-	LLMBaseURL  string
-	LLMAPIKey   string
-	LLMModel    string
-	LLMTimeout  time.Duration
-	LLMMaxSteps int
-	// LLMMaxAnswerTokens caps the max_tokens of a budgeted completion
-	// (agent.Config.MaxAnswerTokens).
-	LLMMaxAnswerTokens int
-
-	// The built-in HTTP tools.
-	HTTPAllowedHosts       []string
-	UnsafeHTTPAllowedHosts []string
-	HTTPHostHeadersFile    string
-
-	// Notifications: the console sink's file, or Slack (SlackToken is a
-	// secret; SlackTokenFile holds one).
-	NotifyFile          string
-	SlackToken          string
-	SlackTokenFile      string
-	SlackAPIURL         string
-	SlackInterval       time.Duration
-	SlackRate           int
-	NoDispatch          bool
-	DispatchConcurrency int
-	DispatchLease       time.Duration
-
-	// The HTTP server: Listen is its address (empty: no server) unless
-	// Listener is given, already bound.
-	Listen                 string
-	Listener               net.Listener
-	IdempotencyKeyOptional bool
-	HooksFile              string
-	// APIMaxConns caps the HTTP API's own connection pool (default
-	// DefaultAPIMaxConns), apart from the worker pool's MaxConns.
-	APIMaxConns int32
-	// MetricsTokenFile holds a bearer token (a secret) that GET /metrics
-	// then requires; empty leaves /metrics open to whoever reaches Listen.
-	MetricsTokenFile string
-	// TrustedProxies are the reverse proxies (IP addresses or CIDR
-	// prefixes) whose X-Forwarded-For names the client a failed
-	// authentication is counted against; empty: the peer's address counts.
-	TrustedProxies []string
-
-	NoCron          bool
-	NoJanitor       bool
-	JanitorInterval time.Duration
-	Retain          Retention
-
-	// Grants are stored as these tenants' grants when Run starts (agentd's
-	// [grant.<tenant>] tables), except where an operator set the tenant's
-	// grant (agentctl): that one stands, and Run logs how it differs.
-	// Other tenants' grants are left as stored.
-	Grants map[string]*grants.Grant
-
-	// Limits are stored as these targets' fleet-wide rate limits when Run
-	// starts (agentd's [[limit]] tables, source "config"), except where an
-	// operator set the target's limit, as Grants; other targets' limits
-	// are left as stored.
-	Limits []flow.Limit
-
-	// TenantShares are stored as these tenants' shares of the claim when
-	// Run starts (agentd's [[tenant_share]] tables), except where an
-	// operator set the tenant's share, as Grants; other tenants' shares
-	// are left as stored.
-	TenantShares []tenants.Share
-
-	// Compensations declare, by tool name, the call that undoes a call of
-	// that tool in agent tasks (agentd's [[compensation]] tables; a task's
-	// payload may declare its own). See package saga.
-	Compensations map[string]saga.Compensation
-
-	// MCPServers are MCP tool servers whose tools steps and agent tasks may
-	// call; one that cannot be reached makes only its own tools fail.
-	MCPServers []MCPServer
-
-	// Observer and ObserveEffect, when set, are told what the worker pool
-	// does and how each effect of steps and agent tasks ended, beside the
-	// daemon's metrics (a benchmark counts finished tasks with them).
-	Observer      worker.Observer
-	ObserveEffect func(operation string, class ledger.Class, outcome string)
-	// Metrics are the daemon's collectors (served at /metrics); nil makes
-	// new ones. Give them to read the figures in-process or to serve them
-	// from a registry of your own.
-	Metrics *metrics.Metrics
-
-	// Logger receives the daemon's logs; default slog.Default().
-	Logger *slog.Logger
-	// Stdout is where the console sink prints; default os.Stdout.
-	Stdout io.Writer
-	// BeforeRun, when set, runs once everything is built and before the
-	// first claim, with the daemon's pool (the demo seeds its tasks there).
-	BeforeRun func(ctx context.Context, db *pgxpool.Pool) error
-}
-
-// DefaultAPIMaxConns is the HTTP API's connection pool size by default.
-const DefaultAPIMaxConns = 4
-
-// Retention is the janitor's windows; zero takes each sweep's default.
-type Retention struct {
-	Ledger, Tasks, Outbox, Inbox, IdempotencyKeys time.Duration
-}
 
 // ConfigError is a configuration mistake, found before any task is
 // claimed.
@@ -330,7 +191,7 @@ func (d *Daemon) EndGrace() {
 	}
 }
 
-// Run opens the database (migrating it unless NoMigrate), builds every
+// Run opens the database (migrating it unless Database.NoMigrate), builds every
 // part, and works until ctx ends; then it stops claiming, lets running
 // tasks finish within the grace period and releases the rest.
 func (d *Daemon) Run(ctx context.Context) error {
@@ -342,8 +203,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	var db *database.DB
 	err := retryStart(ctx, log, "connecting", serverUnavailable, func() (err error) {
-		db, err = database.Open(ctx, database.Config{URL: cfg.DatabaseURL, StateDir: cfg.StateDir, MaxConns: cfg.MaxConns,
-			Pooler: cfg.PgBouncer, Logger: log})
+		db, err = database.Open(ctx, database.Config{URL: cfg.Database.URL, StateDir: cfg.Database.StateDir, MaxConns: cfg.Database.MaxConns,
+			Pooler: cfg.Database.PgBouncer, Logger: log})
 		return err
 	})
 	if err != nil {
@@ -363,7 +224,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if err := retryStart(ctx, log, "migrating", transient, func() error { return migrate(ctx, db, cfg, log) }); err != nil {
 		return err
 	}
-	ln := cfg.Listener
+	ln := cfg.API.Listener
 	if ln == nil {
 		if ln, err = listen(cfg); err != nil {
 			return err
@@ -382,11 +243,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 				c()
 			}
 		}
-		if ln != nil && ln != cfg.Listener {
+		if ln != nil && ln != cfg.API.Listener {
 			ln.Close()
 		}
 	}()
-	m := cfg.Metrics
+	m := cfg.Hooks.Metrics
 	if m == nil {
 		m = metrics.New()
 	}
@@ -401,17 +262,17 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if cfg.LLMBaseURL == "" {
+	if cfg.Model.BaseURL == "" {
 		log.Info("agent tasks: no model endpoint (set AGENTLEDGER_LLM_BASE_URL); steps tasks run without one")
 	} else {
-		log.Info("agent tasks: model endpoint configured", "base_url", database.Redact(cfg.LLMBaseURL), "model", cfg.LLMModel,
-			"api_key_set", cfg.LLMAPIKey != "")
+		log.Info("agent tasks: model endpoint configured", "base_url", database.Redact(cfg.Model.BaseURL), "model", cfg.Model.Name,
+			"api_key_set", cfg.Model.APIKey != "")
 	}
 	pool, err := worker.New(db.Pool, worker.Config{
-		ID: cfg.WorkerID, Queues: cfg.Queues, Concurrency: cfg.Concurrency, BatchSize: cfg.BatchSize,
-		Lease: cfg.Lease, HeartbeatInterval: cfg.Heartbeat, PollInterval: cfg.PollInterval,
-		PollOnly: cfg.PollOnly, Grace: cfg.Grace, ClaimCooldown: cfg.ClaimCooldown, Backoff: cfg.Backoff,
-		Handlers: kinds, Logger: log, Observer: teeObserver(m.Worker(), cfg.Observer),
+		ID: cfg.Worker.ID, Queues: cfg.Worker.Queues, Concurrency: cfg.Worker.Concurrency, BatchSize: cfg.Worker.BatchSize,
+		Lease: cfg.Worker.Lease, HeartbeatInterval: cfg.Worker.Heartbeat, PollInterval: cfg.Worker.PollInterval,
+		PollOnly: cfg.Worker.PollOnly, Grace: cfg.Worker.Grace, ClaimCooldown: cfg.Worker.ClaimCooldown, Backoff: cfg.Worker.Backoff,
+		Handlers: kinds, Logger: log, Observer: teeObserver(m.Worker(), cfg.Hooks.Observer),
 		MCPStates: d.MCPStates, Tools: reg.Schemas, ToolClasses: reg.Classes, Listening: d.grants.Listening,
 		Channels: map[string]func(string){grants.Channel: d.grants.Changed, flow.Channel: func(string) { d.limits.Changed() }},
 	})
@@ -433,7 +294,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	// Every part is built and every setting checked: only now is the
 	// configuration's state stored, before anything is claimed or served.
 	if err := retryStart(ctx, log, "storing grants", transient, func() error {
-		return storeGrants(ctx, db.Pool, cfg.Grants, log)
+		return storeGrants(ctx, db.Pool, cfg.Policy.Grants, log)
 	}); err != nil {
 		return err
 	}
@@ -443,7 +304,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return err
 	}
 	if err := retryStart(ctx, log, "storing tenant shares", transient, func() error {
-		return storeShares(ctx, db.Pool, cfg.TenantShares, log)
+		return storeShares(ctx, db.Pool, cfg.Policy.TenantShares, log)
 	}); err != nil {
 		return err
 	}
@@ -452,17 +313,17 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	if cfg.DatabaseURL != "" { // the embedded cluster is one local server: no failover replaces it
-		warnUnreplicated(ctx, db.Pool, unsafeTools(reg.Classes(), cfg.UnsafeHTTPAllowedHosts, cfg.MCPServers), log)
+	if cfg.Database.URL != "" { // the embedded cluster is one local server: no failover replaces it
+		warnUnreplicated(ctx, db.Pool, unsafeTools(reg.Classes(), cfg.HTTPTools.UnsafeAllowedHosts, cfg.MCPServers), log)
 	}
 	// Registered before the API answers, so that the kinds this daemon
-	// serves are accepted from the first request (and before BeforeRun,
-	// which may hold the pool's connections); Run refreshes it every 10s.
+	// serves are accepted from the first request (and before
+	// Hooks.BeforeRun, which may hold the pool's connections); Run refreshes it every 10s.
 	if err := pool.Announce(ctx); err != nil && ctx.Err() == nil {
 		log.Warn("announcing the worker failed: submissions of its kinds are refused until it is retried", "err", err)
 	}
-	if cfg.BeforeRun != nil {
-		if err := cfg.BeforeRun(ctx, db.Pool); err != nil {
+	if cfg.Hooks.BeforeRun != nil {
+		if err := cfg.Hooks.BeforeRun(ctx, db.Pool); err != nil {
 			pool.Retire()
 			return err
 		}
@@ -488,15 +349,15 @@ func (d *Daemon) Run(ctx context.Context) error {
 	return err
 }
 
-// migrate applies pending migrations, or with NoMigrate refuses to run on
-// a schema older than this binary.
+// migrate applies pending migrations, or with Database.NoMigrate refuses
+// to run on a schema older than this binary.
 func migrate(ctx context.Context, db *database.DB, cfg *Config, log *slog.Logger) error {
 	m, err := migrations.New(db.Pool, nil)
 	if err != nil {
 		return err
 	}
 	defer m.Close()
-	if cfg.NoMigrate {
+	if cfg.Database.NoMigrate {
 		v, err := m.Version(ctx)
 		if err != nil {
 			return err

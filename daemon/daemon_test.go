@@ -45,8 +45,13 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 func TestEmbeddedDaemonRunsCustomKindsAndTools(t *testing.T) {
 	t.Parallel()
 	url := testdb.URL(t)
-	d := daemon.New(daemon.Config{DatabaseURL: url, Logger: quiet(), Stdout: io.Discard,
-		PollInterval: 50 * time.Millisecond, NoCron: true, NoJanitor: true})
+	d := daemon.New(daemon.Config{
+		Database:    daemon.Database{URL: url},
+		Worker:      daemon.Worker{PollInterval: 50 * time.Millisecond},
+		Maintenance: daemon.Maintenance{NoCron: true, NoJanitor: true},
+		Logger:      quiet(),
+		Stdout:      io.Discard,
+	})
 	greeted := make(chan string, 1)
 	if err := d.RegisterKind("greet", worker.HandlerFunc(func(_ context.Context, task *agentledger.Task) (json.RawMessage, error) {
 		greeted <- string(task.Payload)
@@ -130,7 +135,7 @@ func TestRegistrationMistakes(t *testing.T) {
 	if err := d.RegisterTool(&ticketTool{}); err != nil {
 		t.Fatal(err)
 	}
-	d2 := daemon.New(daemon.Config{DatabaseURL: testdb.URL(t), Logger: quiet(), NoCron: true, NoJanitor: true, NoDispatch: true})
+	d2 := daemon.New(daemon.Config{Database: daemon.Database{URL: testdb.URL(t)}, Maintenance: daemon.Maintenance{NoCron: true, NoJanitor: true}, Notify: daemon.Notifications{NoDispatch: true}, Logger: quiet()})
 	_ = d2.RegisterTool(&ticketTool{})
 	_ = d2.RegisterTool(&ticketTool{})
 	var ce *daemon.ConfigError

@@ -10,22 +10,30 @@
 //
 // New takes a Config whose zero fields are agentd's defaults (cmd/agentd is
 // this package behind flags, environment variables and a TOML file, and its
-// -help documents each field). Run opens the database (migrating it unless
-// NoMigrate), builds every part, closes Ready, and works until its context
-// ends; then it stops claiming, lets running tasks finish within Grace and
-// releases the leases of the rest. A mistake in the configuration is a
-// *ConfigError, returned before the first claim and before any of the
-// configuration's grants, limits and tenant shares is stored.
+// -help documents each field). Config holds one group per part: Database,
+// Worker, Model, HTTPTools, Notify, API, Maintenance, Policy and Hooks,
+// each documented where its type is defined, and a zero group is that
+// part's defaults. Run opens the database (migrating it unless
+// Database.NoMigrate), builds every part, closes Ready, and works until its
+// context ends; then it stops claiming, lets running tasks finish within
+// Worker.Grace and releases the leases of the rest. A mistake in the
+// configuration is a *ConfigError, returned before the first claim and
+// before any of the configuration's grants, limits and tenant shares is
+// stored.
 //
-//	d := daemon.New(daemon.Config{DatabaseURL: os.Getenv("DATABASE_URL"), Listen: "127.0.0.1:7450"})
+//	d := daemon.New(daemon.Config{
+//		Database: daemon.Database{URL: os.Getenv("DATABASE_URL")},
+//		API:      daemon.API{Listen: "127.0.0.1:7450"},
+//	})
 //	if err := d.RegisterKind("refund", daemon.Kind(refund)); err != nil { … }
 //	if err := d.RegisterTool(openTicket); err != nil { … }
 //	err := d.Run(ctx)
 //
-// An empty Listen runs no HTTP server; NoCron, NoJanitor and NoDispatch
-// leave those services to other daemons of the fleet. Handle adds routes of
-// your own beside the API; Metrics, Observer and ObserveEffect let a
-// program read what the daemon does.
+// An empty API.Listen runs no HTTP server; Maintenance.NoCron,
+// Maintenance.NoJanitor and Notify.NoDispatch leave those services to other
+// daemons of the fleet. Handle adds routes of your own beside the API;
+// Hooks.Metrics, Hooks.Observer and Hooks.ObserveEffect let a program read
+// what the daemon does.
 //
 // # Kinds
 //

@@ -26,7 +26,10 @@ func (r *Refund) Validate() error {
 // A program embeds the daemon and serves a typed kind of its own beside
 // the built-in ones.
 func ExampleKind() {
-	d := daemon.New(daemon.Config{DatabaseURL: os.Getenv("DATABASE_URL"), Listen: "127.0.0.1:7450"})
+	d := daemon.New(daemon.Config{
+		Database: daemon.Database{URL: os.Getenv("DATABASE_URL")},
+		API:      daemon.API{Listen: "127.0.0.1:7450"},
+	})
 	err := d.RegisterKind("refund", daemon.Kind(func(ctx context.Context, t *agentledger.Task, r Refund) (map[string]any, error) {
 		// … call the payments API through a keyed tool, or directly if it
 		// is the task's only effect …

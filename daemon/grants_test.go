@@ -63,8 +63,15 @@ func TestGrantsDecideWhatEachTenantReaches(t *testing.T) {
 	}
 	url := testdb.URL(t)
 	db := testdb.Open(t, url)
-	d := daemon.New(daemon.Config{DatabaseURL: url, Logger: quiet(), Stdout: io.Discard, PollInterval: 50 * time.Millisecond,
-		NoCron: true, NoJanitor: true, NoDispatch: true, HTTPAllowedHosts: []string{origin}, HTTPHostHeadersFile: headers})
+	d := daemon.New(daemon.Config{
+		Database:    daemon.Database{URL: url},
+		Worker:      daemon.Worker{PollInterval: 50 * time.Millisecond},
+		Maintenance: daemon.Maintenance{NoCron: true, NoJanitor: true},
+		Notify:      daemon.Notifications{NoDispatch: true},
+		HTTPTools:   daemon.HTTPTools{AllowedHosts: []string{origin}, HostHeadersFile: headers},
+		Logger:      quiet(),
+		Stdout:      io.Discard,
+	})
 	testdaemon.Run(t, d)
 
 	g := grants.NewStore(db)

@@ -48,8 +48,14 @@ func TestTypedKind(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := daemon.New(daemon.Config{DatabaseURL: url, Logger: quiet(), Stdout: io.Discard, Listener: ln,
-		PollInterval: 50 * time.Millisecond, NoCron: true, NoJanitor: true})
+	d := daemon.New(daemon.Config{
+		Database:    daemon.Database{URL: url},
+		API:         daemon.API{Listener: ln},
+		Worker:      daemon.Worker{PollInterval: 50 * time.Millisecond},
+		Maintenance: daemon.Maintenance{NoCron: true, NoJanitor: true},
+		Logger:      quiet(),
+		Stdout:      io.Discard,
+	})
 	got := make(chan refund, 1)
 	if err := d.RegisterKind("refund", daemon.Kind(func(_ context.Context, _ *agentledger.Task, a refund) (refunded, error) {
 		got <- a

@@ -38,14 +38,14 @@ var builtinKinds = []string{"noop", "echo", "sleep", "steps", agent.Kind}
 // and model calls run through the ledger), and the registered kinds.
 func (d *Daemon) handlers(db *pgxpool.Pool, m *metrics.Metrics) (map[string]worker.Handler, *tools.Registry, error) {
 	cfg := &d.cfg
-	headers, err := hostHeaders(cfg.HTTPHostHeadersFile)
+	headers, err := hostHeaders(cfg.HTTPTools.HostHeadersFile)
 	if err != nil {
 		return nil, nil, err
 	}
 	builtins, err := tools.Builtins(tools.BuiltinConfig{
 		// The HTTP tools book their calls on the fleet's limits (target
 		// http:<origin>); a call over its limit defers its task.
-		HTTP: tools.HTTPConfig{AllowedHosts: cfg.HTTPAllowedHosts, UnsafeAllowedHosts: cfg.UnsafeHTTPAllowedHosts, HostHeaders: headers,
+		HTTP: tools.HTTPConfig{AllowedHosts: cfg.HTTPTools.AllowedHosts, UnsafeAllowedHosts: cfg.HTTPTools.UnsafeAllowedHosts, HostHeaders: headers,
 			Limits: d.limits},
 	})
 	if err != nil {
@@ -66,10 +66,10 @@ func (d *Daemon) handlers(db *pgxpool.Pool, m *metrics.Metrics) (map[string]work
 	reg := tools.NewRegistry(all...)
 	l := ledger.New(db)
 	l.Observe = m.Effect
-	if cfg.ObserveEffect != nil {
+	if cfg.Hooks.ObserveEffect != nil {
 		l.Observe = func(op string, class ledger.Class, outcome string) {
 			m.Effect(op, class, outcome)
-			cfg.ObserveEffect(op, class, outcome)
+			cfg.Hooks.ObserveEffect(op, class, outcome)
 		}
 	}
 	runner := steps.New(l, reg)
@@ -79,9 +79,9 @@ func (d *Daemon) handlers(db *pgxpool.Pool, m *metrics.Metrics) (map[string]work
 		"echo":  worker.HandlerFunc(tools.Echo),
 		"sleep": worker.HandlerFunc(tools.Sleep),
 		"steps": runner,
-		agent.Kind: agent.New(agent.Config{BaseURL: cfg.LLMBaseURL, APIKey: cfg.LLMAPIKey, Model: cfg.LLMModel,
-			RequestTimeout: cfg.LLMTimeout, MaxSteps: cfg.LLMMaxSteps, MaxAnswerTokens: cfg.LLMMaxAnswerTokens, Grants: d.grants, Gate: d.limits,
-			Compensations: cfg.Compensations}, l, reg),
+		agent.Kind: agent.New(agent.Config{BaseURL: cfg.Model.BaseURL, APIKey: cfg.Model.APIKey, Model: cfg.Model.Name,
+			RequestTimeout: cfg.Model.Timeout, MaxSteps: cfg.Model.MaxSteps, MaxAnswerTokens: cfg.Model.MaxAnswerTokens, Grants: d.grants, Gate: d.limits,
+			Compensations: cfg.Policy.Compensations}, l, reg),
 	}
 	for name, h := range d.kinds {
 		kinds[name] = h
@@ -98,7 +98,7 @@ func (d *Daemon) handlers(db *pgxpool.Pool, m *metrics.Metrics) (map[string]work
 // dispatcher delivers the outbox's notifications to Slack, or to the
 // console sink without a token; nil with --no-dispatch.
 func dispatcher(cfg *Config, db *pgxpool.Pool, limits *flow.Limiter, owner string, m *metrics.Metrics, log *slog.Logger) (*outbox.Dispatcher, error) {
-	if cfg.NoDispatch {
+	if cfg.Notify.NoDispatch {
 		log.Info("notifications: not dispatched here (--no-dispatch)")
 		return nil, nil
 	}
@@ -109,7 +109,7 @@ func dispatcher(cfg *Config, db *pgxpool.Pool, limits *flow.Limiter, owner strin
 	l := ledger.New(db)
 	l.Observe = m.Effect
 	d, err := outbox.NewDispatcher(outbox.NewStore(db), notify.NewDeliverer(l, sink), outbox.Config{
-		Owner: owner, Concurrency: cfg.DispatchConcurrency, Lease: cfg.DispatchLease, Logger: log,
+		Owner: owner, Concurrency: cfg.Notify.DispatchConcurrency, Lease: cfg.Notify.DispatchLease, Logger: log,
 		OnSettle: m.Notification,
 	})
 	if err != nil {
@@ -121,7 +121,7 @@ func dispatcher(cfg *Config, db *pgxpool.Pool, limits *flow.Limiter, owner strin
 // notificationSink is Slack when a bot token is configured, else the
 // console sink; both go through the ledger the same way.
 func notificationSink(cfg *Config, limits *flow.Limiter, out io.Writer, log *slog.Logger) (notify.Sink, error) {
-	if cfg.SlackToken == "" && cfg.SlackTokenFile == "" {
+	if cfg.Notify.SlackToken == "" && cfg.Notify.SlackTokenFile == "" {
 		sink, err := consoleSink(cfg, out)
 		if err == nil {
 			log.Info("notifications: console sink (set AGENTLEDGER_SLACK_TOKEN for Slack)")
@@ -130,8 +130,8 @@ func notificationSink(cfg *Config, limits *flow.Limiter, out io.Writer, log *slo
 	}
 	// Posts and updates are paced by the fleet's limits too, so that any
 	// number of daemons keep to one channel's pace between them.
-	sink, err := slack.New(slack.Config{Token: cfg.SlackToken, TokenFile: cfg.SlackTokenFile,
-		APIURL: cfg.SlackAPIURL, Logger: log, PerChannelInterval: cfg.SlackInterval, WorkspaceRate: float64(cfg.SlackRate),
+	sink, err := slack.New(slack.Config{Token: cfg.Notify.SlackToken, TokenFile: cfg.Notify.SlackTokenFile,
+		APIURL: cfg.Notify.SlackAPIURL, Logger: log, PerChannelInterval: cfg.Notify.SlackInterval, WorkspaceRate: float64(cfg.Notify.SlackRate),
 		Fleet: limits})
 	if err != nil {
 		return nil, &ConfigError{err}
@@ -173,17 +173,17 @@ func checkSlack(sink *slack.Sink, source string, log *slog.Logger) error {
 
 // slackTokenSource names where the Slack token came from, for messages.
 func slackTokenSource(cfg *Config) string {
-	if cfg.SlackTokenFile != "" {
-		return "the file " + cfg.SlackTokenFile + " (--slack-token-file)"
+	if cfg.Notify.SlackTokenFile != "" {
+		return "the file " + cfg.Notify.SlackTokenFile + " (--slack-token-file)"
 	}
 	return "AGENTLEDGER_SLACK_TOKEN"
 }
 
 // consoleSink is where notifications go until Slack is configured.
 func consoleSink(cfg *Config, out io.Writer) (notify.Sink, error) {
-	path := cfg.NotifyFile
+	path := cfg.Notify.File
 	if path == "" {
-		dir := cfg.StateDir
+		dir := cfg.Database.StateDir
 		if dir == "" {
 			var err error
 			if dir, err = pgembed.DefaultStateDir(); err != nil {

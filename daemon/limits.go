@@ -26,7 +26,7 @@ func storeLimits(ctx context.Context, db flow.DB, cfg *Config, log *slog.Logger)
 	store := flow.NewStore(db)
 	var targets []string
 	var before map[string]flow.Limit // read for the log only: a race with another start misleads only the log
-	if len(cfg.Limits) > 0 {
+	if len(cfg.Policy.Limits) > 0 {
 		ls, err := store.List(ctx)
 		if err != nil {
 			return err
@@ -36,7 +36,7 @@ func storeLimits(ctx context.Context, db flow.DB, cfg *Config, log *slog.Logger)
 			before[l.Target] = l
 		}
 	}
-	for _, l := range cfg.Limits {
+	for _, l := range cfg.Policy.Limits {
 		got, stored, err := store.PutConfig(ctx, l)
 		if err != nil {
 			return &ConfigError{fmt.Errorf("limit of %q: %w", l.Target, err)}
@@ -58,7 +58,7 @@ func storeLimits(ctx context.Context, db flow.DB, cfg *Config, log *slog.Logger)
 	if len(targets) > 0 {
 		log.Info("limits stored from the configuration", "targets", targets)
 	}
-	if (cfg.SlackToken != "" || cfg.SlackTokenFile != "") && !cfg.NoDispatch {
+	if (cfg.Notify.SlackToken != "" || cfg.Notify.SlackTokenFile != "") && !cfg.Notify.NoDispatch {
 		stored, err := store.PutDefault(ctx, slackChannelDefault)
 		if err != nil {
 			return err

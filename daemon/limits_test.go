@@ -27,7 +27,7 @@ func TestSlackChannelDefaultLimit(t *testing.T) {
 		t.Fatalf("without Slack: limits %v %v, want none", ls, err)
 	}
 
-	slack := &Config{SlackToken: "xoxb-test"}
+	slack := &Config{Notify: Notifications{SlackToken: "xoxb-test"}}
 	if err := storeLimits(ctx, db, slack, log); err != nil {
 		t.Fatal(err)
 	}

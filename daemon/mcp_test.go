@@ -36,12 +36,18 @@ func TestConfiguredMCPServers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := daemon.New(daemon.Config{DatabaseURL: url, Logger: quiet(), Stdout: io.Discard, Listener: ln,
-		PollInterval: 50 * time.Millisecond, NoCron: true, NoJanitor: true,
+	d := daemon.New(daemon.Config{
+		Database:    daemon.Database{URL: url},
+		API:         daemon.API{Listener: ln},
+		Worker:      daemon.Worker{PollInterval: 50 * time.Millisecond},
+		Maintenance: daemon.Maintenance{NoCron: true, NoJanitor: true},
+		Logger:      quiet(),
+		Stdout:      io.Discard,
 		MCPServers: []daemon.MCPServer{
 			{Name: "shop", Command: []string{bin, "-log", calls}},
 			{Name: "down", Command: []string{dir + "/no-such-server"}},
-		}})
+		},
+	})
 	testdaemon.Run(t, d)
 
 	// The supervisor connects in the background: wait for /readyz to say so.

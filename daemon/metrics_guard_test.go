@@ -84,8 +84,14 @@ func TestMetricsTokenBehindTrustedProxy(t *testing.T) {
 // before it starts, naming the entry.
 func TestTrustedProxiesMistake(t *testing.T) {
 	t.Parallel()
-	d := daemon.New(daemon.Config{DatabaseURL: testdb.URL(t), Logger: quiet(), Stdout: io.Discard, Listen: "127.0.0.1:0",
-		TrustedProxies: []string{"10.0.0.0/8", "10.0.0.0/33"}, NoCron: true, NoJanitor: true, NoDispatch: true})
+	d := daemon.New(daemon.Config{
+		Database:    daemon.Database{URL: testdb.URL(t)},
+		API:         daemon.API{Listen: "127.0.0.1:0", TrustedProxies: []string{"10.0.0.0/8", "10.0.0.0/33"}},
+		Maintenance: daemon.Maintenance{NoCron: true, NoJanitor: true},
+		Notify:      daemon.Notifications{NoDispatch: true},
+		Logger:      quiet(),
+		Stdout:      io.Discard,
+	})
 	var ce *daemon.ConfigError
 	if err := d.Run(context.Background()); !errors.As(err, &ce) || !strings.Contains(err.Error(), `--trusted-proxies: trusted proxy "10.0.0.0/33" is not an IP address or CIDR prefix`) {
 		t.Errorf("Run = %v, want a ConfigError naming the entry", err)
@@ -107,8 +113,19 @@ func metricsDaemon(t *testing.T, trustedProxies ...string) net.Listener {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := daemon.New(daemon.Config{DatabaseURL: testdb.URL(t), Logger: quiet(), Stdout: io.Discard, Listener: ln,
-		MetricsTokenFile: file, TrustedProxies: trustedProxies, PollInterval: time.Second, NoCron: true, NoJanitor: true, NoDispatch: true})
+	d := daemon.New(daemon.Config{
+		Database: daemon.Database{URL: testdb.URL(t)},
+		API: daemon.API{
+			Listener:         ln,
+			MetricsTokenFile: file,
+			TrustedProxies:   trustedProxies,
+		},
+		Worker:      daemon.Worker{PollInterval: time.Second},
+		Maintenance: daemon.Maintenance{NoCron: true, NoJanitor: true},
+		Notify:      daemon.Notifications{NoDispatch: true},
+		Logger:      quiet(),
+		Stdout:      io.Discard,
+	})
 	testdaemon.Run(t, d)
 	return ln
 }

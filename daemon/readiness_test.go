@@ -21,8 +21,15 @@ func TestReadyzUnderConcurrentProbes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := daemon.New(daemon.Config{DatabaseURL: testdb.URL(t), Logger: quiet(), Stdout: io.Discard, Listener: ln,
-		PollInterval: time.Second, NoCron: true, NoJanitor: true, NoDispatch: true})
+	d := daemon.New(daemon.Config{
+		Database:    daemon.Database{URL: testdb.URL(t)},
+		API:         daemon.API{Listener: ln},
+		Worker:      daemon.Worker{PollInterval: time.Second},
+		Maintenance: daemon.Maintenance{NoCron: true, NoJanitor: true},
+		Notify:      daemon.Notifications{NoDispatch: true},
+		Logger:      quiet(),
+		Stdout:      io.Discard,
+	})
 	testdaemon.Run(t, d)
 	url := "http://" + ln.Addr().String() + "/readyz"
 	var wg sync.WaitGroup

@@ -48,26 +48,26 @@ func TestRefusedStartStoresNothing(t *testing.T) {
 		set  func(*daemon.Config)
 		want string
 	}{
-		{"metrics token too short", func(c *daemon.Config) { c.MetricsTokenFile = shortToken }, "the token must be at least 16 characters"},
-		{"trusted proxy", func(c *daemon.Config) { c.TrustedProxies = []string{"10.0.0.0/33"} }, "--trusted-proxies"},
-		{"hooks file", func(c *daemon.Config) { c.HooksFile = missing }, "no-such-file"},
+		{"metrics token too short", func(c *daemon.Config) { c.API.MetricsTokenFile = shortToken }, "the token must be at least 16 characters"},
+		{"trusted proxy", func(c *daemon.Config) { c.API.TrustedProxies = []string{"10.0.0.0/33"} }, "--trusted-proxies"},
+		{"hooks file", func(c *daemon.Config) { c.API.HooksFile = missing }, "no-such-file"},
 		{"MCP env file", func(c *daemon.Config) {
 			c.MCPServers = []daemon.MCPServer{{Name: "shop", Command: []string{"shop-mcp"}, EnvFiles: map[string]string{"SHOP_TOKEN": missing}}}
 		}, "MCP server shop: the env file of SHOP_TOKEN"},
 		{"MCP server twice", func(c *daemon.Config) {
 			c.MCPServers = []daemon.MCPServer{{Name: "shop", Command: []string{"a"}}, {Name: "shop", Command: []string{"b"}}}
 		}, "MCP server shop is configured twice"},
-		{"Slack token file", func(c *daemon.Config) { c.SlackTokenFile, c.NoDispatch = missing, false }, "reading the token file"},
-		{"host headers file", func(c *daemon.Config) { c.HTTPHostHeadersFile = notJSON }, "--http-host-headers-file"},
-		{"worker lease", func(c *daemon.Config) { c.Lease = 500 * time.Millisecond }, "shorter than 1s"},
-		{"listen address in use", func(c *daemon.Config) { c.Listen = busy.Addr().String() }, "address already in use"},
+		{"Slack token file", func(c *daemon.Config) { c.Notify.SlackTokenFile, c.Notify.NoDispatch = missing, false }, "reading the token file"},
+		{"host headers file", func(c *daemon.Config) { c.HTTPTools.HostHeadersFile = notJSON }, "--http-host-headers-file"},
+		{"worker lease", func(c *daemon.Config) { c.Worker.Lease = 500 * time.Millisecond }, "shorter than 1s"},
+		{"listen address in use", func(c *daemon.Config) { c.API.Listen = busy.Addr().String() }, "address already in use"},
 		{"a later limit", func(c *daemon.Config) {
-			c.Limits = append(c.Limits, flow.Limit{Target: "smtp:x", Rate: flow.Rate{N: 1, Per: time.Second}})
+			c.Policy.Limits = append(c.Policy.Limits, flow.Limit{Target: "smtp:x", Rate: flow.Rate{N: 1, Per: time.Second}})
 		}, `limit of "smtp:x"`},
 		{"a tenant share", func(c *daemon.Config) {
-			c.TenantShares = append(c.TenantShares, tenants.Share{Tenant: "globex", Weight: 0})
+			c.Policy.TenantShares = append(c.Policy.TenantShares, tenants.Share{Tenant: "globex", Weight: 0})
 		}, `share of tenant "globex": weight`},
-		{"a grant", func(c *daemon.Config) { c.Grants["globex"] = &grants.Grant{PriorityFloor: 101} }, `grant of tenant "globex"`},
+		{"a grant", func(c *daemon.Config) { c.Policy.Grants["globex"] = &grants.Grant{PriorityFloor: 101} }, `grant of tenant "globex"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -80,11 +80,19 @@ func TestRefusedStartStoresNothing(t *testing.T) {
 			}
 			addr := probe.Addr().String()
 			probe.Close()
-			cfg := daemon.Config{DatabaseURL: url, Logger: quiet(), Stdout: io.Discard, Listen: addr,
-				NoCron: true, NoJanitor: true, NoDispatch: true,
-				Grants:       map[string]*grants.Grant{"acme": {Kinds: []string{"echo"}}},
-				Limits:       []flow.Limit{goodLimit},
-				TenantShares: []tenants.Share{goodShare}}
+			cfg := daemon.Config{
+				Database:    daemon.Database{URL: url},
+				API:         daemon.API{Listen: addr},
+				Maintenance: daemon.Maintenance{NoCron: true, NoJanitor: true},
+				Notify:      daemon.Notifications{NoDispatch: true},
+				Policy: daemon.Policy{
+					Grants:       map[string]*grants.Grant{"acme": {Kinds: []string{"echo"}}},
+					Limits:       []flow.Limit{goodLimit},
+					TenantShares: []tenants.Share{goodShare},
+				},
+				Logger: quiet(),
+				Stdout: io.Discard,
+			}
 			tc.set(&cfg)
 			d := daemon.New(cfg)
 			runCtx, cancel := context.WithCancel(ctx)
@@ -110,7 +118,7 @@ func TestRefusedStartStoresNothing(t *testing.T) {
 			if s, err := tenants.NewStore(db).Shares(ctx); err != nil || len(s) > 0 {
 				t.Errorf("the configuration's share was stored: %+v, %v", s, err)
 			}
-			if cfg.Listen == addr {
+			if cfg.API.Listen == addr {
 				ln, err := net.Listen("tcp", addr)
 				if err != nil {
 					t.Fatalf("the refused daemon still holds its address: %v", err)

@@ -34,8 +34,13 @@ func TestWarnsOfUnsafeToolsWithoutSyncStandby(t *testing.T) {
 			if tc.name == "embedded cluster" { // its own, in a state directory: no DatabaseURL
 				url, dir = "", searchableDir(t)
 			}
-			d := daemon.New(daemon.Config{DatabaseURL: url, StateDir: dir, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
-				Stdout: io.Discard, UnsafeHTTPAllowedHosts: tc.hosts, NoCron: true, NoJanitor: true})
+			d := daemon.New(daemon.Config{
+				Database:    daemon.Database{URL: url, StateDir: dir},
+				HTTPTools:   daemon.HTTPTools{UnsafeAllowedHosts: tc.hosts},
+				Maintenance: daemon.Maintenance{NoCron: true, NoJanitor: true},
+				Logger:      slog.New(slog.NewTextHandler(&logs, nil)),
+				Stdout:      io.Discard,
+			})
 			testdaemon.Run(t, d)
 			out := logs.String()
 			if got := strings.Count(out, warning); got != map[bool]int{true: 1, false: 0}[tc.warn] {

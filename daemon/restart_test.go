@@ -43,7 +43,7 @@ func startOnce(t *testing.T, cfg daemon.Config) *logbuf.Buffer {
 	t.Helper()
 	logs := &logbuf.Buffer{}
 	cfg.Logger = slog.New(slog.NewJSONHandler(logs, nil))
-	cfg.Stdout, cfg.NoCron, cfg.NoJanitor, cfg.NoDispatch = io.Discard, true, true, true
+	cfg.Stdout, cfg.Maintenance.NoCron, cfg.Maintenance.NoJanitor, cfg.Notify.NoDispatch = io.Discard, true, true, true
 	d := daemon.New(cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan error, 1)
@@ -79,18 +79,21 @@ func TestRestartKeepsTheOperatorsChanges(t *testing.T) {
 	}
 	const api, billing = "http:https://api.example.com:443", "http:https://billing.example.com:443"
 	five := 5
-	cfg := daemon.Config{DatabaseURL: url,
-		Grants: map[string]*grants.Grant{
-			"acme":    {Kinds: []string{"steps"}, Tools: []string{"http_request", "notify"}},
-			"globex":  {AllKinds: true, Tools: []string{"http_request"}},
-			"initech": {AllKinds: true, Tools: []string{"http_request", "notify"}},
-			"hooli":   {AllKinds: true, Tools: []string{"notify"}},
+	cfg := daemon.Config{
+		Database: daemon.Database{URL: url},
+		Policy: daemon.Policy{
+			Grants: map[string]*grants.Grant{
+				"acme":    {Kinds: []string{"steps"}, Tools: []string{"http_request", "notify"}},
+				"globex":  {AllKinds: true, Tools: []string{"http_request"}},
+				"initech": {AllKinds: true, Tools: []string{"http_request", "notify"}},
+				"hooli":   {AllKinds: true, Tools: []string{"notify"}},
+			},
+			Limits: []flow.Limit{
+				{Target: api, Rate: flow.Rate{N: 10, Per: time.Second}, Burst: 1},
+				{Target: billing, Concurrency: 4},
+			},
+			TenantShares: []tenants.Share{{Tenant: "acme", Weight: 3}, {Tenant: "globex", Weight: 2, MaxRunning: &five}},
 		},
-		Limits: []flow.Limit{
-			{Target: api, Rate: flow.Rate{N: 10, Per: time.Second}, Burst: 1},
-			{Target: billing, Concurrency: 4},
-		},
-		TenantShares: []tenants.Share{{Tenant: "acme", Weight: 3}, {Tenant: "globex", Weight: 2, MaxRunning: &five}},
 	}
 	startOnce(t, cfg)
 
@@ -123,9 +126,9 @@ func TestRestartKeepsTheOperatorsChanges(t *testing.T) {
 
 	// The file changes what the config set (globex, billing), and a daemon
 	// with it (or with the old file) starts again.
-	cfg.Grants["globex"] = &grants.Grant{AllKinds: true, Tools: []string{"http_request", "notify"}}
-	cfg.Limits[1].Concurrency = 8
-	cfg.TenantShares[1].Weight = 4
+	cfg.Policy.Grants["globex"] = &grants.Grant{AllKinds: true, Tools: []string{"http_request", "notify"}}
+	cfg.Policy.Limits[1].Concurrency = 8
+	cfg.Policy.TenantShares[1].Weight = 4
 	logs := startOnce(t, cfg)
 
 	acme, err := gs.Record(ctx, "acme")

@@ -52,7 +52,7 @@ func buildServices(cfg *Config, db *pgxpool.Pool, limits *flow.Limiter, m *metri
 	if disp != nil {
 		s.runs = append(s.runs, disp.Run)
 	}
-	if cfg.NoCron {
+	if cfg.Maintenance.NoCron {
 		log.Info("cron: schedules not fired here (--no-cron)")
 	} else {
 		sch, err := schedule.NewScheduler(db, schedule.Config{Logger: log, OnFire: m.CronFire})
@@ -61,10 +61,10 @@ func buildServices(cfg *Config, db *pgxpool.Pool, limits *flow.Limiter, m *metri
 		}
 		s.runs = append(s.runs, sch.Run)
 	}
-	if cfg.NoJanitor {
+	if cfg.Maintenance.NoJanitor {
 		log.Info("janitor: not run here (--no-janitor)")
 	} else {
-		j, err := janitor.New(db, sweeps(cfg, db), janitor.Config{Interval: cfg.JanitorInterval, Logger: log, OnDelete: m.Janitor})
+		j, err := janitor.New(db, sweeps(cfg, db), janitor.Config{Interval: cfg.Maintenance.JanitorInterval, Logger: log, OnDelete: m.Janitor})
 		if err != nil {
 			return nil, &ConfigError{err}
 		}
@@ -77,7 +77,7 @@ func buildServices(cfg *Config, db *pgxpool.Pool, limits *flow.Limiter, m *metri
 	// The API has connections of its own: a flood of requests (or of
 	// made-up tokens) waits for those, never for the worker pool's.
 	pcfg := db.Config().Copy()
-	pcfg.MaxConns, pcfg.MinConns = cfg.APIMaxConns, 0
+	pcfg.MaxConns, pcfg.MinConns = cfg.API.MaxConns, 0
 	if pcfg.MaxConns <= 0 {
 		pcfg.MaxConns = DefaultAPIMaxConns
 	}
@@ -96,17 +96,17 @@ func buildServices(cfg *Config, db *pgxpool.Pool, limits *flow.Limiter, m *metri
 	for pattern, h := range extra {
 		api.Handle(pattern, h)
 	}
-	log.Info("http: serving the API", "addr", "http://"+s.ln.Addr().String(), "idempotency_key_required", !cfg.IdempotencyKeyOptional)
+	log.Info("http: serving the API", "addr", "http://"+s.ln.Addr().String(), "idempotency_key_required", !cfg.API.IdempotencyKeyOptional)
 	s.runs = append(s.runs, func(ctx context.Context) error { return api.Serve(ctx, s.ln) })
 	return s, nil
 }
 
 // listen binds --listen, or returns nil when it is empty.
 func listen(cfg *Config) (net.Listener, error) {
-	if cfg.Listen == "" {
+	if cfg.API.Listen == "" {
 		return nil, nil
 	}
-	return Listen(cfg.Listen)
+	return Listen(cfg.API.Listen)
 }
 
 // run runs every service until ctx ends and they have stopped; the first
@@ -132,13 +132,13 @@ func (s *services) run(ctx context.Context) error {
 func sweeps(cfg *Config, db *pgxpool.Pool) []janitor.Sweep {
 	l := ledger.New(db)
 	return []janitor.Sweep{
-		{Name: "ledger", Window: cfg.Retain.Ledger, Delete: func(ctx context.Context, w time.Duration, n int) (int64, error) {
+		{Name: "ledger", Window: cfg.Maintenance.Retain.Ledger, Delete: func(ctx context.Context, w time.Duration, n int) (int64, error) {
 			return l.Expire(ctx, claims.LedgerRetention{}, ledger.Retention{Default: w}, n)
 		}},
-		{Name: "outbox", Window: cfg.Retain.Outbox, Delete: outbox.NewStore(db).DeleteSettled},
-		{Name: "inbox", Window: cfg.Retain.Inbox, Delete: webhooks.ExpireInbox(db)},
-		{Name: "idempotency_keys", Window: cfg.Retain.IdempotencyKeys, Delete: httpapi.ExpireKeys(db)},
-		{Name: "tasks", Window: cfg.Retain.Tasks, Delete: claims.New(db).DeleteFinished},
+		{Name: "outbox", Window: cfg.Maintenance.Retain.Outbox, Delete: outbox.NewStore(db).DeleteSettled},
+		{Name: "inbox", Window: cfg.Maintenance.Retain.Inbox, Delete: webhooks.ExpireInbox(db)},
+		{Name: "idempotency_keys", Window: cfg.Maintenance.Retain.IdempotencyKeys, Delete: httpapi.ExpireKeys(db)},
+		{Name: "tasks", Window: cfg.Maintenance.Retain.Tasks, Delete: claims.New(db).DeleteFinished},
 	}
 }
 
@@ -146,8 +146,8 @@ func sweeps(cfg *Config, db *pgxpool.Pool) []janitor.Sweep {
 func apiServer(cfg *Config, db *pgxpool.Pool, m *metrics.Metrics, check func(context.Context, string, json.RawMessage) error,
 	gs grants.Source, mcp func() map[string]string, ready *readiness, log *slog.Logger) (*httpapi.Server, error) {
 	var hooks http.Handler
-	if cfg.HooksFile != "" {
-		sources, err := webhooks.LoadSources(cfg.HooksFile)
+	if cfg.API.HooksFile != "" {
+		sources, err := webhooks.LoadSources(cfg.API.HooksFile)
 		if err != nil {
 			return nil, &ConfigError{err}
 		}
@@ -158,26 +158,26 @@ func apiServer(cfg *Config, db *pgxpool.Pool, m *metrics.Metrics, check func(con
 		hooks = h
 		log.Info("http: webhooks", "sources", len(sources))
 	}
-	proxies, err := httpapi.ParseTrustedProxies(cfg.TrustedProxies)
+	proxies, err := httpapi.ParseTrustedProxies(cfg.API.TrustedProxies)
 	if err != nil {
 		return nil, &ConfigError{fmt.Errorf("--trusted-proxies: %w", err)}
 	}
 	api, err := httpapi.New(httpapi.Config{
 		DB: db, Tenants: tenants.NewStore(db), Claims: claims.New(db), Operator: operator.New(db), Hooks: hooks,
 		TrustedProxies:         proxies,
-		IdempotencyKeyOptional: cfg.IdempotencyKeyOptional, Logger: log, Observe: m.HTTP, CheckPayload: check,
+		IdempotencyKeyOptional: cfg.API.IdempotencyKeyOptional, Logger: log, Observe: m.HTTP, CheckPayload: check,
 		Grants: gs, Admit: func(ctx context.Context, p claims.EnqueueParams, anyway bool) error {
 			// This daemon's model is taken as the workers' (one config for the
 			// fleet); with none, admit refuses only what no model could pass.
 			return admit.Check(ctx, claims.New(db), p, admit.Options{Anyway: anyway, Override: `send "allow_unserved": true`,
-				Grants: gs, Model: cfg.LLMModel})
+				Grants: gs, Model: cfg.Model.Name})
 		},
 	})
 	if err != nil {
 		return nil, &ConfigError{err}
 	}
 	m.WatchDatabase(db)
-	metricsHandler, err := guardMetrics(cfg.MetricsTokenFile, api, promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
+	metricsHandler, err := guardMetrics(cfg.API.MetricsTokenFile, api, promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
 	if err != nil {
 		return nil, &ConfigError{err}
 	}

@@ -74,8 +74,8 @@ func transient(err error) bool { return database.Unavailable(err) }
 // the configuration, every one before any is stored: one bad entry stores
 // none.
 func checkSeeds(cfg *Config) error {
-	for _, tenant := range slices.Sorted(maps.Keys(cfg.Grants)) {
-		g := cfg.Grants[tenant]
+	for _, tenant := range slices.Sorted(maps.Keys(cfg.Policy.Grants)) {
+		g := cfg.Policy.Grants[tenant]
 		if g == nil {
 			return &ConfigError{fmt.Errorf("grant of tenant %q: nil (an empty grant grants nothing)", tenant)}
 		}
@@ -83,13 +83,13 @@ func checkSeeds(cfg *Config) error {
 			return &ConfigError{fmt.Errorf("grant of tenant %q: %w", tenant, err)}
 		}
 	}
-	for _, l := range cfg.Limits {
+	for _, l := range cfg.Policy.Limits {
 		l.Source = flow.SourceConfig // as storeLimits stores it
 		if err := l.Check(); err != nil {
 			return &ConfigError{fmt.Errorf("limit of %q: %w", l.Target, err)}
 		}
 	}
-	for _, s := range cfg.TenantShares {
+	for _, s := range cfg.Policy.TenantShares {
 		s.Source = tenants.SourceConfig
 		if err := s.Check(); err != nil {
 			return &ConfigError{fmt.Errorf("share of tenant %q: %w", s.Tenant, err)}

@@ -29,9 +29,18 @@ func TestAgentCallsAnMCPTool(t *testing.T) {
 		fakeopenai.Calls(fakeopenai.ToolCall{ID: "c1", Name: "shop__charge", Arguments: `{"order":7}`}),
 		fakeopenai.Text("charged"))
 	url := testdb.URL(t)
-	d := daemon.New(daemon.Config{DatabaseURL: url, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Stdout: io.Discard,
-		LLMBaseURL: model.BaseURL(), LLMAPIKey: "sk-test", LLMModel: "test", PollInterval: 50 * time.Millisecond,
-		NoCron: true, NoJanitor: true})
+	d := daemon.New(daemon.Config{
+		Database: daemon.Database{URL: url},
+		Model: daemon.Model{
+			BaseURL: model.BaseURL(),
+			APIKey:  "sk-test",
+			Name:    "test",
+		},
+		Worker:      daemon.Worker{PollInterval: 50 * time.Millisecond},
+		Maintenance: daemon.Maintenance{NoCron: true, NoJanitor: true},
+		Logger:      slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Stdout:      io.Discard,
+	})
 	for _, tl := range shop.Tools() {
 		if err := d.RegisterTool(tl); err != nil {
 			t.Fatal(err)

@@ -21,9 +21,18 @@ func TestAgentModelCallTrace(t *testing.T) {
 	exp, tp := record(t)
 	model := fakeopenai.New(t, "sk-test", fakeopenai.Reply{Content: "done", PromptTokens: 11, CompletionTokens: 7})
 	url := testdb.URL(t)
-	d := daemon.New(daemon.Config{DatabaseURL: url, Logger: quiet(), PollInterval: 50 * time.Millisecond,
-		NoCron: true, NoJanitor: true, NoDispatch: true,
-		LLMBaseURL: model.BaseURL(), LLMAPIKey: "sk-test", LLMModel: "gpt-test"})
+	d := daemon.New(daemon.Config{
+		Database:    daemon.Database{URL: url},
+		Worker:      daemon.Worker{PollInterval: 50 * time.Millisecond},
+		Maintenance: daemon.Maintenance{NoCron: true, NoJanitor: true},
+		Notify:      daemon.Notifications{NoDispatch: true},
+		Model: daemon.Model{
+			BaseURL: model.BaseURL(),
+			APIKey:  "sk-test",
+			Name:    "gpt-test",
+		},
+		Logger: quiet(),
+	})
 	testdaemon.Run(t, d)
 
 	// A program submits the task straight to the database, within its span.

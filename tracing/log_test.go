@@ -26,8 +26,13 @@ func TestAttemptLogCarriesTraceIDs(t *testing.T) {
 	var buf logbuf.Buffer
 	log := slog.New(tracing.LogHandler(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo})))
 	url := testdb.URL(t)
-	d := daemon.New(daemon.Config{DatabaseURL: url, Logger: log, PollInterval: 50 * time.Millisecond,
-		NoCron: true, NoJanitor: true, NoDispatch: true})
+	d := daemon.New(daemon.Config{
+		Database:    daemon.Database{URL: url},
+		Worker:      daemon.Worker{PollInterval: 50 * time.Millisecond},
+		Maintenance: daemon.Maintenance{NoCron: true, NoJanitor: true},
+		Notify:      daemon.Notifications{NoDispatch: true},
+		Logger:      log,
+	})
 	if err := d.RegisterKind("fail", worker.HandlerFunc(func(context.Context, *agentledger.Task) (json.RawMessage, error) {
 		return nil, agentledger.Permanent(errors.New("no such order"))
 	})); err != nil {

@@ -49,8 +49,15 @@ func TestStepsTaskTrace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := daemon.New(daemon.Config{DatabaseURL: url, Logger: quiet(), Listener: ln, PollInterval: 50 * time.Millisecond,
-		NoCron: true, NoJanitor: true, NoDispatch: true, HTTPAllowedHosts: []string{down.URL}})
+	d := daemon.New(daemon.Config{
+		Database:    daemon.Database{URL: url},
+		API:         daemon.API{Listener: ln},
+		Worker:      daemon.Worker{PollInterval: 50 * time.Millisecond},
+		Maintenance: daemon.Maintenance{NoCron: true, NoJanitor: true},
+		Notify:      daemon.Notifications{NoDispatch: true},
+		HTTPTools:   daemon.HTTPTools{AllowedHosts: []string{down.URL}},
+		Logger:      quiet(),
+	})
 	testdaemon.Run(t, d)
 
 	const caller = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"

@@ -322,8 +322,8 @@ func effectsRun(ctx context.Context, srv *Server, f EffectsFlags, n int, log *sl
 		}
 		var seen outcomes
 		spec := DaemonSpec{Tools: []tools.Tool{charge}, Configure: func(c *daemon.Config) {
-			c.HTTPAllowedHosts = []string{"http://" + u.Host}
-			c.ObserveEffect = seen.observe
+			c.HTTPTools.AllowedHosts = []string{"http://" + u.Host}
+			c.Hooks.ObserveEffect = seen.observe
 		}}
 		before, err := meter.Read(ctx)
 		if err != nil {

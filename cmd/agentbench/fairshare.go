@@ -246,7 +246,7 @@ func fairLatencyRun(ctx context.Context, srv *Server, f FairFlags, log *slog.Log
 	w, err := NewPoolWorkers(ctx, rdb, PoolSpec{Pools: 1, Concurrency: f.LatConcurrency, Batch: f.LatBatch,
 		MaxConns: int32(f.MaxConns), Tasks: f.Backlog + f.Samples, Log: log,
 		Daemon: DaemonSpec{Kinds: map[string]worker.Handler{"hold": hold, "stamp": stamp},
-			Configure: func(c *daemon.Config) { c.WorkerID = "bench-fair" }}})
+			Configure: func(c *daemon.Config) { c.Worker.ID = "bench-fair" }}})
 	if err != nil {
 		return res, err
 	}

@@ -155,7 +155,7 @@ func latencyRun(ctx context.Context, srv *Server, f LatencyFlags, out io.Writer,
 	w, err := NewPoolWorkers(ctx, rdb, PoolSpec{Pools: 1, Concurrency: f.Concurrency, Batch: f.Batch, MaxConns: 8,
 		Tasks: total, Log: log, Daemon: DaemonSpec{Kinds: map[string]worker.Handler{"stamp": handler},
 			Configure: func(c *daemon.Config) {
-				c.WorkerID, c.PollInterval, c.PollOnly, c.ClaimCooldown = "bench-latency", f.PollInterval, f.PollOnly, f.Cooldown
+				c.Worker.ID, c.Worker.PollInterval, c.Worker.PollOnly, c.Worker.ClaimCooldown = "bench-latency", f.PollInterval, f.PollOnly, f.Cooldown
 			}}})
 	if err != nil {
 		return res, err

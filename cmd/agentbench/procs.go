@@ -254,16 +254,28 @@ func runWorker(ctx context.Context, args []string, out, errOut io.Writer) error 
 	in := bufio.NewScanner(os.Stdin)
 	// The daemon connects, then says ready and waits for go before its
 	// first claim.
-	d := daemon.New(daemon.Config{DatabaseURL: os.Getenv("DATABASE_URL"), NoMigrate: true, MaxConns: int32(conns),
-		WorkerID: id, Concurrency: conc, BatchSize: batch, NoCron: true, NoJanitor: true, NoDispatch: true,
-		Logger: log, Observer: count,
-		BeforeRun: func(context.Context, *pgxpool.Pool) error {
+	d := daemon.New(daemon.Config{
+		Database: daemon.Database{
+			URL:       os.Getenv("DATABASE_URL"),
+			NoMigrate: true,
+			MaxConns:  int32(conns),
+		},
+		Worker: daemon.Worker{
+			ID:          id,
+			Concurrency: conc,
+			BatchSize:   batch,
+		},
+		Maintenance: daemon.Maintenance{NoCron: true, NoJanitor: true},
+		Notify:      daemon.Notifications{NoDispatch: true},
+		Hooks: daemon.Hooks{Observer: count, BeforeRun: func(context.Context, *pgxpool.Pool) error {
 			fmt.Fprintln(out, "ready")
 			if !in.Scan() || in.Text() != "go" {
 				return errGaveUp
 			}
 			return nil
-		}})
+		}},
+		Logger: log,
+	})
 	runCtx, stop := context.WithCancel(ctx)
 	poolDone := make(chan error, 1)
 	go func() { poolDone <- d.Run(runCtx) }()

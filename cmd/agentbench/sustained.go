@@ -224,8 +224,8 @@ func sustainedRun(ctx context.Context, srv *Server, f SustainedFlags, log *slog.
 	w, err := NewPoolWorkers(ctx, rdb, PoolSpec{Pools: 1, Concurrency: f.Concurrency, Batch: f.Batch,
 		MaxConns: int32(f.MaxConns), Tasks: total, Log: log,
 		Daemon: DaemonSpec{Kinds: map[string]worker.Handler{"stamp": stamp}, Configure: func(c *daemon.Config) {
-			c.NoCron, c.NoJanitor, c.Metrics, c.JanitorInterval = false, false, m, f.JanitorInterval
-			c.Retain = daemon.Retention{Ledger: f.Retention, Tasks: f.Retention, Outbox: f.Retention,
+			c.Maintenance.NoCron, c.Maintenance.NoJanitor, c.Hooks.Metrics, c.Maintenance.JanitorInterval = false, false, m, f.JanitorInterval
+			c.Maintenance.Retain = daemon.Retention{Ledger: f.Retention, Tasks: f.Retention, Outbox: f.Retention,
 				Inbox: f.Retention, IdempotencyKeys: f.Retention}
 		}}})
 	if err != nil {

@@ -108,14 +108,27 @@ func NewPoolWorkers(ctx context.Context, rdb *RunDB, s PoolSpec) (*PoolWorkers, 
 	w := &PoolWorkers{count: newHandledCounter(s.Tasks), log: s.Log, gate: make(chan struct{}), cancel: cancel}
 	built := make(chan error, s.Pools) // one value per daemon: ready, or why not
 	for i := range s.Pools {
-		cfg := daemon.Config{DatabaseURL: url, NoMigrate: true, MaxConns: s.MaxConns,
-			WorkerID: fmt.Sprintf("bench-%d", i+1), Concurrency: s.Concurrency, BatchSize: s.Batch,
-			NoCron: true, NoJanitor: true, NoDispatch: true, Logger: s.Log, Observer: w.count}
+		cfg := daemon.Config{
+			Database: daemon.Database{
+				URL:       url,
+				NoMigrate: true,
+				MaxConns:  s.MaxConns,
+			},
+			Worker: daemon.Worker{
+				ID:          fmt.Sprintf("bench-%d", i+1),
+				Concurrency: s.Concurrency,
+				BatchSize:   s.Batch,
+			},
+			Maintenance: daemon.Maintenance{NoCron: true, NoJanitor: true},
+			Notify:      daemon.Notifications{NoDispatch: true},
+			Hooks:       daemon.Hooks{Observer: w.count},
+			Logger:      s.Log,
+		}
 		if s.Daemon.Configure != nil {
 			s.Daemon.Configure(&cfg)
 		}
 		var reached atomic.Bool
-		cfg.BeforeRun = func(ctx context.Context, _ *pgxpool.Pool) error {
+		cfg.Hooks.BeforeRun = func(ctx context.Context, _ *pgxpool.Pool) error {
 			reached.Store(true)
 			built <- nil
 			select {
@@ -136,9 +149,9 @@ func NewPoolWorkers(ctx context.Context, rdb *RunDB, s PoolSpec) (*PoolWorkers, 
 			err := d.Run(runCtx)
 			switch {
 			case !reached.Load():
-				built <- fmt.Errorf("daemon %s: %w", cfg.WorkerID, err)
+				built <- fmt.Errorf("daemon %s: %w", cfg.Worker.ID, err)
 			case err != nil && runCtx.Err() == nil:
-				w.log.Error("daemon stopped with an error", "worker", cfg.WorkerID, "err", err)
+				w.log.Error("daemon stopped with an error", "worker", cfg.Worker.ID, "err", err)
 			}
 		}()
 	}

@@ -85,8 +85,8 @@ func TestConfigDefaultsAndEnvironment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Lease != time.Minute || !cfg.PollOnly || cfg.Concurrency != 7 || cfg.BatchSize != 100 ||
-		strings.Join(cfg.Queues, "|") != "a|b" || cfg.Grace != 10*time.Second || cfg.NoMigrate {
+	if cfg.Worker.Lease != time.Minute || !cfg.Worker.PollOnly || cfg.Worker.Concurrency != 7 || cfg.Worker.BatchSize != 100 ||
+		strings.Join(cfg.Worker.Queues, "|") != "a|b" || cfg.Worker.Grace != 10*time.Second || cfg.Database.NoMigrate {
 		t.Fatalf("config %+v", cfg)
 	}
 }
@@ -268,24 +268,24 @@ func TestConfigFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Lease != 45*time.Second || cfg.Concurrency != 7 || strings.Join(cfg.Queues, "|") != "a|b" ||
-		!cfg.PollOnly || cfg.Grace != 2*time.Second {
+	if cfg.Worker.Lease != 45*time.Second || cfg.Worker.Concurrency != 7 || strings.Join(cfg.Worker.Queues, "|") != "a|b" ||
+		!cfg.Worker.PollOnly || cfg.Worker.Grace != 2*time.Second {
 		t.Fatalf("config %+v: want lease from the file, concurrency from the flag, grace from the environment", cfg)
 	}
 	if m := cfg.MCPServers; len(m) != 2 || m[0].Name != "shop" || strings.Join(m[0].Command, " ") != "shop-mcp --stdio" ||
 		m[0].Classes["refund"] != "keyed" || m[1].URL != "https://crm.example/mcp" || m[1].HeadersFile != "/etc/crm.json" {
 		t.Fatalf("MCP servers %+v", m)
 	}
-	if g := cfg.Grants["acme"]; g == nil || g.Tools[0] != "http_request" || len(g.Hosts) != 1 || !g.Hosts[0].SecretHeaders ||
+	if g := cfg.Policy.Grants["acme"]; g == nil || g.Tools[0] != "http_request" || len(g.Hosts) != 1 || !g.Hosts[0].SecretHeaders ||
 		g.Hosts[0].URL != "https://api.example.com" || g.MaxTokens != 500 {
-		t.Fatalf("grants %+v", cfg.Grants)
+		t.Fatalf("grants %+v", cfg.Policy.Grants)
 	}
-	if l := cfg.Limits; len(l) != 2 || l[0].Target != "slack-channel:*" || l[0].Rate.String() != "1/s" || l[0].Burst != 1 ||
+	if l := cfg.Policy.Limits; len(l) != 2 || l[0].Target != "slack-channel:*" || l[0].Rate.String() != "1/s" || l[0].Burst != 1 ||
 		l[0].Source != flow.SourceConfig || l[1].Target != "http:https://billing.internal:8080" || l[1].Burst != 5 {
-		t.Fatalf("limits %+v", cfg.Limits)
+		t.Fatalf("limits %+v", cfg.Policy.Limits)
 	}
-	if c := cfg.Compensations["shop/charge"]; len(cfg.Compensations) != 1 || c.Tool != "shop/refund" || string(c.Args) != `{"charge":"${self.body.id}"}` {
-		t.Fatalf("compensations %+v", cfg.Compensations)
+	if c := cfg.Policy.Compensations["shop/charge"]; len(cfg.Policy.Compensations) != 1 || c.Tool != "shop/refund" || string(c.Args) != `{"charge":"${self.body.id}"}` {
+		t.Fatalf("compensations %+v", cfg.Policy.Compensations)
 	}
 	for file, want := range map[string]string{
 		write("bad.toml", "lease = \"soon\"\n"):                                                                                    "bad.toml: lease: \"soon\" is not a positive duration",

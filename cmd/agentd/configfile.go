@@ -176,16 +176,16 @@ type fileTables struct {
 // the config file into c, naming the file and the setting at fault.
 func tablesFromFile(path string, c *daemon.Config) error {
 	var err error
-	if c.MCPServers, c.Grants, err = serversAndGrants(path); err != nil {
+	if c.MCPServers, c.Policy.Grants, err = serversAndGrants(path); err != nil {
 		return err
 	}
-	if c.Limits, err = limitsFromFile(path); err != nil {
+	if c.Policy.Limits, err = limitsFromFile(path); err != nil {
 		return err
 	}
-	if c.TenantShares, err = sharesFromFile(path); err != nil {
+	if c.Policy.TenantShares, err = sharesFromFile(path); err != nil {
 		return err
 	}
-	c.Compensations, err = compensationsFromFile(path)
+	c.Policy.Compensations, err = compensationsFromFile(path)
 	return err
 }
 

@@ -40,7 +40,7 @@ func TestConfigFileLimitParts(t *testing.T) {
 		if err != nil {
 			return nil, err
 		}
-		return cfg.Limits, nil
+		return cfg.Policy.Limits, nil
 	}
 	good := write("good.toml", `
 [[limit]]

@@ -23,7 +23,7 @@ func TestConfigFileTenantShares(t *testing.T) {
 		if err != nil {
 			return 0, err
 		}
-		s := cfg.TenantShares
+		s := cfg.Policy.TenantShares
 		if len(s) != 2 || s[0].Tenant != "acme" || s[0].Weight != 3 || s[0].MaxRunning == nil || *s[0].MaxRunning != 20 ||
 			s[0].Source != tenants.SourceConfig || s[1].Tenant != "default" || s[1].Weight != 1 || s[1].MaxRunning != nil {
 			t.Fatalf("tenant shares %+v", s)

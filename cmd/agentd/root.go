@@ -43,9 +43,9 @@ from the server binaries installed on this machine.`,
 			if err != nil {
 				return err
 			}
-			cfg.LLMAPIKey = getenv("AGENTLEDGER_LLM_API_KEY")
-			cfg.SlackToken = getenv("AGENTLEDGER_SLACK_TOKEN")
-			if cfg.SlackToken != "" && cfg.SlackTokenFile != "" {
+			cfg.Model.APIKey = getenv("AGENTLEDGER_LLM_API_KEY")
+			cfg.Notify.SlackToken = getenv("AGENTLEDGER_SLACK_TOKEN")
+			if cfg.Notify.SlackToken != "" && cfg.Notify.SlackTokenFile != "" {
 				return &usageError{fmt.Errorf("both AGENTLEDGER_SLACK_TOKEN and --slack-token-file are set: keep one")}
 			}
 			return run(cmd.Context(), cfg, hurry)
@@ -100,23 +100,23 @@ func run(ctx context.Context, cfg *config, hurry <-chan struct{}) error {
 // demoConfig binds the listener the demo's tasks call, allows its host to
 // the HTTP tools, and seeds the demo before the first claim.
 func demoConfig(cfg *config) error {
-	if cfg.Listen == "" {
+	if cfg.API.Listen == "" {
 		return &usageError{fmt.Errorf("--demo needs the HTTP server: set --listen")}
 	}
-	ln, err := daemon.Listen(cfg.Listen)
+	ln, err := daemon.Listen(cfg.API.Listen)
 	if err != nil {
 		return err
 	}
 	host := ln.Addr().String()
-	cfg.Listener = ln
-	cfg.HTTPAllowedHosts = append(cfg.HTTPAllowedHosts, "http://"+host)
-	cfg.UnsafeHTTPAllowedHosts = append(cfg.UnsafeHTTPAllowedHosts, "http://"+host)
-	cfg.BeforeRun = func(ctx context.Context, db *pgxpool.Pool) error {
+	cfg.API.Listener = ln
+	cfg.HTTPTools.AllowedHosts = append(cfg.HTTPTools.AllowedHosts, "http://"+host)
+	cfg.HTTPTools.UnsafeAllowedHosts = append(cfg.HTTPTools.UnsafeAllowedHosts, "http://"+host)
+	cfg.Hooks.BeforeRun = func(ctx context.Context, db *pgxpool.Pool) error {
 		seeded, err := demo.Seed(ctx, db, "http://"+host)
 		if err != nil {
 			return fmt.Errorf("seeding the demo: %w", err)
 		}
-		printDemo(os.Stdout, seeded, host, agentctlLine(cfg.StateDir, cfg.DatabaseURL))
+		printDemo(os.Stdout, seeded, host, agentctlLine(cfg.Database.StateDir, cfg.Database.URL))
 		return nil
 	}
 	return nil

@@ -42,8 +42,8 @@ func TestTrustedProxiesSetting(t *testing.T) {
 			}
 		case err != nil:
 			t.Errorf("%v %v: %v", tc.args, tc.env, err)
-		case strings.Join(cfg.TrustedProxies, "|") != tc.want:
-			t.Errorf("%v %v: trusted proxies %q, want %q", tc.args, tc.env, cfg.TrustedProxies, tc.want)
+		case strings.Join(cfg.API.TrustedProxies, "|") != tc.want:
+			t.Errorf("%v %v: trusted proxies %q, want %q", tc.args, tc.env, cfg.API.TrustedProxies, tc.want)
 		}
 	}
 }

@@ -78,8 +78,13 @@ func run(ctx context.Context, out io.Writer) error {
 	}
 
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	d := daemon.New(daemon.Config{DatabaseURL: os.Getenv("DATABASE_URL"), Logger: log, Stdout: io.Discard,
-		PollInterval: 100 * time.Millisecond, NoCron: true, NoJanitor: true})
+	d := daemon.New(daemon.Config{
+		Database:    daemon.Database{URL: os.Getenv("DATABASE_URL")},
+		Worker:      daemon.Worker{PollInterval: 100 * time.Millisecond},
+		Maintenance: daemon.Maintenance{NoCron: true, NoJanitor: true},
+		Logger:      log,
+		Stdout:      io.Discard,
+	})
 	// escalate decides from its typed payload whom to page; it performs
 	// nothing outside, so it needs no ledger.
 	if err := d.RegisterKind("escalate", daemon.Kind(func(_ context.Context, _ *agentledger.Task, e Escalation) (map[string]any, error) {

@@ -111,11 +111,19 @@ func run(ctx context.Context, out io.Writer) error {
 	})
 	defer stopModel()
 
-	d := daemon.New(daemon.Config{DatabaseURL: os.Getenv("DATABASE_URL"),
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Stdout: io.Discard,
-		LLMBaseURL: model.BaseURL(), LLMAPIKey: "sk-example", LLMModel: "example",
-		PollInterval: 100 * time.Millisecond, NoCron: true, NoJanitor: true,
-		MCPServers: []daemon.MCPServer{{Name: "shop", Command: []string{self, "serve", callLog}}}})
+	d := daemon.New(daemon.Config{
+		Database: daemon.Database{URL: os.Getenv("DATABASE_URL")},
+		Model: daemon.Model{
+			BaseURL: model.BaseURL(),
+			APIKey:  "sk-example",
+			Name:    "example",
+		},
+		Worker:      daemon.Worker{PollInterval: 100 * time.Millisecond},
+		Maintenance: daemon.Maintenance{NoCron: true, NoJanitor: true},
+		Logger:      slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Stdout:      io.Discard,
+		MCPServers:  []daemon.MCPServer{{Name: "shop", Command: []string{self, "serve", callLog}}},
+	})
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
 	var runErr error

@@ -32,13 +32,19 @@ func runDemo(t *testing.T) (string, *pgxpool.Pool, demo.Seeded) {
 	}
 	base := "http://" + ln.Addr().String()
 	var seeded demo.Seeded
-	d := daemon.New(daemon.Config{DatabaseURL: url, Listener: ln, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Stdout: io.Discard, PollInterval: 50 * time.Millisecond, NoCron: true, NoJanitor: true,
-		HTTPAllowedHosts: []string{base}, UnsafeHTTPAllowedHosts: []string{base},
-		BeforeRun: func(ctx context.Context, db *pgxpool.Pool) (err error) {
+	d := daemon.New(daemon.Config{
+		Database:    daemon.Database{URL: url},
+		API:         daemon.API{Listener: ln},
+		Worker:      daemon.Worker{PollInterval: 50 * time.Millisecond},
+		Maintenance: daemon.Maintenance{NoCron: true, NoJanitor: true},
+		HTTPTools:   daemon.HTTPTools{AllowedHosts: []string{base}, UnsafeAllowedHosts: []string{base}},
+		Hooks: daemon.Hooks{BeforeRun: func(ctx context.Context, db *pgxpool.Pool) (err error) {
 			seeded, err = demo.Seed(ctx, db, base)
 			return err
-		}})
+		}},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Stdout: io.Discard,
+	})
 	for pattern, h := range demo.NewServer().Routes() {
 		d.Handle(pattern, h)
 	}

@@ -83,11 +83,22 @@ func runWorker() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	d := daemon.New(daemon.Config{
-		DatabaseURL: os.Getenv(workerEnv), NoMigrate: true, MaxConns: 8,
-		WorkerID: os.Getenv(workerIDEnv), Concurrency: 8, Lease: 2 * time.Second, Heartbeat: 500 * time.Millisecond,
-		PollInterval: 100 * time.Millisecond, Backoff: agentledger.Backoff{Base: 50 * time.Millisecond, Max: time.Second, Jitter: 0.2},
-		NoCron: true, NoJanitor: true, NoDispatch: true,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
+		Database: daemon.Database{
+			URL:       os.Getenv(workerEnv),
+			NoMigrate: true,
+			MaxConns:  8,
+		},
+		Worker: daemon.Worker{
+			ID:           os.Getenv(workerIDEnv),
+			Concurrency:  8,
+			Lease:        2 * time.Second,
+			Heartbeat:    500 * time.Millisecond,
+			PollInterval: 100 * time.Millisecond,
+			Backoff:      agentledger.Backoff{Base: 50 * time.Millisecond, Max: time.Second, Jitter: 0.2},
+		},
+		Maintenance: daemon.Maintenance{NoCron: true, NoJanitor: true},
+		Notify:      daemon.Notifications{NoDispatch: true},
+		Logger:      slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
 	})
 	for _, t := range []tools.Tool{keyedPost{url: os.Getenv(downstreamEnv)}, child{}} {
 		if err := d.RegisterTool(t); err != nil {
