@@ -55,7 +55,7 @@ var blocks = map[string]block{
 	"CHAOS_TASKS=2000":                                                           {skip: "internal/test/chaos's TestChaos is this run with CI's defaults"},
 	"go install ./cmd/agentd ./cmd/agentctl":                                     {},
 	"DATABASE_URL='postgres://agentledger:…@db1:5432,db2:5432":                   {skip: "internal/test/chaos's TestFailover gives its daemons such a URL"},
-	"go test ./internal/test/chaos -run 'TestFailover$'":                              {skip: "internal/test/chaos's TestFailover is this run (CI's); TestFailoverAsync wants CHAOS_FAILOVER_ASYNC"},
+	"go test ./internal/test/chaos -run 'TestFailover$'":                         {skip: "internal/test/chaos's TestFailover is this run (CI's); TestFailoverAsync wants CHAOS_FAILOVER_ASYNC"},
 }
 
 // sagaExample names the Sagas section's block, which begins as the steps
