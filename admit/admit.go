@@ -13,6 +13,7 @@ import (
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/registry"
 	"github.com/agentledger/agentledger/steps"
 	"github.com/agentledger/agentledger/tools"
 )
@@ -45,7 +46,7 @@ type Options struct {
 // is served on other queues only), or payload (a steps payload that would
 // fail when it runs); or, with o.Grants, a *grants.DeniedError for what
 // the payload names outside the tenant's grant.
-func Check(ctx context.Context, s *claims.Store, p claims.EnqueueParams, o Options) error {
+func Check(ctx context.Context, s *registry.Store, p claims.EnqueueParams, o Options) error {
 	// A steps payload's structure first, which needs no worker; its calls
 	// after the grant, against the schemas of the live pools when there
 	// are any, so that a refusal names the field of the schema (rather
@@ -110,7 +111,7 @@ func Check(ctx context.Context, s *claims.Store, p claims.EnqueueParams, o Optio
 // pureCheck says a tool is pure when every server that announced its
 // class announced pure (an MCP tool marked read-only, a Go tool declared
 // pure).
-func pureCheck(servers []claims.Worker) steps.PureCheck {
+func pureCheck(servers []registry.Worker) steps.PureCheck {
 	return func(tool string) bool {
 		seen := false
 		for _, w := range servers {
@@ -128,8 +129,8 @@ func pureCheck(servers []claims.Worker) steps.PureCheck {
 
 // serving returns the live pools that claim kind on queue, or the error
 // saying why there are none.
-func serving(live []claims.Worker, queue, kind string) ([]claims.Worker, error) {
-	var servers, ofKind []claims.Worker
+func serving(live []registry.Worker, queue, kind string) ([]registry.Worker, error) {
+	var servers, ofKind []registry.Worker
 	var kinds []string
 	for _, w := range live {
 		kinds = append(kinds, w.Kinds...)
@@ -145,7 +146,7 @@ func serving(live []claims.Worker, queue, kind string) ([]claims.Worker, error) 
 		return servers, nil
 	case len(live) == 0:
 		return nil, agentledger.Invalid("kind", "no live worker serves %q: no worker pool announced itself in the last %s",
-			kind, strings.TrimSuffix(claims.LiveWithin.String(), "0s"))
+			kind, strings.TrimSuffix(registry.LiveWithin.String(), "0s"))
 	case len(ofKind) == 0:
 		return nil, agentledger.Invalid("kind", "no live worker serves %q; the live workers serve %s", kind, list(kinds))
 	}
@@ -160,7 +161,7 @@ func serving(live []claims.Worker, queue, kind string) ([]claims.Worker, error) 
 // announced: known if one of them has it, or if it belongs to an MCP
 // server of one that is not connected (its tools are not known yet). It
 // is nil when a server did not announce its tools (an older version).
-func toolCheck(servers []claims.Worker) func(name string) error {
+func toolCheck(servers []registry.Worker) func(name string) error {
 	var known []string
 	for _, w := range servers {
 		if len(w.Tools) == 0 {
@@ -190,7 +191,7 @@ func toolCheck(servers []claims.Worker) func(name string) error {
 // if a server that has the tool announced no schema for it (an older
 // version) or one that cannot be read. It reads the schemas of the tools
 // named.
-func argsCheck(ctx context.Context, s *claims.Store, servers []claims.Worker, named []string) (func(tool string, args json.RawMessage) error, error) {
+func argsCheck(ctx context.Context, s *registry.Store, servers []registry.Worker, named []string) (func(tool string, args json.RawMessage) error, error) {
 	if len(named) == 0 {
 		return func(string, json.RawMessage) error { return nil }, nil
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/internal/test/testdb"
 	"github.com/agentledger/agentledger/notify"
+	"github.com/agentledger/agentledger/registry"
 	"github.com/agentledger/agentledger/tools"
 )
 
@@ -22,7 +23,7 @@ import (
 func TestStepsTools(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := claims.New(testdb.New(t))
+	s := registry.New(testdb.New(t))
 	check := func(payload string) error {
 		p := claims.EnqueueParams{Kind: "steps", Payload: []byte(payload)}
 		if err := p.Validate(); err != nil {
@@ -44,14 +45,14 @@ func TestStepsTools(t *testing.T) {
 		}
 	}
 
-	register := func(r claims.Registration) {
+	register := func(r registry.Registration) {
 		t.Helper()
 		r.Host, r.PID, r.Queues, r.Kinds = "h", 1, []string{"default"}, []string{"steps"}
 		if err := s.Register(ctx, r); err != nil {
 			t.Fatal(err)
 		}
 	}
-	register(claims.Registration{ID: "new", Tools: map[string]json.RawMessage{"http_request": nil, "shop/refund": nil},
+	register(registry.Registration{ID: "new", Tools: map[string]json.RawMessage{"http_request": nil, "shop/refund": nil},
 		MCPServers: map[string]string{"shop": "connected", "crm": "connecting"}})
 	passes(`{"steps":[{"tool":"shop/refund"},{"tool":"crm/lookup"}]}`)
 	refused(`{"steps":[{"tool":"shop/void"}]}`, `step 0: unknown tool "shop/void" (known: http_request, shop/refund)`)
@@ -59,13 +60,13 @@ func TestStepsTools(t *testing.T) {
 
 	// A compensation of a tool announced pure is refused; of a keyed one
 	// (or one whose class depends on its arguments) it passes.
-	register(claims.Registration{ID: "new", Tools: map[string]json.RawMessage{"http_request": nil, "shop/refund": nil, "shop/lookup": nil},
+	register(registry.Registration{ID: "new", Tools: map[string]json.RawMessage{"http_request": nil, "shop/refund": nil, "shop/lookup": nil},
 		Classes: map[string]string{"shop/refund": "keyed", "shop/lookup": "pure"}, MCPServers: map[string]string{"shop": "connected"}})
 	refused(`{"steps":[{"tool":"shop/lookup","compensate":{"tool":"shop/refund"}}]}`,
 		`step 0: declares a compensation, but shop/lookup is a pure tool (it changes nothing): there is nothing to undo`)
 	passes(`{"steps":[{"tool":"shop/refund","compensate":{"tool":"shop/refund"}},{"tool":"http_request","args":{"method":"POST","url":"http://a.example/x"},"compensate":{"tool":"shop/refund"}}]}`)
 
-	register(claims.Registration{ID: "old"}) // announced no tools
+	register(registry.Registration{ID: "old"}) // announced no tools
 	passes(`{"steps":[{"tool":"notify"}]}`)
 	refused(`{"steps":[{"tool":""}]}`, "steps: step 0: tool is required")
 }
@@ -78,7 +79,7 @@ func TestStepsTools(t *testing.T) {
 func TestStepsArguments(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := claims.New(testdb.New(t))
+	s := registry.New(testdb.New(t))
 	check := func(payload string, anyway bool) error {
 		p := claims.EnqueueParams{Kind: "steps", Payload: []byte(payload)}
 		if err := p.Validate(); err != nil {
@@ -101,7 +102,7 @@ func TestStepsArguments(t *testing.T) {
 	}
 	register := func(id string, queues []string, tools map[string]json.RawMessage, mcp map[string]string) {
 		t.Helper()
-		if err := s.Register(ctx, claims.Registration{ID: id, Host: "h", PID: 1, Queues: queues,
+		if err := s.Register(ctx, registry.Registration{ID: id, Host: "h", PID: 1, Queues: queues,
 			Kinds: []string{"steps"}, Tools: tools, MCPServers: mcp}); err != nil {
 			t.Fatal(err)
 		}
@@ -156,7 +157,7 @@ func TestStepsArguments(t *testing.T) {
 func TestStepsCallsTheToolWouldRefuse(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := claims.New(testdb.New(t))
+	s := registry.New(testdb.New(t))
 	const payload = `{"steps":[{"tool":"http_request","args":{"method":"GET","url":"https://u:p@a.example/"}}]}`
 	refused := func(when string, anyway bool) {
 		t.Helper()
@@ -171,7 +172,7 @@ func TestStepsCallsTheToolWouldRefuse(t *testing.T) {
 		}
 	}
 	refused("queued anyway", true)
-	if err := s.Register(ctx, claims.Registration{ID: "old", Host: "h", PID: 1, Queues: []string{"default"}, Kinds: []string{"steps"}}); err != nil {
+	if err := s.Register(ctx, registry.Registration{ID: "old", Host: "h", PID: 1, Queues: []string{"default"}, Kinds: []string{"steps"}}); err != nil {
 		t.Fatal(err)
 	}
 	refused("a pool that announced no tools", false)
@@ -179,7 +180,7 @@ func TestStepsCallsTheToolWouldRefuse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Register(ctx, claims.Registration{ID: "old", Host: "h", PID: 1, Queues: []string{"default"}, Kinds: []string{"steps"},
+	if err := s.Register(ctx, registry.Registration{ID: "old", Host: "h", PID: 1, Queues: []string{"default"}, Kinds: []string{"steps"},
 		Tools: map[string]json.RawMessage{"http_request": req.Parameters()}}); err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@
 // tools against the tools the live pools announced, and each step's
 // arguments against its tool's schema as they announced it).
 //
-// Live pools are those that announced themselves lately (claims.LiveWithin).
+// Live pools are those that announced themselves lately (registry.LiveWithin).
 // A submitter that expects a worker which is not up yet asks for the task
 // to be queued anyway: only what needs no worker is checked then.
 //

@@ -8,6 +8,8 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/internal/test/testdb"
+	"github.com/agentledger/agentledger/registry"
 )
 
 // Count, Retry, RetryAll, CancelAll and Workers over one small world:
@@ -16,7 +18,11 @@ func TestBulkActions(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c := newClock()
-	s := pinnedStore(t, c)
+	db := testdb.New(t)
+	s := claims.New(db)
+	s.Now = c.Now
+	reg := registry.New(db)
+	reg.Now = c.Now
 	var dead []int64
 	for range 2 {
 		enqueue(t, s, claims.EnqueueParams{Kind: "steps", MaxAttempts: 1})
@@ -65,7 +71,7 @@ func TestBulkActions(t *testing.T) {
 		t.Fatalf("empty range: %v", err)
 	}
 
-	workers, err := s.Workers(ctx)
+	workers, err := reg.Workers(ctx)
 	if err != nil || len(workers) != 1 || workers[0].ID != "w2" || workers[0].Tasks != 1 {
 		t.Fatalf("workers %+v %v", workers, err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/metrics"
 	"github.com/agentledger/agentledger/migrations"
+	"github.com/agentledger/agentledger/registry"
 	"github.com/agentledger/agentledger/tools"
 	"github.com/agentledger/agentledger/worker"
 )
@@ -130,14 +131,14 @@ type cachedSchema struct {
 	at  time.Time
 }
 
-func (c *schemaCache) get(ctx context.Context, db claims.DB, kind string) (json.RawMessage, bool, error) {
+func (c *schemaCache) get(ctx context.Context, db registry.DB, kind string) (json.RawMessage, bool, error) {
 	c.mu.Lock()
 	s, hit := c.known[kind]
 	c.mu.Unlock()
 	if hit && time.Since(s.at) < schemaTTL {
 		return s.doc, s.ok, nil
 	}
-	doc, ok, err := claims.New(db).KindSchema(ctx, kind)
+	doc, ok, err := registry.New(db).KindSchema(ctx, kind)
 	if err != nil {
 		return nil, false, err
 	}
@@ -151,14 +152,14 @@ func (c *schemaCache) get(ctx context.Context, db claims.DB, kind string) (json.
 }
 
 // publishKinds records the payload schemas of this daemon's typed kinds.
-func (d *Daemon) publishKinds(ctx context.Context, db claims.DB, worker string) error {
+func (d *Daemon) publishKinds(ctx context.Context, db registry.DB, worker string) error {
 	schemas := map[string]json.RawMessage{}
 	for name, h := range d.kinds {
 		if k, ok := h.(KindHandler); ok {
 			schemas[name] = k.PayloadSchema()
 		}
 	}
-	return claims.New(db).PublishKinds(ctx, worker, schemas)
+	return registry.New(db).PublishKinds(ctx, worker, schemas)
 }
 
 // Handle serves h on the daemon's HTTP server at pattern (net/http's

@@ -19,6 +19,7 @@ import (
 	"github.com/agentledger/agentledger/internal/test/testdaemon"
 	"github.com/agentledger/agentledger/internal/test/testdb"
 	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/registry"
 	"github.com/agentledger/agentledger/tools"
 	"github.com/agentledger/agentledger/worker"
 )
@@ -64,7 +65,9 @@ func TestEmbeddedDaemonRunsCustomKindsAndTools(t *testing.T) {
 		t.Fatal(err)
 	}
 	testdaemon.Run(t, d)
-	s := claims.New(testdb.Open(t, url))
+	db := testdb.Open(t, url)
+	s := claims.New(db)
+	reg := registry.New(db)
 	enqueue := func(kind, payload string) int64 {
 		t.Helper()
 		r, err := s.Enqueue(context.Background(), claims.EnqueueParams{Kind: kind, Payload: json.RawMessage(payload)})
@@ -84,15 +87,15 @@ func TestEmbeddedDaemonRunsCustomKindsAndTools(t *testing.T) {
 	// The pool announced its tools with their schemas, the built-in ones
 	// and its own: a steps task whose arguments do not fit is refused at
 	// submission.
-	live, err := s.LiveWorkers(context.Background())
+	live, err := reg.LiveWorkers(context.Background())
 	if err != nil || len(live) != 1 || !slices.Contains(live[0].Tools, "open_ticket") || !slices.Contains(live[0].Tools, "notify") {
 		t.Fatalf("live workers %+v %v, want the daemon's pool with its tools", live, err)
 	}
-	schemas, err := s.ToolSchemas(context.Background(), []string{live[0].ID}, []string{"notify", "open_ticket"})
+	schemas, err := reg.ToolSchemas(context.Background(), []string{live[0].ID}, []string{"notify", "open_ticket"})
 	if err != nil || len(schemas[live[0].ID]) != 2 {
 		t.Fatalf("announced tool schemas %s %v", schemas, err)
 	}
-	err = admit.Check(context.Background(), s, claims.EnqueueParams{Kind: "steps", Queue: claims.DefaultQueue,
+	err = admit.Check(context.Background(), reg, claims.EnqueueParams{Kind: "steps", Queue: claims.DefaultQueue,
 		Payload: json.RawMessage(`{"steps":[{"tool":"open_ticket"},{"tool":"notify","args":{"channel":"ops"}}]}`)}, admit.Options{})
 	if err == nil || err.Error() != `payload: step 1: notify: arguments: "text" is required` {
 		t.Errorf("admitting a notify step without text: %v", err)

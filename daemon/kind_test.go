@@ -15,6 +15,7 @@ import (
 	"github.com/agentledger/agentledger/daemon"
 	"github.com/agentledger/agentledger/internal/test/testdaemon"
 	"github.com/agentledger/agentledger/internal/test/testdb"
+	"github.com/agentledger/agentledger/registry"
 	"github.com/agentledger/agentledger/tenants"
 )
 
@@ -99,7 +100,7 @@ func TestTypedKind(t *testing.T) {
 	}
 	// A kind another daemon serves and published: checked against its schema.
 	other := daemon.Kind(func(context.Context, *agentledger.Task, refunded) (refunded, error) { return refunded{}, nil })
-	if err := claims.New(db).PublishKinds(ctx, "elsewhere", map[string]json.RawMessage{"rebate": other.PayloadSchema()}); err != nil {
+	if err := registry.New(db).PublishKinds(ctx, "elsewhere", map[string]json.RawMessage{"rebate": other.PayloadSchema()}); err != nil {
 		t.Fatal(err)
 	}
 	if status, p := post("rebate-bad", `{"kind":"rebate","payload":{"order":"seven"}}`); status != 422 || p["field"] != "payload" {
@@ -120,12 +121,12 @@ func TestTypedKind(t *testing.T) {
 
 	// The daemon published the payload's schema for agentctl and the other
 	// daemons' APIs.
-	s := claims.New(db)
-	if schema, ok, err := s.KindSchema(ctx, "refund"); err != nil || !ok || !strings.Contains(string(schema), `"amount"`) {
+	if schema, ok, err := registry.New(db).KindSchema(ctx, "refund"); err != nil || !ok || !strings.Contains(string(schema), `"amount"`) {
 		t.Errorf("published schema: %s %v %v", schema, ok, err)
 	}
 
 	// Straight into the queue, past the API: it fails when it runs.
+	s := claims.New(db)
 	r, err := s.Enqueue(ctx, claims.EnqueueParams{Kind: "refund", Payload: json.RawMessage(`{"order":"seven","amount":1}`)})
 	if err != nil {
 		t.Fatal(err)

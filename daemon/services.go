@@ -24,6 +24,7 @@ import (
 	"github.com/agentledger/agentledger/metrics"
 	"github.com/agentledger/agentledger/notify/outbox"
 	"github.com/agentledger/agentledger/operator"
+	"github.com/agentledger/agentledger/registry"
 	"github.com/agentledger/agentledger/schedule"
 	"github.com/agentledger/agentledger/tenants"
 	"github.com/agentledger/agentledger/webhooks"
@@ -169,7 +170,7 @@ func apiServer(cfg *Config, db *pgxpool.Pool, m *metrics.Metrics, check func(con
 		Grants: gs, Admit: func(ctx context.Context, p claims.EnqueueParams, anyway bool) error {
 			// This daemon's model is taken as the workers' (one config for the
 			// fleet); with none, admit refuses only what no model could pass.
-			return admit.Check(ctx, claims.New(db), p, admit.Options{Anyway: anyway, Override: `send "allow_unserved": true`,
+			return admit.Check(ctx, registry.New(db), p, admit.Options{Anyway: anyway, Override: `send "allow_unserved": true`,
 				Grants: gs, Model: cfg.Model.Name})
 		},
 	})

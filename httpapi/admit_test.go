@@ -11,6 +11,7 @@ import (
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/httpapi"
 	"github.com/agentledger/agentledger/notify"
+	"github.com/agentledger/agentledger/registry"
 	"github.com/agentledger/agentledger/tools"
 )
 
@@ -22,7 +23,7 @@ func TestCreateRefusesUnservedTasks(t *testing.T) {
 	var e *env
 	e = newEnv(t, httpapi.Config{IdempotencyKeyOptional: true,
 		Admit: func(ctx context.Context, p claims.EnqueueParams, anyway bool) error {
-			return admit.Check(ctx, e.claims, p, admit.Options{Anyway: anyway, Override: `send "allow_unserved": true`})
+			return admit.Check(ctx, registry.New(e.db), p, admit.Options{Anyway: anyway, Override: `send "allow_unserved": true`})
 		}})
 	tok := e.tenant("acme")
 	refused := func(body, field, detail string) {
@@ -39,7 +40,7 @@ func TestCreateRefusesUnservedTasks(t *testing.T) {
 	}
 	refused(`{"kind":"eco"}`, "kind",
 		`no live worker serves "eco": no worker pool announced itself in the last 1m; send "allow_unserved": true to queue it for a worker that is not up yet`)
-	if err := e.claims.Register(context.Background(), claims.Registration{ID: "d1", Host: "h", PID: 1,
+	if err := registry.New(e.db).Register(context.Background(), registry.Registration{ID: "d1", Host: "h", PID: 1,
 		Queues: []string{"default", "mail"}, Kinds: []string{"echo", "steps"}, Tools: map[string]json.RawMessage{
 			"http_request": http.Parameters(), "notify": notify.NewTool().Parameters()}}); err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/httpapi"
+	"github.com/agentledger/agentledger/registry"
 )
 
 // lateGrants reads grants from a store set once the test database exists.
@@ -172,7 +173,7 @@ func newAdmittingEnv(t *testing.T, model string) (*env, *lateGrants) {
 	src := &lateGrants{}
 	var e *env
 	e = newEnv(t, httpapi.Config{Grants: src, Admit: func(ctx context.Context, p claims.EnqueueParams, anyway bool) error {
-		return admit.Check(ctx, e.claims, p, admit.Options{Anyway: anyway, Override: `send "allow_unserved": true`,
+		return admit.Check(ctx, registry.New(e.db), p, admit.Options{Anyway: anyway, Override: `send "allow_unserved": true`,
 			Grants: src, Model: model})
 	}})
 	src.store = grants.NewStore(e.db)

@@ -11,6 +11,7 @@ import (
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/notify/outbox"
+	"github.com/agentledger/agentledger/registry"
 )
 
 // DB is what the operator service needs of a database: a pool, a connection or a
@@ -24,15 +25,16 @@ type DB interface {
 
 // Service is the operator's actions over one database.
 type Service struct {
-	db     DB
-	tasks  *claims.Store
-	ledger *ledger.Ledger
-	outbox *outbox.Store
+	db       DB
+	tasks    *claims.Store
+	registry *registry.Store
+	ledger   *ledger.Ledger
+	outbox   *outbox.Store
 }
 
 // New returns the service over db.
 func New(db DB) *Service {
-	return &Service{db: db, tasks: claims.New(db), ledger: ledger.New(db), outbox: outbox.NewStore(db)}
+	return &Service{db: db, tasks: claims.New(db), registry: registry.New(db), ledger: ledger.New(db), outbox: outbox.NewStore(db)}
 }
 
 // Detail is one task with everything an operator reads about it.
@@ -47,7 +49,7 @@ type Detail struct {
 
 // PinClock makes the service write time c says instead of the database's
 // (tests and demos that need stable output).
-func (s *Service) PinClock(c agentledger.Clock) { s.tasks.Now, s.outbox.Now = c, c }
+func (s *Service) PinClock(c agentledger.Clock) { s.tasks.Now, s.registry.Now, s.outbox.Now = c, c, c }
 
 // Show returns task id with its attempts, journal and notifications.
 func (s *Service) Show(ctx context.Context, tenant string, id int64) (*Detail, error) {
@@ -136,8 +138,8 @@ func (s *Service) Count(ctx context.Context, p ListParams) (map[agentledger.Task
 }
 
 // Worker is one worker pool: announced, holding leases, or both.
-type Worker = claims.Worker
+type Worker = registry.Worker
 
 // Workers lists the worker pools that announced themselves lately and the
 // holders of live leases.
-func (s *Service) Workers(ctx context.Context) ([]Worker, error) { return s.tasks.Workers(ctx) }
+func (s *Service) Workers(ctx context.Context) ([]Worker, error) { return s.registry.Workers(ctx) }

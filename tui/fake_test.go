@@ -10,13 +10,14 @@ import (
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/flow"
 	"github.com/agentledger/agentledger/operator"
+	"github.com/agentledger/agentledger/registry"
 )
 
 // fakeStore is an in-memory Store that records its calls.
 type fakeStore struct {
 	mu      sync.Mutex
 	tasks   []*agentledger.Task // oldest first
-	workers []claims.Worker
+	workers []registry.Worker
 	limits  []flow.Limit
 	usage   []flow.Use
 	// breakers are the stored breakers, read at epoch.
@@ -187,7 +188,7 @@ func (s *fakeStore) CancelAll(_ context.Context, f Filter) (claims.BulkResult, e
 	return claims.BulkResult{Done: []int64{1, 2}}, nil
 }
 
-func (s *fakeStore) Workers(context.Context) ([]claims.Worker, error) {
+func (s *fakeStore) Workers(context.Context) ([]registry.Worker, error) {
 	s.record("workers")
 	s.mu.Lock()
 	defer s.mu.Unlock()

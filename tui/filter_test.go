@@ -9,7 +9,7 @@ import (
 	"github.com/charmbracelet/x/exp/golden"
 
 	"github.com/agentledger/agentledger"
-	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/registry"
 )
 
 // The form says what each field takes: the states, and the queues, kinds
@@ -17,7 +17,7 @@ import (
 func TestFilterFormHints(t *testing.T) {
 	t.Parallel()
 	store := newFakeStore(4, epoch)
-	store.workers = []claims.Worker{{ID: "w-1", LastHeartbeat: epoch, Queues: []string{"default", "mail"}, Kinds: []string{"steps", "agent"}}}
+	store.workers = []registry.Worker{{ID: "w-1", LastHeartbeat: epoch, Queues: []string{"default", "mail"}, Kinds: []string{"steps", "agent"}}}
 	d := newDriver(t, store, Options{}, 160, 30)
 	d.keys("w", "esc", "f") // the workers view loads the workers
 	wantStatus(t, d, "state: one of queued, running, retrying, succeeded, dead, cancelled, needs_attention, compensating or compensated; empty: any")

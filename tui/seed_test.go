@@ -14,6 +14,7 @@ import (
 	"github.com/agentledger/agentledger/internal/test/testenv"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/notify/outbox"
+	"github.com/agentledger/agentledger/registry"
 	"github.com/agentledger/agentledger/tools"
 )
 
@@ -34,10 +35,11 @@ import (
 // tests check it against.
 type seeded struct {
 	*DBStore
-	Claims *claims.Store
-	Ledger *ledger.Ledger
-	Outbox *outbox.Store
-	DB     flow.DB
+	Claims   *claims.Store
+	Registry *registry.Store
+	Ledger   *ledger.Ledger
+	Outbox   *outbox.Store
+	DB       flow.DB
 }
 
 func seedDB(t *testing.T) *seeded {
@@ -139,8 +141,10 @@ func seedDB(t *testing.T) *seeded {
 		_, err := e.DB.Exec(ctx, q, epoch)
 		must(err)
 	}
-	s := &seeded{DBStore: NewDBStore(e.DB), Claims: claims.New(e.DB), Ledger: ledger.New(e.DB), Outbox: outbox.NewStore(e.DB), DB: e.DB}
+	s := &seeded{DBStore: NewDBStore(e.DB), Claims: claims.New(e.DB), Registry: registry.New(e.DB), Ledger: ledger.New(e.DB),
+		Outbox: outbox.NewStore(e.DB), DB: e.DB}
 	s.Operator.PinClock(func() time.Time { return epoch })
 	s.Claims.Now = func() time.Time { return epoch }
+	s.Registry.Now = s.Claims.Now
 	return s
 }

@@ -6,13 +6,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/registry"
 )
 
 func TestWorkersViewHighlightsStale(t *testing.T) {
 	t.Parallel()
 	store := newFakeStore(1, epoch)
-	store.workers = []claims.Worker{
+	store.workers = []registry.Worker{
 		{ID: "alpha-1", Tasks: 12, LastHeartbeat: epoch.Add(-3 * time.Second), NextExpiry: epoch.Add(27 * time.Second),
 			StartedAt: epoch.Add(-time.Hour), Queues: []string{"default", "billing"}, Kinds: []string{"steps", "echo"},
 			MCPServers: map[string]string{"shop": "connected", "crm": "failed"}},
@@ -51,7 +51,7 @@ func TestWorkersViewHighlightsStale(t *testing.T) {
 func TestNoLiveWorkersInTheTitle(t *testing.T) {
 	t.Parallel()
 	store := newFakeStore(3, epoch)
-	store.workers = []claims.Worker{{ID: "dead-1", LastHeartbeat: epoch.Add(-time.Hour), StartedAt: epoch.Add(-2 * time.Hour)}}
+	store.workers = []registry.Worker{{ID: "dead-1", LastHeartbeat: epoch.Add(-time.Hour), StartedAt: epoch.Add(-2 * time.Hour)}}
 	d := newDriver(t, store, Options{}, 100, 20)
 	title := func() string { return strings.SplitN(d.view(), "\n", 2)[0] }
 	if got := title(); got != "agentledger › tasks · no live workers" {
@@ -62,7 +62,7 @@ func TestNoLiveWorkersInTheTitle(t *testing.T) {
 		t.Errorf("title %q", got)
 	}
 	store.mu.Lock()
-	store.workers = append(store.workers, claims.Worker{ID: "live-2", LastHeartbeat: epoch, StartedAt: epoch})
+	store.workers = append(store.workers, registry.Worker{ID: "live-2", LastHeartbeat: epoch, StartedAt: epoch})
 	store.mu.Unlock()
 	d.send(tickMsg{})
 	if got := title(); got != "agentledger › task 3" {
@@ -74,8 +74,8 @@ func TestNoLiveWorkersInTheTitle(t *testing.T) {
 // servers; while it is live the title says nothing of workers.
 func TestConsoleWorkersFromTheDatabase(t *testing.T) {
 	s := seedDB(t)
-	s.Claims.Now = nil
-	if err := s.Claims.Announce(context.Background(), "pool-1", "host-1", 4242, []string{"billing", "default"},
+	s.Registry.Now = nil
+	if err := s.Registry.Announce(context.Background(), "pool-1", "host-1", 4242, []string{"billing", "default"},
 		[]string{"echo", "steps"}, map[string]string{"shop": "connected"}); err != nil {
 		t.Fatal(err)
 	}

@@ -5,12 +5,12 @@ import (
 	"os"
 	"time"
 
-	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/registry"
 )
 
 // announceInterval is how often a pool refreshes its registration: one
-// not refreshed for claims.LiveWithin means the pool is gone (and the
-// submit check no longer counts it); after claims.PruneAfter it is pruned.
+// not refreshed for registry.LiveWithin means the pool is gone (and the
+// submit check no longer counts it); after registry.PruneAfter it is pruned.
 const announceInterval = 10 * time.Second
 
 // Announce registers the pool (what it claims, the tools it serves with
@@ -18,13 +18,13 @@ const announceInterval = 10 * time.Second
 // from the start; Run refreshes the registration and removes it when it
 // returns. A pool that will not Run after all is removed with Retire.
 func (p *Pool) Announce(ctx context.Context) error {
-	return claims.New(p.db).Register(ctx, p.registration())
+	return registry.New(p.db).Register(ctx, p.registration())
 }
 
 // registration is what the pool announces now.
-func (p *Pool) registration() claims.Registration {
+func (p *Pool) registration() registry.Registration {
 	host, _ := os.Hostname()
-	r := claims.Registration{ID: p.cfg.ID, Host: host, PID: os.Getpid(),
+	r := registry.Registration{ID: p.cfg.ID, Host: host, PID: os.Getpid(),
 		Queues: p.cfg.Queues, Kinds: p.kindNames}
 	if p.cfg.MCPStates != nil {
 		r.MCPServers = p.cfg.MCPStates()
@@ -41,7 +41,7 @@ func (p *Pool) registration() claims.Registration {
 // announce registers the pool at once and refreshes the registration until
 // ctx ends, so that operators see the pool even while it is idle.
 func (p *Pool) announce(ctx context.Context) {
-	s := claims.New(p.db)
+	s := registry.New(p.db)
 	for {
 		if err := s.Register(ctx, p.registration()); err != nil && ctx.Err() == nil {
 			p.log.Debug("announcing the worker failed; it is retried", "err", err)
@@ -62,7 +62,7 @@ func (p *Pool) Retire() { p.retire() }
 func (p *Pool) retire() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := claims.New(p.db).Retire(ctx, p.cfg.ID); err != nil {
+	if err := registry.New(p.db).Retire(ctx, p.cfg.ID); err != nil {
 		p.log.Debug("removing the worker's registration failed; it goes stale", "err", err)
 	}
 }

@@ -24,10 +24,10 @@ func TestSubmitChecksPublishedKinds(t *testing.T) {
 	e := testenv.New(t)
 	url := e.DB.Config().ConnString()
 	kind := daemon.Kind(func(context.Context, *agentledger.Task, refund) (refund, error) { return refund{}, nil })
-	if err := e.Claims.PublishKinds(context.Background(), "w1", map[string]json.RawMessage{"refund": kind.PayloadSchema()}); err != nil {
+	if err := e.Registry.PublishKinds(context.Background(), "w1", map[string]json.RawMessage{"refund": kind.PayloadSchema()}); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.Claims.Announce(context.Background(), "w1", "host", 1, []string{"default"}, []string{"refund", "echo"}, nil); err != nil {
+	if err := e.Registry.Announce(context.Background(), "w1", "host", 1, []string{"default"}, []string{"refund", "echo"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	code, out, errOut := agentctlAt(url, "submit", "--kind", "refund", "--payload", `{"order":7,"amount":"ten"}`)
@@ -52,7 +52,7 @@ func TestWorkersShowMCPServers(t *testing.T) {
 	t.Parallel()
 	e := testenv.New(t)
 	url := e.DB.Config().ConnString()
-	if err := e.Claims.Announce(context.Background(), "d1", "host", 1, []string{"default"}, []string{"agent"},
+	if err := e.Registry.Announce(context.Background(), "d1", "host", 1, []string{"default"}, []string{"agent"},
 		map[string]string{"shop": "connected", "crm": "dial tcp: connection refused; retrying in 8s"}); err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/agentledger/agentledger/database"
 	"github.com/agentledger/agentledger/migrations"
 	"github.com/agentledger/agentledger/pgembed"
+	"github.com/agentledger/agentledger/registry"
 )
 
 // app is one invocation of agentctl: its streams, the global flags and the
@@ -156,6 +157,19 @@ func (a *app) store(ctx context.Context) (*claims.Store, error) {
 		return nil, err
 	}
 	return claims.New(db.Pool), nil
+}
+
+// workerRegistry opens the database, checks its schema as store does, and
+// returns its registry of worker pools and kinds.
+func (a *app) workerRegistry(ctx context.Context) (*registry.Store, error) {
+	db, err := a.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.checkSchema(ctx, db); err != nil {
+		return nil, err
+	}
+	return registry.New(db.Pool), nil
 }
 
 // notMigrated is the message for a database without agentledger's schema.

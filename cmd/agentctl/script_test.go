@@ -22,6 +22,7 @@ import (
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/notify"
 	"github.com/agentledger/agentledger/notify/outbox"
+	"github.com/agentledger/agentledger/registry"
 	"github.com/agentledger/agentledger/tools"
 )
 
@@ -210,7 +211,7 @@ func jsonLookup(v any, path string) (string, error) {
 
 func cmdAnnounce(ts *testscript.TestScript, neg bool, args []string) {
 	usage := "usage: announce [-ago D] [-queues Q,…] [-kinds K,…] [-tools T[=FILE],…] [-mcp NAME=STATE,…] WORKER"
-	r := claims.Registration{Host: "script", PID: 1, Queues: []string{claims.DefaultQueue},
+	r := registry.Registration{Host: "script", PID: 1, Queues: []string{claims.DefaultQueue},
 		Kinds: []string{"agent", "echo", "noop", "sleep", "steps"}}
 	var ago time.Duration
 	for len(args) >= 2 && strings.HasPrefix(args[0], "-") {
@@ -252,7 +253,7 @@ func cmdAnnounce(ts *testscript.TestScript, neg bool, args []string) {
 	r.ID = args[0]
 	pool := scriptPool(ts)
 	defer pool.Close()
-	s := claims.New(pool)
+	s := registry.New(pool)
 	if ago > 0 {
 		s.Now = func() time.Time { return time.Now().Add(-ago) }
 	}

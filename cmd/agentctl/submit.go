@@ -16,6 +16,7 @@ import (
 	"github.com/agentledger/agentledger/admit"
 	"github.com/agentledger/agentledger/argschema"
 	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/registry"
 )
 
 // submitFlags are the options of agentctl submit as given.
@@ -118,15 +119,16 @@ func (a *app) submit(ctx context.Context, f *submitFlags) error {
 	if err != nil {
 		return err
 	}
+	reg := registry.New(a.db.Pool) // a.store opened the database and checked its schema
 	// A typed kind's daemon published the schema of its payload.
-	if schema, ok, err := s.KindSchema(ctx, p.Kind); err != nil {
+	if schema, ok, err := reg.KindSchema(ctx, p.Kind); err != nil {
 		return err
 	} else if ok {
 		if err := argschema.CheckDoc(schema, "--payload", p.Payload); err != nil {
 			return withHint(err, fmt.Sprintf("the %s kind's payload schema is in the kinds table (published by the daemon that serves it)", p.Kind))
 		}
 	}
-	if err := admit.Check(ctx, s, p, admit.Options{Anyway: f.allowUnserved, Override: "submit with --allow-unserved"}); err != nil {
+	if err := admit.Check(ctx, reg, p, admit.Options{Anyway: f.allowUnserved, Override: "submit with --allow-unserved"}); err != nil {
 		return f.admitError(err)
 	}
 	res, err := s.Enqueue(ctx, p)

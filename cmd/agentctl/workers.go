@@ -10,14 +10,14 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/registry"
 	"github.com/agentledger/agentledger/render"
 )
 
 // defaultStaleAfter is how long a worker may go without announcing
 // itself or renewing a lease before agentctl workers calls it stale: what
 // the submit check calls live (pools announce every 10s).
-const defaultStaleAfter = claims.LiveWithin
+const defaultStaleAfter = registry.LiveWithin
 
 func (a *app) workersCmd() *cobra.Command {
 	var staleAfter time.Duration
@@ -35,11 +35,11 @@ A worker is STALE when any of its leases expired or its last heartbeat is
 older than --stale-after: it died, stalled or lost the database. Tasks whose
 leases expired are claimed again by live workers (their fencing tokens
 change, so the stale worker's late writes change nothing). A registration
-not refreshed for ` + short(claims.PruneAfter) + ` is pruned, and the status says when ("STALE,
+not refreshed for ` + short(registry.PruneAfter) + ` is pruned, and the status says when ("STALE,
 pruned in 4m"); after that the worker is listed only while it holds leases.
 
 agentctl submit and the HTTP API accept a task only when a live worker
-(announced within the last ` + short(claims.LiveWithin) + `) serves its kind on its queue.
+(announced within the last ` + short(registry.LiveWithin) + `) serves its kind on its queue.
 
 With --output json it prints an array of workers, with their tools too.`,
 		Example: `  agentctl workers
@@ -62,7 +62,7 @@ type workerView struct {
 	NextExpiry          time.Time `json:"next_lease_expiry"`
 	Expired             int64     `json:"expired_leases"`
 	Stale               bool      `json:"stale"`
-	// Live: it announced itself within claims.LiveWithin, so submissions
+	// Live: it announced itself within registry.LiveWithin, so submissions
 	// of what it serves are accepted.
 	Live bool `json:"live"`
 	// PruneAt is when its registration is pruned unless refreshed; absent
@@ -79,7 +79,7 @@ func (a *app) workers(ctx context.Context, staleAfter time.Duration) error {
 	if staleAfter <= 0 {
 		return usagef("--stale-after must be positive, not %s", staleAfter)
 	}
-	s, err := a.store(ctx)
+	s, err := a.workerRegistry(ctx)
 	if err != nil {
 		return err
 	}
@@ -101,7 +101,7 @@ func (a *app) workers(ctx context.Context, staleAfter time.Duration) error {
 	}
 	if len(out) == 0 {
 		_, err := fmt.Fprintf(a.stderr, "no worker is running: no daemon announced itself in the last %s, and no lease is held\n",
-			short(claims.PruneAfter))
+			short(registry.PruneAfter))
 		return err
 	}
 	t := newTable(a.stdout, "WORKER", "QUEUES", "KINDS", "TASKS", "LAST HEARTBEAT", "NEXT EXPIRY", "EXPIRED", "STATUS")
@@ -131,7 +131,7 @@ func (a *app) workers(ctx context.Context, staleAfter time.Duration) error {
 }
 
 // viewWorker is w as printed, judged stale against now.
-func viewWorker(w claims.Worker, now time.Time, staleAfter time.Duration) workerView {
+func viewWorker(w registry.Worker, now time.Time, staleAfter time.Duration) workerView {
 	// The heartbeat is the database's clock; a little skew ahead is now.
 	age := max(now.Sub(w.LastHeartbeat), 0)
 	v := workerView{ID: w.ID, Tasks: w.Tasks, LastHeartbeat: w.LastHeartbeat, HeartbeatAgeSeconds: age.Round(time.Second).Seconds(),

@@ -16,6 +16,7 @@ import (
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/internal/test/testdb"
 	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/registry"
 )
 
 // Lease is the lease Claim takes; ExpireAndReclaim moves the clock past it.
@@ -23,10 +24,11 @@ const Lease = time.Minute
 
 // Env is one test's database.
 type Env struct {
-	T      testing.TB
-	DB     *pgxpool.Pool
-	Claims *claims.Store // its clock is the Env's
-	Ledger *ledger.Ledger
+	T        testing.TB
+	DB       *pgxpool.Pool
+	Claims   *claims.Store   // its clock is the Env's
+	Registry *registry.Store // its clock is the Env's
+	Ledger   *ledger.Ledger
 
 	mu  sync.Mutex
 	now time.Time
@@ -36,8 +38,9 @@ type Env struct {
 func New(t testing.TB) *Env {
 	t.Helper()
 	db := testdb.New(t)
-	e := &Env{T: t, DB: db, Claims: claims.New(db), Ledger: ledger.New(db), now: time.Now().UTC().Truncate(time.Second)}
-	e.Claims.Now = e.Now
+	e := &Env{T: t, DB: db, Claims: claims.New(db), Registry: registry.New(db), Ledger: ledger.New(db),
+		now: time.Now().UTC().Truncate(time.Second)}
+	e.Claims.Now, e.Registry.Now = e.Now, e.Now
 	return e
 }
 

@@ -1,4 +1,4 @@
-package claims_test
+package registry_test
 
 import (
 	"context"
@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/internal/test/testdb"
+	"github.com/agentledger/agentledger/registry"
 )
 
 // An idle pool that announced itself is listed; it goes when it retires.
@@ -42,12 +42,12 @@ func TestWorkerRegistrationsAreLiveThenPruned(t *testing.T) {
 	ctx := context.Background()
 	c := newClock()
 	db := testdb.New(t)
-	s := claims.New(db)
+	s := registry.New(db)
 	s.Now = c.Now
 	t0 := c.Now()
 	register := func(id string) {
 		t.Helper()
-		if err := s.Register(ctx, claims.Registration{ID: id, Host: "h", PID: 1, Queues: []string{"default"},
+		if err := s.Register(ctx, registry.Registration{ID: id, Host: "h", PID: 1, Queues: []string{"default"},
 			Kinds: []string{"echo", "steps"}, Tools: map[string]json.RawMessage{"http_request": nil}}); err != nil {
 			t.Fatal(err)
 		}
@@ -71,12 +71,12 @@ func TestWorkerRegistrationsAreLiveThenPruned(t *testing.T) {
 	}
 	register("dead")
 	ws, err := s.Workers(ctx)
-	if err != nil || len(ws) != 1 || !ws[0].Live || !ws[0].PruneAt.Equal(t0.Add(claims.PruneAfter)) ||
+	if err != nil || len(ws) != 1 || !ws[0].Live || !ws[0].PruneAt.Equal(t0.Add(registry.PruneAfter)) ||
 		!slices.Equal(ws[0].Kinds, []string{"echo", "steps"}) || !slices.Equal(ws[0].Tools, []string{"http_request"}) {
 		t.Fatalf("a fresh registration: %+v %v", ws, err)
 	}
 
-	c.Advance(claims.LiveWithin + time.Second)
+	c.Advance(registry.LiveWithin + time.Second)
 	register("live")
 	ws, err = s.Workers(ctx)
 	if err != nil || len(ws) != 2 || ws[0].ID != "dead" || ws[0].Live || !ws[1].Live {
@@ -89,7 +89,7 @@ func TestWorkerRegistrationsAreLiveThenPruned(t *testing.T) {
 
 	// Past PruneAfter it is no longer listed; the next registration of
 	// another pool deletes it.
-	c.Advance(claims.PruneAfter - claims.LiveWithin)
+	c.Advance(registry.PruneAfter - registry.LiveWithin)
 	if ws, err := s.Workers(ctx); err != nil || len(ws) != 1 || ws[0].ID != "live" {
 		t.Fatalf("after PruneAfter: %+v %v, want only live", ws, err)
 	}
@@ -107,10 +107,10 @@ func TestWorkerRegistrationsAreLiveThenPruned(t *testing.T) {
 func TestToolSchemas(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := claims.New(testdb.New(t))
+	s := registry.New(testdb.New(t))
 	register := func(id string, tools map[string]json.RawMessage) {
 		t.Helper()
-		if err := s.Register(ctx, claims.Registration{ID: id, Host: "h", PID: 1, Queues: []string{"default"},
+		if err := s.Register(ctx, registry.Registration{ID: id, Host: "h", PID: 1, Queues: []string{"default"},
 			Kinds: []string{"steps"}, Tools: tools}); err != nil {
 			t.Fatal(err)
 		}

@@ -1,0 +1,81 @@
+package registry
+
+// All SQL of the workers and kinds tables lives here. $now is always
+// coalesce($n::timestamptz, now()) so tests can pin the clock. The names
+// in their leading comments keep the claims. prefix they had when they
+// lived in claims: the statements PostgreSQL receives, and the names
+// pg_stat_statements and agentbench's reports show, stay as they were.
+
+// workersSQL lists the worker pools that announced themselves within
+// PruneAfter ($3) and the holders of leases (a registration older than
+// that is as good as pruned: its holder shows by its leases): how many
+// tasks each holds, its latest sign of life (its announcement, a heartbeat or a claim:
+// both bump updated_at), how many of its leases expired (it died or
+// stalled), what it announced, whether it is live (announced within $2)
+// and when its registration is pruned. $1 is the clock.
+const workersSQL = `/* claims.workers */
+WITH leases AS (
+	SELECT lease_owner AS id, count(*) AS tasks, max(updated_at) AS renewed, min(lease_expires_at) AS next_expiry,
+		count(*) FILTER (WHERE lease_expires_at <= coalesce($1::timestamptz, now())) AS expired
+	FROM tasks WHERE state = 'running'
+	GROUP BY lease_owner
+)
+SELECT coalesce(w.id, l.id), coalesce(l.tasks, 0),
+	greatest(w.seen_at, l.renewed), l.next_expiry, coalesce(l.expired, 0),
+	w.started_at, coalesce(w.host, ''), coalesce(w.queues, '{}'), w.mcp_servers,
+	coalesce(w.kinds, '{}'), coalesce(w.tools, '{}'),
+	coalesce(w.seen_at > coalesce($1::timestamptz, now()) - $2::interval, false),
+	w.seen_at + $3::interval
+FROM (SELECT * FROM workers WHERE seen_at > coalesce($1::timestamptz, now()) - $3::interval) w
+	FULL JOIN leases l ON l.id = w.id
+ORDER BY 1`
+
+// liveWorkersSQL lists the worker pools that announced themselves within
+// $2 ($1 is the clock): what the submit check asks about.
+const liveWorkersSQL = `/* claims.liveWorkers */
+SELECT id, host, started_at, seen_at, queues, kinds, coalesce(tools, '{}'), mcp_servers, tool_classes FROM workers
+WHERE seen_at > coalesce($1::timestamptz, now()) - $2::interval
+ORDER BY id`
+
+// registerSQL registers or refreshes a worker pool ($8 is the clock) and
+// prunes the registrations not refreshed for $9, skipping rows another
+// statement holds (the next registration prunes them). $11 are the classes
+// of its tools that have one whatever their arguments; $10 its tools'
+// schemas: a refresh that brings the same ones keeps the stored value
+// (PostgreSQL reuses its out-of-line copy) instead of writing another
+// every 10 s.
+const registerSQL = `/* claims.register */
+WITH pruned AS (
+	DELETE FROM workers WHERE id IN (
+		SELECT id FROM workers
+		WHERE seen_at < coalesce($8::timestamptz, now()) - $9::interval AND id <> $1
+		FOR UPDATE SKIP LOCKED)
+)
+INSERT INTO workers (id, host, pid, queues, kinds, mcp_servers, tools, tool_schemas, tool_classes, started_at, seen_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $10, $11, coalesce($8::timestamptz, now()), coalesce($8::timestamptz, now()))
+ON CONFLICT (id) DO UPDATE SET seen_at = EXCLUDED.seen_at, host = EXCLUDED.host, pid = EXCLUDED.pid,
+	queues = EXCLUDED.queues, kinds = EXCLUDED.kinds, mcp_servers = EXCLUDED.mcp_servers, tools = EXCLUDED.tools,
+	tool_classes = EXCLUDED.tool_classes,
+	tool_schemas = CASE WHEN workers.tool_schemas IS NOT DISTINCT FROM EXCLUDED.tool_schemas
+		THEN workers.tool_schemas ELSE EXCLUDED.tool_schemas END`
+
+// toolSchemasSQL reads the schemas that pools $1 announced for tools $2.
+const toolSchemasSQL = `/* claims.toolSchemas */
+SELECT w.id, t.name, w.tool_schemas -> t.name
+FROM workers w, unnest($2::text[]) AS t(name)
+WHERE w.id = ANY ($1::text[]) AND w.tool_schemas -> t.name IS NOT NULL
+ORDER BY w.id, t.name`
+
+// retireSQL removes a pool that stops.
+const retireSQL = `/* claims.retire */ DELETE FROM workers WHERE id = $1`
+
+// publishKindsSQL upserts the payload schemas $2 of kinds $1, published by
+// worker $3.
+const publishKindsSQL = `/* claims.publishKinds */
+INSERT INTO kinds (name, payload_schema, published_by, updated_at)
+SELECT u.name, u.schema::jsonb, $3, now() FROM unnest($1::text[], $2::text[]) AS u(name, schema)
+ON CONFLICT (name) DO UPDATE SET payload_schema = EXCLUDED.payload_schema,
+	published_by = EXCLUDED.published_by, updated_at = EXCLUDED.updated_at`
+
+// kindSchemaSQL reads the payload schema of kind $1.
+const kindSchemaSQL = `/* claims.kindSchema */ SELECT payload_schema FROM kinds WHERE name = $1`
