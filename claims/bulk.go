@@ -2,7 +2,6 @@ package claims
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -46,69 +45,21 @@ func (s *Store) Retry(ctx context.Context, tenant string, id int64) (*agentledge
 	return s.requeue(ctx, tenant, id, Replay, []string{string(agentledger.StateDead)})
 }
 
-// BulkResult is what a bulk action did.
-type BulkResult struct {
-	// Done are the tasks acted on.
-	Done []int64
-	// Skipped are the tasks the action did not apply to, with why.
-	Skipped map[int64]string
-}
-
-// RetryAll retries every dead task of the filter (whatever its States say),
-// page by page. Tasks that cannot be retried (retention removed their
-// ledger, or they changed meanwhile) are skipped, with the reason.
-func (s *Store) RetryAll(ctx context.Context, p ListParams) (BulkResult, error) {
-	p.States = []agentledger.TaskState{agentledger.StateDead}
-	return s.each(ctx, p, func(id int64) error {
-		_, err := s.Retry(ctx, p.Tenant, id)
-		return err
-	})
-}
-
-// CancelAll cancels every unfinished task of the filter: queued ones at
-// once, running ones at their next heartbeat (Cancel).
-func (s *Store) CancelAll(ctx context.Context, p ListParams) (BulkResult, error) {
-	if len(p.States) == 0 {
-		p.States = []agentledger.TaskState{agentledger.StateQueued, agentledger.StateRetrying,
-			agentledger.StateRunning, agentledger.StateNeedsAttention}
-	}
-	return s.each(ctx, p, func(id int64) error {
-		_, err := s.Cancel(ctx, p.Tenant, id)
-		return err
-	})
-}
-
-// each runs act on every task of the filter, newest first; ErrConflict and
-// ErrNotFound from act skip the task.
-func (s *Store) each(ctx context.Context, p ListParams, act func(id int64) error) (BulkResult, error) {
+// IDs returns a page of the filter's task ids, newest first: at most
+// limit of them, below before unless it is 0. The operator's bulk actions
+// page through it and act on each task with the single-task actions.
+func (s *Store) IDs(ctx context.Context, p ListParams, before int64, limit int) ([]int64, error) {
 	args, err := p.filterArgs()
 	if err != nil {
-		return BulkResult{}, err
+		return nil, err
 	}
-	res := BulkResult{Skipped: map[int64]string{}}
-	var before int64
-	for {
-		rows, err := s.db.Query(ctx, filteredIDsSQL, append(args, before, 1000)...)
-		if err != nil {
-			return res, fmt.Errorf("bulk: %w", err)
-		}
-		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-		if err != nil {
-			return res, fmt.Errorf("bulk: %w", err)
-		}
-		for _, id := range ids {
-			switch err := act(id); {
-			case err == nil:
-				res.Done = append(res.Done, id)
-			case errors.Is(err, agentledger.ErrConflict), errors.Is(err, agentledger.ErrNotFound):
-				res.Skipped[id] = err.Error()
-			default:
-				return res, err
-			}
-		}
-		if len(ids) < 1000 {
-			return res, nil
-		}
-		before = ids[len(ids)-1]
+	rows, err := s.db.Query(ctx, filteredIDsSQL, append(args, before, limit)...)
+	if err != nil {
+		return nil, fmt.Errorf("task ids: %w", err)
 	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("task ids: %w", err)
+	}
+	return ids, nil
 }

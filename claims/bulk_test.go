@@ -1,8 +1,10 @@
 package claims_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -12,7 +14,7 @@ import (
 	"github.com/agentledger/agentledger/registry"
 )
 
-// Count, Retry, RetryAll, CancelAll and Workers over one small world:
+// Count, List, IDs, Retry and Workers over one small world:
 // two dead tasks, one succeeded, one running, two queued.
 func TestBulkActions(t *testing.T) {
 	t.Parallel()
@@ -39,7 +41,7 @@ func TestBulkActions(t *testing.T) {
 	}
 	c.Advance(time.Hour)
 	enqueue(t, s, claims.EnqueueParams{Kind: "sleep"})
-	running := claimOne(t, s, "w2", time.Minute)
+	claimOne(t, s, "w2", time.Minute)
 	enqueue(t, s, claims.EnqueueParams{Kind: "echo", Tenant: "acme"})
 	enqueue(t, s, claims.EnqueueParams{Kind: "echo", Queue: "other", RunAt: c.Now().Add(time.Hour)})
 
@@ -86,26 +88,17 @@ func TestBulkActions(t *testing.T) {
 	if err != nil || got.State != agentledger.StateQueued || got.Generation != 1 || got.Attempt != 0 {
 		t.Fatalf("retry: %+v %v", got, err)
 	}
-	res, err := s.RetryAll(ctx, claims.ListParams{States: []agentledger.TaskState{agentledger.StateSucceeded}})
-	if err != nil || len(res.Done) != 1 || res.Done[0] != dead[1] {
-		t.Fatalf("retry all: %+v %v; want only the other dead task, whatever the filter's states", res, err)
+	// The filter's ids page by page, newest first.
+	all, err := s.IDs(ctx, claims.ListParams{}, 0, 100)
+	if err != nil || len(all) != 6 || !slices.IsSortedFunc(all, func(a, b int64) int { return cmp.Compare(b, a) }) {
+		t.Fatalf("ids %v %v, want the 6 tasks newest first", all, err)
 	}
-
-	res, err = s.CancelAll(ctx, claims.ListParams{Tenant: "default"})
-	if err != nil {
-		t.Fatal(err)
+	page, err := s.IDs(ctx, claims.ListParams{Tenant: "default"}, all[1], 2)
+	if err != nil || !slices.Equal(page, all[2:4]) {
+		t.Fatalf("a page below %d: %v %v, want %v", all[1], page, err, all[2:4])
 	}
-	// The two retried tasks, the late one (queued) and the running one
-	// (flagged) — not acme's task, not the succeeded one.
-	if len(res.Done) != 4 {
-		t.Fatalf("cancel all: %+v", res)
-	}
-	if got := get(t, s, running.ID); got.CancelRequested == nil || got.State != agentledger.StateRunning {
-		t.Fatalf("running task after cancel all: %+v", got)
-	}
-	counts, _ = s.Count(ctx, claims.ListParams{Tenant: "acme"})
-	if counts[agentledger.StateQueued] != 1 {
-		t.Fatalf("acme's task was touched: %v", counts)
+	if _, err := s.IDs(ctx, claims.ListParams{Since: c.Now(), Until: c.Now()}, 0, 10); !errors.Is(err, agentledger.ErrInvalid) {
+		t.Fatalf("ids of an empty range: %v", err)
 	}
 }
 

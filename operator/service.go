@@ -110,20 +110,6 @@ func (s *Service) Retry(ctx context.Context, tenant string, id int64) (*agentled
 	return s.tasks.Retry(ctx, tenant, id)
 }
 
-// BulkResult is what a bulk action did: the tasks acted on, and the ones
-// skipped with why.
-type BulkResult = claims.BulkResult
-
-// RetryAll retries every dead task of the filter.
-func (s *Service) RetryAll(ctx context.Context, p ListParams) (BulkResult, error) {
-	return s.tasks.RetryAll(ctx, p)
-}
-
-// CancelAll cancels every unfinished task of the filter.
-func (s *Service) CancelAll(ctx context.Context, p ListParams) (BulkResult, error) {
-	return s.tasks.CancelAll(ctx, p)
-}
-
 // ListParams filter List, Count and the bulk actions.
 type ListParams = claims.ListParams
 

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/agentledger/agentledger"
-	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/flow"
 	"github.com/agentledger/agentledger/operator"
 	"github.com/agentledger/agentledger/registry"
@@ -178,14 +177,14 @@ func (s *fakeStore) Resolve(_ context.Context, id int64, step string, r Resoluti
 	return s.act(fmt.Sprintf("resolve %s done=%v note=%q", step, r.Done, r.Note), id)
 }
 
-func (s *fakeStore) RetryAll(_ context.Context, f Filter) (claims.BulkResult, error) {
+func (s *fakeStore) RetryAll(_ context.Context, f Filter) (operator.BulkResult, error) {
 	s.record("retry-all %+v", f)
-	return claims.BulkResult{Done: []int64{1}}, nil
+	return operator.BulkResult{Done: []int64{1}}, nil
 }
 
-func (s *fakeStore) CancelAll(_ context.Context, f Filter) (claims.BulkResult, error) {
+func (s *fakeStore) CancelAll(_ context.Context, f Filter) (operator.BulkResult, error) {
 	s.record("cancel-all %+v", f)
-	return claims.BulkResult{Done: []int64{1, 2}}, nil
+	return operator.BulkResult{Done: []int64{1, 2}}, nil
 }
 
 func (s *fakeStore) Workers(context.Context) ([]registry.Worker, error) {
