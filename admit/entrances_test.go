@@ -7,7 +7,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -21,9 +20,9 @@ import (
 	"github.com/agentledger/agentledger/admit"
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/client"
-	"github.com/agentledger/agentledger/daemon"
 	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/httpapi"
+	"github.com/agentledger/agentledger/internal/test/doorcases"
 	"github.com/agentledger/agentledger/internal/test/logbuf"
 	"github.com/agentledger/agentledger/internal/test/testenv"
 	"github.com/agentledger/agentledger/operator"
@@ -33,115 +32,28 @@ import (
 	"github.com/agentledger/agentledger/webhooks"
 )
 
-// doorCase is one rule of the door put to every entrance: the task, and
-// what each entrance makes of it — "queued p<priority>" (" past" when its
-// run_at stayed in the past), "invalid <field>" or "denied". An entrance
-// missing from want cannot express the case (only the API and the client
-// take a run_at or a submission key).
-type doorCase struct {
-	name     string
-	kind     string
-	payload  string
-	priority int
-	runAt    time.Time
-	key      string
-	want     map[string]string
-}
-
-// The tenant acme may submit echo, steps, refund and ghost, call
-// http_request and create_task, at priority 50 or later; the live worker
-// serves every kind but ghost, and refund is a typed kind whose schema
-// its daemon published.
-var doorCases = []doorCase{
-	{name: "served and granted", kind: "echo", payload: `{"n":1}`, priority: 60,
-		want: all("queued p60")},
-	{name: "no live worker serves the kind", kind: "ghost", priority: 60,
-		want: with(all("queued p60"), "api", "invalid kind")},
-	{name: "typed kind's published schema", kind: "refund", payload: `{"order":7,"amount":"ten"}`, priority: 60,
-		want: all("invalid payload")},
-	{name: "typed kind that fits", kind: "refund", payload: `{"order":7,"amount":10}`, priority: 60,
-		want: all("queued p60")},
-	{name: "steps structure", kind: "steps", payload: `{"steps":[]}`, priority: 60,
-		want: all("invalid payload")},
-	{name: "kind outside the grant", kind: "secret", priority: 60,
-		want: with(all("queued p60"), "api", "denied", "parent", "denied")},
-	{name: "what the payload names outside the grant", kind: "steps", priority: 60,
-		payload: `{"steps":[{"tool":"unsafe_http","args":{"method":"GET","url":"https://example.com/"}}]}`,
-		want:    with(all("queued p60"), "api", "denied", "parent", "denied")},
-	{name: "priority range", kind: "echo", priority: 101,
-		want: all("invalid priority")},
-	{name: "priority floor", kind: "echo", priority: 10,
-		want: with(all("queued p10"), "api", "queued p50", "parent", "queued p50")},
-	{name: "encoding", kind: "echo", payload: `{"a":"x\u0000"}`, priority: 60,
-		want: all("invalid payload")},
-	{name: "run_at in the past", kind: "echo", priority: 60, runAt: time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC),
-		want: map[string]string{"api": "queued p60", "client": "queued p60 past"}},
-	{name: "submission key", kind: "echo", priority: 60, key: "bad\x01key",
-		want: map[string]string{"client": "invalid submission_key"}},
-}
-
-// entrances are the machine's ways into the tasks table but agentctl
-// (cmd/agentctl's TestSubmitThroughTheDoor runs these cases through it).
-var entrances = []string{"api", "client", "webhook", "schedule", "parent"}
-
-func all(outcome string) map[string]string {
-	m := map[string]string{}
-	for _, e := range entrances {
-		m[e] = outcome
-	}
-	return m
-}
-
-func with(m map[string]string, kv ...string) map[string]string {
-	for i := 0; i < len(kv); i += 2 {
-		m[kv[i]] = kv[i+1]
-	}
-	return m
-}
-
 // TestEveryEntranceThroughTheDoor puts every rule of the door to every
 // entrance, against a real database.
 func TestEveryEntranceThroughTheDoor(t *testing.T) {
 	t.Parallel()
 	d := newDoorEnv(t)
-	submit := map[string]func(*testing.T, int, doorCase) (*agentledger.Task, error){
+	submit := map[string]func(*testing.T, int, doorcases.Case) (*agentledger.Task, error){
 		"api": d.viaAPI, "client": d.viaClient, "webhook": d.viaWebhook, "schedule": d.viaSchedule, "parent": d.viaParent,
 	}
-	for i, c := range doorCases {
-		for _, name := range entrances {
-			want, ok := c.want[name]
-			if !ok {
+	for i, c := range doorcases.Cases {
+		for _, name := range doorcases.Entrances {
+			want, ok := c.Want[name]
+			if !ok || name == "agentctl" {
 				continue
 			}
-			t.Run(c.name+"/"+name, func(t *testing.T) {
+			t.Run(c.Name+"/"+name, func(t *testing.T) {
 				task, err := submit[name](t, i, c)
-				if got := outcome(task, err); got != want {
+				if got := doorcases.Outcome(task, err); got != want {
 					t.Errorf("%s: %s, want %s", name, got, want)
 				}
 			})
 		}
 	}
-}
-
-// outcome words what became of a submission.
-func outcome(task *agentledger.Task, err error) string {
-	var ie *agentledger.InvalidError
-	var de *grants.DeniedError
-	switch {
-	case errors.As(err, &de):
-		return "denied"
-	case errors.As(err, &ie):
-		return "invalid " + strings.SplitN(ie.Field, " ", 2)[0]
-	case err != nil:
-		return "error: " + err.Error()
-	case task == nil:
-		return "no task"
-	}
-	s := fmt.Sprintf("queued p%d", task.Priority)
-	if task.RunAt.Year() < 2020 {
-		s += " past"
-	}
-	return s
 }
 
 type doorEnv struct {
@@ -155,27 +67,11 @@ type doorEnv struct {
 func newDoorEnv(t *testing.T) *doorEnv {
 	ctx := context.Background()
 	d := &doorEnv{Env: testenv.New(t)}
-	d.grant = &grants.Grant{Kinds: []string{"echo", "steps", "refund", "ghost"},
-		Tools: []string{"http_request", "create_task"}, PriorityFloor: 50}
+	d.grant = doorcases.Grant()
 	gs := grants.NewStore(d.DB)
-	if err := gs.Put(ctx, "acme", d.grant); err != nil {
-		t.Fatal(err)
-	}
+	doorcases.Prepare(t, d.DB, gs)
 	// The daemon's door: the grants; its typed kinds are elsewhere.
 	d.door = &admit.Door{Grants: gs}
-	refund := daemon.Kind(func(context.Context, *agentledger.Task, struct {
-		Order  int64 `json:"order"`
-		Amount int64 `json:"amount"`
-	}) (struct{}, error) {
-		return struct{}{}, nil
-	})
-	if err := d.Registry.PublishKinds(ctx, "w1", map[string]json.RawMessage{"refund": refund.PayloadSchema()}); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Registry.Announce(ctx, "w1", "host", 1, []string{claims.DefaultQueue},
-		[]string{"echo", "steps", "refund", "secret"}, nil); err != nil {
-		t.Fatal(err)
-	}
 
 	ts := tenants.NewStore(d.DB)
 	if _, err := ts.CreateTenant(ctx, "acme"); err != nil {
@@ -201,13 +97,13 @@ func (d *doorEnv) get(id int64) (*agentledger.Task, error) {
 	return d.Claims.Get(context.Background(), "acme", id)
 }
 
-func (d *doorEnv) viaAPI(t *testing.T, _ int, c doorCase) (*agentledger.Task, error) {
-	body := map[string]any{"kind": c.kind, "priority": c.priority}
-	if c.payload != "" {
-		body["payload"] = json.RawMessage(c.payload)
+func (d *doorEnv) viaAPI(t *testing.T, _ int, c doorcases.Case) (*agentledger.Task, error) {
+	body := map[string]any{"kind": c.Kind, "priority": c.Priority}
+	if c.Payload != "" {
+		body["payload"] = json.RawMessage(c.Payload)
 	}
-	if !c.runAt.IsZero() {
-		body["run_at"] = c.runAt
+	if !c.RunAt.IsZero() {
+		body["run_at"] = c.RunAt
 	}
 	b, err := json.Marshal(body)
 	if err != nil {
@@ -240,32 +136,32 @@ func (d *doorEnv) viaAPI(t *testing.T, _ int, c doorCase) (*agentledger.Task, er
 	return nil, fmt.Errorf("status %d: %s", resp.StatusCode, v.Detail)
 }
 
-func (d *doorEnv) viaClient(_ *testing.T, _ int, c doorCase) (*agentledger.Task, error) {
-	return client.Database(d.DB, "acme").Submit(context.Background(), client.Request{Kind: c.kind, Payload: payloadOf(c),
-		Options: client.Options{Priority: c.priority, RunAt: c.runAt, Key: c.key}})
+func (d *doorEnv) viaClient(_ *testing.T, _ int, c doorcases.Case) (*agentledger.Task, error) {
+	return client.Database(d.DB, "acme").Submit(context.Background(), client.Request{Kind: c.Kind, Payload: payloadOf(c),
+		Options: client.Options{Priority: c.Priority, RunAt: c.RunAt, Key: c.Key}})
 }
 
-func payloadOf(c doorCase) json.RawMessage {
-	if c.payload == "" {
+func payloadOf(c doorcases.Case) json.RawMessage {
+	if c.Payload == "" {
 		return nil
 	}
-	return json.RawMessage(c.payload)
+	return json.RawMessage(c.Payload)
 }
 
 const hookSecret = "door-secret"
 
 // viaWebhook delivers the payload as the body of a source whose task is
 // the case's; a source the rules refuse is refused when it is loaded.
-func (d *doorEnv) viaWebhook(t *testing.T, i int, c doorCase) (*agentledger.Task, error) {
+func (d *doorEnv) viaWebhook(t *testing.T, i int, c doorcases.Case) (*agentledger.Task, error) {
 	src := webhooks.Source{Name: "src" + strconv.Itoa(i), Type: webhooks.TypeHMAC, Secret: hookSecret, Header: "X-Signature",
-		DeliveryHeader: "X-Delivery", Tenant: "acme", Kind: c.kind, Priority: int16(c.priority), Payload: webhooks.PayloadBody}
+		DeliveryHeader: "X-Delivery", Tenant: "acme", Kind: c.Kind, Priority: int16(c.Priority), Payload: webhooks.PayloadBody}
 	h, err := webhooks.New(d.DB, []webhooks.Source{src}, webhooks.Config{Door: d.door, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		return nil, err
 	}
 	mux := http.NewServeMux()
 	mux.Handle("POST /v1/hooks/{source}", h)
-	body := []byte(c.payload)
+	body := []byte(c.Payload)
 	if len(body) == 0 {
 		body = []byte(`{}`)
 	}
@@ -296,13 +192,13 @@ func (d *doorEnv) viaWebhook(t *testing.T, i int, c doorCase) (*agentledger.Task
 // viaSchedule adds a schedule making the case's task and fires its first
 // slot; a task the rules refuse is refused when the schedule is added, or
 // its slot is not fired (the refusal logged).
-func (d *doorEnv) viaSchedule(t *testing.T, i int, c doorCase) (*agentledger.Task, error) {
+func (d *doorEnv) viaSchedule(t *testing.T, i int, c doorcases.Case) (*agentledger.Task, error) {
 	ctx := context.Background()
 	name := "sched-" + strconv.Itoa(i)
 	store := schedule.NewStore(d.DB)
 	store.Now = d.Now
-	sc, err := store.Add(ctx, schedule.Schedule{Name: name, Spec: "@every 1h", Tenant: "acme", Kind: c.kind,
-		Payload: payloadOf(c), Priority: int16(c.priority)})
+	sc, err := store.Add(ctx, schedule.Schedule{Name: name, Spec: "@every 1h", Tenant: "acme", Kind: c.Kind,
+		Payload: payloadOf(c), Priority: int16(c.Priority)})
 	if err != nil {
 		return nil, err
 	}
@@ -330,7 +226,7 @@ func (d *doorEnv) viaSchedule(t *testing.T, i int, c doorCase) (*agentledger.Tas
 }
 
 // viaParent runs create_task for a task of acme's, under acme's grant.
-func (d *doorEnv) viaParent(t *testing.T, i int, c doorCase) (*agentledger.Task, error) {
+func (d *doorEnv) viaParent(t *testing.T, i int, c doorcases.Case) (*agentledger.Task, error) {
 	ctx := context.Background()
 	queue := "parent-" + strconv.Itoa(i) // a queue of its own: the schedules move the clock past older leases
 	d.Enqueue(claims.EnqueueParams{Tenant: "acme", Queue: queue, Kind: "steps", Payload: json.RawMessage(`{"steps":[{"tool":"create_task"}]}`)})
@@ -339,9 +235,9 @@ func (d *doorEnv) viaParent(t *testing.T, i int, c doorCase) (*agentledger.Task,
 		t.Fatalf("claim the parent: %d tasks, %v", len(claimed), err)
 	}
 	parent := claimed[0]
-	args := map[string]any{"kind": c.kind, "priority": c.priority}
-	if c.payload != "" {
-		args["payload"] = json.RawMessage(c.payload)
+	args := map[string]any{"kind": c.Kind, "priority": c.Priority}
+	if c.Payload != "" {
+		args["payload"] = json.RawMessage(c.Payload)
 	}
 	b, err := json.Marshal(args)
 	if err != nil {
