@@ -18,8 +18,8 @@ import (
 	"github.com/agentledger/agentledger/tools"
 )
 
-// Options tune check.
-type Options struct {
+// options tune check.
+type options struct {
 	// Anyway queues a task no live worker serves, for a worker that is
 	// not up yet: its kind, queue and tools are not checked.
 	Anyway bool
@@ -41,7 +41,7 @@ type Options struct {
 // is served on other queues only), or payload (a steps payload that would
 // fail when it runs); or, with g (the tenant's grant), a
 // *grants.DeniedError for what the payload names outside it.
-func check(ctx context.Context, s *registry.Store, p claims.EnqueueParams, g *grants.Grant, o Options) error {
+func check(ctx context.Context, s *registry.Store, p claims.EnqueueParams, g *grants.Grant, o options) error {
 	// A steps payload's structure first, which needs no worker; its calls
 	// after the grant, against the schemas of the live pools when there
 	// are any, so that a refusal names the field of the schema (rather

@@ -17,8 +17,9 @@ const (
 	Schedule
 	// Parent is a running task queuing a child (the create_task tool).
 	Parent
-	// Signal is reserved for a durable wait's wake-up; it has no rules yet
-	// and the door refuses it.
+	// Signal is reserved for a durable wait's wake-up (a coming issue);
+	// it has no row in the caller table yet, so the door refuses it.
+	Signal
 )
 
 func (c Caller) String() string {
@@ -33,6 +34,8 @@ func (c Caller) String() string {
 		return "schedule"
 	case Parent:
 		return "parent"
+	case Signal:
+		return "signal"
 	}
 	return fmt.Sprintf("caller(%d)", int(c))
 }

@@ -23,8 +23,8 @@ import (
 type Door struct {
 	// Grants gives each tenant's grant; nil when none is checked.
 	Grants grants.Source
-	// Model is the daemon's configured model, taken as its workers'
-	// (Options.Model).
+	// Model is the daemon's configured model, taken as its workers' (see
+	// options.Model).
 	Model string
 	// Typed checks the payload of a kind this process serves: a typed
 	// kind's Go type and Validate (KindHandler.CheckPayload in package
@@ -91,7 +91,7 @@ func (d *Door) Admit(ctx context.Context, db registry.DB, s Submission) (claims.
 	if err := d.payload(ctx, db, p.Kind, p.Payload); err != nil {
 		return p, err
 	}
-	err := check(ctx, registry.New(db), p, g, Options{Anyway: d.Unserved || !r.served || s.Unserved,
+	err := check(ctx, registry.New(db), p, g, options{Anyway: d.Unserved || !r.served || s.Unserved,
 		Override: s.Override, Model: d.Model})
 	return p, err
 }
