@@ -3,7 +3,7 @@ package admit
 import "fmt"
 
 // Caller is who submits a task through the door. The caller, not the
-// entrance's code, decides which of the door's rules apply (see rulesOf).
+// entrance's code, decides which of the door's rules apply (callers, the caller table).
 type Caller int
 
 const (

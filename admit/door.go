@@ -15,7 +15,8 @@ import (
 // Door is the one way into the tasks table: every entrance — the HTTP API,
 // agentctl submit, client.Database, webhooks, cron and create_task — asks
 // it to admit a task, and queues only what it returns. Its rules are
-// written once here; which apply depends on the caller (rulesOf).
+// written once here; which apply depends on the caller (the caller table,
+// callers in caller.go).
 //
 // The zero Door checks no grant and knows no typed kind in process (it
 // reads the schemas the serving daemons published): agentctl's and
