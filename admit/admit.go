@@ -18,19 +18,14 @@ import (
 	"github.com/agentledger/agentledger/tools"
 )
 
-// Options tune a check.
-type Options struct {
+// options tune check.
+type options struct {
 	// Anyway queues a task no live worker serves, for a worker that is
 	// not up yet: its kind, queue and tools are not checked.
 	Anyway bool
 	// Override says how the submitter asks for Anyway ("submit with
 	// --allow-unserved"); a refusal ends with it.
 	Override string
-	// Grants, when set, give the task tenant's grant, which must allow
-	// whatever the payload names literally, with Anyway too: a steps
-	// task's tools, literal hosts, channels and child kinds (and what a
-	// literal child's payload names), an agent task's tools and model.
-	Grants grants.Source
 	// Model is the daemon's configured model, taken to be its workers'
 	// (one configuration for the fleet; each completion is checked again
 	// on its worker): "*" grants it, and a payload that names no model
@@ -40,13 +35,13 @@ type Options struct {
 	Model string
 }
 
-// Check checks the validated task p before it is queued. Its errors are
+// check checks the validated task p for the door. Its errors are
 // *agentledger.InvalidError naming the field at fault: kind (no live
 // worker serves it; the message lists the kinds served), queue (the kind
 // is served on other queues only), or payload (a steps payload that would
-// fail when it runs); or, with o.Grants, a *grants.DeniedError for what
-// the payload names outside the tenant's grant.
-func Check(ctx context.Context, s *registry.Store, p claims.EnqueueParams, o Options) error {
+// fail when it runs); or, with g (the tenant's grant), a
+// *grants.DeniedError for what the payload names outside it.
+func check(ctx context.Context, s *registry.Store, p claims.EnqueueParams, g *grants.Grant, o options) error {
 	// A steps payload's structure first, which needs no worker; its calls
 	// after the grant, against the schemas of the live pools when there
 	// are any, so that a refusal names the field of the schema (rather
@@ -62,11 +57,7 @@ func Check(ctx context.Context, s *registry.Store, p claims.EnqueueParams, o Opt
 		}
 		return steps.Check(p.Payload, func(string, json.RawMessage) error { return nil })
 	}
-	if o.Grants != nil {
-		g, err := o.Grants.For(ctx, p.Tenant)
-		if err != nil {
-			return err
-		}
+	if g != nil {
 		if err := granted(g, p, o.Model); err != nil {
 			return err
 		}

@@ -23,13 +23,15 @@ import (
 func TestStepsTools(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := registry.New(testdb.New(t))
+	db := testdb.New(t)
+	s := registry.New(db)
 	check := func(payload string) error {
 		p := claims.EnqueueParams{Kind: "steps", Payload: []byte(payload)}
 		if err := p.Validate(); err != nil {
 			t.Fatal(err)
 		}
-		return admit.Check(ctx, s, p, admit.Options{})
+		_, err := (&admit.Door{}).Admit(ctx, db, admit.Submission{Caller: admit.Operator, Params: p})
+		return err
 	}
 	refused := func(payload, want string) {
 		t.Helper()
@@ -79,13 +81,15 @@ func TestStepsTools(t *testing.T) {
 func TestStepsArguments(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := registry.New(testdb.New(t))
+	db := testdb.New(t)
+	s := registry.New(db)
 	check := func(payload string, anyway bool) error {
 		p := claims.EnqueueParams{Kind: "steps", Payload: []byte(payload)}
 		if err := p.Validate(); err != nil {
 			t.Fatal(err)
 		}
-		return admit.Check(ctx, s, p, admit.Options{Anyway: anyway})
+		_, err := (&admit.Door{}).Admit(ctx, db, admit.Submission{Caller: admit.Operator, Params: p, Unserved: anyway})
+		return err
 	}
 	refused := func(payload, want string) {
 		t.Helper()
@@ -112,7 +116,7 @@ func TestStepsArguments(t *testing.T) {
 		t.Fatal(err)
 	}
 	builtins := map[string]json.RawMessage{"notify": notify.NewTool().Parameters(), "http_request": req.Parameters(),
-		"create_task": tools.NewCreateTask().Parameters(),
+		"create_task": tools.NewCreateTask(&admit.Door{}).Parameters(),
 		"refund":      json.RawMessage(`{"type":"object","required":["order"],"properties":{"order":{"type":"integer"}}}`)}
 	register("d1", []string{"default"}, builtins, map[string]string{"crm": "connecting"})
 
@@ -157,7 +161,8 @@ func TestStepsArguments(t *testing.T) {
 func TestStepsCallsTheToolWouldRefuse(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := registry.New(testdb.New(t))
+	db := testdb.New(t)
+	s := registry.New(db)
 	const payload = `{"steps":[{"tool":"http_request","args":{"method":"GET","url":"https://u:p@a.example/"}}]}`
 	refused := func(when string, anyway bool) {
 		t.Helper()
@@ -166,7 +171,7 @@ func TestStepsCallsTheToolWouldRefuse(t *testing.T) {
 			t.Fatal(err)
 		}
 		var ie *agentledger.InvalidError
-		err := admit.Check(ctx, s, p, admit.Options{Anyway: anyway})
+		_, err := (&admit.Door{}).Admit(ctx, db, admit.Submission{Caller: admit.Operator, Params: p, Unserved: anyway})
 		if !errors.As(err, &ie) || ie.Field != "payload" || ie.Problem != "step 0: url must not carry credentials: configure them as host headers" {
 			t.Errorf("%s: %v, want the tool's refusal", when, err)
 		}

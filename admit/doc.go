@@ -1,23 +1,36 @@
-// Package admit decides whether a submitted task may be queued, once for
-// agentctl submit and the HTTP API: a task that no live worker pool would
-// ever claim — its kind, or its kind on its queue, is served by none — is
-// refused with what is served, instead of waiting forever; a steps
-// payload is checked as it would be when it runs (its structure, its
-// tools against the tools the live pools announced, and each step's
-// arguments against its tool's schema as they announced it).
+// Package admit is the one door into the tasks table: every entrance —
+// the HTTP API, agentctl submit, client.Database, webhooks, cron and
+// create_task — has its task admitted by a Door before it is queued, and
+// the entrances differ only in who the caller is (Caller: a tenant, the
+// operator, a webhook source, a schedule, a parent task). The rules are
+// written once here; the caller table (caller.go) says which apply.
 //
-// Live pools are those that announced themselves lately (registry.LiveWithin).
-// A submitter that expects a worker which is not up yet asks for the task
-// to be queued anyway: only what needs no worker is checked then.
+// For every caller: claims' limits (claims.EnqueueParams.Validate: names,
+// sizes, encoding, priority 0–100, the submission key), the payload of a
+// typed kind (in full where the daemon serves it, otherwise against the
+// schema its daemon published in the kinds table), and a steps payload's
+// structure — a task that fails them would fail when it runs.
 //
-// Given the tenants' grants (the HTTP API), whatever a payload names
-// literally must be granted, queued anyway or not (steps.Needs,
-// agent.Needs): a tool, host, channel, child kind or model outside the
-// grant is refused at submit, and so is one that the payload of a child it
-// queues names, when a create_task call names the child's kind and
-// payload literally (children of children too, a few generations deep).
-// A model is refused only when that is certain: the daemon's configured
-// model is taken as its workers', and without one only a model no
-// configuration could make granted is refused. What only the run knows
-// is checked when it runs.
+// For a tenant and a parent task: the tenant's grant decides the kind and
+// whatever the payload names literally (steps.Needs, agent.Needs; a tool,
+// host, channel, child kind or model, and what a literal child's payload
+// names, a few generations deep), and the task keeps to the grant's
+// priority floor with a run_at in the past made now. A model is refused
+// only when that is certain: the daemon's configured model is taken as its
+// workers', and without one only a model no configuration could make
+// granted is refused. What only the run knows is checked when it runs.
+//
+// For a tenant and the operator at agentctl: a live worker pool (one that
+// announced itself lately, registry.LiveWithin) must serve the kind on its
+// queue, and a steps task's tools and arguments must fit what those pools
+// announced — unless the submission asks for the task to be queued for a
+// worker not up yet (Submission.Unserved). The machine entrances (cron,
+// webhooks, parents, and client.Database, which always submits Unserved)
+// do not check it: a slot, a delivery or a child must not be lost because
+// no worker is live at that moment.
+//
+// The door takes the caller's database handle, so the webhook inbox and
+// create_task admit and queue inside their own transactions. tools cannot
+// import this package (it imports tools, steps and agent), so create_task
+// reaches the door through tools.ChildDoor, which the daemon sets.
 package admit

@@ -2,33 +2,36 @@ package client
 
 import (
 	"context"
+	"math"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/admit"
 	"github.com/agentledger/agentledger/claims"
 )
 
 // Database submits straight into the database, for tenant ("" is the
 // operator's "default"). db is a pgx pool, connection or transaction: in a
-// transaction the task is made only if the transaction commits. It checks
-// neither the payload against a published schema nor that a live worker
-// serves the kind (the API and agentctl do): a program writing its own
-// tasks, often before any daemon is up, knows what it queues.
+// transaction the task is made only if the transaction commits. Its tasks
+// pass the door as the operator's (package admit): claims' limits, the
+// schema the serving daemon published for a typed kind, a steps payload's
+// structure. It queues a task whether or not a live worker serves its kind
+// (the API and agentctl check that): a program writing its own tasks,
+// often before any daemon is up, knows what it queues.
 func Database(db claims.DB, tenant string) Submitter {
-	return dbSubmitter{s: claims.New(db), tenant: tenant}
+	return dbSubmitter{db: db, door: &admit.Door{}, tenant: tenant}
 }
 
 type dbSubmitter struct {
-	s      *claims.Store
+	db     claims.DB
+	door   *admit.Door
 	tenant string
 }
 
 func (d dbSubmitter) Submit(ctx context.Context, r Request) (*agentledger.Task, error) {
 	p := claims.EnqueueParams{Tenant: d.tenant, Queue: r.Queue, Kind: r.Kind, Payload: r.Payload,
-		Priority: int16(r.Priority), RunAt: r.RunAt, MaxAttempts: r.MaxAttempts, SubmissionKey: r.Key}
-	if r.Priority < 0 || r.Priority > 100 {
-		return nil, agentledger.Invalid("priority", "%d is outside 0..100 (lower runs first)", r.Priority)
-	}
-	res, err := d.s.Enqueue(ctx, p)
+		Priority: int16(min(max(r.Priority, math.MinInt16), math.MaxInt16)), // the door refuses outside 0..100
+		RunAt:    r.RunAt, MaxAttempts: r.MaxAttempts, SubmissionKey: r.Key}
+	res, err := d.door.Enqueue(ctx, d.db, admit.Submission{Caller: admit.Operator, Params: p, Unserved: true})
 	if err != nil {
 		return nil, err
 	}

@@ -11,8 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentledger/agentledger/argschema"
-	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/admit"
 	"github.com/agentledger/agentledger/database"
 	"github.com/agentledger/agentledger/flow"
 	"github.com/agentledger/agentledger/grants"
@@ -50,9 +49,11 @@ type Daemon struct {
 	// sink; kept current by NOTIFY on flow.Channel.
 	limits *flow.Limiter
 
-	ready   chan struct{}
-	sups    []*mcpSupervisor // set before ready closes
-	schemas schemaCache
+	ready chan struct{}
+	sups  []*mcpSupervisor // set before ready closes
+	// door admits every task this daemon queues: the API's, the
+	// webhooks', cron's and create_task's children.
+	door *admit.Door
 }
 
 // New returns a daemon for cfg; nothing runs before Run.
@@ -93,62 +94,19 @@ func (d *Daemon) RegisterTool(t tools.Tool) error {
 	return nil
 }
 
-// checkPayload checks a submitted payload against its kind: a typed kind
-// of this daemon in full (its Go type and Validate), one another daemon
-// published against its schema. Kinds this daemon serves untyped are not
-// looked up; published schemas are remembered for schemaTTL, so a submit
-// costs no extra query most of the time.
-func (d *Daemon) checkPayload(ctx context.Context, db claims.DB, kind string, payload json.RawMessage) error {
+// typedPayload is the door's check of a payload of a kind this daemon
+// serves (admit.Door.Typed): a typed kind in full (its Go type and
+// Validate); an untyped or built-in kind has nothing to check here (steps
+// and agent payloads the door checks itself). Other kinds are not known:
+// the door holds them against the schema their daemon published.
+func (d *Daemon) typedPayload(kind string, payload json.RawMessage) (bool, error) {
 	if h, ok := d.kinds[kind]; ok {
 		if k, typed := h.(KindHandler); typed {
-			return k.CheckPayload(payload)
+			return true, k.CheckPayload(payload)
 		}
-		return nil
+		return true, nil
 	}
-	if slices.Contains(builtinKinds, kind) {
-		return nil
-	}
-	schema, ok, err := d.schemas.get(ctx, db, kind)
-	if err != nil || !ok {
-		return err
-	}
-	return argschema.CheckDoc(schema, "payload", payload)
-}
-
-// schemaTTL is how long a published payload schema (or its absence) is
-// remembered.
-const schemaTTL = 10 * time.Second
-
-// schemaCache remembers the payload schemas other daemons published.
-type schemaCache struct {
-	mu    sync.Mutex
-	known map[string]cachedSchema
-}
-
-type cachedSchema struct {
-	doc json.RawMessage
-	ok  bool
-	at  time.Time
-}
-
-func (c *schemaCache) get(ctx context.Context, db registry.DB, kind string) (json.RawMessage, bool, error) {
-	c.mu.Lock()
-	s, hit := c.known[kind]
-	c.mu.Unlock()
-	if hit && time.Since(s.at) < schemaTTL {
-		return s.doc, s.ok, nil
-	}
-	doc, ok, err := registry.New(db).KindSchema(ctx, kind)
-	if err != nil {
-		return nil, false, err
-	}
-	c.mu.Lock()
-	if c.known == nil {
-		c.known = map[string]cachedSchema{}
-	}
-	c.known[kind] = cachedSchema{doc: doc, ok: ok, at: time.Now()}
-	c.mu.Unlock()
-	return doc, ok, nil
+	return slices.Contains(builtinKinds, kind), nil
 }
 
 // publishKinds records the payload schemas of this daemon's typed kinds.
@@ -253,6 +211,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 		m = metrics.New()
 	}
 	d.grants = grants.NewCache(grants.NewStore(db.Pool))
+	// The configured model is taken as the workers' (one config for the
+	// fleet); with none, the door refuses only what no model could pass.
+	d.door = &admit.Door{Grants: d.grants, Model: cfg.Model.Name, Typed: d.typedPayload}
 	d.limits = flow.NewLimiter(db.Pool, log)
 	d.limits.ObserveBreakers(m.BreakerOpened, m.BreakerProbed)
 	kinds, reg, err := d.handlers(db.Pool, m)
@@ -280,10 +241,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if err != nil {
 		return &ConfigError{err}
 	}
-	check := func(ctx context.Context, kind string, payload json.RawMessage) error {
-		return d.checkPayload(ctx, db.Pool, kind, payload)
-	}
-	svc, err = buildServices(cfg, db.Pool, d.limits, m, pool.ID(), ln, d.routes, check, d.grants,
+	svc, err = buildServices(cfg, db.Pool, d.limits, m, pool.ID(), ln, d.routes, d.door, d.grants,
 		func() map[string]string { return mcpStates(sups) }, log)
 	if err != nil {
 		return err

@@ -95,8 +95,8 @@ func TestEmbeddedDaemonRunsCustomKindsAndTools(t *testing.T) {
 	if err != nil || len(schemas[live[0].ID]) != 2 {
 		t.Fatalf("announced tool schemas %s %v", schemas, err)
 	}
-	err = admit.Check(context.Background(), reg, claims.EnqueueParams{Kind: "steps", Queue: claims.DefaultQueue,
-		Payload: json.RawMessage(`{"steps":[{"tool":"open_ticket"},{"tool":"notify","args":{"channel":"ops"}}]}`)}, admit.Options{})
+	_, err = (&admit.Door{}).Admit(context.Background(), db, admit.Submission{Caller: admit.Operator, Params: claims.EnqueueParams{Kind: "steps",
+		Payload: json.RawMessage(`{"steps":[{"tool":"open_ticket"},{"tool":"notify","args":{"channel":"ops"}}]}`)}})
 	if err == nil || err.Error() != `payload: step 1: notify: arguments: "text" is required` {
 		t.Errorf("admitting a notify step without text: %v", err)
 	}

@@ -47,6 +47,7 @@ func (d *Daemon) handlers(db *pgxpool.Pool, m *metrics.Metrics) (map[string]work
 		// http:<origin>); a call over its limit defers its task.
 		HTTP: tools.HTTPConfig{AllowedHosts: cfg.HTTPTools.AllowedHosts, UnsafeAllowedHosts: cfg.HTTPTools.UnsafeAllowedHosts, HostHeaders: headers,
 			Limits: d.limits},
+		Door: d.door,
 	})
 	if err != nil {
 		return nil, nil, &ConfigError{err}

@@ -24,7 +24,6 @@ import (
 	"github.com/agentledger/agentledger/metrics"
 	"github.com/agentledger/agentledger/notify/outbox"
 	"github.com/agentledger/agentledger/operator"
-	"github.com/agentledger/agentledger/registry"
 	"github.com/agentledger/agentledger/schedule"
 	"github.com/agentledger/agentledger/tenants"
 	"github.com/agentledger/agentledger/webhooks"
@@ -43,7 +42,7 @@ type services struct {
 // buildServices checks the configuration of every service and binds the
 // listener, so that a mistake stops agentd before it claims any task.
 func buildServices(cfg *Config, db *pgxpool.Pool, limits *flow.Limiter, m *metrics.Metrics, owner string, ln net.Listener,
-	extra map[string]http.Handler, check func(context.Context, string, json.RawMessage) error, gs grants.Source,
+	extra map[string]http.Handler, door *admit.Door, gs grants.Source,
 	mcp func() map[string]string, log *slog.Logger) (*services, error) {
 	s := &services{ln: ln}
 	disp, err := dispatcher(cfg, db, limits, owner, m, log)
@@ -56,7 +55,7 @@ func buildServices(cfg *Config, db *pgxpool.Pool, limits *flow.Limiter, m *metri
 	if cfg.Maintenance.NoCron {
 		log.Info("cron: schedules not fired here (--no-cron)")
 	} else {
-		sch, err := schedule.NewScheduler(db, schedule.Config{Logger: log, OnFire: m.CronFire})
+		sch, err := schedule.NewScheduler(db, schedule.Config{Logger: log, OnFire: m.CronFire, Door: door})
 		if err != nil {
 			return nil, &ConfigError{err}
 		}
@@ -89,7 +88,7 @@ func buildServices(cfg *Config, db *pgxpool.Pool, limits *flow.Limiter, m *metri
 	s.closers = append(s.closers, apiDB.Close)
 	ready := newReadiness(context.Background(), apiDB)
 	s.runs = append(s.runs, ready.run)
-	api, err := apiServer(cfg, apiDB, m, check, gs, mcp, ready, log)
+	api, err := apiServer(cfg, apiDB, m, door, mcp, ready, log)
 	if err != nil {
 		apiDB.Close()
 		return nil, err
@@ -144,15 +143,15 @@ func sweeps(cfg *Config, db *pgxpool.Pool) []janitor.Sweep {
 }
 
 // apiServer is the HTTP API with webhooks, /healthz, /readyz and /metrics.
-func apiServer(cfg *Config, db *pgxpool.Pool, m *metrics.Metrics, check func(context.Context, string, json.RawMessage) error,
-	gs grants.Source, mcp func() map[string]string, ready *readiness, log *slog.Logger) (*httpapi.Server, error) {
+func apiServer(cfg *Config, db *pgxpool.Pool, m *metrics.Metrics, door *admit.Door,
+	mcp func() map[string]string, ready *readiness, log *slog.Logger) (*httpapi.Server, error) {
 	var hooks http.Handler
 	if cfg.API.HooksFile != "" {
 		sources, err := webhooks.LoadSources(cfg.API.HooksFile)
 		if err != nil {
 			return nil, &ConfigError{err}
 		}
-		h, err := webhooks.New(db, sources, webhooks.Config{Logger: log, OnDelivery: m.Webhook})
+		h, err := webhooks.New(db, sources, webhooks.Config{Logger: log, OnDelivery: m.Webhook, Door: door})
 		if err != nil {
 			return nil, &ConfigError{err}
 		}
@@ -166,13 +165,7 @@ func apiServer(cfg *Config, db *pgxpool.Pool, m *metrics.Metrics, check func(con
 	api, err := httpapi.New(httpapi.Config{
 		DB: db, Tenants: tenants.NewStore(db), Claims: claims.New(db), Operator: operator.New(db), Hooks: hooks,
 		TrustedProxies:         proxies,
-		IdempotencyKeyOptional: cfg.API.IdempotencyKeyOptional, Logger: log, Observe: m.HTTP, CheckPayload: check,
-		Grants: gs, Admit: func(ctx context.Context, p claims.EnqueueParams, anyway bool) error {
-			// This daemon's model is taken as the workers' (one config for the
-			// fleet); with none, admit refuses only what no model could pass.
-			return admit.Check(ctx, registry.New(db), p, admit.Options{Anyway: anyway, Override: `send "allow_unserved": true`,
-				Grants: gs, Model: cfg.Model.Name})
-		},
+		IdempotencyKeyOptional: cfg.API.IdempotencyKeyOptional, Logger: log, Observe: m.HTTP, Door: door,
 	})
 	if err != nil {
 		return nil, &ConfigError{err}

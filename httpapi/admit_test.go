@@ -8,7 +8,6 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/admit"
-	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/httpapi"
 	"github.com/agentledger/agentledger/notify"
 	"github.com/agentledger/agentledger/registry"
@@ -20,11 +19,7 @@ import (
 // that would fail when it runs, as agentd wires package admit.
 func TestCreateRefusesUnservedTasks(t *testing.T) {
 	t.Parallel()
-	var e *env
-	e = newEnv(t, httpapi.Config{IdempotencyKeyOptional: true,
-		Admit: func(ctx context.Context, p claims.EnqueueParams, anyway bool) error {
-			return admit.Check(ctx, registry.New(e.db), p, admit.Options{Anyway: anyway, Override: `send "allow_unserved": true`})
-		}})
+	e := newEnv(t, httpapi.Config{IdempotencyKeyOptional: true, Door: &admit.Door{}})
 	tok := e.tenant("acme")
 	refused := func(body, field, detail string) {
 		t.Helper()

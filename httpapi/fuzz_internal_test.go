@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+
+	"github.com/agentledger/agentledger/admit"
 )
 
 // fuzzMaxBody is small, so that the fuzzer meets the body limit too.
@@ -16,7 +18,7 @@ const fuzzMaxBody = 512
 // FuzzCreateTaskRequest runs any Idempotency-Key, Content-Type and body of
 // POST /v1/tasks through the checks that run before a key record is written
 // (Server.check with createTask), with no database: that needs no Claims,
-// Grants, CheckPayload or Admit. It never panics; a refusal is a 4xx
+// and a door that reads nothing. It never panics; a refusal is a 4xx
 // problem, never a 5xx; the same key and body get the same answer every
 // time, and so does the same body re-encoded (keys reordered, whitespace
 // changed), under the same fingerprint.
@@ -40,7 +42,10 @@ func FuzzCreateTaskRequest(f *testing.F) {
 	f.Add("k", "text/plain", []byte(`{"kind":"echo"}`))
 	f.Add("k", "application/merge-patch+json; charset=utf-8", []byte(`{"kind":"echo"}`))
 	f.Add("k", "", []byte(`{"kind":"echo"}`))
-	s := &Server{cfg: Config{MaxBody: fuzzMaxBody}, log: slog.New(slog.DiscardHandler)}
+	// A door that reads nothing: every kind typed here with nothing to
+	// check, queued whether served or not.
+	door := &admit.Door{Unserved: true, Typed: func(string, json.RawMessage) (bool, error) { return true, nil }}
+	s := &Server{cfg: Config{MaxBody: fuzzMaxBody, Door: door}, log: slog.New(slog.DiscardHandler)}
 	f.Fuzz(func(t *testing.T, key, contentType string, body []byte) {
 		first := fuzzCheck(t, s, key, contentType, body)
 		if again := fuzzCheck(t, s, key, contentType, body); !first.same(again) {

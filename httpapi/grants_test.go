@@ -9,10 +9,8 @@ import (
 	"time"
 
 	"github.com/agentledger/agentledger/admit"
-	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/httpapi"
-	"github.com/agentledger/agentledger/registry"
 )
 
 // lateGrants reads grants from a store set once the test database exists.
@@ -26,7 +24,7 @@ func (l *lateGrants) For(ctx context.Context, tenant string) (*grants.Grant, err
 func grantedEnv(t *testing.T, g *grants.Grant) (*env, string) {
 	t.Helper()
 	src := &lateGrants{}
-	e := newEnv(t, httpapi.Config{Grants: src})
+	e := newEnv(t, httpapi.Config{Door: &admit.Door{Grants: src, Unserved: true}})
 	src.store = grants.NewStore(e.db)
 	token := e.tenant("acme")
 	if err := src.store.Put(context.Background(), "acme", g); err != nil {
@@ -165,17 +163,13 @@ func TestSubmitWithNoConfiguredModelRefusesOnlyWhatIsCertain(t *testing.T) {
 	}
 }
 
-// newAdmittingEnv is an API whose submissions go through admit.Check with
+// newAdmittingEnv is an API whose submissions go through the door with
 // the tenants' stored grants and model as the API daemon's configured
 // model.
 func newAdmittingEnv(t *testing.T, model string) (*env, *lateGrants) {
 	t.Helper()
 	src := &lateGrants{}
-	var e *env
-	e = newEnv(t, httpapi.Config{Grants: src, Admit: func(ctx context.Context, p claims.EnqueueParams, anyway bool) error {
-		return admit.Check(ctx, registry.New(e.db), p, admit.Options{Anyway: anyway, Override: `send "allow_unserved": true`,
-			Grants: src, Model: model})
-	}})
+	e := newEnv(t, httpapi.Config{Door: &admit.Door{Grants: src, Model: model}})
 	src.store = grants.NewStore(e.db)
 	return e, src
 }

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,8 +14,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/agentledger/agentledger/admit"
 	"github.com/agentledger/agentledger/claims"
-	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/operator"
 	"github.com/agentledger/agentledger/tenants"
 )
@@ -25,6 +24,7 @@ import (
 // records; *pgxpool.Pool has it.
 type DB interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
@@ -40,18 +40,12 @@ type Config struct {
 	// Operator cancels, replays and compensates tasks, as agentctl and the
 	// console do.
 	Operator *operator.Service
-	// CheckPayload, when set, checks a submitted task's payload against its
-	// kind (a typed kind's arguments); its *agentledger.InvalidError is a
-	// 422 naming the field. Kinds it does not know pass.
-	CheckPayload func(ctx context.Context, kind string, payload json.RawMessage) error
-	// Admit, when set, decides whether a submitted task (validated, with
-	// its defaults) may be queued (package admit): its
-	// *agentledger.InvalidError is a 422 naming the field. anyway is the
-	// request's allow_unserved.
-	Admit func(ctx context.Context, p claims.EnqueueParams, anyway bool) error
-	// Grants, when set, hold what each tenant may submit: a kind outside
-	// the tenant's grant is a 403 forbidden naming it.
-	Grants grants.Source
+	// Door admits each submitted task, its caller the token's tenant
+	// (package admit): its *agentledger.InvalidError is a 422 naming the
+	// field, its *grants.DeniedError a 403. Nil: a door that checks no
+	// grant and queues tasks no live worker serves (a database without a
+	// fleet).
+	Door *admit.Door
 
 	// Hooks, when set, serves POST /v1/hooks/{source} without bearer
 	// authentication: webhooks authenticate by their signature.
@@ -136,6 +130,9 @@ func New(cfg Config) (*Server, error) {
 	case cfg.MaxBody < 0 || cfg.InFlightLease < 0 || cfg.ReadHeaderTimeout < 0 || cfg.ReadTimeout < 0 ||
 		cfg.WriteTimeout < 0 || cfg.IdleTimeout < 0 || cfg.MaxHeaderBytes < 0 || cfg.ShutdownTimeout < 0:
 		return nil, errors.New("httpapi: Config limits must not be negative")
+	}
+	if cfg.Door == nil {
+		cfg.Door = &admit.Door{Unserved: true}
 	}
 	def := func(v *time.Duration, d time.Duration) {
 		if *v == 0 {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"slices"
@@ -16,9 +17,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/admit"
 	"github.com/agentledger/agentledger/claims"
-	"github.com/agentledger/agentledger/grants"
-	"github.com/agentledger/agentledger/tools"
 )
 
 // Task is a task as the API shows it (snake_case JSON). Fields without a
@@ -151,49 +151,24 @@ func (s *Server) createTask(r *http.Request, tenant string, body []byte) (action
 	if err := decodeBody(body, &req); err != nil {
 		return nil, err
 	}
-	if req.Priority < 0 || req.Priority > 100 {
-		return nil, agentledger.Invalid("priority", "%d is outside 0..100 (lower runs first)", req.Priority)
-	}
 	if req.Tenant != "" && req.Tenant != tenant {
 		return nil, agentledger.Invalid("tenant", "the token is tenant %q's; a task cannot be submitted for %q", tenant, req.Tenant)
 	}
 	p := claims.EnqueueParams{Tenant: tenant, Queue: req.Queue, Kind: req.Kind, Payload: req.Payload,
-		Priority: int16(req.Priority)}
+		Priority: int16(min(max(req.Priority, math.MinInt16), math.MaxInt16))} // the door refuses outside 0..100
 	if req.MaxAttempts != nil {
 		if *req.MaxAttempts < 1 {
 			return nil, agentledger.Invalid("max_attempts", "%d is outside 1..1000 (leave it out for the default)", *req.MaxAttempts)
 		}
 		p.MaxAttempts = *req.MaxAttempts
 	}
-	if string(p.Payload) == "null" {
-		p.Payload = nil // as if absent: {}
-	}
 	if req.RunAt != nil {
 		p.RunAt = *req.RunAt
 	}
-	if err := p.Validate(); err != nil {
+	p, err := s.cfg.Door.Admit(r.Context(), s.cfg.DB, admit.Submission{Caller: admit.Tenant, Params: p,
+		Unserved: req.AllowUnserved, Override: `send "allow_unserved": true`})
+	if err != nil {
 		return nil, err
-	}
-	var g *grants.Grant
-	if s.cfg.Grants != nil {
-		var err error
-		if g, err = s.cfg.Grants.For(r.Context(), tenant); err != nil {
-			return nil, err
-		}
-		if err := g.Allow(tenant, grants.Need{Kind: p.Kind}); err != nil {
-			return nil, err
-		}
-	}
-	tools.Bound(g, &p) // no queue jumping, as for a child its task creates
-	if s.cfg.CheckPayload != nil {
-		if err := s.cfg.CheckPayload(r.Context(), p.Kind, p.Payload); err != nil {
-			return nil, err
-		}
-	}
-	if s.cfg.Admit != nil {
-		if err := s.cfg.Admit(r.Context(), p, req.AllowUnserved); err != nil {
-			return nil, err
-		}
 	}
 	return func(ctx context.Context, submissionKey string) reply {
 		p.SubmissionKey = submissionKey

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/admit"
 	"github.com/agentledger/agentledger/claims"
 )
 
@@ -30,6 +31,9 @@ type Config struct {
 	// goroutine: keep it quick.
 	OnFire func(name string, slot time.Time, catchUp bool)
 	Logger *slog.Logger
+	// Door admits each slot's task, its caller the schedule (package
+	// admit); nil means the zero door (no grants, published schemas).
+	Door *admit.Door
 }
 
 // Defaults.
@@ -83,6 +87,9 @@ func NewScheduler(db claims.DB, cfg Config) (*Scheduler, error) {
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Door == nil {
+		cfg.Door = &admit.Door{}
 	}
 	st := NewStore(db)
 	st.Now = cfg.Now
@@ -235,11 +242,15 @@ func (s *Scheduler) fire(ctx context.Context, name string) (bool, error) {
 	var last *time.Time
 	for i := range plan {
 		f := &plan[i]
-		res, err := enq.Enqueue(ctx, sc.params(Key(sc.Name, f.slot)))
+		p, err := s.cfg.Door.Admit(ctx, tx, admit.Submission{Caller: admit.Schedule, Params: sc.params(Key(sc.Name, f.slot))})
+		var res claims.EnqueueResult
+		if err == nil {
+			res, err = enq.Enqueue(ctx, p)
+		}
 		switch {
 		case errors.Is(err, agentledger.ErrKeyReuse), errors.Is(err, agentledger.ErrInvalid):
 			// Retrying cannot help: a task of another request holds the
-			// slot's key, or the stored schedule cannot make a task.
+			// slot's key, or the door refuses the schedule's task.
 			s.log.Error("schedule: slot not fired", "schedule", name, "slot", f.slot.UTC(), "err", err)
 			f.task = -1
 			continue

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/admit"
 )
 
 // DB is what the scheduler needs of a database: a pool, a connection or a
@@ -43,11 +44,16 @@ func (s *Store) clock(ctx context.Context) (time.Time, error) {
 }
 
 // Add validates sc (see Schedule.Validate) and stores it, its first fire
-// the first slot after now (none when it is added paused). It returns
-// agentledger.ErrInvalid naming the field, or ErrConflict when the name
-// is taken.
+// the first slot after now (none when it is added paused). Its task must
+// pass the door (package admit) as the schedule's, as each slot's does
+// when it fires: a schedule whose tasks would be refused is refused now.
+// It returns agentledger.ErrInvalid naming the field, or ErrConflict when
+// the name is taken.
 func (s *Store) Add(ctx context.Context, sc Schedule) (Schedule, error) {
 	if err := sc.Validate(); err != nil {
+		return Schedule{}, err
+	}
+	if _, err := (&admit.Door{}).Admit(ctx, s.db, admit.Submission{Caller: admit.Schedule, Params: sc.params("")}); err != nil {
 		return Schedule{}, err
 	}
 	c, err := sc.compile()

@@ -4,6 +4,8 @@ package tools
 type BuiltinConfig struct {
 	// HTTP configures http_request and unsafe_http.
 	HTTP HTTPConfig
+	// Door admits the children create_task queues (package admit's).
+	Door ChildDoor
 }
 
 // Builtins returns the built-in tools: http_request, unsafe_http and
@@ -19,7 +21,7 @@ func Builtins(cfg BuiltinConfig) ([]Tool, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []Tool{req, unsafe, NewCreateTask()}, nil
+	return []Tool{req, unsafe, NewCreateTask(cfg.Door)}, nil
 }
 
 // The built-in tools are Tools.

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/canonjson"
@@ -19,10 +18,19 @@ import (
 // CreateTask is the create_task tool: it enqueues a child task in the
 // calling task's tenant, in the same transaction as its ledger row, so the
 // child exists exactly once however often the call is replayed.
-type CreateTask struct{}
+type CreateTask struct{ door ChildDoor }
 
-// NewCreateTask returns the create_task tool.
-func NewCreateTask() *CreateTask { return &CreateTask{} }
+// ChildDoor admits and queues a child task: package admit's door, with
+// the parent task as its caller. admit imports this package, so the door
+// comes in from whoever assembles the tools (the daemon).
+type ChildDoor interface {
+	// EnqueueChild queues p, a child of a task whose tenant's grant is g
+	// (nil: none checked), through db (the ledger row's transaction).
+	EnqueueChild(ctx context.Context, db claims.DB, g *grants.Grant, p claims.EnqueueParams) (claims.EnqueueResult, error)
+}
+
+// NewCreateTask returns the create_task tool, queuing through door.
+func NewCreateTask(door ChildDoor) *CreateTask { return &CreateTask{door: door} }
 
 // Reach is the child's kind, for the tenant's grant.
 func (CreateTask) Reach(call Call) (grants.Need, error) {
@@ -67,12 +75,16 @@ type createArgs struct {
 // Effect validates the arguments and returns a local effect, operation
 // "task.create". The child's submission key is "child:" + the effect key,
 // so even a second insert would be a duplicate of the first. The child
-// runs now and keeps to the calling tenant's priority floor (Bound),
-// whoever submitted the parent; the ledger request holds the priority as
-// asked, so a replay under a changed floor is the same call.
+// passes the door as any task does (for a parent: its grant, priority
+// floor, typed kind and steps checks), whoever submitted the parent; the
+// ledger request holds the priority as asked, so a replay under a changed
+// floor is the same call. A refusal is permanent.
 func (c *CreateTask) Effect(call Call) (ledger.Effect, error) {
 	if call.Task == nil {
 		return ledger.Effect{}, agentledger.Permanent(errors.New("create_task: no calling task"))
+	}
+	if c.door == nil {
+		return ledger.Effect{}, agentledger.Permanent(errors.New("create_task: no door to queue through (NewCreateTask)"))
 	}
 	var a createArgs
 	dec := json.NewDecoder(bytes.NewReader(call.Args))
@@ -93,15 +105,14 @@ func (c *CreateTask) Effect(call Call) (ledger.Effect, error) {
 	if err != nil {
 		return ledger.Effect{}, agentledger.Permanent(fmt.Errorf("create_task: payload: %v", err))
 	}
-	Bound(call.Grant, &p)
 	return ledger.Effect{
 		Operation: "task.create", StepPath: call.StepPath, Class: ledger.Local, Request: request,
 		PerformLocal: func(ctx context.Context, lc ledger.Call, db ledger.DB) (ledger.Result, error) {
 			child := p
 			child.SubmissionKey = "child:" + lc.Key
-			r, err := claims.New(db).Enqueue(ctx, child)
+			r, err := c.door.EnqueueChild(ctx, db, call.Grant, child)
 			if err != nil {
-				if errors.Is(err, agentledger.ErrInvalid) {
+				if errors.Is(err, agentledger.ErrInvalid) || errors.Is(err, agentledger.ErrForbidden) {
 					err = agentledger.Permanent(err)
 				}
 				return ledger.Result{}, fmt.Errorf("create_task: %w", err)
@@ -110,19 +121,4 @@ func (c *CreateTask) Effect(call Call) (ledger.Effect, error) {
 			return ledger.Result{Body: json.RawMessage(`{"task_id":` + id + `}`), ExternalRef: "task:" + id}, nil
 		},
 	}, nil
-}
-
-// Bound keeps p, a task queued for the tenant whose grant is g — through
-// the API, or as the child of one of its tasks — from jumping ahead of the
-// tasks already waiting: a priority more urgent than g's floor is raised
-// to it, and a run_at in the past (only the API takes one) becomes now
-// (zero: the database's clock). A nil g (nothing checked) bounds run_at
-// only.
-func Bound(g *grants.Grant, p *claims.EnqueueParams) {
-	if g != nil {
-		p.Priority = max(p.Priority, g.PriorityFloor)
-	}
-	if !p.RunAt.After(time.Now()) {
-		p.RunAt = time.Time{}
-	}
 }

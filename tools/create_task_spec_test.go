@@ -3,6 +3,7 @@ package tools_test
 import (
 	"testing"
 
+	"github.com/agentledger/agentledger/admit"
 	"github.com/agentledger/agentledger/canonjson"
 	"github.com/agentledger/agentledger/tools"
 )
@@ -24,7 +25,7 @@ const (
 
 func TestCreateTaskSpecUnchanged(t *testing.T) {
 	t.Parallel()
-	tool := tools.NewCreateTask()
+	tool := tools.NewCreateTask(&admit.Door{})
 	if got := tool.Description(); got != createTaskDescription {
 		t.Errorf("description changed (breaks recorded agent conversations):\n got %s\nwant %s", got, createTaskDescription)
 	}

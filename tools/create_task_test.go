@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/admit"
 	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/tools"
@@ -20,7 +21,7 @@ func TestCreateTaskOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	e := newEnv(t)
-	tool := tools.NewCreateTask()
+	tool := tools.NewCreateTask(&admit.Door{})
 	a := e.task()
 	c := call(a, "tool/0", childArgs)
 
@@ -57,7 +58,7 @@ func TestCreateTaskFailureAfterInsertLeavesNothing(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
 	a := e.task()
-	eff, err := tools.NewCreateTask().Effect(call(a, "tool/0", childArgs))
+	eff, err := tools.NewCreateTask(&admit.Door{}).Effect(call(a, "tool/0", childArgs))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +81,7 @@ func TestCreateTaskFailureAfterInsertLeavesNothing(t *testing.T) {
 		t.Fatalf("ledger row left: %s", text)
 	}
 	// Run again for real: one child.
-	if _, err := tools.Invoke(ctx, e.Ledger, tools.NewCreateTask(), call(a, "tool/0", childArgs)); err != nil {
+	if _, err := tools.Invoke(ctx, e.Ledger, tools.NewCreateTask(&admit.Door{}), call(a, "tool/0", childArgs)); err != nil {
 		t.Fatal(err)
 	}
 	if n := e.count(`SELECT count(*) FROM tasks WHERE submission_key LIKE 'child:%'`); n != 1 {
@@ -104,7 +105,7 @@ func TestCreateTaskBadArgs(t *testing.T) {
 		// A child runs now: create_task takes no run_at.
 		`{"kind":"k","run_at":"2001-01-01T00:00:00Z"}`: `unknown field "run_at"`,
 	} {
-		_, err := tools.Invoke(ctx, e.Ledger, tools.NewCreateTask(), call(a, "tool/x", args))
+		_, err := tools.Invoke(ctx, e.Ledger, tools.NewCreateTask(&admit.Door{}), call(a, "tool/x", args))
 		if want == "" {
 			if err != nil {
 				t.Errorf("%s: %v", args, err)
@@ -134,7 +135,7 @@ func TestCreateTaskKeepsToTheFloor(t *testing.T) {
 		t.Helper()
 		c := call(parent, step, args)
 		c.Grant = g
-		res, err := tools.Invoke(ctx, e.Ledger, tools.NewCreateTask(), c)
+		res, err := tools.Invoke(ctx, e.Ledger, tools.NewCreateTask(&admit.Door{}), c)
 		var body struct {
 			TaskID int64 `json:"task_id"`
 		}

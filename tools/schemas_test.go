@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/admit"
 	"github.com/agentledger/agentledger/argschema"
 	"github.com/agentledger/agentledger/tools"
 )
@@ -60,7 +61,7 @@ func TestBuiltinSchemasMatchEffects(t *testing.T) {
 		{`{"method":"GET","url":"https://billing.example","headers":{"X-A":1}}`, false, false},
 		{`{"method":"GET","url":"billing.example"}`, true, false},
 	})
-	checkSchema(t, tools.NewCreateTask(), []argsCase{
+	checkSchema(t, tools.NewCreateTask(&admit.Door{}), []argsCase{
 		{`{"kind":"report","queue":"bulk","payload":{"n":1},"priority":5}`, true, true},
 		{`{"kind":"report","queue":""}`, true, true},
 		{`{"kind":"report","payload":"x"}`, true, true},

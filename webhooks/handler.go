@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/admit"
 )
 
 // DefaultMaxBody is the largest body a delivery may have unless
@@ -57,6 +58,9 @@ type Config struct {
 	// Now is the clock Slack timestamps are checked against; nil means
 	// time.Now.
 	Now func() time.Time
+	// Door admits each delivery's task, its caller the source (package
+	// admit); nil means the zero door (no grants, published schemas).
+	Door *admit.Door
 }
 
 // Handler receives webhook deliveries at POST /v1/hooks/{source}: it
@@ -69,6 +73,7 @@ type Handler struct {
 	log     *slog.Logger
 	report  func(source, outcome string)
 	now     func() time.Time
+	door    *admit.Door
 }
 
 // New returns a Handler for sources over db. Each source is validated
@@ -89,6 +94,10 @@ func New(db Pool, sources []Source, cfg Config) (*Handler, error) {
 		log:     cfg.Logger,
 		report:  cfg.OnDelivery,
 		now:     cfg.Now,
+		door:    cfg.Door,
+	}
+	if h.door == nil {
+		h.door = &admit.Door{}
 	}
 	if h.maxBody == 0 {
 		h.maxBody = DefaultMaxBody
@@ -166,6 +175,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case unstorableJSON(err):
 		// JSON that parsed, with a value refused: 422, as the API's.
 		h.reject(w, r, s, d.id, newProblem(agentledger.CodeInvalid, "the body holds JSON PostgreSQL cannot store (a \\u0000 or a lone surrogate such as \\ud800 in a string, or a number beyond its range)"))
+		return
+	case errors.Is(err, agentledger.ErrInvalid):
+		// The door refused the task (its kind's payload schema, a steps
+		// payload that would fail): it would fail when it ran.
+		h.reject(w, r, s, d.id, newProblem(agentledger.CodeInvalid, "the body makes no valid %s task: %v", s.Kind, err))
 		return
 	case err != nil:
 		h.fail(w, r, s, d.id, err)

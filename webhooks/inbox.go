@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/agentledger/agentledger"
-	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/admit"
 )
 
 // errVanished: the inbox row that turned a delivery away was deleted
@@ -81,7 +81,7 @@ func (h *Handler) storeOnce(ctx context.Context, s *Source, d *delivery, payload
 		p := s.template()
 		p.Payload = payload
 		p.SubmissionKey = submissionKey(s.Name, d.id)
-		r, err := claims.New(tx).Enqueue(ctx, p)
+		r, err := h.door.Enqueue(ctx, tx, admit.Submission{Caller: admit.Webhook, Params: p})
 		if err != nil {
 			return err
 		}
@@ -119,5 +119,5 @@ func unstorableJSON(err error) bool {
 	var pe *pgconn.PgError
 	var ie *agentledger.InvalidError
 	return errors.As(err, &pe) && strings.HasPrefix(pe.Code, "22") ||
-		errors.As(err, &ie) && ie.Field == "payload"
+		errors.As(err, &ie) && ie.Field == "payload" && (strings.Contains(ie.Problem, "jsonb") || strings.Contains(ie.Problem, "UTF-8"))
 }

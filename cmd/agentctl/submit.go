@@ -14,7 +14,6 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/admit"
-	"github.com/agentledger/agentledger/argschema"
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/registry"
 )
@@ -119,17 +118,13 @@ func (a *app) submit(ctx context.Context, f *submitFlags) error {
 	if err != nil {
 		return err
 	}
-	reg := registry.New(a.db.Pool) // a.store opened the database and checked its schema
-	// A typed kind's daemon published the schema of its payload.
-	if schema, ok, err := reg.KindSchema(ctx, p.Kind); err != nil {
-		return err
-	} else if ok {
-		if err := argschema.CheckDoc(schema, "--payload", p.Payload); err != nil {
-			return withHint(err, fmt.Sprintf("the %s kind's payload schema is in the kinds table (published by the daemon that serves it)", p.Kind))
-		}
-	}
-	if err := admit.Check(ctx, reg, p, admit.Options{Anyway: f.allowUnserved, Override: "submit with --allow-unserved"}); err != nil {
-		return f.admitError(err)
+	// The door as the operator's: the published schema of a typed kind, a
+	// live worker serving the task unless --allow-unserved.
+	door := &admit.Door{}
+	p, err = door.Admit(ctx, a.db.Pool, admit.Submission{Caller: admit.Operator, Params: p, Unserved: f.allowUnserved,
+		Override: "submit with --allow-unserved"}) // a.store opened the database and checked its schema
+	if err != nil {
+		return f.admitError(ctx, registry.New(a.db.Pool), p.Kind, err)
 	}
 	res, err := s.Enqueue(ctx, p)
 	if errors.Is(err, agentledger.ErrKeyReuse) {
@@ -163,18 +158,25 @@ func (a *app) submit(ctx context.Context, f *submitFlags) error {
 	return err
 }
 
-// admitError relabels a refusal of admit.Check with the flag (or the
-// --file field) at fault.
-func (f *submitFlags) admitError(err error) error {
+// admitError relabels a refusal of the door with the flag (or the
+// --file field) at fault; a payload refused where the kind published its
+// schema says where the schema is.
+func (f *submitFlags) admitError(ctx context.Context, reg *registry.Store, kind string, err error) error {
 	var ie *agentledger.InvalidError
 	if !errors.As(err, &ie) {
 		return err
 	}
+	if ie.Field == "payload" {
+		err = agentledger.Invalid("--payload", "%s", ie.Problem)
+		if f.payload == "" && f.payloadJSON != nil {
+			err = agentledger.Invalid(fmt.Sprintf("payload (%s)", f.fileLabel), "%s", ie.Problem)
+		}
+		if _, published, rerr := reg.KindSchema(ctx, kind); rerr == nil && published {
+			err = withHint(err, fmt.Sprintf("the %s kind's payload schema is in the kinds table (published by the daemon that serves it)", kind))
+		}
+		return err
+	}
 	switch {
-	case ie.Field == "payload" && f.payload == "" && f.payloadJSON != nil:
-		return agentledger.Invalid(fmt.Sprintf("payload (%s)", f.fileLabel), "%s", ie.Problem)
-	case ie.Field == "payload":
-		return agentledger.Invalid("--payload", "%s", ie.Problem)
 	case flagName(ie.Field) != "":
 		err = f.fileField(ie.Field, agentledger.Invalid(flagName(ie.Field), "%s", ie.Problem))
 		return withHint(err, "agentctl workers lists the live workers with their queues and kinds")

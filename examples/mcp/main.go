@@ -27,6 +27,7 @@ import (
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/agentledgertest/fakeopenai"
 	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/client"
 	"github.com/agentledger/agentledger/daemon"
 	"github.com/agentledger/agentledger/database"
 	"github.com/agentledger/agentledger/mcptools"
@@ -148,11 +149,11 @@ func run(ctx context.Context, out io.Writer) error {
 		}
 	}
 	payload := `{"prompt":"Refund order 7 after checking it.","tools":["shop/lookup","shop/hold","shop/refund"]}`
-	r, err := store.Enqueue(ctx, claims.EnqueueParams{Kind: "agent", Payload: json.RawMessage(payload)})
+	submitted, err := client.Database(conn.Pool, "").Submit(ctx, client.Request{Kind: "agent", Payload: json.RawMessage(payload)})
 	if err != nil {
 		return err
 	}
-	task, err := finished(ctx, store, r.Task.ID)
+	task, err := finished(ctx, store, submitted.ID)
 	if err != nil {
 		return err
 	}

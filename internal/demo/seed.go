@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/admit"
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/notify/outbox"
 	"github.com/agentledger/agentledger/schedule"
@@ -62,14 +63,15 @@ func Seed(ctx context.Context, db DB, base string) (Seeded, error) {
 	if err != nil && !errors.Is(err, agentledger.ErrConflict) {
 		return out, err
 	}
-	store := claims.New(db)
+	store, door := claims.New(db), &admit.Door{}
 	for _, t := range tasks(base) {
 		payload, err := json.Marshal(map[string]any{"steps": t.steps})
 		if err != nil {
 			return out, err
 		}
-		r, err := store.Enqueue(ctx, claims.EnqueueParams{Kind: "steps", Payload: payload, SubmissionKey: "demo:" + t.name,
-			MaxAttempts: 5})
+		// The operator's, queued whether or not the demo's worker is up yet.
+		r, err := door.Enqueue(ctx, db, admit.Submission{Caller: admit.Operator, Unserved: true,
+			Params: claims.EnqueueParams{Kind: "steps", Payload: payload, SubmissionKey: "demo:" + t.name, MaxAttempts: 5}})
 		if errors.Is(err, agentledger.ErrKeyReuse) {
 			// Seeded by an earlier run listening elsewhere (its URLs
 			// differ): the demo task exists.

@@ -1,0 +1,130 @@
+package admit
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/grants"
+	"github.com/agentledger/agentledger/registry"
+	"github.com/agentledger/agentledger/tools"
+)
+
+// Door is the one way into the tasks table: every entrance — the HTTP API,
+// agentctl submit, client.Database, webhooks, cron and create_task — asks
+// it to admit a task, and queues only what it returns. Its rules are
+// written once here; which apply depends on the caller (the caller table,
+// callers in caller.go).
+//
+// The zero Door checks no grant and knows no typed kind in process (it
+// reads the schemas the serving daemons published): agentctl's and
+// client.Database's. The daemon's holds its grants, model and typed kinds.
+type Door struct {
+	// Grants gives each tenant's grant; nil when none is checked.
+	Grants grants.Source
+	// Model is the daemon's configured model, taken as its workers' (see
+	// options.Model).
+	Model string
+	// Typed checks the payload of a kind this process serves: a typed
+	// kind's Go type and Validate (KindHandler.CheckPayload in package
+	// daemon). known is false for a kind it does not serve: then the
+	// schema the serving daemon published in the kinds table is the check.
+	Typed func(kind string, payload json.RawMessage) (known bool, err error)
+	// Unserved queues every task whether or not a live worker serves it,
+	// whoever submits it: for a database without a fleet (tests).
+	Unserved bool
+
+	schemas schemaCache
+}
+
+// Submission is a task at the door.
+type Submission struct {
+	Caller Caller
+	Params claims.EnqueueParams
+	// Unserved queues the task for a worker that is not up yet: no live
+	// worker need serve it (its kind, queue and tools are not checked).
+	Unserved bool
+	// Override says how the submitter asks for Unserved ("submit with
+	// --allow-unserved"); a refusal ends with it.
+	Override string
+	// Grant is the tenant's grant when the caller has read it already (a
+	// parent task's, read before its step); else the door reads it.
+	Grant *grants.Grant
+}
+
+// Admit checks s and returns the task to queue: claims' defaults filled,
+// bounded by the tenant's grant for the callers that are bound. db (a
+// pool or the caller's transaction) reads the registry and the published
+// schemas. Errors are *agentledger.InvalidError naming the field (422,
+// exit 2) or *grants.DeniedError (403); nothing is written.
+func (d *Door) Admit(ctx context.Context, db registry.DB, s Submission) (claims.EnqueueParams, error) {
+	r, ok := callers[s.Caller]
+	if !ok {
+		return claims.EnqueueParams{}, fmt.Errorf("admit: no rules for caller %s", s.Caller)
+	}
+	p := s.Params
+	if string(p.Payload) == "null" {
+		p.Payload = nil // as if absent: {}
+	}
+	if err := p.Validate(); err != nil {
+		return p, err
+	}
+	g := s.Grant
+	if r.grant && g == nil && d.Grants != nil {
+		var err error
+		if g, err = d.Grants.For(ctx, p.Tenant); err != nil {
+			return p, err
+		}
+	}
+	if !r.grant {
+		g = nil
+	}
+	if g != nil {
+		if err := g.Allow(p.Tenant, grants.Need{Kind: p.Kind}); err != nil {
+			return p, err
+		}
+	}
+	if r.bound {
+		bound(g, &p)
+	}
+	if err := d.payload(ctx, db, p.Kind, p.Payload); err != nil {
+		return p, err
+	}
+	err := check(ctx, registry.New(db), p, g, options{Anyway: d.Unserved || !r.served || s.Unserved,
+		Override: s.Override, Model: d.Model})
+	return p, err
+}
+
+// Enqueue admits s and queues the task through db (a pool or the
+// caller's transaction).
+func (d *Door) Enqueue(ctx context.Context, db claims.DB, s Submission) (claims.EnqueueResult, error) {
+	p, err := d.Admit(ctx, db, s)
+	if err != nil {
+		return claims.EnqueueResult{}, err
+	}
+	return claims.New(db).Enqueue(ctx, p)
+}
+
+// bound keeps p, a task queued for the tenant whose grant is g, from
+// jumping ahead of the tasks already waiting: a priority more urgent than
+// g's floor is raised to it, and a run_at in the past becomes now (zero:
+// the database's clock). A nil g (nothing checked) bounds run_at only.
+func bound(g *grants.Grant, p *claims.EnqueueParams) {
+	if g != nil {
+		p.Priority = max(p.Priority, g.PriorityFloor)
+	}
+	if !p.RunAt.After(time.Now()) {
+		p.RunAt = time.Time{}
+	}
+}
+
+// EnqueueChild queues p, a child of a running task whose tenant's grant is
+// g, through db (its ledger row's transaction): the door of create_task
+// (tools.ChildDoor), its caller Parent.
+func (d *Door) EnqueueChild(ctx context.Context, db claims.DB, g *grants.Grant, p claims.EnqueueParams) (claims.EnqueueResult, error) {
+	return d.Enqueue(ctx, db, Submission{Caller: Parent, Params: p, Grant: g})
+}
+
+var _ tools.ChildDoor = (*Door)(nil)
