@@ -3,7 +3,6 @@ package tools
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 
 	"github.com/agentledger/agentledger"
@@ -100,10 +99,18 @@ func (o *Outgoing) Recorded(ctx context.Context) (bool, error) {
 
 // Park is the error an Interceptor returns to stop the effect and park
 // its task for a person, with reason as the task's last error: the task
-// goes to needs_attention, and nothing is recorded for the effect.
-func Park(reason string) error {
-	return fmt.Errorf("%s: %w", reason, agentledger.ErrNeedsAttention)
-}
+// goes to needs_attention (the error is agentledger.ErrNeedsAttention for
+// errors.Is, as the worker asks), and nothing is recorded for the effect.
+func Park(reason string) error { return &ParkedError{Reason: reason} }
+
+// ParkedError is an effect an interceptor stopped for a person.
+type ParkedError struct{ Reason string }
+
+func (e *ParkedError) Error() string { return e.Reason }
+
+// Is makes a parked effect park its task, as an effect of unknown outcome
+// does: the worker tests errors.Is(err, agentledger.ErrNeedsAttention).
+func (e *ParkedError) Is(target error) bool { return target == agentledger.ErrNeedsAttention }
 
 // Perform runs o through the chain. A kind sets o.Call (task, step path,
 // arguments, compensation) and o.Tool or o.ToolName, or o.Effect for an
