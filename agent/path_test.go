@@ -25,11 +25,7 @@ func TestInterceptorSeesCompletionsAndToolCalls(t *testing.T) {
 		if err != nil {
 			return ledger.Result{}, err
 		}
-		name := o.Effect.Operation
-		if o.Tool != nil {
-			name = o.Tool.Name()
-		}
-		seen = append(seen, fmt.Sprintf("%s %s %s recorded=%t", name, o.StepPath, o.Effect.Class, recorded))
+		seen = append(seen, fmt.Sprintf("%s %s %s recorded=%t", o.Name(), o.StepPath, o.Effect.Class, recorded))
 		return next(ctx, o)
 	}
 	e.agent = agent.New(e.config(func(c *agent.Config) {

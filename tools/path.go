@@ -80,6 +80,18 @@ type Next func(ctx context.Context, o *Outgoing) (ledger.Result, error)
 // ledger will serve from its recorded outcome: Outgoing.Recorded tells.
 type Interceptor func(ctx context.Context, o *Outgoing, next Next) (ledger.Result, error)
 
+// Name is the tool's name, or for an effect that is no tool's call its
+// operation ("llm.chat").
+func (o *Outgoing) Name() string {
+	if o.Tool != nil {
+		return o.Tool.Name()
+	}
+	if o.ToolName != "" {
+		return o.ToolName
+	}
+	return o.Effect.Operation
+}
+
 // Recorder is a Doer that can tell whether an effect is recorded
 // (*ledger.Ledger).
 type Recorder interface {

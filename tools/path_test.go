@@ -20,7 +20,10 @@ type countingTool struct {
 
 func (t countingTool) Effect(c tools.Call) (ledger.Effect, error) {
 	e, _ := t.nopTool.Effect(c)
-	e.Perform = func(context.Context, ledger.Call) (ledger.Result, error) { *t.n++; return ledger.Result{Status: 201}, nil }
+	e.Perform = func(context.Context, ledger.Call) (ledger.Result, error) {
+		*t.n++
+		return ledger.Result{Status: 201}, nil
+	}
 	return e, nil
 }
 

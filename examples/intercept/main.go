@@ -121,8 +121,8 @@ func run(ctx context.Context, out io.Writer) error {
 	return nil
 }
 
-// audit writes a line per effect: which task, tool and journal place,
-// and whether the ledger will serve it from its record (a replay) or the
+// audit writes a line per effect (a model completion too, whose Name is
+// its operation): which task, tool and journal place, and whether the ledger will serve it from its record (a replay) or the
 // effect is performed.
 func audit(out io.Writer) tools.Interceptor {
 	var mu sync.Mutex
@@ -141,7 +141,7 @@ func audit(out io.Writer) tools.Interceptor {
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		fmt.Fprintf(out, "audit: task %d %s at %s (%s) %s %s\n", o.Task.ID, o.Tool.Name(), o.StepPath, o.Effect.Class, o.Args, how)
+		fmt.Fprintf(out, "audit: task %d %s at %s (%s) %s %s\n", o.Task.ID, o.Name(), o.StepPath, o.Effect.Class, o.Args, how)
 		return res, err
 	}
 }
@@ -150,7 +150,7 @@ func audit(out io.Writer) tools.Interceptor {
 // performing it; a refund the ledger already recorded (a replay) is not
 // asked about again.
 func approveLargeRefunds(ctx context.Context, o *tools.Outgoing, next tools.Next) (ledger.Result, error) {
-	if o.Tool == nil || o.Tool.Name() != "refund" {
+	if o.Name() != "refund" {
 		return next(ctx, o)
 	}
 	var r Refund
