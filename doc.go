@@ -35,7 +35,8 @@
 //	                   servers, drills and the chaos suite
 //
 // examples/embed is a program embedding the daemon, examples/mcp an agent
-// task calling an MCP server's tools. cmd/agentbench, the
+// task calling an MCP server's tools, examples/intercept interceptors of
+// an embedder's own on the effect path. cmd/agentbench, the
 // benchmark against River, is a module of its own so that the reference
 // queue is no dependency of the product.
 package agentledger

@@ -79,6 +79,11 @@ type Config struct {
 	// running task at its next effect: its model calls and tool calls are
 	// checked against it, on a replay too. A grant's "*" model is Model.
 	Grants grants.Source
+	// Path, when set, is the effect path every completion and tool call
+	// takes (the daemon's, shared by every kind, with its interceptors;
+	// its Grants are then the ones read); nil: one of the agent's own over
+	// its ledger, tools and Grants.
+	Path *tools.Path
 	// MaxAnswerTokens caps the max_tokens sent with a completion of a task
 	// whose grant bounds its tokens (grants.Grant.MaxTokens), which is
 	// otherwise what the budget leaves once the prompt is counted; a

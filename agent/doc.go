@@ -5,7 +5,7 @@
 //
 // Step n of the loop is one completion, run through the ledger as a pure
 // effect at step path "llm/n", followed by the tool calls the model asked
-// for, each at "tool/n/<tool_call_id>" (tools.Invoke). Because a completion
+// for, each at "tool/n/<tool_call_id>", both through tools.Path. Because a completion
 // is served from the ledger once recorded, running Work again for the same
 // task generation — a re-claim after a crash, an operator's replay —
 // rebuilds the same conversation byte for byte: the model is not asked

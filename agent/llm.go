@@ -14,6 +14,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/tools"
 	"github.com/agentledger/agentledger/tracing"
@@ -30,24 +31,40 @@ const maxInAttemptWait = 30 * time.Second
 // maxBackoff caps the exponential backoff between in-attempt retries.
 const maxBackoff = 10 * time.Second
 
-// complete runs step n's completion of req through the ledger as a pure
-// effect: served from the ledger when recorded, performed otherwise, with
-// a max_tokens within b (a prompt that b cannot hold is refused, not sent).
-func (a *Agent) complete(ctx context.Context, task *agentledger.Task, n int, req chatRequest, b budget) (completion, error) {
+// complete runs step n's completion of req through the effect path as a
+// pure effect: the grant in force checked first (the model, and the
+// tokens the task has used), then served from the ledger when recorded,
+// performed otherwise, with a max_tokens within the budget the grant
+// leaves (a prompt it cannot hold is refused, not sent).
+func (a *Agent) complete(ctx context.Context, task *agentledger.Task, n int, req chatRequest, used int) (completion, error) {
 	body, err := json.Marshal(req)
 	if err != nil {
 		return completion{}, fmt.Errorf("encoding the request of llm/%d: %w", n, err)
 	}
-	res, err := a.ledger.Do(ctx, tools.AttemptOf(task), ledger.Effect{
-		Operation: Operation,
-		StepPath:  fmt.Sprintf("llm/%d", n),
-		Class:     ledger.Pure,
-		Request:   body,
-		Perform: func(ctx context.Context, _ ledger.Call) (ledger.Result, error) {
-			if err := b.bound(&req, a.cfg.MaxAnswerTokens); err != nil {
-				return ledger.Result{}, err
+	var b budget // set by the grant stage, before Perform
+	res, err := a.path.Perform(ctx, &tools.Outgoing{
+		Call: tools.Call{Task: task, StepPath: fmt.Sprintf("llm/%d", n), Args: body},
+		Allow: func(g *grants.Grant) error {
+			if g == nil {
+				return nil
 			}
-			return a.chat(ctx, n, req)
+			if err := g.Allow(task.Tenant, grants.Need{Model: req.Model, DefaultModel: a.cfg.Model, Tokens: int64(used)}); err != nil {
+				return err
+			}
+			b = budgetOf(task.Tenant, g, used)
+			return nil
+		},
+		Effect: ledger.Effect{
+			Operation: Operation,
+			StepPath:  fmt.Sprintf("llm/%d", n),
+			Class:     ledger.Pure,
+			Request:   body,
+			Perform: func(ctx context.Context, _ ledger.Call) (ledger.Result, error) {
+				if err := b.bound(&req, a.cfg.MaxAnswerTokens); err != nil {
+					return ledger.Result{}, err
+				}
+				return a.chat(ctx, n, req)
+			},
 		},
 	})
 	if err != nil {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/flow"
-	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/tools"
 )
 
@@ -17,9 +16,9 @@ import (
 // by many tasks.
 type Agent struct {
 	cfg    Config
-	ledger tools.Doer
 	tools  *tools.Registry
-	target string // of the model endpoint, for cfg.Gate
+	path   *tools.Path // every effect's: completions and tool calls
+	target string      // of the model endpoint, for cfg.Gate
 }
 
 // New returns an Agent that asks the model configured by cfg (zero fields
@@ -29,7 +28,10 @@ func New(cfg Config, l tools.Doer, reg *tools.Registry) *Agent {
 	if reg == nil {
 		reg = tools.NewRegistry()
 	}
-	a := &Agent{cfg: cfg.withDefaults(), ledger: l, tools: reg}
+	a := &Agent{cfg: cfg.withDefaults(), tools: reg, path: cfg.Path}
+	if a.path == nil {
+		a.path = &tools.Path{Ledger: l, Tools: reg, Grants: cfg.Grants}
+	}
 	if u, err := url.Parse(a.cfg.BaseURL); err == nil && u.Host != "" {
 		a.target = flow.Model(u.Hostname())
 	} else {
@@ -92,19 +94,7 @@ func (a *Agent) Work(ctx context.Context, task *agentledger.Task) (json.RawMessa
 	msgs := opening(pl.system, pl.prompt)
 	var used Usage
 	for n := 0; n < pl.maxSteps; n++ {
-		g, err := a.grant(ctx, task)
-		if err != nil {
-			return nil, err
-		}
-		var b budget
-		if g != nil {
-			need := grants.Need{Model: pl.model, DefaultModel: a.cfg.Model, Tokens: int64(used.TotalTokens)}
-			if err := g.Allow(task.Tenant, need); err != nil {
-				return nil, fmt.Errorf("llm/%d: %w", n, err)
-			}
-			b = budgetOf(task.Tenant, g, used.TotalTokens)
-		}
-		c, err := a.complete(ctx, task, n, chatRequest{Model: pl.model, Messages: msgs, Tools: specs}, b)
+		c, err := a.complete(ctx, task, n, chatRequest{Model: pl.model, Messages: msgs, Tools: specs}, used.TotalTokens)
 		if err != nil {
 			return nil, a.redact(stepError(n, err))
 		}
@@ -124,17 +114,6 @@ func (a *Agent) Work(ctx context.Context, task *agentledger.Task) (json.RawMessa
 	}
 	return nil, agentledger.Permanent(fmt.Errorf("agent: no final answer within max_steps=%d: "+
 		"the model was still calling tools", pl.maxSteps))
-}
-
-// grant is the grant in force for the task's tenant, nil when grants are
-// not checked. It is read before every effect rather than once an attempt,
-// so that a revoke stops a running task at its next completion or tool
-// call; a grants.Cache answers from memory while its LISTEN session is up.
-func (a *Agent) grant(ctx context.Context, task *agentledger.Task) (*grants.Grant, error) {
-	if a.cfg.Grants == nil {
-		return nil, nil
-	}
-	return a.cfg.Grants.For(ctx, task.Tenant)
 }
 
 // stepError says what a failed completion means for the task.

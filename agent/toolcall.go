@@ -37,13 +37,11 @@ func (a *Agent) runTool(ctx context.Context, task *agentledger.Task, pl *plan, n
 	if !json.Valid([]byte(args)) {
 		return failure(fmt.Sprintf("the arguments of %s are not valid JSON", c.Name), ledger.Result{}), nil
 	}
-	g, err := a.grant(ctx, task) // the grant in force now: a revoke since the last effect holds
-	if err != nil {
-		return "", err
-	}
-	call := tools.Call{Task: task, StepPath: fmt.Sprintf("tool/%d/%s", n, c.ID), Args: json.RawMessage(args), Grant: g,
+	// The path reads the grant in force now: a revoke since the last
+	// effect holds.
+	call := tools.Call{Task: task, StepPath: fmt.Sprintf("tool/%d/%s", n, c.ID), Args: json.RawMessage(args),
 		Compensate: pl.undo[c.Name]}
-	res, err := tools.Invoke(ctx, a.ledger, t, call)
+	res, err := a.path.Perform(ctx, &tools.Outgoing{Call: call, Tool: t})
 	var failed *ledger.FailedError
 	var perm *agentledger.PermanentError
 	var denied *grants.DeniedError

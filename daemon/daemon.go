@@ -37,6 +37,9 @@ type Daemon struct {
 	kinds  map[string]worker.Handler
 	tools  []tools.Tool
 	routes map[string]http.Handler
+	// intercept are the embedder's interceptors on the effect path, in
+	// the order added.
+	intercept []tools.Interceptor
 
 	mu    sync.Mutex
 	pool  *worker.Pool
@@ -91,6 +94,20 @@ func (d *Daemon) RegisterTool(t tools.Tool) error {
 		return fmt.Errorf("daemon: a tool needs a name")
 	}
 	d.tools = append(d.tools, t)
+	return nil
+}
+
+// Intercept adds ic to the path every effect of every kind takes (steps,
+// agent tool calls and model completions, saga.Call, compensations):
+// after the tool is looked up, the grant checked and the effect built,
+// before the ledger. Interceptors run in the order added; call Intercept
+// before Run. An audit log, a policy or an approval gate is one (see
+// tools.Interceptor and tools.Park).
+func (d *Daemon) Intercept(ic tools.Interceptor) error {
+	if ic == nil {
+		return fmt.Errorf("daemon: an interceptor must not be nil")
+	}
+	d.intercept = append(d.intercept, ic)
 	return nil
 }
 

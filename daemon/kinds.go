@@ -73,8 +73,12 @@ func (d *Daemon) handlers(db *pgxpool.Pool, m *metrics.Metrics) (map[string]work
 			cfg.Hooks.ObserveEffect(op, class, outcome)
 		}
 	}
+	// One effect path for every kind: lookup, trace, grant, effect, the
+	// embedder's interceptors, the ledger (tools.Path).
+	path := &tools.Path{Ledger: l, Tools: reg, Grants: d.grants, Interceptors: d.intercept}
 	runner := steps.New(l, reg)
 	runner.Grants = d.grants
+	runner.Path = path
 	kinds := map[string]worker.Handler{
 		"noop":  worker.HandlerFunc(tools.Noop),
 		"echo":  worker.HandlerFunc(tools.Echo),
@@ -82,14 +86,14 @@ func (d *Daemon) handlers(db *pgxpool.Pool, m *metrics.Metrics) (map[string]work
 		"steps": runner,
 		agent.Kind: agent.New(agent.Config{BaseURL: cfg.Model.BaseURL, APIKey: cfg.Model.APIKey, Model: cfg.Model.Name,
 			RequestTimeout: cfg.Model.Timeout, MaxSteps: cfg.Model.MaxSteps, MaxAnswerTokens: cfg.Model.MaxAnswerTokens, Grants: d.grants, Gate: d.limits,
-			Compensations: cfg.Policy.Compensations}, l, reg),
+			Compensations: cfg.Policy.Compensations, Path: path}, l, reg),
 	}
 	for name, h := range d.kinds {
 		kinds[name] = h
 	}
 	// Every kind's compensation phase is the same: undo what its effects
 	// declared, from the journal.
-	undo := &saga.Undoer{Ledger: l, Journal: l, Tools: reg, Grants: d.grants}
+	undo := &saga.Undoer{Ledger: l, Journal: l, Tools: reg, Grants: d.grants, Path: path}
 	for name, h := range kinds {
 		kinds[name] = saga.Phase(h, undo)
 	}

@@ -3,7 +3,7 @@
 // port) and whether the operator's secret headers go with them, which Slack
 // channels, which models and how many tokens a task may spend.
 //
-// A grant is enforced where the effect is performed: tools.Invoke checks
+// A grant is enforced where the effect is performed: tools.Path checks
 // the tool and what the call reaches before the ledger sees the effect, so
 // a call outside the grant records nothing, performs nothing and fails the
 // task for good with a *DeniedError naming what is missing. Replays run the

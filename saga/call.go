@@ -45,12 +45,12 @@ func Call(ctx context.Context, t *agentledger.Task, path, tool string, args any,
 			return ledger.Result{}, fmt.Errorf("saga.Call %s: %w", path, err)
 		}
 	}
-	tl, err := u.Tools.Get(tool)
-	if err != nil {
-		return ledger.Result{}, fmt.Errorf("saga.Call %s: %w", path, err)
+	// The path reads the grant in force now: a revoke stops the kind's
+	// next call.
+	o := &tools.Outgoing{ToolName: tool, Call: call}
+	res, err := u.path().Perform(ctx, o)
+	if err != nil && o.Tool == nil { // the lookup failed: no such tool
+		return res, fmt.Errorf("saga.Call %s: %w", path, err)
 	}
-	if call.Grant, err = u.grant(ctx, t); err != nil { // in force now: a revoke stops the kind's next call
-		return ledger.Result{}, fmt.Errorf("saga.Call %s: %w", path, err)
-	}
-	return tools.Invoke(ctx, u.Ledger, tl, call)
+	return res, err
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/grants"
@@ -34,8 +35,25 @@ type Undoer struct {
 	Tools   *tools.Registry
 	// Grants, when set, give each task's tenant grant: a compensation is
 	// a tool call like any other and must be allowed by the grant in
-	// force when it runs (read before each one, as Call does).
+	// force when it runs (read before each one, as Call does). Unused
+	// when Path is set.
 	Grants grants.Source
+	// Path, when set, is the effect path compensations and Call take (the
+	// daemon's, shared by every kind, with its interceptors); nil: one of
+	// the Undoer's own over its Ledger, Tools and Grants.
+	Path *tools.Path
+
+	once sync.Once
+}
+
+// path is the Path the Undoer's effects take; its own is built once.
+func (u *Undoer) path() *tools.Path {
+	u.once.Do(func() {
+		if u.Path == nil {
+			u.Path = &tools.Path{Ledger: u.Ledger, Tools: u.Tools, Grants: u.Grants}
+		}
+	})
+	return u.Path
 }
 
 // Phase returns h for tasks on their forward path and u for tasks in their
@@ -117,10 +135,6 @@ func (u *Undoer) undo(ctx context.Context, t *agentledger.Task, e ledger.Entry) 
 	if err := json.Unmarshal(e.Compensate, &c); err != nil {
 		return Result{}, agentledger.Permanent(fmt.Errorf("the compensation of %s is not readable: %v", e.StepPath, err))
 	}
-	tool, err := u.Tools.Get(c.Tool)
-	if err != nil {
-		return Result{}, fmt.Errorf("the compensation of %s: %w", e.StepPath, err)
-	}
 	self, err := refs.View(e.Result)
 	if err != nil {
 		return Result{}, fmt.Errorf("the compensation of %s: %w", e.StepPath, err)
@@ -129,13 +143,12 @@ func (u *Undoer) undo(ctx context.Context, t *agentledger.Task, e ledger.Entry) 
 	if err != nil {
 		return Result{}, fmt.Errorf("the compensation of %s: %w", e.StepPath, err)
 	}
-	grant, err := u.grant(ctx, t)
-	if err != nil {
-		return Result{}, fmt.Errorf("the compensation of %s: %w", e.StepPath, err)
-	}
-	res, err := tools.Invoke(ctx, u.Ledger, tool, tools.Call{Task: t, StepPath: PathOf(e.StepPath), Args: args, Grant: grant})
+	o := &tools.Outgoing{ToolName: c.Tool, Call: tools.Call{Task: t, StepPath: PathOf(e.StepPath), Args: args}}
+	res, err := u.path().Perform(ctx, o)
 	var failed *ledger.FailedError
 	switch {
+	case err != nil && o.Tool == nil: // the lookup failed: no such tool
+		return Result{}, fmt.Errorf("the compensation of %s: %w", e.StepPath, err)
 	case errors.As(err, &failed):
 		return Result{}, agentledger.Permanent(fmt.Errorf("the compensation of %s (%s) failed: %s", e.StepPath, c.Tool, failed.Message))
 	case errors.Is(err, agentledger.ErrKeyReuse):
@@ -170,13 +183,4 @@ func completedAt(e ledger.Entry) int64 {
 		return 0
 	}
 	return e.CompletedAt.UnixNano()
-}
-
-// grant is t's tenant's grant in force now; nil without Grants (nothing
-// checked).
-func (u *Undoer) grant(ctx context.Context, t *agentledger.Task) (*grants.Grant, error) {
-	if u.Grants == nil {
-		return nil, nil
-	}
-	return u.Grants.For(ctx, t.Tenant)
 }

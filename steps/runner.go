@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/grants"
@@ -20,13 +21,29 @@ type Runner struct {
 	// Grants, when set, give each task's tenant grant, read again before
 	// every step (a cache makes that cheap), so that a revoke stops a task
 	// in flight before its next step; every step is checked against the
-	// grant in force then, on a replay too.
+	// grant in force then, on a replay too. Unused when Path is set.
 	Grants grants.Source
+	// Path, when set, is the effect path the steps take (the daemon's,
+	// shared by every kind, with its interceptors); nil: one of the
+	// Runner's own over its ledger, tools and Grants.
+	Path *tools.Path
+
+	once sync.Once
 }
 
 // New returns a Runner that runs tools from reg through l. Its tasks'
 // compensation phase is saga.Undoer's (saga.Phase).
 func New(l tools.Doer, reg *tools.Registry) *Runner { return &Runner{ledger: l, tools: reg} }
+
+// path is the Path the Runner's effects take; its own is built once.
+func (r *Runner) path() *tools.Path {
+	r.once.Do(func() {
+		if r.Path == nil {
+			r.Path = &tools.Path{Ledger: r.ledger, Tools: r.tools, Grants: r.Grants}
+		}
+	})
+	return r.Path
+}
 
 // StepResult is one step's outcome in the task's result.
 type StepResult struct {
@@ -76,14 +93,8 @@ func (r *Runner) Work(ctx context.Context, task *agentledger.Task) (json.RawMess
 		if err != nil {
 			return nil, fmt.Errorf("step %d: %w", i, err)
 		}
-		var grant *grants.Grant
-		if r.Grants != nil {
-			if grant, err = r.Grants.For(ctx, task.Tenant); err != nil {
-				return nil, fmt.Errorf("step %d: %w", i, err)
-			}
-		}
-		res, err := tools.Invoke(ctx, r.ledger, ts[i], tools.Call{Task: task, StepPath: stepPath(i), Args: args, Grant: grant,
-			Compensate: undo})
+		res, err := r.path().Perform(ctx, &tools.Outgoing{Tool: ts[i],
+			Call: tools.Call{Task: task, StepPath: stepPath(i), Args: args, Compensate: undo}})
 		if err != nil {
 			var failed *ledger.FailedError
 			if errors.As(err, &failed) {

@@ -77,28 +77,12 @@ func Permit(t Tool, call Call) error {
 }
 
 // Invoke runs call of tool t through the ledger for the task's attempt,
-// once the tenant's grant allows it: a call outside the grant records and
-// performs nothing, on a replay too.
+// once call.Grant allows it: a call outside the grant records and
+// performs nothing, on a replay too. It is a Path of its own, without
+// grants source or interceptors, for one call; the kinds share their
+// daemon's Path.
 func Invoke(ctx context.Context, l Doer, t Tool, call Call) (ledger.Result, error) {
-	return traceInvoke(ctx, t, call, func(ctx context.Context) (ledger.Result, error) { return invoke(ctx, l, t, call) })
-}
-
-func invoke(ctx context.Context, l Doer, t Tool, call Call) (ledger.Result, error) {
-	if err := Permit(t, call); err != nil {
-		return ledger.Result{}, fmt.Errorf("%s at %s: %w", t.Name(), call.StepPath, err)
-	}
-	eff, err := t.Effect(call)
-	if err != nil {
-		return ledger.Result{}, fmt.Errorf("%s at %s: %w", t.Name(), call.StepPath, err)
-	}
-	if eff.StepPath == "" {
-		eff.StepPath = call.StepPath
-	}
-	if err := CheckCompensable(t, call, eff); err != nil {
-		return ledger.Result{}, err
-	}
-	eff.Compensate = call.Compensate
-	return l.Do(ctx, AttemptOf(call.Task), eff)
+	return (&Path{Ledger: l}).Perform(ctx, &Outgoing{Call: call, Tool: t})
 }
 
 // CheckCompensable refuses, as a permanent error, a compensation declared

@@ -16,20 +16,25 @@ type MCPTool interface {
 	MCPServer() string
 }
 
-// traceInvoke wraps invoke, one tool call, in its span.
-func traceInvoke(ctx context.Context, t Tool, call Call, invoke func(context.Context) (ledger.Result, error)) (ledger.Result, error) {
-	if !tracing.Enabled() {
-		return invoke(ctx)
+// traceStage opens the span of one tool call around the rest of the
+// chain (grant, effect, interceptors, ledger). An effect that is no
+// tool's call has its own span (a model completion's "chat") and the
+// ledger's.
+func traceStage(next Next) Next {
+	return func(ctx context.Context, o *Outgoing) (ledger.Result, error) {
+		if o.Tool == nil || !tracing.Enabled() {
+			return next(ctx, o)
+		}
+		ctx, span := tracing.StartKind(ctx, "agentledger.tool "+o.Tool.Name(), trace.SpanKindInternal)
+		defer span.End()
+		span.SetAttributes(tracing.Tool.String(o.Tool.Name()), tracing.EffectStep.String(o.StepPath))
+		if m, ok := o.Tool.(MCPTool); ok {
+			span.SetAttributes(tracing.MCPServer.String(m.MCPServer()))
+		}
+		res, err := next(ctx, o)
+		if err != nil {
+			span.SetStatus(codes.Error, err.Error())
+		}
+		return res, err
 	}
-	ctx, span := tracing.StartKind(ctx, "agentledger.tool "+t.Name(), trace.SpanKindInternal)
-	defer span.End()
-	span.SetAttributes(tracing.Tool.String(t.Name()), tracing.EffectStep.String(call.StepPath))
-	if m, ok := t.(MCPTool); ok {
-		span.SetAttributes(tracing.MCPServer.String(m.MCPServer()))
-	}
-	res, err := invoke(ctx)
-	if err != nil {
-		span.SetStatus(codes.Error, err.Error())
-	}
-	return res, err
 }

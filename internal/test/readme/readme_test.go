@@ -44,6 +44,7 @@ var blocks = map[string]block{
 		`"refunds":2`, `"releases":2`}},
 	"go run ./examples/embed":                                                    {skip: "examples/embed's TestExampleRuns runs it"},
 	"go run ./examples/mcp":                                                      {skip: "examples/mcp's TestExampleRuns runs it"},
+	"go run ./examples/intercept":                                                {skip: "examples/intercept's TestExampleRuns runs it"},
 	"go run ./cmd/agentctl tenant add acme":                                      {want: []string{"/v1/tasks/", "Idempotent-Replayed: true", `"kind":"echo"`}},
 	"go run ./cmd/agentctl tenant grant acme":                                    {},
 	"go run ./cmd/agentctl schedule add nightly-report":                          {want: []string{"nightly-report"}},

@@ -15,6 +15,13 @@ import (
 // breakers (flow.Limiter): a pass to call now, waiting in place for short
 // waits, or an agentledger.DeferredError that says what the call waits
 // for. hold is the longest the call may take.
+//
+// It is the one admission interface of a task's effects: the HTTP and MCP
+// tools attach it to their effect with Gated (ledger.Effect.Admit is the
+// moment the ledger asks it: only when it performs), and the agent asks
+// it around each try of a completion. The Slack sink's slack.FleetPacer
+// is not a Gate: the outbox dispatcher's posts wait in place for their
+// turn on the same limits rather than deferring a task.
 type Gate interface {
 	Admit(ctx context.Context, target string, hold time.Duration) (*flow.Pass, error)
 }
