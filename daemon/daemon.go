@@ -237,7 +237,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	sups, err := mcpSupervisors(cfg.MCPServers, reg, d.limits, log)
+	sups, err := mcpSupervisors(cfg.MCPServers, reg, log)
 	if err != nil {
 		return err
 	}

@@ -43,10 +43,7 @@ func (d *Daemon) handlers(db *pgxpool.Pool, m *metrics.Metrics) (map[string]work
 		return nil, nil, err
 	}
 	builtins, err := tools.Builtins(tools.BuiltinConfig{
-		// The HTTP tools book their calls on the fleet's limits (target
-		// http:<origin>); a call over its limit defers its task.
-		HTTP: tools.HTTPConfig{AllowedHosts: cfg.HTTPTools.AllowedHosts, UnsafeAllowedHosts: cfg.HTTPTools.UnsafeAllowedHosts, HostHeaders: headers,
-			Limits: d.limits},
+		HTTP: tools.HTTPConfig{AllowedHosts: cfg.HTTPTools.AllowedHosts, UnsafeAllowedHosts: cfg.HTTPTools.UnsafeAllowedHosts, HostHeaders: headers},
 		Door: d.door,
 	})
 	if err != nil {
@@ -73,9 +70,12 @@ func (d *Daemon) handlers(db *pgxpool.Pool, m *metrics.Metrics) (map[string]work
 			cfg.Hooks.ObserveEffect(op, class, outcome)
 		}
 	}
-	// One effect path for every kind: lookup, trace, grant, effect, the
-	// embedder's interceptors, the ledger (tools.Path).
-	path := &tools.Path{Ledger: l, Tools: reg, Grants: d.grants, Interceptors: d.intercept}
+	// One effect path for every kind: lookup, trace, grant, effect, flow,
+	// the embedder's interceptors, the ledger (tools.Path). Its flow stage
+	// books the calls of the HTTP and MCP tools (targets http:<origin>,
+	// mcp:<server>) on the fleet's limits; a call over its limit defers
+	// its task.
+	path := &tools.Path{Ledger: l, Tools: reg, Grants: d.grants, Gate: d.limits, Interceptors: d.intercept}
 	runner := steps.New(l, reg)
 	runner.Grants = d.grants
 	runner.Path = path

@@ -159,7 +159,6 @@ type mcpSupervisor struct {
 	headers map[string]string
 	env     []string // a stdio server's environment
 	log     *slog.Logger
-	gate    tools.Gate // the fleet's limits, for the server's calls
 
 	mu    sync.Mutex
 	state string // "connecting", "connected", or why it is not
@@ -220,7 +219,7 @@ func (s *mcpSupervisor) run(ctx context.Context) error {
 	backoff := time.Second
 	for ctx.Err() == nil {
 		started := time.Now()
-		srv, err := mcptools.Connect(ctx, s.srv.Name, s.transport(), mcptools.Options{Classes: s.srv.Classes, Gate: s.gate})
+		srv, err := mcptools.Connect(ctx, s.srv.Name, s.transport(), mcptools.Options{Classes: s.srv.Classes})
 		if err == nil {
 			s.reg.Remove(s.srv.Name + "/")
 			for _, t := range srv.Tools() {
@@ -289,7 +288,7 @@ func mcpStates(sups []*mcpSupervisor) map[string]string {
 
 // mcpSupervisors checks the configured servers and prepares a supervisor
 // for each.
-func mcpSupervisors(servers []MCPServer, reg *tools.Registry, gate tools.Gate, log *slog.Logger) ([]*mcpSupervisor, error) {
+func mcpSupervisors(servers []MCPServer, reg *tools.Registry, log *slog.Logger) ([]*mcpSupervisor, error) {
 	seen := map[string]bool{}
 	var out []*mcpSupervisor
 	for _, srv := range servers {
@@ -301,7 +300,6 @@ func mcpSupervisors(servers []MCPServer, reg *tools.Registry, gate tools.Gate, l
 		if err != nil {
 			return nil, err
 		}
-		s.gate = gate
 		out = append(out, s)
 	}
 	return out, nil

@@ -141,6 +141,14 @@ type Effect struct {
 	// return again; any other error is transient and leaves the effect to
 	// be retried.
 	Perform func(ctx context.Context, call Call) (Result, error)
+	// Target names what the effect reaches for the fleet's limits and
+	// circuit breakers (package flow: "http:<origin>", "mcp:<server>"),
+	// empty for none. The effect path's flow stage (tools.Path) sets Admit
+	// and wraps Perform from it, so that every tool that names its target
+	// is admitted the same way. Hold is the longest a call may take: a
+	// concurrency slot is held that long at most.
+	Target string
+	Hold   time.Duration
 	// Admit, when set, is asked before the effect is performed (every
 	// class but Local) whether it may go now — a fleet-wide limit books
 	// its call here, a concurrency cap holds a slot, a circuit breaker

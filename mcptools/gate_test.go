@@ -26,19 +26,20 @@ func TestCallsWaitForTheServersLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := &counting{calls: map[string]int{}, keys: map[string][]string{}}
-	ts := byName(connectWith(t, c, mcptools.Options{Gate: flow.NewLimiter(e.DB, nil)}))
+	ts := byName(connectWith(t, c, mcptools.Options{}))
+	gated := &tools.Path{Ledger: e.Ledger, Gate: flow.NewLimiter(e.DB, nil)}
 	e.Enqueue(claims.EnqueueParams{})
 	task := e.Claim("w")
 	first := tools.Call{Task: task, StepPath: "tool/0", Args: []byte(`{"order":7}`)}
-	if _, err := tools.Invoke(ctx, e.Ledger, ts["shop/reserve"], first); err != nil {
+	if _, err := gated.Perform(ctx, &tools.Outgoing{Call: first, Tool: ts["shop/reserve"]}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := tools.Invoke(ctx, e.Ledger, ts["shop/charge"], tools.Call{Task: task, StepPath: "tool/1", Args: []byte(`{"order":7}`)})
+	_, err := gated.Perform(ctx, &tools.Outgoing{Call: tools.Call{Task: task, StepPath: "tool/1", Args: []byte(`{"order":7}`)}, Tool: ts["shop/charge"]})
 	var d *agentledger.DeferredError
 	if !errors.As(err, &d) || d.Target != "mcp:shop" || !strings.Contains(d.Reason, "rate limit") || c.count("charge") != 0 {
 		t.Fatalf("over the rate: %v, %d charges", err, c.count("charge"))
 	}
-	if again, err := tools.Invoke(ctx, e.Ledger, ts["shop/reserve"], first); err != nil || !again.Replayed {
+	if again, err := gated.Perform(ctx, &tools.Outgoing{Call: first, Tool: ts["shop/reserve"]}); err != nil || !again.Replayed {
 		t.Fatalf("replay: %+v %v, want served from the ledger", again, err)
 	}
 }

@@ -38,10 +38,6 @@ type Options struct {
 	Classes map[string]ledger.Class
 	// CallTimeout bounds one call; default 60s.
 	CallTimeout time.Duration
-	// Gate, when set, admits every call that is performed against the
-	// server's fleet-wide limit and circuit breaker, target
-	// flow.MCP(name): a call that must wait defers its task.
-	Gate tools.Gate
 }
 
 // Server is a connected MCP server and its tools.
@@ -151,7 +147,7 @@ func (s *Server) tool(mt *mcp.Tool, o Options) (tools.Tool, error) {
 		return nil, fmt.Errorf("mcp server %s: tool %s: its input schema: %w", s.name, mt.Name, err)
 	}
 	return &tool{server: s, name: mt.Name, description: mt.Description, class: class, schema: checked,
-		timeout: o.CallTimeout, gate: o.Gate}, nil
+		timeout: o.CallTimeout}, nil
 }
 
 // tool is one MCP tool as an agentledger tool.
@@ -162,7 +158,6 @@ type tool struct {
 	class       ledger.Class
 	schema      *argschema.Schema
 	timeout     time.Duration
-	gate        tools.Gate
 }
 
 func (t *tool) Name() string                { return t.server.name + "/" + t.name }
@@ -193,7 +188,7 @@ func (t *tool) Effect(call tools.Call) (ledger.Effect, error) {
 		Request:   args,
 		Perform:   func(ctx context.Context, c ledger.Call) (ledger.Result, error) { return t.call(ctx, c, args) },
 	}
-	eff.Admit, eff.Perform = tools.Gated(t.gate, flow.MCP(t.server.name), t.timeout, t.class, eff.Perform)
+	eff.Target, eff.Hold = flow.MCP(t.server.name), t.timeout // admitted by the effect path's flow stage
 	return eff, nil
 }
 

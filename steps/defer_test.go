@@ -60,11 +60,13 @@ func TestRateLimitedCallsDeferWithoutUsingAttempts(t *testing.T) {
 		t.Fatal(err)
 	}
 	lim := &takes{Limiter: flow.NewLimiter(db, slog.New(slog.NewTextHandler(io.Discard, nil)))}
-	tool, err := tools.NewHTTPRequest(tools.HTTPConfig{AllowedHosts: []string{srv.URL}, Limits: lim})
+	tool, err := tools.NewHTTPRequest(tools.HTTPConfig{AllowedHosts: []string{srv.URL}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	runner := steps.New(ledger.New(db), tools.NewRegistry(tool))
+	reg := tools.NewRegistry(tool)
+	runner := steps.New(ledger.New(db), reg)
+	runner.Path = &tools.Path{Ledger: ledger.New(db), Tools: reg, Gate: lim}
 	pool, err := worker.New(db, worker.Config{Handlers: map[string]worker.Handler{"steps": runner},
 		PollInterval: 50 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {

@@ -16,10 +16,12 @@ import (
 // waits, or an agentledger.DeferredError that says what the call waits
 // for. hold is the longest the call may take.
 //
-// It is the one admission interface of a task's effects: the HTTP and MCP
-// tools attach it to their effect with Gated (ledger.Effect.Admit is the
-// moment the ledger asks it: only when it performs), and the agent asks
-// it around each try of a completion. The Slack sink's slack.FleetPacer
+// It is the one admission interface of a task's effects: the effect
+// path's flow stage (Path.Gate) attaches it with Gated to every effect
+// that names its target — the HTTP and MCP tools' calls, a defined tool's
+// that sets ledger.Effect.Target — (ledger.Effect.Admit is the moment the
+// ledger asks it: only when it performs), and the agent asks it around
+// each try of a completion, whose tokens it books. The Slack sink's slack.FleetPacer
 // is not a Gate: the outbox dispatcher's posts wait in place for their
 // turn on the same limits rather than deferring a task.
 type Gate interface {

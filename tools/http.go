@@ -62,11 +62,6 @@ type HTTPConfig struct {
 	// logged or returned. Keys are written as hosts are: a bare host is
 	// https, so secrets go over plain http only to an http:// key.
 	HostHeaders map[string]map[string]string
-	// Limits, when set, admits every call that is performed (not one
-	// served from the ledger) against its origin's fleet-wide limit and
-	// circuit breaker, target flow.HTTP(url); a call that must wait
-	// defers its task.
-	Limits Gate
 }
 
 // HTTPTool is the http_request tool or the unsafe_http tool.
@@ -240,8 +235,8 @@ func (t *HTTPTool) Effect(call Call) (ledger.Effect, error) {
 		return t.send(ctx, c, hc)
 	}
 	eff := ledger.Effect{Operation: t.name, StepPath: call.StepPath, Class: class, Request: request, Perform: perform}
-	if t.cfg.Limits != nil && hc.denied == nil { // a host not allowed is refused, booking nothing
-		eff.Admit, eff.Perform = Gated(t.cfg.Limits, flow.HTTP(hc.u), t.cfg.Timeout, class, perform)
+	if hc.denied == nil { // a host not allowed is refused, booking nothing
+		eff.Target, eff.Hold = flow.HTTP(hc.u), t.cfg.Timeout
 	}
 	return eff, nil
 }

@@ -28,12 +28,13 @@ func TestHTTPCallsWaitForTheirLimit(t *testing.T) {
 	if _, err := flow.NewStore(e.DB).Put(ctx, flow.Limit{Target: target, Rate: flow.Rate{N: 1, Per: time.Minute}}); err != nil {
 		t.Fatal(err)
 	}
-	tool, _ := e.http(tools.HTTPConfig{AllowedHosts: []string{hostOf(srv.URL)}, Limits: flow.NewLimiter(e.DB, nil)})
+	tool, _ := e.http(tools.HTTPConfig{AllowedHosts: []string{hostOf(srv.URL)}})
+	gated := &tools.Path{Ledger: e.Ledger, Gate: flow.NewLimiter(e.DB, nil)}
 	task := e.task()
-	if _, err := tools.Invoke(ctx, e.Ledger, tool, call(task, "tool/0", post(srv.URL+"/charges"))); err != nil {
+	if _, err := gated.Perform(ctx, &tools.Outgoing{Call: call(task, "tool/0", post(srv.URL+"/charges")), Tool: tool}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := tools.Invoke(ctx, e.Ledger, tool, call(task, "tool/1", post(srv.URL+"/charges")))
+	_, err := gated.Perform(ctx, &tools.Outgoing{Call: call(task, "tool/1", post(srv.URL+"/charges")), Tool: tool})
 	var d *agentledger.DeferredError
 	if !errors.As(err, &d) || d.Target != target || d.Reason != target+": rate limit, next slot in 1m0s" ||
 		time.Until(d.Until) < 55*time.Second || srv.Hits() != 1 {
@@ -41,14 +42,14 @@ func TestHTTPCallsWaitForTheirLimit(t *testing.T) {
 	}
 
 	eff, err := tool.Effect(tools.Call{StepPath: "tool/2", Args: json.RawMessage(`{"method":"POST","url":"https://elsewhere.example/x"}`)})
-	if err != nil || eff.Admit != nil {
-		t.Fatalf("a host that is not allowed: admitted (%v)", err)
+	if err != nil || eff.Target != "" {
+		t.Fatalf("a host that is not allowed: target %q (%v), want none, so that nothing is booked", eff.Target, err)
 	}
 
 	closed := testdb.Open(t, testdb.URL(t))
 	closed.Close()
-	down, _ := e.http(tools.HTTPConfig{AllowedHosts: []string{hostOf(srv.URL)}, Limits: flow.NewLimiter(closed, nil)})
-	if _, err := tools.Invoke(ctx, e.Ledger, down, call(task, "tool/3", post(srv.URL+"/charges"))); !errors.As(err, &d) ||
+	down := &tools.Path{Ledger: e.Ledger, Gate: flow.NewLimiter(closed, nil)}
+	if _, err := down.Perform(ctx, &tools.Outgoing{Call: call(task, "tool/3", post(srv.URL+"/charges")), Tool: tool}); !errors.As(err, &d) ||
 		!strings.Contains(d.Reason, "cannot be checked") || srv.Hits() != 1 {
 		t.Fatalf("limits unavailable: %v, %d hits", err, srv.Hits())
 	}
@@ -68,18 +69,19 @@ func TestHTTPBreaker(t *testing.T) {
 		Breaker: &flow.Breaker{Failures: 2, Window: time.Minute, Cooldown: time.Hour}}); err != nil {
 		t.Fatal(err)
 	}
-	tool, _ := e.http(tools.HTTPConfig{AllowedHosts: []string{hostOf(srv.URL)}, Limits: flow.NewLimiter(e.DB, nil)})
+	tool, _ := e.http(tools.HTTPConfig{AllowedHosts: []string{hostOf(srv.URL)}})
+	gated := &tools.Path{Ledger: e.Ledger, Gate: flow.NewLimiter(e.DB, nil)}
 	task := e.task()
 	var d *agentledger.DeferredError
-	_, err := tools.Invoke(ctx, e.Ledger, tool, call(task, "tool/0", post(srv.URL+"/charges")))
+	_, err := gated.Perform(ctx, &tools.Outgoing{Call: call(task, "tool/0", post(srv.URL+"/charges")), Tool: tool})
 	if err == nil || errors.As(err, &d) || isPermanent(err) {
 		t.Fatalf("first 503: %v, want a transient error", err)
 	}
-	_, err = tools.Invoke(ctx, e.Ledger, tool, call(task, "tool/0", post(srv.URL+"/charges")))
+	_, err = gated.Perform(ctx, &tools.Outgoing{Call: call(task, "tool/0", post(srv.URL+"/charges")), Tool: tool})
 	if !errors.As(err, &d) || !strings.Contains(d.Reason, "circuit open until") || !strings.HasSuffix(d.Reason, "this call: HTTP 503") {
 		t.Fatalf("second 503: %v, want a wait for the breaker", err)
 	}
-	_, err = tools.Invoke(ctx, e.Ledger, tool, call(task, "tool/0", post(srv.URL+"/charges")))
+	_, err = gated.Perform(ctx, &tools.Outgoing{Call: call(task, "tool/0", post(srv.URL+"/charges")), Tool: tool})
 	if !errors.As(err, &d) || !strings.Contains(d.Reason, "2 failures in 60s (last: HTTP 503)") || srv.Hits() != 2 {
 		t.Fatalf("while open: %v, %d hits (want 2)", err, srv.Hits())
 	}

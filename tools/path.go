@@ -15,17 +15,19 @@ import (
 // compensations) performs its effects through Perform, which runs an
 // ordered chain of stages built once:
 //
-//	lookup → trace → grant → effect → Interceptors… → ledger
+//	lookup → trace → grant → effect → flow → Interceptors… → ledger
 //
 // lookup finds the tool by name (Registry.Get) unless the kind looked it
 // up already; trace opens the tool call's span; grant reads the tenant's
 // grant in force now (Grants.For, before every effect, so that a revoke
 // stops a task in flight) and checks the call against it (Permit); effect
-// has the tool build its ledger.Effect — flow admission is attached there
-// by the tool that knows the call's target (Gated), for the ledger to ask
-// only when it performs; the embedder's Interceptors see the call with its
-// effect built and may stop it; ledger runs it through Doer.Do, which
-// counts it (ledger.Ledger.Observe) and serves recorded outcomes.
+// has the tool build its ledger.Effect; flow admits an effect that names
+// its target (ledger.Effect.Target) against the fleet's limits and
+// breakers (Gate, through Gated), as the effect's Admit, which the ledger
+// asks only when it performs, so a replay served from the ledger books
+// nothing; the embedder's Interceptors see the call with its effect built
+// and may stop it; ledger runs it through Doer.Do, which counts it
+// (ledger.Ledger.Observe) and serves recorded outcomes.
 //
 // A Path is safe for concurrent use; its fields must not change once
 // Perform has been called.
@@ -37,6 +39,11 @@ type Path struct {
 	// Grants, when set, gives each task's tenant grant, read before every
 	// effect; nil checks Outgoing.Grant as given (nil: nothing checked).
 	Grants grants.Source
+	// Gate, when set, admits every effect that names its target (the HTTP
+	// and MCP tools, a defined tool that sets ledger.Effect.Target)
+	// against the fleet's limits and circuit breakers: a call that must
+	// wait defers its task.
+	Gate Gate
 	// Interceptors run in order after the effect is built and before the
 	// ledger: an audit log, a policy, an approval gate (see Interceptor).
 	Interceptors []Interceptor
@@ -141,7 +148,7 @@ func (p *Path) build() {
 		ic, n := p.Interceptors[i], next
 		next = func(ctx context.Context, o *Outgoing) (ledger.Result, error) { return ic(ctx, o, n) }
 	}
-	for _, stage := range []func(Next) Next{p.effect, p.grant, traceStage, p.lookup} {
+	for _, stage := range []func(Next) Next{p.flow, p.effect, p.grant, traceStage, p.lookup} {
 		next = stage(next)
 	}
 	p.head = next

@@ -89,6 +89,24 @@ func (p *Path) effect(next Next) Next {
 	}
 }
 
+// flow admits an effect that names its target against the fleet's limits
+// and breakers: Gated makes its Admit, which the ledger asks only when it
+// performs (never for an outcome it serves), and its Perform, which tells
+// the target's breaker how the call went. A local effect commits with its
+// row and reaches nothing; an effect whose kind admits it itself (Admit
+// set) is left as it is.
+func (p *Path) flow(next Next) Next {
+	if p.Gate == nil {
+		return next
+	}
+	return func(ctx context.Context, o *Outgoing) (ledger.Result, error) {
+		if e := &o.Effect; e.Target != "" && e.Class != ledger.Local && e.Admit == nil {
+			e.Admit, e.Perform = Gated(p.Gate, e.Target, e.Hold, e.Class, e.Perform)
+		}
+		return next(ctx, o)
+	}
+}
+
 // perform is the last stage: the ledger.
 func (p *Path) perform(ctx context.Context, o *Outgoing) (ledger.Result, error) {
 	if o.Task == nil {
