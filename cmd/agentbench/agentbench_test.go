@@ -149,6 +149,26 @@ func TestRiverLatencySmoke(t *testing.T) {
 	}
 }
 
+// The command itself fails unless the downstream performed one business
+// effect per call; both completions leave every job completed once.
+func TestRiverEffectsSmoke(t *testing.T) {
+	t.Parallel()
+	for _, complete := range []string{"batched", "tx"} {
+		out := runBench(t, "river-effects", "--database-url", testdb.URL(t), "--reset", "truncate", "--tasks", "60",
+			"--effects", "1,3", "--complete", complete, "--max-workers", "10", "--run-timeout", "1m")
+		rows := dataRows(out)
+		if len(rows) != 2 {
+			t.Fatalf("%s: want 2 result rows (1 and 3 effects), got %d:\n%s", complete, len(rows), out)
+		}
+		for i, r := range rows {
+			f := strings.Fields(r)
+			if f[1] != complete || f[2] != "60" || f[4] == "timeout" || f[6] != []string{"60", "180"}[i] || f[7] != "60" {
+				t.Errorf("row %q: want 60 jobs, %s completion, one hit per call, each job attempted once", r, complete)
+			}
+		}
+	}
+}
+
 func TestEffectsSmoke(t *testing.T) {
 	t.Parallel()
 	// The command itself fails unless every effect was performed once and

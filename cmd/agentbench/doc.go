@@ -13,6 +13,7 @@
 //	agentbench latency [flags]        enqueue→start latency at a steady rate
 //	agentbench river [flags]          the burn-down with River
 //	agentbench river-latency [flags]  the latency measurement with River
+//	agentbench river-effects [flags]  effects' workload with River and a hand-written idempotency table
 //	agentbench effects [flags]        steps tasks with keyed HTTP effects; --replay
 //	agentbench growth [flags]         --finished N tasks, --ledger-rows N effects of history
 //	agentbench sustained [flags]      minutes at a steady rate, with the janitor and cron; per window
@@ -109,6 +110,22 @@
 // --fetch-cooldown (default 100ms, the client's default, then 2ms): River
 // sends at most one insert notification per queue and cooldown, and fetches
 // at most once per cooldown.
+//
+// # river-effects
+//
+// The effects command's workload as a careful River user would build it
+// without a ledger: --tasks jobs of --effects keyed POSTs each to the same
+// loopback counting server, each call reserved in a hand-written table
+// (idem: key, state, status, body) in a transaction of its own before it
+// is sent, with Idempotency-Key derived from the job's order and step, and
+// recorded after; the job is completed by River's batched completer once
+// the worker returns (--complete batched) or in the last record's
+// transaction with JobCompleteTx (--complete tx). --max-workers and
+// --max-conns default to the effects command's concurrency and pool size.
+// The run fails unless the downstream performed one business effect per
+// call. On a crash between a call and its record both sides send it again
+// under the same key: only the downstream's deduplication keeps it to one
+// effect, as for the ledger's keyed class.
 //
 // # effects
 //

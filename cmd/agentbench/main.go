@@ -47,6 +47,8 @@ Usage:
   agentbench latency [flags]        enqueue→start latency at a steady enqueue rate
   agentbench river [flags]          throughput's burn-down with River (riverqueue/river ` + riverVersion + `)
   agentbench river-latency [flags]  latency's measurement with River
+  agentbench river-effects [flags]  effects' workload with River and a hand-written idempotency
+                                    table; --complete batched|tx
   agentbench effects [flags]        steps tasks of N keyed HTTP effects: tasks/s, effects/s,
                                     transactions per effect; --replay: ledger hits/s
   agentbench growth [flags]         claim latency and burn-down with --finished N old tasks;
@@ -83,6 +85,8 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return runRiver(ctx, rest, out, errOut)
 	case "river-latency":
 		return runRiverLatency(ctx, rest, out, errOut)
+	case "river-effects":
+		return runRiverEffects(ctx, rest, out, errOut)
 	case "effects":
 		return runEffects(ctx, rest, out, errOut)
 	case "growth":
