@@ -285,8 +285,16 @@ func (l *Ledger) doUnreserved(ctx context.Context, pk []any, a Attempt, call Cal
 	if err != nil {
 		return Result{}, true, err
 	}
+	// A keyed effect's record need not be durable before Do returns: lost
+	// in a server crash, the call is sent again under its key. A pure
+	// effect's must: performed again it may answer otherwise, and what
+	// the task did next was built from this answer.
+	insert := q.insertOutcome
+	if e.Class == Keyed {
+		insert = q.insertKeyedOutcome
+	}
 	err = again(ctx, func() error {
-		return l.db.QueryRow(ctx, q.insertOutcome, a.Tenant, e.Operation, call.Key, hash, string(e.Class), a.TaskID,
+		return l.db.QueryRow(ctx, insert, a.Tenant, e.Operation, call.Key, hash, string(e.Class), a.TaskID,
 			a.Generation, e.StepPath, a.token(), string(state), body, agentledger.SafeText(out.ExternalRef), msg,
 			a.fenceID()).Scan(&r.result, &r.externalRef)
 	})

@@ -35,11 +35,13 @@ func TestFencedPlansReadByKey(t *testing.T) {
 			"lookup":      append(pk[:3:3], f.id, f.token),
 			"insertOutcome": append(pk[:3:3], []byte("h"), "keyed", ids[0], 1, "0", f.token,
 				"completed", "{}", "", "", f.id),
+			"insertKeyedOutcome": append(pk[:3:3], []byte("h"), "keyed", ids[0], 1, "0", f.token,
+				"completed", "{}", "", "", f.id),
 			"record": append(pk[:3:3], "completed", "{}", "", "", f.token, f.id),
 			"landed": append(pk[:3:3], f.token, f.id),
 		}
 		sql := map[string]string{"fence": f.q.fence, "reserveFast": f.q.reserveFast, "lookup": f.q.lookup,
-			"insertOutcome": f.q.insertOutcome, "record": f.q.record, "landed": f.q.landed}
+			"insertOutcome": f.q.insertOutcome, "insertKeyedOutcome": f.q.insertKeyedOutcome, "record": f.q.record, "landed": f.q.landed}
 		for name, args := range stmts {
 			for _, mode := range plancheck.Modes {
 				t.Run(f.name+"/"+name+"/"+mode, func(t *testing.T) {

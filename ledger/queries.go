@@ -14,7 +14,7 @@ type fence func(id, token string) string
 
 // fenced are the statements that check a fence.
 type fenced struct {
-	fence, reserveFast, lookup, insertOutcome, record, landed string
+	fence, reserveFast, lookup, insertOutcome, insertKeyedOutcome, record, landed string
 }
 
 // fencedByKind caches the statements of each kind of fence, keyed by its
@@ -80,16 +80,19 @@ LEFT JOIN ledger l ON l.tenant = $1 AND l.operation = $2 AND l.effect_key = $3`,
 		// with no reservation: one commit per effect. Fenced on the
 		// lease; the primary key decides between concurrent performances
 		// (the first that lands stands).
-		insertOutcome: `/* ledger.insertOutcome */
-WITH fence AS (
-	SELECT id FROM ` + f("$14", "$9") + `
-	FOR SHARE
-)
-INSERT INTO ledger (tenant, operation, effect_key, request_hash, class, task_id,
-	generation, step_path, owner_token, performed, state, result, external_ref, error, completed_at)
-SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, 1, $10, $11, nullif($12, ''), nullif($13, ''), now() FROM fence
-ON CONFLICT (tenant, operation, effect_key) DO NOTHING
-RETURNING result, coalesce(external_ref, '')`,
+		insertOutcome: insertOutcome("insertOutcome", f, ""),
+
+		// insertKeyedOutcome is insertOutcome for a keyed effect, committed
+		// without waiting for its WAL to reach the disk
+		// (synchronous_commit off for its transaction alone): a server
+		// crash in the moment before the flush loses the record, and the
+		// next attempt sends the call again under the same key, which the
+		// downstream deduplicates — what a crash between the call and its
+		// record already does. Nothing later in WAL outlives it, so a
+		// task's completion, synchronous, is never durable without it.
+		insertKeyedOutcome: insertOutcome("insertKeyedOutcome", f,
+			`, lazy AS (SELECT set_config('synchronous_commit', 'off', true))`),
+
 
 		// record stores the outcome, fenced twice: the row must still be
 		// this attempt's reservation and the lease still this attempt's.
@@ -112,6 +115,27 @@ SELECT l.state, l.request_hash, l.result, coalesce(l.external_ref, ''), coalesce
 	EXISTS (SELECT 1 FROM ` + f("$5", "$4") + `)
 FROM ledger l WHERE l.tenant = $1 AND l.operation = $2 AND l.effect_key = $3`,
 	}
+}
+
+// insertOutcome records a pure or keyed effect that was performed with no
+// reservation: one commit per effect. Fenced on the lease; the primary key
+// decides between concurrent performances (the first that lands stands).
+// lazy, when not empty, is a CTE named lazy that the statement reads.
+func insertOutcome(name string, f fence, lazy string) string {
+	from := "fence"
+	if lazy != "" {
+		from = "fence, lazy"
+	}
+	return `/* ledger.` + name + ` */
+WITH fence AS (
+	SELECT id FROM ` + f("$14", "$9") + `
+	FOR SHARE
+)` + lazy + `
+INSERT INTO ledger (tenant, operation, effect_key, request_hash, class, task_id,
+	generation, step_path, owner_token, performed, state, result, external_ref, error, completed_at)
+SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, 1, $10, $11, nullif($12, ''), nullif($13, ''), now() FROM ` + from + `
+ON CONFLICT (tenant, operation, effect_key) DO NOTHING
+RETURNING result, coalesce(external_ref, '')`
 }
 
 // reserveSQL makes a fresh reservation owned by the attempt; on conflict the
