@@ -14,8 +14,8 @@ import (
 	"github.com/agentledger/agentledger/ledger"
 )
 
-// lossyDB loses the answer to the next outcome write (ledger.insertOutcome
-// or ledger.record), as a failover does: after its commit (commit) or
+// lossyDB loses the answer to the next outcome write (ledger.insertOutcome,
+// ledger.insertKeyedOutcome or ledger.record), as a failover does: after its commit (commit) or
 // before it.
 type lossyDB struct {
 	*pgxpool.Pool
@@ -35,7 +35,8 @@ func (r lostAnswer) Scan(dst ...any) error {
 }
 
 func (d *lossyDB) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	outcome := strings.Contains(sql, "ledger.insertOutcome") || strings.Contains(sql, "ledger.record")
+	outcome := strings.Contains(sql, "ledger.insertOutcome") || strings.Contains(sql, "ledger.insertKeyedOutcome") ||
+		strings.Contains(sql, "ledger.record")
 	if !outcome || d.cuts.Add(-1) < 0 {
 		return d.Pool.QueryRow(ctx, sql, args...)
 	}
@@ -65,6 +66,9 @@ func TestOutcomeWriteAnsweredAfterAFailover(t *testing.T) {
 				res, err := ledger.New(db).Do(ctx, a, effect(class, "tool/0", `{"to":"acme"}`, c.perform))
 				if err != nil || string(res.Body) != `{"n": 1}` {
 					t.Fatalf("Do: %+v %v", res, err)
+				}
+				if db.cuts.Load() > 0 {
+					t.Fatal("no outcome write lost its answer: the test did not test")
 				}
 				j, err := e.Ledger.Journal(ctx, a.TaskID, a.Generation)
 				if err != nil || len(j) != 1 || j[0].State != ledger.StateCompleted || c.calls.Load() != 1 {
