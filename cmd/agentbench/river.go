@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
@@ -197,9 +198,21 @@ func riverRun(ctx context.Context, srv *Server, f RiverFlags, maxWorkers int, lo
 	db.Reset() // the client starts from no connection, as the pools do
 	resetPeakRSS()
 
-	prof, err := StartProfile(f.CPUProfile, fmt.Sprintf("river-w%d", maxWorkers))
-	if err != nil {
+	if err := burnRiver(ctx, ctl, client, count, f.CommonFlags, fmt.Sprintf("river-w%d", maxWorkers), &res); err != nil {
 		return res, err
+	}
+	return res, nil
+}
+
+// burnRiver starts client on the inserted jobs and measures until every
+// job is completed (count, checked in river_job through ctl): the run's
+// time, rate, CPU, peak RSS, connections and attempts go to res, and
+// TimedOut is set when ctx ended first. The client is stopped gracefully.
+func burnRiver(ctx context.Context, ctl *pgxpool.Pool, client *river.Client[pgx.Tx], count *handledCounter,
+	f CommonFlags, label string, res *RiverResult) error {
+	prof, err := StartProfile(f.CPUProfile, label)
+	if err != nil {
+		return err
 	}
 	conns := StartConnSampler(ctx, ctl)
 	cpu := StartCPU(ctx, ctl)
@@ -209,7 +222,7 @@ func riverRun(ctx context.Context, srv *Server, f RiverFlags, maxWorkers int, lo
 	if err := client.Start(context.WithoutCancel(ctx)); err != nil {
 		conns.Stop()
 		prof.Stop()
-		return res, err
+		return err
 	}
 	end, err := waitBurnDown(ctx, ctl, count.done, `SELECT count(*) FROM river_job WHERE state <> 'completed'`)
 	res.CPU = cpu.Stop(ctx)
@@ -223,15 +236,12 @@ func riverRun(ctx context.Context, srv *Server, f RiverFlags, maxWorkers int, lo
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		res.TimedOut = true
-		err = nil
+		return nil
 	}
 	if err != nil {
-		return res, err
+		return err
 	}
 	res.Elapsed = end.Sub(start)
-	res.Rate = float64(f.Tasks) / res.Elapsed.Seconds()
-	if err := ctl.QueryRow(stopCtx, "SELECT coalesce(sum(attempt), 0) FROM river_job").Scan(&res.Attempts); err != nil {
-		return res, err
-	}
-	return res, nil
+	res.Rate = float64(res.Tasks) / res.Elapsed.Seconds()
+	return ctl.QueryRow(stopCtx, "SELECT coalesce(sum(attempt), 0) FROM river_job").Scan(&res.Attempts)
 }

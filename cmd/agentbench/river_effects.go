@@ -340,48 +340,19 @@ func riverEffectsRun(ctx context.Context, srv *Server, f RiverEffectsFlags, n in
 	if err != nil {
 		return res, err
 	}
-	prof, err := StartProfile(f.CPUProfile, fmt.Sprintf("river-effects-%s-e%d", f.Complete, n))
-	if err != nil {
+	if err := burnRiver(ctx, ctl, client, count, f.CommonFlags, fmt.Sprintf("river-effects-%s-e%d", f.Complete, n), &res.RiverResult); err != nil {
 		return res, err
 	}
-	conns := StartConnSampler(ctx, ctl)
-	cpu := StartCPU(ctx, ctl)
-	start := time.Now()
-	if err := client.Start(context.WithoutCancel(ctx)); err != nil {
-		conns.Stop()
-		prof.Stop()
-		return res, err
-	}
-	end, err := waitBurnDown(ctx, ctl, count.done, `SELECT count(*) FROM river_job WHERE state <> 'completed'`)
-	res.CPU = cpu.Stop(ctx)
-	prof.Stop()
-	res.Conns = conns.Stop()
-	res.PeakRSS = peakRSS("self")
-	stopCtx, cancelStop := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancelStop()
-	if serr := client.Stop(stopCtx); serr != nil && err == nil {
-		err = fmt.Errorf("stopping the River client: %w", serr)
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		res.TimedOut = true
-		err = nil
-	}
-	if err != nil {
-		return res, err
-	}
-	res.Elapsed = end.Sub(start)
-	res.Rate = float64(f.Tasks) / res.Elapsed.Seconds()
 	res.Hits = down.Hits()
 	db.Close()
-	waitDisconnected(ctx, ctl) // the client's statistics are flushed before the reading
-	after, err := meter.Read(stopCtx)
+	readCtx, cancelRead := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancelRead()
+	waitDisconnected(readCtx, ctl) // the client's statistics are flushed before the reading
+	after, err := meter.Read(readCtx)
 	if err != nil {
 		return res, err
 	}
 	res.Tx = after.Sub(before)
-	if err := ctl.QueryRow(stopCtx, "SELECT coalesce(sum(attempt), 0) FROM river_job").Scan(&res.Attempts); err != nil {
-		return res, err
-	}
 	if got, want := down.Effects(), int64(f.Tasks*n); !res.TimedOut && got != want {
 		return res, fmt.Errorf("the downstream performed %d business effects, want %d", got, want)
 	}
