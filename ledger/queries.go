@@ -93,7 +93,6 @@ LEFT JOIN ledger l ON l.tenant = $1 AND l.operation = $2 AND l.effect_key = $3`,
 		insertKeyedOutcome: insertOutcome("insertKeyedOutcome", f,
 			`, lazy AS (SELECT set_config('synchronous_commit', 'off', true))`),
 
-
 		// record stores the outcome, fenced twice: the row must still be
 		// this attempt's reservation and the lease still this attempt's.
 		// It returns the result as stored: jsonb normalises JSON (key
