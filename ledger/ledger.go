@@ -254,19 +254,12 @@ func releaseOf(release func()) func() {
 // a concurrent performance that landed first stands. done is false when the
 // effect has a pending or unknown row, which the locking path decides.
 func (l *Ledger) doUnreserved(ctx context.Context, pk []any, a Attempt, call Call, e Effect, hash []byte) (Result, bool, error) {
-	// On its generation's first claim an attempt has no row to find: a
-	// keyed effect goes straight to its call, and the fenced insert after
-	// it decides as it does for any performance (a lost lease records
-	// nothing; a row that landed first stands). A pure one still looks,
-	// since performing it again is not free (a model completion).
-	if !a.First || e.Class != Keyed {
-		res, st, done, err := l.lookup(ctx, pk, a, call, e, hash)
-		switch {
-		case done:
-			return res, true, err
-		case st != nil:
-			return Result{}, false, nil
-		}
+	res, st, done, err := l.lookup(ctx, pk, a, call, e, hash)
+	switch {
+	case done:
+		return res, true, err
+	case st != nil:
+		return Result{}, false, nil
 	}
 	if e.Admit != nil {
 		release, err := e.Admit(ctx)

@@ -29,7 +29,7 @@ func TestCallsWaitForTheServersLimit(t *testing.T) {
 	ts := byName(connectWith(t, c, mcptools.Options{}))
 	gated := &tools.Path{Ledger: e.Ledger, Gate: flow.NewLimiter(e.DB, nil)}
 	e.Enqueue(claims.EnqueueParams{})
-	task := testenv.Again(e.Claim("w")) // called again below to stand for a replay
+	task := e.Claim("w")
 	first := tools.Call{Task: task, StepPath: "tool/0", Args: []byte(`{"order":7}`)}
 	if _, err := gated.Perform(ctx, &tools.Outgoing{Call: first, Tool: ts["shop/reserve"]}); err != nil {
 		t.Fatal(err)

@@ -101,7 +101,7 @@ func TestCallsGoThroughTheLedger(t *testing.T) {
 	}
 	e := testenv.New(t)
 	e.Enqueue(claims.EnqueueParams{})
-	task := testenv.Again(e.Claim("w")) // called again below to stand for a replay
+	task := e.Claim("w")
 	for i, want := range map[string]ledger.Class{"shop/lookup": ledger.Pure, "shop/reserve": ledger.Keyed, "shop/charge": ledger.Unsafe} {
 		call := tools.Call{Task: task, StepPath: "tool/" + i, Args: []byte(`{"order":7}`)}
 		first, err := tools.Invoke(ctx, e.Ledger, ts[i], call)

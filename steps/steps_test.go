@@ -86,9 +86,7 @@ func (e *env) submit(payload string) int64 {
 	return e.Enqueue(claims.EnqueueParams{Payload: json.RawMessage(payload)}).ID
 }
 
-// claim claims the task as a later claim of its generation
-// (testenv.Again): the tests run it again to stand for a replay.
-func (e *env) claim() *agentledger.Task { return testenv.Again(e.Claim("w")) }
+func (e *env) claim() *agentledger.Task { return e.Claim("w") }
 
 // A bad payload fails for good with nothing performed; Check refuses it
 // before it is queued with the same message, which speaks of the payload

@@ -32,12 +32,10 @@ func newEnv(t *testing.T) *env {
 	return &env{Env: testenv.New(t), client: &http.Client{Transport: tr}}
 }
 
-// task enqueues a task of tenant acme and claims it for worker a, as a
-// later claim of its generation (testenv.Again): the tests call a tool
-// again on it to stand for a replay.
+// task enqueues a task of tenant acme and claims it for worker a.
 func (e *env) task() *agentledger.Task {
 	e.Enqueue(claims.EnqueueParams{Tenant: "acme"})
-	return testenv.Again(e.Claim("a"))
+	return e.Claim("a")
 }
 
 // http returns cfg's tools with the env's client.

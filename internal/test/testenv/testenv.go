@@ -81,15 +81,6 @@ func (e *Env) Claim(worker string) *agentledger.Task {
 	return got[0]
 }
 
-// Again is t as a later claim of its generation sees it (a replay, a
-// retry): tests that call a tool twice on one claimed task to stand for a
-// replay use it, since on its generation's first claim the ledger skips
-// the look-up before a keyed effect (ledger.Attempt.First).
-func Again(t *agentledger.Task) *agentledger.Task {
-	t.GenerationClaims = max(t.GenerationClaims, 2)
-	return t
-}
-
 // ExpireAndReclaim lets the current lease run out and claims the task again
 // for worker: a new attempt with a new fencing token.
 func (e *Env) ExpireAndReclaim(worker string) *agentledger.Task {
