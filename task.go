@@ -114,7 +114,19 @@ type Task struct {
 	CreatedAt  time.Time  `json:"created_at"`
 	UpdatedAt  time.Time  `json:"updated_at"`
 	FinishedAt *time.Time `json:"finished_at,omitempty"`
+
+	// GenerationClaims is how many times the task was claimed in its
+	// current generation, counting the claim that returned it: 1 on the
+	// generation's first claim, when no effect of the generation can be
+	// in the ledger yet (FirstClaim). A replay or a retry keeps counting;
+	// a re-run starts a generation at 0.
+	GenerationClaims int32 `json:"-"`
 }
+
+// FirstClaim reports whether t was returned by its generation's first
+// claim: no earlier attempt of the generation ran, so the ledger holds no
+// effect of it.
+func (t *Task) FirstClaim() bool { return t.GenerationClaims == 1 }
 
 // Lease identifies one attempt's right to work a task. Every write the attempt
 // makes carries it, and the database accepts the write only while Token is the

@@ -12,7 +12,8 @@ import (
 const taskColumns = `id, tenant, queue, kind, payload, priority, run_at, state,
 	attempt, max_attempts, generation, lease_owner, lease_token, lease_expires_at,
 	cancel_requested_at, result, last_error, submission_key, created_at,
-	updated_at, finished_at, wait_reason, compensation, traceparent, replay_traceparent`
+	updated_at, finished_at, wait_reason, compensation, traceparent, replay_traceparent,
+	generation_claims`
 
 // enqueueSQL inserts a batch; rows whose (tenant, submission_key) exists are
 // skipped by the unique index (I6) and looked up by lookupKeysSQL. It wakes
@@ -98,6 +99,7 @@ func qualified(table, columns string) string {
 const claimSet = `UPDATE tasks t SET
 	state = 'running',
 	attempt = t.attempt + 1,
+	generation_claims = t.generation_claims + 1,
 	lease_owner = $2,
 	lease_token = greatest(t.lease_token + 1, now.token_floor),
 	lease_expires_at = now.t + $4::interval,
@@ -749,6 +751,7 @@ upd AS (
 		compensation = CASE WHEN $3 = 1 THEN NULL ELSE t.compensation END,
 		ledger_expired_at = CASE WHEN $3 = 1 THEN NULL ELSE t.ledger_expired_at END,
 		generation = t.generation + $3,
+		generation_claims = CASE WHEN $3 = 1 THEN 0 ELSE t.generation_claims END,
 		attempt = 0,
 		run_at = coalesce($5::timestamptz, now()),
 		cancel_requested_at = NULL,

@@ -38,6 +38,7 @@ type taskRow struct {
 	Compensation      *string
 	TraceParent       *string
 	ReplayTraceParent *string
+	GenerationClaims  int32 `db:"generation_claims"`
 }
 
 func (r *taskRow) toTask() *agentledger.Task {
@@ -68,6 +69,7 @@ func (r *taskRow) toTask() *agentledger.Task {
 
 		TraceParent:       deref(r.TraceParent),
 		ReplayTraceParent: deref(r.ReplayTraceParent),
+		GenerationClaims:  r.GenerationClaims,
 	}
 }
 
@@ -96,7 +98,8 @@ func (r *taskRow) fields() []any {
 	return []any{&r.ID, &r.Tenant, &r.Queue, &r.Kind, &r.Payload, &r.Priority, &r.RunAt, &r.State,
 		&r.Attempt, &r.MaxAttempts, &r.Generation, &r.LeaseOwner, &r.LeaseToken, &r.LeaseExpiresAt,
 		&r.CancelRequestedAt, &r.Result, &r.LastError, &r.SubmissionKey, &r.CreatedAt,
-		&r.UpdatedAt, &r.FinishedAt, &r.WaitReason, &r.Compensation, &r.TraceParent, &r.ReplayTraceParent}
+		&r.UpdatedAt, &r.FinishedAt, &r.WaitReason, &r.Compensation, &r.TraceParent, &r.ReplayTraceParent,
+		&r.GenerationClaims}
 }
 
 func deref(s *string) string {

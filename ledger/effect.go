@@ -60,6 +60,15 @@ type Attempt struct {
 	TaskID     int64
 	Generation int32
 	Fence      Fence
+	// First says the attempt is its generation's first claim
+	// (agentledger.Task.FirstClaim): no row of the generation can be in
+	// the ledger but those it writes itself. A keyed effect is then
+	// performed without the fenced look-up before it, while the lease
+	// deadline its worker keeps in the context holds
+	// (agentledger.LeaseDeadline); should the attempt perform a step path
+	// twice, the second call goes out again under its key and the first
+	// record stands.
+	First bool
 }
 
 // Fence is the row an attempt's writes are fenced on, built by the package

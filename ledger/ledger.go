@@ -254,12 +254,19 @@ func releaseOf(release func()) func() {
 // a concurrent performance that landed first stands. done is false when the
 // effect has a pending or unknown row, which the locking path decides.
 func (l *Ledger) doUnreserved(ctx context.Context, pk []any, a Attempt, call Call, e Effect, hash []byte) (Result, bool, error) {
-	res, st, done, err := l.lookup(ctx, pk, a, call, e, hash)
-	switch {
-	case done:
-		return res, true, err
-	case st != nil:
-		return Result{}, false, nil
+	// On its generation's first claim an attempt has no row to find: a
+	// keyed effect goes straight to its call, and the fenced insert after
+	// it decides as it does for any performance (a lost lease records
+	// nothing; a row that landed first stands). A pure one still looks,
+	// since performing it again is not free (a model completion).
+	if !a.First || e.Class != Keyed || !leaseHolds(ctx) {
+		res, st, done, err := l.lookup(ctx, pk, a, call, e, hash)
+		switch {
+		case done:
+			return res, true, err
+		case st != nil:
+			return Result{}, false, nil
+		}
 	}
 	if e.Admit != nil {
 		release, err := e.Admit(ctx)
@@ -323,6 +330,15 @@ func (l *Ledger) doUnreserved(ctx context.Context, pk []any, a Attempt, call Cal
 	}
 	return Result{}, true, agentledger.Errorf(agentledger.CodeLeaseLost, "ledger: effect %s was performed but the lease was lost before it was recorded; "+
 		"the next attempt performs it again with the same key", short(call.Key))
+}
+
+// leaseHolds reports whether the attempt running ctx is, by its worker's
+// own clock, still within its lease (agentledger.LeaseDeadline): only then
+// may a call go out without the fenced look-up. Without a deadline (a
+// caller that is no worker) it does not hold.
+func leaseHolds(ctx context.Context) bool {
+	d := agentledger.LeaseDeadlineOf(ctx)
+	return d != nil && d.Holds()
 }
 
 // lookup reads the effect's row, fenced on the lease: done when the lease

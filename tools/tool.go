@@ -256,5 +256,5 @@ func (r *Registry) namesLocked() []string {
 // fenced on the task's lease.
 func AttemptOf(t *agentledger.Task) ledger.Attempt {
 	return ledger.Attempt{Tenant: t.Tenant, TaskID: t.ID, Generation: t.Generation,
-		Fence: claims.LeaseFence(claims.LeaseOf(t))}
+		Fence: claims.LeaseFence(claims.LeaseOf(t)), First: t.FirstClaim()}
 }

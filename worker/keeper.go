@@ -42,6 +42,7 @@ type keeper struct {
 type leased struct {
 	lease      agentledger.Lease
 	cancel     context.CancelCauseFunc
+	deadline   *agentledger.LeaseDeadline // the timer's moment, for reads that cannot wait for it to fire
 	timer      *time.Timer
 	completing bool // the outcome is queued for writing: shutdown leaves it be
 }
@@ -58,9 +59,11 @@ func newKeeper(lease, interval time.Duration, renew renewFunc, log *slog.Logger)
 // add starts keeping l, claimed by a statement sent at sentAt. An earlier
 // attempt of the same task still held here has lost its lease — the new
 // claim proves it — and is stopped.
-func (k *keeper) add(l agentledger.Lease, sentAt time.Time, cancel context.CancelCauseFunc) {
-	e := &leased{lease: l, cancel: cancel}
-	e.timer = time.AfterFunc(time.Until(sentAt.Add(k.lease-k.margin)), func() { cancel(errLeaseExpiring) })
+func (k *keeper) add(l agentledger.Lease, sentAt time.Time, cancel context.CancelCauseFunc, deadline *agentledger.LeaseDeadline) {
+	e := &leased{lease: l, deadline: deadline}
+	e.cancel = func(cause error) { deadline.End(); cancel(cause) }
+	deadline.Set(sentAt.Add(k.lease - k.margin))
+	e.timer = time.AfterFunc(time.Until(sentAt.Add(k.lease-k.margin)), func() { e.cancel(errLeaseExpiring) })
 	k.mu.Lock()
 	stale := k.running[k.newest[l.TaskID]]
 	k.running[l] = e
@@ -149,6 +152,7 @@ func (k *keeper) beat(ctx context.Context) {
 	defer k.mu.Unlock()
 	for _, l := range leases {
 		if e := k.running[l]; e != nil && !notRenewed[l] {
+			e.deadline.Set(sentAt.Add(k.lease - k.margin))
 			e.timer.Reset(time.Until(sentAt.Add(k.lease - k.margin)))
 		}
 	}

@@ -52,7 +52,7 @@ func TestKeeperRenewsOnSchedule(t *testing.T) {
 		go k.run(ctx)
 		task, cancel := context.WithCancelCause(t.Context())
 		start := time.Now()
-		k.add(agentledger.Lease{TaskID: 1, Token: 1}, start, cancel)
+		k.add(agentledger.Lease{TaskID: 1, Token: 1}, start, cancel, new(agentledger.LeaseDeadline))
 
 		time.Sleep(10 * time.Minute)
 		synctest.Wait()
@@ -83,7 +83,7 @@ func TestKeeperStopsTaskBeforeLeaseExpires(t *testing.T) {
 		go k.run(ctx)
 		task, cancel := context.WithCancelCause(t.Context())
 		start := time.Now()
-		k.add(agentledger.Lease{TaskID: 1, Token: 1}, start, cancel)
+		k.add(agentledger.Lease{TaskID: 1, Token: 1}, start, cancel, new(agentledger.LeaseDeadline))
 
 		time.Sleep(25 * time.Second) // renewed at 10s and 20s
 		synctest.Wait()
@@ -113,7 +113,7 @@ func TestKeeperStopsTaskOnLostLease(t *testing.T) {
 		go k.run(ctx)
 		task, cancel := context.WithCancelCause(t.Context())
 		start := time.Now()
-		k.add(agentledger.Lease{TaskID: 7, Token: 3}, start, cancel)
+		k.add(agentledger.Lease{TaskID: 7, Token: 3}, start, cancel, new(agentledger.LeaseDeadline))
 		<-task.Done()
 		if !errors.Is(context.Cause(task), agentledger.ErrLeaseLost) || time.Since(start) != 10*time.Second {
 			t.Fatalf("cause %v after %v", context.Cause(task), time.Since(start))
@@ -134,8 +134,8 @@ func TestKeeperNewClaimSupersedesOldAttempt(t *testing.T) {
 		a2, cancel2 := context.WithCancelCause(t.Context())
 		old := agentledger.Lease{TaskID: 5, Token: 1}
 		cur := agentledger.Lease{TaskID: 5, Token: 2}
-		k.add(old, time.Now(), cancel1)
-		k.add(cur, time.Now(), cancel2)
+		k.add(old, time.Now(), cancel1, new(agentledger.LeaseDeadline))
+		k.add(cur, time.Now(), cancel2, new(agentledger.LeaseDeadline))
 		if !errors.Is(context.Cause(a1), agentledger.ErrLeaseLost) {
 			t.Fatalf("old attempt cause %v, want ErrLeaseLost", context.Cause(a1))
 		}
@@ -160,8 +160,8 @@ func TestKeeperStopAllSkipsCompleting(t *testing.T) {
 	done, cancelD := context.WithCancelCause(context.Background())
 	w := agentledger.Lease{TaskID: 1, Token: 1}
 	d := agentledger.Lease{TaskID: 2, Token: 1}
-	k.add(w, time.Now(), cancelW)
-	k.add(d, time.Now(), cancelD)
+	k.add(w, time.Now(), cancelW, new(agentledger.LeaseDeadline))
+	k.add(d, time.Now(), cancelD, new(agentledger.LeaseDeadline))
 	k.completing(d)
 	released := k.stopAll(errShutdown)
 	if len(released) != 1 || released[0] != w || working.Err() == nil || done.Err() != nil {
@@ -170,4 +170,45 @@ func TestKeeperStopAllSkipsCompleting(t *testing.T) {
 	k.remove(w)
 	k.remove(d)
 	cancelD(nil)
+}
+
+// The lease deadline an attempt's context carries holds while the keeper
+// renews, moves on with each renewal, stops holding as the lease nears its
+// end unrenewed — at once, whether or not the timer has fired — and ends
+// when the lease is lost.
+func TestKeeperLeaseDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeRenewer{}
+		k := newKeeper(30*time.Second, 10*time.Second, f.renew, quiet())
+		ctx, stop := context.WithCancel(t.Context())
+		go k.run(ctx)
+		_, cancel := context.WithCancelCause(t.Context())
+		d := new(agentledger.LeaseDeadline)
+		k.add(agentledger.Lease{TaskID: 1, Token: 1}, time.Now(), cancel, d)
+		time.Sleep(time.Minute) // six renewals: far past the first claim's lease
+		synctest.Wait()
+		if !d.Holds() {
+			t.Fatal("the deadline ended while the lease was renewed")
+		}
+		f.set(true, false) // renewals fail from now on
+		time.Sleep(30 * time.Second)
+		synctest.Wait()
+		if d.Holds() {
+			t.Fatal("the deadline holds past the lease's last renewal")
+		}
+
+		f.set(false, true) // the next renewal finds the lease taken
+		_, cancel2 := context.WithCancelCause(t.Context())
+		d2 := new(agentledger.LeaseDeadline)
+		k.add(agentledger.Lease{TaskID: 2, Token: 1}, time.Now(), cancel2, d2)
+		if !d2.Holds() {
+			t.Fatal("a fresh claim's deadline does not hold")
+		}
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		if d2.Holds() {
+			t.Fatal("the deadline holds after the lease was lost")
+		}
+		stop()
+	})
 }

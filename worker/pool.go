@@ -267,7 +267,9 @@ func (p *Pool) claim(ctx context.Context, q string, n int, dueOnly bool, hint *c
 func (p *Pool) start(work context.Context, t *agentledger.Task, sentAt time.Time, freeSlot func()) {
 	ctx, cancel := context.WithCancelCause(work)
 	lease := claims.LeaseOf(t)
-	p.keeper.add(lease, sentAt, cancel)
+	deadline := new(agentledger.LeaseDeadline)
+	ctx = agentledger.WithLeaseDeadline(ctx, deadline)
+	p.keeper.add(lease, sentAt, cancel, deadline)
 	p.tasks.Add(1)
 	go func() {
 		defer p.tasks.Done()

@@ -197,6 +197,7 @@ claimed AS (
 UPDATE tasks t SET
 	state = 'running',
 	attempt = t.attempt + 1,
+	generation_claims = t.generation_claims + 1,
 	lease_owner = $2,
 	lease_token = greatest(t.lease_token + 1, now.token_floor),
 	lease_expires_at = now.t + $4::interval,
@@ -210,4 +211,5 @@ RETURNING t.*
 SELECT id, tenant, queue, kind, payload, priority, run_at, state,
 	attempt, max_attempts, generation, lease_owner, lease_token, lease_expires_at,
 	cancel_requested_at, result, last_error, submission_key, created_at,
-	updated_at, finished_at, wait_reason, compensation, traceparent, replay_traceparent FROM claimed ORDER BY priority, run_at, id
+	updated_at, finished_at, wait_reason, compensation, traceparent, replay_traceparent,
+	generation_claims FROM claimed ORDER BY priority, run_at, id

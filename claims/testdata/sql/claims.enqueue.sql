@@ -15,7 +15,8 @@ WITH ins AS (
 	RETURNING id, tenant, queue, kind, payload, priority, run_at, state,
 	attempt, max_attempts, generation, lease_owner, lease_token, lease_expires_at,
 	cancel_requested_at, result, last_error, submission_key, created_at,
-	updated_at, finished_at, wait_reason, compensation, traceparent, replay_traceparent
+	updated_at, finished_at, wait_reason, compensation, traceparent, replay_traceparent,
+	generation_claims
 ),
 wake AS (
 	SELECT pg_notify('agentledger_task_insert', q)

@@ -11,6 +11,7 @@ upd AS (
 		compensation = CASE WHEN $3 = 1 THEN NULL ELSE t.compensation END,
 		ledger_expired_at = CASE WHEN $3 = 1 THEN NULL ELSE t.ledger_expired_at END,
 		generation = t.generation + $3,
+		generation_claims = CASE WHEN $3 = 1 THEN 0 ELSE t.generation_claims END,
 		attempt = 0,
 		run_at = coalesce($5::timestamptz, now()),
 		cancel_requested_at = NULL,
