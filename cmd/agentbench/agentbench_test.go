@@ -169,6 +169,17 @@ func TestRiverEffectsSmoke(t *testing.T) {
 	}
 }
 
+// unsafe_http: no key, so the downstream counts each request as an
+// effect, and the command fails unless there is one per call.
+func TestEffectsUnsafeSmoke(t *testing.T) {
+	t.Parallel()
+	out := runBench(t, "effects", "--database-url", testdb.URL(t), "--tasks", "40", "--effects", "2", "--tool", "unsafe",
+		"--concurrency", "10", "--batch", "10", "--run-timeout", "1m")
+	if rows := dataRows(out); len(rows) != 1 || strings.Fields(rows[0])[6] != "80" {
+		t.Fatalf("want one row with 80 downstream hits:\n%s", out)
+	}
+}
+
 func TestEffectsSmoke(t *testing.T) {
 	t.Parallel()
 	// The command itself fails unless every effect was performed once and

@@ -77,7 +77,8 @@ func runEffects(ctx context.Context, args []string, out, errOut io.Writer) error
 	fs.IntVar(&f.MaxConns, "max-conns", 20, "connection pool size of the worker pool, shared with the ledger (agentd's default)")
 	fs.BoolVar(&f.Replay, "replay", false, "then replay every task (claims.Store.Requeue, claims.Replay) and burn down again")
 	fs.IntVar(&f.Repeat, "repeat", 1, "run the whole sweep this many times")
-	fs.StringVar(&f.Tool, "tool", "builtin", "the steps' tool: builtin (http_request) or custom (the same keyed POST declared with tools.Define)")
+	fs.StringVar(&f.Tool, "tool", "builtin", "the steps' tool: builtin (http_request), custom (the same keyed POST declared with tools.Define) "+
+		"or unsafe (unsafe_http: no key, its reservation durable before the call)")
 	fs.StringVar(&f.LimitRate, "limit-rate", "", "a fleet-wide rate limit on the downstream's origin (e.g. 1000000/s): every http_request call books it "+
 		"(and with --tool custom every charge call, timed: take p50/p99); empty: no limit")
 	fs.IntVar(&f.LimitBurst, "limit-burst", 1000, "the burst of --limit-rate")
@@ -90,8 +91,8 @@ func runEffects(ctx context.Context, args []string, out, errOut io.Writer) error
 	if err != nil {
 		return err
 	}
-	if f.Tool != "builtin" && f.Tool != "custom" {
-		return fmt.Errorf("--tool %q: give builtin or custom", f.Tool)
+	if f.Tool != "builtin" && f.Tool != "custom" && f.Tool != "unsafe" {
+		return fmt.Errorf("--tool %q: give builtin, custom or unsafe", f.Tool)
 	}
 	if f.Tasks <= 0 || f.InsertBatch <= 0 || f.Concurrency <= 0 || f.Batch <= 0 || f.MaxConns <= 0 || f.Repeat <= 0 {
 		return errors.New("--tasks, --insert-batch, --concurrency, --batch, --max-conns and --repeat must be positive")
@@ -272,7 +273,11 @@ func effectsRun(ctx context.Context, srv *Server, f EffectsFlags, n int, log *sl
 			payload.Steps = append(payload.Steps, step{Tool: "charge", Args: json.RawMessage(fmt.Sprintf(`{"step":%d}`, i))})
 			continue
 		}
-		payload.Steps = append(payload.Steps, step{Tool: "http_request",
+		name := "http_request"
+		if f.Tool == "unsafe" {
+			name = "unsafe_http"
+		}
+		payload.Steps = append(payload.Steps, step{Tool: name,
 			Args: json.RawMessage(fmt.Sprintf(`{"method":"POST","url":%q,"body":{"step":%d}}`, down.URL+"/charges", i))})
 	}
 	raw, _ := json.Marshal(payload)
@@ -323,6 +328,7 @@ func effectsRun(ctx context.Context, srv *Server, f EffectsFlags, n int, log *sl
 		var seen outcomes
 		spec := DaemonSpec{Tools: []tools.Tool{charge}, Configure: func(c *daemon.Config) {
 			c.HTTPTools.AllowedHosts = []string{"http://" + u.Host}
+			c.HTTPTools.UnsafeAllowedHosts = []string{"http://" + u.Host}
 			c.Hooks.ObserveEffect = seen.observe
 		}}
 		before, err := meter.Read(ctx)
