@@ -8,14 +8,19 @@ import (
 
 	"github.com/agentledger/agentledger/argschema"
 	"github.com/agentledger/agentledger/registry"
+	"github.com/agentledger/agentledger/tools"
 )
 
-// payload checks a payload against its kind: a kind this process serves
-// through Typed (a typed kind in full: its Go type and Validate), any
-// other against the schema its serving daemon published, if one did.
+// payload checks a payload against its kind: a built-in kind against its
+// schema (tools.BuiltinKindSchemas), a kind this process serves through
+// Typed (a typed kind in full: its Go type and Validate), any other
+// against the schema its serving daemon published, if one did.
 // Published schemas are remembered for schemaTTL, so a submission costs
 // no extra query most of the time.
 func (d *Door) payload(ctx context.Context, db registry.DB, kind string, payload json.RawMessage) error {
+	if schema, ok := tools.BuiltinKindSchemas[kind]; ok {
+		return argschema.CheckDoc(schema, "payload", payload)
+	}
 	if d.Typed != nil {
 		if known, err := d.Typed(kind, payload); known {
 			return err

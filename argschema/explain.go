@@ -264,7 +264,14 @@ func value(v any) string {
 	return string(b)
 }
 
-func number(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+// number writes f as a person would: whole numbers up to 2^53 in full
+// (3600000, not 3.6e+06), others in the shortest form.
+func number(f float64) string {
+	if f == math.Trunc(f) && math.Abs(f) <= 1<<53 {
+		return strconv.FormatFloat(f, 'f', -1, 64)
+	}
+	return strconv.FormatFloat(f, 'g', -1, 64)
+}
 
 // and lists names as "a, b and c"; or as "a, b or c".
 func and(names []string) string { return list(names, " and ") }

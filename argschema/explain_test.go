@@ -3,6 +3,7 @@ package argschema_test
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/agentledger/agentledger"
@@ -61,4 +62,19 @@ func prefixed(got, want string) bool {
 		return len(got) >= len(want) && got[:len(want)] == want
 	}
 	return got == want
+}
+
+// Bounds and values are written as a person would: whole numbers in full.
+func TestNumbersInFull(t *testing.T) {
+	t.Parallel()
+	err := argschema.CheckDoc(json.RawMessage(`{"type":"object","properties":{"ms":{"type":"integer","maximum":3600000}}}`),
+		"payload", json.RawMessage(`{"ms":5000000}`))
+	if err == nil || !strings.Contains(err.Error(), "must be at most 3600000, not 5000000") {
+		t.Fatalf("got %v", err)
+	}
+	err = argschema.CheckDoc(json.RawMessage(`{"type":"object","properties":{"r":{"type":"number","minimum":0.5}}}`),
+		"payload", json.RawMessage(`{"r":1e-7}`))
+	if err == nil || !strings.Contains(err.Error(), "must be at least 0.5, not 1e-07") {
+		t.Fatalf("got %v", err)
+	}
 }

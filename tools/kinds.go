@@ -15,6 +15,16 @@ func Noop(context.Context, *agentledger.Task) (json.RawMessage, error) { return 
 // Echo succeeds with its payload as the result.
 func Echo(_ context.Context, t *agentledger.Task) (json.RawMessage, error) { return t.Payload, nil }
 
+// BuiltinKindSchemas are the payload schemas of the built-in kinds that
+// read their payload (noop and echo take any; steps and agent are checked
+// by their own packages): the door checks a submission against them as
+// it does a typed kind's, so a payload the kind would refuse when it runs
+// is refused before it is queued.
+var BuiltinKindSchemas = map[string]json.RawMessage{
+	"sleep": json.RawMessage(`{"type":"object","additionalProperties":false,"properties":{` +
+		`"ms":{"type":"integer","minimum":0,"maximum":3600000,"description":"milliseconds to sleep, at most an hour"}}}`),
+}
+
 // sleepArgs is the payload of the sleep kind.
 type sleepArgs struct {
 	MS int64 `json:"ms"`

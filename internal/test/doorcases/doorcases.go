@@ -34,10 +34,10 @@ type Case struct {
 	Want     map[string]string
 }
 
-// The tenant acme may submit echo, steps, refund and ghost, call
+// The tenant acme may submit echo, steps, refund, ghost and sleep, call
 // http_request and create_task, at priority 50 or later; the live worker
-// serves every kind but ghost, and refund is a typed kind whose schema
-// its daemon published.
+// serves every kind but ghost, refund is a typed kind whose schema its
+// daemon published, and sleep a built-in kind with a schema of its own.
 var Cases = []Case{
 	{Name: "served and granted", Kind: "echo", Payload: `{"n":1}`, Priority: 60,
 		Want: all("queued p60")},
@@ -46,6 +46,10 @@ var Cases = []Case{
 	{Name: "typed kind's published schema", Kind: "refund", Payload: `{"order":7,"amount":"ten"}`, Priority: 60,
 		Want: all("invalid payload")},
 	{Name: "typed kind that fits", Kind: "refund", Payload: `{"order":7,"amount":10}`, Priority: 60,
+		Want: all("queued p60")},
+	{Name: "built-in kind's schema", Kind: "sleep", Payload: `{"ms":"five"}`, Priority: 60,
+		Want: all("invalid payload")},
+	{Name: "built-in kind that fits", Kind: "sleep", Payload: `{"ms":5}`, Priority: 60,
 		Want: all("queued p60")},
 	{Name: "steps structure", Kind: "steps", Payload: `{"steps":[]}`, Priority: 60,
 		Want: all("invalid payload")},
@@ -109,7 +113,7 @@ func Outcome(task *agentledger.Task, err error) string {
 
 // Grant is acme's grant.
 func Grant() *grants.Grant {
-	return &grants.Grant{Kinds: []string{"echo", "steps", "refund", "ghost"},
+	return &grants.Grant{Kinds: []string{"echo", "steps", "refund", "ghost", "sleep"},
 		Tools: []string{"http_request", "create_task"}, PriorityFloor: 50}
 }
 
@@ -132,7 +136,7 @@ func Prepare(t testing.TB, db registry.DB, grantStore *grants.Store) {
 		t.Fatal(err)
 	}
 	if err := reg.Announce(ctx, "w1", "host", 1, []string{claims.DefaultQueue},
-		[]string{"echo", "steps", "refund", "secret"}, nil); err != nil {
+		[]string{"echo", "steps", "refund", "secret", "sleep"}, nil); err != nil {
 		t.Fatal(err)
 	}
 }
