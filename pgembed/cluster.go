@@ -254,6 +254,14 @@ func (c *Cluster) runningServer(ctx context.Context) (pidInfo, bool, error) {
 	}
 }
 
+// plural is one or many by n.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
 // stopIfLastUser stops the server when no other Cluster holds users.lock;
 // the caller holds start.lock and is about to close users, its own registration.
 func (c *Cluster) stopIfLastUser(ctx context.Context, users *os.File) error {
@@ -261,7 +269,14 @@ func (c *Cluster) stopIfLastUser(ctx context.Context, users *os.File) error {
 	// which is fine: the caller is unregistering.
 	err := flock(users, syscall.LOCK_EX|syscall.LOCK_NB)
 	if errors.Is(err, syscall.EWOULDBLOCK) {
-		c.log.Debug("PostgreSQL still in use by other processes; leaving it running", "data_dir", c.DataDir())
+		// Said at info: whoever stops agentd expects the server to stop
+		// with it, and should learn who keeps it up.
+		if who := holders(users); len(who) > 0 {
+			c.log.Info(fmt.Sprintf("left PostgreSQL running: still used by %d other %s", len(who), plural(len(who), "process", "processes")),
+				"users", strings.Join(who, ", "), "data_dir", c.DataDir())
+		} else {
+			c.log.Info("left PostgreSQL running: still used by other processes", "data_dir", c.DataDir())
+		}
 		return nil
 	}
 	if err != nil {
