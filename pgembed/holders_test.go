@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -48,9 +47,11 @@ func TestCloseNamesTheUsersLeft(t *testing.T) {
 	}
 	last := startT(t, dir) // the user that stops the server at the end
 
-	other := exec.Command("flock", "-s", filepath.Join(dir, "users.lock"), "-c", "echo held; exec sleep 60")
-	other.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // flock and its command, which inherits the lock
-	stopOther := func() { _ = syscall.Kill(-other.Process.Pid, syscall.SIGKILL); _ = other.Wait() }
+	// --no-fork: flock becomes its command, so one process holds the lock
+	// and its exit, which Wait observes, releases it. (With a fork the
+	// lock outlived flock's exit until its child had closed its files.)
+	other := exec.Command("flock", "--no-fork", "-s", filepath.Join(dir, "users.lock"), "sh", "-c", "echo held; exec sleep 60")
+	stopOther := func() { _ = other.Process.Kill(); _ = other.Wait() }
 	out, err := other.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -58,7 +59,7 @@ func TestCloseNamesTheUsersLeft(t *testing.T) {
 	if err := other.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = syscall.Kill(-other.Process.Pid, syscall.SIGKILL) })
+	t.Cleanup(func() { _ = other.Process.Kill() })
 	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "held\n" {
 		t.Fatalf("the other user: %q %v", line, err)
 	}
@@ -67,7 +68,6 @@ func TestCloseNamesTheUsersLeft(t *testing.T) {
 	if want := "left PostgreSQL running: still used by 1 other process"; !strings.Contains(logs.String(), want) {
 		t.Fatalf("logs lack %q:\n%s", want, logs)
 	}
-	// flock(1) holds the lock and waits for its command, which inherited it.
 	if want := fmt.Sprintf("(pid %d)", other.Process.Pid); !strings.Contains(logs.String(), want) {
 		t.Fatalf("logs do not name the other user %s:\n%s", want, logs)
 	}
