@@ -31,8 +31,9 @@ const (
 // WaitInPlace. A longer wait is an *agentledger.DeferredError whose
 // reason says what the call waits for; when the limits cannot be read
 // the call waits too (fail closed), and the log says so once a minute.
-// hold is the longest the call may take: its concurrency slot is leased
-// for hold + SlotGrace. The caller ends the returned pass with the call's
+// hold is the longest the call may take: a breaker's probe is leased for
+// hold + SlotGrace; a concurrency slot is leased for SlotLease and renewed
+// while the pass is open. The caller ends the returned pass with the call's
 // outcome; a target without limit or breaker gets a nil *Pass.
 func (l *Limiter) Admit(ctx context.Context, target string, hold time.Duration) (*Pass, error) {
 	t, kind, err := ParseTarget(target)
@@ -90,7 +91,7 @@ func (l *Limiter) enter(ctx context.Context, target, kind string, hold time.Dura
 	}
 	p := &Pass{l: l, target: target, lim: lim}
 	if lim.Concurrency > 0 {
-		n, holder, ok, err := l.acquire(ctx, target, lim.Concurrency, hold+SlotGrace)
+		n, holder, ok, err := l.acquire(ctx, target, lim.Concurrency, l.slotLease)
 		if err != nil {
 			return nil, 0, "", err
 		}
@@ -98,6 +99,7 @@ func (l *Limiter) enter(ctx context.Context, target, kind string, hold time.Dura
 			return nil, slotPoll, fmt.Sprintf("%s: %d calls in flight (the fleet's cap), waiting for one to end", target, lim.Concurrency), nil
 		}
 		p.slot, p.holder = n, holder
+		p.keep = l.keepSlot(target, n, holder, l.slotLease)
 	}
 	if !lim.Rate.IsZero() {
 		wait, err := l.take(ctx, target, kind)

@@ -16,3 +16,6 @@ func (l *Limiter) HoldReload() func() {
 	l.limits.sem <- struct{}{}
 	return func() { <-l.limits.sem }
 }
+
+// LeaseSlotsFor makes l lease its concurrency slots for d between renewals.
+func (l *Limiter) LeaseSlotsFor(d time.Duration) { l.slotLease = d }

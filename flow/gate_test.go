@@ -88,11 +88,13 @@ func TestSlotOfADeadHolderComesBack(t *testing.T) {
 	const target = "mcp:shop"
 	put(t, flow.NewStore(db), flow.Limit{Target: target, Concurrency: 1})
 	l := flow.NewLimiter(db, nil)
+	l.LeaseSlotsFor(time.Hour) // no renewal within the test: its leases end when it says
 	ctx := context.Background()
-	if _, err := l.Admit(ctx, target, time.Minute); err != nil { // never ended: its daemon died
+	lost, err := l.Admit(ctx, target, time.Minute) // not ended until the end: its daemon stalled
+	if err != nil {
 		t.Fatal(err)
 	}
-	_, err := l.Admit(ctx, target, time.Minute)
+	_, err = l.Admit(ctx, target, time.Minute)
 	var d *agentledger.DeferredError
 	if !errors.As(err, &d) || d.Reason != "mcp:shop: 1 calls in flight (the fleet's cap), waiting for one to end" {
 		t.Fatalf("a full cap: %v", err)
@@ -108,6 +110,10 @@ func TestSlotOfADeadHolderComesBack(t *testing.T) {
 	p.Succeeded() // a second end does nothing
 	if p, err = l.Admit(ctx, target, time.Minute); err != nil {
 		t.Fatalf("after a release: %v", err)
+	}
+	lost.Succeeded() // late: frees nothing, the slot is p's
+	if _, err := l.Admit(ctx, target, time.Minute); !errors.As(err, &d) {
+		t.Fatalf("a stalled holder's late end freed the slot another call holds: %v", err)
 	}
 	p.Succeeded()
 }

@@ -28,6 +28,10 @@ type Limiter struct {
 
 	limits *readCache[Limit] // by target
 
+	// slotLease is how long a concurrency slot is leased between renewals
+	// (SlotLease; shorter in tests).
+	slotLease time.Duration
+
 	mu     sync.Mutex // guards logged and the batches
 	logged map[string]time.Time
 
@@ -52,7 +56,7 @@ func NewLimiter(db DB, log *slog.Logger) *Limiter {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Limiter{db: db, log: log, logged: map[string]time.Time{},
+	return &Limiter{db: db, log: log, logged: map[string]time.Time{}, slotLease: SlotLease,
 		limits: newReadCache[Limit](), breakers: breakerCache{open: newReadCache[*breakerView]()}}
 }
 

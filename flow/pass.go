@@ -26,6 +26,7 @@ type Pass struct {
 	lim    Limit
 	slot   int
 	holder string
+	keep   func() // stops the slot's renewals
 	probe  bool
 
 	mu    sync.Mutex
@@ -149,6 +150,7 @@ func (p *Pass) releaseSlot(ctx context.Context) {
 	if p.holder == "" {
 		return
 	}
+	p.keep()
 	if err := p.l.release(ctx, p.target, p.slot, p.holder); err != nil {
 		p.l.logError(p.target, err)
 	}
