@@ -3,6 +3,8 @@ package claims_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -89,5 +91,48 @@ func TestDeferAfterCancelRequestIsDueAtOnce(t *testing.T) {
 	b := claimOne(t, s, "w", time.Minute)
 	if b.ID != task.ID || b.CancelRequested == nil {
 		t.Fatalf("claimed %+v, want task %d with its cancel request", b, task.ID)
+	}
+}
+
+// A task that waits through several deferrals in a row has one deferred
+// attempt record, for the wait's first; a wait after an attempt that ran
+// is recorded again.
+func TestDeferRecordsAWaitOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newClock()
+	s := pinnedStore(t, c)
+	task := enqueue(t, s, claims.EnqueueParams{MaxAttempts: 3})
+	deferOnce := func(reason string) {
+		t.Helper()
+		a := claimOne(t, s, "w", time.Minute)
+		if err := s.Defer(ctx, claims.Deferral{Lease: claims.LeaseOf(a), Until: c.Now().Add(time.Second), Reason: reason}); err != nil {
+			t.Fatal(err)
+		}
+		c.Advance(time.Second)
+	}
+	for i := range 5 {
+		deferOnce(fmt.Sprintf("mcp:shop: 3 calls in flight, wait %d", i))
+	}
+	if got := get(t, s, task.ID); got.WaitReason != "mcp:shop: 3 calls in flight, wait 4" {
+		t.Fatalf("wait reason %q, want the latest", got.WaitReason)
+	}
+	a := claimOne(t, s, "w", time.Minute)
+	if _, err := s.Fail(ctx, claims.Failure{Lease: claims.LeaseOf(a), Error: "503"}); err != nil {
+		t.Fatal(err)
+	}
+	deferOnce("mcp:shop: circuit open")
+	deferOnce("mcp:shop: circuit open")
+	atts, err := s.Attempts(ctx, task.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var outcomes []string
+	for _, a := range atts {
+		outcomes = append(outcomes, string(a.Outcome)+": "+a.Error)
+	}
+	want := []string{"deferred: mcp:shop: 3 calls in flight, wait 0", "retry: 503", "deferred: mcp:shop: circuit open"}
+	if !slices.Equal(outcomes, want) {
+		t.Fatalf("attempt records\n%q\nwant\n%q", outcomes, want)
 	}
 }

@@ -588,6 +588,9 @@ SELECT done.id FROM done WHERE ` + woken
 // deferSQL hands fenced tasks back to the queue to run at a given time
 // without counting the attempt: the attempt waited for a limit and did
 // nothing outside. The reason stays on the task until it is claimed again.
+// Only the first deferral of a wait is recorded as an attempt: a task whose
+// last attempt was deferred already waits, and a record per deferral
+// (one a second on a full cap) would only pile up.
 // A task an operator asked to cancel meanwhile is due at once, so that the
 // next claim acknowledges the cancel instead of waiting for the limit.
 //
@@ -610,6 +613,9 @@ closed AS (
 	SELECT id, lease_token, attempt, generation, lease_owner, attempted_at, coalesce($4::timestamptz, now()),
 		'deferred', wait_reason
 	FROM done
+	WHERE NOT EXISTS (
+		SELECT FROM (SELECT outcome FROM task_attempts a WHERE a.task_id = done.id ORDER BY a.lease_token DESC LIMIT 1) last
+		WHERE last.outcome = 'deferred')
 )
 SELECT id FROM done`
 

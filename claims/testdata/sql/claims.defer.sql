@@ -19,5 +19,8 @@ closed AS (
 	SELECT id, lease_token, attempt, generation, lease_owner, attempted_at, coalesce($4::timestamptz, now()),
 		'deferred', wait_reason
 	FROM done
+	WHERE NOT EXISTS (
+		SELECT FROM (SELECT outcome FROM task_attempts a WHERE a.task_id = done.id ORDER BY a.lease_token DESC LIMIT 1) last
+		WHERE last.outcome = 'deferred')
 )
 SELECT id FROM done
