@@ -121,6 +121,11 @@ type Task struct {
 	// in the ledger yet (FirstClaim). A replay or a retry keeps counting;
 	// a re-run starts a generation at 0.
 	GenerationClaims int32 `json:"-"`
+
+	// Needs are what the task needs of the worker pool that runs it beyond
+	// its kind ("tool:open_ticket", "model", …; see registry.Caps), known
+	// at submit; a pool claims it only if it has them all.
+	Needs []string `json:"needs,omitempty"`
 }
 
 // FirstClaim reports whether t was returned by its generation's first

@@ -25,6 +25,11 @@ type ClaimParams struct {
 	// any kind. A daemon that lacks a new kind's handler (a rolling deploy)
 	// then leaves those tasks to daemons that have it.
 	Kinds []string
+	// Caps are what the claiming pool can run beyond its kinds (see
+	// registry.Caps): a task whose needs are not all among them is left to
+	// a pool that has them. Nil claims any task; empty, only the tasks
+	// that need nothing.
+	Caps []string
 	// DueOnly claims due queued and retrying tasks only, leaving running
 	// tasks whose lease expired to a later claim without it. A worker
 	// claims this way when woken by a new task, and in full on its poll:
@@ -77,7 +82,7 @@ func (s *Store) Claim(ctx context.Context, p ClaimParams) ([]*agentledger.Task, 
 
 func (s *Store) claim(ctx context.Context, q string, p ClaimParams) ([]*agentledger.Task, error) {
 	began := time.Now()
-	rows, err := s.db.Query(ctx, q, p.Queue, p.Worker, p.Limit, p.Lease, s.Now.Param(), p.Kinds)
+	rows, err := s.db.Query(ctx, q, p.Queue, p.Worker, p.Limit, p.Lease, s.Now.Param(), p.Kinds, p.Caps)
 	if err == nil {
 		var tasks []*agentledger.Task
 		if tasks, err = collectTasks(rows); err == nil {

@@ -65,7 +65,7 @@ func BenchmarkClaimServerCPU(b *testing.B) {
 				if _, err := db.Exec(ctx, `INSERT INTO tasks (tenant, queue, kind, payload) VALUES ('t', 'default', 'noop', '{}')`); err != nil {
 					b.Fatal(err)
 				}
-				rows, err := conn.Query(ctx, c.sql, DefaultQueue, "bench", 100, 30*time.Second, nil, []string(nil))
+				rows, err := conn.Query(ctx, c.sql, DefaultQueue, "bench", 100, 30*time.Second, nil, []string(nil), []string{"model", "tool:http_request"})
 				if err != nil {
 					b.Fatal(err)
 				}

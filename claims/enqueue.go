@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -39,6 +40,12 @@ type EnqueueParams struct {
 	// with the same request returns the existing task; with a different
 	// request it is ErrKeyReuse.
 	SubmissionKey string
+
+	// Needs are what the task needs of the pool that runs it beyond its
+	// kind (registry.Caps names), as the door found them in its payload;
+	// stored sorted, without duplicates. They follow from kind and payload,
+	// so the submission key's request hash does not cover them.
+	Needs []string
 }
 
 // EnqueueResult is one submitted task and whether it already existed.
@@ -84,7 +91,23 @@ func (p *EnqueueParams) Validate() error {
 	case p.SubmissionKey != "" && !ValidKey(p.SubmissionKey):
 		return agentledger.Invalid("submission_key", "must be 1-255 printable ASCII characters")
 	}
+	for _, n := range p.Needs {
+		if n == "" || len(n) > 1024 || strings.ContainsAny(n, "\n\x00") || !utf8.ValidString(n) {
+			return agentledger.Invalid("needs", "%q is not a capability name", n)
+		}
+	}
+	p.Needs = sortedSet(p.Needs)
 	return nil
+}
+
+// sortedSet returns names sorted without duplicates; nil when empty.
+func sortedSet(names []string) []string {
+	if len(names) == 0 {
+		return nil
+	}
+	names = slices.Clone(names)
+	slices.Sort(names)
+	return slices.Compact(names)
 }
 
 // ValidKey reports whether k is 1–255 printable ASCII characters, the rule
@@ -160,6 +183,7 @@ func (s *Store) EnqueueBatch(ctx context.Context, ps []EnqueueParams) ([]Enqueue
 		runAts                       = make([]*time.Time, n)
 		maxes                        = make([]int32, n)
 		hashes                       = make([][]byte, n)
+		needs                        = make([]string, n) // each "\n"-joined; "" for none
 	)
 	for i := range ps {
 		p := &ps[i]
@@ -171,6 +195,7 @@ func (s *Store) EnqueueBatch(ctx context.Context, ps []EnqueueParams) ([]Enqueue
 		}
 		tenants[i], queues[i], kinds[i] = p.Tenant, p.Queue, p.Kind
 		payloads[i], prios[i], maxes[i] = string(p.Payload), p.Priority, p.MaxAttempts
+		needs[i] = strings.Join(p.Needs, "\n")
 		if !p.RunAt.IsZero() {
 			t := p.RunAt
 			runAts[i] = &t
@@ -212,7 +237,7 @@ func (s *Store) EnqueueBatch(ctx context.Context, ps []EnqueueParams) ([]Enqueue
 	}
 
 	rows, err := tx.Query(ctx, enqueueSQL, tenants, queues, kinds, payloads, prios,
-		runAts, maxes, keys, hashes, s.Now.Param(), nullable(tracing.TraceParent(ctx)))
+		runAts, maxes, keys, hashes, s.Now.Param(), nullable(tracing.TraceParent(ctx)), needs)
 	if err != nil {
 		span.SetStatus(codes.Error, err.Error())
 		return nil, fmt.Errorf("enqueue: %w", err)

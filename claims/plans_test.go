@@ -125,7 +125,7 @@ func TestClaimPlanReadsTheClaimIndexes(t *testing.T) {
 			for _, mode := range plancheck.Modes {
 				t.Run(size.name+"/"+c.name+"/"+mode, func(t *testing.T) {
 					plan, err := plancheck.Explain(ctx, conn, mode, c.sql,
-						"default", "w2", 1000, "1 minute", time.Now(), []string(nil))
+						"default", "w2", 1000, "1 minute", time.Now(), []string(nil), []string{"model", "tool:http_request"})
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -13,7 +13,7 @@ const taskColumns = `id, tenant, queue, kind, payload, priority, run_at, state,
 	attempt, max_attempts, generation, lease_owner, lease_token, lease_expires_at,
 	cancel_requested_at, result, last_error, submission_key, created_at,
 	updated_at, finished_at, wait_reason, compensation, traceparent, replay_traceparent,
-	generation_claims`
+	generation_claims, needs`
 
 // enqueueSQL inserts a batch; rows whose (tenant, submission_key) exists are
 // skipped by the unique index (I6) and looked up by lookupKeysSQL. It wakes
@@ -23,14 +23,14 @@ const taskColumns = `id, tenant, queue, kind, payload, priority, run_at, state,
 const enqueueSQL = `/* claims.enqueue */
 WITH ins AS (
 	INSERT INTO tasks (tenant, queue, kind, payload, priority, run_at, max_attempts,
-		submission_key, request_hash, traceparent)
+		submission_key, request_hash, traceparent, needs)
 	SELECT u.tenant, u.queue, u.kind, u.payload, u.priority,
 		coalesce(u.run_at, coalesce($10::timestamptz, now())), u.max_attempts,
-		u.submission_key, u.request_hash, $11::text
+		u.submission_key, u.request_hash, $11::text, string_to_array(nullif(u.needs, ''), E'\n')
 	FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[], $5::smallint[],
-		$6::timestamptz[], $7::int[], $8::text[], $9::bytea[])
+		$6::timestamptz[], $7::int[], $8::text[], $9::bytea[], $12::text[])
 		WITH ORDINALITY AS u(tenant, queue, kind, payload, priority, run_at,
-		max_attempts, submission_key, request_hash, ord)
+		max_attempts, submission_key, request_hash, needs, ord)
 	ORDER BY u.ord
 	ON CONFLICT (tenant, submission_key) WHERE submission_key IS NOT NULL DO NOTHING
 	RETURNING ` + taskColumns + `
@@ -142,12 +142,21 @@ RETURNING ` + qualified("t", taskColumns)
 }
 
 // dueNow is the condition on a task of queue $1 that a claim may take
-// now: queued or retrying, due by the claim's clock, and of the kinds $6
-// (any kind when $6 is empty or NULL). Each read of it goes through
+// now: queued or retrying, due by the claim's clock, of the kinds $6
+// (any kind when $6 is empty or NULL), and needing only what the claiming
+// pool has (` + "`canRun`" + `). Each read of it goes through
 // tasks_runnable_tenant_idx, whose (queue, tenant) prefix it narrows to
 // one tenant's tasks.
 const dueNow = `state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
-			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))`
+			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
+			AND ` + canRun
+
+// canRun is the condition that the claiming pool has what a task needs:
+// the task needs nothing beyond its kind (needs NULL, most tasks), or the
+// pool's capabilities $7 contain its needs; a claim without capabilities
+// ($7 NULL: a caller that runs anything, as the benchmarks) takes any.
+// A task no pool can run is passed over by every claim and stays queued.
+const canRun = `(needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[])`
 
 // claimDue locks up to $3 due tasks of queue $1 (CTE due: id, priority,
 // since), shared fairly between the tenants that have due tasks:
@@ -347,6 +356,7 @@ expired_leases AS (
 	FROM tasks, now
 	WHERE queue = $1 AND state = 'running' AND lease_expires_at <= now.t
 		AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
+		AND ` + canRun + `
 	ORDER BY lease_expires_at, id
 	LIMIT $3
 	FOR UPDATE OF tasks SKIP LOCKED

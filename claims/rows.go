@@ -39,6 +39,7 @@ type taskRow struct {
 	TraceParent       *string
 	ReplayTraceParent *string
 	GenerationClaims  int32 `db:"generation_claims"`
+	Needs             []string
 }
 
 func (r *taskRow) toTask() *agentledger.Task {
@@ -70,6 +71,7 @@ func (r *taskRow) toTask() *agentledger.Task {
 		TraceParent:       deref(r.TraceParent),
 		ReplayTraceParent: deref(r.ReplayTraceParent),
 		GenerationClaims:  r.GenerationClaims,
+		Needs:             r.Needs,
 	}
 }
 
@@ -99,7 +101,7 @@ func (r *taskRow) fields() []any {
 		&r.Attempt, &r.MaxAttempts, &r.Generation, &r.LeaseOwner, &r.LeaseToken, &r.LeaseExpiresAt,
 		&r.CancelRequestedAt, &r.Result, &r.LastError, &r.SubmissionKey, &r.CreatedAt,
 		&r.UpdatedAt, &r.FinishedAt, &r.WaitReason, &r.Compensation, &r.TraceParent, &r.ReplayTraceParent,
-		&r.GenerationClaims}
+		&r.GenerationClaims, &r.Needs}
 }
 
 func deref(s *string) string {

@@ -1,4 +1,4 @@
--- claims.claim: claimSQL of package claims, as Store.Claim sends it (6 parameters); go test ./claims -run TestGoldenSQL -update rewrites this file
+-- claims.claim: claimSQL of package claims, as Store.Claim sends it (7 parameters); go test ./claims -run TestGoldenSQL -update rewrites this file
 /* claims.claim */
 WITH RECURSIVE now AS (SELECT coalesce($5::timestamptz, now()) AS t,
 	(extract(epoch FROM coalesce($5::timestamptz, now())) * 1000000)::bigint AS token_floor),
@@ -6,6 +6,7 @@ heads AS (
 	(SELECT tenant, priority FROM tasks
 	WHERE queue = $1 AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
 			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
+			AND (needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[])
 	ORDER BY tenant, priority, run_at, id
 	LIMIT 1)
 	UNION ALL
@@ -15,6 +16,7 @@ heads AS (
 		SELECT tenant, priority FROM tasks
 		WHERE queue = $1 AND tenant > h.tenant AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
 			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
+			AND (needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[])
 		ORDER BY tenant, priority, run_at, id
 		LIMIT 1
 	) n
@@ -61,6 +63,7 @@ fair AS (
 		SELECT id, tenant, priority, run_at FROM tasks
 		WHERE queue = $1 AND tenant = g.tenant AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
 			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
+			AND (needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[])
 		ORDER BY priority, run_at, id
 		LIMIT g.n
 		FOR UPDATE OF tasks SKIP LOCKED
@@ -91,6 +94,7 @@ fill AS (
 		SELECT id, priority, run_at FROM tasks
 		WHERE queue = $1 AND tenant = g.tenant AND (priority, run_at, id) > (g.p, g.r, g.i) AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
 			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
+			AND (needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[])
 		ORDER BY priority, run_at, id
 		LIMIT g.n
 		FOR UPDATE OF tasks SKIP LOCKED
@@ -109,6 +113,7 @@ single AS (
 	SELECT id, priority, run_at FROM tasks
 	WHERE queue = $1 AND tenant = (SELECT tenant FROM heads LIMIT 1) AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
 			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
+			AND (needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[])
 	ORDER BY priority, run_at, id
 	LIMIT $3
 	FOR UPDATE OF tasks SKIP LOCKED
@@ -126,6 +131,7 @@ expired_leases AS (
 	FROM tasks, now
 	WHERE queue = $1 AND state = 'running' AND lease_expires_at <= now.t
 		AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
+		AND (needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[])
 	ORDER BY lease_expires_at, id
 	LIMIT $3
 	FOR UPDATE OF tasks SKIP LOCKED
@@ -212,4 +218,4 @@ SELECT id, tenant, queue, kind, payload, priority, run_at, state,
 	attempt, max_attempts, generation, lease_owner, lease_token, lease_expires_at,
 	cancel_requested_at, result, last_error, submission_key, created_at,
 	updated_at, finished_at, wait_reason, compensation, traceparent, replay_traceparent,
-	generation_claims FROM claimed ORDER BY priority, run_at, id
+	generation_claims, needs FROM claimed ORDER BY priority, run_at, id

@@ -1,4 +1,4 @@
--- claims.claimAlone: claimAloneSQL of package claims, as Store.Claim sends it (6 parameters); go test ./claims -run TestGoldenSQL -update rewrites this file
+-- claims.claimAlone: claimAloneSQL of package claims, as Store.Claim sends it (7 parameters); go test ./claims -run TestGoldenSQL -update rewrites this file
 /* claims.claimAlone */
 WITH now AS (SELECT coalesce($5::timestamptz, now()) AS t,
 	(extract(epoch FROM coalesce($5::timestamptz, now())) * 1000000)::bigint AS token_floor),
@@ -6,6 +6,7 @@ first AS (
 	SELECT tenant FROM tasks
 	WHERE queue = $1 AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
 			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
+			AND (needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[])
 	ORDER BY tenant, priority, run_at, id
 	LIMIT 1
 ),
@@ -13,10 +14,12 @@ due AS (
 	SELECT id, priority, run_at AS since FROM tasks
 	WHERE queue = $1 AND tenant = (SELECT tenant FROM first) AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
 			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
+			AND (needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[])
 		AND NOT EXISTS (
 			SELECT FROM tasks o
 			WHERE o.queue = $1 AND o.tenant > (SELECT tenant FROM first) AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
-			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[])))
+			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
+			AND (needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[]))
 		AND NOT EXISTS (SELECT FROM tenant_shares s WHERE s.tenant = (SELECT tenant FROM first) AND s.max_running IS NOT NULL)
 	ORDER BY priority, run_at, id
 	LIMIT $3
@@ -34,4 +37,4 @@ UPDATE tasks t SET
 	wait_reason = (SELECT NULL::text FROM set_config('synchronous_commit', 'off', true))
 FROM now
 WHERE t.id = ANY (ARRAY(SELECT id FROM due))
-RETURNING t.id, t.tenant, t.queue, t.kind, t.payload, t.priority, t.run_at, t.state, t.attempt, t.max_attempts, t.generation, t.lease_owner, t.lease_token, t.lease_expires_at, t.cancel_requested_at, t.result, t.last_error, t.submission_key, t.created_at, t.updated_at, t.finished_at, t.wait_reason, t.compensation, t.traceparent, t.replay_traceparent, t.generation_claims
+RETURNING t.id, t.tenant, t.queue, t.kind, t.payload, t.priority, t.run_at, t.state, t.attempt, t.max_attempts, t.generation, t.lease_owner, t.lease_token, t.lease_expires_at, t.cancel_requested_at, t.result, t.last_error, t.submission_key, t.created_at, t.updated_at, t.finished_at, t.wait_reason, t.compensation, t.traceparent, t.replay_traceparent, t.generation_claims, t.needs

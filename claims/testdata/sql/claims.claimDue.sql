@@ -1,4 +1,4 @@
--- claims.claimDue: claimDueSQL of package claims, as Store.Claim sends it (6 parameters); go test ./claims -run TestGoldenSQL -update rewrites this file
+-- claims.claimDue: claimDueSQL of package claims, as Store.Claim sends it (7 parameters); go test ./claims -run TestGoldenSQL -update rewrites this file
 /* claims.claimDue */
 WITH RECURSIVE now AS (SELECT coalesce($5::timestamptz, now()) AS t,
 	(extract(epoch FROM coalesce($5::timestamptz, now())) * 1000000)::bigint AS token_floor),
@@ -6,6 +6,7 @@ heads AS (
 	(SELECT tenant, priority FROM tasks
 	WHERE queue = $1 AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
 			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
+			AND (needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[])
 	ORDER BY tenant, priority, run_at, id
 	LIMIT 1)
 	UNION ALL
@@ -15,6 +16,7 @@ heads AS (
 		SELECT tenant, priority FROM tasks
 		WHERE queue = $1 AND tenant > h.tenant AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
 			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
+			AND (needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[])
 		ORDER BY tenant, priority, run_at, id
 		LIMIT 1
 	) n
@@ -61,6 +63,7 @@ fair AS (
 		SELECT id, tenant, priority, run_at FROM tasks
 		WHERE queue = $1 AND tenant = g.tenant AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
 			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
+			AND (needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[])
 		ORDER BY priority, run_at, id
 		LIMIT g.n
 		FOR UPDATE OF tasks SKIP LOCKED
@@ -91,6 +94,7 @@ fill AS (
 		SELECT id, priority, run_at FROM tasks
 		WHERE queue = $1 AND tenant = g.tenant AND (priority, run_at, id) > (g.p, g.r, g.i) AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
 			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
+			AND (needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[])
 		ORDER BY priority, run_at, id
 		LIMIT g.n
 		FOR UPDATE OF tasks SKIP LOCKED
@@ -109,6 +113,7 @@ single AS (
 	SELECT id, priority, run_at FROM tasks
 	WHERE queue = $1 AND tenant = (SELECT tenant FROM heads LIMIT 1) AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
 			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
+			AND (needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[])
 	ORDER BY priority, run_at, id
 	LIMIT $3
 	FOR UPDATE OF tasks SKIP LOCKED
@@ -132,4 +137,4 @@ UPDATE tasks t SET
 	wait_reason = (SELECT NULL::text FROM set_config('synchronous_commit', 'off', true))
 FROM now
 WHERE t.id = ANY (ARRAY(SELECT id FROM due))
-RETURNING t.id, t.tenant, t.queue, t.kind, t.payload, t.priority, t.run_at, t.state, t.attempt, t.max_attempts, t.generation, t.lease_owner, t.lease_token, t.lease_expires_at, t.cancel_requested_at, t.result, t.last_error, t.submission_key, t.created_at, t.updated_at, t.finished_at, t.wait_reason, t.compensation, t.traceparent, t.replay_traceparent, t.generation_claims
+RETURNING t.id, t.tenant, t.queue, t.kind, t.payload, t.priority, t.run_at, t.state, t.attempt, t.max_attempts, t.generation, t.lease_owner, t.lease_token, t.lease_expires_at, t.cancel_requested_at, t.result, t.last_error, t.submission_key, t.created_at, t.updated_at, t.finished_at, t.wait_reason, t.compensation, t.traceparent, t.replay_traceparent, t.generation_claims, t.needs

@@ -1,22 +1,22 @@
--- claims.enqueue: enqueueSQL of package claims, as Store.Enqueue and Store.EnqueueBatch send it (11 parameters); go test ./claims -run TestGoldenSQL -update rewrites this file
+-- claims.enqueue: enqueueSQL of package claims, as Store.Enqueue and Store.EnqueueBatch send it (12 parameters); go test ./claims -run TestGoldenSQL -update rewrites this file
 /* claims.enqueue */
 WITH ins AS (
 	INSERT INTO tasks (tenant, queue, kind, payload, priority, run_at, max_attempts,
-		submission_key, request_hash, traceparent)
+		submission_key, request_hash, traceparent, needs)
 	SELECT u.tenant, u.queue, u.kind, u.payload, u.priority,
 		coalesce(u.run_at, coalesce($10::timestamptz, now())), u.max_attempts,
-		u.submission_key, u.request_hash, $11::text
+		u.submission_key, u.request_hash, $11::text, string_to_array(nullif(u.needs, ''), E'\n')
 	FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[], $5::smallint[],
-		$6::timestamptz[], $7::int[], $8::text[], $9::bytea[])
+		$6::timestamptz[], $7::int[], $8::text[], $9::bytea[], $12::text[])
 		WITH ORDINALITY AS u(tenant, queue, kind, payload, priority, run_at,
-		max_attempts, submission_key, request_hash, ord)
+		max_attempts, submission_key, request_hash, needs, ord)
 	ORDER BY u.ord
 	ON CONFLICT (tenant, submission_key) WHERE submission_key IS NOT NULL DO NOTHING
 	RETURNING id, tenant, queue, kind, payload, priority, run_at, state,
 	attempt, max_attempts, generation, lease_owner, lease_token, lease_expires_at,
 	cancel_requested_at, result, last_error, submission_key, created_at,
 	updated_at, finished_at, wait_reason, compensation, traceparent, replay_traceparent,
-	generation_claims
+	generation_claims, needs
 ),
 wake AS (
 	SELECT pg_notify('agentledger_task_insert', q)

@@ -4,7 +4,7 @@ SELECT id, tenant, queue, kind, payload, priority, run_at, state,
 	attempt, max_attempts, generation, lease_owner, lease_token, lease_expires_at,
 	cancel_requested_at, result, last_error, submission_key, created_at,
 	updated_at, finished_at, wait_reason, compensation, traceparent, replay_traceparent,
-	generation_claims, request_hash
+	generation_claims, needs, request_hash
 FROM tasks t
 JOIN unnest($1::text[], $2::text[]) AS k(tenant, submission_key)
 	USING (tenant, submission_key)
