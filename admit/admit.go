@@ -74,7 +74,7 @@ func check(ctx context.Context, s *registry.Store, p claims.EnqueueParams, g *gr
 		return advise(err, o.Override)
 	}
 	if p.Kind != steps.Kind {
-		return nil
+		return advise(runnable(p.Needs, servers), o.Override)
 	}
 	known := toolCheck(servers)
 	if known == nil {
@@ -88,7 +88,7 @@ func check(ctx context.Context, s *registry.Store, p claims.EnqueueParams, g *gr
 	if err != nil {
 		return err
 	}
-	return steps.CheckWith(p.Payload, func(tool string, args json.RawMessage) error {
+	if err := steps.CheckWith(p.Payload, func(tool string, args json.RawMessage) error {
 		if err := known(tool); err != nil {
 			return err
 		}
@@ -96,7 +96,10 @@ func check(ctx context.Context, s *registry.Store, p claims.EnqueueParams, g *gr
 			return nil
 		}
 		return fit(tool, args)
-	}, pureCheck(servers))
+	}, pureCheck(servers)); err != nil {
+		return err
+	}
+	return advise(runnable(p.Needs, servers), o.Override)
 }
 
 // pureCheck says a tool is pure when every server that announced its

@@ -92,6 +92,9 @@ func (d *Door) Admit(ctx context.Context, db registry.DB, s Submission) (claims.
 	if err := d.payload(ctx, db, p.Kind, p.Payload); err != nil {
 		return p, err
 	}
+	// What it needs of the pool that runs it: claims match it, and the
+	// check below refuses a task no live pool can run.
+	p.Needs = needsOf(p)
 	err := check(ctx, registry.New(db), p, g, options{Anyway: d.Unserved || !r.served || s.Unserved,
 		Override: s.Override, Model: d.Model})
 	return p, err

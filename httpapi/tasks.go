@@ -19,6 +19,7 @@ import (
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/admit"
 	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/registry"
 )
 
 // Task is a task as the API shows it (snake_case JSON). Fields without a
@@ -38,8 +39,10 @@ type Task struct {
 	CancelRequestedAt *time.Time      `json:"cancel_requested_at"`
 	Result            json.RawMessage `json:"result"`
 	LastError         *string         `json:"last_error"`
-	// WaitReason says what a queued task waits for (a fleet-wide limit)
-	// since its last attempt was deferred; null when it does not wait.
+	// WaitReason says what a queued or retrying task waits for: a
+	// fleet-wide limit since its last attempt was deferred, or a daemon
+	// with what it needs ("waiting for a daemon with tool open_ticket");
+	// null when it does not wait.
 	WaitReason *string `json:"wait_reason"`
 	// Compensation says why the task undoes its effects (failed,
 	// cancelled, operator); null on its forward path.
@@ -89,7 +92,7 @@ func viewTask(t *agentledger.Task) Task {
 	if t.Compensation != "" {
 		v.Compensation = &t.Compensation
 	}
-	if t.WaitReason != "" && t.State == agentledger.StateQueued {
+	if t.WaitReason != "" && (t.State == agentledger.StateQueued || t.State == agentledger.StateRetrying) {
 		v.WaitReason = &t.WaitReason
 	}
 	return v
@@ -291,6 +294,9 @@ func (s *Server) getTask(r *http.Request, tenant string) reply {
 	if err != nil {
 		return s.problemReply(r, err)
 	}
+	if err := registry.New(s.cfg.DB).ExplainWaits(r.Context(), t); err != nil {
+		return s.problemReply(r, err)
+	}
 	return jsonReply(http.StatusOK, viewTask(t))
 }
 
@@ -361,6 +367,10 @@ func (s *Server) listTasks(r *http.Request, tenant string) reply {
 	p.Limit++ // one more tells whether a next page exists
 	ts, err := s.cfg.Claims.List(r.Context(), p)
 	if err != nil {
+		return s.problemReply(r, err)
+	}
+	ts = ts[:min(len(ts), limit+1)]
+	if err := registry.New(s.cfg.DB).ExplainWaits(r.Context(), ts[:min(len(ts), limit)]...); err != nil {
 		return s.problemReply(r, err)
 	}
 	out := TaskList{Tasks: make([]Task, 0, min(len(ts), limit))}

@@ -23,7 +23,7 @@ WITH leases AS (
 SELECT coalesce(w.id, l.id), coalesce(l.tasks, 0),
 	greatest(w.seen_at, l.renewed), l.next_expiry, coalesce(l.expired, 0),
 	w.started_at, coalesce(w.host, ''), coalesce(w.queues, '{}'), w.mcp_servers,
-	coalesce(w.kinds, '{}'), coalesce(w.tools, '{}'),
+	coalesce(w.kinds, '{}'), coalesce(w.tools, '{}'), w.caps,
 	coalesce(w.seen_at > coalesce($1::timestamptz, now()) - $2::interval, false),
 	w.seen_at + $3::interval
 FROM (SELECT * FROM workers WHERE seen_at > coalesce($1::timestamptz, now()) - $3::interval) w
@@ -33,7 +33,7 @@ ORDER BY 1`
 // liveWorkersSQL lists the worker pools that announced themselves within
 // $2 ($1 is the clock): what the submit check asks about.
 const liveWorkersSQL = `/* claims.liveWorkers */
-SELECT id, host, started_at, seen_at, queues, kinds, coalesce(tools, '{}'), mcp_servers, tool_classes FROM workers
+SELECT id, host, started_at, seen_at, queues, kinds, coalesce(tools, '{}'), mcp_servers, tool_classes, caps FROM workers
 WHERE seen_at > coalesce($1::timestamptz, now()) - $2::interval
 ORDER BY id`
 
@@ -51,11 +51,11 @@ WITH pruned AS (
 		WHERE seen_at < coalesce($8::timestamptz, now()) - $9::interval AND id <> $1
 		FOR UPDATE SKIP LOCKED)
 )
-INSERT INTO workers (id, host, pid, queues, kinds, mcp_servers, tools, tool_schemas, tool_classes, started_at, seen_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $10, $11, coalesce($8::timestamptz, now()), coalesce($8::timestamptz, now()))
+INSERT INTO workers (id, host, pid, queues, kinds, mcp_servers, tools, tool_schemas, tool_classes, caps, started_at, seen_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $10, $11, $12, coalesce($8::timestamptz, now()), coalesce($8::timestamptz, now()))
 ON CONFLICT (id) DO UPDATE SET seen_at = EXCLUDED.seen_at, host = EXCLUDED.host, pid = EXCLUDED.pid,
 	queues = EXCLUDED.queues, kinds = EXCLUDED.kinds, mcp_servers = EXCLUDED.mcp_servers, tools = EXCLUDED.tools,
-	tool_classes = EXCLUDED.tool_classes,
+	tool_classes = EXCLUDED.tool_classes, caps = EXCLUDED.caps,
 	tool_schemas = CASE WHEN workers.tool_schemas IS NOT DISTINCT FROM EXCLUDED.tool_schemas
 		THEN workers.tool_schemas ELSE EXCLUDED.tool_schemas END`
 

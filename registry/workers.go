@@ -53,6 +53,10 @@ type Worker struct {
 	// ToolClasses are the effect classes of those of its tools whose class
 	// does not depend on their arguments, as announced.
 	ToolClasses map[string]string
+	// Caps are what it can run beyond its kinds (see CapTool), as
+	// announced; nil when it did not announce them (an older version,
+	// which claims any task of its kinds).
+	Caps []string
 	// Live says it announced itself within LiveWithin: it counts for the
 	// submit check. A worker known only by its leases is not live.
 	Live bool
@@ -73,7 +77,7 @@ func (s *Store) Workers(ctx context.Context) ([]Worker, error) {
 		var w Worker
 		var next, started, prune *time.Time
 		err := r.Scan(&w.ID, &w.Tasks, &w.LastHeartbeat, &next, &w.Expired, &started, &w.Host, &w.Queues, &w.MCPServers,
-			&w.Kinds, &w.Tools, &w.Live, &prune)
+			&w.Kinds, &w.Tools, &w.Caps, &w.Live, &prune)
 		if next != nil {
 			w.NextExpiry = *next
 		}
@@ -102,7 +106,7 @@ func (s *Store) LiveWorkers(ctx context.Context) ([]Worker, error) {
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Worker, error) {
 		w := Worker{Live: true}
-		err := r.Scan(&w.ID, &w.Host, &w.StartedAt, &w.LastHeartbeat, &w.Queues, &w.Kinds, &w.Tools, &w.MCPServers, &w.ToolClasses)
+		err := r.Scan(&w.ID, &w.Host, &w.StartedAt, &w.LastHeartbeat, &w.Queues, &w.Kinds, &w.Tools, &w.MCPServers, &w.ToolClasses, &w.Caps)
 		w.PruneAt = w.LastHeartbeat.Add(PruneAfter)
 		return w, err
 	})
@@ -128,6 +132,10 @@ type Registration struct {
 	Classes map[string]string
 	// MCPServers are its daemon's MCP servers' states by name.
 	MCPServers map[string]string
+	// Caps are what it can run beyond its kinds (CapTool, CapMCP,
+	// CapOrigin, CapModel): what its claims match tasks' needs against.
+	// Nil when unknown (a pool that claims any task).
+	Caps []string
 }
 
 // Register registers a worker pool (or refreshes its registration), so
@@ -157,7 +165,7 @@ func (s *Store) Register(ctx context.Context, r Registration) error {
 		classes = r.Classes
 	}
 	if _, err := s.db.Exec(ctx, registerSQL, r.ID, r.Host, r.PID, r.Queues, r.Kinds, servers, names,
-		s.Now.Param(), PruneAfter, toolSchemas, classes); err != nil {
+		s.Now.Param(), PruneAfter, toolSchemas, classes, r.Caps); err != nil {
 		return fmt.Errorf("announce worker: %w", err)
 	}
 	return nil

@@ -14,9 +14,11 @@ func AttemptOf(t *agentledger.Task) string { return fmt.Sprintf("%d of %d", t.At
 // Tries is AttemptOf for a narrow column: "2/5".
 func Tries(t *agentledger.Task) string { return fmt.Sprintf("%d/%d", t.Attempt, t.MaxAttempts) }
 
-// Waiting is why a queued task waits, or "" when it does not.
+// Waiting is why a queued (or retrying) task waits, or "" when it does
+// not: a limit it waits for, or what no live daemon has
+// (registry.ExplainWaits).
 func Waiting(t *agentledger.Task) string {
-	if t.State != agentledger.StateQueued {
+	if t.State != agentledger.StateQueued && t.State != agentledger.StateRetrying {
 		return ""
 	}
 	return t.WaitReason

@@ -35,6 +35,7 @@ func (p *Pool) registration() registry.Registration {
 	if p.cfg.ToolClasses != nil {
 		r.Classes = p.cfg.ToolClasses()
 	}
+	r.Caps = p.refreshCaps()
 	return r
 }
 

@@ -74,6 +74,11 @@ type Config struct {
 	// ToolClasses, if set, gives the classes of the tools whose class does
 	// not depend on their arguments, announced with them.
 	ToolClasses func() map[string]string
+	// Caps, if set, says what the pool can run beyond its kinds now
+	// (registry.CapTool and the others), sorted: announced with the pool,
+	// matched by its claims against tasks' needs, and checked again before
+	// a task runs. Without it the pool claims any task of its kinds.
+	Caps func() []string
 	// Channels are more channels the pool's LISTEN session subscribes to
 	// (none with PollOnly), each with the function told a notification's
 	// payload. It is called on the listening goroutine, in delivery order:

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -36,6 +37,11 @@ type Pool struct {
 	hurryOnce sync.Once
 
 	kindNames []string // sorted; what this pool claims
+
+	// caps are what its claims pass as ClaimParams.Caps: Config.Caps as
+	// last announced (nil without Config.Caps). A change between two
+	// announcements shows in the check before a task runs (lacks).
+	caps atomic.Pointer[[]string]
 
 	bg context.Context // the keeper's and completer's: lives through the grace period
 }
@@ -253,7 +259,7 @@ func (p *Pool) claim(ctx context.Context, q string, n int, dueOnly bool, hint *c
 	defer cancel()
 	sentAt := time.Now()
 	tasks, err := claims.New(conn).Claim(cctx, claims.ClaimParams{Queue: q, Worker: p.cfg.ID, Limit: n,
-		Lease: p.cfg.Lease, Kinds: p.kindNames, DueOnly: dueOnly, Hint: hint})
+		Lease: p.cfg.Lease, Kinds: p.kindNames, Caps: p.claimCaps(), DueOnly: dueOnly, Hint: hint})
 	if len(tasks) > 0 {
 		p.cfg.Observer.Claimed(q, len(tasks))
 	}
@@ -291,6 +297,10 @@ func (p *Pool) taskLog(t *agentledger.Task) *slog.Logger {
 func (p *Pool) runTask(ctx context.Context, t *agentledger.Task, lease agentledger.Lease, freeSlot func()) {
 	if t.CancelRequested != nil { // cancelled while its previous attempt was lost
 		p.ackCancel(lease, t)
+		return
+	}
+	if missing := p.lacks(t); len(missing) > 0 {
+		p.handBack(lease, t, missing)
 		return
 	}
 	h, ok := p.cfg.Handlers[t.Kind]

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/registry"
 	"github.com/agentledger/agentledger/render"
 )
 
@@ -101,6 +102,9 @@ func (a *app) list(ctx context.Context, f *listFlags) error {
 	}
 	tasks, err := s.List(ctx, p)
 	if err != nil {
+		return err
+	}
+	if err := registry.New(a.db.Pool).ExplainWaits(ctx, tasks...); err != nil {
 		return err
 	}
 	if a.wantJSON() {

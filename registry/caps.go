@@ -1,0 +1,105 @@
+package registry
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// The capabilities a worker pool announces beyond its kinds, and that a
+// task needs (claims.EnqueueParams.Needs): a pool claims a task only when
+// it has every one the task needs. Each is a plain string, so that the
+// claim's test is one array containment in PostgreSQL.
+//
+//   - "tool:NAME": a tool its steps and agent tasks may call (built-in,
+//     defined in Go, or an MCP server's, "tool:shop/list_orders");
+//   - "mcp:SERVER": an MCP server it is configured with, connected or not
+//     (a task names an MCP tool by its server: the tools a server offers
+//     are known only once it answers);
+//   - "TOOL@ORIGIN": an origin an HTTP tool may reach
+//     ("http_request@https://api.example.com:443"), as its allow-list reads;
+//   - "model": it has a model endpoint for agent tasks.
+const (
+	CapModel = "model"
+)
+
+// CapTool is the capability of calling tool name; an MCP tool
+// ("server/tool") needs its server instead (CapMCP).
+func CapTool(name string) string {
+	if server, _, ok := strings.Cut(name, "/"); ok {
+		return CapMCP(server)
+	}
+	return "tool:" + name
+}
+
+// CapMCP is the capability of having MCP server name.
+func CapMCP(server string) string { return "mcp:" + server }
+
+// CapOrigin is the capability of calling origin (scheme://host:port) with
+// the HTTP tool tool.
+func CapOrigin(tool, origin string) string { return tool + "@" + origin }
+
+// Describe says what capability c is in an operator's words: "tool
+// open_ticket", "MCP server shop", "http_request to http://127.0.0.1:7450",
+// "a model endpoint".
+func Describe(c string) string {
+	switch {
+	case c == CapModel:
+		return "a model endpoint"
+	case strings.HasPrefix(c, "tool:"):
+		return "tool " + strings.TrimPrefix(c, "tool:")
+	case strings.HasPrefix(c, "mcp:"):
+		return "MCP server " + strings.TrimPrefix(c, "mcp:")
+	}
+	if tool, origin, ok := strings.Cut(c, "@"); ok {
+		return fmt.Sprintf("%s to %s", tool, origin)
+	}
+	return c
+}
+
+// Missing returns those of needs that caps lacks, in needs' order.
+func Missing(needs, caps []string) []string {
+	var out []string
+	for _, n := range needs {
+		if !slices.Contains(caps, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// WaitingFor says why a task that needs needs waits when none of servers
+// (the live pools that claim its kind on its queue) can run it: what the
+// one that comes closest lacks ("waiting for a daemon with tool
+// open_ticket"), and "" when one can.
+func WaitingFor(needs []string, servers []Worker) string {
+	if len(needs) == 0 {
+		return ""
+	}
+	best := needs
+	for _, w := range servers {
+		if w.Caps == nil { // an older version: claims any task
+			return ""
+		}
+		m := Missing(needs, w.Caps)
+		if len(m) == 0 {
+			return ""
+		}
+		if len(m) < len(best) {
+			best = m
+		}
+	}
+	words := make([]string, len(best))
+	for i, c := range best {
+		words[i] = Describe(c)
+	}
+	return "waiting for a daemon with " + joinAnd(words)
+}
+
+// joinAnd writes words as "a", "a and b", "a, b and c".
+func joinAnd(words []string) string {
+	if len(words) <= 1 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " and " + words[len(words)-1]
+}

@@ -1,0 +1,49 @@
+package registry
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/agentledger/agentledger"
+)
+
+// ExplainWaits says, on each task of ts that waits to be claimed (queued
+// or retrying) and has no reason of its own (a limit's), why no live pool
+// would claim it: no pool serves its kind on its queue, or none that does
+// has what it needs ("waiting for a daemon with tool open_ticket"). Tasks
+// a live pool can run are left as they are. It reads the live pools once,
+// and only when a task waits.
+func (s *Store) ExplainWaits(ctx context.Context, ts ...*agentledger.Task) error {
+	var waiting []*agentledger.Task
+	for _, t := range ts {
+		if t != nil && t.WaitReason == "" && (t.State == agentledger.StateQueued || t.State == agentledger.StateRetrying) {
+			waiting = append(waiting, t)
+		}
+	}
+	if len(waiting) == 0 {
+		return nil
+	}
+	live, err := s.LiveWorkers(ctx)
+	if err != nil {
+		return err
+	}
+	for _, t := range waiting {
+		t.WaitReason = waitingFor(t, live)
+	}
+	return nil
+}
+
+// waitingFor is why no pool of live would claim t, or "" when one would.
+func waitingFor(t *agentledger.Task, live []Worker) string {
+	var servers []Worker
+	for _, w := range live {
+		if slices.Contains(w.Queues, t.Queue) && (len(w.Kinds) == 0 || slices.Contains(w.Kinds, t.Kind)) {
+			servers = append(servers, w)
+		}
+	}
+	if len(servers) == 0 {
+		return fmt.Sprintf("waiting for a daemon that serves kind %s on queue %s (none is live)", t.Kind, t.Queue)
+	}
+	return WaitingFor(t.Needs, servers)
+}
