@@ -1,0 +1,90 @@
+package admit_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/admit"
+	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/internal/test/testdb"
+	"github.com/agentledger/agentledger/registry"
+)
+
+// In a mixed fleet the door stores what a task needs of the pool that
+// runs it, refuses a task no live pool can run — naming what each lacks —
+// unless it is queued anyway, and reads then say what it waits for.
+func TestDoorMatchesTasksToAMixedFleet(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	s := registry.New(db)
+	for _, r := range []registry.Registration{
+		{ID: "ticketing", Tools: map[string]json.RawMessage{"http_request": nil, "open_ticket": nil},
+			Caps: []string{"tool:http_request", "tool:open_ticket"}},
+		{ID: "demo", Tools: map[string]json.RawMessage{"http_request": nil},
+			Caps: []string{"http_request@http://127.0.0.1:7450", "model", "tool:http_request"}},
+	} {
+		r.Host, r.PID, r.Queues, r.Kinds = "h", 1, []string{"default"}, []string{"steps", "agent"}
+		if err := s.Register(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	admitted := func(kind, payload string, anyway bool) (claims.EnqueueParams, error) {
+		return (&admit.Door{}).Admit(ctx, db, admit.Submission{Caller: admit.Operator, Unserved: anyway,
+			Override: "submit with --allow-unserved", Params: claims.EnqueueParams{Kind: kind, Payload: []byte(payload)}})
+	}
+	for _, c := range []struct {
+		kind, payload string
+		needs         []string
+	}{
+		{"steps", `{"steps":[{"tool":"open_ticket","args":{}}]}`, []string{"tool:open_ticket"}},
+		{"steps", `{"steps":[{"tool":"http_request","args":{"method":"POST","url":"http://127.0.0.1:7450/demo/charges"}}]}`,
+			[]string{"http_request@http://127.0.0.1:7450", "tool:http_request"}},
+		{"steps", `{"steps":[{"tool":"open_ticket","args":{}},{"tool":"http_request","args":{"method":"POST","url":"${steps.0.body.url}"}}]}`,
+			[]string{"tool:http_request", "tool:open_ticket"}},
+		{"agent", `{"prompt":"hi","tools":["http_request"]}`, []string{"model", "tool:http_request"}},
+		{"echo", `{}`, nil},
+	} {
+		p, err := admitted(c.kind, c.payload, false)
+		if c.kind == "echo" {
+			var ie *agentledger.InvalidError
+			if !errors.As(err, &ie) || ie.Field != "kind" {
+				t.Fatalf("an unserved kind: %v", err)
+			}
+			p, err = admitted(c.kind, c.payload, true)
+		}
+		if err != nil || !slices.Equal(p.Needs, c.needs) {
+			t.Errorf("%s %s: needs %q (%v), want %q", c.kind, c.payload, p.Needs, err, c.needs)
+		}
+	}
+
+	// Each pool has a part: none has both.
+	both := `{"steps":[{"tool":"open_ticket","args":{}},{"tool":"http_request","args":{"method":"POST","url":"http://127.0.0.1:7450/x"}}]}`
+	_, err := admitted("steps", both, false)
+	var ie *agentledger.InvalidError
+	want := "no live worker can run this task: demo lacks tool open_ticket; ticketing lacks http_request to http://127.0.0.1:7450; " +
+		"submit with --allow-unserved to queue it for a worker that is not up yet"
+	if !errors.As(err, &ie) || ie.Field != "payload" || ie.Problem != want {
+		t.Fatalf("a task no pool can run: %v\nwant %s", err, want)
+	}
+	p, err := admitted("steps", both, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := claims.New(db).Enqueue(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := r.Task
+	if err := s.ExplainWaits(ctx, task); err != nil {
+		t.Fatal(err)
+	}
+	// What the closest pool lacks (a tie goes to the first by id).
+	if want := "waiting for a daemon with tool open_ticket"; task.WaitReason != want {
+		t.Fatalf("wait reason %q, want %q", task.WaitReason, want)
+	}
+}
