@@ -29,7 +29,7 @@ func (e *usageError) Error() string { return e.err.Error() }
 func (e *usageError) Unwrap() error { return e.err }
 
 // setting is one row of the configuration table: flag, environment variable,
-// default and help. The README's table lists the same rows.
+// default and help. docs/configuration.md's table lists the same rows (internal/test/readme's TestConfigurationTable checks it).
 type setting struct {
 	flag, env, kind, def, help string
 }

@@ -10,7 +10,7 @@ import (
 
 func TestMain(m *testing.M) { testdb.Main(m) }
 
-// The example runs as the README says (go run ./examples/embed), here on a
+// The example runs as docs/kinds-and-tools.md says (go run ./examples/embed), here on a
 // test database: the escalation is decided from its typed payload, the
 // ticket is opened once, and the replay opens none.
 func TestExampleRuns(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 
 func TestMain(m *testing.M) { testdb.Main(m) }
 
-// The example runs as the README says (go run ./examples/intercept), here
+// The example runs as docs/kinds-and-tools.md says (go run ./examples/intercept), here
 // on a test database: the audit log sees the refund performed, then served
 // on the replay; the large refund parks for a person and is not performed.
 func TestExampleRuns(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 
 func TestMain(m *testing.M) { testdb.Main(m) }
 
-// The example runs as the README says (go run ./examples/mcp), here on a
+// The example runs as docs/kinds-and-tools.md says (go run ./examples/mcp), here on a
 // test database: the agent calls the three MCP tools once each, and the
 // replay calls neither the server nor the model.
 func TestExampleRuns(t *testing.T) {
