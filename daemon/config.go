@@ -86,8 +86,11 @@ type Worker struct {
 type Model struct {
 	BaseURL string
 	// APIKey is a secret: it is logged only as set or not.
-	APIKey   string
-	Name     string
+	APIKey string
+	// AzureAPIVersion, when set, speaks Azure OpenAI's API shape to BaseURL
+	// (agent.Config.AzureAPIVersion): Name then names the deployment.
+	AzureAPIVersion string
+	Name            string
 	Timeout  time.Duration
 	MaxSteps int
 	// MaxAnswerTokens caps the max_tokens of a budgeted completion
