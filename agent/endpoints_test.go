@@ -335,3 +335,28 @@ func TestAzureContentFilterFailsTheTask(t *testing.T) {
 	wantPermanent(t, err, "llm/0: the endpoint's content filter withheld the answer (finish_reason content_filter)")
 	replayed(e, m, task, raw, err)
 }
+
+// vLLM started without --enable-auto-tool-choice refuses a request that
+// offers tools, in its own error shape (no "error" object). The task fails
+// with vLLM's words; nothing is journaled, so a replay once the server is
+// fixed asks again.
+func TestVLLMWithoutToolChoiceFailsClearly(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e, m := newRawEnv(t, nil, canned{status: 400, file: "vllm_400_auto_tool_choice.json"})
+	task := e.submit(`{"prompt": "count", "tools": ["count"]}`)
+	_, err := e.agent.Work(ctx, task)
+	wantPermanent(t, err, "requires --enable-auto-tool-choice and --tool-call-parser to be set")
+	if j := e.journal(task); len(j) != 0 || m.calls() != 1 {
+		t.Fatalf("journal %+v, model called %d", j, m.calls())
+	}
+	e.fail(task, err)
+	if _, err := e.Claims.Requeue(ctx, "", task.ID, claims.Replay); err != nil {
+		t.Fatal(err)
+	}
+	m.add(ok("vllm_text.json"))
+	raw, err := e.agent.Work(ctx, e.claim())
+	if err != nil || m.calls() != 2 || answer(t, raw).Steps != 1 {
+		t.Fatalf("replay after the fix: %s %v, model called %d", raw, err, m.calls())
+	}
+}

@@ -28,6 +28,9 @@ const Operation = "llm.chat"
 // one after it (agentledger.RetryAfter), instead of holding a lease idle.
 const maxInAttemptWait = 30 * time.Second
 
+// maxErrorText bounds the endpoint's text quoted in an error.
+const maxErrorText = 1000
+
 // maxBackoff caps the exponential backoff between in-attempt retries.
 const maxBackoff = 10 * time.Second
 
@@ -193,7 +196,10 @@ func (a *Agent) chatOnce(ctx context.Context, n int, req chatRequest) (c complet
 	if obs.status != http.StatusTooManyRequests && obs.status != http.StatusServiceUnavailable {
 		e.retryAfter = 0
 	}
-	e.msg = a.secretFree(err.Error())
+	// Cut after redaction, so that no part of the key is left; go-openai
+	// quotes the whole body of an answer it cannot read (a proxy's HTML
+	// page), which is not worth storing with every attempt.
+	e.msg = clip(a.secretFree(err.Error()), maxErrorText)
 	return completion{}, e
 }
 
