@@ -37,7 +37,8 @@ func (c Config) Check() error {
 	if p := strings.TrimRight(u.Path, "/"); strings.HasSuffix(p, "/openai") || strings.HasSuffix(p, "/openai/v1") ||
 		strings.Contains(p, "/deployments") {
 		return fmt.Errorf("azure base URL %q: give the resource's endpoint without /openai or a deployment "+
-			"(https://<resource>.openai.azure.com); the deployment is the model name", c.BaseURL)
+			"(https://<resource>.openai.azure.com); the deployment is the model name. Azure's v1 API "+
+			"(.../openai/v1) takes no api-version: leave it unset for that", c.BaseURL)
 	}
 	if c.Model != "" {
 		return checkDeployment(c.Model)

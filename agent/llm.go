@@ -257,9 +257,9 @@ func (o *observer) Do(req *http.Request) (*http.Response, error) {
 // retryAfterOf reads how long an answer asks to wait. retry-after-ms
 // (Azure OpenAI's, finer than Retry-After) comes first, then Retry-After;
 // a 429 with neither waits for the reset of the OpenAI-style limit it ran
-// out of: x-ratelimit-remaining-requests or -tokens at 0, reset after
-// x-ratelimit-reset-requests or -tokens ("6m0s", "20ms", or seconds).
-// Zero when none applies. At most a day.
+// out of: x-ratelimit-remaining-requests or -tokens at 0, reset as
+// x-ratelimit-reset-requests or -tokens says. Zero when none applies. At
+// most a day.
 func retryAfterOf(status int, h http.Header, now time.Time) time.Duration {
 	if ms, err := strconv.ParseInt(strings.TrimSpace(h.Get("retry-after-ms")), 10, 64); err == nil && ms > 0 {
 		return min(time.Duration(ms)*time.Millisecond, maxRetryAfter)
@@ -272,17 +272,21 @@ func retryAfterOf(status int, h http.Header, now time.Time) time.Duration {
 		if strings.TrimSpace(h.Get("x-ratelimit-remaining-"+limit)) != "0" {
 			continue
 		}
-		d = max(d, parseReset(h.Get("x-ratelimit-reset-"+limit)))
+		d = max(d, parseReset(h.Get("x-ratelimit-reset-"+limit), now))
 	}
 	return min(d, maxRetryAfter)
 }
 
 // parseReset reads an x-ratelimit-reset-* header: a Go-style duration as
-// OpenAI sends it ("1s", "6m0s", "17ms") or a number of seconds. Zero when
-// absent or unreadable.
-func parseReset(v string) time.Duration {
+// OpenAI sends it ("1s", "6m0s", "17ms"), a number of seconds as Azure
+// does, or a Unix time as LiteLLM documents it (a number past 1e9: no
+// window lasts 31 years). Zero when absent, past or unreadable.
+func parseReset(v string, now time.Time) time.Duration {
 	v = strings.TrimSpace(v)
 	if s, err := strconv.ParseFloat(v, 64); err == nil {
+		if s > unixTimeFrom {
+			s -= float64(now.UnixNano()) / float64(time.Second)
+		}
 		if !(s > 0) { // NaN too
 			return 0
 		}
@@ -293,6 +297,9 @@ func parseReset(v string) time.Duration {
 	}
 	return 0
 }
+
+// unixTimeFrom is where a reset header's number is read as a Unix time.
+const unixTimeFrom = 1e9
 
 // maxRetryAfter caps any wait an answer asks for.
 const maxRetryAfter = 24 * time.Hour

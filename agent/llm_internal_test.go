@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -80,7 +81,10 @@ func TestRetryAfterOf(t *testing.T) {
 		{429, map[string]string{"x-ratelimit-remaining-requests": "1", "x-ratelimit-reset-requests": "6m0s"}, 0},
 		{429, map[string]string{"x-ratelimit-remaining-tokens": "0", "x-ratelimit-reset-tokens": "NaN"}, 0},
 		{429, map[string]string{"x-ratelimit-remaining-tokens": "0", "x-ratelimit-reset-tokens": "-1"}, 0},
-		{429, map[string]string{"x-ratelimit-remaining-tokens": "0", "x-ratelimit-reset-tokens": "1e9"}, 24 * time.Hour},
+		{429, map[string]string{"x-ratelimit-remaining-tokens": "0", "x-ratelimit-reset-tokens": "999999999"}, 24 * time.Hour},
+		// LiteLLM's reset is a Unix time.
+		{429, map[string]string{"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": fmt.Sprint(now.Unix() + 42)}, 42 * time.Second},
+		{429, map[string]string{"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": fmt.Sprint(now.Unix() - 42)}, 0},
 		// Only a 429 waits for a limit's reset.
 		{503, map[string]string{"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "6m0s"}, 0},
 		{503, map[string]string{"Retry-After": "4"}, 4 * time.Second},
