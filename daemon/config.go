@@ -86,16 +86,16 @@ type Worker struct {
 type Model struct {
 	BaseURL string
 	// APIKey is a secret: it is logged only as set or not.
-	APIKey string
-	// AzureAPIVersion, when set, speaks Azure OpenAI's API shape to BaseURL
-	// (agent.Config.AzureAPIVersion): Name then names the deployment.
-	AzureAPIVersion string
-	Name            string
+	APIKey   string
+	Name     string
 	Timeout  time.Duration
 	MaxSteps int
 	// MaxAnswerTokens caps the max_tokens of a budgeted completion
 	// (agent.Config.MaxAnswerTokens).
 	MaxAnswerTokens int
+	// AzureAPIVersion, when set, speaks Azure OpenAI's API shape to BaseURL
+	// (agent.Config.AzureAPIVersion): Name then names the deployment.
+	AzureAPIVersion string
 }
 
 // HTTPTools configures the built-in HTTP tools (tools.HTTPConfig). The

@@ -86,8 +86,8 @@ func (d *Daemon) handlers(db *pgxpool.Pool, m *metrics.Metrics) (map[string]work
 		"echo":  worker.HandlerFunc(tools.Echo),
 		"sleep": worker.HandlerFunc(tools.Sleep),
 		"steps": runner,
-		agent.Kind: agent.New(agentConfig, l, reg),
 	}
+	kinds[agent.Kind] = agent.New(agentConfig, l, reg)
 	for name, h := range d.kinds {
 		kinds[name] = h
 	}
