@@ -44,6 +44,14 @@ type Config struct {
 	// secret: it is never logged, never part of an error, never in a ledger
 	// request, hash or result. Config's String and LogValue hide it.
 	APIKey string
+	// AzureAPIVersion, when set, speaks Azure OpenAI's API shape instead of
+	// OpenAI's (AGENTLEDGER_LLM_AZURE_API_VERSION): BaseURL is the
+	// resource's endpoint (https://<resource>.openai.azure.com), the model
+	// a task asks for names the deployment, which goes in the URL path
+	// (/openai/deployments/<model>/chat/completions), this version goes in
+	// the api-version query parameter, and APIKey in an api-key header.
+	// Check says what is wrong with it.
+	AzureAPIVersion string
 	// Model is the model asked when a task names none
 	// (AGENTLEDGER_LLM_MODEL). A task that names none while Model is empty
 	// fails permanently. Changing it changes the request of every step, so
@@ -125,8 +133,8 @@ func (c Config) withDefaults() Config {
 
 // String describes c without its API key.
 func (c Config) String() string {
-	return fmt.Sprintf("agent.Config{BaseURL:%q APIKey:%s Model:%q RequestTimeout:%s MaxSteps:%d Retries:%d RetryBase:%s}",
-		c.BaseURL, hidden(c.APIKey), c.Model, c.RequestTimeout, c.MaxSteps, c.Retries, c.RetryBase)
+	return fmt.Sprintf("agent.Config{BaseURL:%q APIKey:%s AzureAPIVersion:%q Model:%q RequestTimeout:%s MaxSteps:%d Retries:%d RetryBase:%s}",
+		c.BaseURL, hidden(c.APIKey), c.AzureAPIVersion, c.Model, c.RequestTimeout, c.MaxSteps, c.Retries, c.RetryBase)
 }
 
 // GoString is String, so that %#v does not print the API key either.
@@ -137,6 +145,7 @@ func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.String("base_url", c.BaseURL),
 		slog.String("api_key", hidden(c.APIKey)),
+		slog.String("azure_api_version", c.AzureAPIVersion),
 		slog.String("model", c.Model),
 		slog.Duration("request_timeout", c.RequestTimeout),
 		slog.Int("max_steps", c.MaxSteps),

@@ -65,7 +65,10 @@ type completion struct {
 	Model        string  `json:"model,omitempty"`
 	Message      message `json:"message"`
 	FinishReason string  `json:"finish_reason"`
-	Usage        Usage   `json:"usage"`
+	// Refusal is the model's refusal to answer (OpenAI's "refusal" field),
+	// which comes with no content.
+	Refusal string `json:"refusal,omitempty"`
+	Usage   Usage  `json:"usage"`
 }
 
 // emptySchema is offered for a tool that declares no parameters.
@@ -157,6 +160,7 @@ func completionOf(resp openai.ChatCompletionResponse) completion {
 	}
 	return completion{
 		ID: storable(resp.ID), Model: storable(resp.Model), Message: m, FinishReason: storable(string(ch.FinishReason)),
+		Refusal: storable(ch.Message.Refusal),
 		Usage: Usage{
 			PromptTokens:     resp.Usage.PromptTokens,
 			CompletionTokens: resp.Usage.CompletionTokens,

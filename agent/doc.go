@@ -27,4 +27,11 @@
 // max_tokens is sent but kept out of the ledger request, so it never makes
 // a replay's request differ from the recorded one: a replay is served what
 // was recorded, under whatever limit (or none) it was made.
+//
+// A message with tool calls runs them whatever its finish_reason; one
+// without is the answer, unless it is a refusal, withheld by a content
+// filter, or empty, which fail the task (see unanswered). Config's
+// AzureAPIVersion switches to Azure OpenAI's deployment URLs. The shapes of
+// answers each kind of endpoint sends are tested in endpoints_test.go and
+// described for users in docs/models.md.
 package agent

@@ -28,6 +28,9 @@ const Operation = "llm.chat"
 // one after it (agentledger.RetryAfter), instead of holding a lease idle.
 const maxInAttemptWait = 30 * time.Second
 
+// maxErrorText bounds the endpoint's text quoted in an error.
+const maxErrorText = 1000
+
 // maxBackoff caps the exponential backoff between in-attempt retries.
 const maxBackoff = 10 * time.Second
 
@@ -163,8 +166,7 @@ func (a *Agent) chatOnce(ctx context.Context, n int, req chatRequest) (c complet
 	ctx, span := traceChat(ctx, req)
 	defer func() { endChat(span, c, e) }()
 	obs := &observer{next: a.cfg.HTTPClient}
-	oc := openai.DefaultConfig(a.cfg.APIKey)
-	oc.BaseURL = a.cfg.BaseURL
+	oc := a.clientConfig()
 	oc.HTTPClient = obs
 	client := openai.NewClientWithConfig(oc)
 
@@ -194,7 +196,10 @@ func (a *Agent) chatOnce(ctx context.Context, n int, req chatRequest) (c complet
 	if obs.status != http.StatusTooManyRequests && obs.status != http.StatusServiceUnavailable {
 		e.retryAfter = 0
 	}
-	e.msg = a.secretFree(err.Error())
+	// Cut after redaction, so that no part of the key is left; go-openai
+	// quotes the whole body of an answer it cannot read (a proxy's HTML
+	// page), which is not worth storing with every attempt.
+	e.msg = clip(a.secretFree(err.Error()), maxErrorText)
 	return completion{}, e
 }
 
@@ -245,9 +250,59 @@ func (o *observer) Do(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	o.status = resp.StatusCode
-	o.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+	o.retryAfter = retryAfterOf(resp.StatusCode, resp.Header, time.Now())
 	return resp, nil
 }
+
+// retryAfterOf reads how long an answer asks to wait. retry-after-ms
+// (Azure OpenAI's, finer than Retry-After) comes first, then Retry-After;
+// a 429 with neither waits for the reset of the OpenAI-style limit it ran
+// out of: x-ratelimit-remaining-requests or -tokens at 0, reset as
+// x-ratelimit-reset-requests or -tokens says. Zero when none applies. At
+// most a day.
+func retryAfterOf(status int, h http.Header, now time.Time) time.Duration {
+	if ms, err := strconv.ParseInt(strings.TrimSpace(h.Get("retry-after-ms")), 10, 64); err == nil && ms > 0 {
+		return min(time.Duration(ms)*time.Millisecond, maxRetryAfter)
+	}
+	if d := parseRetryAfter(h.Get("Retry-After"), now); d > 0 || status != http.StatusTooManyRequests {
+		return d
+	}
+	var d time.Duration
+	for _, limit := range []string{"requests", "tokens"} {
+		if strings.TrimSpace(h.Get("x-ratelimit-remaining-"+limit)) != "0" {
+			continue
+		}
+		d = max(d, parseReset(h.Get("x-ratelimit-reset-"+limit), now))
+	}
+	return min(d, maxRetryAfter)
+}
+
+// parseReset reads an x-ratelimit-reset-* header: a Go-style duration as
+// OpenAI sends it ("1s", "6m0s", "17ms"), a number of seconds as Azure
+// does, or a Unix time as LiteLLM documents it (a number past 1e9: no
+// window lasts 31 years). Zero when absent, past or unreadable.
+func parseReset(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if s, err := strconv.ParseFloat(v, 64); err == nil {
+		if s > unixTimeFrom {
+			s -= float64(now.UnixNano()) / float64(time.Second)
+		}
+		if !(s > 0) { // NaN too
+			return 0
+		}
+		return time.Duration(min(s, maxRetryAfter.Seconds()) * float64(time.Second))
+	}
+	if d, err := time.ParseDuration(v); err == nil && d > 0 {
+		return d
+	}
+	return 0
+}
+
+// unixTimeFrom is where a reset header's number is read as a Unix time.
+const unixTimeFrom = 1e9
+
+// maxRetryAfter caps any wait an answer asks for.
+const maxRetryAfter = 24 * time.Hour
 
 // parseRetryAfter reads a Retry-After header: delay-seconds or an HTTP
 // date. Zero when absent or unreadable.
@@ -260,8 +315,8 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 		if s <= 0 {
 			return 0
 		}
-		if s > int64(24*time.Hour/time.Second) {
-			s = int64(24 * time.Hour / time.Second)
+		if s > int64(maxRetryAfter/time.Second) {
+			s = int64(maxRetryAfter / time.Second)
 		}
 		return time.Duration(s) * time.Second
 	}

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -57,6 +58,43 @@ func TestTransientStatus(t *testing.T) {
 		429: true, 500: true, 502: true, 503: true, 504: true} {
 		if transientStatus(code) != want {
 			t.Errorf("transientStatus(%d) = %v", code, !want)
+		}
+	}
+}
+
+func TestRetryAfterOf(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, tc := range []struct {
+		status int
+		header map[string]string
+		want   time.Duration
+	}{
+		{429, nil, 0},
+		{429, map[string]string{"Retry-After": "3"}, 3 * time.Second},
+		{429, map[string]string{"Retry-After": "3", "retry-after-ms": "1500"}, 1500 * time.Millisecond},
+		{429, map[string]string{"retry-after-ms": "soon", "Retry-After": "2"}, 2 * time.Second},
+		{429, map[string]string{"retry-after-ms": "999999999999"}, 24 * time.Hour},
+		{429, map[string]string{"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "6m0s"}, 6 * time.Minute},
+		{429, map[string]string{"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "20ms",
+			"x-ratelimit-remaining-tokens": "0", "x-ratelimit-reset-tokens": "1.5"}, 1500 * time.Millisecond},
+		{429, map[string]string{"x-ratelimit-remaining-requests": "1", "x-ratelimit-reset-requests": "6m0s"}, 0},
+		{429, map[string]string{"x-ratelimit-remaining-tokens": "0", "x-ratelimit-reset-tokens": "NaN"}, 0},
+		{429, map[string]string{"x-ratelimit-remaining-tokens": "0", "x-ratelimit-reset-tokens": "-1"}, 0},
+		{429, map[string]string{"x-ratelimit-remaining-tokens": "0", "x-ratelimit-reset-tokens": "999999999"}, 24 * time.Hour},
+		// LiteLLM's reset is a Unix time.
+		{429, map[string]string{"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": fmt.Sprint(now.Unix() + 42)}, 42 * time.Second},
+		{429, map[string]string{"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": fmt.Sprint(now.Unix() - 42)}, 0},
+		// Only a 429 waits for a limit's reset.
+		{503, map[string]string{"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "6m0s"}, 0},
+		{503, map[string]string{"Retry-After": "4"}, 4 * time.Second},
+	} {
+		h := http.Header{}
+		for k, v := range tc.header {
+			h.Set(k, v)
+		}
+		if got := retryAfterOf(tc.status, h, now); got != tc.want {
+			t.Errorf("retryAfterOf(%d, %v) = %s, want %s", tc.status, tc.header, got, tc.want)
 		}
 	}
 }

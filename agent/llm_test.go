@@ -199,3 +199,14 @@ func TestAPIKeyIsNeverRecorded(t *testing.T) {
 type roundTripper func(*http.Request) (*http.Response, error)
 
 func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// The endpoint's words in an error are bounded: a long error body is cut.
+func TestLongErrorTextIsCut(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil, fakeopenai.Fail(400, strings.Repeat("bad request ", 1000)))
+	_, err := e.agent.Work(context.Background(), e.submit(`{"prompt": "hi"}`))
+	var perm *agentledger.PermanentError
+	if !errors.As(err, &perm) || len(err.Error()) > 1200 || !strings.HasSuffix(err.Error(), "…") {
+		t.Fatalf("error of %d bytes: %.200s", len(err.Error()), err)
+	}
+}

@@ -6,6 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
+	"unicode/utf8"
+
+	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/flow"
@@ -102,6 +106,9 @@ func (a *Agent) Work(ctx context.Context, task *agentledger.Task) (json.RawMessa
 		normalizeToolCalls(&c.Message)
 		msgs = append(msgs, c.Message)
 		if len(c.Message.ToolCalls) == 0 {
+			if err := unanswered(n, c); err != nil {
+				return nil, a.redact(err)
+			}
 			return json.Marshal(Answer{Answer: c.Message.Content, Steps: n + 1, FinishReason: c.FinishReason, Usage: used})
 		}
 		for _, call := range c.Message.ToolCalls {
@@ -130,4 +137,37 @@ func stepError(n int, err error) error {
 			"(the model, the prompt, or the tools or their schemas changed since); re-run the task as a new intent: %w", n, err))
 	}
 	return fmt.Errorf("llm/%d: %w", n, err)
+}
+
+// maxReason bounds the model's own words quoted in a task's error.
+const maxReason = 500
+
+// unanswered is why step n's final message c holds no answer, or nil. A
+// refusal, an answer the endpoint's content filter withheld, or a message
+// with neither text nor tool calls fails the task with that reason instead
+// of succeeding with an empty answer. c is a recorded completion, so a
+// replay fails the same way without asking the model again.
+func unanswered(n int, c completion) error {
+	switch {
+	case c.Refusal != "":
+		return agentledger.Permanent(fmt.Errorf("agent: llm/%d: the model refused: %s", n, clip(c.Refusal, maxReason)))
+	case c.FinishReason == string(openai.FinishReasonContentFilter):
+		return agentledger.Permanent(fmt.Errorf("agent: llm/%d: the endpoint's content filter withheld the answer "+
+			"(finish_reason content_filter)", n))
+	case strings.TrimSpace(c.Message.Content) == "":
+		return agentledger.Permanent(fmt.Errorf("agent: llm/%d: the model answered with neither text nor tool calls "+
+			"(finish_reason %q)", n, c.FinishReason))
+	}
+	return nil
+}
+
+// clip cuts s to at most n bytes, on a rune boundary, marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }

@@ -80,6 +80,11 @@ func (a *Agent) parsePayload(raw json.RawMessage) (*plan, error) {
 	if pl.model == "" {
 		return nil, bad(`names no model and the worker has no default: set AGENTLEDGER_LLM_MODEL or give "model"`)
 	}
+	if a.cfg.AzureAPIVersion != "" {
+		if err := checkDeployment(pl.model); err != nil {
+			return nil, bad("%v", err)
+		}
+	}
 	if p.MaxSteps != nil {
 		switch n := *p.MaxSteps; {
 		case n < 1:

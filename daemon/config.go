@@ -93,6 +93,9 @@ type Model struct {
 	// MaxAnswerTokens caps the max_tokens of a budgeted completion
 	// (agent.Config.MaxAnswerTokens).
 	MaxAnswerTokens int
+	// AzureAPIVersion, when set, speaks Azure OpenAI's API shape to BaseURL
+	// (agent.Config.AzureAPIVersion): Name then names the deployment.
+	AzureAPIVersion string
 }
 
 // HTTPTools configures the built-in HTTP tools (tools.HTTPConfig). The

@@ -177,6 +177,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if err := checkSeeds(cfg); err != nil {
 		return err
 	}
+	if err := modelConfig(cfg).Check(); err != nil {
+		return fmt.Errorf("model endpoint: %w", err)
+	}
 	var db *database.DB
 	err := retryStart(ctx, log, "connecting", serverUnavailable, func() (err error) {
 		db, err = database.Open(ctx, database.Config{URL: cfg.Database.URL, StateDir: cfg.Database.StateDir, MaxConns: cfg.Database.MaxConns,
@@ -245,7 +248,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		log.Info("agent tasks: no model endpoint (set AGENTLEDGER_LLM_BASE_URL); steps tasks run without one")
 	} else {
 		log.Info("agent tasks: model endpoint configured", "base_url", database.Redact(cfg.Model.BaseURL), "model", cfg.Model.Name,
-			"api_key_set", cfg.Model.APIKey != "")
+			"azure_api_version", cfg.Model.AzureAPIVersion, "api_key_set", cfg.Model.APIKey != "")
 	}
 	pool, err := worker.New(db.Pool, worker.Config{
 		ID: cfg.Worker.ID, Queues: cfg.Worker.Queues, Concurrency: cfg.Worker.Concurrency, BatchSize: cfg.Worker.BatchSize,

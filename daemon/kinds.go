@@ -79,15 +79,15 @@ func (d *Daemon) handlers(db *pgxpool.Pool, m *metrics.Metrics) (map[string]work
 	runner := steps.New(l, reg)
 	runner.Grants = d.grants
 	runner.Path = path
+	agentConfig := modelConfig(cfg)
+	agentConfig.Grants, agentConfig.Gate, agentConfig.Compensations, agentConfig.Path = d.grants, d.limits, cfg.Policy.Compensations, path
 	kinds := map[string]worker.Handler{
 		"noop":  worker.HandlerFunc(tools.Noop),
 		"echo":  worker.HandlerFunc(tools.Echo),
 		"sleep": worker.HandlerFunc(tools.Sleep),
 		"steps": runner,
-		agent.Kind: agent.New(agent.Config{BaseURL: cfg.Model.BaseURL, APIKey: cfg.Model.APIKey, Model: cfg.Model.Name,
-			RequestTimeout: cfg.Model.Timeout, MaxSteps: cfg.Model.MaxSteps, MaxAnswerTokens: cfg.Model.MaxAnswerTokens, Grants: d.grants, Gate: d.limits,
-			Compensations: cfg.Policy.Compensations, Path: path}, l, reg),
 	}
+	kinds[agent.Kind] = agent.New(agentConfig, l, reg)
 	for name, h := range d.kinds {
 		kinds[name] = h
 	}
@@ -218,4 +218,10 @@ func hostHeaders(path string) (map[string]map[string]string, error) {
 		return nil, &ConfigError{fmt.Errorf("--http-host-headers-file %s: not a JSON object of host to header map", path)}
 	}
 	return h, nil
+}
+
+// modelConfig is the agent's endpoint configuration from cfg.Model.
+func modelConfig(cfg *Config) agent.Config {
+	return agent.Config{BaseURL: cfg.Model.BaseURL, APIKey: cfg.Model.APIKey, AzureAPIVersion: cfg.Model.AzureAPIVersion,
+		Model: cfg.Model.Name, RequestTimeout: cfg.Model.Timeout, MaxSteps: cfg.Model.MaxSteps, MaxAnswerTokens: cfg.Model.MaxAnswerTokens}
 }

@@ -55,6 +55,13 @@ func TestConfigErrorsNameTheirSource(t *testing.T) {
 		{[]string{"--poll-only=maybe"}, nil, `--poll-only: "maybe" is not true or false`},
 		{[]string{"--log-format", "xml"}, nil, `--log-format: "xml" is not text or json`},
 		{[]string{"--log-level", "loud"}, nil, `--log-level: "loud" is not debug`},
+		{[]string{"--llm-base-url", "https://r.openai.azure.com", "--llm-azure-api-version", "latest"}, nil,
+			`--llm-azure-api-version: azure api-version "latest" is not a date like 2024-10-21`},
+		{nil, map[string]string{"AGENTLEDGER_LLM_AZURE_API_VERSION": "2024-10-21"}, `AGENTLEDGER_LLM_AZURE_API_VERSION: an azure api-version needs the base URL`},
+		{[]string{"--llm-base-url", "https://r.openai.azure.com/openai", "--llm-azure-api-version", "2024-10-21"}, nil,
+			`give the resource's endpoint without /openai`},
+		{[]string{"--llm-base-url", "https://r.openai.azure.com", "--llm-azure-api-version", "2024-10-21", "--llm-model", "a/b"}, nil,
+			`model "a/b" cannot name an Azure deployment`},
 		{[]string{"extra"}, nil, `unexpected argument "extra"`},
 		{[]string{"--no-such-flag"}, nil, `unknown flag: --no-such-flag`},
 	} {

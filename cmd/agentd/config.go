@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/agentledger/agentledger/agent"
 	"github.com/agentledger/agentledger/daemon"
 	"github.com/agentledger/agentledger/httpapi"
 )
@@ -63,6 +64,7 @@ var settings = []setting{
 	{"log-level", "AGENTLEDGER_LOG_LEVEL", "string", "info", "debug, info, warn or error"},
 	{"log-format", "AGENTLEDGER_LOG_FORMAT", "string", "text", "text or json"},
 	{"llm-base-url", "AGENTLEDGER_LLM_BASE_URL", "string", "", "OpenAI-compatible endpoint for agent tasks (e.g. http://127.0.0.1:8080/v1); empty: agent tasks fail with a clear error. The API key is read from AGENTLEDGER_LLM_API_KEY only"},
+	{"llm-azure-api-version", "AGENTLEDGER_LLM_AZURE_API_VERSION", "string", "", "Azure OpenAI api-version (e.g. 2024-10-21); set, --llm-base-url is the resource's endpoint (https://<resource>.openai.azure.com), a model name is its deployment's name, and the key goes in an api-key header"},
 	{"llm-model", "AGENTLEDGER_LLM_MODEL", "string", "", "model agent tasks use unless their payload names one"},
 	{"llm-timeout", "AGENTLEDGER_LLM_TIMEOUT", "duration", "60s", "timeout of one model request"},
 	{"llm-max-steps", "AGENTLEDGER_LLM_MAX_STEPS", "int", "10", "most model calls one agent task may make"},
@@ -183,6 +185,13 @@ func parseFlags(fs *pflag.FlagSet) (*config, error) {
 	c.Database.URL = str("database-url")
 	c.Model.BaseURL = str("llm-base-url")
 	c.Model.Name = str("llm-model")
+	c.Model.AzureAPIVersion = str("llm-azure-api-version")
+	if c.Model.AzureAPIVersion != "" {
+		ac := agent.Config{BaseURL: c.Model.BaseURL, Model: c.Model.Name, AzureAPIVersion: c.Model.AzureAPIVersion}
+		if err := ac.Check(); err != nil {
+			errs = append(errs, fmt.Sprintf("%s: %v", label("llm-azure-api-version"), err))
+		}
+	}
 	dur("llm-timeout", &c.Model.Timeout)
 	num("llm-max-steps", &c.Model.MaxSteps)
 	num("llm-max-answer-tokens", &c.Model.MaxAnswerTokens)

@@ -7,10 +7,8 @@ package readme
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net"
 	"os"
 	"os/exec"
@@ -45,11 +43,6 @@ var guides = []string{
 	"docs/how-it-works.md",
 	"docs/design.md",
 }
-
-// pending are guides another branch is writing: the map links them and the
-// reading order has their place, and until they arrive their absence is
-// no failure. Remove an entry once its file is in.
-var pending = map[string]bool{"docs/models.md": true}
 
 // block is what the test does with one ```sh block of a guide, named by
 // its first line.
@@ -157,7 +150,7 @@ func TestREADMEExamples(t *testing.T) {
 type guide struct{ path, text string }
 
 // readGuides reads the guides in reading order, failing on a guide that
-// is missing (and not pending) and on a docs/*.md the order leaves out, so
+// is missing and on a docs/*.md the order leaves out, so
 // a new guide's examples cannot go unrun.
 func readGuides(t *testing.T, root string) []guide {
 	t.Helper()
@@ -166,10 +159,6 @@ func readGuides(t *testing.T, root string) []guide {
 	for _, p := range guides {
 		listed[p] = true
 		b, err := os.ReadFile(filepath.Join(root, p))
-		if errors.Is(err, fs.ErrNotExist) && pending[p] {
-			t.Logf("%s: pending, not here yet", p)
-			continue
-		}
 		if err != nil {
 			t.Fatalf("%s is in the reading order: %v", p, err)
 		}
