@@ -101,7 +101,7 @@ func TestREADMEExamples(t *testing.T) {
 		"BIN="+bin, "DATABASE_URL="+url, "GOBIN="+t.TempDir())
 
 	start := time.Now()
-	ids := startDemo(t, bin, env, addr)
+	ids := startDemo(t, bin, env, addr, t.TempDir())
 	t.Logf("demo banner after %s", time.Since(start).Round(time.Millisecond))
 	// The README names the demo's tasks 1, 2, 3 and 4, as the banner of a
 	// fresh state directory does.
@@ -249,11 +249,11 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-// startDemo runs agentd --demo until the test ends and returns the task
-// ids its banner lists.
-func startDemo(t *testing.T, bin string, env []string, addr string) []string {
+// startDemo runs agentd --demo on state directory dir until the test ends
+// and returns the task ids its banner lists.
+func startDemo(t *testing.T, bin string, env []string, addr, dir string) []string {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(bin, "agentd"), "--demo", "--listen", addr, "--state-dir", t.TempDir(), "--grace", "1s")
+	cmd := exec.Command(filepath.Join(bin, "agentd"), "--demo", "--listen", addr, "--state-dir", dir, "--grace", "1s")
 	cmd.Env = env
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
