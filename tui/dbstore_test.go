@@ -39,6 +39,13 @@ func TestResolveUnknownEffect(t *testing.T) {
 	wantStatus(t, d, "tool/0 unsafe_http unsafe unknown")
 	d.keys("v")
 	wantStatus(t, d, "Resolve effect tool/0 of task 4")
+	// The ledger recorded the call's answer (a reset connection): the
+	// dialog says so, not that the attempt died before recording.
+	wantStatus(t, d, "recorded an answer that does not say whether it took")
+	wantStatus(t, d, "the call's outcome is unknown (connection reset)")
+	if v := d.view(); strings.Contains(v, "died after performing it") {
+		t.Errorf("the dialog says the attempt died:\n%s", v)
+	}
 	d.keys("enter") // no note yet
 	wantStatus(t, d, "a note is required")
 	d.typeText("wire 77 seen in the bank portal")
