@@ -190,3 +190,13 @@ func compensatedDB(t *testing.T) *DBStore {
 	s.Operator.PinClock(func() time.Time { return epoch })
 	return s
 }
+
+// The task list at 100 columns: every column fits.
+func TestConsoleTasks(t *testing.T) {
+	tm := startConsole(t, seedDB(t))
+	waitFor(t, tm, "needs_attention", "page 1 · 4 tasks", noLiveWorkers)
+	v, _ := screenLines(t, tm)
+	checkFrame(t, v, 100, 30)
+	wantOnScreen(t, v, "ID STATE           TENANT QUEUE   KIND  TRY  UPDATED LAST ERROR")
+	golden.RequireEqual(t, []byte(v))
+}
