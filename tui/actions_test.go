@@ -51,4 +51,7 @@ func TestCompensatedRefusal(t *testing.T) {
 	}
 	d.keys("R")
 	wantStatus(t, d, "Re-run task 1 as a new intent?")
+	if v := d.view(); strings.Contains(v, "replay instead") {
+		t.Errorf("the re-run of a compensated task suggests a replay:\n%s", v)
+	}
 }

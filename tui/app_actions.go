@@ -164,8 +164,9 @@ func (a *App) openRerun(t *agentledger.Task) {
 	lines := []string{
 		fmt.Sprintf("Task %d (%s, %s) runs again as a NEW INTENT: generation %d → %d.", t.ID, t.Kind, t.State, t.Generation, t.Generation+1),
 		a.env.styles.Danger.Render("ALL effects run again: HTTP calls, charges, child tasks, notifications, model calls. The ledger serves nothing of generation " + fmt.Sprint(t.Generation) + "."),
-		"",
-		"To run only the unfinished effects, replay instead (r).",
+	}
+	if t.State != agentledger.StateCompensated { // its effects were undone: a replay is refused
+		lines = append(lines, "", "To run only the unfinished effects, replay instead (r).")
 	}
 	id := t.ID
 	d := newDialog(a.env, fmt.Sprintf("Re-run task %d as a new intent?", id), lines, func() tea.Cmd { return a.cmd.rerun(id) })

@@ -135,8 +135,10 @@ func (k KeyMap) tasksHelp() helpKeys {
 // q is left to the full help (the journal's header says what enter does).
 func (k KeyMap) taskHelp(d *Detail) helpKeys {
 	short := []key.Binding{brief(k.NextTab, "tabs")}
-	for _, b := range []key.Binding{k.Replay, k.Rerun, k.Cancel, brief(k.Retry, "retry"), brief(k.Compensate, "undo"),
-		k.Resolve, brief(k.Redeliver, "redeliver")} {
+	// Resolve comes first: a task that has an effect to resolve waits
+	// for it, and a narrow line drops the last actions.
+	for _, b := range []key.Binding{k.Resolve, k.Replay, k.Rerun, k.Cancel, brief(k.Retry, "retry"), brief(k.Compensate, "undo"),
+		brief(k.Redeliver, "redeliver")} {
 		if d == nil || k.allows(d, b) {
 			short = append(short, b)
 		}

@@ -37,13 +37,17 @@ per state. Enter opens a task: its overview, attempts, journal of effects
 
 Actions ask for confirmation first: replay (r) shows which effects the
 ledger serves and which run; re-run as a new intent (R) runs every effect
-again; cancel (c); retry a dead task (t); resolve an effect of unknown
+again; cancel (c); retry a dead task (t); undo a task's completed effects
+(u) shows the call each undo sends; resolve an effect of unknown
 outcome (v, in a task) as done or allowed one retry, with a note; redeliver
 a task's failed notifications (N) shows what each sends again (post,
 update, or look up first), as agentctl notifications redeliver does; retry
 all dead (T) or cancel all (X) tasks of the filter, after showing their
-count. w shows the workers and their leases, L the rate limits and the
-targets booked lately, ? every key, q quits.`,
+count. A re-run, an undo and the bulk actions take y only, not enter. A
+task's footer offers the actions its state allows. w shows the workers and
+their leases, L the limits, their circuit breakers and the targets booked
+lately, ? every key, q quits. The console draws at once and keeps the keys
+typed while the database opens.`,
 		Example: `  agentctl tui
   agentctl tui --state dead --queue billing`,
 		Args: cobra.NoArgs,
