@@ -50,6 +50,13 @@ func (s *Store) Requeue(ctx context.Context, tenant string, id int64, mode Reque
 	return s.requeue(ctx, tenant, id, mode, replayable)
 }
 
+// ReplayCompensated is the conflict of replaying compensated task id,
+// which says what to do instead (the console words its refusal so too).
+func ReplayCompensated(id int64) error {
+	return agentledger.Errorf(agentledger.CodeConflict, "task %d is compensated: its effects were undone, and a replay "+
+		"would neither do them again nor undo them twice; re-run it as a new intent instead", id)
+}
+
 // rerunnable adds compensated to replayable: a task whose effects were
 // undone may run again as a new intent, not be replayed.
 var rerunnable = append(slices.Clip(replayable), string(agentledger.StateCompensated))
@@ -77,8 +84,7 @@ func (s *Store) requeue(ctx context.Context, tenant string, id int64, mode Reque
 			"perform its effects again; re-run it as a new intent instead", id)
 	}
 	if !changed && mode == Replay && before == string(agentledger.StateCompensated) {
-		return nil, agentledger.Errorf(agentledger.CodeConflict, "task %d is compensated: its effects were undone, and a replay "+
-			"would neither do them again nor undo them twice; re-run it as a new intent instead", id)
+		return nil, ReplayCompensated(id)
 	}
 	if !changed {
 		how := "be replayed"

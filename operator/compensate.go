@@ -30,6 +30,10 @@ type Undo struct {
 	Operation string `json:"operation"`
 	// Tool is the compensation's tool; it is recorded at compensate/<Step>.
 	Tool string `json:"tool"`
+	// Args is the compensation's arguments with the effect's result
+	// filled in: the call the compensation sends. They are the declared
+	// ones, ${self…} unresolved, when the result lacks what they name.
+	Args json.RawMessage `json:"args,omitempty"`
 	// State is the effect's ledger state: completed, or of unknown outcome
 	// (the compensation then parks the task until it is resolved).
 	State       ledger.State    `json:"state"`
@@ -95,7 +99,11 @@ func undos(journal []ledger.Entry) []Undo {
 		if !saga.ToUndo(e) || json.Unmarshal(e.Compensate, &c) != nil {
 			continue
 		}
-		d := dated{Undo: Undo{Step: e.StepPath, Operation: e.Operation, Tool: c.Tool,
+		args, err := c.ArgsFor(e)
+		if err != nil {
+			args = c.Args
+		}
+		d := dated{Undo: Undo{Step: e.StepPath, Operation: e.Operation, Tool: c.Tool, Args: args,
 			State: e.State, Result: e.Result.Body, ExternalRef: e.Result.ExternalRef}}
 		if e.CompletedAt != nil {
 			d.at = e.CompletedAt.UnixNano()

@@ -145,3 +145,46 @@ func TestResolveFailedCompensation(t *testing.T) {
 		}
 	}
 }
+
+// Each undo carries the call it sends: the declared arguments with the
+// effect's result filled in, or as declared when the result lacks what
+// they name.
+func TestPlanCompensationArgs(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := testenv.New(t)
+	svc := operator.New(e.DB)
+	task := e.Enqueue(claims.EnqueueParams{Payload: json.RawMessage(sagaPayload)})
+	running := e.Claim("w")
+	for _, d := range []struct{ step, undo string }{
+		{"tool/0", `{"tool":"notify","args":{"text":"refund ${self.body.id}"}}`},
+		{"tool/1", `{"tool":"notify","args":{"text":"release ${self.body.nope}"}}`},
+	} {
+		if _, err := e.Ledger.Do(ctx, tools.AttemptOf(running), ledger.Effect{Operation: "http.post", StepPath: d.step,
+			Class: ledger.Keyed, Request: []byte(`{}`), Compensate: json.RawMessage(d.undo),
+			Perform: func(context.Context, ledger.Call) (ledger.Result, error) {
+				return ledger.Result{Status: 200, Body: json.RawMessage(`{"id":"ch_1"}`)}, nil
+			},
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.Claims.Succeed(ctx, claims.LeaseOf(running), nil); err != nil {
+		t.Fatal(err)
+	}
+	p, err := svc.PlanCompensation(ctx, "", task.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := map[string]string{}
+	for _, u := range p.Undos {
+		var a struct{ Text string }
+		if err := json.Unmarshal(u.Args, &a); err != nil {
+			t.Fatalf("%s: %s: %v", u.Step, u.Args, err)
+		}
+		args[u.Step] = a.Text
+	}
+	if args["tool/0"] != "refund ch_1" || args["tool/1"] != "release ${self.body.nope}" {
+		t.Errorf("the undos' calls: %v", args)
+	}
+}

@@ -73,6 +73,9 @@ func (s *Service) Rerun(ctx context.Context, tenant string, id int64) (*agentled
 }
 
 func notReplayable(t *agentledger.Task) error {
+	if t.State == agentledger.StateCompensated {
+		return claims.ReplayCompensated(t.ID) // as the replay itself explains
+	}
 	return agentledger.Errorf(agentledger.CodeConflict, "task %d is %s; only a %s task can be replayed",
 		t.ID, t.State, agentledger.OneOf(claims.Replayable))
 }

@@ -25,6 +25,7 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/internal/refs"
+	"github.com/agentledger/agentledger/ledger"
 )
 
 // Compensation is the tool call that undoes an effect.
@@ -90,6 +91,17 @@ func Undoes(path string) (string, bool) {
 }
 
 const compensatePrefix = "compensate/"
+
+// ArgsFor is the arguments c is called with to undo e: its ${self…}
+// references resolved against e's result, as the compensation phase
+// resolves them. A preview shows them.
+func (c Compensation) ArgsFor(e ledger.Entry) (json.RawMessage, error) {
+	self, err := refs.View(e.Result)
+	if err != nil {
+		return nil, err
+	}
+	return c.resolve(self)
+}
 
 // resolve substitutes ${self…} in c's arguments with the undone effect's
 // result view.

@@ -36,7 +36,7 @@ type App struct {
 	statusSeq int // numbers the status messages: an expiry clears only its own
 
 	width, height int
-	helpHeight    int // of the help bar the sizes were laid out for
+	helpHeight    int // of the help bar and status the sizes were laid out for
 }
 
 var _ tea.Model = App{}

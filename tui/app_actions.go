@@ -9,6 +9,9 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/notify/outbox"
 	"github.com/agentledger/agentledger/operator"
 )
 
@@ -48,6 +51,10 @@ func (a *App) action(msg tea.KeyMsg) (tea.Cmd, bool) {
 	}
 	switch {
 	case key.Matches(msg, k.Replay):
+		if t.State == agentledger.StateCompensated {
+			a.setStatus("", claims.ReplayCompensated(t.ID))
+			return nil, true
+		}
 		if !operator.Replayable(t.State) {
 			a.setStatus("", fmt.Errorf("task %d is %s: only a task no worker holds (%s) can be replayed", t.ID, t.State, agentledger.OneOf(operator.ReplayableStates)))
 			return nil, true
@@ -114,14 +121,22 @@ func (a App) openPreview(msg previewMsg) (tea.Model, tea.Cmd) {
 		"",
 	}
 	if len(p.Effects) > 0 {
-		w := []int{12, 14, 12, 9}
-		lines = append(lines, "\t"+s.Bold.Render(columns(w, "STEP", "OPERATION", "CLASS", "STATE", "ON REPLAY")))
-		for _, e := range p.Effects {
+		// The columns fit their cells: a step is what a resolve names.
+		header := []string{"STEP", "OPERATION", "CLASS", "STATE", "ON REPLAY"}
+		rows := make([][]string, len(p.Effects))
+		for i, e := range p.Effects {
+			rows[i] = []string{e.Step, e.Operation, string(e.Class), string(e.State), ""}
+		}
+		row := fitColumns(header, rows, 0, 0)
+		lines = append(lines, "\t"+s.Bold.Render(row(header)))
+		for i, e := range p.Effects {
 			plan := s.Plan(e.Plan)
 			if e.Refused != "" {
 				plan = s.Danger.Render("refused: not granted")
 			}
-			lines = append(lines, "\t"+columns(w, e.Step, e.Operation, string(e.Class), s.Effect(e.State), plan))
+			r := rows[i]
+			r[3], r[4] = s.Effect(e.State), plan
+			lines = append(lines, "\t"+row(r))
 		}
 		lines = append(lines, "")
 	}
@@ -139,15 +154,19 @@ func (a App) openPreview(msg previewMsg) (tea.Model, tea.Cmd) {
 
 // openRerun asks before running every effect again.
 func (a *App) openRerun(t *agentledger.Task) {
-	if !operator.Replayable(t.State) {
-		a.setStatus("", fmt.Errorf("task %d is %s: only a task no worker holds (%s) can be re-run", t.ID, t.State, agentledger.OneOf(operator.ReplayableStates)))
+	// A compensated task may run again as a new intent, as agentctl
+	// rerun allows: its undone effects are done anew.
+	if !operator.Replayable(t.State) && t.State != agentledger.StateCompensated {
+		from := append(slices.Clip(operator.ReplayableStates), agentledger.StateCompensated)
+		a.setStatus("", fmt.Errorf("task %d is %s: only a task no worker holds (%s) can be re-run", t.ID, t.State, agentledger.OneOf(from)))
 		return
 	}
 	lines := []string{
 		fmt.Sprintf("Task %d (%s, %s) runs again as a NEW INTENT: generation %d → %d.", t.ID, t.Kind, t.State, t.Generation, t.Generation+1),
 		a.env.styles.Danger.Render("ALL effects run again: HTTP calls, charges, child tasks, notifications, model calls. The ledger serves nothing of generation " + fmt.Sprint(t.Generation) + "."),
-		"",
-		"To run only the unfinished effects, replay instead (r).",
+	}
+	if t.State != agentledger.StateCompensated { // its effects were undone: a replay is refused
+		lines = append(lines, "", "To run only the unfinished effects, replay instead (r).")
 	}
 	id := t.ID
 	d := newDialog(a.env, fmt.Sprintf("Re-run task %d as a new intent?", id), lines, func() tea.Cmd { return a.cmd.rerun(id) })
@@ -187,23 +206,32 @@ func (a *App) openRetry(t *agentledger.Task) {
 // openResolve asks how an effect of unknown outcome was settled.
 func (a *App) openResolve(t *agentledger.Task) tea.Cmd {
 	if a.view != viewTask {
-		a.setStatus("", fmt.Errorf("open the task (enter) to resolve its effects"))
+		// Only a task that needs attention can have an effect to
+		// resolve: say so rather than send the operator looking.
+		if t.State != agentledger.StateNeedsAttention {
+			a.setStatus("", fmt.Errorf("task %d is %s: nothing to resolve (an effect of unknown outcome parks its task in needs_attention)", t.ID, t.State))
+			return nil
+		}
+		a.setStatus("", fmt.Errorf("open task %d (enter) to resolve its effect of unknown outcome", t.ID))
 		return nil
 	}
 	e, ok := a.task.resolveTarget()
 	if !ok {
-		a.setStatus("", fmt.Errorf("task %d has no effect of unknown outcome", t.ID))
+		a.setStatus("", fmt.Errorf("task %d has no effect of unknown outcome: every effect of its journal completed or failed, so nothing is to resolve", t.ID))
 		return nil
 	}
 	id, step := t.ID, e.Step
-	lines := []string{
-		fmt.Sprintf("Effect %s (%s, %s) of task %d has an unknown outcome: its attempt died after performing it, before recording it.",
-			step, e.Operation, e.Class, id),
-		"Check the target by hand, then say what happened. The task is then replayed: completed effects are served, the rest run.",
-	}
+	// Say what the ledger recorded: an answer that does not settle it (a
+	// 502, a reset connection), or nothing, when the attempt died first.
+	why := "its attempt died after performing it, before recording it."
 	if e.Error != "" {
-		lines = append(lines, "Ledger: "+oneLine(e.Error))
+		why = "its attempt performed it and recorded an answer that does not say whether it took effect:"
 	}
+	lines := []string{fmt.Sprintf("Effect %s (%s, %s) of task %d has an unknown outcome: %s", step, e.Operation, e.Class, id, why)}
+	if e.Error != "" {
+		lines = append(lines, "  "+oneLine(e.Error))
+	}
+	lines = append(lines, "Check the target by hand, then say what happened. The task is then replayed: completed effects are served, the rest run.")
 	d, cmd := newNoteDialog(a.env, fmt.Sprintf("Resolve effect %s of task %d", step, id), lines,
 		func(note string, done bool) tea.Cmd {
 			return a.cmd.resolve(id, step, Resolution{Done: done, Note: note})
@@ -251,4 +279,29 @@ func describe(f Filter) string {
 		return "the filter (all tasks)"
 	}
 	return "the filter " + f.String()
+}
+
+// allows reports whether the action bound to b applies to d's task now,
+// for the footer to offer it: the states each action starts from, an
+// effect to resolve, a failed notification to send again.
+func (k KeyMap) allows(d *Detail, b key.Binding) bool {
+	t := d.Task
+	is := func(a key.Binding) bool { return slices.Equal(a.Keys(), b.Keys()) }
+	switch {
+	case is(k.Replay):
+		return operator.Replayable(t.State)
+	case is(k.Rerun):
+		return operator.Replayable(t.State) || t.State == agentledger.StateCompensated
+	case is(k.Cancel):
+		return !t.State.Finished() && t.State != agentledger.StateCompensating
+	case is(k.Retry):
+		return t.State == agentledger.StateDead
+	case is(k.Compensate):
+		return operator.Compensable(t.State) && t.Compensation == ""
+	case is(k.Resolve):
+		return slices.ContainsFunc(d.Journal, func(e operator.Effect) bool { return e.State == ledger.StateUnknown })
+	case is(k.Redeliver):
+		return slices.ContainsFunc(d.Notifications, func(n operator.Notification) bool { return n.State == outbox.StateFailed })
+	}
+	return true
 }

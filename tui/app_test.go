@@ -32,13 +32,19 @@ func startConsole(t *testing.T, store Store) *teatest.TestModel {
 // opts has one.
 func startConsoleWith(t *testing.T, store Store, opts Options) *teatest.TestModel {
 	t.Helper()
+	return startConsoleSized(t, store, opts, 100, 30)
+}
+
+// startConsoleSized is startConsoleWith in a width×height terminal.
+func startConsoleSized(t *testing.T, store Store, opts Options, width, height int) *teatest.TestModel {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	if opts.Now == nil {
 		opts.Now = func() time.Time { return epoch }
 	}
 	opts.Location, opts.Poll = time.UTC, 200*time.Millisecond
-	return teatest.NewTestModel(t, New(ctx, store, opts), teatest.WithInitialTermSize(100, 30))
+	return teatest.NewTestModel(t, New(ctx, store, opts), teatest.WithInitialTermSize(width, height))
 }
 
 // noLiveWorkers is the title's note over a database without workers

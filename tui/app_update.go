@@ -11,10 +11,14 @@ import (
 func (a App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	seq := a.statusSeq
 	m, cmd := a.route(msg)
-	if b := m.(App); b.statusSeq != seq && b.status != "" && b.env.opts.StatusFor > 0 {
+	b := m.(App)
+	if b.statusSeq != seq && b.status != "" && b.env.opts.StatusFor > 0 {
 		cmd = tea.Batch(cmd, b.cmd.expireStatus(b.statusSeq, b.env.opts.StatusFor))
 	}
-	return m, cmd
+	if b.helpHeight != lipgloss.Height(b.helpView())+b.statusHeight() {
+		b.layout() // the help or the status grew or shrank: so does the view
+	}
+	return b, cmd
 }
 
 // route routes a message: sizes to every view, ticks to the visible one
@@ -67,12 +71,7 @@ func (a App) route(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return a, nil
 	case tea.KeyMsg:
 		a.clearStatus()
-		m, cmd := a.key(msg)
-		if a := m.(App); a.helpHeight != lipgloss.Height(a.helpView()) {
-			a.layout() // the help bar grew or shrank: so does the view
-			return a, cmd
-		}
-		return m, cmd
+		return a.key(msg)
 	}
 	return a, nil
 }

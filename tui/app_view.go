@@ -12,13 +12,13 @@ func (a App) helpKeys() helpKeys {
 	k := a.env.keys
 	switch {
 	case a.dialog != nil:
-		return k.dialogHelp(a.dialog.withNote)
+		return k.dialogHelp(a.dialog.withNote, a.dialog.danger)
 	case a.view == viewTasks && a.tasks.filtering:
 		return k.inputHelp()
 	case a.view == viewTasks && a.tasks.searching:
 		return k.searchHelp()
 	case a.view == viewTask:
-		return k.taskHelp()
+		return k.taskHelp(a.task.detail)
 	case a.view == viewWorkers:
 		return k.workersHelp()
 	case a.view == viewLimits:
@@ -28,17 +28,49 @@ func (a App) helpKeys() helpKeys {
 }
 
 // helpView is the help bar.
-func (a App) helpView() string { return a.help.View(a.helpKeys()) }
+func (a App) helpView() string { return helpBar(a.help, a.helpKeys(), a.width) }
 
 // bodyHeight is what the view gets: all but the title, status and help.
 func (a App) bodyHeight() int {
-	return max(a.height-2-lipgloss.Height(a.helpView()), 3)
+	return max(a.height-1-a.statusHeight()-lipgloss.Height(a.helpView()), 3)
 }
+
+// maxStatusLines is the most a status message takes: it wraps rather than
+// lose its end (the reason) at the screen's edge.
+const maxStatusLines = 3
+
+// statusText is the status line's text, styled: what an action did, or
+// its error, or the visible view's load error.
+func (a App) statusText() string {
+	s := a.env.styles
+	switch {
+	case a.statusErr:
+		return s.Error.Render(a.status)
+	case a.status != "":
+		return s.Status.Render(a.status)
+	}
+	if err := a.loadErr(); err != nil {
+		return s.Error.Render(err.Error())
+	}
+	return ""
+}
+
+// statusView is the status wrapped to the width, at most maxStatusLines.
+func (a App) statusView() string {
+	text := a.statusText()
+	if a.width > 0 {
+		text = lipgloss.NewStyle().Width(a.width).Render(text)
+	}
+	return fit(text, a.width, min(lipgloss.Height(text), maxStatusLines))
+}
+
+// statusHeight is how many lines the status takes: one at least.
+func (a App) statusHeight() int { return lipgloss.Height(a.statusView()) }
 
 // layout gives every component its size.
 func (a *App) layout() {
 	a.help.Width = a.width
-	a.helpHeight = lipgloss.Height(a.helpView())
+	a.helpHeight = lipgloss.Height(a.helpView()) + a.statusHeight()
 	h := a.bodyHeight()
 	a.tasks.setSize(a.width, h)
 	a.task.setSize(a.width, h)
@@ -78,20 +110,10 @@ func (a App) View() string {
 	default:
 		body = a.tasks.View()
 	}
-	status := a.status
-	switch {
-	case a.statusErr:
-		status = s.Error.Render(status)
-	case status != "":
-		status = s.Status.Render(status)
-	}
-	if err := a.loadErr(); err != nil && status == "" {
-		status = s.Error.Render(err.Error())
-	}
 	return strings.Join([]string{
 		cut(title, a.width),
 		fit(body, a.width, a.bodyHeight()),
-		cut(status, a.width),
+		a.statusView(),
 		fit(a.helpView(), a.width, lipgloss.Height(a.helpView())),
 	}, "\n")
 }

@@ -1,11 +1,13 @@
 package tui
 
 import (
+	"encoding/json"
 	"fmt"
 
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/render"
 )
 
 // openCompensation shows what a compensation would undo, newest first, to
@@ -25,16 +27,27 @@ func (a App) openCompensation(msg compensationMsg) (tea.Model, tea.Cmd) {
 		fmt.Sprintf("Task %d (%s, %s) undoes %s, newest first:", t.ID, t.Kind, t.State, plural(len(p.Undos), "effect")),
 		"",
 	}
-	w := []int{12, 14, 10, 14}
-	lines = append(lines, "\t"+s.Bold.Render(columns(w, "STEP", "OPERATION", "STATE", "UNDONE BY", "RESULT")))
+	header := []string{"STEP", "OPERATION", "STATE", "UNDONE BY", "RESULT"}
+	rows := make([][]string, len(p.Undos))
 	unknown := false
-	for _, u := range p.Undos {
+	for i, u := range p.Undos {
 		res := "-"
 		if len(u.Result) > 0 {
 			res = oneLine(string(u.Result))
 		}
-		lines = append(lines, "\t"+columns(w, u.Step, u.Operation, s.Effect(u.State), u.Tool, res))
+		rows[i] = []string{u.Step, u.Operation, string(u.State), u.Tool, res}
 		unknown = unknown || u.State != ledger.StateCompleted
+	}
+	row := fitColumns(header, rows, 0, 0)
+	lines = append(lines, "\t"+s.Bold.Render(row(header)))
+	for i, u := range p.Undos {
+		r := rows[i]
+		r[2] = s.Effect(u.State)
+		lines = append(lines, "\t"+row(r))
+		if len(u.Args) > 0 {
+			// The call itself, wrapped: what the operator checks before y.
+			lines = append(lines, "    sends "+callText(u.Tool, u.Args))
+		}
 	}
 	lines = append(lines, "", "The task ends compensated; if an effect cannot be undone it parks in needs_attention.")
 	if unknown {
@@ -45,4 +58,22 @@ func (a App) openCompensation(msg compensationMsg) (tea.Model, tea.Cmd) {
 	d.danger = true
 	a.openDialog(d)
 	return a, nil
+}
+
+// callText is a tool call in words: an HTTP one as its method, URL and
+// body; any other as its arguments.
+func callText(tool string, args json.RawMessage) string {
+	var http struct {
+		Method string          `json:"method"`
+		URL    string          `json:"url"`
+		Body   json.RawMessage `json:"body"`
+	}
+	if json.Unmarshal(args, &http) != nil || http.Method == "" || http.URL == "" {
+		return tool + " " + render.CompactJSON(args)
+	}
+	text := tool + " " + http.Method + " " + http.URL
+	if len(http.Body) > 0 {
+		text += " " + render.CompactJSON(http.Body)
+	}
+	return text
 }

@@ -28,7 +28,9 @@ func sagaDB(t *testing.T) (*DBStore, *claims.Store) {
 		{"tool": "http_request", "args": {}, "compensate": {"tool": "notify", "args": {"text": "released"}}},
 		{"tool": "notify", "args": {"text": "booked"}}]}`)})
 	running := e.Claim("worker-a")
-	undoers := []json.RawMessage{json.RawMessage(`{"tool":"http_request","args":{}}`), json.RawMessage(`{"tool":"notify","args":{}}`), nil}
+	undoers := []json.RawMessage{json.RawMessage(`{"tool":"http_request","args":{"method":"POST",` +
+		`"url":"https://billing.example/refunds","body":{"charge":"${self.body.id}"}}}`),
+		json.RawMessage(`{"tool":"notify","args":{"text":"released"}}`), nil}
 	for i, body := range []string{`{"id":"ch_1"}`, `{"id":"rm_2"}`, `{"ts":"1.2"}`} {
 		// Each completes a second after the one before: newest first is
 		// a fixed order.
@@ -75,13 +77,13 @@ func TestConsoleCompensate(t *testing.T) {
 }
 
 // The dialog lists the completed compensable effects newest first, with
-// the tool that undoes each, and not the step that declared no
-// compensation.
+// the call that undoes each (its ${self…} filled in from the effect's
+// result), and not the step that declared no compensation.
 func TestConsoleCompensatePreview(t *testing.T) {
 	store, _ := sagaDB(t)
 	tm := startConsole(t, store)
 	waitFor(t, tm, "succeeded", "page 1 · 1 task", noLiveWorkers)
 	press(tm, "u")
-	waitFor(t, tm, "Compensate task 1?", "undoes 2 effects, newest first")
+	waitFor(t, tm, "Compensate task 1?", "undoes 2 effects, newest first", `"charge":"ch_1"`)
 	golden.RequireEqual(t, []byte(finish(t, tm)))
 }

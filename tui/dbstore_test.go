@@ -36,9 +36,16 @@ func TestResolveUnknownEffect(t *testing.T) {
 	d := newDriver(t, s, Options{}, 100, 30)
 	d.keys("enter") // task 4, the newest
 	d.keys("tab", "tab")
-	wantStatus(t, d, "tool/0       unsafe_http    unsafe       unknown")
+	wantStatus(t, d, "tool/0 unsafe_http unsafe unknown")
 	d.keys("v")
 	wantStatus(t, d, "Resolve effect tool/0 of task 4")
+	// The ledger recorded the call's answer (a reset connection): the
+	// dialog says so, not that the attempt died before recording.
+	wantStatus(t, d, "recorded an answer that does not say whether it took")
+	wantStatus(t, d, "the call's outcome is unknown (connection reset)")
+	if v := d.view(); strings.Contains(v, "died after performing it") {
+		t.Errorf("the dialog says the attempt died:\n%s", v)
+	}
 	d.keys("enter") // no note yet
 	wantStatus(t, d, "a note is required")
 	d.typeText("wire 77 seen in the bank portal")
@@ -93,7 +100,12 @@ func TestCancelRetryRerun(t *testing.T) {
 	wantStatus(t, d, "task 1 is succeeded: only a dead task can be retried")
 	d.keys("R")
 	wantStatus(t, d, "ALL effects run again")
-	d.keys("enter")
+	d.keys("enter") // out of habit: a re-run makes new charges, enter is not enough
+	wantStatus(t, d, "press y to confirm: it cannot be taken back")
+	if got := getTask(t, s, 1).Generation; got != 1 {
+		t.Fatalf("enter re-ran task 1: generation %d", got)
+	}
+	d.keys("y")
 	wantStatus(t, d, "task 1 queued as a new intent (generation 2): every effect runs again")
 	if got := getTask(t, s, 1); got.Generation != 2 || got.State != agentledger.StateQueued {
 		t.Errorf("task 1 after re-run: %s, generation %d", got.State, got.Generation)

@@ -55,6 +55,9 @@ func (d dialogModel) Update(msg tea.KeyMsg) (dialogModel, tea.Cmd) {
 	k := d.env.keys
 	if !d.withNote {
 		switch {
+		case d.danger && key.Matches(msg, k.Confirm) && !key.Matches(msg, k.ConfirmKey):
+			d.problem = "press y to confirm: it cannot be taken back"
+			return d, nil
 		case key.Matches(msg, k.Confirm):
 			d.closed = true
 			return d, d.confirm("", false)
@@ -119,7 +122,14 @@ func (d dialogModel) View() string {
 		}
 		body = append(body, "", s.Dim.Render("tab done/retry · enter confirm · esc cancel"))
 	} else {
-		body = append(body, "", s.Dim.Render("y/enter confirm · n/esc cancel"))
+		if d.problem != "" {
+			body = append(body, "", s.Error.Render(d.problem))
+		}
+		confirm := "y/enter confirm"
+		if d.danger {
+			confirm = "y confirm"
+		}
+		body = append(body, "", s.Dim.Render(confirm+" · n/esc cancel"))
 	}
 	text := strings.Join(body, "\n")
 	if maxLines := d.height - 2; lipgloss.Height(text) > maxLines && maxLines > 3 {

@@ -130,3 +130,24 @@ func TestConsoleClearFilters(t *testing.T) {
 	waitFor(t, tm, "filter all tasks · sort id · page 1 · 4 tasks")
 	finish(t, tm)
 }
+
+// A search without hits says the key that clears it: esc, while typing
+// and after (F would be typed into the search); with a filter too, both.
+func TestSearchWithoutHitsSaysEsc(t *testing.T) {
+	t.Parallel()
+	d := newDriver(t, newFakeStore(10, epoch), Options{}, 120, 30)
+	d.keys("/")
+	d.typeText("zzz")
+	wantStatus(t, d, "no tasks match the search (esc clears it)")
+	d.keys("enter")
+	wantStatus(t, d, "no tasks match the search (esc clears it)")
+	d.keys("esc")
+	if a := d.app(); a.tasks.search.Value() != "" || len(ids(a)) != 10 {
+		t.Fatalf("after esc: search %q, %d tasks", a.tasks.search.Value(), len(ids(a)))
+	}
+	d.keys("s", "s", "s", "s", "s") // dead
+	d.keys("/")
+	d.typeText("zzz")
+	d.keys("enter")
+	wantStatus(t, d, "no tasks match (esc clears the search, F the filters)")
+}

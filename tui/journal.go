@@ -115,26 +115,32 @@ func (m *journalModel) follow() {
 	m.offset = min(m.offset, first)
 }
 
-// journalWidths are the columns of a journal row after the cursor mark:
-// step, operation, class, state, key; the result takes the rest.
-var journalWidths = []int{12, 14, 12, 9, 12}
-
-// View renders the header and the rows around the cursor.
+// View renders the header and the rows around the cursor. STEP,
+// OPERATION, CLASS, STATE and KEY are as wide as their widest cell (a step
+// is what a resolve names); RESULT takes the rest, and when that is under
+// 20 cells KEY gives way (the expansion shows it), then CLASS.
 func (m journalModel) View() string {
 	s := m.env.styles
 	if len(m.entries) == 0 {
 		return s.Dim.Render("no effects recorded in this generation")
 	}
+	header := []string{"STEP", "OPERATION", "CLASS", "STATE", "KEY", "RESULT"}
+	rows := make([][]string, len(m.entries))
+	for i, e := range m.entries {
+		rows[i] = []string{e.Step, e.Operation, string(e.Class), string(e.State), shortKey(e.Key), render.Summary(e, 0)}
+	}
+	keep := fitColumns(header, rows, m.width-2, 20, "KEY", "CLASS")
 	// The hint stands in for enter in the help line, which is full.
-	header := cut("  "+s.Bold.Render(columns(journalWidths, "STEP", "OPERATION", "CLASS", "STATE", "KEY", "RESULT"))+
-		s.Dim.Render("  (enter expands a row)"), m.width)
+	head := cut("  "+s.Bold.Render(keep(header))+s.Dim.Render("  (enter expands a row)"), m.width)
 	var lines []string
 	for i, e := range m.entries {
 		mark := "  "
 		if i == m.cursor {
 			mark = "> "
 		}
-		row := columns(journalWidths, e.Step, e.Operation, string(e.Class), s.Effect(e.State), shortKey(e.Key), render.Summary(e, 0))
+		r := rows[i]
+		r[3] = s.Effect(e.State) // styled after sizing: the width is the text's
+		row := keep(r)
 		if i == m.cursor {
 			row = s.Cursor.Render(row)
 		}
@@ -147,7 +153,7 @@ func (m journalModel) View() string {
 	}
 	offset := min(m.offset, max(len(lines)-1, 0))
 	end := min(offset+m.rows(), len(lines))
-	return header + "\n" + strings.Join(lines[offset:end], "\n")
+	return head + "\n" + strings.Join(lines[offset:end], "\n")
 }
 
 // expansion is everything the journal holds about an effect.

@@ -47,8 +47,11 @@ type KeyMap struct {
 	PrevTab key.Binding
 	Expand  key.Binding
 
-	// Dialogs and inputs.
+	// Dialogs and inputs. ConfirmKey alone confirms a dangerous action
+	// (one that performs effects again or undoes them): enter, pressed
+	// out of habit, must not.
 	Confirm    key.Binding
+	ConfirmKey key.Binding
 	Deny       key.Binding
 	Apply      key.Binding
 	NextField  key.Binding
@@ -98,6 +101,7 @@ func DefaultKeyMap() KeyMap {
 		Expand:  b([]string{"enter", " "}, "enter", "expand"),
 
 		Confirm:    b([]string{"y", "enter"}, "y/enter", "confirm"),
+		ConfirmKey: b([]string{"y"}, "y", "confirm"),
 		Deny:       b([]string{"n", "esc"}, "n/esc", "cancel"),
 		Apply:      b([]string{"enter"}, "enter", "apply"),
 		NextField:  b([]string{"tab", "shift+tab"}, "tab", "next field"),
@@ -126,13 +130,21 @@ func (k KeyMap) tasksHelp() helpKeys {
 	}
 }
 
-// taskHelp's short line holds the actions in 100 columns: their help is
-// shortened there, and q is left to the full help (the journal's header
-// says what enter does).
-func (k KeyMap) taskHelp() helpKeys {
+// taskHelp's short line offers the actions d's task allows now (all of
+// them until it has loaded), their help shortened to hold in 100 columns;
+// q is left to the full help (the journal's header says what enter does).
+func (k KeyMap) taskHelp(d *Detail) helpKeys {
+	short := []key.Binding{brief(k.NextTab, "tabs")}
+	// Resolve comes first: a task that has an effect to resolve waits
+	// for it, and a narrow line drops the last actions.
+	for _, b := range []key.Binding{k.Resolve, k.Replay, k.Rerun, k.Cancel, brief(k.Retry, "retry"), brief(k.Compensate, "undo"),
+		brief(k.Redeliver, "redeliver")} {
+		if d == nil || k.allows(d, b) {
+			short = append(short, b)
+		}
+	}
 	return helpKeys{
-		short: []key.Binding{brief(k.NextTab, "tabs"), k.Replay, k.Rerun, k.Cancel, brief(k.Retry, "retry"), k.Resolve,
-			brief(k.Redeliver, "redeliver"), k.Back, k.Help},
+		short: append(short, k.Back, k.Help),
 		full: [][]key.Binding{
 			{k.Up, k.Down, k.PageUp, k.PageDown, k.NextTab, k.PrevTab, k.Expand},
 			{k.Replay, k.Rerun, k.Cancel, k.Retry, k.Compensate, k.Resolve, k.Redeliver},
@@ -161,8 +173,11 @@ func (k KeyMap) limitsHelp() helpKeys {
 	}
 }
 
-func (k KeyMap) dialogHelp(withInput bool) helpKeys {
+func (k KeyMap) dialogHelp(withInput, danger bool) helpKeys {
 	keys := []key.Binding{k.Confirm, k.Deny}
+	if danger {
+		keys[0] = k.ConfirmKey
+	}
 	if withInput {
 		keys = []key.Binding{k.Apply, k.ToggleMode, k.Back}
 	}

@@ -99,7 +99,7 @@ func (m limitsModel) table() string {
 			rows = append(rows, []string{l.Target, m.limitState(l), orDash(l.Rate.String()), orDash(burst), orDash(conc),
 				orDash(l.Tokens.String()), orDash(breakerConf(l.Breaker)), l.Source})
 		}
-		lines = append(lines, m.grid(rows)...)
+		lines = append(lines, m.grid(rows, "SOURCE", "TOKENS", "CONCURRENCY", "BURST")...)
 	}
 	if tripped := m.trippedElsewhere(); len(tripped) > 0 {
 		rows := [][]string{{"TRIPPED BREAKER", "STATE", "LAST ERROR"}}
@@ -110,7 +110,12 @@ func (m limitsModel) table() string {
 		lines = append(lines, m.grid(rows)...)
 	}
 	if len(m.usage) > 0 {
-		w := []int{44, 26}
+		// A target is what agentctl limit rm takes: never cut.
+		w := []int{len("BOOKED LATELY"), len("UNDER LIMIT")}
+		for _, u := range m.usage {
+			w[0], w[1] = max(w[0], ansi.StringWidth(u.Target)), max(w[1], ansi.StringWidth(orDash(u.Limit)))
+		}
+		w[0], w[1] = w[0]+1, w[1]+1 // two spaces apart
 		lines = append(lines, "", s.Bold.Render(columns(w, "BOOKED LATELY", "UNDER LIMIT", "NEXT CALL")))
 		for _, u := range m.usage {
 			next := "free"
@@ -127,21 +132,25 @@ func (m limitsModel) table() string {
 }
 
 // grid lays rows out in columns two spaces apart, the header
-// (rows[0]) in bold; when the line would be wider than the view, the
-// first column (the target) gives up what it must, down to 16 cells.
-func (m limitsModel) grid(rows [][]string) []string {
+// (rows[0]) in bold. The first column (the target, which agentctl limit
+// rm takes) is never cut: when the line would be wider than the view, the
+// columns named in drop go, in that order, and what is still too wide is
+// cut at the edge.
+func (m limitsModel) grid(rows [][]string, drop ...string) []string {
+	for _, name := range drop {
+		if m.width <= 0 || gridWidth(rows) <= m.width {
+			break
+		}
+		i := slices.Index(rows[0], name)
+		for j, r := range rows {
+			rows[j] = slices.Delete(slices.Clone(r), i, i+1)
+		}
+	}
 	w := make([]int, len(rows[0]))
 	for _, r := range rows {
 		for i, c := range r {
 			w[i] = max(w[i], ansi.StringWidth(c))
 		}
-	}
-	total := 2 * (len(w) - 1)
-	for _, n := range w {
-		total += n
-	}
-	if over := total - m.width; over > 0 && m.width > 0 {
-		w[0] = max(w[0]-over, min(w[0], 16))
 	}
 	pad := make([]int, len(w))
 	for i := range w {
@@ -160,6 +169,20 @@ func (m limitsModel) grid(rows [][]string) []string {
 		out = append(out, line)
 	}
 	return out
+}
+
+// gridWidth is how wide grid lays rows out: every column as its widest
+// cell, two spaces apart.
+func gridWidth(rows [][]string) int {
+	total := 0
+	for i := range rows[0] {
+		n := 0
+		for _, r := range rows {
+			n = max(n, ansi.StringWidth(r[i]))
+		}
+		total += n + 2
+	}
+	return total - 2
 }
 
 // limitState is the STATE cell of a limit: its target's breaker, or for a

@@ -35,6 +35,7 @@ func TestLimitsView(t *testing.T) {
 		{Target: "slack-channel:C1", Limit: "slack-channel:*", Wait: 1150 * time.Millisecond},
 		{Target: "slack-channel:C2", Limit: "slack-channel:*", Wait: 90 * time.Second},
 		{Target: "slack-channel:C3"},
+		{Target: "http:http://inventory.internal.example:8080", Limit: "http:*"},
 	}
 	d := newDriver(t, store, Options{}, 110, 30)
 	d.keys("L")
@@ -42,7 +43,7 @@ func TestLimitsView(t *testing.T) {
 	checkFrame(t, v, 110, 30)
 	for _, want := range []string{
 		"agentledger › limits",
-		"5 limits · 4 targets booked in the last hour · 4 breakers not closed",
+		"5 limits · 5 targets booked in the last hour · 4 breakers not closed",
 		"TARGET                STATE                RATE    BURST  CONCURRENCY  TOKENS     BREAKER        SOURCE",
 		"http:*                1 open               -       -      -            -          3 in 5m, 90s   config",
 		"mcp:crm               opened by operator   -       -      2            -          -              operator",
@@ -52,11 +53,12 @@ func TestLimitsView(t *testing.T) {
 		"TRIPPED BREAKER                     STATE                              LAST ERROR",
 		"http:https://billing.internal:8080  half-open                          503 Service Unavailable",
 		"mcp:wiki                            opened by operator until 03:14:05  opened by an operator",
-		"BOOKED LATELY                                UNDER LIMIT                NEXT CALL",
-		"mcp:shop                                     mcp:shop                   free",
-		"slack-channel:C1                             slack-channel:*            next slot in 1.2s",
-		"slack-channel:C2                             slack-channel:*            next slot in 1m30s",
-		"slack-channel:C3                             -                          free",
+		"BOOKED LATELY                                UNDER LIMIT      NEXT CALL",
+		"mcp:shop                                     mcp:shop         free",
+		"slack-channel:C1                             slack-channel:*  next slot in 1.2s",
+		"slack-channel:C2                             slack-channel:*  next slot in 1m30s",
+		"slack-channel:C3                             -                free",
+		"http:http://inventory.internal.example:8080  http:*           free",
 		limitsLegend,
 	} {
 		if !strings.Contains(v, want) {
@@ -74,22 +76,24 @@ func TestLimitsView(t *testing.T) {
 	store.mu.Unlock()
 	d.send(tickMsg{})
 	v = d.view()
-	if !strings.Contains(v, "slack-channel:C1                             slack-channel:*            free") {
+	if !strings.Contains(v, "slack-channel:C1                             slack-channel:*  free") {
 		t.Errorf("after a tick, C1 is not free:\n%s", v)
 	}
 	if !strings.Contains(v, "mcp:shop              closed              2/s") || !strings.Contains(v, "3 breakers not closed") {
 		t.Errorf("after a tick, mcp:shop's breaker is not closed:\n%s", v)
 	}
 
-	// A narrow terminal cuts the long targets and the last columns, not
-	// the states.
+	// A narrow terminal keeps the targets whole (agentctl limit rm takes
+	// them) and the states: the least needed columns go, the rest is cut
+	// at the edge.
 	d.send(tea.WindowSizeMsg{Width: 60, Height: 30})
 	v = d.view()
 	checkFrame(t, v, 60, 30)
 	for _, want := range []string{
-		"TARGET            STATE               RATE    BURST  CONCUR…",
-		"model:api.opena…  closed              -       -      -     …",
-		"mcp:crm           opened by operator  -       -      2     …",
+		"TARGET                STATE               RATE    BREAKER",
+		"model:api.openai.com  closed              -       5 in 60s,…",
+		"mcp:crm               opened by operator  -       -",
+		"http:http://inventory.internal.example:8080  http:*        …",
 	} {
 		if !strings.Contains(v, want) {
 			t.Errorf("at 60 columns, the view lacks %q:\n%s", want, v)

@@ -83,16 +83,36 @@ func TestRedeliverNotifications(t *testing.T) {
 	wantStatus(t, d, "task 2 has no failed notification")
 }
 
-// The task view's short help names every action within 100 columns.
+// The task view's short help offers the actions the task's state allows,
+// within 100 columns.
 func TestTaskHelpFits(t *testing.T) {
 	t.Parallel()
-	d := newDriver(t, newFakeStore(1, epoch), Options{}, 100, 30)
-	d.keys("enter")
-	lines := strings.Split(d.view(), "\n")
-	help := lines[len(lines)-1]
-	for _, k := range []string{"tab tabs", "r replay", "R re-run", "c cancel", "t retry", "v resolve", "N redeliver", "esc back", "? help"} {
-		if !strings.Contains(help, k) {
-			t.Errorf("the help line lacks %q: %q", k, help)
+	store := newFakeStore(7, epoch) // 5 is dead, 7 needs attention
+	store.tasks = append(store.tasks, &agentledger.Task{ID: 8, Tenant: "acme", Queue: "default", Kind: "steps",
+		State: agentledger.StateCompensated, Compensation: "failed", UpdatedAt: epoch},
+		&agentledger.Task{ID: 9, Tenant: "acme", Queue: "default", Kind: "steps", State: agentledger.StateQueued, UpdatedAt: epoch})
+	d := newDriver(t, store, Options{}, 100, 30)
+	for _, tc := range []struct {
+		keys      []string
+		want, not []string
+	}{
+		{[]string{"enter"}, []string{"c cancel"}, []string{"r replay", "R re-run", "t retry", "u undo"}}, // 9, queued
+		{[]string{"esc", "down", "enter"}, []string{"R re-run"}, []string{"r replay", "c cancel", "t retry", "u undo"}},
+		{[]string{"esc", "down", "enter"}, []string{"r replay", "R re-run", "c cancel", "u undo"}, []string{"t retry"}},         // 7
+		{[]string{"esc", "down", "down", "enter"}, []string{"r replay", "R re-run", "t retry", "u undo"}, []string{"c cancel"}}, // 5
+	} {
+		d.keys(tc.keys...)
+		lines := strings.Split(d.view(), "\n")
+		help := lines[len(lines)-1]
+		for _, k := range append([]string{"tab tabs", "esc back", "? help"}, tc.want...) {
+			if !strings.Contains(help, k) {
+				t.Errorf("%s: the help line lacks %q: %q", lines[0], k, help)
+			}
+		}
+		for _, k := range tc.not {
+			if strings.Contains(help, k) {
+				t.Errorf("%s: the help line offers %q: %q", lines[0], k, help)
+			}
 		}
 	}
 }

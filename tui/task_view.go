@@ -2,10 +2,12 @@ package tui
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/agentledger/agentledger/operator"
 	"github.com/agentledger/agentledger/render"
@@ -80,6 +82,13 @@ func (m taskModel) overview() string {
 	field("Cancel requested", e.stampPtr(t.CancelRequested))
 	field("Lease", m.lease())
 	field("Last error", wrap.Render(orDash(t.LastError)))
+	if c, ok := render.CompensationOf(t, m.detail.Attempts, m.detail.Journal); ok {
+		// A finished compensation clears the last error: say what caused it.
+		field("Compensation", wrap.Render(c.String()))
+		if c.Error != "" && c.Error != t.LastError {
+			field("Failed with", wrap.Render(c.Error))
+		}
+	}
 	for _, doc := range []struct {
 		label string
 		raw   []byte
@@ -119,25 +128,73 @@ func (m taskModel) attempts() string {
 	if len(m.detail.Attempts) == 0 {
 		return s.Dim.Render("no attempts yet")
 	}
-	type row struct{ token, ended, outcome string }
-	rows := make([]row, len(m.detail.Attempts))
-	endedW, tokenW := len("ENDED"), len("TOKEN") // a token is a clock in µs: 16 digits
+	// Each column is as wide as its widest cell; ERROR takes the rest.
+	// When that is under 20 cells STARTED goes (ENDED stays), then
+	// TOKEN, then WORKER.
+	header := []string{"GEN", "ATTEMPT", "WORKER", "TOKEN", "STARTED", "ENDED", "OUTCOME", "ERROR"}
+	rows := make([][]string, len(m.detail.Attempts))
 	for i, a := range m.detail.Attempts {
-		rows[i] = row{strconv.FormatInt(a.Token, 10), "-", render.AttemptOutcome(a)}
-		tokenW = max(tokenW, len(rows[i].token))
+		ended := "-"
 		if a.EndedAt != nil {
-			rows[i].ended = m.env.stampSince(*a.EndedAt, a.StartedAt)
+			ended = m.env.stampSince(*a.EndedAt, a.StartedAt)
 		}
-		endedW = max(endedW, len(rows[i].ended))
+		rows[i] = []string{strconv.Itoa(int(a.Generation)), strconv.Itoa(int(a.Attempt)), a.Worker,
+			strconv.FormatInt(a.Token, 10), m.env.stamp(a.StartedAt), ended, render.AttemptOutcome(a), orDash(a.Error)}
 	}
-	w := []int{3, 7, 16, tokenW, 19, endedW, 15}
-	lines := []string{legend(s.Dim, attemptsLegend, m.width),
-		s.Bold.Render(columns(w, "GEN", "ATTEMPT", "WORKER", "TOKEN", "STARTED", "ENDED", "OUTCOME", "ERROR"))}
-	for i, a := range m.detail.Attempts {
-		lines = append(lines, columns(w, strconv.Itoa(int(a.Generation)), strconv.Itoa(int(a.Attempt)), a.Worker,
-			rows[i].token, m.env.stamp(a.StartedAt), rows[i].ended, rows[i].outcome, orDash(a.Error)))
+	keep := fitColumns(header, rows, m.width, 20, "STARTED", "TOKEN", "WORKER")
+	lines := []string{legend(s.Dim, attemptsLegend, m.width), s.Bold.Render(keep(header))}
+	for _, r := range rows {
+		lines = append(lines, keep(r))
 	}
 	return cutLines(lines, m.width)
+}
+
+// fitColumns sizes each column but the last to its widest cell and, while
+// the last would get fewer than want cells of width, drops the columns
+// named in drop, in that order. It returns the function that lays a row
+// out with the columns kept.
+func fitColumns(header []string, rows [][]string, width, want int, drop ...string) func([]string) string {
+	w := make([]int, len(header)-1)
+	for i := range w {
+		w[i] = ansi.StringWidth(header[i])
+		for _, r := range rows {
+			w[i] = max(w[i], ansi.StringWidth(oneLine(r[i])))
+		}
+	}
+	kept := make([]bool, len(header))
+	for i := range kept {
+		kept[i] = true
+	}
+	used := func() int {
+		n := 0
+		for i, x := range w {
+			if kept[i] {
+				n += x + 1
+			}
+		}
+		return n
+	}
+	for _, name := range drop {
+		if width-used() >= want {
+			break
+		}
+		kept[slices.Index(header, name)] = false
+	}
+	var widths []int
+	for i, x := range w {
+		if kept[i] {
+			widths = append(widths, x)
+		}
+	}
+	return func(r []string) string {
+		var cells []string
+		for i, c := range r {
+			if kept[i] {
+				cells = append(cells, c)
+			}
+		}
+		return columns(widths, cells...)
+	}
 }
 
 // legend is text wrapped to width in style: a table's key to its columns.

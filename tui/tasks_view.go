@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -20,26 +21,46 @@ type column struct {
 	cell  func(e *env, t *agentledger.Task) string
 }
 
-// Fixed column widths; LAST ERROR takes the rest.
+// Column widths. STATE is fixed ("needs_attention"); ID, TENANT, QUEUE,
+// KIND and TRY are as wide as their widest cell, a name at most nameWidth;
+// LAST ERROR takes the rest.
 const (
-	idWidth    = 7
-	stateWidth = 15 // "needs_attention"
-	minErr     = 10
+	stateWidth = 15
+	nameWidth  = 10
+	// wantErr is what LAST ERROR should get: below it the least important
+	// columns give way (see dropOrder), since a cut error says nothing.
+	wantErr = 40
+	minErr  = 10
 )
 
-// columnsFor lays the table out for width: TENANT goes first when the
-// screen is narrow, then QUEUE and KIND shrink.
-func columnsFor(width int) []column {
-	name := 10
+// dropOrder names the columns a narrow table gives up, least important
+// first: the error, the state and the id stay.
+var dropOrder = []string{"TENANT", "QUEUE", "UPDATED", "TRY", "KIND"}
+
+// columnsFor lays the table out for width and the rows it shows.
+func columnsFor(e *env, width int, rows []*agentledger.Task) []column {
 	cols := []column{
-		{"ID", idWidth, func(_ *env, t *agentledger.Task) string { return strconv.FormatInt(t.ID, 10) }},
+		{"ID", 0, func(_ *env, t *agentledger.Task) string { return strconv.FormatInt(t.ID, 10) }},
 		{"STATE", stateWidth, func(_ *env, t *agentledger.Task) string { return string(t.State) }},
-		{"TENANT", name, func(_ *env, t *agentledger.Task) string { return t.Tenant }},
-		{"QUEUE", name, func(_ *env, t *agentledger.Task) string { return t.Queue }},
-		{"KIND", name, func(_ *env, t *agentledger.Task) string { return t.Kind }},
-		{"TRY", 5, func(_ *env, t *agentledger.Task) string { return render.Tries(t) }},
-		{"UPDATED", 8, func(e *env, t *agentledger.Task) string { return short(e.now().Sub(t.UpdatedAt)) }},
+		{"TENANT", 0, func(_ *env, t *agentledger.Task) string { return t.Tenant }},
+		{"QUEUE", 0, func(_ *env, t *agentledger.Task) string { return t.Queue }},
+		{"KIND", 0, func(_ *env, t *agentledger.Task) string { return t.Kind }},
+		{"TRY", 0, func(_ *env, t *agentledger.Task) string { return render.Tries(t) }},
+		{"UPDATED", 0, func(e *env, t *agentledger.Task) string { return short(e.now().Sub(t.UpdatedAt)) }},
 		{"LAST ERROR", 0, func(_ *env, t *agentledger.Task) string { return orDash(oneLine(t.LastError)) }},
+	}
+	for i := range cols[:len(cols)-1] {
+		c := &cols[i]
+		if c.width > 0 {
+			continue
+		}
+		c.width = ansi.StringWidth(c.title)
+		for _, t := range rows {
+			c.width = max(c.width, ansi.StringWidth(c.cell(e, t)))
+		}
+		if c.title != "ID" && c.title != "TRY" {
+			c.width = min(c.width, nameWidth)
+		}
 	}
 	used := func() int {
 		n := 0
@@ -48,12 +69,11 @@ func columnsFor(width int) []column {
 		}
 		return n
 	}
-	if width-used() < minErr+1 {
-		cols = append(cols[:2], cols[3:]...) // no TENANT
-	}
-	for width-used() < minErr+1 && cols[2].width > 6 {
-		cols[2].width--
-		cols[3].width--
+	for _, drop := range dropOrder {
+		if width-used()-1 >= wantErr {
+			break
+		}
+		cols = slices.DeleteFunc(cols, func(c column) bool { return c.title == drop })
 	}
 	cols[len(cols)-1].width = max(width-used()-1, minErr)
 	return cols
@@ -61,7 +81,7 @@ func columnsFor(width int) []column {
 
 // layout sizes the table for the model's width and height.
 func (m *tasksModel) layout() {
-	m.cols = columnsFor(m.width)
+	m.cols = columnsFor(m.env, m.width, m.shown)
 	tc := make([]table.Column, len(m.cols))
 	for i, c := range m.cols {
 		tc[i] = table.Column{Title: c.title, Width: c.width}
@@ -108,8 +128,15 @@ func (m tasksModel) View() string {
 	b.WriteString(cut(m.infoLine(), m.width) + "\n")
 	body := m.colourStates(m.table.View())
 	if m.loaded && len(m.shown) == 0 {
+		// esc clears a search (typing F would only search for it); F
+		// clears the filters.
 		none := "  no tasks match"
-		if m.filter != (Filter{}) || m.search.Value() != "" {
+		switch searched, filtered := m.search.Value() != "", m.filter != (Filter{}); {
+		case searched && filtered:
+			none += " (esc clears the search, F the filters)"
+		case searched:
+			none += " the search (esc clears it)"
+		case filtered:
 			none += " (F clears the filters)"
 		}
 		body = strings.SplitN(body, "\n", 2)[0] + "\n" + m.env.styles.Dim.Render(none)
@@ -199,7 +226,11 @@ func (m tasksModel) inputLine() string {
 	case m.searching || m.search.Value() != "":
 		return m.search.View()
 	}
-	return m.env.styles.Dim.Render("/ search the page · f filter by state, queue, kind, tenant · s cycle the state · F clear filters")
+	hint := "/ search the page · f filter by state, queue, kind, tenant · s cycle the state · F clear filters"
+	if ansi.StringWidth(hint) > m.width {
+		hint = "/ search · f filter · s state · F clear filters"
+	}
+	return m.env.styles.Dim.Render(hint)
 }
 
 // colourStates colours the STATE cells of a rendered table. The table
@@ -208,7 +239,8 @@ func (m tasksModel) inputLine() string {
 // selected row (which already carry styles).
 func (m tasksModel) colourStates(view string) string {
 	lines := strings.Split(view, "\n")
-	from, to := idWidth+1, idWidth+1+stateWidth
+	from := m.cols[0].width + 1 // after ID
+	to := from + stateWidth
 	for i := 1; i < len(lines); i++ {
 		l := lines[i]
 		if strings.Contains(l, "\x1b") || ansi.StringWidth(l) < to {

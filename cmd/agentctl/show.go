@@ -85,7 +85,7 @@ func (a *app) show(ctx context.Context, tenant, arg string) error {
 		}
 		return printJSON(a.stdout, showResult{Task: t, Attempts: atts, Journal: journal, Notifications: notes})
 	}
-	if err := printTask(a.stdout, t, atts, time.Now()); err != nil {
+	if err := printTask(a.stdout, t, atts, journal, time.Now()); err != nil {
 		return err
 	}
 	if err := printJournal(a.stdout, t.Generation, journal); err != nil {
@@ -128,8 +128,9 @@ func printJournal(w io.Writer, generation int32, js []journalEntry) error {
 // resultWidth is how much of a stored result a journal row shows.
 const resultWidth = 60
 
-// printTask writes a task and its attempts for people.
-func printTask(w io.Writer, t *agentledger.Task, atts []agentledger.Attempt, now time.Time) error {
+// printTask writes a task and its attempts for people; the journal tells
+// which step failed when the task compensates.
+func printTask(w io.Writer, t *agentledger.Task, atts []agentledger.Attempt, journal []journalEntry, now time.Time) error {
 	at := func(ts time.Time) string { return stamp(ts) + " (" + relative(ts, now) + ")" }
 	fields := newTable(w)
 	fields.row("Task:", strconv.FormatInt(t.ID, 10))
@@ -150,6 +151,13 @@ func printTask(w io.Writer, t *agentledger.Task, atts []agentledger.Attempt, now
 	fields.row("Idempotency key:", orDash(t.SubmissionKey))
 	fields.row("Cancel requested:", stampPtr(t.CancelRequested))
 	fields.row("Last error:", orDash(t.LastError))
+	if c, ok := render.CompensationOf(t, atts, journal); ok {
+		// A finished compensation clears the last error: say what caused it.
+		fields.row("Compensation:", c.String())
+		if c.Error != "" && c.Error != t.LastError {
+			fields.row("Failed with:", c.Error)
+		}
+	}
 	fields.row("Lease:", lease(t, now))
 	if err := fields.flush(); err != nil {
 		return err

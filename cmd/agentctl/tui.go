@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -34,13 +37,17 @@ per state. Enter opens a task: its overview, attempts, journal of effects
 
 Actions ask for confirmation first: replay (r) shows which effects the
 ledger serves and which run; re-run as a new intent (R) runs every effect
-again; cancel (c); retry a dead task (t); resolve an effect of unknown
+again; cancel (c); retry a dead task (t); undo a task's completed effects
+(u) shows the call each undo sends; resolve an effect of unknown
 outcome (v, in a task) as done or allowed one retry, with a note; redeliver
 a task's failed notifications (N) shows what each sends again (post,
 update, or look up first), as agentctl notifications redeliver does; retry
 all dead (T) or cancel all (X) tasks of the filter, after showing their
-count. w shows the workers and their leases, L the rate limits and the
-targets booked lately, ? every key, q quits.`,
+count. A re-run, an undo and the bulk actions take y only, not enter. A
+task's footer offers the actions its state allows. w shows the workers and
+their leases, L the limits, their circuit breakers and the targets booked
+lately, ? every key, q quits. The console draws at once and keeps the keys
+typed while the database opens.`,
 		Example: `  agentctl tui
   agentctl tui --state dead --queue billing`,
 		Args: cobra.NoArgs,
@@ -77,16 +84,55 @@ func (a *app) tui(ctx context.Context, opts tui.Options) error {
 	if opts.Poll <= 0 {
 		opts.Poll = -1
 	}
-	if _, err := a.store(ctx); err != nil {
-		return err
-	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	m := tui.New(ctx, tui.NewDBStore(a.db.Pool), opts)
-	p := tea.NewProgram(m, tea.WithAltScreen(), tea.WithContext(ctx), tea.WithInput(in), tea.WithOutput(out))
-	_, err := p.Run()
+	// The database opens under the console's "connecting…" screen (an
+	// embedded cluster takes seconds). The warnings of the libraries wait
+	// in warnings until the terminal is back: written meanwhile, they
+	// would land across the screen.
+	warnings := &heldWriter{to: a.stderr}
+	a.stderr = warnings
+	defer warnings.release()
+	open := func(ctx context.Context) (tui.Store, error) {
+		if _, err := a.store(ctx); err != nil {
+			return nil, err
+		}
+		return tui.NewDBStore(a.db.Pool), nil
+	}
+	p := tea.NewProgram(tui.Connect(ctx, open, opts), tea.WithAltScreen(), tea.WithContext(ctx), tea.WithInput(in), tea.WithOutput(out))
+	final, err := p.Run()
 	if errors.Is(err, tea.ErrInterrupted) || (errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil) {
 		return nil // a signal ended agentctl; the terminal is restored
 	}
+	if c, ok := final.(tui.Connecting); ok && c.Err() != nil {
+		return c.Err()
+	}
 	return err
+}
+
+// heldWriter holds what the database's goroutines write while the
+// console runs; once released it writes that to its destination, and
+// from then on writes straight through.
+type heldWriter struct {
+	mu       sync.Mutex
+	to       io.Writer
+	held     bytes.Buffer
+	released bool
+}
+
+func (w *heldWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.released {
+		return w.to.Write(p)
+	}
+	return w.held.Write(p)
+}
+
+// release writes what was held.
+func (w *heldWriter) release() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.released = true
+	_, _ = w.held.WriteTo(w.to)
 }

@@ -1,0 +1,61 @@
+package render
+
+import (
+	"strings"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/operator"
+)
+
+// Compensation is why a task is undoing, or undid, its effects. Once the
+// compensation succeeded the task's last error is cleared, so the cause is
+// read from the attempt that ended the forward path and from the journal.
+type Compensation struct {
+	// Why is the cause in words: "its forward path failed", "an operator
+	// cancelled it", "an operator asked (agentctl compensate)".
+	Why string
+	// Step is the forward step whose effect failed, as "tool/2
+	// (http_request)"; "" when none failed (a cancel, an operator).
+	Step string
+	// Error is the error of the attempt that ended the forward path.
+	Error string
+}
+
+// CompensationOf explains t's compensation from its attempts and the
+// journal of its current generation; ok is false on the forward path.
+func CompensationOf(t *agentledger.Task, atts []agentledger.Attempt, journal []operator.Effect) (c Compensation, ok bool) {
+	switch t.Compensation {
+	case "":
+		return Compensation{}, false
+	case "failed":
+		c.Why = "its forward path failed"
+	case "cancelled":
+		c.Why = "an operator cancelled it"
+	case "operator":
+		c.Why = "an operator asked (agentctl compensate)"
+	default:
+		c.Why = t.Compensation
+	}
+	// The attempt that entered the phase closed with outcome compensating;
+	// the last one of the generation is this phase's.
+	for _, a := range atts {
+		if a.Generation == t.Generation && a.Outcome == agentledger.AttemptOutcome(agentledger.StateCompensating) && a.Error != "" {
+			c.Error = a.Error
+		}
+	}
+	for _, e := range journal {
+		if e.State == ledger.StateFailed && e.Undoes == "" && !strings.HasPrefix(e.Step, "compensate/") {
+			c.Step = e.Step + " (" + e.Operation + ")"
+		}
+	}
+	return c, true
+}
+
+// String is the cause on one line: why, and at which step.
+func (c Compensation) String() string {
+	if c.Step == "" {
+		return c.Why
+	}
+	return c.Why + " at " + c.Step
+}
