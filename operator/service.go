@@ -58,6 +58,9 @@ func (s *Service) Show(ctx context.Context, tenant string, id int64) (*Detail, e
 		return nil, err
 	}
 	d := &Detail{Task: t, Journal: effectsOf(journal)}
+	if err := s.registry.ExplainWaits(ctx, t); err != nil {
+		return nil, err
+	}
 	if d.Attempts, err = s.tasks.Attempts(ctx, id); err != nil {
 		return nil, err
 	}
@@ -113,9 +116,14 @@ func (s *Service) Retry(ctx context.Context, tenant string, id int64) (*agentled
 // ListParams filter List, Count and the bulk actions.
 type ListParams = claims.ListParams
 
-// List returns the tasks of the filter, newest first (a page of them).
+// List returns the tasks of the filter, newest first (a page of them),
+// each waiting one saying why (registry.ExplainWaits).
 func (s *Service) List(ctx context.Context, p ListParams) ([]*agentledger.Task, error) {
-	return s.tasks.List(ctx, p)
+	ts, err := s.tasks.List(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return ts, s.registry.ExplainWaits(ctx, ts...)
 }
 
 // Count returns how many tasks of the filter are in each state.
