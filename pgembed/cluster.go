@@ -136,6 +136,12 @@ func (c *Cluster) bringUp(ctx context.Context) error {
 		return fmt.Errorf("pgembed: the cluster in %s exists but its connection details cannot be read (%v); "+
 			"the superuser password is unknown, so remove %s to start over with an empty cluster",
 			c.DataDir(), err, c.layout.root)
+	} else if c.conn.complete() {
+		// Written by an older version: add the host and database, so that
+		// a pg_dump need not guess them.
+		if err := writeConnInfo(c.layout.connFile(), c.conn); err != nil {
+			c.log.Warn("could not add the database name to conn.json", "path", c.layout.connFile(), "error", err)
+		}
 	}
 
 	started := false

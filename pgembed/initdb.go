@@ -71,7 +71,7 @@ func (c *Cluster) initCluster(ctx context.Context) error {
 		os.RemoveAll(initDir)
 		return err
 	}
-	c.conn = connInfo{Port: port, User: SuperUser, Password: password}
+	c.conn = connInfo{Host: loopback, Port: port, User: SuperUser, Password: password, Database: DatabaseName}
 	if err := writeConnInfo(c.layout.connFile(), c.conn); err != nil {
 		os.RemoveAll(initDir)
 		return err
