@@ -86,7 +86,7 @@ func TestStartFromNothing(t *testing.T) {
 	if strings.Contains(out, ci.Password) {
 		t.Error("password appears in logs or in the cluster's formatted value")
 	}
-	for _, msg := range []string{"initialised PostgreSQL cluster", "started PostgreSQL", "stopped PostgreSQL"} {
+	for _, msg := range []string{"initialised a new PostgreSQL cluster: the state directory held none", "started PostgreSQL", "stopped PostgreSQL"} {
 		if !strings.Contains(logs.String(), msg) {
 			t.Errorf("logs lack %q", msg)
 		}

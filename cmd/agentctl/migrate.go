@@ -94,6 +94,7 @@ type upResult struct {
 }
 
 func (a *app) migrateUp(ctx context.Context) error {
+	a.create = true // sets a database up: the embedded cluster too, if there is none
 	m, err := a.migrator(ctx)
 	if err != nil {
 		return err
