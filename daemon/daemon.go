@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentledger/agentledger/admit"
 	"github.com/agentledger/agentledger/database"
+	"github.com/agentledger/agentledger/dbaway"
 	"github.com/agentledger/agentledger/flow"
 	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/metrics"
@@ -194,6 +195,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 		}
 	}()
 	log.Info("connected", "database", db.String())
+	// From here on one tracker logs a database outage: once when it goes,
+	// now and then while it lasts, once when it is back; the loops'
+	// warnings of each failed try are held back meanwhile.
+	log = slog.New(dbaway.NewOutage(ctx, log.Handler(), db.Pool.Ping).Handler())
 
 	// From here on the database has answered: a connection cut or refused
 	// is a restart under way, tried again.
