@@ -70,7 +70,9 @@ notification rules and migrates the schema.
 
 With no --database-url (or DATABASE_URL) it uses the embedded PostgreSQL
 cluster that agentd uses, in --state-dir, starting it if needed and stopping
-it again on exit when agentctl was its only user.
+it again on exit when agentctl was its only user. A state directory with no
+cluster is refused: agentd makes one on its first start (as does
+agentctl migrate up).
 
 Shell completion: agentctl completion bash|zsh|fish|powershell prints a
 script; for example source <(agentctl completion bash), or see
