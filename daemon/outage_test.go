@@ -17,46 +17,36 @@ import (
 	"github.com/agentledger/agentledger/pgembed"
 )
 
-// signalHandler is a slog handler that closes a channel when a record with
-// its message is handled.
+// signalHandler is a slog handler that closes a channel the first time
+// a record whose message starts with the channel's prefix is handled.
 type signalHandler struct {
 	slog.Handler
 	s *signals
 }
 
 type signals struct {
-	mu   sync.Mutex
-	seen map[string]chan struct{}
+	mu     sync.Mutex
+	wait   map[string]chan struct{} // by message prefix
+	closed map[string]bool
 }
 
-func (s *signals) on(msg string) <-chan struct{} {
+func (s *signals) on(prefix string) <-chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.seen[msg] == nil {
-		s.seen[msg] = make(chan struct{})
+	if s.wait[prefix] == nil {
+		s.wait[prefix] = make(chan struct{})
 	}
-	return s.seen[msg]
+	return s.wait[prefix]
 }
 
 func (h signalHandler) Handle(ctx context.Context, r slog.Record) error {
 	err := h.Handler.Handle(ctx, r)
-	for msg, ch := range func() map[string]chan struct{} {
-		h.s.mu.Lock()
-		defer h.s.mu.Unlock()
-		return h.s.seen
-	}() {
-		if strings.HasPrefix(r.Message, msg) {
-			select {
-			case <-ch:
-			default:
-				h.s.mu.Lock()
-				select {
-				case <-ch:
-				default:
-					close(ch)
-				}
-				h.s.mu.Unlock()
-			}
+	h.s.mu.Lock()
+	defer h.s.mu.Unlock()
+	for prefix, ch := range h.s.wait {
+		if strings.HasPrefix(r.Message, prefix) && !h.s.closed[prefix] {
+			h.s.closed[prefix] = true
+			close(ch)
 		}
 	}
 	return err
@@ -99,7 +89,7 @@ func TestOutageIsLoggedOnce(t *testing.T) {
 	}()
 
 	logs := &logbuf.Buffer{}
-	sig := &signals{seen: map[string]chan struct{}{}}
+	sig := &signals{wait: map[string]chan struct{}{}, closed: map[string]bool{}}
 	gone, back := sig.on("database unreachable"), sig.on("database reachable again")
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
