@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -33,6 +34,8 @@ type options struct {
 	// and only a model no configured one could make granted is refused
 	// (agent.ModelDenied).
 	Model string
+	// Reach is Door.Reach.
+	Reach func(tool string, u *url.URL) error
 }
 
 // check checks the validated task p for the door. Its errors are
@@ -48,6 +51,9 @@ func check(ctx context.Context, s *registry.Store, p claims.EnqueueParams, g *gr
 	// than the tool's own check, which steps.Check makes too).
 	if p.Kind == steps.Kind {
 		if err := steps.Check(p.Payload, nil); err != nil {
+			return err
+		}
+		if err := reachable(p.Payload, o.Reach); err != nil {
 			return err
 		}
 	}
@@ -100,6 +106,23 @@ func check(ctx context.Context, s *registry.Store, p claims.EnqueueParams, g *gr
 		return err
 	}
 	return advise(runnable(p.Needs, servers), o.Override)
+}
+
+// reachable checks the literal URLs of a steps payload's calls with
+// reach, naming the step of the first it refuses.
+func reachable(payload json.RawMessage, reach func(tool string, u *url.URL) error) error {
+	if reach == nil {
+		return nil
+	}
+	for _, n := range steps.Needs(payload) {
+		if n.URL == nil {
+			continue
+		}
+		if err := reach(n.Tool, n.URL); err != nil {
+			return agentledger.Invalid("payload", "%s: %s: %v", n.Subject, n.Tool, err)
+		}
+	}
+	return nil
 }
 
 // pureCheck says a tool is pure when every server that announced its

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"time"
 
 	"github.com/agentledger/agentledger/claims"
@@ -32,6 +33,12 @@ type Door struct {
 	// daemon). known is false for a kind it does not serve: then the
 	// schema the serving daemon published in the kinds table is the check.
 	Typed func(kind string, payload json.RawMessage) (known bool, err error)
+	// Reach is nil when this process's tool may call u (the HTTP tools'
+	// allow-lists), else why not; nil checks none. A steps payload whose
+	// literal URL it refuses is refused at the door, as its step would be
+	// when it runs (the fleet is taken to share one configuration, as
+	// Model is).
+	Reach func(tool string, u *url.URL) error
 	// Unserved queues every task whether or not a live worker serves it,
 	// whoever submits it: for a database without a fleet (tests).
 	Unserved bool
@@ -96,7 +103,7 @@ func (d *Door) Admit(ctx context.Context, db registry.DB, s Submission) (claims.
 	// check below refuses a task no live pool can run.
 	p.Needs = needsOf(p)
 	err := check(ctx, registry.New(db), p, g, options{Anyway: d.Unserved || !r.served || s.Unserved,
-		Override: s.Override, Model: d.Model})
+		Override: s.Override, Model: d.Model, Reach: d.Reach})
 	return p, err
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentledger/agentledger/admit"
 	"github.com/agentledger/agentledger/database"
+	"github.com/agentledger/agentledger/dbaway"
 	"github.com/agentledger/agentledger/flow"
 	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/metrics"
@@ -197,10 +198,16 @@ func (d *Daemon) Run(ctx context.Context) error {
 		}
 	}()
 	log.Info("connected", "database", db.String())
+	// From here on one tracker logs a database outage: once when it goes,
+	// now and then while it lasts, once when it is back; the loops'
+	// warnings of each failed try are held back meanwhile. Start-up's own
+	// retries log each try (startLog): the daemon is not serving yet.
+	startLog := log
+	log = slog.New(dbaway.NewOutage(ctx, log.Handler(), db.Pool.Ping).Handler())
 
 	// From here on the database has answered: a connection cut or refused
 	// is a restart under way, tried again.
-	if err := retryStart(ctx, log, "migrating", transient, func() error { return migrate(ctx, db, cfg, log) }); err != nil {
+	if err := retryStart(ctx, startLog, "migrating", transient, func() error { return migrate(ctx, db, cfg, log) }); err != nil {
 		return err
 	}
 	ln := cfg.API.Listener
@@ -273,22 +280,22 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.sups = sups
 	// Every part is built and every setting checked: only now is the
 	// configuration's state stored, before anything is claimed or served.
-	if err := retryStart(ctx, log, "storing grants", transient, func() error {
+	if err := retryStart(ctx, startLog, "storing grants", transient, func() error {
 		return storeGrants(ctx, db.Pool, cfg.Policy.Grants, log)
 	}); err != nil {
 		return err
 	}
-	if err := retryStart(ctx, log, "storing limits", transient, func() error {
+	if err := retryStart(ctx, startLog, "storing limits", transient, func() error {
 		return storeLimits(ctx, db.Pool, cfg, log)
 	}); err != nil {
 		return err
 	}
-	if err := retryStart(ctx, log, "storing tenant shares", transient, func() error {
+	if err := retryStart(ctx, startLog, "storing tenant shares", transient, func() error {
 		return storeShares(ctx, db.Pool, cfg.Policy.TenantShares, log)
 	}); err != nil {
 		return err
 	}
-	if err := retryStart(ctx, log, "publishing kinds", transient, func() error {
+	if err := retryStart(ctx, startLog, "publishing kinds", transient, func() error {
 		return d.publishKinds(ctx, db.Pool, pool.ID())
 	}); err != nil {
 		return err

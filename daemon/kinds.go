@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"time"
@@ -62,6 +63,15 @@ func (d *Daemon) handlers(db *pgxpool.Pool, m *metrics.Metrics) (map[string]work
 		all = append(all, t)
 	}
 	reg := tools.NewRegistry(all...)
+	// The door refuses a literal URL the HTTP tools would refuse at run.
+	d.door.Reach = func(tool string, u *url.URL) error {
+		if t, err := reg.Get(tool); err == nil {
+			if h, ok := t.(*tools.HTTPTool); ok {
+				return h.Refusal(u)
+			}
+		}
+		return nil
+	}
 	l := ledger.New(db)
 	l.Observe = m.Effect
 	if cfg.Hooks.ObserveEffect != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/agentledger/agentledger/dbaway"
 	"github.com/agentledger/agentledger/migrations"
 )
 
@@ -59,25 +60,43 @@ func (r *readiness) why(ctx context.Context) string {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	if err := r.db.Ping(ctx); err != nil {
-		return "database unreachable"
+		return unreachable
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.problem
+	p := r.problem
+	r.mu.Unlock()
+	if p == unreachable { // the last check ran during an outage that is over
+		r.check(ctx)
+		r.mu.Lock()
+		p = r.problem
+		r.mu.Unlock()
+	}
+	return p
 }
+
+// unreachable is the problem of a database that does not answer.
+const unreachable = "database unreachable"
 
 // schemaProblem reads the schema version and says what is wrong with it,
 // or "".
 func schemaProblem(ctx context.Context, db *pgxpool.Pool) string {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
+	if err := db.Ping(ctx); err != nil { // the migrator's errors may not say so
+		return unreachable
+	}
 	m, err := migrations.New(db, nil)
 	if err != nil {
+		if dbaway.Unavailable(err) {
+			return unreachable
+		}
 		return "migrations unreadable"
 	}
 	defer m.Close()
 	v, err := m.Version(ctx)
 	switch {
+	case dbaway.Unavailable(err):
+		return unreachable
 	case err != nil:
 		return "schema version unreadable"
 	case v != m.Latest():

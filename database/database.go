@@ -24,6 +24,10 @@ type Config struct {
 	URL string
 	// StateDir of the embedded cluster; empty is pgembed.DefaultStateDir().
 	StateDir string
+	// MustExist refuses a state directory without a cluster
+	// (*pgembed.NoClusterError) rather than initialising one: for
+	// agentctl, which should not make a cluster where a path is mistyped.
+	MustExist bool
 	// MaxConns caps the pool; 0 keeps pgx's default (max(4, CPUs)).
 	MaxConns int32
 	// Pooler says the URL is a transaction-pooling PgBouncer: no named
@@ -65,9 +69,10 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 		if err != nil {
 			return nil, err
 		}
-		c, err := pgembed.Start(ctx, pgembed.Config{StateDir: dir, Settings: embeddedSettings, Logger: log})
+		c, err := pgembed.Start(ctx, pgembed.Config{StateDir: dir, Settings: embeddedSettings, Logger: log,
+			MustExist: cfg.MustExist})
 		if err != nil {
-			if errors.Is(err, pgembed.ErrNoBinaries) {
+			if nc := (*pgembed.NoClusterError)(nil); errors.Is(err, pgembed.ErrNoBinaries) || errors.As(err, &nc) {
 				return nil, err // already says what to install and that DATABASE_URL is the alternative
 			}
 			return nil, fmt.Errorf("starting the embedded PostgreSQL (set DATABASE_URL to use an existing server instead): %w", err)
@@ -128,6 +133,10 @@ func stateDir(dir string) (string, error) {
 
 // String describes the database without secrets.
 func (d *DB) String() string { return d.desc }
+
+// Created reports whether Open initialised the embedded cluster: its
+// state directory held none.
+func (d *DB) Created() bool { return d.cluster != nil && d.cluster.Created() }
 
 // Embedded reports whether the database is the embedded cluster.
 func (d *DB) Embedded() bool { return d.cluster != nil }

@@ -1,7 +1,9 @@
 package flow
 
 import (
+	"errors"
 	"net/url"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -38,12 +40,18 @@ func SlackChannel(channel string) string { return KindSlackChannel + ":" + chann
 
 // ParseTarget checks a target and returns it normalised (an HTTP origin
 // with its scheme and host in lower case and its port written out), with
-// its kind. "<kind>:*" is the kind's default. Errors name the field
-// "target".
+// its kind. "<kind>:*" is the kind's default. An HTTP origin may be written
+// as the HTTP tools' allow-list writes it: "http:https://host[:port]",
+// "http:host[:port]" (https, as a bare allow-list entry), or the origin
+// alone, "https://host[:port]" or "http://host[:port]". Errors name the
+// field "target"; a suggestion in one is a target ParseTarget accepts.
 func ParseTarget(s string) (target, kind string, err error) {
 	s = strings.TrimSpace(s)
 	if s == KindSlackWorkspace {
 		return s, KindSlackWorkspace, nil
+	}
+	if strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://") {
+		s = KindHTTP + ":" + s // an origin alone
 	}
 	kind, name, ok := strings.Cut(s, ":")
 	if !ok || name == "" {
@@ -58,9 +66,13 @@ func ParseTarget(s string) (target, kind string, err error) {
 	}
 	switch kind {
 	case KindHTTP:
-		u, err := grants.ParseHost(name)
+		origin := name
+		if !strings.Contains(origin, "://") {
+			origin = "https://" + origin // as a bare allow-list entry
+		}
+		u, err := parseOrigin(origin)
 		if err != nil {
-			return "", "", agentledger.Invalid("target", "%q: the origin must be scheme://host[:port], as in http:https://%s", s, strings.TrimPrefix(strings.TrimPrefix(name, "https://"), "http://"))
+			return "", "", agentledger.Invalid("target", "%q: the origin must be [http://|https://]host[:port]%s", s, suggestHTTP(origin))
 		}
 		return HTTP(u), kind, nil
 	case KindMCP, KindModel, KindSlackChannel:
@@ -91,5 +103,43 @@ func known(kind string) bool {
 }
 
 func unknownKind(s, kind string) error {
-	return agentledger.Invalid("target", "%q: unknown kind %q (one of %s)", s, kind, strings.Join(Kinds, ", "))
+	hint := ""
+	if strings.ContainsAny(kind, ".[") || kind == "localhost" { // a host:port with no kind
+		hint = suggestHTTP("https://" + s)
+	}
+	return agentledger.Invalid("target", "%q: unknown kind %q (one of %s)%s", s, kind, strings.Join(Kinds, ", "), hint)
+}
+
+// parseOrigin parses scheme://host[:port], the port 1..65535.
+func parseOrigin(origin string) (*url.URL, error) {
+	u, err := grants.ParseHost(origin)
+	if err != nil {
+		return nil, err
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return nil, errors.New("bad port")
+		}
+	}
+	return u, nil
+}
+
+// suggestHTTP is ", as in http:<origin>" for the origin that raw, an
+// origin ParseTarget refused, probably means (its path, query or user
+// dropped; a scheme other than http taken as https), or "" when there is
+// none it would accept.
+func suggestHTTP(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Hostname() == "" {
+		return ""
+	}
+	scheme := "https"
+	if strings.EqualFold(u.Scheme, "http") {
+		scheme = "http"
+	}
+	o, err := parseOrigin(scheme + "://" + u.Host)
+	if err != nil {
+		return ""
+	}
+	return ", as in " + HTTP(o)
 }

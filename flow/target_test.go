@@ -17,6 +17,10 @@ func TestParseTarget(t *testing.T) {
 		"http:https://Billing.Internal:8080": "http:https://billing.internal:8080",
 		"http:https://api.example.com/":      "http:https://api.example.com:443",
 		"http:http://10.0.0.1":               "http:http://10.0.0.1:80",
+		"http:127.0.0.1:18449":               "http:https://127.0.0.1:18449", // bare, as the allow-list: https
+		"http:billing.internal":              "http:https://billing.internal:443",
+		"http://127.0.0.1:18449":             "http:http://127.0.0.1:18449", // the origin alone
+		"https://Billing.Internal":           "http:https://billing.internal:443",
 		"http:*":                             "http:*",
 		"mcp:shop":                           "mcp:shop",
 		"model:API.openai.com":               "model:api.openai.com",
@@ -35,8 +39,8 @@ func TestParseTarget(t *testing.T) {
 		"slack-channel":           "must be KIND:NAME",
 		"slack-channel:":          "must be KIND:NAME",
 		"slack-channel:two words": "without spaces",
-		"http:billing.internal":   "scheme://host[:port]",
-		"http:https://x/path":     "scheme://host[:port]",
+		"http:https://x/path":     "host[:port]",
+		"http:ftp://x":            "host[:port]",
 		"slack-workspace:T1":      "takes no name",
 		"":                        "must be KIND:NAME",
 	} {
@@ -44,6 +48,39 @@ func TestParseTarget(t *testing.T) {
 		var ie *agentledger.InvalidError
 		if !errors.As(err, &ie) || ie.Field != "target" || !strings.Contains(err.Error(), msg) {
 			t.Errorf("ParseTarget(%q) = %v; want a target error with %q", in, err, msg)
+		}
+	}
+}
+
+// Every target a refusal suggests is accepted, and is what was meant.
+func TestParseTargetSuggestions(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"http:https://x/path":          "http:https://x:443",
+		"http:http://127.0.0.1:1/a?b":  "http:http://127.0.0.1:1",
+		"http:ftp://files.internal:21": "http:https://files.internal:21",
+		"http://u@127.0.0.1:18449":     "http:http://127.0.0.1:18449",
+		"https://billing.internal/v1":  "http:https://billing.internal:443",
+		"http:127.0.0.1:18449/x":       "http:https://127.0.0.1:18449",
+		"127.0.0.1:18449":              "http:https://127.0.0.1:18449",
+		"billing.internal:8080":        "http:https://billing.internal:8080",
+		"http:host:99999":              "",
+		"mcp:a/b":                      "",
+	} {
+		_, _, err := flow.ParseTarget(in)
+		if err == nil {
+			t.Errorf("ParseTarget(%q) accepted it", in)
+			continue
+		}
+		_, got, found := strings.Cut(err.Error(), ", as in ")
+		if got != want {
+			t.Errorf("ParseTarget(%q) = %v; want the suggestion %q", in, err, want)
+		}
+		if !found {
+			continue
+		}
+		if norm, _, err := flow.ParseTarget(got); err != nil || norm != got {
+			t.Errorf("ParseTarget(%q), suggested for %q, = %q, %v", got, in, norm, err)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/agentledger/agentledger"
@@ -48,7 +49,7 @@ func (s *Service) Resolve(ctx context.Context, tenant string, id int64, step str
 		}
 	}
 	if target == nil {
-		return nil, &NoUnknownEffectError{TaskID: id, Step: step}
+		return nil, &NoUnknownEffectError{TaskID: id, Step: step, Unknown: unknownSteps(j)}
 	}
 	res := ledger.Resolution{Done: r.Done, Retry: !r.Done, Note: r.Note}
 	if err := s.ledger.Resolve(ctx, target.Tenant, target.Operation, target.Key, res); err != nil {
@@ -60,15 +61,44 @@ func (s *Service) Resolve(ctx context.Context, tenant string, id int64, step str
 	return s.tasks.Requeue(ctx, tenant, id, claims.Replay)
 }
 
+// UnknownEffects lists the step paths of task id's effects of unknown
+// outcome in its current generation: what Resolve settles.
+func (s *Service) UnknownEffects(ctx context.Context, tenant string, id int64) ([]string, error) {
+	_, j, err := s.load(ctx, tenant, id)
+	if err != nil {
+		return nil, err
+	}
+	return unknownSteps(j), nil
+}
+
+func unknownSteps(j []ledger.Entry) []string {
+	var out []string
+	for _, e := range j {
+		if e.State == ledger.StateUnknown && !slices.Contains(out, e.StepPath) {
+			out = append(out, e.StepPath)
+		}
+	}
+	return out
+}
+
 // NoUnknownEffectError says that a task has no effect of unknown outcome at
-// a step. It matches agentledger.ErrNotFound.
+// a step, and at which steps it has one. It matches agentledger.ErrNotFound.
 type NoUnknownEffectError struct {
 	TaskID int64
 	Step   string
+	// Unknown are the steps of the task's effects of unknown outcome.
+	Unknown []string
 }
 
 func (e *NoUnknownEffectError) Error() string {
-	return fmt.Sprintf("task %d has no effect of unknown outcome at step %q", e.TaskID, e.Step)
+	msg := fmt.Sprintf("task %d has no effect of unknown outcome at step %q", e.TaskID, e.Step)
+	switch len(e.Unknown) {
+	case 0:
+		return msg + ", nor at any other"
+	case 1:
+		return msg + "; its unknown effect is at " + e.Unknown[0]
+	}
+	return msg + "; its unknown effects are at " + strings.Join(e.Unknown, ", ")
 }
 
 // Is makes errors.Is(err, agentledger.ErrNotFound) true.

@@ -27,6 +27,11 @@ type Config struct {
 	Logger *slog.Logger
 	// RunAsUser is, when running as root, the unprivileged OS user the server runs as; default "postgres".
 	RunAsUser string
+	// MustExist refuses a state directory without a cluster with a
+	// *NoClusterError rather than initialising one there (nor creating
+	// the directory): for a client, where a mistyped path would otherwise
+	// make a new, empty cluster.
+	MustExist bool
 	// LockTimeout bounds the wait for another process starting or
 	// stopping the cluster; default DefaultLockTimeout. After
 	// lockNoticeAfter of it, a warning says whom Start waits for.
@@ -42,6 +47,7 @@ type Cluster struct {
 	binDir   string
 	version  string
 	conn     connInfo
+	created  bool // this Start initialised the cluster
 
 	lockTimeout time.Duration
 
@@ -57,6 +63,9 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	}
 	if err := validateSettings(cfg.Settings); err != nil {
 		return nil, err
+	}
+	if root := filepath.Clean(cfg.StateDir); cfg.MustExist && !HasCluster(root) {
+		return nil, &NoClusterError{StateDir: root, Others: OtherClusters(root)}
 	}
 	c := &Cluster{
 		layout:   layout{root: filepath.Clean(cfg.StateDir)},
@@ -132,10 +141,17 @@ func (c *Cluster) bringUp(ctx context.Context) error {
 		if err := c.initCluster(ctx); err != nil {
 			return err
 		}
+		c.created = true
 	} else if c.conn, err = readConnInfo(c.layout.connFile()); err != nil {
 		return fmt.Errorf("pgembed: the cluster in %s exists but its connection details cannot be read (%v); "+
 			"the superuser password is unknown, so remove %s to start over with an empty cluster",
 			c.DataDir(), err, c.layout.root)
+	} else if c.conn.complete() {
+		// Written by an older version: add the host and database, so that
+		// a pg_dump need not guess them.
+		if err := writeConnInfo(c.layout.connFile(), c.conn); err != nil {
+			c.log.Warn("could not add the database name to conn.json", "path", c.layout.connFile(), "error", err)
+		}
 	}
 
 	started := false
@@ -312,6 +328,10 @@ func (c *Cluster) Close(ctx context.Context) error {
 
 // URL returns the connection URL for database, with the superuser's password.
 func (c *Cluster) URL(database string) string { return c.conn.url(database) }
+
+// Created reports whether Start initialised the cluster: its state
+// directory held none.
+func (c *Cluster) Created() bool { return c.created }
 
 // Port returns the loopback TCP port the server listens on.
 func (c *Cluster) Port() int { return c.conn.Port }

@@ -2,6 +2,7 @@ package pgembed
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -57,8 +58,9 @@ func TestStartFromNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ci.Port != c.Port() || ci.User != SuperUser || len(ci.Password) != 64 {
-		t.Errorf("conn.json = port %d user %q password length %d; cluster port %d", ci.Port, ci.User, len(ci.Password), c.Port())
+	if ci.Port != c.Port() || ci.User != SuperUser || len(ci.Password) != 64 || ci.Host != "127.0.0.1" || ci.Database != DatabaseName {
+		t.Errorf("conn.json = host %q port %d user %q password length %d database %q; cluster port %d",
+			ci.Host, ci.Port, ci.User, len(ci.Password), ci.Database, c.Port())
 	}
 	if want := fmt.Sprintf("postgres://agentledger:%s@127.0.0.1:%d/x?sslmode=disable", ci.Password, c.Port()); c.URL("x") != want {
 		t.Errorf("URL(x) is not the expected URL")
@@ -84,7 +86,7 @@ func TestStartFromNothing(t *testing.T) {
 	if strings.Contains(out, ci.Password) {
 		t.Error("password appears in logs or in the cluster's formatted value")
 	}
-	for _, msg := range []string{"initialised PostgreSQL cluster", "started PostgreSQL", "stopped PostgreSQL"} {
+	for _, msg := range []string{"initialised a new PostgreSQL cluster: the state directory held none", "started PostgreSQL", "stopped PostgreSQL"} {
 		if !strings.Contains(logs.String(), msg) {
 			t.Errorf("logs lack %q", msg)
 		}
@@ -233,6 +235,43 @@ func TestRecordedPortTaken(t *testing.T) {
 		t.Fatal(err)
 	}
 	closeT(t, c)
+}
+
+// A conn.json written before it named the host and database is read, and
+// completed at the next start.
+func TestOldConnInfoIsCompleted(t *testing.T) {
+	t.Parallel()
+	dir := newStateDir(t)
+	closeT(t, startT(t, dir))
+	path := filepath.Join(dir, "conn.json")
+	ci, err := readConnInfo(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := json.Marshal(map[string]any{"port": ci.Port, "user": ci.User, "password": ci.Password})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, old, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := startT(t, dir)
+	defer closeT(t, c)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got["password"] != ci.Password {
+		t.Errorf("the start changed the password")
+	}
+	delete(got, "password") // not printed
+	if got["database"] != DatabaseName || got["host"] != "127.0.0.1" || got["port"] != float64(ci.Port) {
+		t.Errorf("conn.json after a start: %v, want the database and host added", got)
+	}
 }
 
 func TestRunsAsRoot(t *testing.T) {

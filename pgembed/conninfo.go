@@ -10,11 +10,30 @@ import (
 	"strconv"
 )
 
-// connInfo is the content of conn.json.
+// connInfo is the content of conn.json: what a client such as pg_dump
+// needs to connect to the cluster.
 type connInfo struct {
+	Host     string `json:"host"`
 	Port     int    `json:"port"`
 	User     string `json:"user"`
 	Password string `json:"password"`
+	Database string `json:"database"`
+}
+
+// loopback is the only address the server listens on.
+const loopback = "127.0.0.1"
+
+// complete fills what a conn.json written by an older version lacks (the
+// host and database, which were always these), reporting whether it did.
+func (ci *connInfo) complete() bool {
+	old := ci.Host == "" || ci.Database == ""
+	if ci.Host == "" {
+		ci.Host = loopback
+	}
+	if ci.Database == "" {
+		ci.Database = DatabaseName
+	}
+	return old
 }
 
 // readConnInfo reads conn.json.
@@ -69,7 +88,7 @@ func (ci connInfo) url(database string) string {
 	u := url.URL{
 		Scheme:   "postgres",
 		User:     url.UserPassword(ci.User, ci.Password),
-		Host:     net.JoinHostPort("127.0.0.1", strconv.Itoa(ci.Port)),
+		Host:     net.JoinHostPort(loopback, strconv.Itoa(ci.Port)),
 		Path:     "/" + database,
 		RawQuery: "sslmode=disable",
 	}

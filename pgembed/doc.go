@@ -5,7 +5,7 @@
 //
 //	pgdata/          the data directory (mode 0700)
 //	log/postgres.log the server log
-//	conn.json        port, user and password (mode 0600)
+//	conn.json        host, port, user, password and database (mode 0600)
 //	start.lock       serialises initialisation, start and stop
 //	users.lock       one shared flock per live [Cluster]: the reference count
 //	server.lock      flocked by the server's processes while they live

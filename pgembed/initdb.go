@@ -71,7 +71,7 @@ func (c *Cluster) initCluster(ctx context.Context) error {
 		os.RemoveAll(initDir)
 		return err
 	}
-	c.conn = connInfo{Port: port, User: SuperUser, Password: password}
+	c.conn = connInfo{Host: loopback, Port: port, User: SuperUser, Password: password, Database: DatabaseName}
 	if err := writeConnInfo(c.layout.connFile(), c.conn); err != nil {
 		os.RemoveAll(initDir)
 		return err
@@ -80,7 +80,12 @@ func (c *Cluster) initCluster(ctx context.Context) error {
 		os.RemoveAll(initDir)
 		return fmt.Errorf("pgembed: %w", err)
 	}
-	c.log.Info("initialised PostgreSQL cluster", "data_dir", c.DataDir(), "port", port, "version", c.version)
+	// Said plainly: a mistyped state directory makes a new, empty cluster.
+	attrs := []any{"state_dir", c.layout.root, "port", port, "version", c.version}
+	if others := OtherClusters(c.layout.root); len(others) > 0 {
+		attrs = append(attrs, "existing_clusters", strings.Join(others, ", "))
+	}
+	c.log.Info("initialised a new PostgreSQL cluster: the state directory held none", attrs...)
 	return nil
 }
 

@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 )
 
@@ -22,6 +24,12 @@ func DefaultStateDir() (string, error) {
 		}
 		return abs, nil
 	}
+	return userStateDir()
+}
+
+// userStateDir is the default state directory when $AGENTLEDGER_STATE_DIR
+// is not set.
+func userStateDir() (string, error) {
 	if os.Geteuid() == 0 {
 		return "/var/lib/agentledger", nil
 	}
@@ -33,6 +41,47 @@ func DefaultStateDir() (string, error) {
 		return "", fmt.Errorf("pgembed: cannot choose a state directory (set %s): %w", StateDirEnv, err)
 	}
 	return filepath.Join(home, ".local", "state", "agentledger"), nil
+}
+
+// HasCluster reports whether stateDir holds a cluster: a pgdata with its
+// PG_VERSION, which initialisation writes last.
+func HasCluster(stateDir string) bool {
+	_, err := os.Stat(filepath.Join(layout{root: stateDir}.dataDir(), "PG_VERSION"))
+	return err == nil
+}
+
+// OtherClusters lists the state directories a cluster is usually found in
+// ($AGENTLEDGER_STATE_DIR's, the user's default) that hold one, but for
+// dir: where a mistyped --state-dir probably meant.
+func OtherClusters(dir string) []string {
+	var out []string
+	for _, f := range []func() (string, error){DefaultStateDir, userStateDir} {
+		d, err := f()
+		if err != nil || d == filepath.Clean(dir) || slices.Contains(out, d) || !HasCluster(d) {
+			continue
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// NoClusterError is Start's refusal, with Config.MustExist, of a state
+// directory that holds no cluster.
+type NoClusterError struct {
+	StateDir string
+	// Others are the usual state directories that hold one (OtherClusters).
+	Others []string
+}
+
+func (e *NoClusterError) Error() string {
+	msg := fmt.Sprintf("no embedded PostgreSQL cluster in state directory %s", e.StateDir)
+	switch len(e.Others) {
+	case 0:
+		return msg + " (nor in the default state directory)"
+	case 1:
+		return msg + "; there is one in " + e.Others[0]
+	}
+	return msg + "; there are clusters in " + strings.Join(e.Others, " and ")
 }
 
 // layout names the files inside a state directory.

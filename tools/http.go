@@ -255,11 +255,9 @@ func (t *HTTPTool) parse(raw json.RawMessage) (*httpCall, error) {
 	}
 	hc.u = u
 	origin := grants.Origin(u)
-	if !t.allowed[origin] {
-		// Refused when performing, not here: a replay serves an effect
-		// the ledger completed whatever the configuration says now.
-		hc.denied = fmt.Errorf("%s is not allowed: add it to %s", origin, t.env)
-	}
+	// Refused when performing, not here: a replay serves an effect the
+	// ledger completed whatever the configuration says now.
+	hc.denied = t.Refusal(u)
 	hc.target = u.Scheme + "://" + strings.ToLower(u.Host)
 	hc.secrets = t.secrets[origin]
 	for k, v := range a.Headers {
@@ -301,6 +299,29 @@ func checkHeader(k, v string) error {
 		return fmt.Errorf("header %s has a control character in its value", http.CanonicalHeaderKey(k))
 	}
 	return nil
+}
+
+// Refusal is nil when the tool may call u's origin, else the error saying
+// why not: the origin is not listed, or is listed for the other scheme
+// only (a bare entry means https).
+func (t *HTTPTool) Refusal(u *url.URL) error {
+	origin := grants.Origin(u)
+	if t.allowed[origin] {
+		return nil
+	}
+	other := &url.URL{Scheme: "https", Host: u.Host}
+	if strings.EqualFold(u.Scheme, "https") {
+		other.Scheme = "http"
+	}
+	if t.allowed[grants.Origin(other)] {
+		if other.Scheme == "https" {
+			return fmt.Errorf("%s is not allowed: %s lists %s for https only (a bare entry means https); write http://%s in it to allow plain http",
+				origin, t.env, u.Host, u.Host)
+		}
+		return fmt.Errorf("%s is not allowed: %s lists %s for plain http only; write %s (or https://%s) in it to allow https",
+			origin, t.env, u.Host, u.Host, u.Host)
+	}
+	return fmt.Errorf("%s is not allowed: add it to %s", origin, t.env)
 }
 
 // normHost normalises an allowed-host entry: "host" or "host:port",

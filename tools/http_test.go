@@ -161,10 +161,15 @@ func TestHTTPRequestDisallowedHost(t *testing.T) {
 	srv := newDownstream(t)
 	task := e.task()
 	// Another port, and the right port over https (the bare host:port).
-	for _, hosts := range [][]string{nil, {"example.com", "http://127.0.0.1:1"}, {strings.TrimPrefix(hostOf(srv.URL), "http://")}} {
+	bare := strings.TrimPrefix(hostOf(srv.URL), "http://")
+	for _, hosts := range [][]string{nil, {"example.com", "http://127.0.0.1:1"}, {bare}} {
 		tool, unsafe := e.http(tools.HTTPConfig{AllowedHosts: hosts, UnsafeAllowedHosts: hosts})
 		_, err := tools.Invoke(ctx, e.Ledger, tool, call(task, "tool/0", post(srv.URL)))
 		want := fmt.Sprintf("%s is not allowed: add it to AGENTLEDGER_HTTP_ALLOWED_HOSTS", hostOf(srv.URL))
+		if len(hosts) == 1 { // listed, for https only: the message says how to allow http
+			want = fmt.Sprintf("%s is not allowed: AGENTLEDGER_HTTP_ALLOWED_HOSTS lists %s for https only (a bare entry means https); write http://%s in it to allow plain http",
+				hostOf(srv.URL), bare, bare)
+		}
 		if !isPermanent(err) || !strings.Contains(err.Error(), want) {
 			t.Fatalf("%v: %v", hosts, err)
 		}
@@ -172,6 +177,14 @@ func TestHTTPRequestDisallowedHost(t *testing.T) {
 		if !isPermanent(err) || !strings.Contains(err.Error(), "AGENTLEDGER_UNSAFE_HTTP_ALLOWED_HOSTS") {
 			t.Fatalf("unsafe %v: %v", hosts, err)
 		}
+	}
+	// The converse: listed for plain http, called over https.
+	tool, _ := e.http(tools.HTTPConfig{AllowedHosts: []string{"http://" + bare}})
+	_, err := tools.Invoke(ctx, e.Ledger, tool, call(task, "tool/0", post("https://"+bare)))
+	want := fmt.Sprintf("https://%s is not allowed: AGENTLEDGER_HTTP_ALLOWED_HOSTS lists %s for plain http only; write %s (or https://%s) in it to allow https",
+		bare, bare, bare, bare)
+	if !isPermanent(err) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("https to an http entry: %v", err)
 	}
 	// Each tool has its own list.
 	_, unsafe := e.http(tools.HTTPConfig{AllowedHosts: []string{hostOf(srv.URL)}})

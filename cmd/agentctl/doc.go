@@ -72,8 +72,11 @@
 // starts or joins the embedded PostgreSQL cluster in --state-dir (default
 // $AGENTLEDGER_STATE_DIR, else /var/lib/agentledger as root and
 // ~/.local/state/agentledger otherwise), the one agentd uses, and stops it
-// again on exit when agentctl was its only user. Every command but migrate
-// refuses to run on a database whose schema is not migrated.
+// again on exit when agentctl was its only user. A state directory with no
+// cluster is refused, naming the ones that have one: agentd initialises a
+// cluster on its first start, and of agentctl's commands only migrate up
+// does. Every command but migrate refuses to run on a database whose
+// schema is not migrated.
 //
 // Output is a table for people or, with --output json, JSON for programs.
 // Errors go to stderr as "agentctl: <message>", sometimes followed by a hint.
@@ -84,7 +87,8 @@
 //	1  the operation failed: task or rule not found, task already finished,
 //	   task not dead (retry) or its ledger expired, key reused with a
 //	   different request, rule name taken (without --replace), a bulk action
-//	   not confirmed, database unreachable or not migrated
+//	   not confirmed, database unreachable or not migrated, no cluster in
+//	   --state-dir
 //	2  usage: unknown command or flag, invalid input (bad JSON payload or
 //	   task file, bad --run-at, --since or --until, unknown state, bad rule
 //	   name or event, missing --channel, ledger without a selector),

@@ -36,7 +36,10 @@ any of these parts, at least one:
                                  (see agentctl breaker --help)
 
 A target is KIND:NAME:
-  http:https://billing.internal:8080   an HTTP origin (scheme, host, port)
+  http:https://billing.internal:8080   an HTTP origin (scheme, host, port);
+                                       also written https://billing.internal:8080,
+                                       or http:billing.internal:8080 (https, as
+                                       the allow-list reads a bare host)
   mcp:shop                             an MCP server
   model:api.openai.com                 a model endpoint's host
   slack-channel:C0123ABCD              a Slack channel (ID or name)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -127,7 +128,7 @@ func (a *app) list(ctx context.Context, f *listFlags) error {
 	t := newTable(a.stdout, "ID", "TENANT", "QUEUE", "KIND", "STATE", "ATTEMPT", "WHEN", "LAST ERROR")
 	for _, task := range tasks {
 		t.row(strconv.FormatInt(task.ID, 10), task.Tenant, task.Queue, task.Kind, string(task.State),
-			render.Tries(task), when(task, now), truncate(orDash(task.LastError), 50))
+			render.Tries(task), when(task, now), truncate(orDash(lastError(task)), 50))
 	}
 	if err := t.flush(); err != nil {
 		return err
@@ -136,6 +137,20 @@ func (a *app) list(ctx context.Context, f *listFlags) error {
 		fmt.Fprintf(a.stderr, "more tasks may follow: add --before %d\n", tasks[len(tasks)-1].ID)
 	}
 	return nil
+}
+
+// unknownAt finds the ledger's "effect KEY at STEP: " in an error.
+var unknownAt = regexp.MustCompile(`effect [0-9a-f]+ at (\S+): `)
+
+// lastError is a task's last error for the list, whose column is cut: a
+// task waiting for an operator names the step to resolve first, where its
+// error names it after a ledger key and more.
+func lastError(t *agentledger.Task) string {
+	m := unknownAt.FindStringSubmatchIndex(t.LastError)
+	if t.State != agentledger.StateNeedsAttention || m == nil {
+		return t.LastError
+	}
+	return "at " + t.LastError[m[2]:m[3]] + ": " + t.LastError[:m[0]] + t.LastError[m[1]:]
 }
 
 // when describes a task's time for the list: when a waiting task runs, or

@@ -26,6 +26,13 @@ func TestEmbeddedLockWaitIsSaid(t *testing.T) {
 	if err := os.Chmod(dir, 0o755); err != nil { // as root the server would run as postgres
 		t.Fatal(err)
 	}
+	// A cluster's mark (agentctl creates none): the wait comes before it is read.
+	if err := os.MkdirAll(filepath.Join(dir, "pgdata"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "pgdata", "PG_VERSION"), []byte("15\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	lock, err := os.OpenFile(filepath.Join(dir, "start.lock"), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		t.Fatal(err)

@@ -33,8 +33,11 @@ func (a *app) migrateUpCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "up",
 		Short: "Apply every pending migration",
-		Args:  cobra.NoArgs,
-		RunE:  a.action(func(ctx context.Context, _ []string) error { return a.migrateUp(ctx) }),
+		Long: `Apply every pending migration, as agentd does when it starts. With the
+embedded PostgreSQL, a --state-dir with no cluster gets a new one (the only
+agentctl command that makes one), and agentctl says so.`,
+		Args: cobra.NoArgs,
+		RunE: a.action(func(ctx context.Context, _ []string) error { return a.migrateUp(ctx) }),
 	}
 }
 
@@ -94,6 +97,7 @@ type upResult struct {
 }
 
 func (a *app) migrateUp(ctx context.Context) error {
+	a.create = true // sets a database up: the embedded cluster too, if there is none
 	m, err := a.migrator(ctx)
 	if err != nil {
 		return err

@@ -46,15 +46,22 @@ func TestReplayResolveRerun(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, _ := e.Claims.Get(ctx, "", task.ID)
-	if _, err := e.Ledger.Do(ctx, tools.AttemptOf(b), wire); !errors.Is(err, ledger.ErrNeedsAttention) {
-		t.Fatal(err)
+	_, cause := e.Ledger.Do(ctx, tools.AttemptOf(b), wire)
+	if !errors.Is(cause, ledger.ErrNeedsAttention) {
+		t.Fatal(cause)
 	}
-	if err := e.Claims.NeedsAttention(ctx, claims.LeaseOf(b), "unknown"); err != nil {
+	if err := e.Claims.NeedsAttention(ctx, claims.LeaseOf(b), "step 0 (unsafe_http): "+cause.Error()); err != nil {
 		t.Fatal(err)
 	}
 	id := fmt.Sprint(task.ID)
 
-	code, out, errOut := agentctlAt(url, "replay", id, "--dry-run")
+	// The list names the step to resolve before the cut.
+	code, out, errOut := agentctlAt(url, "list")
+	if code != 0 || !strings.Contains(out, " at tool/0: step 0 (unsafe_http): effect outcome u") {
+		t.Fatalf("list: exit %d\n%s%s", code, out, errOut)
+	}
+
+	code, out, errOut = agentctlAt(url, "replay", id, "--dry-run")
 	if code != 0 || !strings.Contains(out, "tool/0  unsafe_http  unsafe  unknown  needs resolution (agentctl resolve)") ||
 		!strings.Contains(out, "dry run: nothing changed") {
 		t.Fatalf("replay --dry-run: exit %d\n%s%s", code, out, errOut)
@@ -62,10 +69,12 @@ func TestReplayResolveRerun(t *testing.T) {
 	if code, _, errOut = agentctlAt(url, "resolve", id, "--step", "tool/0", "--retry"); code != 2 || !strings.Contains(errOut, "--note is required") {
 		t.Fatalf("resolve without note: exit %d %s", code, errOut)
 	}
-	if code, _, errOut = agentctlAt(url, "resolve", id, "--step", "tool/9", "--done", "--note", "x"); code != 1 || !strings.Contains(errOut, `no effect of unknown outcome at step "tool/9"`) {
+	if code, _, errOut = agentctlAt(url, "resolve", id, "--step", "tool/9", "--done", "--note", "x"); code != 1 ||
+		!strings.Contains(errOut, `no effect of unknown outcome at step "tool/9"; its unknown effect is at tool/0`) {
 		t.Fatalf("resolve of a step without an unknown effect: exit %d %s", code, errOut)
 	}
-	code, out, errOut = agentctlAt(url, "resolve", id, "--step", "tool/0", "--retry", "--note", "bank has no such wire")
+	// The task's one unknown effect is the default step.
+	code, out, errOut = agentctlAt(url, "resolve", id, "--retry", "--note", "bank has no such wire")
 	if code != 0 || !strings.Contains(out, "effect tool/0 of task "+id+" allowed one more performance; task is queued") {
 		t.Fatalf("resolve: exit %d\n%s%s", code, out, errOut)
 	}
@@ -75,6 +84,10 @@ func TestReplayResolveRerun(t *testing.T) {
 	}
 	if err := e.Claims.Succeed(ctx, claims.LeaseOf(c), nil); err != nil {
 		t.Fatal(err)
+	}
+	if code, _, errOut = agentctlAt(url, "resolve", id, "--done", "--note", "x"); code != 1 ||
+		!strings.Contains(errOut, "task "+id+" has no effect of unknown outcome\n") {
+		t.Fatalf("resolve with no unknown effect left: exit %d %s", code, errOut)
 	}
 
 	if code, _, errOut = agentctlAt(url, "rerun", id); code != 2 || !strings.Contains(errOut, "re-run with --yes") {

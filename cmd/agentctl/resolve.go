@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -17,7 +18,7 @@ func (a *app) resolveCmd() *cobra.Command {
 		done, retry        bool
 	)
 	cmd := &cobra.Command{
-		Use:   "resolve ID --step STEP (--done | --retry) --note TEXT",
+		Use:   "resolve ID [--step STEP] (--done | --retry) --note TEXT",
 		Short: "Settle an effect of unknown outcome and resume its task",
 		Long: `An unsafe effect (one with no idempotency key and no look-up) whose attempt
 died after sending it has an unknown outcome: the task waits in
@@ -25,7 +26,10 @@ needs_attention. Check the target by hand, then either mark the effect done
 (--done: it happened; it is served from the ledger from now on) or allow one
 more performance (--retry: it did not happen). --note says why and is kept in
 the journal. The task is then replayed: effects completed before are served,
-the rest run.`,
+the rest run.
+
+--step names the effect by its step path, as agentctl show lists it; it
+may be left out when the task has one effect of unknown outcome.`,
 		Example: `  agentctl resolve 42 --step tool/1 --done --note "wire 77 seen in the bank portal"
   agentctl resolve 42 --step tool/1 --retry --note "bank has no such wire"`,
 		Args: oneID,
@@ -34,7 +38,7 @@ the rest run.`,
 		}),
 	}
 	tenantFlag(cmd, &tenant, "only if the task belongs to this tenant")
-	cmd.Flags().StringVar(&step, "step", "", "step path of the unknown effect, as agentctl show lists it (e.g. tool/1)")
+	cmd.Flags().StringVar(&step, "step", "", "step path of the unknown effect, as agentctl show lists it (e.g. tool/1); default: the task's only one")
 	cmd.Flags().StringVar(&note, "note", "", "why (required)")
 	cmd.Flags().BoolVar(&done, "done", false, "the effect happened")
 	cmd.Flags().BoolVar(&retry, "retry", false, "the effect did not happen: perform it once more")
@@ -49,14 +53,17 @@ func (a *app) resolve(ctx context.Context, tenant, arg, step, note string, done,
 	switch {
 	case done == retry:
 		return usagef("choose one of --done or --retry")
-	case step == "":
-		return usagef("--step is required: the step path of the unknown effect (see agentctl show %d)", id)
 	case note == "":
 		return usagef("--note is required: say why the effect is resolved this way")
 	}
 	svc, err := a.operator(ctx)
 	if err != nil {
 		return err
+	}
+	if step == "" {
+		if step, err = onlyUnknown(ctx, svc, tenant, id); err != nil {
+			return err
+		}
 	}
 	t, err := svc.Resolve(ctx, tenant, id, step, operator.Resolution{Done: done, Note: note})
 	var none *operator.NoUnknownEffectError
@@ -79,4 +86,22 @@ func (a *app) resolve(ctx context.Context, tenant, arg, step, note string, done,
 	}
 	_, err = fmt.Fprintf(a.stdout, "effect %s of task %d %s; task is %s\n", step, id, how, t.State)
 	return err
+}
+
+// onlyUnknown is the step of task id's one effect of unknown outcome, the
+// step resolve settles when --step is not given; an error when it has
+// none or several.
+func onlyUnknown(ctx context.Context, svc *operator.Service, tenant string, id int64) (string, error) {
+	steps, err := svc.UnknownEffects(ctx, tenant, id)
+	if err != nil {
+		return "", err
+	}
+	switch len(steps) {
+	case 1:
+		return steps[0], nil
+	case 0:
+		return "", withHint(newError(fmt.Sprintf("task %d has no effect of unknown outcome", id), agentledger.ErrNotFound),
+			fmt.Sprintf("agentctl show %d lists its journal; a compensation that failed for good is resolved with --step", id))
+	}
+	return "", usagef("--step is required: task %d has %d effects of unknown outcome, at %s", id, len(steps), strings.Join(steps, ", "))
 }

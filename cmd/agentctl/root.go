@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/database"
+	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/migrations"
 	"github.com/agentledger/agentledger/pgembed"
 	"github.com/agentledger/agentledger/registry"
@@ -31,6 +33,9 @@ type app struct {
 	output      string
 
 	db *database.DB
+	// create lets the embedded cluster be initialised where there is
+	// none: migrate up's, the one command that sets a database up.
+	create bool
 	// started is set when a command's own code begins: an error before
 	// that is cobra rejecting the command line, a usage error.
 	started bool
@@ -65,7 +70,9 @@ notification rules and migrates the schema.
 
 With no --database-url (or DATABASE_URL) it uses the embedded PostgreSQL
 cluster that agentd uses, in --state-dir, starting it if needed and stopping
-it again on exit when agentctl was its only user.
+it again on exit when agentctl was its only user. A state directory with no
+cluster is refused: agentd makes one on its first start (as does
+agentctl migrate up).
 
 Shell completion: agentctl completion bash|zsh|fish|powershell prints a
 script; for example source <(agentctl completion bash), or see
@@ -132,7 +139,14 @@ func (a *app) open(ctx context.Context) (*database.DB, error) {
 	if url == "" {
 		url = os.Getenv("DATABASE_URL")
 	}
-	db, err := database.Open(ctx, database.Config{URL: url, StateDir: a.stateDir, MaxConns: 4, Logger: warnLog(a.stderr)})
+	db, err := database.Open(ctx, database.Config{URL: url, StateDir: a.stateDir, MaxConns: 4, Logger: warnLog(a.stderr),
+		MustExist: !a.create})
+	var none *pgembed.NoClusterError
+	if errors.As(err, &none) {
+		return nil, withHint(err, fmt.Sprintf("agentd creates one on its first start there (or `%s` does); "+
+			"to use another, pass its --state-dir or set $%s, or --database-url for an existing server",
+			a.migrateUpLine(), pgembed.StateDirEnv))
+	}
 	if err != nil {
 		hint := "is the server up and the URL right? Set it with --database-url or DATABASE_URL, " +
 			"or unset both to use the embedded PostgreSQL"
@@ -141,6 +155,9 @@ func (a *app) open(ctx context.Context) (*database.DB, error) {
 				"); to use an existing server instead, set --database-url or DATABASE_URL"
 		}
 		return nil, withHint(err, hint)
+	}
+	if db.Created() {
+		fmt.Fprintf(a.stderr, "agentctl: initialised a new embedded PostgreSQL cluster: %s\n", db)
 	}
 	a.db = db
 	return db, nil
@@ -172,8 +189,25 @@ func (a *app) workerRegistry(ctx context.Context) (*registry.Store, error) {
 	return registry.New(db.Pool), nil
 }
 
-// notMigrated is the message for a database without agentledger's schema.
-const notMigrated = "database is not migrated: run `agentctl migrate up` or start agentd"
+// notMigrated is the message for a database without agentledger's
+// schema: no daemon has run on it, nor migrate up.
+func (a *app) notMigrated() string {
+	return fmt.Sprintf("database is not migrated (no agentd has started on it yet): run `%s` or start agentd", a.migrateUpLine())
+}
+
+// migrateUpLine is the migrate up command for the database this command
+// line names: its --state-dir written out; a --database-url only named, as
+// it may hold a password.
+func (a *app) migrateUpLine() string {
+	line := "agentctl"
+	if a.databaseURL != "" {
+		return line + " --database-url URL migrate up"
+	}
+	if a.stateDir != "" && os.Getenv("DATABASE_URL") == "" {
+		line += " --state-dir " + grants.ShellQuote(a.stateDir)
+	}
+	return line + " migrate up"
+}
 
 // checkSchema fails unless every embedded migration is applied. It looks for
 // the migrations table in the catalog first, because asking the migrator for
@@ -184,7 +218,7 @@ func (a *app) checkSchema(ctx context.Context, db *database.DB) error {
 		return fmt.Errorf("checking the schema of %s: %w", db, err)
 	}
 	if !exists {
-		return newError(notMigrated, nil)
+		return newError(a.notMigrated(), nil)
 	}
 	m, err := migrations.New(db.Pool, nil)
 	if err != nil {
@@ -197,9 +231,9 @@ func (a *app) checkSchema(ctx context.Context, db *database.DB) error {
 	}
 	switch latest := m.Latest(); {
 	case v == 0:
-		return newError(notMigrated, nil)
+		return newError(a.notMigrated(), nil)
 	case v < latest:
-		return newError(fmt.Sprintf("database schema is at version %d, agentctl needs %d: run `agentctl migrate up` or start agentd", v, latest), nil)
+		return newError(fmt.Sprintf("database schema is at version %d, agentctl needs %d: run `%s` or start agentd", v, latest, a.migrateUpLine()), nil)
 	case v > latest:
 		fmt.Fprintf(a.stderr, "agentctl: warning: database schema version %d is newer than this agentctl knows (%d); consider upgrading agentctl\n", v, latest)
 	}
