@@ -90,8 +90,11 @@ func TestTaskWords(t *testing.T) {
 	if got := AttemptOf(task) + " | " + Tries(task) + " | " + Waiting(task); got != "2 of 5 | 2/5 | tenant share" {
 		t.Errorf("task words = %q", got)
 	}
-	if task.State = agentledger.StateRetrying; Waiting(task) != "" {
-		t.Errorf("Waiting of a retrying task = %q, want none", Waiting(task))
+	if task.State = agentledger.StateRetrying; Waiting(task) != "tenant share" {
+		t.Errorf("Waiting of a retrying task = %q: it waits too", Waiting(task))
+	}
+	if task.State = agentledger.StateSucceeded; Waiting(task) != "" {
+		t.Errorf("Waiting of a finished task = %q, want none", Waiting(task))
 	}
 	if got := AttemptOutcome(agentledger.Attempt{Outcome: "failed"}); got != "in progress" {
 		t.Errorf("AttemptOutcome of an open attempt = %q", got)

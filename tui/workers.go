@@ -9,6 +9,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/agentledger/agentledger/operator"
+	"github.com/agentledger/agentledger/render"
 )
 
 // workersModel is the workers view: the live leases per worker, how long
@@ -75,7 +76,8 @@ func (m workersModel) live() (n int, ok bool) {
 	return n, m.loaded && m.err == nil
 }
 
-// table renders two lines per worker: its leases, then what it announced.
+// table renders two lines per worker, its leases then what it announced,
+// and a third with what it can run beyond its kinds when it said.
 func (m workersModel) table() string {
 	s, now := m.env.styles, m.env.now()
 	if len(m.workers) == 0 {
@@ -100,6 +102,9 @@ func (m workersModel) table() string {
 		lines = append(lines, columns(w, wk.ID, strconv.FormatInt(wk.Tasks, 10), short(now.Sub(wk.LastHeartbeat))+" ago",
 			expiry(wk.NextExpiry, now), strconv.FormatInt(wk.Expired, 10), status),
 			s.Dim.Render("  "+announced(wk)))
+		if c := render.Capabilities(wk.Caps); c != "" {
+			lines = append(lines, s.Dim.Render("  runs: "+c))
+		}
 	}
 	return cutLines(lines, m.width)
 }

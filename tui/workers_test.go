@@ -15,7 +15,8 @@ func TestWorkersViewHighlightsStale(t *testing.T) {
 	store.workers = []registry.Worker{
 		{ID: "alpha-1", Tasks: 12, LastHeartbeat: epoch.Add(-3 * time.Second), NextExpiry: epoch.Add(27 * time.Second),
 			StartedAt: epoch.Add(-time.Hour), Queues: []string{"default", "billing"}, Kinds: []string{"steps", "echo"},
-			MCPServers: map[string]string{"shop": "connected", "crm": "failed"}},
+			MCPServers: map[string]string{"shop": "connected", "crm": "failed"},
+			Caps:       []string{"mcp:shop", "model", "tool:echo"}},
 		{ID: "beta-2", Tasks: 3, LastHeartbeat: epoch.Add(-2 * time.Minute), NextExpiry: epoch.Add(-90 * time.Second), Expired: 3},
 		{ID: "gamma-3", Tasks: 1, LastHeartbeat: epoch.Add(-45 * time.Second), NextExpiry: epoch.Add(5 * time.Second),
 			StartedAt: epoch.Add(-time.Hour), Queues: []string{"default"}, PruneAt: epoch.Add(4*time.Minute + 15*time.Second)},
@@ -28,6 +29,7 @@ func TestWorkersViewHighlightsStale(t *testing.T) {
 		"3 workers holding 16 leases · 2 stale",
 		"alpha-1                        12     3s ago     in 27s       0        ok",
 		"  queues default, billing · kinds steps, echo · MCP crm failed, shop connected",
+		"  runs: model endpoint · MCP shop · tools echo",
 		"beta-2                         3      2m ago     1m ago       3        STALE: 3 lease(s) ran out",
 		"  queues and kinds not announced: it only holds leases",
 		"gamma-3                        1      45s ago    in 5s        0        STALE, pruned in 4m",

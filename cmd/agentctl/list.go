@@ -144,8 +144,12 @@ var unknownAt = regexp.MustCompile(`effect [0-9a-f]+ at (\S+): `)
 
 // lastError is a task's last error for the list, whose column is cut: a
 // task waiting for an operator names the step to resolve first, where its
-// error names it after a ledger key and more.
+// error names it after a ledger key and more; a task waiting to be claimed
+// says what it waits for ("waiting for a daemon with tool open_ticket").
 func lastError(t *agentledger.Task) string {
+	if w := render.Waiting(t); w != "" {
+		return w // what it waits for says more than the error before it
+	}
 	m := unknownAt.FindStringSubmatchIndex(t.LastError)
 	if t.State != agentledger.StateNeedsAttention || m == nil {
 		return t.LastError

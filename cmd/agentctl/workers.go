@@ -41,7 +41,12 @@ pruned in 4m"); after that the worker is listed only while it holds leases.
 agentctl submit and the HTTP API accept a task only when a live worker
 (announced within the last ` + short(registry.LiveWithin) + `) serves its kind on its queue.
 
-With --output json it prints an array of workers, with their tools too.`,
+Below the table, what each can run beyond its kinds: its model endpoint,
+MCP servers, the origins its HTTP tools may call and its tools. A task is
+claimed only by a worker that has everything it needs; agentctl show says
+what a waiting task lacks.
+With --output json it prints an array of workers, with their tools and
+capabilities too.`,
 		Example: `  agentctl workers
   agentctl workers --stale-after 2m -o json`,
 		Args: cobra.NoArgs,
@@ -73,6 +78,10 @@ type workerView struct {
 	Tools   []string   `json:"tools"`
 	// MCPServers are the states of its daemon's MCP servers.
 	MCPServers map[string]string `json:"mcp_servers,omitempty"`
+	// Capabilities are what it can run beyond its kinds, as its claims
+	// match tasks' needs ("tool:open_ticket", "model", …); absent when it
+	// did not announce them (an older version, which claims any task).
+	Capabilities []string `json:"capabilities,omitempty"`
 }
 
 func (a *app) workers(ctx context.Context, staleAfter time.Duration) error {
@@ -114,6 +123,9 @@ func (a *app) workers(ctx context.Context, staleAfter time.Duration) error {
 		return err
 	}
 	for _, w := range out {
+		if c := render.Capabilities(w.Capabilities); c != "" {
+			fmt.Fprintf(a.stdout, "  %s runs: %s\n", w.ID, c)
+		}
 		servers := make([]string, 0, len(w.MCPServers))
 		for name := range w.MCPServers {
 			servers = append(servers, name)
@@ -136,7 +148,8 @@ func viewWorker(w registry.Worker, now time.Time, staleAfter time.Duration) work
 	age := max(now.Sub(w.LastHeartbeat), 0)
 	v := workerView{ID: w.ID, Tasks: w.Tasks, LastHeartbeat: w.LastHeartbeat, HeartbeatAgeSeconds: age.Round(time.Second).Seconds(),
 		NextExpiry: w.NextExpiry, Expired: w.Expired, Stale: w.Expired > 0 || age > staleAfter, Live: w.Live,
-		Queues: nonNil(w.Queues), Kinds: nonNil(w.Kinds), Tools: nonNil(w.Tools), MCPServers: w.MCPServers}
+		Queues: nonNil(w.Queues), Kinds: nonNil(w.Kinds), Tools: nonNil(w.Tools), MCPServers: w.MCPServers,
+		Capabilities: w.Caps}
 	if !w.PruneAt.IsZero() {
 		v.PruneAt = &w.PruneAt
 	}
