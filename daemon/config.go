@@ -103,6 +103,10 @@ type Model struct {
 type HTTPTools struct {
 	AllowedHosts       []string
 	UnsafeAllowedHosts []string
+	// Timeout bounds one call (default 30 s); Timeouts override it per
+	// origin, keyed as the allow-lists' entries.
+	Timeout  time.Duration
+	Timeouts map[string]time.Duration
 	// HostHeadersFile is a JSON file of secret headers per host.
 	HostHeadersFile string
 }

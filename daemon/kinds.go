@@ -44,7 +44,8 @@ func (d *Daemon) handlers(db *pgxpool.Pool, m *metrics.Metrics) (map[string]work
 		return nil, nil, err
 	}
 	builtins, err := tools.Builtins(tools.BuiltinConfig{
-		HTTP: tools.HTTPConfig{AllowedHosts: cfg.HTTPTools.AllowedHosts, UnsafeAllowedHosts: cfg.HTTPTools.UnsafeAllowedHosts, HostHeaders: headers},
+		HTTP: tools.HTTPConfig{AllowedHosts: cfg.HTTPTools.AllowedHosts, UnsafeAllowedHosts: cfg.HTTPTools.UnsafeAllowedHosts, HostHeaders: headers,
+			Timeout: cfg.HTTPTools.Timeout, Timeouts: cfg.HTTPTools.Timeouts},
 		Door: d.door,
 	})
 	if err != nil {

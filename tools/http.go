@@ -49,6 +49,10 @@ type HTTPConfig struct {
 	UnsafeAllowedHosts []string
 	// Timeout bounds one request, reading the response included.
 	Timeout time.Duration
+	// Timeouts override Timeout for the origins they name (keys written as
+	// AllowedHosts' entries): a slow service gets longer, and a call
+	// holds its origin's concurrency slot that long at most.
+	Timeouts map[string]time.Duration
 	// MaxRequestBytes bounds the request body.
 	MaxRequestBytes int64
 	// MaxResponseBytes bounds a successful response body; a larger one is
@@ -71,6 +75,8 @@ type HTTPTool struct {
 	env     string       // where the allowed hosts are configured
 	allowed map[string]bool
 	secrets map[string]http.Header
+	// timeouts are HTTPConfig.Timeouts by origin.
+	timeouts map[string]time.Duration
 	cfg     HTTPConfig
 	client  *http.Client
 }
@@ -96,7 +102,7 @@ func newHTTPTool(name string, class ledger.Class, env string, hosts []string, cf
 	cfg.MaxRequestBytes = orDefault(cfg.MaxRequestBytes, DefaultMaxRequestBytes)
 	cfg.MaxResponseBytes = orDefault(cfg.MaxResponseBytes, DefaultMaxResponseBytes)
 	t := &HTTPTool{name: name, class: class, env: env, cfg: cfg,
-		allowed: map[string]bool{}, secrets: map[string]http.Header{}}
+		allowed: map[string]bool{}, secrets: map[string]http.Header{}, timeouts: map[string]time.Duration{}}
 	for _, h := range hosts {
 		n, err := normHost(h)
 		if err != nil {
@@ -104,6 +110,17 @@ func newHTTPTool(name string, class ledger.Class, env string, hosts []string, cf
 		}
 		t.allowed[n] = true
 	}
+	for h, d := range cfg.Timeouts {
+		n, err := normHost(h)
+		if err != nil {
+			return nil, fmt.Errorf("%s: timeouts: %w", name, err)
+		}
+		if d <= 0 {
+			return nil, fmt.Errorf("%s: the timeout of %s must be positive, not %s", name, h, d)
+		}
+		t.timeouts[n] = d
+	}
+	t.cfg.Timeouts = nil // kept in t.timeouts
 	for h, hdrs := range cfg.HostHeaders {
 		n, err := normHost(h)
 		if err != nil {
@@ -184,6 +201,7 @@ type httpCall struct {
 	secrets             http.Header
 	body                []byte // canonical JSON; nil: no body
 	denied              error  // the host is not allowed: refuse to perform
+	timeout             time.Duration
 }
 
 // Reach is the request's target, for the tenant's grant.
@@ -236,7 +254,7 @@ func (t *HTTPTool) Effect(call Call) (ledger.Effect, error) {
 	}
 	eff := ledger.Effect{Operation: t.name, StepPath: call.StepPath, Class: class, Request: request, Perform: perform}
 	if hc.denied == nil { // a host not allowed is refused, booking nothing
-		eff.Target, eff.Hold = flow.HTTP(hc.u), t.cfg.Timeout
+		eff.Target, eff.Hold = flow.HTTP(hc.u), hc.timeout
 	}
 	return eff, nil
 }
@@ -260,6 +278,10 @@ func (t *HTTPTool) parse(raw json.RawMessage) (*httpCall, error) {
 	hc.denied = t.Refusal(u)
 	hc.target = u.Scheme + "://" + strings.ToLower(u.Host)
 	hc.secrets = t.secrets[origin]
+	hc.timeout = t.cfg.Timeout
+	if d, ok := t.timeouts[origin]; ok {
+		hc.timeout = d
+	}
 	for k, v := range a.Headers {
 		if err := checkHeader(k, v); err != nil {
 			return nil, err

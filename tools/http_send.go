@@ -28,7 +28,7 @@ const MaxRetryAfter = time.Hour
 // nothing of the answer leaves here (result, error, Location, reason
 // phrase) before a redactor has searched it for them.
 func (t *HTTPTool) send(ctx context.Context, call ledger.Call, hc *httpCall) (ledger.Result, error) {
-	rctx, cancel := context.WithTimeout(ctx, t.cfg.Timeout)
+	rctx, cancel := context.WithTimeout(ctx, hc.timeout)
 	defer cancel()
 	var body io.Reader
 	if hc.body != nil {
@@ -59,7 +59,7 @@ func (t *HTTPTool) send(ctx context.Context, call ledger.Call, hc *httpCall) (le
 	resp, err := t.client.Do(req)
 	if err != nil {
 		if ctx.Err() == nil && errors.Is(rctx.Err(), context.DeadlineExceeded) {
-			return ledger.Result{}, fmt.Errorf("%s: %s: %w within %s", t.name, what, errNoAnswer, t.cfg.Timeout)
+			return ledger.Result{}, fmt.Errorf("%s: %s: %w within %s", t.name, what, errNoAnswer, hc.timeout)
 		}
 		if r != nil && r.tainted(err.Error()) { // the transport quotes a malformed answer
 			return ledger.Result{}, fmt.Errorf("%s: %s: the answer could not be read, and its error is not shown: it held a secret header's value", t.name, what)

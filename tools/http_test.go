@@ -426,3 +426,39 @@ func TestBuiltins(t *testing.T) {
 		}
 	}
 }
+
+// A timeout set for one origin bounds its calls, and how long a call
+// holds its origin's concurrency slot; the others keep the tool's.
+func TestHTTPTimeoutPerOrigin(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t)
+	slow, fast := newDownstream(t), newDownstream(t)
+	release := make(chan struct{})
+	defer close(release)
+	slow.SetDelay(func() time.Duration { <-release; return 0 }) // answers only once the test ends
+	tool, _ := e.http(tools.HTTPConfig{AllowedHosts: []string{hostOf(slow.URL), hostOf(fast.URL)},
+		Timeout: time.Minute, Timeouts: map[string]time.Duration{hostOf(slow.URL): 50 * time.Millisecond}})
+	task := e.task()
+	for _, c := range []struct {
+		url  string
+		hold time.Duration
+	}{{slow.URL, 50 * time.Millisecond}, {fast.URL, time.Minute}} {
+		eff, err := tool.Effect(call(task, "tool/0", post(c.url)))
+		if err != nil || eff.Hold != c.hold {
+			t.Fatalf("%s: holds its slot %s (%v), want %s", c.url, eff.Hold, err, c.hold)
+		}
+	}
+	_, err := tools.Invoke(ctx, e.Ledger, tool, call(task, "tool/0", post(slow.URL)))
+	if err == nil || isPermanent(err) || !strings.Contains(err.Error(), "within 50ms") {
+		t.Fatalf("a call to the slow origin: %v, want no answer within its 50ms", err)
+	}
+	if res, err := tools.Invoke(ctx, e.Ledger, tool, call(task, "tool/1", post(fast.URL))); err != nil || res.Status != 201 {
+		t.Fatalf("a call to the other origin: %+v %v", res, err)
+	}
+	for _, bad := range []map[string]time.Duration{{"ftp://api.example.com": time.Second}, {"api.example.com": 0}} {
+		if _, err := tools.NewHTTPRequest(tools.HTTPConfig{AllowedHosts: []string{"api.example.com"}, Timeouts: bad}); err == nil {
+			t.Errorf("timeouts %v accepted", bad)
+		}
+	}
+}

@@ -62,6 +62,9 @@ func TestConfigErrorsNameTheirSource(t *testing.T) {
 			`give the resource's endpoint without /openai`},
 		{[]string{"--llm-base-url", "https://r.openai.azure.com", "--llm-azure-api-version", "2024-10-21", "--llm-model", "a/b"}, nil,
 			`model "a/b" cannot name an Azure deployment`},
+		{[]string{"--http-timeouts", "https://slow.internal:2m"}, nil,
+			`--http-timeouts: "https://slow.internal:2m" must be origin=duration, as in https://reports.internal=2m`},
+		{nil, map[string]string{"AGENTLEDGER_HTTP_TIMEOUTS": "slow.internal=soon"}, `AGENTLEDGER_HTTP_TIMEOUTS: "slow.internal=soon" must be origin=duration`},
 		{[]string{"extra"}, nil, `unexpected argument "extra"`},
 		{[]string{"--no-such-flag"}, nil, `unknown flag: --no-such-flag`},
 	} {
@@ -82,7 +85,8 @@ func TestConfigErrorsNameTheirSource(t *testing.T) {
 func TestConfigDefaultsAndEnvironment(t *testing.T) {
 	t.Parallel()
 	getenv := func(k string) string {
-		return map[string]string{"AGENTLEDGER_LEASE": "1m", "AGENTLEDGER_QUEUES": "a, b"}[k]
+		return map[string]string{"AGENTLEDGER_LEASE": "1m", "AGENTLEDGER_QUEUES": "a, b",
+			"AGENTLEDGER_HTTP_TIMEOUTS": "https://reports.internal=2m, 127.0.0.1:8443=5s"}[k]
 	}
 	cmd := newRootCmd(getenv, nil)
 	if err := cmd.ParseFlags([]string{"--poll-only", "--concurrency", "7"}); err != nil {
@@ -93,7 +97,9 @@ func TestConfigDefaultsAndEnvironment(t *testing.T) {
 		t.Fatal(err)
 	}
 	if cfg.Worker.Lease != time.Minute || !cfg.Worker.PollOnly || cfg.Worker.Concurrency != 7 || cfg.Worker.BatchSize != 100 ||
-		strings.Join(cfg.Worker.Queues, "|") != "a|b" || cfg.Worker.Grace != 10*time.Second || cfg.Database.NoMigrate {
+		strings.Join(cfg.Worker.Queues, "|") != "a|b" || cfg.Worker.Grace != 10*time.Second || cfg.Database.NoMigrate ||
+		cfg.HTTPTools.Timeout != 30*time.Second || cfg.HTTPTools.Timeouts["https://reports.internal"] != 2*time.Minute ||
+		cfg.HTTPTools.Timeouts["127.0.0.1:8443"] != 5*time.Second {
 		t.Fatalf("config %+v", cfg)
 	}
 }

@@ -71,6 +71,8 @@ var settings = []setting{
 	{"llm-max-answer-tokens", "AGENTLEDGER_LLM_MAX_ANSWER_TOKENS", "int", "4096", "most tokens one completion of a task under a token budget is told it may answer with (the model's output limit: endpoints refuse more)"},
 	{"http-allowed-hosts", "AGENTLEDGER_HTTP_ALLOWED_HOSTS", "string", "", "comma-separated hosts the http_request tool may call: host[:port] (https), https://host[:port], http://host[:port] (in clear); empty allows none"},
 	{"unsafe-http-allowed-hosts", "AGENTLEDGER_UNSAFE_HTTP_ALLOWED_HOSTS", "string", "", "hosts without idempotency support the unsafe_http tool may call; empty allows none"},
+	{"http-timeout", "AGENTLEDGER_HTTP_TIMEOUT", "duration", "30s", "longest one http_request or unsafe_http call may take, its answer read; it holds its origin's concurrency slot no longer"},
+	{"http-timeouts", "AGENTLEDGER_HTTP_TIMEOUTS", "string", "", "comma-separated timeouts of particular origins, overriding --http-timeout: origin=duration, the origin written as in the allow-list (https://reports.internal=2m,127.0.0.1:8443=5s)"},
 	{"http-host-headers-file", "AGENTLEDGER_HTTP_HOST_HEADERS_FILE", "string", "", `JSON file of secret headers per host, {"host": {"Authorization": "Bearer …"}}; never logged or stored`},
 	{"notify-file", "AGENTLEDGER_NOTIFY_FILE", "string", "", "file the console notification sink appends to; empty: notifications.jsonl in the state directory"},
 	{"slack-token-file", "AGENTLEDGER_SLACK_TOKEN_FILE", "string", "", "file holding the Slack bot token (or set AGENTLEDGER_SLACK_TOKEN); without a token notifications go to the console sink"},
@@ -198,6 +200,19 @@ func parseFlags(fs *pflag.FlagSet) (*config, error) {
 	c.HTTPTools.AllowedHosts = list(str("http-allowed-hosts"))
 	c.HTTPTools.UnsafeAllowedHosts = list(str("unsafe-http-allowed-hosts"))
 	c.HTTPTools.HostHeadersFile = str("http-host-headers-file")
+	dur("http-timeout", &c.HTTPTools.Timeout)
+	for _, e := range list(str("http-timeouts")) {
+		origin, d, ok := strings.Cut(e, "=")
+		x, err := time.ParseDuration(strings.TrimSpace(d))
+		if !ok || strings.TrimSpace(origin) == "" || err != nil || x <= 0 {
+			errs = append(errs, fmt.Sprintf("%s: %q must be origin=duration, as in https://reports.internal=2m", label("http-timeouts"), e))
+			continue
+		}
+		if c.HTTPTools.Timeouts == nil {
+			c.HTTPTools.Timeouts = map[string]time.Duration{}
+		}
+		c.HTTPTools.Timeouts[strings.TrimSpace(origin)] = x
+	}
 	c.Notify.File = str("notify-file")
 	c.Notify.SlackTokenFile = str("slack-token-file")
 	c.Notify.SlackAPIURL = str("slack-api-url")
