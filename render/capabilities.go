@@ -48,3 +48,13 @@ func Capabilities(caps []string) string {
 	}
 	return strings.Join(parts, " · ")
 }
+
+// Needs says what a task needs of the daemon that runs it: "tool
+// open_ticket, http_request to http://127.0.0.1:7450".
+func Needs(needs []string) string {
+	words := make([]string, len(needs))
+	for i, n := range needs {
+		words[i] = registry.Describe(n)
+	}
+	return strings.Join(words, ", ")
+}

@@ -210,7 +210,7 @@ func jsonLookup(v any, path string) (string, error) {
 }
 
 func cmdAnnounce(ts *testscript.TestScript, neg bool, args []string) {
-	usage := "usage: announce [-ago D] [-queues Q,…] [-kinds K,…] [-tools T[=FILE],…] [-mcp NAME=STATE,…] WORKER"
+	usage := "usage: announce [-ago D] [-queues Q,…] [-kinds K,…] [-tools T[=FILE],…] [-mcp NAME=STATE,…] [-caps C,…] WORKER"
 	r := registry.Registration{Host: "script", PID: 1, Queues: []string{claims.DefaultQueue},
 		Kinds: []string{"agent", "echo", "noop", "sleep", "steps"}}
 	var ago time.Duration
@@ -236,6 +236,8 @@ func cmdAnnounce(ts *testscript.TestScript, neg bool, args []string) {
 					r.Tools[name] = json.RawMessage(ts.ReadFile(file))
 				}
 			}
+		case "-caps":
+			r.Caps = list
 		case "-mcp":
 			r.MCPServers = map[string]string{}
 			for _, kv := range list {

@@ -139,7 +139,13 @@ func printTask(w io.Writer, t *agentledger.Task, atts []agentledger.Attempt, jou
 	fields.row("Kind:", t.Kind)
 	fields.row("State:", string(t.State))
 	if reason := render.Waiting(t); reason != "" {
-		fields.row("Waiting:", reason+" (until "+stamp(t.RunAt)+")")
+		if t.RunAt.After(now) { // a limit's wait; a daemon's has no end
+			reason += " (until " + stamp(t.RunAt) + ")"
+		}
+		fields.row("Waiting:", reason)
+	}
+	if len(t.Needs) > 0 {
+		fields.row("Needs:", render.Needs(t.Needs))
 	}
 	fields.row("Priority:", strconv.Itoa(int(t.Priority)))
 	fields.row("Attempt:", render.AttemptOf(t))
