@@ -21,7 +21,9 @@ import (
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/daemon"
 	"github.com/agentledger/agentledger/flow"
+	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/registry"
 	"github.com/agentledger/agentledger/tools"
 )
 
@@ -268,15 +270,20 @@ func effectsRun(ctx context.Context, srv *Server, f EffectsFlags, n int, log *sl
 	var payload struct {
 		Steps []step `json:"steps"`
 	}
+	// What the door would store as the tasks' needs (a uniform fleet:
+	// every daemon has them), so that claims match them as in production.
+	var needs []string
 	for i := range n {
 		if f.Tool == "custom" {
 			payload.Steps = append(payload.Steps, step{Tool: "charge", Args: json.RawMessage(fmt.Sprintf(`{"step":%d}`, i))})
+			needs = append(needs, registry.CapTool("charge"))
 			continue
 		}
 		name := "http_request"
 		if f.Tool == "unsafe" {
 			name = "unsafe_http"
 		}
+		needs = append(needs, registry.CapTool(name), registry.CapOrigin(name, grants.Origin(u)))
 		payload.Steps = append(payload.Steps, step{Tool: name,
 			Args: json.RawMessage(fmt.Sprintf(`{"method":"POST","url":%q,"body":{"step":%d}}`, down.URL+"/charges", i))})
 	}
@@ -295,7 +302,7 @@ func effectsRun(ctx context.Context, srv *Server, f EffectsFlags, n int, log *sl
 	for done := 0; done < f.Tasks; done += len(batch) {
 		batch = batch[:0]
 		for i := done; i < f.Tasks && len(batch) < f.InsertBatch; i++ {
-			batch = append(batch, claims.EnqueueParams{Kind: "steps", Payload: raw})
+			batch = append(batch, claims.EnqueueParams{Kind: "steps", Payload: raw, Needs: needs})
 		}
 		if _, err := store.EnqueueBatch(ctx, batch); err != nil {
 			return nil, fmt.Errorf("inserting tasks: %w", err)
