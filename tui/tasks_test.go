@@ -277,3 +277,17 @@ func TestBulkCancelShowsTheCountFirst(t *testing.T) {
 		t.Errorf("bulk retry over succeeded tasks:\n%s", d.view())
 	}
 }
+
+// A task waiting to be claimed says in the table what it waits for, where
+// its last error would be.
+func TestTaskListSaysWhatATaskWaitsFor(t *testing.T) {
+	t.Parallel()
+	store := newFakeStore(2, epoch)
+	store.tasks[1].State = agentledger.StateQueued
+	store.tasks[1].WaitReason = "waiting for a daemon with tool open_ticket"
+	store.tasks[1].LastError = "an older error"
+	v := newDriver(t, store, Options{}, 100, 20).view()
+	if !strings.Contains(v, "queued") || !strings.Contains(v, "waiting for a daemon with tool open_ticket") || strings.Contains(v, "an older error") {
+		t.Fatalf("the list does not say what task 2 waits for:\n%s", v)
+	}
+}
