@@ -11,12 +11,14 @@ import (
 	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/registry"
 	"github.com/agentledger/agentledger/steps"
+	"github.com/agentledger/agentledger/tools"
 )
 
 // needsOf is what task p needs of the pool that runs it beyond its kind,
 // as its payload names it literally (registry's capability names): a
 // steps task's tools, and the origins of its HTTP calls' literal URLs; an
-// agent task's model endpoint and the tools it lists. What only the run
+// agent task's model endpoint and the tools it lists — but not the tools
+// every daemon has (tools.Everywhere). What only the run
 // knows (a URL made of an earlier result, the tools a model picks) is not
 // a need: the run checks it, as it checks every call. A Go kind needs its
 // kind, which the claim matches already.
@@ -28,7 +30,9 @@ func needsOf(p claims.EnqueueParams) []string {
 			if n.Tool == "" {
 				continue
 			}
-			out = append(out, registry.CapTool(n.Tool))
+			if !slices.Contains(tools.Everywhere, n.Tool) {
+				out = append(out, registry.CapTool(n.Tool))
+			}
 			if n.URL != nil {
 				out = append(out, registry.CapOrigin(n.Tool, grants.Origin(n.URL)))
 			}
@@ -36,7 +40,7 @@ func needsOf(p claims.EnqueueParams) []string {
 	case agent.Kind:
 		out = append(out, registry.CapModel)
 		for _, n := range agent.Needs(p.Payload, "") {
-			if n.Tool != "" {
+			if n.Tool != "" && !slices.Contains(tools.Everywhere, n.Tool) {
 				out = append(out, registry.CapTool(n.Tool))
 			}
 		}

@@ -43,10 +43,10 @@ func TestDoorMatchesTasksToAMixedFleet(t *testing.T) {
 	}{
 		{"steps", `{"steps":[{"tool":"open_ticket","args":{}}]}`, []string{"tool:open_ticket"}},
 		{"steps", `{"steps":[{"tool":"http_request","args":{"method":"POST","url":"http://127.0.0.1:7450/demo/charges"}}]}`,
-			[]string{"http_request@http://127.0.0.1:7450", "tool:http_request"}},
+			[]string{"http_request@http://127.0.0.1:7450"}},
 		{"steps", `{"steps":[{"tool":"open_ticket","args":{}},{"tool":"http_request","args":{"method":"POST","url":"${steps.0.body.url}"}}]}`,
-			[]string{"tool:http_request", "tool:open_ticket"}},
-		{"agent", `{"prompt":"hi","tools":["http_request"]}`, []string{"model", "tool:http_request"}},
+			[]string{"tool:open_ticket"}},
+		{"agent", `{"prompt":"hi","tools":["http_request"]}`, []string{"model"}}, // http_request: every daemon's
 		{"echo", `{}`, nil},
 	} {
 		p, err := admitted(c.kind, c.payload, false)

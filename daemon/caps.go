@@ -32,15 +32,23 @@ func capabilities(reg *tools.Registry, mcp func() map[string]string, model bool)
 				}
 			}
 		}
+		slices.Sort(out)
 		return out
 	})
+	// Read before every task that needs something (worker.lacks): without
+	// a connected MCP server it is the fixed list itself, which no caller
+	// changes.
 	return func() []string {
-		out := slices.Clone(fixed())
+		var out []string
 		for server, state := range mcp() {
 			if state == "connected" {
 				out = append(out, registry.CapMCP(server))
 			}
 		}
+		if out == nil {
+			return fixed()
+		}
+		out = append(out, fixed()...)
 		slices.Sort(out)
 		return out
 	}

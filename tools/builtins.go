@@ -24,6 +24,12 @@ func Builtins(cfg BuiltinConfig) ([]Tool, error) {
 	return []Tool{req, unsafe, NewCreateTask(cfg.Door)}, nil
 }
 
+// Everywhere names the tools every daemon has: the built-ins and notify,
+// which package daemon always registers. A task's need of one of them is
+// no need a claim must match, so the door leaves it out of the task's
+// needs (a smaller row); the origins an HTTP tool calls stay needs.
+var Everywhere = []string{"create_task", "http_request", "notify", "unsafe_http"}
+
 // The built-in tools are Tools.
 var (
 	_ Tool = (*HTTPTool)(nil)

@@ -283,7 +283,7 @@ func effectsRun(ctx context.Context, srv *Server, f EffectsFlags, n int, log *sl
 		if f.Tool == "unsafe" {
 			name = "unsafe_http"
 		}
-		needs = append(needs, registry.CapTool(name), registry.CapOrigin(name, grants.Origin(u)))
+		needs = append(needs, registry.CapOrigin(name, grants.Origin(u))) // the tool itself: every daemon's
 		payload.Steps = append(payload.Steps, step{Tool: name,
 			Args: json.RawMessage(fmt.Sprintf(`{"method":"POST","url":%q,"body":{"step":%d}}`, down.URL+"/charges", i))})
 	}
