@@ -149,8 +149,14 @@ func (j *Janitor) RunOnce(ctx context.Context) (Report, error) {
 	var errs []error
 	for i, s := range j.sweeps {
 		if i > 0 { // renew, so a long run keeps the lease
-			if got, err := j.acquire(ctx); err != nil || !got {
-				errs = append(errs, fmt.Errorf("janitor: lease lost before sweep %s (%v)", s.Name, err))
+			got, err := j.acquire(ctx)
+			if err != nil {
+				// Wrapped, so that the log's outage tracker knows a database away.
+				errs = append(errs, fmt.Errorf("janitor: renewing its lease before sweep %s: %w", s.Name, err))
+				break
+			}
+			if !got {
+				errs = append(errs, fmt.Errorf("janitor: lease lost before sweep %s", s.Name))
 				break
 			}
 		}

@@ -43,7 +43,7 @@ func waitingFor(t *agentledger.Task, live []Worker) string {
 		}
 	}
 	if len(servers) == 0 {
-		return fmt.Sprintf("waiting for a daemon that serves kind %s on queue %s (none is live)", t.Kind, t.Queue)
+		return fmt.Sprintf("no live daemon serves %s on queue %s", t.Kind, t.Queue)
 	}
 	return WaitingFor(t.Needs, servers)
 }
