@@ -16,6 +16,7 @@ import (
 	"github.com/agentledger/agentledger/metrics"
 	"github.com/agentledger/agentledger/saga"
 	"github.com/agentledger/agentledger/tenants"
+	"github.com/agentledger/agentledger/tools"
 	"github.com/agentledger/agentledger/worker"
 )
 
@@ -172,6 +173,14 @@ type Retention struct {
 // an agent task's calls are undone. The zero Policy stores nothing and
 // leaves the stored grants, limits and shares as they are.
 type Policy struct {
+	// ApproveUnsafe gates every unsafe effect (an unsafe_http call, a
+	// tool of class unsafe): a person decides before it is performed
+	// (agentd's approve-unsafe), with Approval's approvers and timeout.
+	ApproveUnsafe bool
+	// Approval is the gate ApproveUnsafe applies; nil: the defaults
+	// (anyone may decide, 24 h, deny on timeout).
+	Approval *tools.Approval
+
 	// Grants are stored as these tenants' grants when Run starts (agentd's
 	// [grant.<tenant>] tables), except where an operator set the tenant's
 	// grant (agentctl): that one stands, and Run logs how it differs.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/agent"
+	"github.com/agentledger/agentledger/approvals"
 	"github.com/agentledger/agentledger/flow"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/metrics"
@@ -86,7 +87,11 @@ func (d *Daemon) handlers(db *pgxpool.Pool, m *metrics.Metrics) (map[string]work
 	// books the calls of the HTTP and MCP tools (targets http:<origin>,
 	// mcp:<server>) on the fleet's limits; a call over its limit defers
 	// its task.
-	path := &tools.Path{Ledger: l, Tools: reg, Grants: d.grants, Gate: d.limits, Interceptors: d.intercept}
+	// The approval gate comes first among the interceptors: an effect a
+	// person has not approved goes no further.
+	gate := &approvals.Gate{Store: approvals.NewStore(db), Policy: approvalPolicy(cfg.Policy)}
+	path := &tools.Path{Ledger: l, Tools: reg, Grants: d.grants, Gate: d.limits,
+		Interceptors: append([]tools.Interceptor{gate.Intercept}, d.intercept...)}
 	runner := steps.New(l, reg)
 	runner.Grants = d.grants
 	runner.Path = path

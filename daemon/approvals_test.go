@@ -1,0 +1,130 @@
+package daemon_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/agentledgertest/downstream"
+	"github.com/agentledger/agentledger/approvals"
+	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/daemon"
+	"github.com/agentledger/agentledger/internal/test/testdaemon"
+	"github.com/agentledger/agentledger/internal/test/testdb"
+)
+
+// A step declared "approve" waits for a person, holding no lease and using
+// no attempt; approved, its effect runs once; a replay is served from the
+// ledger and asks nobody; a re-run, a new intent, asks again, and denied,
+// the step is not performed and the task fails for good saying who
+// decided.
+func TestApprovalGateOnAStep(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := testdb.URL(t)
+	down := downstream.New()
+	t.Cleanup(down.Close)
+	d := daemon.New(daemon.Config{
+		Database:    daemon.Database{URL: url},
+		Worker:      daemon.Worker{PollInterval: 50 * time.Millisecond},
+		Maintenance: daemon.Maintenance{NoCron: true, NoJanitor: true},
+		HTTPTools:   daemon.HTTPTools{AllowedHosts: []string{down.URL}},
+		Logger:      quiet(),
+		Stdout:      io.Discard,
+	})
+	testdaemon.Run(t, d)
+	db := testdb.Open(t, url)
+	store, gates := claims.New(db), approvals.NewStore(db)
+	payload := fmt.Sprintf(`{"steps":[{"tool":"http_request","args":{"method":"POST","url":%q,"body":{"refund":7}},
+		"approve":{"approvers":["U1"],"timeout":"1h"}}]}`, down.URL+"/refunds")
+	r, err := store.Enqueue(ctx, claims.EnqueueParams{Kind: "steps", Payload: json.RawMessage(payload), MaxAttempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := r.Task.ID
+
+	pending := waitRequest(t, gates, id)
+	task := waitTask(t, store, id, func(t *agentledger.Task) bool { return t.State == agentledger.StateQueued && t.WaitReason != "" })
+	if task.Attempt != 0 || !strings.HasPrefix(task.WaitReason, fmt.Sprintf("waiting for approval %d of http_request POST %s/refunds (approvers U1)", pending.ID, down.URL)) {
+		t.Fatalf("waiting task: attempt %d, reason %q", task.Attempt, task.WaitReason)
+	}
+	if !strings.Contains(string(pending.Call), `"refund": 7`) || pending.Class != "keyed" || down.Hits() != 0 {
+		t.Fatalf("request %+v, %d calls made before the decision", pending, down.Hits())
+	}
+
+	if _, won, err := gates.Decide(ctx, approvals.Decision{ID: pending.ID, Approve: true, By: "alice", Via: "agentctl", Reason: "checked"}); err != nil || !won {
+		t.Fatalf("approve: %v %v", won, err)
+	}
+	waitTask(t, store, id, func(t *agentledger.Task) bool { return t.State == agentledger.StateSucceeded })
+	if down.Effects() != 1 {
+		t.Fatalf("%d effects after the approval, want 1", down.Effects())
+	}
+
+	// A replay: served from the ledger, nobody asked.
+	if _, err := store.Requeue(ctx, "", id, claims.Replay); err != nil {
+		t.Fatal(err)
+	}
+	waitTask(t, store, id, func(t *agentledger.Task) bool { return t.State == agentledger.StateSucceeded && t.UpdatedAt.After(task.UpdatedAt) })
+	if all, _ := gates.List(ctx, approvals.ListParams{TaskID: id, States: []string{approvals.Pending, approvals.Approved, approvals.Denied}}); len(all) != 1 || down.Effects() != 1 {
+		t.Fatalf("after the replay: %d requests, %d effects; want 1 and 1", len(all), down.Effects())
+	}
+
+	// A re-run asks again; denied, nothing is performed.
+	if _, err := store.Requeue(ctx, "", id, claims.Rerun); err != nil {
+		t.Fatal(err)
+	}
+	again := waitRequest(t, gates, id)
+	if again.ID == pending.ID || again.Generation != pending.Generation+1 {
+		t.Fatalf("the re-run's request %+v, want a new one of generation %d", again, pending.Generation+1)
+	}
+	if _, won, err := gates.Decide(ctx, approvals.Decision{ID: again.ID, By: "U1", Via: "slack", Reason: "not this time"}); err != nil || !won {
+		t.Fatalf("deny: %v %v", won, err)
+	}
+	dead := waitTask(t, store, id, func(t *agentledger.Task) bool { return t.State == agentledger.StateDead })
+	if want := fmt.Sprintf("approval request %d denied by U1 (slack): not this time", again.ID); !strings.Contains(dead.LastError, want) {
+		t.Fatalf("last error %q, want it to say %q", dead.LastError, want)
+	}
+	if down.Effects() != 1 {
+		t.Fatalf("%d effects after the denial, want 1", down.Effects())
+	}
+}
+
+// waitRequest waits for task id's pending approval request.
+func waitRequest(t *testing.T, s *approvals.Store, id int64) approvals.Request {
+	t.Helper()
+	for range 400 {
+		rs, err := s.List(context.Background(), approvals.ListParams{TaskID: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rs) == 1 {
+			return rs[0]
+		}
+		time.Sleep(25 * time.Millisecond) // polling another goroutine's work: nothing signals it
+	}
+	t.Fatalf("task %d asked for no approval within 10 s", id)
+	return approvals.Request{}
+}
+
+// waitTask waits until task id is as ok says.
+func waitTask(t *testing.T, s *claims.Store, id int64, ok func(*agentledger.Task) bool) *agentledger.Task {
+	t.Helper()
+	for range 400 {
+		task, err := s.Get(context.Background(), "", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok(task) {
+			return task
+		}
+		time.Sleep(25 * time.Millisecond) // polling the daemon's work: nothing signals it
+	}
+	task, _ := s.Get(context.Background(), "", id)
+	t.Fatalf("task %d is not as expected within 10 s: %+v", id, task)
+	return nil
+}
