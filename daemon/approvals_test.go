@@ -69,7 +69,9 @@ func TestApprovalGateOnAStep(t *testing.T) {
 	if _, err := store.Requeue(ctx, "", id, claims.Replay); err != nil {
 		t.Fatal(err)
 	}
-	waitTask(t, store, id, func(t *agentledger.Task) bool { return t.State == agentledger.StateSucceeded && t.UpdatedAt.After(task.UpdatedAt) })
+	waitTask(t, store, id, func(t *agentledger.Task) bool {
+		return t.State == agentledger.StateSucceeded && t.UpdatedAt.After(task.UpdatedAt)
+	})
 	if all, _ := gates.List(ctx, approvals.ListParams{TaskID: id, States: []string{approvals.Pending, approvals.Approved, approvals.Denied}}); len(all) != 1 || down.Effects() != 1 {
 		t.Fatalf("after the replay: %d requests, %d effects; want 1 and 1", len(all), down.Effects())
 	}

@@ -77,8 +77,8 @@ type HTTPTool struct {
 	secrets map[string]http.Header
 	// timeouts are HTTPConfig.Timeouts by origin.
 	timeouts map[string]time.Duration
-	cfg     HTTPConfig
-	client  *http.Client
+	cfg      HTTPConfig
+	client   *http.Client
 }
 
 // NewHTTPRequest returns the http_request tool: a keyed effect that sends
