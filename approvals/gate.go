@@ -25,9 +25,14 @@ type Gate struct {
 	// daemon's "every unsafe effect needs approval", a tool declared as
 	// needing one); nil, or a nil answer, lets it through.
 	Policy func(o *tools.Outgoing) *tools.Approval
-	// Requested, when set, is told of each request recorded the first
-	// time (to post it to Slack, to count it).
-	Requested func(ctx context.Context, r Request)
+	// Requested, when set, is told of a request each time the gate finds
+	// it pending (its first attempt, and each one after a wake-up or its
+	// expiry) — asked is true the first time: to post it to Slack, to
+	// count it. It must be idempotent by the request's id (an outbox
+	// event keyed by it): a crash right after the request was recorded
+	// leaves the telling to the next attempt. An error stops the attempt,
+	// which is tried again.
+	Requested func(ctx context.Context, r Request, asked bool) error
 }
 
 // Intercept is the gate: an effect with no gate, or one the ledger holds
@@ -58,9 +63,6 @@ func (g *Gate) Intercept(ctx context.Context, o *tools.Outgoing, next tools.Next
 	if err != nil {
 		return ledger.Result{}, err
 	}
-	if asked && g.Requested != nil {
-		g.Requested(ctx, r)
-	}
 	if r.State == Pending && !time.Now().Before(r.ExpiresAt) {
 		if r, err = g.Store.Expire(ctx, r.ID); err != nil {
 			return ledger.Result{}, err
@@ -70,6 +72,11 @@ func (g *Gate) Intercept(ctx context.Context, o *tools.Outgoing, next tools.Next
 	case Approved:
 		return next(ctx, o)
 	case Pending:
+		if g.Requested != nil {
+			if err := g.Requested(ctx, r, asked); err != nil {
+				return ledger.Result{}, fmt.Errorf("telling approval request %d: %w", r.ID, err)
+			}
+		}
 		return ledger.Result{}, agentledger.Deferred(r.ExpiresAt, TargetKind+":"+o.Name(), Waiting(r))
 	case Withdrawn:
 		return ledger.Result{}, agentledger.Permanent(fmt.Errorf("approval request %d was withdrawn: %s", r.ID, r.DecisionReason))
