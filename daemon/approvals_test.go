@@ -130,3 +130,43 @@ func waitTask(t *testing.T, s *claims.Store, id int64, ok func(*agentledger.Task
 	t.Fatalf("task %d is not as expected within 10 s: %+v", id, task)
 	return nil
 }
+
+// A request nobody decides in time is decided by its timeout: deny (the
+// default) fails the step unperformed, saying it timed out; a gate whose
+// timeout approves performs it.
+func TestApprovalTimeout(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := testdb.URL(t)
+	down := downstream.New()
+	t.Cleanup(down.Close)
+	d := daemon.New(daemon.Config{
+		Database:    daemon.Database{URL: url},
+		Worker:      daemon.Worker{PollInterval: 50 * time.Millisecond},
+		Maintenance: daemon.Maintenance{NoCron: true, NoJanitor: true},
+		HTTPTools:   daemon.HTTPTools{AllowedHosts: []string{down.URL}},
+		Logger:      quiet(),
+		Stdout:      io.Discard,
+	})
+	testdaemon.Run(t, d)
+	db := testdb.Open(t, url)
+	store := claims.New(db)
+	submit := func(onTimeout string, n int) int64 {
+		payload := fmt.Sprintf(`{"steps":[{"tool":"http_request","args":{"method":"POST","url":%q,"body":{"n":%d}},
+			"approve":{"timeout":"1s","on_timeout":%q}}]}`, down.URL+"/x", n, onTimeout)
+		r, err := store.Enqueue(ctx, claims.EnqueueParams{Kind: "steps", Payload: json.RawMessage(payload), MaxAttempts: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Task.ID
+	}
+	denied, approved := submit("deny", 1), submit("approve", 2)
+	dead := waitTask(t, store, denied, func(t *agentledger.Task) bool { return t.State == agentledger.StateDead })
+	if !strings.Contains(dead.LastError, "timed out: no decision by") {
+		t.Fatalf("the timed-out step's error %q", dead.LastError)
+	}
+	waitTask(t, store, approved, func(t *agentledger.Task) bool { return t.State == agentledger.StateSucceeded })
+	if down.Effects() != 1 {
+		t.Fatalf("%d effects, want 1 (the gate whose timeout approves)", down.Effects())
+	}
+}
