@@ -16,6 +16,7 @@ import (
 	"github.com/agentledger/agentledger/daemon"
 	"github.com/agentledger/agentledger/internal/test/testdaemon"
 	"github.com/agentledger/agentledger/internal/test/testdb"
+	"github.com/agentledger/agentledger/tools"
 )
 
 // A step declared "approve" waits for a person, holding no lease and using
@@ -168,5 +169,48 @@ func TestApprovalTimeout(t *testing.T) {
 	waitTask(t, store, approved, func(t *agentledger.Task) bool { return t.State == agentledger.StateSucceeded })
 	if down.Effects() != 1 {
 		t.Fatalf("%d effects, want 1 (the gate whose timeout approves)", down.Effects())
+	}
+}
+
+// The daemon's policy gates calls their payloads do not: a tool it names
+// (agentd's --approve-tools) and, with ApproveUnsafe, every unsafe effect.
+func TestApprovalPolicy(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := testdb.URL(t)
+	down := downstream.New()
+	t.Cleanup(down.Close)
+	gate := &tools.Approval{Approvers: []string{"U9"}, Timeout: time.Hour, OnTimeout: "deny"}
+	d := daemon.New(daemon.Config{
+		Database:    daemon.Database{URL: url},
+		Worker:      daemon.Worker{PollInterval: 50 * time.Millisecond},
+		Maintenance: daemon.Maintenance{NoCron: true, NoJanitor: true},
+		HTTPTools:   daemon.HTTPTools{AllowedHosts: []string{down.URL}, UnsafeAllowedHosts: []string{down.URL}},
+		Policy:      daemon.Policy{ApproveUnsafe: true, Approval: gate, ToolApprovals: map[string]*tools.Approval{"notify": gate}},
+		Logger:      quiet(),
+		Stdout:      io.Discard,
+	})
+	testdaemon.Run(t, d)
+	db := testdb.Open(t, url)
+	store, gates := claims.New(db), approvals.NewStore(db)
+	submit := func(payload string) int64 {
+		r, err := store.Enqueue(ctx, claims.EnqueueParams{Kind: "steps", Payload: json.RawMessage(payload)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Task.ID
+	}
+	unsafe := submit(fmt.Sprintf(`{"steps":[{"tool":"unsafe_http","args":{"method":"POST","url":%q}}]}`, down.URL+"/legacy"))
+	named := submit(`{"steps":[{"tool":"notify","args":{"channel":"ops","text":"hi"}}]}`)
+	free := submit(fmt.Sprintf(`{"steps":[{"tool":"http_request","args":{"method":"POST","url":%q}}]}`, down.URL+"/keyed"))
+	for _, id := range []int64{unsafe, named} {
+		r := waitRequest(t, gates, id)
+		if len(r.Approvers) != 1 || r.Approvers[0] != "U9" {
+			t.Fatalf("task %d's request %+v, want the policy's approvers", id, r)
+		}
+	}
+	waitTask(t, store, free, func(t *agentledger.Task) bool { return t.State == agentledger.StateSucceeded })
+	if rs, _ := gates.List(ctx, approvals.ListParams{TaskID: free}); len(rs) != 0 || down.Effects() != 1 {
+		t.Fatalf("an ungated call asked %d times; %d effects", len(rs), down.Effects())
 	}
 }

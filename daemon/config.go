@@ -180,6 +180,10 @@ type Policy struct {
 	// Approval is the gate ApproveUnsafe applies; nil: the defaults
 	// (anyone may decide, 24 h, deny on timeout).
 	Approval *tools.Approval
+	// ToolApprovals gate every call of the tools they name ("refund",
+	// "shop/charge"), in steps and agent tasks alike, unless the call
+	// declares a gate of its own (agentd's approve-tools).
+	ToolApprovals map[string]*tools.Approval
 
 	// Grants are stored as these tenants' grants when Run starts (agentd's
 	// [grant.<tenant>] tables), except where an operator set the tenant's

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentledger/agentledger/agent"
 	"github.com/agentledger/agentledger/daemon"
+	"github.com/agentledger/agentledger/tools"
 	"github.com/agentledger/agentledger/httpapi"
 )
 
@@ -73,6 +74,10 @@ var settings = []setting{
 	{"unsafe-http-allowed-hosts", "AGENTLEDGER_UNSAFE_HTTP_ALLOWED_HOSTS", "string", "", "hosts without idempotency support the unsafe_http tool may call; empty allows none"},
 	{"http-timeout", "AGENTLEDGER_HTTP_TIMEOUT", "duration", "30s", "longest one http_request or unsafe_http call may take, its answer read; it holds its origin's concurrency slot no longer"},
 	{"http-timeouts", "AGENTLEDGER_HTTP_TIMEOUTS", "string", "", "comma-separated timeouts of particular origins, overriding --http-timeout: origin=duration, the origin written as in the allow-list (https://reports.internal=2m,127.0.0.1:8443=5s)"},
+	{"approve-unsafe", "AGENTLEDGER_APPROVE_UNSAFE", "bool", "false", "every unsafe effect (unsafe_http, a tool of class unsafe) waits for a person's approval before it is performed"},
+	{"approve-tools", "AGENTLEDGER_APPROVE_TOOLS", "string", "", "comma-separated tools every call of which waits for a person's approval (refund,shop/charge), in steps and agent tasks alike"},
+	{"approvers", "AGENTLEDGER_APPROVERS", "string", "", "comma-separated Slack user (U…) and group (S…) ids who may approve the calls --approve-unsafe and --approve-tools gate; empty: anyone in the channel; operators always may"},
+	{"approval-timeout", "AGENTLEDGER_APPROVAL_TIMEOUT", "duration", "24h", "how long a request of --approve-unsafe or --approve-tools waits before it counts as denied"},
 	{"http-host-headers-file", "AGENTLEDGER_HTTP_HOST_HEADERS_FILE", "string", "", `JSON file of secret headers per host, {"host": {"Authorization": "Bearer …"}}; never logged or stored`},
 	{"notify-file", "AGENTLEDGER_NOTIFY_FILE", "string", "", "file the console notification sink appends to; empty: notifications.jsonl in the state directory"},
 	{"slack-token-file", "AGENTLEDGER_SLACK_TOKEN_FILE", "string", "", "file holding the Slack bot token (or set AGENTLEDGER_SLACK_TOKEN); without a token notifications go to the console sink"},
@@ -200,6 +205,19 @@ func parseFlags(fs *pflag.FlagSet) (*config, error) {
 	c.HTTPTools.AllowedHosts = list(str("http-allowed-hosts"))
 	c.HTTPTools.UnsafeAllowedHosts = list(str("unsafe-http-allowed-hosts"))
 	c.HTTPTools.HostHeadersFile = str("http-host-headers-file")
+	boolean("approve-unsafe", &c.Policy.ApproveUnsafe)
+	gate := &tools.Approval{Timeout: tools.DefaultApprovalTimeout, OnTimeout: "deny", Approvers: list(str("approvers"))}
+	dur("approval-timeout", &gate.Timeout)
+	if gate.Timeout > tools.MaxApprovalTimeout {
+		errs = append(errs, fmt.Sprintf("%s: %s is longer than %s", label("approval-timeout"), gate.Timeout, tools.MaxApprovalTimeout))
+	}
+	c.Policy.Approval = gate
+	for _, name := range list(str("approve-tools")) {
+		if c.Policy.ToolApprovals == nil {
+			c.Policy.ToolApprovals = map[string]*tools.Approval{}
+		}
+		c.Policy.ToolApprovals[name] = gate
+	}
 	dur("http-timeout", &c.HTTPTools.Timeout)
 	for _, e := range list(str("http-timeouts")) {
 		origin, d, ok := strings.Cut(e, "=")
