@@ -7,6 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/tools"
@@ -33,6 +36,9 @@ type Gate struct {
 	// leaves the telling to the next attempt. An error stops the attempt,
 	// which is tried again.
 	Requested func(ctx context.Context, r Request, asked bool) error
+	// Decided, when set, is told of a decided request each time the gate
+	// follows its decision (the attempt after it): for metrics and spans.
+	Decided func(ctx context.Context, r Request)
 }
 
 // Intercept is the gate: an effect with no gate, or one the ledger holds
@@ -66,6 +72,15 @@ func (g *Gate) Intercept(ctx context.Context, o *tools.Outgoing, next tools.Next
 	if r.State == Pending && !time.Now().Before(r.ExpiresAt) {
 		if r, err = g.Store.Expire(ctx, r.ID); err != nil {
 			return ledger.Result{}, err
+		}
+	}
+	if r.State != Pending {
+		// The decision joins the task's trace, on the tool call's span.
+		trace.SpanFromContext(ctx).AddEvent("agentledger.approval", trace.WithAttributes(
+			attribute.Int64("agentledger.approval.id", r.ID), attribute.String("agentledger.approval.state", r.State),
+			attribute.String("agentledger.approval.by", r.DecidedBy), attribute.String("agentledger.approval.via", r.DecidedVia)))
+		if g.Decided != nil {
+			g.Decided(ctx, r)
 		}
 	}
 	switch r.State {

@@ -167,3 +167,15 @@ func (s *Store) List(ctx context.Context, p ListParams) ([]Request, error) {
 	}
 	return out, nil
 }
+
+// Backlog is how many requests wait for a decision, and how long the
+// oldest has (for metrics): one read of the pending index.
+func (s *Store) Backlog(ctx context.Context) (n int64, oldest time.Duration, err error) {
+	var secs float64
+	err = s.db.QueryRow(ctx, `/* approvals.backlog */ SELECT count(*), coalesce(extract(epoch FROM now() - min(requested_at)), 0)::float8
+		FROM approvals WHERE state = 'pending'`).Scan(&n, &secs)
+	if err != nil {
+		return 0, 0, fmt.Errorf("approval backlog: %w", err)
+	}
+	return n, time.Duration(secs * float64(time.Second)), nil
+}

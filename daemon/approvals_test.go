@@ -1,6 +1,8 @@
 package daemon_test
 
 import (
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -16,6 +18,7 @@ import (
 	"github.com/agentledger/agentledger/daemon"
 	"github.com/agentledger/agentledger/internal/test/testdaemon"
 	"github.com/agentledger/agentledger/internal/test/testdb"
+	"github.com/agentledger/agentledger/metrics"
 	"github.com/agentledger/agentledger/tools"
 )
 
@@ -30,11 +33,13 @@ func TestApprovalGateOnAStep(t *testing.T) {
 	url := testdb.URL(t)
 	down := downstream.New()
 	t.Cleanup(down.Close)
+	m := metrics.New()
 	d := daemon.New(daemon.Config{
 		Database:    daemon.Database{URL: url},
 		Worker:      daemon.Worker{PollInterval: 50 * time.Millisecond},
 		Maintenance: daemon.Maintenance{NoCron: true, NoJanitor: true},
 		HTTPTools:   daemon.HTTPTools{AllowedHosts: []string{down.URL}},
+		Hooks:       daemon.Hooks{Metrics: m},
 		Logger:      quiet(),
 		Stdout:      io.Discard,
 	})
@@ -64,6 +69,9 @@ func TestApprovalGateOnAStep(t *testing.T) {
 	waitTask(t, store, id, func(t *agentledger.Task) bool { return t.State == agentledger.StateSucceeded })
 	if down.Effects() != 1 {
 		t.Fatalf("%d effects after the approval, want 1", down.Effects())
+	}
+	if n := testutil.CollectAndCount(m.Registry, "agentledger_approval_wait_seconds"); n != 1 {
+		t.Fatalf("%d approval wait series after one decision, want 1", n)
 	}
 
 	// A replay: served from the ledger, nobody asked.

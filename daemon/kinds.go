@@ -89,7 +89,12 @@ func (d *Daemon) handlers(db *pgxpool.Pool, m *metrics.Metrics) (map[string]work
 	// its task.
 	// The approval gate comes first among the interceptors: an effect a
 	// person has not approved goes no further.
-	gate := &approvals.Gate{Store: approvals.NewStore(db), Policy: approvalPolicy(cfg.Policy)}
+	gate := &approvals.Gate{Store: approvals.NewStore(db), Policy: approvalPolicy(cfg.Policy),
+		Decided: func(_ context.Context, r approvals.Request) {
+			if r.DecidedAt != nil {
+				m.ApprovalDecided(r.DecidedVia, r.State, r.DecidedAt.Sub(r.RequestedAt))
+			}
+		}}
 	path := &tools.Path{Ledger: l, Tools: reg, Grants: d.grants, Gate: d.limits,
 		Interceptors: append([]tools.Interceptor{gate.Intercept}, d.intercept...)}
 	runner := steps.New(l, reg)
