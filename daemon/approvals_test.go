@@ -1,8 +1,6 @@
 package daemon_test
 
 import (
-	"github.com/prometheus/client_golang/prometheus/testutil"
-
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/agentledgertest/downstream"
