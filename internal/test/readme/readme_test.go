@@ -37,6 +37,7 @@ var guides = []string{
 	"docs/notifications.md",
 	"docs/limits.md",
 	"docs/sagas.md",
+	"docs/approvals.md",
 	"docs/security.md",
 	"docs/deployment.md",
 	"docs/configuration.md",
@@ -103,10 +104,10 @@ func TestREADMEExamples(t *testing.T) {
 	start := time.Now()
 	ids := startDemo(t, bin, env, addr, t.TempDir())
 	t.Logf("demo banner after %s", time.Since(start).Round(time.Millisecond))
-	// The README names the demo's tasks 1, 2, 3 and 4, as the banner of a
-	// fresh state directory does.
-	if got := strings.Join(ids, ","); got != "1,2,3,4" {
-		t.Fatalf("the demo banner listed tasks %s; the README says 1, 2, 3 and 4", got)
+	// The README names the demo's tasks 1 to 5, as the banner of a fresh
+	// state directory does.
+	if got := strings.Join(ids, ","); got != "1,2,3,4,5" {
+		t.Fatalf("the demo banner listed tasks %s; the README says 1, 2, 3, 4 and 5", got)
 	}
 	waitDemoSettled(t, env)
 	t.Logf("demo settled after %s", time.Since(start).Round(time.Millisecond))
@@ -314,16 +315,16 @@ func startDemo(t *testing.T, bin string, env []string, addr, dir string) []strin
 
 // waitDemoSettled waits until the demo's tasks reached the states the
 // README describes: 1 and 2 succeeded, 3 needs attention, 4 (the saga)
-// compensated.
+// compensated, 5 (the large charge) waiting for approval.
 func waitDemoSettled(t *testing.T, env []string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	want := "1 succeeded\n2 succeeded\n3 needs_attention\n4 compensated"
+	want := "1 succeeded\n2 succeeded\n3 needs_attention\n4 compensated\n5 queued"
 	var got string
 	pool := testdb.Open(t, envValue(env, "DATABASE_URL"))
 	for ctx.Err() == nil {
-		rows, err := pool.Query(ctx, `SELECT id || ' ' || state FROM tasks WHERE id <= 4 ORDER BY id`)
+		rows, err := pool.Query(ctx, `SELECT id || ' ' || state FROM tasks WHERE id <= 5 ORDER BY id`)
 		if err == nil {
 			var states []string
 			for rows.Next() {
