@@ -39,11 +39,14 @@ func (a App) openDecision(msg approvalMsg) (tea.Model, tea.Cmd) {
 	room := a.bodyHeight() - 11
 	if !msg.approve {
 		room -= 3
+		if r.Reason == "" {
+			room += 2
+		}
 	}
 	room = max(room, 3)
 	args := strings.Split(prettyJSON(r.Call), "\n")
 	if len(args) > room {
-		args = append(args[:room-1], fmt.Sprintf("… %d more lines: enter on the request shows them", len(args)-room+1))
+		args = append(args[:room-1], fmt.Sprintf("… %d more lines: the request's page (a, enter) shows them", len(args)-room+1))
 	}
 	call := []string{"  " + approvals.Summary(r) + " (" + r.Class + ")"}
 	for _, l := range args {

@@ -205,12 +205,17 @@ func (m approvalsModel) View() string {
 		}
 		return fit(m.page.View(), m.width, m.height)
 	}
-	totals := plural(int(m.total), "approval") + " pending, the longest waiting first"
-	if m.total > int64(len(m.rows)) && m.loaded {
-		totals += fmt.Sprintf(" (the oldest %d shown)", len(m.rows))
-	}
-	if !m.loaded {
+	var totals string
+	switch {
+	case !m.loaded:
 		totals = "loading…"
+	case m.total == 0:
+		totals = "no approval pending"
+	default:
+		totals = plural(int(m.total), "approval") + " pending, the longest waiting first"
+		if m.total > int64(len(m.rows)) {
+			totals += fmt.Sprintf(" (the oldest %d shown)", len(m.rows))
+		}
 	}
 	if m.err != nil {
 		totals += " · " + s.Error.Render(m.err.Error())
@@ -220,7 +225,8 @@ func (m approvalsModel) View() string {
 	case len(m.rows) > 0:
 		lines = append(lines, m.table()...)
 	case m.loaded:
-		lines = append(lines, s.Dim.Render("no request waits for a decision"))
+		lines = append(lines, legend(s.Dim, "A gated effect asks here: a steps step's \"approve\", an agent's gated tool, "+
+			"a Go tool or the policy that needs approval.", m.width))
 	}
 	return fit(strings.Join(lines, "\n"), m.width, m.height)
 }
