@@ -8,6 +8,7 @@ import (
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/agentledger/agentledger/approvals"
 )
@@ -146,9 +147,33 @@ func (m approvalsModel) Update(msg tea.Msg) (approvalsModel, tea.Cmd) {
 	return m, nil
 }
 
-// rowsShown is how many requests fit under the totals and the header,
-// two lines each.
-func (m approvalsModel) rowsShown() int { return max((m.height-3)/2, 1) }
+// rowsShown is how many requests fit under the totals and the header:
+// two lines each, unless every call fits beside its columns.
+func (m approvalsModel) rowsShown() int {
+	if _, wide := m.cells(); wide {
+		return max(m.height-3, 1)
+	}
+	return max((m.height-3)/2, 1)
+}
+
+// cells are the list's header and rows, the call's one-line summary
+// last; wide is whether every row fits the width whole, the call in a
+// column of its own.
+func (m approvalsModel) cells() (rows [][]string, wide bool) {
+	now := m.env.now()
+	rows = [][]string{{"ID", "TASK", "STEP", "WAITING", "EXPIRES", "APPROVERS", "CALL"}}
+	for _, r := range m.rows {
+		rows = append(rows, []string{strconv.FormatInt(r.ID, 10), strconv.FormatInt(r.TaskID, 10), r.Step,
+			short(now.Sub(r.RequestedAt)), expiry(r.ExpiresAt, now), approvers(r), approvals.Summary(r)})
+	}
+	row := fitColumns(rows[0], rows[1:], 0, 0)
+	for _, r := range rows {
+		if ansi.StringWidth(row(r)) > m.width {
+			return rows, false
+		}
+	}
+	return rows, true
+}
 
 // render lays the list or the request out for the page.
 func (m *approvalsModel) render() {
@@ -167,21 +192,28 @@ func (m *approvalsModel) render() {
 }
 
 // table is the list's header and the requests on screen, the selected
-// one highlighted: a line of columns, then the call's one-line summary
-// under it, whole on an 80-column screen.
+// one highlighted: on a wide screen a line each; else a line of columns,
+// then the call's summary under it, whole on an 80-column screen.
 func (m approvalsModel) table() []string {
-	s, now := m.env.styles, m.env.now()
-	header := []string{"ID", "TASK", "STEP", "WAITING", "EXPIRES", "APPROVERS"}
-	rows := make([][]string, len(m.rows))
-	for i, r := range m.rows {
-		rows[i] = []string{strconv.FormatInt(r.ID, 10), strconv.FormatInt(r.TaskID, 10), r.Step,
-			short(now.Sub(r.RequestedAt)), expiry(r.ExpiresAt, now), approvers(r)}
+	s := m.env.styles
+	rows, wide := m.cells()
+	header, rows := rows[0], rows[1:]
+	if !wide {
+		header = header[:len(header)-1]
 	}
-	row := fitColumns(header, rows, m.width, 0)
+	row := fitColumns(header, rows, 0, 0)
 	lines := []string{s.Bold.Render(row(header))}
 	end := min(m.offset+m.rowsShown(), len(rows))
 	for i := m.offset; i < end; i++ {
-		top, call := cut(row(rows[i]), m.width), cut("   "+approvals.Summary(m.rows[i]), m.width)
+		if wide {
+			l := row(rows[i])
+			if i == m.cursor {
+				l = s.Cursor.Render(l)
+			}
+			lines = append(lines, l)
+			continue
+		}
+		top, call := cut(row(rows[i][:len(header)]), m.width), cut("   "+rows[i][len(header)], m.width)
 		if i == m.cursor {
 			top, call = s.Cursor.Render(top), s.Cursor.Render(call)
 		} else {

@@ -207,3 +207,30 @@ func TestNoApprovalPending(t *testing.T) {
 		t.Errorf("title %q", title(d))
 	}
 }
+
+// The cursor's request stays on screen, two lines to a request at 80
+// columns; the list keeps the cursor on its request across a refresh.
+func TestApprovalsScroll(t *testing.T) {
+	t.Parallel()
+	store := newFakeStore(30, epoch)
+	for i := 1; i <= 30; i++ {
+		store.requests = append(store.requests, approvals.Request{ID: int64(i), TaskID: int64(i), Generation: 1, Step: "tool/0",
+			Tool: "http_request", Class: "keyed", State: approvals.Pending, Call: json.RawMessage(`{"method":"POST","url":"https://pay.example/c"}`),
+			RequestedAt: epoch.Add(-time.Duration(60-i) * time.Minute), ExpiresAt: epoch.Add(time.Hour)})
+	}
+	d := newDriver(t, store, Options{}, 80, 24)
+	d.keys("a", "G")
+	v := d.view()
+	checkFrame(t, v, 80, 24)
+	if !strings.Contains(v, "30 30   tool/0 30m") || strings.Contains(v, "\n1  1    tool/0") {
+		t.Errorf("G did not scroll to the last request:\n%s", v)
+	}
+	store.mu.Lock()
+	store.requests = store.requests[1:] // request 1 decided elsewhere
+	store.mu.Unlock()
+	d.send(tickMsg{})
+	d.keys("enter")
+	if !strings.Contains(d.view(), "Approval 30  pending") {
+		t.Errorf("after a refresh the cursor left request 30:\n%s", d.view())
+	}
+}
