@@ -95,7 +95,7 @@ func decision(r approvals.Request, at func(time.Time) string) string {
 	case r.DecidedVia == "timeout":
 		text = fmt.Sprintf("%s by its timeout at %s", r.State, when)
 	case r.State == approvals.Withdrawn:
-		text = fmt.Sprintf("withdrawn at %s (%s)", when, r.DecidedVia)
+		text = "withdrawn at " + when // the reason says why: its task was cancelled
 	default:
 		text = fmt.Sprintf("%s by %s via %s at %s", r.State, r.DecidedBy, r.DecidedVia, when)
 	}

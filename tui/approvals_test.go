@@ -234,3 +234,34 @@ func TestApprovalsScroll(t *testing.T) {
 		t.Errorf("after a refresh the cursor left request 30:\n%s", d.view())
 	}
 }
+
+// decision says who decided, from where, when and why, for each way a
+// request ends.
+func TestDecisionText(t *testing.T) {
+	t.Parallel()
+	at := epoch
+	stamp := func(t time.Time) string { return t.Format(stampLayout) }
+	for _, c := range []struct {
+		r    approvals.Request
+		want string
+	}{
+		{approvals.Request{State: approvals.Pending}, "not yet"},
+		{approvals.Request{State: approvals.Approved, DecidedAt: &at, DecidedBy: "U1", DecidedVia: "slack"},
+			"approved by U1 via slack at 2026-01-02 03:04:05"},
+		{approvals.Request{State: approvals.Denied, DecidedAt: &at, DecidedBy: "alice", DecidedVia: "console", DecisionReason: "no\nticket"},
+			"denied by alice via console at 2026-01-02 03:04:05: no ticket"},
+		{approvals.Request{State: approvals.Expired, DecidedAt: &at, DecidedBy: "timeout", DecidedVia: "timeout",
+			DecisionReason: "no decision by 2026-01-02 03:04:05 UTC"},
+			"expired by its timeout at 2026-01-02 03:04:05: no decision by 2026-01-02 03:04:05 UTC"},
+		{approvals.Request{State: approvals.Approved, DecidedAt: &at, DecidedBy: "timeout", DecidedVia: "timeout",
+			DecisionReason: "no decision by 2026-01-02 03:04:05 UTC, which approves"},
+			"approved by its timeout at 2026-01-02 03:04:05: no decision by 2026-01-02 03:04:05 UTC, which approves"},
+		{approvals.Request{State: approvals.Withdrawn, DecidedAt: &at, DecidedBy: "operator", DecidedVia: "cancel",
+			DecisionReason: "its task was cancelled"},
+			"withdrawn at 2026-01-02 03:04:05: its task was cancelled"},
+	} {
+		if got := decision(c.r, stamp); got != c.want {
+			t.Errorf("%s: %q, want %q", c.r.State, got, c.want)
+		}
+	}
+}
