@@ -183,6 +183,11 @@ func TestTaskViewDecidesItsRequest(t *testing.T) {
 	if !strings.Contains(d.view(), "Deny request 1?") {
 		t.Fatalf("d opened no denial:\n%s", d.view())
 	}
+	d.keys("esc", "c")
+	if !strings.Contains(d.view(), "Its approval request 1 is withdrawn") {
+		t.Errorf("the cancel does not say it withdraws the request:\n%s", d.view())
+	}
+	d.keys("n")
 	d.keys("esc", "esc", "down", "enter") // task 1: no request
 	if strings.Contains(d.view(), "y approve") {
 		t.Errorf("task 1 offers a decision:\n%s", d.view())
