@@ -95,9 +95,9 @@ func (m *Message) set(form url.Values) string {
 
 // block is the part of a Block Kit block the fake checks.
 type block struct {
-	Type     string `json:"type"`
-	Text     *text  `json:"text"`
-	Fields   []text `json:"fields"`
+	Type   string `json:"type"`
+	Text   *text  `json:"text"`
+	Fields []text `json:"fields"`
 	// Elements are a context's texts or an actions block's buttons.
 	Elements []json.RawMessage `json:"elements"`
 }
