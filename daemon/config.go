@@ -30,6 +30,7 @@ type Config struct {
 	Model       Model
 	HTTPTools   HTTPTools
 	Notify      Notifications
+	Approvals   Approvals
 	API         API
 	Maintenance Maintenance
 	Policy      Policy
