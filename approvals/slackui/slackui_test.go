@@ -40,6 +40,10 @@ func TestPostedOnceThenEditedAfterTheClick(t *testing.T) {
 	if err := slackui.Tell(ctx, w.db, w.req, "approvals"); err != nil {
 		t.Fatal(err)
 	}
+	if evs, err := outbox.NewStore(w.db).ForTask(ctx, "", w.req.TaskID); err != nil || len(evs) != 1 ||
+		evs[0].Event != slackui.EventAsk || evs[0].Rule != slackui.Rule(w.req.ID) || evs[0].Channel != "approvals" {
+		t.Fatalf("the outbox after 9 tellings: %+v, %v", evs, err)
+	}
 	w.dispatch()
 	msgs := w.messages()
 	if len(msgs) != 1 {
@@ -83,6 +87,9 @@ func TestPostedOnceThenEditedAfterTheClick(t *testing.T) {
 	w.dispatch()
 	if msgs := w.messages(); len(msgs) != 1 || msgs[0].Updates != 1 {
 		t.Errorf("after more telling: %+v", msgs)
+	}
+	if evs, err := outbox.NewStore(w.db).ForTask(ctx, "", w.req.TaskID); err != nil || len(evs) != 2 || evs[1].Event != slackui.EventDecided {
+		t.Errorf("the outbox after the decision: %+v, %v", evs, err)
 	}
 }
 
