@@ -46,11 +46,11 @@ const defaultFollowInterval = 2 * time.Second
 // approvalsRequested is the gate's hook that posts a pending request once
 // to the approvals channel; nil without one.
 func approvalsRequested(cfg *Config, db *pgxpool.Pool) func(context.Context, approvals.Request, bool) error {
-	if cfg.Approvals.Channel == "" {
+	if cfg.Notify.Approvals.Channel == "" {
 		return nil
 	}
 	return func(ctx context.Context, r approvals.Request, _ bool) error {
-		return slackui.Tell(ctx, db, r, cfg.Approvals.Channel)
+		return slackui.Tell(ctx, db, r, cfg.Notify.Approvals.Channel)
 	}
 }
 
@@ -63,10 +63,10 @@ func approvalsDeliverer(db *pgxpool.Pool, l *ledger.Ledger, sink notify.Sink, ne
 // approvalsFollow edits the posts of requests decided elsewhere; nil
 // without an approvals channel. Every daemon runs it; they take turns.
 func approvalsFollow(cfg *Config, db *pgxpool.Pool, log *slog.Logger) func(context.Context) error {
-	if cfg.Approvals.Channel == "" {
+	if cfg.Notify.Approvals.Channel == "" {
 		return nil
 	}
-	every := cfg.Approvals.FollowInterval
+	every := cfg.Notify.Approvals.FollowInterval
 	if every <= 0 {
 		every = defaultFollowInterval
 	}
@@ -92,14 +92,14 @@ func approvalsFollow(cfg *Config, db *pgxpool.Pool, log *slog.Logger) func(conte
 // secret is configured. User groups among the approvers are resolved with
 // the bot token (usergroups:read).
 func mountSlackInteractions(cfg *Config, db *pgxpool.Pool, api *httpapi.Server, log *slog.Logger) error {
-	secret, err := signingSecret(&cfg.Approvals)
+	secret, err := signingSecret(&cfg.Notify.Approvals)
 	if err != nil {
 		return &ConfigError{err}
 	}
 	if secret == "" {
-		if cfg.Approvals.Channel != "" && (cfg.Notify.SlackToken != "" || cfg.Notify.SlackTokenFile != "") {
+		if cfg.Notify.Approvals.Channel != "" && (cfg.Notify.SlackToken != "" || cfg.Notify.SlackTokenFile != "") {
 			log.Warn("approvals: requests are posted to Slack, but their buttons decide nothing without the app's signing secret "+
-				"(AGENTLEDGER_SLACK_SIGNING_SECRET or --slack-signing-secret-file)", "channel", cfg.Approvals.Channel)
+				"(AGENTLEDGER_SLACK_SIGNING_SECRET or --slack-signing-secret-file)", "channel", cfg.Notify.Approvals.Channel)
 		}
 		return nil
 	}

@@ -52,11 +52,11 @@ func TestApprovalDecidedFromSlack(t *testing.T) {
 		Worker:      daemon.Worker{PollInterval: 50 * time.Millisecond},
 		Maintenance: daemon.Maintenance{NoCron: true, NoJanitor: true},
 		HTTPTools:   daemon.HTTPTools{AllowedHosts: []string{down.URL}},
-		Notify:      daemon.Notifications{SlackToken: token, SlackAPIURL: fake.APIURL(), SlackInterval: -1, SlackRate: -1},
-		Approvals:   daemon.Approvals{Channel: "approvals", SigningSecret: secret},
-		API:         daemon.API{Listener: ln},
-		Logger:      slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		Stdout:      io.Discard,
+		Notify: daemon.Notifications{SlackToken: token, SlackAPIURL: fake.APIURL(), SlackInterval: -1, SlackRate: -1,
+			Approvals: daemon.Approvals{Channel: "approvals", SigningSecret: secret}},
+		API:    daemon.API{Listener: ln},
+		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Stdout: io.Discard,
 	})
 	testdaemon.Run(t, d)
 	db := testdb.Open(t, url)
@@ -89,6 +89,19 @@ func TestApprovalDecidedFromSlack(t *testing.T) {
 	}
 	if s := logs.String(); strings.Contains(s, secret) || strings.Contains(s, token) {
 		t.Errorf("a secret in the logs")
+	}
+}
+
+// The signing secret prints and logs as set, never itself.
+func TestApprovalsSecretHidden(t *testing.T) {
+	const secret = "s1gn1ngs3cr3tn0tsh0wn"
+	cfg := daemon.Config{Notify: daemon.Notifications{Approvals: daemon.Approvals{Channel: "approvals", SigningSecret: secret}}}
+	logs := &logbuf.Buffer{}
+	slog.New(slog.NewJSONHandler(logs, nil)).Info("config", "notify", cfg.Notify, "approvals", cfg.Notify.Approvals)
+	for _, s := range []string{fmt.Sprintf("%v", cfg), fmt.Sprintf("%+v", cfg), fmt.Sprintf("%#v", cfg), fmt.Sprintf("%s", cfg.Notify.Approvals), logs.String()} {
+		if strings.Contains(s, secret) || !strings.Contains(s, "(set)") {
+			t.Errorf("the secret shows, or is not said to be set: %s", s)
+		}
 	}
 }
 

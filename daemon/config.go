@@ -30,7 +30,6 @@ type Config struct {
 	Model       Model
 	HTTPTools   HTTPTools
 	Notify      Notifications
-	Approvals   Approvals
 	API         API
 	Maintenance Maintenance
 	Policy      Policy
@@ -130,6 +129,8 @@ type Notifications struct {
 	NoDispatch          bool
 	DispatchConcurrency int
 	DispatchLease       time.Duration
+	// Approvals asks for approvals in Slack.
+	Approvals Approvals
 }
 
 // API is the HTTP server: the API, webhooks, /healthz, /readyz and

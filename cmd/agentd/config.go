@@ -220,11 +220,11 @@ func parseFlags(fs *pflag.FlagSet) (*config, error) {
 	c.Notify.SlackAPIURL = str("slack-api-url")
 	dur("slack-channel-interval", &c.Notify.SlackInterval)
 	num("slack-workspace-rate", &c.Notify.SlackRate)
-	c.Approvals.Channel = str("approvals-channel")
-	if ch := c.Approvals.Channel; len(ch) > 80 || strings.ContainsFunc(ch, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+	c.Notify.Approvals.Channel = str("approvals-channel")
+	if ch := c.Notify.Approvals.Channel; len(ch) > 80 || strings.ContainsFunc(ch, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
 		errs = append(errs, fmt.Sprintf("%s: %q must be a Slack channel name or ID of at most 80 characters, without spaces", label("approvals-channel"), ch))
 	}
-	c.Approvals.SigningSecretFile = str("slack-signing-secret-file")
+	c.Notify.Approvals.SigningSecretFile = str("slack-signing-secret-file")
 	boolean("pgbouncer", &c.Database.PgBouncer)
 	if c.Database.PgBouncer {
 		if c.Database.URL == "" {
