@@ -6,12 +6,15 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -89,6 +92,40 @@ func TestApprovalDecidedFromSlack(t *testing.T) {
 	}
 	if s := logs.String(); strings.Contains(s, secret) || strings.Contains(s, token) {
 		t.Errorf("a secret in the logs")
+	}
+}
+
+// A signing secret file agentd cannot use stops it at start, naming the
+// file and never its content.
+func TestApprovalsSigningSecretFileRefused(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	twoWords := filepath.Join(dir, "two-words")
+	if err := os.WriteFile(twoWords, []byte("s3cr3t one\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	url := testdb.URL(t)
+	for _, tc := range []struct{ file, want string }{
+		{filepath.Join(dir, "missing"), "--slack-signing-secret-file " + filepath.Join(dir, "missing") + ": no such file"},
+		{twoWords, "must hold one word"},
+	} {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := daemon.New(daemon.Config{
+			Database:    daemon.Database{URL: url},
+			Maintenance: daemon.Maintenance{NoCron: true, NoJanitor: true},
+			Notify:      daemon.Notifications{NoDispatch: true, Approvals: daemon.Approvals{Channel: "approvals", SigningSecretFile: tc.file}},
+			API:         daemon.API{Listener: ln},
+			Logger:      quiet(),
+			Stdout:      io.Discard,
+		})
+		err = d.Run(context.Background())
+		var ce *daemon.ConfigError
+		if !errors.As(err, &ce) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "s3cr3t") {
+			t.Errorf("%s: %v, want a config error saying %q", tc.file, err, tc.want)
+		}
 	}
 }
 
