@@ -18,7 +18,6 @@ import (
 // ButtonSink is a sink that can put buttons under a message (Slack's).
 type ButtonSink interface {
 	PostButtons(ctx context.Context, key string, m notify.Message, blockID string, buttons []slack.Button) (string, error)
-	UpdateButtons(ctx context.Context, ref string, m notify.Message, blockID string, buttons []slack.Button) error
 }
 
 // Deliverer delivers the outbox events of approval requests through the
@@ -123,12 +122,7 @@ func (d *Deliverer) update(ctx context.Context, a ledger.Attempt, step, ref stri
 	_, err = d.Ledger.Do(ctx, a, ledger.Effect{
 		Operation: notify.OpUpdate, StepPath: step, Class: ledger.Keyed, Request: req,
 		Perform: func(ctx context.Context, _ ledger.Call) (ledger.Result, error) {
-			var err error
-			if bs, ok := d.Sink.(ButtonSink); ok {
-				err = bs.UpdateButtons(ctx, ref, m, BlockID, nil)
-			} else {
-				err = d.Sink.Update(ctx, ref, m)
-			}
+			err := d.Sink.Update(ctx, ref, m) // blocks replaced: the buttons go
 			if errors.Is(err, notify.ErrMessageGone) {
 				return ledger.Result{Body: json.RawMessage(`{"gone":true}`), ExternalRef: ref}, nil
 			}

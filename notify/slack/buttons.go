@@ -25,11 +25,6 @@ func (s *Sink) PostButtons(ctx context.Context, key string, m notify.Message, bl
 	return s.post(ctx, key, m, actions(blockID, buttons)...)
 }
 
-// UpdateButtons is Update with buttons under m; none removes them.
-func (s *Sink) UpdateButtons(ctx context.Context, ref string, m notify.Message, blockID string, buttons []Button) error {
-	return s.update(ctx, ref, m, actions(blockID, buttons)...)
-}
-
 // GroupMembers lists the users of a Slack user group (S…) with
 // usergroups.users.list, which needs the usergroups:read scope.
 func (s *Sink) GroupMembers(ctx context.Context, group string) ([]string, error) {

@@ -147,17 +147,12 @@ func (s *Sink) post(ctx context.Context, key string, m notify.Message, extra ...
 // Find still finds it. Errors are Post's; a message Slack cannot update
 // answers an error matching ErrMessageGone.
 func (s *Sink) Update(ctx context.Context, ref string, m notify.Message) error {
-	return s.update(ctx, ref, m)
-}
-
-// update is Update with extra blocks after m's.
-func (s *Sink) update(ctx context.Context, ref string, m notify.Message, extra ...slackgo.Block) error {
 	ch, ts, err := ParseRef(ref)
 	if err != nil {
 		return agentledger.Permanent(err)
 	}
 	err = s.call(ctx, op{method: "chat.update", channel: ch, paced: true}, func(ctx context.Context) error {
-		_, _, _, err := s.api.UpdateMessageContext(ctx, ch, ts, slackOptions(m, true, extra...)...)
+		_, _, _, err := s.api.UpdateMessageContext(ctx, ch, ts, slackOptions(m, true)...)
 		return err
 	})
 	if err == nil {
