@@ -33,8 +33,8 @@ import (
 )
 
 // A gated step in a daemon with Slack: its request is posted to the
-// approvals channel with buttons, a listed approver's click (signed as
-// Slack signs) decides it, the effect runs once, and the message is
+// approvals channel with buttons, the click (signed as Slack signs) of a
+// member of the user group it names decides it, the effect runs once, and the message is
 // edited in place to say who decided.
 func TestApprovalDecidedFromSlack(t *testing.T) {
 	t.Parallel()
@@ -45,6 +45,7 @@ func TestApprovalDecidedFromSlack(t *testing.T) {
 	t.Cleanup(down.Close)
 	fake := slackfake.New(t, token)
 	fake.AddChannel("approvals")
+	fake.AddGroup("S0OPS", "U1")
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +66,7 @@ func TestApprovalDecidedFromSlack(t *testing.T) {
 	db := testdb.Open(t, url)
 	store, gates := claims.New(db), approvals.NewStore(db)
 	payload := fmt.Sprintf(`{"steps":[{"tool":"http_request","args":{"method":"POST","url":%q,"body":{"refund":7}},
-		"approve":{"approvers":["U1"],"timeout":"1h"}}]}`, down.URL+"/refunds")
+		"approve":{"approvers":["S0OPS"],"timeout":"1h"}}]}`, down.URL+"/refunds")
 	r, err := store.Enqueue(ctx, claims.EnqueueParams{Kind: "steps", Payload: json.RawMessage(payload), MaxAttempts: 1})
 	if err != nil {
 		t.Fatal(err)

@@ -43,3 +43,21 @@ func TestPostButtons(t *testing.T) {
 		t.Errorf("the update kept the buttons:\n%s", b)
 	}
 }
+
+// A user group's members come from usergroups.users.list; an unknown
+// group is Slack's error.
+func TestGroupMembers(t *testing.T) {
+	t.Parallel()
+	s, fake, logs := newSlack(t, nil)
+	fake.AddGroup("S0OPS", "U1", "U2")
+	users, err := s.GroupMembers(context.Background(), "S0OPS")
+	if err != nil || strings.Join(users, ",") != "U1,U2" {
+		t.Fatalf("members: %v, %v", users, err)
+	}
+	if _, err := s.GroupMembers(context.Background(), "S0NONE"); err == nil || !strings.Contains(err.Error(), "no_such_subteam") {
+		t.Errorf("an unknown group: %v", err)
+	}
+	if strings.Contains(logs.String(), slackToken) {
+		t.Error("the token in the logs")
+	}
+}
