@@ -129,6 +129,8 @@ type Notifications struct {
 	NoDispatch          bool
 	DispatchConcurrency int
 	DispatchLease       time.Duration
+	// Approvals asks for approvals in Slack.
+	Approvals Approvals
 }
 
 // API is the HTTP server: the API, webhooks, /healthz, /readyz and

@@ -89,7 +89,7 @@ func (d *Daemon) handlers(db *pgxpool.Pool, m *metrics.Metrics) (map[string]work
 	// its task.
 	// The approval gate comes first among the interceptors: an effect a
 	// person has not approved goes no further.
-	gate := &approvals.Gate{Store: approvals.NewStore(db), Policy: approvalPolicy(cfg.Policy),
+	gate := &approvals.Gate{Store: approvals.NewStore(db), Policy: approvalPolicy(cfg.Policy), Requested: approvalsRequested(cfg, db),
 		Decided: func(_ context.Context, r approvals.Request) {
 			if r.DecidedAt != nil {
 				m.ApprovalDecided(r.DecidedVia, r.State, r.DecidedAt.Sub(r.RequestedAt))
@@ -134,7 +134,7 @@ func dispatcher(cfg *Config, db *pgxpool.Pool, limits *flow.Limiter, owner strin
 	}
 	l := ledger.New(db)
 	l.Observe = m.Effect
-	d, err := outbox.NewDispatcher(outbox.NewStore(db), notify.NewDeliverer(l, sink), outbox.Config{
+	d, err := outbox.NewDispatcher(outbox.NewStore(db), approvalsDeliverer(db, l, sink, notify.NewDeliverer(l, sink)), outbox.Config{
 		Owner: owner, Concurrency: cfg.Notify.DispatchConcurrency, Lease: cfg.Notify.DispatchLease, Logger: log,
 		OnSettle: m.Notification,
 	})

@@ -84,6 +84,8 @@ var settings = []setting{
 	{"slack-api-url", "AGENTLEDGER_SLACK_API_URL", "string", "", "Slack Web API root; empty: Slack's"},
 	{"slack-channel-interval", "AGENTLEDGER_SLACK_CHANNEL_INTERVAL", "duration", "1s", "least time between two posts or updates to one Slack channel (Slack allows about one a second)"},
 	{"slack-workspace-rate", "AGENTLEDGER_SLACK_WORKSPACE_RATE", "int", "1", "posts and updates a second over all Slack channels (bursts of 3)"},
+	{"approvals-channel", "AGENTLEDGER_APPROVALS_CHANNEL", "string", "approvals", "Slack channel (name or ID) where approval requests are posted with Approve and Deny buttons (without a Slack token the console sink prints them); empty: not posted"},
+	{"slack-signing-secret-file", "AGENTLEDGER_SLACK_SIGNING_SECRET_FILE", "string", "", "file holding the Slack app's signing secret (or set AGENTLEDGER_SLACK_SIGNING_SECRET); with it the API serves Slack's clicks on approval requests at POST /slack/interactivity"},
 	{"pgbouncer", "AGENTLEDGER_PGBOUNCER", "bool", "false", "DATABASE_URL is a transaction-pooling PgBouncer: poll only, prepare no statements, and do not migrate (run agentctl migrate up against PostgreSQL itself)"},
 	{"no-dispatch", "AGENTLEDGER_NO_DISPATCH", "bool", "false", "do not deliver notifications from the outbox here (other daemons do)"},
 	{"dispatch-concurrency", "AGENTLEDGER_DISPATCH_CONCURRENCY", "int", "8", "notifications delivered at once"},
@@ -236,6 +238,11 @@ func parseFlags(fs *pflag.FlagSet) (*config, error) {
 	c.Notify.SlackAPIURL = str("slack-api-url")
 	dur("slack-channel-interval", &c.Notify.SlackInterval)
 	num("slack-workspace-rate", &c.Notify.SlackRate)
+	c.Notify.Approvals.Channel = str("approvals-channel")
+	if ch := c.Notify.Approvals.Channel; len(ch) > 80 || strings.ContainsFunc(ch, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+		errs = append(errs, fmt.Sprintf("%s: %q must be a Slack channel name or ID of at most 80 characters, without spaces", label("approvals-channel"), ch))
+	}
+	c.Notify.Approvals.SigningSecretFile = str("slack-signing-secret-file")
 	boolean("pgbouncer", &c.Database.PgBouncer)
 	if c.Database.PgBouncer {
 		if c.Database.URL == "" {
