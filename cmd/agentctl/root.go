@@ -110,6 +110,7 @@ database unreachable or not migrated), 2 usage or invalid input.`,
 	root.AddCommand(a.tenantCmd())
 	root.AddCommand(a.tuiCmd())
 	root.AddCommand(a.notificationsCmd())
+	root.AddCommand(a.approvalsCmd(), a.approvalCmd(), a.approveCmd(), a.denyCmd())
 	return root
 }
 
