@@ -36,7 +36,8 @@ with the decision.
 Read a request in full with agentctl approval ID; decide it with agentctl
 approve ID or agentctl deny ID --reason TEXT.
 
-With --output json it prints the requests as an array.`,
+With --output json it prints the requests as an array; with --output id their
+ids, one a line (none: no output), for scripts.`,
 		Example: `  agentctl approvals
   agentctl approvals --task 42 --all -o json`,
 		Args:              cobra.NoArgs,
@@ -74,6 +75,12 @@ func (a *app) approvals(ctx context.Context, p approvals.ListParams) error {
 	none := "no approval request waits for a decision"
 	if len(p.States) > 0 {
 		none = "no approval requests"
+	}
+	if a.output == "id" {
+		for _, r := range rs {
+			fmt.Fprintln(a.stdout, r.ID)
+		}
+		return nil
 	}
 	if done, err := listed(a, rs, none); done {
 		return err
