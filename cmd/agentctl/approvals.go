@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/approvals"
 	"github.com/agentledger/agentledger/operator"
 )
@@ -21,6 +22,7 @@ func (a *app) approvalsCmd() *cobra.Command {
 		all    bool
 		task   int64
 		limit  int
+		wait   time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "approvals [--all] [--task ID]",
@@ -32,6 +34,9 @@ pending requests, the longest waiting first: the call each would perform, how
 long it has waited, who may decide (Slack users and groups; an operator
 always may) and when it times out. --all lists every state, newest first,
 with the decision.
+
+--wait D waits up to D for a request to list, for a script that has just
+submitted a task with a gated step (exit 1 if none came).
 
 Read a request in full with agentctl approval ID; decide it with agentctl
 approve ID or agentctl deny ID --reason TEXT.
@@ -48,27 +53,40 @@ ids, one a line (none: no output), for scripts.`,
 				return usagef("--task must be a positive task id, not %d", task)
 			case limit < 1:
 				return usagef("--limit must be at least 1, not %d", limit)
+			case wait < 0:
+				return usagef("--wait must be 0 (do not wait) or positive, not %s", wait)
 			}
 			p := approvals.ListParams{Tenant: tenant, TaskID: task, Limit: limit}
 			if all {
 				p.States = operator.ApprovalStates
 			}
-			return a.approvals(ctx, p)
+			return a.approvals(ctx, p, wait)
 		}),
 	}
 	tenantFlag(cmd, &tenant, "only the requests of this tenant's tasks")
 	cmd.Flags().BoolVar(&all, "all", false, "every request, decided ones too (newest first)")
 	cmd.Flags().Int64Var(&task, "task", 0, "only the requests of this task")
 	cmd.Flags().IntVar(&limit, "limit", 100, "at most this many requests")
+	cmd.Flags().DurationVar(&wait, "wait", 0, "wait up to this long for a request to list (a task about to reach its gate); exit 1 if none came")
 	return cmd
 }
 
-func (a *app) approvals(ctx context.Context, p approvals.ListParams) error {
+func (a *app) approvals(ctx context.Context, p approvals.ListParams, wait time.Duration) error {
 	svc, err := a.operator(ctx)
 	if err != nil {
 		return err
 	}
 	rs, err := svc.Approvals(ctx, p)
+	for deadline := time.Now().Add(wait); err == nil && len(rs) == 0 && wait > 0; rs, err = svc.Approvals(ctx, p) {
+		if !time.Now().Before(deadline) {
+			return newError(fmt.Sprintf("no approval request came within %s", wait), agentledger.ErrConflict)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(waitPoll):
+		}
+	}
 	if err != nil {
 		return err
 	}
