@@ -65,8 +65,9 @@ func (a *app) rootCmd() *cobra.Command {
 		Version: version.String(),
 		Short:   "Manage agentledger tasks, notification rules and the schema",
 		Long: `agentctl submits, lists, shows, cancels and retries agentledger tasks, looks
-effects up in the ledger, lists the workers holding leases, manages the
-notification rules and migrates the schema.
+effects up in the ledger, lists the workers holding leases, approves and
+denies the effects waiting for a person, manages the notification rules and
+migrates the schema.
 
 With no --database-url (or DATABASE_URL) it uses the embedded PostgreSQL
 cluster that agentd uses, in --state-dir, starting it if needed and stopping
