@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -283,8 +284,12 @@ func (a *app) decide(ctx context.Context, arg string, approve bool, f *decideFla
 		return &operator.DecidedError{Request: r}
 	}
 	if approve && !f.yes {
-		if err := a.confirm(fmt.Sprintf("Approve request %d: %s?", id, approvals.Summary(r)), "approve", "approved"); err != nil {
+		err := a.confirm(fmt.Sprintf("Approve request %d: %s?", id, approvals.Summary(r)), "approve", "approved")
+		switch {
+		case errors.Is(err, errUsage): // no terminal to ask on
 			return err
+		case err != nil:
+			return newError(fmt.Sprintf("not confirmed: approval request %d still waits for a decision", id), nil)
 		}
 	}
 	r, err = svc.Decide(ctx, approvals.Decision{ID: id, Tenant: f.tenant, Approve: approve,
