@@ -77,8 +77,11 @@ func (a *app) approvals(ctx context.Context, p approvals.ListParams, wait time.D
 	if err != nil {
 		return err
 	}
+	// --wait polls as agentctl wait does: a request is one row written by
+	// another process's gate.
+	deadline := time.Now().Add(wait)
 	rs, err := svc.Approvals(ctx, p)
-	for deadline := time.Now().Add(wait); err == nil && len(rs) == 0 && wait > 0; rs, err = svc.Approvals(ctx, p) {
+	for err == nil && len(rs) == 0 && wait > 0 {
 		if !time.Now().Before(deadline) {
 			return newError(fmt.Sprintf("no approval request came within %s", wait), agentledger.ErrConflict)
 		}
@@ -87,6 +90,7 @@ func (a *app) approvals(ctx context.Context, p approvals.ListParams, wait time.D
 			return ctx.Err()
 		case <-time.After(waitPoll):
 		}
+		rs, err = svc.Approvals(ctx, p)
 	}
 	if err != nil {
 		return err
