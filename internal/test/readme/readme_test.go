@@ -62,8 +62,9 @@ var blocks = map[string]block{
 	"go run ./cmd/agentctl list": {want: []string{
 		"served from ledger",
 		`{"charges":3,"refunds":1,"requests":6}`, `{"charges":3,"refunds":1,"requests":6}`, // the replay called nothing
+		"approved", "task 5 succeeded",
 	}},
-	"ID=$(go run ./cmd/agentctl submit -o id --kind steps": {want: []string{"succeeded", `"id":"ch_5"`}},
+	"ID=$(go run ./cmd/agentctl submit -o id --kind steps": {want: []string{"succeeded", `"id":"ch_6"`}}, // ch_5 is the demo's approved charge
 	sagaExample: {want: []string{"compensated", "compensate/tool/1", "compensate/tool/0", "re-run it as a new intent",
 		`"refunds":2`, `"releases":2`}},
 	"go run ./examples/embed":               {skip: "examples/embed's TestExampleRuns runs it"},
