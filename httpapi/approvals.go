@@ -126,46 +126,26 @@ func (s *Server) listApprovals(r *http.Request, tenant string) reply {
 // parseApprovalList checks GET /v1/approvals's query. Every error matches
 // errBadParameter (400).
 func parseApprovalList(raw string) (approvals.ListParams, error) {
-	bad := func(field, format string, args ...any) error {
-		return fmt.Errorf("%w: %w", errBadParameter, agentledger.Invalid(field, format, args...))
-	}
 	p := approvals.ListParams{Limit: defaultListLimit}
 	q, err := url.ParseQuery(raw)
 	if err != nil {
-		return p, bad("", "the query string is malformed")
+		return p, badParameter("", "the query string is malformed")
 	}
-	for k, vs := range q {
-		if !slices.Contains(approvalParams, k) {
-			return p, bad(k, "is not a parameter of this route (%s)", strings.Join(approvalParams, ", "))
-		}
-		if k != "state" && len(vs) > 1 {
-			return p, bad(k, "is given %d times", len(vs))
-		}
+	if err := checkQuery(q, approvalParams); err != nil {
+		return p, err
 	}
-	for _, v := range q["state"] {
-		for st := range strings.SplitSeq(v, ",") {
-			st = strings.TrimSpace(st)
-			if !slices.Contains(operator.ApprovalStates, st) {
-				return p, bad("state", "%q is not one of %v", st, operator.ApprovalStates)
-			}
-			p.States = append(p.States, st)
-		}
+	if p.States, err = states(q, func(st string) bool { return slices.Contains(operator.ApprovalStates, st) }, operator.ApprovalStates); err != nil {
+		return p, err
 	}
 	if v := q.Get("task"); v != "" {
 		id, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || id < 1 {
-			return p, bad("task", "must be a task id, a positive integer")
+			return p, badParameter("task", "must be a task id, a positive integer")
 		}
 		p.TaskID = id
 	}
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > maxListLimit {
-			return p, bad("limit", "must be an integer in 1..%d", maxListLimit)
-		}
-		p.Limit = n
-	}
-	return p, nil
+	p.Limit, err = limit(q, defaultListLimit)
+	return p, err
 }
 
 // getApproval is GET /v1/approvals/{id}. Another tenant's request is not
