@@ -112,7 +112,7 @@ func (a *Agent) Work(ctx context.Context, task *agentledger.Task) (json.RawMessa
 			return json.Marshal(Answer{Answer: c.Message.Content, Steps: n + 1, FinishReason: c.FinishReason, Usage: used})
 		}
 		for _, call := range c.Message.ToolCalls {
-			content, err := a.runTool(ctx, task, pl, n, call)
+			content, err := a.runTool(ctx, task, pl, n, call, c.Message.Content)
 			if err != nil {
 				return nil, a.redact(err)
 			}

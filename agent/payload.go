@@ -34,6 +34,12 @@ type Payload struct {
 	// completed call of that tool is undone, newest first (package saga).
 	// The submitter declares them; the model neither sees nor invents them.
 	Compensate map[string]saga.Compensation `json:"compensate,omitempty"`
+	// Approve gates tools of Tools: before a call of one is performed, a
+	// person decides (package approvals) — {"refund": true} or {"refund":
+	// {"approvers": […], "timeout": "2h", "on_timeout": "deny"}}. The model
+	// proposes, a person disposes: a denied call is answered to the model
+	// with the decision, and the conversation goes on.
+	Approve map[string]json.RawMessage `json:"approve,omitempty"`
 }
 
 // maxModelName bounds a payload's model name.
@@ -45,6 +51,7 @@ type plan struct {
 	tools                 []tools.Tool
 	allowed               map[string]tools.Tool
 	undo                  map[string]json.RawMessage // by function name: the encoded compensation
+	approve               map[string]*tools.Approval // by function name: the payload's gates
 	maxSteps              int
 }
 
@@ -113,6 +120,21 @@ func (a *Agent) parsePayload(raw json.RawMessage) (*plan, error) {
 	}
 	if err := a.compensations(pl, p); err != nil {
 		return nil, err
+	}
+	for name, raw := range p.Approve {
+		if _, listed := pl.allowed[functionName(name)]; !listed {
+			return nil, bad("approve: %q is not among tools", name)
+		}
+		gate, err := tools.ParseApproval(raw)
+		if err != nil {
+			return nil, bad("approve.%s: %v", name, err)
+		}
+		if gate != nil {
+			if pl.approve == nil {
+				pl.approve = map[string]*tools.Approval{}
+			}
+			pl.approve[functionName(name)] = gate
+		}
 	}
 	return pl, nil
 }

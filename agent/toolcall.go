@@ -15,7 +15,8 @@ import (
 )
 
 // runTool performs the model's tool call c of step n and returns the
-// content of the tool message that answers it.
+// content of the tool message that answers it; reason is the model's text
+// beside the call, shown to whoever decides a gated call.
 //
 // What the model did wrong — a tool it may not use, arguments that are not
 // JSON, a call the tool rejects or a permanent failure of the tool — becomes
@@ -25,7 +26,7 @@ import (
 //
 // The ledger returns results in their stored (jsonb) form on the first run
 // as on every replay, so the next request is built from the same bytes.
-func (a *Agent) runTool(ctx context.Context, task *agentledger.Task, pl *plan, n int, c toolCall) (string, error) {
+func (a *Agent) runTool(ctx context.Context, task *agentledger.Task, pl *plan, n int, c toolCall, reason string) (string, error) {
 	t, ok := pl.allowed[c.Name]
 	if !ok {
 		return failure(fmt.Sprintf("tool %q is not available to this task (it may use: %s)", c.Name, allowedNames(pl)), ledger.Result{}), nil
@@ -40,7 +41,7 @@ func (a *Agent) runTool(ctx context.Context, task *agentledger.Task, pl *plan, n
 	// The path reads the grant in force now: a revoke since the last
 	// effect holds.
 	call := tools.Call{Task: task, StepPath: fmt.Sprintf("tool/%d/%s", n, c.ID), Args: json.RawMessage(args),
-		Compensate: pl.undo[c.Name]}
+		Compensate: pl.undo[c.Name], Approval: pl.approve[c.Name], Reason: reason}
 	res, err := a.path.Perform(ctx, &tools.Outgoing{Call: call, Tool: t})
 	var failed *ledger.FailedError
 	var perm *agentledger.PermanentError

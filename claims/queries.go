@@ -699,6 +699,13 @@ lost AS (
 	FROM cur, now
 	WHERE cur.state = 'running' AND NOT cur.live
 	` + closeConflict + `
+),
+-- a task waiting for a person's decision no longer does (package approvals)
+withdrawn AS (
+	UPDATE approvals a SET state = 'withdrawn', decided_at = now.t, decided_by = 'operator', decided_via = 'cancel',
+		decision_reason = 'its task was cancelled'
+	FROM upd, now
+	WHERE a.task_id = upd.id AND a.state = 'pending' AND upd.state <> 'running'
 )
 SELECT cur.state, upd.id IS NOT NULL, cur.undoing FROM cur LEFT JOIN upd ON upd.id = cur.id`
 

@@ -16,6 +16,7 @@ import (
 	"github.com/agentledger/agentledger/metrics"
 	"github.com/agentledger/agentledger/saga"
 	"github.com/agentledger/agentledger/tenants"
+	"github.com/agentledger/agentledger/tools"
 	"github.com/agentledger/agentledger/worker"
 )
 
@@ -128,6 +129,8 @@ type Notifications struct {
 	NoDispatch          bool
 	DispatchConcurrency int
 	DispatchLease       time.Duration
+	// Approvals asks for approvals in Slack.
+	Approvals Approvals
 }
 
 // API is the HTTP server: the API, webhooks, /healthz, /readyz and
@@ -172,6 +175,18 @@ type Retention struct {
 // an agent task's calls are undone. The zero Policy stores nothing and
 // leaves the stored grants, limits and shares as they are.
 type Policy struct {
+	// ApproveUnsafe gates every unsafe effect (an unsafe_http call, a
+	// tool of class unsafe): a person decides before it is performed
+	// (agentd's approve-unsafe), with Approval's approvers and timeout.
+	ApproveUnsafe bool
+	// Approval is the gate ApproveUnsafe applies; nil: the defaults
+	// (anyone may decide, 24 h, deny on timeout).
+	Approval *tools.Approval
+	// ToolApprovals gate every call of the tools they name ("refund",
+	// "shop/charge"), in steps and agent tasks alike, unless the call
+	// declares a gate of its own (agentd's approve-tools).
+	ToolApprovals map[string]*tools.Approval
+
 	// Grants are stored as these tenants' grants when Run starts (agentd's
 	// [grant.<tenant>] tables), except where an operator set the tenant's
 	// grant (agentctl): that one stands, and Run logs how it differs.

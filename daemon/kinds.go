@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/agent"
+	"github.com/agentledger/agentledger/approvals"
 	"github.com/agentledger/agentledger/flow"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/metrics"
@@ -86,7 +87,16 @@ func (d *Daemon) handlers(db *pgxpool.Pool, m *metrics.Metrics) (map[string]work
 	// books the calls of the HTTP and MCP tools (targets http:<origin>,
 	// mcp:<server>) on the fleet's limits; a call over its limit defers
 	// its task.
-	path := &tools.Path{Ledger: l, Tools: reg, Grants: d.grants, Gate: d.limits, Interceptors: d.intercept}
+	// The approval gate comes first among the interceptors: an effect a
+	// person has not approved goes no further.
+	gate := &approvals.Gate{Store: approvals.NewStore(db), Policy: approvalPolicy(cfg.Policy), Requested: approvalsRequested(cfg, db),
+		Decided: func(_ context.Context, r approvals.Request) {
+			if r.DecidedAt != nil {
+				m.ApprovalDecided(r.DecidedVia, r.State, r.DecidedAt.Sub(r.RequestedAt))
+			}
+		}}
+	path := &tools.Path{Ledger: l, Tools: reg, Grants: d.grants, Gate: d.limits,
+		Interceptors: append([]tools.Interceptor{gate.Intercept}, d.intercept...)}
 	runner := steps.New(l, reg)
 	runner.Grants = d.grants
 	runner.Path = path
@@ -124,7 +134,7 @@ func dispatcher(cfg *Config, db *pgxpool.Pool, limits *flow.Limiter, owner strin
 	}
 	l := ledger.New(db)
 	l.Observe = m.Effect
-	d, err := outbox.NewDispatcher(outbox.NewStore(db), notify.NewDeliverer(l, sink), outbox.Config{
+	d, err := outbox.NewDispatcher(outbox.NewStore(db), approvalsDeliverer(db, l, sink, notify.NewDeliverer(l, sink)), outbox.Config{
 		Owner: owner, Concurrency: cfg.Notify.DispatchConcurrency, Lease: cfg.Notify.DispatchLease, Logger: log,
 		OnSettle: m.Notification,
 	})

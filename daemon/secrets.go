@@ -38,9 +38,9 @@ func (m Model) LogValue() slog.Value {
 // String describes n with its Slack token hidden.
 func (n Notifications) String() string {
 	return fmt.Sprintf("Notifications{File:%q SlackToken:%s SlackTokenFile:%q SlackAPIURL:%q SlackInterval:%s SlackRate:%d "+
-		"NoDispatch:%t DispatchConcurrency:%d DispatchLease:%s}",
+		"NoDispatch:%t DispatchConcurrency:%d DispatchLease:%s Approvals:%s}",
 		n.File, shown(n.SlackToken), n.SlackTokenFile, n.SlackAPIURL, n.SlackInterval, n.SlackRate,
-		n.NoDispatch, n.DispatchConcurrency, n.DispatchLease)
+		n.NoDispatch, n.DispatchConcurrency, n.DispatchLease, n.Approvals.String())
 }
 
 // GoString is String for %#v.
@@ -63,6 +63,7 @@ func (n Notifications) LogValue() slog.Value {
 		slog.Bool("no_dispatch", n.NoDispatch),
 		slog.Int("dispatch_concurrency", n.DispatchConcurrency),
 		slog.Duration("dispatch_lease", n.DispatchLease),
+		slog.Any("approvals", n.Approvals),
 	)
 }
 

@@ -52,6 +52,9 @@ func buildServices(cfg *Config, db *pgxpool.Pool, limits *flow.Limiter, m *metri
 	if disp != nil {
 		s.runs = append(s.runs, disp.Run)
 	}
+	if follow := approvalsFollow(cfg, db, log); follow != nil {
+		s.runs = append(s.runs, follow)
+	}
 	if cfg.Maintenance.NoCron {
 		log.Info("cron: schedules not fired here (--no-cron)")
 	} else {
@@ -90,6 +93,10 @@ func buildServices(cfg *Config, db *pgxpool.Pool, limits *flow.Limiter, m *metri
 	s.runs = append(s.runs, ready.run)
 	api, err := apiServer(cfg, apiDB, m, door, mcp, ready, log)
 	if err != nil {
+		apiDB.Close()
+		return nil, err
+	}
+	if err := mountSlackInteractions(cfg, apiDB, api, log); err != nil {
 		apiDB.Close()
 		return nil, err
 	}

@@ -25,6 +25,7 @@ func Diff(a, b *Grant) []string {
 	part("models", setText(a.Models), setText(b.Models))
 	part("max_tokens", fmt.Sprint(a.MaxTokens), fmt.Sprint(b.MaxTokens))
 	part("priority_floor", fmt.Sprint(a.PriorityFloor), fmt.Sprint(b.PriorityFloor))
+	part("decide", fmt.Sprint(a.Decide), fmt.Sprint(b.Decide))
 	return out
 }
 

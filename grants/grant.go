@@ -41,6 +41,11 @@ type Grant struct {
 	PriorityFloor int16 `json:"priority_floor,omitempty" toml:"priority_floor"`
 	// MaxTokens bounds the tokens one agent task may spend; 0 is no bound.
 	MaxTokens int64 `json:"max_tokens,omitempty" toml:"max_tokens"`
+	// Decide lets the tenant's API tokens approve or deny the approval
+	// requests of its own tasks (POST /v1/approvals/{id}/approve, /deny):
+	// a tenant whose tasks ask a person should not answer itself unless
+	// the operator says so.
+	Decide bool `json:"decide,omitempty" toml:"decide"`
 }
 
 // Host is one target of the HTTP tools: "https://api.example.com" (port
@@ -196,6 +201,15 @@ func Origin(u *url.URL) string {
 		port = map[string]string{"http": "80", "https": "443"}[strings.ToLower(u.Scheme)]
 	}
 	return strings.ToLower(u.Scheme) + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port)
+}
+
+// AllowDecide returns nil when g lets the tenant decide its tasks'
+// approval requests, else a *DeniedError naming --decide (403 in the API).
+func (g *Grant) AllowDecide(tenant string) error {
+	if g.All || g.Decide {
+		return nil
+	}
+	return &DeniedError{Tenant: tenant, Missing: "deciding approval requests", Flag: "--decide"}
 }
 
 // Validate checks every entry, naming the first bad one.

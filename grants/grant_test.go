@@ -1,8 +1,10 @@
 package grants_test
 
 import (
+	"encoding/json"
 	"errors"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 
@@ -123,5 +125,37 @@ func TestDeniedSuggestionIsShellQuoted(t *testing.T) {
 		if got := grants.ShellQuote(s); got != want {
 			t.Errorf("ShellQuote(%q) = %s, want %s", s, got, want)
 		}
+	}
+}
+
+// Deciding approval requests is granted apart from everything else: a
+// tenant with tools and hosts may not decide until --decide, the
+// operator's grant may; the flag survives the stored document and shows
+// in a diff.
+func TestAllowDecide(t *testing.T) {
+	g := &grants.Grant{AllKinds: true, Tools: []string{"http_request"}}
+	err := g.AllowDecide("acme")
+	var denied *grants.DeniedError
+	if !errors.Is(err, agentledger.ErrForbidden) || !errors.As(err, &denied) || denied.Flag != "--decide" ||
+		!strings.Contains(err.Error(), "agentctl tenant grant acme --decide") {
+		t.Fatalf("no decide: %v, want forbidden naming --decide", err)
+	}
+	if err := (&grants.Grant{All: true}).AllowDecide("default"); err != nil {
+		t.Errorf("the operator's grant: %v", err)
+	}
+	g.Decide = true
+	if err := g.AllowDecide("acme"); err != nil {
+		t.Errorf("granted: %v", err)
+	}
+	b, err := json.Marshal(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back grants.Grant
+	if err := json.Unmarshal(b, &back); err != nil || !back.Decide {
+		t.Fatalf("stored %s read back as %+v: %v", b, back, err)
+	}
+	if d := grants.Diff(&grants.Grant{AllKinds: true, Tools: g.Tools}, g); !slices.Equal(d, []string{"decide: config false, in force true"}) {
+		t.Errorf("diff: %q", d)
 	}
 }

@@ -10,11 +10,17 @@
 //	GET  /v1/tasks               200: a TaskList; ?state=&queue=&kind=&limit=&cursor=
 //	POST /v1/tasks/{id}/cancel   200 cancelled (now or before), 202 running: its attempt stops at its next heartbeat
 //	POST /v1/tasks/{id}/replay   202: queued to run again, same generation
+//	POST /v1/tasks/{id}/compensate 202: its completed effects are undone, newest first
+//	GET  /v1/approvals           200: an ApprovalList, pending by default; ?state=&task=&limit=
+//	GET  /v1/approvals/{id}      200: the approval request
+//	POST /v1/approvals/{id}/approve, /deny
+//	                             200: decided (DecideRequest); 409 decided before, with "approval" as it stands;
+//	                             403 unless the tenant's grant has Decide
 //	POST /v1/hooks/{source}      Config.Hooks, without bearer authentication
 //
-// Every /v1/tasks route takes "Authorization: Bearer <token>" (package
-// tenants) and sees the token's tenant only: another tenant's task is 404,
-// never 403. Lists run newest first; next_cursor, an opaque string, fetches
+// Every /v1/tasks and /v1/approvals route takes "Authorization: Bearer
+// <token>" (package tenants) and sees the token's tenant only: another
+// tenant's task or approval request is 404, never 403. Lists run newest first; next_cursor, an opaque string, fetches
 // the next page and is null on the last one.
 //
 // # Errors

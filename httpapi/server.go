@@ -37,14 +37,15 @@ type Config struct {
 	Tenants *tenants.Store
 	// Claims holds the tasks.
 	Claims *claims.Store
-	// Operator cancels, replays and compensates tasks, as agentctl and the
-	// console do.
+	// Operator cancels, replays and compensates tasks and reads and
+	// decides approval requests, as agentctl and the console do.
 	Operator *operator.Service
 	// Door admits each submitted task, its caller the token's tenant
 	// (package admit): its *agentledger.InvalidError is a 422 naming the
 	// field, its *grants.DeniedError a 403. Nil: a door that checks no
 	// grant and queues tasks no live worker serves (a database without a
-	// fleet).
+	// fleet). Its Grants also say whether a tenant may decide approval
+	// requests; without them no API tenant may.
 	Door *admit.Door
 
 	// Hooks, when set, serves POST /v1/hooks/{source} without bearer
@@ -166,6 +167,10 @@ func New(cfg Config) (*Server, error) {
 	s.mux.Handle(OpCancelTask, s.mutate(OpCancelTask, s.cancelTask))
 	s.mux.Handle(OpReplayTask, s.mutate(OpReplayTask, s.replayTask))
 	s.mux.Handle(OpCompensateTask, s.mutate(OpCompensateTask, s.compensateTask))
+	s.mux.Handle("GET /v1/approvals", s.read(s.listApprovals))
+	s.mux.Handle("GET /v1/approvals/{id}", s.read(s.getApproval))
+	s.mux.Handle(OpApprove, s.mutate(OpApprove, s.approve))
+	s.mux.Handle(OpDeny, s.mutate(OpDeny, s.deny))
 	if cfg.Hooks != nil {
 		s.mux.Handle("POST /v1/hooks/{source}", cfg.Hooks)
 	}

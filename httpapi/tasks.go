@@ -9,7 +9,6 @@ import (
 	"math"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -387,34 +386,20 @@ func (s *Server) listTasks(r *http.Request, tenant string) reply {
 // parseList checks GET /v1/tasks's query. Every error matches
 // errBadParameter (400).
 func parseList(q url.Values) (claims.ListParams, error) {
-	bad := func(field, format string, args ...any) error {
-		return fmt.Errorf("%w: %w", errBadParameter, agentledger.Invalid(field, format, args...))
-	}
 	p := claims.ListParams{Limit: defaultListLimit}
-	for k, vs := range q {
-		if !slices.Contains(listParams, k) {
-			return p, bad(k, "is not a parameter of this route (%s)", strings.Join(listParams, ", "))
-		}
-		if k != "state" && len(vs) > 1 {
-			return p, bad(k, "is given %d times", len(vs))
-		}
+	if err := checkQuery(q, listParams); err != nil {
+		return p, err
 	}
-	for _, v := range q["state"] {
-		for st := range strings.SplitSeq(v, ",") {
-			st := agentledger.TaskState(strings.TrimSpace(st))
-			if !st.Valid() {
-				return p, bad("state", "%q is not one of %v", st, agentledger.TaskStates)
-			}
-			p.States = append(p.States, st)
-		}
+	sts, err := states(q, func(st string) bool { return agentledger.TaskState(st).Valid() }, agentledger.TaskStates)
+	if err != nil {
+		return p, err
+	}
+	for _, st := range sts {
+		p.States = append(p.States, agentledger.TaskState(st))
 	}
 	p.Queue, p.Kind = q.Get("queue"), q.Get("kind")
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > maxListLimit {
-			return p, bad("limit", "must be an integer in 1..%d", maxListLimit)
-		}
-		p.Limit = n
+	if p.Limit, err = limit(q, defaultListLimit); err != nil {
+		return p, err
 	}
 	if v := q.Get("cursor"); v != "" {
 		id, err := decodeCursor(v)

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/approvals"
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/notify/outbox"
@@ -34,6 +35,8 @@ var (
 	lagDesc     = prometheus.NewDesc(ns+"_outbox_lag_seconds", "Age of the oldest due, undelivered outbox event.", nil, nil)
 	unknownDesc = prometheus.NewDesc(ns+"_ledger_unknown_effects", "Effects of unknown outcome waiting for an operator.", nil, nil)
 	upDesc      = prometheus.NewDesc(ns+"_database_up", "Whether the last read of the database gauges succeeded.", nil, nil)
+	askedDesc   = prometheus.NewDesc(ns+"_approvals_pending", "Approval requests waiting for a decision.", nil, nil)
+	askedAge    = prometheus.NewDesc(ns+"_approvals_oldest_pending_seconds", "Age of the oldest approval request waiting for a decision.", nil, nil)
 )
 
 // dbCollector reads the database gauges, each from the package that owns
@@ -42,6 +45,7 @@ type dbCollector struct {
 	tasks  *claims.Store
 	events *outbox.Store
 	ledger *ledger.Ledger
+	asked  *approvals.Store
 
 	mu     sync.Mutex
 	at     time.Time
@@ -55,15 +59,18 @@ type gauges struct {
 	pending int64
 	lag     time.Duration
 	unknown int64
+	asked   int64
+	oldest  time.Duration
 }
 
 // WatchDatabase adds the gauges read from db.
 func (m *Metrics) WatchDatabase(db DB) {
-	m.Registry.MustRegister(&dbCollector{tasks: claims.New(db), events: outbox.NewStore(db), ledger: ledger.New(db)})
+	m.Registry.MustRegister(&dbCollector{tasks: claims.New(db), events: outbox.NewStore(db), ledger: ledger.New(db),
+		asked: approvals.NewStore(db)})
 }
 
 func (c *dbCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{tasksDesc, pendingDesc, lagDesc, unknownDesc, upDesc} {
+	for _, d := range []*prometheus.Desc{tasksDesc, pendingDesc, lagDesc, unknownDesc, upDesc, askedDesc, askedAge} {
 		ch <- d
 	}
 }
@@ -89,6 +96,8 @@ func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(pendingDesc, prometheus.GaugeValue, float64(c.values.pending))
 	ch <- prometheus.MustNewConstMetric(lagDesc, prometheus.GaugeValue, c.values.lag.Seconds())
 	ch <- prometheus.MustNewConstMetric(unknownDesc, prometheus.GaugeValue, float64(c.values.unknown))
+	ch <- prometheus.MustNewConstMetric(askedDesc, prometheus.GaugeValue, float64(c.values.asked))
+	ch <- prometheus.MustNewConstMetric(askedAge, prometheus.GaugeValue, c.values.oldest.Seconds())
 }
 
 func (c *dbCollector) read() (gauges, bool) {
@@ -103,6 +112,9 @@ func (c *dbCollector) read() (gauges, bool) {
 		return g, false
 	}
 	if g.unknown, err = c.ledger.UnknownCount(ctx); err != nil {
+		return g, false
+	}
+	if g.asked, g.oldest, err = c.asked.Backlog(ctx); err != nil {
 		return g, false
 	}
 	return g, true

@@ -32,6 +32,7 @@ type Metrics struct {
 	janitor       *prometheus.CounterVec
 	breakerOpens  *prometheus.CounterVec
 	breakerProbes *prometheus.CounterVec
+	approvalWait  *prometheus.HistogramVec
 }
 
 // New returns the metrics, registered with the Go and process collectors.
@@ -70,10 +71,14 @@ func New() *Metrics {
 		breakerProbes: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "breaker_probes_total",
 			Help: "Half-open probes this daemon made, by target and result: started, succeeded, failed."},
 			[]string{"target", "result"}),
+		approvalWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "approval_wait_seconds",
+			Help: "Time from an approval request to its decision, by how it was decided (slack, console, agentctl, api, timeout) " +
+				"and the outcome (approved, denied, expired), observed when the gated effect goes on or stops.",
+			Buckets: prometheus.ExponentialBuckets(1, 4, 10)}, []string{"via", "outcome"}),
 	}
 	m.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.claims, m.leaseLosses, m.deferrals, m.attempts, m.attemptTime, m.effects, m.notifications, m.cronFires, m.webhooks,
-		m.httpRequests, m.httpTime, m.janitor, m.breakerOpens, m.breakerProbes)
+		m.httpRequests, m.httpTime, m.janitor, m.breakerOpens, m.breakerProbes, m.approvalWait)
 	return m
 }
 
@@ -116,6 +121,11 @@ func (m *Metrics) Webhook(source, outcome string) { m.webhooks.WithLabelValues(s
 func (m *Metrics) HTTP(route string, status int, d time.Duration) {
 	m.httpRequests.WithLabelValues(route, strconv.Itoa(status)).Inc()
 	m.httpTime.WithLabelValues(route).Observe(d.Seconds())
+}
+
+// ApprovalDecided observes the wait of a decided approval request.
+func (m *Metrics) ApprovalDecided(via, outcome string, waited time.Duration) {
+	m.approvalWait.WithLabelValues(via, outcome).Observe(waited.Seconds())
 }
 
 // BreakerOpened counts a breaker this daemon opened.

@@ -12,6 +12,7 @@ import (
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/internal/refs"
 	"github.com/agentledger/agentledger/saga"
+	"github.com/agentledger/agentledger/tools"
 )
 
 // MaxSteps bounds one task's list.
@@ -25,6 +26,10 @@ type Step struct {
 	// then ends dead or cancelled (or an operator asks). Its args may use
 	// ${self.…} (this step's result) and ${steps.N.…} of earlier steps.
 	Compensate *saga.Compensation `json:"compensate,omitempty"`
+	// Approve, when set, makes the step wait for a person's decision
+	// before it is performed (package approvals): true, or {"approvers":
+	// […], "timeout": "2h", "on_timeout": "deny"|"approve"}.
+	Approve *tools.Approval `json:"-"`
 }
 
 // Payload is a steps task's payload.
@@ -71,9 +76,12 @@ func parse(raw json.RawMessage) (*Payload, error) {
 func parseStep(i int, raw json.RawMessage) (Step, error) {
 	var s Step
 	subject := fmt.Sprintf("step %d", i)
-	f, err := object(raw, subject, `{"tool": …, "args": {…}, "compensate": {…}}`, "args", "compensate", "tool")
+	f, err := object(raw, subject, `{"tool": …, "args": {…}, "compensate": {…}, "approve": …}`, "approve", "args", "compensate", "tool")
 	if err != nil {
 		return s, err
+	}
+	if s.Approve, err = tools.ParseApproval(f["approve"]); err != nil {
+		return s, bad("%s: %v", subject, err)
 	}
 	if s.Tool, s.Args, err = toolCall(subject, f); err != nil {
 		return s, err

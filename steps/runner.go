@@ -94,7 +94,7 @@ func (r *Runner) Work(ctx context.Context, task *agentledger.Task) (json.RawMess
 			return nil, fmt.Errorf("step %d: %w", i, err)
 		}
 		res, err := r.path().Perform(ctx, &tools.Outgoing{Tool: ts[i],
-			Call: tools.Call{Task: task, StepPath: stepPath(i), Args: args, Compensate: undo}})
+			Call: tools.Call{Task: task, StepPath: stepPath(i), Args: args, Compensate: undo, Approval: s.Approve}})
 		if err != nil {
 			var failed *ledger.FailedError
 			if errors.As(err, &failed) {

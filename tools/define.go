@@ -25,6 +25,10 @@ type Spec[Args any] struct {
 	Schema json.RawMessage
 	// Operation names the effect in the ledger; default the tool's name.
 	Operation string
+	// Approval, when set, gates every call of the tool: a person decides
+	// before it is performed (package approvals), unless the call
+	// declares a gate of its own.
+	Approval *Approval
 
 	// Perform performs the effect once, for every class but Local. A keyed
 	// tool sends c.DownstreamKey(target) to its target as its idempotency
@@ -88,6 +92,9 @@ func (d *defined[Args]) Parameters() json.RawMessage { return d.schema.JSON() }
 
 // Class is the effect class the tool declared.
 func (d *defined[Args]) Class() ledger.Class { return d.spec.Class }
+
+// Approval is the gate the tool declared for its calls; nil for none.
+func (d *defined[Args]) Approval() *Approval { return d.spec.Approval }
 
 // Effect checks the call's arguments against the schema, decodes them into
 // Args and returns the declared effect; arguments that do not fit are a

@@ -29,6 +29,13 @@ type Call struct {
 	// with its effect (ledger.Effect.Compensate); a pure effect may not
 	// declare one.
 	Compensate json.RawMessage
+	// Approval, when set, is a gate a person must open before the call is
+	// performed (the step's "approve", an agent tool's); the gate
+	// interceptor asks and waits.
+	Approval *Approval
+	// Reason is why the call is made, in the caller's words (the model's
+	// text beside its tool call), shown to whoever decides.
+	Reason string
 }
 
 // Tool is one capability steps and agents can invoke.

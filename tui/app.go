@@ -15,6 +15,7 @@ const (
 	viewTask
 	viewWorkers
 	viewLimits
+	viewApprovals
 )
 
 // App is the console's root model. It owns the component models, routes
@@ -23,13 +24,20 @@ type App struct {
 	env *env
 	cmd commands
 
-	help    help.Model
-	view    view
-	tasks   tasksModel
-	task    taskModel
-	workers workersModel
-	limits  limitsModel
-	dialog  *dialogModel
+	help      help.Model
+	view      view
+	tasks     tasksModel
+	task      taskModel
+	workers   workersModel
+	limits    limitsModel
+	approvals approvalsModel
+	dialog    *dialogModel
+
+	// pending is how many approval requests wait, for the title; known
+	// once counted.
+	pending         int64
+	pendingKnown    bool
+	pendingCounting bool
 
 	status    string
 	statusErr bool
@@ -47,7 +55,7 @@ func New(ctx context.Context, store Store, opts Options) App {
 	e := &env{keys: DefaultKeyMap(), styles: DefaultStyles(), opts: opts.withDefaults()}
 	c := commands{ctx: ctx, store: store}
 	a := App{env: e, cmd: c, help: help.New(), tasks: newTasksModel(e, c), workers: newWorkersModel(e, c),
-		limits: newLimitsModel(e, c), task: newTaskModel(e, c, 0, 80, 24), width: 80, height: 24}
+		limits: newLimitsModel(e, c), approvals: newApprovalsModel(e, c), task: newTaskModel(e, c, 0, 80, 24), width: 80, height: 24}
 	a.layout()
 	return a
 }

@@ -184,10 +184,12 @@ func (a *App) openCancel(t *agentledger.Task) {
 	if t.State == agentledger.StateRunning {
 		how = fmt.Sprintf("It is running (worker %s): its attempt stops at its next heartbeat.", t.LeaseOwner)
 	}
+	lines := []string{fmt.Sprintf("Task %d (%s) is %s.", t.ID, t.Kind, t.State), how}
+	if r := a.task.pendingApproval(); a.view == viewTask && r != nil {
+		lines = append(lines, fmt.Sprintf("Its approval request %d is withdrawn: nobody can decide it any more.", r.ID))
+	}
 	id := t.ID
-	a.openDialog(newDialog(a.env, fmt.Sprintf("Cancel task %d?", id),
-		[]string{fmt.Sprintf("Task %d (%s) is %s.", id, t.Kind, t.State), how},
-		func() tea.Cmd { return a.cmd.cancel(id) }))
+	a.openDialog(newDialog(a.env, fmt.Sprintf("Cancel task %d?", id), lines, func() tea.Cmd { return a.cmd.cancel(id) }))
 }
 
 // openRetry asks before retrying a dead task.

@@ -53,6 +53,26 @@ func (a App) route(msg tea.Msg) (tea.Model, tea.Cmd) {
 		var cmd tea.Cmd
 		a.limits, cmd = a.limits.Update(msg)
 		return a, cmd
+	case approvalCountMsg:
+		a.pendingCounting = false
+		if msg.err == nil {
+			a.pending, a.pendingKnown = msg.n, true
+		}
+		return a, nil
+	case approvalsMsg:
+		var cmd tea.Cmd
+		a.approvals, cmd = a.approvals.Update(msg)
+		if msg.err == nil {
+			a.pending, a.pendingKnown = msg.total, true
+		}
+		return a, cmd
+	case approvalMsg:
+		if msg.decide {
+			return a.openDecision(msg)
+		}
+		var cmd tea.Cmd
+		a.approvals, cmd = a.approvals.Update(msg)
+		return a, cmd
 	case previewMsg:
 		return a.openPreview(msg)
 	case compensationMsg:
@@ -63,7 +83,7 @@ func (a App) route(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return a.openBulk(msg)
 	case actionMsg:
 		a.setStatus(msg.text, msg.err)
-		return a, a.reload()
+		return a, tea.Batch(a.reload(), a.countApprovals())
 	case statusExpiredMsg:
 		if msg.seq == a.statusSeq {
 			a.clearStatus()
@@ -109,6 +129,9 @@ func (a App) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		a.tasks, cmd = a.tasks.Update(msg)
 		return a, cmd
 	}
+	if a.view == viewApprovals && a.approvals.openID != 0 && key.Matches(msg, k.Back) {
+		return a, a.approvals.close() // back to the list, not the tasks
+	}
 	switch {
 	case key.Matches(msg, k.Quit):
 		return a, tea.Quit
@@ -123,6 +146,11 @@ func (a App) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		a.view = viewLimits
 		a.layout()
 		return a, a.limits.load()
+	case key.Matches(msg, k.Approvals) && a.view != viewApprovals:
+		a.view = viewApprovals
+		a.approvals.openID, a.approvals.request = 0, nil
+		a.layout()
+		return a, a.approvals.load()
 	case key.Matches(msg, k.Back) && a.view != viewTasks:
 		a.view = viewTasks
 		a.layout()
@@ -142,7 +170,21 @@ func (a App) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		}
 		a.tasks, cmd = a.tasks.Update(msg)
 	case viewTask:
+		if r := a.task.pendingApproval(); r != nil && (key.Matches(msg, k.Approve) || key.Matches(msg, k.DenyRequest)) {
+			return a, a.askDecision(r, key.Matches(msg, k.Approve))
+		}
 		a.task, cmd = a.task.Update(msg)
+	case viewApprovals:
+		switch {
+		case key.Matches(msg, k.Approve) || key.Matches(msg, k.DenyRequest):
+			return a, a.askDecision(a.approvals.selected(), key.Matches(msg, k.Approve))
+		case a.approvals.openID == 0 && key.Matches(msg, k.Open):
+			if r := a.approvals.selected(); r != nil {
+				return a, a.approvals.open(*r)
+			}
+			return a, nil
+		}
+		a.approvals, cmd = a.approvals.Update(msg)
 	case viewWorkers:
 		a.workers, cmd = a.workers.Update(msg)
 	case viewLimits:
@@ -161,8 +203,10 @@ func (a App) openTask(id int64) (tea.Model, tea.Cmd) {
 // refresh reloads the visible view and the workers (the title says when
 // none is live), unless they are loading already.
 func (a *App) refresh() tea.Cmd {
-	workers := a.workers.refresh()
+	workers := tea.Batch(a.workers.refresh(), a.countApprovals())
 	switch a.view {
+	case viewApprovals:
+		return tea.Batch(a.approvals.refresh(), workers)
 	case viewTask:
 		return tea.Batch(a.task.refresh(), workers)
 	case viewWorkers:
@@ -182,8 +226,21 @@ func (a *App) reload() tea.Cmd {
 		return a.workers.load()
 	case viewLimits:
 		return a.limits.load()
+	case viewApprovals:
+		return a.approvals.load()
 	}
 	return a.tasks.load()
+}
+
+// countApprovals counts the pending approval requests for the title,
+// unless a count is under way. The approvals view's list counts them
+// too.
+func (a *App) countApprovals() tea.Cmd {
+	if a.pendingCounting || (a.view == viewApprovals && a.approvals.openID == 0) {
+		return nil
+	}
+	a.pendingCounting = true
+	return a.cmd.approvalCount()
 }
 
 // setStatus shows what an action did, or its error, until the next key or

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/charmbracelet/lipgloss"
+
+	"github.com/agentledger/agentledger/approvals"
 )
 
 // helpKeys are the bindings the help bar shows now.
@@ -12,7 +14,7 @@ func (a App) helpKeys() helpKeys {
 	k := a.env.keys
 	switch {
 	case a.dialog != nil:
-		return k.dialogHelp(a.dialog.withNote, a.dialog.danger)
+		return k.dialogHelp(a.dialog.withNote, a.dialog.toggle, a.dialog.danger, a.dialog.verb)
 	case a.view == viewTasks && a.tasks.filtering:
 		return k.inputHelp()
 	case a.view == viewTasks && a.tasks.searching:
@@ -23,6 +25,9 @@ func (a App) helpKeys() helpKeys {
 		return k.workersHelp()
 	case a.view == viewLimits:
 		return k.limitsHelp()
+	case a.view == viewApprovals:
+		r := a.approvals.request
+		return k.approvalsHelp(a.approvals.openID != 0, r == nil || r.State == approvals.Pending)
 	}
 	return k.tasksHelp()
 }
@@ -76,6 +81,7 @@ func (a *App) layout() {
 	a.task.setSize(a.width, h)
 	a.workers.setSize(a.width, h)
 	a.limits.setSize(a.width, h)
+	a.approvals.setSize(a.width, h)
 	if a.dialog != nil {
 		a.dialog.setSize(a.width, h)
 	}
@@ -92,10 +98,18 @@ func (a App) View() string {
 		where = "workers"
 	case viewLimits:
 		where = "limits"
+	case viewApprovals:
+		where = "approvals"
+		if a.approvals.openID != 0 {
+			where = fmt.Sprintf("approval %d", a.approvals.openID)
+		}
 	}
 	title := s.Title.Render("agentledger") + s.TitleDim.Render(" › ") + where
 	if n, ok := a.workers.live(); ok && n == 0 {
 		title += s.TitleDim.Render(" · ") + s.Stale.Render("no live workers")
+	}
+	if a.pendingKnown && a.pending > 0 {
+		title += s.TitleDim.Render(" · ") + s.Stale.Render(plural(int(a.pending), "approval")+" pending")
 	}
 	var body string
 	switch {
@@ -107,6 +121,8 @@ func (a App) View() string {
 		body = a.workers.View()
 	case a.view == viewLimits:
 		body = a.limits.View()
+	case a.view == viewApprovals:
+		body = a.approvals.View()
 	default:
 		body = a.tasks.View()
 	}
@@ -130,6 +146,11 @@ func (a App) loadErr() error {
 		return a.workers.err
 	case viewLimits:
 		return a.limits.err
+	case viewApprovals:
+		if a.approvals.openID != 0 && a.approvals.request != nil {
+			return a.approvals.openErr
+		}
+		return nil // the view says it
 	}
 	return a.tasks.err
 }

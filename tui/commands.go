@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -244,5 +245,47 @@ func (c commands) bulk(op bulkOp, f Filter) tea.Cmd {
 		res, err := c.store.CancelAll(ctx, f)
 		return fmt.Sprintf("cancelled %s (running ones at their next heartbeat), skipped %d",
 			plural(len(res.Done), "task"), len(res.Skipped)), err
+	})
+}
+
+// approvalCount counts the pending approval requests, for the title.
+func (c commands) approvalCount() tea.Cmd {
+	return c.call(func(ctx context.Context) tea.Msg {
+		_, n, err := c.store.PendingApprovals(ctx, 0)
+		return approvalCountMsg{n: n, err: err}
+	})
+}
+
+// pendingApprovals reads the oldest limit pending requests.
+func (c commands) pendingApprovals(limit int) tea.Cmd {
+	return c.call(func(ctx context.Context) tea.Msg {
+		rs, n, err := c.store.PendingApprovals(ctx, limit)
+		return approvalsMsg{requests: rs, total: n, err: err}
+	})
+}
+
+// approval reads request id; decide asks for the preview of a decision.
+func (c commands) approval(id int64, decide, approve bool) tea.Cmd {
+	return c.call(func(ctx context.Context) tea.Msg {
+		r, err := c.store.Approval(ctx, id)
+		return approvalMsg{id: id, request: r, decide: decide, approve: approve, err: err}
+	})
+}
+
+// decide approves or denies request id. A decision that came first is
+// an error that says what it was: this one changed nothing.
+func (c commands) decide(id int64, approve bool, reason string) tea.Cmd {
+	return c.act(func(ctx context.Context) (string, error) {
+		r, won, err := c.store.Decide(ctx, id, approve, reason)
+		if err != nil {
+			return "", err
+		}
+		if !won {
+			return "", errors.New(decidedAlready(r))
+		}
+		if approve {
+			return fmt.Sprintf("approval %d approved: task %d performs %s once", id, r.TaskID, r.Step), nil
+		}
+		return fmt.Sprintf("approval %d denied: task %d does not perform %s", id, r.TaskID, r.Step), nil
 	})
 }

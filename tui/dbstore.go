@@ -2,26 +2,46 @@ package tui
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"os/user"
 	"time"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/approvals"
 	"github.com/agentledger/agentledger/flow"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/operator"
 )
 
 // DBStore is the Store over the database: the operator service, the
-// ledger for the journals of a task's earlier generations, and the flow
-// limits.
+// ledger for the journals of a task's earlier generations, the flow
+// limits, and the approval requests.
 type DBStore struct {
-	Operator *operator.Service
-	Ledger   *ledger.Ledger
-	Flow     *flow.Store
+	Operator  *operator.Service
+	Ledger    *ledger.Ledger
+	Flow      *flow.Store
+	Approvals *approvals.Store
+	// User is who decides approval requests from this console: the
+	// operating system's user name.
+	User string
+
+	db operator.DB
 }
 
 // NewDBStore returns the store over db.
 func NewDBStore(db operator.DB) *DBStore {
-	return &DBStore{Operator: operator.New(db), Ledger: ledger.New(db), Flow: flow.NewStore(db)}
+	return &DBStore{Operator: operator.New(db), Ledger: ledger.New(db), Flow: flow.NewStore(db),
+		Approvals: approvals.NewStore(db), User: osUser(), db: db}
+}
+
+// osUser is the name of the user running the console, as a decision
+// records who made it; "" when the system cannot say (Decide refuses).
+func osUser() string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	return os.Getenv("USER")
 }
 
 var _ Store = (*DBStore)(nil)
@@ -69,6 +89,16 @@ func (s *DBStore) Get(ctx context.Context, id int64) (*Detail, error) {
 			effects[i] = operator.EffectOf(e)
 		}
 		out.Earlier[n.Generation] = effects
+	}
+	rs, err := s.Approvals.List(ctx, approvals.ListParams{TaskID: id, Limit: 100,
+		States: []string{approvals.Pending, approvals.Approved, approvals.Denied, approvals.Expired, approvals.Withdrawn}})
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range rs {
+		if r.Generation == d.Task.Generation {
+			out.Approvals = append(out.Approvals, r)
+		}
 	}
 	return out, nil
 }
@@ -156,4 +186,28 @@ func (s *DBStore) Usage(ctx context.Context) ([]flow.Use, error) {
 // Breakers implements Store.
 func (s *DBStore) Breakers(ctx context.Context) ([]flow.BreakerState, time.Time, error) {
 	return s.Flow.Breakers(ctx)
+}
+
+// PendingApprovals implements Store.
+func (s *DBStore) PendingApprovals(ctx context.Context, limit int) ([]approvals.Request, int64, error) {
+	var n int64
+	// The partial index on pending requests keeps this count cheap.
+	if err := s.db.QueryRow(ctx, `/* tui.pending_approvals */ SELECT count(*) FROM approvals WHERE state = 'pending'`).Scan(&n); err != nil {
+		return nil, 0, fmt.Errorf("counting pending approval requests: %w", err)
+	}
+	if limit == 0 || n == 0 {
+		return nil, n, nil
+	}
+	rs, err := s.Approvals.List(ctx, approvals.ListParams{Limit: limit})
+	return rs, n, err
+}
+
+// Approval implements Store.
+func (s *DBStore) Approval(ctx context.Context, id int64) (approvals.Request, error) {
+	return s.Approvals.Get(ctx, "", id)
+}
+
+// Decide implements Store: the decision is the console's, made by User.
+func (s *DBStore) Decide(ctx context.Context, id int64, approve bool, reason string) (approvals.Request, bool, error) {
+	return s.Approvals.Decide(ctx, approvals.Decision{ID: id, Approve: approve, By: s.User, Via: "console", Reason: reason})
 }

@@ -23,6 +23,9 @@ type dialogModel struct {
 
 	withNote bool
 	note     textinput.Model
+	toggle   bool   // the note comes with the done/retry choice (resolve)
+	verb     string // what enter does, in the hint
+	required string // the problem of an empty note
 	done     bool
 	problem  string
 
@@ -37,8 +40,18 @@ func newDialog(e *env, title string, lines []string, confirm func() tea.Cmd) *di
 
 // newNoteDialog is a dialog that asks for a note and a resolution.
 func newNoteDialog(e *env, title string, lines []string, confirm func(note string, done bool) tea.Cmd) (*dialogModel, tea.Cmd) {
-	d := &dialogModel{env: e, title: title, lines: lines, confirm: confirm, withNote: true, done: true,
-		note: newInput("note: ", "why: what you checked")}
+	d := &dialogModel{env: e, title: title, lines: lines, confirm: confirm, withNote: true, toggle: true, done: true,
+		verb: "confirm", required: "a note is required: say what you checked", note: newInput("note: ", "why: what you checked")}
+	return d, d.note.Focus()
+}
+
+// newReasonDialog is a dialog that asks for a reason, required, before
+// verb (deny) is done.
+func newReasonDialog(e *env, title, verb string, lines []string, confirm func(reason string) tea.Cmd) (*dialogModel, tea.Cmd) {
+	d := &dialogModel{env: e, title: title, lines: lines, withNote: true, verb: verb, danger: true,
+		required: "a reason is required: the task's journal and the requester read it",
+		note:     newInput("reason: ", "why, for the record"),
+		confirm:  func(reason string, _ bool) tea.Cmd { return confirm(reason) }}
 	return d, d.note.Focus()
 }
 
@@ -70,13 +83,13 @@ func (d dialogModel) Update(msg tea.KeyMsg) (dialogModel, tea.Cmd) {
 	case key.Matches(msg, k.Back):
 		d.closed = true
 		return d, nil
-	case key.Matches(msg, k.ToggleMode):
+	case d.toggle && key.Matches(msg, k.ToggleMode):
 		d.done = !d.done
 		return d, nil
 	case key.Matches(msg, k.Apply):
 		note := strings.TrimSpace(d.note.Value())
 		if note == "" {
-			d.problem = "a note is required: say what you checked"
+			d.problem = d.required
 			return d, nil
 		}
 		d.closed = true
@@ -113,14 +126,18 @@ func (d dialogModel) View() string {
 			}
 			return "( ) " + label
 		}
-		body = append(body, "",
-			radio(d.done, "done: it happened; the ledger serves it from now on"),
-			radio(!d.done, "allow retry: it did not happen; perform it once more"),
-			"", d.note.View())
+		hint := "enter " + d.verb + " · esc cancel"
+		if d.toggle {
+			body = append(body, "",
+				radio(d.done, "done: it happened; the ledger serves it from now on"),
+				radio(!d.done, "allow retry: it did not happen; perform it once more"))
+			hint = "tab done/retry · " + hint
+		}
+		body = append(body, "", d.note.View())
 		if d.problem != "" {
 			body = append(body, s.Error.Render(d.problem))
 		}
-		body = append(body, "", s.Dim.Render("tab done/retry · enter confirm · esc cancel"))
+		body = append(body, "", s.Dim.Render(hint))
 	} else {
 		if d.problem != "" {
 			body = append(body, "", s.Error.Render(d.problem))

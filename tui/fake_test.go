@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/approvals"
 	"github.com/agentledger/agentledger/flow"
 	"github.com/agentledger/agentledger/operator"
 	"github.com/agentledger/agentledger/registry"
@@ -26,6 +27,9 @@ type fakeStore struct {
 	// Redeliver requeues them, reopening reopened ledger effects.
 	failed   map[int64][]operator.PlannedNotification
 	reopened int
+	// requests are the approval requests, oldest first; Decide decides a
+	// pending one as "op" from the console.
+	requests []approvals.Request
 }
 
 // newFakeStore holds n tasks with ids 1..n; every fifth is dead, every
@@ -108,7 +112,15 @@ func (s *fakeStore) Get(_ context.Context, id int64) (*Detail, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Detail{Detail: operator.Detail{Task: t}}, nil
+	d := &Detail{Detail: operator.Detail{Task: t}}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range s.requests {
+		if r.TaskID == id && r.Generation == t.Generation {
+			d.Approvals = append(d.Approvals, r)
+		}
+	}
+	return d, nil
 }
 
 func (s *fakeStore) ReplayPreview(_ context.Context, id int64) (*Preview, error) {
@@ -213,4 +225,55 @@ func (s *fakeStore) Breakers(context.Context) ([]flow.BreakerState, time.Time, e
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.breakers, epoch, nil
+}
+
+func (s *fakeStore) PendingApprovals(_ context.Context, limit int) ([]approvals.Request, int64, error) {
+	s.record("pending-approvals %d", limit)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []approvals.Request
+	n := int64(0)
+	for _, r := range s.requests {
+		if r.State == approvals.Pending {
+			n++
+			if len(out) < limit {
+				out = append(out, r)
+			}
+		}
+	}
+	return out, n, nil
+}
+
+func (s *fakeStore) Approval(_ context.Context, id int64) (approvals.Request, error) {
+	s.record("approval %d", id)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range s.requests {
+		if r.ID == id {
+			return r, nil
+		}
+	}
+	return approvals.Request{}, fmt.Errorf("approval request %d: %w", id, agentledger.ErrNotFound)
+}
+
+func (s *fakeStore) Decide(_ context.Context, id int64, approve bool, reason string) (approvals.Request, bool, error) {
+	s.record("decide %d approve=%v reason=%q", id, approve, reason)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, r := range s.requests {
+		if r.ID != id {
+			continue
+		}
+		if r.State != approvals.Pending {
+			return r, false, nil
+		}
+		at := epoch
+		r.State, r.DecidedAt, r.DecidedBy, r.DecidedVia, r.DecisionReason = approvals.Denied, &at, "op", "console", reason
+		if approve {
+			r.State = approvals.Approved
+		}
+		s.requests[i] = r
+		return r, true, nil
+	}
+	return approvals.Request{}, false, fmt.Errorf("approval request %d: %w", id, agentledger.ErrNotFound)
 }

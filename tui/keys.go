@@ -1,6 +1,12 @@
 package tui
 
-import "github.com/charmbracelet/bubbles/key"
+import (
+	"slices"
+
+	"github.com/charmbracelet/bubbles/key"
+
+	"github.com/agentledger/agentledger/approvals"
+)
 
 // KeyMap is the console's one keymap. Each view shows the bindings that
 // apply to it (see the help functions below); the bindings themselves are
@@ -32,6 +38,12 @@ type KeyMap struct {
 	Limits      key.Binding
 	BulkRetry   key.Binding
 	BulkCancel  key.Binding
+	Approvals   key.Binding
+
+	// Deciding an approval request (the approvals view, a waiting task).
+	// Approve opens a preview that y alone confirms.
+	Approve     key.Binding
+	DenyRequest key.Binding
 
 	// Actions on a task.
 	Replay     key.Binding
@@ -87,6 +99,10 @@ func DefaultKeyMap() KeyMap {
 		Limits:      b([]string{"L"}, "L", "limits"),
 		BulkRetry:   b([]string{"T"}, "T", "retry all dead"),
 		BulkCancel:  b([]string{"X"}, "X", "cancel all"),
+		Approvals:   b([]string{"a"}, "a", "approvals"),
+
+		Approve:     b([]string{"y"}, "y", "approve"),
+		DenyRequest: b([]string{"d"}, "d", "deny"),
 
 		Replay:     b([]string{"r"}, "r", "replay"),
 		Rerun:      b([]string{"R"}, "R", "re-run"),
@@ -120,12 +136,12 @@ func (h helpKeys) FullHelp() [][]key.Binding { return h.full }
 
 func (k KeyMap) tasksHelp() helpKeys {
 	return helpKeys{
-		short: []key.Binding{k.Open, k.Search, k.Filter, k.State, k.NextPage, k.PrevPage, k.Replay, k.Workers, k.Help, k.Quit},
+		short: []key.Binding{k.Open, k.Search, k.Filter, k.State, k.Approvals, k.NextPage, k.PrevPage, k.Replay, k.Workers, k.Help, k.Quit},
 		full: [][]key.Binding{
 			{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom},
 			{k.Open, k.NextPage, k.PrevPage, k.Search, k.Filter, k.ClearFilter, k.State, k.Sort},
 			{k.Replay, k.Rerun, k.Cancel, k.Retry, k.Compensate, k.Redeliver, k.BulkRetry, k.BulkCancel},
-			{k.Workers, k.Limits, k.Help, k.Quit},
+			{k.Approvals, k.Workers, k.Limits, k.Help, k.Quit},
 		},
 	}
 }
@@ -135,6 +151,9 @@ func (k KeyMap) tasksHelp() helpKeys {
 // q is left to the full help (the journal's header says what enter does).
 func (k KeyMap) taskHelp(d *Detail) helpKeys {
 	short := []key.Binding{brief(k.NextTab, "tabs")}
+	if d != nil && slices.ContainsFunc(d.Approvals, func(r approvals.Request) bool { return r.State == approvals.Pending }) {
+		short = append(short, k.Approve, k.DenyRequest) // what the task waits for
+	}
 	// Resolve comes first: a task that has an effect to resolve waits
 	// for it, and a narrow line drops the last actions.
 	for _, b := range []key.Binding{k.Resolve, k.Replay, k.Rerun, k.Cancel, brief(k.Retry, "retry"), brief(k.Compensate, "undo"),
@@ -148,7 +167,7 @@ func (k KeyMap) taskHelp(d *Detail) helpKeys {
 		full: [][]key.Binding{
 			{k.Up, k.Down, k.PageUp, k.PageDown, k.NextTab, k.PrevTab, k.Expand},
 			{k.Replay, k.Rerun, k.Cancel, k.Retry, k.Compensate, k.Resolve, k.Redeliver},
-			{k.Back, k.Help, k.Quit},
+			{k.Approve, k.DenyRequest, k.Back, k.Help, k.Quit},
 		},
 	}
 }
@@ -157,6 +176,22 @@ func (k KeyMap) taskHelp(d *Detail) helpKeys {
 func brief(b key.Binding, help string) key.Binding {
 	b.SetHelp(b.Help().Key, help)
 	return b
+}
+
+// approvalsHelp is the approvals view's: the list's, or the page of a
+// request (open), which offers a decision while it is pending.
+func (k KeyMap) approvalsHelp(open, pending bool) helpKeys {
+	short := []key.Binding{k.Open, k.Approve, k.DenyRequest, k.Up, k.Down, k.Back, k.Help, k.Quit}
+	if open {
+		short = []key.Binding{brief(k.PageDown, "scroll"), k.Back, k.Help, k.Quit}
+		if pending {
+			short = append([]key.Binding{k.Approve, k.DenyRequest}, short...)
+		}
+	}
+	return helpKeys{
+		short: short,
+		full:  [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom}, {k.Open, k.Approve, k.DenyRequest, k.Back, k.Help, k.Quit}},
+	}
 }
 
 func (k KeyMap) workersHelp() helpKeys {
@@ -173,13 +208,16 @@ func (k KeyMap) limitsHelp() helpKeys {
 	}
 }
 
-func (k KeyMap) dialogHelp(withInput, danger bool) helpKeys {
+func (k KeyMap) dialogHelp(withInput, toggle, danger bool, verb string) helpKeys {
 	keys := []key.Binding{k.Confirm, k.Deny}
 	if danger {
 		keys[0] = k.ConfirmKey
 	}
 	if withInput {
-		keys = []key.Binding{k.Apply, k.ToggleMode, k.Back}
+		keys = []key.Binding{brief(k.Apply, verb), k.Back}
+		if toggle {
+			keys = []key.Binding{k.Apply, k.ToggleMode, k.Back}
+		}
 	}
 	return helpKeys{short: keys, full: [][]key.Binding{keys}}
 }

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/approvals"
 	"github.com/agentledger/agentledger/flow"
 	"github.com/agentledger/agentledger/operator"
 )
@@ -93,4 +94,28 @@ type bulkCountMsg struct {
 type actionMsg struct {
 	text string
 	err  error
+}
+
+// approvalCountMsg is how many approval requests are pending.
+type approvalCountMsg struct {
+	n   int64
+	err error
+}
+
+// approvalsMsg is the oldest pending approval requests, and how many are
+// pending in all.
+type approvalsMsg struct {
+	requests []approvals.Request
+	total    int64
+	err      error
+}
+
+// approvalMsg is one approval request, loaded to show it (decide false)
+// or to preview a decision on it (decide true; approve says which).
+type approvalMsg struct {
+	id      int64
+	request approvals.Request
+	decide  bool
+	approve bool
+	err     error
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/approvals"
 	"github.com/agentledger/agentledger/flow"
 	"github.com/agentledger/agentledger/operator"
 )
@@ -38,6 +39,9 @@ type Detail struct {
 	// for those events are recorded there (Journal is the current
 	// generation's).
 	Earlier map[int32][]operator.Effect
+	// Approvals are the approval requests of the task's current
+	// generation, the pending one first.
+	Approvals []approvals.Request
 }
 
 // journal is the journal of generation g, as far as the detail holds it.
@@ -114,4 +118,13 @@ type Store interface {
 	// Breakers lists the stored circuit breakers by target, with the
 	// database's clock when read.
 	Breakers(ctx context.Context) ([]flow.BreakerState, time.Time, error)
+	// PendingApprovals returns the oldest pending approval requests of
+	// every task, at most limit, and how many are pending in all.
+	PendingApprovals(ctx context.Context, limit int) ([]approvals.Request, int64, error)
+	// Approval returns approval request id, whatever its state.
+	Approval(ctx context.Context, id int64) (approvals.Request, error)
+	// Decide approves or denies request id for the operator at the
+	// console. won is false when a decision came first (or the request
+	// timed out or was withdrawn): r is then as that left it.
+	Decide(ctx context.Context, id int64, approve bool, reason string) (r approvals.Request, won bool, err error)
 }

@@ -5,6 +5,7 @@ import (
 	"github.com/charmbracelet/bubbles/viewport"
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/agentledger/agentledger/approvals"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/operator"
 )
@@ -82,6 +83,20 @@ func (m taskModel) resolveTarget() (operator.Effect, bool) {
 		}
 	}
 	return operator.Effect{}, false
+}
+
+// pendingApproval is the task's request that waits for a decision, if
+// any.
+func (m taskModel) pendingApproval() *approvals.Request {
+	if m.detail == nil {
+		return nil
+	}
+	for i, r := range m.detail.Approvals {
+		if r.State == approvals.Pending {
+			return &m.detail.Approvals[i]
+		}
+	}
+	return nil
 }
 
 // Update handles the task's loads and the view's keys.

@@ -9,6 +9,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/agentledger/agentledger/approvals"
 	"github.com/agentledger/agentledger/operator"
 	"github.com/agentledger/agentledger/render"
 )
@@ -75,6 +76,9 @@ func (m taskModel) overview() string {
 	if reason := render.Waiting(t); reason != "" {
 		field("Waiting", wrap.Render(reason))
 	}
+	for _, r := range m.detail.Approvals {
+		field("Approval", wrap.Render(m.approval(r)))
+	}
 	field("Created", e.at(t.CreatedAt))
 	field("Updated", e.at(t.UpdatedAt))
 	field("Finished", e.stampPtr(t.FinishedAt))
@@ -100,6 +104,18 @@ func (m taskModel) overview() string {
 		field(doc.label, prettyJSON(doc.raw))
 	}
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// approval says where request r of the task stands: since when it waits
+// and who may decide, or how it was decided.
+func (m taskModel) approval(r approvals.Request) string {
+	e := m.env
+	if r.State != approvals.Pending {
+		return fmt.Sprintf("%d of step %s: %s\n%s", r.ID, r.Step, approvals.Summary(r), decision(r, e.at))
+	}
+	// The waiting reason above names the call.
+	return fmt.Sprintf("%d of step %s, pending since %s\nmay decide: %s (y approves, d denies)\nexpires %s, then %s",
+		r.ID, r.Step, e.at(r.RequestedAt), mayDecide(r), e.at(r.ExpiresAt), timeoutMeans(r))
 }
 
 // lease says who holds the task, with which fencing token, until when.

@@ -95,10 +95,11 @@ func (m *Message) set(form url.Values) string {
 
 // block is the part of a Block Kit block the fake checks.
 type block struct {
-	Type     string `json:"type"`
-	Text     *text  `json:"text"`
-	Fields   []text `json:"fields"`
-	Elements []text `json:"elements"`
+	Type   string `json:"type"`
+	Text   *text  `json:"text"`
+	Fields []text `json:"fields"`
+	// Elements are a context's texts or an actions block's buttons.
+	Elements []json.RawMessage `json:"elements"`
 }
 
 type text struct {
@@ -130,6 +131,10 @@ func validBlocks(raw json.RawMessage) bool {
 			}
 		case "context":
 			if len(b.Elements) == 0 || len(b.Elements) > 10 {
+				return false
+			}
+		case "actions":
+			if len(b.Elements) == 0 || len(b.Elements) > 25 {
 				return false
 			}
 		case "":

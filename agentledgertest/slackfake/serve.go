@@ -18,6 +18,7 @@ var handlers = map[string]handler{
 	"chat.postMessage":      (*Server).postMessage,
 	"chat.update":           (*Server).update,
 	"conversations.history": (*Server).history,
+	"usergroups.users.list": (*Server).groupUsers,
 	"conversations.list":    (*Server).list,
 }
 

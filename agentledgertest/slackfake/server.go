@@ -28,6 +28,7 @@ type Server struct {
 	arrivals map[string][]time.Time // channel → posts and updates received
 	lastTS   int64                  // microseconds of the last ts handed out
 	skew     time.Duration          // of the server's clock from the real one
+	groups   map[string][]string    // user group → its users
 }
 
 // channel is one conversation and its messages, oldest first.

@@ -180,6 +180,27 @@ func TestEffectsUnsafeSmoke(t *testing.T) {
 	}
 }
 
+// Every approved request makes its one effect (the command fails
+// otherwise), and the table has its latency row.
+func TestApprovalsSmoke(t *testing.T) {
+	t.Parallel()
+	out := runBench(t, "approvals", "--database-url", testdb.URL(t), "--requests", "10", "--rate", "100", "--run-timeout", "1m")
+	if rows := dataRows(out); len(rows) != 1 || strings.Fields(rows[0])[1] != "10" {
+		t.Fatalf("want one row with 10 effects:\n%s", out)
+	}
+}
+
+// Tasks waiting for approval beside the burn-down are left waiting: the
+// run's tasks alone are burnt down.
+func TestThroughputWaitingSmoke(t *testing.T) {
+	t.Parallel()
+	out := runBench(t, "throughput", "--database-url", testdb.URL(t), "--tasks", "200", "--waiting", "300", "--pools", "1",
+		"--concurrency", "50", "--batch", "50", "--run-timeout", "1m")
+	if rows := dataRows(out); len(rows) != 1 {
+		t.Fatalf("want one row:\n%s", out)
+	}
+}
+
 func TestEffectsSmoke(t *testing.T) {
 	t.Parallel()
 	// The command itself fails unless every effect was performed once and

@@ -52,6 +52,11 @@
 // task_attempts: all tasks of one statement share its now()), with the
 // average tasks per statement.
 //
+// --waiting N inserts, before the run's tasks, N tasks waiting for a
+// person's approval as the approval gate leaves them (queued, due when
+// their request expires in a day, each with its pending request in
+// approvals): the burn-down must not slow beside them.
+//
 // --processes 1,2,4 runs each pool in a worker process of its own instead
 // (replacing the --pools sweep unless --pools is given too; its rows read
 // "1proc", "2proc", …): the benchmark re-executes itself as "agentbench
@@ -163,6 +168,18 @@
 // claims.Replay, from 8 goroutines, untimed) and burns them down again: the
 // row's effects/s are ledger hits/s, and the run fails unless every effect
 // was served and the server received no request.
+//
+// # approvals
+//
+// Queues --requests steps tasks, each one keyed POST gated on approval
+// ("approve": true), in a fresh database with one embedded daemon; waits
+// until every task asked; then approves the requests one by one at --rate
+// a second with approvals.Store.Decide, as agentctl approve does, and
+// measures each one's time from the decision's commit to its POST reaching
+// a loopback downstream: the decision wakes the task (due now, its queue
+// notified), the daemon claims it, the gate finds the decision and the
+// ledger performs the call. The command fails unless every approved
+// request made its one effect.
 //
 // # Tracing
 //

@@ -51,6 +51,8 @@ Usage:
                                     table; --complete batched|tx
   agentbench effects [flags]        steps tasks of N keyed HTTP effects: tasks/s, effects/s,
                                     transactions per effect; --replay: ledger hits/s
+  agentbench approvals [flags]      approval decision → effect start: p50/p99 of the time from
+                                    a decision's commit to its gated call reaching the downstream
   agentbench growth [flags]         claim latency and burn-down with --finished N old tasks;
                                     ledger.Do and Find with --ledger-rows N old effects
   agentbench sustained [flags]      a steady enqueue rate for minutes, with the janitor and cron
@@ -89,6 +91,8 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return runRiverEffects(ctx, rest, out, errOut)
 	case "effects":
 		return runEffects(ctx, rest, out, errOut)
+	case "approvals":
+		return runApprovals(ctx, rest, out, errOut)
 	case "growth":
 		return runGrowth(ctx, rest, out, errOut)
 	case "sustained":

@@ -29,6 +29,10 @@ type ThroughputFlags struct {
 	MaxConns    int
 	Repeat      int
 	Tracing     string // off, on or both
+	// Waiting tasks wait for a person's approval (queued, due in a day,
+	// each with its pending request) beside the burn-down: they must
+	// not slow the claims.
+	Waiting int
 }
 
 // ThroughputCase is one configuration of the sweep.
@@ -95,6 +99,8 @@ func runThroughput(ctx context.Context, args []string, out, errOut io.Writer) er
 	fs.Var(&f.Batch, "batch", "comma-separated claim batch sizes to sweep (skipped when above the concurrency)")
 	fs.IntVar(&f.MaxConns, "max-conns", 8, "connection pool size of each worker pool")
 	fs.IntVar(&f.Repeat, "repeat", 1, "run the whole sweep this many times")
+	fs.IntVar(&f.Waiting, "waiting", 0, "tasks waiting for a person's approval beside the burn-down (queued, due in a day, "+
+		"each with its pending request), inserted before the run's tasks")
 	fs.StringVar(&f.Tracing, "tracing", "off", "OpenTelemetry tracing of the pools in this process: off, on (spans exported "+
 		"over OTLP/HTTP to a local sink, as agentd with OTEL_EXPORTER_OTLP_ENDPOINT set), or both (each run off, then on)")
 	if err := parseFlags(fs, args, &f.CommonFlags); err != nil {
@@ -198,13 +204,19 @@ func throughputRun(ctx context.Context, srv *Server, f ThroughputFlags, c Throug
 	defer rdb.Close()
 	defer ctl.Close()
 
+	var waiting int64
+	if f.Waiting > 0 {
+		if waiting, err = insertWaiting(ctx, ctl, f.Waiting); err != nil {
+			return res, err
+		}
+	}
 	if res.InsertRate, err = insertNoops(ctx, ctl, f.Tasks, f.InsertBatch); err != nil {
 		return res, err
 	}
 	if err := rdb.Settle(ctx, ctl); err != nil {
 		return res, err
 	}
-	b := BurnDown{Case: c, Tasks: f.Tasks, MaxConns: int32(f.MaxConns),
+	b := BurnDown{Case: c, Tasks: f.Tasks, MinID: waiting, MaxConns: int32(f.MaxConns),
 		Flags: f.CommonFlags, Log: log, Out: out, ErrOut: errOut}
 	var traces *otlpsink.Sink
 	var stopTracing func() error
@@ -229,6 +241,31 @@ func throughputRun(ctx context.Context, srv *Server, f ThroughputFlags, c Throug
 	}
 	r.InsertRate = res.InsertRate
 	return r, nil
+}
+
+// insertWaiting inserts n tasks waiting for a person's approval, as the
+// approval gate leaves them — queued, due when their request expires in a
+// day, saying why, each with its pending request — and returns the
+// highest id.
+func insertWaiting(ctx context.Context, db *pgxpool.Pool, n int) (int64, error) {
+	var last int64
+	err := db.QueryRow(ctx, `WITH t AS (
+		INSERT INTO tasks (tenant, queue, kind, payload, run_at, wait_reason)
+		SELECT 'default', 'default', 'steps',
+			'{"steps":[{"tool":"http_request","args":{"method":"POST","url":"https://pay.example/refunds"},"approve":true}]}',
+			now() + interval '1 day', 'waiting for approval'
+		FROM generate_series(1, $1)
+		RETURNING id, generation, tenant
+	), r AS (
+		INSERT INTO approvals (task_id, generation, step, tenant, tool, class, request, expires_at)
+		SELECT id, generation, 'tool/0', tenant, 'http_request', 'keyed', '{"method":"POST","url":"https://pay.example/refunds"}',
+			now() + interval '1 day' FROM t
+	)
+	SELECT max(id) FROM t`, n).Scan(&last)
+	if err != nil {
+		return 0, fmt.Errorf("inserting waiting tasks: %w", err)
+	}
+	return last, nil
 }
 
 // insertNoops inserts n no-op tasks in batches and returns the rate.

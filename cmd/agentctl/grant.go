@@ -18,7 +18,7 @@ import (
 
 // grantFlags are what tenant grant adds and tenant revoke takes away.
 type grantFlags struct {
-	all, allKinds, reset             bool
+	all, allKinds, reset, decide     bool
 	kinds, tools, hosts, secretHosts []string
 	channels, models                 []string
 	maxTokens                        int64
@@ -42,6 +42,9 @@ func (f *grantFlags) register(cmd *cobra.Command, verb string) {
 	fl.StringSliceVar(&f.secretHosts, "host-with-secrets", nil, verb+" hosts reached with the operator's secret headers for them")
 	fl.StringSliceVar(&f.channels, "channel", nil, verb+" Slack channels notify may post to")
 	fl.StringSliceVar(&f.models, "model", nil, verb+" models agent tasks may ask (* for the configured one)")
+	fl.BoolVar(&f.decide, "decide", false, map[string]string{
+		"grant":  "let its API tokens approve and deny its own tasks' approval requests",
+		"revoke": "take back deciding its tasks' approval requests"}[verb])
 	if verb == "grant" {
 		fl.Int64Var(&f.maxTokens, "max-tokens", 0, "tokens one agent task may spend (0: no bound)")
 		fl.Int16Var(&f.priorityFloor, "priority-floor", 0,
@@ -52,7 +55,7 @@ func (f *grantFlags) register(cmd *cobra.Command, verb string) {
 }
 
 func (f *grantFlags) empty() bool {
-	return !f.all && !f.allKinds && len(f.kinds)+len(f.tools)+len(f.hosts)+len(f.secretHosts)+len(f.channels)+len(f.models) == 0 &&
+	return !f.all && !f.allKinds && !f.decide && len(f.kinds)+len(f.tools)+len(f.hosts)+len(f.secretHosts)+len(f.channels)+len(f.models) == 0 &&
 		!f.maxTokensSet && !f.priorityFloorSet
 }
 
@@ -78,6 +81,10 @@ naming what is missing. A host is scheme://host[:port]; the operator's secret
 headers for a host go with a tenant's requests only through
 --host-with-secrets.
 
+--decide lets the tenant's API tokens approve and deny the approval requests
+of its own tasks (POST /v1/approvals/{id}/approve and /deny); without it the
+API refuses them (403). Operators decide with agentctl approve and deny.
+
 TENANT is default or a tenant of agentctl tenant list (or one whose grant
 a daemon's config file stored before it was created): any other name is
 refused, so that a mistyped name never stores a grant.
@@ -94,6 +101,7 @@ With --output json it prints the grant stored, who set it and when.`,
   agentctl tenant grant acme --tool notify --channel acme-alerts
   agentctl tenant grant acme --model gpt-4o-mini --max-tokens 20000 --tool shop/*
   agentctl tenant grant acme --kind steps,echo     # only these kinds from now on
+  agentctl tenant grant acme --decide              # its API tokens answer its approval requests
   agentctl tenant grant acme --reset               # the config file's from the next start`,
 		Args: tenantArgs(1, "one tenant name"),
 	}
@@ -179,7 +187,7 @@ func (a *app) tenantGrant(ctx context.Context, tenant string, f *grantFlags, add
 	verb := map[bool]string{true: "grant", false: "revoke"}[add]
 	switch {
 	case f.empty():
-		return usagef("say what to %s: --tool, --host, --channel, --model, --kind, --all-kinds, --all…", verb)
+		return usagef("say what to %s: --tool, --host, --channel, --model, --kind, --all-kinds, --decide, --all…", verb)
 	case f.allKinds && len(f.kinds) > 0:
 		return usagef("--all-kinds and --kind: %s every kind, or the kinds named, not both", verb)
 	case slices.Contains(f.kinds, grants.AllKindsWord):
@@ -292,6 +300,9 @@ func (f *grantFlags) addTo(g *grants.Grant) {
 	for _, h := range f.secretHosts {
 		g.Hosts = putHost(g.Hosts, grants.Host{URL: h, SecretHeaders: true})
 	}
+	if f.decide {
+		g.Decide = true
+	}
 	if f.maxTokensSet {
 		g.MaxTokens = f.maxTokens
 	}
@@ -318,6 +329,9 @@ func (f *grantFlags) takeFrom(tenant string, g *grants.Grant) error {
 	g.Tools = minus(g.Tools, f.tools)
 	g.Channels = minus(g.Channels, f.channels)
 	g.Models = minus(g.Models, f.models)
+	if f.decide {
+		g.Decide = false
+	}
 	for _, h := range f.hosts {
 		g.Hosts = dropHost(g.Hosts, h)
 	}
@@ -434,6 +448,9 @@ func (a *app) printGrant(tenant string, r *grants.Record) error {
 	fmt.Fprintf(w, "  models:   %s\n", models)
 	if g.PriorityFloor > 0 {
 		fmt.Fprintf(w, "  priority: %d at the most urgent\n", g.PriorityFloor)
+	}
+	if g.Decide {
+		fmt.Fprintln(w, "  decides:  its tasks' approval requests, through the API")
 	}
 	return nil
 }

@@ -65,8 +65,9 @@ func (a *app) rootCmd() *cobra.Command {
 		Version: version.String(),
 		Short:   "Manage agentledger tasks, notification rules and the schema",
 		Long: `agentctl submits, lists, shows, cancels and retries agentledger tasks, looks
-effects up in the ledger, lists the workers holding leases, manages the
-notification rules and migrates the schema.
+effects up in the ledger, lists the workers holding leases, approves and
+denies the effects waiting for a person, manages the notification rules and
+migrates the schema.
 
 With no --database-url (or DATABASE_URL) it uses the embedded PostgreSQL
 cluster that agentd uses, in --state-dir, starting it if needed and stopping
@@ -85,7 +86,7 @@ database unreachable or not migrated), 2 usage or invalid input.`,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			switch {
 			case a.output == "id" && !idOutput[cmd.CommandPath()]:
-				return usagef("--output id is for submit and list (the task ids, one a line); %s takes table or json", cmd.CommandPath())
+				return usagef("--output id is for submit and list (the task ids, one a line) and approvals (the request ids); %s takes table or json", cmd.CommandPath())
 			case a.output != "table" && a.output != "json" && a.output != "id":
 				return usagef("--output must be table, json or id (submit and list), not %q", a.output)
 			}
@@ -98,7 +99,7 @@ database unreachable or not migrated), 2 usage or invalid input.`,
 		"PostgreSQL URL (default $DATABASE_URL; with neither, the embedded cluster)")
 	pf.StringVar(&a.stateDir, "state-dir", "",
 		"state directory of the embedded cluster (default $"+pgembed.StateDirEnv+", else /var/lib/agentledger as root, ~/.local/state/agentledger otherwise)")
-	pf.StringVarP(&a.output, "output", "o", "table", "output format: table or json; id (submit, list) prints the task ids alone, for scripts")
+	pf.StringVarP(&a.output, "output", "o", "table", "output format: table or json; id (submit, list, approvals) prints the ids alone, for scripts")
 	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(
 		[]string{"table", "json", "id"}, cobra.ShellCompDirectiveNoFileComp))
 
@@ -110,11 +111,12 @@ database unreachable or not migrated), 2 usage or invalid input.`,
 	root.AddCommand(a.tenantCmd())
 	root.AddCommand(a.tuiCmd())
 	root.AddCommand(a.notificationsCmd())
+	root.AddCommand(a.approvalsCmd(), a.approvalCmd(), a.approveCmd(), a.denyCmd())
 	return root
 }
 
 // idOutput are the commands that take --output id.
-var idOutput = map[string]bool{"agentctl submit": true, "agentctl list": true}
+var idOutput = map[string]bool{"agentctl submit": true, "agentctl list": true, "agentctl approvals": true}
 
 // action adapts a command's body to cobra: it marks the start of the
 // command's own work (see app.started) and passes the context.

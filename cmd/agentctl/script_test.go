@@ -65,6 +65,9 @@ type tbKey struct{}
 //	call TARGET [fail REASON]
 //	                     one call to TARGET through the fleet's limits, which
 //	                     succeeds or fails (script_flow_test.go)
+//	ask … ID STEP TOOL CALL
+//	                     the running task ID waits for an approval request
+//	                     (script_approvals_test.go)
 func TestScripts(t *testing.T) {
 	t.Parallel()
 	bin := scriptBinary(t)
@@ -100,6 +103,7 @@ func TestScripts(t *testing.T) {
 			"message":      cmdMessage,
 			"slack":        cmdSlack,
 			"call":         cmdCall,
+			"ask":          cmdAsk,
 		},
 	})
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentledger/agentledger/agent"
 	"github.com/agentledger/agentledger/daemon"
+	"github.com/agentledger/agentledger/tools"
 	"github.com/agentledger/agentledger/httpapi"
 )
 
@@ -73,12 +74,18 @@ var settings = []setting{
 	{"unsafe-http-allowed-hosts", "AGENTLEDGER_UNSAFE_HTTP_ALLOWED_HOSTS", "string", "", "hosts without idempotency support the unsafe_http tool may call; empty allows none"},
 	{"http-timeout", "AGENTLEDGER_HTTP_TIMEOUT", "duration", "30s", "longest one http_request or unsafe_http call may take, its answer read; it holds its origin's concurrency slot no longer"},
 	{"http-timeouts", "AGENTLEDGER_HTTP_TIMEOUTS", "string", "", "comma-separated timeouts of particular origins, overriding --http-timeout: origin=duration, the origin written as in the allow-list (https://reports.internal=2m,127.0.0.1:8443=5s)"},
+	{"approve-unsafe", "AGENTLEDGER_APPROVE_UNSAFE", "bool", "false", "every unsafe effect (unsafe_http, a tool of class unsafe) waits for a person's approval before it is performed"},
+	{"approve-tools", "AGENTLEDGER_APPROVE_TOOLS", "string", "", "comma-separated tools every call of which waits for a person's approval (refund,shop/charge), in steps and agent tasks alike"},
+	{"approvers", "AGENTLEDGER_APPROVERS", "string", "", "comma-separated Slack user (U…) and group (S…) ids who may approve the calls --approve-unsafe and --approve-tools gate; empty: anyone in the channel; operators always may"},
+	{"approval-timeout", "AGENTLEDGER_APPROVAL_TIMEOUT", "duration", "24h", "how long a request of --approve-unsafe or --approve-tools waits before it counts as denied"},
 	{"http-host-headers-file", "AGENTLEDGER_HTTP_HOST_HEADERS_FILE", "string", "", `JSON file of secret headers per host, {"host": {"Authorization": "Bearer …"}}; never logged or stored`},
 	{"notify-file", "AGENTLEDGER_NOTIFY_FILE", "string", "", "file the console notification sink appends to; empty: notifications.jsonl in the state directory"},
 	{"slack-token-file", "AGENTLEDGER_SLACK_TOKEN_FILE", "string", "", "file holding the Slack bot token (or set AGENTLEDGER_SLACK_TOKEN); without a token notifications go to the console sink"},
 	{"slack-api-url", "AGENTLEDGER_SLACK_API_URL", "string", "", "Slack Web API root; empty: Slack's"},
 	{"slack-channel-interval", "AGENTLEDGER_SLACK_CHANNEL_INTERVAL", "duration", "1s", "least time between two posts or updates to one Slack channel (Slack allows about one a second)"},
 	{"slack-workspace-rate", "AGENTLEDGER_SLACK_WORKSPACE_RATE", "int", "1", "posts and updates a second over all Slack channels (bursts of 3)"},
+	{"approvals-channel", "AGENTLEDGER_APPROVALS_CHANNEL", "string", "approvals", "Slack channel (name or ID) where approval requests are posted with Approve and Deny buttons (without a Slack token the console sink prints them); empty: not posted"},
+	{"slack-signing-secret-file", "AGENTLEDGER_SLACK_SIGNING_SECRET_FILE", "string", "", "file holding the Slack app's signing secret (or set AGENTLEDGER_SLACK_SIGNING_SECRET); with it the API serves Slack's clicks on approval requests at POST /slack/interactivity"},
 	{"pgbouncer", "AGENTLEDGER_PGBOUNCER", "bool", "false", "DATABASE_URL is a transaction-pooling PgBouncer: poll only, prepare no statements, and do not migrate (run agentctl migrate up against PostgreSQL itself)"},
 	{"no-dispatch", "AGENTLEDGER_NO_DISPATCH", "bool", "false", "do not deliver notifications from the outbox here (other daemons do)"},
 	{"dispatch-concurrency", "AGENTLEDGER_DISPATCH_CONCURRENCY", "int", "8", "notifications delivered at once"},
@@ -200,6 +207,19 @@ func parseFlags(fs *pflag.FlagSet) (*config, error) {
 	c.HTTPTools.AllowedHosts = list(str("http-allowed-hosts"))
 	c.HTTPTools.UnsafeAllowedHosts = list(str("unsafe-http-allowed-hosts"))
 	c.HTTPTools.HostHeadersFile = str("http-host-headers-file")
+	boolean("approve-unsafe", &c.Policy.ApproveUnsafe)
+	gate := &tools.Approval{Timeout: tools.DefaultApprovalTimeout, OnTimeout: "deny", Approvers: list(str("approvers"))}
+	dur("approval-timeout", &gate.Timeout)
+	if gate.Timeout > tools.MaxApprovalTimeout {
+		errs = append(errs, fmt.Sprintf("%s: %s is longer than %s", label("approval-timeout"), gate.Timeout, tools.MaxApprovalTimeout))
+	}
+	c.Policy.Approval = gate
+	for _, name := range list(str("approve-tools")) {
+		if c.Policy.ToolApprovals == nil {
+			c.Policy.ToolApprovals = map[string]*tools.Approval{}
+		}
+		c.Policy.ToolApprovals[name] = gate
+	}
 	dur("http-timeout", &c.HTTPTools.Timeout)
 	for _, e := range list(str("http-timeouts")) {
 		origin, d, ok := strings.Cut(e, "=")
@@ -218,6 +238,11 @@ func parseFlags(fs *pflag.FlagSet) (*config, error) {
 	c.Notify.SlackAPIURL = str("slack-api-url")
 	dur("slack-channel-interval", &c.Notify.SlackInterval)
 	num("slack-workspace-rate", &c.Notify.SlackRate)
+	c.Notify.Approvals.Channel = str("approvals-channel")
+	if ch := c.Notify.Approvals.Channel; len(ch) > 80 || strings.ContainsFunc(ch, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+		errs = append(errs, fmt.Sprintf("%s: %q must be a Slack channel name or ID of at most 80 characters, without spaces", label("approvals-channel"), ch))
+	}
+	c.Notify.Approvals.SigningSecretFile = str("slack-signing-secret-file")
 	boolean("pgbouncer", &c.Database.PgBouncer)
 	if c.Database.PgBouncer {
 		if c.Database.URL == "" {

@@ -48,6 +48,10 @@ from the server binaries installed on this machine.`,
 			if cfg.Notify.SlackToken != "" && cfg.Notify.SlackTokenFile != "" {
 				return &usageError{fmt.Errorf("both AGENTLEDGER_SLACK_TOKEN and --slack-token-file are set: keep one")}
 			}
+			cfg.Notify.Approvals.SigningSecret = getenv("AGENTLEDGER_SLACK_SIGNING_SECRET")
+			if cfg.Notify.Approvals.SigningSecret != "" && cfg.Notify.Approvals.SigningSecretFile != "" {
+				return &usageError{fmt.Errorf("both AGENTLEDGER_SLACK_SIGNING_SECRET and --slack-signing-secret-file are set: keep one")}
+			}
 			return run(cmd.Context(), cfg, hurry)
 		},
 	}

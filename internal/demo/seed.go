@@ -113,8 +113,18 @@ func tasks(base string) []demoTask {
 			{"tool": "unsafe_http", "args": step{"method": "POST", "url": base + "/demo/legacy", "body": step{"sync": "inventory"}}},
 		}},
 		{SagaTask, sagaSteps(base, 1003)},
+		{ApprovalTask, []step{
+			{"tool": "http_request", "args": step{"method": "POST", "url": base + "/demo/charges", "body": step{"order": 1004, "amount": 250000}},
+				"approve": step{"timeout": "24h"}},
+			{"tool": "notify", "args": step{"channel": Channel, "text": "charged order 1004 once approved: ${steps.0.body.id}"}},
+		}},
 	}
 }
+
+// ApprovalTask names the demo's gated charge: order 1004 is large, so its
+// charge waits for a person's approval (package approvals) — from
+// agentctl approve, the console, the API or Slack.
+const ApprovalTask = "charge-order-1004-approval"
 
 // SagaTask names the demo's saga: order 1003 is charged and its stock
 // reserved, then the courier refuses the shipment, so the task ends dead

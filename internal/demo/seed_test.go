@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/approvals"
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/daemon"
 	"github.com/agentledger/agentledger/internal/demo"
@@ -132,8 +133,58 @@ func TestSeededSagaIsCompensated(t *testing.T) {
 				t.Errorf("seeding again at %s: %+v, want %+v found", at, task, seeded.Tasks[i])
 			}
 		}
-		if got := again.Tasks[len(again.Tasks)-1]; got.Name != demo.SagaTask || got.State != agentledger.StateCompensated {
+		if got := again.Tasks[3]; got.Name != demo.SagaTask || got.State != agentledger.StateCompensated {
 			t.Errorf("seeding again at %s found the saga %+v", at, got)
 		}
 	}
+}
+
+// The demo's large charge waits for a person: its request is pending and
+// nothing is charged; approved, it charges once and succeeds.
+func TestSeededChargeWaitsForApproval(t *testing.T) {
+	t.Parallel()
+	base, db, seeded := runDemo(t)
+	last := seeded.Tasks[len(seeded.Tasks)-1]
+	if last.Name != demo.ApprovalTask || last.ID != 5 {
+		t.Fatalf("the gated charge was not seeded as task 5: %+v", seeded.Tasks)
+	}
+	ctx := context.Background()
+	gates := approvals.NewStore(db)
+	var pending []approvals.Request
+	for deadline := time.Now().Add(30 * time.Second); len(pending) == 0; {
+		var err error
+		if pending, err = gates.List(ctx, approvals.ListParams{TaskID: last.ID}); err != nil {
+			t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the gated charge asked for no approval within 30 s")
+		}
+		time.Sleep(25 * time.Millisecond) // polling a condition: nothing signals the request
+	}
+	store := claims.New(db)
+	// The other charges are made by then.
+	waitState(t, store, seeded.Tasks[0].ID, agentledger.StateSucceeded)
+	waitState(t, store, seeded.Tasks[1].ID, agentledger.StateSucceeded)
+	waitState(t, store, saga(t, seeded).ID, agentledger.StateCompensated)
+	_, before := call(t, base, "GET", "/demo/charges", "", "")
+	if _, won, err := gates.Decide(ctx, approvals.Decision{ID: pending[0].ID, Approve: true, By: "alice", Via: "agentctl"}); err != nil || !won {
+		t.Fatal(won, err)
+	}
+	waitState(t, store, last.ID, agentledger.StateSucceeded)
+	_, after := call(t, base, "GET", "/demo/charges", "", "")
+	if before == after || !strings.Contains(before, `"charges":3`) || !strings.Contains(after, `"charges":4`) {
+		t.Fatalf("charges before the approval %s, after %s: want 3, then 4", before, after)
+	}
+}
+
+// saga is the seeded saga.
+func saga(t *testing.T, s demo.Seeded) demo.SeededTask {
+	t.Helper()
+	for _, task := range s.Tasks {
+		if task.Name == demo.SagaTask {
+			return task
+		}
+	}
+	t.Fatal("no saga seeded")
+	return demo.SeededTask{}
 }

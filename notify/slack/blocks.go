@@ -21,16 +21,21 @@ const (
 	maxFallbackChars = 3000 // of the notification text, which blocks replace on screen
 )
 
-// slackOptions are m's text and blocks as slack-go options; an update
-// sends blocks even when there are none, to clear the old ones. Text is
-// escaped (&, <, >), so it cannot mention @channel or forge links.
-func slackOptions(m notify.Message, update bool) []slackgo.MsgOption {
+// slackOptions are m's text and blocks as slack-go options, then extra
+// blocks (an approval's buttons); an update sends blocks even when there
+// are none, to clear the old ones. Text is escaped (&, <, >), so it cannot
+// mention @channel or forge links.
+func slackOptions(m notify.Message, update bool, extra ...slackgo.Block) []slackgo.MsgOption {
 	fallback := m.Text
 	if m.Title != "" {
 		fallback = m.Title + "\n" + m.Text
 	}
 	opts := []slackgo.MsgOption{slackgo.MsgOptionText(cut(fallback, maxFallbackChars), true)}
-	if bs := slackBlocks(m); len(bs) > 0 || update {
+	bs := slackBlocks(m)
+	if len(extra) > 0 {
+		bs = append(bs[:min(len(bs), maxBlocks-len(extra))], extra...)
+	}
+	if len(bs) > 0 || update {
 		opts = append(opts, slackgo.MsgOptionBlocks(bs...))
 	}
 	return opts

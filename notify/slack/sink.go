@@ -105,6 +105,11 @@ func orDefault[T comparable](v, def T) T {
 // MaxRetryAfter; anything else is transient and the post may or may not
 // have landed (Find tells).
 func (s *Sink) Post(ctx context.Context, key string, m notify.Message) (string, error) {
+	return s.post(ctx, key, m)
+}
+
+// post is Post with extra blocks after m's.
+func (s *Sink) post(ctx context.Context, key string, m notify.Message, extra ...slackgo.Block) (string, error) {
 	if key == "" {
 		return "", agentledger.Permanent(errors.New("notify: slack: empty key"))
 	}
@@ -114,7 +119,7 @@ func (s *Sink) Post(ctx context.Context, key string, m notify.Message) (string, 
 	if ref, ok := s.posted.get(key); ok {
 		return ref, nil
 	}
-	opts := append(slackOptions(m, false), slackgo.MsgOptionMetadata(slackgo.SlackMetadata{
+	opts := append(slackOptions(m, false, extra...), slackgo.MsgOptionMetadata(slackgo.SlackMetadata{
 		EventType: metadataEventType, EventPayload: map[string]any{"key": key},
 	}))
 	var ch, ts string

@@ -56,5 +56,12 @@ lost AS (
 	WHERE cur.state = 'running' AND NOT cur.live
 	ON CONFLICT (task_id, lease_token) DO UPDATE SET
 		ended_at = EXCLUDED.ended_at, outcome = EXCLUDED.outcome, error = EXCLUDED.error
+),
+-- a task waiting for a person's decision no longer does (package approvals)
+withdrawn AS (
+	UPDATE approvals a SET state = 'withdrawn', decided_at = now.t, decided_by = 'operator', decided_via = 'cancel',
+		decision_reason = 'its task was cancelled'
+	FROM upd, now
+	WHERE a.task_id = upd.id AND a.state = 'pending' AND upd.state <> 'running'
 )
 SELECT cur.state, upd.id IS NOT NULL, cur.undoing FROM cur LEFT JOIN upd ON upd.id = cur.id

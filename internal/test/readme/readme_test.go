@@ -37,6 +37,7 @@ var guides = []string{
 	"docs/notifications.md",
 	"docs/limits.md",
 	"docs/sagas.md",
+	"docs/approvals.md",
 	"docs/security.md",
 	"docs/deployment.md",
 	"docs/configuration.md",
@@ -61,25 +62,30 @@ var blocks = map[string]block{
 	"go run ./cmd/agentctl list": {want: []string{
 		"served from ledger",
 		`{"charges":3,"refunds":1,"requests":6}`, `{"charges":3,"refunds":1,"requests":6}`, // the replay called nothing
+		"approved", "task 5 succeeded",
 	}},
-	"ID=$(go run ./cmd/agentctl submit -o id --kind steps": {want: []string{"succeeded", `"id":"ch_5"`}},
+	"ID=$(go run ./cmd/agentctl submit -o id --kind steps": {want: []string{"succeeded", `"id":"ch_6"`}}, // ch_5 is the demo's approved charge
 	sagaExample: {want: []string{"compensated", "compensate/tool/1", "compensate/tool/0", "re-run it as a new intent",
 		`"refunds":2`, `"releases":2`}},
-	"go run ./examples/embed":                                                    {skip: "examples/embed's TestExampleRuns runs it"},
-	"go run ./examples/mcp":                                                      {skip: "examples/mcp's TestExampleRuns runs it"},
-	"go run ./examples/intercept":                                                {skip: "examples/intercept's TestExampleRuns runs it"},
-	"go run ./cmd/agentctl tenant add acme":                                      {want: []string{"/v1/tasks/", "Idempotent-Replayed: true", `"kind":"echo"`}},
-	"go run ./cmd/agentctl tenant grant acme":                                    {},
+	"go run ./examples/embed":               {skip: "examples/embed's TestExampleRuns runs it"},
+	"go run ./examples/mcp":                 {skip: "examples/mcp's TestExampleRuns runs it"},
+	"go run ./examples/intercept":           {skip: "examples/intercept's TestExampleRuns runs it"},
+	"go run ./cmd/agentctl tenant add acme": {want: []string{"/v1/tasks/", "Idempotent-Replayed: true", `"kind":"echo"`}},
+	"go run ./cmd/agentctl tenant grant acme --host http://127.0.0.1:7450 --decide": {want: []string{`"state":"pending"`, `"state":"approved"`,
+		`"decided_by":"approver (token `, `"decided_via":"api"`, `"code":"conflict"`, "succeeded"}},
+	"go run ./cmd/agentctl tenant grant acme": {},
+	"ORDER=$(go run ./cmd/agentctl submit -o id --kind steps": {want: []string{"http_request POST http://", `"amount": 99000`, "dead",
+		"exit 1: denied", "was decided already: denied by ", "exit 1: decided already"}},
 	"go run ./cmd/agentctl schedule add nightly-report":                          {want: []string{"nightly-report"}},
 	"go run ./cmd/agentctl rule add ops":                                         {want: []string{"billing-dead"}},
 	"go run ./cmd/agentctl notifications redeliver --all --dry-run":              {},
 	"go run ./cmd/agentctl limit set 'slack-channel:*' --rate 50/min":            {want: []string{"limit slack-channel:C0123456789 removed", "limit mcp:shop set: 5 in flight; breaker 5 in 60s, cool-down 30s", "breaker mcp:shop opened for every daemon until", "5 in 60s, cool-down 30s  opened by an operator", "breaker mcp:shop closed for every daemon"}},
 	"go run ./cmd/agentctl limit set http:http://127.0.0.1:7450":                 {want: []string{"succeeded", "deferred", " 1 of 25"}},
 	"go run ./cmd/agentctl tenant share set default --weight 2 --max-running 50": {want: []string{"tenant default: weight 2, at most 50 running", "share of tenant default removed: weight 1, no cap on running tasks"}},
-	"CHAOS_TASKS=2000":                                                           {skip: "internal/test/chaos's TestChaos is this run with CI's defaults"},
-	"go install ./cmd/agentd ./cmd/agentctl":                                     {},
-	"DATABASE_URL='postgres://agentledger:…@db1:5432,db2:5432":                   {skip: "internal/test/chaos's TestFailover gives its daemons such a URL"},
-	"go test ./internal/test/chaos -run 'TestFailover$'":                         {skip: "internal/test/chaos's TestFailover is this run (CI's); TestFailoverAsync wants CHAOS_FAILOVER_ASYNC"},
+	"CHAOS_TASKS=2000":                                         {skip: "internal/test/chaos's TestChaos is this run with CI's defaults"},
+	"go install ./cmd/agentd ./cmd/agentctl":                   {},
+	"DATABASE_URL='postgres://agentledger:…@db1:5432,db2:5432": {skip: "internal/test/chaos's TestFailover gives its daemons such a URL"},
+	"go test ./internal/test/chaos -run 'TestFailover$'":       {skip: "internal/test/chaos's TestFailover is this run (CI's); TestFailoverAsync wants CHAOS_FAILOVER_ASYNC"},
 }
 
 // sagaExample names docs/sagas.md's block, which begins as the steps
@@ -103,10 +109,10 @@ func TestREADMEExamples(t *testing.T) {
 	start := time.Now()
 	ids := startDemo(t, bin, env, addr, t.TempDir())
 	t.Logf("demo banner after %s", time.Since(start).Round(time.Millisecond))
-	// The README names the demo's tasks 1, 2, 3 and 4, as the banner of a
-	// fresh state directory does.
-	if got := strings.Join(ids, ","); got != "1,2,3,4" {
-		t.Fatalf("the demo banner listed tasks %s; the README says 1, 2, 3 and 4", got)
+	// The README names the demo's tasks 1 to 5, as the banner of a fresh
+	// state directory does.
+	if got := strings.Join(ids, ","); got != "1,2,3,4,5" {
+		t.Fatalf("the demo banner listed tasks %s; the README says 1, 2, 3, 4 and 5", got)
 	}
 	waitDemoSettled(t, env)
 	t.Logf("demo settled after %s", time.Since(start).Round(time.Millisecond))
@@ -314,16 +320,16 @@ func startDemo(t *testing.T, bin string, env []string, addr, dir string) []strin
 
 // waitDemoSettled waits until the demo's tasks reached the states the
 // README describes: 1 and 2 succeeded, 3 needs attention, 4 (the saga)
-// compensated.
+// compensated, 5 (the large charge) waiting for approval.
 func waitDemoSettled(t *testing.T, env []string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	want := "1 succeeded\n2 succeeded\n3 needs_attention\n4 compensated"
+	want := "1 succeeded\n2 succeeded\n3 needs_attention\n4 compensated\n5 queued"
 	var got string
 	pool := testdb.Open(t, envValue(env, "DATABASE_URL"))
 	for ctx.Err() == nil {
-		rows, err := pool.Query(ctx, `SELECT id || ' ' || state FROM tasks WHERE id <= 4 ORDER BY id`)
+		rows, err := pool.Query(ctx, `SELECT id || ' ' || state FROM tasks WHERE id <= 5 ORDER BY id`)
 		if err == nil {
 			var states []string
 			for rows.Next() {

@@ -1,0 +1,224 @@
+package daemon_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/agentledgertest/downstream"
+	"github.com/agentledger/agentledger/approvals"
+	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/daemon"
+	"github.com/agentledger/agentledger/internal/test/testdaemon"
+	"github.com/agentledger/agentledger/internal/test/testdb"
+	"github.com/agentledger/agentledger/metrics"
+	"github.com/agentledger/agentledger/tools"
+)
+
+// A step declared "approve" waits for a person, holding no lease and using
+// no attempt; approved, its effect runs once; a replay is served from the
+// ledger and asks nobody; a re-run, a new intent, asks again, and denied,
+// the step is not performed and the task fails for good saying who
+// decided.
+func TestApprovalGateOnAStep(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := testdb.URL(t)
+	down := downstream.New()
+	t.Cleanup(down.Close)
+	m := metrics.New()
+	d := daemon.New(daemon.Config{
+		Database:    daemon.Database{URL: url},
+		Worker:      daemon.Worker{PollInterval: 50 * time.Millisecond},
+		Maintenance: daemon.Maintenance{NoCron: true, NoJanitor: true},
+		HTTPTools:   daemon.HTTPTools{AllowedHosts: []string{down.URL}},
+		Hooks:       daemon.Hooks{Metrics: m},
+		Logger:      quiet(),
+		Stdout:      io.Discard,
+	})
+	testdaemon.Run(t, d)
+	db := testdb.Open(t, url)
+	store, gates := claims.New(db), approvals.NewStore(db)
+	payload := fmt.Sprintf(`{"steps":[{"tool":"http_request","args":{"method":"POST","url":%q,"body":{"refund":7}},
+		"approve":{"approvers":["U1"],"timeout":"1h"}}]}`, down.URL+"/refunds")
+	r, err := store.Enqueue(ctx, claims.EnqueueParams{Kind: "steps", Payload: json.RawMessage(payload), MaxAttempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := r.Task.ID
+
+	pending := waitRequest(t, gates, id)
+	task := waitTask(t, store, id, func(t *agentledger.Task) bool { return t.State == agentledger.StateQueued && t.WaitReason != "" })
+	if task.Attempt != 0 || !strings.HasPrefix(task.WaitReason, fmt.Sprintf("waiting for approval %d of http_request POST %s/refunds (approvers U1)", pending.ID, down.URL)) {
+		t.Fatalf("waiting task: attempt %d, reason %q", task.Attempt, task.WaitReason)
+	}
+	if !strings.Contains(string(pending.Call), `"refund": 7`) || pending.Class != "keyed" || down.Hits() != 0 {
+		t.Fatalf("request %+v, %d calls made before the decision", pending, down.Hits())
+	}
+
+	if _, won, err := gates.Decide(ctx, approvals.Decision{ID: pending.ID, Approve: true, By: "alice", Via: "agentctl", Reason: "checked"}); err != nil || !won {
+		t.Fatalf("approve: %v %v", won, err)
+	}
+	waitTask(t, store, id, func(t *agentledger.Task) bool { return t.State == agentledger.StateSucceeded })
+	if down.Effects() != 1 {
+		t.Fatalf("%d effects after the approval, want 1", down.Effects())
+	}
+	if n := testutil.CollectAndCount(m.Registry, "agentledger_approval_wait_seconds"); n != 1 {
+		t.Fatalf("%d approval wait series after one decision, want 1", n)
+	}
+
+	// A replay: served from the ledger, nobody asked.
+	if _, err := store.Requeue(ctx, "", id, claims.Replay); err != nil {
+		t.Fatal(err)
+	}
+	waitTask(t, store, id, func(t *agentledger.Task) bool {
+		return t.State == agentledger.StateSucceeded && t.UpdatedAt.After(task.UpdatedAt)
+	})
+	if all, _ := gates.List(ctx, approvals.ListParams{TaskID: id, States: []string{approvals.Pending, approvals.Approved, approvals.Denied}}); len(all) != 1 || down.Effects() != 1 {
+		t.Fatalf("after the replay: %d requests, %d effects; want 1 and 1", len(all), down.Effects())
+	}
+
+	// A re-run asks again; denied, nothing is performed.
+	if _, err := store.Requeue(ctx, "", id, claims.Rerun); err != nil {
+		t.Fatal(err)
+	}
+	again := waitRequest(t, gates, id)
+	if again.ID == pending.ID || again.Generation != pending.Generation+1 {
+		t.Fatalf("the re-run's request %+v, want a new one of generation %d", again, pending.Generation+1)
+	}
+	if _, won, err := gates.Decide(ctx, approvals.Decision{ID: again.ID, By: "U1", Via: "slack", Reason: "not this time"}); err != nil || !won {
+		t.Fatalf("deny: %v %v", won, err)
+	}
+	dead := waitTask(t, store, id, func(t *agentledger.Task) bool { return t.State == agentledger.StateDead })
+	if want := fmt.Sprintf("approval request %d denied by U1 (slack): not this time", again.ID); !strings.Contains(dead.LastError, want) {
+		t.Fatalf("last error %q, want it to say %q", dead.LastError, want)
+	}
+	if down.Effects() != 1 {
+		t.Fatalf("%d effects after the denial, want 1", down.Effects())
+	}
+}
+
+// waitRequest waits for task id's pending approval request.
+func waitRequest(t *testing.T, s *approvals.Store, id int64) approvals.Request {
+	t.Helper()
+	for range 400 {
+		rs, err := s.List(context.Background(), approvals.ListParams{TaskID: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rs) == 1 {
+			return rs[0]
+		}
+		time.Sleep(25 * time.Millisecond) // polling another goroutine's work: nothing signals it
+	}
+	t.Fatalf("task %d asked for no approval within 10 s", id)
+	return approvals.Request{}
+}
+
+// waitTask waits until task id is as ok says.
+func waitTask(t *testing.T, s *claims.Store, id int64, ok func(*agentledger.Task) bool) *agentledger.Task {
+	t.Helper()
+	for range 400 {
+		task, err := s.Get(context.Background(), "", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok(task) {
+			return task
+		}
+		time.Sleep(25 * time.Millisecond) // polling the daemon's work: nothing signals it
+	}
+	task, _ := s.Get(context.Background(), "", id)
+	t.Fatalf("task %d is not as expected within 10 s: %+v", id, task)
+	return nil
+}
+
+// A request nobody decides in time is decided by its timeout: deny (the
+// default) fails the step unperformed, saying it timed out; a gate whose
+// timeout approves performs it.
+func TestApprovalTimeout(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := testdb.URL(t)
+	down := downstream.New()
+	t.Cleanup(down.Close)
+	d := daemon.New(daemon.Config{
+		Database:    daemon.Database{URL: url},
+		Worker:      daemon.Worker{PollInterval: 50 * time.Millisecond},
+		Maintenance: daemon.Maintenance{NoCron: true, NoJanitor: true},
+		HTTPTools:   daemon.HTTPTools{AllowedHosts: []string{down.URL}},
+		Logger:      quiet(),
+		Stdout:      io.Discard,
+	})
+	testdaemon.Run(t, d)
+	db := testdb.Open(t, url)
+	store := claims.New(db)
+	submit := func(onTimeout string, n int) int64 {
+		payload := fmt.Sprintf(`{"steps":[{"tool":"http_request","args":{"method":"POST","url":%q,"body":{"n":%d}},
+			"approve":{"timeout":"1s","on_timeout":%q}}]}`, down.URL+"/x", n, onTimeout)
+		r, err := store.Enqueue(ctx, claims.EnqueueParams{Kind: "steps", Payload: json.RawMessage(payload), MaxAttempts: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Task.ID
+	}
+	denied, approved := submit("deny", 1), submit("approve", 2)
+	dead := waitTask(t, store, denied, func(t *agentledger.Task) bool { return t.State == agentledger.StateDead })
+	if !strings.Contains(dead.LastError, "timed out: no decision by") {
+		t.Fatalf("the timed-out step's error %q", dead.LastError)
+	}
+	waitTask(t, store, approved, func(t *agentledger.Task) bool { return t.State == agentledger.StateSucceeded })
+	if down.Effects() != 1 {
+		t.Fatalf("%d effects, want 1 (the gate whose timeout approves)", down.Effects())
+	}
+}
+
+// The daemon's policy gates calls their payloads do not: a tool it names
+// (agentd's --approve-tools) and, with ApproveUnsafe, every unsafe effect.
+func TestApprovalPolicy(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := testdb.URL(t)
+	down := downstream.New()
+	t.Cleanup(down.Close)
+	gate := &tools.Approval{Approvers: []string{"U9"}, Timeout: time.Hour, OnTimeout: "deny"}
+	d := daemon.New(daemon.Config{
+		Database:    daemon.Database{URL: url},
+		Worker:      daemon.Worker{PollInterval: 50 * time.Millisecond},
+		Maintenance: daemon.Maintenance{NoCron: true, NoJanitor: true},
+		HTTPTools:   daemon.HTTPTools{AllowedHosts: []string{down.URL}, UnsafeAllowedHosts: []string{down.URL}},
+		Policy:      daemon.Policy{ApproveUnsafe: true, Approval: gate, ToolApprovals: map[string]*tools.Approval{"notify": gate}},
+		Logger:      quiet(),
+		Stdout:      io.Discard,
+	})
+	testdaemon.Run(t, d)
+	db := testdb.Open(t, url)
+	store, gates := claims.New(db), approvals.NewStore(db)
+	submit := func(payload string) int64 {
+		r, err := store.Enqueue(ctx, claims.EnqueueParams{Kind: "steps", Payload: json.RawMessage(payload)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Task.ID
+	}
+	unsafe := submit(fmt.Sprintf(`{"steps":[{"tool":"unsafe_http","args":{"method":"POST","url":%q}}]}`, down.URL+"/legacy"))
+	named := submit(`{"steps":[{"tool":"notify","args":{"channel":"ops","text":"hi"}}]}`)
+	free := submit(fmt.Sprintf(`{"steps":[{"tool":"http_request","args":{"method":"POST","url":%q}}]}`, down.URL+"/keyed"))
+	for _, id := range []int64{unsafe, named} {
+		r := waitRequest(t, gates, id)
+		if len(r.Approvers) != 1 || r.Approvers[0] != "U9" {
+			t.Fatalf("task %d's request %+v, want the policy's approvers", id, r)
+		}
+	}
+	waitTask(t, store, free, func(t *agentledger.Task) bool { return t.State == agentledger.StateSucceeded })
+	if rs, _ := gates.List(ctx, approvals.ListParams{TaskID: free}); len(rs) != 0 || down.Effects() != 1 {
+		t.Fatalf("an ungated call asked %d times; %d effects", len(rs), down.Effects())
+	}
+}

@@ -1,0 +1,121 @@
+package tools
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Approval is a gate on an effect: before the effect is performed, a
+// person decides (package approvals, an Interceptor on the Path). It is
+// declared per step of a steps task ("approve"), per tool, per agent tool,
+// or by the daemon's policy; Call.Approval carries it to the gate.
+type Approval struct {
+	// Approvers are who may decide from Slack: user ids (U…) and user
+	// groups (S…); empty lets anyone in the channel decide. Operators
+	// decide from agentctl and the console whatever it says.
+	Approvers []string `json:"approvers,omitempty"`
+	// Timeout is how long the request waits for a decision; zero is
+	// DefaultApprovalTimeout.
+	Timeout time.Duration `json:"-"`
+	// OnTimeout is what a request nobody decided in time means: "deny"
+	// (the default) or "approve".
+	OnTimeout string `json:"on_timeout,omitempty"`
+}
+
+// DefaultApprovalTimeout is how long a request waits unless its gate says.
+const DefaultApprovalTimeout = 24 * time.Hour
+
+// MaxApprovalTimeout bounds a gate's timeout: a request is a task waiting.
+const MaxApprovalTimeout = 30 * 24 * time.Hour
+
+// ParseApproval reads a gate as a payload writes it: true (the defaults),
+// or {"approvers": [...], "timeout": "2h", "on_timeout": "deny"|"approve"}.
+// false and null declare none (nil). Errors say what is wrong in the
+// payload's words.
+func ParseApproval(raw json.RawMessage) (*Approval, error) {
+	raw = bytes.TrimSpace(raw)
+	switch string(raw) {
+	case "", "null", "false":
+		return nil, nil
+	case "true":
+		return &Approval{Timeout: DefaultApprovalTimeout, OnTimeout: "deny"}, nil
+	}
+	var w struct {
+		Approvers []string `json:"approvers"`
+		Timeout   string   `json:"timeout"`
+		OnTimeout string   `json:"on_timeout"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&w); err != nil {
+		return nil, fmt.Errorf(`approve must be true or {"approvers": […], "timeout": "2h", "on_timeout": "deny"|"approve"}: %v`, err)
+	}
+	a := &Approval{Timeout: DefaultApprovalTimeout, OnTimeout: "deny"}
+	for _, id := range w.Approvers {
+		if id = strings.TrimSpace(id); id == "" || len(id) > 64 || strings.ContainsAny(id, " ,\n") {
+			return nil, fmt.Errorf("approve: approver %q is not a Slack user or group id (U…, S…)", id)
+		}
+		a.Approvers = append(a.Approvers, strings.TrimSpace(id))
+	}
+	slices.Sort(a.Approvers)
+	a.Approvers = slices.Compact(a.Approvers)
+	if w.Timeout != "" {
+		d, err := time.ParseDuration(w.Timeout)
+		if err != nil || d <= 0 || d > MaxApprovalTimeout {
+			return nil, fmt.Errorf("approve: timeout %q must be a duration from 1s to %s, like 30m or 48h", w.Timeout, MaxApprovalTimeout)
+		}
+		a.Timeout = d
+	}
+	switch w.OnTimeout {
+	case "", "deny":
+	case "approve":
+		a.OnTimeout = "approve"
+	default:
+		return nil, fmt.Errorf("approve: on_timeout %q must be deny or approve", w.OnTimeout)
+	}
+	return a, nil
+}
+
+// Approver is a tool whose every call needs a person's decision (a tool
+// defined with Spec.Approval, an MCP server's destructive tool by
+// configuration): the gate's Policy asks it.
+type Approver interface {
+	Approval() *Approval
+}
+
+// ApprovalOf is the gate of o's tool, when it declares one.
+func ApprovalOf(o *Outgoing) *Approval {
+	if g, ok := o.Tool.(Approver); ok {
+		return g.Approval()
+	}
+	return nil
+}
+
+// NotApprovedError is an effect a person (or a timeout) did not approve:
+// it was not performed. A steps task fails for good (its compensations
+// run when declared); an agent is told, and goes on.
+type NotApprovedError struct {
+	// Request is the approval request's id.
+	Request int64
+	// Outcome is "denied" or "expired" (timed out, deny).
+	Outcome string
+	// By and Via say who decided and where ("U123", "slack"); empty for
+	// a timeout.
+	By, Via string
+	// Reason is the decider's, or the timeout's.
+	Reason string
+}
+
+func (e *NotApprovedError) Error() string {
+	switch {
+	case e.Outcome == "expired":
+		return fmt.Sprintf("approval request %d timed out: %s", e.Request, e.Reason)
+	case e.Reason == "":
+		return fmt.Sprintf("approval request %d denied by %s (%s)", e.Request, e.By, e.Via)
+	}
+	return fmt.Sprintf("approval request %d denied by %s (%s): %s", e.Request, e.By, e.Via, e.Reason)
+}

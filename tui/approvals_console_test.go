@@ -1,0 +1,189 @@
+package tui
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/charmbracelet/x/exp/golden"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/approvals"
+)
+
+// The approvals view over a database with two tasks waiting for a
+// decision (seedApprovals), at 80×24 and at a wide size.
+
+func TestConsoleApprovals(t *testing.T) {
+	tm := startConsoleSized(t, seedApprovals(t), Options{}, 80, 24)
+	waitFor(t, tm, "· 2 approvals pending", "page 1 · 6 tasks")
+	press(tm, "a")
+	waitFor(t, tm, "2 approvals pending, the longest waiting first", "http_request POST http://127.0.0.1:7450/demo/charges")
+	golden.RequireEqual(t, []byte(finish(t, tm)))
+}
+
+func TestConsoleWideApprovals(t *testing.T) {
+	tm := startConsoleSized(t, seedApprovals(t), Options{}, 120, 20)
+	waitFor(t, tm, "· 2 approvals pending", "page 1 · 6 tasks")
+	press(tm, "a")
+	waitFor(t, tm, "APPROVERS", "U123,S456", "refund at tool/1/call_7")
+	golden.RequireEqual(t, []byte(finish(t, tm)))
+}
+
+// enter opens a request: the call as it would be performed, the model's
+// reason, who may decide.
+func TestConsoleApprovalRequest(t *testing.T) {
+	tm := startConsoleSized(t, seedApprovals(t), Options{}, 80, 24)
+	waitFor(t, tm, "· 2 approvals pending", "page 1 · 6 tasks")
+	press(tm, "a")
+	waitFor(t, tm, "2 approvals pending, the longest waiting first")
+	press(tm, "down", "enter")
+	waitFor(t, tm, "› approval 2", `"currency": "EUR"`, "charged twice")
+	golden.RequireEqual(t, []byte(finish(t, tm)))
+}
+
+// y previews the call; enter alone does not approve; y does, once.
+func TestConsoleApprovePreview(t *testing.T) {
+	s := seedApprovals(t)
+	tm := startConsoleSized(t, s, Options{}, 80, 24)
+	waitFor(t, tm, "· 2 approvals pending", "page 1 · 6 tasks")
+	press(tm, "a")
+	waitFor(t, tm, "2 approvals pending, the longest waiting first")
+	press(tm, "y")
+	waitFor(t, tm, "Approve request 1?", `"order": 77`)
+	press(tm, "enter")
+	waitFor(t, tm, "press y to confirm")
+	golden.RequireEqual(t, []byte(finish(t, tm)))
+	if r, err := s.Approvals.Get(context.Background(), "", 1); err != nil || r.State != approvals.Pending {
+		t.Fatalf("enter decided request 1: %+v, %v", r, err)
+	}
+}
+
+// y in the preview approves: the request is the console's, by the OS
+// user, the count drops, and the waiting task is due at once.
+func TestConsoleApproveConfirmed(t *testing.T) {
+	s := seedApprovals(t)
+	s.extend(t)
+	tm := startConsoleSized(t, s, Options{}, 80, 24)
+	waitFor(t, tm, "· 2 approvals pending", "page 1 · 6 tasks")
+	press(tm, "a")
+	waitFor(t, tm, "2 approvals pending, the longest waiting first")
+	press(tm, "y")
+	waitFor(t, tm, "Approve request 1?")
+	press(tm, "y")
+	waitFor(t, tm, "approval 1 approved: task 5 performs tool/0 once", "1 approval pending,")
+	finish(t, tm)
+	r, err := s.Approvals.Get(context.Background(), "", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.State != approvals.Approved || r.DecidedBy != "alice" || r.DecidedVia != "console" {
+		t.Errorf("request 1 is %s by %q via %q", r.State, r.DecidedBy, r.DecidedVia)
+	}
+	task, err := s.Claims.Get(context.Background(), "", 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if task.State != agentledger.StateQueued || !task.RunAt.Before(r.ExpiresAt) {
+		t.Errorf("task 5 after the approval: %s, due %s (request expires %s)", task.State, task.RunAt, r.ExpiresAt)
+	}
+}
+
+// d asks for a reason, required; the denial records it.
+func TestConsoleDenyAsksAReason(t *testing.T) {
+	s := seedApprovals(t)
+	s.extend(t)
+	tm := startConsoleSized(t, s, Options{}, 80, 24)
+	waitFor(t, tm, "· 2 approvals pending", "page 1 · 6 tasks")
+	press(tm, "a")
+	waitFor(t, tm, "2 approvals pending, the longest waiting first")
+	press(tm, "down", "d")
+	waitFor(t, tm, "Deny request 2?", "reason:")
+	press(tm, "enter")
+	waitFor(t, tm, "a reason is required")
+	tm.Type("refunded by hand already")
+	waitFor(t, tm, "refunded by hand already")
+	golden.RequireEqual(t, []byte(finish(t, tm)))
+	if r, _ := s.Approvals.Get(context.Background(), "", 2); r.State != approvals.Pending {
+		t.Fatalf("an empty reason decided request 2: %s", r.State)
+	}
+}
+
+func TestConsoleDenied(t *testing.T) {
+	s := seedApprovals(t)
+	s.extend(t)
+	tm := startConsoleSized(t, s, Options{}, 80, 24)
+	waitFor(t, tm, "· 2 approvals pending", "page 1 · 6 tasks")
+	press(tm, "a")
+	waitFor(t, tm, "2 approvals pending, the longest waiting first")
+	press(tm, "down", "d")
+	waitFor(t, tm, "Deny request 2?")
+	tm.Type("refunded by hand already")
+	press(tm, "enter")
+	waitFor(t, tm, "approval 2 denied: task 6 does not perform tool/1/call_7")
+	finish(t, tm)
+	r, err := s.Approvals.Get(context.Background(), "", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.State != approvals.Denied || r.DecidedBy != "alice" || r.DecidedVia != "console" || r.DecisionReason != "refunded by hand already" {
+		t.Errorf("request 2: %s by %q via %q: %q", r.State, r.DecidedBy, r.DecidedVia, r.DecisionReason)
+	}
+}
+
+// A decision that loses says what already happened and changes nothing:
+// an approver in Slack decides while the console's preview is open.
+func TestConsoleApprovalLost(t *testing.T) {
+	s := seedApprovals(t)
+	s.extend(t)
+	tm := startConsoleSized(t, s, Options{}, 80, 24)
+	waitFor(t, tm, "· 2 approvals pending", "page 1 · 6 tasks")
+	press(tm, "a")
+	waitFor(t, tm, "2 approvals pending, the longest waiting first")
+	press(tm, "down", "enter")
+	waitFor(t, tm, "› approval 2", "charged twice")
+	press(tm, "y")
+	waitFor(t, tm, "Approve request 2?")
+	if _, won, err := s.Approvals.Decide(context.Background(), approvals.Decision{ID: 2, By: "U123", Via: "slack", Reason: "not without a ticket"}); err != nil || !won {
+		t.Fatalf("the Slack denial: won %v, %v", won, err)
+	}
+	s.pinDecisions(t)
+	press(tm, "y")
+	waitFor(t, tm, "approval 2 was decided first — denied by U123 via slack at 2026-01-02 03:03:05", "yours changed nothing",
+		"Decided         denied by U123 via slack at 2026-01-02 03:03:05")
+	golden.RequireEqual(t, []byte(finish(t, tm)))
+	r, err := s.Approvals.Get(context.Background(), "", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.State != approvals.Denied || r.DecidedBy != "U123" {
+		t.Errorf("the console's approval changed request 2: %s by %s", r.State, r.DecidedBy)
+	}
+}
+
+// The task view shows the request its task waits for, and, once decided,
+// who decided, when, from where and why.
+func TestConsoleTaskWaitsForApproval(t *testing.T) {
+	tm := startConsoleSized(t, seedApprovals(t), Options{}, 80, 24)
+	waitFor(t, tm, "· 2 approvals pending", "page 1 · 6 tasks")
+	press(tm, "down", "enter")
+	waitFor(t, tm, "Task 5  queued", "may decide: any approver in Slack")
+	golden.RequireEqual(t, []byte(finish(t, tm)))
+}
+
+func TestConsoleTaskApprovalDecided(t *testing.T) {
+	s := seedApprovals(t)
+	s.extend(t)
+	if _, won, err := s.Approvals.Decide(context.Background(), approvals.Decision{ID: 1, Approve: true, By: "U777", Via: "slack", Reason: "order 77 checked"}); err != nil || !won {
+		t.Fatalf("the approval: won %v, %v", won, err)
+	}
+	s.pinDecisions(t)
+	tm := startConsoleSized(t, s, Options{}, 100, 30)
+	waitFor(t, tm, "· 1 approval pending", "page 1 · 6 tasks")
+	press(tm, "down", "enter")
+	waitFor(t, tm, "Task 5  queued", "approved by U777 via slack at 2026-01-02 03:03:05")
+	v := finish(t, tm)
+	if !strings.Contains(v, "order 77 checked") {
+		t.Errorf("the task view lacks the decision's reason:\n%s", v)
+	}
+}
