@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/approvals"
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/notify/outbox"
@@ -45,6 +46,9 @@ type Detail struct {
 	Journal []Effect
 	// Notifications are the task's notification events, oldest first.
 	Notifications []Notification
+	// Approvals are the task's approval requests, of every generation,
+	// with their decisions: part of what happened to it.
+	Approvals []approvals.Request
 }
 
 // PinClock makes the service write time c says instead of the database's
@@ -69,6 +73,9 @@ func (s *Service) Show(ctx context.Context, tenant string, id int64) (*Detail, e
 		return nil, err
 	}
 	d.Notifications = notificationsOf(events)
+	if d.Approvals, err = approvals.NewStore(s.db).List(ctx, approvals.ListParams{TaskID: id, States: ApprovalStates}); err != nil {
+		return nil, err
+	}
 	return d, nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/approvals"
 	"github.com/agentledger/agentledger/operator"
 	"github.com/agentledger/agentledger/render"
 )
@@ -48,6 +49,8 @@ type showResult struct {
 	Journal  []journalEntry        `json:"journal"`
 	// Notifications are the task's outbox events, oldest first.
 	Notifications []notification `json:"notifications"`
+	// Approvals are the task's approval requests and their decisions.
+	Approvals []approvals.Request `json:"approvals"`
 }
 
 // journalEntry is one effect as show prints it.
@@ -83,7 +86,11 @@ func (a *app) show(ctx context.Context, tenant, arg string) error {
 		if atts == nil {
 			atts = []agentledger.Attempt{}
 		}
-		return printJSON(a.stdout, showResult{Task: t, Attempts: atts, Journal: journal, Notifications: notes})
+		asked := d.Approvals
+		if asked == nil {
+			asked = []approvals.Request{}
+		}
+		return printJSON(a.stdout, showResult{Task: t, Attempts: atts, Journal: journal, Notifications: notes, Approvals: asked})
 	}
 	if err := printTask(a.stdout, t, atts, journal, time.Now()); err != nil {
 		return err
@@ -91,7 +98,24 @@ func (a *app) show(ctx context.Context, tenant, arg string) error {
 	if err := printJournal(a.stdout, t.Generation, journal); err != nil {
 		return err
 	}
+	if err := printApprovals(a.stdout, d.Approvals); err != nil {
+		return err
+	}
 	return printNotifications(a.stdout, notes)
+}
+
+// printApprovals writes a task's approval requests and their decisions,
+// newest first; nothing for a task that never asked.
+func printApprovals(w io.Writer, rs []approvals.Request) error {
+	if len(rs) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "Approvals:")
+	tab := newTable(w, "ID", "GEN", "STEP", "CALL", "DECISION")
+	for _, r := range rs {
+		tab.row(strconv.FormatInt(r.ID, 10), strconv.Itoa(int(r.Generation)), r.Step, approvals.Summary(r), operator.Outcome(r))
+	}
+	return tab.flush()
 }
 
 // printNotifications writes a task's notification events, oldest first.
