@@ -90,12 +90,7 @@ func (s *DBStore) Get(ctx context.Context, id int64) (*Detail, error) {
 		}
 		out.Earlier[n.Generation] = effects
 	}
-	rs, err := s.Approvals.List(ctx, approvals.ListParams{TaskID: id, Limit: 100,
-		States: []string{approvals.Pending, approvals.Approved, approvals.Denied, approvals.Expired, approvals.Withdrawn}})
-	if err != nil {
-		return nil, err
-	}
-	for _, r := range rs {
+	for _, r := range d.Approvals { // every generation's, the pending one first
 		if r.Generation == d.Task.Generation {
 			out.Approvals = append(out.Approvals, r)
 		}
