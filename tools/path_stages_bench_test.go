@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentledger/agentledger/approvals"
 	"github.com/agentledger/agentledger/flow"
 	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/internal/test/testdb"
@@ -70,6 +71,19 @@ func BenchmarkPathStages(b *testing.B) {
 		{"grant+flow", &tools.Path{Ledger: admittingDoer{}, Grants: cache, Gate: limiter}},
 		{"grant+flow+interceptor", &tools.Path{Ledger: admittingDoer{}, Grants: cache, Gate: limiter,
 			Interceptors: []tools.Interceptor{pass}}},
+		// The approval gate, first as the daemon wires it, with a policy
+		// that gates nothing this effect is (no gate on the call, none on
+		// its tool, not unsafe): a gate never hit.
+		{"grant+flow+approval gate+interceptor", &tools.Path{Ledger: admittingDoer{}, Grants: cache, Gate: limiter,
+			Interceptors: []tools.Interceptor{(&approvals.Gate{Store: approvals.NewStore(db), Policy: func(o *tools.Outgoing) *tools.Approval {
+				if a := tools.ApprovalOf(o); a != nil {
+					return a
+				}
+				if o.Effect.Class == ledger.Unsafe {
+					return &tools.Approval{}
+				}
+				return nil
+			}}).Intercept, pass}}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			if _, err := c.path.Perform(ctx, &tools.Outgoing{Tool: targetedNop{}, Call: tools.Call{Task: task, StepPath: "tool/0", Args: args}}); err != nil {
