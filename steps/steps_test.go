@@ -101,11 +101,11 @@ func TestPayloadErrorsPerformNothing(t *testing.T) {
 		`{"steps":null}`:                         "steps: payload needs 1 to 100 steps, has 0",
 		`"x"`:                                    `steps: payload must be an object {"steps": [{"tool": …, "args": {…}}, …]}, not a string`,
 		`{"steps":{"tool":"post"}}`:              `steps: "steps" must be an array [{"tool": …, "args": {…}}, …], not an object`,
-		`{"steps":["post"]}`:                     `steps: step 0 must be an object {"tool": …, "args": {…}, "compensate": {…}}, not a string`,
+		`{"steps":["post"]}`:                     `steps: step 0 must be an object {"tool": …, "args": {…}, "compensate": {…}, "approve": …}, not a string`,
 		`{"steps":[{"args":{}}]}`:                "steps: step 0: tool is required",
 		`{"steps":[{"tool":7}]}`:                 "steps: step 0: tool must be a string, not a number",
 		`{"steps":[{"tool":"post"}],"x":1}`:      `steps: payload has an unknown field "x" (known: steps)`,
-		`{"steps":[{"tool":"post","argz":{}}]}`:  `steps: step 0 has an unknown field "argz" (known: args, compensate, tool)`,
+		`{"steps":[{"tool":"post","argz":{}}]}`:  `steps: step 0 has an unknown field "argz" (known: approve, args, compensate, tool)`,
 		`{"steps":[{"tool":"post","args":"x"}]}`: "steps: step 0: args must be an object, not a string",
 		`{"steps":[{"tool":"post","args":["${steps.0.body}"]}]}`:                        "steps: step 0: args must be an object, not an array",
 		`{"steps":[{"tool":"nope"}]}`:                                                   `step 0: unknown tool "nope" (known: post)`,
@@ -269,5 +269,24 @@ func TestCheckRefusesHTTPCallsThatCannotRun(t *testing.T) {
 		if err := steps.Check(json.RawMessage(payload), noCheck); err != nil {
 			t.Errorf("%s: %v", payload, err)
 		}
+	}
+}
+
+// A step's "approve" is checked before anything runs.
+func TestApproveIsChecked(t *testing.T) {
+	t.Parallel()
+	for payload, want := range map[string]string{
+		`{"steps":[{"tool":"post","approve":{"timeout":"soon"}}]}`:     `approve: timeout "soon" must be a duration`,
+		`{"steps":[{"tool":"post","approve":{"on_timeout":"maybe"}}]}`: `approve: on_timeout "maybe" must be deny or approve`,
+		`{"steps":[{"tool":"post","approve":{"approvers":["a b"]}}]}`:  `approve: approver "a b" is not a Slack user or group id`,
+		`{"steps":[{"tool":"post","approve":{"who":["U1"]}}]}`:         `unknown field "who"`,
+		`{"steps":[{"tool":"post","approve":"yes"}]}`:                  `approve must be true or {`,
+	} {
+		if err := steps.Check(json.RawMessage(payload), nil); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want it to say %q", payload, err, want)
+		}
+	}
+	if err := steps.Check(json.RawMessage(`{"steps":[{"tool":"post","approve":true},{"tool":"post","approve":{"approvers":["U1","S2"],"timeout":"2h","on_timeout":"approve"}}]}`), nil); err != nil {
+		t.Fatalf("good gates refused: %v", err)
 	}
 }
