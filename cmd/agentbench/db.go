@@ -233,7 +233,7 @@ type RunDB struct {
 }
 
 // truncated are the tables --reset=truncate empties before every run.
-const truncated = "tasks, task_attempts, ledger"
+const truncated = "tasks, task_attempts, ledger, approvals" // approvals: its foreign key refuses tasks truncated alone
 
 // Fresh returns an empty, migrated, vacuumed database for one run.
 func (s *Server) Fresh(ctx context.Context) (*RunDB, error) {
