@@ -33,7 +33,7 @@ func printDemo(w io.Writer, s demo.Seeded, addr, ctl string) {
 	line := func(cmd, what string) { fmt.Fprintf(&b, "    %-40s  %s\n", ctl+" "+cmd, what) }
 	line("tui", "the operator console")
 	if fresh {
-		line("list", "tasks; one fails twice then succeeds, one needs attention, one is undone (a saga)")
+		line("list", "tasks; one fails twice then succeeds, one needs attention, one is undone (a saga), one waits for approval")
 	} else {
 		line("list", "the tasks and their states now")
 	}
@@ -41,6 +41,11 @@ func printDemo(w io.Writer, s demo.Seeded, addr, ctl string) {
 		id := s.Tasks[0].ID
 		line(fmt.Sprintf("show %d", id), "its journal: the charge, the child task, the notification")
 		line(fmt.Sprintf("replay %d --dry-run", id), "every effect would be served from the ledger")
+	}
+	for _, t := range s.Tasks {
+		if t.Name == demo.ApprovalTask && !t.State.Finished() {
+			line("approvals", fmt.Sprintf("task %d's large charge waits for a person: approve it here, or with `a` in the console", t.ID))
+		}
 	}
 	fmt.Fprintf(&b, "    curl -s http://%s/metrics | grep effects_total\n\n", addr)
 	_, _ = io.WriteString(w, b.String())

@@ -45,7 +45,7 @@ func TestDemo(t *testing.T) {
 		}, b.String()
 	}
 	stop, banner := start()
-	for _, want := range []string{"task 1    charge-order-1001          (new)", "agentctl tui", "replay 1 --dry-run"} {
+	for _, want := range []string{"task 1    charge-order-1001          (new)", "agentctl tui", "replay 1 --dry-run", "task 5's large charge waits for a person"} {
 		if !strings.Contains(banner, want) {
 			t.Fatalf("banner lacks %q:\n%s", want, banner)
 		}
