@@ -18,6 +18,11 @@ type DeferredError struct {
 	Target string
 	// Reason says why it waits, for operators; never a secret.
 	Reason string
+	// Park parks the task as waiting instead of queued: it waits for
+	// something that wakes it (a person's decision), not for a time, and
+	// no claim reads it meanwhile; Until is then its deadline, when it is
+	// queued again whatever happened.
+	Park bool
 }
 
 // Deferred returns a *DeferredError waiting until until on target for

@@ -10,7 +10,9 @@ import (
 type TaskState string
 
 // The task states. A task moves queued → running → one of the terminal states,
-// possibly through retrying (failed, waiting for run_at) any number of times.
+// possibly through retrying (failed, waiting for run_at) any number of times,
+// and through waiting (parked for something outside the queue — a person's
+// approval — until it is woken or its run_at comes; no claim reads it).
 // A task whose completed effects declared compensations moves, instead of
 // ending dead or cancelled (or when an operator asks), to compensating:
 // claimable like retrying, each run undoes its completed effects in reverse
@@ -18,6 +20,7 @@ type TaskState string
 // undone).
 const (
 	StateQueued         TaskState = "queued"
+	StateWaiting        TaskState = "waiting"
 	StateRunning        TaskState = "running"
 	StateRetrying       TaskState = "retrying"
 	StateSucceeded      TaskState = "succeeded"
@@ -30,7 +33,7 @@ const (
 
 // TaskStates lists every state in display order.
 var TaskStates = []TaskState{
-	StateQueued, StateRunning, StateRetrying, StateSucceeded,
+	StateQueued, StateWaiting, StateRunning, StateRetrying, StateSucceeded,
 	StateDead, StateCancelled, StateNeedsAttention, StateCompensating, StateCompensated,
 }
 

@@ -80,12 +80,12 @@ func nullable(s string) any {
 }
 
 // wake makes the task of the decided request (CTE d) due now if it waits
-// (queued or retrying, due later) and notifies its queue's workers, in the
+// (waiting, or queued or retrying and due later) and notifies its queue's workers, in the
 // decision's statement: a decision never leaves its task asleep until its
 // request's expiry.
 const wake = `woken AS (
-	UPDATE tasks t SET run_at = now(), updated_at = now()
-	FROM d WHERE t.id = d.task_id AND t.state IN ('queued', 'retrying') AND t.run_at > now()
+	UPDATE tasks t SET state = CASE WHEN t.state = 'waiting' THEN 'queued' ELSE t.state END, run_at = now(), updated_at = now()
+	FROM d WHERE t.id = d.task_id AND (t.state = 'waiting' OR (t.state IN ('queued', 'retrying') AND t.run_at > now()))
 	RETURNING t.queue
 ),
 notified AS (

@@ -92,7 +92,10 @@ func (g *Gate) Intercept(ctx context.Context, o *tools.Outgoing, next tools.Next
 				return ledger.Result{}, fmt.Errorf("telling approval request %d: %w", r.ID, err)
 			}
 		}
-		return ledger.Result{}, agentledger.Deferred(r.ExpiresAt, TargetKind+":"+o.Name(), Waiting(r))
+		// Parked: waiting, out of the claims' way, until a decision wakes
+		// it or the request's expiry comes.
+		return ledger.Result{}, &agentledger.DeferredError{Until: r.ExpiresAt, Target: TargetKind + ":" + o.Name(),
+			Reason: Waiting(r), Park: true}
 	case Withdrawn:
 		return ledger.Result{}, agentledger.Permanent(fmt.Errorf("approval request %d was withdrawn: %s", r.ID, r.DecisionReason))
 	}

@@ -159,6 +159,9 @@ type Deferral struct {
 	Lease  agentledger.Lease
 	Until  time.Time
 	Reason string
+	// Park makes the task waiting, not queued, until woken (Wake) or
+	// Until (WakeDue): agentledger.DeferredError.Park.
+	Park bool
 }
 
 // Defer hands one task back to its queue to run at d.Until, not counting
@@ -178,6 +181,7 @@ func (s *Store) DeferMany(ctx context.Context, ds []Deferral) ([]agentledger.Lea
 	type deferral struct {
 		Until  time.Time `json:"until"`
 		Reason string    `json:"reason"`
+		Park   bool      `json:"park,omitempty"`
 	}
 	ids, tokens := make([]int64, len(ds)), make([]int64, len(ds))
 	byID := make(map[string]deferral, len(ds))
@@ -186,7 +190,7 @@ func (s *Store) DeferMany(ctx context.Context, ds []Deferral) ([]agentledger.Lea
 			return nil, agentledger.Invalid("until", "task %d: a deferral needs a time to run again", d.Lease.TaskID)
 		}
 		ids[i], tokens[i] = d.Lease.TaskID, d.Lease.Token
-		byID[strconv.FormatInt(d.Lease.TaskID, 10)] = deferral{d.Until, agentledger.SafeText(d.Reason)}
+		byID[strconv.FormatInt(d.Lease.TaskID, 10)] = deferral{d.Until, agentledger.SafeText(d.Reason), d.Park}
 	}
 	deferrals, err := json.Marshal(byID)
 	if err != nil {

@@ -608,7 +608,8 @@ SELECT done.id FROM done WHERE ` + woken
 var deferSQL = `/* claims.defer */
 WITH done AS (
 	UPDATE tasks t SET
-		state = ` + queuedState + `,
+		state = CASE WHEN ($3::jsonb -> t.id::text ->> 'park')::bool AND t.compensation IS NULL AND t.cancel_requested_at IS NULL
+			THEN 'waiting' ELSE ` + queuedState + ` END,
 		attempt = t.attempt - 1,
 		run_at = CASE WHEN t.cancel_requested_at IS NULL THEN ($3::jsonb -> t.id::text ->> 'until')::timestamptz
 			ELSE coalesce($4::timestamptz, now()) END,

@@ -55,7 +55,7 @@ func TestApprovalGateOnAStep(t *testing.T) {
 	id := r.Task.ID
 
 	pending := waitRequest(t, gates, id)
-	task := waitTask(t, store, id, func(t *agentledger.Task) bool { return t.State == agentledger.StateQueued && t.WaitReason != "" })
+	task := waitTask(t, store, id, func(t *agentledger.Task) bool { return t.State == agentledger.StateWaiting && t.WaitReason != "" })
 	if task.Attempt != 0 || !strings.HasPrefix(task.WaitReason, fmt.Sprintf("waiting for approval %d of http_request POST %s/refunds (approvers U1)", pending.ID, down.URL)) {
 		t.Fatalf("waiting task: attempt %d, reason %q", task.Attempt, task.WaitReason)
 	}

@@ -91,7 +91,7 @@ func viewTask(t *agentledger.Task) Task {
 	if t.Compensation != "" {
 		v.Compensation = &t.Compensation
 	}
-	if t.WaitReason != "" && (t.State == agentledger.StateQueued || t.State == agentledger.StateRetrying) {
+	if t.WaitReason != "" && (t.State == agentledger.StateQueued || t.State == agentledger.StateRetrying || t.State == agentledger.StateWaiting) {
 		v.WaitReason = &t.WaitReason
 	}
 	return v

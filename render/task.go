@@ -18,7 +18,7 @@ func Tries(t *agentledger.Task) string { return fmt.Sprintf("%d/%d", t.Attempt, 
 // not: a limit it waits for, or what no live daemon has
 // (registry.ExplainWaits).
 func Waiting(t *agentledger.Task) string {
-	if t.State != agentledger.StateQueued && t.State != agentledger.StateRetrying {
+	if t.State != agentledger.StateQueued && t.State != agentledger.StateRetrying && t.State != agentledger.StateWaiting {
 		return ""
 	}
 	return t.WaitReason

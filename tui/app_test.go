@@ -114,7 +114,7 @@ func openDeadBillingTask(t *testing.T, tm *teatest.TestModel) {
 	tm.Type("billing")
 	press(tm, "enter")
 	waitFor(t, tm, "filter queue=billing (F clears) · sort id · page 1 · 2 tasks")
-	press(tm, "s", "s", "s", "s", "s") // queued, running, retrying, succeeded, dead
+	press(tm, "s", "s", "s", "s", "s", "s") // queued, waiting, running, retrying, succeeded, dead
 	waitFor(t, tm, "filter state=dead queue=billing (F clears) · sort id · page 1 · 1 task")
 	press(tm, "enter")
 	waitFor(t, tm, "[Overview]", "Task 2  dead")

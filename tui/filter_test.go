@@ -20,7 +20,7 @@ func TestFilterFormHints(t *testing.T) {
 	store.workers = []registry.Worker{{ID: "w-1", LastHeartbeat: epoch, Queues: []string{"default", "mail"}, Kinds: []string{"steps", "agent"}}}
 	d := newDriver(t, store, Options{}, 160, 30)
 	d.keys("w", "esc", "f") // the workers view loads the workers
-	wantStatus(t, d, "state: one of queued, running, retrying, succeeded, dead, cancelled, needs_attention, compensating or compensated; empty: any")
+	wantStatus(t, d, "state: one of queued, waiting, running, retrying, succeeded, dead, cancelled, needs_attention, compensating or compensated; empty: any")
 	d.keys("tab")
 	wantStatus(t, d, "queue: seen billing, default, mail; empty: any")
 	d.keys("tab")
@@ -50,7 +50,7 @@ func TestFilterFormRefusesInvalidValues(t *testing.T) {
 	d.typeText("deed")
 	d.keys("enter")
 	// The status wraps at this width: check its text.
-	if got, want := fmt.Sprint(d.app().tasks.form.err), `unknown state "deed": use queued, running, retrying, succeeded, dead, cancelled, needs_attention, compensating or compensated`; got != want {
+	if got, want := fmt.Sprint(d.app().tasks.form.err), `unknown state "deed": use queued, waiting, running, retrying, succeeded, dead, cancelled, needs_attention, compensating or compensated`; got != want {
 		t.Fatalf("status %q, want %q", got, want)
 	}
 	checkFrame(t, d.view(), 100, 30)
@@ -75,7 +75,7 @@ func TestFilterFormRefusesInvalidValues(t *testing.T) {
 	d.keys("tab", "tab", "tab")
 	d.typeText("attention")
 	d.keys("enter")
-	wantStatus(t, d, `unknown state "attention": use queued, running, retrying, succeeded, dead, cancelled,`)
+	wantStatus(t, d, `unknown state "attention": use queued, waiting, running, retrying, succeeded, dead,`)
 	wantStatus(t, d, "\nneeds_attention, compensating or compensated")
 	checkFrame(t, d.view(), 100, 30)
 	backspace(len("attention"))
@@ -145,7 +145,7 @@ func TestSearchWithoutHitsSaysEsc(t *testing.T) {
 	if a := d.app(); a.tasks.search.Value() != "" || len(ids(a)) != 10 {
 		t.Fatalf("after esc: search %q, %d tasks", a.tasks.search.Value(), len(ids(a)))
 	}
-	d.keys("s", "s", "s", "s", "s") // dead
+	d.keys("s", "s", "s", "s", "s", "s") // dead
 	d.keys("/")
 	d.typeText("zzz")
 	d.keys("enter")

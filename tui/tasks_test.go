@@ -192,7 +192,7 @@ func TestSortAndStateFilter(t *testing.T) {
 	if got := ids(d.app()); got[0] != 10 {
 		t.Errorf("sorted by id: %v", got)
 	}
-	d.keys("sssss") // queued, running, retrying, succeeded, dead: typed fast, read at once
+	d.keys("ssssss") // queued, waiting, running, retrying, succeeded, dead: typed fast, read at once
 	if f := d.app().tasks.filter; f.State != agentledger.StateDead {
 		t.Fatalf("state filter %q", f.State)
 	}
@@ -272,7 +272,7 @@ func TestBulkCancelShowsTheCountFirst(t *testing.T) {
 		t.Errorf("no status:\n%s", v)
 	}
 	// No dead task with the state filter on succeeded: nothing to confirm.
-	d.keys("s", "s", "s", "s", "T")
+	d.keys("s", "s", "s", "s", "s", "T") // queued, waiting, running, retrying, succeeded
 	if d.app().dialog != nil || !strings.Contains(d.view(), "no dead tasks match the filter state=succeeded") {
 		t.Errorf("bulk retry over succeeded tasks:\n%s", d.view())
 	}

@@ -172,6 +172,13 @@ func (p *Pool) produce(ctx, work context.Context, q string) {
 			free = p.cfg.BatchSize
 		}
 		got := 0
+		if sweep {
+			// Waiting tasks whose deadline came are queued again first,
+			// for this claim to take (claims.WakeDue).
+			if _, err := p.store.WakeDue(ctx, q); err != nil && ctx.Err() == nil {
+				p.log.Warn("waking waiting tasks failed", "queue", q, "err", err)
+			}
+		}
 		if free > 0 {
 			tasks, sentAt, err := p.claim(ctx, q, free, !sweep, hint)
 			lastClaim = time.Now()
@@ -410,7 +417,7 @@ func (p *Pool) deferTask(lease agentledger.Lease, d *agentledger.DeferredError, 
 	p.keeper.completing(lease)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	err := p.store.Defer(ctx, claims.Deferral{Lease: lease, Until: d.Until, Reason: d.Reason})
+	err := p.store.Defer(ctx, claims.Deferral{Lease: lease, Until: d.Until, Reason: d.Reason, Park: d.Park})
 	switch {
 	case errors.Is(err, agentledger.ErrLeaseLost):
 		p.cfg.Observer.LeaseLost()

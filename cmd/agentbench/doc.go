@@ -53,9 +53,9 @@
 // average tasks per statement.
 //
 // --waiting N inserts, before the run's tasks, N tasks waiting for a
-// person's approval as the approval gate leaves them (queued, due when
-// their request expires in a day, each with its pending request in
-// approvals): the burn-down must not slow beside them.
+// person's approval as the approval gate leaves them (waiting, their
+// deadline when their request expires in a day, each with its pending
+// request in approvals): the burn-down must not slow beside them.
 //
 // --processes 1,2,4 runs each pool in a worker process of its own instead
 // (replacing the --pools sweep unless --pools is given too; its rows read

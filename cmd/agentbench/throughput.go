@@ -29,9 +29,9 @@ type ThroughputFlags struct {
 	MaxConns    int
 	Repeat      int
 	Tracing     string // off, on or both
-	// Waiting tasks wait for a person's approval (queued, due in a day,
-	// each with its pending request) beside the burn-down: they must
-	// not slow the claims.
+	// Waiting tasks wait for a person's approval (waiting, their deadline
+	// in a day, each with its pending request) beside the burn-down: they
+	// must not slow the claims.
 	Waiting int
 }
 
@@ -99,7 +99,7 @@ func runThroughput(ctx context.Context, args []string, out, errOut io.Writer) er
 	fs.Var(&f.Batch, "batch", "comma-separated claim batch sizes to sweep (skipped when above the concurrency)")
 	fs.IntVar(&f.MaxConns, "max-conns", 8, "connection pool size of each worker pool")
 	fs.IntVar(&f.Repeat, "repeat", 1, "run the whole sweep this many times")
-	fs.IntVar(&f.Waiting, "waiting", 0, "tasks waiting for a person's approval beside the burn-down (queued, due in a day, "+
+	fs.IntVar(&f.Waiting, "waiting", 0, "tasks waiting for a person's approval beside the burn-down (waiting, their deadline in a day, "+
 		"each with its pending request), inserted before the run's tasks")
 	fs.StringVar(&f.Tracing, "tracing", "off", "OpenTelemetry tracing of the pools in this process: off, on (spans exported "+
 		"over OTLP/HTTP to a local sink, as agentd with OTEL_EXPORTER_OTLP_ENDPOINT set), or both (each run off, then on)")
@@ -244,16 +244,16 @@ func throughputRun(ctx context.Context, srv *Server, f ThroughputFlags, c Throug
 }
 
 // insertWaiting inserts n tasks waiting for a person's approval, as the
-// approval gate leaves them — queued, due when their request expires in a
-// day, saying why, each with its pending request — and returns the
-// highest id.
+// approval gate leaves them — waiting, their deadline when their request
+// expires in a day, saying why, each with its pending request — and
+// returns the highest id.
 func insertWaiting(ctx context.Context, db *pgxpool.Pool, n int) (int64, error) {
 	var last int64
 	err := db.QueryRow(ctx, `WITH t AS (
-		INSERT INTO tasks (tenant, queue, kind, payload, run_at, wait_reason)
+		INSERT INTO tasks (tenant, queue, kind, payload, state, run_at, wait_reason)
 		SELECT 'default', 'default', 'steps',
 			'{"steps":[{"tool":"http_request","args":{"method":"POST","url":"https://pay.example/refunds"},"approve":true}]}',
-			now() + interval '1 day', 'waiting for approval'
+			'waiting', now() + interval '1 day', 'waiting for approval'
 		FROM generate_series(1, $1)
 		RETURNING id, generation, tenant
 	), r AS (

@@ -161,6 +161,8 @@ func lastError(t *agentledger.Task) string {
 // when any other task last changed.
 func when(t *agentledger.Task, now time.Time) string {
 	switch t.State {
+	case agentledger.StateWaiting:
+		return "until " + relative(t.RunAt, now) // woken before, by what it waits for
 	case agentledger.StateQueued, agentledger.StateRetrying:
 		if t.RunAt.After(now) {
 			return "runs " + relative(t.RunAt, now)

@@ -19,7 +19,7 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{[]string{"bogus"}, `unknown command "bogus" for "agentctl"`},
 		{[]string{"list", "--nope"}, "unknown flag: --nope"},
 		{[]string{"-o", "yaml", "list"}, `--output must be table, json or id (submit and list), not "yaml"`},
-		{[]string{"list", "--state", "queued,later"}, `unknown state "later": valid states are queued, running,`},
+		{[]string{"list", "--state", "queued,later"}, `unknown state "later": valid states are queued, waiting, running,`},
 		{[]string{"list", "--limit", "1001"}, "--limit must be between 1 and 1000"},
 		{[]string{"show", "abc"}, `task id must be a positive integer, not "abc"`},
 		{[]string{"show", "0"}, `task id must be a positive integer, not "0"`},

@@ -325,7 +325,7 @@ func waitDemoSettled(t *testing.T, env []string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	want := "1 succeeded\n2 succeeded\n3 needs_attention\n4 compensated\n5 queued"
+	want := "1 succeeded\n2 succeeded\n3 needs_attention\n4 compensated\n5 waiting"
 	var got string
 	pool := testdb.Open(t, envValue(env, "DATABASE_URL"))
 	for ctx.Err() == nil {

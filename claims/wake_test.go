@@ -1,0 +1,54 @@
+package claims_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/claims"
+)
+
+// A parked deferral leaves its task waiting: out of every claim's reach
+// even past its deadline, until WakeDue (or a decision) queues it again;
+// a cancel requested meanwhile parks nothing.
+func TestParkedTaskWaitsUntilWoken(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newClock()
+	s := pinnedStore(t, c)
+	task := enqueue(t, s, claims.EnqueueParams{MaxAttempts: 1})
+	a := claimOne(t, s, "w", time.Minute)
+	if err := s.Defer(ctx, claims.Deferral{Lease: claims.LeaseOf(a), Until: c.Now().Add(time.Hour), Reason: "waiting for approval 1", Park: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(t, s, task.ID); got.State != agentledger.StateWaiting || got.Attempt != 0 || got.WaitReason != "waiting for approval 1" {
+		t.Fatalf("parked: %s attempt %d wait %q", got.State, got.Attempt, got.WaitReason)
+	}
+	c.Advance(2 * time.Hour) // past its deadline: still no claim reads it
+	claimNone(t, s, "w")
+	if n, err := s.WakeDue(ctx, "other"); err != nil || n != 0 {
+		t.Fatalf("another queue's wake: %d %v", n, err)
+	}
+	if n, err := s.WakeDue(ctx, "default"); err != nil || n != 1 {
+		t.Fatalf("wake: %d %v, want 1", n, err)
+	}
+	b := claimOne(t, s, "w", time.Minute)
+	if b.ID != task.ID || b.Attempt != 1 {
+		t.Fatalf("claimed %d at attempt %d", b.ID, b.Attempt)
+	}
+
+	// A cancel asked while it ran: the deferral queues it, due at once,
+	// for the cancel to be acknowledged.
+	other := enqueue(t, s, claims.EnqueueParams{})
+	o := claimOne(t, s, "w", time.Minute)
+	if _, err := s.Cancel(ctx, "", other.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Defer(ctx, claims.Deferral{Lease: claims.LeaseOf(o), Until: c.Now().Add(time.Hour), Reason: "x", Park: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(t, s, other.ID); got.State != agentledger.StateQueued {
+		t.Fatalf("a parked deferral of a task being cancelled: %s, want queued", got.State)
+	}
+}
