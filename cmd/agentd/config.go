@@ -11,8 +11,8 @@ import (
 
 	"github.com/agentledger/agentledger/agent"
 	"github.com/agentledger/agentledger/daemon"
-	"github.com/agentledger/agentledger/tools"
 	"github.com/agentledger/agentledger/httpapi"
+	"github.com/agentledger/agentledger/tools"
 )
 
 // config is agentd's configuration: flags, each defaulting to an
