@@ -162,7 +162,7 @@ func lastError(t *agentledger.Task) string {
 func when(t *agentledger.Task, now time.Time) string {
 	switch t.State {
 	case agentledger.StateWaiting:
-		return "until " + relative(t.RunAt, now) // woken before, by what it waits for
+		return "deadline " + relative(t.RunAt, now) // woken before by what it waits for, else then
 	case agentledger.StateQueued, agentledger.StateRetrying:
 		if t.RunAt.After(now) {
 			return "runs " + relative(t.RunAt, now)
