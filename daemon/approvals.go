@@ -1,15 +1,25 @@
 package daemon
 
 import (
+	"slices"
+	"strings"
+
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/tools"
 )
 
 // approvalPolicy is the gate of an effect whose call declares none: its
 // tool's (a tool defined with Spec.Approval), else the one
-// Policy.ToolApprovals names for it, else, with Policy.ApproveUnsafe,
-// Policy.Approval for an unsafe effect.
-func approvalPolicy(p Policy) func(o *tools.Outgoing) *tools.Approval {
+// Policy.ToolApprovals names for it, else Policy.Approval for an unsafe
+// effect when Policy.ApproveUnsafe says so, or when it is a destructive
+// tool of an MCP server of servers with ApproveDestructive.
+func approvalPolicy(p Policy, servers []MCPServer) func(o *tools.Outgoing) *tools.Approval {
+	var destructive []string // prefixes of the servers' tools: "shop/"
+	for _, s := range servers {
+		if s.ApproveDestructive {
+			destructive = append(destructive, s.Name+"/")
+		}
+	}
 	unsafe := p.Approval
 	if unsafe == nil {
 		unsafe = &tools.Approval{Timeout: tools.DefaultApprovalTimeout, OnTimeout: "deny"}
@@ -21,7 +31,10 @@ func approvalPolicy(p Policy) func(o *tools.Outgoing) *tools.Approval {
 		if a := p.ToolApprovals[o.Name()]; a != nil {
 			return a
 		}
-		if p.ApproveUnsafe && o.Effect.Class == ledger.Unsafe {
+		if o.Effect.Class != ledger.Unsafe {
+			return nil
+		}
+		if p.ApproveUnsafe || slices.ContainsFunc(destructive, func(prefix string) bool { return strings.HasPrefix(o.Name(), prefix) }) {
 			return unsafe
 		}
 		return nil

@@ -53,6 +53,11 @@ type MCPServer struct {
 	// Classes overrides the effect class of tools by their name on the
 	// server.
 	Classes map[string]ledger.Class
+	// ApproveDestructive makes every call of the server's destructive
+	// tools (class unsafe: annotated destructive and not idempotent, or
+	// classed so) wait for a person's approval, with Policy.Approval's
+	// approvers and timeout (agentd's approve_destructive).
+	ApproveDestructive bool
 }
 
 func (s MCPServer) check() error {

@@ -267,7 +267,7 @@ func TestConfigFile(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, text string) string { return writeFile(t, dir, name, text) }
 	good := write("good.toml", "lease = \"45s\"\nconcurrency = 9\nqueues = [\"a\", \"b\"]\npoll_only = true\ngrace = \"3s\"\n"+
-		"[[mcp_server]]\nname = \"shop\"\ncommand = [\"shop-mcp\", \"--stdio\"]\nclasses = { refund = \"keyed\" }\n"+
+		"[[mcp_server]]\nname = \"shop\"\ncommand = [\"shop-mcp\", \"--stdio\"]\nclasses = { refund = \"keyed\" }\napprove_destructive = true\n"+
 		"[[mcp_server]]\nname = \"crm\"\nurl = \"https://crm.example/mcp\"\nheaders_file = \"/etc/crm.json\"\n"+
 		"[grant.acme]\ntools = [\"http_request\"]\nhosts = [{ url = \"https://api.example.com\", secret_headers = true }]\nmax_tokens = 500\n"+
 		"[[limit]]\ntarget = \"slack-channel:*\"\nrate = \"1/s\"\n[[limit]]\ntarget = \"http:https://Billing.internal:8080\"\nrate = \"60/min\"\nburst = 5\n"+
@@ -286,7 +286,8 @@ func TestConfigFile(t *testing.T) {
 		t.Fatalf("config %+v: want lease from the file, concurrency from the flag, grace from the environment", cfg)
 	}
 	if m := cfg.MCPServers; len(m) != 2 || m[0].Name != "shop" || strings.Join(m[0].Command, " ") != "shop-mcp --stdio" ||
-		m[0].Classes["refund"] != "keyed" || m[1].URL != "https://crm.example/mcp" || m[1].HeadersFile != "/etc/crm.json" {
+		m[0].Classes["refund"] != "keyed" || !m[0].ApproveDestructive || m[1].ApproveDestructive ||
+		m[1].URL != "https://crm.example/mcp" || m[1].HeadersFile != "/etc/crm.json" {
 		t.Fatalf("MCP servers %+v", m)
 	}
 	if g := cfg.Policy.Grants["acme"]; g == nil || g.Tools[0] != "http_request" || len(g.Hosts) != 1 || !g.Hosts[0].SecretHeaders ||

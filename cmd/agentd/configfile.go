@@ -128,6 +128,9 @@ type fileMCPServer struct {
 	Env         map[string]string `toml:"env"`
 	EnvFiles    map[string]string `toml:"env_files"`
 	Classes     map[string]string `toml:"classes"`
+	// ApproveDestructive gates the server's destructive tools on a
+	// person's approval (daemon.MCPServer.ApproveDestructive).
+	ApproveDestructive bool `toml:"approve_destructive"`
 }
 
 // fileTables are the tables of the config file, read in one decode:
@@ -138,6 +141,7 @@ type fileMCPServer struct {
 //	env = { SHOP_REGION = "eu" }            # with a command: over the minimal environment
 //	env_files = { SHOP_TOKEN = "/etc/agentledger/shop-token" } # secrets: a file's content
 //	classes = { refund = "keyed" }          # overrides the tools' annotations
+//	approve_destructive = true              # its destructive (unsafe) tools wait for a person's approval
 //
 //	[grant.acme]                            # stored when agentd starts, unless agentctl changed it since
 //	kinds = ["steps"]                       # ["all"]: every kind (also when left out); []: none
@@ -340,7 +344,8 @@ func serversAndGrants(path string) ([]daemon.MCPServer, map[string]*grants.Grant
 func mcpServers(path string, in []fileMCPServer) ([]daemon.MCPServer, error) {
 	out := make([]daemon.MCPServer, 0, len(in))
 	for i, s := range in {
-		srv := daemon.MCPServer{Name: s.Name, Command: s.Command, URL: s.URL, HeadersFile: s.HeadersFile, Env: s.Env, EnvFiles: s.EnvFiles}
+		srv := daemon.MCPServer{Name: s.Name, Command: s.Command, URL: s.URL, HeadersFile: s.HeadersFile, Env: s.Env, EnvFiles: s.EnvFiles,
+			ApproveDestructive: s.ApproveDestructive}
 		if err := s.checkEnv(); err != nil {
 			return nil, fmt.Errorf("config file %s: mcp_server[%d] %s: %w", path, i, s.Name, err)
 		}
