@@ -4,13 +4,15 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/tools"
 )
 
 // approvalPolicy is the gate of an effect whose call declares none: its
 // tool's (a tool defined with Spec.Approval), else the one
-// Policy.ToolApprovals names for it, else Policy.Approval for an unsafe
+// Policy.ToolApprovals names for it, else Policy.Approval when the
+// tenant's grant asks for one (grants.Grant.Approve), else Policy.Approval for an unsafe
 // effect when Policy.ApproveUnsafe says so, or when it is a destructive
 // tool of an MCP server of servers with ApproveDestructive.
 func approvalPolicy(p Policy, servers []MCPServer) func(o *tools.Outgoing) *tools.Approval {
@@ -31,6 +33,9 @@ func approvalPolicy(p Policy, servers []MCPServer) func(o *tools.Outgoing) *tool
 		if a := p.ToolApprovals[o.Name()]; a != nil {
 			return a
 		}
+		if o.Grant != nil && o.Grant.Approve != nil && o.Grant.NeedsApproval(reach(o)) {
+			return unsafe // the tenant's grant asks, with the policy's approvers and timeout
+		}
 		if o.Effect.Class != ledger.Unsafe {
 			return nil
 		}
@@ -39,4 +44,15 @@ func approvalPolicy(p Policy, servers []MCPServer) func(o *tools.Outgoing) *tool
 		}
 		return nil
 	}
+}
+
+// reach is what o's call reaches, as its grant reads it: the tool, and its
+// host or channel when the tool says (tools.Reacher).
+func reach(o *tools.Outgoing) grants.Need {
+	var n grants.Need
+	if r, ok := o.Tool.(tools.Reacher); ok {
+		n, _ = r.Reach(o.Call) // a call it cannot read was refused by the grant stage already
+	}
+	n.Tool = o.Name()
+	return n
 }

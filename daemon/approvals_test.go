@@ -16,6 +16,7 @@ import (
 	"github.com/agentledger/agentledger/approvals"
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/daemon"
+	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/internal/test/testdaemon"
 	"github.com/agentledger/agentledger/internal/test/testdb"
 	"github.com/agentledger/agentledger/metrics"
@@ -220,5 +221,45 @@ func TestApprovalPolicy(t *testing.T) {
 	waitTask(t, store, free, func(t *agentledger.Task) bool { return t.State == agentledger.StateSucceeded })
 	if rs, _ := gates.List(ctx, approvals.ListParams{TaskID: free}); len(rs) != 0 || down.Effects() != 1 {
 		t.Fatalf("an ungated call asked %d times; %d effects", len(rs), down.Effects())
+	}
+}
+
+// A tenant's grant can ask a person's approval before its calls to a
+// host, whatever its payloads declare; another tenant's calls there go
+// through.
+func TestApprovalAskedByTheGrant(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := testdb.URL(t)
+	down := downstream.New()
+	t.Cleanup(down.Close)
+	d := daemon.New(daemon.Config{
+		Database:    daemon.Database{URL: url},
+		Worker:      daemon.Worker{PollInterval: 50 * time.Millisecond},
+		Maintenance: daemon.Maintenance{NoCron: true, NoJanitor: true},
+		HTTPTools:   daemon.HTTPTools{AllowedHosts: []string{down.URL}},
+		Logger:      quiet(),
+		Stdout:      io.Discard,
+	})
+	testdaemon.Run(t, d)
+	db := testdb.Open(t, url)
+	if err := grants.NewStore(db).Put(ctx, "acme", &grants.Grant{AllKinds: true, Tools: []string{"http_request"},
+		Hosts: []grants.Host{{URL: down.URL}}, Approve: &grants.Approve{Hosts: []string{down.URL}}}); err != nil {
+		t.Fatal(err)
+	}
+	store, gates := claims.New(db), approvals.NewStore(db)
+	submit := func(tenant string) int64 {
+		payload := fmt.Sprintf(`{"steps":[{"tool":"http_request","args":{"method":"POST","url":%q,"body":{"by":%q}}}]}`, down.URL+"/x", tenant)
+		r, err := store.Enqueue(ctx, claims.EnqueueParams{Tenant: tenant, Kind: "steps", Payload: json.RawMessage(payload)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Task.ID
+	}
+	asked, free := submit("acme"), submit("default")
+	waitRequest(t, gates, asked)
+	waitTask(t, store, free, func(t *agentledger.Task) bool { return t.State == agentledger.StateSucceeded })
+	if got := waitTask(t, store, asked, func(t *agentledger.Task) bool { return t.State == agentledger.StateWaiting }); got.Attempt != 0 || down.Effects() != 1 {
+		t.Fatalf("acme's call: %s at attempt %d; %d effects, want the other tenant's only", got.State, got.Attempt, down.Effects())
 	}
 }

@@ -46,6 +46,42 @@ type Grant struct {
 	// a tenant whose tasks ask a person should not answer itself unless
 	// the operator says so.
 	Decide bool `json:"decide,omitempty" toml:"decide"`
+	// Approve makes the tenant's calls of the tools, to the hosts and posts
+	// to the channels it names wait for a person's approval (package
+	// approvals), whatever the tenant's payloads declare: the operator's
+	// word over a tenant's risky calls.
+	Approve *Approve `json:"approve,omitempty" toml:"approve"`
+}
+
+// Approve names the calls of a tenant that need a person's approval.
+type Approve struct {
+	// Tools by name, "shop/*" for every tool of an MCP server.
+	Tools []string `json:"tools,omitempty" toml:"tools"`
+	// Hosts the HTTP tools call, as origins: "https://pay.example.com".
+	Hosts []string `json:"hosts,omitempty" toml:"hosts"`
+	// Channels notify posts to.
+	Channels []string `json:"channels,omitempty" toml:"channels"`
+}
+
+// NeedsApproval reports whether the call n of the tenant whose grant is g
+// needs a person's approval by g (Approve).
+func (g *Grant) NeedsApproval(n Need) bool {
+	if g == nil || g.Approve == nil {
+		return false
+	}
+	a := g.Approve
+	if n.Tool != "" && (&Grant{Tools: a.Tools}).allowsTool(n.Tool) {
+		return true
+	}
+	if n.URL != nil {
+		want := Origin(n.URL)
+		for _, h := range a.Hosts {
+			if hu, err := ParseHost(h); err == nil && Origin(hu) == want {
+				return true
+			}
+		}
+	}
+	return n.Channel != "" && slices.Contains(a.Channels, n.Channel)
 }
 
 // Host is one target of the HTTP tools: "https://api.example.com" (port

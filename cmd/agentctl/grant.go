@@ -21,6 +21,8 @@ type grantFlags struct {
 	all, allKinds, reset, decide     bool
 	kinds, tools, hosts, secretHosts []string
 	channels, models                 []string
+	approveTools, approveHosts       []string
+	approveChannels                  []string
 	maxTokens                        int64
 	maxTokensSet                     bool
 	priorityFloor                    int16
@@ -42,6 +44,9 @@ func (f *grantFlags) register(cmd *cobra.Command, verb string) {
 	fl.StringSliceVar(&f.secretHosts, "host-with-secrets", nil, verb+" hosts reached with the operator's secret headers for them")
 	fl.StringSliceVar(&f.channels, "channel", nil, verb+" Slack channels notify may post to")
 	fl.StringSliceVar(&f.models, "model", nil, verb+" models agent tasks may ask (* for the configured one)")
+	fl.StringSliceVar(&f.approveTools, "approve-tool", nil, verb+" a person's approval before each call of the tools named (refund, shop/*)")
+	fl.StringSliceVar(&f.approveHosts, "approve-host", nil, verb+" a person's approval before each HTTP call to the hosts named (https://pay.example.com)")
+	fl.StringSliceVar(&f.approveChannels, "approve-channel", nil, verb+" a person's approval before each notify post to the channels named")
 	fl.BoolVar(&f.decide, "decide", false, map[string]string{
 		"grant":  "let its API tokens approve and deny its own tasks' approval requests",
 		"revoke": "take back deciding its tasks' approval requests"}[verb])
@@ -55,7 +60,8 @@ func (f *grantFlags) register(cmd *cobra.Command, verb string) {
 }
 
 func (f *grantFlags) empty() bool {
-	return !f.all && !f.allKinds && !f.decide && len(f.kinds)+len(f.tools)+len(f.hosts)+len(f.secretHosts)+len(f.channels)+len(f.models) == 0 &&
+	return !f.all && !f.allKinds && !f.decide && len(f.kinds)+len(f.tools)+len(f.hosts)+len(f.secretHosts)+len(f.channels)+len(f.models)+
+		len(f.approveTools)+len(f.approveHosts)+len(f.approveChannels) == 0 &&
 		!f.maxTokensSet && !f.priorityFloorSet
 }
 
@@ -187,7 +193,7 @@ func (a *app) tenantGrant(ctx context.Context, tenant string, f *grantFlags, add
 	verb := map[bool]string{true: "grant", false: "revoke"}[add]
 	switch {
 	case f.empty():
-		return usagef("say what to %s: --tool, --host, --channel, --model, --kind, --all-kinds, --decide, --all…", verb)
+		return usagef("say what to %s: --tool, --host, --channel, --model, --kind, --all-kinds, --decide, --approve-tool, --all…", verb)
 	case f.allKinds && len(f.kinds) > 0:
 		return usagef("--all-kinds and --kind: %s every kind, or the kinds named, not both", verb)
 	case slices.Contains(f.kinds, grants.AllKindsWord):
@@ -196,7 +202,7 @@ func (a *app) tenantGrant(ctx context.Context, tenant string, f *grantFlags, add
 	if err := tenants.CheckName(tenant); err != nil {
 		return invalidAs(err, "tenant name")
 	}
-	for _, h := range append(slices.Clone(f.hosts), f.secretHosts...) {
+	for _, h := range slices.Concat(f.hosts, f.secretHosts, f.approveHosts) {
 		if _, err := grants.ParseHost(h); err != nil {
 			return invalidAs(err, "--host")
 		}
@@ -303,6 +309,14 @@ func (f *grantFlags) addTo(g *grants.Grant) {
 	if f.decide {
 		g.Decide = true
 	}
+	if len(f.approveTools)+len(f.approveHosts)+len(f.approveChannels) > 0 {
+		if g.Approve == nil {
+			g.Approve = &grants.Approve{}
+		}
+		g.Approve.Tools = union(g.Approve.Tools, f.approveTools)
+		g.Approve.Hosts = union(g.Approve.Hosts, f.approveHosts)
+		g.Approve.Channels = union(g.Approve.Channels, f.approveChannels)
+	}
 	if f.maxTokensSet {
 		g.MaxTokens = f.maxTokens
 	}
@@ -331,6 +345,14 @@ func (f *grantFlags) takeFrom(tenant string, g *grants.Grant) error {
 	g.Models = minus(g.Models, f.models)
 	if f.decide {
 		g.Decide = false
+	}
+	if g.Approve != nil {
+		g.Approve.Tools = minus(g.Approve.Tools, f.approveTools)
+		g.Approve.Hosts = minus(g.Approve.Hosts, f.approveHosts)
+		g.Approve.Channels = minus(g.Approve.Channels, f.approveChannels)
+		if len(g.Approve.Tools)+len(g.Approve.Hosts)+len(g.Approve.Channels) == 0 {
+			g.Approve = nil
+		}
 	}
 	for _, h := range f.hosts {
 		g.Hosts = dropHost(g.Hosts, h)
@@ -451,6 +473,15 @@ func (a *app) printGrant(tenant string, r *grants.Record) error {
 	}
 	if g.Decide {
 		fmt.Fprintln(w, "  decides:  its tasks' approval requests, through the API")
+	}
+	if a := g.Approve; a != nil {
+		var asks []string
+		asks = append(asks, a.Tools...)
+		asks = append(asks, a.Hosts...)
+		for _, c := range a.Channels {
+			asks = append(asks, "#"+c)
+		}
+		fmt.Fprintf(w, "  asks:     a person's approval before calls of %s\n", strings.Join(asks, ", "))
 	}
 	return nil
 }
