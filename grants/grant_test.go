@@ -159,3 +159,30 @@ func TestAllowDecide(t *testing.T) {
 		t.Errorf("diff: %q", d)
 	}
 }
+
+// A grant asks approval for the tools (an MCP server's by "server/*"),
+// hosts (as origins) and channels it names, and for nothing else.
+func TestNeedsApproval(t *testing.T) {
+	g := &grants.Grant{All: true, Approve: &grants.Approve{Tools: []string{"refund", "shop/*"},
+		Hosts: []string{"https://pay.example.com"}, Channels: []string{"payments"}}}
+	u := func(s string) *url.URL { v, _ := url.Parse(s); return v }
+	for _, c := range []struct {
+		n    grants.Need
+		asks bool
+	}{
+		{grants.Need{Tool: "refund"}, true},
+		{grants.Need{Tool: "shop/charge"}, true},
+		{grants.Need{Tool: "shopping"}, false},
+		{grants.Need{Tool: "http_request", URL: u("https://pay.example.com:443/x")}, true},
+		{grants.Need{Tool: "http_request", URL: u("http://pay.example.com/x")}, false},
+		{grants.Need{Tool: "notify", Channel: "payments"}, true},
+		{grants.Need{Tool: "notify", Channel: "ops"}, false},
+	} {
+		if got := g.NeedsApproval(c.n); got != c.asks {
+			t.Errorf("%+v: asks %v, want %v", c.n, got, c.asks)
+		}
+	}
+	if (&grants.Grant{All: true}).NeedsApproval(grants.Need{Tool: "refund"}) || (*grants.Grant)(nil).NeedsApproval(grants.Need{Tool: "x"}) {
+		t.Error("a grant without Approve asks")
+	}
+}
