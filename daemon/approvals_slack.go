@@ -17,6 +17,7 @@ import (
 	"github.com/agentledger/agentledger/httpapi"
 	"github.com/agentledger/agentledger/internal/secretfmt"
 	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/metrics"
 	"github.com/agentledger/agentledger/notify"
 	"github.com/agentledger/agentledger/notify/outbox"
 	"github.com/agentledger/agentledger/notify/slack"
@@ -91,7 +92,7 @@ func approvalsFollow(cfg *Config, db *pgxpool.Pool, log *slog.Logger) func(conte
 // mountSlackInteractions serves Slack's clicks on the API when a signing
 // secret is configured. User groups among the approvers are resolved with
 // the bot token (usergroups:read).
-func mountSlackInteractions(cfg *Config, db *pgxpool.Pool, api *httpapi.Server, log *slog.Logger) error {
+func mountSlackInteractions(cfg *Config, db *pgxpool.Pool, api *httpapi.Server, m *metrics.Metrics, log *slog.Logger) error {
 	secret, err := signingSecret(&cfg.Notify.Approvals)
 	if err != nil {
 		return &ConfigError{err}
@@ -103,7 +104,8 @@ func mountSlackInteractions(cfg *Config, db *pgxpool.Pool, api *httpapi.Server, 
 		}
 		return nil
 	}
-	h := &slackui.Interactions{DB: db, Secret: secret, Log: log, Client: &http.Client{Timeout: 2 * time.Second}}
+	h := &slackui.Interactions{DB: db, Secret: secret, Log: log, Client: &http.Client{Timeout: 2 * time.Second},
+		OnDecide: m.ApprovalClick}
 	if cfg.Notify.SlackToken != "" || cfg.Notify.SlackTokenFile != "" {
 		sink, err := slack.New(slack.Config{Token: cfg.Notify.SlackToken, TokenFile: cfg.Notify.SlackTokenFile,
 			APIURL: cfg.Notify.SlackAPIURL, Logger: log})

@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/agentledgertest/downstream"
 	"github.com/agentledger/agentledger/agentledgertest/slackfake"
@@ -30,6 +32,7 @@ import (
 	"github.com/agentledger/agentledger/internal/test/logbuf"
 	"github.com/agentledger/agentledger/internal/test/testdaemon"
 	"github.com/agentledger/agentledger/internal/test/testdb"
+	"github.com/agentledger/agentledger/metrics"
 )
 
 // A gated step in a daemon with Slack: its request is posted to the
@@ -51,6 +54,7 @@ func TestApprovalDecidedFromSlack(t *testing.T) {
 		t.Fatal(err)
 	}
 	logs := &logbuf.Buffer{}
+	m := metrics.New()
 	d := daemon.New(daemon.Config{
 		Database:    daemon.Database{URL: url},
 		Worker:      daemon.Worker{PollInterval: 50 * time.Millisecond},
@@ -59,6 +63,7 @@ func TestApprovalDecidedFromSlack(t *testing.T) {
 		Notify: daemon.Notifications{SlackToken: token, SlackAPIURL: fake.APIURL(), SlackInterval: -1, SlackRate: -1,
 			Approvals: daemon.Approvals{Channel: "approvals", SigningSecret: secret}},
 		API:    daemon.API{Listener: ln},
+		Hooks:  daemon.Hooks{Metrics: m},
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Stdout: io.Discard,
 	})
@@ -83,6 +88,9 @@ func TestApprovalDecidedFromSlack(t *testing.T) {
 	task := testdaemon.WaitFinished(t, store, r.Task.ID)
 	if task.State != agentledger.StateSucceeded || down.Effects() != 1 {
 		t.Fatalf("task %s, %d effects; want succeeded, 1", task.State, down.Effects())
+	}
+	if n := testutil.ToFloat64(m.ApprovalClicks("decided")); n != 1 {
+		t.Fatalf("%v decided clicks counted, want 1", n)
 	}
 	msg = waitMessage(t, fake, func(m slackfake.Message) bool { return m.Updates > 0 })
 	if b := string(msg.Blocks); msg.Updates != 1 || !strings.Contains(b, "approved by U1 (slack)") || strings.Contains(b, `"type":"actions"`) {

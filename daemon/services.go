@@ -96,7 +96,7 @@ func buildServices(cfg *Config, db *pgxpool.Pool, limits *flow.Limiter, m *metri
 		apiDB.Close()
 		return nil, err
 	}
-	if err := mountSlackInteractions(cfg, apiDB, api, log); err != nil {
+	if err := mountSlackInteractions(cfg, apiDB, api, m, log); err != nil {
 		apiDB.Close()
 		return nil, err
 	}

@@ -33,6 +33,7 @@ type Metrics struct {
 	breakerOpens  *prometheus.CounterVec
 	breakerProbes *prometheus.CounterVec
 	approvalWait  *prometheus.HistogramVec
+	clicks        *prometheus.CounterVec
 }
 
 // New returns the metrics, registered with the Go and process collectors.
@@ -75,10 +76,13 @@ func New() *Metrics {
 			Help: "Time from an approval request to its decision, by how it was decided (slack, console, agentctl, api, timeout) " +
 				"and the outcome (approved, denied, expired), observed when the gated effect goes on or stops.",
 			Buckets: prometheus.ExponentialBuckets(1, 4, 10)}, []string{"via", "outcome"}),
+		clicks: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "approval_clicks_total",
+			Help: "Slack Approve and Deny clicks this daemon answered, by outcome: decided (the click decided), " +
+				"already (decided before: it changed nothing), refused (not an approver), unknown."}, []string{"outcome"}),
 	}
 	m.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.claims, m.leaseLosses, m.deferrals, m.attempts, m.attemptTime, m.effects, m.notifications, m.cronFires, m.webhooks,
-		m.httpRequests, m.httpTime, m.janitor, m.breakerOpens, m.breakerProbes, m.approvalWait)
+		m.httpRequests, m.httpTime, m.janitor, m.breakerOpens, m.breakerProbes, m.approvalWait, m.clicks)
 	return m
 }
 
@@ -126,6 +130,14 @@ func (m *Metrics) HTTP(route string, status int, d time.Duration) {
 // ApprovalDecided observes the wait of a decided approval request.
 func (m *Metrics) ApprovalDecided(via, outcome string, waited time.Duration) {
 	m.approvalWait.WithLabelValues(via, outcome).Observe(waited.Seconds())
+}
+
+// ApprovalClick counts a Slack click on an approval request by outcome.
+func (m *Metrics) ApprovalClick(outcome string) { m.clicks.WithLabelValues(outcome).Inc() }
+
+// ApprovalClicks is the counter of outcome's clicks (for tests).
+func (m *Metrics) ApprovalClicks(outcome string) prometheus.Counter {
+	return m.clicks.WithLabelValues(outcome)
 }
 
 // BreakerOpened counts a breaker this daemon opened.
