@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/agentledger/agentledger"
@@ -31,21 +32,10 @@ import (
 func TestApprovalGateOnAStep(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	url := testdb.URL(t)
-	down := downstream.New()
-	t.Cleanup(down.Close)
 	m := metrics.New()
-	d := daemon.New(daemon.Config{
-		Database:    daemon.Database{URL: url},
-		Worker:      daemon.Worker{PollInterval: 50 * time.Millisecond},
-		Maintenance: daemon.Maintenance{NoCron: true, NoJanitor: true},
-		HTTPTools:   daemon.HTTPTools{AllowedHosts: []string{down.URL}},
-		Hooks:       daemon.Hooks{Metrics: m},
-		Logger:      quiet(),
-		Stdout:      io.Discard,
+	db, down := runGateDaemon(t, func(c *daemon.Config, downURL string) {
+		c.Hooks = daemon.Hooks{Metrics: m}
 	})
-	testdaemon.Run(t, d)
-	db := testdb.Open(t, url)
 	store, gates := claims.New(db), approvals.NewStore(db)
 	payload := fmt.Sprintf(`{"steps":[{"tool":"http_request","args":{"method":"POST","url":%q,"body":{"refund":7}},
 		"approve":{"approvers":["U1"],"timeout":"1h"}}]}`, down.URL+"/refunds")
@@ -147,19 +137,7 @@ func waitTask(t *testing.T, s *claims.Store, id int64, ok func(*agentledger.Task
 func TestApprovalTimeout(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	url := testdb.URL(t)
-	down := downstream.New()
-	t.Cleanup(down.Close)
-	d := daemon.New(daemon.Config{
-		Database:    daemon.Database{URL: url},
-		Worker:      daemon.Worker{PollInterval: 50 * time.Millisecond},
-		Maintenance: daemon.Maintenance{NoCron: true, NoJanitor: true},
-		HTTPTools:   daemon.HTTPTools{AllowedHosts: []string{down.URL}},
-		Logger:      quiet(),
-		Stdout:      io.Discard,
-	})
-	testdaemon.Run(t, d)
-	db := testdb.Open(t, url)
+	db, down := runGateDaemon(t, nil)
 	store := claims.New(db)
 	submit := func(onTimeout string, n int) int64 {
 		payload := fmt.Sprintf(`{"steps":[{"tool":"http_request","args":{"method":"POST","url":%q,"body":{"n":%d}},
@@ -186,21 +164,11 @@ func TestApprovalTimeout(t *testing.T) {
 func TestApprovalPolicy(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	url := testdb.URL(t)
-	down := downstream.New()
-	t.Cleanup(down.Close)
 	gate := &tools.Approval{Approvers: []string{"U9"}, Timeout: time.Hour, OnTimeout: "deny"}
-	d := daemon.New(daemon.Config{
-		Database:    daemon.Database{URL: url},
-		Worker:      daemon.Worker{PollInterval: 50 * time.Millisecond},
-		Maintenance: daemon.Maintenance{NoCron: true, NoJanitor: true},
-		HTTPTools:   daemon.HTTPTools{AllowedHosts: []string{down.URL}, UnsafeAllowedHosts: []string{down.URL}},
-		Policy:      daemon.Policy{ApproveUnsafe: true, Approval: gate, ToolApprovals: map[string]*tools.Approval{"notify": gate}},
-		Logger:      quiet(),
-		Stdout:      io.Discard,
+	db, down := runGateDaemon(t, func(c *daemon.Config, downURL string) {
+		c.HTTPTools.UnsafeAllowedHosts = []string{downURL}
+		c.Policy = daemon.Policy{ApproveUnsafe: true, Approval: gate, ToolApprovals: map[string]*tools.Approval{"notify": gate}}
 	})
-	testdaemon.Run(t, d)
-	db := testdb.Open(t, url)
 	store, gates := claims.New(db), approvals.NewStore(db)
 	submit := func(payload string) int64 {
 		r, err := store.Enqueue(ctx, claims.EnqueueParams{Kind: "steps", Payload: json.RawMessage(payload)})
@@ -230,19 +198,7 @@ func TestApprovalPolicy(t *testing.T) {
 func TestApprovalAskedByTheGrant(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	url := testdb.URL(t)
-	down := downstream.New()
-	t.Cleanup(down.Close)
-	d := daemon.New(daemon.Config{
-		Database:    daemon.Database{URL: url},
-		Worker:      daemon.Worker{PollInterval: 50 * time.Millisecond},
-		Maintenance: daemon.Maintenance{NoCron: true, NoJanitor: true},
-		HTTPTools:   daemon.HTTPTools{AllowedHosts: []string{down.URL}},
-		Logger:      quiet(),
-		Stdout:      io.Discard,
-	})
-	testdaemon.Run(t, d)
-	db := testdb.Open(t, url)
+	db, down := runGateDaemon(t, nil)
 	if err := grants.NewStore(db).Put(ctx, "acme", &grants.Grant{AllKinds: true, Tools: []string{"http_request"},
 		Hosts: []grants.Host{{URL: down.URL}}, Approve: &grants.Approve{Hosts: []string{down.URL}}}); err != nil {
 		t.Fatal(err)
@@ -262,4 +218,27 @@ func TestApprovalAskedByTheGrant(t *testing.T) {
 	if got := waitTask(t, store, asked, func(t *agentledger.Task) bool { return t.State == agentledger.StateWaiting }); got.Attempt != 0 || down.Effects() != 1 {
 		t.Fatalf("acme's call: %s at attempt %d; %d effects, want the other tenant's only", got.State, got.Attempt, down.Effects())
 	}
+}
+
+// runGateDaemon runs a daemon whose HTTP tools may call a counting
+// downstream, tweaked by tweak (given its URL; nil: as it is), on a new database; it
+// returns the database and the downstream.
+func runGateDaemon(t *testing.T, tweak func(c *daemon.Config, down string)) (*pgxpool.Pool, *downstream.Server) {
+	t.Helper()
+	url := testdb.URL(t)
+	down := downstream.New()
+	t.Cleanup(down.Close)
+	cfg := daemon.Config{
+		Database:    daemon.Database{URL: url},
+		Worker:      daemon.Worker{PollInterval: 50 * time.Millisecond},
+		Maintenance: daemon.Maintenance{NoCron: true, NoJanitor: true},
+		HTTPTools:   daemon.HTTPTools{AllowedHosts: []string{down.URL}},
+		Logger:      quiet(),
+		Stdout:      io.Discard,
+	}
+	if tweak != nil {
+		tweak(&cfg, down.URL)
+	}
+	testdaemon.Run(t, daemon.New(cfg))
+	return testdb.Open(t, url), down
 }
