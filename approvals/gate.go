@@ -3,6 +3,7 @@ package approvals
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -39,6 +40,13 @@ type Gate struct {
 	// Decided, when set, is told of a decided request each time the gate
 	// follows its decision (the attempt after it): for metrics and spans.
 	Decided func(ctx context.Context, r Request)
+	// Performed, when set, is told what an approved effect did once its
+	// outcome is final (a result, or an error no attempt will retry) —
+	// and again by every later attempt or replay that the ledger serves,
+	// so a crash right after the effect loses no telling: it must be
+	// idempotent by the request (an outbox event keyed by it), as
+	// Requested is. An error stops the attempt, which is tried again.
+	Performed func(ctx context.Context, r Request, res ledger.Result, err error) error
 }
 
 // Intercept is the gate: an effect with no gate, or one the ledger holds
@@ -59,7 +67,7 @@ func (g *Gate) Intercept(ctx context.Context, o *tools.Outgoing, next tools.Next
 		if err != nil {
 			return ledger.Result{}, err
 		}
-		return next(ctx, o)
+		return g.served(ctx, o, next)
 	}
 	timeout := a.Timeout
 	if timeout <= 0 {
@@ -85,7 +93,7 @@ func (g *Gate) Intercept(ctx context.Context, o *tools.Outgoing, next tools.Next
 	}
 	switch r.State {
 	case Approved:
-		return next(ctx, o)
+		return g.perform(ctx, r, o, next)
 	case Pending:
 		if g.Requested != nil {
 			if err := g.Requested(ctx, r, asked); err != nil {
@@ -101,6 +109,45 @@ func (g *Gate) Intercept(ctx context.Context, o *tools.Outgoing, next tools.Next
 	}
 	return ledger.Result{}, agentledger.Permanent(&tools.NotApprovedError{Request: r.ID, Outcome: r.State,
 		By: r.DecidedBy, Via: r.DecidedVia, Reason: r.DecisionReason})
+}
+
+// perform sends o on, approved by r, and tells Performed its outcome
+// when it is final.
+func (g *Gate) perform(ctx context.Context, r Request, o *tools.Outgoing, next tools.Next) (ledger.Result, error) {
+	res, err := next(ctx, o)
+	if g.Performed == nil || !final(err) {
+		return res, err
+	}
+	if perr := g.Performed(ctx, r, res, err); perr != nil {
+		return ledger.Result{}, fmt.Errorf("telling the outcome of approval request %d: %w", r.ID, perr)
+	}
+	return res, err
+}
+
+// served sends on an effect the ledger holds already; when it was
+// approved, Performed is told again (the attempt that performed it may
+// have died before telling).
+func (g *Gate) served(ctx context.Context, o *tools.Outgoing, next tools.Next) (ledger.Result, error) {
+	if g.Performed == nil {
+		return next(ctx, o)
+	}
+	r, found, err := g.Store.Find(ctx, o.Task.ID, o.Task.Generation, o.StepPath)
+	if err != nil {
+		return ledger.Result{}, err
+	}
+	if !found || r.State != Approved {
+		return next(ctx, o)
+	}
+	return g.perform(ctx, r, o, next)
+}
+
+// final reports whether err ends an effect's story: no error, or one no
+// attempt will retry (a permanent failure, an outcome a person must
+// resolve). A transient error or a deferral is retried.
+func final(err error) bool {
+	var p *agentledger.PermanentError
+	var d *agentledger.DeferredError
+	return err == nil || (!errors.As(err, &d) && (errors.As(err, &p) || errors.Is(err, agentledger.ErrNeedsAttention)))
 }
 
 // Waiting says what a task waiting for request r waits for: "waiting for
@@ -144,5 +191,5 @@ func requestOf(o *tools.Outgoing, a *tools.Approval) Request {
 	}
 	return Request{TaskID: o.Task.ID, Generation: o.Task.Generation, Step: o.StepPath, Tenant: o.Task.Tenant,
 		Tool: o.Name(), Class: string(o.Effect.Class), Target: o.Effect.Target, Call: args, Reason: o.Reason,
-		Approvers: a.Approvers, OnTimeout: onTimeout}
+		Approvers: a.Approvers, OnTimeout: onTimeout, Channel: a.Channel}
 }

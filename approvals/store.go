@@ -45,6 +45,9 @@ type Request struct {
 	Reason     string          `json:"reason,omitempty"`
 	Approvers  []string        `json:"approvers"`
 	OnTimeout  string          `json:"on_timeout"`
+	// Channel is the Slack channel its gate asks in; empty: the daemon's
+	// approvals channel.
+	Channel string `json:"channel,omitempty"`
 
 	RequestedAt time.Time `json:"requested_at"`
 	ExpiresAt   time.Time `json:"expires_at"`
@@ -78,13 +81,13 @@ func NewStore(db DB) *Store { return &Store{db: db} }
 
 const columns = `id, task_id, generation, step, tenant, tool, class, coalesce(target, ''), request, coalesce(reason, ''),
 	approvers, on_timeout, requested_at, expires_at, state, decided_at, coalesce(decided_by, ''),
-	coalesce(decided_via, ''), coalesce(decision_reason, '')`
+	coalesce(decided_via, ''), coalesce(decision_reason, ''), coalesce(channel, '')`
 
 func scan(row pgx.Row, more ...any) (Request, error) {
 	var r Request
 	err := row.Scan(append([]any{&r.ID, &r.TaskID, &r.Generation, &r.Step, &r.Tenant, &r.Tool, &r.Class, &r.Target, &r.Call, &r.Reason,
 		&r.Approvers, &r.OnTimeout, &r.RequestedAt, &r.ExpiresAt, &r.State, &r.DecidedAt, &r.DecidedBy,
-		&r.DecidedVia, &r.DecisionReason}, more...)...)
+		&r.DecidedVia, &r.DecisionReason, &r.Channel}, more...)...)
 	return r, err
 }
 
@@ -94,8 +97,8 @@ func scan(row pgx.Row, more ...any) (Request, error) {
 // the statement return nothing: Ensure reads again.
 var ensureSQL = `/* approvals.ensure */
 WITH ins AS (
-	INSERT INTO approvals (task_id, generation, step, tenant, tool, class, target, request, reason, approvers, on_timeout, expires_at)
-	VALUES ($1, $2, $3, $4, $5, $6, nullif($7, ''), $8, nullif($9, ''), $10, $11, now() + $12::bigint * interval '1 microsecond')
+	INSERT INTO approvals (task_id, generation, step, tenant, tool, class, target, request, reason, approvers, on_timeout, expires_at, channel)
+	VALUES ($1, $2, $3, $4, $5, $6, nullif($7, ''), $8, nullif($9, ''), $10, $11, now() + $12::bigint * interval '1 microsecond', nullif($13, ''))
 	ON CONFLICT (task_id, generation, step) DO NOTHING
 	RETURNING ` + columns + `, true
 )
@@ -115,7 +118,7 @@ func (s *Store) Ensure(ctx context.Context, r Request, timeout time.Duration) (R
 	for range 2 {
 		var inserted bool
 		got, err := scan(s.db.QueryRow(ctx, ensureSQL, r.TaskID, r.Generation, r.Step, r.Tenant, r.Tool, r.Class, r.Target,
-			r.Call, r.Reason, r.Approvers, r.OnTimeout, timeout.Microseconds()), &inserted)
+			r.Call, r.Reason, r.Approvers, r.OnTimeout, timeout.Microseconds(), r.Channel), &inserted)
 		if !errors.Is(err, pgx.ErrNoRows) {
 			if err != nil {
 				return Request{}, false, fmt.Errorf("approval request: %w", err)
@@ -134,6 +137,20 @@ func (s *Store) Get(ctx context.Context, tenant string, id int64) (Request, erro
 		return Request{}, fmt.Errorf("approval request %d: %w", id, agentledger.ErrNotFound)
 	}
 	return r, err
+}
+
+// Find returns the request of a task's generation's step, if one was
+// recorded.
+func (s *Store) Find(ctx context.Context, taskID int64, generation int32, step string) (Request, bool, error) {
+	r, err := scan(s.db.QueryRow(ctx, `/* approvals.find */ SELECT `+columns+` FROM approvals
+		WHERE task_id = $1 AND generation = $2 AND step = $3`, taskID, generation, step))
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return Request{}, false, nil
+	case err != nil:
+		return Request{}, false, fmt.Errorf("approval request of task %d step %s: %w", taskID, step, err)
+	}
+	return r, true, nil
 }
 
 // ListParams filter List.

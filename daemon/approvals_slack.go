@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -45,13 +46,24 @@ type Approvals struct {
 const defaultFollowInterval = 2 * time.Second
 
 // approvalsRequested is the gate's hook that posts a pending request once
-// to the approvals channel; nil without one.
+// to its gate's channel, or else the approvals channel; a request with
+// neither is asked nowhere but agentctl, the console and the API.
 func approvalsRequested(cfg *Config, db *pgxpool.Pool) func(context.Context, approvals.Request, bool) error {
-	if cfg.Notify.Approvals.Channel == "" {
-		return nil
-	}
 	return func(ctx context.Context, r approvals.Request, _ bool) error {
-		return slackui.Tell(ctx, db, r, cfg.Notify.Approvals.Channel)
+		channel := cmp.Or(r.Channel, cfg.Notify.Approvals.Channel)
+		if channel == "" {
+			return nil
+		}
+		return slackui.Tell(ctx, db, r, channel)
+	}
+}
+
+// approvalsPerformed is the gate's hook that edits a posted request's
+// message once more to say what the approved effect did (nothing for a
+// request that was never posted).
+func approvalsPerformed(db *pgxpool.Pool) func(context.Context, approvals.Request, ledger.Result, error) error {
+	return func(ctx context.Context, r approvals.Request, res ledger.Result, err error) error {
+		return slackui.TellOutcome(ctx, db, r, slackui.Outcome(res, err, time.Now()))
 	}
 }
 
@@ -61,12 +73,11 @@ func approvalsDeliverer(db *pgxpool.Pool, l *ledger.Ledger, sink notify.Sink, ne
 	return &slackui.Deliverer{Store: approvals.NewStore(db), Ledger: l, Sink: sink, Next: next}
 }
 
-// approvalsFollow edits the posts of requests decided elsewhere; nil
-// without an approvals channel. Every daemon runs it; they take turns.
+// approvalsFollow edits the posts of requests decided elsewhere (a gate
+// may name its own channel, so it runs with or without an approvals
+// channel: a look finds nothing where nothing was posted). Every daemon
+// runs it; they take turns.
 func approvalsFollow(cfg *Config, db *pgxpool.Pool, log *slog.Logger) func(context.Context) error {
-	if cfg.Notify.Approvals.Channel == "" {
-		return nil
-	}
 	every := cfg.Notify.Approvals.FollowInterval
 	if every <= 0 {
 		every = defaultFollowInterval

@@ -92,12 +92,25 @@ func TestApprovalDecidedFromSlack(t *testing.T) {
 	if n := testutil.ToFloat64(m.ApprovalClicks("decided")); n != 1 {
 		t.Fatalf("%v decided clicks counted, want 1", n)
 	}
-	msg = waitMessage(t, fake, func(m slackfake.Message) bool { return m.Updates > 0 })
-	if b := string(msg.Blocks); msg.Updates != 1 || !strings.Contains(b, "approved by U1 (slack)") || strings.Contains(b, `"type":"actions"`) {
+	// Edited twice: who decided, then what the effect did.
+	msg = waitMessage(t, fake, func(m slackfake.Message) bool { return m.Updates == 2 })
+	if b := string(msg.Blocks); !strings.Contains(b, "approved by U1 (slack)") || !strings.Contains(b, "performed at ") ||
+		!strings.Contains(b, "HTTP 201") || strings.Contains(b, `"type":"actions"`) {
 		t.Fatalf("the edited message (%d updates):\n%s", msg.Updates, b)
 	}
 	if n := len(fake.Messages("approvals")); n != 1 {
 		t.Errorf("%d messages posted, want 1", n)
+	}
+
+	// A gate that names its channel asks there.
+	fake.AddChannel("payments")
+	payload = fmt.Sprintf(`{"steps":[{"tool":"http_request","args":{"method":"POST","url":%q},"approve":{"channel":"payments"}}]}`, down.URL+"/charges")
+	if _, err := store.Enqueue(ctx, claims.EnqueueParams{Kind: "steps", Payload: json.RawMessage(payload)}); err != nil {
+		t.Fatal(err)
+	}
+	msg = waitMessageIn(t, fake, "payments", func(m slackfake.Message) bool { return strings.Contains(string(m.Blocks), "/charges") })
+	if n := len(fake.Messages("approvals")); n != 1 {
+		t.Errorf("%d messages in the approvals channel, want 1: the payments gate asked there", n)
 	}
 	if s := logs.String(); strings.Contains(s, secret) || strings.Contains(s, token) {
 		t.Errorf("a secret in the logs")
@@ -151,17 +164,23 @@ func TestApprovalsSecretHidden(t *testing.T) {
 	}
 }
 
-// waitMessage waits for the approvals channel's one message to be as ok
-// says.
+// waitMessage waits for the approvals channel's first message to be as
+// ok says.
 func waitMessage(t *testing.T, fake *slackfake.Server, ok func(slackfake.Message) bool) slackfake.Message {
 	t.Helper()
+	return waitMessageIn(t, fake, "approvals", ok)
+}
+
+// waitMessageIn waits for channel's first message to be as ok says.
+func waitMessageIn(t *testing.T, fake *slackfake.Server, channel string, ok func(slackfake.Message) bool) slackfake.Message {
+	t.Helper()
 	for range 400 {
-		if ms := fake.Messages("approvals"); len(ms) > 0 && ok(ms[0]) {
+		if ms := fake.Messages(channel); len(ms) > 0 && ok(ms[0]) {
 			return ms[0]
 		}
 		time.Sleep(25 * time.Millisecond) // polling the dispatcher's work: nothing signals it
 	}
-	t.Fatalf("no such message in 10 s: %+v", fake.Messages("approvals"))
+	t.Fatalf("no such message in #%s in 10 s: %+v", channel, fake.Messages(channel))
 	return slackfake.Message{}
 }
 

@@ -90,6 +90,7 @@ func (d *Daemon) handlers(db *pgxpool.Pool, m *metrics.Metrics) (map[string]work
 	// The approval gate comes first among the interceptors: an effect a
 	// person has not approved goes no further.
 	gate := &approvals.Gate{Store: approvals.NewStore(db), Policy: approvalPolicy(cfg.Policy, cfg.MCPServers), Requested: approvalsRequested(cfg, db),
+		Performed: approvalsPerformed(db),
 		Decided: func(_ context.Context, r approvals.Request) {
 			if r.DecidedAt != nil {
 				m.ApprovalDecided(r.DecidedVia, r.State, r.DecidedAt.Sub(r.RequestedAt))

@@ -281,12 +281,13 @@ func TestApproveIsChecked(t *testing.T) {
 		`{"steps":[{"tool":"post","approve":{"approvers":["a b"]}}]}`:  `approve: approver "a b" is not a Slack user or group id`,
 		`{"steps":[{"tool":"post","approve":{"who":["U1"]}}]}`:         `unknown field "who"`,
 		`{"steps":[{"tool":"post","approve":"yes"}]}`:                  `approve must be true or {`,
+		`{"steps":[{"tool":"post","approve":{"channel":"#pay"}}]}`:     `approve: channel "#pay" must be a Slack channel name`,
 	} {
 		if err := steps.Check(json.RawMessage(payload), nil); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want it to say %q", payload, err, want)
 		}
 	}
-	if err := steps.Check(json.RawMessage(`{"steps":[{"tool":"post","approve":true},{"tool":"post","approve":{"approvers":["U1","S2"],"timeout":"2h","on_timeout":"approve"}}]}`), nil); err != nil {
+	if err := steps.Check(json.RawMessage(`{"steps":[{"tool":"post","approve":true},{"tool":"post","approve":{"approvers":["U1","S2"],"timeout":"2h","on_timeout":"approve","channel":"payments-approvals"}}]}`), nil); err != nil {
 		t.Fatalf("good gates refused: %v", err)
 	}
 }

@@ -24,6 +24,9 @@ type Approval struct {
 	// OnTimeout is what a request nobody decided in time means: "deny"
 	// (the default) or "approve".
 	OnTimeout string `json:"on_timeout,omitempty"`
+	// Channel is the Slack channel the request is posted to; empty posts
+	// it to the daemon's approvals channel.
+	Channel string `json:"channel,omitempty"`
 }
 
 // DefaultApprovalTimeout is how long a request waits unless its gate says.
@@ -33,7 +36,8 @@ const DefaultApprovalTimeout = 24 * time.Hour
 const MaxApprovalTimeout = 30 * 24 * time.Hour
 
 // ParseApproval reads a gate as a payload writes it: true (the defaults),
-// or {"approvers": [...], "timeout": "2h", "on_timeout": "deny"|"approve"}.
+// or {"approvers": [...], "timeout": "2h", "on_timeout": "deny"|"approve",
+// "channel": "payments-approvals"}.
 // false and null declare none (nil). Errors say what is wrong in the
 // payload's words.
 func ParseApproval(raw json.RawMessage) (*Approval, error) {
@@ -48,11 +52,12 @@ func ParseApproval(raw json.RawMessage) (*Approval, error) {
 		Approvers []string `json:"approvers"`
 		Timeout   string   `json:"timeout"`
 		OnTimeout string   `json:"on_timeout"`
+		Channel   string   `json:"channel"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&w); err != nil {
-		return nil, fmt.Errorf(`approve must be true or {"approvers": […], "timeout": "2h", "on_timeout": "deny"|"approve"}: %v`, err)
+		return nil, fmt.Errorf(`approve must be true or {"approvers": […], "timeout": "2h", "on_timeout": "deny"|"approve", "channel": "…"}: %v`, err)
 	}
 	a := &Approval{Timeout: DefaultApprovalTimeout, OnTimeout: "deny"}
 	for _, id := range w.Approvers {
@@ -77,7 +82,27 @@ func ParseApproval(raw json.RawMessage) (*Approval, error) {
 	default:
 		return nil, fmt.Errorf("approve: on_timeout %q must be deny or approve", w.OnTimeout)
 	}
+	if w.Channel != "" {
+		if !validChannel(w.Channel) {
+			return nil, fmt.Errorf("approve: channel %q must be a Slack channel name (lowercase letters, digits, - and _, at most 80) or id (C…), without #", w.Channel)
+		}
+		a.Channel = w.Channel
+	}
 	return a, nil
+}
+
+// validChannel reports whether c can name a Slack channel: a name as
+// Slack allows them, or an id.
+func validChannel(c string) bool {
+	if len(c) > 80 {
+		return false
+	}
+	for _, r := range c {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
+			return false
+		}
+	}
+	return true
 }
 
 // Approver is a tool whose every call needs a person's decision (a tool

@@ -37,7 +37,7 @@ var _ outbox.Handler = (*Deliverer)(nil)
 // Deliver posts or edits the message of an approval event; any other
 // event is Next's.
 func (d *Deliverer) Deliver(ctx context.Context, c outbox.Claimed) error {
-	if c.Event.Event != EventAsk && c.Event.Event != EventDecided {
+	if c.Event.Event != EventAsk && c.Event.Event != EventDecided && c.Event.Event != EventOutcome {
 		return d.Next.Deliver(ctx, c)
 	}
 	err := d.deliver(ctx, c)
@@ -49,7 +49,8 @@ func (d *Deliverer) Deliver(ctx context.Context, c outbox.Claimed) error {
 
 func (d *Deliverer) deliver(ctx context.Context, c outbox.Claimed) error {
 	var p struct {
-		Request int64 `json:"request"`
+		Request int64  `json:"request"`
+		Outcome string `json:"outcome"`
 	}
 	if err := json.Unmarshal(c.Payload, &p); err != nil || p.Request == 0 {
 		return agentledger.Permanent(fmt.Errorf("event %d: payload names no approval request", c.ID))
@@ -71,6 +72,10 @@ func (d *Deliverer) deliver(ctx context.Context, c outbox.Claimed) error {
 	last, found, err := d.Ledger.LastCompleted(ctx, c.TaskID, c.Generation, notify.OpPost, step)
 	if err != nil || !found {
 		return err // never posted (its post failed for good): nothing to edit
+	}
+	if c.Event.Event == EventOutcome {
+		m.Fields = append(m.Fields, notify.Field{Label: "Outcome", Value: p.Outcome})
+		return d.update(ctx, a, step+"/outcome", last.Result.ExternalRef, m)
 	}
 	return d.update(ctx, a, step+"/decided", last.Result.ExternalRef, m)
 }

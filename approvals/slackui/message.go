@@ -3,12 +3,15 @@ package slackui
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/approvals"
+	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/notify"
 	"github.com/agentledger/agentledger/notify/slack"
 )
@@ -77,6 +80,36 @@ func Message(r approvals.Request, channel string) notify.Message {
 	}
 	m.Text = text
 	return m
+}
+
+// Outcome says what an approved effect did, in the post's last edit:
+// "performed at 2026-12-05 03:04:06 UTC: HTTP 201, ref ch_1004", or
+// "failed at …: the error" (errors on the effect path carry no secrets:
+// the tools redact what they quote).
+func Outcome(res ledger.Result, err error, at time.Time) string {
+	when := at.UTC().Format("2006-01-02 15:04:05 UTC")
+	if err != nil {
+		msg := err.Error()
+		if len(msg) > 300 {
+			msg = msg[:300] + "…"
+		}
+		if errors.Is(err, agentledger.ErrNeedsAttention) {
+			return fmt.Sprintf("outcome unknown at %s, an operator resolves it: %s", when, msg)
+		}
+		return fmt.Sprintf("failed at %s: %s", when, msg)
+	}
+	var parts []string
+	if res.Status != 0 {
+		parts = append(parts, fmt.Sprintf("HTTP %d", res.Status))
+	}
+	if res.ExternalRef != "" {
+		parts = append(parts, "ref "+res.ExternalRef)
+	}
+	s := "performed at " + when
+	if len(parts) > 0 {
+		s += ": " + strings.Join(parts, ", ")
+	}
+	return s
 }
 
 // timeoutMeans says what the request's timeout does.

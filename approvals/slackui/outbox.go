@@ -18,6 +18,9 @@ const (
 	EventAsk = "approval"
 	// EventDecided edits the posted request once it is decided.
 	EventDecided = "approval_decided"
+	// EventOutcome edits it again once the approved effect's outcome is
+	// final: what the effect did.
+	EventOutcome = "approval_outcome"
 )
 
 // Rule is the outbox rule of request id's events: it orders them (one
@@ -72,6 +75,38 @@ func decided(ctx context.Context, tx pgx.Tx, r approvals.Request) error {
 		return fmt.Errorf("approval request %d: editing its Slack post: %w", r.ID, err)
 	}
 	return nil
+}
+
+// outcomeSQL writes the last edit of the post of task $1's request of
+// rule $2, saying what the approved effect did ($3), when it was posted
+// and that edit is not written yet.
+const outcomeSQL = `/* slackui.outcome */
+INSERT INTO outbox (tenant, task_id, generation, attempt, event, rule, channel, payload)
+SELECT o.tenant, o.task_id, o.generation, o.attempt, '` + EventOutcome + `', o.rule, o.channel,
+	o.payload || jsonb_build_object('outcome', $3::text)
+FROM outbox o
+WHERE o.task_id = $1 AND o.rule = $2 AND o.event = '` + EventAsk + `'
+	AND NOT EXISTS (SELECT FROM outbox p WHERE p.task_id = $1 AND p.rule = $2 AND p.event = '` + EventOutcome + `')`
+
+// TellOutcome writes the edit that tells what r's approved effect did
+// (outcome, a line), once per request however often it is called:
+// approvals.Gate.Performed. The decision's edit is written first when
+// Follow has not written it yet, so the post reads decision, then
+// outcome, in that order.
+func TellOutcome(ctx context.Context, db DB, r approvals.Request, outcome string) error {
+	rule := Rule(r.ID)
+	return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, lockSQL, rule); err != nil {
+			return err
+		}
+		if err := decided(ctx, tx, r); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, outcomeSQL, r.TaskID, rule, outcome); err != nil {
+			return fmt.Errorf("approval request %d: telling its outcome in Slack: %w", r.ID, err)
+		}
+		return nil
+	})
 }
 
 // followSQL writes the edit of every posted request decided within $1

@@ -3,6 +3,7 @@ package slackui_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/approvals"
 	"github.com/agentledger/agentledger/approvals/slackui"
 	"github.com/agentledger/agentledger/claims"
@@ -319,5 +321,80 @@ func TestConsoleShowsTheRequest(t *testing.T) {
 	}
 	if testing.Verbose() {
 		os.Stdout.WriteString(got)
+	}
+}
+
+// Once the approved effect's outcome is final, the post is edited a last
+// time to say what it did — after the decision's edit, even when the
+// outcome is told before Follow saw the decision — and telling twice (a
+// replay, a retried attempt) edits nothing more.
+func TestTheOutcomeEditsTheMessageLast(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	w := newWorld(t, "U1")
+	if err := slackui.Tell(ctx, w.db, w.req, "approvals"); err != nil {
+		t.Fatal(err)
+	}
+	w.dispatch()
+	r, won, err := approvals.NewStore(w.db).Decide(ctx, approvals.Decision{ID: w.req.ID, Approve: true, By: "alice", Via: "agentctl"})
+	if err != nil || !won {
+		t.Fatal(won, err)
+	}
+	done := slackui.Outcome(ledger.Result{Status: 201, ExternalRef: "re_77"}, nil, time.Now())
+	for range 2 {
+		if err := slackui.TellOutcome(ctx, w.db, r, done); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := slackui.Follow(ctx, w.db, slackui.FollowWindow); err != nil {
+		t.Fatal(err)
+	}
+	w.dispatch()
+	msgs := w.messages()
+	if len(msgs) != 1 || msgs[0].Updates != 2 {
+		t.Fatalf("%d messages (want 1, updated twice: the decision, the outcome): %+v", len(msgs), msgs)
+	}
+	b := string(msgs[0].Blocks)
+	for _, want := range []string{"approved by alice (agentctl)", "performed at ", "HTTP 201, ref re_77"} {
+		if !strings.Contains(b, want) {
+			t.Errorf("the last edit lacks %q:\n%s", want, b)
+		}
+	}
+	evs, err := outbox.NewStore(w.db).ForTask(ctx, "", w.req.TaskID)
+	if err != nil || len(evs) != 3 || evs[1].Event != slackui.EventDecided || evs[2].Event != slackui.EventOutcome {
+		t.Fatalf("events %+v, %v: want the post, the decision's edit, the outcome's edit", evs, err)
+	}
+}
+
+// A gate that names its channel is asked there.
+func TestAGateAsksInItsOwnChannel(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	w.fake.AddChannel("payments-approvals")
+	if err := slackui.Tell(context.Background(), w.db, w.req, "payments-approvals"); err != nil {
+		t.Fatal(err)
+	}
+	w.dispatch()
+	if got, other := w.fake.Messages("payments-approvals"), w.messages(); len(got) != 1 || len(other) != 0 {
+		t.Fatalf("%d messages in the gate's channel, %d in approvals; want 1 and 0", len(got), len(other))
+	}
+}
+
+func TestOutcomeLines(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 12, 5, 3, 4, 6, 0, time.UTC)
+	for _, c := range []struct {
+		res  ledger.Result
+		err  error
+		want string
+	}{
+		{ledger.Result{Status: 201, ExternalRef: "re_1"}, nil, "performed at 2026-12-05 03:04:06 UTC: HTTP 201, ref re_1"},
+		{ledger.Result{}, nil, "performed at 2026-12-05 03:04:06 UTC"},
+		{ledger.Result{}, agentledger.Permanent(errors.New("HTTP 422: card declined")), "failed at 2026-12-05 03:04:06 UTC: HTTP 422: card declined"},
+		{ledger.Result{}, fmt.Errorf("timeout: %w", agentledger.ErrNeedsAttention), "outcome unknown at 2026-12-05 03:04:06 UTC, an operator resolves it"},
+	} {
+		if got := slackui.Outcome(c.res, c.err, at); !strings.HasPrefix(got, c.want) {
+			t.Errorf("Outcome(%+v, %v) = %q, want %q…", c.res, c.err, got, c.want)
+		}
 	}
 }
