@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/claims"
 )
 
 // Decision is one person's answer to a request.
@@ -79,26 +80,13 @@ func nullable(s string) any {
 	return s
 }
 
-// wake makes the task of the decided request (CTE d) due now if it waits
-// (waiting, or queued or retrying and due later) and notifies its queue's workers, in the
-// decision's statement: a decision never leaves its task asleep until its
-// request's expiry.
-const wake = `woken AS (
-	UPDATE tasks t SET state = CASE WHEN t.state = 'waiting' THEN 'queued' ELSE t.state END, run_at = now(), updated_at = now()
-	FROM d WHERE t.id = d.task_id AND (t.state = 'waiting' OR (t.state IN ('queued', 'retrying') AND t.run_at > now()))
-	RETURNING t.queue
-),
-notified AS (
-	SELECT pg_notify('agentledger_task_insert', q) FROM (SELECT DISTINCT queue AS q FROM woken) w
-)`
-
 var decideSQL = `/* approvals.decide */
 WITH d AS (
 	UPDATE approvals SET state = $2, decided_at = now(), decided_by = $3, decided_via = $4, decision_reason = $5
 	WHERE id = $1 AND state = 'pending' AND ($6 = '' OR tenant = $6) AND expires_at > now()
 	RETURNING ` + columns + `
 ),
-` + wake + `
+` + claims.WakeTasks + `
 SELECT * FROM d WHERE (SELECT count(*) FROM notified) >= 0`
 
 var expireSQL = `/* approvals.expire */
@@ -110,5 +98,5 @@ WITH d AS (
 	WHERE id = $1 AND state = 'pending' AND expires_at <= now()
 	RETURNING ` + columns + `
 ),
-` + wake + `
+` + claims.WakeTasks + `
 SELECT * FROM d WHERE (SELECT count(*) FROM notified) >= 0`

@@ -604,14 +604,19 @@ SELECT done.id FROM done WHERE ` + woken
 // A task an operator asked to cancel meanwhile is due at once, so that the
 // next claim acknowledges the cancel instead of waiting for the limit.
 //
-// $3 maps each id to {"until": timestamptz, "reason": text}.
+// A park whose task was woken during the attempt (WakeTasks marked it: its
+// run_at past its attempt's start) queues it due at once: the decision or
+// signal it is about to wait for came already.
+//
+// $3 maps each id to {"until": timestamptz, "reason": text, "park": bool}.
 var deferSQL = `/* claims.defer */
 WITH done AS (
 	UPDATE tasks t SET
 		state = CASE WHEN ($3::jsonb -> t.id::text ->> 'park')::bool AND t.compensation IS NULL AND t.cancel_requested_at IS NULL
-			THEN 'waiting' ELSE ` + queuedState + ` END,
+			AND t.run_at <= t.attempted_at THEN 'waiting' ELSE ` + queuedState + ` END,
 		attempt = t.attempt - 1,
-		run_at = CASE WHEN t.cancel_requested_at IS NULL THEN ($3::jsonb -> t.id::text ->> 'until')::timestamptz
+		run_at = CASE WHEN t.cancel_requested_at IS NULL AND NOT (` + wokenMeanwhile + `)
+			THEN ($3::jsonb -> t.id::text ->> 'until')::timestamptz
 			ELSE coalesce($4::timestamptz, now()) END,
 		wait_reason = $3::jsonb -> t.id::text ->> 'reason',
 		lease_expires_at = NULL,
@@ -629,6 +634,9 @@ closed AS (
 		WHERE last.outcome = 'deferred')
 )
 SELECT id FROM done`
+
+// wokenMeanwhile: a parking task that WakeTasks woke during its attempt.
+const wokenMeanwhile = `($3::jsonb -> t.id::text ->> 'park')::bool AND t.run_at > t.attempted_at`
 
 // cancelEnters: stopSQL acknowledges a cancel of a task with something to
 // undo.

@@ -18,6 +18,29 @@ func (s *Store) WakeDue(ctx context.Context, queue string) (int64, error) {
 	return n, nil
 }
 
+// WakeTasks is two CTEs that wake the tasks named by the task_id column of
+// a CTE d written before them (the waits a decision or a signal ended):
+// woken, the tasks made due now — a waiting task queued, a queued or
+// retrying one due later brought forward — and notified, their queues'
+// workers told. A running task is marked instead: its run_at set past its
+// attempt's start (greatest: the statement's clock may lag the claim's),
+// which its park (Defer with Park) reads as "woken meanwhile" and queues
+// it instead of parking it, so a wake that lands between an attempt's
+// look at its wait and its park is never lost. A statement using it must
+// read notified (SELECT … WHERE (SELECT count(*) FROM notified) >= 0).
+const WakeTasks = `woken AS (
+	UPDATE tasks t SET
+		state = CASE WHEN t.state = 'waiting' THEN 'queued' ELSE t.state END,
+		run_at = CASE WHEN t.state = 'running' THEN greatest(now(), t.attempted_at + interval '1 microsecond') ELSE now() END,
+		updated_at = now()
+	FROM d WHERE t.id = d.task_id
+		AND (t.state IN ('waiting', 'running') OR (t.state IN ('queued', 'retrying') AND t.run_at > now()))
+	RETURNING t.queue, t.state
+),
+notified AS (
+	SELECT pg_notify('agentledger_task_insert', q) FROM (SELECT DISTINCT queue AS q FROM woken WHERE state = 'queued') w
+)`
+
 // wakeDueSQL queues up to 1,000 due waiting tasks of queue $1, skipping
 // rows another statement holds (a decision waking one at the same time).
 const wakeDueSQL = `/* claims.wake_due */

@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/internal/test/testdb"
 )
 
 // A parked deferral leaves its task waiting: out of every claim's reach
@@ -50,5 +51,47 @@ func TestParkedTaskWaitsUntilWoken(t *testing.T) {
 	}
 	if got := get(t, s, other.ID); got.State != agentledger.StateQueued {
 		t.Fatalf("a parked deferral of a task being cancelled: %s, want queued", got.State)
+	}
+}
+
+// A wake that lands while the task runs — between the attempt's look at
+// its wait and its park — is not lost: the park queues the task due at
+// once, where it would otherwise sleep until its deadline. Without a
+// wake, the same park parks.
+func TestAWakeDuringTheAttemptIsNotLost(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	s := claims.New(db)
+	wake := func(id int64) {
+		t.Helper()
+		var n int
+		if err := db.QueryRow(ctx, `WITH d AS (SELECT $1::bigint AS task_id), `+claims.WakeTasks+`
+			SELECT count(*)::int FROM woken WHERE (SELECT count(*) FROM notified) >= 0`, id).Scan(&n); err != nil || n != 1 {
+			t.Fatalf("wake of task %d: %d woken, %v", id, n, err)
+		}
+	}
+	for _, woken := range []bool{false, true} {
+		task := enqueue(t, s, claims.EnqueueParams{})
+		a := claimOne(t, s, "w", time.Minute)
+		if woken {
+			wake(task.ID)
+		}
+		if err := s.Defer(ctx, claims.Deferral{Lease: claims.LeaseOf(a), Until: time.Now().Add(time.Hour), Reason: "waiting for signal", Park: true}); err != nil {
+			t.Fatal(err)
+		}
+		got := get(t, s, task.ID)
+		want := agentledger.StateWaiting
+		if woken {
+			want = agentledger.StateQueued
+		}
+		if got.State != want || (woken && got.RunAt.After(time.Now())) {
+			t.Fatalf("woken %v: %s due %s, want %s", woken, got.State, got.RunAt, want)
+		}
+		if woken {
+			if b := claimOne(t, s, "w", time.Minute); b.ID != task.ID {
+				t.Fatalf("claimed %d, want the woken %d", b.ID, task.ID)
+			}
+		}
 	}
 }

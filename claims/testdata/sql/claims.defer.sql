@@ -3,9 +3,10 @@
 WITH done AS (
 	UPDATE tasks t SET
 		state = CASE WHEN ($3::jsonb -> t.id::text ->> 'park')::bool AND t.compensation IS NULL AND t.cancel_requested_at IS NULL
-			THEN 'waiting' ELSE CASE WHEN t.compensation IS NULL THEN 'queued' ELSE 'compensating' END END,
+			AND t.run_at <= t.attempted_at THEN 'waiting' ELSE CASE WHEN t.compensation IS NULL THEN 'queued' ELSE 'compensating' END END,
 		attempt = t.attempt - 1,
-		run_at = CASE WHEN t.cancel_requested_at IS NULL THEN ($3::jsonb -> t.id::text ->> 'until')::timestamptz
+		run_at = CASE WHEN t.cancel_requested_at IS NULL AND NOT (($3::jsonb -> t.id::text ->> 'park')::bool AND t.run_at > t.attempted_at)
+			THEN ($3::jsonb -> t.id::text ->> 'until')::timestamptz
 			ELSE coalesce($4::timestamptz, now()) END,
 		wait_reason = $3::jsonb -> t.id::text ->> 'reason',
 		lease_expires_at = NULL,
