@@ -84,6 +84,7 @@ func TestConsoleApproveConfirmed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The decision woke the task: no longer waiting, due at once.
 	if task.State != agentledger.StateQueued || !task.RunAt.Before(r.ExpiresAt) {
 		t.Errorf("task 5 after the approval: %s, due %s (request expires %s)", task.State, task.RunAt, r.ExpiresAt)
 	}
@@ -167,8 +168,51 @@ func TestConsoleTaskWaitsForApproval(t *testing.T) {
 	tm := startConsoleSized(t, seedApprovals(t), Options{}, 80, 24)
 	waitFor(t, tm, "· 2 approvals pending", "page 1 · 6 tasks")
 	press(tm, "down", "enter")
-	waitFor(t, tm, "Task 5  queued", "may decide: any approver in Slack")
+	waitFor(t, tm, "Task 5  waiting", "may decide: any approver in Slack")
 	golden.RequireEqual(t, []byte(finish(t, tm)))
+}
+
+// s cycles the state filter to the waiting tasks; X cancels them, and
+// their requests are withdrawn.
+func TestConsoleWaitingTasks(t *testing.T) {
+	tm := startConsoleSized(t, seedApprovals(t), Options{}, 80, 24)
+	waitFor(t, tm, "· 2 approvals pending", "page 1 · 6 tasks")
+	press(tm, "s", "s")
+	waitFor(t, tm, "filter state=waiting (F clears) · sort id · page 1 · 2 tasks")
+	golden.RequireEqual(t, []byte(finish(t, tm)))
+}
+
+func TestConsoleCancelWaitingTasks(t *testing.T) {
+	s := seedApprovals(t)
+	tm := startConsoleSized(t, s, Options{}, 80, 24)
+	waitFor(t, tm, "· 2 approvals pending", "page 1 · 6 tasks")
+	press(tm, "s", "s")
+	waitFor(t, tm, "filter state=waiting (F clears) · sort id · page 1 · 2 tasks")
+	press(tm, "X")
+	waitFor(t, tm, "Cancel all 2 unfinished tasks?", "2 unfinished tasks match the filter state=waiting.")
+	press(tm, "y")
+	waitFor(t, tm, "cancelled 2 tasks")
+	finish(t, tm)
+	ctx := context.Background()
+	for _, id := range []int64{5, 6} {
+		task, err := s.Claims.Get(ctx, "", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if task.State != agentledger.StateCancelled {
+			t.Errorf("task %d is %s", id, task.State)
+		}
+		r, err := s.Approvals.Get(ctx, "", id-4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.State != approvals.Withdrawn {
+			t.Errorf("request %d is %s", r.ID, r.State)
+		}
+	}
+	if task, err := s.Claims.Get(ctx, "", 3); err != nil || task.State != agentledger.StateQueued {
+		t.Errorf("task 3, queued, outside the filter: %v, %v", task, err)
+	}
 }
 
 func TestConsoleTaskApprovalDecided(t *testing.T) {

@@ -16,7 +16,7 @@ import (
 func fakeApprovals() *fakeStore {
 	s := newFakeStore(3, epoch)
 	for i, id := range []int64{2, 3} {
-		s.tasks[id-1].State = agentledger.StateQueued
+		s.tasks[id-1].State = agentledger.StateWaiting // as a gate leaves it
 		s.requests = append(s.requests, approvals.Request{ID: int64(i + 1), TaskID: id, Generation: 1, Step: "tool/0",
 			Tenant: "acme", Tool: "http_request", Class: "keyed", State: approvals.Pending, OnTimeout: "deny",
 			Call:        json.RawMessage(`{"method":"POST","url":"https://pay.example/charges","body":{"order":` + string(rune('7'+i)) + `}}`),
