@@ -77,8 +77,8 @@ func TestConsoleApproveConfirmed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.State != approvals.Approved || r.DecidedBy != "alice" || r.DecidedVia != "console" {
-		t.Errorf("request 1 is %s by %q via %q", r.State, r.DecidedBy, r.DecidedVia)
+	if r.State != approvals.Approved || r.DecidedBy != "alice" || r.DecidedVia != "console" || r.DecisionReason != "" {
+		t.Errorf("request 1 is %s by %q via %q: %q", r.State, r.DecidedBy, r.DecidedVia, r.DecisionReason)
 	}
 	task, err := s.Claims.Get(context.Background(), "", 5)
 	if err != nil {
@@ -87,6 +87,89 @@ func TestConsoleApproveConfirmed(t *testing.T) {
 	// The decision woke the task: no longer waiting, due at once.
 	if task.State != agentledger.StateQueued || !task.RunAt.Before(r.ExpiresAt) {
 		t.Errorf("task 5 after the approval: %s, due %s (request expires %s)", task.State, task.RunAt, r.ExpiresAt)
+	}
+}
+
+// r in the preview opens an optional reason; enter with none typed does
+// not approve.
+func TestConsoleApproveAsksAReason(t *testing.T) {
+	s := seedApprovals(t)
+	s.extend(t)
+	tm := startConsoleSized(t, s, Options{}, 80, 24)
+	waitFor(t, tm, "· 2 approvals pending", "page 1 · 6 tasks")
+	press(tm, "a")
+	waitFor(t, tm, "2 approvals pending, the longest waiting first")
+	press(tm, "y")
+	waitFor(t, tm, "Approve request 1?", "y approve · r add a reason · n/esc cancel")
+	press(tm, "r")
+	waitFor(t, tm, "reason:", "enter approve with this reason")
+	press(tm, "enter")
+	waitFor(t, tm, "the reason is empty")
+	tm.Type("order 77 confirmed by phone")
+	waitFor(t, tm, "order 77 confirmed by phone")
+	golden.RequireEqual(t, []byte(finish(t, tm)))
+	if r, _ := s.Approvals.Get(context.Background(), "", 1); r.State != approvals.Pending {
+		t.Fatalf("an empty reason decided request 1: %s", r.State)
+	}
+}
+
+// The approval records the reason as typed; the request's page and its
+// task's page show it.
+func TestConsoleApprovedWithAReason(t *testing.T) {
+	const reason = "order 77 confirmed by phone"
+	s := seedApprovals(t)
+	s.extend(t)
+	tm := startConsoleSized(t, s, Options{}, 80, 24)
+	waitFor(t, tm, "· 2 approvals pending", "page 1 · 6 tasks")
+	press(tm, "a")
+	waitFor(t, tm, "2 approvals pending, the longest waiting first")
+	press(tm, "enter")
+	waitFor(t, tm, "› approval 1", `"order": 77`)
+	press(tm, "y")
+	waitFor(t, tm, "Approve request 1?")
+	press(tm, "r")
+	waitFor(t, tm, "enter approve with this reason")
+	tm.Type(reason)
+	waitFor(t, tm, reason)
+	press(tm, "enter")
+	waitFor(t, tm, "approval 1 approved: task 5 performs tool/0 once", "approved by alice via console")
+	r, err := s.Approvals.Get(context.Background(), "", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.State != approvals.Approved || r.DecidedBy != "alice" || r.DecidedVia != "console" || r.DecisionReason != reason {
+		t.Fatalf("request 1: %s by %q via %q: %q", r.State, r.DecidedBy, r.DecidedVia, r.DecisionReason)
+	}
+	s.pinDecisions(t)
+	press(tm, "esc", "esc", "down", "enter")
+	waitFor(t, tm, "Task 5  queued", "approved by alice via console at 2026-01-02 03:03:05")
+	// The reason may wrap: look for its words in order.
+	if v := strings.Join(strings.Fields(finish(t, tm)), " "); !strings.Contains(v, "via console at 2026-01-02 03:03:05 (1m ago): "+reason) {
+		t.Errorf("the task view lacks the approval's reason:\n%s", v)
+	}
+}
+
+// A reason typed, then esc: the preview keeps it, and y approves with it.
+func TestConsoleApproveKeepsTheReason(t *testing.T) {
+	s := seedApprovals(t)
+	s.extend(t)
+	tm := startConsoleSized(t, s, Options{}, 80, 24)
+	waitFor(t, tm, "· 2 approvals pending", "page 1 · 6 tasks")
+	press(tm, "a")
+	waitFor(t, tm, "2 approvals pending, the longest waiting first")
+	press(tm, "y")
+	waitFor(t, tm, "Approve request 1?")
+	press(tm, "r")
+	waitFor(t, tm, "enter approve with this reason")
+	tm.Type("checked")
+	waitFor(t, tm, "reason: checked")
+	press(tm, "esc")
+	waitFor(t, tm, "y approve with this reason · r edit it · n/esc cancel")
+	press(tm, "y")
+	waitFor(t, tm, "approval 1 approved: task 5 performs tool/0 once")
+	finish(t, tm)
+	if r, _ := s.Approvals.Get(context.Background(), "", 1); r.State != approvals.Approved || r.DecisionReason != "checked" {
+		t.Errorf("request 1: %s: %q", r.State, r.DecisionReason)
 	}
 }
 
