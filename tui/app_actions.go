@@ -262,7 +262,7 @@ func (a App) openBulk(msg bulkCountMsg) (tea.Model, tea.Cmd) {
 	if msg.op == bulkRetry {
 		lines = append(lines, "Each runs again from attempt 1 in its generation: the ledger serves the effects it completed; tasks whose ledger rows retention removed are skipped.")
 	} else {
-		lines = append(lines, "Queued, retrying and parked tasks are cancelled at once; running ones stop at their next heartbeat.")
+		lines = append(lines, "Those not running are cancelled at once (a waiting task's request is withdrawn); running ones stop at their next heartbeat.")
 	}
 	op, f := msg.op, msg.filter
 	which := "all " + plural(int(msg.n), what+" task")

@@ -122,6 +122,9 @@ func (a App) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 			a.dialog = nil
 			a.layout()
 		}
+		if d.dropped {
+			a.setStatus(d.dropNote, nil)
+		}
 		return a, cmd
 	}
 	if a.view == viewTasks && a.tasks.inputFocused() {

@@ -14,7 +14,7 @@ func (a App) helpKeys() helpKeys {
 	k := a.env.keys
 	switch {
 	case a.dialog != nil:
-		return k.dialogHelp(a.dialog.withNote, a.dialog.toggle, a.dialog.danger, a.dialog.verb)
+		return k.dialogHelp(a.dialog)
 	case a.view == viewTasks && a.tasks.filtering:
 		return k.inputHelp()
 	case a.view == viewTasks && a.tasks.searching:

@@ -21,8 +21,9 @@ func (a *App) askDecision(r *approvals.Request, approve bool) tea.Cmd {
 }
 
 // openDecision shows the call a decision on msg's request lets through or
-// stops, to confirm: y alone approves; a denial takes a reason. A request
-// decided meanwhile says how, and nothing opens.
+// stops, to confirm: y alone approves, r first adds a reason; a denial
+// takes one, required. A request decided meanwhile says how, and nothing
+// opens.
 func (a App) openDecision(msg approvalMsg) (tea.Model, tea.Cmd) {
 	if msg.err != nil {
 		a.setStatus("", msg.err)
@@ -37,7 +38,9 @@ func (a App) openDecision(msg approvalMsg) (tea.Model, tea.Cmd) {
 	// prompt (a denial's is longer); the request page (enter) shows them
 	// whole.
 	room := a.bodyHeight() - 11
-	if !msg.approve {
+	if msg.approve {
+		room -= 2 // the reason, once r opens it
+	} else {
 		room -= 3
 		if r.Reason == "" {
 			room += 2
@@ -59,9 +62,9 @@ func (a App) openDecision(msg approvalMsg) (tea.Model, tea.Cmd) {
 	where := fmt.Sprintf("task %d (%s), step %s", r.TaskID, r.Tenant, r.Step)
 	if msg.approve {
 		lines := append([]string{"Once approved, " + where + " performs this, once:"}, call...)
-		d := newDialog(a.env, fmt.Sprintf("Approve request %d?", id), lines, func() tea.Cmd { return a.cmd.decide(id, true, "") })
-		d.danger = true
-		a.openDialog(d)
+		dropped := fmt.Sprintf("approval %d not decided: it still waits, and the reason you typed was not recorded", id)
+		a.openDialog(newOptionalReasonDialog(a.env, fmt.Sprintf("Approve request %d?", id), "approve", dropped, lines,
+			func(reason string) tea.Cmd { return a.cmd.decide(id, true, reason) }))
 		return a, nil
 	}
 	lines := append([]string{"Denied, " + where + " does not perform this call: a steps task fails for good; an agent is told why and goes on."}, call...)

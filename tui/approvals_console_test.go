@@ -77,15 +77,99 @@ func TestConsoleApproveConfirmed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.State != approvals.Approved || r.DecidedBy != "alice" || r.DecidedVia != "console" {
-		t.Errorf("request 1 is %s by %q via %q", r.State, r.DecidedBy, r.DecidedVia)
+	if r.State != approvals.Approved || r.DecidedBy != "alice" || r.DecidedVia != "console" || r.DecisionReason != "" {
+		t.Errorf("request 1 is %s by %q via %q: %q", r.State, r.DecidedBy, r.DecidedVia, r.DecisionReason)
 	}
 	task, err := s.Claims.Get(context.Background(), "", 5)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The decision woke the task: no longer waiting, due at once.
 	if task.State != agentledger.StateQueued || !task.RunAt.Before(r.ExpiresAt) {
 		t.Errorf("task 5 after the approval: %s, due %s (request expires %s)", task.State, task.RunAt, r.ExpiresAt)
+	}
+}
+
+// r in the preview opens an optional reason; enter with none typed does
+// not approve.
+func TestConsoleApproveAsksAReason(t *testing.T) {
+	s := seedApprovals(t)
+	s.extend(t)
+	tm := startConsoleSized(t, s, Options{}, 80, 24)
+	waitFor(t, tm, "· 2 approvals pending", "page 1 · 6 tasks")
+	press(tm, "a")
+	waitFor(t, tm, "2 approvals pending, the longest waiting first")
+	press(tm, "y")
+	waitFor(t, tm, "Approve request 1?", "y approve · r add a reason · n/esc cancel")
+	press(tm, "r")
+	waitFor(t, tm, "reason:", "enter approve with this reason")
+	press(tm, "enter")
+	waitFor(t, tm, "the reason is empty")
+	tm.Type("order 77 confirmed by phone")
+	waitFor(t, tm, "order 77 confirmed by phone")
+	golden.RequireEqual(t, []byte(finish(t, tm)))
+	if r, _ := s.Approvals.Get(context.Background(), "", 1); r.State != approvals.Pending {
+		t.Fatalf("an empty reason decided request 1: %s", r.State)
+	}
+}
+
+// The approval records the reason as typed; the request's page and its
+// task's page show it.
+func TestConsoleApprovedWithAReason(t *testing.T) {
+	const reason = "order 77 confirmed by phone"
+	s := seedApprovals(t)
+	s.extend(t)
+	tm := startConsoleSized(t, s, Options{}, 80, 24)
+	waitFor(t, tm, "· 2 approvals pending", "page 1 · 6 tasks")
+	press(tm, "a")
+	waitFor(t, tm, "2 approvals pending, the longest waiting first")
+	press(tm, "enter")
+	waitFor(t, tm, "› approval 1", `"order": 77`)
+	press(tm, "y")
+	waitFor(t, tm, "Approve request 1?")
+	press(tm, "r")
+	waitFor(t, tm, "enter approve with this reason")
+	tm.Type(reason)
+	waitFor(t, tm, reason)
+	press(tm, "enter")
+	waitFor(t, tm, "approval 1 approved: task 5 performs tool/0 once", "approved by alice via console")
+	r, err := s.Approvals.Get(context.Background(), "", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.State != approvals.Approved || r.DecidedBy != "alice" || r.DecidedVia != "console" || r.DecisionReason != reason {
+		t.Fatalf("request 1: %s by %q via %q: %q", r.State, r.DecidedBy, r.DecidedVia, r.DecisionReason)
+	}
+	s.pinDecisions(t)
+	press(tm, "esc", "esc", "down", "enter")
+	waitFor(t, tm, "Task 5  queued", "approved by alice via console at 2026-01-02 03:03:05")
+	// The reason may wrap: look for its words in order.
+	if v := strings.Join(strings.Fields(finish(t, tm)), " "); !strings.Contains(v, "via console at 2026-01-02 03:03:05 (1m ago): "+reason) {
+		t.Errorf("the task view lacks the approval's reason:\n%s", v)
+	}
+}
+
+// A reason typed, then esc: the preview keeps it, and y approves with it.
+func TestConsoleApproveKeepsTheReason(t *testing.T) {
+	s := seedApprovals(t)
+	s.extend(t)
+	tm := startConsoleSized(t, s, Options{}, 80, 24)
+	waitFor(t, tm, "· 2 approvals pending", "page 1 · 6 tasks")
+	press(tm, "a")
+	waitFor(t, tm, "2 approvals pending, the longest waiting first")
+	press(tm, "y")
+	waitFor(t, tm, "Approve request 1?")
+	press(tm, "r")
+	waitFor(t, tm, "enter approve with this reason")
+	tm.Type("checked")
+	waitFor(t, tm, "reason: checked")
+	press(tm, "esc")
+	waitFor(t, tm, "y approve with this reason · r edit it · n/esc cancel")
+	press(tm, "y")
+	waitFor(t, tm, "approval 1 approved: task 5 performs tool/0 once")
+	finish(t, tm)
+	if r, _ := s.Approvals.Get(context.Background(), "", 1); r.State != approvals.Approved || r.DecisionReason != "checked" {
+		t.Errorf("request 1: %s: %q", r.State, r.DecisionReason)
 	}
 }
 
@@ -167,8 +251,51 @@ func TestConsoleTaskWaitsForApproval(t *testing.T) {
 	tm := startConsoleSized(t, seedApprovals(t), Options{}, 80, 24)
 	waitFor(t, tm, "· 2 approvals pending", "page 1 · 6 tasks")
 	press(tm, "down", "enter")
-	waitFor(t, tm, "Task 5  queued", "may decide: any approver in Slack")
+	waitFor(t, tm, "Task 5  waiting", "may decide: any approver in Slack")
 	golden.RequireEqual(t, []byte(finish(t, tm)))
+}
+
+// s cycles the state filter to the waiting tasks; X cancels them, and
+// their requests are withdrawn.
+func TestConsoleWaitingTasks(t *testing.T) {
+	tm := startConsoleSized(t, seedApprovals(t), Options{}, 80, 24)
+	waitFor(t, tm, "· 2 approvals pending", "page 1 · 6 tasks")
+	press(tm, "s", "s")
+	waitFor(t, tm, "filter state=waiting (F clears) · sort id · page 1 · 2 tasks")
+	golden.RequireEqual(t, []byte(finish(t, tm)))
+}
+
+func TestConsoleCancelWaitingTasks(t *testing.T) {
+	s := seedApprovals(t)
+	tm := startConsoleSized(t, s, Options{}, 80, 24)
+	waitFor(t, tm, "· 2 approvals pending", "page 1 · 6 tasks")
+	press(tm, "s", "s")
+	waitFor(t, tm, "filter state=waiting (F clears) · sort id · page 1 · 2 tasks")
+	press(tm, "X")
+	waitFor(t, tm, "Cancel all 2 unfinished tasks?", "2 unfinished tasks match the filter state=waiting.")
+	press(tm, "y")
+	waitFor(t, tm, "cancelled 2 tasks")
+	finish(t, tm)
+	ctx := context.Background()
+	for _, id := range []int64{5, 6} {
+		task, err := s.Claims.Get(ctx, "", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if task.State != agentledger.StateCancelled {
+			t.Errorf("task %d is %s", id, task.State)
+		}
+		r, err := s.Approvals.Get(ctx, "", id-4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.State != approvals.Withdrawn {
+			t.Errorf("request %d is %s", r.ID, r.State)
+		}
+	}
+	if task, err := s.Claims.Get(ctx, "", 3); err != nil || task.State != agentledger.StateQueued {
+		t.Errorf("task 3, queued, outside the filter: %v, %v", task, err)
+	}
 }
 
 func TestConsoleTaskApprovalDecided(t *testing.T) {

@@ -13,7 +13,8 @@ import (
 
 // approvalSeed is seedDB's database with two more tasks, each waiting
 // for a person's decision as a gate leaves it (its request recorded, the
-// task deferred with no lease until the request expires):
+// task waiting, with no lease, until the decision or the request's
+// expiry):
 //
 //	5  acme/payments/steps  request 1: a charge POSTed to the demo API,
 //	                        any approver, asked 5 minutes before epoch
@@ -57,7 +58,7 @@ func seedApprovals(t *testing.T) *approvalSeed {
 		must(err)
 		r, err = s.Approvals.Get(ctx, "", r.ID)
 		must(err)
-		must(s.Claims.Defer(ctx, claims.Deferral{Lease: claims.LeaseOf(task), Until: r.ExpiresAt, Reason: approvals.Waiting(r)}))
+		must(s.Claims.Defer(ctx, claims.Deferral{Lease: claims.LeaseOf(task), Until: r.ExpiresAt, Reason: approvals.Waiting(r), Park: true}))
 		_, err = s.DB.Exec(ctx, `UPDATE tasks SET created_at = $2::timestamptz - $3 * interval '1 second',
 			updated_at = $2::timestamptz - $3 * interval '1 second' WHERE id = $1`, task.ID, epoch, before.Seconds())
 		must(err)

@@ -16,7 +16,7 @@ import (
 func fakeApprovals() *fakeStore {
 	s := newFakeStore(3, epoch)
 	for i, id := range []int64{2, 3} {
-		s.tasks[id-1].State = agentledger.StateQueued
+		s.tasks[id-1].State = agentledger.StateWaiting // as a gate leaves it
 		s.requests = append(s.requests, approvals.Request{ID: int64(i + 1), TaskID: id, Generation: 1, Step: "tool/0",
 			Tenant: "acme", Tool: "http_request", Class: "keyed", State: approvals.Pending, OnTimeout: "deny",
 			Call:        json.RawMessage(`{"method":"POST","url":"https://pay.example/charges","body":{"order":` + string(rune('7'+i)) + `}}`),
@@ -115,6 +115,70 @@ func countPrefix(calls []string, prefix string) int {
 		}
 	}
 	return n
+}
+
+// In the approval's preview no key but y confirms, r included: it opens
+// the optional reason, and there enter confirms only with a reason typed.
+func TestApprovalConfirmsOnlyWithY(t *testing.T) {
+	t.Parallel()
+	store := fakeApprovals()
+	d := newDriver(t, store, Options{}, 80, 24)
+	d.keys("a", "y")
+	if v := d.view(); !strings.Contains(v, "y approve · r add a reason · n/esc cancel") {
+		t.Fatalf("the preview's hint:\n%s", v)
+	}
+	for _, k := range []string{"enter", "Y", " ", "tab", "a", "d", "down", "1"} {
+		d.keys(k)
+		if d.app().dialog == nil || countPrefix(store.callLog(), "decide") != 0 {
+			t.Fatalf("%q closed the preview or decided: %v\n%s", k, store.callLog(), d.view())
+		}
+	}
+	d.keys("r")
+	if v := d.view(); !strings.Contains(v, "reason:") || !strings.Contains(v, "enter approve with this reason · esc back") {
+		t.Fatalf("r opened no reason:\n%s", v)
+	}
+	d.keys("enter") // nothing typed
+	if v := d.view(); d.app().dialog == nil || !strings.Contains(v, "the reason is empty") {
+		t.Fatalf("enter with no reason:\n%s", v)
+	}
+	d.typeText("y") // a letter of the reason, not a confirmation
+	if d.app().dialog == nil || countPrefix(store.callLog(), "decide") != 0 {
+		t.Fatalf("y in the reason decided: %v", store.callLog())
+	}
+	d.typeText("es, checked")
+	d.keys("esc") // back to the preview, the reason kept
+	if v := d.view(); d.app().dialog == nil || !strings.Contains(v, "reason: yes, checked") ||
+		!strings.Contains(v, "y approve with this reason · r edit it · n/esc cancel") {
+		t.Fatalf("esc lost the reason or the preview:\n%s", v)
+	}
+	d.keys("enter")
+	if countPrefix(store.callLog(), "decide") != 0 {
+		t.Fatalf("enter decided: %v", store.callLog())
+	}
+	d.keys("y")
+	if !called(store, `decide 1 approve=true reason="yes, checked"`) || countPrefix(store.callLog(), "decide") != 1 {
+		t.Fatalf("calls %v", store.callLog())
+	}
+}
+
+// Cancelling an approval drops the reason typed, and says so.
+func TestApprovalCancelledSaysTheReasonIsDropped(t *testing.T) {
+	t.Parallel()
+	store := fakeApprovals()
+	d := newDriver(t, store, Options{}, 100, 24)
+	d.keys("a", "y", "n")
+	if v := d.view(); d.app().dialog != nil || strings.Contains(v, "not recorded") {
+		t.Fatalf("n with no reason:\n%s", v)
+	}
+	d.keys("y", "r")
+	d.typeText("checked")
+	d.keys("esc", "esc")
+	if v := d.view(); d.app().dialog != nil || !strings.Contains(v, "approval 1 not decided: it still waits, and the reason you typed was not recorded") {
+		t.Fatalf("esc, esc with a reason:\n%s", v)
+	}
+	if n := countPrefix(store.callLog(), "decide"); n != 0 {
+		t.Fatalf("decided %d times: %v", n, store.callLog())
+	}
 }
 
 // A denial asks for a reason, refuses none, and records the one given.

@@ -130,14 +130,17 @@ func (c commands) bulkCount(op bulkOp, f Filter) tea.Cmd {
 	})
 }
 
+// cancellable are the states cancel-all acts on: the unfinished ones but
+// compensating, whose undoing a cancel does not stop. A waiting task is
+// among them: cancelled, its request is withdrawn.
+var cancellable = []agentledger.TaskState{agentledger.StateQueued, agentledger.StateWaiting,
+	agentledger.StateRetrying, agentledger.StateRunning, agentledger.StateNeedsAttention}
+
 // bulkStates are the states of the tasks a bulk action over f touches.
 func bulkStates(op bulkOp, f Filter) []agentledger.TaskState {
-	var states []agentledger.TaskState
+	states := cancellable
 	if op == bulkRetry {
 		states = []agentledger.TaskState{agentledger.StateDead}
-	} else {
-		states = []agentledger.TaskState{agentledger.StateQueued, agentledger.StateRetrying,
-			agentledger.StateRunning, agentledger.StateNeedsAttention}
 	}
 	if f.State == "" {
 		return states

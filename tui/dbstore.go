@@ -158,9 +158,14 @@ func (s *DBStore) RetryAll(ctx context.Context, f Filter) (operator.BulkResult, 
 	return s.Operator.RetryAll(ctx, f.params())
 }
 
-// CancelAll implements Store.
+// CancelAll implements Store. It names the states, bulkStates' as the
+// confirmation counted them: operator.CancelAll's own leave out waiting.
 func (s *DBStore) CancelAll(ctx context.Context, f Filter) (operator.BulkResult, error) {
-	return s.Operator.CancelAll(ctx, f.params())
+	p := f.params()
+	if p.States = bulkStates(bulkCancel, f); len(p.States) == 0 {
+		return operator.BulkResult{Skipped: map[int64]string{}}, nil // a state filter on finished tasks: none to cancel
+	}
+	return s.Operator.CancelAll(ctx, p)
 }
 
 // Workers implements Store.

@@ -11,7 +11,8 @@ import (
 )
 
 // dialogModel asks the operator to confirm an action. A dialog with a note
-// (resolve) also takes a text and a choice between done and allow retry.
+// (resolve) also takes a text and a choice between done and allow retry;
+// one with an optional note (approve) takes a text only when asked to.
 type dialogModel struct {
 	env    *env
 	title  string
@@ -28,6 +29,17 @@ type dialogModel struct {
 	required string // the problem of an empty note
 	done     bool
 	problem  string
+
+	// optional: the note may stay empty (approve's reason). The dialog
+	// opens as a confirmation that y alone confirms, the note with it; r
+	// gives the keys to the note (editing), where enter confirms with it
+	// and esc gives them back, the note kept.
+	optional bool
+	editing  bool
+	// dropNote is the status when a cancel drops the note typed (dropped):
+	// nothing was decided, and the operator is told it was not recorded.
+	dropNote string
+	dropped  bool
 
 	closed        bool
 	width, height int
@@ -55,6 +67,15 @@ func newReasonDialog(e *env, title, verb string, lines []string, confirm func(re
 	return d, d.note.Focus()
 }
 
+// newOptionalReasonDialog is a confirmation that y alone confirms, of a
+// dangerous action (approve) that may carry a reason: r opens its input.
+// dropNote is the status if a cancel drops a reason typed.
+func newOptionalReasonDialog(e *env, title, verb, dropNote string, lines []string, confirm func(reason string) tea.Cmd) *dialogModel {
+	return &dialogModel{env: e, title: title, lines: lines, danger: true, optional: true, verb: verb, dropNote: dropNote,
+		note:    newInput("reason: ", "why, for the record"),
+		confirm: func(reason string, _ bool) tea.Cmd { return confirm(reason) }}
+}
+
 func (d *dialogModel) setSize(width, height int) {
 	d.width, d.height = width, height
 	d.note.Width = max(d.innerWidth()-8, 10)
@@ -66,6 +87,9 @@ func (d *dialogModel) innerWidth() int { return max(min(d.width-4, 84)-4, 20) }
 // Update confirms, cancels, or edits the note.
 func (d dialogModel) Update(msg tea.KeyMsg) (dialogModel, tea.Cmd) {
 	k := d.env.keys
+	if d.optional {
+		return d.updateOptional(msg)
+	}
 	if !d.withNote {
 		switch {
 		case d.danger && key.Matches(msg, k.Confirm) && !key.Matches(msg, k.ConfirmKey):
@@ -101,6 +125,65 @@ func (d dialogModel) Update(msg tea.KeyMsg) (dialogModel, tea.Cmd) {
 	return d, cmd
 }
 
+// updateOptional is Update for a dialog whose note is optional. Only y
+// confirms from the preview, enter only from the note, and only with a
+// note: a stray key never confirms, nor drops the note unsaid.
+func (d dialogModel) updateOptional(msg tea.KeyMsg) (dialogModel, tea.Cmd) {
+	k := d.env.keys
+	note := strings.TrimSpace(d.note.Value())
+	if d.editing {
+		switch {
+		case key.Matches(msg, k.Back):
+			d.editing, d.problem = false, ""
+			d.note.Blur()
+			return d, nil
+		case key.Matches(msg, k.Apply):
+			if note == "" {
+				d.problem = "the reason is empty: type one, or esc, then y to " + d.verb + " without one"
+				return d, nil
+			}
+			d.closed = true
+			return d, d.confirm(note, false)
+		}
+		var cmd tea.Cmd
+		d.note, cmd = d.note.Update(msg)
+		d.problem = ""
+		return d, cmd
+	}
+	switch {
+	case key.Matches(msg, k.ConfirmKey):
+		d.closed = true
+		return d, d.confirm(note, false)
+	case key.Matches(msg, k.Confirm):
+		d.problem = "press y to confirm: it cannot be taken back"
+	case key.Matches(msg, k.Reason):
+		d.editing, d.problem = true, ""
+		return d, d.note.Focus()
+	case key.Matches(msg, k.Deny):
+		d.closed, d.dropped = true, note != ""
+	}
+	return d, nil
+}
+
+// hint is the line under the dialog that says what its keys do.
+func (d dialogModel) hint() string {
+	switch {
+	case d.optional && d.editing:
+		return "enter " + d.verb + " with this reason · esc back (the reason is kept)"
+	case d.optional && strings.TrimSpace(d.note.Value()) != "":
+		return "y " + d.verb + " with this reason · r edit it · n/esc cancel"
+	case d.optional:
+		return "y " + d.verb + " · r add a reason · n/esc cancel"
+	case d.withNote && d.toggle:
+		return "tab done/retry · enter " + d.verb + " · esc cancel"
+	case d.withNote:
+		return "enter " + d.verb + " · esc cancel"
+	case d.danger:
+		return "y confirm · n/esc cancel"
+	}
+	return "y/enter confirm · n/esc cancel"
+}
+
 // View renders the dialog's box.
 func (d dialogModel) View() string {
 	s := d.env.styles
@@ -119,35 +202,28 @@ func (d dialogModel) View() string {
 		indent := min(len(l)-len(text), w/2)
 		body = append(body, lipgloss.NewStyle().Width(w).PaddingLeft(indent).Render(text))
 	}
-	if d.withNote {
-		radio := func(on bool, label string) string {
-			if on {
-				return s.Bold.Render("(•) " + label)
-			}
-			return "( ) " + label
-		}
-		hint := "enter " + d.verb + " · esc cancel"
+	// The note shows while it takes the keys or holds a text; an optional
+	// one stays out of the way until then.
+	if d.withNote || d.editing || strings.TrimSpace(d.note.Value()) != "" {
 		if d.toggle {
+			radio := func(on bool, label string) string {
+				if on {
+					return s.Bold.Render("(•) " + label)
+				}
+				return "( ) " + label
+			}
 			body = append(body, "",
 				radio(d.done, "done: it happened; the ledger serves it from now on"),
 				radio(!d.done, "allow retry: it did not happen; perform it once more"))
-			hint = "tab done/retry · " + hint
 		}
 		body = append(body, "", d.note.View())
 		if d.problem != "" {
 			body = append(body, s.Error.Render(d.problem))
 		}
-		body = append(body, "", s.Dim.Render(hint))
-	} else {
-		if d.problem != "" {
-			body = append(body, "", s.Error.Render(d.problem))
-		}
-		confirm := "y/enter confirm"
-		if d.danger {
-			confirm = "y confirm"
-		}
-		body = append(body, "", s.Dim.Render(confirm+" · n/esc cancel"))
+	} else if d.problem != "" {
+		body = append(body, "", s.Error.Render(d.problem))
 	}
+	body = append(body, "", s.Dim.Render(d.hint()))
 	text := strings.Join(body, "\n")
 	if maxLines := d.height - 2; lipgloss.Height(text) > maxLines && maxLines > 3 {
 		lines := strings.Split(text, "\n")

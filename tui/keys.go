@@ -2,6 +2,7 @@ package tui
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/charmbracelet/bubbles/key"
 
@@ -41,9 +42,11 @@ type KeyMap struct {
 	Approvals   key.Binding
 
 	// Deciding an approval request (the approvals view, a waiting task).
-	// Approve opens a preview that y alone confirms.
+	// Approve opens a preview that y alone confirms; Reason, in it, opens
+	// the approval's optional reason.
 	Approve     key.Binding
 	DenyRequest key.Binding
+	Reason      key.Binding
 
 	// Actions on a task.
 	Replay     key.Binding
@@ -103,6 +106,7 @@ func DefaultKeyMap() KeyMap {
 
 		Approve:     b([]string{"y"}, "y", "approve"),
 		DenyRequest: b([]string{"d"}, "d", "deny"),
+		Reason:      b([]string{"r"}, "r", "add a reason"),
 
 		Replay:     b([]string{"r"}, "r", "replay"),
 		Rerun:      b([]string{"R"}, "R", "re-run"),
@@ -208,16 +212,21 @@ func (k KeyMap) limitsHelp() helpKeys {
 	}
 }
 
-func (k KeyMap) dialogHelp(withInput, toggle, danger bool, verb string) helpKeys {
+func (k KeyMap) dialogHelp(d *dialogModel) helpKeys {
 	keys := []key.Binding{k.Confirm, k.Deny}
-	if danger {
+	switch {
+	case d.optional && d.editing:
+		keys = []key.Binding{brief(k.Apply, d.verb+" with the reason"), brief(k.Back, "back, reason kept")}
+	case d.optional && strings.TrimSpace(d.note.Value()) != "":
+		keys = []key.Binding{brief(k.ConfirmKey, d.verb+" with the reason"), brief(k.Reason, "edit the reason"), k.Deny}
+	case d.optional:
+		keys = []key.Binding{brief(k.ConfirmKey, d.verb), k.Reason, k.Deny}
+	case d.withNote && d.toggle:
+		keys = []key.Binding{k.Apply, k.ToggleMode, k.Back}
+	case d.withNote:
+		keys = []key.Binding{brief(k.Apply, d.verb), k.Back}
+	case d.danger:
 		keys[0] = k.ConfirmKey
-	}
-	if withInput {
-		keys = []key.Binding{brief(k.Apply, verb), k.Back}
-		if toggle {
-			keys = []key.Binding{k.Apply, k.ToggleMode, k.Back}
-		}
 	}
 	return helpKeys{short: keys, full: [][]key.Binding{keys}}
 }

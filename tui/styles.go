@@ -63,6 +63,9 @@ func DefaultStyles() Styles {
 			agentledger.StateDead:           fg("9"),
 			agentledger.StateCancelled:      fg("8"),
 			agentledger.StateNeedsAttention: lipgloss.NewStyle().Bold(true).Foreground(c("13")),
+			// Waiting is for a person too, but nothing is wrong: the
+			// colour of needs_attention without the bold.
+			agentledger.StateWaiting: fg("13"),
 			// Undoing is work in flight, like retrying; undone is an end
 			// that is not a success.
 			agentledger.StateCompensating: fg("3"),

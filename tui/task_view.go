@@ -9,6 +9,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/approvals"
 	"github.com/agentledger/agentledger/operator"
 	"github.com/agentledger/agentledger/render"
@@ -72,7 +73,13 @@ func (m taskModel) overview() string {
 	field("Priority", strconv.Itoa(int(t.Priority)))
 	field("Attempt", render.AttemptOf(t))
 	field("Generation", strconv.Itoa(int(t.Generation)))
-	field("Run at", e.at(t.RunAt))
+	if t.State == agentledger.StateWaiting {
+		// No claim reads a waiting task: the decision wakes it, or its
+		// deadline does.
+		field("Deadline", wrap.Render(e.at(t.RunAt)+", unless a decision wakes it first"))
+	} else {
+		field("Run at", e.at(t.RunAt))
+	}
 	if reason := render.Waiting(t); reason != "" {
 		field("Waiting", wrap.Render(reason))
 	}

@@ -156,7 +156,7 @@ func (m tasksModel) View() string {
 func (m tasksModel) countsLine() string {
 	labels := map[agentledger.TaskState]string{agentledger.StateNeedsAttention: "attention"}
 	shortLabels := map[agentledger.TaskState]string{
-		agentledger.StateQueued: "q", agentledger.StateRunning: "run", agentledger.StateRetrying: "retry",
+		agentledger.StateQueued: "q", agentledger.StateWaiting: "wait", agentledger.StateRunning: "run", agentledger.StateRetrying: "retry",
 		agentledger.StateSucceeded: "ok", agentledger.StateDead: "dead", agentledger.StateCancelled: "cxl",
 		agentledger.StateNeedsAttention: "attn", agentledger.StateCompensating: "undo", agentledger.StateCompensated: "undone",
 	}
