@@ -29,11 +29,12 @@ func (s *Service) RetryAll(ctx context.Context, p ListParams) (BulkResult, error
 	})
 }
 
-// CancelAll cancels every unfinished task of the filter: queued ones at
-// once, running ones at their next heartbeat (Cancel).
+// CancelAll cancels every unfinished task of the filter: queued and
+// waiting ones at once (a waiting task's request or wait is withdrawn),
+// running ones at their next heartbeat (Cancel).
 func (s *Service) CancelAll(ctx context.Context, p ListParams) (BulkResult, error) {
 	if len(p.States) == 0 {
-		p.States = []agentledger.TaskState{agentledger.StateQueued, agentledger.StateRetrying,
+		p.States = []agentledger.TaskState{agentledger.StateQueued, agentledger.StateWaiting, agentledger.StateRetrying,
 			agentledger.StateRunning, agentledger.StateNeedsAttention}
 	}
 	return s.each(ctx, p, func(id int64) error {

@@ -159,7 +159,7 @@ func (s *DBStore) RetryAll(ctx context.Context, f Filter) (operator.BulkResult, 
 }
 
 // CancelAll implements Store. It names the states, bulkStates' as the
-// confirmation counted them: operator.CancelAll's own leave out waiting.
+// confirmation counted them, so that the count and the cancel agree.
 func (s *DBStore) CancelAll(ctx context.Context, f Filter) (operator.BulkResult, error) {
 	p := f.params()
 	if p.States = bulkStates(bulkCancel, f); len(p.States) == 0 {

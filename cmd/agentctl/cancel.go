@@ -73,7 +73,7 @@ With --output json it prints {"task": {...}, "immediate": true|false}, or for
 }
 
 // cancellable are the states cancel --all acts on: the unfinished ones.
-var cancellable = []agentledger.TaskState{agentledger.StateQueued, agentledger.StateRetrying,
+var cancellable = []agentledger.TaskState{agentledger.StateQueued, agentledger.StateWaiting, agentledger.StateRetrying,
 	agentledger.StateRunning, agentledger.StateNeedsAttention}
 
 // cancelResult is cancel's JSON output. Immediate is false when the task

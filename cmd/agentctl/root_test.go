@@ -48,7 +48,7 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{[]string{"retry", "1", "--kind", "k"}, "--kind applies only with --all"},
 		{[]string{"retry", "--all", "1"}, "agentctl retry --all takes no task ID"},
 		{[]string{"retry", "--all", "--until", "later"}, `--until: "later" is neither`},
-		{[]string{"cancel", "--all", "--state", "dead"}, `unknown state "dead": valid states are queued, retrying, running, needs_attention`},
+		{[]string{"cancel", "--all", "--state", "dead"}, `unknown state "dead": valid states are queued, waiting, retrying, running, needs_attention`},
 		{[]string{"cancel", "2", "--since", "1h"}, "--since applies only with --all"},
 		{[]string{"ledger"}, "give at least one of --key, --task and --operation"},
 		{[]string{"ledger", "--key", "12345"}, `--key "12345" is too short a prefix`},

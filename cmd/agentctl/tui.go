@@ -35,6 +35,9 @@ searched (/) and sorted (o) over the loaded page, with the count of tasks
 per state. Enter opens a task: its overview, attempts, journal of effects
 (enter expands one) and notifications.
 
+a lists the requests waiting for approval: y previews one's call and
+approves it (r adds a reason), d denies it with a reason.
+
 Actions ask for confirmation first: replay (r) shows which effects the
 ledger serves and which run; re-run as a new intent (R) runs every effect
 again; cancel (c); retry a dead task (t); undo a task's completed effects
