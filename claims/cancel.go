@@ -2,7 +2,10 @@ package claims
 
 import (
 	"context"
+	"errors"
 	"fmt"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/agentledger/agentledger"
 )
@@ -30,5 +33,30 @@ func (s *Store) Cancel(ctx context.Context, tenant string, id int64) (*agentledg
 	if !changed {
 		return nil, agentledger.Errorf(agentledger.CodeConflict, "task %d already finished (%s)", id, before)
 	}
+	if err := s.cancelChildren(ctx, tenant, id); err != nil {
+		return nil, err
+	}
 	return s.Get(ctx, tenant, id)
+}
+
+// cancelChildren cancels the unfinished children of task id (and theirs):
+// a cancelled parent waits for none of them. Each is its own statement, after
+// the parent's, so that a child's end (which wakes its parent) and a
+// parent's cancel never lock the two rows in opposite orders.
+func (s *Store) cancelChildren(ctx context.Context, tenant string, id int64) error {
+	rows, err := s.db.Query(ctx, `/* claims.children_to_cancel */ SELECT id FROM tasks
+		WHERE parent_id = $1 AND state NOT IN ('succeeded', 'dead', 'cancelled', 'compensated')`, id)
+	if err != nil {
+		return fmt.Errorf("cancel: the children of task %d: %w", id, err)
+	}
+	children, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return fmt.Errorf("cancel: the children of task %d: %w", id, err)
+	}
+	for _, c := range children {
+		if _, err := s.Cancel(ctx, tenant, c); err != nil && !errors.Is(err, agentledger.ErrConflict) {
+			return fmt.Errorf("cancel: child task %d of task %d: %w", c, id, err)
+		}
+	}
+	return nil
 }

@@ -715,6 +715,12 @@ withdrawn AS (
 		decision_reason = 'its task was cancelled'
 	FROM upd, now
 	WHERE a.task_id = upd.id AND a.state = 'pending' AND upd.state <> 'running'
+),
+-- nor for a signal, a timer or its children (package waits)
+unwaited AS (
+	UPDATE waits w SET state = 'cancelled', ended_at = now.t, ended_by = 'operator', end_reason = 'its task was cancelled'
+	FROM upd, now
+	WHERE w.task_id = upd.id AND w.state = 'waiting' AND upd.state <> 'running'
 )
 SELECT cur.state, upd.id IS NOT NULL, cur.undoing FROM cur LEFT JOIN upd ON upd.id = cur.id`
 

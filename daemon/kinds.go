@@ -28,6 +28,7 @@ import (
 	"github.com/agentledger/agentledger/saga"
 	"github.com/agentledger/agentledger/steps"
 	"github.com/agentledger/agentledger/tools"
+	"github.com/agentledger/agentledger/waits"
 	"github.com/agentledger/agentledger/worker"
 )
 
@@ -53,6 +54,7 @@ func (d *Daemon) handlers(db *pgxpool.Pool, m *metrics.Metrics) (map[string]work
 		return nil, nil, &ConfigError{err}
 	}
 	all := append(builtins, notify.NewTool())
+	all = append(all, waits.Tools(waits.NewStore(db))...)
 	seen := map[string]bool{}
 	for _, t := range all {
 		seen[t.Name()] = true

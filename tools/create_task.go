@@ -117,6 +117,12 @@ func (c *CreateTask) Effect(call Call) (ledger.Effect, error) {
 				}
 				return ledger.Result{}, fmt.Errorf("create_task: %w", err)
 			}
+			// The child knows its parent: its end wakes a parent waiting
+			// for it (wait_for_children), a parent's cancel reaches it.
+			if _, err := db.Exec(ctx, `/* tools.create_task.parent */ UPDATE tasks SET parent_id = $2, parent_generation = $3
+				WHERE id = $1 AND parent_id IS NULL`, r.Task.ID, call.Task.ID, call.Task.Generation); err != nil {
+				return ledger.Result{}, fmt.Errorf("create_task: linking child %d to its parent: %w", r.Task.ID, err)
+			}
 			id := strconv.FormatInt(r.Task.ID, 10)
 			return ledger.Result{Body: json.RawMessage(`{"task_id":` + id + `}`), ExternalRef: "task:" + id}, nil
 		},

@@ -1,0 +1,121 @@
+package daemon_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/internal/test/testdaemon"
+	"github.com/agentledger/agentledger/waits"
+)
+
+// A steps task waits for a signal holding no lease and no attempt; the
+// signal's payload is the step's result, which a later step's template
+// reads; a replay waits for nothing; a re-run waits anew.
+func TestWaitForASignal(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, down := runGateDaemon(t, nil)
+	store, ws := claims.New(db), waits.NewStore(db)
+	payload := fmt.Sprintf(`{"steps":[{"tool":"wait_for_signal","args":{"signal":"payment.settled","key":"order-7","timeout":"1h"}},
+		{"tool":"http_request","args":{"method":"POST","url":%q,"body":{"paid":"${steps.0.body.amount}"}}}]}`, down.URL+"/receipts")
+	r, err := store.Enqueue(ctx, claims.EnqueueParams{Kind: "steps", Payload: json.RawMessage(payload), MaxAttempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := r.Task.ID
+	task := waitTask(t, store, id, func(t *agentledger.Task) bool { return t.State == agentledger.StateWaiting })
+	if task.Attempt != 0 || !strings.Contains(task.WaitReason, "waiting for signal payment.settled key order-7") {
+		t.Fatalf("waiting task: attempt %d, reason %q", task.Attempt, task.WaitReason)
+	}
+	sent, err := ws.Send(ctx, waits.SignalParams{Name: "payment.settled", Key: "order-7", Payload: json.RawMessage(`{"amount":1500}`), SentBy: "test"})
+	if err != nil || sent.Woke == nil || sent.Woke.TaskID != id {
+		t.Fatalf("send: %+v %v, want it to wake task %d", sent, err, id)
+	}
+	done := testdaemon.WaitFinished(t, store, id)
+	if done.State != agentledger.StateSucceeded || down.Effects() != 1 {
+		t.Fatalf("task %s (%s), %d effects; want succeeded, 1", done.State, done.LastError, down.Effects())
+	}
+	if again, err := ws.Send(ctx, waits.SignalParams{Name: "payment.settled", Key: "order-7", Payload: json.RawMessage(`{"amount":1500}`), SentBy: "test"}); err != nil || !again.Duplicate {
+		t.Fatalf("the same signal again: %+v %v, want a duplicate", again, err)
+	}
+
+	// A replay: served from the journal, nothing waited for.
+	if _, err := store.Requeue(ctx, "", id, claims.Replay); err != nil {
+		t.Fatal(err)
+	}
+	waitTask(t, store, id, func(t *agentledger.Task) bool { return t.State == agentledger.StateSucceeded && t.UpdatedAt.After(done.UpdatedAt) })
+	// A re-run waits anew; a signal sent before its wait is kept for it.
+	if _, err := ws.Send(ctx, waits.SignalParams{Name: "payment.settled", Key: "order-7", Payload: json.RawMessage(`{"amount":99}`), SentBy: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Requeue(ctx, "", id, claims.Rerun); err != nil {
+		t.Fatal(err)
+	}
+	rerun := waitTask(t, store, id, func(t *agentledger.Task) bool { return t.State == agentledger.StateSucceeded && t.Generation == done.Generation+1 })
+	all, err := ws.List(ctx, waits.ListParams{TaskID: id, States: []string{waits.Done}})
+	if err != nil || len(all) != 2 || down.Effects() != 2 {
+		t.Fatalf("after the re-run (%s): %d waits done, %d effects, %v; want 2, 2", rerun.State, len(all), down.Effects(), err)
+	}
+}
+
+// A durable timer releases the task and fires on time; a signal wait
+// times out and fails its step saying so.
+func TestWaitTimerAndTimeout(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, _ := runGateDaemon(t, nil)
+	store := claims.New(db)
+	submit := func(payload string) int64 {
+		r, err := store.Enqueue(ctx, claims.EnqueueParams{Kind: "steps", Payload: json.RawMessage(payload), MaxAttempts: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Task.ID
+	}
+	timer := submit(`{"steps":[{"tool":"wait_timer","args":{"for":"1s"}}]}`)
+	lonely := submit(`{"steps":[{"tool":"wait_for_signal","args":{"signal":"never","key":"k","timeout":"1s"}}]}`)
+	if got := testdaemon.WaitFinished(t, store, timer); got.State != agentledger.StateSucceeded || !strings.Contains(string(got.Result), "fired_at") {
+		t.Fatalf("timer task: %s %s %s", got.State, got.Result, got.LastError)
+	}
+	if got := testdaemon.WaitFinished(t, store, lonely); got.State != agentledger.StateDead || !strings.Contains(got.LastError, "timed out: no signal by") {
+		t.Fatalf("lonely task: %s %q", got.State, got.LastError)
+	}
+}
+
+// A parent starts three children and waits for them all, receiving their
+// results; a failing child fails a parent that says so.
+func TestWaitForChildren(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, _ := runGateDaemon(t, nil)
+	store := claims.New(db)
+	submit := func(payload string) int64 {
+		r, err := store.Enqueue(ctx, claims.EnqueueParams{Kind: "steps", Payload: json.RawMessage(payload), MaxAttempts: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Task.ID
+	}
+	parent := submit(`{"steps":[{"tool":"create_task","args":{"kind":"echo","payload":{"n":1}}},
+		{"tool":"create_task","args":{"kind":"echo","payload":{"n":2}}},
+		{"tool":"create_task","args":{"kind":"sleep","payload":{"ms":300}}},
+		{"tool":"wait_for_children","args":{}}]}`)
+	got := testdaemon.WaitFinished(t, store, parent)
+	if got.State != agentledger.StateSucceeded {
+		t.Fatalf("parent: %s %q", got.State, got.LastError)
+	}
+	if strings.Count(string(got.Result), `"state": "succeeded"`) != 3 || !strings.Contains(string(got.Result), `"slept_ms": 300`) {
+		t.Fatalf("parent's result lacks its children: %s", got.Result)
+	}
+
+	failing := submit(`{"steps":[{"tool":"create_task","args":{"kind":"steps","payload":{"steps":[{"tool":"wait_for_signal","args":{"signal":"x","key":"y","timeout":"1s"}}]}}},
+		{"tool":"wait_for_children","args":{"on_failure":"fail"}}]}`)
+	if got := testdaemon.WaitFinished(t, store, failing); got.State != agentledger.StateDead || !strings.Contains(got.LastError, "ended dead") {
+		t.Fatalf("parent of a failing child: %s %q", got.State, got.LastError)
+	}
+}

@@ -1,0 +1,237 @@
+package waits
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/claims"
+)
+
+// DB is what the store needs of a database: a pool.
+type DB interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+// Kinds of wait.
+const (
+	KindSignal   = "signal"
+	KindTimer    = "timer"
+	KindChildren = "children"
+)
+
+// States of a wait.
+const (
+	Waiting   = "waiting"
+	Done      = "done"      // the signal came, the timer fired, the children finished
+	TimedOut  = "timed_out" // its deadline came first
+	Ended     = "ended"     // an operator ended it
+	Cancelled = "cancelled" // its task was cancelled
+)
+
+// Wait is one task's wait at one step.
+type Wait struct {
+	ID         int64           `json:"id"`
+	TaskID     int64           `json:"task_id"`
+	Generation int32           `json:"generation"`
+	Step       string          `json:"step"`
+	Tenant     string          `json:"tenant"`
+	Kind       string          `json:"kind"`
+	Signal     string          `json:"signal,omitempty"`
+	Key        string          `json:"key,omitempty"`
+	Spec       json.RawMessage `json:"spec,omitempty"`
+	CreatedAt  time.Time       `json:"created_at"`
+	Deadline   time.Time       `json:"deadline"`
+	State      string          `json:"state"`
+	Result     json.RawMessage `json:"result,omitempty"`
+	SignalID   *int64          `json:"signal_id,omitempty"`
+	EndedAt    *time.Time      `json:"ended_at,omitempty"`
+	EndedBy    string          `json:"ended_by,omitempty"`
+	EndReason  string          `json:"end_reason,omitempty"`
+}
+
+// Store keeps waits and signals.
+type Store struct{ db DB }
+
+// NewStore returns the store over db.
+func NewStore(db DB) *Store { return &Store{db: db} }
+
+const waitColumns = `id, task_id, generation, step, tenant, kind, coalesce(signal, ''), coalesce(key, ''), spec, created_at,
+	deadline, state, result, signal_id, ended_at, coalesce(ended_by, ''), coalesce(end_reason, '')`
+
+func scanWait(row pgx.Row) (Wait, error) {
+	var w Wait
+	err := row.Scan(&w.ID, &w.TaskID, &w.Generation, &w.Step, &w.Tenant, &w.Kind, &w.Signal, &w.Key, &w.Spec, &w.CreatedAt,
+		&w.Deadline, &w.State, &w.Result, &w.SignalID, &w.EndedAt, &w.EndedBy, &w.EndReason)
+	return w, err
+}
+
+// ensureSQL records a wait unless its step's is recorded already, and
+// returns the one recorded; its deadline is fixed by the first attempt to
+// reach the step (a timer of 10m fires 10m after it was first reached).
+const ensureSQL = `/* waits.ensure */
+WITH ins AS (
+	INSERT INTO waits (task_id, generation, step, tenant, kind, signal, key, spec, deadline)
+	VALUES ($1, $2, $3, $4, $5, nullif($6, ''), nullif($7, ''), $8,
+		coalesce($9::timestamptz, now() + $10::bigint * interval '1 microsecond'))
+	ON CONFLICT (task_id, generation, step) DO NOTHING
+	RETURNING ` + waitColumns + `
+)
+SELECT * FROM ins
+UNION ALL
+SELECT ` + waitColumns + ` FROM waits WHERE task_id = $1 AND generation = $2 AND step = $3 AND NOT EXISTS (SELECT FROM ins)`
+
+// ensure records w (its deadline: until, or timeout after now) in tx.
+func ensure(ctx context.Context, tx pgx.Tx, w Wait, until *time.Time, timeout time.Duration) (Wait, error) {
+	spec := w.Spec
+	if len(spec) == 0 {
+		spec = json.RawMessage(`{}`)
+	}
+	got, err := scanWait(tx.QueryRow(ctx, ensureSQL, w.TaskID, w.Generation, w.Step, w.Tenant, w.Kind, w.Signal, w.Key, spec,
+		until, timeout.Microseconds()))
+	if err != nil {
+		return Wait{}, fmt.Errorf("wait of task %d at %s: %w", w.TaskID, w.Step, err)
+	}
+	if got.Kind != w.Kind || got.Signal != w.Signal || got.Key != w.Key {
+		return Wait{}, agentledger.Permanent(fmt.Errorf("task %d step %s waits already for %s; this call asks for %s: "+
+			"a step's wait cannot change between attempts", w.TaskID, w.Step, describe(got), describe(w)))
+	}
+	return got, nil
+}
+
+// timeOutSQL ends a wait whose deadline came.
+const timeOutSQL = `/* waits.time_out */
+UPDATE waits SET state = 'timed_out', ended_at = now(), ended_by = 'timeout',
+	end_reason = 'no ' || CASE kind WHEN 'signal' THEN 'signal' ELSE 'end of its children' END
+		|| ' by ' || to_char(deadline AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS "UTC"')
+WHERE id = $1 AND state = 'waiting' AND deadline <= now()
+RETURNING ` + waitColumns
+
+// Get returns wait id; tenant, when set, must own its task.
+func (s *Store) Get(ctx context.Context, tenant string, id int64) (Wait, error) {
+	w, err := scanWait(s.db.QueryRow(ctx, `/* waits.get */ SELECT `+waitColumns+` FROM waits WHERE id = $1 AND ($2 = '' OR tenant = $2)`, id, tenant))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Wait{}, fmt.Errorf("wait %d: %w", id, agentledger.ErrNotFound)
+	}
+	return w, err
+}
+
+// ListParams filter List.
+type ListParams struct {
+	Tenant string // "": every tenant's
+	TaskID int64  // 0: every task's
+	Kind   string // "": every kind
+	// States; empty lists the waiting ones.
+	States []string
+	Limit  int // default 100
+}
+
+// List returns waits: the waiting ones soonest deadline first, others
+// newest first.
+func (s *Store) List(ctx context.Context, p ListParams) ([]Wait, error) {
+	if len(p.States) == 0 {
+		p.States = []string{Waiting}
+	}
+	if p.Limit <= 0 {
+		p.Limit = 100
+	}
+	rows, err := s.db.Query(ctx, `/* waits.list */ SELECT `+waitColumns+` FROM waits
+		WHERE state = ANY ($1) AND ($2 = '' OR tenant = $2) AND ($3 = 0 OR task_id = $3) AND ($4 = '' OR kind = $4)
+		ORDER BY CASE WHEN state = 'waiting' THEN deadline END, created_at DESC, id DESC LIMIT $5`,
+		p.States, p.Tenant, p.TaskID, p.Kind, p.Limit)
+	if err != nil {
+		return nil, fmt.Errorf("waits: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Wait, error) { return scanWait(r) })
+	if err != nil {
+		return nil, fmt.Errorf("waits: %w", err)
+	}
+	return out, nil
+}
+
+// endSQL ends a waiting wait for an operator, waking its task: the call
+// then fails with the reason, as a timeout does.
+var endSQL = `/* waits.end */
+WITH d AS (
+	UPDATE waits SET state = 'ended', ended_at = now(), ended_by = $3, end_reason = $4
+	WHERE id = $1 AND state = 'waiting' AND ($2 = '' OR tenant = $2)
+	RETURNING ` + waitColumns + `
+),
+` + claims.WakeTasks + `
+SELECT * FROM d WHERE (SELECT count(*) FROM notified) >= 0`
+
+// End ends wait id for by (an operator) with reason, if it still waits,
+// and wakes its task: the waiting call fails saying so. ended is false
+// when the wait had ended already (w is then as that left it).
+func (s *Store) End(ctx context.Context, tenant string, id int64, by, reason string) (w Wait, ended bool, err error) {
+	if by == "" {
+		return Wait{}, false, agentledger.Invalid("by", "ending a wait names who ends it")
+	}
+	if reason == "" || len(reason) > 2000 {
+		return Wait{}, false, agentledger.Invalid("reason", "ending a wait takes a reason of 1 to 2000 bytes: the task's journal keeps it")
+	}
+	w, err = scanWait(s.db.QueryRow(ctx, endSQL, id, tenant, by, reason))
+	switch {
+	case err == nil:
+		return w, true, nil
+	case !errors.Is(err, pgx.ErrNoRows):
+		return Wait{}, false, fmt.Errorf("ending wait %d: %w", id, err)
+	}
+	w, err = s.Get(ctx, tenant, id)
+	return w, false, err
+}
+
+// Backlog is how many waits wait, by kind, and how many signals wait for
+// a waiter (for metrics).
+func (s *Store) Backlog(ctx context.Context) (waiting map[string]int64, pendingSignals int64, err error) {
+	rows, err := s.db.Query(ctx, `/* waits.backlog */ SELECT kind, count(*) FROM waits WHERE state = 'waiting' GROUP BY kind`)
+	if err != nil {
+		return nil, 0, fmt.Errorf("waits backlog: %w", err)
+	}
+	waiting = map[string]int64{KindSignal: 0, KindTimer: 0, KindChildren: 0}
+	for rows.Next() {
+		var k string
+		var n int64
+		if err := rows.Scan(&k, &n); err != nil {
+			rows.Close()
+			return nil, 0, err
+		}
+		waiting[k] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, err
+	}
+	err = s.db.QueryRow(ctx, `/* waits.pending_signals */ SELECT count(*) FROM signals WHERE state = 'pending'`).Scan(&pendingSignals)
+	return waiting, pendingSignals, err
+}
+
+// describe says what w waits for, in a phrase.
+func describe(w Wait) string {
+	switch w.Kind {
+	case KindSignal:
+		return fmt.Sprintf("signal %s key %s", w.Signal, w.Key)
+	case KindTimer:
+		return "a timer"
+	}
+	return "its children"
+}
+
+// Describe says what a waiting task waits for, for its wait reason and
+// operators: "waiting for signal payment.settled key order-7 (wait 3)
+// until 2026-12-05 12:00:00 UTC".
+func Describe(w Wait) string {
+	at := w.Deadline.UTC().Format("2006-01-02 15:04:05 UTC")
+	if w.Kind == KindTimer {
+		return fmt.Sprintf("waiting for a timer (wait %d) due %s", w.ID, at)
+	}
+	return fmt.Sprintf("waiting for %s (wait %d) until %s", describe(w), w.ID, at)
+}

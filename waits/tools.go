@@ -1,0 +1,240 @@
+package waits
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/canonjson"
+	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/tools"
+)
+
+// The wait tools' names.
+const (
+	ToolSignal   = "wait_for_signal"
+	ToolTimer    = "wait_timer"
+	ToolChildren = "wait_for_children"
+)
+
+// Tools returns the wait tools over s, for a registry.
+func Tools(s *Store) []tools.Tool {
+	return []tools.Tool{&signalTool{s}, &timerTool{s}, &childrenTool{s}}
+}
+
+// decode reads args strictly into v; errors are permanent and name the
+// tool and the shape it takes.
+func decode(tool, shape string, args json.RawMessage, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(args))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return agentledger.Permanent(fmt.Errorf("%s: arguments must be %s: %v", tool, shape, err))
+	}
+	return nil
+}
+
+// duration parses a timeout or a timer: from 1s to MaxTimeout.
+func duration(field, s string, def time.Duration) (time.Duration, error) {
+	if s == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < time.Second || d > MaxTimeout {
+		return 0, agentledger.Invalid(field, "%q must be a duration from 1s to %s, like 30m or 48h", s, MaxTimeout)
+	}
+	return d, nil
+}
+
+// effect is the ledger effect of a wait call: local (its result is
+// recorded with the ledger row, so a replay is served from the journal),
+// performed by await. The wait's own writes commit on their own: a task
+// that parks must leave its wait recorded, while the ledger row's
+// transaction rolls back with the deferral.
+func effect(call tools.Call, op string, request any, await func(ctx context.Context) (ledger.Result, error)) (ledger.Effect, error) {
+	if call.Task == nil {
+		return ledger.Effect{}, agentledger.Permanent(errors.New(op + ": no calling task"))
+	}
+	req, err := canonjson.MarshalValue(request)
+	if err != nil {
+		return ledger.Effect{}, agentledger.Permanent(fmt.Errorf("%s: %v", op, err))
+	}
+	return ledger.Effect{Operation: op, StepPath: call.StepPath, Class: ledger.Local, Request: req,
+		PerformLocal: func(ctx context.Context, _ ledger.Call, _ ledger.DB) (ledger.Result, error) { return await(ctx) }}, nil
+}
+
+func waitOf(call tools.Call, kind string) Wait {
+	return Wait{TaskID: call.Task.ID, Generation: call.Task.Generation, Step: call.StepPath, Tenant: call.Task.Tenant, Kind: kind}
+}
+
+// signalTool waits for a named signal with a correlation key.
+type signalTool struct{ s *Store }
+
+type signalArgs struct {
+	Signal  string `json:"signal"`
+	Key     string `json:"key"`
+	Timeout string `json:"timeout,omitempty"`
+}
+
+func (*signalTool) Name() string { return ToolSignal }
+func (*signalTool) Description() string {
+	return "Wait for the signal of the given name and correlation key (a payment callback, a person's reply), " +
+		"up to timeout (default 24h); returns the signal's JSON payload. The task sleeps meanwhile."
+}
+func (*signalTool) Parameters() json.RawMessage {
+	return json.RawMessage(`{"type":"object","additionalProperties":false,"required":["signal","key"],"properties":{` +
+		`"signal":{"type":"string","pattern":"^[A-Za-z0-9._:/-]{1,128}$"},` +
+		`"key":{"type":"string","minLength":1,"maxLength":255},` +
+		`"timeout":{"type":"string","description":"a duration from 1s to 8760h, like 30m; default 24h"}}}`)
+}
+
+// Effect is operation "wait.signal".
+func (t *signalTool) Effect(call tools.Call) (ledger.Effect, error) {
+	var a signalArgs
+	if err := decode(ToolSignal, `{"signal", "key", "timeout"?}`, call.Args, &a); err != nil {
+		return ledger.Effect{}, err
+	}
+	timeout, err := duration("timeout", a.Timeout, DefaultTimeout)
+	if err == nil {
+		if err = checkName("signal", a.Signal); err == nil {
+			err = checkKey("key", a.Key)
+		}
+	}
+	if err != nil {
+		return ledger.Effect{}, agentledger.Permanent(fmt.Errorf("%s: %w", ToolSignal, err))
+	}
+	return effect(call, "wait.signal", a, func(ctx context.Context) (ledger.Result, error) {
+		w := waitOf(call, KindSignal)
+		w.Signal, w.Key = a.Signal, a.Key
+		got, err := t.s.Await(ctx, w, nil, timeout)
+		if err != nil {
+			return ledger.Result{}, err
+		}
+		return Outcome(got)
+	})
+}
+
+// timerTool sleeps durably: for a duration, or until a time.
+type timerTool struct{ s *Store }
+
+type timerArgs struct {
+	For   string `json:"for,omitempty"`
+	Until string `json:"until,omitempty"`
+}
+
+func (*timerTool) Name() string { return ToolTimer }
+func (*timerTool) Description() string {
+	return "Sleep durably for a duration (\"for\": \"10m\") or until a time (\"until\": RFC 3339), releasing the task meanwhile; " +
+		"returns when it fired."
+}
+func (*timerTool) Parameters() json.RawMessage {
+	return json.RawMessage(`{"type":"object","additionalProperties":false,"properties":{` +
+		`"for":{"type":"string","description":"a duration from 1s to 8760h, like 10m"},` +
+		`"until":{"type":"string","format":"date-time"}}}`)
+}
+
+// Effect is operation "wait.timer": its deadline is fixed when the step is
+// first reached.
+func (t *timerTool) Effect(call tools.Call) (ledger.Effect, error) {
+	var a timerArgs
+	if err := decode(ToolTimer, `{"for": "10m"} or {"until": "2026-12-06T09:00:00Z"}`, call.Args, &a); err != nil {
+		return ledger.Effect{}, err
+	}
+	var until *time.Time
+	var d time.Duration
+	var err error
+	switch {
+	case (a.For == "") == (a.Until == ""):
+		err = agentledger.Invalid("for", `give "for" (a duration) or "until" (a time), one of them`)
+	case a.For != "":
+		d, err = duration("for", a.For, 0)
+	default:
+		var at time.Time
+		if at, err = time.Parse(time.RFC3339, a.Until); err != nil {
+			err = agentledger.Invalid("until", "%q is not an RFC 3339 time, like 2026-12-06T09:00:00Z", a.Until)
+		} else if at.After(time.Now().Add(MaxTimeout)) {
+			err = agentledger.Invalid("until", "%s is more than %s away", a.Until, MaxTimeout)
+		}
+		until = &at
+	}
+	if err != nil {
+		return ledger.Effect{}, agentledger.Permanent(fmt.Errorf("%s: %w", ToolTimer, err))
+	}
+	return effect(call, "wait.timer", a, func(ctx context.Context) (ledger.Result, error) {
+		got, err := t.s.Await(ctx, waitOf(call, KindTimer), until, d)
+		if err != nil {
+			return ledger.Result{}, err
+		}
+		return Outcome(got)
+	})
+}
+
+// childrenTool waits for the task's children.
+type childrenTool struct{ s *Store }
+
+type childrenArgs struct {
+	Mode      string  `json:"mode,omitempty"`
+	OnFailure string  `json:"on_failure,omitempty"`
+	Tasks     []int64 `json:"tasks,omitempty"`
+	Timeout   string  `json:"timeout,omitempty"`
+}
+
+func (*childrenTool) Name() string { return ToolChildren }
+func (*childrenTool) Description() string {
+	return "Wait for the child tasks this task started (create_task): all of them (mode \"all\", the default) or the first " +
+		"that succeeds (\"any\"); a child that fails fails this call (on_failure \"fail\", the default) or is returned " +
+		"with the others (\"return\"). Returns each child's state and result."
+}
+func (*childrenTool) Parameters() json.RawMessage {
+	return json.RawMessage(`{"type":"object","additionalProperties":false,"properties":{` +
+		`"mode":{"enum":["all","any"]},"on_failure":{"enum":["fail","return"]},` +
+		`"tasks":{"type":"array","items":{"type":"integer"},"description":"the children to wait for; default every one"},` +
+		`"timeout":{"type":"string","description":"a duration from 1s to 8760h; default 24h"}}}`)
+}
+
+// Effect is operation "wait.children".
+func (t *childrenTool) Effect(call tools.Call) (ledger.Effect, error) {
+	var a childrenArgs
+	if err := decode(ToolChildren, `{"mode"?, "on_failure"?, "tasks"?, "timeout"?}`, call.Args, &a); err != nil {
+		return ledger.Effect{}, err
+	}
+	spec := ChildrenSpec{Mode: a.Mode, OnFailure: a.OnFailure, Tasks: a.Tasks}
+	var err error
+	switch {
+	case spec.Mode != "" && spec.Mode != "all" && spec.Mode != "any":
+		err = agentledger.Invalid("mode", "%q must be all or any", spec.Mode)
+	case spec.OnFailure != "" && spec.OnFailure != "fail" && spec.OnFailure != "return":
+		err = agentledger.Invalid("on_failure", "%q must be fail or return", spec.OnFailure)
+	}
+	timeout, terr := duration("timeout", a.Timeout, DefaultTimeout)
+	if err == nil {
+		err = terr
+	}
+	if err != nil {
+		return ledger.Effect{}, agentledger.Permanent(fmt.Errorf("%s: %w", ToolChildren, err))
+	}
+	spec.Mode = cmp.Or(spec.Mode, "all")
+	spec.OnFailure = cmp.Or(spec.OnFailure, "fail")
+	return effect(call, "wait.children", a, func(ctx context.Context) (ledger.Result, error) {
+		if err := t.s.CheckChildren(ctx, call.Task.ID, call.Task.Generation, spec); err != nil {
+			return ledger.Result{}, agentledger.Permanent(fmt.Errorf("%s: %w", ToolChildren, err))
+		}
+		w := waitOf(call, KindChildren)
+		w.Spec, _ = json.Marshal(spec) // ints and strings always encode
+		got, err := t.s.Await(ctx, w, nil, timeout)
+		if err != nil {
+			return ledger.Result{}, err
+		}
+		res, err := Outcome(got)
+		if err == nil && spec.OnFailure == "fail" {
+			if c, failed := Failed(got.Result); failed {
+				return ledger.Result{}, agentledger.Permanent(fmt.Errorf("child task %d (%s) ended %s: %s", c.TaskID, c.Kind, c.State, c.Error))
+			}
+		}
+		return res, err
+	})
+}
