@@ -29,10 +29,12 @@ type ThroughputFlags struct {
 	MaxConns    int
 	Repeat      int
 	Tracing     string // off, on or both
-	// Waiting tasks wait for a person's approval (waiting, their deadline
-	// in a day, each with its pending request) beside the burn-down: they
+	// Waiting tasks wait beside the burn-down, as WaitingKind says — for a
+	// person's approval (waiting, their deadline in a day, each with its
+	// pending request), a signal, a timer due in a day, or half each: they
 	// must not slow the claims.
-	Waiting int
+	Waiting     int
+	WaitingKind string
 }
 
 // ThroughputCase is one configuration of the sweep.
@@ -99,8 +101,10 @@ func runThroughput(ctx context.Context, args []string, out, errOut io.Writer) er
 	fs.Var(&f.Batch, "batch", "comma-separated claim batch sizes to sweep (skipped when above the concurrency)")
 	fs.IntVar(&f.MaxConns, "max-conns", 8, "connection pool size of each worker pool")
 	fs.IntVar(&f.Repeat, "repeat", 1, "run the whole sweep this many times")
-	fs.IntVar(&f.Waiting, "waiting", 0, "tasks waiting for a person's approval beside the burn-down (waiting, their deadline in a day, "+
-		"each with its pending request), inserted before the run's tasks")
+	fs.IntVar(&f.Waiting, "waiting", 0, "tasks waiting beside the burn-down (state waiting, their deadline in a day), "+
+		"inserted before the run's tasks; what they wait for is --waiting-kind's")
+	fs.StringVar(&f.WaitingKind, "waiting-kind", waitingApproval, "what the --waiting tasks wait for: approval (each with its pending "+
+		"request), signal (wait_for_signal, each its own key), timer (wait_timer) or mixed (signal and timer alternating)")
 	fs.StringVar(&f.Tracing, "tracing", "off", "OpenTelemetry tracing of the pools in this process: off, on (spans exported "+
 		"over OTLP/HTTP to a local sink, as agentd with OTEL_EXPORTER_OTLP_ENDPOINT set), or both (each run off, then on)")
 	if err := parseFlags(fs, args, &f.CommonFlags); err != nil {
@@ -108,6 +112,12 @@ func runThroughput(ctx context.Context, args []string, out, errOut io.Writer) er
 	}
 	if f.Tasks <= 0 || f.InsertBatch <= 0 || f.Repeat <= 0 || f.MaxConns <= 0 {
 		return errors.New("--tasks, --insert-batch, --max-conns and --repeat must be positive")
+	}
+	if f.Waiting < 0 {
+		return errors.New("--waiting must not be negative")
+	}
+	if err := checkWaitingKind(f.WaitingKind); err != nil {
+		return err
 	}
 	modes, err := tracingModes(f.Tracing)
 	if err != nil {
@@ -154,8 +164,12 @@ func runThroughput(ctx context.Context, args []string, out, errOut io.Writer) er
 		return err
 	}
 	defer srv.Close()
-	fmt.Fprintf(out, "# throughput: %d no-op tasks per run, %d connections per pool; %s\n# %s, GOMAXPROCS=%d, %d CPUs\n",
-		f.Tasks, f.MaxConns, srv.Describe(ctx), runtime.Version(), runtime.GOMAXPROCS(0), runtime.NumCPU())
+	beside := ""
+	if f.Waiting > 0 {
+		beside = fmt.Sprintf(" beside %d tasks waiting (%s)", f.Waiting, f.WaitingKind)
+	}
+	fmt.Fprintf(out, "# throughput: %d no-op tasks per run%s, %d connections per pool; %s\n# %s, GOMAXPROCS=%d, %d CPUs\n",
+		f.Tasks, beside, f.MaxConns, srv.Describe(ctx), runtime.Version(), runtime.GOMAXPROCS(0), runtime.NumCPU())
 	fmt.Fprintf(out, "# pools: N in this process, Nproc in N worker processes; go = this process and the worker processes; "+
 		"rss MB: peak resident set of the (largest) worker process during the burn-down; conns: most worker connections seen\n\n")
 
@@ -205,15 +219,21 @@ func throughputRun(ctx context.Context, srv *Server, f ThroughputFlags, c Throug
 	defer ctl.Close()
 
 	var waiting int64
+	settle := []string{"tasks", "task_attempts"}
 	if f.Waiting > 0 {
-		if waiting, err = insertWaiting(ctx, ctl, f.Waiting); err != nil {
+		if waiting, err = insertWaitingKind(ctx, ctl, f.Waiting, f.WaitingKind); err != nil {
 			return res, err
+		}
+		if f.WaitingKind == waitingApproval {
+			settle = append(settle, "approvals")
+		} else {
+			settle = append(settle, "waits")
 		}
 	}
 	if res.InsertRate, err = insertNoops(ctx, ctl, f.Tasks, f.InsertBatch); err != nil {
 		return res, err
 	}
-	if err := rdb.Settle(ctx, ctl); err != nil {
+	if err := rdb.Settle(ctx, ctl, settle...); err != nil {
 		return res, err
 	}
 	b := BurnDown{Case: c, Tasks: f.Tasks, MinID: waiting, MaxConns: int32(f.MaxConns),
