@@ -53,6 +53,10 @@ Usage:
                                     transactions per effect; --replay: ledger hits/s
   agentbench approvals [flags]      approval decision → effect start: p50/p99 of the time from
                                     a decision's commit to its gated call reaching the downstream
+  agentbench signals [flags]        signal → resume: p50/p99 of the time from waits.Store.Send returning to the
+                                    woken task's next step (a keyed POST) reaching the downstream, N tasks waiting
+  agentbench timers [flags]         timer lateness: p50/p99 of (resumed − due) of durable timers (wait_timer)
+                                    coming due at a steady rate
   agentbench growth [flags]         claim latency and burn-down with --finished N old tasks;
                                     ledger.Do and Find with --ledger-rows N old effects
   agentbench sustained [flags]      a steady enqueue rate for minutes, with the janitor and cron
@@ -93,6 +97,10 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return runEffects(ctx, rest, out, errOut)
 	case "approvals":
 		return runApprovals(ctx, rest, out, errOut)
+	case "signals":
+		return runSignals(ctx, rest, out, errOut)
+	case "timers":
+		return runTimers(ctx, rest, out, errOut)
 	case "growth":
 		return runGrowth(ctx, rest, out, errOut)
 	case "sustained":
