@@ -15,6 +15,8 @@
 //	agentbench river-latency [flags]  the latency measurement with River
 //	agentbench river-effects [flags]  effects' workload with River and a hand-written idempotency table
 //	agentbench effects [flags]        steps tasks with keyed HTTP effects; --replay
+//	agentbench signals [flags]        signal → resume: Send returning → the woken task's next step's effect
+//	agentbench timers [flags]         timer lateness: a durable timer's resumption less its due time
 //	agentbench growth [flags]         --finished N tasks, --ledger-rows N effects of history
 //	agentbench sustained [flags]      minutes at a steady rate, with the janitor and cron; per window
 //	agentbench fairshare [flags]      fair share between tenants: claim cost at N tenants, a new tenant's latency
@@ -29,8 +31,8 @@
 // database once and creates each run's database from it with CREATE
 // DATABASE … TEMPLATE, dropping it afterwards; this needs the CREATEDB
 // privilege. --reset=truncate instead migrates the target database itself
-// and empties tasks, task_attempts, ledger and approvals (TRUNCATE, then VACUUM
-// ANALYZE) before every run, and River's river_job for the river commands:
+// and empties tasks, task_attempts, ledger, approvals, waits and signals
+// (TRUNCATE, then VACUUM ANALYZE) before every run, and River's river_job for the river commands:
 // it destroys the tasks in that database, so it is never chosen
 // automatically.
 //
@@ -52,10 +54,16 @@
 // task_attempts: all tasks of one statement share its now()), with the
 // average tasks per statement.
 //
-// --waiting N inserts, before the run's tasks, N tasks waiting for a
-// person's approval as the approval gate leaves them (waiting, their
-// deadline when their request expires in a day, each with its pending
-// request in approvals): the burn-down must not slow beside them.
+// --waiting N inserts, before the run's tasks, N waiting tasks: the
+// burn-down must not slow beside them. --waiting-kind says what they wait
+// for: approval (the default), a person's approval as the approval gate
+// leaves them (waiting, their deadline when their request expires in a
+// day, each with its pending request in approvals); signal, timer or
+// mixed (alternating), a wait_for_signal step (signal bench.idle, key
+// idle-i, never sent) or a wait_timer step due in a day, as the wait tools
+// leave them: waiting, their wait in table waits with its deadline in a
+// day as their run_at, the wait reason waits.Describe gives, and their
+// one attempt recorded as deferred.
 //
 // --processes 1,2,4 runs each pool in a worker process of its own instead
 // (replacing the --pools sweep unless --pools is given too; its rows read
@@ -180,6 +188,39 @@
 // notified), the daemon claims it, the gate finds the decision and the
 // ledger performs the call. The command fails unless every approved
 // request made its one effect.
+//
+// # signals
+//
+// Inserts --waiting tasks parked at a wait_for_signal step for signal
+// bench.resume with keys never sent (as the fixture of throughput
+// --waiting-kind signal; see throughput), then queues --signals steps
+// tasks of two steps — wait_for_signal bench.resume with key order-i, then
+// a keyed POST to a loopback downstream — to one embedded daemon, and
+// waits until each has parked (state waiting). It then sends their signals
+// one by one at --rate a second with waits.Store.Send, as the API does,
+// and measures each one's time from Send returning to the POST reaching
+// the downstream: Send's statement hands the signal to the wait and makes
+// its task due (its queue notified), the daemon claims it, the wait's step
+// finds its signal, and the ledger performs the call. send p50/p99 are the
+// Send calls themselves. The command fails unless each signal woke its
+// task and each task made its one effect.
+//
+// The daemon's pool is --max-conns, by default twice its concurrency and
+// 8: a wait call holds its ledger reservation's connection while it takes
+// another for the wait, and a smaller pool starves when every slot waits
+// at once.
+//
+// # timers
+//
+// Queues --rate × --duration steps tasks, each one wait_timer step until
+// a time — timer i due --lead after the start plus i/--rate seconds — to
+// one embedded daemon, and fails unless every task has parked before the
+// first is due. From the first due time on it waits until every task
+// succeeded, then reads each timer's wait: lateness is its result's
+// fired_at (taken by the daemon when the resumed step finds its timer due:
+// the task has resumed) less its deadline; done is the task's finished_at
+// less the deadline. The CPU columns are per timer, from the first due
+// time to the last task's end.
 //
 // # Tracing
 //
