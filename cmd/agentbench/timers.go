@@ -33,7 +33,7 @@ func runTimers(ctx context.Context, args []string, out, errOut io.Writer) error 
 	f.register(fs)
 	fs.IntVar(&f.Rate, "rate", 1000, "timers coming due a second")
 	fs.DurationVar(&f.Duration, "duration", 30*time.Second, "how long timers come due")
-	fs.DurationVar(&f.Lead, "lead", time.Minute, "from the first enqueue to the first due time: every task must have parked by then")
+	fs.DurationVar(&f.Lead, "lead", 2*time.Minute, "from the first enqueue to the first due time: every task must have parked by then")
 	fs.IntVar(&f.Concurrency, "concurrency", 50, "the daemon's concurrency")
 	fs.IntVar(&f.MaxConns, "max-conns", 0, "the daemon's connection pool size (0: twice the concurrency and 8: "+
 		"a wait call holds two connections, its ledger reservation's and its own)")
