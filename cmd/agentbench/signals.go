@@ -116,6 +116,10 @@ func runSignals(ctx context.Context, args []string, out, errOut io.Writer) error
 	ws := waits.NewStore(db)
 	returned := make([]time.Time, f.Signals)
 	sends := make([]time.Duration, f.Signals)
+	watch, err := watchPhase(ctx, f.CommonFlags, db, "signals")
+	if err != nil {
+		return err
+	}
 	cpu := StartCPU(ctx, db)
 	tick := time.NewTicker(time.Duration(float64(time.Second) / f.Rate))
 	defer tick.Stop()
@@ -143,6 +147,7 @@ func runSignals(ctx context.Context, args []string, out, errOut io.Writer) error
 	case <-ctx.Done():
 	}
 	use := cpu.Stop(ctx)
+	watch.stop(ctx, out, "signals", f.Signals)
 	lats := arrivals.since(returned)
 	if len(lats) < f.Signals {
 		return fmt.Errorf("%d of %d signalled tasks made their POST within a minute of the last signal", len(lats), f.Signals)
@@ -275,5 +280,40 @@ func awaitParked(ctx context.Context, db *pgxpool.Pool, after int64, n int) erro
 			return fmt.Errorf("%d of %d tasks parked: %w", parked, n, ctx.Err())
 		case <-time.After(50 * time.Millisecond):
 		}
+	}
+}
+
+// phaseWatch is what --pg-stats and --cpuprofile watch of one measured
+// phase of a command that has a single one.
+type phaseWatch struct {
+	stats *PGStats
+	prof  *Profile
+}
+
+// watchPhase starts what flags ask for of the phase label, before its
+// CPU meter.
+func watchPhase(ctx context.Context, flags CommonFlags, db *pgxpool.Pool, label string) (*phaseWatch, error) {
+	w := &phaseWatch{}
+	var err error
+	if flags.PGStats {
+		if w.stats, err = StartPGStats(ctx, db); err != nil {
+			return nil, err
+		}
+	}
+	if w.prof, err = StartProfile(flags.CPUProfile, label); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// stop ends the phase's profile and, with --pg-stats, writes its
+// statements per unit of n to out.
+func (w *phaseWatch) stop(ctx context.Context, out io.Writer, label string, n int) {
+	w.prof.Stop()
+	if w.stats != nil {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		fmt.Fprintf(out, "%s:\n", label)
+		w.stats.Stop(sctx, out, n)
 	}
 }

@@ -117,12 +117,20 @@ func runTimers(ctx context.Context, args []string, out, errOut io.Writer) error 
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	watch, err := watchPhase(ctx, f.CommonFlags, db, "timers")
+	if err != nil {
+		return err
+	}
 	cpu := StartCPU(ctx, db)
 	last := first.Add(time.Duration(total-1) * every)
 	for {
-		var left int
-		if err := db.QueryRow(ctx, `SELECT count(*) FROM tasks WHERE state <> 'succeeded'`).Scan(&left); err != nil {
+		var left, failed int
+		if err := db.QueryRow(ctx, `SELECT count(*) FILTER (WHERE state <> 'succeeded'),
+			count(*) FILTER (WHERE state IN ('dead', 'cancelled', 'needs_attention')) FROM tasks`).Scan(&left, &failed); err != nil {
 			return err
+		}
+		if failed > 0 {
+			return fmt.Errorf("%d timers' tasks failed", failed)
 		}
 		if left == 0 {
 			break
@@ -131,10 +139,11 @@ func runTimers(ctx context.Context, args []string, out, errOut io.Writer) error 
 		case <-ctx.Done():
 			return fmt.Errorf("%d of %d timers' tasks not finished %s after the last came due: %w",
 				left, total, time.Since(last).Round(time.Millisecond), ctx.Err())
-		case <-time.After(100 * time.Millisecond): // polling: nothing signals a timer's end to the benchmark
+		case <-time.After(250 * time.Millisecond): // polling: nothing signals a timer's end to the benchmark; a scan of the tasks a poll
 		}
 	}
 	use := cpu.Stop(ctx)
+	watch.stop(ctx, out, "timers", total)
 
 	rows, err := db.Query(ctx, `SELECT w.deadline, w.result ->> 'fired_at', t.finished_at
 		FROM waits w JOIN tasks t ON t.id = w.task_id
