@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/daemon"
 	"github.com/agentledger/agentledger/internal/test/testdaemon"
 	"github.com/agentledger/agentledger/waits"
 )
@@ -117,5 +119,22 @@ func TestWaitForChildren(t *testing.T) {
 		{"tool":"wait_for_children","args":{"on_failure":"fail"}}]}`)
 	if got := testdaemon.WaitFinished(t, store, failing); got.State != agentledger.StateDead || !strings.Contains(got.LastError, "ended dead") {
 		t.Fatalf("parent of a failing child: %s %q", got.State, got.LastError)
+	}
+}
+
+// A timer fires at its deadline, not at the worker's next poll: with a poll
+// an hour apart, a 1s timer's task still finishes (the pool that parked it
+// comes back at its deadline).
+func TestTimerFiresWithoutThePoll(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, _ := runGateDaemon(t, func(c *daemon.Config, _ string) { c.Worker.PollInterval = time.Hour })
+	store := claims.New(db)
+	r, err := store.Enqueue(ctx, claims.EnqueueParams{Kind: "steps", Payload: json.RawMessage(`{"steps":[{"tool":"wait_timer","args":{"for":"1s"}}]}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := testdaemon.WaitFinished(t, store, r.Task.ID); got.State != agentledger.StateSucceeded {
+		t.Fatalf("timer task: %s %q", got.State, got.LastError)
 	}
 }
