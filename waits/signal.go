@@ -338,3 +338,22 @@ func (s *Store) ExpireSignals(ctx context.Context, limit int) (int64, error) {
 	}
 	return tag.RowsAffected(), nil
 }
+
+// SweepSignals is the janitor's sweep of signals: it marks up to batch
+// pending signals past their expiry expired (visible as such to operators),
+// then deletes up to batch signals consumed or expired more than window
+// ago; it returns how many rows it touched, so that the janitor calls it
+// again while a batch comes back full.
+func (s *Store) SweepSignals(ctx context.Context, window time.Duration, batch int) (int64, error) {
+	n, err := s.ExpireSignals(ctx, batch)
+	if err != nil {
+		return 0, err
+	}
+	tag, err := s.db.Exec(ctx, `/* waits.delete_signals */ DELETE FROM signals WHERE id IN (
+		SELECT id FROM signals WHERE state <> 'pending' AND coalesce(consumed_at, expires_at) < now() - $1::interval
+		LIMIT $2 FOR UPDATE SKIP LOCKED)`, window, batch)
+	if err != nil {
+		return n, fmt.Errorf("deleting old signals: %w", err)
+	}
+	return n + tag.RowsAffected(), nil
+}
