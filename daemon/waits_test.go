@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/daemon"
 	"github.com/agentledger/agentledger/internal/test/testdaemon"
+	"github.com/agentledger/agentledger/internal/test/testdb"
 	"github.com/agentledger/agentledger/waits"
 )
 
@@ -50,7 +53,9 @@ func TestWaitForASignal(t *testing.T) {
 	if _, err := store.Requeue(ctx, "", id, claims.Replay); err != nil {
 		t.Fatal(err)
 	}
-	waitTask(t, store, id, func(t *agentledger.Task) bool { return t.State == agentledger.StateSucceeded && t.UpdatedAt.After(done.UpdatedAt) })
+	waitTask(t, store, id, func(t *agentledger.Task) bool {
+		return t.State == agentledger.StateSucceeded && t.UpdatedAt.After(done.UpdatedAt)
+	})
 	// A re-run waits anew; a signal sent before its wait is kept for it.
 	if _, err := ws.Send(ctx, waits.SignalParams{Name: "payment.settled", Key: "order-7", Payload: json.RawMessage(`{"amount":99}`), SentBy: "test"}); err != nil {
 		t.Fatal(err)
@@ -58,7 +63,9 @@ func TestWaitForASignal(t *testing.T) {
 	if _, err := store.Requeue(ctx, "", id, claims.Rerun); err != nil {
 		t.Fatal(err)
 	}
-	rerun := waitTask(t, store, id, func(t *agentledger.Task) bool { return t.State == agentledger.StateSucceeded && t.Generation == done.Generation+1 })
+	rerun := waitTask(t, store, id, func(t *agentledger.Task) bool {
+		return t.State == agentledger.StateSucceeded && t.Generation == done.Generation+1
+	})
 	all, err := ws.List(ctx, waits.ListParams{TaskID: id, States: []string{waits.Done}})
 	if err != nil || len(all) != 2 || down.Effects() != 2 {
 		t.Fatalf("after the re-run (%s): %d waits done, %d effects, %v; want 2, 2", rerun.State, len(all), down.Effects(), err)
@@ -136,5 +143,46 @@ func TestTimerFiresWithoutThePoll(t *testing.T) {
 	}
 	if got := testdaemon.WaitFinished(t, store, r.Task.ID); got.State != agentledger.StateSucceeded {
 		t.Fatalf("timer task: %s %q", got.State, got.LastError)
+	}
+}
+
+// A Go kind waits with waits.ForSignal: the task parks, and once the
+// signal comes the handler runs again, the wait served from the ledger.
+func TestGoKindWaitsForASignal(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := testdb.URL(t)
+	type order struct {
+		ID string `json:"id"`
+	}
+	d := daemon.New(daemon.Config{
+		Database:    daemon.Database{URL: url},
+		Worker:      daemon.Worker{PollInterval: 50 * time.Millisecond},
+		Maintenance: daemon.Maintenance{NoCron: true, NoJanitor: true},
+		Logger:      quiet(),
+		Stdout:      io.Discard,
+	})
+	var runs atomic.Int32
+	err := d.RegisterKind("settle", daemon.Kind(func(ctx context.Context, t *agentledger.Task, o order) (json.RawMessage, error) {
+		runs.Add(1)
+		return waits.ForSignal(ctx, t, "paid", "payment.settled", o.ID, time.Hour)
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	testdaemon.Run(t, d)
+	db := testdb.Open(t, url)
+	store := claims.New(db)
+	r, err := store.Enqueue(ctx, claims.EnqueueParams{Kind: "settle", Payload: json.RawMessage(`{"id":"order-5"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitTask(t, store, r.Task.ID, func(t *agentledger.Task) bool { return t.State == agentledger.StateWaiting })
+	if _, err := waits.NewStore(db).Send(ctx, waits.SignalParams{Name: "payment.settled", Key: "order-5", Payload: json.RawMessage(`{"ok":true}`), SentBy: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	got := testdaemon.WaitFinished(t, store, r.Task.ID)
+	if got.State != agentledger.StateSucceeded || !strings.Contains(string(got.Result), `"ok"`) || runs.Load() != 2 {
+		t.Fatalf("task %s result %s after %d runs; want succeeded with the payload after 2", got.State, got.Result, runs.Load())
 	}
 }
