@@ -76,16 +76,9 @@ func TestWaitForASignal(t *testing.T) {
 // times out and fails its step saying so.
 func TestWaitTimerAndTimeout(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	db, _ := runGateDaemon(t, nil)
 	store := claims.New(db)
-	submit := func(payload string) int64 {
-		r, err := store.Enqueue(ctx, claims.EnqueueParams{Kind: "steps", Payload: json.RawMessage(payload), MaxAttempts: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r.Task.ID
-	}
+	submit := func(payload string) int64 { return submitSteps(t, store, payload) }
 	timer := submit(`{"steps":[{"tool":"wait_timer","args":{"for":"1s"}}]}`)
 	lonely := submit(`{"steps":[{"tool":"wait_for_signal","args":{"signal":"never","key":"k","timeout":"1s"}}]}`)
 	if got := testdaemon.WaitFinished(t, store, timer); got.State != agentledger.StateSucceeded || !strings.Contains(string(got.Result), "fired_at") {
@@ -100,16 +93,9 @@ func TestWaitTimerAndTimeout(t *testing.T) {
 // results; a failing child fails a parent that says so.
 func TestWaitForChildren(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	db, _ := runGateDaemon(t, nil)
 	store := claims.New(db)
-	submit := func(payload string) int64 {
-		r, err := store.Enqueue(ctx, claims.EnqueueParams{Kind: "steps", Payload: json.RawMessage(payload), MaxAttempts: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r.Task.ID
-	}
+	submit := func(payload string) int64 { return submitSteps(t, store, payload) }
 	parent := submit(`{"steps":[{"tool":"create_task","args":{"kind":"echo","payload":{"n":1}}},
 		{"tool":"create_task","args":{"kind":"echo","payload":{"n":2}}},
 		{"tool":"create_task","args":{"kind":"sleep","payload":{"ms":300}}},
@@ -185,4 +171,14 @@ func TestGoKindWaitsForASignal(t *testing.T) {
 	if got.State != agentledger.StateSucceeded || !strings.Contains(string(got.Result), `"ok"`) || runs.Load() != 2 {
 		t.Fatalf("task %s result %s after %d runs; want succeeded with the payload after 2", got.State, got.Result, runs.Load())
 	}
+}
+
+// submitSteps queues a steps task of payload that is tried once.
+func submitSteps(t *testing.T, store *claims.Store, payload string) int64 {
+	t.Helper()
+	r, err := store.Enqueue(context.Background(), claims.EnqueueParams{Kind: "steps", Payload: json.RawMessage(payload), MaxAttempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.Task.ID
 }
