@@ -29,6 +29,7 @@ func (a *app) waitsCmd() *cobra.Command {
 		task         int64
 		states       []string
 		limit        int
+		wait         time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "waits [--task ID] [--kind signal|timer|children] [--state …]",
@@ -40,6 +41,9 @@ correlation key, a timer, its children — its deadline (when a timer fires,
 when a wait times out) and how long it has waited. --state lists other
 states too (done, timed_out, ended, cancelled), newest first.
 
+--wait D waits up to D for a wait to list, for a script that has just
+submitted a task that waits (exit 1 if none came).
+
 Send the signal a task waits for with agentctl signal NAME KEY; end a wait
 with agentctl end-wait ID --reason TEXT.
 
@@ -47,6 +51,7 @@ With --output json it prints the waits as an array; with --output id their
 ids, one a line.`,
 		Example: `  agentctl waits
   agentctl waits --kind signal -o json
+  agentctl waits --task 42 --wait 1m -o id
   agentctl waits --task 42 --state waiting,done,timed_out,ended,cancelled`,
 		Args:              cobra.NoArgs,
 		ValidArgsFunction: cobra.NoFileCompletions,
@@ -58,13 +63,15 @@ ids, one a line.`,
 				return usagef("--kind must be %s, not %q", strings.Join(waitKinds, ", "), kind)
 			case limit < 1:
 				return usagef("--limit must be at least 1, not %d", limit)
+			case wait < 0:
+				return usagef("--wait must be 0 (do not wait) or positive, not %s", wait)
 			}
 			for _, st := range states {
 				if !slices.Contains(waitStates, st) {
 					return usagef("--state must be %s, not %q", strings.Join(waitStates, ", "), st)
 				}
 			}
-			return a.waits(ctx, waits.ListParams{Tenant: tenant, TaskID: task, Kind: kind, States: states, Limit: limit})
+			return a.waits(ctx, waits.ListParams{Tenant: tenant, TaskID: task, Kind: kind, States: states, Limit: limit}, wait)
 		}),
 	}
 	fl := cmd.Flags()
@@ -73,16 +80,32 @@ ids, one a line.`,
 	fl.StringSliceVar(&states, "state", nil, "only waits in these states (repeat or comma-separate): "+strings.Join(waitStates, ", ")+" (default waiting)")
 	tenantFlag(cmd, &tenant, "only the waits of this tenant's tasks")
 	fl.IntVar(&limit, "limit", 100, "at most this many waits")
+	fl.DurationVar(&wait, "wait", 0, "wait up to this long for a wait to list (a task about to reach its wait); exit 1 if none came")
 	_ = cmd.RegisterFlagCompletionFunc("kind", cobra.FixedCompletions(waitKinds, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("state", cobra.FixedCompletions(waitStates, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 
-func (a *app) waits(ctx context.Context, p waits.ListParams) error {
+func (a *app) waits(ctx context.Context, p waits.ListParams, wait time.Duration) error {
 	if _, err := a.store(ctx); err != nil {
 		return err
 	}
-	ws, err := waits.NewStore(a.db.Pool).List(ctx, p)
+	// --wait polls as agentctl wait does: a wait is one row written by
+	// another process's worker.
+	store := waits.NewStore(a.db.Pool)
+	deadline := time.Now().Add(wait)
+	ws, err := store.List(ctx, p)
+	for err == nil && len(ws) == 0 && wait > 0 {
+		if !time.Now().Before(deadline) {
+			return newError(fmt.Sprintf("no wait came within %s", wait), agentledger.ErrConflict)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(waitPoll):
+		}
+		ws, err = store.List(ctx, p)
+	}
 	if err != nil {
 		return err
 	}
