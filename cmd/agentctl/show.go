@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -181,7 +182,9 @@ func printTask(w io.Writer, t *agentledger.Task, atts []agentledger.Attempt, jou
 	fields.row("Kind:", t.Kind)
 	fields.row("State:", string(t.State))
 	if reason := render.Waiting(t); reason != "" {
-		if t.RunAt.After(now) { // a limit's wait; a daemon's has no end
+		// A limit's wait; a daemon's has no end; a durable wait's reason
+		// says its deadline already.
+		if t.RunAt.After(now) && !strings.Contains(reason, t.RunAt.UTC().Format("2006-01-02 15:04:05 UTC")) {
 			reason += " (until " + stamp(t.RunAt) + ")"
 		}
 		fields.row("Waiting:", reason)
