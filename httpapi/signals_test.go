@@ -140,7 +140,7 @@ func TestSignalsAndWaitsAreTheTenants(t *testing.T) {
 	var ws httpapi.WaitList
 	decode(t, e.do(http.MethodGet, "/v1/waits", acme, ""), &ws)
 	if len(ws.Waits) != 1 || ws.Waits[0].ID != w.ID || ws.Waits[0].TaskID != task || *ws.Waits[0].Key != "order-7" ||
-		!strings.HasPrefix(ws.Waits[0].Description, "waiting for signal payment.settled key order-7") {
+		ws.Waits[0].Description == nil || !strings.HasPrefix(*ws.Waits[0].Description, "waiting for signal payment.settled key order-7") {
 		t.Fatalf("acme's waits: %+v, want its task's", ws.Waits)
 	}
 	decode(t, e.do(http.MethodGet, "/v1/waits", globex, ""), &ws)
@@ -165,7 +165,8 @@ func TestSignalsAndWaitsAreTheTenants(t *testing.T) {
 		t.Fatalf("end: %d %s", r.status, r.body)
 	}
 	decode(t, r, &got)
-	if got.State != waits.Ended || *got.EndReason != "the order was cancelled" || !strings.HasPrefix(*got.EndedBy, "tenant:test") {
+	if got.State != waits.Ended || *got.EndReason != "the order was cancelled" || !strings.HasPrefix(*got.EndedBy, "tenant:test") ||
+		got.Description != nil {
 		t.Fatalf("ended: %+v", got)
 	}
 	var late struct {

@@ -41,8 +41,9 @@ type Wait struct {
 	// State is waiting, done, timed_out, ended (by an operator or the
 	// tenant) or cancelled (its task was).
 	State string `json:"state"`
-	// Description says what it waits for, as the task's wait_reason does.
-	Description string          `json:"description"`
+	// Description says what it waits for, as the task's wait_reason
+	// does; null once it ended.
+	Description *string         `json:"description"`
 	Result      json.RawMessage `json:"result"`
 	SignalID    *int64          `json:"signal_id"`
 	EndedAt     *time.Time      `json:"ended_at"`
@@ -64,13 +65,14 @@ type EndWaitRequest struct {
 func viewWait(w waits.Wait) Wait {
 	v := Wait{ID: w.ID, TaskID: w.TaskID, Generation: w.Generation, Step: w.Step, Tenant: w.Tenant, Kind: w.Kind,
 		Signal: nullString(w.Signal), Key: nullString(w.Key), CreatedAt: w.CreatedAt, Deadline: w.Deadline, State: w.State,
-		Description: waits.Describe(w), Result: w.Result, SignalID: w.SignalID, EndedAt: w.EndedAt,
+		Result: w.Result, SignalID: w.SignalID, EndedAt: w.EndedAt,
 		EndedBy: nullString(w.EndedBy), EndReason: nullString(w.EndReason)}
 	if w.Kind == waits.KindChildren {
 		v.Spec = w.Spec
 	}
-	if w.State != waits.Waiting {
-		v.Description = strings.TrimPrefix(v.Description, "waiting for ")
+	if w.State == waits.Waiting {
+		d := waits.Describe(w)
+		v.Description = &d
 	}
 	return v
 }
