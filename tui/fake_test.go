@@ -125,6 +125,11 @@ func (s *fakeStore) Get(_ context.Context, id int64) (*Detail, error) {
 			d.Approvals = append(d.Approvals, r)
 		}
 	}
+	for _, w := range s.waits {
+		if w.TaskID == id && w.Generation == t.Generation {
+			d.Waits = append(d.Waits, w)
+		}
+	}
 	return d, nil
 }
 

@@ -51,8 +51,12 @@ func (a App) openWaitAction(msg waitMsg) (tea.Model, tea.Cmd) {
 			func(payload json.RawMessage) tea.Cmd { return a.cmd.sendSignal(id, payload) }))
 		return a, nil
 	}
+	deadline := "its deadline is"
+	if w.Kind == waits.KindTimer {
+		deadline = "it is due at"
+	}
 	lines := []string{
-		fmt.Sprintf("%s stops waiting for %s, due by %s.", where, waitsFor(w.Wait), a.env.at(w.Deadline)),
+		fmt.Sprintf("%s stops waiting for %s; %s %s.", where, waitsFor(w.Wait), deadline, a.env.at(w.Deadline)),
 		"Its call fails with your reason: a steps task fails for good (its compensations run when declared); an agent is told why and goes on.",
 	}
 	d, cmd := newReasonDialog(a.env, fmt.Sprintf("End wait %d?", id), "end the wait", lines,
