@@ -162,7 +162,7 @@ func (m taskModel) wait(w Wait) string {
 }
 
 // maxResultShown is how much of a wait's result the task's page shows:
-// the wait's page (W, enter) shows it whole.
+// the journal's row of the wait's step (enter expands it) holds it whole.
 const maxResultShown = 240
 
 // lease says who holds the task, with which fencing token, until when.
