@@ -17,7 +17,7 @@ import (
 
 func TestConsoleWaits(t *testing.T) {
 	tm := startConsoleSized(t, seedWaits(t), Options{}, 80, 24)
-	waitFor(t, tm, "· 3 waits", "page 1 · 9 tasks")
+	waitFor(t, tm, "· 3 waits", "page 1 · 9 tasks", noLiveWorkers)
 	press(tm, "W")
 	waitFor(t, tm, "3 waits, the soonest deadline first", "payment.settled key order-7")
 	golden.RequireEqual(t, []byte(finish(t, tm)))
@@ -25,7 +25,7 @@ func TestConsoleWaits(t *testing.T) {
 
 func TestConsoleWideWaits(t *testing.T) {
 	tm := startConsoleSized(t, seedWaits(t), Options{}, 130, 20)
-	waitFor(t, tm, "· 3 waits", "page 1 · 9 tasks")
+	waitFor(t, tm, "· 3 waits", "page 1 · 9 tasks", noLiveWorkers)
 	press(tm, "W")
 	waitFor(t, tm, "WAITS FOR", "1 of 2 ended")
 	golden.RequireEqual(t, []byte(finish(t, tm)))
@@ -35,7 +35,7 @@ func TestConsoleWideWaits(t *testing.T) {
 // what that does.
 func TestConsoleWaitPage(t *testing.T) {
 	tm := startConsoleSized(t, seedWaits(t), Options{}, 80, 24)
-	waitFor(t, tm, "· 3 waits", "page 1 · 9 tasks")
+	waitFor(t, tm, "· 3 waits", "page 1 · 9 tasks", noLiveWorkers)
 	press(tm, "W")
 	waitFor(t, tm, "3 waits, the soonest deadline first")
 	press(tm, "G", "enter")
@@ -46,7 +46,7 @@ func TestConsoleWaitPage(t *testing.T) {
 // s on a timer says there is nothing to send, and opens nothing.
 func TestConsoleSendToATimer(t *testing.T) {
 	tm := startConsoleSized(t, seedWaits(t), Options{}, 80, 24)
-	waitFor(t, tm, "· 3 waits", "page 1 · 9 tasks")
+	waitFor(t, tm, "· 3 waits", "page 1 · 9 tasks", noLiveWorkers)
 	press(tm, "W")
 	waitFor(t, tm, "3 waits, the soonest deadline first")
 	press(tm, "s")
@@ -60,7 +60,7 @@ func TestConsoleSendToATimer(t *testing.T) {
 func TestConsoleSendSignalRefusesBadJSON(t *testing.T) {
 	s := seedWaits(t)
 	tm := startConsoleSized(t, s, Options{}, 80, 24)
-	waitFor(t, tm, "· 3 waits", "page 1 · 9 tasks")
+	waitFor(t, tm, "· 3 waits", "page 1 · 9 tasks", noLiveWorkers)
 	press(tm, "W")
 	waitFor(t, tm, "3 waits, the soonest deadline first")
 	press(tm, "down", "s")
@@ -95,7 +95,7 @@ func TestConsoleSendSignal(t *testing.T) {
 	s := seedWaits(t)
 	s.extend(t)
 	tm := startConsoleSized(t, s, Options{}, 80, 24)
-	waitFor(t, tm, "· 3 waits", "page 1 · 9 tasks")
+	waitFor(t, tm, "· 3 waits", "page 1 · 9 tasks", noLiveWorkers)
 	press(tm, "W")
 	waitFor(t, tm, "3 waits, the soonest deadline first")
 	press(tm, "down", "s")
@@ -136,7 +136,7 @@ func TestConsoleSendSignal(t *testing.T) {
 func TestConsoleSendSignalCancelled(t *testing.T) {
 	s := seedWaits(t)
 	tm := startConsoleSized(t, s, Options{}, 80, 24)
-	waitFor(t, tm, "· 3 waits", "page 1 · 9 tasks")
+	waitFor(t, tm, "· 3 waits", "page 1 · 9 tasks", noLiveWorkers)
 	press(tm, "W")
 	waitFor(t, tm, "3 waits, the soonest deadline first")
 	press(tm, "down", "s")
@@ -162,7 +162,7 @@ func TestConsoleSendSignalEndedFirst(t *testing.T) {
 	s := seedWaits(t)
 	s.extend(t)
 	tm := startConsoleSized(t, s, Options{}, 80, 24)
-	waitFor(t, tm, "· 3 waits", "page 1 · 9 tasks")
+	waitFor(t, tm, "· 3 waits", "page 1 · 9 tasks", noLiveWorkers)
 	press(tm, "W")
 	waitFor(t, tm, "3 waits, the soonest deadline first")
 	press(tm, "down", "s")
@@ -188,7 +188,7 @@ func TestConsoleEndWait(t *testing.T) {
 	const reason = "the warehouse restocked by hand"
 	s := seedWaits(t)
 	tm := startConsoleSized(t, s, Options{}, 80, 24)
-	waitFor(t, tm, "· 3 waits", "page 1 · 9 tasks")
+	waitFor(t, tm, "· 3 waits", "page 1 · 9 tasks", noLiveWorkers)
 	press(tm, "W")
 	waitFor(t, tm, "3 waits, the soonest deadline first")
 	press(tm, "G", "e")
@@ -207,7 +207,7 @@ func TestConsoleWaitEnded(t *testing.T) {
 	const reason = "the warehouse restocked by hand"
 	s := seedWaits(t)
 	tm := startConsoleSized(t, s, Options{}, 80, 24)
-	waitFor(t, tm, "· 3 waits", "page 1 · 9 tasks")
+	waitFor(t, tm, "· 3 waits", "page 1 · 9 tasks", noLiveWorkers)
 	press(tm, "W")
 	waitFor(t, tm, "3 waits, the soonest deadline first")
 	press(tm, "G", "e")
@@ -233,7 +233,7 @@ func TestConsoleWaitEnded(t *testing.T) {
 // what it waits for, its deadline; s and e act on it from there.
 func TestConsoleTaskWaitsForSignal(t *testing.T) {
 	tm := startConsoleSized(t, seedWaits(t), Options{}, 80, 24)
-	waitFor(t, tm, "· 3 waits", "page 1 · 9 tasks")
+	waitFor(t, tm, "· 3 waits", "page 1 · 9 tasks", noLiveWorkers)
 	press(tm, "down", "down", "down", "down", "enter")
 	waitFor(t, tm, "Task 5  waiting", "Wakes", "s send signal • e end wait")
 	golden.RequireEqual(t, []byte(finish(t, tm)))
@@ -241,7 +241,7 @@ func TestConsoleTaskWaitsForSignal(t *testing.T) {
 
 func TestConsoleWideTaskTimer(t *testing.T) {
 	tm := startConsoleSized(t, seedWaits(t), Options{}, 120, 30)
-	waitFor(t, tm, "· 3 waits", "page 1 · 9 tasks")
+	waitFor(t, tm, "· 3 waits", "page 1 · 9 tasks", noLiveWorkers)
 	press(tm, "down", "down", "down", "enter")
 	waitFor(t, tm, "Task 6  waiting", "Wakes             at 2026-01-02 03:14:05 (in 10m), when its timer fires")
 	golden.RequireEqual(t, []byte(finish(t, tm)))
@@ -253,7 +253,7 @@ func TestConsoleTaskSendSignal(t *testing.T) {
 	s := seedWaits(t)
 	s.extend(t)
 	tm := startConsoleSized(t, s, Options{}, 100, 30)
-	waitFor(t, tm, "· 3 waits", "page 1 · 9 tasks")
+	waitFor(t, tm, "· 3 waits", "page 1 · 9 tasks", noLiveWorkers)
 	press(tm, "down", "down", "down", "down", "enter")
 	waitFor(t, tm, "Task 5  waiting", "s send signal • e end wait")
 	press(tm, "s")
