@@ -167,7 +167,7 @@ func TestParentWaitsForHundredChildrenAcrossKills(t *testing.T) {
 	must(t, rows.Err())
 	var lost int
 	must(t, w.db.QueryRow(ctx, `SELECT count(*) FROM task_attempts WHERE outcome = 'lease_expired'`).Scan(&lost))
-	t.Logf("%d children, %d tickets from %d requests; the parent's attempts by outcome %v; %d attempts lost with killed daemons",
+	t.Logf("%d children, %d tickets from %d requests; the parent's attempt records by outcome %v (a run of deferrals is recorded once); %d attempts lost with killed daemons",
 		kids, tickets.Effects(), tickets.Hits(), outcomes, lost)
 }
 
