@@ -190,7 +190,7 @@ func TestCancelParentCancelsWaitingChildren(t *testing.T) {
 	must(t, err)
 	parent := r.Task.ID
 
-	d := agentdSlot(w, "d1", "http://127.0.0.1:1")
+	d := agentdSlot(w, "d1", "http://127.0.0.1:1") // no step of this drill reaches out
 	must(t, d.start())
 	defer stopAll(t, []*daemon{d})
 	states := func() map[string]int {
