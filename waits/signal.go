@@ -147,37 +147,36 @@ func scanSignal(row pgx.Row, more ...any) (Signal, error) {
 // name and key, so whichever of the two commits second sees the first.
 const lockSQL = `/* waits.lock */ SELECT pg_advisory_xact_lock(hashtextextended($1 || chr(31) || $2 || chr(31) || $3, 36))`
 
-// sendSQL records a signal unless its dedupe key was sent.
-const sendSQL = `/* waits.send */
-INSERT INTO signals (tenant, name, key, payload, dedupe_key, request_hash, sent_by, expires_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, now() + $8::bigint * interval '1 microsecond')
-ON CONFLICT (tenant, dedupe_key) DO NOTHING
-RETURNING id`
-
-// handSQL hands the fresh signal $4 to the oldest wait for it whose task
-// still waits in that generation, and wakes that task. It is a statement
-// of its own, after sendSQL's: a statement's CTEs do not see the rows a
-// sibling inserts, so marking the signal consumed in the statement that
-// inserts it would leave it pending for a second wait to take.
-var handSQL = `/* waits.hand */
+// sendSQL records a signal unless its dedupe key was sent; a fresh one is
+// consumed at once by the oldest wait for it whose task still waits in
+// that generation, and that task is woken. The signal is inserted in its
+// final state, consumed or pending: a row a statement inserts is not
+// visible to that statement's other parts, so it cannot be marked
+// consumed after its insert.
+var sendSQL = `/* waits.send */
 WITH w AS (
 	SELECT w.id, w.task_id FROM waits w JOIN tasks t ON t.id = w.task_id AND t.generation = w.generation
 	WHERE w.tenant = $1 AND w.kind = 'signal' AND w.signal = $2 AND w.key = $3 AND w.state = 'waiting' AND w.deadline > now()
 		AND t.state IN ('waiting', 'running', 'queued', 'retrying')
+		AND NOT EXISTS (SELECT FROM signals WHERE tenant = $1 AND dedupe_key = $5)
 	ORDER BY w.id LIMIT 1
 	FOR UPDATE OF w
 ),
+ins AS (
+	INSERT INTO signals (tenant, name, key, payload, dedupe_key, request_hash, sent_by, expires_at, state, consumed_at, wait_id, task_id)
+	SELECT $1, $2, $3, $4::jsonb, $5, $6::bytea, $7, now() + $8::bigint * interval '1 microsecond',
+		CASE WHEN w.id IS NULL THEN 'pending' ELSE 'consumed' END, CASE WHEN w.id IS NOT NULL THEN now() END, w.id, w.task_id
+	FROM (SELECT 1) one LEFT JOIN w ON true
+	ON CONFLICT (tenant, dedupe_key) DO NOTHING
+	RETURNING id, payload, wait_id
+),
 d AS (
-	UPDATE waits SET state = 'done', result = s.payload, signal_id = s.id, ended_at = now(), ended_by = 'signal'
-	FROM w, signals s WHERE waits.id = w.id AND s.id = $4
+	UPDATE waits SET state = 'done', result = ins.payload, signal_id = ins.id, ended_at = now(), ended_by = 'signal'
+	FROM ins WHERE waits.id = ins.wait_id
 	RETURNING waits.id, waits.task_id
 ),
-consumed AS (
-	UPDATE signals s SET state = 'consumed', consumed_at = now(), wait_id = d.id, task_id = d.task_id
-	FROM d WHERE s.id = $4
-),
 ` + claims.WakeTasks + `
-SELECT d.id FROM d WHERE (SELECT count(*) FROM notified) >= 0`
+SELECT ins.id, d.id FROM ins LEFT JOIN d ON true WHERE (SELECT count(*) FROM notified) >= 0`
 
 // Sent is the outcome of Send.
 type Sent struct {
@@ -209,9 +208,9 @@ func (s *Store) Send(ctx context.Context, p SignalParams) (Sent, error) {
 		if _, err := tx.Exec(ctx, lockSQL, p.Tenant, p.Name, p.Key); err != nil {
 			return err
 		}
-		var id int64
+		var id, waitID *int64
 		err := tx.QueryRow(ctx, sendSQL, p.Tenant, p.Name, p.Key, p.Payload, p.DedupeKey, hash, p.SentBy,
-			p.Retention.Microseconds()).Scan(&id)
+			p.Retention.Microseconds()).Scan(&id, &waitID)
 		if errors.Is(err, pgx.ErrNoRows) {
 			var stored []byte
 			sig, err := scanSignal(tx.QueryRow(ctx, `/* waits.sent */ SELECT `+signalColumns+`, request_hash FROM signals
@@ -229,17 +228,11 @@ func (s *Store) Send(ctx context.Context, p SignalParams) (Sent, error) {
 		if err != nil {
 			return err
 		}
-		var waitID int64
-		switch err := tx.QueryRow(ctx, handSQL, p.Tenant, p.Name, p.Key, id).Scan(&waitID); {
-		case errors.Is(err, pgx.ErrNoRows): // nobody waits: kept
-		case err != nil:
+		if out.Signal, err = scanSignal(tx.QueryRow(ctx, `/* waits.signal */ SELECT `+signalColumns+` FROM signals WHERE id = $1`, *id)); err != nil {
 			return err
 		}
-		if out.Signal, err = scanSignal(tx.QueryRow(ctx, `/* waits.signal */ SELECT `+signalColumns+` FROM signals WHERE id = $1`, id)); err != nil {
-			return err
-		}
-		if waitID != 0 {
-			w, err := scanWait(tx.QueryRow(ctx, `/* waits.woken */ SELECT `+waitColumns+` FROM waits WHERE id = $1`, waitID))
+		if waitID != nil {
+			w, err := scanWait(tx.QueryRow(ctx, `/* waits.woken */ SELECT `+waitColumns+` FROM waits WHERE id = $1`, *waitID))
 			if err != nil {
 				return err
 			}
