@@ -17,10 +17,12 @@ const (
 	Schedule
 	// Parent is a running task queuing a child (the create_task tool).
 	Parent
-	// Signal is reserved for a durable wait's wake-up (a coming issue);
-	// it has no row in the caller table yet, so the door refuses it.
-	Signal
 )
+
+// A signal (Door.Signal) is an input like a task, and its callers are the
+// same: who sends it (a tenant, the operator, a webhook source) decides
+// its rules, in the signal caller table (signalCallers in signal.go). A
+// wait's wake-up is no caller: it changes a task already admitted.
 
 func (c Caller) String() string {
 	switch c {
@@ -34,8 +36,6 @@ func (c Caller) String() string {
 		return "schedule"
 	case Parent:
 		return "parent"
-	case Signal:
-		return "signal"
 	}
 	return fmt.Sprintf("caller(%d)", int(c))
 }
@@ -59,7 +59,7 @@ type rules struct {
 	bound bool
 }
 
-// The caller table. client.Database is an Operator that always submits
+// The caller table, for tasks. client.Database is an Operator that always submits
 // Unserved (a program writing its own tasks, often before any daemon is
 // up); agentctl submits Unserved only with --allow-unserved, the API
 // only with "allow_unserved": true.

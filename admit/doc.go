@@ -29,6 +29,12 @@
 // do not check it: a slot, a delivery or a child must not be lost because
 // no worker is live at that moment.
 //
+// A signal (package waits) is an input like a task, and comes in through
+// the same door (Door.Signal) from the API (a tenant, for itself), agentctl
+// signal and client.Database (the operator, for any tenant) and a webhook
+// source mapped to signals (for its own tenant): the signal caller table
+// (signal.go) says which rules apply.
+//
 // The door takes the caller's database handle, so the webhook inbox and
 // create_task admit and queue inside their own transactions. tools cannot
 // import this package (it imports tools, steps and agent), so create_task

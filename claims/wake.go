@@ -3,19 +3,39 @@ package claims
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // WakeDue queues the waiting tasks of queue whose deadline (run_at) came —
-// a request for approval that timed out — and notifies the queue's workers;
-// it returns how many. Each worker pool runs it on its poll, before its full
-// claim, so that a deadline is met within a poll interval (one read of an
-// index holding only the waiting tasks: free when none is due).
+// a request for approval that timed out, a timer, a wait's timeout — and
+// notifies the queue's workers; it returns how many. Each worker pool runs
+// it on its poll, before its full claim, and at the next deadline it knows
+// of (WakeDueNext), so that a timer fires on time (one read of an index
+// holding only the waiting tasks: free when none is due).
 func (s *Store) WakeDue(ctx context.Context, queue string) (int64, error) {
+	n, _, err := s.WakeDueNext(ctx, queue)
+	return n, err
+}
+
+// wakeDueLimit is how many tasks one WakeDue queues at most.
+const wakeDueLimit = 1000
+
+// WakeDueNext is WakeDue that also returns the earliest deadline among the
+// queue's tasks still waiting (zero if none; now if more are due than one
+// statement wakes), for the caller to come back then.
+func (s *Store) WakeDueNext(ctx context.Context, queue string) (int64, time.Time, error) {
 	var n int64
-	if err := s.db.QueryRow(ctx, wakeDueSQL, queue, s.Now.Param()).Scan(&n); err != nil {
-		return 0, fmt.Errorf("wake due waits: %w", err)
+	var next *time.Time
+	if err := s.db.QueryRow(ctx, wakeDueSQL, queue, s.Now.Param()).Scan(&n, &next); err != nil {
+		return 0, time.Time{}, fmt.Errorf("wake due waits: %w", err)
 	}
-	return n, nil
+	switch {
+	case n >= wakeDueLimit:
+		return n, time.Now(), nil
+	case next == nil:
+		return n, time.Time{}, nil
+	}
+	return n, *next, nil
 }
 
 // WakeTasks is two CTEs that wake the tasks named by the task_id column of
@@ -42,7 +62,8 @@ notified AS (
 )`
 
 // wakeDueSQL queues up to 1,000 due waiting tasks of queue $1, skipping
-// rows another statement holds (a decision waking one at the same time).
+// rows another statement holds (a decision waking one at the same time),
+// and reads the next deadline of those left waiting.
 const wakeDueSQL = `/* claims.wake_due */
 WITH due AS (
 	SELECT id FROM tasks
@@ -58,4 +79,6 @@ up AS (
 wake AS (
 	SELECT pg_notify('agentledger_task_insert', q) FROM (SELECT DISTINCT queue AS q FROM up) s
 )
-SELECT count(*) FROM up WHERE ` + woken
+SELECT (SELECT count(*) FROM up WHERE ` + woken + `),
+	(SELECT run_at FROM tasks WHERE state = 'waiting' AND run_at > coalesce($2::timestamptz, now()) AND queue = $1
+		ORDER BY run_at LIMIT 1)`

@@ -1,11 +1,14 @@
-// Package client submits tasks to agentledger from another program, over
-// the database (the tasks table the daemons claim from) or over the HTTP
-// API (as a tenant, with its bearer token). A submission key makes a
-// submission safe to retry: the same key and request make one task; the
-// same key with another request is refused (agentledger.ErrKeyReuse).
+// Package client submits tasks to agentledger from another program, and
+// sends the signals its tasks wait for, over the database (the tasks table
+// the daemons claim from) or over the HTTP API (as a tenant, with its
+// bearer token). A submission key makes a submission safe to retry: the
+// same key and request make one task; the same key with another request is
+// refused (agentledger.ErrKeyReuse). A signal's idempotency key does the
+// same for a signal.
 //
 //	c := client.HTTP("http://127.0.0.1:7450", token, nil)
 //	t, err := client.Submit(ctx, c, "refund", Refund{Order: 7, Amount: 10}, client.Options{Key: "refund-7"})
+//	sent, err := c.Send(ctx, client.Signal{Name: "payment.settled", Key: "order-7", IdempotencyKey: "evt-91"})
 package client
 
 import (

@@ -1,12 +1,14 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"math"
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/admit"
 	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/waits"
 )
 
 // Database submits straight into the database, for tenant ("" is the
@@ -16,8 +18,9 @@ import (
 // schema the serving daemon published for a typed kind, a steps payload's
 // structure. It queues a task whether or not a live worker serves its kind
 // (the API and agentctl check that): a program writing its own tasks,
-// often before any daemon is up, knows what it queues.
-func Database(db claims.DB, tenant string) Submitter {
+// often before any daemon is up, knows what it queues. Its signals pass
+// the door as the operator's too, and are sent by "operator".
+func Database(db claims.DB, tenant string) Client {
 	return dbSubmitter{db: db, door: &admit.Door{}, tenant: tenant}
 }
 
@@ -36,4 +39,18 @@ func (d dbSubmitter) Submit(ctx context.Context, r Request) (*agentledger.Task, 
 		return nil, err
 	}
 	return res.Task, nil
+}
+
+func (d dbSubmitter) Send(ctx context.Context, s Signal) (Sent, error) {
+	sent, err := d.door.Signal(ctx, d.db, admit.SignalSubmission{Caller: admit.Operator, Params: waits.SignalParams{
+		Tenant: d.tenant, Name: s.Name, Key: s.Key, Payload: s.Payload, DedupeKey: s.IdempotencyKey, Retention: s.Retention}})
+	if err != nil {
+		return Sent{}, err
+	}
+	return Sent{Signal: sent.Signal, Duplicate: sent.Duplicate}, nil
+}
+
+func (d dbSubmitter) Waits(ctx context.Context, q WaitQuery) ([]waits.Wait, error) {
+	return waits.NewStore(d.db).List(ctx, waits.ListParams{Tenant: cmp.Or(d.tenant, claims.DefaultTenant), TaskID: q.TaskID,
+		Kind: q.Kind, States: q.States, Limit: q.Limit})
 }

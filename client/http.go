@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -16,13 +18,15 @@ import (
 	"github.com/agentledger/agentledger/httpapi"
 	"github.com/agentledger/agentledger/problem"
 	"github.com/agentledger/agentledger/tracing"
+	"github.com/agentledger/agentledger/waits"
 )
 
-// HTTP submits through agentd's HTTP API at baseURL with a tenant's bearer
-// token; hc nil is a client with a 30 s timeout. A submission that meets a
-// server error, a timeout or a request still in flight is sent again under
-// the same key, three times at most.
-func HTTP(baseURL, token string, hc *http.Client) Submitter {
+// HTTP submits, sends signals and lists waits through agentd's HTTP API at
+// baseURL with a tenant's bearer token; hc nil is a client with a 30 s
+// timeout. A submission or a signal that meets a server error, a timeout
+// or a request still in flight is sent again under the same key, three
+// times at most.
+func HTTP(baseURL, token string, hc *http.Client) Client {
 	if hc == nil {
 		hc = &http.Client{Timeout: 30 * time.Second}
 	}
@@ -47,7 +51,78 @@ func (h httpSubmitter) Submit(ctx context.Context, r Request) (*agentledger.Task
 	if err != nil {
 		return nil, agentledger.Invalid("payload", "does not encode as JSON: %v", err)
 	}
-	key := r.Key
+	var t httpapi.Task
+	if _, err := h.mutate(ctx, "/v1/tasks", r.Key, body, &t); err != nil {
+		return nil, err
+	}
+	return taskOf(t), nil
+}
+
+// Send is POST /v1/signals.
+func (h httpSubmitter) Send(ctx context.Context, s Signal) (Sent, error) {
+	req := httpapi.SendSignalRequest{Name: s.Name, Key: s.Key, Payload: s.Payload}
+	if s.Retention != 0 {
+		req.Retention = s.Retention.String()
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		return Sent{}, agentledger.Invalid("payload", "does not encode as JSON: %v", err)
+	}
+	var v httpapi.Signal
+	duplicate, err := h.mutate(ctx, "/v1/signals", s.IdempotencyKey, body, &v)
+	if err != nil {
+		return Sent{}, err
+	}
+	return Sent{Duplicate: duplicate, Signal: waits.Signal{ID: v.ID, Tenant: v.Tenant, Name: v.Name, Key: v.Key, Payload: v.Payload,
+		SentBy: v.SentBy, SentAt: v.SentAt, ExpiresAt: v.ExpiresAt, State: v.State, ConsumedAt: v.ConsumedAt,
+		WaitID: v.WaitID, TaskID: v.TaskID}}, nil
+}
+
+// Waits is GET /v1/waits.
+func (h httpSubmitter) Waits(ctx context.Context, q WaitQuery) ([]waits.Wait, error) {
+	v := url.Values{}
+	if q.TaskID != 0 {
+		v.Set("task", strconv.FormatInt(q.TaskID, 10))
+	}
+	if q.Kind != "" {
+		v.Set("kind", q.Kind)
+	}
+	if len(q.States) > 0 {
+		v.Set("state", strings.Join(q.States, ","))
+	}
+	if q.Limit != 0 {
+		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.base+"/v1/waits?"+v.Encode(), nil)
+	if err != nil {
+		return nil, agentledger.Invalid("base_url", "%v", err)
+	}
+	var list httpapi.WaitList
+	if _, _, _, err := h.do(req, &list); err != nil {
+		return nil, err
+	}
+	out := make([]waits.Wait, len(list.Waits))
+	for i, w := range list.Waits {
+		out[i] = waits.Wait{ID: w.ID, TaskID: w.TaskID, Generation: w.Generation, Step: w.Step, Tenant: w.Tenant, Kind: w.Kind,
+			Signal: deref(w.Signal), Key: deref(w.Key), Spec: w.Spec, CreatedAt: w.CreatedAt, Deadline: w.Deadline, State: w.State,
+			Result: w.Result, SignalID: w.SignalID, EndedAt: w.EndedAt, EndedBy: deref(w.EndedBy), EndReason: deref(w.EndReason)}
+	}
+	return out, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// mutate POSTs body to path under key (a random one when empty) and
+// decodes the 2xx answer into v; duplicate says the server had made it
+// before (replayed under the key, or 200 for a signal sent before). A
+// server error, a timeout or a request still in flight is sent again
+// under the same key, three times at most.
+func (h httpSubmitter) mutate(ctx context.Context, path, key string, body []byte, v any) (duplicate bool, err error) {
 	if key == "" {
 		b := make([]byte, 16)
 		_, _ = rand.Read(b)
@@ -58,47 +133,47 @@ func (h httpSubmitter) Submit(ctx context.Context, r Request) (*agentledger.Task
 		if try > 0 {
 			select {
 			case <-ctx.Done():
-				return nil, ctx.Err()
+				return false, ctx.Err()
 			case <-time.After(time.Duration(try) * 200 * time.Millisecond):
 			}
 		}
-		t, retry, err := h.post(ctx, key, body)
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.base+path, bytes.NewReader(body))
+		if err != nil {
+			return false, agentledger.Invalid("base_url", "%v", err)
+		}
+		req.Header.Set("Idempotency-Key", key)
+		req.Header.Set("Content-Type", "application/json")
+		tracing.Inject(ctx, req.Header) // the task joins the caller's trace
+		status, header, retry, err := h.do(req, v)
 		if !retry {
-			return t, err
+			return err == nil && (status == http.StatusOK || header.Get(httpapi.ReplayedHeader) == "true"), err
 		}
 		lastErr = err
 	}
-	return nil, lastErr
+	return false, lastErr
 }
 
-// post sends one attempt; retry says whether sending it again under the
-// same key may succeed.
-func (h httpSubmitter) post(ctx context.Context, key string, body []byte) (*agentledger.Task, bool, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.base+"/v1/tasks", bytes.NewReader(body))
-	if err != nil {
-		return nil, false, agentledger.Invalid("base_url", "%v", err)
-	}
+// do sends req with the token and decodes a 2xx answer into v; retry
+// says whether sending it again under the same key may succeed.
+func (h httpSubmitter) do(req *http.Request, v any) (status int, header http.Header, retry bool, err error) {
+	ctx := req.Context()
 	req.Header.Set("Authorization", "Bearer "+h.token)
-	req.Header.Set("Idempotency-Key", key)
-	req.Header.Set("Content-Type", "application/json")
-	tracing.Inject(ctx, req.Header) // the task joins the caller's trace
 	resp, err := h.hc.Do(req)
 	if err != nil {
-		return nil, ctx.Err() == nil, fmt.Errorf("submit to %s: %w", h.base, err)
+		return 0, nil, ctx.Err() == nil, fmt.Errorf("%s %s: %w", req.Method, h.base+req.URL.Path, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
-		return nil, true, fmt.Errorf("submit to %s: reading the answer: %w", h.base, err)
+		return 0, nil, true, fmt.Errorf("%s %s: reading the answer: %w", req.Method, h.base+req.URL.Path, err)
 	}
-	if resp.StatusCode == http.StatusCreated {
-		var t httpapi.Task
-		if err := json.Unmarshal(b, &t); err != nil {
-			return nil, false, fmt.Errorf("submit to %s: the answer is not a task: %w", h.base, err)
+	if resp.StatusCode/100 == 2 {
+		if err := json.Unmarshal(b, v); err != nil {
+			return 0, nil, false, fmt.Errorf("%s %s: the answer is not what was asked for: %w", req.Method, h.base+req.URL.Path, err)
 		}
-		return taskOf(t), false, nil
+		return resp.StatusCode, resp.Header, false, nil
 	}
-	return nil, resp.StatusCode >= 500 || resp.StatusCode == http.StatusConflict, problemError(resp.StatusCode, b)
+	return resp.StatusCode, resp.Header, resp.StatusCode >= 500 || resp.StatusCode == http.StatusConflict, problemError(resp.StatusCode, b)
 }
 
 // problemError is the server's problem+json answer as an error of its code

@@ -26,6 +26,7 @@ import (
 	"github.com/agentledger/agentledger/operator"
 	"github.com/agentledger/agentledger/schedule"
 	"github.com/agentledger/agentledger/tenants"
+	"github.com/agentledger/agentledger/waits"
 	"github.com/agentledger/agentledger/webhooks"
 )
 
@@ -146,6 +147,8 @@ func sweeps(cfg *Config, db *pgxpool.Pool) []janitor.Sweep {
 		{Name: "inbox", Window: cfg.Maintenance.Retain.Inbox, Delete: webhooks.ExpireInbox(db)},
 		{Name: "idempotency_keys", Window: cfg.Maintenance.Retain.IdempotencyKeys, Delete: httpapi.ExpireKeys(db)},
 		{Name: "tasks", Window: cfg.Maintenance.Retain.Tasks, Delete: claims.New(db).DeleteFinished},
+		// Signals live as long as the ledger rows of the waits they ended.
+		{Name: "signals", Window: cfg.Maintenance.Retain.Ledger, Delete: waits.NewStore(db).SweepSignals},
 	}
 }
 

@@ -4,12 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/daemon"
 	"github.com/agentledger/agentledger/internal/test/testdaemon"
+	"github.com/agentledger/agentledger/internal/test/testdb"
 	"github.com/agentledger/agentledger/waits"
 )
 
@@ -48,7 +53,9 @@ func TestWaitForASignal(t *testing.T) {
 	if _, err := store.Requeue(ctx, "", id, claims.Replay); err != nil {
 		t.Fatal(err)
 	}
-	waitTask(t, store, id, func(t *agentledger.Task) bool { return t.State == agentledger.StateSucceeded && t.UpdatedAt.After(done.UpdatedAt) })
+	waitTask(t, store, id, func(t *agentledger.Task) bool {
+		return t.State == agentledger.StateSucceeded && t.UpdatedAt.After(done.UpdatedAt)
+	})
 	// A re-run waits anew; a signal sent before its wait is kept for it.
 	if _, err := ws.Send(ctx, waits.SignalParams{Name: "payment.settled", Key: "order-7", Payload: json.RawMessage(`{"amount":99}`), SentBy: "test"}); err != nil {
 		t.Fatal(err)
@@ -56,7 +63,9 @@ func TestWaitForASignal(t *testing.T) {
 	if _, err := store.Requeue(ctx, "", id, claims.Rerun); err != nil {
 		t.Fatal(err)
 	}
-	rerun := waitTask(t, store, id, func(t *agentledger.Task) bool { return t.State == agentledger.StateSucceeded && t.Generation == done.Generation+1 })
+	rerun := waitTask(t, store, id, func(t *agentledger.Task) bool {
+		return t.State == agentledger.StateSucceeded && t.Generation == done.Generation+1
+	})
 	all, err := ws.List(ctx, waits.ListParams{TaskID: id, States: []string{waits.Done}})
 	if err != nil || len(all) != 2 || down.Effects() != 2 {
 		t.Fatalf("after the re-run (%s): %d waits done, %d effects, %v; want 2, 2", rerun.State, len(all), down.Effects(), err)
@@ -67,16 +76,9 @@ func TestWaitForASignal(t *testing.T) {
 // times out and fails its step saying so.
 func TestWaitTimerAndTimeout(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	db, _ := runGateDaemon(t, nil)
 	store := claims.New(db)
-	submit := func(payload string) int64 {
-		r, err := store.Enqueue(ctx, claims.EnqueueParams{Kind: "steps", Payload: json.RawMessage(payload), MaxAttempts: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r.Task.ID
-	}
+	submit := func(payload string) int64 { return submitSteps(t, store, payload) }
 	timer := submit(`{"steps":[{"tool":"wait_timer","args":{"for":"1s"}}]}`)
 	lonely := submit(`{"steps":[{"tool":"wait_for_signal","args":{"signal":"never","key":"k","timeout":"1s"}}]}`)
 	if got := testdaemon.WaitFinished(t, store, timer); got.State != agentledger.StateSucceeded || !strings.Contains(string(got.Result), "fired_at") {
@@ -91,16 +93,9 @@ func TestWaitTimerAndTimeout(t *testing.T) {
 // results; a failing child fails a parent that says so.
 func TestWaitForChildren(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	db, _ := runGateDaemon(t, nil)
 	store := claims.New(db)
-	submit := func(payload string) int64 {
-		r, err := store.Enqueue(ctx, claims.EnqueueParams{Kind: "steps", Payload: json.RawMessage(payload), MaxAttempts: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r.Task.ID
-	}
+	submit := func(payload string) int64 { return submitSteps(t, store, payload) }
 	parent := submit(`{"steps":[{"tool":"create_task","args":{"kind":"echo","payload":{"n":1}}},
 		{"tool":"create_task","args":{"kind":"echo","payload":{"n":2}}},
 		{"tool":"create_task","args":{"kind":"sleep","payload":{"ms":300}}},
@@ -118,4 +113,72 @@ func TestWaitForChildren(t *testing.T) {
 	if got := testdaemon.WaitFinished(t, store, failing); got.State != agentledger.StateDead || !strings.Contains(got.LastError, "ended dead") {
 		t.Fatalf("parent of a failing child: %s %q", got.State, got.LastError)
 	}
+}
+
+// A timer fires at its deadline, not at the worker's next poll: with a poll
+// an hour apart, a 1s timer's task still finishes (the pool that parked it
+// comes back at its deadline).
+func TestTimerFiresWithoutThePoll(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, _ := runGateDaemon(t, func(c *daemon.Config, _ string) { c.Worker.PollInterval = time.Hour })
+	store := claims.New(db)
+	r, err := store.Enqueue(ctx, claims.EnqueueParams{Kind: "steps", Payload: json.RawMessage(`{"steps":[{"tool":"wait_timer","args":{"for":"1s"}}]}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := testdaemon.WaitFinished(t, store, r.Task.ID); got.State != agentledger.StateSucceeded {
+		t.Fatalf("timer task: %s %q", got.State, got.LastError)
+	}
+}
+
+// A Go kind waits with waits.ForSignal: the task parks, and once the
+// signal comes the handler runs again, the wait served from the ledger.
+func TestGoKindWaitsForASignal(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := testdb.URL(t)
+	type order struct {
+		ID string `json:"id"`
+	}
+	d := daemon.New(daemon.Config{
+		Database:    daemon.Database{URL: url},
+		Worker:      daemon.Worker{PollInterval: 50 * time.Millisecond},
+		Maintenance: daemon.Maintenance{NoCron: true, NoJanitor: true},
+		Logger:      quiet(),
+		Stdout:      io.Discard,
+	})
+	var runs atomic.Int32
+	err := d.RegisterKind("settle", daemon.Kind(func(ctx context.Context, t *agentledger.Task, o order) (json.RawMessage, error) {
+		runs.Add(1)
+		return waits.ForSignal(ctx, t, "paid", "payment.settled", o.ID, time.Hour)
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	testdaemon.Run(t, d)
+	db := testdb.Open(t, url)
+	store := claims.New(db)
+	r, err := store.Enqueue(ctx, claims.EnqueueParams{Kind: "settle", Payload: json.RawMessage(`{"id":"order-5"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitTask(t, store, r.Task.ID, func(t *agentledger.Task) bool { return t.State == agentledger.StateWaiting })
+	if _, err := waits.NewStore(db).Send(ctx, waits.SignalParams{Name: "payment.settled", Key: "order-5", Payload: json.RawMessage(`{"ok":true}`), SentBy: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	got := testdaemon.WaitFinished(t, store, r.Task.ID)
+	if got.State != agentledger.StateSucceeded || !strings.Contains(string(got.Result), `"ok"`) || runs.Load() != 2 {
+		t.Fatalf("task %s result %s after %d runs; want succeeded with the payload after 2", got.State, got.Result, runs.Load())
+	}
+}
+
+// submitSteps queues a steps task of payload that is tried once.
+func submitSteps(t *testing.T, store *claims.Store, payload string) int64 {
+	t.Helper()
+	r, err := store.Enqueue(context.Background(), claims.EnqueueParams{Kind: "steps", Payload: json.RawMessage(payload), MaxAttempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.Task.ID
 }

@@ -16,11 +16,17 @@
 //	POST /v1/approvals/{id}/approve, /deny
 //	                             200: decided (DecideRequest); 409 decided before, with "approval" as it stands;
 //	                             403 unless the tenant's grant has Decide
+//	POST /v1/signals             201: the signal (SendSignalRequest), consumed by the task it woke or pending
+//	GET  /v1/signals             200: a SignalList, pending by default; ?state=&name=&limit=
+//	GET  /v1/waits               200: a WaitList, waiting by default; ?state=&task=&kind=&limit=
+//	GET  /v1/waits/{id}          200: the wait
+//	POST /v1/waits/{id}/end      200: ended (EndWaitRequest); 409 ended before, with "wait" as it stands
 //	POST /v1/hooks/{source}      Config.Hooks, without bearer authentication
 //
-// Every /v1/tasks and /v1/approvals route takes "Authorization: Bearer
+// Every /v1/tasks, /v1/approvals, /v1/signals and /v1/waits route takes "Authorization: Bearer
 // <token>" (package tenants) and sees the token's tenant only: another
-// tenant's task or approval request is 404, never 403. Lists run newest first; next_cursor, an opaque string, fetches
+// tenant's task, approval request or wait is 404, never 403, and a signal
+// wakes only the tenant's own tasks. Lists run newest first; next_cursor, an opaque string, fetches
 // the next page and is null on the last one.
 //
 // # Errors
@@ -79,4 +85,8 @@
 // a new record should; a reaper must therefore keep in-flight records at
 // least as long as completed ones. The "api:" prefix of submission keys is
 // the API's: agentctl submit --idempotency-key should not use it.
+//
+// POST /v1/signals is exactly-once the same way: the signal's dedupe key
+// is the record's submission key, so the retry that takes over a crashed
+// request finds the signal it sent, and answers 201 with it.
 package httpapi

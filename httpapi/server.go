@@ -18,6 +18,7 @@ import (
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/operator"
 	"github.com/agentledger/agentledger/tenants"
+	"github.com/agentledger/agentledger/waits"
 )
 
 // DB is what the server needs from a connection for its Idempotency-Key
@@ -47,6 +48,10 @@ type Config struct {
 	// fleet). Its Grants also say whether a tenant may decide approval
 	// requests; without them no API tenant may.
 	Door *admit.Door
+
+	// Waits keeps the signals and the waits; nil: a store over DB, which
+	// must then begin transactions (a pool does).
+	Waits *waits.Store
 
 	// Hooks, when set, serves POST /v1/hooks/{source} without bearer
 	// authentication: webhooks authenticate by their signature.
@@ -135,6 +140,13 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Door == nil {
 		cfg.Door = &admit.Door{Unserved: true}
 	}
+	if cfg.Waits == nil {
+		db, ok := cfg.DB.(waits.DB)
+		if !ok {
+			return nil, errors.New("httpapi: Config needs Waits, or a DB that begins transactions")
+		}
+		cfg.Waits = waits.NewStore(db)
+	}
 	def := func(v *time.Duration, d time.Duration) {
 		if *v == 0 {
 			*v = d
@@ -171,6 +183,11 @@ func New(cfg Config) (*Server, error) {
 	s.mux.Handle("GET /v1/approvals/{id}", s.read(s.getApproval))
 	s.mux.Handle(OpApprove, s.mutate(OpApprove, s.approve))
 	s.mux.Handle(OpDeny, s.mutate(OpDeny, s.deny))
+	s.mux.Handle(OpSendSignal, s.mutate(OpSendSignal, s.sendSignal))
+	s.mux.Handle("GET /v1/signals", s.read(s.listSignals))
+	s.mux.Handle("GET /v1/waits", s.read(s.listWaits))
+	s.mux.Handle("GET /v1/waits/{id}", s.read(s.getWait))
+	s.mux.Handle(OpEndWait, s.mutate(OpEndWait, s.endWait))
 	if cfg.Hooks != nil {
 		s.mux.Handle("POST /v1/hooks/{source}", cfg.Hooks)
 	}

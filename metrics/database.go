@@ -14,6 +14,7 @@ import (
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/notify/outbox"
+	"github.com/agentledger/agentledger/waits"
 )
 
 // DB is what metrics needs of a database: a pool, a connection or a
@@ -37,6 +38,8 @@ var (
 	upDesc      = prometheus.NewDesc(ns+"_database_up", "Whether the last read of the database gauges succeeded.", nil, nil)
 	askedDesc   = prometheus.NewDesc(ns+"_approvals_pending", "Approval requests waiting for a decision.", nil, nil)
 	askedAge    = prometheus.NewDesc(ns+"_approvals_oldest_pending_seconds", "Age of the oldest approval request waiting for a decision.", nil, nil)
+	waitsDesc   = prometheus.NewDesc(ns+"_waits", "Durable waits waiting, by kind (signal, timer, children).", []string{"kind"}, nil)
+	signalsDesc = prometheus.NewDesc(ns+"_signals_pending", "Signals sent that no wait has consumed yet (kept until they expire).", nil, nil)
 )
 
 // dbCollector reads the database gauges, each from the package that owns
@@ -46,6 +49,7 @@ type dbCollector struct {
 	events *outbox.Store
 	ledger *ledger.Ledger
 	asked  *approvals.Store
+	waits  *waits.Store
 
 	mu     sync.Mutex
 	at     time.Time
@@ -61,16 +65,18 @@ type gauges struct {
 	unknown int64
 	asked   int64
 	oldest  time.Duration
+	waiting map[string]int64
+	signals int64
 }
 
 // WatchDatabase adds the gauges read from db.
 func (m *Metrics) WatchDatabase(db DB) {
 	m.Registry.MustRegister(&dbCollector{tasks: claims.New(db), events: outbox.NewStore(db), ledger: ledger.New(db),
-		asked: approvals.NewStore(db)})
+		asked: approvals.NewStore(db), waits: waits.NewStore(db)})
 }
 
 func (c *dbCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{tasksDesc, pendingDesc, lagDesc, unknownDesc, upDesc, askedDesc, askedAge} {
+	for _, d := range []*prometheus.Desc{tasksDesc, pendingDesc, lagDesc, unknownDesc, upDesc, askedDesc, askedAge, waitsDesc, signalsDesc} {
 		ch <- d
 	}
 }
@@ -98,6 +104,10 @@ func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(unknownDesc, prometheus.GaugeValue, float64(c.values.unknown))
 	ch <- prometheus.MustNewConstMetric(askedDesc, prometheus.GaugeValue, float64(c.values.asked))
 	ch <- prometheus.MustNewConstMetric(askedAge, prometheus.GaugeValue, c.values.oldest.Seconds())
+	for kind, n := range c.values.waiting {
+		ch <- prometheus.MustNewConstMetric(waitsDesc, prometheus.GaugeValue, float64(n), kind)
+	}
+	ch <- prometheus.MustNewConstMetric(signalsDesc, prometheus.GaugeValue, float64(c.values.signals))
 }
 
 func (c *dbCollector) read() (gauges, bool) {
@@ -115,6 +125,9 @@ func (c *dbCollector) read() (gauges, bool) {
 		return g, false
 	}
 	if g.asked, g.oldest, err = c.asked.Backlog(ctx); err != nil {
+		return g, false
+	}
+	if g.waiting, g.signals, err = c.waits.Backlog(ctx); err != nil {
 		return g, false
 	}
 	return g, true

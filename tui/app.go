@@ -16,6 +16,7 @@ const (
 	viewWorkers
 	viewLimits
 	viewApprovals
+	viewWaits
 )
 
 // App is the console's root model. It owns the component models, routes
@@ -31,6 +32,7 @@ type App struct {
 	workers   workersModel
 	limits    limitsModel
 	approvals approvalsModel
+	waits     waitsModel
 	dialog    *dialogModel
 
 	// pending is how many approval requests wait, for the title; known
@@ -38,6 +40,10 @@ type App struct {
 	pending         int64
 	pendingKnown    bool
 	pendingCounting bool
+	// waiting is how many waits wait, for the title, likewise.
+	waiting         int64
+	waitingKnown    bool
+	waitingCounting bool
 
 	status    string
 	statusErr bool
@@ -55,7 +61,7 @@ func New(ctx context.Context, store Store, opts Options) App {
 	e := &env{keys: DefaultKeyMap(), styles: DefaultStyles(), opts: opts.withDefaults()}
 	c := commands{ctx: ctx, store: store}
 	a := App{env: e, cmd: c, help: help.New(), tasks: newTasksModel(e, c), workers: newWorkersModel(e, c),
-		limits: newLimitsModel(e, c), approvals: newApprovalsModel(e, c), task: newTaskModel(e, c, 0, 80, 24), width: 80, height: 24}
+		limits: newLimitsModel(e, c), approvals: newApprovalsModel(e, c), waits: newWaitsModel(e, c), task: newTaskModel(e, c, 0, 80, 24), width: 80, height: 24}
 	a.layout()
 	return a
 }

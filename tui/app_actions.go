@@ -13,6 +13,7 @@ import (
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/notify/outbox"
 	"github.com/agentledger/agentledger/operator"
+	"github.com/agentledger/agentledger/waits"
 )
 
 // current is the task the actions apply to: the selected row, or the task
@@ -188,6 +189,13 @@ func (a *App) openCancel(t *agentledger.Task) {
 	if r := a.task.pendingApproval(); a.view == viewTask && r != nil {
 		lines = append(lines, fmt.Sprintf("Its approval request %d is withdrawn: nobody can decide it any more.", r.ID))
 	}
+	if w := a.task.waiting(); a.view == viewTask && w != nil {
+		line := fmt.Sprintf("Its wait %d for %s is cancelled.", w.ID, waitsFor(w.Wait))
+		if w.Kind == waits.KindChildren {
+			line = fmt.Sprintf("Its wait %d for its children is cancelled, and its unfinished children with it.", w.ID)
+		}
+		lines = append(lines, line)
+	}
 	id := t.ID
 	a.openDialog(newDialog(a.env, fmt.Sprintf("Cancel task %d?", id), lines, func() tea.Cmd { return a.cmd.cancel(id) }))
 }
@@ -262,7 +270,7 @@ func (a App) openBulk(msg bulkCountMsg) (tea.Model, tea.Cmd) {
 	if msg.op == bulkRetry {
 		lines = append(lines, "Each runs again from attempt 1 in its generation: the ledger serves the effects it completed; tasks whose ledger rows retention removed are skipped.")
 	} else {
-		lines = append(lines, "Those not running are cancelled at once (a waiting task's request is withdrawn); running ones stop at their next heartbeat.")
+		lines = append(lines, "Those not running are cancelled at once (a waiting task's request is withdrawn, its wait cancelled); running ones stop at their next heartbeat.")
 	}
 	op, f := msg.op, msg.filter
 	which := "all " + plural(int(msg.n), what+" task")

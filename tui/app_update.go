@@ -1,6 +1,8 @@
 package tui
 
 import (
+	"fmt"
+
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
@@ -73,6 +75,26 @@ func (a App) route(msg tea.Msg) (tea.Model, tea.Cmd) {
 		var cmd tea.Cmd
 		a.approvals, cmd = a.approvals.Update(msg)
 		return a, cmd
+	case waitCountMsg:
+		a.waitingCounting = false
+		if msg.err == nil {
+			a.waiting, a.waitingKnown = msg.n, true
+		}
+		return a, nil
+	case waitsMsg:
+		var cmd tea.Cmd
+		a.waits, cmd = a.waits.Update(msg)
+		if msg.err == nil {
+			a.waiting, a.waitingKnown = msg.total, true
+		}
+		return a, cmd
+	case waitMsg:
+		if msg.act != waitShow {
+			return a.openWaitAction(msg)
+		}
+		var cmd tea.Cmd
+		a.waits, cmd = a.waits.Update(msg)
+		return a, cmd
 	case previewMsg:
 		return a.openPreview(msg)
 	case compensationMsg:
@@ -83,7 +105,7 @@ func (a App) route(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return a.openBulk(msg)
 	case actionMsg:
 		a.setStatus(msg.text, msg.err)
-		return a, tea.Batch(a.reload(), a.countApprovals())
+		return a, tea.Batch(a.reload(), a.countApprovals(), a.countWaits())
 	case statusExpiredMsg:
 		if msg.seq == a.statusSeq {
 			a.clearStatus()
@@ -135,6 +157,9 @@ func (a App) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	if a.view == viewApprovals && a.approvals.openID != 0 && key.Matches(msg, k.Back) {
 		return a, a.approvals.close() // back to the list, not the tasks
 	}
+	if a.view == viewWaits && a.waits.openID != 0 && key.Matches(msg, k.Back) {
+		return a, a.waits.close()
+	}
 	switch {
 	case key.Matches(msg, k.Quit):
 		return a, tea.Quit
@@ -154,6 +179,11 @@ func (a App) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		a.approvals.openID, a.approvals.request = 0, nil
 		a.layout()
 		return a, a.approvals.load()
+	case key.Matches(msg, k.Waits) && a.view != viewWaits:
+		a.view = viewWaits
+		a.waits.openID, a.waits.wait = 0, nil
+		a.layout()
+		return a, a.waits.load()
 	case key.Matches(msg, k.Back) && a.view != viewTasks:
 		a.view = viewTasks
 		a.layout()
@@ -176,6 +206,13 @@ func (a App) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		if r := a.task.pendingApproval(); r != nil && (key.Matches(msg, k.Approve) || key.Matches(msg, k.DenyRequest)) {
 			return a, a.askDecision(r, key.Matches(msg, k.Approve))
 		}
+		if act, ok := a.waitAction(msg); ok {
+			if w := a.task.waiting(); w != nil {
+				return a, a.askWait(w, act)
+			}
+			a.setStatus("", fmt.Errorf("task %d waits for no signal, timer or child: there is no wait to act on", a.task.id))
+			return a, nil
+		}
 		a.task, cmd = a.task.Update(msg)
 	case viewApprovals:
 		switch {
@@ -188,12 +225,34 @@ func (a App) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 			return a, nil
 		}
 		a.approvals, cmd = a.approvals.Update(msg)
+	case viewWaits:
+		if act, ok := a.waitAction(msg); ok {
+			return a, a.askWait(a.waits.selected(), act)
+		}
+		if a.waits.openID == 0 && key.Matches(msg, k.Open) {
+			if w := a.waits.selected(); w != nil {
+				return a, a.waits.open(*w)
+			}
+			return a, nil
+		}
+		a.waits, cmd = a.waits.Update(msg)
 	case viewWorkers:
 		a.workers, cmd = a.workers.Update(msg)
 	case viewLimits:
 		a.limits, cmd = a.limits.Update(msg)
 	}
 	return a, cmd
+}
+
+// waitAction is the action on a wait msg asks for, if any.
+func (a App) waitAction(msg tea.KeyMsg) (waitAct, bool) {
+	switch k := a.env.keys; {
+	case key.Matches(msg, k.SendSignal):
+		return waitSend, true
+	case key.Matches(msg, k.EndWait):
+		return waitEnd, true
+	}
+	return waitShow, false
 }
 
 // openTask shows task id.
@@ -206,10 +265,12 @@ func (a App) openTask(id int64) (tea.Model, tea.Cmd) {
 // refresh reloads the visible view and the workers (the title says when
 // none is live), unless they are loading already.
 func (a *App) refresh() tea.Cmd {
-	workers := tea.Batch(a.workers.refresh(), a.countApprovals())
+	workers := tea.Batch(a.workers.refresh(), a.countApprovals(), a.countWaits())
 	switch a.view {
 	case viewApprovals:
 		return tea.Batch(a.approvals.refresh(), workers)
+	case viewWaits:
+		return tea.Batch(a.waits.refresh(), workers)
 	case viewTask:
 		return tea.Batch(a.task.refresh(), workers)
 	case viewWorkers:
@@ -231,6 +292,8 @@ func (a *App) reload() tea.Cmd {
 		return a.limits.load()
 	case viewApprovals:
 		return a.approvals.load()
+	case viewWaits:
+		return a.waits.load()
 	}
 	return a.tasks.load()
 }
@@ -244,6 +307,16 @@ func (a *App) countApprovals() tea.Cmd {
 	}
 	a.pendingCounting = true
 	return a.cmd.approvalCount()
+}
+
+// countWaits counts the waiting waits for the title, unless a count is
+// under way. The waits view's list counts them too.
+func (a *App) countWaits() tea.Cmd {
+	if a.waitingCounting || (a.view == viewWaits && a.waits.openID == 0) {
+		return nil
+	}
+	a.waitingCounting = true
+	return a.cmd.waitCount()
 }
 
 // setStatus shows what an action did, or its error, until the next key or

@@ -28,6 +28,8 @@ func (a App) helpKeys() helpKeys {
 	case a.view == viewApprovals:
 		r := a.approvals.request
 		return k.approvalsHelp(a.approvals.openID != 0, r == nil || r.State == approvals.Pending)
+	case a.view == viewWaits:
+		return k.waitsHelp(a.waits.openID != 0, a.waits.selected())
 	}
 	return k.tasksHelp()
 }
@@ -82,6 +84,7 @@ func (a *App) layout() {
 	a.workers.setSize(a.width, h)
 	a.limits.setSize(a.width, h)
 	a.approvals.setSize(a.width, h)
+	a.waits.setSize(a.width, h)
 	if a.dialog != nil {
 		a.dialog.setSize(a.width, h)
 	}
@@ -103,6 +106,11 @@ func (a App) View() string {
 		if a.approvals.openID != 0 {
 			where = fmt.Sprintf("approval %d", a.approvals.openID)
 		}
+	case viewWaits:
+		where = "waits"
+		if a.waits.openID != 0 {
+			where = fmt.Sprintf("wait %d", a.waits.openID)
+		}
 	}
 	title := s.Title.Render("agentledger") + s.TitleDim.Render(" › ") + where
 	if n, ok := a.workers.live(); ok && n == 0 {
@@ -110,6 +118,9 @@ func (a App) View() string {
 	}
 	if a.pendingKnown && a.pending > 0 {
 		title += s.TitleDim.Render(" · ") + s.Stale.Render(plural(int(a.pending), "approval")+" pending")
+	}
+	if a.waitingKnown && a.waiting > 0 {
+		title += s.TitleDim.Render(" · ") + plural(int(a.waiting), "wait")
 	}
 	var body string
 	switch {
@@ -123,6 +134,8 @@ func (a App) View() string {
 		body = a.limits.View()
 	case a.view == viewApprovals:
 		body = a.approvals.View()
+	case a.view == viewWaits:
+		body = a.waits.View()
 	default:
 		body = a.tasks.View()
 	}
@@ -149,6 +162,11 @@ func (a App) loadErr() error {
 	case viewApprovals:
 		if a.approvals.openID != 0 && a.approvals.request != nil {
 			return a.approvals.openErr
+		}
+		return nil // the view says it
+	case viewWaits:
+		if a.waits.openID != 0 && a.waits.wait != nil {
+			return a.waits.openErr
 		}
 		return nil // the view says it
 	}

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -9,6 +10,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/waits"
 )
 
 // ioTimeout bounds every store call the console makes.
@@ -290,5 +292,83 @@ func (c commands) decide(id int64, approve bool, reason string) tea.Cmd {
 			return fmt.Sprintf("approval %d approved: task %d performs %s once", id, r.TaskID, r.Step), nil
 		}
 		return fmt.Sprintf("approval %d denied: task %d does not perform %s", id, r.TaskID, r.Step), nil
+	})
+}
+
+// waitCount counts the waiting waits, for the title.
+func (c commands) waitCount() tea.Cmd {
+	return c.call(func(ctx context.Context) tea.Msg {
+		_, n, err := c.store.Waiting(ctx, 0)
+		return waitCountMsg{n: n, err: err}
+	})
+}
+
+// waiting reads the limit waiting waits due soonest.
+func (c commands) waiting(limit int) tea.Cmd {
+	return c.call(func(ctx context.Context) tea.Msg {
+		ws, n, err := c.store.Waiting(ctx, limit)
+		return waitsMsg{waits: ws, total: n, err: err}
+	})
+}
+
+// wait reads wait id for act.
+func (c commands) wait(id int64, act waitAct) tea.Cmd {
+	return c.call(func(ctx context.Context) tea.Msg {
+		w, err := c.store.Wait(ctx, id)
+		return waitMsg{id: id, wait: w, act: act, err: err}
+	})
+}
+
+// sendSignal sends wait id its signal with payload, and says whether it
+// woke the wait's task.
+func (c commands) sendSignal(id int64, payload json.RawMessage) tea.Cmd {
+	return c.act(func(ctx context.Context) (string, error) {
+		sent, err := c.store.SendSignal(ctx, id, payload)
+		if errors.Is(err, agentledger.ErrKeyReuse) {
+			return "", fmt.Errorf("wait %d was sent its signal from the console already, with another payload: yours was not sent", id)
+		}
+		if err != nil {
+			return "", err
+		}
+		return signalSent(id, sent), nil
+	})
+}
+
+// signalSent says what the signal sent for wait id did.
+func signalSent(id int64, sent waits.Sent) string {
+	sig := sent.Signal
+	what := fmt.Sprintf("signal %s key %s", sig.Name, sig.Key)
+	switch {
+	case sent.Duplicate:
+		fate := "no wait has taken it yet"
+		switch {
+		case sig.WaitID != nil && sig.TaskID != nil:
+			fate = fmt.Sprintf("wait %d of task %d took it", *sig.WaitID, *sig.TaskID)
+		case sig.State == "expired":
+			fate = "it expired, taken by no wait"
+		}
+		return fmt.Sprintf("%s was sent for wait %d already (signal %d, by %s): nothing changed; %s", what, id, sig.ID, sig.SentBy, fate)
+	case sent.Woke != nil && sent.Woke.ID == id:
+		return fmt.Sprintf("%s sent (signal %d): wait %d took it and task %d is woken", what, sig.ID, id, sent.Woke.TaskID)
+	case sent.Woke != nil:
+		return fmt.Sprintf("%s sent (signal %d), but wait %d of task %d took it, waiting for it longer: wait %d still waits",
+			what, sig.ID, sent.Woke.ID, sent.Woke.TaskID, id)
+	}
+	return fmt.Sprintf("%s sent (signal %d), but no wait took it: wait %d had ended or passed its deadline; the signal expires unused",
+		what, sig.ID, id)
+}
+
+// endWait ends wait id with reason. A wait that ended first is an error
+// that says how: this end changed nothing.
+func (c commands) endWait(id int64, reason string) tea.Cmd {
+	return c.act(func(ctx context.Context) (string, error) {
+		w, ended, err := c.store.EndWait(ctx, id, reason)
+		if err != nil {
+			return "", err
+		}
+		if !ended {
+			return "", errors.New(endedAlready(w) + "; yours changed nothing")
+		}
+		return fmt.Sprintf("wait %d ended: task %d is woken, and its call at %s fails with your reason", id, w.TaskID, w.Step), nil
 	})
 }

@@ -12,18 +12,20 @@ import (
 	"github.com/agentledger/agentledger/flow"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/operator"
+	"github.com/agentledger/agentledger/waits"
 )
 
 // DBStore is the Store over the database: the operator service, the
 // ledger for the journals of a task's earlier generations, the flow
-// limits, and the approval requests.
+// limits, the approval requests, and the waits.
 type DBStore struct {
 	Operator  *operator.Service
 	Ledger    *ledger.Ledger
 	Flow      *flow.Store
 	Approvals *approvals.Store
-	// User is who decides approval requests from this console: the
-	// operating system's user name.
+	Waits     *waits.Store
+	// User is who decides approval requests, sends signals and ends waits
+	// from this console: the operating system's user name.
 	User string
 
 	db operator.DB
@@ -32,7 +34,7 @@ type DBStore struct {
 // NewDBStore returns the store over db.
 func NewDBStore(db operator.DB) *DBStore {
 	return &DBStore{Operator: operator.New(db), Ledger: ledger.New(db), Flow: flow.NewStore(db),
-		Approvals: approvals.NewStore(db), User: osUser(), db: db}
+		Approvals: approvals.NewStore(db), Waits: waits.NewStore(db), User: osUser(), db: db}
 }
 
 // osUser is the name of the user running the console, as a decision
@@ -94,6 +96,9 @@ func (s *DBStore) Get(ctx context.Context, id int64) (*Detail, error) {
 		if r.Generation == d.Task.Generation {
 			out.Approvals = append(out.Approvals, r)
 		}
+	}
+	if out.Waits, err = s.taskWaits(ctx, d.Task.ID, d.Task.Generation); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

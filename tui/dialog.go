@@ -41,6 +41,11 @@ type dialogModel struct {
 	dropNote string
 	dropped  bool
 
+	// payload: the note is a JSON document (a signal's payload), accepted
+	// once checked: see newPayloadDialog. It shares optional's keys.
+	payload  bool
+	accepted string
+
 	closed        bool
 	width, height int
 }
@@ -89,6 +94,9 @@ func (d dialogModel) Update(msg tea.KeyMsg) (dialogModel, tea.Cmd) {
 	k := d.env.keys
 	if d.optional {
 		return d.updateOptional(msg)
+	}
+	if d.payload {
+		return d.updatePayload(msg)
 	}
 	if !d.withNote {
 		switch {
@@ -168,6 +176,10 @@ func (d dialogModel) updateOptional(msg tea.KeyMsg) (dialogModel, tea.Cmd) {
 // hint is the line under the dialog that says what its keys do.
 func (d dialogModel) hint() string {
 	switch {
+	case d.payload && d.editing:
+		return "enter check the payload · esc back (the payload unchanged)"
+	case d.payload:
+		return "y " + d.verb + " with this payload · p edit the payload · n/esc cancel"
 	case d.optional && d.editing:
 		return "enter " + d.verb + " with this reason · esc back (the reason is kept)"
 	case d.optional && strings.TrimSpace(d.note.Value()) != "":
@@ -203,8 +215,10 @@ func (d dialogModel) View() string {
 		body = append(body, lipgloss.NewStyle().Width(w).PaddingLeft(indent).Render(text))
 	}
 	// The note shows while it takes the keys or holds a text; an optional
-	// one stays out of the way until then.
-	if d.withNote || d.editing || strings.TrimSpace(d.note.Value()) != "" {
+	// one stays out of the way until then. A payload always shows.
+	if d.payload {
+		body = append(append(body, ""), d.payloadView()...)
+	} else if d.withNote || d.editing || strings.TrimSpace(d.note.Value()) != "" {
 		if d.toggle {
 			radio := func(on bool, label string) string {
 				if on {

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/agentledger/agentledger/flow"
 	"github.com/agentledger/agentledger/operator"
 	"github.com/agentledger/agentledger/registry"
+	"github.com/agentledger/agentledger/waits"
 )
 
 // fakeStore is an in-memory Store that records its calls.
@@ -30,6 +32,9 @@ type fakeStore struct {
 	// requests are the approval requests, oldest first; Decide decides a
 	// pending one as "op" from the console.
 	requests []approvals.Request
+	// waits are the waits, oldest first; SendSignal and EndWait end a
+	// waiting one.
+	waits []Wait
 }
 
 // newFakeStore holds n tasks with ids 1..n; every fifth is dead, every
@@ -118,6 +123,11 @@ func (s *fakeStore) Get(_ context.Context, id int64) (*Detail, error) {
 	for _, r := range s.requests {
 		if r.TaskID == id && r.Generation == t.Generation {
 			d.Approvals = append(d.Approvals, r)
+		}
+	}
+	for _, w := range s.waits {
+		if w.TaskID == id && w.Generation == t.Generation {
+			d.Waits = append(d.Waits, w)
 		}
 	}
 	return d, nil
@@ -276,4 +286,71 @@ func (s *fakeStore) Decide(_ context.Context, id int64, approve bool, reason str
 		return r, true, nil
 	}
 	return approvals.Request{}, false, fmt.Errorf("approval request %d: %w", id, agentledger.ErrNotFound)
+}
+
+func (s *fakeStore) Waiting(_ context.Context, limit int) ([]Wait, int64, error) {
+	s.record("waiting %d", limit)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Wait
+	n := int64(0)
+	for _, w := range s.waits {
+		if w.State == waits.Waiting {
+			n++
+			if len(out) < limit {
+				out = append(out, w)
+			}
+		}
+	}
+	return out, n, nil
+}
+
+func (s *fakeStore) Wait(_ context.Context, id int64) (Wait, error) {
+	s.record("wait %d", id)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, w := range s.waits {
+		if w.ID == id {
+			return w, nil
+		}
+	}
+	return Wait{}, fmt.Errorf("wait %d: %w", id, agentledger.ErrNotFound)
+}
+
+// end ends waiting wait id as state, by by; it returns the wait and
+// whether it was waiting.
+func (s *fakeStore) end(id int64, state, by, reason string, result json.RawMessage) (waits.Wait, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, w := range s.waits {
+		if w.ID != id {
+			continue
+		}
+		if w.State != waits.Waiting {
+			return w.Wait, false, nil
+		}
+		at := epoch
+		w.State, w.EndedAt, w.EndedBy, w.EndReason, w.Result = state, &at, by, reason, result
+		s.waits[i] = w
+		return w.Wait, true, nil
+	}
+	return waits.Wait{}, false, fmt.Errorf("wait %d: %w", id, agentledger.ErrNotFound)
+}
+
+func (s *fakeStore) SendSignal(_ context.Context, id int64, payload json.RawMessage) (waits.Sent, error) {
+	s.record("send-signal %d payload=%s", id, payload)
+	w, ok, err := s.end(id, waits.Done, "signal", "", payload)
+	if err != nil {
+		return waits.Sent{}, err
+	}
+	sent := waits.Sent{Signal: waits.Signal{ID: 1, Name: w.Signal, Key: w.Key, Payload: payload, SentBy: "operator:op", State: "consumed"}}
+	if ok {
+		sent.Woke = &w
+	}
+	return sent, nil
+}
+
+func (s *fakeStore) EndWait(_ context.Context, id int64, reason string) (waits.Wait, bool, error) {
+	s.record("end-wait %d reason=%q", id, reason)
+	return s.end(id, waits.Ended, "operator:op", reason, nil)
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 
 	"github.com/agentledger/agentledger/approvals"
+	"github.com/agentledger/agentledger/waits"
 )
 
 // KeyMap is the console's one keymap. Each view shows the bindings that
@@ -40,6 +41,7 @@ type KeyMap struct {
 	BulkRetry   key.Binding
 	BulkCancel  key.Binding
 	Approvals   key.Binding
+	Waits       key.Binding
 
 	// Deciding an approval request (the approvals view, a waiting task).
 	// Approve opens a preview that y alone confirms; Reason, in it, opens
@@ -47,6 +49,13 @@ type KeyMap struct {
 	Approve     key.Binding
 	DenyRequest key.Binding
 	Reason      key.Binding
+
+	// Acting on a wait (the waits view, a waiting task): send the signal
+	// a signal wait waits for (Payload, in its dialog, edits the
+	// signal's payload), or end the wait.
+	SendSignal key.Binding
+	EndWait    key.Binding
+	Payload    key.Binding
 
 	// Actions on a task.
 	Replay     key.Binding
@@ -103,10 +112,15 @@ func DefaultKeyMap() KeyMap {
 		BulkRetry:   b([]string{"T"}, "T", "retry all dead"),
 		BulkCancel:  b([]string{"X"}, "X", "cancel all"),
 		Approvals:   b([]string{"a"}, "a", "approvals"),
+		Waits:       b([]string{"W"}, "W", "waits"),
 
 		Approve:     b([]string{"y"}, "y", "approve"),
 		DenyRequest: b([]string{"d"}, "d", "deny"),
 		Reason:      b([]string{"r"}, "r", "add a reason"),
+
+		SendSignal: b([]string{"s"}, "s", "send signal"),
+		EndWait:    b([]string{"e"}, "e", "end wait"),
+		Payload:    b([]string{"p"}, "p", "edit the payload"),
 
 		Replay:     b([]string{"r"}, "r", "replay"),
 		Rerun:      b([]string{"R"}, "R", "re-run"),
@@ -140,12 +154,12 @@ func (h helpKeys) FullHelp() [][]key.Binding { return h.full }
 
 func (k KeyMap) tasksHelp() helpKeys {
 	return helpKeys{
-		short: []key.Binding{k.Open, k.Search, k.Filter, k.State, k.Approvals, k.NextPage, k.PrevPage, k.Replay, k.Workers, k.Help, k.Quit},
+		short: []key.Binding{k.Open, k.Search, k.Filter, k.State, k.Approvals, k.Waits, k.NextPage, k.PrevPage, k.Replay, k.Workers, k.Help, k.Quit},
 		full: [][]key.Binding{
 			{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom},
 			{k.Open, k.NextPage, k.PrevPage, k.Search, k.Filter, k.ClearFilter, k.State, k.Sort},
 			{k.Replay, k.Rerun, k.Cancel, k.Retry, k.Compensate, k.Redeliver, k.BulkRetry, k.BulkCancel},
-			{k.Approvals, k.Workers, k.Limits, k.Help, k.Quit},
+			{k.Approvals, k.Waits, k.Workers, k.Limits, k.Help, k.Quit},
 		},
 	}
 }
@@ -157,6 +171,12 @@ func (k KeyMap) taskHelp(d *Detail) helpKeys {
 	short := []key.Binding{brief(k.NextTab, "tabs")}
 	if d != nil && slices.ContainsFunc(d.Approvals, func(r approvals.Request) bool { return r.State == approvals.Pending }) {
 		short = append(short, k.Approve, k.DenyRequest) // what the task waits for
+	}
+	if w := waitingOf(d); w != nil {
+		if w.Kind == waits.KindSignal {
+			short = append(short, k.SendSignal)
+		}
+		short = append(short, k.EndWait)
 	}
 	// Resolve comes first: a task that has an effect to resolve waits
 	// for it, and a narrow line drops the last actions.
@@ -171,7 +191,7 @@ func (k KeyMap) taskHelp(d *Detail) helpKeys {
 		full: [][]key.Binding{
 			{k.Up, k.Down, k.PageUp, k.PageDown, k.NextTab, k.PrevTab, k.Expand},
 			{k.Replay, k.Rerun, k.Cancel, k.Retry, k.Compensate, k.Resolve, k.Redeliver},
-			{k.Approve, k.DenyRequest, k.Back, k.Help, k.Quit},
+			{k.Approve, k.DenyRequest, k.SendSignal, k.EndWait, k.Back, k.Help, k.Quit},
 		},
 	}
 }
@@ -198,6 +218,26 @@ func (k KeyMap) approvalsHelp(open, pending bool) helpKeys {
 	}
 }
 
+// waitsHelp is the waits view's: the list's, or the page of a wait
+// (open); the actions while the wait waits, s for a signal's only.
+func (k KeyMap) waitsHelp(open bool, w *Wait) helpKeys {
+	var acts []key.Binding
+	if w != nil && w.State == waits.Waiting {
+		if w.Kind == waits.KindSignal {
+			acts = append(acts, k.SendSignal)
+		}
+		acts = append(acts, k.EndWait)
+	}
+	short := append(append([]key.Binding{k.Open}, acts...), k.Up, k.Down, k.Back, k.Help, k.Quit)
+	if open {
+		short = append(acts, brief(k.PageDown, "scroll"), k.Back, k.Help, k.Quit)
+	}
+	return helpKeys{
+		short: short,
+		full:  [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom}, {k.Open, k.SendSignal, k.EndWait, k.Back, k.Help, k.Quit}},
+	}
+}
+
 func (k KeyMap) workersHelp() helpKeys {
 	return helpKeys{
 		short: []key.Binding{k.Up, k.Down, k.Back, k.Help, k.Quit},
@@ -215,6 +255,10 @@ func (k KeyMap) limitsHelp() helpKeys {
 func (k KeyMap) dialogHelp(d *dialogModel) helpKeys {
 	keys := []key.Binding{k.Confirm, k.Deny}
 	switch {
+	case d.payload && d.editing:
+		keys = []key.Binding{brief(k.Apply, "check the payload"), brief(k.Back, "back, payload unchanged")}
+	case d.payload:
+		keys = []key.Binding{brief(k.ConfirmKey, d.verb), k.Payload, k.Deny}
 	case d.optional && d.editing:
 		keys = []key.Binding{brief(k.Apply, d.verb+" with the reason"), brief(k.Back, "back, reason kept")}
 	case d.optional && strings.TrimSpace(d.note.Value()) != "":

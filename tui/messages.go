@@ -119,3 +119,34 @@ type approvalMsg struct {
 	approve bool
 	err     error
 }
+
+// waitCountMsg is how many waits are waiting.
+type waitCountMsg struct {
+	n   int64
+	err error
+}
+
+// waitsMsg is the waiting waits due soonest, and how many wait in all.
+type waitsMsg struct {
+	waits []Wait
+	total int64
+	err   error
+}
+
+// waitAct is what a wait is loaded for: to show it, or to ask before an
+// action on it.
+type waitAct int
+
+const (
+	waitShow waitAct = iota
+	waitSend         // its signal
+	waitEnd
+)
+
+// waitMsg is one wait, loaded for act.
+type waitMsg struct {
+	id   int64
+	wait Wait
+	act  waitAct
+	err  error
+}

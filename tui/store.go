@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/agentledger/agentledger/approvals"
 	"github.com/agentledger/agentledger/flow"
 	"github.com/agentledger/agentledger/operator"
+	"github.com/agentledger/agentledger/waits"
 )
 
 // Filter selects the tasks the console lists. Zero fields match everything.
@@ -42,6 +44,16 @@ type Detail struct {
 	// Approvals are the approval requests of the task's current
 	// generation, the pending one first.
 	Approvals []approvals.Request
+	// Waits are the waits of the task's current generation, the
+	// waiting one first, then the newest.
+	Waits []Wait
+}
+
+// Wait is a task's wait for a signal, a timer or its children; for a
+// children wait, with how many of the children it waits for ended.
+type Wait struct {
+	waits.Wait
+	Children, Ended int
 }
 
 // journal is the journal of generation g, as far as the detail holds it.
@@ -127,4 +139,17 @@ type Store interface {
 	// console. won is false when a decision came first (or the request
 	// timed out or was withdrawn): r is then as that left it.
 	Decide(ctx context.Context, id int64, approve bool, reason string) (r approvals.Request, won bool, err error)
+	// Waiting returns the waiting waits of every task, the soonest
+	// deadline first, at most limit, and how many wait in all.
+	Waiting(ctx context.Context, limit int) ([]Wait, int64, error)
+	// Wait returns wait id, whatever its state.
+	Wait(ctx context.Context, id int64) (Wait, error)
+	// SendSignal sends the signal wait id waits for, with payload, as
+	// the operator at the console: the same for that wait whenever it is
+	// sent again (a duplicate; with another payload, an error).
+	SendSignal(ctx context.Context, id int64, payload json.RawMessage) (waits.Sent, error)
+	// EndWait ends wait id for the operator at the console with reason:
+	// the waiting call fails saying so. ended is false when it had ended
+	// already: w is then as that left it.
+	EndWait(ctx context.Context, id int64, reason string) (w waits.Wait, ended bool, err error)
 }

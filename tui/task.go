@@ -8,6 +8,7 @@ import (
 	"github.com/agentledger/agentledger/approvals"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/operator"
+	"github.com/agentledger/agentledger/waits"
 )
 
 // tab is a tab of the task view.
@@ -94,6 +95,23 @@ func (m taskModel) pendingApproval() *approvals.Request {
 	for i, r := range m.detail.Approvals {
 		if r.State == approvals.Pending {
 			return &m.detail.Approvals[i]
+		}
+	}
+	return nil
+}
+
+// waiting is the task's wait that waits, if any.
+func (m taskModel) waiting() *Wait { return waitingOf(m.detail) }
+
+// waitingOf is d's task's wait that waits, if any: a task waits at one
+// step at a time.
+func waitingOf(d *Detail) *Wait {
+	if d == nil {
+		return nil
+	}
+	for i, w := range d.Waits {
+		if w.State == waits.Waiting {
+			return &d.Waits[i]
 		}
 	}
 	return nil

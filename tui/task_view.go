@@ -13,6 +13,7 @@ import (
 	"github.com/agentledger/agentledger/approvals"
 	"github.com/agentledger/agentledger/operator"
 	"github.com/agentledger/agentledger/render"
+	"github.com/agentledger/agentledger/waits"
 )
 
 // View renders the task's summary line, the tabs and the current tab.
@@ -73,11 +74,17 @@ func (m taskModel) overview() string {
 	field("Priority", strconv.Itoa(int(t.Priority)))
 	field("Attempt", render.AttemptOf(t))
 	field("Generation", strconv.Itoa(int(t.Generation)))
-	if t.State == agentledger.StateWaiting {
+	w := m.waiting()
+	switch {
+	case t.State == agentledger.StateWaiting && w != nil:
+		// What its wait waits for wakes it, or the wait's deadline
+		// (its run_at) does.
+		field("Wakes", wrap.Render(wakes(w.Wait, e.at)))
+	case t.State == agentledger.StateWaiting:
 		// No claim reads a waiting task: the decision wakes it, or its
 		// deadline does.
 		field("Deadline", wrap.Render(e.at(t.RunAt)+", unless a decision wakes it first"))
-	} else {
+	default:
 		field("Run at", e.at(t.RunAt))
 	}
 	if reason := render.Waiting(t); reason != "" {
@@ -85,6 +92,9 @@ func (m taskModel) overview() string {
 	}
 	for _, r := range m.detail.Approvals {
 		field("Approval", wrap.Render(m.approval(r)))
+	}
+	for _, w := range m.detail.Waits {
+		field("Wait", wrap.Render(m.wait(w)))
 	}
 	field("Created", e.at(t.CreatedAt))
 	field("Updated", e.at(t.UpdatedAt))
@@ -124,6 +134,36 @@ func (m taskModel) approval(r approvals.Request) string {
 	return fmt.Sprintf("%d of step %s, pending since %s\nmay decide: %s (y approves, d denies)\nexpires %s, then %s",
 		r.ID, r.Step, e.at(r.RequestedAt), mayDecide(r), e.at(r.ExpiresAt), timeoutMeans(r))
 }
+
+// wait says where wait w of the task stands: what it waits for, and
+// when it wakes the task, or how it ended and with what result.
+func (m taskModel) wait(w Wait) string {
+	e := m.env
+	what := fmt.Sprintf("%d at step %s: %s", w.ID, w.Step, waitsFor(w.Wait))
+	if w.Kind == waits.KindChildren {
+		what += fmt.Sprintf(", %d of %d ended (%s)", w.Ended, w.Children, childrenRule(w.Spec))
+	}
+	if w.State != waits.Waiting {
+		text := what + "\n" + endedHow(w.Wait, e.at)
+		if len(w.Result) > 0 {
+			text += "\nresult " + cut(oneLine(string(w.Result)), maxResultShown)
+		}
+		return text
+	}
+	// The overview's Wakes says what wakes the task; this, the instant.
+	if w.Kind == waits.KindTimer {
+		return what + "\nwaiting, due " + e.at(w.Deadline) + ": e ends the wait"
+	}
+	keys := "e ends the wait"
+	if w.Kind == waits.KindSignal {
+		keys = "s sends the signal, " + keys
+	}
+	return what + "\nwaiting, deadline " + e.at(w.Deadline) + ": " + keys
+}
+
+// maxResultShown is how much of a wait's result the task's page shows:
+// the journal's row of the wait's step (enter expands it) holds it whole.
+const maxResultShown = 240
 
 // lease says who holds the task, with which fencing token, until when.
 func (m taskModel) lease() string {

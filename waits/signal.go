@@ -149,29 +149,31 @@ const lockSQL = `/* waits.lock */ SELECT pg_advisory_xact_lock(hashtextextended(
 
 // sendSQL records a signal unless its dedupe key was sent; a fresh one is
 // consumed at once by the oldest wait for it whose task still waits in
-// that generation, and that task is woken.
+// that generation, and that task is woken. The signal is inserted in its
+// final state, consumed or pending: a row a statement inserts is not
+// visible to that statement's other parts, so it cannot be marked
+// consumed after its insert.
 var sendSQL = `/* waits.send */
-WITH ins AS (
-	INSERT INTO signals (tenant, name, key, payload, dedupe_key, request_hash, sent_by, expires_at)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, now() + $8::bigint * interval '1 microsecond')
-	ON CONFLICT (tenant, dedupe_key) DO NOTHING
-	RETURNING id, payload
-),
-w AS (
+WITH w AS (
 	SELECT w.id, w.task_id FROM waits w JOIN tasks t ON t.id = w.task_id AND t.generation = w.generation
 	WHERE w.tenant = $1 AND w.kind = 'signal' AND w.signal = $2 AND w.key = $3 AND w.state = 'waiting' AND w.deadline > now()
-		AND t.state IN ('waiting', 'running', 'queued', 'retrying') AND EXISTS (SELECT FROM ins)
+		AND t.state IN ('waiting', 'running', 'queued', 'retrying')
+		AND NOT EXISTS (SELECT FROM signals WHERE tenant = $1 AND dedupe_key = $5)
 	ORDER BY w.id LIMIT 1
 	FOR UPDATE OF w
 ),
+ins AS (
+	INSERT INTO signals (tenant, name, key, payload, dedupe_key, request_hash, sent_by, expires_at, state, consumed_at, wait_id, task_id)
+	SELECT $1, $2, $3, $4::jsonb, $5, $6::bytea, $7, now() + $8::bigint * interval '1 microsecond',
+		CASE WHEN w.id IS NULL THEN 'pending' ELSE 'consumed' END, CASE WHEN w.id IS NOT NULL THEN now() END, w.id, w.task_id
+	FROM (SELECT 1) one LEFT JOIN w ON true
+	ON CONFLICT (tenant, dedupe_key) DO NOTHING
+	RETURNING id, payload, wait_id
+),
 d AS (
 	UPDATE waits SET state = 'done', result = ins.payload, signal_id = ins.id, ended_at = now(), ended_by = 'signal'
-	FROM w, ins WHERE waits.id = w.id
+	FROM ins WHERE waits.id = ins.wait_id
 	RETURNING waits.id, waits.task_id
-),
-consumed AS (
-	UPDATE signals s SET state = 'consumed', consumed_at = now(), wait_id = d.id, task_id = d.task_id
-	FROM d, ins WHERE s.id = ins.id
 ),
 ` + claims.WakeTasks + `
 SELECT ins.id, d.id FROM ins LEFT JOIN d ON true WHERE (SELECT count(*) FROM notified) >= 0`
@@ -337,4 +339,23 @@ func (s *Store) ExpireSignals(ctx context.Context, limit int) (int64, error) {
 		return 0, fmt.Errorf("expiring signals: %w", err)
 	}
 	return tag.RowsAffected(), nil
+}
+
+// SweepSignals is the janitor's sweep of signals: it marks up to batch
+// pending signals past their expiry expired (visible as such to operators),
+// then deletes up to batch signals consumed or expired more than window
+// ago; it returns how many rows it touched, so that the janitor calls it
+// again while a batch comes back full.
+func (s *Store) SweepSignals(ctx context.Context, window time.Duration, batch int) (int64, error) {
+	n, err := s.ExpireSignals(ctx, batch)
+	if err != nil {
+		return 0, err
+	}
+	tag, err := s.db.Exec(ctx, `/* waits.delete_signals */ DELETE FROM signals WHERE id IN (
+		SELECT id FROM signals WHERE state <> 'pending' AND coalesce(consumed_at, expires_at) < now() - $1::interval
+		LIMIT $2 FOR UPDATE SKIP LOCKED)`, window, batch)
+	if err != nil {
+		return n, fmt.Errorf("deleting old signals: %w", err)
+	}
+	return n + tag.RowsAffected(), nil
 }

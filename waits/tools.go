@@ -92,11 +92,11 @@ func (*signalTool) Parameters() json.RawMessage {
 		`"timeout":{"type":"string","description":"a duration from 1s to 8760h, like 30m; default 24h"}}}`)
 }
 
-// Effect is operation "wait.signal".
-func (t *signalTool) Effect(call tools.Call) (ledger.Effect, error) {
+// parse reads and checks a call's arguments.
+func (*signalTool) parse(args json.RawMessage) (signalArgs, time.Duration, error) {
 	var a signalArgs
-	if err := decode(ToolSignal, `{"signal", "key", "timeout"?}`, call.Args, &a); err != nil {
-		return ledger.Effect{}, err
+	if err := decode(ToolSignal, `{"signal", "key", "timeout"?}`, args, &a); err != nil {
+		return a, 0, err
 	}
 	timeout, err := duration("timeout", a.Timeout, DefaultTimeout)
 	if err == nil {
@@ -105,7 +105,19 @@ func (t *signalTool) Effect(call tools.Call) (ledger.Effect, error) {
 		}
 	}
 	if err != nil {
-		return ledger.Effect{}, agentledger.Permanent(fmt.Errorf("%s: %w", ToolSignal, err))
+		return a, 0, agentledger.Permanent(fmt.Errorf("%s: %w", ToolSignal, err))
+	}
+	return a, timeout, nil
+}
+
+// CheckArgs checks literal arguments at the door.
+func (t *signalTool) CheckArgs(args json.RawMessage) error { _, _, err := t.parse(args); return err }
+
+// Effect is operation "wait.signal".
+func (t *signalTool) Effect(call tools.Call) (ledger.Effect, error) {
+	a, timeout, err := t.parse(call.Args)
+	if err != nil {
+		return ledger.Effect{}, err
 	}
 	return effect(call, "wait.signal", a, func(ctx context.Context) (ledger.Result, error) {
 		w := waitOf(call, KindSignal)
@@ -137,12 +149,31 @@ func (*timerTool) Parameters() json.RawMessage {
 		`"until":{"type":"string","format":"date-time"}}}`)
 }
 
+// CheckArgs checks literal arguments at the door.
+func (t *timerTool) CheckArgs(args json.RawMessage) error { _, _, _, err := t.parse(args); return err }
+
 // Effect is operation "wait.timer": its deadline is fixed when the step is
 // first reached.
 func (t *timerTool) Effect(call tools.Call) (ledger.Effect, error) {
-	var a timerArgs
-	if err := decode(ToolTimer, `{"for": "10m"} or {"until": "2026-12-06T09:00:00Z"}`, call.Args, &a); err != nil {
+	a, until, d, err := t.parse(call.Args)
+	if err != nil {
 		return ledger.Effect{}, err
+	}
+	return effect(call, "wait.timer", a, func(ctx context.Context) (ledger.Result, error) {
+		got, err := t.s.Await(ctx, waitOf(call, KindTimer), until, d)
+		if err != nil {
+			return ledger.Result{}, err
+		}
+		return Outcome(got)
+	})
+}
+
+// parse reads and checks a call's arguments: the deadline (until) or the
+// duration.
+func (*timerTool) parse(args json.RawMessage) (timerArgs, *time.Time, time.Duration, error) {
+	var a timerArgs
+	if err := decode(ToolTimer, `{"for": "10m"} or {"until": "2026-12-06T09:00:00Z"}`, args, &a); err != nil {
+		return a, nil, 0, err
 	}
 	var until *time.Time
 	var d time.Duration
@@ -162,15 +193,9 @@ func (t *timerTool) Effect(call tools.Call) (ledger.Effect, error) {
 		until = &at
 	}
 	if err != nil {
-		return ledger.Effect{}, agentledger.Permanent(fmt.Errorf("%s: %w", ToolTimer, err))
+		return a, nil, 0, agentledger.Permanent(fmt.Errorf("%s: %w", ToolTimer, err))
 	}
-	return effect(call, "wait.timer", a, func(ctx context.Context) (ledger.Result, error) {
-		got, err := t.s.Await(ctx, waitOf(call, KindTimer), until, d)
-		if err != nil {
-			return ledger.Result{}, err
-		}
-		return Outcome(got)
-	})
+	return a, until, d, nil
 }
 
 // childrenTool waits for the task's children.
@@ -196,11 +221,17 @@ func (*childrenTool) Parameters() json.RawMessage {
 		`"timeout":{"type":"string","description":"a duration from 1s to 8760h; default 24h"}}}`)
 }
 
-// Effect is operation "wait.children".
-func (t *childrenTool) Effect(call tools.Call) (ledger.Effect, error) {
+// CheckArgs checks literal arguments at the door.
+func (t *childrenTool) CheckArgs(args json.RawMessage) error {
+	_, _, _, err := t.parse(args)
+	return err
+}
+
+// parse reads and checks a call's arguments, with the defaults filled.
+func (*childrenTool) parse(args json.RawMessage) (childrenArgs, ChildrenSpec, time.Duration, error) {
 	var a childrenArgs
-	if err := decode(ToolChildren, `{"mode"?, "on_failure"?, "tasks"?, "timeout"?}`, call.Args, &a); err != nil {
-		return ledger.Effect{}, err
+	if err := decode(ToolChildren, `{"mode"?, "on_failure"?, "tasks"?, "timeout"?}`, args, &a); err != nil {
+		return a, ChildrenSpec{}, 0, err
 	}
 	spec := ChildrenSpec{Mode: a.Mode, OnFailure: a.OnFailure, Tasks: a.Tasks}
 	var err error
@@ -215,10 +246,19 @@ func (t *childrenTool) Effect(call tools.Call) (ledger.Effect, error) {
 		err = terr
 	}
 	if err != nil {
-		return ledger.Effect{}, agentledger.Permanent(fmt.Errorf("%s: %w", ToolChildren, err))
+		return a, spec, 0, agentledger.Permanent(fmt.Errorf("%s: %w", ToolChildren, err))
 	}
 	spec.Mode = cmp.Or(spec.Mode, "all")
 	spec.OnFailure = cmp.Or(spec.OnFailure, "fail")
+	return a, spec, timeout, nil
+}
+
+// Effect is operation "wait.children".
+func (t *childrenTool) Effect(call tools.Call) (ledger.Effect, error) {
+	a, spec, timeout, err := t.parse(call.Args)
+	if err != nil {
+		return ledger.Effect{}, err
+	}
 	return effect(call, "wait.children", a, func(ctx context.Context) (ledger.Result, error) {
 		if err := t.s.CheckChildren(ctx, call.Task.ID, call.Task.Generation, spec); err != nil {
 			return ledger.Result{}, agentledger.Permanent(fmt.Errorf("%s: %w", ToolChildren, err))

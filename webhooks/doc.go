@@ -1,5 +1,5 @@
 // Package webhooks receives signed webhook deliveries and turns each into
-// exactly one task. It owns the inbox table.
+// exactly one task, or exactly one signal. It owns the inbox table.
 //
 // A Handler serves POST /v1/hooks/{source} (the API server mounts it with
 // the pattern "POST /v1/hooks/{source}"). For each request it:
@@ -65,6 +65,24 @@
 //
 // and with payload "body" it is the JSON body itself.
 //
+// # Signals
+//
+// A source with "signal" (Source.Signal) makes each delivery a signal of
+// its tenant's instead of a task (package waits): it wakes the task
+// waiting for the signal's name and correlation key — a payment
+// provider's callback resumes the task that waits for the payment — or is
+// kept for one until its retention ends. The name is fixed ("name") or
+// read from the body ("name_from", a JSON pointer, RFC 6901); the
+// correlation key is read from the body ("key_from": a string or an
+// integer); the payload, the waiting step's result, is the body or the
+// part of it "payload_from" points at. The signal passes the door as the
+// source's (admit.Webhook) in the inbox's transaction, with the dedupe
+// key "hook:<source>:<delivery id>" and sent by "webhook:<source>". A new
+// delivery is answered 202 {"signal_id": N, "state": "consumed" or
+// "pending", "task_id": the task it woke}; one seen before 200 with
+// "duplicate": true and the same signal. A body that names no valid
+// signal is 422 invalid_request, and nothing is stored.
+//
 // The inbox keeps a delivery id for as long as the janitor keeps its row
 // (invariant I7: longer than the senders redeliver). After that, a
 // redelivery still finds its task through the submission key and is
@@ -82,7 +100,11 @@
 //	  {"name": "billing", "type": "hmac", "secret": "…",
 //	   "header": "X-Billing-Signature", "delivery_header": "X-Billing-Delivery",
 //	   "event_header": "X-Billing-Event", "tenant": "acme", "kind": "billing_event",
-//	   "max_attempts": 5, "payload": "body"}
+//	   "max_attempts": 5, "payload": "body"},
+//	  {"name": "payments", "type": "hmac", "secret_env": "PAYMENTS_WEBHOOK_SECRET",
+//	   "header": "X-Pay-Signature", "delivery_header": "X-Pay-Delivery", "tenant": "acme",
+//	   "signal": {"name_from": "/type", "key_from": "/data/object/metadata/order_id",
+//	              "payload_from": "/data/object"}}
 //	]
 //
 // Fields: "name" (required; 1–63 of a-z 0-9 _ . -, starting with a letter
@@ -94,7 +116,10 @@
 // required), "tenant"
 // (default "default"), "queue" (default "default"), "kind" (required),
 // "priority" (0..100, default 0), "max_attempts" (default 25), "payload"
-// ("envelope" or "body", default "envelope"). Unknown fields are errors.
+// ("envelope" or "body", default "envelope"); or, instead of kind, queue,
+// priority, max_attempts and payload, "signal": {"name" or "name_from",
+// "key_from", "payload_from", "retention" (a duration, default 168h)}.
+// Unknown fields are errors.
 // Errors name the file, the source and the field, never a secret.
 //
 // # Secrets

@@ -161,6 +161,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, "application/json", map[string]string{"challenge": *d.challenge})
 		return
 	}
+	if s.Signal != nil {
+		h.serveSignal(w, r, s, d)
+		return
+	}
 	payload, err := s.payload(d)
 	if err != nil {
 		h.reject(w, r, s, d.id, newProblem(agentledger.CodeInvalidBody, "the body is not JSON"))

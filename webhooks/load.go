@@ -15,21 +15,22 @@ import (
 
 // sourceJSON is one source in the sources file (see the package comment).
 type sourceJSON struct {
-	Name            string `json:"name"`
-	Type            string `json:"type"`
-	Secret          string `json:"secret,omitempty"`
-	SecretEnv       string `json:"secret_env,omitempty"`
-	SecretFile      string `json:"secret_file,omitempty"`
-	Header          string `json:"header,omitempty"`
-	DeliveryHeader  string `json:"delivery_header,omitempty"`
-	EventHeader     string `json:"event_header,omitempty"`
-	TimestampHeader string `json:"timestamp_header,omitempty"`
-	Tenant          string `json:"tenant,omitempty"`
-	Queue           string `json:"queue,omitempty"`
-	Kind            string `json:"kind"`
-	Priority        int16  `json:"priority,omitempty"`
-	MaxAttempts     int32  `json:"max_attempts,omitempty"`
-	Payload         string `json:"payload,omitempty"`
+	Name            string      `json:"name"`
+	Type            string      `json:"type"`
+	Secret          string      `json:"secret,omitempty"`
+	SecretEnv       string      `json:"secret_env,omitempty"`
+	SecretFile      string      `json:"secret_file,omitempty"`
+	Header          string      `json:"header,omitempty"`
+	DeliveryHeader  string      `json:"delivery_header,omitempty"`
+	EventHeader     string      `json:"event_header,omitempty"`
+	TimestampHeader string      `json:"timestamp_header,omitempty"`
+	Tenant          string      `json:"tenant,omitempty"`
+	Queue           string      `json:"queue,omitempty"`
+	Kind            string      `json:"kind,omitempty"`
+	Priority        int16       `json:"priority,omitempty"`
+	MaxAttempts     int32       `json:"max_attempts,omitempty"`
+	Payload         string      `json:"payload,omitempty"`
+	Signal          *signalJSON `json:"signal,omitempty"`
 }
 
 // LoadSources reads the sources file at path: a JSON array of sources,
@@ -65,6 +66,9 @@ func LoadSources(path string) ([]Source, error) {
 		secret, err := e.secret(filepath.Dir(path))
 		if err == nil {
 			s.Secret = secret
+			s.Signal, err = e.Signal.toMap()
+		}
+		if err == nil {
 			err = s.normalize()
 		}
 		if err != nil {

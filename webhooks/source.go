@@ -81,6 +81,11 @@ type Source struct {
 	MaxAttempts int32
 	// Payload is PayloadEnvelope (default) or PayloadBody.
 	Payload string
+
+	// Signal, when set, makes each delivery a signal of Tenant's instead
+	// of a task: Kind, Queue, Priority, MaxAttempts and Payload are then
+	// left unset.
+	Signal *SignalMap
 }
 
 // Validate fills s's defaults and checks it. The error names the source
@@ -95,7 +100,7 @@ func (s *Source) Validate() error {
 
 // normalize is Validate without naming the source in the error.
 func (s *Source) normalize() error {
-	if s.Payload == "" {
+	if s.Payload == "" && s.Signal == nil {
 		s.Payload = PayloadEnvelope
 	}
 	switch {
@@ -107,7 +112,7 @@ func (s *Source) normalize() error {
 		return agentledger.Invalid("type", "%q must be %q, %q or %q", s.Type, TypeGitHub, TypeSlack, TypeHMAC)
 	case s.Secret == "":
 		return agentledger.Invalid("secret", "is required")
-	case s.Payload != PayloadEnvelope && s.Payload != PayloadBody:
+	case s.Signal == nil && s.Payload != PayloadEnvelope && s.Payload != PayloadBody:
 		return agentledger.Invalid("payload", "%q must be %q or %q", s.Payload, PayloadEnvelope, PayloadBody)
 	}
 	if s.Type == TypeHMAC {
@@ -135,12 +140,39 @@ func (s *Source) normalize() error {
 			}
 		}
 	}
+	if s.Signal != nil {
+		return s.normalizeSignal()
+	}
 	// The task template follows claims' rules; Validate fills its defaults.
 	p := s.template()
 	if err := p.Validate(); err != nil {
 		return err
 	}
 	s.Tenant, s.Queue, s.MaxAttempts = p.Tenant, p.Queue, p.MaxAttempts
+	return nil
+}
+
+// normalizeSignal checks a signal source: its map, its tenant, and no
+// task template.
+func (s *Source) normalizeSignal() error {
+	for _, f := range [...]struct {
+		name string
+		set  bool
+	}{{"kind", s.Kind != ""}, {"queue", s.Queue != ""}, {"priority", s.Priority != 0},
+		{"max_attempts", s.MaxAttempts != 0}, {"payload", s.Payload != ""}} {
+		if f.set {
+			return agentledger.Invalid(f.name, "is for a source whose deliveries are tasks; this one's are signals (\"signal\")")
+		}
+	}
+	if err := s.Signal.check(); err != nil {
+		return err
+	}
+	// The tenant by claims' rule, as a task source's.
+	p := claims.EnqueueParams{Tenant: s.Tenant, Kind: "signal"}
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	s.Tenant = p.Tenant
 	return nil
 }
 
@@ -191,9 +223,14 @@ func isTokenPunct(c byte) bool {
 
 // String describes the source with its secret redacted.
 func (s Source) String() string {
-	return fmt.Sprintf("Source{Name:%q Type:%q Secret:%q Header:%q DeliveryHeader:%q EventHeader:%q Tenant:%q Queue:%q Kind:%q Priority:%d MaxAttempts:%d Payload:%q}",
+	sig := ""
+	if m := s.Signal; m != nil {
+		sig = fmt.Sprintf(" Signal:{Name:%q NameFrom:%q KeyFrom:%q PayloadFrom:%q Retention:%s}", m.Name, m.NameFrom, m.KeyFrom,
+			m.PayloadFrom, m.Retention)
+	}
+	return fmt.Sprintf("Source{Name:%q Type:%q Secret:%q Header:%q DeliveryHeader:%q EventHeader:%q Tenant:%q Queue:%q Kind:%q Priority:%d MaxAttempts:%d Payload:%q%s}",
 		s.Name, s.Type, s.shownSecret(), s.Header, s.DeliveryHeader, s.EventHeader,
-		s.Tenant, s.Queue, s.Kind, s.Priority, s.MaxAttempts, s.Payload)
+		s.Tenant, s.Queue, s.Kind, s.Priority, s.MaxAttempts, s.Payload, sig)
 }
 
 // GoString is String for %#v.
@@ -222,6 +259,10 @@ func (s Source) LogValue() slog.Value {
 		slog.Int("max_attempts", int(s.MaxAttempts)),
 		slog.String("payload", s.Payload),
 	)
+	if m := s.Signal; m != nil {
+		attrs = append(attrs, slog.Group("signal", slog.String("name", m.Name), slog.String("name_from", m.NameFrom),
+			slog.String("key_from", m.KeyFrom), slog.String("payload_from", m.PayloadFrom), slog.Duration("retention", m.Retention)))
+	}
 	return slog.GroupValue(attrs...)
 }
 
@@ -232,7 +273,7 @@ func (s Source) MarshalJSON() ([]byte, error) {
 		Name: s.Name, Type: s.Type, Secret: s.shownSecret(),
 		Header: s.Header, DeliveryHeader: s.DeliveryHeader, EventHeader: s.EventHeader,
 		Tenant: s.Tenant, Queue: s.Queue, Kind: s.Kind,
-		Priority: s.Priority, MaxAttempts: s.MaxAttempts, Payload: s.Payload,
+		Priority: s.Priority, MaxAttempts: s.MaxAttempts, Payload: s.Payload, Signal: s.Signal.toJSON(),
 	})
 }
 

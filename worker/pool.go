@@ -31,6 +31,7 @@ type Pool struct {
 	log    *slog.Logger
 
 	wake  map[string]chan struct{} // per queue: a claim is worth trying now
+	due   map[string]*dueAt        // per queue: the next waiting task's deadline known here
 	tasks sync.WaitGroup           // running task goroutines
 
 	hurry     chan struct{} // closed by EndGrace
@@ -52,13 +53,14 @@ func New(db *pgxpool.Pool, cfg Config) (*Pool, error) {
 		return nil, err
 	}
 	p := &Pool{cfg: cfg, db: db, store: claims.New(db), log: cfg.Logger.With("worker", cfg.ID),
-		wake: map[string]chan struct{}{}, hurry: make(chan struct{})}
+		wake: map[string]chan struct{}{}, due: map[string]*dueAt{}, hurry: make(chan struct{})}
 	p.keeper = newKeeper(cfg.Lease, cfg.HeartbeatInterval, func(ctx context.Context, ls []agentledger.Lease) (claims.HeartbeatResult, error) {
 		return p.store.Heartbeat(ctx, ls, cfg.Lease)
 	}, p.log)
 	p.done = newCompleter(p.store, p.cfg.CompletionWait, p.log)
 	for _, q := range cfg.Queues {
 		p.wake[q] = make(chan struct{}, 1)
+		p.due[q] = newDueAt()
 	}
 	for k := range cfg.Handlers {
 		p.kindNames = append(p.kindNames, k)
@@ -159,6 +161,11 @@ func (p *Pool) produce(ctx, work context.Context, q string) {
 	// in between (woken by new tasks, or by freed slots) they claim due
 	// tasks only, the cheaper statement.
 	sweep := true
+	due := p.due[q]
+	dueTimer := time.NewTimer(time.Hour)
+	dueTimer.Stop()
+	defer dueTimer.Stop()
+	wakeDue := false // a waiting task's deadline came: wake it before claiming
 	var lastClaim time.Time
 	hint := &claims.ClaimHint{} // whether the queue's due tasks are one tenant's
 	for {
@@ -172,12 +179,17 @@ func (p *Pool) produce(ctx, work context.Context, q string) {
 			free = p.cfg.BatchSize
 		}
 		got := 0
-		if sweep {
+		if sweep || wakeDue {
 			// Waiting tasks whose deadline came are queued again first,
-			// for this claim to take (claims.WakeDue).
-			if _, err := p.store.WakeDue(ctx, q); err != nil && ctx.Err() == nil {
+			// for this claim to take (claims.WakeDue); the next deadline
+			// sets the timer that comes back for it.
+			wakeDue = false
+			_, next, err := p.store.WakeDueNext(ctx, q)
+			if err != nil && ctx.Err() == nil {
 				p.log.Warn("waking waiting tasks failed", "queue", q, "err", err)
 			}
+			due.set(next)
+			armDue(dueTimer, due.get())
 		}
 		if free > 0 {
 			tasks, sentAt, err := p.claim(ctx, q, free, !sweep, hint)
@@ -209,19 +221,28 @@ func (p *Pool) produce(ctx, work context.Context, q string) {
 		if free == 0 {
 			freed = slotFreed
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-p.wake[q]:
-			if !p.coolDown(ctx, lastClaim) {
+	wait:
+		for {
+			select {
+			case <-ctx.Done():
 				return
+			case <-p.wake[q]:
+				if !p.coolDown(ctx, lastClaim) {
+					return
+				}
+			case <-poll.C:
+				sweep = true
+			case <-freed:
+				if !p.coolDown(ctx, lastClaim) {
+					return
+				}
+			case <-dueTimer.C:
+				wakeDue = true
+			case <-due.sooner:
+				armDue(dueTimer, due.get()) // a task parked here with an earlier deadline
+				continue wait
 			}
-		case <-poll.C:
-			sweep = true
-		case <-freed:
-			if !p.coolDown(ctx, lastClaim) {
-				return
-			}
+			break
 		}
 		// The claim about to run sees every task whose notification has
 		// arrived (a notification follows its commit): those are news no
@@ -418,6 +439,11 @@ func (p *Pool) deferTask(lease agentledger.Lease, d *agentledger.DeferredError, 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err := p.store.Defer(ctx, claims.Deferral{Lease: lease, Until: d.Until, Reason: d.Reason, Park: d.Park})
+	if err == nil && d.Park {
+		if due := p.due[t.Queue]; due != nil {
+			due.offer(d.Until) // its queue's loop comes back for it on time
+		}
+	}
 	switch {
 	case errors.Is(err, agentledger.ErrLeaseLost):
 		p.cfg.Observer.LeaseLost()

@@ -29,6 +29,10 @@
 //	agentctl tenant token create TENANT [--name LABEL]
 //	agentctl tenant token list [TENANT]
 //	agentctl tenant token revoke ID|PREFIX
+//	agentctl signal NAME KEY [--payload JSON|@file|-] [--idempotency-key K] [--tenant T] [--retention D]
+//	agentctl signals [--state pending|consumed|expired] [--name N] [--tenant T]
+//	agentctl waits [--task ID] [--kind signal|timer|children] [--state waiting,done,…] [--tenant T]
+//	agentctl end-wait 7 --reason TEXT
 //	agentctl completion bash|zsh|fish|powershell
 //
 // submit --file reads a task as a JSON object, {"kind", "payload", "queue",

@@ -86,7 +86,7 @@ database unreachable or not migrated), 2 usage or invalid input.`,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			switch {
 			case a.output == "id" && !idOutput[cmd.CommandPath()]:
-				return usagef("--output id is for submit and list (the task ids, one a line) and approvals (the request ids); %s takes table or json", cmd.CommandPath())
+				return usagef("--output id is for submit and list (the task ids, one a line), approvals (the request ids), signal, signals and waits (theirs); %s takes table or json", cmd.CommandPath())
 			case a.output != "table" && a.output != "json" && a.output != "id":
 				return usagef("--output must be table, json or id (submit and list), not %q", a.output)
 			}
@@ -99,7 +99,7 @@ database unreachable or not migrated), 2 usage or invalid input.`,
 		"PostgreSQL URL (default $DATABASE_URL; with neither, the embedded cluster)")
 	pf.StringVar(&a.stateDir, "state-dir", "",
 		"state directory of the embedded cluster (default $"+pgembed.StateDirEnv+", else /var/lib/agentledger as root, ~/.local/state/agentledger otherwise)")
-	pf.StringVarP(&a.output, "output", "o", "table", "output format: table or json; id (submit, list, approvals) prints the ids alone, for scripts")
+	pf.StringVarP(&a.output, "output", "o", "table", "output format: table or json; id (submit, list, approvals, signal, signals, waits) prints the ids alone, for scripts")
 	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(
 		[]string{"table", "json", "id"}, cobra.ShellCompDirectiveNoFileComp))
 
@@ -112,11 +112,13 @@ database unreachable or not migrated), 2 usage or invalid input.`,
 	root.AddCommand(a.tuiCmd())
 	root.AddCommand(a.notificationsCmd())
 	root.AddCommand(a.approvalsCmd(), a.approvalCmd(), a.approveCmd(), a.denyCmd())
+	root.AddCommand(a.signalCmd(), a.signalsCmd(), a.waitsCmd(), a.endWaitCmd())
 	return root
 }
 
 // idOutput are the commands that take --output id.
-var idOutput = map[string]bool{"agentctl submit": true, "agentctl list": true, "agentctl approvals": true}
+var idOutput = map[string]bool{"agentctl submit": true, "agentctl list": true, "agentctl approvals": true,
+	"agentctl signal": true, "agentctl signals": true, "agentctl waits": true}
 
 // action adapts a command's body to cobra: it marks the start of the
 // command's own work (see app.started) and passes the context.

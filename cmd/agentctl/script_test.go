@@ -68,6 +68,8 @@ type tbKey struct{}
 //	ask … ID STEP TOOL CALL
 //	                     the running task ID waits for an approval request
 //	                     (script_approvals_test.go)
+//	await [-timeout D] ID STEP (signal NAME KEY | timer)
+//	                     the running task ID waits durably (script_waits_test.go)
 func TestScripts(t *testing.T) {
 	t.Parallel()
 	bin := scriptBinary(t)
@@ -104,6 +106,7 @@ func TestScripts(t *testing.T) {
 			"slack":        cmdSlack,
 			"call":         cmdCall,
 			"ask":          cmdAsk,
+			"await":        cmdAwait,
 		},
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -14,6 +15,7 @@ import (
 	"github.com/agentledger/agentledger/approvals"
 	"github.com/agentledger/agentledger/operator"
 	"github.com/agentledger/agentledger/render"
+	"github.com/agentledger/agentledger/waits"
 )
 
 func (a *app) showCmd() *cobra.Command {
@@ -31,8 +33,12 @@ message of the notify tool, with its delivery state, failed deliveries and
 last error. The messages posted and updated for them are the journal's
 notify.post and notify.update effects, whose ref is the message.
 
+Waits lists the task's durable waits, newest first: what each waited or
+waits for (a signal and its correlation key, a timer, its children), its
+deadline and how it ended.
+
 With --output json it prints {"task": {...}, "attempts": [...], "journal": [...],
-"notifications": [...]}.`,
+"notifications": [...], "approvals": [...], "waits": [...]}.`,
 		Example: `  agentctl show 42
   agentctl show 42 --output json`,
 		Args: oneID,
@@ -51,6 +57,9 @@ type showResult struct {
 	Notifications []notification `json:"notifications"`
 	// Approvals are the task's approval requests and their decisions.
 	Approvals []approvals.Request `json:"approvals"`
+	// Waits are the task's durable waits (of every generation), newest
+	// first: what it waits or waited for, its key and deadline.
+	Waits []waits.Wait `json:"waits"`
 }
 
 // journalEntry is one effect as show prints it.
@@ -82,7 +91,14 @@ func (a *app) show(ctx context.Context, tenant, arg string) error {
 	}
 	t, atts := d.Task, d.Attempts
 	journal, notes := d.Journal, d.Notifications
+	ws, err := waits.NewStore(a.db.Pool).List(ctx, waits.ListParams{Tenant: tenant, TaskID: id, States: waitStates})
+	if err != nil {
+		return err
+	}
 	if a.wantJSON() {
+		if ws == nil {
+			ws = []waits.Wait{}
+		}
 		if atts == nil {
 			atts = []agentledger.Attempt{}
 		}
@@ -90,7 +106,7 @@ func (a *app) show(ctx context.Context, tenant, arg string) error {
 		if asked == nil {
 			asked = []approvals.Request{}
 		}
-		return printJSON(a.stdout, showResult{Task: t, Attempts: atts, Journal: journal, Notifications: notes, Approvals: asked})
+		return printJSON(a.stdout, showResult{Task: t, Attempts: atts, Journal: journal, Notifications: notes, Approvals: asked, Waits: ws})
 	}
 	if err := printTask(a.stdout, t, atts, journal, time.Now()); err != nil {
 		return err
@@ -99,6 +115,9 @@ func (a *app) show(ctx context.Context, tenant, arg string) error {
 		return err
 	}
 	if err := printApprovals(a.stdout, d.Approvals); err != nil {
+		return err
+	}
+	if err := printWaits(a.stdout, ws, time.Now()); err != nil {
 		return err
 	}
 	return printNotifications(a.stdout, notes)
@@ -163,7 +182,9 @@ func printTask(w io.Writer, t *agentledger.Task, atts []agentledger.Attempt, jou
 	fields.row("Kind:", t.Kind)
 	fields.row("State:", string(t.State))
 	if reason := render.Waiting(t); reason != "" {
-		if t.RunAt.After(now) { // a limit's wait; a daemon's has no end
+		// A limit's wait; a daemon's has no end; a durable wait's reason
+		// says its deadline already.
+		if t.RunAt.After(now) && !strings.Contains(reason, t.RunAt.UTC().Format("2006-01-02 15:04:05 UTC")) {
 			reason += " (until " + stamp(t.RunAt) + ")"
 		}
 		fields.row("Waiting:", reason)

@@ -27,7 +27,7 @@ func (a *app) tuiCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "tui",
-		Short: "The operator console: live tasks, journals, replays, workers",
+		Short: "The operator console: live tasks, journals, replays, approvals, waits, workers",
 		Long: `tui opens the operator console in the terminal. It lists tasks live, page by
 page (n/p), filtered by state (s cycles it; f opens a form of state, queue,
 kind and tenant that lists the values each takes; F clears every filter),
@@ -36,7 +36,11 @@ per state. Enter opens a task: its overview, attempts, journal of effects
 (enter expands one) and notifications.
 
 a lists the requests waiting for approval: y previews one's call and
-approves it (r adds a reason), d denies it with a reason.
+approves it (r adds a reason), d denies it with a reason. W lists the
+waits of tasks waiting for a signal, a timer or their children, the
+soonest deadline first: s sends a signal wait its signal (p gives its JSON
+payload, {} by default; y alone sends it), e ends a wait with a reason. A
+waiting task's page says when it wakes, and s and e act there too.
 
 Actions ask for confirmation first: replay (r) shows which effects the
 ledger serves and which run; re-run as a new intent (R) runs every effect

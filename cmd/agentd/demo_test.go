@@ -19,7 +19,7 @@ import (
 func TestDemo(t *testing.T) {
 	t.Parallel()
 	url := testdb.Empty(t)
-	start := func() (stop func(), banner string) {
+	start := func(sig syscall.Signal) (stop func(), banner string) {
 		cmd := agentd(t, []string{"DATABASE_URL=" + url}, "--demo", "--grace", "300ms")
 		stdout, err := cmd.StdoutPipe()
 		if err != nil {
@@ -38,13 +38,13 @@ func TestDemo(t *testing.T) {
 			}
 		}()
 		return func() {
-			_ = cmd.Process.Signal(syscall.SIGTERM)
+			_ = cmd.Process.Signal(sig)
 			if err := cmd.Wait(); err != nil {
 				t.Errorf("agentd --demo exited with %v", err)
 			}
 		}, b.String()
 	}
-	stop, banner := start()
+	stop, banner := start(syscall.SIGTERM)
 	for _, want := range []string{"task 1    charge-order-1001          (new)", "agentctl tui", "replay 1 --dry-run", "task 5's large charge waits for a person"} {
 		if !strings.Contains(banner, want) {
 			t.Fatalf("banner lacks %q:\n%s", want, banner)
@@ -59,7 +59,7 @@ func TestDemo(t *testing.T) {
 	}
 	stop()
 
-	stop, banner = start()
+	stop, banner = start(syscall.SIGHUP) // a closed terminal shuts it down as SIGTERM does
 	defer stop()
 	if !strings.Contains(banner, "charge-order-1001          (already there, succeeded)") || strings.Contains(banner, "(new)") {
 		t.Fatalf("second start seeded again:\n%s", banner)

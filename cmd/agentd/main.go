@@ -32,12 +32,14 @@ func main() {
 	// SIGPIPE handled, such a write fails with EPIPE instead (os/signal).
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	// The first SIGINT/SIGTERM starts a graceful shutdown; a second one
-	// cuts its grace period short.
+	// cuts its grace period short. A hang-up (its terminal or tmux session
+	// closed) shuts down the same way: its default action would kill agentd
+	// at once and leave its embedded PostgreSQL running.
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	hurry := make(chan struct{})
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	go func() {
 		<-sigs
 		stop()

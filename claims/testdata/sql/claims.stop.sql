@@ -45,5 +45,18 @@ events AS (
 	) s
 	WHERE r.enabled
 	ORDER BY s.id, r.name
+),
+-- a cancelled task waits for nothing more: its approval requests are
+-- withdrawn, its waits cancelled (packages approvals, waits); the ids
+-- drive both, through the tables' (task_id, …) keys
+withdrawn AS (
+	UPDATE approvals a SET state = 'withdrawn', decided_at = coalesce($4::timestamptz, now()), decided_by = 'operator',
+		decided_via = 'cancel', decision_reason = 'its task was cancelled'
+	WHERE a.task_id = ANY (ARRAY(SELECT id FROM done WHERE $5 = 'cancelled')) AND a.state = 'pending'
+),
+unwaited AS (
+	UPDATE waits w SET state = 'cancelled', ended_at = coalesce($4::timestamptz, now()), ended_by = 'operator',
+		end_reason = 'its task was cancelled'
+	WHERE w.task_id = ANY (ARRAY(SELECT id FROM done WHERE $5 = 'cancelled')) AND w.state = 'waiting'
 )
 SELECT id FROM done

@@ -24,6 +24,20 @@
 // performed; a new daemon sends the refund again under the same key, and
 // the downstream holds one refund, naming the saga's charge.
 //
+// Issue 36's drills are about durable waits.
+// TestSignalKilledBetweenConsumeAndRecord SIGKILLs a daemon held (by a
+// trigger on the ledger and an advisory lock the drill holds) after a
+// signal was consumed and before the waiting step was recorded: a new
+// daemon records the step once, with the signal's payload, and the next
+// step's POST happens once. TestTimerDueWhileEveryDaemonIsDown lets a
+// timer come due with both daemons dead; it fires once when one returns.
+// TestParentWaitsForHundredChildrenAcrossKills runs a Go kind (fanout, in
+// the ticket daemon) that starts 100 children and waits for them on
+// three daemons, each SIGKILLed once: the parent resumes once with the
+// 100 results, every child's ticket opened once.
+// TestCancelParentCancelsWaitingChildren cancels a parent that waits:
+// its waiting children and their waits are cancelled.
+//
 // TestSlackFleetPacing, without faults, runs three daemons posting to
 // three Slack channels and measures at the fake Slack that the fleet's
 // limit keeps every channel to one post or update a second.

@@ -191,6 +191,10 @@ func runTicketDaemon() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
+	if err := d.RegisterKind(fanOutKind, fanOut); err != nil { // the waits drill's parent
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	if err := d.Run(ctx); err != nil {

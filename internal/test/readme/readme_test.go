@@ -38,6 +38,7 @@ var guides = []string{
 	"docs/limits.md",
 	"docs/sagas.md",
 	"docs/approvals.md",
+	"docs/waits.md",
 	"docs/security.md",
 	"docs/deployment.md",
 	"docs/configuration.md",
@@ -76,6 +77,13 @@ var blocks = map[string]block{
 	"go run ./cmd/agentctl tenant grant acme": {},
 	"ORDER=$(go run ./cmd/agentctl submit -o id --kind steps": {want: []string{"http_request POST http://", `"amount": 99000`, "dead",
 		"exit 1: denied", "was decided already: denied by ", "exit 1: decided already"}},
+	signalExample: {want: []string{"KIND", "payment.settled key order-11", "Waiting:           waiting for signal payment.settled key order-11", "woke task", "succeeded",
+		"duplicate: signal", "it woke task", "no task waits for payment.settled key order-99 yet", "order-99", "ended by operator:",
+		"exit 1: the wait was ended"}},
+	"PAID=$(go run ./cmd/agentctl submit -o id --kind steps": {want: []string{"payment.settled key order-31", "woke task", "succeeded",
+		`"amount": 2500`, "wait_for_signal", "http_request"}},
+	"go run ./cmd/agentctl tenant grant acme --tool wait_for_signal": {want: []string{`"key":"order-12"`, `"state":"consumed"`,
+		"Idempotent-Replayed: true", `"state":"pending"`, `"key":"order-13"`, "succeeded"}},
 	"go run ./cmd/agentctl schedule add nightly-report":                          {want: []string{"nightly-report"}},
 	"go run ./cmd/agentctl rule add ops":                                         {want: []string{"billing-dead"}},
 	"go run ./cmd/agentctl notifications redeliver --all --dry-run":              {},
@@ -87,6 +95,11 @@ var blocks = map[string]block{
 	"DATABASE_URL='postgres://agentledger:…@db1:5432,db2:5432": {skip: "internal/test/chaos's TestFailover gives its daemons such a URL"},
 	"go test ./internal/test/chaos -run 'TestFailover$'":       {skip: "internal/test/chaos's TestFailover is this run (CI's); TestFailoverAsync wants CHAOS_FAILOVER_ASYNC"},
 }
+
+// signalExample names docs/operators.md's block of signals and waits,
+// which begins as docs/approvals' does.
+const signalExample = `ORDER=$(go run ./cmd/agentctl submit -o id --kind steps --payload '{"steps":[
+  {"tool":"wait_for_signal"`
 
 // sagaExample names docs/sagas.md's block, which begins as the steps
 // example's of docs/kinds-and-tools.md does.

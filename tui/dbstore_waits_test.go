@@ -1,0 +1,139 @@
+package tui
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/waits"
+)
+
+// The DBStore's waits over seedWaits' database.
+
+func TestDBStoreWaiting(t *testing.T) {
+	t.Parallel()
+	s := seedWaits(t)
+	ctx := context.Background()
+	ws, n, err := s.Waiting(ctx, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The soonest deadline first: the timer, the signal; the children's
+	// is beyond the limit, but counted.
+	if n != 3 || len(ws) != 2 || ws[0].ID != 2 || ws[1].ID != 1 {
+		t.Fatalf("waiting: %d in all, %+v", n, ws)
+	}
+	if _, n, err := s.Waiting(ctx, 0); err != nil || n != 3 {
+		t.Fatalf("the count alone: %d, %v", n, err)
+	}
+	d, err := s.Get(ctx, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Waits) != 1 || d.Waits[0].ID != 1 || d.Waits[0].Signal != "payment.settled" {
+		t.Errorf("task 5's waits: %+v", d.Waits)
+	}
+}
+
+// A children wait counts the children it waits for: every child of its
+// task's generation, or those its spec lists.
+func TestDBStoreWaitChildren(t *testing.T) {
+	t.Parallel()
+	s := seedWaits(t)
+	ctx := context.Background()
+	count := func(want, wantEnded int) {
+		t.Helper()
+		w, err := s.Wait(ctx, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.Children != want || w.Ended != wantEnded {
+			t.Errorf("wait 3 counts %d of %d ended; want %d of %d", w.Ended, w.Children, wantEnded, want)
+		}
+	}
+	count(2, 1)
+	if _, err := s.DB.Exec(ctx, `UPDATE waits SET spec = '{"mode":"all","on_failure":"fail","tasks":[9]}' WHERE id = 3`); err != nil {
+		t.Fatal(err)
+	}
+	count(1, 0)
+	if _, err := s.Claims.Cancel(ctx, "", 9); err != nil {
+		t.Fatal(err)
+	}
+	count(1, 1)
+	if w, err := s.Wait(ctx, 1); err != nil || w.Children != 0 {
+		t.Errorf("a signal wait counts children: %+v, %v", w, err)
+	}
+}
+
+// The console sends a signal only to a signal wait that waits, and
+// keeps one that no wait took for a second only.
+func TestDBStoreSendSignal(t *testing.T) {
+	t.Parallel()
+	s := seedWaits(t)
+	ctx := context.Background()
+	var invalid *agentledger.InvalidError
+	if _, err := s.SendSignal(ctx, 2, nil); !errors.As(err, &invalid) || invalid.Field != "wait" {
+		t.Errorf("a signal to a timer: %v", err)
+	}
+	// Wait 1's deadline passed (seedWaits' instants are long past): it
+	// still waits, but takes no signal; the signal expires unused.
+	sent, err := s.SendSignal(ctx, 1, json.RawMessage(`{"amount":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sent.Woke != nil || sent.Duplicate || sent.Signal.ExpiresAt.Sub(sent.Signal.SentAt) != time.Second {
+		t.Errorf("a signal for a wait past its deadline: woke %v, duplicate %v, kept %s",
+			sent.Woke, sent.Duplicate, sent.Signal.ExpiresAt.Sub(sent.Signal.SentAt))
+	}
+	// Sent again for the same wait, it is the same signal.
+	again, err := s.SendSignal(ctx, 1, json.RawMessage(`{"amount":1}`))
+	if err != nil || !again.Duplicate || again.Signal.ID != sent.Signal.ID {
+		t.Errorf("the same signal again: %+v, %v", again, err)
+	}
+	if _, err := s.SendSignal(ctx, 1, json.RawMessage(`{"amount":2}`)); !errors.Is(err, agentledger.ErrKeyReuse) {
+		t.Errorf("another payload for the same wait: %v", err)
+	}
+
+	s.extend(t)
+	if _, err := s.SendSignal(ctx, 3, nil); !errors.As(err, &invalid) {
+		t.Errorf("a signal to a children wait: %v", err)
+	}
+	if _, _, err := s.EndWait(ctx, 3, "restocked by hand"); err != nil {
+		t.Fatal(err)
+	}
+	// A wait that ended takes no signal, and none is sent.
+	if _, err := s.SendSignal(ctx, 3, nil); err == nil {
+		t.Error("a signal to an ended wait was sent")
+	}
+}
+
+func TestDBStoreEndWait(t *testing.T) {
+	t.Parallel()
+	s := seedWaits(t)
+	ctx := context.Background()
+	s.User = ""
+	if _, _, err := s.EndWait(ctx, 2, "no longer needed"); err == nil {
+		t.Error("a nameless operator ended a wait")
+	}
+	if _, err := s.SendSignal(ctx, 1, nil); err == nil {
+		t.Error("a nameless operator sent a signal")
+	}
+	s.User = "alice"
+	if _, _, err := s.EndWait(ctx, 2, ""); err == nil {
+		t.Error("a wait ended without a reason")
+	}
+	if w, _ := s.Waits.Get(ctx, "", 2); w.State != waits.Waiting {
+		t.Fatalf("refused ends changed wait 2: %s", w.State)
+	}
+	w, ended, err := s.EndWait(ctx, 2, "no longer needed")
+	if err != nil || !ended || w.State != waits.Ended || w.EndedBy != "operator:alice" {
+		t.Fatalf("the end: %+v, %v, %v", w, ended, err)
+	}
+	w, ended, err = s.EndWait(ctx, 2, "again")
+	if err != nil || ended || w.EndReason != "no longer needed" {
+		t.Errorf("the end again: %+v, %v, %v", w, ended, err)
+	}
+}
