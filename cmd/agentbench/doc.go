@@ -219,8 +219,10 @@
 // succeeded, then reads each timer's wait: lateness is its result's
 // fired_at (taken by the daemon when the resumed step finds its timer due:
 // the task has resumed) less its deadline; done is the task's finished_at
-// less the deadline. The CPU columns are per timer, from the first due
-// time to the last task's end.
+// less the deadline. fired/s is the rate the timers resumed at, from the
+// first due time to the last resumption: below due/s the daemon fell
+// behind, and lateness is then its backlog. The CPU columns are per timer,
+// from the first due time to the last task's end.
 //
 // # Tracing
 //

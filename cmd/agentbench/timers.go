@@ -152,6 +152,7 @@ func runTimers(ctx context.Context, args []string, out, errOut io.Writer) error 
 		return err
 	}
 	var resumed, finished []time.Duration
+	var firstDue, lastFired time.Time
 	for rows.Next() {
 		var due, done time.Time
 		var fired string
@@ -164,6 +165,12 @@ func runTimers(ctx context.Context, args []string, out, errOut io.Writer) error 
 			rows.Close()
 			return fmt.Errorf("a timer's fired_at %q: %w", fired, err)
 		}
+		if firstDue.IsZero() || due.Before(firstDue) {
+			firstDue = due
+		}
+		if at.After(lastFired) {
+			lastFired = at
+		}
 		resumed = append(resumed, at.Sub(due))
 		finished = append(finished, done.Sub(due))
 	}
@@ -174,9 +181,12 @@ func runTimers(ctx context.Context, args []string, out, errOut io.Writer) error 
 		return fmt.Errorf("%d of %d timers fired", len(resumed), total)
 	}
 	r, d := Summarise(resumed), Summarise(finished)
-	t := NewTable(append([]string{"timers", "due/s", "fired", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "max ms", "mean ms",
+	// fired/s is the rate the timers resumed at, from the first due time
+	// to the last resumption: below due/s, the daemon fell behind.
+	firedRate := float64(len(resumed)) / max(lastFired.Sub(firstDue).Seconds(), 1e-3)
+	t := NewTable(append([]string{"timers", "due/s", "fired", "fired/s", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "max ms", "mean ms",
 		"done p50 ms", "done p99 ms"}, cpuHeader...)...)
-	t.Add(append([]any{total, f.Rate, len(resumed), ms(r.P50), ms(r.P90), ms(r.P99), ms(r.P999), ms(r.Max), ms(r.Mean),
+	t.Add(append([]any{total, f.Rate, len(resumed), fmt.Sprintf("%.0f", firedRate), ms(r.P50), ms(r.P90), ms(r.P99), ms(r.P999), ms(r.Max), ms(r.Mean),
 		ms(d.P50), ms(d.P99)}, use.cells(total)...)...)
 	t.Print(out)
 	fmt.Fprintf(errOut, "timers: lateness p50 %s ms, p99 %s ms\n", ms(r.P50), ms(r.P99))

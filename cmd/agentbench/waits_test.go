@@ -78,7 +78,7 @@ func TestTimersSmoke(t *testing.T) {
 	if len(rows) != 1 {
 		t.Fatalf("want one row:\n%s", out)
 	}
-	if f := strings.Fields(rows[0]); f[0] != "50" || f[2] != "50" || strings.HasPrefix(f[3], "-") {
+	if f := strings.Fields(rows[0]); f[0] != "50" || f[2] != "50" || strings.HasPrefix(f[4], "-") {
 		t.Fatalf("row %q: want 50 timers, 50 fired, lateness not negative", rows[0])
 	}
 }
