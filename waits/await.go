@@ -35,7 +35,7 @@ func (s *Store) Await(ctx context.Context, w Wait, until *time.Time, timeout tim
 	case KindSignal:
 		got, err = s.awaitSignal(ctx, w, timeout)
 	case KindTimer, KindChildren:
-		err = pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
+		err = s.inTx(ctx, func(tx pgx.Tx) error {
 			got, err = ensure(ctx, tx, w, until, timeout)
 			return err
 		})
@@ -76,9 +76,17 @@ RETURNING ` + waitColumns
 // finish ends w with result, unless something ended it first: then it is
 // as that left it.
 func (s *Store) finish(ctx context.Context, w Wait, result json.RawMessage, by string) (Wait, error) {
-	got, err := scanWait(s.db.QueryRow(ctx, finishSQL, w.ID, result, by))
+	var got Wait
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		got, err = scanWait(tx.QueryRow(ctx, finishSQL, w.ID, result, by))
+		return err
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return s.Get(ctx, "", w.ID)
+	}
+	if errors.Is(err, ErrBusy) {
+		return Wait{}, err
 	}
 	if err != nil {
 		return Wait{}, fmt.Errorf("ending wait %d: %w", w.ID, err)
@@ -88,9 +96,17 @@ func (s *Store) finish(ctx context.Context, w Wait, result json.RawMessage, by s
 
 // timeOut ends w by its deadline, unless something ended it first.
 func (s *Store) timeOut(ctx context.Context, w Wait) (Wait, error) {
-	got, err := scanWait(s.db.QueryRow(ctx, timeOutSQL, w.ID))
+	var got Wait
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		got, err = scanWait(tx.QueryRow(ctx, timeOutSQL, w.ID))
+		return err
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return s.Get(ctx, "", w.ID)
+	}
+	if errors.Is(err, ErrBusy) {
+		return Wait{}, err
 	}
 	if err != nil {
 		return Wait{}, fmt.Errorf("timing out wait %d: %w", w.ID, err)

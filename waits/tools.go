@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/agentledger/agentledger"
@@ -64,7 +65,13 @@ func effect(call tools.Call, op string, request any, await func(ctx context.Cont
 		return ledger.Effect{}, agentledger.Permanent(fmt.Errorf("%s: %v", op, err))
 	}
 	return ledger.Effect{Operation: op, StepPath: call.StepPath, Class: ledger.Local, Request: req,
-		PerformLocal: func(ctx context.Context, _ ledger.Call, _ ledger.DB) (ledger.Result, error) { return await(ctx) }}, nil
+		PerformLocal: func(ctx context.Context, _ ledger.Call, _ ledger.DB) (ledger.Result, error) {
+			res, err := await(ctx)
+			if errors.Is(err, ErrBusy) {
+				return ledger.Result{}, busy(strings.TrimPrefix(op, "wait."))
+			}
+			return res, err
+		}}, nil
 }
 
 func waitOf(call tools.Call, kind string) Wait {
