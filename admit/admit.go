@@ -36,6 +36,8 @@ type options struct {
 	Model string
 	// Reach is Door.Reach.
 	Reach func(tool string, u *url.URL) error
+	// Args is Door.Args.
+	Args func(tool string, args json.RawMessage) error
 }
 
 // check checks the validated task p for the door. Its errors are
@@ -55,6 +57,16 @@ func check(ctx context.Context, s *registry.Store, p claims.EnqueueParams, g *gr
 		}
 		if err := reachable(p.Payload, o.Reach); err != nil {
 			return err
+		}
+		if o.Args != nil {
+			if err := steps.Check(p.Payload, func(tool string, args json.RawMessage) error {
+				if args == nil { // refers to earlier results: checked when it runs
+					return nil
+				}
+				return o.Args(tool, args)
+			}); err != nil {
+				return err
+			}
 		}
 	}
 	calls := func() error { // with no schema known
