@@ -58,22 +58,20 @@ func check(ctx context.Context, s *registry.Store, p claims.EnqueueParams, g *gr
 		if err := reachable(p.Payload, o.Reach); err != nil {
 			return err
 		}
-		if o.Args != nil {
-			if err := steps.Check(p.Payload, func(tool string, args json.RawMessage) error {
-				if args == nil { // refers to earlier results: checked when it runs
-					return nil
-				}
-				return o.Args(tool, args)
-			}); err != nil {
-				return err
-			}
+	}
+	// The tool's own checks of literal arguments (o.Args), after their
+	// schema's, whose message names the argument.
+	own := func(tool string, args json.RawMessage) error {
+		if args == nil || o.Args == nil { // args refer to earlier results: checked when it runs
+			return nil
 		}
+		return o.Args(tool, args)
 	}
 	calls := func() error { // with no schema known
 		if p.Kind != steps.Kind {
 			return nil
 		}
-		return steps.Check(p.Payload, func(string, json.RawMessage) error { return nil })
+		return steps.Check(p.Payload, own)
 	}
 	if g != nil {
 		if err := granted(g, p, o.Model); err != nil {
@@ -113,7 +111,10 @@ func check(ctx context.Context, s *registry.Store, p claims.EnqueueParams, g *gr
 		if args == nil {
 			return nil
 		}
-		return fit(tool, args)
+		if err := fit(tool, args); err != nil {
+			return err
+		}
+		return own(tool, args)
 	}, pureCheck(servers)); err != nil {
 		return err
 	}

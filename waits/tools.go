@@ -285,3 +285,15 @@ func (t *childrenTool) Effect(call tools.Call) (ledger.Effect, error) {
 		return res, err
 	})
 }
+
+// CheckArgs checks the literal arguments of a call of one of the wait
+// tools (nil for any other tool): what a door without a registry (agentctl,
+// client.Database) checks of them.
+func CheckArgs(tool string, args json.RawMessage) error {
+	for _, t := range Tools(nil) {
+		if t.Name() == tool {
+			return t.(tools.ArgsChecker).CheckArgs(args)
+		}
+	}
+	return nil
+}
