@@ -232,8 +232,9 @@ type RunDB struct {
 	temp bool // created for the run: drop it after
 }
 
-// truncated are the tables --reset=truncate empties before every run.
-const truncated = "tasks, task_attempts, ledger, approvals" // approvals: its foreign key refuses tasks truncated alone
+// truncated are the tables --reset=truncate empties before every run
+// (approvals and waits: their foreign keys refuse tasks truncated alone).
+const truncated = "tasks, task_attempts, ledger, approvals, waits, signals"
 
 // Fresh returns an empty, migrated, vacuumed database for one run.
 func (s *Server) Fresh(ctx context.Context) (*RunDB, error) {
