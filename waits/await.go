@@ -76,40 +76,31 @@ RETURNING ` + waitColumns
 // finish ends w with result, unless something ended it first: then it is
 // as that left it.
 func (s *Store) finish(ctx context.Context, w Wait, result json.RawMessage, by string) (Wait, error) {
-	var got Wait
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		var err error
-		got, err = scanWait(tx.QueryRow(ctx, finishSQL, w.ID, result, by))
-		return err
-	})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return s.Get(ctx, "", w.ID)
-	}
-	if errors.Is(err, ErrBusy) {
-		return Wait{}, err
-	}
-	if err != nil {
-		return Wait{}, fmt.Errorf("ending wait %d: %w", w.ID, err)
-	}
-	return got, nil
+	return s.end(ctx, w, "ending", finishSQL, w.ID, result, by)
 }
 
 // timeOut ends w by its deadline, unless something ended it first.
 func (s *Store) timeOut(ctx context.Context, w Wait) (Wait, error) {
+	return s.end(ctx, w, "timing out", timeOutSQL, w.ID)
+}
+
+// end runs sql, an UPDATE of waiting wait w that returns it, under the
+// waiting call's lock timeout; w as something else left it when it no
+// longer waited.
+func (s *Store) end(ctx context.Context, w Wait, doing, sql string, args ...any) (Wait, error) {
 	var got Wait
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		var err error
-		got, err = scanWait(tx.QueryRow(ctx, timeOutSQL, w.ID))
+		got, err = scanWait(tx.QueryRow(ctx, sql, args...))
 		return err
 	})
-	if errors.Is(err, pgx.ErrNoRows) {
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
 		return s.Get(ctx, "", w.ID)
-	}
-	if errors.Is(err, ErrBusy) {
+	case errors.Is(err, ErrBusy):
 		return Wait{}, err
-	}
-	if err != nil {
-		return Wait{}, fmt.Errorf("timing out wait %d: %w", w.ID, err)
+	case err != nil:
+		return Wait{}, fmt.Errorf("%s wait %d: %w", doing, w.ID, err)
 	}
 	return got, nil
 }
