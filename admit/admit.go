@@ -36,6 +36,8 @@ type options struct {
 	Model string
 	// Reach is Door.Reach.
 	Reach func(tool string, u *url.URL) error
+	// Args is Door.Args.
+	Args func(tool string, args json.RawMessage) error
 }
 
 // check checks the validated task p for the door. Its errors are
@@ -57,11 +59,19 @@ func check(ctx context.Context, s *registry.Store, p claims.EnqueueParams, g *gr
 			return err
 		}
 	}
+	// The tool's own checks of literal arguments (o.Args), after their
+	// schema's, whose message names the argument.
+	own := func(tool string, args json.RawMessage) error {
+		if args == nil || o.Args == nil { // args refer to earlier results: checked when it runs
+			return nil
+		}
+		return o.Args(tool, args)
+	}
 	calls := func() error { // with no schema known
 		if p.Kind != steps.Kind {
 			return nil
 		}
-		return steps.Check(p.Payload, func(string, json.RawMessage) error { return nil })
+		return steps.Check(p.Payload, own)
 	}
 	if g != nil {
 		if err := granted(g, p, o.Model); err != nil {
@@ -101,7 +111,10 @@ func check(ctx context.Context, s *registry.Store, p claims.EnqueueParams, g *gr
 		if args == nil {
 			return nil
 		}
-		return fit(tool, args)
+		if err := fit(tool, args); err != nil {
+			return err
+		}
+		return own(tool, args)
 	}, pureCheck(servers)); err != nil {
 		return err
 	}

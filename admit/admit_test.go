@@ -14,6 +14,7 @@ import (
 	"github.com/agentledger/agentledger/notify"
 	"github.com/agentledger/agentledger/registry"
 	"github.com/agentledger/agentledger/tools"
+	"github.com/agentledger/agentledger/waits"
 )
 
 // A steps task's tools are checked against the live pools that serve it:
@@ -190,4 +191,51 @@ func TestStepsCallsTheToolWouldRefuse(t *testing.T) {
 		t.Fatal(err)
 	}
 	refused("a pool that announced the schema", false)
+}
+
+// Literal arguments a tool of this process refuses (tools.ArgsChecker: a
+// wait's timeout of zero, a timer a year and more away) are refused at the
+// door, naming the step and the field; arguments that refer to earlier
+// results are left to the run.
+func TestStepsArgumentsTheToolChecks(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	byName := map[string]tools.Tool{}
+	for _, tl := range waits.Tools(waits.NewStore(db)) {
+		byName[tl.Name()] = tl
+	}
+	door := &admit.Door{Unserved: true, Args: func(tool string, args json.RawMessage) error {
+		if c, ok := byName[tool].(tools.ArgsChecker); ok {
+			return c.CheckArgs(args)
+		}
+		return nil
+	}}
+	admitted := func(payload string) error {
+		p := claims.EnqueueParams{Kind: "steps", Payload: []byte(payload)}
+		if err := p.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		_, err := door.Admit(ctx, db, admit.Submission{Caller: admit.Operator, Params: p})
+		return err
+	}
+	for payload, want := range map[string]string{
+		`{"steps":[{"tool":"wait_for_signal","args":{"signal":"paid","key":"o-1","timeout":"0s"}}]}`: `step 0: wait_for_signal: timeout: "0s" must be a duration from 1s`,
+		`{"steps":[{"tool":"wait_timer","args":{"for":"87600h"}}]}`:                                 `step 0: wait_timer: for: "87600h" must be a duration from 1s`,
+		`{"steps":[{"tool":"wait_timer","args":{}}]}`:                                               `give "for" (a duration) or "until" (a time)`,
+		`{"steps":[{"tool":"wait_for_children","args":{"mode":"some"}}]}`:                           `mode: "some" must be all or any`,
+	} {
+		var ie *agentledger.InvalidError
+		if err := admitted(payload); !errors.As(err, &ie) || ie.Field != "payload" || !strings.Contains(ie.Problem, want) {
+			t.Errorf("%s: %v, want the tool's refusal %q", payload, err, want)
+		}
+	}
+	for _, payload := range []string{
+		`{"steps":[{"tool":"wait_for_signal","args":{"signal":"paid","key":"o-1","timeout":"2h"}}]}`,
+		`{"steps":[{"tool":"echo_ish","args":{}},{"tool":"wait_for_signal","args":{"signal":"paid","key":"${steps.0.body.id}","timeout":"0s"}}]}`,
+	} {
+		if err := admitted(payload); err != nil {
+			t.Errorf("%s: refused: %v", payload, err)
+		}
+	}
 }

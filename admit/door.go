@@ -10,6 +10,7 @@ import (
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/registry"
+	"github.com/agentledger/agentledger/waits"
 	"github.com/agentledger/agentledger/tools"
 )
 
@@ -39,6 +40,12 @@ type Door struct {
 	// when it runs (the fleet is taken to share one configuration, as
 	// Model is).
 	Reach func(tool string, u *url.URL) error
+	// Args is nil when this process's tool takes a call's literal
+	// arguments, else why not (tools.ArgsChecker: a wait's timeout of
+	// zero, a timer's malformed time); nil checks the built-in wait tools'
+	// (waits.CheckArgs). A steps payload whose step would fail for its
+	// arguments alone is refused at the door.
+	Args func(tool string, args json.RawMessage) error
 	// Unserved queues every task whether or not a live worker serves it,
 	// whoever submits it: for a database without a fleet (tests).
 	Unserved bool
@@ -102,8 +109,12 @@ func (d *Door) Admit(ctx context.Context, db registry.DB, s Submission) (claims.
 	// What it needs of the pool that runs it: claims match it, and the
 	// check below refuses a task no live pool can run.
 	p.Needs = needsOf(p)
+	args := d.Args
+	if args == nil {
+		args = waits.CheckArgs
+	}
 	err := check(ctx, registry.New(db), p, g, options{Anyway: d.Unserved || !r.served || s.Unserved,
-		Override: s.Override, Model: d.Model, Reach: d.Reach})
+		Override: s.Override, Model: d.Model, Reach: d.Reach, Args: args})
 	return p, err
 }
 

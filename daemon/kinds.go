@@ -67,6 +67,15 @@ func (d *Daemon) handlers(db *pgxpool.Pool, m *metrics.Metrics) (map[string]work
 		all = append(all, t)
 	}
 	reg := tools.NewRegistry(all...)
+	// The door refuses literal arguments a tool would refuse at run.
+	d.door.Args = func(tool string, args json.RawMessage) error {
+		if t, err := reg.Get(tool); err == nil {
+			if c, ok := t.(tools.ArgsChecker); ok {
+				return c.CheckArgs(args)
+			}
+		}
+		return nil
+	}
 	// The door refuses a literal URL the HTTP tools would refuse at run.
 	d.door.Reach = func(tool string, u *url.URL) error {
 		if t, err := reg.Get(tool); err == nil {

@@ -137,12 +137,8 @@ func parseApprovalList(raw string) (approvals.ListParams, error) {
 	if p.States, err = states(q, func(st string) bool { return slices.Contains(operator.ApprovalStates, st) }, operator.ApprovalStates); err != nil {
 		return p, err
 	}
-	if v := q.Get("task"); v != "" {
-		id, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || id < 1 {
-			return p, badParameter("task", "must be a task id, a positive integer")
-		}
-		p.TaskID = id
+	if p.TaskID, err = taskParam(q); err != nil {
+		return p, err
 	}
 	p.Limit, err = limit(q, defaultListLimit)
 	return p, err
@@ -259,4 +255,17 @@ func (s *Server) decider(r *http.Request, tenant string) (string, error) {
 		}
 	}
 	return "token " + prefix, nil // revoked since it was checked: its prefix still names it
+}
+
+// taskParam is the list filter ?task=ID: 0 when absent.
+func taskParam(q url.Values) (int64, error) {
+	v := q.Get("task")
+	if v == "" {
+		return 0, nil
+	}
+	id, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || id < 1 {
+		return 0, badParameter("task", "must be a task id, a positive integer")
+	}
+	return id, nil
 }

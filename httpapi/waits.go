@@ -132,12 +132,8 @@ func parseWaitList(raw string) (waits.ListParams, error) {
 	if p.States, err = states(q, func(st string) bool { return slices.Contains(waitStates, st) }, waitStates); err != nil {
 		return p, err
 	}
-	if v := q.Get("task"); v != "" {
-		id, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || id < 1 {
-			return p, badParameter("task", "must be a task id, a positive integer")
-		}
-		p.TaskID = id
+	if p.TaskID, err = taskParam(q); err != nil {
+		return p, err
 	}
 	if p.Kind = q.Get("kind"); p.Kind != "" && !slices.Contains(waitKinds, p.Kind) {
 		return p, badParameter("kind", "%q is not one of %v", p.Kind, waitKinds)

@@ -63,6 +63,9 @@ func (d dialogModel) updatePayload(msg tea.KeyMsg) (dialogModel, tea.Cmd) {
 	case key.Matches(msg, k.Payload):
 		d.editing, d.problem = true, ""
 		d.note.SetValue(d.accepted)
+		if d.accepted == "{}" { // the default: typing starts the payload, not after it
+			d.note.SetValue("")
+		}
 		d.note.CursorEnd()
 		return d, d.note.Focus()
 	case key.Matches(msg, k.Deny):

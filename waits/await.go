@@ -35,7 +35,7 @@ func (s *Store) Await(ctx context.Context, w Wait, until *time.Time, timeout tim
 	case KindSignal:
 		got, err = s.awaitSignal(ctx, w, timeout)
 	case KindTimer, KindChildren:
-		err = pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
+		err = s.inTx(ctx, func(tx pgx.Tx) error {
 			got, err = ensure(ctx, tx, w, until, timeout)
 			return err
 		})
@@ -76,24 +76,31 @@ RETURNING ` + waitColumns
 // finish ends w with result, unless something ended it first: then it is
 // as that left it.
 func (s *Store) finish(ctx context.Context, w Wait, result json.RawMessage, by string) (Wait, error) {
-	got, err := scanWait(s.db.QueryRow(ctx, finishSQL, w.ID, result, by))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return s.Get(ctx, "", w.ID)
-	}
-	if err != nil {
-		return Wait{}, fmt.Errorf("ending wait %d: %w", w.ID, err)
-	}
-	return got, nil
+	return s.end(ctx, w, "ending", finishSQL, w.ID, result, by)
 }
 
 // timeOut ends w by its deadline, unless something ended it first.
 func (s *Store) timeOut(ctx context.Context, w Wait) (Wait, error) {
-	got, err := scanWait(s.db.QueryRow(ctx, timeOutSQL, w.ID))
-	if errors.Is(err, pgx.ErrNoRows) {
+	return s.end(ctx, w, "timing out", timeOutSQL, w.ID)
+}
+
+// end runs sql, an UPDATE of waiting wait w that returns it, under the
+// waiting call's lock timeout; w as something else left it when it no
+// longer waited.
+func (s *Store) end(ctx context.Context, w Wait, doing, sql string, args ...any) (Wait, error) {
+	var got Wait
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		got, err = scanWait(tx.QueryRow(ctx, sql, args...))
+		return err
+	})
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
 		return s.Get(ctx, "", w.ID)
-	}
-	if err != nil {
-		return Wait{}, fmt.Errorf("timing out wait %d: %w", w.ID, err)
+	case errors.Is(err, ErrBusy):
+		return Wait{}, err
+	case err != nil:
+		return Wait{}, fmt.Errorf("%s wait %d: %w", doing, w.ID, err)
 	}
 	return got, nil
 }

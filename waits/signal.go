@@ -279,7 +279,7 @@ var prefixed = `w.id, w.task_id, w.generation, w.step, w.tenant, w.kind, coalesc
 // signal that came before it, all under the signal's lock.
 func (s *Store) awaitSignal(ctx context.Context, w Wait, timeout time.Duration) (Wait, error) {
 	var got Wait
-	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, lockSQL, w.Tenant, w.Signal, w.Key); err != nil {
 			return err
 		}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/agentledger/agentledger"
@@ -64,7 +65,13 @@ func effect(call tools.Call, op string, request any, await func(ctx context.Cont
 		return ledger.Effect{}, agentledger.Permanent(fmt.Errorf("%s: %v", op, err))
 	}
 	return ledger.Effect{Operation: op, StepPath: call.StepPath, Class: ledger.Local, Request: req,
-		PerformLocal: func(ctx context.Context, _ ledger.Call, _ ledger.DB) (ledger.Result, error) { return await(ctx) }}, nil
+		PerformLocal: func(ctx context.Context, _ ledger.Call, _ ledger.DB) (ledger.Result, error) {
+			res, err := await(ctx)
+			if errors.Is(err, ErrBusy) {
+				return ledger.Result{}, busy(strings.TrimPrefix(op, "wait."))
+			}
+			return res, err
+		}}, nil
 }
 
 func waitOf(call tools.Call, kind string) Wait {
@@ -277,4 +284,16 @@ func (t *childrenTool) Effect(call tools.Call) (ledger.Effect, error) {
 		}
 		return res, err
 	})
+}
+
+// CheckArgs checks the literal arguments of a call of one of the wait
+// tools (nil for any other tool): what a door without a registry (agentctl,
+// client.Database) checks of them.
+func CheckArgs(tool string, args json.RawMessage) error {
+	for _, t := range Tools(nil) {
+		if t.Name() == tool {
+			return t.(tools.ArgsChecker).CheckArgs(args)
+		}
+	}
+	return nil
 }

@@ -50,33 +50,15 @@ func (h *Handler) store(ctx context.Context, s *Source, d *delivery, payload jso
 func (h *Handler) storeOnce(ctx context.Context, s *Source, d *delivery, payload json.RawMessage) (stored, error) {
 	var res stored
 	err := pgx.BeginFunc(ctx, h.db, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, insertInboxSQL, s.Name, d.id, d.hash)
-		if err != nil {
-			return fmt.Errorf("webhooks: inbox: %w", err)
-		}
-		if tag.RowsAffected() == 0 {
-			res.duplicate = true
-			var (
-				firstID   string
-				firstHash []byte
-				id        *int64
-			)
-			switch err := tx.QueryRow(ctx, inboxTaskSQL, s.Name, d.id, d.hash).Scan(&firstID, &firstHash, &id); {
-			case errors.Is(err, pgx.ErrNoRows):
-				return errVanished
-			case err != nil:
-				return fmt.Errorf("webhooks: inbox: %w", err)
+		seen, err := recordDelivery(ctx, tx, s, d)
+		if err != nil || seen != nil {
+			if seen != nil {
+				res.duplicate, res.sameBodyAs = true, seen.sameBodyAs
+				if seen.task != nil {
+					res.taskID = *seen.task
+				}
 			}
-			switch {
-			case firstID != d.id:
-				res.sameBodyAs = firstID
-			case firstHash != nil && !bytes.Equal(firstHash, d.hash):
-				return fmt.Errorf("webhooks: delivery %q: %w", d.id, agentledger.ErrKeyReuse)
-			}
-			if id != nil {
-				res.taskID = *id
-			}
-			return nil
+			return err
 		}
 		p := s.template()
 		p.Payload = payload
@@ -120,4 +102,40 @@ func unstorableJSON(err error) bool {
 	var ie *agentledger.InvalidError
 	return errors.As(err, &pe) && strings.HasPrefix(pe.Code, "22") ||
 		errors.As(err, &ie) && ie.Field == "payload" && (strings.Contains(ie.Problem, "jsonb") || strings.Contains(ie.Problem, "UTF-8"))
+}
+
+// seenDelivery is a delivery the inbox holds already: by its id, or by its
+// body under another id.
+type seenDelivery struct {
+	firstID    string // the id that first brought it
+	sameBodyAs string // firstID when it differs from this delivery's
+	task       *int64 // the task it queued, if it queued one
+}
+
+// recordDelivery inserts d into the inbox in tx: nil for a new delivery;
+// for one seen before, what the inbox holds of it; a known id with
+// another body is agentledger.ErrKeyReuse.
+func recordDelivery(ctx context.Context, tx pgx.Tx, s *Source, d *delivery) (*seenDelivery, error) {
+	tag, err := tx.Exec(ctx, insertInboxSQL, s.Name, d.id, d.hash)
+	if err != nil {
+		return nil, fmt.Errorf("webhooks: inbox: %w", err)
+	}
+	if tag.RowsAffected() == 1 {
+		return nil, nil
+	}
+	var seen seenDelivery
+	var firstHash []byte
+	switch err := tx.QueryRow(ctx, inboxTaskSQL, s.Name, d.id, d.hash).Scan(&seen.firstID, &firstHash, &seen.task); {
+	case errors.Is(err, pgx.ErrNoRows):
+		return nil, errVanished
+	case err != nil:
+		return nil, fmt.Errorf("webhooks: inbox: %w", err)
+	}
+	switch {
+	case seen.firstID != d.id:
+		seen.sameBodyAs = seen.firstID
+	case firstHash != nil && !bytes.Equal(firstHash, d.hash):
+		return nil, fmt.Errorf("webhooks: delivery %q: %w", d.id, agentledger.ErrKeyReuse)
+	}
+	return &seen, nil
 }

@@ -1,10 +1,8 @@
 package webhooks
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 
@@ -94,30 +92,13 @@ func (h *Handler) serveSignal(w http.ResponseWriter, r *http.Request, s *Source,
 func (h *Handler) storeSignal(ctx context.Context, s *Source, d *delivery, p waits.SignalParams) (signalStored, error) {
 	var res signalStored
 	err := pgx.BeginFunc(ctx, h.db, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, insertInboxSQL, s.Name, d.id, d.hash)
+		seen, err := recordDelivery(ctx, tx, s, d)
 		if err != nil {
-			return fmt.Errorf("webhooks: inbox: %w", err)
+			return err
 		}
-		if tag.RowsAffected() == 0 {
-			res.duplicate = true
-			var (
-				firstID   string
-				firstHash []byte
-				task      *int64
-			)
-			switch err := tx.QueryRow(ctx, inboxTaskSQL, s.Name, d.id, d.hash).Scan(&firstID, &firstHash, &task); {
-			case errors.Is(err, pgx.ErrNoRows):
-				return errVanished
-			case err != nil:
-				return fmt.Errorf("webhooks: inbox: %w", err)
-			}
-			switch {
-			case firstID != d.id:
-				res.sameBodyAs = firstID
-			case firstHash != nil && !bytes.Equal(firstHash, d.hash):
-				return fmt.Errorf("webhooks: delivery %q: %w", d.id, agentledger.ErrKeyReuse)
-			}
-			res.signal, err = waits.NewStore(tx).SignalByKey(ctx, s.Tenant, submissionKey(s.Name, firstID))
+		if seen != nil {
+			res.duplicate, res.sameBodyAs = true, seen.sameBodyAs
+			res.signal, err = waits.NewStore(tx).SignalByKey(ctx, s.Tenant, submissionKey(s.Name, seen.firstID))
 			return err
 		}
 		// A signal that outlived its inbox row (retention) comes back as a

@@ -227,8 +227,13 @@ func (a *app) endWait(ctx context.Context, tenant string, id int64, by, reason s
 func endedHow(w waits.Wait) string {
 	switch w.State {
 	case waits.Done:
-		if w.SignalID != nil {
+		switch {
+		case w.SignalID != nil:
 			return fmt.Sprintf("signal %d came", *w.SignalID)
+		case w.Kind == waits.KindTimer:
+			return "fired"
+		case w.Kind == waits.KindChildren:
+			return "its children ended"
 		}
 		return "ended by " + w.EndedBy
 	case waits.Waiting:
