@@ -182,3 +182,23 @@ func submitSteps(t *testing.T, store *claims.Store, payload string) int64 {
 	}
 	return r.Task.ID
 }
+
+// Many tasks reaching their waits at once on a small pool all park: a wait
+// call holds no transaction while it looks at its wait, so it needs one
+// connection, not two (a pool held entirely by calls each waiting for a
+// second one would stall every task).
+func TestManyWaitsOnASmallPool(t *testing.T) {
+	t.Parallel()
+	db, _ := runGateDaemon(t, func(c *daemon.Config, _ string) {
+		c.Database.MaxConns = 4
+		c.Worker.Concurrency = 40
+	})
+	store := claims.New(db)
+	var ids []int64
+	for i := range 40 {
+		ids = append(ids, submitSteps(t, store, fmt.Sprintf(`{"steps":[{"tool":"wait_for_signal","args":{"signal":"s","key":"k-%d","timeout":"1h"}}]}`, i)))
+	}
+	for _, id := range ids {
+		waitTask(t, store, id, func(t *agentledger.Task) bool { return t.State == agentledger.StateWaiting })
+	}
+}

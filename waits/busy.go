@@ -12,15 +12,14 @@ import (
 	"github.com/agentledger/agentledger"
 )
 
-// A waiting call runs inside its ledger row's transaction, which holds its
-// task's row (the fence); its own statements run on another connection.
-// Whatever ends the wait meanwhile — a signal's send, an operator's end —
-// holds the wait's lock (the signal's advisory lock, the wait's row) and
-// waits for that task row to wake the task: a cycle through this process
-// that PostgreSQL cannot see. So the call's own statements wait for a lock
-// at most awaitLockTimeout; past it the call hands its task back
-// (ErrBusy), its ledger transaction rolls back and lets the other side
-// finish, and the next attempt finds the wait ended.
+// Whatever ends a wait — a signal's send, an operator's end — holds the
+// wait's lock (the signal's advisory lock, the wait's row) and waits for
+// the task's row to wake the task. If whatever holds that row waits in
+// turn for the call looking at the wait (a transaction of the same
+// process, where PostgreSQL cannot see the cycle), nothing moves. So the
+// call's own statements wait for a lock at most awaitLockTimeout; past it
+// the call hands its task back (ErrBusy), lets go of what it held, the
+// other side finishes, and the next attempt finds the wait ended.
 const awaitLockTimeout = time.Second
 
 // busyRetry is how soon a call handed back by ErrBusy runs again.

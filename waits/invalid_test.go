@@ -104,7 +104,7 @@ func TestBadWaitIsRefused(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", args, err)
 		}
-		_, err = e.PerformLocal(ctx, ledger.Call{}, db)
+		_, err = e.Perform(ctx, ledger.Call{})
 		invalid(t, waits.ToolChildren+" "+args, err, "tasks")
 	}
 	if err := s.CheckChildren(ctx, task.ID, task.Generation, waits.ChildrenSpec{Tasks: []int64{other.ID}}); err == nil {
@@ -118,7 +118,7 @@ func TestBadWaitIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.PerformLocal(ctx, ledger.Call{}, db); err == nil {
+	if _, err := e.Perform(ctx, ledger.Call{}); err == nil {
 		t.Fatal("a wait with no signal did not park its task")
 	}
 	if n := rows(t, db, "waits"); n != 1 {

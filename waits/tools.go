@@ -51,11 +51,14 @@ func duration(field, s string, def time.Duration) (time.Duration, error) {
 	return d, nil
 }
 
-// effect is the ledger effect of a wait call: local (its result is
-// recorded with the ledger row, so a replay is served from the journal),
-// performed by await. The wait's own writes commit on their own: a task
-// that parks must leave its wait recorded, while the ledger row's
-// transaction rolls back with the deferral.
+// effect is the ledger effect of a wait call, performed by await: pure —
+// looking again at a wait answers the same, and the first answer recorded
+// stands — so the ledger performs it holding no transaction and records
+// only an end: the result once the wait is done (a replay is served from
+// the journal), its failure once it ended otherwise; a call that parks
+// records nothing. A local effect would hold its ledger row's transaction,
+// and a connection, while the wait's own statements take another: with
+// every connection of the pool held so, no call could go on.
 func effect(call tools.Call, op string, request any, await func(ctx context.Context) (ledger.Result, error)) (ledger.Effect, error) {
 	if call.Task == nil {
 		return ledger.Effect{}, agentledger.Permanent(errors.New(op + ": no calling task"))
@@ -64,8 +67,8 @@ func effect(call tools.Call, op string, request any, await func(ctx context.Cont
 	if err != nil {
 		return ledger.Effect{}, agentledger.Permanent(fmt.Errorf("%s: %v", op, err))
 	}
-	return ledger.Effect{Operation: op, StepPath: call.StepPath, Class: ledger.Local, Request: req,
-		PerformLocal: func(ctx context.Context, _ ledger.Call, _ ledger.DB) (ledger.Result, error) {
+	return ledger.Effect{Operation: op, StepPath: call.StepPath, Class: ledger.Pure, Request: req,
+		Perform: func(ctx context.Context, _ ledger.Call) (ledger.Result, error) {
 			res, err := await(ctx)
 			if errors.Is(err, ErrBusy) {
 				return ledger.Result{}, busy(strings.TrimPrefix(op, "wait."))
