@@ -29,12 +29,15 @@ const holdKey = 0x77616974 // "wait"
 // it.
 //
 // How the window is hit, every run: a wait call commits on its own
-// connection, then returns its result to the ledger, whose transaction
+// connection, then returns its result to the ledger, whose statement
 // records the step. A trigger on the ledger (holdLedger) makes that
 // recording wait for an advisory lock the drill holds, so the daemon
 // stands still inside the window; the drill sees it there — its backend
 // waiting for the lock, the wait done, no ledger row visible — and kills
-// it. The killed daemon never sends COMMIT, so nothing it held can land.
+// it. What it held must not land either: a record in a transaction of its
+// own would never see its COMMIT, but one statement of its own commits
+// without its client, so the held statements fail once the drill lets go
+// (release), as they would had the daemon died before sending them.
 func TestSignalKilledBetweenConsumeAndRecord(t *testing.T) {
 	skipShort(t)
 	t.Parallel()
@@ -105,7 +108,7 @@ func TestSignalKilledBetweenConsumeAndRecord(t *testing.T) {
 	}
 	inWindow("before the kill")
 	d.kill()
-	release() // the killed daemon's transactions go on, find no client, and roll back
+	release() // the killed daemon's held writes fail
 	inWindow("after the kill")
 
 	must(t, d.start())
@@ -161,16 +164,23 @@ func TestSignalKilledBetweenConsumeAndRecord(t *testing.T) {
 		down.Effects(), down.Hits(), d.starts)
 }
 
-// holdLedger makes every ledger update matching when (a trigger's WHEN
+// holdLedger makes every ledger write matching when (a trigger's WHEN
 // condition on NEW) wait, inside its transaction, for an advisory lock
-// the drill holds, until release is called. heldAt counts the
-// transactions waiting so.
+// the drill holds, until release is called; then the writes held fail.
+// heldAt counts the transactions waiting so.
 func holdLedger(t *testing.T, w *world, when string) (release func()) {
 	t.Helper()
 	ctx := context.Background()
-	_, err := w.db.Exec(ctx, sprintf(`CREATE FUNCTION drill_hold() RETURNS trigger LANGUAGE plpgsql AS $$
-		BEGIN PERFORM pg_advisory_xact_lock(%d); RETURN NEW; END $$;
-		CREATE TRIGGER drill_hold BEFORE UPDATE ON ledger FOR EACH ROW WHEN (%s) EXECUTE FUNCTION drill_hold()`, holdKey, when))
+	_, err := w.db.Exec(ctx, sprintf(`CREATE TABLE drill_released (at timestamptz);
+		CREATE FUNCTION drill_hold() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN
+			PERFORM pg_advisory_xact_lock(%d);
+			IF EXISTS (SELECT FROM drill_released) THEN
+				RAISE EXCEPTION 'drill: its daemon was killed before this write';
+			END IF;
+			RETURN NEW;
+		END $$;
+		CREATE TRIGGER drill_hold BEFORE INSERT OR UPDATE ON ledger FOR EACH ROW WHEN (%s) EXECUTE FUNCTION drill_hold()`, holdKey, when))
 	must(t, err)
 	hold, err := pgx.Connect(ctx, w.url)
 	must(t, err)
@@ -178,7 +188,9 @@ func holdLedger(t *testing.T, w *world, when string) (release func()) {
 	_, err = hold.Exec(ctx, `SELECT pg_advisory_lock($1)`, holdKey)
 	must(t, err)
 	return func() {
-		_, err := hold.Exec(ctx, `SELECT pg_advisory_unlock($1)`, holdKey)
+		_, err := hold.Exec(ctx, `INSERT INTO drill_released VALUES (now())`)
+		must(t, err)
+		_, err = hold.Exec(ctx, `SELECT pg_advisory_unlock($1)`, holdKey)
 		must(t, err)
 		// Dropping the trigger waits for the held transactions to end.
 		_, err = w.db.Exec(ctx, `DROP TRIGGER drill_hold ON ledger`)
