@@ -36,9 +36,11 @@ type ClaimParams struct {
 	// the lean statement does a third of the work, and an expired lease
 	// can wait for the next poll (it already waited out the lease).
 	DueOnly bool
-	// Hint, when set, carries from one due-only claim of the queue to the
-	// next whether it found one tenant's tasks alone (a ClaimHint per
-	// claiming loop): the next then tries the lean statement first.
+	// Hint, when set, carries from one claim of the queue to the next
+	// where the rotation of its tenants stands, and (for due-only claims)
+	// whether it found one tenant's tasks alone: the next then tries the
+	// lean statement first. One ClaimHint per claiming loop; without one,
+	// every claim starts its rotation at the first tenant by name.
 	Hint *ClaimHint
 }
 
@@ -82,12 +84,19 @@ func (s *Store) Claim(ctx context.Context, p ClaimParams) ([]*agentledger.Task, 
 
 func (s *Store) claim(ctx context.Context, q string, p ClaimParams) ([]*agentledger.Task, error) {
 	began := time.Now()
-	rows, err := s.db.Query(ctx, q, p.Queue, p.Worker, p.Limit, p.Lease, s.Now.Param(), p.Kinds, p.Caps)
+	args := []any{p.Queue, p.Worker, p.Limit, p.Lease, s.Now.Param(), p.Kinds, p.Caps}
+	from := ""
+	if q != claimAloneSQL {
+		from = p.Hint.cursor()
+		args = append(args, from)
+	}
+	rows, err := s.db.Query(ctx, q, args...)
 	if err == nil {
 		var tasks []*agentledger.Task
 		if tasks, err = collectTasks(rows); err == nil {
 			// In claim order: the due-only claims (claimedDue) answer in no order.
 			slices.SortFunc(tasks, claimOrder)
+			p.Hint.served(from, tasks)
 			if len(tasks) > 0 && tracing.Enabled() {
 				traceClaim(ctx, began, p, tasks, nil)
 			}

@@ -158,13 +158,24 @@ const dueNow = `state IN ('queued', 'retrying', 'compensating') AND run_at <= co
 // A task no pool can run is passed over by every claim and stays queued.
 const canRun = `(needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[])`
 
+// crowdAt is how many tenants with due tasks make a crowd for a claim of
+// $3 tasks: a quarter of the batch, and at least 64. Below it a claim
+// weighs every tenant with due tasks (claimDue's heads); from it on, a
+// claim reads only as many tenants as it serves.
+const crowdAt = `greatest(ceil($3 / 4.0)::int, 64)`
+
 // claimDue locks up to $3 due tasks of queue $1 (CTE due: id, priority,
 // since), shared fairly between the tenants that have due tasks:
 //
-//   - heads: the tenants with due tasks (of the kinds) in the queue and the
+//   - ring: the tenants with due tasks (of the kinds) in the queue and the
 //     priority of each one's most urgent task, by a loose index scan: one
 //     descent of tasks_runnable_tenant_idx per tenant, to the first due
-//     task of the next tenant by name;
+//     task of the next tenant by name. It starts after $8, the last tenant
+//     the pool's previous claim served (ClaimHint), and wraps around, and
+//     it is read lazily: a claim descends only as far as it reads;
+//   - crowd: whether crowdAt tenants or more have due tasks. Below that
+//     (heads: all of them), the claim weighs them all, as follows; from it
+//     on, it takes turns instead (turns, below);
 //   - shares: their weights (1 without a tenant_shares row) and caps;
 //   - room: for the capped ones, how many more tasks each may lease,
 //     counted under their share rows' locks by agentledger_tenant_room
@@ -185,6 +196,18 @@ const canRun = `(needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[])`
 //     room. The outer LIMIT stops pulling rows once the batch is full, so
 //     no more rows are locked than are claimed.
 //
+// A crowd of tenants takes turns in rotation order (turns, turn): each gets
+// ceil($3·w/crowdAt) tasks, at most its room, until the batch is full; what is left comes from the same tenants
+// past their turns (more). A capped tenant's room is counted when the
+// rotation reaches it, under its share row's lock, or is 0 while another
+// claim holds that lock (agentledger_tenant_turn): crowd claims never wait
+// on each other. Reading every tenant for every claim cost a
+// descent per tenant: 43 ms a claim with 10,000 tenants (BENCHMARKS.md). A
+// turn reads the tenants it serves, and the pool's next claim starts after
+// the last one (ClaimHint), so each tenant with due tasks is served within
+// ⌈tenants/crowdAt⌉ claims, whatever its priority or load: priority orders
+// a tenant's own tasks, and the tenants of a claim only below crowdAt.
+//
 // With one tenant and no cap (alone) none of that runs: single reads its
 // tasks as the claim did before fair share, after the two descents of the
 // loose scan that found it alone; the shares, quotas, ends and refill
@@ -193,20 +216,48 @@ const canRun = `(needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[])`
 // keep the planner from flattening a subquery whose column is read several
 // times: flattened, each read became an InitPlan of its own, and the
 // claim of one task took half as long again.
-const claimDue = `heads AS (
+const claimDue = `walk AS (
 	(SELECT tenant, priority FROM tasks
-	WHERE queue = $1 AND ` + dueNow + `
+	WHERE queue = $1 AND tenant > $8::text AND ` + dueNow + `
 	ORDER BY tenant, priority, run_at, id
 	LIMIT 1)
 	UNION ALL
 	SELECT n.tenant, n.priority
-	FROM heads h
+	FROM walk h
 	CROSS JOIN LATERAL (
 		SELECT tenant, priority FROM tasks
 		WHERE queue = $1 AND tenant > h.tenant AND ` + dueNow + `
 		ORDER BY tenant, priority, run_at, id
 		LIMIT 1
 	) n
+),
+wrap AS (
+	(SELECT tenant, priority FROM tasks
+	WHERE queue = $1 AND tenant <= $8::text AND ` + dueNow + `
+	ORDER BY tenant, priority, run_at, id
+	LIMIT 1)
+	UNION ALL
+	SELECT n.tenant, n.priority
+	FROM wrap h
+	CROSS JOIN LATERAL (
+		SELECT tenant, priority FROM tasks
+		WHERE queue = $1 AND tenant > h.tenant AND tenant <= $8::text AND ` + dueNow + `
+		ORDER BY tenant, priority, run_at, id
+		LIMIT 1
+	) n
+),
+-- the tenants with due tasks in rotation order: after the pool's last
+-- claim ($8), then from the first up to it; read lazily
+ring AS (
+	SELECT tenant, priority FROM walk
+	UNION ALL
+	SELECT tenant, priority FROM wrap
+),
+crowd AS (
+	SELECT count(*) >= ` + crowdAt + ` AS yes FROM (SELECT FROM ring LIMIT ` + crowdAt + `) r
+),
+heads AS (
+	SELECT tenant, priority FROM ring LIMIT ` + crowdAt + `
 ),
 shares AS (
 	SELECT h.tenant, h.priority, coalesce(s.weight, 1) AS weight, s.max_running
@@ -299,12 +350,57 @@ single AS (
 	LIMIT $3
 	FOR UPDATE OF tasks SKIP LOCKED
 ),
+-- a crowd: each tenant's turn, in rotation order, until the batch is full
+turns AS (
+	SELECT tenant, room, least(ceil($3 * weight::float8 / ` + crowdAt + `)::int, coalesce(room, $3)) AS n
+	FROM (
+		SELECT r.tenant, coalesce(s.weight, 1) AS weight,
+			CASE WHEN s.max_running IS NOT NULL THEN agentledger_tenant_turn(r.tenant) END AS room
+		FROM ring r
+		LEFT JOIN LATERAL (SELECT weight, max_running FROM tenant_shares s WHERE s.tenant = r.tenant) s ON true
+		OFFSET 0
+	) r
+),
+turn AS (
+	SELECT f.id, f.priority, f.run_at
+	FROM turns g
+	CROSS JOIN LATERAL (
+		SELECT id, priority, run_at FROM tasks
+		WHERE queue = $1 AND tenant = g.tenant AND ` + dueNow + `
+		ORDER BY priority, run_at, id
+		LIMIT g.n
+		FOR UPDATE OF tasks SKIP LOCKED
+	) f
+	WHERE g.n > 0
+	LIMIT $3
+),
+-- what the turns left of the batch, from the same tenants past their turn
+-- (a row skipped as locked can put one task in both: due drops it)
+more AS (
+	SELECT f.id, f.priority, f.run_at
+	FROM turns g
+	CROSS JOIN LATERAL (
+		SELECT id, priority, run_at FROM tasks
+		WHERE queue = $1 AND tenant = g.tenant AND ` + dueNow + `
+		ORDER BY priority, run_at, id
+		OFFSET g.n
+		LIMIT CASE WHEN g.room IS NULL THEN $3 ELSE greatest(g.room - g.n, 0) END
+		FOR UPDATE OF tasks SKIP LOCKED
+	) f
+	LIMIT $3 - (SELECT count(*) FROM turn)
+),
 due AS (
 	SELECT id, priority, run_at AS since FROM single WHERE (SELECT yes FROM alone)
 	UNION ALL
-	SELECT id, priority, run_at FROM fair WHERE NOT (SELECT yes FROM alone)
+	SELECT id, priority, run_at FROM fair WHERE NOT (SELECT yes FROM alone) AND NOT (SELECT yes FROM crowd)
 	UNION ALL
-	SELECT id, priority, run_at FROM fill WHERE NOT (SELECT yes FROM alone)
+	SELECT id, priority, run_at FROM fill WHERE NOT (SELECT yes FROM alone) AND NOT (SELECT yes FROM crowd)
+	UNION ALL
+	SELECT DISTINCT id, priority, run_at FROM (
+		SELECT id, priority, run_at FROM turn
+		UNION ALL
+		SELECT id, priority, run_at FROM more
+	) c WHERE (SELECT yes FROM crowd)
 )`
 
 // claimAloneSQL is claimDueSQL's one-tenant branch (alone, single) as a

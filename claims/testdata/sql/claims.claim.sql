@@ -1,17 +1,17 @@
--- claims.claim: claimSQL of package claims, as Store.Claim sends it (7 parameters); go test ./claims -run TestGoldenSQL -update rewrites this file
+-- claims.claim: claimSQL of package claims, as Store.Claim sends it (8 parameters); go test ./claims -run TestGoldenSQL -update rewrites this file
 /* claims.claim */
 WITH RECURSIVE now AS (SELECT coalesce($5::timestamptz, now()) AS t,
 	(extract(epoch FROM coalesce($5::timestamptz, now())) * 1000000)::bigint AS token_floor),
-heads AS (
+walk AS (
 	(SELECT tenant, priority FROM tasks
-	WHERE queue = $1 AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
+	WHERE queue = $1 AND tenant > $8::text AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
 			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
 			AND (needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[])
 	ORDER BY tenant, priority, run_at, id
 	LIMIT 1)
 	UNION ALL
 	SELECT n.tenant, n.priority
-	FROM heads h
+	FROM walk h
 	CROSS JOIN LATERAL (
 		SELECT tenant, priority FROM tasks
 		WHERE queue = $1 AND tenant > h.tenant AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
@@ -20,6 +20,38 @@ heads AS (
 		ORDER BY tenant, priority, run_at, id
 		LIMIT 1
 	) n
+),
+wrap AS (
+	(SELECT tenant, priority FROM tasks
+	WHERE queue = $1 AND tenant <= $8::text AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
+			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
+			AND (needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[])
+	ORDER BY tenant, priority, run_at, id
+	LIMIT 1)
+	UNION ALL
+	SELECT n.tenant, n.priority
+	FROM wrap h
+	CROSS JOIN LATERAL (
+		SELECT tenant, priority FROM tasks
+		WHERE queue = $1 AND tenant > h.tenant AND tenant <= $8::text AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
+			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
+			AND (needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[])
+		ORDER BY tenant, priority, run_at, id
+		LIMIT 1
+	) n
+),
+-- the tenants with due tasks in rotation order: after the pool's last
+-- claim ($8), then from the first up to it; read lazily
+ring AS (
+	SELECT tenant, priority FROM walk
+	UNION ALL
+	SELECT tenant, priority FROM wrap
+),
+crowd AS (
+	SELECT count(*) >= greatest(ceil($3 / 4.0)::int, 64) AS yes FROM (SELECT FROM ring LIMIT greatest(ceil($3 / 4.0)::int, 64)) r
+),
+heads AS (
+	SELECT tenant, priority FROM ring LIMIT greatest(ceil($3 / 4.0)::int, 64)
 ),
 shares AS (
 	SELECT h.tenant, h.priority, coalesce(s.weight, 1) AS weight, s.max_running
@@ -118,12 +150,61 @@ single AS (
 	LIMIT $3
 	FOR UPDATE OF tasks SKIP LOCKED
 ),
+-- a crowd: each tenant's turn, in rotation order, until the batch is full
+turns AS (
+	SELECT tenant, room, least(ceil($3 * weight::float8 / greatest(ceil($3 / 4.0)::int, 64))::int, coalesce(room, $3)) AS n
+	FROM (
+		SELECT r.tenant, coalesce(s.weight, 1) AS weight,
+			CASE WHEN s.max_running IS NOT NULL THEN agentledger_tenant_turn(r.tenant) END AS room
+		FROM ring r
+		LEFT JOIN LATERAL (SELECT weight, max_running FROM tenant_shares s WHERE s.tenant = r.tenant) s ON true
+		OFFSET 0
+	) r
+),
+turn AS (
+	SELECT f.id, f.priority, f.run_at
+	FROM turns g
+	CROSS JOIN LATERAL (
+		SELECT id, priority, run_at FROM tasks
+		WHERE queue = $1 AND tenant = g.tenant AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
+			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
+			AND (needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[])
+		ORDER BY priority, run_at, id
+		LIMIT g.n
+		FOR UPDATE OF tasks SKIP LOCKED
+	) f
+	WHERE g.n > 0
+	LIMIT $3
+),
+-- what the turns left of the batch, from the same tenants past their turn
+-- (a row skipped as locked can put one task in both: due drops it)
+more AS (
+	SELECT f.id, f.priority, f.run_at
+	FROM turns g
+	CROSS JOIN LATERAL (
+		SELECT id, priority, run_at FROM tasks
+		WHERE queue = $1 AND tenant = g.tenant AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
+			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
+			AND (needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[])
+		ORDER BY priority, run_at, id
+		OFFSET g.n
+		LIMIT CASE WHEN g.room IS NULL THEN $3 ELSE greatest(g.room - g.n, 0) END
+		FOR UPDATE OF tasks SKIP LOCKED
+	) f
+	LIMIT $3 - (SELECT count(*) FROM turn)
+),
 due AS (
 	SELECT id, priority, run_at AS since FROM single WHERE (SELECT yes FROM alone)
 	UNION ALL
-	SELECT id, priority, run_at FROM fair WHERE NOT (SELECT yes FROM alone)
+	SELECT id, priority, run_at FROM fair WHERE NOT (SELECT yes FROM alone) AND NOT (SELECT yes FROM crowd)
 	UNION ALL
-	SELECT id, priority, run_at FROM fill WHERE NOT (SELECT yes FROM alone)
+	SELECT id, priority, run_at FROM fill WHERE NOT (SELECT yes FROM alone) AND NOT (SELECT yes FROM crowd)
+	UNION ALL
+	SELECT DISTINCT id, priority, run_at FROM (
+		SELECT id, priority, run_at FROM turn
+		UNION ALL
+		SELECT id, priority, run_at FROM more
+	) c WHERE (SELECT yes FROM crowd)
 ),
 expired_leases AS (
 	SELECT id, priority, lease_expires_at AS since, attempt >= max_attempts AS exhausted,
