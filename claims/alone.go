@@ -13,46 +13,60 @@ import (
 // cap"); after a miss of the second kind the loop claims in full for a
 // while. The zero value is ready; a nil hint never tries.
 //
-// It also holds where the loop's tenants take turns: the last tenant its
-// previous claim served, after which the next claim starts (claimDue's
-// ring), so that a crowd of tenants is served in rotation.
+// It also holds where the loop's tenants stand in their rotation (a crowd
+// of them takes turns, claimDue): the last tenant its claims served, at
+// which the next claim starts, and how many tasks that tenant got in its
+// current turn, which the next claim completes before moving on.
 type ClaimHint struct {
 	mu   sync.Mutex
 	n    int    // > 0: try alone (2: the last try was empty though the full claim was not); < 0: full claims left before trying again
-	from string // the rotation's cursor: the last tenant served
+	from string // the rotation's cursor: the last tenant served ("": from the first)
+	got  int    // tasks from got in its current turn
 }
 
-// cursor is where the next claim's rotation starts ("" from the first
-// tenant; a nil hint always starts there).
-func (h *ClaimHint) cursor() string {
+// aloneBackoff is how many full claims follow an empty try.
+const aloneBackoff = 32
+
+// cursor is where the next claim's rotation starts, and what the tenant
+// there got of its turn (a nil hint always starts at the first tenant).
+func (h *ClaimHint) cursor() (string, int) {
 	if h == nil {
-		return ""
+		return "", 0
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.from
+	return h.from, h.got
 }
 
-// served moves the cursor past the tenants a claim that started at from
-// took tasks of: the last of them in rotation order, which is the greatest
-// at or before from once the ring wrapped, else the greatest.
-func (h *ClaimHint) served(from string, tasks []*agentledger.Task) {
+// served moves the cursor to the last tenant, in rotation order, that a
+// claim which started at from served: the greatest before from once the
+// ring wrapped, else the greatest from on. It adds what that tenant got
+// to its turn when the claim started there.
+func (h *ClaimHint) served(from string, got int, tasks []*agentledger.Task) {
 	if h == nil || len(tasks) == 0 {
 		return
 	}
-	next := lastServed(from, tasks)
+	last := lastServed(from, tasks)
+	n := 0
+	for _, t := range tasks {
+		if t.Tenant == last {
+			n++
+		}
+	}
+	if last == from {
+		n += got
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.from = next
+	h.from, h.got = last, n
 }
 
 func lastServed(from string, tasks []*agentledger.Task) string {
 	var after, wrapped string
 	for _, t := range tasks {
-		switch {
-		case t.Tenant > from:
+		if t.Tenant >= from {
 			after = max(after, t.Tenant)
-		default:
+		} else {
 			wrapped = max(wrapped, t.Tenant)
 		}
 	}
@@ -61,9 +75,6 @@ func lastServed(from string, tasks []*agentledger.Task) string {
 	}
 	return after
 }
-
-// aloneBackoff is how many full claims follow an empty try.
-const aloneBackoff = 32
 
 func (h *ClaimHint) likely() bool {
 	if h == nil {

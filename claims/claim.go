@@ -85,10 +85,10 @@ func (s *Store) Claim(ctx context.Context, p ClaimParams) ([]*agentledger.Task, 
 func (s *Store) claim(ctx context.Context, q string, p ClaimParams) ([]*agentledger.Task, error) {
 	began := time.Now()
 	args := []any{p.Queue, p.Worker, p.Limit, p.Lease, s.Now.Param(), p.Kinds, p.Caps}
-	from := ""
+	from, got := "", 0
 	if q != claimAloneSQL {
-		from = p.Hint.cursor()
-		args = append(args, from)
+		from, got = p.Hint.cursor()
+		args = append(args, from, got)
 	}
 	rows, err := s.db.Query(ctx, q, args...)
 	if err == nil {
@@ -96,7 +96,7 @@ func (s *Store) claim(ctx context.Context, q string, p ClaimParams) ([]*agentled
 		if tasks, err = collectTasks(rows); err == nil {
 			// In claim order: the due-only claims (claimedDue) answer in no order.
 			slices.SortFunc(tasks, claimOrder)
-			p.Hint.served(from, tasks)
+			p.Hint.served(from, got, tasks)
 			if len(tasks) > 0 && tracing.Enabled() {
 				traceClaim(ctx, began, p, tasks, nil)
 			}

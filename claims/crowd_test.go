@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -195,5 +196,28 @@ func TestCrowdClaimsRaceSafely(t *testing.T) {
 	}
 	if m := most.Load(); m > capped {
 		t.Fatalf("c0007 had %d tasks leased at once, cap %d", m, capped)
+	}
+}
+
+// A busy daemon claims a slot or two at a time; a weight still counts: the
+// rotation stays on a tenant until it got its turn (w tasks for claims of
+// up to 256) across claims.
+func TestACrowdWeighsClaimsOfOneTask(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	s := claims.New(db)
+	crowd(t, db, 100, 10)
+	share(t, db, "c0001", 2, nil)
+	hint := &claims.ClaimHint{}
+	var order []string
+	for i := range 6 {
+		got := claimTurn(t, s, hint, 1, i%2 == 0)
+		if len(got) != 1 {
+			t.Fatalf("claim %d took %d tasks, want 1", i, len(got))
+		}
+		order = append(order, got[0].Tenant)
+	}
+	if want := []string{"c0000", "c0001", "c0001", "c0002", "c0003", "c0004"}; !slices.Equal(order, want) {
+		t.Fatalf("claims of one served %v, want %v", order, want)
 	}
 }

@@ -126,7 +126,7 @@ func TestClaimPlanReadsTheClaimIndexes(t *testing.T) {
 				t.Run(size.name+"/"+c.name+"/"+mode, func(t *testing.T) {
 					args := []any{"default", "w2", 1000, "1 minute", time.Now(), []string(nil), []string{"model", "tool:http_request"}}
 					if c.sql != claimAloneSQL {
-						args = append(args, "b") // the rotation's cursor: wraps around to default
+						args = append(args, "b", 0) // the rotation's cursor: wraps around to default
 					}
 					plan, err := plancheck.Explain(ctx, conn, mode, c.sql, args...)
 					if err != nil {

@@ -170,7 +170,7 @@ const crowdAt = `greatest(ceil($3 / 4.0)::int, 64)`
 //   - ring: the tenants with due tasks (of the kinds) in the queue and the
 //     priority of each one's most urgent task, by a loose index scan: one
 //     descent of tasks_runnable_tenant_idx per tenant, to the first due
-//     task of the next tenant by name. It starts after $8, the last tenant
+//     task of the next tenant by name. It starts at $8, the last tenant
 //     the pool's previous claim served (ClaimHint), and wraps around, and
 //     it is read lazily: a claim descends only as far as it reads;
 //   - crowd: whether crowdAt tenants or more have due tasks. Below that
@@ -197,7 +197,10 @@ const crowdAt = `greatest(ceil($3 / 4.0)::int, 64)`
 //     no more rows are locked than are claimed.
 //
 // A crowd of tenants takes turns in rotation order (turns, turn): each gets
-// ceil($3·w/crowdAt) tasks, at most its room, until the batch is full; what is left comes from the same tenants
+// a turn of ceil(max($3, 64)·w/crowdAt) tasks — w for a claim of up to 256,
+// 4w for one of 1,000 — at most its room, until the batch is full; the
+// tenant at the cursor gets what its turn still owes ($9, what the loop's
+// last claims gave it), so that a weight counts for claims of one task too; what is left comes from the same tenants
 // past their turns (more). A capped tenant's room is counted when the
 // rotation reaches it, under its share row's lock, or is 0 while another
 // claim holds that lock (agentledger_tenant_turn): crowd claims never wait
@@ -218,7 +221,7 @@ const crowdAt = `greatest(ceil($3 / 4.0)::int, 64)`
 // claim of one task took half as long again.
 const claimDue = `walk AS (
 	(SELECT tenant, priority FROM tasks
-	WHERE queue = $1 AND tenant > $8::text AND ` + dueNow + `
+	WHERE queue = $1 AND tenant >= $8::text AND ` + dueNow + `
 	ORDER BY tenant, priority, run_at, id
 	LIMIT 1)
 	UNION ALL
@@ -233,7 +236,7 @@ const claimDue = `walk AS (
 ),
 wrap AS (
 	(SELECT tenant, priority FROM tasks
-	WHERE queue = $1 AND tenant <= $8::text AND ` + dueNow + `
+	WHERE queue = $1 AND tenant < $8::text AND ` + dueNow + `
 	ORDER BY tenant, priority, run_at, id
 	LIMIT 1)
 	UNION ALL
@@ -241,13 +244,13 @@ wrap AS (
 	FROM wrap h
 	CROSS JOIN LATERAL (
 		SELECT tenant, priority FROM tasks
-		WHERE queue = $1 AND tenant > h.tenant AND tenant <= $8::text AND ` + dueNow + `
+		WHERE queue = $1 AND tenant > h.tenant AND tenant < $8::text AND ` + dueNow + `
 		ORDER BY tenant, priority, run_at, id
 		LIMIT 1
 	) n
 ),
--- the tenants with due tasks in rotation order: after the pool's last
--- claim ($8), then from the first up to it; read lazily
+-- the tenants with due tasks in rotation order: from the one the pool's
+-- last claim served last ($8), then from the first up to it; read lazily
 ring AS (
 	SELECT tenant, priority FROM walk
 	UNION ALL
@@ -352,13 +355,16 @@ single AS (
 ),
 -- a crowd: each tenant's turn, in rotation order, until the batch is full
 turns AS (
-	SELECT tenant, room, least(ceil($3 * weight::float8 / ` + crowdAt + `)::int, coalesce(room, $3)) AS n
+	SELECT tenant, room, CASE WHEN tenant = $8::text THEN greatest(n - $9::int, 0) ELSE n END AS n
+	FROM (
+	SELECT tenant, room, least(ceil(greatest($3, 64) * weight::float8 / ` + crowdAt + `)::int, room) AS n
 	FROM (
 		SELECT r.tenant, coalesce(s.weight, 1) AS weight,
 			CASE WHEN s.max_running IS NOT NULL THEN agentledger_tenant_turn(r.tenant) END AS room
 		FROM ring r
 		LEFT JOIN LATERAL (SELECT weight, max_running FROM tenant_shares s WHERE s.tenant = r.tenant) s ON true
 		OFFSET 0
+	) r
 	) r
 ),
 turn AS (

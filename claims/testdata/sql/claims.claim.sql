@@ -1,10 +1,10 @@
--- claims.claim: claimSQL of package claims, as Store.Claim sends it (8 parameters); go test ./claims -run TestGoldenSQL -update rewrites this file
+-- claims.claim: claimSQL of package claims, as Store.Claim sends it (9 parameters); go test ./claims -run TestGoldenSQL -update rewrites this file
 /* claims.claim */
 WITH RECURSIVE now AS (SELECT coalesce($5::timestamptz, now()) AS t,
 	(extract(epoch FROM coalesce($5::timestamptz, now())) * 1000000)::bigint AS token_floor),
 walk AS (
 	(SELECT tenant, priority FROM tasks
-	WHERE queue = $1 AND tenant > $8::text AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
+	WHERE queue = $1 AND tenant >= $8::text AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
 			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
 			AND (needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[])
 	ORDER BY tenant, priority, run_at, id
@@ -23,7 +23,7 @@ walk AS (
 ),
 wrap AS (
 	(SELECT tenant, priority FROM tasks
-	WHERE queue = $1 AND tenant <= $8::text AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
+	WHERE queue = $1 AND tenant < $8::text AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
 			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
 			AND (needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[])
 	ORDER BY tenant, priority, run_at, id
@@ -33,15 +33,15 @@ wrap AS (
 	FROM wrap h
 	CROSS JOIN LATERAL (
 		SELECT tenant, priority FROM tasks
-		WHERE queue = $1 AND tenant > h.tenant AND tenant <= $8::text AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
+		WHERE queue = $1 AND tenant > h.tenant AND tenant < $8::text AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
 			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
 			AND (needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[])
 		ORDER BY tenant, priority, run_at, id
 		LIMIT 1
 	) n
 ),
--- the tenants with due tasks in rotation order: after the pool's last
--- claim ($8), then from the first up to it; read lazily
+-- the tenants with due tasks in rotation order: from the one the pool's
+-- last claim served last ($8), then from the first up to it; read lazily
 ring AS (
 	SELECT tenant, priority FROM walk
 	UNION ALL
@@ -152,13 +152,16 @@ single AS (
 ),
 -- a crowd: each tenant's turn, in rotation order, until the batch is full
 turns AS (
-	SELECT tenant, room, least(ceil($3 * weight::float8 / greatest(ceil($3 / 4.0)::int, 64))::int, coalesce(room, $3)) AS n
+	SELECT tenant, room, CASE WHEN tenant = $8::text THEN greatest(n - $9::int, 0) ELSE n END AS n
+	FROM (
+	SELECT tenant, room, least(ceil(greatest($3, 64) * weight::float8 / greatest(ceil($3 / 4.0)::int, 64))::int, room) AS n
 	FROM (
 		SELECT r.tenant, coalesce(s.weight, 1) AS weight,
 			CASE WHEN s.max_running IS NOT NULL THEN agentledger_tenant_turn(r.tenant) END AS room
 		FROM ring r
 		LEFT JOIN LATERAL (SELECT weight, max_running FROM tenant_shares s WHERE s.tenant = r.tenant) s ON true
 		OFFSET 0
+	) r
 	) r
 ),
 turn AS (
