@@ -164,6 +164,28 @@ const canRun = `(needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[])`
 // claim reads only as many tenants as it serves.
 const crowdAt = `greatest(ceil($3 / 4.0)::int, 64)`
 
+// eachTenant reads and locks, for each tenant of src (a row source
+// aliased g), its due tasks most urgent first: those that pass after (a
+// condition ending in AND, or ""), past offset of them ("" for none), at
+// most limit. The per-tenant read keeps the tenant in the index condition
+// of tasks_runnable_tenant_idx (TestClaimPlanReadsTheClaimIndexes).
+func eachTenant(src, cols, after, offset, limit string) string {
+	skip := ""
+	if offset != "" {
+		skip = "\n\t\tOFFSET " + offset
+	}
+	fcols := strings.ReplaceAll(cols, "f.", "")
+	return `	SELECT ` + cols + `
+	FROM ` + src + `
+	CROSS JOIN LATERAL (
+		SELECT ` + fcols + ` FROM tasks
+		WHERE queue = $1 AND tenant = g.tenant AND ` + after + dueNow + `
+		ORDER BY priority, run_at, id` + skip + `
+		LIMIT ` + limit + `
+		FOR UPDATE OF tasks SKIP LOCKED
+	) f`
+}
+
 // claimDue locks up to $3 due tasks of queue $1 (CTE due: id, priority,
 // since), shared fairly between the tenants that have due tasks:
 //
@@ -219,7 +241,7 @@ const crowdAt = `greatest(ceil($3 / 4.0)::int, 64)`
 // keep the planner from flattening a subquery whose column is read several
 // times: flattened, each read became an InitPlan of its own, and the
 // claim of one task took half as long again.
-const claimDue = `walk AS (
+var claimDue = `walk AS (
 	(SELECT tenant, priority FROM tasks
 	WHERE queue = $1 AND tenant >= $8::text AND ` + dueNow + `
 	ORDER BY tenant, priority, run_at, id
@@ -298,15 +320,7 @@ give AS (
 	WINDOW w AS (ORDER BY priority, load, draw, tenant ROWS UNBOUNDED PRECEDING)
 ),
 fair AS (
-	SELECT f.id, f.tenant, f.priority, f.run_at
-	FROM give g
-	CROSS JOIN LATERAL (
-		SELECT id, tenant, priority, run_at FROM tasks
-		WHERE queue = $1 AND tenant = g.tenant AND ` + dueNow + `
-		ORDER BY priority, run_at, id
-		LIMIT g.n
-		FOR UPDATE OF tasks SKIP LOCKED
-	) f
+` + eachTenant("give g", "f.id, f.tenant, f.priority, f.run_at", "", "", "g.n") + `
 	WHERE g.n > 0
 ),
 -- what each tenant got of its quota: how many, and its last task
@@ -327,15 +341,7 @@ after AS (
 	FROM (SELECT tenant, ord, room, (SELECT m FROM ends) -> tenant AS e FROM give OFFSET 0) g
 ),
 fill AS (
-	SELECT f.id, f.priority, f.run_at
-	FROM (SELECT * FROM after ORDER BY ord) g
-	CROSS JOIN LATERAL (
-		SELECT id, priority, run_at FROM tasks
-		WHERE queue = $1 AND tenant = g.tenant AND (priority, run_at, id) > (g.p, g.r, g.i) AND ` + dueNow + `
-		ORDER BY priority, run_at, id
-		LIMIT g.n
-		FOR UPDATE OF tasks SKIP LOCKED
-	) f
+` + eachTenant("(SELECT * FROM after ORDER BY ord) g", "f.id, f.priority, f.run_at", "(priority, run_at, id) > (g.p, g.r, g.i) AND ", "", "g.n") + `
 	LIMIT $3 - (SELECT count(*) FROM fair)
 ),
 -- one tenant with due tasks and no cap (the common case): its tasks,
@@ -368,31 +374,14 @@ turns AS (
 	) r
 ),
 turn AS (
-	SELECT f.id, f.priority, f.run_at
-	FROM turns g
-	CROSS JOIN LATERAL (
-		SELECT id, priority, run_at FROM tasks
-		WHERE queue = $1 AND tenant = g.tenant AND ` + dueNow + `
-		ORDER BY priority, run_at, id
-		LIMIT g.n
-		FOR UPDATE OF tasks SKIP LOCKED
-	) f
+` + eachTenant("turns g", "f.id, f.priority, f.run_at", "", "", "g.n") + `
 	WHERE g.n > 0
 	LIMIT $3
 ),
 -- what the turns left of the batch, from the same tenants past their turn
 -- (a row skipped as locked can put one task in both: due drops it)
 more AS (
-	SELECT f.id, f.priority, f.run_at
-	FROM turns g
-	CROSS JOIN LATERAL (
-		SELECT id, priority, run_at FROM tasks
-		WHERE queue = $1 AND tenant = g.tenant AND ` + dueNow + `
-		ORDER BY priority, run_at, id
-		OFFSET g.n
-		LIMIT CASE WHEN g.room IS NULL THEN $3 ELSE greatest(g.room - g.n, 0) END
-		FOR UPDATE OF tasks SKIP LOCKED
-	) f
+` + eachTenant("turns g", "f.id, f.priority, f.run_at", "", "g.n", "CASE WHEN g.room IS NULL THEN $3 ELSE greatest(g.room - g.n, 0) END") + `
 	LIMIT $3 - (SELECT count(*) FROM turn)
 ),
 due AS (
