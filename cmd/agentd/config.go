@@ -243,6 +243,12 @@ func parseFlags(fs *pflag.FlagSet) (*config, error) {
 		errs = append(errs, fmt.Sprintf("%s: %q must be a Slack channel name or ID of at most 80 characters, without spaces", label("approvals-channel"), ch))
 	}
 	c.Notify.Approvals.SigningSecretFile = str("slack-signing-secret-file")
+	c.Database.StateDir = str("state-dir")
+	c.Worker.ID = str("worker-id")
+	c.Worker.Queues = list(str("queues"))
+	boolean("no-migrate", &c.Database.NoMigrate)
+	boolean("poll-only", &c.Worker.PollOnly)
+	// After the two it implies, which would otherwise set them back.
 	boolean("pgbouncer", &c.Database.PgBouncer)
 	if c.Database.PgBouncer {
 		if c.Database.URL == "" {
@@ -250,11 +256,6 @@ func parseFlags(fs *pflag.FlagSet) (*config, error) {
 		}
 		c.Worker.PollOnly, c.Database.NoMigrate = true, true
 	}
-	c.Database.StateDir = str("state-dir")
-	c.Worker.ID = str("worker-id")
-	c.Worker.Queues = list(str("queues"))
-	boolean("no-migrate", &c.Database.NoMigrate)
-	boolean("poll-only", &c.Worker.PollOnly)
 	boolean("no-dispatch", &c.Notify.NoDispatch)
 	num("dispatch-concurrency", &c.Notify.DispatchConcurrency)
 	dur("dispatch-lease", &c.Notify.DispatchLease)
