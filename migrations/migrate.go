@@ -96,9 +96,24 @@ func (m *Migrator) DownTo(ctx context.Context, version int64) ([]int64, error) {
 	return versions(res), nil
 }
 
-// Version returns the highest applied version (0 when none).
+// Version returns the highest applied version (0 when none). It reads the
+// versions table plainly: goose's own read takes its session lock first
+// (and creates the table), which a daemon's readiness check must not wait
+// on, and which a transaction-pooling PgBouncer may take and release on two
+// different server connections.
 func (m *Migrator) Version(ctx context.Context) (int64, error) {
-	return m.provider.GetDBVersion(ctx)
+	var exists bool
+	if err := m.db.QueryRowContext(ctx, `SELECT to_regclass($1) IS NOT NULL`, TableName).Scan(&exists); err != nil || !exists {
+		if err != nil {
+			return 0, fmt.Errorf("migrations: version: %w", err)
+		}
+		return 0, nil
+	}
+	var v sql.NullInt64
+	if err := m.db.QueryRowContext(ctx, `SELECT max(version_id) FROM `+TableName).Scan(&v); err != nil {
+		return 0, fmt.Errorf("migrations: version: %w", err)
+	}
+	return v.Int64, nil
 }
 
 // Latest returns the highest embedded version.
