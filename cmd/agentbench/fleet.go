@@ -289,24 +289,39 @@ func printFleetSummary(out io.Writer, cases []FleetCase, results map[FleetCase][
 }
 
 // printFleetWaits prints, per case over all its rounds, what the daemons'
-// backends were doing in the pg_stat_activity samples.
+// backends were doing in the pg_stat_activity samples, then which
+// statements waited on heavyweight locks.
 func printFleetWaits(out io.Writer, cases []FleetCase, results map[FleetCase][]FleetResult) {
-	totals := make([]map[string]int, len(cases))
 	samples := make([]int, len(cases))
-	keys := map[string]int{}
 	for i, c := range cases {
-		totals[i] = map[string]int{}
 		for _, r := range results[c] {
 			samples[i] += r.Activity.Samples
-			for k, n := range r.Activity.Waits {
-				totals[i][k] += n
-				keys[k] += n
-			}
 		}
 	}
 	fmt.Fprintf(out, "# the daemons' backends in pg_stat_activity, sampled every 50ms during the burn-downs "+
 		"(wait_event_type/wait_event of active backends, CPU: active with no wait event; other states in brackets); "+
 		"backend-samples and share per case\n")
+	printCounts(out, cases, samples, results, func(a ActivityReport) map[string]int { return a.Waits })
+	fmt.Fprintf(out, "\n# of those, the backends waiting on a heavyweight lock (wait_event_type Lock): their statement, the lock "+
+		"and the statement of the first backend blocking them (pg_blocking_pids; a blocker idle in transaction shows its last statement)\n")
+	printCounts(out, cases, samples, results, func(a ActivityReport) map[string]int { return a.LockWaits })
+}
+
+// printCounts prints a table of counts per case, most frequent first,
+// with each count's share of its case's total.
+func printCounts(out io.Writer, cases []FleetCase, samples []int, results map[FleetCase][]FleetResult,
+	counts func(ActivityReport) map[string]int) {
+	totals := make([]map[string]int, len(cases))
+	keys := map[string]int{}
+	for i, c := range cases {
+		totals[i] = map[string]int{}
+		for _, r := range results[c] {
+			for k, n := range counts(r.Activity) {
+				totals[i][k] += n
+				keys[k] += n
+			}
+		}
+	}
 	header := []string{"what"}
 	for i, c := range cases {
 		header = append(header, fmt.Sprintf("%s (%d samples)", c.label(), samples[i]), "share")
@@ -330,6 +345,13 @@ func printFleetWaits(out io.Writer, cases []FleetCase, results map[FleetCase][]F
 				sum += n
 			}
 			row = append(row, totals[i][k], fmt.Sprintf("%.1f%%", 100*float64(totals[i][k])/float64(max(sum, 1))))
+		}
+		t.Add(row...)
+	}
+	if len(order) == 0 {
+		row := []any{"none"}
+		for range cases {
+			row = append(row, 0, "-")
 		}
 		t.Add(row...)
 	}
@@ -474,14 +496,16 @@ func fleetRun(ctx context.Context, srv *Server, f FleetFlags, c FleetCase, round
 	return res, nil
 }
 
-// waitGated waits until n daemons have a backend waiting on a lock — each
-// its first claim, held back by the gate's lock on tasks.
+// waitGated waits until n daemons have a backend waiting for the gate's
+// lock on tasks — each its first claim.
 func waitGated(ctx context.Context, db *pgxpool.Pool, fleet *Fleet, n int) error {
 	deadline := time.Now().Add(time.Minute)
 	for {
 		var waiting int
-		err := db.QueryRow(ctx, `SELECT count(DISTINCT application_name) FROM pg_stat_activity
-WHERE datname = current_database() AND wait_event_type = 'Lock' AND application_name LIKE '`+fleetAppPrefix+`%'`).Scan(&waiting)
+		err := db.QueryRow(ctx, `SELECT count(DISTINCT a.application_name)
+FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+WHERE NOT l.granted AND l.locktype = 'relation' AND l.relation = 'tasks'::regclass
+	AND a.datname = current_database() AND a.application_name LIKE '`+fleetAppPrefix+`%'`).Scan(&waiting)
 		if err != nil {
 			return err
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -14,9 +15,13 @@ import (
 // what each is doing. Through PgBouncer a server connection carries the
 // application_name of the client whose transaction it last ran (PgBouncer
 // sets it as it hands the connection over), so the same filter holds.
-const fleetActivitySQL = `SELECT application_name, coalesce(state, ''), coalesce(wait_event_type, ''), coalesce(wait_event, '')
-FROM pg_stat_activity
-WHERE datname = current_database() AND backend_type = 'client backend' AND application_name LIKE '` + fleetAppPrefix + `%'`
+const fleetActivitySQL = `SELECT a.application_name, coalesce(a.state, ''), coalesce(a.wait_event_type, ''), coalesce(a.wait_event, ''),
+	left(a.query, 200),
+	CASE WHEN a.wait_event_type = 'Lock' THEN
+		coalesce((SELECT left(b.query, 200) FROM pg_stat_activity b WHERE b.pid = (pg_blocking_pids(a.pid))[1]), '?')
+	ELSE '' END
+FROM pg_stat_activity a
+WHERE a.datname = current_database() AND a.backend_type = 'client backend' AND a.application_name LIKE '` + fleetAppPrefix + `%'`
 
 // Activity samples, every 50ms, what the daemons' backends wait on and how
 // many connections each daemon has — to PostgreSQL, and through PgBouncer
@@ -29,6 +34,7 @@ type Activity struct {
 	mu          sync.Mutex
 	samples     int
 	waits       map[string]int // by waitKey, summed over samples
+	lockWaits   map[string]int // heavyweight lock waits by statement and lock type
 	peakApp     map[string]int // most backends seen per daemon
 	peakTotal   int            // most backends seen at once
 	peakClients map[string]int // most PgBouncer clients seen per daemon
@@ -42,7 +48,7 @@ type Activity struct {
 // StartActivity samples through pool (a connection to the run's database
 // of its own) and, if admin is not nil, PgBouncer's clients of database db.
 func StartActivity(ctx context.Context, pool *pgxpool.Pool, admin *pgx.Conn, db string) *Activity {
-	a := &Activity{pool: pool, admin: admin, db: db, waits: map[string]int{}, peakApp: map[string]int{},
+	a := &Activity{pool: pool, admin: admin, db: db, waits: map[string]int{}, lockWaits: map[string]int{}, peakApp: map[string]int{},
 		peakClients: map[string]int{}, stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(a.done)
@@ -94,16 +100,19 @@ func (a *Activity) sample(ctx context.Context) error {
 		return err
 	}
 	byApp := map[string]int{}
-	waits := map[string]int{}
+	waits, locks := map[string]int{}, map[string]int{}
 	total := 0
 	for rows.Next() {
-		var app, state, typ, event string
-		if err := rows.Scan(&app, &state, &typ, &event); err != nil {
+		var app, state, typ, event, query, blocker string
+		if err := rows.Scan(&app, &state, &typ, &event, &query, &blocker); err != nil {
 			rows.Close()
 			return err
 		}
 		byApp[app]++
 		waits[waitKey(state, typ, event)]++
+		if typ == "Lock" {
+			locks[statementTag(query)+" "+typ+"/"+event+" behind "+statementTag(blocker)]++
+		}
 		total++
 	}
 	rows.Close()
@@ -122,6 +131,9 @@ func (a *Activity) sample(ctx context.Context) error {
 	for k, n := range waits {
 		a.waits[k] += n
 	}
+	for k, n := range locks {
+		a.lockWaits[k] += n
+	}
 	for app, n := range byApp {
 		a.peakApp[app] = max(a.peakApp[app], n)
 	}
@@ -137,8 +149,9 @@ func (a *Activity) sample(ctx context.Context) error {
 
 // ActivityReport is what the samples found.
 type ActivityReport struct {
-	Samples int
-	Waits   map[string]int
+	Samples   int
+	Waits     map[string]int
+	LockWaits map[string]int // by statement (its /* tag */), lock type and the first blocking backend's statement
 	// PeakPerDaemon is the most connections any one daemon had at once:
 	// backends directly, PgBouncer clients through it; PeakTotal the most
 	// backends of all daemons at once (through PgBouncer: its server
@@ -152,7 +165,7 @@ func (a *Activity) Stop() (ActivityReport, error) {
 	<-a.done
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	r := ActivityReport{Samples: a.samples, Waits: a.waits, PeakTotal: a.peakTotal, PeakClients: a.peakClTotal}
+	r := ActivityReport{Samples: a.samples, Waits: a.waits, LockWaits: a.lockWaits, PeakTotal: a.peakTotal, PeakClients: a.peakClTotal}
 	per := a.peakApp
 	if a.admin != nil {
 		per = a.peakClients
@@ -164,4 +177,20 @@ func (a *Activity) Stop() (ActivityReport, error) {
 		return r, fmt.Errorf("sampling pg_stat_activity: %w", a.err)
 	}
 	return r, nil
+}
+
+// statementTag names a statement by the comment the product's statements
+// start with (/* claims.succeed */), else by its first 40 characters.
+func statementTag(q string) string {
+	q = strings.TrimSpace(q)
+	if strings.HasPrefix(q, "/*") {
+		if i := strings.Index(q, "*/"); i > 0 {
+			return strings.TrimSpace(q[2:i])
+		}
+	}
+	q = strings.Join(strings.Fields(q), " ")
+	if len(q) > 40 {
+		q = q[:40] + "…"
+	}
+	return q
 }
