@@ -53,7 +53,7 @@ func (c FleetCase) label() string {
 type FleetResult struct {
 	Case       FleetCase
 	Round      int
-	Elapsed    time.Duration // first claim → last completion, from the attempts
+	Elapsed    time.Duration // release → last completion, on the server's clock
 	Rate       float64
 	Wall       time.Duration // release → burn-down seen: the CPU figures' interval
 	DaemonCPU  time.Duration
@@ -151,10 +151,11 @@ func runFleet(ctx context.Context, args []string, out, errOut io.Writer) error {
 
 	fmt.Fprintf(out, "# fleet: %d no-op tasks per run burnt down by agentd processes; total concurrency %d split evenly "+
 		"(1 daemon: --concurrency %d; %d daemons: --concurrency %d each); --batch-size %d, --max-conns %d per daemon, "+
-		"--poll-interval %s; %d rounds, cases interleaved\n# %s\n# %s; %s, GOMAXPROCS=%d, %d CPUs\n",
+		"--poll-interval %s; %d rounds, cases interleaved\n# %s\n# %s; %s, GOMAXPROCS=%d, %d CPUs; load average %s\n",
 		f.Tasks, f.Concurrency, f.Concurrency, f.Daemons, f.Concurrency/f.Daemons, f.Batch, f.MaxConns, f.PollInterval,
-		f.Rounds, bouncerNote, srv.Describe(ctx), runtime.Version(), runtime.GOMAXPROCS(0), runtime.NumCPU())
-	fmt.Fprintf(out, "# secs: first claim → last completion (task_attempts); CPU over release → burn-down seen, agentd from /proc, "+
+		f.Rounds, bouncerNote, srv.Describe(ctx), runtime.Version(), runtime.GOMAXPROCS(0), runtime.NumCPU(), loadAverage())
+	fmt.Fprintf(out, "# secs: the release of the daemons' first claims, held back until every daemon is up, → the last completion "+
+		"(task_attempts.ended_at), on the server's clock; CPU over release → burn-down seen, agentd from /proc, "+
 		"pg: the server's processes less the benchmark's own backends; conns/daemon: most connections one daemon had at once "+
 		"(direct: its backends by application_name; via pgbouncer: its client connections to PgBouncer, SHOW CLIENTS); "+
 		"backends: most backends of all daemons at once; deadlocks, rollbacks: pg_stat_database of the run's database; "+
@@ -182,11 +183,11 @@ func runFleet(ctx context.Context, args []string, out, errOut io.Writer) error {
 			if r.TimedOut {
 				rate = "timed out"
 			}
-			fmt.Fprintf(errOut, "round %d, %s: %s\n", round, c.label(), rate)
+			fmt.Fprintf(errOut, "round %d, %s: %s (load average %s)\n", round, c.label(), rate, loadAverage())
 		}
 	}
 	t.Print(out)
-	fmt.Fprintln(out)
+	fmt.Fprintf(out, "\n# load average at the end (1, 5, 15 min): %s — the machine's other work shares its CPUs with the runs\n\n", loadAverage())
 	printFleetSummary(out, cases, results, f.Tasks)
 	fmt.Fprintln(out)
 	printFleetWaits(out, cases, results)
@@ -194,6 +195,16 @@ func runFleet(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return fmt.Errorf("not every task succeeded exactly once: %s", strings.Join(failed, "; "))
 	}
 	return nil
+}
+
+// loadAverage is the machine's load average over 1, 5 and 15 minutes, or
+// "?".
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "?"
 }
 
 // cells formats the result as a row of the rounds' table.
@@ -448,6 +459,12 @@ func fleetRun(ctx context.Context, srv *Server, f FleetFlags, c FleetCase, round
 		return res, err
 	}
 	srv0, srvErr := serverCPU(ctx, ctl, nil)
+	// The burn-down is timed from here on the server's clock: the held
+	// claims' started_at is when they were sent, before the release.
+	var released time.Time
+	if err := gate.QueryRow(ctx, "SELECT clock_timestamp()").Scan(&released); err != nil {
+		return res, err
+	}
 	d0, at := fleet.CPU(), time.Now()
 	if err := gate.Commit(ctx); err != nil {
 		return res, fmt.Errorf("releasing the daemons: %w", err)
@@ -490,7 +507,7 @@ func fleetRun(ctx context.Context, srv *Server, f FleetFlags, c FleetCase, round
 		return res, err
 	}
 	res.Deadlocks, res.Rollbacks = dl1-dl0, rb1-rb0
-	if err := res.check(sctx, ctl, f.Tasks); err != nil {
+	if err := res.check(sctx, ctl, f.Tasks, released); err != nil {
 		return res, err
 	}
 	return res, nil
@@ -556,17 +573,18 @@ func dbConflictCounters(ctx context.Context, db *pgxpool.Pool) (deadlocks, rollb
 	return deadlocks, rollbacks, err
 }
 
-// check reads the burn-down's time from the attempts and checks that every
-// task succeeded exactly once: one attempt each, that attempt succeeded.
-func (r *FleetResult) check(ctx context.Context, db *pgxpool.Pool, tasks int) error {
+// check reads the burn-down's time, from the release to the last attempt's
+// end, and checks that every task succeeded exactly once: one attempt
+// each, that attempt succeeded.
+func (r *FleetResult) check(ctx context.Context, db *pgxpool.Pool, tasks int, released time.Time) error {
 	var secs float64
 	var distinct, okAttempts int64
 	err := db.QueryRow(ctx, `
-SELECT extract(epoch FROM max(ended_at) - min(started_at))::float8, count(*), count(DISTINCT task_id),
+SELECT extract(epoch FROM max(ended_at) - $1)::float8, count(*), count(DISTINCT task_id),
 	count(*) FILTER (WHERE outcome = 'succeeded'),
 	(SELECT count(*) FROM tasks WHERE state = 'succeeded'),
 	(SELECT count(*) FROM (SELECT task_id FROM task_attempts GROUP BY task_id HAVING count(*) > 1) d)
-FROM task_attempts`).Scan(&secs, &r.Attempts, &distinct, &okAttempts, &r.Succeeded, &r.Duplicate)
+FROM task_attempts`, released).Scan(&secs, &r.Attempts, &distinct, &okAttempts, &r.Succeeded, &r.Duplicate)
 	if err != nil {
 		return fmt.Errorf("reading the attempts: %w", err)
 	}
