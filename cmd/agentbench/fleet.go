@@ -438,7 +438,10 @@ func fleetRun(ctx context.Context, srv *Server, f FleetFlags, c FleetCase, round
 			return res, err
 		}
 		if err := waitGated(ctx, ctl, fleet, i); err != nil {
-			return res, fmt.Errorf("%w; the daemons logged:\n%s", err, fleet.Tails())
+			if tails := fleet.Tails(); tails != "" && ctx.Err() == nil {
+				err = fmt.Errorf("%w; the daemons logged:\n%s", err, tails)
+			}
+			return res, err
 		}
 	}
 

@@ -206,11 +206,13 @@ func (f *Fleet) Stop() error {
 	return errors.Join(errs...)
 }
 
-// Tails returns the last lines each daemon logged.
+// Tails returns the last lines each daemon logged, if any.
 func (f *Fleet) Tails() string {
 	var b strings.Builder
 	for _, p := range f.procs {
-		fmt.Fprintf(&b, "agentd %s:\n%s\n", p.app, p.log.tail())
+		if t := strings.TrimSpace(p.log.tail()); t != "" {
+			fmt.Fprintf(&b, "agentd %s:\n%s\n", p.app, t)
+		}
 	}
 	return b.String()
 }
