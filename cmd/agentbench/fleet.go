@@ -85,7 +85,7 @@ func runFleet(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fs.IntVar(&f.Batch, "batch", 100, "claim batch size of each daemon (agentd --batch-size)")
 	fs.IntVar(&f.MaxConns, "max-conns", 8, "connection pool size of each daemon (agentd --max-conns)")
 	fs.DurationVar(&f.PollInterval, "poll-interval", time.Second, "each daemon's --poll-interval")
-	fs.IntVar(&f.Rounds, "rounds", 5, "rounds; each runs every case once, in turn")
+	fs.IntVar(&f.Rounds, "rounds", 5, "rounds; each runs every case once, in turn, the order rotated each round")
 	fs.StringVar(&f.Agentd, "agentd", "", "agentd binary to run; empty: built from this repository's source")
 	fs.StringVar(&f.PgBouncer, "pgbouncer", "", "PgBouncer binary; empty: pgbouncer on PATH or in /usr/sbin, /usr/local/sbin, /sbin; "+
 		"off: no PgBouncer case")
@@ -151,7 +151,7 @@ func runFleet(ctx context.Context, args []string, out, errOut io.Writer) error {
 
 	fmt.Fprintf(out, "# fleet: %d no-op tasks per run burnt down by agentd processes; total concurrency %d split evenly "+
 		"(1 daemon: --concurrency %d; %d daemons: --concurrency %d each); --batch-size %d, --max-conns %d per daemon, "+
-		"--poll-interval %s; %d rounds, cases interleaved\n# %s\n# %s; %s, GOMAXPROCS=%d, %d CPUs; load average %s\n",
+		"--poll-interval %s; %d rounds, each running every case in turn, the order rotated each round\n# %s\n# %s; %s, GOMAXPROCS=%d, %d CPUs; load average %s\n",
 		f.Tasks, f.Concurrency, f.Concurrency, f.Daemons, f.Concurrency/f.Daemons, f.Batch, f.MaxConns, f.PollInterval,
 		f.Rounds, bouncerNote, srv.Describe(ctx), runtime.Version(), runtime.GOMAXPROCS(0), runtime.NumCPU(), loadAverage())
 	fmt.Fprintf(out, "# secs: the release of the daemons' first claims, held back until every daemon is up, → the last completion "+
@@ -166,7 +166,10 @@ func runFleet(ctx context.Context, args []string, out, errOut io.Writer) error {
 		"conns/daemon", "backends", "deadlocks", "rollbacks", "conflicts", "attempts", "once")
 	var failed []string
 	for round := 1; round <= f.Rounds; round++ {
-		for _, c := range cases {
+		// The order rotates each round: no case always runs first, on a
+		// cluster the previous runs left warm (or behind a checkpoint).
+		for i := range cases {
+			c := cases[(round-1+i)%len(cases)]
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
