@@ -173,7 +173,7 @@ func runFleet(ctx context.Context, args []string, out, errOut io.Writer) error {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			r, err := fleetRun(ctx, srv, f, c, round, bin, dir, bouncer)
+			r, err := fleetRun(ctx, srv, f, c, round, bin, dir, bouncer, errOut)
 			if err != nil {
 				return fmt.Errorf("round %d, %s: %w", round, c.label(), err)
 			}
@@ -226,7 +226,10 @@ func (r FleetResult) cells(f FleetFlags) []any {
 		pgCores, pgPer = cores(r.ServerCPU), per(r.ServerCPU)
 	}
 	once := "yes"
-	if r.OnceFailed != "" {
+	switch {
+	case r.TimedOut:
+		once = "-"
+	case r.OnceFailed != "":
 		once = "NO"
 	}
 	return []any{r.Round, c.label(), f.Concurrency / c.Daemons, secs, rate, cores(r.DaemonCPU), pgCores,
@@ -377,7 +380,8 @@ func printCounts(out io.Writer, cases []FleetCase, samples []int, results map[Fl
 // back, and released together once each daemon's first claim waits on
 // it — so that no daemon starts ahead of the others and the daemons'
 // start-up is not measured.
-func fleetRun(ctx context.Context, srv *Server, f FleetFlags, c FleetCase, round int, bin, dir string, bouncer *PgBouncer) (FleetResult, error) {
+func fleetRun(ctx context.Context, srv *Server, f FleetFlags, c FleetCase, round int, bin, dir string, bouncer *PgBouncer,
+	errOut io.Writer) (FleetResult, error) {
 	res := FleetResult{Case: c, Round: round}
 	ctx, cancel := context.WithTimeout(ctx, f.RunTimeout)
 	defer cancel()
@@ -479,7 +483,7 @@ func fleetRun(ctx context.Context, srv *Server, f FleetFlags, c FleetCase, round
 	// no lock waits of the burn-down.
 	act := StartActivity(ctx, sampler, admin, rdb.name)
 
-	err = waitFleetBurnDown(ctx, ctl, fleet)
+	burnErr := waitFleetBurnDown(ctx, ctl, fleet)
 	res.DaemonCPU, res.Wall = fleet.CPU()-d0, time.Since(at)
 	if srvErr == nil {
 		if srv1, err := serverCPU(context.WithoutCancel(ctx), ctl, srv0); err == nil {
@@ -491,16 +495,18 @@ func fleetRun(ctx context.Context, srv *Server, f FleetFlags, c FleetCase, round
 			res.CPUKnown = true
 		}
 	}
-	res.Activity, _ = act.Stop() // a failed sample loses figures, not the run
+	if res.Activity, err = act.Stop(); err != nil { // a failed sample loses figures, not the run
+		fmt.Fprintf(errOut, "round %d, %s: %v\n", round, c.label(), err)
+	}
 	stopped = true
 	stopErr := fleet.Stop()
 	res.Conflicts = fleet.Conflicts()
-	if errors.Is(err, context.DeadlineExceeded) {
+	if errors.Is(burnErr, context.DeadlineExceeded) {
 		res.TimedOut = true
 		return res, nil
 	}
-	if err != nil {
-		return res, err
+	if burnErr != nil {
+		return res, burnErr
 	}
 	if stopErr != nil {
 		return res, stopErr
