@@ -57,7 +57,7 @@ type FleetResult struct {
 	Rate       float64
 	Wall       time.Duration // release → burn-down seen: the CPU figures' interval
 	DaemonCPU  time.Duration
-	ServerCPU  time.Duration // the server's processes but the benchmark's own backends
+	ServerCPU  time.Duration // the server's processes but the benchmark's own backends and other databases'
 	CPUKnown   bool
 	Activity   ActivityReport
 	Deadlocks  int64 // pg_stat_database of the run's database
@@ -156,7 +156,7 @@ func runFleet(ctx context.Context, args []string, out, errOut io.Writer) error {
 		f.Rounds, bouncerNote, srv.Describe(ctx), runtime.Version(), runtime.GOMAXPROCS(0), runtime.NumCPU(), loadAverage())
 	fmt.Fprintf(out, "# secs: the release of the daemons' first claims, held back until every daemon is up, → the last completion "+
 		"(task_attempts.ended_at), on the server's clock; CPU over release → burn-down seen, agentd from /proc, "+
-		"pg: the server's processes less the benchmark's own backends; conns/daemon: most connections one daemon had at once "+
+		"pg: the server's processes less the benchmark's own backends and other databases' (its background processes are shared); conns/daemon: most connections one daemon had at once "+
 		"(direct: its backends by application_name; via pgbouncer: its client connections to PgBouncer, SHOW CLIENTS); "+
 		"backends: most backends of all daemons at once; deadlocks, rollbacks: pg_stat_database of the run's database; "+
 		"conflicts: daemons' log lines naming a serialization failure, deadlock or lock timeout\n\n")
@@ -488,7 +488,9 @@ func fleetRun(ctx context.Context, srv *Server, f FleetFlags, c FleetCase, round
 	if srvErr == nil {
 		if srv1, err := serverCPU(context.WithoutCancel(ctx), ctl, srv0); err == nil {
 			for kind, d := range serverCPUSpent(*srv0, *srv1) {
-				if !strings.HasPrefix(kind, "client agentbench-") {
+				// Not the benchmark's own backends, nor those of other
+				// databases (another benchmark on a shared cluster).
+				if !strings.HasPrefix(kind, "client agentbench-") && kind != "client backend" {
 					res.ServerCPU += d
 				}
 			}
