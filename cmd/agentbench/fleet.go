@@ -64,6 +64,8 @@ type FleetResult struct {
 	Rollbacks  int64
 	Conflicts  int // the daemons' log lines naming a serialization failure, deadlock or lock timeout
 	Attempts   int64
+	Claims     int64 // claim statements that claimed something (their tasks share the daemon and started_at)
+	Completes  int64 // succeed statements (their tasks share the daemon and ended_at)
 	Succeeded  int64 // tasks succeeded
 	Duplicate  int64 // tasks with more than one attempt
 	TimedOut   bool
@@ -154,7 +156,8 @@ func runFleet(ctx context.Context, args []string, out, errOut io.Writer) error {
 		"--poll-interval %s; %d rounds, each running every case in turn, the order rotated each round\n# %s\n# %s; %s, GOMAXPROCS=%d, %d CPUs; load average %s\n",
 		f.Tasks, f.Concurrency, f.Concurrency, f.Daemons, f.Concurrency/f.Daemons, f.Batch, f.MaxConns, f.PollInterval,
 		f.Rounds, bouncerNote, srv.Describe(ctx), runtime.Version(), runtime.GOMAXPROCS(0), runtime.NumCPU(), loadAverage())
-	fmt.Fprintf(out, "# secs: the release of the daemons' first claims, held back until every daemon is up, → the last completion "+
+	fmt.Fprintf(out, "# tasks/claim, tasks/complete: tasks per claim and per succeed statement (the tasks of one share its daemon and "+
+		"started_at, or ended_at, in task_attempts); secs: the release of the daemons' first claims, held back until every daemon is up, → the last completion "+
 		"(task_attempts.ended_at), on the server's clock; CPU over release → burn-down seen, agentd from /proc, "+
 		"pg: the server's processes less the benchmark's own backends and other databases' (its background processes are shared); conns/daemon: most connections one daemon had at once "+
 		"(direct: its backends by application_name; via pgbouncer: its client connections to PgBouncer, SHOW CLIENTS); "+
@@ -163,7 +166,7 @@ func runFleet(ctx context.Context, args []string, out, errOut io.Writer) error {
 
 	results := map[FleetCase][]FleetResult{}
 	t := NewTable("round", "case", "conc/daemon", "secs", "tasks/s", "agentd cores", "pg cores", "agentd us/task", "pg us/task",
-		"conns/daemon", "backends", "deadlocks", "rollbacks", "conflicts", "attempts", "once")
+		"tasks/claim", "tasks/complete", "conns/daemon", "backends", "deadlocks", "rollbacks", "conflicts", "attempts", "once")
 	var failed []string
 	for round := 1; round <= f.Rounds; round++ {
 		// The order rotates each round: no case always runs first, on a
@@ -200,6 +203,14 @@ func runFleet(ctx context.Context, args []string, out, errOut io.Writer) error {
 	return nil
 }
 
+// ratio formats a/b with one decimal; "-" when b is 0.
+func ratio(a, b int64) string {
+	if b == 0 {
+		return "-"
+	}
+	return strconv.FormatFloat(float64(a)/float64(b), 'f', 1, 64)
+}
+
 // loadAverage is the machine's load average over 1, 5 and 15 minutes, or
 // "?".
 func loadAverage() string {
@@ -233,7 +244,7 @@ func (r FleetResult) cells(f FleetFlags) []any {
 		once = "NO"
 	}
 	return []any{r.Round, c.label(), f.Concurrency / c.Daemons, secs, rate, cores(r.DaemonCPU), pgCores,
-		per(r.DaemonCPU), pgPer, r.Activity.PeakPerDaemon, r.Activity.PeakTotal, r.Deadlocks, r.Rollbacks,
+		per(r.DaemonCPU), pgPer, ratio(r.Attempts, r.Claims), ratio(r.Attempts, r.Completes), r.Activity.PeakPerDaemon, r.Activity.PeakTotal, r.Deadlocks, r.Rollbacks,
 		r.Conflicts, r.Attempts, once}
 }
 
@@ -595,10 +606,11 @@ func (r *FleetResult) check(ctx context.Context, db *pgxpool.Pool, tasks int, re
 	var distinct, okAttempts int64
 	err := db.QueryRow(ctx, `
 SELECT extract(epoch FROM max(ended_at) - $1)::float8, count(*), count(DISTINCT task_id),
+	count(DISTINCT (worker, started_at)), count(DISTINCT (worker, ended_at)),
 	count(*) FILTER (WHERE outcome = 'succeeded'),
 	(SELECT count(*) FROM tasks WHERE state = 'succeeded'),
 	(SELECT count(*) FROM (SELECT task_id FROM task_attempts GROUP BY task_id HAVING count(*) > 1) d)
-FROM task_attempts`, released).Scan(&secs, &r.Attempts, &distinct, &okAttempts, &r.Succeeded, &r.Duplicate)
+FROM task_attempts`, released).Scan(&secs, &r.Attempts, &distinct, &r.Claims, &r.Completes, &okAttempts, &r.Succeeded, &r.Duplicate)
 	if err != nil {
 		return fmt.Errorf("reading the attempts: %w", err)
 	}

@@ -37,8 +37,8 @@ func TestFleetSmoke(t *testing.T) {
 	for i, r := range ts[0] {
 		f := strings.Fields(r)
 		// round, case (two or three words), conc/daemon, secs, tasks/s, …, attempts, once
-		label := strings.Join(f[1:len(f)-14], " ")
-		if label != cases[i] || f[len(f)-12] == "timeout" || f[len(f)-2] != "300" || f[len(f)-1] != "yes" {
+		label := strings.Join(f[1:len(f)-16], " ")
+		if label != cases[i] || f[len(f)-14] == "timeout" || f[len(f)-2] != "300" || f[len(f)-1] != "yes" {
 			t.Errorf("row %q: want case %q, 300 tasks each attempted once and succeeded, no timeout", r, cases[i])
 		}
 	}
