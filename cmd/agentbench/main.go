@@ -63,6 +63,8 @@ Usage:
                                     running: throughput and latency per window, --csv, --chart
   agentbench fairshare [flags]      fair share between tenants: the claim's cost at N tenants;
                                     a new tenant's enqueue→start while another's backlog drains
+  agentbench fleet [flags]          N agentd processes on one database, directly and through PgBouncer,
+                                    against one at the same total concurrency: tasks/s, wait events, connections
   agentbench help [command]         show this text or a command's flags
 
 Without --database-url (or DATABASE_URL) the embedded cluster in --state-dir
@@ -107,6 +109,8 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return runSustained(ctx, rest, out, errOut)
 	case "fairshare":
 		return runFairShare(ctx, rest, out, errOut)
+	case "fleet":
+		return runFleet(ctx, rest, out, errOut)
 	case "worker":
 		return runWorker(ctx, rest, out, errOut)
 	case "help", "-h", "-help", "--help":
