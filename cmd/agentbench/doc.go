@@ -20,6 +20,7 @@
 //	agentbench growth [flags]         --finished N tasks, --ledger-rows N effects of history
 //	agentbench sustained [flags]      minutes at a steady rate, with the janitor and cron; per window
 //	agentbench fairshare [flags]      fair share between tenants: claim cost at N tenants, a new tenant's latency
+//	agentbench fleet [flags]          N agentd processes on one database, directly and through PgBouncer, against one
 //	agentbench help [command]         the usage, or a command's flags
 //
 // # Database
@@ -311,6 +312,21 @@
 // --rate per second (default 50): the percentiles of b's enqueue → start,
 // and how many of a's tasks started meanwhile and were left when b's last
 // one started (the run fails if a's backlog drained first).
+//
+// # fleet
+//
+// Each run inserts --tasks no-op tasks into a fresh database and holds
+// claims back with LOCK TABLE tasks IN EXCLUSIVE MODE while real agentd
+// processes (built from this source, or --agentd) start one by one, each
+// with --concurrency/N, its own application_name and DATABASE_URL in its
+// environment. The clock runs from the lock's release to the last
+// attempt's end, on the server's clock. The cases are 1 daemon, --daemons
+// N, and N through a PgBouncer (transaction mode, --pool-size) that the
+// command starts, in --rounds rounds, the order rotated each round. It
+// samples pg_stat_activity every 50 ms (wait events, lock waits with their
+// blocker, connections per daemon; through PgBouncer it counts clients
+// with SHOW CLIENTS), reads deadlocks and rollbacks, counts the daemons'
+// logged conflicts, and fails unless every task succeeded exactly once.
 //
 // # Profiling
 //
