@@ -33,6 +33,7 @@ type FairFlags struct {
 	Hold           time.Duration
 	LatConcurrency int
 	LatBatch       int
+	FairCSV        string
 	SkipCost       bool
 	SkipFair       bool
 }
@@ -74,6 +75,8 @@ func runFairShare(ctx context.Context, args []string, out, errOut io.Writer) err
 	fs.DurationVar(&f.Hold, "hold", 5*time.Millisecond, "fairness runs: how long each backlog task holds its slot")
 	fs.IntVar(&f.LatConcurrency, "latency-concurrency", 100, "fairness runs: the daemon's concurrency (agentd's default)")
 	fs.IntVar(&f.LatBatch, "latency-batch", 100, "fairness runs: the daemon's claim batch (agentd's default)")
+	fs.StringVar(&f.FairCSV, "fair-csv", "", "fairness runs: write every backlog tenant's starts and longest gap "+
+		"as CSV to this file")
 	fs.BoolVar(&f.SkipCost, "no-cost", false, "skip the cost runs")
 	fs.BoolVar(&f.SkipFair, "no-fair", false, "skip the fairness runs")
 	fs.BoolVar(&f.SkipFair, "no-latency", false, "the same as --no-fair (its earlier name)")

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -38,8 +40,9 @@ func TestFairShareSmoke(t *testing.T) {
 // the window: 10 slots held 2 ms each start at most 5,000 tasks a second.
 func TestFairShareFairness(t *testing.T) {
 	t.Parallel()
+	csvPath := filepath.Join(t.TempDir(), "starts.csv")
 	out := runBench(t, "fairshare", "--database-url", testdb.URL(t), "--no-cost", "--fair-tenants", "2,100",
-		"--backlog", "30000", "--window", "2s", "--samples", "20", "--rate", "40", "--hold", "2ms",
+		"--fair-csv", csvPath, "--backlog", "30000", "--window", "2s", "--samples", "20", "--rate", "40", "--hold", "2ms",
 		"--latency-concurrency", "10", "--latency-batch", "10", "--run-timeout", "2m")
 	ts := tables(out)
 	if len(ts) != 2 || len(ts[0]) != 2 || len(ts[1]) != 2 {
@@ -56,6 +59,19 @@ func TestFairShareFairness(t *testing.T) {
 		f := strings.Fields(r)
 		if f[0] != []string{"2", "100"}[i] || f[2] != []string{"1", "99"}[i] || f[4] == "0" || f[10] != "0" {
 			t.Errorf("backlog row %q: want every backlog tenant started in the window, none starved", r)
+		}
+	}
+	data, err := os.ReadFile(csvPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(lines) != 1+1+99 || lines[1] != "2,weighed,a0000,true,"+strings.Fields(ts[1][0])[3]+","+strings.Fields(ts[1][0])[8] {
+		t.Fatalf("--fair-csv: want a header and a row per backlog tenant (1 + 99), the first as in the table:\n%s", data)
+	}
+	for _, l := range lines[2:] {
+		if f := strings.Split(l, ","); f[0] != "100" || f[1] != "turns" || f[3] != "true" || f[4] == "0" {
+			t.Errorf("--fair-csv row %q: want a tenant of the 100-tenant run, due at the start, started", l)
 		}
 	}
 }
