@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"time"
 )
 
 // costRatios returns r's claim p50 and burn-down tasks/s over those of the
@@ -58,8 +59,8 @@ func printCostMedians(out io.Writer, tenants []int, repeats [][]FairCost) {
 		for _, runs := range repeats {
 			r := runs[i]
 			px, bx := costRatios(r, runs)
-			p50 = append(p50, float64(r.Claim.P50.Microseconds())/1000)
-			p99 = append(p99, float64(r.Claim.P99.Microseconds())/1000)
+			p50 = append(p50, float64(r.Claim.P50)/float64(time.Millisecond))
+			p99 = append(p99, float64(r.Claim.P99)/float64(time.Millisecond))
 			rate = append(rate, math.NaN())
 			if !r.Burn.TimedOut {
 				rate[len(rate)-1] = r.Burn.Rate
