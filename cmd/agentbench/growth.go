@@ -205,7 +205,7 @@ func growthRound(ctx context.Context, rdb *RunDB, ctl *pgxpool.Pool, f GrowthFla
 		return res, err
 	}
 	defer claimDB.Close()
-	claimD, succeedD, err := serialClaims(ctx, claims.New(claimDB), f.ClaimBatch)
+	claimD, succeedD, err := serialClaims(ctx, claims.New(claimDB), f.ClaimBatch, nil)
 	if err != nil {
 		return res, err
 	}
@@ -234,12 +234,16 @@ func growthRound(ctx context.Context, rdb *RunDB, ctl *pgxpool.Pool, f GrowthFla
 // serialClaims claims the default queue's tasks on one connection, batch
 // by batch, each claim followed by an untimed SucceedMany, until none is
 // left, and returns how long each claim and each completion took (the
-// first call, which prepares the statement, left out).
-func serialClaims(ctx context.Context, store *claims.Store, batch int) (claimD, succeedD []time.Duration, err error) {
+// first call, which prepares the statement, left out). With a hint the
+// claims are those of a worker's loop between polls: due-only, the
+// tenants' rotation carried from one to the next, one tenant's tasks
+// tried alone; without one, the full claim, rotation starting at the
+// first tenant each time.
+func serialClaims(ctx context.Context, store *claims.Store, batch int, hint *claims.ClaimHint) (claimD, succeedD []time.Duration, err error) {
 	for {
 		start := time.Now()
 		tasks, err := store.Claim(ctx, claims.ClaimParams{Queue: claims.DefaultQueue, Worker: "bench-claimer",
-			Limit: batch, Lease: time.Minute})
+			Limit: batch, Lease: time.Minute, DueOnly: hint != nil, Hint: hint})
 		d := time.Since(start)
 		if err != nil {
 			return nil, nil, err
