@@ -190,3 +190,16 @@ func (s *Store) RunningByTenant(ctx context.Context) (map[string]int64, error) {
 	}
 	return out, nil
 }
+
+// Capped says whether any tenant has a cap on its running tasks
+// (tenant_shares.max_running). A claiming loop that knows none does takes a
+// short claim as "nothing more is due"; with caps, a short claim may be a
+// cap's, which any task's end can lift.
+func (s *Store) Capped(ctx context.Context) (bool, error) {
+	var capped bool
+	err := s.db.QueryRow(ctx, `/* claims.capped */ SELECT EXISTS (SELECT FROM tenant_shares WHERE max_running IS NOT NULL)`).Scan(&capped)
+	if err != nil {
+		return false, fmt.Errorf("capped: %w", err)
+	}
+	return capped, nil
+}

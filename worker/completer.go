@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/agentledger/agentledger"
@@ -38,6 +39,11 @@ type completer struct {
 	store *claims.Store
 	in    chan *completion
 	wait  time.Duration
+	// wrote are told (without blocking) after each batch is written, one
+	// per claiming loop (onWrite): a tenant's cap has room again only once
+	// its tasks' ends commit.
+	mu    sync.Mutex
+	wrote []chan struct{}
 	log   *slog.Logger
 }
 
@@ -74,7 +80,24 @@ func (c *completer) run(ctx context.Context) {
 		case first = <-c.in:
 		}
 		c.flush(ctx, c.gather(ctx, first))
+		c.mu.Lock()
+		for _, w := range c.wrote {
+			select {
+			case w <- struct{}{}:
+			default:
+			}
+		}
+		c.mu.Unlock()
 	}
+}
+
+// onWrite returns a channel told after each batch written from now on.
+func (c *completer) onWrite() <-chan struct{} {
+	w := make(chan struct{}, 1)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.wrote = append(c.wrote, w)
+	return w
 }
 
 // gather returns first and the outcomes that arrive within c.wait after it

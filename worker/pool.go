@@ -168,6 +168,8 @@ func (p *Pool) produce(ctx, work context.Context, q string) {
 	wakeDue := false // a waiting task's deadline came: wake it before claiming
 	var lastClaim time.Time
 	hint := &claims.ClaimHint{} // whether the queue's due tasks are one tenant's
+	capped := false             // some tenant's running tasks are capped (read at each sweep)
+	written := p.done.onWrite() // outcomes written: room under a cap
 	for {
 		select {
 		case <-poll.C: // a backlog of full batches never reaches the wait below
@@ -190,6 +192,13 @@ func (p *Pool) produce(ctx, work context.Context, q string) {
 			}
 			due.set(next)
 			armDue(dueTimer, due.get())
+		}
+		if sweep {
+			c, err := p.store.Capped(ctx)
+			if err != nil && ctx.Err() == nil {
+				p.log.Warn("reading the tenants' caps failed", "queue", q, "err", err)
+			}
+			capped = c || (err != nil && capped)
 		}
 		if free > 0 {
 			tasks, sentAt, err := p.claim(ctx, q, free, !sweep, hint)
@@ -216,10 +225,17 @@ func (p *Pool) produce(ctx, work context.Context, q string) {
 			continue // a full batch: there is probably more
 		}
 		// With every slot busy only a freed slot is news; otherwise wait
-		// for a notification or the poll.
-		var freed <-chan struct{}
+		// for a notification or the poll — unless a tenant has a cap: a
+		// short claim may then be a capped tenant's at its cap, whose room
+		// comes back when one of its tasks' ends is written, so a written
+		// batch claims again (after the cooldown) instead of leaving that
+		// tenant's tasks to the poll.
+		var freed, wrote <-chan struct{}
 		if free == 0 {
 			freed = slotFreed
+		}
+		if capped {
+			wrote = written
 		}
 	wait:
 		for {
@@ -233,6 +249,10 @@ func (p *Pool) produce(ctx, work context.Context, q string) {
 			case <-poll.C:
 				sweep = true
 			case <-freed:
+				if !p.coolDown(ctx, lastClaim) {
+					return
+				}
+			case <-wrote:
 				if !p.coolDown(ctx, lastClaim) {
 					return
 				}
