@@ -19,7 +19,7 @@
 //	agentbench timers [flags]         timer lateness: a durable timer's resumption less its due time
 //	agentbench growth [flags]         --finished N tasks, --ledger-rows N effects of history
 //	agentbench sustained [flags]      minutes at a steady rate, with the janitor and cron; per window
-//	agentbench fairshare [flags]      fair share between tenants: claim cost at N tenants, a new tenant's latency
+//	agentbench fairshare [flags]      fair share between tenants: claim cost at N tenants, a new tenant's wait, starvation
 //	agentbench fleet [flags]          N agentd processes on one database, directly and through PgBouncer, against one
 //	agentbench help [command]         the usage, or a command's flags
 //
@@ -298,20 +298,30 @@
 // Cost: for each --tenants count (default 1,10,1000), --tasks no-op tasks
 // (default 20000) spread evenly over that many tenants (one INSERT …
 // SELECT; the one tenant is "default", as throughput's tasks are) are
-// claimed serially on one connection by Claim calls of Limit --claim-batch
-// (default 100), each followed by an untimed SucceedMany: growth's claim
-// latency at no history, so growth --finished 0 is the same measurement for
-// a build without fair share. Then as many are burnt down by one pool of
-// --concurrency and --batch, as throughput does.
+// claimed serially on one connection by due-only Claim calls of Limit
+// --claim-batch (default 100) sharing one ClaimHint, as a worker's loop
+// claims between polls, each followed by an untimed SucceedMany. Then as
+// many are burnt down by one pool of --concurrency and --batch, as
+// throughput does. --shares N gives min(N, tenants) of them, evenly
+// spread, a tenant_shares row: alternately weight 3 (no cap) and weight 2
+// with max_running 5. Each row says its claim p50 and burn-down against
+// the one-tenant row of the same repeat; from --repeat 2 on, a table of
+// medians (min–max) per tenant count follows.
 //
-// Latency: tenant a has --backlog queued tasks (default 100000, one INSERT
-// … SELECT), each holding its slot for --hold (default 5ms), and one
-// daemon of --latency-concurrency and --latency-batch (agentd's 100 and
-// 100) works them. Once the first of a's tasks started, tenant b enqueues
-// --samples single tasks (default 300) on latency's open-loop schedule at
-// --rate per second (default 50): the percentiles of b's enqueue → start,
-// and how many of a's tasks started meanwhile and were left when b's last
-// one started (the run fails if a's backlog drained first).
+// Fairness: for each --fair-tenants count N (default 2,10000), N−1 tenants
+// (a0000, …) hold a backlog (--backlog, default 600000, spread over them,
+// or --per-tenant each) of tasks holding their slot for --hold, worked by
+// one daemon of --latency-concurrency and --latency-batch (agentd's 100
+// and 100), while a brand-new tenant b enqueues --samples single tasks at
+// --rate: b's enqueue → start (a task not started by the end counts as the
+// longest, "unstarted"), and for b's first task the claims and tasks
+// leased before it. Over a --window (default 60 s), each backlog tenant's
+// starts and its longest gap between two (the window's ends count while
+// it had due work), read from attempted_at afterwards on the server's
+// clock; "starved" counts tenants with due work and no start, and the run
+// fails if a backlog tenant drains. The mode column says whether the
+// claims weighed every tenant or took turns (crowdAt = max(⌈batch/4⌉,
+// 64)); --fair-csv writes each backlog tenant's row.
 //
 // # fleet
 //

@@ -62,7 +62,7 @@ Usage:
   agentbench sustained [flags]      a steady enqueue rate for minutes, with the janitor and cron
                                     running: throughput and latency per window, --csv, --chart
   agentbench fairshare [flags]      fair share between tenants: the claim's cost at N tenants;
-                                    a new tenant's enqueue→start while another's backlog drains
+                                    a new tenant's wait and each backlog tenant's starts among N tenants
   agentbench fleet [flags]          N agentd processes on one database, directly and through PgBouncer,
                                     against one at the same total concurrency: tasks/s, wait events, connections
   agentbench help [command]         show this text or a command's flags
