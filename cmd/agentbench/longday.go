@@ -120,6 +120,8 @@ func (f *LongdayFlags) validate() (Mix, error) {
 		f.Concurrency <= 0 || f.MaxConns <= 0 || f.Drain < 0 || f.DecideAfter < 0 || f.SignalAfter < 0:
 		return Mix{}, errors.New("--rate, --duration, --window, --retention, --janitor-interval, --concurrency and " +
 			"--max-conns must be positive; --drain, --decide-after and --signal-after not negative")
+	case f.Retention <= f.Window+settleLag:
+		return Mix{}, fmt.Errorf("--retention must be longer than --window and %s: a window's tasks are counted before the janitor deletes them", settleLag)
 	case f.Window > f.Duration:
 		return Mix{}, errors.New("--window must not be longer than --duration")
 	case f.Flat <= 0:
@@ -328,11 +330,13 @@ func longdayRun(ctx context.Context, srv *Server, f LongdayFlags, mix Mix, out, 
 		prodDone <- produced{lag, time.Since(origin), err}
 	}()
 
-	// Windows, on the database's clock for the finished tasks.
-	var dbNow func() (time.Time, error) = func() (time.Time, error) {
+	// Windows count the tasks finished on the database's clock, settleLag
+	// behind it: a task's finished_at is its transaction's start, so one
+	// stamped before a window's end may commit after the window was read.
+	dbNow := func() (time.Time, error) {
 		var t time.Time
 		err := ctl.QueryRow(ctx, "SELECT clock_timestamp()").Scan(&t)
-		return t, err
+		return t.Add(-settleLag), err
 	}
 	from, err := dbNow()
 	if err != nil {
@@ -351,7 +355,7 @@ func longdayRun(ctx context.Context, srv *Server, f LongdayFlags, mix Mix, out, 
 	prevDel, prevCron := counters()
 	var prevOffered, prevDecided, prevSignalled int64
 	live := newLiveTable(errOut, "elapsed", "offered/s", "done/s", "p50 ms", "p99 ms", "unexp", "backlog", "waiting",
-		"outbox q", "rss MB", "gorout", "pg cores", "tasks MB", "ledger MB", "outbox MB")
+		"outbox q", "rss MB", "gorout", "agentd cores", "pg cores", "tasks MB", "ledger MB", "outbox MB")
 	nWindows := int(f.Duration / f.Window)
 	prodFinished := false
 	for k := range nWindows {
@@ -419,7 +423,8 @@ func longdayRun(ctx context.Context, srv *Server, f LongdayFlags, mix Mix, out, 
 		secs := w.Len.Seconds()
 		live.Row(fmt.Sprintf("%.0f", (w.Start+w.Len).Seconds()), fmt.Sprintf("%.0f", float64(w.Offered)/secs),
 			fmt.Sprintf("%.0f", float64(w.All.Finished)/secs), ms(w.All.Lat.P50), ms(w.All.Lat.P99), w.All.Unexpected,
-			w.Backlog(), w.Unfinished["waiting"], w.OutboxPending, mb(w.RSS), w.Goroutines, w.CPU.serverCores(),
+			w.Backlog(), w.Unfinished["waiting"], w.OutboxPending, mb(w.RSS), w.Goroutines,
+			fmt.Sprintf("%.2f", w.AgentdCPU.Seconds()/secs), w.CPU.serverCores(),
 			mb(w.Tables["tasks"].Total), mb(w.Tables["ledger"].Total), mb(w.Tables["outbox"].Total))
 	}
 	if !prodFinished {
@@ -439,7 +444,7 @@ func longdayRun(ctx context.Context, srv *Server, f LongdayFlags, mix Mix, out, 
 	if err != nil {
 		return res, err
 	}
-	_, tail, err := sampleFinished(ctx, ctl, from, to)
+	_, tail, err := sampleFinished(ctx, ctl, from, to.Add(settleLag)) // drained: every finish committed
 	if err != nil {
 		return res, err
 	}
@@ -452,6 +457,10 @@ func longdayRun(ctx context.Context, srv *Server, f LongdayFlags, mix Mix, out, 
 	res.Checks = checkEffects(down, slack, model, notifyCh, approvalsCh, res)
 	return res, nil
 }
+
+// settleLag is how far behind the database's clock a window is read: longer
+// than a transaction that finishes tasks takes.
+const settleLag = 2 * time.Second
 
 // ldAgentdConfig is agentd's config file: Slack's pacing lifted for the
 // fake (real Slack allows about one post a second per channel).
