@@ -153,7 +153,7 @@ type LongdayWindow struct {
 	RSS           int64         // agentd's, bytes
 	Goroutines    int64         // agentd's go_goroutines; -1 unknown
 	AgentdCPU     time.Duration // agentd's user+system time in the window
-	CPU           CPUUse        // Server: PostgreSQL's
+	CPU           CPUUse        // Self: the harness's, fakes included; Server: PostgreSQL's
 	Tables        map[string]TableSample
 	Deleted       int64 // rows the janitor deleted in the window, every sweep
 	Cron          int64 // cron fires in the window
@@ -355,7 +355,7 @@ func longdayRun(ctx context.Context, srv *Server, f LongdayFlags, mix Mix, out, 
 	prevDel, prevCron := counters()
 	var prevOffered, prevDecided, prevSignalled int64
 	live := newLiveTable(errOut, "elapsed", "offered/s", "done/s", "p50 ms", "p99 ms", "unexp", "backlog", "waiting",
-		"outbox q", "rss MB", "gorout", "agentd cores", "pg cores", "tasks MB", "ledger MB", "outbox MB")
+		"outbox q", "rss MB", "gorout", "agentd cores", "pg cores", "harness cores", "tasks MB", "ledger MB", "outbox MB")
 	nWindows := int(f.Duration / f.Window)
 	prodFinished := false
 	for k := range nWindows {
@@ -425,6 +425,7 @@ func longdayRun(ctx context.Context, srv *Server, f LongdayFlags, mix Mix, out, 
 			fmt.Sprintf("%.0f", float64(w.All.Finished)/secs), ms(w.All.Lat.P50), ms(w.All.Lat.P99), w.All.Unexpected,
 			w.Backlog(), w.Unfinished["waiting"], w.OutboxPending, mb(w.RSS), w.Goroutines,
 			fmt.Sprintf("%.2f", w.AgentdCPU.Seconds()/secs), w.CPU.serverCores(),
+			fmt.Sprintf("%.2f", w.CPU.Self.Seconds()/secs),
 			mb(w.Tables["tasks"].Total), mb(w.Tables["ledger"].Total), mb(w.Tables["outbox"].Total))
 	}
 	if !prodFinished {

@@ -20,7 +20,7 @@ func newLongdayCSV(path string) (*longdayCSV, error) {
 	}
 	s := &longdayCSV{f: f, w: csv.NewWriter(f)}
 	h := []string{"elapsed_s", "window_s", "offered_per_s", "completed_per_s", "p50_ms", "p99_ms", "unexpected",
-		"backlog", "waiting", "needs_attention", "outbox_pending", "agentd_rss_mb", "agentd_goroutines", "agentd_cores", "pg_cores",
+		"backlog", "waiting", "needs_attention", "outbox_pending", "agentd_rss_mb", "agentd_goroutines", "agentd_cores", "pg_cores", "harness_cores", "other_cores",
 		"janitor_deleted", "cron_fired", "approvals_decided", "signals_sent"}
 	for _, c := range allClasses {
 		h = append(h, c+"_done", c+"_p50_ms", c+"_p99_ms")
@@ -40,9 +40,12 @@ func (s *longdayCSV) Write(w LongdayWindow) error {
 	i64 := func(v int64) string { return strconv.FormatInt(v, 10) }
 	mbs := func(b int64) string { return num(float64(b)/(1<<20), 2) }
 	cores := func(d time.Duration) string { return num(d.Seconds()/secs, 2) }
-	pg := ""
+	pg, other := "", ""
 	if w.CPU.ServerKnown {
 		pg = cores(w.CPU.Server)
+		if w.CPU.MachineKnown { // the rest of the machine: other users of the shared cores
+			other = cores(max(w.CPU.Machine-w.CPU.Self-w.CPU.Server-w.AgentdCPU, 0))
+		}
 	}
 	gor := ""
 	if w.Goroutines >= 0 {
@@ -52,7 +55,7 @@ func (s *longdayCSV) Write(w LongdayWindow) error {
 		num(float64(w.All.Finished)/secs, 1), ms(w.All.Lat.P50), ms(w.All.Lat.P99), strconv.Itoa(w.All.Unexpected),
 		i64(w.Backlog()), i64(w.Unfinished["waiting"]), i64(w.Unfinished["needs_attention"]),
 		i64(w.OutboxPending), mbs(w.RSS), gor,
-		cores(w.AgentdCPU), pg, i64(w.Deleted), i64(w.Cron), i64(w.Decided), i64(w.Signalled)}
+		cores(w.AgentdCPU), pg, cores(w.CPU.Self), other, i64(w.Deleted), i64(w.Cron), i64(w.Decided), i64(w.Signalled)}
 	for _, c := range allClasses {
 		cw := w.ByClass[c]
 		p50, p99 := "", ""
