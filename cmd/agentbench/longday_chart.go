@@ -61,7 +61,7 @@ func drawPanels(path, title string, end float64, panels []chartPanel) error {
 		}
 		p.Legend.Top, p.Legend.Left = true, true
 		p.X.Min, p.X.Max = 0, end
-		p.Y.Min, p.Y.Max = 0, max(top, 1)*1.25 // room for the legend
+		p.Y.Min, p.Y.Max = 0, max(top, 1)*(1.1+0.08*float64(len(pn.Lines))) // room for the legend
 		p.X.Tick.Marker, p.Y.Tick.Marker = niceTicks{}, niceTicks{}
 		plots = append(plots, []*plot.Plot{p})
 	}

@@ -89,6 +89,9 @@ func verdict(out io.Writer, f LongdayFlags, r LongdayResult) {
 		}
 		fmt.Fprintf(out, "growth: windows %s-%s against %s-%s (after the first turn at %s), tolerance %.0f%%:\n",
 			a[0].Start, a[len(a)-1].Start+f.Window, b[0].Start, b[len(b)-1].Start+f.Window, turn, 100*f.Flat)
+		if !sustained {
+			fmt.Fprintln(out, "  (the load was not sustained: latency and sizes below grow with the backlog, not with history)")
+		}
 		var grew []string
 		for _, x := range figs {
 			word := "flat"
