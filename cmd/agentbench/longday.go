@@ -121,7 +121,7 @@ func (f *LongdayFlags) validate() (Mix, error) {
 		return Mix{}, errors.New("--rate, --duration, --window, --retention, --janitor-interval, --concurrency and " +
 			"--max-conns must be positive; --drain, --decide-after and --signal-after not negative")
 	case f.Retention <= f.Window+settleLag:
-		return Mix{}, fmt.Errorf("--retention must be longer than --window and %s: a window's tasks are counted before the janitor deletes them", settleLag)
+		return Mix{}, fmt.Errorf("--retention must be longer than --window and %s, so that a window's tasks are counted before the janitor deletes them", settleLag)
 	case f.Window > f.Duration:
 		return Mix{}, errors.New("--window must not be longer than --duration")
 	case f.Flat <= 0:
