@@ -43,6 +43,7 @@ type LongdayFlags struct {
 	CSV             string
 	Agentd          string
 	AgentdLogLevel  string
+	Autovacuum      string
 }
 
 func runLongday(ctx context.Context, args []string, out, errOut io.Writer) error {
@@ -72,6 +73,9 @@ func runLongday(ctx context.Context, args []string, out, errOut io.Writer) error
 	fs.Float64Var(&f.Flat, "flat", 0.2, "the verdict's tolerance: a figure that rose by more than this fraction is growing")
 	fs.StringVar(&f.CSV, "csv", "longday.csv", "write the windows as CSV here; the charts go next to it (NAME-throughput.svg, …)")
 	fs.StringVar(&f.Agentd, "agentd", "", "the agentd binary (default: build cmd/agentd of this checkout)")
+	fs.StringVar(&f.Autovacuum, "autovacuum", "default",
+		"default: the server's autovacuum settings; tuned: the run's tables get the storage parameters a deployment "+
+			"whose autovacuum falls behind should set ("+tunedAutovacuum+")")
 	fs.StringVar(&f.AgentdLogLevel, "agentd-log-level", "warn", "agentd's --log-level (its log goes to standard error)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -98,9 +102,9 @@ func runLongday(ctx context.Context, args []string, out, errOut io.Writer) error
 	}
 	defer srv.Close()
 	fmt.Fprintf(out, "# longday: %s\n# %s, %d CPUs; %d tasks/s offered for %s, windows of %s; mix: %s; retention %s, "+
-		"janitor every %s, cron %q; approvals decided after %s (every %dth denied), signals sent after %s\n",
+		"janitor every %s, cron %q; approvals decided after %s (every %dth denied), signals sent after %s; autovacuum %s\n",
 		srv.Describe(ctx), runtime.Version(), runtime.NumCPU(), f.Rate, f.Duration, f.Window, mix, f.Retention,
-		f.JanitorInterval, f.Cron, f.DecideAfter, denyEvery, f.SignalAfter)
+		f.JanitorInterval, f.Cron, f.DecideAfter, denyEvery, f.SignalAfter, f.Autovacuum)
 	ctx, cancel := context.WithTimeout(ctx, f.RunTimeout)
 	defer cancel()
 	res, err := longdayRun(ctx, srv, f, mix, out, errOut)
@@ -126,6 +130,8 @@ func (f *LongdayFlags) validate() (Mix, error) {
 		return Mix{}, errors.New("--window must not be longer than --duration")
 	case f.Flat <= 0:
 		return Mix{}, errors.New("--flat must be positive")
+	case f.Autovacuum != "default" && f.Autovacuum != "tuned":
+		return Mix{}, fmt.Errorf("--autovacuum must be default or tuned, not %q", f.Autovacuum)
 	case f.CSV == "":
 		return Mix{}, errors.New("--csv must name a file: the charts go next to it")
 	case f.RunTimeout <= f.Duration+f.Drain:
@@ -214,6 +220,11 @@ func longdayRun(ctx context.Context, srv *Server, f LongdayFlags, mix Mix, out, 
 	}
 	defer rdb.Close()
 	defer ctl.Close()
+	if f.Autovacuum == "tuned" {
+		if err := tuneAutovacuum(ctx, ctl); err != nil {
+			return res, err
+		}
+	}
 	side, err := rdb.Pool(ctx, 4) // the harness's submissions, decisions and signals
 	if err != nil {
 		return res, err

@@ -108,8 +108,9 @@ func procStatusKB(pid int, field string) int64 {
 	return 0
 }
 
-// Metrics reads the named unlabelled gauges and counters of the daemon's
-// /metrics (Prometheus text); a missing one is absent from the map.
+// Metrics reads the named gauges and counters of the daemon's /metrics
+// (Prometheus text), each summed over its labels; a missing one is absent
+// from the map.
 func (p *agentdProc) Metrics(ctx context.Context, names ...string) (map[string]float64, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.base+"/metrics", nil)
 	if err != nil {
@@ -127,14 +128,19 @@ func (p *agentdProc) Metrics(ctx context.Context, names ...string) (map[string]f
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
-		name, v, ok := strings.Cut(sc.Text(), " ")
-		if !ok {
+		l := sc.Text()
+		sp := strings.LastIndexByte(l, ' ') // label values may hold spaces; the value may not
+		if sp < 0 || strings.HasPrefix(l, "#") {
 			continue
+		}
+		name := l[:sp]
+		if i := strings.IndexByte(name, '{'); i >= 0 {
+			name = name[:i]
 		}
 		for _, n := range names {
 			if name == n {
-				if f, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil {
-					out[n] = f
+				if f, err := strconv.ParseFloat(l[sp+1:], 64); err == nil {
+					out[n] += f
 				}
 			}
 		}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -21,7 +23,7 @@ func TestLongdaySmoke(t *testing.T) {
 	out := runBench(t, "longday", "--database-url", testdb.URL(t), "--rate", "40", "--duration", "9s", "--window", "1s",
 		"--mix", "steps=4,agent=2,notify=2,saga=2,approve=4,signal=2,timer=2", "--retention", "4s",
 		"--janitor-interval", "1s", "--cron", "@every 1s", "--decide-after", "100ms", "--signal-after", "100ms",
-		"--drain", "1m", "--concurrency", "20", "--max-conns", "6", "--csv", csvPath)
+		"--drain", "1m", "--concurrency", "20", "--max-conns", "6", "--autovacuum", "tuned", "--csv", csvPath)
 	for _, want := range []string{
 		"once: every business effect and post happened exactly once",
 		"bodies performed twice: 0", "posted twice: 0",
@@ -58,6 +60,20 @@ func TestLongdaySmoke(t *testing.T) {
 	col := strings.Count(lines[0][:rss], ",")
 	if f := strings.Split(lines[1], ","); f[col] == "" || f[col] == "0.00" || f[col+1] == "" {
 		t.Errorf("want agentd's RSS and goroutines in the first window: %s", lines[1])
+	}
+	// The janitor deleted finished tasks (retention 4s) and cron fired, as
+	// agentd's /metrics counted.
+	sum := func(column string) int {
+		i := slices.Index(strings.Split(lines[0], ","), column)
+		n := 0
+		for _, l := range lines[1:] {
+			v, _ := strconv.Atoi(strings.Split(l, ",")[i])
+			n += v
+		}
+		return n
+	}
+	if sum("janitor_deleted") == 0 || sum("cron_fired") == 0 {
+		t.Errorf("want rows the janitor deleted and cron fires in the windows:\n%s", b)
 	}
 	for _, name := range []string{"throughput", "latency", "daemon", "tables"} {
 		if b, err := os.ReadFile(filepath.Join(dir, "day-"+name+".svg")); err != nil || !bytes.Contains(b, []byte("<svg")) {
