@@ -64,7 +64,15 @@ type Metadata struct {
 // New starts a server that accepts token and knows no channels yet; it is
 // closed when t ends.
 func New(t testing.TB, token string) *Server {
-	s := &Server{token: token, calls: map[string]int{}, forms: map[string][]url.Values{}, faults: map[string][]Fault{},
+	s, stop := Start(token)
+	t.Cleanup(stop)
+	return s
+}
+
+// Start starts a server outside a test (a benchmark stands in for Slack
+// with it) that accepts token and knows no channels yet; stop closes it.
+func Start(token string) (s *Server, stop func()) {
+	s = &Server{token: token, calls: map[string]int{}, forms: map[string][]url.Values{}, faults: map[string][]Fault{},
 		arrivals: map[string][]time.Time{}}
 	// slacktest serves the rest of the Web API; the methods it lacks, or
 	// serves without metadata, unique ts values or faults, are ours.
@@ -76,11 +84,10 @@ func New(t testing.TB, token string) *Server {
 	s.srv.Start()
 	tr := &http.Transport{}
 	s.client = &http.Client{Transport: tr}
-	t.Cleanup(func() {
+	return s, func() {
 		tr.CloseIdleConnections()
 		s.srv.Stop()
-	})
-	return s
+	}
 }
 
 // APIURL is the Web API root to configure a client with, as

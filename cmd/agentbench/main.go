@@ -61,6 +61,8 @@ Usage:
                                     ledger.Do and Find with --ledger-rows N old effects
   agentbench sustained [flags]      a steady enqueue rate for minutes, with the janitor and cron
                                     running: throughput and latency per window, --csv, --chart
+  agentbench longday [flags]        a day's mixed work against agentd as its own process: throughput, p50/p99,
+                                    agentd's RSS and goroutines, table sizes per window; CSV, charts, a verdict
   agentbench fairshare [flags]      fair share between tenants: the claim's cost at N tenants;
                                     a new tenant's wait and each backlog tenant's starts among N tenants
   agentbench fleet [flags]          N agentd processes on one database, directly and through PgBouncer,
@@ -107,6 +109,8 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return runGrowth(ctx, rest, out, errOut)
 	case "sustained":
 		return runSustained(ctx, rest, out, errOut)
+	case "longday":
+		return runLongday(ctx, rest, out, errOut)
 	case "fairshare":
 		return runFairShare(ctx, rest, out, errOut)
 	case "fleet":
