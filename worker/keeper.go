@@ -158,10 +158,16 @@ func (k *keeper) beat(ctx context.Context) {
 	}
 }
 
-// stop cancels the task holding l with cause.
+// stop cancels the task holding l with cause. A task whose outcome is
+// queued for writing is left to that write, which is fenced: a heartbeat
+// that missed the lease because the outcome had just been written (a
+// failure that leaves the task to its compensation, say) lost nothing.
 func (k *keeper) stop(l agentledger.Lease, cause error) {
 	k.mu.Lock()
 	e := k.running[l]
+	if e != nil && e.completing {
+		e = nil
+	}
 	k.mu.Unlock()
 	if e != nil {
 		if errors.Is(cause, agentledger.ErrLeaseLost) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -211,4 +212,31 @@ func TestKeeperLeaseDeadline(t *testing.T) {
 		}
 		stop()
 	})
+}
+
+// A heartbeat that finds no lease for an attempt whose outcome is queued
+// for writing (the outcome was written between the heartbeat's read of the
+// leases and its statement) lost nothing: the attempt is not stopped, and
+// no "lease lost" is logged. A working attempt's lost lease stops it.
+func TestKeeperHeartbeatLeavesCompletingAlone(t *testing.T) {
+	f := &fakeRenewer{lost: true}
+	var log strings.Builder
+	k := newKeeper(30*time.Second, 10*time.Second, f.renew, slog.New(slog.NewTextHandler(&log, nil)))
+	working, cancelW := context.WithCancelCause(context.Background())
+	done, cancelD := context.WithCancelCause(context.Background())
+	w := agentledger.Lease{TaskID: 1, Token: 1}
+	d := agentledger.Lease{TaskID: 2, Token: 1}
+	k.add(w, time.Now(), cancelW, new(agentledger.LeaseDeadline))
+	k.add(d, time.Now(), cancelD, new(agentledger.LeaseDeadline))
+	k.completing(d)
+	k.beat(context.Background())
+	if !errors.Is(context.Cause(working), agentledger.ErrLeaseLost) || done.Err() != nil {
+		t.Fatalf("working stopped by %v, completing stopped by %v; want only the working one, lease lost", context.Cause(working), context.Cause(done))
+	}
+	if n := strings.Count(log.String(), "lease lost"); n != 1 || !strings.Contains(log.String(), "task=1") {
+		t.Fatalf("logged %q, want one lease lost, of task 1", log.String())
+	}
+	k.remove(w)
+	k.remove(d)
+	cancelD(nil)
 }
