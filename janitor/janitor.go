@@ -42,7 +42,9 @@ type Sweep struct {
 	// Window is how long rows are kept (its meaning is the sweep's).
 	Window time.Duration
 	// Delete deletes at most batch rows older than window and returns how
-	// many went; the janitor calls it until a batch comes back short.
+	// many went; the janitor calls it until a batch comes back short, with
+	// a window grown by the time the sweep has taken, so that its cutoff
+	// does not move.
 	Delete func(ctx context.Context, window time.Duration, batch int) (int64, error)
 }
 
@@ -185,11 +187,17 @@ func (j *Janitor) acquire(ctx context.Context) (bool, error) {
 	return true, nil
 }
 
-// sweep deletes batches until one comes back short.
+// sweep deletes batches until one comes back short. The cutoff stays
+// where it was when the sweep began (the window grows by the time spent):
+// rows that come of age meanwhile wait for the next run. Without that, a
+// sweep at a pace no faster than new rows came of age — the ledger's at
+// 1,000 tasks/s — never came back short, and the sweeps after it (the
+// tasks') never ran.
 func (j *Janitor) sweep(ctx context.Context, s Sweep) (int64, error) {
 	var total int64
+	began := time.Now()
 	for {
-		n, err := s.Delete(ctx, s.Window, j.cfg.Batch)
+		n, err := s.Delete(ctx, s.Window+time.Since(began), j.cfg.Batch)
 		total += n
 		if err != nil || n < int64(j.cfg.Batch) {
 			return total, err
