@@ -168,7 +168,8 @@ func (p *Pool) produce(ctx, work context.Context, q string) {
 	wakeDue := false // a waiting task's deadline came: wake it before claiming
 	var lastClaim time.Time
 	hint := &claims.ClaimHint{} // whether the queue's due tasks are one tenant's
-	capped := false             // some tenant's running tasks are capped (read at each sweep)
+	capped := false             // some tenant's running tasks are capped (read every capEvery sweeps)
+	sweeps := 0
 	written := p.done.onWrite() // outcomes written: room under a cap
 	for {
 		select {
@@ -193,12 +194,15 @@ func (p *Pool) produce(ctx, work context.Context, q string) {
 			due.set(next)
 			armDue(dueTimer, due.get())
 		}
-		if sweep {
+		if sweep && sweeps%capEvery == 0 {
 			c, err := p.store.Capped(ctx)
 			if err != nil && ctx.Err() == nil {
 				p.log.Warn("reading the tenants' caps failed", "queue", q, "err", err)
 			}
 			capped = c || (err != nil && capped)
+		}
+		if sweep {
+			sweeps++
 		}
 		if free > 0 {
 			tasks, sentAt, err := p.claim(ctx, q, free, !sweep, hint)
@@ -273,6 +277,12 @@ func (p *Pool) produce(ctx, work context.Context, q string) {
 		}
 	}
 }
+
+// capEvery is how many sweeps (poll ticks) apart a claiming loop reads
+// whether any tenant has a cap: a round trip ahead of the sweep's claim,
+// which delayed the tasks that claim takes; a cap set meanwhile changes
+// only how soon after a capped claim the next one comes.
+const capEvery = 10
 
 // coolDown waits until ClaimCooldown has passed since last; false if ctx
 // ended first.
