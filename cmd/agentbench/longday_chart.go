@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"image/color"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -78,15 +77,7 @@ func drawPanels(path, title string, end float64, panels []chartPanel) error {
 	for i := range plots {
 		plots[i][0].Draw(canvases[i][0])
 	}
-	file, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if _, err := c.WriteTo(file); err != nil {
-		file.Close()
-		return err
-	}
-	return file.Close()
+	return saveChart(path, c)
 }
 
 // longdayChartPath is the chart name next to the CSV: longday.csv →

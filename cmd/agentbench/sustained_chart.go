@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"image/color"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -99,15 +100,7 @@ func sustainedChart(path string, f SustainedFlags, ws []SustainedWindow) error {
 	thr.Draw(canvases[0][0])
 	lat.Draw(canvases[1][0])
 
-	file, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if _, err := c.WriteTo(file); err != nil {
-		file.Close()
-		return err
-	}
-	return file.Close()
+	return saveChart(path, c)
 }
 
 // series is a line with a point per window, in colour c.
@@ -151,4 +144,17 @@ func (niceTicks) Ticks(lo, hi float64) []plot.Tick {
 		ticks = append(ticks, t)
 	}
 	return ticks
+}
+
+// saveChart writes a drawn canvas to path.
+func saveChart(path string, c io.WriterTo) error {
+	file, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := c.WriteTo(file); err != nil {
+		file.Close()
+		return err
+	}
+	return file.Close()
 }
