@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -137,7 +136,7 @@ func TestCrowdClaimsRaceSafely(t *testing.T) {
 	limit := capped
 	share(t, db, "c0007", 5, &limit)
 
-	var leased, most, done atomic.Int64
+	watch := &capWatch{tenant: "c0007"}
 	var mu sync.Mutex
 	seen := map[int64]bool{}
 	var wg sync.WaitGroup
@@ -149,7 +148,7 @@ func TestCrowdClaimsRaceSafely(t *testing.T) {
 			s := claims.New(db)
 			hint := &claims.ClaimHint{}
 			rng := rand.New(rand.NewPCG(uint64(w), 7))
-			for done.Load() < tenants*each {
+			for watch.done.Load() < tenants*each {
 				got, err := s.Claim(ctx, claims.ClaimParams{Queue: "default", Worker: fmt.Sprint("w", w),
 					Limit: 1 + rng.IntN(120), Lease: time.Minute, DueOnly: rng.IntN(2) == 0, Hint: hint})
 				if err != nil {
@@ -166,22 +165,10 @@ func TestCrowdClaimsRaceSafely(t *testing.T) {
 					seen[task.ID] = true
 				}
 				mu.Unlock()
-				for _, task := range got {
-					if task.Tenant == "c0007" {
-						n := leased.Add(1)
-						for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
-						}
-					}
-				}
-				for _, task := range got {
-					if task.Tenant == "c0007" {
-						leased.Add(-1)
-					}
-					if err := s.Succeed(ctx, claims.LeaseOf(task), raw(`{}`)); err != nil {
-						errs <- err
-						return
-					}
-					done.Add(1)
+				watch.claimed(got)
+				if err := watch.finish(ctx, s, got); err != nil {
+					errs <- err
+					return
 				}
 			}
 		}()
@@ -194,7 +181,7 @@ func TestCrowdClaimsRaceSafely(t *testing.T) {
 	if got := len(seen); got != tenants*each {
 		t.Fatalf("claimed %d distinct tasks, want %d", got, tenants*each)
 	}
-	if m := most.Load(); m > capped {
+	if m := watch.most.Load(); m > capped {
 		t.Fatalf("c0007 had %d tasks leased at once, cap %d", m, capped)
 	}
 }

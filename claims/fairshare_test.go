@@ -217,8 +217,7 @@ func TestFairShareCapHoldsUnderConcurrentClaims(t *testing.T) {
 	capped := capA
 	share(t, db, "a", 3, &capped)
 
-	var leased, most atomic.Int64
-	var done atomic.Int64
+	watch := &capWatch{tenant: "a"}
 	var wg sync.WaitGroup
 	errs := make(chan error, workers+1)
 	for w := range workers {
@@ -227,29 +226,17 @@ func TestFairShareCapHoldsUnderConcurrentClaims(t *testing.T) {
 			defer wg.Done()
 			s := claims.New(db)
 			rng := rand.New(rand.NewPCG(uint64(w), 1))
-			for done.Load() < 2*tasks {
+			for watch.done.Load() < 2*tasks {
 				got, err := s.Claim(ctx, claims.ClaimParams{Queue: "default", Worker: fmt.Sprint("w", w),
 					Limit: 1 + rng.IntN(4), Lease: time.Minute, DueOnly: rng.IntN(2) == 0})
 				if err != nil {
 					errs <- err
 					return
 				}
-				for _, task := range got {
-					if task.Tenant == "a" {
-						n := leased.Add(1)
-						for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
-						}
-					}
-				}
-				for _, task := range got {
-					if task.Tenant == "a" {
-						leased.Add(-1)
-					}
-					if err := s.Succeed(ctx, claims.LeaseOf(task), raw(`{}`)); err != nil {
-						errs <- err
-						return
-					}
-					done.Add(1)
+				watch.claimed(got)
+				if err := watch.finish(ctx, s, got); err != nil {
+					errs <- err
+					return
 				}
 			}
 		}()
@@ -278,11 +265,43 @@ func TestFairShareCapHoldsUnderConcurrentClaims(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	if m := most.Load(); m > capA || watchMost > capA {
+	if m := watch.most.Load(); m > capA || watchMost > capA {
 		t.Fatalf("tenant a, capped at %d, had %d tasks leased at once (the watcher saw %d)", capA, m, watchMost)
 	}
-	if most.Load() < 2 {
-		t.Errorf("tenant a never had more than %d task leased: the test did not contend", most.Load())
+	if watch.most.Load() < 2 {
+		t.Errorf("tenant a never had more than %d task leased: the test did not contend", watch.most.Load())
 	}
-	t.Logf("tenant a: at most %d leased by the claims' count, %d in %d snapshots", most.Load(), watchMost, watched)
+	t.Logf("tenant a: at most %d leased by the claims' count, %d in %d snapshots", watch.most.Load(), watchMost, watched)
+}
+
+// capWatch counts one tenant's tasks leased at once as concurrent claimers
+// see them: up when a claim returns them, down before each completion is
+// sent, so never above the database's count; and all tasks finished.
+type capWatch struct {
+	tenant             string
+	leased, most, done atomic.Int64
+}
+
+func (c *capWatch) claimed(tasks []*agentledger.Task) {
+	for _, task := range tasks {
+		if task.Tenant == c.tenant {
+			n := c.leased.Add(1)
+			for m := c.most.Load(); n > m && !c.most.CompareAndSwap(m, n); m = c.most.Load() {
+			}
+		}
+	}
+}
+
+// finish completes the tasks one by one.
+func (c *capWatch) finish(ctx context.Context, s *claims.Store, tasks []*agentledger.Task) error {
+	for _, task := range tasks {
+		if task.Tenant == c.tenant {
+			c.leased.Add(-1)
+		}
+		if err := s.Succeed(ctx, claims.LeaseOf(task), raw(`{}`)); err != nil {
+			return err
+		}
+		c.done.Add(1)
+	}
+	return nil
 }
