@@ -191,15 +191,27 @@ func (s *Store) RunningByTenant(ctx context.Context) (map[string]int64, error) {
 	return out, nil
 }
 
-// Capped says whether any tenant has a cap on its running tasks
-// (tenant_shares.max_running). A claiming loop that knows none does takes a
-// short claim as "nothing more is due"; with caps, a short claim may be a
-// cap's, which any task's end can lift.
-func (s *Store) Capped(ctx context.Context) (bool, error) {
-	var capped bool
-	err := s.db.QueryRow(ctx, `/* claims.capped */ SELECT EXISTS (SELECT FROM tenant_shares WHERE max_running IS NOT NULL)`).Scan(&capped)
+// Sweep is what a claiming loop's poll needs to know before it claims.
+type Sweep struct {
+	// Expired: a running task of the queue has outlived its lease, for
+	// the full claim to take over; without one, the poll claims as a
+	// woken loop does, and the full statement is neither planned nor run.
+	Expired bool
+	// Capped: some tenant has a cap on its running tasks
+	// (tenant_shares.max_running). A loop that knows none takes a short
+	// claim as "nothing more is due"; with caps, a short claim may be a
+	// cap's, which any task's end can lift.
+	Capped bool
+}
+
+// Probe reads what a poll of queue needs to know, in one statement.
+func (s *Store) Probe(ctx context.Context, queue string) (Sweep, error) {
+	var sw Sweep
+	err := s.db.QueryRow(ctx, `/* claims.probe */ SELECT
+		EXISTS (SELECT FROM tasks WHERE queue = $1 AND state = 'running' AND lease_expires_at <= coalesce($2::timestamptz, now())),
+		EXISTS (SELECT FROM tenant_shares WHERE max_running IS NOT NULL)`, queue, s.Now.Param()).Scan(&sw.Expired, &sw.Capped)
 	if err != nil {
-		return false, fmt.Errorf("capped: %w", err)
+		return Sweep{Expired: true}, fmt.Errorf("probe: %w", err)
 	}
-	return capped, nil
+	return sw, nil
 }

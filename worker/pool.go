@@ -168,8 +168,7 @@ func (p *Pool) produce(ctx, work context.Context, q string) {
 	wakeDue := false // a waiting task's deadline came: wake it before claiming
 	var lastClaim time.Time
 	hint := &claims.ClaimHint{} // whether the queue's due tasks are one tenant's
-	capped := false             // some tenant's running tasks are capped (read every capEvery sweeps)
-	sweeps := 0
+	capped := false             // some tenant's running tasks are capped (read at each sweep)
 	written := p.done.onWrite() // outcomes written: room under a cap
 	for {
 		select {
@@ -194,18 +193,20 @@ func (p *Pool) produce(ctx, work context.Context, q string) {
 			due.set(next)
 			armDue(dueTimer, due.get())
 		}
-		if sweep && sweeps%capEvery == 0 {
-			c, err := p.store.Capped(ctx)
+		// A sweep claims in full only when a lease has expired: the full
+		// statement is the larger to plan and run, and a poll with none
+		// claims as a woken loop does.
+		full := sweep
+		if sweep && free > 0 {
+			sw, err := p.store.Probe(ctx, q)
 			if err != nil && ctx.Err() == nil {
-				p.log.Warn("reading the tenants' caps failed", "queue", q, "err", err)
+				p.log.Warn("probing the queue before its sweep failed; claiming in full", "queue", q, "err", err)
 			}
-			capped = c || (err != nil && capped)
-		}
-		if sweep {
-			sweeps++
+			full = sw.Expired
+			capped = sw.Capped || (err != nil && capped)
 		}
 		if free > 0 {
-			tasks, sentAt, err := p.claim(ctx, q, free, !sweep, hint)
+			tasks, sentAt, err := p.claim(ctx, q, free, !full, hint)
 			lastClaim = time.Now()
 			if err == nil {
 				sweep = false
@@ -277,12 +278,6 @@ func (p *Pool) produce(ctx, work context.Context, q string) {
 		}
 	}
 }
-
-// capEvery is how many sweeps (poll ticks) apart a claiming loop reads
-// whether any tenant has a cap: a round trip ahead of the sweep's claim,
-// which delayed the tasks that claim takes; a cap set meanwhile changes
-// only how soon after a capped claim the next one comes.
-const capEvery = 10
 
 // coolDown waits until ClaimCooldown has passed since last; false if ctx
 // ended first.
