@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/agentledger/agentledger/internal/test/testdb"
+	"github.com/agentledger/agentledger/migrations"
 )
 
 // Version reads what is applied without the migrators' advisory lock: a
@@ -20,6 +21,10 @@ func TestVersionTakesNoLock(t *testing.T) {
 	m := newMigrator(t, pool)
 	if v, err := m.Version(ctx); err != nil || v != 0 {
 		t.Fatalf("empty database: version %d, %v; want 0", v, err)
+	}
+	var created bool
+	if err := pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, migrations.TableName).Scan(&created); err != nil || created {
+		t.Fatalf("Version created the versions table (%v)", err)
 	}
 	if ts := tables(t, pool); len(ts) != 0 {
 		t.Fatalf("Version created %v", ts)
