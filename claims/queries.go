@@ -3,6 +3,7 @@ package claims
 import (
 	"strings"
 
+	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/notify/outbox"
 )
 
@@ -878,7 +879,7 @@ ORDER BY lease_token`
 // (every effect runs again). $4 lists the states it may start from. A
 // replay is refused once retention removed any of the task's ledger rows.
 // A replay of a task parked in its compensation phase continues the
-// compensation, its failed compensations reopened (reopenCompensations); a
+// compensation, its failed compensations reopened (ledger.ReopenCompensationsCTE); a
 // re-run starts the forward path afresh. Run it with the
 // row already locked (Store.lockedRow).
 const requeueSQL = `/* claims.requeue */
@@ -905,7 +906,7 @@ upd AS (
 	WHERE t.id = cur.id AND t.state = ANY ($4::text[]) AND ($3 = 1 OR t.ledger_expired_at IS NULL)
 	RETURNING t.id, t.generation, t.state = 'compensating' AS undoing
 ),
-` + reopenCompensations + `,
+` + ledger.ReopenCompensationsCTE + `,
 wake AS (
 	SELECT pg_notify('agentledger_task_insert', t.queue) FROM tasks t JOIN upd ON upd.id = t.id
 )

@@ -1,5 +1,7 @@
 package claims
 
+import "github.com/agentledger/agentledger/ledger"
+
 // Sagas in the claim protocol. A task whose forward path ends — dead, or
 // cancelled by an operator — while its generation has an effect to undo
 // (undoable) enters its compensation phase instead: state
@@ -16,13 +18,9 @@ package claims
 // each) rather than computed once beforehand, which would read every
 // failing row of the batch a second time.
 
-// undoable: t's generation has an effect to compensate — saga.ToUndo in
-// SQL: one whose step declared a compensation (ledger.Effect.Compensate),
-// that did not fail and was not resolved as never performed: completed,
-// or of unknown outcome (the compensation phase parks on those). It reads
-// the ledger's journal index.
-const undoable = `EXISTS (SELECT 1 FROM ledger l WHERE l.task_id = t.id AND l.generation = t.generation
-		AND l.compensate IS NOT NULL AND l.state <> 'failed' AND NOT (l.state = 'unknown' AND l.retry_allowed))`
+// undoable: t's generation has an effect to compensate (the ledger's
+// fragment, ledger.UndoableSQL).
+const undoable = ledger.UndoableSQL
 
 // enters is true when t's forward path ends (ends, a SQL condition) with
 // something to undo.
@@ -50,18 +48,3 @@ const closedAttemptNumber = `CASE WHEN t.state = 'compensating' AND t.attempt = 
 // queuedState is the state a task goes back to without a failure (a
 // release, a deferral): queued, or compensating in that phase.
 const queuedState = `CASE WHEN t.compensation IS NULL THEN 'queued' ELSE 'compensating' END`
-
-// reopenCompensations is a CTE of a replay (CTE upd: id, generation,
-// undoing): a parked compensation phase goes on, and the compensations that
-// failed for good are tried once more, under their keys — an operator
-// replays once the cause is fixed (a closed card, a wrong token). Only
-// keyed and reconcilable ones reopen, as ledger.Reopen does: an unsafe
-// call performed blindly again could happen twice.
-const reopenCompensations = `reopen AS (
-	UPDATE ledger l SET state = 'pending',
-		note = 'tried again by a replay of the compensation' || coalesce(' (it had failed: ' || l.error || ')', ''),
-		error = NULL, completed_at = NULL, retry_allowed = false, updated_at = now()
-	FROM upd
-	WHERE upd.undoing AND l.task_id = upd.id AND l.generation = upd.generation
-		AND starts_with(l.step_path, 'compensate/') AND l.state = 'failed' AND l.class IN ('keyed', 'reconcilable')
-)`

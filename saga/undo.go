@@ -164,7 +164,7 @@ func (u *Undoer) undo(ctx context.Context, t *agentledger.Task, e ledger.Entry) 
 // ToUndo reports whether the compensation phase has to deal with journal
 // entry e: it declared a compensation, did not fail, and was not resolved
 // as never performed (unknown with a retry allowed). A completed one is
-// undone; any other parks the phase. claims' undoable is the same test in
+// undone; any other parks the phase. ledger.UndoableSQL is the same test in
 // SQL, made when a task's forward path ends.
 func ToUndo(e ledger.Entry) bool {
 	return e.Compensate != nil && e.State != ledger.StateFailed && !(e.State == ledger.StateUnknown && e.RetryAllowed)

@@ -1,0 +1,32 @@
+package ledger
+
+// Fragments on the ledger's rows that the owner of the tasks table
+// composes into its state changes, which must commit with them: when a
+// task's forward path ends (package claims) and when an operator replays a
+// parked compensation phase (package operator). They live here, with the
+// table they read and write, as the tasks table's fences live with claims.
+
+// UndoableSQL is SQL true when the task row aliased t has, in its
+// generation, an effect to compensate: one whose step declared a
+// compensation (Effect.Compensate), that did not fail and was not resolved
+// as never performed — completed, or of unknown outcome (the compensation
+// phase parks on those). saga.ToUndo is the same test in Go. It reads the
+// ledger's journal index.
+const UndoableSQL = `EXISTS (SELECT 1 FROM ledger l WHERE l.task_id = t.id AND l.generation = t.generation
+		AND l.compensate IS NOT NULL AND l.state <> 'failed' AND NOT (l.state = 'unknown' AND l.retry_allowed))`
+
+// ReopenCompensationsCTE is a CTE named reopen for a replay whose CTE upd
+// returns the replayed tasks (id, generation, undoing): a parked
+// compensation phase goes on, and the compensations that failed for good
+// are tried once more under their keys — an operator replays once the
+// cause is fixed (a closed card, a wrong token). Only keyed and
+// reconcilable ones reopen, as Reopen does: an unsafe call performed
+// blindly again could happen twice.
+const ReopenCompensationsCTE = `reopen AS (
+	UPDATE ledger l SET state = 'pending',
+		note = 'tried again by a replay of the compensation' || coalesce(' (it had failed: ' || l.error || ')', ''),
+		error = NULL, completed_at = NULL, retry_allowed = false, updated_at = now()
+	FROM upd
+	WHERE upd.undoing AND l.task_id = upd.id AND l.generation = upd.generation
+		AND starts_with(l.step_path, 'compensate/') AND l.state = 'failed' AND l.class IN ('keyed', 'reconcilable')
+)`
