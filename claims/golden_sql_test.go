@@ -4,24 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
-	"fmt"
-	"maps"
-	"os"
-	"path/filepath"
-	"slices"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/agentledger/agentledger"
-	"github.com/agentledger/agentledger/internal/test/testdb"
+	"github.com/agentledger/agentledger/internal/test/goldensql"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite claims/testdata/sql from the statements the store sends")
-
-const goldenDir = "testdata/sql"
 
 // goldenStatements are the statements of the claim protocol whose text the
 // golden files hold, by the name of their leading comment, with the Go
@@ -125,182 +115,18 @@ func goldenClaim(dueOnly bool, hint *ClaimHint) ClaimParams {
 		Kinds: []string{"noop"}, DueOnly: dueOnly, Hint: hint}
 }
 
-// golden is what one golden file is made from.
-type golden struct {
-	name, ident, sql string
-	args             int
-	senders          []string
-}
-
-// file is the golden file's content: a comment line naming the statement's
-// Go value, then the statement exactly as sent, then a newline.
-func (g *golden) file() string {
-	senders, verb := g.senders[len(g.senders)-1], "sends"
-	if n := len(g.senders); n > 1 {
-		senders, verb = strings.Join(g.senders[:n-1], ", ")+" and "+senders, "send"
-	}
-	return fmt.Sprintf("-- %s: %s of package claims, as %s %s it (%d parameters); "+
-		"go test ./claims -run TestGoldenSQL -update rewrites this file\n%s\n",
-		g.name, g.ident, senders, verb, g.args, g.sql)
-}
-
-// statementName is the name in a statement's leading /* comment */.
-func statementName(sql string) string {
-	if rest, ok := strings.CutPrefix(sql, "/* "); ok {
-		if name, _, ok := strings.Cut(rest, " */"); ok {
-			return name
-		}
-	}
-	return ""
-}
-
-// renderGolden runs every golden call against a recorder and returns the
-// statements they sent, by name.
-func renderGolden(t *testing.T) map[string]*golden {
-	t.Helper()
-	out := map[string]*golden{}
-	for _, st := range goldenStatements {
-		out[st.name] = &golden{name: st.name, ident: st.ident, sql: st.sql, args: -1}
-	}
-	for _, c := range goldenCalls {
-		r := &recorder{}
-		_ = c.call(context.Background(), New(r)) // with no rows, most calls fail: only what they send matters
-		var names []string
-		for _, s := range r.sent {
-			name := statementName(s.sql)
-			names = append(names, name)
-			g := out[name]
-			switch {
-			case name == "":
-				t.Errorf("%s (%s) sent a statement without a /* name */: %.80q", c.method, c.variant, s.sql)
-				continue
-			case g == nil:
-				t.Errorf("%s (%s) sent %s, which goldenStatements lacks", c.method, c.variant, name)
-				continue
-			case s.sql != g.sql:
-				t.Errorf("%s (%s) sent a %s that is not %s:\n%s", c.method, c.variant, name, g.ident, s.sql)
-			case g.args >= 0 && s.args != g.args:
-				t.Errorf("%s sent with %d and with %d arguments", name, g.args, s.args)
-			}
-			g.args = s.args
-			if !slices.Contains(g.senders, c.method) {
-				g.senders = append(g.senders, c.method)
-			}
-		}
-		if !slices.Equal(names, c.want) {
-			t.Errorf("%s (%s) sent %v, want %v", c.method, c.variant, names, c.want)
-		}
-	}
-	for name, g := range out {
-		if g.senders == nil {
-			t.Errorf("no golden call sends %s (%s)", name, g.ident)
-			delete(out, name)
-		}
-	}
-	return out
-}
-
 // TestGoldenSQL keeps claims/testdata/sql/<name>.sql equal to the
-// statements of the claim protocol as the store sends them, so that a
-// change to a fragment shows in review as a change of the statements it
-// is part of, and checks that PostgreSQL prepares each file as it stands,
-// with as many parameters as the store passes, and as psql's PREPARE.
+// statements of the claim protocol as the store sends them (package
+// goldensql).
 func TestGoldenSQL(t *testing.T) {
-	stmts := renderGolden(t)
-	if t.Failed() {
-		t.FailNow()
+	calls := make([]goldensql.Call, len(goldenCalls))
+	for i, c := range goldenCalls {
+		calls[i] = goldensql.Call{Method: c.method, Variant: c.variant, Want: c.want,
+			Run: func(ctx context.Context, r *goldensql.Recorder) error { return c.call(ctx, New(r)) }}
 	}
-	if *updateGolden {
-		if err := os.MkdirAll(goldenDir, 0o755); err != nil {
-			t.Fatal(err)
-		}
+	stmts := make([]goldensql.Statement, len(goldenStatements))
+	for i, st := range goldenStatements {
+		stmts[i] = goldensql.Statement{Name: st.name, Ident: st.ident, SQL: st.sql}
 	}
-	existing, err := filepath.Glob(filepath.Join(goldenDir, "*.sql"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, path := range existing {
-		if name := strings.TrimSuffix(filepath.Base(path), ".sql"); stmts[name] == nil {
-			if *updateGolden {
-				if err := os.Remove(path); err != nil {
-					t.Fatal(err)
-				}
-				continue
-			}
-			t.Errorf("%s holds no statement the store sends (go test ./claims -run TestGoldenSQL -update removes it)", path)
-		}
-	}
-	names := slices.Sorted(maps.Keys(stmts))
-	for _, name := range names {
-		g := stmts[name]
-		path := filepath.Join(goldenDir, name+".sql")
-		want := g.file()
-		if *updateGolden {
-			if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		got, err := os.ReadFile(path)
-		if err != nil {
-			t.Errorf("%v (go test ./claims -run TestGoldenSQL -update writes it)", err)
-			continue
-		}
-		if string(got) != want {
-			t.Errorf("%s differs from %s as the store sends it (go test ./claims -run TestGoldenSQL -update rewrites it):\n%s",
-				path, g.ident, firstDifference(string(got), want))
-		}
-	}
-	if t.Failed() {
-		return
-	}
-
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, testdb.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	for _, name := range names {
-		g := stmts[name]
-		text, err := os.ReadFile(filepath.Join(goldenDir, name+".sql"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		desc, err := conn.Prepare(ctx, "", string(text))
-		if err != nil {
-			t.Errorf("PostgreSQL does not prepare %s: %v", name, err)
-			continue
-		}
-		if len(desc.ParamOIDs) != g.args {
-			t.Errorf("%s takes %d parameters; the store passes %d", name, len(desc.ParamOIDs), g.args)
-		}
-		// As a reader prepares it in psql (README.md): a simple query,
-		// since Exec sends one when it has no arguments.
-		if _, err := conn.Exec(ctx, "PREPARE golden AS "+string(text)); err != nil {
-			t.Errorf("PREPARE golden AS %s: %v", name, err)
-			continue
-		}
-		if _, err := conn.Exec(ctx, "DEALLOCATE golden"); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-// firstDifference shows the first line where got and want part.
-func firstDifference(got, want string) string {
-	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
-	for i := 0; i < max(len(g), len(w)); i++ {
-		var gl, wl string
-		if i < len(g) {
-			gl = g[i]
-		}
-		if i < len(w) {
-			wl = w[i]
-		}
-		if gl != wl || i >= len(g) || i >= len(w) {
-			return fmt.Sprintf("line %d:\n  file:  %q\n  store: %q", i+1, gl, wl)
-		}
-	}
-	return "(same lines)"
+	goldensql.Check(t, "claims", *updateGolden, stmts, calls)
 }

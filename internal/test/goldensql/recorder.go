@@ -1,4 +1,4 @@
-package claims
+package goldensql
 
 import (
 	"context"
@@ -7,44 +7,50 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// sent is one statement as a Store handed it to its connection: the text
+// Sent is one statement as a store handed it to its connection: the text
 // pgx puts in its Parse message unchanged, and how many arguments went
 // with it.
-type sent struct {
-	sql  string
-	args int
+type Sent struct {
+	SQL  string
+	Args int
 }
 
-// recorder is a DB that runs nothing: it keeps every statement a Store
-// sends and answers each with no rows, so that the Store's own code
-// decides what is sent, without a database.
-type recorder struct{ sent []sent }
+// Recorder is a database that runs nothing: it keeps every statement a
+// store sends and answers each with no rows, so that the store's own code
+// decides what is sent, without a database. It has the methods of pgx's
+// pool that the stores use (Exec, Query, QueryRow, Begin).
+type Recorder struct{ Sent []Sent }
 
-func (r *recorder) note(sql string, args []any) { r.sent = append(r.sent, sent{sql, len(args)}) }
+func (r *Recorder) note(sql string, args []any) { r.Sent = append(r.Sent, Sent{sql, len(args)}) }
 
-func (r *recorder) Exec(_ context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+// Exec notes sql.
+func (r *Recorder) Exec(_ context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
 	r.note(sql, args)
 	return pgconn.NewCommandTag("SELECT 1"), nil
 }
 
-func (r *recorder) Query(_ context.Context, sql string, args ...any) (pgx.Rows, error) {
+// Query notes sql and answers no rows.
+func (r *Recorder) Query(_ context.Context, sql string, args ...any) (pgx.Rows, error) {
 	r.note(sql, args)
 	return noRows{}, nil
 }
 
-func (r *recorder) QueryRow(_ context.Context, sql string, args ...any) pgx.Row {
+// QueryRow notes sql and answers no row.
+func (r *Recorder) QueryRow(_ context.Context, sql string, args ...any) pgx.Row {
 	r.note(sql, args)
 	return noRow{}
 }
 
-func (r *recorder) Begin(context.Context) (pgx.Tx, error) { return recordingTx{r: r}, nil }
+// Begin starts a transaction whose statements are noted like the
+// recorder's own.
+func (r *Recorder) Begin(context.Context) (pgx.Tx, error) { return recordingTx{r: r}, nil }
 
 // recordingTx is a transaction of the recorder: its statements are noted
 // like the recorder's own (BEGIN and COMMIT are not statements of the
 // store's).
 type recordingTx struct {
-	pgx.Tx // never called: the store uses only the methods below
-	r      *recorder
+	pgx.Tx // never called: the stores use only the methods below
+	r      *Recorder
 }
 
 func (tx recordingTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
@@ -62,8 +68,8 @@ func (tx recordingTx) QueryRow(ctx context.Context, sql string, args ...any) pgx
 func (tx recordingTx) Commit(context.Context) error   { return nil }
 func (tx recordingTx) Rollback(context.Context) error { return nil }
 
-// noRows is a result of no rows (the methods the store does not read
-// are left to the nil interface).
+// noRows is a result of no rows (the methods the stores do not read are
+// left to the nil interface).
 type noRows struct{ pgx.Rows }
 
 func (noRows) Close()                        {}
