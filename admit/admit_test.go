@@ -221,9 +221,9 @@ func TestStepsArgumentsTheToolChecks(t *testing.T) {
 	}
 	for payload, want := range map[string]string{
 		`{"steps":[{"tool":"wait_for_signal","args":{"signal":"paid","key":"o-1","timeout":"0s"}}]}`: `step 0: wait_for_signal: timeout: "0s" must be a duration from 1s`,
-		`{"steps":[{"tool":"wait_timer","args":{"for":"87600h"}}]}`:                                 `step 0: wait_timer: for: "87600h" must be a duration from 1s`,
-		`{"steps":[{"tool":"wait_timer","args":{}}]}`:                                               `give "for" (a duration) or "until" (a time)`,
-		`{"steps":[{"tool":"wait_for_children","args":{"mode":"some"}}]}`:                           `mode: "some" must be all or any`,
+		`{"steps":[{"tool":"wait_timer","args":{"for":"87600h"}}]}`:                                  `step 0: wait_timer: for: "87600h" must be a duration from 1s`,
+		`{"steps":[{"tool":"wait_timer","args":{}}]}`:                                                `give "for" (a duration) or "until" (a time)`,
+		`{"steps":[{"tool":"wait_for_children","args":{"mode":"some"}}]}`:                            `mode: "some" must be all or any`,
 	} {
 		var ie *agentledger.InvalidError
 		if err := admitted(payload); !errors.As(err, &ie) || ie.Field != "payload" || !strings.Contains(ie.Problem, want) {

@@ -10,8 +10,8 @@ import (
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/registry"
-	"github.com/agentledger/agentledger/waits"
 	"github.com/agentledger/agentledger/tools"
+	"github.com/agentledger/agentledger/waits"
 )
 
 // Door is the one way into the tasks table: every entrance — the HTTP API,

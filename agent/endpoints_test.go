@@ -12,7 +12,6 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/agent"
-	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/ledger"
 )
 
@@ -43,7 +42,7 @@ func replayed(e *env, m *rawModel, task *agentledger.Task, raw json.RawMessage, 
 		again = e.finishAndReplay(task, raw)
 	} else {
 		e.fail(task, err)
-		if _, rerr := e.Claims.Requeue(ctx, "", task.ID, claims.Replay); rerr != nil {
+		if _, rerr := e.Operator.Replay(ctx, "", task.ID); rerr != nil {
 			t.Fatal(rerr)
 		}
 		again = e.claim()
@@ -351,7 +350,7 @@ func TestVLLMWithoutToolChoiceFailsClearly(t *testing.T) {
 		t.Fatalf("journal %+v, model called %d", j, m.calls())
 	}
 	e.fail(task, err)
-	if _, err := e.Claims.Requeue(ctx, "", task.ID, claims.Replay); err != nil {
+	if _, err := e.Operator.Replay(ctx, "", task.ID); err != nil {
 		t.Fatal(err)
 	}
 	m.add(ok("vllm_text.json"))

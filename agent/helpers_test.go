@@ -113,7 +113,7 @@ func (e *env) finishAndReplay(task *agentledger.Task, result json.RawMessage) *a
 	if err := e.Claims.Succeed(ctx, claims.LeaseOf(task), result); err != nil {
 		e.T.Fatal(err)
 	}
-	if _, err := e.Claims.Requeue(ctx, "", task.ID, claims.Replay); err != nil {
+	if _, err := e.Operator.Replay(ctx, "", task.ID); err != nil {
 		e.T.Fatal(err)
 	}
 	return e.claim()

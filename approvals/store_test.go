@@ -13,6 +13,7 @@ import (
 	"github.com/agentledger/agentledger/approvals"
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/internal/test/testdb"
+	"github.com/agentledger/agentledger/operator"
 )
 
 // request records a request of a new task's step tool/0, waiting for
@@ -128,7 +129,7 @@ func TestCancelWithdrawsTheRequest(t *testing.T) {
 	db := testdb.New(t)
 	s := approvals.NewStore(db)
 	req, task := request(t, s, db, time.Hour)
-	if _, err := claims.New(db).Cancel(ctx, "", task.ID); err != nil {
+	if _, err := operator.New(db).Cancel(ctx, "", task.ID); err != nil {
 		t.Fatal(err)
 	}
 	r, err := s.Get(ctx, "", req.ID)

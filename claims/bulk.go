@@ -38,13 +38,6 @@ func (s *Store) Count(ctx context.Context, p ListParams) (map[agentledger.TaskSt
 	return out, nil
 }
 
-// Retry runs a dead task again from attempt 1 in the same generation: the
-// ledger serves the effects it completed. ErrConflict unless the task is
-// dead, or when retention removed its ledger rows (re-run it instead).
-func (s *Store) Retry(ctx context.Context, tenant string, id int64) (*agentledger.Task, error) {
-	return s.requeue(ctx, tenant, id, Replay, []string{string(agentledger.StateDead)})
-}
-
 // IDs returns a page of the filter's task ids, newest first: at most
 // limit of them, below before unless it is 0. The operator's bulk actions
 // page through it and act on each task with the single-task actions.

@@ -11,6 +11,7 @@ import (
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/internal/test/testdb"
+	"github.com/agentledger/agentledger/operator"
 	"github.com/agentledger/agentledger/registry"
 )
 
@@ -21,8 +22,9 @@ func TestBulkActions(t *testing.T) {
 	ctx := context.Background()
 	c := newClock()
 	db := testdb.New(t)
-	s := claims.New(db)
+	s, op := claims.New(db), operator.New(db)
 	s.Now = c.Now
+	op.PinClock(c.Now)
 	reg := registry.New(db)
 	reg.Now = c.Now
 	var dead []int64
@@ -78,13 +80,13 @@ func TestBulkActions(t *testing.T) {
 		t.Fatalf("workers %+v %v", workers, err)
 	}
 
-	if _, err := s.Retry(ctx, "", ok.ID); !errors.Is(err, agentledger.ErrConflict) {
+	if _, err := op.Retry(ctx, "", ok.ID); !errors.Is(err, agentledger.ErrConflict) {
 		t.Fatalf("retry of a succeeded task: %v", err)
 	}
-	if _, err := s.Retry(ctx, "acme", dead[0]); !errors.Is(err, agentledger.ErrNotFound) {
+	if _, err := op.Retry(ctx, "acme", dead[0]); !errors.Is(err, agentledger.ErrNotFound) {
 		t.Fatalf("retry of another tenant's task: %v", err)
 	}
-	got, err := s.Retry(ctx, "", dead[0])
+	got, err := op.Retry(ctx, "", dead[0])
 	if err != nil || got.State != agentledger.StateQueued || got.Generation != 1 || got.Attempt != 0 {
 		t.Fatalf("retry: %+v %v", got, err)
 	}

@@ -280,26 +280,26 @@ func TestCancel(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c := newClock()
-	s := pinnedStore(t, c)
+	s, op := pinnedWithOperator(t, c)
 
 	queued := enqueue(t, s, claims.EnqueueParams{Priority: 5})
-	got, err := s.Cancel(ctx, "", queued.ID)
+	got, err := op.Cancel(ctx, "", queued.ID)
 	if err != nil || got.State != agentledger.StateCancelled || got.FinishedAt == nil {
 		t.Fatalf("cancel queued: %+v %v", got, err)
 	}
-	if _, err := s.Cancel(ctx, "", queued.ID); !errors.Is(err, agentledger.ErrConflict) {
+	if _, err := op.Cancel(ctx, "", queued.ID); !errors.Is(err, agentledger.ErrConflict) {
 		t.Fatalf("cancel twice: %v, want ErrConflict", err)
 	}
-	if _, err := s.Cancel(ctx, "", 999999); !errors.Is(err, agentledger.ErrNotFound) {
+	if _, err := op.Cancel(ctx, "", 999999); !errors.Is(err, agentledger.ErrNotFound) {
 		t.Fatalf("cancel unknown: %v, want ErrNotFound", err)
 	}
 
 	running := enqueue(t, s, claims.EnqueueParams{})
-	if _, err := s.Cancel(ctx, "other-tenant", running.ID); !errors.Is(err, agentledger.ErrNotFound) {
+	if _, err := op.Cancel(ctx, "other-tenant", running.ID); !errors.Is(err, agentledger.ErrNotFound) {
 		t.Fatalf("cancel as another tenant: %v, want ErrNotFound", err)
 	}
 	a := claimOne(t, s, "a", time.Minute)
-	got, err = s.Cancel(ctx, "default", running.ID)
+	got, err = op.Cancel(ctx, "default", running.ID)
 	if err != nil || got.State != agentledger.StateRunning || got.CancelRequested == nil {
 		t.Fatalf("cancel running: %+v %v", got, err)
 	}

@@ -79,10 +79,10 @@ func TestDeferAfterCancelRequestIsDueAtOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c := newClock()
-	s := pinnedStore(t, c)
+	s, op := pinnedWithOperator(t, c)
 	task := enqueue(t, s, claims.EnqueueParams{})
 	a := claimOne(t, s, "w", time.Minute)
-	if _, err := s.Cancel(ctx, "", task.ID); err != nil {
+	if _, err := op.Cancel(ctx, "", task.ID); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Defer(ctx, claims.Deferral{Lease: claims.LeaseOf(a), Until: c.Now().Add(time.Hour), Reason: "x"}); err != nil {

@@ -16,7 +16,7 @@ func TestGenerationClaims(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c := newClock()
-	s := pinnedStore(t, c)
+	s, op := pinnedWithOperator(t, c)
 	enqueue(t, s, claims.EnqueueParams{})
 	first := claimOne(t, s, "w", time.Minute)
 	if first.GenerationClaims != 1 || !first.FirstClaim() {
@@ -40,7 +40,7 @@ func TestGenerationClaims(t *testing.T) {
 	if err := s.Succeed(ctx, claims.LeaseOf(deferred), nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Requeue(ctx, "", first.ID, claims.Replay); err != nil {
+	if _, err := op.Replay(ctx, "", first.ID); err != nil {
 		t.Fatal(err)
 	}
 	replayed := claimOne(t, s, "w", time.Minute)
@@ -50,7 +50,7 @@ func TestGenerationClaims(t *testing.T) {
 	if err := s.Succeed(ctx, claims.LeaseOf(replayed), nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Requeue(ctx, "", first.ID, claims.Rerun); err != nil {
+	if _, err := op.Rerun(ctx, "", first.ID); err != nil {
 		t.Fatal(err)
 	}
 	rerun := claimOne(t, s, "w", time.Minute)

@@ -29,14 +29,10 @@ var goldenStatements = []struct{ name, ident, sql string }{
 	{"claims.release", "releaseSQL", releaseSQL},
 	{"claims.defer", "deferSQL", deferSQL},
 	{"claims.stop", "stopSQL", stopSQL},
-	{"claims.lockTask", "lockTaskSQL", lockTaskSQL},
-	{"claims.cancel", "cancelSQL", cancelSQL},
-	{"claims.requeue", "requeueSQL", requeueSQL},
-	{"claims.compensate", "compensateSQL", compensateSQL},
 }
 
 // goldenCalls drive a Store through every statement it can send to
-// submit, claim, renew, finish, and cancel or run again a task; want are
+// submit, claim, renew and finish a task; want are
 // the names of the statements each call sends, in order (the recorder
 // answers with no rows, so a call takes its path for "nothing found").
 var goldenCalls = []struct {
@@ -90,22 +86,6 @@ var goldenCalls = []struct {
 	{"Store.NeedsAttention", "", func(ctx context.Context, s *Store) error {
 		return s.NeedsAttention(ctx, goldenLeases[0], "unknown outcome")
 	}, []string{"claims.stop"}},
-	{"Store.Cancel", "", func(ctx context.Context, s *Store) error {
-		_, err := s.Cancel(ctx, "", 1)
-		return err
-	}, []string{"claims.lockTask", "claims.cancel"}},
-	{"Store.Requeue", "replay", func(ctx context.Context, s *Store) error {
-		_, err := s.Requeue(ctx, "", 1, Replay)
-		return err
-	}, []string{"claims.lockTask", "claims.requeue"}},
-	{"Store.Requeue", "re-run", func(ctx context.Context, s *Store) error {
-		_, err := s.Requeue(ctx, "", 1, Rerun)
-		return err
-	}, []string{"claims.lockTask", "claims.requeue"}},
-	{"Store.Compensate", "", func(ctx context.Context, s *Store) error {
-		_, err := s.Compensate(ctx, "", 1)
-		return err
-	}, []string{"claims.lockTask", "claims.compensate"}},
 }
 
 var goldenLeases = []agentledger.Lease{{TaskID: 1, Token: 7}, {TaskID: 2, Token: 8}}

@@ -10,6 +10,7 @@ import (
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/internal/test/testclock"
 	"github.com/agentledger/agentledger/internal/test/testdb"
+	"github.com/agentledger/agentledger/operator"
 )
 
 // clock is a pinned database clock that tests move by hand.
@@ -24,6 +25,18 @@ func pinnedStore(t *testing.T, c *clock) *claims.Store {
 	s := claims.New(testdb.New(t))
 	s.Now = c.Now
 	return s
+}
+
+// pinnedWithOperator returns a store on a fresh database and the
+// operator's service over it, both on clock c: the operator's actions are
+// composed over the claim protocol (package operator).
+func pinnedWithOperator(t *testing.T, c *clock) (*claims.Store, *operator.Service) {
+	t.Helper()
+	db := testdb.New(t)
+	s, op := claims.New(db), operator.New(db)
+	s.Now = c.Now
+	op.PinClock(c.Now)
+	return s, op
 }
 
 func enqueue(t *testing.T, s *claims.Store, p claims.EnqueueParams) *agentledger.Task {

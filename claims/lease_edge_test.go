@@ -30,11 +30,11 @@ func TestCancelOfExpiredRunningTask(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c := newClock()
-	s := pinnedStore(t, c)
+	s, op := pinnedWithOperator(t, c)
 	task := enqueue(t, s, claims.EnqueueParams{})
 	claimOne(t, s, "crashed", time.Minute)
 	c.Advance(2 * time.Minute)
-	got, err := s.Cancel(ctx, "", task.ID)
+	got, err := op.Cancel(ctx, "", task.ID)
 	if err != nil || got.State != agentledger.StateCancelled || got.LeaseOwner != "" || got.FinishedAt == nil {
 		t.Fatalf("cancel: %+v %v", got, err)
 	}
@@ -50,10 +50,10 @@ func TestCancelOfExpiredRunningTask(t *testing.T) {
 func TestFailAfterCancelRequestIsCancelled(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := pinnedStore(t, newClock())
+	s, op := pinnedWithOperator(t, newClock())
 	task := enqueue(t, s, claims.EnqueueParams{})
 	a := claimOne(t, s, "w", time.Minute)
-	if _, err := s.Cancel(ctx, "", task.ID); err != nil {
+	if _, err := op.Cancel(ctx, "", task.ID); err != nil {
 		t.Fatal(err)
 	}
 	st, err := s.Fail(ctx, claims.Failure{Lease: claims.LeaseOf(a), Error: "interrupted", Delay: time.Hour})

@@ -6,13 +6,16 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// lockTaskSQL takes task $1's row lock (restricted to tenant $2 unless
-// empty) ahead of an operator's statement.
-const lockTaskSQL = `/* claims.lockTask */
+// LockTaskSQL takes task $1's row lock (restricted to tenant $2 unless
+// empty) ahead of an operator's statement: the statement LockedRow sends
+// first.
+const LockTaskSQL = `/* claims.lockTask */
 SELECT 1 FROM tasks WHERE id = $1 AND ($2 = '' OR tenant = $2) FOR UPDATE`
 
-// lockedRow runs the single-row statement sql on task id after taking the
-// task's row lock in an earlier statement of the same transaction.
+// LockedRow runs the single-row statement sql on task id after taking the
+// task's row lock in an earlier statement of the same transaction, and
+// scans its row into dest: how an operator's action (package operator)
+// changes a task that workers may be claiming or finishing at that moment.
 //
 // An operator's statement that locks the row in a CTE and writes it in
 // another is not safe on its own under READ COMMITTED: the write starts
@@ -22,9 +25,9 @@ SELECT 1 FROM tasks WHERE id = $1 AND ($2 = '' OR tenant = $2) FOR UPDATE`
 // wrote a queued row that kept a lease, TestOperatorsRaceWorkers). Once
 // the lock is held, the next statement's snapshot sees the newest version
 // and no worker can change it until the transaction ends.
-func (s *Store) lockedRow(ctx context.Context, id int64, tenant, sql string, args []any, dest ...any) error {
+func (s *Store) LockedRow(ctx context.Context, id int64, tenant, sql string, args []any, dest ...any) error {
 	return pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, lockTaskSQL, id, tenant); err != nil {
+		if _, err := tx.Exec(ctx, LockTaskSQL, id, tenant); err != nil {
 			return err
 		}
 		return tx.QueryRow(ctx, sql, args...).Scan(dest...)

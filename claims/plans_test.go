@@ -86,16 +86,6 @@ func TestBatchedPlansAreDrivenByIDs(t *testing.T) {
 				})
 			}
 		}
-		// The operator's cancel: one row, by primary key.
-		for _, mode := range plancheck.Modes {
-			plan, err := plancheck.Explain(context.Background(), conn, mode, cancelSQL, ids[0], "", time.Now())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := plancheck.Reads(plan, "tasks", "tasks_pkey"); err != nil {
-				t.Errorf("%s/cancel/%s: %v", size.name, mode, err)
-			}
-		}
 	}
 }
 

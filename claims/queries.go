@@ -3,7 +3,6 @@ package claims
 import (
 	"strings"
 
-	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/notify/outbox"
 )
 
@@ -479,7 +478,7 @@ buried AS (
 		updated_at = (SELECT now.t FROM now)
 	FROM expired_leases e
 	WHERE t.id = e.id AND e.exhausted
-	RETURNING t.id, t.generation, e.attempt, ` + eventColumns + `
+	RETURNING t.id, t.generation, e.attempt, ` + EventColumns + `
 ),
 ` + outbox.EventsCTE("buried", "(SELECT t FROM now)") + `,
 expired AS (
@@ -489,11 +488,11 @@ expired AS (
 		ELSE 'lease expired before the attempt finished; task claimed again' END
 	FROM expired_leases e
 	WHERE e.exhausted OR e.id IN (SELECT id FROM picked)
-	` + closeConflict + `
+	` + AttemptConflict + `
 ),
 ` + claimedFrom("picked")
 
-// closeConflict lets an attempt record replace an open one (ended_at NULL)
+// AttemptConflict lets an attempt record replace an open one (ended_at NULL)
 // written by a version that recorded attempts when they began. Only the
 // statements that close an attempt they did not lease — an expired lease,
 // found by a claim or an operator's cancel — can meet one. A fenced
@@ -501,12 +500,12 @@ expired AS (
 // since has recorded at its start (each claim's token is new to its task),
 // so those statements insert plainly: ON CONFLICT's speculative insertion
 // cost an extra index probe and WAL record a finished task.
-const closeConflict = `ON CONFLICT (task_id, lease_token) DO UPDATE SET
+const AttemptConflict = `ON CONFLICT (task_id, lease_token) DO UPDATE SET
 		ended_at = EXCLUDED.ended_at, outcome = EXCLUDED.outcome, error = EXCLUDED.error`
 
-// eventColumns are what outbox.EventsCTE reads from a state change's
+// EventColumns are what outbox.EventsCTE reads from a state change's
 // RETURNING, besides id, generation and attempt.
-const eventColumns = `t.tenant, t.queue, t.kind, t.state, t.max_attempts, t.last_error, t.result`
+const EventColumns = `t.tenant, t.queue, t.kind, t.state, t.max_attempts, t.last_error, t.result`
 
 // The batched statements below are driven by their ids, whatever the
 // planner believes about the table:
@@ -606,7 +605,7 @@ WITH done AS (
 		finished_at = coalesce($4::timestamptz, now()),
 		updated_at = coalesce($4::timestamptz, now())
 	WHERE ` + fenced + `
-	RETURNING t.id, t.lease_token, t.attempt, t.generation, ` + eventColumns + `, ` + closedAttempt + `
+	RETURNING t.id, t.lease_token, t.attempt, t.generation, ` + EventColumns + `, ` + closedAttempt + `
 ),
 closed AS (
 	INSERT INTO task_attempts (task_id, lease_token, attempt, generation, worker, started_at, ended_at, outcome)
@@ -652,7 +651,7 @@ WITH done AS (
 		lease_expires_at = NULL,
 		updated_at = coalesce($4::timestamptz, now())
 	WHERE ` + fenced + `
-	RETURNING t.id, t.lease_token, ` + closedAttemptNumber + `, t.generation, ` + eventColumns + `, ` + closedAttempt + `
+	RETURNING t.id, t.lease_token, ` + ClosedAttemptNumber + `, t.generation, ` + EventColumns + `, ` + closedAttempt + `
 ),
 closed AS (
 	INSERT INTO task_attempts (task_id, lease_token, attempt, generation, worker, started_at, ended_at, outcome, error)
@@ -750,7 +749,7 @@ WITH done AS (
 		finished_at = CASE WHEN $5 = 'cancelled' AND NOT ` + cancelEnters + ` THEN coalesce($4::timestamptz, now()) END,
 		updated_at = coalesce($4::timestamptz, now())
 	WHERE ` + fenced + `
-	RETURNING t.id, t.lease_token, ` + closedAttemptNumber + `, t.generation, ` + eventColumns + `, ` + closedAttempt + `
+	RETURNING t.id, t.lease_token, ` + ClosedAttemptNumber + `, t.generation, ` + EventColumns + `, ` + closedAttempt + `
 ),
 closed AS (
 	INSERT INTO task_attempts (task_id, lease_token, attempt, generation, worker, started_at, ended_at, outcome, error)
@@ -772,62 +771,6 @@ unwaited AS (
 	WHERE w.task_id = ANY (ARRAY(SELECT id FROM done WHERE $5 = 'cancelled')) AND w.state = 'waiting'
 )
 SELECT id FROM done`
-
-// cancelSQL is the operator's cancel: a task that no live lease holds is
-// cancelled at once (a running task whose lease expired too: no worker may
-// ever come back for it, and its lost attempt is recorded); a running one is
-// flagged, and its attempt sees the flag at its next heartbeat. The first
-// column is the state before, so callers can tell "not found" (no row) from
-// "already finished". A task with something to undo (see saga.go) enters
-// its compensation phase instead of ending cancelled; one in that phase is
-// not cancelled. Run it with the row already locked (Store.lockedRow).
-var cancelSQL = `/* claims.cancel */
-WITH now AS (SELECT coalesce($3::timestamptz, now()) AS t),
-cur AS (
-	SELECT id, state, state = 'running' AND lease_expires_at > now.t AS live, compensation IS NOT NULL AS undoing,
-		lease_token, attempt, generation, lease_owner, coalesce(attempted_at, updated_at) AS attempted_at
-	FROM tasks, now
-	WHERE id = $1 AND ($2 = '' OR tenant = $2)
-	FOR UPDATE OF tasks
-),
-upd AS (
-	UPDATE tasks t SET
-		state = CASE WHEN cur.live THEN 'running' WHEN ` + undoable + ` THEN 'compensating' ELSE 'cancelled' END,
-		compensation = CASE WHEN NOT cur.live AND ` + undoable + ` THEN 'cancelled' END,
-		attempt = CASE WHEN NOT cur.live AND ` + undoable + ` THEN 0 ELSE t.attempt END,
-		cancel_requested_at = CASE WHEN NOT cur.live AND ` + undoable + ` THEN NULL ELSE coalesce(t.cancel_requested_at, now.t) END,
-		run_at = CASE WHEN NOT cur.live AND ` + undoable + ` THEN now.t ELSE t.run_at END,
-		finished_at = CASE WHEN NOT cur.live AND NOT ` + undoable + ` THEN now.t END,
-		last_error = CASE WHEN cur.live THEN t.last_error ELSE 'cancelled by operator' END,
-		lease_expires_at = CASE WHEN cur.live THEN t.lease_expires_at END,
-		updated_at = now.t
-	FROM cur, now
-	WHERE t.id = cur.id AND cur.state NOT IN ('succeeded', 'dead', 'cancelled', 'compensated') AND NOT cur.undoing
-	RETURNING t.id, t.generation, ` + closedAttemptNumber + `, ` + eventColumns + `
-),
-` + outbox.EventsCTE("upd", "(SELECT t FROM now)") + `,
-lost AS (
-	INSERT INTO task_attempts (task_id, lease_token, attempt, generation, worker, started_at, ended_at, outcome, error)
-	SELECT cur.id, cur.lease_token, cur.attempt, cur.generation, cur.lease_owner, cur.attempted_at, now.t,
-		'lease_expired', 'lease expired before the attempt finished; task cancelled by operator'
-	FROM cur, now
-	WHERE cur.state = 'running' AND NOT cur.live
-	` + closeConflict + `
-),
--- a task waiting for a person's decision no longer does (package approvals)
-withdrawn AS (
-	UPDATE approvals a SET state = 'withdrawn', decided_at = now.t, decided_by = 'operator', decided_via = 'cancel',
-		decision_reason = 'its task was cancelled'
-	FROM upd, now
-	WHERE a.task_id = upd.id AND a.state = 'pending' AND upd.state <> 'running'
-),
--- nor for a signal, a timer or its children (package waits)
-unwaited AS (
-	UPDATE waits w SET state = 'cancelled', ended_at = now.t, ended_by = 'operator', end_reason = 'its task was cancelled'
-	FROM upd, now
-	WHERE w.task_id = upd.id AND w.state = 'waiting' AND upd.state <> 'running'
-)
-SELECT cur.state, upd.id IS NOT NULL, cur.undoing FROM cur LEFT JOIN upd ON upd.id = cur.id`
 
 const getSQL = `/* claims.get */ SELECT ` + taskColumns + ` FROM tasks WHERE id = $1 AND ($2 = '' OR tenant = $2)`
 
@@ -873,45 +816,6 @@ WHERE t.id = $1 AND t.state = 'running'
   AND NOT EXISTS (SELECT 1 FROM task_attempts a WHERE a.task_id = t.id AND a.lease_token = t.lease_token)
 ORDER BY lease_token`
 
-// requeueSQL is an operator's replay ($3 = 0) or re-run as a new intent
-// ($3 = 1) of a task that no worker holds: it runs again from attempt 1,
-// in the same generation (the ledger serves completed effects) or the next
-// (every effect runs again). $4 lists the states it may start from. A
-// replay is refused once retention removed any of the task's ledger rows.
-// A replay of a task parked in its compensation phase continues the
-// compensation, its failed compensations reopened (ledger.ReopenCompensationsCTE); a
-// re-run starts the forward path afresh. Run it with the
-// row already locked (Store.lockedRow).
-const requeueSQL = `/* claims.requeue */
-WITH cur AS (
-	SELECT id, state, ledger_expired_at IS NOT NULL AS expired FROM tasks
-	WHERE id = $1 AND ($2 = '' OR tenant = $2)
-	FOR UPDATE
-),
-upd AS (
-	UPDATE tasks t SET
-		state = CASE WHEN $3 = 0 AND t.compensation IS NOT NULL THEN 'compensating' ELSE 'queued' END,
-		compensation = CASE WHEN $3 = 1 THEN NULL ELSE t.compensation END,
-		ledger_expired_at = CASE WHEN $3 = 1 THEN NULL ELSE t.ledger_expired_at END,
-		generation = t.generation + $3,
-		generation_claims = CASE WHEN $3 = 1 THEN 0 ELSE t.generation_claims END,
-		attempt = 0,
-		run_at = coalesce($5::timestamptz, now()),
-		cancel_requested_at = NULL,
-		finished_at = NULL,
-		result = CASE WHEN $3 = 1 THEN NULL ELSE t.result END,
-		replay_traceparent = $6::text,
-		updated_at = coalesce($5::timestamptz, now())
-	FROM cur
-	WHERE t.id = cur.id AND t.state = ANY ($4::text[]) AND ($3 = 1 OR t.ledger_expired_at IS NULL)
-	RETURNING t.id, t.generation, t.state = 'compensating' AS undoing
-),
-` + ledger.ReopenCompensationsCTE + `,
-wake AS (
-	SELECT pg_notify('agentledger_task_insert', t.queue) FROM tasks t JOIN upd ON upd.id = t.id
-)
-SELECT cur.state, cur.expired, upd.id IS NOT NULL, (SELECT count(*) FROM wake) FROM cur LEFT JOIN upd ON upd.id = cur.id`
-
 // deleteFinishedSQL deletes, in one bounded batch, tasks that finished
 // before now - $1, oldest first, with their attempt records. Rows a
 // concurrent operator action holds are skipped (a replay may be about to
@@ -941,31 +845,3 @@ GROUP BY queue, kind ORDER BY queue, kind`
 // tenant's cap bounds.
 const runningByTenantSQL = `/* claims.runningByTenant */
 SELECT tenant, count(*) FROM tasks WHERE state = 'running' GROUP BY tenant ORDER BY tenant`
-
-// compensateSQL is an operator's request to undo task $1's completed
-// effects: a finished (or parked) task on its forward path that has
-// something to undo enters its compensation phase. $3 lists the states it
-// may start from.
-var compensateSQL = `/* claims.compensate */
-WITH cur AS (
-	SELECT id, state, compensation IS NOT NULL AS undoing FROM tasks
-	WHERE id = $1 AND ($2 = '' OR tenant = $2)
-	FOR UPDATE
-),
-upd AS (
-	UPDATE tasks t SET
-		state = 'compensating',
-		compensation = 'operator',
-		attempt = 0,
-		run_at = coalesce($4::timestamptz, now()),
-		cancel_requested_at = NULL,
-		finished_at = NULL,
-		updated_at = coalesce($4::timestamptz, now())
-	FROM cur
-	WHERE t.id = cur.id AND t.state = ANY ($3::text[]) AND t.compensation IS NULL AND ` + undoable + `
-	RETURNING t.id
-),
-wake AS (
-	SELECT pg_notify('agentledger_task_insert', t.queue) FROM tasks t JOIN upd ON upd.id = t.id
-)
-SELECT cur.state, cur.undoing, upd.id IS NOT NULL, (SELECT count(*) FROM wake) FROM cur LEFT JOIN upd ON upd.id = cur.id`

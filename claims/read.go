@@ -15,7 +15,7 @@ import (
 func (s *Store) Get(ctx context.Context, tenant string, id int64) (*agentledger.Task, error) {
 	t, err := s.one(ctx, "get task", getSQL, id, tenant)
 	if t == nil && err == nil {
-		err = taskNotFound(id, tenant)
+		err = TaskNotFound(id, tenant)
 	}
 	return t, err
 }
@@ -161,9 +161,9 @@ func (s *Store) Strays(ctx context.Context, queues, kinds []string) ([]Stray, er
 	return out, nil
 }
 
-// taskNotFound is the error for a task id that tenant ("" for any) has no
+// TaskNotFound is the error for a task id that tenant ("" for any) has no
 // task of. It does not say whether another tenant has one.
-func taskNotFound(id int64, tenant string) error {
+func TaskNotFound(id int64, tenant string) error {
 	if tenant != "" {
 		return agentledger.Errorf(agentledger.CodeNotFound, "task %d not found for tenant %q", id, tenant)
 	}

@@ -37,11 +37,11 @@ func enterSet(cond, why string) string {
 		cancel_requested_at = CASE WHEN ` + cond + ` THEN NULL ELSE t.cancel_requested_at END`
 }
 
-// closedAttemptNumber reads, in a RETURNING, the number of the attempt a
+// ClosedAttemptNumber reads, in a RETURNING, the number of the attempt a
 // statement closed: a task that entered its compensation phase had its
 // count reset to 0, so its closed attempt's number is read from the row as
 // it was before the statement.
-const closedAttemptNumber = `CASE WHEN t.state = 'compensating' AND t.attempt = 0
+const ClosedAttemptNumber = `CASE WHEN t.state = 'compensating' AND t.attempt = 0
 		THEN (SELECT p.attempt FROM tasks p WHERE p.id = t.id) ELSE t.attempt END AS attempt,
 		t.state = 'compensating' AND t.attempt = 0 AS entered`
 

@@ -17,7 +17,7 @@ func TestParkedTaskWaitsUntilWoken(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c := newClock()
-	s := pinnedStore(t, c)
+	s, op := pinnedWithOperator(t, c)
 	task := enqueue(t, s, claims.EnqueueParams{MaxAttempts: 1})
 	a := claimOne(t, s, "w", time.Minute)
 	if err := s.Defer(ctx, claims.Deferral{Lease: claims.LeaseOf(a), Until: c.Now().Add(time.Hour), Reason: "waiting for approval 1", Park: true}); err != nil {
@@ -43,7 +43,7 @@ func TestParkedTaskWaitsUntilWoken(t *testing.T) {
 	// for the cancel to be acknowledged.
 	other := enqueue(t, s, claims.EnqueueParams{})
 	o := claimOne(t, s, "w", time.Minute)
-	if _, err := s.Cancel(ctx, "", other.ID); err != nil {
+	if _, err := op.Cancel(ctx, "", other.ID); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Defer(ctx, claims.Deferral{Lease: claims.LeaseOf(o), Until: c.Now().Add(time.Hour), Reason: "x", Park: true}); err != nil {

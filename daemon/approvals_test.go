@@ -21,6 +21,7 @@ import (
 	"github.com/agentledger/agentledger/internal/test/testdaemon"
 	"github.com/agentledger/agentledger/internal/test/testdb"
 	"github.com/agentledger/agentledger/metrics"
+	"github.com/agentledger/agentledger/operator"
 	"github.com/agentledger/agentledger/tools"
 )
 
@@ -66,7 +67,7 @@ func TestApprovalGateOnAStep(t *testing.T) {
 	}
 
 	// A replay: served from the ledger, nobody asked.
-	if _, err := store.Requeue(ctx, "", id, claims.Replay); err != nil {
+	if _, err := operator.New(db).Replay(ctx, "", id); err != nil {
 		t.Fatal(err)
 	}
 	waitTask(t, store, id, func(t *agentledger.Task) bool {
@@ -77,7 +78,7 @@ func TestApprovalGateOnAStep(t *testing.T) {
 	}
 
 	// A re-run asks again; denied, nothing is performed.
-	if _, err := store.Requeue(ctx, "", id, claims.Rerun); err != nil {
+	if _, err := operator.New(db).Rerun(ctx, "", id); err != nil {
 		t.Fatal(err)
 	}
 	again := waitRequest(t, gates, id)

@@ -19,6 +19,7 @@ import (
 	"github.com/agentledger/agentledger/internal/test/testdaemon"
 	"github.com/agentledger/agentledger/internal/test/testdb"
 	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/operator"
 	"github.com/agentledger/agentledger/registry"
 	"github.com/agentledger/agentledger/tools"
 	"github.com/agentledger/agentledger/worker"
@@ -107,7 +108,7 @@ func TestEmbeddedDaemonRunsCustomKindsAndTools(t *testing.T) {
 	}
 	id := enqueue("steps", `{"steps":[{"tool":"open_ticket","args":{"title":"disk full"}}]}`)
 	wait(id)
-	if _, err := s.Requeue(context.Background(), "", id, claims.Replay); err != nil {
+	if _, err := operator.New(db).Replay(context.Background(), "", id); err != nil {
 		t.Fatal(err)
 	}
 	if task := wait(id); !strings.Contains(string(task.Result), `"replayed": true`) {

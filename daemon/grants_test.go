@@ -21,6 +21,7 @@ import (
 	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/internal/test/testdaemon"
 	"github.com/agentledger/agentledger/internal/test/testdb"
+	"github.com/agentledger/agentledger/operator"
 )
 
 // backend is one downstream two tenants share; it records, per request,
@@ -129,7 +130,7 @@ func TestGrantsDecideWhatEachTenantReaches(t *testing.T) {
 		}
 	}
 	before := len(be.calls())
-	if _, err := s.Requeue(ctx, "acme", acme.ID, claims.Replay); err != nil {
+	if _, err := operator.New(db).Replay(ctx, "acme", acme.ID); err != nil {
 		t.Fatal(err)
 	}
 	replayed := testdaemon.WaitFinished(t, s, acme.ID)

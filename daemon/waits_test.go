@@ -15,6 +15,7 @@ import (
 	"github.com/agentledger/agentledger/daemon"
 	"github.com/agentledger/agentledger/internal/test/testdaemon"
 	"github.com/agentledger/agentledger/internal/test/testdb"
+	"github.com/agentledger/agentledger/operator"
 	"github.com/agentledger/agentledger/waits"
 )
 
@@ -50,7 +51,7 @@ func TestWaitForASignal(t *testing.T) {
 	}
 
 	// A replay: served from the journal, nothing waited for.
-	if _, err := store.Requeue(ctx, "", id, claims.Replay); err != nil {
+	if _, err := operator.New(db).Replay(ctx, "", id); err != nil {
 		t.Fatal(err)
 	}
 	waitTask(t, store, id, func(t *agentledger.Task) bool {
@@ -60,7 +61,7 @@ func TestWaitForASignal(t *testing.T) {
 	if _, err := ws.Send(ctx, waits.SignalParams{Name: "payment.settled", Key: "order-7", Payload: json.RawMessage(`{"amount":99}`), SentBy: "test"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.Requeue(ctx, "", id, claims.Rerun); err != nil {
+	if _, err := operator.New(db).Rerun(ctx, "", id); err != nil {
 		t.Fatal(err)
 	}
 	rerun := waitTask(t, store, id, func(t *agentledger.Task) bool {

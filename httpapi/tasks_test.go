@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/httpapi"
+	"github.com/agentledger/agentledger/operator"
 	"github.com/agentledger/agentledger/tenants"
 )
 
@@ -173,7 +174,7 @@ func TestListPages(t *testing.T) {
 		ids = append(ids, e.enqueue(claims.EnqueueParams{Tenant: "acme", Kind: fmt.Sprintf("k%d", i%2), Queue: "q"}))
 	}
 	e.enqueue(claims.EnqueueParams{Tenant: "globex"})
-	if _, err := e.claims.Cancel(context.Background(), "acme", ids[0]); err != nil {
+	if _, err := operator.New(e.db).Cancel(context.Background(), "acme", ids[0]); err != nil {
 		t.Fatal(err)
 	}
 

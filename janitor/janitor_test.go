@@ -14,6 +14,7 @@ import (
 	"github.com/agentledger/agentledger/janitor"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/notify/outbox"
+	"github.com/agentledger/agentledger/operator"
 	"github.com/agentledger/agentledger/tools"
 	"github.com/agentledger/agentledger/webhooks"
 )
@@ -124,7 +125,7 @@ func TestDeletesOnlyExpiredFinished(t *testing.T) {
 		}
 	}
 	// The 10-day-old task lost its ledger: it can no longer be replayed.
-	if _, err := store.Requeue(ctx, "", ids[1], claims.Replay); err == nil {
+	if _, err := operator.New(db).Replay(ctx, "", ids[1]); err == nil {
 		t.Error("a task whose ledger expired was replayed")
 	}
 	// A second run finds nothing.

@@ -266,7 +266,7 @@ func TestNewGenerationPerformsAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Replay: same generation, served.
-	if _, err := e.Claims.Requeue(ctx, "", id, claims.Replay); err != nil {
+	if _, err := e.Operator.Replay(ctx, "", id); err != nil {
 		t.Fatal(err)
 	}
 	r, task := e.claim("w")
@@ -278,7 +278,7 @@ func TestNewGenerationPerformsAgain(t *testing.T) {
 	}
 	e.Claims.Succeed(ctx, leaseOf(r), nil)
 	// Re-run: new generation, new key, performed.
-	if _, err := e.Claims.Requeue(ctx, "", id, claims.Rerun); err != nil {
+	if _, err := e.Operator.Rerun(ctx, "", id); err != nil {
 		t.Fatal(err)
 	}
 	n, task := e.claim("w")
@@ -288,7 +288,7 @@ func TestNewGenerationPerformsAgain(t *testing.T) {
 	if res, err := e.Ledger.Do(ctx, n, eff); err != nil || res.Replayed || c.calls.Load() != 2 {
 		t.Fatalf("rerun: %+v %v performed %d", res, err, c.calls.Load())
 	}
-	if _, err := e.Claims.Requeue(ctx, "", id, claims.Replay); !errors.Is(err, agentledger.ErrConflict) {
+	if _, err := e.Operator.Replay(ctx, "", id); !errors.Is(err, agentledger.ErrConflict) {
 		t.Fatalf("requeue of a running task: %v", err)
 	}
 }

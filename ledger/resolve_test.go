@@ -55,7 +55,7 @@ func TestResolveRetryPerformsOnce(t *testing.T) {
 	if err := e.Ledger.Resolve(ctx, b.Tenant, eff.Operation, key, ledger.Resolution{Retry: true, Note: "bank says no such wire"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Claims.Requeue(ctx, "", b.TaskID, claims.Replay); err != nil {
+	if _, err := e.Operator.Replay(ctx, "", b.TaskID); err != nil {
 		t.Fatal(err)
 	}
 	r, _ := e.claim("c")
@@ -81,7 +81,7 @@ func TestResolveDoneServesWithoutPerforming(t *testing.T) {
 		Result: &ledger.Result{Status: 200, ExternalRef: "wire-77"}}); err != nil {
 		t.Fatal(err)
 	}
-	e.Claims.Requeue(ctx, "", b.TaskID, claims.Replay)
+	e.Operator.Replay(ctx, "", b.TaskID)
 	r, _ := e.claim("c")
 	res, err := e.Ledger.Do(ctx, r, eff)
 	if err != nil || !res.Replayed || res.Status != 200 || c.calls.Load() != 1 {
@@ -137,10 +137,10 @@ func TestExpiryAndLateRetry(t *testing.T) {
 	}
 	// The late retry: a replay would repeat the expired effect, so it is
 	// refused; re-running the task as a new intent performs it again.
-	if _, err := e.Claims.Requeue(ctx, "", finished, claims.Replay); !errors.Is(err, agentledger.ErrConflict) {
+	if _, err := e.Operator.Replay(ctx, "", finished); !errors.Is(err, agentledger.ErrConflict) {
 		t.Fatalf("replay after expiry: %v, want ErrConflict", err)
 	}
-	if _, err := e.Claims.Requeue(ctx, "", finished, claims.Rerun); err != nil {
+	if _, err := e.Operator.Rerun(ctx, "", finished); err != nil {
 		t.Fatal(err)
 	}
 	late, _ := e.claim("w")

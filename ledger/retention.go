@@ -34,7 +34,7 @@ type Retention struct {
 // Expire deletes expired rows in batches of at most batch rows (each batch
 // its own short statement, so no long locks) and returns how many went. A
 // task that lost ledger rows this way can no longer be replayed
-// (claims.Store.Requeue refuses with ErrConflict): its completed effects
+// (operator.Service.Replay refuses with ErrConflict): its completed effects
 // would run again. Re-running it as a new intent is the way back, and
 // performs every effect again, as a new intent should.
 func (l *Ledger) Expire(ctx context.Context, tasks TaskRetention, r Retention, batch int) (int64, error) {

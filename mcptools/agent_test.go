@@ -15,6 +15,7 @@ import (
 	"github.com/agentledger/agentledger/daemon"
 	"github.com/agentledger/agentledger/internal/test/testdaemon"
 	"github.com/agentledger/agentledger/internal/test/testdb"
+	"github.com/agentledger/agentledger/operator"
 )
 
 // An agent task calls an MCP tool through an embedded daemon: the model
@@ -63,7 +64,7 @@ func TestAgentCallsAnMCPTool(t *testing.T) {
 		t.Fatalf("the MCP server got %d charge calls, want 1", n)
 	}
 	calls := model.Calls()
-	if _, err := s.Requeue(ctx, "", id, claims.Replay); err != nil {
+	if _, err := operator.New(db).Replay(ctx, "", id); err != nil {
 		t.Fatal(err)
 	}
 	if task := wait(); task.State != agentledger.StateSucceeded {

@@ -282,7 +282,7 @@ func TestReplayUpdatesRerunPosts(t *testing.T) {
 	w.drain(d)
 
 	ctx := context.Background()
-	if _, err := w.Claims.Requeue(ctx, "", task.ID, claims.Replay); err != nil {
+	if _, err := w.Operator.Replay(ctx, "", task.ID); err != nil {
 		t.Fatal(err)
 	}
 	w.finish(w.claimTask(task.ID), "succeed")
@@ -291,7 +291,7 @@ func TestReplayUpdatesRerunPosts(t *testing.T) {
 		t.Fatalf("after a replay: %+v, want the one message, updated", msgs)
 	}
 
-	if _, err := w.Claims.Requeue(ctx, "", task.ID, claims.Rerun); err != nil {
+	if _, err := w.Operator.Rerun(ctx, "", task.ID); err != nil {
 		t.Fatal(err)
 	}
 	w.finish(w.claimTask(task.ID), "succeed")

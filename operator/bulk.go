@@ -24,7 +24,7 @@ const bulkPage = 1000
 func (s *Service) RetryAll(ctx context.Context, p ListParams) (BulkResult, error) {
 	p.States = []agentledger.TaskState{agentledger.StateDead}
 	return s.each(ctx, p, func(id int64) error {
-		_, err := s.tasks.Retry(ctx, p.Tenant, id)
+		_, err := s.Retry(ctx, p.Tenant, id)
 		return err
 	})
 }
@@ -38,7 +38,7 @@ func (s *Service) CancelAll(ctx context.Context, p ListParams) (BulkResult, erro
 			agentledger.StateRunning, agentledger.StateNeedsAttention}
 	}
 	return s.each(ctx, p, func(id int64) error {
-		_, err := s.tasks.Cancel(ctx, p.Tenant, id)
+		_, err := s.Cancel(ctx, p.Tenant, id)
 		return err
 	})
 }

@@ -44,7 +44,7 @@ func TestBulkActions(t *testing.T) {
 	if err != nil || !slices.Equal(res.Done, []int64{dead[1], dead[0]}) || len(res.Skipped) != 0 {
 		t.Fatalf("retry all: %+v %v; want both dead tasks, newest first", res, err)
 	}
-	if _, err := e.Claims.Cancel(ctx, "", dead[0]); err != nil {
+	if _, err := e.Operator.Cancel(ctx, "", dead[0]); err != nil {
 		t.Fatal(err)
 	}
 

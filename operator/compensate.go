@@ -7,14 +7,9 @@ import (
 	"slices"
 
 	"github.com/agentledger/agentledger"
-	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/saga"
 )
-
-// CompensableStates are the states from which an operator may ask for a
-// task's completed effects to be undone.
-var CompensableStates = claims.Compensable
 
 // Compensable reports whether a task in state may be compensated.
 func Compensable(state agentledger.TaskState) bool {
@@ -62,15 +57,8 @@ func (s *Service) PlanCompensation(ctx context.Context, tenant string, id int64)
 	return &UndoPlan{Task: t, Undos: undos(j)}, nil
 }
 
-// Compensate asks for task id's completed effects to be undone
-// (claims.Store.Compensate): ErrConflict when its state or journal does
-// not allow it.
-func (s *Service) Compensate(ctx context.Context, tenant string, id int64) (*agentledger.Task, error) {
-	return s.tasks.Compensate(ctx, tenant, id)
-}
-
 // notCompensable is the conflict of compensating t in its state, worded
-// as claims.Store.Compensate words it; nil when its state allows it.
+// as Compensate words it; nil when its state allows it.
 func notCompensable(t *agentledger.Task) error {
 	switch {
 	case t.State == agentledger.StateCompensated:

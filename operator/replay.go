@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/agentledger/agentledger"
-	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/ledger"
 )
 
@@ -59,7 +58,7 @@ func (s *Service) Replay(ctx context.Context, tenant string, id int64) (*Preview
 	if err != nil {
 		return nil, err
 	}
-	t, err := s.tasks.Requeue(ctx, tenant, id, claims.Replay)
+	t, err := s.requeue(ctx, tenant, id, replay, ReplayableStates)
 	if err != nil {
 		return nil, err
 	}
@@ -69,13 +68,13 @@ func (s *Service) Replay(ctx context.Context, tenant string, id int64) (*Preview
 // Rerun runs task id again as a new intent: its generation moves on, so
 // every effect runs again.
 func (s *Service) Rerun(ctx context.Context, tenant string, id int64) (*agentledger.Task, error) {
-	return s.tasks.Requeue(ctx, tenant, id, claims.Rerun)
+	return s.requeue(ctx, tenant, id, rerun, rerunnable)
 }
 
 func notReplayable(t *agentledger.Task) error {
 	if t.State == agentledger.StateCompensated {
-		return claims.ReplayCompensated(t.ID) // as the replay itself explains
+		return ReplayCompensated(t.ID) // as the replay itself explains
 	}
 	return agentledger.Errorf(agentledger.CodeConflict, "task %d is %s; only a %s task can be replayed",
-		t.ID, t.State, agentledger.OneOf(claims.Replayable))
+		t.ID, t.State, agentledger.OneOf(ReplayableStates))
 }

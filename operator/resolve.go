@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/agentledger/agentledger"
-	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/ledger"
 )
 
@@ -58,7 +57,7 @@ func (s *Service) Resolve(ctx context.Context, tenant string, id int64, step str
 	if t.State != agentledger.StateNeedsAttention {
 		return t, nil
 	}
-	return s.tasks.Requeue(ctx, tenant, id, claims.Replay)
+	return s.requeue(ctx, tenant, id, replay, ReplayableStates)
 }
 
 // UnknownEffects lists the step paths of task id's effects of unknown

@@ -2,7 +2,6 @@ package operator
 
 import (
 	"context"
-	"slices"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -100,24 +99,6 @@ func (s *Service) load(ctx context.Context, tenant string, id int64) (*agentledg
 		return nil, nil, err
 	}
 	return t, j, nil
-}
-
-// ReplayableStates are the states a task may be replayed or re-run from:
-// no worker holds it.
-var ReplayableStates = claims.Replayable
-
-// Replayable reports whether a task in state may be replayed or re-run.
-func Replayable(state agentledger.TaskState) bool { return slices.Contains(ReplayableStates, state) }
-
-// Cancel cancels task id: at once if no live lease holds it, else at its
-// attempt's next heartbeat.
-func (s *Service) Cancel(ctx context.Context, tenant string, id int64) (*agentledger.Task, error) {
-	return s.tasks.Cancel(ctx, tenant, id)
-}
-
-// Retry runs a dead task again from attempt 1 in the same generation.
-func (s *Service) Retry(ctx context.Context, tenant string, id int64) (*agentledger.Task, error) {
-	return s.tasks.Retry(ctx, tenant, id)
 }
 
 // ListParams filter List, Count and the bulk actions.

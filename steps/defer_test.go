@@ -18,6 +18,7 @@ import (
 	"github.com/agentledger/agentledger/flow"
 	"github.com/agentledger/agentledger/internal/test/testdb"
 	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/operator"
 	"github.com/agentledger/agentledger/steps"
 	"github.com/agentledger/agentledger/tools"
 	"github.com/agentledger/agentledger/worker"
@@ -124,7 +125,7 @@ func TestRateLimitedCallsDeferWithoutUsingAttempts(t *testing.T) {
 	}
 
 	booked := lim.n.Load()
-	if _, err := s.Requeue(ctx, "", task.ID, claims.Replay); err != nil {
+	if _, err := operator.New(db).Replay(ctx, "", task.ID); err != nil {
 		t.Fatal(err)
 	}
 	replayed := waitFinished(t, s, task.ID)

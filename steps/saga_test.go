@@ -149,11 +149,11 @@ func TestSagaCompensatesInReverse(t *testing.T) {
 	if events != "compensating,compensated" {
 		t.Fatalf("notified on %q, want compensating,compensated", events)
 	}
-	_, err = e.Claims.Requeue(ctx, "", id, claims.Replay)
+	_, err = e.Operator.Replay(ctx, "", id)
 	if !errors.Is(err, agentledger.ErrConflict) || !strings.Contains(err.Error(), "compensated") {
 		t.Fatalf("replay of a compensated task: %v", err)
 	}
-	if _, err := e.Claims.Requeue(ctx, "", id, claims.Rerun); err != nil {
+	if _, err := e.Operator.Rerun(ctx, "", id); err != nil {
 		t.Fatalf("re-run of a compensated task: %v", err)
 	}
 	if got := e.get(id); got.State != agentledger.StateQueued || got.Compensation != "" || got.Generation != task.Generation+1 {
@@ -229,7 +229,7 @@ func TestCancelUndoesOnlyCompletedSteps(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { _, err := e.phase.Work(ctx, task); done <- err }()
 	<-g.entered
-	got, err := e.Claims.Cancel(ctx, "", id) // running: flagged
+	got, err := e.Operator.Cancel(ctx, "", id) // running: flagged
 	if err != nil || got.CancelRequested == nil {
 		t.Fatalf("cancel of a running task: %v", err)
 	}
@@ -243,7 +243,7 @@ func TestCancelUndoesOnlyCompletedSteps(t *testing.T) {
 	if got := e.get(id); got.State != agentledger.StateCompensating || got.Compensation != "cancelled" || got.CancelRequested != nil {
 		t.Fatalf("acknowledged cancel: %s %q\n%s", got.State, got.Compensation, e.LedgerText())
 	}
-	if _, err := e.Claims.Cancel(ctx, "", id); !errors.Is(err, agentledger.ErrConflict) {
+	if _, err := e.Operator.Cancel(ctx, "", id); !errors.Is(err, agentledger.ErrConflict) {
 		t.Fatalf("cancel of a compensation: %v", err)
 	}
 	undo := e.claim()
@@ -262,10 +262,10 @@ func TestCancelWithNothingToUndo(t *testing.T) {
 	t.Parallel()
 	e := newSagaEnv(t)
 	id := e.submit(sagaPayload)
-	if got, err := e.Claims.Cancel(context.Background(), "", id); err != nil || got.State != agentledger.StateCancelled {
+	if got, err := e.Operator.Cancel(context.Background(), "", id); err != nil || got.State != agentledger.StateCancelled {
 		t.Fatalf("cancel of a queued saga: %v %+v", err, got)
 	}
-	if _, err := e.Claims.Compensate(context.Background(), "", id); !errors.Is(err, agentledger.ErrConflict) ||
+	if _, err := e.Operator.Compensate(context.Background(), "", id); !errors.Is(err, agentledger.ErrConflict) ||
 		!strings.Contains(err.Error(), "nothing to compensate") {
 		t.Fatalf("compensate with nothing done: %v", err)
 	}
@@ -283,11 +283,11 @@ func TestOperatorCompensatesSucceededTask(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.succeed(task, res)
-	got, err := e.Claims.Compensate(ctx, "", id)
+	got, err := e.Operator.Compensate(ctx, "", id)
 	if err != nil || got.State != agentledger.StateCompensating || got.Compensation != "operator" {
 		t.Fatalf("compensate: %v %+v", err, got)
 	}
-	if _, err := e.Claims.Compensate(ctx, "", id); !errors.Is(err, agentledger.ErrConflict) || !strings.Contains(err.Error(), "already") {
+	if _, err := e.Operator.Compensate(ctx, "", id); !errors.Is(err, agentledger.ErrConflict) || !strings.Contains(err.Error(), "already") {
 		t.Fatalf("second compensate: %v", err)
 	}
 	undo := e.claim()
@@ -350,7 +350,7 @@ func TestFailedCompensationParksAndReplayContinues(t *testing.T) {
 	e.tool.fail = nil
 	// The refund's failure is recorded; once the card works again, the
 	// operator replays the task: the failed refund is tried again.
-	if got, err := e.Claims.Requeue(ctx, "", id, claims.Replay); err != nil || got.State != agentledger.StateCompensating {
+	if got, err := e.Operator.Replay(ctx, "", id); err != nil || got.Task.State != agentledger.StateCompensating {
 		t.Fatalf("replay of a parked compensation: %v %+v", err, got)
 	}
 	again := e.claim()
@@ -388,7 +388,7 @@ func TestUnknownForwardEffectParksCompensation(t *testing.T) {
 		t.Fatalf("after the crash: %s", st)
 	}
 	e.tool.after = nil
-	if got, err := e.Claims.Cancel(ctx, "", id); err != nil || got.State != agentledger.StateCompensating {
+	if got, err := e.Operator.Cancel(ctx, "", id); err != nil || got.State != agentledger.StateCompensating {
 		t.Fatalf("cancel: %v %+v", err, got)
 	}
 	undo := e.claim()
@@ -407,7 +407,7 @@ func TestUnknownForwardEffectParksCompensation(t *testing.T) {
 		Result: &ledger.Result{Status: 201, Body: json.RawMessage(`{"id":"eff_1"}`)}, Note: "the charge is on the statement"}); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := e.Claims.Requeue(ctx, "", id, claims.Replay); err != nil || got.State != agentledger.StateCompensating {
+	if got, err := e.Operator.Replay(ctx, "", id); err != nil || got.Task.State != agentledger.StateCompensating {
 		t.Fatalf("replay: %v %+v", err, got)
 	}
 	again := e.claim()
@@ -448,7 +448,7 @@ func TestFailedCompensationResolvedByHand(t *testing.T) {
 	if err := e.Ledger.Resolve(ctx, undo.Tenant, "test.post", key, ledger.Resolution{Done: true, Note: "refunded by hand"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Claims.Requeue(ctx, "", id, claims.Replay); err != nil {
+	if _, err := e.Operator.Replay(ctx, "", id); err != nil {
 		t.Fatal(err)
 	}
 	again := e.claim()

@@ -18,6 +18,7 @@ import (
 	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/internal/test/testdaemon"
 	"github.com/agentledger/agentledger/internal/test/testdb"
+	"github.com/agentledger/agentledger/operator"
 	"github.com/agentledger/agentledger/tenants"
 	"github.com/agentledger/agentledger/tracing"
 )
@@ -127,7 +128,7 @@ func TestStepsTaskTrace(t *testing.T) {
 
 	// The operator replays the task inside a trace of their own.
 	octx, op := tp.Tracer("operator").Start(ctx, "replay by operator")
-	if _, err := s.Requeue(octx, "acme", task.ID, claims.Replay); err != nil {
+	if _, err := operator.New(db).Replay(octx, "acme", task.ID); err != nil {
 		t.Fatal(err)
 	}
 	op.End()

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/agentledger/agentledger"
-	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/operator"
 )
 
 // The refusals use agentctl's wording.
@@ -46,7 +46,7 @@ func TestCompensatedRefusal(t *testing.T) {
 		State: agentledger.StateCompensated, Compensation: "failed", UpdatedAt: epoch})
 	d := newDriver(t, store, Options{}, 100, 30)
 	d.keys("r")
-	if got, want := d.app().status, claims.ReplayCompensated(1).Error(); got != want || !strings.Contains(got, "re-run it as a new intent") {
+	if got, want := d.app().status, operator.ReplayCompensated(1).Error(); got != want || !strings.Contains(got, "re-run it as a new intent") {
 		t.Errorf("status %q, want %q", got, want)
 	}
 	d.keys("R")

@@ -9,7 +9,6 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/agentledger/agentledger"
-	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/notify/outbox"
 	"github.com/agentledger/agentledger/operator"
@@ -53,7 +52,7 @@ func (a *App) action(msg tea.KeyMsg) (tea.Cmd, bool) {
 	switch {
 	case key.Matches(msg, k.Replay):
 		if t.State == agentledger.StateCompensated {
-			a.setStatus("", claims.ReplayCompensated(t.ID))
+			a.setStatus("", operator.ReplayCompensated(t.ID))
 			return nil, true
 		}
 		if !operator.Replayable(t.State) {

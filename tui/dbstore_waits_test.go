@@ -59,7 +59,7 @@ func TestDBStoreWaitChildren(t *testing.T) {
 		t.Fatal(err)
 	}
 	count(1, 0)
-	if _, err := s.Claims.Cancel(ctx, "", 9); err != nil {
+	if _, err := s.Operator.Cancel(ctx, "", 9); err != nil {
 		t.Fatal(err)
 	}
 	count(1, 1)

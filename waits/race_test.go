@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/agentledger/agentledger"
-	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/operator"
 	"github.com/agentledger/agentledger/waits"
 )
 
@@ -377,7 +377,7 @@ func TestStaleGenerationDoesNotConsume(t *testing.T) {
 	if _, err := db.Exec(ctx, `UPDATE tasks SET state = 'dead', last_error = 'gave up' WHERE id = $1`, task.ID); err != nil {
 		t.Fatal(err)
 	}
-	rerun, err := claims.New(db).Requeue(ctx, "", task.ID, claims.Rerun)
+	rerun, err := operator.New(db).Rerun(ctx, "", task.ID)
 	if err != nil || rerun.Generation != task.Generation+1 {
 		t.Fatalf("re-run: %+v %v", rerun, err)
 	}

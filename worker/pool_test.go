@@ -12,6 +12,7 @@ import (
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/internal/test/testdb"
+	"github.com/agentledger/agentledger/operator"
 	"github.com/agentledger/agentledger/tools"
 	"github.com/agentledger/agentledger/worker"
 )
@@ -186,7 +187,7 @@ func TestCancelSeenAtNextHeartbeat(t *testing.T) {
 		}})
 	task := enqueue(t, s, "block", `{}`)
 	recv(t, started, "task start")
-	if _, err := s.Cancel(ctx, "", task.ID); err != nil {
+	if _, err := operator.New(db).Cancel(ctx, "", task.ID); err != nil {
 		t.Fatal(err)
 	}
 	if err := recv(t, cause, "cancellation"); !errors.Is(err, agentledger.ErrCancelled) {

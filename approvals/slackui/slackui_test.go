@@ -15,11 +15,11 @@ import (
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/approvals"
 	"github.com/agentledger/agentledger/approvals/slackui"
-	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/notify"
 	"github.com/agentledger/agentledger/notify/console"
 	"github.com/agentledger/agentledger/notify/outbox"
+	"github.com/agentledger/agentledger/operator"
 )
 
 // A request told of many times, some at once, is posted once, with its
@@ -259,7 +259,7 @@ func TestDecisionsElsewhereEditTheMessage(t *testing.T) {
 					t.Fatal(won, err)
 				}
 			case "cancel":
-				if _, err := claims.New(w.db).Cancel(ctx, "", w.req.TaskID); err != nil {
+				if _, err := operator.New(w.db).Cancel(ctx, "", w.req.TaskID); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -173,8 +173,8 @@
 // Limiter.Admit), and take p50 and p99 are the durations of those checks,
 // one per performed effect.
 //
-// --replay then requeues every task as a replay (claims.Store.Requeue with
-// claims.Replay, from 8 goroutines, untimed) and burns them down again: the
+// --replay then requeues every task as a replay (operator.Service.Replay,
+// from 8 goroutines, untimed) and burns them down again: the
 // row's effects/s are ledger hits/s, and the run fails unless every effect
 // was served and the server received no request.
 //

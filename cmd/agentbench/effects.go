@@ -23,6 +23,7 @@ import (
 	"github.com/agentledger/agentledger/flow"
 	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/operator"
 	"github.com/agentledger/agentledger/registry"
 	"github.com/agentledger/agentledger/tools"
 )
@@ -77,7 +78,7 @@ func runEffects(ctx context.Context, args []string, out, errOut io.Writer) error
 	fs.IntVar(&f.Concurrency, "concurrency", 100, "worker pool concurrency (agentd's default)")
 	fs.IntVar(&f.Batch, "batch", 100, "claim batch size (agentd's default)")
 	fs.IntVar(&f.MaxConns, "max-conns", 20, "connection pool size of the worker pool, shared with the ledger (agentd's default)")
-	fs.BoolVar(&f.Replay, "replay", false, "then replay every task (claims.Store.Requeue, claims.Replay) and burn down again")
+	fs.BoolVar(&f.Replay, "replay", false, "then replay every task (operator.Service.Replay) and burn down again")
 	fs.IntVar(&f.Repeat, "repeat", 1, "run the whole sweep this many times")
 	fs.StringVar(&f.Tool, "tool", "builtin", "the steps' tool: builtin (http_request), custom (the same keyed POST declared with tools.Define) "+
 		"or unsafe (unsafe_http: no key, its reservation durable before the call)")
@@ -402,7 +403,7 @@ func effectsRun(ctx context.Context, srv *Server, f EffectsFlags, n int, log *sl
 }
 
 // replayAll requeues every task of the run's database as a replay
-// (claims.Store.Requeue with claims.Replay), from 8 goroutines; ctl is a
+// (operator.Service.Replay), from 8 goroutines; ctl is a
 // control pool to the run's database.
 func replayAll(ctx context.Context, rdb *RunDB, ctl *pgxpool.Pool) error {
 	db, err := rdb.DaemonPool(ctx, 8)
@@ -427,7 +428,7 @@ func replayAll(ctx context.Context, rdb *RunDB, ctl *pgxpool.Pool) error {
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	store := claims.New(db)
+	op := operator.New(db)
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
@@ -440,7 +441,7 @@ func replayAll(ctx context.Context, rdb *RunDB, ctl *pgxpool.Pool) error {
 				if i >= len(ids) {
 					return
 				}
-				if _, err := store.Requeue(ctx, "", ids[i], claims.Replay); err != nil {
+				if _, err := op.Replay(ctx, "", ids[i]); err != nil {
 					errs <- fmt.Errorf("replaying task %d: %w", ids[i], err)
 					return
 				}

@@ -20,6 +20,7 @@ import (
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/internal/test/testdb"
 	"github.com/agentledger/agentledger/notify/outbox"
+	"github.com/agentledger/agentledger/operator"
 )
 
 // waitDelivered waits until the daemon's dispatcher has delivered every
@@ -95,7 +96,7 @@ func TestNotifyToolPostsToSlack(t *testing.T) {
 	waitDelivered(t, db)
 	// Replaying the task serves the tool's post from the ledger and
 	// updates the rule's message: still two messages.
-	if _, err := s.Requeue(ctx, "", r.Task.ID, claims.Replay); err != nil {
+	if _, err := operator.New(db).Replay(ctx, "", r.Task.ID); err != nil {
 		t.Fatal(err)
 	}
 	waitTask(t, s, r.Task.ID, agentledger.StateSucceeded)

@@ -24,6 +24,7 @@ import (
 	"github.com/agentledger/agentledger/daemon"
 	"github.com/agentledger/agentledger/database"
 	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/operator"
 	"github.com/agentledger/agentledger/tools"
 )
 
@@ -139,7 +140,7 @@ func run(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(out, "task %d succeeded; tickets opened: %d\n", task.ID, tickets.count())
-	if _, err := store.Requeue(ctx, "", task.ID, claims.Replay); err != nil {
+	if _, err := operator.New(db).Replay(ctx, "", task.ID); err != nil {
 		return err
 	}
 	if err := waitSucceeded(ctx, store, task.ID); err != nil {

@@ -24,6 +24,7 @@ import (
 	"github.com/agentledger/agentledger/daemon"
 	"github.com/agentledger/agentledger/database"
 	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/operator"
 	"github.com/agentledger/agentledger/tools"
 )
 
@@ -101,7 +102,7 @@ func run(ctx context.Context, out io.Writer) error {
 	if _, err := waitFor(ctx, store, small, agentledger.StateSucceeded); err != nil {
 		return err
 	}
-	if _, err := store.Requeue(ctx, "", small, claims.Replay); err != nil {
+	if _, err := operator.New(conn.Pool).Replay(ctx, "", small); err != nil {
 		return err
 	}
 	if _, err := waitFor(ctx, store, small, agentledger.StateSucceeded); err != nil {

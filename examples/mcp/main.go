@@ -31,6 +31,7 @@ import (
 	"github.com/agentledger/agentledger/daemon"
 	"github.com/agentledger/agentledger/database"
 	"github.com/agentledger/agentledger/mcptools"
+	"github.com/agentledger/agentledger/operator"
 )
 
 func main() {
@@ -165,7 +166,7 @@ func run(ctx context.Context, out io.Writer) error {
 	fmt.Fprintf(out, "MCP calls: %d, model calls: %d\n%s", strings.Count(string(calls), "\n"), modelCalls.Load(), calls)
 
 	before, modelBefore := strings.Count(string(calls), "\n"), modelCalls.Load()
-	if _, err := store.Requeue(ctx, "", task.ID, claims.Replay); err != nil {
+	if _, err := operator.New(conn.Pool).Replay(ctx, "", task.ID); err != nil {
 		return err
 	}
 	if task, err = finished(ctx, store, task.ID); err != nil || task.State != agentledger.StateSucceeded {

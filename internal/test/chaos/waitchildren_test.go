@@ -14,6 +14,7 @@ import (
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/agentledgertest/downstream"
 	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/operator"
 	"github.com/agentledger/agentledger/saga"
 	"github.com/agentledger/agentledger/waits"
 	"github.com/agentledger/agentledger/worker"
@@ -211,7 +212,7 @@ func TestCancelParentCancelsWaitingChildren(t *testing.T) {
 		return st == "waiting" && kids["steps waiting"] == 3 && kids["echo succeeded"] == 1, sprintf("parent %s, children %v", st, kids)
 	})
 
-	cancelled, err := claims.New(w.db).Cancel(ctx, "", parent)
+	cancelled, err := operator.New(w.db).Cancel(ctx, "", parent)
 	must(t, err)
 	if cancelled.State != agentledger.StateCancelled {
 		t.Fatalf("the parent after its cancel: %s", cancelled.State)

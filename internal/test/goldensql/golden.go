@@ -51,9 +51,13 @@ func (g *golden) file(pkg string) string {
 	if n := len(g.senders); n > 1 {
 		senders, verb = strings.Join(g.senders[:n-1], ", ")+" and "+senders, "send"
 	}
-	return fmt.Sprintf("-- %s: %s of package %s, as %s %s it (%d parameters); "+
+	ident := g.Ident
+	if !strings.Contains(ident, ".") { // another package's names itself
+		ident += " of package " + pkg
+	}
+	return fmt.Sprintf("-- %s: %s, as %s %s it (%d parameters); "+
 		"go test ./%s -run TestGoldenSQL -update rewrites this file\n%s\n",
-		g.Name, g.Ident, pkg, senders, verb, g.args, pkg, g.SQL)
+		g.Name, ident, senders, verb, g.args, pkg, g.SQL)
 }
 
 // statementName is the name in a statement's leading /* comment */.

@@ -16,6 +16,7 @@ import (
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/internal/test/testdb"
 	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/operator"
 	"github.com/agentledger/agentledger/registry"
 )
 
@@ -29,6 +30,7 @@ type Env struct {
 	Claims   *claims.Store   // its clock is the Env's
 	Registry *registry.Store // its clock is the Env's
 	Ledger   *ledger.Ledger
+	Operator *operator.Service // its clock is the Env's
 
 	mu  sync.Mutex
 	now time.Time
@@ -39,8 +41,9 @@ func New(t testing.TB) *Env {
 	t.Helper()
 	db := testdb.New(t)
 	e := &Env{T: t, DB: db, Claims: claims.New(db), Registry: registry.New(db), Ledger: ledger.New(db),
-		now: time.Now().UTC().Truncate(time.Second)}
+		Operator: operator.New(db), now: time.Now().UTC().Truncate(time.Second)}
 	e.Claims.Now, e.Registry.Now = e.Now, e.Now
+	e.Operator.PinClock(e.Now)
 	return e
 }
 

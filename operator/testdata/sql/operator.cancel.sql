@@ -1,5 +1,5 @@
--- claims.cancel: cancelSQL of package claims, as Store.Cancel sends it (3 parameters); go test ./claims -run TestGoldenSQL -update rewrites this file
-/* claims.cancel */
+-- operator.cancel: cancelSQL of package operator, as Service.Cancel sends it (3 parameters); go test ./operator -run TestGoldenSQL -update rewrites this file
+/* operator.cancel */
 WITH now AS (SELECT coalesce($3::timestamptz, now()) AS t),
 cur AS (
 	SELECT id, state, state = 'running' AND lease_expires_at > now.t AS live, compensation IS NOT NULL AS undoing,

@@ -1,5 +1,5 @@
--- claims.requeue: requeueSQL of package claims, as Store.Requeue sends it (6 parameters); go test ./claims -run TestGoldenSQL -update rewrites this file
-/* claims.requeue */
+-- operator.requeue: requeueSQL of package operator, as Service.Retry and Service.Rerun send it (6 parameters); go test ./operator -run TestGoldenSQL -update rewrites this file
+/* operator.requeue */
 WITH cur AS (
 	SELECT id, state, ledger_expired_at IS NOT NULL AS expired FROM tasks
 	WHERE id = $1 AND ($2 = '' OR tenant = $2)

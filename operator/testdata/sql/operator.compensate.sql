@@ -1,5 +1,5 @@
--- claims.compensate: compensateSQL of package claims, as Store.Compensate sends it (4 parameters); go test ./claims -run TestGoldenSQL -update rewrites this file
-/* claims.compensate */
+-- operator.compensate: compensateSQL of package operator, as Service.Compensate sends it (4 parameters); go test ./operator -run TestGoldenSQL -update rewrites this file
+/* operator.compensate */
 WITH cur AS (
 	SELECT id, state, compensation IS NOT NULL AS undoing FROM tasks
 	WHERE id = $1 AND ($2 = '' OR tenant = $2)

@@ -1,4 +1,4 @@
-package claims_test
+package operator_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/internal/test/testdb"
+	"github.com/agentledger/agentledger/operator"
 )
 
 // Operators replaying and re-running a task while workers claim and finish
@@ -23,8 +24,13 @@ func TestOperatorsRaceWorkers(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	s := claims.New(testdb.New(t))
-	task := enqueue(t, s, claims.EnqueueParams{Queue: "race"})
+	db := testdb.New(t)
+	s, op := claims.New(db), operator.New(db)
+	r, err := s.Enqueue(ctx, claims.EnqueueParams{Queue: "race", Kind: "noop"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := r.Task
 
 	var wg sync.WaitGroup
 	var ran, requeued, refused, cancels atomic.Int64
@@ -62,9 +68,12 @@ func TestOperatorsRaceWorkers(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			mode := claims.RequeueMode(o % 2)
+			requeue := func() error { _, err := op.Replay(ctx, "", task.ID); return err }
+			if o%2 == 1 {
+				requeue = func() error { _, err := op.Rerun(ctx, "", task.ID); return err }
+			}
 			for ctx.Err() == nil && requeued.Load() < 300 {
-				_, err := s.Requeue(ctx, "", task.ID, mode)
+				err := requeue()
 				switch {
 				case err == nil:
 					requeued.Add(1)
@@ -88,7 +97,7 @@ func TestOperatorsRaceWorkers(t *testing.T) {
 	go func() { // an operator cancelling now and then
 		defer wg.Done()
 		for ctx.Err() == nil {
-			_, err := s.Cancel(ctx, "", task.ID)
+			_, err := op.Cancel(ctx, "", task.ID)
 			switch {
 			case err == nil:
 				cancels.Add(1)

@@ -1,0 +1,139 @@
+package operator
+
+import (
+	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/notify/outbox"
+)
+
+// The operator's actions on a task, one statement each, composed from the
+// fragments of the tables they change: the claim protocol's (claims: an
+// attempt closed and announced as its own state changes close and announce
+// one), the ledger's (what a task has to undo, the compensations a replay
+// reopens) and the outbox's (the events of a state change). Each runs with
+// the task's row already locked (claims.Store.LockedRow), its first column
+// the state before, so that an action tells "not found" (no row) from
+// "not allowed".
+
+// cancelSQL is the operator's cancel: a task that no live lease holds is
+// cancelled at once (a running task whose lease expired too: no worker may
+// ever come back for it, and its lost attempt is recorded); a running one is
+// flagged, and its attempt sees the flag at its next heartbeat. The first
+// column is the state before, so callers can tell "not found" (no row) from
+// "already finished". A task with something to undo (see saga.go) enters
+// its compensation phase instead of ending cancelled; one in that phase is
+// not cancelled. Run it with the row already locked (claims.Store.LockedRow).
+var cancelSQL = `/* operator.cancel */
+WITH now AS (SELECT coalesce($3::timestamptz, now()) AS t),
+cur AS (
+	SELECT id, state, state = 'running' AND lease_expires_at > now.t AS live, compensation IS NOT NULL AS undoing,
+		lease_token, attempt, generation, lease_owner, coalesce(attempted_at, updated_at) AS attempted_at
+	FROM tasks, now
+	WHERE id = $1 AND ($2 = '' OR tenant = $2)
+	FOR UPDATE OF tasks
+),
+upd AS (
+	UPDATE tasks t SET
+		state = CASE WHEN cur.live THEN 'running' WHEN ` + ledger.UndoableSQL + ` THEN 'compensating' ELSE 'cancelled' END,
+		compensation = CASE WHEN NOT cur.live AND ` + ledger.UndoableSQL + ` THEN 'cancelled' END,
+		attempt = CASE WHEN NOT cur.live AND ` + ledger.UndoableSQL + ` THEN 0 ELSE t.attempt END,
+		cancel_requested_at = CASE WHEN NOT cur.live AND ` + ledger.UndoableSQL + ` THEN NULL ELSE coalesce(t.cancel_requested_at, now.t) END,
+		run_at = CASE WHEN NOT cur.live AND ` + ledger.UndoableSQL + ` THEN now.t ELSE t.run_at END,
+		finished_at = CASE WHEN NOT cur.live AND NOT ` + ledger.UndoableSQL + ` THEN now.t END,
+		last_error = CASE WHEN cur.live THEN t.last_error ELSE 'cancelled by operator' END,
+		lease_expires_at = CASE WHEN cur.live THEN t.lease_expires_at END,
+		updated_at = now.t
+	FROM cur, now
+	WHERE t.id = cur.id AND cur.state NOT IN ('succeeded', 'dead', 'cancelled', 'compensated') AND NOT cur.undoing
+	RETURNING t.id, t.generation, ` + claims.ClosedAttemptNumber + `, ` + claims.EventColumns + `
+),
+` + outbox.EventsCTE("upd", "(SELECT t FROM now)") + `,
+lost AS (
+	INSERT INTO task_attempts (task_id, lease_token, attempt, generation, worker, started_at, ended_at, outcome, error)
+	SELECT cur.id, cur.lease_token, cur.attempt, cur.generation, cur.lease_owner, cur.attempted_at, now.t,
+		'lease_expired', 'lease expired before the attempt finished; task cancelled by operator'
+	FROM cur, now
+	WHERE cur.state = 'running' AND NOT cur.live
+	` + claims.AttemptConflict + `
+),
+-- a task waiting for a person's decision no longer does (package approvals)
+withdrawn AS (
+	UPDATE approvals a SET state = 'withdrawn', decided_at = now.t, decided_by = 'operator', decided_via = 'cancel',
+		decision_reason = 'its task was cancelled'
+	FROM upd, now
+	WHERE a.task_id = upd.id AND a.state = 'pending' AND upd.state <> 'running'
+),
+-- nor for a signal, a timer or its children (package waits)
+unwaited AS (
+	UPDATE waits w SET state = 'cancelled', ended_at = now.t, ended_by = 'operator', end_reason = 'its task was cancelled'
+	FROM upd, now
+	WHERE w.task_id = upd.id AND w.state = 'waiting' AND upd.state <> 'running'
+)
+SELECT cur.state, upd.id IS NOT NULL, cur.undoing FROM cur LEFT JOIN upd ON upd.id = cur.id`
+
+// requeueSQL is an operator's replay ($3 = 0) or re-run as a new intent
+// ($3 = 1) of a task that no worker holds: it runs again from attempt 1,
+// in the same generation (the ledger serves completed effects) or the next
+// (every effect runs again). $4 lists the states it may start from. A
+// replay is refused once retention removed any of the task's ledger rows.
+// A replay of a task parked in its compensation phase continues the
+// compensation, its failed compensations reopened (ledger.ReopenCompensationsCTE); a
+// re-run starts the forward path afresh. Run it with the
+// row already locked (claims.Store.LockedRow).
+const requeueSQL = `/* operator.requeue */
+WITH cur AS (
+	SELECT id, state, ledger_expired_at IS NOT NULL AS expired FROM tasks
+	WHERE id = $1 AND ($2 = '' OR tenant = $2)
+	FOR UPDATE
+),
+upd AS (
+	UPDATE tasks t SET
+		state = CASE WHEN $3 = 0 AND t.compensation IS NOT NULL THEN 'compensating' ELSE 'queued' END,
+		compensation = CASE WHEN $3 = 1 THEN NULL ELSE t.compensation END,
+		ledger_expired_at = CASE WHEN $3 = 1 THEN NULL ELSE t.ledger_expired_at END,
+		generation = t.generation + $3,
+		generation_claims = CASE WHEN $3 = 1 THEN 0 ELSE t.generation_claims END,
+		attempt = 0,
+		run_at = coalesce($5::timestamptz, now()),
+		cancel_requested_at = NULL,
+		finished_at = NULL,
+		result = CASE WHEN $3 = 1 THEN NULL ELSE t.result END,
+		replay_traceparent = $6::text,
+		updated_at = coalesce($5::timestamptz, now())
+	FROM cur
+	WHERE t.id = cur.id AND t.state = ANY ($4::text[]) AND ($3 = 1 OR t.ledger_expired_at IS NULL)
+	RETURNING t.id, t.generation, t.state = 'compensating' AS undoing
+),
+` + ledger.ReopenCompensationsCTE + `,
+wake AS (
+	SELECT pg_notify('agentledger_task_insert', t.queue) FROM tasks t JOIN upd ON upd.id = t.id
+)
+SELECT cur.state, cur.expired, upd.id IS NOT NULL, (SELECT count(*) FROM wake) FROM cur LEFT JOIN upd ON upd.id = cur.id`
+
+// compensateSQL is an operator's request to undo task $1's completed
+// effects: a finished (or parked) task on its forward path that has
+// something to undo enters its compensation phase. $3 lists the states it
+// may start from.
+var compensateSQL = `/* operator.compensate */
+WITH cur AS (
+	SELECT id, state, compensation IS NOT NULL AS undoing FROM tasks
+	WHERE id = $1 AND ($2 = '' OR tenant = $2)
+	FOR UPDATE
+),
+upd AS (
+	UPDATE tasks t SET
+		state = 'compensating',
+		compensation = 'operator',
+		attempt = 0,
+		run_at = coalesce($4::timestamptz, now()),
+		cancel_requested_at = NULL,
+		finished_at = NULL,
+		updated_at = coalesce($4::timestamptz, now())
+	FROM cur
+	WHERE t.id = cur.id AND t.state = ANY ($3::text[]) AND t.compensation IS NULL AND ` + ledger.UndoableSQL + `
+	RETURNING t.id
+),
+wake AS (
+	SELECT pg_notify('agentledger_task_insert', t.queue) FROM tasks t JOIN upd ON upd.id = t.id
+)
+SELECT cur.state, cur.undoing, upd.id IS NOT NULL, (SELECT count(*) FROM wake) FROM cur LEFT JOIN upd ON upd.id = cur.id`
