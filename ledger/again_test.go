@@ -15,7 +15,7 @@ import (
 )
 
 // lossyDB loses the answer to the next outcome write (ledger.insertOutcome,
-// ledger.insertKeyedOutcome or ledger.record), as a failover does: after its commit (commit) or
+// ledger.insertKeyedOutcomes or ledger.record), as a failover does: after its commit (commit) or
 // before it.
 type lossyDB struct {
 	*pgxpool.Pool
@@ -35,8 +35,7 @@ func (r lostAnswer) Scan(dst ...any) error {
 }
 
 func (d *lossyDB) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	outcome := strings.Contains(sql, "ledger.insertOutcome") || strings.Contains(sql, "ledger.insertKeyedOutcome") ||
-		strings.Contains(sql, "ledger.record")
+	outcome := strings.Contains(sql, "ledger.insertOutcome") || strings.Contains(sql, "ledger.record")
 	if !outcome || d.cuts.Add(-1) < 0 {
 		return d.Pool.QueryRow(ctx, sql, args...)
 	}
@@ -44,6 +43,25 @@ func (d *lossyDB) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 		return lostAnswer{d.Pool.QueryRow(ctx, sql, args...)}
 	}
 	return lostAnswer{}
+}
+
+func (d *lossyDB) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if !strings.Contains(sql, "ledger.insertKeyedOutcomes") || d.cuts.Add(-1) < 0 {
+		return d.Pool.Query(ctx, sql, args...)
+	}
+	if d.commit {
+		rows, err := d.Pool.Query(ctx, sql, args...)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return nil, fmt.Errorf("reading the answer: %w", io.ErrUnexpectedEOF)
 }
 
 // A performed effect whose outcome's write went unanswered (a failover

@@ -22,13 +22,29 @@ type statementLog struct {
 }
 
 func (d *statementLog) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	d.note(sql)
+	return d.Pool.QueryRow(ctx, sql, args...)
+}
+
+func (d *statementLog) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	d.note(sql)
+	return d.Pool.Query(ctx, sql, args...)
+}
+
+func (d *statementLog) note(sql string) {
 	if i := strings.Index(sql, "/* ledger."); i >= 0 {
 		name, _, _ := strings.Cut(sql[i+len("/* "):], " ")
 		d.mu.Lock()
 		d.names = append(d.names, name)
 		d.mu.Unlock()
 	}
-	return d.Pool.QueryRow(ctx, sql, args...)
+}
+
+// all returns the names sent so far, oldest first.
+func (d *statementLog) all() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]string(nil), d.names...)
 }
 
 func (d *statementLog) sent() string {
@@ -70,7 +86,7 @@ func TestFirstClaimSkipsTheLookup(t *testing.T) {
 	if err != nil || string(res.Body) != `{"n": 1}` || c.calls.Load() != 1 {
 		t.Fatalf("keyed: %+v %v, performed %d", res, err, c.calls.Load())
 	}
-	if got := db.sent(); got != "ledger.insertKeyedOutcome" {
+	if got := db.sent(); got != "ledger.insertKeyedOutcomes" {
 		t.Fatalf("keyed on a first claim sent %q, want the record alone", got)
 	}
 	if _, err := l.Do(ctx, a, effect(ledger.Pure, "tool/1", `{}`, c.perform)); err != nil {
@@ -83,7 +99,7 @@ func TestFirstClaimSkipsTheLookup(t *testing.T) {
 	if err != nil || string(again.Body) != `{"n": 1}` || c.calls.Load() != 3 {
 		t.Fatalf("the same step again in the first attempt: %+v %v, performed %d; want the first record, performed again", again, err, c.calls.Load())
 	}
-	if got := db.sent(); got != "ledger.insertKeyedOutcome ledger.landed" {
+	if got := db.sent(); got != "ledger.insertKeyedOutcomes ledger.landed" {
 		t.Fatalf("the same step again sent %q, want the record refused and the first one read", got)
 	}
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -27,6 +28,8 @@ type DB interface {
 // Ledger runs effects through the ledger table.
 type Ledger struct {
 	db DB
+
+	recorders sync.Map // reflect.Type of a Fence → *recorder: keyed records, batched (batch.go)
 
 	// Observe, when set, is told how each Do ended, for metrics: outcome
 	// is "performed", "served" (from the ledger, nothing performed),
@@ -293,18 +296,31 @@ func (l *Ledger) doUnreserved(ctx context.Context, pk []any, a Attempt, call Cal
 		return Result{}, true, err
 	}
 	// A keyed effect's record need not be durable before Do returns: lost
-	// in a server crash, the call is sent again under its key. A pure
-	// effect's must: performed again it may answer otherwise, and what
-	// the task did next was built from this answer.
-	insert := q.insertOutcome
+	// in a server crash, the call is sent again under its key; it is
+	// written with the records of the attempts performing at the same
+	// time (batch.go). A pure effect's must be durable: performed again it
+	// may answer otherwise, and what the task did next was built from this
+	// answer.
 	if e.Class == Keyed {
-		insert = q.insertKeyedOutcome
+		ans := l.recorderFor(a.Fence).record(ctx, keyedRecord{tenant: a.Tenant, operation: e.Operation, key: call.Key,
+			hash: hash, class: string(e.Class), taskID: a.TaskID, generation: a.Generation, step: e.StepPath,
+			token: a.token(), state: string(state), result: body, externalRef: agentledger.SafeText(out.ExternalRef),
+			err: msg, fenceID: a.fenceID()})
+		switch {
+		case ans.err != nil:
+			err = ans.err
+		case ans.landed:
+			r.result, r.externalRef = ans.result, ans.externalRef
+		default:
+			err = pgx.ErrNoRows
+		}
+	} else {
+		err = again(ctx, func() error {
+			return l.db.QueryRow(ctx, q.insertOutcome, a.Tenant, e.Operation, call.Key, hash, string(e.Class), a.TaskID,
+				a.Generation, e.StepPath, a.token(), string(state), body, agentledger.SafeText(out.ExternalRef), msg,
+				a.fenceID()).Scan(&r.result, &r.externalRef)
+		})
 	}
-	err = again(ctx, func() error {
-		return l.db.QueryRow(ctx, insert, a.Tenant, e.Operation, call.Key, hash, string(e.Class), a.TaskID,
-			a.Generation, e.StepPath, a.token(), string(state), body, agentledger.SafeText(out.ExternalRef), msg,
-			a.fenceID()).Scan(&r.result, &r.externalRef)
-	})
 	if err == nil {
 		r.state, r.err = state, msg
 		res, err := outcome(r, call.Key)

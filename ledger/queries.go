@@ -14,7 +14,7 @@ type fence func(id, token string) string
 
 // fenced are the statements that check a fence.
 type fenced struct {
-	fence, reserveFast, lookup, insertOutcome, insertKeyedOutcome, record, landed string
+	fence, reserveFast, lookup, insertOutcome, insertKeyedOutcomes, record, landed string
 }
 
 // fencedByKind caches the statements of each kind of fence, keyed by its
@@ -82,16 +82,18 @@ LEFT JOIN ledger l ON l.tenant = $1 AND l.operation = $2 AND l.effect_key = $3`,
 		// (the first that lands stands).
 		insertOutcome: insertOutcome("insertOutcome", f, ""),
 
-		// insertKeyedOutcome is insertOutcome for a keyed effect, committed
-		// without waiting for its WAL to reach the disk
-		// (synchronous_commit off for its transaction alone): a server
-		// crash in the moment before the flush loses the record, and the
-		// next attempt sends the call again under the same key, which the
-		// downstream deduplicates — what a crash between the call and its
-		// record already does. Nothing later in WAL outlives it, so a
-		// task's completion, synchronous, is never durable without it.
-		insertKeyedOutcome: insertOutcome("insertKeyedOutcome", f,
-			`, lazy AS (SELECT set_config('synchronous_commit', 'off', true))`),
+		// insertKeyedOutcomes is insertOutcome for the keyed effects of
+		// several attempts at once (batch.go), each row fenced on its own
+		// attempt's lease, committed without waiting for its WAL to reach
+		// the disk (synchronous_commit off for its transaction alone): a
+		// server crash in the moment before the flush loses the records,
+		// and the next attempts send their calls again under the same
+		// keys, which the downstream deduplicates — what a crash between a
+		// call and its record already does. Nothing later in WAL outlives
+		// them, so a task's completion, synchronous, is never durable
+		// without its records. The fencing rows are share-locked in id
+		// order, as every batch of the claim protocol locks its rows.
+		insertKeyedOutcomes: insertKeyedOutcomes(f),
 
 		// record stores the outcome, fenced twice: the row must still be
 		// this attempt's reservation and the lease still this attempt's.
@@ -135,6 +137,33 @@ INSERT INTO ledger (tenant, operation, effect_key, request_hash, class, task_id,
 SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, 1, $10, $11, nullif($12, ''), nullif($13, ''), now() FROM ` + from + `
 ON CONFLICT (tenant, operation, effect_key) DO NOTHING
 RETURNING result, coalesce(external_ref, '')`
+}
+
+// insertKeyedOutcomes is the statement of fencedQueries' field of that
+// name: parallel arrays in, the rows it inserted out (their keys, result
+// as stored and external reference).
+func insertKeyedOutcomes(f fence) string {
+	return `/* ledger.insertKeyedOutcomes */
+WITH input AS MATERIALIZED (
+	SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bytea[], $5::text[], $6::bigint[], $7::int[],
+		$8::text[], $9::bigint[], $10::text[], $11::text[], $12::text[], $13::text[], $14::bigint[])
+		AS u(tenant, operation, effect_key, request_hash, class, task_id, generation, step_path, owner_token,
+			state, result, external_ref, error, fence_id)
+	ORDER BY fence_id, effect_key
+),
+fenced AS MATERIALIZED (
+	SELECT i.* FROM input i
+	CROSS JOIN LATERAL (SELECT 1 FROM ` + f("i.fence_id", "i.owner_token") + ` OFFSET 0 FOR SHARE) l
+),
+lazy AS (SELECT set_config('synchronous_commit', 'off', true))
+INSERT INTO ledger (tenant, operation, effect_key, request_hash, class, task_id,
+	generation, step_path, owner_token, performed, state, result, external_ref, error, completed_at)
+SELECT tenant, operation, effect_key, request_hash, class, task_id, generation, step_path, owner_token, 1, state,
+	result::jsonb, nullif(external_ref, ''), nullif(error, ''), now()
+FROM fenced, lazy
+ORDER BY fence_id, effect_key
+ON CONFLICT (tenant, operation, effect_key) DO NOTHING
+RETURNING tenant, operation, effect_key, result, coalesce(external_ref, '')`
 }
 
 // reserveSQL makes a fresh reservation owned by the attempt; on conflict the

@@ -1,0 +1,120 @@
+package ledger_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/tools"
+)
+
+// Keyed records of many attempts performing at once go out several to a
+// statement, and each caller still gets its own outcome: a live attempt
+// its effect recorded once with the result it produced, a zombie (a stale
+// token) ErrLeaseLost with nothing recorded, and two performances of one
+// step by the same attempt the one record that landed first.
+func TestKeyedRecordsBatched(t *testing.T) {
+	t.Parallel()
+	ctx, _ := leased()
+	e := newEnv(t)
+	const n = 120
+	for range n {
+		e.task()
+	}
+	got, err := e.Claims.Claim(ctx, claims.ClaimParams{Queue: "default", Worker: "w", Limit: n, Lease: time.Minute})
+	if err != nil || len(got) != n {
+		t.Fatalf("claimed %d of %d: %v", len(got), n, err)
+	}
+	db := &statementLog{Pool: e.DB}
+	l := ledger.New(db)
+
+	type call struct {
+		a      ledger.Attempt
+		zombie bool
+		twin   int // >= 0: another call of the same attempt and step
+	}
+	var calls []call
+	for i, task := range got {
+		a := tools.AttemptOf(task)
+		switch i % 6 {
+		case 1, 4: // a zombie: its token is not the task's
+			f := a.Fence.(claims.LeaseFence)
+			f.Token += 1000
+			a.Fence = f
+			calls = append(calls, call{a: a, zombie: true, twin: -1})
+		case 2: // the same step twice, at once
+			calls = append(calls, call{a: a, twin: len(calls) + 1}, call{a: a, twin: len(calls)})
+		default:
+			calls = append(calls, call{a: a, twin: -1})
+		}
+	}
+
+	type answer struct {
+		res ledger.Result
+		err error
+	}
+	answers := make([]answer, len(calls))
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, c := range calls {
+		wg.Go(func() {
+			<-start
+			perform := func(context.Context, ledger.Call) (ledger.Result, error) {
+				return ledger.Result{Status: 201, Body: json.RawMessage(fmt.Sprintf(`{"task": %d, "call": %d}`, c.a.TaskID, i))}, nil
+			}
+			res, err := l.Do(ctx, c.a, effect(ledger.Keyed, "tool/0", fmt.Sprintf(`{"task":%d}`, c.a.TaskID), perform))
+			answers[i] = answer{res, err}
+		})
+	}
+	close(start)
+	wg.Wait()
+
+	for i, c := range calls {
+		res, err := answers[i].res, answers[i].err
+		if c.zombie {
+			if !errors.Is(err, agentledger.ErrLeaseLost) {
+				t.Errorf("zombie of task %d: %+v %v, want ErrLeaseLost", c.a.TaskID, res, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("task %d: %v", c.a.TaskID, err)
+			continue
+		}
+		var body struct{ Task, Call int64 }
+		if err := json.Unmarshal(res.Body, &body); err != nil || body.Task != c.a.TaskID {
+			t.Errorf("task %d was answered %s (%v): another task's outcome", c.a.TaskID, res.Body, err)
+		}
+		if c.twin >= 0 && string(res.Body) != string(answers[c.twin].res.Body) {
+			t.Errorf("task %d's two performances of one step answered %s and %s: want the one record", c.a.TaskID,
+				res.Body, answers[c.twin].res.Body)
+		}
+	}
+	for _, c := range calls {
+		j, err := e.Ledger.Journal(ctx, c.a.TaskID, c.a.Generation)
+		want := 1
+		if c.zombie {
+			want = 0
+		}
+		if err != nil || len(j) != want || (want == 1 && j[0].State != ledger.StateCompleted) {
+			t.Errorf("task %d (zombie %v): journal %+v %v, want %d completed", c.a.TaskID, c.zombie, j, err, want)
+		}
+	}
+	statements := 0
+	for _, name := range db.all() {
+		if name == "ledger.insertKeyedOutcomes" {
+			statements++
+		}
+	}
+	if records := len(calls); statements == 0 || statements >= records {
+		t.Errorf("%d records in %d statements: want several a statement", records, statements)
+	}
+	t.Logf("%d records in %d statements", len(calls), statements)
+}
