@@ -15,12 +15,13 @@ import (
 )
 
 // lossyDB loses the answer to the next outcome write (ledger.insertOutcome,
-// ledger.insertKeyedOutcomes or ledger.record), as a failover does: after its commit (commit) or
+// ledger.insertKeyedOutcome, ledger.insertKeyedOutcomes or ledger.record), as a failover does: after its commit (commit) or
 // before it.
 type lossyDB struct {
 	*pgxpool.Pool
-	cuts   atomic.Int32
-	commit bool
+	cuts      atomic.Int32
+	commit    bool
+	batchOnly bool // cut only a statement of several keyed records
 }
 
 type lostAnswer struct{ row pgx.Row }
@@ -35,8 +36,9 @@ func (r lostAnswer) Scan(dst ...any) error {
 }
 
 func (d *lossyDB) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	outcome := strings.Contains(sql, "ledger.insertOutcome") || strings.Contains(sql, "ledger.record")
-	if !outcome || d.cuts.Add(-1) < 0 {
+	outcome := strings.Contains(sql, "ledger.insertOutcome") || strings.Contains(sql, "ledger.insertKeyedOutcome") ||
+		strings.Contains(sql, "ledger.record")
+	if !outcome || d.batchOnly || d.cuts.Add(-1) < 0 {
 		return d.Pool.QueryRow(ctx, sql, args...)
 	}
 	if d.commit {

@@ -2,9 +2,12 @@ package ledger
 
 import (
 	"context"
+	"errors"
 	"reflect"
 	"sync"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // Keyed effects' records, several attempts' in one statement.
@@ -61,10 +64,12 @@ type recordAns struct {
 	err         error
 }
 
-// recorder writes the keyed records of one fence kind.
+// recorder writes the keyed records of one fence kind: one alone with
+// the single-row statement (a lone call pays nothing for the batch's
+// arrays), several with the batch's.
 type recorder struct {
-	db  DB
-	sql string
+	db        DB
+	one, many string
 
 	mu      sync.Mutex
 	queue   []*recordReq
@@ -77,7 +82,8 @@ func (l *Ledger) recorderFor(f Fence) *recorder {
 	if r, ok := l.recorders.Load(key); ok {
 		return r.(*recorder)
 	}
-	r, _ := l.recorders.LoadOrStore(key, &recorder{db: l.db, sql: queriesOf(f).insertKeyedOutcomes})
+	q := queriesOf(f)
+	r, _ := l.recorders.LoadOrStore(key, &recorder{db: l.db, one: q.insertKeyedOutcome, many: q.insertKeyedOutcomes})
 	return r.(*recorder)
 }
 
@@ -124,6 +130,10 @@ func (r *recorder) run() {
 func (r *recorder) write(batch []*recordReq) {
 	ctx, cancel := batchContext(batch)
 	defer cancel()
+	if len(batch) == 1 {
+		batch[0].done <- r.writeOne(ctx, batch[0].args)
+		return
+	}
 	n := len(batch)
 	var (
 		tenants, ops, keys, classes, steps, states = make([]string, n), make([]string, n), make([]string, n),
@@ -150,7 +160,7 @@ func (r *recorder) write(batch []*recordReq) {
 	got := make(map[[3]string]stored, n)
 	err := again(ctx, func() error {
 		clear(got)
-		rows, err := r.db.Query(ctx, r.sql, tenants, ops, keys, hashes, classes, taskIDs, gens, steps, tokens,
+		rows, err := r.db.Query(ctx, r.many, tenants, ops, keys, hashes, classes, taskIDs, gens, steps, tokens,
 			states, results, refs, errs, fence)
 		if err != nil {
 			return err
@@ -174,6 +184,22 @@ func (r *recorder) write(batch []*recordReq) {
 		s, ok := got[[3]string{q.args.tenant, q.args.operation, q.args.key}]
 		q.done <- recordAns{result: s.result, externalRef: s.ref, landed: ok}
 	}
+}
+
+// writeOne writes a record that queued alone.
+func (r *recorder) writeOne(ctx context.Context, a keyedRecord) recordAns {
+	var ans recordAns
+	err := again(ctx, func() error {
+		return r.db.QueryRow(ctx, r.one, a.tenant, a.operation, a.key, a.hash, a.class, a.taskID, a.generation, a.step,
+			a.token, a.state, a.result, a.externalRef, a.err, a.fenceID).Scan(&ans.result, &ans.externalRef)
+	})
+	switch {
+	case err == nil:
+		ans.landed = true
+	case !errors.Is(err, pgx.ErrNoRows):
+		ans.err = err
+	}
+	return ans
 }
 
 // batchContext is the context a batch's statement runs under: the values

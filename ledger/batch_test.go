@@ -118,3 +118,52 @@ func TestKeyedRecordsBatched(t *testing.T) {
 	}
 	t.Logf("%d records in %d statements", len(calls), statements)
 }
+
+// A statement of several keyed records whose answer is lost after its
+// commit (a failover) is sent again; the rows that landed the first time
+// are found by landed, and every caller still gets its own outcome,
+// recorded once.
+func TestKeyedBatchAnsweredAfterAFailover(t *testing.T) {
+	t.Parallel()
+	ctx, _ := leased()
+	e := newEnv(t)
+	const n = 60
+	for range n {
+		e.task()
+	}
+	got, err := e.Claims.Claim(ctx, claims.ClaimParams{Queue: "default", Worker: "w", Limit: n, Lease: time.Minute})
+	if err != nil || len(got) != n {
+		t.Fatalf("claimed %d of %d: %v", len(got), n, err)
+	}
+	db := &lossyDB{Pool: e.DB, commit: true, batchOnly: true}
+	db.cuts.Store(1)
+	l := ledger.New(db)
+	bodies := make([]string, n)
+	errs := make([]error, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, task := range got {
+		wg.Go(func() {
+			<-start
+			perform := func(context.Context, ledger.Call) (ledger.Result, error) {
+				return ledger.Result{Body: json.RawMessage(fmt.Sprintf(`{"task": %d}`, task.ID))}, nil
+			}
+			res, err := l.Do(ctx, tools.AttemptOf(task), effect(ledger.Keyed, "tool/0", `{}`, perform))
+			bodies[i], errs[i] = string(res.Body), err
+		})
+	}
+	close(start)
+	wg.Wait()
+	if db.cuts.Load() > 0 {
+		t.Fatal("no statement of several records lost its answer: the test did not test")
+	}
+	for i, task := range got {
+		if want := fmt.Sprintf(`{"task": %d}`, task.ID); errs[i] != nil || bodies[i] != want {
+			t.Errorf("task %d: %s %v, want %s", task.ID, bodies[i], errs[i], want)
+		}
+		j, err := e.Ledger.Journal(ctx, task.ID, task.Generation)
+		if err != nil || len(j) != 1 || j[0].State != ledger.StateCompleted {
+			t.Errorf("task %d: journal %+v %v, want one completed record", task.ID, j, err)
+		}
+	}
+}

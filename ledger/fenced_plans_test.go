@@ -33,6 +33,8 @@ func TestFencedPlansReadByKey(t *testing.T) {
 			"lookup":      append(pk[:3:3], f.id, f.token),
 			"insertOutcome": append(pk[:3:3], []byte("h"), "keyed", ids[0], 1, "0", f.token,
 				"completed", "{}", "", "", f.id),
+			"insertKeyedOutcome": append(pk[:3:3], []byte("h"), "keyed", ids[0], 1, "0", f.token,
+				"completed", "{}", "", "", f.id),
 			"insertKeyedOutcomes": {[]string{"default", "default"}, []string{"http.post", "http.post"}, []string{"k1", "k2"},
 				[][]byte{[]byte("h"), []byte("h")}, []string{"keyed", "keyed"}, []int64{ids[0], ids[0]}, []int32{1, 1},
 				[]string{"0", "1"}, []int64{f.token, f.token}, []string{"completed", "completed"}, []*string{nil, nil},

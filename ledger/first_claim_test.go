@@ -86,7 +86,7 @@ func TestFirstClaimSkipsTheLookup(t *testing.T) {
 	if err != nil || string(res.Body) != `{"n": 1}` || c.calls.Load() != 1 {
 		t.Fatalf("keyed: %+v %v, performed %d", res, err, c.calls.Load())
 	}
-	if got := db.sent(); got != "ledger.insertKeyedOutcomes" {
+	if got := db.sent(); got != "ledger.insertKeyedOutcome" {
 		t.Fatalf("keyed on a first claim sent %q, want the record alone", got)
 	}
 	if _, err := l.Do(ctx, a, effect(ledger.Pure, "tool/1", `{}`, c.perform)); err != nil {
@@ -99,7 +99,7 @@ func TestFirstClaimSkipsTheLookup(t *testing.T) {
 	if err != nil || string(again.Body) != `{"n": 1}` || c.calls.Load() != 3 {
 		t.Fatalf("the same step again in the first attempt: %+v %v, performed %d; want the first record, performed again", again, err, c.calls.Load())
 	}
-	if got := db.sent(); got != "ledger.insertKeyedOutcomes ledger.landed" {
+	if got := db.sent(); got != "ledger.insertKeyedOutcome ledger.landed" {
 		t.Fatalf("the same step again sent %q, want the record refused and the first one read", got)
 	}
 

@@ -14,7 +14,7 @@ type fence func(id, token string) string
 
 // fenced are the statements that check a fence.
 type fenced struct {
-	fence, reserveFast, lookup, insertOutcome, insertKeyedOutcomes, record, landed string
+	fence, reserveFast, lookup, insertOutcome, insertKeyedOutcome, insertKeyedOutcomes, record, landed string
 }
 
 // fencedByKind caches the statements of each kind of fence, keyed by its
@@ -81,6 +81,12 @@ LEFT JOIN ledger l ON l.tenant = $1 AND l.operation = $2 AND l.effect_key = $3`,
 		// lease; the primary key decides between concurrent performances
 		// (the first that lands stands).
 		insertOutcome: insertOutcome("insertOutcome", f, ""),
+
+		// insertKeyedOutcome is insertOutcome for a keyed effect whose
+		// record goes out alone (batch.go), committed without waiting for
+		// its WAL to reach the disk, as insertKeyedOutcomes below.
+		insertKeyedOutcome: insertOutcome("insertKeyedOutcome", f,
+			`, lazy AS (SELECT set_config('synchronous_commit', 'off', true))`),
 
 		// insertKeyedOutcomes is insertOutcome for the keyed effects of
 		// several attempts at once (batch.go), each row fenced on its own
