@@ -38,15 +38,13 @@ func (h *ClaimHint) cursor() (string, int) {
 	return h.from, h.got
 }
 
-// served moves the cursor to the last tenant, in rotation order, that a
-// claim which started at from served: the greatest before from once the
-// ring wrapped, else the greatest from on. It adds what that tenant got
-// to its turn when the claim started there.
-func (h *ClaimHint) served(from string, got int, tasks []*agentledger.Task) {
+// served moves the cursor to last, the last tenant in rotation order
+// that a claim which started at from served (Store.lastServed). It adds
+// what that tenant got to its turn when the claim started there.
+func (h *ClaimHint) served(from string, got int, last string, tasks []*agentledger.Task) {
 	if h == nil || len(tasks) == 0 {
 		return
 	}
-	last := lastServed(from, tasks)
 	n := 0
 	for _, t := range tasks {
 		if t.Tenant == last {
@@ -59,27 +57,6 @@ func (h *ClaimHint) served(from string, got int, tasks []*agentledger.Task) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.from, h.got = last, n
-}
-
-// lastServed compares tenant names bytewise, as the database does under
-// the C collation (the embedded cluster's). Under another collation the
-// ring's order and this one differ for names that mix case or
-// punctuation: the cursor can then land short of the claim's last
-// tenant, and the next claim serves some tenants of this one again. No
-// task is lost or claimed twice; the round is only less even.
-func lastServed(from string, tasks []*agentledger.Task) string {
-	var after, wrapped string
-	for _, t := range tasks {
-		if t.Tenant >= from {
-			after = max(after, t.Tenant)
-		} else {
-			wrapped = max(wrapped, t.Tenant)
-		}
-	}
-	if wrapped != "" {
-		return wrapped
-	}
-	return after
 }
 
 func (h *ClaimHint) likely() bool {

@@ -96,7 +96,9 @@ func (s *Store) claim(ctx context.Context, q string, p ClaimParams) ([]*agentled
 		if tasks, err = collectTasks(rows); err == nil {
 			// In claim order: the due-only claims (claimedDue) answer in no order.
 			slices.SortFunc(tasks, claimOrder)
-			p.Hint.served(from, got, tasks)
+			if p.Hint != nil {
+				p.Hint.served(from, got, s.lastServed(ctx, from, tasks), tasks)
+			}
 			if len(tasks) > 0 && tracing.Enabled() {
 				traceClaim(ctx, began, p, tasks, nil)
 			}

@@ -208,3 +208,38 @@ func TestACrowdWeighsClaimsOfOneTask(t *testing.T) {
 		t.Fatalf("claims of one served %v, want %v", order, want)
 	}
 }
+
+// On a database whose collation is not C's (an ICU locale, as en_US is for
+// many installations), tenant names that mix case sort otherwise than
+// their bytes: the rotation still serves every tenant its turn exactly
+// once a round, since the database, not the bytes, says which tenant a
+// claim served last.
+func TestACrowdTakesTurnsUnderACollation(t *testing.T) {
+	t.Parallel()
+	db := testdb.Collated(t, "en-US")
+	if _, err := db.Exec(context.Background(),
+		`INSERT INTO tasks (tenant, kind, run_at)
+		 SELECT CASE WHEN g % 2 = 0 THEN 'c' ELSE 'C' END || lpad((g % 200)::text, 4, '0'), 'noop', now() - interval '1 hour'
+		 FROM generate_series(0, 599) g`); err != nil {
+		t.Fatal(err)
+	}
+	var icu bool
+	if err := db.QueryRow(context.Background(), `SELECT 'C0001' < 'c0002' AND 'c0002' < 'C0003'`).Scan(&icu); err != nil || !icu {
+		t.Fatalf("the database sorts bytewise (%v): the test would not test", err)
+	}
+	s, hint := claims.New(db), &claims.ClaimHint{}
+	served := map[string]int{}
+	for i := range 4 {
+		for tenant, n := range byTenant(claimTurn(t, s, hint, 100, i%2 == 1)) {
+			served[tenant] += n
+		}
+	}
+	if len(served) != 200 {
+		t.Fatalf("4 claims of 100 reached %d of 200 tenants", len(served))
+	}
+	for tenant, n := range served {
+		if n != 2 {
+			t.Fatalf("after one round %s had %d tasks, want 2 (every tenant its turn once)", tenant, n)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package claims
 
 import (
 	"context"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -20,7 +21,8 @@ type DB interface {
 
 // Store runs the claim protocol against one database.
 type Store struct {
-	db DB
+	db    DB
+	order atomic.Int32 // how the database orders tenant names (rotation.go)
 
 	// Now pins the database clock for tests; nil means the database's now().
 	Now agentledger.Clock

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -171,16 +172,25 @@ func URL(t testing.TB) string { return create(t, true) }
 
 func create(t testing.TB, migrated bool) string {
 	t.Helper()
+	start(t) // sets template
+	clause := ""
+	if migrated {
+		clause = " TEMPLATE " + pgx.Identifier{template}.Sanitize() + " STRATEGY FILE_COPY"
+	}
+	url, _ := createAs(t, clause)
+	return url
+}
+
+// createAs creates a database for t with the CREATE DATABASE clause
+// given, drops it when t ends, and returns its URL and name.
+func createAs(t testing.TB, clause string) (string, string) {
+	t.Helper()
 	start(t)
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
 	name := "t_" + hex.EncodeToString(b)
 	ctx := context.Background()
-	sql := "CREATE DATABASE " + pgx.Identifier{name}.Sanitize()
-	if migrated {
-		sql += " TEMPLATE " + pgx.Identifier{template}.Sanitize() + " STRATEGY FILE_COPY"
-	}
-	if _, err := admin.Exec(ctx, sql); err != nil {
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()+clause); err != nil {
 		t.Fatalf("testdb: %v", err)
 	}
 	t.Cleanup(func() {
@@ -189,7 +199,21 @@ func create(t testing.TB, migrated bool) string {
 			t.Errorf("testdb: dropping %s: %v", name, err)
 		}
 	})
-	return URLFor(name)
+	return URLFor(name), name
+}
+
+// Collated returns a pool to a new migrated database for t whose text
+// sorts by the ICU locale given (as a database made with en_US does,
+// where the test cluster's, like the embedded one's, sorts as C); both
+// are gone when t ends.
+func Collated(t testing.TB, icuLocale string) *pgxpool.Pool {
+	t.Helper()
+	url, name := createAs(t, " TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE '"+
+		strings.ReplaceAll(icuLocale, "'", "''")+"'")
+	if err := migrate(context.Background(), name); err != nil {
+		t.Fatalf("testdb: migrating %s: %v", name, err)
+	}
+	return Open(t, url)
 }
 
 // New returns a pool to a new migrated database for t; both are gone when t

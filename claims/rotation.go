@@ -1,0 +1,91 @@
+package claims
+
+import (
+	"context"
+
+	"github.com/agentledger/agentledger"
+)
+
+// The rotation's cursor (ClaimHint) is the last tenant a claim served, in
+// the ring's order: the tenants from the previous cursor on, then, once
+// the ring wrapped, those before it. That order is the database's
+// collation of the tenant column. Under the C collation (the embedded
+// cluster's) it is the bytes' order, which the loop works out itself;
+// under another (en_US, an ICU locale) names that mix case or punctuation
+// sort otherwise, so the database is asked: a cursor worked out bytewise
+// would land short of the claim's last tenant, and the next claim would
+// serve some of this one's tenants again.
+
+// Store.order values.
+const (
+	orderUnknown int32 = iota
+	orderBytewise
+	orderCollated
+)
+
+// collationSQL says whether the database orders text bytewise.
+const collationSQL = `/* claims.collation */
+SELECT datlocprovider = 'c' AND datcollate IN ('C', 'POSIX') FROM pg_database WHERE datname = current_database()`
+
+// lastServedSQL is the last of the tenants $2 in rotation order from $1:
+// the greatest before $1 once the ring wrapped, else the greatest from $1
+// on.
+const lastServedSQL = `/* claims.lastServed */
+SELECT coalesce(max(t) FILTER (WHERE t < $1::text), max(t)) FROM unnest($2::text[]) t`
+
+// lastServed is the last tenant in rotation order that a claim starting
+// at from served with tasks ("" for none).
+func (s *Store) lastServed(ctx context.Context, from string, tasks []*agentledger.Task) string {
+	tenants := make([]string, 0, 1)
+	for _, t := range tasks {
+		if len(tenants) == 0 || tenants[len(tenants)-1] != t.Tenant {
+			tenants = append(tenants, t.Tenant)
+		}
+	}
+	if len(tenants) < 2 || s.bytewise(ctx) {
+		return lastServedBytewise(from, tenants)
+	}
+	var last string
+	if err := s.db.QueryRow(ctx, lastServedSQL, from, tenants).Scan(&last); err != nil {
+		// The claim stands; only the next one's start is less exact.
+		return lastServedBytewise(from, tenants)
+	}
+	return last
+}
+
+// bytewise reports whether the database orders text bytewise, asked once
+// per Store (a database that cannot say counts as collated).
+func (s *Store) bytewise(ctx context.Context) bool {
+	switch s.order.Load() {
+	case orderBytewise:
+		return true
+	case orderCollated:
+		return false
+	}
+	var yes bool
+	if err := s.db.QueryRow(ctx, collationSQL).Scan(&yes); err != nil {
+		return false // asked again next time
+	}
+	if yes {
+		s.order.Store(orderBytewise)
+	} else {
+		s.order.Store(orderCollated)
+	}
+	return yes
+}
+
+// lastServedBytewise is lastServedSQL for text ordered by its bytes.
+func lastServedBytewise(from string, tenants []string) string {
+	var after, wrapped string
+	for _, t := range tenants {
+		if t >= from {
+			after = max(after, t)
+		} else {
+			wrapped = max(wrapped, t)
+		}
+	}
+	if wrapped != "" {
+		return wrapped
+	}
+	return after
+}
