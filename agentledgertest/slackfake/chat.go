@@ -35,7 +35,7 @@ func (s *Server) postMessage(form url.Values) (any, string) {
 		return nil, "no_text"
 	}
 	m.TS = s.nextTS()
-	c.messages = append(c.messages, m)
+	c.add(m)
 	return map[string]any{"ok": true, "channel": c.id, "ts": m.TS, "message": wire(m, true)}, ""
 }
 
@@ -46,12 +46,7 @@ func (s *Server) update(form url.Values) (any, string) {
 	if c == nil {
 		return nil, "channel_not_found"
 	}
-	var m *Message
-	for _, x := range c.messages {
-		if x.TS == form.Get("ts") {
-			m = x
-		}
-	}
+	m := c.byTS[form.Get("ts")]
 	if m == nil {
 		return nil, "message_not_found"
 	}

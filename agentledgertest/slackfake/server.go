@@ -37,6 +37,16 @@ type channel struct {
 	archived bool
 	member   bool
 	messages []*Message
+	byTS     map[string]*Message // the same messages by ts: chat.update finds its own without a scan
+}
+
+// add stores m as the channel's newest message.
+func (c *channel) add(m *Message) {
+	if c.byTS == nil {
+		c.byTS = map[string]*Message{}
+	}
+	c.messages = append(c.messages, m)
+	c.byTS[m.TS] = m
 }
 
 // Message is one stored message.
@@ -168,7 +178,7 @@ func (s *Server) Seed(ch, text string, md *Metadata) string {
 		panic("slackfake: Seed into unknown channel " + ch)
 	}
 	m := &Message{Channel: c.id, TS: s.nextTS(), Text: text, Metadata: md}
-	c.messages = append(c.messages, m)
+	c.add(m)
 	return m.TS
 }
 
@@ -210,7 +220,7 @@ func (s *Server) Backfill(ch string, n int, span time.Duration) {
 	for i := range n {
 		us := max(end-int64(n-i)*step, s.lastTS+1)
 		s.lastTS = us
-		c.messages = append(c.messages, &Message{Channel: c.id, TS: formatTS(us), Text: fmt.Sprintf("chatter %d", i)})
+		c.add(&Message{Channel: c.id, TS: formatTS(us), Text: fmt.Sprintf("chatter %d", i)})
 	}
 }
 
