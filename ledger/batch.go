@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/agentledger/agentledger/dbaway"
 )
 
 // Keyed effects' records, several attempts' in one statement.
@@ -176,6 +178,15 @@ func (r *recorder) write(batch []*recordReq) {
 		}
 		return rows.Err()
 	})
+	if err != nil && ctx.Err() == nil && !dbaway.Unavailable(err) {
+		// The statement wrote nothing: one row the database refuses must
+		// not fail the others, so each is written alone, and only its
+		// own caller hears of it.
+		for _, q := range batch {
+			q.done <- r.writeOne(ctx, q.args)
+		}
+		return
+	}
 	for _, q := range batch {
 		if err != nil {
 			q.done <- recordAns{err: err}

@@ -167,3 +167,51 @@ func TestKeyedBatchAnsweredAfterAFailover(t *testing.T) {
 		}
 	}
 }
+
+// A record the database refuses (here a step path with a NUL byte, which
+// text cannot hold) fails its own call only: the statement it was sent
+// with wrote nothing, so the others are written again, each alone.
+func TestKeyedBatchIsolatesARefusedRecord(t *testing.T) {
+	t.Parallel()
+	ctx, _ := leased()
+	e := newEnv(t)
+	const n = 60
+	for range n {
+		e.task()
+	}
+	got, err := e.Claims.Claim(ctx, claims.ClaimParams{Queue: "default", Worker: "w", Limit: n, Lease: time.Minute})
+	if err != nil || len(got) != n {
+		t.Fatalf("claimed %d of %d: %v", len(got), n, err)
+	}
+	l := ledger.New(e.DB)
+	errs := make([]error, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, task := range got {
+		wg.Go(func() {
+			<-start
+			step := "tool/0"
+			if i%10 == 5 {
+				step = "tool/\x000"
+			}
+			perform := func(context.Context, ledger.Call) (ledger.Result, error) {
+				return ledger.Result{Body: json.RawMessage(`{}`)}, nil
+			}
+			_, errs[i] = l.Do(ctx, tools.AttemptOf(task), effect(ledger.Keyed, step, `{}`, perform))
+		})
+	}
+	close(start)
+	wg.Wait()
+	for i, task := range got {
+		j, jerr := e.Ledger.Journal(ctx, task.ID, task.Generation)
+		if i%10 == 5 {
+			if errs[i] == nil || errors.Is(errs[i], agentledger.ErrLeaseLost) || len(j) != 0 {
+				t.Errorf("task %d, its step path refused: %v, journal %+v; want its own error and no record", task.ID, errs[i], j)
+			}
+			continue
+		}
+		if errs[i] != nil || jerr != nil || len(j) != 1 {
+			t.Errorf("task %d: %v, journal %+v %v; want its effect recorded once", task.ID, errs[i], j, jerr)
+		}
+	}
+}
