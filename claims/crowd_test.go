@@ -48,27 +48,7 @@ func TestACrowdTakesTurnsInRotation(t *testing.T) {
 	s := claims.New(db)
 	crowd(t, db, 200, 3)
 	hint := &claims.ClaimHint{}
-	served := map[string]int{}
-	for i := range 4 {
-		got := claimTurn(t, s, hint, 100, i%2 == 1)
-		if len(got) != 100 {
-			t.Fatalf("claim %d took %d tasks with 600 due, want 100", i, len(got))
-		}
-		for tenant, n := range byTenant(got) {
-			if n > 2 {
-				t.Fatalf("claim %d gave %s %d tasks, want a turn of at most 2", i, tenant, n)
-			}
-			served[tenant] += n
-		}
-	}
-	if len(served) != 200 {
-		t.Fatalf("4 claims of 100 reached %d of 200 tenants", len(served))
-	}
-	for tenant, n := range served {
-		if n != 2 {
-			t.Fatalf("after one round %s had %d tasks, want 2 (every tenant its turn once)", tenant, n)
-		}
-	}
+	oneRound(t, s, hint)
 	// The round goes on where it stopped: the fifth claim starts again at the first tenant.
 	if n := byTenant(claimTurn(t, s, hint, 100, true)); n["c0000"] != 1 || n["c0049"] != 1 {
 		t.Fatalf("the next round began %v, want c0000…c0099 a task each", n)
@@ -227,10 +207,25 @@ func TestACrowdTakesTurnsUnderACollation(t *testing.T) {
 	if err := db.QueryRow(context.Background(), `SELECT 'C0001' < 'c0002' AND 'c0002' < 'C0003'`).Scan(&icu); err != nil || !icu {
 		t.Fatalf("the database sorts bytewise (%v): the test would not test", err)
 	}
-	s, hint := claims.New(db), &claims.ClaimHint{}
+	oneRound(t, claims.New(db), &claims.ClaimHint{})
+}
+
+// oneRound makes four claims of 100 from a crowd of 200 tenants with 3
+// due tasks each, full ones, alternately due-only and in full: each gives
+// a tenant a turn of at most 2 (ceil(100/64)), and together they serve
+// every tenant exactly twice.
+func oneRound(t *testing.T, s *claims.Store, hint *claims.ClaimHint) {
+	t.Helper()
 	served := map[string]int{}
 	for i := range 4 {
-		for tenant, n := range byTenant(claimTurn(t, s, hint, 100, i%2 == 1)) {
+		got := claimTurn(t, s, hint, 100, i%2 == 1)
+		if len(got) != 100 {
+			t.Fatalf("claim %d took %d tasks with 600 due, want 100", i, len(got))
+		}
+		for tenant, n := range byTenant(got) {
+			if n > 2 {
+				t.Fatalf("claim %d gave %s %d tasks, want a turn of at most 2", i, tenant, n)
+			}
 			served[tenant] += n
 		}
 	}

@@ -25,13 +25,7 @@ func TestKeyedRecordsBatched(t *testing.T) {
 	ctx, _ := leased()
 	e := newEnv(t)
 	const n = 120
-	for range n {
-		e.task()
-	}
-	got, err := e.Claims.Claim(ctx, claims.ClaimParams{Queue: "default", Worker: "w", Limit: n, Lease: time.Minute})
-	if err != nil || len(got) != n {
-		t.Fatalf("claimed %d of %d: %v", len(got), n, err)
-	}
+	got := e.claimMany(ctx, n)
 	db := &statementLog{Pool: e.DB}
 	l := ledger.New(db)
 
@@ -128,13 +122,7 @@ func TestKeyedBatchAnsweredAfterAFailover(t *testing.T) {
 	ctx, _ := leased()
 	e := newEnv(t)
 	const n = 60
-	for range n {
-		e.task()
-	}
-	got, err := e.Claims.Claim(ctx, claims.ClaimParams{Queue: "default", Worker: "w", Limit: n, Lease: time.Minute})
-	if err != nil || len(got) != n {
-		t.Fatalf("claimed %d of %d: %v", len(got), n, err)
-	}
+	got := e.claimMany(ctx, n)
 	db := &lossyDB{Pool: e.DB, commit: true, batchOnly: true}
 	db.cuts.Store(1)
 	l := ledger.New(db)
@@ -176,13 +164,7 @@ func TestKeyedBatchIsolatesARefusedRecord(t *testing.T) {
 	ctx, _ := leased()
 	e := newEnv(t)
 	const n = 60
-	for range n {
-		e.task()
-	}
-	got, err := e.Claims.Claim(ctx, claims.ClaimParams{Queue: "default", Worker: "w", Limit: n, Lease: time.Minute})
-	if err != nil || len(got) != n {
-		t.Fatalf("claimed %d of %d: %v", len(got), n, err)
-	}
+	got := e.claimMany(ctx, n)
 	l := ledger.New(e.DB)
 	errs := make([]error, n)
 	start := make(chan struct{})
@@ -214,4 +196,16 @@ func TestKeyedBatchIsolatesARefusedRecord(t *testing.T) {
 			t.Errorf("task %d: %v, journal %+v %v; want its effect recorded once", task.ID, errs[i], j, jerr)
 		}
 	}
+}
+
+// claimMany enqueues n tasks and claims them all for one worker.
+func (e *env) claimMany(ctx context.Context, n int) []*agentledger.Task {
+	for range n {
+		e.task()
+	}
+	got, err := e.Claims.Claim(ctx, claims.ClaimParams{Queue: "default", Worker: "w", Limit: n, Lease: time.Minute})
+	if err != nil || len(got) != n {
+		e.T.Fatalf("claimed %d of %d: %v", len(got), n, err)
+	}
+	return got
 }
