@@ -341,13 +341,16 @@ func longdayRun(ctx context.Context, srv *Server, f LongdayFlags, mix Mix, out, 
 		prodDone <- produced{lag, time.Since(origin), err}
 	}()
 
-	// Windows count the tasks finished on the database's clock, settleLag
-	// behind it: a task's finished_at is its transaction's start, so one
-	// stamped before a window's end may commit after the window was read.
+	// Windows count the tasks finished up to a frontier on the database's
+	// clock (frontierSQL): a task's finished_at is its transaction's
+	// start, so one stamped before a window's end may commit after the
+	// window was read; the frontier is never later than the start of a
+	// transaction still open, so each finish falls in a window read after
+	// it committed.
 	dbNow := func() (time.Time, error) {
 		var t time.Time
-		err := ctl.QueryRow(ctx, "SELECT clock_timestamp()").Scan(&t)
-		return t.Add(-settleLag), err
+		err := ctl.QueryRow(ctx, frontierSQL, settleLag.Seconds()).Scan(&t)
+		return t, err
 	}
 	from, err := dbNow()
 	if err != nil {
@@ -452,11 +455,11 @@ func longdayRun(ctx context.Context, srv *Server, f LongdayFlags, mix Mix, out, 
 	// signals sent; then what finished since the last window is counted.
 	fmt.Fprintf(errOut, "longday: load ended; waiting up to %s for the offered tasks to finish\n", f.Drain)
 	res.Drained, res.Left = drain(ctx, ctl, f.Drain)
-	to, err := dbNow()
-	if err != nil {
+	var to time.Time
+	if err := ctl.QueryRow(ctx, "SELECT clock_timestamp()").Scan(&to); err != nil {
 		return res, err
 	}
-	_, tail, err := sampleFinished(ctx, ctl, from, to.Add(settleLag)) // drained: every finish committed
+	_, tail, err := sampleFinished(ctx, ctl, from, to) // drained: every finish committed
 	if err != nil {
 		return res, err
 	}
@@ -470,9 +473,20 @@ func longdayRun(ctx context.Context, srv *Server, f LongdayFlags, mix Mix, out, 
 	return res, nil
 }
 
-// settleLag is how far behind the database's clock a window is read: longer
-// than a transaction that finishes tasks takes.
+// settleLag is how far behind the database's clock a window is read at
+// least: longer than a transaction that finishes tasks takes, so that
+// one that has not yet shown in pg_stat_activity is not passed by.
 const settleLag = 2 * time.Second
+
+// frontierSQL is the bound a window is read up to: settleLag ($1, in
+// seconds) behind the database's clock, and no later than the start of
+// any transaction of another session still open (whose finished tasks
+// are stamped with that start, and are not visible until it commits).
+// It never moves back: a transaction open now either was open at the
+// last read, and so started after that frontier, or began since.
+const frontierSQL = `SELECT least(clock_timestamp() - make_interval(secs => $1),
+	(SELECT min(xact_start) FROM pg_stat_activity
+	 WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'))`
 
 // ldAgentdConfig is agentd's config file: Slack's pacing lifted for the
 // fake (real Slack allows about one post a second per channel).
