@@ -58,12 +58,19 @@ type Config struct {
 	// OnDelete, when set, is told how many rows each sweep of a run
 	// deleted (for metrics).
 	OnDelete func(sweep string, n int64)
+	// Pace is the share of a sweep's time spent deleting (0.5): after each
+	// full batch the sweep waits (1-Pace)/Pace times as long as the batch
+	// took, so that a backlog of expired rows (a day's retention coming
+	// due at once) does not hold the server's write path back to back for
+	// the whole sweep; 1 deletes without pausing.
+	Pace float64
 }
 
 // Defaults.
 const (
 	DefaultInterval = 10 * time.Minute
 	DefaultBatch    = 1000
+	DefaultPace     = 0.5
 )
 
 // Janitor runs sweeps periodically while it holds the janitor's lease.
@@ -73,6 +80,9 @@ type Janitor struct {
 	cfg    Config
 	log    *slog.Logger
 	owner  string // this janitor's name in the leaders table
+
+	now   func() time.Time                                // time.Now but in tests
+	pause func(ctx context.Context, d time.Duration) bool // false when ctx ended first
 }
 
 // leaseFor is how long a run holds the lease without renewing it; it is
@@ -92,13 +102,19 @@ func New(db DB, sweeps []Sweep, cfg Config) (*Janitor, error) {
 	if cfg.Batch <= 0 {
 		cfg.Batch = DefaultBatch
 	}
+	switch {
+	case cfg.Pace == 0:
+		cfg.Pace = DefaultPace
+	case !(cfg.Pace > 0 && cfg.Pace <= 1):
+		return nil, fmt.Errorf("janitor: Pace is the share of a sweep's time spent deleting, more than 0 and at most 1; got %v", cfg.Pace)
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
-	return &Janitor{db: db, sweeps: sweeps, cfg: cfg, log: log, owner: hex.EncodeToString(b)}, nil
+	return &Janitor{db: db, sweeps: sweeps, cfg: cfg, log: log, owner: hex.EncodeToString(b), now: time.Now, pause: pause}, nil
 }
 
 // Report is what one run did.
@@ -187,7 +203,8 @@ func (j *Janitor) acquire(ctx context.Context) (bool, error) {
 	return true, nil
 }
 
-// sweep deletes batches until one comes back short. The cutoff stays
+// sweep deletes batches until one comes back short, pausing between them
+// as Config.Pace says. The cutoff stays
 // where it was when the sweep began (the window grows by the time spent):
 // rows that come of age meanwhile wait for the next run. Without that, a
 // sweep at a pace no faster than new rows came of age — the ledger's at
@@ -195,12 +212,31 @@ func (j *Janitor) acquire(ctx context.Context) (bool, error) {
 // tasks') never ran.
 func (j *Janitor) sweep(ctx context.Context, s Sweep) (int64, error) {
 	var total int64
-	began := time.Now()
+	began := j.now()
 	for {
-		n, err := s.Delete(ctx, s.Window+time.Since(began), j.cfg.Batch)
+		start := j.now()
+		n, err := s.Delete(ctx, s.Window+start.Sub(began), j.cfg.Batch)
 		total += n
 		if err != nil || n < int64(j.cfg.Batch) {
 			return total, err
 		}
+		if j.cfg.Pace < 1 {
+			took := j.now().Sub(start)
+			if !j.pause(ctx, time.Duration(float64(took)*(1-j.cfg.Pace)/j.cfg.Pace).Round(time.Microsecond)) {
+				return total, ctx.Err()
+			}
+		}
+	}
+}
+
+// pause waits d, or until ctx ends (false).
+func pause(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -228,5 +230,54 @@ func TestASweepDoesNotChaseNewRows(t *testing.T) {
 	}
 	if rep.Deleted["busy"] < 2500 || !after.Load() {
 		t.Fatalf("deleted %v; the next sweep ran: %v; want the 2,500 rows of age at the start, then the next sweep", rep.Deleted, after.Load())
+	}
+}
+
+// A sweep paces itself: after each full batch it pauses (1-Pace)/Pace
+// times as long as the batch took (as long, at the default 0.5), so a
+// backlog of expired rows does not hold the server's write path back to
+// back; a short batch ends the sweep without a pause, and Pace 1 never
+// pauses. The clock is the test's: each batch "takes" 80 ms.
+func TestASweepPacesItself(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	for _, tc := range []struct {
+		pace float64
+		want []time.Duration
+	}{
+		{0, []time.Duration{80 * time.Millisecond, 80 * time.Millisecond}}, // the default, 0.5
+		{0.8, []time.Duration{20 * time.Millisecond, 20 * time.Millisecond}},
+		{1, nil},
+	} {
+		var clock time.Time
+		left := 2500 // rows of age: batches of 1,000, 1,000, then 500
+		sw := janitor.Sweep{Name: "rows", Window: time.Hour, Delete: func(_ context.Context, _ time.Duration, batch int) (int64, error) {
+			clock = clock.Add(80 * time.Millisecond)
+			n := min(left, batch)
+			left -= n
+			return int64(n), nil
+		}}
+		j, err := janitor.New(db, []janitor.Sweep{sw}, janitor.Config{Batch: 1000, Pace: tc.pace})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var paused []time.Duration
+		j.SetClock(func() time.Time { return clock }, func(_ context.Context, d time.Duration) bool {
+			paused = append(paused, d)
+			clock = clock.Add(d)
+			return true
+		})
+		rep, err := j.RunOnce(context.Background())
+		if err != nil || rep.Deleted["rows"] != 2500 {
+			t.Fatalf("pace %v: deleted %v, %v; want 2,500", tc.pace, rep.Deleted, err)
+		}
+		if !slices.Equal(paused, tc.want) {
+			t.Errorf("pace %v: paused %v, want %v", tc.pace, paused, tc.want)
+		}
+	}
+	for _, bad := range []float64{-0.5, 1.5} {
+		if _, err := janitor.New(db, nil, janitor.Config{Pace: bad}); err == nil || !strings.Contains(err.Error(), "Pace") {
+			t.Errorf("Pace %v: %v, want a refusal that names it", bad, err)
+		}
 	}
 }
