@@ -47,7 +47,12 @@ func (b Backoff) Delay(attempt int32) time.Duration {
 // Wait waits out the delay after the given failed attempt; false if ctx
 // ended first.
 func (b Backoff) Wait(ctx context.Context, attempt int32) bool {
-	t := time.NewTimer(b.Delay(attempt))
+	return Sleep(ctx, b.Delay(attempt))
+}
+
+// Sleep waits d, or until ctx ends (false).
+func Sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():

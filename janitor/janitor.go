@@ -11,6 +11,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/agentledger/agentledger"
 )
 
 // DB is what the janitor needs of a database: a pool, a connection or a
@@ -114,7 +116,7 @@ func New(db DB, sweeps []Sweep, cfg Config) (*Janitor, error) {
 	}
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
-	return &Janitor{db: db, sweeps: sweeps, cfg: cfg, log: log, owner: hex.EncodeToString(b), now: time.Now, pause: pause}, nil
+	return &Janitor{db: db, sweeps: sweeps, cfg: cfg, log: log, owner: hex.EncodeToString(b), now: time.Now, pause: agentledger.Sleep}, nil
 }
 
 // Report is what one run did.
@@ -226,17 +228,5 @@ func (j *Janitor) sweep(ctx context.Context, s Sweep) (int64, error) {
 				return total, ctx.Err()
 			}
 		}
-	}
-}
-
-// pause waits d, or until ctx ends (false).
-func pause(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
 	}
 }

@@ -283,17 +283,7 @@ func (p *Pool) produce(ctx, work context.Context, q string) {
 // ended first.
 func (p *Pool) coolDown(ctx context.Context, last time.Time) bool {
 	d := p.cfg.ClaimCooldown - time.Since(last)
-	if d <= 0 {
-		return true
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
+	return d <= 0 || agentledger.Sleep(ctx, d)
 }
 
 // claim claims up to n tasks of queue q (due ones only if dueOnly). The lease's local deadline counts

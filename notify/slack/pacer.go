@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/agentledger/agentledger"
 )
 
 // pacer spaces calls: at least interval apart per channel, and one per
@@ -94,17 +96,10 @@ func (p *pacer) wait(ctx context.Context, key func() string) error {
 
 // sleep waits d or until ctx is done.
 func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
+	if d > 0 {
+		agentledger.Sleep(ctx, d)
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return ctx.Err()
 }
 
 func maxTime(a, b time.Time) time.Time {
