@@ -454,7 +454,29 @@ func longdayRun(ctx context.Context, srv *Server, f LongdayFlags, mix Mix, out, 
 	// The drain: the last tasks finish, their approvals decided and their
 	// signals sent; then what finished since the last window is counted.
 	fmt.Fprintf(errOut, "longday: load ended; waiting up to %s for the offered tasks to finish\n", f.Drain)
-	res.Drained, res.Left = drain(ctx, ctl, f.Drain)
+	// Finishes are counted while the last tasks drain, as in the windows:
+	// the janitor keeps deleting tasks older than the retention, and a
+	// finish not counted before it is deleted would never be.
+	var countErr error
+	res.Drained, res.Left = drain(ctx, ctl, f.Drain, func() {
+		to, err := dbNow()
+		if err == nil {
+			var cw map[string]ClassWindow
+			if _, cw, err = sampleFinished(ctx, ctl, from, to); err == nil {
+				for c, w := range cw {
+					res.Finished[c] += w.Finished
+					res.Unexp[c] += w.Unexpected
+				}
+				from = to
+			}
+		}
+		if err != nil && countErr == nil {
+			countErr = err
+		}
+	})
+	if countErr != nil {
+		return res, countErr
+	}
 	var to time.Time
 	if err := ctl.QueryRow(ctx, "SELECT clock_timestamp()").Scan(&to); err != nil {
 		return res, err
@@ -571,13 +593,14 @@ func produce(ctx context.Context, pool *pgxpool.Pool, f LongdayFlags, mix Mix, p
 }
 
 // drain waits up to d until no task is queued, running, retrying,
-// compensating or waiting; it returns whether that happened and what is
-// left.
-func drain(ctx context.Context, pool *pgxpool.Pool, d time.Duration) (bool, map[string]int64) {
+// compensating or waiting, calling each at every look; it returns whether
+// that happened and what is left.
+func drain(ctx context.Context, pool *pgxpool.Pool, d time.Duration, each func()) (bool, map[string]int64) {
 	deadline := time.Now().Add(d)
 	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
 	for {
+		each()
 		left, err := sampleUnfinished(ctx, pool)
 		if err == nil {
 			busy := int64(0)
