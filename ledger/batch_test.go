@@ -55,20 +55,14 @@ func TestKeyedRecordsBatched(t *testing.T) {
 		err error
 	}
 	answers := make([]answer, len(calls))
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i, c := range calls {
-		wg.Go(func() {
-			<-start
-			perform := func(context.Context, ledger.Call) (ledger.Result, error) {
-				return ledger.Result{Status: 201, Body: json.RawMessage(fmt.Sprintf(`{"task": %d, "call": %d}`, c.a.TaskID, i))}, nil
-			}
-			res, err := l.Do(ctx, c.a, effect(ledger.Keyed, "tool/0", fmt.Sprintf(`{"task":%d}`, c.a.TaskID), perform))
-			answers[i] = answer{res, err}
-		})
-	}
-	close(start)
-	wg.Wait()
+	atOnce(len(calls), func(i int) {
+		c := calls[i]
+		perform := func(context.Context, ledger.Call) (ledger.Result, error) {
+			return ledger.Result{Status: 201, Body: json.RawMessage(fmt.Sprintf(`{"task": %d, "call": %d}`, c.a.TaskID, i))}, nil
+		}
+		res, err := l.Do(ctx, c.a, effect(ledger.Keyed, "tool/0", fmt.Sprintf(`{"task":%d}`, c.a.TaskID), perform))
+		answers[i] = answer{res, err}
+	})
 
 	for i, c := range calls {
 		res, err := answers[i].res, answers[i].err
@@ -128,20 +122,14 @@ func TestKeyedBatchAnsweredAfterAFailover(t *testing.T) {
 	l := ledger.New(db)
 	bodies := make([]string, n)
 	errs := make([]error, n)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i, task := range got {
-		wg.Go(func() {
-			<-start
-			perform := func(context.Context, ledger.Call) (ledger.Result, error) {
-				return ledger.Result{Body: json.RawMessage(fmt.Sprintf(`{"task": %d}`, task.ID))}, nil
-			}
-			res, err := l.Do(ctx, tools.AttemptOf(task), effect(ledger.Keyed, "tool/0", `{}`, perform))
-			bodies[i], errs[i] = string(res.Body), err
-		})
-	}
-	close(start)
-	wg.Wait()
+	atOnce(len(got), func(i int) {
+		task := got[i]
+		perform := func(context.Context, ledger.Call) (ledger.Result, error) {
+			return ledger.Result{Body: json.RawMessage(fmt.Sprintf(`{"task": %d}`, task.ID))}, nil
+		}
+		res, err := l.Do(ctx, tools.AttemptOf(task), effect(ledger.Keyed, "tool/0", `{}`, perform))
+		bodies[i], errs[i] = string(res.Body), err
+	})
 	if db.cuts.Load() > 0 {
 		t.Fatal("no statement of several records lost its answer: the test did not test")
 	}
@@ -167,23 +155,17 @@ func TestKeyedBatchIsolatesARefusedRecord(t *testing.T) {
 	got := e.claimMany(ctx, n)
 	l := ledger.New(e.DB)
 	errs := make([]error, n)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i, task := range got {
-		wg.Go(func() {
-			<-start
-			step := "tool/0"
-			if i%10 == 5 {
-				step = "tool/\x000"
-			}
-			perform := func(context.Context, ledger.Call) (ledger.Result, error) {
-				return ledger.Result{Body: json.RawMessage(`{}`)}, nil
-			}
-			_, errs[i] = l.Do(ctx, tools.AttemptOf(task), effect(ledger.Keyed, step, `{}`, perform))
-		})
-	}
-	close(start)
-	wg.Wait()
+	atOnce(len(got), func(i int) {
+		task := got[i]
+		step := "tool/0"
+		if i%10 == 5 {
+			step = "tool/\x000"
+		}
+		perform := func(context.Context, ledger.Call) (ledger.Result, error) {
+			return ledger.Result{Body: json.RawMessage(`{}`)}, nil
+		}
+		_, errs[i] = l.Do(ctx, tools.AttemptOf(task), effect(ledger.Keyed, step, `{}`, perform))
+	})
 	for i, task := range got {
 		j, jerr := e.Ledger.Journal(ctx, task.ID, task.Generation)
 		if i%10 == 5 {
@@ -208,4 +190,19 @@ func (e *env) claimMany(ctx context.Context, n int) []*agentledger.Task {
 		e.T.Fatalf("claimed %d of %d: %v", len(got), n, err)
 	}
 	return got
+}
+
+// atOnce runs f(0) … f(n-1) in goroutines released together, so that their
+// records queue while one statement runs, and waits for them all.
+func atOnce(n int, f func(i int)) {
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			f(i)
+		})
+	}
+	close(start)
+	wg.Wait()
 }
