@@ -30,7 +30,11 @@ type Server struct {
 	hits    atomic.Int64
 	mu      sync.Mutex
 	effects map[string]*effect // by Idempotency-Key
-	unkeyed int64              // business effects without a key
+	// counted holds the keyed effects performed after CountOnly, by the
+	// key's SHA-256: no pointers, so a collector never walks them.
+	counted   map[[32]byte]counted
+	countOnly bool
+	unkeyed   int64 // business effects without a key
 	faults  []Fault
 	delay   func() time.Duration // how long a request takes, or nil
 	refuse  func(path string, body []byte) bool
@@ -46,8 +50,13 @@ type effect struct {
 	bodyHash [32]byte
 	path     string
 	body     []byte
-	response []byte
 	n        int64 // business effect number
+}
+
+// counted is a keyed effect kept for counting only.
+type counted struct {
+	bodyHash [32]byte
+	n        int64
 }
 
 // Record is one keyed business effect.
@@ -79,6 +88,17 @@ func New() *Server {
 	s := &Server{effects: map[string]*effect{}}
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
 	return s
+}
+
+// CountOnly makes the server keep, of each keyed effect performed from
+// now on, only what counting needs (its key's and body's hashes and its
+// number), not its path and body: a run of millions of effects keeps tens
+// of bytes each, where a test's few keep everything. Effects, EffectsFor
+// and EffectsByBody count them; Records lists only the effects kept whole.
+func (s *Server) CountOnly() {
+	s.mu.Lock()
+	s.countOnly = true
+	s.mu.Unlock()
 }
 
 // Inject queues faults for the next requests, in order.
@@ -135,17 +155,30 @@ func (s *Server) Hits() int64 { return s.hits.Load() }
 func (s *Server) Effects() int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return int64(len(s.effects)) + s.unkeyed
+	return s.keyed() + s.unkeyed
 }
+
+// keyed is the number of keyed effects; it needs s.mu.
+func (s *Server) keyed() int64 { return int64(len(s.effects) + len(s.counted)) }
 
 // EffectsFor is how many business effects a key produced (0 or 1).
 func (s *Server) EffectsFor(key string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.effects[key]; ok {
+	if _, ok := s.lookup(key); ok {
 		return 1
 	}
 	return 0
+}
+
+// lookup finds the keyed effect of key, kept whole or counted; it needs
+// s.mu.
+func (s *Server) lookup(key string) (counted, bool) {
+	if e, ok := s.effects[key]; ok {
+		return counted{bodyHash: e.bodyHash, n: e.n}, true
+	}
+	c, ok := s.counted[sha256.Sum256([]byte(key))]
+	return c, ok
 }
 
 // EffectsByBody counts the keyed business effects per request body
@@ -157,11 +190,14 @@ func (s *Server) EffectsByBody() map[[32]byte]int {
 	for _, e := range s.effects {
 		out[e.bodyHash]++
 	}
+	for _, c := range s.counted {
+		out[c.bodyHash]++
+	}
 	return out
 }
 
-// Records lists the keyed business effects in the order they were
-// performed.
+// Records lists the keyed business effects kept whole (all of them,
+// unless CountOnly was called) in the order they were performed.
 func (s *Server) Records() []Record {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -215,7 +251,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	sum := sha256.Sum256(body)
 	var resp []byte
 	status := http.StatusCreated
-	switch e, ok := s.effects[key]; {
+	switch e, ok := s.lookup(key); {
 	case s.refuse != nil && s.refuse(r.URL.Path, body):
 		s.refused.Add(1)
 		resp, status = []byte(`{"error":"refused by the business rule"}`), http.StatusUnprocessableEntity
@@ -227,12 +263,20 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Idempotency-Key reused with another body", http.StatusUnprocessableEntity)
 		return
 	case ok:
-		resp, status = e.response, http.StatusOK
+		// The same body as the first time: the same answer, built again.
+		resp, status = s.response(e.n, body), http.StatusOK
 		w.Header().Set("Idempotent-Replayed", "true")
 	default:
-		n := int64(len(s.effects)) + s.unkeyed + 1
+		n := s.keyed() + s.unkeyed + 1
 		resp = s.response(n, body)
-		s.effects[key] = &effect{bodyHash: sum, path: r.URL.Path, body: body, response: resp, n: n}
+		if s.countOnly {
+			if s.counted == nil {
+				s.counted = map[[32]byte]counted{}
+			}
+			s.counted[sha256.Sum256([]byte(key))] = counted{bodyHash: sum, n: n}
+		} else {
+			s.effects[key] = &effect{bodyHash: sum, path: r.URL.Path, body: body, n: n}
+		}
 	}
 	after := s.after
 	s.mu.Unlock()

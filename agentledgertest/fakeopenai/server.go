@@ -23,6 +23,8 @@ type Server struct {
 	script []Reply
 	next   int
 	reqs   []Request
+	calls  int  // requests received, kept or not
+	count  bool // CountOnly: requests are counted, not kept
 	// respond, when set, answers every request instead of the script.
 	respond func(Request) Reply
 }
@@ -115,14 +117,24 @@ func (s *Server) Add(replies ...Reply) {
 	s.script = append(s.script, replies...)
 }
 
+// CountOnly makes the server count the requests it receives from now on
+// without keeping them: a run of hundreds of thousands of conversations
+// would otherwise keep every body. Requests lists only those kept before.
+func (s *Server) CountOnly() {
+	s.mu.Lock()
+	s.count = true
+	s.mu.Unlock()
+}
+
 // Calls is the number of requests received, authorized or not.
 func (s *Server) Calls() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.reqs)
+	return s.calls
 }
 
-// Requests returns the requests received so far, in order.
+// Requests returns the requests kept so far (all of them, unless
+// CountOnly was called), in order.
 func (s *Server) Requests() []Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -153,8 +165,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	req.MaxCompletionTokens = wire.MaxCompl
 
 	s.mu.Lock()
-	s.reqs = append(s.reqs, req)
-	n := len(s.reqs)
+	s.calls++
+	n := s.calls
+	if !s.count {
+		s.reqs = append(s.reqs, req)
+	}
 	var reply Reply
 	have := false
 	respond := s.respond

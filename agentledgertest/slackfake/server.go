@@ -24,6 +24,7 @@ type Server struct {
 	channels []*channel // in creation order
 	calls    map[string]int
 	forms    map[string][]url.Values
+	count    bool // CountOnly: calls' forms are counted, not kept
 	faults   map[string][]Fault
 	arrivals map[string][]time.Time // channel → posts and updates received
 	lastTS   int64                  // microseconds of the last ts handed out
@@ -140,8 +141,20 @@ func (s *Server) Calls(method string) int {
 	return s.calls[method]
 }
 
+// CountOnly makes the server count the Web API calls it receives from
+// now on without keeping their arguments: a long run's hundreds of
+// thousands of posts and updates would otherwise keep every form. Its
+// messages and their arrivals are kept still; Forms lists only the calls
+// kept before.
+func (s *Server) CountOnly() {
+	s.mu.Lock()
+	s.count = true
+	s.mu.Unlock()
+}
+
 // Forms returns the arguments of every call of the Web API method
-// received, oldest first, without the token.
+// received (before CountOnly, if it was called), oldest first, without the
+// token.
 func (s *Server) Forms(method string) []url.Values {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -160,6 +160,8 @@ type LongdayWindow struct {
 	Goroutines    int64         // agentd's go_goroutines; -1 unknown
 	AgentdCPU     time.Duration // agentd's user+system time in the window
 	CPU           CPUUse        // Self: the harness's, fakes included; Server: PostgreSQL's
+	HarnessHeap   int64         // the harness's live heap after its last collection, bytes
+	HarnessGC     time.Duration // the harness's collector CPU in the window (part of CPU.Self)
 	Tables        map[string]TableSample
 	Deleted       int64 // rows the janitor deleted in the window, every sweep
 	Cron          int64 // cron fires in the window
@@ -232,14 +234,19 @@ func longdayRun(ctx context.Context, srv *Server, f LongdayFlags, mix Mix, out, 
 	defer side.Close()
 
 	// The fakes agentd talks to.
+	// They keep only what the checks count: kept whole, millions of bodies
+	// made the harness's collections long enough to slow their answers.
 	down := downstream.New()
 	defer down.Close()
+	down.CountOnly()
 	down.SetRefuse(func(path string, _ []byte) bool { return path == ldRefusedPath })
 	const modelKey, slackToken = "sk-longday", "xoxb-longday"
 	model, stopModel := fakeopenai.Start(modelKey, ldModel(down.URL))
 	defer stopModel()
+	model.CountOnly()
 	slack, stopSlack := slackfake.Start(slackToken)
 	defer stopSlack()
+	slack.CountOnly()
 	notifyCh := slack.AddChannel(ldNotifyChannel)
 	approvalsCh := slack.AddChannel(ldApprovalsChannel)
 
@@ -357,6 +364,7 @@ func longdayRun(ctx context.Context, srv *Server, f LongdayFlags, mix Mix, out, 
 		return res, err
 	}
 	cpu := StartCPU(ctx, ctl)
+	self := newSelfGC()
 	agentdCPU := func() time.Duration { s, _ := readProcStat(d.PID()); return s.self }
 	prevAgentd := agentdCPU()
 	counters := func() (deleted, cron int64) {
@@ -421,6 +429,7 @@ func longdayRun(ctx context.Context, srv *Server, f LongdayFlags, mix Mix, out, 
 		now := agentdCPU()
 		w.AgentdCPU, prevAgentd = now-prevAgentd, now
 		w.CPU = cpu.Lap(ctx)
+		w.HarnessHeap, w.HarnessGC = self.Lap()
 		del, cr := counters()
 		w.Deleted, w.Cron, prevDel, prevCron = del-prevDel, cr-prevCron, del, cr
 		off, dec, sig := st.offered.Load(), st.decided.Load(), st.signaled.Load()

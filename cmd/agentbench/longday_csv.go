@@ -20,7 +20,7 @@ func newLongdayCSV(path string) (*longdayCSV, error) {
 	}
 	s := &longdayCSV{f: f, w: csv.NewWriter(f)}
 	h := []string{"elapsed_s", "window_s", "offered_per_s", "completed_per_s", "p50_ms", "p99_ms", "unexpected",
-		"backlog", "waiting", "needs_attention", "outbox_pending", "agentd_rss_mb", "agentd_goroutines", "agentd_cores", "pg_cores", "harness_cores", "other_cores",
+		"backlog", "waiting", "needs_attention", "outbox_pending", "agentd_rss_mb", "agentd_goroutines", "agentd_cores", "pg_cores", "harness_cores", "harness_gc_cores", "harness_heap_mb", "other_cores",
 		"janitor_deleted", "cron_fired", "approvals_decided", "signals_sent"}
 	for _, c := range allClasses {
 		h = append(h, c+"_done", c+"_p50_ms", c+"_p99_ms")
@@ -55,7 +55,7 @@ func (s *longdayCSV) Write(w LongdayWindow) error {
 		num(float64(w.All.Finished)/secs, 1), ms(w.All.Lat.P50), ms(w.All.Lat.P99), strconv.Itoa(w.All.Unexpected),
 		i64(w.Backlog()), i64(w.Unfinished["waiting"]), i64(w.Unfinished["needs_attention"]),
 		i64(w.OutboxPending), mbs(w.RSS), gor,
-		cores(w.AgentdCPU), pg, cores(w.CPU.Self), other, i64(w.Deleted), i64(w.Cron), i64(w.Decided), i64(w.Signalled)}
+		cores(w.AgentdCPU), pg, cores(w.CPU.Self), cores(w.HarnessGC), mbs(w.HarnessHeap), other, i64(w.Deleted), i64(w.Cron), i64(w.Decided), i64(w.Signalled)}
 	for _, c := range allClasses {
 		cw := w.ByClass[c]
 		p50, p99 := "", ""
