@@ -22,6 +22,28 @@ type ClaimHint struct {
 	n    int    // > 0: try alone (2: the last try was empty though the full claim was not); < 0: full claims left before trying again
 	from string // the rotation's cursor: the last tenant served ("": from the first)
 	got  int    // tasks from got in its current turn
+	owed int    // claims of fewer than 4 tasks since the lane last had a slot in one
+}
+
+// lane is how many of a claim of n tasks the newcomer lane may take: a
+// quarter, rounded up, so the rotation keeps at least half of any claim.
+// Claims of fewer than 4 tasks (a busy loop's, a slot or two at a time)
+// give the lane one slot in every fourth, so a stream of newcomers cannot
+// crowd the rotation out (without a hint, none).
+func (h *ClaimHint) lane(n int) int {
+	switch {
+	case n >= 4:
+		return (n + 3) / 4
+	case h == nil:
+		return 0
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.owed++; h.owed < 4 {
+		return 0
+	}
+	h.owed = 0
+	return 1
 }
 
 // aloneBackoff is how many full claims follow an empty try.

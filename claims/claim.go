@@ -88,16 +88,19 @@ func (s *Store) claim(ctx context.Context, q string, p ClaimParams) ([]*agentled
 	from, got := "", 0
 	if q != claimAloneSQL {
 		from, got = p.Hint.cursor()
-		args = append(args, from, got)
+		args = append(args, from, got, p.Hint.lane(p.Limit))
 	}
 	rows, err := s.db.Query(ctx, q, args...)
 	if err == nil {
-		var tasks []*agentledger.Task
-		if tasks, err = collectTasks(rows); err == nil {
+		var tasks, rotation []*agentledger.Task
+		if tasks, rotation, err = collectClaimed(rows); err == nil {
 			// In claim order: the due-only claims (claimedDue) answer in no order.
 			slices.SortFunc(tasks, claimOrder)
 			if p.Hint != nil {
-				p.Hint.served(from, got, s.lastServed(ctx, from, tasks), tasks)
+				// The cursor follows the rotation: a newcomer the lane
+				// served may be anywhere in the ring.
+				slices.SortFunc(rotation, claimOrder)
+				p.Hint.served(from, got, s.lastServed(ctx, from, rotation), rotation)
 			}
 			if len(tasks) > 0 && tracing.Enabled() {
 				traceClaim(ctx, began, p, tasks, nil)

@@ -116,16 +116,16 @@ func TestClaimPlanReadsTheClaimIndexes(t *testing.T) {
 				t.Run(size.name+"/"+c.name+"/"+mode, func(t *testing.T) {
 					args := []any{"default", "w2", 1000, "1 minute", time.Now(), []string(nil), []string{"model", "tool:http_request"}}
 					if c.sql != claimAloneSQL {
-						args = append(args, "b", 0) // the rotation's cursor: wraps around to default
+						args = append(args, "b", 0, 250) // the rotation's cursor (wraps around to default) and the lane's slots
 					}
 					plan, err := plancheck.Explain(ctx, conn, mode, c.sql, args...)
 					if err != nil {
 						t.Fatal(err)
 					}
-					if err := plancheck.DrivenBy(plan, "tasks", "tasks_pkey", "tasks_runnable_tenant_idx", "tasks_leased_idx"); err != nil {
+					if err := plancheck.DrivenBy(plan, "tasks", "tasks_pkey", "tasks_runnable_tenant_idx", "tasks_leased_idx", "tasks_newcomer_idx"); err != nil {
 						t.Error(err)
 					}
-					if err := plancheck.Lookups(plan, "tasks", "tasks_pkey", "tasks_runnable_tenant_idx", "tasks_leased_idx"); err != nil {
+					if err := plancheck.Lookups(plan, "tasks", "tasks_pkey", "tasks_runnable_tenant_idx", "tasks_leased_idx", "tasks_newcomer_idx"); err != nil {
 						t.Error(err)
 					}
 					if err := readsByTenant(plan); err != nil {
@@ -164,4 +164,48 @@ func readsByTenant(plan *plancheck.Node) error {
 		bad = fmt.Errorf("%s of tasks_runnable_tenant_idx without a tenant in its condition (%s)\n%s", n.NodeType, n.IndexCond, plan)
 	})
 	return bad
+}
+
+// The enqueue's newcomer probes are look-ups, each with the tenant in its
+// index condition: with statistics that saw one tenant of 2,000 tasks, a
+// probe for another tenant, or for the tenants before and after it, must
+// not read past that tenant's tasks.
+func TestEnqueueProbesAreLookUps(t *testing.T) {
+	ctx := context.Background()
+	conn, _, _ := plannerTrap(t, 20, 10)
+	for _, q := range []string{
+		`INSERT INTO tasks (kind) SELECT 'noop' FROM generate_series(1, 2000)`,
+		`ANALYZE tasks`,
+	} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	args := []any{[]string{"c"}, []string{"default"}, []string{"noop"}, []string{"{}"}, []int16{0},
+		[]*time.Time{nil}, []int32{25}, []*string{nil}, [][]byte{nil}, nil, nil, []string{""}}
+	for _, mode := range plancheck.Modes {
+		t.Run(mode, func(t *testing.T) {
+			plan, err := plancheck.Explain(ctx, conn, mode, enqueueSQL, args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := plancheck.Lookups(plan, "tasks", "tasks_runnable_tenant_idx"); err != nil {
+				t.Error(err)
+			}
+			probes := 0
+			plan.Walk(func(n *plancheck.Node, _ []*plancheck.Node) {
+				if n.Relation != "tasks" || n.NodeType == "ModifyTable" {
+					return
+				}
+				probes++
+				if n.Index != "tasks_runnable_tenant_idx" || !strings.Contains(n.IndexCond, "tenant") {
+					t.Errorf("%s of tasks through %q (cond %q): a probe without the tenant in its index condition\n%s",
+						n.NodeType, n.Index, n.IndexCond, plan)
+				}
+			})
+			if probes != 3 {
+				t.Errorf("%d reads of tasks, want the 3 probes\n%s", probes, plan)
+			}
+		})
+	}
 }

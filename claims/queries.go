@@ -19,18 +19,23 @@ const taskColumns = `id, tenant, queue, kind, payload, priority, run_at, state,
 // skipped by the unique index (I6) and looked up by lookupKeysSQL. It wakes
 // the workers of each queue that got a due task (one NOTIFY per queue,
 // delivered at commit). Rows come back in input order: identities are
-// drawn in insertion order, which follows the input's.
+// drawn in insertion order, which follows the input's. The first due task
+// of each tenant in the batch is marked newcomer when arrives holds.
 const enqueueSQL = `/* claims.enqueue */
 WITH ins AS (
 	INSERT INTO tasks (tenant, queue, kind, payload, priority, run_at, max_attempts,
-		submission_key, request_hash, traceparent, needs)
+		submission_key, request_hash, traceparent, needs, newcomer)
 	SELECT u.tenant, u.queue, u.kind, u.payload, u.priority,
 		coalesce(u.run_at, coalesce($10::timestamptz, now())), u.max_attempts,
-		u.submission_key, u.request_hash, $11::text, string_to_array(nullif(u.needs, ''), E'\n')
-	FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[], $5::smallint[],
-		$6::timestamptz[], $7::int[], $8::text[], $9::bytea[], $12::text[])
-		WITH ORDINALITY AS u(tenant, queue, kind, payload, priority, run_at,
-		max_attempts, submission_key, request_hash, needs, ord)
+		u.submission_key, u.request_hash, $11::text, string_to_array(nullif(u.needs, ''), E'\n'),
+		CASE WHEN u.due AND u.first AND ` + arrives + ` THEN true END
+	FROM (
+		SELECT *, row_number() OVER (PARTITION BY queue, tenant, due ORDER BY ord) = 1 AS first
+		FROM (SELECT *, coalesce(run_at <= coalesce($10::timestamptz, now()), true) AS due FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[], $5::smallint[],
+			$6::timestamptz[], $7::int[], $8::text[], $9::bytea[], $12::text[])
+			WITH ORDINALITY AS u(tenant, queue, kind, payload, priority, run_at,
+			max_attempts, submission_key, request_hash, needs, ord)) u
+	) u
 	ORDER BY u.ord
 	ON CONFLICT (tenant, submission_key) WHERE submission_key IS NOT NULL DO NOTHING
 	RETURNING ` + taskColumns + `
@@ -41,6 +46,23 @@ wake AS (
 )
 SELECT ins.* FROM ins WHERE ` + woken + `
 ORDER BY ins.id`
+
+// arrives says of an enqueued task (u) that its tenant is a newcomer to
+// its queue: it has nothing runnable there, and another tenant has. Three
+// descents of tasks_runnable_tenant_idx, each bounded by its index
+// condition: "runnable" rather than "due" keeps them so (a tenant's
+// scheduled tasks would otherwise be read past one by one). Alone in its
+// queue, a tenant is never marked, so a single tenant's tasks add no entry
+// to tasks_newcomer_idx; a crowd claim takes the marked tasks first (lane).
+// A capped tenant is not marked: the lane leaves it to its turn, and its
+// marks would only be read past.
+const arrives = `NOT EXISTS (SELECT FROM tenant_shares s WHERE s.tenant = u.tenant AND s.max_running IS NOT NULL)
+		AND NOT EXISTS (
+			SELECT FROM tasks t WHERE t.queue = u.queue AND t.tenant = u.tenant AND t.state IN ('queued', 'retrying', 'compensating'))
+		AND (EXISTS (
+			SELECT FROM tasks t WHERE t.queue = u.queue AND t.tenant < u.tenant AND t.state IN ('queued', 'retrying', 'compensating'))
+		OR EXISTS (
+			SELECT FROM tasks t WHERE t.queue = u.queue AND t.tenant > u.tenant AND t.state IN ('queued', 'retrying', 'compensating')))`
 
 // woken makes a statement send the notifications of its CTE wake: a
 // condition evaluated once, before any row. (A LEFT JOIN to the count,
@@ -104,7 +126,8 @@ const claimSet = `UPDATE tasks t SET
 	lease_token = greatest(t.lease_token + 1, now.token_floor),
 	lease_expires_at = now.t + $4::interval,
 	attempted_at = now.t,
-	updated_at = now.t`
+	updated_at = now.t,
+	newcomer = NULL`
 
 // leaseIDs is the claim's update of the tasks whose ids the CTE src
 // holds, taken as an array so that the plan stays a primary-key look-up
@@ -119,13 +142,14 @@ WHERE t.id = ANY (ARRAY(SELECT id FROM ` + src + `))`
 }
 
 // claimedFrom leases the tasks of the CTE src (ids) and returns them in
-// claim order.
-func claimedFrom(src string) string {
+// claim order, each with lane: whether the lane took it (inLane("id"), or
+// false for a statement without one).
+func claimedFrom(src, lane string) string {
 	return `claimed AS (
 ` + leaseIDs(src, "NULL") + `
 RETURNING t.*
 )
-SELECT ` + taskColumns + ` FROM claimed ORDER BY priority, run_at, id`
+SELECT ` + taskColumns + `, ` + lane + ` FROM claimed ORDER BY priority, run_at, id`
 }
 
 // claimedDue is claimedFrom for the due-only claims: the same update, but
@@ -135,10 +159,11 @@ SELECT ` + taskColumns + ` FROM claimed ORDER BY priority, run_at, id`
 // claims are the ones a busy queue makes. A join of src instead of the
 // array let the planner feed a merge join from the primary key read end to
 // end: with a million finished tasks, 0.5 s a claim (the plan tests now
-// refuse an index read without a condition).
-func claimedDue(src string) string {
+// refuse an index read without a condition). lane is whether the lane
+// took a task (inLane, or false for a statement without one).
+func claimedDue(src, lane string) string {
 	return leaseIDs(src, asyncCommit) + `
-RETURNING ` + qualified("t", taskColumns)
+RETURNING ` + qualified("t", taskColumns) + `, ` + lane
 }
 
 // dueNow is the condition on a task of queue $1 that a claim may take
@@ -359,7 +384,30 @@ single AS (
 	LIMIT $3
 	FOR UPDATE OF tasks SKIP LOCKED
 ),
--- a crowd: each tenant's turn, in rotation order, until the batch is full
+-- a crowd: first the newcomer lane, the oldest tasks of tenants that had
+-- nothing runnable when they came, one a tenant, up to $10 (capped
+-- tenants wait for their turn, whose room is counted under a lock), then
+-- each tenant's turn
+lane_heads AS (
+	SELECT DISTINCT ON (tenant) id, run_at FROM (
+		SELECT id, tenant, run_at FROM tasks
+		WHERE queue = $1 AND newcomer AND state = 'queued' AND ` + dueNow + `
+			AND NOT EXISTS (SELECT FROM tenant_shares s WHERE s.tenant = tasks.tenant AND s.max_running IS NOT NULL)
+			AND $10::int > 0 AND NOT (SELECT yes FROM alone) AND (SELECT yes FROM crowd)
+		ORDER BY run_at, id
+		LIMIT 4 * $10
+	) c
+	ORDER BY tenant, run_at, id
+),
+lane AS (
+	SELECT id, priority, run_at FROM tasks
+	WHERE id = ANY (ARRAY(SELECT id FROM lane_heads ORDER BY run_at, id LIMIT $10)) AND ` + dueNow + `
+	FOR UPDATE OF tasks SKIP LOCKED
+),
+lane_ids AS (
+	SELECT coalesce(array_agg(id), '{}') AS ids FROM lane
+),
+-- each tenant's turn, in rotation order, until the batch is full
 turns AS (
 	SELECT tenant, room, CASE WHEN tenant = $8::text THEN greatest(n - $9::int, 0) ELSE n END AS n
 	FROM (
@@ -374,15 +422,15 @@ turns AS (
 	) r
 ),
 turn AS (
-` + eachTenant("turns g", "f.id, f.priority, f.run_at", "", "", "g.n") + `
+` + eachTenant("turns g", "f.id, f.priority, f.run_at", notInLane, "", "g.n") + `
 	WHERE g.n > 0
-	LIMIT $3
+	LIMIT $3 - cardinality((SELECT ids FROM lane_ids))
 ),
 -- what the turns left of the batch, from the same tenants past their turn
 -- (a row skipped as locked can put one task in both: due drops it)
 more AS (
-` + eachTenant("turns g", "f.id, f.priority, f.run_at", "", "g.n", "CASE WHEN g.room IS NULL THEN $3 ELSE greatest(g.room - g.n, 0) END") + `
-	LIMIT $3 - (SELECT count(*) FROM turn)
+` + eachTenant("turns g", "f.id, f.priority, f.run_at", notInLane, "g.n", "CASE WHEN g.room IS NULL THEN $3 ELSE greatest(g.room - g.n, 0) END") + `
+	LIMIT $3 - cardinality((SELECT ids FROM lane_ids)) - (SELECT count(*) FROM turn)
 ),
 due AS (
 	SELECT id, priority, run_at AS since FROM single WHERE (SELECT yes FROM alone)
@@ -392,11 +440,23 @@ due AS (
 	SELECT id, priority, run_at FROM fill WHERE NOT (SELECT yes FROM alone) AND NOT (SELECT yes FROM crowd)
 	UNION ALL
 	SELECT DISTINCT id, priority, run_at FROM (
+		SELECT id, priority, run_at FROM lane
+		UNION ALL
 		SELECT id, priority, run_at FROM turn
 		UNION ALL
 		SELECT id, priority, run_at FROM more
 	) c WHERE (SELECT yes FROM crowd)
 )`
+
+// notInLane keeps a crowd claim's turns from reading again the tasks its
+// lane took: a transaction's own row locks are not skipped, and a task
+// read twice would leave its batch one short.
+const notInLane = `id <> ALL ((SELECT ids FROM lane_ids)::bigint[]) AND `
+
+// inLane is, in a claim's answer, whether the claim took the task whose
+// id is col through its newcomer lane: the loop's rotation cursor leaves
+// those out (ClaimHint.served).
+func inLane(col string) string { return col + ` = ANY ((SELECT ids FROM lane_ids)::bigint[])` }
 
 // claimAloneSQL is claimDueSQL's one-tenant branch (alone, single) as a
 // statement of its own: the due tasks of the queue's only tenant with due
@@ -424,13 +484,13 @@ due AS (
 	LIMIT $3
 	FOR UPDATE OF tasks SKIP LOCKED
 )
-` + claimedDue("due")
+` + claimedDue("due", "false")
 
 // claimDueSQL is claimSQL without the expired leases (ClaimParams.DueOnly).
 var claimDueSQL = `/* claims.claimDue */
 WITH RECURSIVE ` + claimNow + `,
 ` + claimDue + `
-` + claimedDue("due")
+` + claimedDue("due", inLane("t.id"))
 
 // claimSQL locks up to $3 runnable tasks of one queue — due queued/retrying
 // tasks, and running tasks whose lease expired — and leases them to $2 with a
@@ -490,7 +550,7 @@ expired AS (
 	WHERE e.exhausted OR e.id IN (SELECT id FROM picked)
 	` + AttemptConflict + `
 ),
-` + claimedFrom("picked")
+` + claimedFrom("picked", inLane("id"))
 
 // AttemptConflict lets an attempt record replace an open one (ended_at NULL)
 // written by a version that recorded attempts when they began. Only the

@@ -95,6 +95,28 @@ func collectTasks(rows pgx.Rows) ([]*agentledger.Task, error) {
 	return out, rows.Err()
 }
 
+// collectClaimed scans a claim's rows: taskColumns and whether the
+// claim's newcomer lane took the task. It returns the tasks, and those
+// the rotation served (the others).
+func collectClaimed(rows pgx.Rows) (tasks, rotation []*agentledger.Task, err error) {
+	defer rows.Close()
+	var r taskRow
+	var lane bool
+	fields := append(r.fields(), &lane)
+	for rows.Next() {
+		r, lane = taskRow{}, false
+		if err := rows.Scan(fields...); err != nil {
+			return nil, nil, err
+		}
+		t := r.toTask()
+		tasks = append(tasks, t)
+		if !lane {
+			rotation = append(rotation, t)
+		}
+	}
+	return tasks, rotation, rows.Err()
+}
+
 // fields are r's scan targets in taskColumns order.
 func (r *taskRow) fields() []any {
 	return []any{&r.ID, &r.Tenant, &r.Queue, &r.Kind, &r.Payload, &r.Priority, &r.RunAt, &r.State,

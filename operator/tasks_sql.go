@@ -99,6 +99,7 @@ upd AS (
 		finished_at = NULL,
 		result = CASE WHEN $3 = 1 THEN NULL ELSE t.result END,
 		replay_traceparent = $6::text,
+		newcomer = NULL, -- a requeued task is not a newcomer, even one cancelled before its claim
 		updated_at = coalesce($5::timestamptz, now())
 	FROM cur
 	WHERE t.id = cur.id AND t.state = ANY ($4::text[]) AND ($3 = 1 OR t.ledger_expired_at IS NULL)

@@ -1,4 +1,4 @@
--- claims.claim: claimSQL of package claims, as Store.Claim sends it (9 parameters); go test ./claims -run TestGoldenSQL -update rewrites this file
+-- claims.claim: claimSQL of package claims, as Store.Claim sends it (10 parameters); go test ./claims -run TestGoldenSQL -update rewrites this file
 /* claims.claim */
 WITH RECURSIVE now AS (SELECT coalesce($5::timestamptz, now()) AS t,
 	(extract(epoch FROM coalesce($5::timestamptz, now())) * 1000000)::bigint AS token_floor),
@@ -150,7 +150,34 @@ single AS (
 	LIMIT $3
 	FOR UPDATE OF tasks SKIP LOCKED
 ),
--- a crowd: each tenant's turn, in rotation order, until the batch is full
+-- a crowd: first the newcomer lane, the oldest tasks of tenants that had
+-- nothing runnable when they came, one a tenant, up to $10 (capped
+-- tenants wait for their turn, whose room is counted under a lock), then
+-- each tenant's turn
+lane_heads AS (
+	SELECT DISTINCT ON (tenant) id, run_at FROM (
+		SELECT id, tenant, run_at FROM tasks
+		WHERE queue = $1 AND newcomer AND state = 'queued' AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
+			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
+			AND (needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[])
+			AND NOT EXISTS (SELECT FROM tenant_shares s WHERE s.tenant = tasks.tenant AND s.max_running IS NOT NULL)
+			AND $10::int > 0 AND NOT (SELECT yes FROM alone) AND (SELECT yes FROM crowd)
+		ORDER BY run_at, id
+		LIMIT 4 * $10
+	) c
+	ORDER BY tenant, run_at, id
+),
+lane AS (
+	SELECT id, priority, run_at FROM tasks
+	WHERE id = ANY (ARRAY(SELECT id FROM lane_heads ORDER BY run_at, id LIMIT $10)) AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
+			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
+			AND (needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[])
+	FOR UPDATE OF tasks SKIP LOCKED
+),
+lane_ids AS (
+	SELECT coalesce(array_agg(id), '{}') AS ids FROM lane
+),
+-- each tenant's turn, in rotation order, until the batch is full
 turns AS (
 	SELECT tenant, room, CASE WHEN tenant = $8::text THEN greatest(n - $9::int, 0) ELSE n END AS n
 	FROM (
@@ -169,7 +196,7 @@ turn AS (
 	FROM turns g
 	CROSS JOIN LATERAL (
 		SELECT id, priority, run_at FROM tasks
-		WHERE queue = $1 AND tenant = g.tenant AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
+		WHERE queue = $1 AND tenant = g.tenant AND id <> ALL ((SELECT ids FROM lane_ids)::bigint[]) AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
 			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
 			AND (needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[])
 		ORDER BY priority, run_at, id
@@ -177,7 +204,7 @@ turn AS (
 		FOR UPDATE OF tasks SKIP LOCKED
 	) f
 	WHERE g.n > 0
-	LIMIT $3
+	LIMIT $3 - cardinality((SELECT ids FROM lane_ids))
 ),
 -- what the turns left of the batch, from the same tenants past their turn
 -- (a row skipped as locked can put one task in both: due drops it)
@@ -186,7 +213,7 @@ more AS (
 	FROM turns g
 	CROSS JOIN LATERAL (
 		SELECT id, priority, run_at FROM tasks
-		WHERE queue = $1 AND tenant = g.tenant AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
+		WHERE queue = $1 AND tenant = g.tenant AND id <> ALL ((SELECT ids FROM lane_ids)::bigint[]) AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
 			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
 			AND (needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[])
 		ORDER BY priority, run_at, id
@@ -194,7 +221,7 @@ more AS (
 		LIMIT CASE WHEN g.room IS NULL THEN $3 ELSE greatest(g.room - g.n, 0) END
 		FOR UPDATE OF tasks SKIP LOCKED
 	) f
-	LIMIT $3 - (SELECT count(*) FROM turn)
+	LIMIT $3 - cardinality((SELECT ids FROM lane_ids)) - (SELECT count(*) FROM turn)
 ),
 due AS (
 	SELECT id, priority, run_at AS since FROM single WHERE (SELECT yes FROM alone)
@@ -204,6 +231,8 @@ due AS (
 	SELECT id, priority, run_at FROM fill WHERE NOT (SELECT yes FROM alone) AND NOT (SELECT yes FROM crowd)
 	UNION ALL
 	SELECT DISTINCT id, priority, run_at FROM (
+		SELECT id, priority, run_at FROM lane
+		UNION ALL
 		SELECT id, priority, run_at FROM turn
 		UNION ALL
 		SELECT id, priority, run_at FROM more
@@ -293,6 +322,7 @@ UPDATE tasks t SET
 	lease_expires_at = now.t + $4::interval,
 	attempted_at = now.t,
 	updated_at = now.t,
+	newcomer = NULL,
 	wait_reason = NULL
 FROM now
 WHERE t.id = ANY (ARRAY(SELECT id FROM picked))
@@ -302,4 +332,4 @@ SELECT id, tenant, queue, kind, payload, priority, run_at, state,
 	attempt, max_attempts, generation, lease_owner, lease_token, lease_expires_at,
 	cancel_requested_at, result, last_error, submission_key, created_at,
 	updated_at, finished_at, wait_reason, compensation, traceparent, replay_traceparent,
-	generation_claims, needs FROM claimed ORDER BY priority, run_at, id
+	generation_claims, needs, id = ANY ((SELECT ids FROM lane_ids)::bigint[]) FROM claimed ORDER BY priority, run_at, id
