@@ -35,11 +35,11 @@ type Server struct {
 	counted   map[[32]byte]counted
 	countOnly bool
 	unkeyed   int64 // business effects without a key
-	faults  []Fault
-	delay   func() time.Duration // how long a request takes, or nil
-	refuse  func(path string, body []byte) bool
-	refused atomic.Int64
-	after   func(path, key string, body []byte)
+	faults    []Fault
+	delay     func() time.Duration // how long a request takes, or nil
+	refuse    func(path string, body []byte) bool
+	refused   atomic.Int64
+	after     func(path, key string, body []byte)
 
 	inFlight, mostInFlight atomic.Int64
 	down                   atomic.Bool  // every request answers 503
