@@ -22,14 +22,17 @@ type ClaimHint struct {
 	n    int    // > 0: try alone (2: the last try was empty though the full claim was not); < 0: full claims left before trying again
 	from string // the rotation's cursor: the last tenant served ("": from the first)
 	got  int    // tasks from got in its current turn
-	owed int    // claims of fewer than 4 tasks since the lane last had a slot in one
+	owed int    // rotation tasks to serve before a claim of fewer than 4 tasks gives the lane a slot again
 }
 
 // lane is how many of a claim of n tasks the newcomer lane may take: a
 // quarter, rounded up, so the rotation keeps at least half of any claim.
-// Claims of fewer than 4 tasks (a busy loop's, a slot or two at a time)
-// give the lane one slot in every fourth, so a stream of newcomers cannot
-// crowd the rotation out (without a hint, none).
+// A claim of fewer than 4 tasks (a busy loop's, a slot or two at a time)
+// gives the lane a slot unless the lane took a task in the loop's last
+// few claims: after the lane takes one, the rotation serves 3 before a
+// small claim gives it another, so a stream of newcomers cannot crowd the
+// rotation out, and a newcomer after a quiet spell is in the next claim
+// (without a hint, a small claim gives it none).
 func (h *ClaimHint) lane(n int) int {
 	switch {
 	case n >= 4:
@@ -39,10 +42,9 @@ func (h *ClaimHint) lane(n int) int {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.owed++; h.owed < 4 {
+	if h.owed > 0 {
 		return 0
 	}
-	h.owed = 0
 	return 1
 }
 
@@ -61,10 +63,21 @@ func (h *ClaimHint) cursor() (string, int) {
 }
 
 // served moves the cursor to last, the last tenant in rotation order
-// that a claim which started at from served (Store.lastServed). It adds
-// what that tenant got to its turn when the claim started there.
-func (h *ClaimHint) served(from string, got int, last string, tasks []*agentledger.Task) {
-	if h == nil || len(tasks) == 0 {
+// that a claim which started at from served (Store.lastServed) with
+// tasks, and adds what that tenant got to its turn when the claim started
+// there. laned is how many tasks the claim's newcomer lane took.
+func (h *ClaimHint) served(from string, got int, last string, tasks []*agentledger.Task, laned int) {
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	if laned > 0 {
+		h.owed = 3
+	} else {
+		h.owed = max(h.owed-len(tasks), 0)
+	}
+	h.mu.Unlock()
+	if len(tasks) == 0 {
 		return
 	}
 	n := 0
