@@ -149,3 +149,4 @@ func TestTheLaneTakesAQuarterOldestFirst(t *testing.T) {
 		}
 	}
 }
+

@@ -20,7 +20,11 @@ const taskColumns = `id, tenant, queue, kind, payload, priority, run_at, state,
 // the workers of each queue that got a due task (one NOTIFY per queue,
 // delivered at commit). Rows come back in input order: identities are
 // drawn in insertion order, which follows the input's. The first due task
-// of each tenant in the batch is marked newcomer when arrives holds.
+// of each tenant in the batch is marked newcomer when its tenant is one
+// (agentledger_newcomer, migration 00037: not capped, nothing runnable in
+// the queue, and another tenant has something; never a tenant alone, so a
+// single tenant's tasks add no entry to tasks_newcomer_idx); a crowd
+// claim takes the marked tasks first (lane).
 const enqueueSQL = `/* claims.enqueue */
 WITH ins AS (
 	INSERT INTO tasks (tenant, queue, kind, payload, priority, run_at, max_attempts,
@@ -28,7 +32,7 @@ WITH ins AS (
 	SELECT u.tenant, u.queue, u.kind, u.payload, u.priority,
 		coalesce(u.run_at, coalesce($10::timestamptz, now())), u.max_attempts,
 		u.submission_key, u.request_hash, $11::text, string_to_array(nullif(u.needs, ''), E'\n'),
-		CASE WHEN u.due AND u.first AND ` + arrives + ` THEN true END
+		CASE WHEN u.due AND u.first AND agentledger_newcomer(u.queue, u.tenant) THEN true END
 	FROM (
 		SELECT *, row_number() OVER (PARTITION BY queue, tenant, due ORDER BY ord) = 1 AS first
 		FROM (SELECT *, coalesce(run_at <= coalesce($10::timestamptz, now()), true) AS due FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[], $5::smallint[],
@@ -46,23 +50,6 @@ wake AS (
 )
 SELECT ins.* FROM ins WHERE ` + woken + `
 ORDER BY ins.id`
-
-// arrives says of an enqueued task (u) that its tenant is a newcomer to
-// its queue: it has nothing runnable there, and another tenant has. Three
-// descents of tasks_runnable_tenant_idx, each bounded by its index
-// condition: "runnable" rather than "due" keeps them so (a tenant's
-// scheduled tasks would otherwise be read past one by one). Alone in its
-// queue, a tenant is never marked, so a single tenant's tasks add no entry
-// to tasks_newcomer_idx; a crowd claim takes the marked tasks first (lane).
-// A capped tenant is not marked: the lane leaves it to its turn, and its
-// marks would only be read past.
-const arrives = `NOT EXISTS (SELECT FROM tenant_shares s WHERE s.tenant = u.tenant AND s.max_running IS NOT NULL)
-		AND NOT EXISTS (
-			SELECT FROM tasks t WHERE t.queue = u.queue AND t.tenant = u.tenant AND t.state IN ('queued', 'retrying', 'compensating'))
-		AND (EXISTS (
-			SELECT FROM tasks t WHERE t.queue = u.queue AND t.tenant < u.tenant AND t.state IN ('queued', 'retrying', 'compensating'))
-		OR EXISTS (
-			SELECT FROM tasks t WHERE t.queue = u.queue AND t.tenant > u.tenant AND t.state IN ('queued', 'retrying', 'compensating')))`
 
 // woken makes a statement send the notifications of its CTE wake: a
 // condition evaluated once, before any row. (A LEFT JOIN to the count,
@@ -421,16 +408,24 @@ turns AS (
 	) r
 	) r
 ),
+-- the lane's tasks, then the turns' until the batch is full (one LIMIT
+-- of $3: a limit the planner cannot fold, such as $3 less the lane's
+-- count, made the custom plans look cheaper than the generic one, and
+-- every claim was planned afresh; TestACrowdClaimKeepsItsGenericPlan)
 turn AS (
+	SELECT id, priority, run_at FROM lane
+	UNION ALL
+	(
 ` + eachTenant("turns g", "f.id, f.priority, f.run_at", notInLane, "", "g.n") + `
 	WHERE g.n > 0
-	LIMIT $3 - cardinality((SELECT ids FROM lane_ids))
+	)
+	LIMIT $3
 ),
 -- what the turns left of the batch, from the same tenants past their turn
 -- (a row skipped as locked can put one task in both: due drops it)
 more AS (
 ` + eachTenant("turns g", "f.id, f.priority, f.run_at", notInLane, "g.n", "CASE WHEN g.room IS NULL THEN $3 ELSE greatest(g.room - g.n, 0) END") + `
-	LIMIT $3 - cardinality((SELECT ids FROM lane_ids)) - (SELECT count(*) FROM turn)
+	LIMIT $3 - (SELECT count(*) FROM turn)
 ),
 due AS (
 	SELECT id, priority, run_at AS since FROM single WHERE (SELECT yes FROM alone)
@@ -440,8 +435,6 @@ due AS (
 	SELECT id, priority, run_at FROM fill WHERE NOT (SELECT yes FROM alone) AND NOT (SELECT yes FROM crowd)
 	UNION ALL
 	SELECT DISTINCT id, priority, run_at FROM (
-		SELECT id, priority, run_at FROM lane
-		UNION ALL
 		SELECT id, priority, run_at FROM turn
 		UNION ALL
 		SELECT id, priority, run_at FROM more

@@ -191,7 +191,14 @@ turns AS (
 	) r
 	) r
 ),
+-- the lane's tasks, then the turns' until the batch is full (one LIMIT
+-- of $3: a limit the planner cannot fold, such as $3 less the lane's
+-- count, made the custom plans look cheaper than the generic one, and
+-- every claim was planned afresh; TestACrowdClaimKeepsItsGenericPlan)
 turn AS (
+	SELECT id, priority, run_at FROM lane
+	UNION ALL
+	(
 	SELECT f.id, f.priority, f.run_at
 	FROM turns g
 	CROSS JOIN LATERAL (
@@ -204,7 +211,8 @@ turn AS (
 		FOR UPDATE OF tasks SKIP LOCKED
 	) f
 	WHERE g.n > 0
-	LIMIT $3 - cardinality((SELECT ids FROM lane_ids))
+	)
+	LIMIT $3
 ),
 -- what the turns left of the batch, from the same tenants past their turn
 -- (a row skipped as locked can put one task in both: due drops it)
@@ -221,7 +229,7 @@ more AS (
 		LIMIT CASE WHEN g.room IS NULL THEN $3 ELSE greatest(g.room - g.n, 0) END
 		FOR UPDATE OF tasks SKIP LOCKED
 	) f
-	LIMIT $3 - cardinality((SELECT ids FROM lane_ids)) - (SELECT count(*) FROM turn)
+	LIMIT $3 - (SELECT count(*) FROM turn)
 ),
 due AS (
 	SELECT id, priority, run_at AS since FROM single WHERE (SELECT yes FROM alone)
@@ -231,8 +239,6 @@ due AS (
 	SELECT id, priority, run_at FROM fill WHERE NOT (SELECT yes FROM alone) AND NOT (SELECT yes FROM crowd)
 	UNION ALL
 	SELECT DISTINCT id, priority, run_at FROM (
-		SELECT id, priority, run_at FROM lane
-		UNION ALL
 		SELECT id, priority, run_at FROM turn
 		UNION ALL
 		SELECT id, priority, run_at FROM more

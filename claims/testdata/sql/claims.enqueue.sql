@@ -6,13 +6,7 @@ WITH ins AS (
 	SELECT u.tenant, u.queue, u.kind, u.payload, u.priority,
 		coalesce(u.run_at, coalesce($10::timestamptz, now())), u.max_attempts,
 		u.submission_key, u.request_hash, $11::text, string_to_array(nullif(u.needs, ''), E'\n'),
-		CASE WHEN u.due AND u.first AND NOT EXISTS (SELECT FROM tenant_shares s WHERE s.tenant = u.tenant AND s.max_running IS NOT NULL)
-		AND NOT EXISTS (
-			SELECT FROM tasks t WHERE t.queue = u.queue AND t.tenant = u.tenant AND t.state IN ('queued', 'retrying', 'compensating'))
-		AND (EXISTS (
-			SELECT FROM tasks t WHERE t.queue = u.queue AND t.tenant < u.tenant AND t.state IN ('queued', 'retrying', 'compensating'))
-		OR EXISTS (
-			SELECT FROM tasks t WHERE t.queue = u.queue AND t.tenant > u.tenant AND t.state IN ('queued', 'retrying', 'compensating'))) THEN true END
+		CASE WHEN u.due AND u.first AND agentledger_newcomer(u.queue, u.tenant) THEN true END
 	FROM (
 		SELECT *, row_number() OVER (PARTITION BY queue, tenant, due ORDER BY ord) = 1 AS first
 		FROM (SELECT *, coalesce(run_at <= coalesce($10::timestamptz, now()), true) AS due FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[], $5::smallint[],

@@ -36,6 +36,7 @@ type Node struct {
 	CTEName      string  `json:"CTE Name"`
 	Subplan      string  `json:"Subplan Name"`
 	PlanRows     float64 `json:"Plan Rows"`
+	TotalCost    float64 `json:"Total Cost"` // the planner's estimate, which picks custom or generic plans
 	Plans        []Node  `json:"Plans"`
 }
 
