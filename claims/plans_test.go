@@ -221,7 +221,10 @@ func TestEnqueueProbesAreLookUps(t *testing.T) {
 // look cheaper than the generic one. A lane whose batch limit went into
 // the turns' LIMIT as an expression did that (claims of 100 over 10,000
 // tenants took 3.6 ms against 1.9, most of them planned). The estimated
-// costs of both plans are compared, at three places in the rotation.
+// costs of both plans are compared, at three places in the rotation, for
+// claims of 100 and 1,000. (A claim of a few tasks is planned afresh, as it
+// was before the lane: its custom plan, a turn of one task, is estimated
+// cheaper; BENCHMARKS.md lists it among the open ends.)
 func TestACrowdClaimKeepsItsGenericPlan(t *testing.T) {
 	ctx := context.Background()
 	conn, _, _ := plannerTrap(t, 20, 10)
@@ -233,19 +236,23 @@ func TestACrowdClaimKeepsItsGenericPlan(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, cursor := range []string{"", "t0100", "t5000"} {
+	for _, c := range []struct {
+		cursor string
+		limit  int
+	}{{"", 100}, {"t0100", 100}, {"t5000", 100}, {"t0100", 1000}} {
+		cursor := c.cursor
 		cost := map[string]float64{}
 		for _, mode := range plancheck.Modes {
 			plan, err := plancheck.Explain(ctx, conn, mode, claimDueSQL,
-				"default", "w", 100, "1 minute", nil, []string(nil), []string(nil), cursor, 0, 25)
+				"default", "w", c.limit, "1 minute", nil, []string(nil), []string(nil), cursor, 0, (c.limit+3)/4)
 			if err != nil {
 				t.Fatal(err)
 			}
 			cost[mode] = plan.TotalCost
 		}
 		if cost["force_generic_plan"] > cost["force_custom_plan"] {
-			t.Errorf("from %q the generic plan is estimated at %.0f, above the custom plan's %.0f: every claim would be planned afresh",
-				cursor, cost["force_generic_plan"], cost["force_custom_plan"])
+			t.Errorf("a claim of %d from %q: the generic plan is estimated at %.0f, above the custom plan's %.0f: every such claim would be planned afresh",
+				c.limit, cursor, cost["force_generic_plan"], cost["force_custom_plan"])
 		}
 	}
 }
