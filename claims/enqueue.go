@@ -236,8 +236,15 @@ func (s *Store) EnqueueBatch(ctx context.Context, ps []EnqueueParams) ([]Enqueue
 		tx, own = t, t
 	}
 
-	rows, err := tx.Query(ctx, enqueueSQL, tenants, queues, kinds, payloads, prios,
-		runAts, maxes, keys, hashes, s.Now.Param(), nullable(tracing.TraceParent(ctx)), needs)
+	q, args := enqueueSQL, []any{tenants, queues, kinds, payloads, prios,
+		runAts, maxes, keys, hashes, s.Now.Param(), nullable(tracing.TraceParent(ctx)), needs, queues[0], tenants[0]}
+	for i := range tenants {
+		if tenants[i] != tenants[0] || queues[i] != queues[0] {
+			q, args = enqueueManySQL, args[:12]
+			break
+		}
+	}
+	rows, err := tx.Query(ctx, q, args...)
 	if err != nil {
 		span.SetStatus(codes.Error, err.Error())
 		return nil, fmt.Errorf("enqueue: %w", err)

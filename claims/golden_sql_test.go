@@ -18,6 +18,7 @@ var updateGolden = flag.Bool("update", false, "rewrite claims/testdata/sql from 
 // value each is assembled as.
 var goldenStatements = []struct{ name, ident, sql string }{
 	{"claims.enqueue", "enqueueSQL", enqueueSQL},
+	{"claims.enqueueMany", "enqueueManySQL", enqueueManySQL},
 	{"claims.lookupKeys", "lookupKeysSQL", lookupKeysSQL},
 	{"claims.claim", "claimSQL", claimSQL},
 	{"claims.claimDue", "claimDueSQL", claimDueSQL},
@@ -48,6 +49,10 @@ var goldenCalls = []struct {
 		_, err := s.EnqueueBatch(ctx, []EnqueueParams{{Kind: "noop", SubmissionKey: "a"}, {Kind: "noop", SubmissionKey: "b"}})
 		return err
 	}, []string{"claims.enqueue", "claims.lookupKeys"}},
+	{"Store.EnqueueBatch", "two tenants' tasks", func(ctx context.Context, s *Store) error {
+		_, err := s.EnqueueBatch(ctx, []EnqueueParams{{Kind: "noop", Tenant: "a"}, {Kind: "noop", Tenant: "b"}})
+		return err
+	}, []string{"claims.enqueueMany"}},
 	{"Store.Claim", "full", func(ctx context.Context, s *Store) error {
 		_, err := s.Claim(ctx, goldenClaim(false, nil))
 		return err

@@ -15,24 +15,41 @@ const taskColumns = `id, tenant, queue, kind, payload, priority, run_at, state,
 	updated_at, finished_at, wait_reason, compensation, traceparent, replay_traceparent,
 	generation_claims, needs`
 
-// enqueueSQL inserts a batch; rows whose (tenant, submission_key) exists are
-// skipped by the unique index (I6) and looked up by lookupKeysSQL. It wakes
-// the workers of each queue that got a due task (one NOTIFY per queue,
-// delivered at commit). Rows come back in input order: identities are
-// drawn in insertion order, which follows the input's. The first due task
-// of each tenant in the batch is marked newcomer when its tenant is one
-// (agentledger_newcomer, migration 00037: not capped, nothing runnable in
-// the queue, and another tenant has something; never a tenant alone, so a
-// single tenant's tasks add no entry to tasks_newcomer_idx); a crowd
-// claim takes the marked tasks first (lane).
-const enqueueSQL = `/* claims.enqueue */
-WITH ins AS (
+// enqueueSQL inserts a batch of one tenant's tasks in one queue ($13,
+// $14); rows whose (tenant, submission_key) exists are skipped by the
+// unique index (I6) and looked up by lookupKeysSQL. It wakes the workers
+// of each queue that got a due task (one NOTIFY per queue, delivered at
+// commit). Rows come back in input order: identities are drawn in
+// insertion order, which follows the input's. The batch's first due task
+// is marked newcomer when its tenant is one (newcomerIn), asked once, in
+// an InitPlan: probes per row would make the generic plan, which expects
+// ten rows of unnest, look dearer than a custom plan of one, and
+// PostgreSQL would plan the statement afresh at every call (0.4 ms).
+var enqueueSQL = `/* claims.enqueue */
+WITH arrival AS (
+	SELECT ` + newcomerIn("$13::text", "$14::text") + ` AS yes
+),
+` + enqueueInsert(`(SELECT yes FROM arrival)`) + `,
+` + enqueueTail
+
+// enqueueManySQL is enqueueSQL for a batch of several tenants or queues:
+// the first due task of each tenant in each queue is marked when its
+// tenant is a newcomer, asked per row. Such batches are planned afresh;
+// they are few, and large.
+var enqueueManySQL = `/* claims.enqueueMany */
+WITH ` + enqueueInsert(newcomerIn("u.queue", "u.tenant")) + `,
+` + enqueueTail
+
+// enqueueInsert is the enqueue's insert (CTE ins), marking newcomers by
+// the condition arrives.
+func enqueueInsert(arrives string) string {
+	return `ins AS (
 	INSERT INTO tasks (tenant, queue, kind, payload, priority, run_at, max_attempts,
 		submission_key, request_hash, traceparent, needs, newcomer)
 	SELECT u.tenant, u.queue, u.kind, u.payload, u.priority,
 		coalesce(u.run_at, coalesce($10::timestamptz, now())), u.max_attempts,
 		u.submission_key, u.request_hash, $11::text, string_to_array(nullif(u.needs, ''), E'\n'),
-		CASE WHEN u.due AND u.first AND agentledger_newcomer(u.queue, u.tenant) THEN true END
+		CASE WHEN u.due AND u.first AND ` + arrives + ` THEN true END
 	FROM (
 		SELECT *, row_number() OVER (PARTITION BY queue, tenant, due ORDER BY ord) = 1 AS first
 		FROM (SELECT *, coalesce(run_at <= coalesce($10::timestamptz, now()), true) AS due FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[], $5::smallint[],
@@ -43,13 +60,32 @@ WITH ins AS (
 	ORDER BY u.ord
 	ON CONFLICT (tenant, submission_key) WHERE submission_key IS NOT NULL DO NOTHING
 	RETURNING ` + taskColumns + `
-),
-wake AS (
+)`
+}
+
+const enqueueTail = `wake AS (
 	SELECT pg_notify('agentledger_task_insert', q)
 	FROM (SELECT DISTINCT queue AS q FROM ins WHERE run_at <= coalesce($10::timestamptz, now())) s
 )
 SELECT ins.* FROM ins WHERE ` + woken + `
 ORDER BY ins.id`
+
+// newcomerIn is the condition that a task of tenant enqueued now in queue
+// comes as a newcomer: another tenant has something runnable there, the
+// tenant has nothing, and it is not capped (a crowd claim leaves capped
+// tenants to their turn). Each is a descent of tasks_runnable_tenant_idx
+// (or of tenant_shares' key) bounded by its index condition: "runnable"
+// rather than "due" keeps them so, where a tenant's scheduled tasks would
+// otherwise be read past one by one. Others first: a tenant alone in its
+// queue, the common case, costs two descents and is never marked, so its
+// tasks add no entry to tasks_newcomer_idx.
+func newcomerIn(queue, tenant string) string {
+	runnable := `t.state IN ('queued', 'retrying', 'compensating')`
+	return `((EXISTS (SELECT FROM tasks t WHERE t.queue = ` + queue + ` AND t.tenant < ` + tenant + ` AND ` + runnable + `)
+		OR EXISTS (SELECT FROM tasks t WHERE t.queue = ` + queue + ` AND t.tenant > ` + tenant + ` AND ` + runnable + `))
+		AND NOT EXISTS (SELECT FROM tasks t WHERE t.queue = ` + queue + ` AND t.tenant = ` + tenant + ` AND ` + runnable + `)
+		AND NOT EXISTS (SELECT FROM tenant_shares s WHERE s.tenant = ` + tenant + ` AND s.max_running IS NOT NULL))`
+}
 
 // woken makes a statement send the notifications of its CTE wake: a
 // condition evaluated once, before any row. (A LEFT JOIN to the count,

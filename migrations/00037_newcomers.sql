@@ -14,33 +14,6 @@ DROP INDEX CONCURRENTLY IF EXISTS tasks_newcomer_idx;
 CREATE INDEX CONCURRENTLY tasks_newcomer_idx ON tasks (queue, run_at, id)
     WHERE newcomer AND state = 'queued';
 
--- agentledger_newcomer says whether a task of tenant_name enqueued now in
--- queue_name comes as a newcomer: the tenant is not capped, has nothing
--- runnable in the queue, and another tenant has. Three descents of
--- tasks_runnable_tenant_idx and one of tenant_shares, others first: a
--- tenant alone in its queue (the common case) costs two. It is a function so
--- that its plans are made once per session: written into the enqueue
--- statement, its subqueries made PostgreSQL plan that statement afresh at
--- every call (its custom plans looked cheaper than the generic one), 0.4
--- ms a task. STABLE: it reads the enqueue statement's snapshot, so a
--- batch's own rows do not count against it.
--- +goose StatementBegin
-CREATE OR REPLACE FUNCTION agentledger_newcomer(queue_name text, tenant_name text)
-RETURNS boolean
-LANGUAGE plpgsql STABLE AS $$
-BEGIN
-    RETURN (EXISTS (SELECT FROM tasks t WHERE t.queue = queue_name AND t.tenant < tenant_name
-                AND t.state IN ('queued', 'retrying', 'compensating'))
-            OR EXISTS (SELECT FROM tasks t WHERE t.queue = queue_name AND t.tenant > tenant_name
-                AND t.state IN ('queued', 'retrying', 'compensating')))
-        AND NOT EXISTS (SELECT FROM tasks t WHERE t.queue = queue_name AND t.tenant = tenant_name
-            AND t.state IN ('queued', 'retrying', 'compensating'))
-        AND NOT EXISTS (SELECT FROM tenant_shares s WHERE s.tenant = tenant_name AND s.max_running IS NOT NULL);
-END;
-$$;
--- +goose StatementEnd
-
 -- +goose Down
-DROP FUNCTION IF EXISTS agentledger_newcomer(text, text);
 DROP INDEX CONCURRENTLY IF EXISTS tasks_newcomer_idx;
 ALTER TABLE tasks DROP COLUMN IF EXISTS newcomer;

@@ -1,12 +1,18 @@
--- claims.enqueue: enqueueSQL of package claims, as Store.Enqueue and Store.EnqueueBatch send it (12 parameters); go test ./claims -run TestGoldenSQL -update rewrites this file
+-- claims.enqueue: enqueueSQL of package claims, as Store.Enqueue and Store.EnqueueBatch send it (14 parameters); go test ./claims -run TestGoldenSQL -update rewrites this file
 /* claims.enqueue */
-WITH ins AS (
+WITH arrival AS (
+	SELECT ((EXISTS (SELECT FROM tasks t WHERE t.queue = $13::text AND t.tenant < $14::text AND t.state IN ('queued', 'retrying', 'compensating'))
+		OR EXISTS (SELECT FROM tasks t WHERE t.queue = $13::text AND t.tenant > $14::text AND t.state IN ('queued', 'retrying', 'compensating')))
+		AND NOT EXISTS (SELECT FROM tasks t WHERE t.queue = $13::text AND t.tenant = $14::text AND t.state IN ('queued', 'retrying', 'compensating'))
+		AND NOT EXISTS (SELECT FROM tenant_shares s WHERE s.tenant = $14::text AND s.max_running IS NOT NULL)) AS yes
+),
+ins AS (
 	INSERT INTO tasks (tenant, queue, kind, payload, priority, run_at, max_attempts,
 		submission_key, request_hash, traceparent, needs, newcomer)
 	SELECT u.tenant, u.queue, u.kind, u.payload, u.priority,
 		coalesce(u.run_at, coalesce($10::timestamptz, now())), u.max_attempts,
 		u.submission_key, u.request_hash, $11::text, string_to_array(nullif(u.needs, ''), E'\n'),
-		CASE WHEN u.due AND u.first AND agentledger_newcomer(u.queue, u.tenant) THEN true END
+		CASE WHEN u.due AND u.first AND (SELECT yes FROM arrival) THEN true END
 	FROM (
 		SELECT *, row_number() OVER (PARTITION BY queue, tenant, due ORDER BY ord) = 1 AS first
 		FROM (SELECT *, coalesce(run_at <= coalesce($10::timestamptz, now()), true) AS due FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[], $5::smallint[],
