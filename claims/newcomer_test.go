@@ -149,4 +149,3 @@ func TestTheLaneTakesAQuarterOldestFirst(t *testing.T) {
 		}
 	}
 }
-
