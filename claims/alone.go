@@ -2,6 +2,7 @@ package claims
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/agentledger/agentledger"
 )
@@ -23,6 +24,9 @@ type ClaimHint struct {
 	from string // the rotation's cursor: the last tenant served ("": from the first)
 	got  int    // tasks from got in its current turn
 	owed int    // rotation tasks to serve before a claim of fewer than 4 tasks gives the lane a slot again
+	// order is how the database orders tenant names, asked once per loop
+	// (rotation.go): a worker makes a Store for each claim.
+	order atomic.Int32
 }
 
 // lane is how many of a claim of n tasks the newcomer lane may take: a

@@ -100,7 +100,7 @@ func (s *Store) claim(ctx context.Context, q string, p ClaimParams) ([]*agentled
 				// The cursor follows the rotation: a newcomer the lane
 				// served may be anywhere in the ring.
 				slices.SortFunc(rotation, claimOrder)
-				p.Hint.served(from, got, s.lastServed(ctx, from, rotation), rotation, len(tasks)-len(rotation))
+				p.Hint.served(from, got, s.lastServed(ctx, from, rotation, &p.Hint.order), rotation, len(tasks)-len(rotation))
 			}
 			if len(tasks) > 0 && tracing.Enabled() {
 				traceClaim(ctx, began, p, tasks, nil)

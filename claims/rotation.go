@@ -2,6 +2,7 @@ package claims
 
 import (
 	"context"
+	"sync/atomic"
 
 	"github.com/agentledger/agentledger"
 )
@@ -34,15 +35,17 @@ const lastServedSQL = `/* claims.lastServed */
 SELECT coalesce(max(t) FILTER (WHERE t < $1::text), max(t)) FROM unnest($2::text[]) t`
 
 // lastServed is the last tenant in rotation order that a claim starting
-// at from served with tasks ("" for none).
-func (s *Store) lastServed(ctx context.Context, from string, tasks []*agentledger.Task) string {
+// at from served with tasks ("" for none). order caches how the database
+// orders text: the claiming loop's (ClaimHint.order), which outlives the
+// Store a worker makes for each claim on its pinned connection.
+func (s *Store) lastServed(ctx context.Context, from string, tasks []*agentledger.Task, order *atomic.Int32) string {
 	tenants := make([]string, 0, 1)
 	for _, t := range tasks {
 		if len(tenants) == 0 || tenants[len(tenants)-1] != t.Tenant {
 			tenants = append(tenants, t.Tenant)
 		}
 	}
-	if len(tenants) < 2 || s.bytewise(ctx) {
+	if len(tenants) < 2 || s.bytewise(ctx, order) {
 		return lastServedBytewise(from, tenants)
 	}
 	var last string
@@ -54,9 +57,9 @@ func (s *Store) lastServed(ctx context.Context, from string, tasks []*agentledge
 }
 
 // bytewise reports whether the database orders text bytewise, asked once
-// per Store (a database that cannot say counts as collated).
-func (s *Store) bytewise(ctx context.Context) bool {
-	switch s.order.Load() {
+// per cache (a database that cannot say counts as collated).
+func (s *Store) bytewise(ctx context.Context, order *atomic.Int32) bool {
+	switch order.Load() {
 	case orderBytewise:
 		return true
 	case orderCollated:
@@ -67,9 +70,9 @@ func (s *Store) bytewise(ctx context.Context) bool {
 		return false // asked again next time
 	}
 	if yes {
-		s.order.Store(orderBytewise)
+		order.Store(orderBytewise)
 	} else {
-		s.order.Store(orderCollated)
+		order.Store(orderCollated)
 	}
 	return yes
 }

@@ -2,7 +2,6 @@ package claims
 
 import (
 	"context"
-	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -21,8 +20,7 @@ type DB interface {
 
 // Store runs the claim protocol against one database.
 type Store struct {
-	db    DB
-	order atomic.Int32 // how the database orders tenant names (rotation.go)
+	db DB
 
 	// Now pins the database clock for tests; nil means the database's now().
 	Now agentledger.Clock
