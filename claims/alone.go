@@ -74,16 +74,6 @@ func (h *ClaimHint) served(from string, got int, last string, tasks []*agentledg
 	if h == nil {
 		return
 	}
-	h.mu.Lock()
-	if laned > 0 {
-		h.owed = 3
-	} else {
-		h.owed = max(h.owed-len(tasks), 0)
-	}
-	h.mu.Unlock()
-	if len(tasks) == 0 {
-		return
-	}
 	n := 0
 	for _, t := range tasks {
 		if t.Tenant == last {
@@ -95,7 +85,14 @@ func (h *ClaimHint) served(from string, got int, last string, tasks []*agentledg
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.from, h.got = last, n
+	if laned > 0 {
+		h.owed = 3
+	} else {
+		h.owed = max(h.owed-len(tasks), 0)
+	}
+	if len(tasks) > 0 {
+		h.from, h.got = last, n
+	}
 }
 
 func (h *ClaimHint) likely() bool {

@@ -92,15 +92,19 @@ func (s *Store) claim(ctx context.Context, q string, p ClaimParams) ([]*agentled
 	}
 	rows, err := s.db.Query(ctx, q, args...)
 	if err == nil {
-		var tasks, rotation []*agentledger.Task
-		if tasks, rotation, err = collectClaimed(rows); err == nil {
+		var tasks []*agentledger.Task
+		var laned map[int64]bool
+		if tasks, laned, err = collectClaimed(rows); err == nil {
 			// In claim order: the due-only claims (claimedDue) answer in no order.
 			slices.SortFunc(tasks, claimOrder)
 			if p.Hint != nil {
 				// The cursor follows the rotation: a newcomer the lane
 				// served may be anywhere in the ring.
-				slices.SortFunc(rotation, claimOrder)
-				p.Hint.served(from, got, s.lastServed(ctx, from, rotation, &p.Hint.order), rotation, len(tasks)-len(rotation))
+				rotation := tasks
+				if laned != nil {
+					rotation = slices.DeleteFunc(slices.Clone(tasks), func(t *agentledger.Task) bool { return laned[t.ID] })
+				}
+				p.Hint.served(from, got, s.lastServed(ctx, from, rotation, &p.Hint.order), rotation, len(laned))
 			}
 			if len(tasks) > 0 && tracing.Enabled() {
 				traceClaim(ctx, began, p, tasks, nil)

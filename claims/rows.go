@@ -79,42 +79,49 @@ func (r *taskRow) toTask() *agentledger.Task {
 // by name: claims return thousands of rows a second, and reflection was a
 // tenth of the worker's CPU.
 func collectTasks(rows pgx.Rows) ([]*agentledger.Task, error) {
+	return scanTasks(rows, nil, nil)
+}
+
+// collectClaimed scans a claim's rows: taskColumns and whether the
+// claim's newcomer lane took the task. It returns the tasks and the ids
+// the lane took (nil when it took none, as in nearly every claim).
+func collectClaimed(rows pgx.Rows) (tasks []*agentledger.Task, laned map[int64]bool, err error) {
+	var lane bool
+	tasks, err = scanTasks(rows, &lane, func(t *agentledger.Task) {
+		if lane {
+			if laned == nil {
+				laned = map[int64]bool{}
+			}
+			laned[t.ID] = true
+		}
+	})
+	return tasks, laned, err
+}
+
+// scanTasks scans rows of taskColumns, then extra when it is not nil,
+// calling each (if set) on every task with extra filled in.
+func scanTasks(rows pgx.Rows, extra any, each func(*agentledger.Task)) ([]*agentledger.Task, error) {
 	defer rows.Close()
 	var out []*agentledger.Task
 	// One row and one list of scan targets serve every row: a claim of
 	// 1,000 tasks allocated both 1,000 times (toTask copies the row out).
 	var r taskRow
 	fields := r.fields()
+	if extra != nil {
+		fields = append(fields, extra)
+	}
 	for rows.Next() {
 		r = taskRow{}
 		if err := rows.Scan(fields...); err != nil {
 			return nil, err
 		}
-		out = append(out, r.toTask())
+		t := r.toTask()
+		out = append(out, t)
+		if each != nil {
+			each(t)
+		}
 	}
 	return out, rows.Err()
-}
-
-// collectClaimed scans a claim's rows: taskColumns and whether the
-// claim's newcomer lane took the task. It returns the tasks, and those
-// the rotation served (the others).
-func collectClaimed(rows pgx.Rows) (tasks, rotation []*agentledger.Task, err error) {
-	defer rows.Close()
-	var r taskRow
-	var lane bool
-	fields := append(r.fields(), &lane)
-	for rows.Next() {
-		r, lane = taskRow{}, false
-		if err := rows.Scan(fields...); err != nil {
-			return nil, nil, err
-		}
-		t := r.toTask()
-		tasks = append(tasks, t)
-		if !lane {
-			rotation = append(rotation, t)
-		}
-	}
-	return tasks, rotation, rows.Err()
 }
 
 // fields are r's scan targets in taskColumns order.
