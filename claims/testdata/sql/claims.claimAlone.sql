@@ -22,7 +22,7 @@ due AS (
 			AND (needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[]))
 		AND NOT EXISTS (SELECT FROM tenant_shares s WHERE s.tenant = (SELECT tenant FROM first) AND s.max_running IS NOT NULL)
 	ORDER BY priority, run_at, id
-	LIMIT $3
+	LIMIT (SELECT $3::int)
 	FOR UPDATE OF tasks SKIP LOCKED
 )
 UPDATE tasks t SET
