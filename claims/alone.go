@@ -1,8 +1,10 @@
 package claims
 
 import (
+	"math"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/agentledger/agentledger"
 )
@@ -14,6 +16,13 @@ import (
 // cap"); after a miss of the second kind the loop claims in full for a
 // while. The zero value is ready; a nil hint never tries.
 //
+// While the loop claims alone it also keeps the tenant it found alone and
+// the mark: the last task its alone claims took, past which the next one
+// reads (claimAloneSQL says why). A task that sorts before the mark and is
+// due — a task of higher priority, one released back to the queue — waits
+// until the mark is dropped: when a claim comes back short, and at Rewind,
+// which the loop calls at its poll and when notified of new tasks.
+//
 // It also holds where the loop's tenants stand in their rotation (a crowd
 // of them takes turns, claimDue): the last tenant its claims served, at
 // which the next claim starts, and how many tasks that tenant got in its
@@ -24,6 +33,11 @@ type ClaimHint struct {
 	from string // the rotation's cursor: the last tenant served ("": from the first)
 	got  int    // tasks from got in its current turn
 	owed int    // rotation tasks to serve before a claim of fewer than 4 tasks gives the lane a slot again
+	// tenant is the one found alone; mark the last task the alone claims
+	// took (hasMark false: read from the tenant's first task).
+	tenant  string
+	mark    markKey
+	hasMark bool
 	// order is how the database orders tenant names, asked once per loop
 	// (rotation.go): a worker makes a Store for each claim.
 	order atomic.Int32
@@ -95,6 +109,64 @@ func (h *ClaimHint) served(from string, got int, last string, tasks []*agentledg
 	}
 }
 
+// markKey is a task's place in a tenant's claim order.
+type markKey struct {
+	priority int16
+	runAt    time.Time
+	id       int64
+}
+
+// before is below every task's place: an alone claim without a mark reads
+// from the tenant's first task.
+var before = markKey{priority: math.MinInt16, runAt: time.Time{}, id: math.MinInt64}
+
+// alone returns the tenant of the next alone claim and the place past
+// which it reads.
+func (h *ClaimHint) alone() (string, markKey) {
+	if h == nil {
+		return "", before
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.hasMark {
+		return h.tenant, before
+	}
+	return h.tenant, h.mark
+}
+
+// took notes what an alone claim of limit tasks took (sorted in claim
+// order): the next reads past the last of them. A short claim drops the
+// mark: the tasks past it are drained, and any before it (released, or of
+// a higher priority) are read again from the tenant's first task.
+func (h *ClaimHint) took(tasks []*agentledger.Task, limit int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(tasks) < limit {
+		h.hasMark = false
+		return
+	}
+	last := tasks[len(tasks)-1]
+	h.mark, h.hasMark = markKey{priority: last.Priority, runAt: last.RunAt, id: last.ID}, true
+}
+
+// Rewind drops the mark: the next alone claim reads the tenant's tasks
+// from the first. A claiming loop calls it at its poll and when notified
+// of new tasks, which may sort before the mark. Safe on a nil hint.
+func (h *ClaimHint) Rewind() {
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.hasMark = false
+}
+
+// aloneTenant notes that a full claim got tenant's tasks alone: the alone
+// claims that follow are its, from its first task. Under h.mu.
+func (h *ClaimHint) aloneTenant(tenant string) {
+	h.tenant, h.hasMark = tenant, false
+}
+
 func (h *ClaimHint) likely() bool {
 	if h == nil {
 		return false
@@ -117,6 +189,7 @@ func (h *ClaimHint) after(tasks []*agentledger.Task) {
 		h.n = 1
 	case oneTenant(tasks) && h.n == 1:
 		h.n = 2
+		h.aloneTenant(tasks[0].Tenant)
 	default:
 		h.n = -aloneBackoff
 	}
@@ -135,6 +208,7 @@ func (h *ClaimHint) saw(tasks []*agentledger.Task) {
 		h.n++
 	case len(tasks) > 0 && oneTenant(tasks):
 		h.n = 1
+		h.aloneTenant(tasks[0].Tenant)
 	case len(tasks) > 0:
 		h.n = 0
 	}

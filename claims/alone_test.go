@@ -2,6 +2,7 @@ package claims
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -25,22 +26,25 @@ func TestAloneClaim(t *testing.T) {
 			}
 		}
 	}
-	alone := func() int {
+	alone := func(tenant string) int {
 		t.Helper()
-		got, err := s.claim(ctx, claimAloneSQL, ClaimParams{Queue: "q", Worker: "w", Limit: 4, Lease: time.Minute})
+		got, err := s.claim(ctx, claimAloneSQL, ClaimParams{Queue: "q", Worker: "w", Limit: 4, Lease: time.Minute, Hint: &ClaimHint{tenant: tenant}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return len(got)
 	}
 	enqueue("a", 3)
-	if n := alone(); n != 3 {
+	if n := alone("a"); n != 3 {
 		t.Fatalf("one tenant: claimed %d, want 3", n)
 	}
 	enqueue("a", 2)
 	enqueue("b", 2)
-	if n := alone(); n != 0 {
-		t.Fatalf("two tenants: claimed %d alone, want none", n)
+	if n := alone("a"); n != 0 {
+		t.Fatalf("two tenants: claimed %d of a alone, want none", n)
+	}
+	if n := alone("b"); n != 0 {
+		t.Fatalf("two tenants: claimed %d of b alone, want none", n)
 	}
 	// A due-only Claim that was told the queue is alone finds it is not,
 	// and shares the batch between the two tenants.
@@ -71,7 +75,64 @@ func TestAloneClaim(t *testing.T) {
 	if _, err := db.Exec(ctx, `INSERT INTO tenant_shares (tenant, weight, max_running, source) VALUES ('c', 1, 5, 'operator')`); err != nil {
 		t.Fatal(err)
 	}
-	if n := alone(); n != 0 {
+	if n := alone("c"); n != 0 {
 		t.Fatalf("capped tenant: claimed %d alone, want none", n)
 	}
+}
+
+// Alone claims read past the last task the loop's alone claims took: a
+// task that sorts before the mark (one of a higher priority, enqueued
+// since) waits until the mark is dropped — at Rewind, which the loop calls
+// at its poll and when notified of new tasks — and is then the first
+// taken. A short claim drops the mark too.
+func TestAnAloneClaimReadsPastItsMark(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := New(testdb.New(t))
+	enqueue := func(priority int16) int64 {
+		t.Helper()
+		r, err := s.Enqueue(ctx, EnqueueParams{Tenant: "a", Queue: "q", Kind: "noop", Priority: priority})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Task.ID
+	}
+	var ids []int64
+	for range 10 {
+		ids = append(ids, enqueue(50))
+	}
+	hint := &ClaimHint{}
+	claim := func(want ...int64) {
+		t.Helper()
+		got, err := s.Claim(ctx, ClaimParams{Queue: "q", Worker: "w", Limit: 3, Lease: time.Minute, DueOnly: true, Hint: hint})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var gotIDs []int64
+		for _, task := range got {
+			gotIDs = append(gotIDs, task.ID)
+		}
+		if !slices.Equal(gotIDs, want) {
+			t.Fatalf("claimed %v, want %v", gotIDs, want)
+		}
+	}
+	claim(ids[0], ids[1], ids[2]) // in full: the tenant is found alone
+	if !hint.likely() {
+		t.Fatal("one tenant's tasks did not make the next claim try alone")
+	}
+	claim(ids[3], ids[4], ids[5]) // alone, from the tenant's first task
+	urgent := enqueue(10)
+	claim(ids[6], ids[7], ids[8]) // past the mark: the urgent task waits
+	hint.Rewind()
+	claim(urgent, ids[9]) // from the first task again; short
+	if _, ok := hint.markOf(); ok {
+		t.Fatal("a short claim kept its mark")
+	}
+}
+
+// markOf is the mark, if the hint has one.
+func (h *ClaimHint) markOf() (markKey, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.mark, h.hasMark
 }

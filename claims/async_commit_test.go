@@ -17,7 +17,7 @@ func TestDueClaimsCommitAsynchronously(t *testing.T) {
 	if _, err := New(pool).Enqueue(ctx, EnqueueParams{Kind: "noop"}); err != nil {
 		t.Fatal(err)
 	}
-	p := ClaimParams{Queue: DefaultQueue, Worker: "w", Limit: 1, Lease: time.Minute}
+	p := ClaimParams{Queue: DefaultQueue, Worker: "w", Limit: 1, Lease: time.Minute, Hint: &ClaimHint{tenant: DefaultTenant}}
 	for _, c := range []struct {
 		name, sql, want string
 	}{

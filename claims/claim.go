@@ -59,6 +59,9 @@ func (s *Store) Claim(ctx context.Context, p ClaimParams) ([]*agentledger.Task, 
 		q = claimDueSQL
 		if p.Hint.likely() {
 			tasks, err := s.claim(ctx, claimAloneSQL, p)
+			if err == nil {
+				p.Hint.took(tasks, p.Limit)
+			}
 			if err != nil || len(tasks) > 0 {
 				if len(tasks) > 0 {
 					p.Hint.after(nil) // a hit: try alone next time too
@@ -86,7 +89,10 @@ func (s *Store) claim(ctx context.Context, q string, p ClaimParams) ([]*agentled
 	began := time.Now()
 	args := []any{p.Queue, p.Worker, p.Limit, p.Lease, s.Now.Param(), p.Kinds, p.Caps}
 	from, got := "", 0
-	if q != claimAloneSQL {
+	if q == claimAloneSQL {
+		tenant, mark := p.Hint.alone()
+		args = append(args, tenant, mark.priority, mark.runAt, mark.id)
+	} else {
 		from, got = p.Hint.cursor()
 		args = append(args, from, got, p.Hint.lane(p.Limit))
 	}

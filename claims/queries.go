@@ -488,31 +488,43 @@ const notInLane = `id <> ALL ((SELECT ids FROM lane_ids)::bigint[]) AND `
 func inLane(col string) string { return col + ` = ANY ((SELECT ids FROM lane_ids)::bigint[])` }
 
 // claimAloneSQL is claimDueSQL's one-tenant branch (alone, single) as a
-// statement of its own: the due tasks of the queue's only tenant with due
-// tasks, when that tenant has no cap; nothing otherwise. Its claims are
-// those claimDueSQL makes in that case, but PostgreSQL no longer sets up
-// the shares, quotas and refill for every call: that start-up was a third
-// of the claiming backend's CPU at 500 tasks/s (BENCHMARKS.md). An empty
-// answer says nothing about other tenants: the caller claims in full then.
-// Its limit is a sub-select so that no plan knows the claim's size: the
-// generic plan, costed for a tenth of the queue, then no longer loses to
-// custom plans costed for the claim, and a burn-down's claims are not
-// each planned afresh (TestAnAloneClaimKeepsItsGenericPlan).
+// statement of its own: the due tasks of tenant $8, the tenant the loop's
+// last claims found alone, when no other tenant has due tasks and $8 has
+// no cap; nothing otherwise. Its claims are those claimDueSQL makes in
+// that case, but PostgreSQL no longer sets up the shares, quotas and
+// refill for every call: that start-up was a third of the claiming
+// backend's CPU at 500 tasks/s (BENCHMARKS.md). An empty answer says
+// nothing about other tenants: the caller claims in full then.
+//
+// The tenant's tasks are read from just past ($9, $10, $11), the
+// (priority, run_at, id) of the last task the loop claimed (ClaimHint.mark;
+// the least values when it has none). A burn-down's claimed tasks leave
+// their entries in tasks_runnable_tenant_idx until a vacuum, and a claim
+// read from the tenant's first entry stepped over all of them, twice (to
+// find the tenant, then its tasks): late in a burn-down of 50,000 tasks,
+// 390 pages a claim. The probes for other tenants start at $8's bounds;
+// the one below it reads backwards, away from $8's entries.
+//
+// Its limit, tenant and mark are sub-selects so that no plan knows them:
+// the generic plan, costed for a tenth of the queue, then no longer loses
+// to custom plans costed for the claim's size or the rows past its mark,
+// and a burn-down's claims are not each planned afresh
+// (TestAnAloneClaimKeepsItsGenericPlan).
 var claimAloneSQL = `/* claims.claimAlone */
 WITH ` + claimNow + `,
-first AS (
-	SELECT tenant FROM tasks
-	WHERE queue = $1 AND ` + dueNow + `
-	ORDER BY tenant, priority, run_at, id
-	LIMIT 1
-),
 due AS (
 	SELECT id, priority, run_at AS since FROM tasks
-	WHERE queue = $1 AND tenant = (SELECT tenant FROM first) AND ` + dueNow + `
+	WHERE queue = $1 AND tenant = (SELECT $8::text)
+		AND (priority, run_at, id) > ((SELECT $9::int), (SELECT $10::timestamptz), (SELECT $11::bigint))
+		AND ` + dueNow + `
 		AND NOT EXISTS (
 			SELECT FROM tasks o
-			WHERE o.queue = $1 AND o.tenant > (SELECT tenant FROM first) AND ` + dueNow + `)
-		AND NOT EXISTS (SELECT FROM tenant_shares s WHERE s.tenant = (SELECT tenant FROM first) AND s.max_running IS NOT NULL)
+			WHERE o.queue = $1 AND o.tenant > (SELECT $8::text) AND ` + dueNow + `)
+		AND (SELECT o.tenant FROM tasks o
+			WHERE o.queue = $1 AND o.tenant < (SELECT $8::text) AND ` + dueNow + `
+			ORDER BY o.tenant DESC, o.priority DESC, o.run_at DESC, o.id DESC
+			LIMIT 1) IS NULL
+		AND NOT EXISTS (SELECT FROM tenant_shares s WHERE s.tenant = $8::text AND s.max_running IS NOT NULL)
 	ORDER BY priority, run_at, id
 	LIMIT (SELECT $3::int)
 	FOR UPDATE OF tasks SKIP LOCKED

@@ -176,6 +176,9 @@ func (p *Pool) produce(ctx, work context.Context, q string) {
 			sweep = true
 		default:
 		}
+		if sweep {
+			hint.Rewind() // a task released, or due, before the alone claims' mark
+		}
 		free := cap(sem) - len(sem)
 		if free > p.cfg.BatchSize {
 			free = p.cfg.BatchSize
@@ -248,6 +251,7 @@ func (p *Pool) produce(ctx, work context.Context, q string) {
 			case <-ctx.Done():
 				return
 			case <-p.wake[q]:
+				hint.Rewind() // new tasks may sort before the alone claims' mark
 				if !p.coolDown(ctx, lastClaim) {
 					return
 				}

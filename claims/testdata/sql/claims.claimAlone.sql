@@ -1,26 +1,26 @@
--- claims.claimAlone: claimAloneSQL of package claims, as Store.Claim sends it (7 parameters); go test ./claims -run TestGoldenSQL -update rewrites this file
+-- claims.claimAlone: claimAloneSQL of package claims, as Store.Claim sends it (11 parameters); go test ./claims -run TestGoldenSQL -update rewrites this file
 /* claims.claimAlone */
 WITH now AS (SELECT coalesce($5::timestamptz, now()) AS t,
 	(extract(epoch FROM coalesce($5::timestamptz, now())) * 1000000)::bigint AS token_floor),
-first AS (
-	SELECT tenant FROM tasks
-	WHERE queue = $1 AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
-			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
-			AND (needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[])
-	ORDER BY tenant, priority, run_at, id
-	LIMIT 1
-),
 due AS (
 	SELECT id, priority, run_at AS since FROM tasks
-	WHERE queue = $1 AND tenant = (SELECT tenant FROM first) AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
+	WHERE queue = $1 AND tenant = (SELECT $8::text)
+		AND (priority, run_at, id) > ((SELECT $9::int), (SELECT $10::timestamptz), (SELECT $11::bigint))
+		AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
 			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
 			AND (needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[])
 		AND NOT EXISTS (
 			SELECT FROM tasks o
-			WHERE o.queue = $1 AND o.tenant > (SELECT tenant FROM first) AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
+			WHERE o.queue = $1 AND o.tenant > (SELECT $8::text) AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
 			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
 			AND (needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[]))
-		AND NOT EXISTS (SELECT FROM tenant_shares s WHERE s.tenant = (SELECT tenant FROM first) AND s.max_running IS NOT NULL)
+		AND (SELECT o.tenant FROM tasks o
+			WHERE o.queue = $1 AND o.tenant < (SELECT $8::text) AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
+			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
+			AND (needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[])
+			ORDER BY o.tenant DESC, o.priority DESC, o.run_at DESC, o.id DESC
+			LIMIT 1) IS NULL
+		AND NOT EXISTS (SELECT FROM tenant_shares s WHERE s.tenant = $8::text AND s.max_running IS NOT NULL)
 	ORDER BY priority, run_at, id
 	LIMIT (SELECT $3::int)
 	FOR UPDATE OF tasks SKIP LOCKED
