@@ -120,18 +120,19 @@ type markKey struct {
 // from the tenant's first task.
 var before = markKey{priority: math.MinInt16, runAt: time.Time{}, id: math.MinInt64}
 
-// alone returns the tenant of the next alone claim and the place past
-// which it reads.
-func (h *ClaimHint) alone() (string, markKey) {
+// alone returns the tenant of the next alone claim, the place past which
+// it reads, and whether that is a mark (past): the claim then takes only
+// rows untouched since written (claimAloneSQL).
+func (h *ClaimHint) alone() (string, markKey, bool) {
 	if h == nil {
-		return "", before
+		return "", before, false
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if !h.hasMark {
-		return h.tenant, before
+		return h.tenant, before, false
 	}
-	return h.tenant, h.mark
+	return h.tenant, h.mark, true
 }
 
 // took notes what an alone claim of limit tasks took (sorted in claim

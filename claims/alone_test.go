@@ -128,6 +128,24 @@ func TestAnAloneClaimReadsPastItsMark(t *testing.T) {
 	if _, ok := hint.markOf(); ok {
 		t.Fatal("a short claim kept its mark")
 	}
+
+	// Past a mark only rows untouched since written are taken: a task
+	// locked by a transaction that ended (its xmax is set) waits for a
+	// claim from the first task.
+	for range 6 {
+		ids = append(ids, enqueue(50))
+	}
+	claim(ids[10], ids[11], ids[12]) // alone, from the first task (the short claim dropped the mark)
+	claim(ids[13], ids[14], ids[15]) // alone; the mark is ids[15]
+	for range 4 {
+		ids = append(ids, enqueue(50))
+	}
+	if _, err := s.db.Exec(ctx, `SELECT FROM tasks WHERE id = $1 FOR UPDATE`, ids[16]); err != nil {
+		t.Fatal(err)
+	}
+	claim(ids[17], ids[18], ids[19]) // past the mark, the locked task passed over
+	hint.Rewind()
+	claim(ids[16]) // from the first task
 }
 
 // markOf is the mark, if the hint has one.

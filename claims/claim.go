@@ -90,8 +90,8 @@ func (s *Store) claim(ctx context.Context, q string, p ClaimParams) ([]*agentled
 	args := []any{p.Queue, p.Worker, p.Limit, p.Lease, s.Now.Param(), p.Kinds, p.Caps}
 	from, got := "", 0
 	if q == claimAloneSQL {
-		tenant, mark := p.Hint.alone()
-		args = append(args, tenant, mark.priority, mark.runAt, mark.id)
+		tenant, mark, past := p.Hint.alone()
+		args = append(args, tenant, mark.priority, mark.runAt, mark.id, past)
 	} else {
 		from, got = p.Hint.cursor()
 		args = append(args, from, got, p.Hint.lane(p.Limit))

@@ -116,7 +116,7 @@ func TestClaimPlanReadsTheClaimIndexes(t *testing.T) {
 				t.Run(size.name+"/"+c.name+"/"+mode, func(t *testing.T) {
 					args := []any{"default", "w2", 1000, "1 minute", time.Now(), []string(nil), []string{"model", "tool:http_request"}}
 					if c.sql == claimAloneSQL {
-						args = append(args, "default", before.priority, before.runAt, before.id) // the tenant found alone, no mark
+						args = append(args, "default", before.priority, before.runAt, before.id, false) // the tenant found alone, no mark
 					} else {
 						args = append(args, "b", 0, 250) // the rotation's cursor (wraps around to default) and the lane's slots
 					}
@@ -281,12 +281,13 @@ func TestAnAloneClaimKeepsItsGenericPlan(t *testing.T) {
 	}
 	marks := map[string]markKey{"no mark": before, "a mark near the end": {priority: 0, runAt: mid.runAt, id: mid.id}}
 	for name, mark := range marks {
+		past := mark != before
 		for _, kinds := range [][]string{nil, {"noop", "sleep"}} {
 			for _, limit := range []int{1, 100, 1000} {
 				cost := map[string]float64{}
 				for _, mode := range plancheck.Modes {
 					plan, err := plancheck.Explain(ctx, conn, mode, claimAloneSQL,
-						"default", "w", limit, "1 minute", nil, kinds, []string(nil), "acme", mark.priority, mark.runAt, mark.id)
+						"default", "w", limit, "1 minute", nil, kinds, []string(nil), "acme", mark.priority, mark.runAt, mark.id, past)
 					if err != nil {
 						t.Fatal(err)
 					}

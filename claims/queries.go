@@ -505,7 +505,16 @@ func inLane(col string) string { return col + ` = ANY ((SELECT ids FROM lane_ids
 // 390 pages a claim. The probes for other tenants start at $8's bounds;
 // the one below it reads backwards, away from $8's entries.
 //
-// Its limit, tenant and mark are sub-selects so that no plan knows them:
+// A claim past a mark ($12) takes only rows no transaction has updated or
+// locked since they were written (xmax 0). Several daemons claim from the
+// same end of the queue: a row another claim leased after this one's
+// snapshot was locked again in its new version, rechecked and passed over
+// — a lock and a WAL record each, up to 2,000 rows in one claim, and the
+// other daemon's completion of the task waited for this claim's commit. A
+// row left for another reason (a lock of an attempt's foreign key, an
+// aborted claim) is taken by the next claim from the first task.
+//
+// Its limit, tenant, mark and $12 are sub-selects so that no plan knows them:
 // the generic plan, costed for a tenth of the queue, then no longer loses
 // to custom plans costed for the claim's size or the rows past its mark,
 // and a burn-down's claims are not each planned afresh
@@ -516,6 +525,7 @@ due AS (
 	SELECT id, priority, run_at AS since FROM tasks
 	WHERE queue = $1 AND tenant = (SELECT $8::text)
 		AND (priority, run_at, id) > ((SELECT $9::int), (SELECT $10::timestamptz), (SELECT $11::bigint))
+		AND (NOT (SELECT $12::bool) OR xmax = '0'::xid)
 		AND ` + dueNow + `
 		AND NOT EXISTS (
 			SELECT FROM tasks o

@@ -1,4 +1,4 @@
--- claims.claimAlone: claimAloneSQL of package claims, as Store.Claim sends it (11 parameters); go test ./claims -run TestGoldenSQL -update rewrites this file
+-- claims.claimAlone: claimAloneSQL of package claims, as Store.Claim sends it (12 parameters); go test ./claims -run TestGoldenSQL -update rewrites this file
 /* claims.claimAlone */
 WITH now AS (SELECT coalesce($5::timestamptz, now()) AS t,
 	(extract(epoch FROM coalesce($5::timestamptz, now())) * 1000000)::bigint AS token_floor),
@@ -6,6 +6,7 @@ due AS (
 	SELECT id, priority, run_at AS since FROM tasks
 	WHERE queue = $1 AND tenant = (SELECT $8::text)
 		AND (priority, run_at, id) > ((SELECT $9::int), (SELECT $10::timestamptz), (SELECT $11::bigint))
+		AND (NOT (SELECT $12::bool) OR xmax = '0'::xid)
 		AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
 			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
 			AND (needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[])
