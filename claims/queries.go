@@ -503,7 +503,10 @@ func inLane(col string) string { return col + ` = ANY ((SELECT ids FROM lane_ids
 // read from the tenant's first entry stepped over all of them, twice (to
 // find the tenant, then its tasks): late in a burn-down of 50,000 tasks,
 // 390 pages a claim. The probes for other tenants start at $8's bounds;
-// the one below it reads backwards, away from $8's entries.
+// the one below it reads backwards, away from $8's entries. They are
+// ordered reads of one row, not NOT EXISTS: through PgBouncer, whose
+// sessions plan with sequential scans on, the planner took NOT EXISTS for
+// a scan of the whole table that would stop at its first row.
 //
 // A claim past a mark ($12) takes only rows no transaction has updated or
 // locked since they were written (xmax 0). Several daemons claim from the
@@ -527,9 +530,10 @@ due AS (
 		AND (priority, run_at, id) > ((SELECT $9::int), (SELECT $10::timestamptz), (SELECT $11::bigint))
 		AND (NOT (SELECT $12::bool) OR xmax = '0'::xid)
 		AND ` + dueNow + `
-		AND NOT EXISTS (
-			SELECT FROM tasks o
-			WHERE o.queue = $1 AND o.tenant > (SELECT $8::text) AND ` + dueNow + `)
+		AND (SELECT o.tenant FROM tasks o
+			WHERE o.queue = $1 AND o.tenant > (SELECT $8::text) AND ` + dueNow + `
+			ORDER BY o.tenant, o.priority, o.run_at, o.id
+			LIMIT 1) IS NULL
 		AND (SELECT o.tenant FROM tasks o
 			WHERE o.queue = $1 AND o.tenant < (SELECT $8::text) AND ` + dueNow + `
 			ORDER BY o.tenant DESC, o.priority DESC, o.run_at DESC, o.id DESC

@@ -10,11 +10,12 @@ due AS (
 		AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
 			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
 			AND (needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[])
-		AND NOT EXISTS (
-			SELECT FROM tasks o
+		AND (SELECT o.tenant FROM tasks o
 			WHERE o.queue = $1 AND o.tenant > (SELECT $8::text) AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
 			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
-			AND (needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[]))
+			AND (needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[])
+			ORDER BY o.tenant, o.priority, o.run_at, o.id
+			LIMIT 1) IS NULL
 		AND (SELECT o.tenant FROM tasks o
 			WHERE o.queue = $1 AND o.tenant < (SELECT $8::text) AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
 			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
