@@ -47,7 +47,7 @@ func BenchmarkClaimServerCPU(b *testing.B) {
 		{"claimDue", claimDueSQL},
 		{"claim", claimSQL},
 		{"riverShaped", riverShapedClaim},
-		{"roundTrip", `SELECT $1::text, $2::text, $3::int, $4::interval, $5::timestamptz, $6::text[]`},
+		{"roundTrip", `SELECT $1::text, $2::text, $3::int, $4::interval, $5::timestamptz, $6::text[], $7::text[]`},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			db := testdb.New(b) // a fresh table each: dead rows would tilt the later ones
@@ -61,8 +61,11 @@ func BenchmarkClaimServerCPU(b *testing.B) {
 				b.Fatal(err)
 			}
 			args := []any{DefaultQueue, "bench", 100, 30 * time.Second, nil, []string(nil), []string{"model", "tool:http_request"}}
-			if c.sql == claimDueSQL || c.sql == claimSQL {
+			switch c.sql {
+			case claimDueSQL, claimSQL:
 				args = append(args, "", 0, 25) // the rotation's cursor, and the lane's slots
+			case claimAloneSQL, sortedClaimAlone:
+				args = append(args, "t", before.priority, before.runAt, before.id, false) // the tenant alone, no mark
 			}
 			cpu0 := backendCPU(b, pid)
 			for b.Loop() {
