@@ -12,6 +12,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/agentledger/agentledger/internal/pgplan"
 )
 
 // FleetFlags configure the fleet command.
@@ -143,7 +145,7 @@ func runFleet(ctx context.Context, args []string, out, errOut io.Writer) error {
 		defer bouncer.Stop()
 		cases = append(cases, FleetCase{Daemons: f.Daemons, PgBouncer: true})
 		bouncerNote = fmt.Sprintf("PgBouncer %s in transaction mode, default_pool_size=%d (server connections of all daemons together), "+
-			"daemons with --pgbouncer (poll only)", bouncerBin, f.PoolSize)
+			"connect_query %q (the daemon's session settings), daemons with --pgbouncer (poll only)", bouncerBin, f.PoolSize, pgplan.ConnectQuery())
 	}
 	if bouncer == nil {
 		fmt.Fprintln(errOut, bouncerNote)

@@ -17,6 +17,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/agentledger/agentledger/internal/pgplan"
 )
 
 // pgbouncerAdmin is the user the benchmark reads PgBouncer's admin console
@@ -90,11 +92,13 @@ func startPgBouncer(ctx context.Context, bin string, server *pgconn.Config, pool
 	ln.Close()
 	// The fallback database "*" serves each run's fresh database by the
 	// name the client asks for; clients are not authenticated (auth_type
-	// any), PgBouncer logs in to the server as the benchmark does. The
-	// file holds the server's password: it is readable by its owner only
-	// and removed at Stop.
+	// any), PgBouncer logs in to the server as the benchmark does. Each
+	// server connection gets the daemon's session settings
+	// (docs/deployment.md, "Behind PgBouncer"). The file holds the
+	// server's password: it is readable by its owner only and removed at
+	// Stop.
 	conf := fmt.Sprintf(`[databases]
-* = host=%s port=%d user=%s password=%s
+* = host=%s port=%d user=%s password=%s connect_query=%s
 
 [pgbouncer]
 listen_addr = 127.0.0.1
@@ -111,7 +115,8 @@ server_login_retry = 1
 ignore_startup_parameters = extra_float_digits
 logfile = %s
 pidfile = %s
-`, pgbouncerValue(server.Host), server.Port, pgbouncerValue(server.User), pgbouncerValue(server.Password), b.port,
+`, pgbouncerValue(server.Host), server.Port, pgbouncerValue(server.User), pgbouncerValue(server.Password),
+		pgbouncerValue(pgplan.ConnectQuery()), b.port,
 		pgbouncerAdmin, poolSize, maxClients, filepath.Join(dir, "pgbouncer.log"), filepath.Join(dir, "pgbouncer.pid"))
 	ini := filepath.Join(dir, "pgbouncer.ini")
 	if err := os.WriteFile(ini, []byte(conf), 0o600); err != nil {

@@ -21,6 +21,8 @@ package pgplan
 import (
 	"context"
 	"fmt"
+	"sort"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -29,6 +31,23 @@ import (
 // connection start (not through a pooler, whose connections plan each
 // statement afresh anyway).
 var Settings = map[string]string{"enable_seqscan": "off", "jit": "off"}
+
+// ConnectQuery is Settings as one query, for a pooler to run on each
+// server connection it opens (PgBouncer's connect_query): through a
+// transaction pooler the daemon cannot set its sessions itself, and its
+// statements would be planned with sequential scans allowed.
+func ConnectQuery() string {
+	keys := make([]string, 0, len(Settings))
+	for k := range Settings {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = "SET " + k + " = " + Settings[k]
+	}
+	return strings.Join(parts, "; ")
+}
 
 // Beginner starts transactions: a pool, a connection or a transaction.
 type Beginner interface {

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentledger/agentledger/internal/pgplan"
 )
 
 // A short round with every daemon behind PgBouncer in transaction pooling
@@ -83,8 +85,10 @@ func startPgBouncer(t *testing.T, w *world, bin string) string {
 	must(t, os.MkdirAll(dir, 0o777))
 	must(t, os.Chmod(dir, 0o777)) // PgBouncer may run as another user
 	ini := filepath.Join(dir, "pgbouncer.ini")
+	// Each server connection gets the daemon's session settings, as
+	// docs/deployment.md has a deployment set them.
 	conf := fmt.Sprintf(`[databases]
-chaos = host=%s port=%s dbname=chaos user=%s password=%s
+chaos = host=%s port=%s dbname=chaos user=%s password=%s connect_query='%s'
 
 [pgbouncer]
 listen_addr = 127.0.0.1
@@ -98,7 +102,7 @@ reserve_pool_size = 10
 server_login_retry = 1
 logfile = %s
 pidfile = %s
-`, u.Hostname(), u.Port(), u.User.Username(), pass, port, filepath.Join(dir, "pgbouncer.log"), filepath.Join(dir, "pgbouncer.pid"))
+`, u.Hostname(), u.Port(), u.User.Username(), pass, pgplan.ConnectQuery(), port, filepath.Join(dir, "pgbouncer.log"), filepath.Join(dir, "pgbouncer.pid"))
 	must(t, os.WriteFile(ini, []byte(conf), 0o644))
 
 	cmd := exec.Command(bin, ini)
