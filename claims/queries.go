@@ -514,8 +514,9 @@ func inLane(col string) string { return col + ` = ANY ((SELECT ids FROM lane_ids
 // snapshot was locked again in its new version, rechecked and passed over
 // — a lock and a WAL record each, up to 2,000 rows in one claim, and the
 // other daemon's completion of the task waited for this claim's commit. A
-// row left for another reason (a lock of an attempt's foreign key, an
-// aborted claim) is taken by the next claim from the first task.
+// row passed over for another reason (locked by a transaction that has
+// ended, or left by a claim that aborted) is taken by the next claim from
+// the first task.
 //
 // Its limit, tenant, mark and $12 are sub-selects so that no plan knows them:
 // the generic plan, costed for a tenth of the queue, then no longer loses
