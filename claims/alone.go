@@ -18,10 +18,11 @@ import (
 //
 // While the loop claims alone it also keeps the tenant it found alone and
 // the mark: the last task its alone claims took, past which the next one
-// reads (claimAloneSQL says why). A task that sorts before the mark and is
-// due — a task of higher priority, one released back to the queue — waits
-// until the mark is dropped: when a claim comes back short, and at Rewind,
-// which the loop calls at its poll and when notified of new tasks.
+// reads (claimAloneSQL says why). A due task that sorts before the mark —
+// one of a higher priority enqueued since, one another transaction had
+// locked — waits until the mark is dropped: when a claim comes back short,
+// and at Rewind, which the loop calls at its poll and when notified of new
+// tasks.
 //
 // It also holds where the loop's tenants stand in their rotation (a crowd
 // of them takes turns, claimDue): the last tenant its claims served, at
@@ -137,8 +138,8 @@ func (h *ClaimHint) alone() (string, markKey, bool) {
 
 // took notes what an alone claim of limit tasks took (sorted in claim
 // order): the next reads past the last of them. A short claim drops the
-// mark: the tasks past it are drained, and any before it (released, or of
-// a higher priority) are read again from the tenant's first task.
+// mark: the tasks past it are drained, and any before it are read again
+// from the tenant's first task.
 func (h *ClaimHint) took(tasks []*agentledger.Task, limit int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -177,7 +177,7 @@ func (p *Pool) produce(ctx, work context.Context, q string) {
 		default:
 		}
 		if sweep {
-			hint.Rewind() // a task released, or due, before the alone claims' mark
+			hint.Rewind() // tasks before the alone claims' mark: passed over, or of a higher priority
 		}
 		free := cap(sem) - len(sem)
 		if free > p.cfg.BatchSize {
