@@ -52,6 +52,11 @@ func startConsoleSized(t *testing.T, store Store, opts Options, width, height in
 // workers load alongside the first page.
 const noLiveWorkers = "› tasks · no live workers"
 
+// seededCounts is the counts line over seedDB's four tasks once their
+// counts have come: they are read apart from the page, and a screen
+// taken before them shows "[all 0]".
+const seededCounts = "[all 4]"
+
 // waitFor waits until the screen has shown every text.
 func waitFor(t *testing.T, tm *teatest.TestModel, texts ...string) {
 	t.Helper()

@@ -113,7 +113,7 @@ func TestClearAllFilters(t *testing.T) {
 // The form refusing a state, on a terminal.
 func TestConsoleFilterFormRefuses(t *testing.T) {
 	tm := startConsole(t, seedDB(t))
-	waitFor(t, tm, "page 1 · 4 tasks", noLiveWorkers)
+	waitFor(t, tm, "page 1 · 4 tasks", noLiveWorkers, seededCounts)
 	press(tm, "f")
 	waitFor(t, tm, "state: one of queued")
 	tm.Type("deed")

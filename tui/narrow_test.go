@@ -43,7 +43,7 @@ func wantOnScreen(t *testing.T, v string, texts ...string) {
 // give way first) and the short help keeps ? and q.
 func TestConsoleNarrowTasks(t *testing.T) {
 	tm := startConsoleSized(t, seedDB(t), Options{}, 80, 24)
-	waitFor(t, tm, "needs_attention", "page 1 · 4 tasks", noLiveWorkers)
+	waitFor(t, tm, "needs_attention", "page 1 · 4 tasks", noLiveWorkers, seededCounts)
 	v, lines := screenLines(t, tm)
 	checkFrame(t, v, 80, 24)
 	wantOnScreen(t, v, "ID STATE           KIND  TRY  UPDATED LAST ERROR",
@@ -57,7 +57,7 @@ func TestConsoleNarrowTasks(t *testing.T) {
 // At 80×24 the full help wraps its columns: the last (w, L, ?, q) shows.
 func TestConsoleNarrowHelp(t *testing.T) {
 	tm := startConsoleSized(t, seedDB(t), Options{}, 80, 24)
-	waitFor(t, tm, "page 1 · 4 tasks", noLiveWorkers)
+	waitFor(t, tm, "page 1 · 4 tasks", noLiveWorkers, seededCounts)
 	press(tm, "?")
 	waitFor(t, tm, "L limits")
 	v, _ := screenLines(t, tm)
@@ -69,7 +69,7 @@ func TestConsoleNarrowHelp(t *testing.T) {
 // A refusal longer than the screen wraps rather than lose its reason.
 func TestConsoleNarrowStatus(t *testing.T) {
 	tm := startConsoleSized(t, seedDB(t), Options{StatusFor: -1}, 80, 24)
-	waitFor(t, tm, "page 1 · 4 tasks", noLiveWorkers)
+	waitFor(t, tm, "page 1 · 4 tasks", noLiveWorkers, seededCounts)
 	press(tm, "down", "r") // task 3, queued
 	waitFor(t, tm, "can be replayed")
 	v, _ := screenLines(t, tm)
@@ -194,7 +194,7 @@ func compensatedDB(t *testing.T) *DBStore {
 // The task list at 100 columns: every column fits.
 func TestConsoleTasks(t *testing.T) {
 	tm := startConsole(t, seedDB(t))
-	waitFor(t, tm, "needs_attention", "page 1 · 4 tasks", noLiveWorkers)
+	waitFor(t, tm, "needs_attention", "page 1 · 4 tasks", noLiveWorkers, seededCounts)
 	v, _ := screenLines(t, tm)
 	checkFrame(t, v, 100, 30)
 	wantOnScreen(t, v, "ID STATE           TENANT QUEUE   KIND  TRY  UPDATED LAST ERROR")
