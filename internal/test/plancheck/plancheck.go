@@ -414,10 +414,6 @@ func TrapConn(t testing.TB, url string, finished, running, events int) (*pgx.Con
 // DaemonSession sets conn's session as the daemon's connections are set
 // (package pgplan).
 func DaemonSession(ctx context.Context, conn *pgx.Conn) error {
-	for k, v := range pgplan.Settings {
-		if _, err := conn.Exec(ctx, "SELECT set_config($1, $2, false)", k, v); err != nil {
-			return err
-		}
-	}
-	return nil
+	_, err := conn.Exec(ctx, pgplan.ConnectQuery())
+	return err
 }
