@@ -27,13 +27,17 @@ import (
 // It also holds where the loop's tenants stand in their rotation (a crowd
 // of them takes turns, claimDue): the last tenant its claims served, at
 // which the next claim starts, and how many tasks that tenant got in its
-// current turn, which the next claim completes before moving on.
+// current turn, which the next claim completes before moving on. While
+// the full claims serve several tenants, a due-only claim first tries
+// claimRunSQL, which reads a crowd of thin tenants' turns in one pass;
+// after an empty try the loop claims in full for a while.
 type ClaimHint struct {
 	mu   sync.Mutex
 	n    int    // > 0: try alone (2: the last try was empty though the full claim was not); < 0: full claims left before trying again
 	from string // the rotation's cursor: the last tenant served ("": from the first)
 	got  int    // tasks from got in its current turn
 	owed int    // rotation tasks to serve before a claim of fewer than 4 tasks gives the lane a slot again
+	run  int    // > 0: try claimRunSQL (a crowd of thin tenants); < 0: full claims left before trying again
 	// tenant is the one found alone; mark the last task the alone claims
 	// took (hasMark false: read from the tenant's first task).
 	tenant  string
@@ -197,14 +201,44 @@ func (h *ClaimHint) after(tasks []*agentledger.Task) {
 	}
 }
 
+// runBackoff is how many full claims follow an empty run claim.
+const runBackoff = 16
+
+// crowded says whether the next due-only claim should try claimRunSQL:
+// the last full one served several tenants, and no run claim came back
+// empty since (or the backoff after one is over).
+func (h *ClaimHint) crowded() bool {
+	if h == nil {
+		return false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.run > 0
+}
+
+// ranShort notes an empty run claim: the full claims that follow are not
+// preceded by one for a while.
+func (h *ClaimHint) ranShort() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.run = -runBackoff
+}
+
 // saw notes what a full due-only claim got: one tenant's tasks make the
-// next claim try alone, once the backoff after a miss is over.
+// next claim try alone, once the backoff after a miss is over; several
+// tenants', a run claim, once its own backoff is over.
 func (h *ClaimHint) saw(tasks []*agentledger.Task) {
 	if h == nil {
 		return
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	switch {
+	case h.run < 0:
+		h.run++
+	case len(tasks) > 0 && !oneTenant(tasks):
+		h.run = 1
+	}
 	switch {
 	case h.n < 0:
 		h.n++

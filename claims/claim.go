@@ -38,8 +38,8 @@ type ClaimParams struct {
 	DueOnly bool
 	// Hint, when set, carries from one claim of the queue to the next
 	// where the rotation of its tenants stands, and (for due-only claims)
-	// whether it found one tenant's tasks alone: the next then tries the
-	// lean statement first. One ClaimHint per claiming loop; without one,
+	// whether it found one tenant's tasks alone, or several tenants': the
+	// next then tries a lean statement first. One ClaimHint per claiming loop; without one,
 	// every claim starts its rotation at the first tenant by name.
 	Hint *ClaimHint
 }
@@ -77,12 +77,45 @@ func (s *Store) Claim(ctx context.Context, p ClaimParams) ([]*agentledger.Task, 
 			}
 			return tasks, err
 		}
+		if p.Hint.crowded() {
+			tasks, err := s.claim(ctx, claimRunSQL, p)
+			switch {
+			case err != nil || len(tasks) == p.Limit:
+				return tasks, err
+			case len(tasks) == 0:
+				// No crowd of thin tenants from the cursor on (or nothing
+				// due): the full claim tells, and wraps around.
+				p.Hint.ranShort()
+			default:
+				return s.topUp(ctx, p, tasks), nil
+			}
+		}
 	}
 	tasks, err := s.claim(ctx, q, p)
 	if err == nil && p.DueOnly {
 		p.Hint.saw(tasks)
 	}
 	return tasks, err
+}
+
+// topUp fills a run claim that came back short — its read of the index
+// ended (the rotation's end, deeper tenants, rows other claims held) —
+// with a full claim of the rest, which starts where the run left the
+// rotation: a short batch would leave the loop waiting for a notification
+// or its poll with work due. The run's tasks are leased already and are
+// returned whatever the second claim does: an error of it comes again at
+// the loop's next claim.
+func (s *Store) topUp(ctx context.Context, p ClaimParams, tasks []*agentledger.Task) []*agentledger.Task {
+	rest := p
+	rest.Limit = p.Limit - len(tasks)
+	more, err := s.claim(ctx, claimDueSQL, rest)
+	if err != nil {
+		return tasks
+	}
+	p.Hint.saw(more)
+	tasks = append(tasks, more...)
+	slices.SortFunc(tasks, claimOrder)
+	return tasks
 }
 
 func (s *Store) claim(ctx context.Context, q string, p ClaimParams) ([]*agentledger.Task, error) {

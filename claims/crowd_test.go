@@ -98,14 +98,28 @@ func TestACrowdHonoursWeightsAndCaps(t *testing.T) {
 // rotation: every task is claimed once, and a capped tenant never has more
 // than its cap leased — the claims do not wait on each other's locks of
 // its share row, they pass it by.
+// Deep tenants are claimed by the full claims; thin ones mostly by run
+// claims (claimRunSQL), topped up by full ones.
 func TestCrowdClaimsRaceSafely(t *testing.T) {
 	t.Parallel()
+	for _, c := range []struct {
+		name          string
+		tenants, each int
+	}{{"deep tenants", 150, 20}, {"thin tenants", 1500, 2}} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			crowdRace(t, c.tenants, c.each)
+		})
+	}
+}
+
+func crowdRace(t *testing.T, tenants, each int) {
 	ctx := context.Background()
 	cfg, err := pgxpool.ParseConfig(testdb.URL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	const workers, tenants, each, capped = 8, 150, 20, 3
+	const workers, capped = 8, 3
 	cfg.MaxConns = workers + 1
 	db, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -128,7 +142,7 @@ func TestCrowdClaimsRaceSafely(t *testing.T) {
 			s := claims.New(db)
 			hint := &claims.ClaimHint{}
 			rng := rand.New(rand.NewPCG(uint64(w), 7))
-			for watch.done.Load() < tenants*each {
+			for watch.done.Load() < int64(tenants*each) {
 				got, err := s.Claim(ctx, claims.ClaimParams{Queue: "default", Worker: fmt.Sprint("w", w),
 					Limit: 1 + rng.IntN(120), Lease: time.Minute, DueOnly: rng.IntN(2) == 0, Hint: hint})
 				if err != nil {

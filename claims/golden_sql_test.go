@@ -23,6 +23,7 @@ var goldenStatements = []struct{ name, ident, sql string }{
 	{"claims.claim", "claimSQL", claimSQL},
 	{"claims.claimDue", "claimDueSQL", claimDueSQL},
 	{"claims.claimAlone", "claimAloneSQL", claimAloneSQL},
+	{"claims.claimRun", "claimRunSQL", claimRunSQL},
 	{"claims.heartbeat", "heartbeatSQL", heartbeatSQL},
 	{"claims.current", "currentSQL", currentSQL},
 	{"claims.succeed", "succeedSQL", succeedSQL},
@@ -65,6 +66,10 @@ var goldenCalls = []struct {
 		_, err := s.Claim(ctx, goldenClaim(true, &ClaimHint{n: 1}))
 		return err
 	}, []string{"claims.claimAlone", "claims.claimDue"}},
+	{"Store.Claim", "due only, hinted crowded: the run try, then the full due-only claim", func(ctx context.Context, s *Store) error {
+		_, err := s.Claim(ctx, goldenClaim(true, &ClaimHint{run: 1}))
+		return err
+	}, []string{"claims.claimRun", "claims.claimDue"}},
 	{"Store.Heartbeat", "nothing renewed: then which still hold", func(ctx context.Context, s *Store) error {
 		_, err := s.Heartbeat(ctx, goldenLeases, time.Minute)
 		return err

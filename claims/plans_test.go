@@ -323,3 +323,51 @@ func TestAnAloneClaimKeepsItsGenericPlan(t *testing.T) {
 		}
 	}
 }
+
+// A run claim keeps its generic plan at every size and place in the
+// rotation, and reads tasks only through its claim index and primary key,
+// with sequential scans off (the daemon's sessions) or on (through
+// PgBouncer, which plans every claim afresh).
+func TestARunClaimKeepsItsGenericPlan(t *testing.T) {
+	ctx := context.Background()
+	conn, _, _ := plannerTrap(t, 20, 10)
+	for _, q := range []string{
+		`INSERT INTO tasks (tenant, kind) SELECT 't' || lpad((g % 10000)::text, 4, '0'), 'noop' FROM generate_series(1, 20000) g`,
+		`INSERT INTO tenant_shares (tenant, weight, max_running, source) VALUES ('t0200', 2, 3, 'operator')`,
+		`VACUUM ANALYZE tasks`,
+	} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, cursor := range []string{"", "t0100", "t9990"} {
+		for _, limit := range []int{1, 10, 100, 1000} {
+			args := []any{"default", "w", limit, "1 minute", nil, []string(nil), []string(nil), cursor, 0, (limit + 3) / 4}
+			cost := map[string]float64{}
+			for _, mode := range plancheck.Modes {
+				plan, err := plancheck.Explain(ctx, conn, mode, claimRunSQL, args...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				cost[mode] = plan.TotalCost
+			}
+			if cost["force_generic_plan"] > cost["force_custom_plan"] {
+				t.Errorf("a run claim of %d from %q: the generic plan is estimated at %.0f, above the custom plan's %.0f: every such claim would be planned afresh",
+					limit, cursor, cost["force_generic_plan"], cost["force_custom_plan"])
+			}
+		}
+	}
+	for _, seqscan := range []string{"off", "on"} {
+		if _, err := conn.Exec(ctx, `SET enable_seqscan = `+seqscan); err != nil {
+			t.Fatal(err)
+		}
+		plan, err := plancheck.Explain(ctx, conn, "force_custom_plan", claimRunSQL,
+			"default", "w", 100, "1 minute", nil, []string{"noop"}, []string{"tool:http_request"}, "t0100", 1, 25)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := plancheck.Reads(plan, "tasks", "tasks_pkey", "tasks_runnable_tenant_idx", "tasks_newcomer_idx"); err != nil {
+			t.Errorf("sequential scans %s: %v", seqscan, err)
+		}
+	}
+}

@@ -411,25 +411,7 @@ single AS (
 -- nothing runnable when they came, one a tenant, up to $10 (capped
 -- tenants wait for their turn, whose room is counted under a lock), then
 -- each tenant's turn
-lane_heads AS (
-	SELECT DISTINCT ON (tenant) id, run_at FROM (
-		SELECT id, tenant, run_at FROM tasks
-		WHERE queue = $1 AND newcomer AND state = 'queued' AND ` + dueNow + `
-			AND NOT EXISTS (SELECT FROM tenant_shares s WHERE s.tenant = tasks.tenant AND s.max_running IS NOT NULL)
-			AND $10::int > 0 AND NOT (SELECT yes FROM alone) AND (SELECT yes FROM crowd)
-		ORDER BY run_at, id
-		LIMIT 4 * $10
-	) c
-	ORDER BY tenant, run_at, id
-),
-lane AS (
-	SELECT id, priority, run_at FROM tasks
-	WHERE id = ANY (ARRAY(SELECT id FROM lane_heads ORDER BY run_at, id LIMIT $10)) AND ` + dueNow + `
-	FOR UPDATE OF tasks SKIP LOCKED
-),
-lane_ids AS (
-	SELECT coalesce(array_agg(id), '{}') AS ids FROM lane
-),
+` + newcomerLane(`NOT (SELECT yes FROM alone) AND (SELECT yes FROM crowd)`, `$10`) + `,
 -- each tenant's turn, in rotation order, until the batch is full
 turns AS (
 	SELECT tenant, room, CASE WHEN tenant = $8::text THEN greatest(n - $9::int, 0) ELSE n END AS n
@@ -476,6 +458,33 @@ due AS (
 		SELECT id, priority, run_at FROM more
 	) c WHERE (SELECT yes FROM crowd)
 )`
+
+// newcomerLane is a crowd claim's newcomer lane (CTEs lane_heads, lane,
+// lane_ids): the oldest due tasks of tenants that had nothing runnable
+// when they came, one a tenant, up to size ($10), locked; only when gate
+// holds.
+// Capped tenants wait for their turn, whose room is counted under a lock.
+func newcomerLane(gate, size string) string {
+	return `lane_heads AS (
+	SELECT DISTINCT ON (tenant) id, run_at FROM (
+		SELECT id, tenant, run_at FROM tasks
+		WHERE queue = $1 AND newcomer AND state = 'queued' AND ` + dueNow + `
+			AND NOT EXISTS (SELECT FROM tenant_shares s WHERE s.tenant = tasks.tenant AND s.max_running IS NOT NULL)
+			AND ` + size + `::int > 0 AND ` + gate + `
+		ORDER BY run_at, id
+		LIMIT 4 * ` + size + `
+	) c
+	ORDER BY tenant, run_at, id
+),
+lane AS (
+	SELECT id, priority, run_at FROM tasks
+	WHERE id = ANY (ARRAY(SELECT id FROM lane_heads ORDER BY run_at, id LIMIT ` + size + `)) AND ` + dueNow + `
+	FOR UPDATE OF tasks SKIP LOCKED
+),
+lane_ids AS (
+	SELECT coalesce(array_agg(id), '{}') AS ids FROM lane
+)`
+}
 
 // notInLane keeps a crowd claim's turns from reading again the tasks its
 // lane took: a transaction's own row locks are not skipped, and a task

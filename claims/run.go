@@ -1,0 +1,89 @@
+package claims
+
+// claimRunSQL is claimDueSQL's crowd branch for thin tenants, as a
+// statement of its own: a crowd's turns read in one pass over
+// tasks_runnable_tenant_idx instead of a descent per tenant.
+//
+// The full claim finds a crowd's tenants by a loose index scan (walk), a
+// descent per tenant, and reads each one's turn in a descent of its own:
+// with 10,000 tenants of two tasks each, a claim of 100 walked 64 tenants
+// and served 50, and took 1.8-1.9 ms against 1.15 for one tenant's 100
+// tasks (BENCHMARKS.md). When tenants are thin (a few due tasks each)
+// their tasks lie next to each other in the index, and one ordered read
+// from the cursor $8 holds many tenants' turns:
+//
+//   - crowd: whether crowdAt tenants have due tasks from the cursor on,
+//     among the first 4·crowdAt entries (a read that stops at the
+//     crowdAt-th tenant). A run claim serves a crowd only: below one, the
+//     full claim weighs every tenant instead of taking turns;
+//   - turns: the entries from the cursor on, at most 4·max(crowdAt, $3),
+//     numbered within each tenant, each tenant's first ones up to its turn
+//     — ceil(max($3, 64)·w/crowdAt), as claimDue's turns, less what the
+//     loop's last claims gave the tenant at the cursor ($9), and for a
+//     capped tenant at most its room (agentledger_tenant_turn, counted as
+//     the read reaches it) — until the batch less the lane is full. The
+//     read is pulled row by row: it stops there;
+//   - the newcomer lane first, as in claimDue; then the turns' tasks,
+//     locked (SKIP LOCKED).
+//
+// Its answer is claimDueSQL's (TestARunClaimAnswersAsTheFullClaim) when
+// it answers in full. It answers nothing without a crowd from the cursor
+// on (fewer tenants, deep ones, the end of the rotation, nothing due):
+// the caller then claims in full, which wraps around. It comes back short
+// when its read ends before the batch is full or another claim holds rows
+// it picked; Store.Claim then tops the batch up with a full claim from
+// where the run left the rotation.
+var claimRunSQL = `/* claims.claimRun */
+WITH ` + claimNow + `,
+-- whether crowdAt tenants have due tasks from the cursor on
+crowd AS (
+	SELECT count(*) >= ` + crowdAt + ` AS yes FROM (
+		SELECT tenant FROM (
+			SELECT tenant, tenant IS DISTINCT FROM lag(tenant) OVER (ORDER BY tenant, priority, run_at, id) AS first
+			FROM (
+				SELECT tenant, priority, run_at, id FROM tasks
+				WHERE queue = $1 AND tenant >= (SELECT $8::text) AND ` + dueNow + `
+				ORDER BY tenant, priority, run_at, id
+				LIMIT (SELECT 4 * ` + crowdAt + `)
+			) o
+		) w
+		WHERE first
+		LIMIT (SELECT ` + crowdAt + `)
+	) h
+),
+share AS (
+	SELECT tenant, weight, max_running FROM tenant_shares WHERE tenant >= (SELECT $8::text)
+),
+` + newcomerLane(`(SELECT yes FROM crowd)`, `(SELECT $10::int)`) + `,
+-- each tenant's first tasks up to its turn (a capped one's up to its
+-- room), in rotation order, read as the batch pulls them
+turns AS (
+	SELECT r.id FROM (
+		SELECT id, tenant, priority, run_at, row_number() OVER (PARTITION BY tenant ORDER BY priority, run_at, id) AS k
+		FROM (
+			SELECT id, tenant, priority, run_at FROM tasks
+			WHERE queue = $1 AND tenant >= (SELECT $8::text) AND ` + dueNow + `
+			ORDER BY tenant, priority, run_at, id
+			LIMIT (SELECT 4 * greatest(` + crowdAt + `, $3::int))
+		) o
+	) r
+	LEFT JOIN share s ON s.tenant = r.tenant
+	WHERE ` + notInLane + `r.k <= greatest(ceil(greatest($3, 64) * coalesce(s.weight, 1)::float8 / ` + crowdAt + `)::int
+			- CASE WHEN r.tenant = $8::text THEN $9::int ELSE 0 END, 0)
+		AND (s.max_running IS NULL OR r.k <= agentledger_tenant_turn(r.tenant))
+	LIMIT (SELECT $3::int - cardinality(ids) FROM lane_ids)
+),
+locked AS (
+	SELECT id, priority, run_at FROM tasks
+	WHERE id = ANY (ARRAY(SELECT id FROM turns)) AND ` + dueNow + `
+	FOR UPDATE OF tasks SKIP LOCKED
+),
+due AS (
+	SELECT id, priority, run_at AS since FROM (
+		SELECT id, priority, run_at FROM lane
+		UNION ALL
+		SELECT id, priority, run_at FROM locked
+	) c
+	WHERE (SELECT yes FROM crowd)
+)
+` + claimedDue("due", inLane("t.id"))

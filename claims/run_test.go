@@ -1,0 +1,128 @@
+package claims
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/internal/test/testdb"
+)
+
+// runCase is a queue's state and a claim of it: the run claim answers as
+// the full claim does (same), or answers nothing.
+type runCase struct {
+	name   string
+	setup  []string
+	from   string // the hint's cursor
+	got    int    // what the tenant at the cursor got of its turn
+	limit  int
+	answer bool // the run claim answers (else it answers nothing)
+}
+
+// thin inserts k due no-op tasks for each of n tenants r0000, r0001, …
+func thin(n, k int) string {
+	return fmt.Sprintf(`INSERT INTO tasks (tenant, kind, run_at)
+		SELECT 'r' || lpad((g %% %d)::text, 4, '0'), 'noop', now() - interval '1 hour' + g * interval '1 microsecond'
+		FROM generate_series(0, %d) g`, n, n*k-1)
+}
+
+// A claim hinted crowded takes what the full claim takes: the same tasks
+// (each tenant's turn in rotation order, weights, caps, what the cursor's
+// tenant still owes, the newcomer lane first). Its run claim answers where
+// its read of the index shows a crowd from the cursor on (answer), and the
+// full claim does the rest: all of it where the run claim answers nothing,
+// what is left where it comes back short. Each claim runs in a
+// transaction rolled back, so the claims of a case see the same queue.
+func TestARunClaimAnswersAsTheFullClaim(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, c := range []runCase{
+		{name: "a crowd from the first tenant", setup: []string{thin(200, 3)}, limit: 100, answer: true},
+		{name: "the cursor's tenant owes one", setup: []string{thin(200, 3)}, from: "r0049", got: 1, limit: 100, answer: true},
+		{name: "the cursor's tenant had its turn", setup: []string{thin(200, 3)}, from: "r0049", got: 2, limit: 100, answer: true},
+		{name: "a claim of one task", setup: []string{thin(200, 3)}, from: "r0010", limit: 1, answer: true},
+		{name: "a claim of 1,000", setup: []string{thin(2000, 1)}, limit: 1000, answer: true},
+		{name: "weights and caps", setup: []string{thin(300, 4),
+			`INSERT INTO tenant_shares (tenant, weight, max_running, source) VALUES
+				('r0002', 3, NULL, 'config'), ('r0004', 2, 1, 'config'), ('r0005', 1, 1, 'config'), ('r0270', 1, 2, 'config')`,
+			`UPDATE tasks SET state = 'running', lease_owner = 'x', lease_expires_at = now() + interval '1 hour'
+				WHERE id IN (SELECT min(id) FROM tasks WHERE tenant IN ('r0004', 'r0005') GROUP BY tenant)`,
+		}, limit: 100, answer: true},
+		{name: "a newcomer", setup: []string{thin(200, 3),
+			`INSERT INTO tasks (tenant, kind, newcomer) VALUES ('zz', 'noop', true)`}, from: "r0050", limit: 100, answer: true},
+		{name: "a newcomer, the ids against the rotation", setup: []string{
+			`INSERT INTO tasks (tenant, kind, run_at)
+			SELECT 'r' || lpad((199 - g % 200)::text, 4, '0'), 'noop', now() - interval '1 hour' + g * interval '1 microsecond'
+			FROM generate_series(0, 599) g`,
+			`INSERT INTO tasks (tenant, kind, newcomer) VALUES ('zz', 'noop', true)`}, limit: 100, answer: true},
+		{name: "priorities within a tenant", setup: []string{thin(200, 3),
+			`UPDATE tasks SET priority = -1 WHERE id IN (SELECT max(id) FROM tasks GROUP BY tenant)`}, limit: 100, answer: true},
+		{name: "a short run, then the full claim from where it stopped", setup: []string{thin(200, 1)}, from: "r0120", limit: 100, answer: true},
+		{name: "fewer tenants than a crowd", setup: []string{thin(30, 10)}, limit: 100},
+		{name: "the end of the rotation", setup: []string{thin(200, 3)}, from: "r0190", limit: 100},
+		{name: "a crowd of deep tenants", setup: []string{thin(100, 100)}, limit: 100},
+		{name: "nothing due", limit: 100},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			db := testdb.New(t)
+			for _, q := range c.setup {
+				if _, err := db.Exec(ctx, q); err != nil {
+					t.Fatal(err)
+				}
+			}
+			full := runClaimIDs(t, db, claimDueSQL, c)
+			run := runClaimIDs(t, db, claimRunSQL, c)
+			hinted := runClaimIDs(t, db, "", c)
+			switch {
+			case !c.answer && len(run) > 0:
+				t.Fatalf("the run claim took %d tasks, want none (the full claim took %d)", len(run), len(full))
+			case c.answer && len(run) == 0:
+				t.Fatalf("the run claim took nothing (the full claim took %d): the case tests nothing", len(full))
+			case !c.answer && len(hinted) != len(full):
+				// Below a crowd the full claim's quotas draw lots: the
+				// same claim twice may take different tasks.
+				t.Fatalf("a claim hinted crowded took %d tasks, the full claim %d", len(hinted), len(full))
+			case c.answer && !slices.Equal(hinted, full):
+				t.Fatalf("a claim hinted crowded took %d tasks %v\nthe full claim %d tasks %v", len(hinted), hinted, len(full), full)
+			}
+		})
+	}
+}
+
+// runClaimIDs claims with q in a transaction it rolls back (with "", as
+// Store.Claim does for a loop whose hint says crowded: the run claim, and
+// the full one after it if need be), and returns the claimed ids, each
+// with its tenant.
+func runClaimIDs(t *testing.T, db *pgxpool.Pool, q string, c runCase) []string {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // the claim is undone on purpose
+	hint := &ClaimHint{from: c.from, got: c.got}
+	p := ClaimParams{Queue: DefaultQueue, Worker: "w", Limit: c.limit, Lease: time.Minute, DueOnly: true, Hint: hint}
+	var tasks []*agentledger.Task
+	if q == "" {
+		hint.run = 1
+		tasks, err = New(tx).Claim(ctx, p)
+	} else {
+		tasks, err = New(tx).claim(ctx, q, p)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]string, len(tasks))
+	for i, task := range tasks {
+		ids[i] = fmt.Sprintf("%d/%s", task.ID, task.Tenant)
+	}
+	slices.Sort(ids)
+	return ids
+}

@@ -1,0 +1,97 @@
+-- claims.claimRun: claimRunSQL of package claims, as Store.Claim sends it (10 parameters); go test ./claims -run TestGoldenSQL -update rewrites this file
+/* claims.claimRun */
+WITH now AS (SELECT coalesce($5::timestamptz, now()) AS t,
+	(extract(epoch FROM coalesce($5::timestamptz, now())) * 1000000)::bigint AS token_floor),
+-- whether crowdAt tenants have due tasks from the cursor on
+crowd AS (
+	SELECT count(*) >= greatest(ceil($3 / 4.0)::int, 64) AS yes FROM (
+		SELECT tenant FROM (
+			SELECT tenant, tenant IS DISTINCT FROM lag(tenant) OVER (ORDER BY tenant, priority, run_at, id) AS first
+			FROM (
+				SELECT tenant, priority, run_at, id FROM tasks
+				WHERE queue = $1 AND tenant >= (SELECT $8::text) AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
+			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
+			AND (needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[])
+				ORDER BY tenant, priority, run_at, id
+				LIMIT (SELECT 4 * greatest(ceil($3 / 4.0)::int, 64))
+			) o
+		) w
+		WHERE first
+		LIMIT (SELECT greatest(ceil($3 / 4.0)::int, 64))
+	) h
+),
+share AS (
+	SELECT tenant, weight, max_running FROM tenant_shares WHERE tenant >= (SELECT $8::text)
+),
+lane_heads AS (
+	SELECT DISTINCT ON (tenant) id, run_at FROM (
+		SELECT id, tenant, run_at FROM tasks
+		WHERE queue = $1 AND newcomer AND state = 'queued' AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
+			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
+			AND (needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[])
+			AND NOT EXISTS (SELECT FROM tenant_shares s WHERE s.tenant = tasks.tenant AND s.max_running IS NOT NULL)
+			AND (SELECT $10::int)::int > 0 AND (SELECT yes FROM crowd)
+		ORDER BY run_at, id
+		LIMIT 4 * (SELECT $10::int)
+	) c
+	ORDER BY tenant, run_at, id
+),
+lane AS (
+	SELECT id, priority, run_at FROM tasks
+	WHERE id = ANY (ARRAY(SELECT id FROM lane_heads ORDER BY run_at, id LIMIT (SELECT $10::int))) AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
+			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
+			AND (needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[])
+	FOR UPDATE OF tasks SKIP LOCKED
+),
+lane_ids AS (
+	SELECT coalesce(array_agg(id), '{}') AS ids FROM lane
+),
+-- each tenant's first tasks up to its turn (a capped one's up to its
+-- room), in rotation order, read as the batch pulls them
+turns AS (
+	SELECT r.id FROM (
+		SELECT id, tenant, priority, run_at, row_number() OVER (PARTITION BY tenant ORDER BY priority, run_at, id) AS k
+		FROM (
+			SELECT id, tenant, priority, run_at FROM tasks
+			WHERE queue = $1 AND tenant >= (SELECT $8::text) AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
+			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
+			AND (needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[])
+			ORDER BY tenant, priority, run_at, id
+			LIMIT (SELECT 4 * greatest(greatest(ceil($3 / 4.0)::int, 64), $3::int))
+		) o
+	) r
+	LEFT JOIN share s ON s.tenant = r.tenant
+	WHERE id <> ALL ((SELECT ids FROM lane_ids)::bigint[]) AND r.k <= greatest(ceil(greatest($3, 64) * coalesce(s.weight, 1)::float8 / greatest(ceil($3 / 4.0)::int, 64))::int
+			- CASE WHEN r.tenant = $8::text THEN $9::int ELSE 0 END, 0)
+		AND (s.max_running IS NULL OR r.k <= agentledger_tenant_turn(r.tenant))
+	LIMIT (SELECT $3::int - cardinality(ids) FROM lane_ids)
+),
+locked AS (
+	SELECT id, priority, run_at FROM tasks
+	WHERE id = ANY (ARRAY(SELECT id FROM turns)) AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
+			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
+			AND (needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[])
+	FOR UPDATE OF tasks SKIP LOCKED
+),
+due AS (
+	SELECT id, priority, run_at AS since FROM (
+		SELECT id, priority, run_at FROM lane
+		UNION ALL
+		SELECT id, priority, run_at FROM locked
+	) c
+	WHERE (SELECT yes FROM crowd)
+)
+UPDATE tasks t SET
+	state = 'running',
+	attempt = t.attempt + 1,
+	generation_claims = t.generation_claims + 1,
+	lease_owner = $2,
+	lease_token = greatest(t.lease_token + 1, now.token_floor),
+	lease_expires_at = now.t + $4::interval,
+	attempted_at = now.t,
+	updated_at = now.t,
+	newcomer = NULL,
+	wait_reason = (SELECT NULL::text FROM set_config('synchronous_commit', 'off', true))
+FROM now
+WHERE t.id = ANY (ARRAY(SELECT id FROM due))
+RETURNING t.id, t.tenant, t.queue, t.kind, t.payload, t.priority, t.run_at, t.state, t.attempt, t.max_attempts, t.generation, t.lease_owner, t.lease_token, t.lease_expires_at, t.cancel_requested_at, t.result, t.last_error, t.submission_key, t.created_at, t.updated_at, t.finished_at, t.wait_reason, t.compensation, t.traceparent, t.replay_traceparent, t.generation_claims, t.needs, t.id = ANY ((SELECT ids FROM lane_ids)::bigint[])
