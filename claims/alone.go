@@ -38,6 +38,8 @@ type ClaimHint struct {
 	got  int    // tasks from got in its current turn
 	owed int    // rotation tasks to serve before a claim of fewer than 4 tasks gives the lane a slot again
 	run  int    // > 0: try claimRunSQL (a crowd of thin tenants); < 0: full claims left before trying again
+	// runMisses counts the empty run claims since the last that took tasks.
+	runMisses int
 	// tenant is the one found alone; mark the last task the alone claims
 	// took (hasMark false: read from the tenant's first task).
 	tenant  string
@@ -201,7 +203,7 @@ func (h *ClaimHint) after(tasks []*agentledger.Task) {
 	}
 }
 
-// runBackoff is how many full claims follow an empty run claim.
+// runBackoff is the most full claims that follow an empty run claim.
 const runBackoff = 16
 
 // crowded says whether the next due-only claim should try claimRunSQL:
@@ -218,10 +220,26 @@ func (h *ClaimHint) crowded() bool {
 
 // ranShort notes an empty run claim: the full claims that follow are not
 // preceded by one for a while.
+//
+// The first empty try after a run claim that took tasks is, most often,
+// the end of the rotation (fewer than a crowd of tenants past the
+// cursor): one full claim wraps around, and the next try takes turns
+// again. Tries that keep coming back empty (a crowd of deep tenants)
+// wait twice as long each time, up to runBackoff full claims.
 func (h *ClaimHint) ranShort() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.run = -runBackoff
+	h.run = -min(1<<h.runMisses, runBackoff)
+	if 1<<h.runMisses < runBackoff {
+		h.runMisses++
+	}
+}
+
+// ran notes a run claim that took tasks.
+func (h *ClaimHint) ran() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.runMisses = 0
 }
 
 // saw notes what a full due-only claim got: one tenant's tasks make the
@@ -233,11 +251,14 @@ func (h *ClaimHint) saw(tasks []*agentledger.Task) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	switch {
-	case h.run < 0:
+	if h.run < 0 {
 		h.run++
-	case len(tasks) > 0 && !oneTenant(tasks):
-		h.run = 1
+	}
+	if h.run >= 0 && len(tasks) > 0 {
+		h.run = 0
+		if !oneTenant(tasks) {
+			h.run = 1
+		}
 	}
 	switch {
 	case h.n < 0:

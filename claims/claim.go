@@ -79,6 +79,9 @@ func (s *Store) Claim(ctx context.Context, p ClaimParams) ([]*agentledger.Task, 
 		}
 		if p.Hint.crowded() {
 			tasks, err := s.claim(ctx, claimRunSQL, p)
+			if len(tasks) > 0 {
+				p.Hint.ran()
+			}
 			switch {
 			case err != nil || len(tasks) == p.Limit:
 				return tasks, err

@@ -126,3 +126,40 @@ func runClaimIDs(t *testing.T, db *pgxpool.Pool, q string, c runCase) []string {
 	slices.Sort(ids)
 	return ids
 }
+
+// An empty run claim after one that took tasks (the rotation's end) costs
+// one full claim before the next try; empty tries in a row wait twice as
+// long each time, up to runBackoff; a try that takes tasks starts over.
+func TestRunClaimTriesBackOff(t *testing.T) {
+	several := []*agentledger.Task{{Tenant: "a"}, {Tenant: "b"}}
+	h := &ClaimHint{}
+	h.saw(several)
+	if !h.crowded() {
+		t.Fatal("a full claim of several tenants: the next does not try a run claim")
+	}
+	fulls := func() int { // full claims until the next try
+		n := 0
+		for h.ranShort(); !h.crowded(); n++ {
+			if n > 2*runBackoff {
+				t.Fatal("no try after twice the longest backoff")
+			}
+			h.saw(several)
+		}
+		return n
+	}
+	var got []int
+	for range 7 {
+		got = append(got, fulls())
+	}
+	if want := []int{1, 2, 4, 8, 16, 16, 16}; !slices.Equal(got, want) {
+		t.Fatalf("full claims between empty tries: %v, want %v", got, want)
+	}
+	h.ran()
+	if n := fulls(); n != 1 {
+		t.Fatalf("after a try that took tasks, an empty one cost %d full claims, want 1", n)
+	}
+	h.saw([]*agentledger.Task{{Tenant: "a"}})
+	if h.crowded() {
+		t.Fatal("a full claim of one tenant's tasks: the next tries a run claim")
+	}
+}
