@@ -218,7 +218,8 @@ func (h *ClaimHint) crowded() bool {
 	return h.run > 0
 }
 
-// ranShort notes an empty run claim: the full claims that follow are not
+// ranShort notes a run claim that missed — came back empty, with less
+// than half its batch, or failed: the full claims that follow are not
 // preceded by one for a while.
 //
 // The first empty try after a run claim that took tasks is, most often,
@@ -235,7 +236,7 @@ func (h *ClaimHint) ranShort() {
 	}
 }
 
-// ran notes a run claim that took tasks.
+// ran notes a run claim that took at least half its batch.
 func (h *ClaimHint) ran() {
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -79,21 +79,46 @@ func (s *Store) Claim(ctx context.Context, p ClaimParams) ([]*agentledger.Task, 
 		}
 		if p.Hint.crowded() {
 			tasks, err := s.claim(ctx, claimRunSQL, p)
-			if len(tasks) > 0 {
-				p.Hint.ran()
-			}
 			switch {
-			case err != nil || len(tasks) == p.Limit:
-				return tasks, err
+			case err != nil:
+				// The full claim may still serve: a loop must not stall on
+				// an error of the lean statement alone.
+				p.Hint.ranShort()
+				if ctx.Err() != nil {
+					return nil, err
+				}
+				full, ferr := s.full(ctx, q, p)
+				if ferr != nil {
+					return nil, fmt.Errorf("%w (after the run claim failed: %v)", ferr, err)
+				}
+				return full, nil
+			case len(tasks) == p.Limit:
+				p.Hint.ran()
+				return tasks, nil
 			case len(tasks) == 0:
 				// No crowd of thin tenants from the cursor on (or nothing
 				// due): the full claim tells, and wraps around.
 				p.Hint.ranShort()
 			default:
+				// Short: topped up. Less than half a batch counts as a
+				// miss, so that a loop whose runs keep coming back short
+				// (deep tenants among thin ones, other daemons' locks)
+				// does not send two statements at every claim.
+				if 2*len(tasks) < p.Limit {
+					p.Hint.ranShort()
+				} else {
+					p.Hint.ran()
+				}
 				return s.topUp(ctx, p, tasks), nil
 			}
 		}
 	}
+	return s.full(ctx, q, p)
+}
+
+// full claims with q, the full claim or the full due-only one, and notes
+// what a due-only claim got in the hint.
+func (s *Store) full(ctx context.Context, q string, p ClaimParams) ([]*agentledger.Task, error) {
 	tasks, err := s.claim(ctx, q, p)
 	if err == nil && p.DueOnly {
 		p.Hint.saw(tasks)
@@ -105,9 +130,11 @@ func (s *Store) Claim(ctx context.Context, p ClaimParams) ([]*agentledger.Task, 
 // ended (the rotation's end, deeper tenants, rows other claims held) —
 // with a full claim of the rest, which starts where the run left the
 // rotation: a short batch would leave the loop waiting for a notification
-// or its poll with work due. The run's tasks are leased already and are
-// returned whatever the second claim does: an error of it comes again at
-// the loop's next claim.
+// or its poll with work due. The run's tasks are leased already (a claim
+// commits on its own: the daemon's claims run on a pool) and are returned
+// whatever the second claim does: an error of it comes again at the
+// loop's next claim. The rest is not what a full claim of the loop looks
+// like (a tenant or two past the run), so the hint does not learn from it.
 func (s *Store) topUp(ctx context.Context, p ClaimParams, tasks []*agentledger.Task) []*agentledger.Task {
 	rest := p
 	rest.Limit = p.Limit - len(tasks)
@@ -115,7 +142,6 @@ func (s *Store) topUp(ctx context.Context, p ClaimParams, tasks []*agentledger.T
 	if err != nil {
 		return tasks
 	}
-	p.Hint.saw(more)
 	tasks = append(tasks, more...)
 	slices.SortFunc(tasks, claimOrder)
 	return tasks

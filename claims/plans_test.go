@@ -369,5 +369,17 @@ func TestARunClaimKeepsItsGenericPlan(t *testing.T) {
 		if err := plancheck.Reads(plan, "tasks", "tasks_pkey", "tasks_runnable_tenant_idx", "tasks_newcomer_idx"); err != nil {
 			t.Errorf("sequential scans %s: %v", seqscan, err)
 		}
+		// The turns are pulled row by row from the index's order: a sort
+		// anywhere under them reads every entry of the run first.
+		plan.Walk(func(n *plancheck.Node, above []*plancheck.Node) {
+			if n.NodeType != "Sort" {
+				return
+			}
+			for _, a := range above {
+				if a.Subplan == "CTE turns" {
+					t.Errorf("sequential scans %s: the turns sort their rows\n%s", seqscan, plan)
+				}
+			}
+		})
 	}
 }

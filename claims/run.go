@@ -51,26 +51,36 @@ crowd AS (
 		LIMIT (SELECT ` + crowdAt + `)
 	) h
 ),
-share AS (
-	SELECT tenant, weight, max_running FROM tenant_shares WHERE tenant >= (SELECT $8::text)
-),
 ` + newcomerLane(`(SELECT yes FROM crowd)`, `(SELECT $10::int)`) + `,
--- each tenant's first tasks up to its turn (a capped one's up to its
--- room), in rotation order, read as the batch pulls them
+-- each tenant's first tasks up to its turn, in rotation order, read as
+-- the batch pulls them: the entries past the cursor (the lane's left
+-- out, as the full claim's turns leave them out), numbered within each
+-- tenant (k); at a tenant's first entry its share row is looked up (when
+-- any tenant has one) and, if it has a cap, its room counted, and both
+-- hold for the tenant's other entries
 turns AS (
-	SELECT r.id FROM (
-		SELECT id, tenant, priority, run_at, row_number() OVER (PARTITION BY tenant ORDER BY priority, run_at, id) AS k
+	SELECT id FROM (
+		SELECT r.id, r.tenant, r.priority, r.run_at, r.k,
+			max(CASE WHEN r.k = 1 THEN ceil(greatest($3, 64) * coalesce(s.weight, 1)::float8 / ` + crowdAt + `)::int END) OVER w AS turn,
+			max(CASE WHEN r.k = 1 AND s.max_running IS NOT NULL THEN agentledger_tenant_turn(r.tenant) END) OVER w AS room
 		FROM (
-			SELECT id, tenant, priority, run_at FROM tasks
-			WHERE queue = $1 AND tenant >= (SELECT $8::text) AND ` + dueNow + `
-			ORDER BY tenant, priority, run_at, id
-			LIMIT (SELECT 4 * greatest(` + crowdAt + `, $3::int))
-		) o
-	) r
-	LEFT JOIN share s ON s.tenant = r.tenant
-	WHERE ` + notInLane + `r.k <= greatest(ceil(greatest($3, 64) * coalesce(s.weight, 1)::float8 / ` + crowdAt + `)::int
-			- CASE WHEN r.tenant = $8::text THEN $9::int ELSE 0 END, 0)
-		AND (s.max_running IS NULL OR r.k <= agentledger_tenant_turn(r.tenant))
+			SELECT id, tenant, priority, run_at, row_number() OVER (PARTITION BY tenant ORDER BY priority, run_at, id) AS k
+			FROM (
+				SELECT id, tenant, priority, run_at FROM tasks
+				WHERE queue = $1 AND tenant >= (SELECT $8::text) AND ` + notInLane + dueNow + `
+				ORDER BY tenant, priority, run_at, id
+				LIMIT (SELECT 4 * greatest(` + crowdAt + `, $3::int))
+			) o
+		) r
+		LEFT JOIN LATERAL (
+			SELECT weight, max_running FROM tenant_shares s
+			WHERE s.tenant = r.tenant AND r.k = 1 AND (SELECT EXISTS (SELECT FROM tenant_shares))
+			OFFSET 0
+		) s ON true
+		WINDOW w AS (PARTITION BY r.tenant ORDER BY r.priority, r.run_at, r.id ROWS UNBOUNDED PRECEDING)
+	) t
+	WHERE k <= least(turn, room) - CASE WHEN tenant = $8::text THEN $9::int ELSE 0 END
+	ORDER BY tenant, priority, run_at, id
 	LIMIT (SELECT $3::int - cardinality(ids) FROM lane_ids)
 ),
 locked AS (

@@ -2,11 +2,14 @@ package claims
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentledger/agentledger"
@@ -60,6 +63,13 @@ func TestARunClaimAnswersAsTheFullClaim(t *testing.T) {
 			SELECT 'r' || lpad((199 - g % 200)::text, 4, '0'), 'noop', now() - interval '1 hour' + g * interval '1 microsecond'
 			FROM generate_series(0, 599) g`,
 			`INSERT INTO tasks (tenant, kind, newcomer) VALUES ('zz', 'noop', true)`}, limit: 100, answer: true},
+		{name: "a newcomer in the run, with tasks past it", setup: []string{thin(200, 3),
+			`INSERT INTO tasks (tenant, kind, run_at, newcomer) VALUES ('r0010x', 'noop', now() - interval '2 hours', true),
+				('r0010x', 'noop', now() - interval '90 minutes', NULL), ('r0010x', 'noop', now() - interval '80 minutes', NULL)`},
+			limit: 100, answer: true},
+		{name: "a capped tenant at the cursor", setup: []string{thin(200, 3),
+			`INSERT INTO tenant_shares (tenant, weight, max_running, source) VALUES ('r0050', 3, 2, 'config')`},
+			from: "r0050", got: 2, limit: 100, answer: true},
 		{name: "priorities within a tenant", setup: []string{thin(200, 3),
 			`UPDATE tasks SET priority = -1 WHERE id IN (SELECT max(id) FROM tasks GROUP BY tenant)`}, limit: 100, answer: true},
 		{name: "a short run, then the full claim from where it stopped", setup: []string{thin(200, 1)}, from: "r0120", limit: 100, answer: true},
@@ -161,5 +171,58 @@ func TestRunClaimTriesBackOff(t *testing.T) {
 	h.saw([]*agentledger.Task{{Tenant: "a"}})
 	if h.crowded() {
 		t.Fatal("a full claim of one tenant's tasks: the next tries a run claim")
+	}
+}
+
+// failingRun is a database on which the run claim fails and every other
+// statement runs.
+type failingRun struct{ *pgxpool.Pool }
+
+func (f failingRun) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if strings.HasPrefix(sql, "/* claims.claimRun */") {
+		return nil, errors.New("the run claim broke")
+	}
+	return f.Pool.Query(ctx, sql, args...)
+}
+
+// A loop whose run claim fails still claims: the full claim serves, and
+// a second failure in a row keeps the next claim from trying again.
+func TestAFailingRunClaimFallsBackToTheFullClaim(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	if _, err := db.Exec(ctx, thin(200, 3)); err != nil {
+		t.Fatal(err)
+	}
+	hint := &ClaimHint{run: 1}
+	s := New(failingRun{db})
+	for i := range 2 {
+		got, err := s.Claim(ctx, ClaimParams{Queue: DefaultQueue, Worker: "w", Limit: 100, Lease: time.Minute, DueOnly: true, Hint: hint})
+		if err != nil || len(got) != 100 {
+			t.Fatalf("claim %d: %d tasks, %v; want the full claim's 100", i+1, len(got), err)
+		}
+	}
+	if hint.crowded() {
+		t.Fatal("after two failures in a row the next claim tries the run claim again")
+	}
+}
+
+// A run claim short by a task is topped up from the next tenant in the
+// rotation; that one tenant's task does not make the loop think its queue
+// holds one tenant alone, nor stop its run claims.
+func TestATopUpTeachesTheHintNothing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	if _, err := db.Exec(ctx, thin(200, 1)); err != nil {
+		t.Fatal(err)
+	}
+	hint := &ClaimHint{run: 1, from: "r0101"}
+	got, err := New(db).Claim(ctx, ClaimParams{Queue: DefaultQueue, Worker: "w", Limit: 100, Lease: time.Minute, DueOnly: true, Hint: hint})
+	if err != nil || len(got) != 100 {
+		t.Fatalf("claimed %d tasks, %v; want 99 by the run and 1 by the top-up", len(got), err)
+	}
+	if hint.likely() || !hint.crowded() {
+		t.Fatalf("after the top-up: alone %v, run claims %v; want no alone try, and run claims", hint.likely(), hint.crowded())
 	}
 }
