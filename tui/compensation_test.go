@@ -64,7 +64,8 @@ func TestConsoleCompensate(t *testing.T) {
 	press(tm, "u")
 	waitFor(t, tm, "Compensate task 1?", "undoes 2 effects, newest first", "tool/1", "tool/0")
 	press(tm, "y")
-	waitFor(t, tm, "task 1 is compensating: a worker undoes its effects, newest first", "undo 1")
+	// The counts and the page are read apart: the row is waited for too.
+	waitFor(t, tm, "task 1 is compensating: a worker undoes its effects, newest first", "undo 1", "compensating    acme")
 	golden.RequireEqual(t, []byte(finish(t, tm)))
 
 	got, err := tasks.Get(context.Background(), "", 1)
