@@ -16,7 +16,7 @@ import (
 
 func TestConsoleApprovals(t *testing.T) {
 	tm := startConsoleSized(t, seedApprovals(t), Options{}, 80, 24)
-	waitFor(t, tm, "· 2 approvals pending", "page 1 · 6 tasks")
+	waitFor(t, tm, "· 2 approvals pending", "page 1 · 6 tasks", noLiveWorkers)
 	press(tm, "a")
 	waitFor(t, tm, "2 approvals pending, the longest waiting first", "http_request POST http://127.0.0.1:7450/demo/charges")
 	golden.RequireEqual(t, []byte(finish(t, tm)))
@@ -24,7 +24,7 @@ func TestConsoleApprovals(t *testing.T) {
 
 func TestConsoleWideApprovals(t *testing.T) {
 	tm := startConsoleSized(t, seedApprovals(t), Options{}, 120, 20)
-	waitFor(t, tm, "· 2 approvals pending", "page 1 · 6 tasks")
+	waitFor(t, tm, "· 2 approvals pending", "page 1 · 6 tasks", noLiveWorkers)
 	press(tm, "a")
 	waitFor(t, tm, "APPROVERS", "U123,S456", "refund at tool/1/call_7")
 	golden.RequireEqual(t, []byte(finish(t, tm)))
@@ -34,7 +34,7 @@ func TestConsoleWideApprovals(t *testing.T) {
 // reason, who may decide.
 func TestConsoleApprovalRequest(t *testing.T) {
 	tm := startConsoleSized(t, seedApprovals(t), Options{}, 80, 24)
-	waitFor(t, tm, "· 2 approvals pending", "page 1 · 6 tasks")
+	waitFor(t, tm, "· 2 approvals pending", "page 1 · 6 tasks", noLiveWorkers)
 	press(tm, "a")
 	waitFor(t, tm, "2 approvals pending, the longest waiting first")
 	press(tm, "down", "enter")
@@ -46,7 +46,7 @@ func TestConsoleApprovalRequest(t *testing.T) {
 func TestConsoleApprovePreview(t *testing.T) {
 	s := seedApprovals(t)
 	tm := startConsoleSized(t, s, Options{}, 80, 24)
-	waitFor(t, tm, "· 2 approvals pending", "page 1 · 6 tasks")
+	waitFor(t, tm, "· 2 approvals pending", "page 1 · 6 tasks", noLiveWorkers)
 	press(tm, "a")
 	waitFor(t, tm, "2 approvals pending, the longest waiting first")
 	press(tm, "y")
@@ -96,7 +96,7 @@ func TestConsoleApproveAsksAReason(t *testing.T) {
 	s := seedApprovals(t)
 	s.extend(t)
 	tm := startConsoleSized(t, s, Options{}, 80, 24)
-	waitFor(t, tm, "· 2 approvals pending", "page 1 · 6 tasks")
+	waitFor(t, tm, "· 2 approvals pending", "page 1 · 6 tasks", noLiveWorkers)
 	press(tm, "a")
 	waitFor(t, tm, "2 approvals pending, the longest waiting first")
 	press(tm, "y")
@@ -178,7 +178,7 @@ func TestConsoleDenyAsksAReason(t *testing.T) {
 	s := seedApprovals(t)
 	s.extend(t)
 	tm := startConsoleSized(t, s, Options{}, 80, 24)
-	waitFor(t, tm, "· 2 approvals pending", "page 1 · 6 tasks")
+	waitFor(t, tm, "· 2 approvals pending", "page 1 · 6 tasks", noLiveWorkers)
 	press(tm, "a")
 	waitFor(t, tm, "2 approvals pending, the longest waiting first")
 	press(tm, "down", "d")
@@ -221,7 +221,7 @@ func TestConsoleApprovalLost(t *testing.T) {
 	s := seedApprovals(t)
 	s.extend(t)
 	tm := startConsoleSized(t, s, Options{}, 80, 24)
-	waitFor(t, tm, "· 2 approvals pending", "page 1 · 6 tasks")
+	waitFor(t, tm, "· 2 approvals pending", "page 1 · 6 tasks", noLiveWorkers)
 	press(tm, "a")
 	waitFor(t, tm, "2 approvals pending, the longest waiting first")
 	press(tm, "down", "enter")
@@ -249,7 +249,7 @@ func TestConsoleApprovalLost(t *testing.T) {
 // who decided, when, from where and why.
 func TestConsoleTaskWaitsForApproval(t *testing.T) {
 	tm := startConsoleSized(t, seedApprovals(t), Options{}, 80, 24)
-	waitFor(t, tm, "· 2 approvals pending", "page 1 · 6 tasks")
+	waitFor(t, tm, "· 2 approvals pending", "page 1 · 6 tasks", noLiveWorkers)
 	press(tm, "down", "enter")
 	waitFor(t, tm, "Task 5  waiting", "may decide: any approver in Slack")
 	golden.RequireEqual(t, []byte(finish(t, tm)))
@@ -259,9 +259,9 @@ func TestConsoleTaskWaitsForApproval(t *testing.T) {
 // their requests are withdrawn.
 func TestConsoleWaitingTasks(t *testing.T) {
 	tm := startConsoleSized(t, seedApprovals(t), Options{}, 80, 24)
-	waitFor(t, tm, "· 2 approvals pending", "page 1 · 6 tasks")
+	waitFor(t, tm, "· 2 approvals pending", "page 1 · 6 tasks", noLiveWorkers)
 	press(tm, "s", "s")
-	waitFor(t, tm, "filter state=waiting (F clears) · sort id · page 1 · 2 tasks")
+	waitFor(t, tm, "filter state=waiting (F clears) · sort id · page 1 · 2 tasks", "[wait 2]")
 	golden.RequireEqual(t, []byte(finish(t, tm)))
 }
 
