@@ -82,8 +82,9 @@ func New(cfg Config) (*Sink, error) {
 		ids:           map[string]string{},
 		posted:        memo{refs: map[string]string{}},
 	}
-	// Every answer's Date header tells the sink Slack's clock (Find).
-	opts = append(opts, slackgo.OptionHTTPClient(withClock(hc, &s.clock)))
+	// Every answer's Date header tells the sink Slack's clock (Find); no
+	// request goes out past its delivery's deadline (deadline.go).
+	opts = append(opts, slackgo.OptionHTTPClient(withClock(withDeadline(hc), &s.clock)))
 	s.api = slackgo.New(tok, opts...)
 	return s, nil
 }
