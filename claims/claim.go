@@ -78,42 +78,49 @@ func (s *Store) Claim(ctx context.Context, p ClaimParams) ([]*agentledger.Task, 
 			return tasks, err
 		}
 		if p.Hint.crowded() {
-			tasks, err := s.claim(ctx, claimRunSQL, p)
-			switch {
-			case err != nil:
-				// The full claim may still serve: a loop must not stall on
-				// an error of the lean statement alone.
-				p.Hint.ranShort()
-				if ctx.Err() != nil {
-					return nil, err
-				}
-				full, ferr := s.full(ctx, q, p)
-				if ferr != nil {
-					return nil, fmt.Errorf("%w (after the run claim failed: %v)", ferr, err)
-				}
-				return full, nil
-			case len(tasks) == p.Limit:
-				p.Hint.ran()
-				return tasks, nil
-			case len(tasks) == 0:
-				// No crowd of thin tenants from the cursor on (or nothing
-				// due): the full claim tells, and wraps around.
-				p.Hint.ranShort()
-			default:
-				// Short: topped up. Less than half a batch counts as a
-				// miss, so that a loop whose runs keep coming back short
-				// (deep tenants among thin ones, other daemons' locks)
-				// does not send two statements at every claim.
-				if 2*len(tasks) < p.Limit {
-					p.Hint.ranShort()
-				} else {
-					p.Hint.ran()
-				}
-				return s.topUp(ctx, p, tasks), nil
-			}
+			return s.claimRun(ctx, q, p)
 		}
 	}
 	return s.full(ctx, q, p)
+}
+
+// claimRun claims by the run claim first (claimRunSQL), and by q, the
+// full due-only claim, where the run answers nothing or fails, or for
+// what a short run left of the batch.
+func (s *Store) claimRun(ctx context.Context, q string, p ClaimParams) ([]*agentledger.Task, error) {
+	tasks, err := s.claim(ctx, claimRunSQL, p)
+	switch {
+	case err != nil:
+		// The full claim may still serve: a loop must not stall on an
+		// error of the lean statement alone.
+		p.Hint.ranShort()
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		full, ferr := s.full(ctx, q, p)
+		if ferr != nil {
+			return nil, fmt.Errorf("%w (after the run claim failed: %v)", ferr, err)
+		}
+		return full, nil
+	case len(tasks) == p.Limit:
+		p.Hint.ran()
+		return tasks, nil
+	case len(tasks) == 0:
+		// No crowd of thin tenants from the cursor on (or nothing due):
+		// the full claim tells, and wraps around.
+		p.Hint.ranShort()
+		return s.full(ctx, q, p)
+	}
+	// Short: topped up. Less than half a batch counts as a miss, so that
+	// a loop whose runs keep coming back short (deep tenants among thin
+	// ones, other daemons' locks) does not send two statements at every
+	// claim.
+	if 2*len(tasks) < p.Limit {
+		p.Hint.ranShort()
+	} else {
+		p.Hint.ran()
+	}
+	return s.topUp(ctx, q, p, tasks), nil
 }
 
 // full claims with q, the full claim or the full due-only one, and notes
@@ -135,10 +142,10 @@ func (s *Store) full(ctx context.Context, q string, p ClaimParams) ([]*agentledg
 // whatever the second claim does: an error of it comes again at the
 // loop's next claim. The rest is not what a full claim of the loop looks
 // like (a tenant or two past the run), so the hint does not learn from it.
-func (s *Store) topUp(ctx context.Context, p ClaimParams, tasks []*agentledger.Task) []*agentledger.Task {
+func (s *Store) topUp(ctx context.Context, q string, p ClaimParams, tasks []*agentledger.Task) []*agentledger.Task {
 	rest := p
 	rest.Limit = p.Limit - len(tasks)
-	more, err := s.claim(ctx, claimDueSQL, rest)
+	more, err := s.claim(ctx, q, rest)
 	if err != nil {
 		return tasks
 	}

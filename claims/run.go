@@ -41,10 +41,7 @@ crowd AS (
 		SELECT tenant FROM (
 			SELECT tenant, tenant IS DISTINCT FROM lag(tenant) OVER (ORDER BY tenant, priority, run_at, id) AS first
 			FROM (
-				SELECT tenant, priority, run_at, id FROM tasks
-				WHERE queue = $1 AND tenant >= (SELECT $8::text) AND ` + dueNow + `
-				ORDER BY tenant, priority, run_at, id
-				LIMIT (SELECT 4 * ` + crowdAt + `)
+` + pastCursor("tenant, priority, run_at, id", "", "4 * "+crowdAt) + `
 			) o
 		) w
 		WHERE first
@@ -66,10 +63,7 @@ turns AS (
 		FROM (
 			SELECT id, tenant, priority, run_at, row_number() OVER (PARTITION BY tenant ORDER BY priority, run_at, id) AS k
 			FROM (
-				SELECT id, tenant, priority, run_at FROM tasks
-				WHERE queue = $1 AND tenant >= (SELECT $8::text) AND ` + notInLane + dueNow + `
-				ORDER BY tenant, priority, run_at, id
-				LIMIT (SELECT 4 * greatest(` + crowdAt + `, $3::int))
+` + pastCursor("id, tenant, priority, run_at", notInLane, "4 * greatest("+crowdAt+", $3::int)") + `
 			) o
 		) r
 		LEFT JOIN LATERAL (
@@ -97,3 +91,15 @@ due AS (
 	WHERE (SELECT yes FROM crowd)
 )
 ` + claimedDue("due", inLane("t.id"))
+
+// pastCursor reads cols of the due tasks from the cursor's tenant ($8) on,
+// in rotation order, that pass filter (a condition ending in AND, or ""),
+// at most limit of them: the run claim's two reads of
+// tasks_runnable_tenant_idx, each hiding its limit and the cursor from
+// the plan.
+func pastCursor(cols, filter, limit string) string {
+	return `				SELECT ` + cols + ` FROM tasks
+				WHERE queue = $1 AND tenant >= (SELECT $8::text) AND ` + filter + dueNow + `
+				ORDER BY tenant, priority, run_at, id
+				LIMIT (SELECT ` + limit + `)`
+}

@@ -60,12 +60,20 @@ func (t *clockTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // withClock returns a copy of hc whose answers set clock.
 func withClock(hc *http.Client, clock *slackClock) *http.Client {
+	return wrapTransport(hc, func(base http.RoundTripper) http.RoundTripper {
+		return &clockTransport{base: base, clock: clock}
+	})
+}
+
+// wrapTransport returns a copy of hc whose transport is wrap of hc's (the
+// default transport when it has none).
+func wrapTransport(hc *http.Client, wrap func(http.RoundTripper) http.RoundTripper) *http.Client {
 	c := *hc
 	base := hc.Transport
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	c.Transport = &clockTransport{base: base, clock: clock}
+	c.Transport = wrap(base)
 	return &c
 }
 

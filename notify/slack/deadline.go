@@ -29,11 +29,7 @@ func (t deadlineTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 // withDeadline returns a copy of hc whose requests are not sent past
 // their context's deadline.
 func withDeadline(hc *http.Client) *http.Client {
-	c := *hc
-	base := hc.Transport
-	if base == nil {
-		base = http.DefaultTransport
-	}
-	c.Transport = deadlineTransport{base: base}
-	return &c
+	return wrapTransport(hc, func(base http.RoundTripper) http.RoundTripper {
+		return deadlineTransport{base: base}
+	})
 }
