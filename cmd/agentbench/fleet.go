@@ -20,6 +20,7 @@ import (
 type FleetFlags struct {
 	CommonFlags
 	Tasks        int
+	Tenants      int // the tasks spread over this many tenants
 	InsertBatch  int
 	Daemons      int
 	Concurrency  int // in total, split over the daemons
@@ -30,6 +31,7 @@ type FleetFlags struct {
 	Agentd       string
 	PgBouncer    string
 	PoolSize     int
+	Procs        int // GOMAXPROCS of each daemon of the extra fleet cases; 0: no such cases
 }
 
 // FleetCase is one configuration: daemons agentd processes, directly or
@@ -37,16 +39,18 @@ type FleetFlags struct {
 type FleetCase struct {
 	Daemons   int
 	PgBouncer bool
+	Procs     int // each daemon's GOMAXPROCS; 0: Go's default, every CPU
 }
 
 func (c FleetCase) label() string {
+	l := fmt.Sprintf("%d direct", c.Daemons)
 	if c.PgBouncer {
-		return fmt.Sprintf("%d via pgbouncer", c.Daemons)
+		l = fmt.Sprintf("%d via pgbouncer", c.Daemons)
 	}
-	if c.Daemons == 1 {
-		return "1 direct"
+	if c.Procs > 0 {
+		l += fmt.Sprintf(", GOMAXPROCS=%d", c.Procs)
 	}
-	return fmt.Sprintf("%d direct", c.Daemons)
+	return l
 }
 
 // FleetResult is the outcome of one case in one round.
@@ -81,6 +85,7 @@ func runFleet(ctx context.Context, args []string, out, errOut io.Writer) error {
 			"connections per daemon, deadlocks and conflicts, and checks every task succeeded exactly once.", errOut)
 	f.register(fs)
 	fs.IntVar(&f.Tasks, "tasks", 50000, "tasks inserted before each run")
+	fs.IntVar(&f.Tenants, "tenants", 1, "tenants the tasks are spread over, round-robin (t0000, t0001, …)")
 	fs.IntVar(&f.InsertBatch, "insert-batch", 1000, "tasks per EnqueueBatch call when inserting")
 	fs.IntVar(&f.Daemons, "daemons", 10, "agentd processes of the fleet cases")
 	fs.IntVar(&f.Concurrency, "concurrency", 1000, "total concurrency of every case, split evenly over its daemons (agentd --concurrency)")
@@ -92,6 +97,8 @@ func runFleet(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fs.StringVar(&f.PgBouncer, "pgbouncer", "", "PgBouncer binary; empty: pgbouncer on PATH or in /usr/sbin, /usr/local/sbin, /sbin; "+
 		"off: no PgBouncer case")
 	fs.IntVar(&f.PoolSize, "pool-size", 20, "PgBouncer's default_pool_size: server connections for all the daemons together")
+	fs.IntVar(&f.Procs, "fleet-gomaxprocs", 0, "also run the fleet cases with GOMAXPROCS=N in each of their daemons "+
+		"(daemons sharing a machine dividing its CPUs, as a container's CPU limit would); 0: no such cases")
 	if err := parseFlags(fs, args, &f.CommonFlags); err != nil {
 		return err
 	}
@@ -99,6 +106,12 @@ func runFleet(ctx context.Context, args []string, out, errOut io.Writer) error {
 		f.MaxConns <= 0 || f.PollInterval <= 0 || f.Rounds <= 0 || f.PoolSize <= 0 {
 		return errors.New("--tasks, --insert-batch, --daemons, --concurrency, --batch, --max-conns, --poll-interval, " +
 			"--rounds and --pool-size must be positive")
+	}
+	if f.Tenants <= 0 || f.Tenants > f.Tasks {
+		return fmt.Errorf("--tenants %d: want 1 to --tasks (%d)", f.Tenants, f.Tasks)
+	}
+	if f.Procs < 0 {
+		return fmt.Errorf("--fleet-gomaxprocs %d: want 0 (no such cases) or more", f.Procs)
 	}
 	if f.Daemons < 2 {
 		return errors.New("--daemons must be at least 2: the fleet is compared with one daemon")
@@ -130,6 +143,9 @@ func runFleet(ctx context.Context, args []string, out, errOut io.Writer) error {
 	defer srv.Close()
 
 	cases := []FleetCase{{Daemons: 1}, {Daemons: f.Daemons}}
+	if f.Procs > 0 {
+		cases = append(cases, FleetCase{Daemons: f.Daemons, Procs: f.Procs})
+	}
 	var bouncer *PgBouncer
 	bouncerNote := ""
 	switch {
@@ -144,6 +160,9 @@ func runFleet(ctx context.Context, args []string, out, errOut io.Writer) error {
 		}
 		defer bouncer.Stop()
 		cases = append(cases, FleetCase{Daemons: f.Daemons, PgBouncer: true})
+		if f.Procs > 0 {
+			cases = append(cases, FleetCase{Daemons: f.Daemons, PgBouncer: true, Procs: f.Procs})
+		}
 		bouncerNote = fmt.Sprintf("PgBouncer %s in transaction mode, default_pool_size=%d (server connections of all daemons together), "+
 			"connect_query %q (the daemon's session settings), daemons with --pgbouncer (poll only)", bouncerBin, f.PoolSize, pgplan.ConnectQuery())
 	}
@@ -151,10 +170,10 @@ func runFleet(ctx context.Context, args []string, out, errOut io.Writer) error {
 		fmt.Fprintln(errOut, bouncerNote)
 	}
 
-	fmt.Fprintf(out, "# fleet: %d no-op tasks per run burnt down by agentd processes; total concurrency %d split evenly "+
+	fmt.Fprintf(out, "# fleet: %d no-op tasks over %d tenants per run burnt down by agentd processes; total concurrency %d split evenly "+
 		"(1 daemon: --concurrency %d; %d daemons: --concurrency %d each); --batch-size %d, --max-conns %d per daemon, "+
 		"--poll-interval %s; %d rounds, each running every case in turn, the order rotated each round\n# %s\n# %s; %s, GOMAXPROCS=%d, %d CPUs; load average %s\n",
-		f.Tasks, f.Concurrency, f.Concurrency, f.Daemons, f.Concurrency/f.Daemons, f.Batch, f.MaxConns, f.PollInterval,
+		f.Tasks, f.Tenants, f.Concurrency, f.Concurrency, f.Daemons, f.Concurrency/f.Daemons, f.Batch, f.MaxConns, f.PollInterval,
 		f.Rounds, bouncerNote, srv.Describe(ctx), runtime.Version(), runtime.GOMAXPROCS(0), runtime.NumCPU(), loadAverage())
 	fmt.Fprintf(out, "# tasks/claim, tasks/complete: tasks per claim and per succeed statement (the tasks of one share its daemon and "+
 		"started_at, or ended_at, in task_attempts); secs: the release of the daemons' first claims, held back until every daemon is up, → the last completion "+
@@ -227,7 +246,7 @@ func fleetRun(ctx context.Context, srv *Server, f FleetFlags, c FleetCase, round
 		return res, err
 	}
 	defer ctl.Close()
-	if _, err := insertNoops(ctx, ctl, f.Tasks, f.InsertBatch); err != nil {
+	if err := insertFleetTasks(ctx, ctl, f); err != nil {
 		return res, err
 	}
 	if err := rdb.Settle(ctx, ctl); err != nil {
@@ -248,7 +267,7 @@ func fleetRun(ctx context.Context, srv *Server, f FleetFlags, c FleetCase, round
 		return res, err
 	}
 
-	spec := FleetSpec{Bin: bin, Daemons: c.Daemons, Concurrency: f.Concurrency / c.Daemons, Batch: f.Batch,
+	spec := FleetSpec{Bin: bin, Daemons: c.Daemons, Procs: c.Procs, Concurrency: f.Concurrency / c.Daemons, Batch: f.Batch,
 		MaxConns: f.MaxConns, PollInterval: f.PollInterval, PgBouncer: c.PgBouncer, Dir: dir, LogLevel: f.LogLevel,
 		URL: func(app string) (string, error) {
 			u, err := srv.url(rdb.name, app)
@@ -353,6 +372,21 @@ func fleetRun(ctx context.Context, srv *Server, f FleetFlags, c FleetCase, round
 		return res, err
 	}
 	return res, nil
+}
+
+// insertFleetTasks inserts the run's tasks: through Store.EnqueueBatch for
+// one tenant, the daemons' own path; over several in one statement, as the
+// fairshare command does (an enqueue's arrival probes would otherwise
+// cost more than the burn-down measured).
+func insertFleetTasks(ctx context.Context, db *pgxpool.Pool, f FleetFlags) error {
+	if f.Tenants == 1 {
+		_, err := insertNoops(ctx, db, f.Tasks, f.InsertBatch)
+		return err
+	}
+	if _, err := db.Exec(ctx, spreadTasksSQL, f.Tasks, f.Tenants); err != nil {
+		return fmt.Errorf("inserting tasks over %d tenants: %w", f.Tenants, err)
+	}
+	return nil
 }
 
 // waitGated waits until n daemons have a backend waiting for the gate's

@@ -71,6 +71,7 @@ const fleetAppPrefix = "agentd-fleet-"
 type FleetSpec struct {
 	Bin          string
 	Daemons      int
+	Procs        int // each daemon's GOMAXPROCS; 0: Go's default
 	Concurrency  int // per daemon
 	Batch        int
 	MaxConns     int // per daemon
@@ -126,6 +127,9 @@ func (f *Fleet) StartNext() error {
 	}
 	cmd := exec.Command(s.Bin, args...)
 	cmd.Env = append(slices.Clip(f.env), "DATABASE_URL="+u)
+	if s.Procs > 0 {
+		cmd.Env = append(cmd.Env, "GOMAXPROCS="+strconv.Itoa(s.Procs))
+	}
 	// A daemon whose parent died shuts down as it would at SIGTERM.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	p := &daemonProc{app: app, cmd: cmd, log: &daemonLog{}, exited: make(chan struct{})}
