@@ -63,7 +63,7 @@ turns AS (
 		FROM (
 			SELECT id, tenant, priority, run_at, row_number() OVER (PARTITION BY tenant ORDER BY priority, run_at, id) AS k
 			FROM (
-` + pastCursor("id, tenant, priority, run_at", notInLane, "4 * greatest("+crowdAt+", $3::int)") + `
+` + pastCursor("id, tenant, priority, run_at", notInLane+settled+" AND ", "4 * greatest("+crowdAt+", $3::int)") + `
 			) o
 		) r
 		LEFT JOIN LATERAL (

@@ -95,7 +95,7 @@ fair AS (
 		SELECT id, tenant, priority, run_at FROM tasks
 		WHERE queue = $1 AND tenant = g.tenant AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
 			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
-			AND (needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[])
+			AND (needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[]) AND CASE WHEN xmax = '0'::xid THEN true ELSE currtid2('tasks', ctid) = ctid END
 		ORDER BY priority, run_at, id
 		LIMIT g.n
 		FOR UPDATE OF tasks SKIP LOCKED
@@ -126,7 +126,7 @@ fill AS (
 		SELECT id, priority, run_at FROM tasks
 		WHERE queue = $1 AND tenant = g.tenant AND (priority, run_at, id) > (g.p, g.r, g.i) AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
 			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
-			AND (needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[])
+			AND (needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[]) AND CASE WHEN xmax = '0'::xid THEN true ELSE currtid2('tasks', ctid) = ctid END
 		ORDER BY priority, run_at, id
 		LIMIT g.n
 		FOR UPDATE OF tasks SKIP LOCKED
@@ -145,7 +145,7 @@ single AS (
 	SELECT id, priority, run_at FROM tasks
 	WHERE queue = $1 AND tenant = (SELECT tenant FROM heads LIMIT 1) AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
 			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
-			AND (needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[])
+			AND (needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[]) AND CASE WHEN xmax = '0'::xid THEN true ELSE currtid2('tasks', ctid) = ctid END
 	ORDER BY priority, run_at, id
 	LIMIT $3
 	FOR UPDATE OF tasks SKIP LOCKED
@@ -171,7 +171,7 @@ lane AS (
 	SELECT id, priority, run_at FROM tasks
 	WHERE id = ANY (ARRAY(SELECT id FROM lane_heads ORDER BY run_at, id LIMIT $10)) AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
 			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
-			AND (needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[])
+			AND (needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[]) AND CASE WHEN xmax = '0'::xid THEN true ELSE currtid2('tasks', ctid) = ctid END
 	FOR UPDATE OF tasks SKIP LOCKED
 ),
 lane_ids AS (
@@ -205,7 +205,7 @@ turn AS (
 		SELECT id, priority, run_at FROM tasks
 		WHERE queue = $1 AND tenant = g.tenant AND id <> ALL ((SELECT ids FROM lane_ids)::bigint[]) AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
 			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
-			AND (needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[])
+			AND (needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[]) AND CASE WHEN xmax = '0'::xid THEN true ELSE currtid2('tasks', ctid) = ctid END
 		ORDER BY priority, run_at, id
 		LIMIT g.n
 		FOR UPDATE OF tasks SKIP LOCKED
@@ -223,7 +223,7 @@ more AS (
 		SELECT id, priority, run_at FROM tasks
 		WHERE queue = $1 AND tenant = g.tenant AND id <> ALL ((SELECT ids FROM lane_ids)::bigint[]) AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
 			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
-			AND (needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[])
+			AND (needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[]) AND CASE WHEN xmax = '0'::xid THEN true ELSE currtid2('tasks', ctid) = ctid END
 		ORDER BY priority, run_at, id
 		OFFSET g.n
 		LIMIT CASE WHEN g.room IS NULL THEN $3 ELSE greatest(g.room - g.n, 0) END

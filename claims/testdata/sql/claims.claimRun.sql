@@ -37,7 +37,7 @@ lane AS (
 	SELECT id, priority, run_at FROM tasks
 	WHERE id = ANY (ARRAY(SELECT id FROM lane_heads ORDER BY run_at, id LIMIT (SELECT $10::int))) AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
 			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
-			AND (needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[])
+			AND (needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[]) AND CASE WHEN xmax = '0'::xid THEN true ELSE currtid2('tasks', ctid) = ctid END
 	FOR UPDATE OF tasks SKIP LOCKED
 ),
 lane_ids AS (
@@ -58,7 +58,7 @@ turns AS (
 			SELECT id, tenant, priority, run_at, row_number() OVER (PARTITION BY tenant ORDER BY priority, run_at, id) AS k
 			FROM (
 				SELECT id, tenant, priority, run_at FROM tasks
-				WHERE queue = $1 AND tenant >= (SELECT $8::text) AND id <> ALL ((SELECT ids FROM lane_ids)::bigint[]) AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
+				WHERE queue = $1 AND tenant >= (SELECT $8::text) AND id <> ALL ((SELECT ids FROM lane_ids)::bigint[]) AND CASE WHEN xmax = '0'::xid THEN true ELSE currtid2('tasks', ctid) = ctid END AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
 			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
 			AND (needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[])
 				ORDER BY tenant, priority, run_at, id
