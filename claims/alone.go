@@ -48,7 +48,17 @@ type ClaimHint struct {
 	// order is how the database orders tenant names, asked once per loop
 	// (rotation.go): a worker makes a Store for each claim.
 	order atomic.Int32
+	// spread: the rotation starts at a tenant drawn at random (Store.place),
+	// placed once the first claim has asked.
+	spread, placed bool
 }
+
+// SpreadHint returns a hint for one of many loops that claim from the
+// same queue, in this daemon and others: its rotation starts at a tenant
+// drawn at random instead of the first, so that the loops serve different
+// parts of a crowd of tenants instead of claiming, one after the other,
+// the same tenants' tasks (rotation.go).
+func SpreadHint() *ClaimHint { return &ClaimHint{spread: true} }
 
 // lane is how many of a claim of n tasks the newcomer lane may take: a
 // quarter, rounded up, so the rotation keeps at least half of any claim.

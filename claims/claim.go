@@ -162,6 +162,7 @@ func (s *Store) claim(ctx context.Context, q string, p ClaimParams) ([]*agentled
 		tenant, mark, past := p.Hint.alone()
 		args = append(args, tenant, mark.priority, mark.runAt, mark.id, past)
 	} else {
+		s.place(ctx, p.Hint)
 		from, got = p.Hint.cursor()
 		args = append(args, from, got, p.Hint.lane(p.Limit))
 	}

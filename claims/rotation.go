@@ -28,6 +28,48 @@ const (
 const collationSQL = `/* claims.collation */
 SELECT datlocprovider = 'c' AND datcollate IN ('C', 'POSIX') FROM pg_database WHERE datname = current_database()`
 
+// spreadSQL draws a tenant at random from the planner's histogram of
+// tasks.tenant, whose bounds split the table's rows into equal parts
+// (none without statistics, or with too few tenants for a histogram).
+const spreadSQL = `/* claims.spread */
+SELECT b[1 + floor(random() * cardinality(b))::int] FROM (
+	SELECT histogram_bounds::text::text[] AS b FROM pg_stats
+	WHERE tablename = 'tasks' AND attname = 'tenant' AND schemaname = (
+		SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = 'tasks'::regclass)
+) h
+WHERE cardinality(b) > 0`
+
+// place sets a spread hint's cursor, once, to a tenant drawn at random.
+// Loops whose rotations start together at the first tenant move through
+// a crowd as a pack: each claim reads tenants whose tasks the others have
+// just leased, passes them over (settled) or finds them locked, and a run
+// claim that finds every row it picked locked answers nothing. Ten
+// daemons over 10,000 tenants claimed so at a third of one daemon's rate.
+// Placed apart, they serve different parts of the ring, and as every
+// loop goes round the whole ring, where it starts takes no tenant's turn
+// away. Without a histogram the rotation starts at the first tenant.
+func (s *Store) place(ctx context.Context, h *ClaimHint) {
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	todo := h.spread && !h.placed
+	h.placed = true
+	h.mu.Unlock()
+	if !todo {
+		return
+	}
+	var tenant *string
+	if err := s.db.QueryRow(ctx, spreadSQL).Scan(&tenant); err != nil || tenant == nil {
+		return // no statistics yet (or they cannot be read): from the first tenant
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.from == "" {
+		h.from, h.got = *tenant, 0
+	}
+}
+
 // lastServedSQL is the last of the tenants $2 in rotation order from $1:
 // the greatest before $1 once the ring wrapped, else the greatest from $1
 // on.

@@ -167,7 +167,7 @@ func (p *Pool) produce(ctx, work context.Context, q string) {
 	defer dueTimer.Stop()
 	wakeDue := false // a waiting task's deadline came: wake it before claiming
 	var lastClaim time.Time
-	hint := &claims.ClaimHint{} // whether the queue's due tasks are one tenant's
+	hint := claims.SpreadHint() // whether the queue's due tasks are one tenant's; where its rotation stands
 	capped := false             // some tenant's running tasks are capped (read at each sweep)
 	written := p.done.onWrite() // outcomes written: room under a cap
 	for {
