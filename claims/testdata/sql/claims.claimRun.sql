@@ -13,7 +13,7 @@ crowd AS (
 			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
 			AND (needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[])
 				ORDER BY tenant, priority, run_at, id
-				LIMIT (SELECT 4 * greatest(ceil($3 / 4.0)::int, 64))
+				LIMIT (SELECT 8 * greatest(ceil($3 / 4.0)::int, 64))
 			) o
 		) w
 		WHERE first
@@ -62,7 +62,7 @@ turns AS (
 			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
 			AND (needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[])
 				ORDER BY tenant, priority, run_at, id
-				LIMIT (SELECT 4 * greatest(greatest(ceil($3 / 4.0)::int, 64), $3::int))
+				LIMIT (SELECT 8 * greatest(greatest(ceil($3 / 4.0)::int, 64), $3::int))
 			) o
 		) r
 		LEFT JOIN LATERAL (
