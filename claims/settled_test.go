@@ -52,14 +52,7 @@ func TestAClaimPassesOverTasksLeasedSinceItsSnapshot(t *testing.T) {
 			if err := db.QueryRow(ctx, "SELECT count(*) FROM tasks").Scan(&due); err != nil {
 				t.Fatal(err)
 			}
-			tx, err := db.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer tx.Rollback(ctx)                              //nolint:errcheck // committed below
-			if _, err := tx.Exec(ctx, "SELECT 1"); err != nil { // the snapshot
-				t.Fatal(err)
-			}
+			tx := snapshotNow(t, db)
 			// The other daemon's claims lease every third task, in every
 			// part of the rotation.
 			leased := map[int64]bool{}
@@ -117,14 +110,7 @@ func TestAClaimPassesOverALeaseRetakenSinceItsSnapshot(t *testing.T) {
 	claimOne(t, s, "gone", time.Second)
 	c.Advance(2 * time.Second)
 
-	tx, err := db.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx) //nolint:errcheck // committed below
-	if _, err := tx.Exec(ctx, "SELECT 1"); err != nil {
-		t.Fatal(err)
-	}
+	tx := snapshotNow(t, db)
 	if got := claimOne(t, s, "first", time.Minute); got.ID != task.ID {
 		t.Fatalf("the first claim took task %d, want the expired lease's %d", got.ID, task.ID)
 	}
@@ -183,6 +169,22 @@ func TestTasksOfARolledBackClaimAreClaimedNext(t *testing.T) {
 			}
 		})
 	}
+}
+
+// snapshotNow begins a REPEATABLE READ transaction and takes its snapshot;
+// it is rolled back at the test's end unless committed.
+func snapshotNow(t *testing.T, db *pgxpool.Pool) pgx.Tx {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := db.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tx.Rollback(ctx) }) //nolint:errcheck // committed, or given up
+	if _, err := tx.Exec(ctx, "SELECT 1"); err != nil {
+		t.Fatal(err)
+	}
+	return tx
 }
 
 func btoi(b bool) int {
