@@ -984,22 +984,13 @@ attempts AS (
 )
 DELETE FROM tasks WHERE id IN (SELECT id FROM victims)`
 
-// straysSQL counts, among the first $3 due tasks of each queue of $1 in
-// claim order, those whose kind is not among $2 (a worker pool's kinds:
-// its claim never takes them). Every daemon runs it each minute; over the
-// whole backlog it read every due task (50 ms and 14,000 buffers a daemon
-// at 50,000 due, growing with the backlog), where a task no daemon serves
-// reaches the head of its queue as the tasks before it are claimed.
+// straysSQL counts the due tasks of the queues $1 whose kind is not among
+// $2 (a worker pool's kinds: its claim never takes them).
 const straysSQL = `/* claims.strays */
-SELECT q, d.kind, count(*) FROM unnest($1::text[]) q
-CROSS JOIN LATERAL (
-	SELECT kind FROM tasks
-	WHERE queue = q AND state IN ('queued', 'retrying', 'compensating') AND run_at <= now()
-	ORDER BY priority, run_at, id
-	LIMIT $3
-) d
-WHERE NOT d.kind = ANY ($2::text[])
-GROUP BY q, d.kind ORDER BY q, d.kind`
+SELECT queue, kind, count(*) FROM tasks
+WHERE queue = ANY ($1::text[]) AND state IN ('queued', 'retrying', 'compensating') AND run_at <= now()
+	AND NOT kind = ANY ($2::text[])
+GROUP BY queue, kind ORDER BY queue, kind`
 
 // runningByTenantSQL counts each tenant's running (leased) tasks: what a
 // tenant's cap bounds.

@@ -140,19 +140,13 @@ func (s *Store) Attempts(ctx context.Context, id int64) ([]agentledger.Attempt, 
 // Stray is a count of due tasks of a kind a worker pool does not serve.
 type Stray struct {
 	Queue, Kind string
-	Tasks       int64 // among the queue's first due tasks (Strays' window)
+	Tasks       int64
 }
 
-// Strays returns, among the first window due tasks of each of queues in
-// claim order, those whose kind is not in kinds, by queue and kind: they
-// wait until a daemon that serves their kind runs. Such tasks are at the
-// head of their queue once the tasks before them are claimed, so a window
-// finds them without reading the whole backlog.
-func (s *Store) Strays(ctx context.Context, queues, kinds []string, window int) ([]Stray, error) {
-	if window <= 0 {
-		return nil, fmt.Errorf("strays: %w: window %d is not positive", agentledger.ErrInvalid, window)
-	}
-	rows, err := s.db.Query(ctx, straysSQL, queues, kinds, window)
+// Strays returns the due tasks of queues whose kind is not in kinds, by
+// queue and kind: they wait until a daemon that serves their kind runs.
+func (s *Store) Strays(ctx context.Context, queues, kinds []string) ([]Stray, error) {
+	rows, err := s.db.Query(ctx, straysSQL, queues, kinds)
 	if err != nil {
 		return nil, fmt.Errorf("strays: %w", err)
 	}

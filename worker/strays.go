@@ -8,9 +8,6 @@ import (
 // strayInterval is how often a pool looks for due tasks it cannot run.
 const strayInterval = time.Minute
 
-// strayWindow is how many due tasks at the head of each queue it looks at.
-const strayWindow = 10000
-
 // watchStrays warns, at start and then every strayInterval, about due tasks
 // of kinds no handler of this pool serves: they wait until a daemon that
 // serves the kind runs — a misspelt kind would otherwise wait silently.
@@ -29,12 +26,12 @@ func (p *Pool) watchStrays(ctx context.Context) {
 }
 
 func (p *Pool) reportStrays(ctx context.Context) {
-	strays, err := p.store.Strays(ctx, p.cfg.Queues, p.kindNames, strayWindow)
+	strays, err := p.store.Strays(ctx, p.cfg.Queues, p.kindNames)
 	if err != nil {
 		return // the producers report database trouble
 	}
 	for _, st := range strays {
 		p.log.Warn("tasks wait for a kind this worker does not serve; another daemon must serve it, or the kind is wrong",
-			"queue", st.Queue, "kind", st.Kind, "tasks", st.Tasks, "among_first_due", strayWindow, "served", p.kindNames)
+			"queue", st.Queue, "kind", st.Kind, "tasks", st.Tasks, "served", p.kindNames)
 	}
 }
