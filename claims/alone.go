@@ -49,8 +49,9 @@ type ClaimHint struct {
 	// (rotation.go): a worker makes a Store for each claim.
 	order atomic.Int32
 	// spread: the rotation starts at a tenant drawn at random (Store.place),
-	// placed once the first claim has asked.
+	// placed once a draw found one; placeAt is when the next draw may run.
 	spread, placed bool
+	placeAt        time.Time
 }
 
 // SpreadHint returns a hint for one of many loops that claim from the

@@ -3,6 +3,7 @@ package claims
 import (
 	"context"
 	"sync/atomic"
+	"time"
 
 	"github.com/agentledger/agentledger"
 )
@@ -35,9 +36,14 @@ const spreadSQL = `/* claims.spread */
 SELECT b[1 + floor(random() * cardinality(b))::int] FROM (
 	SELECT histogram_bounds::text::text[] AS b FROM pg_stats
 	WHERE tablename = 'tasks' AND attname = 'tenant' AND schemaname = (
-		SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = 'tasks'::regclass)
+		SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass('tasks'))
 ) h
 WHERE cardinality(b) > 0`
+
+// placeRetry is how long a spread hint whose draw found no histogram
+// (a new or never analysed table, or too few tenants for one) waits
+// before drawing again.
+const placeRetry = time.Minute
 
 // place sets a spread hint's cursor, once, to a tenant drawn at random.
 // Loops whose rotations start together at the first tenant move through
@@ -47,27 +53,48 @@ WHERE cardinality(b) > 0`
 // daemons over 10,000 tenants claimed so at a third of one daemon's rate.
 // Placed apart, they serve different parts of the ring, and as every
 // loop goes round the whole ring, where it starts takes no tenant's turn
-// away. Without a histogram the rotation starts at the first tenant.
+// away. Without a histogram the rotation starts at the first tenant, and
+// the hint draws again after placeRetry. The histogram is of the whole
+// table (finished tasks too): where the due tenants sort apart from the
+// rest, several loops may still start at the same one.
+//
+// The draw runs in a transaction (a savepoint when s.db is one) rolled
+// back at once: a failed draw costs the claim nothing, nor a caller's
+// transaction.
 func (s *Store) place(ctx context.Context, h *ClaimHint) {
 	if h == nil {
 		return
 	}
+	now := time.Now()
 	h.mu.Lock()
-	todo := h.spread && !h.placed
-	h.placed = true
+	todo := h.spread && !h.placed && !now.Before(h.placeAt)
+	h.placeAt = now.Add(placeRetry)
 	h.mu.Unlock()
 	if !todo {
 		return
 	}
-	var tenant *string
-	if err := s.db.QueryRow(ctx, spreadSQL).Scan(&tenant); err != nil || tenant == nil {
-		return // no statistics yet (or they cannot be read): from the first tenant
+	tenant, err := s.drawTenant(ctx)
+	if err != nil || tenant == nil {
+		return
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.placed = true
 	if h.from == "" {
 		h.from, h.got = *tenant, 0
 	}
+}
+
+// drawTenant runs spreadSQL in a transaction of its own, rolled back.
+func (s *Store) drawTenant(ctx context.Context) (*string, error) {
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // read only
+	var tenant *string
+	err = tx.QueryRow(ctx, spreadSQL).Scan(&tenant)
+	return tenant, err
 }
 
 // lastServedSQL is the last of the tenants $2 in rotation order from $1:

@@ -24,7 +24,9 @@ package claims
 //     the read reaches it) — until the batch less the lane is full. The
 //     read is pulled row by row: it stops there;
 //   - the newcomer lane first, as in claimDue; then the turns' tasks,
-//     locked (SKIP LOCKED).
+//     locked (SKIP LOCKED) if still settled: the turns are read whole
+//     before the first is locked, and a task another daemon leased in
+//     between would be locked in its new version.
 //
 // Both reads stop at 8 entries a tenant: a tenant with up to 8 due tasks
 // counts as thin. (At 4, ten daemons over 10,000 tenants of 5 tasks,
@@ -84,7 +86,7 @@ turns AS (
 ),
 locked AS (
 	SELECT id, priority, run_at FROM tasks
-	WHERE id = ANY (ARRAY(SELECT id FROM turns)) AND ` + dueNow + `
+	WHERE id = ANY (ARRAY(SELECT id FROM turns)) AND ` + dueNow + ` AND ` + settled + `
 	FOR UPDATE OF tasks SKIP LOCKED
 ),
 due AS (

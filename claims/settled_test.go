@@ -28,7 +28,7 @@ func TestAClaimPassesOverTasksLeasedSinceItsSnapshot(t *testing.T) {
 		name    string
 		fill    func(t *testing.T, db *pgxpool.Pool)
 		dueOnly bool
-		again   bool // a second, hinted claim: the run claim, or one tenant's alone claim past its mark
+		again   bool // a second, hinted claim: the run claim
 	}{
 		{name: "a crowd's turns", fill: func(t *testing.T, db *pgxpool.Pool) { crowd(t, db, 100, 2) }, dueOnly: true},
 		{name: "a crowd of thin tenants, by the run claim", fill: func(t *testing.T, db *pgxpool.Pool) { crowd(t, db, 400, 1) },
@@ -53,8 +53,8 @@ func TestAClaimPassesOverTasksLeasedSinceItsSnapshot(t *testing.T) {
 				t.Fatal(err)
 			}
 			tx := snapshotNow(t, db)
-			// The other daemon's claims lease every third task, in every
-			// part of the rotation.
+			// The other daemon's claims lease every third task (with three
+			// tenants, all of one), in every part of the rotation.
 			leased := map[int64]bool{}
 			rows, err := db.Query(ctx, `UPDATE tasks SET state = 'running', attempt = 1, lease_owner = 'other', lease_token = 1,
 				lease_expires_at = now() + interval '1 minute', newcomer = NULL WHERE id % 3 = 0 RETURNING id`)

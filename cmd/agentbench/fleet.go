@@ -39,7 +39,7 @@ type FleetFlags struct {
 type FleetCase struct {
 	Daemons   int
 	PgBouncer bool
-	Procs     int // each daemon's GOMAXPROCS; 0: Go's default, every CPU
+	Procs     int // each daemon's GOMAXPROCS; 0: the environment's (unset: Go's default, every CPU)
 }
 
 func (c FleetCase) label() string {
@@ -86,7 +86,7 @@ func runFleet(ctx context.Context, args []string, out, errOut io.Writer) error {
 	f.register(fs)
 	fs.IntVar(&f.Tasks, "tasks", 50000, "tasks inserted before each run")
 	fs.IntVar(&f.Tenants, "tenants", 1, "tenants the tasks are spread over, round-robin (t0000, t0001, …)")
-	fs.IntVar(&f.InsertBatch, "insert-batch", 1000, "tasks per EnqueueBatch call when inserting")
+	fs.IntVar(&f.InsertBatch, "insert-batch", 1000, "tasks per EnqueueBatch call when inserting (one tenant; over several they are inserted in one statement)")
 	fs.IntVar(&f.Daemons, "daemons", 10, "agentd processes of the fleet cases")
 	fs.IntVar(&f.Concurrency, "concurrency", 1000, "total concurrency of every case, split evenly over its daemons (agentd --concurrency)")
 	fs.IntVar(&f.Batch, "batch", 100, "claim batch size of each daemon (agentd --batch-size)")

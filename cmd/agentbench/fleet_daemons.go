@@ -71,7 +71,7 @@ const fleetAppPrefix = "agentd-fleet-"
 type FleetSpec struct {
 	Bin          string
 	Daemons      int
-	Procs        int // each daemon's GOMAXPROCS; 0: Go's default
+	Procs        int // each daemon's GOMAXPROCS; 0: the environment's
 	Concurrency  int // per daemon
 	Batch        int
 	MaxConns     int // per daemon

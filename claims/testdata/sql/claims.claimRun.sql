@@ -80,7 +80,7 @@ locked AS (
 	SELECT id, priority, run_at FROM tasks
 	WHERE id = ANY (ARRAY(SELECT id FROM turns)) AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
 			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
-			AND (needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[])
+			AND (needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[]) AND CASE WHEN xmax = '0'::xid THEN true ELSE currtid2('tasks', ctid) = ctid END
 	FOR UPDATE OF tasks SKIP LOCKED
 ),
 due AS (
