@@ -65,10 +65,15 @@ func (s *Store) place(ctx context.Context, h *ClaimHint) {
 	if h == nil {
 		return
 	}
-	now := time.Now()
 	h.mu.Lock()
-	todo := h.spread && !h.placed && !now.Before(h.placeAt)
-	h.placeAt = now.Add(placeRetry)
+	todo := h.spread && !h.placed // the claim loop's common case ends here, without reading the clock
+	if todo {
+		now := time.Now()
+		todo = !now.Before(h.placeAt)
+		if todo {
+			h.placeAt = now.Add(placeRetry)
+		}
+	}
 	h.mu.Unlock()
 	if !todo {
 		return

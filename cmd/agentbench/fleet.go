@@ -376,8 +376,7 @@ func fleetRun(ctx context.Context, srv *Server, f FleetFlags, c FleetCase, round
 
 // insertFleetTasks inserts the run's tasks: through Store.EnqueueBatch for
 // one tenant, the daemons' own path; over several in one statement, as the
-// fairshare command does (an enqueue's arrival probes would otherwise
-// cost more than the burn-down measured).
+// fairshare command does.
 func insertFleetTasks(ctx context.Context, db *pgxpool.Pool, f FleetFlags) error {
 	if f.Tenants == 1 {
 		_, err := insertNoops(ctx, db, f.Tasks, f.InsertBatch)
