@@ -106,7 +106,7 @@ func TestI1ClaimContention(t *testing.T) {
 	if err := pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE state <> 'succeeded') FROM tasks`).Scan(&notDone); err != nil {
 		t.Fatal(err)
 	}
-	if err := pool.QueryRow(ctx, `SELECT count(*) FROM task_attempts WHERE outcome = 'succeeded'`).Scan(&attempts); err != nil {
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM attempt_records WHERE outcome = 'succeeded'`).Scan(&attempts); err != nil {
 		t.Fatal(err)
 	}
 	if notDone != 0 || attempts != tasks {

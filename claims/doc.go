@@ -15,6 +15,11 @@
 // claim round. Submission dedupe rests on a unique
 // index and INSERT … ON CONFLICT, never on a look-up first (I6).
 //
+// An attempt is recorded in task_attempts when it ends, except a success:
+// the succeeded row already holds its token, worker and times, and a
+// trigger writes its record only when the row moves on (a replay, a
+// compensation). Readers read the view attempt_records, which holds both.
+//
 // Queries take coalesce($now, now()) so tests can pin the database clock
 // through Store.Now.
 package claims

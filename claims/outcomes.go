@@ -9,12 +9,18 @@ import (
 	"github.com/agentledger/agentledger"
 )
 
-// attemptOutcomesSQL reads the ended attempts of ($1 ids, $2 tokens).
+// attemptOutcomesSQL reads the ended attempts of ($1 ids, $2 tokens),
+// successes included (attempt_records), each looked up by its key: OFFSET
+// 0 keeps the view's branches from being flattened into a join of the
+// whole view, which no index serves.
 const attemptOutcomesSQL = `/* claims.attempt_outcomes */
-SELECT a.task_id, a.lease_token, a.outcome
+SELECT l.id, l.token, a.outcome
 FROM unnest($1::bigint[], $2::bigint[]) AS l(id, token)
-JOIN task_attempts a ON a.task_id = l.id AND a.lease_token = l.token
-WHERE a.outcome IS NOT NULL`
+CROSS JOIN LATERAL (
+	SELECT r.outcome FROM attempt_records r
+	WHERE r.task_id = l.id AND r.lease_token = l.token AND r.outcome IS NOT NULL
+	OFFSET 0
+) a`
 
 // AttemptOutcomes reads back how the attempts of leases ended, by their
 // fencing tokens: what a finishing write whose commit went unanswered (a

@@ -41,6 +41,7 @@ func batchArgs(ids, tokens []int64) map[string][]any {
 		"heartbeat": {ids, tokens, now, "1 minute"},
 		"current":   {ids, tokens, now},
 		"stop":      {ids[:1], tokenMap(ids[:1], tokens[:1]), "parked", now, "needs_attention"},
+		"outcomes":  {ids, tokens},
 	}
 }
 
@@ -54,6 +55,7 @@ var trapSizes = []struct {
 var batched = map[string]string{
 	"succeed": succeedSQL, "fail": failSQL, "release": releaseSQL,
 	"heartbeat": heartbeatSQL, "current": currentSQL, "stop": stopSQL,
+	"outcomes": attemptOutcomesSQL,
 }
 
 // Each batched statement reads tasks by primary key only, and loops over

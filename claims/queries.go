@@ -745,7 +745,9 @@ SELECT id FROM live`
 const leaseHeld = `t.lease_expires_at IS NOT NULL`
 
 // succeedSQL finishes fenced attempts successfully; $3 maps ids to results
-// (an id left out stores NULL).
+// (an id left out stores NULL). A success writes no attempt record: the
+// succeeded row holds it (migration 00038; read through attempt_records).
+// The end of a compensation phase, 'compensated', still writes one.
 var succeedSQL = `/* claims.succeed */
 WITH done AS (
 	UPDATE tasks t SET
@@ -761,7 +763,7 @@ WITH done AS (
 closed AS (
 	INSERT INTO task_attempts (task_id, lease_token, attempt, generation, worker, started_at, ended_at, outcome)
 	SELECT id, lease_token, attempt, generation, lease_owner, attempted_at, coalesce($4::timestamptz, now()), state
-	FROM done
+	FROM done WHERE state <> 'succeeded'
 ),
 ` + outbox.EventsCTE("done", "coalesce($4::timestamptz, now())") + `
 SELECT id FROM done`
@@ -953,12 +955,13 @@ const filteredIDsSQL = `/* claims.filteredIDs */
 SELECT id FROM tasks WHERE ` + taskFilter + ` AND ($7::bigint = 0 OR id < $7)
 ORDER BY id DESC LIMIT $8`
 
-// attemptsSQL lists the recorded attempts of a task and, while it runs, the
-// attempt in progress (which is recorded when it ends).
+// attemptsSQL lists the recorded attempts of a task (attempt_records: a
+// success is held by its row) and, while it runs, the attempt in progress
+// (which is recorded when it ends).
 const attemptsSQL = `/* claims.attempts */
 SELECT task_id, attempt, generation, lease_token, worker, started_at, ended_at,
 	coalesce(outcome, '') AS outcome, coalesce(error, '') AS error
-FROM task_attempts WHERE task_id = $1
+FROM attempt_records WHERE task_id = $1
 UNION ALL
 SELECT t.id, t.attempt, t.generation, t.lease_token, t.lease_owner, coalesce(t.attempted_at, t.updated_at),
 	NULL, '', ''

@@ -170,6 +170,7 @@ func compensatedDB(t *testing.T) *DBStore {
 		t.Fatal(err)
 	}
 	for _, q := range []string{
+		recordSuccesses,
 		`UPDATE task_attempts a SET lease_token = r.n
 			FROM (SELECT task_id, lease_token, row_number() OVER (PARTITION BY task_id ORDER BY lease_token) AS n FROM task_attempts) r
 			WHERE r.task_id = a.task_id AND r.lease_token = a.lease_token`,

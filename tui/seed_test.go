@@ -116,6 +116,7 @@ func seedDB(t *testing.T) *seeded {
 	// Fixed tokens: each task's claims numbered 1, 2, … in order (a
 	// claim's token is its clock in µs).
 	for _, q := range []string{
+		recordSuccesses,
 		`UPDATE tasks t SET lease_token = (SELECT count(*) FROM task_attempts a WHERE a.task_id = t.id AND a.lease_token <= t.lease_token)
 			WHERE lease_token > 0`,
 		`UPDATE ledger l SET owner_token = (SELECT count(*) FROM task_attempts a WHERE a.task_id = l.task_id AND a.lease_token <= l.owner_token)
@@ -148,3 +149,11 @@ func seedDB(t *testing.T) *seeded {
 	s.Registry.Now = s.Claims.Now
 	return s
 }
+
+// recordSuccesses writes the attempt record of every success its task's
+// row holds (attempt_records), as a trigger would once the row moves on:
+// a seed that renumbers tokens and times in task_attempts then reaches
+// every attempt.
+const recordSuccesses = `INSERT INTO task_attempts (task_id, lease_token, attempt, generation, worker, started_at, ended_at, outcome, error)
+	SELECT task_id, lease_token, attempt, generation, worker, started_at, ended_at, outcome, error FROM attempt_records r
+	WHERE NOT EXISTS (SELECT FROM task_attempts a WHERE a.task_id = r.task_id AND a.lease_token = r.lease_token)`

@@ -52,7 +52,7 @@
 // --batch (a batch larger than the concurrency is skipped: the pool clamps
 // it); --repeat repeats it. Columns: claims and completes are the claim and
 // succeed statements that changed rows (counted afterwards from
-// task_attempts: all tasks of one statement share its now()), with the
+// attempt_records: all tasks of one statement share its now()), with the
 // average tasks per statement.
 //
 // --waiting N inserts, before the run's tasks, N waiting tasks: the

@@ -176,8 +176,8 @@ func runFleet(ctx context.Context, args []string, out, errOut io.Writer) error {
 		f.Tasks, f.Tenants, f.Concurrency, f.Concurrency, f.Daemons, f.Concurrency/f.Daemons, f.Batch, f.MaxConns, f.PollInterval,
 		f.Rounds, bouncerNote, srv.Describe(ctx), runtime.Version(), runtime.GOMAXPROCS(0), runtime.NumCPU(), loadAverage())
 	fmt.Fprintf(out, "# tasks/claim, tasks/complete: tasks per claim and per succeed statement (the tasks of one share its daemon and "+
-		"started_at, or ended_at, in task_attempts); secs: the release of the daemons' first claims, held back until every daemon is up, → the last completion "+
-		"(task_attempts.ended_at), on the server's clock; CPU over release → burn-down seen, agentd from /proc, "+
+		"started_at, or ended_at, in attempt_records); secs: the release of the daemons' first claims, held back until every daemon is up, → the last completion "+
+		"(attempt_records.ended_at), on the server's clock; CPU over release → burn-down seen, agentd from /proc, "+
 		"pg: the server's processes less the benchmark's own backends and other databases' (its background processes are shared); conns/daemon: most connections one daemon had at once "+
 		"(direct: its backends by application_name; via pgbouncer: its client connections to PgBouncer, SHOW CLIENTS); "+
 		"backends: most backends of all daemons at once; deadlocks, rollbacks: pg_stat_database of the run's database; "+
@@ -475,8 +475,8 @@ SELECT extract(epoch FROM max(ended_at) - $1)::float8, count(*), count(DISTINCT 
 	count(DISTINCT (worker, started_at)), count(DISTINCT (worker, ended_at)),
 	count(*) FILTER (WHERE outcome = 'succeeded'),
 	(SELECT count(*) FROM tasks WHERE state = 'succeeded'),
-	(SELECT count(*) FROM (SELECT task_id FROM task_attempts GROUP BY task_id HAVING count(*) > 1) d)
-FROM task_attempts`, released).Scan(&secs, &r.Attempts, &distinct, &r.Claims, &r.Completes, &okAttempts, &r.Succeeded, &r.Duplicate)
+	(SELECT count(*) FROM (SELECT task_id FROM attempt_records GROUP BY task_id HAVING count(*) > 1) d)
+FROM attempt_records`, released).Scan(&secs, &r.Attempts, &distinct, &r.Claims, &r.Completes, &okAttempts, &r.Succeeded, &r.Duplicate)
 	if err != nil {
 		return fmt.Errorf("reading the attempts: %w", err)
 	}

@@ -389,7 +389,7 @@ func (b BurnDown) Run(ctx context.Context, rdb *RunDB, ctl *pgxpool.Pool) (Throu
 	defer cancelStats()
 	if err := ctl.QueryRow(sctx, `
 SELECT count(*), count(DISTINCT (worker, started_at)), count(DISTINCT (worker, ended_at))
-FROM task_attempts WHERE task_id > $1 AND started_at >= $2`, b.MinID, b.Since).Scan(&res.Attempts, &res.Claims, &res.Completes); err != nil {
+FROM attempt_records WHERE task_id > $1 AND started_at >= $2`, b.MinID, b.Since).Scan(&res.Attempts, &res.Claims, &res.Completes); err != nil {
 		return res, err
 	}
 	if stats != nil {

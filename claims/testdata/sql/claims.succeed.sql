@@ -16,7 +16,7 @@ WITH done AS (
 closed AS (
 	INSERT INTO task_attempts (task_id, lease_token, attempt, generation, worker, started_at, ended_at, outcome)
 	SELECT id, lease_token, attempt, generation, lease_owner, attempted_at, coalesce($4::timestamptz, now()), state
-	FROM done
+	FROM done WHERE state <> 'succeeded'
 ),
 events AS (
 	INSERT INTO outbox (tenant, task_id, generation, attempt, event, rule, channel, payload,

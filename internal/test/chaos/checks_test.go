@@ -156,9 +156,9 @@ func (r *run) check() {
 
 	var leaseLosses, unknown, attempts int
 	must(t, r.w.db.QueryRow(ctx, `SELECT
-		(SELECT count(*) FROM task_attempts WHERE outcome = 'lease_expired'),
+		(SELECT count(*) FROM attempt_records WHERE outcome = 'lease_expired'),
 		(SELECT count(*) FROM ledger WHERE state = 'unknown'),
-		(SELECT count(*) FROM task_attempts)`).Scan(&leaseLosses, &unknown, &attempts))
+		(SELECT count(*) FROM attempt_records)`).Scan(&leaseLosses, &unknown, &attempts))
 	starts := 0
 	for _, d := range r.daemons {
 		starts += d.starts
@@ -177,8 +177,8 @@ func (r *run) check() {
 
 // checkLeases: no task ever had two overlapping leases.
 func (r *run) checkLeases(fail func(string, string, ...any)) {
-	rows, err := r.w.db.Query(context.Background(), `SELECT a.task_id, a.lease_token, b.lease_token FROM task_attempts a
-		JOIN task_attempts b ON a.task_id = b.task_id AND a.lease_token < b.lease_token
+	rows, err := r.w.db.Query(context.Background(), `SELECT a.task_id, a.lease_token, b.lease_token FROM attempt_records a
+		JOIN attempt_records b ON a.task_id = b.task_id AND a.lease_token < b.lease_token
 		WHERE b.started_at < coalesce(a.ended_at, 'infinity'::timestamptz)`)
 	must(r.t, err)
 	defer rows.Close()

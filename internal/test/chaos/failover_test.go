@@ -191,7 +191,7 @@ func (r *run) reportFailovers(mode string, faults []failover) {
 	ctx := context.Background()
 	for _, fo := range faults {
 		var first *time.Time
-		must(r.t, r.w.db.QueryRow(ctx, `SELECT min(started_at) FROM task_attempts WHERE started_at >= $1`, fo.promoted).Scan(&first))
+		must(r.t, r.w.db.QueryRow(ctx, `SELECT min(started_at) FROM attempt_records WHERE started_at >= $1`, fo.promoted).Scan(&first))
 		claim := "none"
 		if first != nil {
 			claim = first.Sub(fo.at).Round(10 * time.Millisecond).String()
@@ -221,8 +221,8 @@ func (r *run) reportFailovers(mode string, faults []failover) {
 	}
 	var retried, expired int
 	must(r.t, r.w.db.QueryRow(ctx, `SELECT count(*) FILTER (WHERE outcome = 'retry'), count(*) FILTER (WHERE outcome = 'lease_expired')
-		FROM task_attempts`).Scan(&retried, &expired))
-	rows, err := r.w.db.Query(ctx, `SELECT left(coalesce(error, ''), 160), count(*) FROM task_attempts WHERE outcome = 'retry'
+		FROM attempt_records`).Scan(&retried, &expired))
+	rows, err := r.w.db.Query(ctx, `SELECT left(coalesce(error, ''), 160), count(*) FROM attempt_records WHERE outcome = 'retry'
 		GROUP BY 1 ORDER BY 2 DESC LIMIT 5`)
 	must(r.t, err)
 	for rows.Next() {

@@ -110,7 +110,7 @@ func TestMixedFleet(t *testing.T) {
 	// Who ran what: each task's successful attempt was its daemon's, and
 	// no attempt of any task failed.
 	rows, err := w.db.Query(ctx, `SELECT t.submission_key, a.worker, a.outcome, coalesce(a.error, '')
-		FROM task_attempts a JOIN tasks t ON t.id = a.task_id ORDER BY a.task_id, a.lease_token`)
+		FROM attempt_records a JOIN tasks t ON t.id = a.task_id ORDER BY a.task_id, a.lease_token`)
 	must(t, err)
 	defer rows.Close()
 	outcomes := map[string]int{}

@@ -127,7 +127,7 @@ func TestFleetFlowControl(t *testing.T) {
 	must(t, w.db.QueryRow(ctx, `SELECT opens, state FROM flow_breakers WHERE target = $1`, flow.HTTP(mustParse(t, flaky.URL))).Scan(&opens, &state))
 	var retried, deferred int
 	must(t, w.db.QueryRow(ctx, `SELECT count(*) FILTER (WHERE a.outcome = 'retry'), count(*) FILTER (WHERE a.outcome = 'deferred')
-		FROM task_attempts a JOIN tasks t ON t.id = a.task_id WHERE t.submission_key LIKE 'flaky:%'`).Scan(&retried, &deferred))
+		FROM attempt_records a JOIN tasks t ON t.id = a.task_id WHERE t.submission_key LIKE 'flaky:%'`).Scan(&retried, &deferred))
 	inFlight := flaky.MostInFlight()
 	t.Logf("outage: %d requests while down (the breaker opened %d times; at most %d requests in flight), %d attempts used, %d deferrals",
 		flaky.DownHits(), opens, inFlight, retried, deferred)

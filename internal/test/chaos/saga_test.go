@@ -218,10 +218,10 @@ func (r *run) checkSagas() {
 	// forward path (outcome compensating): lease tokens only grow.
 	var leaseLosses, undoLosses, attempts int
 	must(t, r.w.db.QueryRow(ctx, `SELECT
-		(SELECT count(*) FROM task_attempts WHERE outcome = 'lease_expired'),
-		(SELECT count(*) FROM task_attempts a WHERE outcome = 'lease_expired' AND EXISTS (SELECT 1 FROM task_attempts c
+		(SELECT count(*) FROM attempt_records WHERE outcome = 'lease_expired'),
+		(SELECT count(*) FROM attempt_records a WHERE outcome = 'lease_expired' AND EXISTS (SELECT 1 FROM attempt_records c
 			WHERE c.task_id = a.task_id AND c.outcome = 'compensating' AND c.lease_token < a.lease_token)),
-		(SELECT count(*) FROM task_attempts)`).Scan(&leaseLosses, &undoLosses, &attempts))
+		(SELECT count(*) FROM attempt_records)`).Scan(&leaseLosses, &undoLosses, &attempts))
 	starts := 0
 	for _, d := range r.daemons {
 		starts += d.starts

@@ -157,7 +157,7 @@ func TestParentWaitsForHundredChildrenAcrossKills(t *testing.T) {
 		t.Errorf("the parent resumed %d times, want once", resumed)
 	}
 	outcomes := map[string]int{}
-	rows, err := w.db.Query(ctx, `SELECT outcome, count(*) FROM task_attempts WHERE task_id = $1 GROUP BY outcome`, parent)
+	rows, err := w.db.Query(ctx, `SELECT outcome, count(*) FROM attempt_records WHERE task_id = $1 GROUP BY outcome`, parent)
 	must(t, err)
 	for rows.Next() {
 		var outcome string
@@ -167,7 +167,7 @@ func TestParentWaitsForHundredChildrenAcrossKills(t *testing.T) {
 	}
 	must(t, rows.Err())
 	var lost int
-	must(t, w.db.QueryRow(ctx, `SELECT count(*) FROM task_attempts WHERE outcome = 'lease_expired'`).Scan(&lost))
+	must(t, w.db.QueryRow(ctx, `SELECT count(*) FROM attempt_records WHERE outcome = 'lease_expired'`).Scan(&lost))
 	t.Logf("%d children, %d tickets from %d requests; the parent's attempt records by outcome %v (a run of deferrals is recorded once); %d attempts lost with killed daemons",
 		kids, tickets.Effects(), tickets.Hits(), outcomes, lost)
 }

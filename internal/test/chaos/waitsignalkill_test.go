@@ -138,7 +138,7 @@ func TestSignalKilledBetweenConsumeAndRecord(t *testing.T) {
 			t.Errorf("task %d's wait step: %d ledger rows, %s, %s; want one, completed with amount %d", task, n, state, result, amounts[key])
 		}
 		var killed int
-		must(t, w.db.QueryRow(ctx, `SELECT count(*) FROM task_attempts WHERE task_id = $1 AND outcome = 'lease_expired'`, task).Scan(&killed))
+		must(t, w.db.QueryRow(ctx, `SELECT count(*) FROM attempt_records WHERE task_id = $1 AND outcome = 'lease_expired'`, task).Scan(&killed))
 		if killed != 1 {
 			t.Errorf("task %d has %d attempts lost with the daemon, want the one killed", task, killed)
 		}

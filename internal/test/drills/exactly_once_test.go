@@ -102,7 +102,7 @@ func TestExactlyOnceUnderRandomKills(t *testing.T) {
 	db.QueryRow(ctx, `SELECT count(*) FROM tasks WHERE queue = 'children'`).Scan(&children)
 	db.QueryRow(ctx, `SELECT count(*) FROM tasks WHERE state = 'dead'`).Scan(&dead)
 	var lostLeases int
-	db.QueryRow(ctx, `SELECT count(*) FROM task_attempts WHERE outcome = 'lease_expired'`).Scan(&lostLeases)
+	db.QueryRow(ctx, `SELECT count(*) FROM attempt_records WHERE outcome = 'lease_expired'`).Scan(&lostLeases)
 	t.Logf("kills %d, downstream hits %d, business effects %d, keyed re-sends absorbed %d, expired leases %d",
 		kills, down.Hits(), down.Effects(), down.Hits()-down.Effects(), lostLeases)
 	if got, want := down.Effects(), int64(2*n); got != want {
