@@ -26,7 +26,10 @@ package claims
 //   - the newcomer lane first, as in claimDue; then the turns' tasks,
 //     locked (SKIP LOCKED) if still settled: the turns are read whole
 //     before the first is locked, and a task another daemon leased in
-//     between would be locked in its new version.
+//     between would be locked in its new version. They are fetched by
+//     the ctid the turns read them at, and leased by the ctid they were
+//     locked at (leaseIDs): two descents of tasks_pkey a task less, 7% of
+//     a claim of 100 over 10,000 tenants.
 //
 // Both reads stop at 8 entries a tenant: a tenant with up to 8 due tasks
 // counts as thin. (At 4, ten daemons over 10,000 tenants of 5 tasks,
@@ -63,14 +66,14 @@ crowd AS (
 -- any tenant has one) and, if it has a cap, its room counted, and both
 -- hold for the tenant's other entries
 turns AS (
-	SELECT id FROM (
-		SELECT r.id, r.tenant, r.priority, r.run_at, r.k,
+	SELECT ctid FROM (
+		SELECT r.id, r.ctid, r.tenant, r.priority, r.run_at, r.k,
 			max(CASE WHEN r.k = 1 THEN ceil(greatest($3, 64) * coalesce(s.weight, 1)::float8 / ` + crowdAt + `)::int END) OVER w AS turn,
 			max(CASE WHEN r.k = 1 AND s.max_running IS NOT NULL THEN agentledger_tenant_turn(r.tenant) END) OVER w AS room
 		FROM (
-			SELECT id, tenant, priority, run_at, row_number() OVER (PARTITION BY tenant ORDER BY priority, run_at, id) AS k
+			SELECT id, ctid, tenant, priority, run_at, row_number() OVER (PARTITION BY tenant ORDER BY priority, run_at, id) AS k
 			FROM (
-` + pastCursor("id, tenant, priority, run_at", notInLane+settled+" AND ", "8 * greatest("+crowdAt+", $3::int)") + `
+` + pastCursor("id, ctid, tenant, priority, run_at", notInLane+settled+" AND ", "8 * greatest("+crowdAt+", $3::int)") + `
 			) o
 		) r
 		LEFT JOIN LATERAL (
@@ -85,19 +88,19 @@ turns AS (
 	LIMIT (SELECT $3::int - cardinality(ids) FROM lane_ids)
 ),
 locked AS (
-	SELECT id, priority, run_at FROM tasks
-	WHERE id = ANY (ARRAY(SELECT id FROM turns)) AND ` + dueNow + ` AND ` + settled + `
+	SELECT ctid FROM tasks
+	WHERE ctid = ANY (ARRAY(SELECT ctid FROM turns)) AND ` + dueNow + ` AND ` + settled + `
 	FOR UPDATE OF tasks SKIP LOCKED
 ),
 due AS (
-	SELECT id, priority, run_at AS since FROM (
-		SELECT id, priority, run_at FROM lane
+	SELECT ctid FROM (
+		SELECT ctid FROM lane
 		UNION ALL
-		SELECT id, priority, run_at FROM locked
+		SELECT ctid FROM locked
 	) c
 	WHERE (SELECT yes FROM crowd)
 )
-` + claimedDue("due", inLane("t.id"))
+` + claimedDue("due", "ctid", inLane("t.id"))
 
 // pastCursor reads cols of the due tasks from the cursor's tenant ($8) on,
 // in rotation order, that pass filter (a condition ending in AND, or ""),

@@ -3,7 +3,7 @@
 WITH now AS (SELECT coalesce($5::timestamptz, now()) AS t,
 	(extract(epoch FROM coalesce($5::timestamptz, now())) * 1000000)::bigint AS token_floor),
 due AS (
-	SELECT id, priority, run_at AS since FROM tasks
+	SELECT ctid FROM tasks
 	WHERE queue = $1 AND tenant = (SELECT $8::text)
 		AND (priority, run_at, id) > ((SELECT $9::int), (SELECT $10::timestamptz), (SELECT $11::bigint))
 		AND (NOT (SELECT $12::bool) OR xmax = '0'::xid)
@@ -39,5 +39,5 @@ UPDATE tasks t SET
 	newcomer = NULL,
 	wait_reason = (SELECT NULL::text FROM set_config('synchronous_commit', 'off', true))
 FROM now
-WHERE t.id = ANY (ARRAY(SELECT id FROM due))
+WHERE t.ctid = ANY (ARRAY(SELECT ctid FROM due))
 RETURNING t.id, t.tenant, t.queue, t.kind, t.payload, t.priority, t.run_at, t.state, t.attempt, t.max_attempts, t.generation, t.lease_owner, t.lease_token, t.lease_expires_at, t.cancel_requested_at, t.result, t.last_error, t.submission_key, t.created_at, t.updated_at, t.finished_at, t.wait_reason, t.compensation, t.traceparent, t.replay_traceparent, t.generation_claims, t.needs, false

@@ -168,7 +168,7 @@ lane_heads AS (
 	ORDER BY tenant, run_at, id
 ),
 lane AS (
-	SELECT id, priority, run_at FROM tasks
+	SELECT id, ctid, priority, run_at FROM tasks
 	WHERE id = ANY (ARRAY(SELECT id FROM lane_heads ORDER BY run_at, id LIMIT $10)) AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
 			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
 			AND (needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[]) AND CASE WHEN xmax = '0'::xid THEN true ELSE currtid2('tasks', ctid) = ctid END

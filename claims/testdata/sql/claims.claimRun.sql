@@ -34,7 +34,7 @@ lane_heads AS (
 	ORDER BY tenant, run_at, id
 ),
 lane AS (
-	SELECT id, priority, run_at FROM tasks
+	SELECT id, ctid, priority, run_at FROM tasks
 	WHERE id = ANY (ARRAY(SELECT id FROM lane_heads ORDER BY run_at, id LIMIT (SELECT $10::int))) AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
 			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
 			AND (needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[]) AND CASE WHEN xmax = '0'::xid THEN true ELSE currtid2('tasks', ctid) = ctid END
@@ -50,14 +50,14 @@ lane_ids AS (
 -- any tenant has one) and, if it has a cap, its room counted, and both
 -- hold for the tenant's other entries
 turns AS (
-	SELECT id FROM (
-		SELECT r.id, r.tenant, r.priority, r.run_at, r.k,
+	SELECT ctid FROM (
+		SELECT r.id, r.ctid, r.tenant, r.priority, r.run_at, r.k,
 			max(CASE WHEN r.k = 1 THEN ceil(greatest($3, 64) * coalesce(s.weight, 1)::float8 / greatest(ceil($3 / 4.0)::int, 64))::int END) OVER w AS turn,
 			max(CASE WHEN r.k = 1 AND s.max_running IS NOT NULL THEN agentledger_tenant_turn(r.tenant) END) OVER w AS room
 		FROM (
-			SELECT id, tenant, priority, run_at, row_number() OVER (PARTITION BY tenant ORDER BY priority, run_at, id) AS k
+			SELECT id, ctid, tenant, priority, run_at, row_number() OVER (PARTITION BY tenant ORDER BY priority, run_at, id) AS k
 			FROM (
-				SELECT id, tenant, priority, run_at FROM tasks
+				SELECT id, ctid, tenant, priority, run_at FROM tasks
 				WHERE queue = $1 AND tenant >= (SELECT $8::text) AND id <> ALL ((SELECT ids FROM lane_ids)::bigint[]) AND CASE WHEN xmax = '0'::xid THEN true ELSE currtid2('tasks', ctid) = ctid END AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
 			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
 			AND (needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[])
@@ -77,17 +77,17 @@ turns AS (
 	LIMIT (SELECT $3::int - cardinality(ids) FROM lane_ids)
 ),
 locked AS (
-	SELECT id, priority, run_at FROM tasks
-	WHERE id = ANY (ARRAY(SELECT id FROM turns)) AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
+	SELECT ctid FROM tasks
+	WHERE ctid = ANY (ARRAY(SELECT ctid FROM turns)) AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
 			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
 			AND (needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[]) AND CASE WHEN xmax = '0'::xid THEN true ELSE currtid2('tasks', ctid) = ctid END
 	FOR UPDATE OF tasks SKIP LOCKED
 ),
 due AS (
-	SELECT id, priority, run_at AS since FROM (
-		SELECT id, priority, run_at FROM lane
+	SELECT ctid FROM (
+		SELECT ctid FROM lane
 		UNION ALL
-		SELECT id, priority, run_at FROM locked
+		SELECT ctid FROM locked
 	) c
 	WHERE (SELECT yes FROM crowd)
 )
@@ -103,5 +103,5 @@ UPDATE tasks t SET
 	newcomer = NULL,
 	wait_reason = (SELECT NULL::text FROM set_config('synchronous_commit', 'off', true))
 FROM now
-WHERE t.id = ANY (ARRAY(SELECT id FROM due))
+WHERE t.ctid = ANY (ARRAY(SELECT ctid FROM due))
 RETURNING t.id, t.tenant, t.queue, t.kind, t.payload, t.priority, t.run_at, t.state, t.attempt, t.max_attempts, t.generation, t.lease_owner, t.lease_token, t.lease_expires_at, t.cancel_requested_at, t.result, t.last_error, t.submission_key, t.created_at, t.updated_at, t.finished_at, t.wait_reason, t.compensation, t.traceparent, t.replay_traceparent, t.generation_claims, t.needs, t.id = ANY ((SELECT ids FROM lane_ids)::bigint[])

@@ -31,6 +31,7 @@ type Node struct {
 	Alias        string  `json:"Alias"`
 	Index        string  `json:"Index Name"`
 	IndexCond    string  `json:"Index Cond"`
+	TIDCond      string  `json:"TID Cond"` // a Tid Scan's: the row addresses it fetches
 	Filter       string  `json:"Filter"`
 	Function     string  `json:"Function Name"`
 	CTEName      string  `json:"CTE Name"`
@@ -126,6 +127,9 @@ func (n *Node) String() string {
 		if n.IndexCond != "" {
 			fmt.Fprintf(&b, " cond %s", clip(n.IndexCond))
 		}
+		if n.TIDCond != "" {
+			fmt.Fprintf(&b, " tids %s", clip(n.TIDCond))
+		}
 		if n.Filter != "" {
 			fmt.Fprintf(&b, " filter %s", clip(n.Filter))
 		}
@@ -179,6 +183,12 @@ func check(plan *Node, table string, allowed []string, loops bool) error {
 					// stops at the LIMIT)
 					bad = fmt.Errorf("%s of %s through %s has no index condition and no LIMIT: it reads the whole index", n.NodeType, table, n.Index)
 				}
+			case "Tid Scan":
+				// rows fetched where a read of this statement found
+				// them (their ctid): a look-up without an index
+				if n.TIDCond == "" {
+					bad = fmt.Errorf("Tid Scan of %s without a TID condition", table)
+				}
 			case "Bitmap Heap Scan", "ModifyTable", "LockRows":
 				// their Bitmap Index Scan children (which carry no
 				// relation name), or the rows fed to them, are
@@ -220,6 +230,9 @@ func Lookups(plan *Node, table string, allowed ...string) error {
 		}
 		if !innerOfLoop(above, n) && !inSubPlan(n, above) {
 			return
+		}
+		if n.NodeType == "Tid Scan" && n.TIDCond != "" {
+			return // a look-up by row address
 		}
 		if !contains(allowed, n.Index) || n.IndexCond == "" {
 			bad = fmt.Errorf("%s of %s runs once per outer row through %q (cond %q), not a look-up by %s",
