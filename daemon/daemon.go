@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentledger/agentledger/admit"
+	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/database"
 	"github.com/agentledger/agentledger/dbaway"
 	"github.com/agentledger/agentledger/flow"
@@ -337,8 +338,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 }
 
 // migrate applies pending migrations, or with Database.NoMigrate refuses
-// to run on a schema older than this binary.
+// to run on a schema older than this binary; either way it refuses a
+// server that lacks what the claims use.
 func migrate(ctx context.Context, db *database.DB, cfg *Config, log *slog.Logger) error {
+	if err := claims.CheckServer(ctx, db.Pool); err != nil {
+		return err
+	}
 	m, err := migrations.New(db.Pool, nil)
 	if err != nil {
 		return err
