@@ -39,6 +39,10 @@ WHERE t.state = 'succeeded'
     AND NOT EXISTS (SELECT FROM task_attempts a WHERE a.task_id = t.id AND a.lease_token = t.lease_token);
 
 -- +goose Down
+-- Stop every daemon of this release first: one still running would write
+-- successes with no record and fail on the dropped view. The lock keeps
+-- a success from committing between the copy and the drop.
+LOCK TABLE tasks IN EXCLUSIVE MODE;
 INSERT INTO task_attempts (task_id, lease_token, attempt, generation, worker, started_at, ended_at, outcome)
 SELECT task_id, lease_token, attempt, generation, worker, started_at, ended_at, outcome
 FROM attempt_records r

@@ -21,20 +21,15 @@ const fixtureChunk = 1_000_000
 
 // finishedTasksSQL inserts succeeded no-op tasks $1..$2 of $3, finished
 // over the last 29 days in id order (within the 30 days tasks are kept).
+// Each holds its attempt's record, as a first-try success does
+// (attempt_records): none is written to task_attempts.
 const finishedTasksSQL = `
 INSERT INTO tasks (tenant, queue, kind, payload, priority, run_at, state, attempt, max_attempts,
-	generation, lease_token, created_at, updated_at, finished_at, attempted_at)
+	generation, lease_owner, lease_token, created_at, updated_at, finished_at, attempted_at)
 SELECT 'default', 'default', 'noop', '{}', 0, t.at, 'succeeded', 1, 25,
-	1, 1, t.at, t.at + interval '5 ms', t.at + interval '5 ms', t.at
+	1, 'history', 1, t.at, t.at + interval '5 ms', t.at + interval '5 ms', t.at
 FROM generate_series($1::bigint, $2::bigint) AS g(i),
 	LATERAL (SELECT now() - interval '29 days' + (g.i::float8 / $3) * interval '29 days' AS at) t`
-
-// finishedAttemptsSQL records the attempt of each pre-inserted task with
-// id in $1+$3..$2+$3.
-const finishedAttemptsSQL = `
-INSERT INTO task_attempts (task_id, lease_token, attempt, generation, worker, started_at, ended_at, outcome)
-SELECT id, 1, 1, 1, 'history', attempted_at, finished_at, 'succeeded'
-FROM tasks WHERE id BETWEEN $1::bigint + $3::bigint AND $2::bigint + $3::bigint AND state = 'succeeded'`
 
 // ledgerRowsSQL inserts completed keyed http_request effects $1..$2. The
 // first $3 rows are steps tool/0… of task $4, the rest three steps each of

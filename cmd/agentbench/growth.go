@@ -159,14 +159,7 @@ func growthRun(ctx context.Context, srv *Server, f GrowthFlags, n int64, log *sl
 	defer ctl.Close()
 
 	if n > 0 {
-		var base int64
-		if err := ctl.QueryRow(ctx, "SELECT coalesce(max(id), 0) FROM tasks").Scan(&base); err != nil {
-			return err
-		}
 		if err := fill(ctx, ctl, errOut, "finished tasks", n, finishedTasksSQL, n); err != nil {
-			return err
-		}
-		if err := fill(ctx, ctl, errOut, "their attempts", n, finishedAttemptsSQL, base); err != nil {
 			return err
 		}
 		if err := timed(errOut, "VACUUM ANALYZE, CHECKPOINT", func() error { return rdb.Settle(ctx, ctl) }); err != nil {

@@ -73,7 +73,7 @@ type ThroughputResult struct {
 	Elapsed    time.Duration // pools started → every task succeeded
 	Rate       float64       // tasks/s
 	Handled    int64         // handler calls (more than Tasks if some ran twice)
-	Attempts   int64         // task_attempts rows
+	Attempts   int64         // attempt_records rows
 	Claims     int64         // claim statements that claimed something
 	Completes  int64         // succeed statements that finished something
 	CPU        CPUUse

@@ -184,10 +184,14 @@ func check(plan *Node, table string, allowed []string, loops bool) error {
 					bad = fmt.Errorf("%s of %s through %s has no index condition and no LIMIT: it reads the whole index", n.NodeType, table, n.Index)
 				}
 			case "Tid Scan":
-				// rows fetched where a read of this statement found
-				// them (their ctid): a look-up without an index
-				if n.TIDCond == "" {
+				// rows fetched by their address (ctid): a look-up
+				// without an index, once; a list of them fetched again
+				// for each outer row is the loop this check refuses
+				switch {
+				case n.TIDCond == "":
 					bad = fmt.Errorf("Tid Scan of %s without a TID condition", table)
+				case strings.Contains(n.TIDCond, "ANY") && (innerOfLoop(above, n) || inSubPlan(n, above)):
+					bad = fmt.Errorf("Tid Scan of %s fetches its whole list (%s) once per outer row", table, clip(n.TIDCond))
 				}
 			case "Bitmap Heap Scan", "ModifyTable", "LockRows":
 				// their Bitmap Index Scan children (which carry no
@@ -231,8 +235,8 @@ func Lookups(plan *Node, table string, allowed ...string) error {
 		if !innerOfLoop(above, n) && !inSubPlan(n, above) {
 			return
 		}
-		if n.NodeType == "Tid Scan" && n.TIDCond != "" {
-			return // a look-up by row address
+		if n.NodeType == "Tid Scan" && n.TIDCond != "" && !strings.Contains(n.TIDCond, "ANY") {
+			return // a look-up of one row address
 		}
 		if !contains(allowed, n.Index) || n.IndexCond == "" {
 			bad = fmt.Errorf("%s of %s runs once per outer row through %q (cond %q), not a look-up by %s",
