@@ -49,6 +49,15 @@ type run struct {
 	mu     sync.Mutex
 	events []string // what the harness did, for the report
 	start  time.Time
+	acked  map[string]ack // each submission's acknowledgement, by key
+}
+
+// ack is when the harness's submission of a key was acknowledged, and the
+// task it named: what a failover that lost it is read against.
+type ack struct {
+	at  time.Duration
+	id  int64
+	dup bool // the key was there already (an earlier try had committed)
 }
 
 func (r *run) note(format string, a ...any) {
@@ -273,8 +282,14 @@ func (r *run) submit(d time.Duration) {
 		}
 		p.MaxAttempts = 1000
 		for {
-			_, err := store.Enqueue(ctx, p)
+			res, err := store.Enqueue(ctx, p)
 			if err == nil {
+				r.mu.Lock()
+				if r.acked == nil {
+					r.acked = map[string]ack{}
+				}
+				r.acked[p.SubmissionKey] = ack{at: time.Since(r.start), id: res.Task.ID, dup: res.Duplicate}
+				r.mu.Unlock()
 				break
 			}
 			// PostgreSQL may be restarting: submit again (the key makes

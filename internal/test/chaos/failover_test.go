@@ -4,9 +4,12 @@ import (
 	"context"
 	"crypto/sha256"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // The chaos round across failovers, with synchronous replication: three
@@ -165,7 +168,30 @@ func (r *run) checkSubmitted() {
 			return
 		}
 		r.t.Errorf("INVARIANT every acknowledged submission exists: %d tasks for %d acknowledged submissions", n, want)
+		r.reportLost()
 	}
+}
+
+// reportLost lists the acknowledged submissions that are missing, each
+// with when it was acknowledged and the task id it was given, to read
+// against the harness's timeline of faults.
+func (r *run) reportLost() {
+	rows, err := r.w.db.Query(context.Background(), `SELECT submission_key FROM tasks WHERE submission_key IS NOT NULL`)
+	must(r.t, err)
+	have := map[string]bool{}
+	var k string
+	_, err = pgx.ForEachRow(rows, []any{&k}, func() error { have[k] = true; return nil })
+	must(r.t, err)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var lost []string
+	for key, a := range r.acked {
+		if !have[key] {
+			lost = append(lost, sprintf("%6.1fs %s (task %d, duplicate %t)", a.at.Seconds(), key, a.id, a.dup))
+		}
+	}
+	slices.Sort(lost)
+	r.t.Logf("acknowledged and missing, by acknowledgement:\n%s", strings.Join(lost, "\n"))
 }
 
 // checkStandbyWarning: each daemon, whose MCP tools are unsafe, warned at
