@@ -152,7 +152,7 @@ const claimSet = `UPDATE tasks t SET
 	updated_at = now.t,
 	newcomer = NULL`
 
-// leaseIDs is the claim's update of the tasks whose key (id, or ctid)
+// leaseRows is the claim's update of the tasks whose key (id, or ctid)
 // the CTE src holds, taken as an array so that the plan stays a look-up
 // whatever src is (the full claim's picked, a union of two locked reads,
 // drew a nested loop rescanning it when joined). waitReason is the value
@@ -164,19 +164,19 @@ const claimSet = `UPDATE tasks t SET
 // version in place until the claim commits. A row whose lock followed an
 // update made after the statement's snapshot is locked in a version the
 // snapshot cannot see: the update passes over it, and it stays queued.
-func leaseIDs(src, key, waitReason string) string {
+func leaseRows(src, key, waitReason string) string {
 	return claimSet + `,
 	wait_reason = ` + waitReason + `
 FROM now
 WHERE t.` + key + ` = ANY (ARRAY(SELECT ` + key + ` FROM ` + src + `))`
 }
 
-// claimedFrom leases the tasks of the CTE src (by key, as leaseIDs) and
+// claimedFrom leases the tasks of the CTE src (by key, as leaseRows) and
 // returns them in claim order, each with lane: whether the lane took it
 // (inLane("id"), or false for a statement without one).
 func claimedFrom(src, key, lane string) string {
 	return `claimed AS (
-` + leaseIDs(src, key, "NULL") + `
+` + leaseRows(src, key, "NULL") + `
 RETURNING t.*
 )
 SELECT ` + taskColumns + `, ` + lane + ` FROM claimed ORDER BY priority, run_at, id`
@@ -189,11 +189,11 @@ SELECT ` + taskColumns + `, ` + lane + ` FROM claimed ORDER BY priority, run_at,
 // claims are the ones a busy queue makes. A join of src instead of the
 // array let the planner feed a merge join from the primary key read end to
 // end: with a million finished tasks, 0.5 s a claim (the plan tests now
-// refuse an index read without a condition). key is leaseIDs'; lane is
+// refuse an index read without a condition). key is leaseRows'; lane is
 // whether the lane took a task (inLane, or false for a statement without
 // one).
 func claimedDue(src, key, lane string) string {
-	return leaseIDs(src, key, asyncCommit) + `
+	return leaseRows(src, key, asyncCommit) + `
 RETURNING ` + qualified("t", taskColumns) + `, ` + lane
 }
 

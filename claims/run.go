@@ -28,7 +28,7 @@ package claims
 //     before the first is locked, and a task another daemon leased in
 //     between would be locked in its new version. They are fetched by
 //     the ctid the turns read them at, and leased by the ctid they were
-//     locked at (leaseIDs): two descents of tasks_pkey a task less, 7% of
+//     locked at (leaseRows): two descents of tasks_pkey a task less, 7% of
 //     a claim of 100 over 10,000 tenants.
 //
 // Both reads stop at 8 entries a tenant: a tenant with up to 8 due tasks
