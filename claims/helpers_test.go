@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/internal/test/testclock"
@@ -13,8 +15,7 @@ import (
 	"github.com/agentledger/agentledger/operator"
 )
 
-// clock is a pinned database clock that tests move by hand.
-// clock is the tests' hand-moved clock.
+// clock is the tests' hand-moved clock, which stores pin as their now.
 type clock = testclock.Clock
 
 func newClock() *clock { return testclock.New() }
@@ -22,9 +23,18 @@ func newClock() *clock { return testclock.New() }
 // pinnedStore returns a store on a fresh database whose clock is c.
 func pinnedStore(t *testing.T, c *clock) *claims.Store {
 	t.Helper()
-	s := claims.New(testdb.New(t))
-	s.Now = c.Now
+	_, s := pinnedDB(t, c)
 	return s
+}
+
+// pinnedDB is pinnedStore with the database under it, for tests that
+// also read, lock or update rows themselves.
+func pinnedDB(t *testing.T, c *clock) (*pgxpool.Pool, *claims.Store) {
+	t.Helper()
+	db := testdb.New(t)
+	s := claims.New(db)
+	s.Now = c.Now
+	return db, s
 }
 
 // pinnedWithOperator returns a store on a fresh database and the
@@ -32,9 +42,8 @@ func pinnedStore(t *testing.T, c *clock) *claims.Store {
 // composed over the claim protocol (package operator).
 func pinnedWithOperator(t *testing.T, c *clock) (*claims.Store, *operator.Service) {
 	t.Helper()
-	db := testdb.New(t)
-	s, op := claims.New(db), operator.New(db)
-	s.Now = c.Now
+	db, s := pinnedDB(t, c)
+	op := operator.New(db)
 	op.PinClock(c.Now)
 	return s, op
 }

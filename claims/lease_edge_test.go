@@ -68,9 +68,7 @@ func TestHeartbeatExpiredAndBusy(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c := newClock()
-	db := testdb.New(t)
-	s := claims.New(db)
-	s.Now = c.Now
+	db, s := pinnedDB(t, c)
 	enqueue(t, s, claims.EnqueueParams{})
 	enqueue(t, s, claims.EnqueueParams{})
 	a := claimOne(t, s, "w", time.Minute)

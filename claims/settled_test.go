@@ -103,9 +103,7 @@ func TestAClaimPassesOverALeaseRetakenSinceItsSnapshot(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c := newClock()
-	db := testdb.New(t)
-	s := claims.New(db)
-	s.Now = c.Now
+	db, s := pinnedDB(t, c)
 	task := enqueue(t, s, claims.EnqueueParams{MaxAttempts: 5})
 	claimOne(t, s, "gone", time.Second)
 	c.Advance(2 * time.Second)
