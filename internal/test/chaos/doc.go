@@ -44,7 +44,8 @@
 //
 // TestFailover runs the round on a pg_auto_failover formation the harness
 // starts (pg_autoctl as the postgres user under root: a monitor, a primary
-// and a synchronous secondary on localhost), the daemons reaching it by a
+// and two standbys in the replication quorum on localhost, a commit
+// waiting for one), the daemons reaching it by a
 // multi-host URL with target_session_attrs=read-write. Mid-run a planned
 // switchover (pg_autoctl perform switchover), then a SIGKILL of the
 // primary node's process group — pg_autoctl, its keeper and the
@@ -62,5 +63,7 @@
 // Chaos -v -timeout 30m` is the full run. The second round runs the daemons
 // through PgBouncer (CHAOS_PGBOUNCER names its binary; by default
 // pgbouncer on PATH, else /usr/sbin/pgbouncer); where there is none it is
-// skipped, and says so on the terminal even without -v.
+// skipped, and says so on the terminal even without -v. With CHAOS_KEEP=1
+// a failed round keeps its directory (the daemons' logs; pg_autoctl's and
+// the nodes' data for the failover rounds) and logs where it is.
 package chaos

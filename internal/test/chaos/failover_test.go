@@ -13,7 +13,7 @@ import (
 )
 
 // The chaos round across failovers, with synchronous replication: three
-// daemons on a pg_auto_failover formation (monitor, primary, secondary),
+// daemons on a pg_auto_failover formation (monitor, primary, two standbys),
 // reaching it by a multi-host URL with target_session_attrs=read-write.
 // Mid-run a planned switchover, then a SIGKILL of the primary node (its
 // postmaster and its keeper, so that the standby takes over). Every
@@ -64,7 +64,8 @@ func failoverRound(t *testing.T, bin string, async bool) {
 		}
 		if t.Failed() {
 			r.report()
-			for _, n := range append(f.nodes[:], f.monitor) {
+			t.Logf("the monitor's events, from the round's start:\n%s", f.events(r.start))
+			for _, n := range f.all() {
 				t.Logf("last lines of %s:\n%s", n.name, f.tail(n))
 			}
 		}
@@ -109,42 +110,58 @@ func failoverRound(t *testing.T, bin string, async bool) {
 // switchover, at half a SIGKILL of the primary node, each waited out
 // until the formation has a primary and a secondary again.
 func (r *run) failovers(f *formation, d time.Duration) []failover {
+	type promotion struct {
+		n   *node
+		at  time.Time
+		err error
+	}
+	promoted := make(chan promotion, 1)
+	watch := func(old *node) {
+		go func() {
+			n, at, err := f.promoted(old, 2*time.Minute)
+			promoted <- promotion{n, at, err}
+		}()
+	}
+	await := func() time.Time {
+		p := <-promoted
+		if p.err != nil {
+			r.t.Fatal(p.err)
+		}
+		r.note("%s promoted", p.n.name)
+		return p.at
+	}
+
 	r.waitUntil(d / 4)
 	var out []failover
 	old := f.primary()
-	next := f.other(old)
-	promoted := make(chan time.Time, 1)
-	go func() { at, _ := f.promoted(next, 2*time.Minute); promoted <- at }()
+	watch(old)
 	fo := failover{what: "planned switchover", at: time.Now()}
-	r.note("pg_autoctl perform switchover: %s → %s", old.name, next.name)
+	r.note("pg_autoctl perform switchover from %s", old.name)
 	f.autoctlTries(3, "perform", "switchover", "--pgdata", old.pgdata)
-	fo.promoted = <-promoted
-	r.note("switchover done: %s takes writes", next.name)
+	fo.promoted = await()
 	out = append(out, fo)
 	f.waitHealthy("after the switchover")
-	r.note("%s is the secondary", old.name)
+	r.note("switchover done; %s is a secondary", old.name)
 
 	r.waitUntil(d / 2)
 	old = f.primary()
-	next = f.other(old)
 	if !r.lossy {
-		// Kill only a primary whose every acknowledged commit is on its
+		// Kill only a primary whose every acknowledged commit is on a
 		// standby: what it took alone after the switchover is not
 		// synchronous replication's to keep.
 		took := f.waitCaughtUp(old)
-		r.note("%s's standby synchronous and caught up (waited %s)", old.name, took.Round(10*time.Millisecond))
+		r.note("a standby of %s synchronous and caught up (waited %s)", old.name, took.Round(10*time.Millisecond))
 	}
-	go func() { at, _ := f.promoted(next, 2*time.Minute); promoted <- at }()
+	watch(old)
 	fo = failover{what: "SIGKILL of the primary", at: time.Now()}
 	r.note("SIGKILL %s (pg_autoctl, its keeper, the postmaster)", old.name)
 	f.kill(old)
-	fo.promoted = <-promoted
-	r.note("%s promoted", next.name)
+	fo.promoted = await()
 	out = append(out, fo)
 	f.start(old, "run", "--pgdata", old.pgdata)
 	r.note("restarted %s's pg_autoctl", old.name)
 	f.waitHealthy("the killed node back as a secondary")
-	r.note("%s is the secondary", old.name)
+	r.note("%s is a secondary", old.name)
 	return out
 }
 

@@ -73,7 +73,13 @@ func worldDir(t *testing.T) string {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	t.Cleanup(func() {
+		if t.Failed() && os.Getenv("CHAOS_KEEP") != "" {
+			t.Logf("kept %s", dir)
+			return
+		}
+		os.RemoveAll(dir)
+	})
 	return dir
 }
 
