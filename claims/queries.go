@@ -995,13 +995,28 @@ attempts AS (
 )
 DELETE FROM tasks WHERE id IN (SELECT id FROM victims)`
 
-// straysSQL counts the due tasks of the queues $1 whose kind is not among
-// $2 (a worker pool's kinds: its claim never takes them).
+// straysSQL reads up to $7 due tasks of queue $1 past the place ($3, $4,
+// $5, $6: tenant, priority, run_at, id) in tasks_runnable_tenant_idx's
+// order, and returns how many it read, the last one's place, and the
+// counts by kind of those whose kind is not among $2. The place is a row
+// comparison in the index's column order, so the read starts where the
+// last one stopped (an index condition, TestStraysReadFromTheirPlace)
+// rather than skipping what came before.
 const straysSQL = `/* claims.strays */
-SELECT queue, kind, count(*) FROM tasks
-WHERE queue = ANY ($1::text[]) AND state IN ('queued', 'retrying', 'compensating') AND run_at <= now()
-	AND NOT kind = ANY ($2::text[])
-GROUP BY queue, kind ORDER BY queue, kind`
+WITH read AS (
+	SELECT tenant, priority, run_at, id, kind FROM tasks
+	WHERE queue = $1 AND state IN ('queued', 'retrying', 'compensating') AND run_at <= now()
+		AND (tenant, priority, run_at, id) > ($3::text, $4::smallint, $5::timestamptz, $6::bigint)
+	ORDER BY tenant, priority, run_at, id
+	LIMIT $7
+)
+SELECT (SELECT count(*) FROM read), l.tenant, l.priority, l.run_at, l.id,
+	coalesce((SELECT jsonb_object_agg(kind, n) FROM (
+		SELECT kind, count(*) AS n FROM read WHERE NOT kind = ANY ($2::text[]) GROUP BY kind) k), '{}')
+FROM (SELECT) one
+LEFT JOIN LATERAL (
+	SELECT tenant, priority, run_at, id FROM read ORDER BY tenant DESC, priority DESC, run_at DESC, id DESC LIMIT 1
+) l ON true`
 
 // runningByTenantSQL counts each tenant's running (leased) tasks: what a
 // tenant's cap bounds.

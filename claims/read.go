@@ -137,30 +137,6 @@ func (s *Store) Attempts(ctx context.Context, id int64) ([]agentledger.Attempt, 
 	return out, nil
 }
 
-// Stray is a count of due tasks of a kind a worker pool does not serve.
-type Stray struct {
-	Queue, Kind string
-	Tasks       int64
-}
-
-// Strays returns the due tasks of queues whose kind is not in kinds, by
-// queue and kind: they wait until a daemon that serves their kind runs.
-func (s *Store) Strays(ctx context.Context, queues, kinds []string) ([]Stray, error) {
-	rows, err := s.db.Query(ctx, straysSQL, queues, kinds)
-	if err != nil {
-		return nil, fmt.Errorf("strays: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Stray, error) {
-		var st Stray
-		err := r.Scan(&st.Queue, &st.Kind, &st.Tasks)
-		return st, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("strays: %w", err)
-	}
-	return out, nil
-}
-
 // TaskNotFound is the error for a task id that tenant ("" for any) has no
 // task of. It does not say whether another tenant has one.
 func TaskNotFound(id int64, tenant string) error {

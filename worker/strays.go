@@ -3,6 +3,8 @@ package worker
 import (
 	"context"
 	"time"
+
+	"github.com/agentledger/agentledger/claims"
 )
 
 // strayInterval is how often a pool looks for due tasks it cannot run.
@@ -11,27 +13,40 @@ const strayInterval = time.Minute
 // watchStrays warns, at start and then every strayInterval, about due tasks
 // of kinds no handler of this pool serves: they wait until a daemon that
 // serves the kind runs — a misspelt kind would otherwise wait silently.
+// Each look reads at most claims.StrayLookSize due tasks of a queue, going
+// on where the last one stopped: a backlog of a million is covered in a
+// hundred looks rather than read whole by every daemon every minute.
 func (p *Pool) watchStrays(ctx context.Context) {
 	t := time.NewTimer(2 * time.Second)
 	defer t.Stop()
+	places := map[string]claims.StrayPlace{}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		p.reportStrays(ctx)
+		for _, q := range p.cfg.Queues {
+			places[q] = p.reportStrays(ctx, q, places[q], claims.StrayLookSize)
+		}
 		t.Reset(strayInterval)
 	}
 }
 
-func (p *Pool) reportStrays(ctx context.Context) {
-	strays, err := p.store.Strays(ctx, p.cfg.Queues, p.kindNames)
+// reportStrays looks at up to limit due tasks of queue from place on, warns
+// about those of kinds this pool does not serve, and returns where the next
+// look starts.
+func (p *Pool) reportStrays(ctx context.Context, queue string, place claims.StrayPlace, limit int) claims.StrayPlace {
+	look, err := p.store.LookForStrays(ctx, queue, p.kindNames, place, limit)
 	if err != nil {
-		return // the producers report database trouble
+		return place // the producers report database trouble
 	}
-	for _, st := range strays {
-		p.log.Warn("tasks wait for a kind this worker does not serve; another daemon must serve it, or the kind is wrong",
-			"queue", st.Queue, "kind", st.Kind, "tasks", st.Tasks, "served", p.kindNames)
+	for _, st := range look.Strays {
+		args := []any{"queue", st.Queue, "kind", st.Kind, "tasks", st.Tasks, "served", p.kindNames}
+		if !look.Whole {
+			args = append(args, "among_due_read", look.Read)
+		}
+		p.log.Warn("tasks wait for a kind this worker does not serve; another daemon must serve it, or the kind is wrong", args...)
 	}
+	return look.Next
 }

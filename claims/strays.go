@@ -1,0 +1,79 @@
+package claims
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+)
+
+// StrayLookSize is how many due tasks of a queue one look for strays
+// reads. A look goes on from where the queue's last one stopped, so a
+// backlog larger than this is covered over several looks instead of read
+// whole by every pool at every look.
+const StrayLookSize = 10_000
+
+// Stray is a count of due tasks of a kind a worker pool does not serve.
+type Stray struct {
+	Queue, Kind string
+	Tasks       int64
+}
+
+// StrayPlace is where a queue's next look for strays starts: past the due
+// task it names, in tasks_runnable_tenant_idx's order (tenant, priority,
+// run_at, id). The zero value starts at the queue's first due task.
+type StrayPlace struct {
+	tenant string
+	key    markKey
+	set    bool
+}
+
+// StrayLook is what one look at a queue found.
+type StrayLook struct {
+	// Strays are the kinds, among the tasks read, that the pool does not
+	// serve, with how many of those tasks each has.
+	Strays []Stray
+	// Read is how many due tasks the look read; Whole says they are all of
+	// the queue's (it started at the first and read to the end).
+	Read  int
+	Whole bool
+	// Next is where the queue's next look starts: the first due task again
+	// when this one read to the end.
+	Next StrayPlace
+}
+
+// LookForStrays reads up to limit due tasks of queue from place on and
+// counts those of kinds not in kinds: they wait until a daemon that serves
+// their kind runs.
+func (s *Store) LookForStrays(ctx context.Context, queue string, kinds []string, place StrayPlace, limit int) (StrayLook, error) {
+	if limit < 1 {
+		return StrayLook{}, fmt.Errorf("strays: a look reads at least one task, not %d", limit)
+	}
+	from := StrayPlace{key: before}
+	if place.set {
+		from = place
+	}
+	var (
+		read   int
+		tenant *string
+		prio   *int16
+		runAt  *time.Time
+		id     *int64
+		counts map[string]int64
+	)
+	if err := s.db.QueryRow(ctx, straysSQL, queue, kinds, from.tenant, from.key.priority, from.key.runAt, from.key.id, limit).
+		Scan(&read, &tenant, &prio, &runAt, &id, &counts); err != nil {
+		return StrayLook{}, fmt.Errorf("strays: %w", err)
+	}
+	look := StrayLook{Read: read}
+	for _, kind := range slices.Sorted(maps.Keys(counts)) {
+		look.Strays = append(look.Strays, Stray{Queue: queue, Kind: kind, Tasks: counts[kind]})
+	}
+	if read == limit && tenant != nil {
+		look.Next = StrayPlace{tenant: *tenant, key: markKey{priority: *prio, runAt: *runAt, id: *id}, set: true}
+	} else {
+		look.Whole = !place.set
+	}
+	return look, nil
+}
