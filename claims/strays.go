@@ -14,6 +14,12 @@ import (
 // whole by every pool at every look.
 const StrayLookSize = 10_000
 
+// StrayPassLooks is how many looks one pass over a queue takes at most
+// before the next starts at the first due task again: where new tasks keep
+// coming in past the place, a pass would otherwise never reach the end,
+// and what sorts before its place would never be read again.
+const StrayPassLooks = 100
+
 // Stray is a count of due tasks of a kind a worker pool does not serve.
 type Stray struct {
 	Queue, Kind string
@@ -27,6 +33,7 @@ type StrayPlace struct {
 	tenant string
 	key    markKey
 	set    bool
+	looks  int // of this pass, before this place
 }
 
 // StrayLook is what one look at a queue found.
@@ -35,11 +42,14 @@ type StrayLook struct {
 	// serve, with how many of those tasks each has.
 	Strays []Stray
 	// Read is how many due tasks the look read; Whole says they are all of
-	// the queue's (it started at the first and read to the end).
+	// the queue's (it started at the first and read fewer than its limit:
+	// a queue of exactly the limit reads as not whole).
 	Read  int
 	Whole bool
 	// Next is where the queue's next look starts: the first due task again
-	// when this one read to the end.
+	// when this one read fewer than its limit (with exactly the limit left,
+	// the next look reads none and starts over), or ended a pass of
+	// StrayPassLooks.
 	Next StrayPlace
 }
 
@@ -71,7 +81,9 @@ func (s *Store) LookForStrays(ctx context.Context, queue string, kinds []string,
 		look.Strays = append(look.Strays, Stray{Queue: queue, Kind: kind, Tasks: counts[kind]})
 	}
 	if read == limit && tenant != nil {
-		look.Next = StrayPlace{tenant: *tenant, key: markKey{priority: *prio, runAt: *runAt, id: *id}, set: true}
+		if looks := place.looks + 1; looks < StrayPassLooks {
+			look.Next = StrayPlace{tenant: *tenant, key: markKey{priority: *prio, runAt: *runAt, id: *id}, set: true, looks: looks}
+		}
 	} else {
 		look.Whole = !place.set
 	}

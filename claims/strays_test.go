@@ -12,23 +12,31 @@ import (
 )
 
 // A look for strays reads at most its limit of due tasks and the next goes
-// on where it stopped, in index order, so that looks at a large backlog
-// cover it in turns; a look that reads to the end sends the next back to
-// the start. Tasks not due, not runnable or of another queue are not read.
+// on where it stopped, in index order (tenant, priority, run_at, id: the
+// looks' ends fall inside tenants and between priorities), so that looks
+// at a large backlog cover it in turns; a look that reads to the end sends
+// the next back to the start. Tasks not due, not runnable or of another
+// queue are not read.
 func TestLookForStraysGoesOnWhereItStopped(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := New(testdb.New(t))
 	for _, p := range []EnqueueParams{
-		{Tenant: "a", Kind: "noop"}, {Tenant: "a", Kind: "noop"},
-		{Tenant: "b", Kind: "bogus"}, {Tenant: "c", Kind: "noop"},
-		{Tenant: "d", Kind: "other"}, {Tenant: "d", Kind: "other"},
+		{Tenant: "a", Kind: "noop", Priority: 1}, {Tenant: "a", Kind: "bogus", Priority: 2}, {Tenant: "a", Kind: "noop", Priority: 1},
+		{Tenant: "b", Kind: "noop"}, {Tenant: "b", Kind: "other", Priority: 5}, {Tenant: "b", Kind: "noop"},
 		{Tenant: "b", Kind: "bogus", RunAt: time.Now().Add(time.Hour)}, // not due
 		{Tenant: "b", Kind: "bogus", Queue: "elsewhere"},
 	} {
 		if _, err := s.Enqueue(ctx, p); err != nil {
 			t.Fatal(err)
 		}
+	}
+	running, err := s.Enqueue(ctx, EnqueueParams{Tenant: "a", Kind: "bogus"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.db.Exec(ctx, `UPDATE tasks SET state = 'running', lease_owner = 'w', lease_expires_at = now() + interval '1 minute' WHERE id = $1`, running.Task.ID); err != nil {
+		t.Fatal(err)
 	}
 	served := []string{"noop"}
 	show := func(l StrayLook) string {
@@ -41,9 +49,9 @@ func TestLookForStraysGoesOnWhereItStopped(t *testing.T) {
 
 	var place StrayPlace
 	for i, want := range []string{
-		"read 2 whole false strays [] next true",        // a's two
-		"read 2 whole false strays [bogus:1] next true", // b, c
-		"read 2 whole false strays [other:2] next true", // d's two: the limit, so the next look goes on
+		"read 2 whole false strays [] next true",        // a's two of priority 1
+		"read 2 whole false strays [bogus:1] next true", // a's of priority 2, b's first of priority 0
+		"read 2 whole false strays [other:1] next true", // b's second of priority 0, its of priority 5: the limit, so the next look goes on
 		"read 0 whole false strays [] next false",       // the end: back to the start
 		"read 2 whole false strays [] next true",        // a's two again
 	} {
@@ -61,11 +69,37 @@ func TestLookForStraysGoesOnWhereItStopped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := show(l), "read 6 whole true strays [bogus:1 other:2] next false"; got != want {
+	if got, want := show(l), "read 6 whole true strays [bogus:1 other:1] next false"; got != want {
 		t.Fatalf("a look at the whole queue: %s, want %s", got, want)
 	}
 	if _, err := s.LookForStrays(ctx, "default", served, StrayPlace{}, 0); err == nil {
 		t.Fatal("a look of no tasks was accepted")
+	}
+}
+
+// A pass ends after StrayPassLooks looks even where tasks keep coming in
+// past its place: the next look starts at the first due task again.
+func TestAStrayPassEnds(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := New(testdb.New(t))
+	batch := make([]EnqueueParams, StrayPassLooks+10)
+	for i := range batch {
+		batch[i] = EnqueueParams{Kind: "noop"}
+	}
+	if _, err := s.EnqueueBatch(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	var place StrayPlace
+	for i := 1; i <= StrayPassLooks; i++ {
+		l, err := s.LookForStrays(ctx, "default", []string{"noop"}, place, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.Read != 1 || l.Next.set != (i < StrayPassLooks) {
+			t.Fatalf("look %d of a pass of %d read %d, next place set %t", i, StrayPassLooks, l.Read, l.Next.set)
+		}
+		place = l.Next
 	}
 }
 

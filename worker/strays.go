@@ -14,8 +14,10 @@ const strayInterval = time.Minute
 // of kinds no handler of this pool serves: they wait until a daemon that
 // serves the kind runs — a misspelt kind would otherwise wait silently.
 // Each look reads at most claims.StrayLookSize due tasks of a queue, going
-// on where the last one stopped: a backlog of a million is covered in a
-// hundred looks rather than read whole by every daemon every minute.
+// on where the last one stopped, for a pass of at most
+// claims.StrayPassLooks: a backlog of a million is covered in a hundred
+// looks rather than read whole by every daemon every minute, and what lies
+// deeper is seen once the backlog before it has shrunk.
 func (p *Pool) watchStrays(ctx context.Context) {
 	t := time.NewTimer(2 * time.Second)
 	defer t.Stop()
@@ -44,7 +46,7 @@ func (p *Pool) reportStrays(ctx context.Context, queue string, place claims.Stra
 	for _, st := range look.Strays {
 		args := []any{"queue", st.Queue, "kind", st.Kind, "tasks", st.Tasks, "served", p.kindNames}
 		if !look.Whole {
-			args = append(args, "among_due_read", look.Read)
+			args = append(args, "counted_among_due", look.Read)
 		}
 		p.log.Warn("tasks wait for a kind this worker does not serve; another daemon must serve it, or the kind is wrong", args...)
 	}

@@ -80,7 +80,9 @@ func pgAutoctlBin(t *testing.T) string {
 // drill with one standby lost 46–58 acknowledged submissions so, in 2 of
 // about 40 runs. With number_sync_standbys 1 a primary left without a
 // standby blocks its writes instead, and while one standby is promoted
-// the other still counts.
+// the other still counts. (The price, pg_auto_failover's: it promotes only
+// once two standbys have reported their WAL position, so with one of them
+// down a failed primary is not replaced.)
 func startFormation(t *testing.T, dir, bin string, async bool) *formation {
 	t.Helper()
 	f := &formation{t: t, bin: bin, dir: filepath.Join(dir, "pgaf")}
@@ -135,6 +137,8 @@ func startFormation(t *testing.T, dir, bin string, async bool) *formation {
 	}
 	f.waitHealthy("the formation")
 	if !async {
+		// pg_auto_failover 2.0 sets this itself when a second standby in
+		// the quorum joins; the drill depends on it, so it says so.
 		f.autoctlTries(3, "set", "formation", "number-sync-standbys", "1", "--pgdata", f.nodes[0].pgdata)
 		waitFor(t, "number_sync_standbys 1", time.Minute, func() (bool, string) {
 			var n int
@@ -346,9 +350,9 @@ func (f *formation) exec(n *node, db, sql string) {
 	}
 }
 
-// events are the monitor's record of the formation's state changes, one
-// line each, with the time relative to since: what a failed round reads
-// against its harness's timeline.
+// events are the monitor's record of the formation's state changes since
+// it started, one line each, timed from since: what a failed round reads
+// against its harness's timeline (the formation's start comes before it).
 func (f *formation) events(since time.Time) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
@@ -419,8 +423,9 @@ func (f *formation) waitStates(what string, want map[string]string) {
 	})
 }
 
-// waitHealthy waits for a primary and every other node secondary. A new standby's base backup waits for a checkpoint, which
-// the harness asks the primary for rather than wait out a spread one.
+// waitHealthy waits for a primary and every other node secondary. A new
+// standby's base backup waits for a checkpoint, which the harness asks the
+// primary for rather than wait out a spread one.
 func (f *formation) waitHealthy(what string) {
 	f.t.Helper()
 	waitFor(f.t, what+": a primary, the other nodes secondary", 3*time.Minute, func() (bool, string) {
@@ -438,6 +443,17 @@ func (f *formation) waitHealthy(what string) {
 		}
 		return primary == 1 && secondary == len(f.nodes)-1, sprintf("states %v", got)
 	})
+}
+
+// waitPrimary waits until the monitor names a node that takes writes.
+func (f *formation) waitPrimary() *node {
+	f.t.Helper()
+	var p *node
+	waitFor(f.t, "a primary", time.Minute, func() (bool, string) {
+		p = f.primary()
+		return p != nil, sprintf("states %v", f.states())
+	})
+	return p
 }
 
 // primary is the node that takes writes now (the monitor's word), or nil.

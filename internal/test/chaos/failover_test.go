@@ -16,7 +16,7 @@ import (
 // daemons on a pg_auto_failover formation (monitor, primary, two standbys),
 // reaching it by a multi-host URL with target_session_attrs=read-write.
 // Mid-run a planned switchover, then a SIGKILL of the primary node (its
-// postmaster and its keeper, so that the standby takes over). Every
+// postmaster and its keeper, so that a standby takes over). Every
 // invariant of the chaos drill holds, and every acknowledged submission
 // exists.
 func TestFailover(t *testing.T) {
@@ -64,7 +64,7 @@ func failoverRound(t *testing.T, bin string, async bool) {
 		}
 		if t.Failed() {
 			r.report()
-			t.Logf("the monitor's events, from the round's start:\n%s", f.events(r.start))
+			t.Logf("the monitor's events, timed from the round's start:\n%s", f.events(r.start))
 			for _, n := range f.all() {
 				t.Logf("last lines of %s:\n%s", n.name, f.tail(n))
 			}
@@ -108,7 +108,7 @@ func failoverRound(t *testing.T, bin string, async bool) {
 
 // failovers runs the round's faults: at a quarter of d a planned
 // switchover, at half a SIGKILL of the primary node, each waited out
-// until the formation has a primary and a secondary again.
+// until the formation has a primary and its other nodes secondary again.
 func (r *run) failovers(f *formation, d time.Duration) []failover {
 	type promotion struct {
 		n   *node
@@ -133,7 +133,7 @@ func (r *run) failovers(f *formation, d time.Duration) []failover {
 
 	r.waitUntil(d / 4)
 	var out []failover
-	old := f.primary()
+	old := f.waitPrimary()
 	watch(old)
 	fo := failover{what: "planned switchover", at: time.Now()}
 	r.note("pg_autoctl perform switchover from %s", old.name)
@@ -144,7 +144,7 @@ func (r *run) failovers(f *formation, d time.Duration) []failover {
 	r.note("switchover done; %s is a secondary", old.name)
 
 	r.waitUntil(d / 2)
-	old = f.primary()
+	old = f.waitPrimary()
 	if !r.lossy {
 		// Kill only a primary whose every acknowledged commit is on a
 		// standby: what it took alone after the switchover is not
