@@ -467,20 +467,39 @@ func (f *formation) primary() *node {
 	return nil
 }
 
-// promoted polls the nodes other than old until one leaves recovery, and
-// returns it and when it did: with two standbys the monitor chooses which.
+// promoted polls the nodes other than old, each in its own goroutine,
+// until one leaves recovery, and returns it and when it did: with two
+// standbys the monitor chooses which, and a node slow to answer must not
+// delay seeing the other's promotion.
 func (f *formation) promoted(old *node, limit time.Duration) (*node, time.Time, error) {
-	deadline := time.Now().Add(limit)
-	for time.Now().Before(deadline) {
-		for _, n := range f.nodes {
-			var recovering bool
-			if n != old && f.query(n, "chaos", "SELECT pg_is_in_recovery()", &recovering) && !recovering {
-				return n, time.Now(), nil
-			}
-		}
-		time.Sleep(50 * time.Millisecond) // polling other processes
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	type promotion struct {
+		n  *node
+		at time.Time
 	}
-	return nil, time.Time{}, fmt.Errorf("no node but %s was promoted within %s", old.name, limit)
+	found := make(chan promotion, len(f.nodes))
+	for _, n := range f.nodes {
+		if n == old {
+			continue
+		}
+		go func() {
+			for ctx.Err() == nil {
+				var recovering bool
+				if f.query(n, "chaos", "SELECT pg_is_in_recovery()", &recovering) && !recovering {
+					found <- promotion{n, time.Now()}
+					return
+				}
+				time.Sleep(50 * time.Millisecond) // polling another process
+			}
+		}()
+	}
+	select {
+	case p := <-found:
+		return p.n, p.at, nil
+	case <-ctx.Done():
+		return nil, time.Time{}, fmt.Errorf("no node but %s was promoted within %s", old.name, limit)
+	}
 }
 
 // syncStandbys is the primary's synchronous_standby_names.
