@@ -550,12 +550,13 @@ func inLane(col string) string { return col + ` = ANY ((SELECT ids FROM lane_ids
 // same end of the queue: a row another claim leased after this one's
 // snapshot was locked again in its new version, rechecked and passed over
 // — a lock and a WAL record each, up to 2,000 rows in one claim, and the
-// other daemon's completion of the task waited for this claim's commit. A
-// row passed over for another reason (locked by a transaction that has
-// ended, or left by a claim that aborted) is taken by the next claim from
-// the first task. (Past a mark, the rows with an xmax are mostly those
-// other daemons just leased: telling them from the others, as settled
-// does for the crowd's claims, cost ten daemons a sixth of their rate.)
+// other daemon's completion of the task waited for this claim's commit.
+// (Past a mark, the rows with an xmax are mostly those other daemons just
+// leased: telling them from the others, as settled does, cost ten daemons
+// a sixth of their rate.) A claim from the first task takes settled rows:
+// it passes over rows leased since its snapshot in the same way, and takes
+// a row passed over for another reason (locked by a transaction that has
+// ended, or left by a claim that aborted).
 //
 // Its limit, tenant, mark and $12 are sub-selects so that no plan knows them:
 // the generic plan, costed for a tenth of the queue, then no longer loses
@@ -568,7 +569,7 @@ due AS (
 	SELECT ctid FROM tasks
 	WHERE queue = $1 AND tenant = (SELECT $8::text)
 		AND (priority, run_at, id) > ((SELECT $9::int), (SELECT $10::timestamptz), (SELECT $11::bigint))
-		AND (NOT (SELECT $12::bool) OR xmax = '0'::xid)
+		AND CASE WHEN xmax = '0'::xid THEN true WHEN (SELECT $12::bool) THEN false ELSE currtid2('tasks', ctid) = ctid END
 		AND ` + dueNow + `
 		AND (SELECT o.tenant FROM tasks o
 			WHERE o.queue = $1 AND o.tenant > (SELECT $8::text) AND ` + dueNow + `

@@ -21,7 +21,8 @@ import (
 // lock until it committed — the other daemon's completion of the task
 // waiting for it). Every branch that locks rows is covered: the crowd's
 // turns, the run claim, a few tenants' shares, one tenant's tasks, the
-// full claim, the newcomer lane, and (below) expired leases.
+// full claim, the newcomer lane, and (below) one tenant's alone claim from
+// its first task and expired leases.
 func TestAClaimPassesOverTasksLeasedSinceItsSnapshot(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
@@ -94,6 +95,50 @@ func TestAClaimPassesOverTasksLeasedSinceItsSnapshot(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// One tenant's alone claim from its first task (no mark: the loop's first
+// alone claim, or one after a rewind) passes over the tasks other claims
+// leased after its snapshot too, rather than lock their leased versions:
+// under READ COMMITTED their daemons' completions waited for its commit
+// (with ten daemons over one tenant, the most sampled lock wait).
+func TestAnAloneClaimFromTheFirstTaskPassesOverTasksLeasedSinceItsSnapshot(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	backlog(t, db, "solo", 200)
+	hint := &claims.ClaimHint{}
+	if got := claimTurn(t, claims.New(db), hint, 10, true); len(got) != 10 { // the full claim finds the tenant alone
+		t.Fatalf("the first claim took %d tasks, want 10", len(got))
+	}
+	hint.Rewind() // no mark: the next alone claim reads from the tenant's first task
+
+	tx := snapshotNow(t, db)
+	var leased []int64
+	rows, err := db.Query(ctx, `UPDATE tasks SET state = 'running', attempt = 1, lease_owner = 'other', lease_token = 1,
+		lease_expires_at = now() + interval '1 minute' WHERE state = 'queued' AND id % 3 = 0 RETURNING id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if leased, err = pgx.CollectRows(rows, pgx.RowTo[int64]); err != nil {
+		t.Fatal(err)
+	}
+	got, err := claims.New(tx).Claim(ctx, claims.ClaimParams{Queue: "default", Worker: "late", Limit: 60, Lease: time.Minute,
+		DueOnly: true, Hint: hint})
+	if err != nil {
+		t.Fatalf("the alone claim from a snapshot older than the other claim: %v", err)
+	}
+	for _, task := range got {
+		if slices.Contains(leased, task.ID) {
+			t.Fatalf("the alone claim took task %d, which the other claim had leased", task.ID)
+		}
+	}
+	if len(got) != 60 {
+		t.Errorf("the alone claim took %d tasks, want 60", len(got))
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -6,7 +6,7 @@ due AS (
 	SELECT ctid FROM tasks
 	WHERE queue = $1 AND tenant = (SELECT $8::text)
 		AND (priority, run_at, id) > ((SELECT $9::int), (SELECT $10::timestamptz), (SELECT $11::bigint))
-		AND (NOT (SELECT $12::bool) OR xmax = '0'::xid)
+		AND CASE WHEN xmax = '0'::xid THEN true WHEN (SELECT $12::bool) THEN false ELSE currtid2('tasks', ctid) = ctid END
 		AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
 			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
 			AND (needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[])
