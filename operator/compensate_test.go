@@ -50,9 +50,7 @@ func TestPlanCompensation(t *testing.T) {
 	doEffect(t, e, running, "tool/0", "http_request", `{"id":"ch_1"}`)
 	doEffect(t, e, running, "tool/1", "notify", `{"id":"rm_2"}`)
 	doEffect(t, e, running, "tool/2", "", `{}`)
-	if err := e.Claims.Succeed(ctx, claims.LeaseOf(running), nil); err != nil {
-		t.Fatal(err)
-	}
+	e.Succeed(running)
 
 	p, err := svc.PlanCompensation(ctx, "acme", task.ID)
 	if err != nil {
@@ -88,9 +86,7 @@ func TestPlanCompensationNothing(t *testing.T) {
 	task := e.Enqueue(claims.EnqueueParams{Payload: json.RawMessage(`{"steps": [{"tool": "http_request", "args": {}}]}`)})
 	running := e.Claim("w")
 	doEffect(t, e, running, "tool/0", "", `{}`)
-	if err := e.Claims.Succeed(ctx, claims.LeaseOf(running), nil); err != nil {
-		t.Fatal(err)
-	}
+	e.Succeed(running)
 	if p, err := svc.PlanCompensation(ctx, "", task.ID); err != nil || len(p.Undos) != 0 {
 		t.Fatalf("plan: %+v %v", p, err)
 	}
@@ -169,9 +165,7 @@ func TestPlanCompensationArgs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := e.Claims.Succeed(ctx, claims.LeaseOf(running), nil); err != nil {
-		t.Fatal(err)
-	}
+	e.Succeed(running)
 	p, err := svc.PlanCompensation(ctx, "", task.ID)
 	if err != nil {
 		t.Fatal(err)

@@ -25,9 +25,7 @@ func TestASuccessOutlivesTheRowThatHeldIt(t *testing.T) {
 	task := e.Enqueue(claims.EnqueueParams{})
 	first := e.Claim("worker-1")
 	e.Advance(2 * time.Second)
-	if err := e.Claims.Succeed(ctx, claims.LeaseOf(first), nil); err != nil {
-		t.Fatal(err)
-	}
+	e.Succeed(first)
 	if n := written(t, e, task.ID); n != 0 {
 		t.Fatalf("%d attempt records written for a success, want 0 (its row holds it)", n)
 	}
@@ -52,9 +50,7 @@ func TestASuccessOutlivesTheRowThatHeldIt(t *testing.T) {
 	}
 
 	second := e.Claim("worker-2")
-	if err := e.Claims.Succeed(ctx, claims.LeaseOf(second), nil); err != nil {
-		t.Fatal(err)
-	}
+	e.Succeed(second)
 	if _, err := svc.Rerun(ctx, "", task.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -75,9 +71,7 @@ func TestASuccessRecordedByAnOlderReleaseIsShownOnce(t *testing.T) {
 	svc := operator.New(e.DB)
 
 	task := e.Enqueue(claims.EnqueueParams{})
-	if err := e.Claims.Succeed(ctx, claims.LeaseOf(e.Claim("worker-1")), nil); err != nil {
-		t.Fatal(err)
-	}
+	e.Succeed(e.Claim("worker-1"))
 	if _, err := e.DB.Exec(ctx, `INSERT INTO task_attempts (task_id, lease_token, attempt, generation, worker, started_at, ended_at, outcome)
 		SELECT id, lease_token, attempt, generation, lease_owner, attempted_at, finished_at, state FROM tasks WHERE id = $1`, task.ID); err != nil {
 		t.Fatal(err)

@@ -84,6 +84,14 @@ func (e *Env) Claim(worker string) *agentledger.Task {
 	return got[0]
 }
 
+// Succeed finishes the claimed task's attempt as a success (no result).
+func (e *Env) Succeed(running *agentledger.Task) {
+	e.T.Helper()
+	if err := e.Claims.Succeed(context.Background(), claims.LeaseOf(running), nil); err != nil {
+		e.T.Fatalf("succeed task %d: %v", running.ID, err)
+	}
+}
+
 // ExpireAndReclaim lets the current lease run out and claims the task again
 // for worker: a new attempt with a new fencing token.
 func (e *Env) ExpireAndReclaim(worker string) *agentledger.Task {
