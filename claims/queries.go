@@ -232,7 +232,14 @@ const canRun = `(needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[])`
 // test is a CASE, which the planner estimates at a half, where the same
 // test as an OR of two equalities was estimated at a hundredth and moved
 // every cost around it (TestARunClaimKeepsItsGenericPlan).
-const settled = `CASE WHEN xmax = '0'::xid THEN true ELSE currtid2('tasks', ctid) = ctid END`
+const settled = `CASE WHEN ` + untouched + ` THEN true ELSE ` + latestVersion + ` END`
+
+// untouched: no transaction has updated or locked the row since it was
+// written; latestVersion: the row as the statement sees it is its latest.
+const (
+	untouched     = `xmax = '0'::xid`
+	latestVersion = `currtid2('tasks', ctid) = ctid`
+)
 
 // crowdAt is how many tenants with due tasks make a crowd for a claim of
 // $3 tasks: a quarter of the batch, and at least 64. Below it a claim
@@ -569,7 +576,7 @@ due AS (
 	SELECT ctid FROM tasks
 	WHERE queue = $1 AND tenant = (SELECT $8::text)
 		AND (priority, run_at, id) > ((SELECT $9::int), (SELECT $10::timestamptz), (SELECT $11::bigint))
-		AND CASE WHEN xmax = '0'::xid THEN true WHEN (SELECT $12::bool) THEN false ELSE currtid2('tasks', ctid) = ctid END
+		AND CASE WHEN ` + untouched + ` THEN true WHEN (SELECT $12::bool) THEN false ELSE ` + latestVersion + ` END
 		AND ` + dueNow + `
 		AND (SELECT o.tenant FROM tasks o
 			WHERE o.queue = $1 AND o.tenant > (SELECT $8::text) AND ` + dueNow + `
