@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/agentledger/agentledger/internal/test/testdb"
 )
 
@@ -23,14 +25,14 @@ func TestTaskTriggersTestLittleInTheirWhenClauses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
+	seen := map[string]bool{}
 	for rows.Next() {
 		var name string
 		var size int
 		if err := rows.Scan(&name, &size); err != nil {
 			t.Fatal(err)
 		}
-		n++
+		seen[name] = true
 		if size > maxWhenText {
 			t.Errorf("%s's WHEN clause is %d bytes of node text, over %d: move what it tests into its function", name, size, maxWhenText)
 		}
@@ -38,80 +40,136 @@ func TestTaskTriggersTestLittleInTheirWhenClauses(t *testing.T) {
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if n < 2 {
-		t.Fatalf("%d triggers with a WHEN clause on tasks, want tasks_record_success and tasks_wake_parent", n)
+	for _, name := range []string{"tasks_record_success", "tasks_wake_parent"} {
+		if !seen[name] {
+			t.Errorf("no trigger %s with a WHEN clause on tasks", name)
+		}
 	}
 }
 
-// A succeeded row's success is recorded when the row stops holding it, and
-// only then; a child wakes its waiting parent when it reaches an end, and
-// only then (the tests 00039 moved from the WHEN clauses into the
-// functions).
-func TestTaskTriggersFireOnlyWhenTheyDid(t *testing.T) {
-	t.Parallel()
+// succeededChild inserts a succeeded task under parent (a waiting task of
+// generation 1, made if parent is 0) and returns both ids.
+func succeededChild(t *testing.T, pool *pgxpool.Pool, parent int64) (child, par int64) {
+	t.Helper()
 	ctx := context.Background()
-	pool := testdb.New(t)
-	var parent, child int64
-	if err := pool.QueryRow(ctx, `INSERT INTO tasks (kind, state) VALUES ('p', 'waiting') RETURNING id`).Scan(&parent); err != nil {
-		t.Fatal(err)
+	if parent == 0 {
+		if err := pool.QueryRow(ctx, `INSERT INTO tasks (kind, state) VALUES ('p', 'waiting') RETURNING id`).Scan(&parent); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := pool.QueryRow(ctx, `INSERT INTO tasks (kind, state, parent_id, parent_generation,
 		lease_token, attempt, lease_owner, attempted_at, finished_at)
 		VALUES ('c', 'succeeded', $1, 1, 7, 1, 'w', now(), now()) RETURNING id`, parent).Scan(&child); err != nil {
 		t.Fatal(err)
 	}
-	count := func(what, query string, args ...any) int {
-		t.Helper()
-		var n int
-		if err := pool.QueryRow(ctx, query, args...).Scan(&n); err != nil {
-			t.Fatalf("%s: %v", what, err)
+	return child, parent
+}
+
+// A succeeded row's success is recorded when any part of it changes, and
+// only then; a statement that sets none of its columns does not even call
+// the trigger's function (the tests 00039 moved from the WHEN clause into
+// the function, and the columns it named).
+func TestTheSuccessIsRecordedWhenItsRowMovesOn(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testdb.New(t)
+	for _, c := range []struct {
+		set     string
+		records int
+		calls   int // calls of agentledger_record_success; -1: either
+	}{
+		{"updated_at = now() + interval '1 second', payload = '{\"x\":1}'", 0, 0},
+		{"ledger_expired_at = now()", 0, 0},
+		{"state = 'succeeded', lease_owner = 'w'", 0, -1}, // set, unchanged: called or not
+		{"state = 'queued', finished_at = NULL", 1, 1},
+		{"lease_token = 8", 1, 1},
+		{"generation = 2", 1, 1},
+		{"attempt = 2", 1, 1},
+		{"lease_owner = 'v'", 1, 1},
+		{"lease_owner = NULL", 1, 1},
+		{"attempted_at = attempted_at + interval '1 second'", 1, 1},
+		{"attempted_at = NULL", 1, 1},
+		{"finished_at = finished_at + interval '1 second'", 1, 1},
+	} {
+		child, _ := succeededChild(t, pool, 0)
+		tx, err := pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
 		}
-		return n
-	}
-	records := func() int {
-		return count("records", `SELECT count(*) FROM task_attempts WHERE task_id = $1`, child)
-	}
-	parentQueued := func() bool {
-		return count("parent", `SELECT count(*) FROM tasks WHERE id = $1 AND state = 'queued'`, parent) == 1
-	}
-	exec := func(q string) {
-		t.Helper()
-		if _, err := pool.Exec(ctx, q, child); err != nil {
-			t.Fatalf("%s: %v", q, err)
+		if _, err := tx.Exec(ctx, `SET LOCAL track_functions = 'pl'`); err != nil {
+			t.Fatal(err)
+		}
+		// The backend's counts not yet reported carry over from its
+		// earlier transactions: the update's calls are the difference.
+		called := func() int {
+			var n int
+			if err := tx.QueryRow(ctx, `SELECT coalesce(sum(calls), 0) FROM pg_stat_xact_user_functions
+				WHERE funcname = 'agentledger_record_success'`).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		before := called()
+		if _, err := tx.Exec(ctx, `UPDATE tasks SET `+c.set+` WHERE id = $1`, child); err != nil {
+			t.Fatalf("SET %s: %v", c.set, err)
+		}
+		calls := called() - before
+		var records int
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM task_attempts WHERE task_id = $1 AND lease_token = 7
+			AND outcome = 'succeeded'`, child).Scan(&records); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if records != c.records || (c.calls >= 0 && calls != c.calls) {
+			t.Errorf("SET %s on a succeeded row: %d records, %d calls of the function; want %d and %d",
+				c.set, records, calls, c.records, c.calls)
 		}
 	}
+}
 
-	// Nothing of the success changes, and the state is set to what it was.
-	exec(`UPDATE tasks SET updated_at = now() + interval '1 second', payload = '{"x":1}' WHERE id = $1`)
-	exec(`UPDATE tasks SET state = 'succeeded' WHERE id = $1`)
-	if n := records(); n != 0 {
-		t.Fatalf("%d records after updates that left the success as it was, want 0", n)
-	}
-	if parentQueued() {
-		t.Fatal("the parent woke for a child whose state did not change")
-	}
-
-	// The success's time changes: the row no longer holds it as it was.
-	exec(`UPDATE tasks SET finished_at = finished_at + interval '1 second' WHERE id = $1`)
-	if n := records(); n != 1 {
-		t.Fatalf("%d records after the success's end time changed, want 1", n)
-	}
-
-	// A replay: the row leaves succeeded (its record is already written,
-	// under the same token) and comes back to it, which wakes the parent.
-	exec(`UPDATE tasks SET state = 'queued', finished_at = NULL WHERE id = $1`)
-	if n := records(); n != 1 {
-		t.Fatalf("%d records after a replay of a recorded token, want 1", n)
-	}
-	if parentQueued() {
-		t.Fatal("the parent woke for a child that went back to queued")
-	}
-	exec(`UPDATE tasks SET state = 'succeeded', lease_token = 8, finished_at = now() WHERE id = $1`)
-	if !parentQueued() {
-		t.Fatal("the parent did not wake when its child succeeded")
-	}
-	exec(`UPDATE tasks SET state = 'queued', finished_at = NULL WHERE id = $1`)
-	if n := records(); n != 2 {
-		t.Fatalf("%d records after the second success was replayed, want 2", n)
+// A child wakes its waiting parent when it reaches an end, and only then:
+// not when it is set to the state it is in, not when it leaves an end, and
+// not when it belongs to another generation of the parent.
+func TestAChildWakesItsParentAtItsEnd(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testdb.New(t)
+	running := `state = 'running', lease_expires_at = now() + interval '1 hour', finished_at = NULL`
+	for _, c := range []struct {
+		before, set string
+		wakes       bool
+	}{
+		{running, "state = 'succeeded', lease_expires_at = NULL, finished_at = now()", true},
+		{running, "state = 'dead', lease_expires_at = NULL, finished_at = now()", true},
+		{running, "state = 'cancelled', lease_expires_at = NULL, finished_at = now()", true},
+		{"state = 'compensating'", "state = 'compensated'", true},
+		{running, "state = 'retrying', lease_expires_at = NULL", false},
+		{"", "state = 'succeeded'", false},                      // set to the end it is at
+		{"", "state = 'queued', finished_at = NULL", false},     // leaves its end
+		{"parent_generation = 2", "state = 'cancelled'", false}, // another generation's child
+	} {
+		child, parent := succeededChild(t, pool, 0)
+		if c.before != "" {
+			if _, err := pool.Exec(ctx, `UPDATE tasks SET `+c.before+` WHERE id = $1`, child); err != nil {
+				t.Fatalf("SET %s: %v", c.before, err)
+			}
+			// Getting there may have woken the parent: make it wait again.
+			if _, err := pool.Exec(ctx, `UPDATE tasks SET state = 'waiting' WHERE id = $1`, parent); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := pool.Exec(ctx, `UPDATE tasks SET `+c.set+` WHERE id = $1`, child); err != nil {
+			t.Fatalf("SET %s: %v", c.set, err)
+		}
+		var state string
+		if err := pool.QueryRow(ctx, `SELECT state FROM tasks WHERE id = $1`, parent).Scan(&state); err != nil {
+			t.Fatal(err)
+		}
+		if woke := state == "queued"; woke != c.wakes {
+			t.Errorf("a child set from (%s) to (%s): its parent is %s, woken %v; want woken %v",
+				c.before, c.set, state, woke, c.wakes)
+		}
 	}
 }
