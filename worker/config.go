@@ -37,10 +37,11 @@ type Config struct {
 	// that tasks arriving close together share a claim and its commit (a
 	// commit costs the database more than the claim's work); default
 	// 500µs, negative for none. A claim that filled its batch is followed
-	// at once whatever this says. On Linux a cooldown under a millisecond
-	// lasts about one (Go's timers wake there in whole milliseconds,
-	// BenchmarkShortWait): the default waits ~1.1ms when it applies, which
-	// is what BENCHMARKS.md measured.
+	// at once whatever this says; one that filled every free slot but not
+	// its batch waits for a slot to free, then for this. On Linux a
+	// cooldown under a millisecond lasts about one (Go's timers wake there
+	// in whole milliseconds, BenchmarkShortWait): the default waits ~1.1ms
+	// when it applies, which is what BENCHMARKS.md measured.
 	ClaimCooldown time.Duration
 	// CompletionWait is how long the completer, given an outcome to write,
 	// waits for more to write in the same statement while it has fewer

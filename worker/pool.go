@@ -229,7 +229,8 @@ func (p *Pool) produce(ctx, work context.Context, q string) {
 			}
 			got = len(tasks)
 		}
-		if free > 0 && got == free {
+		next := afterClaim(free, got, p.cfg.BatchSize)
+		if next == claimAgain {
 			continue // a full batch: there is probably more
 		}
 		// With every slot busy only a freed slot is news; otherwise wait
@@ -239,7 +240,7 @@ func (p *Pool) produce(ctx, work context.Context, q string) {
 		// batch claims again (after the cooldown) instead of leaving that
 		// tenant's tasks to the poll.
 		var freed, wrote <-chan struct{}
-		if free == 0 {
+		if next == awaitSlots {
 			freed = slotFreed
 		}
 		if capped {
@@ -280,6 +281,32 @@ func (p *Pool) produce(ctx, work context.Context, q string) {
 		case <-p.wake[q]:
 		default:
 		}
+	}
+}
+
+// What a claim loop does after a claim.
+const (
+	claimAgain = iota // at once: the claim filled a batch, there is probably more
+	awaitSlots        // when a slot frees, after the cooldown: every slot is busy
+	awaitNews         // when tasks may be due: a notification, the poll, a deadline
+)
+
+// afterClaim decides what the loop does after a claim that asked for free
+// tasks and got got, under a batch size of batch. A claim that filled
+// every free slot but not a batch (the slots, not the queue, bounded it)
+// waits for a freed slot and the cooldown as one that found no slot free:
+// claiming at once took the few slots that freed during the claim, one
+// small claim after each large one. With ten daemons of 100 slots each,
+// their claims took 61 tasks on average; waiting, 81, and 5% more tasks
+// a second (BENCHMARKS.md).
+func afterClaim(free, got, batch int) int {
+	switch {
+	case free > 0 && got == free && got >= batch:
+		return claimAgain
+	case free == 0 || got == free:
+		return awaitSlots
+	default:
+		return awaitNews
 	}
 }
 
