@@ -91,3 +91,40 @@ func TestClaimCooldownGathersArrivals(t *testing.T) {
 		t.Errorf("the next claim came %v after the first task started, within the %v cooldown", gap, cooldown)
 	}
 }
+
+// A claim that fills every free slot but not its batch leaves the loop
+// waiting for a slot, not for news: with no notification and no poll to
+// come, a task enqueued after that claim starts when a slot frees.
+func TestASlotFreedAfterAClaimOfTheFreeSlotsClaimsAgain(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	s := claims.New(db)
+	started := make(chan int64, 8)
+	release := make(chan struct{})
+	for range 3 {
+		enqueue(t, s, "hold", `{}`)
+	}
+	stop := runPool(t, db, worker.Config{Concurrency: 2, PollOnly: true, PollInterval: time.Hour,
+		Handlers: map[string]worker.Handler{
+			"hold": worker.HandlerFunc(func(ctx context.Context, task *agentledger.Task) (json.RawMessage, error) {
+				started <- task.ID
+				select {
+				case <-release:
+				case <-ctx.Done():
+				}
+				return nil, nil
+			}),
+		}})
+	defer stop()
+	recv(t, started, "the first task of the first claim (a full batch of 2)")
+	recv(t, started, "the second task of the first claim")
+
+	release <- struct{}{}
+	recv(t, started, "the third task, claimed alone into the one freed slot (1 of a batch of 2)")
+	d := enqueue(t, s, "hold", `{}`) // PollOnly: nothing tells the pool
+	release <- struct{}{}
+	if got := recv(t, started, "the task enqueued after, once a slot freed"); got != d.ID {
+		t.Fatalf("task %d started, want %d", got, d.ID)
+	}
+	close(release)
+}
