@@ -119,6 +119,9 @@ func decodeBody(body []byte, v any) error {
 	if b := bytes.TrimSpace(body); len(b) == 0 || b[0] != '{' {
 		return fmt.Errorf("%w: the body must be a JSON object", errMalformed)
 	}
+	if err := checkFieldNames(body, v); err != nil {
+		return err
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	err := dec.Decode(v)

@@ -1,0 +1,80 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"strings"
+
+	"github.com/agentledger/agentledger"
+)
+
+// checkFieldNames refuses a body object whose top-level keys name a field
+// of v (a pointer to a struct) other than exactly, or name one twice.
+// encoding/json matches keys to fields ignoring case and keeps the last
+// of several: {"kind":"","kiNd":"b"} would submit kind "b", and the same
+// object with its keys in another order kind "" — two answers for what a
+// request's fingerprint, which does not depend on the keys' order, calls
+// one request. A key that names no field at all is left to the decoder's
+// unknown-field error. The body is a JSON object (decodeBody checked its
+// first byte); one that does not parse is left to the decoder too.
+func checkFieldNames(body []byte, v any) error {
+	names := fieldNames(reflect.TypeOf(v))
+	if len(names) == 0 {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if _, err := dec.Token(); err != nil { // the object's {
+		return nil
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		key, _ := t.(string)
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return nil
+		}
+		if !names[key] {
+			for name := range names {
+				if strings.EqualFold(name, key) {
+					return agentledger.Invalid(key, "is not a field of this request: field names are matched exactly (%q)", name)
+				}
+			}
+			continue
+		}
+		if seen[key] {
+			return agentledger.Invalid(key, "is given twice")
+		}
+		seen[key] = true
+	}
+	return nil
+}
+
+// fieldNames returns the JSON names of the fields of the struct t points
+// to (its json tags, or the field names), nil for anything else.
+func fieldNames(t reflect.Type) map[string]bool {
+	if t == nil || t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
+		return nil
+	}
+	t = t.Elem()
+	names := map[string]bool{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch name {
+		case "-":
+			continue
+		case "":
+			name = f.Name
+		}
+		names[name] = true
+	}
+	return names
+}
