@@ -55,7 +55,9 @@ func checkFieldNames(body []byte, v any) error {
 }
 
 // fieldNames returns the JSON names of the fields of the struct t points
-// to (its json tags, or the field names), nil for anything else.
+// to (its json tags, or the field names), nil for anything else, and for
+// a struct that embeds another (whose fields encoding/json promotes: not
+// followed here, so not checked).
 func fieldNames(t reflect.Type) map[string]bool {
 	if t == nil || t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
 		return nil
@@ -64,6 +66,9 @@ func fieldNames(t reflect.Type) map[string]bool {
 	names := map[string]bool{}
 	for i := range t.NumField() {
 		f := t.Field(i)
+		if f.Anonymous {
+			return nil
+		}
 		if !f.IsExported() {
 			continue
 		}
