@@ -342,7 +342,11 @@
 //
 // --cpuprofile=PREFIX writes a pprof CPU profile of this process per
 // measured phase (PREFIX-<run>.pprof: the burn-down of a throughput run,
-// the steady phase of a latency run, the whole of a sustained run). --pg-stats reports, per run, the
+// the steady phase of a latency run, the whole of a sustained run), and
+// beside it the process's allocation profile at the phase's start and end
+// (PREFIX-<run>.allocs0.pprof and .allocs.pprof; go tool pprof
+// -diff_base=...allocs0.pprof ...allocs.pprof shows the phase's own
+// allocations). --pg-stats reports, per run, the
 // server's CPU time by kind of process, the top statements of
 // pg_stat_statements (calls, time, rows, buffers and WAL per call) and the
 // average number of active backends per wait event (sampled every 10ms);

@@ -228,15 +228,24 @@ func machineBusy() time.Duration {
 
 // Profile is a running CPU profile of one measured phase; a nil *Profile
 // does nothing.
-type Profile struct{ f *os.File }
+type Profile struct {
+	f    *os.File
+	base string // prefix-label, for the allocation profiles
+}
 
 // StartProfile starts a CPU profile written to prefix-label.pprof; an empty
-// prefix profiles nothing.
+// prefix profiles nothing. It also writes the allocation profile as it stands
+// (prefix-label.allocs0.pprof), so that the one Stop writes can be read as
+// the phase's own allocations with pprof -diff_base.
 func StartProfile(prefix, label string) (*Profile, error) {
 	if prefix == "" {
 		return nil, nil
 	}
-	f, err := os.Create(prefix + "-" + label + ".pprof")
+	base := prefix + "-" + label
+	if err := writeAllocs(base + ".allocs0.pprof"); err != nil {
+		return nil, err
+	}
+	f, err := os.Create(base + ".pprof")
 	if err != nil {
 		return nil, err
 	}
@@ -244,16 +253,34 @@ func StartProfile(prefix, label string) (*Profile, error) {
 		f.Close()
 		return nil, err
 	}
-	return &Profile{f: f}, nil
+	return &Profile{f: f, base: base}, nil
 }
 
-// Stop ends the profile and closes its file.
+// Stop ends the profile, closes its file and writes the allocation profile
+// (prefix-label.allocs.pprof); an error writing the latter is only printed,
+// the CPU profile being whole.
 func (p *Profile) Stop() {
 	if p == nil {
 		return
 	}
 	pprof.StopCPUProfile()
 	p.f.Close()
+	if err := writeAllocs(p.base + ".allocs.pprof"); err != nil {
+		fmt.Fprintf(os.Stderr, "agentbench: allocation profile: %v\n", err)
+	}
+}
+
+// writeAllocs writes the process's allocation profile so far to path.
+func writeAllocs(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // PGStats watches the server during one run: pg_stat_statements of the
