@@ -1,0 +1,102 @@
+-- +goose Up
+-- Ids leave the database: a task's id enters its effects' keys, which
+-- downstream services keep (ledger.EffectKey, DownstreamKey), an
+-- approval's id its Slack buttons. A failover that loses commits (an
+-- asynchronous standby promoted) or a restore from a backup sets the
+-- sequences back: ids the lost commits used would be issued again, and a
+-- new task would carry a lost task's keys. So every id sequence moves on
+-- to the next billion whenever the server the rows live on is another
+-- than the one recorded: a new timeline (a promotion, a point-in-time
+-- restore) or a new system identifier (a dump restored into another
+-- cluster). Ids then start again above anything the lost commits could
+-- have used, short of a billion issued in the lag.
+CREATE TABLE IF NOT EXISTS database_identity (
+    singleton         boolean     PRIMARY KEY DEFAULT true CHECK (singleton),
+    system_identifier bigint      NOT NULL,
+    timeline          bigint      NOT NULL,
+    recorded_at       timestamptz NOT NULL DEFAULT now(),
+    ids_advanced_at   timestamptz
+);
+
+-- agentledger_advance_ids moves every id sequence to the next multiple
+-- of a billion above its last value and returns the next task id. The
+-- list is explicit: a sequence another application keeps in this schema
+-- is not touched (migrations/ids_test.go holds the list to the schema).
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION agentledger_advance_ids()
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    seq regclass;
+    last bigint;
+    next_task bigint;
+BEGIN
+    FOR seq IN
+        SELECT pg_get_serial_sequence(x.tbl, x.col)::regclass
+        FROM (VALUES ('tasks', 'id'), ('ledger', 'seq'), ('outbox', 'id'), ('api_tokens', 'id'),
+                     ('approvals', 'id'), ('waits', 'id'), ('signals', 'id')) AS x(tbl, col)
+        UNION ALL SELECT 'outbox_lease_token_seq'::regclass
+    LOOP
+        EXECUTE format('SELECT last_value FROM %s', seq) INTO last;
+        PERFORM setval(seq, (last / 1000000000 + 1) * 1000000000, false);
+    END LOOP;
+    UPDATE database_identity SET ids_advanced_at = now();
+    EXECUTE format('SELECT last_value FROM %s', pg_get_serial_sequence('tasks', 'id')) INTO next_task;
+    RETURN next_task;
+END;
+$$;
+-- +goose StatementEnd
+
+-- agentledger_guard_ids records the server the rows live on, and advances
+-- the ids when it is another than the one recorded; it returns the next
+-- task id if it advanced them, NULL if not. A standby (in recovery) is
+-- left alone: nothing is written there. agentd's connections call it as
+-- they open, so after a failover the first connection to the promoted
+-- server advances the ids before any of them inserts.
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION agentledger_guard_ids()
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    sysid bigint;
+    tl bigint;
+    rec database_identity%ROWTYPE;
+    next_task bigint;
+BEGIN
+    IF pg_is_in_recovery() THEN
+        RETURN NULL;
+    END IF;
+    SELECT system_identifier INTO sysid FROM pg_control_system();
+    -- The timeline WAL is written on now: a WAL file name's first 8 hex
+    -- digits (pg_control_checkpoint's lags until the next checkpoint).
+    tl := ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint;
+    SELECT * INTO rec FROM database_identity;
+    IF FOUND AND rec.system_identifier = sysid AND rec.timeline = tl THEN
+        RETURN NULL;
+    END IF;
+    -- Another: under the row's lock, read again, so that of the
+    -- connections opening at once only the first advances the ids.
+    SELECT * INTO rec FROM database_identity FOR UPDATE;
+    IF NOT FOUND THEN
+        -- The first record (a new database, or one upgraded to this
+        -- version): nothing is known of what came before.
+        INSERT INTO database_identity (system_identifier, timeline) VALUES (sysid, tl)
+        ON CONFLICT (singleton) DO NOTHING;
+        RETURN NULL;
+    END IF;
+    IF rec.system_identifier = sysid AND rec.timeline = tl THEN
+        RETURN NULL;
+    END IF;
+    next_task := agentledger_advance_ids();
+    UPDATE database_identity SET system_identifier = sysid, timeline = tl, recorded_at = now();
+    RETURN next_task;
+END;
+$$;
+-- +goose StatementEnd
+
+SELECT agentledger_guard_ids();
+
+-- +goose Down
+DROP FUNCTION IF EXISTS agentledger_guard_ids();
+DROP FUNCTION IF EXISTS agentledger_advance_ids();
+DROP TABLE IF EXISTS database_identity;
