@@ -96,6 +96,6 @@
 //	2  usage: unknown command or flag, invalid input (bad JSON payload or
 //	   task file, bad --run-at, --since or --until, unknown state, bad rule
 //	   name or event, missing --channel, ledger without a selector),
-//	   migrate down or rerun without --yes, retry --all or cancel --all
+//	   migrate down, rerun or advance-ids without --yes, retry --all or cancel --all
 //	   without --yes when standard input is not a terminal
 package main
