@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"crypto/sha256"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -101,6 +102,7 @@ func failoverRound(t *testing.T, bin string, async bool) {
 		d.stop()
 	}
 	r.checkSubmitted()
+	r.checkIDs(faults)
 	r.checkStandbyWarning(async)
 	r.check()
 	r.reportFailovers(mode, faults)
@@ -209,6 +211,47 @@ func (r *run) reportLost() {
 	}
 	slices.Sort(lost)
 	r.t.Logf("acknowledged and missing, by acknowledgement:\n%s", strings.Join(lost, "\n"))
+}
+
+// checkIDs: no two submissions were given one task id, and every
+// submission acknowledged after a promotion got an id above the billion
+// each promotion before it advanced the ids to (migration 00040): the
+// ids a lost commit used are never issued again. An acknowledgement from a
+// primary that took writes after its standby's promotion (asynchronous
+// replication) can be below that floor, so there the floor is measured.
+func (r *run) checkIDs(faults []failover) {
+	r.mu.Lock()
+	acked := maps.Clone(r.acked)
+	r.mu.Unlock()
+	const epoch = 1_000_000_000
+	byID := map[int64]string{}
+	for key, a := range acked {
+		if other, ok := byID[a.id]; ok {
+			r.t.Errorf("INVARIANT no id issued twice: task %d was acknowledged for %s and for %s", a.id, other, key)
+		}
+		byID[a.id] = key
+		promotions := 0
+		for _, fo := range faults {
+			if r.start.Add(a.at).After(fo.promoted) {
+				promotions++
+			}
+		}
+		if floor := int64(promotions) * epoch; a.id < floor {
+			const invariant = "ids advance at a promotion"
+			msg := sprintf("%s, acknowledged %.1fs into the round after %d promotions, is task %d, below %d", key, a.at.Seconds(), promotions, a.id, floor)
+			if r.lossy {
+				r.violations[invariant]++
+				r.t.Logf("MEASURED %s: %s", invariant, msg)
+				continue
+			}
+			r.t.Errorf("INVARIANT %s: %s", invariant, msg)
+		}
+	}
+	var top int64
+	for id := range byID {
+		top = max(top, id)
+	}
+	r.note("ids: %d submissions, %d distinct task ids, the highest %d", len(acked), len(byID), top)
 }
 
 // checkStandbyWarning: each daemon, whose MCP tools are unsafe, warned at

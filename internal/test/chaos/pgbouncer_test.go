@@ -85,8 +85,10 @@ func startPgBouncer(t *testing.T, w *world, bin string) string {
 	must(t, os.MkdirAll(dir, 0o777))
 	must(t, os.Chmod(dir, 0o777)) // PgBouncer may run as another user
 	ini := filepath.Join(dir, "pgbouncer.ini")
-	// Each server connection gets the daemon's session settings, as
-	// docs/deployment.md has a deployment set them.
+	// Each server connection gets the daemon's session settings and checks
+	// the server's identity (ids advance after a failover: through a
+	// transaction pooler the daemon's own connections outlive it), as
+	// docs/deployment.md has a deployment do.
 	conf := fmt.Sprintf(`[databases]
 chaos = host=%s port=%s dbname=chaos user=%s password=%s connect_query='%s'
 
@@ -102,7 +104,7 @@ reserve_pool_size = 10
 server_login_retry = 1
 logfile = %s
 pidfile = %s
-`, u.Hostname(), u.Port(), u.User.Username(), pass, pgplan.ConnectQuery(), port, filepath.Join(dir, "pgbouncer.log"), filepath.Join(dir, "pgbouncer.pid"))
+`, u.Hostname(), u.Port(), u.User.Username(), pass, pgplan.ConnectQuery()+"; SELECT agentledger_guard_ids()", port, filepath.Join(dir, "pgbouncer.log"), filepath.Join(dir, "pgbouncer.pid"))
 	must(t, os.WriteFile(ini, []byte(conf), 0o644))
 
 	cmd := exec.Command(bin, ini)

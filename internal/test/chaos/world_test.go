@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/agentledger/agentledger/database"
 	"github.com/agentledger/agentledger/migrations"
 	"github.com/agentledger/agentledger/pgembed"
 )
@@ -88,12 +89,15 @@ func worldDir(t *testing.T) string {
 func (w *world) prepare(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
-	var err error
-	w.db, err = pgxpool.New(ctx, w.url)
+	// Opened as agentd and agentctl open theirs: each new connection
+	// checks the server's identity, so that the harness's submissions
+	// after a failover get ids no lost commit used (migration 00040).
+	db, err := database.Open(ctx, database.Config{URL: w.url})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(w.db.Close)
+	w.db = db.Pool
+	t.Cleanup(func() { db.Close(context.Background()) })
 	m, err := migrations.New(w.db, nil)
 	if err != nil {
 		t.Fatal(err)
