@@ -170,7 +170,12 @@ func (s *Store) claim(ctx context.Context, q string, p ClaimParams) ([]*agentled
 	if err == nil {
 		var tasks []*agentledger.Task
 		var laned map[int64]bool
-		if tasks, laned, err = collectClaimed(rows); err == nil {
+		var last *string // the run claim says where it left the rotation
+		lastp := &last
+		if q != claimRunSQL {
+			lastp = nil
+		}
+		if tasks, laned, err = collectClaimed(rows, lastp); err == nil {
 			// In claim order: the due-only claims (claimedDue) answer in no order.
 			slices.SortFunc(tasks, claimOrder)
 			if p.Hint != nil {
@@ -180,7 +185,11 @@ func (s *Store) claim(ctx context.Context, q string, p ClaimParams) ([]*agentled
 				if laned != nil {
 					rotation = slices.DeleteFunc(slices.Clone(tasks), func(t *agentledger.Task) bool { return laned[t.ID] })
 				}
-				p.Hint.served(from, got, s.lastServed(ctx, from, rotation, &p.Hint.order), rotation, len(laned))
+				served := deref(last)
+				if lastp == nil {
+					served = s.lastServed(ctx, from, rotation, &p.Hint.order)
+				}
+				p.Hint.served(from, got, served, rotation, len(laned))
 			}
 			if len(tasks) > 0 && tracing.Enabled() {
 				traceClaim(ctx, began, p, tasks, nil)

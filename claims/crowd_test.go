@@ -48,7 +48,7 @@ func TestACrowdTakesTurnsInRotation(t *testing.T) {
 	s := claims.New(db)
 	crowd(t, db, 200, 3)
 	hint := &claims.ClaimHint{}
-	oneRound(t, s, hint)
+	oneRound(t, s, hint, nil)
 	// The round goes on where it stopped: the fifth claim starts again at the first tenant.
 	if n := byTenant(claimTurn(t, s, hint, 100, true)); n["c0000"] != 1 || n["c0049"] != 1 {
 		t.Fatalf("the next round began %v, want c0000…c0099 a task each", n)
@@ -208,31 +208,43 @@ func TestACrowdWeighsClaimsOfOneTask(t *testing.T) {
 // their bytes: the rotation still serves every tenant its turn exactly
 // once a round, since the database, not the bytes, says which tenant a
 // claim served last.
+//
+// Due-only claims, after the first, are run claims (claimRunSQL), which
+// say themselves where they left the rotation.
 func TestACrowdTakesTurnsUnderACollation(t *testing.T) {
 	t.Parallel()
-	db := testdb.Collated(t, "en-US")
-	if _, err := db.Exec(context.Background(),
-		`INSERT INTO tasks (tenant, kind, run_at)
-		 SELECT CASE WHEN g % 2 = 0 THEN 'c' ELSE 'C' END || lpad((g % 200)::text, 4, '0'), 'noop', now() - interval '1 hour'
-		 FROM generate_series(0, 599) g`); err != nil {
-		t.Fatal(err)
+	for _, dueOnly := range []func(int) bool{
+		func(i int) bool { return i%2 == 1 }, // alternately in full
+		func(int) bool { return true },       // the run claims of a busy loop
+	} {
+		db := testdb.Collated(t, "en-US")
+		if _, err := db.Exec(context.Background(),
+			`INSERT INTO tasks (tenant, kind, run_at)
+			 SELECT CASE WHEN g % 2 = 0 THEN 'c' ELSE 'C' END || lpad((g % 200)::text, 4, '0'), 'noop', now() - interval '1 hour'
+			 FROM generate_series(0, 599) g`); err != nil {
+			t.Fatal(err)
+		}
+		var icu bool
+		if err := db.QueryRow(context.Background(), `SELECT 'C0001' < 'c0002' AND 'c0002' < 'C0003'`).Scan(&icu); err != nil || !icu {
+			t.Fatalf("the database sorts bytewise (%v): the test would not test", err)
+		}
+		oneRound(t, claims.New(db), &claims.ClaimHint{}, dueOnly)
 	}
-	var icu bool
-	if err := db.QueryRow(context.Background(), `SELECT 'C0001' < 'c0002' AND 'c0002' < 'C0003'`).Scan(&icu); err != nil || !icu {
-		t.Fatalf("the database sorts bytewise (%v): the test would not test", err)
-	}
-	oneRound(t, claims.New(db), &claims.ClaimHint{})
 }
 
 // oneRound makes four claims of 100 from a crowd of 200 tenants with 3
-// due tasks each, full ones, alternately due-only and in full: each gives
-// a tenant a turn of at most 2 (ceil(100/64)), and together they serve
-// every tenant exactly twice.
-func oneRound(t *testing.T, s *claims.Store, hint *claims.ClaimHint) {
+// due tasks each, full ones, due-only where dueOnly says (alternately
+// when it is nil) and in full otherwise: each gives a tenant a turn of at
+// most 2 (ceil(100/64)), and together they serve every tenant exactly
+// twice.
+func oneRound(t *testing.T, s *claims.Store, hint *claims.ClaimHint, dueOnly func(int) bool) {
 	t.Helper()
+	if dueOnly == nil {
+		dueOnly = func(i int) bool { return i%2 == 1 }
+	}
 	served := map[string]int{}
 	for i := range 4 {
-		got := claimTurn(t, s, hint, 100, i%2 == 1)
+		got := claimTurn(t, s, hint, 100, dueOnly(i))
 		if len(got) != 100 {
 			t.Fatalf("claim %d took %d tasks with 600 due, want 100", i, len(got))
 		}

@@ -82,12 +82,18 @@ func collectTasks(rows pgx.Rows) ([]*agentledger.Task, error) {
 	return scanTasks(rows, nil, nil)
 }
 
-// collectClaimed scans a claim's rows: taskColumns and whether the
-// claim's newcomer lane took the task. It returns the tasks and the ids
-// the lane took (nil when it took none, as in nearly every claim).
-func collectClaimed(rows pgx.Rows) (tasks []*agentledger.Task, laned map[int64]bool, err error) {
+// collectClaimed scans a claim's rows: taskColumns, whether the claim's
+// newcomer lane took the task, and, when last is not nil, the last tenant
+// the claim served in rotation order (claimRunSQL's last column). It
+// returns the tasks and the ids the lane took (nil when it took none, as
+// in nearly every claim).
+func collectClaimed(rows pgx.Rows, last **string) (tasks []*agentledger.Task, laned map[int64]bool, err error) {
 	var lane bool
-	tasks, err = scanTasks(rows, &lane, func(t *agentledger.Task) {
+	extra := []any{&lane}
+	if last != nil {
+		extra = append(extra, last)
+	}
+	tasks, err = scanTasks(rows, extra, func(t *agentledger.Task) {
 		if lane {
 			if laned == nil {
 				laned = map[int64]bool{}
@@ -98,18 +104,15 @@ func collectClaimed(rows pgx.Rows) (tasks []*agentledger.Task, laned map[int64]b
 	return tasks, laned, err
 }
 
-// scanTasks scans rows of taskColumns, then extra when it is not nil,
-// calling each (if set) on every task with extra filled in.
-func scanTasks(rows pgx.Rows, extra any, each func(*agentledger.Task)) ([]*agentledger.Task, error) {
+// scanTasks scans rows of taskColumns, then the columns of extra, calling
+// each (if set) on every task with extra filled in.
+func scanTasks(rows pgx.Rows, extra []any, each func(*agentledger.Task)) ([]*agentledger.Task, error) {
 	defer rows.Close()
 	var out []*agentledger.Task
 	// One row and one list of scan targets serve every row: a claim of
 	// 1,000 tasks allocated both 1,000 times (toTask copies the row out).
 	var r taskRow
-	fields := r.fields()
-	if extra != nil {
-		fields = append(fields, extra)
-	}
+	fields := append(r.fields(), extra...)
 	for rows.Next() {
 		r = taskRow{}
 		if err := rows.Scan(fields...); err != nil {

@@ -31,6 +31,15 @@ package claims
 //     locked at (leaseRows): two descents of tasks_pkey a task less, 7% of
 //     a claim of 100 over 10,000 tenants.
 //
+// Each row of its answer also carries the last tenant of the rotation it
+// served, the greatest of the turns' it locked (all from the cursor on),
+// in the database's order of text: the loop's cursor moves there. Asked
+// apart (Store.lastServed), it was a round trip more a claim on every
+// database that does not sort text bytewise — en_US.UTF-8, C.UTF-8 —
+// 0.05 ms of a claim of 100 over 10,000 tenants. (A locked row the
+// update passes over, changed after the statement's snapshot, still
+// counts: its tenant waits for the rotation's next round.)
+//
 // Both reads stop at 8 entries a tenant: a tenant with up to 8 due tasks
 // counts as thin. (At 4, ten daemons over 10,000 tenants of 5 tasks,
 // whose claims of a few dozen give each tenant a turn of one, found no
@@ -88,7 +97,7 @@ turns AS (
 	LIMIT (SELECT $3::int - cardinality(ids) FROM lane_ids)
 ),
 locked AS (
-	SELECT ctid FROM tasks
+	SELECT ctid, tenant FROM tasks
 	WHERE ctid = ANY (ARRAY(SELECT ctid FROM turns)) AND ` + dueNow + ` AND ` + settled + `
 	FOR UPDATE OF tasks SKIP LOCKED
 ),
@@ -100,7 +109,7 @@ due AS (
 	) c
 	WHERE (SELECT yes FROM crowd)
 )
-` + claimedDue("due", "ctid", inLane("t.id"))
+` + claimedDue("due", "ctid", inLane("t.id")) + `, (SELECT max(tenant) FROM locked)`
 
 // pastCursor reads cols of the due tasks from the cursor's tenant ($8) on,
 // in rotation order, that pass filter (a condition ending in AND, or ""),

@@ -77,7 +77,7 @@ turns AS (
 	LIMIT (SELECT $3::int - cardinality(ids) FROM lane_ids)
 ),
 locked AS (
-	SELECT ctid FROM tasks
+	SELECT ctid, tenant FROM tasks
 	WHERE ctid = ANY (ARRAY(SELECT ctid FROM turns)) AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
 			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
 			AND (needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[]) AND CASE WHEN xmax = '0'::xid THEN true ELSE currtid2('tasks', ctid) = ctid END
@@ -104,4 +104,4 @@ UPDATE tasks t SET
 	wait_reason = (SELECT NULL::text FROM set_config('synchronous_commit', 'off', true))
 FROM now
 WHERE t.ctid = ANY (ARRAY(SELECT ctid FROM due))
-RETURNING t.id, t.tenant, t.queue, t.kind, t.payload, t.priority, t.run_at, t.state, t.attempt, t.max_attempts, t.generation, t.lease_owner, t.lease_token, t.lease_expires_at, t.cancel_requested_at, t.result, t.last_error, t.submission_key, t.created_at, t.updated_at, t.finished_at, t.wait_reason, t.compensation, t.traceparent, t.replay_traceparent, t.generation_claims, t.needs, t.id = ANY ((SELECT ids FROM lane_ids)::bigint[])
+RETURNING t.id, t.tenant, t.queue, t.kind, t.payload, t.priority, t.run_at, t.state, t.attempt, t.max_attempts, t.generation, t.lease_owner, t.lease_token, t.lease_expires_at, t.cancel_requested_at, t.result, t.last_error, t.submission_key, t.created_at, t.updated_at, t.finished_at, t.wait_reason, t.compensation, t.traceparent, t.replay_traceparent, t.generation_claims, t.needs, t.id = ANY ((SELECT ids FROM lane_ids)::bigint[]), (SELECT max(tenant) FROM locked)
