@@ -104,7 +104,7 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 			pcfg.ConnConfig.RuntimeParams[k] = v
 		}
 	}
-	pcfg.AfterConnect = guardIDs(log)
+	pcfg.AfterConnect = GuardIDs(log)
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err == nil {
 		err = pool.Ping(ctx)

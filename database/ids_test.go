@@ -4,79 +4,89 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentledger/agentledger/database"
 	"github.com/agentledger/agentledger/internal/test/testdb"
+	"github.com/agentledger/agentledger/pgembed"
 )
 
-const billion = 1_000_000_000
+// insert inserts a task and returns its id.
+func insert(t *testing.T, db *pgxpool.Pool) int64 {
+	t.Helper()
+	var id int64
+	if err := db.QueryRow(context.Background(), `INSERT INTO tasks (kind) VALUES ('k') RETURNING id`).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
 
-// A database whose recorded server is not the one it is on now — as after
-// a promotion (another timeline) or a dump restored elsewhere (another
-// system identifier) — has its ids advanced by the first connection
-// opened to it, once however many open at once, before anything inserts;
-// a database on the server it recorded keeps its ids.
-func TestIdsAdvanceOnAnotherServer(t *testing.T) {
+// open opens url as agentd does, logging to logs.
+func open(t *testing.T, url string, logs *bytes.Buffer) *database.DB {
+	t.Helper()
+	db, err := database.Open(context.Background(), database.Config{URL: url, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close(context.Background()) })
+	return db
+}
+
+// A database that is not the one recorded — on another timeline (a
+// promotion), another server (a dump restored elsewhere) or restored
+// logically (its tables made anew) — has its ids advanced, to the clock in
+// microseconds, by the first connection opened to it, once however many
+// open at once, before anything inserts; the recorded database keeps its
+// ids.
+func TestIdsAdvanceInAnotherDatabase(t *testing.T) {
 	t.Parallel()
-	for _, moved := range []string{"timeline", "system_identifier"} {
+	for moved, set := range map[string]string{
+		"timeline":          `timeline = timeline - 1`,
+		"system identifier": `system_identifier = system_identifier - 1`,
+		"table":             `table_oid = 1`,
+	} {
 		t.Run(moved, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			url := testdb.URL(t)
 			admin := testdb.Open(t, url)
-			var first int64
-			if err := admin.QueryRow(ctx, `INSERT INTO tasks (kind) VALUES ('k') RETURNING id`).Scan(&first); err != nil {
-				t.Fatal(err)
-			}
+			first := insert(t, admin)
 
-			// The same server: nothing moves.
+			// The recorded database: nothing moves.
 			var logs bytes.Buffer
-			log := slog.New(slog.NewTextHandler(&logs, nil))
-			db, err := database.Open(ctx, database.Config{URL: url, Logger: log})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var id int64
-			if err := db.Pool.QueryRow(ctx, `INSERT INTO tasks (kind) VALUES ('k') RETURNING id`).Scan(&id); err != nil {
-				t.Fatal(err)
-			}
-			db.Close(ctx)
-			if id != first+1 {
-				t.Fatalf("on the recorded server the next id is %d, want %d", id, first+1)
+			if id := insert(t, open(t, url, &logs).Pool); id != first+1 {
+				t.Fatalf("in the recorded database the next id is %d, want %d", id, first+1)
 			}
 
-			// Another server: the first connection advances the ids.
-			if _, err := admin.Exec(ctx, `UPDATE database_identity SET `+moved+` = `+moved+` - 1`); err != nil {
+			// Another: the first connection advances the ids.
+			if _, err := admin.Exec(ctx, `UPDATE database_identity SET `+set); err != nil {
 				t.Fatal(err)
 			}
-			db, err = database.Open(ctx, database.Config{URL: url, Logger: log})
-			if err != nil {
-				t.Fatal(err)
-			}
-			err = db.Pool.QueryRow(ctx, `INSERT INTO tasks (kind) VALUES ('k') RETURNING id`).Scan(&id)
-			db.Close(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if id != billion {
-				t.Errorf("the first task inserted after the move got id %d, want %d", id, billion)
+			before := time.Now().UnixMicro()
+			id := insert(t, open(t, url, &logs).Pool)
+			if id < before {
+				t.Errorf("the first task inserted after the move got id %d, want at least the clock in microseconds, %d", id, before)
 			}
 			if n := strings.Count(logs.String(), "ids advanced"); n != 1 {
 				t.Errorf("want one warning that the ids advanced, got %d:\n%s", n, logs.String())
 			}
 
 			// Again, with eight connections checking at once: one advances.
-			if _, err := admin.Exec(ctx, `UPDATE database_identity SET `+moved+` = `+moved+` - 1`); err != nil {
+			if _, err := admin.Exec(ctx, `UPDATE database_identity SET `+set); err != nil {
 				t.Fatal(err)
 			}
 			conns := make([]*pgx.Conn, 8)
 			for i := range conns {
+				var err error
 				if conns[i], err = pgx.Connect(ctx, url); err != nil {
 					t.Fatal(err)
 				}
@@ -95,33 +105,30 @@ func TestIdsAdvanceOnAnotherServer(t *testing.T) {
 			}
 			close(start)
 			wg.Wait()
-			advanced := 0
+			var next int64
 			for _, n := range nexts {
 				if n != nil {
-					advanced++
-					if *n != 2*billion {
-						t.Errorf("the check that advanced said the next task id is %d, want %d", *n, 2*billion)
+					if next != 0 {
+						t.Fatalf("two of %d checks at once advanced the ids", len(conns))
 					}
+					next = *n
 				}
 			}
-			if advanced != 1 {
-				t.Errorf("%d of %d checks at once advanced the ids, want 1", advanced, len(conns))
+			if next <= id {
+				t.Fatalf("after a second move the next task id is %d, want above %d", next, id)
 			}
 
-			// Every id sequence of the schema moved, not only the tasks'
-			// (a sequence's own last_value is its next value after setval
-			// with is_called false; pg_sequences shows NULL for it).
-			var names []string
-			if err := sequences(ctx, admin, &names); err != nil {
-				t.Fatal(err)
-			}
+			// Every id sequence of the schema moved, not only the tasks' (a
+			// sequence's own last_value is its next value after setval with
+			// is_called false; pg_sequences shows NULL for it).
+			names := sequences(t, admin)
 			for _, name := range names {
 				var last int64
 				if err := admin.QueryRow(ctx, `SELECT last_value FROM `+pgx.Identifier{name}.Sanitize()).Scan(&last); err != nil {
 					t.Fatal(err)
 				}
-				if last < 2*billion {
-					t.Errorf("sequence %s is at %d after two moves, want %d or more", name, last, 2*billion)
+				if last < next {
+					t.Errorf("sequence %s is at %d after the move, want %d or more", name, last, next)
 				}
 			}
 			if len(names) != 8 {
@@ -132,18 +139,83 @@ func TestIdsAdvanceOnAnotherServer(t *testing.T) {
 }
 
 // sequences lists the schema's sequences but goose's own.
-func sequences(ctx context.Context, db *pgxpool.Pool, names *[]string) error {
-	rows, err := db.Query(ctx, `SELECT sequencename FROM pg_sequences
+func sequences(t *testing.T, db *pgxpool.Pool) []string {
+	t.Helper()
+	rows, err := db.Query(context.Background(), `SELECT sequencename FROM pg_sequences
 		WHERE schemaname = current_schema() AND sequencename <> 'agentledger_migrations_id_seq' ORDER BY 1`)
 	if err != nil {
-		return err
+		t.Fatal(err)
 	}
-	*names, err = pgx.CollectRows(rows, pgx.RowTo[string])
-	return err
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return names
 }
 
-// A database not yet migrated to the record of its server opens as before
-// (agentctl migrate up and a daemon about to migrate connect to it).
+// A dump restored into a new database, as a restore from a pg_dump backup
+// does, issues none of the ids the dumped database issued after the dump
+// was taken: the restored row of the identity names a table the restore
+// made anew.
+func TestARestoredDumpIssuesNoIdAgain(t *testing.T) {
+	t.Parallel()
+	dir, err := pgembed.FindBinaries("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pgDump, psql := filepath.Join(dir, "pg_dump"), filepath.Join(dir, "psql")
+	for _, bin := range []string{pgDump, psql} {
+		if _, err := os.Stat(bin); err != nil {
+			t.Skipf("no %s beside the server binaries: %v", filepath.Base(bin), err)
+		}
+	}
+	url := testdb.URL(t)
+	src := testdb.Open(t, url)
+	insert(t, src)
+	dump, err := exec.Command(pgDump, "--no-owner", "--dbname", url).Output()
+	if err != nil {
+		t.Fatalf("pg_dump: %v", err)
+	}
+	lost := insert(t, src) // after the backup: lost by the restore
+
+	restored := testdb.Empty(t)
+	cmd := exec.Command(psql, "--quiet", "--no-psqlrc", "--set", "ON_ERROR_STOP=1", "--dbname", restored)
+	cmd.Stdin = bytes.NewReader(dump)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("restoring the dump: %v\n%s", err, out)
+	}
+	var logs bytes.Buffer
+	if id := insert(t, open(t, restored, &logs).Pool); id <= lost {
+		t.Errorf("the restored database's first task got id %d; the task lost with the restore had %d", id, lost)
+	}
+}
+
+// A read-only session on the primary (default_transaction_read_only)
+// opens after a move without advancing anything: it inserts nothing.
+func TestAReadOnlySessionLeavesTheIds(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := testdb.URL(t)
+	admin := testdb.Open(t, url)
+	if _, err := admin.Exec(ctx, `UPDATE database_identity SET timeline = timeline - 1`); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	open(t, url+sep+"default_transaction_read_only=on", &logs)
+	if strings.Contains(logs.String(), "ids advanced") {
+		t.Errorf("a read-only session advanced the ids:\n%s", logs.String())
+	}
+	if id := insert(t, admin); id != 1 {
+		t.Errorf("the first task after a read-only session's check got id %d, want 1", id)
+	}
+}
+
+// A database not yet migrated to the record of its identity opens as
+// before (agentctl migrate up and a daemon about to migrate connect to it).
 func TestAnUnmigratedDatabaseOpens(t *testing.T) {
 	t.Parallel()
 	db, err := database.Open(context.Background(), database.Config{URL: testdb.Empty(t)})
@@ -153,24 +225,22 @@ func TestAnUnmigratedDatabaseOpens(t *testing.T) {
 	db.Close(context.Background())
 }
 
-// AdvanceIDs moves the ids on by hand (for a restore that keeps the
-// server's identity) and says the next task id.
+// AdvanceIDs moves the ids on by hand (for a restore the check cannot
+// tell) and says the next task id; ids only grow.
 func TestAdvanceIDs(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := testdb.New(t)
+	before := time.Now().UnixMicro()
 	next, err := database.AdvanceIDs(ctx, pool)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var id int64
-	if err := pool.QueryRow(ctx, `INSERT INTO tasks (kind) VALUES ('k') RETURNING id`).Scan(&id); err != nil {
-		t.Fatal(err)
+	if id := insert(t, pool); next < before || id != next {
+		t.Errorf("AdvanceIDs said %d and the next task got %d, want both the same and at least %d", next, id, before)
 	}
-	if next != billion || id != next {
-		t.Errorf("AdvanceIDs said %d and the next task got %d, want both %d", next, id, billion)
-	}
-	if next, err = database.AdvanceIDs(ctx, pool); err != nil || next != 2*billion {
-		t.Errorf("a second AdvanceIDs said %d, %v, want %d", next, err, 2*billion)
+	again, err := database.AdvanceIDs(ctx, pool)
+	if err != nil || again <= next {
+		t.Errorf("a second AdvanceIDs said %d, %v, want above %d", again, err, next)
 	}
 }

@@ -5,23 +5,28 @@
 -- asynchronous standby promoted) or a restore from a backup sets the
 -- sequences back: ids the lost commits used would be issued again, and a
 -- new task would carry a lost task's keys. So every id sequence moves on
--- to the next billion whenever the server the rows live on is another
--- than the one recorded: a new timeline (a promotion, a point-in-time
--- restore) or a new system identifier (a dump restored into another
--- cluster). Ids then start again above anything the lost commits could
--- have used, short of a billion issued in the lag.
+-- whenever the database is another than the one recorded: on another
+-- timeline (a promotion, a point-in-time restore), on another server (a
+-- dump restored into another cluster) or restored logically (a dump
+-- restored into this one: its tables are made anew, this one included).
+-- Each moves to the server's clock in microseconds since 1970, or past its
+-- last value if that is higher: above anything the lost commits could
+-- have used unless they issued more than one id a microsecond, and above
+-- what another fork of the same history issued if it moved on earlier
+-- (a cascade of failovers, one backup restored twice).
 CREATE TABLE IF NOT EXISTS database_identity (
     singleton         boolean     PRIMARY KEY DEFAULT true CHECK (singleton),
     system_identifier bigint      NOT NULL,
     timeline          bigint      NOT NULL,
+    table_oid         oid         NOT NULL,
     recorded_at       timestamptz NOT NULL DEFAULT now(),
     ids_advanced_at   timestamptz
 );
 
--- agentledger_advance_ids moves every id sequence to the next multiple
--- of a billion above its last value and returns the next task id. The
--- list is explicit: a sequence another application keeps in this schema
--- is not touched (migrations/ids_test.go holds the list to the schema).
+-- agentledger_advance_ids moves every id sequence on, under the identity
+-- row's lock, and returns the next task id. The list is explicit: a
+-- sequence another application keeps in this schema is not touched
+-- (database/ids_test.go holds the list to the schema).
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION agentledger_advance_ids()
 RETURNS bigint
@@ -29,8 +34,10 @@ LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
     seq regclass;
     last bigint;
+    clock_floor bigint := (extract(epoch FROM clock_timestamp()) * 1000000)::bigint;
     next_task bigint;
 BEGIN
+    PERFORM FROM database_identity FOR UPDATE;
     FOR seq IN
         SELECT pg_get_serial_sequence(x.tbl, x.col)::regclass
         FROM (VALUES ('tasks', 'id'), ('ledger', 'seq'), ('outbox', 'id'), ('api_tokens', 'id'),
@@ -38,7 +45,7 @@ BEGIN
         UNION ALL SELECT 'outbox_lease_token_seq'::regclass
     LOOP
         EXECUTE format('SELECT last_value FROM %s', seq) INTO last;
-        PERFORM setval(seq, (last / 1000000000 + 1) * 1000000000, false);
+        PERFORM setval(seq, greatest(last + 1, clock_floor), false);
     END LOOP;
     UPDATE database_identity SET ids_advanced_at = now();
     EXECUTE format('SELECT last_value FROM %s', pg_get_serial_sequence('tasks', 'id')) INTO next_task;
@@ -47,12 +54,13 @@ END;
 $$;
 -- +goose StatementEnd
 
--- agentledger_guard_ids records the server the rows live on, and advances
--- the ids when it is another than the one recorded; it returns the next
--- task id if it advanced them, NULL if not. A standby (in recovery) is
--- left alone: nothing is written there. agentd's connections call it as
--- they open, so after a failover the first connection to the promoted
--- server advances the ids before any of them inserts.
+-- agentledger_guard_ids records the database the rows live in, and
+-- advances the ids when it is another than the one recorded; it returns
+-- the next task id if it advanced them, NULL if not. A standby (in
+-- recovery) and a read-only session are left alone: neither inserts.
+-- agentd's connections call it as they open, so after a failover the
+-- first connection to the promoted server advances the ids before any of
+-- them inserts.
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION agentledger_guard_ids()
 RETURNS bigint
@@ -60,10 +68,11 @@ LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
     sysid bigint;
     tl bigint;
+    rel oid := 'database_identity'::regclass;
     rec database_identity%ROWTYPE;
     next_task bigint;
 BEGIN
-    IF pg_is_in_recovery() THEN
+    IF pg_is_in_recovery() OR current_setting('transaction_read_only')::bool THEN
         RETURN NULL;
     END IF;
     SELECT system_identifier INTO sysid FROM pg_control_system();
@@ -71,7 +80,7 @@ BEGIN
     -- digits (pg_control_checkpoint's lags until the next checkpoint).
     tl := ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint;
     SELECT * INTO rec FROM database_identity;
-    IF FOUND AND rec.system_identifier = sysid AND rec.timeline = tl THEN
+    IF FOUND AND (rec.system_identifier, rec.timeline, rec.table_oid) = (sysid, tl, rel) THEN
         RETURN NULL;
     END IF;
     -- Another: under the row's lock, read again, so that of the
@@ -80,15 +89,15 @@ BEGIN
     IF NOT FOUND THEN
         -- The first record (a new database, or one upgraded to this
         -- version): nothing is known of what came before.
-        INSERT INTO database_identity (system_identifier, timeline) VALUES (sysid, tl)
+        INSERT INTO database_identity (system_identifier, timeline, table_oid) VALUES (sysid, tl, rel)
         ON CONFLICT (singleton) DO NOTHING;
         RETURN NULL;
     END IF;
-    IF rec.system_identifier = sysid AND rec.timeline = tl THEN
+    IF (rec.system_identifier, rec.timeline, rec.table_oid) = (sysid, tl, rel) THEN
         RETURN NULL;
     END IF;
     next_task := agentledger_advance_ids();
-    UPDATE database_identity SET system_identifier = sysid, timeline = tl, recorded_at = now();
+    UPDATE database_identity SET system_identifier = sysid, timeline = tl, table_oid = rel, recorded_at = now();
     RETURN next_task;
 END;
 $$;
