@@ -38,7 +38,7 @@ package claims
 // database that does not sort text bytewise — en_US.UTF-8, C.UTF-8 —
 // 0.05 ms of a claim of 100 over 10,000 tenants. (A locked row the
 // update passes over, changed after the statement's snapshot, still
-// counts: its tenant waits for the rotation's next round.)
+// counts: the cursor moves to its tenant, which the next claim serves.)
 //
 // Both reads stop at 8 entries a tenant: a tenant with up to 8 due tasks
 // counts as thin. (At 4, ten daemons over 10,000 tenants of 5 tasks,
