@@ -24,8 +24,8 @@ import (
 // inserts tasks through a pool of its own (client.Database) sets it there
 // (pgxpool.Config.AfterConnect). A database not migrated to 00040 yet
 // (the function is missing: agentctl migrate up, or a daemon about to
-// migrate) and a role that may not advance the sequences are let through,
-// the latter with a warning; log may be nil.
+// migrate) is let through, and so is any check the server refuses (a role
+// that may not advance the sequences), with a warning; log may be nil.
 func GuardIDs(log *slog.Logger) func(context.Context, *pgx.Conn) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -37,8 +37,12 @@ func GuardIDs(log *slog.Logger) func(context.Context, *pgx.Conn) error {
 		switch {
 		case errors.As(err, &pgErr) && pgErr.Code == "42883": // undefined function
 			return nil
-		case errors.As(err, &pgErr) && pgErr.Code == "42501": // insufficient privilege
-			log.Warn("this role may not check the database's identity: ids are not advanced after a failover or restore", "err", pgErr.Message)
+		case errors.As(err, &pgErr):
+			// A check the server refuses (a role that may not advance
+			// the sequences, a timeout) must not keep the daemon from
+			// its database: the connection is let through, said.
+			log.Warn("could not check the database's identity on a new connection: ids are not advanced after a failover or restore until a check succeeds",
+				"err", pgErr.Message, "code", pgErr.Code)
 			return nil
 		case err != nil:
 			return fmt.Errorf("checking the database's identity: %w", err)

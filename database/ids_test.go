@@ -244,3 +244,20 @@ func TestAdvanceIDs(t *testing.T) {
 		t.Errorf("a second AdvanceIDs said %d, %v, want above %d", again, err, next)
 	}
 }
+
+// A check the server refuses lets the connection through, with a warning:
+// a safety net must not keep a daemon from its database.
+func TestARefusedCheckLetsTheConnectionThrough(t *testing.T) {
+	t.Parallel()
+	url := testdb.URL(t)
+	if _, err := testdb.Open(t, url).Exec(context.Background(), `CREATE OR REPLACE FUNCTION agentledger_guard_ids() RETURNS bigint
+		LANGUAGE plpgsql AS $$BEGIN RAISE EXCEPTION 'not here' USING ERRCODE = 'feature_not_supported'; END$$`); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	db := open(t, url, &logs)
+	insert(t, db.Pool)
+	if !strings.Contains(logs.String(), "could not check the database's identity") || !strings.Contains(logs.String(), "0A000") {
+		t.Errorf("want a warning naming the refusal, logged:\n%s", logs.String())
+	}
+}
