@@ -60,9 +60,11 @@ $$;
 -- recovery) and a read-only session are left alone: neither inserts.
 -- agentd's connections call it as they open, so after a failover the
 -- first connection to the promoted server advances the ids before any of
--- them inserts.
+-- them inserts. No record at all is a database restored without its row
+-- (or one from before this migration, which records it with first): the
+-- ids advance then too.
 -- +goose StatementBegin
-CREATE OR REPLACE FUNCTION agentledger_guard_ids()
+CREATE OR REPLACE FUNCTION agentledger_guard_ids(first boolean DEFAULT false)
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
@@ -75,10 +77,14 @@ BEGIN
     IF pg_is_in_recovery() OR current_setting('transaction_read_only')::bool THEN
         RETURN NULL;
     END IF;
+    -- A connection waits for another's check at most this long (then
+    -- fails the check, which lets it through with a warning).
+    PERFORM set_config('lock_timeout', '5s', true);
     -- The timeline WAL is written on now: a WAL file name's first 8 hex
     -- digits (pg_control_checkpoint's lags until the next checkpoint). A
-    -- server that keeps either to itself (a managed service may) counts
-    -- as 0 for it: what it does say is still compared.
+    -- server or a role that keeps either to itself (a managed service
+    -- may) reads 0 for it, which counts as unknown: it matches anything,
+    -- and what is known is still compared.
     BEGIN
         SELECT system_identifier INTO sysid FROM pg_control_system();
     EXCEPTION WHEN insufficient_privilege OR feature_not_supported OR undefined_function THEN
@@ -90,32 +96,37 @@ BEGIN
         tl := 0;
     END;
     SELECT * INTO rec FROM database_identity;
-    IF FOUND AND (rec.system_identifier, rec.timeline, rec.table_oid) = (sysid, tl, rel) THEN
+    IF FOUND AND rec.table_oid = rel AND (rec.system_identifier IN (sysid, 0) OR sysid = 0)
+            AND (rec.timeline IN (tl, 0) OR tl = 0) THEN
         RETURN NULL;
     END IF;
     -- Another: under the row's lock, read again, so that of the
     -- connections opening at once only the first advances the ids.
     SELECT * INTO rec FROM database_identity FOR UPDATE;
     IF NOT FOUND THEN
-        -- The first record (a new database, or one upgraded to this
-        -- version): nothing is known of what came before.
+        IF NOT first THEN
+            next_task := agentledger_advance_ids();
+        END IF;
         INSERT INTO database_identity (system_identifier, timeline, table_oid) VALUES (sysid, tl, rel)
         ON CONFLICT (singleton) DO NOTHING;
-        RETURN NULL;
+        RETURN next_task;
     END IF;
-    IF (rec.system_identifier, rec.timeline, rec.table_oid) = (sysid, tl, rel) THEN
+    IF rec.table_oid = rel AND (rec.system_identifier IN (sysid, 0) OR sysid = 0)
+            AND (rec.timeline IN (tl, 0) OR tl = 0) THEN
         RETURN NULL;
     END IF;
     next_task := agentledger_advance_ids();
-    UPDATE database_identity SET system_identifier = sysid, timeline = tl, table_oid = rel, recorded_at = now();
+    UPDATE database_identity SET system_identifier = coalesce(nullif(sysid, 0), system_identifier),
+        timeline = coalesce(nullif(tl, 0), timeline), table_oid = rel, recorded_at = now();
     RETURN next_task;
 END;
 $$;
 -- +goose StatementEnd
 
-SELECT agentledger_guard_ids();
+-- The first record: nothing is known of what came before.
+SELECT agentledger_guard_ids(true);
 
 -- +goose Down
-DROP FUNCTION IF EXISTS agentledger_guard_ids();
+DROP FUNCTION IF EXISTS agentledger_guard_ids(boolean);
 DROP FUNCTION IF EXISTS agentledger_advance_ids();
 DROP TABLE IF EXISTS database_identity;
