@@ -170,12 +170,15 @@ func (s *Store) claim(ctx context.Context, q string, p ClaimParams) ([]*agentled
 	if err == nil {
 		var tasks []*agentledger.Task
 		var laned map[int64]bool
-		var last *string // the run claim says where it left the rotation
-		lastp := &last
-		if q != claimRunSQL {
-			lastp = nil
+		// The run claim says where it left the rotation; after any other
+		// the database is asked (lastServed).
+		run := q == claimRunSQL
+		var last *string
+		var lastCol **string
+		if run {
+			lastCol = &last
 		}
-		if tasks, laned, err = collectClaimed(rows, lastp); err == nil {
+		if tasks, laned, err = collectClaimed(rows, lastCol); err == nil {
 			// In claim order: the due-only claims (claimedDue) answer in no order.
 			slices.SortFunc(tasks, claimOrder)
 			if p.Hint != nil {
@@ -186,7 +189,7 @@ func (s *Store) claim(ctx context.Context, q string, p ClaimParams) ([]*agentled
 					rotation = slices.DeleteFunc(slices.Clone(tasks), func(t *agentledger.Task) bool { return laned[t.ID] })
 				}
 				served := deref(last)
-				if lastp == nil {
+				if !run {
 					served = s.lastServed(ctx, from, rotation, &p.Hint.order)
 				}
 				p.Hint.served(from, got, served, rotation, len(laned))

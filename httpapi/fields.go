@@ -18,8 +18,9 @@ import (
 // one request. A key that names no field at all is left to the decoder's
 // unknown-field error. (Through Server.check a key given twice is refused
 // before this, as malformed: the fingerprint's canonical JSON has no
-// duplicate keys; the check here holds for any caller of decodeBody.) The body is a JSON object (decodeBody checked its
-// first byte); one that does not parse is left to the decoder too.
+// duplicate keys; the check here holds for any caller of decodeBody.) The
+// body is a JSON object (decodeBody checked its first byte); one that does
+// not parse is left to the decoder too.
 func checkFieldNames(body []byte, v any) error {
 	names := fieldNames(reflect.TypeOf(v))
 	if len(names) == 0 {
