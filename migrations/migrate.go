@@ -68,8 +68,34 @@ func New(pool *pgxpool.Pool, logger *slog.Logger) (*Migrator, error) {
 // Close releases the migrator's database handle (not the pool).
 func (m *Migrator) Close() error { return m.db.Close() }
 
+// MinServerVersion is the oldest PostgreSQL the migrations run on
+// (server_version_num): they use CREATE OR REPLACE TRIGGER, new in 14.
+const MinServerVersion = 140000
+
+// checkServer refuses a server older than MinServerVersion before any
+// migration runs, so that an old server gets a sentence, not a syntax
+// error halfway through the migrations.
+func (m *Migrator) checkServer(ctx context.Context) error {
+	var num int
+	var version string
+	if err := m.db.QueryRowContext(ctx, `SELECT current_setting('server_version_num')::int, current_setting('server_version')`).Scan(&num, &version); err != nil {
+		return fmt.Errorf("migrations: reading the server's version: %w", err)
+	}
+	return serverOldEnough(num, version)
+}
+
+func serverOldEnough(num int, version string) error {
+	if num < MinServerVersion {
+		return fmt.Errorf("migrations: agentledger needs PostgreSQL %d or newer; this server is %s", MinServerVersion/10000, version)
+	}
+	return nil
+}
+
 // Up applies every pending migration and returns the versions applied.
 func (m *Migrator) Up(ctx context.Context) ([]int64, error) {
+	if err := m.checkServer(ctx); err != nil {
+		return nil, err
+	}
 	res, err := m.provider.Up(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("migrations: up: %w", err)
@@ -80,6 +106,9 @@ func (m *Migrator) Up(ctx context.Context) ([]int64, error) {
 // UpTo applies the pending migrations up to version and returns the
 // versions applied.
 func (m *Migrator) UpTo(ctx context.Context, version int64) ([]int64, error) {
+	if err := m.checkServer(ctx); err != nil {
+		return nil, err
+	}
 	res, err := m.provider.UpTo(ctx, version)
 	if err != nil {
 		return nil, fmt.Errorf("migrations: up to %d: %w", version, err)
