@@ -172,7 +172,7 @@ func (s *Store) List(ctx context.Context, p ListParams) ([]Request, error) {
 		p.Limit = 100
 	}
 	rows, err := s.db.Query(ctx, `/* approvals.list */ SELECT `+columns+` FROM approvals
-		WHERE state = ANY ($1) AND ($2 = '' OR tenant = $2) AND ($3 = 0 OR task_id = $3)
+		WHERE state = ANY ($1) AND ($2 = '' OR tenant = $2) AND ($3::bigint = 0 OR task_id = $3)
 		ORDER BY CASE WHEN state = 'pending' THEN requested_at END, requested_at DESC, id DESC LIMIT $4`,
 		p.States, p.Tenant, p.TaskID, p.Limit)
 	if err != nil {

@@ -22,7 +22,7 @@ import (
 func sagaDB(t *testing.T) (*DBStore, *claims.Store) {
 	t.Helper()
 	ctx := context.Background()
-	e := testenv.New(t)
+	e := testenv.NewSmallIDs(t)
 	task := e.Enqueue(claims.EnqueueParams{Tenant: "acme", Kind: "steps", Payload: json.RawMessage(`{"steps": [
 		{"tool": "http_request", "args": {}, "compensate": {"tool": "http_request", "args": {"refund": "${self.body.id}"}}},
 		{"tool": "http_request", "args": {}, "compensate": {"tool": "notify", "args": {"text": "released"}}},

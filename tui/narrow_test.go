@@ -129,7 +129,7 @@ func TestConsoleWideJournal(t *testing.T) {
 func compensatedDB(t *testing.T) *DBStore {
 	t.Helper()
 	ctx := context.Background()
-	e := testenv.New(t)
+	e := testenv.NewSmallIDs(t)
 	raw := func(s string) json.RawMessage { return json.RawMessage(s) }
 	undo := raw(`{"tool":"http_request","args":{"method":"POST","url":"https://billing.example/undo"}}`)
 	do := func(a *agentledger.Task, step string, compensate json.RawMessage, body string, err error) error {

@@ -45,7 +45,7 @@ type seeded struct {
 func seedDB(t *testing.T) *seeded {
 	t.Helper()
 	ctx := context.Background()
-	e := testenv.New(t)
+	e := testenv.NewSmallIDs(t)
 	must := func(err error) {
 		t.Helper()
 		if err != nil {

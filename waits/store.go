@@ -145,7 +145,7 @@ func (s *Store) List(ctx context.Context, p ListParams) ([]Wait, error) {
 		p.Limit = 100
 	}
 	rows, err := s.db.Query(ctx, `/* waits.list */ SELECT `+waitColumns+` FROM waits
-		WHERE state = ANY ($1) AND ($2 = '' OR tenant = $2) AND ($3 = 0 OR task_id = $3) AND ($4 = '' OR kind = $4)
+		WHERE state = ANY ($1) AND ($2 = '' OR tenant = $2) AND ($3::bigint = 0 OR task_id = $3) AND ($4 = '' OR kind = $4)
 		ORDER BY CASE WHEN state = 'waiting' THEN deadline END, created_at DESC, id DESC LIMIT $5`,
 		p.States, p.Tenant, p.TaskID, p.Kind, p.Limit)
 	if err != nil {

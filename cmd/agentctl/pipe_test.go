@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/agentledger/agentledger/claims"
@@ -20,9 +21,14 @@ func TestOutputReaderGone(t *testing.T) {
 	t.Parallel()
 	url := testdb.URL(t)
 	s := claims.New(testdb.Open(t, url))
-	for range 3 {
-		if _, err := s.Enqueue(context.Background(), claims.EnqueueParams{Kind: "echo", Payload: json.RawMessage(`{}`)}); err != nil {
+	var first int64
+	for i := range 3 {
+		r, err := s.Enqueue(context.Background(), claims.EnqueueParams{Kind: "echo", Payload: json.RawMessage(`{}`)})
+		if err != nil {
 			t.Fatal(err)
+		}
+		if i == 0 {
+			first = r.Task.ID
 		}
 	}
 	exe, err := os.Executable()
@@ -33,7 +39,7 @@ func TestOutputReaderGone(t *testing.T) {
 	if err := os.Symlink(exe, bin); err != nil {
 		t.Fatal(err)
 	}
-	for _, args := range [][]string{{"list"}, {"list", "-o", "json"}, {"show", "1"}} {
+	for _, args := range [][]string{{"list"}, {"list", "-o", "json"}, {"show", strconv.FormatInt(first, 10)}} {
 		r, w, err := os.Pipe()
 		if err != nil {
 			t.Fatal(err)

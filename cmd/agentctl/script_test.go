@@ -86,12 +86,13 @@ func TestScripts(t *testing.T) {
 			}
 			env.Values[tbKey{}] = tb
 			env.Setenv("PATH", bin+string(os.PathListSeparator)+env.Getenv("PATH"))
-			env.Setenv("DATABASE_URL", testdb.URL(tb))
+			env.Setenv("DATABASE_URL", testdb.SmallIDsURL(tb))
 			env.Setenv(statusFileEnv, filepath.Join(env.WorkDir, ".agentctl-status"))
 			return nil
 		},
 		Cmds: map[string]func(*testscript.TestScript, bool, []string){
 			"exitcode":     cmdExitcode,
+			"stdoutenv":    cmdStdoutEnv,
 			"jsonpath":     cmdJSONPath,
 			"announce":     cmdAnnounce,
 			"claim":        cmdClaim,
@@ -154,6 +155,16 @@ func cmdExitcode(ts *testscript.TestScript, neg bool, args []string) {
 	if !neg && got != args[0] {
 		ts.Fatalf("agentctl exited with %s, want %s", got, args[0])
 	}
+}
+
+// cmdStdoutEnv sets the environment variable named to the last command's
+// stdout, trimmed: a script takes the id a command printed, never
+// writing one down.
+func cmdStdoutEnv(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: stdoutenv NAME")
+	}
+	ts.Setenv(args[0], strings.TrimSpace(ts.ReadFile("stdout")))
 }
 
 func cmdJSONPath(ts *testscript.TestScript, neg bool, args []string) {

@@ -26,7 +26,7 @@ import (
 // returns the API's base URL, the database and what Seed made.
 func runDemo(t *testing.T) (string, *pgxpool.Pool, demo.Seeded) {
 	t.Helper()
-	url := testdb.URL(t)
+	url := testdb.SmallIDsURL(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -113,7 +113,7 @@ func TestREADMEExamples(t *testing.T) {
 	}
 	docs := readGuides(t, root)
 	bin := buildBinaries(t, root)
-	url := testdb.URL(t)
+	url := testdb.SmallIDsURL(t)
 	addr := freeAddr(t)
 	env := append(os.Environ(),
 		"PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),

@@ -8,4 +8,6 @@
 // A template database is migrated once per schema version (its name carries
 // migrations.Fingerprint) under an advisory lock, and each test clones it with
 // CREATE DATABASE … TEMPLATE, so tests run in parallel in isolation.
+// A test's ids start past what a 32-bit integer holds, as after a
+// failover or a restore, unless it asks for small ones (SmallIDsURL).
 package testdb

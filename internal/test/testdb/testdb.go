@@ -168,7 +168,33 @@ func Empty(t testing.TB) string { return create(t, false) }
 
 // URL creates a new migrated database for t, drops it when t ends, and
 // returns its URL (for tests that open several pools or start processes).
-func URL(t testing.TB) string { return create(t, true) }
+//
+// Its ids start where a database's do after a failover or a restore
+// (migration 00040 moves them to the clock in microseconds), past what a
+// 32-bit integer holds, so that no statement or program narrows an id
+// unseen. SmallIDsURL's start at 1.
+func URL(t testing.TB) string {
+	t.Helper()
+	url := create(t, true)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatalf("testdb: %v", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `SELECT agentledger_advance_ids()`); err != nil {
+		t.Fatalf("testdb: advancing the ids: %v", err)
+	}
+	return url
+}
+
+// SmallIDsURL is URL with ids from 1, as on a fresh install: for tests
+// whose expectations a reader checks by eye (the agentctl scripts, the
+// console's screens, the demo).
+func SmallIDsURL(t testing.TB) string {
+	t.Helper()
+	return create(t, true)
+}
 
 func create(t testing.TB, migrated bool) string {
 	t.Helper()
@@ -216,11 +242,17 @@ func Collated(t testing.TB, icuLocale string) *pgxpool.Pool {
 	return Open(t, url)
 }
 
-// New returns a pool to a new migrated database for t; both are gone when t
-// ends.
+// New returns a pool to a new migrated database for t, its ids past 32
+// bits (see URL); both are gone when t ends.
 func New(t testing.TB) *pgxpool.Pool {
 	t.Helper()
 	return Open(t, URL(t))
+}
+
+// NewSmallIDs is New with ids from 1 (see SmallIDsURL).
+func NewSmallIDs(t testing.TB) *pgxpool.Pool {
+	t.Helper()
+	return Open(t, SmallIDsURL(t))
 }
 
 // Open returns a pool to url that is closed when t ends.

@@ -36,10 +36,21 @@ type Env struct {
 	now time.Time
 }
 
-// New returns an Env on a new database, with the clock pinned to now.
+// New returns an Env on a new database, with the clock pinned to now;
+// its ids are past 32 bits (testdb.URL).
 func New(t testing.TB) *Env {
 	t.Helper()
-	db := testdb.New(t)
+	return on(t, testdb.New(t))
+}
+
+// NewSmallIDs is New with ids from 1 (testdb.SmallIDsURL), for tests whose
+// expectations show ids to a reader (the console's screens).
+func NewSmallIDs(t testing.TB) *Env {
+	t.Helper()
+	return on(t, testdb.NewSmallIDs(t))
+}
+
+func on(t testing.TB, db *pgxpool.Pool) *Env {
 	e := &Env{T: t, DB: db, Claims: claims.New(db), Registry: registry.New(db), Ledger: ledger.New(db),
 		Operator: operator.New(db), now: time.Now().UTC().Truncate(time.Second)}
 	e.Claims.Now, e.Registry.Now = e.Now, e.Now
