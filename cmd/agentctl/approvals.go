@@ -230,7 +230,7 @@ With --output json it prints the request as decided.`,
 func (a *app) denyCmd() *cobra.Command {
 	var f decideFlags
 	cmd := &cobra.Command{
-		Use:   "deny ID --reason TEXT",
+		Use:   "deny ID --reason TEXT [--yes]",
 		Short: "Deny an approval request: its call is not performed",
 		Long: `Deny approval request ID: the call is not performed. A steps task's step
 fails for good (its saga's compensations run when declared); an agent is
@@ -248,6 +248,9 @@ With --output json it prints the request as decided.`,
 		RunE:              a.action(func(ctx context.Context, args []string) error { return a.decide(ctx, args[0], false, &f) }),
 	}
 	f.register(cmd, "why it is denied (required: the task is told)")
+	// A denial performs nothing, so it asks nothing; --yes is accepted so
+	// that a script deciding either way passes the same flags.
+	cmd.Flags().BoolVar(&f.yes, "yes", false, "accepted as approve's is; a denial never asks for confirmation")
 	return cmd
 }
 
