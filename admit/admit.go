@@ -47,14 +47,23 @@ type options struct {
 // fail when it runs); or, with g (the tenant's grant), a
 // *grants.DeniedError for what the payload names outside it.
 func check(ctx context.Context, s *registry.Store, p claims.EnqueueParams, g *grants.Grant, o options) error {
-	// A steps payload's structure first, which needs no worker; its calls
-	// after the grant, against the schemas of the live pools when there
-	// are any, so that a refusal names the field of the schema (rather
-	// than the tool's own check, which steps.Check makes too).
+	// A steps payload's structure first, which needs no worker; then the
+	// grant, so that a tenant is told what it lacks before anything of the
+	// daemon's own configuration (its HTTP tools' allow-lists); its calls
+	// last, against the schemas of the live pools when there are any, so
+	// that a refusal names the field of the schema (rather than the tool's
+	// own check, which steps.Check makes too).
 	if p.Kind == steps.Kind {
 		if err := steps.Check(p.Payload, nil); err != nil {
 			return err
 		}
+	}
+	if g != nil {
+		if err := granted(g, p, o.Model); err != nil {
+			return err
+		}
+	}
+	if p.Kind == steps.Kind {
 		if err := reachable(p.Payload, o.Reach); err != nil {
 			return err
 		}
@@ -72,11 +81,6 @@ func check(ctx context.Context, s *registry.Store, p claims.EnqueueParams, g *gr
 			return nil
 		}
 		return steps.Check(p.Payload, own)
-	}
-	if g != nil {
-		if err := granted(g, p, o.Model); err != nil {
-			return err
-		}
 	}
 	if o.Anyway {
 		return calls()

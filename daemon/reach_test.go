@@ -3,6 +3,7 @@ package daemon_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentledger/agentledger/daemon"
+	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/internal/test/testdaemon"
 	"github.com/agentledger/agentledger/internal/test/testdb"
 	"github.com/agentledger/agentledger/tenants"
@@ -46,6 +48,12 @@ func TestDoorRefusesWhatTheAllowListRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The grant allows what the daemon's list refuses: the list's own
+	// refusal is what is tested (a grant's comes first, as the last request shows).
+	if err := grants.NewStore(db).Put(ctx, "acme", &grants.Grant{AllKinds: true, Tools: []string{"http_request"},
+		Hosts: []grants.Host{{URL: "http://127.0.0.1:18449"}, {URL: "https://127.0.0.1:18449"}, {URL: "https://example.com"}}}); err != nil {
+		t.Fatal(err)
+	}
 	post := func(key, target string) (int, map[string]any) {
 		t.Helper()
 		body := `{"kind":"steps","payload":{"steps":[{"tool":"http_request","args":{"method":"POST","url":"` + target + `"}}]}}`
@@ -77,5 +85,11 @@ func TestDoorRefusesWhatTheAllowListRefuses(t *testing.T) {
 	}
 	if status, p := post("listed", "https://127.0.0.1:18449/orders"); status == 422 {
 		t.Errorf("a listed origin: %d %v, want it past the allow-list", status, p)
+	}
+	// A host outside the tenant's grant is refused as such (403), before
+	// the daemon's own list, which is the operator's business, is named.
+	if status, p := post("ungranted", "https://elsewhere.example.org/orders"); status != 403 ||
+		strings.Contains(fmt.Sprint(p["detail"]), "AGENTLEDGER_HTTP_ALLOWED_HOSTS") {
+		t.Errorf("a host outside the grant and the list: %d %v, want 403 naming the grant only", status, p)
 	}
 }
