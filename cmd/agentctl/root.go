@@ -87,8 +87,10 @@ database unreachable or not migrated), 2 usage or invalid input.`,
 			switch {
 			case a.output == "id" && !idOutput[cmd.CommandPath()]:
 				return usagef("--output id is for submit and list (the task ids, one a line), approvals (the request ids), signal, signals and waits (theirs); %s takes table or json", cmd.CommandPath())
+			case a.output != "table" && a.output != "json" && a.output != "id" && idOutput[cmd.CommandPath()]:
+				return usagef("--output must be table, json or id, not %q", a.output)
 			case a.output != "table" && a.output != "json" && a.output != "id":
-				return usagef("--output must be table, json or id (submit and list), not %q", a.output)
+				return usagef("--output must be table or json for %s, not %q", cmd.CommandPath(), a.output)
 			}
 			return nil
 		},

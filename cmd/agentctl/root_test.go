@@ -18,7 +18,8 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 	}{
 		{[]string{"bogus"}, `unknown command "bogus" for "agentctl"`},
 		{[]string{"list", "--nope"}, "unknown flag: --nope"},
-		{[]string{"-o", "yaml", "list"}, `--output must be table, json or id (submit and list), not "yaml"`},
+		{[]string{"-o", "yaml", "list"}, `--output must be table, json or id, not "yaml"`},
+		{[]string{"-o", "yaml", "show", "1"}, `--output must be table or json for agentctl show, not "yaml"`},
 		{[]string{"list", "--state", "queued,later"}, `unknown state "later": valid states are queued, waiting, running,`},
 		{[]string{"list", "--limit", "1001"}, "--limit must be between 1 and 1000"},
 		{[]string{"show", "abc"}, `task id must be a positive integer, not "abc"`},
