@@ -54,10 +54,6 @@ type rules struct {
 	// grant: the tenant's grant decides the kind and what the payload
 	// names literally.
 	grant bool
-	// uses: the tenant's grant decides what the payload names literally
-	// (its tools, hosts, channels, model), which its run would be refused
-	// anyway; the kind is the caller's to choose.
-	uses bool
 	// bound: no queue jumping — the grant's priority floor, and a run_at
 	// in the past becomes now.
 	bound bool
@@ -69,7 +65,7 @@ type rules struct {
 // only with "allow_unserved": true.
 var callers = map[Caller]rules{
 	Tenant:   {served: true, grant: true, bound: true},
-	Operator: {served: true, uses: true},
+	Operator: {served: true},
 	Webhook:  {},
 	Schedule: {},
 	Parent:   {grant: true, bound: true},

@@ -86,16 +86,16 @@ func (d *Door) Admit(ctx context.Context, db registry.DB, s Submission) (claims.
 		return p, err
 	}
 	g := s.Grant
-	if (r.grant || r.uses) && g == nil && d.Grants != nil {
+	if r.grant && g == nil && d.Grants != nil {
 		var err error
 		if g, err = d.Grants.For(ctx, p.Tenant); err != nil {
 			return p, err
 		}
 	}
-	if !r.grant && !r.uses {
+	if !r.grant {
 		g = nil
 	}
-	if g != nil && r.grant {
+	if g != nil {
 		if err := g.Allow(p.Tenant, grants.Need{Kind: p.Kind}); err != nil {
 			return p, err
 		}

@@ -8,7 +8,6 @@ import (
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/admit"
 	"github.com/agentledger/agentledger/claims"
-	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/waits"
 )
 
@@ -17,9 +16,7 @@ import (
 // transaction the task is made only if the transaction commits. Its tasks
 // pass the door as the operator's (package admit): claims' limits, the
 // schema the serving daemon published for a typed kind, a steps payload's
-// structure, and the tenant's grant over what the payload names (its
-// tools, hosts, channels, model: its run would be refused what the grant
-// lacks; the kind is the program's to choose). It queues a task whether or not a live worker serves its kind
+// structure. It queues a task whether or not a live worker serves its kind
 // (the API and agentctl check that): a program writing its own tasks,
 // often before any daemon is up, knows what it queues. Its signals pass
 // the door as the operator's too, and are sent by "operator". A pool of
@@ -27,7 +24,7 @@ import (
 // connection opens (AfterConnect: database.GuardIDs), as agentd's do, so
 // that after a failover that lost commits no task id is issued twice.
 func Database(db claims.DB, tenant string) Client {
-	return dbSubmitter{db: db, door: &admit.Door{Grants: grants.NewStore(db)}, tenant: tenant}
+	return dbSubmitter{db: db, door: &admit.Door{}, tenant: tenant}
 }
 
 type dbSubmitter struct {

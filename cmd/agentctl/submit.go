@@ -15,7 +15,6 @@ import (
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/admit"
 	"github.com/agentledger/agentledger/claims"
-	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/registry"
 )
 
@@ -120,10 +119,8 @@ func (a *app) submit(ctx context.Context, f *submitFlags) error {
 		return err
 	}
 	// The door as the operator's: the published schema of a typed kind, a
-	// live worker serving the task unless --allow-unserved, and the
-	// tenant's grant over what the payload names (its run would be
-	// refused what the grant lacks).
-	door := &admit.Door{Grants: grants.NewStore(a.db.Pool)}
+	// live worker serving the task unless --allow-unserved.
+	door := &admit.Door{}
 	p, err = door.Admit(ctx, a.db.Pool, admit.Submission{Caller: admit.Operator, Params: p, Unserved: f.allowUnserved,
 		Override: "submit with --allow-unserved"}) // a.store opened the database and checked its schema
 	if err != nil {

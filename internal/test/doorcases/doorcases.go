@@ -57,7 +57,7 @@ var Cases = []Case{
 		Want: with(all("queued p60"), "api", "denied", "parent", "denied")},
 	{Name: "what the payload names outside the grant", Kind: "steps", Priority: 60,
 		Payload: `{"steps":[{"tool":"unsafe_http","args":{"method":"GET","url":"https://example.com/"}}]}`,
-		Want:    with(all("queued p60"), "api", "denied", "parent", "denied", "agentctl", "denied", "client", "denied")},
+		Want:    with(all("queued p60"), "api", "denied", "parent", "denied")},
 	{Name: "priority range", Kind: "echo", Priority: 101,
 		Want: all("invalid priority")},
 	{Name: "priority floor", Kind: "echo", Priority: 10,
