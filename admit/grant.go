@@ -35,6 +35,15 @@ func granted(g *grants.Grant, p claims.EnqueueParams, model string) error {
 	return nil
 }
 
+// Lacks is what the API refuses at submit (see granted), for callers the
+// grant does not bind at submit: agentctl warns the operator with it that
+// a call the task names will be refused when it runs, unless the grant in
+// force by then allows it. model is the configured one, "" when unknown
+// (only a model certain to be refused is named).
+func Lacks(g *grants.Grant, p claims.EnqueueParams, model string) error {
+	return granted(g, p, model)
+}
+
 // payloadGranted checks a payload of kind, of a task depth generations
 // below the submitted one.
 func payloadGranted(g *grants.Grant, tenant, kind string, payload json.RawMessage, model string, depth int) error {

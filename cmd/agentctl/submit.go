@@ -15,7 +15,9 @@ import (
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/admit"
 	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/registry"
+	"github.com/agentledger/agentledger/tenants"
 )
 
 // submitFlags are the options of agentctl submit as given.
@@ -59,7 +61,9 @@ queues it anyway, for a worker that is not up yet. A steps payload is
 checked as it would be when it runs: its structure, its tools against
 those the live workers serve, and each step's arguments against its tool's
 schema as they announced it (arguments holding a ${steps.…} reference are
-known only when the step runs and are not held against it).
+known only when the step runs and are not held against it). What the
+payload names outside the tenant's grant in force is said on stderr and the
+task is queued: the grant binds the run, call by call, not the operator.
 
 With --idempotency-key the submission is idempotent per tenant: submitting the
 same request again under the same key prints "duplicate: existing task N" and
@@ -137,6 +141,9 @@ func (a *app) submit(ctx context.Context, f *submitFlags) error {
 	if err != nil {
 		return err
 	}
+	if !res.Duplicate {
+		a.warnUngranted(ctx, res.Task.ID, p)
+	}
 	if a.wantJSON() {
 		return printJSON(a.stdout, submitResult{Task: res.Task, Duplicate: res.Duplicate})
 	}
@@ -156,6 +163,28 @@ func (a *app) submit(ctx context.Context, f *submitFlags) error {
 		_, err = fmt.Fprintf(a.stdout, "submitted task %d (%s)\n", t.ID, state)
 	}
 	return err
+}
+
+// warnUngranted says on stderr what task id's payload (p's) names that its
+// tenant's grant in force lacks: the operator's submission is not bound by
+// the grant, but the run is, call by call, with the grant in force then
+// (a daemon stores its config file's grants when it starts). A look that
+// fails says nothing: the task is queued either way.
+func (a *app) warnUngranted(ctx context.Context, id int64, p claims.EnqueueParams) {
+	g, err := grants.NewStore(a.db.Pool).For(ctx, p.Tenant)
+	if err != nil {
+		return
+	}
+	lack := admit.Lacks(g, p, "")
+	if lack == nil {
+		return
+	}
+	fmt.Fprintf(a.stderr, "agentctl: warning: task %d's %v: the call is refused when the task runs unless the grant allows it by then\n", id, lack)
+	// As tenant grant knows a tenant: by its row, or by a grant of its own.
+	r, rerr := grants.NewStore(a.db.Pool).Record(ctx, p.Tenant)
+	if known, err := tenants.NewStore(a.db.Pool).Exists(ctx, p.Tenant); err == nil && rerr == nil && r == nil && !known {
+		fmt.Fprintf(a.stderr, "hint: tenant %s is not known yet: agentctl tenant add %s first\n", grants.ShellQuote(p.Tenant), grants.ShellQuote(p.Tenant))
+	}
 }
 
 // admitError relabels a refusal of the door with the flag (or the
