@@ -229,7 +229,7 @@ func consoleSink(cfg *Config, out io.Writer) (notify.Sink, error) {
 			}
 		}
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, fmt.Errorf("notification file: %w", err)
+			return nil, fmt.Errorf("notification file: %w (the console sink keeps it in the state directory: set --state-dir, or --notify-file)", err)
 		}
 		path = filepath.Join(dir, "notifications.jsonl")
 	}

@@ -54,8 +54,9 @@ func (r *readiness) check(ctx context.Context) {
 	r.mu.Unlock()
 }
 
-// problem says why the daemon cannot serve, or "": the database must answer
-// and its schema have been the one this binary knows at the last check.
+// why says why the daemon cannot serve, or "": the database must answer
+// and its schema have been at least the one this binary knows at the last
+// check.
 func (r *readiness) why(ctx context.Context) string {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
@@ -99,8 +100,11 @@ func schemaProblem(ctx context.Context, db *pgxpool.Pool) string {
 		return unreachable
 	case err != nil:
 		return "schema version unreadable"
-	case v != m.Latest():
+	case v < m.Latest():
 		return fmt.Sprintf("schema at version %d, this agentd needs %d", v, m.Latest())
 	}
+	// A newer schema is ready: migrations keep older daemons working, and
+	// an upgrade migrates before it restarts them one by one, each staying
+	// behind its load balancer meanwhile.
 	return ""
 }

@@ -90,10 +90,11 @@ var blocks = map[string]block{
 	"go run ./cmd/agentctl limit set 'slack-channel:*' --rate 50/min":            {want: []string{"limit slack-channel:C0123456789 removed", "limit mcp:shop set: 5 in flight; breaker 5 in 60s, cool-down 30s", "breaker mcp:shop opened for every daemon until", "5 in 60s, cool-down 30s  opened by an operator", "breaker mcp:shop closed for every daemon"}},
 	"go run ./cmd/agentctl limit set http:http://127.0.0.1:7450":                 {want: []string{"succeeded", "deferred", " 1 of 25"}},
 	"go run ./cmd/agentctl tenant share set default --weight 2 --max-running 50": {want: []string{"tenant default: weight 2, at most 50 running", "share of tenant default removed: weight 1, no cap on running tasks"}},
-	"CHAOS_TASKS=2000":                                         {skip: "internal/test/chaos's TestChaos is this run with CI's defaults"},
-	"go install ./cmd/agentd ./cmd/agentctl":                   {},
-	"DATABASE_URL='postgres://agentledger:…@db1:5432,db2:5432": {skip: "internal/test/chaos's TestFailover gives its daemons such a URL"},
-	"go test ./internal/test/chaos -run 'TestFailover$'":       {skip: "internal/test/chaos's TestFailover is this run (CI's); TestFailoverAsync wants CHAOS_FAILOVER_ASYNC"},
+	"CHAOS_TASKS=2000":                       {skip: "internal/test/chaos's TestChaos is this run with CI's defaults"},
+	"go install ./cmd/agentd ./cmd/agentctl": {},
+	"export DATABASE_URL='postgres://agentledger:choose-one@db.internal/agentledger'": {skip: "it names the reader's own server; cmd/agentctl's scripts run migrate up, tenant add and tenant token create"},
+	"DATABASE_URL='postgres://agentledger:…@db1:5432,db2:5432":                        {skip: "internal/test/chaos's TestFailover gives its daemons such a URL"},
+	"go test ./internal/test/chaos -run 'TestFailover$'":                              {skip: "internal/test/chaos's TestFailover is this run (CI's); TestFailoverAsync wants CHAOS_FAILOVER_ASYNC"},
 }
 
 // signalExample names docs/operators.md's block of signals and waits,
