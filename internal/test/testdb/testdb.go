@@ -230,8 +230,8 @@ func createAs(t testing.TB, clause string) (string, string) {
 
 // Collated returns a pool to a new migrated database for t whose text
 // sorts by the ICU locale given (as a database made with en_US does,
-// where the test cluster's, like the embedded one's, sorts as C); both
-// are gone when t ends.
+// where the test cluster's, like the embedded one's, sorts as C), its ids
+// past 32 bits as URL's; both are gone when t ends.
 func Collated(t testing.TB, icuLocale string) *pgxpool.Pool {
 	t.Helper()
 	url, name := createAs(t, " TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE '"+
@@ -239,7 +239,11 @@ func Collated(t testing.TB, icuLocale string) *pgxpool.Pool {
 	if err := migrate(context.Background(), name); err != nil {
 		t.Fatalf("testdb: migrating %s: %v", name, err)
 	}
-	return Open(t, url)
+	pool := Open(t, url)
+	if _, err := pool.Exec(context.Background(), `SELECT agentledger_advance_ids()`); err != nil {
+		t.Fatalf("testdb: advancing the ids: %v", err)
+	}
+	return pool
 }
 
 // New returns a pool to a new migrated database for t, its ids past 32
