@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/goleak"
 
@@ -182,10 +183,18 @@ func URL(t testing.TB) string {
 		t.Fatalf("testdb: %v", err)
 	}
 	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, `SELECT agentledger_advance_ids()`); err != nil {
+	widen(t, conn)
+	return url
+}
+
+// widen moves db's ids past 32 bits, as a failover or a restore does.
+func widen(t testing.TB, db interface {
+	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
+}) {
+	t.Helper()
+	if _, err := db.Exec(context.Background(), `SELECT agentledger_advance_ids()`); err != nil {
 		t.Fatalf("testdb: advancing the ids: %v", err)
 	}
-	return url
 }
 
 // SmallIDsURL is URL with ids from 1, as on a fresh install: for tests
@@ -240,9 +249,7 @@ func Collated(t testing.TB, icuLocale string) *pgxpool.Pool {
 		t.Fatalf("testdb: migrating %s: %v", name, err)
 	}
 	pool := Open(t, url)
-	if _, err := pool.Exec(context.Background(), `SELECT agentledger_advance_ids()`); err != nil {
-		t.Fatalf("testdb: advancing the ids: %v", err)
-	}
+	widen(t, pool)
 	return pool
 }
 
