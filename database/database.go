@@ -139,6 +139,10 @@ func (d *DB) String() string { return d.desc }
 // state directory held none.
 func (d *DB) Created() bool { return d.cluster != nil && d.cluster.Created() }
 
+// Started reports whether Open started the embedded cluster's server (it
+// was not running, as when no agentd uses it).
+func (d *DB) Started() bool { return d.cluster != nil && d.cluster.Started() }
+
 // Embedded reports whether the database is the embedded cluster.
 func (d *DB) Embedded() bool { return d.cluster != nil }
 

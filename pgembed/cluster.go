@@ -48,6 +48,7 @@ type Cluster struct {
 	version  string
 	conn     connInfo
 	created  bool // this Start initialised the cluster
+	started  bool // this Start started the server (it was not running)
 
 	lockTimeout time.Duration
 
@@ -173,6 +174,7 @@ func (c *Cluster) bringUp(ctx context.Context) error {
 		}
 		started = true
 	}
+	c.started = started
 
 	conn, err := c.readyConn(ctx)
 	if err == nil {
@@ -332,6 +334,10 @@ func (c *Cluster) URL(database string) string { return c.conn.url(database) }
 // Created reports whether Start initialised the cluster: its state
 // directory held none.
 func (c *Cluster) Created() bool { return c.created }
+
+// Started reports whether this Start started the server (it was not
+// running); it stops again when its last user closes.
+func (c *Cluster) Started() bool { return c.started }
 
 // Port returns the loopback TCP port the server listens on.
 func (c *Cluster) Port() int { return c.conn.Port }

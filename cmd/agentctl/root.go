@@ -162,8 +162,14 @@ func (a *app) open(ctx context.Context) (*database.DB, error) {
 		}
 		return nil, withHint(err, hint)
 	}
-	if db.Created() {
+	switch {
+	case db.Created():
 		fmt.Fprintf(a.stderr, "agentctl: initialised a new embedded PostgreSQL cluster: %s\n", db)
+	case db.Started():
+		// No agentd runs on it: say which database this is, lest an
+		// operator who meant a server of their own (DATABASE_URL unset in
+		// this shell) read another's tasks without noticing.
+		fmt.Fprintf(a.stderr, "agentctl: started the embedded PostgreSQL, no agentd running on it (set DATABASE_URL for a server of your own): %s\n", db)
 	}
 	a.db = db
 	return db, nil

@@ -74,7 +74,13 @@ func TestStateDirWithoutCluster(t *testing.T) {
 	if first, _, _ := strings.Cut(stderr, "\n"); code != 1 || !strings.HasPrefix(first, refusal+"; there ") || !strings.Contains(first, " "+real) {
 		t.Errorf("list in a state dir with no cluster, one in $AGENTLEDGER_STATE_DIR: exit %d, stderr\n%s\nwant it to name %s", code, stderr, real)
 	}
-	if _, stderr, code := run("list"); code != 0 || stderr != "no tasks\n" {
+	// No agentd runs on it: agentctl starts the server, and says which
+	// database it reads (an operator with DATABASE_URL unset in this
+	// shell would otherwise read it unawares).
+	_, stderr, code = run("list")
+	if first, rest, _ := strings.Cut(stderr, "\n"); code != 0 ||
+		!strings.HasPrefix(first, "agentctl: started the embedded PostgreSQL, no agentd running on it (set DATABASE_URL for a server of your own): embedded PostgreSQL ") ||
+		!strings.Contains(first, "(data "+filepath.Join(real, "pgdata")) || rest != "no tasks\n" {
 		t.Errorf("list in the cluster: exit %d, stderr %q", code, stderr)
 	}
 }
