@@ -8,6 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/agentledger/agentledger/dbaway"
 )
 
 // Ids leave the database (a task's id enters the keys of its effects,
@@ -25,7 +27,9 @@ import (
 // (pgxpool.Config.AfterConnect). A database not migrated to 00040 yet
 // (the function is missing: agentctl migrate up, or a daemon about to
 // migrate) is let through, and so is any check the server refuses (a role
-// that may not advance the sequences), with a warning; log may be nil.
+// that may not advance the sequences), with a warning; a check cut short
+// by the server going away fails the connection, as the outage fails any.
+// log may be nil.
 func GuardIDs(log *slog.Logger) func(context.Context, *pgx.Conn) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -37,6 +41,11 @@ func GuardIDs(log *slog.Logger) func(context.Context, *pgx.Conn) error {
 		switch {
 		case errors.As(err, &pgErr) && pgErr.Code == "42883": // undefined function
 			return nil
+		case dbaway.Unavailable(err):
+			// The server going away under the new connection (a shutdown,
+			// a failover): the connection fails as any does then, and the
+			// outage says so once (not a warning per connection).
+			return fmt.Errorf("checking the database's identity: %w", err)
 		case errors.As(err, &pgErr):
 			// A check the server refuses (a role that may not advance
 			// the sequences, a timeout) must not keep the daemon from

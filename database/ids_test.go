@@ -263,6 +263,26 @@ func TestARefusedCheckLetsTheConnectionThrough(t *testing.T) {
 	}
 }
 
+// A check cut short by the server going away (a shutdown or a failover
+// under the new connection) fails the connection, as the outage fails
+// any, and warns nothing: the outage is said once, by its own lines.
+func TestACheckCutShortByAnOutageFailsTheConnection(t *testing.T) {
+	t.Parallel()
+	url := testdb.URL(t)
+	if _, err := testdb.Open(t, url).Exec(context.Background(), `CREATE OR REPLACE FUNCTION agentledger_guard_ids(first boolean DEFAULT false) RETURNS bigint
+		LANGUAGE plpgsql AS $$BEGIN RAISE EXCEPTION 'terminating connection due to administrator command' USING ERRCODE = 'admin_shutdown'; END$$`); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	_, err := database.Open(context.Background(), database.Config{URL: url, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err == nil || !strings.Contains(err.Error(), "57P01") {
+		t.Errorf("open while the check is cut short: %v, want the connection failed with 57P01", err)
+	}
+	if logs.Len() > 0 {
+		t.Errorf("want nothing logged, got:\n%s", logs.String())
+	}
+}
+
 // A database with no record of itself (restored without the row) has its
 // ids advanced and is recorded; a part of the identity recorded as 0
 // (read by a role or on a server that keeps it to itself) is unknown, and
