@@ -246,15 +246,23 @@ func TestAdvanceIDs(t *testing.T) {
 	}
 }
 
+// checkRaising returns a new database whose identity check raises message
+// with the condition named.
+func checkRaising(t *testing.T, message, condition string) string {
+	t.Helper()
+	url := testdb.URL(t)
+	if _, err := testdb.Open(t, url).Exec(context.Background(), `CREATE OR REPLACE FUNCTION agentledger_guard_ids(first boolean DEFAULT false) RETURNS bigint
+		LANGUAGE plpgsql AS $$BEGIN RAISE EXCEPTION '`+message+`' USING ERRCODE = '`+condition+`'; END$$`); err != nil {
+		t.Fatal(err)
+	}
+	return url
+}
+
 // A check the server refuses lets the connection through, with a warning:
 // a safety net must not keep a daemon from its database.
 func TestARefusedCheckLetsTheConnectionThrough(t *testing.T) {
 	t.Parallel()
-	url := testdb.URL(t)
-	if _, err := testdb.Open(t, url).Exec(context.Background(), `CREATE OR REPLACE FUNCTION agentledger_guard_ids(first boolean DEFAULT false) RETURNS bigint
-		LANGUAGE plpgsql AS $$BEGIN RAISE EXCEPTION 'not here' USING ERRCODE = 'feature_not_supported'; END$$`); err != nil {
-		t.Fatal(err)
-	}
+	url := checkRaising(t, "not here", "feature_not_supported")
 	var logs bytes.Buffer
 	db := open(t, url, &logs)
 	insert(t, db.Pool)
@@ -268,11 +276,7 @@ func TestARefusedCheckLetsTheConnectionThrough(t *testing.T) {
 // any, and warns nothing: the outage is said once, by its own lines.
 func TestACheckCutShortByAnOutageFailsTheConnection(t *testing.T) {
 	t.Parallel()
-	url := testdb.URL(t)
-	if _, err := testdb.Open(t, url).Exec(context.Background(), `CREATE OR REPLACE FUNCTION agentledger_guard_ids(first boolean DEFAULT false) RETURNS bigint
-		LANGUAGE plpgsql AS $$BEGIN RAISE EXCEPTION 'terminating connection due to administrator command' USING ERRCODE = 'admin_shutdown'; END$$`); err != nil {
-		t.Fatal(err)
-	}
+	url := checkRaising(t, "terminating connection due to administrator command", "admin_shutdown")
 	var logs bytes.Buffer
 	_, err := database.Open(context.Background(), database.Config{URL: url, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err == nil || !strings.Contains(err.Error(), "57P01") {
