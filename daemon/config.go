@@ -53,8 +53,12 @@ type Config struct {
 type Database struct {
 	// URL names the database; empty starts (or joins) the embedded
 	// cluster in StateDir.
-	URL      string
+	URL string
+	// StateDir is the embedded cluster's state directory; empty:
+	// $AGENTLEDGER_STATE_DIR, else /var/lib/agentledger as root and
+	// ~/.local/state/agentledger otherwise.
 	StateDir string
+	// MaxConns caps the daemon's own connection pool; 0: the default.
 	MaxConns int32
 	// PgBouncer: the database is reached through a transaction-pooling
 	// PgBouncer (no LISTEN, no session state).

@@ -7,8 +7,10 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"reflect"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentledger/agentledger/admit"
@@ -55,7 +57,10 @@ type Daemon struct {
 	limits *flow.Limiter
 
 	ready chan struct{}
-	sups  []*mcpSupervisor // set before ready closes
+	// run is set when Run starts: kinds and tools registered after it
+	// would never be served, so they are refused.
+	run  atomic.Bool
+	sups []*mcpSupervisor // set before ready closes
 	// door admits every task this daemon queues: the API's, the
 	// webhooks', cron's and create_task's children.
 	door *admit.Door
@@ -77,7 +82,9 @@ func New(cfg Config) *Daemon {
 // taken by a built-in kind or registered before is refused.
 func (d *Daemon) RegisterKind(name string, h worker.Handler) error {
 	switch {
-	case name == "" || h == nil:
+	case d.run.Load():
+		return fmt.Errorf("daemon: kind %q registered after Run started: register kinds before Run", name)
+	case name == "" || nilHandler(h):
 		return fmt.Errorf("daemon: a kind needs a name and a handler")
 	case slices.Contains(builtinKinds, name):
 		return fmt.Errorf("daemon: kind %q is built in", name)
@@ -88,10 +95,30 @@ func (d *Daemon) RegisterKind(name string, h worker.Handler) error {
 	return nil
 }
 
+// nilHandler reports whether h would call nothing: nil, a nil function
+// (worker.HandlerFunc(nil)), or a typed kind made of one (Kind(nil)).
+func nilHandler(h worker.Handler) bool {
+	if h == nil {
+		return true
+	}
+	if k, ok := h.(interface{ nilFunc() bool }); ok {
+		return k.nilFunc()
+	}
+	v := reflect.ValueOf(h)
+	switch v.Kind() {
+	case reflect.Func, reflect.Pointer, reflect.Map, reflect.Interface:
+		return v.IsNil()
+	}
+	return false
+}
+
 // RegisterTool adds t to the tools steps and agent tasks may call, through
 // the ledger like the built-in ones. A name taken by a built-in tool or
 // registered before is refused when Run starts.
 func (d *Daemon) RegisterTool(t tools.Tool) error {
+	if d.run.Load() {
+		return fmt.Errorf("daemon: tool registered after Run started: register tools before Run")
+	}
 	if t == nil || t.Name() == "" {
 		return fmt.Errorf("daemon: a tool needs a name")
 	}
@@ -173,9 +200,14 @@ func (d *Daemon) EndGrace() {
 // part, and works until ctx ends; then it stops claiming, lets running
 // tasks finish within the grace period and releases the rest.
 func (d *Daemon) Run(ctx context.Context) error {
+	d.run.Store(true)
 	cfg, log := &d.cfg, d.cfg.Logger
 	// Nothing of the configuration is stored before all of it is checked:
 	// a daemon that refuses to start changes nothing (issue 30, U5).
+	if cfg.Database.MaxConns < 0 || cfg.API.MaxConns < 0 {
+		return &ConfigError{fmt.Errorf("a connection pool's size must not be negative (Database.MaxConns %d, API.MaxConns %d; 0 for the default)",
+			cfg.Database.MaxConns, cfg.API.MaxConns)}
+	}
 	if err := checkSeeds(cfg); err != nil {
 		return err
 	}

@@ -146,4 +146,48 @@ func TestRegistrationMistakes(t *testing.T) {
 	if err := d2.Run(context.Background()); !errors.As(err, &ce) || !strings.Contains(err.Error(), `"open_ticket" is registered twice`) {
 		t.Errorf("a tool registered twice: Run = %v, want a ConfigError naming it", err)
 	}
+	// After Run started, a kind or a tool would never be served.
+	if err := d2.RegisterKind("late", noop); err == nil || !strings.Contains(err.Error(), "after Run started") {
+		t.Errorf("a kind registered after Run: %v", err)
+	}
+	if err := d2.RegisterTool(&ticketTool{}); err == nil || !strings.Contains(err.Error(), "after Run started") {
+		t.Errorf("a tool registered after Run: %v", err)
+	}
+	// A handler that would call nothing is no handler.
+	var nilFunc func(context.Context, *agentledger.Task, struct{}) (struct{}, error)
+	for name, h := range map[string]worker.Handler{
+		"nil": nil, "nil HandlerFunc": worker.HandlerFunc(nil), "typed kind of nil": daemon.Kind(nilFunc),
+	} {
+		if err := daemon.New(daemon.Config{}).RegisterKind("k", h); err == nil || !strings.Contains(err.Error(), "needs a name and a handler") {
+			t.Errorf("%s: %v, want it refused", name, err)
+		}
+	}
+}
+
+// Values no daemon can run with are a ConfigError from Run, before
+// anything is claimed: never a panic.
+func TestConfigMistakesAreConfigErrors(t *testing.T) {
+	t.Parallel()
+	url := testdb.URL(t)
+	base := func() daemon.Config {
+		return daemon.Config{Database: daemon.Database{URL: url}, Maintenance: daemon.Maintenance{NoCron: true, NoJanitor: true},
+			Notify: daemon.Notifications{NoDispatch: true}, Logger: quiet(), Stdout: io.Discard}
+	}
+	for name, set := range map[string]func(*daemon.Config){
+		"a negative poll interval": func(c *daemon.Config) { c.Worker.PollInterval = -time.Second },
+		"a negative grace":         func(c *daemon.Config) { c.Worker.Grace = -time.Second },
+		"an empty queue name":      func(c *daemon.Config) { c.Worker.Queues = []string{""} },
+		"a negative pool size":     func(c *daemon.Config) { c.Database.MaxConns = -3 },
+		"a negative API pool size": func(c *daemon.Config) { c.API.MaxConns = -1 },
+	} {
+		cfg := base()
+		set(&cfg)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err := daemon.New(cfg).Run(ctx)
+		cancel()
+		var ce *daemon.ConfigError
+		if !errors.As(err, &ce) {
+			t.Errorf("%s: Run = %v, want a ConfigError", name, err)
+		}
+	}
 }

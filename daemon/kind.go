@@ -51,6 +51,8 @@ type typedKind[Args, Result any] struct {
 
 func (k typedKind[Args, Result]) PayloadSchema() json.RawMessage { return k.schema }
 
+func (k typedKind[Args, Result]) nilFunc() bool { return k.fn == nil }
+
 func (k typedKind[Args, Result]) CheckPayload(payload json.RawMessage) error {
 	_, err := decodeArgs[Args](payload)
 	return err

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/agentledger/agentledger"
@@ -169,6 +170,14 @@ func (c *Config) setDefaults() error {
 	switch {
 	case c.Concurrency < 0 || c.BatchSize < 0:
 		return fmt.Errorf("worker: concurrency and batch size must be positive")
+	case c.PollInterval < 0:
+		return fmt.Errorf("worker: poll interval %s must be positive", c.PollInterval)
+	case c.Grace < 0:
+		return fmt.Errorf("worker: grace %s must not be negative", c.Grace)
+	case c.CompletionWait < 0:
+		return fmt.Errorf("worker: completion wait %s must not be negative", c.CompletionWait)
+	case slices.Contains(c.Queues, ""):
+		return fmt.Errorf("worker: a queue name is empty (queues %q)", c.Queues)
 	case c.Lease < time.Second:
 		return fmt.Errorf("worker: lease %s is shorter than 1s", c.Lease)
 	case c.HeartbeatInterval <= 0 || c.HeartbeatInterval > c.Lease/2:
