@@ -412,6 +412,13 @@ func TestExpiredSignalIsNotConsumed(t *testing.T) {
 	if st, _ := signalState(t, db, old.Signal.ID); st != "pending" {
 		t.Fatalf("the expired signal is %s before the janitor", st)
 	}
+	// Readers see it expired already: no wait can consume it.
+	for state, want := range map[string]int{"pending": 0, "expired": 1} {
+		got, err := s.ListSignals(ctx, waits.ListSignalsParams{States: []string{state}})
+		if err != nil || len(got) != want || (want == 1 && got[0].State != "expired") {
+			t.Errorf("listing %s signals before the janitor: %+v, %v; want %d", state, got, err, want)
+		}
+	}
 	n, err := s.ExpireSignals(ctx, 100)
 	if err != nil || n != 1 {
 		t.Fatalf("expire: %d %v, want 1", n, err)

@@ -134,7 +134,12 @@ type Signal struct {
 	TaskID     *int64          `json:"task_id,omitempty"`
 }
 
-const signalColumns = `id, tenant, name, key, payload, dedupe_key, sent_by, sent_at, expires_at, state, consumed_at, wait_id, task_id`
+const signalColumns = `id, tenant, name, key, payload, dedupe_key, sent_by, sent_at, expires_at, ` + signalState + `, consumed_at, wait_id, task_id`
+
+// signalState is a signal's state as readers see it: a pending signal past
+// its expiry is expired at once (no wait can consume it any more), though
+// the janitor marks it so only at its next sweep.
+const signalState = `CASE WHEN state = 'pending' AND expires_at <= now() THEN 'expired' ELSE state END`
 
 func scanSignal(row pgx.Row, more ...any) (Signal, error) {
 	var s Signal
@@ -317,7 +322,7 @@ func (s *Store) ListSignals(ctx context.Context, p ListSignalsParams) ([]Signal,
 		p.Limit = 100
 	}
 	rows, err := s.db.Query(ctx, `/* waits.list_signals */ SELECT `+signalColumns+` FROM signals
-		WHERE state = ANY ($1) AND ($2 = '' OR tenant = $2) AND ($3 = '' OR name = $3)
+		WHERE `+signalState+` = ANY ($1) AND ($2 = '' OR tenant = $2) AND ($3 = '' OR name = $3)
 		ORDER BY sent_at DESC, id DESC LIMIT $4`, p.States, p.Tenant, p.Name, p.Limit)
 	if err != nil {
 		return nil, fmt.Errorf("signals: %w", err)
