@@ -3,7 +3,7 @@
 // in a small "tickets" API, submits a task, replays it, and shows that the
 // ticket was opened once.
 //
-//	go run ./examples/embed      # on the embedded cluster (or DATABASE_URL)
+//	go run ./examples/embed      # on the embedded cluster ($AGENTLEDGER_STATE_DIR, else agentd's default), or DATABASE_URL
 package main
 
 import (

@@ -5,7 +5,7 @@
 // (needs_attention) instead of performing it. It runs a small refund,
 // replays it, and asks for a large one.
 //
-//	go run ./examples/intercept      # on the embedded cluster (or DATABASE_URL)
+//	go run ./examples/intercept      # on the embedded cluster ($AGENTLEDGER_STATE_DIR, else agentd's default), or DATABASE_URL
 package main
 
 import (

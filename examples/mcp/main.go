@@ -8,7 +8,7 @@
 // serves every model and tool call, and neither the server nor the model is
 // called again.
 //
-//	go run ./examples/mcp        # on the embedded cluster (or DATABASE_URL)
+//	go run ./examples/mcp        # on the embedded cluster ($AGENTLEDGER_STATE_DIR, else agentd's default), or DATABASE_URL
 package main
 
 import (
