@@ -119,6 +119,11 @@ func TestEmbeddedDaemonRunsCustomKindsAndTools(t *testing.T) {
 	}
 }
 
+// shadow is a tool named as a built-in one.
+type shadow struct{ *ticketTool }
+
+func (shadow) Name() string { return "http_request" }
+
 // Registration mistakes are refused with the name at fault.
 func TestRegistrationMistakes(t *testing.T) {
 	t.Parallel()
@@ -142,9 +147,11 @@ func TestRegistrationMistakes(t *testing.T) {
 	d2 := daemon.New(daemon.Config{Database: daemon.Database{URL: testdb.URL(t)}, Maintenance: daemon.Maintenance{NoCron: true, NoJanitor: true}, Notify: daemon.Notifications{NoDispatch: true}, Logger: quiet()})
 	_ = d2.RegisterTool(&ticketTool{})
 	_ = d2.RegisterTool(&ticketTool{})
+	_ = d2.RegisterTool(shadow{&ticketTool{}})
 	var ce *daemon.ConfigError
-	if err := d2.Run(context.Background()); !errors.As(err, &ce) || !strings.Contains(err.Error(), `"open_ticket" is registered twice`) {
-		t.Errorf("a tool registered twice: Run = %v, want a ConfigError naming it", err)
+	if err := d2.Run(context.Background()); !errors.As(err, &ce) || !strings.Contains(err.Error(), `"open_ticket" is registered twice`) ||
+		!strings.Contains(err.Error(), `"http_request" is built in`) {
+		t.Errorf("a tool registered twice and one named as a built-in: Run = %v, want a ConfigError naming both", err)
 	}
 	// After Run started, a kind or a tool would never be served.
 	if err := d2.RegisterKind("late", noop); err == nil || !strings.Contains(err.Error(), "after Run started") {

@@ -55,16 +55,23 @@ func (d *Daemon) handlers(db *pgxpool.Pool, m *metrics.Metrics) (map[string]work
 	}
 	all := append(builtins, notify.NewTool())
 	all = append(all, waits.Tools(waits.NewStore(db))...)
-	seen := map[string]bool{}
+	builtin, seen := map[string]bool{}, map[string]bool{}
 	for _, t := range all {
-		seen[t.Name()] = true
+		builtin[t.Name()] = true
 	}
+	var clashes []error
 	for _, t := range d.tools {
-		if seen[t.Name()] {
-			return nil, nil, &ConfigError{fmt.Errorf("tool %q is registered twice (or shadows a built-in tool)", t.Name())}
+		switch {
+		case builtin[t.Name()]:
+			clashes = append(clashes, fmt.Errorf("daemon: tool %q is built in: name yours otherwise", t.Name()))
+		case seen[t.Name()]:
+			clashes = append(clashes, fmt.Errorf("daemon: tool %q is registered twice", t.Name()))
 		}
 		seen[t.Name()] = true
 		all = append(all, t)
+	}
+	if len(clashes) > 0 {
+		return nil, nil, &ConfigError{errors.Join(clashes...)}
 	}
 	reg := tools.NewRegistry(all...)
 	// The door refuses literal arguments a tool would refuse at run.
