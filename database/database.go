@@ -86,8 +86,10 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	pcfg, err := pgxpool.ParseConfig(raw)
 	if err != nil {
 		db.closeCluster(ctx)
-		// pgx's message can quote the URL, password included: say less.
-		return nil, fmt.Errorf("invalid database URL %s: expected postgres://user:password@host:port/dbname", Redact(raw))
+		// pgx's message can quote the URL, password included: say less,
+		// but what a setting's own reason says, where it cannot hold
+		// the password.
+		return nil, fmt.Errorf("invalid database URL %s: %s", Redact(raw), urlProblem(err))
 	}
 	if cfg.MaxConns > 0 {
 		pcfg.MaxConns = cfg.MaxConns
@@ -183,4 +185,19 @@ func Redact(raw string) string {
 		}
 	}
 	return strings.Join(fields, " ")
+}
+
+// urlProblem is why pgx refused a URL, when its reason names a setting
+// (never a part that could be the password), else the form expected.
+func urlProblem(err error) string {
+	msg := err.Error()
+	if i := strings.LastIndex(msg, "`: "); i >= 0 {
+		reason := msg[i+3:]
+		for _, safe := range []string{"failed to configure TLS", "invalid port", "cannot parse pool_", "invalid target_session_attrs", "invalid connect_timeout"} {
+			if strings.HasPrefix(reason, safe) {
+				return reason
+			}
+		}
+	}
+	return "expected postgres://user:password@host:port/dbname"
 }
