@@ -276,18 +276,20 @@ func TestCheckRefusesHTTPCallsThatCannotRun(t *testing.T) {
 func TestApproveIsChecked(t *testing.T) {
 	t.Parallel()
 	for payload, want := range map[string]string{
-		`{"steps":[{"tool":"post","approve":{"timeout":"soon"}}]}`:     `approve: timeout "soon" must be a duration`,
-		`{"steps":[{"tool":"post","approve":{"on_timeout":"maybe"}}]}`: `approve: on_timeout "maybe" must be deny or approve`,
-		`{"steps":[{"tool":"post","approve":{"approvers":["a b"]}}]}`:  `approve: approver "a b" is not a Slack user or group id`,
-		`{"steps":[{"tool":"post","approve":{"who":["U1"]}}]}`:         `unknown field "who"`,
-		`{"steps":[{"tool":"post","approve":"yes"}]}`:                  `approve must be true or {`,
-		`{"steps":[{"tool":"post","approve":{"channel":"#pay"}}]}`:     `approve: channel "#pay" must be a Slack channel name`,
+		`{"steps":[{"tool":"post","approve":{"timeout":"soon"}}]}`:      `approve: timeout "soon" must be a duration`,
+		`{"steps":[{"tool":"post","approve":{"on_timeout":"maybe"}}]}`:  `approve: on_timeout "maybe" must be deny or approve`,
+		`{"steps":[{"tool":"post","approve":{"approvers":["a b"]}}]}`:   `approve: approver "a b" is not a Slack user or group id`,
+		`{"steps":[{"tool":"post","approve":{"approvers":["bob"]}}]}`:   `approve: approver "bob" is not a Slack user or group id`,
+		`{"steps":[{"tool":"post","approve":{"approvers":["C0123"]}}]}`: `approve: approver "C0123" is not a Slack user or group id`,
+		`{"steps":[{"tool":"post","approve":{"who":["U1"]}}]}`:          `unknown field "who"`,
+		`{"steps":[{"tool":"post","approve":"yes"}]}`:                   `approve must be true or {`,
+		`{"steps":[{"tool":"post","approve":{"channel":"#pay"}}]}`:      `approve: channel "#pay" must be a Slack channel name`,
 	} {
 		if err := steps.Check(json.RawMessage(payload), nil); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want it to say %q", payload, err, want)
 		}
 	}
-	if err := steps.Check(json.RawMessage(`{"steps":[{"tool":"post","approve":true},{"tool":"post","approve":{"approvers":["U1","S2"],"timeout":"2h","on_timeout":"approve","channel":"payments-approvals"}}]}`), nil); err != nil {
+	if err := steps.Check(json.RawMessage(`{"steps":[{"tool":"post","approve":true},{"tool":"post","approve":{"approvers":["U1","S2","W0ABC"],"timeout":"2h","on_timeout":"approve","channel":"payments-approvals"}}]}`), nil); err != nil {
 		t.Fatalf("good gates refused: %v", err)
 	}
 }

@@ -61,10 +61,10 @@ func ParseApproval(raw json.RawMessage) (*Approval, error) {
 	}
 	a := &Approval{Timeout: DefaultApprovalTimeout, OnTimeout: "deny"}
 	for _, id := range w.Approvers {
-		if id = strings.TrimSpace(id); id == "" || len(id) > 64 || strings.ContainsAny(id, " ,\n") {
-			return nil, fmt.Errorf("approve: approver %q is not a Slack user or group id (U…, S…)", id)
+		if id = strings.TrimSpace(id); !slackPrincipal(id) {
+			return nil, fmt.Errorf("approve: approver %q is not a Slack user or group id (U…, W…, S…: capital letters and digits)", id)
 		}
-		a.Approvers = append(a.Approvers, strings.TrimSpace(id))
+		a.Approvers = append(a.Approvers, id)
 	}
 	slices.Sort(a.Approvers)
 	a.Approvers = slices.Compact(a.Approvers)
@@ -89,6 +89,22 @@ func ParseApproval(raw json.RawMessage) (*Approval, error) {
 		a.Channel = w.Channel
 	}
 	return a, nil
+}
+
+// slackPrincipal reports whether id can name a Slack user (U…, or W… in
+// an Enterprise Grid) or user group (S…): Slack's ids are a capital
+// letter then capitals and digits. A name ("bob") would never match the
+// user who clicks, so the request could be decided from Slack by nobody.
+func slackPrincipal(id string) bool {
+	if len(id) < 2 || len(id) > 64 || !strings.ContainsRune("UWS", rune(id[0])) {
+		return false
+	}
+	for _, r := range id[1:] {
+		if !(r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
 }
 
 // validChannel reports whether c can name a Slack channel: a name as
