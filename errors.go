@@ -21,8 +21,9 @@ var (
 	ErrKeyReuse = errors.New("key reused with a different request")
 	// ErrConflict: the object is not in a state that allows the operation.
 	ErrConflict = errors.New("conflict")
-	// ErrCancelled: an operator cancelled the task while it ran.
-	ErrCancelled = errors.New("task cancelled by operator")
+	// ErrCancelled: the task was cancelled while it ran (by the operator,
+	// or its tenant through the API).
+	ErrCancelled = errors.New("task cancelled")
 	// ErrForbidden: the tenant's grant does not allow it; nothing was
 	// performed or recorded.
 	ErrForbidden = errors.New("forbidden by the tenant's grant")

@@ -637,7 +637,7 @@ buried AS (
 			WHEN t.cancel_requested_at IS NULL THEN 'dead' ELSE 'cancelled' END,
 		last_error = CASE WHEN t.cancel_requested_at IS NULL
 			THEN 'the lease of its last allowed attempt expired: the worker crashed or stalled'
-			ELSE 'cancelled by operator' END,
+			ELSE 'cancelled by ' || coalesce(t.cancel_requested_by, 'operator') END,
 		` + enterSet(enters("true"), `CASE WHEN t.cancel_requested_at IS NULL THEN 'failed' ELSE 'cancelled' END`) + `,
 		lease_expires_at = NULL,
 		run_at = CASE WHEN ` + enters("true") + ` THEN (SELECT now.t FROM now) ELSE t.run_at END,
@@ -911,7 +911,7 @@ var stopSQL = `/* claims.stop */
 WITH done AS (
 	UPDATE tasks t SET
 		state = CASE WHEN ` + cancelEnters + ` THEN 'compensating' ELSE $5 END,
-		last_error = $3,
+		last_error = CASE WHEN $5 = 'cancelled' AND t.cancel_requested_by IS NOT NULL THEN 'cancelled by ' || t.cancel_requested_by ELSE $3 END,
 		` + enterSet(cancelEnters, `'cancelled'`) + `,
 		lease_expires_at = NULL,
 		run_at = CASE WHEN ` + cancelEnters + ` THEN coalesce($4::timestamptz, now()) ELSE t.run_at END,
@@ -922,7 +922,7 @@ WITH done AS (
 ),
 closed AS (
 	INSERT INTO task_attempts (task_id, lease_token, attempt, generation, worker, started_at, ended_at, outcome, error)
-	SELECT id, lease_token, attempt, generation, lease_owner, attempted_at, coalesce($4::timestamptz, now()), $5, $3
+	SELECT id, lease_token, attempt, generation, lease_owner, attempted_at, coalesce($4::timestamptz, now()), $5, last_error
 	FROM done
 ),
 ` + outbox.EventsCTE("done", "coalesce($4::timestamptz, now())") + `,
@@ -930,12 +930,14 @@ closed AS (
 -- withdrawn, its waits cancelled (packages approvals, waits); the ids
 -- drive both, through the tables' (task_id, …) keys
 withdrawn AS (
-	UPDATE approvals a SET state = 'withdrawn', decided_at = coalesce($4::timestamptz, now()), decided_by = 'operator',
+	UPDATE approvals a SET state = 'withdrawn', decided_at = coalesce($4::timestamptz, now()),
+		decided_by = coalesce((SELECT t.cancel_requested_by FROM tasks t WHERE t.id = a.task_id), 'operator'),
 		decided_via = 'cancel', decision_reason = 'its task was cancelled'
 	WHERE a.task_id = ANY (ARRAY(SELECT id FROM done WHERE $5 = 'cancelled')) AND a.state = 'pending'
 ),
 unwaited AS (
-	UPDATE waits w SET state = 'cancelled', ended_at = coalesce($4::timestamptz, now()), ended_by = 'operator',
+	UPDATE waits w SET state = 'cancelled', ended_at = coalesce($4::timestamptz, now()),
+		ended_by = coalesce((SELECT t.cancel_requested_by FROM tasks t WHERE t.id = w.task_id), 'operator'),
 		end_reason = 'its task was cancelled'
 	WHERE w.task_id = ANY (ARRAY(SELECT id FROM done WHERE $5 = 'cancelled')) AND w.state = 'waiting'
 )

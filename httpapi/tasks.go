@@ -214,7 +214,8 @@ func noBody(body []byte) error {
 // cancelTask is POST /v1/tasks/{id}/cancel: 200 with the task when it is
 // cancelled (at once, or before), 202 when it is running and its attempt
 // has yet to see the request (at its next heartbeat); 409 when it finished
-// otherwise.
+// otherwise. The task's last error names the token ("cancelled by
+// tenant:ci-deploy (token 7)").
 func (s *Server) cancelTask(r *http.Request, tenant string, body []byte) (action, error) {
 	id, err := taskID(r)
 	if err != nil {
@@ -223,8 +224,13 @@ func (s *Server) cancelTask(r *http.Request, tenant string, body []byte) (action
 	if err := noBody(body); err != nil {
 		return nil, err
 	}
+	by, err := s.decider(r, tenant)
+	if err != nil {
+		return nil, err
+	}
 	return func(ctx context.Context, _ string) reply {
-		t, err := s.cfg.Operator.Cancel(ctx, tenant, id)
+		// Recorded as the token's, as a wait it ends or a decision is.
+		t, err := s.cfg.Operator.CancelBy(ctx, tenant, id, "tenant:"+by)
 		if errors.Is(err, agentledger.ErrConflict) {
 			// Cancelling a cancelled task asks for what is.
 			if cur, gerr := s.cfg.Claims.Get(ctx, tenant, id); gerr == nil && cur.State == agentledger.StateCancelled {

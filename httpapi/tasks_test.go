@@ -55,21 +55,32 @@ func TestTaskLifecycle(t *testing.T) {
 		t.Errorf("get %+v", got)
 	}
 
-	// A running task is flagged: 202, the attempt stops at its heartbeat.
-	if _, err := e.claims.Claim(ctx, claims.ClaimParams{Queue: "reports", Worker: "w1", Limit: 1, Lease: time.Hour}); err != nil {
-		t.Fatal(err)
+	// A running task is flagged: 202, the attempt stops at its heartbeat;
+	// its worker's acknowledgement names the tenant's token, not the
+	// operator.
+	claimed, err := e.claims.Claim(ctx, claims.ClaimParams{Queue: "reports", Worker: "w1", Limit: 1, Lease: time.Hour})
+	if err != nil || len(claimed) != 1 {
+		t.Fatal(claimed, err)
 	}
 	flagged := e.task(e.post(path+"/cancel", tok, "x1", ""), http.StatusAccepted)
 	if flagged.State != "running" || flagged.CancelRequestedAt == nil {
 		t.Errorf("cancel of a running task: %+v", flagged)
+	}
+	if err := e.claims.Cancelled(ctx, claims.LeaseOf(claimed[0]), "cancelled by operator"); err != nil {
+		t.Fatal(err)
+	}
+	if v := e.task(e.do(http.MethodGet, path, tok, ""), http.StatusOK); v.State != "cancelled" || v.LastError == nil ||
+		!strings.HasPrefix(*v.LastError, "cancelled by tenant:") || !strings.Contains(*v.LastError, "(token ") {
+		t.Errorf("a running task the tenant cancelled, once its worker saw it: %+v, want its last error to name the token", v)
 	}
 
 	// A queued task is cancelled at once: 200; again (another key) still 200.
 	id2 := e.enqueue(claims.EnqueueParams{Tenant: "acme"})
 	p2 := fmt.Sprintf("/v1/tasks/%d", id2)
 	c := e.post(p2+"/cancel", tok, "x2", "{}")
-	if v := e.task(c, http.StatusOK); v.State != "cancelled" || v.FinishedAt == nil {
-		t.Errorf("cancel of a queued task: %+v", v)
+	if v := e.task(c, http.StatusOK); v.State != "cancelled" || v.FinishedAt == nil || v.LastError == nil ||
+		!strings.HasPrefix(*v.LastError, "cancelled by tenant:") {
+		t.Errorf("cancel of a queued task: %+v, want it cancelled by the tenant's token", v)
 	}
 	if v := e.task(e.post(p2+"/cancel", tok, "x3", ""), http.StatusOK); v.State != "cancelled" {
 		t.Errorf("second cancel: %+v", v)

@@ -19,7 +19,7 @@ func TestCancelPlanReadsByKey(t *testing.T) {
 	}{{"200k-finished", 200_000, 1_200}, {"30-rows", 20, 10}} {
 		conn, tr := plancheck.TrapConn(t, testdb.URL(t), size.finished, size.running, 0)
 		for _, mode := range plancheck.Modes {
-			plan, err := plancheck.Explain(context.Background(), conn, mode, cancelSQL, tr.IDs[0], "", time.Now())
+			plan, err := plancheck.Explain(context.Background(), conn, mode, cancelSQL, tr.IDs[0], "", time.Now(), nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -61,9 +61,21 @@ func ReplayCompensated(id int64) error {
 // as it stands after the call; ErrNotFound for an unknown task,
 // ErrConflict for a finished one.
 func (s *Service) Cancel(ctx context.Context, tenant string, id int64) (*agentledger.Task, error) {
+	return s.CancelBy(ctx, tenant, id, "")
+}
+
+// CancelBy is Cancel on behalf of by, whom the task's last error, its
+// withdrawn approval requests and its ended waits name ("tenant:ci-deploy
+// (token 7)", as the API records its tenants' tokens); "" is the operator.
+// Its unfinished children are cancelled on by's behalf too.
+func (s *Service) CancelBy(ctx context.Context, tenant string, id int64, by string) (*agentledger.Task, error) {
+	var byArg *string
+	if by != "" {
+		byArg = &by
+	}
 	var before string
 	var changed, undoing bool
-	err := s.tasks.LockedRow(ctx, id, tenant, cancelSQL, []any{id, tenant, s.tasks.Now.Param()}, &before, &changed, &undoing)
+	err := s.tasks.LockedRow(ctx, id, tenant, cancelSQL, []any{id, tenant, s.tasks.Now.Param(), byArg}, &before, &changed, &undoing)
 	if err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil, claims.TaskNotFound(id, tenant)
@@ -77,7 +89,7 @@ func (s *Service) Cancel(ctx context.Context, tenant string, id int64) (*agentle
 	if !changed {
 		return nil, agentledger.Errorf(agentledger.CodeConflict, "task %d already finished (%s)", id, before)
 	}
-	if err := s.cancelChildren(ctx, tenant, id); err != nil {
+	if err := s.cancelChildren(ctx, tenant, id, by); err != nil {
 		return nil, err
 	}
 	return s.tasks.Get(ctx, tenant, id)
@@ -87,7 +99,7 @@ func (s *Service) Cancel(ctx context.Context, tenant string, id int64) (*agentle
 // a cancelled parent waits for none of them. Each is its own statement,
 // after the parent's, so that a child's end (which wakes its parent) and a
 // parent's cancel never lock the two rows in opposite orders.
-func (s *Service) cancelChildren(ctx context.Context, tenant string, id int64) error {
+func (s *Service) cancelChildren(ctx context.Context, tenant string, id int64, by string) error {
 	rows, err := s.db.Query(ctx, `/* operator.children_to_cancel */ SELECT id FROM tasks
 		WHERE parent_id = $1 AND state NOT IN ('succeeded', 'dead', 'cancelled', 'compensated')`, id)
 	if err != nil {
@@ -98,7 +110,7 @@ func (s *Service) cancelChildren(ctx context.Context, tenant string, id int64) e
 		return fmt.Errorf("cancel: the children of task %d: %w", id, err)
 	}
 	for _, c := range children {
-		if _, err := s.Cancel(ctx, tenant, c); err != nil && !errors.Is(err, agentledger.ErrConflict) {
+		if _, err := s.CancelBy(ctx, tenant, c, by); err != nil && !errors.Is(err, agentledger.ErrConflict) {
 			return fmt.Errorf("cancel: child task %d of task %d: %w", c, id, err)
 		}
 	}

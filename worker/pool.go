@@ -460,12 +460,14 @@ func (p *Pool) record(ctx context.Context, lease agentledger.Lease, result []byt
 func (p *Pool) ackCancel(lease agentledger.Lease, t *agentledger.Task) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	// The task's row names who asked (the operator, or a tenant through
+	// the API); this reason stands only where it names nobody.
 	if err := p.store.Cancelled(ctx, lease, "cancelled by operator"); err != nil {
 		p.taskLog(t).Warn("acknowledging cancel failed", "err", err)
 		return
 	}
 	p.cfg.Observer.Finished(t.Kind, agentledger.StateCancelled, 0)
-	p.taskLog(t).Info("task cancelled by operator")
+	p.taskLog(t).Info("task cancelled")
 }
 
 // park hands the task to an operator: an effect's outcome is unknown and may

@@ -274,7 +274,7 @@ buried AS (
 			WHEN t.cancel_requested_at IS NULL THEN 'dead' ELSE 'cancelled' END,
 		last_error = CASE WHEN t.cancel_requested_at IS NULL
 			THEN 'the lease of its last allowed attempt expired: the worker crashed or stalled'
-			ELSE 'cancelled by operator' END,
+			ELSE 'cancelled by ' || coalesce(t.cancel_requested_by, 'operator') END,
 		compensation = CASE WHEN (t.compensation IS NULL AND (true) AND EXISTS (SELECT 1 FROM ledger l WHERE l.task_id = t.id AND l.generation = t.generation
 		AND l.compensate IS NOT NULL AND l.state <> 'failed' AND NOT (l.state = 'unknown' AND l.retry_allowed))) THEN CASE WHEN t.cancel_requested_at IS NULL THEN 'failed' ELSE 'cancelled' END ELSE t.compensation END,
 		attempt = CASE WHEN (t.compensation IS NULL AND (true) AND EXISTS (SELECT 1 FROM ledger l WHERE l.task_id = t.id AND l.generation = t.generation

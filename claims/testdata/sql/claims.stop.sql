@@ -4,7 +4,7 @@ WITH done AS (
 	UPDATE tasks t SET
 		state = CASE WHEN (t.compensation IS NULL AND ($5 = 'cancelled') AND EXISTS (SELECT 1 FROM ledger l WHERE l.task_id = t.id AND l.generation = t.generation
 		AND l.compensate IS NOT NULL AND l.state <> 'failed' AND NOT (l.state = 'unknown' AND l.retry_allowed))) THEN 'compensating' ELSE $5 END,
-		last_error = $3,
+		last_error = CASE WHEN $5 = 'cancelled' AND t.cancel_requested_by IS NOT NULL THEN 'cancelled by ' || t.cancel_requested_by ELSE $3 END,
 		compensation = CASE WHEN (t.compensation IS NULL AND ($5 = 'cancelled') AND EXISTS (SELECT 1 FROM ledger l WHERE l.task_id = t.id AND l.generation = t.generation
 		AND l.compensate IS NOT NULL AND l.state <> 'failed' AND NOT (l.state = 'unknown' AND l.retry_allowed))) THEN 'cancelled' ELSE t.compensation END,
 		attempt = CASE WHEN (t.compensation IS NULL AND ($5 = 'cancelled') AND EXISTS (SELECT 1 FROM ledger l WHERE l.task_id = t.id AND l.generation = t.generation
@@ -26,7 +26,7 @@ WITH done AS (
 ),
 closed AS (
 	INSERT INTO task_attempts (task_id, lease_token, attempt, generation, worker, started_at, ended_at, outcome, error)
-	SELECT id, lease_token, attempt, generation, lease_owner, attempted_at, coalesce($4::timestamptz, now()), $5, $3
+	SELECT id, lease_token, attempt, generation, lease_owner, attempted_at, coalesce($4::timestamptz, now()), $5, last_error
 	FROM done
 ),
 events AS (
@@ -50,12 +50,14 @@ events AS (
 -- withdrawn, its waits cancelled (packages approvals, waits); the ids
 -- drive both, through the tables' (task_id, …) keys
 withdrawn AS (
-	UPDATE approvals a SET state = 'withdrawn', decided_at = coalesce($4::timestamptz, now()), decided_by = 'operator',
+	UPDATE approvals a SET state = 'withdrawn', decided_at = coalesce($4::timestamptz, now()),
+		decided_by = coalesce((SELECT t.cancel_requested_by FROM tasks t WHERE t.id = a.task_id), 'operator'),
 		decided_via = 'cancel', decision_reason = 'its task was cancelled'
 	WHERE a.task_id = ANY (ARRAY(SELECT id FROM done WHERE $5 = 'cancelled')) AND a.state = 'pending'
 ),
 unwaited AS (
-	UPDATE waits w SET state = 'cancelled', ended_at = coalesce($4::timestamptz, now()), ended_by = 'operator',
+	UPDATE waits w SET state = 'cancelled', ended_at = coalesce($4::timestamptz, now()),
+		ended_by = coalesce((SELECT t.cancel_requested_by FROM tasks t WHERE t.id = w.task_id), 'operator'),
 		end_reason = 'its task was cancelled'
 	WHERE w.task_id = ANY (ARRAY(SELECT id FROM done WHERE $5 = 'cancelled')) AND w.state = 'waiting'
 )

@@ -1,4 +1,4 @@
--- operator.cancel: cancelSQL of package operator, as Service.Cancel sends it (3 parameters); go test ./operator -run TestGoldenSQL -update rewrites this file
+-- operator.cancel: cancelSQL of package operator, as Service.Cancel sends it (4 parameters); go test ./operator -run TestGoldenSQL -update rewrites this file
 /* operator.cancel */
 WITH now AS (SELECT coalesce($3::timestamptz, now()) AS t),
 cur AS (
@@ -22,7 +22,8 @@ upd AS (
 		AND l.compensate IS NOT NULL AND l.state <> 'failed' AND NOT (l.state = 'unknown' AND l.retry_allowed)) THEN now.t ELSE t.run_at END,
 		finished_at = CASE WHEN NOT cur.live AND NOT EXISTS (SELECT 1 FROM ledger l WHERE l.task_id = t.id AND l.generation = t.generation
 		AND l.compensate IS NOT NULL AND l.state <> 'failed' AND NOT (l.state = 'unknown' AND l.retry_allowed)) THEN now.t END,
-		last_error = CASE WHEN cur.live THEN t.last_error ELSE 'cancelled by operator' END,
+		last_error = CASE WHEN cur.live THEN t.last_error ELSE 'cancelled by ' || coalesce($4::text, 'operator') END,
+		cancel_requested_by = $4::text,
 		lease_expires_at = CASE WHEN cur.live THEN t.lease_expires_at END,
 		updated_at = now.t
 	FROM cur, now
@@ -51,7 +52,7 @@ events AS (
 lost AS (
 	INSERT INTO task_attempts (task_id, lease_token, attempt, generation, worker, started_at, ended_at, outcome, error)
 	SELECT cur.id, cur.lease_token, cur.attempt, cur.generation, cur.lease_owner, cur.attempted_at, now.t,
-		'lease_expired', 'lease expired before the attempt finished; task cancelled by operator'
+		'lease_expired', 'lease expired before the attempt finished; task cancelled by ' || coalesce($4, 'operator')
 	FROM cur, now
 	WHERE cur.state = 'running' AND NOT cur.live
 	ON CONFLICT (task_id, lease_token) DO UPDATE SET
@@ -59,14 +60,14 @@ lost AS (
 ),
 -- a task waiting for a person's decision no longer does (package approvals)
 withdrawn AS (
-	UPDATE approvals a SET state = 'withdrawn', decided_at = now.t, decided_by = 'operator', decided_via = 'cancel',
+	UPDATE approvals a SET state = 'withdrawn', decided_at = now.t, decided_by = coalesce($4, 'operator'), decided_via = 'cancel',
 		decision_reason = 'its task was cancelled'
 	FROM upd, now
 	WHERE a.task_id = upd.id AND a.state = 'pending' AND upd.state <> 'running'
 ),
 -- nor for a signal, a timer or its children (package waits)
 unwaited AS (
-	UPDATE waits w SET state = 'cancelled', ended_at = now.t, ended_by = 'operator', end_reason = 'its task was cancelled'
+	UPDATE waits w SET state = 'cancelled', ended_at = now.t, ended_by = coalesce($4, 'operator'), end_reason = 'its task was cancelled'
 	FROM upd, now
 	WHERE w.task_id = upd.id AND w.state = 'waiting' AND upd.state <> 'running'
 )
