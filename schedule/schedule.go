@@ -134,6 +134,14 @@ func (s *Schedule) compile() (compiled, error) {
 	if err != nil {
 		return compiled{}, agentledger.Invalid("spec", "%q is not a cron spec (%v): use five fields (minute hour day-of-month month day-of-week), six with seconds first, or @hourly, @daily, @every 10m", s.Spec, err)
 	}
+	// robfig's @every rounds down to whole seconds, and anything under a
+	// second (0s and negative ones included) to one: "@every 0s" would
+	// fire every second.
+	if every, ok := strings.CutPrefix(spec, "@every "); ok {
+		if d, err := time.ParseDuration(strings.TrimSpace(every)); err == nil && (d < time.Second || d%time.Second != 0) {
+			return compiled{}, agentledger.Invalid("spec", "%q: @every takes whole seconds, at least 1s (such as @every 90s or @every 10m)", s.Spec)
+		}
+	}
 	tz := s.Timezone
 	if tz == "" {
 		tz = DefaultTimezone

@@ -203,6 +203,9 @@ func scheduleFlagName(field string) string {
 // matches agentledger.ErrInvalid and names the flag (or the argument) at
 // fault.
 func (f *scheduleFlags) schedule(name string, stdin io.Reader) (schedule.Schedule, error) {
+	if f.maxAttempts == 0 { // the flag defaults to 25: 0 was given, and would silently mean the default
+		return schedule.Schedule{}, agentledger.Invalid("--max-attempts", "0 is outside 1..1000")
+	}
 	payload, err := readPayload(f.payload, stdin)
 	if err != nil {
 		return schedule.Schedule{}, err
