@@ -112,6 +112,12 @@ func (a *app) cancel(ctx context.Context, tenant, arg string) error {
 		_, err = fmt.Fprintf(a.stdout, "task %d cancelled\n", id)
 		return err
 	}
+	if t.State == agentledger.StateCompensating {
+		// Effects declared how they are undone: cancelling undoes them
+		// first, newest first, and the task ends compensated.
+		_, err = fmt.Fprintf(a.stdout, "task %d is undoing its effects (compensating), then ends compensated\n", id)
+		return err
+	}
 	_, err = fmt.Fprintf(a.stdout,
 		"task %d is running (attempt %d, worker %s): cancel requested; the attempt stops at its next heartbeat\n",
 		id, t.Attempt, t.LeaseOwner)
