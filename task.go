@@ -172,3 +172,20 @@ type Attempt struct {
 	Outcome    AttemptOutcome `json:"outcome,omitempty"`
 	Error      string         `json:"error,omitempty"`
 }
+
+// ValidName reports whether s can name a tenant, a queue or a kind: 1-128
+// characters of letters, digits, '.', '_', ':' or '-'.
+func ValidName(s string) bool {
+	if len(s) < 1 || len(s) > 128 {
+		return false
+	}
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9',
+			r == '.', r == '_', r == '-', r == ':':
+		default:
+			return false
+		}
+	}
+	return true
+}

@@ -70,13 +70,13 @@ func (p *EnqueueParams) Validate() error {
 		p.MaxAttempts = DefaultMaxAttempts
 	}
 	switch {
-	case !validName(p.Tenant):
+	case !agentledger.ValidName(p.Tenant):
 		return agentledger.Invalid("tenant", "%q must be 1-128 characters of letters, digits, '.', '_', ':' or '-'", p.Tenant)
-	case !validName(p.Queue):
+	case !agentledger.ValidName(p.Queue):
 		return agentledger.Invalid("queue", "%q must be 1-128 characters of letters, digits, '.', '_', ':' or '-'", p.Queue)
 	case p.Kind == "":
 		return agentledger.Invalid("kind", "is required")
-	case !validName(p.Kind):
+	case !agentledger.ValidName(p.Kind):
 		return agentledger.Invalid("kind", "%q must be 1-128 characters of letters, digits, '.', '_', ':' or '-'", p.Kind)
 	case !json.Valid(p.Payload):
 		return agentledger.Invalid("payload", "is not valid JSON")
@@ -118,21 +118,6 @@ func ValidKey(k string) bool {
 	}
 	for i := 0; i < len(k); i++ {
 		if k[i] < 0x20 || k[i] > 0x7e {
-			return false
-		}
-	}
-	return true
-}
-
-func validName(s string) bool {
-	if len(s) < 1 || len(s) > 128 {
-		return false
-	}
-	for _, r := range s {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9',
-			r == '.', r == '_', r == '-', r == ':':
-		default:
 			return false
 		}
 	}

@@ -77,21 +77,11 @@ func (f Filter) validate() error {
 		return fmt.Errorf("unknown state %q: use %s", f.State, agentledger.OneOf(agentledger.TaskStates))
 	}
 	for _, kv := range [][2]string{{"queue", f.Queue}, {"kind", f.Kind}, {"tenant", f.Tenant}} {
-		if kv[1] != "" && !validName(kv[1]) {
+		if kv[1] != "" && !agentledger.ValidName(kv[1]) {
 			return fmt.Errorf("%s %q cannot exist: names are 1-128 letters, digits, '.', '_', ':' or '-'", kv[0], kv[1])
 		}
 	}
 	return nil
-}
-
-// validName is the rule claims applies to tenant, queue and kind names.
-func validName(s string) bool {
-	if len(s) > 128 {
-		return false
-	}
-	return s != "" && !strings.ContainsFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._:-", r))
-	})
 }
 
 // Update moves between fields and types into the focused one.

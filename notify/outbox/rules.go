@@ -56,9 +56,10 @@ func (r *Rule) Validate() error {
 			return agentledger.Invalid("events", "%q is not one of %s", e, strings.Join(Events, ", "))
 		}
 	}
+	// A filter a task could never carry would match nothing, unseen.
 	for _, f := range []struct{ name, v string }{{"tenant", r.Tenant}, {"queue", r.Queue}, {"kind", r.Kind}} {
-		if len(f.v) > 128 {
-			return agentledger.Invalid(f.name, "must be at most 128 characters")
+		if f.v != "" && !agentledger.ValidName(f.v) {
+			return agentledger.Invalid(f.name, "%q must be 1-128 characters of letters, digits, '.', '_', ':' or '-'", f.v)
 		}
 	}
 	return nil
