@@ -47,7 +47,8 @@ func (m approvalsModel) requestPage(r approvals.Request) string {
 		field("Decided", wrap.Render(decision(r, e.at)))
 	}
 	field("Model's reason", wrap.Render(orDash(r.Reason)))
-	field("Arguments", prettyJSON(r.Call))
+	// Wrapped, never cut: an approver approves what the page shows.
+	field("Arguments", wrap.Render(prettyJSON(r.Call)))
 	return m.requestHeader(r) + "\n\n" + strings.TrimRight(b.String(), "\n")
 }
 

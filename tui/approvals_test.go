@@ -334,3 +334,24 @@ func TestDecisionText(t *testing.T) {
 		}
 	}
 }
+
+// A request's arguments are wrapped to the width, never cut: an approver
+// approves what the page shows, at 80 columns as at 160.
+func TestRequestArgumentsWrapWhole(t *testing.T) {
+	t.Parallel()
+	store := fakeApprovals()
+	note := "a very long note that goes on and on and on to test whether the request page shows every word of it to the approver"
+	store.requests[0].Call = json.RawMessage(`{"method":"POST","url":"https://pay.example/charges","body":{"order":7,"note":"` + note + `"}}`)
+	d := newDriver(t, store, Options{}, 80, 40)
+	d.keys("a", "enter")
+	v := d.view()
+	checkFrame(t, v, 80, 40)
+	for _, w := range strings.Fields(note) {
+		if !strings.Contains(v, w) {
+			t.Errorf("the request page at 80 columns lacks %q of the note:\n%s", w, v)
+		}
+	}
+	if !strings.Contains(v, "approver") {
+		t.Errorf("the note's last word is cut:\n%s", v)
+	}
+}
