@@ -151,3 +151,17 @@ func TestSearchWithoutHitsSaysEsc(t *testing.T) {
 	d.keys("enter")
 	wantStatus(t, d, "no tasks match (esc clears the search, F the filters)")
 }
+
+// The search matches what the list shows: a waiting task's LAST ERROR cell
+// is what it waits for.
+func TestSearchMatchesWhatAWaitingTaskShows(t *testing.T) {
+	t.Parallel()
+	waiting := &agentledger.Task{ID: 322, State: agentledger.StateWaiting, Tenant: "acme", Queue: "default", Kind: "steps",
+		WaitReason: "waiting for signal payment.settled key order-b"}
+	other := &agentledger.Task{ID: 7, State: agentledger.StateSucceeded, Tenant: "acme", Queue: "default", Kind: "echo"}
+	for _, q := range []string{"order-b", "signal payment"} {
+		if got := searched([]*agentledger.Task{other, waiting}, q); len(got) != 1 || got[0].ID != 322 {
+			t.Errorf("search %q: %v, want task 322 alone", q, got)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/sahilm/fuzzy"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/render"
 )
 
 // sortKey orders the loaded page.
@@ -28,9 +29,20 @@ func (s sortKey) String() string {
 // stateRank is a state's place in agentledger.TaskStates.
 func stateRank(s agentledger.TaskState) int { return slices.Index(agentledger.TaskStates, s) }
 
-// searchFields are the values of a task the search matches against.
+// searchFields are the values of a task the search matches against: the
+// cells the list shows.
 func searchFields(t *agentledger.Task) []string {
-	return []string{strconv.FormatInt(t.ID, 10), string(t.State), t.Tenant, t.Queue, t.Kind, oneLine(t.LastError)}
+	return []string{strconv.FormatInt(t.ID, 10), string(t.State), t.Tenant, t.Queue, t.Kind, lastErrorCell(t)}
+}
+
+// lastErrorCell is the list's LAST ERROR cell: what the task waits for,
+// when it waits ("waiting for a daemon with tool open_ticket" says more
+// than its last error), else its last error.
+func lastErrorCell(t *agentledger.Task) string {
+	if w := render.Waiting(t); w != "" {
+		return oneLine(w)
+	}
+	return orDash(oneLine(t.LastError))
 }
 
 // searched returns the rows that match query, in their order: every word

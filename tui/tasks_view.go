@@ -47,12 +47,7 @@ func columnsFor(e *env, width int, rows []*agentledger.Task) []column {
 		{"KIND", 0, func(_ *env, t *agentledger.Task) string { return t.Kind }},
 		{"TRY", 0, func(_ *env, t *agentledger.Task) string { return render.Tries(t) }},
 		{"UPDATED", 0, func(e *env, t *agentledger.Task) string { return short(e.now().Sub(t.UpdatedAt)) }},
-		{"LAST ERROR", 0, func(_ *env, t *agentledger.Task) string {
-			if w := render.Waiting(t); w != "" {
-				return oneLine(w) // what it waits for ("waiting for a daemon with tool open_ticket") says more
-			}
-			return orDash(oneLine(t.LastError))
-		}},
+		{"LAST ERROR", 0, func(_ *env, t *agentledger.Task) string { return lastErrorCell(t) }},
 	}
 	for i := range cols[:len(cols)-1] {
 		c := &cols[i]
