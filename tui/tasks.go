@@ -101,7 +101,7 @@ func (m tasksModel) selected() *agentledger.Task {
 // setFilter applies a new filter from the first page.
 func (m *tasksModel) setFilter(f Filter) tea.Cmd {
 	m.filter, m.before, m.back, m.stale = f, 0, nil, true
-	m.table.SetCursor(0)
+	moveTo(&m.table, 0)
 	return m.load()
 }
 
@@ -151,14 +151,14 @@ func (m tasksModel) updateKeys(msg tea.KeyMsg) (tasksModel, tea.Cmd) {
 		}
 		m.back = append(m.back, m.before)
 		m.before, m.stale = m.rows[len(m.rows)-1].ID, true
-		m.table.SetCursor(0)
+		moveTo(&m.table, 0)
 		return m, m.load()
 	case key.Matches(msg, k.PrevPage):
 		if len(m.back) == 0 {
 			return m, nil
 		}
 		m.before, m.back, m.stale = m.back[len(m.back)-1], m.back[:len(m.back)-1], true
-		m.table.SetCursor(0)
+		moveTo(&m.table, 0)
 		return m, m.load()
 	case key.Matches(msg, k.State):
 		f := m.filter

@@ -104,11 +104,9 @@ func (m *tasksModel) apply() {
 	m.table.SetRows(rows)
 	for i, t := range m.shown {
 		if t.ID == keep {
-			m.table.SetCursor(i)
+			moveTo(&m.table, i)
 			return
 		}
 	}
-	if m.table.Cursor() < 0 && len(rows) > 0 {
-		m.table.SetCursor(0)
-	}
+	moveTo(&m.table, min(max(m.table.Cursor(), 0), max(len(rows)-1, 0)))
 }

@@ -3,6 +3,7 @@ package tui
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -290,4 +291,35 @@ func TestTaskListSaysWhatATaskWaitsFor(t *testing.T) {
 	if !strings.Contains(v, "queued") || !strings.Contains(v, "waiting for a daemon with tool open_ticket") || strings.Contains(v, "an older error") {
 		t.Fatalf("the list does not say what task 2 waits for:\n%s", v)
 	}
+}
+
+// The selected row is on the screen: after G and the next page (the
+// page's first row), and after the window shrinks.
+func TestTheSelectedRowStaysOnScreen(t *testing.T) {
+	t.Parallel()
+	store := newFakeStore(250, epoch)
+	d := newDriver(t, store, Options{PageSize: 100}, 160, 40)
+	onScreen := func(when string) {
+		t.Helper()
+		sel := d.app().tasks.selected()
+		if sel == nil {
+			t.Fatalf("%s: nothing selected", when)
+		}
+		id := strconv.FormatInt(sel.ID, 10)
+		for _, l := range strings.Split(d.view(), "\n") {
+			if f := strings.Fields(l); len(f) > 0 && f[0] == id {
+				return
+			}
+		}
+		t.Errorf("%s: task %s is selected but not on the screen:\n%s", when, id, d.view())
+	}
+	d.keys("G", "n")
+	if got := d.app().tasks.selected().ID; got != 150 {
+		t.Errorf("after G and n the selected task is %d, want 150, the page's first", got)
+	}
+	onScreen("after G and n")
+	d.keys("G")
+	onScreen("after G on page 2")
+	d.send(tea.WindowSizeMsg{Width: 80, Height: 24})
+	onScreen("after the window shrank")
 }

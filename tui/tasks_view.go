@@ -92,6 +92,18 @@ func (m *tasksModel) layout() {
 	m.table.SetColumns(tc)
 	m.table.SetWidth(m.width)
 	m.table.SetHeight(m.tableHeight())
+	moveTo(&m.table, m.table.Cursor()) // a new height can leave it off the screen
+}
+
+// moveTo puts the table's cursor on row i with that row on the screen.
+// The table's SetCursor moves the cursor but not the scrolled window (a
+// cursor set to 0 after G showed the page's last rows, none selected), so
+// it goes to the top and moves down, which scrolls.
+func moveTo(t *table.Model, i int) {
+	t.GotoTop()
+	if i > 0 {
+		t.MoveDown(i)
+	}
 }
 
 // tableHeight is what the table gets: all but the counts, the info line
