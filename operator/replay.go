@@ -2,6 +2,7 @@ package operator
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/ledger"
@@ -42,6 +43,14 @@ func (s *Service) Preview(ctx context.Context, tenant string, id int64) (*Previe
 	}
 	if !Replayable(t.State) {
 		return nil, notReplayable(t)
+	}
+	// As the replay itself refuses it: its journal is gone.
+	var expired bool
+	if err := s.db.QueryRow(ctx, `/* operator.ledger_expired */ SELECT ledger_expired_at IS NOT NULL FROM tasks WHERE id = $1`, t.ID).Scan(&expired); err != nil {
+		return nil, fmt.Errorf("replay preview: %w", err)
+	}
+	if expired {
+		return nil, ledgerExpired(t.ID)
 	}
 	p := &Preview{Task: t, Effects: Plan(j)}
 	if err := s.refuseUngranted(ctx, t, p.Effects); err != nil {

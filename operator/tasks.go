@@ -148,8 +148,7 @@ func (s *Service) requeue(ctx context.Context, tenant string, id int64, mode req
 		return nil, fmt.Errorf("requeue: %w", err)
 	}
 	if !changed && expired && mode == replay {
-		return nil, agentledger.Errorf(agentledger.CodeConflict, "task %d finished so long ago that retention removed its ledger rows: a replay would "+
-			"perform its effects again; re-run it as a new intent instead", id)
+		return nil, ledgerExpired(id)
 	}
 	if !changed && mode == replay && before == string(agentledger.StateCompensated) {
 		return nil, ReplayCompensated(id)
@@ -204,4 +203,11 @@ func texts(states []agentledger.TaskState) []string {
 		out[i] = string(st)
 	}
 	return out
+}
+
+// ledgerExpired is the refusal of a replay (or its preview) of a task whose
+// ledger rows retention removed.
+func ledgerExpired(id int64) error {
+	return agentledger.Errorf(agentledger.CodeConflict, "task %d finished so long ago that retention removed its ledger rows: a replay would "+
+		"perform its effects again; re-run it as a new intent instead", id)
 }
