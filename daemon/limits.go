@@ -51,7 +51,7 @@ func storeLimits(ctx context.Context, db flow.DB, cfg *Config, log *slog.Logger)
 		}
 		if want := describeLimit(l); want != describeLimit(got) {
 			log.Warn("the configuration's limit differs from the one an operator set; the operator's stays in force "+
-				"(agentctl limit rm "+got.Target+" hands it back to the configuration)",
+				"(after agentctl limit rm "+got.Target+", the next start of a daemon with this file stores the configuration's)",
 				"target", got.Target, "set_at", got.UpdatedAt, "config", want, "in_force", describeLimit(got))
 		}
 	}

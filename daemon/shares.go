@@ -41,7 +41,7 @@ func storeShares(ctx context.Context, db tenants.DB, shares []tenants.Share, log
 		}
 		if want, have := shareText(s), shareText(got); want != have {
 			log.Warn("the configuration's tenant share differs from the one an operator set; the operator's stays in force "+
-				"(agentctl tenant share rm "+s.Tenant+" hands it back to the configuration)",
+				"(after agentctl tenant share rm "+s.Tenant+", the next start of a daemon with this file stores the configuration's)",
 				"tenant", s.Tenant, "set_at", got.UpdatedAt, "config", want, "in_force", have)
 		}
 	}

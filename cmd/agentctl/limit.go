@@ -53,8 +53,8 @@ the task back to its queue until the call may pass, without using an
 attempt. Daemons read the limits every few seconds. agentd's [[limit]]
 tables are stored when it starts, replacing the limits a config file or
 agentd set, never one set here: an operator's limit stands (the daemon
-logs how its file differs) until limit rm hands the target back to the
-config file.`,
+logs how its file differs). limit rm leaves the target without a limit
+until a daemon whose file has one starts again and stores it.`,
 		Args: cobra.NoArgs,
 		RunE: a.action(func(context.Context, []string) error {
 			return usagef("limit needs a subcommand: set, list or rm")

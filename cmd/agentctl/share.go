@@ -30,7 +30,8 @@ daemon leases more.
 Daemons read the shares at every claim. agentd's [[tenant_share]] tables are
 stored when it starts, replacing the shares a config file set, never one
 set here: an operator's share stands (the daemon logs how its file
-differs) until share rm hands the tenant back to the config file.`,
+differs). share rm leaves the tenant at weight 1 and no cap until a
+daemon whose file has a share for it starts again and stores it.`,
 		Args: cobra.NoArgs,
 		RunE: a.action(func(context.Context, []string) error {
 			return usagef("tenant share needs a subcommand: set, list or rm")
