@@ -12,8 +12,9 @@ import (
 // compensation succeeded the task's last error is cleared, so the cause is
 // read from the attempt that ended the forward path and from the journal.
 type Compensation struct {
-	// Why is the cause in words: "its forward path failed", "an operator
-	// cancelled it", "an operator asked (agentctl compensate)".
+	// Why is the cause in words: "its forward path failed", "it was
+	// cancelled", "it was asked to undo its effects (agentctl compensate, the
+	// console or the API)".
 	Why string
 	// Step is the forward step whose effect failed, as "tool/2
 	// (http_request)"; "" when none failed (a cancel, an operator).
@@ -31,9 +32,9 @@ func CompensationOf(t *agentledger.Task, atts []agentledger.Attempt, journal []o
 	case "failed":
 		c.Why = "its forward path failed"
 	case "cancelled":
-		c.Why = "an operator cancelled it"
+		c.Why = "it was cancelled"
 	case "operator":
-		c.Why = "an operator asked (agentctl compensate)"
+		c.Why = "it was asked to undo its effects (agentctl compensate, the console or the API)"
 	default:
 		c.Why = t.Compensation
 	}
