@@ -183,9 +183,10 @@ func (m *waitsModel) render() {
 		}
 		return
 	}
-	// The cursor's row stays on screen.
+	// The cursor's row stays on screen, and the screen stays full: rows
+	// that ended elsewhere do not leave the ones above them scrolled off.
 	n := m.rowsShown()
-	m.offset = min(m.offset, m.cursor)
+	m.offset = max(min(m.offset, m.cursor, len(m.rows)-n), 0)
 	if m.cursor >= m.offset+n {
 		m.offset = m.cursor - n + 1
 	}

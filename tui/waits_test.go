@@ -207,3 +207,35 @@ func TestWaitsFitSmallScreens(t *testing.T) {
 		}
 	}
 }
+
+// Waits that end elsewhere do not leave the ones left scrolled off: with
+// the cursor at the bottom of a long list and all but two gone, both show.
+func TestWaitsLeftAllShow(t *testing.T) {
+	t.Parallel()
+	store := newFakeStore(12, epoch)
+	for i := range 12 {
+		store.tasks[i].State = agentledger.StateWaiting
+		store.waits = append(store.waits, Wait{Wait: waits.Wait{ID: int64(i + 1), TaskID: int64(i + 1), Generation: 1, Step: "tool/0",
+			Tenant: "acme", Kind: waits.KindTimer, CreatedAt: epoch, Deadline: epoch.Add(time.Duration(i+1) * time.Minute), State: waits.Waiting}})
+	}
+	d := newDriver(t, store, Options{}, 80, 24)
+	d.keys("W", "G")
+	store.mu.Lock()
+	for i := range store.waits[2:] {
+		store.waits[2+i].State = waits.Done
+	}
+	store.mu.Unlock()
+	d.send(tickMsg{})
+	v := d.view()
+	if !strings.Contains(v, "2 waits") {
+		t.Fatalf("the view does not count 2 waits:\n%s", v)
+	}
+	for _, id := range []string{"1", "2"} {
+		if !slices.ContainsFunc(strings.Split(v, "\n"), func(l string) bool {
+			f := strings.Fields(l)
+			return len(f) > 1 && f[0] == id && f[1] == id
+		}) {
+			t.Errorf("wait %s is not on the screen:\n%s", id, v)
+		}
+	}
+}
