@@ -14,10 +14,10 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/goleak"
 
+	"github.com/agentledger/agentledger/database"
 	"github.com/agentledger/agentledger/migrations"
 	"github.com/agentledger/agentledger/pgembed"
 )
@@ -189,11 +189,11 @@ func URL(t testing.TB) string {
 
 // widen moves db's ids past 32 bits, as a failover or a restore does.
 func widen(t testing.TB, db interface {
-	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
+	QueryRow(context.Context, string, ...any) pgx.Row
 }) {
 	t.Helper()
-	if _, err := db.Exec(context.Background(), `SELECT agentledger_advance_ids()`); err != nil {
-		t.Fatalf("testdb: advancing the ids: %v", err)
+	if _, err := database.AdvanceIDs(context.Background(), db); err != nil {
+		t.Fatalf("testdb: %v", err)
 	}
 }
 
