@@ -157,6 +157,10 @@ func (s *Schedule) compile() (compiled, error) {
 	return compiled{sched: sched, loc: loc}, nil
 }
 
+// Task is the task each slot of the schedule enqueues, less its
+// submission key.
+func (s *Schedule) Task() claims.EnqueueParams { return s.params("") }
+
 // params is the task the schedule enqueues for slot key.
 func (s *Schedule) params(key string) claims.EnqueueParams {
 	return claims.EnqueueParams{Tenant: s.Tenant, Queue: s.Queue, Kind: s.Kind, Payload: s.Payload,

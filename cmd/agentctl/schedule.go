@@ -11,7 +11,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/admit"
 	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/schedule"
 )
 
@@ -63,6 +65,12 @@ seconds first, or is a descriptor: @hourly, @daily, @weekly, @monthly,
 latest due slot still fires if it is at most a minute late; every other one
 is skipped (skip), or the most recent of them gets one catch-up task
 (run-once).
+
+A payload its tasks would fail with is refused. When no live worker serves
+its kind on its queue (or its steps' tools), or the tenant's grant lacks
+what its payload names, the schedule is still added and a warning says so:
+its tasks are queued at each slot and wait for a worker, as agentctl
+submit --allow-unserved queues them.
 
 NAME is 1-63 characters of a-z, 0-9, '_', '.' and '-', starting with a letter
 or digit. A name already taken is refused (exit 1).
@@ -239,12 +247,37 @@ func (a *app) scheduleAdd(ctx context.Context, name string, f *scheduleFlags) er
 	if err != nil {
 		return err
 	}
+	a.warnUnrunnable(ctx, got) // a.schedules opened a.db
 	if a.wantJSON() {
 		return printJSON(a.stdout, viewSchedule(got))
 	}
 	_, err = fmt.Fprintf(a.stdout, "schedule %s added: %q in %s enqueues %s tasks on queue %s (missed slots: %s); next fire %s\n",
 		got.Name, got.Spec, got.Timezone, got.Kind, got.Queue, got.Missed, nextFire(got, time.Now()))
 	return err
+}
+
+// warnUnrunnable says on stderr why schedule s's tasks would not run if
+// one were queued now: no live worker serves its kind on its queue, or
+// its steps' tools (what agentctl submit refuses without
+// --allow-unserved), or the tenant's grant lacks what its payload names.
+// A slot is queued regardless, as cron must not lose one to a daemon
+// being down, and waits; a schedule added before its daemons start is
+// normal, hence a warning. A look that fails says nothing.
+func (a *app) warnUnrunnable(ctx context.Context, s schedule.Schedule) {
+	p := s.Task()
+	_, err := (&admit.Door{}).Admit(ctx, a.db.Pool, admit.Submission{Caller: admit.Operator, Params: p})
+	var ie *agentledger.InvalidError
+	if errors.As(err, &ie) {
+		fmt.Fprintf(a.stderr, "agentctl: warning: schedule %s: %s: %s: its tasks wait at each slot until a worker that can run them is up\n",
+			s.Name, scheduleFlagName(ie.Field), ie.Problem)
+	}
+	g, err := grants.NewStore(a.db.Pool).For(ctx, p.Tenant)
+	if err != nil {
+		return
+	}
+	if lack := admit.Lacks(g, p, ""); lack != nil {
+		fmt.Fprintf(a.stderr, "agentctl: warning: schedule %s: its tasks' %v: the call is refused when a task runs unless the grant allows it by then\n", s.Name, lack)
+	}
 }
 
 // nextFire describes a schedule's next fire for people.
