@@ -130,6 +130,9 @@ func (s *fakeStore) Get(_ context.Context, id int64) (*Detail, error) {
 			d.Waits = append(d.Waits, w)
 		}
 	}
+	for _, n := range s.failed[id] {
+		d.Notifications = append(d.Notifications, n.Notification)
+	}
 	return d, nil
 }
 

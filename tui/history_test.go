@@ -114,6 +114,6 @@ func TestConsoleNotificationsTab(t *testing.T) {
 	seedHistory(t, s)
 	tm := startConsole(t, s)
 	openTask1(t, tm, 3)
-	waitFor(t, tm, "[Notifications (3)]", "ID   GEN EVENT")
+	waitFor(t, tm, "[Notifications (3)]", "ID GEN EVENT")
 	golden.RequireEqual(t, []byte(finish(t, tm)))
 }

@@ -214,3 +214,26 @@ func TestConsoleRedeliveryPreview(t *testing.T) {
 	waitFor(t, tm, "Send the failed notifications of task 2 again?", "one message per")
 	golden.RequireEqual(t, []byte(finish(t, tm)))
 }
+
+// At 80 columns the notifications tab keeps why a delivery failed
+// readable: GEN, FAIL and RULE/STEP give way first.
+func TestNarrowNotificationsShowTheError(t *testing.T) {
+	t.Parallel()
+	store := newFakeStore(3, epoch)
+	why := "slack: channel_not_found (C0123456789)"
+	store.failed = map[int64][]operator.PlannedNotification{3: {
+		failed(3, 7, 1, "billing-dead-letters", "", "C0123456789", 3, why, notify.Plan{Action: notify.SendPost}),
+	}}
+	d := newDriver(t, store, Options{}, 80, 24)
+	d.keys("enter", "tab", "tab", "tab")
+	v := d.view()
+	checkFrame(t, v, 80, 24)
+	if !strings.Contains(v, "[Notifications (1)]") {
+		t.Fatalf("not on the notifications tab:\n%s", v)
+	}
+	for _, w := range strings.Fields(why) { // wrapped under its column
+		if !strings.Contains(v, w) {
+			t.Errorf("the notifications tab at 80 columns lacks %q of the error:\n%s", w, v)
+		}
+	}
+}

@@ -207,7 +207,7 @@ func (m taskModel) attempts() string {
 	keep := fitColumns(header, rows, m.width, 20, "STARTED", "TOKEN", "WORKER")
 	lines := []string{legend(s.Dim, attemptsLegend, m.width), s.Bold.Render(keep(header))}
 	for _, r := range rows {
-		lines = append(lines, keep(r))
+		lines = append(lines, wrapLast(keep, r, m.width))
 	}
 	return cutLines(lines, m.width)
 }
@@ -260,6 +260,32 @@ func fitColumns(header []string, rows [][]string, width, want int, drop ...strin
 	}
 }
 
+// wrapLast lays r out with keep, its last cell wrapped in what width
+// leaves it, under itself, on at most maxWrapped lines (the last cut):
+// the last column is an error, what the reader came for, and these tables
+// have no row to expand.
+func wrapLast(keep func([]string) string, r []string, width int) string {
+	last := oneLine(r[len(r)-1])
+	head := keep(append(slices.Clone(r[:len(r)-1]), ""))
+	indent := ansi.StringWidth(head)
+	room := width - indent
+	if room < 10 || ansi.StringWidth(last) <= room {
+		return keep(r)
+	}
+	parts := strings.Split(ansi.Wrap(last, room, " "), "\n")
+	if len(parts) > maxWrapped {
+		parts = parts[:maxWrapped]
+		parts[maxWrapped-1] = cut(parts[maxWrapped-1]+" …", room)
+	}
+	for i := 1; i < len(parts); i++ {
+		parts[i] = strings.Repeat(" ", indent) + parts[i]
+	}
+	return head + strings.Join(parts, "\n")
+}
+
+// maxWrapped bounds the lines of one wrapped cell.
+const maxWrapped = 4
+
 // legend is text wrapped to width in style: a table's key to its columns.
 func legend(style lipgloss.Style, text string, width int) string {
 	return style.Width(max(width, 20)).Render(text)
@@ -276,14 +302,20 @@ func (m taskModel) notifications() string {
 	if len(m.detail.Notifications) == 0 {
 		return s.Dim.Render("no notifications")
 	}
-	w := []int{4, 3, 15, 14, 10, 9, 4, 0}
-	w[7] = max(12, min(30, (m.width-67)*2/3)) // REF: the rest, shared with LAST ERROR
-	lines := []string{legend(s.Dim, notificationsLegend, m.width),
-		s.Bold.Render(columns(w, "ID", "GEN", "EVENT", "RULE/STEP", "CHANNEL", "STATE", "FAIL", "REF", "LAST ERROR"))}
-	for _, n := range m.detail.Notifications {
-		lines = append(lines, columns(w, strconv.FormatInt(n.ID, 10), strconv.Itoa(int(n.Generation)), n.Event,
+	// Each column is as wide as its widest cell (a ref at most 30); LAST
+	// ERROR takes the rest. When that is under 20 cells GEN goes, then
+	// FAIL, then RULE/STEP: why a delivery failed is what a reader came for.
+	header := []string{"ID", "GEN", "EVENT", "RULE/STEP", "CHANNEL", "STATE", "FAIL", "REF", "LAST ERROR"}
+	rows := make([][]string, len(m.detail.Notifications))
+	for i, n := range m.detail.Notifications {
+		rows[i] = []string{strconv.FormatInt(n.ID, 10), strconv.Itoa(int(n.Generation)), n.Event,
 			orDash(render.NotificationSource(n)), n.Channel, string(n.State), strconv.Itoa(int(n.Failures)),
-			orDash(refFor(n, m.detail.journal(n.Generation))), orDash(n.LastError)))
+			cut(orDash(refFor(n, m.detail.journal(n.Generation))), 30), orDash(n.LastError)}
+	}
+	keep := fitColumns(header, rows, m.width, 20, "GEN", "FAIL", "RULE/STEP")
+	lines := []string{legend(s.Dim, notificationsLegend, m.width), s.Bold.Render(keep(header))}
+	for _, r := range rows {
+		lines = append(lines, wrapLast(keep, r, m.width))
 	}
 	return cutLines(lines, m.width)
 }
