@@ -5,8 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -357,5 +361,40 @@ func TestVLLMWithoutToolChoiceFailsClearly(t *testing.T) {
 	raw, err := e.agent.Work(ctx, e.claim())
 	if err != nil || m.calls() != 2 || answer(t, raw).Steps != 1 {
 		t.Fatalf("replay after the fix: %s %v, model called %d", raw, err, m.calls())
+	}
+}
+
+// An answer past agent.MaxAnswerBytes is not read whole: the task fails
+// for good at once (asking again would pay for the same answer), nothing
+// is journaled, and an answer of exactly the cap is read.
+func TestAnswerLargerThanTheCap(t *testing.T) {
+	t.Parallel()
+	var calls atomic.Int32
+	var size atomic.Int64
+	size.Store(agent.MaxAnswerBytes + 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		head := `{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"`
+		tail := `"}}]}`
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, head+strings.Repeat("x", int(size.Load())-len(head)-len(tail))+tail)
+	}))
+	t.Cleanup(srv.Close)
+	e := newEnv(t, nil)
+	e.agent = agent.New(e.config(func(c *agent.Config) { c.BaseURL, c.HTTPClient = srv.URL+"/v1", srv.Client() }), e.Ledger, e.reg)
+	task := e.submit(`{"prompt": "hi"}`)
+	_, err := e.agent.Work(context.Background(), task)
+	var perm *agentledger.PermanentError
+	if !errors.As(err, &perm) || !strings.Contains(err.Error(), "the model's answer is larger than 4 MiB") {
+		t.Fatalf("err %v", err)
+	}
+	if calls.Load() != 1 || len(e.journal(task)) != 0 {
+		t.Fatalf("model called %d times, journal %+v", calls.Load(), e.journal(task))
+	}
+
+	size.Store(agent.MaxAnswerBytes) // exactly the cap: read
+	task = e.submit(`{"prompt": "hi again"}`)
+	if raw, err := e.agent.Work(context.Background(), task); err != nil || len(raw) < agent.MaxAnswerBytes/2 {
+		t.Fatalf("an answer of exactly the cap: %d bytes, %v", len(raw), err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -27,6 +28,13 @@ const Operation = "llm.chat"
 // a longer one ends the attempt at once and the worker schedules the next
 // one after it (agentledger.RetryAfter), instead of holding a lease idle.
 const maxInAttemptWait = 30 * time.Second
+
+// MaxAnswerBytes caps the body of one answer of the model endpoint: a
+// chat completion of even a million tokens is a few megabytes, and an
+// answer past it (a runaway server, a proxy streaming a file) would be
+// held in memory and then refused by the ledger's JSON column, at every
+// attempt.
+const MaxAnswerBytes = 4 << 20
 
 // maxErrorText bounds the endpoint's text quoted in an error.
 const maxErrorText = 1000
@@ -181,6 +189,10 @@ func (a *Agent) chatOnce(ctx context.Context, n int, req chatRequest) (c complet
 	}
 	e = &llmError{step: n, status: obs.status, retryAfter: obs.retryAfter}
 	switch {
+	case obs.tooLarge != nil && obs.tooLarge.over:
+		// Asking again asks for the same answer, and pays for it.
+		e.msg = fmt.Sprintf("the model's answer is larger than %d MiB; nothing of it was kept", MaxAnswerBytes>>20)
+		return completion{}, e
 	case !obs.sent: // go-openai refused the request before sending it
 	case obs.status == 0: // connection error or timeout
 		e.transient = true
@@ -239,6 +251,7 @@ type observer struct {
 	sent       bool
 	status     int
 	retryAfter time.Duration
+	tooLarge   *cappedBody // the answer's body, read up to MaxAnswerBytes
 }
 
 // Do sends req through the configured client.
@@ -251,8 +264,45 @@ func (o *observer) Do(req *http.Request) (*http.Response, error) {
 	}
 	o.status = resp.StatusCode
 	o.retryAfter = retryAfterOf(resp.StatusCode, resp.Header, time.Now())
+	o.tooLarge = &cappedBody{body: resp.Body, left: MaxAnswerBytes}
+	resp.Body = o.tooLarge
 	return resp, nil
 }
+
+// cappedBody reads a body up to left bytes and fails past them, noting it.
+type cappedBody struct {
+	body io.ReadCloser
+	left int64
+	over bool
+}
+
+// errAnswerTooLarge fails the read of an answer past MaxAnswerBytes.
+var errAnswerTooLarge = errors.New("the answer is too large")
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		// One byte more tells a body of exactly the cap from a longer one.
+		var one [1]byte
+		for {
+			n, err := b.body.Read(one[:])
+			if n > 0 {
+				b.over = true
+				return 0, errAnswerTooLarge
+			}
+			if err != nil {
+				return 0, err // io.EOF: exactly the cap
+			}
+		}
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.body.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+func (b *cappedBody) Close() error { return b.body.Close() }
 
 // retryAfterOf reads how long an answer asks to wait. retry-after-ms
 // (Azure OpenAI's, finer than Retry-After) comes first, then Retry-After;

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -111,6 +112,13 @@ func (a *Agent) Work(ctx context.Context, task *agentledger.Task) (json.RawMessa
 			}
 			return json.Marshal(Answer{Answer: c.Message.Content, Steps: n + 1, FinishReason: c.FinishReason, Usage: used})
 		}
+		if n == pl.maxSteps-1 {
+			// No completion may follow to read what the calls return: an
+			// effect made now would be made for nothing.
+			return nil, agentledger.Permanent(fmt.Errorf("agent: no final answer within max_steps=%d: "+
+				"the model asked for %s at its last step; not called, as no completion could read the answer",
+				pl.maxSteps, callNames(c.Message.ToolCalls)))
+		}
 		for _, call := range c.Message.ToolCalls {
 			content, err := a.runTool(ctx, task, pl, n, call, c.Message.Content)
 			if err != nil {
@@ -119,8 +127,20 @@ func (a *Agent) Work(ctx context.Context, task *agentledger.Task) (json.RawMessa
 			msgs = append(msgs, message{Role: roleTool, Content: content, ToolCallID: call.ID})
 		}
 	}
-	return nil, agentledger.Permanent(fmt.Errorf("agent: no final answer within max_steps=%d: "+
-		"the model was still calling tools", pl.maxSteps))
+	return nil, agentledger.Permanent(fmt.Errorf("agent: no final answer within max_steps=%d", pl.maxSteps))
+}
+
+// callNames lists the tools of calls for an error: "http_request and
+// notify".
+func callNames(calls []toolCall) string {
+	names := make([]string, len(calls))
+	for i, c := range calls {
+		names[i] = strconv.Quote(c.Name)
+	}
+	if len(names) == 1 {
+		return names[0]
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }
 
 // stepError says what a failed completion means for the task.

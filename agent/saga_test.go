@@ -22,8 +22,9 @@ import (
 func TestToolCompensations(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	e := newEnv(t, nil, fakeopenai.Calls(call("c1", "count", `{"x":1}`)), fakeopenai.Calls(call("c2", "count", `{"x":5}`)))
-	task := e.submit(`{"prompt": "loop", "tools": ["count"], "max_steps": 2,
+	e := newEnv(t, nil, fakeopenai.Calls(call("c1", "count", `{"x":1}`)), fakeopenai.Calls(call("c2", "count", `{"x":5}`)),
+		fakeopenai.Calls(call("c3", "count", `{"x":9}`))) // asked at the last step: not called
+	task := e.submit(`{"prompt": "loop", "tools": ["count"], "max_steps": 3,
 		"compensate": {"count": {"tool": "secret", "args": {"x": "${self.body.next}"}}}}`)
 	_, err := e.agent.Work(ctx, task)
 	var perm *agentledger.PermanentError
@@ -58,7 +59,7 @@ func TestToolCompensations(t *testing.T) {
 			undone++
 		}
 	}
-	if undone != 2 || e.fake.Calls() != 2 {
+	if undone != 2 || e.fake.Calls() != 3 {
 		t.Fatalf("%d compensations journaled, model called %d times (the compensation asks it nothing)", undone, e.fake.Calls())
 	}
 }
@@ -83,8 +84,8 @@ func TestWorkerDeclaredCompensation(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t, func(c *agent.Config) {
 		c.Compensations = map[string]saga.Compensation{"count": {Tool: "secret", Args: json.RawMessage(`{"x": "${self.body.x}"}`)}}
-	}, fakeopenai.Calls(call("c1", "count", `{"x":4}`)))
-	task := e.submit(`{"prompt": "loop", "tools": ["count"], "max_steps": 1}`)
+	}, fakeopenai.Calls(call("c1", "count", `{"x":4}`)), fakeopenai.Calls(call("c2", "count", `{"x":8}`)))
+	task := e.submit(`{"prompt": "loop", "tools": ["count"], "max_steps": 2}`)
 	_, err := e.agent.Work(ctx, task)
 	if _, ferr := e.Claims.Fail(ctx, claims.Failure{Lease: claims.LeaseOf(task), Error: err.Error(), Final: true}); ferr != nil {
 		t.Fatal(ferr)
