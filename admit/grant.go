@@ -53,6 +53,11 @@ func payloadGranted(g *grants.Grant, tenant, kind string, payload json.RawMessag
 			if err := g.Allow(tenant, n.Need); err != nil {
 				return fmt.Errorf("%s: %w", n.Subject, err)
 			}
+			if n.ApproveChannel != "" {
+				if err := g.Allow(tenant, grants.Need{Channel: n.ApproveChannel}); err != nil {
+					return fmt.Errorf("%s's approval: %w", n.Subject, err)
+				}
+			}
 			if n.Child == nil || depth >= maxChildDepth {
 				continue
 			}

@@ -73,3 +73,32 @@ func TestGrantedFollowsLiteralChildren(t *testing.T) {
 		t.Errorf("%d generations down: %v, want it left to the run", maxChildDepth+1, err)
 	}
 }
+
+// An approval gate that names its channel posts there: the tenant's
+// channels bound it as they bound notify, in a steps payload and an agent
+// task's; a gate without one posts to the daemon's approvals channel.
+func TestGrantedBoundsTheApprovalChannel(t *testing.T) {
+	t.Parallel()
+	g := &grants.Grant{Kinds: []string{"steps", "agent"}, Tools: []string{"http_request"},
+		Hosts: []grants.Host{{URL: "https://api.example.com"}}, Channels: []string{"payments"}, Models: []string{"*"}}
+	const call = `{"tool":"http_request","args":{"method":"POST","url":"https://api.example.com/c"},"approve":`
+	for _, tc := range []struct{ kind, payload, want string }{
+		{"steps", `{"steps":[` + call + `{"channel":"general","approvers":["U1"]}}]}`,
+			`payload: step 0's approval: tenant "acme" has no grant for channel "general" (agentctl tenant grant acme --channel general)`},
+		{"steps", `{"steps":[` + call + `{"channel":"payments"}}]}`, ``},
+		{"steps", `{"steps":[` + call + `true}]}`, ``},
+		{"agent", `{"prompt":"p","tools":["http_request"],"approve":{"http_request":{"channel":"general"}}}`,
+			`payload: approve.http_request.channel: tenant "acme" has no grant for channel "general"`},
+		{"agent", `{"prompt":"p","tools":["http_request"],"approve":{"http_request":{"channel":"payments"}}}`, ``},
+	} {
+		err := granted(g, claims.EnqueueParams{Tenant: "acme", Kind: tc.kind, Payload: []byte(tc.payload)}, "house")
+		var de *grants.DeniedError
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v, want it to pass", tc.payload, err)
+		case tc.want == "":
+		case !errors.As(err, &de) || !strings.Contains(err.Error(), tc.want):
+			t.Errorf("%s: %v, want a denial saying %q", tc.payload, err, tc.want)
+		}
+	}
+}

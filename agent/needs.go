@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/grants"
+	"github.com/agentledger/agentledger/tools"
 )
 
 // Need is what an agent task's payload names literally, and where.
@@ -20,8 +21,8 @@ type Need struct {
 
 // Needs lists what payload names literally: the model its completions ask
 // (its own, or model, the configured one of the daemon that checks, when
-// it names none; "" when neither names one), each tool it lists and each
-// tool that undoes one. What the model then calls with those tools — a
+// it names none; "" when neither names one), each tool it lists, each
+// tool that undoes one, and each channel its approval gates post to. What the model then calls with those tools — a
 // host, a channel — only the run knows, and checks. A payload that does
 // not decode needs nothing here: Work refuses it before any call. Check
 // each need with Need.Check.
@@ -42,6 +43,16 @@ func Needs(payload json.RawMessage, model string) []Need {
 	for _, name := range names {
 		if c := p.Compensate[name]; c.Tool != "" {
 			out = append(out, Need{Field: "compensate." + name, Need: grants.Need{Tool: c.Tool}})
+		}
+	}
+	names = names[:0]
+	for name := range p.Approve {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if a, err := tools.ParseApproval(p.Approve[name]); err == nil && a != nil && a.Channel != "" {
+			out = append(out, Need{Field: "approve." + name + ".channel", Need: grants.Need{Channel: a.Channel}})
 		}
 	}
 	return out

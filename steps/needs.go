@@ -22,6 +22,10 @@ type Need struct {
 	// compensation".
 	Subject string
 	grants.Need
+	// ApproveChannel is the Slack channel the step's approval request is
+	// posted to, when its "approve" names one: the tenant's grant must
+	// allow it as it would a notify call's.
+	ApproveChannel string
 	// Child is the payload of the task a create_task call queues (absent
 	// or null: {}), of kind Need.Kind, when the call names both literally
 	// (no "${" in either, escaped or not): what the child names is then
@@ -48,6 +52,9 @@ func Needs(payload json.RawMessage) []Need {
 	for i, s := range p.Steps {
 		n := literalNeed(s.Tool, s.Args)
 		n.Step, n.Subject = stepPath(i), fmt.Sprintf("step %d", i)
+		if s.Approve != nil {
+			n.ApproveChannel = s.Approve.Channel
+		}
 		out = append(out, n)
 		if c := s.Compensate; c != nil {
 			n := literalNeed(c.Tool, c.Args)

@@ -282,7 +282,7 @@ func TestApproveIsChecked(t *testing.T) {
 		`{"steps":[{"tool":"post","approve":{"approvers":["bob"]}}]}`:   `approve: approver "bob" is not a Slack user or group id`,
 		`{"steps":[{"tool":"post","approve":{"approvers":["C0123"]}}]}`: `approve: approver "C0123" is not a Slack user or group id`,
 		`{"steps":[{"tool":"post","approve":{"who":["U1"]}}]}`:          `unknown field "who"`,
-		`{"steps":[{"tool":"post","approve":"yes"}]}`:                   `approve must be true or {`,
+		`{"steps":[{"tool":"post","approve":"yes"}]}`:                   `"channel": "…"}, not a string`,
 		`{"steps":[{"tool":"post","approve":{"channel":"#pay"}}]}`:      `approve: channel "#pay" must be a Slack channel name`,
 	} {
 		if err := steps.Check(json.RawMessage(payload), nil); err == nil || !strings.Contains(err.Error(), want) {

@@ -3,6 +3,7 @@ package tools
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -54,10 +55,24 @@ func ParseApproval(raw json.RawMessage) (*Approval, error) {
 		OnTimeout string   `json:"on_timeout"`
 		Channel   string   `json:"channel"`
 	}
+	const shape = `approve must be true or {"approvers": […], "timeout": "2h", "on_timeout": "deny"|"approve", "channel": "…"}`
+	switch raw[0] {
+	case '{':
+	case '"':
+		return nil, fmt.Errorf("%s, not a string", shape)
+	case '[':
+		return nil, fmt.Errorf("%s, not an array", shape)
+	default:
+		return nil, fmt.Errorf("%s, not %.20s", shape, raw)
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&w); err != nil {
-		return nil, fmt.Errorf(`approve must be true or {"approvers": […], "timeout": "2h", "on_timeout": "deny"|"approve", "channel": "…"}: %v`, err)
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return nil, fmt.Errorf("%s: %s must not be a JSON %s", shape, te.Field, te.Value)
+		}
+		return nil, fmt.Errorf("%s: %v", shape, err)
 	}
 	a := &Approval{Timeout: DefaultApprovalTimeout, OnTimeout: "deny"}
 	for _, id := range w.Approvers {

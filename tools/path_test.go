@@ -102,3 +102,29 @@ func TestPathGrantBeforeInterceptors(t *testing.T) {
 type static struct{ g *grants.Grant }
 
 func (s static) For(context.Context, string) (*grants.Grant, error) { return s.g, nil }
+
+// A call's approval gate that names a channel the grant in force lacks is
+// refused at the grant stage: no request is posted there, nothing runs.
+func TestPathGrantBoundsTheApprovalChannel(t *testing.T) {
+	e := newEnv(t)
+	var performed, seen int
+	p := &tools.Path{Ledger: e.Ledger, Tools: tools.NewRegistry(countingTool{n: &performed}),
+		Grants: static{&grants.Grant{Tools: []string{"nop"}, Channels: []string{"payments"}}},
+		Interceptors: []tools.Interceptor{func(ctx context.Context, o *tools.Outgoing, next tools.Next) (ledger.Result, error) {
+			seen++
+			return next(ctx, o)
+		}}}
+	c := call(e.task(), "tool/0", `{}`)
+	c.Approval = &tools.Approval{Channel: "general"}
+	_, err := p.Perform(context.Background(), &tools.Outgoing{ToolName: "nop", Call: c})
+	var denied *grants.DeniedError
+	if !errors.As(err, &denied) || !strings.Contains(err.Error(), `its approval: tenant "acme" has no grant for channel "general"`) ||
+		seen != 0 || performed != 0 {
+		t.Fatalf("denied: %v, seen %d, performed %d", err, seen, performed)
+	}
+	c = call(e.task(), "tool/0", `{}`)
+	c.Approval = &tools.Approval{Channel: "payments"}
+	if _, err := p.Perform(context.Background(), &tools.Outgoing{ToolName: "nop", Call: c}); err != nil || performed != 1 {
+		t.Fatalf("a granted channel: %v, performed %d", err, performed)
+	}
+}

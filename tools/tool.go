@@ -80,7 +80,17 @@ func Permit(t Tool, call Call) error {
 	if call.Task != nil {
 		tenant = call.Task.Tenant
 	}
-	return call.Grant.Allow(tenant, need)
+	if err := call.Grant.Allow(tenant, need); err != nil {
+		return err
+	}
+	// The payload's approval gate posts its request where it says: the
+	// tenant's channels bound it as they bound notify.
+	if a := call.Approval; a != nil && a.Channel != "" {
+		if err := call.Grant.Allow(tenant, grants.Need{Channel: a.Channel}); err != nil {
+			return fmt.Errorf("its approval: %w", err)
+		}
+	}
+	return nil
 }
 
 // Invoke runs call of tool t through the ledger for the task's attempt,
