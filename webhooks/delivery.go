@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"mime"
 	"net/http"
@@ -22,7 +23,10 @@ type delivery struct {
 	id    string
 	event string
 	body  json.RawMessage // valid JSON
-	hash  []byte          // SHA-256 of the raw, signed body
+	hash  []byte          // what the inbox turns away a second of (Source.dedupeHash)
+	// bodyHash is the SHA-256 of the raw body alone: what the inbox held
+	// as hash before timestamped sources hashed their id with it.
+	bodyHash []byte
 	// challenge is set for Slack's url_verification handshake, which
 	// is answered, not stored.
 	challenge *string
@@ -134,4 +138,28 @@ func (s *Source) payload(d *delivery) (json.RawMessage, error) {
 		Event      string          `json:"event"`
 		Body       json.RawMessage `json:"body"`
 	}{s.Name, d.id, d.event, d.body})
+}
+
+// dedupeHash is what the inbox's unique index on (source, body_hash) holds
+// of a delivery: the SHA-256 of the raw body where the signature covers
+// the body alone (github, hmac without a timestamp), so that a captured
+// delivery sent again under a fresh id is a duplicate. Where it covers
+// the delivery id too (hmac with a timestamp: "<timestamp>.<id>.<body>"),
+// a fresh id is the sender's own, and two deliveries may carry the same
+// body — two payments settled alike, a signal sent again after the first
+// expired — so the id is hashed with the body. (Slack's covers the body,
+// which holds its event_id.)
+func (s *Source) dedupeHash(id string, body []byte) []byte {
+	if s.Type != TypeHMAC || s.TimestampHeader == "" {
+		return bodyHash(body)
+	}
+	h := sha256.New()
+	h.Write([]byte(id + ".")) // ids hold no '.'
+	h.Write(body)
+	return h.Sum(nil)
+}
+
+func bodyHash(body []byte) []byte {
+	sum := sha256.Sum256(body)
+	return sum[:]
 }

@@ -22,8 +22,9 @@
 // A new delivery is answered 202 {"task_id": N}; a delivery seen before —
 // a redelivery, a retry, the same delivery arriving twice at once, or the
 // same signed body under a fresh delivery id (a captured delivery sent
-// again: GitHub's and a plain hmac source's signatures cover only the body)
-// — 200 {"duplicate": true, "task_id": N}, having done nothing (the inbox's
+// again: GitHub's and a plain hmac source's signatures cover only the body;
+// a timestamped hmac source's cover the id, which is hashed with its body,
+// so that a fresh id it signed is a new delivery) — 200 {"duplicate": true, "task_id": N}, having done nothing (the inbox's
 // unique indexes decide, invariant I6). A known delivery id with another
 // body is 409 delivery_conflict. The work is a few statements, so the
 // answer comes well within the senders' timeouts (GitHub 10 s, Slack 3 s).

@@ -2,7 +2,6 @@ package webhooks
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -154,8 +153,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.reject(w, r, s, "", p)
 		return
 	}
-	sum := sha256.Sum256(body)
-	d.hash = sum[:]
+	d.hash, d.bodyHash = s.dedupeHash(d.id, body), bodyHash(body)
 	if d.challenge != nil {
 		h.log.LogAttrs(r.Context(), slog.LevelInfo, "webhook url_verification answered", slog.String("source", s.Name))
 		writeJSON(w, http.StatusOK, "application/json", map[string]string{"challenge": *d.challenge})

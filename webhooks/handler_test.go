@@ -469,7 +469,8 @@ func TestReusedDeliveryIDWithAnotherBody(t *testing.T) {
 
 // A generic HMAC source with a signed timestamp: the signature covers
 // "<timestamp>.<delivery id>.<body>", so a captured delivery cannot be sent
-// again under a fresh id, nor after MaxSkew.
+// again under a fresh id, nor after MaxSkew; and a fresh id the sender
+// signed is a new delivery even with a body seen before.
 func TestHMACSourceWithSignedTimestamp(t *testing.T) {
 	t.Parallel()
 	src := webhooks.Source{Name: "ts", Type: webhooks.TypeHMAC, Secret: ciSecret, Header: "X-Signature",
@@ -495,6 +496,20 @@ func TestHMACSourceWithSignedTimestamp(t *testing.T) {
 	// what "a" with body "1.5" does.
 	e.wantProblem(send(e.now, "b.47", "b.47"), http.StatusBadRequest, string(agentledger.CodeInvalidDeliveryID))
 	e.wantCounts(1, 1)
+	// The sender's own fresh id signs a new delivery, whatever its body: a
+	// second build event alike is a second task. The same id again is the
+	// same delivery; with another body, a conflict.
+	if a := send(e.now, "b-48", "b-48"); a.status != http.StatusAccepted {
+		t.Fatalf("the same body under a fresh signed id: %d %s, want a new task", a.status, a.raw)
+	}
+	if a := send(e.now.Add(time.Minute), "b-48", "b-48"); a.status != http.StatusOK || a.json["duplicate"] != true {
+		t.Fatalf("a redelivery: %d %s, want the duplicate", a.status, a.raw)
+	}
+	other := `{"build": 43}`
+	ts := strconv.FormatInt(e.now.Unix(), 10)
+	e.wantProblem(e.post("ts", strings.NewReader(other), "X-Signature", "sha256="+mac(ciSecret, ts+".b-48."+other),
+		"X-Timestamp", ts, "X-Delivery", "b-48"), http.StatusConflict, string(agentledger.CodeDeliveryConflict))
+	e.wantCounts(2, 2)
 	gh := webhooks.Source{Name: "x", Type: webhooks.TypeGitHub, Secret: "s", Kind: "k", TimestampHeader: "X-Timestamp"}
 	if err := gh.Validate(); err == nil || !strings.Contains(err.Error(), "timestamp_header") {
 		t.Errorf("a timestamp header on a github source: %v", err)

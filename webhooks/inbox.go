@@ -134,7 +134,7 @@ func recordDelivery(ctx context.Context, tx pgx.Tx, s *Source, d *delivery) (*se
 	switch {
 	case seen.firstID != d.id:
 		seen.sameBodyAs = seen.firstID
-	case firstHash != nil && !bytes.Equal(firstHash, d.hash):
+	case firstHash != nil && !bytes.Equal(firstHash, d.hash) && !bytes.Equal(firstHash, d.bodyHash):
 		return nil, fmt.Errorf("webhooks: delivery %q: %w", d.id, agentledger.ErrKeyReuse)
 	}
 	return &seen, nil
