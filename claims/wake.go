@@ -41,7 +41,9 @@ func (s *Store) WakeDueNext(ctx context.Context, queue string) (int64, time.Time
 // WakeTasks is two CTEs that wake the tasks named by the task_id column of
 // a CTE d written before them (the waits a decision or a signal ended):
 // woken, the tasks made due now — a waiting task queued, a queued or
-// retrying one due later brought forward — and notified, their queues'
+// retrying one due later brought forward, what they waited for cleared
+// (what holds them now is the claims' to say: registry.ExplainWaits) —
+// and notified, their queues'
 // workers told. A running task is marked instead: its run_at set past its
 // attempt's start (greatest: the statement's clock may lag the claim's),
 // which its park (Defer with Park) reads as "woken meanwhile" and queues
@@ -52,6 +54,7 @@ const WakeTasks = `woken AS (
 	UPDATE tasks t SET
 		state = CASE WHEN t.state = 'waiting' THEN 'queued' ELSE t.state END,
 		run_at = CASE WHEN t.state = 'running' THEN greatest(now(), t.attempted_at + interval '1 microsecond') ELSE now() END,
+		wait_reason = CASE WHEN t.state = 'running' THEN t.wait_reason END,
 		updated_at = now()
 	FROM d WHERE t.id = d.task_id
 		AND (t.state IN ('waiting', 'running') OR (t.state IN ('queued', 'retrying') AND t.run_at > now()))
@@ -72,7 +75,7 @@ WITH due AS (
 	FOR UPDATE SKIP LOCKED
 ),
 up AS (
-	UPDATE tasks t SET state = 'queued', updated_at = coalesce($2::timestamptz, now())
+	UPDATE tasks t SET state = 'queued', wait_reason = NULL, updated_at = coalesce($2::timestamptz, now())
 	FROM due WHERE t.id = due.id
 	RETURNING t.queue
 ),

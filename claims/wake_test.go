@@ -34,6 +34,10 @@ func TestParkedTaskWaitsUntilWoken(t *testing.T) {
 	if n, err := s.WakeDue(ctx, "default"); err != nil || n != 1 {
 		t.Fatalf("wake: %d %v, want 1", n, err)
 	}
+	// What it waited for is over: no longer said of the queued task.
+	if got := get(t, s, task.ID); got.State != agentledger.StateQueued || got.WaitReason != "" {
+		t.Fatalf("woken: %s, wait %q, want queued with no wait", got.State, got.WaitReason)
+	}
 	b := claimOne(t, s, "w", time.Minute)
 	if b.ID != task.ID || b.Attempt != 1 {
 		t.Fatalf("claimed %d at attempt %d", b.ID, b.Attempt)

@@ -44,8 +44,8 @@ func newTask(t *testing.T, db waits.DB) *agentledger.Task {
 // lease, due at its wait's deadline (an hour away here).
 func park(t *testing.T, db waits.DB, id int64) {
 	t.Helper()
-	if _, err := db.Exec(context.Background(), `UPDATE tasks SET state = 'waiting', run_at = now() + interval '1 hour'
-		WHERE id = $1`, id); err != nil {
+	if _, err := db.Exec(context.Background(), `UPDATE tasks SET state = 'waiting', run_at = now() + interval '1 hour',
+		wait_reason = 'waiting for a signal' WHERE id = $1`, id); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -55,11 +55,12 @@ func TestSignalBeforeAndAfterItsWait(t *testing.T) {
 	}
 	var state string
 	var due bool
-	if err := db.QueryRow(ctx, `SELECT state, run_at <= now() FROM tasks WHERE id = $1`, second.ID).Scan(&state, &due); err != nil {
+	var reason *string
+	if err := db.QueryRow(ctx, `SELECT state, run_at <= now(), wait_reason FROM tasks WHERE id = $1`, second.ID).Scan(&state, &due, &reason); err != nil {
 		t.Fatal(err)
 	}
-	if state != string(agentledger.StateQueued) || !due {
-		t.Fatalf("the waiting task after its signal: %s, due %v; want queued now", state, due)
+	if state != string(agentledger.StateQueued) || !due || reason != nil {
+		t.Fatalf("the waiting task after its signal: %s, due %v, wait reason %v; want queued now, waiting for nothing", state, due, reason)
 	}
 	if n := rows(t, db, "signals"); n != 2 {
 		t.Fatalf("%d signals stored, want 2", n)
