@@ -64,7 +64,7 @@ func check(ctx context.Context, s *registry.Store, p claims.EnqueueParams, g *gr
 		}
 	}
 	if p.Kind == steps.Kind {
-		if err := reachable(p.Payload, o.Reach); err != nil {
+		if err := reachable(p.Payload, fleetReach(ctx, s, o.Reach)); err != nil {
 			return err
 		}
 	}
@@ -140,6 +140,38 @@ func reachable(payload json.RawMessage, reach func(tool string, u *url.URL) erro
 		}
 	}
 	return nil
+}
+
+// fleetReach is reach (this process's HTTP tools' allow-lists) for a
+// fleet whose daemons may differ: an origin this process's tool refuses
+// is still reachable when a live pool announced it for that tool (a
+// mixed fleet: claims take the task to that pool, as they do a task
+// needing a tool only some pools have). The registry is read only then.
+func fleetReach(ctx context.Context, s *registry.Store, reach func(tool string, u *url.URL) error) func(tool string, u *url.URL) error {
+	if reach == nil {
+		return nil
+	}
+	var live []registry.Worker
+	read := false
+	return func(tool string, u *url.URL) error {
+		err := reach(tool, u)
+		if err == nil {
+			return nil
+		}
+		if !read {
+			read = true
+			if live, _ = s.LiveWorkers(ctx); live == nil {
+				return err // none known, or the registry unread: this process's word
+			}
+		}
+		want := registry.CapOrigin(tool, grants.Origin(u))
+		for _, w := range live {
+			if slices.Contains(w.Caps, want) {
+				return nil
+			}
+		}
+		return err
+	}
 }
 
 // pureCheck says a tool is pure when every server that announced its

@@ -4,12 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"net/url"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/admit"
 	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/internal/test/testdb"
 	"github.com/agentledger/agentledger/registry"
 )
@@ -86,5 +90,42 @@ func TestDoorMatchesTasksToAMixedFleet(t *testing.T) {
 	// What the closest pool lacks (a tie goes to the first by id).
 	if want := "waiting for a daemon with tool open_ticket"; task.WaitReason != want {
 		t.Fatalf("wait reason %q, want %q", task.WaitReason, want)
+	}
+}
+
+// A daemon's door whose own HTTP tool refuses an origin (its allow-list)
+// admits a literal URL a live pool of the fleet announced it may call, at
+// every entrance — the API's, a parent's create_task — and the claims
+// take the task there; an origin no live pool announced is refused with
+// this daemon's reason.
+func TestDoorReachesWhatTheFleetCan(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	s := registry.New(db)
+	r := registry.Registration{ID: "http", Host: "h", PID: 1, Queues: []string{"default"}, Kinds: []string{"steps"},
+		Tools: map[string]json.RawMessage{"http_request": nil, "create_task": nil},
+		Caps:  []string{"http_request@http://127.0.0.1:18449", "tool:create_task", "tool:http_request"}}
+	if err := s.Register(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	door := &admit.Door{Reach: func(tool string, u *url.URL) error {
+		return fmt.Errorf("%s is not allowed: add it to AGENTLEDGER_HTTP_ALLOWED_HOSTS", grants.Origin(u))
+	}}
+	call := func(url string) []byte {
+		return []byte(`{"steps":[{"tool":"http_request","args":{"method":"POST","url":"` + url + `"}}]}`)
+	}
+	for _, caller := range []admit.Caller{admit.Tenant, admit.Parent, admit.Webhook} {
+		p, err := door.Admit(ctx, db, admit.Submission{Caller: caller, Grant: &grants.Grant{All: true},
+			Params: claims.EnqueueParams{Tenant: "acme", Kind: "steps", Payload: call("http://127.0.0.1:18449/api")}})
+		if err != nil || !slices.Equal(p.Needs, []string{"http_request@http://127.0.0.1:18449"}) {
+			t.Errorf("%s: an origin the fleet reaches: needs %q, %v", caller, p.Needs, err)
+		}
+		_, err = door.Admit(ctx, db, admit.Submission{Caller: caller, Grant: &grants.Grant{All: true},
+			Params: claims.EnqueueParams{Tenant: "acme", Kind: "steps", Payload: call("http://127.0.0.1:9/api")}})
+		var ie *agentledger.InvalidError
+		if !errors.As(err, &ie) || !strings.Contains(ie.Problem, "add it to AGENTLEDGER_HTTP_ALLOWED_HOSTS") {
+			t.Errorf("%s: an origin nobody reaches: %v", caller, err)
+		}
 	}
 }
