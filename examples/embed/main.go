@@ -54,6 +54,10 @@ func main() {
 	}
 }
 
+// queue is the example's own: its daemon claims no task but its own,
+// and no other daemon claims those.
+const queue = "example-embed"
+
 func run(ctx context.Context, out io.Writer) error {
 	tickets, ticketsURL, err := startTickets()
 	if err != nil {
@@ -81,7 +85,7 @@ func run(ctx context.Context, out io.Writer) error {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	d := daemon.New(daemon.Config{
 		Database:    daemon.Database{URL: os.Getenv("DATABASE_URL")},
-		Worker:      daemon.Worker{PollInterval: 100 * time.Millisecond},
+		Worker:      daemon.Worker{Queues: []string{queue}, PollInterval: 100 * time.Millisecond},
 		Maintenance: daemon.Maintenance{NoCron: true, NoJanitor: true},
 		Logger:      log,
 		Stdout:      io.Discard,
@@ -117,7 +121,7 @@ func run(ctx context.Context, out io.Writer) error {
 	sub := client.Database(db, "")
 	store := claims.New(db)
 
-	esc, err := client.Submit(ctx, sub, "escalate", Escalation{Incident: "42", Severity: 2}, client.Options{})
+	esc, err := client.Submit(ctx, sub, "escalate", Escalation{Incident: "42", Severity: 2}, client.Options{Queue: queue})
 	if err != nil {
 		return err
 	}
@@ -130,7 +134,7 @@ func run(ctx context.Context, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "escalate task %d succeeded: %s\n", esc.ID, escDone.Result)
 
-	task, err := sub.Submit(ctx, client.Request{Kind: "steps",
+	task, err := sub.Submit(ctx, client.Request{Kind: "steps", Options: client.Options{Queue: queue},
 		Payload: json.RawMessage(`{"steps":[{"tool":"open_ticket","args":{"title":"incident 42: disk full"}}]}`)})
 	if err != nil {
 		return err
@@ -147,6 +151,9 @@ func run(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(out, "task %d replayed; tickets opened: %d (the ledger served the call)\n", task.ID, tickets.count())
+	if n := tickets.count(); n != 1 {
+		return fmt.Errorf("%d tickets opened, want 1", n)
+	}
 	return nil
 }
 

@@ -41,6 +41,10 @@ func main() {
 	}
 }
 
+// queue is the example's own: its daemon claims no task but its own,
+// and no other daemon claims those.
+const queue = "example-intercept"
+
 func run(ctx context.Context, out io.Writer) error {
 	var mu sync.Mutex
 	refunded := 0
@@ -59,7 +63,7 @@ func run(ctx context.Context, out io.Writer) error {
 
 	d := daemon.New(daemon.Config{
 		Database:    daemon.Database{URL: os.Getenv("DATABASE_URL")},
-		Worker:      daemon.Worker{PollInterval: 100 * time.Millisecond},
+		Worker:      daemon.Worker{Queues: []string{queue}, PollInterval: 100 * time.Millisecond},
 		Maintenance: daemon.Maintenance{NoCron: true, NoJanitor: true},
 		Logger:      slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Stdout:      io.Discard,
@@ -166,7 +170,7 @@ func approveLargeRefunds(ctx context.Context, o *tools.Outgoing, next tools.Next
 
 func submitRefund(ctx context.Context, sub client.Submitter, order, amount int) (int64, error) {
 	args, _ := json.Marshal(Refund{Order: order, Amount: amount})
-	t, err := sub.Submit(ctx, client.Request{Kind: "steps",
+	t, err := sub.Submit(ctx, client.Request{Kind: "steps", Options: client.Options{Queue: queue},
 		Payload: json.RawMessage(fmt.Sprintf(`{"steps":[{"tool":"refund","args":%s}]}`, args))})
 	if err != nil {
 		return 0, err

@@ -78,6 +78,10 @@ func serve(callLog string) error {
 	return srv.Run(context.Background(), &mcp.StdioTransport{})
 }
 
+// queue is the example's own: its daemon, whose model is a script, claims
+// no task but its own, and no other daemon claims that one.
+const queue = "example-mcp"
+
 // script is the model's side of the conversation: look up, hold, refund,
 // then answer.
 func script(req fakeopenai.Request) fakeopenai.Reply {
@@ -120,7 +124,7 @@ func run(ctx context.Context, out io.Writer) error {
 			APIKey:  "sk-example",
 			Name:    "example",
 		},
-		Worker:      daemon.Worker{PollInterval: 100 * time.Millisecond},
+		Worker:      daemon.Worker{Queues: []string{queue}, PollInterval: 100 * time.Millisecond},
 		Maintenance: daemon.Maintenance{NoCron: true, NoJanitor: true},
 		Logger:      slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Stdout:      io.Discard,
@@ -150,7 +154,8 @@ func run(ctx context.Context, out io.Writer) error {
 		}
 	}
 	payload := `{"prompt":"Refund order 7 after checking it.","tools":["shop/lookup","shop/hold","shop/refund"]}`
-	submitted, err := client.Database(conn.Pool, "").Submit(ctx, client.Request{Kind: "agent", Payload: json.RawMessage(payload)})
+	submitted, err := client.Database(conn.Pool, "").Submit(ctx, client.Request{Kind: "agent", Payload: json.RawMessage(payload),
+		Options: client.Options{Queue: queue}})
 	if err != nil {
 		return err
 	}
@@ -164,6 +169,9 @@ func run(ctx context.Context, out io.Writer) error {
 	calls, _ := os.ReadFile(callLog)
 	fmt.Fprintf(out, "agent task %d succeeded: %s\n", task.ID, answer(task.Result))
 	fmt.Fprintf(out, "MCP calls: %d, model calls: %d\n%s", strings.Count(string(calls), "\n"), modelCalls.Load(), calls)
+	if n, m := strings.Count(string(calls), "\n"), modelCalls.Load(); n != 3 || m != 4 {
+		return fmt.Errorf("%d MCP calls and %d model calls, want 3 and 4", n, m)
+	}
 
 	before, modelBefore := strings.Count(string(calls), "\n"), modelCalls.Load()
 	if _, err := operator.New(conn.Pool).Replay(ctx, "", task.ID); err != nil {

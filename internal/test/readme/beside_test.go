@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -57,6 +58,19 @@ func TestExamplesBesideTheDemo(t *testing.T) {
 	}
 	env = append(env, "AGENTLEDGER_STATE_DIR="+dir)
 	startDemo(t, bin, env, freeAddr(t), dir)
+	// A task of the user's that the examples' daemons could run (an agent
+	// task: the mcp example's daemon has a model) but must leave alone.
+	agent := exec.Command(filepath.Join(bin, "agentctl"), "submit", "-o", "id", "--allow-unserved", "--kind", "agent",
+		"--payload", `{"prompt":"the user's own"}`)
+	agent.Env = env
+	idOut, err := agent.Output()
+	if err != nil {
+		t.Fatalf("agentctl submit: %v", err)
+	}
+	users, err := strconv.ParseInt(strings.TrimSpace(string(idOut)), 10, 64)
+	if err != nil {
+		t.Fatalf("agentctl submit printed %q", idOut)
+	}
 
 	for _, name := range slices.Sorted(maps.Keys(examples)) {
 		cmd := exec.Command(filepath.Join(bin, name))
@@ -74,8 +88,9 @@ func TestExamplesBesideTheDemo(t *testing.T) {
 	}
 
 	// Nor did the examples' daemons take the demo's tasks (they may not
-	// call the demo's API): they end as the README says.
-	want := map[int64]string{1: "succeeded", 2: "succeeded", 3: "needs_attention", 4: "compensated"}
+	// call the demo's API): they end as the README says; the user's agent
+	// task waits for a daemon with a model endpoint.
+	want := map[int64]string{1: "succeeded", 2: "succeeded", 3: "needs_attention", 4: "compensated", users: "queued"}
 	var got map[int64]string
 	for range 300 {
 		list := exec.Command(filepath.Join(bin, "agentctl"), "list", "-o", "json")
