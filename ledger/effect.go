@@ -117,10 +117,19 @@ type Call struct {
 	// ReservedAt is when the effect was first reserved; set for
 	// Reconcile, which need look no further back.
 	ReservedAt time.Time
+	// scope is the database's identity when its task's keys carry it.
+	scope string
 }
 
-// DownstreamKey is the Idempotency-Key to send to target.
-func (c Call) DownstreamKey(target string) string { return DownstreamKey(c.Key, target) }
+// DownstreamKey is the Idempotency-Key to send to target: scoped by the
+// database (ScopedDownstreamKey) for the tasks whose keys are, the same
+// at every attempt of the task.
+func (c Call) DownstreamKey(target string) string {
+	if c.scope != "" {
+		return ScopedDownstreamKey(c.scope, c.Key, target)
+	}
+	return DownstreamKey(c.Key, target)
+}
 
 // Effect is one intended effect.
 type Effect struct {

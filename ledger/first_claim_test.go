@@ -86,7 +86,8 @@ func TestFirstClaimSkipsTheLookup(t *testing.T) {
 	if err != nil || string(res.Body) != `{"n": 1}` || c.calls.Load() != 1 {
 		t.Fatalf("keyed: %+v %v, performed %d", res, err, c.calls.Load())
 	}
-	if got := db.sent(); got != "ledger.insertKeyedOutcome" {
+	// (The database's key scope is read at a Ledger's first effect only.)
+	if got := db.sent(); got != "ledger.scope ledger.insertKeyedOutcome" {
 		t.Fatalf("keyed on a first claim sent %q, want the record alone", got)
 	}
 	if _, err := l.Do(ctx, a, effect(ledger.Pure, "tool/1", `{}`, c.perform)); err != nil {

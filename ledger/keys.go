@@ -11,8 +11,9 @@ import (
 // Key domains keep the two derivations apart: a ledger key can never equal a
 // downstream key.
 const (
-	effectDomain     = "agentledger.effect.v1"
-	downstreamDomain = "agentledger.downstream.v1"
+	effectDomain           = "agentledger.effect.v1"
+	downstreamDomain       = "agentledger.downstream.v1"
+	scopedDownstreamDomain = "agentledger.downstream.v2"
 )
 
 // EffectKey is the deterministic identity of one intended effect: the
@@ -29,6 +30,14 @@ func EffectKey(tenant string, taskID int64, generation int32, stepPath, operatio
 // same key, and it is never the client's submission key.
 func DownstreamKey(key, target string) string {
 	return "al1-" + hashOf([]any{downstreamDomain, part(key), part(target)})
+}
+
+// ScopedDownstreamKey is DownstreamKey carrying scope, the identity of
+// the database the effect is recorded in (migration 00042): two
+// databases never send one key, though their task ids, tenants and steps
+// are alike. Call.DownstreamKey gives the one the effect's task uses.
+func ScopedDownstreamKey(scope, key, target string) string {
+	return "al2-" + hashOf([]any{scopedDownstreamDomain, part(scope), part(key), part(target)})
 }
 
 // part is s as it enters a key. encoding/json writes invalid UTF-8 as

@@ -12,7 +12,8 @@ import (
 var update = flag.Bool("update", false, "rewrite testdata/keys.json")
 
 // keyVector is a published golden vector: any implementation of the key
-// derivation must reproduce EffectKey and DownstreamKey from the inputs.
+// derivation must reproduce EffectKey, DownstreamKey and ScopedDownstreamKey
+// from the inputs.
 type keyVector struct {
 	Tenant        string `json:"tenant"`
 	TaskID        int64  `json:"task_id"`
@@ -22,7 +23,13 @@ type keyVector struct {
 	EffectKey     string `json:"effect_key"`
 	Target        string `json:"target"`
 	DownstreamKey string `json:"downstream_key"`
+	// ScopedDownstreamKey is the key of a database whose installation id is
+	// vectorScope (migration 00042).
+	ScopedDownstreamKey string `json:"scoped_downstream_key"`
 }
+
+// vectorScope is the installation id the scoped vectors are made with.
+const vectorScope = "6f1c2d3e-4a5b-4c6d-8e7f-9a0b1c2d3e4f"
 
 func TestKeyGoldenVectors(t *testing.T) {
 	t.Parallel()
@@ -40,6 +47,7 @@ func TestKeyGoldenVectors(t *testing.T) {
 		v := &inputs[i]
 		v.EffectKey = ledger.EffectKey(v.Tenant, v.TaskID, v.Generation, v.StepPath, v.Operation)
 		v.DownstreamKey = ledger.DownstreamKey(v.EffectKey, v.Target)
+		v.ScopedDownstreamKey = ledger.ScopedDownstreamKey(vectorScope, v.EffectKey, v.Target)
 	}
 	if *update {
 		b, _ := json.MarshalIndent(inputs, "", "  ")

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -29,7 +30,8 @@ type DB interface {
 type Ledger struct {
 	db DB
 
-	recorders sync.Map // reflect.Type of a Fence → *recorder: keyed records, batched (batch.go)
+	recorders sync.Map                 // reflect.Type of a Fence → *recorder: keyed records, batched (batch.go)
+	scope     atomic.Pointer[keyScope] // read at the first effect (scope.go)
 
 	// Observe, when set, is told how each Do ended, for metrics: outcome
 	// is "performed", "served" (from the ledger, nothing performed),
@@ -110,6 +112,9 @@ func (l *Ledger) do(ctx context.Context, a Attempt, e Effect) (Result, error) {
 		return Result{}, agentledger.Invalid("request", "%v", err)
 	}
 	call := Call{Key: EffectKey(a.Tenant, a.TaskID, a.Generation, e.StepPath, e.Operation), Attempt: a}
+	if call.scope, err = l.scopeOf(ctx, a.TaskID); err != nil {
+		return Result{}, err
+	}
 	pk := []any{a.Tenant, e.Operation, call.Key}
 	q := queriesOf(a.Fence)
 

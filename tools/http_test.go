@@ -49,18 +49,23 @@ func TestHTTPRequestOnceThenFromLedger(t *testing.T) {
 	if s1.Hits() != 1 || s1.Effects() != 1 {
 		t.Fatalf("hits %d effects %d", s1.Hits(), s1.Effects())
 	}
-	key := ledger.EffectKey(task.Tenant, task.ID, task.Generation, "tool/0", "http_request")
 	t1, t2 := hostOf(s1.URL), hostOf(s2.URL)
-	if s1.EffectsFor(ledger.DownstreamKey(key, t1)) != 1 {
+	downKey := func(step, target string) string {
+		k, err := e.Ledger.DownstreamKeyOf(ctx, task.Tenant, task.ID, task.Generation, step, "http_request", target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	if s1.EffectsFor(downKey("tool/0", t1)) != 1 {
 		t.Fatal("downstream did not see the ledger's downstream key")
 	}
 
 	if _, err := tools.Invoke(ctx, e.Ledger, tool, call(task, "tool/1", post(s2.URL+"/charges"))); err != nil {
 		t.Fatal(err)
 	}
-	key2 := ledger.EffectKey(task.Tenant, task.ID, task.Generation, "tool/1", "http_request")
-	if s2.EffectsFor(ledger.DownstreamKey(key2, t2)) != 1 || s1.EffectsFor(ledger.DownstreamKey(key2, t2)) != 0 ||
-		ledger.DownstreamKey(key, t1) == ledger.DownstreamKey(key, t2) {
+	if s2.EffectsFor(downKey("tool/1", t2)) != 1 || s1.EffectsFor(downKey("tool/1", t2)) != 0 ||
+		downKey("tool/0", t1) == downKey("tool/0", t2) {
 		t.Fatal("downstream keys are not scoped per target")
 	}
 }
@@ -84,8 +89,8 @@ func TestHTTPRequestCommitThenDrop(t *testing.T) {
 	if err != nil || retried.Replayed || retried.Status != 200 {
 		t.Fatalf("retry: %+v %v", retried, err)
 	}
-	key := ledger.EffectKey(task.Tenant, task.ID, task.Generation, "tool/0", "http_request")
-	if srv.Effects() != 1 || srv.Hits() != 2 || srv.EffectsFor(ledger.DownstreamKey(key, hostOf(srv.URL))) != 1 {
+	key, err := e.Ledger.DownstreamKeyOf(ctx, task.Tenant, task.ID, task.Generation, "tool/0", "http_request", hostOf(srv.URL))
+	if err != nil || srv.Effects() != 1 || srv.Hits() != 2 || srv.EffectsFor(key) != 1 {
 		t.Fatalf("effects %d hits %d", srv.Effects(), srv.Hits())
 	}
 	stored, err := tools.Invoke(ctx, e.Ledger, tool, c)
@@ -315,7 +320,7 @@ func TestHTTPSecretHeadersNeverStored(t *testing.T) {
 	reqs := rec.requests()
 	if len(reqs) != 2 || reqs[0].header.Get("Authorization") != "Bearer "+secret || reqs[0].header.Get("X-Trace") != "trace-77" ||
 		reqs[0].header.Get("Content-Type") != "application/json" || reqs[0].body != `{"a":1}` ||
-		!strings.HasPrefix(reqs[0].header.Get("Idempotency-Key"), "al1-") {
+		!strings.HasPrefix(reqs[0].header.Get("Idempotency-Key"), "al2-") {
 		t.Fatalf("sent %+v", reqs)
 	}
 	if text := e.LedgerText(); strings.Contains(text, secret) || !strings.Contains(text, "[redacted]") {

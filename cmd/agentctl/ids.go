@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/database"
 )
 
@@ -59,3 +61,85 @@ ids.`,
 	cmd.Flags().BoolVar(&yes, "yes", false, "confirm")
 	return cmd
 }
+
+func (a *app) scopeKeysCmd() *cobra.Command {
+	var yes bool
+	cmd := &cobra.Command{
+		Use:   "scope-keys --yes",
+		Short: "Make the Idempotency-Keys sent downstream carry this database's identity",
+		Long: `Make the downstream keys (Idempotency-Key, a Slack message's metadata) of
+the effects of every task submitted from now on carry this database's
+identity (al2- keys): two databases number their tasks alike, and without it
+a provider both call — staging and production on one account, two regions,
+a database rebuilt from nothing — is sent the same key for their own task 5,
+and may answer the second with the first's charge.
+
+A database made by this release's migrations before its first task is
+scoped already. One that had tasks is not: a keyed call of a task may have
+gone out under its unscoped key and be sent again by its next attempt, so
+the tasks already submitted keep their keys, and only later ones are
+scoped. Every agentd reads the scope when it starts: stop them all first
+(a stopped daemon counts as live for a minute after its last
+announcement), run this, start them again. It refuses while a daemon is
+live. Running it again changes nothing.`,
+		Example: `  agentctl scope-keys --yes`,
+		Args:    cobra.NoArgs,
+	}
+	cmd.RunE = a.action(func(ctx context.Context, _ []string) error {
+		if !yes {
+			return withHint(usagef("scope-keys would change the downstream keys of the tasks submitted from now on"),
+				"stop every agentd, then re-run with --yes")
+		}
+		reg, err := a.workerRegistry(ctx)
+		if err != nil {
+			return err
+		}
+		live, err := reg.LiveWorkers(ctx)
+		if err != nil {
+			return err
+		}
+		if len(live) > 0 {
+			ids := make([]string, len(live))
+			for i, w := range live {
+				ids[i] = w.ID
+			}
+			return withHint(newError(fmt.Sprintf("%d worker pools are live (%s): each reads the key scope when it starts",
+				len(live), strings.Join(ids, ", ")), agentledger.ErrConflict),
+				"stop every agentd and run this again; a stopped daemon counts as live for a minute after its last announcement")
+		}
+		var id string
+		var from int64
+		var already bool
+		err = a.db.Pool.QueryRow(ctx, scopeKeysSQL).Scan(&id, &from, &already)
+		if err != nil {
+			return err
+		}
+		if a.wantJSON() {
+			return printJSON(a.stdout, struct {
+				Installation string `json:"installation"`
+				ScopedFrom   int64  `json:"scoped_from_task"`
+				Already      bool   `json:"already"`
+			}{id, from, already})
+		}
+		if already {
+			_, err = fmt.Fprintf(a.stdout, "downstream keys are scoped already: tasks from %d on carry installation %s\n", from, id)
+			return err
+		}
+		_, err = fmt.Fprintf(a.stdout, "downstream keys scoped: tasks from %d on carry installation %s; tasks before keep theirs. Start the daemons.\n", from, id)
+		return err
+	})
+	cmd.Flags().BoolVar(&yes, "yes", false, "confirm")
+	return cmd
+}
+
+// scopeKeysSQL scopes the downstream keys of the tasks from the next id on,
+// unless they are scoped already; it answers the installation, the first
+// scoped task id and whether it was so before.
+const scopeKeysSQL = `WITH set AS (
+	UPDATE installation SET keys_scoped_from = nextval(pg_get_serial_sequence('tasks', 'id'))
+	WHERE keys_scoped_from IS NULL
+	RETURNING id::text, keys_scoped_from
+)
+SELECT id, keys_scoped_from, false FROM set
+UNION ALL
+SELECT id::text, keys_scoped_from, true FROM installation WHERE NOT EXISTS (SELECT FROM set)`

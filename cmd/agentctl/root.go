@@ -106,7 +106,7 @@ database unreachable or not migrated), 2 usage or invalid input.`,
 		[]string{"table", "json", "id"}, cobra.ShellCompDirectiveNoFileComp))
 
 	root.AddCommand(a.submitCmd(), a.listCmd(), a.showCmd(), a.cancelCmd(), a.replayCmd(), a.rerunCmd(),
-		a.resolveCmd(), a.compensateCmd(), a.ruleCmd(), a.migrateCmd(), a.advanceIDsCmd())
+		a.resolveCmd(), a.compensateCmd(), a.ruleCmd(), a.migrateCmd(), a.advanceIDsCmd(), a.scopeKeysCmd())
 	root.AddCommand(a.retryCmd(), a.ledgerCmd(), a.workersCmd(), a.waitCmd())
 	root.AddCommand(a.scheduleCmd())
 	root.AddCommand(a.limitCmd(), a.breakerCmd())

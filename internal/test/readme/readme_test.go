@@ -92,6 +92,7 @@ var blocks = map[string]block{
 	"go run ./cmd/agentctl tenant share set default --weight 2 --max-running 50": {want: []string{"tenant default: weight 2, at most 50 running", "share of tenant default removed: weight 1, no cap on running tasks"}},
 	"CHAOS_TASKS=2000":                       {skip: "internal/test/chaos's TestChaos is this run with CI's defaults"},
 	"go install ./cmd/agentd ./cmd/agentctl": {},
+	"agentctl scope-keys --yes":              {skip: "cmd/agentctl's TestScopeKeys runs it: it wants every daemon stopped"},
 	"export DATABASE_URL='postgres://agentledger:choose-one@db.internal/agentledger'": {skip: "it names the reader's own server; cmd/agentctl's scripts run migrate up, tenant add and tenant token create"},
 	"DATABASE_URL='postgres://agentledger:…@db1:5432,db2:5432":                        {skip: "internal/test/chaos's TestFailover gives its daemons such a URL"},
 	"go test ./internal/test/chaos -run 'TestFailover$'":                              {skip: "internal/test/chaos's TestFailover is this run (CI's); TestFailoverAsync wants CHAOS_FAILOVER_ASYNC"},

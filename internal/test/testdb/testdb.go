@@ -213,7 +213,27 @@ func create(t testing.TB, migrated bool) string {
 		clause = " TEMPLATE " + pgx.Identifier{template}.Sanitize() + " STRATEGY FILE_COPY"
 	}
 	url, _ := createAs(t, clause)
+	if migrated {
+		anew(t, url)
+	}
 	return url
+}
+
+// anew gives the database at url an identity of its own: a copy of the
+// template is the template's installation (migration 00042), where each
+// test's database stands for one of its own, whose effects' downstream
+// keys are its own.
+func anew(t testing.TB, url string) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatalf("testdb: %v", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `UPDATE installation SET id = gen_random_uuid()`); err != nil {
+		t.Fatalf("testdb: %v", err)
+	}
 }
 
 // createAs creates a database for t with the CREATE DATABASE clause
