@@ -76,13 +76,14 @@ func TestThreeStepConversation(t *testing.T) {
 	}
 }
 
-// A tool the task did not list, a tool that does not exist, and arguments
-// that are not JSON are answered to the model, not performed.
+// A tool the task did not list, a tool that does not exist, arguments
+// that are not JSON and arguments with a key given twice are answered to
+// the model, not performed.
 func TestToolsOutsideTheTaskAreRefusedToTheModel(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil,
 		fakeopenai.Calls(call("c1", "secret", `{"x":1}`), call("c2", "nope", `{}`), call("c3", "count", `{"x":`),
-			call("c4", "count", `{"y":1}`)),
+			call("c4", "count", `{"y":1}`), call("c5", "count", `{"x":1,"x":2}`)),
 		fakeopenai.Text("I could not"))
 	task := e.submit(`{"prompt": "try", "tools": ["count"]}`)
 	raw, err := e.agent.Work(context.Background(), task)
@@ -96,7 +97,7 @@ func TestToolsOutsideTheTaskAreRefusedToTheModel(t *testing.T) {
 		t.Fatalf("performed %d", n)
 	}
 	msgs := e.fake.Requests()[1].Messages[2:]
-	if len(msgs) != 4 {
+	if len(msgs) != 5 {
 		t.Fatalf("tool messages %+v", msgs)
 	}
 	want := []string{
@@ -104,6 +105,7 @@ func TestToolsOutsideTheTaskAreRefusedToTheModel(t *testing.T) {
 		`{"error":"tool \"nope\" is not available to this task (it may use: count)"}`,
 		`{"error":"the arguments of count are not valid JSON"}`,
 		`{"error":"count at tool/0/c4: want {\"x\": <integer>}"}`,
+		`{"error":"the arguments of count are not valid: duplicate object key \"x\""}`,
 	}
 	for i, m := range msgs {
 		if m.Role != "tool" || m.Content != want[i] {

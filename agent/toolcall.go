@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/canonjson"
 	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/tools"
@@ -37,6 +38,12 @@ func (a *Agent) runTool(ctx context.Context, task *agentledger.Task, pl *plan, n
 	}
 	if !json.Valid([]byte(args)) {
 		return failure(fmt.Sprintf("the arguments of %s are not valid JSON", c.Name), ledger.Result{}), nil
+	}
+	// A key given twice would be read as its last value by the tool and
+	// its first by a reader of the journal: refused, as the API refuses it.
+	if _, err := canonjson.Marshal([]byte(args)); err != nil {
+		return failure(fmt.Sprintf("the arguments of %s are not valid: %s", c.Name, strings.TrimPrefix(err.Error(), "canonjson: ")),
+			ledger.Result{}), nil
 	}
 	// The path reads the grant in force now: a revoke since the last
 	// effect holds.

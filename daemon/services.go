@@ -167,6 +167,7 @@ func apiServer(cfg *Config, db *pgxpool.Pool, m *metrics.Metrics, door *admit.Do
 		}
 		hooks = h
 		log.Info("http: webhooks", "sources", len(sources))
+		warnUnknownTenants(db, sources, log)
 	}
 	proxies, err := httpapi.ParseTrustedProxies(cfg.API.TrustedProxies)
 	if err != nil {
@@ -209,4 +210,31 @@ func writeStatus(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// warnUnknownTenants warns of each webhook source whose tenant has neither
+// a tenant row nor a grant: a mistyped name whose deliveries would become
+// tasks and signals of a tenant nobody uses, waking none of the tasks
+// they were meant for. A warning, not a refusal: the tenant may be added
+// after the daemon starts. A look that fails says nothing.
+func warnUnknownTenants(db *pgxpool.Pool, sources []webhooks.Source, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	seen := map[string]bool{}
+	for _, src := range sources {
+		t := src.Tenant
+		if t == "" || seen[t] {
+			continue
+		}
+		seen[t] = true
+		known, err := tenants.NewStore(db).Exists(ctx, t)
+		if err != nil || known {
+			continue
+		}
+		if r, err := grants.NewStore(db).Record(ctx, t); err != nil || r != nil {
+			continue
+		}
+		log.Warn("webhook source names a tenant not known yet: its deliveries are that tenant's tasks and signals; "+
+			"add it with agentctl tenant add, or correct the source", "source", src.Name, "tenant", t)
+	}
 }
