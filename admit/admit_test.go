@@ -10,6 +10,7 @@ import (
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/admit"
 	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/internal/test/testdb"
 	"github.com/agentledger/agentledger/notify"
 	"github.com/agentledger/agentledger/registry"
@@ -236,6 +237,43 @@ func TestStepsArgumentsTheToolChecks(t *testing.T) {
 	} {
 		if err := admitted(payload); err != nil {
 			t.Errorf("%s: refused: %v", payload, err)
+		}
+	}
+}
+
+// An agent task's payload is checked at the door as its run would check
+// it, for every caller: an unknown field, no prompt, max_steps out of the
+// daemon's range, a gate of a tool not listed; the workers' tools and
+// model are theirs to say. A door that does not know the limit (agentctl's)
+// leaves max_steps' maximum to the run.
+func TestAgentPayloads(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	daemonDoor, agentctlDoor := &admit.Door{AgentMaxSteps: 10, Unserved: true}, &admit.Door{Unserved: true}
+	for _, c := range []struct {
+		payload, want string
+		door      *admit.Door
+	}{
+		{`{"promt":"typo"}`, `json: unknown field "promt"`, daemonDoor},
+		{`{"system":"s"}`, "prompt is required", daemonDoor},
+		{`{"prompt":"x","max_steps":0}`, "max_steps must be at least 1, got 0", agentctlDoor},
+		{`{"prompt":"x","max_steps":50}`, "max_steps 50 is above this worker's limit of 10", daemonDoor},
+		{`{"prompt":"x","max_steps":50}`, "", agentctlDoor},
+		{`{"prompt":"x","tools":["http_request"],"approve":{"notify":true}}`, `approve: "notify" is not among tools`, daemonDoor},
+		{`{"prompt":"x","tools":["http_request"],"approve":{"http_request":"yes"}}`, "approve.http_request: approve must be true or", daemonDoor},
+		{`{"prompt":"x","tools":["no_such_tool"],"max_steps":3}`, "", daemonDoor},
+	} {
+		for _, caller := range []admit.Caller{admit.Operator, admit.Webhook, admit.Parent} {
+			_, err := c.door.Admit(ctx, db, admit.Submission{Caller: caller, Grant: &grants.Grant{All: true},
+				Params: claims.EnqueueParams{Kind: "agent", Payload: json.RawMessage(c.payload)}})
+			var ie *agentledger.InvalidError
+			switch {
+			case c.want == "" && err != nil:
+				t.Errorf("%s %s: %v, want it admitted", caller, c.payload, err)
+			case c.want != "" && (!errors.As(err, &ie) || ie.Field != "payload" || !strings.Contains(ie.Problem, c.want)):
+				t.Errorf("%s %s: %v, want a payload error saying %q", caller, c.payload, err, c.want)
+			}
 		}
 	}
 }

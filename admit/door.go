@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"strings"
 	"time"
 
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/agent"
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/registry"
@@ -29,6 +32,10 @@ type Door struct {
 	// Model is the daemon's configured model, taken as its workers' (see
 	// options.Model).
 	Model string
+	// AgentMaxSteps is the daemon's limit of an agent task's max_steps,
+	// taken as its workers' as Model is; 0 when not known (agentctl's
+	// door), which checks the rest of an agent payload.
+	AgentMaxSteps int
 	// Typed checks the payload of a kind this process serves: a typed
 	// kind's Go type and Validate (KindHandler.CheckPayload in package
 	// daemon). known is false for a kind it does not serve: then the
@@ -112,6 +119,11 @@ func (d *Door) Admit(ctx context.Context, db registry.DB, s Submission) (claims.
 	args := d.Args
 	if args == nil {
 		args = waits.CheckArgs
+	}
+	if p.Kind == agent.Kind {
+		if err := agent.CheckPayload(p.Payload, d.AgentMaxSteps); err != nil {
+			return p, agentledger.Invalid("payload", "%s", strings.TrimPrefix(err.Error(), "agent payload: "))
+		}
 	}
 	err := check(ctx, registry.New(db), p, g, options{Anyway: d.Unserved || !r.served || s.Unserved,
 		Override: s.Override, Model: d.Model, Reach: d.Reach, Args: args})

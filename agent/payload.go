@@ -55,32 +55,90 @@ type plan struct {
 	maxSteps              int
 }
 
+// CheckPayload checks an agent task's payload as far as it can be before
+// the task runs, with what its run would refuse it for: a payload that
+// does not decode, an unknown field, no prompt, a model name too long, a
+// max_steps below 1 or above maxSteps (the workers' limit; 0: not known),
+// a tool listed twice, a gate or a compensation of a tool not listed, a
+// malformed gate. Which tools exist, and the model, are the workers' to
+// say. The door (package admit) refuses such a submission (422).
+func CheckPayload(raw json.RawMessage, maxSteps int) error {
+	p, err := decodePayload(raw, maxSteps)
+	if err != nil {
+		return err
+	}
+	listed := make(map[string]bool, len(p.Tools))
+	for i, name := range p.Tools {
+		if listed[functionName(name)] {
+			return payloadError("tools[%d]: %q is listed twice", i, name)
+		}
+		listed[functionName(name)] = true
+	}
+	for _, name := range slices.Sorted(maps.Keys(p.Compensate)) {
+		if !listed[functionName(name)] {
+			return payloadError("compensate.%s: %q is not one of the task's tools", name, name)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(p.Approve)) {
+		if !listed[functionName(name)] {
+			return payloadError("approve: %q is not among tools", name)
+		}
+		if _, err := tools.ParseApproval(p.Approve[name]); err != nil {
+			return payloadError("approve.%s: %v", name, err)
+		}
+	}
+	return nil
+}
+
+// payloadError is a payload no attempt can run: permanent.
+func payloadError(format string, args ...any) error {
+	return agentledger.Permanent(fmt.Errorf("agent payload: "+format, args...))
+}
+
+// decodePayload decodes raw strictly and checks what needs no worker's
+// registry: the prompt, the model name's length, max_steps against
+// maxSteps (0: not known).
+func decodePayload(raw json.RawMessage, maxSteps int) (Payload, error) {
+	bad := payloadError
+	var p Payload
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return p, bad(`is empty; want {"prompt": "...", "system": "...", "tools": [...], "max_steps": n, "model": "..."}`)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
+		return p, bad("%s", describeDecodeError(err))
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return p, bad("trailing data after the JSON object")
+	}
+	switch {
+	case p.Prompt == "":
+		return p, bad("prompt is required")
+	case len(p.Model) > maxModelName:
+		return p, bad("model name is longer than %d characters", maxModelName)
+	}
+	if p.MaxSteps != nil {
+		switch n := *p.MaxSteps; {
+		case n < 1:
+			return p, bad("max_steps must be at least 1, got %d", n)
+		case maxSteps > 0 && n > maxSteps:
+			return p, bad("max_steps %d is above this worker's limit of %d", n, maxSteps)
+		}
+	}
+	return p, nil
+}
+
 // parsePayload validates raw against the configuration and the registry.
 // Every error is agentledger.Permanent (retrying cannot fix a payload) but
 // a tool that is not available yet (its MCP server is connecting).
 func (a *Agent) parsePayload(raw json.RawMessage) (*plan, error) {
-	bad := func(format string, args ...any) error {
-		return agentledger.Permanent(fmt.Errorf("agent payload: "+format, args...))
-	}
-	if len(bytes.TrimSpace(raw)) == 0 {
-		return nil, bad(`is empty; want {"prompt": "...", "system": "...", "tools": [...], "max_steps": n, "model": "..."}`)
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	var p Payload
-	if err := dec.Decode(&p); err != nil {
-		return nil, bad("%s", describeDecodeError(err))
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, bad("trailing data after the JSON object")
+	bad := payloadError
+	p, err := decodePayload(raw, a.cfg.MaxSteps)
+	if err != nil {
+		return nil, err
 	}
 	pl := &plan{system: p.System, prompt: p.Prompt, model: p.Model, maxSteps: a.cfg.MaxSteps}
-	switch {
-	case p.Prompt == "":
-		return nil, bad("prompt is required")
-	case len(p.Model) > maxModelName:
-		return nil, bad("model name is longer than %d characters", maxModelName)
-	}
 	if pl.model == "" {
 		pl.model = a.cfg.Model
 	}
@@ -93,14 +151,7 @@ func (a *Agent) parsePayload(raw json.RawMessage) (*plan, error) {
 		}
 	}
 	if p.MaxSteps != nil {
-		switch n := *p.MaxSteps; {
-		case n < 1:
-			return nil, bad("max_steps must be at least 1, got %d", n)
-		case n > a.cfg.MaxSteps:
-			return nil, bad("max_steps %d is above this worker's limit of %d", n, a.cfg.MaxSteps)
-		default:
-			pl.maxSteps = n
-		}
+		pl.maxSteps = *p.MaxSteps
 	}
 	pl.allowed = make(map[string]tools.Tool, len(p.Tools))
 	for i, name := range p.Tools {

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agentledger/agentledger/admit"
+	"github.com/agentledger/agentledger/agent"
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/database"
 	"github.com/agentledger/agentledger/dbaway"
@@ -273,7 +275,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.grants = grants.NewCache(grants.NewStore(db.Pool))
 	// The configured model is taken as the workers' (one config for the
 	// fleet); with none, the door refuses only what no model could pass.
-	d.door = &admit.Door{Grants: d.grants, Model: cfg.Model.Name, Typed: d.typedPayload}
+	d.door = &admit.Door{Grants: d.grants, Model: cfg.Model.Name, AgentMaxSteps: cmp.Or(max(cfg.Model.MaxSteps, 0), agent.DefaultMaxSteps),
+		Typed: d.typedPayload}
 	d.limits = flow.NewLimiter(db.Pool, log)
 	d.limits.ObserveBreakers(m.BreakerOpened, m.BreakerProbed)
 	kinds, reg, err := d.handlers(db.Pool, m)
