@@ -183,3 +183,36 @@ func TestStaleAttemptAsksNothing(t *testing.T) {
 		t.Fatalf("err %v, model called %d", err, e.fake.Calls())
 	}
 }
+
+// A call whose outcome was unknown and that an operator resolved as done,
+// with no result, is answered to the model as performed: a status of 0
+// would read as a failure, and the model could make the call again.
+func TestAResolvedCallReadsAsPerformed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t, nil, fakeopenai.Calls(call("c1", "count", `{"x":1}`)), fakeopenai.Text("done"))
+	e.tool.class = ledger.Unsafe
+	e.tool.fail = func(int64) error { return errors.New("connection reset after the request was sent") }
+	task := e.submit(`{"prompt": "charge", "tools": ["count"]}`)
+	if _, err := e.agent.Work(ctx, task); !errors.Is(err, agentledger.ErrNeedsAttention) {
+		t.Fatalf("an unsafe call with no answer: %v, want it to need attention", err)
+	}
+	e.fail(task, agentledger.ErrNeedsAttention)
+	j := e.journal(task)
+	if len(j) != 2 || j[1].State != ledger.StateUnknown {
+		t.Fatalf("journal %+v", j)
+	}
+	if err := e.Ledger.Resolve(ctx, task.Tenant, "test.count", j[1].Key, ledger.Resolution{Done: true, Note: "the charge is there"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Operator.Replay(ctx, "", task.ID); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := e.agent.Work(ctx, e.claim())
+	if err != nil || answer(t, raw).Answer != "done" || e.tool.performed.Load() != 1 {
+		t.Fatalf("after the resolve: %s %v, performed %d", raw, err, e.tool.performed.Load())
+	}
+	if m := e.fake.Requests()[1].Messages[2]; m.Content != `{"performed":true,"result":null}` {
+		t.Fatalf("the tool message %q", m.Content)
+	}
+}
