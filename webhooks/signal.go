@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -124,7 +125,9 @@ func (m *SignalMap) signalOf(body json.RawMessage) (name, key string, payload js
 		if dec.Decode(&n) != nil {
 			return "", "", nil, fmt.Errorf("the correlation key at %s is not a string or a number", m.KeyFrom)
 		}
-		if _, err := strconv.ParseInt(n.String(), 10, 64); err != nil {
+		// An integer's digits, whatever its size (an order number past
+		// 2^63 too); 7.5, 7.0 and 7e0 are not one key's spelling.
+		if !integerDigits.MatchString(n.String()) {
 			return "", "", nil, fmt.Errorf("the correlation key at %s is a number that is not an integer", m.KeyFrom)
 		}
 		key = n.String()
@@ -191,3 +194,6 @@ func pointer(doc json.RawMessage, p string) (json.RawMessage, error) {
 	}
 	return v, nil
 }
+
+// integerDigits is a JSON integer written as digits alone.
+var integerDigits = regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`)

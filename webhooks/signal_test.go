@@ -100,7 +100,15 @@ func TestSignalSource(t *testing.T) {
 		t.Errorf("the kept signal: %+v %v, want payment.failed key 9 for an hour", kept, err)
 	}
 
+	// An integer past 64 bits is still its digits.
+	big := e.pay("evt_3", payment("payment.failed", `123456789012345678901234567890`))
+	if kept, err := ws.SignalByKey(ctx, "acme", "hook:pay:evt_3"); big.status != http.StatusAccepted || err != nil ||
+		kept.Key != "123456789012345678901234567890" {
+		t.Errorf("a key of 30 digits: %d %s, signal %+v %v", big.status, big.raw, kept, err)
+	}
+
 	for _, c := range []struct{ delivery, body, detail string }{
+		{"bad_0", payment("payment.settled", `7.0`), "not an integer"},
 		{"bad_1", `{"type":"payment.settled","data":{"object":{}}}`, "nothing at /data/object/metadata"},
 		{"bad_2", payment("payment.settled", `{"id":7}`), "not a string or a number"},
 		{"bad_3", payment("payment.settled", `7.5`), "not an integer"},
@@ -114,8 +122,8 @@ func TestSignalSource(t *testing.T) {
 			t.Errorf("%s: %q, want it to say %q", c.delivery, d, c.detail)
 		}
 	}
-	if inbox, _ := e.counts(); inbox != 2 || e.signals() != 2 {
-		t.Errorf("%d inbox rows and %d signals, want 2 and 2: a refused delivery stores nothing", inbox, e.signals())
+	if inbox, _ := e.counts(); inbox != 3 || e.signals() != 3 {
+		t.Errorf("%d inbox rows and %d signals, want 3 and 3: a refused delivery stores nothing", inbox, e.signals())
 	}
 }
 
