@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/admit"
@@ -16,6 +17,7 @@ import (
 	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/internal/test/testdb"
 	"github.com/agentledger/agentledger/registry"
+	"github.com/agentledger/agentledger/render"
 )
 
 // In a mixed fleet the door stores what a task needs of the pool that
@@ -127,5 +129,36 @@ func TestDoorReachesWhatTheFleetCan(t *testing.T) {
 		if !errors.As(err, &ie) || !strings.Contains(ie.Problem, "add it to AGENTLEDGER_HTTP_ALLOWED_HOSTS") {
 			t.Errorf("%s: an origin nobody reaches: %v", caller, err)
 		}
+	}
+}
+
+// A running task whose lease expired — its daemon gone — is explained as a
+// queued one is when no live pool can take it over; before its lease
+// expires, or once a pool that can run it is live, it is not.
+func TestAnExpiredLeaseNobodyCanTakeOverIsExplained(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	s := registry.New(db)
+	if err := s.Register(ctx, registry.Registration{ID: "plain", Host: "h", PID: 1, Queues: []string{"default"},
+		Kinds: []string{"steps"}, Caps: []string{"tool:http_request"}}); err != nil {
+		t.Fatal(err)
+	}
+	past, future := time.Now().Add(-time.Minute), time.Now().Add(time.Minute)
+	task := &agentledger.Task{ID: 1, Queue: "default", Kind: "steps", State: agentledger.StateRunning,
+		Needs: []string{"tool:open_ticket"}, LeaseExpiresAt: &future}
+	if err := s.ExplainWaits(ctx, task); err != nil || task.WaitReason != "" || render.Waiting(task) != "" {
+		t.Fatalf("a live lease: %q %v, want no reason", task.WaitReason, err)
+	}
+	task.LeaseExpiresAt = &past
+	if err := s.ExplainWaits(ctx, task); err != nil || render.Waiting(task) != "waiting for a daemon with tool open_ticket" {
+		t.Fatalf("an expired lease nobody can take over: %q %v", render.Waiting(task), err)
+	}
+	if err := s.Register(ctx, registry.Registration{ID: "tickets", Host: "h", PID: 2, Queues: []string{"default"},
+		Kinds: []string{"steps"}, Caps: []string{"tool:open_ticket"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ExplainWaits(ctx, task); err != nil || render.Waiting(task) != "" {
+		t.Fatalf("with a pool that can take it over: %q %v", render.Waiting(task), err)
 	}
 }

@@ -4,20 +4,28 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/agentledger/agentledger"
 )
 
 // ExplainWaits says, on each task of ts that waits to be claimed (queued
-// or retrying) and has no reason of its own (a limit's), why no live pool
-// would claim it: no pool serves its kind on its queue, or none that does
+// or retrying, with no reason of its own: a limit's; or running on a
+// lease that expired, its worker gone), why no live pool would claim it: no pool serves its kind on its queue, or none that does
 // has what it needs ("waiting for a daemon with tool open_ticket"). Tasks
 // a live pool can run are left as they are. It reads the live pools once,
 // and only when a task waits.
 func (s *Store) ExplainWaits(ctx context.Context, ts ...*agentledger.Task) error {
 	var waiting []*agentledger.Task
+	now := time.Now()
 	for _, t := range ts {
-		if t != nil && t.WaitReason == "" && (t.State == agentledger.StateQueued || t.State == agentledger.StateRetrying) {
+		switch {
+		case t == nil:
+		case t.WaitReason == "" && (t.State == agentledger.StateQueued || t.State == agentledger.StateRetrying):
+			waiting = append(waiting, t)
+		case t.State == agentledger.StateRunning && t.LeaseExpiresAt != nil && t.LeaseExpiresAt.Before(now):
+			// Its worker is gone: is there one to take it over?
+			t.WaitReason = ""
 			waiting = append(waiting, t)
 		}
 	}

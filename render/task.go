@@ -18,10 +18,15 @@ func Tries(t *agentledger.Task) string { return fmt.Sprintf("%d/%d", t.Attempt, 
 // not: a limit it waits for, or what no live daemon has
 // (registry.ExplainWaits).
 func Waiting(t *agentledger.Task) string {
-	if t.State != agentledger.StateQueued && t.State != agentledger.StateRetrying && t.State != agentledger.StateWaiting {
-		return ""
+	switch t.State {
+	case agentledger.StateQueued, agentledger.StateRetrying, agentledger.StateWaiting:
+		return t.WaitReason
+	case agentledger.StateRunning: // its worker gone, as registry.ExplainWaits says
+		if t.LeaseExpiresAt != nil && t.LeaseExpiresAt.Before(time.Now()) {
+			return t.WaitReason
+		}
 	}
-	return t.WaitReason
+	return ""
 }
 
 // AttemptOutcome is an attempt's outcome, or "in progress" until it ends.
@@ -41,9 +46,9 @@ func NotificationSource(n operator.Notification) string {
 	return n.Step
 }
 
-// Claimable follows an expired lease's Expiry: another worker may claim
-// the task.
-const Claimable = ", claimable by another worker"
+// Claimable follows an expired lease's Expiry: a worker that can run the
+// task may claim it (Waiting says when no live one can).
+const Claimable = ", claimable by a worker that can run it"
 
 // Lease is a task's lease in words, for each reader to lay out and style.
 type Lease struct {
