@@ -253,7 +253,7 @@ func TestAgentPayloads(t *testing.T) {
 	daemonDoor, agentctlDoor := &admit.Door{AgentMaxSteps: 10, Unserved: true}, &admit.Door{Unserved: true}
 	for _, c := range []struct {
 		payload, want string
-		door      *admit.Door
+		door          *admit.Door
 	}{
 		{`{"promt":"typo"}`, `json: unknown field "promt"`, daemonDoor},
 		{`{"system":"s"}`, "prompt is required", daemonDoor},
