@@ -228,7 +228,10 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *rej
 // reject answers p, logs the refusal and reports it. deliveryID is set
 // once the delivery is authentic.
 func (h *Handler) reject(w http.ResponseWriter, r *http.Request, s *Source, deliveryID string, p *rejection) {
-	attrs := []slog.Attr{slog.String("source", s.Name), slog.String("code", p.Code), slog.Int("status", p.Status)}
+	// The peer's address: who sends bad signatures is what a reader of
+	// this line looks for (as the Slack interactivity endpoint logs it).
+	attrs := []slog.Attr{slog.String("source", s.Name), slog.String("code", p.Code), slog.Int("status", p.Status),
+		slog.String("remote", r.RemoteAddr)}
 	if deliveryID != "" {
 		attrs = append(attrs, slog.String("delivery_id", deliveryID))
 	}

@@ -361,7 +361,8 @@ func TestSecretsNeverShown(t *testing.T) {
 
 	logs := e.logs.String()
 	for _, want := range []string{`"source":"gh"`, `"delivery_id":"s1"`, `"task_id"`, "webhook accepted",
-		"webhook duplicate", "webhook rejected", string(agentledger.CodeBadSignature), string(agentledger.CodeStaleTimestamp)} {
+		"webhook duplicate", "webhook rejected", string(agentledger.CodeBadSignature), string(agentledger.CodeStaleTimestamp),
+		`"remote":"`} {
 		if !strings.Contains(logs, want) {
 			t.Errorf("logs lack %q:\n%s", want, logs)
 		}
