@@ -20,6 +20,7 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/approvals"
+	"github.com/agentledger/agentledger/problem"
 )
 
 // Path is where Slack sends the clicks (the app's interactivity URL).
@@ -58,27 +59,27 @@ func (h *Interactions) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if err != nil {
 		log.Warn("slack interactivity: refused: no valid signature headers, or a timestamp more than 5 minutes off",
 			"remote", req.RemoteAddr, "err", verifyError(err))
-		http.Error(w, "signature or timestamp refused", http.StatusUnauthorized)
+		problem.Write(w, agentledger.NewError(agentledger.CodeBadSignature, "signature or timestamp refused"))
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, maxBody))
 	if err != nil {
-		http.Error(w, "body too large or unreadable", http.StatusRequestEntityTooLarge)
+		problem.Write(w, agentledger.NewError(agentledger.CodeBodyTooLarge, "body too large or unreadable"))
 		return
 	}
 	if _, err := sv.Write(body); err != nil || sv.Ensure() != nil {
 		log.Warn("slack interactivity: refused: the signature does not match the body", "remote", req.RemoteAddr)
-		http.Error(w, "signature or timestamp refused", http.StatusUnauthorized)
+		problem.Write(w, agentledger.NewError(agentledger.CodeBadSignature, "signature or timestamp refused"))
 		return
 	}
 	form, err := url.ParseQuery(string(body))
 	if err != nil {
-		http.Error(w, "not a form", http.StatusBadRequest)
+		problem.Write(w, agentledger.NewError(agentledger.CodeMalformedRequest, "not a form"))
 		return
 	}
 	var cb slackgo.InteractionCallback
 	if err := json.Unmarshal([]byte(form.Get("payload")), &cb); err != nil {
-		http.Error(w, "no interaction payload", http.StatusBadRequest)
+		problem.Write(w, agentledger.NewError(agentledger.CodeMalformedRequest, "no interaction payload"))
 		return
 	}
 	w.WriteHeader(http.StatusOK) // what the click did shows in the message, or in an ephemeral answer

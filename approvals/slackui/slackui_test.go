@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -157,6 +159,17 @@ func TestForgedAndStaleAreRefused(t *testing.T) {
 	}
 	if r := w.get(); r.State != approvals.Pending {
 		t.Errorf("decided by a refused click: %+v", r)
+	}
+	// Answered as the API answers: a problem with a code.
+	resp, err := http.Post(w.srv.URL+slackui.Path, "application/x-www-form-urlencoded", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 401 || resp.Header.Get("Content-Type") != "application/problem+json" ||
+		!strings.Contains(string(got), `"code":"bad_signature"`) {
+		t.Errorf("unsigned: %d %s %s", resp.StatusCode, resp.Header.Get("Content-Type"), got)
 	}
 	if len(w.outcomes) != 0 || len(w.reply.all()) != 0 {
 		t.Errorf("a refused click was acted on: %v %q", w.outcomes, w.reply.all())
