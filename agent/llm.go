@@ -189,8 +189,10 @@ func (a *Agent) chatOnce(ctx context.Context, n int, req chatRequest) (c complet
 	}
 	e = &llmError{step: n, status: obs.status, retryAfter: obs.retryAfter}
 	switch {
-	case obs.tooLarge != nil && obs.tooLarge.over:
-		// Asking again asks for the same answer, and pays for it.
+	case obs.tooLarge != nil && obs.tooLarge.over && obs.status < 300:
+		// Asking again asks for the same answer, and pays for it. (A
+		// 429's or a 5xx's page past the cap is its status's to classify,
+		// below.)
 		e.msg = fmt.Sprintf("the model's answer is larger than %d MiB; nothing of it was kept", MaxAnswerBytes>>20)
 		return completion{}, e
 	case !obs.sent: // go-openai refused the request before sending it

@@ -878,11 +878,12 @@ WITH done AS (
 		run_at = CASE WHEN t.cancel_requested_at IS NULL AND NOT (` + wokenMeanwhile + `)
 			THEN ($3::jsonb -> t.id::text ->> 'until')::timestamptz
 			ELSE coalesce($4::timestamptz, now()) END,
-		wait_reason = $3::jsonb -> t.id::text ->> 'reason',
+		wait_reason = CASE WHEN t.cancel_requested_at IS NULL AND NOT (` + wokenMeanwhile + `)
+			THEN $3::jsonb -> t.id::text ->> 'reason' END,
 		lease_expires_at = NULL,
 		updated_at = coalesce($4::timestamptz, now())
 	WHERE ` + fenced + `
-	RETURNING t.id, t.lease_token, t.attempt + 1 AS attempt, t.generation, t.wait_reason, ` + closedAttempt + `
+	RETURNING t.id, t.lease_token, t.attempt + 1 AS attempt, t.generation, $3::jsonb -> t.id::text ->> 'reason' AS wait_reason, ` + closedAttempt + `
 ),
 closed AS (
 	INSERT INTO task_attempts (task_id, lease_token, attempt, generation, worker, started_at, ended_at, outcome, error)

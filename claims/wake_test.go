@@ -92,6 +92,11 @@ func TestAWakeDuringTheAttemptIsNotLost(t *testing.T) {
 		if got.State != want || (woken && got.RunAt.After(time.Now())) {
 			t.Fatalf("woken %v: %s due %s, want %s", woken, got.State, got.RunAt, want)
 		}
+		// A woken task waits for nothing: the reason is not kept on it
+		// (its attempt's record keeps it).
+		if wantReason := map[bool]string{false: "waiting for signal", true: ""}[woken]; got.WaitReason != wantReason {
+			t.Fatalf("woken %v: wait reason %q, want %q", woken, got.WaitReason, wantReason)
+		}
 		if woken {
 			if b := claimOne(t, s, "w", time.Minute); b.ID != task.ID {
 				t.Fatalf("claimed %d, want the woken %d", b.ID, task.ID)

@@ -245,6 +245,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if err := retryStart(ctx, startLog, "migrating", transient, func() error { return migrate(ctx, db, cfg, log) }); err != nil {
 		return err
 	}
+	warnUnscopedKeys(ctx, db, log)
 	ln := cfg.API.Listener
 	if ln == nil {
 		if ln, err = listen(cfg); err != nil {
@@ -370,6 +371,19 @@ func (d *Daemon) Run(ctx context.Context) error {
 		err = serr
 	}
 	return err
+}
+
+// warnUnscopedKeys warns when the database's downstream keys do not carry
+// its identity (a database of an older release, upgraded: migration
+// 00042): another database's task of the same id sends the same
+// Idempotency-Key. A look that fails says nothing.
+func warnUnscopedKeys(ctx context.Context, db *database.DB, log *slog.Logger) {
+	var scoped bool
+	if err := db.Pool.QueryRow(ctx, `SELECT keys_scoped_from IS NOT NULL FROM installation`).Scan(&scoped); err != nil || scoped {
+		return
+	}
+	log.Warn("the downstream keys of this database do not carry its identity: another agentledger database's task " +
+		"of the same id sends the same Idempotency-Key; with every daemon stopped, run agentctl scope-keys --yes (docs/deployment.md)")
 }
 
 // migrate applies pending migrations, or with Database.NoMigrate refuses

@@ -34,7 +34,11 @@ func (l *Ledger) scopeOf(ctx context.Context, taskID int64) (string, error) {
 		err := l.db.QueryRow(ctx, scopeSQL).Scan(&id, &from)
 		var pe *pgconn.PgError
 		switch {
-		case errors.Is(err, pgx.ErrNoRows), errors.As(err, &pe) && pe.Code == "42P01": // not scoped; no installation table
+		case errors.As(err, &pe) && pe.Code == "42P01":
+			// A schema before 00042: unscoped, and read again at the next
+			// effect, as a migration may make it at any moment.
+			return "", nil
+		case errors.Is(err, pgx.ErrNoRows): // not scoped
 			s = &keyScope{}
 		case err != nil:
 			return "", fmt.Errorf("ledger: reading the database's key scope: %w", err)

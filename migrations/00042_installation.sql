@@ -7,12 +7,16 @@
 -- nothing — would otherwise send the same key for their own task 5, and a
 -- provider would answer the second with the first's charge.
 --
--- keys_scoped_from is the first task id whose keys carry it: 0 on a
--- database migrated before it has a task (every task), NULL on one that
--- has tasks, where a keyed call may have gone out under the unscoped key
--- and be sent again by the next attempt; agentctl scope-keys sets it then,
--- every daemon stopped, past the last task id. A daemon reads it when it
--- starts.
+-- keys_scoped_from is the first task id whose keys carry it. NULL here: a
+-- database that existed before may have daemons of an older release at
+-- work (a rolling upgrade) and keyed calls out under unscoped keys, to be
+-- sent again by the next attempt, even with its tasks table empty.
+-- agentctl scope-keys sets it, every daemon stopped, past the last task
+-- id; the migrator sets it to 0 when the same run made the schema from
+-- nothing (migrations.Migrator.Up). A daemon reads it when it starts.
+--
+-- Down keeps the table: the identity is data (a down and an up again
+-- must not give the same tasks other keys).
 CREATE TABLE IF NOT EXISTS installation (
     singleton        boolean     PRIMARY KEY DEFAULT true CHECK (singleton),
     id               uuid        NOT NULL DEFAULT gen_random_uuid(),
@@ -20,9 +24,7 @@ CREATE TABLE IF NOT EXISTS installation (
     created_at       timestamptz NOT NULL DEFAULT now()
 );
 
-INSERT INTO installation (keys_scoped_from)
-SELECT CASE WHEN NOT EXISTS (SELECT FROM tasks) THEN 0 END
-ON CONFLICT (singleton) DO NOTHING;
+INSERT INTO installation DEFAULT VALUES ON CONFLICT (singleton) DO NOTHING;
 
 -- +goose Down
-DROP TABLE IF EXISTS installation;
+SELECT 'the installation table and its identity are kept';

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -100,7 +101,24 @@ func (m *Migrator) Up(ctx context.Context) ([]int64, error) {
 	if err != nil {
 		return nil, fmt.Errorf("migrations: up: %w", err)
 	}
-	return versions(res), nil
+	return m.scopeFresh(ctx, versions(res))
+}
+
+// installationVersion makes the installation row (migration 00042).
+const installationVersion = 42
+
+// scopeFresh scopes the downstream keys of every task (keys_scoped_from 0)
+// when the run that applied versions made the schema from nothing: no
+// daemon of an older release can have sent a key on it (00042 leaves an
+// existing database unscoped, for agentctl scope-keys).
+func (m *Migrator) scopeFresh(ctx context.Context, applied []int64) ([]int64, error) {
+	if !slices.Contains(applied, 1) || !slices.Contains(applied, installationVersion) {
+		return applied, nil
+	}
+	if _, err := m.db.ExecContext(ctx, `UPDATE installation SET keys_scoped_from = 0 WHERE keys_scoped_from IS NULL`); err != nil {
+		return applied, fmt.Errorf("migrations: scoping the downstream keys of a new database: %w", err)
+	}
+	return applied, nil
 }
 
 // UpTo applies the pending migrations up to version and returns the
@@ -113,7 +131,7 @@ func (m *Migrator) UpTo(ctx context.Context, version int64) ([]int64, error) {
 	if err != nil {
 		return nil, fmt.Errorf("migrations: up to %d: %w", version, err)
 	}
-	return versions(res), nil
+	return m.scopeFresh(ctx, versions(res))
 }
 
 // DownTo rolls back every applied migration above version (0 = all).

@@ -67,11 +67,19 @@ func TestUpDownUp(t *testing.T) {
 		t.Fatalf("second up applied %v (%v), want nothing", again, err)
 	}
 
+	var id string
+	var from *int64
+	if err := pool.QueryRow(ctx, `SELECT id::text, keys_scoped_from FROM installation`).Scan(&id, &from); err != nil ||
+		from == nil || *from != 0 {
+		t.Fatalf("a new database's installation: %s scoped from %v (%v), want from 0", id, from, err)
+	}
 	if _, err := m.DownTo(ctx, 0); err != nil {
 		t.Fatal(err)
 	}
-	if ts := tables(t, pool); len(ts) != 0 {
-		t.Fatalf("tables left after down: %v", ts)
+	// But the installation, whose identity is data: the tasks of a
+	// database taken down and up again keep their keys.
+	if ts := tables(t, pool); len(ts) != 1 || !ts["installation"] {
+		t.Fatalf("tables left after down: %v, want the installation alone", ts)
 	}
 	var funcs int
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_proc WHERE proname LIKE 'agentledger_%'`).Scan(&funcs); err != nil || funcs != 0 {
@@ -82,6 +90,31 @@ func TestUpDownUp(t *testing.T) {
 	}
 	if _, err := m.Up(ctx); err != nil {
 		t.Fatalf("up after down: %v", err)
+	}
+	var kept string
+	if err := pool.QueryRow(ctx, `SELECT id::text FROM installation`).Scan(&kept); err != nil || kept != id {
+		t.Fatalf("the installation after down and up: %s (%v), want %s", kept, err, id)
+	}
+}
+
+// A database that existed before migration 00042 — with tasks or none
+// (retention may have deleted them all while daemons of the older
+// release still run) — is left unscoped for agentctl scope-keys.
+func TestAnExistingDatabaseIsNotScoped(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testdb.Open(t, testdb.Empty(t))
+	m := newMigrator(t, pool)
+	if _, err := m.UpTo(ctx, 41); err != nil {
+		t.Fatal(err)
+	}
+	applied, err := m.Up(ctx)
+	if err != nil || len(applied) != int(m.Latest()-41) {
+		t.Fatalf("up from 41: %v %v", applied, err)
+	}
+	var from *int64
+	if err := pool.QueryRow(ctx, `SELECT keys_scoped_from FROM installation`).Scan(&from); err != nil || from != nil {
+		t.Fatalf("scoped from %v (%v), want unscoped", from, err)
 	}
 }
 

@@ -196,4 +196,4 @@ func pointer(doc json.RawMessage, p string) (json.RawMessage, error) {
 }
 
 // integerDigits is a JSON integer written as digits alone.
-var integerDigits = regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`)
+var integerDigits = regexp.MustCompile(`^(0|-?[1-9][0-9]*)$`)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
 	"github.com/agentledger/agentledger"
@@ -107,10 +109,7 @@ live. Running it again changes nothing.`,
 				len(live), strings.Join(ids, ", ")), agentledger.ErrConflict),
 				"stop every agentd and run this again; a stopped daemon counts as live for a minute after its last announcement")
 		}
-		var id string
-		var from int64
-		var already bool
-		err = a.db.Pool.QueryRow(ctx, scopeKeysSQL).Scan(&id, &from, &already)
+		id, from, already, err := scopeKeys(ctx, a.db.Pool)
 		if err != nil {
 			return err
 		}
@@ -132,14 +131,22 @@ live. Running it again changes nothing.`,
 	return cmd
 }
 
-// scopeKeysSQL scopes the downstream keys of the tasks from the next id on,
-// unless they are scoped already; it answers the installation, the first
-// scoped task id and whether it was so before.
-const scopeKeysSQL = `WITH set AS (
-	UPDATE installation SET keys_scoped_from = nextval(pg_get_serial_sequence('tasks', 'id'))
-	WHERE keys_scoped_from IS NULL
-	RETURNING id::text, keys_scoped_from
-)
-SELECT id, keys_scoped_from, false FROM set
-UNION ALL
-SELECT id::text, keys_scoped_from, true FROM installation WHERE NOT EXISTS (SELECT FROM set)`
+// scopeKeys scopes the downstream keys of the tasks from the next id on,
+// unless they are scoped already, under the installation row's lock (two
+// at once: the second finds it done); it returns the installation, the
+// first scoped task id and whether it was so before.
+func scopeKeys(ctx context.Context, db *pgxpool.Pool) (id string, from int64, already bool, err error) {
+	err = pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		var was *int64
+		if err := tx.QueryRow(ctx, `SELECT id::text, keys_scoped_from FROM installation FOR UPDATE`).Scan(&id, &was); err != nil {
+			return err
+		}
+		if was != nil {
+			from, already = *was, true
+			return nil
+		}
+		return tx.QueryRow(ctx, `UPDATE installation SET keys_scoped_from = nextval(pg_get_serial_sequence('tasks', 'id'))
+			RETURNING keys_scoped_from`).Scan(&from)
+	})
+	return id, from, already, err
+}

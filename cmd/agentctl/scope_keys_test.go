@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -63,5 +64,22 @@ func TestScopeKeys(t *testing.T) {
 	}
 	if code, out, _ = agentctlAt(url, "scope-keys", "--yes"); code != 0 || !strings.Contains(out, "scoped already") {
 		t.Fatalf("again: exit %d, %q", code, out)
+	}
+
+	// Two at once: one scopes, the other finds it done.
+	if _, err := db.Exec(ctx, `UPDATE installation SET keys_scoped_from = NULL`); err != nil {
+		t.Fatal(err)
+	}
+	outs := make(chan string, 2)
+	for range 2 {
+		go func() {
+			code, out, errOut := agentctlAt(url, "scope-keys", "--yes")
+			outs <- fmt.Sprintf("%d %s%s", code, out, errOut)
+		}()
+	}
+	first, second := <-outs, <-outs
+	if scoped := strings.Count(first+second, "0 downstream keys scoped:"); scoped != 1 ||
+		strings.Count(first+second, "0 downstream keys are scoped already") != 1 {
+		t.Fatalf("two at once:\n%s\n%s", first, second)
 	}
 }

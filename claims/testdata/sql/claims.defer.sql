@@ -8,12 +8,13 @@ WITH done AS (
 		run_at = CASE WHEN t.cancel_requested_at IS NULL AND NOT (($3::jsonb -> t.id::text ->> 'park')::bool AND t.run_at > t.attempted_at)
 			THEN ($3::jsonb -> t.id::text ->> 'until')::timestamptz
 			ELSE coalesce($4::timestamptz, now()) END,
-		wait_reason = $3::jsonb -> t.id::text ->> 'reason',
+		wait_reason = CASE WHEN t.cancel_requested_at IS NULL AND NOT (($3::jsonb -> t.id::text ->> 'park')::bool AND t.run_at > t.attempted_at)
+			THEN $3::jsonb -> t.id::text ->> 'reason' END,
 		lease_expires_at = NULL,
 		updated_at = coalesce($4::timestamptz, now())
 	WHERE t.id = ANY ($1::bigint[]) AND t.lease_token = ($2::jsonb -> t.id::text)::bigint
 		AND t.lease_expires_at IS NOT NULL
-	RETURNING t.id, t.lease_token, t.attempt + 1 AS attempt, t.generation, t.wait_reason, t.lease_owner,
+	RETURNING t.id, t.lease_token, t.attempt + 1 AS attempt, t.generation, $3::jsonb -> t.id::text ->> 'reason' AS wait_reason, t.lease_owner,
 		coalesce(t.attempted_at, (SELECT p.updated_at FROM tasks p WHERE p.id = t.id)) AS attempted_at
 ),
 closed AS (
