@@ -76,14 +76,17 @@ a provider both call — staging and production on one account, two regions,
 a database rebuilt from nothing — is sent the same key for their own task 5,
 and may answer the second with the first's charge.
 
-A database made by this release's migrations before its first task is
-scoped already. One that had tasks is not: a keyed call of a task may have
-gone out under its unscoped key and be sent again by its next attempt, so
-the tasks already submitted keep their keys, and only later ones are
-scoped. Every agentd reads the scope when it starts: stop them all first
-(a stopped daemon counts as live for a minute after its last
-announcement), run this, start them again. It refuses while a daemon is
-live. Running it again changes nothing.`,
+A database whose schema this release's migrations made is scoped already.
+One upgraded from an older release is not (agentd warns of it at start):
+daemons of that release may still be at work, and a keyed call of a task
+may have gone out under its unscoped key and be sent again by its next
+attempt; so the tasks already submitted keep their keys, and only later
+ones are scoped. Every agentd reads the scope when it starts: once the
+upgrade is done, stop them all (a stopped daemon counts as live for a
+minute after its last announcement), run this, start them again. It
+refuses while a daemon is live. Running it again changes nothing. From
+then on, run no older release on the database: it would send unscoped
+keys.`,
 		Example: `  agentctl scope-keys --yes`,
 		Args:    cobra.NoArgs,
 	}
