@@ -98,7 +98,7 @@ func TestIdsAdvanceInAnotherDatabase(t *testing.T) {
 			for i, c := range conns {
 				wg.Go(func() {
 					<-start
-					if err := c.QueryRow(ctx, `SELECT agentledger_guard_ids()`).Scan(&nexts[i]); err != nil {
+					if err := c.QueryRow(ctx, `SELECT agentledger_check_ids()`).Scan(&nexts[i]); err != nil {
 						t.Error(err)
 					}
 				})
@@ -251,7 +251,7 @@ func TestAdvanceIDs(t *testing.T) {
 func checkRaising(t *testing.T, message, condition string) string {
 	t.Helper()
 	url := testdb.URL(t)
-	if _, err := testdb.Open(t, url).Exec(context.Background(), `CREATE OR REPLACE FUNCTION agentledger_guard_ids(first boolean DEFAULT false) RETURNS bigint
+	if _, err := testdb.Open(t, url).Exec(context.Background(), `CREATE OR REPLACE FUNCTION agentledger_check_ids(first boolean DEFAULT false) RETURNS bigint
 		LANGUAGE plpgsql AS $$BEGIN RAISE EXCEPTION '`+message+`' USING ERRCODE = '`+condition+`'; END$$`); err != nil {
 		t.Fatal(err)
 	}

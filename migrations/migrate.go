@@ -107,15 +107,18 @@ func (m *Migrator) Up(ctx context.Context) ([]int64, error) {
 // installationVersion makes the installation row (migration 00042).
 const installationVersion = 42
 
-// scopeFresh scopes the downstream keys of every task (keys_scoped_from 0)
-// when the run that applied versions made the schema from nothing: no
-// daemon of an older release can have sent a key on it (00042 leaves an
-// existing database unscoped, for agentctl scope-keys).
+// scopeFresh scopes the downstream keys of every task (keys_scoped_from 0),
+// under a new identity, when the run that applied versions made the
+// schema from nothing: no daemon of an older release can have sent a key
+// on it (00042 leaves an existing database unscoped, for agentctl
+// scope-keys).
 func (m *Migrator) scopeFresh(ctx context.Context, applied []int64) ([]int64, error) {
 	if !slices.Contains(applied, 1) || !slices.Contains(applied, installationVersion) {
 		return applied, nil
 	}
-	if _, err := m.db.ExecContext(ctx, `UPDATE installation SET keys_scoped_from = 0 WHERE keys_scoped_from IS NULL`); err != nil {
+	// A new identity too: a schema taken down to nothing and made again
+	// is a new database, whose task ids start again.
+	if _, err := m.db.ExecContext(ctx, `UPDATE installation SET id = gen_random_uuid(), keys_scoped_from = 0`); err != nil {
 		return applied, fmt.Errorf("migrations: scoping the downstream keys of a new database: %w", err)
 	}
 	return applied, nil

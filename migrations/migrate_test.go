@@ -2,9 +2,12 @@ package migrations_test
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"sync"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentledger/agentledger/internal/test/testdb"
@@ -76,8 +79,8 @@ func TestUpDownUp(t *testing.T) {
 	if _, err := m.DownTo(ctx, 0); err != nil {
 		t.Fatal(err)
 	}
-	// But the installation, whose identity is data: the tasks of a
-	// database taken down and up again keep their keys.
+	// But the installation, which is data (a down of 00042 alone keeps
+	// its identity: TestScopedKeysShutOutOlderReleases).
 	if ts := tables(t, pool); len(ts) != 1 || !ts["installation"] {
 		t.Fatalf("tables left after down: %v, want the installation alone", ts)
 	}
@@ -91,9 +94,71 @@ func TestUpDownUp(t *testing.T) {
 	if _, err := m.Up(ctx); err != nil {
 		t.Fatalf("up after down: %v", err)
 	}
+	// Made from nothing again: another database, whose task ids start
+	// again, so another identity, scoped from its first task.
+	var anew string
+	if err := pool.QueryRow(ctx, `SELECT id::text, keys_scoped_from FROM installation`).Scan(&anew, &from); err != nil ||
+		anew == id || from == nil || *from != 0 {
+		t.Fatalf("the installation after down and up: %s from %v (%v), want a new one from 0", anew, from, err)
+	}
+}
+
+// Once a database's keys are scoped, a release before migration 00042
+// cannot connect: its connections' check, agentledger_guard_ids, fails as
+// a server not ready (which that release does not let through), while
+// this release's, agentledger_check_ids, passes. Down from 00042 is
+// refused while tasks whose keys were scoped remain; with none, it keeps
+// the identity and unscopes the keys.
+func TestScopedKeysShutOutOlderReleases(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testdb.Open(t, testdb.Empty(t))
+	m := newMigrator(t, pool)
+	if _, err := m.Up(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var next *int64
+	_, err := pool.Exec(ctx, `SELECT agentledger_guard_ids()`)
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "57P03" || !strings.Contains(pe.Message, "an agentd or agentctl of an older release") {
+		t.Fatalf("an older release's check on scoped keys: %v, want 57P03", err)
+	}
+	if err := pool.QueryRow(ctx, `SELECT agentledger_check_ids()`).Scan(&next); err != nil {
+		t.Fatalf("this release's check: %v", err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO tasks (tenant, queue, kind) VALUES ('default', 'default', 'echo')`); err != nil {
+		t.Fatal(err)
+	}
+	_, err = m.DownTo(ctx, 41)
+	if err == nil || !strings.Contains(err.Error(), "an effect sent again would go under another key") {
+		t.Fatalf("down with tasks whose keys were scoped: %v, want it refused", err)
+	}
+	var id string
+	if err := pool.QueryRow(ctx, `SELECT id::text FROM installation`).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `DELETE FROM tasks`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.DownTo(ctx, 41); err != nil {
+		t.Fatal(err)
+	}
 	var kept string
-	if err := pool.QueryRow(ctx, `SELECT id::text FROM installation`).Scan(&kept); err != nil || kept != id {
-		t.Fatalf("the installation after down and up: %s (%v), want %s", kept, err, id)
+	var from *int64
+	if err := pool.QueryRow(ctx, `SELECT id::text, keys_scoped_from FROM installation`).Scan(&kept, &from); err != nil || kept != id || from != nil {
+		t.Fatalf("after down: %s from %v (%v), want %s unscoped", kept, from, err, id)
+	}
+	if err := pool.QueryRow(ctx, `SELECT agentledger_guard_ids()`).Scan(&next); err != nil {
+		t.Fatalf("the older release's check below 00042: %v", err)
+	}
+	if _, err := m.Up(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := pool.QueryRow(ctx, `SELECT id::text, keys_scoped_from FROM installation`).Scan(&kept, &from); err != nil || kept != id || from != nil {
+		t.Fatalf("up again: %s from %v (%v), want %s unscoped, for agentctl scope-keys", kept, from, err, id)
+	}
+	if err := pool.QueryRow(ctx, `SELECT agentledger_guard_ids()`).Scan(&next); err != nil {
+		t.Fatalf("an older release's check on unscoped keys: %v", err)
 	}
 }
 

@@ -81,7 +81,7 @@ One upgraded from an older release is not (agentd warns of it at start):
 daemons of that release may still be at work, and a keyed call of a task
 may have gone out under its unscoped key and be sent again by its next
 attempt; so the tasks already submitted keep their keys, and only later
-ones are scoped. Every agentd reads the scope when it starts: once the
+ones are scoped. Every agentd reads the scope once, at its first effect: once the
 upgrade is done, stop them all (a stopped daemon counts as live for a
 minute after its last announcement), run this, start them again. It
 refuses while a daemon is live. Running it again changes nothing. From
@@ -92,24 +92,34 @@ keys.`,
 	}
 	cmd.RunE = a.action(func(ctx context.Context, _ []string) error {
 		if !yes {
-			return withHint(usagef("scope-keys would change the downstream keys of the tasks submitted from now on"),
+			return withHint(usagef("scope-keys would change the downstream keys of the tasks submitted from now on, unless they are scoped already"),
 				"stop every agentd, then re-run with --yes")
 		}
 		reg, err := a.workerRegistry(ctx)
 		if err != nil {
 			return err
 		}
+		// Scoped already, nothing to do, whatever runs; else no daemon may
+		// be live: one would keep the unscoped keys it read.
+		var scoped bool
+		if err := a.db.Pool.QueryRow(ctx, `SELECT keys_scoped_from IS NOT NULL FROM installation`).Scan(&scoped); err != nil {
+			return err
+		}
 		live, err := reg.LiveWorkers(ctx)
 		if err != nil {
 			return err
 		}
-		if len(live) > 0 {
+		if len(live) > 0 && !scoped {
 			ids := make([]string, len(live))
 			for i, w := range live {
 				ids[i] = w.ID
 			}
-			return withHint(newError(fmt.Sprintf("%d worker pools are live (%s): each reads the key scope when it starts",
-				len(live), strings.Join(ids, ", ")), agentledger.ErrConflict),
+			pools := "worker pools are"
+			if len(live) == 1 {
+				pools = "worker pool is"
+			}
+			return withHint(newError(fmt.Sprintf("%d %s live (%s): each reads the key scope once, at its first effect",
+				len(live), pools, strings.Join(ids, ", ")), agentledger.ErrConflict),
 				"stop every agentd and run this again; a stopped daemon counts as live for a minute after its last announcement")
 		}
 		id, from, already, err := scopeKeys(ctx, a.db.Pool)

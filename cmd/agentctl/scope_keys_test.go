@@ -43,7 +43,7 @@ func TestScopeKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, _, errOut := agentctlAt(url, "scope-keys", "--yes")
-	if code != 1 || !strings.Contains(errOut, "1 worker pools are live (w1)") {
+	if code != 1 || !strings.Contains(errOut, "1 worker pool is live (w1)") {
 		t.Fatalf("with a live daemon: exit %d, %q", code, errOut)
 	}
 	var from *int64

@@ -72,7 +72,7 @@ func skipVisibly(t *testing.T, reason string) {
 // docs/deployment.md has PgBouncer's connect_query make it: an error of
 // the check (a database not migrated yet, a role that may not) must not
 // undo the settings before it, which share its implicit transaction.
-const guardQuery = `DO $$BEGIN PERFORM agentledger_guard_ids(); ` +
+const guardQuery = `DO $$BEGIN PERFORM agentledger_check_ids(); ` +
 	`EXCEPTION WHEN OTHERS THEN RAISE WARNING USING MESSAGE = SQLERRM; END$$`
 
 // startPgBouncer runs PgBouncer (bin) in transaction pooling mode in front
