@@ -237,3 +237,18 @@ func TestNarrowNotificationsShowTheError(t *testing.T) {
 		}
 	}
 }
+
+// With no error to show, nothing gives way for one: GEN and FAIL stay at
+// 80 columns.
+func TestNarrowNotificationsWithoutErrorsKeepTheirColumns(t *testing.T) {
+	t.Parallel()
+	store := newFakeStore(3, epoch)
+	store.failed = map[int64][]operator.PlannedNotification{3: {
+		failed(3, 7, 1, "billing-dead-letters", "", "C0123456789", 0, "", notify.Plan{Action: notify.SendPost}),
+	}}
+	d := newDriver(t, store, Options{}, 80, 24)
+	d.keys("enter", "tab", "tab", "tab")
+	if v := d.view(); !strings.Contains(v, "ID GEN EVENT RULE/STEP") || !strings.Contains(v, " FAIL ") {
+		t.Errorf("the notifications tab at 80 columns, no error shown, lost columns:\n%s", v)
+	}
+}

@@ -312,7 +312,11 @@ func (m taskModel) notifications() string {
 			orDash(render.NotificationSource(n)), n.Channel, string(n.State), strconv.Itoa(int(n.Failures)),
 			cut(orDash(refFor(n, m.detail.journal(n.Generation))), 30), orDash(n.LastError)}
 	}
-	keep := fitColumns(header, rows, m.width, 20, "GEN", "FAIL", "RULE/STEP")
+	want := 0 // room for the widest error, up to 20: no error, nothing gives way
+	for _, r := range rows {
+		want = max(want, min(ansi.StringWidth(r[len(r)-1]), 20))
+	}
+	keep := fitColumns(header, rows, m.width, want, "GEN", "FAIL", "RULE/STEP")
 	lines := []string{legend(s.Dim, notificationsLegend, m.width), s.Bold.Render(keep(header))}
 	for _, r := range rows {
 		lines = append(lines, wrapLast(keep, r, m.width))
