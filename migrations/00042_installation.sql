@@ -61,6 +61,14 @@ BEGIN
                 || 'does not send: an effect sent again would go under another key',
             HINT = 'let the tasks finish and delete them (or migrate down on a copy), then migrate down';
     END IF;
+    -- A running daemon keeps the scope it read: it would go on sending
+    -- scoped keys for tasks the others now send unscoped.
+    IF EXISTS (SELECT FROM installation WHERE keys_scoped_from IS NOT NULL)
+            AND EXISTS (SELECT FROM workers WHERE seen_at > now() - interval '1 minute') THEN
+        RAISE EXCEPTION USING ERRCODE = '55000',
+            MESSAGE = 'agentd is running on this database (a worker pool announced itself within the last minute), '
+                || 'and keeps the downstream key scope it read: stop every agentd, then migrate down';
+    END IF;
 END;
 $$;
 -- +goose StatementEnd

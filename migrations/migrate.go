@@ -101,18 +101,38 @@ func (m *Migrator) Up(ctx context.Context) ([]int64, error) {
 	if err != nil {
 		return nil, fmt.Errorf("migrations: up: %w", err)
 	}
-	return m.scopeFresh(ctx, versions(res))
+	return m.identify(ctx, versions(res))
 }
 
-// installationVersion makes the installation row (migration 00042).
-const installationVersion = 42
+// installationVersion makes the installation row (migration 00042), and
+// installationTablesVersion records its tables (00043).
+const (
+	installationVersion       = 42
+	installationTablesVersion = 43
+)
 
-// scopeFresh scopes the downstream keys of every task (keys_scoped_from 0),
-// under a new identity, when the run that applied versions made the
-// schema from nothing: no daemon of an older release can have sent a key
-// on it (00042 leaves an existing database unscoped, for agentctl
-// scope-keys).
-func (m *Migrator) scopeFresh(ctx context.Context, applied []int64) ([]int64, error) {
+// identify keeps the installation's identity true to the schema after a
+// run that applied versions (migrations 00042 and 00043):
+//   - a run that made the schema from nothing scopes the downstream keys
+//     of every task (keys_scoped_from 0) under a new identity: no daemon
+//     of an older release can have sent a key on it (00042 leaves an
+//     existing database unscoped, for agentctl scope-keys);
+//   - a tasks table made anew under a kept installation table (a schema
+//     taken down to nothing and made again over more than one run) is
+//     another database, whose ids start again: a new identity, unscoped;
+//   - both tables made anew (a restore from a dump) keep the identity.
+func (m *Migrator) identify(ctx context.Context, applied []int64) ([]int64, error) {
+	v, err := m.Version(ctx)
+	if err != nil || v < installationTablesVersion {
+		return applied, err
+	}
+	if _, err := m.db.ExecContext(ctx, `UPDATE installation SET
+		id = CASE WHEN own_table = 'installation'::regclass THEN gen_random_uuid() ELSE id END,
+		keys_scoped_from = CASE WHEN own_table = 'installation'::regclass THEN NULL ELSE keys_scoped_from END,
+		tasks_table = 'tasks'::regclass, own_table = 'installation'::regclass
+		WHERE tasks_table IS DISTINCT FROM 'tasks'::regclass OR own_table IS DISTINCT FROM 'installation'::regclass`); err != nil {
+		return applied, fmt.Errorf("migrations: the installation's tables: %w", err)
+	}
 	if !slices.Contains(applied, 1) || !slices.Contains(applied, installationVersion) {
 		return applied, nil
 	}
@@ -134,7 +154,7 @@ func (m *Migrator) UpTo(ctx context.Context, version int64) ([]int64, error) {
 	if err != nil {
 		return nil, fmt.Errorf("migrations: up to %d: %w", version, err)
 	}
-	return m.scopeFresh(ctx, versions(res))
+	return m.identify(ctx, versions(res))
 }
 
 // DownTo rolls back every applied migration above version (0 = all).

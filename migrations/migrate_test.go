@@ -229,3 +229,64 @@ func TestFingerprintIsStable(t *testing.T) {
 		t.Fatalf("fingerprint %q / %q", a, b)
 	}
 }
+
+// A schema taken down to nothing and made again over two runs (a start-up
+// stopped half-way) is another database, whose task ids start again: a new
+// identity, unscoped until agentctl scope-keys. A restore (both the
+// installation's table and the tasks table made anew) keeps it. And no
+// down past 00042 while a daemon is live: it keeps the scope it read.
+func TestTheInstallationFollowsItsTables(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testdb.Open(t, testdb.Empty(t))
+	m := newMigrator(t, pool)
+	if _, err := m.Up(ctx); err != nil {
+		t.Fatal(err)
+	}
+	read := func() (string, *int64) {
+		t.Helper()
+		var id string
+		var from *int64
+		if err := pool.QueryRow(ctx, `SELECT id::text, keys_scoped_from FROM installation`).Scan(&id, &from); err != nil {
+			t.Fatal(err)
+		}
+		return id, from
+	}
+	first, _ := read()
+
+	if _, err := pool.Exec(ctx, `INSERT INTO workers (id, host, pid, started_at, seen_at, queues, kinds)
+		VALUES ('w1', 'h', 1, now(), now(), '{default}', '{echo}')`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.DownTo(ctx, 41); err == nil || !strings.Contains(err.Error(), "agentd is running on this database") {
+		t.Fatalf("down with a live daemon: %v, want it refused", err)
+	}
+	if _, err := pool.Exec(ctx, `DELETE FROM workers`); err != nil {
+		t.Fatal(err)
+	}
+
+	if _, err := m.DownTo(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.UpTo(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Up(ctx); err != nil {
+		t.Fatal(err)
+	}
+	second, from := read()
+	if second == first || from != nil {
+		t.Fatalf("made again over two runs: %s from %v, want a new identity (not %s), unscoped", second, from, first)
+	}
+
+	// As a restore leaves them: both tables other than recorded.
+	if _, err := pool.Exec(ctx, `UPDATE installation SET keys_scoped_from = 7, tasks_table = 1, own_table = 2`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Up(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if id, from := read(); id != second || from == nil || *from != 7 {
+		t.Fatalf("restored: %s from %v, want %s from 7 kept", id, from, second)
+	}
+}
