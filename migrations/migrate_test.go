@@ -112,11 +112,7 @@ func TestUpDownUp(t *testing.T) {
 func TestScopedKeysShutOutOlderReleases(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := testdb.Open(t, testdb.Empty(t))
-	m := newMigrator(t, pool)
-	if _, err := m.Up(ctx); err != nil {
-		t.Fatal(err)
-	}
+	pool, m := migratedAnew(t)
 	var next *int64
 	_, err := pool.Exec(ctx, `SELECT agentledger_guard_ids()`)
 	var pe *pgconn.PgError
@@ -238,11 +234,7 @@ func TestFingerprintIsStable(t *testing.T) {
 func TestTheInstallationFollowsItsTables(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := testdb.Open(t, testdb.Empty(t))
-	m := newMigrator(t, pool)
-	if _, err := m.Up(ctx); err != nil {
-		t.Fatal(err)
-	}
+	pool, m := migratedAnew(t)
 	read := func() (string, *int64) {
 		t.Helper()
 		var id string
@@ -289,4 +281,16 @@ func TestTheInstallationFollowsItsTables(t *testing.T) {
 	if id, from := read(); id != second || from == nil || *from != 7 {
 		t.Fatalf("restored: %s from %v, want %s from 7 kept", id, from, second)
 	}
+}
+
+// migratedAnew is an empty database migrated up by this release, and its
+// migrator.
+func migratedAnew(t *testing.T) (*pgxpool.Pool, *migrations.Migrator) {
+	t.Helper()
+	pool := testdb.Open(t, testdb.Empty(t))
+	m := newMigrator(t, pool)
+	if _, err := m.Up(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return pool, m
 }
