@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/spf13/cobra"
 
 	"github.com/agentledger/agentledger/migrations"
@@ -179,6 +181,17 @@ func (a *app) migrateDown(ctx context.Context, target int64, yes bool) error {
 			strings.Join(undo, ", ")), "re-run with --yes to proceed")
 	}
 	rolled, err := m.DownTo(ctx, target)
+	var refusal *pgconn.PgError
+	if errors.As(err, &refusal) && refusal.Code == "55000" {
+		// A down migration that refuses (00042: tasks or daemons whose
+		// keys are scoped) stops there; what it said is the reason, not
+		// goose's "partial migration".
+		v, _ := m.Version(ctx)
+		err = newError(fmt.Sprintf("migrate down stopped at version %d: %s", v, refusal.Message), err)
+		if refusal.Hint != "" {
+			err = withHint(err, refusal.Hint)
+		}
+	}
 	if err != nil {
 		return err
 	}
