@@ -55,16 +55,20 @@ $$;
 -- +goose StatementBegin
 DO $$
 BEGIN
-    IF EXISTS (SELECT FROM installation WHERE keys_scoped_from IS NOT NULL) AND EXISTS (SELECT FROM tasks) THEN
+    -- What may still send a key: a task, a notification not delivered (a
+    -- failed one can be sent again), an effect pending or unknown.
+    IF EXISTS (SELECT FROM installation WHERE keys_scoped_from IS NOT NULL) AND (EXISTS (SELECT FROM tasks)
+            OR EXISTS (SELECT FROM outbox WHERE state <> 'delivered')
+            OR EXISTS (SELECT FROM ledger WHERE state IN ('pending', 'unknown'))) THEN
         RAISE EXCEPTION USING ERRCODE = '55000',
             MESSAGE = 'the downstream keys of this database''s tasks carry its identity, which a release before migration 00042 '
                 || 'does not send: an effect sent again would go under another key',
-            HINT = 'let the tasks finish and delete them (or migrate down on a copy), then migrate down';
+            HINT = 'let the tasks finish and their notifications be delivered, and delete the tasks (or migrate down on a copy), then migrate down';
     END IF;
-    -- A running daemon keeps the scope it read: it would go on sending
-    -- scoped keys for tasks the others now send unscoped.
-    IF EXISTS (SELECT FROM installation WHERE keys_scoped_from IS NOT NULL)
-            AND EXISTS (SELECT FROM workers WHERE seen_at > now() - interval '1 minute') THEN
+    -- A running daemon keeps the key scope it read, scoped or not: it would
+    -- go on sending its keys for tasks the others send under other ones
+    -- (after this down, or a schema made anew from nothing).
+    IF EXISTS (SELECT FROM workers WHERE seen_at > now() - interval '1 minute') THEN
         RAISE EXCEPTION USING ERRCODE = '55000',
             MESSAGE = 'agentd is running on this database (a worker pool announced itself within the last minute), '
                 || 'and keeps the downstream key scope it read: stop every agentd, then migrate down';

@@ -136,6 +136,18 @@ func TestScopedKeysShutOutOlderReleases(t *testing.T) {
 	if _, err := pool.Exec(ctx, `DELETE FROM tasks`); err != nil {
 		t.Fatal(err)
 	}
+	// A notification not delivered yet outlives its task: its key may
+	// still be sent.
+	if _, err := pool.Exec(ctx, `INSERT INTO outbox (tenant, task_id, generation, attempt, event, step_path, channel, payload)
+		VALUES ('default', 1, 1, 1, 'message', 'tool/0', 'ops', '{}')`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err = m.DownTo(ctx, 41); err == nil || !strings.Contains(err.Error(), "an effect sent again would go under another key") {
+		t.Fatalf("down with a notification not delivered: %v, want it refused", err)
+	}
+	if _, err := pool.Exec(ctx, `DELETE FROM outbox`); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := m.DownTo(ctx, 41); err != nil {
 		t.Fatal(err)
 	}
@@ -252,6 +264,13 @@ func TestTheInstallationFollowsItsTables(t *testing.T) {
 	}
 	if _, err := m.DownTo(ctx, 41); err == nil || !strings.Contains(err.Error(), "agentd is running on this database") {
 		t.Fatalf("down with a live daemon: %v, want it refused", err)
+	}
+	// Unscoped too: a running daemon keeps the scope it read whichever it is.
+	if _, err := pool.Exec(ctx, `UPDATE installation SET keys_scoped_from = NULL`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.DownTo(ctx, 0); err == nil || !strings.Contains(err.Error(), "agentd is running on this database") {
+		t.Fatalf("down to nothing with a live daemon: %v, want it refused", err)
 	}
 	if _, err := pool.Exec(ctx, `DELETE FROM workers`); err != nil {
 		t.Fatal(err)
