@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/agentledger/agentledger"
@@ -122,7 +121,7 @@ func (d *Door) Admit(ctx context.Context, db registry.DB, s Submission) (claims.
 	}
 	if p.Kind == agent.Kind {
 		if err := agent.CheckPayload(p.Payload, d.AgentMaxSteps); err != nil {
-			return p, agentledger.Invalid("payload", "%s", strings.TrimPrefix(err.Error(), "agent payload: "))
+			return p, agentledger.Invalid("payload", "%v", err)
 		}
 	}
 	err := check(ctx, registry.New(db), p, g, options{Anyway: d.Unserved || !r.served || s.Unserved,

@@ -61,33 +61,11 @@ type plan struct {
 // max_steps below 1 or above maxSteps (the workers' limit; 0: not known),
 // a tool listed twice, a gate or a compensation of a tool not listed, a
 // malformed gate. Which tools exist, and the model, are the workers' to
-// say. The door (package admit) refuses such a submission (422).
+// say. Its error says what is wrong in the payload's words; the door
+// (package admit) refuses such a submission (422).
 func CheckPayload(raw json.RawMessage, maxSteps int) error {
-	p, err := decodePayload(raw, maxSteps)
-	if err != nil {
-		return err
-	}
-	listed := make(map[string]bool, len(p.Tools))
-	for i, name := range p.Tools {
-		if listed[functionName(name)] {
-			return payloadError("tools[%d]: %q is listed twice", i, name)
-		}
-		listed[functionName(name)] = true
-	}
-	for _, name := range slices.Sorted(maps.Keys(p.Compensate)) {
-		if !listed[functionName(name)] {
-			return payloadError("compensate.%s: %q is not one of the task's tools", name, name)
-		}
-	}
-	for _, name := range slices.Sorted(maps.Keys(p.Approve)) {
-		if !listed[functionName(name)] {
-			return payloadError("approve: %q is not among tools", name)
-		}
-		if _, err := tools.ParseApproval(p.Approve[name]); err != nil {
-			return payloadError("approve.%s: %v", name, err)
-		}
-	}
-	return nil
+	_, _, err := checkPayload(raw, maxSteps)
+	return err
 }
 
 // payloadError is a payload no attempt can run: permanent.
@@ -95,38 +73,65 @@ func payloadError(format string, args ...any) error {
 	return agentledger.Permanent(fmt.Errorf("agent payload: "+format, args...))
 }
 
-// decodePayload decodes raw strictly and checks what needs no worker's
-// registry: the prompt, the model name's length, max_steps against
-// maxSteps (0: not known).
-func decodePayload(raw json.RawMessage, maxSteps int) (Payload, error) {
-	bad := payloadError
+// checkPayload decodes raw strictly and checks what needs no worker's
+// registry (see CheckPayload); it returns the payload and its gates, by
+// function name.
+func checkPayload(raw json.RawMessage, maxSteps int) (Payload, map[string]*tools.Approval, error) {
 	var p Payload
 	if len(bytes.TrimSpace(raw)) == 0 {
-		return p, bad(`is empty; want {"prompt": "...", "system": "...", "tools": [...], "max_steps": n, "model": "..."}`)
+		return p, nil, errors.New(`is empty; want {"prompt": "...", "system": "...", "tools": [...], "max_steps": n, "model": "..."}`)
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&p); err != nil {
-		return p, bad("%s", describeDecodeError(err))
+		return p, nil, errors.New(describeDecodeError(err))
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return p, bad("trailing data after the JSON object")
+		return p, nil, errors.New("trailing data after the JSON object")
 	}
 	switch {
 	case p.Prompt == "":
-		return p, bad("prompt is required")
+		return p, nil, errors.New("prompt is required")
 	case len(p.Model) > maxModelName:
-		return p, bad("model name is longer than %d characters", maxModelName)
+		return p, nil, fmt.Errorf("model name is longer than %d characters", maxModelName)
 	}
 	if p.MaxSteps != nil {
 		switch n := *p.MaxSteps; {
 		case n < 1:
-			return p, bad("max_steps must be at least 1, got %d", n)
+			return p, nil, fmt.Errorf("max_steps must be at least 1, got %d", n)
 		case maxSteps > 0 && n > maxSteps:
-			return p, bad("max_steps %d is above this worker's limit of %d", n, maxSteps)
+			return p, nil, fmt.Errorf("max_steps %d is above this worker's limit of %d", n, maxSteps)
 		}
 	}
-	return p, nil
+	listed := make(map[string]bool, len(p.Tools))
+	for i, name := range p.Tools {
+		if listed[functionName(name)] {
+			return p, nil, fmt.Errorf("tools[%d]: %q is listed twice", i, name)
+		}
+		listed[functionName(name)] = true
+	}
+	for _, name := range slices.Sorted(maps.Keys(p.Compensate)) {
+		if !listed[functionName(name)] {
+			return p, nil, fmt.Errorf("compensate.%s: %q is not one of the task's tools", name, name)
+		}
+	}
+	var gates map[string]*tools.Approval
+	for _, name := range slices.Sorted(maps.Keys(p.Approve)) {
+		if !listed[functionName(name)] {
+			return p, nil, fmt.Errorf("approve: %q is not among tools", name)
+		}
+		gate, err := tools.ParseApproval(p.Approve[name])
+		if err != nil {
+			return p, nil, fmt.Errorf("approve.%s: %v", name, err)
+		}
+		if gate != nil {
+			if gates == nil {
+				gates = map[string]*tools.Approval{}
+			}
+			gates[functionName(name)] = gate
+		}
+	}
+	return p, gates, nil
 }
 
 // parsePayload validates raw against the configuration and the registry.
@@ -134,11 +139,11 @@ func decodePayload(raw json.RawMessage, maxSteps int) (Payload, error) {
 // a tool that is not available yet (its MCP server is connecting).
 func (a *Agent) parsePayload(raw json.RawMessage) (*plan, error) {
 	bad := payloadError
-	p, err := decodePayload(raw, a.cfg.MaxSteps)
+	p, gates, err := checkPayload(raw, a.cfg.MaxSteps)
 	if err != nil {
-		return nil, err
+		return nil, bad("%v", err)
 	}
-	pl := &plan{system: p.System, prompt: p.Prompt, model: p.Model, maxSteps: a.cfg.MaxSteps}
+	pl := &plan{system: p.System, prompt: p.Prompt, model: p.Model, maxSteps: a.cfg.MaxSteps, approve: gates}
 	if pl.model == "" {
 		pl.model = a.cfg.Model
 	}
@@ -155,9 +160,6 @@ func (a *Agent) parsePayload(raw json.RawMessage) (*plan, error) {
 	}
 	pl.allowed = make(map[string]tools.Tool, len(p.Tools))
 	for i, name := range p.Tools {
-		if _, dup := pl.allowed[functionName(name)]; dup {
-			return nil, bad("tools[%d]: %q is listed twice", i, name)
-		}
 		t, err := a.tools.Get(name)
 		var perm *agentledger.PermanentError
 		switch {
@@ -171,21 +173,6 @@ func (a *Agent) parsePayload(raw json.RawMessage) (*plan, error) {
 	}
 	if err := a.compensations(pl, p); err != nil {
 		return nil, err
-	}
-	for name, raw := range p.Approve {
-		if _, listed := pl.allowed[functionName(name)]; !listed {
-			return nil, bad("approve: %q is not among tools", name)
-		}
-		gate, err := tools.ParseApproval(raw)
-		if err != nil {
-			return nil, bad("approve.%s: %v", name, err)
-		}
-		if gate != nil {
-			if pl.approve == nil {
-				pl.approve = map[string]*tools.Approval{}
-			}
-			pl.approve[functionName(name)] = gate
-		}
 	}
 	return pl, nil
 }
@@ -220,13 +207,7 @@ func want(field string) string {
 // (Config.Compensations) for its other tools; each by a tool this worker
 // has.
 func (a *Agent) compensations(pl *plan, p Payload) error {
-	names := make([]string, 0, len(p.Compensate))
-	for name := range p.Compensate {
-		if _, ok := pl.allowed[functionName(name)]; !ok {
-			return agentledger.Permanent(fmt.Errorf("agent payload: compensate.%s: %q is not one of the task's tools", name, name))
-		}
-		names = append(names, name)
-	}
+	names := slices.Collect(maps.Keys(p.Compensate)) // each of a listed tool (checkPayload)
 	all := maps.Clone(p.Compensate)
 	for _, t := range pl.tools {
 		if c, ok := a.cfg.Compensations[t.Name()]; ok && all[t.Name()].Tool == "" {

@@ -111,8 +111,8 @@ func (l *Ledger) do(ctx context.Context, a Attempt, e Effect) (Result, error) {
 	if err != nil {
 		return Result{}, agentledger.Invalid("request", "%v", err)
 	}
-	call := Call{Key: EffectKey(a.Tenant, a.TaskID, a.Generation, e.StepPath, e.Operation), Attempt: a}
-	if call.scope, err = l.scopeOf(ctx, a.TaskID); err != nil {
+	call, err := l.callOf(ctx, a, e.StepPath, e.Operation)
+	if err != nil {
 		return Result{}, err
 	}
 	pk := []any{a.Tenant, e.Operation, call.Key}

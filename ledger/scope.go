@@ -58,10 +58,18 @@ func (l *Ledger) scopeOf(ctx context.Context, taskID int64) (string, error) {
 // gives it: for an operator reconciling with a downstream's records, and
 // for tests that look for it there.
 func (l *Ledger) DownstreamKeyOf(ctx context.Context, tenant string, taskID int64, generation int32, stepPath, operation, target string) (string, error) {
-	c := Call{Key: EffectKey(tenant, taskID, generation, stepPath, operation)}
-	var err error
-	if c.scope, err = l.scopeOf(ctx, taskID); err != nil {
+	c, err := l.callOf(ctx, Attempt{Tenant: tenant, TaskID: taskID, Generation: generation}, stepPath, operation)
+	if err != nil {
 		return "", err
 	}
 	return c.DownstreamKey(target), nil
+}
+
+// callOf is the Call of attempt a's effect of operation at stepPath: its
+// ledger key, and the scope of its downstream keys.
+func (l *Ledger) callOf(ctx context.Context, a Attempt, stepPath, operation string) (Call, error) {
+	c := Call{Key: EffectKey(a.Tenant, a.TaskID, a.Generation, stepPath, operation), Attempt: a}
+	var err error
+	c.scope, err = l.scopeOf(ctx, a.TaskID)
+	return c, err
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/registry"
-	"github.com/agentledger/agentledger/tenants"
 )
 
 // submitFlags are the options of agentctl submit as given.
@@ -180,9 +179,8 @@ func (a *app) warnUngranted(ctx context.Context, id int64, p claims.EnqueueParam
 		return
 	}
 	fmt.Fprintf(a.stderr, "agentctl: warning: task %d's %v: the call is refused when the task runs unless the grant allows it by then\n", id, lack)
-	// As tenant grant knows a tenant: by its row, or by a grant of its own.
-	r, rerr := grants.NewStore(a.db.Pool).Record(ctx, p.Tenant)
-	if known, err := tenants.NewStore(a.db.Pool).Exists(ctx, p.Tenant); err == nil && rerr == nil && r == nil && !known {
+	// Known as tenant grant knows a tenant: by its row, or by a grant of its own.
+	if _, err := a.knownTenant(ctx, a.db, p.Tenant); errors.Is(err, agentledger.ErrNotFound) {
 		fmt.Fprintf(a.stderr, "hint: tenant %s is not known yet: agentctl tenant add %s first\n", grants.ShellQuote(p.Tenant), grants.ShellQuote(p.Tenant))
 	}
 }
