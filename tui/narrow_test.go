@@ -91,6 +91,21 @@ func TestConsoleNarrowAttempts(t *testing.T) {
 	golden.RequireEqual(t, []byte(v))
 }
 
+// Narrower still the attempts drop their TOKEN column, and the legend no
+// longer explains it: it says the rows' order alone.
+func TestConsoleAttemptsWithoutTokens(t *testing.T) {
+	tm := startConsoleSized(t, compensatedDB(t), Options{}, 64, 24)
+	waitFor(t, tm, "compensated", noLiveWorkers)
+	press(tm, "enter", "tab")
+	waitFor(t, tm, "[Attempts (2)]")
+	v, _ := screenLines(t, tm)
+	flat := strings.Join(strings.Fields(v), " ")
+	if strings.Contains(flat, "TOKEN") {
+		t.Fatalf("at 64 columns the attempts still show or explain TOKEN:\n%s", v)
+	}
+	wantOnScreen(t, flat, "Rows are in the order of their fencing tokens", "GEN ATTEMPT WORKER ENDED OUTCOME ERROR")
+}
+
 // The overview of a compensated task says why, and at which step, though
 // its last error was cleared.
 func TestConsoleCompensatedOverview(t *testing.T) {

@@ -179,10 +179,14 @@ func (m taskModel) lease() string {
 }
 
 // attemptsLegend says what the attempts' columns mean: that attempts
-// count again from 1 is what puzzles a reader.
-const attemptsLegend = "GEN: the generation; a re-run starts the next. ATTEMPT: counts from 1 in each run; " +
-	"a replay, a retry or a resolve runs again from 1. TOKEN: the fencing token, new at each claim; " +
-	"rows are in its order. ENDED: the time only, when on the day it started."
+// count again from 1 is what puzzles a reader. Its token sentence is the
+// one for the columns shown (attemptsOrder without TOKEN).
+const (
+	attemptsLegend = "GEN: the generation; a re-run starts the next. ATTEMPT: counts from 1 in each run; " +
+		"a replay, a retry or a resolve runs again from 1. %s ENDED: the time only, when on the day it started."
+	attemptsToken = "TOKEN: the fencing token, new at each claim; rows are in its order."
+	attemptsOrder = "Rows are in the order of their fencing tokens, new at each claim."
+)
 
 // attempts is the table of the task's attempts, in the order they ran,
 // with the columns agentctl show prints and the generation.
@@ -205,7 +209,12 @@ func (m taskModel) attempts() string {
 			strconv.FormatInt(a.Token, 10), m.env.stamp(a.StartedAt), ended, render.AttemptOutcome(a), orDash(a.Error)}
 	}
 	keep := fitColumns(header, rows, m.width, 20, "STARTED", "TOKEN", "WORKER")
-	lines := []string{legend(s.Dim, attemptsLegend, m.width), s.Bold.Render(keep(header))}
+	head := keep(header)
+	order := attemptsToken
+	if !strings.Contains(head, "TOKEN") {
+		order = attemptsOrder
+	}
+	lines := []string{legend(s.Dim, fmt.Sprintf(attemptsLegend, order), m.width), s.Bold.Render(head)}
 	for _, r := range rows {
 		lines = append(lines, wrapLast(keep, r, m.width))
 	}
