@@ -40,6 +40,9 @@ type ClaimHint struct {
 	run  int    // > 0: try claimRunSQL (a crowd of thin tenants); < 0: full claims left before trying again
 	// runMisses counts the empty run claims since the last that took tasks.
 	runMisses int
+	// trust is how many run claims may still skip the crowd's proof: a
+	// chain of full run claims since the last that proved it (trusted).
+	trust int
 	// tenant is the one found alone; mark the last task the alone claims
 	// took (hasMark false: read from the tenant's first task).
 	tenant  string
@@ -229,6 +232,19 @@ func (h *ClaimHint) crowded() bool {
 	return h.run > 0
 }
 
+// provenRuns is how many run claims follow one that proved the crowd and
+// came back full without proving it again, while each of them comes back
+// full too.
+const provenRuns = 7
+
+// trusted says whether the next run claim may skip proving the crowd
+// (claimRunSQL's $11).
+func (h *ClaimHint) trusted() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.trust > 0
+}
+
 // ranShort notes a run claim that missed — came back empty, with less
 // than half its batch, or failed: the full claims that follow are not
 // preceded by one for a while.
@@ -242,16 +258,27 @@ func (h *ClaimHint) ranShort() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.run = -min(1<<h.runMisses, runBackoff)
+	h.trust = 0
 	if 1<<h.runMisses < runBackoff {
 		h.runMisses++
 	}
 }
 
-// ran notes a run claim that took at least half its batch.
-func (h *ClaimHint) ran() {
+// ran notes a run claim that took at least half its batch: full says
+// whether it filled it, and trusted whether it skipped the crowd's proof.
+// Only a chain of full ones, from one that proved the crowd, skips it.
+func (h *ClaimHint) ran(full, trusted bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.runMisses = 0
+	switch {
+	case !full:
+		h.trust = 0
+	case !trusted:
+		h.trust = provenRuns
+	case h.trust > 0:
+		h.trust--
+	}
 }
 
 // saw notes what a full due-only claim got: one tenant's tasks make the

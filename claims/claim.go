@@ -42,6 +42,8 @@ type ClaimParams struct {
 	// next then tries a lean statement first. One ClaimHint per claiming loop; without one,
 	// every claim starts its rotation at the first tenant by name.
 	Hint *ClaimHint
+	// trusted, for a run claim, skips its proof of a crowd (ClaimHint.ran).
+	trusted bool
 }
 
 // Claim leases up to p.Limit runnable tasks of p.Queue to p.Worker in one
@@ -88,7 +90,9 @@ func (s *Store) Claim(ctx context.Context, p ClaimParams) ([]*agentledger.Task, 
 // full due-only claim, where the run answers nothing or fails, or for
 // what a short run left of the batch.
 func (s *Store) claimRun(ctx context.Context, q string, p ClaimParams) ([]*agentledger.Task, error) {
-	tasks, err := s.claim(ctx, claimRunSQL, p)
+	run := p
+	run.trusted = p.Hint.trusted()
+	tasks, err := s.claim(ctx, claimRunSQL, run)
 	switch {
 	case err != nil:
 		// The full claim may still serve: a loop must not stall on an
@@ -103,7 +107,7 @@ func (s *Store) claimRun(ctx context.Context, q string, p ClaimParams) ([]*agent
 		}
 		return full, nil
 	case len(tasks) == p.Limit:
-		p.Hint.ran()
+		p.Hint.ran(true, run.trusted)
 		return tasks, nil
 	case len(tasks) == 0:
 		// No crowd of thin tenants from the cursor on (or nothing due):
@@ -118,7 +122,7 @@ func (s *Store) claimRun(ctx context.Context, q string, p ClaimParams) ([]*agent
 	if 2*len(tasks) < p.Limit {
 		p.Hint.ranShort()
 	} else {
-		p.Hint.ran()
+		p.Hint.ran(false, run.trusted)
 	}
 	return s.topUp(ctx, q, p, tasks), nil
 }
@@ -165,6 +169,9 @@ func (s *Store) claim(ctx context.Context, q string, p ClaimParams) ([]*agentled
 		s.place(ctx, p.Hint)
 		from, got = p.Hint.cursor()
 		args = append(args, from, got, p.Hint.lane(p.Limit))
+		if q == claimRunSQL {
+			args = append(args, p.trusted)
+		}
 	}
 	rows, err := s.db.Query(ctx, q, args...)
 	if err == nil {

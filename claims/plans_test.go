@@ -330,11 +330,13 @@ func TestARunClaimKeepsItsGenericPlan(t *testing.T) {
 	}
 	for _, cursor := range []string{"", "t0100", "t9990"} {
 		for _, limit := range []int{1, 10, 100, 1000} {
-			args := []any{"default", "w", limit, "1 minute", nil, []string(nil), []string(nil), cursor, 0, (limit + 3) / 4}
-			generic, custom := planCosts(t, conn, claimRunSQL, args...)
-			if generic > custom {
-				t.Errorf("a run claim of %d from %q: the generic plan is estimated at %.0f, above the custom plan's %.0f: every such claim would be planned afresh",
-					limit, cursor, generic, custom)
+			for _, trusted := range []bool{false, true} {
+				args := []any{"default", "w", limit, "1 minute", nil, []string(nil), []string(nil), cursor, 0, (limit + 3) / 4, trusted}
+				generic, custom := planCosts(t, conn, claimRunSQL, args...)
+				if generic > custom {
+					t.Errorf("a run claim of %d from %q (crowd trusted %v): the generic plan is estimated at %.0f, above the custom plan's %.0f: every such claim would be planned afresh",
+						limit, cursor, trusted, generic, custom)
+				}
 			}
 		}
 	}
@@ -343,7 +345,7 @@ func TestARunClaimKeepsItsGenericPlan(t *testing.T) {
 			t.Fatal(err)
 		}
 		plan, err := plancheck.Explain(ctx, conn, "force_custom_plan", claimRunSQL,
-			"default", "w", 100, "1 minute", nil, []string{"noop"}, []string{"tool:http_request"}, "t0100", 1, 25)
+			"default", "w", 100, "1 minute", nil, []string{"noop"}, []string{"tool:http_request"}, "t0100", 1, 25, false)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -15,7 +15,16 @@ package claims
 //   - crowd: whether crowdAt tenants have due tasks from the cursor on,
 //     among the first 8·crowdAt entries (a read that stops at the
 //     crowdAt-th tenant). A run claim serves a crowd only: below one, the
-//     full claim weighs every tenant instead of taking turns;
+//     full claim weighs every tenant instead of taking turns. The read is
+//     skipped when the loop trusts the crowd ($11): its last run claims
+//     came back full, the first of them after proving it (ClaimHint.ran).
+//     Proving it was 0.09 ms of a claim of 100 over 10,000 tenants. A
+//     crowd trusted wrongly — the rotation's end, or tenants gone since —
+//     takes turns past the cursor where, below a crowd, the full claim
+//     would have weighed every tenant, for provenRuns claims at most:
+//     most often it comes back short at once (a few tenants' turns), the
+//     full claim tops it up from there, and the next run claim proves the
+//     crowd again;
 //   - turns: the entries from the cursor on, at most 8·max(crowdAt, $3),
 //     numbered within each tenant, each tenant's first ones up to its turn
 //     — ceil(max($3, 64)·w/crowdAt), as claimDue's turns, less what the
@@ -54,9 +63,10 @@ package claims
 // where the run left the rotation.
 var claimRunSQL = `/* claims.claimRun */
 WITH ` + claimNow + `,
--- whether crowdAt tenants have due tasks from the cursor on
+-- whether crowdAt tenants have due tasks from the cursor on: trusted
+-- ($11), or read (an InitPlan, run only when $11 is false)
 crowd AS (
-	SELECT count(*) >= ` + crowdAt + ` AS yes FROM (
+	SELECT $11::bool OR (SELECT count(*) >= ` + crowdAt + ` FROM (
 		SELECT tenant FROM (
 			SELECT tenant, tenant IS DISTINCT FROM lag(tenant) OVER (ORDER BY tenant, priority, run_at, id) AS first
 			FROM (
@@ -65,7 +75,7 @@ crowd AS (
 		) w
 		WHERE first
 		LIMIT (SELECT ` + crowdAt + `)
-	) h
+	) h) AS yes
 ),
 ` + newcomerLane(`(SELECT yes FROM crowd)`, `(SELECT $10::int)`) + `,
 -- each tenant's first tasks up to its turn, in rotation order, read as

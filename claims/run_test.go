@@ -89,6 +89,14 @@ func TestARunClaimAnswersAsTheFullClaim(t *testing.T) {
 			full := runClaimIDs(t, db, claimDueSQL, c)
 			run := runClaimIDs(t, db, claimRunSQL, c)
 			hinted := runClaimIDs(t, db, "", c)
+			trusted := runClaimIDs(t, db, trustedRun, c)
+			// Trusted, the run claim reads no proof: it takes the turns
+			// past the cursor wherever there are any.
+			if c.name == "the end of the rotation" {
+				if n := len(runClaimIDs(t, db, claimRunSQL+trustedRun, c)); n != 20 {
+					t.Fatalf("a run claim trusting a crowd at the rotation's end took %d tasks, want the turns of its last 10 tenants, the cursor's on (20)", n)
+				}
+			}
 			switch {
 			case !c.answer && len(run) > 0:
 				t.Fatalf("the run claim took %d tasks, want none (the full claim took %d)", len(run), len(full))
@@ -100,10 +108,21 @@ func TestARunClaimAnswersAsTheFullClaim(t *testing.T) {
 				t.Fatalf("a claim hinted crowded took %d tasks, the full claim %d", len(hinted), len(full))
 			case c.answer && !slices.Equal(hinted, full):
 				t.Fatalf("a claim hinted crowded took %d tasks %v\nthe full claim %d tasks %v", len(hinted), hinted, len(full), full)
+			case len(trusted) != len(full):
+				// A crowd trusted where there is none: the run takes
+				// turns, the full claim the rest.
+				t.Fatalf("a claim trusting a crowd took %d tasks, the full claim %d", len(trusted), len(full))
+			case c.answer && !slices.Equal(trusted, full):
+				t.Fatalf("a claim trusting a crowd took %d tasks %v\nthe full claim %d tasks %v", len(trusted), trusted, len(full), full)
 			}
 		})
 	}
 }
+
+// trustedRun, as runClaimIDs's q, claims as "" does with a hint that
+// trusts the crowd (ClaimHint.trusted): the run claim skips its proof;
+// claimRunSQL+trustedRun runs the run claim alone, trusting.
+const trustedRun = "trusted"
 
 // runClaimIDs claims with q in a transaction it rolls back (with "", as
 // Store.Claim does for a loop whose hint says crowded: the run claim, and
@@ -120,8 +139,15 @@ func runClaimIDs(t *testing.T, db *pgxpool.Pool, q string, c runCase) []string {
 	hint := &ClaimHint{from: c.from, got: c.got}
 	p := ClaimParams{Queue: DefaultQueue, Worker: "w", Limit: c.limit, Lease: time.Minute, DueOnly: true, Hint: hint}
 	var tasks []*agentledger.Task
-	if q == "" {
+	if q == claimRunSQL+trustedRun {
+		p.trusted = true
+		q = claimRunSQL
+	}
+	if q == "" || q == trustedRun {
 		hint.run = 1
+		if q == trustedRun {
+			hint.trust = provenRuns
+		}
 		tasks, err = New(tx).Claim(ctx, p)
 	} else {
 		tasks, err = New(tx).claim(ctx, q, p)
@@ -164,13 +190,45 @@ func TestRunClaimTriesBackOff(t *testing.T) {
 	if want := []int{1, 2, 4, 8, 16, 16, 16}; !slices.Equal(got, want) {
 		t.Fatalf("full claims between empty tries: %v, want %v", got, want)
 	}
-	h.ran()
+	h.ran(false, false)
 	if n := fulls(); n != 1 {
 		t.Fatalf("after a try that took tasks, an empty one cost %d full claims, want 1", n)
 	}
 	h.saw([]*agentledger.Task{{Tenant: "a"}})
 	if h.crowded() {
 		t.Fatal("a full claim of one tenant's tasks: the next tries a run claim")
+	}
+}
+
+// A run claim that proved the crowd and came back full lets the next
+// provenRuns skip the proof while each comes back full; the one after
+// proves it again, and a run that comes back short or empty ends the
+// chain.
+func TestRunClaimsTrustAProvenCrowd(t *testing.T) {
+	h := &ClaimHint{}
+	if h.trusted() {
+		t.Fatal("a new hint trusts a crowd it never proved")
+	}
+	proofs := 0
+	for range 3 * (provenRuns + 1) {
+		trusted := h.trusted()
+		if !trusted {
+			proofs++
+		}
+		h.ran(true, trusted)
+	}
+	if proofs != 3 {
+		t.Fatalf("%d proofs in %d full run claims, want 3", proofs, 3*(provenRuns+1))
+	}
+	h.ran(true, false)
+	h.ran(false, true)
+	if h.trusted() {
+		t.Fatal("a short run claim left the crowd trusted")
+	}
+	h.ran(true, false)
+	h.ranShort()
+	if h.trusted() {
+		t.Fatal("an empty run claim left the crowd trusted")
 	}
 }
 

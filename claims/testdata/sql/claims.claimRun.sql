@@ -1,10 +1,11 @@
--- claims.claimRun: claimRunSQL of package claims, as Store.Claim sends it (10 parameters); go test ./claims -run TestGoldenSQL -update rewrites this file
+-- claims.claimRun: claimRunSQL of package claims, as Store.Claim sends it (11 parameters); go test ./claims -run TestGoldenSQL -update rewrites this file
 /* claims.claimRun */
 WITH now AS (SELECT coalesce($5::timestamptz, now()) AS t,
 	(extract(epoch FROM coalesce($5::timestamptz, now())) * 1000000)::bigint AS token_floor),
--- whether crowdAt tenants have due tasks from the cursor on
+-- whether crowdAt tenants have due tasks from the cursor on: trusted
+-- ($11), or read (an InitPlan, run only when $11 is false)
 crowd AS (
-	SELECT count(*) >= greatest(ceil($3 / 4.0)::int, 64) AS yes FROM (
+	SELECT $11::bool OR (SELECT count(*) >= greatest(ceil($3 / 4.0)::int, 64) FROM (
 		SELECT tenant FROM (
 			SELECT tenant, tenant IS DISTINCT FROM lag(tenant) OVER (ORDER BY tenant, priority, run_at, id) AS first
 			FROM (
@@ -18,7 +19,7 @@ crowd AS (
 		) w
 		WHERE first
 		LIMIT (SELECT greatest(ceil($3 / 4.0)::int, 64))
-	) h
+	) h) AS yes
 ),
 lane_heads AS (
 	SELECT DISTINCT ON (tenant) id, run_at FROM (
