@@ -1008,14 +1008,16 @@ DELETE FROM tasks WHERE id IN (SELECT id FROM victims)`
 
 // straysSQL reads up to $7 due tasks of queue $1 past the place ($3, $4,
 // $5, $6: tenant, priority, run_at, id) in tasks_runnable_tenant_idx's
-// order, and returns how many it read, the last one's place, and the
-// counts by kind of those whose kind is not among $2. The place is a row
+// order, and returns how many it read, the last one's place, the counts
+// by kind of those whose kind is not among $2, and the counts by kind and
+// needs of those of its kinds that need what the capabilities $8 lack
+// (none with $8 NULL, a pool that runs any task). The place is a row
 // comparison in the index's column order, so the read starts where the
 // last one stopped (an index condition, TestStraysReadFromTheirPlace)
 // rather than skipping what came before.
 const straysSQL = `/* claims.strays */
 WITH read AS (
-	SELECT tenant, priority, run_at, id, kind FROM tasks
+	SELECT tenant, priority, run_at, id, kind, needs FROM tasks
 	WHERE queue = $1 AND state IN ('queued', 'retrying', 'compensating') AND run_at <= now()
 		AND (tenant, priority, run_at, id) > ($3::text, $4::smallint, $5::timestamptz, $6::bigint)
 	ORDER BY tenant, priority, run_at, id
@@ -1023,7 +1025,11 @@ WITH read AS (
 )
 SELECT (SELECT count(*) FROM read), l.tenant, l.priority, l.run_at, l.id,
 	coalesce((SELECT jsonb_object_agg(kind, n) FROM (
-		SELECT kind, count(*) AS n FROM read WHERE NOT kind = ANY ($2::text[]) GROUP BY kind) k), '{}')
+		SELECT kind, count(*) AS n FROM read WHERE NOT kind = ANY ($2::text[]) GROUP BY kind) k), '{}'),
+	coalesce((SELECT jsonb_agg(jsonb_build_object('kind', kind, 'needs', needs, 'n', n) ORDER BY kind, needs) FROM (
+		SELECT kind, needs, count(*) AS n FROM read
+		WHERE kind = ANY ($2::text[]) AND needs IS NOT NULL AND $8::text[] IS NOT NULL AND NOT needs <@ $8::text[]
+		GROUP BY kind, needs) u), '[]')
 FROM (SELECT) one
 LEFT JOIN LATERAL (
 	SELECT tenant, priority, run_at, id FROM read ORDER BY tenant DESC, priority DESC, run_at DESC, id DESC LIMIT 1

@@ -55,7 +55,7 @@ func TestLookForStraysGoesOnWhereItStopped(t *testing.T) {
 		"read 0 whole false strays [] next false",       // the end: back to the start
 		"read 2 whole false strays [] next true",        // a's two again
 	} {
-		l, err := s.LookForStrays(ctx, "default", served, place, 2)
+		l, err := s.LookForStrays(ctx, "default", served, nil, place, 2)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -65,15 +65,60 @@ func TestLookForStraysGoesOnWhereItStopped(t *testing.T) {
 		place = l.Next
 	}
 
-	l, err := s.LookForStrays(ctx, "default", served, StrayPlace{}, 100)
+	l, err := s.LookForStrays(ctx, "default", served, nil, StrayPlace{}, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got, want := show(l), "read 6 whole true strays [bogus:1 other:1] next false"; got != want {
 		t.Fatalf("a look at the whole queue: %s, want %s", got, want)
 	}
-	if _, err := s.LookForStrays(ctx, "default", served, StrayPlace{}, 0); err == nil {
+	if _, err := s.LookForStrays(ctx, "default", served, nil, StrayPlace{}, 0); err == nil {
 		t.Fatal("a look of no tasks was accepted")
+	}
+}
+
+// A look counts, by kind and needs, the tasks of the pool's kinds that
+// need what its capabilities lack; a pool without capabilities (nil) runs
+// any task, and one that has them all lacks nothing.
+func TestLookForStraysCountsUnmetNeeds(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := New(testdb.New(t))
+	for _, p := range []EnqueueParams{
+		{Kind: "steps", Needs: []string{"tool:open_ticket"}},
+		{Kind: "steps", Needs: []string{"tool:open_ticket"}},
+		{Kind: "steps", Needs: []string{"origin:https://pay.example", "tool:open_ticket"}},
+		{Kind: "steps", Needs: []string{"tool:http_request"}},
+		{Kind: "steps"},
+		{Kind: "bogus", Needs: []string{"tool:open_ticket"}}, // a stray of its kind, not an unmet need
+	} {
+		if _, err := s.Enqueue(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	show := func(caps []string) string {
+		l, err := s.LookForStrays(ctx, "default", []string{"steps"}, caps, StrayPlace{}, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		for _, u := range l.Unmet {
+			fmt.Fprintf(&b, "%s %v:%d; ", u.Kind, u.Needs, u.Tasks)
+		}
+		return strings.TrimSpace(b.String())
+	}
+	for _, c := range []struct {
+		caps []string
+		want string
+	}{
+		{[]string{"tool:http_request"}, "steps [origin:https://pay.example tool:open_ticket]:1; steps [tool:open_ticket]:2;"},
+		{[]string{}, "steps [origin:https://pay.example tool:open_ticket]:1; steps [tool:http_request]:1; steps [tool:open_ticket]:2;"},
+		{[]string{"tool:http_request", "tool:open_ticket"}, "steps [origin:https://pay.example tool:open_ticket]:1;"},
+		{nil, ""},
+	} {
+		if got := show(c.caps); got != c.want {
+			t.Errorf("unmet with %v: %q, want %q", c.caps, got, c.want)
+		}
 	}
 }
 
@@ -92,7 +137,7 @@ func TestAStrayPassEnds(t *testing.T) {
 	}
 	var place StrayPlace
 	for i := 1; i <= StrayPassLooks; i++ {
-		l, err := s.LookForStrays(ctx, "default", []string{"noop"}, place, 1)
+		l, err := s.LookForStrays(ctx, "default", []string{"noop"}, nil, place, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -117,7 +162,7 @@ func TestStraysReadFromTheirPlace(t *testing.T) {
 		for _, mode := range plancheck.Modes {
 			t.Run(size.name+"/"+mode, func(t *testing.T) {
 				plan, err := plancheck.Explain(ctx, conn, mode, straysSQL, "default", []string{"noop"},
-					"default", int16(0), time.Now().Add(-time.Hour), int64(1000), StrayLookSize)
+					"default", int16(0), time.Now().Add(-time.Hour), int64(1000), StrayLookSize, []string{"tool:http_request"})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -37,13 +37,14 @@ func (s *Store) ExplainWaits(ctx context.Context, ts ...*agentledger.Task) error
 		return err
 	}
 	for _, t := range waiting {
-		t.WaitReason = waitingFor(t, live)
+		t.WaitReason = Unserved(t, live)
 	}
 	return nil
 }
 
-// waitingFor is why no pool of live would claim t, or "" when one would.
-func waitingFor(t *agentledger.Task, live []Worker) string {
+// Unserved is why no pool of live would claim t (its queue, kind and
+// needs), or "" when one would.
+func Unserved(t *agentledger.Task, live []Worker) string {
 	var servers []Worker
 	for _, w := range live {
 		if slices.Contains(w.Queues, t.Queue) && (len(w.Kinds) == 0 || slices.Contains(w.Kinds, t.Kind)) {

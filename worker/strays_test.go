@@ -11,6 +11,7 @@ import (
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/internal/test/testdb"
+	"github.com/agentledger/agentledger/registry"
 	"github.com/agentledger/agentledger/worker"
 )
 
@@ -54,6 +55,62 @@ func TestPoolWarnsAboutKindsItDoesNotServe(t *testing.T) {
 			}
 		case <-timeout:
 			t.Fatal("no warning about the task of an unserved kind in 30s")
+		}
+	}
+}
+
+// A look warns about what no live pool of the fleet would claim, and only
+// that: a kind or a need another live daemon has is its work, not a stray
+// (a mixed fleet's daemons would otherwise each warn about the others'
+// tasks every minute); what none has is warned of with the reason.
+func TestStraysTheFleetServesAreNotWarnedOf(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	s := claims.New(db)
+	for _, p := range []claims.EnqueueParams{
+		{Kind: "other"},
+		{Kind: "bogus"},
+		{Kind: "steps", Needs: []string{"tool:open_ticket"}},
+		{Kind: "steps", Needs: []string{"tool:nowhere"}},
+		{Kind: "steps", Needs: []string{"tool:nowhere"}},
+	} {
+		if _, err := s.Enqueue(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Another daemon serves kind other, and steps with tool open_ticket.
+	if err := registry.New(db).Register(ctx, registry.Registration{ID: "other-daemon", Queues: []string{"default"},
+		Kinds: []string{"other", "steps"}, Caps: []string{"tool:open_ticket"}}); err != nil {
+		t.Fatal(err)
+	}
+	logs := make(lines, 100)
+	p, err := worker.New(db, worker.Config{
+		Handlers: map[string]worker.Handler{"steps": worker.HandlerFunc(
+			func(context.Context, *agentledger.Task) (json.RawMessage, error) { return nil, nil })},
+		Caps:   func() []string { return []string{} },
+		Logger: slog.New(logs),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	worker.ReportStrays(ctx, p, "default")
+	close(logs)
+	var warned []string
+	for l := range logs {
+		if strings.Contains(l, "tasks wait for") {
+			warned = append(warned, l)
+		}
+	}
+	if len(warned) != 2 {
+		t.Fatalf("%d warnings, want 2 (kind bogus, need tool:nowhere): %q", len(warned), warned)
+	}
+	for i, want := range []string{
+		"tasks wait for a kind this worker does not serve; another daemon must serve it, or the kind is wrong queue=default kind=bogus served=[steps] tasks=1 reason=no live daemon serves bogus on queue default",
+		"tasks wait for what no live daemon serving their kind has; start one that has it queue=default kind=steps needs=tool:nowhere tasks=2 reason=waiting for a daemon with tool nowhere",
+	} {
+		if warned[i] != want {
+			t.Errorf("warning %d:\n %q\nwant\n %q", i+1, warned[i], want)
 		}
 	}
 }

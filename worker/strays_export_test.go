@@ -1,0 +1,13 @@
+package worker
+
+import (
+	"context"
+
+	"github.com/agentledger/agentledger/claims"
+)
+
+// ReportStrays runs one look of p's for strays in queue, from its first
+// due task, as watchStrays does every minute.
+func ReportStrays(ctx context.Context, p *Pool, queue string) {
+	p.reportStrays(ctx, queue, claims.StrayPlace{}, claims.StrayLookSize)
+}
