@@ -41,8 +41,9 @@ type ClaimHint struct {
 	// runMisses counts the empty run claims since the last that took tasks.
 	runMisses int
 	// trust is how many run claims may still skip the crowd's proof: a
-	// chain of full run claims since the last that proved it (trusted).
-	trust int
+	// chain of full run claims since the last that proved it (trusted);
+	// proven is the crowd that one proved (crowdSize of its limit).
+	trust, proven int
 	// tenant is the one found alone; mark the last task the alone claims
 	// took (hasMark false: read from the tenant's first task).
 	tenant  string
@@ -237,12 +238,17 @@ func (h *ClaimHint) crowded() bool {
 // full too.
 const provenRuns = 7
 
-// trusted says whether the next run claim may skip proving the crowd
-// (claimRunSQL's $11).
-func (h *ClaimHint) trusted() bool {
+// crowdSize is crowdAt for a claim of limit tasks: how many tenants with
+// due tasks make a crowd for it.
+func crowdSize(limit int) int { return max((limit+3)/4, 64) }
+
+// trusted says whether the next run claim, of limit tasks, may skip
+// proving the crowd (claimRunSQL's $11): a crowd proven for a smaller
+// claim is not one for a larger.
+func (h *ClaimHint) trusted(limit int) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.trust > 0
+	return h.trust > 0 && crowdSize(limit) <= h.proven
 }
 
 // ranShort notes a run claim that missed — came back empty, with less
@@ -264,10 +270,11 @@ func (h *ClaimHint) ranShort() {
 	}
 }
 
-// ran notes a run claim that took at least half its batch: full says
-// whether it filled it, and trusted whether it skipped the crowd's proof.
-// Only a chain of full ones, from one that proved the crowd, skips it.
-func (h *ClaimHint) ran(full, trusted bool) {
+// ran notes a run claim of limit tasks that took at least half of them:
+// full says whether it took them all, and trusted whether it skipped the
+// crowd's proof. Only a chain of full ones, from one that proved the
+// crowd, skips it.
+func (h *ClaimHint) ran(limit int, full, trusted bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.runMisses = 0
@@ -275,7 +282,7 @@ func (h *ClaimHint) ran(full, trusted bool) {
 	case !full:
 		h.trust = 0
 	case !trusted:
-		h.trust = provenRuns
+		h.trust, h.proven = provenRuns, crowdSize(limit)
 	case h.trust > 0:
 		h.trust--
 	}

@@ -91,7 +91,7 @@ func (s *Store) Claim(ctx context.Context, p ClaimParams) ([]*agentledger.Task, 
 // what a short run left of the batch.
 func (s *Store) claimRun(ctx context.Context, q string, p ClaimParams) ([]*agentledger.Task, error) {
 	run := p
-	run.trusted = p.Hint.trusted()
+	run.trusted = p.Hint.trusted(p.Limit)
 	tasks, err := s.claim(ctx, claimRunSQL, run)
 	switch {
 	case err != nil:
@@ -107,7 +107,7 @@ func (s *Store) claimRun(ctx context.Context, q string, p ClaimParams) ([]*agent
 		}
 		return full, nil
 	case len(tasks) == p.Limit:
-		p.Hint.ran(true, run.trusted)
+		p.Hint.ran(p.Limit, true, run.trusted)
 		return tasks, nil
 	case len(tasks) == 0:
 		// No crowd of thin tenants from the cursor on (or nothing due):
@@ -122,7 +122,7 @@ func (s *Store) claimRun(ctx context.Context, q string, p ClaimParams) ([]*agent
 	if 2*len(tasks) < p.Limit {
 		p.Hint.ranShort()
 	} else {
-		p.Hint.ran(false, run.trusted)
+		p.Hint.ran(p.Limit, false, run.trusted)
 	}
 	return s.topUp(ctx, q, p, tasks), nil
 }

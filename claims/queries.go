@@ -244,7 +244,8 @@ const (
 // crowdAt is how many tenants with due tasks make a crowd for a claim of
 // $3 tasks: a quarter of the batch, and at least 64. Below it a claim
 // weighs every tenant with due tasks (claimDue's heads); from it on, a
-// claim reads only as many tenants as it serves.
+// claim reads only as many tenants as it serves. crowdSize is the same in
+// Go.
 const crowdAt = `greatest(ceil($3 / 4.0)::int, 64)`
 
 // eachTenant reads and locks, for each tenant of src (a row source
@@ -1008,10 +1009,10 @@ DELETE FROM tasks WHERE id IN (SELECT id FROM victims)`
 
 // straysSQL reads up to $7 due tasks of queue $1 past the place ($3, $4,
 // $5, $6: tenant, priority, run_at, id) in tasks_runnable_tenant_idx's
-// order, and returns how many it read, the last one's place, the counts
-// by kind of those whose kind is not among $2, and the counts by kind and
-// needs of those of its kinds that need what the capabilities $8 lack
-// (none with $8 NULL, a pool that runs any task). The place is a row
+// order, and returns how many it read, the last one's place, and the
+// counts by kind and needs of those the pool cannot run: their kind is
+// not among $2, or they need what its capabilities $8 lack (nothing with
+// $8 NULL, a pool that runs any task: canRun). The place is a row
 // comparison in the index's column order, so the read starts where the
 // last one stopped (an index condition, TestStraysReadFromTheirPlace)
 // rather than skipping what came before.
@@ -1024,12 +1025,10 @@ WITH read AS (
 	LIMIT $7
 )
 SELECT (SELECT count(*) FROM read), l.tenant, l.priority, l.run_at, l.id,
-	coalesce((SELECT jsonb_object_agg(kind, n) FROM (
-		SELECT kind, count(*) AS n FROM read WHERE NOT kind = ANY ($2::text[]) GROUP BY kind) k), '{}'),
-	coalesce((SELECT jsonb_agg(jsonb_build_object('kind', kind, 'needs', needs, 'n', n) ORDER BY kind, needs) FROM (
+	coalesce((SELECT jsonb_agg(jsonb_build_object('kind', kind, 'needs', needs, 'n', n) ORDER BY kind, needs NULLS FIRST) FROM (
 		SELECT kind, needs, count(*) AS n FROM read
-		WHERE kind = ANY ($2::text[]) AND needs IS NOT NULL AND $8::text[] IS NOT NULL AND NOT needs <@ $8::text[]
-		GROUP BY kind, needs) u), '[]')
+		WHERE NOT kind = ANY ($2::text[]) OR NOT (needs IS NULL OR $8::text[] IS NULL OR needs <@ $8::text[])
+		GROUP BY kind, needs) k), '[]')
 FROM (SELECT) one
 LEFT JOIN LATERAL (
 	SELECT tenant, priority, run_at, id FROM read ORDER BY tenant DESC, priority DESC, run_at DESC, id DESC LIMIT 1

@@ -190,7 +190,7 @@ func TestRunClaimTriesBackOff(t *testing.T) {
 	if want := []int{1, 2, 4, 8, 16, 16, 16}; !slices.Equal(got, want) {
 		t.Fatalf("full claims between empty tries: %v, want %v", got, want)
 	}
-	h.ran(false, false)
+	h.ran(100, false, false)
 	if n := fulls(); n != 1 {
 		t.Fatalf("after a try that took tasks, an empty one cost %d full claims, want 1", n)
 	}
@@ -203,32 +203,81 @@ func TestRunClaimTriesBackOff(t *testing.T) {
 // A run claim that proved the crowd and came back full lets the next
 // provenRuns skip the proof while each comes back full; the one after
 // proves it again, and a run that comes back short or empty ends the
-// chain.
+// chain. A crowd proven for claims of up to 256 (64 tenants) is not one
+// for a claim of 1,000 (250).
 func TestRunClaimsTrustAProvenCrowd(t *testing.T) {
 	h := &ClaimHint{}
-	if h.trusted() {
+	if h.trusted(100) {
 		t.Fatal("a new hint trusts a crowd it never proved")
 	}
 	proofs := 0
 	for range 3 * (provenRuns + 1) {
-		trusted := h.trusted()
+		trusted := h.trusted(100)
 		if !trusted {
 			proofs++
 		}
-		h.ran(true, trusted)
+		h.ran(100, true, trusted)
 	}
 	if proofs != 3 {
 		t.Fatalf("%d proofs in %d full run claims, want 3", proofs, 3*(provenRuns+1))
 	}
-	h.ran(true, false)
-	h.ran(false, true)
-	if h.trusted() {
+	h.ran(100, true, false)
+	if !h.trusted(1) || !h.trusted(256) || h.trusted(1000) {
+		t.Fatalf("a crowd proven by a claim of 100: trusted for 1 %v, 256 %v, 1,000 %v; want true, true, false",
+			h.trusted(1), h.trusted(256), h.trusted(1000))
+	}
+	h.ran(100, false, true)
+	if h.trusted(100) {
 		t.Fatal("a short run claim left the crowd trusted")
 	}
-	h.ran(true, false)
+	h.ran(100, true, false)
 	h.ranShort()
-	if h.trusted() {
+	if h.trusted(100) {
 		t.Fatal("an empty run claim left the crowd trusted")
+	}
+}
+
+// recordingRun is a database that notes, of each run claim, whether it
+// trusted the crowd ($11) and how many tasks it took.
+type recordingRun struct {
+	*pgxpool.Pool
+	runs *[]string
+}
+
+func (r recordingRun) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if strings.HasPrefix(sql, "/* claims.claimRun */") {
+		*r.runs = append(*r.runs, fmt.Sprint(args[10]))
+	}
+	return r.Pool.Query(ctx, sql, args...)
+}
+
+// A loop's run claims, through Store.Claim: the first proves the crowd,
+// the full ones after it trust it, and one that comes back short (the
+// rotation's end) ends the chain, so the next proves it again. 75 thin
+// tenants of 3 tasks, claims of 10 (a turn of 1): a full claim serves
+// t000–t009, the runs from there 10 tenants each, the seventh only the
+// last 5 (topped up from the start), and the eighth proves the crowd.
+func TestAClaimLoopTrustsTheCrowdItProved(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	if _, err := db.Exec(ctx, thin(75, 3)); err != nil {
+		t.Fatal(err)
+	}
+	var runs []string
+	s := New(recordingRun{db, &runs})
+	hint := &ClaimHint{}
+	for i := 0; len(runs) < 8; i++ {
+		got, err := s.Claim(ctx, ClaimParams{Queue: DefaultQueue, Worker: "w", Limit: 10, Lease: time.Minute, DueOnly: true, Hint: hint})
+		if err != nil || len(got) != 10 {
+			t.Fatalf("claim %d: %d tasks, %v; want 10", i+1, len(got), err)
+		}
+		if i > 20 {
+			t.Fatalf("20 claims, %d of them run claims: %v", len(runs), runs)
+		}
+	}
+	if got, want := strings.Join(runs, " "), "false true true true true true true false"; got != want {
+		t.Fatalf("the run claims trusted the crowd: %s, want %s", got, want)
 	}
 }
 

@@ -3,8 +3,6 @@ package claims
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
 	"time"
 )
 
@@ -20,8 +18,8 @@ const StrayLookSize = 10_000
 // and what sorts before its place would never be read again.
 const StrayPassLooks = 100
 
-// Stray is a count of due tasks of a kind a worker pool does not serve,
-// or (Needs set) of a kind it serves that need what it lacks.
+// Stray is a count of due tasks of one kind and needs that a worker pool
+// cannot run: it does not serve the kind, or lacks what they need.
 type Stray struct {
 	Queue, Kind string
 	Needs       []string
@@ -40,12 +38,9 @@ type StrayPlace struct {
 
 // StrayLook is what one look at a queue found.
 type StrayLook struct {
-	// Strays are the kinds, among the tasks read, that the pool does not
-	// serve, with how many of those tasks each has.
+	// Strays are the tasks, among those read, that the pool cannot run,
+	// counted by kind and needs.
 	Strays []Stray
-	// Unmet are the tasks, among those read, of kinds the pool serves
-	// that need what its capabilities lack, counted by kind and needs.
-	Unmet []Stray
 	// Read is how many due tasks the look read; Whole says they are all of
 	// the queue's (it started at the first and read fewer than its limit:
 	// a queue of exactly the limit reads as not whole).
@@ -59,9 +54,9 @@ type StrayLook struct {
 }
 
 // LookForStrays reads up to limit due tasks of queue from place on and
-// counts those of kinds not in kinds: they wait until a daemon that serves
-// their kind runs; and those of its kinds that need what caps lack (nil
-// caps: the pool runs any task), which wait for a daemon that has it.
+// counts, by kind and needs, those of kinds not in kinds or needing what
+// caps lack (nil caps: the pool runs any task): they wait for a daemon
+// that can run them.
 func (s *Store) LookForStrays(ctx context.Context, queue string, kinds, caps []string, place StrayPlace, limit int) (StrayLook, error) {
 	if limit < 1 {
 		return StrayLook{}, fmt.Errorf("strays: a look reads at least one task, not %d", limit)
@@ -76,23 +71,19 @@ func (s *Store) LookForStrays(ctx context.Context, queue string, kinds, caps []s
 		prio   *int16
 		runAt  *time.Time
 		id     *int64
-		counts map[string]int64
-		unmet  []struct {
+		counts []struct {
 			Kind  string   `json:"kind"`
 			Needs []string `json:"needs"`
 			N     int64    `json:"n"`
 		}
 	)
 	if err := s.db.QueryRow(ctx, straysSQL, queue, kinds, from.tenant, from.key.priority, from.key.runAt, from.key.id, limit, caps).
-		Scan(&read, &tenant, &prio, &runAt, &id, &counts, &unmet); err != nil {
+		Scan(&read, &tenant, &prio, &runAt, &id, &counts); err != nil {
 		return StrayLook{}, fmt.Errorf("strays: %w", err)
 	}
 	look := StrayLook{Read: read}
-	for _, kind := range slices.Sorted(maps.Keys(counts)) {
-		look.Strays = append(look.Strays, Stray{Queue: queue, Kind: kind, Tasks: counts[kind]})
-	}
-	for _, u := range unmet {
-		look.Unmet = append(look.Unmet, Stray{Queue: queue, Kind: u.Kind, Needs: u.Needs, Tasks: u.N})
+	for _, c := range counts {
+		look.Strays = append(look.Strays, Stray{Queue: queue, Kind: c.Kind, Needs: c.Needs, Tasks: c.N})
 	}
 	if read == limit && tenant != nil {
 		if looks := place.looks + 1; looks < StrayPassLooks {

@@ -77,9 +77,10 @@ func TestLookForStraysGoesOnWhereItStopped(t *testing.T) {
 	}
 }
 
-// A look counts, by kind and needs, the tasks of the pool's kinds that
-// need what its capabilities lack; a pool without capabilities (nil) runs
-// any task, and one that has them all lacks nothing.
+// A look counts, by kind and needs, the tasks of kinds the pool does not
+// serve and those of its kinds that need what its capabilities lack; a
+// pool without capabilities (nil) runs any task of its kinds, and one that
+// has them all lacks nothing.
 func TestLookForStraysCountsUnmetNeeds(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -90,7 +91,7 @@ func TestLookForStraysCountsUnmetNeeds(t *testing.T) {
 		{Kind: "steps", Needs: []string{"origin:https://pay.example", "tool:open_ticket"}},
 		{Kind: "steps", Needs: []string{"tool:http_request"}},
 		{Kind: "steps"},
-		{Kind: "bogus", Needs: []string{"tool:open_ticket"}}, // a stray of its kind, not an unmet need
+		{Kind: "bogus", Needs: []string{"tool:open_ticket"}},
 	} {
 		if _, err := s.Enqueue(ctx, p); err != nil {
 			t.Fatal(err)
@@ -102,19 +103,20 @@ func TestLookForStraysCountsUnmetNeeds(t *testing.T) {
 			t.Fatal(err)
 		}
 		var b strings.Builder
-		for _, u := range l.Unmet {
+		for _, u := range l.Strays {
 			fmt.Fprintf(&b, "%s %v:%d; ", u.Kind, u.Needs, u.Tasks)
 		}
 		return strings.TrimSpace(b.String())
 	}
+	const bogus = "bogus [tool:open_ticket]:1;" // not served: whatever the capabilities
 	for _, c := range []struct {
 		caps []string
 		want string
 	}{
-		{[]string{"tool:http_request"}, "steps [origin:https://pay.example tool:open_ticket]:1; steps [tool:open_ticket]:2;"},
-		{[]string{}, "steps [origin:https://pay.example tool:open_ticket]:1; steps [tool:http_request]:1; steps [tool:open_ticket]:2;"},
-		{[]string{"tool:http_request", "tool:open_ticket"}, "steps [origin:https://pay.example tool:open_ticket]:1;"},
-		{nil, ""},
+		{[]string{"tool:http_request"}, bogus + " steps [origin:https://pay.example tool:open_ticket]:1; steps [tool:open_ticket]:2;"},
+		{[]string{}, bogus + " steps [origin:https://pay.example tool:open_ticket]:1; steps [tool:http_request]:1; steps [tool:open_ticket]:2;"},
+		{[]string{"tool:http_request", "tool:open_ticket"}, bogus + " steps [origin:https://pay.example tool:open_ticket]:1;"},
+		{nil, bogus},
 	} {
 		if got := show(c.caps); got != c.want {
 			t.Errorf("unmet with %v: %q, want %q", c.caps, got, c.want)

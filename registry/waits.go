@@ -45,14 +45,24 @@ func (s *Store) ExplainWaits(ctx context.Context, ts ...*agentledger.Task) error
 // Unserved is why no pool of live would claim t (its queue, kind and
 // needs), or "" when one would.
 func Unserved(t *agentledger.Task, live []Worker) string {
+	servers := serving(t, live)
+	if len(servers) == 0 {
+		return fmt.Sprintf("no live daemon serves %s on queue %s", t.Kind, t.Queue)
+	}
+	return WaitingFor(t.Needs, servers)
+}
+
+// Serves says whether a pool of live serves t's kind on its queue, whatever
+// t needs.
+func Serves(t *agentledger.Task, live []Worker) bool { return len(serving(t, live)) > 0 }
+
+// serving are the pools of live that serve t's kind on its queue.
+func serving(t *agentledger.Task, live []Worker) []Worker {
 	var servers []Worker
 	for _, w := range live {
 		if slices.Contains(w.Queues, t.Queue) && (len(w.Kinds) == 0 || slices.Contains(w.Kinds, t.Kind)) {
 			servers = append(servers, w)
 		}
 	}
-	if len(servers) == 0 {
-		return fmt.Sprintf("no live daemon serves %s on queue %s", t.Kind, t.Queue)
-	}
-	return WaitingFor(t.Needs, servers)
+	return servers
 }

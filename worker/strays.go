@@ -13,8 +13,9 @@ import (
 // strayInterval is how often a pool looks for due tasks it cannot run.
 const strayInterval = time.Minute
 
-// watchStrays warns, at start and then every strayInterval, about due tasks
-// no live pool of the fleet would claim: of kinds no handler serves, or
+// watchStrays warns, once the fleet has had time to announce itself
+// (announceInterval after start) and then every strayInterval, about due
+// tasks no live pool of the fleet would claim: of kinds none serves, or
 // needing what no pool that serves their kind has (a tool, an MCP server,
 // an origin). They wait until a daemon that can run them starts — a
 // misspelt kind would otherwise wait silently. Tasks this pool cannot run
@@ -26,7 +27,7 @@ const strayInterval = time.Minute
 // looks rather than read whole by every daemon every minute, and what lies
 // deeper is seen once the backlog before it has shrunk.
 func (p *Pool) watchStrays(ctx context.Context) {
-	t := time.NewTimer(2 * time.Second)
+	t := time.NewTimer(announceInterval)
 	defer t.Stop()
 	places := map[string]claims.StrayPlace{}
 	for {
@@ -43,43 +44,38 @@ func (p *Pool) watchStrays(ctx context.Context) {
 }
 
 // reportStrays looks at up to limit due tasks of queue from place on, warns
-// about those that neither this pool nor, by the registry, any other live
-// one would claim, and returns where the next look starts. When the live
-// pools cannot be read, it warns about all this pool cannot run.
+// about those that no live pool would claim, by the registry (this one
+// included), and returns where the next look starts. Without the registry
+// it warns about nothing: this pool's word alone would name another's work.
 func (p *Pool) reportStrays(ctx context.Context, queue string, place claims.StrayPlace, limit int) claims.StrayPlace {
 	look, err := p.store.LookForStrays(ctx, queue, p.kindNames, p.claimCaps(), place, limit)
 	if err != nil {
 		return place // the producers report database trouble
 	}
-	if len(look.Strays)+len(look.Unmet) == 0 {
+	if len(look.Strays) == 0 {
 		return look.Next
 	}
-	// Without the registry, the pool's own word: it cannot run them.
-	live, lerr := registry.New(p.db).LiveWorkers(ctx)
-	warn := func(msg string, st claims.Stray, args ...any) {
-		reason := ""
-		if lerr == nil {
-			if reason = registry.Unserved(&agentledger.Task{Queue: st.Queue, Kind: st.Kind, Needs: st.Needs}, live); reason == "" {
-				return // a live pool would claim them
-			}
+	live, err := registry.New(p.db).LiveWorkers(ctx)
+	if err != nil {
+		return place // looked at again at the next look
+	}
+	for _, st := range look.Strays {
+		t := &agentledger.Task{Queue: st.Queue, Kind: st.Kind, Needs: st.Needs}
+		reason := registry.Unserved(t, live)
+		if reason == "" {
+			continue // a live pool would claim them
 		}
-		args = append([]any{"queue", st.Queue, "kind", st.Kind}, args...)
-		args = append(args, "tasks", st.Tasks)
-		if reason != "" {
-			args = append(args, "reason", reason)
+		msg := "tasks wait for a kind no live daemon serves; start one that serves it, or the kind is wrong"
+		args := []any{"queue", st.Queue, "kind", st.Kind}
+		if registry.Serves(t, live) {
+			msg = "tasks wait for what no live daemon serving their kind has; start one that has it"
+			args = append(args, "needs", strings.Join(st.Needs, ","))
 		}
+		args = append(args, "tasks", st.Tasks, "reason", reason)
 		if !look.Whole {
 			args = append(args, "counted_among_due", look.Read)
 		}
 		p.log.Warn(msg, args...)
-	}
-	for _, st := range look.Strays {
-		warn("tasks wait for a kind this worker does not serve; another daemon must serve it, or the kind is wrong", st,
-			"served", p.kindNames)
-	}
-	for _, st := range look.Unmet {
-		warn("tasks wait for what no live daemon serving their kind has; start one that has it", st,
-			"needs", strings.Join(st.Needs, ","))
 	}
 	return look.Next
 }

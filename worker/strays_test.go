@@ -47,7 +47,7 @@ func TestPoolWarnsAboutKindsItDoesNotServe(t *testing.T) {
 	for {
 		select {
 		case l := <-logs:
-			if strings.Contains(l, "tasks wait for a kind this worker does not serve") {
+			if strings.Contains(l, "tasks wait for a kind no live daemon serves") {
 				if !strings.Contains(l, "kind=bogus") || !strings.Contains(l, "tasks=1") {
 					t.Fatalf("warning %q does not name the kind and count", l)
 				}
@@ -74,14 +74,20 @@ func TestStraysTheFleetServesAreNotWarnedOf(t *testing.T) {
 		{Kind: "steps", Needs: []string{"tool:open_ticket"}},
 		{Kind: "steps", Needs: []string{"tool:nowhere"}},
 		{Kind: "steps", Needs: []string{"tool:nowhere"}},
+		{Kind: "mail", Needs: []string{"tool:smtp"}}, // a kind this pool does not serve, served without what it needs
 	} {
 		if _, err := s.Enqueue(ctx, p); err != nil {
 			t.Fatal(err)
 		}
 	}
-	// Another daemon serves kind other, and steps with tool open_ticket.
+	// Another daemon serves kind other, and steps with tool open_ticket;
+	// a third serves kind mail without tool smtp.
 	if err := registry.New(db).Register(ctx, registry.Registration{ID: "other-daemon", Queues: []string{"default"},
 		Kinds: []string{"other", "steps"}, Caps: []string{"tool:open_ticket"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := registry.New(db).Register(ctx, registry.Registration{ID: "mail-daemon", Queues: []string{"default"},
+		Kinds: []string{"mail"}, Caps: []string{}}); err != nil {
 		t.Fatal(err)
 	}
 	logs := make(lines, 100)
@@ -102,13 +108,15 @@ func TestStraysTheFleetServesAreNotWarnedOf(t *testing.T) {
 			warned = append(warned, l)
 		}
 	}
-	if len(warned) != 2 {
-		t.Fatalf("%d warnings, want 2 (kind bogus, need tool:nowhere): %q", len(warned), warned)
-	}
-	for i, want := range []string{
-		"tasks wait for a kind this worker does not serve; another daemon must serve it, or the kind is wrong queue=default kind=bogus served=[steps] tasks=1 reason=no live daemon serves bogus on queue default",
+	want := []string{
+		"tasks wait for a kind no live daemon serves; start one that serves it, or the kind is wrong queue=default kind=bogus tasks=1 reason=no live daemon serves bogus on queue default",
+		"tasks wait for what no live daemon serving their kind has; start one that has it queue=default kind=mail needs=tool:smtp tasks=1 reason=waiting for a daemon with tool smtp",
 		"tasks wait for what no live daemon serving their kind has; start one that has it queue=default kind=steps needs=tool:nowhere tasks=2 reason=waiting for a daemon with tool nowhere",
-	} {
+	}
+	if len(warned) != len(want) {
+		t.Fatalf("%d warnings, want %d (kind bogus, mail's tool smtp, steps' tool nowhere): %q", len(warned), len(want), warned)
+	}
+	for i, want := range want {
 		if warned[i] != want {
 			t.Errorf("warning %d:\n %q\nwant\n %q", i+1, warned[i], want)
 		}
