@@ -1009,13 +1009,15 @@ DELETE FROM tasks WHERE id IN (SELECT id FROM victims)`
 
 // straysSQL reads up to $7 due tasks of queue $1 past the place ($3, $4,
 // $5, $6: tenant, priority, run_at, id) in tasks_runnable_tenant_idx's
-// order, and returns how many it read, the last one's place, and the
-// counts by kind and needs of those the pool cannot run: their kind is
-// not among $2, or they need what its capabilities $8 lack (nothing with
-// $8 NULL, a pool that runs any task: canRun). The place is a row
-// comparison in the index's column order, so the read starts where the
-// last one stopped (an index condition, TestStraysReadFromTheirPlace)
-// rather than skipping what came before.
+// order, and up to $7 running tasks whose lease expired (their worker is
+// gone: stranded, tasks_leased_idx), and returns how many due tasks it
+// read, the last one's place, and the counts by kind and needs, with the
+// first 5 ids, of those the pool cannot run: their kind is not among $2,
+// or they need what its capabilities $8 lack (nothing with $8 NULL, a
+// pool that runs any task: canRun). The place is a row comparison in the
+// index's column order, so the read starts where the last one stopped
+// (an index condition, TestStraysReadFromTheirPlace) rather than
+// skipping what came before; the stranded are read whole at every look.
 const straysSQL = `/* claims.strays */
 WITH read AS (
 	SELECT tenant, priority, run_at, id, kind, needs FROM tasks
@@ -1023,10 +1025,20 @@ WITH read AS (
 		AND (tenant, priority, run_at, id) > ($3::text, $4::smallint, $5::timestamptz, $6::bigint)
 	ORDER BY tenant, priority, run_at, id
 	LIMIT $7
+),
+stranded AS (
+	SELECT id, kind, needs FROM tasks
+	WHERE queue = $1 AND state = 'running' AND lease_expires_at < now()
+	ORDER BY lease_expires_at
+	LIMIT $7
 )
 SELECT (SELECT count(*) FROM read), l.tenant, l.priority, l.run_at, l.id,
-	coalesce((SELECT jsonb_agg(jsonb_build_object('kind', kind, 'needs', needs, 'n', n) ORDER BY kind, needs NULLS FIRST) FROM (
-		SELECT kind, needs, count(*) AS n FROM read
+	coalesce((SELECT jsonb_agg(jsonb_build_object('kind', kind, 'needs', needs, 'n', n, 'ids', ids) ORDER BY kind, needs NULLS FIRST) FROM (
+		SELECT kind, needs, count(*) AS n, (array_agg(id ORDER BY id))[1:5] AS ids FROM (
+			SELECT id, kind, needs FROM read
+			UNION ALL
+			SELECT id, kind, needs FROM stranded
+		) c
 		WHERE NOT kind = ANY ($2::text[]) OR NOT (needs IS NULL OR $8::text[] IS NULL OR needs <@ $8::text[])
 		GROUP BY kind, needs) k), '[]')
 FROM (SELECT) one

@@ -18,12 +18,14 @@ const StrayLookSize = 10_000
 // and what sorts before its place would never be read again.
 const StrayPassLooks = 100
 
-// Stray is a count of due tasks of one kind and needs that a worker pool
-// cannot run: it does not serve the kind, or lacks what they need.
+// Stray is a count of due tasks (or running ones whose lease expired) of
+// one kind and needs that a worker pool cannot run: it does not serve the
+// kind, or lacks what they need. IDs are the first few of them.
 type Stray struct {
 	Queue, Kind string
 	Needs       []string
 	Tasks       int64
+	IDs         []int64
 }
 
 // StrayPlace is where a queue's next look for strays starts: past the due
@@ -38,8 +40,8 @@ type StrayPlace struct {
 
 // StrayLook is what one look at a queue found.
 type StrayLook struct {
-	// Strays are the tasks, among those read, that the pool cannot run,
-	// counted by kind and needs.
+	// Strays are the tasks, among those read and the running ones whose
+	// lease expired, that the pool cannot run, counted by kind and needs.
 	Strays []Stray
 	// Read is how many due tasks the look read; Whole says they are all of
 	// the queue's (it started at the first and read fewer than its limit:
@@ -53,10 +55,10 @@ type StrayLook struct {
 	Next StrayPlace
 }
 
-// LookForStrays reads up to limit due tasks of queue from place on and
-// counts, by kind and needs, those of kinds not in kinds or needing what
-// caps lack (nil caps: the pool runs any task): they wait for a daemon
-// that can run them.
+// LookForStrays reads up to limit due tasks of queue from place on, and
+// up to limit running ones whose lease expired, and counts, by kind and
+// needs, those of kinds not in kinds or needing what caps lack (nil caps:
+// the pool runs any task): they wait for a daemon that can run them.
 func (s *Store) LookForStrays(ctx context.Context, queue string, kinds, caps []string, place StrayPlace, limit int) (StrayLook, error) {
 	if limit < 1 {
 		return StrayLook{}, fmt.Errorf("strays: a look reads at least one task, not %d", limit)
@@ -75,6 +77,7 @@ func (s *Store) LookForStrays(ctx context.Context, queue string, kinds, caps []s
 			Kind  string   `json:"kind"`
 			Needs []string `json:"needs"`
 			N     int64    `json:"n"`
+			IDs   []int64  `json:"ids"`
 		}
 	)
 	if err := s.db.QueryRow(ctx, straysSQL, queue, kinds, from.tenant, from.key.priority, from.key.runAt, from.key.id, limit, caps).
@@ -83,7 +86,7 @@ func (s *Store) LookForStrays(ctx context.Context, queue string, kinds, caps []s
 	}
 	look := StrayLook{Read: read}
 	for _, c := range counts {
-		look.Strays = append(look.Strays, Stray{Queue: queue, Kind: c.Kind, Needs: c.Needs, Tasks: c.N})
+		look.Strays = append(look.Strays, Stray{Queue: queue, Kind: c.Kind, Needs: c.Needs, Tasks: c.N, IDs: c.IDs})
 	}
 	if read == limit && tenant != nil {
 		if looks := place.looks + 1; looks < StrayPassLooks {

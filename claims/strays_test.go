@@ -124,6 +124,38 @@ func TestLookForStraysCountsUnmetNeeds(t *testing.T) {
 	}
 }
 
+// A running task whose lease expired (its worker gone) is counted with the
+// due ones, at every look: no pass reaches it otherwise; one whose lease
+// holds is not.
+func TestLookForStraysCountsTheStranded(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := New(testdb.New(t))
+	var ids []int64
+	for range 3 {
+		r, err := s.Enqueue(ctx, EnqueueParams{Kind: "steps", Needs: []string{"tool:open_ticket"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, r.Task.ID)
+	}
+	for i, lease := range []string{"-1 minute", "1 minute"} {
+		if _, err := s.db.Exec(ctx, `UPDATE tasks SET state = 'running', lease_owner = 'gone', lease_expires_at = now() + $2::interval WHERE id = $1`,
+			ids[i], lease); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for look := range 2 {
+		l, err := s.LookForStrays(ctx, "default", []string{"steps"}, []string{}, StrayPlace{}, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(l.Strays) != 1 || l.Strays[0].Tasks != 2 || fmt.Sprint(l.Strays[0].IDs) != fmt.Sprint([]int64{ids[0], ids[2]}) {
+			t.Fatalf("look %d: %+v, want tasks %d (expired) and %d (due)", look+1, l.Strays, ids[0], ids[2])
+		}
+	}
+}
+
 // A pass ends after StrayPassLooks looks even where tasks keep coming in
 // past its place: the next look starts at the first due task again.
 func TestAStrayPassEnds(t *testing.T) {
@@ -153,7 +185,8 @@ func TestAStrayPassEnds(t *testing.T) {
 // The place a look starts from is an index condition of its read of
 // tasks_runnable_tenant_idx, in both plan modes and whatever the
 // statistics: a look past the millionth task starts there, instead of
-// reading the queue from its first task and skipping what comes before.
+// reading the queue from its first task and skipping what comes before;
+// the stranded tasks are read from the expired end of tasks_leased_idx.
 func TestStraysReadFromTheirPlace(t *testing.T) {
 	ctx := context.Background()
 	for _, size := range trapSizes {
@@ -168,9 +201,14 @@ func TestStraysReadFromTheirPlace(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				reads := 0
+				reads, stranded := 0, 0
 				plan.Walk(func(n *plancheck.Node, _ []*plancheck.Node) {
 					if n.Relation != "tasks" {
+						return
+					}
+					// The stranded: the expired leases' end of tasks_leased_idx.
+					if n.Index == "tasks_leased_idx" && strings.Contains(n.IndexCond, "lease_expires_at < now()") {
+						stranded++
 						return
 					}
 					reads++
@@ -178,8 +216,8 @@ func TestStraysReadFromTheirPlace(t *testing.T) {
 						t.Errorf("%s of tasks through %q (cond %q): not a read from the look's place\n%s", n.NodeType, n.Index, n.IndexCond, plan)
 					}
 				})
-				if reads != 1 {
-					t.Errorf("tasks read %d times, want once\n%s", reads, plan)
+				if reads != 1 || stranded != 1 {
+					t.Errorf("due tasks read %d times, stranded ones %d, want once each\n%s", reads, stranded, plan)
 				}
 			})
 		}

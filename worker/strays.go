@@ -71,7 +71,7 @@ func (p *Pool) reportStrays(ctx context.Context, queue string, place claims.Stra
 			msg = "tasks wait for what no live daemon serving their kind has; start one that has it"
 			args = append(args, "needs", strings.Join(st.Needs, ","))
 		}
-		args = append(args, "tasks", st.Tasks, "reason", reason)
+		args = append(args, "tasks", st.Tasks, "ids", st.IDs, "reason", reason)
 		if !look.Whole {
 			args = append(args, "counted_among_due", look.Read)
 		}

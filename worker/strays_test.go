@@ -2,6 +2,7 @@ package worker_test
 
 import (
 	"context"
+	"fmt"
 	"encoding/json"
 	"log/slog"
 	"strings"
@@ -68,6 +69,7 @@ func TestStraysTheFleetServesAreNotWarnedOf(t *testing.T) {
 	ctx := context.Background()
 	db := testdb.New(t)
 	s := claims.New(db)
+	var ids []int64
 	for _, p := range []claims.EnqueueParams{
 		{Kind: "other"},
 		{Kind: "bogus"},
@@ -76,9 +78,11 @@ func TestStraysTheFleetServesAreNotWarnedOf(t *testing.T) {
 		{Kind: "steps", Needs: []string{"tool:nowhere"}},
 		{Kind: "mail", Needs: []string{"tool:smtp"}}, // a kind this pool does not serve, served without what it needs
 	} {
-		if _, err := s.Enqueue(ctx, p); err != nil {
+		r, err := s.Enqueue(ctx, p)
+		if err != nil {
 			t.Fatal(err)
 		}
+		ids = append(ids, r.Task.ID)
 	}
 	// Another daemon serves kind other, and steps with tool open_ticket;
 	// a third serves kind mail without tool smtp.
@@ -109,9 +113,9 @@ func TestStraysTheFleetServesAreNotWarnedOf(t *testing.T) {
 		}
 	}
 	want := []string{
-		"tasks wait for a kind no live daemon serves; start one that serves it, or the kind is wrong queue=default kind=bogus tasks=1 reason=no live daemon serves bogus on queue default",
-		"tasks wait for what no live daemon serving their kind has; start one that has it queue=default kind=mail needs=tool:smtp tasks=1 reason=waiting for a daemon with tool smtp",
-		"tasks wait for what no live daemon serving their kind has; start one that has it queue=default kind=steps needs=tool:nowhere tasks=2 reason=waiting for a daemon with tool nowhere",
+		fmt.Sprintf("tasks wait for a kind no live daemon serves; start one that serves it, or the kind is wrong queue=default kind=bogus tasks=1 ids=[%d] reason=no live daemon serves bogus on queue default", ids[1]),
+		fmt.Sprintf("tasks wait for what no live daemon serving their kind has; start one that has it queue=default kind=mail needs=tool:smtp tasks=1 ids=[%d] reason=waiting for a daemon with tool smtp", ids[5]),
+		fmt.Sprintf("tasks wait for what no live daemon serving their kind has; start one that has it queue=default kind=steps needs=tool:nowhere tasks=2 ids=[%d %d] reason=waiting for a daemon with tool nowhere", ids[3], ids[4]),
 	}
 	if len(warned) != len(want) {
 		t.Fatalf("%d warnings, want %d (kind bogus, mail's tool smtp, steps' tool nowhere): %q", len(warned), len(want), warned)
