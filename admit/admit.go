@@ -21,6 +21,9 @@ import (
 
 // options tune check.
 type options struct {
+	// Unreached queues a steps task whose literal URL no live daemon's
+	// allow-list has: the submitter asked (Submission.Unserved).
+	Unreached bool
 	// Anyway queues a task no live worker serves, for a worker that is
 	// not up yet: its kind, queue and tools are not checked.
 	Anyway bool
@@ -63,9 +66,13 @@ func check(ctx context.Context, s *registry.Store, p claims.EnqueueParams, g *gr
 			return err
 		}
 	}
-	if p.Kind == steps.Kind {
+	// An origin no live daemon's allow-list has may be a daemon's that is
+	// not up yet: a submitter who asks for it queues it, as a kind none
+	// serves (its step is held to the allow-list of the daemon that runs
+	// it).
+	if p.Kind == steps.Kind && !o.Unreached {
 		if err := reachable(p.Payload, fleetReach(ctx, s, o.Reach)); err != nil {
-			return err
+			return advise(err, o.Override)
 		}
 	}
 	// The tool's own checks of literal arguments (o.Args), after their

@@ -64,7 +64,8 @@ type Submission struct {
 	Caller Caller
 	Params claims.EnqueueParams
 	// Unserved queues the task for a worker that is not up yet: no live
-	// worker need serve it (its kind, queue and tools are not checked).
+	// worker need serve it (its kind, queue and tools are not checked, nor
+	// its literal URLs against the HTTP tools' allow-lists).
 	Unserved bool
 	// Override says how the submitter asks for Unserved ("submit with
 	// --allow-unserved"); a refusal ends with it.
@@ -125,7 +126,7 @@ func (d *Door) Admit(ctx context.Context, db registry.DB, s Submission) (claims.
 		}
 	}
 	err := check(ctx, registry.New(db), p, g, options{Anyway: d.Unserved || !r.served || s.Unserved,
-		Override: s.Override, Model: d.Model, Reach: d.Reach, Args: args})
+		Unreached: s.Unserved, Override: s.Override, Model: d.Model, Reach: d.Reach, Args: args})
 	return p, err
 }
 

@@ -130,6 +130,25 @@ func TestDoorReachesWhatTheFleetCan(t *testing.T) {
 			t.Errorf("%s: an origin nobody reaches: %v", caller, err)
 		}
 	}
+	// A tenant who asks queues it for a daemon not up yet; the refusal
+	// says how.
+	unreached := claims.EnqueueParams{Tenant: "acme", Kind: "steps", Payload: call("http://127.0.0.1:9/api")}
+	_, err := door.Admit(ctx, db, admit.Submission{Caller: admit.Tenant, Grant: &grants.Grant{All: true}, Params: unreached,
+		Override: "submit with allow_unserved"})
+	if err == nil || !strings.HasSuffix(err.Error(), "submit with allow_unserved to queue it for a worker that is not up yet") {
+		t.Errorf("an origin nobody reaches: %v, want the way to queue it anyway", err)
+	}
+	p, err := door.Admit(ctx, db, admit.Submission{Caller: admit.Tenant, Grant: &grants.Grant{All: true}, Params: unreached, Unserved: true})
+	if err != nil || !slices.Equal(p.Needs, []string{"http_request@http://127.0.0.1:9"}) {
+		t.Errorf("an origin nobody reaches, allow_unserved: needs %q, %v", p.Needs, err)
+	}
+	// Its grant still binds it.
+	_, err = door.Admit(ctx, db, admit.Submission{Caller: admit.Tenant, Grant: &grants.Grant{Kinds: []string{"steps"}, Tools: []string{"http_request"}},
+		Params: unreached, Unserved: true})
+	var denied *grants.DeniedError
+	if !errors.As(err, &denied) {
+		t.Errorf("an origin outside the grant, allow_unserved: %v, want it denied", err)
+	}
 }
 
 // A running task whose lease expired — its daemon gone — is explained as a
