@@ -128,7 +128,7 @@ func (a *app) list(ctx context.Context, f *listFlags) error {
 	t := newTable(a.stdout, "ID", "TENANT", "QUEUE", "KIND", "STATE", "ATTEMPT", "WHEN", "LAST ERROR")
 	for _, task := range tasks {
 		t.row(strconv.FormatInt(task.ID, 10), task.Tenant, task.Queue, task.Kind, string(task.State),
-			render.Tries(task), when(task, now), truncate(orDash(lastError(task)), 50))
+			render.Tries(task), when(task, now), truncate(orDash(lastError(task)), lastErrorWidth(task)))
 	}
 	if err := t.flush(); err != nil {
 		return err
@@ -155,6 +155,16 @@ func lastError(t *agentledger.Task) string {
 		return t.LastError
 	}
 	return "at " + t.LastError[m[2]:m[3]] + ": " + t.LastError[:m[0]] + t.LastError[m[1]:]
+}
+
+// lastErrorWidth is how much of lastError the list shows: 50 runes of an
+// error (show has it whole), 80 of what a task waits for, whose end (an
+// origin, a tool's name) is what tells two waits apart.
+func lastErrorWidth(t *agentledger.Task) int {
+	if render.Waiting(t) != "" {
+		return 80
+	}
+	return 50
 }
 
 // when describes a task's time for the list: when a waiting task runs, or
