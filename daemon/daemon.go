@@ -312,6 +312,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return err
 	}
 	for _, s := range sups {
+		s.changed = pool.Reannounce
 		svc.runs = append(svc.runs, s.run)
 	}
 	d.sups = sups

@@ -167,6 +167,11 @@ type mcpSupervisor struct {
 
 	mu    sync.Mutex
 	state string // "connecting", "connected", or why it is not
+	// changed is told when the server connects or drops (the pool
+	// announces itself again at once: the fleet's submit checks and
+	// claims see its tools without waiting for the next announcement);
+	// set before run starts.
+	changed func()
 }
 
 // newMCPSupervisor checks srv and reads its headers file or env files;
@@ -216,6 +221,9 @@ func (s *mcpSupervisor) set(state string) {
 	s.mu.Lock()
 	s.state = state
 	s.mu.Unlock()
+	if s.changed != nil {
+		s.changed()
+	}
 }
 
 // run connects, registers the tools, waits for the session to end and

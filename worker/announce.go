@@ -39,19 +39,39 @@ func (p *Pool) registration() registry.Registration {
 	return r
 }
 
+// Reannounce has Run's announcements register the pool again now, not at
+// the next interval: what it can run changed (an MCP server connected or
+// dropped). It never blocks; calls while one is pending are one.
+func (p *Pool) Reannounce() {
+	select {
+	case p.reannounce <- struct{}{}:
+	default:
+	}
+}
+
 // announce registers the pool at once and refreshes the registration until
-// ctx ends, so that operators see the pool even while it is idle.
+// ctx ends, so that operators see the pool even while it is idle, and at
+// once when Reannounce asks.
 func (p *Pool) announce(ctx context.Context) {
 	s := registry.New(p.db)
+	t := time.NewTimer(0)
+	defer t.Stop()
 	for {
-		if err := s.Register(ctx, p.registration()); err != nil && ctx.Err() == nil {
-			p.log.Debug("announcing the worker failed; it is retried", "err", err)
-		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(announceInterval):
+		case <-t.C:
+		case <-p.reannounce:
+			t.Stop()
 		}
+		if err := s.Register(ctx, p.registration()); err != nil && ctx.Err() == nil {
+			p.log.Debug("announcing the worker failed; it is retried", "err", err)
+		}
+		every := announceInterval
+		if p.cfg.announceEvery > 0 {
+			every = p.cfg.announceEvery
+		}
+		t.Reset(every)
 	}
 }
 

@@ -94,6 +94,8 @@ type Config struct {
 	Listening func(up bool)
 
 	listen listenHooks // tests only: see listen.go
+	// announceEvery replaces announceInterval (tests only: 0 keeps it).
+	announceEvery time.Duration
 }
 
 // Observer is told what a pool does. Its methods are called from many

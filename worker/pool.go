@@ -38,6 +38,8 @@ type Pool struct {
 	hurryOnce sync.Once
 
 	kindNames []string // sorted; what this pool claims
+	// reannounce asks announce to register the pool now (Reannounce).
+	reannounce chan struct{}
 
 	// caps are what its claims pass as ClaimParams.Caps: Config.Caps as
 	// last announced (nil without Config.Caps). A change between two
@@ -53,7 +55,7 @@ func New(db *pgxpool.Pool, cfg Config) (*Pool, error) {
 		return nil, err
 	}
 	p := &Pool{cfg: cfg, db: db, store: claims.New(db), log: cfg.Logger.With("worker", cfg.ID),
-		wake: map[string]chan struct{}{}, due: map[string]*dueAt{}, hurry: make(chan struct{})}
+		wake: map[string]chan struct{}{}, due: map[string]*dueAt{}, hurry: make(chan struct{}), reannounce: make(chan struct{}, 1)}
 	p.keeper = newKeeper(cfg.Lease, cfg.HeartbeatInterval, func(ctx context.Context, ls []agentledger.Lease) (claims.HeartbeatResult, error) {
 		return p.store.Heartbeat(ctx, ls, cfg.Lease)
 	}, p.log)

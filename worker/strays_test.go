@@ -2,8 +2,8 @@ package worker_test
 
 import (
 	"context"
-	"fmt"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"

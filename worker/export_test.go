@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"time"
 
 	"github.com/agentledger/agentledger/claims"
 )
@@ -11,3 +12,7 @@ import (
 func ReportStrays(ctx context.Context, p *Pool, queue string) {
 	p.reportStrays(ctx, queue, claims.StrayPlace{}, claims.StrayLookSize)
 }
+
+// SetAnnounceEvery has a pool made with c refresh its registration every
+// d instead of announceInterval.
+func SetAnnounceEvery(c *Config, d time.Duration) { c.announceEvery = d }
