@@ -216,3 +216,25 @@ func TestConsoleTasks(t *testing.T) {
 	wantOnScreen(t, v, "ID STATE           TENANT QUEUE   KIND  TRY  UPDATED LAST ERROR")
 	golden.RequireEqual(t, []byte(v))
 }
+
+// A task whose daemon died mid-run, needing a tool no live daemon has: at
+// 80 columns its page says what it needs, and its lease whole, wrapped.
+func TestConsoleStrandedTaskPage(t *testing.T) {
+	ctx := context.Background()
+	e := testenv.NewSmallIDs(t)
+	e.Enqueue(claims.EnqueueParams{Tenant: "acme", Kind: "steps", Payload: json.RawMessage(`{"steps":[]}`),
+		Needs: []string{"tool:open_ticket"}})
+	e.Claim("worker-on-a-host-with-a-long-name-7f3a")
+	if _, err := e.DB.Exec(ctx, `UPDATE tasks SET lease_expires_at = $1::timestamptz - interval '1 minute', updated_at = $1::timestamptz - interval '2 minutes'`,
+		epoch); err != nil {
+		t.Fatal(err)
+	}
+	tm := startConsoleSized(t, NewDBStore(e.DB), Options{}, 80, 24)
+	waitFor(t, tm, "page 1 · 1 task")
+	press(tm, "enter")
+	waitFor(t, tm, "[Overview]")
+	v, _ := screenLines(t, tm)
+	checkFrame(t, v, 80, 24)
+	flat := strings.Join(strings.Fields(v), " ")
+	wantOnScreen(t, flat, "Needs tool open_ticket", "expired 1m ago, claimable by a worker that can run it")
+}

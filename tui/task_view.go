@@ -90,6 +90,9 @@ func (m taskModel) overview() string {
 	if reason := render.Waiting(t); reason != "" {
 		field("Waiting", wrap.Render(reason))
 	}
+	if len(t.Needs) > 0 {
+		field("Needs", wrap.Render(render.Needs(t.Needs)))
+	}
 	for _, r := range m.detail.Approvals {
 		field("Approval", wrap.Render(m.approval(r)))
 	}
@@ -101,7 +104,7 @@ func (m taskModel) overview() string {
 	field("Finished", e.stampPtr(t.FinishedAt))
 	field("Idempotency key", orDash(t.SubmissionKey))
 	field("Cancel requested", e.stampPtr(t.CancelRequested))
-	field("Lease", m.lease())
+	field("Lease", wrap.Render(m.lease()))
 	field("Last error", wrap.Render(orDash(t.LastError)))
 	if c, ok := render.CompensationOf(t, m.detail.Attempts, m.detail.Journal); ok {
 		// A finished compensation clears the last error: say what caused it.
