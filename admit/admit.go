@@ -115,8 +115,10 @@ func check(ctx context.Context, s *registry.Store, p claims.EnqueueParams, g *gr
 	if err != nil {
 		return err
 	}
+	unknown := false // a tool no live server has: maybe one not up yet's
 	if err := steps.CheckWith(p.Payload, func(tool string, args json.RawMessage) error {
 		if err := known(tool); err != nil {
+			unknown = true
 			return err
 		}
 		if args == nil {
@@ -127,6 +129,9 @@ func check(ctx context.Context, s *registry.Store, p claims.EnqueueParams, g *gr
 		}
 		return own(tool, args)
 	}, pureCheck(servers)); err != nil {
+		if unknown {
+			return advise(err, o.Override)
+		}
 		return err
 	}
 	return advise(runnable(p.Needs, servers), o.Override)
