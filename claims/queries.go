@@ -1046,6 +1046,33 @@ LEFT JOIN LATERAL (
 	SELECT tenant, priority, run_at, id FROM read ORDER BY tenant DESC, priority DESC, run_at DESC, id DESC LIMIT 1
 ) l ON true`
 
+// unworkedQueuesSQL walks the queues with due tasks (a loose index scan of
+// tasks_runnable_tenant_idx, one descent a queue), keeps the first $3 that
+// are not among $1, and counts up to $2 due tasks of each, with the first
+// 5 ids.
+const unworkedQueuesSQL = `/* claims.unworkedQueues */
+WITH RECURSIVE q AS (
+	(SELECT queue FROM tasks
+	WHERE state IN ('queued', 'retrying', 'compensating') AND run_at <= now()
+	ORDER BY queue LIMIT 1)
+	UNION ALL
+	SELECT (SELECT t.queue FROM tasks t
+		WHERE t.queue > q.queue AND t.state IN ('queued', 'retrying', 'compensating') AND t.run_at <= now()
+		ORDER BY t.queue LIMIT 1)
+	FROM q WHERE q.queue IS NOT NULL
+)
+SELECT u.queue, c.n, c.ids
+FROM (SELECT queue FROM q WHERE queue IS NOT NULL AND NOT queue = ANY (coalesce($1::text[], '{}')) ORDER BY queue LIMIT $3) u
+CROSS JOIN LATERAL (
+	SELECT count(*) AS n, coalesce((array_agg(id ORDER BY id))[1:5], '{}') AS ids FROM (
+		SELECT id FROM tasks
+		WHERE queue = u.queue AND state IN ('queued', 'retrying', 'compensating') AND run_at <= now()
+		ORDER BY tenant, priority, run_at, id -- the index's order: read through it, never the table
+		LIMIT $2
+	) d
+) c
+ORDER BY u.queue`
+
 // runningByTenantSQL counts each tenant's running (leased) tasks: what a
 // tenant's cap bounds.
 const runningByTenantSQL = `/* claims.runningByTenant */

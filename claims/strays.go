@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // StrayLookSize is how many due tasks of a queue one look for strays
@@ -96,4 +98,34 @@ func (s *Store) LookForStrays(ctx context.Context, queue string, kinds, caps []s
 		look.Whole = !place.set
 	}
 	return look, nil
+}
+
+// UnworkedQueue is a queue with due tasks that no live pool works.
+type UnworkedQueue struct {
+	Queue string
+	Tasks int64   // counted up to the look's limit
+	IDs   []int64 // the first few
+}
+
+// unworkedQueuesMax is how many queues one look at the queues names.
+const unworkedQueuesMax = 100
+
+// UnworkedQueues finds, by a loose scan of tasks_runnable_tenant_idx (a
+// descent a queue), the queues with due tasks that are not among worked,
+// the queues the live pools claim from, and counts up to limit due tasks
+// of each: a task submitted with --allow-unserved to a misspelt queue
+// waits there for ever. At most unworkedQueuesMax queues.
+func (s *Store) UnworkedQueues(ctx context.Context, worked []string, limit int) ([]UnworkedQueue, error) {
+	rows, err := s.db.Query(ctx, unworkedQueuesSQL, worked, limit, unworkedQueuesMax)
+	if err != nil {
+		return nil, fmt.Errorf("unworked queues: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (UnworkedQueue, error) {
+		var q UnworkedQueue
+		return q, r.Scan(&q.Queue, &q.Tasks, &q.IDs)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("unworked queues: %w", err)
+	}
+	return out, nil
 }

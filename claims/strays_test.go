@@ -223,3 +223,63 @@ func TestStraysReadFromTheirPlace(t *testing.T) {
 		}
 	}
 }
+
+// The queues with due tasks that no live pool works are found, each with
+// its count and first ids; worked queues, and tasks not due or not
+// runnable, are not.
+func TestUnworkedQueues(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := New(testdb.New(t))
+	ids := map[string][]int64{}
+	for _, p := range []EnqueueParams{
+		{Queue: "default", Kind: "noop"},
+		{Queue: "mail", Kind: "noop"}, {Queue: "mail", Kind: "noop"},
+		{Queue: "mial", Kind: "noop"},
+		{Queue: "later", Kind: "noop", RunAt: time.Now().Add(time.Hour)},
+	} {
+		r, err := s.Enqueue(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[p.Queue] = append(ids[p.Queue], r.Task.ID)
+	}
+	got, err := s.UnworkedQueues(ctx, []string{"default"}, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprint([]UnworkedQueue{{Queue: "mail", Tasks: 2, IDs: ids["mail"]}, {Queue: "mial", Tasks: 1, IDs: ids["mial"]}})
+	if fmt.Sprint(got) != want {
+		t.Fatalf("unworked queues %v, want %v", got, want)
+	}
+	if got, err := s.UnworkedQueues(ctx, []string{"default", "mail", "mial"}, 100); err != nil || len(got) != 0 {
+		t.Fatalf("every queue worked: %v, %v", got, err)
+	}
+	if got, err := s.UnworkedQueues(ctx, nil, 1); err != nil || len(got) != 3 || got[1].Tasks != 1 {
+		t.Fatalf("none worked, a count up to 1: %v, %v", got, err)
+	}
+}
+
+// The look at the queues reads tasks through tasks_runnable_tenant_idx
+// only, in both plan modes and whatever the statistics: never the table,
+// which holds every finished task.
+func TestUnworkedQueuesReadTheClaimIndex(t *testing.T) {
+	ctx := context.Background()
+	for _, size := range trapSizes {
+		conn, _, _ := plannerTrap(t, size.finished, size.running)
+		if _, err := conn.Exec(ctx, `INSERT INTO tasks (kind, queue) SELECT 'noop', 'q' || (g % 3) FROM generate_series(1, 2000) g; ANALYZE tasks`); err != nil {
+			t.Fatal(err)
+		}
+		for _, mode := range plancheck.Modes {
+			t.Run(size.name+"/"+mode, func(t *testing.T) {
+				plan, err := plancheck.Explain(ctx, conn, mode, unworkedQueuesSQL, []string{"q0"}, StrayLookSize, unworkedQueuesMax)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := plancheck.Reads(plan, "tasks", "tasks_runnable_tenant_idx"); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+	}
+}

@@ -8,9 +8,10 @@ import (
 )
 
 // ReportStrays runs one look of p's for strays in queue, from its first
-// due task, as watchStrays does every minute.
+// due task, and at the queues, as watchStrays does every minute.
 func ReportStrays(ctx context.Context, p *Pool, queue string) {
 	p.reportStrays(ctx, queue, claims.StrayPlace{}, claims.StrayLookSize)
+	p.reportUnworkedQueues(ctx)
 }
 
 // SetAnnounceEvery has a pool made with c refresh its registration every

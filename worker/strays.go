@@ -17,7 +17,7 @@ const strayInterval = time.Minute
 // (announceInterval after start) and then every strayInterval, about due
 // tasks no live pool of the fleet would claim: of kinds none serves, or
 // needing what no pool that serves their kind has (a tool, an MCP server,
-// an origin). They wait until a daemon that can run them starts — a
+// an origin), in the pool's queues; and in queues no live pool works. They wait until a daemon that can run them starts — a
 // misspelt kind would otherwise wait silently. Tasks this pool cannot run
 // but another live one can are not warned of: a mixed fleet's daemons
 // would otherwise each warn about the others' work every minute.
@@ -39,6 +39,7 @@ func (p *Pool) watchStrays(ctx context.Context) {
 		for _, q := range p.cfg.Queues {
 			places[q] = p.reportStrays(ctx, q, places[q], claims.StrayLookSize)
 		}
+		p.reportUnworkedQueues(ctx)
 		t.Reset(strayInterval)
 	}
 }
@@ -78,4 +79,27 @@ func (p *Pool) reportStrays(ctx context.Context, queue string, place claims.Stra
 		p.log.Warn(msg, args...)
 	}
 	return look.Next
+}
+
+// reportUnworkedQueues warns about the queues with due tasks that no live
+// pool works, by the registry (a misspelt --queue at submit, or a pool
+// not started): no pool's look at its own queues sees them.
+func (p *Pool) reportUnworkedQueues(ctx context.Context) {
+	live, err := registry.New(p.db).LiveWorkers(ctx)
+	if err != nil {
+		return
+	}
+	var worked []string
+	for _, w := range live {
+		worked = append(worked, w.Queues...)
+	}
+	queues, err := p.store.UnworkedQueues(ctx, worked, claims.StrayLookSize)
+	if err != nil {
+		p.log.Debug("looking for queues no daemon works failed; looked at again in a minute", "err", err)
+		return
+	}
+	for _, q := range queues {
+		p.log.Warn("tasks wait on a queue no live daemon works; start one on it, or the queue is wrong",
+			"queue", q.Queue, "tasks", q.Tasks, "ids", q.IDs, "counted_up_to", claims.StrayLookSize)
+	}
 }
