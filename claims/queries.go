@@ -1011,13 +1011,14 @@ DELETE FROM tasks WHERE id IN (SELECT id FROM victims)`
 // $5, $6: tenant, priority, run_at, id) in tasks_runnable_tenant_idx's
 // order, and up to $7 running tasks whose lease expired (their worker is
 // gone: stranded, tasks_leased_idx), and returns how many due tasks it
-// read, the last one's place, and the counts by kind and needs, with the
-// first 5 ids, of those the pool cannot run: their kind is not among $2,
-// or they need what its capabilities $8 lack (nothing with $8 NULL, a
-// pool that runs any task: canRun). The place is a row comparison in the
-// index's column order, so the read starts where the last one stopped
-// (an index condition, TestStraysReadFromTheirPlace) rather than
-// skipping what came before; the stranded are read whole at every look.
+// read, the last one's place, and the counts by kind and needs, the due
+// and the stranded apart, each with its first 5 ids, of those the pool
+// cannot run: their kind is not among $2, or they need what its
+// capabilities $8 lack (nothing with $8 NULL, a pool that runs any task:
+// canRun). The place is a row comparison in the index's column order, so
+// the read starts where the last one stopped (an index condition,
+// TestStraysReadFromTheirPlace) rather than skipping what came before;
+// the stranded are read from the start at every look.
 const straysSQL = `/* claims.strays */
 WITH read AS (
 	SELECT tenant, priority, run_at, id, kind, needs FROM tasks
@@ -1033,11 +1034,15 @@ stranded AS (
 	LIMIT $7
 )
 SELECT (SELECT count(*) FROM read), l.tenant, l.priority, l.run_at, l.id,
-	coalesce((SELECT jsonb_agg(jsonb_build_object('kind', kind, 'needs', needs, 'n', n, 'ids', ids) ORDER BY kind, needs NULLS FIRST) FROM (
-		SELECT kind, needs, count(*) AS n, (array_agg(id ORDER BY id))[1:5] AS ids FROM (
-			SELECT id, kind, needs FROM read
+	coalesce((SELECT jsonb_agg(jsonb_build_object('kind', kind, 'needs', needs, 'n', n, 'ids', ids,
+		'stranded', stranded, 'stranded_ids', stranded_ids) ORDER BY kind, needs NULLS FIRST) FROM (
+		SELECT kind, needs,
+			count(*) FILTER (WHERE NOT s) AS n, (array_agg(id ORDER BY id) FILTER (WHERE NOT s))[1:5] AS ids,
+			count(*) FILTER (WHERE s) AS stranded, (array_agg(id ORDER BY id) FILTER (WHERE s))[1:5] AS stranded_ids
+		FROM (
+			SELECT id, kind, needs, false AS s FROM read
 			UNION ALL
-			SELECT id, kind, needs FROM stranded
+			SELECT id, kind, needs, true FROM stranded
 		) c
 		WHERE NOT kind = ANY ($2::text[]) OR NOT (needs IS NULL OR $8::text[] IS NULL OR needs <@ $8::text[])
 		GROUP BY kind, needs) k), '[]')
@@ -1046,31 +1051,67 @@ LEFT JOIN LATERAL (
 	SELECT tenant, priority, run_at, id FROM read ORDER BY tenant DESC, priority DESC, run_at DESC, id DESC LIMIT 1
 ) l ON true`
 
-// unworkedQueuesSQL walks the queues with due tasks (a loose index scan of
-// tasks_runnable_tenant_idx, one descent a queue), keeps the first $3 that
-// are not among $1, and counts up to $2 due tasks of each, with the first
-// 5 ids.
+// unworkedQueuesSQL looks at the queues no live pool works, once a minute
+// for the whole fleet: the statement takes the look's turn in the
+// leaders table ($4 the owner) for 50 s, and finds nothing when another
+// pool has it. It walks the queues with runnable tasks (a loose scan of
+// tasks_runnable_tenant_idx) and those with running ones
+// (tasks_leased_idx), one descent a queue whether or not its tasks are
+// due, keeps the first $3 not among $1, and counts up to $2 of the due
+// tasks of each and up to $2 of its running tasks whose lease expired,
+// each with its first 5 ids; a queue with neither is left out. Counting
+// the due tasks reads past the queue's tasks that are not due yet: only
+// in queues no pool works.
 const unworkedQueuesSQL = `/* claims.unworkedQueues */
-WITH RECURSIVE q AS (
-	(SELECT queue FROM tasks
-	WHERE state IN ('queued', 'retrying', 'compensating') AND run_at <= now()
-	ORDER BY queue LIMIT 1)
+WITH RECURSIVE turn AS (
+	INSERT INTO leaders (name, owner, expires_at) VALUES ('queue-look', $4, now() + interval '50 seconds')
+	ON CONFLICT (name) DO UPDATE SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at
+	WHERE leaders.expires_at < now()
+	RETURNING owner
+),
+runnable AS (
+	(SELECT queue FROM tasks WHERE state IN ('queued', 'retrying', 'compensating') ORDER BY queue LIMIT 1)
 	UNION ALL
 	SELECT (SELECT t.queue FROM tasks t
-		WHERE t.queue > q.queue AND t.state IN ('queued', 'retrying', 'compensating') AND t.run_at <= now()
+		WHERE t.queue > r.queue AND t.state IN ('queued', 'retrying', 'compensating')
 		ORDER BY t.queue LIMIT 1)
-	FROM q WHERE q.queue IS NOT NULL
+	FROM runnable r WHERE r.queue IS NOT NULL
+),
+leased AS (
+	(SELECT queue FROM tasks WHERE state = 'running' ORDER BY queue LIMIT 1)
+	UNION ALL
+	SELECT (SELECT t.queue FROM tasks t WHERE t.queue > l.queue AND t.state = 'running' ORDER BY t.queue LIMIT 1)
+	FROM leased l WHERE l.queue IS NOT NULL
+),
+unworked AS (
+	SELECT DISTINCT queue FROM (
+		SELECT queue FROM runnable
+		UNION ALL
+		SELECT queue FROM leased
+	) a
+	WHERE queue IS NOT NULL AND NOT queue = ANY (coalesce($1::text[], '{}')) AND EXISTS (SELECT FROM turn)
+	ORDER BY queue
+	LIMIT $3
 )
-SELECT u.queue, c.n, c.ids
-FROM (SELECT queue FROM q WHERE queue IS NOT NULL AND NOT queue = ANY (coalesce($1::text[], '{}')) ORDER BY queue LIMIT $3) u
+SELECT u.queue, d.n, d.ids, x.n, x.ids
+FROM unworked u
 CROSS JOIN LATERAL (
 	SELECT count(*) AS n, coalesce((array_agg(id ORDER BY id))[1:5], '{}') AS ids FROM (
 		SELECT id FROM tasks
 		WHERE queue = u.queue AND state IN ('queued', 'retrying', 'compensating') AND run_at <= now()
 		ORDER BY tenant, priority, run_at, id -- the index's order: read through it, never the table
 		LIMIT $2
-	) d
-) c
+	) t
+) d
+CROSS JOIN LATERAL (
+	SELECT count(*) AS n, coalesce((array_agg(id ORDER BY id))[1:5], '{}') AS ids FROM (
+		SELECT id FROM tasks
+		WHERE queue = u.queue AND state = 'running' AND lease_expires_at < now()
+		ORDER BY lease_expires_at
+		LIMIT $2
+	) t
+) x
+WHERE d.n > 0 OR x.n > 0
 ORDER BY u.queue`
 
 // runningByTenantSQL counts each tenant's running (leased) tasks: what a

@@ -20,14 +20,17 @@ const StrayLookSize = 10_000
 // and what sorts before its place would never be read again.
 const StrayPassLooks = 100
 
-// Stray is a count of due tasks (or running ones whose lease expired) of
-// one kind and needs that a worker pool cannot run: it does not serve the
-// kind, or lacks what they need. IDs are the first few of them.
+// Stray is a count of due tasks, and of running ones whose lease expired
+// (their worker gone: stranded), of one kind and needs that a worker pool
+// cannot run: it does not serve the kind, or lacks what they need. IDs
+// and StrandedIDs are the first few of each.
 type Stray struct {
 	Queue, Kind string
 	Needs       []string
 	Tasks       int64
 	IDs         []int64
+	Stranded    int64
+	StrandedIDs []int64
 }
 
 // StrayPlace is where a queue's next look for strays starts: past the due
@@ -80,6 +83,8 @@ func (s *Store) LookForStrays(ctx context.Context, queue string, kinds, caps []s
 			Needs []string `json:"needs"`
 			N     int64    `json:"n"`
 			IDs   []int64  `json:"ids"`
+			S     int64    `json:"stranded"`
+			SIDs  []int64  `json:"stranded_ids"`
 		}
 	)
 	if err := s.db.QueryRow(ctx, straysSQL, queue, kinds, from.tenant, from.key.priority, from.key.runAt, from.key.id, limit, caps).
@@ -88,7 +93,8 @@ func (s *Store) LookForStrays(ctx context.Context, queue string, kinds, caps []s
 	}
 	look := StrayLook{Read: read}
 	for _, c := range counts {
-		look.Strays = append(look.Strays, Stray{Queue: queue, Kind: c.Kind, Needs: c.Needs, Tasks: c.N, IDs: c.IDs})
+		look.Strays = append(look.Strays, Stray{Queue: queue, Kind: c.Kind, Needs: c.Needs, Tasks: c.N, IDs: c.IDs,
+			Stranded: c.S, StrandedIDs: c.SIDs})
 	}
 	if read == limit && tenant != nil {
 		if looks := place.looks + 1; looks < StrayPassLooks {
@@ -100,29 +106,35 @@ func (s *Store) LookForStrays(ctx context.Context, queue string, kinds, caps []s
 	return look, nil
 }
 
-// UnworkedQueue is a queue with due tasks that no live pool works.
+// UnworkedQueue is a queue with due tasks, or running ones whose lease
+// expired, that no live pool works.
 type UnworkedQueue struct {
-	Queue string
-	Tasks int64   // counted up to the look's limit
-	IDs   []int64 // the first few
+	Queue    string
+	Tasks    int64   // due, counted up to the look's limit
+	IDs      []int64 // the first few
+	Stranded int64   // running, their lease expired: counted so too
+	// StrandedIDs are the first few of those.
+	StrandedIDs []int64
 }
 
 // unworkedQueuesMax is how many queues one look at the queues names.
 const unworkedQueuesMax = 100
 
-// UnworkedQueues finds, by a loose scan of tasks_runnable_tenant_idx (a
-// descent a queue), the queues with due tasks that are not among worked,
-// the queues the live pools claim from, and counts up to limit due tasks
-// of each: a task submitted with --allow-unserved to a misspelt queue
-// waits there for ever. At most unworkedQueuesMax queues.
-func (s *Store) UnworkedQueues(ctx context.Context, worked []string, limit int) ([]UnworkedQueue, error) {
-	rows, err := s.db.Query(ctx, unworkedQueuesSQL, worked, limit, unworkedQueuesMax)
+// UnworkedQueues finds the queues with due tasks, or running ones whose
+// lease expired, that are not among worked (the queues the live pools
+// claim from), and counts up to limit of each: a task submitted with
+// --allow-unserved to a misspelt queue waits there for ever. At most
+// unworkedQueuesMax queues. One look a minute serves the fleet: owner
+// takes the look's turn for 50 s, and a pool that finds it taken gets
+// nothing (unworkedQueuesSQL).
+func (s *Store) UnworkedQueues(ctx context.Context, owner string, worked []string, limit int) ([]UnworkedQueue, error) {
+	rows, err := s.db.Query(ctx, unworkedQueuesSQL, worked, limit, unworkedQueuesMax, owner)
 	if err != nil {
 		return nil, fmt.Errorf("unworked queues: %w", err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (UnworkedQueue, error) {
 		var q UnworkedQueue
-		return q, r.Scan(&q.Queue, &q.Tasks, &q.IDs)
+		return q, r.Scan(&q.Queue, &q.Tasks, &q.IDs, &q.Stranded, &q.StrandedIDs)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("unworked queues: %w", err)

@@ -124,9 +124,9 @@ func TestLookForStraysCountsUnmetNeeds(t *testing.T) {
 	}
 }
 
-// A running task whose lease expired (its worker gone) is counted with the
-// due ones, at every look: no pass reaches it otherwise; one whose lease
-// holds is not.
+// A running task whose lease expired (its worker gone) is counted beside
+// the due ones, apart, at every look: no pass reaches it otherwise; one
+// whose lease holds is not.
 func TestLookForStraysCountsTheStranded(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -150,7 +150,8 @@ func TestLookForStraysCountsTheStranded(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(l.Strays) != 1 || l.Strays[0].Tasks != 2 || fmt.Sprint(l.Strays[0].IDs) != fmt.Sprint([]int64{ids[0], ids[2]}) {
+		if len(l.Strays) != 1 || l.Strays[0].Tasks != 1 || fmt.Sprint(l.Strays[0].IDs) != fmt.Sprint(ids[2:]) ||
+			l.Strays[0].Stranded != 1 || fmt.Sprint(l.Strays[0].StrandedIDs) != fmt.Sprint(ids[:1]) {
 			t.Fatalf("look %d: %+v, want tasks %d (expired) and %d (due)", look+1, l.Strays, ids[0], ids[2])
 		}
 	}
@@ -224,9 +225,10 @@ func TestStraysReadFromTheirPlace(t *testing.T) {
 	}
 }
 
-// The queues with due tasks that no live pool works are found, each with
-// its count and first ids; worked queues, and tasks not due or not
-// runnable, are not.
+// The queues with due tasks, or running ones whose lease expired, that
+// no live pool works are found, each with its counts and first ids;
+// worked queues, and tasks not due or leased still, are not. One pool of
+// the fleet looks a minute: another that asks meanwhile gets nothing.
 func TestUnworkedQueues(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -237,6 +239,7 @@ func TestUnworkedQueues(t *testing.T) {
 		{Queue: "mail", Kind: "noop"}, {Queue: "mail", Kind: "noop"},
 		{Queue: "mial", Kind: "noop"},
 		{Queue: "later", Kind: "noop", RunAt: time.Now().Add(time.Hour)},
+		{Queue: "billing", Kind: "noop"}, {Queue: "billing", Kind: "noop"},
 	} {
 		r, err := s.Enqueue(ctx, p)
 		if err != nil {
@@ -244,25 +247,48 @@ func TestUnworkedQueues(t *testing.T) {
 		}
 		ids[p.Queue] = append(ids[p.Queue], r.Task.ID)
 	}
-	got, err := s.UnworkedQueues(ctx, []string{"default"}, 100)
-	if err != nil {
-		t.Fatal(err)
+	// billing's daemon died running one task; the other's lease holds.
+	for i, lease := range []string{"-1 minute", "1 minute"} {
+		if _, err := s.db.Exec(ctx, `UPDATE tasks SET state = 'running', lease_owner = 'gone', lease_expires_at = now() + $2::interval WHERE id = $1`,
+			ids["billing"][i], lease); err != nil {
+			t.Fatal(err)
+		}
 	}
-	want := fmt.Sprint([]UnworkedQueue{{Queue: "mail", Tasks: 2, IDs: ids["mail"]}, {Queue: "mial", Tasks: 1, IDs: ids["mial"]}})
+	look := func(worked []string, limit int) []UnworkedQueue {
+		t.Helper()
+		if _, err := s.db.Exec(ctx, `DELETE FROM leaders WHERE name = 'queue-look'`); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.UnworkedQueues(ctx, "pool-1", worked, limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	got := look([]string{"default"}, 100)
+	want := fmt.Sprint([]UnworkedQueue{
+		{Queue: "billing", IDs: []int64{}, Stranded: 1, StrandedIDs: ids["billing"][:1]},
+		{Queue: "mail", Tasks: 2, IDs: ids["mail"], StrandedIDs: []int64{}},
+		{Queue: "mial", Tasks: 1, IDs: ids["mial"], StrandedIDs: []int64{}},
+	})
 	if fmt.Sprint(got) != want {
 		t.Fatalf("unworked queues %v, want %v", got, want)
 	}
-	if got, err := s.UnworkedQueues(ctx, []string{"default", "mail", "mial"}, 100); err != nil || len(got) != 0 {
-		t.Fatalf("every queue worked: %v, %v", got, err)
+	if got := look([]string{"default", "mail", "mial", "billing"}, 100); len(got) != 0 {
+		t.Fatalf("every queue worked: %v", got)
 	}
-	if got, err := s.UnworkedQueues(ctx, nil, 1); err != nil || len(got) != 3 || got[1].Tasks != 1 {
-		t.Fatalf("none worked, a count up to 1: %v, %v", got, err)
+	if got := look(nil, 1); len(got) != 4 || got[2].Tasks != 1 {
+		t.Fatalf("none worked, a count up to 1: %v", got)
+	}
+	// pool-1 took the look's turn: pool-2 gets nothing this minute.
+	if got, err := s.UnworkedQueues(ctx, "pool-2", nil, 100); err != nil || len(got) != 0 {
+		t.Fatalf("a second pool in the same minute: %v, %v; want nothing", got, err)
 	}
 }
 
 // The look at the queues reads tasks through tasks_runnable_tenant_idx
-// only, in both plan modes and whatever the statistics: never the table,
-// which holds every finished task.
+// and tasks_leased_idx only, in both plan modes and whatever the
+// statistics: never the table, which holds every finished task.
 func TestUnworkedQueuesReadTheClaimIndex(t *testing.T) {
 	ctx := context.Background()
 	for _, size := range trapSizes {
@@ -272,11 +298,11 @@ func TestUnworkedQueuesReadTheClaimIndex(t *testing.T) {
 		}
 		for _, mode := range plancheck.Modes {
 			t.Run(size.name+"/"+mode, func(t *testing.T) {
-				plan, err := plancheck.Explain(ctx, conn, mode, unworkedQueuesSQL, []string{"q0"}, StrayLookSize, unworkedQueuesMax)
+				plan, err := plancheck.Explain(ctx, conn, mode, unworkedQueuesSQL, []string{"q0"}, StrayLookSize, unworkedQueuesMax, "pool-1")
 				if err != nil {
 					t.Fatal(err)
 				}
-				if err := plancheck.Reads(plan, "tasks", "tasks_runnable_tenant_idx"); err != nil {
+				if err := plancheck.Reads(plan, "tasks", "tasks_runnable_tenant_idx", "tasks_leased_idx"); err != nil {
 					t.Error(err)
 				}
 			})

@@ -72,7 +72,11 @@ func (p *Pool) reportStrays(ctx context.Context, queue string, place claims.Stra
 			msg = "tasks wait for what no live daemon serving their kind has; start one that has it"
 			args = append(args, "needs", strings.Join(st.Needs, ","))
 		}
-		args = append(args, "tasks", st.Tasks, "ids", st.IDs, "reason", reason)
+		args = append(args, "tasks", st.Tasks, "ids", st.IDs)
+		if st.Stranded > 0 { // running on a lease that expired: their daemon died
+			args = append(args, "lease_expired", st.Stranded, "lease_expired_ids", st.StrandedIDs)
+		}
+		args = append(args, "reason", reason)
 		if !look.Whole {
 			args = append(args, "counted_among_due", look.Read)
 		}
@@ -81,9 +85,11 @@ func (p *Pool) reportStrays(ctx context.Context, queue string, place claims.Stra
 	return look.Next
 }
 
-// reportUnworkedQueues warns about the queues with due tasks that no live
-// pool works, by the registry (a misspelt --queue at submit, or a pool
-// not started): no pool's look at its own queues sees them.
+// reportUnworkedQueues warns about the queues with due tasks, or running
+// ones whose daemon died, that no live pool works, by the registry (a
+// misspelt --queue at submit, or the only daemon of a queue killed): no
+// pool's look at its own queues sees them. One pool of the fleet looks a
+// minute (claims.UnworkedQueues): ten daemons do not each say it.
 func (p *Pool) reportUnworkedQueues(ctx context.Context) {
 	live, err := registry.New(p.db).LiveWorkers(ctx)
 	if err != nil {
@@ -93,13 +99,19 @@ func (p *Pool) reportUnworkedQueues(ctx context.Context) {
 	for _, w := range live {
 		worked = append(worked, w.Queues...)
 	}
-	queues, err := p.store.UnworkedQueues(ctx, worked, claims.StrayLookSize)
+	queues, err := p.store.UnworkedQueues(ctx, p.cfg.ID, worked, claims.StrayLookSize)
 	if err != nil {
 		p.log.Debug("looking for queues no daemon works failed; looked at again in a minute", "err", err)
 		return
 	}
 	for _, q := range queues {
-		p.log.Warn("tasks wait on a queue no live daemon works; start one on it, or the queue is wrong",
-			"queue", q.Queue, "tasks", q.Tasks, "ids", q.IDs, "counted_up_to", claims.StrayLookSize)
+		args := []any{"queue", q.Queue, "tasks", q.Tasks, "ids", q.IDs}
+		if q.Stranded > 0 {
+			args = append(args, "lease_expired", q.Stranded, "lease_expired_ids", q.StrandedIDs)
+		}
+		if q.Tasks >= claims.StrayLookSize || q.Stranded >= claims.StrayLookSize {
+			args = append(args, "counted_up_to", claims.StrayLookSize)
+		}
+		p.log.Warn("tasks wait on a queue no live daemon works; start one on it, or the queue is wrong", args...)
 	}
 }
