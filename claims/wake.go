@@ -85,3 +85,35 @@ wake AS (
 SELECT (SELECT count(*) FROM up WHERE ` + woken + `),
 	(SELECT run_at FROM tasks WHERE state = 'waiting' AND run_at > coalesce($2::timestamptz, now()) AND queue = $1
 		ORDER BY run_at LIMIT 1)`
+
+// releaseDeferredSQL makes due now the queued, retrying or compensating
+// tasks deferred to a later time with a wait reason starting with $1 (a
+// prefix compare: no LIKE pattern in a target), clears the reason, and
+// notifies their queues' workers; it returns how many.
+const releaseDeferredSQL = `/* claims.releaseDeferred */
+WITH released AS (
+	UPDATE tasks SET run_at = now(), wait_reason = NULL, updated_at = now()
+	WHERE state IN ('queued', 'retrying', 'compensating') AND run_at > now()
+		AND left(wait_reason, length($1)) = $1
+	RETURNING queue
+),
+notified AS (
+	SELECT pg_notify('agentledger_task_insert', q) FROM (SELECT DISTINCT queue AS q FROM released) s
+)
+SELECT count(*) FROM released WHERE (SELECT count(*) FROM notified) >= 0`
+
+// ReleaseDeferred makes due now the tasks deferred with a reason that
+// starts with prefix — those a circuit breaker held back, when an
+// operator closes it (flow.BreakerReason) — instead of at the time their
+// deferral named. It reads every runnable task of the queue table (an
+// operator's action, not a hot path).
+func (s *Store) ReleaseDeferred(ctx context.Context, prefix string) (int64, error) {
+	if prefix == "" {
+		return 0, fmt.Errorf("release deferred tasks: an empty reason prefix would release every deferral")
+	}
+	var n int64
+	if err := s.db.QueryRow(ctx, releaseDeferredSQL, prefix).Scan(&n); err != nil {
+		return 0, fmt.Errorf("release deferred tasks: %w", err)
+	}
+	return n, nil
+}

@@ -104,3 +104,49 @@ func TestAWakeDuringTheAttemptIsNotLost(t *testing.T) {
 		}
 	}
 }
+
+// Closing a breaker by hand lets the tasks it held back go now: those
+// deferred with a reason that starts with its prefix are due at once, the
+// reason cleared; another target's, one whose name only looks alike (a
+// LIKE pattern would match '_'), and a task not deferred stay as they are.
+func TestReleaseDeferred(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	s := claims.New(db)
+	later := time.Now().Add(time.Hour)
+	var ids []int64
+	for _, reason := range []string{
+		"http:https://a_b.example: circuit opened by an operator until closed",
+		"http:https://a_b.example: circuit open until 12:00:00",
+		"http:https://aXb.example: circuit open until 12:00:00",
+		"mcp:shop: circuit open until 12:00:00",
+		"",
+	} {
+		r, err := s.Enqueue(ctx, claims.EnqueueParams{Kind: "noop", RunAt: later})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Exec(ctx, `UPDATE tasks SET wait_reason = nullif($2, '') WHERE id = $1`, r.Task.ID, reason); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, r.Task.ID)
+	}
+	n, err := s.ReleaseDeferred(ctx, "http:https://a_b.example: circuit ")
+	if err != nil || n != 2 {
+		t.Fatalf("released %d, %v; want 2", n, err)
+	}
+	for i, id := range ids {
+		task, err := s.Get(ctx, "", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		due := !task.RunAt.After(time.Now())
+		if due != (i < 2) || (i < 2 && task.WaitReason != "") {
+			t.Errorf("task %d: due %v, reason %q", i, due, task.WaitReason)
+		}
+	}
+	if _, err := s.ReleaseDeferred(ctx, ""); err == nil {
+		t.Fatal("an empty prefix was taken")
+	}
+}

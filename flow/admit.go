@@ -120,7 +120,7 @@ func (l *Limiter) enter(ctx context.Context, target, kind string, hold time.Dura
 		if err != nil || !won {
 			p.Release()
 			l.forgetBreaker(target)
-			return nil, probeWait, fmt.Sprintf("%s: circuit half-open, one call is probing it", target), err
+			return nil, probeWait, BreakerReason(target) + "half-open, one call is probing it", err
 		}
 		p.probe = true
 		l.observeProbe(target, "started")
@@ -141,22 +141,27 @@ func (v *breakerView) probeDue() bool {
 	return false
 }
 
+// BreakerReason is how the wait reason of every task a breaker of target
+// holds back begins (claims.ReleaseDeferred lets them through when the
+// breaker is closed by hand).
+func BreakerReason(target string) string { return target + ": circuit " }
+
 // wait says how long a call waits for breaker v (configured as b, nil when
 // only an operator opened it), and why.
 func (v *breakerView) wait(b *Breaker) (time.Duration, string) {
 	now := time.Now()
 	switch {
 	case v.State == HalfOpen:
-		return probeWait, fmt.Sprintf("%s: circuit half-open, one call is probing it", v.Target)
+		return probeWait, BreakerReason(v.Target) + "half-open, one call is probing it"
 	case v.OpenUntil == nil:
-		return manualRecheck, fmt.Sprintf("%s: circuit opened by an operator until closed (agentctl breaker close %s)", v.Target, v.Target)
+		return manualRecheck, BreakerReason(v.Target) + "opened by an operator until closed (agentctl breaker close " + v.Target + ")"
 	}
 	until := v.local(*v.OpenUntil)
 	wait := max(until.Sub(now), minWait)
 	if v.Manual {
-		return wait, fmt.Sprintf("%s: circuit opened by an operator until %s", v.Target, clock(until))
+		return wait, BreakerReason(v.Target) + "opened by an operator until " + clock(until)
 	}
-	why := fmt.Sprintf("%s: circuit open until %s", v.Target, clock(until))
+	why := BreakerReason(v.Target) + "open until " + clock(until)
 	if b != nil {
 		why += fmt.Sprintf(", %d failures in %s", v.Failures, Span(b.Window))
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/flow"
 )
 
@@ -265,10 +266,20 @@ func (a *app) breakerClose(ctx context.Context, target string) error {
 	if err != nil {
 		return err
 	}
-	if a.wantJSON() {
-		return printJSON(a.stdout, was)
+	// The tasks it held back were deferred to when it would have let
+	// them through: they go now.
+	released, err := claims.New(a.db.Pool).ReleaseDeferred(ctx, flow.BreakerReason(was.Target))
+	if err != nil {
+		return fmt.Errorf("breaker %s closed, but the tasks it held back wait for their deferral's time: %w", was.Target, err)
 	}
-	_, err = fmt.Fprintf(a.stdout, "breaker %s closed for every daemon, its failures forgotten (it was %s)\n", was.Target, wasState(was))
+	if a.wantJSON() {
+		return printJSON(a.stdout, struct {
+			flow.BreakerState
+			Released int64 `json:"released"`
+		}{was, released})
+	}
+	_, err = fmt.Fprintf(a.stdout, "breaker %s closed for every daemon, its failures forgotten (it was %s); %s it held back due now\n",
+		was.Target, wasState(was), plural(released, "task"))
 	return err
 }
 
