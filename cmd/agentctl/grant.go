@@ -13,6 +13,7 @@ import (
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/database"
 	"github.com/agentledger/agentledger/grants"
+	"github.com/agentledger/agentledger/registry"
 	"github.com/agentledger/agentledger/tenants"
 )
 
@@ -231,7 +232,50 @@ func (a *app) tenantGrant(ctx context.Context, tenant string, f *grantFlags, add
 	if err != nil {
 		return err
 	}
+	if add {
+		a.warnUnknownNames(ctx, db, f)
+	}
 	return a.printGrant(tenant, r)
+}
+
+// warnUnknownNames says on stderr which kinds and tools the grant names
+// that no live worker serves: a typo grants nothing the tenant can use
+// (and --kind replaces every kind with it). A grant made before its
+// daemons start is normal, hence a warning, and nothing is said without a
+// live worker to ask, or when the look fails.
+func (a *app) warnUnknownNames(ctx context.Context, db *database.DB, f *grantFlags) {
+	live, err := registry.New(db.Pool).LiveWorkers(ctx)
+	if err != nil || len(live) == 0 {
+		return
+	}
+	var kinds, tools []string
+	anyKind, anyTool := false, false // an older worker's: it announced none
+	for _, w := range live {
+		kinds = append(kinds, w.Kinds...)
+		tools = append(tools, w.Tools...)
+		anyKind = anyKind || len(w.Kinds) == 0
+		anyTool = anyTool || len(w.Tools) == 0
+	}
+	for _, k := range f.kinds {
+		if anyKind {
+			break
+		}
+		if !slices.Contains(kinds, k) {
+			fmt.Fprintf(a.stderr, "agentctl: warning: no live worker serves kind %s (they serve %s)\n", k, strings.Join(sortedUnique(kinds), ", "))
+		}
+	}
+	for _, t := range slices.Concat(f.tools, f.approveTools) {
+		if anyTool || strings.HasSuffix(t, "/*") || slices.Contains(tools, t) {
+			continue
+		}
+		fmt.Fprintf(a.stderr, "agentctl: warning: no live worker has tool %s (they have %s)\n", t, strings.Join(sortedUnique(tools), ", "))
+	}
+}
+
+func sortedUnique(names []string) []string {
+	names = slices.Clone(names)
+	slices.Sort(names)
+	return slices.Compact(names)
 }
 
 // knownTenant refuses a tenant that is not agentledger.OperatorTenant, nor
@@ -339,6 +383,16 @@ func (f *grantFlags) takeFrom(tenant string, g *grants.Grant) error {
 		return withHint(agentledger.Invalid("--kind", "tenant %q may submit every kind: there is no kind to take back by name", tenant),
 			fmt.Sprintf("grant it the kinds it keeps instead (agentctl tenant grant %s --kind …), which replaces every kind; --all-kinds takes every kind back", tenant))
 	}
+	if absent := f.absentFrom(g); len(absent) > 0 {
+		// A mistyped name in an emergency revoke must not look like
+		// success while what was meant stays granted.
+		if g.All {
+			return withHint(newError(fmt.Sprintf("tenant %s may reach everything (granted --all): %s cannot be taken back by name", tenant, strings.Join(absent, ", ")), agentledger.ErrNotFound),
+				fmt.Sprintf("take everything back (agentctl tenant revoke %s --all), then grant what it keeps", tenant))
+		}
+		return withHint(newError(fmt.Sprintf("tenant %s's grant has no %s to take back: nothing changed", tenant, strings.Join(absent, ", ")), agentledger.ErrNotFound),
+			fmt.Sprintf("agentctl tenant show %s shows what it has", tenant))
+	}
 	g.Kinds = minus(g.Kinds, f.kinds)
 	g.Tools = minus(g.Tools, f.tools)
 	g.Channels = minus(g.Channels, f.channels)
@@ -365,6 +419,45 @@ func (f *grantFlags) takeFrom(tenant string, g *grants.Grant) error {
 		}
 	}
 	return nil
+}
+
+// absentFrom names what the flags would take back that g does not hold,
+// by flag: "--tool shop/refnd", "--decide".
+func (f *grantFlags) absentFrom(g *grants.Grant) []string {
+	var absent []string
+	named := func(flag string, names, have []string) {
+		for _, n := range names {
+			if !slices.Contains(have, n) {
+				absent = append(absent, flag+" "+n)
+			}
+		}
+	}
+	var approve grants.Approve
+	if g.Approve != nil {
+		approve = *g.Approve
+	}
+	if !f.allKinds {
+		named("--kind", f.kinds, g.Kinds)
+	}
+	named("--tool", f.tools, g.Tools)
+	named("--channel", f.channels, g.Channels)
+	named("--model", f.models, g.Models)
+	named("--approve-tool", f.approveTools, approve.Tools)
+	named("--approve-channel", f.approveChannels, approve.Channels)
+	hosts := func(flag string, names []string, have func(h grants.Host) bool) {
+		for _, n := range names {
+			if !slices.ContainsFunc(g.Hosts, func(h grants.Host) bool { return sameHost(h.URL, n) && have(h) }) {
+				absent = append(absent, flag+" "+n)
+			}
+		}
+	}
+	hosts("--host", f.hosts, func(grants.Host) bool { return true })
+	hosts("--host-with-secrets", f.secretHosts, func(h grants.Host) bool { return h.SecretHeaders })
+	named("--approve-host", f.approveHosts, approve.Hosts) // taken back as written (minus)
+	if f.decide && !g.Decide {
+		absent = append(absent, "--decide")
+	}
+	return absent
 }
 
 func union(have, add []string) []string {
