@@ -85,6 +85,11 @@ func TestBatchedPlansAreDrivenByIDs(t *testing.T) {
 					if err := plancheck.ReadOnce(plan, "notification_rules"); err != nil {
 						t.Error(err)
 					}
+					// The waits a task's end calls off, by their task's key:
+					// never a scan of every wait.
+					if err := plancheck.Reads(plan, "waits", "waits_step_key"); err != nil {
+						t.Error(err)
+					}
 				})
 			}
 		}

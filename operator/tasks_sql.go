@@ -68,7 +68,7 @@ withdrawn AS (
 unwaited AS (
 	UPDATE waits w SET state = 'cancelled', ended_at = now.t, ended_by = coalesce($4, 'operator'), end_reason = 'its task was cancelled'
 	FROM upd, now
-	WHERE w.task_id = upd.id AND w.state = 'waiting' AND upd.state <> 'running'
+	WHERE w.task_id = upd.id AND w.ended_at IS NULL AND upd.state <> 'running' -- open: by the task's key, not every open wait's index
 )
 SELECT cur.state, upd.id IS NOT NULL, cur.undoing FROM cur LEFT JOIN upd ON upd.id = cur.id`
 
