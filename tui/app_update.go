@@ -154,6 +154,11 @@ func (a App) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		a.tasks, cmd = a.tasks.Update(msg)
 		return a, cmd
 	}
+	if a.help.ShowAll && key.Matches(msg, k.Back) { // esc closes the full help before it goes back a view
+		a.help.ShowAll = false
+		a.layout()
+		return a, nil
+	}
 	if a.view == viewApprovals && a.approvals.openID != 0 && key.Matches(msg, k.Back) {
 		return a, a.approvals.close() // back to the list, not the tasks
 	}
@@ -165,6 +170,7 @@ func (a App) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		return a, tea.Quit
 	case key.Matches(msg, k.Help):
 		a.help.ShowAll = !a.help.ShowAll
+		a.layout() // the body gives the full help its rows, and takes them back
 		return a, nil
 	case key.Matches(msg, k.Workers) && a.view != viewWorkers:
 		a.view = viewWorkers

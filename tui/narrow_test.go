@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -237,4 +238,29 @@ func TestConsoleStrandedTaskPage(t *testing.T) {
 	checkFrame(t, v, 80, 24)
 	flat := strings.Join(strings.Fields(v), " ")
 	wantOnScreen(t, flat, "Needs tool open_ticket", "expired 1m ago, claimable by a worker that can run it")
+}
+
+// In a view of its own the full help fits the frame, esc closes it before
+// it goes back, and the next esc goes back to the tasks.
+func TestConsoleHelpClosesBeforeBack(t *testing.T) {
+	tm := startConsoleSized(t, seedDB(t), Options{}, 80, 24)
+	waitFor(t, tm, "page 1 · 4 tasks", noLiveWorkers, seededCounts)
+	press(tm, "L", "?")
+	waitFor(t, tm, "agentledger › limits", "scroll down")
+	press(tm, "esc")
+	var back bool // the first esc went back to the tasks
+	teatest.WaitFor(t, tm.Output(), func(b []byte) bool {
+		back = bytes.Contains(b, []byte("agentledger › tasks"))
+		return bytes.Contains(b, []byte("? help"))
+	}, teatest.WithDuration(15*time.Second), teatest.WithCheckInterval(20*time.Millisecond))
+	if back {
+		t.Fatal("esc went back to the tasks with the full help open, instead of closing it")
+	}
+	press(tm, "esc")
+	waitFor(t, tm, "agentledger › tasks")
+	v, _ := screenLines(t, tm)
+	checkFrame(t, v, 80, 24)
+	if strings.Contains(v, "X cancel all") {
+		t.Fatalf("the full help is still open over the tasks:\n%s", v)
+	}
 }
