@@ -252,6 +252,9 @@ func (a *app) limitSet(ctx context.Context, l flow.Limit) error {
 	if err != nil {
 		return err
 	}
+	// What it replaces, said when it differs: a part not given again is
+	// gone, which an operator adding one part would not expect.
+	was, werr := limits.Get(ctx, l.Target)
 	got, err := limits.Put(ctx, l)
 	if err != nil {
 		return flagError(err)
@@ -259,8 +262,33 @@ func (a *app) limitSet(ctx context.Context, l flow.Limit) error {
 	if a.wantJSON() {
 		return printJSON(a.stdout, got)
 	}
-	_, err = fmt.Fprintf(a.stdout, "limit %s set: %s\n", got.Target, describeLimit(got))
+	dropped := ""
+	if werr == nil {
+		if gone := droppedParts(was, got); gone != "" {
+			dropped = "; no longer " + gone + " (a part not given again is not limited)"
+		}
+	}
+	_, err = fmt.Fprintf(a.stdout, "limit %s set: %s%s\n", got.Target, describeLimit(got), dropped)
 	return err
+}
+
+// droppedParts spells the parts of was that now lacks, as describeLimit
+// does: "600/min, burst 10; breaker 5 in 60s, cool-down 30s".
+func droppedParts(was, now flow.Limit) string {
+	var gone flow.Limit
+	if now.Rate.IsZero() {
+		gone.Rate, gone.Burst = was.Rate, was.Burst
+	}
+	if now.Concurrency == 0 {
+		gone.Concurrency = was.Concurrency
+	}
+	if now.Tokens.IsZero() {
+		gone.Tokens = was.Tokens
+	}
+	if now.Breaker == nil {
+		gone.Breaker = was.Breaker
+	}
+	return describeLimit(gone)
 }
 
 // describeLimit spells a limit's parts: "600/min, burst 10; 5 in flight;
