@@ -184,7 +184,11 @@ func printTask(w io.Writer, t *agentledger.Task, atts []agentledger.Attempt, jou
 	if reason := render.Waiting(t); reason != "" {
 		// A limit's wait; a daemon's has no end; a durable wait's reason
 		// says its deadline already.
-		if t.RunAt.After(now) && !strings.Contains(reason, t.RunAt.UTC().Format("2006-01-02 15:04:05 UTC")) {
+		switch {
+		case !t.RunAt.After(now) || strings.Contains(reason, t.RunAt.UTC().Format("2006-01-02 15:04:05 UTC")):
+		case strings.Contains(reason, "until closed"): // a breaker open by hand: its time is when it is looked at again
+			reason += " (looked at again " + stamp(t.RunAt) + ")"
+		default:
 			reason += " (until " + stamp(t.RunAt) + ")"
 		}
 		fields.row("Waiting:", reason)
