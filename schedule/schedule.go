@@ -132,7 +132,7 @@ func (s *Schedule) compile() (compiled, error) {
 	}
 	sched, err := parser.Parse(spec)
 	if err != nil {
-		return compiled{}, agentledger.Invalid("spec", "%q is not a cron spec (%v): use five fields (minute hour day-of-month month day-of-week), six with seconds first, or @hourly, @daily, @every 10m", s.Spec, err)
+		return compiled{}, agentledger.Invalid("spec", "%q is not a cron spec (%s): use five fields (minute hour day-of-month month day-of-week), six with seconds first, or @hourly, @daily, @every 10m", s.Spec, cronProblem(err))
 	}
 	// robfig's @every rounds down to whole seconds, and anything under a
 	// second (0s and negative ones included) to one: "@every 0s" would
@@ -172,4 +172,15 @@ func (s *Schedule) params(key string) claims.EnqueueParams {
 // whichever daemons fire it.
 func Key(name string, slot time.Time) string {
 	return "cron:" + name + ":" + slot.UTC().Format(time.RFC3339)
+}
+
+// cronProblem is the cron parser's error without the Go parsing beneath
+// it: "failed to parse int from *x", not "…: strconv.Atoi: parsing \"*x\":
+// invalid syntax".
+func cronProblem(err error) string {
+	msg := err.Error()
+	if i := strings.Index(msg, ": strconv."); i >= 0 {
+		msg = msg[:i]
+	}
+	return msg
 }
