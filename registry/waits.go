@@ -6,6 +6,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/agentledger/agentledger"
 )
 
@@ -36,8 +38,51 @@ func (s *Store) ExplainWaits(ctx context.Context, ts ...*agentledger.Task) error
 	if err != nil {
 		return err
 	}
+	var capped []*agentledger.Task // due and claimable: a tenant's cap may hold it
 	for _, t := range waiting {
 		t.WaitReason = Unserved(t, live)
+		if t.WaitReason == "" && t.State != agentledger.StateRunning && !t.RunAt.After(now) {
+			capped = append(capped, t)
+		}
+	}
+	return s.explainCaps(ctx, capped)
+}
+
+// capsSQL reads, of the tenants $1, those whose share caps their running
+// tasks, with the cap and how many they run now.
+const capsSQL = `/* registry.caps */
+SELECT s.tenant, s.max_running, (SELECT count(*) FROM tasks t WHERE t.tenant = s.tenant AND t.state = 'running')
+FROM tenant_shares s WHERE s.tenant = ANY ($1::text[]) AND s.max_running IS NOT NULL`
+
+// explainCaps says, on each task of ts whose tenant runs as many tasks as
+// its share allows (agentctl tenant share --max-running), that it waits
+// for one of them to end: claims pass it over until then. One read, and
+// only when a task of ts may be held so.
+func (s *Store) explainCaps(ctx context.Context, ts []*agentledger.Task) error {
+	if len(ts) == 0 {
+		return nil
+	}
+	var tenants []string
+	for _, t := range ts {
+		tenants = append(tenants, t.Tenant)
+	}
+	rows, err := s.db.Query(ctx, capsSQL, tenants)
+	if err != nil {
+		return fmt.Errorf("tenant caps: %w", err)
+	}
+	full := map[string]string{}
+	var tenant string
+	var limit, running int64
+	if _, err := pgx.ForEachRow(rows, []any{&tenant, &limit, &running}, func() error {
+		if running >= limit {
+			full[tenant] = fmt.Sprintf("tenant %s runs %d of the %d tasks its share allows at once: the next starts when one ends", tenant, running, limit)
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("tenant caps: %w", err)
+	}
+	for _, t := range ts {
+		t.WaitReason = full[t.Tenant]
 	}
 	return nil
 }
