@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -226,6 +227,11 @@ func (a *app) tenantGrant(ctx context.Context, tenant string, f *grantFlags, add
 		}
 		return f.takeFrom(tenant, g)
 	}); err != nil {
+		// The grant's check names its config keys (max_tokens): here, the flag.
+		var ie *agentledger.InvalidError
+		if errors.As(err, &ie) && !strings.HasPrefix(ie.Field, "--") && strings.ContainsRune(ie.Field, '_') {
+			return agentledger.Invalid("--"+strings.ReplaceAll(ie.Field, "_", "-"), "%s", ie.Problem)
+		}
 		return err
 	}
 	r, err := store.Record(ctx, tenant)
