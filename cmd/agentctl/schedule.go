@@ -335,6 +335,7 @@ func (a *app) schedulePause(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
+	before, berr := store.Get(ctx, name)
 	s, err := store.Pause(ctx, name)
 	if errors.Is(err, agentledger.ErrNotFound) {
 		return scheduleNotFound(name, err)
@@ -345,7 +346,11 @@ func (a *app) schedulePause(ctx context.Context, name string) error {
 	if a.wantJSON() {
 		return printJSON(a.stdout, viewSchedule(s))
 	}
-	_, err = fmt.Fprintf(a.stdout, "schedule %s paused: it enqueues nothing until resumed\n", name)
+	msg := "schedule %s paused: it enqueues nothing until resumed\n"
+	if berr == nil && before.Paused {
+		msg = "schedule %s was paused already: it enqueues nothing until resumed\n"
+	}
+	_, err = fmt.Fprintf(a.stdout, msg, name)
 	return err
 }
 
@@ -354,6 +359,7 @@ func (a *app) scheduleResume(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
+	before, berr := store.Get(ctx, name)
 	s, err := store.Resume(ctx, name)
 	if errors.Is(err, agentledger.ErrNotFound) {
 		return scheduleNotFound(name, err)
@@ -364,7 +370,11 @@ func (a *app) scheduleResume(ctx context.Context, name string) error {
 	if a.wantJSON() {
 		return printJSON(a.stdout, viewSchedule(s))
 	}
-	_, err = fmt.Fprintf(a.stdout, "schedule %s resumed: next fire %s\n", name, nextFire(s, time.Now()))
+	msg := "schedule %s resumed: next fire %s\n"
+	if berr == nil && !before.Paused {
+		msg = "schedule %s was not paused: nothing changed; next fire %s\n"
+	}
+	_, err = fmt.Fprintf(a.stdout, msg, name, nextFire(s, time.Now()))
 	return err
 }
 
