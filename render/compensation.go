@@ -1,6 +1,7 @@
 package render
 
 import (
+	"encoding/json"
 	"strings"
 
 	"github.com/agentledger/agentledger"
@@ -59,4 +60,23 @@ func (c Compensation) String() string {
 		return c.Why
 	}
 	return c.Why + " at " + c.Step
+}
+
+// CallText is a tool call in words: an HTTP one as its method, URL and
+// body; any other as its arguments: what an operator checks before an
+// undo is sent.
+func CallText(tool string, args json.RawMessage) string {
+	var http struct {
+		Method string          `json:"method"`
+		URL    string          `json:"url"`
+		Body   json.RawMessage `json:"body"`
+	}
+	if json.Unmarshal(args, &http) != nil || http.Method == "" || http.URL == "" {
+		return tool + " " + CompactJSON(args)
+	}
+	text := tool + " " + http.Method + " " + http.URL
+	if len(http.Body) > 0 {
+		text += " " + CompactJSON(http.Body)
+	}
+	return text
 }

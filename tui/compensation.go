@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"encoding/json"
 	"fmt"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -46,7 +45,7 @@ func (a App) openCompensation(msg compensationMsg) (tea.Model, tea.Cmd) {
 		lines = append(lines, "\t"+row(r))
 		if len(u.Args) > 0 {
 			// The call itself, wrapped: what the operator checks before y.
-			lines = append(lines, "    sends "+callText(u.Tool, u.Args))
+			lines = append(lines, "    sends "+render.CallText(u.Tool, u.Args))
 		}
 	}
 	lines = append(lines, "", "The task ends compensated; if an effect cannot be undone it parks in needs_attention.")
@@ -58,22 +57,4 @@ func (a App) openCompensation(msg compensationMsg) (tea.Model, tea.Cmd) {
 	d.danger = true
 	a.openDialog(d)
 	return a, nil
-}
-
-// callText is a tool call in words: an HTTP one as its method, URL and
-// body; any other as its arguments.
-func callText(tool string, args json.RawMessage) string {
-	var http struct {
-		Method string          `json:"method"`
-		URL    string          `json:"url"`
-		Body   json.RawMessage `json:"body"`
-	}
-	if json.Unmarshal(args, &http) != nil || http.Method == "" || http.URL == "" {
-		return tool + " " + render.CompactJSON(args)
-	}
-	text := tool + " " + http.Method + " " + http.URL
-	if len(http.Body) > 0 {
-		text += " " + render.CompactJSON(http.Body)
-	}
-	return text
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/operator"
+	"github.com/agentledger/agentledger/render"
 )
 
 func (a *app) compensateCmd() *cobra.Command {
@@ -103,6 +104,12 @@ func printUndos(w io.Writer, p *operator.UndoPlan) error {
 	}
 	if err := tab.flush(); err != nil {
 		return err
+	}
+	// The calls themselves: what an operator checks before --yes.
+	for _, u := range p.Undos {
+		if len(u.Args) > 0 {
+			fmt.Fprintf(w, "%s sends %s\n", u.Step, render.CallText(u.Tool, u.Args))
+		}
 	}
 	if unknown {
 		_, err := fmt.Fprintf(w, "an effect of unknown outcome parks the compensation until it is resolved (agentctl resolve %d)\n", p.Task.ID)
