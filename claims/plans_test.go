@@ -85,8 +85,8 @@ func TestBatchedPlansAreDrivenByIDs(t *testing.T) {
 					if err := plancheck.ReadOnce(plan, "notification_rules"); err != nil {
 						t.Error(err)
 					}
-					// The waits a task's end calls off, by their task's key:
-					// never a scan of every wait.
+					// The waits a cancel calls off, by their task's key: never
+					// a walk of every open wait's index.
 					if err := plancheck.Reads(plan, "waits", "waits_step_key"); err != nil {
 						t.Error(err)
 					}

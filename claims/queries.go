@@ -782,26 +782,8 @@ closed AS (
 	SELECT id, lease_token, attempt, generation, lease_owner, attempted_at, coalesce($4::timestamptz, now()), state
 	FROM done WHERE state <> 'succeeded'
 ),
-` + outbox.EventsCTE("done", "coalesce($4::timestamptz, now())") + `,
-` + endWaits(`'compensated'`, "coalesce($4::timestamptz, now())") + `
+` + outbox.EventsCTE("done", "coalesce($4::timestamptz, now())") + `
 SELECT id FROM done`
-
-// endWaits is a CTE, waits_ended, that calls off the waits still open of
-// the tasks of done that ended in one of states: a task that fails, or
-// whose compensation ends, after a wait woke it but before its wait tool
-// ran again leaves its wait open, and the views (agentctl waits, the
-// console) would list it as waiting for ever. A task that succeeds passed
-// through its wait tool, which closed it. The ids drive the (task_id, …)
-// key of waits: with none ended, nothing is read. An open wait is one not
-// ended (waits_check: state 'waiting'), so that the plan cannot walk the
-// partial index of every open wait, waits_waiting_idx, for the ids.
-func endWaits(states, at string) string {
-	return `waits_ended AS (
-	UPDATE waits w SET state = 'cancelled', ended_at = ` + at + `, ended_by = 'agentledger',
-		end_reason = 'its task ended (' || (SELECT d.state FROM done d WHERE d.id = w.task_id) || ')'
-	WHERE w.task_id = ANY (ARRAY(SELECT id FROM done WHERE state IN (` + states + `))) AND w.ended_at IS NULL
-)`
-}
 
 // failField reads one field of a failure from failSQL's $3 for row t.
 func failField(name, typ string) string {
@@ -847,8 +829,7 @@ closed AS (
 		CASE WHEN state = 'retrying' OR (state = 'compensating' AND NOT entered) THEN 'retry' ELSE state END, last_error
 	FROM done
 ),
-` + outbox.EventsCTE("done", "coalesce($4::timestamptz, now())") + `,
-` + endWaits(`'dead', 'cancelled'`, "coalesce($4::timestamptz, now())") + `
+` + outbox.EventsCTE("done", "coalesce($4::timestamptz, now())") + `
 SELECT id, state FROM done`
 
 // releaseSQL hands fenced tasks back to the queue at once (graceful
@@ -960,7 +941,7 @@ unwaited AS (
 	UPDATE waits w SET state = 'cancelled', ended_at = coalesce($4::timestamptz, now()),
 		ended_by = coalesce((SELECT t.cancel_requested_by FROM tasks t WHERE t.id = w.task_id), 'operator'),
 		end_reason = 'its task was cancelled'
-	WHERE w.task_id = ANY (ARRAY(SELECT id FROM done WHERE $5 = 'cancelled')) AND w.ended_at IS NULL -- open: by the ids (endWaits)
+	WHERE w.task_id = ANY (ARRAY(SELECT id FROM done WHERE $5 = 'cancelled')) AND w.ended_at IS NULL -- open (waits_check), read by the ids' key: not every open wait's index
 )
 SELECT id FROM done`
 

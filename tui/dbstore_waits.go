@@ -16,8 +16,9 @@ import (
 // Waiting implements Store.
 func (s *DBStore) Waiting(ctx context.Context, limit int) ([]Wait, int64, error) {
 	var n int64
-	// The partial index on waiting waits keeps this count cheap.
-	if err := s.db.QueryRow(ctx, `/* tui.waiting */ SELECT count(*) FROM waits WHERE state = 'waiting'`).Scan(&n); err != nil {
+	// The partial index on waiting waits, and a task's key each: a wait
+	// whose task ended waits for nothing (waits.List).
+	if err := s.db.QueryRow(ctx, `/* tui.waiting */ SELECT count(*) FROM waits WHERE state = 'waiting' AND NOT `+waits.TaskEnded).Scan(&n); err != nil {
 		return nil, 0, fmt.Errorf("counting waiting waits: %w", err)
 	}
 	if limit == 0 || n == 0 {

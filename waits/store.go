@@ -136,7 +136,10 @@ type ListParams struct {
 }
 
 // List returns waits: the waiting ones soonest deadline first, others
-// newest first.
+// newest first. A wait still open whose task ended (it failed or was
+// compensated after the wait woke it, before its wait tool ran again) is
+// not listed as waiting: nothing waits on it unless the task is retried,
+// which takes the wait up again.
 func (s *Store) List(ctx context.Context, p ListParams) ([]Wait, error) {
 	if len(p.States) == 0 {
 		p.States = []string{Waiting}
@@ -146,6 +149,7 @@ func (s *Store) List(ctx context.Context, p ListParams) ([]Wait, error) {
 	}
 	rows, err := s.db.Query(ctx, `/* waits.list */ SELECT `+waitColumns+` FROM waits
 		WHERE state = ANY ($1) AND ($2 = '' OR tenant = $2) AND ($3::bigint = 0 OR task_id = $3) AND ($4 = '' OR kind = $4)
+			AND (state <> 'waiting' OR NOT `+TaskEnded+`)
 		ORDER BY CASE WHEN state = 'waiting' THEN deadline END, created_at DESC, id DESC LIMIT $5`,
 		p.States, p.Tenant, p.TaskID, p.Kind, p.Limit)
 	if err != nil {
@@ -157,6 +161,10 @@ func (s *Store) List(ctx context.Context, p ListParams) ([]Wait, error) {
 	}
 	return out, nil
 }
+
+// TaskEnded is the condition, on a row of waits, that its task ended —
+// succeeded, dead, cancelled or compensated — by its primary key.
+const TaskEnded = `EXISTS (SELECT FROM tasks t WHERE t.id = waits.task_id AND t.state IN ('succeeded', 'dead', 'cancelled', 'compensated'))`
 
 // endSQL ends a waiting wait for an operator, waking its task: the call
 // then fails with the reason, as a timeout does.
@@ -193,7 +201,7 @@ func (s *Store) End(ctx context.Context, tenant string, id int64, by, reason str
 // Backlog is how many waits wait, by kind, and how many signals wait for
 // a waiter (for metrics).
 func (s *Store) Backlog(ctx context.Context) (waiting map[string]int64, pendingSignals int64, err error) {
-	rows, err := s.db.Query(ctx, `/* waits.backlog */ SELECT kind, count(*) FROM waits WHERE state = 'waiting' GROUP BY kind`)
+	rows, err := s.db.Query(ctx, `/* waits.backlog */ SELECT kind, count(*) FROM waits WHERE state = 'waiting' AND NOT `+TaskEnded+` GROUP BY kind`)
 	if err != nil {
 		return nil, 0, fmt.Errorf("waits backlog: %w", err)
 	}

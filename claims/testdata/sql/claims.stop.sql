@@ -59,6 +59,6 @@ unwaited AS (
 	UPDATE waits w SET state = 'cancelled', ended_at = coalesce($4::timestamptz, now()),
 		ended_by = coalesce((SELECT t.cancel_requested_by FROM tasks t WHERE t.id = w.task_id), 'operator'),
 		end_reason = 'its task was cancelled'
-	WHERE w.task_id = ANY (ARRAY(SELECT id FROM done WHERE $5 = 'cancelled')) AND w.ended_at IS NULL -- open: by the ids (endWaits)
+	WHERE w.task_id = ANY (ARRAY(SELECT id FROM done WHERE $5 = 'cancelled')) AND w.ended_at IS NULL -- open (waits_check), read by the ids' key: not every open wait's index
 )
 SELECT id FROM done

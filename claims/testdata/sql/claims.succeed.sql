@@ -34,10 +34,5 @@ events AS (
 	) s
 	WHERE r.enabled
 	ORDER BY s.id, r.name
-),
-waits_ended AS (
-	UPDATE waits w SET state = 'cancelled', ended_at = coalesce($4::timestamptz, now()), ended_by = 'agentledger',
-		end_reason = 'its task ended (' || (SELECT d.state FROM done d WHERE d.id = w.task_id) || ')'
-	WHERE w.task_id = ANY (ARRAY(SELECT id FROM done WHERE state IN ('compensated'))) AND w.ended_at IS NULL
 )
 SELECT id FROM done
