@@ -93,7 +93,7 @@ func (p *Pass) Failed(reason string) error {
 		}
 		until := time.Now().Add(cooldown)
 		return agentledger.Deferred(until, p.target,
-			fmt.Sprintf("%s: circuit open until %s, its probe failed (%s)", p.target, clock(until), reason))
+			BreakerReason(p.target)+fmt.Sprintf("open until %s, its probe failed (%s)", clock(until), reason))
 	}
 	if b == nil {
 		return nil

@@ -49,10 +49,19 @@ func (s *Store) ExplainWaits(ctx context.Context, ts ...*agentledger.Task) error
 }
 
 // capsSQL reads, of the tenants $1, those whose share caps their running
-// tasks, with the cap and how many they run now.
+// tasks, with the cap and how many they run now: one read of the running
+// tasks for them all (no index has a tenant's), and only when one of
+// them has a cap.
 const capsSQL = `/* registry.caps */
-SELECT s.tenant, s.max_running, (SELECT count(*) FROM tasks t WHERE t.tenant = s.tenant AND t.state = 'running')
-FROM tenant_shares s WHERE s.tenant = ANY ($1::text[]) AND s.max_running IS NOT NULL`
+WITH capped AS (
+	SELECT tenant, max_running FROM tenant_shares WHERE tenant = ANY ($1::text[]) AND max_running IS NOT NULL
+),
+running AS (
+	SELECT tenant, count(*) AS n FROM tasks
+	WHERE state = 'running' AND tenant = ANY (ARRAY(SELECT tenant FROM capped))
+	GROUP BY tenant
+)
+SELECT c.tenant, c.max_running, coalesce(r.n, 0) FROM capped c LEFT JOIN running r USING (tenant)`
 
 // explainCaps says, on each task of ts whose tenant runs as many tasks as
 // its share allows (agentctl tenant share --max-running), that it waits
@@ -64,7 +73,9 @@ func (s *Store) explainCaps(ctx context.Context, ts []*agentledger.Task) error {
 	}
 	var tenants []string
 	for _, t := range ts {
-		tenants = append(tenants, t.Tenant)
+		if !slices.Contains(tenants, t.Tenant) {
+			tenants = append(tenants, t.Tenant)
+		}
 	}
 	rows, err := s.db.Query(ctx, capsSQL, tenants)
 	if err != nil {

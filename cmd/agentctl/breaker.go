@@ -91,9 +91,12 @@ func (a *app) breakerCloseCmd() *cobra.Command {
 		Use:   "close TARGET",
 		Short: "Close a target's breaker by hand, for every daemon",
 		Long: `Close TARGET's breaker for every daemon and forget its failures: its calls
-go through again at once.
+go through again at once, and the tasks it held back (deferred to when it
+would have let them through) are due now. Finding them reads the task
+table.
 
-With --output json it prints the breaker as it was before.`,
+With --output json it prints the breaker as it was before, and how many
+tasks it released ("released").`,
 		Args: oneTarget,
 		RunE: a.action(func(ctx context.Context, args []string) error { return a.breakerClose(ctx, args[0]) }),
 	}

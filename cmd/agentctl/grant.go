@@ -389,13 +389,15 @@ func (f *grantFlags) takeFrom(tenant string, g *grants.Grant) error {
 		return withHint(agentledger.Invalid("--kind", "tenant %q may submit every kind: there is no kind to take back by name", tenant),
 			fmt.Sprintf("grant it the kinds it keeps instead (agentctl tenant grant %s --kind …), which replaces every kind; --all-kinds takes every kind back", tenant))
 	}
+	if g.All {
+		// Everything stays reachable whatever is taken back by name: a
+		// revoke that looked done would leave it so.
+		return withHint(newError(fmt.Sprintf("tenant %s may reach everything (granted --all): nothing can be taken back by name", tenant), agentledger.ErrConflict),
+			fmt.Sprintf("take everything back (agentctl tenant revoke %s --all), then grant what it keeps", tenant))
+	}
 	if absent := f.absentFrom(g); len(absent) > 0 {
 		// A mistyped name in an emergency revoke must not look like
 		// success while what was meant stays granted.
-		if g.All {
-			return withHint(newError(fmt.Sprintf("tenant %s may reach everything (granted --all): %s cannot be taken back by name", tenant, strings.Join(absent, ", ")), agentledger.ErrNotFound),
-				fmt.Sprintf("take everything back (agentctl tenant revoke %s --all), then grant what it keeps", tenant))
-		}
 		return withHint(newError(fmt.Sprintf("tenant %s's grant has no %s to take back: nothing changed", tenant, strings.Join(absent, ", ")), agentledger.ErrNotFound),
 			fmt.Sprintf("agentctl tenant show %s shows what it has", tenant))
 	}
