@@ -15,10 +15,11 @@ const strayInterval = time.Minute
 
 // watchStrays warns, once the fleet has had time to announce itself
 // (announceInterval after start) and then every strayInterval, about due
-// tasks no live pool of the fleet would claim: of kinds none serves, or
-// needing what no pool that serves their kind has (a tool, an MCP server,
-// an origin), in the pool's queues; and in queues no live pool works. They wait until a daemon that can run them starts — a
-// misspelt kind would otherwise wait silently. Tasks this pool cannot run
+// tasks no live pool of the fleet would claim: in the pool's queues, of
+// kinds none serves, or needing what no pool that serves their kind has
+// (a tool, an MCP server, an origin); and in queues no live pool works.
+// They wait until a daemon that can run them starts — a misspelt kind
+// would otherwise wait silently. Tasks this pool cannot run
 // but another live one can are not warned of: a mixed fleet's daemons
 // would otherwise each warn about the others' work every minute.
 // Each look reads at most claims.StrayLookSize due tasks of a queue, going
