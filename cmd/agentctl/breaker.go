@@ -47,8 +47,9 @@ func (a *app) breakerListCmd() *cobra.Command {
 		Aliases: []string{"ls"},
 		Short:   "List the circuit breakers and their states",
 		Long: `List every target with a breaker configured (its own limit's, or a kind's
-default KIND:*) and every breaker that counted a failure or was opened by
-hand, by target.
+default KIND:*) and every other breaker that counted a failure or is open,
+by target (one opened by hand and closed since, with no breaker
+configured, is not listed).
 
 STATE is closed, open or half_open (one call is probing the target).
 FAILURES counts the failures within the window (closed) or those that
@@ -156,6 +157,11 @@ func breakerRows(limits []flow.Limit, states []flow.BreakerState, now time.Time)
 		r.ProbeUntil, r.LastError, r.Opens, r.ChangedAt = s.ProbeUntil, s.LastError, s.Opens, &changed
 		if s.State == flow.Closed && r.Breaker != nil && s.WindowStart != nil && now.Sub(*s.WindowStart) > r.Breaker.Window {
 			r.Failures = 0 // the window passed: the next failure starts anew
+		}
+		if r.Breaker == nil && r.State == flow.Closed && r.Failures == 0 {
+			// Opened by hand once, closed since, configured by no limit:
+			// nothing to show but history.
+			delete(rows, s.Target)
 		}
 	}
 	out := make([]breakerRow, 0, len(rows))
