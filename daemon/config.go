@@ -170,9 +170,31 @@ type Maintenance struct {
 	Retain          Retention
 }
 
-// Retention is the janitor's windows; zero takes each sweep's default.
+// Retention is the janitor's windows; zero takes each sweep's default
+// (DefaultRetention's).
 type Retention struct {
 	Ledger, Tasks, Outbox, Inbox, IdempotencyKeys time.Duration
+}
+
+// DefaultRetention is each window's default, agentd's too: a week of
+// ledger for an operator's replay (longer than GitHub's and Stripe's
+// redelivery windows), a month of finished tasks, a week of notification
+// events and webhook delivery ids, a day of API Idempotency-Keys (as
+// Stripe keeps them).
+var DefaultRetention = Retention{Ledger: 7 * 24 * time.Hour, Tasks: 30 * 24 * time.Hour, Outbox: 7 * 24 * time.Hour,
+	Inbox: 7 * 24 * time.Hour, IdempotencyKeys: 24 * time.Hour}
+
+// withDefaults is r with each zero window DefaultRetention's.
+func (r Retention) withDefaults() Retention {
+	or := func(d, def time.Duration) time.Duration {
+		if d == 0 {
+			return def
+		}
+		return d
+	}
+	d := DefaultRetention
+	return Retention{Ledger: or(r.Ledger, d.Ledger), Tasks: or(r.Tasks, d.Tasks), Outbox: or(r.Outbox, d.Outbox),
+		Inbox: or(r.Inbox, d.Inbox), IdempotencyKeys: or(r.IdempotencyKeys, d.IdempotencyKeys)}
 }
 
 // Policy is what the configuration says tenants and tools may do, and how

@@ -135,6 +135,11 @@ func (d *Daemon) RegisterTool(t tools.Tool) error {
 // before Run. An audit log, a policy or an approval gate is one (see
 // tools.Interceptor and tools.Park).
 func (d *Daemon) Intercept(ic tools.Interceptor) error {
+	if d.run.Load() {
+		// The effect path is built once, as Run starts: a later one would
+		// be skipped without a word.
+		return fmt.Errorf("daemon: interceptor added after Run started: call Intercept before Run")
+	}
 	if ic == nil {
 		return fmt.Errorf("daemon: an interceptor must not be nil")
 	}

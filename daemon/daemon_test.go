@@ -160,6 +160,12 @@ func TestRegistrationMistakes(t *testing.T) {
 	if err := d2.RegisterTool(&ticketTool{}); err == nil || !strings.Contains(err.Error(), "after Run started") {
 		t.Errorf("a tool registered after Run: %v", err)
 	}
+	audit := tools.Interceptor(func(ctx context.Context, o *tools.Outgoing, next tools.Next) (ledger.Result, error) {
+		return next(ctx, o)
+	})
+	if err := d2.Intercept(audit); err == nil || !strings.Contains(err.Error(), "after Run started") {
+		t.Errorf("an interceptor added after Run: %v", err)
+	}
 	// A handler that would call nothing is no handler.
 	var nilFunc func(context.Context, *agentledger.Task, struct{}) (struct{}, error)
 	for name, h := range map[string]worker.Handler{

@@ -136,19 +136,21 @@ func (s *services) run(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// sweeps are the janitor's, with the configured windows.
+// sweeps are the janitor's, with the configured windows (a zero one its
+// default).
 func sweeps(cfg *Config, db *pgxpool.Pool) []janitor.Sweep {
 	l := ledger.New(db)
+	r := cfg.Maintenance.Retain.withDefaults()
 	return []janitor.Sweep{
-		{Name: "ledger", Window: cfg.Maintenance.Retain.Ledger, Delete: func(ctx context.Context, w time.Duration, n int) (int64, error) {
+		{Name: "ledger", Window: r.Ledger, Delete: func(ctx context.Context, w time.Duration, n int) (int64, error) {
 			return l.Expire(ctx, claims.LedgerRetention{}, ledger.Retention{Default: w}, n)
 		}},
-		{Name: "outbox", Window: cfg.Maintenance.Retain.Outbox, Delete: outbox.NewStore(db).DeleteSettled},
-		{Name: "inbox", Window: cfg.Maintenance.Retain.Inbox, Delete: webhooks.ExpireInbox(db)},
-		{Name: "idempotency_keys", Window: cfg.Maintenance.Retain.IdempotencyKeys, Delete: httpapi.ExpireKeys(db)},
-		{Name: "tasks", Window: cfg.Maintenance.Retain.Tasks, Delete: claims.New(db).DeleteFinished},
+		{Name: "outbox", Window: r.Outbox, Delete: outbox.NewStore(db).DeleteSettled},
+		{Name: "inbox", Window: r.Inbox, Delete: webhooks.ExpireInbox(db)},
+		{Name: "idempotency_keys", Window: r.IdempotencyKeys, Delete: httpapi.ExpireKeys(db)},
+		{Name: "tasks", Window: r.Tasks, Delete: claims.New(db).DeleteFinished},
 		// Signals live as long as the ledger rows of the waits they ended.
-		{Name: "signals", Window: cfg.Maintenance.Retain.Ledger, Delete: waits.NewStore(db).SweepSignals},
+		{Name: "signals", Window: r.Ledger, Delete: waits.NewStore(db).SweepSignals},
 	}
 }
 

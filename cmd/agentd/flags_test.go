@@ -4,6 +4,10 @@ import (
 	"errors"
 	"os/exec"
 	"testing"
+
+	"github.com/spf13/pflag"
+
+	"github.com/agentledger/agentledger/daemon"
 )
 
 // A mistyped flag gets the flags probably meant and the way to help; it is
@@ -20,5 +24,19 @@ func TestMistypedFlagSuggestsOne(t *testing.T) {
 		if !errors.As(err, &exit) || exit.ExitCode() != 2 || string(out) != want {
 			t.Errorf("agentd %s: %v, output:\n%s\nwant exit 2 and:\n%s", args, err, out, want)
 		}
+	}
+}
+
+// agentd's retention flags default to the daemon package's windows: an
+// embedder who leaves them zero gets what agentd does.
+func TestRetentionDefaultsAreTheDaemons(t *testing.T) {
+	fs := pflag.NewFlagSet("agentd", pflag.ContinueOnError)
+	register(fs, func(string) string { return "" })
+	c, err := parseFlags(fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Maintenance.Retain; got != daemon.DefaultRetention {
+		t.Fatalf("agentd's retention defaults %+v, the daemon's %+v", got, daemon.DefaultRetention)
 	}
 }
