@@ -59,9 +59,12 @@ type Daemon struct {
 	limits *flow.Limiter
 
 	ready chan struct{}
-	// run is set when Run starts: kinds and tools registered after it
-	// would never be served, so they are refused.
+	// run is set when Run starts: kinds, tools and interceptors added
+	// after it would never be used, so they are refused. reg orders the
+	// additions against it: one that saw run unset is in before Run reads
+	// them.
 	run  atomic.Bool
+	reg  sync.Mutex
 	sups []*mcpSupervisor // set before ready closes
 	// door admits every task this daemon queues: the API's, the
 	// webhooks', cron's and create_task's children.
@@ -83,6 +86,8 @@ func New(cfg Config) *Daemon {
 // RegisterKind makes the daemon serve tasks of kind name with h. A name
 // taken by a built-in kind or registered before is refused.
 func (d *Daemon) RegisterKind(name string, h worker.Handler) error {
+	d.reg.Lock()
+	defer d.reg.Unlock()
 	switch {
 	case d.run.Load():
 		return fmt.Errorf("daemon: kind %q registered after Run started: register kinds before Run", name)
@@ -118,6 +123,8 @@ func nilHandler(h worker.Handler) bool {
 // the ledger like the built-in ones. A name taken by a built-in tool or
 // registered before is refused when Run starts.
 func (d *Daemon) RegisterTool(t tools.Tool) error {
+	d.reg.Lock()
+	defer d.reg.Unlock()
 	if d.run.Load() {
 		return fmt.Errorf("daemon: tool registered after Run started: register tools before Run")
 	}
@@ -135,6 +142,8 @@ func (d *Daemon) RegisterTool(t tools.Tool) error {
 // before Run. An audit log, a policy or an approval gate is one (see
 // tools.Interceptor and tools.Park).
 func (d *Daemon) Intercept(ic tools.Interceptor) error {
+	d.reg.Lock()
+	defer d.reg.Unlock()
 	if d.run.Load() {
 		// The effect path is built once, as Run starts: a later one would
 		// be skipped without a word.
@@ -207,7 +216,9 @@ func (d *Daemon) EndGrace() {
 // part, and works until ctx ends; then it stops claiming, lets running
 // tasks finish within the grace period and releases the rest.
 func (d *Daemon) Run(ctx context.Context) error {
+	d.reg.Lock()
 	d.run.Store(true)
+	d.reg.Unlock()
 	cfg, log := &d.cfg, d.cfg.Logger
 	// Nothing of the configuration is stored before all of it is checked:
 	// a daemon that refuses to start changes nothing (issue 30, U5).

@@ -47,9 +47,9 @@ func (a *app) breakerListCmd() *cobra.Command {
 		Aliases: []string{"ls"},
 		Short:   "List the circuit breakers and their states",
 		Long: `List every target with a breaker configured (its own limit's, or a kind's
-default KIND:*) and every other breaker that counted a failure or is open,
-by target (one opened by hand and closed since, with no breaker
-configured, is not listed).
+default KIND:*) and every other breaker that counted a failure or is not
+closed, by target (a closed one with no failures that nothing configures
+— opened by hand and closed since, or its limit removed — is not listed).
 
 STATE is closed, open or half_open (one call is probing the target).
 FAILURES counts the failures within the window (closed) or those that
@@ -159,8 +159,8 @@ func breakerRows(limits []flow.Limit, states []flow.BreakerState, now time.Time)
 			r.Failures = 0 // the window passed: the next failure starts anew
 		}
 		if r.Breaker == nil && r.State == flow.Closed && r.Failures == 0 {
-			// Opened by hand once, closed since, configured by no limit:
-			// nothing to show but history.
+			// Closed, no failures, configured by no limit (opened by hand
+			// and closed since, or its limit removed): only history.
 			delete(rows, s.Target)
 		}
 	}
@@ -214,7 +214,7 @@ func (a *app) breakerList(ctx context.Context) error {
 		return err
 	}
 	rows := breakerRows(ls, states, now)
-	if done, err := listed(a, rows, "no breakers: none configured (agentctl limit set … --breaker-failures N), none opened"); done {
+	if done, err := listed(a, rows, "no breakers: none configured (agentctl limit set … --breaker-failures N), none open"); done {
 		return err
 	}
 	t := newTable(a.stdout, "TARGET", "STATE", "FAILURES", "OPEN-UNTIL", "OPENS", "THRESHOLD", "LAST-ERROR")
