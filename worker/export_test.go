@@ -7,11 +7,10 @@ import (
 	"github.com/agentledger/agentledger/claims"
 )
 
-// ReportStrays runs one look of p's for strays in queue, from its first
-// due task, and at the queues, as watchStrays does every minute.
-func ReportStrays(ctx context.Context, p *Pool, queue string) {
-	p.reportStrays(ctx, queue, claims.StrayPlace{}, claims.StrayLookSize)
-	p.reportUnworkedQueues(ctx)
+// ReportStrays runs one look of p's for strays in its queues, from their
+// first due tasks, and at the queues, as watchStrays does every minute.
+func ReportStrays(ctx context.Context, p *Pool) {
+	p.lookForStrays(ctx, map[string]claims.StrayPlace{}, claims.StrayLookSize)
 }
 
 // SetAnnounceEvery has a pool made with c refresh its registration every

@@ -37,29 +37,34 @@ func (p *Pool) watchStrays(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		for _, q := range p.cfg.Queues {
-			places[q] = p.reportStrays(ctx, q, places[q], claims.StrayLookSize)
-		}
-		p.reportUnworkedQueues(ctx)
+		p.lookForStrays(ctx, places, claims.StrayLookSize)
 		t.Reset(strayInterval)
 	}
 }
 
+// lookForStrays is one look: the live pools read once, then each of the
+// pool's queues from its place (up to limit due tasks), moving the places
+// on, then the queues no live pool works. Without the registry it warns
+// about nothing and the places stay: this pool's word alone would name
+// another's work.
+func (p *Pool) lookForStrays(ctx context.Context, places map[string]claims.StrayPlace, limit int) {
+	live, err := registry.New(p.db).LiveWorkers(ctx)
+	if err != nil {
+		return // looked at again at the next look
+	}
+	for _, q := range p.cfg.Queues {
+		places[q] = p.reportStrays(ctx, q, places[q], limit, live)
+	}
+	p.reportUnworkedQueues(ctx, live)
+}
+
 // reportStrays looks at up to limit due tasks of queue from place on, warns
-// about those that no live pool would claim, by the registry (this one
-// included), and returns where the next look starts. Without the registry
-// it warns about nothing: this pool's word alone would name another's work.
-func (p *Pool) reportStrays(ctx context.Context, queue string, place claims.StrayPlace, limit int) claims.StrayPlace {
+// about those that no pool of live (this one included) would claim, and
+// returns where the next look starts.
+func (p *Pool) reportStrays(ctx context.Context, queue string, place claims.StrayPlace, limit int, live []registry.Worker) claims.StrayPlace {
 	look, err := p.store.LookForStrays(ctx, queue, p.kindNames, p.claimCaps(), place, limit)
 	if err != nil {
 		return place // the producers report database trouble
-	}
-	if len(look.Strays) == 0 {
-		return look.Next
-	}
-	live, err := registry.New(p.db).LiveWorkers(ctx)
-	if err != nil {
-		return place // looked at again at the next look
 	}
 	for _, st := range look.Strays {
 		t := &agentledger.Task{Queue: st.Queue, Kind: st.Kind, Needs: st.Needs}
@@ -87,15 +92,11 @@ func (p *Pool) reportStrays(ctx context.Context, queue string, place claims.Stra
 }
 
 // reportUnworkedQueues warns about the queues with due tasks, or running
-// ones whose daemon died, that no live pool works, by the registry (a
+// ones whose daemon died, that no pool of live works (a
 // misspelt --queue at submit, or the only daemon of a queue killed): no
 // pool's look at its own queues sees them. One pool of the fleet looks a
 // minute (claims.UnworkedQueues): ten daemons do not each say it.
-func (p *Pool) reportUnworkedQueues(ctx context.Context) {
-	live, err := registry.New(p.db).LiveWorkers(ctx)
-	if err != nil {
-		return
-	}
+func (p *Pool) reportUnworkedQueues(ctx context.Context, live []registry.Worker) {
 	var worked []string
 	for _, w := range live {
 		worked = append(worked, w.Queues...)

@@ -105,7 +105,7 @@ func TestStraysTheFleetServesAreNotWarnedOf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	worker.ReportStrays(ctx, p, "default")
+	worker.ReportStrays(ctx, p)
 	close(logs)
 	var warned []string
 	for l := range logs {
