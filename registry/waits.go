@@ -13,10 +13,12 @@ import (
 
 // ExplainWaits says, on each task of ts that waits to be claimed (queued
 // or retrying, with no reason of its own: a limit's; or running on a
-// lease that expired, its worker gone), why no live pool would claim it: no pool serves its kind on its queue, or none that does
-// has what it needs ("waiting for a daemon with tool open_ticket"). Tasks
-// a live pool can run are left as they are. It reads the live pools once,
-// and only when a task waits.
+// lease that expired, its worker gone), why no live pool would claim it:
+// no pool serves its kind on its queue, or none that does has what it
+// needs ("waiting for a daemon with tool open_ticket"), or its tenant
+// runs as many tasks as its share allows. Tasks a live pool can run now
+// are left as they are. It reads the live pools once, and only when a
+// task waits.
 func (s *Store) ExplainWaits(ctx context.Context, ts ...*agentledger.Task) error {
 	var waiting []*agentledger.Task
 	now := time.Now()
