@@ -32,7 +32,12 @@ package claims
 //     loop's last claims gave the tenant at the cursor ($9), and for a
 //     capped tenant at most its room (agentledger_tenant_turn, counted as
 //     the read reaches it) — until the batch less the lane is full. The
-//     read is pulled row by row: it stops there;
+//     read is pulled row by row: it stops there. While no tenant has a
+//     share row, every turn is the same and the read is filtered on k
+//     alone; the weighted branch, which carries each tenant's share and
+//     room from its first entry to its others (a join and a second
+//     window), is not started. That branch cost 0.07 ms of a 0.3 ms
+//     read of 100 turns over 10,000 tenants (EXPLAIN ANALYZE);
 //   - the newcomer lane first, as in claimDue; then the turns' tasks,
 //     locked (SKIP LOCKED) if still settled: the turns are read whole
 //     before the first is locked, and a task another daemon leased in
@@ -79,33 +84,44 @@ crowd AS (
 	) h) AS yes
 ),
 ` + newcomerLane(`(SELECT yes FROM crowd)`, `(SELECT $10::int)`) + `,
+-- whether any tenant has a share row (a weight or a cap)
+shares AS (
+	SELECT EXISTS (SELECT FROM tenant_shares) AS yes
+),
 -- each tenant's first tasks up to its turn, in rotation order, read as
 -- the batch pulls them: the entries past the cursor (the lane's left
 -- out, as the full claim's turns leave them out), numbered within each
--- tenant (k); at a tenant's first entry its share row is looked up (when
--- any tenant has one) and, if it has a cap, its room counted, and both
--- hold for the tenant's other entries
+-- tenant (k). While no tenant has a share row every turn is the same;
+-- otherwise a tenant's share row is looked up at its first entry and,
+-- if it has a cap, its room counted, and both hold for its other
+-- entries. The branch not taken is never started (a one-time filter).
 turns AS (
-	SELECT ctid FROM (
+	(SELECT ctid FROM (
+		` + numberedPastCursor + `
+	) r
+	WHERE NOT (SELECT yes FROM shares)
+		AND k <= ceil(greatest($3, 64)::float8 / ` + crowdAt + `)::int - CASE WHEN tenant = $8::text THEN $9::int ELSE 0 END
+	ORDER BY tenant, priority, run_at, id
+	LIMIT (SELECT $3::int - cardinality(ids) FROM lane_ids))
+	UNION ALL
+	(SELECT ctid FROM (
 		SELECT r.id, r.ctid, r.tenant, r.priority, r.run_at, r.k,
 			max(CASE WHEN r.k = 1 THEN ceil(greatest($3, 64) * coalesce(s.weight, 1)::float8 / ` + crowdAt + `)::int END) OVER w AS turn,
 			max(CASE WHEN r.k = 1 AND s.max_running IS NOT NULL THEN agentledger_tenant_turn(r.tenant) END) OVER w AS room
 		FROM (
-			SELECT id, ctid, tenant, priority, run_at, row_number() OVER (PARTITION BY tenant ORDER BY priority, run_at, id) AS k
-			FROM (
-` + pastCursor("id, ctid, tenant, priority, run_at", notInLane+settled+" AND ", "8 * greatest("+crowdAt+", $3::int)") + `
-			) o
+			` + numberedPastCursor + `
 		) r
 		LEFT JOIN LATERAL (
 			SELECT weight, max_running FROM tenant_shares s
-			WHERE s.tenant = r.tenant AND r.k = 1 AND (SELECT EXISTS (SELECT FROM tenant_shares))
+			WHERE s.tenant = r.tenant AND r.k = 1
 			OFFSET 0
 		) s ON true
 		WINDOW w AS (PARTITION BY r.tenant ORDER BY r.priority, r.run_at, r.id ROWS UNBOUNDED PRECEDING)
 	) t
-	WHERE k <= least(turn, room) - CASE WHEN tenant = $8::text THEN $9::int ELSE 0 END
+	WHERE (SELECT yes FROM shares)
+		AND k <= least(turn, room) - CASE WHEN tenant = $8::text THEN $9::int ELSE 0 END
 	ORDER BY tenant, priority, run_at, id
-	LIMIT (SELECT $3::int - cardinality(ids) FROM lane_ids)
+	LIMIT (SELECT $3::int - cardinality(ids) FROM lane_ids))
 ),
 locked AS (
 	SELECT ctid, tenant FROM tasks
@@ -121,6 +137,13 @@ due AS (
 	WHERE (SELECT yes FROM crowd)
 )
 ` + claimedDue("due", "ctid", inLane("t.id")) + `, (SELECT max(tenant) FROM locked)`
+
+// numberedPastCursor is the turns' read: the due tasks past the cursor,
+// settled and not in the lane, numbered within each tenant (k).
+var numberedPastCursor = `SELECT id, ctid, tenant, priority, run_at, row_number() OVER (PARTITION BY tenant ORDER BY priority, run_at, id) AS k
+		FROM (
+` + pastCursor("id, ctid, tenant, priority, run_at", notInLane+settled+" AND ", "8 * greatest("+crowdAt+", $3::int)") + `
+		) o`
 
 // pastCursor reads cols of the due tasks from the cursor's tenant ($8) on,
 // in rotation order, that pass filter (a condition ending in AND, or ""),

@@ -44,38 +44,60 @@ lane AS (
 lane_ids AS (
 	SELECT coalesce(array_agg(id), '{}') AS ids FROM lane
 ),
+-- whether any tenant has a share row (a weight or a cap)
+shares AS (
+	SELECT EXISTS (SELECT FROM tenant_shares) AS yes
+),
 -- each tenant's first tasks up to its turn, in rotation order, read as
 -- the batch pulls them: the entries past the cursor (the lane's left
 -- out, as the full claim's turns leave them out), numbered within each
--- tenant (k); at a tenant's first entry its share row is looked up (when
--- any tenant has one) and, if it has a cap, its room counted, and both
--- hold for the tenant's other entries
+-- tenant (k). While no tenant has a share row every turn is the same;
+-- otherwise a tenant's share row is looked up at its first entry and,
+-- if it has a cap, its room counted, and both hold for its other
+-- entries. The branch not taken is never started (a one-time filter).
 turns AS (
-	SELECT ctid FROM (
-		SELECT r.id, r.ctid, r.tenant, r.priority, r.run_at, r.k,
-			max(CASE WHEN r.k = 1 THEN ceil(greatest($3, 64) * coalesce(s.weight, 1)::float8 / greatest(ceil($3 / 4.0)::int, 64))::int END) OVER w AS turn,
-			max(CASE WHEN r.k = 1 AND s.max_running IS NOT NULL THEN agentledger_tenant_turn(r.tenant) END) OVER w AS room
+	(SELECT ctid FROM (
+		SELECT id, ctid, tenant, priority, run_at, row_number() OVER (PARTITION BY tenant ORDER BY priority, run_at, id) AS k
 		FROM (
-			SELECT id, ctid, tenant, priority, run_at, row_number() OVER (PARTITION BY tenant ORDER BY priority, run_at, id) AS k
-			FROM (
 				SELECT id, ctid, tenant, priority, run_at FROM tasks
 				WHERE queue = $1 AND tenant >= (SELECT $8::text) AND id <> ALL ((SELECT ids FROM lane_ids)::bigint[]) AND CASE WHEN xmax = '0'::xid THEN true ELSE currtid2('tasks', ctid) = ctid END AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
 			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
 			AND (needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[])
 				ORDER BY tenant, priority, run_at, id
 				LIMIT (SELECT 8 * greatest(greatest(ceil($3 / 4.0)::int, 64), $3::int))
-			) o
+		) o
+	) r
+	WHERE NOT (SELECT yes FROM shares)
+		AND k <= ceil(greatest($3, 64)::float8 / greatest(ceil($3 / 4.0)::int, 64))::int - CASE WHEN tenant = $8::text THEN $9::int ELSE 0 END
+	ORDER BY tenant, priority, run_at, id
+	LIMIT (SELECT $3::int - cardinality(ids) FROM lane_ids))
+	UNION ALL
+	(SELECT ctid FROM (
+		SELECT r.id, r.ctid, r.tenant, r.priority, r.run_at, r.k,
+			max(CASE WHEN r.k = 1 THEN ceil(greatest($3, 64) * coalesce(s.weight, 1)::float8 / greatest(ceil($3 / 4.0)::int, 64))::int END) OVER w AS turn,
+			max(CASE WHEN r.k = 1 AND s.max_running IS NOT NULL THEN agentledger_tenant_turn(r.tenant) END) OVER w AS room
+		FROM (
+			SELECT id, ctid, tenant, priority, run_at, row_number() OVER (PARTITION BY tenant ORDER BY priority, run_at, id) AS k
+		FROM (
+				SELECT id, ctid, tenant, priority, run_at FROM tasks
+				WHERE queue = $1 AND tenant >= (SELECT $8::text) AND id <> ALL ((SELECT ids FROM lane_ids)::bigint[]) AND CASE WHEN xmax = '0'::xid THEN true ELSE currtid2('tasks', ctid) = ctid END AND state IN ('queued', 'retrying', 'compensating') AND run_at <= coalesce($5::timestamptz, now())
+			AND (coalesce(cardinality($6::text[]), 0) = 0 OR kind = ANY ($6::text[]))
+			AND (needs IS NULL OR $7::text[] IS NULL OR needs <@ $7::text[])
+				ORDER BY tenant, priority, run_at, id
+				LIMIT (SELECT 8 * greatest(greatest(ceil($3 / 4.0)::int, 64), $3::int))
+		) o
 		) r
 		LEFT JOIN LATERAL (
 			SELECT weight, max_running FROM tenant_shares s
-			WHERE s.tenant = r.tenant AND r.k = 1 AND (SELECT EXISTS (SELECT FROM tenant_shares))
+			WHERE s.tenant = r.tenant AND r.k = 1
 			OFFSET 0
 		) s ON true
 		WINDOW w AS (PARTITION BY r.tenant ORDER BY r.priority, r.run_at, r.id ROWS UNBOUNDED PRECEDING)
 	) t
-	WHERE k <= least(turn, room) - CASE WHEN tenant = $8::text THEN $9::int ELSE 0 END
+	WHERE (SELECT yes FROM shares)
+		AND k <= least(turn, room) - CASE WHEN tenant = $8::text THEN $9::int ELSE 0 END
 	ORDER BY tenant, priority, run_at, id
-	LIMIT (SELECT $3::int - cardinality(ids) FROM lane_ids)
+	LIMIT (SELECT $3::int - cardinality(ids) FROM lane_ids))
 ),
 locked AS (
 	SELECT ctid, tenant FROM tasks
