@@ -18,10 +18,18 @@ var azureAPIVersion = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}(-preview)?
 var azureDeployment = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
 // Check reports what is wrong with c's endpoint settings before any task
-// runs: for now only the Azure OpenAI ones, since any other base URL and
-// model name is the endpoint's to judge.
+// runs: a base URL that is not an http(s) URL (go-openai would take it and
+// fail every call), and the Azure OpenAI settings; any other model name is
+// the endpoint's to judge. Messages show the URL with its password masked,
+// or not at all when it does not parse (url.Parse's error quotes it whole).
 func (c Config) Check() error {
 	if c.AzureAPIVersion == "" {
+		if c.BaseURL == "" {
+			return nil
+		}
+		if _, err := httpURL(c.BaseURL, "https://api.openai.com/v1"); err != nil {
+			return err
+		}
 		return nil
 	}
 	if !azureAPIVersion.MatchString(c.AzureAPIVersion) {
@@ -30,20 +38,33 @@ func (c Config) Check() error {
 	if c.BaseURL == "" {
 		return fmt.Errorf("an azure api-version needs the base URL of the resource (https://<resource>.openai.azure.com)")
 	}
-	u, err := url.Parse(c.BaseURL)
-	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
-		return fmt.Errorf("azure base URL %q is not an http(s) URL like https://<resource>.openai.azure.com", c.BaseURL)
+	u, err := httpURL(c.BaseURL, "https://<resource>.openai.azure.com")
+	if err != nil {
+		return fmt.Errorf("azure %w", err)
 	}
 	if p := strings.TrimRight(u.Path, "/"); strings.HasSuffix(p, "/openai") || strings.HasSuffix(p, "/openai/v1") ||
 		strings.Contains(p, "/deployments") {
 		return fmt.Errorf("azure base URL %q: give the resource's endpoint without /openai or a deployment "+
 			"(https://<resource>.openai.azure.com); the deployment is the model name. Azure's v1 API "+
-			"(.../openai/v1) takes no api-version: leave it unset for that", c.BaseURL)
+			"(.../openai/v1) takes no api-version: leave it unset for that", u.Redacted())
 	}
 	if c.Model != "" {
 		return checkDeployment(c.Model)
 	}
 	return nil
+}
+
+// httpURL parses raw, a model endpoint's base URL, as an http(s) URL with a
+// host; like names the form expected.
+func httpURL(raw, like string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("base URL does not parse as a URL: give an http(s) URL like %s", like)
+	}
+	if u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
+		return nil, fmt.Errorf("base URL %q is not an http(s) URL like %s", u.Redacted(), like)
+	}
+	return u, nil
 }
 
 // checkDeployment reports a model name that cannot name an Azure deployment.

@@ -128,7 +128,7 @@ func TestApprovalsSigningSecretFileRefused(t *testing.T) {
 	}
 	url := testdb.URL(t)
 	for _, tc := range []struct{ file, want string }{
-		{filepath.Join(dir, "missing"), "--slack-signing-secret-file " + filepath.Join(dir, "missing") + ": no such file"},
+		{filepath.Join(dir, "missing"), "Notify.Approvals.SigningSecretFile (agentd --slack-signing-secret-file) " + filepath.Join(dir, "missing") + ": no such file"},
 		{twoWords, "must hold one word"},
 	} {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")

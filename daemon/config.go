@@ -184,6 +184,16 @@ type Retention struct {
 var DefaultRetention = Retention{Ledger: 7 * 24 * time.Hour, Tasks: 30 * 24 * time.Hour, Outbox: 7 * 24 * time.Hour,
 	Inbox: 7 * 24 * time.Hour, IdempotencyKeys: 24 * time.Hour}
 
+// setting names one of Config's settings in a message for both of its
+// readers: the field a program embedding the daemon sets, and the agentd
+// flag (or, where flag starts with a capital, the variable) that sets it.
+func setting(field, flag string) string {
+	if flag != "" && flag[0] >= 'A' && flag[0] <= 'Z' {
+		return field + " (agentd: " + flag + ")"
+	}
+	return field + " (agentd --" + flag + ")"
+}
+
 // withDefaults is r with each zero window DefaultRetention's.
 func (r Retention) withDefaults() Retention {
 	or := func(d, def time.Duration) time.Duration {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -230,7 +231,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return err
 	}
 	if err := modelConfig(cfg).Check(); err != nil {
-		return fmt.Errorf("model endpoint: %w", err)
+		return &ConfigError{fmt.Errorf("model endpoint: %w", err)}
 	}
 	var db *database.DB
 	err := retryStart(ctx, log, "connecting", serverUnavailable, func() (err error) {
@@ -238,6 +239,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 			Pooler: cfg.Database.PgBouncer, Logger: log})
 		return err
 	})
+	if errors.Is(err, database.ErrBadURL) {
+		return &ConfigError{fmt.Errorf("%s: %w", setting("Database.URL", "DATABASE_URL"), err)}
+	}
 	if err != nil {
 		return err
 	}
@@ -305,7 +309,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return err
 	}
 	if cfg.Model.BaseURL == "" {
-		log.Info("agent tasks: no model endpoint (set AGENTLEDGER_LLM_BASE_URL); steps tasks run without one")
+		log.Info("agent tasks: no model endpoint; steps tasks run without one; for agent tasks set " + setting("Model.BaseURL", "AGENTLEDGER_LLM_BASE_URL"))
 	} else {
 		log.Info("agent tasks: model endpoint configured", "base_url", database.Redact(cfg.Model.BaseURL), "model", cfg.Model.Name,
 			"azure_api_version", cfg.Model.AzureAPIVersion, "api_key_set", cfg.Model.APIKey != "")
@@ -421,7 +425,8 @@ func migrate(ctx context.Context, db *database.DB, cfg *Config, log *slog.Logger
 			return err
 		}
 		if v < m.Latest() {
-			return fmt.Errorf("schema is at version %d, this agentd needs %d: run `agentctl migrate up` or start without --no-migrate", v, m.Latest())
+			return fmt.Errorf("schema is at version %d, this agentd needs %d: run `agentctl migrate up`, or migrate at start (unset %s)",
+				v, m.Latest(), setting("Database.NoMigrate", "no-migrate"))
 		}
 		return nil
 	}

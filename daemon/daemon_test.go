@@ -187,11 +187,15 @@ func TestConfigMistakesAreConfigErrors(t *testing.T) {
 			Notify: daemon.Notifications{NoDispatch: true}, Logger: quiet(), Stdout: io.Discard}
 	}
 	for name, set := range map[string]func(*daemon.Config){
-		"a negative poll interval": func(c *daemon.Config) { c.Worker.PollInterval = -time.Second },
-		"a negative grace":         func(c *daemon.Config) { c.Worker.Grace = -time.Second },
-		"an empty queue name":      func(c *daemon.Config) { c.Worker.Queues = []string{""} },
-		"a negative pool size":     func(c *daemon.Config) { c.Database.MaxConns = -3 },
-		"a negative API pool size": func(c *daemon.Config) { c.API.MaxConns = -1 },
+		"a negative poll interval":     func(c *daemon.Config) { c.Worker.PollInterval = -time.Second },
+		"a negative grace":             func(c *daemon.Config) { c.Worker.Grace = -time.Second },
+		"an empty queue name":          func(c *daemon.Config) { c.Worker.Queues = []string{""} },
+		"a negative pool size":         func(c *daemon.Config) { c.Database.MaxConns = -3 },
+		"a negative API pool size":     func(c *daemon.Config) { c.API.MaxConns = -1 },
+		"a model URL without a scheme": func(c *daemon.Config) { c.Model.BaseURL = "localhost:8080/v1" },
+		"a database URL that does not parse": func(c *daemon.Config) {
+			c.Database.URL = "postgres://u:s3cr3t@127.0.0.1:notaport/db"
+		},
 	} {
 		cfg := base()
 		set(&cfg)
@@ -201,6 +205,9 @@ func TestConfigMistakesAreConfigErrors(t *testing.T) {
 		var ce *daemon.ConfigError
 		if !errors.As(err, &ce) {
 			t.Errorf("%s: Run = %v, want a ConfigError", name, err)
+		}
+		if err != nil && strings.Contains(err.Error(), "s3cr3t") {
+			t.Errorf("%s: Run = %v, which shows the password", name, err)
 		}
 	}
 }

@@ -144,7 +144,7 @@ func (d *Daemon) handlers(db *pgxpool.Pool, m *metrics.Metrics) (map[string]work
 // console sink without a token; nil with --no-dispatch.
 func dispatcher(cfg *Config, db *pgxpool.Pool, limits *flow.Limiter, owner string, m *metrics.Metrics, log *slog.Logger) (*outbox.Dispatcher, error) {
 	if cfg.Notify.NoDispatch {
-		log.Info("notifications: not dispatched here (--no-dispatch)")
+		log.Info("notifications: not dispatched here: " + setting("Notify.NoDispatch", "no-dispatch"))
 		return nil, nil
 	}
 	sink, err := notificationSink(cfg, limits, cfg.Stdout, log)
@@ -169,7 +169,7 @@ func notificationSink(cfg *Config, limits *flow.Limiter, out io.Writer, log *slo
 	if cfg.Notify.SlackToken == "" && cfg.Notify.SlackTokenFile == "" {
 		sink, err := consoleSink(cfg, out)
 		if err == nil {
-			log.Info("notifications: console sink (set AGENTLEDGER_SLACK_TOKEN for Slack)")
+			log.Info("notifications: console sink; for Slack set " + setting("Notify.SlackToken", "AGENTLEDGER_SLACK_TOKEN"))
 		}
 		return sink, err
 	}
@@ -219,9 +219,9 @@ func checkSlack(sink *slack.Sink, source string, log *slog.Logger) error {
 // slackTokenSource names where the Slack token came from, for messages.
 func slackTokenSource(cfg *Config) string {
 	if cfg.Notify.SlackTokenFile != "" {
-		return "the file " + cfg.Notify.SlackTokenFile + " (--slack-token-file)"
+		return "the file " + cfg.Notify.SlackTokenFile + ", " + setting("Notify.SlackTokenFile", "slack-token-file")
 	}
-	return "AGENTLEDGER_SLACK_TOKEN"
+	return setting("Notify.SlackToken", "AGENTLEDGER_SLACK_TOKEN")
 }
 
 // consoleSink is where notifications go until Slack is configured.
@@ -236,7 +236,8 @@ func consoleSink(cfg *Config, out io.Writer) (notify.Sink, error) {
 			}
 		}
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, fmt.Errorf("notification file: %w (the console sink keeps it in the state directory: set --state-dir, or --notify-file)", err)
+			return nil, fmt.Errorf("notification file: %w; the console sink keeps it in the state directory: set %s or %s",
+				err, setting("Database.StateDir", "state-dir"), setting("Notify.File", "notify-file"))
 		}
 		path = filepath.Join(dir, "notifications.jsonl")
 	}
@@ -251,11 +252,12 @@ func hostHeaders(path string) (map[string]map[string]string, error) {
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, &ConfigError{fmt.Errorf("--http-host-headers-file: %w", err)}
+		return nil, &ConfigError{fmt.Errorf("%s: %w", setting("HTTPTools.HostHeadersFile", "http-host-headers-file"), err)}
 	}
 	var h map[string]map[string]string
 	if err := json.Unmarshal(b, &h); err != nil {
-		return nil, &ConfigError{fmt.Errorf("--http-host-headers-file %s: not a JSON object of host to header map", path)}
+		return nil, &ConfigError{fmt.Errorf("%s %s: not a JSON object of host to header map",
+			setting("HTTPTools.HostHeadersFile", "http-host-headers-file"), path)}
 	}
 	return h, nil
 }

@@ -93,7 +93,7 @@ func TestTrustedProxiesMistake(t *testing.T) {
 		Stdout:      io.Discard,
 	})
 	var ce *daemon.ConfigError
-	if err := d.Run(context.Background()); !errors.As(err, &ce) || !strings.Contains(err.Error(), `--trusted-proxies: trusted proxy "10.0.0.0/33" is not an IP address or CIDR prefix`) {
+	if err := d.Run(context.Background()); !errors.As(err, &ce) || !strings.Contains(err.Error(), `API.TrustedProxies (agentd --trusted-proxies): trusted proxy "10.0.0.0/33" is not an IP address or CIDR prefix`) {
 		t.Errorf("Run = %v, want a ConfigError naming the entry", err)
 	}
 }

@@ -58,7 +58,7 @@ func TestRefusedStartStoresNothing(t *testing.T) {
 			c.MCPServers = []daemon.MCPServer{{Name: "shop", Command: []string{"a"}}, {Name: "shop", Command: []string{"b"}}}
 		}, "MCP server shop is configured twice"},
 		{"Slack token file", func(c *daemon.Config) { c.Notify.SlackTokenFile, c.Notify.NoDispatch = missing, false }, "reading the token file"},
-		{"host headers file", func(c *daemon.Config) { c.HTTPTools.HostHeadersFile = notJSON }, "--http-host-headers-file"},
+		{"host headers file", func(c *daemon.Config) { c.HTTPTools.HostHeadersFile = notJSON }, "HTTPTools.HostHeadersFile (agentd --http-host-headers-file)"},
 		{"Azure api-version", func(c *daemon.Config) {
 			c.Model.BaseURL, c.Model.AzureAPIVersion = "https://example-resource.openai.azure.com", "latest"
 		}, `model endpoint: azure api-version "latest" is not a date`},

@@ -57,7 +57,7 @@ func buildServices(cfg *Config, db *pgxpool.Pool, limits *flow.Limiter, m *metri
 		s.runs = append(s.runs, follow)
 	}
 	if cfg.Maintenance.NoCron {
-		log.Info("cron: schedules not fired here (--no-cron)")
+		log.Info("cron: schedules not fired here: " + setting("Maintenance.NoCron", "no-cron"))
 	} else {
 		sch, err := schedule.NewScheduler(db, schedule.Config{Logger: log, OnFire: m.CronFire, Door: door})
 		if err != nil {
@@ -66,7 +66,7 @@ func buildServices(cfg *Config, db *pgxpool.Pool, limits *flow.Limiter, m *metri
 		s.runs = append(s.runs, sch.Run)
 	}
 	if cfg.Maintenance.NoJanitor {
-		log.Info("janitor: not run here (--no-janitor)")
+		log.Info("janitor: not run here: " + setting("Maintenance.NoJanitor", "no-janitor"))
 	} else {
 		j, err := janitor.New(db, sweeps(cfg, db), janitor.Config{Interval: cfg.Maintenance.JanitorInterval, Logger: log, OnDelete: m.Janitor})
 		if err != nil {
@@ -75,7 +75,7 @@ func buildServices(cfg *Config, db *pgxpool.Pool, limits *flow.Limiter, m *metri
 		s.runs = append(s.runs, j.Run)
 	}
 	if ln == nil {
-		log.Info("http: no API server (--listen is empty)")
+		log.Info("http: no API server: " + setting("API.Listen", "listen") + " is empty")
 		return s, nil
 	}
 	// The API has connections of its own: a flood of requests (or of
@@ -173,7 +173,7 @@ func apiServer(cfg *Config, db *pgxpool.Pool, m *metrics.Metrics, door *admit.Do
 	}
 	proxies, err := httpapi.ParseTrustedProxies(cfg.API.TrustedProxies)
 	if err != nil {
-		return nil, &ConfigError{fmt.Errorf("--trusted-proxies: %w", err)}
+		return nil, &ConfigError{fmt.Errorf("%s: %w", setting("API.TrustedProxies", "trusted-proxies"), err)}
 	}
 	api, err := httpapi.New(httpapi.Config{
 		DB: db, Tenants: tenants.NewStore(db), Claims: claims.New(db), Operator: operator.New(db), Hooks: hooks,

@@ -89,7 +89,7 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 		// pgx's message can quote the URL, password included: say less,
 		// but what a setting's own reason says, where it cannot hold
 		// the password.
-		return nil, fmt.Errorf("invalid database URL %s: %s", Redact(raw), urlProblem(err))
+		return nil, fmt.Errorf("%w %s: %s", ErrBadURL, Redact(raw), urlProblem(err))
 	}
 	if cfg.MaxConns > 0 {
 		pcfg.MaxConns = cfg.MaxConns
@@ -163,6 +163,10 @@ func (d *DB) closeCluster(ctx context.Context) error {
 	d.cluster = nil
 	return err
 }
+
+// ErrBadURL is Open's error for a URL that does not parse: a mistake in
+// the configuration, not a server to wait for.
+var ErrBadURL = errors.New("invalid database URL")
 
 var urlPassword = regexp.MustCompile(`(://[^:/@]*:)[^@]*@`)
 

@@ -57,6 +57,7 @@ func TestConfigErrorsNameTheirSource(t *testing.T) {
 		{[]string{"--log-level", "loud"}, nil, `--log-level: "loud" is not debug`},
 		{[]string{"--llm-base-url", "https://r.openai.azure.com", "--llm-azure-api-version", "latest"}, nil,
 			`--llm-azure-api-version: azure api-version "latest" is not a date like 2024-10-21`},
+		{[]string{"--llm-base-url", "localhost:8080/v1"}, nil, `--llm-base-url: base URL "localhost:8080/v1" is not an http(s) URL like https://api.openai.com/v1`},
 		{nil, map[string]string{"AGENTLEDGER_LLM_AZURE_API_VERSION": "2024-10-21"}, `AGENTLEDGER_LLM_AZURE_API_VERSION: an azure api-version needs the base URL`},
 		{[]string{"--llm-base-url", "https://r.openai.azure.com/openai", "--llm-azure-api-version", "2024-10-21"}, nil,
 			`give the resource's endpoint without /openai`},

@@ -195,10 +195,12 @@ func parseFlags(fs *pflag.FlagSet) (*config, error) {
 	c.Model.BaseURL = str("llm-base-url")
 	c.Model.Name = str("llm-model")
 	c.Model.AzureAPIVersion = str("llm-azure-api-version")
-	if c.Model.AzureAPIVersion != "" {
-		ac := agent.Config{BaseURL: c.Model.BaseURL, Model: c.Model.Name, AzureAPIVersion: c.Model.AzureAPIVersion}
-		if err := ac.Check(); err != nil {
+	ac := agent.Config{BaseURL: c.Model.BaseURL, Model: c.Model.Name, AzureAPIVersion: c.Model.AzureAPIVersion}
+	if err := ac.Check(); err != nil {
+		if c.Model.AzureAPIVersion != "" {
 			errs = append(errs, fmt.Sprintf("%s: %v", label("llm-azure-api-version"), err))
+		} else {
+			errs = append(errs, fmt.Sprintf("%s: %v", label("llm-base-url"), err))
 		}
 	}
 	dur("llm-timeout", &c.Model.Timeout)
