@@ -184,8 +184,25 @@ func (d *Daemon) publishKinds(ctx context.Context, db registry.DB, worker string
 }
 
 // Handle serves h on the daemon's HTTP server at pattern (net/http's
-// ServeMux patterns), beside the API.
-func (d *Daemon) Handle(pattern string, h http.Handler) { d.routes[pattern] = h }
+// ServeMux patterns), beside the API; call it before Run. Run refuses,
+// with a *ConfigError, a pattern the API's routes conflict with, and
+// routes without an HTTP server (API.Listen empty and no Listener).
+func (d *Daemon) Handle(pattern string, h http.Handler) error {
+	d.reg.Lock()
+	defer d.reg.Unlock()
+	if d.run.Load() {
+		// The server's routes are mounted once, as Run starts.
+		return fmt.Errorf("daemon: route added after Run started: call Handle before Run")
+	}
+	if pattern == "" || h == nil {
+		return fmt.Errorf("daemon: a route needs a pattern and a handler")
+	}
+	if _, dup := d.routes[pattern]; dup {
+		return fmt.Errorf("daemon: route %q added twice", pattern)
+	}
+	d.routes[pattern] = h
+	return nil
+}
 
 // Ready is closed once Run has migrated the database and built every part,
 // just before the first claim: from then on tasks may be submitted.

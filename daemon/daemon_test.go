@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net/http"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -166,6 +167,18 @@ func TestRegistrationMistakes(t *testing.T) {
 	if err := d2.Intercept(audit); err == nil || !strings.Contains(err.Error(), "after Run started") {
 		t.Errorf("an interceptor added after Run: %v", err)
 	}
+	if err := d2.Handle("GET /late", http.NotFoundHandler()); err == nil || !strings.Contains(err.Error(), "after Run started") {
+		t.Errorf("a route added after Run: %v", err)
+	}
+	if err := d.Handle("GET /mine", http.NotFoundHandler()); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Handle("GET /mine", http.NotFoundHandler()); err == nil || !strings.Contains(err.Error(), `"GET /mine" added twice`) {
+		t.Errorf("a route added twice: %v", err)
+	}
+	if err := d.Handle("GET /nil", nil); err == nil {
+		t.Errorf("a route without a handler: accepted")
+	}
 	// A handler that would call nothing is no handler.
 	var nilFunc func(context.Context, *agentledger.Task, struct{}) (struct{}, error)
 	for name, h := range map[string]worker.Handler{
@@ -173,6 +186,34 @@ func TestRegistrationMistakes(t *testing.T) {
 	} {
 		if err := daemon.New(daemon.Config{}).RegisterKind("k", h); err == nil || !strings.Contains(err.Error(), "needs a name and a handler") {
 			t.Errorf("%s: %v, want it refused", name, err)
+		}
+	}
+}
+
+// A route of the program's that the API's own conflict with, or one with
+// no HTTP server to serve it, is a ConfigError from Run: never a panic,
+// never a route silently dropped.
+func TestRoutesTheDaemonCannotServeAreConfigErrors(t *testing.T) {
+	t.Parallel()
+	url := testdb.URL(t)
+	for name, c := range map[string]struct {
+		listen, pattern, want string
+	}{
+		"the API's own route": {"127.0.0.1:0", "GET /healthz", `route "GET /healthz" (Daemon.Handle): pattern "GET /healthz"`},
+		"no HTTP server":      {"", "GET /mine", "1 route(s) added with Handle, but there is no HTTP server to serve them: set API.Listen (agentd --listen)"},
+	} {
+		d := daemon.New(daemon.Config{Database: daemon.Database{URL: url}, API: daemon.API{Listen: c.listen},
+			Maintenance: daemon.Maintenance{NoCron: true, NoJanitor: true}, Notify: daemon.Notifications{NoDispatch: true},
+			Logger: quiet(), Stdout: io.Discard})
+		if err := d.Handle(c.pattern, http.NotFoundHandler()); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err := d.Run(ctx)
+		cancel()
+		var ce *daemon.ConfigError
+		if !errors.As(err, &ce) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: Run = %v, want a ConfigError saying %q", name, err, c.want)
 		}
 	}
 }

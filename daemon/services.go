@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/agentledger/agentledger/flow"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 
 	"github.com/agentledger/agentledger/admit"
 	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/flow"
 	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/httpapi"
 	"github.com/agentledger/agentledger/janitor"
@@ -75,6 +77,10 @@ func buildServices(cfg *Config, db *pgxpool.Pool, limits *flow.Limiter, m *metri
 		s.runs = append(s.runs, j.Run)
 	}
 	if ln == nil {
+		if len(extra) > 0 {
+			return nil, &ConfigError{fmt.Errorf("%d route(s) added with Handle, but there is no HTTP server to serve them: set %s",
+				len(extra), setting("API.Listen", "listen"))}
+		}
 		log.Info("http: no API server: " + setting("API.Listen", "listen") + " is empty")
 		return s, nil
 	}
@@ -101,8 +107,11 @@ func buildServices(cfg *Config, db *pgxpool.Pool, limits *flow.Limiter, m *metri
 		apiDB.Close()
 		return nil, err
 	}
-	for pattern, h := range extra {
-		api.Handle(pattern, h)
+	for _, pattern := range slices.Sorted(maps.Keys(extra)) {
+		if err := api.Mount(pattern, extra[pattern]); err != nil {
+			apiDB.Close()
+			return nil, &ConfigError{fmt.Errorf("route %q (Daemon.Handle): %w", pattern, err)}
+		}
 	}
 	log.Info("http: serving the API", "addr", "http://"+s.ln.Addr().String(), "idempotency_key_required", !cfg.API.IdempotencyKeyOptional)
 	s.runs = append(s.runs, func(ctx context.Context) error { return api.Serve(ctx, s.ln) })

@@ -200,6 +200,19 @@ func New(cfg Config) (*Server, error) {
 // ServeMux.Handle, Handle panics when it conflicts with a route.
 func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
 
+// Mount is Handle for a route of the embedding program's: a pattern the
+// ServeMux refuses (malformed, or in conflict with a route already
+// served, the API's own among them) is an error, where Handle panics.
+func (s *Server) Mount(pattern string, h http.Handler) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+	s.mux.Handle(pattern, h)
+	return nil
+}
+
 // Handler returns the API as an http.Handler.
 func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.serveHTTP) }
 

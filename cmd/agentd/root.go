@@ -85,7 +85,9 @@ func run(ctx context.Context, cfg *config, hurry <-chan struct{}) error {
 	if cfg.Demo {
 		// The demo's tasks call the demo API on this daemon's listener.
 		for pattern, h := range demo.NewServer().Routes() {
-			d.Handle(pattern, h)
+			if err := d.Handle(pattern, h); err != nil {
+				return err
+			}
 		}
 	}
 	done := make(chan struct{})
