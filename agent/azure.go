@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/agentledger/agentledger/internal/secretfmt"
 )
 
 // azureAPIVersion is the shape of Azure OpenAI's api-version values:
@@ -20,8 +22,8 @@ var azureDeployment = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 // Check reports what is wrong with c's endpoint settings before any task
 // runs: a base URL that is not an http(s) URL (go-openai would take it and
 // fail every call), and the Azure OpenAI settings; any other model name is
-// the endpoint's to judge. Messages show the URL with its password masked,
-// or not at all when it does not parse (url.Parse's error quotes it whole).
+// the endpoint's to judge. Messages show the URL with its password masked
+// (never url.Parse's error, which quotes it whole).
 func (c Config) Check() error {
 	if c.AzureAPIVersion == "" {
 		if c.BaseURL == "" {
@@ -46,7 +48,7 @@ func (c Config) Check() error {
 		strings.Contains(p, "/deployments") {
 		return fmt.Errorf("azure base URL %q: give the resource's endpoint without /openai or a deployment "+
 			"(https://<resource>.openai.azure.com); the deployment is the model name. Azure's v1 API "+
-			"(.../openai/v1) takes no api-version: leave it unset for that", u.Redacted())
+			"(.../openai/v1) takes no api-version: leave it unset for that", secretfmt.URL(c.BaseURL))
 	}
 	if c.Model != "" {
 		return checkDeployment(c.Model)
@@ -59,10 +61,10 @@ func (c Config) Check() error {
 func httpURL(raw, like string) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return nil, fmt.Errorf("base URL does not parse as a URL: give an http(s) URL like %s", like)
+		return nil, fmt.Errorf("base URL %q does not parse as a URL: give an http(s) URL like %s", secretfmt.URL(raw), like)
 	}
 	if u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
-		return nil, fmt.Errorf("base URL %q is not an http(s) URL like %s", u.Redacted(), like)
+		return nil, fmt.Errorf("base URL %q is not an http(s) URL like %s", secretfmt.URL(raw), like)
 	}
 	return u, nil
 }

@@ -237,6 +237,9 @@ func TestConfigMistakesAreConfigErrors(t *testing.T) {
 		"a database URL that does not parse": func(c *daemon.Config) {
 			c.Database.URL = "postgres://u:s3cr3t@127.0.0.1:notaport/db"
 		},
+		"a database URL without a scheme":        func(c *daemon.Config) { c.Database.URL = "u:s3cr3t@127.0.0.1:5432/db" },
+		"a password in the query":                func(c *daemon.Config) { c.Database.URL = "postgres://127.0.0.1/db?password=s3cr3t&port=abc" },
+		"a model URL with a password, no scheme": func(c *daemon.Config) { c.Model.BaseURL = "u:s3cr3t@localhost:8080/v1" },
 	} {
 		cfg := base()
 		set(&cfg)

@@ -5,15 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"path/filepath"
-	"regexp"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentledger/agentledger/internal/pgplan"
+	"github.com/agentledger/agentledger/internal/secretfmt"
 	"github.com/agentledger/agentledger/pgembed"
 )
 
@@ -168,28 +167,9 @@ func (d *DB) closeCluster(ctx context.Context) error {
 // the configuration, not a server to wait for.
 var ErrBadURL = errors.New("invalid database URL")
 
-var urlPassword = regexp.MustCompile(`(://[^:/@]*:)[^@]*@`)
-
-// Redact returns a database URL or keyword/value string fit for logs: the
-// password is masked.
-func Redact(raw string) string {
-	if u, err := url.Parse(raw); err == nil && u.Scheme != "" {
-		if _, has := u.User.Password(); has {
-			u.User = url.UserPassword(u.User.Username(), "xxxxx")
-		}
-		return u.String()
-	}
-	if strings.Contains(raw, "://") { // unparsable URL: mask user:password@ by shape
-		return urlPassword.ReplaceAllString(raw, "${1}xxxxx@")
-	}
-	fields := strings.Fields(raw)
-	for i, f := range fields {
-		if strings.HasPrefix(strings.ToLower(f), "password=") {
-			fields[i] = "password=xxxxx"
-		}
-	}
-	return strings.Join(fields, " ")
-}
+// Redact returns a database URL or keyword/value string fit for logs and
+// errors: its password masked, however malformed the string.
+func Redact(raw string) string { return secretfmt.URL(raw) }
 
 // urlProblem is why pgx refused a URL, when its reason names a setting
 // (never a part that could be the password), else the form expected.

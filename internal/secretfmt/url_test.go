@@ -1,0 +1,32 @@
+package secretfmt
+
+import (
+	"strings"
+	"testing"
+)
+
+// Every shape of a URL holding a password, the malformed ones included
+// (they are what an error reports), comes out masked.
+func TestURLMasksThePassword(t *testing.T) {
+	for in, want := range map[string]string{
+		"postgres://bob:s3cret@db:5432/app?sslmode=disable":                           "postgres://bob:xxxxx@db:5432/app?sslmode=disable",
+		"postgres://bob@db/app":                                                       "postgres://bob@db/app",
+		"postgres://db/app":                                                           "postgres://db/app",
+		"host=db user=bob password=s3cret dbname=app":                                 "host=db user=bob password=xxxxx dbname=app",
+		"host=db password='s3cret with spaces' dbname=app":                            "host=db password=xxxxx dbname=app",
+		"postgres://bob:s3cret@db1:5432,db2:5432/app?target_session_attrs=read-write": "postgres://bob:xxxxx@db1:5432,db2:5432/app?target_session_attrs=read-write",
+		"bob:s3cret@localhost:5432/db":                                                "bob:xxxxx@localhost:5432/db",
+		"postgres://bob:s3cret@PW@localhost:5x/db":                                    "postgres://bob:xxxxx@localhost:5x/db",
+		"postgres://bob:s3/cret@db/app":                                               "postgres://bob:xxxxx@db/app",
+		"postgres://localhost/db?password=s3cret&port=abc":                            "postgres://localhost/db?password=xxxxx&port=abc",
+		"postgres://localhost/db?sslpassword=s3cret":                                  "postgres://localhost/db?sslpassword=xxxxx",
+		"user:s3cret@localhost:8080/v1":                                               "user:xxxxx@localhost:8080/v1",
+		"https://api.example/v1?api-key=s3cret":                                       "https://api.example/v1?api-key=xxxxx",
+		"http://127.0.0.1:8080/v1":                                                    "http://127.0.0.1:8080/v1",
+		"localhost:8080/v1":                                                           "localhost:8080/v1",
+	} {
+		if got := URL(in); got != want || strings.Contains(got, "s3cret") || strings.Contains(got, "PW") {
+			t.Errorf("URL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
