@@ -112,7 +112,7 @@ func mountSlackInteractions(cfg *Config, db *pgxpool.Pool, api *httpapi.Server, 
 		if cfg.Notify.Approvals.Channel != "" && (cfg.Notify.SlackToken != "" || cfg.Notify.SlackTokenFile != "") {
 			log.Warn("approvals: requests are posted to Slack, but their buttons decide nothing without the app's signing secret "+
 				": set "+setting("Notify.Approvals.SigningSecret", "AGENTLEDGER_SLACK_SIGNING_SECRET")+" or "+
-				setting("SigningSecretFile", "slack-signing-secret-file"), "channel", cfg.Notify.Approvals.Channel)
+				setting("SigningSecretFile", "--slack-signing-secret-file"), "channel", cfg.Notify.Approvals.Channel)
 		}
 		return nil
 	}
@@ -144,12 +144,12 @@ func signingSecret(a *Approvals) (string, error) {
 			if errors.As(err, &pe) {
 				err = pe.Err
 			}
-			return "", fmt.Errorf("%s %s: %w", setting("Notify.Approvals.SigningSecretFile", "slack-signing-secret-file"), a.SigningSecretFile, err)
+			return "", fmt.Errorf("%s %s: %w", setting("Notify.Approvals.SigningSecretFile", "--slack-signing-secret-file"), a.SigningSecretFile, err)
 		}
 		s := strings.TrimSpace(string(b))
 		if s == "" || strings.ContainsFunc(s, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
 			return "", fmt.Errorf("%s %s: must hold one word, the app's signing secret",
-				setting("Notify.Approvals.SigningSecretFile", "slack-signing-secret-file"), a.SigningSecretFile)
+				setting("Notify.Approvals.SigningSecretFile", "--slack-signing-secret-file"), a.SigningSecretFile)
 		}
 		return s, nil
 	}

@@ -186,13 +186,8 @@ var DefaultRetention = Retention{Ledger: 7 * 24 * time.Hour, Tasks: 30 * 24 * ti
 
 // setting names one of Config's settings in a message for both of its
 // readers: the field a program embedding the daemon sets, and the agentd
-// flag (or, where flag starts with a capital, the variable) that sets it.
-func setting(field, flag string) string {
-	if flag != "" && flag[0] >= 'A' && flag[0] <= 'Z' {
-		return field + " (agentd: " + flag + ")"
-	}
-	return field + " (agentd --" + flag + ")"
-}
+// flag or variable that sets it (agentd: "--listen", "DATABASE_URL").
+func setting(field, agentd string) string { return field + " (agentd " + agentd + ")" }
 
 // withDefaults is r with each zero window DefaultRetention's.
 func (r Retention) withDefaults() Retention {

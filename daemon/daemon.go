@@ -29,6 +29,10 @@ import (
 	"github.com/agentledger/agentledger/worker"
 )
 
+// ErrStarted is what a registration, or a second Run, made once Run has
+// started is refused with (errors.Is).
+var ErrStarted = errors.New("Run has started")
+
 // ConfigError is a configuration mistake, found before any task is
 // claimed.
 type ConfigError struct{ Err error }
@@ -44,6 +48,8 @@ type Daemon struct {
 	kinds  map[string]worker.Handler
 	tools  []tools.Tool
 	routes map[string]http.Handler
+	// mine holds the routes, to refuse at Handle one no ServeMux takes.
+	mine *http.ServeMux
 	// intercept are the embedder's interceptors on the effect path, in
 	// the order added.
 	intercept []tools.Interceptor
@@ -80,7 +86,7 @@ func New(cfg Config) *Daemon {
 	if cfg.Stdout == nil {
 		cfg.Stdout = os.Stdout
 	}
-	return &Daemon{cfg: cfg, kinds: map[string]worker.Handler{}, routes: map[string]http.Handler{},
+	return &Daemon{cfg: cfg, kinds: map[string]worker.Handler{}, routes: map[string]http.Handler{}, mine: http.NewServeMux(),
 		ready: make(chan struct{})}
 }
 
@@ -91,7 +97,7 @@ func (d *Daemon) RegisterKind(name string, h worker.Handler) error {
 	defer d.reg.Unlock()
 	switch {
 	case d.run.Load():
-		return fmt.Errorf("daemon: kind %q registered after Run started: register kinds before Run", name)
+		return fmt.Errorf("daemon: kind %q registered after %w: register kinds before Run", name, ErrStarted)
 	case name == "" || nilHandler(h):
 		return fmt.Errorf("daemon: a kind needs a name and a handler")
 	case slices.Contains(builtinKinds, name):
@@ -122,15 +128,23 @@ func nilHandler(h worker.Handler) bool {
 
 // RegisterTool adds t to the tools steps and agent tasks may call, through
 // the ledger like the built-in ones. A name taken by a built-in tool or
-// registered before is refused when Run starts.
+// registered before is refused.
 func (d *Daemon) RegisterTool(t tools.Tool) error {
 	d.reg.Lock()
 	defer d.reg.Unlock()
 	if d.run.Load() {
-		return fmt.Errorf("daemon: tool registered after Run started: register tools before Run")
+		return fmt.Errorf("daemon: tool registered after %w: register tools before Run", ErrStarted)
 	}
 	if t == nil || t.Name() == "" {
 		return fmt.Errorf("daemon: a tool needs a name")
+	}
+	if slices.Contains(builtinToolNames(), t.Name()) {
+		return fmt.Errorf("daemon: tool %q is built in: name yours otherwise", t.Name())
+	}
+	for _, had := range d.tools {
+		if had.Name() == t.Name() {
+			return fmt.Errorf("daemon: tool %q is registered twice", t.Name())
+		}
 	}
 	d.tools = append(d.tools, t)
 	return nil
@@ -148,7 +162,7 @@ func (d *Daemon) Intercept(ic tools.Interceptor) error {
 	if d.run.Load() {
 		// The effect path is built once, as Run starts: a later one would
 		// be skipped without a word.
-		return fmt.Errorf("daemon: interceptor added after Run started: call Intercept before Run")
+		return fmt.Errorf("daemon: interceptor added after %w: call Intercept before Run", ErrStarted)
 	}
 	if ic == nil {
 		return fmt.Errorf("daemon: an interceptor must not be nil")
@@ -192,13 +206,16 @@ func (d *Daemon) Handle(pattern string, h http.Handler) error {
 	defer d.reg.Unlock()
 	if d.run.Load() {
 		// The server's routes are mounted once, as Run starts.
-		return fmt.Errorf("daemon: route added after Run started: call Handle before Run")
+		return fmt.Errorf("daemon: route added after %w: call Handle before Run", ErrStarted)
 	}
 	if pattern == "" || h == nil {
 		return fmt.Errorf("daemon: a route needs a pattern and a handler")
 	}
 	if _, dup := d.routes[pattern]; dup {
 		return fmt.Errorf("daemon: route %q added twice", pattern)
+	}
+	if err := checkRoute(d.mine, pattern); err != nil {
+		return err
 	}
 	d.routes[pattern] = h
 	return nil
@@ -235,6 +252,10 @@ func (d *Daemon) EndGrace() {
 // tasks finish within the grace period and releases the rest.
 func (d *Daemon) Run(ctx context.Context) error {
 	d.reg.Lock()
+	if d.run.Load() {
+		d.reg.Unlock()
+		return fmt.Errorf("daemon: Run called after %w: a Daemon runs once; make another with New", ErrStarted)
+	}
 	d.run.Store(true)
 	d.reg.Unlock()
 	cfg, log := &d.cfg, d.cfg.Logger
@@ -250,6 +271,34 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if err := modelConfig(cfg).Check(); err != nil {
 		return &ConfigError{fmt.Errorf("model endpoint: %w", err)}
 	}
+	if err := checkHTTPTools(cfg); err != nil {
+		return err
+	}
+	if err := checkStateDir(cfg); err != nil {
+		return err
+	}
+	// The listener is bound before the database is opened: a mistaken
+	// address (or one in use) is refused before a cluster is started or
+	// a schema migrated for nothing.
+	ln := cfg.API.Listener
+	if ln == nil {
+		var err error
+		if ln, err = listen(cfg); err != nil {
+			return err
+		}
+	}
+	if ln == nil && len(d.routes) > 0 {
+		return &ConfigError{fmt.Errorf("%d route(s) added with Handle, but there is no HTTP server to serve them: set %s",
+			len(d.routes), setting("API.Listen", "--listen"))}
+	}
+	// Until the services run, a start that fails lets go of what it opened
+	// for them, so that a Run again can bind the same address.
+	serving := false
+	defer func() {
+		if !serving && ln != nil && ln != cfg.API.Listener {
+			ln.Close()
+		}
+	}()
 	var db *database.DB
 	err := retryStart(ctx, log, "connecting", serverUnavailable, func() (err error) {
 		db, err = database.Open(ctx, database.Config{URL: cfg.Database.URL, StateDir: cfg.Database.StateDir, MaxConns: cfg.Database.MaxConns,
@@ -257,7 +306,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return err
 	})
 	if errors.Is(err, database.ErrBadURL) {
-		return &ConfigError{fmt.Errorf("%s: %w", setting("Database.URL", "DATABASE_URL"), err)}
+		return &ConfigError{fmt.Errorf("%s: %w", setting("Database.URL", "--database-url or DATABASE_URL"), err)}
 	}
 	if err != nil {
 		return err
@@ -283,27 +332,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return err
 	}
 	warnUnscopedKeys(ctx, db, log)
-	ln := cfg.API.Listener
-	if ln == nil {
-		if ln, err = listen(cfg); err != nil {
-			return err
-		}
-	}
-	// Until the services run, a start that fails lets go of what it opened
-	// for them, so that a Run again can bind the same address.
 	var svc *services
-	serving := false
 	defer func() {
-		if serving {
-			return
-		}
-		if svc != nil {
+		if !serving && svc != nil {
 			for _, c := range svc.closers {
 				c()
 			}
-		}
-		if ln != nil && ln != cfg.API.Listener {
-			ln.Close()
 		}
 	}()
 	m := cfg.Hooks.Metrics
@@ -443,7 +477,7 @@ func migrate(ctx context.Context, db *database.DB, cfg *Config, log *slog.Logger
 		}
 		if v < m.Latest() {
 			return fmt.Errorf("schema is at version %d, this agentd needs %d: run `agentctl migrate up`, or migrate at start (unset %s)",
-				v, m.Latest(), setting("Database.NoMigrate", "no-migrate"))
+				v, m.Latest(), setting("Database.NoMigrate", "--no-migrate"))
 		}
 		return nil
 	}

@@ -7,6 +7,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -142,33 +144,44 @@ func TestRegistrationMistakes(t *testing.T) {
 	if err := d.RegisterTool(&ticketTool{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.RegisterTool(&ticketTool{}); err != nil {
-		t.Fatal(err)
+	if err := d.RegisterTool(&ticketTool{}); err == nil || !strings.Contains(err.Error(), `"open_ticket" is registered twice`) {
+		t.Errorf("a tool registered twice: %v", err)
 	}
-	d2 := daemon.New(daemon.Config{Database: daemon.Database{URL: testdb.URL(t)}, Maintenance: daemon.Maintenance{NoCron: true, NoJanitor: true}, Notify: daemon.Notifications{NoDispatch: true}, Logger: quiet()})
-	_ = d2.RegisterTool(&ticketTool{})
-	_ = d2.RegisterTool(&ticketTool{})
-	_ = d2.RegisterTool(shadow{&ticketTool{}})
-	var ce *daemon.ConfigError
-	if err := d2.Run(context.Background()); !errors.As(err, &ce) || !strings.Contains(err.Error(), `"open_ticket" is registered twice`) ||
-		!strings.Contains(err.Error(), `"http_request" is built in`) {
-		t.Errorf("a tool registered twice and one named as a built-in: Run = %v, want a ConfigError naming both", err)
+	if err := d.RegisterTool(shadow{&ticketTool{}}); err == nil || !strings.Contains(err.Error(), `"http_request" is built in`) {
+		t.Errorf("a tool named as a built-in: %v", err)
+	}
+	d2 := daemon.New(daemon.Config{Database: daemon.Database{URL: testdb.URL(t)}, Maintenance: daemon.Maintenance{NoCron: true, NoJanitor: true},
+		Notify: daemon.Notifications{NoDispatch: true}, Logger: quiet(), Stdout: io.Discard})
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- d2.Run(ctx) }()
+	select {
+	case <-d2.Ready():
+	case err := <-ran:
+		t.Fatalf("Run: %v", err)
+	}
+	if err := d2.Run(ctx); !errors.Is(err, daemon.ErrStarted) {
+		t.Errorf("a second Run: %v, want ErrStarted", err)
 	}
 	// After Run started, a kind or a tool would never be served.
-	if err := d2.RegisterKind("late", noop); err == nil || !strings.Contains(err.Error(), "after Run started") {
+	if err := d2.RegisterKind("late", noop); err == nil || !strings.Contains(err.Error(), "after Run has started") {
 		t.Errorf("a kind registered after Run: %v", err)
 	}
-	if err := d2.RegisterTool(&ticketTool{}); err == nil || !strings.Contains(err.Error(), "after Run started") {
+	if err := d2.RegisterTool(&ticketTool{}); err == nil || !strings.Contains(err.Error(), "after Run has started") {
 		t.Errorf("a tool registered after Run: %v", err)
 	}
 	audit := tools.Interceptor(func(ctx context.Context, o *tools.Outgoing, next tools.Next) (ledger.Result, error) {
 		return next(ctx, o)
 	})
-	if err := d2.Intercept(audit); err == nil || !strings.Contains(err.Error(), "after Run started") {
+	if err := d2.Intercept(audit); err == nil || !strings.Contains(err.Error(), "after Run has started") {
 		t.Errorf("an interceptor added after Run: %v", err)
 	}
-	if err := d2.Handle("GET /late", http.NotFoundHandler()); err == nil || !strings.Contains(err.Error(), "after Run started") {
+	if err := d2.Handle("GET /late", http.NotFoundHandler()); !errors.Is(err, daemon.ErrStarted) {
 		t.Errorf("a route added after Run: %v", err)
+	}
+	cancel()
+	if err := <-ran; err != nil {
+		t.Fatalf("Run: %v", err)
 	}
 	if err := d.Handle("GET /mine", http.NotFoundHandler()); err != nil {
 		t.Fatal(err)
@@ -178,6 +191,27 @@ func TestRegistrationMistakes(t *testing.T) {
 	}
 	if err := d.Handle("GET /nil", nil); err == nil {
 		t.Errorf("a route without a handler: accepted")
+	}
+	for pattern, want := range map[string]string{
+		"GET /healthz":         `route "GET /healthz": /healthz is the daemon's`,
+		"POST /v1/mine":        `route "POST /v1/mine": /v1/mine is the daemon's`,
+		"example.com/v1/tasks": `/v1/tasks is the daemon's`,
+		"GET /{x}/{y...}":      "",
+		"GET /{a}/{b...}":      `route "GET /{a}/{b...}": pattern "GET /{a}/{b...}" conflicts with pattern "GET /{x}/{y...}"`,
+		"GET /{x":              `route "GET /{x": parsing "GET /{x"`,
+	} {
+		if want == "" {
+			continue
+		}
+		if pattern == "GET /{a}/{b...}" {
+			if err := d.Handle("GET /{x}/{y...}", http.NotFoundHandler()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		err := d.Handle(pattern, http.NotFoundHandler())
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "registered at") {
+			t.Errorf("Handle(%q) = %v, want an error saying %q", pattern, err, want)
+		}
 	}
 	// A handler that would call nothing is no handler.
 	var nilFunc func(context.Context, *agentledger.Task, struct{}) (struct{}, error)
@@ -190,17 +224,15 @@ func TestRegistrationMistakes(t *testing.T) {
 	}
 }
 
-// A route of the program's that the API's own conflict with, or one with
-// no HTTP server to serve it, is a ConfigError from Run: never a panic,
-// never a route silently dropped.
+// Routes with no HTTP server to serve them are a ConfigError from Run,
+// before the database is opened: never a route silently dropped.
 func TestRoutesTheDaemonCannotServeAreConfigErrors(t *testing.T) {
 	t.Parallel()
 	url := testdb.URL(t)
 	for name, c := range map[string]struct {
 		listen, pattern, want string
 	}{
-		"the API's own route": {"127.0.0.1:0", "GET /healthz", `route "GET /healthz" (Daemon.Handle): pattern "GET /healthz"`},
-		"no HTTP server":      {"", "GET /mine", "1 route(s) added with Handle, but there is no HTTP server to serve them: set API.Listen (agentd --listen)"},
+		"no HTTP server": {"", "GET /mine", "1 route(s) added with Handle, but there is no HTTP server to serve them: set API.Listen (agentd --listen)"},
 	} {
 		d := daemon.New(daemon.Config{Database: daemon.Database{URL: url}, API: daemon.API{Listen: c.listen},
 			Maintenance: daemon.Maintenance{NoCron: true, NoJanitor: true}, Notify: daemon.Notifications{NoDispatch: true},
@@ -252,6 +284,58 @@ func TestConfigMistakesAreConfigErrors(t *testing.T) {
 		}
 		if err != nil && strings.Contains(err.Error(), "s3cr3t") {
 			t.Errorf("%s: Run = %v, which shows the password", name, err)
+		}
+	}
+}
+
+// A mistake that needs no database to be seen is refused before the
+// embedded cluster is started: its state directory is never made.
+func TestMistakesAreRefusedBeforeAClusterStarts(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "a-file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]struct {
+		set   func(*daemon.Config)
+		route string // added with Handle
+		state string
+		want  string
+	}{
+		"an address without a port": {set: func(c *daemon.Config) { c.API.Listen = "127.0.0.1" },
+			want: "API.Listen (agentd --listen) 127.0.0.1: listen tcp: address 127.0.0.1: missing port in address"},
+		"an allow-list entry that is no origin": {set: func(c *daemon.Config) { c.HTTPTools.AllowedHosts = []string{"http://exa mple.com"} },
+			want: "http_request"},
+		"routes with no server":            {route: "GET /mine", want: "no HTTP server"},
+		"a state directory that is a file": {state: file, want: "Database.StateDir (agentd --state-dir or AGENTLEDGER_STATE_DIR) " + file + ": a file, not a directory"},
+		"a state directory under a file":   {state: filepath.Join(file, "state"), want: "a part of the path is a file"},
+	} {
+		state := c.state
+		if state == "" {
+			state = filepath.Join(dir, strings.ReplaceAll(name, " ", "-"))
+		}
+		cfg := daemon.Config{Database: daemon.Database{StateDir: state}, Logger: quiet(), Stdout: io.Discard}
+		if c.set != nil {
+			c.set(&cfg)
+		}
+		d := daemon.New(cfg)
+		if c.route != "" {
+			if err := d.Handle(c.route, http.NotFoundHandler()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err := d.Run(ctx)
+		cancel()
+		var ce *daemon.ConfigError
+		if !errors.As(err, &ce) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: Run = %v, want a ConfigError saying %q", name, err, c.want)
+		}
+		if c.state == "" {
+			if _, err := os.Stat(state); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("%s: the state directory was made (%v): a cluster was started before the refusal", name, err)
+			}
 		}
 	}
 }

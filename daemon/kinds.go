@@ -46,8 +46,7 @@ func (d *Daemon) handlers(db *pgxpool.Pool, m *metrics.Metrics) (map[string]work
 		return nil, nil, err
 	}
 	builtins, err := tools.Builtins(tools.BuiltinConfig{
-		HTTP: tools.HTTPConfig{AllowedHosts: cfg.HTTPTools.AllowedHosts, UnsafeAllowedHosts: cfg.HTTPTools.UnsafeAllowedHosts, HostHeaders: headers,
-			Timeout: cfg.HTTPTools.Timeout, Timeouts: cfg.HTTPTools.Timeouts},
+		HTTP: httpConfig(cfg, headers),
 		Door: d.door,
 	})
 	if err != nil {
@@ -144,7 +143,7 @@ func (d *Daemon) handlers(db *pgxpool.Pool, m *metrics.Metrics) (map[string]work
 // console sink without a token; nil with --no-dispatch.
 func dispatcher(cfg *Config, db *pgxpool.Pool, limits *flow.Limiter, owner string, m *metrics.Metrics, log *slog.Logger) (*outbox.Dispatcher, error) {
 	if cfg.Notify.NoDispatch {
-		log.Info("notifications: not dispatched here: " + setting("Notify.NoDispatch", "no-dispatch"))
+		log.Info("notifications: not dispatched here: " + setting("Notify.NoDispatch", "--no-dispatch"))
 		return nil, nil
 	}
 	sink, err := notificationSink(cfg, limits, cfg.Stdout, log)
@@ -219,7 +218,7 @@ func checkSlack(sink *slack.Sink, source string, log *slog.Logger) error {
 // slackTokenSource names where the Slack token came from, for messages.
 func slackTokenSource(cfg *Config) string {
 	if cfg.Notify.SlackTokenFile != "" {
-		return "the file " + cfg.Notify.SlackTokenFile + ", " + setting("Notify.SlackTokenFile", "slack-token-file")
+		return "the file " + cfg.Notify.SlackTokenFile + ", " + setting("Notify.SlackTokenFile", "--slack-token-file")
 	}
 	return setting("Notify.SlackToken", "AGENTLEDGER_SLACK_TOKEN")
 }
@@ -237,7 +236,7 @@ func consoleSink(cfg *Config, out io.Writer) (notify.Sink, error) {
 		}
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("notification file: %w; the console sink keeps it in the state directory: set %s or %s",
-				err, setting("Database.StateDir", "state-dir"), setting("Notify.File", "notify-file"))
+				err, setting("Database.StateDir", "--state-dir"), setting("Notify.File", "--notify-file"))
 		}
 		path = filepath.Join(dir, "notifications.jsonl")
 	}
@@ -252,14 +251,20 @@ func hostHeaders(path string) (map[string]map[string]string, error) {
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, &ConfigError{fmt.Errorf("%s: %w", setting("HTTPTools.HostHeadersFile", "http-host-headers-file"), err)}
+		return nil, &ConfigError{fmt.Errorf("%s: %w", setting("HTTPTools.HostHeadersFile", "--http-host-headers-file"), err)}
 	}
 	var h map[string]map[string]string
 	if err := json.Unmarshal(b, &h); err != nil {
 		return nil, &ConfigError{fmt.Errorf("%s %s: not a JSON object of host to header map",
-			setting("HTTPTools.HostHeadersFile", "http-host-headers-file"), path)}
+			setting("HTTPTools.HostHeadersFile", "--http-host-headers-file"), path)}
 	}
 	return h, nil
+}
+
+// httpConfig is the HTTP tools' configuration from cfg.HTTPTools.
+func httpConfig(cfg *Config, headers map[string]map[string]string) tools.HTTPConfig {
+	return tools.HTTPConfig{AllowedHosts: cfg.HTTPTools.AllowedHosts, UnsafeAllowedHosts: cfg.HTTPTools.UnsafeAllowedHosts, HostHeaders: headers,
+		Timeout: cfg.HTTPTools.Timeout, Timeouts: cfg.HTTPTools.Timeouts}
 }
 
 // modelConfig is the agent's endpoint configuration from cfg.Model.

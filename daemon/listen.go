@@ -16,9 +16,9 @@ func Listen(addr string) (net.Listener, error) {
 	switch {
 	case errors.Is(err, syscall.EADDRINUSE):
 		return nil, fmt.Errorf("%s %s: the address is already in use, probably by another agentd: "+
-			"stop it, choose another address, or run a worker without the HTTP API (an empty address: agentd --listen ''): %w", setting("API.Listen", "listen"), addr, err)
+			"stop it, choose another address, or run a worker without the HTTP API (an empty address: agentd --listen ''): %w", setting("API.Listen", "--listen"), addr, err)
 	case err != nil:
-		return nil, &ConfigError{fmt.Errorf("%s %s: %w", setting("API.Listen", "listen"), addr, err)}
+		return nil, &ConfigError{fmt.Errorf("%s %s: %w", setting("API.Listen", "--listen"), addr, err)}
 	}
 	return ln, nil
 }

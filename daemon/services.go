@@ -59,7 +59,7 @@ func buildServices(cfg *Config, db *pgxpool.Pool, limits *flow.Limiter, m *metri
 		s.runs = append(s.runs, follow)
 	}
 	if cfg.Maintenance.NoCron {
-		log.Info("cron: schedules not fired here: " + setting("Maintenance.NoCron", "no-cron"))
+		log.Info("cron: schedules not fired here: " + setting("Maintenance.NoCron", "--no-cron"))
 	} else {
 		sch, err := schedule.NewScheduler(db, schedule.Config{Logger: log, OnFire: m.CronFire, Door: door})
 		if err != nil {
@@ -68,7 +68,7 @@ func buildServices(cfg *Config, db *pgxpool.Pool, limits *flow.Limiter, m *metri
 		s.runs = append(s.runs, sch.Run)
 	}
 	if cfg.Maintenance.NoJanitor {
-		log.Info("janitor: not run here: " + setting("Maintenance.NoJanitor", "no-janitor"))
+		log.Info("janitor: not run here: " + setting("Maintenance.NoJanitor", "--no-janitor"))
 	} else {
 		j, err := janitor.New(db, sweeps(cfg, db), janitor.Config{Interval: cfg.Maintenance.JanitorInterval, Logger: log, OnDelete: m.Janitor})
 		if err != nil {
@@ -77,11 +77,7 @@ func buildServices(cfg *Config, db *pgxpool.Pool, limits *flow.Limiter, m *metri
 		s.runs = append(s.runs, j.Run)
 	}
 	if ln == nil {
-		if len(extra) > 0 {
-			return nil, &ConfigError{fmt.Errorf("%d route(s) added with Handle, but there is no HTTP server to serve them: set %s",
-				len(extra), setting("API.Listen", "listen"))}
-		}
-		log.Info("http: no API server: " + setting("API.Listen", "listen") + " is empty")
+		log.Info("http: no API server: " + setting("API.Listen", "--listen") + " is empty")
 		return s, nil
 	}
 	// The API has connections of its own: a flood of requests (or of
@@ -110,7 +106,7 @@ func buildServices(cfg *Config, db *pgxpool.Pool, limits *flow.Limiter, m *metri
 	for _, pattern := range slices.Sorted(maps.Keys(extra)) {
 		if err := api.Mount(pattern, extra[pattern]); err != nil {
 			apiDB.Close()
-			return nil, &ConfigError{fmt.Errorf("route %q (Daemon.Handle): %w", pattern, err)}
+			return nil, &ConfigError{fmt.Errorf("daemon: route %q: %w", pattern, err)}
 		}
 	}
 	log.Info("http: serving the API", "addr", "http://"+s.ln.Addr().String(), "idempotency_key_required", !cfg.API.IdempotencyKeyOptional)
@@ -182,7 +178,7 @@ func apiServer(cfg *Config, db *pgxpool.Pool, m *metrics.Metrics, door *admit.Do
 	}
 	proxies, err := httpapi.ParseTrustedProxies(cfg.API.TrustedProxies)
 	if err != nil {
-		return nil, &ConfigError{fmt.Errorf("%s: %w", setting("API.TrustedProxies", "trusted-proxies"), err)}
+		return nil, &ConfigError{fmt.Errorf("%s: %w", setting("API.TrustedProxies", "--trusted-proxies"), err)}
 	}
 	api, err := httpapi.New(httpapi.Config{
 		DB: db, Tenants: tenants.NewStore(db), Claims: claims.New(db), Operator: operator.New(db), Hooks: hooks,

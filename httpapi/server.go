@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"regexp"
 	"runtime/debug"
 	"time"
 
@@ -203,15 +204,23 @@ func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, 
 // Mount is Handle for a route of the embedding program's: a pattern the
 // ServeMux refuses (malformed, or in conflict with a route already
 // served, the API's own among them) is an error, where Handle panics.
-func (s *Server) Mount(pattern string, h http.Handler) (err error) {
+func (s *Server) Mount(pattern string, h http.Handler) error { return TryHandle(s.mux, pattern, h) }
+
+// TryHandle is mux.Handle with its refusal an error: ServeMux panics on a
+// malformed pattern or a conflict. The error leaves out where each pattern
+// was registered (this package's lines, not the caller's).
+func TryHandle(mux *http.ServeMux, pattern string, h http.Handler) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("%v", r)
+			err = errors.New(registeredAt.ReplaceAllString(fmt.Sprint(r), ""))
 		}
 	}()
-	s.mux.Handle(pattern, h)
+	mux.Handle(pattern, h)
 	return nil
 }
+
+// registeredAt is where ServeMux says a pattern was registered.
+var registeredAt = regexp.MustCompile(` \(registered at [^)]*\)`)
 
 // Handler returns the API as an http.Handler.
 func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.serveHTTP) }
