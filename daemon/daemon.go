@@ -269,7 +269,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return err
 	}
 	if err := modelConfig(cfg).Check(); err != nil {
-		return &ConfigError{fmt.Errorf("model endpoint: %w", err)}
+		field := setting("Model.BaseURL", "--llm-base-url")
+		if cfg.Model.AzureAPIVersion != "" {
+			field = setting("Model.AzureAPIVersion", "--llm-azure-api-version")
+		}
+		return &ConfigError{fmt.Errorf("model endpoint, %s: %w", field, err)}
 	}
 	if err := checkHTTPTools(cfg); err != nil {
 		return err

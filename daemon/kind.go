@@ -61,7 +61,7 @@ func (k typedKind[Args, Result]) CheckPayload(payload json.RawMessage) error {
 func (k typedKind[Args, Result]) Work(ctx context.Context, t *agentledger.Task) (json.RawMessage, error) {
 	args, err := decodeArgs[Args](t.Payload)
 	if err != nil {
-		return nil, agentledger.Permanent(fmt.Errorf("the payload of this %s task does not decode: %w", t.Kind, err))
+		return nil, agentledger.Permanent(fmt.Errorf("the payload of this %s task is not valid: %w", t.Kind, err))
 	}
 	res, err := k.fn(ctx, t, args)
 	if err != nil {

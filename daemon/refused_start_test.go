@@ -61,7 +61,7 @@ func TestRefusedStartStoresNothing(t *testing.T) {
 		{"host headers file", func(c *daemon.Config) { c.HTTPTools.HostHeadersFile = notJSON }, "HTTPTools.HostHeadersFile (agentd --http-host-headers-file)"},
 		{"Azure api-version", func(c *daemon.Config) {
 			c.Model.BaseURL, c.Model.AzureAPIVersion = "https://example-resource.openai.azure.com", "latest"
-		}, `model endpoint: azure api-version "latest" is not a date`},
+		}, `model endpoint, Model.AzureAPIVersion (agentd --llm-azure-api-version): azure api-version "latest" is not a date`},
 		{"worker lease", func(c *daemon.Config) { c.Worker.Lease = 500 * time.Millisecond }, "shorter than 1s"},
 		{"listen address in use", func(c *daemon.Config) { c.API.Listen = busy.Addr().String() }, "address already in use"},
 		{"a later limit", func(c *daemon.Config) {

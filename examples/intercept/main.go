@@ -61,8 +61,10 @@ func run(ctx context.Context, out io.Writer) error {
 		return err
 	}
 
+	// Where the daemon keeps its state; the client below opens the same.
+	state := daemon.Database{URL: os.Getenv("DATABASE_URL")}
 	d := daemon.New(daemon.Config{
-		Database:    daemon.Database{URL: os.Getenv("DATABASE_URL")},
+		Database:    state,
 		Worker:      daemon.Worker{Queues: []string{queue}, PollInterval: 100 * time.Millisecond},
 		Maintenance: daemon.Maintenance{NoCron: true, NoJanitor: true},
 		Logger:      slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -92,7 +94,7 @@ func run(ctx context.Context, out io.Writer) error {
 	case <-done:
 		return fmt.Errorf("the daemon stopped: %w", runErr)
 	}
-	conn, err := database.Open(ctx, database.Config{URL: os.Getenv("DATABASE_URL")})
+	conn, err := database.Open(ctx, database.Config{URL: state.URL, StateDir: state.StateDir})
 	if err != nil {
 		return err
 	}

@@ -117,8 +117,10 @@ func run(ctx context.Context, out io.Writer) error {
 	})
 	defer stopModel()
 
+	// Where the daemon keeps its state; the client below opens the same.
+	state := daemon.Database{URL: os.Getenv("DATABASE_URL")}
 	d := daemon.New(daemon.Config{
-		Database: daemon.Database{URL: os.Getenv("DATABASE_URL")},
+		Database: state,
 		Model: daemon.Model{
 			BaseURL: model.BaseURL(),
 			APIKey:  "sk-example",
@@ -140,7 +142,7 @@ func run(ctx context.Context, out io.Writer) error {
 	case <-done:
 		return fmt.Errorf("the daemon stopped: %w", runErr)
 	}
-	conn, err := database.Open(ctx, database.Config{URL: os.Getenv("DATABASE_URL")})
+	conn, err := database.Open(ctx, database.Config{URL: state.URL, StateDir: state.StateDir})
 	if err != nil {
 		return err
 	}
