@@ -15,19 +15,23 @@ func URL(raw string) string {
 	if !strings.Contains(raw, "://") && keywordForm.MatchString(raw) {
 		return secretValue.ReplaceAllString(raw, "${1}xxxxx")
 	}
-	rest, query, hasQuery := strings.Cut(raw, "?")
-	scheme := ""
+	scheme, rest := "", raw
 	if i := strings.Index(rest, "://"); i >= 0 {
 		scheme, rest = rest[:i+3], rest[i+3:]
 	}
-	// The host follows the last '@': a password may hold '@' or '/'
-	// unescaped, a host neither.
+	// The host follows the last '@': a password may hold '@', '/' or '?'
+	// unescaped, a host none of them. (An '@' in the query masks more than
+	// the password, never less.)
+	userinfo, hostAndAfter := "", rest
 	if at := strings.LastIndex(rest, "@"); at >= 0 {
-		if user, _, hasPassword := strings.Cut(rest[:at], ":"); hasPassword {
-			rest = user + ":xxxxx" + rest[at:]
+		userinfo, hostAndAfter = rest[:at+1], rest[at+1:]
+		if user, _, hasPassword := strings.Cut(userinfo, ":"); hasPassword {
+			userinfo = user + ":xxxxx@"
 		}
 	}
-	out := scheme + rest
+	// The query starts at the first '?' past the user info.
+	path, query, hasQuery := strings.Cut(hostAndAfter, "?")
+	out := scheme + userinfo + path
 	if hasQuery {
 		params := strings.Split(query, "&")
 		for i, p := range params {

@@ -24,8 +24,11 @@ func TestURLMasksThePassword(t *testing.T) {
 		"https://api.example/v1?api-key=s3cret":                                       "https://api.example/v1?api-key=xxxxx",
 		"http://127.0.0.1:8080/v1":                                                    "http://127.0.0.1:8080/v1",
 		"localhost:8080/v1":                                                           "localhost:8080/v1",
+		"postgres://u:s3?cret@db.example.com/app":                                     "postgres://u:xxxxx@db.example.com/app",
+		"postgres://u:p@ss?w0rd@db/app?password=s3cret":                               "postgres://u:xxxxx@db/app?password=xxxxx",
+		"https://u:s3?cret@api.example.com/v1":                                        "https://u:xxxxx@api.example.com/v1",
 	} {
-		if got := URL(in); got != want || strings.Contains(got, "s3cret") || strings.Contains(got, "PW") {
+		if got := URL(in); got != want || strings.Contains(got, "s3cret") || strings.Contains(got, "PW") || strings.Contains(got, "cret") || strings.Contains(got, "w0rd") {
 			t.Errorf("URL(%q) = %q, want %q", in, got, want)
 		}
 	}
