@@ -326,21 +326,29 @@ func TestARunClaimKeepsItsGenericPlan(t *testing.T) {
 	conn, _, _ := plannerTrap(t, 20, 10)
 	for _, q := range []string{
 		`INSERT INTO tasks (tenant, kind) SELECT 't' || lpad((g % 10000)::text, 4, '0'), 'noop' FROM generate_series(1, 20000) g`,
-		`INSERT INTO tenant_shares (tenant, weight, max_running, source) VALUES ('t0200', 2, 3, 'operator')`,
 		`VACUUM ANALYZE tasks`,
 	} {
 		if _, err := conn.Exec(ctx, q); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, cursor := range []string{"", "t0100", "t9990"} {
-		for _, limit := range []int{1, 10, 100, 1000} {
-			for _, trusted := range []bool{false, true} {
-				args := []any{"default", "w", limit, "1 minute", nil, []string(nil), []string(nil), cursor, 0, (limit + 3) / 4, trusted}
-				generic, custom := planCosts(t, conn, claimRunSQL, args...)
-				if generic > custom {
-					t.Errorf("a run claim of %d from %q (crowd trusted %v): the generic plan is estimated at %.0f, above the custom plan's %.0f: every such claim would be planned afresh",
-						limit, cursor, trusted, generic, custom)
+	// Without a share row, then with one: each takes its own branch of
+	// the turns.
+	for _, shares := range []bool{false, true} {
+		if shares {
+			if _, err := conn.Exec(ctx, `INSERT INTO tenant_shares (tenant, weight, max_running, source) VALUES ('t0200', 2, 3, 'operator')`); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, cursor := range []string{"", "t0100", "t9990"} {
+			for _, limit := range []int{1, 10, 100, 1000} {
+				for _, trusted := range []bool{false, true} {
+					args := []any{"default", "w", limit, "1 minute", nil, []string(nil), []string(nil), cursor, 0, (limit + 3) / 4, trusted}
+					generic, custom := planCosts(t, conn, claimRunSQL, args...)
+					if generic > custom {
+						t.Errorf("a run claim of %d from %q (crowd trusted %v, share rows %v): the generic plan is estimated at %.0f, above the custom plan's %.0f: every such claim would be planned afresh",
+							limit, cursor, trusted, shares, generic, custom)
+					}
 				}
 			}
 		}

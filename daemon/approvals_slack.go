@@ -110,9 +110,9 @@ func mountSlackInteractions(cfg *Config, db *pgxpool.Pool, api *httpapi.Server, 
 	}
 	if secret == "" {
 		if cfg.Notify.Approvals.Channel != "" && (cfg.Notify.SlackToken != "" || cfg.Notify.SlackTokenFile != "") {
-			log.Warn("approvals: requests are posted to Slack, but their buttons decide nothing without the app's signing secret "+
-				": set "+setting("Notify.Approvals.SigningSecret", "AGENTLEDGER_SLACK_SIGNING_SECRET")+" or "+
-				setting("SigningSecretFile", "--slack-signing-secret-file"), "channel", cfg.Notify.Approvals.Channel)
+			log.Warn("approvals: requests are posted to Slack, but their buttons decide nothing without the app's signing secret: set "+
+				setting("Notify.Approvals.SigningSecret", "AGENTLEDGER_SLACK_SIGNING_SECRET")+" or "+
+				setting("Notify.Approvals.SigningSecretFile", "--slack-signing-secret-file"), "channel", cfg.Notify.Approvals.Channel)
 		}
 		return nil
 	}

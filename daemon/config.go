@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -185,9 +186,14 @@ var DefaultRetention = Retention{Ledger: 7 * 24 * time.Hour, Tasks: 30 * 24 * ti
 	Inbox: 7 * 24 * time.Hour, IdempotencyKeys: 24 * time.Hour}
 
 // setting names one of Config's settings in a message for both of its
-// readers: the field a program embedding the daemon sets, and the agentd
-// flag or variable that sets it (agentd: "--listen", "DATABASE_URL").
-func setting(field, agentd string) string { return field + " (agentd " + agentd + ")" }
+// readers: the field a program embedding the daemon sets, and agentd's
+// flag ("--listen") or variable ("AGENTLEDGER_SLACK_TOKEN") that sets it.
+func setting(field, agentd string) string {
+	if strings.HasPrefix(agentd, "--") {
+		return field + " (agentd " + agentd + ")"
+	}
+	return field + " (agentd's " + agentd + ")"
+}
 
 // withDefaults is r with each zero window DefaultRetention's.
 func (r Retention) withDefaults() Retention {

@@ -112,16 +112,22 @@ func (d *Daemon) RegisterKind(name string, h worker.Handler) error {
 // nilHandler reports whether h would call nothing: nil, a nil function
 // (worker.HandlerFunc(nil)), or a typed kind made of one (Kind(nil)).
 func nilHandler(h worker.Handler) bool {
-	if h == nil {
-		return true
-	}
 	if k, ok := h.(interface{ nilFunc() bool }); ok {
 		return k.nilFunc()
 	}
-	v := reflect.ValueOf(h)
-	switch v.Kind() {
+	return isNil(h)
+}
+
+// isNil reports whether v is nil, or a nil function, pointer, map or
+// interface in an interface (http.HandlerFunc(nil), (*T)(nil)).
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	r := reflect.ValueOf(v)
+	switch r.Kind() {
 	case reflect.Func, reflect.Pointer, reflect.Map, reflect.Interface:
-		return v.IsNil()
+		return r.IsNil()
 	}
 	return false
 }
@@ -198,9 +204,12 @@ func (d *Daemon) publishKinds(ctx context.Context, db registry.DB, worker string
 }
 
 // Handle serves h on the daemon's HTTP server at pattern (net/http's
-// ServeMux patterns), beside the API; call it before Run. Run refuses,
-// with a *ConfigError, a pattern the API's routes conflict with, and
-// routes without an HTTP server (API.Listen empty and no Listener).
+// ServeMux patterns), beside the API; call it before Run. It refuses a
+// pattern under the daemon's own paths (the API's /v1/…, /healthz,
+// /readyz, /metrics, Slack's interactions path), one ServeMux does not
+// take or that conflicts with a route added before, and a nil handler;
+// Run refuses, with a *ConfigError, routes without an HTTP server
+// (API.Listen empty and no Listener).
 func (d *Daemon) Handle(pattern string, h http.Handler) error {
 	d.reg.Lock()
 	defer d.reg.Unlock()
@@ -208,7 +217,7 @@ func (d *Daemon) Handle(pattern string, h http.Handler) error {
 		// The server's routes are mounted once, as Run starts.
 		return fmt.Errorf("daemon: route added after %w: call Handle before Run", ErrStarted)
 	}
-	if pattern == "" || h == nil {
+	if pattern == "" || isNil(h) {
 		return fmt.Errorf("daemon: a route needs a pattern and a handler")
 	}
 	if _, dup := d.routes[pattern]; dup {
@@ -364,7 +373,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return err
 	}
 	if cfg.Model.BaseURL == "" {
-		log.Info("agent tasks: no model endpoint; steps tasks run without one; for agent tasks set " + setting("Model.BaseURL", "AGENTLEDGER_LLM_BASE_URL"))
+		log.Info("agent tasks: no model endpoint; steps tasks run without one; for agent tasks set " + setting("Model.BaseURL", "--llm-base-url"))
 	} else {
 		log.Info("agent tasks: model endpoint configured", "base_url", database.Redact(cfg.Model.BaseURL), "model", cfg.Model.Name,
 			"azure_api_version", cfg.Model.AzureAPIVersion, "api_key_set", cfg.Model.APIKey != "")

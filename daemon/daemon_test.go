@@ -192,6 +192,9 @@ func TestRegistrationMistakes(t *testing.T) {
 	if err := d.Handle("GET /nil", nil); err == nil {
 		t.Errorf("a route without a handler: accepted")
 	}
+	if err := d.Handle("GET /nil", http.HandlerFunc(nil)); err == nil {
+		t.Errorf("a route with a nil HandlerFunc: accepted")
+	}
 	for pattern, want := range map[string]string{
 		"GET /healthz":         `route "GET /healthz": /healthz is the daemon's`,
 		"POST /v1/mine":        `route "POST /v1/mine": /v1/mine is the daemon's`,
