@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -107,9 +108,22 @@ func TestOneCheckKeepsEveryRule(t *testing.T) {
 		{"outbox", "step_path = NULL"}, // a message without its step
 	} {
 		_, err := pool.Exec(ctx, `UPDATE `+c.table+` SET `+c.set)
+		want := hotChecks[c.table]
+		if names := regexp.MustCompile(`^(tenant|queue|kind|submission_key) `); c.table == "tasks" && names.MatchString(c.set) {
+			want = "tasks_names" // 00044: the names' rules are a trigger's
+		}
 		var pgErr *pgconn.PgError
-		if !errors.As(err, &pgErr) || pgErr.Code != "23514" || pgErr.ConstraintName != hotChecks[c.table] {
-			t.Errorf("UPDATE %s SET %s: %v, want a violation of %s", c.table, c.set, err, hotChecks[c.table])
+		if !errors.As(err, &pgErr) || pgErr.Code != "23514" || pgErr.ConstraintName != want {
+			t.Errorf("UPDATE %s SET %s: %v, want a violation of %s", c.table, c.set, err, want)
+		}
+	}
+	// An insert is held to the names' rules as an update is.
+	for _, values := range []string{"('', 'default', 'noop', NULL, NULL)", "('t', " + long(129) + ", 'noop', NULL, NULL)",
+		"('t', 'default', '', NULL, NULL)", "('t', 'default', 'noop', 'k', NULL)", "('t', 'default', 'noop', " + long(256) + ", '\\x00')"} {
+		_, err := pool.Exec(ctx, `INSERT INTO tasks (tenant, queue, kind, submission_key, request_hash) VALUES `+values)
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Code != "23514" || pgErr.ConstraintName != "tasks_names" {
+			t.Errorf("INSERT INTO tasks … VALUES %s: %v, want a violation of tasks_names", values, err)
 		}
 	}
 	// Within the limits, names of 128 characters and a key of 255 pass.
