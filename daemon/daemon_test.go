@@ -227,32 +227,6 @@ func TestRegistrationMistakes(t *testing.T) {
 	}
 }
 
-// Routes with no HTTP server to serve them are a ConfigError from Run,
-// before the database is opened: never a route silently dropped.
-func TestRoutesTheDaemonCannotServeAreConfigErrors(t *testing.T) {
-	t.Parallel()
-	url := testdb.URL(t)
-	for name, c := range map[string]struct {
-		listen, pattern, want string
-	}{
-		"no HTTP server": {"", "GET /mine", "1 route(s) added with Handle, but there is no HTTP server to serve them: set API.Listen (agentd --listen)"},
-	} {
-		d := daemon.New(daemon.Config{Database: daemon.Database{URL: url}, API: daemon.API{Listen: c.listen},
-			Maintenance: daemon.Maintenance{NoCron: true, NoJanitor: true}, Notify: daemon.Notifications{NoDispatch: true},
-			Logger: quiet(), Stdout: io.Discard})
-		if err := d.Handle(c.pattern, http.NotFoundHandler()); err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		err := d.Run(ctx)
-		cancel()
-		var ce *daemon.ConfigError
-		if !errors.As(err, &ce) || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: Run = %v, want a ConfigError saying %q", name, err, c.want)
-		}
-	}
-}
-
 // Values no daemon can run with are a ConfigError from Run, before
 // anything is claimed: never a panic.
 func TestConfigMistakesAreConfigErrors(t *testing.T) {
@@ -278,13 +252,7 @@ func TestConfigMistakesAreConfigErrors(t *testing.T) {
 	} {
 		cfg := base()
 		set(&cfg)
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		err := daemon.New(cfg).Run(ctx)
-		cancel()
-		var ce *daemon.ConfigError
-		if !errors.As(err, &ce) {
-			t.Errorf("%s: Run = %v, want a ConfigError", name, err)
-		}
+		err := refusal(t, name, daemon.New(cfg), "")
 		if err != nil && strings.Contains(err.Error(), "s3cr3t") {
 			t.Errorf("%s: Run = %v, which shows the password", name, err)
 		}
@@ -328,17 +296,25 @@ func TestMistakesAreRefusedBeforeAClusterStarts(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		err := d.Run(ctx)
-		cancel()
-		var ce *daemon.ConfigError
-		if !errors.As(err, &ce) || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: Run = %v, want a ConfigError saying %q", name, err, c.want)
-		}
+		refusal(t, name, d, c.want)
 		if c.state == "" {
 			if _, err := os.Stat(state); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("%s: the state directory was made (%v): a cluster was started before the refusal", name, err)
 			}
 		}
 	}
+}
+
+// refusal runs d, which is to refuse to start, and fails the test (case
+// name) unless Run returns a ConfigError saying want; it returns Run's error.
+func refusal(t *testing.T, name string, d *daemon.Daemon, want string) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := d.Run(ctx)
+	var ce *daemon.ConfigError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), want) {
+		t.Errorf("%s: Run = %v, want a ConfigError saying %q", name, err, want)
+	}
+	return err
 }
