@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentledger/agentledger/grants"
+	"github.com/agentledger/agentledger/internal/secretfmt"
 	"github.com/agentledger/agentledger/saga"
 	"github.com/agentledger/agentledger/tools"
 )
@@ -134,7 +135,7 @@ func (c Config) withDefaults() Config {
 // String describes c without its API key.
 func (c Config) String() string {
 	return fmt.Sprintf("agent.Config{BaseURL:%q APIKey:%s AzureAPIVersion:%q Model:%q RequestTimeout:%s MaxSteps:%d Retries:%d RetryBase:%s}",
-		c.BaseURL, hidden(c.APIKey), c.AzureAPIVersion, c.Model, c.RequestTimeout, c.MaxSteps, c.Retries, c.RetryBase)
+		secretfmt.URL(c.BaseURL), hidden(c.APIKey), c.AzureAPIVersion, c.Model, c.RequestTimeout, c.MaxSteps, c.Retries, c.RetryBase)
 }
 
 // GoString is String, so that %#v does not print the API key either.
@@ -143,7 +144,7 @@ func (c Config) GoString() string { return c.String() }
 // LogValue logs c without its API key.
 func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(
-		slog.String("base_url", c.BaseURL),
+		slog.String("base_url", secretfmt.URL(c.BaseURL)),
 		slog.String("api_key", hidden(c.APIKey)),
 		slog.String("azure_api_version", c.AzureAPIVersion),
 		slog.String("model", c.Model),

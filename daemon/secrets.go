@@ -14,7 +14,7 @@ import (
 // String describes m with its API key hidden.
 func (m Model) String() string {
 	return fmt.Sprintf("Model{BaseURL:%q APIKey:%s Name:%q Timeout:%s MaxSteps:%d MaxAnswerTokens:%d}",
-		m.BaseURL, shown(m.APIKey), m.Name, m.Timeout, m.MaxSteps, m.MaxAnswerTokens)
+		secretfmt.URL(m.BaseURL), shown(m.APIKey), m.Name, m.Timeout, m.MaxSteps, m.MaxAnswerTokens)
 }
 
 // GoString is String for %#v.
@@ -26,7 +26,7 @@ func (m Model) Format(f fmt.State, verb rune) { secretfmt.Format(f, verb, m.Stri
 // LogValue is m for slog, its API key hidden.
 func (m Model) LogValue() slog.Value {
 	return slog.GroupValue(
-		slog.String("base_url", m.BaseURL),
+		slog.String("base_url", secretfmt.URL(m.BaseURL)),
 		slog.String("api_key", shown(m.APIKey)),
 		slog.String("name", m.Name),
 		slog.Duration("timeout", m.Timeout),

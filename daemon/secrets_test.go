@@ -14,9 +14,9 @@ import (
 // the Slack token, whatever the verb or handler, and still shows the
 // settings beside them.
 func TestConfigHidesSecrets(t *testing.T) {
-	const key, token = "sk-do-not-print", "xoxb-do-not-print"
+	const key, token, password = "sk-do-not-print", "xoxb-do-not-print", "pw-do-not-print"
 	cfg := daemon.Config{
-		Model:  daemon.Model{BaseURL: "http://model.test/v1", APIKey: key, Name: "small"},
+		Model:  daemon.Model{BaseURL: "http://proxy:" + password + "@model.test/v1", APIKey: key, Name: "small"},
 		Notify: daemon.Notifications{SlackToken: token, SlackAPIURL: "http://slack.test/api"},
 	}
 	var outs []string
@@ -32,11 +32,11 @@ func TestConfigHidesSecrets(t *testing.T) {
 		outs = append(outs, b.String())
 	}
 	for _, out := range outs {
-		if strings.Contains(out, key) || strings.Contains(out, token) {
+		if strings.Contains(out, key) || strings.Contains(out, token) || strings.Contains(out, password) {
 			t.Errorf("a secret is shown: %s", out)
 		}
 	}
-	for _, want := range []string{`Name:"small"`, "APIKey:(set)", "SlackToken:(set)", `SlackAPIURL:"http://slack.test/api"`} {
+	for _, want := range []string{`Name:"small"`, `BaseURL:"http://proxy:xxxxx@model.test/v1"`, "APIKey:(set)", "SlackToken:(set)", `SlackAPIURL:"http://slack.test/api"`} {
 		if s := fmt.Sprintf("%+v", cfg); !strings.Contains(s, want) {
 			t.Errorf("%%+v of the config lacks %s: %s", want, s)
 		}

@@ -27,8 +27,22 @@ func TestURLMasksThePassword(t *testing.T) {
 		"postgres://u:s3?cret@db.example.com/app":                                     "postgres://u:xxxxx@db.example.com/app",
 		"postgres://u:p@ss?w0rd@db/app?password=s3cret":                               "postgres://u:xxxxx@db/app?password=xxxxx",
 		"https://u:s3?cret@api.example.com/v1":                                        "https://u:xxxxx@api.example.com/v1",
+		"postgres://db/app?password=p@ss":                                             "postgres://db/app?password=xxxxx",
+		"postgres://db.example.com/app?user=bob@myserver&password=s3cret":             "postgres://db.example.com/app?user=bob@myserver&password=xxxxx",
+		"postgres://127.0.0.1:1/app?application_name=ops@host1&password=s3cret":       "postgres://127.0.0.1:1/app?application_name=ops@host1&password=xxxxx",
+		"api.example/v1?key=p@ss":                                                     "api.example/v1?key=xxxxx",
+		"host=127.0.0.1 port=1 password=abc\\ s3cret":                                 "host=127.0.0.1 port=1 password=xxxxx",
+		"host=db password='my s3cret":                                                 "host=db password=xxxxx",
+		"host=db password=\"s3 cret\"":                                                "host=db password=xxxxx",
+		"host=db port=x password=s3cret application_name=https://svc":                 "host=db port=x password=xxxxx application_name=https://svc",
+		"postgres://bob:s3cret":                                                       "postgres://bob:xxxxx",
+		"postgres://db/app?pass%77ord=s3cret":                                         "postgres://db/app?pass%77ord=xxxxx",
+		"https://fn.example/api?code=s3cret":                                          "https://fn.example/api?code=xxxxx",
+		"postgres://bob:s3cret@[::1]:5432/app":                                        "postgres://bob:xxxxx@[::1]:5432/app",
+		"postgres:///app?host=/var/run/postgresql&password=s3cret":                    "postgres:///app?host=/var/run/postgresql&password=xxxxx",
+		"postgres://bob:s3%40cret@db/app":                                             "postgres://bob:xxxxx@db/app",
 	} {
-		if got := URL(in); got != want || strings.Contains(got, "s3cret") || strings.Contains(got, "PW") || strings.Contains(got, "cret") || strings.Contains(got, "w0rd") {
+		if got := URL(in); got != want || strings.Contains(got, "s3cret") || strings.Contains(got, "PW") || strings.Contains(got, "cret") || strings.Contains(got, "w0rd") || strings.Contains(got, "p@ss") || strings.Contains(got, "@ss") {
 			t.Errorf("URL(%q) = %q, want %q", in, got, want)
 		}
 	}
