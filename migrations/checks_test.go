@@ -121,10 +121,23 @@ func TestOneCheckKeepsEveryRule(t *testing.T) {
 	for _, values := range []string{"('', 'default', 'noop', NULL, NULL)", "('t', " + long(129) + ", 'noop', NULL, NULL)",
 		"('t', 'default', '', NULL, NULL)", "('t', 'default', 'noop', 'k', NULL)", "('t', 'default', 'noop', " + long(256) + ", '\\x00')"} {
 		_, err := pool.Exec(ctx, `INSERT INTO tasks (tenant, queue, kind, submission_key, request_hash) VALUES `+values)
-		var pgErr *pgconn.PgError
-		if !errors.As(err, &pgErr) || pgErr.Code != "23514" || pgErr.ConstraintName != "tasks_names" {
+		if !isViolation(err, "tasks_names") {
 			t.Errorf("INSERT INTO tasks … VALUES %s: %v, want a violation of tasks_names", values, err)
 		}
+	}
+	// A write as a replica (a bulk fix, a logical replication apply) is
+	// held to the names' rules too (00045), as it was to the CHECK.
+	if _, err := pool.Exec(ctx, `BEGIN; SET LOCAL session_replication_role = replica;
+		INSERT INTO tasks (tenant, kind) VALUES ('', 'noop'); COMMIT`); !isViolation(err, "tasks_names") {
+		t.Errorf("an insert as a replica: %v, want a violation of tasks_names", err)
+	}
+	// No other BEFORE row trigger on tasks may change a row after the
+	// names' rules looked at it, or without their seeing it.
+	var others []string
+	if err := pool.QueryRow(ctx, `SELECT coalesce(array_agg(tgname::text), '{}') FROM pg_trigger
+		WHERE tgrelid = 'tasks'::regclass AND NOT tgisinternal AND tgtype & 2 = 2 AND tgtype & 1 = 1
+			AND tgname <> 'tasks_names'`).Scan(&others); err != nil || len(others) > 0 {
+		t.Errorf("BEFORE row triggers on tasks besides tasks_names: %v (%v)", others, err)
 	}
 	// Within the limits, names of 128 characters and a key of 255 pass.
 	if _, err := pool.Exec(ctx, `UPDATE tasks SET tenant = `+long(128)+`, queue = `+long(128)+`, kind = `+long(128)+
@@ -135,4 +148,10 @@ func TestOneCheckKeepsEveryRule(t *testing.T) {
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM tasks WHERE state = 'queued' AND max_attempts > 0`).Scan(&n); err != nil || n != 1 {
 		t.Fatalf("%d valid tasks (%v); a refused write changed a row", n, err)
 	}
+}
+
+// isViolation reports whether err is a check_violation of the rule named.
+func isViolation(err error, rule string) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23514" && pgErr.ConstraintName == rule
 }
