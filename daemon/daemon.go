@@ -141,7 +141,7 @@ func (d *Daemon) RegisterTool(t tools.Tool) error {
 	if d.run.Load() {
 		return fmt.Errorf("daemon: tool registered after %w: register tools before Run", ErrStarted)
 	}
-	if t == nil || t.Name() == "" {
+	if isNil(t) || t.Name() == "" {
 		return fmt.Errorf("daemon: a tool needs a name")
 	}
 	if slices.Contains(builtinToolNames(), t.Name()) {

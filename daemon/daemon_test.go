@@ -150,6 +150,9 @@ func TestRegistrationMistakes(t *testing.T) {
 	if err := d.RegisterTool(shadow{&ticketTool{}}); err == nil || !strings.Contains(err.Error(), `"http_request" is built in`) {
 		t.Errorf("a tool named as a built-in: %v", err)
 	}
+	if err := d.RegisterTool((*ticketTool)(nil)); err == nil || !strings.Contains(err.Error(), "needs a name") {
+		t.Errorf("a nil *ticketTool: %v", err)
+	}
 	d2 := daemon.New(daemon.Config{Database: daemon.Database{URL: testdb.URL(t)}, Maintenance: daemon.Maintenance{NoCron: true, NoJanitor: true},
 		Notify: daemon.Notifications{NoDispatch: true}, Logger: quiet(), Stdout: io.Discard})
 	ctx, cancel := context.WithCancel(context.Background())
