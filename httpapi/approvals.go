@@ -127,9 +127,9 @@ func (s *Server) listApprovals(r *http.Request, tenant string) reply {
 // errBadParameter (400).
 func parseApprovalList(raw string) (approvals.ListParams, error) {
 	p := approvals.ListParams{Limit: defaultListLimit}
-	q, err := url.ParseQuery(raw)
+	q, err := parseQuery(raw)
 	if err != nil {
-		return p, badParameter("", "the query string is malformed")
+		return p, err
 	}
 	if err := checkQuery(q, approvalParams); err != nil {
 		return p, err

@@ -78,6 +78,7 @@ func TestDecideApprovals(t *testing.T) {
 	e.problem(e.do("GET", fmt.Sprintf("/v1/approvals/%d", theirs), token, ""), http.StatusNotFound, "not_found")
 	e.problem(e.do("GET", "/v1/approvals?state=maybe", token, ""), http.StatusBadRequest, "invalid_parameter")
 	e.problem(e.do("GET", "/v1/approvals?order=old", token, ""), http.StatusBadRequest, "invalid_parameter")
+	e.problem(e.do("GET", "/v1/approvals?state=%ff", token, ""), http.StatusBadRequest, "invalid_parameter")
 
 	// Refused before anything is stored or decided.
 	e.problem(e.post(path+"/approve", token, "", ""), http.StatusBadRequest, "idempotency_key_missing")

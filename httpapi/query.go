@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/agentledger/agentledger"
 )
@@ -14,6 +15,28 @@ import (
 // errBadParameter (400) and names field.
 func badParameter(field, format string, args ...any) error {
 	return fmt.Errorf("%w: %w", errBadParameter, agentledger.Invalid(field, format, args...))
+}
+
+// parseQuery parses a route's raw query string, refusing one that does not
+// parse and any name or value that is not text PostgreSQL can hold (invalid
+// UTF-8, a NUL byte): each is a 400 naming the parameter, never a query
+// the database refuses (a 500).
+func parseQuery(raw string) (url.Values, error) {
+	q, err := url.ParseQuery(raw)
+	if err != nil {
+		return nil, badParameter("", "the query string is malformed")
+	}
+	for k, vs := range q {
+		if !utf8.ValidString(k) || strings.ContainsRune(k, 0) {
+			return nil, badParameter("", "a parameter's name is not valid UTF-8 text")
+		}
+		for _, v := range vs {
+			if !utf8.ValidString(v) || strings.ContainsRune(v, 0) {
+				return nil, badParameter(k, "is not valid UTF-8 text (or holds a NUL byte)")
+			}
+		}
+	}
+	return q, nil
 }
 
 // checkQuery refuses a parameter the route does not take (allowed) and one

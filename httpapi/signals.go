@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/url"
 	"slices"
 	"time"
 
@@ -116,9 +115,9 @@ var signalParams = []string{"state", "name", "limit"}
 // signals, newest first; the pending ones (no wait took them yet) by
 // default. state takes several states, comma-separated or repeated.
 func (s *Server) listSignals(r *http.Request, tenant string) reply {
-	q, err := url.ParseQuery(r.URL.RawQuery)
+	q, err := parseQuery(r.URL.RawQuery)
 	if err != nil {
-		return s.problemReply(r, badParameter("", "the query string is malformed"))
+		return s.problemReply(r, err)
 	}
 	if err := checkQuery(q, signalParams); err != nil {
 		return s.problemReply(r, err)

@@ -136,6 +136,8 @@ func TestSignalsAndWaitsAreTheTenants(t *testing.T) {
 		t.Errorf("globex lists %+v, want its signal %d", list.Signals, theirs.ID)
 	}
 	e.problem(e.do(http.MethodGet, "/v1/signals?state=lost", globex, ""), http.StatusBadRequest, "invalid_parameter")
+	e.problem(e.do(http.MethodGet, "/v1/signals?name=%00", globex, ""), http.StatusBadRequest, "invalid_parameter")
+	e.problem(e.do(http.MethodGet, "/v1/waits?signal=%ff", acme, ""), http.StatusBadRequest, "invalid_parameter")
 
 	var ws httpapi.WaitList
 	decode(t, e.do(http.MethodGet, "/v1/waits", acme, ""), &ws)

@@ -362,9 +362,9 @@ var listParams = []string{"state", "queue", "kind", "limit", "cursor"}
 // tenant's tasks newest first. state takes several states, comma-separated
 // or repeated.
 func (s *Server) listTasks(r *http.Request, tenant string) reply {
-	q, err := url.ParseQuery(r.URL.RawQuery)
+	q, err := parseQuery(r.URL.RawQuery)
 	if err != nil {
-		return s.problemReply(r, fmt.Errorf("%w: %w", errBadParameter, agentledger.Invalid("", "the query string is malformed")))
+		return s.problemReply(r, err)
 	}
 	p, err := parseList(q)
 	if err != nil {

@@ -255,6 +255,9 @@ func TestListPages(t *testing.T) {
 		"?colour=red":      "colour",
 		"?queue=a&queue=b": "queue",
 		"?cursor=djEuLTE":  "cursor",
+		"?kind=%00":        "kind",
+		"?queue=%ff":       "queue",
+		"?%ff=1":           "",
 	} {
 		r := e.do(http.MethodGet, "/v1/tasks"+query, tok, "")
 		if p := e.problem(r, http.StatusBadRequest, "invalid_parameter"); p.Field != field {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -122,9 +121,9 @@ func (s *Server) listWaits(r *http.Request, tenant string) reply {
 // errBadParameter (400).
 func parseWaitList(raw string) (waits.ListParams, error) {
 	p := waits.ListParams{}
-	q, err := url.ParseQuery(raw)
+	q, err := parseQuery(raw)
 	if err != nil {
-		return p, badParameter("", "the query string is malformed")
+		return p, err
 	}
 	if err := checkQuery(q, waitParams); err != nil {
 		return p, err
