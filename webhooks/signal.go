@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/canonjson"
 	"github.com/agentledger/agentledger/waits"
 )
 
@@ -104,6 +105,12 @@ func (m *SignalMap) check() error {
 // signalOf reads the signal a delivery's body names: its name, its key and
 // its payload. The errors say what the body lacks (422).
 func (m *SignalMap) signalOf(body json.RawMessage) (name, key string, payload json.RawMessage, err error) {
+	// A key given twice in an object is read as its last copy here and
+	// may be read as its first by the sender: the API refuses such a body
+	// (400), and so does a signal source.
+	if _, err := canonjson.Marshal(body); err != nil {
+		return "", "", nil, fmt.Errorf("the body is not JSON whose objects give each key once (%s)", strings.TrimPrefix(err.Error(), "canonjson: "))
+	}
 	name = m.Name
 	if m.NameFrom != "" {
 		v, err := pointer(body, m.NameFrom)

@@ -115,6 +115,7 @@ func TestSignalSource(t *testing.T) {
 		{"bad_4", payment("payment settled", `"order-7"`), "name"},
 		{"bad_5", payment("payment.settled", `""`), "key"},
 		{"bad_6", `[1,2]`, "nothing at /type"},
+		{"bad_7", `{"type":"payment.settled","type":"x","data":{"object":{"metadata":{"order_id":"order-7"}}}}`, `duplicate object key "type"`},
 	} {
 		a := e.pay(c.delivery, c.body)
 		e.wantProblem(a, http.StatusUnprocessableEntity, string(agentledger.CodeInvalid))
