@@ -194,7 +194,7 @@ func (s *Server) decide(r *http.Request, tenant string, body []byte, approve boo
 	}
 	return func(ctx context.Context, _ string) reply {
 		a, err := s.cfg.Operator.Decide(ctx, approvals.Decision{ID: id, Tenant: tenant, Approve: approve,
-			By: by, Via: operator.ViaAPI, Reason: req.Reason})
+			By: "tenant:" + by, Via: operator.ViaAPI, Reason: req.Reason})
 		var late *operator.DecidedError
 		switch {
 		case errors.As(err, &late):
@@ -235,9 +235,11 @@ func (s *Server) mayDecide(ctx context.Context, tenant string) error {
 	return g.AllowDecide(tenant)
 }
 
-// decider is who decides through the API, as the decision records it: the
-// request's token, by name and id ("ci-deploy (token 7)"). The token was
-// authenticated already; its clear prefix (never the token) finds it.
+// decider is who acts through the API: the request's token, by name and
+// id ("ci-deploy (token 7)"), which a decision, a cancel and an ended wait
+// record as "tenant:ci-deploy (token 7)" and a signal's sent_by as well,
+// apart from an operator of the same name. The token was authenticated
+// already; its clear prefix (never the token) finds it.
 func (s *Server) decider(r *http.Request, tenant string) (string, error) {
 	_, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
 	token = strings.TrimSpace(token)
