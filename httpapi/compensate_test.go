@@ -72,6 +72,14 @@ func TestCompensateTask(t *testing.T) {
 		}}); err != nil {
 		t.Fatal(err)
 	}
+	// A rule's post about the task is the operator's: not in the tenant's journal.
+	if _, err := ledger.New(e.db).Do(ctx, tools.AttemptOf(undo), ledger.Effect{Operation: "notify.post", StepPath: "notify/ops",
+		Class: ledger.Keyed, Request: []byte(`{"channel":"ops-private"}`),
+		Perform: func(context.Context, ledger.Call) (ledger.Result, error) {
+			return ledger.Result{ExternalRef: "C123:1.2"}, nil
+		}}); err != nil {
+		t.Fatal(err)
+	}
 	jpath := fmt.Sprintf("/v1/tasks/%d/journal", saga)
 	e.problem(e.do("GET", jpath, other, ""), http.StatusNotFound, "not_found")
 	jr := e.do("GET", jpath, tok, "")

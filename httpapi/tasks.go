@@ -327,6 +327,13 @@ type Effect struct {
 // getJournal is GET /v1/tasks/{id}/journal: the effects of the task's
 // current generation in the order they were intended, compensations among
 // them naming the effect each undoes. Another tenant's task is not found.
+// operatorNotices starts the step paths of the posts the operator's
+// notification rules and approval requests made about a task
+// ("notify/<rule>", "notify/approval:<id>"): they name the operator's
+// channels and messages, so a tenant's journal leaves them out. (The
+// tenant's own notify steps are at "tool/<n>".)
+const operatorNotices = "notify/"
+
 func (s *Server) getJournal(r *http.Request, tenant string) reply {
 	id, err := taskID(r)
 	if err != nil {
@@ -336,11 +343,14 @@ func (s *Server) getJournal(r *http.Request, tenant string) reply {
 	if err != nil {
 		return s.problemReply(r, err)
 	}
-	out := make([]Effect, len(effects))
-	for i, e := range effects {
-		out[i] = Effect{Step: e.Step, Operation: e.Operation, Class: string(e.Class), State: string(e.State),
+	out := make([]Effect, 0, len(effects))
+	for _, e := range effects {
+		if strings.HasPrefix(e.Step, operatorNotices) {
+			continue
+		}
+		out = append(out, Effect{Step: e.Step, Operation: e.Operation, Class: string(e.Class), State: string(e.State),
 			Performed: e.Performed, Status: e.Status, Result: e.Result, ExternalRef: e.ExternalRef, Error: e.Error,
-			Note: e.Note, Undoes: e.Undoes}
+			Note: e.Note, Undoes: e.Undoes})
 	}
 	return jsonReply(http.StatusOK, struct {
 		Task       int64    `json:"task"`
