@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/admit"
+	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/operator"
 	"github.com/agentledger/agentledger/waits"
 )
@@ -98,6 +99,15 @@ func (a *app) signal(ctx context.Context, name, key string, f *signalFlags) erro
 	}
 	if err != nil {
 		return signalError(err)
+	}
+	// Kept for a tenant nobody knows (a typo?): it would wait its whole
+	// retention for a task that never comes. Known as tenant grant knows a
+	// tenant: by its row, or by a grant of its own.
+	if sent.Woke == nil && !sent.Duplicate {
+		if _, err := a.knownTenant(ctx, a.db, sent.Signal.Tenant); errors.Is(err, agentledger.ErrNotFound) {
+			fmt.Fprintf(a.stderr, "agentctl: warning: tenant %s is not known (no tenant row, no grant): the signal is kept for its tasks all the same; mind the name\n",
+				grants.ShellQuote(sent.Signal.Tenant))
+		}
 	}
 	switch {
 	case a.wantJSON():
