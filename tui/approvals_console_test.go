@@ -228,19 +228,19 @@ func TestConsoleApprovalLost(t *testing.T) {
 	waitFor(t, tm, "› approval 2", "charged twice")
 	press(tm, "y")
 	waitFor(t, tm, "Approve request 2?")
-	if _, won, err := s.Approvals.Decide(context.Background(), approvals.Decision{ID: 2, By: "U123", Via: "slack", Reason: "not without a ticket"}); err != nil || !won {
-		t.Fatalf("the Slack denial: won %v, %v", won, err)
+	if _, won, err := s.Approvals.Decide(context.Background(), approvals.Decision{ID: 2, By: "bob", Via: "api", Reason: "not without a ticket"}); err != nil || !won {
+		t.Fatalf("the denial: won %v, %v", won, err)
 	}
 	s.pinDecisions(t)
 	press(tm, "y")
-	waitFor(t, tm, "approval 2 was decided first — denied by U123 via slack at 2026-01-02 03:03:05", "yours changed nothing",
-		"Decided         denied by U123 via slack at 2026-01-02 03:03:05")
+	waitFor(t, tm, "approval 2 was decided first — denied by bob via api at 2026-01-02 03:03:05", "yours changed nothing",
+		"Decided         denied by bob via api at 2026-01-02 03:03:05")
 	golden.RequireEqual(t, []byte(finish(t, tm)))
 	r, err := s.Approvals.Get(context.Background(), "", 2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.State != approvals.Denied || r.DecidedBy != "U123" {
+	if r.State != approvals.Denied || r.DecidedBy != "bob" {
 		t.Errorf("the console's approval changed request 2: %s by %s", r.State, r.DecidedBy)
 	}
 }
