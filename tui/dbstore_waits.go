@@ -134,6 +134,15 @@ func (s *DBStore) SendSignal(ctx context.Context, id int64, payload json.RawMess
 	if w.State != waits.Waiting {
 		return waits.Sent{}, agentledger.Errorf(agentledger.CodeConflict, "%s; nothing was sent", endedAlready(w))
 	}
+	// A signal goes to the oldest wait for its name and key: sent for
+	// this one while an older one waits, it would wake that task instead.
+	if first, ok, err := s.Waits.Takes(ctx, w); err != nil {
+		return waits.Sent{}, err
+	} else if ok && first.ID != w.ID {
+		return waits.Sent{}, agentledger.Errorf(agentledger.CodeConflict,
+			"wait %d of task %d, older, waits for %s key %s too, and a signal goes to the oldest wait: it would wake task %d, not task %d; nothing was sent (signal wait %d first, or send twice with agentctl signal)",
+			first.ID, first.TaskID, w.Signal, w.Key, first.TaskID, w.TaskID, first.ID)
+	}
 	return s.Waits.Send(ctx, waits.SignalParams{Tenant: w.Tenant, Name: w.Signal, Key: w.Key, Payload: payload,
 		DedupeKey: consoleDedupeKey(id), SentBy: by, Retention: consoleRetention})
 }

@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/waits"
 )
 
@@ -135,5 +138,43 @@ func TestDBStoreEndWait(t *testing.T) {
 	w, ended, err = s.EndWait(ctx, 2, "again")
 	if err != nil || ended || w.EndReason != "no longer needed" {
 		t.Errorf("the end again: %+v, %v, %v", w, ended, err)
+	}
+}
+
+// A signal goes to the oldest wait for its name and key: the console
+// sends for a wait only when it is that one, and says which wait would
+// take the signal otherwise, sending nothing.
+func TestDBStoreSendSignalToTheOldestWaitOnly(t *testing.T) {
+	t.Parallel()
+	s := seedWaits(t)
+	ctx := context.Background()
+	var ids []int64
+	for range 2 {
+		r, err := s.Claims.Enqueue(ctx, claims.EnqueueParams{Tenant: "acme", Kind: "steps"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := s.Waits.Await(ctx, waits.Wait{TaskID: r.Task.ID, Generation: 1, Step: "wait_for_signal/0", Tenant: "acme",
+			Kind: waits.KindSignal, Signal: "ship.ok", Key: "o-5"}, nil, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, w.ID)
+	}
+	older, younger := ids[0], ids[1]
+	_, err := s.SendSignal(ctx, younger, nil)
+	if !errors.Is(err, agentledger.ErrConflict) || !strings.Contains(err.Error(), fmt.Sprintf("wait %d of task", older)) {
+		t.Fatalf("a signal for the younger wait: %v, want a conflict naming wait %d", err, older)
+	}
+	var n int
+	if err := s.DB.QueryRow(ctx, `SELECT count(*) FROM signals WHERE name = 'ship.ok'`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("%d signals sent (%v), want none", n, err)
+	}
+	if sent, err := s.SendSignal(ctx, older, nil); err != nil || sent.Woke == nil || sent.Woke.ID != older {
+		t.Fatalf("a signal for the older wait: %+v, %v", sent, err)
+	}
+	// Now the younger is the oldest: its signal goes to it.
+	if sent, err := s.SendSignal(ctx, younger, nil); err != nil || sent.Woke == nil || sent.Woke.ID != younger {
+		t.Fatalf("then for the younger: %+v, %v", sent, err)
 	}
 }

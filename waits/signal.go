@@ -155,6 +155,23 @@ const lockSQL = `/* waits.lock */ SELECT pg_advisory_xact_lock(hashtextextended(
 // sendSQL records a signal unless its dedupe key was sent; a fresh one is
 // consumed at once by the oldest wait for it whose task still waits in
 // that generation, and that task is woken. The signal is inserted in its
+// Takes returns the wait a signal for w's name and key would go to now:
+// the oldest waiting one whose task is live, as Send chooses (sendSQL), or
+// false when none would take it. The console asks it before it sends for
+// wait w, since the signal goes to that wait only if it is the oldest.
+func (s *Store) Takes(ctx context.Context, w Wait) (Wait, bool, error) {
+	row := s.db.QueryRow(ctx, `/* waits.takes */ SELECT `+waitColumns+` FROM waits WHERE id = (
+		SELECT w.id FROM waits w JOIN tasks t ON t.id = w.task_id AND t.generation = w.generation
+		WHERE w.tenant = $1 AND w.kind = 'signal' AND w.signal = $2 AND w.key = $3 AND w.state = 'waiting' AND w.deadline > now()
+			AND t.state IN ('waiting', 'running', 'queued', 'retrying')
+		ORDER BY w.id LIMIT 1)`, w.Tenant, w.Signal, w.Key)
+	first, err := scanWait(row)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Wait{}, false, nil
+	}
+	return first, err == nil, err
+}
+
 // final state, consumed or pending: a row a statement inserts is not
 // visible to that statement's other parts, so it cannot be marked
 // consumed after its insert.
