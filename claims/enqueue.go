@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -84,6 +85,8 @@ func (p *EnqueueParams) Validate() error {
 		return agentledger.Invalid("payload", "is not valid UTF-8")
 	case holdsNUL(p.Payload):
 		return agentledger.Invalid("payload", `holds \u0000 in a string, which PostgreSQL's jsonb cannot store`)
+	case loneSurrogate(p.Payload):
+		return agentledger.Invalid("payload", `holds a lone surrogate escape in a string (a \uD800-\uDFFF not in a high-low pair), which PostgreSQL's jsonb cannot store`)
 	case p.Priority < 0 || p.Priority > 100:
 		return agentledger.Invalid("priority", "%d is outside 0..100 (lower runs first)", p.Priority)
 	case p.MaxAttempts < 1 || p.MaxAttempts > 1000:
@@ -340,6 +343,47 @@ func holdsNUL(raw json.RawMessage) bool {
 			return true
 		}
 	}
+}
+
+// loneSurrogate reports whether a JSON text (valid) escapes a UTF-16
+// surrogate that is not half of a pair, high then low: jsonb refuses it
+// where encoding/json reads it as U+FFFD, so only the escapes tell.
+func loneSurrogate(raw json.RawMessage) bool {
+	if !bytes.Contains(raw, []byte(`\ud`)) && !bytes.Contains(raw, []byte(`\uD`)) {
+		return false
+	}
+	hex := func(i int) (rune, bool) {
+		if i+6 > len(raw) || raw[i] != '\\' || raw[i+1] != 'u' {
+			return 0, false
+		}
+		v, err := strconv.ParseUint(string(raw[i+2:i+6]), 16, 16)
+		return rune(v), err == nil
+	}
+	inString := false
+	for i := 0; i < len(raw); i++ {
+		switch c := raw[i]; {
+		case c == '"':
+			inString = !inString
+		case inString && c == '\\':
+			r, ok := hex(i)
+			if !ok {
+				i++ // an escape of one character: skip it
+				continue
+			}
+			switch {
+			case r >= 0xD800 && r <= 0xDBFF:
+				if low, ok := hex(i + 6); !ok || low < 0xDC00 || low > 0xDFFF {
+					return true
+				}
+				i += 11 // the pair
+			case r >= 0xDC00 && r <= 0xDFFF:
+				return true
+			default:
+				i += 5
+			}
+		}
+	}
+	return false
 }
 
 // nullable is s, or NULL when empty.

@@ -115,7 +115,7 @@ func (s *Server) once(w http.ResponseWriter, r *http.Request, req keyRequest, ac
 	fctx, fcancel := context.WithTimeout(context.WithoutCancel(r.Context()), finishTimeout)
 	defer fcancel()
 	var ours bool
-	if storable(rp.status) {
+	if storable(rp.status) && !rp.refused {
 		ours, err = s.keys.complete(fctx, held, rp)
 	} else {
 		ours, err = s.keys.release(fctx, held)

@@ -12,6 +12,11 @@ type reply struct {
 	status int
 	header http.Header
 	body   []byte
+	// refused: the request was refused as invalid inside the action
+	// (what only PostgreSQL could check), as a check before it would have
+	// refused it: the key is freed, not kept with this answer, as it is
+	// after any refusal before the action.
+	refused bool
 }
 
 // jsonReply encodes v as the body of a status answer; kv are extra header

@@ -95,7 +95,7 @@ func (s *Server) sendSignal(r *http.Request, tenant string, body []byte) (action
 		p.DedupeKey = submissionKey
 		sent, err := s.cfg.Waits.Send(ctx, p)
 		if err != nil {
-			return s.problemReply(r, unstorablePayload(err))
+			return s.refusedReply(r, err)
 		}
 		status := http.StatusCreated
 		if sent.Duplicate && submissionKey == "" {

@@ -179,7 +179,7 @@ func (s *Server) createTask(r *http.Request, tenant string, body []byte) (action
 		p.SubmissionKey = submissionKey
 		res, err := s.cfg.Claims.Enqueue(ctx, p)
 		if err != nil {
-			return s.problemReply(r, unstorablePayload(err))
+			return s.refusedReply(r, err)
 		}
 		return jsonReply(http.StatusCreated, viewTask(res.Task), "Location", taskPath(res.Task.ID))
 	}, nil
@@ -201,6 +201,17 @@ func unstorablePayload(err error) error {
 		why += ": " + strings.TrimSuffix(pe.Detail, ".")
 	}
 	return agentledger.Invalid("payload", "PostgreSQL's jsonb cannot store it (%s)", why)
+}
+
+// refusedReply answers an action's err: a payload PostgreSQL refused
+// (unstorablePayload) is a 422 that frees the key, as the checks before
+// the action free it, so the corrected request may use it; any other
+// error is answered as it is.
+func (s *Server) refusedReply(r *http.Request, err error) reply {
+	invalid := unstorablePayload(err)
+	rp := s.problemReply(r, invalid)
+	rp.refused = invalid != err
+	return rp
 }
 
 // noBody checks the body of a route that takes none: empty or {}.
