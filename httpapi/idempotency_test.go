@@ -241,6 +241,8 @@ func TestValidationStoresNothing(t *testing.T) {
 	}
 	e.problem(e.post("/v1/tasks", tok, "k", `{"kind":"echo","payload":"`+strings.Repeat("x", 300)+`"}`), http.StatusRequestEntityTooLarge, "body_too_large")
 	e.problem(e.do(http.MethodPost, "/v1/tasks", tok, "kind=echo", "Content-Type", "text/plain", httpapi.KeyHeader, "k"), http.StatusUnsupportedMediaType, "unsupported_media_type")
+	e.problem(e.do(http.MethodPost, "/v1/tasks", tok, echoBody, "Content-Type", "application/json; charset=iso-8859-1", httpapi.KeyHeader, "k"),
+		http.StatusUnsupportedMediaType, "unsupported_media_type")
 	e.problem(e.post("/v1/tasks/abc/cancel", tok, "k", ""), http.StatusNotFound, "not_found")
 	if p := e.problem(e.post("/v1/tasks/1/cancel", tok, "k", `{"now":true}`), http.StatusUnprocessableEntity, "invalid_request"); p.Field != "now" {
 		t.Errorf("field %q, want now", p.Field)

@@ -183,9 +183,14 @@ func readBody(r *http.Request) ([]byte, error) {
 		return nil, fmt.Errorf("%w: reading the body: %v", errMalformed, err)
 	}
 	if ct := r.Header.Get("Content-Type"); len(body) > 0 && ct != "" {
-		mt, _, err := mime.ParseMediaType(ct)
+		mt, params, err := mime.ParseMediaType(ct)
 		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
 			return nil, fmt.Errorf("%w, not %q", errMediaType, ct)
+		}
+		// JSON is UTF-8 (RFC 8259): a body said to be in another charset
+		// is not read as if it were.
+		if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") && !strings.EqualFold(cs, "utf8") {
+			return nil, fmt.Errorf("%w in UTF-8, not %q", errMediaType, ct)
 		}
 	}
 	return body, nil
