@@ -62,7 +62,7 @@ func (d *Door) AdmitSignal(s SignalSubmission) (waits.SignalParams, error) {
 			return p, fmt.Errorf("admit: a %s's signal needs the caller's own tenant", s.Caller)
 		}
 		if p.Tenant != "" && p.Tenant != s.Own {
-			return p, agentledger.Invalid("tenant", "the %s is tenant %q's; it cannot signal tenant %q's tasks", s.Caller, s.Own, p.Tenant)
+			return p, agentledger.Invalid("tenant", "the sender is tenant %q: it cannot signal tenant %q's tasks", s.Own, p.Tenant)
 		}
 		p.Tenant = s.Own
 	}
