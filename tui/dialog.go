@@ -232,10 +232,10 @@ func (d dialogModel) View() string {
 		}
 		body = append(body, "", d.note.View())
 		if d.problem != "" {
-			body = append(body, s.Error.Render(d.problem))
+			body = append(body, s.Error.Width(w).Render(d.problem)) // wrapped: the box keeps its border
 		}
 	} else if d.problem != "" {
-		body = append(body, "", s.Error.Render(d.problem))
+		body = append(body, "", s.Error.Width(w).Render(d.problem))
 	}
 	body = append(body, "", s.Dim.Render(d.hint()))
 	text := strings.Join(body, "\n")

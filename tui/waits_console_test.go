@@ -194,7 +194,7 @@ func TestConsoleEndWait(t *testing.T) {
 	press(tm, "G", "e")
 	waitFor(t, tm, "End wait 3?", "stops waiting for its children", "reason:")
 	press(tm, "enter")
-	waitFor(t, tm, "a reason is required: the waiting call fails with it")
+	waitFor(t, tm, "a reason is required: the waiting call fails with it", "journal keeps it") // wrapped inside the box, not cut
 	tm.Type(reason)
 	waitFor(t, tm, reason)
 	golden.RequireEqual(t, []byte(finish(t, tm)))
