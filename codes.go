@@ -44,6 +44,7 @@ const (
 	CodeIdempotencyKeyReused     Code = "idempotency_key_reused"
 	CodeIdempotencyKeyInFlight   Code = "idempotency_key_in_flight"
 	CodeBodyTooLarge             Code = "body_too_large"
+	CodeHeadersTooLarge          Code = "headers_too_large"
 	CodeUnsupportedMediaType     Code = "unsupported_media_type"
 	CodeMalformedRequest         Code = "malformed_request"
 	CodeInvalidParameter         Code = "invalid_parameter"
@@ -88,6 +89,7 @@ var kinds = map[Code]Kind{
 	CodeIdempotencyKeyReused:     {Status: http.StatusUnprocessableEntity, Title: "Idempotency-Key reused", Exit: exitFailed},
 	CodeIdempotencyKeyInFlight:   {Status: http.StatusConflict, Title: "Request in flight", Exit: exitFailed},
 	CodeBodyTooLarge:             {Status: http.StatusRequestEntityTooLarge, Title: "Request body too large", Exit: exitUsage},
+	CodeHeadersTooLarge:          {Status: http.StatusRequestHeaderFieldsTooLarge, Title: "Request headers too large", Exit: exitUsage},
 	CodeUnsupportedMediaType:     {Status: http.StatusUnsupportedMediaType, Title: "Unsupported media type", Exit: exitUsage},
 	CodeMalformedRequest:         {Status: http.StatusBadRequest, Title: "Malformed request", Exit: exitUsage},
 	CodeInvalidParameter:         {Status: http.StatusBadRequest, Title: "Invalid query parameter", Exit: exitUsage},

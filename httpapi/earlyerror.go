@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/problem"
 )
 
@@ -26,7 +27,9 @@ import (
 // earlyHeaders are the header lines of net/http's own error answers.
 const earlyHeaders = "\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n"
 
-const earlyStatus = "400 Bad Request"
+// earlyStatuses are the answers net/http writes itself: a request it
+// cannot parse, and one whose headers pass http.Server.MaxHeaderBytes.
+var earlyStatuses = []string{"400 Bad Request", "431 Request Header Fields Too Large"}
 
 // earlyListener wraps the connections it accepts in earlyConn.
 type earlyListener struct{ net.Listener }
@@ -43,11 +46,11 @@ func (l earlyListener) Accept() (net.Conn, error) {
 type earlyConn struct{ net.Conn }
 
 func (c *earlyConn) Write(b []byte) (int, error) {
-	reason, ok := earlyBadRequest(b)
+	status, reason, ok := earlyBadRequest(b)
 	if !ok {
 		return c.Conn.Write(b)
 	}
-	if _, err := c.Conn.Write(earlyProblem(reason)); err != nil {
+	if _, err := c.Conn.Write(earlyProblem(status, reason)); err != nil {
 		return 0, err
 	}
 	return len(b), nil
@@ -62,23 +65,27 @@ func (c *earlyConn) CloseWrite() error {
 	return nil
 }
 
-// earlyBadRequest reports whether b is the whole of net/http's own 400
-// answer, "HTTP/1.1 400 Bad Request[: reason]" + earlyHeaders + "400 Bad
-// Request[: reason]", and returns its reason ("" when it gives none).
-func earlyBadRequest(b []byte) (string, bool) {
-	rest, ok := bytes.CutPrefix(b, []byte("HTTP/1.1 "+earlyStatus))
-	if !ok {
-		return "", false
+// earlyBadRequest reports whether b is the whole of one of net/http's
+// own answers, "HTTP/1.1 <status>[: reason]" + earlyHeaders + "<status>[:
+// reason]" for a status of earlyStatuses, and returns the status and its
+// reason ("" when it gives none).
+func earlyBadRequest(b []byte) (string, string, bool) {
+	for _, status := range earlyStatuses {
+		rest, ok := bytes.CutPrefix(b, []byte("HTTP/1.1 "+status))
+		if !ok {
+			continue
+		}
+		reason, body, ok := bytes.Cut(rest, []byte(earlyHeaders))
+		if !ok || string(body) != status+string(reason) {
+			return "", "", false
+		}
+		if len(reason) == 0 {
+			return status, "", true
+		}
+		r, ok := strings.CutPrefix(string(reason), ": ")
+		return status, r, ok
 	}
-	reason, body, ok := bytes.Cut(rest, []byte(earlyHeaders))
-	if !ok || string(body) != earlyStatus+string(reason) {
-		return "", false
-	}
-	if len(reason) == 0 {
-		return "", true
-	}
-	r, ok := strings.CutPrefix(string(reason), ": ")
-	return r, ok
+	return "", "", false
 }
 
 // earlyReasons say net/http's reasons for people.
@@ -90,8 +97,8 @@ var earlyReasons = map[string]string{
 }
 
 // earlyProblem is the whole answer, status line to body, for a request
-// net/http refused for reason.
-func earlyProblem(reason string) []byte {
+// net/http refused with status for reason.
+func earlyProblem(status, reason string) []byte {
 	detail, ok := earlyReasons[reason]
 	switch {
 	case ok:
@@ -101,6 +108,9 @@ func earlyProblem(reason string) []byte {
 		detail = reason
 	}
 	err := fmt.Errorf("%w: %s", errMalformed, detail)
+	if strings.HasPrefix(status, "431") {
+		err = agentledger.NewError(agentledger.CodeHeadersTooLarge, "the request's headers are too large")
+	}
 	p := problem.Of(err)
 	body := problem.Body(p)
 	var b bytes.Buffer

@@ -229,6 +229,8 @@ func TestEarlyBadRequestIsAProblem(t *testing.T) {
 		{"DEL in Idempotency-Key", post("order\x7f-8"), "control character"},
 		{"no Host", "GET /v1/tasks HTTP/1.1\r\nAuthorization: Bearer " + tok + "\r\n\r\n", "Host header is missing"},
 		{"unreadable request line", "GET\r\n\r\n", "not valid HTTP/1.1"},
+		{"headers too large", "GET /v1/tasks HTTP/1.1\r\nHost: " + addr + "\r\nX-Big: " + strings.Repeat("x", 2*httpapi.DefaultMaxHeaderBytes) + "\r\n\r\n",
+			"headers are too large"},
 	} {
 		conn, err := net.Dial("tcp", addr)
 		if err != nil {
@@ -251,9 +253,13 @@ func TestEarlyBadRequestIsAProblem(t *testing.T) {
 			t.Errorf("%s: %d %s %q, want a problem", c.name, res.StatusCode, ct, b)
 			continue
 		}
-		if res.StatusCode != http.StatusBadRequest || p.Status != http.StatusBadRequest || p.Code != "malformed_request" ||
-			p.Type != httpapi.ProblemType+"malformed_request" || !strings.Contains(p.Detail, c.detail) {
-			t.Errorf("%s: %d %+v, want 400 malformed_request saying %q", c.name, res.StatusCode, p, c.detail)
+		status, code := http.StatusBadRequest, "malformed_request"
+		if c.name == "headers too large" {
+			status, code = http.StatusRequestHeaderFieldsTooLarge, "headers_too_large"
+		}
+		if res.StatusCode != status || p.Status != status || p.Code != code ||
+			p.Type != httpapi.ProblemType+code || !strings.Contains(p.Detail, c.detail) {
+			t.Errorf("%s: %d %+v, want %d %s saying %q", c.name, res.StatusCode, p, status, code, c.detail)
 		}
 		if res.ContentLength != int64(len(b)) {
 			t.Errorf("%s: Content-Length %d for %d bytes", c.name, res.ContentLength, len(b))
