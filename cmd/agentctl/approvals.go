@@ -279,6 +279,11 @@ func (a *app) decide(ctx context.Context, arg string, approve bool, f *decideFla
 	if err != nil {
 		return err
 	}
+	if r.State != approvals.Pending {
+		// Said in one line, who decided it and how: no preview of a call
+		// nobody is asked about any more.
+		return &operator.DecidedError{Request: r}
+	}
 	// The preview is for people; with JSON it goes to stderr.
 	info := a.stdout
 	if a.wantJSON() {
@@ -286,9 +291,6 @@ func (a *app) decide(ctx context.Context, arg string, approve bool, f *decideFla
 	}
 	if err := printApproval(info, r, time.Now()); err != nil {
 		return err
-	}
-	if r.State != approvals.Pending {
-		return &operator.DecidedError{Request: r}
 	}
 	if approve && !f.yes {
 		err := a.confirm(fmt.Sprintf("Approve request %d: %s?", id, approvals.Summary(r)), "approve", "approved")
