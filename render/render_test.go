@@ -2,6 +2,7 @@ package render
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -114,5 +115,40 @@ func TestTaskWords(t *testing.T) {
 	}
 	if got := PrettyJSON(json.RawMessage(`{"a":1}`), "  "); got != "  {\n    \"a\": 1\n  }" {
 		t.Errorf("PrettyJSON = %q", got)
+	}
+}
+
+// An object's scalars come before its lists and objects, at every level;
+// the document is the same.
+func TestPrettyJSONScalarsFirst(t *testing.T) {
+	in := `{"url":"https://pay.example/charges","body":{"items":[{"sku":"s0","qty":1},{"sku":"s1","qty":2}],"amount":250000,"order":1004,"<a>":true},"method":"POST"}`
+	want := `{
+  "url": "https://pay.example/charges",
+  "method": "POST",
+  "body": {
+    "amount": 250000,
+    "order": 1004,
+    "<a>": true,
+    "items": [
+      {
+        "sku": "s0",
+        "qty": 1
+      },
+      {
+        "sku": "s1",
+        "qty": 2
+      }
+    ]
+  }
+}`
+	if got := PrettyJSONScalarsFirst([]byte(in), ""); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	for _, raw := range []string{`[1,{"b":[],"a":1}]`, `"x"`, `7`, `not json`} {
+		got := PrettyJSONScalarsFirst([]byte(raw), "")
+		var a, b any
+		if json.Unmarshal([]byte(raw), &a) == nil && (json.Unmarshal([]byte(got), &b) != nil || !reflect.DeepEqual(a, b)) {
+			t.Errorf("%s became %s", raw, got)
+		}
 	}
 }

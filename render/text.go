@@ -67,3 +67,84 @@ func Plural[N ~int | ~int64](n N, noun string) string {
 	}
 	return strconv.FormatInt(int64(n), 10) + " " + noun + "s"
 }
+
+// PrettyJSONScalarsFirst is PrettyJSON with each object's scalar members
+// (strings, numbers, booleans, null) before its objects and arrays, each
+// group in its own order: a preview cut to a few lines then shows an
+// amount beside a long list of items rather than the list alone. JSON
+// gives its members no order, so the document is the same one.
+func PrettyJSONScalarsFirst(raw json.RawMessage, prefix string) string {
+	if ordered, err := scalarsFirst(raw); err == nil {
+		raw = ordered
+	}
+	return PrettyJSON(raw, prefix)
+}
+
+// scalarsFirst reorders the members of every object of raw, scalars first.
+func scalarsFirst(raw json.RawMessage) (json.RawMessage, error) {
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 || (t[0] != '{' && t[0] != '[') {
+		return t, nil
+	}
+	if t[0] == '[' {
+		var items []json.RawMessage
+		if err := json.Unmarshal(t, &items); err != nil {
+			return nil, err
+		}
+		var b bytes.Buffer
+		b.WriteByte('[')
+		for i, it := range items {
+			v, err := scalarsFirst(it)
+			if err != nil {
+				return nil, err
+			}
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.Write(v)
+		}
+		b.WriteByte(']')
+		return b.Bytes(), nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(t))
+	if _, err := dec.Token(); err != nil { // {
+		return nil, err
+	}
+	var scalars, composites bytes.Buffer
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, err
+		}
+		if v, err = scalarsFirst(v); err != nil {
+			return nil, err
+		}
+		var key bytes.Buffer
+		enc := json.NewEncoder(&key)
+		enc.SetEscapeHTML(false) // "<" stays as written
+		_ = enc.Encode(k)
+		group := &scalars
+		if v[0] == '{' || v[0] == '[' {
+			group = &composites
+		}
+		if group.Len() > 0 {
+			group.WriteByte(',')
+		}
+		group.Write(bytes.TrimSuffix(key.Bytes(), []byte("\n")))
+		group.WriteByte(':')
+		group.Write(v)
+	}
+	var b bytes.Buffer
+	b.WriteByte('{')
+	b.Write(scalars.Bytes())
+	if scalars.Len() > 0 && composites.Len() > 0 {
+		b.WriteByte(',')
+	}
+	b.Write(composites.Bytes())
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}

@@ -8,6 +8,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/agentledger/agentledger/approvals"
+	"github.com/agentledger/agentledger/render"
 )
 
 // askDecision loads request id afresh to preview a decision on it: the
@@ -36,7 +37,8 @@ func (a App) openDecision(msg approvalMsg) (tea.Model, tea.Cmd) {
 	}
 	// The arguments are cut to leave the dialog room for its text and
 	// prompt (a denial's is longer); the request page (enter) shows them
-	// whole.
+	// whole. Each object's scalars come first, so that a cut leaves the
+	// amount in view rather than the first lines of a long list.
 	room := a.bodyHeight() - 11
 	if msg.approve {
 		room -= 2 // the reason, once r opens it
@@ -47,7 +49,7 @@ func (a App) openDecision(msg approvalMsg) (tea.Model, tea.Cmd) {
 		}
 	}
 	room = max(room, 3)
-	args := strings.Split(prettyJSON(r.Call), "\n")
+	args := strings.Split(render.PrettyJSONScalarsFirst(r.Call, ""), "\n")
 	if len(args) > room {
 		args = append(args[:room-1], fmt.Sprintf("… %d more lines: the request's page (a, enter) shows them", len(args)-room+1))
 	}
