@@ -335,9 +335,6 @@ type Effect struct {
 	Undoes string `json:"undoes,omitempty"`
 }
 
-// getJournal is GET /v1/tasks/{id}/journal: the effects of the task's
-// current generation in the order they were intended, compensations among
-// them naming the effect each undoes. Another tenant's task is not found.
 // operatorNotices starts the step paths of the posts the operator's
 // notification rules and approval requests made about a task
 // ("notify/<rule>", "notify/approval:<id>"): they name the operator's
@@ -345,6 +342,10 @@ type Effect struct {
 // tenant's own notify steps are at "tool/<n>".)
 const operatorNotices = "notify/"
 
+// getJournal is GET /v1/tasks/{id}/journal: the effects of the task's
+// current generation in the order they were intended, compensations among
+// them naming the effect each undoes, less the operator's notices. Another
+// tenant's task is not found.
 func (s *Server) getJournal(r *http.Request, tenant string) reply {
 	id, err := taskID(r)
 	if err != nil {
