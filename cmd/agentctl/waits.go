@@ -39,7 +39,8 @@ wait_for_children): by default the ones still waiting, the soonest deadline
 first. Each row says what its task waits for — the signal and its
 correlation key, a timer, its children — its deadline (when a timer fires,
 when a wait times out) and how long it has waited. --state lists other
-states too (done, timed_out, ended, cancelled), newest first.
+states too (done, timed_out, ended, cancelled): the waiting ones first,
+the soonest deadline first, then the others newest first.
 
 --wait D waits up to D for a wait to list, for a script that has just
 submitted a task that waits (exit 1 if none came).
@@ -126,7 +127,7 @@ func (a *app) waits(ctx context.Context, p waits.ListParams, wait time.Duration)
 	tab := newTable(a.stdout, "ID", "TASK", "STEP", "KIND", "WAITS FOR", "DEADLINE", "AGE", "STATE")
 	for _, w := range ws {
 		tab.row(strconv.FormatInt(w.ID, 10), strconv.FormatInt(w.TaskID, 10), w.Step, w.Kind, truncate(waitsFor(w), 60),
-			stamp(w.Deadline)+" ("+relative(w.Deadline, now)+")", age(now.Sub(w.CreatedAt)), w.State)
+			deadlineText(w, now), age(now.Sub(w.CreatedAt)), w.State)
 	}
 	if err := tab.flush(); err != nil {
 		return err
@@ -256,7 +257,7 @@ func printWaits(w io.Writer, ws []waits.Wait, now time.Time) error {
 			state += ": " + endedHow(x)
 		}
 		tab.row(strconv.FormatInt(x.ID, 10), strconv.Itoa(int(x.Generation)), x.Step, x.Kind, truncate(waitsFor(x), 60),
-			stamp(x.Deadline)+" ("+relative(x.Deadline, now)+")", truncate(state, 60))
+			deadlineText(x, now), truncate(state, 60))
 	}
 	return tab.flush()
 }
@@ -276,4 +277,13 @@ func oneWaitID(cmd *cobra.Command, args []string) error {
 		return usagef("%s takes one wait ID, got %d arguments", cmd.CommandPath(), len(args))
 	}
 	return nil
+}
+
+// deadlineText is a wait's deadline, and how far off while it still waits:
+// an ended wait's deadline is a time, no longer a countdown.
+func deadlineText(w waits.Wait, now time.Time) string {
+	if w.State != waits.Waiting {
+		return stamp(w.Deadline)
+	}
+	return stamp(w.Deadline) + " (" + relative(w.Deadline, now) + ")"
 }
