@@ -45,34 +45,12 @@ func (d *Daemon) handlers(db *pgxpool.Pool, m *metrics.Metrics) (map[string]work
 	if err != nil {
 		return nil, nil, err
 	}
-	builtins, err := tools.Builtins(tools.BuiltinConfig{
-		HTTP: httpConfig(cfg, headers),
-		Door: d.door,
-	})
+	all, err := builtinTools(httpConfig(cfg, headers), d.door, waits.NewStore(db))
 	if err != nil {
 		return nil, nil, &ConfigError{err}
 	}
-	all := append(builtins, notify.NewTool())
-	all = append(all, waits.Tools(waits.NewStore(db))...)
-	builtin, seen := map[string]bool{}, map[string]bool{}
-	for _, t := range all {
-		builtin[t.Name()] = true
-	}
-	var clashes []error
-	for _, t := range d.tools {
-		switch {
-		case builtin[t.Name()]:
-			clashes = append(clashes, fmt.Errorf("daemon: tool %q is built in: name yours otherwise", t.Name()))
-		case seen[t.Name()]:
-			clashes = append(clashes, fmt.Errorf("daemon: tool %q is registered twice", t.Name()))
-		}
-		seen[t.Name()] = true
-		all = append(all, t)
-	}
-	if len(clashes) > 0 {
-		return nil, nil, &ConfigError{errors.Join(clashes...)}
-	}
-	reg := tools.NewRegistry(all...)
+	// RegisterTool refused a name taken by these or registered before.
+	reg := tools.NewRegistry(append(all, d.tools...)...)
 	// The door refuses literal arguments a tool would refuse at run.
 	d.door.Args = func(tool string, args json.RawMessage) error {
 		if t, err := reg.Get(tool); err == nil {

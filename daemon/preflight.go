@@ -9,8 +9,10 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/agentledger/agentledger/admit"
 	"github.com/agentledger/agentledger/approvals/slackui"
 	"github.com/agentledger/agentledger/httpapi"
+	"github.com/agentledger/agentledger/notify"
 	"github.com/agentledger/agentledger/pgembed"
 	"github.com/agentledger/agentledger/tools"
 	"github.com/agentledger/agentledger/waits"
@@ -20,12 +22,23 @@ import (
 // Handle theirs) before a cluster is started or a schema migrated, so that
 // a mistake costs nothing.
 
-// builtinToolNames are the tools every daemon has besides the registered
-// ones: the built-ins, notify, and the wait tools.
+// builtinTools are the tools every daemon has besides the registered ones:
+// the built-ins, notify, and the wait tools.
+func builtinTools(http tools.HTTPConfig, door *admit.Door, store *waits.Store) ([]tools.Tool, error) {
+	ts, err := tools.Builtins(tools.BuiltinConfig{HTTP: http, Door: door})
+	if err != nil {
+		return nil, err
+	}
+	return append(append(ts, notify.NewTool()), waits.Tools(store)...), nil
+}
+
+// builtinToolNames are builtinTools' names, for RegisterTool's check (no
+// configuration changes a name).
 func builtinToolNames() []string {
-	names := slices.Clone(tools.Everywhere)
-	for _, t := range waits.Tools(nil) {
-		names = append(names, t.Name())
+	ts, _ := builtinTools(tools.HTTPConfig{}, nil, nil) // the zero HTTP configuration is valid: it allows no host
+	names := make([]string, len(ts))
+	for i, t := range ts {
+		names[i] = t.Name()
 	}
 	return names
 }
@@ -66,7 +79,7 @@ func checkHTTPTools(cfg *Config) error {
 	if err != nil {
 		return err
 	}
-	if _, err := tools.Builtins(tools.BuiltinConfig{HTTP: httpConfig(cfg, headers)}); err != nil {
+	if _, err := builtinTools(httpConfig(cfg, headers), nil, nil); err != nil {
 		return &ConfigError{err}
 	}
 	return nil

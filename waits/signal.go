@@ -152,18 +152,20 @@ func scanSignal(row pgx.Row, more ...any) (Signal, error) {
 // name and key, so whichever of the two commits second sees the first.
 const lockSQL = `/* waits.lock */ SELECT pg_advisory_xact_lock(hashtextextended($1 || chr(31) || $2 || chr(31) || $3, 36))`
 
-// sendSQL records a signal unless its dedupe key was sent; a fresh one is
-// consumed at once by the oldest wait for it whose task still waits in
-// that generation, and that task is woken. The signal is inserted in its
+// takersSQL is FROM and WHERE of the waits a signal of tenant $1, name $2
+// and key $3 may go to: waiting, before their deadline, of a task still
+// live in the wait's generation. The oldest (ORDER BY w.id) takes it.
+const takersSQL = `FROM waits w JOIN tasks t ON t.id = w.task_id AND t.generation = w.generation
+	WHERE w.tenant = $1 AND w.kind = 'signal' AND w.signal = $2 AND w.key = $3 AND w.state = 'waiting' AND w.deadline > now()
+		AND t.state IN ('waiting', 'running', 'queued', 'retrying')`
+
 // Takes returns the wait a signal for w's name and key would go to now:
 // the oldest waiting one whose task is live, as Send chooses (sendSQL), or
 // false when none would take it. The console asks it before it sends for
 // wait w, since the signal goes to that wait only if it is the oldest.
 func (s *Store) Takes(ctx context.Context, w Wait) (Wait, bool, error) {
 	row := s.db.QueryRow(ctx, `/* waits.takes */ SELECT `+waitColumns+` FROM waits WHERE id = (
-		SELECT w.id FROM waits w JOIN tasks t ON t.id = w.task_id AND t.generation = w.generation
-		WHERE w.tenant = $1 AND w.kind = 'signal' AND w.signal = $2 AND w.key = $3 AND w.state = 'waiting' AND w.deadline > now()
-			AND t.state IN ('waiting', 'running', 'queued', 'retrying')
+		SELECT w.id `+takersSQL+`
 		ORDER BY w.id LIMIT 1)`, w.Tenant, w.Signal, w.Key)
 	first, err := scanWait(row)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -172,14 +174,15 @@ func (s *Store) Takes(ctx context.Context, w Wait) (Wait, bool, error) {
 	return first, err == nil, err
 }
 
+// sendSQL records a signal unless its dedupe key was sent; a fresh one is
+// consumed at once by the oldest wait for it whose task still waits in
+// that generation, and that task is woken. The signal is inserted in its
 // final state, consumed or pending: a row a statement inserts is not
 // visible to that statement's other parts, so it cannot be marked
 // consumed after its insert.
 var sendSQL = `/* waits.send */
 WITH w AS (
-	SELECT w.id, w.task_id FROM waits w JOIN tasks t ON t.id = w.task_id AND t.generation = w.generation
-	WHERE w.tenant = $1 AND w.kind = 'signal' AND w.signal = $2 AND w.key = $3 AND w.state = 'waiting' AND w.deadline > now()
-		AND t.state IN ('waiting', 'running', 'queued', 'retrying')
+	SELECT w.id, w.task_id ` + takersSQL + `
 		AND NOT EXISTS (SELECT FROM signals WHERE tenant = $1 AND dedupe_key = $5)
 	ORDER BY w.id LIMIT 1
 	FOR UPDATE OF w

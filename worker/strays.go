@@ -78,11 +78,7 @@ func (p *Pool) reportStrays(ctx context.Context, queue string, place claims.Stra
 			msg = "tasks wait for what no live daemon serving their kind has; start one that has it"
 			args = append(args, "needs", strings.Join(st.Needs, ","))
 		}
-		args = append(args, "tasks", st.Tasks, "ids", st.IDs)
-		if st.Stranded > 0 { // running on a lease that expired: their daemon died
-			args = append(args, "lease_expired", st.Stranded, "lease_expired_ids", st.StrandedIDs)
-		}
-		args = append(args, "reason", reason)
+		args = append(append(args, counted(st.Tasks, st.IDs, st.Stranded, st.StrandedIDs)...), "reason", reason)
 		if !look.Whole {
 			args = append(args, "counted_among_due", look.Read)
 		}
@@ -107,13 +103,21 @@ func (p *Pool) reportUnworkedQueues(ctx context.Context, live []registry.Worker)
 		return
 	}
 	for _, q := range queues {
-		args := []any{"queue", q.Queue, "tasks", q.Tasks, "ids", q.IDs}
-		if q.Stranded > 0 {
-			args = append(args, "lease_expired", q.Stranded, "lease_expired_ids", q.StrandedIDs)
-		}
+		args := append([]any{"queue", q.Queue}, counted(q.Tasks, q.IDs, q.Stranded, q.StrandedIDs)...)
 		if q.Tasks >= claims.StrayLookSize || q.Stranded >= claims.StrayLookSize {
 			args = append(args, "counted_up_to", claims.StrayLookSize)
 		}
 		p.log.Warn("tasks wait on a queue no live daemon works; start one on it, or the queue is wrong", args...)
 	}
+}
+
+// counted is a warning's count of the tasks found waiting: the due ones
+// and their first ids, and the running ones whose lease expired (their
+// daemon died), when there are any.
+func counted(tasks int64, ids []int64, stranded int64, strandedIDs []int64) []any {
+	args := []any{"tasks", tasks, "ids", ids}
+	if stranded > 0 {
+		args = append(args, "lease_expired", stranded, "lease_expired_ids", strandedIDs)
+	}
+	return args
 }

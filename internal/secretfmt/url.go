@@ -91,17 +91,20 @@ func maskParam(p string) string {
 	return lead + p
 }
 
+// secretWords are the words that make a parameter's name a secret's.
+const secretWords = `(?:password|secret|token|key|code|sig|auth|credential)`
+
 var (
 	// keywordForm is a libpq keyword/value string ("host=db password=…").
 	keywordForm = regexp.MustCompile(`^\s*[A-Za-z_]+\s*=`)
 	// secretName is a parameter whose value is a secret.
-	secretName = regexp.MustCompile(`(?i)(password|secret|token|key|code|sig|auth|credential)`)
+	secretName = regexp.MustCompile(`(?i)` + secretWords)
 	// keywordSecret is such a parameter with its value in the
 	// keyword/value form: single-quoted (to its closing quote, or to the
 	// end when it has none), or bare with backslash escapes; a value
 	// opened with a double quote (no quoting libpq knows) runs to the
 	// next double quote or the end.
-	keywordSecret = regexp.MustCompile(`(?i)(\b[a-z_]*(?:password|secret|token|key|code|sig|auth|credential)[a-z_]*\s*=\s*)('(?:[^'\\]|\\.)*(?:'|$)|"[^"]*(?:"|$)|(?:\\.|[^\s\\])*)`)
+	keywordSecret = regexp.MustCompile(`(?i)(\b[a-z_]*` + secretWords + `[a-z_]*\s*=\s*)('(?:[^'\\]|\\.)*(?:'|$)|"[^"]*(?:"|$)|(?:\\.|[^\s\\])*)`)
 	// queryStart is where the query of a URL that does not parse starts.
 	queryStart = regexp.MustCompile(`[?&][^?&=/@]*=`)
 	// queryParam is one parameter of such a query.
