@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
@@ -31,7 +32,9 @@ func TestShowPreviewReplay(t *testing.T) {
 	if _, err := svc.Preview(ctx, "", task.ID); !errors.Is(err, agentledger.ErrConflict) {
 		t.Fatalf("preview of a running task: %v, want a conflict", err)
 	}
-	e.Succeed(running)
+	if err := e.Claims.Succeed(ctx, claims.LeaseOf(running), []byte(`{"charged":1}`)); err != nil {
+		t.Fatal(err)
+	}
 
 	d, err := svc.Show(ctx, "acme", task.ID)
 	if err != nil || len(d.Journal) != 1 || len(d.Attempts) != 1 || d.Task.State != agentledger.StateSucceeded {
@@ -47,6 +50,19 @@ func TestShowPreviewReplay(t *testing.T) {
 	r, err := svc.Replay(ctx, "acme", task.ID)
 	if err != nil || r.Task.State != agentledger.StateQueued || len(r.Effects) != 1 || r.Effects[0].Plan != ledger.PlanServed {
 		t.Fatalf("replay: %+v %v", r, err)
+	}
+	// The replay runs the task forward again: the last success's result
+	// goes, so a replay that ends dead shows its error alone.
+	if r.Task.Result != nil {
+		t.Fatalf("replayed task kept its result %s", r.Task.Result)
+	}
+	e.Advance(time.Minute) // past the replay's run_at, set by svc's own clock
+	again := e.Claim("w")
+	if _, err := e.Claims.Fail(ctx, claims.Failure{Lease: claims.LeaseOf(again), Error: "grant revoked", Final: true}); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := svc.Show(ctx, "acme", task.ID); err != nil || d.Task.State != agentledger.StateDead || d.Task.Result != nil {
+		t.Fatalf("a replay that ended dead: %+v %v", d.Task, err)
 	}
 }
 

@@ -79,8 +79,10 @@ SELECT cur.state, upd.id IS NOT NULL, cur.undoing FROM cur LEFT JOIN upd ON upd.
 // replay is refused once retention removed any of the task's ledger rows.
 // A replay of a task parked in its compensation phase continues the
 // compensation, its failed compensations reopened (ledger.ReopenCompensationsCTE); a
-// re-run starts the forward path afresh. Run it with the
-// row already locked (claims.Store.LockedRow).
+// re-run starts the forward path afresh. A task sent down its forward
+// path again drops its result: the run's success writes it anew, and a
+// run that ends otherwise must not show the last success's result beside
+// its error. Run it with the row already locked (claims.Store.LockedRow).
 const requeueSQL = `/* operator.requeue */
 WITH cur AS (
 	SELECT id, state, ledger_expired_at IS NOT NULL AS expired FROM tasks
@@ -98,7 +100,7 @@ upd AS (
 		run_at = coalesce($5::timestamptz, now()),
 		cancel_requested_at = NULL,
 		finished_at = NULL,
-		result = CASE WHEN $3 = 1 THEN NULL ELSE t.result END,
+		result = CASE WHEN $3 = 0 AND t.compensation IS NOT NULL THEN t.result END,
 		replay_traceparent = $6::text,
 		newcomer = NULL, -- a requeued task is not a newcomer, even one cancelled before its claim
 		updated_at = coalesce($5::timestamptz, now())

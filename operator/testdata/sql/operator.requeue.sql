@@ -16,7 +16,7 @@ upd AS (
 		run_at = coalesce($5::timestamptz, now()),
 		cancel_requested_at = NULL,
 		finished_at = NULL,
-		result = CASE WHEN $3 = 1 THEN NULL ELSE t.result END,
+		result = CASE WHEN $3 = 0 AND t.compensation IS NOT NULL THEN t.result END,
 		replay_traceparent = $6::text,
 		newcomer = NULL, -- a requeued task is not a newcomer, even one cancelled before its claim
 		updated_at = coalesce($5::timestamptz, now())
