@@ -25,6 +25,11 @@ const (
 	DefaultTenant      = agentledger.OperatorTenant
 	DefaultQueue       = "default"
 	DefaultMaxAttempts = 25
+	// MaxPayload is the largest payload a task may carry, in bytes, at
+	// every door: the HTTP API's whole body is capped at as much, and a
+	// task's payload is read whole by every worker, list and console that
+	// shows it.
+	MaxPayload = 1 << 20
 )
 
 // EnqueueParams describes one task to submit.
@@ -32,7 +37,7 @@ type EnqueueParams struct {
 	Tenant      string          // default "default"
 	Queue       string          // default "default"
 	Kind        string          // required
-	Payload     json.RawMessage // any JSON value; default {}
+	Payload     json.RawMessage // any JSON value of at most MaxPayload bytes; default {}
 	Priority    int16           // lower runs first; 0..100
 	RunAt       time.Time       // zero: now
 	MaxAttempts int32           // default 25
@@ -79,6 +84,8 @@ func (p *EnqueueParams) Validate() error {
 		return agentledger.Invalid("kind", "is required")
 	case !agentledger.ValidName(p.Kind):
 		return agentledger.Invalid("kind", "%q must be 1-128 characters of letters, digits, '.', '_', ':' or '-'", p.Kind)
+	case len(p.Payload) > MaxPayload:
+		return agentledger.Invalid("payload", "is %d bytes; at most %d (1 MiB)", len(p.Payload), MaxPayload)
 	case !json.Valid(p.Payload):
 		return agentledger.Invalid("payload", "is not valid JSON")
 	case !utf8.Valid(p.Payload):

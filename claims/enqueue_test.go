@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -38,10 +39,11 @@ func TestEnqueueRejectsBadInputAndStoresNothing(t *testing.T) {
 		{Kind: "noop", MaxAttempts: -1},
 		{Kind: "noop", Queue: "q/1"},
 		{Kind: "noop", SubmissionKey: "tab\tkey"},
+		{Kind: "noop", Payload: raw(`"` + strings.Repeat("x", claims.MaxPayload-1) + `"`)}, // one byte over
 	}
 	for _, p := range bad {
 		if _, err := s.Enqueue(ctx, p); !errors.Is(err, agentledger.ErrInvalid) {
-			t.Errorf("Enqueue(%+v) error = %v, want ErrInvalid", p, err)
+			t.Errorf("Enqueue(%.200v) error = %v, want ErrInvalid", p, err)
 		}
 	}
 	// A bad task anywhere in a batch rejects the whole batch.
@@ -50,6 +52,10 @@ func TestEnqueueRejectsBadInputAndStoresNothing(t *testing.T) {
 	}
 	if got, _ := s.List(ctx, claims.ListParams{}); len(got) != 0 {
 		t.Fatalf("%d tasks stored after rejected input", len(got))
+	}
+	// A payload of MaxPayload bytes is taken.
+	if _, err := s.Enqueue(ctx, claims.EnqueueParams{Kind: "noop", Payload: raw(`"` + strings.Repeat("x", claims.MaxPayload-2) + `"`)}); err != nil {
+		t.Errorf("a payload of MaxPayload bytes: %v", err)
 	}
 }
 

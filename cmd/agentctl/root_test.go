@@ -27,7 +27,7 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{[]string{"show", "1", "2"}, "agentctl show takes one task ID, got 2 arguments"},
 		{[]string{"cancel"}, "agentctl cancel takes one task ID, got 0 arguments"},
 		{[]string{"submit"}, `required flag(s) "kind" not set`},
-		{[]string{"submit", "--kind", "k", "--payload", "{"}, "payload: invalid JSON at offset 1"},
+		{[]string{"submit", "--kind", "k", "--payload", "{"}, "--payload: invalid JSON at offset 1"},
 		{[]string{"submit", "--kind", "k", "--run-at", "soon"}, `--run-at: "soon" is neither`},
 		{[]string{"submit", "--kind", "k", "--max-attempts", "x"}, `--max-attempts takes a whole number, not "x"`},
 		{[]string{"migrate"}, "migrate needs a subcommand: up, down or status"},

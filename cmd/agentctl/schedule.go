@@ -44,7 +44,7 @@ recent of them (run-once).`,
 type scheduleFlags struct {
 	spec, timezone, missed string
 	tenant, queue, kind    string
-	payload                string // JSON, @file or -
+	payload                payloadSpec
 	priority               int16
 	maxAttempts            int32
 }
@@ -85,7 +85,7 @@ With --output json it prints the schedule.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.spec, "spec", "", "cron spec: 5 fields, 6 with seconds first, or @hourly, @daily, @every 10m (required)")
 	fl.StringVar(&f.kind, "kind", "", "kind of the tasks it enqueues (required)")
-	fl.StringVar(&f.payload, "payload", "", "JSON payload of its tasks, @file to read it from a file, or - for standard input (default {})")
+	fl.Var(&f.payload, "payload", "JSON payload of its tasks, @file to read it from a file, or - for standard input (default {})")
 	fl.StringVar(&f.timezone, "timezone", schedule.DefaultTimezone, "IANA time zone the spec is read in, e.g. Europe/Paris")
 	fl.StringVar(&f.missed, "missed", string(schedule.DefaultMissed), "missed slots: skip, or run-once (one catch-up task)")
 	fl.StringVar(&f.queue, "queue", "", `queue of its tasks (default "`+claims.DefaultQueue+`")`)
@@ -201,8 +201,6 @@ func scheduleFlagName(field string) string {
 		return "schedule name"
 	case "max_attempts":
 		return "--max-attempts"
-	case "payload":
-		return "payload"
 	}
 	return "--" + field
 }
@@ -214,7 +212,7 @@ func (f *scheduleFlags) schedule(name string, stdin io.Reader) (schedule.Schedul
 	if f.maxAttempts == 0 { // the flag defaults to 25: 0 was given, and would silently mean the default
 		return schedule.Schedule{}, agentledger.Invalid("--max-attempts", "0 is outside 1..1000")
 	}
-	payload, err := readPayload(f.payload, stdin)
+	payload, err := readPayload(string(f.payload), stdin)
 	if err != nil {
 		return schedule.Schedule{}, err
 	}

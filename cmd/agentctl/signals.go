@@ -21,8 +21,9 @@ import (
 
 // signalFlags are the options of agentctl signal as given.
 type signalFlags struct {
-	tenant, payload, key, as string
-	retention                time.Duration
+	tenant, key, as string
+	payload         payloadSpec
+	retention       time.Duration
 }
 
 func (a *app) signalCmd() *cobra.Command {
@@ -56,7 +57,7 @@ with --output id the signal's id.`,
 		return a.signal(ctx, args[0], args[1], &f)
 	})
 	fl := cmd.Flags()
-	fl.StringVar(&f.payload, "payload", "", "JSON payload, @file to read it from a file, or - for standard input (default {})")
+	fl.Var(&f.payload, "payload", "JSON payload, @file to read it from a file, or - for standard input (default {})")
 	fl.StringVar(&f.key, "idempotency-key", "", "sending again under this key is the same signal (default: the name, key and payload)")
 	tenantFlag(cmd, &f.tenant, `tenant whose tasks wait (default "`+agentledger.OperatorTenant+`")`)
 	fl.DurationVar(&f.retention, "retention", 0, "how long it is kept when no task waits for it yet, 1s to 2160h (default 168h)")
@@ -83,7 +84,7 @@ func (a *app) signal(ctx context.Context, name, key string, f *signalFlags) erro
 	if f.as != "" && strings.TrimSpace(f.as) == "" {
 		return usagef("--as names who sends the signal, not blanks")
 	}
-	payload, err := readPayload(f.payload, a.stdin)
+	payload, err := readPayload(string(f.payload), a.stdin)
 	if err != nil {
 		return signalError(err)
 	}

@@ -22,7 +22,7 @@ import (
 // submitFlags are the options of agentctl submit as given.
 type submitFlags struct {
 	tenant, queue, kind string
-	payload             string // JSON, @file or -
+	payload             payloadSpec
 	priority            int16
 	runAt               string // RFC 3339 or +duration
 	maxAttempts         int32
@@ -87,7 +87,7 @@ still a duplicate (the first submission's run time stands).`,
 	})
 	fl := cmd.Flags()
 	fl.StringVar(&f.kind, "kind", "", "task kind, which selects the handler (required, here or in --file)")
-	fl.StringVar(&f.payload, "payload", "", "JSON payload, @file to read it from a file, or - for standard input (default {})")
+	fl.Var(&f.payload, "payload", "JSON payload, @file to read it from a file, or - for standard input (default {})")
 	fl.StringVar(&f.queue, "queue", "", `queue (default "`+claims.DefaultQueue+`")`)
 	tenantFlag(cmd, &f.tenant, `tenant (default "`+claims.DefaultTenant+`")`)
 	fl.Int16Var(&f.priority, "priority", 0, "priority 0..100, lower runs first")
@@ -141,7 +141,7 @@ func (a *app) submit(ctx context.Context, f *submitFlags) error {
 		return err
 	}
 	if !res.Duplicate {
-		a.warnUngranted(ctx, res.Task.ID, p)
+		a.warnSubmitted(ctx, res.Task.ID, p)
 	}
 	if a.wantJSON() {
 		return printJSON(a.stdout, submitResult{Task: res.Task, Duplicate: res.Duplicate})
@@ -164,24 +164,22 @@ func (a *app) submit(ctx context.Context, f *submitFlags) error {
 	return err
 }
 
-// warnUngranted says on stderr what task id's payload (p's) names that its
-// tenant's grant in force lacks: the operator's submission is not bound by
-// the grant, but the run is, call by call, with the grant in force then
-// (a daemon stores its config file's grants when it starts). A look that
-// fails says nothing: the task is queued either way.
-func (a *app) warnUngranted(ctx context.Context, id int64, p claims.EnqueueParams) {
-	g, err := grants.NewStore(a.db.Pool).For(ctx, p.Tenant)
-	if err != nil {
-		return
+// warnSubmitted says on stderr what task id's payload (p's) names that
+// its tenant's grant in force lacks (the operator's submission is not
+// bound by the grant, but the run is, call by call, with the grant in
+// force then: a daemon stores its config file's grants when it starts),
+// and whether its tenant is one nobody knows (a typo?), known as tenant
+// grant knows a tenant: by its row, or by a grant of its own. A look
+// that fails says nothing: the task is queued either way.
+func (a *app) warnSubmitted(ctx context.Context, id int64, p claims.EnqueueParams) {
+	if g, err := grants.NewStore(a.db.Pool).For(ctx, p.Tenant); err == nil {
+		if lack := admit.Lacks(g, p, ""); lack != nil {
+			fmt.Fprintf(a.stderr, "agentctl: warning: task %d's %v: the call is refused when the task runs unless the grant allows it by then\n", id, lack)
+		}
 	}
-	lack := admit.Lacks(g, p, "")
-	if lack == nil {
-		return
-	}
-	fmt.Fprintf(a.stderr, "agentctl: warning: task %d's %v: the call is refused when the task runs unless the grant allows it by then\n", id, lack)
-	// Known as tenant grant knows a tenant: by its row, or by a grant of its own.
 	if _, err := a.knownTenant(ctx, a.db, p.Tenant); errors.Is(err, agentledger.ErrNotFound) {
-		fmt.Fprintf(a.stderr, "hint: tenant %s is not known yet: agentctl tenant add %s first\n", grants.ShellQuote(p.Tenant), grants.ShellQuote(p.Tenant))
+		fmt.Fprintf(a.stderr, "agentctl: warning: tenant %s is not known (no tenant row, no grant): task %d is queued all the same "+
+			"(agentctl tenant add %s first, or mind the name)\n", grants.ShellQuote(p.Tenant), id, grants.ShellQuote(p.Tenant))
 	}
 }
 
@@ -231,7 +229,7 @@ func (f *submitFlags) params(stdin io.Reader, now time.Time) (claims.EnqueuePara
 	if f.kind == "" {
 		return claims.EnqueueParams{}, usagef(`required flag(s) "kind" not set: give --kind, or "kind" in the --file task`)
 	}
-	payload, err := readPayload(f.payload, stdin)
+	payload, err := readPayload(string(f.payload), stdin)
 	if err != nil {
 		return claims.EnqueueParams{}, err
 	}
@@ -256,28 +254,43 @@ func (f *submitFlags) params(stdin io.Reader, now time.Time) (claims.EnqueuePara
 	return p, nil
 }
 
+// payloadSpec is a --payload flag's value: JSON text, @file, or - for
+// standard input. Given empty (a script's unset variable) it is refused,
+// not taken for the default {} that leaving the flag out means.
+type payloadSpec string
+
+func (p *payloadSpec) String() string { return string(*p) }
+func (p *payloadSpec) Type() string   { return "string" }
+func (p *payloadSpec) Set(v string) error {
+	if strings.TrimSpace(v) == "" {
+		return errors.New("give JSON, @file, or - for standard input (leave the flag out for {})")
+	}
+	*p = payloadSpec(v)
+	return nil
+}
+
 // readPayload returns the payload that spec names: JSON text, @file, or -
 // for standard input. An empty spec is no payload (the default, {}).
 func readPayload(spec string, stdin io.Reader) (json.RawMessage, error) {
 	var (
 		b     []byte
 		err   error
-		field = "payload"
+		field = "--payload"
 	)
 	switch {
 	case spec == "":
 		return nil, nil
 	case spec == "-":
-		field = "payload (standard input)"
+		field = "--payload (standard input)"
 		b, err = io.ReadAll(stdin)
 	case strings.HasPrefix(spec, "@"):
-		field = "payload (" + spec[1:] + ")"
+		field = "--payload (" + spec[1:] + ")"
 		b, err = os.ReadFile(spec[1:])
 	default:
 		b = []byte(spec)
 	}
 	if err != nil {
-		return nil, agentledger.Invalid("payload", "%v", err)
+		return nil, agentledger.Invalid("--payload", "%v", err)
 	}
 	if err := checkJSON(b); err != nil {
 		return nil, agentledger.Invalid(field, "%v", err)

@@ -56,11 +56,11 @@ func TestReadPayload(t *testing.T) {
 		{spec: `[1, "x", null]`, want: `[1, "x", null]`},
 		{spec: `"just a string"`, want: `"just a string"`},
 		{spec: "-", stdin: `{"b":2}`, want: `{"b":2}`},
-		{spec: `{"a": 1,}`, bad: true, want: "payload: invalid JSON at offset 9: invalid character '}' looking for beginning of object key string"},
-		{spec: `{"a": 1} {"b": 2}`, bad: true, want: "payload: invalid JSON at offset 10: invalid character '{' after top-level value"},
-		{spec: `{"a":`, bad: true, want: "payload: invalid JSON at offset 5: unexpected end of JSON input"},
-		{spec: "-", stdin: "", bad: true, want: "payload (standard input): invalid JSON at offset 0: unexpected end of JSON input"},
-		{spec: "@testdata/does-not-exist.json", bad: true, want: "payload: open testdata/does-not-exist.json: no such file or directory"},
+		{spec: `{"a": 1,}`, bad: true, want: "--payload: invalid JSON at offset 9: invalid character '}' looking for beginning of object key string"},
+		{spec: `{"a": 1} {"b": 2}`, bad: true, want: "--payload: invalid JSON at offset 10: invalid character '{' after top-level value"},
+		{spec: `{"a":`, bad: true, want: "--payload: invalid JSON at offset 5: unexpected end of JSON input"},
+		{spec: "-", stdin: "", bad: true, want: "--payload (standard input): invalid JSON at offset 0: unexpected end of JSON input"},
+		{spec: "@testdata/does-not-exist.json", bad: true, want: "--payload: open testdata/does-not-exist.json: no such file or directory"},
 	} {
 		got, err := readPayload(tc.spec, strings.NewReader(tc.stdin))
 		switch {
