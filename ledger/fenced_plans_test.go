@@ -39,8 +39,9 @@ func TestFencedPlansReadByKey(t *testing.T) {
 				[][]byte{[]byte("h"), []byte("h")}, []string{"keyed", "keyed"}, []int64{ids[0], ids[0]}, []int32{1, 1},
 				[]string{"0", "1"}, []int64{f.token, f.token}, []string{"completed", "completed"}, []*string{nil, nil},
 				[]string{"", ""}, []string{"", ""}, []int64{f.id, f.id}},
-			"record": append(pk[:3:3], "completed", "{}", "", "", f.token, f.id),
-			"landed": append(pk[:3:3], f.token, f.id),
+			"record":  append(pk[:3:3], "completed", "{}", "", "", f.token, f.id),
+			"landed":  append(pk[:3:3], f.token, f.id),
+			"unbuilt": append(pk[:3:3], "keyed", ids[0], 1, "compensate/0", f.token, f.id, "no such field"),
 		}
 		sql := f.q
 		for name, args := range stmts {

@@ -14,7 +14,7 @@ type fence func(id, token string) string
 
 // fenced are the statements that check a fence.
 type fenced struct {
-	fence, reserveFast, lookup, insertOutcome, insertKeyedOutcome, insertKeyedOutcomes, record, landed string
+	fence, reserveFast, lookup, insertOutcome, insertKeyedOutcome, insertKeyedOutcomes, record, landed, unbuilt string
 }
 
 // fencedByKind caches the statements of each kind of fence, keyed by its
@@ -121,6 +121,18 @@ RETURNING l.result, coalesce(l.external_ref, '')`,
 SELECT l.state, l.request_hash, l.result, coalesce(l.external_ref, ''), coalesce(l.error, ''),
 	EXISTS (SELECT 1 FROM ` + f("$5", "$4") + `)
 FROM ledger l WHERE l.tenant = $1 AND l.operation = $2 AND l.effect_key = $3`,
+
+		// unbuilt records as failed an effect its attempt could not build
+		// (Ledger.Unbuilt): nothing was sent, so no request is hashed. A
+		// row there already is failed again, unless it completed (an
+		// operator's resolution stands).
+		unbuilt: `/* ledger.unbuilt */
+INSERT INTO ledger (tenant, operation, effect_key, request_hash, class, state, task_id, generation, step_path,
+	owner_token, performed, error)
+SELECT $1, $2, $3, '\x'::bytea, $4, 'failed', $5, $6, $7, $8, 0, $10 FROM ` + f("$9", "$8") + `
+ON CONFLICT (tenant, operation, effect_key) DO UPDATE SET state = 'failed', error = EXCLUDED.error,
+	owner_token = EXCLUDED.owner_token, completed_at = NULL, updated_at = now()
+WHERE ledger.state <> 'completed'`,
 	}
 }
 

@@ -16,11 +16,13 @@ import (
 	"github.com/agentledger/agentledger/tools"
 )
 
-// Journal reads a task generation's effects and marks an abandoned one
-// unknown (*ledger.Ledger has both).
+// Journal reads a task generation's effects, marks an abandoned one
+// unknown and records one that could not be built as failed
+// (*ledger.Ledger has all three).
 type Journal interface {
 	Journal(ctx context.Context, taskID int64, generation int32) ([]ledger.Entry, error)
 	Abandoned(ctx context.Context, taskID int64, e ledger.Entry, why string) error
+	Unbuilt(ctx context.Context, a ledger.Attempt, stepPath, operation string, class ledger.Class, why string) error
 }
 
 // Handler is a task kind (worker.Handler).
@@ -95,7 +97,11 @@ func (u *Undoer) Work(ctx context.Context, t *agentledger.Task) (json.RawMessage
 		return nil, err
 	}
 	var undo []ledger.Entry
+	done := map[string]ledger.Entry{} // completed compensations by step path
 	for _, e := range entries {
+		if _, ok := Undoes(e.StepPath); ok && e.State == ledger.StateCompleted {
+			done[e.StepPath] = e
+		}
 		if !ToUndo(e) {
 			continue
 		}
@@ -118,6 +124,14 @@ func (u *Undoer) Work(ctx context.Context, t *agentledger.Task) (json.RawMessage
 	slices.SortStableFunc(undo, func(a, b ledger.Entry) int { return -cmp.Compare(completedAt(a), completedAt(b)) })
 	out := make([]Result, 0, len(undo))
 	for _, e := range undo {
+		if c, ok := done[PathOf(e.StepPath)]; ok {
+			// Undone already, by an attempt before this one or by an
+			// operator's hand (an unbuilt one resolved as done): served,
+			// not built again.
+			out = append(out, Result{Undoes: e.StepPath, Tool: toolOf(e), Status: c.Result.Status, Body: c.Result.Body,
+				ExternalRef: c.Result.ExternalRef, Replayed: true})
+			continue
+		}
 		r, err := u.undo(ctx, t, e)
 		if err != nil {
 			return nil, err
@@ -129,19 +143,26 @@ func (u *Undoer) Work(ctx context.Context, t *agentledger.Task) (json.RawMessage
 	}{out})
 }
 
+// toolOf is the tool of e's compensation; "" if it is not readable.
+func toolOf(e ledger.Entry) string {
+	var c Compensation
+	_ = json.Unmarshal(e.Compensate, &c)
+	return c.Tool
+}
+
 // undo runs the compensation of the completed effect e.
 func (u *Undoer) undo(ctx context.Context, t *agentledger.Task, e ledger.Entry) (Result, error) {
 	var c Compensation
 	if err := json.Unmarshal(e.Compensate, &c); err != nil {
-		return Result{}, agentledger.Permanent(fmt.Errorf("the compensation of %s is not readable: %v", e.StepPath, err))
+		return Result{}, u.unbuilt(ctx, t, e, c, fmt.Errorf("is not readable: %v", err))
 	}
 	self, err := refs.View(e.Result)
 	if err != nil {
-		return Result{}, fmt.Errorf("the compensation of %s: %w", e.StepPath, err)
+		return Result{}, u.unbuilt(ctx, t, e, c, err)
 	}
 	args, err := c.resolve(self)
 	if err != nil {
-		return Result{}, fmt.Errorf("the compensation of %s: %w", e.StepPath, err)
+		return Result{}, u.unbuilt(ctx, t, e, c, err)
 	}
 	o := &tools.Outgoing{ToolName: c.Tool, Call: tools.Call{Task: t, StepPath: PathOf(e.StepPath), Args: args}}
 	res, err := u.path().Perform(ctx, o)
@@ -159,6 +180,20 @@ func (u *Undoer) undo(ctx context.Context, t *agentledger.Task, e ledger.Entry) 
 	}
 	return Result{Undoes: e.StepPath, Tool: c.Tool, Status: res.Status, Body: res.Body, ExternalRef: res.ExternalRef,
 		Replayed: res.Replayed}, nil
+}
+
+// unbuilt records that the compensation c of e cannot be built from e's
+// journal row (why): no attempt ever could, so the phase fails for good
+// at once, and the journal shows the compensation failed, for an operator
+// to undo by hand and resolve as done.
+func (u *Undoer) unbuilt(ctx context.Context, t *agentledger.Task, e ledger.Entry, c Compensation, why error) error {
+	path := PathOf(e.StepPath)
+	msg := fmt.Sprintf("the compensation of %s cannot be built: %v", e.StepPath, why)
+	if err := u.Journal.Unbuilt(ctx, tools.AttemptOf(t), path, cmp.Or(c.Tool, "compensate"), e.Class, msg); err != nil {
+		return err
+	}
+	return agentledger.Permanent(fmt.Errorf("%s; undo %s by hand, then resolve it as done (agentctl resolve %d --step %s --done "+
+		"--note …), or re-run the task", msg, e.StepPath, t.ID, path))
 }
 
 // ToUndo reports whether the compensation phase has to deal with journal

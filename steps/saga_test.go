@@ -13,6 +13,7 @@ import (
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/notify/outbox"
+	"github.com/agentledger/agentledger/operator"
 	"github.com/agentledger/agentledger/saga"
 	"github.com/agentledger/agentledger/steps"
 	"github.com/agentledger/agentledger/tools"
@@ -485,5 +486,62 @@ func TestCheckRefusesBadCompensations(t *testing.T) {
 		if !errors.Is(err, agentledger.ErrInvalid) || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s:\n got %v\nwant …%s…", payload, err, want)
 		}
+	}
+}
+
+// A compensation whose arguments do not render from the undone effect's
+// result ("${self.body.nope}") can never be built: the phase parks at once,
+// the journal shows the compensation failed, and the operator's resolve of
+// that step as done (undone by hand) lets the replay finish the task
+// compensated, nothing sent.
+func TestUnbuiltCompensationResolvedByHand(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newSagaEnv(t)
+	id := e.submit(`{"steps":[{"tool":"post","args":{"charge":42},"compensate":{"tool":"post","args":{"refund":"${self.body.nope}"}}},
+		{"tool":"ship","args":{}}]}`)
+	task := e.claim()
+	_, err := e.phase.Work(ctx, task)
+	e.fail(task, err)
+	undo := e.claim()
+	_, err = e.phase.Work(ctx, undo)
+	var perm *agentledger.PermanentError
+	if !errors.As(err, &perm) || !strings.Contains(err.Error(), "cannot be built") {
+		t.Fatalf("unbuilt compensation: %v, want a permanent error", err)
+	}
+	if st := e.fail(undo, err); st != agentledger.StateNeedsAttention {
+		t.Fatalf("unbuilt compensation: %s, want needs_attention at once", st)
+	}
+	d, err := e.Operator.Show(ctx, "", id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var row *operator.Effect
+	for i := range d.Journal {
+		if d.Journal[i].Step == "compensate/tool/0" {
+			row = &d.Journal[i]
+		}
+	}
+	if row == nil || row.State != ledger.StateFailed || !strings.Contains(row.Error, `no "nope"`) {
+		t.Fatalf("journal row of the unbuilt compensation: %+v", row)
+	}
+	// A stale attempt records nothing: the fence is the lease.
+	if err := e.Ledger.Unbuilt(ctx, tools.AttemptOf(task), "compensate/tool/9", "post", ledger.Keyed, "stale"); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := e.Operator.Show(ctx, "", id); len(d.Journal) != 3 {
+		t.Fatalf("a stale attempt's unbuilt row was recorded: %d journal rows, want 3", len(d.Journal))
+	}
+	if _, err := e.Operator.Resolve(ctx, "", id, "compensate/tool/0", operator.Resolution{Done: true, Note: "refunded by hand"}); err != nil {
+		t.Fatal(err)
+	}
+	again := e.claim()
+	res, err := e.phase.Work(ctx, again)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.succeed(again, res)
+	if n := len(e.performed("refund")); n != 0 || e.get(id).State != agentledger.StateCompensated {
+		t.Fatalf("refund performed %d times, state %s; want none sent, compensated", n, e.get(id).State)
 	}
 }
