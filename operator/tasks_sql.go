@@ -79,11 +79,12 @@ SELECT cur.state, upd.id IS NOT NULL, cur.undoing FROM cur LEFT JOIN upd ON upd.
 // replay is refused once retention removed any of the task's ledger rows.
 // A replay of a task parked in its compensation phase continues the
 // compensation, its failed compensations reopened (ledger.ReopenCompensationsCTE); a
-// re-run starts the forward path afresh. A task sent down its forward
+// re-run starts the forward path afresh (a continued compensation is
+// announced to the rules that ask for compensating). A task sent down its forward
 // path again drops its result: the run's success writes it anew, and a
 // run that ends otherwise must not show the last success's result beside
 // its error. Run it with the row already locked (claims.Store.LockedRow).
-const requeueSQL = `/* operator.requeue */
+var requeueSQL = `/* operator.requeue */
 WITH cur AS (
 	SELECT id, state, ledger_expired_at IS NOT NULL AS expired FROM tasks
 	WHERE id = $1 AND ($2 = '' OR tenant = $2)
@@ -106,8 +107,9 @@ upd AS (
 		updated_at = coalesce($5::timestamptz, now())
 	FROM cur
 	WHERE t.id = cur.id AND t.state = ANY ($4::text[]) AND ($3 = 1 OR t.ledger_expired_at IS NULL)
-	RETURNING t.id, t.generation, t.state = 'compensating' AS undoing
+	RETURNING t.id, t.generation, t.state = 'compensating' AS undoing, ` + claims.ClosedAttemptNumber + `, ` + claims.EventColumns + `
 ),
+` + outbox.EventsCTE("upd", "coalesce($5::timestamptz, now())") + `,
 ` + ledger.ReopenCompensationsCTE + `,
 wake AS (
 	SELECT pg_notify('agentledger_task_insert', t.queue) FROM tasks t JOIN upd ON upd.id = t.id
@@ -116,8 +118,8 @@ SELECT cur.state, cur.expired, upd.id IS NOT NULL, (SELECT count(*) FROM wake) F
 
 // compensateSQL is an operator's request to undo task $1's completed
 // effects: a finished (or parked) task on its forward path that has
-// something to undo enters its compensation phase. $3 lists the states it
-// may start from.
+// something to undo enters its compensation phase, and the rules that ask
+// for compensating hear of it. $3 lists the states it may start from.
 var compensateSQL = `/* operator.compensate */
 WITH cur AS (
 	SELECT id, state, compensation IS NOT NULL AS undoing FROM tasks
@@ -135,8 +137,9 @@ upd AS (
 		updated_at = coalesce($4::timestamptz, now())
 	FROM cur
 	WHERE t.id = cur.id AND t.state = ANY ($3::text[]) AND t.compensation IS NULL AND ` + ledger.UndoableSQL + `
-	RETURNING t.id
+	RETURNING t.id, t.generation, ` + claims.ClosedAttemptNumber + `, ` + claims.EventColumns + `
 ),
+` + outbox.EventsCTE("upd", "coalesce($4::timestamptz, now())") + `,
 wake AS (
 	SELECT pg_notify('agentledger_task_insert', t.queue) FROM tasks t JOIN upd ON upd.id = t.id
 )

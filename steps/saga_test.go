@@ -277,6 +277,10 @@ func TestOperatorCompensatesSucceededTask(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	e := newSagaEnv(t)
+	if _, err := outbox.NewRules(e.DB).Put(ctx, outbox.Rule{Name: "undo", Events: []string{"succeeded", "compensating", "compensated"},
+		Channel: "ops"}, false); err != nil {
+		t.Fatal(err)
+	}
 	id := e.submit(`{"steps":[{"tool":"post","args":{"charge":42},"compensate":{"tool":"post","args":{"refund":"${self.body.id}"}}}]}`)
 	task := e.claim()
 	res, err := e.phase.Work(ctx, task)
@@ -298,6 +302,14 @@ func TestOperatorCompensatesSucceededTask(t *testing.T) {
 	e.succeed(undo, res)
 	if r := e.performed("refund"); len(r) != 1 || e.get(id).State != agentledger.StateCompensated {
 		t.Fatalf("refunds %v, state %s", r, e.get(id).State)
+	}
+	// The operator's compensate is a state change the rule hears, as the
+	// failure's and the cancel's are; its event carries the attempt it
+	// followed.
+	var events string
+	e.DB.QueryRow(ctx, `SELECT string_agg(event || ':' || attempt, ',' ORDER BY id) FROM outbox WHERE task_id = $1`, id).Scan(&events)
+	if events != "succeeded:1,compensating:1,compensated:1" {
+		t.Fatalf("notified on %q, want succeeded:1,compensating:1,compensated:1", events)
 	}
 }
 
@@ -330,6 +342,10 @@ func TestFailedCompensationParksAndReplayContinues(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	e := newSagaEnv(t)
+	if _, err := outbox.NewRules(e.DB).Put(ctx, outbox.Rule{Name: "undo", Events: []string{"needs_attention", "compensating", "compensated"},
+		Channel: "ops"}, false); err != nil {
+		t.Fatal(err)
+	}
 	id := e.submit(sagaPayload)
 	task := e.claim()
 	_, err := e.phase.Work(ctx, task)
@@ -366,6 +382,13 @@ func TestFailedCompensationParksAndReplayContinues(t *testing.T) {
 	if r := e.performed("refund"); len(e.performed("release")) != 1 || len(r) != 2 || e.get(id).State != agentledger.StateCompensated {
 		t.Fatalf("release performed %d times (want once), refund %d (want the refused one and the one after reopening), state %s",
 			len(e.performed("release")), len(r), e.get(id).State)
+	}
+	// The replay's return to the compensation is heard as the failure's
+	// entry into it was.
+	var events string
+	e.DB.QueryRow(ctx, `SELECT string_agg(event, ',' ORDER BY id) FROM outbox WHERE task_id = $1`, id).Scan(&events)
+	if events != "compensating,needs_attention,compensating,compensated" {
+		t.Fatalf("notified on %q, want compensating,needs_attention,compensating,compensated", events)
 	}
 }
 

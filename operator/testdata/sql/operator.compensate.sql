@@ -17,7 +17,26 @@ upd AS (
 	FROM cur
 	WHERE t.id = cur.id AND t.state = ANY ($3::text[]) AND t.compensation IS NULL AND EXISTS (SELECT 1 FROM ledger l WHERE l.task_id = t.id AND l.generation = t.generation
 		AND l.compensate IS NOT NULL AND l.state <> 'failed' AND NOT (l.state = 'unknown' AND l.retry_allowed))
-	RETURNING t.id
+	RETURNING t.id, t.generation, CASE WHEN t.state = 'compensating' AND t.attempt = 0
+		THEN (SELECT p.attempt FROM tasks p WHERE p.id = t.id) ELSE t.attempt END AS attempt,
+		t.state = 'compensating' AND t.attempt = 0 AS entered, t.tenant, t.queue, t.kind, t.state, t.max_attempts, t.last_error, t.result
+),
+events AS (
+	INSERT INTO outbox (tenant, task_id, generation, attempt, event, rule, channel, payload,
+		available_at, created_at, updated_at)
+	SELECT s.tenant, s.id, s.generation, s.attempt, s.state, r.name, r.channel,
+		jsonb_strip_nulls(jsonb_build_object('kind', s.kind, 'queue', s.queue, 'state', s.state,
+			'attempt', s.attempt, 'max_attempts', s.max_attempts,
+			'error', left(s.last_error, 1000), 'result', left(s.result::text, 1000))),
+		coalesce($4::timestamptz, now()), coalesce($4::timestamptz, now()), coalesce($4::timestamptz, now())
+	FROM notification_rules r CROSS JOIN LATERAL (
+		SELECT * FROM upd s
+		WHERE s.state = ANY (r.events) AND coalesce(r.tenant = s.tenant, true)
+			AND coalesce(r.queue = s.queue, true) AND coalesce(r.kind = s.kind, true)
+		OFFSET 0
+	) s
+	WHERE r.enabled
+	ORDER BY s.id, r.name
 ),
 wake AS (
 	SELECT pg_notify('agentledger_task_insert', t.queue) FROM tasks t JOIN upd ON upd.id = t.id
