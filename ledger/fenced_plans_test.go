@@ -41,7 +41,7 @@ func TestFencedPlansReadByKey(t *testing.T) {
 				[]string{"", ""}, []string{"", ""}, []int64{f.id, f.id}},
 			"record":  append(pk[:3:3], "completed", "{}", "", "", f.token, f.id),
 			"landed":  append(pk[:3:3], f.token, f.id),
-			"unbuilt": append(pk[:3:3], "keyed", ids[0], 1, "compensate/0", f.token, f.id, "no such field"),
+			"unbuilt": append(pk[:3:3], "pure", ids[0], 1, "compensate/0", f.token, f.id, "no such field"),
 		}
 		sql := f.q
 		for name, args := range stmts {

@@ -8,6 +8,10 @@ import (
 	"github.com/agentledger/agentledger/canonjson"
 )
 
+// CompensationPrefix begins the step path of a compensation: the one of
+// the effect at tool/0 is at compensate/tool/0 (package saga).
+const CompensationPrefix = "compensate/"
+
 // Key domains keep the two derivations apart: a ledger key can never equal a
 // downstream key.
 const (

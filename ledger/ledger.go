@@ -598,11 +598,13 @@ func (l *Ledger) Abandoned(ctx context.Context, taskID int64, e Entry, why strin
 // from the same journal ever could be, so the journal shows it failed,
 // with why, and an operator settles it: Resolve as done (it was undone by
 // hand) or a re-run. Its operation is the one it would have been known by
-// (a compensation's tool), its class that of the effect it stands for.
-// Fenced on a's lease: a stale attempt records nothing.
-func (l *Ledger) Unbuilt(ctx context.Context, a Attempt, stepPath, operation string, class Class, why string) error {
+// (a compensation's tool), its class pure: it changed nothing (and a
+// replay's reopening of failed compensations leaves it be; a call built
+// later is recorded under its own operation). Fenced on a's lease: a
+// stale attempt records nothing.
+func (l *Ledger) Unbuilt(ctx context.Context, a Attempt, stepPath, operation, why string) error {
 	key := EffectKey(a.Tenant, a.TaskID, a.Generation, stepPath, operation)
-	_, err := l.db.Exec(ctx, queriesOf(a.Fence).unbuilt, a.Tenant, operation, key, string(class), a.TaskID, a.Generation,
+	_, err := l.db.Exec(ctx, queriesOf(a.Fence).unbuilt, a.Tenant, operation, key, string(Pure), a.TaskID, a.Generation,
 		stepPath, a.token(), a.fenceID(), agentledger.SafeText(why))
 	if err != nil {
 		return fmt.Errorf("ledger: recording the unbuilt effect at %s: %w", stepPath, err)

@@ -40,9 +40,9 @@ func (s *Service) Resolve(ctx context.Context, tenant string, id int64, step str
 		switch {
 		case j[i].State == ledger.StateUnknown:
 			target = &j[i]
-		case j[i].State == ledger.StateFailed && strings.HasPrefix(step, "compensate/") && r.Done:
+		case j[i].State == ledger.StateFailed && strings.HasPrefix(step, ledger.CompensationPrefix) && r.Done:
 			target = &j[i] // a compensation refused for good that the operator did by hand
-		case j[i].State == ledger.StateFailed && strings.HasPrefix(step, "compensate/"):
+		case j[i].State == ledger.StateFailed && strings.HasPrefix(step, ledger.CompensationPrefix):
 			return nil, agentledger.Invalid("resolution", "the compensation at %s failed: replay task %d to send it "+
 				"again once its cause is fixed, or resolve it as done if you undid the effect by hand", step, id)
 		}

@@ -47,7 +47,7 @@ func CompensationOf(t *agentledger.Task, atts []agentledger.Attempt, journal []o
 		}
 	}
 	for _, e := range journal {
-		if e.State == ledger.StateFailed && e.Undoes == "" && !strings.HasPrefix(e.Step, "compensate/") {
+		if e.State == ledger.StateFailed && e.Undoes == "" && !strings.HasPrefix(e.Step, ledger.CompensationPrefix) {
 			c.Step = e.Step + " (" + e.Operation + ")"
 		}
 	}

@@ -90,7 +90,7 @@ func Undoes(path string) (string, bool) {
 	return "", false
 }
 
-const compensatePrefix = "compensate/"
+const compensatePrefix = ledger.CompensationPrefix
 
 // ArgsFor is the arguments c is called with to undo e: its ${self…}
 // references resolved against e's result, as the compensation phase

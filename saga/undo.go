@@ -22,7 +22,7 @@ import (
 type Journal interface {
 	Journal(ctx context.Context, taskID int64, generation int32) ([]ledger.Entry, error)
 	Abandoned(ctx context.Context, taskID int64, e ledger.Entry, why string) error
-	Unbuilt(ctx context.Context, a ledger.Attempt, stepPath, operation string, class ledger.Class, why string) error
+	Unbuilt(ctx context.Context, a ledger.Attempt, stepPath, operation, why string) error
 }
 
 // Handler is a task kind (worker.Handler).
@@ -175,6 +175,11 @@ func (u *Undoer) undo(ctx context.Context, t *agentledger.Task, e ledger.Entry) 
 	case errors.Is(err, agentledger.ErrKeyReuse):
 		return Result{}, agentledger.Permanent(fmt.Errorf("the compensation of %s (%s) differs from the one recorded for it: %w",
 			e.StepPath, c.Tool, err))
+	case errors.As(err, new(*agentledger.PermanentError)):
+		// Refused before the ledger took it (its arguments, the grant, a
+		// pure call): nothing was sent, and the same call is refused
+		// again.
+		return Result{}, u.unbuilt(ctx, t, e, c, err)
 	case err != nil:
 		return Result{}, fmt.Errorf("the compensation of %s (%s): %w", e.StepPath, c.Tool, err)
 	}
@@ -188,12 +193,12 @@ func (u *Undoer) undo(ctx context.Context, t *agentledger.Task, e ledger.Entry) 
 // to undo by hand and resolve as done.
 func (u *Undoer) unbuilt(ctx context.Context, t *agentledger.Task, e ledger.Entry, c Compensation, why error) error {
 	path := PathOf(e.StepPath)
-	msg := fmt.Sprintf("the compensation of %s cannot be built: %v", e.StepPath, why)
-	if err := u.Journal.Unbuilt(ctx, tools.AttemptOf(t), path, cmp.Or(c.Tool, "compensate"), e.Class, msg); err != nil {
-		return err
+	err := fmt.Errorf("the compensation of %s cannot be sent: %w", e.StepPath, why)
+	if rerr := u.Journal.Unbuilt(ctx, tools.AttemptOf(t), path, cmp.Or(c.Tool, "compensate"), err.Error()); rerr != nil {
+		return rerr
 	}
-	return agentledger.Permanent(fmt.Errorf("%s; undo %s by hand, then resolve it as done (agentctl resolve %d --step %s --done "+
-		"--note …), or re-run the task", msg, e.StepPath, t.ID, path))
+	return agentledger.Permanent(fmt.Errorf("%w; undo %s by hand, then resolve it as done (agentctl resolve %d --step %s --done "+
+		"--note …), or re-run the task", err, e.StepPath, t.ID, path))
 }
 
 // ToUndo reports whether the compensation phase has to deal with journal

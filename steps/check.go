@@ -30,8 +30,9 @@ func Check(payload json.RawMessage, check StepCheck) error { return CheckWith(pa
 type PureCheck func(tool string) bool
 
 // CheckWith is Check that also refuses, when pure says a step's tool is
-// pure, a compensation declared for that step: there is nothing to undo.
-// (A compensation of a GET of the HTTP tools is always refused.)
+// pure, a compensation declared for that step: there is nothing to undo;
+// and a compensation whose own tool is pure: it would undo nothing. (A
+// GET of the HTTP tools is always pure.)
 func CheckWith(payload json.RawMessage, check StepCheck, pure PureCheck) error {
 	if len(payload) == 0 {
 		payload = json.RawMessage(`{}`) // what the task is queued with
@@ -49,6 +50,9 @@ func CheckWith(payload json.RawMessage, check StepCheck, pure PureCheck) error {
 				return err
 			}
 			if c := s.Compensate; c != nil {
+				if tools.PureHTTP(c.Tool, known(c.Args)) || (pure != nil && pure(c.Tool)) {
+					return fmt.Errorf("compensation: %s changes nothing, so it undoes nothing: compensate with a call that does", c.Tool)
+				}
 				if err := checkCall(check, c.Tool, known(c.Args)); err != nil {
 					return fmt.Errorf("compensation: %w", err)
 				}

@@ -499,6 +499,7 @@ func TestCheckRefusesBadCompensations(t *testing.T) {
 		`{"steps":[{"tool":"http_request","args":{"method":"POST","url":"http://a/x"},"compensate":{"tool":"http_request","args":{"id":"${steps.1.body.id}"}}},{"tool":"http_request"}]}`: `step 0's compensation: ${steps.1.body.id} refers to step 1, which does not run before it`,
 		`{"steps":[{"tool":"http_request","args":{"method":"POST","url":"http://a/x"},"compensate":{"tool":"refund"}}]}`:                                                                  `step 0: compensation: unknown tool "refund"`,
 		`{"steps":[{"tool":"http_request","args":{"method":"get","url":"http://a/x"},"compensate":{"tool":"http_request"}}]}`:                                                             `step 0: declares a compensation, but a GET changes nothing`,
+		`{"steps":[{"tool":"http_request","args":{"method":"POST","url":"http://a/x"},"compensate":{"tool":"http_request","args":{"method":"GET","url":"http://a/x"}}}]}`:                 `step 0: compensation: http_request changes nothing, so it undoes nothing`,
 		`{"steps":[{"tool":"http_request","args":{"id":"${self.body.id}"}}]}`:                                                                                                             `step 0: ${self…} may be used only in a compensation`,
 		`{"steps":[{"tool":"http_request","compensate":{"tool":"http_request","args":{"x":"${self.nope}"}}}]}`:                                                                            `${self.nope} must name status, body[.path] or external_ref`,
 		// The same written with JSON escapes: checked as the undo would read them.
@@ -529,7 +530,7 @@ func TestUnbuiltCompensationResolvedByHand(t *testing.T) {
 	undo := e.claim()
 	_, err = e.phase.Work(ctx, undo)
 	var perm *agentledger.PermanentError
-	if !errors.As(err, &perm) || !strings.Contains(err.Error(), "cannot be built") {
+	if !errors.As(err, &perm) || !strings.Contains(err.Error(), "cannot be sent") {
 		t.Fatalf("unbuilt compensation: %v, want a permanent error", err)
 	}
 	if st := e.fail(undo, err); st != agentledger.StateNeedsAttention {
@@ -549,7 +550,7 @@ func TestUnbuiltCompensationResolvedByHand(t *testing.T) {
 		t.Fatalf("journal row of the unbuilt compensation: %+v", row)
 	}
 	// A stale attempt records nothing: the fence is the lease.
-	if err := e.Ledger.Unbuilt(ctx, tools.AttemptOf(task), "compensate/tool/9", "post", ledger.Keyed, "stale"); err != nil {
+	if err := e.Ledger.Unbuilt(ctx, tools.AttemptOf(task), "compensate/tool/9", "post", "stale"); err != nil {
 		t.Fatal(err)
 	}
 	if d, _ := e.Operator.Show(ctx, "", id); len(d.Journal) != 3 {
@@ -566,5 +567,55 @@ func TestUnbuiltCompensationResolvedByHand(t *testing.T) {
 	e.succeed(again, res)
 	if n := len(e.performed("refund")); n != 0 || e.get(id).State != agentledger.StateCompensated {
 		t.Fatalf("refund performed %d times, state %s; want none sent, compensated", n, e.get(id).State)
+	}
+}
+
+// peek is a pure tool: it changes nothing.
+type peek struct{}
+
+func (peek) Name() string                { return "peek" }
+func (peek) Description() string         { return "reads" }
+func (peek) Parameters() json.RawMessage { return json.RawMessage(`{"type":"object"}`) }
+func (peek) Effect(c tools.Call) (ledger.Effect, error) {
+	return ledger.Effect{Operation: "test.peek", Class: ledger.Pure, Request: c.Args,
+		Perform: func(context.Context, ledger.Call) (ledger.Result, error) { return ledger.Result{Status: 200}, nil }}, nil
+}
+
+// A compensation that is a pure call would undo nothing: it is refused
+// before it runs, recorded failed, and the task parks instead of ending
+// compensated with its charge in place; Check refuses it at submit.
+func TestPureCompensationRefused(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newSagaEnv(t, peek{})
+	payload := `{"steps":[{"tool":"post","args":{"charge":42},"compensate":{"tool":"peek"}},{"tool":"ship","args":{}}]}`
+	pure := func(tool string) bool { return tool == "peek" }
+	if err := steps.CheckWith(json.RawMessage(payload), func(string, json.RawMessage) error { return nil }, pure); err == nil ||
+		!strings.Contains(err.Error(), "compensation: peek changes nothing, so it undoes nothing") {
+		t.Fatalf("Check: %v", err)
+	}
+	id := e.submit(payload)
+	task := e.claim()
+	_, err := e.phase.Work(ctx, task)
+	e.fail(task, err)
+	undo := e.claim()
+	_, err = e.phase.Work(ctx, undo)
+	if err == nil || !strings.Contains(err.Error(), "is a pure effect (it changes nothing), so it undoes nothing") {
+		t.Fatalf("pure compensation: %v", err)
+	}
+	if st := e.fail(undo, err); st != agentledger.StateNeedsAttention {
+		t.Fatalf("pure compensation: %s, want needs_attention", st)
+	}
+	if _, err := e.Operator.Resolve(ctx, "", id, "compensate/tool/0", operator.Resolution{Done: true, Note: "refunded by hand"}); err != nil {
+		t.Fatal(err)
+	}
+	again := e.claim()
+	res, err := e.phase.Work(ctx, again)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.succeed(again, res)
+	if e.get(id).State != agentledger.StateCompensated {
+		t.Fatalf("state %s, want compensated", e.get(id).State)
 	}
 }

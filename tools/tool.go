@@ -103,11 +103,19 @@ func Invoke(ctx context.Context, l Doer, t Tool, call Call) (ledger.Result, erro
 }
 
 // CheckCompensable refuses, as a permanent error, a compensation declared
-// for a pure effect: it changed nothing, so there is nothing to undo.
+// for a pure effect: it changed nothing, so there is nothing to undo; and
+// a compensation that is a pure effect itself: it would undo nothing, and
+// the task would end compensated with its effect in place.
 func CheckCompensable(t Tool, call Call, eff ledger.Effect) error {
-	if call.Compensate != nil && eff.Class == ledger.Pure {
+	switch {
+	case eff.Class != ledger.Pure:
+		return nil
+	case call.Compensate != nil:
 		return agentledger.Permanent(fmt.Errorf("%s at %s is a pure effect (it changes nothing), so it has nothing to undo: "+
 			"remove its compensation", t.Name(), call.StepPath))
+	case strings.HasPrefix(call.StepPath, ledger.CompensationPrefix):
+		return agentledger.Permanent(fmt.Errorf("%s at %s is a pure effect (it changes nothing), so it undoes nothing: "+
+			"a compensation must call a tool that does", t.Name(), call.StepPath))
 	}
 	return nil
 }

@@ -77,6 +77,13 @@ func effect(call tools.Call, op string, request any, await func(ctx context.Cont
 		}}, nil
 }
 
+// Class says every wait tool is pure whatever its arguments (tools.Classed):
+// announced so, a wait declared as a compensation, or given one, is
+// refused at submit.
+func (*signalTool) Class() ledger.Class   { return ledger.Pure }
+func (*timerTool) Class() ledger.Class    { return ledger.Pure }
+func (*childrenTool) Class() ledger.Class { return ledger.Pure }
+
 func waitOf(call tools.Call, kind string) Wait {
 	return Wait{TaskID: call.Task.ID, Generation: call.Task.Generation, Step: call.StepPath, Tenant: call.Task.Tenant, Kind: kind}
 }
