@@ -5,7 +5,7 @@
 // A target is what a call reaches: "http:https://billing.internal:8080"
 // (an origin, normalised as grants.Origin does), "mcp:shop" (an MCP
 // server), "model:api.openai.com" (a model endpoint's host),
-// "slack-channel:C0123ABCD" (a channel ID or name) and "slack-workspace".
+// "slack-channel:C0123ABCD" (a channel ID: the Slack sink paces by ID) and "slack-workspace".
 // "<kind>:*" is the kind's default: every target of that kind without a
 // limit of its own gets the same limit, each with its own budget.
 //

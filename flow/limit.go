@@ -111,6 +111,9 @@ func (l *Limit) Check() error {
 	if err != nil {
 		return err
 	}
+	if err := checkLimited(t, kind); err != nil {
+		return err
+	}
 	l.Target = t
 	if l.Rate.IsZero() && l.Concurrency == 0 && l.Tokens.IsZero() && l.Breaker == nil {
 		return agentledger.Invalid("rate", "a limit needs a rate, a concurrency cap, a token rate or a breaker")

@@ -61,6 +61,10 @@ func TestStore(t *testing.T) {
 		{flow.Limit{Target: "mcp:shop", Breaker: &flow.Breaker{Failures: 3, Cooldown: time.Second}}, "breaker"},
 		{flow.Limit{Target: "slack-channel:C1", Breaker: &flow.Breaker{Failures: 3, Window: time.Second, Cooldown: time.Second}}, "breaker"},
 		{flow.Limit{Target: "slack-workspace", Concurrency: 2}, "concurrency"},
+		// A channel by its name: the sink paces by ID, so it would never apply.
+		{flow.Limit{Target: "slack-channel:#ops", Rate: flow.Rate{N: 1, Per: time.Minute}}, "target"},
+		{flow.Limit{Target: "slack-channel:ops", Rate: flow.Rate{N: 1, Per: time.Minute}}, "target"},
+		{flow.Limit{Target: "slack-channel:c0123abcd", Rate: flow.Rate{N: 1, Per: time.Minute}}, "target"},
 	} {
 		_, err := s.Put(ctx, c.l)
 		var ie *agentledger.InvalidError

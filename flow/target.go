@@ -89,6 +89,31 @@ func ParseTarget(s string) (target, kind string, err error) {
 	return "", "", unknownKind(s, kind)
 }
 
+// checkLimited refuses a target t (ParseTarget's) that no call would
+// be paced on if a limit were set on it: a Slack channel named otherwise
+// than by its ID, which is what the sink books its posts on. (The sink
+// books a name only when Slack could not resolve it, and the post fails;
+// so Take and Delete still take any name.)
+func checkLimited(t, kind string) error {
+	name := strings.TrimPrefix(t, kind+":")
+	if kind == KindSlackChannel && name != "*" && !channelID(name) {
+		return agentledger.Invalid("target", "%q: a Slack channel is named by its ID, like C0123ABCD (its details in "+
+			"Slack show it), not by its name: the sink paces each channel by the ID it posts to", t)
+	}
+	return nil
+}
+
+// channelID reports whether name is written as a Slack channel ID is:
+// an upper-case letter, then upper-case letters and digits.
+func channelID(name string) bool {
+	for i, r := range name {
+		if !(r >= 'A' && r <= 'Z') && !(i > 0 && r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return name != ""
+}
+
 // KindDefault is the target whose limit applies to every target of kind
 // without its own: "slack-channel:*".
 func KindDefault(kind string) string { return kind + ":*" }

@@ -42,7 +42,7 @@ A target is KIND:NAME:
                                        the allow-list reads a bare host)
   mcp:shop                             an MCP server
   model:api.openai.com                 a model endpoint's host
-  slack-channel:C0123ABCD              a Slack channel (ID or name)
+  slack-channel:C0123ABCD              a Slack channel, by its ID
   slack-workspace                      the Slack workspace
 KIND:* (slack-channel:*) is the kind's default: every target of that kind
 without a limit of its own gets it, each with its own budget, cap and
