@@ -124,7 +124,7 @@ func TestApprovalConfirmsOnlyWithY(t *testing.T) {
 	store := fakeApprovals()
 	d := newDriver(t, store, Options{}, 80, 24)
 	d.keys("a", "y")
-	if v := d.view(); !strings.Contains(v, "y approve · r add a reason · n/esc cancel") {
+	if v := d.view(); !strings.Contains(v, "y approve · r add a reason · n/esc close") {
 		t.Fatalf("the preview's hint:\n%s", v)
 	}
 	for _, k := range []string{"enter", "Y", " ", "tab", "a", "d", "down", "1"} {
@@ -148,7 +148,7 @@ func TestApprovalConfirmsOnlyWithY(t *testing.T) {
 	d.typeText("es, checked")
 	d.keys("esc") // back to the preview, the reason kept
 	if v := d.view(); d.app().dialog == nil || !strings.Contains(v, "reason: yes, checked") ||
-		!strings.Contains(v, "y approve with this reason · r edit it · n/esc cancel") {
+		!strings.Contains(v, "y approve with this reason · r edit it · n/esc close") {
 		t.Fatalf("esc lost the reason or the preview:\n%s", v)
 	}
 	d.keys("enter")

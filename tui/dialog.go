@@ -179,21 +179,21 @@ func (d dialogModel) hint() string {
 	case d.payload && d.editing:
 		return "enter check the payload · esc back (the payload unchanged)"
 	case d.payload:
-		return "y " + d.verb + " with this payload · p edit the payload · n/esc cancel"
+		return "y " + d.verb + " with this payload · p edit the payload · n/esc close"
 	case d.optional && d.editing:
 		return "enter " + d.verb + " with this reason · esc back (the reason is kept)"
 	case d.optional && strings.TrimSpace(d.note.Value()) != "":
-		return "y " + d.verb + " with this reason · r edit it · n/esc cancel"
+		return "y " + d.verb + " with this reason · r edit it · n/esc close"
 	case d.optional:
-		return "y " + d.verb + " · r add a reason · n/esc cancel"
+		return "y " + d.verb + " · r add a reason · n/esc close"
 	case d.withNote && d.toggle:
-		return "tab done/retry · enter " + d.verb + " · esc cancel"
+		return "tab done/retry · enter " + d.verb + " · esc close"
 	case d.withNote:
-		return "enter " + d.verb + " · esc cancel"
+		return "enter " + d.verb + " · esc close"
 	case d.danger:
-		return "y confirm · n/esc cancel"
+		return "y confirm · n/esc close"
 	}
-	return "y/enter confirm · n/esc cancel"
+	return "y/enter confirm · n/esc close"
 }
 
 // View renders the dialog's box.

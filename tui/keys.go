@@ -136,7 +136,7 @@ func DefaultKeyMap() KeyMap {
 
 		Confirm:    b([]string{"y", "enter"}, "y/enter", "confirm"),
 		ConfirmKey: b([]string{"y"}, "y", "confirm"),
-		Deny:       b([]string{"n", "esc"}, "n/esc", "cancel"),
+		Deny:       b([]string{"n", "esc"}, "n/esc", "close"),
 		Apply:      b([]string{"enter"}, "enter", "apply"),
 		NextField:  b([]string{"tab", "shift+tab"}, "tab", "next field"),
 		ToggleMode: b([]string{"tab"}, "tab", "done/retry"),

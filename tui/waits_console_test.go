@@ -65,7 +65,7 @@ func TestConsoleSendSignalRefusesBadJSON(t *testing.T) {
 	waitFor(t, tm, "3 waits, the soonest deadline first")
 	press(tm, "down", "s")
 	waitFor(t, tm, "Send wait 1 its signal?", "signal: payment.settled", "key:    order-7", "payload: {}",
-		"y send with this payload · p edit the payload · n/esc cancel")
+		"y send with this payload · p edit the payload · n/esc close")
 	press(tm, "enter")
 	waitFor(t, tm, "press y to send: it cannot be taken back")
 	press(tm, "p")

@@ -23,10 +23,12 @@ func (a *app) cancelCmd() *cobra.Command {
 		Long: `Cancel a task. A task that is not running is cancelled at once. A running
 task is flagged: its attempt sees the flag at its next heartbeat, stops and
 records the cancellation. A finished task (succeeded, dead, cancelled) cannot
-be cancelled: exit 1.
+be cancelled: exit 1. (A task waiting for a decision, a signal, a timer or
+its children is cancelled at once.)
 
-With --all it cancels every unfinished task (queued, retrying, running,
-needs_attention; --state narrows them) the filter selects: --queue, --kind,
+With --all it cancels every unfinished task (queued, waiting — their approval
+requests withdrawn, their waits ended —, retrying, running, needs_attention;
+--state narrows them) the filter selects: --queue, --kind,
 --tenant, and --since/--until on the creation time (RFC 3339 times, dates,
 or durations meaning that long ago, e.g. 2h or 7d). It first counts them and
 asks for confirmation on the terminal; --yes skips the question, and is

@@ -63,7 +63,9 @@ func TestReplayResolveRerun(t *testing.T) {
 
 	code, out, errOut = agentctlAt(url, "replay", id, "--dry-run")
 	if code != 0 || !strings.Contains(out, "tool/0  unsafe_http  unsafe  unknown  needs resolution (agentctl resolve)") ||
-		!strings.Contains(out, "dry run: nothing changed") {
+		!strings.Contains(out, "dry run: nothing changed") ||
+		!strings.Contains(errOut, "agentctl: warning: the effect at tool/0 has an unknown outcome: the replay parks the task in needs_attention again "+
+			"until it is resolved (agentctl resolve "+id+" --step tool/0 --done|--retry --note …)") {
 		t.Fatalf("replay --dry-run: exit %d\n%s%s", code, out, errOut)
 	}
 	if code, _, errOut = agentctlAt(url, "resolve", id, "--step", "tool/0", "--retry"); code != 2 || !strings.Contains(errOut, "--note is required") {

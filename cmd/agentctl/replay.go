@@ -115,6 +115,15 @@ func (a *app) replay(ctx context.Context, tenant, arg string, dryRun bool) error
 			break
 		}
 	}
+	// As the console's dialog warns: an effect of unknown outcome is not
+	// guessed at, so the replay stops at it again.
+	for _, e := range p.Effects {
+		if e.Plan == ledger.PlanResolve {
+			fmt.Fprintf(a.stderr, "agentctl: warning: the effect at %s has an unknown outcome: the replay parks the task in "+
+				"needs_attention again until it is resolved (agentctl resolve %d --step %s --done|--retry --note …)\n", e.Step, id, e.Step)
+			break
+		}
+	}
 	if dryRun {
 		_, err = fmt.Fprintln(a.stdout, "dry run: nothing changed")
 	}
