@@ -121,7 +121,13 @@ func (m taskModel) overview() string {
 			field(doc.label, "-")
 			continue
 		}
-		field(doc.label, prettyJSON(doc.raw))
+		// Cut where the screen ends, marked: a cut URL must not pass
+		// for a whole one (agentctl show prints it all).
+		lines := strings.Split(prettyJSON(doc.raw), "\n")
+		for i, l := range lines {
+			lines[i] = cut(l, max(m.width-18, 20))
+		}
+		field(doc.label, strings.Join(lines, "\n"))
 	}
 	return strings.TrimRight(b.String(), "\n")
 }

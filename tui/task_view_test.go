@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/operator"
+	"github.com/charmbracelet/x/ansi"
 )
 
 // A queued task that waits for a limit or a breaker says so and why; once
@@ -22,5 +23,24 @@ func TestOverviewSaysWhyATaskWaits(t *testing.T) {
 	task.State = agentledger.StateRunning
 	if got := m.overview(); strings.Contains(got, "Waiting") {
 		t.Fatalf("running:\n%s", got)
+	}
+}
+
+// A payload line wider than the screen is cut where the screen ends, and
+// the cut is marked: a cut URL must not pass for a whole one.
+func TestOverviewMarksACutPayloadLine(t *testing.T) {
+	e := &env{keys: DefaultKeyMap(), styles: DefaultStyles(), opts: Options{}.withDefaults()}
+	url := "http://127.0.0.1:7450/demo/charges/${self.body.id}/refund?reason=order-8-not-shipped"
+	task := &agentledger.Task{ID: 4, State: agentledger.StateSucceeded, RunAt: time.Now(), MaxAttempts: 25,
+		Payload: []byte(`{"url":"` + url + `"}`)}
+	m := taskModel{env: e, detail: &Detail{Detail: operator.Detail{Task: task}}, width: 80}
+	got := m.overview()
+	if strings.Contains(got, url) || !strings.Contains(got, `"url": "http://127.0.0.1:7450/demo/charges/`) || !strings.Contains(got, "…") {
+		t.Fatalf("want the URL cut and marked at 80 columns:\n%s", got)
+	}
+	for _, l := range strings.Split(got, "\n") {
+		if w := ansi.StringWidth(l); w > 80 {
+			t.Fatalf("a line of %d cells at 80 columns: %q", w, l)
+		}
 	}
 }
