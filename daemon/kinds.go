@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -49,6 +50,7 @@ func (d *Daemon) handlers(db *pgxpool.Pool, m *metrics.Metrics) (map[string]work
 	if err != nil {
 		return nil, nil, &ConfigError{err}
 	}
+	warnUnsentHeaders(cfg.Logger, all)
 	// RegisterTool refused a name taken by these or registered before.
 	reg := tools.NewRegistry(append(all, d.tools...)...)
 	// The door refuses literal arguments a tool would refuse at run.
@@ -237,6 +239,31 @@ func hostHeaders(path string) (map[string]map[string]string, error) {
 			setting("HTTPTools.HostHeadersFile", "--http-host-headers-file"), path)}
 	}
 	return h, nil
+}
+
+// warnUnsentHeaders warns of secret headers that neither HTTP tool ever
+// sends, no allow-list holding their origin: a mistyped key, or a bare
+// host (https) for a target the lists allow over http. The calls would
+// go without them, and the target answer 401.
+func warnUnsentHeaders(log *slog.Logger, ts []tools.Tool) {
+	var unsent []string
+	first := true
+	for _, t := range ts {
+		h, ok := t.(*tools.HTTPTool)
+		if !ok {
+			continue
+		}
+		if first {
+			unsent, first = h.Unsent(), false
+			continue
+		}
+		unsent = slices.DeleteFunc(unsent, func(o string) bool { return !slices.Contains(h.Unsent(), o) })
+	}
+	if len(unsent) > 0 {
+		log.Warn("secret headers for origins no HTTP tool may call are never sent: key each as the allow-list "+
+			"allows its origin (a bare host is https; write http://host:port for a target in clear)",
+			"setting", setting("HTTPTools.HostHeadersFile", "--http-host-headers-file"), "origins", unsent)
+	}
 }
 
 // httpConfig is the HTTP tools' configuration from cfg.HTTPTools.

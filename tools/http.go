@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -321,6 +322,21 @@ func checkHeader(k, v string) error {
 		return fmt.Errorf("header %s has a control character in its value", http.CanonicalHeaderKey(k))
 	}
 	return nil
+}
+
+// Unsent returns the origins of the secret headers (HTTPConfig.HostHeaders,
+// normalised) that the tool never sends, its allow-list lacking them: a
+// bare host's secrets go to https only, so an entry for a host the list
+// allows over http only is one of them. Sorted.
+func (t *HTTPTool) Unsent() []string {
+	var out []string
+	for origin := range t.secrets {
+		if !t.allowed[origin] {
+			out = append(out, origin)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Refusal is nil when the tool may call u's origin, else the error saying

@@ -467,3 +467,21 @@ func TestHTTPTimeoutPerOrigin(t *testing.T) {
 		}
 	}
 }
+
+// Unsent names the secret headers' origins the tool's allow-list lacks: a
+// bare key is https, so it is never sent to a target allowed over http.
+func TestHTTPUnsentHeaders(t *testing.T) {
+	h, err := tools.NewHTTPRequest(tools.HTTPConfig{AllowedHosts: []string{"http://127.0.0.1:18699", "api.example.com"},
+		HostHeaders: map[string]map[string]string{
+			"127.0.0.1:18699":        {"Authorization": "Bearer a"}, // https: never sent
+			"http://127.0.0.1:18699": {"Authorization": "Bearer b"},
+			"api.example.com":        {"Authorization": "Bearer c"},
+			"other.example.com":      {"Authorization": "Bearer d"},
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(h.Unsent(), " "); got != "https://127.0.0.1:18699 https://other.example.com:443" {
+		t.Fatalf("Unsent = %s", got)
+	}
+}
