@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agentledger/agentledger"
 	"log/slog"
 	"maps"
 	"net"
@@ -224,6 +225,20 @@ func writeStatus(w http.ResponseWriter, status int, v any) {
 // tasks and signals of a tenant nobody uses, waking none of the tasks
 // they were meant for. A warning, not a refusal: the tenant may be added
 // after the daemon starts. A look that fails says nothing.
+// tenantKnown reports whether tenant t is known as agentctl's tenant
+// commands know one: the operator's own, a tenant row, or a stored grant
+// of its own (a config file's, for a tenant to come).
+func tenantKnown(ctx context.Context, db *pgxpool.Pool, t string) (bool, error) {
+	if t == agentledger.OperatorTenant {
+		return true, nil
+	}
+	if known, err := tenants.NewStore(db).Exists(ctx, t); err != nil || known {
+		return known, err
+	}
+	r, err := grants.NewStore(db).Record(ctx, t)
+	return r != nil, err
+}
+
 func warnUnknownTenants(db *pgxpool.Pool, sources []webhooks.Source, log *slog.Logger) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -234,11 +249,7 @@ func warnUnknownTenants(db *pgxpool.Pool, sources []webhooks.Source, log *slog.L
 			continue
 		}
 		seen[t] = true
-		known, err := tenants.NewStore(db).Exists(ctx, t)
-		if err != nil || known {
-			continue
-		}
-		if r, err := grants.NewStore(db).Record(ctx, t); err != nil || r != nil {
+		if known, err := tenantKnown(ctx, db, t); err != nil || known {
 			continue
 		}
 		log.Warn("webhook source names a tenant not known yet: its deliveries are that tenant's tasks and signals; "+

@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"log/slog"
 
 	"github.com/agentledger/agentledger/tenants"
@@ -12,8 +13,9 @@ import (
 // the tenant's share was set by an operator (agentctl tenant share set),
 // which stands, the difference logged; replacing a different share of a
 // config file (another daemon's, or this one before an edit) is logged
-// too. Other tenants' shares are left as stored.
-func storeShares(ctx context.Context, db tenants.DB, shares []tenants.Share, log *slog.Logger) error {
+// too, and a share of a tenant not known yet (a typo, or a tenant to
+// come) is warned of. Other tenants' shares are left as stored.
+func storeShares(ctx context.Context, db *pgxpool.Pool, shares []tenants.Share, log *slog.Logger) error {
 	var stored []string
 	before := map[string]tenants.Share{} // read for the log only: a race with another start misleads only the log
 	if len(shares) > 0 {
@@ -30,6 +32,10 @@ func storeShares(ctx context.Context, db tenants.DB, shares []tenants.Share, log
 		got, err := tenants.NewStore(db).PutShare(ctx, s)
 		if err != nil {
 			return &ConfigError{fmt.Errorf("share of tenant %q: %w", s.Tenant, err)}
+		}
+		if known, err := tenantKnown(ctx, db, s.Tenant); err == nil && !known {
+			log.Warn("the configuration shares a tenant not known yet: it takes its share once its tasks come; "+
+				"add it with agentctl tenant add, or correct the name", "tenant", s.Tenant)
 		}
 		if got.Source == tenants.SourceConfig {
 			stored = append(stored, s.Tenant)

@@ -1,10 +1,11 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
 	"errors"
-	"io"
 	"log/slog"
+	"strings"
 	"testing"
 
 	"github.com/agentledger/agentledger/internal/test/testdb"
@@ -19,7 +20,8 @@ func TestStoreShares(t *testing.T) {
 	ctx := context.Background()
 	db := testdb.New(t)
 	store := tenants.NewStore(db)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	var logged bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logged, nil))
 	for _, n := range []string{"acme", "globex"} {
 		if _, err := store.CreateTenant(ctx, n); err != nil {
 			t.Fatal(err)
@@ -45,6 +47,12 @@ func TestStoreShares(t *testing.T) {
 		got[2].Tenant != "initech" || got[2].Weight != 6 || got[2].Source != tenants.SourceConfig ||
 		got[3].Tenant != "soon" || got[3].Source != tenants.SourceConfig {
 		t.Fatalf("shares %+v", got)
+	}
+	// A share of a tenant not known yet (no row, no grant) is stored, and
+	// said: a typo would go unseen otherwise.
+	if l := logged.String(); !strings.Contains(l, "shares a tenant not known yet") || !strings.Contains(l, "tenant=soon") ||
+		strings.Count(l, "not known yet") != 2 { // soon and initech
+		t.Fatalf("log:\n%s", l)
 	}
 	var ce *ConfigError
 	if err := storeShares(ctx, db, []tenants.Share{{Tenant: "acme", Weight: 0}}, log); !errors.As(err, &ce) {
