@@ -27,8 +27,16 @@ func printDemo(w io.Writer, s demo.Seeded, addr, ctl string) {
 		}
 		fmt.Fprintf(&b, "    task %-4d %-26s (%s)\n", t.ID, t.Name, state)
 	}
-	fmt.Fprintf(&b, "    rule %q posts every task state change to #%s (console: lines below)\n", s.Rule, demo.Channel)
-	fmt.Fprintf(&b, "    schedule %q fires an echo task every minute\n\n", s.Schedule)
+	if s.RuleDisabled {
+		fmt.Fprintf(&b, "    rule %q is disabled (agentctl rule enable %s posts task state changes to #%s again)\n", s.Rule, s.Rule, demo.Channel)
+	} else {
+		fmt.Fprintf(&b, "    rule %q posts every task state change to #%s (console: lines below)\n", s.Rule, demo.Channel)
+	}
+	if s.SchedulePaused {
+		fmt.Fprintf(&b, "    schedule %q is paused (agentctl schedule resume %s)\n\n", s.Schedule, s.Schedule)
+	} else {
+		fmt.Fprintf(&b, "    schedule %q fires an echo task every minute\n\n", s.Schedule)
+	}
 	b.WriteString("  Look next, in another terminal:\n")
 	line := func(cmd, what string) { fmt.Fprintf(&b, "    %-40s  %s\n", ctl+" "+cmd, what) }
 	line("tui", "the operator console")

@@ -31,6 +31,9 @@ type Seeded struct {
 	Tasks []SeededTask
 	// Rule and Schedule name the notification rule and the cron schedule.
 	Rule, Schedule string
+	// RuleDisabled and SchedulePaused say an operator disabled the rule or
+	// paused the schedule since an earlier run added them.
+	RuleDisabled, SchedulePaused bool
 }
 
 // SeededTask is one demo task.
@@ -52,15 +55,35 @@ const (
 
 // Seed seeds the workload against the demo API at base (e.g.
 // "http://127.0.0.1:7450"). It is idempotent: tasks carry submission keys,
-// and the rule and schedule are added once.
+// and the rule and schedule are added once (changed since, they stay as
+// changed).
 func Seed(ctx context.Context, db DB, base string) (Seeded, error) {
 	out := Seeded{Rule: RuleName, Schedule: ScheduleName}
-	if _, err := outbox.NewRules(db).Put(ctx, outbox.Rule{Name: RuleName, Channel: Channel, Events: outbox.Events}, true); err != nil {
+	// Added once: an operator's changes since (a rule disabled, a
+	// schedule paused) stand, and the banner says so.
+	rules := outbox.NewRules(db)
+	_, err := rules.Put(ctx, outbox.Rule{Name: RuleName, Channel: Channel, Events: outbox.Events}, false)
+	if errors.Is(err, agentledger.ErrConflict) {
+		var all []outbox.Rule
+		if all, err = rules.List(ctx); err == nil {
+			for _, r := range all {
+				out.RuleDisabled = out.RuleDisabled || (r.Name == RuleName && r.Disabled)
+			}
+		}
+	}
+	if err != nil {
 		return out, err
 	}
-	_, err := schedule.NewStore(db).Add(ctx, schedule.Schedule{Name: ScheduleName, Spec: "@every 1m", Kind: "echo",
+	sched := schedule.NewStore(db)
+	_, err = sched.Add(ctx, schedule.Schedule{Name: ScheduleName, Spec: "@every 1m", Kind: "echo",
 		Payload: json.RawMessage(`{"heartbeat":"demo"}`)})
-	if err != nil && !errors.Is(err, agentledger.ErrConflict) {
+	if errors.Is(err, agentledger.ErrConflict) {
+		var s schedule.Schedule
+		if s, err = sched.Get(ctx, ScheduleName); err == nil {
+			out.SchedulePaused = s.Paused
+		}
+	}
+	if err != nil {
 		return out, err
 	}
 	store, door := claims.New(db), &admit.Door{}

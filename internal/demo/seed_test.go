@@ -19,6 +19,8 @@ import (
 	"github.com/agentledger/agentledger/internal/demo"
 	"github.com/agentledger/agentledger/internal/test/testdaemon"
 	"github.com/agentledger/agentledger/internal/test/testdb"
+	"github.com/agentledger/agentledger/notify/outbox"
+	"github.com/agentledger/agentledger/schedule"
 )
 
 // runDemo runs a daemon as agentd --demo does, on a new database: the demo
@@ -136,6 +138,22 @@ func TestSeededSagaIsCompensated(t *testing.T) {
 		if got := again.Tasks[3]; got.Name != demo.SagaTask || got.State != agentledger.StateCompensated {
 			t.Errorf("seeding again at %s found the saga %+v", at, got)
 		}
+	}
+	// An operator's changes to the rule and the schedule stand, and a
+	// seed says they were made.
+	ctx := context.Background()
+	if err := outbox.NewRules(db).SetEnabled(ctx, demo.RuleName, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := schedule.NewStore(db).Pause(ctx, demo.ScheduleName); err != nil {
+		t.Fatal(err)
+	}
+	again, err := demo.Seed(ctx, db, base)
+	if err != nil || !again.RuleDisabled || !again.SchedulePaused {
+		t.Fatalf("seeding after the rule was disabled and the schedule paused: %+v %v", again, err)
+	}
+	if rules, _ := outbox.NewRules(db).List(ctx); len(rules) != 1 || !rules[0].Disabled {
+		t.Errorf("the seed enabled the rule again: %+v", rules)
 	}
 }
 
