@@ -235,9 +235,12 @@ ORDER BY seq DESC LIMIT 1`
 
 // resolveDoneSQL is an operator's "done": the unknown effect is taken as
 // performed, with a note. So is a compensation that failed for good and
-// that the operator did by hand: its task's compensation then goes on.
+// that the operator did by hand: its task's compensation then goes on, and
+// the refusal's answer is not kept as what undid the effect (the attempts
+// keep the error).
 const resolveDoneSQL = `/* ledger.resolveDone */
-UPDATE ledger SET state = 'completed', note = $4, result = coalesce($5, result), error = NULL,
+UPDATE ledger SET state = 'completed', note = $4,
+	result = CASE WHEN state = 'failed' THEN $5::jsonb ELSE coalesce($5::jsonb, result) END, error = NULL,
 	completed_at = now(), updated_at = now()
 WHERE tenant = $1 AND operation = $2 AND effect_key = $3
 	AND (state = 'unknown' OR (state = 'failed' AND starts_with(step_path, 'compensate/')))`

@@ -85,6 +85,9 @@ type Result struct {
 	Body        json.RawMessage `json:"body,omitempty"`
 	ExternalRef string          `json:"external_ref,omitempty"`
 	Replayed    bool            `json:"replayed,omitempty"`
+	// Note is the journal row's note: an operator's, for one resolved as
+	// done by hand.
+	Note string `json:"note,omitempty"`
 }
 
 // Work runs t's compensation phase and returns {"compensations":
@@ -129,7 +132,7 @@ func (u *Undoer) Work(ctx context.Context, t *agentledger.Task) (json.RawMessage
 			// operator's hand (an unbuilt one resolved as done): served,
 			// not built again.
 			out = append(out, Result{Undoes: e.StepPath, Tool: toolOf(e), Status: c.Result.Status, Body: c.Result.Body,
-				ExternalRef: c.Result.ExternalRef, Replayed: true})
+				ExternalRef: c.Result.ExternalRef, Replayed: true, Note: c.Note})
 			continue
 		}
 		r, err := u.undo(ctx, t, e)

@@ -484,6 +484,10 @@ func TestFailedCompensationResolvedByHand(t *testing.T) {
 	if n := len(e.performed("refund")); n != 1 || e.get(id).State != agentledger.StateCompensated {
 		t.Fatalf("refund performed %d times (want only the refused one), state %s", n, e.get(id).State)
 	}
+	// The result says the undo was the operator's, not the refusal.
+	if got := string(e.get(id).Result); got != `{"compensations": [{"note": "refunded by hand", "tool": "post", "undoes": "tool/0", "replayed": true}]}` {
+		t.Fatalf("result %s", got)
+	}
 }
 
 // Submit-time checks of compensations: a later step's result, an unknown
