@@ -83,6 +83,18 @@ func (e *env) succeed(task *agentledger.Task, result json.RawMessage) {
 	}
 }
 
+// undoToTheEnd claims the task whose compensation goes on, runs it, and
+// records its success: it must end without an error.
+func (e *env) undoToTheEnd(ctx context.Context) {
+	e.T.Helper()
+	again := e.claim()
+	res, err := e.phase.Work(ctx, again)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	e.succeed(again, res)
+}
+
 func (e *env) get(id int64) *agentledger.Task {
 	e.T.Helper()
 	got, err := e.Claims.Get(context.Background(), "", id)
@@ -434,12 +446,7 @@ func TestUnknownForwardEffectParksCompensation(t *testing.T) {
 	if got, err := e.Operator.Replay(ctx, "", id); err != nil || got.Task.State != agentledger.StateCompensating {
 		t.Fatalf("replay: %v %+v", err, got)
 	}
-	again := e.claim()
-	res, err := e.phase.Work(ctx, again)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.succeed(again, res)
+	e.undoToTheEnd(ctx)
 	if r := e.performed("refund"); len(r) != 1 || r[0] != `{"refund":"eff_1"}` || e.get(id).State != agentledger.StateCompensated {
 		t.Fatalf("refunds %v, state %s", r, e.get(id).State)
 	}
@@ -475,12 +482,7 @@ func TestFailedCompensationResolvedByHand(t *testing.T) {
 	if _, err := e.Operator.Replay(ctx, "", id); err != nil {
 		t.Fatal(err)
 	}
-	again := e.claim()
-	res, err := e.phase.Work(ctx, again)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.succeed(again, res)
+	e.undoToTheEnd(ctx)
 	if n := len(e.performed("refund")); n != 1 || e.get(id).State != agentledger.StateCompensated {
 		t.Fatalf("refund performed %d times (want only the refused one), state %s", n, e.get(id).State)
 	}
@@ -563,12 +565,7 @@ func TestUnbuiltCompensationResolvedByHand(t *testing.T) {
 	if _, err := e.Operator.Resolve(ctx, "", id, "compensate/tool/0", operator.Resolution{Done: true, Note: "refunded by hand"}); err != nil {
 		t.Fatal(err)
 	}
-	again := e.claim()
-	res, err := e.phase.Work(ctx, again)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.succeed(again, res)
+	e.undoToTheEnd(ctx)
 	if n := len(e.performed("refund")); n != 0 || e.get(id).State != agentledger.StateCompensated {
 		t.Fatalf("refund performed %d times, state %s; want none sent, compensated", n, e.get(id).State)
 	}
@@ -613,12 +610,7 @@ func TestPureCompensationRefused(t *testing.T) {
 	if _, err := e.Operator.Resolve(ctx, "", id, "compensate/tool/0", operator.Resolution{Done: true, Note: "refunded by hand"}); err != nil {
 		t.Fatal(err)
 	}
-	again := e.claim()
-	res, err := e.phase.Work(ctx, again)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.succeed(again, res)
+	e.undoToTheEnd(ctx)
 	if e.get(id).State != agentledger.StateCompensated {
 		t.Fatalf("state %s, want compensated", e.get(id).State)
 	}
