@@ -192,10 +192,7 @@ func (f *submitFlags) admitError(ctx context.Context, reg *registry.Store, kind 
 		return err
 	}
 	if ie.Field == "payload" {
-		err = agentledger.Invalid("--payload", "%s", ie.Problem)
-		if f.payload == "" && f.payloadJSON != nil {
-			err = agentledger.Invalid(fmt.Sprintf("payload (%s)", f.fileLabel), "%s", ie.Problem)
-		}
+		err = agentledger.Invalid(f.payloadField(), "%s", ie.Problem)
 		if _, published, rerr := reg.KindSchema(ctx, kind); rerr == nil && published {
 			err = withHint(err, fmt.Sprintf("the %s kind's payload schema is in the kinds table (published by the daemon that serves it)", kind))
 		}
@@ -207,6 +204,15 @@ func (f *submitFlags) admitError(ctx context.Context, reg *registry.Store, kind 
 		return withHint(err, "agentctl workers lists the live workers with their queues and kinds")
 	}
 	return err
+}
+
+// payloadField names where the payload came from in an error: --payload,
+// or the --file task's payload field.
+func (f *submitFlags) payloadField() string {
+	if f.payload == "" && f.payloadJSON != nil {
+		return fmt.Sprintf("payload (%s)", f.fileLabel)
+	}
+	return "--payload"
 }
 
 // flagName returns the submit flag that sets a claims.EnqueueParams field,
@@ -246,6 +252,9 @@ func (f *submitFlags) params(stdin io.Reader, now time.Time) (claims.EnqueuePara
 	}
 	if err := p.Validate(); err != nil {
 		var ie *agentledger.InvalidError
+		if errors.As(err, &ie) && ie.Field == "payload" {
+			return p, agentledger.Invalid(f.payloadField(), "%s", ie.Problem)
+		}
 		if errors.As(err, &ie) && flagName(ie.Field) != "" {
 			return p, f.fileField(ie.Field, agentledger.Invalid(flagName(ie.Field), "%s", ie.Problem))
 		}

@@ -84,10 +84,13 @@ func TestSubmitParamsNameTheFlag(t *testing.T) {
 		{submitFlags{kind: "k", priority: 101}, "--priority: 101 is outside 0..100"},
 		{submitFlags{kind: "k", maxAttempts: -1}, "--max-attempts: -1 is outside 1..1000"},
 		{submitFlags{kind: "k", key: "caf\u00e9"}, "--idempotency-key: must be 1-255 printable ASCII characters"},
+		{submitFlags{kind: "k", payload: payloadSpec(`"` + strings.Repeat("x", 1<<20) + `"`)}, "--payload: is 1048578 bytes; at most 1048576 (1 MiB)"},
+		{submitFlags{kind: "k", payloadJSON: []byte(`"` + strings.Repeat("x", 1<<20) + `"`), fileLabel: "task.json"},
+			"payload (task.json): is 1048578 bytes; at most"},
 	} {
 		_, err := tc.f.params(strings.NewReader(""), time.Now())
 		if !errors.Is(err, agentledger.ErrInvalid) || !strings.HasPrefix(err.Error(), tc.want) {
-			t.Errorf("params(%+v) error = %v; want one starting %q", tc.f, err, tc.want)
+			t.Errorf("params(%.200v) error = %.200v; want one starting %q", tc.f, err, tc.want)
 		}
 	}
 }
