@@ -24,6 +24,7 @@ import (
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/operator"
 	"github.com/agentledger/agentledger/registry"
+	"github.com/agentledger/agentledger/saga"
 	"github.com/agentledger/agentledger/tools"
 	"github.com/agentledger/agentledger/worker"
 )
@@ -252,10 +253,17 @@ func TestConfigMistakesAreConfigErrors(t *testing.T) {
 		"a database URL without a scheme":        func(c *daemon.Config) { c.Database.URL = "u:s3cr3t@127.0.0.1:5432/db" },
 		"a password in the query":                func(c *daemon.Config) { c.Database.URL = "postgres://127.0.0.1/db?password=s3cr3t&port=abc" },
 		"a model URL with a password, no scheme": func(c *daemon.Config) { c.Model.BaseURL = "u:s3cr3t@localhost:8080/v1" },
+		"a compensation that changes nothing": func(c *daemon.Config) {
+			c.Policy.Compensations = map[string]saga.Compensation{"http_request": {Tool: "wait_timer"}}
+		},
 	} {
 		cfg := base()
 		set(&cfg)
-		err := refusal(t, name, daemon.New(cfg), "")
+		want := ""
+		if strings.Contains(name, "compensation") {
+			want = "Policy.Compensations (agentd's [[compensation]] tables): the compensation of http_request calls wait_timer, which changes nothing"
+		}
+		err := refusal(t, name, daemon.New(cfg), want)
 		if err != nil && strings.Contains(err.Error(), "s3cr3t") {
 			t.Errorf("%s: Run = %v, which shows the password", name, err)
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -98,6 +99,9 @@ func (d *Daemon) handlers(db *pgxpool.Pool, m *metrics.Metrics) (map[string]work
 	runner := steps.New(l, reg)
 	runner.Grants = d.grants
 	runner.Path = path
+	if err := checkCompensations(cfg.Policy.Compensations, reg); err != nil {
+		return nil, nil, err
+	}
 	agentConfig := modelConfig(cfg)
 	agentConfig.Grants, agentConfig.Gate, agentConfig.Compensations, agentConfig.Path = d.grants, d.limits, cfg.Policy.Compensations, path
 	kinds := map[string]worker.Handler{
@@ -239,6 +243,20 @@ func hostHeaders(path string) (map[string]map[string]string, error) {
 			setting("HTTPTools.HostHeadersFile", "--http-host-headers-file"), path)}
 	}
 	return h, nil
+}
+
+// checkCompensations refuses a configured compensation whose tool is pure
+// whatever its arguments (tools.Classed), a wait tool say: it would undo
+// nothing, and every task it was declared for would park at its undo.
+func checkCompensations(cs map[string]saga.Compensation, reg *tools.Registry) error {
+	classes := reg.Classes()
+	for _, name := range slices.Sorted(maps.Keys(cs)) {
+		if c := cs[name]; classes[c.Tool] == string(ledger.Pure) {
+			return &ConfigError{fmt.Errorf("%s: the compensation of %s calls %s, which changes nothing, so it undoes nothing: "+
+				"compensate with a call that does", setting("Policy.Compensations", "[[compensation]] tables"), name, c.Tool)}
+		}
+	}
+	return nil
 }
 
 // warnUnsentHeaders warns of secret headers that neither HTTP tool ever

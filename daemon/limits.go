@@ -25,15 +25,17 @@ var slackChannelDefault = flow.Limit{Target: flow.KindDefault(flow.KindSlackChan
 func storeLimits(ctx context.Context, db flow.DB, cfg *Config, log *slog.Logger) error {
 	store := flow.NewStore(db)
 	var targets []string
-	var before map[string]flow.Limit // read for the log only: a race with another start misleads only the log
-	if len(cfg.Policy.Limits) > 0 {
-		ls, err := store.List(ctx)
-		if err != nil {
-			return err
-		}
-		before = make(map[string]flow.Limit, len(ls))
-		for _, l := range ls {
-			before[l.Target] = l
+	ls, err := store.List(ctx)
+	if err != nil {
+		return err
+	}
+	before := make(map[string]flow.Limit, len(ls)) // read for the log only: a race with another start misleads only the log
+	for _, l := range ls {
+		before[l.Target] = l
+		// Stored before such a limit was refused: it never applied.
+		if err := flow.CheckPaced(l.Target); err != nil {
+			log.Warn("a stored limit paces nothing: "+err.Error()+"; remove it (agentctl limit rm "+l.Target+
+				") and set it on the channel's ID", "target", l.Target)
 		}
 	}
 	for _, l := range cfg.Policy.Limits {

@@ -1,9 +1,11 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -44,5 +46,23 @@ func TestSlackChannelDefaultLimit(t *testing.T) {
 	}
 	if l, err := store.Get(ctx, "slack-channel:*"); err != nil || l.Source != flow.SourceOperator || l.Rate.N != 2 {
 		t.Fatalf("after a restart: %+v %v, want the operator's 2/s kept", l, err)
+	}
+}
+
+// A limit stored on a Slack channel's name (before a name was refused)
+// paces nothing: a start says so.
+func TestStartWarnsOfALimitOnAChannelName(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	if _, err := db.Exec(ctx, `INSERT INTO flow_limits (target, rate_n, rate_per_seconds, source) VALUES ('slack-channel:#ops', 1, 60, 'operator')`); err != nil {
+		t.Fatal(err)
+	}
+	var logged bytes.Buffer
+	if err := storeLimits(ctx, db, &Config{}, slog.New(slog.NewTextHandler(&logged, nil))); err != nil {
+		t.Fatal(err)
+	}
+	if l := logged.String(); !strings.Contains(l, "a stored limit paces nothing") || !strings.Contains(l, "agentctl limit rm slack-channel:#ops") {
+		t.Fatalf("log:\n%s", l)
 	}
 }

@@ -220,11 +220,6 @@ func writeStatus(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-// warnUnknownTenants warns of each webhook source whose tenant has neither
-// a tenant row nor a grant: a mistyped name whose deliveries would become
-// tasks and signals of a tenant nobody uses, waking none of the tasks
-// they were meant for. A warning, not a refusal: the tenant may be added
-// after the daemon starts. A look that fails says nothing.
 // tenantKnown reports whether tenant t is known as agentctl's tenant
 // commands know one: the operator's own, a tenant row, or a stored grant
 // of its own (a config file's, for a tenant to come).
@@ -239,6 +234,11 @@ func tenantKnown(ctx context.Context, db *pgxpool.Pool, t string) (bool, error) 
 	return r != nil, err
 }
 
+// warnUnknownTenants warns of each webhook source whose tenant has neither
+// a tenant row nor a grant: a mistyped name whose deliveries would become
+// tasks and signals of a tenant nobody uses, waking none of the tasks
+// they were meant for. A warning, not a refusal: the tenant may be added
+// after the daemon starts. A look that fails says nothing.
 func warnUnknownTenants(db *pgxpool.Pool, sources []webhooks.Source, log *slog.Logger) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

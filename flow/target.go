@@ -103,6 +103,17 @@ func checkLimited(t, kind string) error {
 	return nil
 }
 
+// CheckPaced is nil when a limit on target would pace calls, else the
+// error Limit.Check gives it: a Slack channel named by its name. A start
+// warns of such limits stored before Check refused them.
+func CheckPaced(target string) error {
+	t, kind, err := ParseTarget(target)
+	if err != nil {
+		return err
+	}
+	return checkLimited(t, kind)
+}
+
 // channelID reports whether name is written as a Slack channel ID is:
 // an upper-case letter, then upper-case letters and digits.
 func channelID(name string) bool {

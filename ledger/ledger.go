@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -592,17 +593,24 @@ func (l *Ledger) Abandoned(ctx context.Context, taskID int64, e Entry, why strin
 	return nil
 }
 
+// UnbuiltPrefix begins the operation of an effect recorded by Unbuilt:
+// "unbuilt:http_request".
+const UnbuiltPrefix = "unbuilt:"
+
 // Unbuilt records as failed the effect of a at stepPath that could not
-// be built, so it was never sent: a compensation whose arguments do not
-// render from the result of the effect it undoes, say. Nothing built
-// from the same journal ever could be, so the journal shows it failed,
-// with why, and an operator settles it: Resolve as done (it was undone by
-// hand) or a re-run. Its operation is the one it would have been known by
-// (a compensation's tool), its class pure: it changed nothing (and a
-// replay's reopening of failed compensations leaves it be; a call built
-// later is recorded under its own operation). Fenced on a's lease: a
-// stale attempt records nothing.
+// be built or was refused before it was sent: a compensation whose
+// arguments do not render from the result of the effect it undoes, or
+// whose tool the tenant's grant no longer allows. The journal then shows
+// it failed, with why, and an operator settles it: Resolve as done (it
+// was undone by hand), or a replay once the cause is fixed (the call,
+// built then, is recorded under its own operation). Its operation is
+// UnbuiltPrefix and the one it would have been known by (a compensation's
+// tool), so it never shares a key with a call that was built; its class
+// pure: it changed nothing. The caller records one only where no built
+// call of the step has a row: such a row says more. Fenced on a's lease:
+// a stale attempt records nothing.
 func (l *Ledger) Unbuilt(ctx context.Context, a Attempt, stepPath, operation, why string) error {
+	operation = UnbuiltPrefix + operation
 	key := EffectKey(a.Tenant, a.TaskID, a.Generation, stepPath, operation)
 	_, err := l.db.Exec(ctx, queriesOf(a.Fence).unbuilt, a.Tenant, operation, key, string(Pure), a.TaskID, a.Generation,
 		stepPath, a.token(), a.fenceID(), agentledger.SafeText(why))
@@ -611,6 +619,9 @@ func (l *Ledger) Unbuilt(ctx context.Context, a Attempt, stepPath, operation, wh
 	}
 	return nil
 }
+
+// Unbuilt reports whether e was recorded by Ledger.Unbuilt.
+func (e Entry) Unbuilt() bool { return strings.HasPrefix(e.Operation, UnbuiltPrefix) }
 
 func (l *Ledger) entries(ctx context.Context, sql string, args ...any) ([]Entry, error) {
 	rows, err := l.db.Query(ctx, sql, args...)

@@ -14,12 +14,15 @@ const (
 )
 
 // PlanOf is what Do will do with e on a replay: completed and failed
-// effects are served from the ledger; an unknown outcome, or an unfinished
+// effects are served from the ledger, but for one that failed unbuilt
+// (Ledger.Unbuilt), which is built and sent again; an unknown outcome, or an unfinished
 // unsafe effect, waits for an operator's resolution; an unfinished
 // reconcilable effect is looked up first; any other unfinished effect runs.
 // Effects the journal has no row for yet run for the first time.
 func PlanOf(e Entry) Plan {
 	switch {
+	case e.State == StateFailed && e.Unbuilt():
+		return PlanRun
 	case e.State == StateCompleted, e.State == StateFailed:
 		return PlanServed
 	case e.State == StateUnknown, e.Class == Unsafe:

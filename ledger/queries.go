@@ -123,15 +123,21 @@ SELECT l.state, l.request_hash, l.result, coalesce(l.external_ref, ''), coalesce
 FROM ledger l WHERE l.tenant = $1 AND l.operation = $2 AND l.effect_key = $3`,
 
 		// unbuilt records as failed an effect its attempt could not build
-		// (Ledger.Unbuilt): nothing was sent, so no request is hashed. A
-		// row there already is failed again, unless it completed (an
-		// operator's resolution stands).
+		// (Ledger.Unbuilt): nothing was sent, so no request is hashed. Its
+		// operation is its own (UnbuiltPrefix), so it never meets a row of
+		// a call that was built; a row there already, an earlier attempt's,
+		// is failed again, unless an operator resolved it (completed).
+		// The fencing row is share-locked, as a reservation's.
 		unbuilt: `/* ledger.unbuilt */
+WITH fence AS (
+	SELECT id FROM ` + f("$9", "$8") + `
+	FOR SHARE
+)
 INSERT INTO ledger (tenant, operation, effect_key, request_hash, class, state, task_id, generation, step_path,
-	owner_token, performed, error)
-SELECT $1, $2, $3, '\x'::bytea, $4, 'failed', $5, $6, $7, $8, 0, $10 FROM ` + f("$9", "$8") + `
+	owner_token, performed, error, completed_at)
+SELECT $1, $2, $3, '\x'::bytea, $4, 'failed', $5, $6, $7, $8, 0, $10, now() FROM fence
 ON CONFLICT (tenant, operation, effect_key) DO UPDATE SET state = 'failed', error = EXCLUDED.error,
-	owner_token = EXCLUDED.owner_token, completed_at = NULL, updated_at = now()
+	owner_token = EXCLUDED.owner_token, completed_at = now(), updated_at = now()
 WHERE ledger.state <> 'completed'`,
 	}
 }

@@ -101,9 +101,13 @@ func (u *Undoer) Work(ctx context.Context, t *agentledger.Task) (json.RawMessage
 	}
 	var undo []ledger.Entry
 	done := map[string]ledger.Entry{} // completed compensations by step path
+	built := map[string]bool{}        // compensations with a row of a built call, by step path
 	for _, e := range entries {
 		if _, ok := Undoes(e.StepPath); ok && e.State == ledger.StateCompleted {
 			done[e.StepPath] = e
+		}
+		if _, ok := Undoes(e.StepPath); ok && !e.Unbuilt() {
+			built[e.StepPath] = true
 		}
 		if !ToUndo(e) {
 			continue
@@ -135,7 +139,7 @@ func (u *Undoer) Work(ctx context.Context, t *agentledger.Task) (json.RawMessage
 				ExternalRef: c.Result.ExternalRef, Replayed: true, Note: c.Note})
 			continue
 		}
-		r, err := u.undo(ctx, t, e)
+		r, err := u.undo(ctx, t, e, built[PathOf(e.StepPath)])
 		if err != nil {
 			return nil, err
 		}
@@ -153,19 +157,20 @@ func toolOf(e ledger.Entry) string {
 	return c.Tool
 }
 
-// undo runs the compensation of the completed effect e.
-func (u *Undoer) undo(ctx context.Context, t *agentledger.Task, e ledger.Entry) (Result, error) {
+// undo runs the compensation of the completed effect e; built says a call
+// of it was built before, and has its row in the journal.
+func (u *Undoer) undo(ctx context.Context, t *agentledger.Task, e ledger.Entry, built bool) (Result, error) {
 	var c Compensation
 	if err := json.Unmarshal(e.Compensate, &c); err != nil {
-		return Result{}, u.unbuilt(ctx, t, e, c, fmt.Errorf("is not readable: %v", err))
+		return Result{}, u.unbuilt(ctx, t, e, c, built, fmt.Errorf("is not readable: %v", err))
 	}
 	self, err := refs.View(e.Result)
 	if err != nil {
-		return Result{}, u.unbuilt(ctx, t, e, c, err)
+		return Result{}, u.unbuilt(ctx, t, e, c, built, err)
 	}
 	args, err := c.resolve(self)
 	if err != nil {
-		return Result{}, u.unbuilt(ctx, t, e, c, err)
+		return Result{}, u.unbuilt(ctx, t, e, c, built, err)
 	}
 	o := &tools.Outgoing{ToolName: c.Tool, Call: tools.Call{Task: t, StepPath: PathOf(e.StepPath), Args: args}}
 	res, err := u.path().Perform(ctx, o)
@@ -182,7 +187,7 @@ func (u *Undoer) undo(ctx context.Context, t *agentledger.Task, e ledger.Entry) 
 		// Refused before the ledger took it (its arguments, the grant, a
 		// pure call): nothing was sent, and the same call is refused
 		// again.
-		return Result{}, u.unbuilt(ctx, t, e, c, err)
+		return Result{}, u.unbuilt(ctx, t, e, c, built, err)
 	case err != nil:
 		return Result{}, fmt.Errorf("the compensation of %s (%s): %w", e.StepPath, c.Tool, err)
 	}
@@ -190,18 +195,23 @@ func (u *Undoer) undo(ctx context.Context, t *agentledger.Task, e ledger.Entry) 
 		Replayed: res.Replayed}, nil
 }
 
-// unbuilt records that the compensation c of e cannot be built from e's
-// journal row (why): no attempt ever could, so the phase fails for good
-// at once, and the journal shows the compensation failed, for an operator
-// to undo by hand and resolve as done.
-func (u *Undoer) unbuilt(ctx context.Context, t *agentledger.Task, e ledger.Entry, c Compensation, why error) error {
-	path := PathOf(e.StepPath)
+// unbuilt fails the compensation c of e for good: it cannot be sent
+// (why), and the next attempt would be refused alike. Unless a call of it
+// was built before (built: its row, pending, unknown or failed, says what
+// may have happened, and stays as it is), the journal records it failed
+// (ledger.Ledger.Unbuilt), for an operator to undo the effect by hand and
+// resolve it as done, or to fix the cause and replay.
+func (u *Undoer) unbuilt(ctx context.Context, t *agentledger.Task, e ledger.Entry, c Compensation, built bool, why error) error {
 	err := fmt.Errorf("the compensation of %s cannot be sent: %w", e.StepPath, why)
+	if built {
+		return agentledger.Permanent(err)
+	}
+	path := PathOf(e.StepPath)
 	if rerr := u.Journal.Unbuilt(ctx, tools.AttemptOf(t), path, cmp.Or(c.Tool, "compensate"), err.Error()); rerr != nil {
 		return rerr
 	}
 	return agentledger.Permanent(fmt.Errorf("%w; undo %s by hand, then resolve it as done (agentctl resolve %d --step %s --done "+
-		"--note …), or re-run the task", err, e.StepPath, t.ID, path))
+		"--note …), or fix the cause and replay task %d", err, e.StepPath, t.ID, path, t.ID))
 }
 
 // ToUndo reports whether the compensation phase has to deal with journal

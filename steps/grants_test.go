@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/agentledger/agentledger"
@@ -101,9 +103,138 @@ func TestRevokeStopsTheNextCompensation(t *testing.T) {
 		t.Errorf("undone %s, want step 1's only", undoTool.seen)
 	}
 	// Recorded failed, for an operator to settle; nothing was sent.
+	var rows []string
 	for _, en := range e.Journal(task) {
-		if en.StepPath == saga.PathOf("tool/0") && (en.State != ledger.StateFailed || en.Performed != 0) {
-			t.Errorf("recorded %s (%s, performed %d)", en.StepPath, en.State, en.Performed)
+		if en.StepPath == saga.PathOf("tool/0") {
+			rows = append(rows, fmt.Sprintf("%s %s %d", en.Operation, en.State, en.Performed))
 		}
+	}
+	if strings.Join(rows, ",") != ledger.UnbuiltPrefix+"post failed 0" {
+		t.Errorf("compensation rows of tool/0: %v, want the unbuilt one, failed, never performed", rows)
+	}
+}
+
+// refund is an unsafe tool recorded under its own name, as the HTTP tools
+// are: its first call is lost in transit (an unknown outcome).
+type refund struct{ calls atomic.Int64 }
+
+func (*refund) Name() string                { return "refund" }
+func (*refund) Description() string         { return "refunds" }
+func (*refund) Parameters() json.RawMessage { return json.RawMessage(`{"type":"object"}`) }
+func (r *refund) Effect(c tools.Call) (ledger.Effect, error) {
+	return ledger.Effect{Operation: "refund", Class: ledger.Unsafe, Request: c.Args,
+		Perform: func(context.Context, ledger.Call) (ledger.Result, error) {
+			if r.calls.Add(1) == 1 {
+				return ledger.Result{}, errors.New("connection reset after the request was sent")
+			}
+			return ledger.Result{Status: 201}, nil
+		}}, nil
+}
+
+// sagaWithGrant is a charge whose compensation is the refund tool, then a
+// shipment that fails for good, for tenant acme granted post, ship and
+// refund; the compensation phase reads the grant before each call.
+func sagaWithGrant(t *testing.T) (*env, *grants.Store, *refund, saga.Handler, int64) {
+	e := newEnv(t)
+	store := grants.NewStore(e.DB)
+	if err := store.Put(context.Background(), "acme", &grants.Grant{Tools: []string{"post", "ship", "refund"}}); err != nil {
+		t.Fatal(err)
+	}
+	r := &refund{}
+	reg := tools.NewRegistry(e.tool, &ship{}, r)
+	runner := steps.New(e.Ledger, reg)
+	runner.Grants = store
+	phase := saga.Phase(runner, &saga.Undoer{Ledger: e.Ledger, Journal: e.Ledger, Tools: reg, Grants: store})
+	id := e.Enqueue(claims.EnqueueParams{Tenant: "acme", Payload: json.RawMessage(`{"steps":[` +
+		`{"tool":"post","args":{"n":0},"compensate":{"tool":"refund","args":{"undo":0}}},{"tool":"ship"}]}`)}).ID
+	task := e.claim()
+	_, err := phase.Work(context.Background(), task)
+	if e.fail(task, err) != agentledger.StateCompensating {
+		t.Fatalf("forward path: %v, want compensating", err)
+	}
+	return e, store, r, phase, id
+}
+
+// revoke takes tool out of acme's grant.
+func revoke(t *testing.T, store *grants.Store, tool string) {
+	t.Helper()
+	if _, err := store.Update(context.Background(), "acme", func(g *grants.Grant) {
+		g.Tools = slices.DeleteFunc(g.Tools, func(n string) bool { return n == tool })
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A compensation whose call may have happened (its outcome unknown) and
+// whose tool is then revoked stays unknown: the refusal is not recorded
+// over it as a call never sent, which would have an operator refund by
+// hand what may be refunded already.
+func TestRevokedCompensationKeepsItsUnknownOutcome(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e, store, r, phase, _ := sagaWithGrant(t)
+	undo := e.claim()
+	_, err := phase.Work(ctx, undo)
+	if !errors.Is(err, agentledger.ErrNeedsAttention) {
+		t.Fatalf("lost refund: %v, want an unknown outcome", err)
+	}
+	e.fail(undo, err) // another attempt comes (the worker would park it; a replay would bring it back)
+	revoke(t, store, "refund")
+	again := e.claim()
+	_, err = phase.Work(ctx, again)
+	var denied *grants.DeniedError
+	if !errors.As(err, &denied) || strings.Contains(err.Error(), "by hand") {
+		t.Fatalf("revoked refund: %v, want the denial alone", err)
+	}
+	var states []string
+	for _, en := range e.Journal(again) {
+		if en.StepPath == saga.PathOf("tool/0") {
+			states = append(states, string(en.State)+" "+en.Operation)
+		}
+	}
+	if strings.Join(states, ",") != "unknown refund" || r.calls.Load() != 1 {
+		t.Fatalf("compensation rows %v, %d calls; want the unknown one alone, called once", states, r.calls.Load())
+	}
+}
+
+// A compensation refused before it was sent (its tool revoked) is
+// recorded failed under an operation of its own; once the grant is back,
+// a replay sends it, recorded under the tool's own, and the task ends
+// compensated.
+func TestRefusedCompensationSentAfterTheFix(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e, store, r, phase, id := sagaWithGrant(t)
+	r.calls.Store(1) // no call is lost in transit here
+	revoke(t, store, "refund")
+	undo := e.claim()
+	_, err := phase.Work(ctx, undo)
+	if st := e.fail(undo, err); st != agentledger.StateNeedsAttention || !strings.Contains(err.Error(), "or fix the cause and replay task") {
+		t.Fatalf("refused refund: %s (%v), want needs_attention at once", st, err)
+	}
+	p, err := e.Operator.Preview(ctx, "", id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pe := range p.Effects {
+		if pe.Step == saga.PathOf("tool/0") && (pe.Operation != ledger.UnbuiltPrefix+"refund" || pe.Plan != ledger.PlanRun ||
+			pe.State != ledger.StateFailed || pe.Performed != 0) {
+			t.Fatalf("preview of the unbuilt refund: %+v", pe)
+		}
+	}
+	if _, err := store.Update(ctx, "acme", func(g *grants.Grant) { g.Tools = append(g.Tools, "refund") }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Operator.Replay(ctx, "", id); err != nil {
+		t.Fatal(err)
+	}
+	again := e.claim()
+	res, err := phase.Work(ctx, again)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.succeed(again, res)
+	if r.calls.Load() != 2 || e.get(id).State != agentledger.StateCompensated {
+		t.Fatalf("refund called %d times (want once after the fix), state %s", r.calls.Load()-1, e.get(id).State)
 	}
 }
