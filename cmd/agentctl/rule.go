@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/notify/outbox"
 )
 
@@ -218,6 +219,13 @@ func (a *app) ruleAdd(ctx context.Context, name string, f *ruleFlags) error {
 	if err != nil {
 		return err
 	}
+	// Known as tenant grant knows a tenant: by its row, or by a grant of its own.
+	if got.Tenant != "" {
+		if _, err := a.knownTenant(ctx, a.db, got.Tenant); errors.Is(err, agentledger.ErrNotFound) {
+			fmt.Fprintf(a.stderr, "agentctl: warning: rule %s: tenant %s is not known: the rule notifies nothing until that tenant has tasks "+
+				"(agentctl tenant add %s first, or mind the name)\n", got.Name, grants.ShellQuote(got.Tenant), grants.ShellQuote(got.Tenant))
+		}
+	}
 	// An upsert that replaced a rule keeps its creation time.
 	replaced := !got.CreatedAt.Equal(got.UpdatedAt)
 	if a.wantJSON() {
@@ -326,7 +334,7 @@ func (a *app) ruleSetEnabled(ctx context.Context, name string, enabled bool) err
 	if err != nil {
 		return err
 	}
-	err = rules.SetEnabled(ctx, name, enabled)
+	was, err := rules.SetEnabled(ctx, name, enabled)
 	if errors.Is(err, agentledger.ErrNotFound) {
 		return ruleNotFound(name, err)
 	}
@@ -336,10 +344,17 @@ func (a *app) ruleSetEnabled(ctx context.Context, name string, enabled bool) err
 	if a.wantJSON() {
 		return printJSON(a.stdout, ruleChange{Name: name, Enabled: &enabled})
 	}
-	if enabled {
-		_, err = fmt.Fprintf(a.stdout, "rule %s enabled\n", name)
-	} else {
-		_, err = fmt.Fprintf(a.stdout, "rule %s disabled: it notifies no further state changes\n", name)
+	var msg string
+	switch {
+	case enabled && was:
+		msg = "rule %s was enabled already\n"
+	case enabled:
+		msg = "rule %s enabled\n"
+	case was:
+		msg = "rule %s disabled: it notifies no further state changes\n"
+	default:
+		msg = "rule %s was disabled already: it notifies no state changes until enabled\n"
 	}
+	_, err = fmt.Fprintf(a.stdout, msg, name)
 	return err
 }

@@ -142,7 +142,7 @@ func TestSeededSagaIsCompensated(t *testing.T) {
 	// An operator's changes to the rule and the schedule stand, and a
 	// seed says they were made.
 	ctx := context.Background()
-	if err := outbox.NewRules(db).SetEnabled(ctx, demo.RuleName, false); err != nil {
+	if _, err := outbox.NewRules(db).SetEnabled(ctx, demo.RuleName, false); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := schedule.NewStore(db).Pause(ctx, demo.ScheduleName); err != nil {

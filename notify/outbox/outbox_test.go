@@ -85,7 +85,7 @@ func TestRules(t *testing.T) {
 	if err != nil || r.Channel != "elsewhere" || strings.Join(r.Events, ",") != "retrying,dead" || r.Queue != "billing" || r.Tenant != "" {
 		t.Fatalf("replace: %+v %v", r, err)
 	}
-	if err := e.rules.SetEnabled(ctx, "ops", false); err != nil {
+	if was, err := e.rules.SetEnabled(ctx, "ops", false); err != nil || !was {
 		t.Fatal(err)
 	}
 	list, err := e.rules.List(ctx)
@@ -98,7 +98,7 @@ func TestRules(t *testing.T) {
 	if err := e.rules.Remove(ctx, "ops"); !errors.Is(err, agentledger.ErrNotFound) {
 		t.Fatalf("remove twice: %v", err)
 	}
-	if err := e.rules.SetEnabled(ctx, "nope", true); !errors.Is(err, agentledger.ErrNotFound) {
+	if _, err := e.rules.SetEnabled(ctx, "nope", true); !errors.Is(err, agentledger.ErrNotFound) {
 		t.Fatalf("enable missing: %v", err)
 	}
 }

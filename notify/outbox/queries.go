@@ -23,7 +23,13 @@ RETURNING ` + ruleColumns
 
 const listRulesSQL = `/* outbox.listRules */ SELECT ` + ruleColumns + ` FROM notification_rules ORDER BY name`
 
-const enableRuleSQL = `/* outbox.enableRule */ UPDATE notification_rules SET enabled = $2, updated_at = now() WHERE name = $1`
+// enableRuleSQL returns whether the rule was enabled before (a row lock
+// orders two changes of one rule, so the answer is the change's own).
+const enableRuleSQL = `/* outbox.enableRule */
+UPDATE notification_rules r SET enabled = $2, updated_at = CASE WHEN old.enabled = $2 THEN r.updated_at ELSE now() END
+FROM (SELECT name, enabled FROM notification_rules WHERE name = $1 FOR UPDATE) old
+WHERE r.name = old.name
+RETURNING old.enabled`
 
 const deleteRuleSQL = `/* outbox.deleteRule */ DELETE FROM notification_rules WHERE name = $1`
 

@@ -118,17 +118,17 @@ func (s *Rules) List(ctx context.Context) ([]Rule, error) {
 	return out, nil
 }
 
-// SetEnabled pauses or resumes a rule. Events already written are still
-// delivered.
-func (s *Rules) SetEnabled(ctx context.Context, name string, enabled bool) error {
-	tag, err := s.db.Exec(ctx, enableRuleSQL, name, enabled)
+// SetEnabled pauses or resumes a rule, and says whether it was enabled
+// before. Events already written are still delivered.
+func (s *Rules) SetEnabled(ctx context.Context, name string, enabled bool) (was bool, err error) {
+	err = s.db.QueryRow(ctx, enableRuleSQL, name, enabled).Scan(&was)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, agentledger.Errorf(agentledger.CodeNotFound, "notification rule %q does not exist", name)
+	}
 	if err != nil {
-		return fmt.Errorf("notification rule %q: %w", name, err)
+		return false, fmt.Errorf("notification rule %q: %w", name, err)
 	}
-	if tag.RowsAffected() == 0 {
-		return agentledger.Errorf(agentledger.CodeNotFound, "notification rule %q does not exist", name)
-	}
-	return nil
+	return was, nil
 }
 
 // Remove deletes a rule. Its events already written are still delivered.
