@@ -272,8 +272,9 @@ func (a *app) limitSet(ctx context.Context, l flow.Limit) error {
 	return err
 }
 
-// droppedParts spells the parts of was that now lacks, as describeLimit
-// does: "600/min, burst 10; breaker 5 in 60s, cool-down 30s".
+// droppedParts spells the parts of was that now lacks, each as
+// describeLimit does, joined by "nor": "600/min, burst 10 nor breaker 5
+// in 60s, cool-down 30s".
 func droppedParts(was, now flow.Limit) string {
 	var gone flow.Limit
 	if now.Rate.IsZero() {
@@ -288,12 +289,15 @@ func droppedParts(was, now flow.Limit) string {
 	if now.Breaker == nil {
 		gone.Breaker = was.Breaker
 	}
-	return describeLimit(gone)
+	return strings.Join(limitParts(gone), " nor ")
 }
 
 // describeLimit spells a limit's parts: "600/min, burst 10; 5 in flight;
 // breaker 5 in 60s, cool-down 30s".
-func describeLimit(l flow.Limit) string {
+func describeLimit(l flow.Limit) string { return strings.Join(limitParts(l), "; ") }
+
+// limitParts spells each part of a limit.
+func limitParts(l flow.Limit) []string {
 	var parts []string
 	if !l.Rate.IsZero() {
 		parts = append(parts, fmt.Sprintf("%s, burst %d", l.Rate, l.Burst))
@@ -307,7 +311,7 @@ func describeLimit(l flow.Limit) string {
 	if l.Breaker != nil {
 		parts = append(parts, "breaker "+threshold(l.Breaker))
 	}
-	return strings.Join(parts, "; ")
+	return parts
 }
 
 // threshold spells a breaker's configuration: "5 in 60s, cool-down 30s".
