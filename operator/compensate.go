@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"math"
 	"slices"
 
 	"github.com/agentledger/agentledger"
@@ -93,8 +94,13 @@ func undos(journal []ledger.Entry) []Undo {
 		}
 		d := dated{Undo: Undo{Step: e.StepPath, Operation: e.Operation, Tool: c.Tool, Args: args,
 			State: e.State, Result: e.Result.Body, ExternalRef: e.Result.ExternalRef}}
-		if e.CompletedAt != nil {
+		switch {
+		case e.CompletedAt != nil:
 			d.at = e.CompletedAt.UnixNano()
+		default:
+			// Of unknown outcome: in flight when the task stopped, after
+			// every completion, so newest (and the phase parks on it first).
+			d.at = math.MaxInt64
 		}
 		out = append(out, d)
 	}

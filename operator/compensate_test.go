@@ -63,6 +63,17 @@ func TestPlanCompensation(t *testing.T) {
 	if _, err := svc.PlanCompensation(ctx, "other", task.ID); !errors.Is(err, agentledger.ErrNotFound) {
 		t.Fatalf("another tenant's plan: %v, want not found", err)
 	}
+	// An effect of unknown outcome was in flight after every completion:
+	// newest, and listed first.
+	if _, err := e.DB.Exec(ctx, `UPDATE ledger SET state = 'unknown', completed_at = NULL WHERE task_id = $1 AND step_path = 'tool/0'`, task.ID); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := svc.PlanCompensation(ctx, "acme", task.ID); err != nil || len(p.Undos) != 2 || p.Undos[0].Step != "tool/0" {
+		t.Fatalf("plan with tool/0 unknown: %+v %v", p, err)
+	}
+	if _, err := e.DB.Exec(ctx, `UPDATE ledger SET state = 'completed', completed_at = now() - interval '1 hour' WHERE task_id = $1 AND step_path = 'tool/0'`, task.ID); err != nil {
+		t.Fatal(err)
+	}
 
 	got, err := svc.Compensate(ctx, "acme", task.ID)
 	if err != nil || got.State != agentledger.StateCompensating || got.Compensation != "operator" {
