@@ -103,13 +103,14 @@ func checkLimited(t, kind string) error {
 	return nil
 }
 
-// CheckPaced is nil when a limit on target would pace calls, else the
-// error Limit.Check gives it: a Slack channel named by its name. A start
+// CheckPaced is the error Limit.Check gives a limit on target that would
+// pace no call (a Slack channel named by its name), else nil (for a
+// target that does not parse too: that is ParseTarget's to say). A start
 // warns of such limits stored before Check refused them.
 func CheckPaced(target string) error {
 	t, kind, err := ParseTarget(target)
 	if err != nil {
-		return err
+		return nil
 	}
 	return checkLimited(t, kind)
 }

@@ -7,5 +7,5 @@ func FencedSQL(f Fence) map[string]string {
 	q := queriesOf(f)
 	return map[string]string{"fence": q.fence, "reserveFast": q.reserveFast, "lookup": q.lookup,
 		"insertOutcome": q.insertOutcome, "insertKeyedOutcome": q.insertKeyedOutcome, "insertKeyedOutcomes": q.insertKeyedOutcomes, "record": q.record, "landed": q.landed,
-		"unbuilt": q.unbuilt}
+		"unbuilt": q.unbuilt, "clearUnbuilt": q.clearUnbuilt}
 }

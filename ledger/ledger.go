@@ -602,20 +602,32 @@ const UnbuiltPrefix = "unbuilt:"
 // arguments do not render from the result of the effect it undoes, or
 // whose tool the tenant's grant no longer allows. The journal then shows
 // it failed, with why, and an operator settles it: Resolve as done (it
-// was undone by hand), or a replay once the cause is fixed (the call,
-// built then, is recorded under its own operation). Its operation is
-// UnbuiltPrefix and the one it would have been known by (a compensation's
-// tool), so it never shares a key with a call that was built; its class
-// pure: it changed nothing. The caller records one only where no built
-// call of the step has a row: such a row says more. Fenced on a's lease:
-// a stale attempt records nothing.
-func (l *Ledger) Unbuilt(ctx context.Context, a Attempt, stepPath, operation, why string) error {
+// was undone by hand), or a replay once the cause is fixed. Its operation
+// is UnbuiltPrefix and the one it would have been known by (a
+// compensation's tool), so it never shares a key with a call that was
+// built; its class pure: it changed nothing. A step holds an unbuilt row
+// or built ones, never both: recorded is false, and nothing is, where a
+// built call of the step has a row (it says what may have happened), and
+// ClearUnbuilt drops the unbuilt row when the call is built. Fenced on
+// a's lease: a stale attempt records nothing.
+func (l *Ledger) Unbuilt(ctx context.Context, a Attempt, stepPath, operation, why string) (recorded bool, err error) {
 	operation = UnbuiltPrefix + operation
 	key := EffectKey(a.Tenant, a.TaskID, a.Generation, stepPath, operation)
-	_, err := l.db.Exec(ctx, queriesOf(a.Fence).unbuilt, a.Tenant, operation, key, string(Pure), a.TaskID, a.Generation,
+	tag, err := l.db.Exec(ctx, queriesOf(a.Fence).unbuilt, a.Tenant, operation, key, string(Pure), a.TaskID, a.Generation,
 		stepPath, a.token(), a.fenceID(), agentledger.SafeText(why))
 	if err != nil {
-		return fmt.Errorf("ledger: recording the unbuilt effect at %s: %w", stepPath, err)
+		return false, fmt.Errorf("ledger: recording the unbuilt effect at %s: %w", stepPath, err)
+	}
+	return tag.RowsAffected() > 0, nil
+}
+
+// ClearUnbuilt drops the unbuilt record of stepPath (Unbuilt), unless an
+// operator resolved it: attempt a has built its call, which the ledger
+// records under its own operation. Fenced on a's lease.
+func (l *Ledger) ClearUnbuilt(ctx context.Context, a Attempt, stepPath string) error {
+	_, err := l.db.Exec(ctx, queriesOf(a.Fence).clearUnbuilt, a.Tenant, a.TaskID, a.Generation, stepPath, a.token(), a.fenceID())
+	if err != nil {
+		return fmt.Errorf("ledger: clearing the unbuilt effect at %s: %w", stepPath, err)
 	}
 	return nil
 }

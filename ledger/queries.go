@@ -14,7 +14,7 @@ type fence func(id, token string) string
 
 // fenced are the statements that check a fence.
 type fenced struct {
-	fence, reserveFast, lookup, insertOutcome, insertKeyedOutcome, insertKeyedOutcomes, record, landed, unbuilt string
+	fence, reserveFast, lookup, insertOutcome, insertKeyedOutcome, insertKeyedOutcomes, record, landed, unbuilt, clearUnbuilt string
 }
 
 // fencedByKind caches the statements of each kind of fence, keyed by its
@@ -124,10 +124,12 @@ FROM ledger l WHERE l.tenant = $1 AND l.operation = $2 AND l.effect_key = $3`,
 
 		// unbuilt records as failed an effect its attempt could not build
 		// (Ledger.Unbuilt): nothing was sent, so no request is hashed. Its
-		// operation is its own (UnbuiltPrefix), so it never meets a row of
-		// a call that was built; a row there already, an earlier attempt's,
-		// is failed again, unless an operator resolved it (completed).
-		// The fencing row is share-locked, as a reservation's.
+		// operation is its own (UnbuiltPrefix), so it never shares a key
+		// with a built call; and it is not recorded where a built call of
+		// the step has a row, whatever its state: that row says what may
+		// have happened. An earlier attempt's unbuilt row is failed again,
+		// unless an operator resolved it (completed). The fencing row is
+		// share-locked, as a reservation's.
 		unbuilt: `/* ledger.unbuilt */
 WITH fence AS (
 	SELECT id FROM ` + f("$9", "$8") + `
@@ -136,9 +138,23 @@ WITH fence AS (
 INSERT INTO ledger (tenant, operation, effect_key, request_hash, class, state, task_id, generation, step_path,
 	owner_token, performed, error, completed_at)
 SELECT $1, $2, $3, '\x'::bytea, $4, 'failed', $5, $6, $7, $8, 0, $10, now() FROM fence
+WHERE NOT EXISTS (SELECT FROM ledger b WHERE b.task_id = $5 AND b.generation = $6 AND b.step_path = $7
+	AND NOT starts_with(b.operation, '` + UnbuiltPrefix + `'))
 ON CONFLICT (tenant, operation, effect_key) DO UPDATE SET state = 'failed', error = EXCLUDED.error,
 	owner_token = EXCLUDED.owner_token, completed_at = now(), updated_at = now()
 WHERE ledger.state <> 'completed'`,
+
+		// clearUnbuilt drops a step's unbuilt record, not resolved, once
+		// its call is built: a step has an unbuilt row or built ones,
+		// never both (Ledger.ClearUnbuilt).
+		clearUnbuilt: `/* ledger.clearUnbuilt */
+WITH fence AS (
+	SELECT id FROM ` + f("$6", "$5") + `
+	FOR SHARE
+)
+DELETE FROM ledger l
+WHERE l.task_id = $2 AND l.generation = $3 AND l.step_path = $4 AND l.tenant = $1
+	AND starts_with(l.operation, '` + UnbuiltPrefix + `') AND l.state <> 'completed' AND EXISTS (SELECT FROM fence)`,
 	}
 }
 
@@ -240,16 +256,17 @@ FROM ledger WHERE task_id = $1 AND generation = $2 AND operation = $3
 ORDER BY seq DESC LIMIT 1`
 
 // resolveDoneSQL is an operator's "done": the unknown effect is taken as
-// performed, with a note. So is a compensation that failed for good and
-// that the operator did by hand: its task's compensation then goes on, and
-// the refusal's answer is not kept as what undid the effect (the attempts
-// keep the error).
+// performed, with a note. So is a compensation that failed for good, or
+// one left pending by a parked task's attempt (operator.Resolve checks
+// the task is parked), that the operator did by hand: its task's
+// compensation then goes on, and a refusal's answer is not kept as what
+// undid the effect (the attempts keep the error).
 const resolveDoneSQL = `/* ledger.resolveDone */
 UPDATE ledger SET state = 'completed', note = $4,
 	result = CASE WHEN state = 'failed' THEN $5::jsonb ELSE coalesce($5::jsonb, result) END, error = NULL,
 	completed_at = now(), updated_at = now()
 WHERE tenant = $1 AND operation = $2 AND effect_key = $3
-	AND (state = 'unknown' OR (state = 'failed' AND starts_with(step_path, 'compensate/')))`
+	AND (state = 'unknown' OR (state IN ('failed', 'pending') AND starts_with(step_path, 'compensate/')))`
 
 // resolveRetrySQL is an operator's "perform it again": the next attempt may
 // perform the unknown effect once.

@@ -2,6 +2,7 @@ package operator
 
 import (
 	"context"
+	"github.com/agentledger/agentledger/ledger"
 	"strings"
 
 	"github.com/agentledger/agentledger"
@@ -61,8 +62,14 @@ func (s *Service) refuseUngranted(ctx context.Context, t *agentledger.Task, plan
 
 // toolNeed is the grant an effect's operation needs: the tool that records
 // it (the tools name their effects after themselves but create_task and
-// MCP tools), or a model call.
+// MCP tools, and an unbuilt compensation is named after its tool), or a
+// model call.
 func toolNeed(op string) (grants.Need, bool) {
+	if tool, ok := strings.CutPrefix(op, ledger.UnbuiltPrefix); ok {
+		// A compensation recorded as one that could not be sent: its tool
+		// ("compensate" when it was not readable: no tool to grant).
+		return grants.Need{Tool: tool}, tool != "compensate"
+	}
 	switch {
 	case op == "llm.chat":
 		return grants.Need{Model: "*"}, true

@@ -19,8 +19,9 @@ type Resolution struct {
 
 // Resolve settles the unknown effect at step of task id's current
 // generation and, when the task needs attention, replays it: completed
-// effects are served, the rest run. A compensation that failed for good
-// may be resolved as done (the operator undid the effect by hand).
+// effects are served, the rest run. A compensation that failed for good,
+// or that a parked task's attempt left pending, may be resolved as done
+// (the operator undid the effect by hand).
 func (s *Service) Resolve(ctx context.Context, tenant string, id int64, step string, r Resolution) (*agentledger.Task, error) {
 	switch {
 	case step == "":
@@ -32,20 +33,33 @@ func (s *Service) Resolve(ctx context.Context, tenant string, id int64, step str
 	if err != nil {
 		return nil, err
 	}
-	var target *ledger.Entry
+	// An unknown outcome first; for "done", a compensation that failed,
+	// or that a parked task's attempt left pending, the operator undid by
+	// hand. A step's built call and its unbuilt record never stand
+	// together (ledger.Ledger.Unbuilt), but a built row would say more.
+	var unknown, pending, failed *ledger.Entry
+	compensation := strings.HasPrefix(step, ledger.CompensationPrefix)
 	for i := range j {
-		if j[i].StepPath != step {
-			continue
+		switch e := &j[i]; {
+		case e.StepPath != step:
+		case e.State == ledger.StateUnknown:
+			unknown = e
+		case compensation && e.State == ledger.StatePending && t.State == agentledger.StateNeedsAttention:
+			pending = e
+		case compensation && e.State == ledger.StateFailed && (failed == nil || failed.Unbuilt()):
+			failed = e
 		}
-		switch {
-		case j[i].State == ledger.StateUnknown:
-			target = &j[i]
-		case j[i].State == ledger.StateFailed && strings.HasPrefix(step, ledger.CompensationPrefix) && r.Done:
-			target = &j[i] // a compensation refused for good that the operator did by hand
-		case j[i].State == ledger.StateFailed && strings.HasPrefix(step, ledger.CompensationPrefix):
-			return nil, agentledger.Invalid("resolution", "the compensation at %s failed: replay task %d to send it "+
-				"again once its cause is fixed, or resolve it as done if you undid the effect by hand", step, id)
-		}
+	}
+	target := unknown
+	switch {
+	case target != nil:
+	case r.Done && pending != nil:
+		target = pending
+	case r.Done && failed != nil:
+		target = failed // a compensation refused for good that the operator did by hand
+	case pending != nil || failed != nil:
+		return nil, agentledger.Invalid("resolution", "the compensation at %s did not complete: replay task %d to send it "+
+			"again once its cause is fixed, or resolve it as done if you undid the effect by hand", step, id)
 	}
 	if target == nil {
 		return nil, &NoUnknownEffectError{TaskID: id, Step: step, Unknown: unknownSteps(j)}

@@ -17,12 +17,13 @@ import (
 )
 
 // Journal reads a task generation's effects, marks an abandoned one
-// unknown and records one that could not be built as failed
-// (*ledger.Ledger has all three).
+// unknown, and records one that could not be built as failed until it is
+// (*ledger.Ledger has them all).
 type Journal interface {
 	Journal(ctx context.Context, taskID int64, generation int32) ([]ledger.Entry, error)
 	Abandoned(ctx context.Context, taskID int64, e ledger.Entry, why string) error
-	Unbuilt(ctx context.Context, a ledger.Attempt, stepPath, operation, why string) error
+	Unbuilt(ctx context.Context, a ledger.Attempt, stepPath, operation, why string) (bool, error)
+	ClearUnbuilt(ctx context.Context, a ledger.Attempt, stepPath string) error
 }
 
 // Handler is a task kind (worker.Handler).
@@ -101,13 +102,13 @@ func (u *Undoer) Work(ctx context.Context, t *agentledger.Task) (json.RawMessage
 	}
 	var undo []ledger.Entry
 	done := map[string]ledger.Entry{} // completed compensations by step path
-	built := map[string]bool{}        // compensations with a row of a built call, by step path
+	unbuilt := map[string]bool{}      // compensations recorded unbuilt, not resolved, by step path
 	for _, e := range entries {
 		if _, ok := Undoes(e.StepPath); ok && e.State == ledger.StateCompleted {
 			done[e.StepPath] = e
 		}
-		if _, ok := Undoes(e.StepPath); ok && !e.Unbuilt() {
-			built[e.StepPath] = true
+		if _, ok := Undoes(e.StepPath); ok && e.Unbuilt() && e.State != ledger.StateCompleted {
+			unbuilt[e.StepPath] = true
 		}
 		if !ToUndo(e) {
 			continue
@@ -139,7 +140,7 @@ func (u *Undoer) Work(ctx context.Context, t *agentledger.Task) (json.RawMessage
 				ExternalRef: c.Result.ExternalRef, Replayed: true, Note: c.Note})
 			continue
 		}
-		r, err := u.undo(ctx, t, e, built[PathOf(e.StepPath)])
+		r, err := u.undo(ctx, t, e, unbuilt[PathOf(e.StepPath)])
 		if err != nil {
 			return nil, err
 		}
@@ -157,20 +158,27 @@ func toolOf(e ledger.Entry) string {
 	return c.Tool
 }
 
-// undo runs the compensation of the completed effect e; built says a call
-// of it was built before, and has its row in the journal.
-func (u *Undoer) undo(ctx context.Context, t *agentledger.Task, e ledger.Entry, built bool) (Result, error) {
+// undo runs the compensation of the completed effect e; unbuilt says an
+// attempt before recorded it as one that could not be sent.
+func (u *Undoer) undo(ctx context.Context, t *agentledger.Task, e ledger.Entry, unbuilt bool) (Result, error) {
 	var c Compensation
 	if err := json.Unmarshal(e.Compensate, &c); err != nil {
-		return Result{}, u.unbuilt(ctx, t, e, c, built, fmt.Errorf("is not readable: %v", err))
+		return Result{}, u.unbuilt(ctx, t, e, c, false, fmt.Errorf("is not readable: %v", err))
 	}
 	self, err := refs.View(e.Result)
 	if err != nil {
-		return Result{}, u.unbuilt(ctx, t, e, c, built, err)
+		return Result{}, u.unbuilt(ctx, t, e, c, false, err)
 	}
 	args, err := c.resolve(self)
 	if err != nil {
-		return Result{}, u.unbuilt(ctx, t, e, c, built, err)
+		return Result{}, u.unbuilt(ctx, t, e, c, false, err)
+	}
+	if unbuilt {
+		// Built now: the ledger records the call under its own operation,
+		// and the step keeps no record that it could not be.
+		if err := u.Journal.ClearUnbuilt(ctx, tools.AttemptOf(t), PathOf(e.StepPath)); err != nil {
+			return Result{}, err
+		}
 	}
 	o := &tools.Outgoing{ToolName: c.Tool, Call: tools.Call{Task: t, StepPath: PathOf(e.StepPath), Args: args}}
 	res, err := u.path().Perform(ctx, o)
@@ -185,9 +193,9 @@ func (u *Undoer) undo(ctx context.Context, t *agentledger.Task, e ledger.Entry, 
 			e.StepPath, c.Tool, err))
 	case errors.As(err, new(*agentledger.PermanentError)):
 		// Refused before the ledger took it (its arguments, the grant, a
-		// pure call): nothing was sent, and the same call is refused
-		// again.
-		return Result{}, u.unbuilt(ctx, t, e, c, built, err)
+		// pure call): this attempt sent nothing, and the same call is
+		// refused again until the cause is fixed.
+		return Result{}, u.unbuilt(ctx, t, e, c, true, err)
 	case err != nil:
 		return Result{}, fmt.Errorf("the compensation of %s (%s): %w", e.StepPath, c.Tool, err)
 	}
@@ -196,22 +204,29 @@ func (u *Undoer) undo(ctx context.Context, t *agentledger.Task, e ledger.Entry, 
 }
 
 // unbuilt fails the compensation c of e for good: it cannot be sent
-// (why), and the next attempt would be refused alike. Unless a call of it
-// was built before (built: its row, pending, unknown or failed, says what
-// may have happened, and stays as it is), the journal records it failed
-// (ledger.Ledger.Unbuilt), for an operator to undo the effect by hand and
-// resolve it as done, or to fix the cause and replay.
-func (u *Undoer) unbuilt(ctx context.Context, t *agentledger.Task, e ledger.Entry, c Compensation, built bool, why error) error {
+// (why), and the next attempt would fail alike; fixable says fixing the
+// cause lets a replay send it (a refusal: the grant, an allow-list), as
+// an argument that does not render from e's result never would. The
+// journal records it failed (ledger.Ledger.Unbuilt), for an operator to
+// undo the effect by hand and resolve it as done, unless a call of it
+// built before has a row: that row says what may have happened, and is
+// the one to resolve.
+func (u *Undoer) unbuilt(ctx context.Context, t *agentledger.Task, e ledger.Entry, c Compensation, fixable bool, why error) error {
 	err := fmt.Errorf("the compensation of %s cannot be sent: %w", e.StepPath, why)
-	if built {
-		return agentledger.Permanent(err)
-	}
 	path := PathOf(e.StepPath)
-	if rerr := u.Journal.Unbuilt(ctx, tools.AttemptOf(t), path, cmp.Or(c.Tool, "compensate"), err.Error()); rerr != nil {
+	recorded, rerr := u.Journal.Unbuilt(ctx, tools.AttemptOf(t), path, cmp.Or(c.Tool, "compensate"), err.Error())
+	if rerr != nil {
 		return rerr
 	}
-	return agentledger.Permanent(fmt.Errorf("%w; undo %s by hand, then resolve it as done (agentctl resolve %d --step %s --done "+
-		"--note …), or fix the cause and replay task %d", err, e.StepPath, t.ID, path, t.ID))
+	advice := fmt.Sprintf("undo %s by hand, then resolve it as done (agentctl resolve %d --step %s --done --note …)", e.StepPath, t.ID, path)
+	if !recorded {
+		advice = fmt.Sprintf("the row of its call at %s says what may have happened: resolve it (agentctl resolve %d --step %s …)",
+			path, t.ID, path)
+	}
+	if fixable {
+		advice += fmt.Sprintf(", or fix the cause and replay task %d", t.ID)
+	}
+	return agentledger.Permanent(fmt.Errorf("%w; %s", err, advice))
 }
 
 // ToUndo reports whether the compensation phase has to deal with journal

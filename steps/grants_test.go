@@ -14,6 +14,7 @@ import (
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/operator"
 	"github.com/agentledger/agentledger/saga"
 	"github.com/agentledger/agentledger/steps"
 	"github.com/agentledger/agentledger/tools"
@@ -115,16 +116,28 @@ func TestRevokeStopsTheNextCompensation(t *testing.T) {
 }
 
 // refund is an unsafe tool recorded under its own name, as the HTTP tools
-// are: its first call is lost in transit (an unknown outcome).
-type refund struct{ calls atomic.Int64 }
+// are: its first call is lost in transit (an unknown outcome). keyed makes
+// it keyed; refuse, a call refused for good (a 4xx).
+type refund struct {
+	calls         atomic.Int64
+	keyed, refuse bool
+}
 
 func (*refund) Name() string                { return "refund" }
 func (*refund) Description() string         { return "refunds" }
 func (*refund) Parameters() json.RawMessage { return json.RawMessage(`{"type":"object"}`) }
 func (r *refund) Effect(c tools.Call) (ledger.Effect, error) {
-	return ledger.Effect{Operation: "refund", Class: ledger.Unsafe, Request: c.Args,
+	class := ledger.Unsafe
+	if r.keyed {
+		class = ledger.Keyed
+	}
+	return ledger.Effect{Operation: "refund", Class: class, Request: c.Args,
 		Perform: func(context.Context, ledger.Call) (ledger.Result, error) {
-			if r.calls.Add(1) == 1 {
+			n := r.calls.Add(1)
+			switch {
+			case r.refuse:
+				return ledger.Result{}, agentledger.Permanent(errors.New("422: card closed"))
+			case n == 1 && !r.keyed:
 				return ledger.Result{}, errors.New("connection reset after the request was sent")
 			}
 			return ledger.Result{Status: 201}, nil
@@ -145,6 +158,7 @@ func sagaWithGrant(t *testing.T) (*env, *grants.Store, *refund, saga.Handler, in
 	runner := steps.New(e.Ledger, reg)
 	runner.Grants = store
 	phase := saga.Phase(runner, &saga.Undoer{Ledger: e.Ledger, Journal: e.Ledger, Tools: reg, Grants: store})
+	e.phase = phase
 	id := e.Enqueue(claims.EnqueueParams{Tenant: "acme", Payload: json.RawMessage(`{"steps":[` +
 		`{"tool":"post","args":{"n":0},"compensate":{"tool":"refund","args":{"undo":0}}},{"tool":"ship"}]}`)}).ID
 	task := e.claim()
@@ -216,11 +230,15 @@ func TestRefusedCompensationSentAfterTheFix(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var previewed []string
 	for _, pe := range p.Effects {
-		if pe.Step == saga.PathOf("tool/0") && (pe.Operation != ledger.UnbuiltPrefix+"refund" || pe.Plan != ledger.PlanRun ||
-			pe.State != ledger.StateFailed || pe.Performed != 0) {
-			t.Fatalf("preview of the unbuilt refund: %+v", pe)
+		if pe.Step == saga.PathOf("tool/0") {
+			previewed = append(previewed, fmt.Sprintf("%s %s %d %s %q", pe.Operation, pe.State, pe.Performed, pe.Plan, pe.Refused))
 		}
+	}
+	if want := ledger.UnbuiltPrefix + `refund failed 0 will run "tenant \"acme\" has no grant for tool \"refund\" ` +
+		`(agentctl tenant grant acme --tool refund)"`; strings.Join(previewed, ",") != want {
+		t.Fatalf("preview of the unbuilt refund: %v, want %s", previewed, want)
 	}
 	if _, err := store.Update(ctx, "acme", func(g *grants.Grant) { g.Tools = append(g.Tools, "refund") }); err != nil {
 		t.Fatal(err)
@@ -236,5 +254,80 @@ func TestRefusedCompensationSentAfterTheFix(t *testing.T) {
 	e.succeed(again, res)
 	if r.calls.Load() != 2 || e.get(id).State != agentledger.StateCompensated {
 		t.Fatalf("refund called %d times (want once after the fix), state %s", r.calls.Load()-1, e.get(id).State)
+	}
+}
+
+// Once the grant is back, the refused compensation's call is built: its
+// unbuilt record goes, and when the call's answer is lost the operator
+// may say it did not happen (retry), as for any unknown outcome.
+func TestRefusedCompensationThenLost(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e, store, r, phase, id := sagaWithGrant(t)
+	revoke(t, store, "refund")
+	undo := e.claim()
+	_, err := phase.Work(ctx, undo)
+	if st := e.fail(undo, err); st != agentledger.StateNeedsAttention {
+		t.Fatalf("refused refund: %s (%v)", st, err)
+	}
+	if _, err := store.Update(ctx, "acme", func(g *grants.Grant) { g.Tools = append(g.Tools, "refund") }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Operator.Replay(ctx, "", id); err != nil {
+		t.Fatal(err)
+	}
+	again := e.claim()
+	if _, err = phase.Work(ctx, again); !errors.Is(err, agentledger.ErrNeedsAttention) {
+		t.Fatalf("lost refund: %v, want an unknown outcome", err)
+	}
+	e.fail(again, err)
+	var rows []string
+	for _, en := range e.Journal(again) {
+		if en.StepPath == saga.PathOf("tool/0") {
+			rows = append(rows, en.Operation+" "+string(en.State))
+		}
+	}
+	if strings.Join(rows, ",") != "refund unknown" {
+		t.Fatalf("compensation rows %v, want the built call's alone (its unbuilt record dropped)", rows)
+	}
+	if _, err := e.Operator.Resolve(ctx, "", id, saga.PathOf("tool/0"), operator.Resolution{Note: "the provider has no such refund"}); err != nil {
+		t.Fatalf("resolve as not happened: %v", err)
+	}
+	e.undoToTheEnd(ctx)
+	if r.calls.Load() != 2 || e.get(id).State != agentledger.StateCompensated {
+		t.Fatalf("refund called %d times (want the lost one and one more), state %s", r.calls.Load(), e.get(id).State)
+	}
+}
+
+// A keyed compensation refused for good, reopened by a replay (pending),
+// then refused before it is sent (its tool revoked): nothing is recorded
+// over its row, and the operator who refunded by hand resolves that row
+// as done; the task ends compensated without another call.
+func TestPendingCompensationResolvedByHand(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e, store, r, phase, id := sagaWithGrant(t)
+	r.keyed, r.refuse = true, true
+	undo := e.claim()
+	_, err := phase.Work(ctx, undo)
+	if st := e.fail(undo, err); st != agentledger.StateNeedsAttention {
+		t.Fatalf("refused refund: %s (%v)", st, err)
+	}
+	r.refuse = false
+	revoke(t, store, "refund")
+	if _, err := e.Operator.Replay(ctx, "", id); err != nil {
+		t.Fatal(err)
+	}
+	again := e.claim()
+	_, err = phase.Work(ctx, again)
+	if st := e.fail(again, err); st != agentledger.StateNeedsAttention || !strings.Contains(err.Error(), "the row of its call at compensate/tool/0") {
+		t.Fatalf("revoked refund: %s (%v)", st, err)
+	}
+	if _, err := e.Operator.Resolve(ctx, "", id, saga.PathOf("tool/0"), operator.Resolution{Done: true, Note: "refunded by hand"}); err != nil {
+		t.Fatalf("resolve as done: %v", err)
+	}
+	e.undoToTheEnd(ctx)
+	if r.calls.Load() != 1 || e.get(id).State != agentledger.StateCompensated {
+		t.Fatalf("refund called %d times (want the refused one only), state %s", r.calls.Load(), e.get(id).State)
 	}
 }
