@@ -621,15 +621,18 @@ func (l *Ledger) Unbuilt(ctx context.Context, a Attempt, stepPath, operation, wh
 	return tag.RowsAffected() > 0, nil
 }
 
-// ClearUnbuilt drops the unbuilt record of stepPath (Unbuilt), unless an
-// operator resolved it: attempt a has built its call, which the ledger
-// records under its own operation. Fenced on a's lease.
-func (l *Ledger) ClearUnbuilt(ctx context.Context, a Attempt, stepPath string) error {
-	_, err := l.db.Exec(ctx, queriesOf(a.Fence).clearUnbuilt, a.Tenant, a.TaskID, a.Generation, stepPath, a.token(), a.fenceID())
+// ClearUnbuilt drops the unbuilt record of stepPath (Unbuilt): attempt
+// a has built its call, which the ledger records under its own
+// operation. cleared is false when there was none to drop: an operator
+// resolved it as done meanwhile (the call must not be sent: a new look at
+// the journal serves the step), or a's lease is gone. Fenced on a's
+// lease.
+func (l *Ledger) ClearUnbuilt(ctx context.Context, a Attempt, stepPath string) (cleared bool, err error) {
+	tag, err := l.db.Exec(ctx, queriesOf(a.Fence).clearUnbuilt, a.Tenant, a.TaskID, a.Generation, stepPath, a.token(), a.fenceID())
 	if err != nil {
-		return fmt.Errorf("ledger: clearing the unbuilt effect at %s: %w", stepPath, err)
+		return false, fmt.Errorf("ledger: clearing the unbuilt effect at %s: %w", stepPath, err)
 	}
-	return nil
+	return tag.RowsAffected() > 0, nil
 }
 
 // Unbuilt reports whether e was recorded by Ledger.Unbuilt.

@@ -146,7 +146,9 @@ WHERE ledger.state <> 'completed'`,
 
 		// clearUnbuilt drops a step's unbuilt record, not resolved, once
 		// its call is built: a step has an unbuilt row or built ones,
-		// never both (Ledger.ClearUnbuilt).
+		// never both (Ledger.ClearUnbuilt). An operator's resolution that
+		// commits first leaves the row completed and deletes nothing,
+		// which the caller is told.
 		clearUnbuilt: `/* ledger.clearUnbuilt */
 WITH fence AS (
 	SELECT id FROM ` + f("$6", "$5") + `
@@ -256,17 +258,16 @@ FROM ledger WHERE task_id = $1 AND generation = $2 AND operation = $3
 ORDER BY seq DESC LIMIT 1`
 
 // resolveDoneSQL is an operator's "done": the unknown effect is taken as
-// performed, with a note. So is a compensation that failed for good, or
-// one left pending by a parked task's attempt (operator.Resolve checks
-// the task is parked), that the operator did by hand: its task's
-// compensation then goes on, and a refusal's answer is not kept as what
-// undid the effect (the attempts keep the error).
+// performed, with a note. So is a compensation that failed for good and
+// that the operator did by hand: its task's compensation then goes on, and
+// a refusal's answer is not kept as what undid the effect (the attempts
+// keep the error). A pending one is not taken: it may have been sent.
 const resolveDoneSQL = `/* ledger.resolveDone */
 UPDATE ledger SET state = 'completed', note = $4,
 	result = CASE WHEN state = 'failed' THEN $5::jsonb ELSE coalesce($5::jsonb, result) END, error = NULL,
 	completed_at = now(), updated_at = now()
 WHERE tenant = $1 AND operation = $2 AND effect_key = $3
-	AND (state = 'unknown' OR (state IN ('failed', 'pending') AND starts_with(step_path, 'compensate/')))`
+	AND (state = 'unknown' OR (state = 'failed' AND starts_with(step_path, 'compensate/')))`
 
 // resolveRetrySQL is an operator's "perform it again": the next attempt may
 // perform the unknown effect once.

@@ -19,9 +19,8 @@ type Resolution struct {
 
 // Resolve settles the unknown effect at step of task id's current
 // generation and, when the task needs attention, replays it: completed
-// effects are served, the rest run. A compensation that failed for good,
-// or that a parked task's attempt left pending, may be resolved as done
-// (the operator undid the effect by hand).
+// effects are served, the rest run. A compensation that failed for good
+// may be resolved as done (the operator undid the effect by hand).
 func (s *Service) Resolve(ctx context.Context, tenant string, id int64, step string, r Resolution) (*agentledger.Task, error) {
 	switch {
 	case step == "":
@@ -33,19 +32,17 @@ func (s *Service) Resolve(ctx context.Context, tenant string, id int64, step str
 	if err != nil {
 		return nil, err
 	}
-	// An unknown outcome first; for "done", a compensation that failed,
-	// or that a parked task's attempt left pending, the operator undid by
-	// hand. A step's built call and its unbuilt record never stand
-	// together (ledger.Ledger.Unbuilt), but a built row would say more.
-	var unknown, pending, failed *ledger.Entry
+	// An unknown outcome first; for "done", a compensation that failed
+	// for good and the operator undid by hand (a built call's row before
+	// an unbuilt record: a step holds one or the other). A pending one
+	// is not taken: it may have been sent, and a replay decides.
+	var unknown, failed *ledger.Entry
 	compensation := strings.HasPrefix(step, ledger.CompensationPrefix)
 	for i := range j {
 		switch e := &j[i]; {
 		case e.StepPath != step:
 		case e.State == ledger.StateUnknown:
 			unknown = e
-		case compensation && e.State == ledger.StatePending && t.State == agentledger.StateNeedsAttention:
-			pending = e
 		case compensation && e.State == ledger.StateFailed && (failed == nil || failed.Unbuilt()):
 			failed = e
 		}
@@ -53,12 +50,10 @@ func (s *Service) Resolve(ctx context.Context, tenant string, id int64, step str
 	target := unknown
 	switch {
 	case target != nil:
-	case r.Done && pending != nil:
-		target = pending
 	case r.Done && failed != nil:
-		target = failed // a compensation refused for good that the operator did by hand
-	case pending != nil || failed != nil:
-		return nil, agentledger.Invalid("resolution", "the compensation at %s did not complete: replay task %d to send it "+
+		target = failed
+	case failed != nil:
+		return nil, agentledger.Invalid("resolution", "the compensation at %s failed: replay task %d to send it "+
 			"again once its cause is fixed, or resolve it as done if you undid the effect by hand", step, id)
 	}
 	if target == nil {

@@ -23,7 +23,7 @@ type Journal interface {
 	Journal(ctx context.Context, taskID int64, generation int32) ([]ledger.Entry, error)
 	Abandoned(ctx context.Context, taskID int64, e ledger.Entry, why string) error
 	Unbuilt(ctx context.Context, a ledger.Attempt, stepPath, operation, why string) (bool, error)
-	ClearUnbuilt(ctx context.Context, a ledger.Attempt, stepPath string) error
+	ClearUnbuilt(ctx context.Context, a ledger.Attempt, stepPath string) (bool, error)
 }
 
 // Handler is a task kind (worker.Handler).
@@ -175,16 +175,27 @@ func (u *Undoer) undo(ctx context.Context, t *agentledger.Task, e ledger.Entry, 
 	}
 	if unbuilt {
 		// Built now: the ledger records the call under its own operation,
-		// and the step keeps no record that it could not be.
-		if err := u.Journal.ClearUnbuilt(ctx, tools.AttemptOf(t), PathOf(e.StepPath)); err != nil {
+		// and the step keeps no record that it could not be. A record
+		// resolved as done since the journal was read stands, and the
+		// call is not sent: the next attempt serves it.
+		cleared, err := u.Journal.ClearUnbuilt(ctx, tools.AttemptOf(t), PathOf(e.StepPath))
+		if err != nil {
 			return Result{}, err
+		}
+		if !cleared {
+			return Result{}, fmt.Errorf("the compensation of %s: its record changed while this attempt ran (resolved by an "+
+				"operator?), so it is read again", e.StepPath)
 		}
 	}
 	o := &tools.Outgoing{ToolName: c.Tool, Call: tools.Call{Task: t, StepPath: PathOf(e.StepPath), Args: args}}
 	res, err := u.path().Perform(ctx, o)
 	var failed *ledger.FailedError
 	switch {
-	case err != nil && o.Tool == nil: // the lookup failed: no such tool
+	case err != nil && o.Tool == nil && errors.As(err, new(*agentledger.PermanentError)):
+		// No such tool here, for good: recorded, so that an operator can
+		// settle it by hand, or register the tool and replay.
+		return Result{}, u.unbuilt(ctx, t, e, c, true, err)
+	case err != nil && o.Tool == nil: // the lookup failed for now (an MCP server not connected)
 		return Result{}, fmt.Errorf("the compensation of %s: %w", e.StepPath, err)
 	case errors.As(err, &failed):
 		return Result{}, agentledger.Permanent(fmt.Errorf("the compensation of %s (%s) failed: %s", e.StepPath, c.Tool, failed.Message))
@@ -205,12 +216,12 @@ func (u *Undoer) undo(ctx context.Context, t *agentledger.Task, e ledger.Entry, 
 
 // unbuilt fails the compensation c of e for good: it cannot be sent
 // (why), and the next attempt would fail alike; fixable says fixing the
-// cause lets a replay send it (a refusal: the grant, an allow-list), as
-// an argument that does not render from e's result never would. The
-// journal records it failed (ledger.Ledger.Unbuilt), for an operator to
-// undo the effect by hand and resolve it as done, unless a call of it
-// built before has a row: that row says what may have happened, and is
-// the one to resolve.
+// cause lets a replay send it (a refusal: the grant, an allow-list, a
+// tool not registered), as an argument that does not render from e's
+// result never would. The journal records it failed
+// (ledger.Ledger.Unbuilt), for an operator to undo the effect by hand and
+// resolve it as done, unless a call of it built before has a row: that
+// row says what may have happened, and a replay lets the ledger decide.
 func (u *Undoer) unbuilt(ctx context.Context, t *agentledger.Task, e ledger.Entry, c Compensation, fixable bool, why error) error {
 	err := fmt.Errorf("the compensation of %s cannot be sent: %w", e.StepPath, why)
 	path := PathOf(e.StepPath)
@@ -220,8 +231,9 @@ func (u *Undoer) unbuilt(ctx context.Context, t *agentledger.Task, e ledger.Entr
 	}
 	advice := fmt.Sprintf("undo %s by hand, then resolve it as done (agentctl resolve %d --step %s --done --note …)", e.StepPath, t.ID, path)
 	if !recorded {
-		advice = fmt.Sprintf("the row of its call at %s says what may have happened: resolve it (agentctl resolve %d --step %s …)",
-			path, t.ID, path)
+		// A call of it was built before: its row (agentctl show) says
+		// what may have happened, and the ledger decides on a replay.
+		advice = fmt.Sprintf("a call of it was sent before: its row at %s stands (agentctl show %d)", path, t.ID)
 	}
 	if fixable {
 		advice += fmt.Sprintf(", or fix the cause and replay task %d", t.ID)

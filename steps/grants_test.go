@@ -301,9 +301,10 @@ func TestRefusedCompensationThenLost(t *testing.T) {
 
 // A keyed compensation refused for good, reopened by a replay (pending),
 // then refused before it is sent (its tool revoked): nothing is recorded
-// over its row, and the operator who refunded by hand resolves that row
-// as done; the task ends compensated without another call.
-func TestPendingCompensationResolvedByHand(t *testing.T) {
+// over its row, which may not be resolved as done (a pending call may
+// have been sent); once the grant is back a replay sends it again under
+// its key, and the task ends compensated.
+func TestPendingCompensationReplayedAfterTheFix(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	e, store, r, phase, id := sagaWithGrant(t)
@@ -320,14 +321,94 @@ func TestPendingCompensationResolvedByHand(t *testing.T) {
 	}
 	again := e.claim()
 	_, err = phase.Work(ctx, again)
-	if st := e.fail(again, err); st != agentledger.StateNeedsAttention || !strings.Contains(err.Error(), "the row of its call at compensate/tool/0") {
+	if st := e.fail(again, err); st != agentledger.StateNeedsAttention || !strings.Contains(err.Error(), "a call of it was sent before: its row at compensate/tool/0 stands") {
 		t.Fatalf("revoked refund: %s (%v)", st, err)
 	}
-	if _, err := e.Operator.Resolve(ctx, "", id, saga.PathOf("tool/0"), operator.Resolution{Done: true, Note: "refunded by hand"}); err != nil {
-		t.Fatalf("resolve as done: %v", err)
+	if _, err := e.Operator.Resolve(ctx, "", id, saga.PathOf("tool/0"), operator.Resolution{Done: true, Note: "refunded by hand"}); !errors.Is(err, agentledger.ErrNotFound) {
+		t.Fatalf("resolve of a pending compensation: %v, want none to resolve", err)
+	}
+	if _, err := store.Update(ctx, "acme", func(g *grants.Grant) { g.Tools = append(g.Tools, "refund") }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Operator.Replay(ctx, "", id); err != nil {
+		t.Fatal(err)
 	}
 	e.undoToTheEnd(ctx)
+	if r.calls.Load() != 2 || e.get(id).State != agentledger.StateCompensated {
+		t.Fatalf("refund called %d times (want the refused one and one after the fix), state %s", r.calls.Load(), e.get(id).State)
+	}
+}
+
+// resolvingJournal is the ledger as the Undoer's journal, with an
+// operator who resolves the step's unbuilt record as done just before the
+// attempt that built its call clears it.
+type resolvingJournal struct {
+	*ledger.Ledger
+	resolve func()
+}
+
+func (j resolvingJournal) ClearUnbuilt(ctx context.Context, a ledger.Attempt, stepPath string) (bool, error) {
+	j.resolve()
+	return j.Ledger.ClearUnbuilt(ctx, a, stepPath)
+}
+
+// An operator who resolves an unbuilt compensation as done while an
+// attempt is about to send it wins: the attempt sends nothing, and the
+// next serves the step.
+func TestResolvedWhileTheCallIsBuilt(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e, store, r, _, id := sagaWithGrant(t)
+	r.calls.Store(1) // no call is lost in transit here
+	revoke(t, store, "refund")
+	undo := e.claim()
+	_, err := e.phase.Work(ctx, undo)
+	if st := e.fail(undo, err); st != agentledger.StateNeedsAttention {
+		t.Fatalf("refused refund: %s (%v)", st, err)
+	}
+	if _, err := store.Update(ctx, "acme", func(g *grants.Grant) { g.Tools = append(g.Tools, "refund") }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Operator.Replay(ctx, "", id); err != nil {
+		t.Fatal(err)
+	}
+	reg := tools.NewRegistry(e.tool, &ship{}, r)
+	e.phase = saga.Phase(steps.New(e.Ledger, reg), &saga.Undoer{Ledger: e.Ledger, Tools: reg, Grants: store,
+		Journal: resolvingJournal{e.Ledger, func() {
+			if _, err := e.Operator.Resolve(ctx, "", id, saga.PathOf("tool/0"), operator.Resolution{Done: true, Note: "refunded by hand"}); err != nil {
+				t.Errorf("resolve while the task runs: %v", err)
+			}
+		}}})
+	again := e.claim()
+	if _, err = e.phase.Work(ctx, again); err == nil || errors.As(err, new(*agentledger.PermanentError)) || r.calls.Load() != 1 {
+		t.Fatalf("attempt racing the resolution: %v, %d calls; want a retry and none sent", err, r.calls.Load()-1)
+	}
+	e.fail(again, err)
+	e.undoToTheEnd(ctx)
 	if r.calls.Load() != 1 || e.get(id).State != agentledger.StateCompensated {
-		t.Fatalf("refund called %d times (want the refused one only), state %s", r.calls.Load(), e.get(id).State)
+		t.Fatalf("refund called %d times (want none), state %s", r.calls.Load()-1, e.get(id).State)
+	}
+}
+
+// A compensation whose tool is not registered here, for good, is recorded
+// as one that cannot be sent: the operator who undid the effect by hand
+// resolves it, and the task ends compensated.
+func TestCompensationOfAnUnregisteredTool(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e, _, _, _, id := sagaWithGrant(t)
+	reg := tools.NewRegistry(e.tool, &ship{}) // no refund tool
+	e.phase = saga.Phase(steps.New(e.Ledger, reg), &saga.Undoer{Ledger: e.Ledger, Journal: e.Ledger, Tools: reg})
+	undo := e.claim()
+	_, err := e.phase.Work(ctx, undo)
+	if st := e.fail(undo, err); st != agentledger.StateNeedsAttention || !strings.Contains(err.Error(), "cannot be sent") {
+		t.Fatalf("unregistered refund: %s (%v)", st, err)
+	}
+	if _, err := e.Operator.Resolve(ctx, "", id, saga.PathOf("tool/0"), operator.Resolution{Done: true, Note: "refunded by hand"}); err != nil {
+		t.Fatal(err)
+	}
+	e.undoToTheEnd(ctx)
+	if e.get(id).State != agentledger.StateCompensated {
+		t.Fatalf("state %s, want compensated", e.get(id).State)
 	}
 }

@@ -28,6 +28,12 @@ more performance (--retry: it did not happen). --note says why and is kept in
 the journal. The task is then replayed: effects completed before are served,
 the rest run.
 
+A saga's compensation that failed for good (refused, or one that could not
+be sent: its journal row is failed) is resolved with --step
+compensate/tool/N --done once you undid the effect by hand; the task goes
+on undoing the rest. One still pending is not: it may have been sent, and a
+replay lets the ledger decide.
+
 --step names the effect by its step path, as agentctl show lists it; it
 may be left out when the task has one effect of unknown outcome.`,
 		Example: `  agentctl resolve 42 --step tool/1 --done --note "wire 77 seen in the bank portal"
