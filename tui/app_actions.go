@@ -230,6 +230,9 @@ func (a *App) openResolve(t *agentledger.Task) tea.Cmd {
 		return nil
 	}
 	id, step := t.ID, e.Step
+	if e.State == ledger.StateFailed {
+		return a.openResolveCompensation(id, e)
+	}
 	// Say what the ledger recorded: an answer that does not settle it (a
 	// 502, a reset connection), or nothing, when the attempt died first.
 	why := "its attempt died after performing it, before recording it."
@@ -245,6 +248,23 @@ func (a *App) openResolve(t *agentledger.Task) tea.Cmd {
 		func(note string, done bool) tea.Cmd {
 			return a.cmd.resolve(id, step, Resolution{Done: done, Note: note})
 		})
+	a.openDialog(d)
+	return cmd
+}
+
+// openResolveCompensation asks for the note of a compensation that
+// failed for good (refused, or one that could not be sent), resolved as
+// done: the operator undid the effect by hand. Done only: a compensation
+// is never "not performed" for the task to go on.
+func (a *App) openResolveCompensation(id int64, e operator.Effect) tea.Cmd {
+	lines := []string{fmt.Sprintf("The compensation at %s (%s) of task %d failed for good:", e.Step, e.Operation, id),
+		"  " + oneLine(e.Error),
+		fmt.Sprintf("If you undid %s by hand, say so: the task then goes on undoing the rest. Otherwise fix the cause and replay it (r).", e.Undoes)}
+	d, cmd := newNoteDialog(a.env, fmt.Sprintf("Resolve compensation %s of task %d as done", e.Step, id), lines,
+		func(note string, _ bool) tea.Cmd {
+			return a.cmd.resolve(id, e.Step, Resolution{Done: true, Note: note})
+		})
+	d.toggle = false
 	a.openDialog(d)
 	return cmd
 }

@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strconv"
 	"testing"
 	"time"
@@ -87,4 +88,50 @@ func TestConsoleCompensatePreview(t *testing.T) {
 	press(tm, "u")
 	waitFor(t, tm, "Compensate task 1?", "undoes 2 effects, newest first", `"charge":"ch_1"`)
 	golden.RequireEqual(t, []byte(finish(t, tm)))
+}
+
+// v on a task parked on a compensation that failed for good resolves it
+// as done (the operator undid the effect by hand): a note is required,
+// and the task goes on undoing the rest.
+func TestResolveFailedCompensation(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store, tasks := sagaDB(t)
+	if _, err := store.Operator.Compensate(ctx, "", 1); err != nil {
+		t.Fatal(err)
+	}
+	undo, err := tasks.Claim(ctx, claims.ClaimParams{Queue: claims.DefaultQueue, Worker: "worker-b", Limit: 1, Lease: time.Minute})
+	if err != nil || len(undo) != 1 {
+		t.Fatalf("claim of the compensation: %v %v", undo, err)
+	}
+	_, err = ledger.New(store.db).Do(ctx, tools.AttemptOf(undo[0]), ledger.Effect{Operation: "http_request", StepPath: "compensate/tool/1",
+		Class: ledger.Keyed, Request: json.RawMessage(`{}`),
+		Perform: func(context.Context, ledger.Call) (ledger.Result, error) {
+			return ledger.Result{}, agentledger.Permanent(errors.New("422: no such reservation"))
+		}})
+	if err == nil {
+		t.Fatal("the refused compensation succeeded")
+	}
+	if _, err := tasks.Fail(ctx, claims.Failure{Lease: claims.LeaseOf(undo[0]), Error: err.Error(), Final: true}); err != nil {
+		t.Fatal(err)
+	}
+	d := newDriver(t, store, Options{}, 100, 30)
+	d.keys("enter", "v")
+	wantStatus(t, d, "Resolve compensation compensate/tool/1 of task 1 as done")
+	wantStatus(t, d, "422: no such reservation")
+	d.keys("tab") // no toggle: a compensation is resolved as done only
+	d.keys("enter")
+	wantStatus(t, d, "a note is required")
+	d.typeText("released by hand in the warehouse system")
+	d.keys("enter")
+	wantStatus(t, d, "effect compensate/tool/1 of task 1 marked done; task is compensating")
+	j, err := ledger.New(store.db).Journal(ctx, 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range j {
+		if e.StepPath == "compensate/tool/1" && (e.State != ledger.StateCompleted || e.Note != "released by hand in the warehouse system") {
+			t.Errorf("the compensation after resolve: %+v", e)
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"github.com/agentledger/agentledger"
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/viewport"
 	tea "github.com/charmbracelet/bubbletea"
@@ -82,6 +83,17 @@ func (m taskModel) resolveTarget() (operator.Effect, bool) {
 		if e.State == ledger.StateUnknown {
 			return e, true
 		}
+	}
+	// Else a compensation that failed for good, which a parked task's
+	// operator may resolve as done (undone by hand): the newest.
+	var failed *operator.Effect
+	for i, e := range m.detail.Journal {
+		if m.detail.Task.State == agentledger.StateNeedsAttention && e.Undoes != "" && e.State == ledger.StateFailed {
+			failed = &m.detail.Journal[i]
+		}
+	}
+	if failed != nil {
+		return *failed, true
 	}
 	return operator.Effect{}, false
 }
