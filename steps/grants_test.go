@@ -169,6 +169,26 @@ func sagaWithGrant(t *testing.T) (*env, *grants.Store, *refund, saga.Handler, in
 	return e, store, r, phase, id
 }
 
+// regrant puts tool back in acme's grant.
+func regrant(t *testing.T, store *grants.Store, tool string) {
+	t.Helper()
+	if _, err := store.Update(context.Background(), "acme", func(g *grants.Grant) { g.Tools = append(g.Tools, tool) }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// parkRefused revokes the refund tool and runs the compensation phase,
+// which is refused it before anything is sent: the task parks.
+func parkRefused(t *testing.T, e *env, store *grants.Store) {
+	t.Helper()
+	revoke(t, store, "refund")
+	undo := e.claim()
+	_, err := e.phase.Work(context.Background(), undo)
+	if st := e.fail(undo, err); st != agentledger.StateNeedsAttention || !strings.Contains(err.Error(), "or fix the cause and replay task") {
+		t.Fatalf("refused refund: %s (%v), want needs_attention at once", st, err)
+	}
+}
+
 // revoke takes tool out of acme's grant.
 func revoke(t *testing.T, store *grants.Store, tool string) {
 	t.Helper()
@@ -218,14 +238,9 @@ func TestRevokedCompensationKeepsItsUnknownOutcome(t *testing.T) {
 func TestRefusedCompensationSentAfterTheFix(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	e, store, r, phase, id := sagaWithGrant(t)
+	e, store, r, _, id := sagaWithGrant(t)
 	r.calls.Store(1) // no call is lost in transit here
-	revoke(t, store, "refund")
-	undo := e.claim()
-	_, err := phase.Work(ctx, undo)
-	if st := e.fail(undo, err); st != agentledger.StateNeedsAttention || !strings.Contains(err.Error(), "or fix the cause and replay task") {
-		t.Fatalf("refused refund: %s (%v), want needs_attention at once", st, err)
-	}
+	parkRefused(t, e, store)
 	p, err := e.Operator.Preview(ctx, "", id)
 	if err != nil {
 		t.Fatal(err)
@@ -240,18 +255,11 @@ func TestRefusedCompensationSentAfterTheFix(t *testing.T) {
 		`(agentctl tenant grant acme --tool refund)"`; strings.Join(previewed, ",") != want {
 		t.Fatalf("preview of the unbuilt refund: %v, want %s", previewed, want)
 	}
-	if _, err := store.Update(ctx, "acme", func(g *grants.Grant) { g.Tools = append(g.Tools, "refund") }); err != nil {
-		t.Fatal(err)
-	}
+	regrant(t, store, "refund")
 	if _, err := e.Operator.Replay(ctx, "", id); err != nil {
 		t.Fatal(err)
 	}
-	again := e.claim()
-	res, err := phase.Work(ctx, again)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.succeed(again, res)
+	e.undoToTheEnd(ctx)
 	if r.calls.Load() != 2 || e.get(id).State != agentledger.StateCompensated {
 		t.Fatalf("refund called %d times (want once after the fix), state %s", r.calls.Load()-1, e.get(id).State)
 	}
@@ -264,20 +272,14 @@ func TestRefusedCompensationThenLost(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	e, store, r, phase, id := sagaWithGrant(t)
-	revoke(t, store, "refund")
-	undo := e.claim()
-	_, err := phase.Work(ctx, undo)
-	if st := e.fail(undo, err); st != agentledger.StateNeedsAttention {
-		t.Fatalf("refused refund: %s (%v)", st, err)
-	}
-	if _, err := store.Update(ctx, "acme", func(g *grants.Grant) { g.Tools = append(g.Tools, "refund") }); err != nil {
-		t.Fatal(err)
-	}
+	parkRefused(t, e, store)
+	regrant(t, store, "refund")
 	if _, err := e.Operator.Replay(ctx, "", id); err != nil {
 		t.Fatal(err)
 	}
 	again := e.claim()
-	if _, err = phase.Work(ctx, again); !errors.Is(err, agentledger.ErrNeedsAttention) {
+	_, err := phase.Work(ctx, again)
+	if !errors.Is(err, agentledger.ErrNeedsAttention) {
 		t.Fatalf("lost refund: %v, want an unknown outcome", err)
 	}
 	e.fail(again, err)
@@ -327,9 +329,7 @@ func TestPendingCompensationReplayedAfterTheFix(t *testing.T) {
 	if _, err := e.Operator.Resolve(ctx, "", id, saga.PathOf("tool/0"), operator.Resolution{Done: true, Note: "refunded by hand"}); !errors.Is(err, agentledger.ErrNotFound) {
 		t.Fatalf("resolve of a pending compensation: %v, want none to resolve", err)
 	}
-	if _, err := store.Update(ctx, "acme", func(g *grants.Grant) { g.Tools = append(g.Tools, "refund") }); err != nil {
-		t.Fatal(err)
-	}
+	regrant(t, store, "refund")
 	if _, err := e.Operator.Replay(ctx, "", id); err != nil {
 		t.Fatal(err)
 	}
@@ -360,15 +360,8 @@ func TestResolvedWhileTheCallIsBuilt(t *testing.T) {
 	ctx := context.Background()
 	e, store, r, _, id := sagaWithGrant(t)
 	r.calls.Store(1) // no call is lost in transit here
-	revoke(t, store, "refund")
-	undo := e.claim()
-	_, err := e.phase.Work(ctx, undo)
-	if st := e.fail(undo, err); st != agentledger.StateNeedsAttention {
-		t.Fatalf("refused refund: %s (%v)", st, err)
-	}
-	if _, err := store.Update(ctx, "acme", func(g *grants.Grant) { g.Tools = append(g.Tools, "refund") }); err != nil {
-		t.Fatal(err)
-	}
+	parkRefused(t, e, store)
+	regrant(t, store, "refund")
 	if _, err := e.Operator.Replay(ctx, "", id); err != nil {
 		t.Fatal(err)
 	}
@@ -380,7 +373,8 @@ func TestResolvedWhileTheCallIsBuilt(t *testing.T) {
 			}
 		}}})
 	again := e.claim()
-	if _, err = e.phase.Work(ctx, again); err == nil || errors.As(err, new(*agentledger.PermanentError)) || r.calls.Load() != 1 {
+	_, err := e.phase.Work(ctx, again)
+	if err == nil || errors.As(err, new(*agentledger.PermanentError)) || r.calls.Load() != 1 {
 		t.Fatalf("attempt racing the resolution: %v, %d calls; want a retry and none sent", err, r.calls.Load()-1)
 	}
 	e.fail(again, err)
