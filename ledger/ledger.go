@@ -597,6 +597,21 @@ func (l *Ledger) Abandoned(ctx context.Context, taskID int64, e Entry, why strin
 // "unbuilt:http_request".
 const UnbuiltPrefix = "unbuilt:"
 
+// UnbuiltOutcome is what Unbuilt did.
+type UnbuiltOutcome int
+
+const (
+	// UnbuiltRecorded: the step's record says the effect could not be sent.
+	UnbuiltRecorded UnbuiltOutcome = iota
+	// UnbuiltBuilt: nothing recorded, a built call of the step has a row.
+	UnbuiltBuilt
+	// UnbuiltResolved: nothing recorded, an operator resolved the step's
+	// record as done since the caller read the journal.
+	UnbuiltResolved
+	// UnbuiltStale: nothing recorded, the attempt's lease is gone.
+	UnbuiltStale
+)
+
 // Unbuilt records as failed the effect of a at stepPath that could not
 // be built or was refused before it was sent: a compensation whose
 // arguments do not render from the result of the effect it undoes, or
@@ -606,19 +621,28 @@ const UnbuiltPrefix = "unbuilt:"
 // is UnbuiltPrefix and the one it would have been known by (a
 // compensation's tool), so it never shares a key with a call that was
 // built; its class pure: it changed nothing. A step holds an unbuilt row
-// or built ones, never both: recorded is false, and nothing is, where a
-// built call of the step has a row (it says what may have happened), and
-// ClearUnbuilt drops the unbuilt row when the call is built. Fenced on
-// a's lease: a stale attempt records nothing.
-func (l *Ledger) Unbuilt(ctx context.Context, a Attempt, stepPath, operation, why string) (recorded bool, err error) {
+// or built ones, never both: nothing is recorded where a built call of
+// the step has a row (it says what may have happened), and ClearUnbuilt
+// drops the unbuilt row when the call is built. A record an operator
+// resolved as done stands. Fenced on a's lease: a stale attempt records
+// nothing.
+func (l *Ledger) Unbuilt(ctx context.Context, a Attempt, stepPath, operation, why string) (UnbuiltOutcome, error) {
 	operation = UnbuiltPrefix + operation
 	key := EffectKey(a.Tenant, a.TaskID, a.Generation, stepPath, operation)
-	tag, err := l.db.Exec(ctx, queriesOf(a.Fence).unbuilt, a.Tenant, operation, key, string(Pure), a.TaskID, a.Generation,
-		stepPath, a.token(), a.fenceID(), agentledger.SafeText(why))
-	if err != nil {
-		return false, fmt.Errorf("ledger: recording the unbuilt effect at %s: %w", stepPath, err)
+	var fenced, built, recorded bool
+	err := l.db.QueryRow(ctx, queriesOf(a.Fence).unbuilt, a.Tenant, operation, key, string(Pure), a.TaskID, a.Generation,
+		stepPath, a.token(), a.fenceID(), agentledger.SafeText(why)).Scan(&fenced, &built, &recorded)
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("ledger: recording the unbuilt effect at %s: %w", stepPath, err)
+	case !fenced:
+		return UnbuiltStale, nil
+	case recorded:
+		return UnbuiltRecorded, nil
+	case built:
+		return UnbuiltBuilt, nil
 	}
-	return tag.RowsAffected() > 0, nil
+	return UnbuiltResolved, nil
 }
 
 // ClearUnbuilt drops the unbuilt record of stepPath (Unbuilt): attempt

@@ -134,15 +134,22 @@ FROM ledger l WHERE l.tenant = $1 AND l.operation = $2 AND l.effect_key = $3`,
 WITH fence AS (
 	SELECT id FROM ` + f("$9", "$8") + `
 	FOR SHARE
+),
+built AS (
+	SELECT EXISTS (SELECT FROM ledger b WHERE b.task_id = $5 AND b.generation = $6 AND b.step_path = $7
+		AND NOT starts_with(b.operation, '` + UnbuiltPrefix + `')) AS yes
+),
+ins AS (
+	INSERT INTO ledger (tenant, operation, effect_key, request_hash, class, state, task_id, generation, step_path,
+		owner_token, performed, error, completed_at)
+	SELECT $1, $2, $3, '\x'::bytea, $4, 'failed', $5, $6, $7, $8, 0, $10, now() FROM fence
+	WHERE NOT (SELECT yes FROM built)
+	ON CONFLICT (tenant, operation, effect_key) DO UPDATE SET state = 'failed', error = EXCLUDED.error,
+		owner_token = EXCLUDED.owner_token, completed_at = now(), updated_at = now()
+	WHERE ledger.state <> 'completed'
+	RETURNING 1
 )
-INSERT INTO ledger (tenant, operation, effect_key, request_hash, class, state, task_id, generation, step_path,
-	owner_token, performed, error, completed_at)
-SELECT $1, $2, $3, '\x'::bytea, $4, 'failed', $5, $6, $7, $8, 0, $10, now() FROM fence
-WHERE NOT EXISTS (SELECT FROM ledger b WHERE b.task_id = $5 AND b.generation = $6 AND b.step_path = $7
-	AND NOT starts_with(b.operation, '` + UnbuiltPrefix + `'))
-ON CONFLICT (tenant, operation, effect_key) DO UPDATE SET state = 'failed', error = EXCLUDED.error,
-	owner_token = EXCLUDED.owner_token, completed_at = now(), updated_at = now()
-WHERE ledger.state <> 'completed'`,
+SELECT EXISTS (SELECT FROM fence), (SELECT yes FROM built), EXISTS (SELECT FROM ins)`,
 
 		// clearUnbuilt drops a step's unbuilt record, not resolved, once
 		// its call is built: a step has an unbuilt row or built ones,

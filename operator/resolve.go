@@ -2,6 +2,7 @@ package operator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -36,7 +37,7 @@ func (s *Service) Resolve(ctx context.Context, tenant string, id int64, step str
 	// for good and the operator undid by hand (a built call's row before
 	// an unbuilt record: a step holds one or the other). A pending one
 	// is not taken: it may have been sent, and a replay decides.
-	var unknown, failed *ledger.Entry
+	var unknown, failed, pending *ledger.Entry
 	compensation := strings.HasPrefix(step, ledger.CompensationPrefix)
 	for i := range j {
 		switch e := &j[i]; {
@@ -45,6 +46,8 @@ func (s *Service) Resolve(ctx context.Context, tenant string, id int64, step str
 			unknown = e
 		case compensation && e.State == ledger.StateFailed && (failed == nil || failed.Unbuilt()):
 			failed = e
+		case compensation && e.State == ledger.StatePending:
+			pending = e
 		}
 	}
 	target := unknown
@@ -55,12 +58,22 @@ func (s *Service) Resolve(ctx context.Context, tenant string, id int64, step str
 	case failed != nil:
 		return nil, agentledger.Invalid("resolution", "the compensation at %s failed: replay task %d to send it "+
 			"again once its cause is fixed, or resolve it as done if you undid the effect by hand", step, id)
+	case pending != nil:
+		return nil, agentledger.Errorf(agentledger.CodeConflict, "the compensation at %s is pending: it may have been sent, "+
+			"so it is not resolved by hand; replay task %d once its cause is fixed, and the ledger decides whether it "+
+			"goes out again (an unsafe one of unknown outcome is then yours to resolve)", step, id)
 	}
 	if target == nil {
 		return nil, &NoUnknownEffectError{TaskID: id, Step: step, Unknown: unknownSteps(j)}
 	}
 	res := ledger.Resolution{Done: r.Done, Retry: !r.Done, Note: r.Note}
-	if err := s.ledger.Resolve(ctx, target.Tenant, target.Operation, target.Key, res); err != nil {
+	err = s.ledger.Resolve(ctx, target.Tenant, target.Operation, target.Key, res)
+	if errors.Is(err, agentledger.ErrNotFound) && target.Unbuilt() {
+		// An attempt built its call meanwhile and took the record away.
+		return nil, agentledger.Errorf(agentledger.CodeConflict, "the compensation at %s is being sent by an attempt that "+
+			"could build it since: nothing resolved (agentctl show %d follows it)", step, id)
+	}
+	if err != nil {
 		return nil, err
 	}
 	if t.State != agentledger.StateNeedsAttention {

@@ -22,7 +22,7 @@ import (
 type Journal interface {
 	Journal(ctx context.Context, taskID int64, generation int32) ([]ledger.Entry, error)
 	Abandoned(ctx context.Context, taskID int64, e ledger.Entry, why string) error
-	Unbuilt(ctx context.Context, a ledger.Attempt, stepPath, operation, why string) (bool, error)
+	Unbuilt(ctx context.Context, a ledger.Attempt, stepPath, operation, why string) (ledger.UnbuiltOutcome, error)
 	ClearUnbuilt(ctx context.Context, a ledger.Attempt, stepPath string) (bool, error)
 }
 
@@ -225,15 +225,23 @@ func (u *Undoer) undo(ctx context.Context, t *agentledger.Task, e ledger.Entry, 
 func (u *Undoer) unbuilt(ctx context.Context, t *agentledger.Task, e ledger.Entry, c Compensation, fixable bool, why error) error {
 	err := fmt.Errorf("the compensation of %s cannot be sent: %w", e.StepPath, why)
 	path := PathOf(e.StepPath)
-	recorded, rerr := u.Journal.Unbuilt(ctx, tools.AttemptOf(t), path, cmp.Or(c.Tool, "compensate"), err.Error())
+	outcome, rerr := u.Journal.Unbuilt(ctx, tools.AttemptOf(t), path, cmp.Or(c.Tool, "compensate"), err.Error())
 	if rerr != nil {
 		return rerr
 	}
-	advice := fmt.Sprintf("undo %s by hand, then resolve it as done (agentctl resolve %d --step %s --done --note …)", e.StepPath, t.ID, path)
-	if !recorded {
+	var advice string
+	switch outcome {
+	case ledger.UnbuiltResolved, ledger.UnbuiltStale:
+		// An operator resolved it since the journal was read (or this
+		// attempt lost its lease): the next attempt reads it again.
+		return fmt.Errorf("the compensation of %s: its record changed while this attempt ran (resolved by an operator?), "+
+			"so it is read again", e.StepPath)
+	case ledger.UnbuiltBuilt:
 		// A call of it was built before: its row (agentctl show) says
 		// what may have happened, and the ledger decides on a replay.
 		advice = fmt.Sprintf("a call of it was sent before: its row at %s stands (agentctl show %d)", path, t.ID)
+	default:
+		advice = fmt.Sprintf("undo %s by hand, then resolve it as done (agentctl resolve %d --step %s --done --note …)", e.StepPath, t.ID, path)
 	}
 	if fixable {
 		advice += fmt.Sprintf(", or fix the cause and replay task %d", t.ID)

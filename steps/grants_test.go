@@ -326,8 +326,9 @@ func TestPendingCompensationReplayedAfterTheFix(t *testing.T) {
 	if st := e.fail(again, err); st != agentledger.StateNeedsAttention || !strings.Contains(err.Error(), "a call of it was sent before: its row at compensate/tool/0 stands") {
 		t.Fatalf("revoked refund: %s (%v)", st, err)
 	}
-	if _, err := e.Operator.Resolve(ctx, "", id, saga.PathOf("tool/0"), operator.Resolution{Done: true, Note: "refunded by hand"}); !errors.Is(err, agentledger.ErrNotFound) {
-		t.Fatalf("resolve of a pending compensation: %v, want none to resolve", err)
+	if _, err := e.Operator.Resolve(ctx, "", id, saga.PathOf("tool/0"), operator.Resolution{Done: true, Note: "refunded by hand"}); !errors.Is(err, agentledger.ErrConflict) ||
+		!strings.Contains(err.Error(), "is pending: it may have been sent") {
+		t.Fatalf("resolve of a pending compensation: %v, want it refused: it may have been sent", err)
 	}
 	regrant(t, store, "refund")
 	if _, err := e.Operator.Replay(ctx, "", id); err != nil {
@@ -404,5 +405,58 @@ func TestCompensationOfAnUnregisteredTool(t *testing.T) {
 	e.undoToTheEnd(ctx)
 	if e.get(id).State != agentledger.StateCompensated {
 		t.Fatalf("state %s, want compensated", e.get(id).State)
+	}
+}
+
+// resolvingUnbuilt is the ledger as the Undoer's journal, with an operator
+// who resolves the step's unbuilt record as done just before the attempt,
+// whose call cannot be built again, records it.
+type resolvingUnbuilt struct {
+	*ledger.Ledger
+	resolve func()
+}
+
+func (j resolvingUnbuilt) Unbuilt(ctx context.Context, a ledger.Attempt, stepPath, operation, why string) (ledger.UnbuiltOutcome, error) {
+	j.resolve()
+	return j.Ledger.Unbuilt(ctx, a, stepPath, operation, why)
+}
+
+// An operator who resolves a compensation that cannot be built while an
+// attempt fails to build it again wins: the attempt parks nothing and
+// the next serves the step (the task is not parked with advice about a
+// call that was never sent).
+func TestResolvedWhileTheCallFailsToBuild(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newSagaEnv(t)
+	id := e.submit(`{"steps":[{"tool":"post","args":{"charge":42},"compensate":{"tool":"post","args":{"refund":"${self.body.nope}"}}},
+		{"tool":"ship","args":{}}]}`)
+	task := e.claim()
+	_, err := e.phase.Work(ctx, task)
+	e.fail(task, err)
+	undo := e.claim()
+	_, err = e.phase.Work(ctx, undo)
+	if st := e.fail(undo, err); st != agentledger.StateNeedsAttention {
+		t.Fatalf("unbuilt refund: %s (%v)", st, err)
+	}
+	if _, err := e.Operator.Replay(ctx, "", id); err != nil {
+		t.Fatal(err)
+	}
+	reg := tools.NewRegistry(e.tool, &ship{})
+	e.phase = saga.Phase(steps.New(e.Ledger, reg), &saga.Undoer{Ledger: e.Ledger, Tools: reg,
+		Journal: resolvingUnbuilt{e.Ledger, func() {
+			if _, err := e.Operator.Resolve(ctx, "", id, saga.PathOf("tool/0"), operator.Resolution{Done: true, Note: "refunded by hand"}); err != nil {
+				t.Errorf("resolve while the task runs: %v", err)
+			}
+		}}})
+	again := e.claim()
+	_, err = e.phase.Work(ctx, again)
+	if err == nil || errors.As(err, new(*agentledger.PermanentError)) || !strings.Contains(err.Error(), "read again") {
+		t.Fatalf("attempt racing the resolution: %v, want a retry", err)
+	}
+	e.fail(again, err)
+	e.undoToTheEnd(ctx)
+	if n := len(e.performed("refund")); n != 0 || e.get(id).State != agentledger.StateCompensated {
+		t.Fatalf("refund performed %d times, state %s; want none, compensated", n, e.get(id).State)
 	}
 }

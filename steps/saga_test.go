@@ -556,7 +556,7 @@ func TestUnbuiltCompensationResolvedByHand(t *testing.T) {
 		t.Fatalf("journal row of the unbuilt compensation: %+v", row)
 	}
 	// A stale attempt records nothing: the fence is the lease.
-	if recorded, err := e.Ledger.Unbuilt(ctx, tools.AttemptOf(task), "compensate/tool/9", "post", "stale"); err != nil || recorded {
+	if outcome, err := e.Ledger.Unbuilt(ctx, tools.AttemptOf(task), "compensate/tool/9", "post", "stale"); err != nil || outcome != ledger.UnbuiltStale {
 		t.Fatal(err)
 	}
 	if d, _ := e.Operator.Show(ctx, "", id); len(d.Journal) != 3 {

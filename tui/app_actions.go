@@ -226,6 +226,13 @@ func (a *App) openResolve(t *agentledger.Task) tea.Cmd {
 	}
 	e, ok := a.task.resolveTarget()
 	if !ok {
+		for _, p := range a.task.detail.Journal {
+			if p.Undoes != "" && p.State == ledger.StatePending {
+				a.setStatus("", fmt.Errorf("task %d's compensation at %s is pending: it may have been sent, so it is not resolved by hand; "+
+					"replay it (r) once its cause is fixed, and the ledger decides", t.ID, p.Step))
+				return nil
+			}
+		}
 		a.setStatus("", fmt.Errorf("task %d has no effect of unknown outcome: every effect of its journal completed or failed, so nothing is to resolve", t.ID))
 		return nil
 	}
@@ -259,7 +266,7 @@ func (a *App) openResolve(t *agentledger.Task) tea.Cmd {
 func (a *App) openResolveCompensation(id int64, e operator.Effect) tea.Cmd {
 	lines := []string{fmt.Sprintf("The compensation at %s (%s) of task %d failed for good:", e.Step, e.Operation, id),
 		"  " + oneLine(e.Error),
-		fmt.Sprintf("If you undid %s by hand, say so: the task then goes on undoing the rest. Otherwise fix the cause and replay it (r).", e.Undoes)}
+		fmt.Sprintf("If you undid %s by hand, say so: the task then goes on undoing the rest. Otherwise, if its cause can be fixed (a grant, an allow-list), fix it and replay (r).", e.Undoes)}
 	d, cmd := newNoteDialog(a.env, fmt.Sprintf("Resolve compensation %s of task %d as done", e.Step, id), lines,
 		func(note string, _ bool) tea.Cmd {
 			return a.cmd.resolve(id, e.Step, Resolution{Done: true, Note: note})
@@ -328,7 +335,8 @@ func (k KeyMap) allows(d *Detail, b key.Binding) bool {
 	case is(k.Compensate):
 		return operator.Compensable(t.State) && t.Compensation == ""
 	case is(k.Resolve):
-		return slices.ContainsFunc(d.Journal, func(e operator.Effect) bool { return e.State == ledger.StateUnknown })
+		_, ok := resolvable(d)
+		return ok
 	case is(k.Redeliver):
 		return slices.ContainsFunc(d.Notifications, func(n operator.Notification) bool { return n.State == outbox.StateFailed })
 	}

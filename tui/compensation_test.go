@@ -116,7 +116,9 @@ func TestResolveFailedCompensation(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := newDriver(t, store, Options{}, 100, 30)
-	d.keys("enter", "v")
+	d.keys("enter")
+	wantStatus(t, d, "v resolve") // the footer offers it
+	d.keys("v")
 	wantStatus(t, d, "Resolve compensation compensate/tool/1 of task 1 as done")
 	wantStatus(t, d, "422: no such reservation")
 	d.keys("tab") // no toggle: a compensation is resolved as done only

@@ -71,7 +71,7 @@ func (m *taskModel) setSize(width, height int) {
 }
 
 // resolveTarget is the effect a resolve acts on: the journal's selected
-// row when it is unknown, else the first unknown effect.
+// row when it is unknown, else resolvable's.
 func (m taskModel) resolveTarget() (operator.Effect, bool) {
 	if m.detail == nil {
 		return operator.Effect{}, false
@@ -79,17 +79,23 @@ func (m taskModel) resolveTarget() (operator.Effect, bool) {
 	if e, ok := m.journal.selected(); ok && m.tab == tabJournal && e.State == ledger.StateUnknown {
 		return e, true
 	}
-	for _, e := range m.detail.Journal {
+	return resolvable(m.detail)
+}
+
+// resolvable is the effect of d's task that a resolve would settle: one
+// of unknown outcome, else a compensation that failed for good, which a
+// parked task's operator may resolve as done (undone by hand): the
+// newest.
+func resolvable(d *Detail) (operator.Effect, bool) {
+	for _, e := range d.Journal {
 		if e.State == ledger.StateUnknown {
 			return e, true
 		}
 	}
-	// Else a compensation that failed for good, which a parked task's
-	// operator may resolve as done (undone by hand): the newest.
 	var failed *operator.Effect
-	for i, e := range m.detail.Journal {
-		if m.detail.Task.State == agentledger.StateNeedsAttention && e.Undoes != "" && e.State == ledger.StateFailed {
-			failed = &m.detail.Journal[i]
+	for i, e := range d.Journal {
+		if d.Task.State == agentledger.StateNeedsAttention && e.Undoes != "" && e.State == ledger.StateFailed {
+			failed = &d.Journal[i]
 		}
 	}
 	if failed != nil {
