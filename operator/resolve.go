@@ -37,7 +37,7 @@ func (s *Service) Resolve(ctx context.Context, tenant string, id int64, step str
 	// for good and the operator undid by hand (a built call's row before
 	// an unbuilt record: a step holds one or the other). A pending one
 	// is not taken: it may have been sent, and a replay decides.
-	var unknown, failed, pending *ledger.Entry
+	var unknown, failed, pending, done *ledger.Entry
 	compensation := strings.HasPrefix(step, ledger.CompensationPrefix)
 	for i := range j {
 		switch e := &j[i]; {
@@ -48,6 +48,8 @@ func (s *Service) Resolve(ctx context.Context, tenant string, id int64, step str
 			failed = e
 		case compensation && e.State == ledger.StatePending:
 			pending = e
+		case compensation && e.State == ledger.StateCompleted:
+			done = e
 		}
 	}
 	target := unknown
@@ -58,10 +60,15 @@ func (s *Service) Resolve(ctx context.Context, tenant string, id int64, step str
 	case failed != nil:
 		return nil, agentledger.Invalid("resolution", "the compensation at %s failed: replay task %d to send it "+
 			"again once its cause is fixed, or resolve it as done if you undid the effect by hand", step, id)
+	case pending != nil && t.State != agentledger.StateNeedsAttention:
+		return nil, agentledger.Errorf(agentledger.CodeConflict, "the compensation at %s is being sent (task %d is %s): "+
+			"agentctl show %d follows it", step, id, t.State, id)
 	case pending != nil:
 		return nil, agentledger.Errorf(agentledger.CodeConflict, "the compensation at %s is pending: it may have been sent, "+
 			"so it is not resolved by hand; replay task %d once its cause is fixed, and the ledger decides whether it "+
 			"goes out again (an unsafe one of unknown outcome is then yours to resolve)", step, id)
+	case done != nil:
+		return nil, resolvedAlready(t, step, *done)
 	}
 	if target == nil {
 		return nil, &NoUnknownEffectError{TaskID: id, Step: step, Unknown: unknownSteps(j)}
@@ -69,7 +76,15 @@ func (s *Service) Resolve(ctx context.Context, tenant string, id int64, step str
 	res := ledger.Resolution{Done: r.Done, Retry: !r.Done, Note: r.Note}
 	err = s.ledger.Resolve(ctx, target.Tenant, target.Operation, target.Key, res)
 	if errors.Is(err, agentledger.ErrNotFound) && target.Unbuilt() {
-		// An attempt built its call meanwhile and took the record away.
+		// Resolved by another operator meanwhile, or taken away by an
+		// attempt that built its call since: say which.
+		if t2, j2, lerr := s.load(ctx, tenant, id); lerr == nil {
+			for _, e := range j2 {
+				if e.Key == target.Key && e.Operation == target.Operation && e.State == ledger.StateCompleted {
+					return nil, resolvedAlready(t2, step, e)
+				}
+			}
+		}
 		return nil, agentledger.Errorf(agentledger.CodeConflict, "the compensation at %s is being sent by an attempt that "+
 			"could build it since: nothing resolved (agentctl show %d follows it)", step, id)
 	}
@@ -80,6 +95,21 @@ func (s *Service) Resolve(ctx context.Context, tenant string, id int64, step str
 		return t, nil
 	}
 	return s.requeue(ctx, tenant, id, replay, ReplayableStates)
+}
+
+// resolvedAlready is the conflict of resolving the compensation at step
+// of t, which e, completed, settles already: an operator's hand (its
+// note) or its call. A parked task goes on with a replay.
+func resolvedAlready(t *agentledger.Task, step string, e ledger.Entry) error {
+	how := "its call completed"
+	if e.Note != "" {
+		how = "resolved as done: " + e.Note
+	}
+	msg := fmt.Sprintf("the compensation at %s of task %d is settled already (%s)", step, t.ID, how)
+	if t.State == agentledger.StateNeedsAttention {
+		msg += fmt.Sprintf("; replay task %d to go on undoing the rest", t.ID)
+	}
+	return agentledger.Errorf(agentledger.CodeConflict, "%s", msg)
 }
 
 // UnknownEffects lists the step paths of task id's effects of unknown

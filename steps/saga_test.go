@@ -565,6 +565,11 @@ func TestUnbuiltCompensationResolvedByHand(t *testing.T) {
 	if _, err := e.Operator.Resolve(ctx, "", id, "compensate/tool/0", operator.Resolution{Done: true, Note: "refunded by hand"}); err != nil {
 		t.Fatal(err)
 	}
+	// A second resolution (another operator's) is told it is settled.
+	_, err = e.Operator.Resolve(ctx, "", id, "compensate/tool/0", operator.Resolution{Done: true, Note: "me too"})
+	if !errors.Is(err, agentledger.ErrConflict) || !strings.Contains(err.Error(), "settled already (resolved as done: refunded by hand)") {
+		t.Fatalf("second resolution: %v", err)
+	}
 	e.undoToTheEnd(ctx)
 	if n := len(e.performed("refund")); n != 0 || e.get(id).State != agentledger.StateCompensated {
 		t.Fatalf("refund performed %d times, state %s; want none sent, compensated", n, e.get(id).State)

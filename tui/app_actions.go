@@ -227,7 +227,12 @@ func (a *App) openResolve(t *agentledger.Task) tea.Cmd {
 	e, ok := a.task.resolveTarget()
 	if !ok {
 		for _, p := range a.task.detail.Journal {
-			if p.Undoes != "" && p.State == ledger.StatePending {
+			switch {
+			case p.Undoes == "" || p.State != ledger.StatePending:
+			case t.State != agentledger.StateNeedsAttention:
+				a.setStatus("", fmt.Errorf("task %d's compensation at %s is being sent (the task is %s)", t.ID, p.Step, t.State))
+				return nil
+			default:
 				a.setStatus("", fmt.Errorf("task %d's compensation at %s is pending: it may have been sent, so it is not resolved by hand; "+
 					"replay it (r) once its cause is fixed, and the ledger decides", t.ID, p.Step))
 				return nil
