@@ -98,12 +98,12 @@ func (s *Service) Resolve(ctx context.Context, tenant string, id int64, step str
 }
 
 // resolvedAlready is the conflict of resolving the compensation at step
-// of t, which e, completed, settles already: an operator's hand (its
-// note) or its call. A parked task goes on with a replay.
+// of t, which e, completed, settles already: an operator's hand (the
+// note says) or its call. A parked task goes on with a replay.
 func resolvedAlready(t *agentledger.Task, step string, e ledger.Entry) error {
-	how := "its call completed"
+	how := "completed"
 	if e.Note != "" {
-		how = "resolved as done: " + e.Note
+		how += "; note: " + e.Note
 	}
 	msg := fmt.Sprintf("the compensation at %s of task %d is settled already (%s)", step, t.ID, how)
 	if t.State == agentledger.StateNeedsAttention {

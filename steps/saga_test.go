@@ -567,7 +567,7 @@ func TestUnbuiltCompensationResolvedByHand(t *testing.T) {
 	}
 	// A second resolution (another operator's) is told it is settled.
 	_, err = e.Operator.Resolve(ctx, "", id, "compensate/tool/0", operator.Resolution{Done: true, Note: "me too"})
-	if !errors.Is(err, agentledger.ErrConflict) || !strings.Contains(err.Error(), "settled already (resolved as done: refunded by hand)") {
+	if !errors.Is(err, agentledger.ErrConflict) || !strings.Contains(err.Error(), "settled already (completed; note: refunded by hand)") {
 		t.Fatalf("second resolution: %v", err)
 	}
 	e.undoToTheEnd(ctx)
