@@ -203,10 +203,14 @@ func newMCPSupervisor(srv MCPServer, reg *tools.Registry, log *slog.Logger) (*mc
 	return s, nil
 }
 
-// why says why the server's tools are unavailable.
+// why says why the server's tools are unavailable; "" while it is
+// connected: a tool it does not offer then is unknown.
 func (s *mcpSupervisor) why() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.state == "connected" {
+		return ""
+	}
 	return fmt.Sprintf("MCP server %s is not connected (%s)", s.srv.Name, s.state)
 }
 
@@ -246,6 +250,9 @@ func (s *mcpSupervisor) run(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return nil
 			}
+			// Not connected before its tools go: a call meanwhile waits
+			// for the server, not "unknown tool" for good.
+			s.set("disconnected")
 			s.reg.Remove(s.srv.Name + "/")
 			if err == nil {
 				err = fmt.Errorf("the session ended")

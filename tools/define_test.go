@@ -93,11 +93,13 @@ func TestDefineRefusesIncompleteTools(t *testing.T) {
 }
 
 // A tool under a prefix marked unavailable (an MCP server still connecting)
-// is a transient error naming why; an unknown tool is permanent.
+// is a transient error naming why; an unknown tool is permanent, and so is
+// one the server, connected, does not offer.
 func TestUnavailableToolsAreTransient(t *testing.T) {
 	t.Parallel()
 	reg := tools.NewRegistry()
-	reg.Unavailable("shop/", func() string { return "MCP server shop is not connected (connecting)" })
+	why := "MCP server shop is not connected (connecting)"
+	reg.Unavailable("shop/", func() string { return why })
 	_, err := reg.Get("shop/reserve")
 	var after *agentledger.RetryAfterError
 	if !errors.As(err, &after) || isPermanent(err) || !strings.Contains(err.Error(), "MCP server shop is not connected") {
@@ -105,5 +107,11 @@ func TestUnavailableToolsAreTransient(t *testing.T) {
 	}
 	if _, err := reg.Get("nope"); !isPermanent(err) {
 		t.Errorf("unknown: %v, want permanent", err)
+	}
+	// Connected, the server does not offer it: unknown, for good (not
+	// retried as "not connected" until its attempts run out).
+	why = ""
+	if _, err := reg.Get("shop/reserve"); !isPermanent(err) || !strings.Contains(err.Error(), `unknown tool "shop/reserve"`) {
+		t.Errorf("a tool the connected server does not offer: %v, want permanent", err)
 	}
 }

@@ -155,8 +155,12 @@ func (r *Registry) Get(name string) (Tool, error) {
 		return t, nil
 	}
 	for prefix, why := range r.unavailable {
-		if strings.HasPrefix(name, prefix) {
-			return nil, agentledger.RetryAfter(fmt.Errorf("tool %q: %s", name, why()), unavailableRetry)
+		if !strings.HasPrefix(name, prefix) {
+			continue
+		}
+		// "" is a server connected: a tool it does not offer is unknown.
+		if reason := why(); reason != "" {
+			return nil, agentledger.RetryAfter(fmt.Errorf("tool %q: %s", name, reason), unavailableRetry)
 		}
 	}
 	return nil, UnknownTool(name, r.namesLocked())
@@ -221,8 +225,10 @@ func (r *Registry) Classes() map[string]string {
 const unavailableRetry = 2 * time.Second
 
 // Unavailable marks the tools named prefix… as unavailable (an MCP server
-// that is not connected): Get of an unknown tool under it answers why();
-// nil why clears the mark.
+// that is not connected): Get of an unknown tool under it answers why(),
+// to be tried again, while why answers anything but "" (the server is
+// connected: a tool it does not offer is unknown, for good); nil why
+// clears the mark.
 func (r *Registry) Unavailable(prefix string, why func() string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
