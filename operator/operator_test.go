@@ -90,3 +90,22 @@ func TestResolveRefusesBadInput(t *testing.T) {
 		t.Errorf("unknown task: %v", err)
 	}
 }
+
+// A retry allowed to an effect of a task undoing its effects performs
+// nothing: the effect is taken as not performed, with nothing to undo.
+func TestResolvedSaysWhatTheResolutionDid(t *testing.T) {
+	for _, c := range []struct {
+		task agentledger.Task
+		done bool
+		want string
+	}{
+		{agentledger.Task{}, true, "marked done"},
+		{agentledger.Task{}, false, "allowed one more performance"},
+		{agentledger.Task{Compensation: "failed"}, false, "taken as not performed: the compensation has nothing to undo for it"},
+		{agentledger.Task{Compensation: "failed"}, true, "marked done"},
+	} {
+		if got := operator.Resolved(&c.task, c.done); got != c.want {
+			t.Errorf("Resolved(compensation %q, done %v) = %q, want %q", c.task.Compensation, c.done, got, c.want)
+		}
+	}
+}

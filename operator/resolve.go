@@ -97,6 +97,20 @@ func (s *Service) Resolve(ctx context.Context, tenant string, id int64, step str
 	return s.requeue(ctx, tenant, id, replay, ReplayableStates)
 }
 
+// Resolved says what a resolution did to the effect of t (as Resolve
+// returned it): marked done, or allowed one more performance, which a
+// task undoing its effects never makes (the effect, taken as not
+// performed, has nothing to undo).
+func Resolved(t *agentledger.Task, done bool) string {
+	switch {
+	case done:
+		return "marked done"
+	case t.Compensation != "":
+		return "taken as not performed: the compensation has nothing to undo for it"
+	}
+	return "allowed one more performance"
+}
+
 // resolvedAlready is the conflict of resolving the compensation at step
 // of t, which e, completed, settles already: an operator's hand (the
 // note says) or its call. A parked task goes on with a replay.

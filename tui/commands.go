@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agentledger/agentledger/operator"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -222,11 +223,7 @@ func (c commands) resolve(id int64, step string, r Resolution) tea.Cmd {
 		if err != nil {
 			return "", err
 		}
-		how := "marked done"
-		if !r.Done {
-			how = "allowed one more performance"
-		}
-		return fmt.Sprintf("effect %s of task %d %s; task is %s", step, id, how, t.State), nil
+		return fmt.Sprintf("effect %s of task %d %s; task is %s", step, id, operator.Resolved(t, r.Done), t.State), nil
 	})
 }
 

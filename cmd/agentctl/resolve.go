@@ -79,10 +79,7 @@ func (a *app) resolve(ctx context.Context, tenant, arg, step, note string, done,
 	if err != nil {
 		return err
 	}
-	how := "marked done"
-	if retry {
-		how = "allowed one more performance"
-	}
+	how := operator.Resolved(t, done)
 	if a.wantJSON() {
 		return printJSON(a.stdout, struct {
 			Task *agentledger.Task `json:"task"`
