@@ -130,7 +130,7 @@ func (s *Service) Retry(ctx context.Context, tenant string, id int64) (*agentled
 // ledger rows retention has removed.
 func (s *Service) requeue(ctx context.Context, tenant string, id int64, mode requeueMode, from []agentledger.TaskState) (*agentledger.Task, error) {
 	var before string
-	var expired, changed bool
+	var expired, undoing, changed bool
 	var woke int64
 	ctx, span := tracing.Start(ctx, "agentledger.requeue", trace.WithAttributes(tracing.TaskID.Int64(id),
 		attribute.Bool("agentledger.requeue.rerun", mode == rerun)))
@@ -140,12 +140,16 @@ func (s *Service) requeue(ctx context.Context, tenant string, id int64, mode req
 		traceParent = &tp
 	}
 	err := s.tasks.LockedRow(ctx, id, tenant, requeueSQL, []any{id, tenant, int(mode), texts(from), s.tasks.Now.Param(), traceParent},
-		&before, &expired, &changed, &woke)
+		&before, &expired, &undoing, &changed, &woke)
 	if err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil, claims.TaskNotFound(id, tenant)
 		}
 		return nil, fmt.Errorf("requeue: %w", err)
+	}
+	if !changed && undoing && mode == rerun && slices.Contains(from, agentledger.TaskState(before)) {
+		return nil, agentledger.Errorf(agentledger.CodeConflict, "task %d is %s while undoing its effects: a re-run now would "+
+			"leave them half undone; finish the compensation first (replay it, or resolve what it waits for), then re-run it", id, before)
 	}
 	if !changed && expired && mode == replay {
 		return nil, ledgerExpired(id)

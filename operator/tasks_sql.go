@@ -80,13 +80,15 @@ SELECT cur.state, upd.id IS NOT NULL, cur.undoing FROM cur LEFT JOIN upd ON upd.
 // A replay of a task parked in its compensation phase continues the
 // compensation, its failed compensations reopened (ledger.ReopenCompensationsCTE); a
 // re-run starts the forward path afresh (a continued compensation is
-// announced to the rules that ask for compensating). A task sent down its forward
+// announced to the rules that ask for compensating), once the task's
+// compensation, if it entered one, is over: a re-run of a task still
+// undoing its effects would leave them half undone, out of its journal. A task sent down its forward
 // path again drops its result: the run's success writes it anew, and a
 // run that ends otherwise must not show the last success's result beside
 // its error. Run it with the row already locked (claims.Store.LockedRow).
 var requeueSQL = `/* operator.requeue */
 WITH cur AS (
-	SELECT id, state, ledger_expired_at IS NOT NULL AS expired FROM tasks
+	SELECT id, state, ledger_expired_at IS NOT NULL AS expired, compensation IS NOT NULL AND state <> 'compensated' AS undoing FROM tasks
 	WHERE id = $1 AND ($2 = '' OR tenant = $2)
 	FOR UPDATE
 ),
@@ -107,6 +109,7 @@ upd AS (
 		updated_at = coalesce($5::timestamptz, now())
 	FROM cur
 	WHERE t.id = cur.id AND t.state = ANY ($4::text[]) AND ($3 = 1 OR t.ledger_expired_at IS NULL)
+		AND ($3 = 0 OR NOT cur.undoing) -- a re-run would leave a compensation half done
 	RETURNING t.id, t.generation, t.state = 'compensating' AS undoing, ` + claims.ClosedAttemptNumber + `, ` + claims.EventColumns + `
 ),
 ` + outbox.EventsCTE("upd", "coalesce($5::timestamptz, now())") + `,
@@ -114,7 +117,7 @@ upd AS (
 wake AS (
 	SELECT pg_notify('agentledger_task_insert', t.queue) FROM tasks t JOIN upd ON upd.id = t.id
 )
-SELECT cur.state, cur.expired, upd.id IS NOT NULL, (SELECT count(*) FROM wake) FROM cur LEFT JOIN upd ON upd.id = cur.id`
+SELECT cur.state, cur.expired, cur.undoing, upd.id IS NOT NULL, (SELECT count(*) FROM wake) FROM cur LEFT JOIN upd ON upd.id = cur.id`
 
 // compensateSQL is an operator's request to undo task $1's completed
 // effects: a finished (or parked) task on its forward path that has

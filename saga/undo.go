@@ -230,21 +230,26 @@ func (u *Undoer) unbuilt(ctx context.Context, t *agentledger.Task, e ledger.Entr
 		return rerr
 	}
 	var advice string
-	switch outcome {
-	case ledger.UnbuiltResolved, ledger.UnbuiltStale:
+	switch {
+	case outcome == ledger.UnbuiltResolved || outcome == ledger.UnbuiltStale:
 		// An operator resolved it since the journal was read (or this
 		// attempt lost its lease): the next attempt reads it again.
 		return fmt.Errorf("the compensation of %s: its record changed while this attempt ran (resolved by an operator?), "+
 			"so it is read again", e.StepPath)
-	case ledger.UnbuiltBuilt:
+	case outcome == ledger.UnbuiltBuilt:
 		// A call of it was built before: its row (agentctl show) says
 		// what may have happened, and the ledger decides on a replay.
-		advice = fmt.Sprintf("a call of it was sent before: its row at %s stands (agentctl show %d)", path, t.ID)
+		advice = fmt.Sprintf("a call of it was sent before: its row at %s stands (agentctl show %d); fix the cause and "+
+			"replay task %d", path, t.ID, t.ID)
+	case fixable:
+		// An earlier attempt, before the refusal, may have sent it: a
+		// keyed call leaves no row until its answer is recorded.
+		advice = fmt.Sprintf("fix the cause and replay task %d (a call an earlier attempt may have sent goes out again "+
+			"under its key, not twice); if it cannot be fixed, make sure %s was not undone already, undo it by hand, and "+
+			"resolve it as done (agentctl resolve %d --step %s --done --note …)", t.ID, e.StepPath, t.ID, path)
 	default:
+		// Its arguments never rendered: no attempt ever sent it.
 		advice = fmt.Sprintf("undo %s by hand, then resolve it as done (agentctl resolve %d --step %s --done --note …)", e.StepPath, t.ID, path)
-	}
-	if fixable {
-		advice += fmt.Sprintf(", or fix the cause and replay task %d", t.ID)
 	}
 	return agentledger.Permanent(fmt.Errorf("%w; %s", err, advice))
 }

@@ -184,7 +184,7 @@ func parkRefused(t *testing.T, e *env, store *grants.Store) {
 	revoke(t, store, "refund")
 	undo := e.claim()
 	_, err := e.phase.Work(context.Background(), undo)
-	if st := e.fail(undo, err); st != agentledger.StateNeedsAttention || !strings.Contains(err.Error(), "or fix the cause and replay task") {
+	if st := e.fail(undo, err); st != agentledger.StateNeedsAttention || !strings.Contains(err.Error(), "fix the cause and replay task") {
 		t.Fatalf("refused refund: %s (%v), want needs_attention at once", st, err)
 	}
 }

@@ -377,6 +377,11 @@ func TestFailedCompensationParksAndReplayContinues(t *testing.T) {
 		t.Fatalf("failed compensation: %s (%v)", st, err)
 	}
 	e.tool.fail = nil
+	// A re-run now would start a new generation and leave the charge's
+	// refund undone, out of the journal: refused.
+	if _, err := e.Operator.Rerun(ctx, "", id); !errors.Is(err, agentledger.ErrConflict) || !strings.Contains(err.Error(), "half undone") {
+		t.Fatalf("re-run of a parked compensation: %v, want a conflict", err)
+	}
 	// The refund's failure is recorded; once the card works again, the
 	// operator replays the task: the failed refund is tried again.
 	if got, err := e.Operator.Replay(ctx, "", id); err != nil || got.Task.State != agentledger.StateCompensating {

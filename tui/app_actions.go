@@ -332,9 +332,11 @@ func (k KeyMap) allows(d *Detail, b key.Binding) bool {
 	case is(k.Replay):
 		return operator.Replayable(t.State)
 	case is(k.Rerun):
-		return operator.Replayable(t.State) || t.State == agentledger.StateCompensated
+		// Not while undoing its effects: the re-run would leave them half undone.
+		return (operator.Replayable(t.State) && t.Compensation == "") || t.State == agentledger.StateCompensated
 	case is(k.Cancel):
-		return !t.State.Finished() && t.State != agentledger.StateCompensating
+		// A compensation is not cancelled.
+		return !t.State.Finished() && t.State != agentledger.StateCompensating && t.Compensation == ""
 	case is(k.Retry):
 		return t.State == agentledger.StateDead
 	case is(k.Compensate):

@@ -1,7 +1,7 @@
 -- operator.requeue: requeueSQL of package operator, as Service.Retry and Service.Rerun send it (6 parameters); go test ./operator -run TestGoldenSQL -update rewrites this file
 /* operator.requeue */
 WITH cur AS (
-	SELECT id, state, ledger_expired_at IS NOT NULL AS expired FROM tasks
+	SELECT id, state, ledger_expired_at IS NOT NULL AS expired, compensation IS NOT NULL AND state <> 'compensated' AS undoing FROM tasks
 	WHERE id = $1 AND ($2 = '' OR tenant = $2)
 	FOR UPDATE
 ),
@@ -22,6 +22,7 @@ upd AS (
 		updated_at = coalesce($5::timestamptz, now())
 	FROM cur
 	WHERE t.id = cur.id AND t.state = ANY ($4::text[]) AND ($3 = 1 OR t.ledger_expired_at IS NULL)
+		AND ($3 = 0 OR NOT cur.undoing) -- a re-run would leave a compensation half done
 	RETURNING t.id, t.generation, t.state = 'compensating' AS undoing, CASE WHEN t.state = 'compensating' AND t.attempt = 0
 		THEN (SELECT p.attempt FROM tasks p WHERE p.id = t.id) ELSE t.attempt END AS attempt,
 		t.state = 'compensating' AND t.attempt = 0 AS entered, t.tenant, t.queue, t.kind, t.state, t.max_attempts, t.last_error, t.result
@@ -54,4 +55,4 @@ reopen AS (
 wake AS (
 	SELECT pg_notify('agentledger_task_insert', t.queue) FROM tasks t JOIN upd ON upd.id = t.id
 )
-SELECT cur.state, cur.expired, upd.id IS NOT NULL, (SELECT count(*) FROM wake) FROM cur LEFT JOIN upd ON upd.id = cur.id
+SELECT cur.state, cur.expired, cur.undoing, upd.id IS NOT NULL, (SELECT count(*) FROM wake) FROM cur LEFT JOIN upd ON upd.id = cur.id
