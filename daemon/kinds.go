@@ -264,18 +264,18 @@ func checkCompensations(cs map[string]saga.Compensation, reg *tools.Registry) er
 // host (https) for a target the lists allow over http. The calls would
 // go without them, and the target answer 401.
 func warnUnsentHeaders(log *slog.Logger, ts []tools.Tool) {
-	var unsent []string
+	var unsent []string // the origins every HTTP tool leaves unsent
 	first := true
 	for _, t := range ts {
 		h, ok := t.(*tools.HTTPTool)
 		if !ok {
 			continue
 		}
+		mine := h.Unsent()
 		if first {
-			unsent, first = h.Unsent(), false
-			continue
+			unsent, first = mine, false
 		}
-		unsent = slices.DeleteFunc(unsent, func(o string) bool { return !slices.Contains(h.Unsent(), o) })
+		unsent = slices.DeleteFunc(unsent, func(o string) bool { return !slices.Contains(mine, o) })
 	}
 	if len(unsent) > 0 {
 		log.Warn("secret headers for origins no HTTP tool may call are never sent: key each as the allow-list "+

@@ -429,13 +429,7 @@ func TestResolvedWhileTheCallFailsToBuild(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	e := newSagaEnv(t)
-	id := e.submit(`{"steps":[{"tool":"post","args":{"charge":42},"compensate":{"tool":"post","args":{"refund":"${self.body.nope}"}}},
-		{"tool":"ship","args":{}}]}`)
-	task := e.claim()
-	_, err := e.phase.Work(ctx, task)
-	e.fail(task, err)
-	undo := e.claim()
-	_, err = e.phase.Work(ctx, undo)
+	id, undo, err := e.unbuildable(ctx)
 	if st := e.fail(undo, err); st != agentledger.StateNeedsAttention {
 		t.Fatalf("unbuilt refund: %s (%v)", st, err)
 	}

@@ -95,6 +95,22 @@ func (e *env) undoToTheEnd(ctx context.Context) {
 	e.succeed(again, res)
 }
 
+// unbuildable submits a charge whose refund's arguments never render
+// ("${self.body.nope}") and a shipment that fails for good, runs the
+// forward path, and claims and runs the compensation phase: it returns
+// the task, the compensation's attempt and its error, not yet recorded.
+func (e *env) unbuildable(ctx context.Context) (int64, *agentledger.Task, error) {
+	e.T.Helper()
+	id := e.submit(`{"steps":[{"tool":"post","args":{"charge":42},"compensate":{"tool":"post","args":{"refund":"${self.body.nope}"}}},
+		{"tool":"ship","args":{}}]}`)
+	task := e.claim()
+	_, err := e.phase.Work(ctx, task)
+	e.fail(task, err)
+	undo := e.claim()
+	_, err = e.phase.Work(ctx, undo)
+	return id, undo, err
+}
+
 func (e *env) get(id int64) *agentledger.Task {
 	e.T.Helper()
 	got, err := e.Claims.Get(context.Background(), "", id)
@@ -533,13 +549,7 @@ func TestUnbuiltCompensationResolvedByHand(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	e := newSagaEnv(t)
-	id := e.submit(`{"steps":[{"tool":"post","args":{"charge":42},"compensate":{"tool":"post","args":{"refund":"${self.body.nope}"}}},
-		{"tool":"ship","args":{}}]}`)
-	task := e.claim()
-	_, err := e.phase.Work(ctx, task)
-	e.fail(task, err)
-	undo := e.claim()
-	_, err = e.phase.Work(ctx, undo)
+	id, undo, err := e.unbuildable(ctx)
 	var perm *agentledger.PermanentError
 	if !errors.As(err, &perm) || !strings.Contains(err.Error(), "cannot be sent") {
 		t.Fatalf("unbuilt compensation: %v, want a permanent error", err)
@@ -561,8 +571,8 @@ func TestUnbuiltCompensationResolvedByHand(t *testing.T) {
 		t.Fatalf("journal row of the unbuilt compensation: %+v", row)
 	}
 	// A stale attempt records nothing: the fence is the lease.
-	if outcome, err := e.Ledger.Unbuilt(ctx, tools.AttemptOf(task), "compensate/tool/9", "post", "stale"); err != nil || outcome != ledger.UnbuiltStale {
-		t.Fatal(err)
+	if outcome, err := e.Ledger.Unbuilt(ctx, tools.AttemptOf(undo), "compensate/tool/9", "post", "stale"); err != nil || outcome != ledger.UnbuiltStale {
+		t.Fatalf("an ended attempt's unbuilt record: outcome %d, %v; want stale", outcome, err)
 	}
 	if d, _ := e.Operator.Show(ctx, "", id); len(d.Journal) != 3 {
 		t.Fatalf("a stale attempt's unbuilt row was recorded: %d journal rows, want 3", len(d.Journal))
