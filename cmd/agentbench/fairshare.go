@@ -214,7 +214,10 @@ func fairCostRun(ctx context.Context, srv *Server, f FairFlags, n int, log *slog
 	if _, err := ctl.Exec(ctx, spreadTasksSQL, f.Tasks, n); err != nil {
 		return res, err
 	}
-	if err := rdb.Settle(ctx, ctl); err != nil {
+	// The share rows are analyzed as autovacuum would have them in a
+	// deployment: unanalyzed, the planner guesses the table's size and
+	// may pick a plan a deployment never sees.
+	if err := rdb.Settle(ctx, ctl, "tasks", "task_attempts", "tenant_shares"); err != nil {
 		return res, err
 	}
 	claimDB, err := rdb.DaemonPool(ctx, 1)
