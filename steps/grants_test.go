@@ -385,6 +385,61 @@ func TestResolvedWhileTheCallIsBuilt(t *testing.T) {
 	}
 }
 
+// flakyGrants is a grant source that fails for now while down is set.
+type flakyGrants struct {
+	grants.Source
+	down *atomic.Bool
+}
+
+func (f flakyGrants) For(ctx context.Context, tenant string) (*grants.Grant, error) {
+	if f.down.Load() {
+		return nil, errors.New("connection refused")
+	}
+	return f.Source.For(ctx, tenant)
+}
+
+// An attempt that clears a refused compensation's record to send it, and
+// then fails for now before the ledger takes the call (the grant cannot
+// be read), puts the record back: were the attempts to run out, the task
+// would park with a record an operator can resolve, not with none. Once
+// the grant can be read the call is sent, once.
+func TestClearedRecordPutBackWhenTheCallFailsForNow(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e, store, r, _, id := sagaWithGrant(t)
+	r.calls.Store(1) // no call is lost in transit here
+	parkRefused(t, e, store)
+	regrant(t, store, "refund")
+	if _, err := e.Operator.Replay(ctx, "", id); err != nil {
+		t.Fatal(err)
+	}
+	down := new(atomic.Bool)
+	down.Store(true)
+	reg := tools.NewRegistry(e.tool, &ship{}, r)
+	e.phase = saga.Phase(steps.New(e.Ledger, reg), &saga.Undoer{Ledger: e.Ledger, Journal: e.Ledger, Tools: reg,
+		Grants: flakyGrants{store, down}})
+	again := e.claim()
+	_, err := e.phase.Work(ctx, again)
+	if err == nil || errors.As(err, new(*agentledger.PermanentError)) || !strings.Contains(err.Error(), "connection refused") {
+		t.Fatalf("attempt with the grant unreadable: %v, want a retry", err)
+	}
+	var rows []string
+	for _, en := range e.Journal(again) {
+		if en.StepPath == saga.PathOf("tool/0") {
+			rows = append(rows, fmt.Sprintf("%s %s %d", en.Operation, en.State, en.Performed))
+		}
+	}
+	if strings.Join(rows, ",") != ledger.UnbuiltPrefix+"refund failed 0" {
+		t.Fatalf("compensation rows after the failed attempt: %v, want the unbuilt record back", rows)
+	}
+	e.fail(again, err)
+	down.Store(false)
+	e.undoToTheEnd(ctx)
+	if r.calls.Load() != 2 || e.get(id).State != agentledger.StateCompensated {
+		t.Fatalf("refund called %d times (want once), state %s", r.calls.Load()-1, e.get(id).State)
+	}
+}
+
 // A compensation whose tool is not registered here, for good, is recorded
 // as one that cannot be sent: the operator who undid the effect by hand
 // resolves it, and the task ends compensated.
