@@ -297,12 +297,15 @@ WHERE tenant = $1 AND operation = $2 AND effect_key = $3 AND state = 'failed'
 // locked: a replay that commits first takes its task out of the batch (the
 // re-check sees it queued); one that comes after sees the mark. Rows of
 // unfinished tasks stay, whatever their age.
+//
+// The record of a call that could not be built (Unbuilt) keeps the
+// retention of the operation it would have been recorded under.
 func expireSQL(t TaskRetention) string {
 	return `/* ledger.expire */
 WITH victims AS (
 	SELECT l.ctid AS row, l.task_id FROM ledger l
 	CROSS JOIN LATERAL (SELECT t.id FROM ` + t.FinishedFrom("l.task_id", "$2::interval") + ` FOR UPDATE OF t) t
-	WHERE (l.operation = $1 OR ($1::text IS NULL AND NOT l.operation = ANY ($4::text[])))
+	WHERE (` + unbuiltAs("l.operation") + ` = $1 OR ($1::text IS NULL AND NOT ` + unbuiltAs("l.operation") + ` = ANY ($4::text[])))
 	  AND l.updated_at < now() - $2::interval
 	LIMIT $3
 ),
@@ -338,9 +341,17 @@ WHERE left(effect_key, 6) = left($1, 6) AND starts_with(effect_key, $1)
   AND ` + findFilters
 
 const findFilters = `($2::bigint = 0 OR task_id = $2)
-  AND ($3 = '' OR operation = $3)
+  AND ($3 = '' OR operation = $3 OR operation = '` + UnbuiltPrefix + `' || $3)
   AND ($4 = '' OR tenant = $4)
 ORDER BY seq DESC LIMIT $5`
+
+// unbuiltAs is SQL for the operation a row's call is known by: its own,
+// or for a call that could not be built (Unbuilt) the one it would have
+// been recorded under.
+func unbuiltAs(operation string) string {
+	return `CASE WHEN starts_with(` + operation + `, '` + UnbuiltPrefix + `') THEN substr(` + operation + `, length('` +
+		UnbuiltPrefix + `') + 1) ELSE ` + operation + ` END`
+}
 
 // unknownCountSQL counts the effects of unknown outcome (a metrics gauge).
 const unknownCountSQL = `/* ledger.unknownCount */ SELECT count(*) FROM ledger WHERE state = 'unknown'`

@@ -150,6 +150,38 @@ func TestExpiryAndLateRetry(t *testing.T) {
 	}
 }
 
+// The record of a call that could not be built keeps the retention of
+// the operation it would have been recorded under, and an operator's
+// search by that operation finds it.
+func TestUnbuiltRecordKeepsItsOperation(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t)
+	id := e.task()
+	a, _ := e.claim("w")
+	if out, err := e.Ledger.Unbuilt(ctx, a, "compensate/tool/0", "test.op", "no grant"); err != nil || out != ledger.UnbuiltRecorded {
+		t.Fatalf("unbuilt: %v %v", out, err)
+	}
+	e.Claims.Succeed(ctx, leaseOf(a), nil)
+	if _, err := e.DB.Exec(ctx, `UPDATE ledger SET updated_at = now() - interval '8 days' WHERE task_id = $1`, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.DB.Exec(ctx, `UPDATE tasks SET finished_at = now() - interval '8 days' WHERE id = $1`, id); err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.Ledger.Find(ctx, ledger.FindParams{Operation: "test.op"})
+	if err != nil || len(got) != 1 || got[0].Operation != ledger.UnbuiltPrefix+"test.op" {
+		t.Fatalf("find by its operation: %+v %v, want the unbuilt record", got, err)
+	}
+	long := ledger.Retention{PerOperation: map[string]time.Duration{"test.op": 30 * 24 * time.Hour}}
+	if n, err := e.Ledger.Expire(ctx, claims.LedgerRetention{}, long, 10); err != nil || n != 0 {
+		t.Fatalf("a 30-day window for its operation expired %d rows (%v), want none", n, err)
+	}
+	if n, err := e.Ledger.Expire(ctx, claims.LedgerRetention{}, ledger.Retention{}, 10); err != nil || n != 1 {
+		t.Fatalf("the default window expired %d rows (%v), want 1", n, err)
+	}
+}
+
 // Find looks effects up by key prefix, task and operation.
 func TestFind(t *testing.T) {
 	t.Parallel()
