@@ -55,10 +55,14 @@ func (c FleetCase) label() string {
 
 // FleetResult is the outcome of one case in one round.
 type FleetResult struct {
-	Case       FleetCase
-	Round      int
-	Elapsed    time.Duration // release → last completion, on the server's clock
-	Rate       float64
+	Case    FleetCase
+	Round   int
+	Elapsed time.Duration // release → last completion, on the server's clock
+	Rate    float64
+	// Steady is the rate between the completions of the 10th and the 90th
+	// percentile of the tasks: the burn-down without its start (daemons'
+	// first claims on cold connections) and its tail (the last batches).
+	Steady     float64
 	Wall       time.Duration // release → burn-down seen: the CPU figures' interval
 	DaemonCPU  time.Duration
 	ServerCPU  time.Duration // the server's processes but the benchmark's own backends and other databases'
@@ -177,14 +181,14 @@ func runFleet(ctx context.Context, args []string, out, errOut io.Writer) error {
 		f.Rounds, bouncerNote, srv.Describe(ctx), runtime.Version(), runtime.GOMAXPROCS(0), runtime.NumCPU(), loadAverage())
 	fmt.Fprintf(out, "# tasks/claim, tasks/complete: tasks per claim and per succeed statement (the tasks of one share its daemon and "+
 		"started_at, or ended_at, in attempt_records); secs: the release of the daemons' first claims, held back until every daemon is up, → the last completion "+
-		"(attempt_records.ended_at), on the server's clock; CPU over release → burn-down seen, agentd from /proc, "+
+		"(attempt_records.ended_at), on the server's clock; steady/s: the tasks completed between the 10th and the 90th percentile of the completions over that time; CPU over release → burn-down seen, agentd from /proc, "+
 		"pg: the server's processes less the benchmark's own backends and other databases' (its background processes are shared); conns/daemon: most connections one daemon had at once "+
 		"(direct: its backends by application_name; via pgbouncer: its client connections to PgBouncer, SHOW CLIENTS); "+
 		"backends: most backends of all daemons at once; deadlocks, rollbacks: pg_stat_database of the run's database; "+
 		"conflicts: daemons' log lines naming a serialization failure, deadlock or lock timeout\n\n")
 
 	results := map[FleetCase][]FleetResult{}
-	t := NewTable("round", "case", "conc/daemon", "secs", "tasks/s", "agentd cores", "pg cores", "agentd us/task", "pg us/task",
+	t := NewTable("round", "case", "conc/daemon", "secs", "tasks/s", "steady/s", "agentd cores", "pg cores", "agentd us/task", "pg us/task",
 		"tasks/claim", "tasks/complete", "conns/daemon", "backends", "deadlocks", "rollbacks", "conflicts", "attempts", "once")
 	var failed []string
 	for round := 1; round <= f.Rounds; round++ {
@@ -482,6 +486,16 @@ FROM attempt_records`, released).Scan(&secs, &r.Attempts, &distinct, &r.Claims, 
 	}
 	r.Elapsed = time.Duration(secs * float64(time.Second))
 	r.Rate = float64(tasks) / secs
+	var mid float64
+	if err := db.QueryRow(ctx, `
+SELECT coalesce(extract(epoch FROM percentile_disc(0.9) WITHIN GROUP (ORDER BY ended_at)
+	- percentile_disc(0.1) WITHIN GROUP (ORDER BY ended_at))::float8, 0)
+FROM attempt_records`).Scan(&mid); err != nil {
+		return fmt.Errorf("reading the attempts: %w", err)
+	}
+	if mid > 0 {
+		r.Steady = 0.8 * float64(tasks) / mid
+	}
 	n := int64(tasks)
 	switch {
 	case r.Succeeded != n:

@@ -31,9 +31,9 @@ func loadAverage() string {
 // cells formats the result as a row of the rounds' table.
 func (r FleetResult) cells(f FleetFlags) []any {
 	c := r.Case
-	secs, rate := fmt.Sprintf("%.2f", r.Elapsed.Seconds()), fmt.Sprintf("%.0f", r.Rate)
+	secs, rate, steady := fmt.Sprintf("%.2f", r.Elapsed.Seconds()), fmt.Sprintf("%.0f", r.Rate), fmt.Sprintf("%.0f", r.Steady)
 	if r.TimedOut {
-		secs, rate = "-", "timeout"
+		secs, rate, steady = "-", "timeout", "-"
 	}
 	cores := func(d time.Duration) string { return strconv.FormatFloat(d.Seconds()/r.Wall.Seconds(), 'f', 2, 64) }
 	per := func(d time.Duration) string {
@@ -50,7 +50,7 @@ func (r FleetResult) cells(f FleetFlags) []any {
 	case r.OnceFailed != "":
 		once = "NO"
 	}
-	return []any{r.Round, c.label(), f.Concurrency / c.Daemons, secs, rate, cores(r.DaemonCPU), pgCores,
+	return []any{r.Round, c.label(), f.Concurrency / c.Daemons, secs, rate, steady, cores(r.DaemonCPU), pgCores,
 		per(r.DaemonCPU), pgPer, ratio(r.Attempts, r.Claims), ratio(r.Attempts, r.Completes), r.Activity.PeakPerDaemon, r.Activity.PeakTotal, r.Deadlocks, r.Rollbacks,
 		r.Conflicts, r.Attempts, once}
 }
@@ -73,14 +73,15 @@ func medianMinMax(xs []float64, prec int) string {
 // printFleetSummary prints each case's medians and the ratio of each
 // fleet case to one daemon, per round and over the rounds.
 func printFleetSummary(out io.Writer, cases []FleetCase, results map[FleetCase][]FleetResult, tasks int) {
-	t := NewTable("case", "runs", "tasks/s median (min–max)", "agentd us/task", "pg us/task", "conns/daemon", "backends")
+	t := NewTable("case", "runs", "tasks/s median (min–max)", "steady/s", "agentd us/task", "pg us/task", "conns/daemon", "backends")
 	for _, c := range cases {
-		var rate, dcpu, pcpu, conns, backends []float64
+		var rate, steady, dcpu, pcpu, conns, backends []float64
 		for _, r := range results[c] {
 			if r.TimedOut {
 				continue
 			}
 			rate = append(rate, r.Rate)
+			steady = append(steady, r.Steady)
 			n := float64(tasks)
 			dcpu = append(dcpu, float64(r.DaemonCPU)/float64(time.Microsecond)/n)
 			if r.CPUKnown {
@@ -89,15 +90,23 @@ func printFleetSummary(out io.Writer, cases []FleetCase, results map[FleetCase][
 			conns = append(conns, float64(r.Activity.PeakPerDaemon))
 			backends = append(backends, float64(r.Activity.PeakTotal))
 		}
-		t.Add(c.label(), len(rate), medianMinMax(rate, 0), medianMinMax(dcpu, 1), medianMinMax(pcpu, 1),
+		t.Add(c.label(), len(rate), medianMinMax(rate, 0), medianMinMax(steady, 0), medianMinMax(dcpu, 1), medianMinMax(pcpu, 1),
 			medianMinMax(conns, 0), medianMinMax(backends, 0))
 	}
 	t.Print(out)
 	fmt.Fprintln(out)
+	printFleetRatios(out, cases, results, "", func(r FleetResult) float64 { return r.Rate })
+	fmt.Fprintln(out)
+	printFleetRatios(out, cases, results, " (steady)", func(r FleetResult) float64 { return r.Steady })
+}
+
+// printFleetRatios prints the ratio of each fleet case's rate to one
+// daemon's, per round and over the rounds.
+func printFleetRatios(out io.Writer, cases []FleetCase, results map[FleetCase][]FleetResult, what string, rate func(FleetResult) float64) {
 	one := results[cases[0]]
 	header := []string{"round"}
 	for _, c := range cases[1:] {
-		header = append(header, c.label()+" / "+cases[0].label())
+		header = append(header, c.label()+" / "+cases[0].label()+what)
 	}
 	rt := NewTable(header...)
 	ratios := make([][]float64, len(cases)-1)
@@ -109,7 +118,7 @@ func printFleetSummary(out io.Writer, cases []FleetCase, results map[FleetCase][
 				row = append(row, "-")
 				continue
 			}
-			q := rs[i].Rate / one[i].Rate
+			q := rate(rs[i]) / rate(one[i])
 			ratios[j] = append(ratios[j], q)
 			row = append(row, fmt.Sprintf("%.2f", q))
 		}
