@@ -55,3 +55,25 @@ func TestCompensatedRefusal(t *testing.T) {
 		t.Errorf("the re-run of a compensated task suggests a replay:\n%s", v)
 	}
 }
+
+// r on a task parked in its compensation says, as agentctl replay does,
+// that the replay continues the compensation and runs nothing of the
+// forward path.
+func TestReplayOfAParkedCompensation(t *testing.T) {
+	t.Parallel()
+	store := newFakeStore(0, epoch)
+	store.tasks = append(store.tasks, &agentledger.Task{ID: 1, Tenant: "acme", Queue: "default", Kind: "steps",
+		State: agentledger.StateNeedsAttention, Compensation: "failed", UpdatedAt: epoch})
+	d := newDriver(t, store, Options{}, 100, 30)
+	d.keys("r")
+	wantStatus(t, d, "Replay task 1?")
+	v := d.view()
+	for _, want := range []string{"continues the task's compensation, not its forward path", "Nothing of the forward path runs again."} {
+		if !strings.Contains(strings.Join(strings.Fields(v), " "), want) {
+			t.Errorf("the replay dialog lacks %q:\n%s", want, v)
+		}
+	}
+	if strings.Contains(v, "run for the first time") {
+		t.Errorf("the replay dialog of a compensation promises forward effects:\n%s", v)
+	}
+}

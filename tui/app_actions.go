@@ -120,6 +120,16 @@ func (a App) openPreview(msg previewMsg) (tea.Model, tea.Cmd) {
 		summary,
 		"",
 	}
+	after := "Effects after these run for the first time."
+	if t.Compensation != "" {
+		// A parked compensation: the replay undoes, it does not redo.
+		if len(p.Effects) == 0 {
+			summary = "no effects recorded: nothing to undo."
+		}
+		lines = append(lines[:1], "It continues the task's compensation, not its forward path: compensations recorded "+
+			"so far are served, a keyed one that failed is sent again, the rest run, newest effect first.", summary, "")
+		after = "Nothing of the forward path runs again."
+	}
 	if len(p.Effects) > 0 {
 		// The columns fit their cells: a step is what a resolve names.
 		header := []string{"STEP", "OPERATION", "CLASS", "STATE", "ON REPLAY"}
@@ -140,7 +150,7 @@ func (a App) openPreview(msg previewMsg) (tea.Model, tea.Cmd) {
 		}
 		lines = append(lines, "")
 	}
-	lines = append(lines, "Effects after these run for the first time.")
+	lines = append(lines, after)
 	if i := slices.IndexFunc(p.Effects, func(e PlannedEffect) bool { return e.Refused != "" }); i >= 0 {
 		lines = append(lines, s.Danger.Render(p.Effects[i].Step+": "+p.Effects[i].Refused+"; the replay stops there."))
 	}
