@@ -8,6 +8,7 @@ import (
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/agent"
 	"github.com/agentledger/agentledger/grants"
+	"github.com/agentledger/agentledger/saga"
 	"github.com/agentledger/agentledger/steps"
 )
 
@@ -18,7 +19,8 @@ import (
 // agent task asks are read from its payload as the API checks it at
 // submit (steps.Needs, agent.Needs; the model as agent.ModelDenied judges
 // it without the configured model, which only the workers know); the rest
-// is checked only when the replay runs.
+// is checked only when the replay runs. A replay of a task parked in its
+// compensation performs compensations only, and only they are checked.
 func (s *Service) refuseUngranted(ctx context.Context, t *agentledger.Task, plan []PlannedEffect) error {
 	tenant := t.Tenant
 	g, err := grants.NewStore(s.db).For(ctx, tenant)
@@ -40,6 +42,11 @@ func (s *Service) refuseUngranted(ctx context.Context, t *agentledger.Task, plan
 		}
 	}
 	for i := range plan {
+		if _, undo := saga.Undoes(plan[i].Step); t.Compensation != "" && !undo {
+			// A replay of a parked compensation performs none of the
+			// forward path's effects: it reads them to undo them.
+			continue
+		}
 		need, ok := byStep[plan[i].Step]
 		if !ok {
 			need, ok = toolNeed(plan[i].Operation)

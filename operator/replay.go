@@ -71,7 +71,11 @@ func (s *Service) Replay(ctx context.Context, tenant string, id int64) (*Preview
 	if err != nil {
 		return nil, err
 	}
-	return &Preview{Task: t, Effects: Plan(j)}, nil
+	p := &Preview{Task: t, Effects: Plan(j)}
+	// As the preview marks them. The replay is queued whatever the marks
+	// say, so a grant that cannot be read leaves them out, not the replay.
+	_ = s.refuseUngranted(ctx, t, p.Effects)
+	return p, nil
 }
 
 // Rerun runs task id again as a new intent: its generation moves on, so

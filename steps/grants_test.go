@@ -265,6 +265,42 @@ func TestRefusedCompensationSentAfterTheFix(t *testing.T) {
 	}
 }
 
+// A replay preview of a task parked in its compensation does not mark a
+// forward effect refused when its tool is revoked: the replay reads it to
+// undo it and performs nothing of the forward path. The compensation
+// whose tool is revoked is marked, in the preview and in the replay's
+// own listing.
+func TestPreviewOfACompensationChecksItsCompensationsOnly(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e, store, _, _, id := sagaWithGrant(t)
+	parkRefused(t, e, store)
+	revoke(t, store, "post")
+	p, err := e.Operator.Preview(ctx, "", id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, pe := range p.Effects {
+		got = append(got, fmt.Sprintf("%s %t", pe.Step, pe.Refused != ""))
+	}
+	want := "tool/0 false,tool/1 false,compensate/tool/0 true"
+	if strings.Join(got, ",") != want {
+		t.Fatalf("preview (step, refused): %v, want %s", got, want)
+	}
+	// The replay's own listing marks the same.
+	if p, err = e.Operator.Replay(ctx, "", id); err != nil {
+		t.Fatal(err)
+	}
+	got = got[:0]
+	for _, pe := range p.Effects {
+		got = append(got, fmt.Sprintf("%s %t", pe.Step, pe.Refused != ""))
+	}
+	if strings.Join(got, ",") != want {
+		t.Fatalf("replay (step, refused): %v, want %s", got, want)
+	}
+}
+
 // Once the grant is back, the refused compensation's call is built: its
 // unbuilt record goes, and when the call's answer is lost the operator
 // may say it did not happen (retry), as for any unknown outcome.

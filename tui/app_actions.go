@@ -152,7 +152,11 @@ func (a App) openPreview(msg previewMsg) (tea.Model, tea.Cmd) {
 	}
 	lines = append(lines, after)
 	if i := slices.IndexFunc(p.Effects, func(e PlannedEffect) bool { return e.Refused != "" }); i >= 0 {
-		lines = append(lines, s.Danger.Render(p.Effects[i].Step+": "+p.Effects[i].Refused+"; the replay stops there."))
+		stop := "; the replay stops there."
+		if t.Compensation != "" {
+			stop = "; the compensation parks the task again there."
+		}
+		lines = append(lines, s.Danger.Render(p.Effects[i].Step+": "+p.Effects[i].Refused+stop))
 	}
 	if slices.ContainsFunc(p.Effects, func(e PlannedEffect) bool { return e.Plan == PlanResolve }) {
 		lines = append(lines, s.Danger.Render("An effect needs resolution: the task parks in needs_attention again until it is resolved (v)."))

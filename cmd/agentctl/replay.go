@@ -9,6 +9,7 @@ import (
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/operator"
+	"github.com/agentledger/agentledger/saga"
 )
 
 func (a *app) replayCmd() *cobra.Command {
@@ -110,10 +111,15 @@ func (a *app) replay(ctx context.Context, tenant, arg string, dryRun bool) error
 		return err
 	}
 	for _, p := range plan {
-		if p.Refused != "" {
-			fmt.Fprintf(a.stdout, "%s: %s; the replay stops there and performs nothing more\n", p.Step, p.Refused)
-			break
+		if p.Refused == "" {
+			continue
 		}
+		if _, undo := saga.Undoes(p.Step); undo {
+			fmt.Fprintf(a.stdout, "%s: %s; the compensation parks the task again there until the grant allows it\n", p.Step, p.Refused)
+		} else {
+			fmt.Fprintf(a.stdout, "%s: %s; the replay stops there and performs nothing more\n", p.Step, p.Refused)
+		}
+		break
 	}
 	// As the console's dialog warns: an effect of unknown outcome is not
 	// guessed at, so the replay stops at it again.
