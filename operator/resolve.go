@@ -58,8 +58,11 @@ func (s *Service) Resolve(ctx context.Context, tenant string, id int64, step str
 	case r.Done && failed != nil:
 		target = failed
 	case failed != nil:
-		return nil, agentledger.Invalid("resolution", "the compensation at %s failed: replay task %d to send it "+
-			"again once its cause is fixed, or resolve it as done if you undid the effect by hand", step, id)
+		// Not taken as "retry": a failed call is sent again by a replay
+		// already, and one that never rendered never will be.
+		return nil, agentledger.Invalid("resolution", "the compensation at %s failed (agentctl show %d says why): if "+
+			"its cause can be fixed, fix it and replay task %d to send it again; otherwise make sure the effect was not "+
+			"undone already, undo it by hand and resolve it as done", step, id, id)
 	case pending != nil && t.State != agentledger.StateNeedsAttention:
 		return nil, agentledger.Errorf(agentledger.CodeConflict, "the compensation at %s is being sent (task %d is %s): "+
 			"agentctl show %d follows it", step, id, t.State, id)

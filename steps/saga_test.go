@@ -577,6 +577,14 @@ func TestUnbuiltCompensationResolvedByHand(t *testing.T) {
 	if d, _ := e.Operator.Show(ctx, "", id); len(d.Journal) != 3 {
 		t.Fatalf("a stale attempt's unbuilt row was recorded: %d journal rows, want 3", len(d.Journal))
 	}
+	// "Retry" is not a resolution of a failed compensation, and the
+	// refusal does not promise a replay that would send it: this one
+	// never renders.
+	_, err = e.Operator.Resolve(ctx, "", id, "compensate/tool/0", operator.Resolution{Note: "try again"})
+	if !errors.Is(err, agentledger.ErrInvalid) || !strings.Contains(err.Error(), "if its cause can be fixed") ||
+		!strings.Contains(err.Error(), "otherwise make sure the effect was not undone already, undo it by hand") {
+		t.Fatalf("retry of a failed compensation: %v", err)
+	}
 	if _, err := e.Operator.Resolve(ctx, "", id, "compensate/tool/0", operator.Resolution{Done: true, Note: "refunded by hand"}); err != nil {
 		t.Fatal(err)
 	}
