@@ -63,6 +63,9 @@ func check(ctx context.Context, s *registry.Store, p claims.EnqueueParams, g *gr
 	}
 	if g != nil {
 		if err := granted(g, p, o.Model); err != nil {
+			if uerr := unknownTools(ctx, s, p, o); uerr != nil {
+				return uerr
+			}
 			return err
 		}
 	}
@@ -135,6 +138,42 @@ func check(ctx context.Context, s *registry.Store, p claims.EnqueueParams, g *gr
 		return err
 	}
 	return advise(runnable(p.Needs, servers), o.Override)
+}
+
+// unknownTools is the refusal of a steps payload naming a tool that no
+// live worker serving it has, read when the grant refused the payload: a
+// misspelt tool is told as one, not as a grant to add (which would not
+// make it exist). Nil when every tool is known, when the tools cannot be
+// known (no live server, one of an older version, a disconnected MCP
+// server), or when the submitter queues it anyway.
+func unknownTools(ctx context.Context, s *registry.Store, p claims.EnqueueParams, o options) error {
+	if p.Kind != steps.Kind || o.Anyway {
+		return nil
+	}
+	live, err := s.LiveWorkers(ctx)
+	if err != nil {
+		return nil // the grant's refusal stands
+	}
+	servers, err := serving(live, p.Queue, p.Kind)
+	if err != nil {
+		return nil
+	}
+	known := toolCheck(servers)
+	if known == nil {
+		return nil
+	}
+	unknown := false
+	err = steps.CheckWith(p.Payload, func(tool string, _ json.RawMessage) error {
+		if err := known(tool); err != nil {
+			unknown = true
+			return err
+		}
+		return nil
+	}, nil)
+	if err != nil && unknown {
+		return advise(err, o.Override)
+	}
+	return nil
 }
 
 // reachable checks the literal URLs of a steps payload's calls with

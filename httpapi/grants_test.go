@@ -2,15 +2,19 @@ package httpapi_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/admit"
 	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/httpapi"
+	"github.com/agentledger/agentledger/notify"
+	"github.com/agentledger/agentledger/registry"
 )
 
 // lateGrants reads grants from a store set once the test database exists.
@@ -172,4 +176,35 @@ func newAdmittingEnv(t *testing.T, model string) (*env, *lateGrants) {
 	e := newEnv(t, httpapi.Config{Door: &admit.Door{Grants: src, Model: model}})
 	src.store = grants.NewStore(e.db)
 	return e, src
+}
+
+// A tool the grant lacks that no live worker has is refused as unknown
+// (422, the tools known), not as a grant to add: granting a misspelt tool
+// would not make it exist. A known tool the grant lacks stays a 403.
+func TestSubmitNamesAnUnknownToolBeforeTheGrant(t *testing.T) {
+	t.Parallel()
+	e, src := newAdmittingEnv(t, "")
+	token := e.tenant("acme")
+	if err := src.store.Put(context.Background(), "acme", &grants.Grant{Kinds: []string{"steps"}, Tools: []string{"notify"},
+		Channels: []string{"ops"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := registry.New(e.db).Register(context.Background(), registry.Registration{ID: "d1", Host: "h", PID: 1,
+		Queues: []string{"default"}, Kinds: []string{"steps"}, Tools: map[string]json.RawMessage{
+			"notify": notify.NewTool().Parameters(), "http_request": nil}}); err != nil {
+		t.Fatal(err)
+	}
+	p := e.problem(e.post("/v1/tasks", token, "k1", `{"kind":"steps","payload":{"steps":[{"tool":"notfy","args":{"channel":"ops","text":"x"}}]}}`),
+		http.StatusUnprocessableEntity, string(agentledger.CodeInvalid))
+	if !strings.Contains(p.Detail, `step 0: unknown tool "notfy" (known: http_request, notify)`) || strings.Contains(p.Detail, "grant") {
+		t.Errorf("a misspelt tool: %q", p.Detail)
+	}
+	p = e.problem(e.post("/v1/tasks", token, "k2", `{"kind":"steps","payload":{"steps":[{"tool":"http_request","args":{"method":"GET","url":"https://a.example/"}}]}}`),
+		http.StatusForbidden, "forbidden")
+	if !strings.Contains(p.Detail, `tenant "acme" has no grant for tool "http_request"`) {
+		t.Errorf("a known tool outside the grant: %q", p.Detail)
+	}
+	if n := e.count(`SELECT count(*) FROM tasks`); n != 0 {
+		t.Fatalf("%d tasks queued by refused requests", n)
+	}
 }
