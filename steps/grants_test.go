@@ -104,13 +104,8 @@ func TestRevokeStopsTheNextCompensation(t *testing.T) {
 		t.Errorf("undone %s, want step 1's only", undoTool.seen)
 	}
 	// Recorded failed, for an operator to settle; nothing was sent.
-	var rows []string
-	for _, en := range e.Journal(task) {
-		if en.StepPath == saga.PathOf("tool/0") {
-			rows = append(rows, fmt.Sprintf("%s %s %d", en.Operation, en.State, en.Performed))
-		}
-	}
-	if strings.Join(rows, ",") != ledger.UnbuiltPrefix+"post failed 0" {
+	rows := undoRows(e, task)
+	if rows != ledger.UnbuiltPrefix+"post failed 0" {
 		t.Errorf("compensation rows of tool/0: %v, want the unbuilt one, failed, never performed", rows)
 	}
 }
@@ -169,6 +164,33 @@ func sagaWithGrant(t *testing.T) (*env, *grants.Store, *refund, saga.Handler, in
 	return e, store, r, phase, id
 }
 
+// regrantedAndReplayed is sagaWithGrant parked on its refund refused
+// (the tool revoked), then granted the tool again and replayed: the next
+// attempt may send the refund, which answers at once.
+func regrantedAndReplayed(t *testing.T) (*env, *grants.Store, *refund, int64) {
+	t.Helper()
+	e, store, r, _, id := sagaWithGrant(t)
+	r.calls.Store(1) // no call is lost in transit here
+	parkRefused(t, e, store)
+	regrant(t, store, "refund")
+	if _, err := e.Operator.Replay(context.Background(), "", id); err != nil {
+		t.Fatal(err)
+	}
+	return e, store, r, id
+}
+
+// undoRows lists the journal rows of task's compensation of step 0,
+// "operation state performed", comma-separated.
+func undoRows(e *env, task *agentledger.Task) string {
+	var rows []string
+	for _, en := range e.Journal(task) {
+		if en.StepPath == saga.PathOf("tool/0") {
+			rows = append(rows, fmt.Sprintf("%s %s %d", en.Operation, en.State, en.Performed))
+		}
+	}
+	return strings.Join(rows, ",")
+}
+
 // regrant puts tool back in acme's grant.
 func regrant(t *testing.T, store *grants.Store, tool string) {
 	t.Helper()
@@ -220,13 +242,8 @@ func TestRevokedCompensationKeepsItsUnknownOutcome(t *testing.T) {
 	if !errors.As(err, &denied) || strings.Contains(err.Error(), "by hand") {
 		t.Fatalf("revoked refund: %v, want the denial alone", err)
 	}
-	var states []string
-	for _, en := range e.Journal(again) {
-		if en.StepPath == saga.PathOf("tool/0") {
-			states = append(states, string(en.State)+" "+en.Operation)
-		}
-	}
-	if strings.Join(states, ",") != "unknown refund" || r.calls.Load() != 1 {
+	states := undoRows(e, again)
+	if states != "refund unknown 1" || r.calls.Load() != 1 {
 		t.Fatalf("compensation rows %v, %d calls; want the unknown one alone, called once", states, r.calls.Load())
 	}
 }
@@ -319,13 +336,8 @@ func TestRefusedCompensationThenLost(t *testing.T) {
 		t.Fatalf("lost refund: %v, want an unknown outcome", err)
 	}
 	e.fail(again, err)
-	var rows []string
-	for _, en := range e.Journal(again) {
-		if en.StepPath == saga.PathOf("tool/0") {
-			rows = append(rows, en.Operation+" "+string(en.State))
-		}
-	}
-	if strings.Join(rows, ",") != "refund unknown" {
+	rows := undoRows(e, again)
+	if rows != "refund unknown 1" {
 		t.Fatalf("compensation rows %v, want the built call's alone (its unbuilt record dropped)", rows)
 	}
 	if _, err := e.Operator.Resolve(ctx, "", id, saga.PathOf("tool/0"), operator.Resolution{Note: "the provider has no such refund"}); err != nil {
@@ -395,13 +407,7 @@ func (j resolvingJournal) ClearUnbuilt(ctx context.Context, a ledger.Attempt, st
 func TestResolvedWhileTheCallIsBuilt(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	e, store, r, _, id := sagaWithGrant(t)
-	r.calls.Store(1) // no call is lost in transit here
-	parkRefused(t, e, store)
-	regrant(t, store, "refund")
-	if _, err := e.Operator.Replay(ctx, "", id); err != nil {
-		t.Fatal(err)
-	}
+	e, store, r, id := regrantedAndReplayed(t)
 	reg := tools.NewRegistry(e.tool, &ship{}, r)
 	e.phase = saga.Phase(steps.New(e.Ledger, reg), &saga.Undoer{Ledger: e.Ledger, Tools: reg, Grants: store,
 		Journal: resolvingJournal{e.Ledger, func() {
@@ -442,13 +448,7 @@ func (f flakyGrants) For(ctx context.Context, tenant string) (*grants.Grant, err
 func TestClearedRecordPutBackWhenTheCallFailsForNow(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	e, store, r, _, id := sagaWithGrant(t)
-	r.calls.Store(1) // no call is lost in transit here
-	parkRefused(t, e, store)
-	regrant(t, store, "refund")
-	if _, err := e.Operator.Replay(ctx, "", id); err != nil {
-		t.Fatal(err)
-	}
+	e, store, r, id := regrantedAndReplayed(t)
 	down := new(atomic.Bool)
 	down.Store(true)
 	reg := tools.NewRegistry(e.tool, &ship{}, r)
@@ -459,13 +459,8 @@ func TestClearedRecordPutBackWhenTheCallFailsForNow(t *testing.T) {
 	if err == nil || errors.As(err, new(*agentledger.PermanentError)) || !strings.Contains(err.Error(), "connection refused") {
 		t.Fatalf("attempt with the grant unreadable: %v, want a retry", err)
 	}
-	var rows []string
-	for _, en := range e.Journal(again) {
-		if en.StepPath == saga.PathOf("tool/0") {
-			rows = append(rows, fmt.Sprintf("%s %s %d", en.Operation, en.State, en.Performed))
-		}
-	}
-	if strings.Join(rows, ",") != ledger.UnbuiltPrefix+"refund failed 0" {
+	rows := undoRows(e, again)
+	if rows != ledger.UnbuiltPrefix+"refund failed 0" {
 		t.Fatalf("compensation rows after the failed attempt: %v, want the unbuilt record back", rows)
 	}
 	e.fail(again, err)
