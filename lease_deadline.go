@@ -2,6 +2,7 @@ package agentledger
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -14,9 +15,31 @@ import (
 // database: the ledger reads it before a call it makes without a fenced
 // look-up (a keyed effect on its generation's first claim), so that an
 // attempt that outlived its lease — a process stopped and resumed, a
-// stalled machine — does not send it. Safe for concurrent use.
+// stalled machine — does not send it. It also keeps the keys the attempt
+// sent so (Unlooked). Safe for concurrent use.
 type LeaseDeadline struct {
 	at atomic.Pointer[time.Time] // nil: not set, or ended
+
+	mu   sync.Mutex
+	sent map[string]struct{} // keys Unlooked let go out
+}
+
+// Unlooked reports whether the effect key may go out without a look-up in
+// this attempt: only the first time the attempt asks. A second call under
+// the same key in one attempt (a journal place used twice) must look, as
+// a later attempt would: the first call's row may be there, and a
+// different request under the key is then refused before it is sent.
+func (d *LeaseDeadline) Unlooked(key string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, ok := d.sent[key]; ok {
+		return false
+	}
+	if d.sent == nil {
+		d.sent = map[string]struct{}{}
+	}
+	d.sent[key] = struct{}{}
+	return true
 }
 
 // Set moves the deadline to t, a time read from time.Now (its monotonic

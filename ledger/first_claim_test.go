@@ -2,6 +2,7 @@ package ledger_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -67,9 +68,9 @@ func leased() (context.Context, *agentledger.LeaseDeadline) {
 // performs a keyed effect without the look-up before it (there is no row
 // to find), and a pure one with it; the record is written either way. A
 // later claim — a replay — looks up and is served. Should the first
-// attempt perform the same step twice, the call goes out again under its
-// key and the first record stands. Without a deadline (no worker runs
-// the call) the look-up is made.
+// attempt call the same step twice, the second looks up as a replay
+// would: served, or refused before it is sent if its request differs.
+// Without a deadline (no worker runs the call) the look-up is made.
 func TestFirstClaimSkipsTheLookup(t *testing.T) {
 	t.Parallel()
 	ctx, _ := leased()
@@ -97,19 +98,23 @@ func TestFirstClaimSkipsTheLookup(t *testing.T) {
 		t.Fatalf("pure on a first claim sent %q, want the look-up and the record", got)
 	}
 	again, err := l.Do(ctx, a, effect(ledger.Keyed, "tool/0", `{"to":"acme"}`, c.perform))
-	if err != nil || string(again.Body) != `{"n": 1}` || c.calls.Load() != 3 {
-		t.Fatalf("the same step again in the first attempt: %+v %v, performed %d; want the first record, performed again", again, err, c.calls.Load())
+	if err != nil || !again.Replayed || string(again.Body) != `{"n": 1}` || c.calls.Load() != 2 {
+		t.Fatalf("the same step again in the first attempt: %+v %v, performed %d; want the first record served", again, err, c.calls.Load())
 	}
-	if got := db.sent(); got != "ledger.insertKeyedOutcome ledger.landed" {
-		t.Fatalf("the same step again sent %q, want the record refused and the first one read", got)
+	if got := db.sent(); got != "ledger.lookup" {
+		t.Fatalf("the same step again sent %q, want the look-up alone", got)
 	}
+	if _, err := l.Do(ctx, a, effect(ledger.Keyed, "tool/0", `{"to":"globex"}`, c.perform)); !errors.Is(err, agentledger.ErrKeyReuse) || c.calls.Load() != 2 {
+		t.Fatalf("the same step with another request in the first attempt: %v, performed %d; want ErrKeyReuse, nothing sent", err, c.calls.Load())
+	}
+	db.sent()
 
 	b, later := e.expireAndReclaim("w")
 	if b.First || later.GenerationClaims != 2 {
 		t.Fatalf("a later claim (%d): %+v, want no first claim", later.GenerationClaims, b)
 	}
 	served, err := l.Do(ctx, b, effect(ledger.Keyed, "tool/0", `{"to":"acme"}`, c.perform))
-	if err != nil || !served.Replayed || c.calls.Load() != 3 {
+	if err != nil || !served.Replayed || c.calls.Load() != 2 {
 		t.Fatalf("replay: %+v %v, performed %d; want served", served, err, c.calls.Load())
 	}
 	if got := db.sent(); got != "ledger.lookup" {

@@ -267,8 +267,9 @@ func (l *Ledger) doUnreserved(ctx context.Context, pk []any, a Attempt, call Cal
 	// keyed effect goes straight to its call, and the fenced insert after
 	// it decides as it does for any performance (a lost lease records
 	// nothing; a row that landed first stands). A pure one still looks,
-	// since performing it again is not free (a model completion).
-	if !a.First || e.Class != Keyed || !leaseHolds(ctx) {
+	// since performing it again is not free (a model completion); so does
+	// a key the attempt has sent already (a place used twice).
+	if !a.First || e.Class != Keyed || !unlooked(ctx, call.Key) {
 		res, st, done, err := l.lookup(ctx, pk, a, call, e, hash)
 		switch {
 		case done:
@@ -354,13 +355,14 @@ func (l *Ledger) doUnreserved(ctx context.Context, pk []any, a Attempt, call Cal
 		"the next attempt performs it again with the same key", short(call.Key))
 }
 
-// leaseHolds reports whether the attempt running ctx is, by its worker's
-// own clock, still within its lease (agentledger.LeaseDeadline): only then
-// may a call go out without the fenced look-up. Without a deadline (a
-// caller that is no worker) it does not hold.
-func leaseHolds(ctx context.Context) bool {
+// unlooked reports whether the call under key may go out without the
+// fenced look-up: the attempt running ctx is, by its worker's own clock,
+// still within its lease (agentledger.LeaseDeadline), and has not sent
+// the key already. Without a deadline (a caller that is no worker) it
+// may not.
+func unlooked(ctx context.Context, key string) bool {
 	d := agentledger.LeaseDeadlineOf(ctx)
-	return d != nil && d.Holds()
+	return d != nil && d.Holds() && d.Unlooked(key)
 }
 
 // lookup reads the effect's row, fenced on the lease: done when the lease

@@ -27,7 +27,7 @@ type invokerKey struct{}
 func Call(ctx context.Context, t *agentledger.Task, path, tool string, args any, undo *Compensation) (ledger.Result, error) {
 	u, ok := ctx.Value(invokerKey{}).(*Undoer)
 	if !ok {
-		return ledger.Result{}, errors.New("saga.Call: ctx is not a task handler's: call it from a kind the daemon runs")
+		return ledger.Result{}, agentledger.Permanent(errors.New("saga.Call: ctx is not a task handler's: call it from a kind the daemon runs, with the ctx it was given"))
 	}
 	if path == "" || strings.HasPrefix(path, "/") {
 		return ledger.Result{}, agentledger.Permanent(fmt.Errorf("saga.Call: path %q must name the call (\"charge\", \"step/2\")", path))
@@ -42,15 +42,31 @@ func Call(ctx context.Context, t *agentledger.Task, path, tool string, args any,
 	call := tools.Call{Task: t, StepPath: "call/" + path, Args: raw}
 	if undo != nil {
 		if call.Compensate, err = undo.Encode(); err != nil {
-			return ledger.Result{}, fmt.Errorf("saga.Call %s: %w", path, err)
+			return ledger.Result{}, agentledger.Permanent(fmt.Errorf("saga.Call %s: %w", path, err))
+		}
+		// A compensation calling a tool that does not exist would be
+		// found out only when the effect has to be undone: refused now,
+		// before the effect. (One of an MCP server not connected for now
+		// is taken: it is looked up when it runs.)
+		if reg := u.path().Tools; reg != nil {
+			if _, err := reg.Get(undo.Tool); err != nil && errors.As(err, new(*agentledger.PermanentError)) {
+				return ledger.Result{}, agentledger.Permanent(fmt.Errorf("saga.Call %s: its compensation: %w", path, err))
+			}
 		}
 	}
 	// The path reads the grant in force now: a revoke stops the kind's
 	// next call.
 	o := &tools.Outgoing{ToolName: tool, Call: call}
 	res, err := u.path().Perform(ctx, o)
-	if err != nil && o.Tool == nil { // the lookup failed: no such tool
+	switch {
+	case err != nil && o.Tool == nil: // the lookup failed: no such tool
 		return res, fmt.Errorf("saga.Call %s: %w", path, err)
+	case errors.Is(err, agentledger.ErrKeyReuse):
+		// Retrying cannot change the recorded request: the kind's code
+		// sends another at this place (a place used twice, or code that
+		// changed under a replay).
+		return res, agentledger.Permanent(fmt.Errorf("saga.Call %s (%s): the call differs from the one recorded at this "+
+			"place; give each call its own path, or re-run the task as a new intent: %w", path, tool, err))
 	}
 	return res, err
 }

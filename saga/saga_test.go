@@ -91,11 +91,59 @@ func TestGoKindCompensations(t *testing.T) {
 	}
 }
 
-// Call outside a task handler's context says so.
+// Call outside a task handler's context says so, for good: retrying
+// cannot change the code that made it.
 func TestCallOutsideAHandler(t *testing.T) {
 	_, err := saga.Call(context.Background(), &agentledger.Task{ID: 1}, "charge", "shop", nil, nil)
-	if err == nil || !strings.Contains(err.Error(), "not a task handler's") {
-		t.Fatalf("got %v", err)
+	if err == nil || !strings.Contains(err.Error(), "not a task handler's") || !errors.As(err, new(*agentledger.PermanentError)) {
+		t.Fatalf("got %v, want a permanent error", err)
+	}
+}
+
+// A kind's mistakes that retrying cannot fix fail its task for good, and
+// before anything is sent: a compensation naming a tool that does not
+// exist (found out otherwise only when the effect must be undone), and a
+// second call at a place already used with another request.
+func TestCallRefusesMistakesForGood(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := testenv.New(t)
+	s := &shop{done: map[string]string{}}
+	reg := tools.NewRegistry(s.tool(t))
+	undoer := &saga.Undoer{Ledger: e.Ledger, Journal: e.Ledger, Tools: reg}
+	kind := saga.Phase(handler(func(ctx context.Context, task *agentledger.Task) (json.RawMessage, error) {
+		var p struct{ Mistake string }
+		if err := json.Unmarshal(task.Payload, &p); err != nil {
+			return nil, err
+		}
+		switch p.Mistake {
+		case "undo":
+			_, err := saga.Call(ctx, task, "charge", "shop", order{Op: "charge"}, &saga.Compensation{Tool: "shopp"})
+			return nil, err
+		default:
+			if _, err := saga.Call(ctx, task, "charge", "shop", order{Op: "charge", Order: 1}, nil); err != nil {
+				return nil, err
+			}
+			_, err := saga.Call(ctx, task, "charge", "shop", order{Op: "charge", Order: 2}, nil)
+			return nil, err
+		}
+	}), undoer)
+	for payload, want := range map[string]string{
+		`{"mistake":"undo"}`:  `saga.Call charge: its compensation: unknown tool "shopp" (known: shop)`,
+		`{"mistake":"place"}`: `saga.Call charge (shop): the call differs from the one recorded at this place`,
+	} {
+		e.Enqueue(claims.EnqueueParams{Kind: "order", Payload: json.RawMessage(payload)})
+		task := e.Claim("w")
+		_, err := kind.Work(ctx, task)
+		if !errors.As(err, new(*agentledger.PermanentError)) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want a permanent error: %s", payload, err, want)
+		}
+		if err := e.Claims.Succeed(ctx, claims.LeaseOf(task), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := "charge"; strings.Join(s.log, ",") != want {
+		t.Fatalf("shop saw %q, want %q (the first place's call alone)", strings.Join(s.log, ","), want)
 	}
 }
 
