@@ -52,6 +52,38 @@ func resolve(sc *jsonschema.Schema, doc json.RawMessage) (*Schema, error) {
 	return &Schema{doc: doc, resolved: r}, nil
 }
 
+// Object checks that doc is the schema of a JSON object ("type":
+// "object"), as a tool's parameters must be: a step's args and a model's
+// tool call are objects, and a model is given the schema as it is.
+func Object(doc json.RawMessage) error {
+	var top struct {
+		Type any `json:"type"`
+	}
+	if err := json.Unmarshal(doc, &top); err != nil || !bytes.HasPrefix(bytes.TrimSpace(doc), []byte("{")) {
+		return fmt.Errorf("must be a JSON Schema object, not %s", clip(doc))
+	}
+	switch {
+	case top.Type == nil:
+		return fmt.Errorf(`must describe an object: it says no "type" ("type": "object")`)
+	case top.Type != "object":
+		t, _ := json.Marshal(top.Type)
+		return fmt.Errorf(`must describe an object ("type": "object"), not %s: use a struct or a map for the arguments`, t)
+	}
+	return nil
+}
+
+// clip is doc shortened for an error.
+func clip(doc json.RawMessage) string {
+	s := strings.TrimSpace(string(doc))
+	switch {
+	case s == "":
+		return "nothing"
+	case len(s) > 40:
+		return s[:40] + "…"
+	}
+	return s
+}
+
 // JSON is the schema as a document.
 func (s *Schema) JSON() json.RawMessage { return s.doc }
 

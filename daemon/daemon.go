@@ -11,12 +11,15 @@ import (
 	"os"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/admit"
 	"github.com/agentledger/agentledger/agent"
+	"github.com/agentledger/agentledger/argschema"
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/database"
 	"github.com/agentledger/agentledger/dbaway"
@@ -100,6 +103,9 @@ func (d *Daemon) RegisterKind(name string, h worker.Handler) error {
 		return fmt.Errorf("daemon: kind %q registered after %w: register kinds before Run", name, ErrStarted)
 	case name == "" || nilHandler(h):
 		return fmt.Errorf("daemon: a kind needs a name and a handler")
+	case !agentledger.ValidName(name):
+		// No task could be submitted of it.
+		return fmt.Errorf("daemon: kind %q must be 1-128 characters of letters, digits, '.', '_', ':' or '-', as a task's kind is", name)
 	case slices.Contains(builtinKinds, name):
 		return fmt.Errorf("daemon: kind %q is built in", name)
 	case d.kinds[name] != nil:
@@ -141,8 +147,17 @@ func (d *Daemon) RegisterTool(t tools.Tool) error {
 	if d.run.Load() {
 		return fmt.Errorf("daemon: tool registered after %w: register tools before Run", ErrStarted)
 	}
-	if isNil(t) || t.Name() == "" {
-		return fmt.Errorf("daemon: a tool needs a name")
+	if isNil(t) {
+		return fmt.Errorf("daemon: the tool is nil")
+	}
+	if err := tools.CheckName(t.Name()); err != nil {
+		return fmt.Errorf("daemon: %w", err)
+	}
+	if server, _, ok := strings.Cut(t.Name(), "/"); ok && slices.ContainsFunc(d.cfg.MCPServers, func(s MCPServer) bool { return s.Name == server }) {
+		return fmt.Errorf("daemon: tool %q is in the namespace of the configured MCP server %s: name yours otherwise", t.Name(), server)
+	}
+	if err := argschema.Object(t.Parameters()); err != nil {
+		return fmt.Errorf("daemon: tool %q: its Parameters %w", t.Name(), err)
 	}
 	if slices.Contains(builtinToolNames(), t.Name()) {
 		return fmt.Errorf("daemon: tool %q is built in: name yours otherwise", t.Name())

@@ -128,6 +128,21 @@ type shadow struct{ *ticketTool }
 
 func (shadow) Name() string { return "http_request" }
 
+// named is a tool with another name and, when set, other parameters.
+type named struct {
+	*ticketTool
+	name   string
+	params json.RawMessage
+}
+
+func (n named) Name() string { return n.name }
+func (n named) Parameters() json.RawMessage {
+	if n.params != nil {
+		return n.params
+	}
+	return n.ticketTool.Parameters()
+}
+
 // Registration mistakes are refused with the name at fault.
 func TestRegistrationMistakes(t *testing.T) {
 	t.Parallel()
@@ -151,8 +166,33 @@ func TestRegistrationMistakes(t *testing.T) {
 	if err := d.RegisterTool(shadow{&ticketTool{}}); err == nil || !strings.Contains(err.Error(), `"http_request" is built in`) {
 		t.Errorf("a tool named as a built-in: %v", err)
 	}
-	if err := d.RegisterTool((*ticketTool)(nil)); err == nil || !strings.Contains(err.Error(), "needs a name") {
+	if err := d.RegisterTool((*ticketTool)(nil)); err == nil || !strings.Contains(err.Error(), "the tool is nil") {
 		t.Errorf("a nil *ticketTool: %v", err)
+	}
+	// What no step or model could call, and no task be submitted of.
+	if err := d.RegisterKind("my kind", noop); err == nil || !strings.Contains(err.Error(), `kind "my kind" must be 1-128 characters`) {
+		t.Errorf("a kind name with a space: %v", err)
+	}
+	for name, want := range map[string]string{"my tool": `tool name "my tool" must be 1-64`, "shop/re fund": `tool name "shop/re fund" must be 1-64`} {
+		if err := d.RegisterTool(named{&ticketTool{}, name, nil}); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("a tool named %q: %v", name, err)
+		}
+	}
+	// server/tool is an MCP server's tool (mcptools.Connect's), unless it
+	// is in a configured server's namespace.
+	withShop := daemon.New(daemon.Config{MCPServers: []daemon.MCPServer{{Name: "shop", Command: []string{"shop-mcp"}}}})
+	if err := withShop.RegisterTool(named{&ticketTool{}, "shop/refund", nil}); err == nil ||
+		!strings.Contains(err.Error(), `tool "shop/refund" is in the namespace of the configured MCP server shop`) {
+		t.Errorf("a tool in a configured MCP server's namespace: %v", err)
+	}
+	if err := withShop.RegisterTool(named{&ticketTool{}, "crm/lookup", nil}); err != nil {
+		t.Errorf("an MCP server's tool registered by hand: %v", err)
+	}
+	for params, want := range map[string]string{"null": "its Parameters must be a JSON Schema object, not null",
+		`{"type":"string"}`: `its Parameters must describe an object ("type": "object"), not "string"`} {
+		if err := d.RegisterTool(named{&ticketTool{}, "t2", json.RawMessage(params)}); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("parameters %s: %v", params, err)
+		}
 	}
 	d2 := daemon.New(daemon.Config{Database: daemon.Database{URL: testdb.URL(t)}, Maintenance: daemon.Maintenance{NoCron: true, NoJanitor: true},
 		Notify: daemon.Notifications{NoDispatch: true}, Logger: quiet(), Stdout: io.Discard})
@@ -244,6 +284,7 @@ func TestConfigMistakesAreConfigErrors(t *testing.T) {
 		"a negative poll interval":     func(c *daemon.Config) { c.Worker.PollInterval = -time.Second },
 		"a negative grace":             func(c *daemon.Config) { c.Worker.Grace = -time.Second },
 		"an empty queue name":          func(c *daemon.Config) { c.Worker.Queues = []string{""} },
+		"a queue name with a space":    func(c *daemon.Config) { c.Worker.Queues = []string{"default", "a b"} },
 		"a negative pool size":         func(c *daemon.Config) { c.Database.MaxConns = -3 },
 		"a negative API pool size":     func(c *daemon.Config) { c.API.MaxConns = -1 },
 		"a model URL without a scheme": func(c *daemon.Config) { c.Model.BaseURL = "localhost:8080/v1" },

@@ -73,8 +73,11 @@
 // A registered tool is callable from steps tasks ({"tool": name, "args":
 // …}) and by agent tasks that list it, shows in replay --dry-run and the
 // console like a built-in one, and a replay of a finished task serves its
-// result from the ledger without performing it. A name taken by a built-in
-// tool, or registered twice, is refused when Run starts.
+// result from the ledger without performing it. RegisterTool refuses at
+// once a name taken by a built-in tool or registered twice, a name steps
+// and models cannot call ([a-zA-Z0-9_-]{1,64}, or server/tool for a tool
+// of an MCP server connected by hand, outside the configured servers'
+// namespaces), and parameters that are no object's JSON Schema.
 //
 // # MCP servers
 //

@@ -71,6 +71,11 @@ func (s MCPServer) check() error {
 	case s.URL != "" && (len(s.Env) > 0 || len(s.EnvFiles) > 0 || s.InheritEnv):
 		return fmt.Errorf("MCP server %s: an environment goes with a command; a url server has none", s.Name)
 	}
+	for _, tool := range slices.Sorted(maps.Keys(s.Classes)) {
+		if c := s.Classes[tool]; !mcptools.CallClass(c) {
+			return fmt.Errorf("MCP server %s: class of %s: %q: an MCP call is pure, keyed or unsafe", s.Name, tool, c)
+		}
+	}
 	for _, name := range slices.Sorted(maps.Keys(s.Env)) {
 		if err := mcptools.CheckEnv(name, s.Env[name]); err != nil {
 			return fmt.Errorf("MCP server %s: env: %w", s.Name, err)
@@ -242,6 +247,14 @@ func (s *mcpSupervisor) run(ctx context.Context) error {
 			for _, t := range srv.Tools() {
 				s.reg.Register(t)
 			}
+			// A class set for a tool the server does not offer (a typo)
+			// would leave the tool at its annotations' class unnoticed.
+			for _, name := range slices.Sorted(maps.Keys(s.srv.Classes)) {
+				if !slices.ContainsFunc(srv.Tools(), func(t tools.Tool) bool { return t.Name() == s.srv.Name+"/"+name }) {
+					s.log.Warn("mcp: a class is set for a tool the server does not offer", "tool", name,
+						"offered", strings.Join(toolNames(srv.Tools(), s.srv.Name+"/"), ", "))
+				}
+			}
 			s.set("connected")
 			s.log.Info("mcp: connected", "tools", len(srv.Tools()))
 			stop := context.AfterFunc(ctx, func() { srv.Close() })
@@ -323,4 +336,13 @@ func mcpSupervisors(servers []MCPServer, reg *tools.Registry, log *slog.Logger) 
 		out = append(out, s)
 	}
 	return out, nil
+}
+
+// toolNames are the names of ts without prefix.
+func toolNames(ts []tools.Tool, prefix string) []string {
+	names := make([]string, len(ts))
+	for i, t := range ts {
+		names[i] = strings.TrimPrefix(t.Name(), prefix)
+	}
+	return names
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -15,8 +16,10 @@ import (
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/daemon"
+	"github.com/agentledger/agentledger/internal/test/logbuf"
 	"github.com/agentledger/agentledger/internal/test/testdaemon"
 	"github.com/agentledger/agentledger/internal/test/testdb"
+	"github.com/agentledger/agentledger/ledger"
 )
 
 // MCP servers from the configuration: a stdio server the daemon starts is
@@ -36,15 +39,16 @@ func TestConfiguredMCPServers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var logged logbuf.Buffer
 	d := daemon.New(daemon.Config{
 		Database:    daemon.Database{URL: url},
 		API:         daemon.API{Listener: ln},
 		Worker:      daemon.Worker{PollInterval: 50 * time.Millisecond},
 		Maintenance: daemon.Maintenance{NoCron: true, NoJanitor: true},
-		Logger:      quiet(),
+		Logger:      slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		Stdout:      io.Discard,
 		MCPServers: []daemon.MCPServer{
-			{Name: "shop", Command: []string{bin, "-log", calls}},
+			{Name: "shop", Command: []string{bin, "-log", calls}, Classes: map[string]ledger.Class{"chrage": ledger.Keyed}},
 			{Name: "down", Command: []string{dir + "/no-such-server"}},
 		},
 	})
@@ -69,6 +73,10 @@ func TestConfiguredMCPServers(t *testing.T) {
 	}
 	if states["shop"] != "connected" || !strings.Contains(states["down"], "retrying") {
 		t.Fatalf("/readyz mcp_servers %v", states)
+	}
+	// A class set for a tool the server does not offer is said.
+	if log := logged.String(); !strings.Contains(log, `msg="mcp: a class is set for a tool the server does not offer" mcp_server=shop tool=chrage offered=`) {
+		t.Errorf("the misspelt class's warning:\n%s", log)
 	}
 
 	s := claims.New(testdb.Open(t, url))

@@ -16,6 +16,7 @@ import (
 	"github.com/agentledger/agentledger/flow"
 	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/internal/test/testdb"
+	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/tenants"
 )
 
@@ -54,6 +55,9 @@ func TestRefusedStartStoresNothing(t *testing.T) {
 		{"MCP env file", func(c *daemon.Config) {
 			c.MCPServers = []daemon.MCPServer{{Name: "shop", Command: []string{"shop-mcp"}, EnvFiles: map[string]string{"SHOP_TOKEN": missing}}}
 		}, "MCP server shop: the env file of SHOP_TOKEN"},
+		{"MCP class", func(c *daemon.Config) {
+			c.MCPServers = []daemon.MCPServer{{Name: "shop", Command: []string{"shop-mcp"}, Classes: map[string]ledger.Class{"refund": "bogus"}}}
+		}, `MCP server shop: class of refund: "bogus": an MCP call is pure, keyed or unsafe`},
 		{"MCP server twice", func(c *daemon.Config) {
 			c.MCPServers = []daemon.MCPServer{{Name: "shop", Command: []string{"a"}}, {Name: "shop", Command: []string{"b"}}}
 		}, "MCP server shop is configured twice"},

@@ -157,3 +157,25 @@ func TestFirstClaimZombiePerformsNothing(t *testing.T) {
 		t.Fatalf("the new claim: %+v %v, performed %d", res, err, c.calls.Load())
 	}
 }
+
+// An effect its tool built wrong (no class, nothing to perform) fails for
+// good, before anything is performed or recorded: every attempt would
+// build it alike.
+func TestAnEffectBuiltWrongIsPermanent(t *testing.T) {
+	t.Parallel()
+	ctx, _ := leased()
+	e := newEnv(t)
+	e.task()
+	a, task := e.claim("w")
+	c := &counter{}
+	for _, eff := range []ledger.Effect{effect("", "tool/0", `{}`, c.perform), effect(ledger.Keyed, "tool/0", `{}`, nil)} {
+		_, err := e.Ledger.Do(ctx, a, eff)
+		if !errors.As(err, new(*agentledger.PermanentError)) || !errors.Is(err, agentledger.ErrInvalid) ||
+			!strings.Contains(err.Error(), `an effect built wrong (operation "test.op" at tool/0)`) {
+			t.Errorf("class %q: %v, want a permanent invalid effect", eff.Class, err)
+		}
+	}
+	if c.calls.Load() != 0 || len(e.Journal(task)) != 0 {
+		t.Fatalf("performed %d, recorded %d: want nothing", c.calls.Load(), len(e.Journal(task)))
+	}
+}

@@ -103,7 +103,9 @@ func outcomeOf(res Result, err error) string {
 
 func (l *Ledger) do(ctx context.Context, a Attempt, e Effect) (Result, error) {
 	if err := e.validate(); err != nil {
-		return Result{}, err
+		// The tool built it so (a mistake in its code): every attempt
+		// would build it alike.
+		return Result{}, agentledger.Permanent(fmt.Errorf("ledger: an effect built wrong (operation %q at %s): %w", e.Operation, e.StepPath, err))
 	}
 	if len(e.Request) == 0 {
 		e.Request = json.RawMessage(`null`)

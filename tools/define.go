@@ -45,6 +45,19 @@ type Spec[Args any] struct {
 // toolName is what steps and models can call a tool.
 var toolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
+// mcpToolName is an MCP server's tool as package mcptools names it:
+// server/tool.
+var mcpToolName = regexp.MustCompile(`^[^/\s]+/[A-Za-z0-9_.-]{1,128}$`)
+
+// CheckName refuses a name steps and models cannot call a tool by: 1-64
+// letters, digits, _ or -, or server/tool for an MCP server's tool.
+func CheckName(name string) error {
+	if !toolName.MatchString(name) && !mcpToolName.MatchString(name) {
+		return fmt.Errorf("tool name %q must be 1-64 letters, digits, _ or - (server/tool for an MCP server's)", name)
+	}
+	return nil
+}
+
 // Define returns the tool s declares, or an error naming what is missing.
 func Define[Args any](s Spec[Args]) (Tool, error) {
 	switch {
@@ -58,15 +71,25 @@ func Define[Args any](s Spec[Args]) (Tool, error) {
 		return nil, fmt.Errorf("tools: tool %q (%s) has nothing to perform: set %s", s.Name, s.Class, performField(s.Class))
 	case s.Class == ledger.Reconcilable && s.Find == nil:
 		return nil, fmt.Errorf("tools: tool %q is reconcilable but has no Find: an unknown outcome could not be looked up", s.Name)
+	case s.Class != ledger.Reconcilable && s.Find != nil:
+		return nil, fmt.Errorf("tools: tool %q is %s but has a Find, which only a reconcilable tool's unknown outcome is "+
+			"looked up with: declare it reconcilable, or drop Find", s.Name, s.Class)
+	case s.Class == ledger.Local && s.Perform != nil:
+		return nil, fmt.Errorf("tools: tool %q is local but sets Perform, which a local tool never calls: set PerformLocal alone", s.Name)
+	case s.Class != ledger.Local && s.PerformLocal != nil:
+		return nil, fmt.Errorf("tools: tool %q (%s) sets PerformLocal, which only a local tool calls: set Perform alone", s.Name, s.Class)
 	}
 	var schema *argschema.Schema
 	var err error
-	if s.Schema == nil {
+	if len(s.Schema) == 0 {
 		if schema, err = argschema.For[Args](); err != nil {
 			return nil, fmt.Errorf("tools: tool %q: the schema of its arguments: %w", s.Name, err)
 		}
 	} else if schema, err = argschema.Parse(s.Schema); err != nil {
 		return nil, fmt.Errorf("tools: tool %q: its schema: %w", s.Name, err)
+	}
+	if err := argschema.Object(schema.JSON()); err != nil {
+		return nil, fmt.Errorf("tools: tool %q: the schema of its arguments %w", s.Name, err)
 	}
 	if s.Operation == "" {
 		s.Operation = s.Name

@@ -85,10 +85,29 @@ func TestDefineRefusesIncompleteTools(t *testing.T) {
 		{tools.Spec[ticketArgs]{Name: "t", Class: ledger.Reconcilable, Perform: perform}, "reconcilable but has no Find"},
 		{tools.Spec[ticketArgs]{Name: "bad name", Class: ledger.Pure, Perform: perform}, "must be 1-64 letters"},
 		{tools.Spec[ticketArgs]{Name: "t", Class: ledger.Pure, Perform: perform, Schema: json.RawMessage(`{"type":`)}, "its schema"},
+		{tools.Spec[ticketArgs]{Name: "t", Class: ledger.Pure, Perform: perform, Schema: json.RawMessage(`null`)},
+			"the schema of its arguments must be a JSON Schema object, not null"},
+		{tools.Spec[ticketArgs]{Name: "t", Class: ledger.Pure, Perform: perform, Schema: json.RawMessage(`{"type":"string"}`)},
+			`must describe an object ("type": "object"), not "string"`},
+		{tools.Spec[ticketArgs]{Name: "t", Class: ledger.Pure, Perform: perform, Schema: json.RawMessage(`{"properties":{}}`)},
+			`it says no "type"`},
+		{tools.Spec[ticketArgs]{Name: "t", Class: ledger.Keyed, Perform: perform,
+			Find: func(context.Context, ledger.Call, ticketArgs) (ledger.Result, bool, error) { return ledger.Result{}, false, nil }},
+			"keyed but has a Find"},
+		{tools.Spec[ticketArgs]{Name: "t", Class: ledger.Keyed, Perform: perform,
+			PerformLocal: func(context.Context, ledger.Call, ledger.DB, ticketArgs) (ledger.Result, error) { return ledger.Result{}, nil }},
+			"sets PerformLocal, which only a local tool calls"},
 	} {
 		if _, err := tools.Define(c.spec); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want %q", c.spec.Name, err, c.want)
 		}
+	}
+	// Arguments that are no object cannot be a step's args or a model's
+	// tool call.
+	if _, err := tools.Define(tools.Spec[int]{Name: "n", Class: ledger.Pure,
+		Perform: func(context.Context, ledger.Call, int) (ledger.Result, error) { return ledger.Result{}, nil }}); err == nil ||
+		!strings.Contains(err.Error(), `must describe an object ("type": "object"), not "integer": use a struct or a map`) {
+		t.Errorf("Args int: %v", err)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"sync"
@@ -391,7 +392,11 @@ func (p *Pool) runTask(ctx context.Context, t *agentledger.Task, lease agentledg
 	}
 	started := time.Now()
 	ctx, span := traceAttempt(ctx, t, p.cfg.ID)
-	result, err := safeWork(ctx, h, t)
+	result, stack, err := safeWork(ctx, h, t)
+	if stack != nil {
+		// A bug in the kind or a tool: said loudly, with where it is.
+		p.taskLog(t).ErrorContext(ctx, "handler panicked", "err", err, "stack", string(stack))
+	}
 	endAttempt(span, err)
 	switch cause := context.Cause(ctx); {
 	case errors.Is(cause, agentledger.ErrLeaseLost), errors.Is(cause, errLeaseExpiring):
@@ -513,12 +518,15 @@ func (p *Pool) deferTask(lease agentledger.Lease, d *agentledger.DeferredError, 
 	p.taskLog(t).Debug("task deferred", "until", d.Until, "reason", d.Reason)
 }
 
-// safeWork runs the handler, turning a panic into a retryable error.
-func safeWork(ctx context.Context, h Handler, t *agentledger.Task) (result []byte, err error) {
+// safeWork runs the handler, turning a panic into a retryable error; stack
+// is the panicking goroutine's stack, nil when it did not panic.
+func safeWork(ctx context.Context, h Handler, t *agentledger.Task) (result []byte, stack []byte, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("handler panicked: %v", r)
+			stack = debug.Stack()
+			err = fmt.Errorf("handler panicked: %v (its stack is in the worker's log)", r)
 		}
 	}()
-	return h.Work(ctx, t)
+	result, err = h.Work(ctx, t)
+	return result, nil, err
 }

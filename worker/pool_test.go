@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/internal/test/logbuf"
 	"github.com/agentledger/agentledger/internal/test/testdb"
 	"github.com/agentledger/agentledger/operator"
 	"github.com/agentledger/agentledger/tools"
@@ -114,7 +117,9 @@ func TestFailuresRetryOrDie(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
 	s := claims.New(db)
+	var logged logbuf.Buffer
 	runPool(t, db, worker.Config{
+		Logger:  slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelError})),
 		Backoff: agentledger.Backoff{Base: time.Hour, Max: time.Hour},
 		Handlers: map[string]worker.Handler{
 			"flaky": worker.HandlerFunc(func(context.Context, *agentledger.Task) (json.RawMessage, error) {
@@ -162,8 +167,12 @@ func TestFailuresRetryOrDie(t *testing.T) {
 		t.Errorf("parked: %+v", got)
 	}
 	got = waitState(t, s, panics.ID, agentledger.StateRetrying)
-	if got.LastError != "handler panicked: nil map" {
+	if got.LastError != "handler panicked: nil map (its stack is in the worker's log)" {
 		t.Errorf("panic: error %q", got.LastError)
+	}
+	// The stack names where the bug is.
+	if log := logged.String(); !strings.Contains(log, `msg="handler panicked"`) || !strings.Contains(log, "pool_test.go") {
+		t.Errorf("the panic's log at level error:\n%s", log)
 	}
 }
 
