@@ -85,8 +85,22 @@ func TestWaitTimerAndTimeout(t *testing.T) {
 	if got := testdaemon.WaitFinished(t, store, timer); got.State != agentledger.StateSucceeded || !strings.Contains(string(got.Result), "fired_at") {
 		t.Fatalf("timer task: %s %s %s", got.State, got.Result, got.LastError)
 	}
-	if got := testdaemon.WaitFinished(t, store, lonely); got.State != agentledger.StateDead || !strings.Contains(got.LastError, "timed out: no signal by") {
+	got := testdaemon.WaitFinished(t, store, lonely)
+	if got.State != agentledger.StateDead || !strings.Contains(got.LastError, "timed out: no signal by") {
 		t.Fatalf("lonely task: %s %q", got.State, got.LastError)
+	}
+	// The signal comes late, and is kept; a replay waits again (the
+	// timeout changed nothing) and takes it.
+	ctx := context.Background()
+	if _, err := waits.NewStore(db).Send(ctx, waits.SignalParams{Name: "never", Key: "k", Payload: json.RawMessage(`{"late":true}`), SentBy: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := operator.New(db).Replay(ctx, "", lonely); err != nil {
+		t.Fatal(err)
+	}
+	again := waitTask(t, store, lonely, func(t *agentledger.Task) bool { return t.State.Finished() && t.UpdatedAt.After(got.UpdatedAt) })
+	if again.State != agentledger.StateSucceeded || !strings.Contains(string(again.Result), `"late": true`) {
+		t.Fatalf("the lonely task replayed after its signal came: %s %q %s", again.State, again.LastError, again.Result)
 	}
 }
 
@@ -111,8 +125,42 @@ func TestWaitForChildren(t *testing.T) {
 
 	failing := submit(`{"steps":[{"tool":"create_task","args":{"kind":"steps","payload":{"steps":[{"tool":"wait_for_signal","args":{"signal":"x","key":"y","timeout":"1s"}}]}}},
 		{"tool":"wait_for_children","args":{"on_failure":"fail"}}]}`)
-	if got := testdaemon.WaitFinished(t, store, failing); got.State != agentledger.StateDead || !strings.Contains(got.LastError, "ended dead") {
-		t.Fatalf("parent of a failing child: %s %q", got.State, got.LastError)
+	dead := testdaemon.WaitFinished(t, store, failing)
+	if dead.State != agentledger.StateDead || !strings.Contains(dead.LastError, "ended dead") {
+		t.Fatalf("parent of a failing child: %s %q", dead.State, dead.LastError)
+	}
+
+	// Once the child is fixed (re-run, and its signal sent), a replay of
+	// the parent looks at its children again, and creates none: the
+	// failed wait changed nothing, so the replay tries it once more.
+	ctx := context.Background()
+	op, ws := operator.New(db), waits.NewStore(db)
+	var child int64
+	if err := db.QueryRow(ctx, `SELECT id FROM tasks WHERE parent_id = $1`, failing).Scan(&child); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := op.Rerun(ctx, "", child); err != nil {
+		t.Fatal(err)
+	}
+	waitTask(t, store, child, func(t *agentledger.Task) bool { return t.State == agentledger.StateWaiting })
+	if _, err := ws.Send(ctx, waits.SignalParams{Name: "x", Key: "y", Payload: json.RawMessage(`{}`), SentBy: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := testdaemon.WaitFinished(t, store, child); got.State != agentledger.StateSucceeded {
+		t.Fatalf("the re-run child: %s %q", got.State, got.LastError)
+	}
+	if _, err := op.Replay(ctx, "", failing); err != nil {
+		t.Fatal(err)
+	}
+	replayed := waitTask(t, store, failing, func(t *agentledger.Task) bool {
+		return t.State.Finished() && t.UpdatedAt.After(dead.UpdatedAt)
+	})
+	var children int
+	if err := db.QueryRow(ctx, `SELECT count(*) FROM tasks WHERE parent_id = $1`, failing).Scan(&children); err != nil {
+		t.Fatal(err)
+	}
+	if replayed.State != agentledger.StateSucceeded || children != 1 {
+		t.Fatalf("the parent replayed once its child was fixed: %s %q, %d children; want succeeded, 1", replayed.State, replayed.LastError, children)
 	}
 }
 
@@ -201,5 +249,33 @@ func TestManyWaitsOnASmallPool(t *testing.T) {
 	}
 	for _, id := range ids {
 		waitTask(t, store, id, func(t *agentledger.Task) bool { return t.State == agentledger.StateWaiting })
+	}
+}
+
+// A task cancelled while it waited, replayed, waits again: its cancelled
+// wait is not what its replay finds.
+func TestReplayOfATaskCancelledWhileWaiting(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, _ := runGateDaemon(t, nil)
+	store, ws, op := claims.New(db), waits.NewStore(db), operator.New(db)
+	id := submitSteps(t, store, `{"steps":[{"tool":"wait_for_signal","args":{"signal":"paid","key":"o-1","timeout":"1h"}}]}`)
+	waitTask(t, store, id, func(t *agentledger.Task) bool { return t.State == agentledger.StateWaiting })
+	if _, err := op.Cancel(ctx, "", id); err != nil {
+		t.Fatal(err)
+	}
+	cancelled := testdaemon.WaitFinished(t, store, id)
+	if cancelled.State != agentledger.StateCancelled {
+		t.Fatalf("cancelled while waiting: %s", cancelled.State)
+	}
+	if _, err := op.Replay(ctx, "", id); err != nil {
+		t.Fatal(err)
+	}
+	waitTask(t, store, id, func(t *agentledger.Task) bool { return t.State == agentledger.StateWaiting })
+	if _, err := ws.Send(ctx, waits.SignalParams{Name: "paid", Key: "o-1", Payload: json.RawMessage(`{"ok":1}`), SentBy: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := testdaemon.WaitFinished(t, store, id); got.State != agentledger.StateSucceeded {
+		t.Fatalf("the replay: %s %q", got.State, got.LastError)
 	}
 }

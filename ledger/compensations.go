@@ -30,3 +30,23 @@ const ReopenCompensationsCTE = `reopen AS (
 	WHERE upd.undoing AND l.task_id = upd.id AND l.generation = upd.generation
 		AND starts_with(l.step_path, 'compensate/') AND l.state = 'failed' AND l.class IN ('keyed', 'reconcilable')
 )`
+
+// RereadCTE is a CTE named reread for a replay whose CTE upd returns the
+// replayed tasks (id, generation, undoing): on the forward path, the
+// generation's effects that failed and changed nothing (class pure: a read
+// answered with an error, a wait that timed out or whose children failed)
+// are tried again — back to pending, their error kept in the note, as
+// Reopen does — since performing them again cannot repeat anything, and
+// what failed them may have changed (a child re-run, a late signal kept,
+// a resource created). A failed effect that changed something stays
+// served. It returns the rows it reopened (task_id, generation,
+// step_path).
+const RereadCTE = `reread AS (
+	UPDATE ledger l SET state = 'pending',
+		note = 'tried again by a replay' || coalesce(' (it had failed: ' || l.error || ')', ''),
+		error = NULL, completed_at = NULL, retry_allowed = false, updated_at = now()
+	FROM upd
+	WHERE NOT upd.undoing AND l.task_id = upd.id AND l.generation = upd.generation
+		AND l.state = 'failed' AND l.class = 'pure' AND NOT starts_with(l.step_path, 'compensate/')
+	RETURNING l.task_id, l.generation, l.step_path
+)`

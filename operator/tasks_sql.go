@@ -79,6 +79,8 @@ SELECT cur.state, upd.id IS NOT NULL, cur.undoing FROM cur LEFT JOIN upd ON upd.
 // replay is refused once retention removed any of the task's ledger rows.
 // A replay of a task parked in its compensation phase continues the
 // compensation, its failed compensations reopened (ledger.ReopenCompensationsCTE); a
+// replay of its forward path tries again what failed and changed nothing
+// (ledger.RereadCTE), and waits anew where such a call waited; a
 // re-run starts the forward path afresh (a continued compensation is
 // announced to the rules that ask for compensating), once the task's
 // compensation, if it entered one, is over: a re-run of a task still
@@ -114,6 +116,18 @@ upd AS (
 ),
 ` + outbox.EventsCTE("upd", "coalesce($5::timestamptz, now())") + `,
 ` + ledger.ReopenCompensationsCTE + `,
+` + ledger.RereadCTE + `,
+-- the waits a replay's forward path waits for anew (package waits): one
+-- whose failed call it reopened (timed out, a child failed), and one its
+-- task's cancel ended before any call recorded it; never one that ended
+-- with what it waited for (a signal consumed) before its call recorded it
+rewait AS (
+	DELETE FROM waits w USING upd
+	WHERE $3 = 0 AND NOT upd.undoing AND w.task_id = upd.id AND w.generation = upd.generation AND w.state <> 'waiting'
+		AND (EXISTS (SELECT FROM reread r WHERE r.task_id = w.task_id AND r.generation = w.generation AND r.step_path = w.step)
+			OR w.state = 'cancelled' AND NOT EXISTS (SELECT FROM ledger l WHERE l.task_id = w.task_id
+				AND l.generation = w.generation AND l.step_path = w.step AND l.state = 'completed'))
+),
 wake AS (
 	SELECT pg_notify('agentledger_task_insert', t.queue) FROM tasks t JOIN upd ON upd.id = t.id
 )

@@ -52,6 +52,26 @@ reopen AS (
 	WHERE upd.undoing AND l.task_id = upd.id AND l.generation = upd.generation
 		AND starts_with(l.step_path, 'compensate/') AND l.state = 'failed' AND l.class IN ('keyed', 'reconcilable')
 ),
+reread AS (
+	UPDATE ledger l SET state = 'pending',
+		note = 'tried again by a replay' || coalesce(' (it had failed: ' || l.error || ')', ''),
+		error = NULL, completed_at = NULL, retry_allowed = false, updated_at = now()
+	FROM upd
+	WHERE NOT upd.undoing AND l.task_id = upd.id AND l.generation = upd.generation
+		AND l.state = 'failed' AND l.class = 'pure' AND NOT starts_with(l.step_path, 'compensate/')
+	RETURNING l.task_id, l.generation, l.step_path
+),
+-- the waits a replay's forward path waits for anew (package waits): one
+-- whose failed call it reopened (timed out, a child failed), and one its
+-- task's cancel ended before any call recorded it; never one that ended
+-- with what it waited for (a signal consumed) before its call recorded it
+rewait AS (
+	DELETE FROM waits w USING upd
+	WHERE $3 = 0 AND NOT upd.undoing AND w.task_id = upd.id AND w.generation = upd.generation AND w.state <> 'waiting'
+		AND (EXISTS (SELECT FROM reread r WHERE r.task_id = w.task_id AND r.generation = w.generation AND r.step_path = w.step)
+			OR w.state = 'cancelled' AND NOT EXISTS (SELECT FROM ledger l WHERE l.task_id = w.task_id
+				AND l.generation = w.generation AND l.step_path = w.step AND l.state = 'completed'))
+),
 wake AS (
 	SELECT pg_notify('agentledger_task_insert', t.queue) FROM tasks t JOIN upd ON upd.id = t.id
 )
