@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/dbaway"
 )
 
 // Decision is one person's answer to a request.
@@ -41,7 +42,10 @@ func (s *Store) Decide(ctx context.Context, d Decision) (r Request, won bool, er
 	if d.Approve {
 		state = Approved
 	}
-	r, err = scan(s.db.QueryRow(ctx, decideSQL, d.ID, state, d.By, d.Via, nullable(d.Reason), d.Tenant))
+	err = dbaway.OnConflict(ctx, func() error {
+		r, err = scan(s.db.QueryRow(ctx, decideSQL, d.ID, state, d.By, d.Via, nullable(d.Reason), d.Tenant))
+		return err
+	})
 	switch {
 	case err == nil:
 		return r, true, nil
@@ -63,7 +67,11 @@ func (s *Store) Decide(ctx context.Context, d Decision) (r Request, won bool, er
 // expiry (its on_timeout: deny, or approve), waking its task, and returns
 // it as it stands.
 func (s *Store) Expire(ctx context.Context, id int64) (Request, error) {
-	r, err := scan(s.db.QueryRow(ctx, expireSQL, id))
+	var r Request
+	err := dbaway.OnConflict(ctx, func() (err error) {
+		r, err = scan(s.db.QueryRow(ctx, expireSQL, id))
+		return err
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return s.Get(ctx, "", id)
 	}
@@ -80,22 +88,32 @@ func nullable(s string) any {
 	return s
 }
 
+// taskFirst locks the task of approval request $1 before the request's
+// own row is written: a cancel locks the task, then withdraws its
+// requests, and the same order here leaves no deadlock between them. The
+// decision then reads the request as the cancel left it.
+const taskFirst = `task AS (
+	SELECT t.id FROM tasks t WHERE t.id = (SELECT task_id FROM approvals WHERE id = $1) FOR UPDATE
+)`
+
 var decideSQL = `/* approvals.decide */
-WITH d AS (
+WITH ` + taskFirst + `,
+d AS (
 	UPDATE approvals SET state = $2, decided_at = now(), decided_by = $3, decided_via = $4, decision_reason = $5
-	WHERE id = $1 AND state = 'pending' AND ($6 = '' OR tenant = $6) AND expires_at > now()
+	WHERE id = $1 AND state = 'pending' AND ($6 = '' OR tenant = $6) AND expires_at > now() AND EXISTS (SELECT FROM task)
 	RETURNING ` + columns + `
 ),
 ` + claims.WakeTasks + `
 SELECT * FROM d WHERE (SELECT count(*) FROM notified) >= 0`
 
 var expireSQL = `/* approvals.expire */
-WITH d AS (
+WITH ` + taskFirst + `,
+d AS (
 	UPDATE approvals SET state = CASE on_timeout WHEN 'approve' THEN 'approved' ELSE 'expired' END,
 		decided_at = now(), decided_by = 'timeout', decided_via = 'timeout',
 		decision_reason = 'no decision by ' || to_char(expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS "UTC"')
 			|| CASE on_timeout WHEN 'approve' THEN ', which approves' ELSE '' END
-	WHERE id = $1 AND state = 'pending' AND expires_at <= now()
+	WHERE id = $1 AND state = 'pending' AND expires_at <= now() AND EXISTS (SELECT FROM task)
 	RETURNING ` + columns + `
 ),
 ` + claims.WakeTasks + `

@@ -140,3 +140,45 @@ func TestCancelWithdrawsTheRequest(t *testing.T) {
 		t.Fatal("a withdrawn request was decided")
 	}
 }
+
+// A decision racing its task's cancel never deadlocks: both take the task
+// first. Either the decision wins (and the cancel finds the task woken), or
+// the cancel withdraws the request and the decision is told so; neither
+// errs.
+func TestDecisionRacingACancel(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	s, op := approvals.NewStore(db), operator.New(db)
+	for round := range 20 {
+		req, task := request(t, s, db, time.Hour)
+		// Parked for the decision, as the gate leaves it.
+		if _, err := db.Exec(ctx, `UPDATE tasks SET state = 'waiting', run_at = now() + interval '1 hour' WHERE id = $1`, task.ID); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		var won bool
+		var decideErr, cancelErr error
+		start := make(chan struct{})
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			<-start
+			_, won, decideErr = s.Decide(ctx, approvals.Decision{ID: req.ID, Approve: true, By: "U1", Via: "api"})
+		}()
+		go func() {
+			defer wg.Done()
+			<-start
+			_, cancelErr = op.Cancel(ctx, "", task.ID)
+		}()
+		close(start)
+		wg.Wait()
+		if decideErr != nil || cancelErr != nil {
+			t.Fatalf("round %d: decide %v, cancel %v; want neither to err", round, decideErr, cancelErr)
+		}
+		r, err := s.Get(ctx, "", req.ID)
+		if err != nil || (won != (r.State == approvals.Approved)) || (!won && r.State != approvals.Withdrawn) {
+			t.Fatalf("round %d: won %v, request %s (%v)", round, won, r.State, err)
+		}
+	}
+}

@@ -32,6 +32,7 @@ var (
 	errNoRoute       = agentledger.NewError(agentledger.CodeRouteNotFound, "no such route")
 	errNoMethod      = agentledger.NewError(agentledger.CodeMethodNotAllowed, "method not allowed on this route")
 	errDatabaseAway  = agentledger.NewError(agentledger.CodeUnavailable, "the database is unavailable for now (restarting or failing over); try again")
+	errRaced         = agentledger.NewError(agentledger.CodeUnavailable, "the request raced another change to the same task and was not stored; try again")
 )
 
 // problemOf maps err to its Problem.
@@ -40,7 +41,10 @@ func problemOf(err error) Problem { return problem.Of(err) }
 // problemReply is the answer for err, logged when it is the server's fault.
 func (s *Server) problemReply(r *http.Request, err error) reply {
 	cause := err
-	if dbaway.Unavailable(err) { // a restart or a failover: the client's retry (same key) resolves it
+	switch {
+	case dbaway.Conflict(err): // a race the store's own tries did not settle: nothing was stored
+		err = agentledger.RetryAfter(errRaced, time.Second)
+	case dbaway.Unavailable(err): // a restart or a failover: the client's retry (same key) resolves it
 		err = agentledger.RetryAfter(errDatabaseAway, time.Second)
 	}
 	p := problemOf(err)

@@ -495,3 +495,42 @@ func TestEndRacingSignal(t *testing.T) {
 	}
 	t.Logf("%d rounds: the end won %d, the signal %d", rounds, endWon, signalWon)
 }
+
+// An operator ending a wait, or a signal sent for it, racing the task's
+// cancel never fails for a deadlock: the end takes the task first, as the
+// cancel does, and a send broken by one is run again. Whichever commits
+// first decides; nothing errs.
+func TestEndAndSendRacingACancel(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := pool(t, 8)
+	s, op := waits.NewStore(db), operator.New(db)
+	for round := range 20 {
+		task := newTask(t, db)
+		w := await(t, s, signalWait(task, "tool/0", "paid", fmt.Sprintf("o-%d", round)))
+		park(t, db, task.ID)
+		var wg sync.WaitGroup
+		var raceErr, cancelErr error
+		start := make(chan struct{})
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			<-start
+			if round%2 == 0 {
+				_, _, raceErr = s.End(ctx, "", w.ID, "alice", "no payment is coming")
+			} else {
+				_, raceErr = s.Send(ctx, waits.SignalParams{Tenant: "acme", Name: "paid", Key: w.Key, Payload: json.RawMessage(`{}`), SentBy: "test"})
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			<-start
+			_, cancelErr = op.Cancel(ctx, "", task.ID)
+		}()
+		close(start)
+		wg.Wait()
+		if raceErr != nil || cancelErr != nil {
+			t.Fatalf("round %d: end or send %v, cancel %v; want neither to err", round, raceErr, cancelErr)
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/canonjson"
 	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/dbaway"
 )
 
 // Limits of a signal.
@@ -180,12 +181,23 @@ func (s *Store) Takes(ctx context.Context, w Wait) (Wait, bool, error) {
 // final state, consumed or pending: a row a statement inserts is not
 // visible to that statement's other parts, so it cannot be marked
 // consumed after its insert.
+// The wait's task is locked before the wait, in the order a cancel takes
+// them (the task, then its waits): a cancel that commits first leaves the
+// wait cancelled, which the lock on it then reads, and the signal is kept.
 var sendSQL = `/* waits.send */
-WITH w AS (
+WITH cand AS (
 	SELECT w.id, w.task_id ` + takersSQL + `
 		AND NOT EXISTS (SELECT FROM signals WHERE tenant = $1 AND dedupe_key = $5)
 	ORDER BY w.id LIMIT 1
-	FOR UPDATE OF w
+),
+task AS (
+	SELECT t.id FROM tasks t WHERE t.id = (SELECT task_id FROM cand) AND t.state IN ('waiting', 'running', 'queued', 'retrying')
+	FOR UPDATE
+),
+w AS (
+	SELECT w.id, w.task_id FROM waits w
+	WHERE w.id = (SELECT id FROM cand) AND w.state = 'waiting' AND EXISTS (SELECT FROM task)
+	FOR UPDATE
 ),
 ins AS (
 	INSERT INTO signals (tenant, name, key, payload, dedupe_key, request_hash, sent_by, expires_at, state, consumed_at, wait_id, task_id)
@@ -229,41 +241,46 @@ func (s *Store) Send(ctx context.Context, p SignalParams) (Sent, error) {
 		p.DedupeKey = fmt.Sprintf("signal:%x", hash[:16])
 	}
 	var out Sent
-	err = pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, lockSQL, p.Tenant, p.Name, p.Key); err != nil {
-			return err
-		}
-		var id, waitID *int64
-		err := tx.QueryRow(ctx, sendSQL, p.Tenant, p.Name, p.Key, p.Payload, p.DedupeKey, hash, p.SentBy,
-			p.Retention.Microseconds()).Scan(&id, &waitID)
-		if errors.Is(err, pgx.ErrNoRows) {
-			var stored []byte
-			sig, err := scanSignal(tx.QueryRow(ctx, `/* waits.sent */ SELECT `+signalColumns+`, request_hash FROM signals
+	// A conflict PostgreSQL breaks (a race with another statement that
+	// takes the rows in another order) is run again.
+	err = dbaway.OnConflict(ctx, func() error {
+		out = Sent{}
+		return pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, lockSQL, p.Tenant, p.Name, p.Key); err != nil {
+				return err
+			}
+			var id, waitID *int64
+			err := tx.QueryRow(ctx, sendSQL, p.Tenant, p.Name, p.Key, p.Payload, p.DedupeKey, hash, p.SentBy,
+				p.Retention.Microseconds()).Scan(&id, &waitID)
+			if errors.Is(err, pgx.ErrNoRows) {
+				var stored []byte
+				sig, err := scanSignal(tx.QueryRow(ctx, `/* waits.sent */ SELECT `+signalColumns+`, request_hash FROM signals
 				WHERE tenant = $1 AND dedupe_key = $2`, p.Tenant, p.DedupeKey), &stored)
+				if err != nil {
+					return err
+				}
+				if !bytes.Equal(stored, hash) {
+					return agentledger.Errorf(agentledger.CodeKeyReused, "idempotency key %q was used for another signal (%s key %s)",
+						p.DedupeKey, sig.Name, sig.Key)
+				}
+				out = Sent{Signal: sig, Duplicate: true}
+				return nil
+			}
 			if err != nil {
 				return err
 			}
-			if !bytes.Equal(stored, hash) {
-				return agentledger.Errorf(agentledger.CodeKeyReused, "idempotency key %q was used for another signal (%s key %s)",
-					p.DedupeKey, sig.Name, sig.Key)
+			if out.Signal, err = scanSignal(tx.QueryRow(ctx, `/* waits.signal */ SELECT `+signalColumns+` FROM signals WHERE id = $1`, *id)); err != nil {
+				return err
 			}
-			out = Sent{Signal: sig, Duplicate: true}
+			if waitID != nil {
+				w, err := scanWait(tx.QueryRow(ctx, `/* waits.woken */ SELECT `+waitColumns+` FROM waits WHERE id = $1`, *waitID))
+				if err != nil {
+					return err
+				}
+				out.Woke = &w
+			}
 			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if out.Signal, err = scanSignal(tx.QueryRow(ctx, `/* waits.signal */ SELECT `+signalColumns+` FROM signals WHERE id = $1`, *id)); err != nil {
-			return err
-		}
-		if waitID != nil {
-			w, err := scanWait(tx.QueryRow(ctx, `/* waits.woken */ SELECT `+waitColumns+` FROM waits WHERE id = $1`, *waitID))
-			if err != nil {
-				return err
-			}
-			out.Woke = &w
-		}
-		return nil
+		})
 	})
 	if err != nil {
 		var coded *agentledger.CodedError

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/dbaway"
 )
 
 // DB is what the store needs of a database: a pool.
@@ -168,10 +169,16 @@ const TaskEnded = `EXISTS (SELECT FROM tasks t WHERE t.id = waits.task_id AND t.
 
 // endSQL ends a waiting wait for an operator, waking its task: the call
 // then fails with the reason, as a timeout does.
+// The wait's task is locked before the wait's row is written, in the
+// order a cancel takes them (the task, then its waits): no deadlock
+// between them, and the end reads the wait as the cancel left it.
 var endSQL = `/* waits.end */
-WITH d AS (
+WITH task AS (
+	SELECT t.id FROM tasks t WHERE t.id = (SELECT task_id FROM waits WHERE id = $1) FOR UPDATE
+),
+d AS (
 	UPDATE waits SET state = 'ended', ended_at = now(), ended_by = $3, end_reason = $4
-	WHERE id = $1 AND state = 'waiting' AND ($2 = '' OR tenant = $2)
+	WHERE id = $1 AND state = 'waiting' AND ($2 = '' OR tenant = $2) AND EXISTS (SELECT FROM task)
 	RETURNING ` + waitColumns + `
 ),
 ` + claims.WakeTasks + `
@@ -187,7 +194,10 @@ func (s *Store) End(ctx context.Context, tenant string, id int64, by, reason str
 	if reason == "" || len(reason) > 2000 {
 		return Wait{}, false, agentledger.Invalid("reason", "ending a wait takes a reason of 1 to 2000 bytes: the task's journal keeps it")
 	}
-	w, err = scanWait(s.db.QueryRow(ctx, endSQL, id, tenant, by, reason))
+	err = dbaway.OnConflict(ctx, func() error {
+		w, err = scanWait(s.db.QueryRow(ctx, endSQL, id, tenant, by, reason))
+		return err
+	})
 	switch {
 	case err == nil:
 		return w, true, nil
