@@ -77,13 +77,13 @@ func (p *EnqueueParams) Validate() error {
 	}
 	switch {
 	case !agentledger.ValidName(p.Tenant):
-		return agentledger.Invalid("tenant", "%q must be 1-128 characters of letters, digits, '.', '_', ':' or '-'", p.Tenant)
+		return agentledger.Invalid("tenant", "%q must be 1-128 characters of letters, digits, '.', '_', ':' or '-'", agentledger.Clip(p.Tenant))
 	case !agentledger.ValidName(p.Queue):
-		return agentledger.Invalid("queue", "%q must be 1-128 characters of letters, digits, '.', '_', ':' or '-'", p.Queue)
+		return agentledger.Invalid("queue", "%q must be 1-128 characters of letters, digits, '.', '_', ':' or '-'", agentledger.Clip(p.Queue))
 	case p.Kind == "":
 		return agentledger.Invalid("kind", "is required")
 	case !agentledger.ValidName(p.Kind):
-		return agentledger.Invalid("kind", "%q must be 1-128 characters of letters, digits, '.', '_', ':' or '-'", p.Kind)
+		return agentledger.Invalid("kind", "%q must be 1-128 characters of letters, digits, '.', '_', ':' or '-'", agentledger.Clip(p.Kind))
 	case len(p.Payload) > MaxPayload:
 		return agentledger.Invalid("payload", "is %d bytes; at most %d (1 MiB)", len(p.Payload), MaxPayload)
 	case !json.Valid(p.Payload):

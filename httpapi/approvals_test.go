@@ -86,6 +86,18 @@ func TestDecideApprovals(t *testing.T) {
 		t.Errorf("a denial without a reason: %+v", p)
 	}
 	e.problem(e.post(path+"/approve", token, "a0", `{"why":"x"}`), http.StatusUnprocessableEntity, "invalid_request")
+	// Text no column takes as sent: refused naming the field, not a 500
+	// that a retry would meet forever.
+	for i, reason := range []string{`a\u0000b`, `a\ud800b`, `a\udc00`, `\ud83d`} {
+		p := e.problem(e.post(path+"/deny", token, fmt.Sprintf("n%d", i), `{"reason":"`+reason+`"}`), http.StatusUnprocessableEntity, "invalid_request")
+		if p.Field != "reason" || !strings.Contains(p.Detail, "holds a") {
+			t.Errorf("reason %s: %+v", reason, p)
+		}
+	}
+	// A field name is echoed cut, not whole.
+	if p := e.problem(e.post(path+"/approve", token, "a1", `{"`+strings.Repeat("f", 5000)+`":1}`), http.StatusUnprocessableEntity, "invalid_request"); len(p.Field) > 100 || len(p.Detail) > 300 {
+		t.Errorf("a 5000-byte field name echoed: field %d bytes, detail %d bytes", len(p.Field), len(p.Detail))
+	}
 	e.problem(e.post(fmt.Sprintf("/v1/approvals/%d/approve", theirs), token, "a2", ""), http.StatusNotFound, "not_found")
 	e.problem(e.post("/v1/approvals/x7/approve", token, "a3", ""), http.StatusNotFound, "not_found")
 	if n := e.count(`SELECT count(*) FROM approvals WHERE state <> 'pending'`); n != 0 {

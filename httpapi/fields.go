@@ -3,7 +3,9 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 
 	"github.com/agentledger/agentledger"
@@ -37,17 +39,23 @@ func checkFieldNames(body []byte, v any) error {
 			return nil
 		}
 		key, _ := t.(string)
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
+		var value json.RawMessage
+		if err := dec.Decode(&value); err != nil {
 			return nil
 		}
 		if !names[key] {
 			for name := range names {
 				if strings.EqualFold(name, key) {
-					return agentledger.Invalid(key, "is not a field of this request: field names are matched exactly (%q)", name)
+					return agentledger.Invalid(agentledger.Clip(key), "is not a field of this request: field names are matched exactly (%q)", name)
 				}
 			}
 			continue
+		}
+		if why := badEscape(value); why != "" {
+			// Text PostgreSQL cannot store, or that decoding would change
+			// (a lone surrogate becomes U+FFFD): refused, not stored
+			// otherwise than sent.
+			return agentledger.Invalid(key, "holds %s", why)
 		}
 		if seen[key] {
 			return agentledger.Invalid(key, "is given twice")
@@ -85,4 +93,44 @@ func fieldNames(t reflect.Type) map[string]bool {
 		names[name] = true
 	}
 	return names
+}
+
+// badEscape says what in value, when it is a JSON string, no text column
+// takes as sent: a \u0000 escape, or a UTF-16 surrogate escape without its
+// pair; "" for anything else.
+func badEscape(value json.RawMessage) string {
+	if len(value) == 0 || value[0] != '"' {
+		return ""
+	}
+	for i := 1; i < len(value); i++ {
+		if value[i] != '\\' {
+			continue
+		}
+		i++
+		if i >= len(value) || value[i] != 'u' || i+4 >= len(value) {
+			continue // \" \\ \n …: one character, skipped
+		}
+		code, err := strconv.ParseUint(string(value[i+1:i+5]), 16, 16)
+		if err != nil {
+			continue
+		}
+		i += 4
+		switch {
+		case code == 0:
+			return `a NUL character (\u0000), which text cannot store`
+		case code >= 0xDC00 && code <= 0xDFFF:
+			return fmt.Sprintf(`a lone surrogate escape (\u%04x)`, code)
+		case code >= 0xD800 && code <= 0xDBFF:
+			// A high surrogate stands only before a low one.
+			next := i + 1
+			if next+5 < len(value) && value[next] == '\\' && value[next+1] == 'u' {
+				if low, err := strconv.ParseUint(string(value[next+2:next+6]), 16, 16); err == nil && low >= 0xDC00 && low <= 0xDFFF {
+					i = next + 5
+					continue
+				}
+			}
+			return fmt.Sprintf(`a lone surrogate escape (\u%04x)`, code)
+		}
+	}
+	return ""
 }

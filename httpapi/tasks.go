@@ -136,7 +136,7 @@ func decodeBody(body []byte, v any) error {
 		return agentledger.Invalid("run_at", "must be an RFC 3339 time, as a JSON string") // the one time field
 	}
 	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		return agentledger.Invalid(strings.Trim(name, `"`), "is not a field of this request")
+		return agentledger.Invalid(agentledger.Clip(strings.Trim(name, `"`)), "is not a field of this request")
 	}
 	return agentledger.Invalid("", "%s", strings.TrimPrefix(err.Error(), "json: "))
 }

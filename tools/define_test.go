@@ -92,10 +92,14 @@ func TestDefineRefusesIncompleteTools(t *testing.T) {
 		{tools.Spec[ticketArgs]{Name: "t", Class: ledger.Pure, Perform: perform, Schema: json.RawMessage(`{"properties":{}}`)},
 			`it says no "type"`},
 		{tools.Spec[ticketArgs]{Name: "t", Class: ledger.Keyed, Perform: perform,
-			Find: func(context.Context, ledger.Call, ticketArgs) (ledger.Result, bool, error) { return ledger.Result{}, false, nil }},
+			Find: func(context.Context, ledger.Call, ticketArgs) (ledger.Result, bool, error) {
+				return ledger.Result{}, false, nil
+			}},
 			"keyed but has a Find"},
 		{tools.Spec[ticketArgs]{Name: "t", Class: ledger.Keyed, Perform: perform,
-			PerformLocal: func(context.Context, ledger.Call, ledger.DB, ticketArgs) (ledger.Result, error) { return ledger.Result{}, nil }},
+			PerformLocal: func(context.Context, ledger.Call, ledger.DB, ticketArgs) (ledger.Result, error) {
+				return ledger.Result{}, nil
+			}},
 			"sets PerformLocal, which only a local tool calls"},
 	} {
 		if _, err := tools.Define(c.spec); err == nil || !strings.Contains(err.Error(), c.want) {
