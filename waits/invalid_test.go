@@ -96,6 +96,24 @@ func TestBadWaitIsRefused(t *testing.T) {
 		invalid(t, c.tool+" "+c.args, err, c.field)
 	}
 
+	// A whole number is a key (a template that took an order id from an
+	// earlier result renders one); a key of another type says which field
+	// and what it must be.
+	e, err := byName[waits.ToolSignal].Effect(tools.Call{Task: task, StepPath: "tool/1", Args: json.RawMessage(`{"signal":"paid","key":1201}`)})
+	if err != nil || !strings.Contains(string(e.Request), `"key":"1201"`) {
+		t.Fatalf("a numeric key: %s %v", e.Request, err)
+	}
+	for _, args := range []string{`{"signal":"paid","key":12.5}`, `{"signal":"paid","key":true}`} {
+		if _, err := byName[waits.ToolSignal].Effect(tools.Call{Task: task, StepPath: "tool/1", Args: json.RawMessage(args)}); err == nil ||
+			!strings.Contains(err.Error(), "key must be a string or a whole number") {
+			t.Errorf("%s: %v", args, err)
+		}
+	}
+	if _, err := byName[waits.ToolSignal].Effect(tools.Call{Task: task, StepPath: "tool/1", Args: json.RawMessage(`{"signal":7,"key":"k"}`)}); err == nil ||
+		!strings.Contains(err.Error(), `argument "signal" must be a string, not a JSON number`) {
+		t.Errorf("a numeric signal name: %v", err)
+	}
+
 	// Children are checked when the call is performed: the task has none,
 	// or the one named is not its child.
 	other := newTask(t, db)
@@ -114,7 +132,7 @@ func TestBadWaitIsRefused(t *testing.T) {
 		t.Fatalf("%d waits stored from bad input, want none", n)
 	}
 	// The test can pass: a good call is recorded.
-	e, err := byName[waits.ToolSignal].Effect(tools.Call{Task: task, StepPath: "tool/0", Args: json.RawMessage(`{"signal": "payment.settled", "key": "order-1", "timeout": "1m"}`)})
+	e, err = byName[waits.ToolSignal].Effect(tools.Call{Task: task, StepPath: "tool/0", Args: json.RawMessage(`{"signal": "payment.settled", "key": "order-1", "timeout": "1m"}`)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 
@@ -34,9 +35,50 @@ func decode(tool, shape string, args json.RawMessage, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(args))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return agentledger.Permanent(fmt.Errorf("%s: arguments must be %s: %v", tool, shape, err))
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) && typeErr.Field != "" {
+			// Often a template that rendered a value of another type.
+			return agentledger.Permanent(fmt.Errorf("%s: argument %q must be a %s, not a JSON %s", tool, typeErr.Field,
+				jsonType(typeErr.Type), typeErr.Value))
+		}
+		return agentledger.Permanent(fmt.Errorf("%s: arguments must be %s: %v", tool, shape, strings.TrimPrefix(err.Error(), "json: ")))
 	}
 	return nil
+}
+
+// jsonType names the JSON type a Go field takes.
+func jsonType(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "string"
+	case reflect.Slice, reflect.Array:
+		return "list"
+	case reflect.Map, reflect.Struct:
+		return "object"
+	case reflect.Bool:
+		return "boolean"
+	}
+	return "number"
+}
+
+// corrKey is a correlation key: a string, or a whole number (an order id
+// a template took from an earlier result), which is its decimal text.
+type corrKey string
+
+func (k *corrKey) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		*k = corrKey(s)
+		return nil
+	}
+	var n json.Number
+	if err := json.Unmarshal(b, &n); err == nil {
+		if _, err := n.Int64(); err == nil {
+			*k = corrKey(n.String())
+			return nil
+		}
+	}
+	return fmt.Errorf("key must be a string or a whole number, not %s", b)
 }
 
 // duration parses a timeout or a timer: from 1s to MaxTimeout.
@@ -92,8 +134,8 @@ func waitOf(call tools.Call, kind string) Wait {
 type signalTool struct{ s *Store }
 
 type signalArgs struct {
-	Signal  string `json:"signal"`
-	Key     string `json:"key"`
+	Signal  string  `json:"signal"`
+	Key     corrKey `json:"key"`
 	Timeout string `json:"timeout,omitempty"`
 }
 
@@ -105,7 +147,7 @@ func (*signalTool) Description() string {
 func (*signalTool) Parameters() json.RawMessage {
 	return json.RawMessage(`{"type":"object","additionalProperties":false,"required":["signal","key"],"properties":{` +
 		`"signal":{"type":"string","pattern":"^[A-Za-z0-9._:/-]{1,128}$"},` +
-		`"key":{"type":"string","minLength":1,"maxLength":255},` +
+		`"key":{"type":["string","integer"],"minLength":1,"maxLength":255,"description":"the correlation key; a whole number is taken as its decimal text"},` +
 		`"timeout":{"type":"string","description":"a duration from 1s to 8760h, like 30m; default 24h"}}}`)
 }
 
@@ -118,7 +160,7 @@ func (*signalTool) parse(args json.RawMessage) (signalArgs, time.Duration, error
 	timeout, err := duration("timeout", a.Timeout, DefaultTimeout)
 	if err == nil {
 		if err = checkName("signal", a.Signal); err == nil {
-			err = checkKey("key", a.Key)
+			err = checkKey("key", string(a.Key))
 		}
 	}
 	if err != nil {
@@ -138,7 +180,7 @@ func (t *signalTool) Effect(call tools.Call) (ledger.Effect, error) {
 	}
 	return effect(call, "wait.signal", a, func(ctx context.Context) (ledger.Result, error) {
 		w := waitOf(call, KindSignal)
-		w.Signal, w.Key = a.Signal, a.Key
+		w.Signal, w.Key = a.Signal, string(a.Key)
 		got, err := t.s.Await(ctx, w, nil, timeout)
 		if err != nil {
 			return ledger.Result{}, err
