@@ -130,12 +130,13 @@ func endedAlready(w waits.Wait) string {
 func childrenRule(spec json.RawMessage) string {
 	var c waits.ChildrenSpec
 	_ = json.Unmarshal(spec, &c) // a spec the console cannot read says the defaults
-	rule := "all of them"
-	if c.Mode == "any" {
-		rule = "the first to succeed"
+	switch {
+	case c.Mode == "any" && c.OnFailure == "return":
+		return "the first to succeed, failures returned"
+	case c.Mode == "any":
+		return "the first to succeed; fails if none does"
+	case c.OnFailure == "return":
+		return "all of them, failures returned"
 	}
-	if c.OnFailure == "return" {
-		return rule + ", failures returned"
-	}
-	return rule + ", a failure fails it"
+	return "all of them, a failure fails it"
 }

@@ -100,6 +100,14 @@ func (a *app) waits(ctx context.Context, p waits.ListParams, wait time.Duration)
 		if !time.Now().Before(deadline) {
 			return newError(fmt.Sprintf("no wait came within %s", wait), agentledger.ErrConflict)
 		}
+		// A task that finished will wait for nothing more: said now, not
+		// after the whole --wait.
+		if p.TaskID != 0 {
+			var state agentledger.TaskState
+			if err := a.db.Pool.QueryRow(ctx, `/* agentctl.waits_task */ SELECT state FROM tasks WHERE id = $1`, p.TaskID).Scan(&state); err == nil && state.Finished() {
+				return newError(fmt.Sprintf("task %d ended %s: no wait of it will come", p.TaskID, state), agentledger.ErrConflict)
+			}
+		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -234,7 +242,7 @@ func endedHow(w waits.Wait) string {
 		case w.Kind == waits.KindTimer:
 			return "fired"
 		case w.Kind == waits.KindChildren:
-			return "its children ended"
+			return childrenEnd(w.Result)
 		}
 		return "ended by " + w.EndedBy
 	case waits.Waiting:
@@ -286,4 +294,22 @@ func deadlineText(w waits.Wait, now time.Time) string {
 		return stamp(w.Deadline)
 	}
 	return stamp(w.Deadline) + " (" + relative(w.Deadline, now) + ")"
+}
+
+// childrenEnd says how a children wait ended, from its result: the child
+// that succeeded first (mode any), the first that failed, or all ended
+// well. Children it did not wait for may still run.
+func childrenEnd(result json.RawMessage) string {
+	var r waits.ChildrenResult
+	_ = json.Unmarshal(result, &r)
+	if r.First != nil {
+		return fmt.Sprintf("child %d succeeded first", *r.First)
+	}
+	if c, failed := waits.Failed(result); failed {
+		return fmt.Sprintf("child %d ended %s", c.TaskID, c.State)
+	}
+	if len(r.Children) == 1 {
+		return "its child succeeded"
+	}
+	return fmt.Sprintf("its %d children succeeded", len(r.Children))
 }
