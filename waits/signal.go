@@ -175,6 +175,19 @@ func (s *Store) Takes(ctx context.Context, w Wait) (Wait, bool, error) {
 	return first, err == nil, err
 }
 
+// WaitingFor lists the waits of any tenant waiting for signal name with
+// key, oldest first (at most 10): what an operator is told of when a
+// signal they sent reached none of them (another tenant's, or a wait
+// that came after the same signal was consumed).
+func (s *Store) WaitingFor(ctx context.Context, name, key string) ([]Wait, error) {
+	rows, err := s.db.Query(ctx, `/* waits.waiting_for */ SELECT `+waitColumns+` FROM waits
+		WHERE kind = 'signal' AND signal = $1 AND key = $2 AND state = 'waiting' ORDER BY id LIMIT 10`, name, key)
+	if err != nil {
+		return nil, fmt.Errorf("waits: %w", err)
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Wait, error) { return scanWait(r) })
+}
+
 // sendSQL records a signal unless its dedupe key was sent; a fresh one is
 // consumed at once by the oldest wait for it whose task still waits in
 // that generation, and that task is woken. The signal is inserted in its

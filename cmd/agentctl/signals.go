@@ -110,6 +110,9 @@ func (a *app) signal(ctx context.Context, name, key string, f *signalFlags) erro
 				grants.ShellQuote(sent.Signal.Tenant))
 		}
 	}
+	if sent.Woke == nil {
+		a.warnMissedWaits(ctx, sent)
+	}
 	switch {
 	case a.wantJSON():
 		return printJSON(a.stdout, signalResult{Signal: sent.Signal, Duplicate: sent.Duplicate, Woke: sent.Woke})
@@ -239,4 +242,26 @@ func (a *app) signals(ctx context.Context, p waits.ListSignalsParams) error {
 		fmt.Fprintf(a.stderr, "more signals may follow: narrow with --name or raise --limit\n")
 	}
 	return nil
+}
+
+// warnMissedWaits says which tasks wait for the signal just sent that it
+// did not reach: another tenant's (a signal reaches its own tenant's
+// waits only), or, for a duplicate, its own tenant's that came after the
+// first send was consumed or expired (a re-run waiting again): the same
+// signal is sent once; a new one needs its own --idempotency-key.
+func (a *app) warnMissedWaits(ctx context.Context, sent waits.Sent) {
+	ws, err := waits.NewStore(a.db.Pool).WaitingFor(ctx, sent.Signal.Name, sent.Signal.Key)
+	if err != nil {
+		return // a warning, not worth failing a sent signal for
+	}
+	for _, w := range ws {
+		switch {
+		case w.Tenant != sent.Signal.Tenant:
+			fmt.Fprintf(a.stderr, "agentctl: warning: task %d of tenant %s waits for %s key %s, which this signal (tenant %s's) does not reach: send it with --tenant %s\n",
+				w.TaskID, grants.ShellQuote(w.Tenant), w.Signal, w.Key, grants.ShellQuote(sent.Signal.Tenant), grants.ShellQuote(w.Tenant))
+		case sent.Duplicate:
+			fmt.Fprintf(a.stderr, "agentctl: warning: task %d waits for %s key %s now (generation %d), and this signal was sent before: "+
+				"send it anew with --idempotency-key and a key of its own\n", w.TaskID, w.Signal, w.Key, w.Generation)
+		}
+	}
 }

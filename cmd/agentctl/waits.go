@@ -132,9 +132,9 @@ func (a *app) waits(ctx context.Context, p waits.ListParams, wait time.Duration)
 		return err
 	}
 	now := time.Now()
-	tab := newTable(a.stdout, "ID", "TASK", "STEP", "KIND", "WAITS FOR", "DEADLINE", "AGE", "STATE")
+	tab := newTable(a.stdout, "ID", "TASK", "TENANT", "STEP", "KIND", "WAITS FOR", "DEADLINE", "AGE", "STATE")
 	for _, w := range ws {
-		tab.row(strconv.FormatInt(w.ID, 10), strconv.FormatInt(w.TaskID, 10), w.Step, w.Kind, truncate(waitsFor(w), 60),
+		tab.row(strconv.FormatInt(w.ID, 10), strconv.FormatInt(w.TaskID, 10), truncate(w.Tenant, 20), w.Step, w.Kind, truncate(waitsFor(w), 60),
 			deadlineText(w, now), age(now.Sub(w.CreatedAt)), w.State)
 	}
 	if err := tab.flush(); err != nil {
