@@ -189,3 +189,19 @@ func ValidName(s string) bool {
 	}
 	return true
 }
+
+// CompensationCause is the error that sent generation's compensation phase
+// going, as the attempts of a task (Store.Attempts) record it: the last
+// attempt of that generation that closed with outcome compensating (the
+// forward path's failure, a denial, a cancel). A finished compensation
+// clears the task's last error, so this is where the cause stays; "" when
+// none closed so.
+func CompensationCause(generation int32, atts []Attempt) string {
+	cause := ""
+	for _, a := range atts {
+		if a.Generation == generation && a.Outcome == AttemptOutcome(StateCompensating) && a.Error != "" {
+			cause = a.Error
+		}
+	}
+	return cause
+}

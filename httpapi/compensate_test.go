@@ -98,6 +98,13 @@ func TestCompensateTask(t *testing.T) {
 // (compensable or not) and lets it succeed; it returns the task's id.
 func (e *env) finishedSteps(tenant, payload string, compensable bool) int64 {
 	e.t.Helper()
+	return e.endedSteps(tenant, payload, compensable, "")
+}
+
+// endedSteps is finishedSteps whose attempt, when failure is set, fails
+// for good with it instead of succeeding.
+func (e *env) endedSteps(tenant, payload string, compensable bool, failure string) int64 {
+	e.t.Helper()
 	ctx := context.Background()
 	id := e.enqueue(claims.EnqueueParams{Tenant: tenant, Kind: "steps", Payload: json.RawMessage(payload)})
 	got, err := e.claims.Claim(ctx, claims.ClaimParams{Queue: claims.DefaultQueue, Worker: "w", Limit: 1, Lease: time.Hour})
@@ -112,10 +119,34 @@ func (e *env) finishedSteps(tenant, payload string, compensable bool) int64 {
 	}); err != nil {
 		e.t.Fatal(err)
 	}
+	if failure != "" {
+		if _, err := e.claims.Fail(ctx, claims.Failure{Lease: claims.LeaseOf(got[0]), Error: failure, Final: true}); err != nil {
+			e.t.Fatal(err)
+		}
+		return id
+	}
 	if err := e.claims.Succeed(ctx, claims.LeaseOf(got[0]), nil); err != nil {
 		e.t.Fatal(err)
 	}
 	return id
+}
+
+// A task undoing its effects tells its tenant why: the forward path's
+// failure, which its last error no longer carries once the undo ends.
+func TestCompensationCause(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, httpapi.Config{})
+	tok := e.tenant("acme")
+	plain := e.finishedSteps("acme", `{"steps": [{"tool": "http_request", "args": {}}]}`, false)
+	id := e.endedSteps("acme", `{"steps": [{"tool": "http_request", "args": {},
+		"compensate": {"tool": "http_request", "args": {"ref": "${self.body.id}"}}}]}`, true, "step 1 (http_request) failed: 422 no courier")
+	v := e.task(e.do("GET", fmt.Sprintf("/v1/tasks/%d", id), tok, ""), http.StatusOK)
+	if v.State != "compensating" || v.CompensationCause == nil || *v.CompensationCause != "step 1 (http_request) failed: 422 no courier" {
+		t.Errorf("a compensating task: %s, cause %v", v.State, v.CompensationCause)
+	}
+	if v := e.task(e.do("GET", fmt.Sprintf("/v1/tasks/%d", plain), tok, ""), http.StatusOK); v.CompensationCause != nil {
+		t.Errorf("a task on its forward path: cause %q", *v.CompensationCause)
+	}
 }
 
 // undoBy is the compensation a compensable effect declares.

@@ -45,10 +45,15 @@ type Task struct {
 	WaitReason *string `json:"wait_reason"`
 	// Compensation says why the task undoes its effects (failed,
 	// cancelled, operator); null on its forward path.
-	Compensation *string    `json:"compensation"`
-	CreatedAt    time.Time  `json:"created_at"`
-	UpdatedAt    time.Time  `json:"updated_at"`
-	FinishedAt   *time.Time `json:"finished_at"`
+	Compensation *string `json:"compensation"`
+	// CompensationCause is, on GET /v1/tasks/{id} of a task that undoes or
+	// undid its effects, the error that sent it there (the forward path's
+	// failure, a denial, a cancel): a finished compensation clears
+	// last_error. Absent otherwise.
+	CompensationCause *string    `json:"compensation_cause,omitempty"`
+	CreatedAt         time.Time  `json:"created_at"`
+	UpdatedAt         time.Time  `json:"updated_at"`
+	FinishedAt        *time.Time `json:"finished_at"`
 }
 
 // TaskList is a page of GET /v1/tasks, newest first. NextCursor, when not
@@ -316,7 +321,18 @@ func (s *Server) getTask(r *http.Request, tenant string) reply {
 	if err := registry.New(s.cfg.DB).ExplainWaits(r.Context(), t); err != nil {
 		return s.problemReply(r, err)
 	}
-	return jsonReply(http.StatusOK, viewTask(t))
+	v := viewTask(t)
+	if t.Compensation != "" {
+		// The attempt that entered the phase closed with its cause.
+		atts, err := s.cfg.Claims.Attempts(r.Context(), t.ID)
+		if err != nil {
+			return s.problemReply(r, err)
+		}
+		if cause := agentledger.CompensationCause(t.Generation, atts); cause != "" {
+			v.CompensationCause = &cause
+		}
+	}
+	return jsonReply(http.StatusOK, v)
 }
 
 // Effect is one effect of a task's journal as the API shows it.

@@ -41,11 +41,7 @@ func CompensationOf(t *agentledger.Task, atts []agentledger.Attempt, journal []o
 	}
 	// The attempt that entered the phase closed with outcome compensating;
 	// the last one of the generation is this phase's.
-	for _, a := range atts {
-		if a.Generation == t.Generation && a.Outcome == agentledger.AttemptOutcome(agentledger.StateCompensating) && a.Error != "" {
-			c.Error = a.Error
-		}
-	}
+	c.Error = agentledger.CompensationCause(t.Generation, atts)
 	for _, e := range journal {
 		if e.State == ledger.StateFailed && e.Undoes == "" && !strings.HasPrefix(e.Step, ledger.CompensationPrefix) {
 			c.Step = e.Step + " (" + e.Operation + ")"
