@@ -33,8 +33,9 @@ func (a *app) approvalsCmd() *cobra.Command {
 lease, until a person approves or denies it or it times out. By default the
 pending requests, the longest waiting first: the call each would perform, how
 long it has waited, who may decide (Slack users and groups; an operator
-always may) and when it times out. --all lists every state, newest first,
-with the decision.
+always may) and when it times out. --all lists every state with the
+decision: the pending requests first, the longest waiting at the top, then
+the decided ones, newest first.
 
 --wait D waits up to D for a request to list, for a script that has just
 submitted a task with a gated step (exit 1 if none came).
@@ -65,7 +66,7 @@ ids, one a line (none: no output), for scripts.`,
 		}),
 	}
 	tenantFlag(cmd, &tenant, "only the requests of this tenant's tasks")
-	cmd.Flags().BoolVar(&all, "all", false, "every request, decided ones too (newest first)")
+	cmd.Flags().BoolVar(&all, "all", false, "every request, decided ones too (after the pending ones, newest first)")
 	cmd.Flags().Int64Var(&task, "task", 0, "only the requests of this task")
 	cmd.Flags().IntVar(&limit, "limit", 100, "at most this many requests")
 	cmd.Flags().DurationVar(&wait, "wait", 0, "wait up to this long for a request to list (a task about to reach its gate); exit 1 if none came")
