@@ -7,12 +7,14 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/admit"
+	"github.com/agentledger/agentledger/canonjson"
 )
 
 // DefaultMaxBody is the largest body a delivery may have unless
@@ -166,6 +168,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	payload, err := s.payload(d)
 	if err != nil {
 		h.reject(w, r, s, d.id, newProblem(agentledger.CodeInvalidBody, "the body is not JSON"))
+		return
+	}
+	if _, err := canonjson.Hash(payload); err != nil {
+		// A key given twice is two readings of one delivery: not JSON
+		// here, as the API's answer for a body holds.
+		h.reject(w, r, s, d.id, newProblem(agentledger.CodeInvalidBody, "the body is not JSON whose objects give each key once (%s)",
+			strings.TrimPrefix(err.Error(), "canonjson: ")))
 		return
 	}
 	res, err := h.store(r.Context(), s, d, payload)

@@ -81,6 +81,13 @@ func TestGitHubDocumentationVectorOverHTTP(t *testing.T) {
 		"X-Hub-Signature-256", "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17",
 		"X-GitHub-Delivery", "d1", "X-GitHub-Event", "push")
 	e.wantProblem(a, http.StatusBadRequest, string(agentledger.CodeInvalidBody))
+	// A key given twice is two readings of one delivery: not JSON either,
+	// and the answer names no package of ours.
+	dup := e.github(secret, "d3", "push", `{"a":1,"a":2}`)
+	e.wantProblem(dup, http.StatusBadRequest, string(agentledger.CodeInvalidBody))
+	if !strings.Contains(string(dup.raw), `give each key once (duplicate object key \"a\"`) || strings.Contains(string(dup.raw), "canonjson") {
+		t.Errorf("a duplicate key: %s", dup.raw)
+	}
 	if a := e.github(secret, "d2", "push", pushBody); a.status != http.StatusAccepted {
 		t.Fatalf("%d %s", a.status, a.raw)
 	}
