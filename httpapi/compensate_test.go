@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -146,6 +147,23 @@ func TestCompensationCause(t *testing.T) {
 	}
 	if v := e.task(e.do("GET", fmt.Sprintf("/v1/tasks/%d", plain), tok, ""), http.StatusOK); v.CompensationCause != nil {
 		t.Errorf("a task on its forward path: cause %q", *v.CompensationCause)
+	}
+	// Undone: the cause stays, and a replay is refused with the way an
+	// API client has to a new intent (it has no re-run).
+	ctx := context.Background()
+	undo, err := e.claims.Claim(ctx, claims.ClaimParams{Queue: claims.DefaultQueue, Worker: "w", Limit: 1, Lease: time.Hour})
+	if err != nil || len(undo) != 1 || undo[0].ID != id {
+		t.Fatalf("claim of the compensation: %v %v", undo, err)
+	}
+	if err := e.claims.Succeed(ctx, claims.LeaseOf(undo[0]), json.RawMessage(`{"compensations":[]}`)); err != nil {
+		t.Fatal(err)
+	}
+	if v := e.task(e.do("GET", fmt.Sprintf("/v1/tasks/%d", id), tok, ""), http.StatusOK); v.State != "compensated" || v.CompensationCause == nil {
+		t.Errorf("a compensated task: %s, cause %v", v.State, v.CompensationCause)
+	}
+	p := e.problem(e.post(fmt.Sprintf("/v1/tasks/%d/replay", id), tok, "r1", ""), http.StatusConflict, "conflict")
+	if !strings.Contains(p.Detail, "submit it again as a new task") || strings.Contains(p.Detail, "re-run") {
+		t.Errorf("replay of a compensated task: %q", p.Detail)
 	}
 }
 

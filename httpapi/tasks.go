@@ -271,6 +271,14 @@ func (s *Server) cancelTask(r *http.Request, tenant string, body []byte) (action
 func (s *Server) replayTask(r *http.Request, tenant string, body []byte) (action, error) {
 	return s.accepted(r, body, func(ctx context.Context, id int64) (*agentledger.Task, error) {
 		p, err := s.cfg.Operator.Replay(ctx, tenant, id)
+		if errors.Is(err, agentledger.ErrConflict) {
+			// The operator's answer points to agentctl rerun, which the
+			// API has not: its way to a new intent is a new task.
+			if t, gerr := s.cfg.Claims.Get(ctx, tenant, id); gerr == nil && t.State == agentledger.StateCompensated {
+				return nil, agentledger.Errorf(agentledger.CodeConflict, "task %d is compensated: its effects were undone, and a "+
+					"replay would neither do them again nor undo them twice; submit it again as a new task to run it anew", id)
+			}
+		}
 		if err != nil {
 			return nil, err
 		}
