@@ -24,7 +24,10 @@ func TestShortAndRelative(t *testing.T) {
 	for _, tc := range []struct {
 		at   time.Time
 		want string
-	}{{now.Add(5 * time.Minute), "in 5m"}, {now.Add(-3 * time.Second), "3s ago"}, {now, "0s ago"}} {
+	}{{now.Add(5 * time.Minute), "in 5m"}, {now.Add(-3 * time.Second), "3s ago"}, {now, "0s ago"},
+		// Ahead, not rounded down a unit: a 2h timer a moment after it began.
+		{now.Add(2*time.Hour - time.Second), "in 1h59m"}, {now.Add(2 * time.Hour), "in 2h"},
+		{now.Add(7*24*time.Hour - time.Second), "in 6d23h"}, {now.Add(-(2*time.Hour - time.Second)), "1h ago"}} {
 		if got := Relative(tc.at, now); got != tc.want {
 			t.Errorf("Relative(%v) = %q, want %q", tc.at.Sub(now), got, tc.want)
 		}

@@ -39,7 +39,7 @@ func TestConsoleWaitPage(t *testing.T) {
 	press(tm, "W")
 	waitFor(t, tm, "3 waits, the soonest deadline first")
 	press(tm, "G", "enter")
-	waitFor(t, tm, "› wait 3", `"on_failure": "fail"`, "then the call times out and fails")
+	waitFor(t, tm, "› wait 3", `"on_failure": "fail"`, "then the call times out and")
 	golden.RequireEqual(t, []byte(finish(t, tm)))
 }
 
