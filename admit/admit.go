@@ -143,7 +143,7 @@ func check(ctx context.Context, s *registry.Store, p claims.EnqueueParams, g *gr
 // unknownTools is the refusal of a steps payload naming a tool that no
 // live worker serving it has, read when the grant refused the payload: a
 // misspelt tool is told as one, not as a grant to add (which would not
-// make it exist). Nil when every tool is known, when the tools cannot be
+// make it exist), without the names of the tools the fleet has. Nil when every tool is known, when the tools cannot be
 // known (no live server, one of an older version, a disconnected MCP
 // server), or when the submitter queues it anyway.
 func unknownTools(ctx context.Context, s *registry.Store, p claims.EnqueueParams, o options) error {
@@ -164,9 +164,11 @@ func unknownTools(ctx context.Context, s *registry.Store, p claims.EnqueueParams
 	}
 	unknown := false
 	err = steps.CheckWith(p.Payload, func(tool string, _ json.RawMessage) error {
-		if err := known(tool); err != nil {
+		if known(tool) != nil {
+			// Not the tools the fleet has: this tenant's grant refused
+			// the payload, and the list is not its to read.
 			unknown = true
-			return err
+			return fmt.Errorf("unknown tool %q: no live worker has it (mind the name)", tool)
 		}
 		return nil
 	}, nil)

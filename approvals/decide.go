@@ -91,13 +91,16 @@ func nullable(s string) any {
 // taskFirst locks the task of approval request $1 before the request's
 // own row is written: a cancel locks the task, then withdraws its
 // requests, and the same order here leaves no deadlock between them. The
-// decision then reads the request as the cancel left it.
+// decision then reads the request as the cancel left it. (A decision
+// locks it only for the request's tenant: decideSQL's own.)
 const taskFirst = `task AS (
 	SELECT t.id FROM tasks t WHERE t.id = (SELECT task_id FROM approvals WHERE id = $1) FOR UPDATE
 )`
 
 var decideSQL = `/* approvals.decide */
-WITH ` + taskFirst + `,
+WITH task AS (
+	SELECT t.id FROM tasks t WHERE t.id = (SELECT task_id FROM approvals WHERE id = $1 AND ($6 = '' OR tenant = $6)) FOR UPDATE
+),
 d AS (
 	UPDATE approvals SET state = $2, decided_at = now(), decided_by = $3, decided_via = $4, decision_reason = $5
 	WHERE id = $1 AND state = 'pending' AND ($6 = '' OR tenant = $6) AND expires_at > now() AND EXISTS (SELECT FROM task)

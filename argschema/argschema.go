@@ -57,19 +57,32 @@ func resolve(sc *jsonschema.Schema, doc json.RawMessage) (*Schema, error) {
 // tool call are objects, and a model is given the schema as it is.
 func Object(doc json.RawMessage) error {
 	var top struct {
-		Type any `json:"type"`
+		Type       any             `json:"type"`
+		Properties json.RawMessage `json:"properties"`
 	}
 	if err := json.Unmarshal(doc, &top); err != nil || !bytes.HasPrefix(bytes.TrimSpace(doc), []byte("{")) {
 		return fmt.Errorf("must be a JSON Schema object, not %s", clip(doc))
 	}
-	switch {
-	case top.Type == nil:
+	switch t := top.Type.(type) {
+	case nil:
+		if top.Properties != nil {
+			return nil // an object's, by its properties
+		}
 		return fmt.Errorf(`must describe an object: it says no "type" ("type": "object")`)
-	case top.Type != "object":
-		t, _ := json.Marshal(top.Type)
-		return fmt.Errorf(`must describe an object ("type": "object"), not %s: use a struct or a map for the arguments`, t)
+	case string:
+		if t == "object" {
+			return nil
+		}
+	case []any:
+		// A pointer type's schema: ["null", "object"].
+		for _, one := range t {
+			if one == "object" {
+				return nil
+			}
+		}
 	}
-	return nil
+	tj, _ := json.Marshal(top.Type)
+	return fmt.Errorf(`must describe an object ("type": "object"), not %s: use a struct or a map for the arguments`, tj)
 }
 
 // clip is doc shortened for an error.

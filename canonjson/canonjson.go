@@ -5,7 +5,42 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
+	"unicode/utf8"
 )
+
+// DuplicateKeyError is a document whose object gives a key twice: two
+// readings of one document (encoding/json keeps the last, others the
+// first), which canonical JSON cannot make one.
+type DuplicateKeyError struct{ Key string }
+
+func (e *DuplicateKeyError) Error() string {
+	return fmt.Sprintf("canonjson: duplicate object key %q", clip(e.Key))
+}
+
+// Reason says what is wrong with a document err refused, for its sender:
+// without this package's name, and a key given twice cut to a readable
+// length.
+func Reason(err error) string {
+	var dup *DuplicateKeyError
+	if errors.As(err, &dup) {
+		return fmt.Sprintf("an object gives the key %q twice", clip(dup.Key))
+	}
+	return strings.TrimPrefix(err.Error(), "canonjson: ")
+}
+
+// clip is a key cut for an error.
+func clip(key string) string {
+	const most = 64
+	if len(key) <= most {
+		return key
+	}
+	cut := most
+	for cut > 0 && !utf8.RuneStart(key[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d bytes)", key[:cut], len(key))
+}
 
 // Marshal returns the canonical form of the JSON document in: one pass
 // over the bytes (scan.go), which a request hash costs at every effect.

@@ -294,7 +294,7 @@ func (c *canonicalizer) order(open int, members []member) error {
 	}
 	for i := 1; i < len(members); i++ {
 		if members[i].key == members[i-1].key {
-			return fmt.Errorf("canonjson: duplicate object key %q", members[i].key)
+			return &DuplicateKeyError{Key: members[i].key}
 		}
 	}
 	if sorted {

@@ -198,7 +198,7 @@ func (s *Store) EnqueueBatch(ctx context.Context, ps []EnqueueParams) ([]Enqueue
 		if p.SubmissionKey != "" {
 			h, err := p.requestHash()
 			if err != nil { // a key given twice in an object: two readings of one request
-				return nil, agentledger.Invalid("payload", "is not JSON whose objects give each key once: %s", strings.TrimPrefix(err.Error(), "canonjson: "))
+				return nil, agentledger.Invalid("payload", "is not JSON as agentledger reads it: %s", canonjson.Reason(err))
 			}
 			k := p.SubmissionKey
 			keys[i], hashes[i] = &k, h

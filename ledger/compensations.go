@@ -1,5 +1,7 @@
 package ledger
 
+import "strings"
+
 // Fragments on the ledger's rows that the owner of the tasks table
 // composes into its state changes, which must commit with them: when a
 // task's forward path ends (package claims) and when an operator replays a
@@ -33,20 +35,49 @@ const ReopenCompensationsCTE = `reopen AS (
 
 // RereadCTE is a CTE named reread for a replay whose CTE upd returns the
 // replayed tasks (id, generation, undoing): on the forward path, the
-// generation's effects that failed and changed nothing (class pure: a read
-// answered with an error, a wait that timed out or whose children failed)
-// are tried again — back to pending, their error kept in the note, as
-// Reopen does — since performing them again cannot repeat anything, and
-// what failed them may have changed (a child re-run, a late signal kept,
-// a resource created). A failed effect that changed something stays
-// served. It returns the rows it reopened (task_id, generation,
-// step_path).
+// generation's last effect (Reread), when it failed and changed nothing
+// (class pure: a read answered with an error, a wait that timed out or
+// whose children failed), is tried again — back to pending, its error
+// kept in the note, as Reopen does — since performing it again cannot
+// repeat anything, and what failed it may have changed (a child re-run, a
+// late signal kept, a resource created). Only the last: an effect after
+// it was built from its failure (an agent told of it, a Go kind that took
+// the other branch), and a replay must serve what the task did. A failed
+// effect that changed something stays served. It returns the row it
+// reopened (task_id, generation, step_path).
 const RereadCTE = `reread AS (
 	UPDATE ledger l SET state = 'pending',
 		note = 'tried again by a replay' || coalesce(' (it had failed: ' || l.error || ')', ''),
 		error = NULL, completed_at = NULL, retry_allowed = false, updated_at = now()
 	FROM upd
 	WHERE NOT upd.undoing AND l.task_id = upd.id AND l.generation = upd.generation
-		AND l.state = 'failed' AND l.class = 'pure' AND NOT starts_with(l.step_path, 'compensate/')
+		AND l.state = 'failed' AND l.class = 'pure' AND NOT starts_with(l.step_path, '` + CompensationPrefix + `')
+		AND NOT EXISTS (SELECT FROM ledger later WHERE later.task_id = l.task_id AND later.generation = l.generation
+			AND later.seq > l.seq AND NOT starts_with(later.step_path, '` + CompensationPrefix + `')
+			AND NOT starts_with(later.step_path, '` + NoticePrefix + `'))
 	RETURNING l.task_id, l.generation, l.step_path
 )`
+
+// NoticePrefix begins the step paths of the posts made about a task
+// (package notify's rules, approval requests' posts), not by it: no part of
+// its path.
+const NoticePrefix = "notify/"
+
+// Reread is the index in journal (a generation's rows in their order, as
+// Journal reads them) of the effect a replay of the forward path tries
+// again (RereadCTE): the last forward effect, when it failed and is pure
+// (not the record of a compensation that could not be built); -1 when
+// there is none.
+func Reread(journal []Entry) int {
+	for i := len(journal) - 1; i >= 0; i-- {
+		e := journal[i]
+		switch {
+		case strings.HasPrefix(e.StepPath, CompensationPrefix), strings.HasPrefix(e.StepPath, NoticePrefix):
+			continue
+		case e.State == StateFailed && e.Class == Pure:
+			return i
+		}
+		return -1
+	}
+	return -1
+}

@@ -65,9 +65,9 @@ type Attempt struct {
 	// the ledger but those it writes itself. A keyed effect is then
 	// performed without the fenced look-up before it, while the lease
 	// deadline its worker keeps in the context holds
-	// (agentledger.LeaseDeadline); should the attempt perform a step path
-	// twice, the second call goes out again under its key and the first
-	// record stands.
+	// (agentledger.LeaseDeadline); should the attempt call one step path
+	// twice, the second looks up (LeaseDeadline.Unlooked), served the first
+	// record or refused with ErrKeyReuse before anything is sent.
 	First bool
 }
 

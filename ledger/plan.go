@@ -29,8 +29,6 @@ func PlanOf(e Entry) Plan {
 		return PlanRun
 	case e.State == StateFailed && strings.HasPrefix(e.StepPath, CompensationPrefix) && (e.Class == Keyed || e.Class == Reconcilable):
 		return PlanRun // a replay of a parked compensation reopens it (ReopenCompensationsCTE)
-	case e.State == StateFailed && e.Class == Pure:
-		return PlanRun // it changed nothing: a replay tries it again (RereadCTE)
 	case e.State == StateCompleted, e.State == StateFailed:
 		return PlanServed
 	case e.State == StateUnknown, e.Class == Unsafe:

@@ -16,7 +16,7 @@ func TestPlanOf(t *testing.T) {
 	}{
 		{ledger.Keyed, ledger.StateCompleted, ledger.PlanServed, "", ""},
 		{ledger.Unsafe, ledger.StateCompleted, ledger.PlanServed, "", ""},
-		{ledger.Pure, ledger.StateFailed, ledger.PlanRun, "", ""}, // it changed nothing: a replay tries it again
+		{ledger.Pure, ledger.StateFailed, ledger.PlanServed, "", ""}, // unless it is the last (Reread)
 		{ledger.Keyed, ledger.StateFailed, ledger.PlanServed, "", ""},
 		{ledger.Keyed, ledger.StatePending, ledger.PlanRun, "", ""},
 		{ledger.Pure, ledger.StatePending, ledger.PlanRun, "", ""},

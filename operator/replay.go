@@ -24,11 +24,16 @@ type Preview struct {
 	Effects []PlannedEffect
 }
 
-// Plan plans every effect of a journal (ledger.PlanOf).
-func Plan(journal []ledger.Entry) []PlannedEffect {
+// Plan plans every effect of task t's journal (ledger.PlanOf) for a
+// replay; on the forward path its last effect, failed and pure, runs again
+// (ledger.Reread).
+func Plan(t *agentledger.Task, journal []ledger.Entry) []PlannedEffect {
 	out := make([]PlannedEffect, len(journal))
 	for i, e := range journal {
 		out[i] = PlannedEffect{Effect: EffectOf(e), Plan: ledger.PlanOf(e)}
+	}
+	if i := ledger.Reread(journal); i >= 0 && t.Compensation == "" {
+		out[i].Plan = ledger.PlanRun
 	}
 	return out
 }
@@ -52,7 +57,7 @@ func (s *Service) Preview(ctx context.Context, tenant string, id int64) (*Previe
 	if expired {
 		return nil, ledgerExpired(t.ID)
 	}
-	p := &Preview{Task: t, Effects: Plan(j)}
+	p := &Preview{Task: t, Effects: Plan(t, j)}
 	if err := s.refuseUngranted(ctx, t, p.Effects); err != nil {
 		return nil, err
 	}
@@ -71,7 +76,7 @@ func (s *Service) Replay(ctx context.Context, tenant string, id int64) (*Preview
 	if err != nil {
 		return nil, err
 	}
-	p := &Preview{Task: t, Effects: Plan(j)}
+	p := &Preview{Task: t, Effects: Plan(t, j)}
 	// As the preview marks them. The replay is queued whatever the marks
 	// say, so a grant that cannot be read leaves them out, not the replay.
 	_ = s.refuseUngranted(ctx, t, p.Effects)

@@ -196,7 +196,7 @@ func (u *Undoer) undo(ctx context.Context, t *agentledger.Task, e ledger.Entry, 
 		// settle it by hand, or register the tool and replay.
 		return Result{}, u.unbuilt(ctx, t, e, c, true, err)
 	case err != nil && o.Tool == nil: // the lookup failed for now (an MCP server not connected)
-		return Result{}, u.unsent(ctx, t, e, c, unbuilt, fmt.Errorf("the compensation of %s: %w", e.StepPath, err))
+		return Result{}, u.unsent(ctx, t, e, c, unbuilt && o.Effect.Operation == "", fmt.Errorf("the compensation of %s: %w", e.StepPath, err))
 	case errors.As(err, &failed):
 		return Result{}, agentledger.Permanent(fmt.Errorf("the compensation of %s (%s) failed: %s", e.StepPath, c.Tool, failed.Message))
 	case errors.Is(err, agentledger.ErrKeyReuse):
@@ -208,18 +208,22 @@ func (u *Undoer) undo(ctx context.Context, t *agentledger.Task, e ledger.Entry, 
 		// refused again until the cause is fixed.
 		return Result{}, u.unbuilt(ctx, t, e, c, true, err)
 	case err != nil:
-		return Result{}, u.unsent(ctx, t, e, c, unbuilt, fmt.Errorf("the compensation of %s (%s): %w", e.StepPath, c.Tool, err))
+		// Put back only where the effect was never built (the grant could
+		// not be read): one built may have gone out, and a keyed call
+		// that failed for now leaves no row to say so.
+		return Result{}, u.unsent(ctx, t, e, c, unbuilt && o.Effect.Operation == "", fmt.Errorf("the compensation of %s (%s): %w", e.StepPath, c.Tool, err))
 	}
 	return Result{Undoes: e.StepPath, Tool: c.Tool, Status: res.Status, Body: res.Body, ExternalRef: res.ExternalRef,
 		Replayed: res.Replayed}, nil
 }
 
 // unsent returns err, the retryable failure of e's compensation c, after
-// putting back the record this attempt cleared (cleared) when the call
-// failed before the ledger took it (a lookup or a grant read failing for
-// now): should the attempts run out, the task parks with the record an
-// operator can resolve, as before this attempt. Where the call was taken
-// (it has a row), the row stands and nothing is recorded over it.
+// putting back the record this attempt cleared, when cleared says the
+// call failed before its effect was built (a lookup or a grant read
+// failing for now): should the attempts run out, the task parks with the
+// record an operator can resolve, as before this attempt. A call built
+// may have been sent, so nothing is recorded for it; where it has a row,
+// the row stands.
 func (u *Undoer) unsent(ctx context.Context, t *agentledger.Task, e ledger.Entry, c Compensation, cleared bool, err error) error {
 	if !cleared {
 		return err

@@ -89,7 +89,7 @@ func TestDefineRefusesIncompleteTools(t *testing.T) {
 			"the schema of its arguments must be a JSON Schema object, not null"},
 		{tools.Spec[ticketArgs]{Name: "t", Class: ledger.Pure, Perform: perform, Schema: json.RawMessage(`{"type":"string"}`)},
 			`must describe an object ("type": "object"), not "string"`},
-		{tools.Spec[ticketArgs]{Name: "t", Class: ledger.Pure, Perform: perform, Schema: json.RawMessage(`{"properties":{}}`)},
+		{tools.Spec[ticketArgs]{Name: "t", Class: ledger.Pure, Perform: perform, Schema: json.RawMessage(`{"required":["a"]}`)},
 			`it says no "type"`},
 		{tools.Spec[ticketArgs]{Name: "t", Class: ledger.Keyed, Perform: perform,
 			Find: func(context.Context, ledger.Call, ticketArgs) (ledger.Result, bool, error) {
@@ -105,6 +105,16 @@ func TestDefineRefusesIncompleteTools(t *testing.T) {
 		if _, err := tools.Define(c.spec); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want %q", c.spec.Name, err, c.want)
 		}
+	}
+	// A pointer to a struct, and a schema whose properties say it is an
+	// object's, are objects.
+	if _, err := tools.Define(tools.Spec[*ticketArgs]{Name: "p", Class: ledger.Pure,
+		Perform: func(context.Context, ledger.Call, *ticketArgs) (ledger.Result, error) { return ledger.Result{}, nil }}); err != nil {
+		t.Errorf("Args *struct: %v", err)
+	}
+	if _, err := tools.Define(tools.Spec[ticketArgs]{Name: "q", Class: ledger.Pure, Perform: perform,
+		Schema: json.RawMessage(`{"properties":{"title":{"type":"string"}}}`)}); err != nil {
+		t.Errorf("a schema of properties: %v", err)
 	}
 	// Arguments that are no object cannot be a step's args or a model's
 	// tool call.

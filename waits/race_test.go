@@ -534,3 +534,63 @@ func TestEndAndSendRacingACancel(t *testing.T) {
 		}
 	}
 }
+
+// A signal sent while the oldest wait for it is being cancelled goes to
+// the next one still waiting: the send, held by the cancel's lock on the
+// oldest wait's task, reads that wait as the cancel left it and passes
+// over it, rather than keeping the signal while a task waits for it.
+func TestSignalPassesOverAWaitCancelledMeanwhile(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := pool(t, 8)
+	s := waits.NewStore(db)
+	a, b := newTask(t, db), newTask(t, db)
+	wa := await(t, s, signalWait(a, "tool/0", "paid", "o-1"))
+	park(t, db, a.ID)
+	wb := await(t, s, signalWait(b, "tool/0", "paid", "o-1"))
+	park(t, db, b.ID)
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	// As a cancel does: the task, then its waits.
+	if _, err := tx.Exec(ctx, `UPDATE tasks SET state = 'cancelled' WHERE id = $1`, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `UPDATE waits SET state = 'cancelled', ended_at = now() WHERE id = $1`, wa.ID); err != nil {
+		t.Fatal(err)
+	}
+	type answer struct {
+		sent waits.Sent
+		err  error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		sent, err := s.Send(ctx, waits.SignalParams{Tenant: "acme", Name: "paid", Key: "o-1", Payload: json.RawMessage(`{}`), SentBy: "test"})
+		done <- answer{sent, err}
+	}()
+	// The send waits on the cancel's row lock before the cancel commits.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var blocked bool
+		if err := db.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_stat_activity WHERE wait_event_type = 'Lock'
+			AND query LIKE '%waits.send%' AND datname = current_database())`).Scan(&blocked); err != nil {
+			t.Fatal(err)
+		}
+		if blocked {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the send never waited on the cancel's lock")
+		}
+		runtime.Gosched()
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := <-done
+	if got.err != nil || got.sent.Woke == nil || got.sent.Woke.ID != wb.ID {
+		t.Fatalf("signal %s woke %+v (%v); want B's wait %d, still waiting", got.sent.Signal.State, got.sent.Woke, got.err, wb.ID)
+	}
+}

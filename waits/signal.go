@@ -194,23 +194,20 @@ func (s *Store) WaitingFor(ctx context.Context, name, key string) ([]Wait, error
 // final state, consumed or pending: a row a statement inserts is not
 // visible to that statement's other parts, so it cannot be marked
 // consumed after its insert.
-// The wait's task is locked before the wait, in the order a cancel takes
-// them (the task, then its waits): a cancel that commits first leaves the
-// wait cancelled, which the lock on it then reads, and the signal is kept.
+// The wait's task is locked with the wait, before it (FOR UPDATE OF t, w:
+// its rows are locked in that order), as a cancel takes them (the task,
+// then its waits), so that they never deadlock. A candidate whose task or
+// wait another statement changed meanwhile (a cancel, a timeout) is read
+// again as it was left and passed over for the next, as a lock on the
+// candidate alone would be.
 var sendSQL = `/* waits.send */
-WITH cand AS (
-	SELECT w.id, w.task_id ` + takersSQL + `
+WITH w AS (
+	SELECT w.id, w.task_id FROM tasks t JOIN waits w ON t.id = w.task_id AND t.generation = w.generation
+	WHERE w.tenant = $1 AND w.kind = 'signal' AND w.signal = $2 AND w.key = $3 AND w.state = 'waiting' AND w.deadline > now()
+		AND t.state IN ('waiting', 'running', 'queued', 'retrying')
 		AND NOT EXISTS (SELECT FROM signals WHERE tenant = $1 AND dedupe_key = $5)
 	ORDER BY w.id LIMIT 1
-),
-task AS (
-	SELECT t.id FROM tasks t WHERE t.id = (SELECT task_id FROM cand) AND t.state IN ('waiting', 'running', 'queued', 'retrying')
-	FOR UPDATE
-),
-w AS (
-	SELECT w.id, w.task_id FROM waits w
-	WHERE w.id = (SELECT id FROM cand) AND w.state = 'waiting' AND EXISTS (SELECT FROM task)
-	FOR UPDATE
+	FOR UPDATE OF t, w
 ),
 ins AS (
 	INSERT INTO signals (tenant, name, key, payload, dedupe_key, request_hash, sent_by, expires_at, state, consumed_at, wait_id, task_id)

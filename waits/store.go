@@ -174,7 +174,7 @@ const TaskEnded = `EXISTS (SELECT FROM tasks t WHERE t.id = waits.task_id AND t.
 // between them, and the end reads the wait as the cancel left it.
 var endSQL = `/* waits.end */
 WITH task AS (
-	SELECT t.id FROM tasks t WHERE t.id = (SELECT task_id FROM waits WHERE id = $1) FOR UPDATE
+	SELECT t.id FROM tasks t WHERE t.id = (SELECT task_id FROM waits WHERE id = $1 AND ($2 = '' OR tenant = $2)) FOR UPDATE
 ),
 d AS (
 	UPDATE waits SET state = 'ended', ended_at = now(), ended_by = $3, end_reason = $4

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -173,8 +172,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if _, err := canonjson.Hash(payload); err != nil {
 		// A key given twice is two readings of one delivery: not JSON
 		// here, as the API's answer for a body holds.
-		h.reject(w, r, s, d.id, newProblem(agentledger.CodeInvalidBody, "the body is not JSON whose objects give each key once (%s)",
-			strings.TrimPrefix(err.Error(), "canonjson: ")))
+		h.reject(w, r, s, d.id, newProblem(agentledger.CodeInvalidBody, "the body is not JSON as agentledger reads it: %s",
+			canonjson.Reason(err)))
 		return
 	}
 	res, err := h.store(r.Context(), s, d, payload)

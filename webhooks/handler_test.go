@@ -85,7 +85,7 @@ func TestGitHubDocumentationVectorOverHTTP(t *testing.T) {
 	// and the answer names no package of ours.
 	dup := e.github(secret, "d3", "push", `{"a":1,"a":2}`)
 	e.wantProblem(dup, http.StatusBadRequest, string(agentledger.CodeInvalidBody))
-	if !strings.Contains(string(dup.raw), `give each key once (duplicate object key \"a\"`) || strings.Contains(string(dup.raw), "canonjson") {
+	if !strings.Contains(string(dup.raw), `an object gives the key \"a\" twice`) || strings.Contains(string(dup.raw), "canonjson") {
 		t.Errorf("a duplicate key: %s", dup.raw)
 	}
 	if a := e.github(secret, "d2", "push", pushBody); a.status != http.StatusAccepted {

@@ -22,9 +22,9 @@ func (a *app) retryCmd() *cobra.Command {
 		Short: "Retry dead tasks: effects they completed are served from the ledger",
 		Long: `Retry runs a dead task again from attempt 1 in the same generation: every
 effect the ledger completed for it is served from the ledger, and so is one
-that failed having changed something (a refused charge); one that failed
-and changed nothing (a wait that timed out or whose child failed, a read)
-runs again, and the effects that did not complete run. Only a dead task can be retried (exit 1
+that failed, but for the last, when it changed nothing (a wait that timed
+out or whose child failed, a read), which runs again; the effects that did
+not complete run. Only a dead task can be retried (exit 1
 otherwise): a task that succeeded, was cancelled or needs attention is run
 again with agentctl replay (same generation) or agentctl rerun (a new
 intent). A task whose ledger rows retention has removed cannot be retried,

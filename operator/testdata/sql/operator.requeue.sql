@@ -59,6 +59,9 @@ reread AS (
 	FROM upd
 	WHERE NOT upd.undoing AND l.task_id = upd.id AND l.generation = upd.generation
 		AND l.state = 'failed' AND l.class = 'pure' AND NOT starts_with(l.step_path, 'compensate/')
+		AND NOT EXISTS (SELECT FROM ledger later WHERE later.task_id = l.task_id AND later.generation = l.generation
+			AND later.seq > l.seq AND NOT starts_with(later.step_path, 'compensate/')
+			AND NOT starts_with(later.step_path, 'notify/'))
 	RETURNING l.task_id, l.generation, l.step_path
 ),
 -- the waits a replay's forward path waits for anew (package waits): one
