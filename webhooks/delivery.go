@@ -44,6 +44,17 @@ type slackBody struct {
 // authenticated request.
 func (s *Source) parse(h http.Header, body []byte) (*delivery, *rejection) {
 	d := &delivery{}
+	// A delivery id or an event given twice is two readings of one
+	// delivery: which one to take would be a guess.
+	names := []string{s.DeliveryHeader, s.EventHeader}
+	if s.Type == TypeGitHub {
+		names = []string{HeaderGitHubDelivery, HeaderGitHubEvent}
+	}
+	for _, name := range names {
+		if n := len(h.Values(name)); name != "" && n > 1 {
+			return nil, newProblem(agentledger.CodeInvalidDeliveryID, "the header %s is given %d times", name, n)
+		}
+	}
 	switch s.Type {
 	case TypeGitHub:
 		d.id, d.event = h.Get(HeaderGitHubDelivery), h.Get(HeaderGitHubEvent)
@@ -94,8 +105,8 @@ func githubJSON(h http.Header, body []byte) json.RawMessage {
 		return body
 	}
 	form, err := url.ParseQuery(string(body))
-	if err != nil || !form.Has("payload") {
-		return body
+	if err != nil || len(form["payload"]) != 1 {
+		return body // not JSON then: refused (a payload given twice too)
 	}
 	return []byte(form.Get("payload"))
 }

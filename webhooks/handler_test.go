@@ -107,6 +107,30 @@ func TestGitHubFormEncoded(t *testing.T) {
 	if !jsonEqual(t, task.Payload, []byte(`{"source":"gh","delivery_id":"f1","event":"ping","body":{"zen":"Keep it simple."}}`)) {
 		t.Errorf("payload %s", task.Payload)
 	}
+	// Given twice, a payload or a delivery id is two readings of one
+	// delivery: refused, not the first taken.
+	twice := body + "&" + body
+	e.wantProblem(e.post("gh", strings.NewReader(twice), "Content-Type", "application/x-www-form-urlencoded",
+		"X-Hub-Signature-256", "sha256="+mac(ghSecret, twice), "X-GitHub-Delivery", "f2", "X-GitHub-Event", "ping"),
+		http.StatusBadRequest, string(agentledger.CodeInvalidBody))
+	req, err := http.NewRequest(http.MethodPost, e.url+"/v1/hooks/gh", strings.NewReader(pushBody))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Hub-Signature-256", "sha256="+mac(ghSecret, pushBody))
+	req.Header.Set("X-GitHub-Event", "push")
+	req.Header.Add("X-GitHub-Delivery", "f3")
+	req.Header.Add("X-GitHub-Delivery", "f4")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("a delivery id given twice: %d, want 400", resp.StatusCode)
+	}
+	e.wantCounts(1, 1)
 }
 
 func TestBadSignatureStoresNothing(t *testing.T) {
