@@ -162,6 +162,15 @@ func TestWaitForChildren(t *testing.T) {
 	if replayed.State != agentledger.StateSucceeded || children != 1 {
 		t.Fatalf("the parent replayed once its child was fixed: %s %q, %d children; want succeeded, 1", replayed.State, replayed.LastError, children)
 	}
+	// Each names the other for an operator.
+	pd, err := op.Show(ctx, "", failing)
+	if err != nil || pd.Parent != nil || len(pd.Children) != 1 || pd.Children[0].ID != child || pd.Children[0].State != agentledger.StateSucceeded {
+		t.Fatalf("the parent's family: %+v %+v %v", pd.Parent, pd.Children, err)
+	}
+	cd, err := op.Show(ctx, "", child)
+	if err != nil || cd.Parent == nil || cd.Parent.ID != failing || len(cd.Children) != 0 {
+		t.Fatalf("the child's family: %+v %+v %v", cd.Parent, cd.Children, err)
+	}
 }
 
 // A timer fires at its deadline, not at the worker's next poll: with a poll

@@ -2,6 +2,7 @@ package operator
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -48,7 +49,23 @@ type Detail struct {
 	// Approvals are the task's approval requests, of every generation,
 	// with their decisions: part of what happened to it.
 	Approvals []approvals.Request
+	// Parent is the task that created this one (create_task), nil for
+	// none; Children are those this one's current generation created,
+	// oldest first (at most MaxChildren): a parent that went on without
+	// some leaves them running, for an operator to find.
+	Parent   *Relative
+	Children []Relative
 }
+
+// Relative is a task's parent or child, as Show names it.
+type Relative struct {
+	ID    int64                 `json:"id"`
+	Kind  string                `json:"kind"`
+	State agentledger.TaskState `json:"state"`
+}
+
+// MaxChildren bounds the children Show lists.
+const MaxChildren = 100
 
 // PinClock makes the service write time c says instead of the database's
 // (tests and demos that need stable output).
@@ -75,7 +92,38 @@ func (s *Service) Show(ctx context.Context, tenant string, id int64) (*Detail, e
 	if d.Approvals, err = approvals.NewStore(s.db).List(ctx, approvals.ListParams{TaskID: id, States: ApprovalStates}); err != nil {
 		return nil, err
 	}
+	if d.Parent, d.Children, err = s.family(ctx, t); err != nil {
+		return nil, err
+	}
 	return d, nil
+}
+
+// family reads t's parent and the children of its current generation.
+func (s *Service) family(ctx context.Context, t *agentledger.Task) (*Relative, []Relative, error) {
+	rows, err := s.db.Query(ctx, `/* operator.family */
+(SELECT p.id, p.kind, p.state, true FROM tasks c JOIN tasks p ON p.id = c.parent_id WHERE c.id = $1)
+UNION ALL
+(SELECT id, kind, state, false FROM tasks WHERE parent_id = $1 AND parent_generation = $2 ORDER BY id LIMIT $3)`,
+		t.ID, t.Generation, MaxChildren)
+	if err != nil {
+		return nil, nil, fmt.Errorf("task %d's parent and children: %w", t.ID, err)
+	}
+	var parent *Relative
+	var children []Relative
+	for rows.Next() {
+		var r Relative
+		var isParent bool
+		if err := rows.Scan(&r.ID, &r.Kind, &r.State, &isParent); err != nil {
+			rows.Close()
+			return nil, nil, err
+		}
+		if isParent {
+			parent = &r
+		} else {
+			children = append(children, r)
+		}
+	}
+	return parent, children, rows.Err()
 }
 
 // Journal returns task id and the effects of its current generation, in

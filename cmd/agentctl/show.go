@@ -37,8 +37,12 @@ Waits lists the task's durable waits, newest first: what each waited or
 waits for (a signal and its correlation key, a timer, its children), its
 deadline and how it ended.
 
+A task created by another (create_task) names its parent; one that created
+tasks lists its current generation's children and their states.
+
 With --output json it prints {"task": {...}, "attempts": [...], "journal": [...],
-"notifications": [...], "approvals": [...], "waits": [...]}.`,
+"notifications": [...], "approvals": [...], "waits": [...], "parent": {...},
+"children": [...]}.`,
 		Example: `  agentctl show 42
   agentctl show 42 --output json`,
 		Args: oneID,
@@ -60,6 +64,10 @@ type showResult struct {
 	// Waits are the task's durable waits (of every generation), newest
 	// first: what it waits or waited for, its key and deadline.
 	Waits []waits.Wait `json:"waits"`
+	// Parent is the task that created it, if one did; Children those its
+	// current generation created, oldest first.
+	Parent   *operator.Relative  `json:"parent,omitempty"`
+	Children []operator.Relative `json:"children"`
 }
 
 // journalEntry is one effect as show prints it.
@@ -106,9 +114,14 @@ func (a *app) show(ctx context.Context, tenant, arg string) error {
 		if asked == nil {
 			asked = []approvals.Request{}
 		}
-		return printJSON(a.stdout, showResult{Task: t, Attempts: atts, Journal: journal, Notifications: notes, Approvals: asked, Waits: ws})
+		kids := d.Children
+		if kids == nil {
+			kids = []operator.Relative{}
+		}
+		return printJSON(a.stdout, showResult{Task: t, Attempts: atts, Journal: journal, Notifications: notes, Approvals: asked, Waits: ws,
+			Parent: d.Parent, Children: kids})
 	}
-	if err := printTask(a.stdout, t, atts, journal, time.Now()); err != nil {
+	if err := printTask(a.stdout, d, time.Now()); err != nil {
 		return err
 	}
 	if err := printJournal(a.stdout, t.Generation, journal); err != nil {
@@ -121,6 +134,27 @@ func (a *app) show(ctx context.Context, tenant, arg string) error {
 		return err
 	}
 	return printNotifications(a.stdout, notes)
+}
+
+// family is the task's parent and its current generation's children,
+// each as one field's value ("" for none).
+func family(parent *operator.Relative, children []operator.Relative) (string, string) {
+	var p string
+	if parent != nil {
+		p = fmt.Sprintf("task %d (%s, %s)", parent.ID, parent.Kind, parent.State)
+	}
+	if len(children) == 0 {
+		return p, ""
+	}
+	shown := make([]string, 0, len(children))
+	for _, c := range children {
+		shown = append(shown, fmt.Sprintf("%d %s", c.ID, c.State))
+	}
+	more := ""
+	if len(children) == operator.MaxChildren {
+		more = fmt.Sprintf(" (the first %d: agentctl list to see more)", operator.MaxChildren)
+	}
+	return p, strings.Join(shown, ", ") + more
 }
 
 // printApprovals writes a task's approval requests and their decisions,
@@ -173,7 +207,8 @@ const resultWidth = 60
 
 // printTask writes a task and its attempts for people; the journal tells
 // which step failed when the task compensates.
-func printTask(w io.Writer, t *agentledger.Task, atts []agentledger.Attempt, journal []journalEntry, now time.Time) error {
+func printTask(w io.Writer, d *operator.Detail, now time.Time) error {
+	t, atts, journal := d.Task, d.Attempts, d.Journal
 	at := func(ts time.Time) string { return stamp(ts) + " (" + relative(ts, now) + ")" }
 	fields := newTable(w)
 	fields.row("Task:", strconv.FormatInt(t.ID, 10))
@@ -212,6 +247,13 @@ func printTask(w io.Writer, t *agentledger.Task, atts []agentledger.Attempt, jou
 		if c.Error != "" && c.Error != t.LastError {
 			fields.row("Failed with:", c.Error)
 		}
+	}
+	parent, children := family(d.Parent, d.Children)
+	if parent != "" {
+		fields.row("Parent:", parent)
+	}
+	if children != "" {
+		fields.row("Children:", children)
 	}
 	fields.row("Lease:", lease(t, now))
 	if err := fields.flush(); err != nil {
