@@ -168,10 +168,16 @@ func invalidAs(err error, field string) error {
 	return err
 }
 
-// tenantNotFound is the error for an unknown tenant.
+// tenantNotFound is the error for an unknown tenant; the hint says how to
+// make it, unless its name is reserved (the operator's own tenant has no
+// row, and no token: its tokens would reach every operator task).
 func tenantNotFound(name string, err error) error {
-	return withHint(newError(fmt.Sprintf("tenant %q not found", name), err),
-		"agentctl tenant list shows the tenants; agentctl tenant add "+name+" creates it")
+	hint := "agentctl tenant list shows the tenants; agentctl tenant add " + name + " creates it"
+	if tenants.CheckNewName(name) != nil && tenants.CheckName(name) == nil {
+		hint = fmt.Sprintf("%q is reserved and has no tokens: it is the tenant of agentctl, cron and webhook tasks; "+
+			"an API client is a tenant of its own (agentctl tenant add NAME)", name)
+	}
+	return withHint(newError(fmt.Sprintf("tenant %q not found", name), err), hint)
 }
 
 func (a *app) tenantAdd(ctx context.Context, name string) error {
