@@ -56,18 +56,26 @@ func TestAttemptLogCarriesTraceIDs(t *testing.T) {
 	if attempt == nil {
 		t.Fatal("no attempt span")
 	}
-	for _, l := range strings.Split(buf.String(), "\n") {
-		if !strings.Contains(l, `"msg":"task failed"`) {
-			continue
+	// The worker logs the failure once it is recorded: the task may read
+	// dead a moment before the line is written.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		for _, l := range strings.Split(buf.String(), "\n") {
+			if !strings.Contains(l, `"msg":"task failed"`) {
+				continue
+			}
+			var rec map[string]any
+			if err := json.Unmarshal([]byte(l), &rec); err != nil {
+				t.Fatal(err)
+			}
+			if rec["trace_id"] != attempt.trace || rec["span_id"] != attempt.span {
+				t.Errorf("the failed attempt's line %s names another trace than the attempt's %v", l, *attempt)
+			}
+			return
 		}
-		var rec map[string]any
-		if err := json.Unmarshal([]byte(l), &rec); err != nil {
-			t.Fatal(err)
+		if time.Now().After(deadline) {
+			t.Fatalf("no \"task failed\" line in:\n%s", buf.String())
 		}
-		if rec["trace_id"] != attempt.trace || rec["span_id"] != attempt.span {
-			t.Errorf("the failed attempt's line %s names another trace than the attempt's %v", l, *attempt)
-		}
-		return
+		time.Sleep(10 * time.Millisecond) // polling for the line, not ordering events
 	}
-	t.Fatalf("no \"task failed\" line in:\n%s", buf.String())
 }

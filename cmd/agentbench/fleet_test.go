@@ -34,24 +34,26 @@ func TestFleetSmoke(t *testing.T) {
 	}
 	out := runBench(t, args...)
 	ts := tables(out)
-	if len(ts) != 5 {
-		t.Fatalf("want 5 tables (rounds, summary, ratios, wait events, lock waits), got %d:\n%s", len(ts), out)
+	if len(ts) != 6 {
+		t.Fatalf("want 6 tables (rounds, summary, ratios, steady ratios, wait events, lock waits), got %d:\n%s", len(ts), out)
 	}
 	if len(ts[0]) != len(cases) {
 		t.Fatalf("want %d rows in the rounds' table, got %d:\n%s", len(cases), len(ts[0]), out)
 	}
 	for i, r := range ts[0] {
 		f := strings.Fields(r)
-		// round, case (two or three words), conc/daemon, secs, tasks/s, …, attempts, once
-		label := strings.Join(f[1:len(f)-16], " ")
-		if label != cases[i] || f[len(f)-14] == "timeout" || f[len(f)-2] != "300" || f[len(f)-1] != "yes" {
+		// round, case (two or three words), conc/daemon, secs, tasks/s, steady/s, …, attempts, once
+		label := strings.Join(f[1:len(f)-17], " ")
+		if label != cases[i] || f[len(f)-15] == "timeout" || f[len(f)-2] != "300" || f[len(f)-1] != "yes" {
 			t.Errorf("row %q: want case %q, 300 tasks each attempted once and succeeded, no timeout", r, cases[i])
 		}
 	}
-	if n := len(ts[2]); n != 2 { // one round and the median
-		t.Errorf("want 2 rows of ratios, got %d:\n%s", n, out)
+	for _, r := range ts[2:4] {
+		if n := len(r); n != 2 { // one round and the median
+			t.Errorf("want 2 rows of ratios, whole and steady, got %d:\n%s", n, out)
+		}
 	}
-	if len(ts[3]) == 0 || strings.Contains(out, "(0 samples)") {
+	if len(ts[4]) == 0 || strings.Contains(out, "(0 samples)") {
 		t.Errorf("want pg_stat_activity samples of every case:\n%s", out)
 	}
 }
