@@ -12,6 +12,7 @@ import (
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/approvals"
 	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/internal/test/atonce"
 	"github.com/agentledger/agentledger/internal/test/testdb"
 	"github.com/agentledger/agentledger/operator"
 )
@@ -156,23 +157,13 @@ func TestDecisionRacingACancel(t *testing.T) {
 		if _, err := db.Exec(ctx, `UPDATE tasks SET state = 'waiting', run_at = now() + interval '1 hour' WHERE id = $1`, task.ID); err != nil {
 			t.Fatal(err)
 		}
-		var wg sync.WaitGroup
 		var won bool
 		var decideErr, cancelErr error
-		start := make(chan struct{})
-		wg.Add(2)
-		go func() {
-			defer wg.Done()
-			<-start
+		atonce.Run(func() {
 			_, won, decideErr = s.Decide(ctx, approvals.Decision{ID: req.ID, Approve: true, By: "U1", Via: "api"})
-		}()
-		go func() {
-			defer wg.Done()
-			<-start
+		}, func() {
 			_, cancelErr = op.Cancel(ctx, "", task.ID)
-		}()
-		close(start)
-		wg.Wait()
+		})
 		if decideErr != nil || cancelErr != nil {
 			t.Fatalf("round %d: decide %v, cancel %v; want neither to err", round, decideErr, cancelErr)
 		}

@@ -46,7 +46,7 @@ func TestReplayRereadsOnlyTheLastFailedRead(t *testing.T) {
 		e.fail(task, agentledger.Permanent(errors.New("gave up")))
 		return id
 	}
-	last := run("call/charge", "call/wait!")            // the wait ended the path
+	last := run("call/charge", "call/wait!")         // the wait ended the path
 	wentOn := run("call/wait!", "call/cancel-order") // the task went on from it
 	for id, want := range map[int64]string{last: "call/charge served from ledger,call/wait will run",
 		wentOn: "call/wait served from ledger,call/cancel-order served from ledger"} {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/internal/test/atonce"
 	"github.com/agentledger/agentledger/operator"
 	"github.com/agentledger/agentledger/waits"
 )
@@ -509,26 +510,16 @@ func TestEndAndSendRacingACancel(t *testing.T) {
 		task := newTask(t, db)
 		w := await(t, s, signalWait(task, "tool/0", "paid", fmt.Sprintf("o-%d", round)))
 		park(t, db, task.ID)
-		var wg sync.WaitGroup
 		var raceErr, cancelErr error
-		start := make(chan struct{})
-		wg.Add(2)
-		go func() {
-			defer wg.Done()
-			<-start
+		atonce.Run(func() {
 			if round%2 == 0 {
 				_, _, raceErr = s.End(ctx, "", w.ID, "alice", "no payment is coming")
 			} else {
 				_, raceErr = s.Send(ctx, waits.SignalParams{Tenant: "acme", Name: "paid", Key: w.Key, Payload: json.RawMessage(`{}`), SentBy: "test"})
 			}
-		}()
-		go func() {
-			defer wg.Done()
-			<-start
+		}, func() {
 			_, cancelErr = op.Cancel(ctx, "", task.ID)
-		}()
-		close(start)
-		wg.Wait()
+		})
 		if raceErr != nil || cancelErr != nil {
 			t.Fatalf("round %d: end or send %v, cancel %v; want neither to err", round, raceErr, cancelErr)
 		}

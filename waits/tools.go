@@ -136,7 +136,7 @@ type signalTool struct{ s *Store }
 type signalArgs struct {
 	Signal  string  `json:"signal"`
 	Key     corrKey `json:"key"`
-	Timeout string `json:"timeout,omitempty"`
+	Timeout string  `json:"timeout,omitempty"`
 }
 
 func (*signalTool) Name() string { return ToolSignal }
