@@ -48,15 +48,19 @@ func (s *shop) tool(t *testing.T) tools.Tool {
 	return tool
 }
 
+// shopEnv is a database, a shop, and the Undoer of a Go kind calling it.
+func shopEnv(t *testing.T) (*testenv.Env, *shop, *saga.Undoer) {
+	e := testenv.New(t)
+	s := &shop{done: map[string]string{}}
+	return e, s, &saga.Undoer{Ledger: e.Ledger, Journal: e.Ledger, Tools: tools.NewRegistry(s.tool(t))}
+}
+
 // A Go kind declares each call's compensation with the call; when it then
 // fails for good, its completed calls are undone newest first, once each.
 func TestGoKindCompensations(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	e := testenv.New(t)
-	s := &shop{done: map[string]string{}}
-	reg := tools.NewRegistry(s.tool(t))
-	undoer := &saga.Undoer{Ledger: e.Ledger, Journal: e.Ledger, Tools: reg}
+	e, s, undoer := shopEnv(t)
 	kind := saga.Phase(handler(func(ctx context.Context, task *agentledger.Task) (json.RawMessage, error) {
 		for _, op := range []string{"charge", "reserve"} {
 			undo := &saga.Compensation{Tool: "shop", Args: json.RawMessage(`{"op":"un` + op + `","of":"${self.body.id}"}`)}
@@ -107,10 +111,7 @@ func TestCallOutsideAHandler(t *testing.T) {
 func TestCallRefusesMistakesForGood(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	e := testenv.New(t)
-	s := &shop{done: map[string]string{}}
-	reg := tools.NewRegistry(s.tool(t))
-	undoer := &saga.Undoer{Ledger: e.Ledger, Journal: e.Ledger, Tools: reg}
+	e, s, undoer := shopEnv(t)
 	kind := saga.Phase(handler(func(ctx context.Context, task *agentledger.Task) (json.RawMessage, error) {
 		var p struct{ Mistake string }
 		if err := json.Unmarshal(task.Payload, &p); err != nil {
