@@ -63,7 +63,7 @@ func check(ctx context.Context, s *registry.Store, p claims.EnqueueParams, g *gr
 	}
 	if g != nil {
 		if err := granted(g, p, o.Model); err != nil {
-			if uerr := unknownTools(ctx, s, p, o); uerr != nil {
+			if uerr := unknownTools(ctx, s, p, g, o); uerr != nil {
 				return uerr
 			}
 			return err
@@ -106,7 +106,7 @@ func check(ctx context.Context, s *registry.Store, p claims.EnqueueParams, g *gr
 	if p.Kind != steps.Kind {
 		return advise(runnable(p.Needs, servers), o.Override)
 	}
-	known := toolCheck(servers)
+	known := toolCheck(servers, g, p.Tenant)
 	if known == nil {
 		return calls()
 	}
@@ -143,10 +143,10 @@ func check(ctx context.Context, s *registry.Store, p claims.EnqueueParams, g *gr
 // unknownTools is the refusal of a steps payload naming a tool that no
 // live worker serving it has, read when the grant refused the payload: a
 // misspelt tool is told as one, not as a grant to add (which would not
-// make it exist), without the names of the tools the fleet has. Nil when every tool is known, when the tools cannot be
+// make it exist), naming the known tools the grant allows (toolCheck). Nil when every tool is known, when the tools cannot be
 // known (no live server, one of an older version, a disconnected MCP
 // server), or when the submitter queues it anyway.
-func unknownTools(ctx context.Context, s *registry.Store, p claims.EnqueueParams, o options) error {
+func unknownTools(ctx context.Context, s *registry.Store, p claims.EnqueueParams, g *grants.Grant, o options) error {
 	if p.Kind != steps.Kind || o.Anyway {
 		return nil
 	}
@@ -158,17 +158,15 @@ func unknownTools(ctx context.Context, s *registry.Store, p claims.EnqueueParams
 	if err != nil {
 		return nil
 	}
-	known := toolCheck(servers)
+	known := toolCheck(servers, g, p.Tenant)
 	if known == nil {
 		return nil
 	}
 	unknown := false
 	err = steps.CheckWith(p.Payload, func(tool string, _ json.RawMessage) error {
-		if known(tool) != nil {
-			// Not the tools the fleet has: this tenant's grant refused
-			// the payload, and the list is not its to read.
+		if err := known(tool); err != nil {
 			unknown = true
-			return fmt.Errorf("unknown tool %q: no live worker has it (mind the name)", tool)
+			return err
 		}
 		return nil
 	}, nil)
@@ -279,8 +277,11 @@ func serving(live []registry.Worker, queue, kind string) ([]registry.Worker, err
 // toolCheck returns the check of a tool name against the tools servers
 // announced: known if one of them has it, or if it belongs to an MCP
 // server of one that is not connected (its tools are not known yet). It
-// is nil when a server did not announce its tools (an older version).
-func toolCheck(servers []registry.Worker) func(name string) error {
+// is nil when a server did not announce its tools (an older version). The
+// refusal of an unknown tool names the tools known that the grant g of
+// tenant allows (all of them without a grant): a tenant is not told of
+// tools outside its grant.
+func toolCheck(servers []registry.Worker, g *grants.Grant, tenant string) func(name string) error {
 	var known []string
 	for _, w := range servers {
 		if len(w.Tools) == 0 {
@@ -289,6 +290,10 @@ func toolCheck(servers []registry.Worker) func(name string) error {
 		known = append(known, w.Tools...)
 	}
 	known = sortedSet(known)
+	shown := known
+	if g != nil {
+		shown = slices.DeleteFunc(slices.Clone(known), func(name string) bool { return g.Allow(tenant, grants.Need{Tool: name}) != nil })
+	}
 	return func(name string) error {
 		if _, found := slices.BinarySearch(known, name); found {
 			return nil
@@ -300,7 +305,10 @@ func toolCheck(servers []registry.Worker) func(name string) error {
 				}
 			}
 		}
-		return tools.UnknownTool(name, known)
+		if len(shown) == 0 && g != nil {
+			return agentledger.Permanent(fmt.Errorf("unknown tool %q (no tool the grant allows is known to the live workers)", name))
+		}
+		return tools.UnknownTool(name, shown)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -27,6 +28,26 @@ func For[T any]() (*Schema, error) {
 	sc, err := jsonschema.For[T](nil)
 	if err != nil {
 		return nil, err
+	}
+	doc, err := json.Marshal(sc)
+	if err != nil {
+		return nil, err
+	}
+	return resolve(sc, doc)
+}
+
+// ObjectFor is For[T] for a tool's arguments, which are an object: the
+// schema of a pointer type (["null", "object"]) is made an object's, as
+// a step's args and a model's tool call are (and as a model API takes a
+// function's parameters). Other types keep their schema, which Object
+// then refuses.
+func ObjectFor[T any]() (*Schema, error) {
+	sc, err := jsonschema.For[T](nil)
+	if err != nil {
+		return nil, err
+	}
+	if sc.Type == "" && slices.Contains(sc.Types, "object") {
+		sc.Type, sc.Types = "object", nil
 	}
 	doc, err := json.Marshal(sc)
 	if err != nil {
@@ -57,29 +78,16 @@ func resolve(sc *jsonschema.Schema, doc json.RawMessage) (*Schema, error) {
 // tool call are objects, and a model is given the schema as it is.
 func Object(doc json.RawMessage) error {
 	var top struct {
-		Type       any             `json:"type"`
-		Properties json.RawMessage `json:"properties"`
+		Type any `json:"type"`
 	}
 	if err := json.Unmarshal(doc, &top); err != nil || !bytes.HasPrefix(bytes.TrimSpace(doc), []byte("{")) {
 		return fmt.Errorf("must be a JSON Schema object, not %s", clip(doc))
 	}
-	switch t := top.Type.(type) {
+	switch top.Type {
+	case "object":
+		return nil
 	case nil:
-		if top.Properties != nil {
-			return nil // an object's, by its properties
-		}
-		return fmt.Errorf(`must describe an object: it says no "type" ("type": "object")`)
-	case string:
-		if t == "object" {
-			return nil
-		}
-	case []any:
-		// A pointer type's schema: ["null", "object"].
-		for _, one := range t {
-			if one == "object" {
-				return nil
-			}
-		}
+		return fmt.Errorf(`must describe an object: it says no "type" ("type": "object", which a model API requires)`)
 	}
 	tj, _ := json.Marshal(top.Type)
 	return fmt.Errorf(`must describe an object ("type": "object"), not %s: use a struct or a map for the arguments`, tj)

@@ -164,7 +164,7 @@ func TestWaitForChildren(t *testing.T) {
 	}
 	// Each names the other for an operator.
 	pd, err := op.Show(ctx, "", failing)
-	if err != nil || pd.Parent != nil || len(pd.Children) != 1 || pd.Children[0].ID != child || pd.Children[0].State != agentledger.StateSucceeded {
+	if err != nil || pd.Parent != nil || len(pd.Children) != 1 || pd.ChildCount != 1 || pd.Children[0].ID != child || pd.Children[0].State != agentledger.StateSucceeded {
 		t.Fatalf("the parent's family: %+v %+v %v", pd.Parent, pd.Children, err)
 	}
 	cd, err := op.Show(ctx, "", child)

@@ -179,25 +179,32 @@ func newAdmittingEnv(t *testing.T, model string) (*env, *lateGrants) {
 }
 
 // A tool the grant lacks that no live worker has is refused as unknown
-// (422, naming no tool the fleet has: the grant refused the tenant), not
-// as a grant to add: granting a misspelt tool would not make it exist. A
+// (422, naming the known tools the grant allows, none outside it), not as
+// a grant to add: granting a misspelt tool would not make it exist. A
 // known tool the grant lacks stays a 403.
 func TestSubmitNamesAnUnknownToolBeforeTheGrant(t *testing.T) {
 	t.Parallel()
 	e, src := newAdmittingEnv(t, "")
 	token := e.tenant("acme")
-	if err := src.store.Put(context.Background(), "acme", &grants.Grant{Kinds: []string{"steps"}, Tools: []string{"notify"},
+	if err := src.store.Put(context.Background(), "acme", &grants.Grant{Kinds: []string{"steps"}, Tools: []string{"notify", "shop/*"},
 		Channels: []string{"ops"}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := registry.New(e.db).Register(context.Background(), registry.Registration{ID: "d1", Host: "h", PID: 1,
 		Queues: []string{"default"}, Kinds: []string{"steps"}, Tools: map[string]json.RawMessage{
-			"notify": notify.NewTool().Parameters(), "http_request": nil}}); err != nil {
+			"notify": notify.NewTool().Parameters(), "http_request": nil, "shop/refund": nil, "billing/refund_everything": nil}}); err != nil {
 		t.Fatal(err)
 	}
-	p := e.problem(e.post("/v1/tasks", token, "k1", `{"kind":"steps","payload":{"steps":[{"tool":"notfy","args":{"channel":"ops","text":"x"}}]}}`),
+	// A tool the grant allows (by its pattern) that no worker has: the
+	// refusal names the known tools the grant allows, none outside it.
+	p := e.problem(e.post("/v1/tasks", token, "k0", `{"kind":"steps","payload":{"steps":[{"tool":"shop/void","args":{}}]}}`),
 		http.StatusUnprocessableEntity, string(agentledger.CodeInvalid))
-	if !strings.Contains(p.Detail, `step 0: unknown tool "notfy": no live worker has it`) || strings.Contains(p.Detail, "grant") ||
+	if !strings.Contains(p.Detail, `unknown tool "shop/void" (known: notify, shop/refund)`) {
+		t.Errorf("a granted tool no worker has: %q", p.Detail)
+	}
+	p = e.problem(e.post("/v1/tasks", token, "k1", `{"kind":"steps","payload":{"steps":[{"tool":"notfy","args":{"channel":"ops","text":"x"}}]}}`),
+		http.StatusUnprocessableEntity, string(agentledger.CodeInvalid))
+	if !strings.Contains(p.Detail, `step 0: unknown tool "notfy" (known: notify, shop/refund)`) || strings.Contains(p.Detail, "grant") ||
 		strings.Contains(p.Detail, "http_request") {
 		t.Errorf("a misspelt tool: %q", p.Detail)
 	}

@@ -55,6 +55,9 @@ type Detail struct {
 	// some leaves them running, for an operator to find.
 	Parent   *Relative
 	Children []Relative
+	// ChildCount is how many children the current generation created,
+	// Children's length unless there are more than MaxChildren.
+	ChildCount int
 }
 
 // Relative is a task's parent or child, as Show names it.
@@ -92,38 +95,41 @@ func (s *Service) Show(ctx context.Context, tenant string, id int64) (*Detail, e
 	if d.Approvals, err = approvals.NewStore(s.db).List(ctx, approvals.ListParams{TaskID: id, States: ApprovalStates}); err != nil {
 		return nil, err
 	}
-	if d.Parent, d.Children, err = s.family(ctx, t); err != nil {
+	if d.Parent, d.Children, d.ChildCount, err = s.family(ctx, t); err != nil {
 		return nil, err
 	}
 	return d, nil
 }
 
-// family reads t's parent and the children of its current generation.
-func (s *Service) family(ctx context.Context, t *agentledger.Task) (*Relative, []Relative, error) {
+// family reads t's parent and the children of its current generation
+// (the first MaxChildren), and how many children it has.
+func (s *Service) family(ctx context.Context, t *agentledger.Task) (*Relative, []Relative, int, error) {
 	rows, err := s.db.Query(ctx, `/* operator.family */
-(SELECT p.id, p.kind, p.state, true FROM tasks c JOIN tasks p ON p.id = c.parent_id WHERE c.id = $1)
+(SELECT p.id, p.kind, p.state, true, 0::bigint FROM tasks c JOIN tasks p ON p.id = c.parent_id WHERE c.id = $1)
 UNION ALL
-(SELECT id, kind, state, false FROM tasks WHERE parent_id = $1 AND parent_generation = $2 ORDER BY id LIMIT $3)`,
+(SELECT id, kind, state, false, count(*) OVER () FROM tasks WHERE parent_id = $1 AND parent_generation = $2 ORDER BY id LIMIT $3)`,
 		t.ID, t.Generation, MaxChildren)
 	if err != nil {
-		return nil, nil, fmt.Errorf("task %d's parent and children: %w", t.ID, err)
+		return nil, nil, 0, fmt.Errorf("task %d's parent and children: %w", t.ID, err)
 	}
+	defer rows.Close()
 	var parent *Relative
 	var children []Relative
+	var count int64
 	for rows.Next() {
 		var r Relative
 		var isParent bool
-		if err := rows.Scan(&r.ID, &r.Kind, &r.State, &isParent); err != nil {
-			rows.Close()
-			return nil, nil, err
+		var n int64
+		if err := rows.Scan(&r.ID, &r.Kind, &r.State, &isParent, &n); err != nil {
+			return nil, nil, 0, err
 		}
 		if isParent {
 			parent = &r
 		} else {
-			children = append(children, r)
+			children, count = append(children, r), n
 		}
 	}
-	return parent, children, rows.Err()
+	return parent, children, int(count), rows.Err()
 }
 
 // Journal returns task id and the effects of its current generation, in

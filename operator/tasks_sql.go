@@ -118,15 +118,16 @@ upd AS (
 ` + ledger.ReopenCompensationsCTE + `,
 ` + ledger.RereadCTE + `,
 -- the waits a replay's forward path waits for anew (package waits): one
--- whose failed call it reopened (timed out, a child failed), and one its
--- task's cancel ended before any call recorded it; never one that ended
--- with what it waited for (a signal consumed) before its call recorded it
+-- whose failed call it reopened (timed out, a child failed), and one that
+-- ended without what it waited for (cancelled with its task, timed out,
+-- ended by an operator) before any call recorded it; never one that ended
+-- with it (a signal consumed, the children done) before its call recorded it
 rewait AS (
 	DELETE FROM waits w USING upd
 	WHERE $3 = 0 AND NOT upd.undoing AND w.task_id = upd.id AND w.generation = upd.generation AND w.state <> 'waiting'
 		AND (EXISTS (SELECT FROM reread r WHERE r.task_id = w.task_id AND r.generation = w.generation AND r.step_path = w.step)
-			OR w.state = 'cancelled' AND NOT EXISTS (SELECT FROM ledger l WHERE l.task_id = w.task_id
-				AND l.generation = w.generation AND l.step_path = w.step AND l.state = 'completed'))
+			OR w.state IN ('cancelled', 'timed_out', 'ended') AND NOT EXISTS (SELECT FROM ledger l WHERE l.task_id = w.task_id
+				AND l.generation = w.generation AND l.step_path = w.step))
 ),
 wake AS (
 	SELECT pg_notify('agentledger_task_insert', t.queue) FROM tasks t JOIN upd ON upd.id = t.id

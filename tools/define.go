@@ -82,7 +82,7 @@ func Define[Args any](s Spec[Args]) (Tool, error) {
 	var schema *argschema.Schema
 	var err error
 	if len(s.Schema) == 0 {
-		if schema, err = argschema.For[Args](); err != nil {
+		if schema, err = argschema.ObjectFor[Args](); err != nil {
 			return nil, fmt.Errorf("tools: tool %q: the schema of its arguments: %w", s.Name, err)
 		}
 	} else if schema, err = argschema.Parse(s.Schema); err != nil {

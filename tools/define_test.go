@@ -106,15 +106,19 @@ func TestDefineRefusesIncompleteTools(t *testing.T) {
 			t.Errorf("%+v: %v, want %q", c.spec.Name, err, c.want)
 		}
 	}
-	// A pointer to a struct, and a schema whose properties say it is an
-	// object's, are objects.
-	if _, err := tools.Define(tools.Spec[*ticketArgs]{Name: "p", Class: ledger.Pure,
-		Perform: func(context.Context, ledger.Call, *ticketArgs) (ledger.Result, error) { return ledger.Result{}, nil }}); err != nil {
-		t.Errorf("Args *struct: %v", err)
+	// A pointer to a struct is an object's arguments: its schema says
+	// "object", so null args are refused before Perform sees a nil.
+	ptr, err := tools.Define(tools.Spec[*ticketArgs]{Name: "p", Class: ledger.Pure,
+		Perform: func(context.Context, ledger.Call, *ticketArgs) (ledger.Result, error) { return ledger.Result{}, nil }})
+	if err != nil || !strings.Contains(string(ptr.Parameters()), `"type":"object"`) {
+		t.Fatalf("Args *struct: %v", err)
+	}
+	if _, err := ptr.Effect(tools.Call{StepPath: "tool/0", Args: json.RawMessage(`null`)}); err == nil {
+		t.Error("null arguments of a pointer type passed")
 	}
 	if _, err := tools.Define(tools.Spec[ticketArgs]{Name: "q", Class: ledger.Pure, Perform: perform,
-		Schema: json.RawMessage(`{"properties":{"title":{"type":"string"}}}`)}); err != nil {
-		t.Errorf("a schema of properties: %v", err)
+		Schema: json.RawMessage(`{"properties":{"title":{"type":"string"}}}`)}); err == nil || !strings.Contains(err.Error(), `it says no "type"`) {
+		t.Errorf("a schema of properties alone (a model API refuses it): %v", err)
 	}
 	// Arguments that are no object cannot be a step's args or a model's
 	// tool call.

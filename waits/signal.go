@@ -245,7 +245,7 @@ func (s *Store) Send(ctx context.Context, p SignalParams) (Sent, error) {
 	}
 	hash, err := canonjson.HashValue(map[string]any{"name": p.Name, "key": p.Key, "payload": p.Payload})
 	if err != nil {
-		return Sent{}, agentledger.Invalid("payload", "%v", err)
+		return Sent{}, agentledger.Invalid("payload", "is not JSON as agentledger reads it: %s", canonjson.Reason(err))
 	}
 	if p.DedupeKey == "" {
 		p.DedupeKey = fmt.Sprintf("signal:%x", hash[:16])

@@ -50,9 +50,13 @@ func (s *Source) parse(h http.Header, body []byte) (*delivery, *rejection) {
 	if s.Type == TypeGitHub {
 		names = []string{HeaderGitHubDelivery, HeaderGitHubEvent}
 	}
-	for _, name := range names {
+	for i, name := range names {
 		if n := len(h.Values(name)); name != "" && n > 1 {
-			return nil, newProblem(agentledger.CodeInvalidDeliveryID, "the header %s is given %d times", name, n)
+			code := agentledger.CodeInvalidDeliveryID
+			if i == 1 { // the event's header
+				code = agentledger.CodeMalformedRequest
+			}
+			return nil, newProblem(code, "the header %s is given %d times", name, n)
 		}
 	}
 	switch s.Type {

@@ -42,7 +42,7 @@ tasks lists its current generation's children and their states.
 
 With --output json it prints {"task": {...}, "attempts": [...], "journal": [...],
 "notifications": [...], "approvals": [...], "waits": [...], "parent": {...},
-"children": [...]}.`,
+"children": [...], "child_count": N} (at most the first 100 children listed).`,
 		Example: `  agentctl show 42
   agentctl show 42 --output json`,
 		Args: oneID,
@@ -68,6 +68,9 @@ type showResult struct {
 	// current generation created, oldest first.
 	Parent   *operator.Relative  `json:"parent,omitempty"`
 	Children []operator.Relative `json:"children"`
+	// ChildCount is how many children it has: more than Children lists
+	// when over operator.MaxChildren.
+	ChildCount int `json:"child_count"`
 }
 
 // journalEntry is one effect as show prints it.
@@ -119,7 +122,7 @@ func (a *app) show(ctx context.Context, tenant, arg string) error {
 			kids = []operator.Relative{}
 		}
 		return printJSON(a.stdout, showResult{Task: t, Attempts: atts, Journal: journal, Notifications: notes, Approvals: asked, Waits: ws,
-			Parent: d.Parent, Children: kids})
+			Parent: d.Parent, Children: kids, ChildCount: d.ChildCount})
 	}
 	if err := printTask(a.stdout, d, time.Now()); err != nil {
 		return err
@@ -138,7 +141,7 @@ func (a *app) show(ctx context.Context, tenant, arg string) error {
 
 // family is the task's parent and its current generation's children,
 // each as one field's value ("" for none).
-func family(parent *operator.Relative, children []operator.Relative) (string, string) {
+func family(parent *operator.Relative, children []operator.Relative, count int) (string, string) {
 	var p string
 	if parent != nil {
 		p = fmt.Sprintf("task %d (%s, %s)", parent.ID, parent.Kind, parent.State)
@@ -151,8 +154,8 @@ func family(parent *operator.Relative, children []operator.Relative) (string, st
 		shown = append(shown, fmt.Sprintf("%d %s", c.ID, c.State))
 	}
 	more := ""
-	if len(children) == operator.MaxChildren {
-		more = fmt.Sprintf(" (the first %d: agentctl list to see more)", operator.MaxChildren)
+	if count > len(children) {
+		more = fmt.Sprintf(" (the first %d of %d)", len(children), count)
 	}
 	return p, strings.Join(shown, ", ") + more
 }
@@ -248,7 +251,7 @@ func printTask(w io.Writer, d *operator.Detail, now time.Time) error {
 			fields.row("Failed with:", c.Error)
 		}
 	}
-	parent, children := family(d.Parent, d.Children)
+	parent, children := family(d.Parent, d.Children, d.ChildCount)
 	if parent != "" {
 		fields.row("Parent:", parent)
 	}

@@ -3,6 +3,9 @@ package main
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/operator"
 )
 
 // A children wait's end says which child ended it, not that all ended
@@ -17,5 +20,17 @@ func TestChildrenEnd(t *testing.T) {
 		if got := childrenEnd(json.RawMessage(result)); got != want {
 			t.Errorf("%s: %q, want %q", result, got, want)
 		}
+	}
+}
+
+// show's parent and children lines: a cut list says how many there are.
+func TestFamily(t *testing.T) {
+	p, c := family(&operator.Relative{ID: 1, Kind: "steps", State: agentledger.StateSucceeded},
+		[]operator.Relative{{ID: 5, State: agentledger.StateDead}, {ID: 6, State: agentledger.StateWaiting}}, 250)
+	if p != "task 1 (steps, succeeded)" || c != "5 dead, 6 waiting (the first 2 of 250)" {
+		t.Errorf("family: %q, %q", p, c)
+	}
+	if p, c := family(nil, nil, 0); p != "" || c != "" {
+		t.Errorf("no family: %q, %q", p, c)
 	}
 }
