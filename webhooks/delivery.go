@@ -64,6 +64,12 @@ func (s *Source) parse(h http.Header, body []byte) (*delivery, *rejection) {
 		d.id, d.event = h.Get(HeaderGitHubDelivery), h.Get(HeaderGitHubEvent)
 		d.body = githubJSON(h, body)
 	case TypeSlack:
+		if mt, _, _ := mime.ParseMediaType(h.Get("Content-Type")); mt == "application/x-www-form-urlencoded" {
+			// A slash command or an interactive click: they carry no
+			// event_id to deduplicate on.
+			return nil, newProblem(agentledger.CodeInvalidBody, "a form-encoded Slack request (a slash command, an interactive "+
+				"action) is not an Events API delivery, which this source takes: it carries no event_id")
+		}
 		d.body = body
 		var sb slackBody
 		if json.Valid(body) && json.Unmarshal(body, &sb) == nil {

@@ -246,6 +246,16 @@ func TestSlack(t *testing.T) {
 		a := e.slack(slackSecret, e.now, `{"type":"event_callback","event":{"type":"message"}}`)
 		e.wantProblem(a, http.StatusBadRequest, string(agentledger.CodeMissingDeliveryID))
 	})
+	t.Run("a slash command", func(t *testing.T) {
+		body := "command=%2Fdeploy&text=now"
+		ts := strconv.FormatInt(e.now.Unix(), 10)
+		a := e.post("slack", strings.NewReader(body), "Content-Type", "application/x-www-form-urlencoded",
+			"X-Slack-Request-Timestamp", ts, "X-Slack-Signature", "v0="+mac(slackSecret, "v0:"+ts+":"+body))
+		e.wantProblem(a, http.StatusBadRequest, string(agentledger.CodeInvalidBody))
+		if !strings.Contains(string(a.raw), "is not an Events API delivery") {
+			t.Errorf("a slash command: %s", a.raw)
+		}
+	})
 	e.wantCounts(1, 1)
 }
 
