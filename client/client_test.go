@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strings"
 	"testing"
 
 	"github.com/agentledger/agentledger"
@@ -87,6 +88,13 @@ func TestSubmitOverHTTP(t *testing.T) {
 	_, err = client.HTTP("http://"+addr, "alt_nope", nil).Submit(ctx, client.Request{Kind: "refund"})
 	if agentledger.KindOf(err).Code != agentledger.CodeUnauthorized {
 		t.Errorf("a bad token: %v, want unauthorized", err)
+	}
+	// A kind no worker serves: the advice is the Go option, not the
+	// request's JSON field.
+	_, err = c.Submit(ctx, client.Request{Kind: "refnud"})
+	if !errors.Is(err, agentledger.ErrInvalid) || !strings.Contains(err.Error(), "set client.Options.AllowUnserved") ||
+		strings.Contains(err.Error(), "allow_unserved") {
+		t.Errorf("an unserved kind: %v", err)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -53,9 +54,23 @@ func (h httpSubmitter) Submit(ctx context.Context, r Request) (*agentledger.Task
 	}
 	var t httpapi.Task
 	if _, err := h.mutate(ctx, "/v1/tasks", r.Key, body, &t); err != nil {
-		return nil, err
+		return nil, forGo(err)
 	}
 	return taskOf(t), nil
+}
+
+// apiOverride is the API's advice to queue a task no live worker serves,
+// which a Go caller follows with Options.AllowUnserved.
+const apiOverride = `send "allow_unserved": true`
+
+// forGo rewords the API's advice for the program that called Submit: the
+// request's field is an option here.
+func forGo(err error) error {
+	var ie *agentledger.InvalidError
+	if errors.As(err, &ie) && strings.Contains(ie.Problem, apiOverride) {
+		return agentledger.Invalid(ie.Field, "%s", strings.Replace(ie.Problem, apiOverride, "set client.Options.AllowUnserved", 1))
+	}
+	return err
 }
 
 // Send is POST /v1/signals.
