@@ -235,10 +235,10 @@ func (s *Server) mayDecide(ctx context.Context, tenant string) error {
 	return g.AllowDecide(tenant)
 }
 
-// decider is who acts through the API: the request's token, by name and
-// id ("ci-deploy (token 7)"), which a decision, a cancel and an ended wait
-// record as "tenant:ci-deploy (token 7)" and a signal's sent_by as well,
-// apart from an operator of the same name. The token was authenticated
+// decider is who acts through the API: the request's tenant and token, by
+// name and id ("acme, token ci-deploy (7)"), which a decision, a cancel
+// and an ended wait record as "tenant:acme, token ci-deploy (7)" and a
+// signal's sent_by as well, apart from an operator of the same name. The token was authenticated
 // already; its clear prefix (never the token) finds it.
 func (s *Server) decider(r *http.Request, tenant string) (string, error) {
 	_, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
@@ -253,10 +253,10 @@ func (s *Server) decider(r *http.Request, tenant string) (string, error) {
 	}
 	for _, t := range ts {
 		if t.Prefix == prefix && t.RevokedAt == nil {
-			return fmt.Sprintf("%s (token %d)", t.Name, t.ID), nil
+			return fmt.Sprintf("%s, token %s (%d)", tenant, t.Name, t.ID), nil
 		}
 	}
-	return "token " + prefix, nil // revoked since it was checked: its prefix still names it
+	return tenant + ", token " + prefix, nil // revoked since it was checked: its prefix still names it
 }
 
 // taskParam is the list filter ?task=ID: 0 when absent.

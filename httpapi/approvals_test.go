@@ -108,7 +108,7 @@ func TestDecideApprovals(t *testing.T) {
 	r = e.post(path+"/approve", token, "a1", `{"reason":"checked"}`)
 	won := e.approval(r, http.StatusOK)
 	if won.State != "approved" || won.DecidedVia == nil || *won.DecidedVia != "api" || won.DecidedBy == nil ||
-		!strings.HasPrefix(*won.DecidedBy, "tenant:test (token ") || won.DecisionReason == nil || *won.DecisionReason != "checked" {
+		!strings.HasPrefix(*won.DecidedBy, "tenant:acme, token test (") || won.DecisionReason == nil || *won.DecisionReason != "checked" {
 		t.Errorf("approve: %s", r.body)
 	}
 	if again := e.post(path+"/approve", token, "a1", `{"reason":"checked"}`); !again.replayed() || string(again.body) != string(r.body) {
@@ -122,7 +122,7 @@ func TestDecideApprovals(t *testing.T) {
 		Approval httpapi.Approval
 	}
 	if err := json.Unmarshal(late.body, &body); err != nil || body.Approval.State != "approved" || body.Approval.ID != id ||
-		!strings.Contains(body.Detail, "was decided already: approved by tenant:test (token ") {
+		!strings.Contains(body.Detail, "was decided already: approved by tenant:acme, token test (") {
 		t.Errorf("late denial: %s", late.body)
 	}
 	r = e.do("GET", "/v1/approvals?state=approved,denied", token, "")

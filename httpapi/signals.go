@@ -24,7 +24,7 @@ type Signal struct {
 	Name    string          `json:"name"`
 	Key     string          `json:"key"`
 	Payload json.RawMessage `json:"payload"`
-	// SentBy says who sent it: "tenant:<token name> (token <id>)",
+	// SentBy says who sent it: "tenant:<tenant>, token <name> (<id>)",
 	// "operator:<user>", "webhook:<source>".
 	SentBy    string    `json:"sent_by"`
 	SentAt    time.Time `json:"sent_at"`

@@ -52,7 +52,7 @@ func TestSendSignalWakesItsWaiter(t *testing.T) {
 	body := `{"name":"payment.settled","key":"order-7","payload":{"amount":120}}`
 	s := e.signal(e.post("/v1/signals", token, "pay-7", body), http.StatusCreated)
 	if s.State != "consumed" || s.TaskID == nil || *s.TaskID != task || s.WaitID == nil || *s.WaitID != w.ID ||
-		s.Tenant != "acme" || string(s.Payload) != `{"amount":120}` || !strings.HasPrefix(s.SentBy, "tenant:test (token ") {
+		s.Tenant != "acme" || string(s.Payload) != `{"amount":120}` || !strings.HasPrefix(s.SentBy, "tenant:acme, token test (") {
 		t.Fatalf("the signal: %+v, want consumed by task %d's wait %d, sent by the token", s, task, w.ID)
 	}
 	got, err := waits.NewStore(e.db).Get(context.Background(), "acme", w.ID)
@@ -167,7 +167,7 @@ func TestSignalsAndWaitsAreTheTenants(t *testing.T) {
 		t.Fatalf("end: %d %s", r.status, r.body)
 	}
 	decode(t, r, &got)
-	if got.State != waits.Ended || *got.EndReason != "the order was cancelled" || !strings.HasPrefix(*got.EndedBy, "tenant:test") ||
+	if got.State != waits.Ended || *got.EndReason != "the order was cancelled" || !strings.HasPrefix(*got.EndedBy, "tenant:acme, token test") ||
 		got.Description != nil {
 		t.Fatalf("ended: %+v", got)
 	}

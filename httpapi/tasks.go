@@ -231,7 +231,7 @@ func noBody(body []byte) error {
 // cancelled (at once, or before), 202 when it is running and its attempt
 // has yet to see the request (at its next heartbeat); 409 when it finished
 // otherwise. The task's last error names the token ("cancelled by
-// tenant:ci-deploy (token 7)").
+// tenant:acme, token ci-deploy (7)").
 func (s *Server) cancelTask(r *http.Request, tenant string, body []byte) (action, error) {
 	id, err := taskID(r)
 	if err != nil {

@@ -70,7 +70,7 @@ func TestTaskLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	if v := e.task(e.do(http.MethodGet, path, tok, ""), http.StatusOK); v.State != "cancelled" || v.LastError == nil ||
-		!strings.HasPrefix(*v.LastError, "cancelled by tenant:") || !strings.Contains(*v.LastError, "(token ") {
+		!strings.HasPrefix(*v.LastError, "cancelled by tenant:") || !strings.Contains(*v.LastError, ", token ") {
 		t.Errorf("a running task the tenant cancelled, once its worker saw it: %+v, want its last error to name the token", v)
 	}
 

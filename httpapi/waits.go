@@ -158,7 +158,7 @@ func (s *Server) getWait(r *http.Request, tenant string) reply {
 // its task wakes and the waiting call fails with the reason, as a timeout
 // does; 409 with the wait as it stands (its "wait" member) when it had
 // ended already; 404 for another tenant's. It is recorded as ended by the
-// token ("tenant:ci-deploy (token 7)").
+// token ("tenant:acme, token ci-deploy (7)").
 func (s *Server) endWait(r *http.Request, tenant string, body []byte) (action, error) {
 	id, err := waitID(r)
 	if err != nil {

@@ -65,8 +65,8 @@ func (s *Service) Cancel(ctx context.Context, tenant string, id int64) (*agentle
 }
 
 // CancelBy is Cancel on behalf of by, whom the task's last error, its
-// withdrawn approval requests and its ended waits name ("tenant:ci-deploy
-// (token 7)", as the API records its tenants' tokens); "" is the operator.
+// withdrawn approval requests and its ended waits name ("tenant:acme, token
+// ci-deploy (7)", as the API records its tenants' tokens); "" is the operator.
 // Its unfinished children are cancelled on by's behalf too.
 func (s *Service) CancelBy(ctx context.Context, tenant string, id int64, by string) (*agentledger.Task, error) {
 	var byArg *string

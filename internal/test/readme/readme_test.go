@@ -73,7 +73,7 @@ var blocks = map[string]block{
 	"go run ./examples/intercept":           {skip: "examples/intercept's TestExampleRuns runs it"},
 	"go run ./cmd/agentctl tenant add acme": {want: []string{"/v1/tasks/", "Idempotent-Replayed: true", `"kind":"echo"`}},
 	"go run ./cmd/agentctl tenant grant acme --tool http_request --host http://127.0.0.1:7450 --decide": {want: []string{`"state":"pending"`, `"state":"approved"`,
-		`"decided_by":"tenant:approver (token `, `"decided_via":"api"`, `"code":"conflict"`, "succeeded"}},
+		`"decided_by":"tenant:acme, token approver (`, `"decided_via":"api"`, `"code":"conflict"`, "succeeded"}},
 	"go run ./cmd/agentctl tenant grant acme": {},
 	"ORDER=$(go run ./cmd/agentctl submit -o id --kind steps": {want: []string{"http_request POST http://", `"amount": 99000`, "dead",
 		"exit 1: denied", "was decided already: denied by ", "exit 1: decided already"}},
