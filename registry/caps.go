@@ -13,7 +13,7 @@ import (
 //
 //   - "tool:NAME": a tool its steps and agent tasks may call (built-in,
 //     defined in Go, or an MCP server's, "tool:shop/list_orders");
-//   - "mcp:SERVER": an MCP server it is configured with, connected or not
+//   - "mcp:SERVER": an MCP server it is configured with and connected to
 //     (a task names an MCP tool by its server: the tools a server offers
 //     are known only once it answers);
 //   - "TOOL@ORIGIN": an origin an HTTP tool may reach
@@ -91,9 +91,26 @@ func WaitingFor(needs []string, servers []Worker) string {
 	}
 	words := make([]string, len(best))
 	for i, c := range best {
-		words[i] = Describe(c)
+		words[i] = Describe(c) + notConnected(c, servers)
 	}
 	return "waiting for a daemon with " + joinAnd(words)
+}
+
+// notConnected says, for an MCP server's capability c, that a live pool
+// has the server configured but not connected, and how it stands (a
+// command that does not start, a URL that does not answer): no other
+// daemon need be started, that one's server fixed. "" otherwise.
+func notConnected(c string, servers []Worker) string {
+	server, ok := strings.CutPrefix(c, "mcp:")
+	if !ok {
+		return ""
+	}
+	for _, w := range servers {
+		if state, ok := w.MCPServers[server]; ok && state != "connected" {
+			return fmt.Sprintf(" (configured on %s but %s)", w.ID, state)
+		}
+	}
+	return ""
 }
 
 // joinAnd writes words as "a", "a and b", "a, b and c".

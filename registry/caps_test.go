@@ -1,0 +1,23 @@
+package registry_test
+
+import (
+	"testing"
+
+	"github.com/agentledger/agentledger/registry"
+)
+
+// A task waiting for an MCP server that a live daemon has configured but
+// cannot reach says so: no other daemon need be started, that server
+// fixed.
+func TestWaitingForAServerNotConnected(t *testing.T) {
+	servers := []registry.Worker{{ID: "d1", Caps: []string{registry.CapModel},
+		MCPServers: map[string]string{"broken": "retrying in 4s: fork/exec /bin/nope: no such file or directory"}}}
+	got := registry.WaitingFor([]string{registry.CapMCP("broken"), registry.CapModel}, servers)
+	want := "waiting for a daemon with MCP server broken (configured on d1 but retrying in 4s: fork/exec /bin/nope: no such file or directory)"
+	if got != want {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
+	if got := registry.WaitingFor([]string{registry.CapMCP("shop")}, servers); got != "waiting for a daemon with MCP server shop" {
+		t.Errorf("a server no daemon has: %q", got)
+	}
+}
