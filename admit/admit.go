@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/agent"
 	"github.com/agentledger/agentledger/argschema"
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/grants"
@@ -103,6 +104,11 @@ func check(ctx context.Context, s *registry.Store, p claims.EnqueueParams, g *gr
 	if err != nil {
 		return advise(err, o.Override)
 	}
+	if p.Kind == agent.Kind {
+		if err := agentTools(p, toolCheck(servers, g, p.Tenant)); err != nil {
+			return advise(err, o.Override)
+		}
+	}
 	if p.Kind != steps.Kind {
 		return advise(runnable(p.Needs, servers), o.Override)
 	}
@@ -147,7 +153,7 @@ func check(ctx context.Context, s *registry.Store, p claims.EnqueueParams, g *gr
 // known (no live server, one of an older version, a disconnected MCP
 // server), or when the submitter queues it anyway.
 func unknownTools(ctx context.Context, s *registry.Store, p claims.EnqueueParams, g *grants.Grant, o options) error {
-	if p.Kind != steps.Kind || o.Anyway {
+	if (p.Kind != steps.Kind && p.Kind != agent.Kind) || o.Anyway {
 		return nil
 	}
 	live, err := s.LiveWorkers(ctx)
@@ -162,6 +168,9 @@ func unknownTools(ctx context.Context, s *registry.Store, p claims.EnqueueParams
 	if known == nil {
 		return nil
 	}
+	if p.Kind == agent.Kind {
+		return advise(agentTools(p, known), o.Override)
+	}
 	unknown := false
 	err = steps.CheckWith(p.Payload, func(tool string, _ json.RawMessage) error {
 		if err := known(tool); err != nil {
@@ -172,6 +181,25 @@ func unknownTools(ctx context.Context, s *registry.Store, p claims.EnqueueParams
 	}, nil)
 	if err != nil && unknown {
 		return advise(err, o.Override)
+	}
+	return nil
+}
+
+// agentTools checks the tools an agent payload lists (and its
+// compensations' tools) with known (toolCheck; nil checks nothing): a
+// tool no live worker has would fail the task at its first step, and an
+// MCP server's tool is known once its server is connected.
+func agentTools(p claims.EnqueueParams, known func(string) error) error {
+	if known == nil {
+		return nil
+	}
+	for _, n := range agent.Needs(p.Payload, "") {
+		if n.Tool == "" {
+			continue
+		}
+		if err := known(n.Tool); err != nil {
+			return agentledger.Invalid("payload", "%s: %s", n.Field, strings.TrimPrefix(err.Error(), "tools: "))
+		}
 	}
 	return nil
 }

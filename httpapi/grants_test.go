@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -186,14 +187,24 @@ func TestSubmitNamesAnUnknownToolBeforeTheGrant(t *testing.T) {
 	t.Parallel()
 	e, src := newAdmittingEnv(t, "")
 	token := e.tenant("acme")
-	if err := src.store.Put(context.Background(), "acme", &grants.Grant{Kinds: []string{"steps"}, Tools: []string{"notify", "shop/*"},
-		Channels: []string{"ops"}}); err != nil {
+	if err := src.store.Put(context.Background(), "acme", &grants.Grant{Kinds: []string{"steps", "agent"}, Tools: []string{"notify", "shop/*"},
+		Channels: []string{"ops"}, Models: []string{"*"}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := registry.New(e.db).Register(context.Background(), registry.Registration{ID: "d1", Host: "h", PID: 1,
-		Queues: []string{"default"}, Kinds: []string{"steps"}, Tools: map[string]json.RawMessage{
-			"notify": notify.NewTool().Parameters(), "http_request": nil, "shop/refund": nil, "billing/refund_everything": nil}}); err != nil {
+		Queues: []string{"default"}, Kinds: []string{"steps", "agent"}, Tools: map[string]json.RawMessage{
+			"notify": notify.NewTool().Parameters(), "http_request": nil, "shop/refund": nil, "billing/refund_everything": nil},
+		MCPServers: map[string]string{"shop": "connected"}}); err != nil {
 		t.Fatal(err)
+	}
+	// An agent's tools alike: one no worker has, a connected MCP server's
+	// tool it does not offer, whether or not the grant allows them.
+	for i, tool := range []string{"nope", "shop/nope"} {
+		p := e.problem(e.post("/v1/tasks", token, fmt.Sprintf("a%d", i), `{"kind":"agent","payload":{"prompt":"x","tools":["`+tool+`"]}}`),
+			http.StatusUnprocessableEntity, string(agentledger.CodeInvalid))
+		if !strings.Contains(p.Detail, `tools[0]: unknown tool "`+tool+`" (known: notify, shop/refund)`) {
+			t.Errorf("an agent's tool %s: %q", tool, p.Detail)
+		}
 	}
 	// A tool the grant allows (by its pattern) that no worker has: the
 	// refusal names the known tools the grant allows, none outside it.
