@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/admit"
+	"github.com/agentledger/agentledger/agent"
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/registry"
@@ -180,6 +181,12 @@ func (a *app) warnSubmitted(ctx context.Context, id int64, p claims.EnqueueParam
 	if _, err := a.knownTenant(ctx, a.db, p.Tenant); errors.Is(err, agentledger.ErrNotFound) {
 		fmt.Fprintf(a.stderr, "agentctl: warning: tenant %s is not known (no tenant row, no grant): task %d is queued all the same "+
 			"(agentctl tenant add %s first, or mind the name)\n", grants.ShellQuote(p.Tenant), id, grants.ShellQuote(p.Tenant))
+	}
+	// Each worker holds an agent task to its own limit, which agentctl
+	// cannot read: above the default, a worker left at it refuses the task.
+	if p.Kind == agent.Kind && agent.CheckPayload(p.Payload, agent.DefaultMaxSteps) != nil && agent.CheckPayload(p.Payload, 0) == nil {
+		fmt.Fprintf(a.stderr, "agentctl: warning: task %d's max_steps is above the default limit of %d steps: a worker left at "+
+			"it (agentd --llm-max-steps) fails the task\n", id, agent.DefaultMaxSteps)
 	}
 }
 
