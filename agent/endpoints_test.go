@@ -398,3 +398,20 @@ func TestAnswerLargerThanTheCap(t *testing.T) {
 		t.Fatalf("an answer of exactly the cap: %d bytes, %v", len(raw), err)
 	}
 }
+
+// A 200 that is no chat completion (a proxy's or a login page's HTML, a
+// base URL missing its /v1) says so, not only that a '<' was unexpected.
+func TestAnHTMLAnswerIsNoChatCompletion(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, "<html><body>Sign in</body></html>")
+	}))
+	t.Cleanup(srv.Close)
+	e := newEnv(t, nil)
+	e.agent = agent.New(e.config(func(c *agent.Config) { c.BaseURL, c.HTTPClient = srv.URL, srv.Client() }), e.Ledger, e.reg)
+	_, err := e.agent.Work(context.Background(), e.submit(`{"prompt": "hi"}`))
+	if err == nil || !strings.Contains(err.Error(), "the answer is not a chat completion (not JSON") {
+		t.Fatalf("err %v", err)
+	}
+}

@@ -204,6 +204,12 @@ func (a *Agent) chatOnce(ctx context.Context, n int, req chatRequest) (c complet
 		}
 	case obs.status < 300: // an answer we could not read
 		e.transient = true
+		var syntax *json.SyntaxError
+		if errors.As(err, &syntax) {
+			// A proxy's or a login page's HTML, most often: no chat
+			// completion at all.
+			err = fmt.Errorf("the answer is not a chat completion (not JSON: %w); is --llm-base-url the API's, ending in /v1?", err)
+		}
 	default:
 		e.transient = transientStatus(obs.status)
 	}
