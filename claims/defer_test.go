@@ -136,3 +136,36 @@ func TestDeferRecordsAWaitOnce(t *testing.T) {
 		t.Fatalf("attempt records\n%q\nwant\n%q", outcomes, want)
 	}
 }
+
+// A deferred attempt that performed an effect before the limit held the
+// next is recorded, whatever came before: every claim that acted has its
+// record (a steps task paced call by call performs one call a claim).
+func TestDeferRecordsAnAttemptThatActed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newClock()
+	db, s := pinnedDB(t, c)
+	task := enqueue(t, s, claims.EnqueueParams{MaxAttempts: 3})
+	for i := range 3 {
+		a := claimOne(t, s, "w", time.Minute)
+		if i > 0 { // the first waits; the others each perform a call first
+			// Its journal row, as the ledger writes it for the call.
+			if _, err := db.Exec(ctx, `INSERT INTO ledger (tenant, operation, effect_key, request_hash, class, state, task_id,
+				generation, step_path, owner_token, performed) VALUES ($1, 'op', $2, '\x00', 'keyed', 'completed', $3, $4, $5, $6, 1)`,
+				a.Tenant, fmt.Sprintf("key-%d", i), a.ID, a.Generation, fmt.Sprintf("tool/%d", i), a.LeaseToken); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.Defer(ctx, claims.Deferral{Lease: claims.LeaseOf(a), Until: c.Now().Add(time.Second), Reason: "rate limit"}); err != nil {
+			t.Fatal(err)
+		}
+		c.Advance(time.Second)
+	}
+	atts, err := s.Attempts(ctx, task.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(atts) != 3 {
+		t.Fatalf("%d attempt records, want 3: the wait's first, and each claim that performed a call", len(atts))
+	}
+}

@@ -3,6 +3,7 @@ package claims
 import (
 	"strings"
 
+	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/notify/outbox"
 )
 
@@ -857,11 +858,14 @@ wake AS (
 SELECT done.id FROM done WHERE ` + woken
 
 // deferSQL hands fenced tasks back to the queue to run at a given time
-// without counting the attempt: the attempt waited for a limit and did
-// nothing outside. The reason stays on the task until it is claimed again.
-// Only the first deferral of a wait is recorded as an attempt: a task whose
-// last attempt was deferred already waits, and a record per deferral
-// (one a second on a full cap) would only pile up.
+// without counting the attempt: the attempt waited for a limit. The reason
+// stays on the task until it is claimed again. Only the first deferral of
+// a wait is recorded as an attempt: a task whose last attempt was
+// deferred already waits, and a record per deferral (one a second on a
+// full cap) would only pile up; but a deferred attempt that wrote the
+// journal (it performed an effect before the limit held the next) is
+// recorded whatever came before, so that every claim that acted has its
+// record.
 // A task an operator asked to cancel meanwhile is due at once, so that the
 // next claim acknowledges the cancel instead of waiting for the limit.
 //
@@ -894,6 +898,7 @@ closed AS (
 	WHERE NOT EXISTS (
 		SELECT FROM (SELECT outcome FROM task_attempts a WHERE a.task_id = done.id ORDER BY a.lease_token DESC LIMIT 1) last
 		WHERE last.outcome = 'deferred')
+		OR ` + ledger.WroteSQL("done.id", "done.generation", "done.lease_token") + `
 )
 SELECT id FROM done`
 

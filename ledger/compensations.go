@@ -81,3 +81,13 @@ func Reread(journal []Entry) int {
 	}
 	return -1
 }
+
+// WroteSQL is SQL true when the attempt of task id's generation whose
+// lease token is token wrote a row of the journal: it performed, or
+// began to perform, an effect (claims.deferSQL records such an attempt,
+// whatever came before it). Its arguments are SQL expressions; it reads
+// the journal index.
+func WroteSQL(id, generation, token string) string {
+	return `EXISTS (SELECT FROM ledger l WHERE l.task_id = ` + id + ` AND l.generation = ` + generation +
+		` AND l.owner_token = ` + token + `)`
+}
