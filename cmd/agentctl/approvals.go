@@ -363,7 +363,7 @@ func parseApprovalID(s string) (int64, error) {
 // oneApprovalID accepts exactly one argument, an approval request id.
 func oneApprovalID(cmd *cobra.Command, args []string) error {
 	if len(args) != 1 {
-		return usagef("%s takes one approval request ID, got %d arguments", cmd.CommandPath(), len(args))
+		return usagef("%s takes one approval request ID, got %d arguments", commandName(cmd), len(args))
 	}
 	return nil
 }

@@ -48,7 +48,7 @@ func addBulkFlags(cmd *cobra.Command, f *bulkFlags, verb string) {
 func (f *bulkFlags) args(cmd *cobra.Command, args []string) error {
 	if f.all {
 		if len(args) > 0 {
-			return usagef("%s --all takes no task ID: give a task ID or --all, not both", cmd.CommandPath())
+			return usagef("%s --all takes no task ID: give a task ID or --all, not both", commandName(cmd))
 		}
 		return nil
 	}

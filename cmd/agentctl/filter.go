@@ -88,6 +88,11 @@ func parseStates(flag string, values []string, valid []agentledger.TaskState) ([
 			ok = ok || s == st
 		}
 		if !ok {
+			if st.Valid() {
+				// A real state this command does not take (a finished
+				// task cannot be cancelled).
+				return nil, usagef("%s tasks are not taken here: the states taken are %s", st, joinStates(valid, ", "))
+			}
 			return nil, usagef("unknown state %q: valid states are %s", v, joinStates(valid, ", "))
 		}
 		out = append(out, st)

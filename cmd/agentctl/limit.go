@@ -213,7 +213,7 @@ target back to the config file).`,
 // oneTarget accepts exactly one argument, a target.
 func oneTarget(cmd *cobra.Command, args []string) error {
 	if len(args) != 1 {
-		return usagef("%s takes one target, got %d arguments", cmd.CommandPath(), len(args))
+		return usagef("%s takes one target, got %d arguments", commandName(cmd), len(args))
 	}
 	return nil
 }

@@ -53,7 +53,7 @@ first (run it again for more) and asks for confirmation unless --yes.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			switch {
 			case all && len(args) > 0:
-				return usagef("%s --all takes no task ID: give a task ID or --all, not both", cmd.CommandPath())
+				return usagef("%s --all takes no task ID: give a task ID or --all, not both", commandName(cmd))
 			case all:
 				return nil
 			case yes:

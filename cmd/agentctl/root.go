@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/agentledger/agentledger/internal/cliflags"
@@ -86,7 +87,7 @@ database unreachable or not migrated), 2 usage or invalid input.`,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			switch {
 			case a.output == "id" && !idOutput[cmd.CommandPath()]:
-				return usagef("--output id is for submit and list (the task ids, one a line), approvals (the request ids), signal, signals and waits (theirs); %s takes table or json", cmd.CommandPath())
+				return usagef("--output id is for submit and list (the task ids, one a line), approvals (the request ids), signal, signals and waits (theirs); %s takes table or json", commandName(cmd))
 			case a.output != "table" && a.output != "json" && a.output != "id" && idOutput[cmd.CommandPath()]:
 				return usagef("--output must be table, json or id, not %q", a.output)
 			case a.output != "table" && a.output != "json" && a.output != "id":
@@ -276,7 +277,13 @@ func parseID(s string) (int64, error) {
 // oneID accepts exactly one argument, a task id (checked by parseID).
 func oneID(cmd *cobra.Command, args []string) error {
 	if len(args) != 1 {
-		return usagef("%s takes one task ID, got %d arguments", cmd.CommandPath(), len(args))
+		return usagef("%s takes one task ID, got %d arguments", commandName(cmd), len(args))
 	}
 	return nil
+}
+
+// commandName is cmd's path below agentctl ("retry", "tenant token
+// create"), for a refusal that agentctl's own prefix already names.
+func commandName(cmd *cobra.Command) string {
+	return strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")
 }

@@ -135,7 +135,7 @@ enabled again. Messages it already made due are still delivered.`
 // oneName accepts exactly one argument, a rule name.
 func oneName(cmd *cobra.Command, args []string) error {
 	if len(args) != 1 {
-		return usagef("%s takes one rule name, got %d arguments", cmd.CommandPath(), len(args))
+		return usagef("%s takes one rule name, got %d arguments", commandName(cmd), len(args))
 	}
 	return nil
 }

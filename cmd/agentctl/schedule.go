@@ -150,7 +150,7 @@ func (a *app) scheduleRmCmd() *cobra.Command {
 // oneScheduleName accepts exactly one argument, a schedule name.
 func oneScheduleName(cmd *cobra.Command, args []string) error {
 	if len(args) != 1 {
-		return usagef("%s takes one schedule name, got %d arguments", cmd.CommandPath(), len(args))
+		return usagef("%s takes one schedule name, got %d arguments", commandName(cmd), len(args))
 	}
 	return nil
 }

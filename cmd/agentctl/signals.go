@@ -68,7 +68,7 @@ with --output id the signal's id.`,
 // signalArgs accepts NAME and KEY.
 func signalArgs(cmd *cobra.Command, args []string) error {
 	if len(args) != 2 {
-		return usagef("%s takes a signal NAME and a correlation KEY, got %d arguments", cmd.CommandPath(), len(args))
+		return usagef("%s takes a signal NAME and a correlation KEY, got %d arguments", commandName(cmd), len(args))
 	}
 	return nil
 }

@@ -140,7 +140,7 @@ With --output json it prints the revoked token's record.`,
 func tenantArgs(n int, what string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) != n {
-			return usagef("%s takes %s, got %d arguments", cmd.CommandPath(), what, len(args))
+			return usagef("%s takes %s, got %d arguments", commandName(cmd), what, len(args))
 		}
 		return nil
 	}

@@ -282,7 +282,7 @@ func parseWaitID(s string) (int64, error) {
 // oneWaitID accepts exactly one argument, a wait id.
 func oneWaitID(cmd *cobra.Command, args []string) error {
 	if len(args) != 1 {
-		return usagef("%s takes one wait ID, got %d arguments", cmd.CommandPath(), len(args))
+		return usagef("%s takes one wait ID, got %d arguments", commandName(cmd), len(args))
 	}
 	return nil
 }
