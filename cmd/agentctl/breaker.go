@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -266,6 +267,22 @@ func (a *app) breakerClose(ctx context.Context, target string) error {
 	store, err := a.limits(ctx)
 	if err != nil {
 		return err
+	}
+	if kind, ok := strings.CutSuffix(t, ":*"); ok {
+		// A kind's default configures one breaker per target: name them.
+		var open []string
+		if bs, _, err := store.Breakers(ctx); err == nil {
+			for _, b := range bs {
+				if strings.HasPrefix(b.Target, kind+":") && b.State != flow.Closed {
+					open = append(open, b.Target+" ("+b.State+")")
+				}
+			}
+		}
+		hint := "none of its targets' breakers is open now"
+		if len(open) > 0 {
+			hint = "close one of its targets' breakers: " + strings.Join(open, ", ")
+		}
+		return withHint(usagef("%s is a kind's default: each of its targets has its own breaker", t), hint)
 	}
 	was, err := store.CloseBreaker(ctx, t)
 	if errors.Is(err, agentledger.ErrNotFound) {

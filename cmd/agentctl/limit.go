@@ -373,5 +373,22 @@ func (a *app) limitRemove(ctx context.Context, target string) error {
 		}{target, true})
 	}
 	_, err = fmt.Fprintf(a.stdout, "limit %s removed\n", target)
-	return err
+	if err != nil {
+		return err
+	}
+	// Its breaker's state is the target's, not the limit's: one open
+	// still holds the target's calls until it lets a probe through.
+	if bs, now, err := limits.Breakers(ctx); err == nil {
+		for _, b := range bs {
+			if b.Target == target && b.State != "closed" {
+				until := "until an operator closes it"
+				if b.OpenUntil != nil {
+					until = "until " + stamp(*b.OpenUntil) + " (" + relative(*b.OpenUntil, now) + ")"
+				}
+				fmt.Fprintf(a.stderr, "agentctl: warning: %s's breaker is %s and holds its calls %s: agentctl breaker close %s\n",
+					target, b.State, until, target)
+			}
+		}
+	}
+	return nil
 }
