@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"golang.org/x/term"
 	"io"
 	"os"
 	"slices"
@@ -210,6 +211,11 @@ func (a *app) confirm(question, what, past string) error {
 // isTerminal reports whether r is a terminal (a character device), where a
 // person can be asked a question.
 func isTerminal(r io.Reader) bool {
+	// A file is asked whether it is a terminal, not only a character
+	// device: /dev/null is one, and has nobody to answer.
+	if f, ok := r.(interface{ Fd() uintptr }); ok {
+		return term.IsTerminal(int(f.Fd()))
+	}
 	f, ok := r.(interface{ Stat() (os.FileInfo, error) })
 	if !ok {
 		return false

@@ -65,6 +65,17 @@ func (f fakeStdin) Stat() (os.FileInfo, error) { return fakeInfo{f.mode}, nil }
 
 func TestConfirm(t *testing.T) {
 	t.Parallel()
+	// /dev/null is a character device, and no terminal: nobody is asked.
+	null, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	var asked strings.Builder
+	if err := (&app{stdin: null, stderr: &asked, started: true}).confirm("Retry 3 tasks?", "retry --all", "retried"); err == nil ||
+		!strings.Contains(err.Error(), "standard input is not a terminal") || asked.Len() != 0 {
+		t.Errorf("stdin %s: %v, asked %q; want refused without a question", os.DevNull, err, asked.String())
+	}
 	tty := os.ModeDevice | os.ModeCharDevice
 	for _, tc := range []struct {
 		name  string
