@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"github.com/agentledger/agentledger"
 )
@@ -11,6 +12,9 @@ import (
 type BulkResult struct {
 	// Done are the tasks acted on.
 	Done []int64
+	// Flagged are, for a cancel, the running tasks asked to stop: each
+	// stops at its attempt's next heartbeat (not among Done).
+	Flagged []int64
 	// Skipped are the tasks the action did not apply to, with why.
 	Skipped map[int64]string
 }
@@ -37,10 +41,17 @@ func (s *Service) CancelAll(ctx context.Context, p ListParams) (BulkResult, erro
 		p.States = []agentledger.TaskState{agentledger.StateQueued, agentledger.StateWaiting, agentledger.StateRetrying,
 			agentledger.StateRunning, agentledger.StateNeedsAttention}
 	}
-	return s.each(ctx, p, func(id int64) error {
-		_, err := s.Cancel(ctx, p.Tenant, id)
+	var flagged []int64
+	res, err := s.each(ctx, p, func(id int64) error {
+		t, err := s.Cancel(ctx, p.Tenant, id)
+		if err == nil && t.State == agentledger.StateRunning {
+			flagged = append(flagged, id)
+		}
 		return err
 	})
+	res.Done = slices.DeleteFunc(res.Done, func(id int64) bool { return slices.Contains(flagged, id) })
+	res.Flagged = flagged
+	return res, err
 }
 
 // each runs act on every task of the filter, newest first, one task at a

@@ -245,8 +245,11 @@ func (c commands) bulk(op bulkOp, f Filter) tea.Cmd {
 			return fmt.Sprintf("retried %s, skipped %d", plural(len(res.Done), "dead task"), len(res.Skipped)), err
 		}
 		res, err := c.store.CancelAll(ctx, f)
-		return fmt.Sprintf("cancelled %s (running ones at their next heartbeat), skipped %d",
-			plural(len(res.Done), "task"), len(res.Skipped)), err
+		msg := "cancelled " + plural(len(res.Done), "task")
+		if len(res.Flagged) > 0 {
+			msg += ", asked " + plural(len(res.Flagged), "running task") + " to stop at its next heartbeat"
+		}
+		return fmt.Sprintf("%s, skipped %d", msg, len(res.Skipped)), err
 	})
 }
 

@@ -125,7 +125,7 @@ func TestBulkOverTheFilter(t *testing.T) {
 	wantStatus(t, d, "Cancel the 1 unfinished task?")
 	wantStatus(t, d, "1 unfinished task matches the filter queue=billing.")
 	d.keys("y")
-	wantStatus(t, d, "cancelled 1 task (running")
+	wantStatus(t, d, "cancelled 1 task, skipped 0")
 	if got := getTask(t, s, 3).State; got != agentledger.StateCancelled {
 		t.Errorf("task 3 is %s", got)
 	}

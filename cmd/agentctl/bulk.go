@@ -76,8 +76,11 @@ type bulkResult struct {
 	Action string `json:"action"`
 	// Matched is how many tasks the filter matched when counted, before
 	// the confirmation.
-	Matched int64         `json:"matched"`
-	Done    []int64       `json:"done"`
+	Matched int64   `json:"matched"`
+	Done    []int64 `json:"done"`
+	// Flagged are, for a cancel, running tasks asked to stop at their
+	// next heartbeat.
+	Flagged []int64       `json:"flagged,omitempty"`
 	Skipped []skippedTask `json:"skipped"`
 }
 
@@ -137,6 +140,7 @@ func (a *app) bulk(ctx context.Context, tenant string, f *bulkFlags, states []ag
 	}
 	done, err := act.do(ctx, operator.New(a.db.Pool), p)
 	res.Done = append(res.Done, done.Done...)
+	res.Flagged = done.Flagged
 	for id, why := range done.Skipped {
 		res.Skipped = append(res.Skipped, skippedTask{ID: id, Reason: skipReason(why)})
 	}
@@ -156,13 +160,19 @@ func (a *app) bulk(ctx context.Context, tenant string, f *bulkFlags, states []ag
 
 // printBulk writes what a bulk action did and skipped, for people.
 func printBulk(w io.Writer, act bulkAction, res bulkResult) error {
-	if len(res.Done) == 0 {
+	switch {
+	case len(res.Done) == 0 && len(res.Flagged) > 0:
+	case len(res.Done) == 0:
 		fmt.Fprintf(w, "%s no task\n", act.past)
-	} else {
+	default:
 		fmt.Fprintf(w, "%s %s: %s\n", act.past, plural(int64(len(res.Done)), "task"), idList(res.Done, 20))
 		if act.after != "" {
 			fmt.Fprintln(w, act.after)
 		}
+	}
+	if len(res.Flagged) > 0 {
+		fmt.Fprintf(w, "asked %s to stop: %s (each stops at its next heartbeat)\n",
+			plural(int64(len(res.Flagged)), "running task"), idList(res.Flagged, 20))
 	}
 	if len(res.Skipped) == 0 {
 		return nil
