@@ -13,6 +13,7 @@ import (
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/notify/outbox"
+	"github.com/agentledger/agentledger/registry"
 )
 
 func (a *app) ruleCmd() *cobra.Command {
@@ -224,6 +225,15 @@ func (a *app) ruleAdd(ctx context.Context, name string, f *ruleFlags) error {
 		if _, err := a.knownTenant(ctx, a.db, got.Tenant); errors.Is(err, agentledger.ErrNotFound) {
 			fmt.Fprintf(a.stderr, "agentctl: warning: rule %s: tenant %s is not known: the rule notifies nothing until that tenant has tasks "+
 				"(agentctl tenant add %s first, or mind the name)\n", got.Name, grants.ShellQuote(got.Tenant), grants.ShellQuote(got.Tenant))
+		}
+	}
+	// A queue no live daemon works, as submit warns of one: a misspelt
+	// queue makes a rule that never hears of a task.
+	if got.Queue != "" {
+		if live, err := registry.New(a.db.Pool).LiveWorkers(ctx); err == nil && len(live) > 0 &&
+			!slices.ContainsFunc(live, func(w registry.Worker) bool { return slices.Contains(w.Queues, got.Queue) }) {
+			fmt.Fprintf(a.stderr, "agentctl: warning: rule %s: no live daemon works queue %s: the rule hears of its tasks once one does (mind the name)\n",
+				got.Name, grants.ShellQuote(got.Queue))
 		}
 	}
 	// An upsert that replaced a rule keeps its creation time.
