@@ -59,7 +59,9 @@ func (m *filterForm) setWidth(width int) {
 	m.width = width
 	w := max((width-40)/fields, 6)
 	for i := range m.inputs {
-		m.inputs[i].Width = w
+		// textinput fits its placeholder, prompt included, in Width:
+		// "tenant: any" would read "tenant: a…".
+		m.inputs[i].Width = max(w, len(m.inputs[i].Prompt)+len(m.inputs[i].Placeholder))
 	}
 }
 

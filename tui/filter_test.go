@@ -165,3 +165,14 @@ func TestSearchMatchesWhatAWaitingTaskShows(t *testing.T) {
 		}
 	}
 }
+
+// At 80 columns every field of the form shows its name and placeholder
+// whole ("tenant: a…" hid the last).
+func TestFilterFormFitsItsFields(t *testing.T) {
+	t.Parallel()
+	d := newDriver(t, newFakeStore(2, epoch), Options{}, 80, 24)
+	d.keys("f")
+	if v := d.view(); !strings.Contains(v, "state: any") || !strings.Contains(v, "tenant: any") {
+		t.Errorf("the filter form at 80 columns:\n%s", v)
+	}
+}
