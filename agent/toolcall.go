@@ -56,19 +56,11 @@ func (a *Agent) runTool(ctx context.Context, task *agentledger.Task, pl *plan, n
 	switch {
 	case errors.As(err, &denied): // the operator's decision, not the model's mistake: the task fails
 		return "", err
-	case err == nil && res.Status == 0:
-		// A tool with no HTTP status (an MCP tool, one of an embedder's),
-		// or an operator's resolve --done of a call whose outcome was
-		// unknown: {"status":0} would read as a failure, and a model could
-		// make the call again, a new effect under a new key.
-		result := compact(res.Body)
-		if result == nil {
-			result = json.RawMessage("null")
-		}
-		return encode(struct {
-			Performed bool            `json:"performed"`
-			Result    json.RawMessage `json:"result"`
-		}{true, result}), nil
+	case err == nil && res.Status == 0 && len(res.Body) == 0:
+		// Performed with nothing recorded: an operator's resolve --done
+		// of a call whose outcome was unknown. {"status":0} would read as
+		// a failure, and a model could make the call again.
+		return `{"performed":true,"result":null}`, nil
 	case err == nil:
 		return encode(struct {
 			Status int             `json:"status"`

@@ -63,13 +63,6 @@ func TestAgentCallsAnMCPTool(t *testing.T) {
 	if n := c.count("charge"); n != 1 {
 		t.Fatalf("the MCP server got %d charge calls, want 1", n)
 	}
-	// The model reads the MCP call as performed: an MCP tool has no HTTP
-	// status, and {"status":0} could read as a failure to call again.
-	reqs := model.Requests()
-	if msgs := reqs[len(reqs)-1].Messages; len(msgs) == 0 || msgs[len(msgs)-1].Role != "tool" ||
-		!strings.HasPrefix(msgs[len(msgs)-1].Content, `{"performed":true,"result":`) {
-		t.Errorf("the tool message the model read: %+v", msgs[len(msgs)-1])
-	}
 	calls := model.Calls()
 	if _, err := operator.New(db).Replay(ctx, "", id); err != nil {
 		t.Fatal(err)
