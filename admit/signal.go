@@ -16,8 +16,9 @@ type SignalSubmission struct {
 	Caller Caller
 	// Params is the signal; its SentBy is the door's to write.
 	Params waits.SignalParams
-	// By names the sender within its caller: the token's name for a
-	// tenant, the person for the operator, the source for a webhook.
+	// By names the sender within its caller: the tenant and its token
+	// ("acme, token ci-deploy (7)") for a tenant, the person for the
+	// operator, the source for a webhook.
 	By string
 	// Own is the caller's own tenant — a token's, a webhook source's —
 	// for the callers that may signal only their own tasks.

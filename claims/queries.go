@@ -864,8 +864,9 @@ SELECT done.id FROM done WHERE ` + woken
 // deferred already waits, and a record per deferral (one a second on a
 // full cap) would only pile up; but a deferred attempt that wrote the
 // journal (it performed an effect before the limit held the next) is
-// recorded whatever came before, so that every claim that acted has its
-// record.
+// recorded whatever came before, so that the journal's fencing tokens
+// each have their attempt. (A call that failed for now writes no row,
+// and its attempt may go unrecorded.)
 // A task an operator asked to cancel meanwhile is due at once, so that the
 // next claim acknowledges the cancel instead of waiting for the limit.
 //

@@ -247,7 +247,7 @@ func (c commands) bulk(op bulkOp, f Filter) tea.Cmd {
 		res, err := c.store.CancelAll(ctx, f)
 		msg := "cancelled " + plural(len(res.Done), "task")
 		if len(res.Flagged) > 0 {
-			msg += ", asked " + plural(len(res.Flagged), "running task") + " to stop at its next heartbeat"
+			msg += ", asked " + plural(len(res.Flagged), "running task") + " to stop at the next heartbeat"
 		}
 		return fmt.Sprintf("%s, skipped %d", msg, len(res.Skipped)), err
 	})

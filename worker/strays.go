@@ -75,10 +75,9 @@ func (p *Pool) reportStrays(ctx context.Context, queue string, place claims.Stra
 		msg := "tasks wait for a kind no live daemon serves; start one that serves it, or the kind is wrong"
 		args := []any{"queue", st.Queue, "kind", st.Kind}
 		if registry.Serves(t, live) {
-			msg = "tasks wait for what no live daemon serving their kind has; start one that has it"
-			if strings.Contains(reason, " but ") { // an MCP server configured, not connected (registry.WaitingFor)
-				msg = "tasks wait for an MCP server a live daemon has configured but cannot reach; fix the server (the reason says how it stands)"
-			}
+			// The reason names what is missing, and a server a live daemon
+			// has but cannot reach (registry.WaitingFor).
+			msg = "tasks wait for what no live daemon serving their kind has; start one that has it, or fix what the reason names"
 			args = append(args, "needs", strings.Join(st.Needs, ","))
 		}
 		args = append(append(args, counted(st.Tasks, st.IDs, st.Stranded, st.StrandedIDs)...), "reason", reason)

@@ -115,8 +115,8 @@ func TestStraysTheFleetServesAreNotWarnedOf(t *testing.T) {
 	}
 	want := []string{
 		fmt.Sprintf("tasks wait for a kind no live daemon serves; start one that serves it, or the kind is wrong queue=default kind=bogus tasks=1 ids=[%d] reason=no live daemon serves bogus on queue default", ids[1]),
-		fmt.Sprintf("tasks wait for what no live daemon serving their kind has; start one that has it queue=default kind=mail needs=tool:smtp tasks=1 ids=[%d] reason=waiting for a daemon with tool smtp", ids[5]),
-		fmt.Sprintf("tasks wait for what no live daemon serving their kind has; start one that has it queue=default kind=steps needs=tool:nowhere tasks=2 ids=[%d %d] reason=waiting for a daemon with tool nowhere", ids[3], ids[4]),
+		fmt.Sprintf("tasks wait for what no live daemon serving their kind has; start one that has it, or fix what the reason names queue=default kind=mail needs=tool:smtp tasks=1 ids=[%d] reason=waiting for a daemon with tool smtp", ids[5]),
+		fmt.Sprintf("tasks wait for what no live daemon serving their kind has; start one that has it, or fix what the reason names queue=default kind=steps needs=tool:nowhere tasks=2 ids=[%d %d] reason=waiting for a daemon with tool nowhere", ids[3], ids[4]),
 		fmt.Sprintf("tasks wait on a queue no live daemon works; start one on it, or the queue is wrong queue=elsewhere tasks=1 ids=[%d]", ids[6]),
 	}
 	if len(warned) != len(want) {

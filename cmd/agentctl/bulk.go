@@ -80,7 +80,7 @@ type bulkResult struct {
 	Done    []int64 `json:"done"`
 	// Flagged are, for a cancel, running tasks asked to stop at their
 	// next heartbeat.
-	Flagged []int64       `json:"flagged,omitempty"`
+	Flagged []int64       `json:"flagged"`
 	Skipped []skippedTask `json:"skipped"`
 }
 
@@ -140,7 +140,7 @@ func (a *app) bulk(ctx context.Context, tenant string, f *bulkFlags, states []ag
 	}
 	done, err := act.do(ctx, operator.New(a.db.Pool), p)
 	res.Done = append(res.Done, done.Done...)
-	res.Flagged = done.Flagged
+	res.Flagged = append([]int64{}, done.Flagged...)
 	for id, why := range done.Skipped {
 		res.Skipped = append(res.Skipped, skippedTask{ID: id, Reason: skipReason(why)})
 	}

@@ -380,7 +380,9 @@ func (a *app) limitRemove(ctx context.Context, target string) error {
 	// still holds the target's calls until it lets a probe through.
 	if bs, now, err := limits.Breakers(ctx); err == nil {
 		for _, b := range bs {
-			if b.Target == target && b.State != "closed" {
+			// Open, and not yet letting a probe through (one due, or half
+			// open, lets the next call probe the target).
+			if b.Target == target && b.State == flow.Open && (b.OpenUntil == nil || b.OpenUntil.After(now)) {
 				until := "until an operator closes it"
 				if b.OpenUntil != nil {
 					until = "until " + stamp(*b.OpenUntil) + " (" + relative(*b.OpenUntil, now) + ")"
