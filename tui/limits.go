@@ -119,7 +119,11 @@ func (m limitsModel) table() string {
 		lines = append(lines, "", s.Bold.Render(columns(w, "BOOKED LATELY", "UNDER LIMIT", "NEXT CALL")))
 		for _, u := range m.usage {
 			next := "free"
-			if u.Wait > 0 {
+			switch b, ok := m.breakers[u.Target]; {
+			case ok && b.State != flow.Closed:
+				// The rate's slot is free, but the breaker holds the call.
+				next = s.Stale.Render("breaker " + m.breakerState(b))
+			case u.Wait > 0:
 				next = s.Stale.Render("next slot in " + soon(u.Wait))
 			}
 			lines = append(lines, columns(w, u.Target, orDash(u.Limit), next))

@@ -54,7 +54,7 @@ func TestLimitsView(t *testing.T) {
 		"http:https://billing.internal:8080  half-open                          503 Service Unavailable",
 		"mcp:wiki                            opened by operator until 03:14:05  opened by an operator",
 		"BOOKED LATELY                                UNDER LIMIT      NEXT CALL",
-		"mcp:shop                                     mcp:shop         free",
+		"mcp:shop                                     mcp:shop         breaker open until 03:04:35", // its rate's slot is free; the breaker holds it
 		"slack-channel:C1                             slack-channel:*  next slot in 1.2s",
 		"slack-channel:C2                             slack-channel:*  next slot in 1m30s",
 		"slack-channel:C3                             -                free",
