@@ -3,9 +3,9 @@ package agentledger
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/agentledger/agentledger/internal/echo"
 )
 
 // SafeText makes s storable in a PostgreSQL text column: NUL bytes and
@@ -60,14 +60,4 @@ func scrub(v any) any {
 
 // Clip is s, a value taken from a request, cut for an error that echoes
 // it: a 900 KB name is not sent back whole.
-func Clip(s string) string {
-	const most = 64
-	if len(s) <= most {
-		return s
-	}
-	cut := most
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return fmt.Sprintf("%s… (%d bytes)", s[:cut], len(s))
-}
+func Clip(s string) string { return echo.Cut(s) }

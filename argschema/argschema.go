@@ -14,6 +14,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/internal/echo"
 )
 
 // Schema is a resolved schema, ready to check values.
@@ -93,16 +94,12 @@ func Object(doc json.RawMessage) error {
 	return fmt.Errorf(`must describe an object ("type": "object"), not %s: use a struct or a map for the arguments`, tj)
 }
 
-// clip is doc shortened for an error.
+// clip is doc shortened for an error (echo.Cut), "nothing" when empty.
 func clip(doc json.RawMessage) string {
-	s := strings.TrimSpace(string(doc))
-	switch {
-	case s == "":
-		return "nothing"
-	case len(s) > 40:
-		return s[:40] + "…"
+	if s := strings.TrimSpace(string(doc)); s != "" {
+		return echo.Cut(s)
 	}
-	return s
+	return "nothing"
 }
 
 // JSON is the schema as a document.

@@ -6,7 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/agentledger/agentledger/internal/echo"
 )
 
 // DuplicateKeyError is a document whose object gives a key twice: two
@@ -15,7 +16,7 @@ import (
 type DuplicateKeyError struct{ Key string }
 
 func (e *DuplicateKeyError) Error() string {
-	return fmt.Sprintf("canonjson: duplicate object key %q", clip(e.Key))
+	return fmt.Sprintf("canonjson: duplicate object key %q", echo.Cut(e.Key))
 }
 
 // Reason says what is wrong with a document err refused, for its sender:
@@ -24,22 +25,9 @@ func (e *DuplicateKeyError) Error() string {
 func Reason(err error) string {
 	var dup *DuplicateKeyError
 	if errors.As(err, &dup) {
-		return fmt.Sprintf("an object gives the key %q twice", clip(dup.Key))
+		return fmt.Sprintf("an object gives the key %q twice", echo.Cut(dup.Key))
 	}
 	return strings.TrimPrefix(err.Error(), "canonjson: ")
-}
-
-// clip is a key cut for an error.
-func clip(key string) string {
-	const most = 64
-	if len(key) <= most {
-		return key
-	}
-	cut := most
-	for cut > 0 && !utf8.RuneStart(key[cut]) {
-		cut--
-	}
-	return fmt.Sprintf("%s… (%d bytes)", key[:cut], len(key))
 }
 
 // Marshal returns the canonical form of the JSON document in: one pass
