@@ -318,10 +318,6 @@ func toolCheck(servers []registry.Worker, g *grants.Grant, tenant string) func(n
 		known = append(known, w.Tools...)
 	}
 	known = sortedSet(known)
-	shown := known
-	if g != nil {
-		shown = slices.DeleteFunc(slices.Clone(known), func(name string) bool { return g.Allow(tenant, grants.Need{Tool: name}) != nil })
-	}
 	return func(name string) error {
 		if _, found := slices.BinarySearch(known, name); found {
 			return nil
@@ -332,6 +328,10 @@ func toolCheck(servers []registry.Worker, g *grants.Grant, tenant string) func(n
 					return nil
 				}
 			}
+		}
+		shown := known // read only for a refusal: most submissions name known tools
+		if g != nil {
+			shown = slices.DeleteFunc(slices.Clone(known), func(name string) bool { return g.Allow(tenant, grants.Need{Tool: name}) != nil })
 		}
 		if len(shown) == 0 && g != nil {
 			return agentledger.Permanent(fmt.Errorf("unknown tool %q (no tool the grant allows is known to the live workers)", name))
