@@ -3,9 +3,9 @@ package agentledger
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
-
-	"github.com/agentledger/agentledger/internal/echo"
+	"unicode/utf8"
 )
 
 // SafeText makes s storable in a PostgreSQL text column: NUL bytes and
@@ -59,5 +59,17 @@ func scrub(v any) any {
 }
 
 // Clip is s, a value taken from a request, cut for an error that echoes
-// it: a 900 KB name is not sent back whole.
-func Clip(s string) string { return echo.Cut(s) }
+// it: whole up to 64 bytes; past that its first 64 bytes (on a rune
+// boundary), an ellipsis and its length, so a 900 KB name is not sent
+// back whole.
+func Clip(s string) string {
+	const most = 64
+	if len(s) <= most {
+		return s
+	}
+	cut := most
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d bytes)", s[:cut], len(s))
+}

@@ -14,7 +14,6 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/agentledger/agentledger"
-	"github.com/agentledger/agentledger/internal/echo"
 )
 
 // Schema is a resolved schema, ready to check values.
@@ -94,10 +93,10 @@ func Object(doc json.RawMessage) error {
 	return fmt.Errorf(`must describe an object ("type": "object"), not %s: use a struct or a map for the arguments`, tj)
 }
 
-// clip is doc shortened for an error (echo.Cut), "nothing" when empty.
+// clip is doc shortened for an error (agentledger.Clip), "nothing" when empty.
 func clip(doc json.RawMessage) string {
 	if s := strings.TrimSpace(string(doc)); s != "" {
-		return echo.Cut(s)
+		return agentledger.Clip(s)
 	}
 	return "nothing"
 }

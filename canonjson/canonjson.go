@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/agentledger/agentledger/internal/echo"
+	"github.com/agentledger/agentledger"
 )
 
 // DuplicateKeyError is a document whose object gives a key twice: two
@@ -16,7 +16,7 @@ import (
 type DuplicateKeyError struct{ Key string }
 
 func (e *DuplicateKeyError) Error() string {
-	return fmt.Sprintf("canonjson: duplicate object key %q", echo.Cut(e.Key))
+	return fmt.Sprintf("canonjson: duplicate object key %q", agentledger.Clip(e.Key))
 }
 
 // Reason says what is wrong with a document err refused, for its sender:
@@ -25,7 +25,7 @@ func (e *DuplicateKeyError) Error() string {
 func Reason(err error) string {
 	var dup *DuplicateKeyError
 	if errors.As(err, &dup) {
-		return fmt.Sprintf("an object gives the key %q twice", echo.Cut(dup.Key))
+		return fmt.Sprintf("an object gives the key %q twice", agentledger.Clip(dup.Key))
 	}
 	return strings.TrimPrefix(err.Error(), "canonjson: ")
 }
