@@ -30,7 +30,7 @@ const ReopenCompensationsCTE = `reopen AS (
 		error = NULL, completed_at = NULL, retry_allowed = false, updated_at = now()
 	FROM upd
 	WHERE upd.undoing AND l.task_id = upd.id AND l.generation = upd.generation
-		AND starts_with(l.step_path, 'compensate/') AND l.state = 'failed' AND l.class IN ('keyed', 'reconcilable')
+		AND starts_with(l.step_path, '` + CompensationPrefix + `') AND l.state = 'failed' AND l.class IN ('keyed', 'reconcilable')
 )`
 
 // RereadCTE is a CTE named reread for a replay whose CTE upd returns the

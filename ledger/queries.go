@@ -274,7 +274,7 @@ UPDATE ledger SET state = 'completed', note = $4,
 	result = CASE WHEN state = 'failed' THEN $5::jsonb ELSE coalesce($5::jsonb, result) END, error = NULL,
 	completed_at = now(), updated_at = now()
 WHERE tenant = $1 AND operation = $2 AND effect_key = $3
-	AND (state = 'unknown' OR (state = 'failed' AND starts_with(step_path, 'compensate/')))`
+	AND (state = 'unknown' OR (state = 'failed' AND starts_with(step_path, '` + CompensationPrefix + `')))`
 
 // resolveRetrySQL is an operator's "perform it again": the next attempt may
 // perform the unknown effect once.
