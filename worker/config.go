@@ -169,6 +169,8 @@ func (c *Config) setDefaults() error {
 	if c.Observer == nil {
 		c.Observer = noObserver{}
 	}
+	// A queue no task could be submitted to: the claim would find none.
+	badQueue := slices.IndexFunc(c.Queues, func(q string) bool { return !agentledger.ValidName(q) })
 	switch {
 	case c.Concurrency < 0 || c.BatchSize < 0:
 		return fmt.Errorf("worker: concurrency and batch size must be positive")
@@ -180,10 +182,8 @@ func (c *Config) setDefaults() error {
 		return fmt.Errorf("worker: completion wait %s must not be negative", c.CompletionWait)
 	case slices.Contains(c.Queues, ""):
 		return fmt.Errorf("worker: a queue name is empty (queues %q)", c.Queues)
-	case slices.ContainsFunc(c.Queues, func(q string) bool { return !agentledger.ValidName(q) }):
-		// No task could be submitted to it: the claim would find none.
-		i := slices.IndexFunc(c.Queues, func(q string) bool { return !agentledger.ValidName(q) })
-		return fmt.Errorf("worker: queue %q must be 1-128 characters of letters, digits, '.', '_', ':' or '-', as a task's queue is", c.Queues[i])
+	case badQueue >= 0:
+		return fmt.Errorf("worker: queue %q must be 1-128 characters of letters, digits, '.', '_', ':' or '-', as a task's queue is", c.Queues[badQueue])
 	case c.Lease < time.Second:
 		return fmt.Errorf("worker: lease %s is shorter than 1s", c.Lease)
 	case c.HeartbeatInterval <= 0 || c.HeartbeatInterval > c.Lease/2:
