@@ -79,18 +79,16 @@ func (c Compensation) Encode() (json.RawMessage, error) {
 func References(args json.RawMessage) bool { return len(refs.Find(args, selfRE)) > 0 }
 
 // PathOf is the journal place of the compensation of the effect at path.
-func PathOf(path string) string { return compensatePrefix + path }
+func PathOf(path string) string { return ledger.CompensationPrefix + path }
 
 // Undoes is the journal place of the effect that the compensation at path
 // undoes; "", false when path is not a compensation's.
 func Undoes(path string) (string, bool) {
-	if undone, ok := strings.CutPrefix(path, compensatePrefix); ok {
+	if undone, ok := strings.CutPrefix(path, ledger.CompensationPrefix); ok {
 		return undone, true
 	}
 	return "", false
 }
-
-const compensatePrefix = ledger.CompensationPrefix
 
 // ArgsFor is the arguments c is called with to undo e: its ${self…}
 // references resolved against e's result, as the compensation phase
