@@ -146,10 +146,11 @@ func check(ctx context.Context, s *registry.Store, p claims.EnqueueParams, g *gr
 	return advise(runnable(p.Needs, servers), o.Override)
 }
 
-// unknownTools is the refusal of a steps payload naming a tool that no
-// live worker serving it has, read when the grant refused the payload: a
-// misspelt tool is told as one, not as a grant to add (which would not
-// make it exist), naming the known tools the grant allows (toolCheck). Nil when every tool is known, when the tools cannot be
+// unknownTools is the refusal of a steps or agent payload naming a tool
+// that no live worker serving it has, read when the grant refused the
+// payload: a misspelt tool is told as one, not as a grant to add (which
+// would not make it exist), naming the known tools the grant allows
+// (toolCheck). Nil when every tool is known, when the tools cannot be
 // known (no live server, one of an older version, a disconnected MCP
 // server), or when the submitter queues it anyway.
 func unknownTools(ctx context.Context, s *registry.Store, p claims.EnqueueParams, g *grants.Grant, o options) error {
