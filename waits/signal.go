@@ -194,6 +194,7 @@ func (s *Store) WaitingFor(ctx context.Context, name, key string) ([]Wait, error
 // final state, consumed or pending: a row a statement inserts is not
 // visible to that statement's other parts, so it cannot be marked
 // consumed after its insert.
+//
 // The wait's task is locked with the wait, before it (FOR UPDATE OF t, w:
 // its rows are locked in that order), as a cancel takes them (the task,
 // then its waits), so that they never deadlock. A candidate whose task or
@@ -202,9 +203,7 @@ func (s *Store) WaitingFor(ctx context.Context, name, key string) ([]Wait, error
 // candidate alone would be.
 var sendSQL = `/* waits.send */
 WITH w AS (
-	SELECT w.id, w.task_id FROM tasks t JOIN waits w ON t.id = w.task_id AND t.generation = w.generation
-	WHERE w.tenant = $1 AND w.kind = 'signal' AND w.signal = $2 AND w.key = $3 AND w.state = 'waiting' AND w.deadline > now()
-		AND t.state IN ('waiting', 'running', 'queued', 'retrying')
+	SELECT w.id, w.task_id ` + takersSQL + `
 		AND NOT EXISTS (SELECT FROM signals WHERE tenant = $1 AND dedupe_key = $5)
 	ORDER BY w.id LIMIT 1
 	FOR UPDATE OF t, w
