@@ -104,11 +104,13 @@ func (u *Undoer) Work(ctx context.Context, t *agentledger.Task) (json.RawMessage
 	done := map[string]ledger.Entry{} // completed compensations by step path
 	unbuilt := map[string]bool{}      // compensations recorded unbuilt, not resolved, by step path
 	for _, e := range entries {
-		if _, ok := Undoes(e.StepPath); ok && e.State == ledger.StateCompleted {
-			done[e.StepPath] = e
-		}
-		if _, ok := Undoes(e.StepPath); ok && e.Unbuilt() && e.State != ledger.StateCompleted {
-			unbuilt[e.StepPath] = true
+		if _, ok := Undoes(e.StepPath); ok {
+			switch {
+			case e.State == ledger.StateCompleted:
+				done[e.StepPath] = e
+			case e.Unbuilt():
+				unbuilt[e.StepPath] = true
+			}
 		}
 		if !ToUndo(e) {
 			continue
