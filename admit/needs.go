@@ -38,7 +38,7 @@ func needsOf(p claims.EnqueueParams) []string {
 			}
 		}
 	case agent.Kind:
-		out = append(out, registry.CapModel)
+		out = append(out, registry.CapModel, registry.CapAgent2)
 		for _, n := range agent.Needs(p.Payload, "") {
 			if n.Tool != "" && !slices.Contains(tools.Everywhere, n.Tool) {
 				out = append(out, registry.CapTool(n.Tool))

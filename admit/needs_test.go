@@ -32,7 +32,7 @@ func TestDoorMatchesTasksToAMixedFleet(t *testing.T) {
 		{ID: "ticketing", Tools: map[string]json.RawMessage{"http_request": nil, "open_ticket": nil},
 			Caps: []string{"tool:http_request", "tool:open_ticket"}},
 		{ID: "demo", Tools: map[string]json.RawMessage{"http_request": nil},
-			Caps: []string{"http_request@http://127.0.0.1:7450", "model", "tool:http_request"}},
+			Caps: []string{"agent:2", "http_request@http://127.0.0.1:7450", "model", "tool:http_request"}},
 	} {
 		r.Host, r.PID, r.Queues, r.Kinds = "h", 1, []string{"default"}, []string{"steps", "agent"}
 		if err := s.Register(ctx, r); err != nil {
@@ -52,7 +52,7 @@ func TestDoorMatchesTasksToAMixedFleet(t *testing.T) {
 			[]string{"http_request@http://127.0.0.1:7450"}},
 		{"steps", `{"steps":[{"tool":"open_ticket","args":{}},{"tool":"http_request","args":{"method":"POST","url":"${steps.0.body.url}"}}]}`,
 			[]string{"tool:open_ticket"}},
-		{"agent", `{"prompt":"hi","tools":["http_request"]}`, []string{"model"}}, // http_request: every daemon's
+		{"agent", `{"prompt":"hi","tools":["http_request"]}`, []string{"agent:2", "model"}}, // http_request: every daemon's
 		{"echo", `{}`, nil},
 	} {
 		p, err := admitted(c.kind, c.payload, false)
@@ -92,6 +92,53 @@ func TestDoorMatchesTasksToAMixedFleet(t *testing.T) {
 	// What the closest pool lacks (a tie goes to the first by id).
 	if want := "waiting for a daemon with tool open_ticket"; task.WaitReason != want {
 		t.Fatalf("wait reason %q, want %q", task.WaitReason, want)
+	}
+}
+
+// An agent task submitted now needs the agent loop of release 2
+// (registry.CapAgent2), which words a result without an HTTP status as
+// performed: an older agentd, which has a model endpoint but words it
+// {"status":0}, is not offered it by the door and never claims it, so no
+// conversation it recorded is asked again in other words.
+func TestAnOlderAgentdTakesNoNewAgentTask(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	s := registry.New(db)
+	if err := s.Register(ctx, registry.Registration{ID: "old", Host: "h", PID: 1, Queues: []string{"default"},
+		Kinds: []string{"agent"}, Caps: []string{"model"}}); err != nil {
+		t.Fatal(err)
+	}
+	door := &admit.Door{}
+	params := claims.EnqueueParams{Kind: "agent", Payload: []byte(`{"prompt":"hi"}`)}
+	_, err := door.Admit(ctx, db, admit.Submission{Caller: admit.Operator, Params: params, Override: "submit with --allow-unserved"})
+	var ie *agentledger.InvalidError
+	if !errors.As(err, &ie) || !strings.Contains(ie.Problem, "old lacks agent loop 2 (a newer agentd)") {
+		t.Fatalf("only an older agentd live: %v", err)
+	}
+	p, err := door.Admit(ctx, db, admit.Submission{Caller: admit.Operator, Params: params, Unserved: true})
+	if err != nil || !slices.Equal(p.Needs, []string{registry.CapAgent2, registry.CapModel}) {
+		t.Fatalf("queued anyway: needs %q, %v", p.Needs, err)
+	}
+	r, err := claims.New(db).Enqueue(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	claim := func(caps ...string) []*agentledger.Task {
+		got, err := claims.New(db).Claim(ctx, claims.ClaimParams{Queue: "default", Worker: "w", Limit: 10, Lease: time.Minute, Caps: caps})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if got := claim(registry.CapModel); len(got) != 0 {
+		t.Fatalf("an older agentd claimed %d tasks", len(got))
+	}
+	if err := s.ExplainWaits(ctx, r.Task); err != nil || r.Task.WaitReason != "waiting for a daemon with agent loop 2 (a newer agentd)" {
+		t.Fatalf("wait reason %q, %v", r.Task.WaitReason, err)
+	}
+	if got := claim(registry.CapAgent2, registry.CapModel); len(got) != 1 || got[0].ID != r.Task.ID {
+		t.Fatalf("this release's agentd claimed %d tasks", len(got))
 	}
 }
 

@@ -156,8 +156,10 @@ type countTool struct {
 	performed atomic.Int64
 	// fail, when set, may fail performance n (1, 2, …).
 	fail func(n int64) error
-	mu   sync.Mutex
-	keys []string
+	// noStatus: the result has no HTTP status, as an MCP tool's.
+	noStatus bool
+	mu       sync.Mutex
+	keys     []string
 }
 
 func (c *countTool) Name() string        { return c.name }
@@ -190,6 +192,9 @@ func (c *countTool) Effect(call tools.Call) (ledger.Effect, error) {
 			}
 			// Spaces, key order and 1e-7 are all rewritten by jsonb.
 			body := fmt.Sprintf(`{ "x" : %d, "next": %d, "tiny": 1e-7, "html": "<b>" }`, x, x+1)
+			if c.noStatus {
+				return ledger.Result{Body: json.RawMessage(body)}, nil
+			}
 			return ledger.Result{Status: 200, Body: json.RawMessage(body)}, nil
 		},
 	}, nil

@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -10,7 +11,9 @@ import (
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/agent"
 	"github.com/agentledger/agentledger/agentledgertest/fakeopenai"
+	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/registry"
 )
 
 func TestThreeStepConversation(t *testing.T) {
@@ -214,5 +217,39 @@ func TestAResolvedCallReadsAsPerformed(t *testing.T) {
 	}
 	if m := e.fake.Requests()[1].Messages[2]; m.Content != `{"performed":true,"result":null}` {
 		t.Fatalf("the tool message %q", m.Content)
+	}
+}
+
+// A result with no HTTP status (an MCP tool's, a Go tool's) reads as
+// performed to the model of a task submitted since the second wording
+// (registry.CapAgent2, which the door adds to every agent task's needs).
+// A task submitted before keeps {"status":0,…}, the wording its recorded
+// completions were asked with, so that its replay is served.
+func TestAResultWithoutStatusReadsAsPerformed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t, nil, fakeopenai.Calls(call("c1", "count", `{"x":1}`)), fakeopenai.Text("done"),
+		fakeopenai.Calls(call("c2", "count", `{"x":2}`)), fakeopenai.Text("done"))
+	e.tool.noStatus = true
+	for i, c := range []struct {
+		needs []string
+		want  string
+	}{
+		{nil, `{"status":0,"body":{"x":1,"html":"<b>","next":2,"tiny":0.0000001}}`},
+		{[]string{registry.CapModel, registry.CapAgent2}, `{"performed":true,"result":{"x":2,"html":"<b>","next":3,"tiny":0.0000001}}`},
+	} {
+		e.Enqueue(claims.EnqueueParams{Kind: agent.Kind, Needs: c.needs, Payload: json.RawMessage(`{"prompt": "count", "tools": ["count"]}`)})
+		task := e.claim()
+		raw, err := e.agent.Work(ctx, task)
+		if err != nil || answer(t, raw).Answer != "done" {
+			t.Fatalf("task %d: %s %v", i, raw, err)
+		}
+		if m := e.fake.Requests()[2*i+1].Messages[2]; m.Content != c.want {
+			t.Fatalf("task %d (needs %q): the tool message %s, want %s", i, c.needs, m.Content, c.want)
+		}
+		again, err := e.agent.Work(ctx, e.finishAndReplay(task, raw))
+		if err != nil || string(again) != string(raw) || e.fake.Calls() != 2*(i+1) {
+			t.Fatalf("task %d replayed: %s %v, model called %d", i, again, err, e.fake.Calls())
+		}
 	}
 }

@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/canonjson"
 	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/registry"
 	"github.com/agentledger/agentledger/tools"
 )
 
@@ -56,11 +58,19 @@ func (a *Agent) runTool(ctx context.Context, task *agentledger.Task, pl *plan, n
 	switch {
 	case errors.As(err, &denied): // the operator's decision, not the model's mistake: the task fails
 		return "", err
-	case err == nil && res.Status == 0 && len(res.Body) == 0:
-		// Performed with nothing recorded: an operator's resolve --done
-		// of a call whose outcome was unknown. {"status":0} would read as
-		// a failure, and a model could make the call again.
-		return `{"performed":true,"result":null}`, nil
+	case err == nil && res.Status == 0 && (len(res.Body) == 0 || secondWording(task)):
+		// A result with no HTTP status: an MCP tool's or a Go tool's, or
+		// an operator's resolve --done of a call whose outcome was
+		// unknown (nothing recorded). {"status":0} would read as a
+		// failure, and a model could make the call again.
+		result := compact(res.Body)
+		if result == nil {
+			result = json.RawMessage("null")
+		}
+		return encode(struct {
+			Performed bool            `json:"performed"`
+			Result    json.RawMessage `json:"result"`
+		}{true, result}), nil
 	case err == nil:
 		return encode(struct {
 			Status int             `json:"status"`
@@ -75,6 +85,15 @@ func (a *Agent) runTool(ctx context.Context, task *agentledger.Task, pl *plan, n
 		return failure(err.Error(), ledger.Result{}), nil
 	}
 	return "", fmt.Errorf("%s (%s): %w", call.StepPath, c.Name, err)
+}
+
+// secondWording reports whether task was submitted to the agent loop of
+// release 2 (registry.CapAgent2), which answers a result with no HTTP
+// status as performed. A task submitted before keeps the first wording,
+// {"status":0,"body":…}: its recorded completions were asked with it, and
+// a conversation worded otherwise would differ from its record.
+func secondWording(task *agentledger.Task) bool {
+	return slices.Contains(task.Needs, registry.CapAgent2)
 }
 
 // failure is the content of a tool message reporting a failed call.

@@ -18,7 +18,7 @@ func capabilities(reg *tools.Registry, mcp func() map[string]string, model bool)
 	fixed := sync.OnceValue(func() []string {
 		var out []string
 		if model {
-			out = append(out, registry.CapModel)
+			out = append(out, registry.CapModel, registry.CapAgent2)
 		}
 		for _, name := range reg.Names() {
 			if strings.Contains(name, "/") {

@@ -17,7 +17,7 @@ import (
 // A daemon announces what it can run: every tool it has — among them
 // those tools.Everywhere says every daemon has, which the door therefore
 // leaves out of a task's needs —, the origins its allow-lists name, and a
-// model endpoint when it has one.
+// model endpoint, with the agent loop's version, when it has one.
 func TestDaemonAnnouncesItsCapabilities(t *testing.T) {
 	t.Parallel()
 	url := testdb.URL(t)
@@ -36,7 +36,7 @@ func TestDaemonAnnouncesItsCapabilities(t *testing.T) {
 		t.Fatalf("live workers %+v %v", live, err)
 	}
 	caps := live[0].Caps
-	want := []string{"model", "http_request@https://billing.internal:8443", "http_request@http://127.0.0.1:7450"}
+	want := []string{"model", "agent:2", "http_request@https://billing.internal:8443", "http_request@http://127.0.0.1:7450"}
 	for _, name := range tools.Everywhere {
 		want = append(want, registry.CapTool(name))
 	}

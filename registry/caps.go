@@ -18,9 +18,15 @@ import (
 //     are known only once it answers);
 //   - "TOOL@ORIGIN": an origin an HTTP tool may reach
 //     ("http_request@https://api.example.com:443"), as its allow-list reads;
-//   - "model": it has a model endpoint for agent tasks.
+//   - "model": it has a model endpoint for agent tasks;
+//   - "agent:2": its agent loop answers the model in the second wording
+//     (package agent). An agent task submitted since needs it, so that a
+//     daemon of an older release, which would word a tool's result the
+//     first way and so send a conversation other than the one recorded,
+//     never takes one up; a task submitted before keeps the first.
 const (
-	CapModel = "model"
+	CapModel  = "model"
+	CapAgent2 = "agent:2"
 )
 
 // CapTool is the capability of calling tool name; an MCP tool
@@ -46,6 +52,8 @@ func Describe(c string) string {
 	switch {
 	case c == CapModel:
 		return "a model endpoint"
+	case c == CapAgent2:
+		return "agent loop 2 (a newer agentd)"
 	case strings.HasPrefix(c, "tool:"):
 		return "tool " + strings.TrimPrefix(c, "tool:")
 	case strings.HasPrefix(c, "mcp:"):

@@ -16,12 +16,14 @@ func Capabilities(caps []string) string {
 	if caps == nil {
 		return ""
 	}
-	var model bool
+	var model, agent2 bool
 	var mcp, origins, tools []string
 	for _, c := range caps {
 		switch {
 		case c == registry.CapModel:
 			model = true
+		case c == registry.CapAgent2:
+			agent2 = true
 		case strings.HasPrefix(c, "mcp:"):
 			mcp = append(mcp, strings.TrimPrefix(c, "mcp:"))
 		case strings.HasPrefix(c, "tool:"):
@@ -33,8 +35,11 @@ func Capabilities(caps []string) string {
 		}
 	}
 	var parts []string
-	if model {
+	switch {
+	case model && agent2:
 		parts = append(parts, "model endpoint")
+	case model: // an older agentd's: it takes up only agent tasks submitted before agent:2
+		parts = append(parts, "model endpoint (agent loop 1)")
 	}
 	if len(mcp) > 0 {
 		parts = append(parts, "MCP "+strings.Join(mcp, ", "))
@@ -50,11 +55,15 @@ func Capabilities(caps []string) string {
 }
 
 // Needs says what a task needs of the daemon that runs it: "tool
-// open_ticket, http_request to http://127.0.0.1:7450".
+// open_ticket, http_request to http://127.0.0.1:7450". The agent loop's
+// version goes unsaid: every daemon of this release has it, and a task
+// waiting for one says so (registry.WaitingFor).
 func Needs(needs []string) string {
-	words := make([]string, len(needs))
-	for i, n := range needs {
-		words[i] = registry.Describe(n)
+	words := make([]string, 0, len(needs))
+	for _, n := range needs {
+		if n != registry.CapAgent2 {
+			words = append(words, registry.Describe(n))
+		}
 	}
 	return strings.Join(words, ", ")
 }

@@ -16,7 +16,7 @@ func TestWorkersViewHighlightsStale(t *testing.T) {
 		{ID: "alpha-1", Tasks: 12, LastHeartbeat: epoch.Add(-3 * time.Second), NextExpiry: epoch.Add(27 * time.Second),
 			StartedAt: epoch.Add(-time.Hour), Queues: []string{"default", "billing"}, Kinds: []string{"steps", "echo"},
 			MCPServers: map[string]string{"shop": "connected", "crm": "failed"},
-			Caps:       []string{"mcp:shop", "model", "tool:echo"}},
+			Caps:       []string{"agent:2", "mcp:shop", "model", "tool:echo"}},
 		{ID: "beta-2", Tasks: 3, LastHeartbeat: epoch.Add(-2 * time.Minute), NextExpiry: epoch.Add(-90 * time.Second), Expired: 3},
 		{ID: "gamma-3", Tasks: 1, LastHeartbeat: epoch.Add(-45 * time.Second), NextExpiry: epoch.Add(5 * time.Second),
 			StartedAt: epoch.Add(-time.Hour), Queues: []string{"default"}, PruneAt: epoch.Add(4*time.Minute + 15*time.Second)},
