@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/agentledger/agentledger"
@@ -35,6 +36,16 @@ func AttemptOutcome(a agentledger.Attempt) string {
 		return "in progress"
 	}
 	return string(a.Outcome)
+}
+
+// AttemptNumber is an attempt's number, in parentheses for a deferral:
+// a deferred attempt is not counted, so the claim after it takes the same
+// number.
+func AttemptNumber(a agentledger.Attempt) string {
+	if a.Outcome == agentledger.OutcomeDeferred {
+		return "(" + strconv.Itoa(int(a.Attempt)) + ")"
+	}
+	return strconv.Itoa(int(a.Attempt))
 }
 
 // NotificationSource is what asked for a notification event: its rule,

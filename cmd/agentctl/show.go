@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -276,13 +277,17 @@ func printTask(w io.Writer, d *operator.Detail, now time.Time) error {
 		_, err := fmt.Fprintln(w, "Attempts: none")
 		return err
 	}
-	// A replay or a retry runs the same generation from attempt 1 again, so
-	// a number can repeat: the generation and the fencing token tell them
-	// apart.
-	fmt.Fprintln(w, "Attempts (GEN: generation; a replay counts attempts from 1 again; TOKEN: the lease's fencing token):")
+	// A replay or a retry runs the same generation from attempt 1 again,
+	// and a deferral is not counted, so a number can repeat: the
+	// generation and the fencing token tell them apart.
+	deferred := ""
+	if slices.ContainsFunc(atts, func(a agentledger.Attempt) bool { return a.Outcome == agentledger.OutcomeDeferred }) {
+		deferred = " (N): deferred, not counted;"
+	}
+	fmt.Fprintf(w, "Attempts (GEN: generation; a replay counts attempts from 1 again;%s TOKEN: the lease's fencing token):\n", deferred)
 	tab := newTable(w, "GEN", "ATTEMPT", "WORKER", "TOKEN", "STARTED", "ENDED", "OUTCOME", "ERROR")
 	for _, at := range atts {
-		tab.row(strconv.Itoa(int(at.Generation)), strconv.Itoa(int(at.Attempt)), at.Worker, strconv.FormatInt(at.Token, 10),
+		tab.row(strconv.Itoa(int(at.Generation)), render.AttemptNumber(at), at.Worker, strconv.FormatInt(at.Token, 10),
 			stamp(at.StartedAt), stampPtr(at.EndedAt), render.AttemptOutcome(at), orDash(at.Error))
 	}
 	return tab.flush()
