@@ -37,42 +37,44 @@ func NewDeliverer(l *ledger.Ledger, sink Sink) *Deliverer { return &Deliverer{le
 // token) is recorded as the effect's failure and gives the event up, as
 // does a key presented with another request (a rule whose channel changed
 // under a message).
-func (n *Deliverer) Deliver(ctx context.Context, c outbox.Claimed) error {
-	err := n.deliver(ctx, c)
+func (n *Deliverer) Deliver(ctx context.Context, c outbox.Claimed) (string, error) {
+	channel, err := n.deliver(ctx, c)
 	if errors.Is(err, agentledger.ErrKeyReuse) {
-		return agentledger.Permanent(err)
+		return "", agentledger.Permanent(err)
 	}
-	return err
+	return channel, err
 }
 
-func (n *Deliverer) deliver(ctx context.Context, c outbox.Claimed) error {
+// deliver returns the channel of the message it edited in place (see
+// outbox.Handler), "" when it posted to c.Channel.
+func (n *Deliverer) deliver(ctx context.Context, c outbox.Claimed) (string, error) {
 	p, err := c.Decode()
 	if err != nil {
-		return agentledger.Permanent(fmt.Errorf("event %d: payload: %w", c.ID, err))
+		return "", agentledger.Permanent(fmt.Errorf("event %d: payload: %w", c.ID, err))
 	}
 	a := ledger.Attempt{Tenant: c.Tenant, TaskID: c.TaskID, Generation: c.Generation, Fence: c.Fence()}
 	if c.Event.Event == outbox.EventMessage {
 		m := Message{Channel: c.Channel, Text: p.Text}
 		_, err := n.post(ctx, a, c.StepPath, map[string]string{"channel": c.Channel, "text": p.Text}, m)
-		return err
+		return "", err
 	}
 	m := Render(c.Event, p)
 	step := ruleStep(c.Rule)
 	last, found, err := n.ledger.LastCompleted(ctx, c.TaskID, c.Generation, OpPost, step)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if !found {
 		_, err := n.post(ctx, a, step, map[string]string{"rule": c.Rule, "channel": c.Channel}, m)
-		return err
+		return "", err
 	}
 	again := fmt.Sprintf("%s/%d", step, c.ID)
 	gone, err := n.update(ctx, a, again, last.Result.ExternalRef, m)
 	if err != nil || !gone {
-		return err
+		return PostedChannel(last.Result), err
 	}
 	_, err = n.post(ctx, a, again, map[string]any{"rule": c.Rule, "channel": c.Channel, "replaces": last.Result.ExternalRef}, m)
-	return err
+	return "", err
 }
 
 // post is the reconcilable effect that posts m at step. request is the
@@ -90,14 +92,14 @@ func (n *Deliverer) post(ctx context.Context, a ledger.Attempt, step string, req
 			if err != nil {
 				return ledger.Result{}, err
 			}
-			return posted(m.Channel, ref), nil
+			return Posted(m.Channel, ref), nil
 		},
 		Reconcile: func(ctx context.Context, call ledger.Call) (ledger.Result, bool, error) {
 			ref, found, err := n.sink.Find(ctx, call.DownstreamKey(target), m, call.ReservedAt)
 			if err != nil || !found {
 				return ledger.Result{}, false, err
 			}
-			return posted(m.Channel, ref), true, nil
+			return Posted(m.Channel, ref), true, nil
 		},
 	})
 }
@@ -130,8 +132,18 @@ func (n *Deliverer) update(ctx context.Context, a ledger.Attempt, step, ref stri
 	return out.Gone, nil
 }
 
-// posted is a post's stored result.
-func posted(channel, ref string) ledger.Result {
+// Posted is the stored result of a post of ref to channel.
+func Posted(channel, ref string) ledger.Result {
 	body, _ := json.Marshal(map[string]string{"channel": channel, "ref": ref}) // strings always encode
 	return ledger.Result{Body: body, ExternalRef: ref}
+}
+
+// PostedChannel is the channel of a post's stored result (Posted); "" if
+// it names none.
+func PostedChannel(r ledger.Result) string {
+	var p struct {
+		Channel string `json:"channel"`
+	}
+	_ = json.Unmarshal(r.Body, &p) // a result of Posted, or "" for any other
+	return p.Channel
 }

@@ -51,6 +51,32 @@ func TestRetriesThenSuccessIsOneMessage(t *testing.T) {
 	}
 }
 
+// A rule whose channel changes while its task runs goes on editing the
+// task's message where it was posted, and the later events' rows name
+// that channel, not the rule's new one: show and the console say where
+// the message is.
+func TestARuleMovedKeepsItsMessageWhereItWas(t *testing.T) {
+	w := newWorld(t)
+	w.fake.AddChannel("alerts")
+	task := w.Enqueue(claims.EnqueueParams{MaxAttempts: 5})
+	w.finish(w.claimTask(task.ID), "retry")
+	w.drain(w.dispatcher("d1", w.sink(slackToken)))
+	w.rule(outbox.Rule{Name: "ops", Channel: "alerts", Events: outbox.Events})
+	w.finish(w.claimTask(task.ID), "succeed")
+	w.drain(w.dispatcher("d1", w.sink(slackToken)))
+
+	if msgs, moved := w.messagesFor("ops", task.ID), w.messagesFor("alerts", task.ID); len(msgs) != 1 || msgs[0].Updates != 1 || len(moved) != 0 {
+		t.Fatalf("messages in ops %+v, in alerts %+v; want the one in ops, updated once", msgs, moved)
+	}
+	var got []string
+	for _, e := range w.events(task.ID) {
+		got = append(got, e.Event+"@"+e.Channel+":"+string(e.State))
+	}
+	if s := strings.Join(got, " "); s != "retrying@ops:delivered succeeded@ops:delivered" {
+		t.Fatalf("events %s, want both delivered in ops", s)
+	}
+}
+
 // Each rule has its own message; tasks no rule matches write no events.
 func TestRulesMatch(t *testing.T) {
 	w := newWorld(t)
@@ -112,7 +138,7 @@ func TestCrashAfterPostIsReconciled(t *testing.T) {
 		t.Fatalf("claim: %v %v", claimed, err)
 	}
 	crash := &crashSink{Sink: w.sink(slackToken), posted: make(chan struct{})}
-	err = notify.NewDeliverer(w.Ledger, crash).Deliver(ctx, claimed[0])
+	_, err = notify.NewDeliverer(w.Ledger, crash).Deliver(ctx, claimed[0])
 	if !errors.Is(err, errCrash) {
 		t.Fatalf("deliver = %v, want the crash", err)
 	}

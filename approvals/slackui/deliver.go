@@ -36,48 +36,50 @@ var _ outbox.Handler = (*Deliverer)(nil)
 
 // Deliver posts or edits the message of an approval event; any other
 // event is Next's.
-func (d *Deliverer) Deliver(ctx context.Context, c outbox.Claimed) error {
+func (d *Deliverer) Deliver(ctx context.Context, c outbox.Claimed) (string, error) {
 	if c.Event.Event != EventAsk && c.Event.Event != EventDecided && c.Event.Event != EventOutcome {
 		return d.Next.Deliver(ctx, c)
 	}
-	err := d.deliver(ctx, c)
+	channel, err := d.deliver(ctx, c)
 	if errors.Is(err, agentledger.ErrKeyReuse) {
-		return agentledger.Permanent(err)
+		return "", agentledger.Permanent(err)
 	}
-	return err
+	return channel, err
 }
 
-func (d *Deliverer) deliver(ctx context.Context, c outbox.Claimed) error {
+// deliver returns the channel of the post it edited (see outbox.Handler),
+// "" when it posted to c.Channel or did nothing.
+func (d *Deliverer) deliver(ctx context.Context, c outbox.Claimed) (string, error) {
 	var p struct {
 		Request int64  `json:"request"`
 		Outcome string `json:"outcome"`
 	}
 	if err := json.Unmarshal(c.Payload, &p); err != nil || p.Request == 0 {
-		return agentledger.Permanent(fmt.Errorf("event %d: payload names no approval request", c.ID))
+		return "", agentledger.Permanent(fmt.Errorf("event %d: payload names no approval request", c.ID))
 	}
 	r, err := d.Store.Get(ctx, "", p.Request)
 	if errors.Is(err, agentledger.ErrNotFound) {
-		return nil // its task was deleted: nothing to ask or tell
+		return "", nil // its task was deleted: nothing to ask or tell
 	}
 	if err != nil {
-		return err
+		return "", err
 	}
 	m := Message(r, c.Channel)
 	a := ledger.Attempt{Tenant: c.Tenant, TaskID: c.TaskID, Generation: c.Generation, Fence: c.Fence()}
 	step := "notify/" + c.Rule
 	if c.Event.Event == EventAsk {
 		_, err := d.post(ctx, a, step, c.Channel, r, m)
-		return err
+		return "", err
 	}
 	last, found, err := d.Ledger.LastCompleted(ctx, c.TaskID, c.Generation, notify.OpPost, step)
 	if err != nil || !found {
-		return err // never posted (its post failed for good): nothing to edit
+		return "", err // never posted (its post failed for good): nothing to edit
 	}
 	if c.Event.Event == EventOutcome {
 		m.Fields = append(m.Fields, notify.Field{Label: "Outcome", Value: p.Outcome})
-		return d.update(ctx, a, step+"/outcome", last.Result.ExternalRef, m)
+		return notify.PostedChannel(last.Result), d.update(ctx, a, step+"/outcome", last.Result.ExternalRef, m)
 	}
-	return d.update(ctx, a, step+"/decided", last.Result.ExternalRef, m)
+	return notify.PostedChannel(last.Result), d.update(ctx, a, step+"/decided", last.Result.ExternalRef, m)
 }
 
 // post is the reconcilable effect that posts r's message at step; its
@@ -105,14 +107,14 @@ func (d *Deliverer) post(ctx context.Context, a ledger.Attempt, step, channel st
 			if err != nil {
 				return ledger.Result{}, err
 			}
-			return posted(channel, ref), nil
+			return notify.Posted(channel, ref), nil
 		},
 		Reconcile: func(ctx context.Context, call ledger.Call) (ledger.Result, bool, error) {
 			ref, found, err := d.Sink.Find(ctx, call.DownstreamKey("notify"), m, call.ReservedAt)
 			if err != nil || !found {
 				return ledger.Result{}, false, err
 			}
-			return posted(channel, ref), true, nil
+			return notify.Posted(channel, ref), true, nil
 		},
 	})
 }
@@ -138,10 +140,4 @@ func (d *Deliverer) update(ctx context.Context, a ledger.Attempt, step, ref stri
 		},
 	})
 	return err
-}
-
-// posted is a post's stored result, as notify.Deliverer stores it.
-func posted(channel, ref string) ledger.Result {
-	body, _ := json.Marshal(map[string]string{"channel": channel, "ref": ref}) // strings always encode
-	return ledger.Result{Body: body, ExternalRef: ref}
 }

@@ -16,8 +16,13 @@ import (
 // after the wait without counting a failure; ErrLeaseLost drops it (another
 // dispatcher has it); any other error is a failed delivery, retried with
 // backoff. Its context ends shortly before the claim's lease.
+//
+// A delivered event's channel is where it went, when not c.Channel ("":
+// c.Channel): an event that edits its task's message in place reaches the
+// channel the message was first posted to, which its rule may since have
+// changed, and the event's row is made to say so.
 type Handler interface {
-	Deliver(ctx context.Context, c Claimed) error
+	Deliver(ctx context.Context, c Claimed) (channel string, err error)
 }
 
 // Config tunes a Dispatcher; zero fields take the defaults.
@@ -145,7 +150,7 @@ func (d *Dispatcher) deliver(ctx context.Context, c Claimed) {
 	ctx, span := traceDelivery(ctx, c)
 	dctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
 	defer cancel()
-	herr := d.h.Deliver(dctx, c)
+	channel, herr := d.h.Deliver(dctx, c)
 	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer scancel()
 	log := d.log.With("event", c.ID, "task", c.TaskID, "rule", c.Rule, "channel", c.Channel)
@@ -155,7 +160,7 @@ func (d *Dispatcher) deliver(ctx context.Context, c Claimed) {
 	var wait *agentledger.RetryAfterError
 	switch {
 	case herr == nil:
-		outcome, err = "delivered", d.store.Delivered(sctx, c)
+		outcome, err = "delivered", d.store.Delivered(sctx, c, channel)
 	case errors.Is(herr, agentledger.ErrLeaseLost):
 		log.Warn("outbox: claim lost during delivery; another dispatcher delivers the event", "err", herr)
 		outcome = "lost"

@@ -20,7 +20,7 @@ func TestRequeueFailed(t *testing.T) {
 	ok := e.retryTask(1)
 	for _, c := range e.claim("d", 10) {
 		if c.TaskID == ok.ID {
-			if err := e.box.Delivered(ctx, c); err != nil {
+			if err := e.box.Delivered(ctx, c, ""); err != nil {
 				t.Fatal(err)
 			}
 			continue

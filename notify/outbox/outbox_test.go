@@ -117,7 +117,7 @@ func TestClaimInOrderPerRule(t *testing.T) {
 	if more := e.claim("d2", 10); len(more) != 0 {
 		t.Fatalf("claimed %d more while the first are held", len(more))
 	}
-	if err := e.box.Delivered(ctx, got[0]); err != nil {
+	if err := e.box.Delivered(ctx, got[0], ""); err != nil {
 		t.Fatal(err)
 	}
 	next := e.claim("d2", 10)
@@ -169,10 +169,10 @@ func TestExpiredClaimIsFenced(t *testing.T) {
 	if _, err := e.Ledger.Do(ctx, attempt(cur[0]), eff); err != nil || performed.Load() != 1 {
 		t.Fatalf("current claim's effect: %v, performed %d", err, performed.Load())
 	}
-	if err := e.box.Delivered(ctx, old); !errors.Is(err, agentledger.ErrLeaseLost) {
+	if err := e.box.Delivered(ctx, old, ""); !errors.Is(err, agentledger.ErrLeaseLost) {
 		t.Fatalf("stale delivered: %v", err)
 	}
-	if err := e.box.Delivered(ctx, cur[0]); err != nil {
+	if err := e.box.Delivered(ctx, cur[0], ""); err != nil {
 		t.Fatal(err)
 	}
 	// Once delivered, the claim fences nothing more either.
@@ -187,7 +187,9 @@ func TestExpiredClaimIsFenced(t *testing.T) {
 
 type handlerFunc func(context.Context, outbox.Claimed) error
 
-func (f handlerFunc) Deliver(ctx context.Context, c outbox.Claimed) error { return f(ctx, c) }
+func (f handlerFunc) Deliver(ctx context.Context, c outbox.Claimed) (string, error) {
+	return "", f(ctx, c)
+}
 
 // Failed deliveries back off and give up after MaxFailures; a rate limit's
 // wait counts no failure; a permanent error gives up at once.

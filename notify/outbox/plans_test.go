@@ -30,7 +30,7 @@ func TestPlansUnderStaleStatistics(t *testing.T) {
 		one     bool
 	}{
 		{"claim", claimSQL, []any{"d2", 100, "1 minute", now}, []string{"outbox_pkey", "outbox_pending_idx", "outbox_task_idx"}, false},
-		{"delivered", deliveredSQL, []any{events[0], int64(1), now}, []string{"outbox_pkey"}, true},
+		{"delivered", deliveredSQL, []any{events[0], int64(1), now, ""}, []string{"outbox_pkey"}, true},
 		{"retry", retrySQL, []any{events[0], int64(1), now, 0, "", now}, []string{"outbox_pkey"}, true},
 		{"failed", failedSQL, []any{events[0], int64(1), "boom", now}, []string{"outbox_pkey"}, true},
 		{"failed events of a task", failedEventsSQL(true), []any{int64(7), "", 1000}, []string{"outbox_task_idx"}, false},

@@ -81,9 +81,11 @@ const unsettled = `p.state NOT IN ('delivered', 'failed')`
 // state = 'pending', which would let the planner read every pending event
 // from the partial index instead of one row by its primary key.
 
-// deliveredSQL marks a claimed event delivered, fenced on its token.
+// deliveredSQL marks a claimed event delivered, fenced on its token, with
+// the channel it reached ($4, "" for its own).
 const deliveredSQL = `/* outbox.delivered */
 UPDATE outbox SET state = 'delivered', delivered_at = coalesce($3::timestamptz, now()),
+	channel = coalesce(nullif($4::text, ''), channel),
 	lease_owner = NULL, lease_expires_at = NULL, updated_at = coalesce($3::timestamptz, now())
 WHERE id = $1 AND lease_token = $2 AND lease_expires_at IS NOT NULL`
 

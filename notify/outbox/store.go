@@ -78,11 +78,12 @@ func (s *Store) Claim(ctx context.Context, owner string, n int, lease time.Durat
 	return out, nil
 }
 
-// Delivered marks c delivered. ErrLeaseLost: the claim was lost, and
+// Delivered marks c delivered to channel ("": its own; see Handler).
+// ErrLeaseLost: the claim was lost, and
 // another dispatcher delivers the event again (harmlessly: its effects are
 // in the ledger).
-func (s *Store) Delivered(ctx context.Context, c Claimed) error {
-	return s.fenced(ctx, "delivered", c, deliveredSQL, c.ID, c.Token, s.Now.Param())
+func (s *Store) Delivered(ctx context.Context, c Claimed, channel string) error {
+	return s.fenced(ctx, "delivered", c, deliveredSQL, c.ID, c.Token, s.Now.Param(), channel)
 }
 
 // Retry hands c back, due at at; failed counts it as a failed delivery (a
