@@ -7,6 +7,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/agentledger/agentledger"
 )
@@ -44,24 +45,23 @@ type slackBody struct {
 // authenticated request.
 func (s *Source) parse(h http.Header, body []byte) (*delivery, *rejection) {
 	d := &delivery{}
-	// A delivery id or an event given twice is two readings of one
-	// delivery: which one to take would be a guess.
-	names := []string{s.DeliveryHeader, s.EventHeader}
+	idHeader, eventHeader := s.DeliveryHeader, s.EventHeader
 	if s.Type == TypeGitHub {
-		names = []string{HeaderGitHubDelivery, HeaderGitHubEvent}
+		idHeader, eventHeader = HeaderGitHubDelivery, HeaderGitHubEvent
 	}
-	for i, name := range names {
-		if n := len(h.Values(name)); name != "" && n > 1 {
-			code := agentledger.CodeInvalidDeliveryID
-			if i == 1 { // the event's header
-				code = agentledger.CodeMalformedRequest
+	if idHeader != "" { // a Slack delivery's id and event are in its body
+		var p *rejection
+		if d.id, p = oneHeader(h, idHeader, agentledger.CodeInvalidDeliveryID); p != nil {
+			return nil, p
+		}
+		if eventHeader != "" {
+			if d.event, p = oneHeader(h, eventHeader, agentledger.CodeMalformedRequest); p != nil {
+				return nil, p
 			}
-			return nil, newProblem(code, "the header %s is given %d times", name, n)
 		}
 	}
 	switch s.Type {
 	case TypeGitHub:
-		d.id, d.event = h.Get(HeaderGitHubDelivery), h.Get(HeaderGitHubEvent)
 		d.body = githubJSON(h, body)
 	case TypeSlack:
 		if mt, _, _ := mime.ParseMediaType(h.Get("Content-Type")); mt == "application/x-www-form-urlencoded" {
@@ -86,10 +86,7 @@ func (s *Source) parse(h http.Header, body []byte) (*delivery, *rejection) {
 			}
 		}
 	default:
-		d.id, d.body = h.Get(s.DeliveryHeader), body
-		if s.EventHeader != "" {
-			d.event = h.Get(s.EventHeader)
-		}
+		d.body = body
 	}
 	if !json.Valid(d.body) {
 		return nil, newProblem(agentledger.CodeInvalidBody, "the body is not JSON")
@@ -105,6 +102,27 @@ func (s *Source) parse(h http.Header, body []byte) (*delivery, *rejection) {
 		d.event = d.event[:maxEvent]
 	}
 	return d, nil
+}
+
+// oneHeader is the one value of the header name, "" if it is absent,
+// or code's problem naming it. Given twice, or folded by a proxy into one
+// line of comma-separated values (RFC 9110 section 5.3), it is two
+// readings of one delivery: which one to take would be a guess. Only
+// delivery ids and event names are read so, single tokens that hold no
+// comma (GitHub's GUIDs, names such as pull_request); a signature header,
+// which may, is not.
+func oneHeader(h http.Header, name string, code agentledger.Code) (string, *rejection) {
+	vs := h.Values(name)
+	switch {
+	case len(vs) == 0:
+		return "", nil
+	case len(vs) > 1:
+		return "", newProblem(code, "the header %s is given %d times", name, len(vs))
+	case strings.Contains(vs[0], ","):
+		return "", newProblem(code, "the header %s holds a comma-separated list (as a proxy folds a header given "+
+			"more than once into one line); it takes one value, without a comma", name)
+	}
+	return vs[0], nil
 }
 
 // githubJSON is the JSON of a GitHub delivery: the body, or its "payload"

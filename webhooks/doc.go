@@ -10,9 +10,12 @@
 //     comparing MACs in constant time (401 bad_signature; Slack also
 //     401 stale_timestamp) — a refused request stores nothing;
 //  4. reads the delivery id (400 missing_delivery_id, invalid_delivery_id)
-//     and requires a JSON body (400 invalid_body) that PostgreSQL can
-//     store (422 invalid_request for a \u0000 in a string: the API's
-//     rule, 400 for what cannot be read, 422 for a value refused);
+//     and the event — a header of either given twice, or folded by a
+//     proxy into one comma-separated line, is 400 invalid_delivery_id or
+//     malformed_request naming it — and requires a JSON body (400
+//     invalid_body) that PostgreSQL can store (422 invalid_request for a
+//     \u0000 in a string: the API's rule, 400 for what cannot be read, 422
+//     for a value refused);
 //  5. in one transaction inserts (source, delivery id, SHA-256 of the raw
 //     body) into the inbox with INSERT … ON CONFLICT DO NOTHING and, only
 //     if the row is new, enqueues the task (claims.Store.Enqueue,
@@ -53,9 +56,12 @@
 //     within MaxSkew of Config.Now (else 401 stale_timestamp): a captured
 //     delivery can be sent again neither later nor under another id. Its
 //     delivery ids may not contain '.' (400 invalid_delivery_id), which
-//     would make that string ambiguous.
+//     would make that string ambiguous; nor may its id header be given
+//     twice or folded (400 invalid_delivery_id, before the signature,
+//     which covers the id, is checked).
 //
-// Delivery ids are 1–128 printable ASCII characters without spaces.
+// Delivery ids are 1–128 printable ASCII characters without spaces, and
+// one read from a header holds no comma (a folded list, as above).
 //
 // # Tasks
 //

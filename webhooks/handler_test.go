@@ -571,3 +571,85 @@ func TestUnstorableJSONIs422(t *testing.T) {
 	}
 	e.wantCounts(0, 0)
 }
+
+// A proxy may fold a header given twice into one line, its values joined
+// by commas (RFC 9110 §5.3): that is two readings of one delivery, refused
+// as two lines are, naming the header. A delivery id or an event name read
+// from a header holds no comma, with or without the space after it.
+func TestFoldedHeaderRefused(t *testing.T) {
+	t.Parallel()
+	ts := webhooks.Source{Name: "ts", Type: webhooks.TypeHMAC, Secret: ciSecret, Header: "X-Signature",
+		DeliveryHeader: "X-Delivery", TimestampHeader: "X-Timestamp", Kind: "ci_event"}
+	e := newEnv(t, append(testSources(), ts), nil)
+	const ciBody = `{"build": 42}`
+	for _, folded := range []string{", ", ","} {
+		for _, tc := range []struct {
+			name, header, code string
+			send               func() answer
+		}{
+			{"github event", "X-GitHub-Event", string(agentledger.CodeMalformedRequest),
+				func() answer { return e.github(ghSecret, "g1", "push"+folded+"ping", pushBody) }},
+			{"github delivery", "X-GitHub-Delivery", string(agentledger.CodeInvalidDeliveryID),
+				func() answer { return e.github(ghSecret, "g1"+folded+"g2", "push", pushBody) }},
+			{"hmac event", "X-Event", string(agentledger.CodeMalformedRequest), func() answer {
+				return e.post("ci", strings.NewReader(ciBody), "X-Signature", mac(ciSecret, ciBody),
+					"X-Delivery", "c1", "X-Event", "build"+folded+"deploy")
+			}},
+			{"hmac delivery", "X-Delivery", string(agentledger.CodeInvalidDeliveryID), func() answer {
+				return e.post("ci", strings.NewReader(ciBody), "X-Signature", mac(ciSecret, ciBody),
+					"X-Delivery", "c1"+folded+"c2", "X-Event", "build")
+			}},
+			// Signed over the folded id, or over the sender's first one:
+			// either way a 400 naming the header, not a bad signature.
+			{"timestamped delivery, signed folded", "X-Delivery", string(agentledger.CodeInvalidDeliveryID), func() answer {
+				at := strconv.FormatInt(e.now.Unix(), 10)
+				return e.post("ts", strings.NewReader(ciBody), "X-Signature", mac(ciSecret, at+".t1"+folded+"t2."+ciBody),
+					"X-Timestamp", at, "X-Delivery", "t1"+folded+"t2")
+			}},
+			{"timestamped delivery, signed first", "X-Delivery", string(agentledger.CodeInvalidDeliveryID), func() answer {
+				at := strconv.FormatInt(e.now.Unix(), 10)
+				return e.post("ts", strings.NewReader(ciBody), "X-Signature", mac(ciSecret, at+".t1."+ciBody),
+					"X-Timestamp", at, "X-Delivery", "t1"+folded+"t2")
+			}},
+		} {
+			a := tc.send()
+			e.wantProblem(a, http.StatusBadRequest, tc.code)
+			want := "the header " + tc.header + " holds a comma-separated list"
+			if d, _ := a.json["detail"].(string); !strings.HasPrefix(d, want) {
+				t.Errorf("%s folded with %q: detail %q, want it to start %q", tc.name, folded, d, want)
+			}
+		}
+	}
+	e.wantCounts(0, 0)
+	// GitHub's own values, a GUID and an event name with '_', are taken.
+	if a := e.github(ghSecret, "72d3162e-cc78-11e3-81ab-4c9367dc0958", "pull_request", pushBody); a.status != http.StatusAccepted {
+		t.Fatalf("one event and one delivery id: %d %s", a.status, a.raw)
+	}
+	e.wantCounts(1, 1)
+}
+
+// Two header lines for the event are refused as two for the delivery id.
+func TestEventHeaderGivenTwice(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil, nil)
+	req, err := http.NewRequest(http.MethodPost, e.url+"/v1/hooks/gh", strings.NewReader(pushBody))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("X-Hub-Signature-256", "sha256="+mac(ghSecret, pushBody))
+	req.Header.Set("X-GitHub-Delivery", "e1")
+	req.Header.Add("X-GitHub-Event", "push")
+	req.Header.Add("X-GitHub-Event", "ping")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p struct{ Code, Detail string }
+	err = json.NewDecoder(resp.Body).Decode(&p)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusBadRequest || p.Code != string(agentledger.CodeMalformedRequest) ||
+		p.Detail != "the header X-GitHub-Event is given 2 times" {
+		t.Errorf("an event given twice: %d %+v (%v)", resp.StatusCode, p, err)
+	}
+	e.wantCounts(0, 0)
+}

@@ -56,7 +56,7 @@ func (s *Source) verify(h http.Header, body []byte, now time.Time) *rejection {
 // verifyTimestamped checks a TypeHMAC signature over
 // "<timestamp>.<delivery id>.<body>", with the timestamp within MaxSkew.
 func (s *Source) verifyTimestamped(h http.Header, body []byte, now time.Time) *rejection {
-	sig, ts, id := h.Get(s.Header), h.Get(s.TimestampHeader), h.Get(s.DeliveryHeader)
+	sig, ts := h.Get(s.Header), h.Get(s.TimestampHeader)
 	switch {
 	case sig == "":
 		return badSignature("the %s header is missing", s.Header)
@@ -66,6 +66,12 @@ func (s *Source) verifyTimestamped(h http.Header, body []byte, now time.Time) *r
 	sec, err := strconv.ParseInt(ts, 10, 64)
 	if err != nil || sec < 0 {
 		return badSignature("the %s header is not a Unix time in seconds", s.TimestampHeader)
+	}
+	// The id is signed: one given twice or folded is refused as such, not
+	// as a signature that matches neither reading.
+	id, p := oneHeader(h, s.DeliveryHeader, agentledger.CodeInvalidDeliveryID)
+	if p != nil {
+		return p
 	}
 	// With a '.' in the id, the signed string could be split elsewhere: id
 	// "a.1" with body "5" signs what id "a" with body "1.5" does, and a
