@@ -61,7 +61,14 @@ cool-down 30s"), with the kind's default that gives it in parentheses; "-"
 when none is (a breaker opened by hand). A kind's default has no state of
 its own: each of its targets has one.
 
-With --output json it prints an array of breakers.`,
+LAST-ERROR is the last failed call's error ("opened by an operator" for one
+opened by hand). Once the breaker has closed, or the failure has left the
+window, it is kept but labelled as past: "before it closed at 12:04:31 UTC:
+503 Service Unavailable", "at 12:03:10 UTC, no longer counted: connection
+refused".
+
+With --output json it prints an array of breakers; last_error_past is true
+when last_error is such a past one.`,
 		Args: cobra.NoArgs,
 		RunE: a.action(func(ctx context.Context, _ []string) error { return a.breakerList(ctx) }),
 	}
@@ -115,8 +122,14 @@ type breakerRow struct {
 	Manual     bool       `json:"manual"`
 	ProbeUntil *time.Time `json:"probe_until,omitempty"`
 	LastError  string     `json:"last_error,omitempty"`
-	Opens      int64      `json:"opens"`
-	ChangedAt  *time.Time `json:"changed_at,omitempty"`
+	// LastErrorPast is set when LastError no longer describes the breaker:
+	// it closed since (at ChangedAt), or the failure left the window. It
+	// is kept to say what tripped the breaker, not as a current problem.
+	LastErrorPast bool       `json:"last_error_past,omitempty"`
+	Opens         int64      `json:"opens"`
+	ChangedAt     *time.Time `json:"changed_at,omitempty"`
+	// windowPassed is set when the failures counted left the window.
+	windowPassed bool
 	// Breaker is the configuration in force, from the limit named by
 	// ConfiguredBy (the target's own or its kind's default).
 	Breaker      *flow.Breaker `json:"breaker,omitempty"`
@@ -158,7 +171,12 @@ func breakerRows(limits []flow.Limit, states []flow.BreakerState, now time.Time)
 		r.ProbeUntil, r.LastError, r.Opens, r.ChangedAt = s.ProbeUntil, s.LastError, s.Opens, &changed
 		if s.State == flow.Closed && r.Breaker != nil && s.WindowStart != nil && now.Sub(*s.WindowStart) > r.Breaker.Window {
 			r.Failures = 0 // the window passed: the next failure starts anew
+			r.windowPassed = s.Failures > 0
 		}
+		// A closed breaker counting no failure keeps the error from before
+		// it closed (a probe succeeded, or an operator closed it) or of a
+		// failure the window let go: history, not a current problem.
+		r.LastErrorPast = r.State == flow.Closed && r.Failures == 0 && r.LastError != ""
 		if r.Breaker == nil && r.State == flow.Closed && r.Failures == 0 {
 			// Closed, no failures, configured by no limit (opened by hand
 			// and closed since, or its limit removed): only history.
@@ -229,9 +247,32 @@ func (a *app) breakerList(ctx context.Context) error {
 			continue
 		}
 		t.row(r.Target, r.State, fmt.Sprint(r.Failures), openUntil(r.State, r.OpenUntil, now), fmt.Sprint(r.Opens),
-			orDash(conf), orDash(truncate(r.LastError, 80)))
+			orDash(conf), lastErrorCell(r, now))
 	}
 	return t.flush()
+}
+
+// maxErrorCell bounds the LAST-ERROR cell, its label included.
+const maxErrorCell = 80
+
+// lastErrorCell is the LAST-ERROR cell: the error as it is while it
+// describes the breaker (open, half-open, or a failure counted within the
+// window), else labelled with when it became history, so that a closed
+// breaker's old error does not read as a current problem.
+func lastErrorCell(r breakerRow, now time.Time) string {
+	if r.LastError == "" {
+		return "-"
+	}
+	if !r.LastErrorPast || r.ChangedAt == nil {
+		return truncate(r.LastError, maxErrorCell)
+	}
+	// Closed since, ChangedAt is when it closed; with the window passed,
+	// when the last failure was counted.
+	label := "before it closed at " + utcClock(*r.ChangedAt, now) + ": "
+	if r.windowPassed {
+		label = "at " + utcClock(*r.ChangedAt, now) + ", no longer counted: "
+	}
+	return label + truncate(r.LastError, maxErrorCell-len(label))
 }
 
 func (a *app) breakerOpen(ctx context.Context, target string, d time.Duration) error {
