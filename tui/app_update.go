@@ -39,6 +39,10 @@ func (a App) route(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case pageMsg, countsMsg:
 		var cmd tea.Cmd
 		a.tasks, cmd = a.tasks.Update(msg)
+		if a.view == viewTasks {
+			a.takeTasksNote() // a next page found empty
+		}
+		a.tasks.note = "" // said of a view no longer shown
 		return a, cmd
 	case detailMsg:
 		var cmd tea.Cmd
@@ -208,6 +212,7 @@ func (a App) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 			return a, nil
 		}
 		a.tasks, cmd = a.tasks.Update(msg)
+		a.takeTasksNote()
 	case viewTask:
 		if r := a.task.pendingApproval(); r != nil && (key.Matches(msg, k.Approve) || key.Matches(msg, k.DenyRequest)) {
 			return a, a.askDecision(r, key.Matches(msg, k.Approve))
@@ -333,6 +338,16 @@ func (a *App) setStatus(text string, err error) {
 		a.status = err.Error()
 	}
 	a.statusSeq++
+}
+
+// takeTasksNote puts up what the tasks view said of a key that did
+// nothing (a page key with no page to go to), so that the key is not
+// silently ignored.
+func (a *App) takeTasksNote() {
+	if a.tasks.note != "" {
+		a.setStatus(a.tasks.note, nil)
+		a.tasks.note = ""
+	}
 }
 
 // clearStatus takes the status message down.

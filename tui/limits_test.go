@@ -72,7 +72,9 @@ func TestLimitsView(t *testing.T) {
 	// The refresh tick reads them again.
 	store.mu.Lock()
 	store.usage[1].Wait = 0
-	store.breakers[2] = flow.BreakerState{Target: "mcp:shop", State: flow.Closed}
+	// Closed again, the breaker keeps its last error as stored: the view
+	// does not show it as a current problem.
+	store.breakers[2] = flow.BreakerState{Target: "mcp:shop", State: flow.Closed, Opens: 1, LastError: "no answer within 30s"}
 	store.mu.Unlock()
 	d.send(tickMsg{})
 	v = d.view()
@@ -81,6 +83,9 @@ func TestLimitsView(t *testing.T) {
 	}
 	if !strings.Contains(v, "mcp:shop              closed              2/s") || !strings.Contains(v, "3 breakers not closed") {
 		t.Errorf("after a tick, mcp:shop's breaker is not closed:\n%s", v)
+	}
+	if strings.Contains(v, "no answer within 30s") {
+		t.Errorf("after a tick, the closed breaker's old error is shown:\n%s", v)
 	}
 
 	// A narrow terminal keeps the targets whole (agentctl limit rm takes

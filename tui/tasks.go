@@ -1,6 +1,8 @@
 package tui
 
 import (
+	"fmt"
+
 	"github.com/charmbracelet/bubbles/cursor"
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/table"
@@ -40,6 +42,15 @@ type tasksModel struct {
 	// stale is set while the rows are of another filter or page than the
 	// one asked for.
 	stale bool
+	// forward is the load that the next-page key started: if its page is
+	// empty, this page was the last (it was full) and the view stays on
+	// it, its cursor back at row forwardRow.
+	forward, forwardRow int
+	// end is set once the page after this one was found empty.
+	end bool
+	// note is what a key that did nothing says for the status line; App
+	// takes it after each Update.
+	note string
 
 	seq     int // the latest load; older answers are dropped
 	pending int // answers of the latest load still to come
@@ -100,7 +111,7 @@ func (m tasksModel) selected() *agentledger.Task {
 
 // setFilter applies a new filter from the first page.
 func (m *tasksModel) setFilter(f Filter) tea.Cmd {
-	m.filter, m.before, m.back, m.stale = f, 0, nil, true
+	m.filter, m.before, m.back, m.stale, m.end = f, 0, nil, true, false
 	moveTo(&m.table, 0)
 	return m.load()
 }
@@ -114,6 +125,15 @@ func (m tasksModel) Update(msg tea.Msg) (tasksModel, tea.Cmd) {
 		}
 		m.pending--
 		m.err = msg.err
+		if msg.err == nil && msg.seq == m.forward && len(msg.rows) == 0 && len(m.back) > 0 {
+			// The page was full and the last: stay on it (its rows are
+			// still loaded) rather than show an empty one.
+			m.before, m.back = m.back[len(m.back)-1], m.back[:len(m.back)-1]
+			m.stale, m.end = false, true
+			moveTo(&m.table, m.forwardRow)
+			m.note = m.pageNote(true)
+			return m, nil
+		}
 		if msg.err == nil {
 			m.rows, m.loaded, m.stale = msg.rows, true, false
 			m.apply()
@@ -146,18 +166,30 @@ func (m tasksModel) updateKeys(msg tea.KeyMsg) (tasksModel, tea.Cmd) {
 	k := m.env.keys
 	switch {
 	case key.Matches(msg, k.NextPage):
-		if m.stale || len(m.rows) < m.env.opts.PageSize {
-			return m, nil // the last page, or the next one is on its way
-		}
-		m.back = append(m.back, m.before)
-		m.before, m.stale = m.rows[len(m.rows)-1].ID, true
-		moveTo(&m.table, 0)
-		return m, m.load()
-	case key.Matches(msg, k.PrevPage):
-		if len(m.back) == 0 {
+		if m.stale {
+			if m.err == nil { // else the status line shows why it did not load
+				m.note = fmt.Sprintf("page %d is still loading: %s again once it is shown", len(m.back)+1, k.NextPage.Help().Key)
+			}
 			return m, nil
 		}
-		m.before, m.back, m.stale = m.back[len(m.back)-1], m.back[:len(m.back)-1], true
+		if len(m.rows) < m.env.opts.PageSize {
+			m.note = m.pageNote(true)
+			return m, nil
+		}
+		// A full page may be the last (end): look again, since tasks
+		// entering the filter may have made a next page since.
+		m.back, m.forwardRow = append(m.back, m.before), m.table.Cursor()
+		m.before, m.stale, m.end = m.rows[len(m.rows)-1].ID, true, false
+		moveTo(&m.table, 0)
+		cmd := m.load()
+		m.forward = m.seq
+		return m, cmd
+	case key.Matches(msg, k.PrevPage):
+		if len(m.back) == 0 {
+			m.note = m.pageNote(false)
+			return m, nil
+		}
+		m.before, m.back, m.stale, m.end = m.back[len(m.back)-1], m.back[:len(m.back)-1], true, false
 		moveTo(&m.table, 0)
 		return m, m.load()
 	case key.Matches(msg, k.State):
@@ -195,6 +227,28 @@ func (m tasksModel) updateKeys(msg tea.KeyMsg) (tasksModel, tea.Cmd) {
 	var cmd tea.Cmd
 	m.table, cmd = m.table.Update(msg)
 	return m, cmd
+}
+
+// pageNote says why the next-page key (next) or the previous-page key
+// does nothing on this page: a user pressing it is told, not ignored.
+func (m tasksModel) pageNote(next bool) string {
+	k := m.env.keys
+	last := len(m.rows) < m.env.opts.PageSize || m.end
+	switch {
+	case last && len(m.back) == 0:
+		n := plural(len(m.rows), "task")
+		if len(m.rows) == 0 {
+			n = "no tasks"
+		}
+		if m.filter != (Filter{}) {
+			verb := map[bool]string{true: "matches", false: "match"}[len(m.rows) == 1]
+			n += " " + verb + " the filter " + m.filter.String()
+		}
+		return "one page only: " + n
+	case next:
+		return fmt.Sprintf("already on the last page, page %d (%s: %s)", len(m.back)+1, k.PrevPage.Help().Key, k.PrevPage.Help().Desc)
+	}
+	return fmt.Sprintf("already on the first page (%s: %s)", k.NextPage.Help().Key, k.NextPage.Help().Desc)
 }
 
 func (m tasksModel) updateSearch(msg tea.KeyMsg) (tasksModel, tea.Cmd) {

@@ -323,3 +323,98 @@ func TestTheSelectedRowStaysOnScreen(t *testing.T) {
 	d.send(tea.WindowSizeMsg{Width: 80, Height: 24})
 	onScreen("after the window shrank")
 }
+
+// The page keys say why they do nothing rather than ignore the key: one
+// page only, already on the first or the last page, the page still
+// loading.
+func TestPageKeysSayWhyTheyDoNothing(t *testing.T) {
+	t.Parallel()
+	status := func(t *testing.T, d *driver, key, want string) {
+		t.Helper()
+		d.keys(key)
+		if got := d.app().status; got != want || d.app().statusErr {
+			t.Errorf("after %s the status is %q (error %v), want %q", key, got, d.app().statusErr, want)
+		}
+		v := d.view()
+		checkFrame(t, v, 80, 24)
+		if !strings.Contains(v, want) {
+			t.Errorf("after %s the screen does not say %q:\n%s", key, want, v)
+		}
+	}
+	lists := func(store *fakeStore) []string {
+		var out []string
+		for _, c := range store.callLog() {
+			if strings.HasPrefix(c, "list ") {
+				out = append(out, c[strings.Index(c, "before="):])
+			}
+		}
+		return out
+	}
+
+	t.Run("one page", func(t *testing.T) {
+		store := newFakeStore(7, epoch)
+		d := newDriver(t, store, Options{}, 80, 24)
+		for _, k := range []string{"n", "]", "p", "["} {
+			status(t, d, k, "one page only: 7 tasks")
+		}
+		d.keys("down") // the next key takes the status down
+		if got := d.app().status; got != "" {
+			t.Errorf("the status outlived the next key: %q", got)
+		}
+		if got := lists(store); len(got) != 1 {
+			t.Errorf("pages loaded: %v, want the first only", got)
+		}
+	})
+	t.Run("one page of a filter", func(t *testing.T) {
+		d := newDriver(t, newFakeStore(40, epoch), Options{Filter: Filter{State: agentledger.StateDead}}, 80, 24)
+		status(t, d, "n", "one page only: 8 tasks match the filter state=dead")
+	})
+	t.Run("first and last", func(t *testing.T) {
+		d := newDriver(t, newFakeStore(250, epoch), Options{PageSize: 100}, 80, 24)
+		status(t, d, "p", "already on the first page (n: next page)")
+		d.keys("n", "n")
+		status(t, d, "n", "already on the last page, page 3 (p: prev page)")
+		if got := ids(d.app()); !slices.Equal(got, span(50, 1)) {
+			t.Fatalf("past the last page: %v", got)
+		}
+	})
+	t.Run("a full last page", func(t *testing.T) {
+		// The page after a full one may be empty: the view stays on the
+		// full one and says it is the last.
+		store := newFakeStore(200, epoch)
+		d := newDriver(t, store, Options{PageSize: 100}, 80, 24)
+		d.keys("n", "down", "down")
+		status(t, d, "n", "already on the last page, page 2 (p: prev page)")
+		if got := ids(d.app()); !slices.Equal(got, span(100, 1)) {
+			t.Fatalf("after n on the last page: %v", got)
+		}
+		if got := d.app().tasks.selected().ID; got != 98 {
+			t.Errorf("after n on the last page task %d is selected, want 98 as before", got)
+		}
+		if v := d.view(); !strings.Contains(v, "page 2 · 100 tasks") || strings.Contains(v, "more: n") {
+			t.Errorf("the info line does not say page 2 is the last:\n%s", v)
+		}
+		d.keys("p")
+		if got := ids(d.app()); !slices.Equal(got, span(200, 101)) {
+			t.Fatalf("back from the last page: %v", got)
+		}
+		want := []string{"before=0 limit=100", "before=101 limit=100", "before=1 limit=100", "before=0 limit=100"}
+		if got := lists(store); !slices.Equal(got, want) {
+			t.Errorf("pages loaded:\n%v\nwant\n%v", got, want)
+		}
+
+		one := newDriver(t, newFakeStore(100, epoch), Options{PageSize: 100}, 80, 24)
+		status(t, one, "n", "one page only: 100 tasks")
+		status(t, one, "n", "one page only: 100 tasks")
+	})
+	t.Run("loading", func(t *testing.T) {
+		d := newDriver(t, newFakeStore(250, epoch), Options{PageSize: 100}, 80, 24)
+		var load tea.Cmd
+		d.m, load = d.m.Update(keyMsg("n")) // page 2 asked for, not yet in
+		status(t, d, "n", "page 2 is still loading: n again once it is shown")
+		d.run(load)
+		if got := ids(d.app()); !slices.Equal(got, span(150, 51)) {
+			t.Fatalf("page 2: %v", got)
+		}
+	})
+}

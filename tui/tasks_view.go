@@ -221,7 +221,7 @@ func (m tasksModel) infoLine() string {
 	if len(m.shown) != len(m.rows) {
 		rows = fmt.Sprintf("%d of %s", len(m.shown), plural(len(m.rows), "task"))
 	}
-	if len(m.rows) == m.env.opts.PageSize {
+	if len(m.rows) == m.env.opts.PageSize && !m.end {
 		rows += ", more: n"
 	}
 	if m.stale || !m.loaded {
