@@ -192,7 +192,8 @@ func (m taskModel) lease() string {
 // one for the columns shown (attemptsOrder without TOKEN).
 const (
 	attemptsLegend = "GEN: the generation; a re-run starts the next. ATTEMPT: counts from 1 in each run; " +
-		"a replay, a retry or a resolve runs again from 1. %s ENDED: the time only, when on the day it started."
+		"a replay, a retry or a resolve runs again from 1.%s %s ENDED: the time only, when on the day it started."
+	attemptsDeferred = " (N): deferred, not counted."
 	attemptsToken = "TOKEN: the fencing token, new at each claim; rows are in its order."
 	attemptsOrder = "Rows are in the order of their fencing tokens, new at each claim."
 )
@@ -214,7 +215,7 @@ func (m taskModel) attempts() string {
 		if a.EndedAt != nil {
 			ended = m.env.stampSince(*a.EndedAt, a.StartedAt)
 		}
-		rows[i] = []string{strconv.Itoa(int(a.Generation)), strconv.Itoa(int(a.Attempt)), a.Worker,
+		rows[i] = []string{strconv.Itoa(int(a.Generation)), render.AttemptNumber(a), a.Worker,
 			strconv.FormatInt(a.Token, 10), m.env.stamp(a.StartedAt), ended, render.AttemptOutcome(a), orDash(a.Error)}
 	}
 	keep := fitColumns(header, rows, m.width, 20, "STARTED", "TOKEN", "WORKER")
@@ -223,7 +224,11 @@ func (m taskModel) attempts() string {
 	if !strings.Contains(head, "TOKEN") {
 		order = attemptsOrder
 	}
-	lines := []string{legend(s.Dim, fmt.Sprintf(attemptsLegend, order), m.width), s.Bold.Render(head)}
+	deferred := ""
+	if slices.ContainsFunc(m.detail.Attempts, func(a agentledger.Attempt) bool { return a.Outcome == agentledger.OutcomeDeferred }) {
+		deferred = attemptsDeferred
+	}
+	lines := []string{legend(s.Dim, fmt.Sprintf(attemptsLegend, deferred, order), m.width), s.Bold.Render(head)}
 	for _, r := range rows {
 		lines = append(lines, wrapLast(keep, r, m.width))
 	}

@@ -44,3 +44,27 @@ func TestOverviewMarksACutPayloadLine(t *testing.T) {
 		}
 	}
 }
+
+// A deferred attempt's number is in parentheses, and the legend says why
+// the next claim takes it again; without a deferral the legend says
+// nothing of it.
+func TestAttemptsMarkADeferral(t *testing.T) {
+	e := &env{keys: DefaultKeyMap(), styles: DefaultStyles(), opts: Options{}.withDefaults()}
+	start := time.Now().Add(-time.Minute)
+	end := start.Add(time.Second)
+	task := &agentledger.Task{ID: 7, State: agentledger.StateSucceeded, RunAt: start, MaxAttempts: 25, Generation: 1}
+	atts := []agentledger.Attempt{
+		{TaskID: 7, Attempt: 1, Generation: 1, Worker: "w", Token: 10, StartedAt: start, EndedAt: &end,
+			Outcome: agentledger.OutcomeDeferred, Error: "http:https://billing.internal:8080: rate limit"},
+		{TaskID: 7, Attempt: 1, Generation: 1, Worker: "w", Token: 11, StartedAt: end, EndedAt: &end, Outcome: agentledger.OutcomeSucceeded},
+	}
+	m := taskModel{env: e, detail: &Detail{Detail: operator.Detail{Task: task, Attempts: atts}}, width: 200}
+	got := ansi.Strip(m.attempts())
+	if !strings.Contains(got, "(N): deferred, not counted.") || !strings.Contains(got, "1   (1)     w") || !strings.Contains(got, "1   1       w") {
+		t.Fatalf("with a deferral:\n%s", got)
+	}
+	m.detail.Attempts = atts[1:]
+	if got := ansi.Strip(m.attempts()); strings.Contains(got, "deferred") || strings.Contains(got, "(1)") {
+		t.Fatalf("without one:\n%s", got)
+	}
+}
