@@ -194,8 +194,8 @@ const (
 	attemptsLegend = "GEN: the generation; a re-run starts the next. ATTEMPT: counts from 1 in each run; " +
 		"a replay, a retry or a resolve runs again from 1.%s %s ENDED: the time only, when on the day it started."
 	attemptsDeferred = " (N): deferred, not counted."
-	attemptsToken = "TOKEN: the fencing token, new at each claim; rows are in its order."
-	attemptsOrder = "Rows are in the order of their fencing tokens, new at each claim."
+	attemptsToken    = "TOKEN: the fencing token, new at each claim; rows are in its order."
+	attemptsOrder    = "Rows are in the order of their fencing tokens, new at each claim."
 )
 
 // attempts is the table of the task's attempts, in the order they ran,

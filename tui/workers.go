@@ -101,7 +101,7 @@ func (m workersModel) table() string {
 		}
 		lines = append(lines, columns(w, wk.ID, strconv.FormatInt(wk.Tasks, 10), short(now.Sub(wk.LastHeartbeat))+" ago",
 			expiry(wk.NextExpiry, now), strconv.FormatInt(wk.Expired, 10), status),
-			s.Dim.Render("  "+announced(wk)))
+			s.Dim.Render("  "+announced(wk, now.Sub(wk.LastHeartbeat) > m.env.opts.StaleAfter)))
 		if c := render.Capabilities(wk.Caps); c != "" {
 			lines = append(lines, s.Dim.Render("  runs: "+c))
 		}
@@ -109,8 +109,10 @@ func (m workersModel) table() string {
 	return cutLines(lines, m.width)
 }
 
-// announced says what a worker serves: its queues, kinds and MCP servers.
-func announced(w operator.Worker) string {
+// announced says what a worker serves: its queues, kinds and MCP servers;
+// silent says it has not announced itself for a while, so that its
+// servers' states are what it last reported, not what they are.
+func announced(w operator.Worker, silent bool) string {
 	if w.StartedAt.IsZero() {
 		return "queues and kinds not announced: it only holds leases"
 	}
@@ -124,7 +126,11 @@ func announced(w operator.Worker) string {
 		for i, name := range names {
 			names[i] = name + " " + w.MCPServers[name]
 		}
-		parts = append(parts, "MCP "+strings.Join(names, ", "))
+		mcp := "MCP "
+		if silent {
+			mcp = "MCP last reported "
+		}
+		parts = append(parts, mcp+strings.Join(names, ", "))
 	}
 	return strings.Join(parts, " · ")
 }

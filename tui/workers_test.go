@@ -19,7 +19,8 @@ func TestWorkersViewHighlightsStale(t *testing.T) {
 			Caps:       []string{"agent:2", "mcp:shop", "model", "tool:echo"}},
 		{ID: "beta-2", Tasks: 3, LastHeartbeat: epoch.Add(-2 * time.Minute), NextExpiry: epoch.Add(-90 * time.Second), Expired: 3},
 		{ID: "gamma-3", Tasks: 1, LastHeartbeat: epoch.Add(-45 * time.Second), NextExpiry: epoch.Add(5 * time.Second),
-			StartedAt: epoch.Add(-time.Hour), Queues: []string{"default"}, PruneAt: epoch.Add(4*time.Minute + 15*time.Second)},
+			StartedAt: epoch.Add(-time.Hour), Queues: []string{"default"}, PruneAt: epoch.Add(4*time.Minute + 15*time.Second),
+			MCPServers: map[string]string{"shop": "connected"}},
 	}
 	d := newDriver(t, store, Options{}, 100, 20)
 	d.keys("w")
@@ -33,7 +34,7 @@ func TestWorkersViewHighlightsStale(t *testing.T) {
 		"beta-2                         3      2m ago     1m ago       3        STALE: 3 lease(s) ran out",
 		"  queues and kinds not announced: it only holds leases",
 		"gamma-3                        1      45s ago    in 5s        0        STALE, pruned in 4m",
-		"  queues default · kinds -",
+		"  queues default · kinds - · MCP last reported shop connected", // silent for 45s: it may be gone
 	} {
 		if !strings.Contains(v, want) {
 			t.Errorf("workers view lacks %q:\n%s", want, v)

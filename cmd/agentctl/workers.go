@@ -131,8 +131,14 @@ func (a *app) workers(ctx context.Context, staleAfter time.Duration) error {
 			servers = append(servers, name)
 		}
 		sort.Strings(servers)
+		// A daemon that stopped announcing itself (killed, cut off) said
+		// its servers' states before: they may be long gone since.
+		was := ""
+		if time.Duration(w.HeartbeatAgeSeconds*float64(time.Second)) > staleAfter {
+			was = "last reported "
+		}
 		for _, name := range servers {
-			fmt.Fprintf(a.stdout, "  %s: MCP server %s %s\n", w.ID, name, w.MCPServers[name])
+			fmt.Fprintf(a.stdout, "  %s: MCP server %s %s%s\n", w.ID, name, was, w.MCPServers[name])
 		}
 	}
 	if stale > 0 {
