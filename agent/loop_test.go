@@ -253,3 +253,29 @@ func TestAResultWithoutStatusReadsAsPerformed(t *testing.T) {
 		}
 	}
 }
+
+// A call the tool refuses is answered to the model of a task of the
+// second wording without the operator's names for it (the tool's
+// registered name, the journal's step): the message answers that call. A
+// task submitted before reads it whole, as its completions recorded.
+func TestARefusedCallReadsWithoutTheOperatorsNames(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t, nil, fakeopenai.Calls(call("c1", "count", `{"x":"one"}`)), fakeopenai.Text("done"),
+		fakeopenai.Calls(call("c2", "count", `{"x":"two"}`)), fakeopenai.Text("done"))
+	for i, c := range []struct {
+		needs []string
+		want  string
+	}{
+		{nil, `{"error":"count at tool/0/c1: want {\"x\": <integer>}"}`},
+		{[]string{registry.CapModel, registry.CapAgent2}, `{"error":"want {\"x\": <integer>}"}`},
+	} {
+		e.Enqueue(claims.EnqueueParams{Kind: agent.Kind, Needs: c.needs, Payload: json.RawMessage(`{"prompt": "count", "tools": ["count"]}`)})
+		if raw, err := e.agent.Work(ctx, e.claim()); err != nil || answer(t, raw).Answer != "done" {
+			t.Fatalf("task %d: %s %v", i, raw, err)
+		}
+		if m := e.fake.Requests()[2*i+1].Messages[2]; m.Content != c.want {
+			t.Fatalf("task %d (needs %q): the tool message %s, want %s", i, c.needs, m.Content, c.want)
+		}
+	}
+}

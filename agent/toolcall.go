@@ -77,12 +77,12 @@ func (a *Agent) runTool(ctx context.Context, task *agentledger.Task, pl *plan, n
 			Body   json.RawMessage `json:"body"`
 		}{res.Status, compact(res.Body)}), nil
 	case errors.As(err, &failed):
-		return failure(failed.Message, failed.Result), nil
+		return failure(bare(task, failed.Message, t.Name(), call.StepPath), failed.Result), nil
 	case errors.Is(err, agentledger.ErrKeyReuse):
 		return "", agentledger.Permanent(fmt.Errorf("%s (%s): the call differs from the one recorded for this step; "+
 			"re-run the task as a new intent: %w", call.StepPath, c.Name, err))
 	case errors.As(err, &perm), errors.Is(err, agentledger.ErrInvalid):
-		return failure(err.Error(), ledger.Result{}), nil
+		return failure(bare(task, err.Error(), t.Name(), call.StepPath), ledger.Result{}), nil
 	}
 	return "", fmt.Errorf("%s (%s): %w", call.StepPath, c.Name, err)
 }
@@ -94,6 +94,20 @@ func (a *Agent) runTool(ctx context.Context, task *agentledger.Task, pl *plan, n
 // a conversation worded otherwise would differ from its record.
 func secondWording(task *agentledger.Task) bool {
 	return slices.Contains(task.Needs, registry.CapAgent2)
+}
+
+// bare is a failed call's message as the model of a task of the second
+// wording reads it: without the prefixes that name the call in the
+// operator's terms ("shop/charge at tool/0/call_13: ", "shop/charge: ":
+// the tool's registered name, not the function the model called, and the
+// journal's step), since the message answers that very call. A task of
+// the first wording reads msg whole, as its recorded completions did.
+func bare(task *agentledger.Task, msg, name, step string) string {
+	if !secondWording(task) {
+		return msg
+	}
+	msg = strings.TrimPrefix(msg, name+" at "+step+": ")
+	return strings.TrimPrefix(msg, name+": ")
 }
 
 // failure is the content of a tool message reporting a failed call.
