@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"github.com/charmbracelet/x/ansi"
 	"slices"
 	"strconv"
 	"strings"
@@ -86,7 +87,12 @@ func (m workersModel) table() string {
 		}
 		return s.Dim.Render("no worker is running, and no lease is held")
 	}
-	w := []int{30, 6, 10, 12, 8}
+	// WORKER is as wide as the longest id (host-pid ids are ~15 cells),
+	// up to 30, so that STATUS keeps its room at 80 columns.
+	w := []int{len("WORKER"), 6, 10, 12, 8}
+	for _, wk := range m.workers {
+		w[0] = min(max(w[0], ansi.StringWidth(wk.ID)), 30)
+	}
 	lines := []string{s.Bold.Render(columns(w, "WORKER", "TASKS", "HEARTBEAT", "NEXT EXPIRY", "EXPIRED", "STATUS"))}
 	for _, wk := range m.workers {
 		status := "ok"

@@ -28,12 +28,12 @@ func TestWorkersViewHighlightsStale(t *testing.T) {
 	checkFrame(t, v, 100, 20)
 	for _, want := range []string{
 		"3 workers holding 16 leases · 2 stale",
-		"alpha-1                        12     3s ago     in 27s       0        ok",
+		"alpha-1 12     3s ago     in 27s       0        ok",
 		"  queues default, billing · kinds steps, echo · MCP crm failed, shop connected",
 		"  runs: model endpoint · MCP shop · tools echo",
-		"beta-2                         3      2m ago     1m ago       3        STALE: 3 lease(s) ran out",
+		"beta-2  3      2m ago     1m ago       3        STALE: 3 lease(s) ran out",
 		"  queues and kinds not announced: it only holds leases",
-		"gamma-3                        1      45s ago    in 5s        0        STALE, pruned in 4m",
+		"gamma-3 1      45s ago    in 5s        0        STALE, pruned in 4m",
 		"  queues default · kinds - · MCP last reported shop connected", // silent for 45s: it may be gone
 	} {
 		if !strings.Contains(v, want) {
