@@ -349,7 +349,7 @@ func TestVLLMWithoutToolChoiceFailsClearly(t *testing.T) {
 	e, m := newRawEnv(t, nil, canned{status: 400, file: "vllm_400_auto_tool_choice.json"})
 	task := e.submit(`{"prompt": "count", "tools": ["count"]}`)
 	_, err := e.agent.Work(ctx, task)
-	wantPermanent(t, err, "requires --enable-auto-tool-choice and --tool-call-parser to be set")
+	wantPermanent(t, err, `llm/0: model endpoint answered 400 Bad Request: "auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set`)
 	if j := e.journal(task); len(j) != 0 || m.calls() != 1 {
 		t.Fatalf("journal %+v, model called %d", j, m.calls())
 	}
@@ -413,5 +413,19 @@ func TestAnHTMLAnswerIsNoChatCompletion(t *testing.T) {
 	_, err := e.agent.Work(context.Background(), e.submit(`{"prompt": "hi"}`))
 	if err == nil || !strings.Contains(err.Error(), "the answer is not a chat completion (not JSON") {
 		t.Fatalf("err %v", err)
+	}
+}
+
+// An error answer that is not OpenAI's error JSON (a proxy's page at a
+// wrong path) is said with its status once and its body on one line, not
+// in go-openai's "error, status code: …, body: …".
+func TestAProxyPageAnswerIsSaidPlainly(t *testing.T) {
+	t.Parallel()
+	e, _ := newRawEnv(t, nil, canned{status: 404, file: "proxy_502_bad_gateway.html"})
+	task := e.submit(`{"prompt": "hi"}`)
+	_, err := e.agent.Work(context.Background(), task)
+	wantPermanent(t, err, "llm/0: model endpoint answered 404 Not Found: <html> <head><title>502 Bad Gateway</title></head>")
+	if strings.Contains(err.Error(), "status code") {
+		t.Fatalf("err %v: go-openai's wording", err)
 	}
 }

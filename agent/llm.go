@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -212,6 +213,7 @@ func (a *Agent) chatOnce(ctx context.Context, n int, req chatRequest) (c complet
 		}
 	default:
 		e.transient = transientStatus(obs.status)
+		err = answerError(err)
 	}
 	if obs.status != http.StatusTooManyRequests && obs.status != http.StatusServiceUnavailable {
 		e.retryAfter = 0
@@ -246,9 +248,38 @@ type llmError struct {
 
 func (e *llmError) Error() string {
 	if e.status != 0 {
-		return fmt.Sprintf("llm/%d: model endpoint answered %d: %s", e.step, e.status, e.msg)
+		return fmt.Sprintf("llm/%d: model endpoint answered %d %s: %s", e.step, e.status, http.StatusText(e.status), e.msg)
 	}
 	return fmt.Sprintf("llm/%d: %s", e.step, e.msg)
+}
+
+// answerError is what an error answer said, without go-openai's words
+// around it ("error, status code: 404, status: 404 Not Found, message:
+// …"): llmError says the status once. OpenAI's error JSON gives its
+// message; a server's own ({"message": …} as vLLM's, {"error": "…"}) its
+// message too; any other answer (a proxy's page) its body, on one line.
+func answerError(err error) error {
+	var api *openai.APIError
+	var req *openai.RequestError
+	switch {
+	case errors.As(err, &api) && api.Message != "":
+		return errors.New(api.Message)
+	case errors.As(err, &req) && len(bytes.TrimSpace(req.Body)) > 0:
+		var body struct {
+			Message string          `json:"message"`
+			Error   json.RawMessage `json:"error"`
+		}
+		var text string
+		switch {
+		case json.Unmarshal(req.Body, &body) != nil:
+		case body.Message != "":
+			return errors.New(body.Message)
+		case json.Unmarshal(body.Error, &text) == nil && text != "":
+			return errors.New(text)
+		}
+		return errors.New(strings.Join(strings.Fields(string(req.Body)), " "))
+	}
+	return err
 }
 
 // observer is the HTTP client of one call: it notes whether the request was
