@@ -104,10 +104,19 @@ type Config struct {
 	// [[compensation]] tables); a task's payload may declare its own for
 	// a tool, which then stands instead.
 	Compensations map[string]saga.Compensation
+	// Logger says, at info, each tool call the model asked for that was
+	// not performed (a tool the task may not use, arguments the tool
+	// refused, a host or a grant that does not allow it): the model is
+	// told why in its conversation, which an operator does not read. Nil:
+	// slog.Default().
+	Logger *slog.Logger
 }
 
 // withDefaults returns c with zero fields filled.
 func (c Config) withDefaults() Config {
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
 	if c.RequestTimeout <= 0 {
 		c.RequestTimeout = DefaultRequestTimeout
 	}

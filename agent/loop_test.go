@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +14,7 @@ import (
 	"github.com/agentledger/agentledger/agent"
 	"github.com/agentledger/agentledger/agentledgertest/fakeopenai"
 	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/internal/test/logbuf"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/registry"
 )
@@ -276,6 +279,28 @@ func TestARefusedCallReadsWithoutTheOperatorsNames(t *testing.T) {
 		}
 		if m := e.fake.Requests()[2*i+1].Messages[2]; m.Content != c.want {
 			t.Fatalf("task %d (needs %q): the tool message %s, want %s", i, c.needs, m.Content, c.want)
+		}
+	}
+}
+
+// A call the model asks for and that is not performed is logged, with the
+// reason the model is told: an operator reads no conversation.
+func TestARefusedCallIsLogged(t *testing.T) {
+	t.Parallel()
+	logs := &logbuf.Buffer{}
+	e := newEnv(t, func(c *agent.Config) { c.Logger = slog.New(slog.NewTextHandler(logs, nil)) },
+		fakeopenai.Calls(call("c1", "secret", `{"x":1}`)), fakeopenai.Calls(call("c2", "count", `{"x":"one"}`)), fakeopenai.Text("done"))
+	task := e.submit(`{"prompt": "count", "tools": ["count"]}`)
+	if raw, err := e.agent.Work(context.Background(), task); err != nil || answer(t, raw).Answer != "done" {
+		t.Fatalf("%s %v", raw, err)
+	}
+	got := logs.String()
+	for _, want := range []string{
+		fmt.Sprintf(`msg="agent: a tool call the model asked for was refused; the model is told why" task=%d step=0 tool=secret reason="a tool this task may not use"`, task.ID),
+		fmt.Sprintf(`task=%d step=1 tool=count reason="count at tool/1/c2: want {\"x\": <integer>}"`, task.ID),
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the log lacks %s:\n%s", want, got)
 		}
 	}
 }

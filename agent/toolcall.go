@@ -32,6 +32,7 @@ import (
 func (a *Agent) runTool(ctx context.Context, task *agentledger.Task, pl *plan, n int, c toolCall, reason string) (string, error) {
 	t, ok := pl.allowed[c.Name]
 	if !ok {
+		a.refused(task, n, c, "a tool this task may not use")
 		return failure(fmt.Sprintf("tool %q is not available to this task (it may use: %s)", c.Name, allowedNames(pl)), ledger.Result{}), nil
 	}
 	args := c.Arguments
@@ -39,11 +40,13 @@ func (a *Agent) runTool(ctx context.Context, task *agentledger.Task, pl *plan, n
 		args = "{}"
 	}
 	if !json.Valid([]byte(args)) {
+		a.refused(task, n, c, "arguments that are not JSON")
 		return failure(fmt.Sprintf("the arguments of %s are not valid JSON", c.Name), ledger.Result{}), nil
 	}
 	// A key given twice would be read as its last value by the tool and
 	// its first by a reader of the journal: refused, as the API refuses it.
 	if _, err := canonjson.Marshal([]byte(args)); err != nil {
+		a.refused(task, n, c, err.Error())
 		return failure(fmt.Sprintf("the arguments of %s are not valid: %s", c.Name, strings.TrimPrefix(err.Error(), "canonjson: ")),
 			ledger.Result{}), nil
 	}
@@ -82,9 +85,17 @@ func (a *Agent) runTool(ctx context.Context, task *agentledger.Task, pl *plan, n
 		return "", agentledger.Permanent(fmt.Errorf("%s (%s): the call differs from the one recorded for this step; "+
 			"re-run the task as a new intent: %w", call.StepPath, c.Name, err))
 	case errors.As(err, &perm), errors.Is(err, agentledger.ErrInvalid):
+		a.refused(task, n, c, err.Error())
 		return failure(bare(task, err.Error(), t.Name(), call.StepPath), ledger.Result{}), nil
 	}
 	return "", fmt.Errorf("%s (%s): %w", call.StepPath, c.Name, err)
+}
+
+// refused logs a tool call of the model's that is not performed, and why:
+// the model reads the reason in its conversation, an operator in the log.
+func (a *Agent) refused(task *agentledger.Task, n int, c toolCall, why string) {
+	a.cfg.Logger.Info("agent: a tool call the model asked for was refused; the model is told why",
+		"task", task.ID, "step", n, "tool", c.Name, "reason", why)
 }
 
 // secondWording reports whether task was submitted to the agent loop of

@@ -104,6 +104,7 @@ func (d *Daemon) handlers(db *pgxpool.Pool, m *metrics.Metrics) (map[string]work
 	}
 	agentConfig := modelConfig(cfg)
 	agentConfig.Grants, agentConfig.Gate, agentConfig.Compensations, agentConfig.Path = d.grants, d.limits, cfg.Policy.Compensations, path
+	agentConfig.Logger = cfg.Logger
 	kinds := map[string]worker.Handler{
 		"noop":  worker.HandlerFunc(tools.Noop),
 		"echo":  worker.HandlerFunc(tools.Echo),
