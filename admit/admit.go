@@ -108,6 +108,9 @@ func check(ctx context.Context, s *registry.Store, p claims.EnqueueParams, g *gr
 		if err := agentTools(p, toolCheck(servers, g, p.Tenant)); err != nil {
 			return advise(err, o.Override)
 		}
+		if err := agentSteps(p.Payload, servers); err != nil {
+			return advise(err, o.Override)
+		}
 	}
 	if p.Kind != steps.Kind {
 		return advise(runnable(p.Needs, servers), o.Override)
@@ -203,6 +206,37 @@ func agentTools(p claims.EnqueueParams, known func(string) error) error {
 		}
 	}
 	return nil
+}
+
+// agentSteps refuses an agent payload whose max_steps is above the limit
+// of every live worker serving it with a model endpoint
+// (registry.AgentMaxSteps): each would fail the task at its claim. Nil
+// when one allows it, or when one announced no limit (an older version:
+// not known).
+func agentSteps(payload json.RawMessage, servers []registry.Worker) error {
+	var p struct {
+		MaxSteps *int `json:"max_steps"`
+	}
+	if json.Unmarshal(payload, &p) != nil || p.MaxSteps == nil {
+		return nil
+	}
+	var limits []string
+	for _, w := range servers {
+		if !slices.Contains(w.Caps, registry.CapModel) {
+			continue
+		}
+		n, ok := registry.AgentMaxSteps(w.Caps)
+		if !ok || *p.MaxSteps <= n {
+			return nil
+		}
+		limits = append(limits, fmt.Sprintf("%s allows %d", w.ID, n))
+	}
+	if len(limits) == 0 {
+		return nil // none has a model endpoint: runnable says so
+	}
+	slices.Sort(limits)
+	return agentledger.Invalid("payload", "max_steps %d is above what every live worker allows (%s; agentd --llm-max-steps)",
+		*p.MaxSteps, strings.Join(limits, ", "))
 }
 
 // reachable checks the literal URLs of a steps payload's calls with

@@ -12,13 +12,14 @@ import (
 // capabilities returns what the daemon's pool can run beyond its kinds,
 // read again at each call (worker.Config.Caps): every tool it has, the
 // origins its HTTP tools may call, a model endpoint when one is
-// configured (all fixed once it runs, and read once), and each MCP server
+// configured, with the agent loop's version and its max_steps limit (all
+// fixed once it runs, and read once), and each MCP server
 // while it is connected (mcp gives their states). Sorted.
-func capabilities(reg *tools.Registry, mcp func() map[string]string, model bool) func() []string {
+func capabilities(reg *tools.Registry, mcp func() map[string]string, model bool, maxSteps int) func() []string {
 	fixed := sync.OnceValue(func() []string {
 		var out []string
 		if model {
-			out = append(out, registry.CapModel, registry.CapAgent2)
+			out = append(out, registry.CapModel, registry.CapAgent2, registry.CapAgentMaxSteps(maxSteps))
 		}
 		for _, name := range reg.Names() {
 			if strings.Contains(name, "/") {

@@ -36,7 +36,7 @@ func TestDaemonAnnouncesItsCapabilities(t *testing.T) {
 		t.Fatalf("live workers %+v %v", live, err)
 	}
 	caps := live[0].Caps
-	want := []string{"model", "agent:2", "http_request@https://billing.internal:8443", "http_request@http://127.0.0.1:7450"}
+	want := []string{"model", "agent:2", "agent:max-steps=10", "http_request@https://billing.internal:8443", "http_request@http://127.0.0.1:7450"}
 	for _, name := range tools.Everywhere {
 		want = append(want, registry.CapTool(name))
 	}

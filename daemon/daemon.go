@@ -399,7 +399,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		PollOnly: cfg.Worker.PollOnly, Grace: cfg.Worker.Grace, ClaimCooldown: cfg.Worker.ClaimCooldown, Backoff: cfg.Worker.Backoff,
 		Handlers: kinds, Logger: log, Observer: teeObserver(m.Worker(), cfg.Hooks.Observer),
 		MCPStates: d.MCPStates, Tools: reg.Schemas, ToolClasses: reg.Classes, Listening: d.grants.Listening,
-		Caps:     capabilities(reg, d.MCPStates, cfg.Model.BaseURL != ""),
+		Caps:     capabilities(reg, d.MCPStates, cfg.Model.BaseURL != "", d.door.AgentMaxSteps),
 		Channels: map[string]func(string){grants.Channel: d.grants.Changed, flow.Channel: func(string) { d.limits.Changed() }},
 	})
 	if err != nil {

@@ -3,6 +3,7 @@ package registry
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -28,6 +29,28 @@ const (
 	CapModel  = "model"
 	CapAgent2 = "agent:2"
 )
+
+// agentMaxSteps prefixes the announcement of how many completions a
+// pool's agent loop allows a task (its max_steps limit). No task needs it:
+// the door reads it to refuse a task asking for more than every live pool
+// allows (AgentMaxSteps).
+const agentMaxSteps = "agent:max-steps="
+
+// CapAgentMaxSteps announces that a pool's agent tasks may take up to n
+// completions.
+func CapAgentMaxSteps(n int) string { return agentMaxSteps + strconv.Itoa(n) }
+
+// AgentMaxSteps is the max_steps limit caps announce; false when they
+// announce none (a pool without a model endpoint, or of an older version).
+func AgentMaxSteps(caps []string) (int, bool) {
+	for _, c := range caps {
+		if v, ok := strings.CutPrefix(c, agentMaxSteps); ok {
+			n, err := strconv.Atoi(v)
+			return n, err == nil
+		}
+	}
+	return 0, false
+}
 
 // CapTool is the capability of calling tool name; an MCP tool
 // ("server/tool") needs its server instead (CapMCP).

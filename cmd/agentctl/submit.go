@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -182,12 +183,36 @@ func (a *app) warnSubmitted(ctx context.Context, id int64, p claims.EnqueueParam
 		fmt.Fprintf(a.stderr, "agentctl: warning: tenant %s is not known (no tenant row, no grant): task %d is queued all the same "+
 			"(agentctl tenant add %s first, or mind the name)\n", grants.ShellQuote(p.Tenant), id, grants.ShellQuote(p.Tenant))
 	}
-	// Each worker holds an agent task to its own limit, which agentctl
-	// cannot read: above the default, a worker left at it refuses the task.
-	if p.Kind == agent.Kind && agent.CheckPayload(p.Payload, agent.DefaultMaxSteps) != nil && agent.CheckPayload(p.Payload, 0) == nil {
+	// Each worker holds an agent task to its own limit, which it announces:
+	// above the default and with no live worker known to allow it (the
+	// door refused it when every live one allows less), a worker left at
+	// the default refuses the task.
+	if p.Kind == agent.Kind && agent.CheckPayload(p.Payload, agent.DefaultMaxSteps) != nil && agent.CheckPayload(p.Payload, 0) == nil &&
+		!a.stepsAllowed(ctx, p.Payload) {
 		fmt.Fprintf(a.stderr, "agentctl: warning: task %d's max_steps is above the default limit of %d steps: a worker left at "+
 			"it (agentd --llm-max-steps) fails the task\n", id, agent.DefaultMaxSteps)
 	}
+}
+
+// stepsAllowed reports whether a live worker with a model endpoint
+// announced a max_steps limit that allows payload's (registry.AgentMaxSteps).
+func (a *app) stepsAllowed(ctx context.Context, payload json.RawMessage) bool {
+	var p struct {
+		MaxSteps *int `json:"max_steps"`
+	}
+	if json.Unmarshal(payload, &p) != nil || p.MaxSteps == nil {
+		return false
+	}
+	live, err := registry.New(a.db.Pool).LiveWorkers(ctx)
+	if err != nil {
+		return false
+	}
+	for _, w := range live {
+		if n, ok := registry.AgentMaxSteps(w.Caps); ok && slices.Contains(w.Kinds, agent.Kind) && *p.MaxSteps <= n {
+			return true
+		}
+	}
+	return false
 }
 
 // admitError relabels a refusal of the door with the flag (or the
