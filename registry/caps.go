@@ -88,11 +88,15 @@ func Describe(c string) string {
 	return c
 }
 
-// Missing returns those of needs that caps lacks, in needs' order.
+// Missing returns those of needs that caps lacks, in needs' order. The
+// agent loop's version (CapAgent2) goes with a model endpoint: a pool
+// lacking the endpoint is said to lack that alone, not to be an older
+// agentd.
 func Missing(needs, caps []string) []string {
 	var out []string
+	noModel := slices.Contains(needs, CapModel) && !slices.Contains(caps, CapModel)
 	for _, n := range needs {
-		if !slices.Contains(caps, n) {
+		if !slices.Contains(caps, n) && !(noModel && n == CapAgent2) {
 			out = append(out, n)
 		}
 	}

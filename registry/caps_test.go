@@ -21,3 +21,19 @@ func TestWaitingForAServerNotConnected(t *testing.T) {
 		t.Errorf("a server no daemon has: %q", got)
 	}
 }
+
+// An agent task waiting where no live daemon has a model endpoint waits
+// for the endpoint, not for a newer agentd; one beside a daemon that has
+// the endpoint but an older agent loop waits for a newer agentd.
+func TestAnAgentTaskWaitsForWhatIsMissing(t *testing.T) {
+	needs := []string{registry.CapAgent2, registry.CapModel}
+	if got := registry.WaitingFor(needs, []registry.Worker{{ID: "d1", Caps: []string{"tool:echo"}}}); got != "waiting for a daemon with a model endpoint" {
+		t.Errorf("no model endpoint: %q", got)
+	}
+	if got := registry.WaitingFor(needs, []registry.Worker{{ID: "d1", Caps: []string{registry.CapModel}}}); got != "waiting for a daemon with agent loop 2 (a newer agentd)" {
+		t.Errorf("an older agentd: %q", got)
+	}
+	if m := registry.Missing(needs, nil); len(m) != 1 || m[0] != registry.CapModel {
+		t.Errorf("Missing with no capabilities: %q", m)
+	}
+}
