@@ -8,10 +8,20 @@ package claims
 type LedgerRetention struct{}
 
 // FinishedFrom selects the task row id while the task has finished longer
-// than window ago.
+// than window ago and has no notification left to deliver (unsettled).
 func (LedgerRetention) FinishedFrom(id, window string) string {
 	return `tasks t WHERE t.id = ` + id + ` AND t.state IN ('succeeded', 'dead', 'cancelled', 'compensated')
-		AND t.finished_at < now() - ` + window
+		AND t.finished_at < now() - ` + window + `
+		AND NOT EXISTS (` + unsettledEvents("t.id") + `)`
+}
+
+// unsettledEvents selects the task id's notification events still to be
+// delivered, or failed and so to be redelivered by hand. While one is,
+// the task and its ledger rows stay whatever their age: a delivery whose
+// post's outcome is unknown reads the channel for it through its ledger
+// row, and without the row it would post again.
+func unsettledEvents(id string) string {
+	return `SELECT FROM outbox o WHERE o.task_id = ` + id + ` AND o.state IN ('pending', 'failed')`
 }
 
 // MarkExpiredCTE is a CTE named name that marks the tasks whose ids the

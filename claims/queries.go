@@ -997,13 +997,15 @@ WHERE t.id = $1 AND t.state = 'running'
 ORDER BY lease_token`
 
 // deleteFinishedSQL deletes, in one bounded batch, tasks that finished
-// before now - $1, oldest first, with their attempt records. Rows a
+// before now - $1, oldest first, with their attempt records, unless a
+// notification of theirs is unsettled (unsettledEvents). Rows a
 // concurrent operator action holds are skipped (a replay may be about to
 // requeue one).
-const deleteFinishedSQL = `/* claims.deleteFinished */
+var deleteFinishedSQL = `/* claims.deleteFinished */
 WITH victims AS (
 	SELECT id FROM tasks
 	WHERE state IN ('succeeded', 'dead', 'cancelled', 'compensated') AND finished_at < now() - $1::interval
+		AND NOT EXISTS (` + unsettledEvents("tasks.id") + `)
 	ORDER BY finished_at
 	LIMIT $2
 	FOR UPDATE SKIP LOCKED

@@ -8,7 +8,9 @@ import (
 
 // DeleteFinished deletes at most batch tasks that finished (succeeded, dead
 // or cancelled) longer than window ago, oldest first, with their attempt
-// records, and returns how many went. Unfinished tasks are never touched.
+// records, and returns how many went. Unfinished tasks are never touched,
+// nor are tasks with a notification still to deliver or failed (its
+// delivery reads the ledger, whose rows of the task stay with it).
 // The ledger keeps its own retention (ledger.Expire), which already ended a
 // finished task's replay; its rows of deleted tasks expire as orphans.
 func (s *Store) DeleteFinished(ctx context.Context, window time.Duration, batch int) (int64, error) {

@@ -136,6 +136,91 @@ func TestDeletesOnlyExpiredFinished(t *testing.T) {
 	}
 }
 
+// A finished task whose notification is still to deliver, or failed and
+// so to be redelivered, keeps its row and its ledger rows whatever their
+// age: its delivery reads the channel for a post of unknown outcome
+// through the post's ledger row, and without it would post again. Once the
+// event is settled and old, the three go.
+func TestUnsettledNotificationsKeepTheirTask(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	store := claims.New(db)
+	l := ledger.New(db)
+	if _, err := outbox.NewRules(db).Put(ctx, outbox.Rule{Name: "ops", Channel: "ops", Events: outbox.Events}, false); err != nil {
+		t.Fatal(err)
+	}
+	var ids []int64
+	for i := range 2 {
+		if _, err := store.Enqueue(ctx, claims.EnqueueParams{Kind: "steps", SubmissionKey: string(rune('a' + i))}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := store.Claim(ctx, claims.ClaimParams{Queue: claims.DefaultQueue, Worker: "w", Limit: 1, Lease: time.Hour})
+		if err != nil || len(got) != 1 {
+			t.Fatal(got, err)
+		}
+		task := got[0]
+		ids = append(ids, task.ID)
+		// An effect of the task's, in its ledger.
+		_, err = l.Do(ctx, tools.AttemptOf(task), ledger.Effect{Operation: "op", StepPath: "tool/0", Class: ledger.Keyed,
+			Request: json.RawMessage(`{}`), Perform: func(context.Context, ledger.Call) (ledger.Result, error) { return ledger.Result{}, nil }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := store.Succeed(ctx, agentledger.Lease{TaskID: task.ID, Token: task.LeaseToken}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	age := (40 * day).String()
+	for _, stmt := range []string{
+		`UPDATE tasks SET finished_at = now() - $1::interval`,
+		`UPDATE ledger SET updated_at = now() - $1::interval`,
+		`UPDATE outbox SET updated_at = now() - $1::interval, lease_expires_at = NULL, available_at = now() + interval '1 hour'`,
+	} {
+		if _, err := db.Exec(ctx, stmt, age); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Failed yesterday: the outbox keeps it for a week, for a redelivery.
+	if _, err := db.Exec(ctx, `UPDATE outbox SET state = 'failed', last_error = 'gave up', updated_at = now() - interval '1 day'
+		WHERE task_id = $1`, ids[1]); err != nil {
+		t.Fatal(err)
+	}
+	count := func(table, col string) (n int) {
+		if err := db.QueryRow(ctx, `SELECT count(*) FROM `+table+` WHERE `+col+` = ANY ($1)`, ids).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	j, err := janitor.New(db, sweeps(db), janitor.Config{Batch: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if tasks, rows := count("tasks", "id"), count("ledger", "task_id"); tasks != 2 || rows != 2 {
+		t.Fatalf("with one event pending and one failed (40 days old): %d tasks and %d ledger rows left, want both kept", tasks, rows)
+	}
+	// The pending event is delivered, and both settled long ago. The
+	// failed one's task goes with it, leaving its ledger rows orphans,
+	// which the next run deletes.
+	if _, err := db.Exec(ctx, `UPDATE outbox SET state = 'delivered' WHERE task_id = $1`, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(ctx, `UPDATE outbox SET updated_at = now() - $1::interval`, age); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := j.RunOnce(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if tasks, rows, events := count("tasks", "id"), count("ledger", "task_id"), count("outbox", "task_id"); tasks+rows+events != 0 {
+		t.Fatalf("settled and old: %d tasks, %d ledger rows and %d events left, want none", tasks, rows, events)
+	}
+}
+
 // While one janitor runs, another skips its run.
 func TestOneJanitorAtATime(t *testing.T) {
 	t.Parallel()
