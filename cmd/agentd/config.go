@@ -12,6 +12,7 @@ import (
 	"github.com/agentledger/agentledger/agent"
 	"github.com/agentledger/agentledger/daemon"
 	"github.com/agentledger/agentledger/httpapi"
+	"github.com/agentledger/agentledger/internal/secretfmt"
 	"github.com/agentledger/agentledger/tools"
 )
 
@@ -116,6 +117,11 @@ func register(fs *pflag.FlagSet, getenv func(string) string) {
 			def = v
 		}
 		f := fs.VarPF(&value{v: def, typ: s.kind}, s.flag, "", fmt.Sprintf("%s (env %s)", s.help, s.env))
+		if strings.HasSuffix(s.flag, "-url") {
+			// --help shows a default taken from the environment: a
+			// DATABASE_URL's password must not be part of it.
+			f.DefValue = secretfmt.URL(def)
+		}
 		if s.kind == "bool" {
 			f.NoOptDefVal = "true" // --poll-only alone means true
 		}

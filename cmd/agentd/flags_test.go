@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"os/exec"
+	"strings"
 	"testing"
 
 	"github.com/spf13/pflag"
@@ -38,5 +39,24 @@ func TestRetentionDefaultsAreTheDaemons(t *testing.T) {
 	}
 	if got := c.Maintenance.Retain; got != daemon.DefaultRetention {
 		t.Fatalf("agentd's retention defaults %+v, the daemon's %+v", got, daemon.DefaultRetention)
+	}
+}
+
+// --help shows a URL's default taken from the environment without its
+// password: DATABASE_URL often holds one.
+func TestHelpHidesAURLsPassword(t *testing.T) {
+	t.Parallel()
+	out, err := agentd(t, []string{"DATABASE_URL=postgres://agentledger:Pw-s3cr3t-XYZ@127.0.0.1:7621/agentledger",
+		"AGENTLEDGER_LLM_BASE_URL=https://user:llm-s3cr3t@llm.internal/v1"}, "--help").CombinedOutput()
+	if err != nil {
+		t.Fatalf("agentd --help: %v\n%s", err, out)
+	}
+	for _, secret := range []string{"Pw-s3cr3t-XYZ", "llm-s3cr3t"} {
+		if strings.Contains(string(out), secret) {
+			t.Errorf("--help shows %s:\n%s", secret, out)
+		}
+	}
+	if !strings.Contains(string(out), `(default "postgres://agentledger:xxxxx@127.0.0.1:7621/agentledger")`) {
+		t.Errorf("--help lacks the database URL's default, its password hidden:\n%s", out)
 	}
 }
