@@ -121,6 +121,10 @@ func (a *app) migrateUp(ctx context.Context) error {
 		return printJSON(a.stdout, upResult{Applied: applied, Version: v})
 	}
 	if len(applied) == 0 {
+		if v > m.Latest() {
+			_, err := fmt.Fprintf(a.stdout, "nothing to apply: the database is at version %d, newer than this agentctl knows (%d)\n", v, m.Latest())
+			return err
+		}
 		_, err := fmt.Fprintf(a.stdout, "already up to date (version %d)\n", v)
 		return err
 	}
@@ -154,6 +158,10 @@ func (a *app) migrateDown(ctx context.Context, target int64, yes bool) error {
 		if s.Applied {
 			applied = append(applied, s.Version)
 		}
+	}
+	if v, err := m.Version(ctx); err == nil && v > m.Latest() {
+		return withHint(newError(fmt.Sprintf("migrate down: the database is at version %d, newer than this agentctl knows (%d), "+
+			"whose down migrations it does not have", v, m.Latest()), nil), "use the agentctl of the release that migrated it")
 	}
 	current := int64(0)
 	if n := len(applied); n > 0 {
@@ -271,9 +279,15 @@ func printStatus(w io.Writer, db string, res statusResult) error {
 	}
 	fmt.Fprintf(w, "database: %s\n", db)
 	var err error
-	if pending == 0 {
+	switch {
+	case res.Version > res.Latest:
+		// A newer release migrated it: this one knows no migration to
+		// roll back, and its daemon refuses the schema.
+		_, err = fmt.Fprintf(w, "version %d: newer than this agentctl knows (%d); use the agentctl of the release that migrated it\n",
+			res.Version, res.Latest)
+	case pending == 0:
 		_, err = fmt.Fprintf(w, "version %d of %d: up to date\n", res.Version, res.Latest)
-	} else {
+	default:
 		_, err = fmt.Fprintf(w, "version %d of %d: %d pending, run `agentctl migrate up`\n", res.Version, res.Latest, pending)
 	}
 	return err
