@@ -437,7 +437,9 @@ func cmdEmptyDB(ts *testscript.TestScript, neg bool, args []string) {
 // deliverFunc is an outbox.Handler.
 type deliverFunc func(context.Context, outbox.Claimed) error
 
-func (f deliverFunc) Deliver(ctx context.Context, c outbox.Claimed) (string, error) { return "", f(ctx, c) }
+func (f deliverFunc) Deliver(ctx context.Context, c outbox.Claimed) (string, error) {
+	return "", f(ctx, c)
+}
 
 func cmdDispatch(ts *testscript.TestScript, neg bool, args []string) {
 	var h deliverFunc
