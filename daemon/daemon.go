@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"reflect"
@@ -417,6 +418,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.sups = sups
 	// Every part is built and every setting checked: only now is the
 	// configuration's state stored, before anything is claimed or served.
+	servers := make([]string, len(cfg.MCPServers))
+	for i, s := range cfg.MCPServers {
+		servers[i] = s.Name
+	}
+	warnUnknownGrants(cfg.Policy.Grants, reg.Names(), slices.Sorted(maps.Keys(kinds)), servers, log)
 	if err := retryStart(ctx, startLog, "storing grants", transient, func() error {
 		return storeGrants(ctx, db.Pool, cfg.Policy.Grants, log)
 	}); err != nil {

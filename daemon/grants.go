@@ -50,3 +50,38 @@ func storeGrants(ctx context.Context, db grants.DB, gs map[string]*grants.Grant,
 	}
 	return nil
 }
+
+// warnUnknownGrants logs each tool and kind a configured grant names that
+// this daemon has not (its registry's tools, an MCP server's by its
+// prefix, its kinds), as agentctl tenant grant warns of one no live worker
+// has: a typo (a kind named as a tool) grants nothing, silently. Another
+// daemon of the fleet may have it, so it is a warning, and the grant is
+// stored as written.
+func warnUnknownGrants(gs map[string]*grants.Grant, tools, kinds, servers []string, log *slog.Logger) {
+	known := func(tool string) bool {
+		if slices.Contains(tools, tool) {
+			return true
+		}
+		server, _, ok := strings.Cut(tool, "/")
+		return ok && slices.Contains(servers, server)
+	}
+	for _, tenant := range slices.Sorted(maps.Keys(gs)) {
+		g := gs[tenant]
+		var names []string
+		if g.Approve != nil {
+			names = g.Approve.Tools
+		}
+		for _, t := range slices.Concat(g.Tools, names) {
+			if t != "*" && !known(t) {
+				log.Warn("the configuration's grant names a tool this daemon does not have: it grants nothing here",
+					"tenant", tenant, "tool", t, "tools", strings.Join(tools, ", "))
+			}
+		}
+		for _, k := range g.Kinds {
+			if k != "*" && !slices.Contains(kinds, k) {
+				log.Warn("the configuration's grant names a kind this daemon does not run: it grants nothing here",
+					"tenant", tenant, "kind", k, "kinds", strings.Join(kinds, ", "))
+			}
+		}
+	}
+}
