@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/BurntSushi/toml"
-
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/saga"
 )
@@ -27,8 +25,8 @@ type fileCompensation struct {
 // known only once it is connected.
 func compensationsFromFile(path string) (map[string]saga.Compensation, error) {
 	var f fileTables
-	if _, err := toml.DecodeFile(path, &f); err != nil {
-		return nil, fmt.Errorf("config file %s: %w", path, err)
+	if _, err := decodeFile(path, &f); err != nil {
+		return nil, err
 	}
 	if len(f.Compensations) == 0 {
 		return nil, nil

@@ -29,8 +29,8 @@ import (
 // come from the environment (or the Slack token file) only.
 func applyFile(fs *pflag.FlagSet, getenv func(string) string, path string) error {
 	var raw map[string]any
-	if _, err := toml.DecodeFile(path, &raw); err != nil {
-		return fmt.Errorf("config file %s: %w", path, err)
+	if _, err := decodeFile(path, &raw); err != nil {
+		return err
 	}
 	byFlag := map[string]setting{}
 	for _, s := range settings {
@@ -196,8 +196,8 @@ func tablesFromFile(path string, c *daemon.Config) error {
 // limitsFromFile reads and checks the [[limit]] tables.
 func limitsFromFile(path string) ([]flow.Limit, error) {
 	var f fileTables
-	if _, err := toml.DecodeFile(path, &f); err != nil {
-		return nil, fmt.Errorf("config file %s: %w", path, err)
+	if _, err := decodeFile(path, &f); err != nil {
+		return nil, err
 	}
 	out := make([]flow.Limit, 0, len(f.Limits))
 	for i, fl := range f.Limits {
@@ -302,13 +302,28 @@ func (fl *fileLimit) breaker() (*flow.Breaker, error) {
 	return b, nil
 }
 
+// decodeFile decodes the config file at path into v, its error naming
+// the file. A number or a boolean where the setting is a string (rate =
+// 5) is told to be written as one: the decoder's "destination has type
+// string" does not say so.
+func decodeFile(path string, v any) (toml.MetaData, error) {
+	md, err := toml.DecodeFile(path, v)
+	switch {
+	case err != nil && strings.Contains(err.Error(), "destination has type string"):
+		return md, fmt.Errorf("config file %s: %w: write the value as a string, in quotes (a rate as \"5/s\", a duration as \"30s\")", path, err)
+	case err != nil:
+		return md, fmt.Errorf("config file %s: %w", path, err)
+	}
+	return md, nil
+}
+
 // serversAndGrants reads the MCP servers and the grants of the config
 // file, naming the file and the setting at fault.
 func serversAndGrants(path string) ([]daemon.MCPServer, map[string]*grants.Grant, error) {
 	var f fileTables
-	md, err := toml.DecodeFile(path, &f)
+	md, err := decodeFile(path, &f)
 	if err != nil {
-		return nil, nil, fmt.Errorf("config file %s: %w", path, err)
+		return nil, nil, err
 	}
 	for _, k := range md.Undecoded() {
 		switch {

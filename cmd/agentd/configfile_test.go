@@ -100,6 +100,7 @@ breaker_failures = 3
 		"second.toml":     {table("concurrency = 1\n") + "[[limit]]\ntarget = \"http:https://x.example\"\nconcurrency = 1\nbreaker_failures = 0\n", `limit[1] (target "http:https://x.example"): breaker_failures: 0 must be`},
 		"key.toml":        {table("breaker_failure = 2\n"), `unknown setting "limit.breaker_failure" of a limit (target, rate, burst, concurrency, tokens, breaker_failures, breaker_window, breaker_cooldown)`},
 		"type.toml":       {table("breaker_failures = 2\nbreaker_window = 60\n"), `breaker_window`},
+		"rateint.toml":    {table("rate = 5\n"), `"limit.rate"): incompatible types: TOML value has type int64; destination has type string: write the value as a string, in quotes (a rate as "5/s"`},
 	} {
 		path := write(name, c.text)
 		_, err := parseFile(path)

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/BurntSushi/toml"
-
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/tenants"
 )
@@ -23,8 +21,8 @@ type fileShare struct {
 // sharesFromFile reads and checks the [[tenant_share]] tables.
 func sharesFromFile(path string) ([]tenants.Share, error) {
 	var f fileTables
-	if _, err := toml.DecodeFile(path, &f); err != nil {
-		return nil, fmt.Errorf("config file %s: %w", path, err)
+	if _, err := decodeFile(path, &f); err != nil {
+		return nil, err
 	}
 	out := make([]tenants.Share, 0, len(f.Shares))
 	for i, fs := range f.Shares {
