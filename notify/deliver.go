@@ -69,6 +69,11 @@ func (n *Deliverer) deliver(ctx context.Context, c outbox.Claimed) (string, erro
 		return "", err
 	}
 	again := fmt.Sprintf("%s/%d", step, c.ID)
+	if last.StepPath == again {
+		// This event's own repost (its message was gone), completed by a
+		// delivery that lost its claim before marking the event: done.
+		return "", nil
+	}
 	gone, err := n.update(ctx, a, again, last.Result.ExternalRef, m)
 	if err != nil || !gone {
 		return PostedChannel(last.Result), err

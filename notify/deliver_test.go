@@ -351,6 +351,34 @@ func TestGoneMessageIsReposted(t *testing.T) {
 	}
 }
 
+// A delivery that reposted a gone message and then lost its claim before
+// marking the event delivered is delivered again as done: the repost is
+// this very event's, not a message to update, whose update under the
+// event's key would be asked with another ref (a key reused, the event
+// given up although delivered).
+func TestARepostDeliveredAgainIsDone(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	task := w.Enqueue(claims.EnqueueParams{MaxAttempts: 5})
+	w.finish(w.claimTask(task.ID), "retry")
+	w.drain(w.dispatcher("d1", w.sink(slackToken)))
+	w.fake.FailNext("chat.update", "message_not_found")
+	w.finish(w.claimTask(task.ID), "retry")
+	claimed, err := w.box.Claim(ctx, "doomed", 10, lease)
+	if err != nil || len(claimed) != 1 {
+		t.Fatalf("claimed %d events, %v", len(claimed), err)
+	}
+	d := notify.NewDeliverer(w.Ledger, w.sink(slackToken))
+	for i := range 2 { // the second as after the claim was lost, before the mark
+		if _, err := d.Deliver(ctx, claimed[0]); err != nil {
+			t.Fatalf("delivery %d: %v", i+1, err)
+		}
+	}
+	if n := w.fake.Calls("chat.postMessage"); n != 2 {
+		t.Errorf("%d posts, want 2: the first and its replacement", n)
+	}
+}
+
 // The token never shows in logs, event errors or the ledger of a failing
 // run, even when Slack echoes it back.
 func TestTokenNeverShows(t *testing.T) {
