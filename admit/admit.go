@@ -209,10 +209,11 @@ func agentTools(p claims.EnqueueParams, known func(string) error) error {
 }
 
 // agentSteps refuses an agent payload whose max_steps is above the limit
-// of every live worker serving it with a model endpoint
-// (registry.AgentMaxSteps): each would fail the task at its claim. Nil
-// when one allows it, or when one announced no limit (an older version:
-// not known).
+// some live worker serving it with a model endpoint announced
+// (registry.AgentMaxSteps): the limit is not a need, so that worker may
+// claim the task, and it would fail it. Nil when every such worker allows
+// it; a worker that announced no limit (an older version) is not known to
+// refuse.
 func agentSteps(payload json.RawMessage, servers []registry.Worker) error {
 	var p struct {
 		MaxSteps *int `json:"max_steps"`
@@ -220,23 +221,18 @@ func agentSteps(payload json.RawMessage, servers []registry.Worker) error {
 	if json.Unmarshal(payload, &p) != nil || p.MaxSteps == nil {
 		return nil
 	}
-	var limits []string
+	var lower []string
 	for _, w := range servers {
-		if !slices.Contains(w.Caps, registry.CapModel) {
-			continue
+		if n, ok := registry.AgentMaxSteps(w.Caps); ok && slices.Contains(w.Caps, registry.CapModel) && *p.MaxSteps > n {
+			lower = append(lower, fmt.Sprintf("%s allows %d", w.ID, n))
 		}
-		n, ok := registry.AgentMaxSteps(w.Caps)
-		if !ok || *p.MaxSteps <= n {
-			return nil
-		}
-		limits = append(limits, fmt.Sprintf("%s allows %d", w.ID, n))
 	}
-	if len(limits) == 0 {
-		return nil // none has a model endpoint: runnable says so
+	if len(lower) == 0 {
+		return nil
 	}
-	slices.Sort(limits)
-	return agentledger.Invalid("payload", "max_steps %d is above what every live worker allows (%s; agentd --llm-max-steps)",
-		*p.MaxSteps, strings.Join(limits, ", "))
+	slices.Sort(lower)
+	return agentledger.Invalid("payload", "max_steps %d is above what a live worker allows (%s; agentd --llm-max-steps), "+
+		"which would fail the task if it claimed it", *p.MaxSteps, strings.Join(lower, ", "))
 }
 
 // reachable checks the literal URLs of a steps payload's calls with

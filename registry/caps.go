@@ -31,9 +31,9 @@ const (
 )
 
 // agentMaxSteps prefixes the announcement of how many completions a
-// pool's agent loop allows a task (its max_steps limit). No task needs it:
-// the door reads it to refuse a task asking for more than every live pool
-// allows (AgentMaxSteps).
+// pool's agent loop allows a task (its max_steps limit). No task needs it,
+// so any pool may claim a task: the door reads it to refuse one asking for
+// more than a live pool allows (AgentMaxSteps).
 const agentMaxSteps = "agent:max-steps="
 
 // CapAgentMaxSteps announces that a pool's agent tasks may take up to n

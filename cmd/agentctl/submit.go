@@ -183,10 +183,10 @@ func (a *app) warnSubmitted(ctx context.Context, id int64, p claims.EnqueueParam
 		fmt.Fprintf(a.stderr, "agentctl: warning: tenant %s is not known (no tenant row, no grant): task %d is queued all the same "+
 			"(agentctl tenant add %s first, or mind the name)\n", grants.ShellQuote(p.Tenant), id, grants.ShellQuote(p.Tenant))
 	}
-	// Each worker holds an agent task to its own limit, which it announces:
-	// above the default and with no live worker known to allow it (the
-	// door refused it when every live one allows less), a worker left at
-	// the default refuses the task.
+	// Each worker holds an agent task to its own limit, which it announces
+	// (the door refused one above a live worker's): above the default, and
+	// not known to be allowed by every live one, a worker left at the
+	// default would fail the task.
 	if p.Kind == agent.Kind && agent.CheckPayload(p.Payload, agent.DefaultMaxSteps) != nil && agent.CheckPayload(p.Payload, 0) == nil &&
 		!a.stepsAllowed(ctx, p.Payload) {
 		fmt.Fprintf(a.stderr, "agentctl: warning: task %d's max_steps is above the default limit of %d steps: a worker left at "+
@@ -194,8 +194,9 @@ func (a *app) warnSubmitted(ctx context.Context, id int64, p claims.EnqueueParam
 	}
 }
 
-// stepsAllowed reports whether a live worker with a model endpoint
-// announced a max_steps limit that allows payload's (registry.AgentMaxSteps).
+// stepsAllowed reports whether every live worker running agent tasks with
+// a model endpoint announced a max_steps limit that allows payload's, and
+// one at least did (registry.AgentMaxSteps).
 func (a *app) stepsAllowed(ctx context.Context, payload json.RawMessage) bool {
 	var p struct {
 		MaxSteps *int `json:"max_steps"`
@@ -207,12 +208,18 @@ func (a *app) stepsAllowed(ctx context.Context, payload json.RawMessage) bool {
 	if err != nil {
 		return false
 	}
+	allowed := false
 	for _, w := range live {
-		if n, ok := registry.AgentMaxSteps(w.Caps); ok && slices.Contains(w.Kinds, agent.Kind) && *p.MaxSteps <= n {
-			return true
+		if !slices.Contains(w.Kinds, agent.Kind) || !slices.Contains(w.Caps, registry.CapModel) {
+			continue
 		}
+		n, ok := registry.AgentMaxSteps(w.Caps)
+		if !ok || *p.MaxSteps > n {
+			return false
+		}
+		allowed = true
 	}
-	return false
+	return allowed
 }
 
 // admitError relabels a refusal of the door with the flag (or the
