@@ -12,16 +12,19 @@ type LedgerRetention struct{}
 func (LedgerRetention) FinishedFrom(id, window string) string {
 	return `tasks t WHERE t.id = ` + id + ` AND t.state IN ('succeeded', 'dead', 'cancelled', 'compensated')
 		AND t.finished_at < now() - ` + window + `
-		AND NOT EXISTS (` + unsettledEvents("t.id") + `)`
+		AND NOT EXISTS (` + unsettledEvents("t.id", window) + `)`
 }
 
 // unsettledEvents selects the task id's notification events still to be
-// delivered, or failed and so to be redelivered by hand. While one is,
-// the task and its ledger rows stay whatever their age: a delivery whose
-// post's outcome is unknown reads the channel for it through its ledger
-// row, and without the row it would post again.
-func unsettledEvents(id string) string {
-	return `SELECT FROM outbox o WHERE o.task_id = ` + id + ` AND o.state IN ('pending', 'failed')`
+// delivered, or failed and so to be redelivered by hand, that changed
+// within window. While one is, the task and its ledger rows stay: a
+// delivery whose post's outcome is unknown reads the channel for it
+// through its ledger row, and without the row it would post again. An
+// event a window old holds nothing: retried, it would have changed since
+// (its next try, its failure), and no dispatcher runs one untouched for
+// that long; so nothing is held for ever.
+func unsettledEvents(id, window string) string {
+	return `SELECT FROM outbox o WHERE o.task_id = ` + id + ` AND o.state IN ('pending', 'failed') AND o.updated_at > now() - ` + window
 }
 
 // MarkExpiredCTE is a CTE named name that marks the tasks whose ids the

@@ -1005,7 +1005,7 @@ var deleteFinishedSQL = `/* claims.deleteFinished */
 WITH victims AS (
 	SELECT id FROM tasks
 	WHERE state IN ('succeeded', 'dead', 'cancelled', 'compensated') AND finished_at < now() - $1::interval
-		AND NOT EXISTS (` + unsettledEvents("tasks.id") + `)
+		AND NOT EXISTS (` + unsettledEvents("tasks.id", "$1::interval") + `)
 	ORDER BY finished_at
 	LIMIT $2
 	FOR UPDATE SKIP LOCKED

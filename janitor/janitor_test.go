@@ -138,9 +138,11 @@ func TestDeletesOnlyExpiredFinished(t *testing.T) {
 
 // A finished task whose notification is still to deliver, or failed and
 // so to be redelivered, keeps its row and its ledger rows whatever their
-// age: its delivery reads the channel for a post of unknown outcome
-// through the post's ledger row, and without it would post again. Once the
-// event is settled and old, the three go.
+// age while the event changed within the sweep's window: its delivery
+// reads the channel for a post of unknown outcome through the post's
+// ledger row, and without it would post again. An event untouched for a
+// window holds nothing (no dispatcher runs it), and once the events are
+// settled and old, the tasks and rows go.
 func TestUnsettledNotificationsKeepTheirTask(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -151,7 +153,7 @@ func TestUnsettledNotificationsKeepTheirTask(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ids []int64
-	for i := range 2 {
+	for i := range 3 {
 		if _, err := store.Enqueue(ctx, claims.EnqueueParams{Kind: "steps", SubmissionKey: string(rune('a' + i))}); err != nil {
 			t.Fatal(err)
 		}
@@ -181,12 +183,17 @@ func TestUnsettledNotificationsKeepTheirTask(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// Failed yesterday: the outbox keeps it for a week, for a redelivery.
+	// Task 0's event was retried an hour ago; task 1's failed yesterday
+	// (the outbox keeps it for a week, for a redelivery); task 2's has not
+	// been touched for 40 days.
+	if _, err := db.Exec(ctx, `UPDATE outbox SET updated_at = now() - interval '1 hour' WHERE task_id = $1`, ids[0]); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := db.Exec(ctx, `UPDATE outbox SET state = 'failed', last_error = 'gave up', updated_at = now() - interval '1 day'
 		WHERE task_id = $1`, ids[1]); err != nil {
 		t.Fatal(err)
 	}
-	count := func(table, col string) (n int) {
+	count := func(table, col string, ids ...int64) (n int) {
 		if err := db.QueryRow(ctx, `SELECT count(*) FROM `+table+` WHERE `+col+` = ANY ($1)`, ids).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
@@ -199,8 +206,11 @@ func TestUnsettledNotificationsKeepTheirTask(t *testing.T) {
 	if _, err := j.RunOnce(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if tasks, rows := count("tasks", "id"), count("ledger", "task_id"); tasks != 2 || rows != 2 {
-		t.Fatalf("with one event pending and one failed (40 days old): %d tasks and %d ledger rows left, want both kept", tasks, rows)
+	if tasks, rows := count("tasks", "id", ids[:2]...), count("ledger", "task_id", ids[:2]...); tasks != 2 || rows != 2 {
+		t.Fatalf("with one event pending and one failed lately (tasks 40 days old): %d tasks and %d ledger rows left, want both kept", tasks, rows)
+	}
+	if tasks, rows := count("tasks", "id", ids[2]), count("ledger", "task_id", ids[2]); tasks+rows != 0 {
+		t.Fatalf("with its event untouched for 40 days: %d tasks and %d ledger rows left, want none: nothing is held for ever", tasks, rows)
 	}
 	// The pending event is delivered, and both settled long ago. The
 	// failed one's task goes with it, leaving its ledger rows orphans,
@@ -216,7 +226,7 @@ func TestUnsettledNotificationsKeepTheirTask(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if tasks, rows, events := count("tasks", "id"), count("ledger", "task_id"), count("outbox", "task_id"); tasks+rows+events != 0 {
+	if tasks, rows, events := count("tasks", "id", ids[:2]...), count("ledger", "task_id", ids[:2]...), count("outbox", "task_id", ids[:2]...); tasks+rows+events != 0 {
 		t.Fatalf("settled and old: %d tasks, %d ledger rows and %d events left, want none", tasks, rows, events)
 	}
 }
