@@ -248,7 +248,7 @@ type llmError struct {
 
 func (e *llmError) Error() string {
 	if e.status != 0 {
-		return fmt.Sprintf("llm/%d: model endpoint answered %d %s: %s", e.step, e.status, http.StatusText(e.status), e.msg)
+		return fmt.Sprintf("llm/%d: model endpoint answered %s: %s", e.step, strings.TrimSpace(fmt.Sprintf("%d %s", e.status, http.StatusText(e.status))), e.msg)
 	}
 	return fmt.Sprintf("llm/%d: %s", e.step, e.msg)
 }

@@ -46,7 +46,7 @@ func (a *Agent) runTool(ctx context.Context, task *agentledger.Task, pl *plan, n
 	// A key given twice would be read as its last value by the tool and
 	// its first by a reader of the journal: refused, as the API refuses it.
 	if _, err := canonjson.Marshal([]byte(args)); err != nil {
-		a.refused(task, n, c, err.Error())
+		a.refused(task, n, c, strings.TrimPrefix(err.Error(), "canonjson: "))
 		return failure(fmt.Sprintf("the arguments of %s are not valid: %s", c.Name, strings.TrimPrefix(err.Error(), "canonjson: ")),
 			ledger.Result{}), nil
 	}
