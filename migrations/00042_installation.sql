@@ -52,6 +52,7 @@ $$;
 -- keys are unscoped (an older release sends unscoped keys), which is
 -- refused while tasks whose effects may have gone out under scoped keys
 -- remain.
+-- +agentledger DownGuard
 -- +goose StatementBegin
 DO $$
 BEGIN

@@ -43,5 +43,9 @@
 // waits for every transaction older than it in the database, then scans
 // the table twice; it slows writes, it does not stop them.
 //
-// Down sections are for development and are not held to these rules.
+// Down sections are for development and are not held to these rules. A
+// down section that may refuse (00042: while tasks whose keys carry the
+// database's identity remain) marks its check "-- +agentledger DownGuard"
+// (GuardMark): a DO block that only raises, run for every migration a down
+// is to roll back before any is, so that a refusal leaves the schema whole.
 package migrations

@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"path"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -159,11 +161,94 @@ func (m *Migrator) UpTo(ctx context.Context, version int64) ([]int64, error) {
 
 // DownTo rolls back every applied migration above version (0 = all).
 func (m *Migrator) DownTo(ctx context.Context, version int64) ([]int64, error) {
+	if err := m.checkGuards(ctx, version); err != nil {
+		return nil, err
+	}
 	res, err := m.provider.DownTo(ctx, version)
 	if err != nil {
 		return nil, fmt.Errorf("migrations: down: %w", err)
 	}
 	return versions(res), nil
+}
+
+// GuardMark marks a down migration's guard: the statement that follows it
+// (a DO block between StatementBegin and StatementEnd) only refuses, by
+// raising. DownTo runs the guards of every migration it is to roll back
+// before it rolls any back, each in a transaction it rolls back, so that a
+// refusal leaves the schema whole rather than half-way down (daemons of
+// the release keep running on it). The down migration runs it again in
+// its turn. A guard reads only what exists from its own version up.
+const GuardMark = "-- +agentledger DownGuard"
+
+// GuardError is a down migration's guard refusing: nothing was rolled
+// back. Err is the database's error (a *pgconn.PgError for a RAISE).
+type GuardError struct {
+	Version int64
+	Err     error
+}
+
+func (e *GuardError) Error() string {
+	return fmt.Sprintf("migrations: down: version %d refuses: %v", e.Version, e.Err)
+}
+
+func (e *GuardError) Unwrap() error { return e.Err }
+
+// checkGuards runs the guards (GuardMark) of the applied migrations above
+// version, newest first.
+func (m *Migrator) checkGuards(ctx context.Context, version int64) error {
+	cur, err := m.Version(ctx)
+	if err != nil {
+		return err
+	}
+	srcs := m.provider.ListSources()
+	for i := len(srcs) - 1; i >= 0; i-- {
+		src := srcs[i]
+		if src.Version <= version || src.Version > cur {
+			continue
+		}
+		text, err := fs.ReadFile(files, path.Base(src.Path))
+		if err != nil {
+			return fmt.Errorf("migrations: %w", err)
+		}
+		for _, g := range guards(string(text)) {
+			tx, err := m.db.BeginTx(ctx, nil)
+			if err != nil {
+				return fmt.Errorf("migrations: down: %w", err)
+			}
+			_, err = tx.ExecContext(ctx, g)
+			_ = tx.Rollback() // a guard changes nothing; were it to, nothing stays
+			if err != nil {
+				return &GuardError{Version: src.Version, Err: err}
+			}
+		}
+	}
+	return nil
+}
+
+// guards returns the statements of a migration file's down section that
+// follow GuardMark.
+func guards(file string) []string {
+	_, down, ok := strings.Cut(file, "-- +goose Down")
+	if !ok {
+		return nil
+	}
+	var out []string
+	for {
+		_, rest, ok := strings.Cut(down, GuardMark)
+		if !ok {
+			return out
+		}
+		_, body, ok := strings.Cut(rest, "-- +goose StatementBegin")
+		if !ok {
+			return out
+		}
+		stmt, after, ok := strings.Cut(body, "-- +goose StatementEnd")
+		if !ok {
+			return out
+		}
+		out = append(out, strings.TrimSpace(stmt))
+		down = after
+	}
 }
 
 // Version returns the highest applied version (0 when none). It reads the
