@@ -42,38 +42,10 @@ func TestDeletesOnlyExpiredFinished(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	store := claims.New(db)
-	l := ledger.New(db)
-	if _, err := outbox.NewRules(db).Put(ctx, outbox.Rule{Name: "ops", Channel: "ops", Events: outbox.Events}, false); err != nil {
-		t.Fatal(err)
-	}
-
 	// Four tasks, each with one ledger row: finished 40 days ago, finished
 	// 10 days ago, finished yesterday, and still running (claimed 40 days
 	// ago by the clock of its rows).
-	var ids []int64
-	for i := range 4 {
-		r, err := store.Enqueue(ctx, claims.EnqueueParams{Kind: "steps", SubmissionKey: string(rune('a' + i))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, r.Task.ID)
-		got, err := store.Claim(ctx, claims.ClaimParams{Queue: claims.DefaultQueue, Worker: "w", Limit: 1, Lease: time.Hour})
-		if err != nil || len(got) != 1 {
-			t.Fatal(got, err)
-		}
-		task := got[0]
-		_, err = l.Do(ctx, tools.AttemptOf(task), ledger.Effect{Operation: "op", StepPath: "tool/0", Class: ledger.Keyed,
-			Request: json.RawMessage(`{}`), Perform: func(context.Context, ledger.Call) (ledger.Result, error) { return ledger.Result{}, nil }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if i < 3 {
-			if err := store.Succeed(ctx, agentledger.Lease{TaskID: task.ID, Token: task.LeaseToken}, nil); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	ids := tasksWithEffects(t, db, 4, 3)
 	ages := []time.Duration{40 * day, 10 * day, day, 40 * day}
 	for i, id := range ids {
 		age := ages[i].String()
@@ -147,32 +119,7 @@ func TestUnsettledNotificationsKeepTheirTask(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	store := claims.New(db)
-	l := ledger.New(db)
-	if _, err := outbox.NewRules(db).Put(ctx, outbox.Rule{Name: "ops", Channel: "ops", Events: outbox.Events}, false); err != nil {
-		t.Fatal(err)
-	}
-	var ids []int64
-	for i := range 3 {
-		if _, err := store.Enqueue(ctx, claims.EnqueueParams{Kind: "steps", SubmissionKey: string(rune('a' + i))}); err != nil {
-			t.Fatal(err)
-		}
-		got, err := store.Claim(ctx, claims.ClaimParams{Queue: claims.DefaultQueue, Worker: "w", Limit: 1, Lease: time.Hour})
-		if err != nil || len(got) != 1 {
-			t.Fatal(got, err)
-		}
-		task := got[0]
-		ids = append(ids, task.ID)
-		// An effect of the task's, in its ledger.
-		_, err = l.Do(ctx, tools.AttemptOf(task), ledger.Effect{Operation: "op", StepPath: "tool/0", Class: ledger.Keyed,
-			Request: json.RawMessage(`{}`), Perform: func(context.Context, ledger.Call) (ledger.Result, error) { return ledger.Result{}, nil }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := store.Succeed(ctx, agentledger.Lease{TaskID: task.ID, Token: task.LeaseToken}, nil); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ids := tasksWithEffects(t, db, 3, 3)
 	age := (40 * day).String()
 	for _, stmt := range []string{
 		`UPDATE tasks SET finished_at = now() - $1::interval`,
@@ -229,6 +176,41 @@ func TestUnsettledNotificationsKeepTheirTask(t *testing.T) {
 	if tasks, rows, events := count("tasks", "id", ids[:2]...), count("ledger", "task_id", ids[:2]...), count("outbox", "task_id", ids[:2]...); tasks+rows+events != 0 {
 		t.Fatalf("settled and old: %d tasks, %d ledger rows and %d events left, want none", tasks, rows, events)
 	}
+}
+
+// tasksWithEffects makes n tasks under a rule that notifies of every
+// event, each with one keyed effect in its ledger, and finishes the first
+// finished of them (succeeded, an event each); it returns their ids.
+func tasksWithEffects(t *testing.T, db claims.DB, n, finished int) []int64 {
+	t.Helper()
+	ctx := context.Background()
+	store, l := claims.New(db), ledger.New(db)
+	if _, err := outbox.NewRules(db).Put(ctx, outbox.Rule{Name: "ops", Channel: "ops", Events: outbox.Events}, false); err != nil {
+		t.Fatal(err)
+	}
+	var ids []int64
+	for i := range n {
+		if _, err := store.Enqueue(ctx, claims.EnqueueParams{Kind: "steps", SubmissionKey: string(rune('a' + i))}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := store.Claim(ctx, claims.ClaimParams{Queue: claims.DefaultQueue, Worker: "w", Limit: 1, Lease: time.Hour})
+		if err != nil || len(got) != 1 {
+			t.Fatal(got, err)
+		}
+		task := got[0]
+		ids = append(ids, task.ID)
+		_, err = l.Do(ctx, tools.AttemptOf(task), ledger.Effect{Operation: "op", StepPath: "tool/0", Class: ledger.Keyed,
+			Request: json.RawMessage(`{}`), Perform: func(context.Context, ledger.Call) (ledger.Result, error) { return ledger.Result{}, nil }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i < finished {
+			if err := store.Succeed(ctx, agentledger.Lease{TaskID: task.ID, Token: task.LeaseToken}, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return ids
 }
 
 // While one janitor runs, another skips its run.
