@@ -78,7 +78,9 @@ func Permit(t Tool, call Call) error {
 	need.Tool = t.Name()
 	tenant := ""
 	if call.Task != nil {
-		tenant = call.Task.Tenant
+		// The task's kind too: a kind revoked stops its tasks at their next
+		// effect, queued, running or replayed, as a tool revoked does.
+		tenant, need.Kind = call.Task.Tenant, call.Task.Kind
 	}
 	if err := call.Grant.Allow(tenant, need); err != nil {
 		return err
