@@ -23,6 +23,11 @@ type DeferredError struct {
 	// no claim reads it meanwhile; Until is then its deadline, when it is
 	// queued again whatever happened.
 	Park bool
+	// Performed says the attempt sent a call before it deferred (a call the
+	// downstream did not answer, whose failure opened or kept open its
+	// breaker): the attempt is recorded as an attempt, though deferred, so
+	// that every call made has its attempt.
+	Performed bool
 }
 
 // Deferred returns a *DeferredError waiting until until on target for

@@ -169,3 +169,33 @@ func TestDeferRecordsAnAttemptThatActed(t *testing.T) {
 		t.Fatalf("%d attempt records, want 3: the wait's first, and each claim that performed a call", len(atts))
 	}
 }
+
+// A deferred attempt that sent a call that failed for now (a breaker's
+// probe answered 503: no journal row, yet its key reached the downstream)
+// is recorded, whatever came before, as its deferral says.
+func TestDeferRecordsAnAttemptThatSentACall(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newClock()
+	s := pinnedStore(t, c)
+	task := enqueue(t, s, claims.EnqueueParams{MaxAttempts: 3})
+	for i, sent := range []bool{false, true, false, true} {
+		a := claimOne(t, s, "w", time.Minute)
+		if err := s.Defer(ctx, claims.Deferral{Lease: claims.LeaseOf(a), Until: c.Now().Add(time.Second),
+			Reason: fmt.Sprintf("circuit open %d", i), Performed: sent}); err != nil {
+			t.Fatal(err)
+		}
+		c.Advance(time.Second)
+	}
+	atts, err := s.Attempts(ctx, task.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reasons []string
+	for _, a := range atts {
+		reasons = append(reasons, a.Error)
+	}
+	if want := []string{"circuit open 0", "circuit open 1", "circuit open 3"}; !slices.Equal(reasons, want) {
+		t.Fatalf("attempt records %q, want %q: the wait's first, and each that sent a call", reasons, want)
+	}
+}

@@ -162,6 +162,9 @@ type Deferral struct {
 	// Park makes the task waiting, not queued, until woken (Wake) or
 	// Until (WakeDue): agentledger.DeferredError.Park.
 	Park bool
+	// Performed records the attempt whatever came before: it sent a call
+	// (agentledger.DeferredError.Performed).
+	Performed bool
 }
 
 // Defer hands one task back to its queue to run at d.Until, not counting
@@ -179,9 +182,10 @@ func (s *Store) DeferMany(ctx context.Context, ds []Deferral) ([]agentledger.Lea
 		return nil, nil
 	}
 	type deferral struct {
-		Until  time.Time `json:"until"`
-		Reason string    `json:"reason"`
-		Park   bool      `json:"park,omitempty"`
+		Until     time.Time `json:"until"`
+		Reason    string    `json:"reason"`
+		Park      bool      `json:"park,omitempty"`
+		Performed bool      `json:"performed,omitempty"`
 	}
 	ids, tokens := make([]int64, len(ds)), make([]int64, len(ds))
 	byID := make(map[string]deferral, len(ds))
@@ -190,7 +194,7 @@ func (s *Store) DeferMany(ctx context.Context, ds []Deferral) ([]agentledger.Lea
 			return nil, agentledger.Invalid("until", "task %d: a deferral needs a time to run again", d.Lease.TaskID)
 		}
 		ids[i], tokens[i] = d.Lease.TaskID, d.Lease.Token
-		byID[strconv.FormatInt(d.Lease.TaskID, 10)] = deferral{d.Until, agentledger.SafeText(d.Reason), d.Park}
+		byID[strconv.FormatInt(d.Lease.TaskID, 10)] = deferral{d.Until, agentledger.SafeText(d.Reason), d.Park, d.Performed}
 	}
 	deferrals, err := json.Marshal(byID)
 	if err != nil {

@@ -865,8 +865,9 @@ SELECT done.id FROM done WHERE ` + woken
 // full cap) would only pile up; but a deferred attempt that wrote the
 // journal (it performed an effect before the limit held the next) is
 // recorded whatever came before, so that the journal's fencing tokens
-// each have their attempt. (A call that failed for now writes no row,
-// and its attempt may go unrecorded.)
+// each have their attempt, and so is one that sent a call that failed for
+// now (a breaker's probe, say), as its deferral says ($3's performed):
+// its key reached the downstream though the journal has no row of it.
 // A task an operator asked to cancel meanwhile is due at once, so that the
 // next claim acknowledges the cancel instead of waiting for the limit.
 //
@@ -874,7 +875,8 @@ SELECT done.id FROM done WHERE ` + woken
 // run_at past its attempt's start) queues it due at once: the decision or
 // signal it is about to wait for came already.
 //
-// $3 maps each id to {"until": timestamptz, "reason": text, "park": bool}.
+// $3 maps each id to {"until": timestamptz, "reason": text, "park": bool,
+// "performed": bool}.
 var deferSQL = `/* claims.defer */
 WITH done AS (
 	UPDATE tasks t SET
@@ -900,6 +902,7 @@ closed AS (
 		SELECT FROM (SELECT outcome FROM task_attempts a WHERE a.task_id = done.id ORDER BY a.lease_token DESC LIMIT 1) last
 		WHERE last.outcome = 'deferred')
 		OR ` + ledger.WroteSQL("done.id", "done.generation", "done.lease_token") + `
+		OR ($3::jsonb -> done.id::text ->> 'performed')::bool IS TRUE
 )
 SELECT id FROM done`
 

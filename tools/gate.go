@@ -64,7 +64,7 @@ func Gated(gate Gate, target string, hold time.Duration, class ledger.Class,
 		if waits != nil && (class == ledger.Keyed || class == ledger.Pure) {
 			var d *agentledger.DeferredError
 			if errors.As(waits, &d) {
-				d.Reason = fmt.Sprintf("%s; this call: %s", d.Reason, why)
+				d.Reason, d.Performed = fmt.Sprintf("%s; this call: %s", d.Reason, why), true
 			}
 			return ledger.Result{}, waits
 		}

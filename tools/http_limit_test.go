@@ -78,12 +78,13 @@ func TestHTTPBreaker(t *testing.T) {
 		t.Fatalf("first 503: %v, want a transient error", err)
 	}
 	_, err = gated.Perform(ctx, &tools.Outgoing{Call: call(task, "tool/0", post(srv.URL+"/charges")), Tool: tool})
-	if !errors.As(err, &d) || !strings.Contains(d.Reason, "circuit open until") || !strings.HasSuffix(d.Reason, "this call: HTTP 503") {
-		t.Fatalf("second 503: %v, want a wait for the breaker", err)
+	if !errors.As(err, &d) || !strings.Contains(d.Reason, "circuit open until") || !strings.HasSuffix(d.Reason, "this call: HTTP 503") ||
+		!d.Performed {
+		t.Fatalf("second 503: %v (performed %v), want a wait for the breaker after the call it sent", err, d != nil && d.Performed)
 	}
 	_, err = gated.Perform(ctx, &tools.Outgoing{Call: call(task, "tool/0", post(srv.URL+"/charges")), Tool: tool})
-	if !errors.As(err, &d) || !strings.Contains(d.Reason, "2 failures in 60s (last: HTTP 503)") || srv.Hits() != 2 {
-		t.Fatalf("while open: %v, %d hits (want 2)", err, srv.Hits())
+	if !errors.As(err, &d) || !strings.Contains(d.Reason, "2 failures in 60s (last: HTTP 503)") || srv.Hits() != 2 || d.Performed {
+		t.Fatalf("while open: %v, %d hits (want 2), performed %v (want a wait that sent nothing)", err, srv.Hits(), d != nil && d.Performed)
 	}
 	if n := e.count(`SELECT count(*) FROM ledger`); n != 0 {
 		t.Fatalf("%d effects recorded for calls never answered", n)

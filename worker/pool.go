@@ -497,7 +497,7 @@ func (p *Pool) deferTask(lease agentledger.Lease, d *agentledger.DeferredError, 
 	p.keeper.completing(lease)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	err := p.store.Defer(ctx, claims.Deferral{Lease: lease, Until: d.Until, Reason: d.Reason, Park: d.Park})
+	err := p.store.Defer(ctx, claims.Deferral{Lease: lease, Until: d.Until, Reason: d.Reason, Park: d.Park, Performed: d.Performed})
 	if err == nil && d.Park {
 		if due := p.due[t.Queue]; due != nil {
 			due.offer(d.Until) // its queue's loop comes back for it on time

@@ -26,5 +26,6 @@ closed AS (
 		SELECT FROM (SELECT outcome FROM task_attempts a WHERE a.task_id = done.id ORDER BY a.lease_token DESC LIMIT 1) last
 		WHERE last.outcome = 'deferred')
 		OR EXISTS (SELECT FROM ledger l WHERE l.task_id = done.id AND l.generation = done.generation AND l.owner_token = done.lease_token)
+		OR ($3::jsonb -> done.id::text ->> 'performed')::bool IS TRUE
 )
 SELECT id FROM done
