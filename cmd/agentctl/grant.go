@@ -172,7 +172,8 @@ start of a daemon whose file grants the tenant replaces it), or unknown
 differs leaves it in force, one that is the same makes it the file's).
 TENANT must be one tenant grant accepts. With --output json it prints the
 grant with set_by (operator, config, unknown, or null when none is stored)
-and updated_at.`,
+and updated_at. For people it also says whether the tenant is disabled,
+and its share (weight, cap on running tasks).`,
 		Args: tenantArgs(1, "one tenant name"),
 		RunE: a.action(func(ctx context.Context, args []string) error {
 			db, err := a.open(ctx)
@@ -186,9 +187,44 @@ and updated_at.`,
 			if err != nil {
 				return err
 			}
-			return a.printGrant(args[0], r)
+			if err := a.printGrant(args[0], r); err != nil || a.wantJSON() {
+				return err
+			}
+			return a.printTenantState(ctx, db, args[0])
 		}),
 	}
+}
+
+// printTenantState adds to tenant show what else bounds the tenant's
+// tasks: whether it is disabled (tenant disable) and its share (tenant
+// share set), so that one command says it all.
+func (a *app) printTenantState(ctx context.Context, db *database.DB, tenant string) error {
+	st := tenants.NewStore(db.Pool)
+	ts, err := st.ListTenants(ctx)
+	if err != nil {
+		return err
+	}
+	for _, t := range ts {
+		if t.Name == tenant && t.DisabledAt != nil {
+			fmt.Fprintf(a.stdout, "  disabled: since %s: its API tokens are refused; its tasks are left as they are (agentctl tenant enable %s)\n",
+				stamp(*t.DisabledAt), tenant)
+		}
+	}
+	shares, err := st.Shares(ctx)
+	if err != nil {
+		return err
+	}
+	for _, sh := range shares {
+		if sh.Tenant != tenant {
+			continue
+		}
+		share := fmt.Sprintf("weight %d", sh.Weight)
+		if sh.MaxRunning != nil {
+			share += fmt.Sprintf(", at most %d running at once", *sh.MaxRunning)
+		}
+		_, err = fmt.Fprintf(a.stdout, "  share:    %s (set by %s)\n", share, sh.Source)
+	}
+	return err
 }
 
 func (a *app) tenantGrant(ctx context.Context, tenant string, f *grantFlags, add bool) error {
