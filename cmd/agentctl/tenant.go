@@ -10,6 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/tenants"
 )
 
@@ -157,6 +159,30 @@ func (a *app) tenantStore(ctx context.Context) (*tenants.Store, error) {
 		return nil, err
 	}
 	return tenants.NewStore(db.Pool), nil
+}
+
+// noteUnfinished says, on stderr, how many of a disabled tenant's tasks
+// are left to run, and how to stop them: disabling refuses the tenant's
+// tokens, not its tasks. A count that fails says nothing.
+func (a *app) noteUnfinished(ctx context.Context, tenant string) {
+	s, err := a.store(ctx)
+	if err != nil {
+		return
+	}
+	counts, err := s.Count(ctx, claims.ListParams{Tenant: tenant})
+	if err != nil {
+		return
+	}
+	var n int64
+	for st, c := range counts {
+		if !st.Finished() {
+			n += c
+		}
+	}
+	if n > 0 {
+		fmt.Fprintf(a.stderr, "agentctl: note: tenant %s's tasks are left as they are: %d unfinished (agentctl cancel --all --tenant %s stops them)\n",
+			tenant, n, grants.ShellQuote(tenant))
+	}
 }
 
 // invalidAs reports an invalid input under the name the user typed.
@@ -338,6 +364,7 @@ from now on, until agentctl tenant enable. Its tasks are left as they are.`
 			}
 			if t.DisabledAt != nil {
 				_, err = fmt.Fprintf(a.stdout, "tenant %s disabled since %s: its tokens are refused\n", t.Name, stamp(*t.DisabledAt))
+				a.noteUnfinished(ctx, t.Name)
 			} else {
 				_, err = fmt.Fprintf(a.stdout, "tenant %s enabled\n", t.Name)
 			}
