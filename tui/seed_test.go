@@ -66,7 +66,7 @@ func seedDB(t *testing.T) *seeded {
 	}
 
 	// acme may call what its steps task called: its replay is not refused.
-	must(grants.NewStore(e.DB).Put(ctx, "acme", &grants.Grant{Tools: []string{"http_request", "create_task", "notify"}}))
+	must(grants.NewStore(e.DB).Put(ctx, "acme", &grants.Grant{AllKinds: true, Tools: []string{"http_request", "create_task", "notify"}}))
 
 	// 1: an echo that succeeded.
 	e.Enqueue(claims.EnqueueParams{Tenant: "acme", Kind: "echo", Payload: raw(`{"hello":"world"}`)})
