@@ -39,7 +39,7 @@ func TestMaxTokensIsWhatTheBudgetLeaves(t *testing.T) {
 		fakeopenai.Reply{Content: "done", PromptTokens: 100, CompletionTokens: 5},
 		fakeopenai.Text("capped"), fakeopenai.Text("operator"))
 	store := e.checkGrants(nil)
-	e.grant(store, "acme", grants.Grant{AllKinds: true, Tools: []string{"count"}, Models: []string{"*"}, MaxTokens: 1000})
+	e.grant(store, "acme", grants.Grant{Tools: []string{"count"}, Models: []string{"*"}, MaxTokens: 1000})
 	if _, err := e.agent.Work(ctx, e.submitAs("acme", `{"prompt": "count", "tools": ["count"]}`)); err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func TestMaxTokensIsWhatTheBudgetLeaves(t *testing.T) {
 		}
 	}
 
-	e.grant(store, "acme", grants.Grant{AllKinds: true, Models: []string{"*"}, MaxTokens: 1_000_000})
+	e.grant(store, "acme", grants.Grant{Models: []string{"*"}, MaxTokens: 1_000_000})
 	if _, err := e.agent.Work(ctx, e.submitAs("acme", `{"prompt": "hi"}`)); err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestBudgetIsNotOverspent(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil, fakeopenai.Reply{Content: "a long answer", PromptTokens: 10, CompletionTokens: 40})
 	store := e.checkGrants(nil)
-	e.grant(store, "acme", grants.Grant{AllKinds: true, Models: []string{"*"}, MaxTokens: 30})
+	e.grant(store, "acme", grants.Grant{Models: []string{"*"}, MaxTokens: 30})
 	raw, err := e.agent.Work(context.Background(), e.submitAs("acme", `{"prompt": "hi"}`))
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +92,7 @@ func TestPromptBeyondTheBudgetIsRefused(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t, nil, fakeopenai.Reply{ToolCalls: []fakeopenai.ToolCall{call("c1", "count", `{"x":1}`)}, PromptTokens: 60, CompletionTokens: 90})
 	store := e.checkGrants(nil)
-	e.grant(store, "acme", grants.Grant{AllKinds: true, Tools: []string{"count"}, Models: []string{"*"}, MaxTokens: 30})
+	e.grant(store, "acme", grants.Grant{Tools: []string{"count"}, Models: []string{"*"}, MaxTokens: 30})
 
 	task := e.submitAs("acme", `{"prompt": "`+strings.Repeat("spend ", 30)+`"}`)
 	_, err := e.agent.Work(ctx, task)
@@ -105,7 +105,7 @@ func TestPromptBeyondTheBudgetIsRefused(t *testing.T) {
 
 	// 150 of 200 spent by the first completion; the second prompt, with
 	// the tool's result, is estimated at more than the 50 left.
-	e.grant(store, "acme", grants.Grant{AllKinds: true, Tools: []string{"count"}, Models: []string{"*"}, MaxTokens: 200})
+	e.grant(store, "acme", grants.Grant{Tools: []string{"count"}, Models: []string{"*"}, MaxTokens: 200})
 	task = e.submitAs("acme", `{"prompt": "count", "tools": ["count"]}`)
 	_, err = e.agent.Work(ctx, task)
 	denied(t, err, "with 50 of its 200 tokens per task left (this task spent 150)")
@@ -123,7 +123,7 @@ func TestReplayUnderABudgetIsServed(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t, nil, script()...)
 	store := e.checkGrants(nil)
-	e.grant(store, "acme", grants.Grant{AllKinds: true, Tools: []string{"count"}, Models: []string{"*"}})
+	e.grant(store, "acme", grants.Grant{Tools: []string{"count"}, Models: []string{"*"}})
 	task := e.submitAs("acme", payload)
 	first, err := e.agent.Work(ctx, task)
 	if err != nil {
@@ -136,7 +136,7 @@ func TestReplayUnderABudgetIsServed(t *testing.T) {
 	// replay is served all the same. Under 25, llm/0's prompt alone is
 	// estimated at more than the budget: served too, as it spends nothing.
 	for _, budget := range []int64{1000, 25} {
-		e.grant(store, "acme", grants.Grant{AllKinds: true, Tools: []string{"count"}, Models: []string{"*"}, MaxTokens: budget})
+		e.grant(store, "acme", grants.Grant{Tools: []string{"count"}, Models: []string{"*"}, MaxTokens: budget})
 		task = e.finishAndReplay(task, first)
 		again, err := e.agent.Work(ctx, task)
 		if err != nil || string(again) != string(first) || e.fake.Calls() != 2 || e.tool.performed.Load() != 1 {
@@ -145,7 +145,7 @@ func TestReplayUnderABudgetIsServed(t *testing.T) {
 		}
 	}
 	// A budget already spent is refused on replay, as before.
-	e.grant(store, "acme", grants.Grant{AllKinds: true, Tools: []string{"count"}, Models: []string{"*"}, MaxTokens: 6})
+	e.grant(store, "acme", grants.Grant{Tools: []string{"count"}, Models: []string{"*"}, MaxTokens: 6})
 	_, err = e.agent.Work(ctx, e.finishAndReplay(task, first))
 	denied(t, err, "more than 6 tokens per task (this task spent 6)")
 }
@@ -157,7 +157,7 @@ func TestReasoningModelBudgetIsMaxCompletionTokens(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil, fakeopenai.Reply{Content: "a long answer", PromptTokens: 10, CompletionTokens: 40})
 	store := e.checkGrants(nil)
-	e.grant(store, "acme", grants.Grant{AllKinds: true, Models: []string{"o3-mini"}, MaxTokens: 30})
+	e.grant(store, "acme", grants.Grant{Models: []string{"o3-mini"}, MaxTokens: 30})
 	raw, err := e.agent.Work(context.Background(), e.submitAs("acme", `{"prompt": "hi", "model": "o3-mini"}`))
 	if err != nil {
 		t.Fatal(err)

@@ -31,7 +31,7 @@ func TestWildcardModelIsTheConfiguredOne(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t, nil, fakeopenai.Text("small"), fakeopenai.Text("small, named"), fakeopenai.Text("expensive"))
 	store := e.checkGrants(func(c *agent.Config) { c.Model = "small" })
-	e.grant(store, "acme", grants.Grant{AllKinds: true, Models: []string{"*"}})
+	e.grant(store, "acme", grants.Grant{Models: []string{"*"}})
 
 	for _, model := range []string{"expensive-model", "*"} {
 		task := e.submitAs("acme", `{"prompt": "hi", "model": "`+model+`"}`)
@@ -49,7 +49,7 @@ func TestWildcardModelIsTheConfiguredOne(t *testing.T) {
 		}
 	}
 
-	e.grant(store, "acme", grants.Grant{AllKinds: true, Models: []string{"expensive-model"}})
+	e.grant(store, "acme", grants.Grant{Models: []string{"expensive-model"}})
 	if _, err := e.agent.Work(ctx, e.submitAs("acme", `{"prompt": "hi", "model": "expensive-model"}`)); err != nil {
 		t.Fatalf("granted by name: %v", err)
 	}
@@ -62,7 +62,7 @@ func TestWildcardModelIsTheConfiguredOne(t *testing.T) {
 	}
 
 	// Without a configured model "*" allows none.
-	e.grant(store, "acme", grants.Grant{AllKinds: true, Models: []string{"*"}})
+	e.grant(store, "acme", grants.Grant{Models: []string{"*"}})
 	e.agent = agent.New(e.config(func(c *agent.Config) { c.Model = ""; c.Grants = store }), e.Ledger, e.reg)
 	_, err := e.agent.Work(ctx, e.submitAs("acme", `{"prompt": "hi", "model": "small"}`))
 	denied(t, err, `no grant for model "small" (agentctl tenant grant acme --model small)`)
@@ -86,15 +86,13 @@ func TestRevokeStopsTheNextEffect(t *testing.T) {
 			func(g *grants.Grant) { g.Tools = nil }, `tool "count"`},
 		{"the next completion", []fakeopenai.Reply{fakeopenai.Calls(call("c1", "count", `{"x":1}`))},
 			func(g *grants.Grant) { g.Models = nil }, `model "fake-model"`},
-		{"the next completion, the task's kind revoked", []fakeopenai.Reply{fakeopenai.Calls(call("c1", "count", `{"x":1}`))},
-			func(g *grants.Grant) { g.AllKinds, g.Kinds = false, nil }, `kind "agent"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			e := newEnv(t, nil, tc.script...)
 			store := e.checkGrants(nil)
-			e.grant(store, "acme", grants.Grant{AllKinds: true, Tools: []string{"count"}, Models: []string{"*"}})
+			e.grant(store, "acme", grants.Grant{Tools: []string{"count"}, Models: []string{"*"}})
 			e.tool.fail = func(n int64) error {
 				if n == 1 {
 					_, err := store.Update(ctx, "acme", tc.revoke)

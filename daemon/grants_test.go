@@ -76,11 +76,11 @@ func TestGrantsDecideWhatEachTenantReaches(t *testing.T) {
 	testdaemon.Run(t, d)
 
 	g := grants.NewStore(db)
-	if err := g.Put(ctx, "acme", &grants.Grant{AllKinds: true, Tools: []string{"http_request"},
+	if err := g.Put(ctx, "acme", &grants.Grant{Tools: []string{"http_request"},
 		Hosts: []grants.Host{{URL: origin, SecretHeaders: true}}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := g.Put(ctx, "globex", &grants.Grant{AllKinds: true, Tools: []string{"http_request"}, Hosts: []grants.Host{{URL: origin}}}); err != nil {
+	if err := g.Put(ctx, "globex", &grants.Grant{Tools: []string{"http_request"}, Hosts: []grants.Host{{URL: origin}}}); err != nil {
 		t.Fatal(err)
 	}
 	s := claims.New(db)

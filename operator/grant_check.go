@@ -2,12 +2,12 @@ package operator
 
 import (
 	"context"
+	"github.com/agentledger/agentledger/ledger"
 	"strings"
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/agent"
 	"github.com/agentledger/agentledger/grants"
-	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/saga"
 	"github.com/agentledger/agentledger/steps"
 )
@@ -21,7 +21,6 @@ import (
 // it without the configured model, which only the workers know); the rest
 // is checked only when the replay runs. A replay of a task parked in its
 // compensation performs compensations only, and only they are checked.
-// A task whose kind the grant no longer allows has every effect refused.
 func (s *Service) refuseUngranted(ctx context.Context, t *agentledger.Task, plan []PlannedEffect) error {
 	tenant := t.Tenant
 	g, err := grants.NewStore(s.db).For(ctx, tenant)
@@ -42,15 +41,10 @@ func (s *Service) refuseUngranted(ctx context.Context, t *agentledger.Task, plan
 			}
 		}
 	}
-	kind := g.Allow(tenant, grants.Need{Kind: t.Kind})
 	for i := range plan {
 		if _, undo := saga.Undoes(plan[i].Step); t.Compensation != "" && !undo {
 			// A replay of a parked compensation performs none of the
 			// forward path's effects: it reads them to undo them.
-			continue
-		}
-		if kind != nil {
-			plan[i].Refused = kind.Error()
 			continue
 		}
 		need, ok := byStep[plan[i].Step]

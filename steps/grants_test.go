@@ -46,7 +46,7 @@ func TestRevokeStopsTheNextStep(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	store := grants.NewStore(e.DB)
-	if err := store.Put(context.Background(), "acme", &grants.Grant{AllKinds: true, Tools: []string{"post"}}); err != nil {
+	if err := store.Put(context.Background(), "acme", &grants.Grant{Tools: []string{"post"}}); err != nil {
 		t.Fatal(err)
 	}
 	e.runner.Grants = store
@@ -68,71 +68,6 @@ func TestRevokeStopsTheNextStep(t *testing.T) {
 	}
 }
 
-// A kind revoked after its task was queued stops the task at its first
-// effect, as a tool revoked does: the grant in force is read before every
-// effect, its kinds too.
-func TestAKindRevokedStopsItsQueuedTask(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	e := newEnv(t)
-	store := grants.NewStore(e.DB)
-	if err := store.Put(ctx, "acme", &grants.Grant{Kinds: []string{"steps"}, Tools: []string{"post"}}); err != nil {
-		t.Fatal(err)
-	}
-	e.runner.Grants = store
-	e.Enqueue(claims.EnqueueParams{Tenant: "acme", Payload: json.RawMessage(`{"steps":[{"tool":"post","args":{"n":0}}]}`)})
-	if _, err := store.Update(ctx, "acme", func(g *grants.Grant) { g.Kinds = nil }); err != nil {
-		t.Fatal(err)
-	}
-	task := e.claim()
-	_, err := e.runner.Work(ctx, task)
-	var denied *grants.DeniedError
-	if !errors.As(err, &denied) || !strings.Contains(err.Error(), `no grant for kind "steps"`) {
-		t.Fatalf("work: %v, want step 0 denied for its kind", err)
-	}
-	if got, j := e.performed("n"), e.Journal(task); len(got) != 0 || len(j) != 0 {
-		t.Errorf("performed %v, journal %v: want nothing", got, j)
-	}
-}
-
-// A replay of a task whose kind was revoked since it ran is refused at
-// its first effect, though the ledger holds the result, and its preview
-// says so of every effect.
-func TestAKindRevokedStopsAReplay(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	e := newEnv(t)
-	store := grants.NewStore(e.DB)
-	if err := store.Put(ctx, "acme", &grants.Grant{Kinds: []string{"steps"}, Tools: []string{"post"}}); err != nil {
-		t.Fatal(err)
-	}
-	e.runner.Grants = store
-	e.Enqueue(claims.EnqueueParams{Tenant: "acme", Payload: json.RawMessage(`{"steps":[{"tool":"post","args":{"n":0}}]}`)})
-	task := e.claim()
-	raw, err := e.runner.Work(ctx, task)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Claims.Succeed(ctx, claims.LeaseOf(task), raw); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := store.Update(ctx, "acme", func(g *grants.Grant) { g.Kinds = nil }); err != nil {
-		t.Fatal(err)
-	}
-	p, err := e.Operator.Preview(ctx, "", task.ID)
-	if err != nil || len(p.Effects) != 1 || !strings.Contains(p.Effects[0].Refused, `no grant for kind "steps"`) {
-		t.Fatalf("preview %+v %v, want its effect refused for its kind", p, err)
-	}
-	if _, err := e.Operator.Replay(ctx, "", task.ID); err != nil {
-		t.Fatal(err)
-	}
-	_, err = e.runner.Work(ctx, e.claim())
-	var denied *grants.DeniedError
-	if !errors.As(err, &denied) || !strings.Contains(err.Error(), `no grant for kind "steps"`) || len(e.performed("n")) != 1 {
-		t.Fatalf("replay: %v, performed %v: want it denied for its kind, performing nothing more", err, e.performed("n"))
-	}
-}
-
 // A compensation phase reads the grant before each compensation: one
 // revoked by the compensation before it is refused, performing nothing.
 func TestRevokeStopsTheNextCompensation(t *testing.T) {
@@ -141,7 +76,7 @@ func TestRevokeStopsTheNextCompensation(t *testing.T) {
 	e := newEnv(t)
 	undoTool := &post{url: e.down.URL} // the compensations' tool, named "post" too: its own registry
 	store := grants.NewStore(e.DB)
-	if err := store.Put(ctx, "acme", &grants.Grant{AllKinds: true, Tools: []string{"post", "ship"}}); err != nil {
+	if err := store.Put(ctx, "acme", &grants.Grant{Tools: []string{"post", "ship"}}); err != nil {
 		t.Fatal(err)
 	}
 	reg := tools.NewRegistry(e.tool, &ship{})
@@ -210,7 +145,7 @@ func (r *refund) Effect(c tools.Call) (ledger.Effect, error) {
 func sagaWithGrant(t *testing.T) (*env, *grants.Store, *refund, saga.Handler, int64) {
 	e := newEnv(t)
 	store := grants.NewStore(e.DB)
-	if err := store.Put(context.Background(), "acme", &grants.Grant{AllKinds: true, Tools: []string{"post", "ship", "refund"}}); err != nil {
+	if err := store.Put(context.Background(), "acme", &grants.Grant{Tools: []string{"post", "ship", "refund"}}); err != nil {
 		t.Fatal(err)
 	}
 	r := &refund{}

@@ -130,7 +130,7 @@ func TestCreateTaskKeepsToTheFloor(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
 	parent := e.task()
-	g := &grants.Grant{Kinds: []string{"k", "steps"}, Tools: []string{"create_task"}, PriorityFloor: 50}
+	g := &grants.Grant{Kinds: []string{"k"}, Tools: []string{"create_task"}, PriorityFloor: 50}
 	create := func(step, args string) (ledger.Result, *agentledger.Task) {
 		t.Helper()
 		c := call(parent, step, args)

@@ -279,7 +279,7 @@ func TestHTTPSecretEchoesRedacted(t *testing.T) {
 	keyed, unsafe := e.http(tools.HTTPConfig{AllowedHosts: []string{host}, UnsafeAllowedHosts: []string{host},
 		HostHeaders: map[string]map[string]string{host: {"Authorization": redactBearer, "Proxy-Authorization": redactBasic,
 			"X-Api-Key": redactNumeric}}})
-	grant := &grants.Grant{AllKinds: true, Tools: []string{"http_request", "unsafe_http"}, Hosts: []grants.Host{{URL: host, SecretHeaders: true}}}
+	grant := &grants.Grant{Tools: []string{"http_request", "unsafe_http"}, Hosts: []grants.Host{{URL: host, SecretHeaders: true}}}
 	task := e.task()
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -341,7 +341,7 @@ func TestHTTPNoSecretsKeptAsSent(t *testing.T) {
 	secrets := map[string]map[string]string{host: {"Authorization": redactBearer}}
 	withHeaders, _ := e.http(tools.HTTPConfig{AllowedHosts: []string{host}, HostHeaders: secrets})
 	without, _ := e.http(tools.HTTPConfig{AllowedHosts: []string{host}})
-	notGranted := &grants.Grant{AllKinds: true, Tools: []string{"http_request"}, Hosts: []grants.Host{{URL: host}}}
+	notGranted := &grants.Grant{Tools: []string{"http_request"}, Hosts: []grants.Host{{URL: host}}}
 	task := e.task()
 	for i, tc := range []struct {
 		tool  *tools.HTTPTool

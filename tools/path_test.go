@@ -86,7 +86,7 @@ func TestPathGrantBeforeInterceptors(t *testing.T) {
 	e := newEnv(t)
 	var performed, seen int
 	p := &tools.Path{Ledger: e.Ledger, Tools: tools.NewRegistry(countingTool{n: &performed}),
-		Grants: static{&grants.Grant{AllKinds: true, Tools: []string{"other"}}},
+		Grants: static{&grants.Grant{Tools: []string{"other"}}},
 		Interceptors: []tools.Interceptor{func(ctx context.Context, o *tools.Outgoing, next tools.Next) (ledger.Result, error) {
 			seen++
 			return next(ctx, o)
@@ -109,7 +109,7 @@ func TestPathGrantBoundsTheApprovalChannel(t *testing.T) {
 	e := newEnv(t)
 	var performed, seen int
 	p := &tools.Path{Ledger: e.Ledger, Tools: tools.NewRegistry(countingTool{n: &performed}),
-		Grants: static{&grants.Grant{AllKinds: true, Tools: []string{"nop"}, Channels: []string{"payments"}}},
+		Grants: static{&grants.Grant{Tools: []string{"nop"}, Channels: []string{"payments"}}},
 		Interceptors: []tools.Interceptor{func(ctx context.Context, o *tools.Outgoing, next tools.Next) (ledger.Result, error) {
 			seen++
 			return next(ctx, o)

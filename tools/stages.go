@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/agentledger/agentledger"
-	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/ledger"
 )
 
@@ -57,12 +56,6 @@ func (p *Path) allow(ctx context.Context, o *Outgoing, next Next) (ledger.Result
 	if p.Grants != nil {
 		var err error
 		if g, err = p.Grants.For(ctx, o.Task.Tenant); err != nil {
-			return ledger.Result{}, err
-		}
-	}
-	if g != nil && o.Task != nil {
-		// A kind revoked stops its tasks at their next effect (Permit).
-		if err := g.Allow(o.Task.Tenant, grants.Need{Kind: o.Task.Kind}); err != nil {
 			return ledger.Result{}, err
 		}
 	}

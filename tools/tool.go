@@ -78,9 +78,7 @@ func Permit(t Tool, call Call) error {
 	need.Tool = t.Name()
 	tenant := ""
 	if call.Task != nil {
-		// The task's kind too: a kind revoked stops its tasks at their next
-		// effect, queued, running or replayed, as a tool revoked does.
-		tenant, need.Kind = call.Task.Tenant, call.Task.Kind
+		tenant = call.Task.Tenant
 	}
 	if err := call.Grant.Allow(tenant, need); err != nil {
 		return err

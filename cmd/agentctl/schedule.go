@@ -282,9 +282,7 @@ func (a *app) warnUnrunnable(ctx context.Context, s schedule.Schedule) {
 	if err != nil {
 		return
 	}
-	if lack := g.Allow(p.Tenant, grants.Need{Kind: p.Kind}); lack != nil {
-		fmt.Fprintf(a.stderr, "agentctl: warning: schedule %s: %v: its tasks' effects are refused when they run unless the grant allows it by then\n", s.Name, lack)
-	} else if lack := admit.Lacks(g, p, ""); lack != nil {
+	if lack := admit.Lacks(g, p, ""); lack != nil {
 		fmt.Fprintf(a.stderr, "agentctl: warning: schedule %s: its tasks' %v: the call is refused when a task runs unless the grant allows it by then\n", s.Name, lack)
 	}
 }

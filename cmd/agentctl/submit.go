@@ -175,10 +175,7 @@ func (a *app) submit(ctx context.Context, f *submitFlags) error {
 // that fails says nothing: the task is queued either way.
 func (a *app) warnSubmitted(ctx context.Context, id int64, p claims.EnqueueParams) {
 	if g, err := grants.NewStore(a.db.Pool).For(ctx, p.Tenant); err == nil {
-		// Every effect reads the grant in force, its kind included.
-		if lack := g.Allow(p.Tenant, grants.Need{Kind: p.Kind}); lack != nil {
-			fmt.Fprintf(a.stderr, "agentctl: warning: task %d: %v: its effects are refused when it runs unless the grant allows it by then\n", id, lack)
-		} else if lack := admit.Lacks(g, p, ""); lack != nil {
+		if lack := admit.Lacks(g, p, ""); lack != nil {
 			fmt.Fprintf(a.stderr, "agentctl: warning: task %d's %v: the call is refused when the task runs unless the grant allows it by then\n", id, lack)
 		}
 	}
