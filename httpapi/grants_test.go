@@ -53,6 +53,33 @@ func TestSubmitOutsideTheGrantIsForbidden(t *testing.T) {
 	}
 }
 
+// A tenant's replay of a task whose kind its grant no longer allows is a
+// 403 naming the kind, and leaves the task as it is: a kind revoked takes
+// back the tenant's right to have tasks of it run, through a replay too.
+func TestReplayOfARevokedKindIsForbidden(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e, token := grantedEnv(t, &grants.Grant{Kinds: []string{"echo"}})
+	v := e.task(e.post("/v1/tasks", token, "k1", `{"kind":"echo"}`), http.StatusCreated)
+	if _, err := e.db.Exec(ctx, `UPDATE tasks SET state = 'dead', finished_at = now() WHERE id = $1`, v.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := grants.NewStore(e.db).Update(ctx, "acme", func(g *grants.Grant) { g.Kinds = nil }); err != nil {
+		t.Fatal(err)
+	}
+	p := e.problem(e.post(fmt.Sprintf("/v1/tasks/%d/replay", v.ID), token, "r1", ""), http.StatusForbidden, "forbidden")
+	if !strings.Contains(p.Detail, `tenant "acme" has no grant for kind "echo"`) {
+		t.Errorf("detail %q", p.Detail)
+	}
+	if n := e.count(`SELECT count(*) FROM tasks WHERE state = 'dead'`); n != 1 {
+		t.Errorf("%d dead tasks, want the task left as it was", n)
+	}
+	if _, err := grants.NewStore(e.db).Update(ctx, "acme", func(g *grants.Grant) { g.Kinds = []string{"echo"} }); err != nil {
+		t.Fatal(err)
+	}
+	e.task(e.post(fmt.Sprintf("/v1/tasks/%d/replay", v.ID), token, "r2", ""), http.StatusAccepted)
+}
+
 // No queue jumping through the API: a run_at in the past becomes now, and a
 // priority more urgent than the tenant's floor is raised to it.
 func TestSubmitCannotJumpTheQueue(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/admit"
 	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/registry"
 )
 
@@ -270,6 +271,9 @@ func (s *Server) cancelTask(r *http.Request, tenant string, body []byte) (action
 // retention removed its ledger rows.
 func (s *Server) replayTask(r *http.Request, tenant string, body []byte) (action, error) {
 	return s.accepted(r, body, func(ctx context.Context, id int64) (*agentledger.Task, error) {
+		if err := s.mayRun(ctx, tenant, id); err != nil {
+			return nil, err
+		}
 		p, err := s.cfg.Operator.Replay(ctx, tenant, id)
 		if errors.Is(err, agentledger.ErrConflict) {
 			// The operator's answer points to agentctl rerun, which the
@@ -284,6 +288,26 @@ func (s *Server) replayTask(r *http.Request, tenant string, body []byte) (action
 		}
 		return p.Task, nil
 	})
+}
+
+// mayRun refuses a tenant's replay of its task id whose kind its grant no
+// longer allows (403): a kind is the right to have tasks of it run, which
+// a revoke takes back for submissions and for the tenant's replays alike.
+// (Tasks queued before the revoke are left to run: agentctl tenant revoke
+// says how many, and how to cancel them.)
+func (s *Server) mayRun(ctx context.Context, tenant string, id int64) error {
+	if s.cfg.Door == nil || s.cfg.Door.Grants == nil {
+		return nil
+	}
+	t, err := s.cfg.Claims.Get(ctx, tenant, id)
+	if err != nil {
+		return err
+	}
+	g, err := s.cfg.Door.Grants.For(ctx, tenant)
+	if err != nil {
+		return err
+	}
+	return g.Allow(tenant, grants.Need{Kind: t.Kind})
 }
 
 // compensateTask is POST /v1/tasks/{id}/compensate: 202 Accepted with the

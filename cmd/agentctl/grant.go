@@ -276,6 +276,12 @@ func (a *app) tenantGrant(ctx context.Context, tenant string, f *grantFlags, add
 	}
 	if add {
 		a.warnUnknownNames(ctx, db, f)
+	} else {
+		// A kind is the right to submit tasks of it: those queued already
+		// run on unless cancelled.
+		for _, k := range f.kinds {
+			a.noteUnfinished(ctx, tenant, k, fmt.Sprintf("revoking kind %s refuses tenant %s's submissions and replays of it", k, tenant))
+		}
 	}
 	return a.printGrant(tenant, r)
 }

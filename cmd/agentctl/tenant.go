@@ -161,28 +161,32 @@ func (a *app) tenantStore(ctx context.Context) (*tenants.Store, error) {
 	return tenants.NewStore(db.Pool), nil
 }
 
-// noteUnfinished says, on stderr, how many of a disabled tenant's tasks
-// are left to run, and how to stop them: disabling refuses the tenant's
-// tokens, not its tasks. A count that fails says nothing.
-func (a *app) noteUnfinished(ctx context.Context, tenant string) {
+// noteUnfinished says, on stderr, how many of tenant's tasks (of kind,
+// when not "") that cancel --all acts on are left as they are by what an
+// operator just did (what: "disabling it refuses its tokens"), and how to
+// stop them. A count that fails says nothing.
+func (a *app) noteUnfinished(ctx context.Context, tenant, kind, what string) {
 	s, err := a.store(ctx)
 	if err != nil {
 		return
 	}
-	counts, err := s.Count(ctx, claims.ListParams{Tenant: tenant})
+	counts, err := s.Count(ctx, claims.ListParams{Tenant: tenant, Kind: kind, States: cancellable})
 	if err != nil {
 		return
 	}
 	var n int64
-	for st, c := range counts {
-		if !st.Finished() {
-			n += c
-		}
+	for _, c := range counts {
+		n += c
 	}
-	if n > 0 {
-		fmt.Fprintf(a.stderr, "agentctl: note: tenant %s's tasks are left as they are: %d unfinished (agentctl cancel --all --tenant %s stops them)\n",
-			tenant, n, grants.ShellQuote(tenant))
+	if n == 0 {
+		return
 	}
+	which, flags := "", "--tenant "+grants.ShellQuote(tenant)
+	if kind != "" {
+		which, flags = " of kind "+kind, flags+" --kind "+grants.ShellQuote(kind)
+	}
+	fmt.Fprintf(a.stderr, "agentctl: note: %s, not its tasks: %d%s not finished are left to run (agentctl cancel --all %s stops them)\n",
+		what, n, which, flags)
 }
 
 // invalidAs reports an invalid input under the name the user typed.
@@ -364,7 +368,7 @@ from now on, until agentctl tenant enable. Its tasks are left as they are.`
 			}
 			if t.DisabledAt != nil {
 				_, err = fmt.Fprintf(a.stdout, "tenant %s disabled since %s: its tokens are refused\n", t.Name, stamp(*t.DisabledAt))
-				a.noteUnfinished(ctx, t.Name)
+				a.noteUnfinished(ctx, t.Name, "", "disabling tenant "+t.Name+" refuses its tokens")
 			} else {
 				_, err = fmt.Fprintf(a.stdout, "tenant %s enabled\n", t.Name)
 			}
