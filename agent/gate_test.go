@@ -56,10 +56,11 @@ func TestModelRequestsAreGated(t *testing.T) {
 	if _, err := e.agent.Work(ctx, task); err == nil || errors.As(err, &d) {
 		t.Fatalf("first 503: %v, want the endpoint's error", err)
 	}
-	if _, err := e.agent.Work(ctx, task); !errors.As(err, &d) || !strings.Contains(d.Reason, "circuit open until") {
-		t.Fatalf("second 503: %v, want a wait for the breaker", err)
+	if _, err := e.agent.Work(ctx, task); !errors.As(err, &d) || !strings.Contains(d.Reason, "circuit open until") || !d.Performed {
+		t.Fatalf("second 503: %v, want a wait for the breaker, after the call the endpoint saw (performed %v)", err, d != nil && d.Performed)
 	}
-	if _, err := e.agent.Work(ctx, task); !errors.As(err, &d) || e.fake.Calls() != 3 {
-		t.Fatalf("while open: %v, %d model calls (want 3)", err, e.fake.Calls())
+	before := e.fake.Calls()
+	if _, err := e.agent.Work(ctx, task); !errors.As(err, &d) || e.fake.Calls() != 3 || d.Performed != (e.fake.Calls() > before) {
+		t.Fatalf("while open: %v, %d model calls (want 3), performed %v", err, e.fake.Calls(), d != nil && d.Performed)
 	}
 }

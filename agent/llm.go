@@ -162,6 +162,10 @@ func (a *Agent) gatedChat(ctx context.Context, n int, req chatRequest) (c comple
 			why = fmt.Sprintf("no answer within %s", a.cfg.RequestTimeout)
 		}
 		if w := pass.Failed(why); w != nil {
+			var d *agentledger.DeferredError
+			if errors.As(w, &d) && (err.status != 0 || err.timeout) {
+				d.Performed = true // the endpoint saw the request: its attempt is recorded
+			}
 			return completion{}, err, w
 		}
 	default:

@@ -15,16 +15,17 @@ func (LedgerRetention) FinishedFrom(id, window string) string {
 		AND NOT EXISTS (` + unsettledEvents("t.id", window) + `)`
 }
 
-// unsettledEvents selects the task id's notification events still to be
-// delivered, or failed and so to be redelivered by hand, that changed
-// within window. While one is, the task and its ledger rows stay: a
-// delivery whose post's outcome is unknown reads the channel for it
-// through its ledger row, and without the row it would post again. An
-// event a window old holds nothing: retried, it would have changed since
-// (its next try, its failure), and no dispatcher runs one untouched for
-// that long; so nothing is held for ever.
+// unsettledEvents selects the task id's notification events failed (to
+// be redelivered by hand, until the outbox sweep deletes them), or still
+// to be delivered and changed within window. While one is, the task and
+// its ledger rows stay: a delivery whose post's outcome is unknown reads
+// the channel for it through its ledger row, and without the row it would
+// post again. A pending event a window old holds nothing: retried, it
+// would have changed since (its next try), and no dispatcher runs one
+// untouched for that long; so nothing is held for ever.
 func unsettledEvents(id, window string) string {
-	return `SELECT FROM outbox o WHERE o.task_id = ` + id + ` AND o.state IN ('pending', 'failed') AND o.updated_at > now() - ` + window
+	return `SELECT FROM outbox o WHERE o.task_id = ` + id + ` AND (o.state = 'failed'
+		OR o.state = 'pending' AND o.updated_at > now() - ` + window + `)`
 }
 
 // MarkExpiredCTE is a CTE named name that marks the tasks whose ids the

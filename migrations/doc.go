@@ -47,5 +47,6 @@
 // down section that may refuse (00042: while tasks whose keys carry the
 // database's identity remain) marks its check "-- +agentledger DownGuard"
 // (GuardMark): a DO block that only raises, run for every migration a down
-// is to roll back before any is, so that a refusal leaves the schema whole.
+// is to roll back before any is, so that a refusal leaves the schema whole
+// (unless what it checks changes before the down reaches it).
 package migrations

@@ -177,18 +177,21 @@ func (m *Migrator) DownTo(ctx context.Context, version int64) ([]int64, error) {
 // before it rolls any back, each in a transaction it rolls back, so that a
 // refusal leaves the schema whole rather than half-way down (daemons of
 // the release keep running on it). The down migration runs it again in
-// its turn. A guard reads only what exists from its own version up.
+// its turn: what changed between the check and the down (a task queued, a
+// daemon started) is refused there, part-way, as before. A guard reads
+// only what exists from its own version up.
 const GuardMark = "-- +agentledger DownGuard"
 
-// GuardError is a down migration's guard refusing: nothing was rolled
-// back. Err is the database's error (a *pgconn.PgError for a RAISE).
+// GuardError is a down migration's guard that refused, or could not be
+// checked: nothing was rolled back. Err is the database's error (a
+// *pgconn.PgError: 55000 for a guard's refusal).
 type GuardError struct {
 	Version int64
 	Err     error
 }
 
 func (e *GuardError) Error() string {
-	return fmt.Sprintf("migrations: down: version %d refuses: %v", e.Version, e.Err)
+	return fmt.Sprintf("migrations: down: version %d's guard: %v", e.Version, e.Err)
 }
 
 func (e *GuardError) Unwrap() error { return e.Err }
@@ -206,11 +209,16 @@ func (m *Migrator) checkGuards(ctx context.Context, version int64) error {
 		if src.Version <= version || src.Version > cur {
 			continue
 		}
-		text, err := fs.ReadFile(files, path.Base(src.Path))
+		name := path.Base(src.Path)
+		text, err := fs.ReadFile(files, name)
 		if err != nil {
 			return fmt.Errorf("migrations: %w", err)
 		}
-		for _, g := range guards(string(text)) {
+		gs, err := guards(name, string(text))
+		if err != nil {
+			return err
+		}
+		for _, g := range gs {
 			tx, err := m.db.BeginTx(ctx, nil)
 			if err != nil {
 				return fmt.Errorf("migrations: down: %w", err)
@@ -226,25 +234,27 @@ func (m *Migrator) checkGuards(ctx context.Context, version int64) error {
 }
 
 // guards returns the statements of a migration file's down section that
-// follow GuardMark.
-func guards(file string) []string {
-	_, down, ok := strings.Cut(file, "-- +goose Down")
-	if !ok {
-		return nil
+// follow GuardMark, each on the line after it between StatementBegin and
+// StatementEnd; a mark placed otherwise is an error (a guard that would
+// not run before the down).
+func guards(name, file string) ([]string, error) {
+	up, down, _ := strings.Cut(file, "-- +goose Down")
+	if strings.Contains(up, GuardMark) {
+		return nil, fmt.Errorf("migrations: %s: %s outside a down section", name, GuardMark)
 	}
 	var out []string
 	for {
-		_, rest, ok := strings.Cut(down, GuardMark)
+		_, rest, ok := strings.Cut(down, GuardMark+"\n")
 		if !ok {
-			return out
+			if strings.Contains(down, GuardMark) {
+				return nil, fmt.Errorf("migrations: %s: %s must stand alone on its line", name, GuardMark)
+			}
+			return out, nil
 		}
-		_, body, ok := strings.Cut(rest, "-- +goose StatementBegin")
-		if !ok {
-			return out
-		}
-		stmt, after, ok := strings.Cut(body, "-- +goose StatementEnd")
-		if !ok {
-			return out
+		body, ok := strings.CutPrefix(rest, "-- +goose StatementBegin\n")
+		stmt, after, closed := strings.Cut(body, "-- +goose StatementEnd")
+		if !ok || !closed {
+			return nil, fmt.Errorf("migrations: %s: %s must be followed by a statement between StatementBegin and StatementEnd", name, GuardMark)
 		}
 		out = append(out, strings.TrimSpace(stmt))
 		down = after

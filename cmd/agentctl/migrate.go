@@ -192,12 +192,14 @@ func (a *app) migrateDown(ctx context.Context, target int64, yes bool) error {
 	var refusal *pgconn.PgError
 	var guard *migrations.GuardError
 	switch {
-	case errors.As(err, &guard) && errors.As(err, &refusal):
+	case errors.As(err, &guard) && errors.As(err, &refusal) && refusal.Code == "55000":
 		// A guard refused before anything was rolled back.
 		err = newError(fmt.Sprintf("migrate down refused by version %d, nothing rolled back: %s", guard.Version, refusal.Message), err)
 		if refusal.Hint != "" {
 			err = withHint(err, refusal.Hint)
 		}
+	case errors.As(err, &guard):
+		err = newError(fmt.Sprintf("migrate down: checking version %d's guard failed, nothing rolled back: %v", guard.Version, guard.Err), err)
 	case errors.As(err, &refusal) && refusal.Code == "55000":
 		// A down migration that refuses (00042: tasks or daemons whose
 		// keys are scoped) stops there; what it said is the reason, not

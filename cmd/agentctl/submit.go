@@ -188,16 +188,16 @@ func (a *app) warnSubmitted(ctx context.Context, id int64, p claims.EnqueueParam
 	// not known to be allowed by every live one, a worker left at the
 	// default would fail the task.
 	if p.Kind == agent.Kind && agent.CheckPayload(p.Payload, agent.DefaultMaxSteps) != nil && agent.CheckPayload(p.Payload, 0) == nil &&
-		!a.stepsAllowed(ctx, p.Payload) {
+		!a.stepsAllowed(ctx, p.Queue, p.Payload) {
 		fmt.Fprintf(a.stderr, "agentctl: warning: task %d's max_steps is above the default limit of %d steps: a worker left at "+
 			"it (agentd --llm-max-steps) fails the task\n", id, agent.DefaultMaxSteps)
 	}
 }
 
-// stepsAllowed reports whether every live worker running agent tasks with
-// a model endpoint announced a max_steps limit that allows payload's, and
-// one at least did (registry.AgentMaxSteps).
-func (a *app) stepsAllowed(ctx context.Context, payload json.RawMessage) bool {
+// stepsAllowed reports whether every live worker running agent tasks of
+// queue with a model endpoint announced a max_steps limit that allows
+// payload's, and one at least did (registry.AgentMaxSteps).
+func (a *app) stepsAllowed(ctx context.Context, queue string, payload json.RawMessage) bool {
 	var p struct {
 		MaxSteps *int `json:"max_steps"`
 	}
@@ -210,7 +210,7 @@ func (a *app) stepsAllowed(ctx context.Context, payload json.RawMessage) bool {
 	}
 	allowed := false
 	for _, w := range live {
-		if !slices.Contains(w.Kinds, agent.Kind) || !slices.Contains(w.Caps, registry.CapModel) {
+		if !slices.Contains(w.Kinds, agent.Kind) || !slices.Contains(w.Queues, queue) || !slices.Contains(w.Caps, registry.CapModel) {
 			continue
 		}
 		n, ok := registry.AgentMaxSteps(w.Caps)

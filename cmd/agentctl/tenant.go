@@ -170,6 +170,8 @@ func (a *app) noteUnfinished(ctx context.Context, tenant, kind, what string) {
 	if err != nil {
 		return
 	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second) // a note, not worth holding up an emergency revoke
+	defer cancel()
 	counts, err := s.Count(ctx, claims.ListParams{Tenant: tenant, Kind: kind, States: cancellable})
 	if err != nil {
 		return
