@@ -21,8 +21,9 @@ import (
 // often before any daemon is up, knows what it queues. Its signals pass
 // the door as the operator's too, and are sent by "operator". A pool of
 // the program's own should check the database's identity as each
-// connection opens (AfterConnect: database.GuardIDs), as agentd's do, so
-// that after a failover that lost commits no task id is issued twice.
+// connection opens (AfterConnect: database.GuardIDs(logger); a nil logger
+// logs nothing), as agentd's do, so that after a failover that lost
+// commits no task id is issued twice.
 func Database(db claims.DB, tenant string) Client {
 	return dbSubmitter{db: db, door: &admit.Door{}, tenant: tenant}
 }

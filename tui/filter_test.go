@@ -138,9 +138,9 @@ func TestSearchWithoutHitsSaysEsc(t *testing.T) {
 	d := newDriver(t, newFakeStore(10, epoch), Options{}, 120, 30)
 	d.keys("/")
 	d.typeText("zzz")
-	wantStatus(t, d, "no tasks match the search (esc clears it)")
+	wantStatus(t, d, "no tasks match the search on this page (esc clears it)")
 	d.keys("enter")
-	wantStatus(t, d, "no tasks match the search (esc clears it)")
+	wantStatus(t, d, "no tasks match the search on this page (esc clears it)")
 	d.keys("esc")
 	if a := d.app(); a.tasks.search.Value() != "" || len(ids(a)) != 10 {
 		t.Fatalf("after esc: search %q, %d tasks", a.tasks.search.Value(), len(ids(a)))
@@ -149,7 +149,7 @@ func TestSearchWithoutHitsSaysEsc(t *testing.T) {
 	d.keys("/")
 	d.typeText("zzz")
 	d.keys("enter")
-	wantStatus(t, d, "no tasks match (esc clears the search, F the filters)")
+	wantStatus(t, d, "no tasks match on this page (esc clears the search, F the filters)")
 }
 
 // The search matches what the list shows: a waiting task's LAST ERROR cell

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/agentledger/agentledger"
 )
@@ -189,9 +190,16 @@ func TestSortAndStateFilter(t *testing.T) {
 	if got := ids(d.app()); got[0] != 1 {
 		t.Errorf("sorted by updated: %v", got)
 	}
+	// A sort orders the page shown, and says so; the pages come newest first.
+	if v := d.view(); !strings.Contains(v, "sort updated (this page)") {
+		t.Errorf("the sort's scope is not said:\n%s", v)
+	}
 	d.keys("o") // back to id
 	if got := ids(d.app()); got[0] != 10 {
 		t.Errorf("sorted by id: %v", got)
+	}
+	if v := d.view(); strings.Contains(v, "(this page)") {
+		t.Errorf("sorted by id, as loaded, yet:\n%s", v)
 	}
 	d.keys("ssssss") // queued, waiting, running, retrying, succeeded, dead: typed fast, read at once
 	if f := d.app().tasks.filter; f.State != agentledger.StateDead {
@@ -417,4 +425,23 @@ func TestPageKeysSayWhyTheyDoNothing(t *testing.T) {
 			t.Fatalf("page 2: %v", got)
 		}
 	})
+}
+
+// With six-digit counts the counts line says them to three figures at 80
+// columns, so that every state, and the one filtered on, stays on it.
+func TestCountsLineFitsLargeCounts(t *testing.T) {
+	t.Parallel()
+	m := tasksModel{env: &env{keys: DefaultKeyMap(), styles: DefaultStyles(), opts: Options{}.withDefaults()}, width: 80,
+		counts: map[agentledger.TaskState]int64{agentledger.StateQueued: 28904, agentledger.StateWaiting: 5000, agentledger.StateRunning: 100,
+			agentledger.StateSucceeded: 153021, agentledger.StateDead: 5000, agentledger.StateCancelled: 16992, agentledger.StateNeedsAttention: 4},
+		filter: Filter{State: agentledger.StateNeedsAttention}}
+	got := ansi.Strip(m.countsLine())
+	if ansi.StringWidth(got) > 80 || !strings.Contains(got, "[attn 4]") || !strings.Contains(got, "ok 153k") || !strings.Contains(got, "cxl 16k") {
+		t.Fatalf("counts line %q (%d cells)", got, ansi.StringWidth(got))
+	}
+	for n, want := range map[int64]string{952: "952", 9950: "9.9k", 208021: "208k", 1_234_567: "1.2M"} {
+		if got := compactCount(n); got != want {
+			t.Errorf("compactCount(%d) = %q, want %q", n, got, want)
+		}
+	}
 }

@@ -145,9 +145,9 @@ func (m tasksModel) View() string {
 		none := "  no tasks match"
 		switch searched, filtered := m.search.Value() != "", m.filter != (Filter{}); {
 		case searched && filtered:
-			none += " (esc clears the search, F the filters)"
+			none += " on this page (esc clears the search, F the filters)"
 		case searched:
-			none += " the search (esc clears it)"
+			none += " the search on this page (esc clears it)"
 		case filtered:
 			none += " (F clears the filters)"
 		}
@@ -167,7 +167,7 @@ func (m tasksModel) countsLine() string {
 		agentledger.StateSucceeded: "ok", agentledger.StateDead: "dead", agentledger.StateCancelled: "cxl",
 		agentledger.StateNeedsAttention: "attn", agentledger.StateCompensating: "undo", agentledger.StateCompensated: "undone",
 	}
-	render := func(labels map[agentledger.TaskState]string) string {
+	render := func(labels map[agentledger.TaskState]string, count func(int64) string, sep string) string {
 		var total int64
 		parts := make([]string, 0, len(agentledger.TaskStates)+1)
 		for _, st := range agentledger.TaskStates {
@@ -180,23 +180,42 @@ func (m tasksModel) countsLine() string {
 			if label == "" {
 				label = string(st)
 			}
-			part := m.env.styles.StateStyle(st).Render(label) + " " + strconv.FormatInt(n, 10)
+			part := m.env.styles.StateStyle(st).Render(label) + " " + count(n)
 			if st == m.filter.State {
 				part = "[" + part + "]"
 			}
 			parts = append(parts, part)
 		}
-		all := "all " + strconv.FormatInt(total, 10)
+		all := "all " + count(total)
 		if m.filter.State == "" {
 			all = "[" + all + "]"
 		}
-		return strings.Join(append([]string{all}, parts...), "  ")
+		return strings.Join(append([]string{all}, parts...), sep)
 	}
-	line := render(labels)
+	exact := func(n int64) string { return strconv.FormatInt(n, 10) }
+	line := render(labels, exact, "  ")
 	if ansi.StringWidth(line) > m.width {
-		line = render(shortLabels)
+		line = render(shortLabels, exact, "  ")
+	}
+	if ansi.StringWidth(line) > m.width {
+		// Six-digit counts: each said to three figures, one space apart,
+		// so that every state (and the one filtered on) stays on the line.
+		line = render(shortLabels, compactCount, " ")
 	}
 	return line
+}
+
+// compactCount is n to about three figures: 952, 9.9k, 208k, 1.2M.
+func compactCount(n int64) string {
+	switch {
+	case n < 1000:
+		return strconv.FormatInt(n, 10)
+	case n < 10_000:
+		return fmt.Sprintf("%d.%dk", n/1000, n%1000/100) // rounded down: never more than there are
+	case n < 1_000_000:
+		return strconv.FormatInt(n/1000, 10) + "k"
+	}
+	return fmt.Sprintf("%d.%dM", n/1_000_000, n%1_000_000/100_000)
 }
 
 // rare reports whether st is a state only sagas reach: the counts line
@@ -215,7 +234,11 @@ func (m tasksModel) infoLine() string {
 	} else {
 		filter += s.Dim.Render(" (F clears)")
 	}
-	parts := []string{s.Label.Render("filter ") + filter, s.Label.Render("sort ") + m.sort.String(),
+	sort := m.sort.String()
+	if m.sort != sortID {
+		sort += " (this page)" // pages are loaded newest first; a sort orders the one shown
+	}
+	parts := []string{s.Label.Render("filter ") + filter, s.Label.Render("sort ") + sort,
 		s.Label.Render("page ") + strconv.Itoa(len(m.back)+1)}
 	rows := plural(len(m.rows), "task")
 	if len(m.shown) != len(m.rows) {
