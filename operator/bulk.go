@@ -79,6 +79,9 @@ func (s *Service) each(ctx context.Context, p ListParams, act func(id int64) err
 		if len(ids) < bulkPage {
 			return res, nil
 		}
+		if s.BulkProgress != nil {
+			s.BulkProgress(len(res.Done) + len(res.Skipped))
+		}
 		before = ids[len(ids)-1]
 	}
 }

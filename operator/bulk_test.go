@@ -69,3 +69,24 @@ func TestBulkActions(t *testing.T) {
 		t.Fatalf("the succeeded task after cancel all: %+v %v", got, err)
 	}
 }
+
+// A bulk action over more than a page says how far it is after each page.
+func TestBulkActionsSayHowFar(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := testenv.New(t)
+	ps := make([]claims.EnqueueParams, 1500)
+	for i := range ps {
+		ps[i] = claims.EnqueueParams{Kind: "echo", Tenant: "acme"}
+	}
+	if _, err := e.Claims.EnqueueBatch(ctx, ps); err != nil {
+		t.Fatal(err)
+	}
+	svc := operator.New(e.DB)
+	var told []int
+	svc.BulkProgress = func(n int) { told = append(told, n) }
+	res, err := svc.CancelAll(ctx, claims.ListParams{Tenant: "acme"})
+	if err != nil || len(res.Done) != 1500 || !slices.Equal(told, []int{1000}) {
+		t.Fatalf("cancelled %d (%v), told %v: want 1500, told once at 1000", len(res.Done), err, told)
+	}
+}

@@ -31,6 +31,11 @@ type Service struct {
 	registry *registry.Store
 	ledger   *ledger.Ledger
 	outbox   *outbox.Store
+
+	// BulkProgress, when set, is told after each page of a bulk action
+	// (RetryAll, CancelAll) how many tasks it has gone through: one task
+	// at a time, a bulk action over tens of thousands takes a while.
+	BulkProgress func(done int)
 }
 
 // New returns the service over db.

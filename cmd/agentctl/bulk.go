@@ -138,7 +138,11 @@ func (a *app) bulk(ctx context.Context, tenant string, f *bulkFlags, states []ag
 			return err
 		}
 	}
-	done, err := act.do(ctx, operator.New(a.db.Pool), p)
+	svc := operator.New(a.db.Pool)
+	svc.BulkProgress = func(n int) { // a page at a time, each task its own transition: say how far it is
+		fmt.Fprintf(a.stderr, "%s %d of %d…\n", act.verb, n, matched)
+	}
+	done, err := act.do(ctx, svc, p)
 	res.Done = append(res.Done, done.Done...)
 	res.Flagged = append([]int64{}, done.Flagged...)
 	for id, why := range done.Skipped {

@@ -33,7 +33,9 @@ requests withdrawn, their waits ended —, retrying, running, needs_attention;
 or durations meaning that long ago, e.g. 2h or 7d). It first counts them and
 asks for confirmation on the terminal; --yes skips the question, and is
 needed when standard input is not a terminal (exit 2 without it). Tasks that
-finished meanwhile are skipped, with the reason.
+finished meanwhile are skipped, with the reason. Each task is its own
+transition (about a millisecond): past a thousand, how far it is goes to
+stderr after each thousand.
 
 With --output json it prints {"task": {...}, "immediate": true|false}, or for
 --all {"action": "cancel", "matched": N, "done": [ids], "skipped": [{"id", "reason"}]}.`,

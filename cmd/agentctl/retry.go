@@ -35,7 +35,8 @@ With --all it retries every dead task the filter selects (--queue, --kind,
 or durations meaning that long ago, e.g. 2h or 7d). It first counts them
 and asks for confirmation on the terminal; --yes skips the question, and is
 needed when standard input is not a terminal (exit 2 without it). Tasks that
-cannot be retried are skipped, with the reason.
+cannot be retried are skipped, with the reason. Past a thousand tasks, how
+far it is goes to stderr after each thousand.
 
 With --output json it prints {"task": {...}}, or for --all
 {"action": "retry", "matched": N, "done": [ids], "skipped": [{"id", "reason"}]}.`,
