@@ -124,8 +124,12 @@ func (a *app) ledgerFind(ctx context.Context, f *ledgerFlags) error {
 	if err := t.flush(); err != nil {
 		return err
 	}
-	if len(out) == p.Limit {
-		fmt.Fprintf(a.stderr, "more effects may match: raise --limit (now %d)\n", p.Limit)
+	switch {
+	case len(out) == p.Limit && p.Limit < maxLedgerLimit:
+		fmt.Fprintf(a.stderr, "more effects may match: raise --limit (now %d), or narrow with --task, --key or --tenant\n", p.Limit)
+	case len(out) == p.Limit:
+		// No cursor pages past the newest maxLedgerLimit: a filter must.
+		fmt.Fprintf(a.stderr, "more effects may match than the %d shown: narrow with --task, --key or --tenant\n", p.Limit)
 	}
 	return nil
 }
