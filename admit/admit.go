@@ -215,15 +215,13 @@ func agentTools(p claims.EnqueueParams, known func(string) error) error {
 // it; a worker that announced no limit (an older version) is not known to
 // refuse.
 func agentSteps(payload json.RawMessage, servers []registry.Worker) error {
-	var p struct {
-		MaxSteps *int `json:"max_steps"`
-	}
-	if json.Unmarshal(payload, &p) != nil || p.MaxSteps == nil {
+	asked, ok := agent.RequestedSteps(payload)
+	if !ok {
 		return nil
 	}
 	var lower []string
 	for _, w := range servers {
-		if n, ok := registry.AgentMaxSteps(w.Caps); ok && slices.Contains(w.Caps, registry.CapModel) && *p.MaxSteps > n {
+		if n, ok := registry.AgentMaxSteps(w.Caps); ok && slices.Contains(w.Caps, registry.CapModel) && asked > n {
 			lower = append(lower, fmt.Sprintf("%s allows %d", w.ID, n))
 		}
 	}
@@ -232,7 +230,7 @@ func agentSteps(payload json.RawMessage, servers []registry.Worker) error {
 	}
 	slices.Sort(lower)
 	return agentledger.Invalid("payload", "max_steps %d is above what a live worker allows (%s; agentd --llm-max-steps), "+
-		"which would fail the task if it claimed it", *p.MaxSteps, strings.Join(lower, ", "))
+		"which would fail the task if it claimed it", asked, strings.Join(lower, ", "))
 }
 
 // reachable checks the literal URLs of a steps payload's calls with

@@ -42,6 +42,18 @@ type Payload struct {
 	Approve map[string]json.RawMessage `json:"approve,omitempty"`
 }
 
+// RequestedSteps is the max_steps an agent payload asks for; false when it
+// names none (the worker's limit applies) or does not decode.
+func RequestedSteps(payload json.RawMessage) (int, bool) {
+	var p struct {
+		MaxSteps *int `json:"max_steps"`
+	}
+	if json.Unmarshal(payload, &p) != nil || p.MaxSteps == nil {
+		return 0, false
+	}
+	return *p.MaxSteps, true
+}
+
 // maxModelName bounds a payload's model name.
 const maxModelName = 200
 

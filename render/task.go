@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -46,6 +47,12 @@ func AttemptNumber(a agentledger.Attempt) string {
 		return "(" + strconv.Itoa(int(a.Attempt)) + ")"
 	}
 	return strconv.Itoa(int(a.Attempt))
+}
+
+// AnyDeferred reports whether atts hold a deferral, whose number the
+// attempts' legends then explain (AttemptNumber).
+func AnyDeferred(atts []agentledger.Attempt) bool {
+	return slices.ContainsFunc(atts, func(a agentledger.Attempt) bool { return a.Outcome == agentledger.OutcomeDeferred })
 }
 
 // NotificationSource is what asked for a notification event: its rule,

@@ -12,6 +12,9 @@ RETURNING ` + tenantColumns
 
 const listTenantsSQL = `/* tenants.listTenants */ SELECT ` + tenantColumns + ` FROM tenants ORDER BY name`
 
+// getTenantSQL reads tenant $1; an unknown tenant returns no row.
+const getTenantSQL = `/* tenants.getTenant */ SELECT ` + tenantColumns + ` FROM tenants WHERE name = $1`
+
 // setDisabledSQL disables tenant $1 ($2 true; an already disabled tenant
 // keeps its first time) or enables it; an unknown tenant returns no row.
 const setDisabledSQL = `/* tenants.setDisabled */

@@ -86,17 +86,30 @@ func (st *Store) PutShare(ctx context.Context, s Share) (Share, error) {
 	return got, nil
 }
 
-// share reads tenant's stored share.
-func (st *Store) share(ctx context.Context, tenant string) (Share, error) {
+// ShareOf reads tenant's stored share; ok is false when none is stored
+// (weight 1, no cap).
+func (st *Store) ShareOf(ctx context.Context, tenant string) (s Share, ok bool, err error) {
 	rows, err := st.db.Query(ctx, getShareSQL, tenant)
 	if err != nil {
-		return Share{}, fmt.Errorf("share of tenant %q: %w", tenant, err)
+		return Share{}, false, fmt.Errorf("share of tenant %q: %w", tenant, err)
 	}
 	got, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByPos[Share])
-	if err != nil { // none: removed since the write found it
-		return Share{}, fmt.Errorf("share of tenant %q: %w", tenant, err)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return Share{}, false, nil
+	case err != nil:
+		return Share{}, false, fmt.Errorf("share of tenant %q: %w", tenant, err)
 	}
-	return got, nil
+	return got, true, nil
+}
+
+// share reads tenant's stored share, which must be there.
+func (st *Store) share(ctx context.Context, tenant string) (Share, error) {
+	got, ok, err := st.ShareOf(ctx, tenant)
+	if err == nil && !ok { // removed since the write found it
+		err = fmt.Errorf("share of tenant %q: %w", tenant, pgx.ErrNoRows)
+	}
+	return got, err
 }
 
 // DeleteShare removes tenant's share: it has weight 1 and no cap again.

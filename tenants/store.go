@@ -115,6 +115,23 @@ func (s *Store) Exists(ctx context.Context, name string) (bool, error) {
 	return exists, nil
 }
 
+// Tenant returns tenant name; ok is false when there is no such row (the
+// operator's tenant has none).
+func (s *Store) Tenant(ctx context.Context, name string) (t Tenant, ok bool, err error) {
+	rows, err := s.db.Query(ctx, getTenantSQL, name)
+	if err != nil {
+		return Tenant{}, false, fmt.Errorf("tenant %q: %w", name, err)
+	}
+	t, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByPos[Tenant])
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return Tenant{}, false, nil
+	case err != nil:
+		return Tenant{}, false, fmt.Errorf("tenant %q: %w", name, err)
+	}
+	return t, true, nil
+}
+
 // ListTenants returns every tenant by name.
 func (s *Store) ListTenants(ctx context.Context) ([]Tenant, error) {
 	rows, err := s.db.Query(ctx, listTenantsSQL)

@@ -225,7 +225,7 @@ func (m taskModel) attempts() string {
 		order = attemptsOrder
 	}
 	deferred := ""
-	if slices.ContainsFunc(m.detail.Attempts, func(a agentledger.Attempt) bool { return a.Outcome == agentledger.OutcomeDeferred }) {
+	if render.AnyDeferred(m.detail.Attempts) {
 		deferred = attemptsDeferred
 	}
 	lines := []string{legend(s.Dim, fmt.Sprintf(attemptsLegend, deferred, order), m.width), s.Bold.Render(head)}

@@ -200,30 +200,23 @@ and its share (weight, cap on running tasks).`,
 // share set), so that one command says it all.
 func (a *app) printTenantState(ctx context.Context, db *database.DB, tenant string) error {
 	st := tenants.NewStore(db.Pool)
-	ts, err := st.ListTenants(ctx)
+	t, ok, err := st.Tenant(ctx, tenant)
 	if err != nil {
 		return err
 	}
-	for _, t := range ts {
-		if t.Name == tenant && t.DisabledAt != nil {
-			fmt.Fprintf(a.stdout, "  disabled: since %s: its API tokens are refused; its tasks are left as they are (agentctl tenant enable %s)\n",
-				stamp(*t.DisabledAt), tenant)
-		}
+	if ok && t.DisabledAt != nil {
+		fmt.Fprintf(a.stdout, "  disabled: since %s: its API tokens are refused; its tasks are left as they are (agentctl tenant enable %s)\n",
+			stamp(*t.DisabledAt), tenant)
 	}
-	shares, err := st.Shares(ctx)
-	if err != nil {
+	sh, ok, err := st.ShareOf(ctx, tenant)
+	if err != nil || !ok {
 		return err
 	}
-	for _, sh := range shares {
-		if sh.Tenant != tenant {
-			continue
-		}
-		share := fmt.Sprintf("weight %d", sh.Weight)
-		if sh.MaxRunning != nil {
-			share += fmt.Sprintf(", at most %d running at once", *sh.MaxRunning)
-		}
-		_, err = fmt.Fprintf(a.stdout, "  share:    %s (set by %s)\n", share, sh.Source)
+	share := fmt.Sprintf("weight %d", sh.Weight)
+	if sh.MaxRunning != nil {
+		share += fmt.Sprintf(", at most %d running at once", *sh.MaxRunning)
 	}
+	_, err = fmt.Fprintf(a.stdout, "  share:    %s (set by %s)\n", share, sh.Source)
 	return err
 }
 

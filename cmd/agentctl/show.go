@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -281,7 +280,7 @@ func printTask(w io.Writer, d *operator.Detail, now time.Time) error {
 	// and a deferral is not counted, so a number can repeat: the
 	// generation and the fencing token tell them apart.
 	deferred := ""
-	if slices.ContainsFunc(atts, func(a agentledger.Attempt) bool { return a.Outcome == agentledger.OutcomeDeferred }) {
+	if render.AnyDeferred(atts) {
 		deferred = " (N): deferred, not counted;"
 	}
 	fmt.Fprintf(w, "Attempts (GEN: generation; a replay counts attempts from 1 again;%s TOKEN: the lease's fencing token):\n", deferred)

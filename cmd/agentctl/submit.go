@@ -198,10 +198,8 @@ func (a *app) warnSubmitted(ctx context.Context, id int64, p claims.EnqueueParam
 // queue with a model endpoint announced a max_steps limit that allows
 // payload's, and one at least did (registry.AgentMaxSteps).
 func (a *app) stepsAllowed(ctx context.Context, queue string, payload json.RawMessage) bool {
-	var p struct {
-		MaxSteps *int `json:"max_steps"`
-	}
-	if json.Unmarshal(payload, &p) != nil || p.MaxSteps == nil {
+	asked, ok := agent.RequestedSteps(payload)
+	if !ok {
 		return false
 	}
 	live, err := registry.New(a.db.Pool).LiveWorkers(ctx)
@@ -214,7 +212,7 @@ func (a *app) stepsAllowed(ctx context.Context, queue string, payload json.RawMe
 			continue
 		}
 		n, ok := registry.AgentMaxSteps(w.Caps)
-		if !ok || *p.MaxSteps > n {
+		if !ok || asked > n {
 			return false
 		}
 		allowed = true
