@@ -152,7 +152,7 @@ func TestSearchWithoutHitsSaysEsc(t *testing.T) {
 	wantStatus(t, d, "no tasks match on this page (esc clears the search, F the filters)")
 }
 
-// The search matches what the list shows: a waiting task's LAST ERROR cell
+// The search matches what the list shows: a waiting task's DETAIL cell
 // is what it waits for.
 func TestSearchMatchesWhatAWaitingTaskShows(t *testing.T) {
 	t.Parallel()

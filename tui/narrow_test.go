@@ -47,7 +47,7 @@ func TestConsoleNarrowTasks(t *testing.T) {
 	waitFor(t, tm, "needs_attention", "page 1 · 4 tasks", noLiveWorkers, seededCounts)
 	v, lines := screenLines(t, tm)
 	checkFrame(t, v, 80, 24)
-	wantOnScreen(t, v, "ID STATE           KIND  TRY  UPDATED LAST ERROR",
+	wantOnScreen(t, v, "ID STATE           KIND  TRY  UPDATED DETAIL",
 		"tool/2 notify.post: slack: ratelimited", "effect 1378b35c05ec at tool/0: effect")
 	if help := lines[len(lines)-1]; !strings.HasSuffix(help, "? help • q quit") {
 		t.Errorf("the help line lost ? or q: %q", help)
@@ -214,7 +214,7 @@ func TestConsoleTasks(t *testing.T) {
 	waitFor(t, tm, "needs_attention", "page 1 · 4 tasks", noLiveWorkers, seededCounts)
 	v, _ := screenLines(t, tm)
 	checkFrame(t, v, 100, 30)
-	wantOnScreen(t, v, "ID STATE           TENANT QUEUE   KIND  TRY  UPDATED LAST ERROR")
+	wantOnScreen(t, v, "ID STATE           TENANT QUEUE   KIND  TRY  UPDATED DETAIL")
 	golden.RequireEqual(t, []byte(v))
 }
 

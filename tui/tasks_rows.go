@@ -35,7 +35,7 @@ func searchFields(t *agentledger.Task) []string {
 	return []string{strconv.FormatInt(t.ID, 10), string(t.State), t.Tenant, t.Queue, t.Kind, lastErrorCell(t)}
 }
 
-// lastErrorCell is the list's LAST ERROR cell: what the task waits for,
+// lastErrorCell is the list's DETAIL cell: what the task waits for,
 // when it waits ("waiting for a daemon with tool open_ticket" says more
 // than its last error), else its last error.
 func lastErrorCell(t *agentledger.Task) string {

@@ -67,8 +67,8 @@ func TestNarrowTableDropsTenant(t *testing.T) {
 	if strings.Contains(d.view(), "TENANT") {
 		t.Errorf("TENANT column at 80 columns:\n%s", d.view())
 	}
-	if !strings.Contains(d.view(), "LAST ERROR") {
-		t.Errorf("no LAST ERROR column at 80 columns:\n%s", d.view())
+	if !strings.Contains(d.view(), "DETAIL") {
+		t.Errorf("no DETAIL column at 80 columns:\n%s", d.view())
 	}
 }
 

@@ -23,11 +23,11 @@ type column struct {
 
 // Column widths. STATE is fixed ("needs_attention"); ID, TENANT, QUEUE,
 // KIND and TRY are as wide as their widest cell, a name at most nameWidth;
-// LAST ERROR takes the rest.
+// DETAIL takes the rest.
 const (
 	stateWidth = 15
 	nameWidth  = 10
-	// wantErr is what LAST ERROR should get: below it the least important
+	// wantErr is what DETAIL should get: below it the least important
 	// columns give way (see dropOrder), since a cut error says nothing.
 	wantErr = 40
 	minErr  = 10
@@ -47,7 +47,7 @@ func columnsFor(e *env, width int, rows []*agentledger.Task) []column {
 		{"KIND", 0, func(_ *env, t *agentledger.Task) string { return t.Kind }},
 		{"TRY", 0, func(_ *env, t *agentledger.Task) string { return render.Tries(t) }},
 		{"UPDATED", 0, func(e *env, t *agentledger.Task) string { return short(e.now().Sub(t.UpdatedAt)) }},
-		{"LAST ERROR", 0, func(_ *env, t *agentledger.Task) string { return lastErrorCell(t) }},
+		{"DETAIL", 0, func(_ *env, t *agentledger.Task) string { return lastErrorCell(t) }},
 	}
 	for i := range cols[:len(cols)-1] {
 		c := &cols[i]

@@ -125,7 +125,7 @@ func (a *app) list(ctx context.Context, f *listFlags) error {
 		return err
 	}
 	now := time.Now()
-	t := newTable(a.stdout, "ID", "TENANT", "QUEUE", "KIND", "STATE", "ATTEMPT", "WHEN", "LAST ERROR")
+	t := newTable(a.stdout, "ID", "TENANT", "QUEUE", "KIND", "STATE", "ATTEMPT", "WHEN", "DETAIL")
 	for _, task := range tasks {
 		t.row(strconv.FormatInt(task.ID, 10), task.Tenant, task.Queue, task.Kind, string(task.State),
 			render.Tries(task), when(task, now), truncate(orDash(lastError(task)), lastErrorWidth(task)))
