@@ -1,6 +1,7 @@
 package render
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/agentledger/agentledger/registry"
@@ -34,6 +35,11 @@ func Capabilities(caps []string) string {
 			}
 		}
 	}
+	for i, t := range tools {
+		if slices.Contains(hostBound, t) && !slices.ContainsFunc(origins, func(o string) bool { return strings.HasPrefix(o, t+" → ") }) {
+			tools[i] = t + " (no hosts allowed)"
+		}
+	}
 	var parts []string
 	switch {
 	case model && agent2:
@@ -53,6 +59,11 @@ func Capabilities(caps []string) string {
 	}
 	return strings.Join(parts, " · ")
 }
+
+// hostBound are the built-in tools that call only the origins announced
+// with them (tool@origin): with none announced their allow-list is empty,
+// and a task needing one is never claimed here.
+var hostBound = []string{"http_request", "unsafe_http"}
 
 // Needs says what a task needs of the daemon that runs it: "tool
 // open_ticket, http_request to http://127.0.0.1:7450". The agent loop's
