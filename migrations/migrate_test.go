@@ -125,15 +125,15 @@ func TestScopedKeysShutOutOlderReleases(t *testing.T) {
 	if _, err := pool.Exec(ctx, `INSERT INTO tasks (tenant, queue, kind) VALUES ('default', 'default', 'echo')`); err != nil {
 		t.Fatal(err)
 	}
-	rolled, err := m.DownTo(ctx, 41)
+	_, err = m.DownTo(ctx, 41)
 	var guard *migrations.GuardError
 	if !errors.As(err, &guard) || guard.Version != 42 || !strings.Contains(err.Error(), "an effect sent again would go under another key") {
 		t.Fatalf("down with tasks whose keys were scoped: %v, want version 42's guard to refuse it", err)
 	}
 	// Refused by its guard before anything was rolled back: the schema is
 	// whole for the daemons running on it.
-	if v, verr := m.Version(ctx); len(rolled) != 0 || v != m.Latest() {
-		t.Fatalf("after the refusal: rolled back %v, at version %d (%v), want nothing rolled back", rolled, v, verr)
+	if v, verr := m.Version(ctx); v != m.Latest() {
+		t.Fatalf("after the refusal: at version %d (%v), want %d: nothing rolled back", v, verr, m.Latest())
 	}
 	var id string
 	if err := pool.QueryRow(ctx, `SELECT id::text FROM installation`).Scan(&id); err != nil {
