@@ -25,6 +25,9 @@ type FindParams struct {
 	Operation string
 	Tenant    string
 	Limit     int // default 50, at most 1000
+	// Before pages on: only effects recorded before the one of this
+	// sequence number (Found.Seq of a page's last), 0 from the newest.
+	Before int64
 }
 
 // Found is an effect with the task generation it belongs to.
@@ -32,6 +35,8 @@ type Found struct {
 	Entry
 	TaskID     int64
 	Generation int32
+	// Seq orders the ledger: newer effects have higher ones (Before).
+	Seq int64
 }
 
 // Find looks effects up for operators, newest first.
@@ -43,6 +48,8 @@ func (l *Ledger) Find(ctx context.Context, p FindParams) ([]Found, error) {
 		return nil, agentledger.Invalid("key", "%q is too short a prefix: give at least %d characters", p.Key, minPrefix)
 	case p.Limit > 1000:
 		return nil, agentledger.Invalid("limit", "%d is above 1000", p.Limit)
+	case p.Before < 0:
+		return nil, agentledger.Invalid("before", "%d is not a sequence number", p.Before)
 	case p.Limit <= 0:
 		p.Limit = 50
 	}
@@ -54,14 +61,14 @@ func (l *Ledger) Find(ctx context.Context, p FindParams) ([]Found, error) {
 	// A key is found through its index; a search by operation or tenant
 	// alone reads the table: let the planner scan it.
 	err := pgplan.SeqScan(ctx, l.db, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, sql, p.Key, p.TaskID, p.Operation, p.Tenant, p.Limit)
+		rows, err := tx.Query(ctx, sql, p.Key, p.TaskID, p.Operation, p.Tenant, p.Limit, p.Before)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
 		for rows.Next() {
 			var f Found
-			if err := scanEntry(rows, &f.Entry, &f.TaskID, &f.Generation); err != nil {
+			if err := scanEntry(rows, &f.Entry, &f.TaskID, &f.Generation, &f.Seq); err != nil {
 				return err
 			}
 			out = append(out, f)

@@ -325,8 +325,9 @@ DELETE FROM ledger WHERE ctid = ANY (ARRAY(
 }
 
 // findSQL looks effects up for operators: by task ($2), operation ($3),
-// tenant ($4); empty or 0 match any ($1 is unused). Newest first.
-const findSQL = `/* ledger.find */ SELECT ` + entryColumns + `, task_id, generation
+// tenant ($4), recorded before sequence number $6; empty or 0 match any
+// ($1 is unused). Newest first.
+const findSQL = `/* ledger.find */ SELECT ` + entryColumns + `, task_id, generation, seq
 FROM ledger
 WHERE $1::text = ''
   AND ` + findFilters
@@ -335,7 +336,7 @@ WHERE $1::text = ''
 // minPrefix characters, read through ledger_key_prefix_idx (migration
 // 00018), whose entries are the keys' first minPrefix characters: an
 // equality on them, which a generic plan can use as well as a custom one.
-const findByKeySQL = `/* ledger.findByKey */ SELECT ` + entryColumns + `, task_id, generation
+const findByKeySQL = `/* ledger.findByKey */ SELECT ` + entryColumns + `, task_id, generation, seq
 FROM ledger
 WHERE left(effect_key, 6) = left($1, 6) AND starts_with(effect_key, $1)
   AND ` + findFilters
@@ -343,6 +344,7 @@ WHERE left(effect_key, 6) = left($1, 6) AND starts_with(effect_key, $1)
 const findFilters = `($2::bigint = 0 OR task_id = $2)
   AND ($3 = '' OR operation = $3 OR operation = '` + UnbuiltPrefix + `' || $3)
   AND ($4 = '' OR tenant = $4)
+  AND ($6::bigint = 0 OR seq < $6)
 ORDER BY seq DESC LIMIT $5`
 
 // unbuiltAs is SQL for the operation a row's call is known by: its own,

@@ -35,6 +35,8 @@ type tbKey struct{}
 //
 //	exitcode N           the last agentctl exited with N
 //	jsonpath FILE PATH V the JSON in FILE (stdout: the last output) has V at PATH
+//	jsonenv FILE PATH NAME
+//	                     sets $NAME to the value at PATH of the JSON in FILE
 //	announce [-ago D] [-queues Q,…] [-kinds K,…] [-tools T[=FILE],…] [-mcp NAME=STATE,…] WORKER
 //	                     a worker pool announces itself D ago (default now)
 //	                     serving queues Q (default "default"), kinds K (default
@@ -94,6 +96,7 @@ func TestScripts(t *testing.T) {
 			"exitcode":     cmdExitcode,
 			"stdoutenv":    cmdStdoutEnv,
 			"jsonpath":     cmdJSONPath,
+			"jsonenv":      cmdJSONEnv,
 			"announce":     cmdAnnounce,
 			"claim":        cmdClaim,
 			"fail":         cmdFail,
@@ -171,13 +174,7 @@ func cmdJSONPath(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) != 3 {
 		ts.Fatalf("usage: jsonpath FILE PATH VALUE")
 	}
-	dec := json.NewDecoder(strings.NewReader(ts.ReadFile(args[0])))
-	dec.UseNumber()
-	var doc any
-	if err := dec.Decode(&doc); err != nil {
-		ts.Fatalf("%s is not JSON: %v", args[0], err)
-	}
-	got, err := jsonLookup(doc, args[1])
+	got, err := jsonLookup(scriptJSON(ts, args[0]), args[1])
 	switch {
 	case err != nil && !neg:
 		ts.Fatalf("%s: %v", args[0], err)
@@ -186,6 +183,29 @@ func cmdJSONPath(ts *testscript.TestScript, neg bool, args []string) {
 	case err == nil && !neg && got != args[2]:
 		ts.Fatalf("%s: %s is %s, want %s", args[0], args[1], got, args[2])
 	}
+}
+
+func cmdJSONEnv(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 3 || neg {
+		ts.Fatalf("usage: jsonenv FILE PATH NAME")
+	}
+	got, err := jsonLookup(scriptJSON(ts, args[0]), args[1])
+	if err != nil {
+		ts.Fatalf("%s: %v", args[0], err)
+	}
+	ts.Setenv(args[2], got)
+}
+
+// scriptJSON decodes the JSON in the script's file name (numbers kept as
+// written).
+func scriptJSON(ts *testscript.TestScript, name string) any {
+	dec := json.NewDecoder(strings.NewReader(ts.ReadFile(name)))
+	dec.UseNumber()
+	var doc any
+	if err := dec.Decode(&doc); err != nil {
+		ts.Fatalf("%s is not JSON: %v", name, err)
+	}
+	return doc
 }
 
 // jsonLookup follows path (keys and array indexes separated by dots; "#" is
