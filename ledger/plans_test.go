@@ -42,7 +42,7 @@ func TestFindByKeyPlanUsesPrefixIndex(t *testing.T) {
 	for _, prefix := range []string{key[:minPrefix], key[:12], key} {
 		for _, mode := range plancheck.Modes {
 			t.Run(fmt.Sprintf("%d/%s", len(prefix), mode), func(t *testing.T) {
-				plan, err := plancheck.Explain(ctx, conn, mode, findByKeySQL, prefix, int64(0), "", "", 50)
+				plan, err := plancheck.Explain(ctx, conn, mode, findByKeySQL, prefix, int64(0), "", "", 50, int64(0))
 				if err != nil {
 					t.Fatal(err)
 				}
