@@ -6,6 +6,7 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/daemon"
+	"github.com/agentledger/agentledger/saga"
 )
 
 // Refund is the payload of the refund kind.
@@ -31,9 +32,16 @@ func ExampleKind() {
 		API:      daemon.API{Listen: "127.0.0.1:7450"},
 	})
 	err := d.RegisterKind("refund", daemon.Kind(func(ctx context.Context, t *agentledger.Task, r Refund) (map[string]any, error) {
-		// … call the payments API through a keyed tool, or directly if it
-		// is the task's only effect …
-		return map[string]any{"refunded": r.Amount}, nil
+		// The handler may run again for this task (a crash, a replay):
+		// the payments API is called through a registered keyed tool, so
+		// that the ledger serves a repeat, never directly
+		// (refund_payment: a tools.Define of class ledger.Keyed, given to
+		// d.RegisterTool).
+		res, err := saga.Call(ctx, t, "refund", "refund_payment", r, nil)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"refunded": r.Amount, "payment": res.Body}, nil
 	}))
 	if err != nil {
 		panic(err)

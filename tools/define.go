@@ -32,7 +32,10 @@ type Spec[Args any] struct {
 
 	// Perform performs the effect once, for every class but Local. A keyed
 	// tool sends c.DownstreamKey(target) to its target as its idempotency
-	// key; a pure one reads only.
+	// key; a pure one reads only. A nil error records the Result as the
+	// effect's outcome, served on every replay: a failure must be an
+	// error (a plain one is tried again, agentledger.Permanent fails the
+	// task). Answer classifies an HTTP answer so.
 	Perform func(ctx context.Context, c ledger.Call, args Args) (ledger.Result, error)
 	// Find looks up whether an earlier performance under c.Key landed
 	// (Reconcilable only, and required there).

@@ -3,6 +3,7 @@ package tools_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 
@@ -34,7 +35,13 @@ func ExampleDefine() {
 				return ledger.Result{}, err // unknown outcome: the same key is sent again
 			}
 			defer resp.Body.Close()
-			return ledger.Result{Status: resp.StatusCode}, nil
+			body, err := io.ReadAll(resp.Body)
+			if err != nil {
+				return ledger.Result{}, err // unknown outcome too
+			}
+			// A 2xx is the result; a 5xx or 429 is sent again under the
+			// same key; another answer fails the task.
+			return tools.Answer(resp, body)
 		}})
 	if err != nil {
 		panic(err)

@@ -107,7 +107,7 @@ func (t *HTTPTool) send(ctx context.Context, call ledger.Call, hc *httpCall) (le
 			t.name, what, resp.Status, t.cfg.MaxResponseBytes))
 	case code >= 200 && code < 300:
 		return res, nil
-	case code == 408 || code == 425 || code == 429 || code >= 500:
+	case transientStatus(code):
 		err := answer("%s: %s: %s%s", t.name, what, resp.Status, excerpt(data))
 		if d, ok := retryAfter(resp.Header.Get("Retry-After")); ok && (code == 429 || code == 503) {
 			return res, agentledger.RetryAfter(err, d)

@@ -74,8 +74,12 @@ func run(ctx context.Context, out io.Writer) error {
 				return ledger.Result{}, err
 			}
 			defer resp.Body.Close()
-			b, _ := io.ReadAll(resp.Body)
-			return ledger.Result{Status: resp.StatusCode, Body: b}, nil
+			b, err := io.ReadAll(resp.Body)
+			if err != nil {
+				return ledger.Result{}, err // unknown outcome: sent again under the same key
+			}
+			return tools.Answer(resp, b) // a 5xx is sent again, a 4xx fails the task
+
 		},
 	})
 	if err != nil {
@@ -145,30 +149,35 @@ func run(ctx context.Context, out io.Writer) error {
 	if err := waitSucceeded(ctx, store, task.ID); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "task %d succeeded; tickets opened: %d\n", task.ID, tickets.count())
+	opened, calls := tickets.count()
+	fmt.Fprintf(out, "task %d succeeded; tickets opened: %d (requests: %d)\n", task.ID, opened, calls)
 	if _, err := operator.New(db).Replay(ctx, "", task.ID); err != nil {
 		return err
 	}
 	if err := waitSucceeded(ctx, store, task.ID); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "task %d replayed; tickets opened: %d (the ledger served the call)\n", task.ID, tickets.count())
-	if n := tickets.count(); n != 1 {
-		return fmt.Errorf("%d tickets opened, want 1", n)
+	opened, after := tickets.count()
+	fmt.Fprintf(out, "task %d replayed; tickets opened: %d, requests sent since: %d (the ledger served the call)\n", task.ID, opened, after-calls)
+	if opened != 1 || after != calls {
+		return fmt.Errorf("%d tickets opened, %d requests sent by the replay; want 1 and 0", opened, after-calls)
 	}
 	return nil
 }
 
-// ticketsAPI opens a ticket per Idempotency-Key.
+// ticketsAPI opens a ticket per Idempotency-Key, and counts the requests
+// it got: a retry under the same key opens none but is one.
 type ticketsAPI struct {
-	mu   sync.Mutex
-	keys map[string]int
+	mu       sync.Mutex
+	keys     map[string]int
+	requests int
 }
 
-func (a *ticketsAPI) count() int {
+// count is how many tickets were opened and how many requests came.
+func (a *ticketsAPI) count() (opened, requests int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return len(a.keys)
+	return len(a.keys), a.requests
 }
 
 func startTickets() (*ticketsAPI, string, error) {
@@ -179,6 +188,7 @@ func startTickets() (*ticketsAPI, string, error) {
 	}
 	go http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { //nolint:errcheck // lives as long as the program
 		api.mu.Lock()
+		api.requests++
 		id, ok := api.keys[r.Header.Get("Idempotency-Key")]
 		if !ok {
 			id = len(api.keys) + 1

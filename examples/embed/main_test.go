@@ -17,8 +17,8 @@ func TestExampleRuns(t *testing.T) {
 	out := testdaemon.RunProgram(t)
 	for _, want := range []string{
 		`escalate task \d+ succeeded: \{"incident": "42", "page_oncall": true\}`,
-		`task \d+ succeeded; tickets opened: 1\n`,
-		`task \d+ replayed; tickets opened: 1 \(the ledger served the call\)`,
+		`task \d+ succeeded; tickets opened: 1 \(requests: \d+\)\n`,
+		`task \d+ replayed; tickets opened: 1, requests sent since: 0 \(the ledger served the call\)`,
 	} {
 		if !regexp.MustCompile(want).MatchString(out) {
 			t.Errorf("output lacks %q:\n%s", want, out)
