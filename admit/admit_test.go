@@ -277,3 +277,59 @@ func TestAgentPayloads(t *testing.T) {
 		}
 	}
 }
+
+// A typed kind's payload must fit the schema of each live pool that
+// claims the kind from the task's queue: a pool of another program
+// serving the same kind from another queue does not change what this
+// queue takes, and once it claims from this queue too, a payload must fit
+// both. A submission is checked against the fleet as it is, not against
+// whichever daemon published last.
+func TestTypedKindPayloadFitsEachLivePoolOfItsQueue(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	s := registry.New(db)
+	order := json.RawMessage(`{"type":"object","additionalProperties":false,"required":["order_id"],"properties":{"order_id":{"type":"string"}}}`)
+	other := json.RawMessage(`{"type":"object","additionalProperties":false,"required":["x"],"properties":{"x":{"type":"integer"}}}`)
+	register := func(id string, queues []string, schema json.RawMessage) {
+		t.Helper()
+		if err := s.Register(ctx, registry.Registration{ID: id, Host: "h", PID: 1, Queues: queues, Kinds: []string{"charge_order"},
+			KindSchemas: map[string]json.RawMessage{"charge_order": schema}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.PublishKinds(ctx, id, map[string]json.RawMessage{"charge_order": schema}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(queue, payload string) error {
+		p := claims.EnqueueParams{Kind: "charge_order", Queue: queue, Payload: []byte(payload)}
+		if err := p.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		_, err := (&admit.Door{}).Admit(ctx, db, admit.Submission{Caller: admit.Operator, Params: p}) // a new door: no cached schemas
+		return err
+	}
+	refused := func(queue, payload, want string) {
+		t.Helper()
+		var ie *agentledger.InvalidError
+		if err := check(queue, payload); !errors.As(err, &ie) || ie.Field != "payload" || !strings.Contains(ie.Problem, want) {
+			t.Errorf("%s on %s: %v, want an invalid payload saying %q", payload, queue, err, want)
+		}
+	}
+	passes := func(queue, payload string) {
+		t.Helper()
+		if err := check(queue, payload); err != nil {
+			t.Errorf("%s on %s: %v", payload, queue, err)
+		}
+	}
+	register("shop", []string{"default"}, order)
+	register("probe", []string{"probe"}, other) // published last
+	passes("default", `{"order_id":"m1"}`)
+	refused("default", `{"x":5}`, `"order_id" is required`)
+	passes("probe", `{"x":5}`)
+	refused("probe", `{"order_id":"m1"}`, `"x" is required`)
+
+	register("probe", []string{"probe", "default"}, other)
+	refused("default", `{"order_id":"m1"}`, `"x" is required`)
+	refused("default", `{"x":5}`, `"order_id" is required`)
+}

@@ -37,8 +37,10 @@ type Door struct {
 	AgentMaxSteps int
 	// Typed checks the payload of a kind this process serves: a typed
 	// kind's Go type and Validate (KindHandler.CheckPayload in package
-	// daemon). known is false for a kind it does not serve: then the
-	// schema the serving daemon published in the kinds table is the check.
+	// daemon). known is false for a kind it does not serve. Either way
+	// the payload must also fit the schema each live pool claiming the kind
+	// from the task's queue announced (or, for a kind this process does not
+	// serve and no live pool does, the one last published).
 	Typed func(kind string, payload json.RawMessage) (known bool, err error)
 	// Reach is nil when this process's tool may call u (the HTTP tools'
 	// allow-lists), else why not; nil checks none. A steps payload whose
@@ -110,7 +112,7 @@ func (d *Door) Admit(ctx context.Context, db registry.DB, s Submission) (claims.
 	if r.bound {
 		bound(g, &p)
 	}
-	if err := d.payload(ctx, db, p.Kind, p.Payload); err != nil {
+	if err := d.payload(ctx, db, p.Kind, p.Queue, p.Payload); err != nil {
 		return p, err
 	}
 	// What it needs of the pool that runs it: claims match it, and the

@@ -12,59 +12,75 @@ import (
 )
 
 // payload checks a payload against its kind: a built-in kind against its
-// schema (tools.BuiltinKindSchemas), a kind this process serves through
-// Typed (a typed kind in full: its Go type and Validate), any other
-// against the schema its serving daemon published, if one did.
+// schema (tools.BuiltinKindSchemas); a kind this process serves through
+// Typed in full (its Go type and Validate); and a typed kind against the
+// schema of each live pool that would claim it from queue (a task may go
+// to any of them), or while none is live the schema last published.
 // Published schemas are remembered for schemaTTL, so a submission costs
 // no extra query most of the time.
-func (d *Door) payload(ctx context.Context, db registry.DB, kind string, payload json.RawMessage) error {
+func (d *Door) payload(ctx context.Context, db registry.DB, kind, queue string, payload json.RawMessage) error {
 	if schema, ok := tools.BuiltinKindSchemas[kind]; ok {
 		return argschema.CheckDoc(schema, "payload", payload)
 	}
+	served := false
 	if d.Typed != nil {
-		if known, err := d.Typed(kind, payload); known {
+		known, err := d.Typed(kind, payload)
+		if err != nil {
+			return err
+		}
+		served = known
+	}
+	if served && d.Unserved {
+		return nil // no fleet whose pools could take it instead
+	}
+	published, err := d.schemas.get(ctx, db, kind, queue)
+	if err != nil {
+		return err
+	}
+	for _, p := range published {
+		if served && !p.Live {
+			continue // this process serves it: not a schema someone else published before
+		}
+		if err := argschema.CheckDoc(p.Schema, "payload", payload); err != nil {
 			return err
 		}
 	}
-	schema, ok, err := d.schemas.get(ctx, db, kind)
-	if err != nil || !ok {
-		return err
-	}
-	return argschema.CheckDoc(schema, "payload", payload)
+	return nil
 }
 
-// schemaTTL is how long a published payload schema (or its absence) is
-// remembered.
+// schemaTTL is how long the published payload schemas (or their absence)
+// are remembered.
 const schemaTTL = 10 * time.Second
 
-// schemaCache remembers the payload schemas the daemons published.
+// schemaCache remembers the payload schemas the daemons published, by kind
+// and queue.
 type schemaCache struct {
 	mu    sync.Mutex
-	known map[string]cachedSchema
+	known map[[2]string]cachedSchemas
 }
 
-type cachedSchema struct {
-	doc json.RawMessage
-	ok  bool
-	at  time.Time
+type cachedSchemas struct {
+	published []registry.Published
+	at        time.Time
 }
 
-func (c *schemaCache) get(ctx context.Context, db registry.DB, kind string) (json.RawMessage, bool, error) {
+func (c *schemaCache) get(ctx context.Context, db registry.DB, kind, queue string) ([]registry.Published, error) {
+	key := [2]string{kind, queue}
 	c.mu.Lock()
-	s, hit := c.known[kind]
+	s, hit := c.known[key]
 	c.mu.Unlock()
 	if hit && time.Since(s.at) < schemaTTL {
-		return s.doc, s.ok, nil
+		return s.published, nil
 	}
-	doc, ok, err := registry.New(db).KindSchema(ctx, kind)
+	published, err := registry.New(db).KindSchemas(ctx, kind, queue)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	c.mu.Lock()
 	if c.known == nil {
-		c.known = map[string]cachedSchema{}
+		c.known = map[[2]string]cachedSchemas{}
 	}
-	c.known[kind] = cachedSchema{doc: doc, ok: ok, at: time.Now()}
+	c.known[key] = cachedSchemas{published: published, at: time.Now()}
 	c.mu.Unlock()
-	return doc, ok, nil
+	return published, nil
 }

@@ -208,15 +208,38 @@ func (d *Daemon) typedPayload(kind string, payload json.RawMessage) (bool, error
 	return slices.Contains(builtinKinds, kind), nil
 }
 
-// publishKinds records the payload schemas of this daemon's typed kinds.
-func (d *Daemon) publishKinds(ctx context.Context, db registry.DB, worker string) error {
+// kindSchemas are the payload schemas of this daemon's typed kinds.
+func (d *Daemon) kindSchemas() map[string]json.RawMessage {
 	schemas := map[string]json.RawMessage{}
 	for name, h := range d.kinds {
 		if k, ok := h.(KindHandler); ok {
 			schemas[name] = k.PayloadSchema()
 		}
 	}
-	return registry.New(db).PublishKinds(ctx, worker, schemas)
+	return schemas
+}
+
+// publishKinds records the payload schemas of this daemon's typed kinds,
+// the check of submissions while no daemon serving them is live.
+func (d *Daemon) publishKinds(ctx context.Context, db registry.DB, worker string) error {
+	return registry.New(db).PublishKinds(ctx, worker, d.kindSchemas())
+}
+
+// warnKindConflicts warns of each live daemon serving one of this one's
+// typed kinds from the same queue with another payload schema (another
+// release, another program): a submission must fit both, and a task one
+// of them takes may fail there for its payload.
+func warnKindConflicts(ctx context.Context, db registry.DB, worker string, log *slog.Logger) {
+	cs, err := registry.New(db).KindConflicts(ctx, worker)
+	if err != nil {
+		log.Debug("comparing kind schemas with the other workers failed", "err", err)
+		return
+	}
+	for _, c := range cs {
+		log.Warn("another live worker serves this typed kind from the same queues with another payload schema: "+
+			"submissions must fit both, and a task one of them claims may fail there for its payload",
+			"kind", c.Kind, "worker", c.Worker, "queues", strings.Join(c.Queues, ","))
+	}
 }
 
 // Handle serves h on the daemon's HTTP server at pattern (net/http's
@@ -400,8 +423,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 		PollOnly: cfg.Worker.PollOnly, Grace: cfg.Worker.Grace, ClaimCooldown: cfg.Worker.ClaimCooldown, Backoff: cfg.Worker.Backoff,
 		Handlers: kinds, Logger: log, Observer: teeObserver(m.Worker(), cfg.Hooks.Observer),
 		MCPStates: d.MCPStates, Tools: reg.Schemas, ToolClasses: reg.Classes, Listening: d.grants.Listening,
-		Caps:     capabilities(reg, d.MCPStates, cfg.Model.BaseURL != "", d.door.AgentMaxSteps),
-		Channels: map[string]func(string){grants.Channel: d.grants.Changed, flow.Channel: func(string) { d.limits.Changed() }},
+		KindSchemas: d.kindSchemas(),
+		Caps:        capabilities(reg, d.MCPStates, cfg.Model.BaseURL != "", d.door.AgentMaxSteps),
+		Channels:    map[string]func(string){grants.Channel: d.grants.Changed, flow.Channel: func(string) { d.limits.Changed() }},
 	})
 	if err != nil {
 		return &ConfigError{err}
@@ -451,6 +475,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 	// Hooks.BeforeRun, which may hold the pool's connections); Run refreshes it every 10s.
 	if err := pool.Announce(ctx); err != nil && ctx.Err() == nil {
 		log.Warn("announcing the worker failed: submissions of its kinds are refused until it is retried", "err", err)
+	} else if err == nil {
+		warnKindConflicts(ctx, db.Pool, pool.ID(), log)
 	}
 	if cfg.Hooks.BeforeRun != nil {
 		if err := cfg.Hooks.BeforeRun(ctx, db.Pool); err != nil {

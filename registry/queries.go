@@ -41,9 +41,9 @@ ORDER BY id`
 // prunes the registrations not refreshed for $9, skipping rows another
 // statement holds (the next registration prunes them). $11 are the classes
 // of its tools that have one whatever their arguments; $10 its tools'
-// schemas: a refresh that brings the same ones keeps the stored value
-// (PostgreSQL reuses its out-of-line copy) instead of writing another
-// every 10 s.
+// schemas and $13 its typed kinds' payload schemas: a refresh that brings
+// the same ones keeps the stored value (PostgreSQL reuses its out-of-line
+// copy) instead of writing another every 10 s.
 const registerSQL = `/* claims.register */
 WITH pruned AS (
 	DELETE FROM workers WHERE id IN (
@@ -51,13 +51,15 @@ WITH pruned AS (
 		WHERE seen_at < coalesce($8::timestamptz, now()) - $9::interval AND id <> $1
 		FOR UPDATE SKIP LOCKED)
 )
-INSERT INTO workers (id, host, pid, queues, kinds, mcp_servers, tools, tool_schemas, tool_classes, caps, started_at, seen_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $10, $11, $12, coalesce($8::timestamptz, now()), coalesce($8::timestamptz, now()))
+INSERT INTO workers (id, host, pid, queues, kinds, mcp_servers, tools, tool_schemas, tool_classes, caps, kind_schemas, started_at, seen_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $10, $11, $12, $13, coalesce($8::timestamptz, now()), coalesce($8::timestamptz, now()))
 ON CONFLICT (id) DO UPDATE SET seen_at = EXCLUDED.seen_at, host = EXCLUDED.host, pid = EXCLUDED.pid,
 	queues = EXCLUDED.queues, kinds = EXCLUDED.kinds, mcp_servers = EXCLUDED.mcp_servers, tools = EXCLUDED.tools,
 	tool_classes = EXCLUDED.tool_classes, caps = EXCLUDED.caps,
 	tool_schemas = CASE WHEN workers.tool_schemas IS NOT DISTINCT FROM EXCLUDED.tool_schemas
-		THEN workers.tool_schemas ELSE EXCLUDED.tool_schemas END`
+		THEN workers.tool_schemas ELSE EXCLUDED.tool_schemas END,
+	kind_schemas = CASE WHEN workers.kind_schemas IS NOT DISTINCT FROM EXCLUDED.kind_schemas
+		THEN workers.kind_schemas ELSE EXCLUDED.kind_schemas END`
 
 // toolSchemasSQL reads the schemas that pools $1 announced for tools $2.
 const toolSchemasSQL = `/* claims.toolSchemas */
@@ -77,5 +79,34 @@ SELECT u.name, u.schema::jsonb, $3, now() FROM unnest($1::text[], $2::text[]) AS
 ON CONFLICT (name) DO UPDATE SET payload_schema = EXCLUDED.payload_schema,
 	published_by = EXCLUDED.published_by, updated_at = EXCLUDED.updated_at`
 
-// kindSchemaSQL reads the payload schema of kind $1.
+// kindSchemaSQL reads the payload schema of kind $1 last published.
 const kindSchemaSQL = `/* claims.kindSchema */ SELECT payload_schema FROM kinds WHERE name = $1`
+
+// kindSchemasSQL reads the payload schemas of kind $1 that the live pools
+// ($3 is the clock, $4 the window) claiming it from queue $2 announced,
+// each once with the first pool to announce it; without any, the schema
+// last published (kinds), named by its publisher.
+const kindSchemasSQL = `/* claims.kindSchemas */
+WITH live AS (
+	SELECT DISTINCT ON (w.kind_schemas -> $1) w.kind_schemas -> $1 AS schema, w.id
+	FROM workers w
+	WHERE w.seen_at > coalesce($3::timestamptz, now()) - $4::interval
+		AND $2 = ANY (w.queues) AND $1 = ANY (w.kinds) AND w.kind_schemas ? $1
+	ORDER BY w.kind_schemas -> $1, w.started_at, w.id
+)
+SELECT schema, id, true FROM live
+UNION ALL
+SELECT payload_schema, published_by, false FROM kinds WHERE name = $1 AND NOT EXISTS (SELECT FROM live)`
+
+// kindConflictsSQL lists, for each typed kind pool $1 announced, the live
+// pools ($2 is the clock, $3 the window) claiming it from a queue $1 claims
+// too with another payload schema.
+const kindConflictsSQL = `/* claims.kindConflicts */
+SELECT k.name, o.id, array(SELECT q FROM unnest(o.queues) q WHERE q = ANY (me.queues) ORDER BY q)
+FROM workers me, jsonb_each(me.kind_schemas) AS k(name, schema), workers o
+WHERE me.id = $1 AND o.id <> $1
+	AND o.seen_at > coalesce($2::timestamptz, now()) - $3::interval
+	AND o.queues && me.queues AND k.name = ANY (o.kinds)
+	AND o.kind_schemas -> k.name IS DISTINCT FROM k.schema
+	AND o.kind_schemas ? k.name
+ORDER BY k.name, o.id`

@@ -130,6 +130,9 @@ type Registration struct {
 	// Classes are the effect classes of those tools whose class does not
 	// depend on their arguments (tools.Registry.Classes).
 	Classes map[string]string
+	// KindSchemas are the payload schemas of its typed kinds by name: a
+	// submission of one of them to one of its queues must fit (KindSchemas).
+	KindSchemas map[string]json.RawMessage
 	// MCPServers are its daemon's MCP servers' states by name.
 	MCPServers map[string]string
 	// Caps are what it can run beyond its kinds (CapTool, CapMCP,
@@ -164,8 +167,12 @@ func (s *Store) Register(ctx context.Context, r Registration) error {
 	if len(r.Classes) > 0 {
 		classes = r.Classes
 	}
+	var kindSchemas any // NULL without typed kinds
+	if len(r.KindSchemas) > 0 {
+		kindSchemas = r.KindSchemas
+	}
 	if _, err := s.db.Exec(ctx, registerSQL, r.ID, r.Host, r.PID, r.Queues, r.Kinds, servers, names,
-		s.Now.Param(), PruneAfter, toolSchemas, classes, r.Caps); err != nil {
+		s.Now.Param(), PruneAfter, toolSchemas, classes, r.Caps, kindSchemas); err != nil {
 		return fmt.Errorf("announce worker: %w", err)
 	}
 	return nil

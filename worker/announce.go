@@ -25,7 +25,7 @@ func (p *Pool) Announce(ctx context.Context) error {
 func (p *Pool) registration() registry.Registration {
 	host, _ := os.Hostname()
 	r := registry.Registration{ID: p.cfg.ID, Host: host, PID: os.Getpid(),
-		Queues: p.cfg.Queues, Kinds: p.kindNames}
+		Queues: p.cfg.Queues, Kinds: p.kindNames, KindSchemas: p.cfg.KindSchemas}
 	if p.cfg.MCPStates != nil {
 		r.MCPServers = p.cfg.MCPStates()
 	}

@@ -76,6 +76,10 @@ type Config struct {
 	// ToolClasses, if set, gives the classes of the tools whose class does
 	// not depend on their arguments, announced with them.
 	ToolClasses func() map[string]string
+	// KindSchemas are the payload schemas of its typed kinds by name,
+	// announced with the pool: a submission of one of them to one of its
+	// queues must fit (registry.Store.KindSchemas).
+	KindSchemas map[string]json.RawMessage
 	// Caps, if set, says what the pool can run beyond its kinds now
 	// (registry.CapTool and the others), sorted: announced with the pool,
 	// matched by its claims against tasks' needs, and checked again before

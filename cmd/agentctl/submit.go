@@ -129,7 +129,7 @@ func (a *app) submit(ctx context.Context, f *submitFlags) error {
 	p, err = door.Admit(ctx, a.db.Pool, admit.Submission{Caller: admit.Operator, Params: p, Unserved: f.allowUnserved,
 		Override: "submit with --allow-unserved"}) // a.store opened the database and checked its schema
 	if err != nil {
-		return f.admitError(ctx, registry.New(a.db.Pool), p.Kind, err)
+		return f.admitError(ctx, registry.New(a.db.Pool), p.Kind, p.Queue, err)
 	}
 	res, err := s.Enqueue(ctx, p)
 	if errors.Is(err, agentledger.ErrKeyReuse) {
@@ -220,18 +220,35 @@ func (a *app) stepsAllowed(ctx context.Context, queue string, payload json.RawMe
 	return allowed
 }
 
+// schemaSource says whose payload schemas a typed kind's payload was held
+// against.
+func schemaSource(kind, queue string, published []registry.Published) string {
+	by := make([]string, len(published))
+	for i, p := range published {
+		by[i] = p.By
+	}
+	switch {
+	case !published[0].Live:
+		return fmt.Sprintf("the %s kind's payload schema is the one worker %s published (no worker serving it is live now)", kind, by[0])
+	case len(by) == 1:
+		return fmt.Sprintf("the %s kind's payload schema is the one worker %s announced for queue %s (agentctl workers)", kind, by[0], queue)
+	}
+	return fmt.Sprintf("the live workers serving the %s kind from queue %s announce %d payload schemas (%s): a payload must fit each",
+		kind, queue, len(by), strings.Join(by, ", "))
+}
+
 // admitError relabels a refusal of the door with the flag (or the
 // --file field) at fault; a payload refused where the kind published its
 // schema says where the schema is.
-func (f *submitFlags) admitError(ctx context.Context, reg *registry.Store, kind string, err error) error {
+func (f *submitFlags) admitError(ctx context.Context, reg *registry.Store, kind, queue string, err error) error {
 	var ie *agentledger.InvalidError
 	if !errors.As(err, &ie) {
 		return err
 	}
 	if ie.Field == "payload" {
 		err = agentledger.Invalid(f.payloadField(), "%s", ie.Problem)
-		if _, published, rerr := reg.KindSchema(ctx, kind); rerr == nil && published {
-			err = withHint(err, fmt.Sprintf("the %s kind's payload schema is in the kinds table (published by the daemon that serves it)", kind))
+		if published, rerr := reg.KindSchemas(ctx, kind, queue); rerr == nil && len(published) > 0 {
+			err = withHint(err, schemaSource(kind, queue, published))
 		}
 		return err
 	}

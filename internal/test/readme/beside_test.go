@@ -30,7 +30,7 @@ func TestExamplesBesideTheDemo(t *testing.T) {
 	}
 	bin := buildBinaries(t, root)
 	examples := map[string][]string{
-		"embed": {`task \d+ succeeded; tickets opened: 1\n`, `task \d+ replayed; tickets opened: 1 \(the ledger served the call\)`},
+		"embed": {`task \d+ succeeded; tickets opened: 1 \(requests: \d+\)\n`, `task \d+ replayed; tickets opened: 1, requests sent since: 0 \(the ledger served the call\)`},
 		"mcp":   {`agent task \d+ succeeded: `, `replayed: 0 new MCP calls, 0 new model calls`},
 	}
 	for name := range examples {
