@@ -122,6 +122,16 @@ func (ks *keyStore) complete(ctx context.Context, h *heldKey, rp reply) (bool, e
 	return tag.RowsAffected() == 1, nil
 }
 
+// forget deletes the record of a request refused inside its action
+// (reply.refused), which stored nothing: the key is free for another body.
+func (ks *keyStore) forget(ctx context.Context, h *heldKey) (bool, error) {
+	tag, err := ks.db.Exec(ctx, forgetKeySQL, h.tenant, h.operation, h.key, h.lockedUntil)
+	if err != nil {
+		return false, fmt.Errorf("idempotency key: forgetting: %w", err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
 // release ends the request's lock on the key without an answer, so that the
 // client's retry runs the request again at once.
 func (ks *keyStore) release(ctx context.Context, h *heldKey) (bool, error) {

@@ -115,9 +115,12 @@ func (s *Server) once(w http.ResponseWriter, r *http.Request, req keyRequest, ac
 	fctx, fcancel := context.WithTimeout(context.WithoutCancel(r.Context()), finishTimeout)
 	defer fcancel()
 	var ours bool
-	if storable(rp.status) && !rp.refused {
+	switch {
+	case rp.refused:
+		ours, err = s.keys.forget(fctx, held)
+	case storable(rp.status):
 		ours, err = s.keys.complete(fctx, held, rp)
-	} else {
+	default:
 		ours, err = s.keys.release(fctx, held)
 	}
 	switch {

@@ -42,6 +42,14 @@ const releaseKeySQL = `/* httpapi.releaseKey */
 UPDATE idempotency_keys SET locked_until = now()
 WHERE tenant = $1 AND operation = $2 AND key = $3 AND state = 'in_flight' AND locked_until = $4`
 
+// forgetKeySQL deletes the holder's record (fenced on its lock): its
+// request was refused as invalid inside the action, which stored nothing,
+// so the key is free for the corrected request, as after a refusal before
+// the action.
+const forgetKeySQL = `/* httpapi.forgetKey */
+DELETE FROM idempotency_keys
+WHERE tenant = $1 AND operation = $2 AND key = $3 AND state = 'in_flight' AND locked_until = $4`
+
 // expireKeysSQL deletes, in one bounded batch, records created before
 // now - $1 whose request is not running: completed ones, and in-flight ones
 // whose lock ran out (their request crashed or failed, and the client did
