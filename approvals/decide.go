@@ -81,6 +81,20 @@ func (s *Store) Expire(ctx context.Context, id int64) (Request, error) {
 	return r, nil
 }
 
+// Followed marks decided request id as followed by a gate and reports
+// whether this was the first time, fleet-wide: what is told of a decision
+// once (the wait it took) is told by the gate that first follows it.
+func (s *Store) Followed(ctx context.Context, id int64) (first bool, err error) {
+	tag, err := s.db.Exec(ctx, followedSQL, id)
+	if err != nil {
+		return false, fmt.Errorf("approval request %d: marking its decision followed: %w", id, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+const followedSQL = `/* approvals.followed */
+UPDATE approvals SET followed_at = now() WHERE id = $1 AND state <> 'pending' AND followed_at IS NULL`
+
 func nullable(s string) any {
 	if s == "" {
 		return nil

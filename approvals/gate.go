@@ -37,8 +37,9 @@ type Gate struct {
 	// leaves the telling to the next attempt. An error stops the attempt,
 	// which is tried again.
 	Requested func(ctx context.Context, r Request, asked bool) error
-	// Decided, when set, is told of a decided request each time the gate
-	// follows its decision (the attempt after it): for metrics and spans.
+	// Decided, when set, is told of a decided request once, by the gate
+	// that follows its decision first (the attempt after it), not at each
+	// replay or retry that reaches it again: for metrics.
 	Decided func(ctx context.Context, r Request)
 	// Performed, when set, is told what an approved effect did once its
 	// outcome is final (a result, or an error no attempt will retry) —
@@ -88,7 +89,11 @@ func (g *Gate) Intercept(ctx context.Context, o *tools.Outgoing, next tools.Next
 			attribute.Int64("agentledger.approval.id", r.ID), attribute.String("agentledger.approval.state", r.State),
 			attribute.String("agentledger.approval.by", r.DecidedBy), attribute.String("agentledger.approval.via", r.DecidedVia)))
 		if g.Decided != nil {
-			g.Decided(ctx, r)
+			if first, err := g.Store.Followed(ctx, r.ID); err != nil {
+				return ledger.Result{}, err
+			} else if first {
+				g.Decided(ctx, r)
+			}
 		}
 	}
 	switch r.State {

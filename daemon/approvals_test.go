@@ -95,6 +95,48 @@ func TestApprovalGateOnAStep(t *testing.T) {
 	if down.Effects() != 1 {
 		t.Fatalf("%d effects after the denial, want 1", down.Effects())
 	}
+
+	// Replays of the denied task reach the same decided request, and
+	// fail as it did: the wait that decision took is observed once.
+	for range 2 {
+		if _, err := operator.New(db).Replay(ctx, "", id); err != nil {
+			t.Fatal(err)
+		}
+		dead = waitTask(t, store, id, func(t *agentledger.Task) bool {
+			return t.State == agentledger.StateDead && t.UpdatedAt.After(dead.UpdatedAt)
+		})
+	}
+	if n := approvalWaits(t, m, "slack", approvals.Denied); n != 1 {
+		t.Fatalf("the denial's wait observed %d times after two replays, want once", n)
+	}
+	if n := approvalWaits(t, m, "agentctl", approvals.Approved); n != 1 {
+		t.Fatalf("the approval's wait observed %d times after a replay, want once", n)
+	}
+}
+
+// approvalWaits is how many decisions via, of outcome, m observed the wait
+// of.
+func approvalWaits(t *testing.T, m *metrics.Metrics, via, outcome string) uint64 {
+	t.Helper()
+	families, err := m.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "agentledger_approval_wait_seconds" {
+			continue
+		}
+		for _, s := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range s.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["via"] == via && labels["outcome"] == outcome {
+				return s.GetHistogram().GetSampleCount()
+			}
+		}
+	}
+	return 0
 }
 
 // waitRequest waits for task id's pending approval request.
