@@ -28,9 +28,13 @@ func guardMetrics(tokenFile string, api *httpapi.Server, h http.Handler) (http.H
 	if len(token) < 16 {
 		return nil, fmt.Errorf("metrics token file %s: the token must be at least 16 characters", tokenFile)
 	}
-	want := []byte("Bearer " + token)
+	want := []byte(token)
 	check := func(r *http.Request) error {
-		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+		got, err := httpapi.BearerToken(r)
+		if err != nil {
+			return err
+		}
+		if subtle.ConstantTimeCompare([]byte(got), want) != 1 {
 			return errMetricsToken
 		}
 		return nil

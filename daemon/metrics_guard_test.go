@@ -35,13 +35,16 @@ func TestMetricsToken(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
-	for _, auth := range []string{"", "Bearer wrong", "Bearer " + token + "x"} {
+	for _, auth := range []string{"", "Bearer wrong", "Bearer " + token + "x", "Basic " + token, token} {
 		if status, body := get(auth); status != http.StatusUnauthorized || strings.Contains(body, token) {
 			t.Errorf("%q: %d %s", auth, status, body)
 		}
 	}
-	if status, body := get("Bearer " + token); status != http.StatusOK || !strings.Contains(body, "agentledger_") {
-		t.Errorf("with the token: %d", status)
+	// The scheme's name is case-insensitive (RFC 7235), as for the API.
+	for _, scheme := range []string{"Bearer ", "bearer ", "BEARER "} {
+		if status, body := get(scheme + token); status != http.StatusOK || !strings.Contains(body, "agentledger_") {
+			t.Errorf("with the token as %q: %d", scheme+"…", status)
+		}
 	}
 }
 

@@ -27,6 +27,24 @@ var errTooManyFailures = agentledger.RetryAfter(agentledger.NewError(agentledger
 // authenticate returns the tenant of the request's bearer token. Every
 // failure matches tenants.ErrUnauthorized (401); none shows the token.
 func (s *Server) authenticate(r *http.Request) (string, error) {
+	token, err := BearerToken(r)
+	if err != nil {
+		return "", err
+	}
+	tenant, err := s.cfg.Tenants.Authenticate(r.Context(), token)
+	if err != nil {
+		return "", err
+	}
+	if tenant == "" { // an empty tenant would mean every tenant to claims
+		return "", fmt.Errorf("token without a tenant: %w", tenants.ErrUnauthorized)
+	}
+	return tenant, nil
+}
+
+// BearerToken is the token of r's one Authorization header of the Bearer
+// scheme, named in any case (RFC 7235); its errors match
+// tenants.ErrUnauthorized and never show the header.
+func BearerToken(r *http.Request) (string, error) {
 	vs := r.Header.Values("Authorization")
 	if len(vs) == 0 {
 		return "", fmt.Errorf("no Authorization header: %w", tenants.ErrUnauthorized)
@@ -35,14 +53,7 @@ func (s *Server) authenticate(r *http.Request) (string, error) {
 	if len(vs) > 1 || !ok || !strings.EqualFold(scheme, "Bearer") {
 		return "", fmt.Errorf("the Authorization header is not one Bearer token: %w", tenants.ErrUnauthorized)
 	}
-	tenant, err := s.cfg.Tenants.Authenticate(r.Context(), strings.TrimSpace(token))
-	if err != nil {
-		return "", err
-	}
-	if tenant == "" { // an empty tenant would mean every tenant to claims
-		return "", fmt.Errorf("token without a tenant: %w", tenants.ErrUnauthorized)
-	}
-	return tenant, nil
+	return strings.TrimSpace(token), nil
 }
 
 // tenantOf authenticates r, or answers it and returns false: a failure is
