@@ -87,7 +87,7 @@ func decodeArgs[Args any](payload json.RawMessage) (Args, error) {
 		var te *json.UnmarshalTypeError
 		switch {
 		case errors.As(err, &te):
-			return args, agentledger.Invalid(field(te.Field), "must not be a JSON %s", te.Value)
+			return args, agentledger.Invalid(field(te.Field), "%s", agentledger.TypeProblem(te))
 		case strings.HasPrefix(err.Error(), "json: unknown field "):
 			name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
 			return args, agentledger.Invalid(field(name), "is not a field of this kind's payload")

@@ -79,6 +79,13 @@ func TestDecideApprovals(t *testing.T) {
 	e.problem(e.do("GET", "/v1/approvals?state=maybe", token, ""), http.StatusBadRequest, "invalid_parameter")
 	e.problem(e.do("GET", "/v1/approvals?order=old", token, ""), http.StatusBadRequest, "invalid_parameter")
 	e.problem(e.do("GET", "/v1/approvals?state=%ff", token, ""), http.StatusBadRequest, "invalid_parameter")
+	// A route that takes no parameters refuses one as the lists do.
+	for _, route := range []string{path, fmt.Sprintf("/v1/tasks/%d", got.TaskID), fmt.Sprintf("/v1/tasks/%d/journal", got.TaskID)} {
+		if p := e.problem(e.do("GET", route+"?x=1", token, ""), http.StatusBadRequest, "invalid_parameter"); p.Field != "x" ||
+			!strings.Contains(p.Detail, "takes none") {
+			t.Errorf("%s?x=1: %+v", route, p)
+		}
+	}
 
 	// Refused before anything is stored or decided.
 	e.problem(e.post(path+"/approve", token, "", ""), http.StatusBadRequest, "idempotency_key_missing")

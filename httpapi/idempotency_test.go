@@ -239,6 +239,18 @@ func TestValidationStoresNothing(t *testing.T) {
 	if p := e.problem(e.post("/v1/tasks", tok, "k", `{"kind":"echo","priority":500}`), http.StatusUnprocessableEntity, "invalid_request"); p.Field != "priority" {
 		t.Errorf("field %q, want priority", p.Field)
 	}
+	// A number that is out of range, or no integer, is quoted as sent.
+	for body, detail := range map[string]string{
+		`{"kind":"echo","priority":100000}`:          "priority: 100000 is outside 0..100 (lower runs first)",
+		`{"kind":"echo","priority":-65535}`:          "priority: -65535 is outside 0..100 (lower runs first)",
+		`{"kind":"echo","priority":1e2}`:             "priority: must be an integer in 0..100, not 1e2",
+		`{"kind":"echo","max_attempts":99999999999}`: "max_attempts: must be an integer in 1..1000, not 99999999999",
+		`{"kind":"echo","max_attempts":10.0}`:        "max_attempts: must be an integer in 1..1000, not 10.0",
+	} {
+		if p := e.problem(e.post("/v1/tasks", tok, "k", body), http.StatusUnprocessableEntity, "invalid_request"); p.Detail != detail {
+			t.Errorf("%s: %q, want %q", body, p.Detail, detail)
+		}
+	}
 	e.problem(e.post("/v1/tasks", tok, "k", `{"kind":"echo","payload":"`+strings.Repeat("x", 300)+`"}`), http.StatusRequestEntityTooLarge, "body_too_large")
 	e.problem(e.do(http.MethodPost, "/v1/tasks", tok, "kind=echo", "Content-Type", "text/plain", httpapi.KeyHeader, "k"), http.StatusUnsupportedMediaType, "unsupported_media_type")
 	e.problem(e.do(http.MethodPost, "/v1/tasks", tok, echoBody, "Content-Type", "application/json; charset=iso-8859-1", httpapi.KeyHeader, "k"),

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"fmt"
+	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
@@ -44,6 +45,9 @@ func parseQuery(raw string) (url.Values, error) {
 func checkQuery(q url.Values, allowed []string) error {
 	for k, vs := range q {
 		if !slices.Contains(allowed, k) {
+			if len(allowed) == 0 {
+				return badParameter(k, "is not a parameter of this route, which takes none")
+			}
 			return badParameter(k, "is not a parameter of this route (%s)", strings.Join(allowed, ", "))
 		}
 		if k != "state" && len(vs) > 1 {
@@ -80,4 +84,19 @@ func limit(q url.Values, def int) (int, error) {
 		return 0, badParameter("limit", "must be an integer in 1..%d", maxListLimit)
 	}
 	return n, nil
+}
+
+// noQuery is a read of a route that takes no query parameters: any is
+// refused (400) as on the routes that take some, not ignored.
+func (s *Server) noQuery(fn readFunc) readFunc {
+	return func(r *http.Request, tenant string) reply {
+		q, err := parseQuery(r.URL.RawQuery)
+		if err == nil {
+			err = checkQuery(q, nil)
+		}
+		if err != nil {
+			return s.problemReply(r, err)
+		}
+		return fn(r, tenant)
+	}
 }

@@ -137,7 +137,10 @@ func decodeBody(body []byte, v any) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &typeErr) && typeErr.Field != "":
-		return agentledger.Invalid(typeErr.Field, "must not be a JSON %s", typeErr.Value)
+		if want, ok := integerFields[typeErr.Field]; ok && strings.HasPrefix(typeErr.Value, "number ") {
+			return agentledger.Invalid(typeErr.Field, "must be an integer in %s, not %s", want, strings.TrimPrefix(typeErr.Value, "number "))
+		}
+		return agentledger.Invalid(typeErr.Field, "%s", agentledger.TypeProblem(typeErr))
 	case errors.As(err, &parseErr), strings.HasPrefix(err.Error(), "Time.UnmarshalJSON"):
 		return agentledger.Invalid("run_at", "must be an RFC 3339 time, as a JSON string") // the one time field
 	}
@@ -146,6 +149,10 @@ func decodeBody(body []byte, v any) error {
 	}
 	return agentledger.Invalid("", "%s", strings.TrimPrefix(err.Error(), "json: "))
 }
+
+// integerFields are the requests' integer fields with their ranges, which
+// a number that does not decode into one is told of.
+var integerFields = map[string]string{"priority": "0..100", "max_attempts": "1..1000"}
 
 // createTask is POST /v1/tasks: 201 Created with the task and its Location.
 //
@@ -165,8 +172,11 @@ func (s *Server) createTask(r *http.Request, tenant string, body []byte) (action
 	if req.Tenant != "" && req.Tenant != tenant {
 		return nil, agentledger.Invalid("tenant", "the token is tenant %q's; a task cannot be submitted for %q", tenant, req.Tenant)
 	}
+	if req.Priority < math.MinInt16 || req.Priority > math.MaxInt16 {
+		return nil, agentledger.Invalid("priority", "%d is outside 0..100 (lower runs first)", req.Priority) // as the door says
+	}
 	p := claims.EnqueueParams{Tenant: tenant, Queue: req.Queue, Kind: req.Kind, Payload: req.Payload,
-		Priority: int16(min(max(req.Priority, math.MinInt16), math.MaxInt16))} // the door refuses outside 0..100
+		Priority: int16(req.Priority)} // the door refuses outside 0..100
 	if req.MaxAttempts != nil {
 		if *req.MaxAttempts < 1 {
 			return nil, agentledger.Invalid("max_attempts", "%d is outside 1..1000 (leave it out for the default)", *req.MaxAttempts)

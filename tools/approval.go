@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/agentledger/agentledger"
 )
 
 // Approval is a gate on an effect: before the effect is performed, a
@@ -70,7 +72,7 @@ func ParseApproval(raw json.RawMessage) (*Approval, error) {
 	if err := dec.Decode(&w); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			return nil, fmt.Errorf("%s: %s must not be a JSON %s", shape, te.Field, te.Value)
+			return nil, fmt.Errorf("%s: %s %s", shape, te.Field, agentledger.TypeProblem(te))
 		}
 		return nil, fmt.Errorf("%s: %v", shape, err)
 	}
