@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/operator"
 )
 
@@ -67,7 +68,7 @@ func (a *app) resolve(ctx context.Context, tenant, arg, step, note string, done,
 		return err
 	}
 	if step == "" {
-		if step, err = onlyUnknown(ctx, svc, tenant, id); err != nil {
+		if step, err = onlyUnknown(ctx, svc, claims.New(a.db.Pool), tenant, id); err != nil {
 			return err
 		}
 	}
@@ -94,7 +95,7 @@ func (a *app) resolve(ctx context.Context, tenant, arg, step, note string, done,
 // onlyUnknown is the step of task id's one effect of unknown outcome, the
 // step resolve settles when --step is not given; an error when it has
 // none or several.
-func onlyUnknown(ctx context.Context, svc *operator.Service, tenant string, id int64) (string, error) {
+func onlyUnknown(ctx context.Context, svc *operator.Service, s *claims.Store, tenant string, id int64) (string, error) {
 	steps, err := svc.UnknownEffects(ctx, tenant, id)
 	if err != nil {
 		return "", err
@@ -103,8 +104,11 @@ func onlyUnknown(ctx context.Context, svc *operator.Service, tenant string, id i
 	case 1:
 		return steps[0], nil
 	case 0:
-		return "", withHint(newError(fmt.Sprintf("task %d has no effect of unknown outcome", id), agentledger.ErrNotFound),
-			fmt.Sprintf("agentctl show %d lists its journal; a compensation that failed for good is resolved with --step", id))
+		hint := fmt.Sprintf("agentctl show %d lists its journal; a compensation that failed for good is resolved with --step", id)
+		if t, err := s.Get(ctx, tenant, id); err == nil && t.State == agentledger.StateNeedsAttention && t.Compensation == "" {
+			hint = parkedHint(id)
+		}
+		return "", withHint(newError(fmt.Sprintf("task %d has no effect of unknown outcome", id), agentledger.ErrNotFound), hint)
 	}
 	return "", usagef("--step is required: task %d has %d effects of unknown outcome, at %s", id, len(steps), strings.Join(steps, ", "))
 }

@@ -75,7 +75,7 @@ func (a *app) retry(ctx context.Context, tenant, arg string) error {
 	t, err := operator.New(a.db.Pool).Retry(ctx, tenant, id)
 	switch {
 	case errors.Is(err, agentledger.ErrConflict):
-		return retryConflict(ctx, s, tenant, id, err)
+		return retryConflict(ctx, s, operator.New(a.db.Pool), tenant, id, err)
 	case err != nil:
 		return err
 	}
@@ -89,9 +89,17 @@ func (a *app) retry(ctx context.Context, tenant, arg string) error {
 	return err
 }
 
+// parkedHint is what to do with a task that needs attention with no effect
+// of unknown outcome: a gate (an interceptor's tools.Park, a check before a
+// call) stopped it for a person, and its last error says why.
+func parkedHint(id int64) string {
+	return fmt.Sprintf("nothing of it is of unknown outcome: it was stopped for a person, and its last error says why (agentctl show %d); "+
+		"once that is dealt with, agentctl replay %d runs it again (completed effects served from the ledger), or agentctl cancel %d stops it", id, id, id)
+}
+
 // retryConflict words a refused retry: the task is not dead (say what it
 // is and what runs it again), or retention removed its ledger rows.
-func retryConflict(ctx context.Context, s *claims.Store, tenant string, id int64, err error) error {
+func retryConflict(ctx context.Context, s *claims.Store, svc *operator.Service, tenant string, id int64, err error) error {
 	cur, gerr := s.Get(ctx, tenant, id)
 	if gerr != nil {
 		return err
@@ -104,8 +112,11 @@ func retryConflict(ctx context.Context, s *claims.Store, tenant string, id int64
 		return withHint(newError(fmt.Sprintf("task %d is %s, not dead: only a dead task can be retried", id, cur.State), err),
 			fmt.Sprintf("it will run without help; agentctl show %d follows it", id))
 	case agentledger.StateNeedsAttention:
-		return withHint(newError(fmt.Sprintf("task %d is %s, not dead: only a dead task can be retried", id, cur.State), err),
-			fmt.Sprintf("settle its unknown effect with agentctl resolve (agentctl show %d names it), or replay it: agentctl replay %d", id, id))
+		hint := fmt.Sprintf("settle its unknown effect with agentctl resolve (agentctl show %d names it), or replay it: agentctl replay %d", id, id)
+		if unknown, uerr := svc.UnknownEffects(ctx, tenant, id); uerr == nil && len(unknown) == 0 {
+			hint = parkedHint(id)
+		}
+		return withHint(newError(fmt.Sprintf("task %d is %s, not dead: only a dead task can be retried", id, cur.State), err), hint)
 	}
 	return withHint(newError(fmt.Sprintf("task %d is %s, not dead: only a dead task can be retried", id, cur.State), err),
 		fmt.Sprintf("agentctl replay %d runs it again in the same generation (completed effects served from the ledger); "+

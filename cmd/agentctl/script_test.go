@@ -50,6 +50,9 @@ type tbKey struct{}
 //	                     fencing token
 //	fail ID TEXT         the running task ID's attempt fails with TEXT, finally:
 //	                     the task is dead
+//	park ID TEXT         the running task ID is stopped for a person with TEXT
+//	                     (an interceptor's tools.Park): needs_attention with
+//	                     no effect of unknown outcome
 //	effect [-compensable] ID STEP OP BODY
 //	                     the running task ID performs a keyed effect (one
 //	                     whose step declared a compensation) through
@@ -100,6 +103,7 @@ func TestScripts(t *testing.T) {
 			"announce":     cmdAnnounce,
 			"claim":        cmdClaim,
 			"fail":         cmdFail,
+			"park":         cmdPark,
 			"succeed":      cmdSucceed,
 			"defer":        cmdDefer,
 			"effect":       cmdEffect,
@@ -378,6 +382,18 @@ func cmdFail(ts *testscript.TestScript, neg bool, args []string) {
 	st, err := s.Fail(context.Background(), claims.Failure{Lease: claims.LeaseOf(t), Error: args[1], Final: true})
 	ts.Check(err)
 	fmt.Fprintf(ts.Stdout(), "task %d is %s\n", t.ID, st)
+}
+
+func cmdPark(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: park ID TEXT")
+	}
+	pool := scriptPool(ts)
+	defer pool.Close()
+	s := claims.New(pool)
+	t := runningTask(ts, s, args[0])
+	ts.Check(s.NeedsAttention(context.Background(), claims.LeaseOf(t), args[1]))
+	fmt.Fprintf(ts.Stdout(), "task %d needs attention\n", t.ID)
 }
 
 func cmdSucceed(ts *testscript.TestScript, neg bool, args []string) {
