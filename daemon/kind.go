@@ -3,9 +3,11 @@ package daemon
 import (
 	"bytes"
 	"context"
+	"encoding"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 
 	"github.com/agentledger/agentledger"
@@ -35,13 +37,58 @@ type Validator interface{ Validate() error }
 // Result is stored as the task's result, as JSON. A payload that does not
 // decode is a permanent failure naming the field: retrying cannot fix it.
 // It panics if Args has no JSON Schema (a map with non-string keys, a
-// func, a channel): a programming error.
+// func, a channel) or Result cannot encode as JSON (a func, a channel, a
+// complex number): a programming error, found at registration rather than
+// when the first task has run.
 func Kind[Args, Result any](fn func(ctx context.Context, t *agentledger.Task, args Args) (Result, error)) KindHandler {
 	schema, err := argschema.For[Args]()
 	if err != nil {
 		panic(fmt.Sprintf("daemon.Kind: the payload type has no JSON Schema: %v", err))
 	}
+	if err := encodable(reflect.TypeFor[Result](), map[reflect.Type]bool{}); err != nil {
+		panic(fmt.Sprintf("daemon.Kind: the result type %s does not encode as JSON: %v", reflect.TypeFor[Result](), err))
+	}
 	return typedKind[Args, Result]{fn: fn, schema: schema.JSON()}
+}
+
+// marshalers are the interfaces through which a type encodes itself.
+var (
+	jsonMarshaler = reflect.TypeFor[json.Marshaler]()
+	textMarshaler = reflect.TypeFor[encoding.TextMarshaler]()
+)
+
+// encodable reports why values of t cannot encode as JSON, as far as the
+// type says (an interface's dynamic value is known only when encoded).
+func encodable(t reflect.Type, seen map[reflect.Type]bool) error {
+	if seen[t] || t.Implements(jsonMarshaler) || reflect.PointerTo(t).Implements(jsonMarshaler) ||
+		t.Implements(textMarshaler) || reflect.PointerTo(t).Implements(textMarshaler) {
+		return nil
+	}
+	seen[t] = true
+	switch t.Kind() {
+	case reflect.Chan, reflect.Func, reflect.Complex64, reflect.Complex128, reflect.UnsafePointer:
+		return fmt.Errorf("%s is a %s", t, t.Kind())
+	case reflect.Pointer, reflect.Slice, reflect.Array:
+		return encodable(t.Elem(), seen)
+	case reflect.Map:
+		switch k := t.Key(); {
+		case k.Kind() == reflect.String, k.Kind() >= reflect.Int && k.Kind() <= reflect.Uintptr, k.Implements(textMarshaler):
+		default:
+			return fmt.Errorf("%s has keys of type %s", t, k)
+		}
+		return encodable(t.Elem(), seen)
+	case reflect.Struct:
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if !f.IsExported() && !f.Anonymous || f.Tag.Get("json") == "-" {
+				continue
+			}
+			if err := encodable(f.Type, seen); err != nil {
+				return fmt.Errorf("field %s: %w", f.Name, err)
+			}
+		}
+	}
+	return nil
 }
 
 type typedKind[Args, Result any] struct {
