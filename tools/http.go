@@ -107,7 +107,7 @@ func newHTTPTool(name string, class ledger.Class, env string, hosts []string, cf
 	for _, h := range hosts {
 		n, err := normHost(h)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %s: %w", name, env, err)
+			return nil, fmt.Errorf("%s: allowed hosts: %w", name, err)
 		}
 		t.allowed[n] = true
 	}
@@ -360,6 +360,13 @@ func (t *HTTPTool) Refusal(u *url.URL) error {
 			origin, t.env, u.Host, u.Host, u.Host)
 	}
 	return fmt.Errorf("%s is not allowed: add it to %s", origin, t.env)
+}
+
+// CheckAllowedHost refuses an allow-list entry the HTTP tools would
+// refuse, saying how to write one.
+func CheckAllowedHost(entry string) error {
+	_, err := normHost(entry)
+	return err
 }
 
 // normHost normalises an allowed-host entry: "host" or "host:port",

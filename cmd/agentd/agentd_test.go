@@ -66,6 +66,8 @@ func TestConfigErrorsNameTheirSource(t *testing.T) {
 		{[]string{"--http-timeouts", "https://slow.internal:2m"}, nil,
 			`--http-timeouts: "https://slow.internal:2m" must be origin=duration, as in https://reports.internal=2m`},
 		{nil, map[string]string{"AGENTLEDGER_HTTP_TIMEOUTS": "slow.internal=soon"}, `AGENTLEDGER_HTTP_TIMEOUTS: "slow.internal=soon" must be origin=duration`},
+		{[]string{"--http-allowed-hosts", "api.example,ftp://x y"}, nil, `--http-allowed-hosts: host "ftp://x y" must be written host[:port]`},
+		{nil, map[string]string{"AGENTLEDGER_UNSAFE_HTTP_ALLOWED_HOSTS": "http://"}, `AGENTLEDGER_UNSAFE_HTTP_ALLOWED_HOSTS: `},
 		{[]string{"extra"}, nil, `unexpected argument "extra"`},
 		{[]string{"--no-such-flag"}, nil, `unknown flag: --no-such-flag`},
 	} {

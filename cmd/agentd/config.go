@@ -214,6 +214,13 @@ func parseFlags(fs *pflag.FlagSet) (*config, error) {
 	num("llm-max-answer-tokens", &c.Model.MaxAnswerTokens)
 	c.HTTPTools.AllowedHosts = list(str("http-allowed-hosts"))
 	c.HTTPTools.UnsafeAllowedHosts = list(str("unsafe-http-allowed-hosts"))
+	for _, name := range []string{"http-allowed-hosts", "unsafe-http-allowed-hosts"} {
+		for _, h := range list(str(name)) {
+			if err := tools.CheckAllowedHost(h); err != nil {
+				errs = append(errs, fmt.Sprintf("%s: %v", label(name), err))
+			}
+		}
+	}
 	c.HTTPTools.HostHeadersFile = str("http-host-headers-file")
 	boolean("approve-unsafe", &c.Policy.ApproveUnsafe)
 	gate := &tools.Approval{Timeout: tools.DefaultApprovalTimeout, OnTimeout: "deny", Approvers: list(str("approvers"))}
