@@ -106,7 +106,7 @@ func (d *Daemon) RegisterKind(name string, h worker.Handler) error {
 		return fmt.Errorf("daemon: a kind needs a name and a handler")
 	case !agentledger.ValidName(name):
 		// No task could be submitted of it.
-		return fmt.Errorf("daemon: kind %q must be 1-128 characters of letters, digits, '.', '_', ':' or '-', as a task's kind is", name)
+		return fmt.Errorf("daemon: kind %q must be 1-128 characters of letters, digits, '.', '_', ':' or '-', as a task's kind is", agentledger.Clip(name))
 	case slices.Contains(builtinKinds, name):
 		return fmt.Errorf("daemon: kind %q is built in", name)
 	case d.kinds[name] != nil:

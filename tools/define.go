@@ -56,7 +56,7 @@ var mcpToolName = regexp.MustCompile(`^[^/\s]+/[A-Za-z0-9_.-]{1,128}$`)
 // letters, digits, _ or -, or server/tool for an MCP server's tool.
 func CheckName(name string) error {
 	if !toolName.MatchString(name) && !mcpToolName.MatchString(name) {
-		return fmt.Errorf("tool name %q must be 1-64 letters, digits, _ or - (server/tool for an MCP server's)", name)
+		return fmt.Errorf("tool name %q must be 1-64 letters, digits, _ or - (server/tool for an MCP server's)", agentledger.Clip(name))
 	}
 	return nil
 }
@@ -65,7 +65,7 @@ func CheckName(name string) error {
 func Define[Args any](s Spec[Args]) (Tool, error) {
 	switch {
 	case !toolName.MatchString(s.Name):
-		return nil, fmt.Errorf("tools: tool name %q must be 1-64 letters, digits, _ or -", s.Name)
+		return nil, fmt.Errorf("tools: tool name %q must be 1-64 letters, digits, _ or -", agentledger.Clip(s.Name))
 	case s.Class == "":
 		return nil, fmt.Errorf("tools: tool %q declares no effect class (pure, keyed, reconcilable, unsafe or local)", s.Name)
 	case !s.Class.Valid():
