@@ -421,7 +421,7 @@ func (l *Ledger) perform(ctx context.Context, pk []any, a Attempt, call Call, e 
 			return Result{}, fmt.Errorf("reconciling effect %s: %w", short(call.Key), err)
 		}
 		if ok {
-			return l.record(ctx, pk, a, StateCompleted, found, "")
+			return l.recordAs(ctx, queriesOf(a.Fence).recordFound, pk, a, StateCompleted, found, "")
 		}
 	}
 	out, perr := e.Perform(ctx, call)
@@ -493,6 +493,11 @@ func (l *Ledger) performLocal(ctx context.Context, tx pgx.Tx, call Call, e Effec
 // recorded meanwhile by a concurrent call of the same attempt stands (the
 // first result that lands); otherwise the lease was lost.
 func (l *Ledger) record(ctx context.Context, pk []any, a Attempt, st State, res Result, msg string) (Result, error) {
+	return l.recordAs(ctx, queriesOf(a.Fence).record, pk, a, st, res, msg)
+}
+
+// recordAs is record through statement query (record or recordFound).
+func (l *Ledger) recordAs(ctx context.Context, query string, pk []any, a Attempt, st State, res Result, msg string) (Result, error) {
 	body, err := encodeResult(res)
 	if err != nil {
 		return Result{}, err
@@ -502,7 +507,7 @@ func (l *Ledger) record(ctx context.Context, pk []any, a Attempt, st State, res 
 	msg = agentledger.SafeText(msg)
 	q := queriesOf(a.Fence)
 	err = again(ctx, func() error {
-		return l.db.QueryRow(ctx, q.record, append(pk, string(st), body, agentledger.SafeText(res.ExternalRef), msg, a.token(), a.fenceID())...).
+		return l.db.QueryRow(ctx, query, append(pk, string(st), body, agentledger.SafeText(res.ExternalRef), msg, a.token(), a.fenceID())...).
 			Scan(&r.result, &r.externalRef)
 	})
 	switch {

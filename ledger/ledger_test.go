@@ -145,6 +145,10 @@ func TestUnknownOutcomeRecoveryByClass(t *testing.T) {
 				if err != nil || c.calls.Load() != 1 || reconciled != 1 || res.ExternalRef != "found" {
 					t.Fatalf("b: %+v %v, performed %d, reconciled %d", res, err, c.calls.Load(), reconciled)
 				}
+				// The journal counts the one performance, not b's look-up.
+				if j, _ := e.Ledger.Journal(ctx, b.TaskID, b.Generation); len(j) != 1 || j[0].Performed != 1 {
+					t.Fatalf("journal %+v, want performed once", j)
+				}
 			case ledger.Unsafe:
 				if !errors.Is(err, ledger.ErrNeedsAttention) || c.calls.Load() != 1 {
 					t.Fatalf("b: %v, performed %d", err, c.calls.Load())
@@ -319,6 +323,9 @@ func TestPendingRowOfTheSameAttempt(t *testing.T) {
 	res, err := e.Ledger.Do(ctx, a, eff)
 	if err != nil || res.ExternalRef != "C1/1.0001" || posted != 1 || lookups != 1 {
 		t.Fatalf("retry: %+v %v, posted %d, lookups %d", res, err, posted, lookups)
+	}
+	if j, _ := e.Ledger.Journal(ctx, a.TaskID, a.Generation); len(j) != 1 || j[0].Performed != 1 {
+		t.Fatalf("journal %+v, want performed once: the retry found the post", j)
 	}
 
 	wire := &counter{fn: func(context.Context, ledger.Call) (ledger.Result, error) {

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"reflect"
+	"strings"
 	"sync"
 )
 
@@ -15,6 +16,10 @@ type fence func(id, token string) string
 // fenced are the statements that check a fence.
 type fenced struct {
 	fence, reserveFast, lookup, insertOutcome, insertKeyedOutcome, insertKeyedOutcomes, record, landed, unbuilt, clearUnbuilt string
+	// recordFound is record for a reconcilable effect its Find found
+	// landed: the take that counted this attempt's performance counted
+	// one that did not happen, and is taken back.
+	recordFound string
 }
 
 // fencedByKind caches the statements of each kind of fence, keyed by its
@@ -28,6 +33,8 @@ func queriesOf(f Fence) *fenced {
 		return q.(*fenced)
 	}
 	q := fencedQueries(f.FenceFrom)
+	q.recordFound = strings.Replace(strings.Replace(q.record, "/* ledger.record */", "/* ledger.recordFound */", 1),
+		"completed_at = now(),", "completed_at = now(), performed = l.performed - 1,", 1)
 	actual, _ := fencedByKind.LoadOrStore(key, &q)
 	return actual.(*fenced)
 }
