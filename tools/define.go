@@ -5,7 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"reflect"
 	"regexp"
+	"slices"
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/argschema"
@@ -94,6 +97,11 @@ func Define[Args any](s Spec[Args]) (Tool, error) {
 	if err := argschema.Object(schema.JSON()); err != nil {
 		return nil, fmt.Errorf("tools: tool %q: the schema of its arguments %w", s.Name, err)
 	}
+	if len(s.Schema) > 0 {
+		if err := fieldsOf[Args](schema.JSON()); err != nil {
+			return nil, fmt.Errorf("tools: tool %q: its schema %w", s.Name, err)
+		}
+	}
 	if s.Operation == "" {
 		s.Operation = s.Name
 	}
@@ -162,4 +170,30 @@ func (d *defined[Args]) decode(raw json.RawMessage) (Args, json.RawMessage, erro
 		return args, nil, err
 	}
 	return args, raw, nil
+}
+
+// fieldsOf refuses a hand-written schema naming a property that Args, a
+// struct, has no field for: arguments the schema takes (or requires)
+// would then fail to decode at every call. An Args that takes any object
+// (a map, json.RawMessage, any) fits any schema.
+func fieldsOf[Args any](doc json.RawMessage) error {
+	gen, err := argschema.ObjectFor[Args]()
+	if err != nil {
+		return nil
+	}
+	var own, want struct {
+		Properties           map[string]json.RawMessage `json:"properties"`
+		Required             []string                   `json:"required"`
+		AdditionalProperties json.RawMessage            `json:"additionalProperties"`
+	}
+	if json.Unmarshal(gen.JSON(), &own) != nil || json.Unmarshal(doc, &want) != nil || string(own.AdditionalProperties) != "false" {
+		return nil // not a struct's closed schema: any property decodes
+	}
+	for _, name := range append(slices.Sorted(maps.Keys(want.Properties)), want.Required...) {
+		if _, ok := own.Properties[name]; !ok {
+			return fmt.Errorf("names %q, which is no field of its arguments' type %s: no call with it could be decoded",
+				agentledger.Clip(name), reflect.TypeFor[Args]())
+		}
+	}
+	return nil
 }

@@ -91,6 +91,12 @@ func TestDefineRefusesIncompleteTools(t *testing.T) {
 			`must describe an object ("type": "object"), not "string"`},
 		{tools.Spec[ticketArgs]{Name: "t", Class: ledger.Pure, Perform: perform, Schema: json.RawMessage(`{"required":["a"]}`)},
 			`it says no "type"`},
+		{tools.Spec[ticketArgs]{Name: "t", Class: ledger.Pure, Perform: perform,
+			Schema: json.RawMessage(`{"type":"object","properties":{"y":{"type":"string"}},"required":["y"]}`)},
+			`its schema names "y", which is no field of its arguments' type tools_test.ticketArgs: no call with it could be decoded`},
+		{tools.Spec[ticketArgs]{Name: "t", Class: ledger.Pure, Perform: perform,
+			Schema: json.RawMessage(`{"type":"object","properties":{"title":{"type":"string"}},"required":["title","ticket"]}`)},
+			`its schema names "ticket"`},
 		{tools.Spec[ticketArgs]{Name: "t", Class: ledger.Keyed, Perform: perform,
 			Find: func(context.Context, ledger.Call, ticketArgs) (ledger.Result, bool, error) {
 				return ledger.Result{}, false, nil
@@ -119,6 +125,17 @@ func TestDefineRefusesIncompleteTools(t *testing.T) {
 	if _, err := tools.Define(tools.Spec[ticketArgs]{Name: "q", Class: ledger.Pure, Perform: perform,
 		Schema: json.RawMessage(`{"properties":{"title":{"type":"string"}}}`)}); err == nil || !strings.Contains(err.Error(), `it says no "type"`) {
 		t.Errorf("a schema of properties alone (a model API refuses it): %v", err)
+	}
+	// A hand-written schema narrowing the struct's fields is taken, and
+	// any schema over arguments that take any object.
+	if _, err := tools.Define(tools.Spec[ticketArgs]{Name: "q", Class: ledger.Pure, Perform: perform,
+		Schema: json.RawMessage(`{"type":"object","properties":{"title":{"type":"string","maxLength":80}},"required":["title"]}`)}); err != nil {
+		t.Errorf("a schema of the struct's own fields: %v", err)
+	}
+	if _, err := tools.Define(tools.Spec[map[string]any]{Name: "m", Class: ledger.Pure,
+		Perform: func(context.Context, ledger.Call, map[string]any) (ledger.Result, error) { return ledger.Result{}, nil },
+		Schema:  json.RawMessage(`{"type":"object","properties":{"y":{"type":"string"}},"required":["y"]}`)}); err != nil {
+		t.Errorf("a map's schema: %v", err)
 	}
 	// Arguments that are no object cannot be a step's args or a model's
 	// tool call.
