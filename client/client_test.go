@@ -69,8 +69,9 @@ func TestSubmitOverHTTP(t *testing.T) {
 	c := client.HTTP("http://"+addr, token, nil)
 
 	first, err := client.Submit(ctx, c, "refund", refund{Order: 7, Amount: 10}, client.Options{Key: "refund-7"})
-	if err != nil || first.Tenant != "acme" || first.Kind != "refund" {
-		t.Fatalf("submit: %+v %v", first, err)
+	if err != nil || first.Tenant != "acme" || first.Kind != "refund" || first.SubmissionKey != "refund-7" ||
+		(first.Result != nil && first.State != agentledger.StateSucceeded) {
+		t.Fatalf("submit: %+v %v (as Database returns it: its key, no result yet)", first, err)
 	}
 	again, err := client.Submit(ctx, c, "refund", refund{Order: 7, Amount: 10}, client.Options{Key: "refund-7"})
 	if err != nil || again.ID != first.ID {

@@ -56,7 +56,9 @@ func (h httpSubmitter) Submit(ctx context.Context, r Request) (*agentledger.Task
 	if _, err := h.mutate(ctx, "/v1/tasks", r.Key, body, &t); err != nil {
 		return nil, forGo(err)
 	}
-	return taskOf(t), nil
+	task := taskOf(t)
+	task.SubmissionKey = r.Key // as given, as Database returns it ("" when Submit chose one)
+	return task, nil
 }
 
 // apiOverride is the API's advice to queue a task no live worker serves,
@@ -212,10 +214,13 @@ func problemError(status int, body []byte) error {
 func taskOf(v httpapi.Task) *agentledger.Task {
 	t := &agentledger.Task{ID: v.ID, Tenant: v.Tenant, Queue: v.Queue, Kind: v.Kind, Payload: v.Payload, Priority: v.Priority,
 		RunAt: v.RunAt, State: agentledger.TaskState(v.State), Attempt: v.Attempt, MaxAttempts: v.MaxAttempts,
-		Generation: v.Generation, CancelRequested: v.CancelRequestedAt, Result: v.Result,
+		Generation: v.Generation, CancelRequested: v.CancelRequestedAt,
 		CreatedAt: v.CreatedAt, UpdatedAt: v.UpdatedAt, FinishedAt: v.FinishedAt}
 	if v.LastError != nil {
 		t.LastError = *v.LastError
+	}
+	if string(v.Result) != "null" {
+		t.Result = v.Result // none yet reads as Database's: nil
 	}
 	return t
 }
