@@ -105,6 +105,9 @@ func (m taskModel) overview() string {
 	field("Idempotency key", orDash(t.SubmissionKey))
 	field("Cancel requested", e.stampPtr(t.CancelRequested))
 	field("Lease", wrap.Render(m.lease()))
+	if at := render.Progress(t, m.detail.Journal); at != "" {
+		field("Now at", wrap.Render(at))
+	}
 	field("Last error", wrap.Render(orDash(t.LastError)))
 	if c, ok := render.CompensationOf(t, m.detail.Attempts, m.detail.Journal); ok {
 		// A finished compensation clears the last error: say what caused it.

@@ -24,7 +24,9 @@ func (a *app) showCmd() *cobra.Command {
 		Use:   "show ID",
 		Short: "Show a task, its lease, its attempts, its journal and its notifications",
 		Long: `Show every field of a task, its payload and result pretty-printed, its
-lease (owner, fencing token, expiry), its attempts, and the journal of its
+lease (owner, fencing token, expiry) and, for a running steps or agent
+task, where it is (the first step with no recorded effect), its attempts,
+and the journal of its
 current generation: every effect in the order it was intended, with its
 operation, class, key, state, how many times it was performed and a summary
 of its stored result. Notifications lists the task's notification events
@@ -259,6 +261,9 @@ func printTask(w io.Writer, d *operator.Detail, now time.Time) error {
 		fields.row("Children:", children)
 	}
 	fields.row("Lease:", lease(t, now))
+	if at := render.Progress(t, journal); at != "" {
+		fields.row("Now at:", at)
+	}
 	if err := fields.flush(); err != nil {
 		return err
 	}

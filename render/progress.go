@@ -1,0 +1,67 @@
+package render
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/operator"
+)
+
+// Progress says where a running task of a built-in kind is, read from its
+// payload and its current generation's journal: "step 3 of 5 (http_request):
+// its call is pending" for steps, "model call 4, or the tool calls model
+// call 3 asked for" for an agent.
+// A running task's next effect is recorded only once performed (a keyed
+// call's row is written with its outcome), so a step without a row is the
+// one under way or about to be. "" for other kinds and other states.
+func Progress(t *agentledger.Task, journal []operator.Effect) string {
+	if t.State != agentledger.StateRunning {
+		return ""
+	}
+	switch t.Kind {
+	case "steps":
+		var p struct {
+			Steps []struct {
+				Tool string `json:"tool"`
+			} `json:"steps"`
+		}
+		if json.Unmarshal(t.Payload, &p) != nil || len(p.Steps) == 0 {
+			return ""
+		}
+		done := map[int]ledger.State{}
+		for _, e := range journal {
+			rest, ok := strings.CutPrefix(e.Step, "tool/")
+			if i, err := strconv.Atoi(rest); ok && err == nil {
+				done[i] = e.State
+			}
+		}
+		for i, s := range p.Steps {
+			st, ok := done[i]
+			switch {
+			case !ok:
+				return fmt.Sprintf("step %d of %d (%s)", i+1, len(p.Steps), s.Tool)
+			case st == ledger.StatePending:
+				return fmt.Sprintf("step %d of %d (%s): its call is pending", i+1, len(p.Steps), s.Tool)
+			case st != ledger.StateCompleted:
+				return fmt.Sprintf("step %d of %d (%s): %s", i+1, len(p.Steps), s.Tool, st)
+			}
+		}
+		return fmt.Sprintf("all %d steps recorded: finishing", len(p.Steps))
+	case "agent":
+		calls := 0
+		for _, e := range journal {
+			if strings.HasPrefix(e.Step, "llm/") {
+				calls++
+			}
+		}
+		if calls == 0 {
+			return "the first model call"
+		}
+		return fmt.Sprintf("model call %d, or the tool calls model call %d asked for", calls+1, calls)
+	}
+	return ""
+}
