@@ -102,6 +102,13 @@ func outcomeOf(res Result, err error) string {
 }
 
 func (l *Ledger) do(ctx context.Context, a Attempt, e Effect) (Result, error) {
+	if ctx.Err() != nil {
+		return Result{}, context.Cause(ctx) // cancelled before the effect began: nothing sent
+	}
+	// From here an operator's cancel lets the call in flight finish and
+	// be recorded: a cut-off call would leave no record of what was sent.
+	ctx, done := agentledger.EffectContext(ctx)
+	defer done()
 	if err := e.validate(); err != nil {
 		// The tool built it so (a mistake in its code): every attempt
 		// would build it alike.
