@@ -34,8 +34,8 @@ func TestGoldenSQL(t *testing.T) {
 			_, err := s.Retry(ctx, "", 1)
 			return err
 		}, "claims.lockTask", "operator.requeue"),
-		call("Service.Rerun", "", func(ctx context.Context, s *Service) error {
-			_, err := s.Rerun(ctx, "", 1)
+		call("Service.RerunAnyway", "", func(ctx context.Context, s *Service) error { // Rerun reads the task and its journal first
+			_, err := s.RerunAnyway(ctx, "", 1)
 			return err
 		}, "claims.lockTask", "operator.requeue"),
 		call("Service.Compensate", "", func(ctx context.Context, s *Service) error {

@@ -3,6 +3,8 @@ package operator
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/ledger"
@@ -84,10 +86,50 @@ func (s *Service) Replay(ctx context.Context, tenant string, id int64) (*Preview
 }
 
 // Rerun runs task id again as a new intent: its generation moves on, so
-// every effect runs again.
+// every effect runs again. It refuses (ErrConflict, *UnsettledError) a task
+// whose current generation has an effect whose outcome is not known — one
+// that is unknown, or pending with no attempt to finish it: that call may
+// have gone out, and the new intent would send another under a new key.
+// RerunAnyway runs it all the same.
 func (s *Service) Rerun(ctx context.Context, tenant string, id int64) (*agentledger.Task, error) {
+	t, j, err := s.load(ctx, tenant, id)
+	if err != nil {
+		return nil, err
+	}
+	if t.State != agentledger.StateRunning {
+		var unsettled []string
+		for _, e := range j {
+			if (e.State == ledger.StateUnknown || e.State == ledger.StatePending) && !slices.Contains(unsettled, e.StepPath) {
+				unsettled = append(unsettled, e.StepPath)
+			}
+		}
+		if len(unsettled) > 0 {
+			return nil, &UnsettledError{TaskID: id, Steps: unsettled}
+		}
+	}
+	return s.RerunAnyway(ctx, tenant, id)
+}
+
+// RerunAnyway is Rerun without its check of unsettled effects: for an
+// operator who knows what those calls did.
+func (s *Service) RerunAnyway(ctx context.Context, tenant string, id int64) (*agentledger.Task, error) {
 	return s.requeue(ctx, tenant, id, rerun, rerunnable)
 }
+
+// UnsettledError refuses the re-run of a task with effects whose outcome
+// is not known. It matches agentledger.ErrConflict.
+type UnsettledError struct {
+	TaskID int64
+	Steps  []string
+}
+
+func (e *UnsettledError) Error() string {
+	return fmt.Sprintf("task %d has effects whose outcome is not known, at %s: each may have been performed, "+
+		"and a re-run would perform it again under a new key",
+		e.TaskID, strings.Join(e.Steps, ", "))
+}
+
+func (e *UnsettledError) Is(target error) bool { return target == agentledger.ErrConflict }
 
 func notReplayable(t *agentledger.Task) error {
 	if t.State == agentledger.StateCompensated {

@@ -61,6 +61,14 @@ func TestReplayResolveRerun(t *testing.T) {
 		t.Fatalf("list: exit %d\n%s%s", code, out, errOut)
 	}
 
+	// A re-run would send the wire again under a new key: refused,
+	// naming the step to settle.
+	if code, _, errOut = agentctlAt(url, "rerun", id, "--yes"); code != 1 ||
+		!strings.Contains(errOut, "task "+id+" has effects whose outcome is not known, at tool/0") ||
+		!strings.Contains(errOut, "agentctl resolve "+id+" --step tool/0") || !strings.Contains(errOut, "--despite-unknown") {
+		t.Fatalf("rerun with an unknown effect: exit %d %s", code, errOut)
+	}
+
 	code, out, errOut = agentctlAt(url, "replay", id, "--dry-run")
 	if code != 0 || !strings.Contains(out, "tool/0  unsafe_http  unsafe  unknown  needs resolution (agentctl resolve)") ||
 		!strings.Contains(out, "dry run: nothing changed") ||
@@ -95,7 +103,7 @@ func TestReplayResolveRerun(t *testing.T) {
 	if code, _, errOut = agentctlAt(url, "rerun", id); code != 2 || !strings.Contains(errOut, "re-run with --yes") {
 		t.Fatalf("rerun without --yes: exit %d %s", code, errOut)
 	}
-	code, out, _ = agentctlAt(url, "rerun", id, "--yes")
+	code, out, _ = agentctlAt(url, "rerun", id, "--yes", "--despite-unknown") // nothing unknown now: the same re-run
 	if code != 0 || !strings.Contains(out, "queued as a new intent (generation 2)") {
 		t.Fatalf("rerun: exit %d %s", code, out)
 	}

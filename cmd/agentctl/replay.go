@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -138,27 +139,33 @@ func (a *app) replay(ctx context.Context, tenant, arg string, dryRun bool) error
 
 func (a *app) rerunCmd() *cobra.Command {
 	var (
-		tenant string
-		yes    bool
+		tenant       string
+		yes, despite bool
 	)
 	cmd := &cobra.Command{
-		Use:   "rerun ID --yes",
+		Use:   "rerun ID --yes [--despite-unknown]",
 		Short: "Run a task again as a new intent: every effect runs again",
 		Long: `Rerun runs a task that no worker holds again as a new intent: its
 generation is bumped, so every effect key changes and EVERY effect runs again
 — HTTP calls, child tasks, notifications, model calls. It needs --yes;
 without it rerun says what it would do and exits 2. To run only unfinished
-effects, use agentctl replay.`,
+effects, use agentctl replay.
+
+A task with an effect whose outcome is not known (unknown, or pending with
+no attempt to finish it: the call may have gone out) is refused, naming
+the steps: settle them with agentctl resolve first, or re-run it
+--despite-unknown when a second call is what you want.`,
 		Example: `  agentctl rerun 42 --yes`,
 		Args:    oneID,
-		RunE:    a.action(func(ctx context.Context, args []string) error { return a.rerun(ctx, tenant, args[0], yes) }),
+		RunE:    a.action(func(ctx context.Context, args []string) error { return a.rerun(ctx, tenant, args[0], yes, despite) }),
 	}
 	tenantFlag(cmd, &tenant, "only if the task belongs to this tenant")
 	cmd.Flags().BoolVar(&yes, "yes", false, "confirm: every effect of the task runs again")
+	cmd.Flags().BoolVar(&despite, "despite-unknown", false, "re-run even though an effect's outcome is not known: it may be performed twice")
 	return cmd
 }
 
-func (a *app) rerun(ctx context.Context, tenant, arg string, yes bool) error {
+func (a *app) rerun(ctx context.Context, tenant, arg string, yes, despite bool) error {
 	id, err := parseID(arg)
 	if err != nil {
 		return err
@@ -171,7 +178,16 @@ func (a *app) rerun(ctx context.Context, tenant, arg string, yes bool) error {
 	if err != nil {
 		return err
 	}
-	t, err := svc.Rerun(ctx, tenant, id)
+	rerun := svc.Rerun
+	if despite {
+		rerun = svc.RerunAnyway
+	}
+	t, err := rerun(ctx, tenant, id)
+	var unsettled *operator.UnsettledError
+	if errors.As(err, &unsettled) {
+		return withHint(err, fmt.Sprintf("settle each first: agentctl resolve %d --step %s (--done: it happened | --retry: it did not) --note …; "+
+			"a pending one is taken over by agentctl replay %d, which says what it finds; or re-run --despite-unknown", id, unsettled.Steps[0], id))
+	}
 	if err != nil {
 		return err
 	}

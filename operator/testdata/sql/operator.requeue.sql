@@ -1,4 +1,4 @@
--- operator.requeue: requeueSQL of package operator, as Service.Retry and Service.Rerun send it (6 parameters); go test ./operator -run TestGoldenSQL -update rewrites this file
+-- operator.requeue: requeueSQL of package operator, as Service.Retry and Service.RerunAnyway send it (6 parameters); go test ./operator -run TestGoldenSQL -update rewrites this file
 /* operator.requeue */
 WITH cur AS (
 	SELECT id, state, ledger_expired_at IS NOT NULL AS expired, compensation IS NOT NULL AND state <> 'compensated' AS undoing FROM tasks
