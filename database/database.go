@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -53,6 +54,7 @@ type DB struct {
 	Pool    *pgxpool.Pool
 	cluster *pgembed.Cluster
 	desc    string
+	log     *slog.Logger
 }
 
 // Open connects as cfg says and checks the connection.
@@ -61,7 +63,7 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	db := &DB{}
+	db := &DB{log: log}
 	raw := cfg.URL
 	if raw == "" {
 		dir, err := stateDir(cfg.StateDir)
@@ -150,9 +152,56 @@ func (d *DB) Embedded() bool { return d.cluster != nil }
 // Close closes the pool and lets go of the embedded cluster, which stops
 // when its last user is gone.
 func (d *DB) Close(ctx context.Context) error {
+	others := 0
+	if d.cluster != nil {
+		others = d.otherClients(ctx)
+	}
 	d.Pool.Close()
+	if others > 0 && d.cluster != nil {
+		// Clients the cluster's lock does not see (daemons connected by
+		// URL) would lose their database if the last registered user
+		// stopped it.
+		d.log.Info("left the embedded PostgreSQL running: other clients are connected to it", "clients", others)
+		err := d.cluster.Leave(ctx)
+		d.cluster = nil
+		return err
+	}
 	return d.closeCluster(ctx)
 }
+
+// otherClients counts the server's client connections that are not this
+// pool's: every idle connection of the pool names its backend, and the
+// rest are someone else's. 0 when it cannot tell.
+func (d *DB) otherClients(ctx context.Context) int {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	conns := d.Pool.AcquireAllIdle(ctx)
+	defer func() {
+		for _, c := range conns {
+			c.Release()
+		}
+	}()
+	if len(conns) == 0 {
+		c, err := d.Pool.Acquire(ctx)
+		if err != nil {
+			return 0
+		}
+		conns = append(conns, c)
+	}
+	ours := make([]int32, len(conns))
+	for i, c := range conns {
+		ours[i] = int32(c.Conn().PgConn().PID())
+	}
+	var n int
+	if err := conns[0].QueryRow(ctx, otherClientsSQL, ours).Scan(&n); err != nil {
+		return 0
+	}
+	return n
+}
+
+// otherClientsSQL counts the client backends that are not $1.
+const otherClientsSQL = `/* database.otherClients */
+SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> ALL ($1::int4[])`
 
 func (d *DB) closeCluster(ctx context.Context) error {
 	if d.cluster == nil {

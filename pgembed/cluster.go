@@ -305,7 +305,14 @@ func (c *Cluster) stopIfLastUser(ctx context.Context, users *os.File) error {
 
 // Close unregisters this process and stops the server (pg_ctl stop -m fast)
 // only if no other process still uses it; calling it again does nothing.
-func (c *Cluster) Close(ctx context.Context) error {
+func (c *Cluster) Close(ctx context.Context) error { return c.close(ctx, true) }
+
+// Leave unregisters this process and leaves the server running whoever
+// else uses it: for a last user that knows of clients the lock does not
+// see (daemons connected by URL).
+func (c *Cluster) Leave(ctx context.Context) error { return c.close(ctx, false) }
+
+func (c *Cluster) close(ctx context.Context, stop bool) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	users := c.users
@@ -318,7 +325,7 @@ func (c *Cluster) Close(ctx context.Context) error {
 		users.Close()
 		return err
 	}
-	if err = lockCtx(ctx, startLock, syscall.LOCK_EX, c.startLockWait()); err == nil {
+	if err = lockCtx(ctx, startLock, syscall.LOCK_EX, c.startLockWait()); err == nil && stop {
 		markHolder(startLock)
 		err = c.stopIfLastUser(ctx, users)
 		unmarkHolder(startLock)
