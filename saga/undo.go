@@ -289,9 +289,17 @@ func ToUndo(e ledger.Entry) bool {
 // unknown parks the compensation: e may or may not have happened, and
 // undoing it on a guess could undo what never was.
 func unknown(t *agentledger.Task, e ledger.Entry) error {
+	how := "done: it happened and will be undone; retry: it did not"
+	if References(e.Compensate) {
+		// Resolved done, it has no answer for ${self…} to read: the
+		// compensation could not be built, and the phase would park again.
+		how = fmt.Sprintf("its compensation is built from its answer, which no resolution gives: if it happened, look it up "+
+			"downstream (agentctl ledger --task %d shows its key) and undo it by hand, resolve it done, replay, and resolve "+
+			"its compensation at %s done when the replay says it cannot be sent; retry if it did not happen", t.ID, PathOf(e.StepPath))
+	}
 	return fmt.Errorf("the effect at %s (%s) has an unknown outcome, so its compensation is not guessed: resolve it "+
-		"(agentctl resolve; done: it happened and will be undone; retry: it did not), then replay task %d to go on undoing: %w",
-		e.StepPath, e.Operation, t.ID, agentledger.ErrNeedsAttention)
+		"(agentctl resolve; %s), then replay task %d to go on undoing: %w",
+		e.StepPath, e.Operation, how, t.ID, agentledger.ErrNeedsAttention)
 }
 
 func completedAt(e ledger.Entry) int64 {
