@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/agentledger/agentledger"
@@ -223,6 +224,26 @@ func (d *Daemon) kindSchemas() map[string]json.RawMessage {
 // the check of submissions while no daemon serving them is live.
 func (d *Daemon) publishKinds(ctx context.Context, db registry.DB, worker string) error {
 	return registry.New(db).PublishKinds(ctx, worker, d.kindSchemas())
+}
+
+// warnSharedWorkerID warns when another live daemon announced itself
+// under this daemon's worker id (a --worker-id given twice): leases stay
+// fenced by their tokens, but the workers view shows the two as one, and
+// attempts cannot tell them apart. A registration left by this daemon's
+// own previous run (same host, its process gone, or this very pid after
+// a container restart) is no other daemon.
+func warnSharedWorkerID(ctx context.Context, db registry.DB, id string, log *slog.Logger) {
+	host, pid, ago, ok, err := registry.New(db).Registration(ctx, id)
+	if err != nil || !ok || ago > registry.LiveWithin {
+		return
+	}
+	me, _ := os.Hostname()
+	if host == me && (pid == os.Getpid() || syscall.Kill(pid, 0) == syscall.ESRCH) {
+		return
+	}
+	log.Warn("another live daemon announced itself under this worker id: give each daemon its own --worker-id "+
+		"(leases stay fenced, but agentctl workers shows the two as one and their attempts cannot be told apart)",
+		"worker", id, "other_host", host, "other_pid", pid, "seen", ago.Round(time.Second).String()+" ago")
 }
 
 // warnKindConflicts warns of each live daemon serving one of this one's
@@ -473,6 +494,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	// Registered before the API answers, so that the kinds this daemon
 	// serves are accepted from the first request (and before
 	// Hooks.BeforeRun, which may hold the pool's connections); Run refreshes it every 10s.
+	warnSharedWorkerID(ctx, db.Pool, pool.ID(), log)
 	if err := pool.Announce(ctx); err != nil && ctx.Err() == nil {
 		log.Warn("announcing the worker failed: submissions of its kinds are refused until it is retried", "err", err)
 	} else if err == nil {

@@ -68,6 +68,11 @@ FROM workers w, unnest($2::text[]) AS t(name)
 WHERE w.id = ANY ($1::text[]) AND w.tool_schemas -> t.name IS NOT NULL
 ORDER BY w.id, t.name`
 
+// registrationSQL reads worker $1's host and process and how long ago
+// ($2 is the clock) it last announced itself.
+const registrationSQL = `/* claims.registration */
+SELECT coalesce(host, ''), coalesce(pid, 0), coalesce($2::timestamptz, now()) - seen_at FROM workers WHERE id = $1`
+
 // retireSQL removes a pool that stops.
 const retireSQL = `/* claims.retire */ DELETE FROM workers WHERE id = $1`
 

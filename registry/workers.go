@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -176,6 +177,19 @@ func (s *Store) Register(ctx context.Context, r Registration) error {
 		return fmt.Errorf("announce worker: %w", err)
 	}
 	return nil
+}
+
+// Registration reads who last announced worker id: its host and process
+// id, and how long ago; ok is false when none is registered.
+func (s *Store) Registration(ctx context.Context, id string) (host string, pid int, ago time.Duration, ok bool, err error) {
+	err = s.db.QueryRow(ctx, registrationSQL, id, s.Now.Param()).Scan(&host, &pid, &ago)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", 0, 0, false, nil
+	}
+	if err != nil {
+		return "", 0, 0, false, fmt.Errorf("worker %s: %w", id, err)
+	}
+	return host, pid, ago, true, nil
 }
 
 // Announce registers worker id (or refreshes its registration) without
