@@ -151,9 +151,11 @@ func dispatcher(cfg *Config, db *pgxpool.Pool, limits *flow.Limiter, owner strin
 // console sink; both go through the ledger the same way.
 func notificationSink(cfg *Config, limits *flow.Limiter, out io.Writer, log *slog.Logger) (notify.Sink, error) {
 	if cfg.Notify.SlackToken == "" && cfg.Notify.SlackTokenFile == "" {
-		sink, err := consoleSink(cfg, out)
+		sink, path, err := consoleSink(cfg, out)
 		if err == nil {
-			log.Info("notifications: console sink; for Slack set " + setting("Notify.SlackToken", "AGENTLEDGER_SLACK_TOKEN"))
+			// The file is named in full: a daemon on a URL keeps it in the
+			// default state directory, not its database's.
+			log.Info("notifications: console sink; for Slack set "+setting("Notify.SlackToken", "AGENTLEDGER_SLACK_TOKEN"), "file", path)
 		}
 		return sink, err
 	}
@@ -209,23 +211,27 @@ func slackTokenSource(cfg *Config) string {
 }
 
 // consoleSink is where notifications go until Slack is configured.
-func consoleSink(cfg *Config, out io.Writer) (notify.Sink, error) {
+func consoleSink(cfg *Config, out io.Writer) (notify.Sink, string, error) {
 	path := cfg.Notify.File
 	if path == "" {
 		dir := cfg.Database.StateDir
 		if dir == "" {
 			var err error
 			if dir, err = pgembed.DefaultStateDir(); err != nil {
-				return nil, err
+				return nil, "", err
 			}
 		}
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, fmt.Errorf("notification file: %w; the console sink keeps it in the state directory: set %s or %s",
+			return nil, "", fmt.Errorf("notification file: %w; the console sink keeps it in the state directory: set %s or %s",
 				err, setting("Database.StateDir", "--state-dir"), setting("Notify.File", "--notify-file"))
 		}
 		path = filepath.Join(dir, "notifications.jsonl")
 	}
-	return console.New(out, path)
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	sink, err := console.New(out, path)
+	return sink, path, err
 }
 
 // hostHeaders reads the secret per-host headers. Errors name the file, never

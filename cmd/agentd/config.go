@@ -80,7 +80,7 @@ var settings = []setting{
 	{"approvers", "AGENTLEDGER_APPROVERS", "string", "", "comma-separated Slack user (U…) and group (S…) ids who may approve the calls --approve-unsafe and --approve-tools gate; empty: anyone in the channel; operators always may"},
 	{"approval-timeout", "AGENTLEDGER_APPROVAL_TIMEOUT", "duration", "24h", "how long a request of --approve-unsafe or --approve-tools waits before it counts as denied"},
 	{"http-host-headers-file", "AGENTLEDGER_HTTP_HOST_HEADERS_FILE", "string", "", `JSON file of secret headers per host, {"host": {"Authorization": "Bearer …"}}; never logged or stored`},
-	{"notify-file", "AGENTLEDGER_NOTIFY_FILE", "string", "", "file the console notification sink appends to; empty: notifications.jsonl in the state directory"},
+	{"notify-file", "AGENTLEDGER_NOTIFY_FILE", "string", "", "file the console notification sink appends to; empty: notifications.jsonl in the state directory (the default one when --database-url is set; agentd logs which file at start)"},
 	{"slack-token-file", "AGENTLEDGER_SLACK_TOKEN_FILE", "string", "", "file holding the Slack bot token (or set AGENTLEDGER_SLACK_TOKEN); without a token notifications go to the console sink"},
 	{"slack-api-url", "AGENTLEDGER_SLACK_API_URL", "string", "", "Slack Web API root; empty: Slack's"},
 	{"slack-channel-interval", "AGENTLEDGER_SLACK_CHANNEL_INTERVAL", "duration", "1s", "least time between two posts or updates to one Slack channel (Slack allows about one a second)"},
