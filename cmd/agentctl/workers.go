@@ -11,13 +11,16 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentledger/agentledger/registry"
+	"github.com/agentledger/agentledger/tui"
 	"github.com/agentledger/agentledger/render"
 )
 
 // defaultStaleAfter is how long a worker may go without announcing
-// itself or renewing a lease before agentctl workers calls it stale: what
-// the submit check calls live (pools announce every 10s).
-const defaultStaleAfter = registry.LiveWithin
+// itself or renewing a lease before agentctl workers calls it stale: three
+// announcements missed (pools announce every 10s), as the console's. The
+// submit check counts a pool live for longer (registry.LiveWithin), so
+// that a slow minute refuses no submission.
+const defaultStaleAfter = tui.DefaultStaleAfter
 
 func (a *app) workersCmd() *cobra.Command {
 	var staleAfter time.Duration
