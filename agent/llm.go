@@ -98,6 +98,11 @@ func (a *Agent) complete(ctx context.Context, task *agentledger.Task, n int, req
 // task failure instead.
 func (a *Agent) chat(ctx context.Context, n int, req chatRequest) (ledger.Result, error) {
 	for try := 0; ; try++ {
+		if cerr := agentledger.CancelRequested(ctx); cerr != nil && try > 0 {
+			// The request sent before failed: no other goes out once an
+			// operator cancelled the task.
+			return ledger.Result{}, fmt.Errorf("interrupted before retrying: %w", cerr)
+		}
 		c, err, waits := a.gatedChat(ctx, n, req)
 		if waits != nil {
 			return ledger.Result{}, waits
@@ -126,11 +131,12 @@ func (a *Agent) chat(ctx context.Context, n int, req chatRequest) (ledger.Result
 			return ledger.Result{}, err
 		}
 		t := time.NewTimer(wait)
+		waiting := agentledger.UntilCancelled(ctx) // an operator's cancel ends the wait too
 		select {
 		case <-t.C:
-		case <-ctx.Done():
+		case <-waiting.Done():
 			t.Stop()
-			return ledger.Result{}, fmt.Errorf("interrupted while waiting to retry (%v): %w", err, context.Cause(ctx))
+			return ledger.Result{}, fmt.Errorf("interrupted while waiting to retry (%v): %w", err, context.Cause(waiting))
 		}
 	}
 }
@@ -145,9 +151,14 @@ func (a *Agent) gatedChat(ctx context.Context, n int, req chatRequest) (c comple
 		c, err = a.chatOnce(ctx, n, req)
 		return c, err, nil
 	}
-	pass, gerr := a.cfg.Gate.Admit(ctx, a.target, a.cfg.RequestTimeout)
+	// Waiting to be admitted sends nothing: an operator's cancel ends it.
+	pass, gerr := a.cfg.Gate.Admit(agentledger.UntilCancelled(ctx), a.target, a.cfg.RequestTimeout)
 	if gerr != nil {
 		return completion{}, nil, gerr
+	}
+	if cerr := agentledger.CancelRequested(ctx); cerr != nil {
+		pass.Release() // not made: its slot and a probe's turn go to the next call
+		return completion{}, nil, cerr
 	}
 	c, err = a.chatOnce(ctx, n, req)
 	switch {

@@ -2,6 +2,7 @@ package ledger_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/agentledger/agentledger"
@@ -20,7 +21,7 @@ func TestCancelDuringACallRecordsIt(t *testing.T) {
 			e := newEnv(t)
 			e.task()
 			a, _ := e.claim("w")
-			ctx, cancel := context.WithCancelCause(context.Background())
+			ctx, cancel := agentledger.AttemptContext(context.Background())
 			c := &counter{fn: func(ctx context.Context, _ ledger.Call) (ledger.Result, error) {
 				cancel(agentledger.ErrCancelled) // the operator's cancel, seen at a heartbeat
 				if err := ctx.Err(); err != nil {
@@ -46,5 +47,44 @@ func TestCancelDuringACallRecordsIt(t *testing.T) {
 				t.Fatalf("an effect after the cancel: %v, performed %d; want it refused unsent", err, c.calls.Load())
 			}
 		})
+	}
+}
+
+// A lease lost after an operator's cancel still cuts the call off (the
+// next attempt recovers it by its class); a cancel that comes while the
+// effect waits to be admitted sends nothing.
+func TestCancelThenLeaseLostOrAdmission(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.task()
+	a, _ := e.claim("w")
+	ctx, stop := agentledger.AttemptContext(context.Background())
+	c := &counter{fn: func(ctx context.Context, _ ledger.Call) (ledger.Result, error) {
+		stop(agentledger.ErrCancelled)
+		stop(agentledger.ErrLeaseLost)
+		<-ctx.Done() // ends: the lease is lost
+		return ledger.Result{}, ctx.Err()
+	}}
+	if _, err := e.Ledger.Do(ctx, a, effect(ledger.Keyed, "tool/0", `{"x":1}`, c.perform)); err == nil || c.calls.Load() != 1 {
+		t.Fatalf("a call whose lease was lost after a cancel: %v, performed %d", err, c.calls.Load())
+	}
+
+	for _, class := range []ledger.Class{ledger.Keyed, ledger.Unsafe} {
+		ctx, stop := agentledger.AttemptContext(context.Background())
+		sent := &counter{}
+		eff := effect(class, "tool/1/"+string(class), `{"x":2}`, sent.perform)
+		eff.Admit = func(context.Context) (func(), error) {
+			stop(agentledger.ErrCancelled) // arrives while the call waits for its turn
+			return func() {}, nil
+		}
+		if _, err := e.Ledger.Do(ctx, a, eff); !errors.Is(err, agentledger.ErrCancelled) || sent.calls.Load() != 0 {
+			t.Fatalf("%s: cancelled while admitted: %v, performed %d; want nothing sent", class, err, sent.calls.Load())
+		}
+	}
+	j, _ := e.Ledger.Journal(context.Background(), a.TaskID, a.Generation)
+	for _, en := range j {
+		if en.StepPath != "tool/0" {
+			t.Errorf("a row for the call never sent: %+v", en)
+		}
 	}
 }

@@ -105,10 +105,6 @@ func (l *Ledger) do(ctx context.Context, a Attempt, e Effect) (Result, error) {
 	if ctx.Err() != nil {
 		return Result{}, context.Cause(ctx) // cancelled before the effect began: nothing sent
 	}
-	// From here an operator's cancel lets the call in flight finish and
-	// be recorded: a cut-off call would leave no record of what was sent.
-	ctx, done := agentledger.EffectContext(ctx)
-	defer done()
 	if err := e.validate(); err != nil {
 		// The tool built it so (a mistake in its code): every attempt
 		// would build it alike.
@@ -153,6 +149,9 @@ func (l *Ledger) do(ctx context.Context, a Attempt, e Effect) (Result, error) {
 			return Result{}, err
 		}
 		defer releaseOf(release)()
+	}
+	if err := agentledger.CancelRequested(ctx); err != nil {
+		return Result{}, err // cancelled while admitted: nothing reserved, nothing sent
 	}
 
 	var (
@@ -297,6 +296,13 @@ func (l *Ledger) doUnreserved(ctx context.Context, pk []any, a Attempt, call Cal
 	q := queriesOf(a.Fence)
 	var r row
 
+	// An operator's cancel stops the task before a call goes out; once it
+	// is out, the call finishes and its outcome is recorded
+	// (agentledger.EffectContext): cut off, it would leave no record.
+	if err := agentledger.CancelRequested(ctx); err != nil {
+		return Result{}, true, err
+	}
+	ctx = agentledger.EffectContext(ctx)
 	out, perr := e.Perform(ctx, call)
 	state, msg := StateCompleted, ""
 	if perr != nil {
@@ -422,6 +428,13 @@ func outcome(r row, key string) (Result, error) {
 // perform runs a reserved effect outside any transaction and records its
 // outcome (a reconcilable one is looked up first).
 func (l *Ledger) perform(ctx context.Context, pk []any, a Attempt, call Call, e Effect, reconcile bool) (Result, error) {
+	// As in doUnreserved: no call after an operator's cancel, and the one
+	// in flight when it comes is finished and recorded.
+	if err := agentledger.CancelRequested(ctx); err != nil {
+		l.release(ctx, pk, a) // a fresh reservation: nothing was sent
+		return Result{}, err
+	}
+	ctx = agentledger.EffectContext(ctx)
 	if reconcile {
 		found, ok, err := e.Reconcile(ctx, call)
 		if err != nil {

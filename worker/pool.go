@@ -352,7 +352,10 @@ func (p *Pool) claim(ctx context.Context, q string, n int, dueOnly bool, hint *c
 // written, and the completer's bounded queue holds claiming back when
 // writes fall behind; the keeper holds the lease until the write.
 func (p *Pool) start(work context.Context, t *agentledger.Task, sentAt time.Time, freeSlot func()) {
-	ctx, cancel := context.WithCancelCause(work)
+	// An operator's cancel ends the task's context but lets a call in
+	// flight finish and be recorded (agentledger.EffectContext); a lost
+	// lease or a shutdown ends both.
+	ctx, cancel := agentledger.AttemptContext(work)
 	lease := claims.LeaseOf(t)
 	deadline := new(agentledger.LeaseDeadline)
 	ctx = agentledger.WithLeaseDeadline(ctx, deadline)
