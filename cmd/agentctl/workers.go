@@ -11,8 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentledger/agentledger/registry"
-	"github.com/agentledger/agentledger/tui"
 	"github.com/agentledger/agentledger/render"
+	"github.com/agentledger/agentledger/tui"
 )
 
 // defaultStaleAfter is how long a worker may go without announcing
