@@ -96,16 +96,23 @@ func (s *Service) Rerun(ctx context.Context, tenant string, id int64) (*agentled
 	if err != nil {
 		return nil, err
 	}
-	if t.State != agentledger.StateRunning {
-		var unsettled []string
-		for _, e := range j {
-			if (e.State == ledger.StateUnknown || e.State == ledger.StatePending) && !slices.Contains(unsettled, e.StepPath) {
-				unsettled = append(unsettled, e.StepPath)
-			}
+	if !slices.Contains(rerunnable, t.State) {
+		// Refused as the re-run would refuse it, without the re-run: a
+		// running task that parks meanwhile is not re-run unchecked.
+		return nil, agentledger.Errorf(agentledger.CodeConflict, "task %d is %s; only a %s task can be re-run",
+			id, t.State, agentledger.OneOf(rerunnable))
+	}
+	u := &UnsettledError{TaskID: id}
+	for _, e := range j {
+		switch {
+		case e.State == ledger.StateUnknown && !e.RetryAllowed: // resolved "retry", it did not happen: settled
+			u.Unknown = append(u.Unknown, e.StepPath)
+		case e.State == ledger.StatePending:
+			u.Pending = append(u.Pending, e.StepPath)
 		}
-		if len(unsettled) > 0 {
-			return nil, &UnsettledError{TaskID: id, Steps: unsettled}
-		}
+	}
+	if len(u.Unknown)+len(u.Pending) > 0 {
+		return nil, u
 	}
 	return s.RerunAnyway(ctx, tenant, id)
 }
@@ -120,13 +127,16 @@ func (s *Service) RerunAnyway(ctx context.Context, tenant string, id int64) (*ag
 // is not known. It matches agentledger.ErrConflict.
 type UnsettledError struct {
 	TaskID int64
-	Steps  []string
+	// Unknown are the steps of its effects of unknown outcome (resolve
+	// settles them); Pending those of effects reserved by an attempt that
+	// did not finish them (a replay takes them over).
+	Unknown, Pending []string
 }
 
 func (e *UnsettledError) Error() string {
 	return fmt.Sprintf("task %d has effects whose outcome is not known, at %s: each may have been performed, "+
 		"and a re-run would perform it again under a new key",
-		e.TaskID, strings.Join(e.Steps, ", "))
+		e.TaskID, strings.Join(append(slices.Clone(e.Unknown), e.Pending...), ", "))
 }
 
 func (e *UnsettledError) Is(target error) bool { return target == agentledger.ErrConflict }

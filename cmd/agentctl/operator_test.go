@@ -103,12 +103,55 @@ func TestReplayResolveRerun(t *testing.T) {
 	if code, _, errOut = agentctlAt(url, "rerun", id); code != 2 || !strings.Contains(errOut, "re-run with --yes") {
 		t.Fatalf("rerun without --yes: exit %d %s", code, errOut)
 	}
-	code, out, _ = agentctlAt(url, "rerun", id, "--yes", "--despite-unknown") // nothing unknown now: the same re-run
+	code, out, _ = agentctlAt(url, "rerun", id, "--yes") // settled: re-run without --despite-unknown
 	if code != 0 || !strings.Contains(out, "queued as a new intent (generation 2)") {
 		t.Fatalf("rerun: exit %d %s", code, out)
 	}
 	if code, _, errOut = agentctlAt(url, "replay", id); code != 1 || !strings.Contains(errOut, "is queued") {
 		t.Fatalf("replay of a queued task: exit %d %s", code, errOut)
+	}
+}
+
+// A task cancelled with an effect of unknown outcome: resolved "retry"
+// (it did not happen), the re-run is allowed; --despite-unknown re-runs
+// one that is not settled.
+func TestRerunAfterSettling(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := testenv.New(t)
+	url := e.DB.Config().ConnString()
+	park := func() string {
+		task := e.Enqueue(claims.EnqueueParams{})
+		a := e.Claim("a")
+		wire := ledger.Effect{Operation: "unsafe_http", StepPath: "tool/0", Class: ledger.Unsafe, Request: []byte(`{"wire":1}`),
+			Perform: func(context.Context, ledger.Call) (ledger.Result, error) { return ledger.Result{}, errors.New("connection reset") }}
+		_, cause := e.Ledger.Do(ctx, tools.AttemptOf(a), wire)
+		if !errors.Is(cause, ledger.ErrNeedsAttention) {
+			t.Fatal(cause)
+		}
+		if err := e.Claims.NeedsAttention(ctx, claims.LeaseOf(a), cause.Error()); err != nil {
+			t.Fatal(err)
+		}
+		id := fmt.Sprint(task.ID)
+		if code, _, errOut := agentctlAt(url, "cancel", id); code != 0 {
+			t.Fatalf("cancel: exit %d %s", code, errOut)
+		}
+		return id
+	}
+	id := park()
+	if code, _, errOut := agentctlAt(url, "rerun", id, "--yes"); code != 1 || !strings.Contains(errOut, "at tool/0") {
+		t.Fatalf("rerun of a cancelled task with an unknown effect: exit %d %s", code, errOut)
+	}
+	if code, _, errOut := agentctlAt(url, "resolve", id, "--retry", "--note", "the bank has no such wire"); code != 0 {
+		t.Fatalf("resolve: exit %d %s", code, errOut)
+	}
+	if code, out, errOut := agentctlAt(url, "rerun", id, "--yes"); code != 0 || !strings.Contains(out, "generation 2") {
+		t.Fatalf("rerun once settled: exit %d %s%s", code, out, errOut)
+	}
+
+	other := park()
+	if code, out, errOut := agentctlAt(url, "rerun", other, "--yes", "--despite-unknown"); code != 0 || !strings.Contains(out, "generation 2") {
+		t.Fatalf("rerun --despite-unknown: exit %d %s%s", code, out, errOut)
 	}
 }
 

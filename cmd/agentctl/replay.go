@@ -185,8 +185,13 @@ func (a *app) rerun(ctx context.Context, tenant, arg string, yes, despite bool) 
 	t, err := rerun(ctx, tenant, id)
 	var unsettled *operator.UnsettledError
 	if errors.As(err, &unsettled) {
-		return withHint(err, fmt.Sprintf("settle each first: agentctl resolve %d --step %s (--done: it happened | --retry: it did not) --note …; "+
-			"a pending one is taken over by agentctl replay %d, which says what it finds; or re-run --despite-unknown", id, unsettled.Steps[0], id))
+		hint := fmt.Sprintf("a pending call is taken over by agentctl replay %d (a keyed one is sent again under its key, "+
+			"an unsafe one becomes unknown for you to resolve)", id)
+		if len(unsettled.Unknown) > 0 {
+			hint = fmt.Sprintf("settle it first: agentctl resolve %d --step %s (--done: it happened | --retry: it did not) --note …",
+				id, unsettled.Unknown[0])
+		}
+		return withHint(err, hint+"; or re-run --despite-unknown")
 	}
 	if err != nil {
 		return err
