@@ -37,11 +37,12 @@ type Door struct {
 	AgentMaxSteps int
 	// Typed checks the payload of a kind this process serves: a typed
 	// kind's Go type and Validate (KindHandler.CheckPayload in package
-	// daemon). known is false for a kind it does not serve. Either way
+	// daemon). known is false for a kind it does not serve from queue.
+	// Either way
 	// the payload must also fit the schema each live pool claiming the kind
 	// from the task's queue announced (or, for a kind this process does not
 	// serve and no live pool does, the one last published).
-	Typed func(kind string, payload json.RawMessage) (known bool, err error)
+	Typed func(kind, queue string, payload json.RawMessage) (known bool, err error)
 	// Reach is nil when this process's tool may call u (the HTTP tools'
 	// allow-lists), else why not; nil checks none. A steps payload whose
 	// literal URL it refuses is refused at the door, as its step would be

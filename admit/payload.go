@@ -24,7 +24,7 @@ func (d *Door) payload(ctx context.Context, db registry.DB, kind, queue string, 
 	}
 	served := false
 	if d.Typed != nil {
-		known, err := d.Typed(kind, payload)
+		known, err := d.Typed(kind, queue, payload)
 		if err != nil {
 			return err
 		}

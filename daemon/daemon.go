@@ -195,11 +195,19 @@ func (d *Daemon) Intercept(ic tools.Interceptor) error {
 }
 
 // typedPayload is the door's check of a payload of a kind this daemon
-// serves (admit.Door.Typed): a typed kind in full (its Go type and
-// Validate); an untyped or built-in kind has nothing to check here (steps
-// and agent payloads the door checks itself). Other kinds are not known:
-// the door holds them against the schema their daemon published.
-func (d *Daemon) typedPayload(kind string, payload json.RawMessage) (bool, error) {
+// serves from queue (admit.Door.Typed): a typed kind in full (its Go type
+// and Validate); an untyped or built-in kind has nothing to check here
+// (steps and agent payloads the door checks itself). Other kinds, and
+// kinds of queues this daemon does not claim from, are not known: the door
+// holds them against the schemas the pools claiming them announced.
+func (d *Daemon) typedPayload(kind, queue string, payload json.RawMessage) (bool, error) {
+	qs := d.cfg.Worker.Queues
+	if len(qs) == 0 {
+		qs = []string{claims.DefaultQueue}
+	}
+	if !slices.Contains(qs, queue) {
+		return false, nil
+	}
 	if h, ok := d.kinds[kind]; ok {
 		if k, typed := h.(KindHandler); typed {
 			return true, k.CheckPayload(payload)

@@ -44,7 +44,7 @@ func FuzzCreateTaskRequest(f *testing.F) {
 	f.Add("k", "", []byte(`{"kind":"echo"}`))
 	// A door that reads nothing: every kind typed here with nothing to
 	// check, queued whether served or not.
-	door := &admit.Door{Unserved: true, Typed: func(string, json.RawMessage) (bool, error) { return true, nil }}
+	door := &admit.Door{Unserved: true, Typed: func(string, string, json.RawMessage) (bool, error) { return true, nil }}
 	s := &Server{cfg: Config{MaxBody: fuzzMaxBody, Door: door}, log: slog.New(slog.DiscardHandler)}
 	f.Fuzz(func(t *testing.T, key, contentType string, body []byte) {
 		first := fuzzCheck(t, s, key, contentType, body)

@@ -42,8 +42,9 @@ type Published struct {
 // KindSchemas returns the payload schemas of kind that the live pools
 // claiming it from queue announced, each distinct one once: a task of it
 // there may go to any of them, so its payload must fit each. Without a
-// live pool announcing one, the schema last published for kind (kinds),
-// if any: the check of a submission queued for a pool not up yet.
+// live pool announcing one (a submission queued for a pool not up yet, or
+// restarting): the schema of the pool last seen claiming it from queue,
+// else the one last published for kind (kinds), from whatever queue.
 func (s *Store) KindSchemas(ctx context.Context, kind, queue string) ([]Published, error) {
 	rows, err := s.db.Query(ctx, kindSchemasSQL, kind, queue, s.Now.Param(), LiveWithin)
 	if err != nil {

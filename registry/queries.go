@@ -89,19 +89,29 @@ const kindSchemaSQL = `/* claims.kindSchema */ SELECT payload_schema FROM kinds 
 
 // kindSchemasSQL reads the payload schemas of kind $1 that the live pools
 // ($3 is the clock, $4 the window) claiming it from queue $2 announced,
-// each once with the first pool to announce it; without any, the schema
-// last published (kinds), named by its publisher.
+// each once with the first pool to announce it. Without any: the schema
+// of the pool last seen claiming it from $2 (not live now, not pruned
+// yet); without that either, the schema last published for the kind
+// (kinds), named by its publisher, whichever queue it claimed from.
 const kindSchemasSQL = `/* claims.kindSchemas */
-WITH live AS (
-	SELECT DISTINCT ON (w.kind_schemas -> $1) w.kind_schemas -> $1 AS schema, w.id
+WITH serving AS (
+	SELECT w.kind_schemas -> $1 AS schema, w.id, w.started_at, w.seen_at,
+		w.seen_at > coalesce($3::timestamptz, now()) - $4::interval AS live
 	FROM workers w
-	WHERE w.seen_at > coalesce($3::timestamptz, now()) - $4::interval
-		AND $2 = ANY (w.queues) AND $1 = ANY (w.kinds) AND w.kind_schemas ? $1
-	ORDER BY w.kind_schemas -> $1, w.started_at, w.id
+	WHERE $2 = ANY (w.queues) AND $1 = ANY (w.kinds) AND w.kind_schemas ? $1
+),
+live AS (
+	SELECT DISTINCT ON (schema) schema, id FROM serving WHERE live ORDER BY schema, started_at, id
+),
+last_seen AS (
+	SELECT schema, id FROM serving WHERE NOT EXISTS (SELECT FROM live) ORDER BY seen_at DESC, id LIMIT 1
 )
 SELECT schema, id, true FROM live
 UNION ALL
-SELECT payload_schema, published_by, false FROM kinds WHERE name = $1 AND NOT EXISTS (SELECT FROM live)`
+SELECT schema, id, false FROM last_seen
+UNION ALL
+SELECT payload_schema, published_by, false FROM kinds
+WHERE name = $1 AND NOT EXISTS (SELECT FROM live) AND NOT EXISTS (SELECT FROM last_seen)`
 
 // kindConflictsSQL lists, for each typed kind pool $1 announced, the live
 // pools ($2 is the clock, $3 the window) claiming it from a queue $1 claims
