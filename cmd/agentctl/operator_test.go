@@ -124,7 +124,9 @@ func TestRerunAfterSettling(t *testing.T) {
 		task := e.Enqueue(claims.EnqueueParams{})
 		a := e.Claim("a")
 		wire := ledger.Effect{Operation: "unsafe_http", StepPath: "tool/0", Class: ledger.Unsafe, Request: []byte(`{"wire":1}`),
-			Perform: func(context.Context, ledger.Call) (ledger.Result, error) { return ledger.Result{}, errors.New("connection reset") }}
+			Perform: func(context.Context, ledger.Call) (ledger.Result, error) {
+				return ledger.Result{}, errors.New("connection reset")
+			}}
 		_, cause := e.Ledger.Do(ctx, tools.AttemptOf(a), wire)
 		if !errors.Is(cause, ledger.ErrNeedsAttention) {
 			t.Fatal(cause)
