@@ -89,9 +89,9 @@ func (g *Gate) Intercept(ctx context.Context, o *tools.Outgoing, next tools.Next
 			attribute.Int64("agentledger.approval.id", r.ID), attribute.String("agentledger.approval.state", r.State),
 			attribute.String("agentledger.approval.by", r.DecidedBy), attribute.String("agentledger.approval.via", r.DecidedVia)))
 		if g.Decided != nil {
-			if first, err := g.Store.Followed(ctx, r.ID); err != nil {
-				return ledger.Result{}, err
-			} else if first {
+			// Told once; a failed mark only leaves the metric unobserved,
+			// never the attempt failed.
+			if first, err := g.Store.Followed(ctx, r.ID); err == nil && first {
 				g.Decided(ctx, r)
 			}
 		}
