@@ -2,14 +2,15 @@ package operator
 
 import (
 	"context"
-	"github.com/agentledger/agentledger/ledger"
 	"strings"
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/agent"
 	"github.com/agentledger/agentledger/grants"
+	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/saga"
 	"github.com/agentledger/agentledger/steps"
+	"github.com/agentledger/agentledger/waits"
 )
 
 // refuseUngranted marks the effects of plan whose tool (or model call) the
@@ -68,8 +69,8 @@ func (s *Service) refuseUngranted(ctx context.Context, t *agentledger.Task, plan
 }
 
 // toolNeed is the grant an effect's operation needs: the tool that records
-// it (the tools name their effects after themselves but create_task and
-// MCP tools, and an unbuilt compensation is named after its tool), or a
+// it (the tools name their effects after themselves but create_task, the
+// wait tools and MCP tools, and an unbuilt compensation is named after its tool), or a
 // model call.
 func toolNeed(op string) (grants.Need, bool) {
 	if tool, ok := strings.CutPrefix(op, ledger.UnbuiltPrefix); ok {
@@ -82,6 +83,8 @@ func toolNeed(op string) (grants.Need, bool) {
 		return grants.Need{Model: "*"}, true
 	case op == "task.create":
 		return grants.Need{Tool: "create_task"}, true
+	case waits.ToolOf(op) != "":
+		return grants.Need{Tool: waits.ToolOf(op)}, true
 	case strings.HasPrefix(op, "mcp."):
 		server, tool, ok := strings.Cut(strings.TrimPrefix(op, "mcp."), ".")
 		return grants.Need{Tool: server + "/" + tool}, ok

@@ -12,6 +12,9 @@ func TestToolNeed(t *testing.T) {
 	for op, want := range map[string]string{
 		"http_request":                      "http_request",
 		"task.create":                       "create_task",
+		"wait.signal":                       "wait_for_signal",
+		"wait.timer":                        "wait_timer",
+		"wait.children":                     "wait_for_children",
 		"mcp.crm.refund":                    "crm/refund",
 		ledger.UnbuiltPrefix + "refund":     "refund",
 		ledger.UnbuiltPrefix + "crm/refund": "crm/refund",

@@ -24,6 +24,20 @@ const (
 	ToolChildren = "wait_for_children"
 )
 
+// ToolOf names the wait tool that records operation (wait.signal,
+// wait.timer, wait.children), or "" for another operation.
+func ToolOf(operation string) string {
+	switch operation {
+	case "wait.signal":
+		return ToolSignal
+	case "wait.timer":
+		return ToolTimer
+	case "wait.children":
+		return ToolChildren
+	}
+	return ""
+}
+
 // Tools returns the wait tools over s, for a registry.
 func Tools(s *Store) []tools.Tool {
 	return []tools.Tool{&signalTool{s}, &timerTool{s}, &childrenTool{s}}
