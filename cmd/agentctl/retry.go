@@ -86,6 +86,7 @@ func (a *app) retry(ctx context.Context, tenant, arg string) error {
 	}
 	_, err = fmt.Fprintf(a.stdout, "task %d queued for retry (generation %d): effects it completed are served from the ledger\n",
 		id, t.Generation)
+	refusedCalls(ctx, a, tenant, t)
 	return err
 }
 
