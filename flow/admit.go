@@ -105,14 +105,14 @@ func (l *Limiter) enter(ctx context.Context, target, kind string, hold time.Dura
 		wait, err := l.take(ctx, target, kind)
 		if err != nil || wait > 0 {
 			p.Release()
-			return nil, wait, fmt.Sprintf("%s: rate limit, next slot in %s", target, wait.Round(100*time.Millisecond)), err
+			return nil, wait, fmt.Sprintf("%snext slot in %s", RateReason(target), wait.Round(100*time.Millisecond)), err
 		}
 	}
 	if !lim.Tokens.IsZero() {
 		wait, err := l.tokensWait(ctx, target, lim.Tokens)
 		if err != nil || wait > 0 {
 			p.Release()
-			return nil, wait, fmt.Sprintf("%s: token budget (%s) spent, more in %s", target, lim.Tokens, wait.Round(100*time.Millisecond)), err
+			return nil, wait, fmt.Sprintf("%s(%s) spent, more in %s", TokenReason(target), lim.Tokens, wait.Round(100*time.Millisecond)), err
 		}
 	}
 	if probe {
@@ -145,6 +145,14 @@ func (v *breakerView) probeDue() bool {
 // holds back begins (claims.ReleaseDeferred lets them through when the
 // breaker is closed by hand).
 func BreakerReason(target string) string { return target + ": circuit " }
+
+// RateReason and TokenReason start the reasons of the tasks target's
+// request rate and token budget deferred: when an operator changes or
+// removes its limit, they go now, judged by the new one.
+func RateReason(target string) string { return target + ": rate limit, " }
+
+// TokenReason is RateReason's for the token budget.
+func TokenReason(target string) string { return target + ": token budget " }
 
 // wait says how long a call waits for breaker v (configured as b, nil when
 // only an operator opened it), and why.

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/flow"
 )
 
@@ -259,6 +260,10 @@ func (a *app) limitSet(ctx context.Context, l flow.Limit) error {
 	if err != nil {
 		return flagError(err)
 	}
+	released, err := a.releaseLimited(ctx, got.Target)
+	if err != nil {
+		return err
+	}
 	if a.wantJSON() {
 		return printJSON(a.stdout, got)
 	}
@@ -268,8 +273,27 @@ func (a *app) limitSet(ctx context.Context, l flow.Limit) error {
 			dropped = "; no longer " + gone + " (a part not given again is not limited)"
 		}
 	}
-	_, err = fmt.Fprintf(a.stdout, "limit %s set: %s%s\n", got.Target, describeLimit(got), dropped)
+	_, err = fmt.Fprintf(a.stdout, "limit %s set: %s%s%s\n", got.Target, describeLimit(got), dropped, released)
 	return err
+}
+
+// releaseLimited makes due now the tasks target's rate or token budget
+// deferred, so that they are judged by the limit as it now stands, not
+// held to the slot the old one gave them; it says how many, or "".
+func (a *app) releaseLimited(ctx context.Context, target string) (string, error) {
+	s := claims.New(a.db.Pool)
+	var n int64
+	for _, prefix := range []string{flow.RateReason(target), flow.TokenReason(target)} {
+		m, err := s.ReleaseDeferred(ctx, prefix)
+		if err != nil {
+			return "", fmt.Errorf("limit %s changed, but the tasks it held back wait for their deferral's time: %w", target, err)
+		}
+		n += m
+	}
+	if n == 0 {
+		return "", nil
+	}
+	return fmt.Sprintf("; %s it held back due now", plural(n, "task")), nil
 }
 
 // droppedParts spells the parts of was that now lacks, each as
@@ -366,13 +390,17 @@ func (a *app) limitRemove(ctx context.Context, target string) error {
 	if err != nil {
 		return err
 	}
+	released, err := a.releaseLimited(ctx, target)
+	if err != nil {
+		return err
+	}
 	if a.wantJSON() {
 		return printJSON(a.stdout, struct {
 			Target  string `json:"target"`
 			Removed bool   `json:"removed"`
 		}{target, true})
 	}
-	_, err = fmt.Fprintf(a.stdout, "limit %s removed\n", target)
+	_, err = fmt.Fprintf(a.stdout, "limit %s removed%s\n", target, released)
 	if err != nil {
 		return err
 	}
