@@ -249,8 +249,10 @@ func (a *app) tenantGrant(ctx context.Context, tenant string, f *grantFlags, add
 		return err
 	}
 	store := grants.NewStore(db.Pool)
+	hadAllKinds := false
 	if _, err := store.Change(ctx, tenant, func(g *grants.Grant) error {
 		if add {
+			hadAllKinds = g.AllKinds && len(f.kinds) > 0
 			f.addTo(g)
 			return nil
 		}
@@ -268,6 +270,10 @@ func (a *app) tenantGrant(ctx context.Context, tenant string, f *grantFlags, add
 		return err
 	}
 	if add {
+		if hadAllKinds {
+			fmt.Fprintf(a.stderr, "agentctl: note: tenant %s had every kind; now only %s (a kind named replaces every kind: "+
+				"agentctl tenant grant %s --all-kinds gives them back)\n", tenant, strings.Join(sortedUnique(f.kinds), ", "), tenant)
+		}
 		a.warnUnknownNames(ctx, db, f)
 	} else {
 		// A kind is the right to submit tasks of it: those queued already
