@@ -52,7 +52,9 @@ func TestGrantWarnsOfNamesNoWorkerHas(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "kinds:") {
 		t.Fatalf("grant: exit %d\n%s%s", code, out, errOut)
 	}
-	want := "agentctl: warning: no live worker serves kind ecko (they serve echo, steps)\n" +
+	want := "agentctl: note: tenant acme had every kind; now only ecko, steps (a kind named replaces every kind: " +
+		"agentctl tenant grant acme --all-kinds gives them back)\n" +
+		"agentctl: warning: no live worker serves kind ecko (they serve echo, steps)\n" +
 		"agentctl: warning: no live worker has tool notfy (they have http_request, notify)\n"
 	if errOut != want {
 		t.Fatalf("warnings:\n%s\nwant\n%s", errOut, want)
