@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -316,13 +317,14 @@ func (a *app) scheduleList(ctx context.Context) error {
 		return err
 	}
 	now := time.Now()
-	t := newTable(a.stdout, "NAME", "SPEC", "TZ", "KIND", "QUEUE", "MISSED", "ENABLED", "NEXT FIRE", "LAST FIRE")
+	t := newTable(a.stdout, "NAME", "SPEC", "TZ", "TENANT", "KIND", "QUEUE", "MISSED", "ENABLED", "NEXT FIRE", "LAST FIRE")
 	for _, s := range ss {
 		enabled := "yes"
 		if s.Paused {
 			enabled = "no"
 		}
-		t.row(s.Name, s.Spec, s.Timezone, s.Kind, s.Queue, string(s.Missed), enabled, nextFire(s, now), stampPtr(s.LastFireAt))
+		t.row(s.Name, s.Spec, s.Timezone, cmp.Or(s.Tenant, claims.DefaultTenant), s.Kind, s.Queue, string(s.Missed), enabled,
+			nextFire(s, now), stampPtr(s.LastFireAt))
 	}
 	return t.flush()
 }
