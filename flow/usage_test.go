@@ -59,3 +59,34 @@ func TestUsage(t *testing.T) {
 		t.Errorf("C1 without a limit: %+v", c1)
 	}
 }
+
+// A target limited by its concurrency shows the calls holding its slots,
+// and how many it has: at the cap the next call waits, whatever its rate
+// says.
+func TestUsageCountsCallsInFlight(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	s, l := flow.NewStore(db), flow.NewLimiter(db, nil)
+	if _, err := s.Put(ctx, flow.Limit{Target: "mcp:shop", Concurrency: 2}); err != nil {
+		t.Fatal(err)
+	}
+	var passes []*flow.Pass
+	for range 2 {
+		p, err := l.Admit(ctx, "mcp:shop", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		passes = append(passes, p)
+	}
+	uses, err := s.Usage(ctx)
+	if err != nil || len(uses) != 1 || uses[0].Target != "mcp:shop" || uses[0].InFlight != 2 || uses[0].Cap != 2 {
+		t.Fatalf("two calls in flight under a cap of 2: %+v %v", uses, err)
+	}
+	passes[0].Succeeded()
+	uses, err = s.Usage(ctx)
+	if err != nil || len(uses) != 1 || uses[0].InFlight != 1 {
+		t.Fatalf("one call ended: %+v %v", uses, err)
+	}
+	passes[1].Succeeded()
+}

@@ -123,8 +123,12 @@ func (m limitsModel) table() string {
 			case ok && b.State != flow.Closed:
 				// The rate's slot is free, but the breaker holds the call.
 				next = s.Stale.Render("breaker " + m.breakerState(b))
+			case u.Cap > 0 && u.InFlight >= u.Cap:
+				next = s.Stale.Render(fmt.Sprintf("cap full: %d in flight", u.InFlight))
 			case u.Wait > 0:
 				next = s.Stale.Render("next slot in " + soon(u.Wait))
+			case u.InFlight > 0:
+				next = fmt.Sprintf("free (%d in flight)", u.InFlight)
 			}
 			lines = append(lines, columns(w, u.Target, orDash(u.Limit), next))
 		}
