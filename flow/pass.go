@@ -59,6 +59,8 @@ func (p *Pass) Succeeded() {
 		p.l.observeProbe(p.target, "succeeded")
 		if err := endProbe(ctx, p.l.db, p.target, true, 0, ""); err != nil {
 			p.l.logError(p.target, err)
+		} else {
+			p.l.log.Info("circuit breaker closed: its probe succeeded, calls to this target go", "target", p.target)
 		}
 	}
 	p.releaseSlot(ctx)
@@ -92,6 +94,7 @@ func (p *Pass) Failed(reason string) error {
 			return nil
 		}
 		until := time.Now().Add(cooldown)
+		p.l.log.Warn("circuit breaker open again: its probe failed", "target", p.target, "until", clock(until), "last_error", reason)
 		return agentledger.Deferred(until, p.target,
 			BreakerReason(p.target)+fmt.Sprintf("open until %s, its probe failed (%s)", clock(until), reason))
 	}
