@@ -312,10 +312,24 @@ func (a *app) decide(ctx context.Context, arg string, approve bool, f *decideFla
 	}
 	then := "wakes and performs the call, once"
 	if !approve {
-		then = "wakes and is told why: the call is not performed"
+		then = deniedThen(r.Step)
 	}
 	_, err = fmt.Fprintf(a.stdout, "approval request %d %s by %s\ntask %d %s\n", id, r.State, r.DecidedBy, r.TaskID, then)
 	return err
+}
+
+// deniedThen says what a denial does to the task, by the place of its call:
+// an agent's tool call (tool/N/<call id>) is answered with the reason and
+// the agent goes on; a steps task's step (tool/N) fails the task for good;
+// a Go kind's call (call/…) fails with the reason, for the kind to decide.
+func deniedThen(step string) string {
+	switch {
+	case strings.HasPrefix(step, "tool/") && strings.Count(step, "/") >= 2:
+		return "wakes and its agent is told why: the call is not performed"
+	case strings.HasPrefix(step, "tool/"):
+		return "fails for good, the call not performed (its compensations run, where its steps declared them)"
+	}
+	return "wakes and its call fails with the reason: the call is not performed"
 }
 
 // printApproval writes request r for people: what it asks, who may
