@@ -122,8 +122,11 @@ func (a *app) cancel(ctx context.Context, tenant, arg string) error {
 		_, err = fmt.Fprintf(a.stdout, "task %d is undoing its effects (compensating), then ends compensated\n", id)
 		return err
 	}
-	_, err = fmt.Fprintf(a.stdout,
-		"task %d is running (attempt %d, worker %s): cancel requested; the attempt stops at its next heartbeat\n",
-		id, t.Attempt, t.LeaseOwner)
+	who := fmt.Sprintf("attempt %d", t.Attempt)
+	if t.LeaseOwner != "" {
+		who += ", worker " + t.LeaseOwner
+	}
+	_, err = fmt.Fprintf(a.stdout, "task %d is %s (%s): cancel requested; the attempt stops at its next heartbeat\n",
+		id, t.State, who)
 	return err
 }
