@@ -73,7 +73,11 @@ func Message(r approvals.Request, channel string) notify.Message {
 	}
 	switch r.State {
 	case approvals.Pending:
-		m.Footer = fmt.Sprintf("Asked %s · %s unless decided by %s", at(r.RequestedAt), timeoutMeans(r), at(r.ExpiresAt))
+		// A field, not small print: the console sink shows fields, and
+		// when a request times out, and what that means, is the news.
+		m.Fields = append(m.Fields, notify.Field{Label: "Expires",
+			Value: fmt.Sprintf("%s: %s unless decided by then", at(r.ExpiresAt), timeoutMeans(r))})
+		m.Footer = fmt.Sprintf("Asked %s", at(r.RequestedAt))
 	default:
 		m.Fields = append(m.Fields, notify.Field{Label: "Decision", Value: Decided(r)})
 		m.Footer = fmt.Sprintf("Asked %s", at(r.RequestedAt))

@@ -304,7 +304,7 @@ func TestDecisionsElsewhereEditTheMessage(t *testing.T) {
 }
 
 // Without a Slack token the console sink prints the request as Slack
-// would show it, buttons drawn.
+// would show it, buttons drawn, with when it times out and what that means.
 func TestConsoleShowsTheRequest(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, "U1")
@@ -327,7 +327,8 @@ func TestConsoleShowsTheRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := out.String()
-	for _, want := range []string{fmt.Sprintf("Approval %d: http_request POST https://pay.example/refunds", w.req.ID), "[ Approve ]  [ Deny ]", `"amount": 4200`} {
+	for _, want := range []string{fmt.Sprintf("Approval %d: http_request POST https://pay.example/refunds", w.req.ID), "[ Approve ]  [ Deny ]", `"amount": 4200`,
+		"expires=", "denied unless decided by then"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the console lacks %q:\n%s", want, got)
 		}
