@@ -371,55 +371,48 @@ func runningTask(ts *testscript.TestScript, s *claims.Store, arg string) *agentl
 	return t
 }
 
-func cmdFail(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 2 {
-		ts.Fatalf("usage: fail ID TEXT")
+// onRunning runs a script command of usage on the running task its first
+// argument names: act ends or defers its attempt and says what became of
+// it.
+func onRunning(ts *testscript.TestScript, neg bool, args []string, usage string,
+	act func(s *claims.Store, t *agentledger.Task) (string, error)) {
+	if neg || len(args) != strings.Count(usage, " ") {
+		ts.Fatalf("usage: %s", usage)
 	}
 	pool := scriptPool(ts)
 	defer pool.Close()
 	s := claims.New(pool)
 	t := runningTask(ts, s, args[0])
-	st, err := s.Fail(context.Background(), claims.Failure{Lease: claims.LeaseOf(t), Error: args[1], Final: true})
+	said, err := act(s, t)
 	ts.Check(err)
-	fmt.Fprintf(ts.Stdout(), "task %d is %s\n", t.ID, st)
+	fmt.Fprintf(ts.Stdout(), "task %d %s\n", t.ID, said)
+}
+
+func cmdFail(ts *testscript.TestScript, neg bool, args []string) {
+	onRunning(ts, neg, args, "fail ID TEXT", func(s *claims.Store, t *agentledger.Task) (string, error) {
+		st, err := s.Fail(context.Background(), claims.Failure{Lease: claims.LeaseOf(t), Error: args[1], Final: true})
+		return "is " + string(st), err
+	})
 }
 
 func cmdPark(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 2 {
-		ts.Fatalf("usage: park ID TEXT")
-	}
-	pool := scriptPool(ts)
-	defer pool.Close()
-	s := claims.New(pool)
-	t := runningTask(ts, s, args[0])
-	ts.Check(s.NeedsAttention(context.Background(), claims.LeaseOf(t), args[1]))
-	fmt.Fprintf(ts.Stdout(), "task %d needs attention\n", t.ID)
+	onRunning(ts, neg, args, "park ID TEXT", func(s *claims.Store, t *agentledger.Task) (string, error) {
+		return "needs attention", s.NeedsAttention(context.Background(), claims.LeaseOf(t), args[1])
+	})
 }
 
 func cmdSucceed(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 1 {
-		ts.Fatalf("usage: succeed ID")
-	}
-	pool := scriptPool(ts)
-	defer pool.Close()
-	s := claims.New(pool)
-	t := runningTask(ts, s, args[0])
-	ts.Check(s.Succeed(context.Background(), claims.LeaseOf(t), json.RawMessage(`{}`)))
-	fmt.Fprintf(ts.Stdout(), "task %d succeeded\n", t.ID)
+	onRunning(ts, neg, args, "succeed ID", func(s *claims.Store, t *agentledger.Task) (string, error) {
+		return "succeeded", s.Succeed(context.Background(), claims.LeaseOf(t), json.RawMessage(`{}`))
+	})
 }
 
 // cmdDefer defers a running task for an hour, as a worker does when its
 // next call waits for a limit.
 func cmdDefer(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 2 {
-		ts.Fatalf("usage: defer ID REASON")
-	}
-	pool := scriptPool(ts)
-	defer pool.Close()
-	s := claims.New(pool)
-	t := runningTask(ts, s, args[0])
-	ts.Check(s.Defer(context.Background(), claims.Deferral{Lease: claims.LeaseOf(t), Until: time.Now().Add(time.Hour), Reason: args[1]}))
-	fmt.Fprintf(ts.Stdout(), "task %d deferred\n", t.ID)
+	onRunning(ts, neg, args, "defer ID REASON", func(s *claims.Store, t *agentledger.Task) (string, error) {
+		return "deferred", s.Defer(context.Background(), claims.Deferral{Lease: claims.LeaseOf(t), Until: time.Now().Add(time.Hour), Reason: args[1]})
+	})
 }
 
 func cmdEffect(ts *testscript.TestScript, neg bool, args []string) {
