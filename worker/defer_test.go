@@ -67,3 +67,29 @@ func TestDeferredAttemptsAreNotCounted(t *testing.T) {
 		t.Fatalf("observer saw %d deferrals, want 2", obs.n.Load())
 	}
 }
+
+// A task deferred for a limit's next slot is claimed again when that slot
+// comes, not at the next poll: with polls an hour apart, a deferral of
+// 100 ms still ends in the task's success.
+func TestDeferredTaskComesBackOnTime(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	s := claims.New(db)
+	r, err := s.Enqueue(ctx, claims.EnqueueParams{Kind: "paced"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs atomic.Int64
+	h := worker.HandlerFunc(func(context.Context, *agentledger.Task) (json.RawMessage, error) {
+		if runs.Add(1) == 1 {
+			return nil, agentledger.Deferred(time.Now().Add(100*time.Millisecond), "http:https://slow.example:443",
+				"http:https://slow.example:443: rate limit, next slot in 100ms")
+		}
+		return json.RawMessage(`{"ok":true}`), nil
+	})
+	runPool(t, db, worker.Config{Handlers: map[string]worker.Handler{"paced": h}, PollInterval: time.Hour})
+	if task := waitState(t, s, r.Task.ID, agentledger.StateSucceeded, agentledger.StateDead); task.State != agentledger.StateSucceeded || runs.Load() != 2 {
+		t.Fatalf("task %s after %d runs, want succeeded after 2", task.State, runs.Load())
+	}
+}

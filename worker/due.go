@@ -12,8 +12,9 @@ import (
 const dueGranularity = 10 * time.Millisecond
 
 // dueAt is the earliest deadline of a queue's waiting tasks that this pool
-// knows of: from its last WakeDueNext, and from tasks it parked since.
-// Another daemon's parks reach it at its next poll.
+// knows of: from its last WakeDueNext, and from tasks it parked or
+// deferred since (a deferral's task is claimed then, a parked one woken).
+// Another daemon's reach it at its next poll.
 type dueAt struct {
 	mu     sync.Mutex
 	at     time.Time     // zero: none known

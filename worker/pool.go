@@ -501,9 +501,12 @@ func (p *Pool) deferTask(lease agentledger.Lease, d *agentledger.DeferredError, 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err := p.store.Defer(ctx, claims.Deferral{Lease: lease, Until: d.Until, Reason: d.Reason, Park: d.Park, Performed: d.Performed})
-	if err == nil && d.Park {
+	if err == nil {
+		// Its queue's loop comes back for it on time: a parked task is
+		// woken then, one deferred for a limit's next slot is claimed
+		// then, rather than at the next poll.
 		if due := p.due[t.Queue]; due != nil {
-			due.offer(d.Until) // its queue's loop comes back for it on time
+			due.offer(d.Until)
 		}
 	}
 	switch {
