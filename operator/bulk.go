@@ -37,13 +37,18 @@ func (s *Service) RetryAll(ctx context.Context, p ListParams) (BulkResult, error
 // waiting ones at once (a waiting task's request or wait is withdrawn),
 // running ones at their next heartbeat (Cancel).
 func (s *Service) CancelAll(ctx context.Context, p ListParams) (BulkResult, error) {
+	return s.CancelAllBy(ctx, p, "")
+}
+
+// CancelAllBy is CancelAll on behalf of by (CancelBy); "" is the operator.
+func (s *Service) CancelAllBy(ctx context.Context, p ListParams, by string) (BulkResult, error) {
 	if len(p.States) == 0 {
 		p.States = []agentledger.TaskState{agentledger.StateQueued, agentledger.StateWaiting, agentledger.StateRetrying,
 			agentledger.StateRunning, agentledger.StateNeedsAttention}
 	}
 	var flagged []int64
 	res, err := s.each(ctx, p, func(id int64) error {
-		t, err := s.Cancel(ctx, p.Tenant, id)
+		t, err := s.CancelBy(ctx, p.Tenant, id, by)
 		if err == nil && t.State == agentledger.StateRunning {
 			flagged = append(flagged, id)
 		}

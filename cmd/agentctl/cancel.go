@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -14,11 +17,11 @@ import (
 
 func (a *app) cancelCmd() *cobra.Command {
 	var (
-		tenant string
-		f      bulkFlags
+		tenant, as string
+		f          bulkFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "cancel ID | --all [--state S] [--queue Q] [--kind K] [--tenant T] [--since T] [--until T] [--yes]",
+		Use:   "cancel ID | --all [--state S] [--queue Q] [--kind K] [--tenant T] [--since T] [--until T] [--yes] [--as NAME]",
 		Short: "Cancel a task, or every unfinished task of a filter",
 		Long: `Cancel a task. A task that is not running is cancelled at once. A running
 task is flagged: its attempt sees the flag at its next heartbeat, stops and
@@ -33,7 +36,9 @@ requests withdrawn, their waits ended —, retrying, running, needs_attention;
 or durations meaning that long ago, e.g. 2h or 7d). It first counts them and
 asks for confirmation on the terminal; --yes skips the question, and is
 needed when standard input is not a terminal (exit 2 without it). Tasks that
-finished meanwhile are skipped, with the reason. Each task is its own
+finished meanwhile are skipped, with the reason. --as names who cancels, in
+each task's last error and its withdrawn requests ("cancelled by alice";
+default "operator"). Each task is its own
 transition (about a millisecond): past a thousand, how far it is goes to
 stderr after each thousand.
 
@@ -61,11 +66,14 @@ With --output json it prints {"task": {...}, "immediate": true|false}, or for
 					verb: "cancel", past: "cancelled", noun: noun,
 					after: "queued tasks are cancelled; running ones stop at their next heartbeat",
 					do: func(ctx context.Context, svc *operator.Service, p claims.ListParams) (operator.BulkResult, error) {
-						return svc.CancelAll(ctx, p)
+						if err := checkAs(strings.TrimSpace(as)); err != nil {
+							return operator.BulkResult{}, err
+						}
+						return svc.CancelAllBy(ctx, p, strings.TrimSpace(as))
 					},
 				})
 			}
-			return a.cancel(ctx, tenant, args[0])
+			return a.cancel(ctx, tenant, strings.TrimSpace(as), args[0])
 		}),
 	}
 	tenantFlag(cmd, &tenant, "only if the task belongs to this tenant; with --all, only this tenant's tasks")
@@ -73,7 +81,18 @@ With --output json it prints {"task": {...}, "immediate": true|false}, or for
 	cmd.Flags().StringSliceVar(&f.states, "state", nil,
 		"with --all: only tasks in these states (repeat or comma-separate): "+joinStates(cancellable, ", "))
 	_ = cmd.RegisterFlagCompletionFunc("state", completeStates(cancellable))
+	cmd.Flags().StringVar(&as, "as", "", "who cancels, recorded in the task's last error and its withdrawn requests (default: operator)")
 	return cmd
+}
+
+// checkAs refuses a --as name no one could read back: control
+// characters, invalid UTF-8, more than 128 characters.
+func checkAs(name string) error {
+	if utf8.RuneCountInString(name) > 128 || !utf8.ValidString(name) ||
+		strings.ContainsFunc(name, func(r rune) bool { return unicode.IsControl(r) }) {
+		return usagef("--as must be a name of printable characters, at most 128")
+	}
+	return nil
 }
 
 // cancellable are the states cancel --all acts on: the unfinished ones.
@@ -87,16 +106,19 @@ type cancelResult struct {
 	Immediate bool              `json:"immediate"`
 }
 
-func (a *app) cancel(ctx context.Context, tenant, arg string) error {
+func (a *app) cancel(ctx context.Context, tenant, by, arg string) error {
 	id, err := parseID(arg)
 	if err != nil {
+		return err
+	}
+	if err := checkAs(by); err != nil {
 		return err
 	}
 	s, err := a.store(ctx)
 	if err != nil {
 		return err
 	}
-	t, err := operator.New(a.db.Pool).Cancel(ctx, tenant, id)
+	t, err := operator.New(a.db.Pool).CancelBy(ctx, tenant, id, by)
 	switch {
 	case errors.Is(err, agentledger.ErrConflict):
 		// Only the wording needs the state; the decision was the database's.
