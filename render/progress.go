@@ -1,14 +1,14 @@
 package render
 
 import (
-	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/agent"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/operator"
+	"github.com/agentledger/agentledger/steps"
 )
 
 // Progress says where a running task of a built-in kind is, read from its
@@ -23,35 +23,28 @@ func Progress(t *agentledger.Task, journal []operator.Effect) string {
 		return ""
 	}
 	switch t.Kind {
-	case "steps":
-		var p struct {
-			Steps []struct {
-				Tool string `json:"tool"`
-			} `json:"steps"`
-		}
-		if json.Unmarshal(t.Payload, &p) != nil || len(p.Steps) == 0 {
+	case steps.Kind:
+		places := steps.Places(t.Payload)
+		if len(places) == 0 {
 			return ""
 		}
-		done := map[int]ledger.State{}
+		recorded := map[string]ledger.State{}
 		for _, e := range journal {
-			rest, ok := strings.CutPrefix(e.Step, "tool/")
-			if i, err := strconv.Atoi(rest); ok && err == nil {
-				done[i] = e.State
-			}
+			recorded[e.Step] = e.State
 		}
-		for i, s := range p.Steps {
-			st, ok := done[i]
+		for i, p := range places {
+			st, ok := recorded[p.Path]
 			switch {
 			case !ok:
-				return fmt.Sprintf("step %d of %d (%s)", i+1, len(p.Steps), s.Tool)
+				return fmt.Sprintf("step %d of %d (%s)", i+1, len(places), p.Tool)
 			case st == ledger.StatePending:
-				return fmt.Sprintf("step %d of %d (%s): its call is pending", i+1, len(p.Steps), s.Tool)
+				return fmt.Sprintf("step %d of %d (%s): its call is pending", i+1, len(places), p.Tool)
 			case st != ledger.StateCompleted:
-				return fmt.Sprintf("step %d of %d (%s): %s", i+1, len(p.Steps), s.Tool, st)
+				return fmt.Sprintf("step %d of %d (%s): %s", i+1, len(places), p.Tool, st)
 			}
 		}
-		return fmt.Sprintf("all %d steps recorded: finishing", len(p.Steps))
-	case "agent":
+		return fmt.Sprintf("all %d steps recorded: finishing", len(places))
+	case agent.Kind:
 		calls := 0
 		for _, e := range journal {
 			if strings.HasPrefix(e.Step, "llm/") {

@@ -43,3 +43,21 @@ func compensation(s Step, results []any) (json.RawMessage, error) {
 	c.Args = args
 	return c.Encode()
 }
+
+// Place is one step of a payload: its journal place and its tool.
+type Place struct{ Path, Tool string }
+
+// Places lists a payload's steps in order, each with the journal place its
+// call is recorded at (tool/0, tool/1, …); nil when the payload does not
+// parse.
+func Places(payload json.RawMessage) []Place {
+	p, err := parse(payload)
+	if err != nil {
+		return nil
+	}
+	out := make([]Place, len(p.Steps))
+	for i, s := range p.Steps {
+		out[i] = Place{Path: stepPath(i), Tool: s.Tool}
+	}
+	return out
+}
