@@ -153,6 +153,17 @@ const claimSet = `UPDATE tasks t SET
 	updated_at = now.t,
 	newcomer = NULL`
 
+// cappedNow is what a claim records in capped for each task it leases:
+// whether the task's tenant has a cap, as the claim's snapshot sees the
+// share rows. A cap's count reads only the running tasks not marked
+// uncapped (tasks_capped_running_idx, migration 00048), so a claim of an
+// uncapped tenant's task adds no entry to that index. While no tenant has
+// a cap (one probe of tenant_shares_capped_idx, once a statement) no task
+// is looked up.
+const cappedNow = `CASE WHEN EXISTS (SELECT FROM tenant_shares WHERE max_running IS NOT NULL)
+		THEN EXISTS (SELECT FROM tenant_shares s WHERE s.tenant = t.tenant AND s.max_running IS NOT NULL)
+		ELSE false END`
+
 // leaseRows is the claim's update of the tasks whose key (id, or ctid)
 // the CTE src holds, taken as an array so that the plan stays a look-up
 // whatever src is (the full claim's picked, a union of two locked reads,
@@ -165,9 +176,12 @@ const claimSet = `UPDATE tasks t SET
 // version in place until the claim commits. A row whose lock followed an
 // update made after the statement's snapshot is locked in a version the
 // snapshot cannot see: the update passes over it, and it stays queued.
-func leaseRows(src, key, waitReason string) string {
+// capped is the value capped gets (cappedNow, or false where the statement
+// proved the tenant uncapped).
+func leaseRows(src, key, waitReason, capped string) string {
 	return claimSet + `,
-	wait_reason = ` + waitReason + `
+	wait_reason = ` + waitReason + `,
+	capped = ` + capped + `
 FROM now
 WHERE t.` + key + ` = ANY (ARRAY(SELECT ` + key + ` FROM ` + src + `))`
 }
@@ -177,7 +191,7 @@ WHERE t.` + key + ` = ANY (ARRAY(SELECT ` + key + ` FROM ` + src + `))`
 // (inLane("id"), or false for a statement without one).
 func claimedFrom(src, key, lane string) string {
 	return `claimed AS (
-` + leaseRows(src, key, "NULL") + `
+` + leaseRows(src, key, "NULL", cappedNow) + `
 RETURNING t.*
 )
 SELECT ` + taskColumns + `, ` + lane + ` FROM claimed ORDER BY priority, run_at, id`
@@ -192,9 +206,9 @@ SELECT ` + taskColumns + `, ` + lane + ` FROM claimed ORDER BY priority, run_at,
 // end: with a million finished tasks, 0.5 s a claim (the plan tests now
 // refuse an index read without a condition). key is leaseRows'; lane is
 // whether the lane took a task (inLane, or false for a statement without
-// one).
-func claimedDue(src, key, lane string) string {
-	return leaseRows(src, key, asyncCommit) + `
+// one); capped is leaseRows'.
+func claimedDue(src, key, lane, capped string) string {
+	return leaseRows(src, key, asyncCommit, capped) + `
 RETURNING ` + qualified("t", taskColumns) + `, ` + lane
 }
 
@@ -572,6 +586,9 @@ func inLane(col string) string { return col + ` = ANY ((SELECT ids FROM lane_ids
 // to custom plans costed for the claim's size or the rows past its mark,
 // and a burn-down's claims are not each planned afresh
 // (TestAnAloneClaimKeepsItsGenericPlan).
+//
+// Its tasks are marked uncapped without a look-up (cappedNow): it claims
+// nothing of a tenant with a cap.
 var claimAloneSQL = `/* claims.claimAlone */
 WITH ` + claimNow + `,
 due AS (
@@ -593,13 +610,13 @@ due AS (
 	LIMIT (SELECT $3::int)
 	FOR UPDATE OF tasks SKIP LOCKED
 )
-` + claimedDue("due", "ctid", "false")
+` + claimedDue("due", "ctid", "false", "false")
 
 // claimDueSQL is claimSQL without the expired leases (ClaimParams.DueOnly).
 var claimDueSQL = `/* claims.claimDue */
 WITH RECURSIVE ` + claimNow + `,
 ` + claimDue + `
-` + claimedDue("due", "id", inLane("t.id"))
+` + claimedDue("due", "id", inLane("t.id"), cappedNow)
 
 // claimSQL locks up to $3 runnable tasks of one queue — due queued/retrying
 // tasks, and running tasks whose lease expired — and leases them to $2 with a

@@ -136,7 +136,7 @@ due AS (
 	) c
 	WHERE (SELECT yes FROM crowd)
 )
-` + claimedDue("due", "ctid", inLane("t.id")) + `, (SELECT max(tenant) FROM locked)`
+` + claimedDue("due", "ctid", inLane("t.id"), cappedNow) + `, (SELECT max(tenant) FROM locked)`
 
 // numberedPastCursor is the turns' read: the due tasks past the cursor,
 // settled and not in the lane, numbered within each tenant (k).

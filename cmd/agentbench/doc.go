@@ -304,7 +304,10 @@
 // many are burnt down by one pool of --concurrency and --batch, as
 // throughput does. --shares N gives min(N, tenants) of them, evenly
 // spread, a tenant_shares row: alternately weight 3 (no cap) and weight 2
-// with max_running 5. Each row says its claim p50 and burn-down against
+// with max_running 5. --running N puts N more tasks, spread over the same
+// tenants in queue "held", in state running under leases of an hour for
+// the timed claims: they count towards their tenants' caps, as a busy
+// fleet's tasks in flight would. Each row says its claim p50 and burn-down against
 // the one-tenant row of the same repeat; from --repeat 2 on, a table of
 // medians (min–max) per tenant count follows.
 //

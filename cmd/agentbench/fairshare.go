@@ -23,6 +23,7 @@ type FairFlags struct {
 	MaxConns    int
 	Repeat      int
 	Shares      int
+	Running     int
 
 	FairTenants    intList
 	Backlog        int
@@ -64,6 +65,8 @@ func runFairShare(ctx context.Context, args []string, out, errOut io.Writer) err
 	fs.IntVar(&f.Repeat, "repeat", 1, "run the cost sweep this many times (from 2 on, medians per tenant count follow)")
 	fs.IntVar(&f.Shares, "shares", 0, "cost runs: this many of the tenants, spread evenly, get a tenant_shares row: "+
 		"alternately weight 3 without a cap and weight 2 with max_running 5")
+	fs.IntVar(&f.Running, "running", 0, "cost runs: this many more tasks, spread over the same tenants in queue "+
+		"'held', are running (leased for an hour) while the timed claims run, as a busy fleet's would be")
 	fs.Var(&f.FairTenants, "fair-tenants", "fairness runs: comma-separated numbers of tenants, each at least 2 "+
 		"(N-1 with a backlog, and b)")
 	fs.IntVar(&f.Backlog, "backlog", 600_000, "fairness runs: queued tasks spread over the N-1 backlog tenants "+
@@ -85,10 +88,10 @@ func runFairShare(ctx context.Context, args []string, out, errOut io.Writer) err
 	}
 	if f.Tasks <= 0 || f.ClaimBatch <= 0 || f.Concurrency <= 0 || f.Batch <= 0 || f.MaxConns <= 0 || f.Repeat <= 0 ||
 		f.Backlog <= 0 || f.Samples <= 0 || f.Rate <= 0 || f.Hold < 0 || f.LatConcurrency <= 0 || f.LatBatch <= 0 ||
-		f.Window <= 0 || f.Shares < 0 || f.PerTenant < 0 {
+		f.Window <= 0 || f.Shares < 0 || f.PerTenant < 0 || f.Running < 0 {
 		return errors.New("--tasks, --claim-batch, --concurrency, --batch, --max-conns, --repeat, --backlog, --samples, " +
-			"--rate, --window, --latency-concurrency and --latency-batch must be positive, --hold, --shares and " +
-			"--per-tenant not negative")
+			"--rate, --window, --latency-concurrency and --latency-batch must be positive, --hold, --shares, " +
+			"--running and --per-tenant not negative")
 	}
 	for _, n := range f.FairTenants {
 		if n < 2 {
@@ -131,6 +134,10 @@ func fairCostSweep(ctx context.Context, srv *Server, f FairFlags, log *slog.Logg
 		fmt.Fprintf(out, "# shares: min(%d, N) of the N tenants, every ⌊N/that⌋-th from the first, have a "+
 			"tenant_shares row, alternately weight 3 (no cap) and weight 2 with max_running 5; the others weight 1, "+
 			"no cap\n", f.Shares)
+	}
+	if f.Running > 0 {
+		fmt.Fprintf(out, "# running: %d more tasks over the same tenants, in queue 'held', leased for an hour "+
+			"throughout the timed claims\n", f.Running)
 	}
 	fmt.Fprintln(out)
 	t := NewTable(append([]string{"tenants", "claims", "claim p50 ms", "p90 ms", "p99 ms", "mean ms", "µs/task",
@@ -186,6 +193,16 @@ func tenantName(prefix, i, n string) string {
 	return prefix + ` || lpad((` + i + `)::text, greatest(4, length((` + n + ` - 1)::text)), '0')`
 }
 
+// heldRunningSQL inserts $1 tasks over $2 tenants (as spreadTasksSQL names
+// them) in queue 'held', running under leases of an hour: what a busy
+// fleet has in flight while it claims. They count towards their tenants'
+// caps, and no timed claim (of the default queue) takes them.
+var heldRunningSQL = `
+INSERT INTO tasks (tenant, queue, kind, state, attempt, lease_owner, lease_token, lease_expires_at, attempted_at)
+SELECT CASE WHEN $2 = 1 THEN 'default' ELSE ` + tenantName("'t'", "g % $2", "$2") + ` END, 'held', 'noop',
+	'running', 1, 'agentbench-held', g, now() + interval '1 hour', now()
+FROM generate_series(1, $1::int) g`
+
 // sharesSQL gives $2 of $1 tenants (every $3-th) a tenant_shares row,
 // alternately weight 3 without a cap and weight 2 with max_running 5.
 var sharesSQL = `
@@ -213,6 +230,11 @@ func fairCostRun(ctx context.Context, srv *Server, f FairFlags, n int, log *slog
 	}
 	if _, err := ctl.Exec(ctx, spreadTasksSQL, f.Tasks, n); err != nil {
 		return res, err
+	}
+	if f.Running > 0 {
+		if _, err := ctl.Exec(ctx, heldRunningSQL, f.Running, n); err != nil {
+			return res, fmt.Errorf("running tasks: %w", err)
+		}
 	}
 	// The share rows are analyzed as autovacuum would have them in a
 	// deployment: unanalyzed, the planner guesses the table's size and

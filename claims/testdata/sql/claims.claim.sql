@@ -329,7 +329,10 @@ UPDATE tasks t SET
 	attempted_at = now.t,
 	updated_at = now.t,
 	newcomer = NULL,
-	wait_reason = NULL
+	wait_reason = NULL,
+	capped = CASE WHEN EXISTS (SELECT FROM tenant_shares WHERE max_running IS NOT NULL)
+		THEN EXISTS (SELECT FROM tenant_shares s WHERE s.tenant = t.tenant AND s.max_running IS NOT NULL)
+		ELSE false END
 FROM now
 WHERE t.id = ANY (ARRAY(SELECT id FROM picked))
 RETURNING t.*

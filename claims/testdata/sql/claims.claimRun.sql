@@ -124,7 +124,10 @@ UPDATE tasks t SET
 	attempted_at = now.t,
 	updated_at = now.t,
 	newcomer = NULL,
-	wait_reason = (SELECT NULL::text FROM set_config('synchronous_commit', 'off', true))
+	wait_reason = (SELECT NULL::text FROM set_config('synchronous_commit', 'off', true)),
+	capped = CASE WHEN EXISTS (SELECT FROM tenant_shares WHERE max_running IS NOT NULL)
+		THEN EXISTS (SELECT FROM tenant_shares s WHERE s.tenant = t.tenant AND s.max_running IS NOT NULL)
+		ELSE false END
 FROM now
 WHERE t.ctid = ANY (ARRAY(SELECT ctid FROM due))
 RETURNING t.id, t.tenant, t.queue, t.kind, t.payload, t.priority, t.run_at, t.state, t.attempt, t.max_attempts, t.generation, t.lease_owner, t.lease_token, t.lease_expires_at, t.cancel_requested_at, t.result, t.last_error, t.submission_key, t.created_at, t.updated_at, t.finished_at, t.wait_reason, t.compensation, t.traceparent, t.replay_traceparent, t.generation_claims, t.needs, t.id = ANY ((SELECT ids FROM lane_ids)::bigint[]), (SELECT max(tenant) FROM locked)
