@@ -51,16 +51,16 @@ func (s *Store) ExplainWaits(ctx context.Context, ts ...*agentledger.Task) error
 }
 
 // capsSQL reads, of the tenants $1, those whose share caps their running
-// tasks, with the cap and how many they run now: one read of the running
-// tasks for them all (no index has a tenant's), and only when one of
-// them has a cap.
+// tasks, with the cap and how many they run now as the claims count them
+// (the running tasks not marked uncapped: a look-up of each tenant's in
+// tasks_capped_running_idx), and only when one of them has a cap.
 const capsSQL = `/* registry.caps */
 WITH capped AS (
 	SELECT tenant, max_running FROM tenant_shares WHERE tenant = ANY ($1::text[]) AND max_running IS NOT NULL
 ),
 running AS (
 	SELECT tenant, count(*) AS n FROM tasks
-	WHERE state = 'running' AND tenant = ANY (ARRAY(SELECT tenant FROM capped))
+	WHERE state = 'running' AND capped IS NOT FALSE AND tenant = ANY (ARRAY(SELECT tenant FROM capped))
 	GROUP BY tenant
 )
 SELECT c.tenant, c.max_running, coalesce(r.n, 0) FROM capped c LEFT JOIN running r USING (tenant)`
