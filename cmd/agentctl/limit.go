@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/flow"
+	"github.com/agentledger/agentledger/registry"
 )
 
 // Defaults of a breaker's window and cool-down when only
@@ -86,6 +88,10 @@ A breaker needs --breaker-failures; its window is 60s and its cool-down 30s
 unless --breaker-window and --breaker-cooldown say otherwise. Slack targets
 take no breaker (the notification outbox retries with backoff); --tokens is
 for model targets.
+
+It warns, and stores the limit all the same, when no live worker makes the
+calls it paces: an HTTP origin none of their HTTP tools may call (their
+allow-lists), an MCP server none is configured with.
 
 With --output json it prints the limit stored.`,
 		Example: `  agentctl limit set slack-channel:* --rate 1/s
@@ -264,6 +270,7 @@ func (a *app) limitSet(ctx context.Context, l flow.Limit) error {
 	if err != nil {
 		return err
 	}
+	a.warnUnreached(ctx, got.Target)
 	if a.wantJSON() {
 		return printJSON(a.stdout, got)
 	}
@@ -275,6 +282,56 @@ func (a *app) limitSet(ctx context.Context, l flow.Limit) error {
 	}
 	_, err = fmt.Fprintf(a.stdout, "limit %s set: %s%s%s\n", got.Target, describeLimit(got), dropped, released)
 	return err
+}
+
+// warnUnreached says on stderr when no live worker makes the calls a
+// limit on target paces: an HTTP origin none of their HTTP tools may call,
+// an MCP server none is configured with. A mistyped host or port would
+// otherwise be a limit that holds nothing, said nowhere. The limit stands
+// (a daemon to come may call the target); nothing is said without a live
+// worker to ask, when one did not announce what it can call (an older
+// version), for a kind's default, or for models and Slack, which workers
+// do not announce by target.
+func (a *app) warnUnreached(ctx context.Context, target string) {
+	kind, name, _ := strings.Cut(target, ":")
+	if name == "*" || (kind != flow.KindHTTP && kind != flow.KindMCP) {
+		return
+	}
+	live, err := registry.New(a.db.Pool).LiveWorkers(ctx)
+	if err != nil || len(live) == 0 {
+		return
+	}
+	var reached []string
+	for _, w := range live {
+		if kind == flow.KindMCP {
+			for server := range w.MCPServers {
+				reached = append(reached, server)
+			}
+			continue
+		}
+		if w.Caps == nil {
+			return
+		}
+		for _, c := range w.Caps {
+			if _, origin, ok := strings.Cut(c, "@"); ok {
+				reached = append(reached, origin)
+			}
+		}
+	}
+	if slices.Contains(reached, name) {
+		return
+	}
+	have := "none"
+	if len(reached) > 0 {
+		have = strings.Join(sortedUnique(reached), ", ")
+	}
+	if kind == flow.KindMCP {
+		fmt.Fprintf(a.stderr, "agentctl: warning: no live worker is configured with MCP server %s (they have: %s): "+
+			"the limit paces nothing until one is\n", name, have)
+		return
+	}
+	fmt.Fprintf(a.stderr, "agentctl: warning: no live worker's HTTP tools may call %s (their allow-lists: %s): "+
+		"the limit paces nothing until one may\n", name, have)
 }
 
 // releaseLimited makes due now the tasks target's rate or token budget
