@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -452,7 +453,10 @@ func fmtMark(b *bool) string {
 
 // A cap set on a tenant counts the tasks it already has running, which
 // their claims marked uncapped: a new share row with a cap, and a cap
-// added to a share row without one.
+// added to a share row without one. Its other unfinished tasks marked
+// uncapped (queued again after a claim) are marked unknown too, as a
+// daemon of an earlier version would leave the mark when it claims them;
+// its finished tasks are left as they are.
 func TestACapCountsTheTasksAlreadyRunning(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -463,6 +467,15 @@ func TestACapCountsTheTasksAlreadyRunning(t *testing.T) {
 	share(t, db, "b", 2, nil)
 	if got := claimBatch(t, s, 8, false); len(got) != 8 {
 		t.Fatalf("claimed %d, want 8", len(got))
+	}
+	backlog(t, db, "a", 1)
+	backlog(t, db, "b", 1)
+	if _, err := db.Exec(ctx, `INSERT INTO tasks (tenant, kind, state, finished_at, capped)
+		VALUES ('a', 'noop', 'succeeded', now(), false), ('b', 'noop', 'succeeded', now(), false)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(ctx, `UPDATE tasks SET capped = false WHERE state = 'queued'`); err != nil {
+		t.Fatal(err)
 	}
 	for _, tenant := range []string{"a", "b"} {
 		six := 6
@@ -479,6 +492,14 @@ func TestACapCountsTheTasksAlreadyRunning(t *testing.T) {
 		}
 		if room != 2 {
 			t.Errorf("%s capped at 6 with 4 running: agentledger_tenant_room %d, want 2", tenant, room)
+		}
+		var marks []string
+		if err := db.QueryRow(ctx, `SELECT array_agg(state || ' ' || coalesce(capped::text, 'unknown') ORDER BY state)
+			FROM tasks WHERE tenant = $1 AND state <> 'running'`, tenant).Scan(&marks); err != nil {
+			t.Fatal(err)
+		}
+		if want := []string{"queued unknown", "succeeded false"}; !slices.Equal(marks, want) {
+			t.Errorf("%s's other tasks after its cap: %v, want %v", tenant, marks, want)
 		}
 	}
 }

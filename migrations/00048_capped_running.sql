@@ -15,6 +15,51 @@
 -- this version leased (enqueued and never claimed, or leased by a daemon
 -- of an earlier version during an upgrade). A claim of an uncapped
 -- tenant's task sets false, and adds no entry.
+-- First the counts name their parameter by its function, as they count
+-- now: the parameter is named capped too, and once the column exists a
+-- bare "capped" would be ambiguous, and every claim reaching a capped
+-- tenant would fail until the new counts replace them at the end. (Each
+-- statement of this file commits on its own.)
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION agentledger_tenant_room(capped text[])
+RETURNS TABLE (tenant text, room integer)
+LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+    PERFORM 1 FROM tenant_shares s
+    WHERE s.tenant = ANY (agentledger_tenant_room.capped) AND s.max_running IS NOT NULL
+    ORDER BY s.tenant
+    FOR UPDATE;
+    RETURN QUERY
+    SELECT s.tenant, greatest(s.max_running - coalesce(r.n, 0), 0)::integer
+    FROM tenant_shares s
+    LEFT JOIN (
+        SELECT t.tenant, count(*) AS n FROM tasks t
+        WHERE t.state = 'running' AND t.tenant = ANY (agentledger_tenant_room.capped)
+        GROUP BY t.tenant
+    ) r ON r.tenant = s.tenant
+    WHERE s.tenant = ANY (agentledger_tenant_room.capped) AND s.max_running IS NOT NULL;
+END;
+$$;
+-- +goose StatementEnd
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION agentledger_tenant_turn(capped text)
+RETURNS integer
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    cap integer;
+BEGIN
+    SELECT s.max_running INTO cap FROM tenant_shares s
+    WHERE s.tenant = agentledger_tenant_turn.capped AND s.max_running IS NOT NULL
+    FOR UPDATE SKIP LOCKED;
+    IF NOT FOUND THEN
+        RETURN 0;
+    END IF;
+    RETURN greatest(cap - (SELECT count(*) FROM tasks t
+        WHERE t.state = 'running' AND t.tenant = agentledger_tenant_turn.capped), 0)::integer;
+END;
+$$;
+-- +goose StatementEnd
+
 ALTER TABLE tasks ADD COLUMN IF NOT EXISTS capped boolean;
 
 DROP INDEX CONCURRENTLY IF EXISTS tasks_capped_running_idx;
@@ -30,13 +75,17 @@ CREATE INDEX CONCURRENTLY tenant_shares_capped_idx ON tenant_shares (tenant)
 
 -- A cap set on a tenant (a new share row with one, or a cap where there was
 -- none) must count the tenant's tasks already running, which their claims
--- marked uncapped: they are marked unknown, and count. The triggers are
--- per statement, with the rows it changed: agentd writes every share row
--- of its config at start, and a tenant newly capped costs one read of the
--- running tasks, however many there are. A claim in flight when the cap
--- commits, whose snapshot did not see it, marks what it leases uncapped;
--- those tasks do not count until they finish (an earlier version counted
--- them once committed).
+-- marked uncapped: they are marked unknown, and count. So are its other
+-- unfinished tasks marked uncapped (queued again, waiting, parked): a
+-- daemon of an earlier version, which marks nothing, may claim them during
+-- an upgrade or after a rollback. The triggers are per statement, with the
+-- rows it changed: agentd writes every share row of its config at start,
+-- and a statement that caps tenants anew costs one read of the unfinished
+-- tasks, however many tenants it caps. They fire as a replica too, as
+-- tasks_names does (00045). A claim made while the cap's transaction is
+-- open, which does not see the cap, marks what it leases uncapped; those
+-- tasks do not count until they finish (an earlier version counted them
+-- once committed). agentctl and agentd commit a cap at once.
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION agentledger_cap_running() RETURNS trigger
 LANGUAGE plpgsql AS $$
@@ -51,7 +100,8 @@ BEGIN
     END IF;
     IF newly IS NOT NULL THEN
         UPDATE tasks SET capped = NULL
-        WHERE state = 'running' AND capped = false AND tenant = ANY (newly);
+        WHERE capped = false AND tenant = ANY (newly)
+            AND state NOT IN ('succeeded', 'dead', 'cancelled', 'compensated');
     END IF;
     RETURN NULL;
 END;
@@ -63,16 +113,17 @@ CREATE OR REPLACE TRIGGER tenant_shares_capped_insert
 CREATE OR REPLACE TRIGGER tenant_shares_capped_update
     AFTER UPDATE ON tenant_shares REFERENCING OLD TABLE AS capped_old NEW TABLE AS capped_new
     FOR EACH STATEMENT EXECUTE FUNCTION agentledger_cap_running();
+ALTER TABLE tenant_shares ENABLE ALWAYS TRIGGER tenant_shares_capped_insert;
+ALTER TABLE tenant_shares ENABLE ALWAYS TRIGGER tenant_shares_capped_update;
 
--- The counts name their parameter by its function: the functions' argument,
--- named before the column, is capped too.
+-- Now the counts read only the running tasks not marked uncapped.
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION agentledger_tenant_room(capped text[])
 RETURNS TABLE (tenant text, room integer)
 LANGUAGE plpgsql VOLATILE AS $$
 BEGIN
     PERFORM 1 FROM tenant_shares s
-    WHERE s.tenant = ANY (capped) AND s.max_running IS NOT NULL
+    WHERE s.tenant = ANY (agentledger_tenant_room.capped) AND s.max_running IS NOT NULL
     ORDER BY s.tenant
     FOR UPDATE;
     RETURN QUERY
@@ -83,11 +134,10 @@ BEGIN
         WHERE t.state = 'running' AND t.capped IS NOT FALSE AND t.tenant = ANY (agentledger_tenant_room.capped)
         GROUP BY t.tenant
     ) r ON r.tenant = s.tenant
-    WHERE s.tenant = ANY (capped) AND s.max_running IS NOT NULL;
+    WHERE s.tenant = ANY (agentledger_tenant_room.capped) AND s.max_running IS NOT NULL;
 END;
 $$;
 -- +goose StatementEnd
-
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION agentledger_tenant_turn(capped text)
 RETURNS integer
@@ -96,7 +146,7 @@ DECLARE
     cap integer;
 BEGIN
     SELECT s.max_running INTO cap FROM tenant_shares s
-    WHERE s.tenant = capped AND s.max_running IS NOT NULL
+    WHERE s.tenant = agentledger_tenant_turn.capped AND s.max_running IS NOT NULL
     FOR UPDATE SKIP LOCKED;
     IF NOT FOUND THEN
         RETURN 0;
@@ -108,6 +158,54 @@ $$;
 -- +goose StatementEnd
 
 -- +goose Down
+-- The counts as they were, their parameter named by their function while
+-- the column exists; then, once it is dropped, as 00024 and 00036 wrote
+-- them.
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION agentledger_tenant_room(capped text[])
+RETURNS TABLE (tenant text, room integer)
+LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+    PERFORM 1 FROM tenant_shares s
+    WHERE s.tenant = ANY (agentledger_tenant_room.capped) AND s.max_running IS NOT NULL
+    ORDER BY s.tenant
+    FOR UPDATE;
+    RETURN QUERY
+    SELECT s.tenant, greatest(s.max_running - coalesce(r.n, 0), 0)::integer
+    FROM tenant_shares s
+    LEFT JOIN (
+        SELECT t.tenant, count(*) AS n FROM tasks t
+        WHERE t.state = 'running' AND t.tenant = ANY (agentledger_tenant_room.capped)
+        GROUP BY t.tenant
+    ) r ON r.tenant = s.tenant
+    WHERE s.tenant = ANY (agentledger_tenant_room.capped) AND s.max_running IS NOT NULL;
+END;
+$$;
+-- +goose StatementEnd
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION agentledger_tenant_turn(capped text)
+RETURNS integer
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    cap integer;
+BEGIN
+    SELECT s.max_running INTO cap FROM tenant_shares s
+    WHERE s.tenant = agentledger_tenant_turn.capped AND s.max_running IS NOT NULL
+    FOR UPDATE SKIP LOCKED;
+    IF NOT FOUND THEN
+        RETURN 0;
+    END IF;
+    RETURN greatest(cap - (SELECT count(*) FROM tasks t
+        WHERE t.state = 'running' AND t.tenant = agentledger_tenant_turn.capped), 0)::integer;
+END;
+$$;
+-- +goose StatementEnd
+DROP TRIGGER IF EXISTS tenant_shares_capped_insert ON tenant_shares;
+DROP TRIGGER IF EXISTS tenant_shares_capped_update ON tenant_shares;
+DROP FUNCTION IF EXISTS agentledger_cap_running();
+DROP INDEX CONCURRENTLY IF EXISTS tenant_shares_capped_idx;
+DROP INDEX CONCURRENTLY IF EXISTS tasks_capped_running_idx;
+ALTER TABLE tasks DROP COLUMN IF EXISTS capped;
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION agentledger_tenant_turn(capped text)
 RETURNS integer
@@ -146,9 +244,3 @@ BEGIN
 END;
 $$;
 -- +goose StatementEnd
-DROP TRIGGER IF EXISTS tenant_shares_capped_insert ON tenant_shares;
-DROP TRIGGER IF EXISTS tenant_shares_capped_update ON tenant_shares;
-DROP FUNCTION IF EXISTS agentledger_cap_running();
-DROP INDEX CONCURRENTLY IF EXISTS tenant_shares_capped_idx;
-DROP INDEX CONCURRENTLY IF EXISTS tasks_capped_running_idx;
-ALTER TABLE tasks DROP COLUMN IF EXISTS capped;
