@@ -52,3 +52,41 @@ func TestExplainWaitsSaysATenantIsAtItsCap(t *testing.T) {
 		}
 	}
 }
+
+// A cap's explanation counts as the claims do: a running task marked
+// uncapped (leased by a claim made while the cap's transaction was open)
+// does not count towards the cap, so a due task of its tenant is not said
+// to wait for it; one marked capped, or unknown, does.
+func TestExplainWaitsCountsAsTheClaims(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	s := registry.New(db)
+	if err := s.Register(ctx, registry.Registration{ID: "w1", Host: "h", PID: 1, Queues: []string{"default"}, Kinds: []string{"noop"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(ctx, `INSERT INTO tenant_shares (tenant, weight, max_running, source) VALUES ('gap', 1, 1, 'operator'), ('old', 1, 1, 'operator')`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(ctx, `INSERT INTO tasks (tenant, kind, state, attempt, lease_owner, lease_token, lease_expires_at, attempted_at, capped)
+		VALUES ('gap', 'noop', 'running', 1, 'w1', 1, now() + interval '1 hour', now(), false),
+		       ('old', 'noop', 'running', 1, 'w1', 2, now() + interval '1 hour', now(), NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	c := claims.New(db)
+	for tenant, want := range map[string]string{
+		"gap": "",
+		"old": "tenant old runs 1 of the 1 tasks its share allows at once: the next starts when one ends",
+	} {
+		r, err := c.Enqueue(ctx, claims.EnqueueParams{Tenant: tenant, Kind: "noop"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.ExplainWaits(ctx, r.Task); err != nil {
+			t.Fatal(err)
+		}
+		if r.Task.WaitReason != want {
+			t.Errorf("task of %s: wait reason %q, want %q", tenant, r.Task.WaitReason, want)
+		}
+	}
+}
