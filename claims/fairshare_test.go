@@ -503,3 +503,45 @@ func TestACapCountsTheTasksAlreadyRunning(t *testing.T) {
 		}
 	}
 }
+
+// A new cap marks the tenant's unfinished tasks through the partial
+// indexes of their states, never reading the table: finished tasks, kept
+// for weeks, outnumber the others. In a session set as the daemons' and
+// agentctl's are (no sequential scans where an index serves).
+func TestANewCapReadsNoFinishedTasks(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	if _, err := db.Exec(ctx, `INSERT INTO tasks (tenant, kind, state, finished_at, capped)
+		SELECT 'a', 'noop', 'succeeded', now(), false FROM generate_series(1, 2000)`); err != nil {
+		t.Fatal(err)
+	}
+	backlog(t, db, "a", 3)
+	if _, err := db.Exec(ctx, `UPDATE tasks SET capped = false WHERE state = 'queued'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(ctx, `VACUUM ANALYZE tasks`); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SET LOCAL enable_seqscan = off`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO tenant_shares (tenant, weight, max_running, source) VALUES ('a', 1, 2, 'operator')`); err != nil {
+		t.Fatal(err)
+	}
+	var seq, marked int
+	if err := tx.QueryRow(ctx, `SELECT seq_scan FROM pg_stat_xact_user_tables WHERE relname = 'tasks'`).Scan(&seq); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM tasks WHERE tenant = 'a' AND capped IS NULL`).Scan(&marked); err != nil {
+		t.Fatal(err)
+	}
+	if seq != 0 || marked != 3 {
+		t.Errorf("a new cap read tasks in %d sequential scans and marked %d queued tasks unknown, want none and 3", seq, marked)
+	}
+}
