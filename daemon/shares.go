@@ -6,6 +6,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"log/slog"
 
+	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/tenants"
 )
 
@@ -27,11 +28,15 @@ func storeShares(ctx context.Context, db *pgxpool.Pool, shares []tenants.Share, 
 			before[s.Tenant] = s
 		}
 	}
+	var capped []string // newly
 	for _, s := range shares {
 		s.Source = tenants.SourceConfig
 		got, err := tenants.NewStore(db).PutShare(ctx, s)
 		if err != nil {
 			return &ConfigError{fmt.Errorf("share of tenant %q: %w", s.Tenant, err)}
+		}
+		if was, ok := before[s.Tenant]; got.MaxRunning != nil && (!ok || was.MaxRunning == nil) {
+			capped = append(capped, got.Tenant)
 		}
 		if known, err := tenantKnown(ctx, db, s.Tenant); err == nil && !known {
 			log.Warn("the configuration shares a tenant not known yet: it takes its share once its tasks come; "+
@@ -53,6 +58,12 @@ func storeShares(ctx context.Context, db *pgxpool.Pool, shares []tenants.Share, 
 	}
 	if len(stored) > 0 {
 		log.Info("tenant shares stored from the configuration", "tenants", stored)
+	}
+	// Claims under way as the new caps committed may have leased those
+	// tenants' tasks as uncapped: they count once those claims have ended.
+	if err := claims.New(db).SettleCaps(ctx, capped); err != nil {
+		log.Warn("the configuration's new caps are stored, but tasks leased as they were set may not count towards them "+
+			"until they finish", "tenants", capped, "err", err)
 	}
 	return nil
 }

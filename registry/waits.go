@@ -88,7 +88,7 @@ func (s *Store) explainCaps(ctx context.Context, ts []*agentledger.Task) error {
 	var limit, running int64
 	if _, err := pgx.ForEachRow(rows, []any{&tenant, &limit, &running}, func() error {
 		if running >= limit {
-			full[tenant] = fmt.Sprintf("tenant %s runs %d of the %d tasks its share allows at once: the next starts when one ends", tenant, running, limit)
+			full[tenant] = capFull(tenant, running, limit)
 		}
 		return nil
 	}); err != nil {
@@ -123,4 +123,16 @@ func serving(t *agentledger.Task, live []Worker) []Worker {
 		}
 	}
 	return servers
+}
+
+// capFull says that a tenant running running tasks under a cap of limit
+// (running at least limit) starts no more until enough end: one, or, over
+// its cap (lowered, or set, while they ran), all it runs above the cap and
+// one more.
+func capFull(tenant string, running, limit int64) string {
+	if running == limit {
+		return fmt.Sprintf("tenant %s runs %d of the %d tasks its share allows at once: the next starts when one ends", tenant, running, limit)
+	}
+	return fmt.Sprintf("tenant %s runs %d tasks, over the %d its share allows at once: the next starts when %d have ended",
+		tenant, running, limit, running-limit+1)
 }

@@ -56,7 +56,9 @@ func TestExplainWaitsSaysATenantIsAtItsCap(t *testing.T) {
 // A cap's explanation counts as the claims do: a running task marked
 // uncapped (leased by a claim made while the cap's transaction was open)
 // does not count towards the cap, so a due task of its tenant is not said
-// to wait for it; one marked capped, or unknown, does.
+// to wait for it; one marked capped, or unknown, does. A tenant over its
+// cap (lowered while its tasks ran) is said to wait for as many to end as
+// it runs above the cap, and one more.
 func TestExplainWaitsCountsAsTheClaims(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -65,7 +67,8 @@ func TestExplainWaitsCountsAsTheClaims(t *testing.T) {
 	if err := s.Register(ctx, registry.Registration{ID: "w1", Host: "h", PID: 1, Queues: []string{"default"}, Kinds: []string{"noop"}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Exec(ctx, `INSERT INTO tenant_shares (tenant, weight, max_running, source) VALUES ('gap', 1, 1, 'operator'), ('old', 1, 1, 'operator')`); err != nil {
+	if _, err := db.Exec(ctx, `INSERT INTO tenant_shares (tenant, weight, max_running, source)
+		VALUES ('gap', 1, 1, 'operator'), ('old', 1, 1, 'operator'), ('over', 1, 2, 'operator')`); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.Exec(ctx, `INSERT INTO tasks (tenant, kind, state, attempt, lease_owner, lease_token, lease_expires_at, attempted_at, capped)
@@ -73,10 +76,16 @@ func TestExplainWaitsCountsAsTheClaims(t *testing.T) {
 		       ('old', 'noop', 'running', 1, 'w1', 2, now() + interval '1 hour', now(), NULL)`); err != nil {
 		t.Fatal(err)
 	}
+	// over runs 5 under a cap of 2, lowered while they ran.
+	if _, err := db.Exec(ctx, `INSERT INTO tasks (tenant, kind, state, attempt, lease_owner, lease_token, lease_expires_at, attempted_at, capped)
+		SELECT 'over', 'noop', 'running', 1, 'w1', 10 + g, now() + interval '1 hour', now(), true FROM generate_series(1, 5) g`); err != nil {
+		t.Fatal(err)
+	}
 	c := claims.New(db)
 	for tenant, want := range map[string]string{
-		"gap": "",
-		"old": "tenant old runs 1 of the 1 tasks its share allows at once: the next starts when one ends",
+		"gap":  "",
+		"old":  "tenant old runs 1 of the 1 tasks its share allows at once: the next starts when one ends",
+		"over": "tenant over runs 5 tasks, over the 2 its share allows at once: the next starts when 4 have ended",
 	} {
 		r, err := c.Enqueue(ctx, claims.EnqueueParams{Tenant: tenant, Kind: "noop"})
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -35,6 +36,10 @@ const (
 // weight 1 gets all but one task of a batch of 10,000.
 const MaxWeight = 10_000
 
+// MaxCap is the largest cap on a tenant's running tasks (the column's
+// integer).
+const MaxCap = math.MaxInt32
+
 // DefaultWeight is the weight of a tenant without a share.
 const DefaultWeight = 1
 
@@ -50,6 +55,9 @@ func (s Share) Check() error {
 	}
 	if s.MaxRunning != nil && *s.MaxRunning < 1 {
 		return agentledger.Invalid("max_running", "%d must be at least 1 (leave it out for no cap)", *s.MaxRunning)
+	}
+	if s.MaxRunning != nil && *s.MaxRunning > MaxCap {
+		return agentledger.Invalid("max_running", "%d must be at most %d (leave it out for no cap)", *s.MaxRunning, MaxCap)
 	}
 	if s.Source != SourceOperator && s.Source != SourceConfig {
 		return agentledger.Invalid("source", "%q is neither %q nor %q", s.Source, SourceOperator, SourceConfig)

@@ -65,7 +65,7 @@ With --output json it prints the share stored.`,
 		if fl.Changed("max-running") {
 			s.MaxRunning = &maxRunning
 		}
-		return a.tenantShareSet(ctx, s)
+		return a.tenantShareSet(ctx, s, fl.Changed("weight"))
 	})
 	cmd.Flags().IntVar(&weight, "weight", tenants.DefaultWeight, "shares of a claim round when several tenants have due tasks (1-10000)")
 	cmd.Flags().IntVar(&maxRunning, "max-running", 0, "most tasks running across the fleet at once (at least 1; left out: no cap)")
@@ -118,11 +118,15 @@ func shareFlag(err error) error {
 	return err
 }
 
-func (a *app) tenantShareSet(ctx context.Context, s tenants.Share) error {
+func (a *app) tenantShareSet(ctx context.Context, s tenants.Share, weightGiven bool) error {
 	if err := s.Check(); err != nil { // before connecting: bad input changes nothing
 		return shareFlag(err)
 	}
 	st, err := a.tenantStore(ctx)
+	if err != nil {
+		return err
+	}
+	was, had, err := st.ShareOf(ctx, s.Tenant)
 	if err != nil {
 		return err
 	}
@@ -133,11 +137,38 @@ func (a *app) tenantShareSet(ctx context.Context, s tenants.Share) error {
 	case err != nil:
 		return shareFlag(err)
 	}
+	if got.MaxRunning != nil && (!had || was.MaxRunning == nil) {
+		// A claim under way as the cap committed may have leased the
+		// tenant's tasks as uncapped: they count once it has ended.
+		if err := claims.New(a.db.Pool).SettleCaps(ctx, []string{got.Tenant}); err != nil {
+			return fmt.Errorf("the cap is stored, but the tasks leased as it was set may not count towards it: %w", err)
+		}
+	}
 	if a.wantJSON() {
 		return printJSON(a.stdout, got)
 	}
-	_, err = fmt.Fprintf(a.stdout, "tenant %s: weight %d, %s\n", got.Tenant, got.Weight, capText(got.MaxRunning))
+	_, err = fmt.Fprintf(a.stdout, "tenant %s: weight %d, %s%s\n", got.Tenant, got.Weight, capText(got.MaxRunning), shareDropped(was, had, got, weightGiven))
 	return err
+}
+
+// shareDropped says what of the share that was a set replaced without
+// it being given again, as limit set does: a part not given is not kept,
+// which an operator changing one part would not expect.
+func shareDropped(was tenants.Share, had bool, got tenants.Share, weightGiven bool) string {
+	if !had || got.Source != tenants.SourceOperator {
+		return ""
+	}
+	var gone []string
+	if was.MaxRunning != nil && got.MaxRunning == nil {
+		gone = append(gone, fmt.Sprintf("at most %d running (--max-running %d keeps it)", *was.MaxRunning, *was.MaxRunning))
+	}
+	if !weightGiven && was.Weight != got.Weight {
+		gone = append(gone, fmt.Sprintf("weight %d (--weight %d keeps it)", was.Weight, was.Weight))
+	}
+	if len(gone) == 0 {
+		return ""
+	}
+	return "; no longer " + strings.Join(gone, ", nor ") + ": a part not given again is not kept"
 }
 
 // capText says what a cap allows.

@@ -36,11 +36,12 @@ func TestConfigFileTenantShares(t *testing.T) {
 		t.Fatal(err)
 	}
 	for file, want := range map[string]string{
-		write("weight.toml", "[[tenant_share]]\ntenant = \"acme\"\nweight = 0\n"):                   `tenant_share[0] (tenant "acme"): weight: 0 must be between 1 and 10000`,
-		write("cap.toml", "[[tenant_share]]\ntenant = \"acme\"\nmax_running = -1\n"):                `tenant_share[0] (tenant "acme"): max_running: -1 must be at least 1`,
-		write("name.toml", "[[tenant_share]]\ntenant = \"a b\"\n"):                                  `tenant_share[0] (tenant "a b"): tenant: "a b" must be`,
-		write("key.toml", "[[tenant_share]]\ntenant = \"acme\"\nmax_runing = 2\n"):                  `unknown setting "tenant_share.max_runing"`,
-		write("twice.toml", "[[tenant_share]]\ntenant = \"x\"\n[[tenant_share]]\ntenant = \"x\"\n"): `tenant_share[1] (tenant "x"): tenant: x has another [[tenant_share]] table`,
+		write("weight.toml", "[[tenant_share]]\ntenant = \"acme\"\nweight = 0\n"):                                                                   `tenant_share[0] (tenant "acme"): weight: 0 must be between 1 and 10000`,
+		write("cap.toml", "[[tenant_share]]\ntenant = \"acme\"\nmax_running = -1\n"):                                                                `tenant_share[0] (tenant "acme"): max_running: -1 must be at least 1`,
+		write("big.toml", "[[tenant_share]]\ntenant = \"newco\"\nmax_running = 3\n[[tenant_share]]\ntenant = \"zeta\"\nmax_running = 3000000000\n"): `tenant_share[1] (tenant "zeta"): max_running: 3000000000 must be at most 2147483647`,
+		write("name.toml", "[[tenant_share]]\ntenant = \"a b\"\n"):                                                                                  `tenant_share[0] (tenant "a b"): tenant: "a b" must be`,
+		write("key.toml", "[[tenant_share]]\ntenant = \"acme\"\nmax_runing = 2\n"):                                                                  `unknown setting "tenant_share.max_runing"`,
+		write("twice.toml", "[[tenant_share]]\ntenant = \"x\"\n[[tenant_share]]\ntenant = \"x\"\n"):                                                 `tenant_share[1] (tenant "x"): tenant: x has another [[tenant_share]] table`,
 	} {
 		_, err := parseFile(file)
 		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), filepath.Base(file)) {
