@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentledger/agentledger"
@@ -338,14 +339,7 @@ func TestACappedTenantsRoomIsCountedFromItsOwnRunningTasks(t *testing.T) {
 		{"room", `SELECT room FROM agentledger_tenant_room(ARRAY['a'])`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			tx, err := db.Begin(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer tx.Rollback(ctx)
-			if _, err := tx.Exec(ctx, `SET LOCAL enable_seqscan = off`); err != nil {
-				t.Fatal(err)
-			}
+			tx := daemonTx(t, db)
 			var room int
 			if err := tx.QueryRow(ctx, c.sql).Scan(&room); err != nil {
 				t.Fatal(err)
@@ -523,14 +517,7 @@ func TestANewCapReadsNoFinishedTasks(t *testing.T) {
 	if _, err := db.Exec(ctx, `VACUUM ANALYZE tasks`); err != nil {
 		t.Fatal(err)
 	}
-	tx, err := db.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, `SET LOCAL enable_seqscan = off`); err != nil {
-		t.Fatal(err)
-	}
+	tx := daemonTx(t, db)
 	if _, err := tx.Exec(ctx, `INSERT INTO tenant_shares (tenant, weight, max_running, source) VALUES ('a', 1, 2, 'operator')`); err != nil {
 		t.Fatal(err)
 	}
@@ -544,4 +531,21 @@ func TestANewCapReadsNoFinishedTasks(t *testing.T) {
 	if seq != 0 || marked != 3 {
 		t.Errorf("a new cap read tasks in %d sequential scans and marked %d queued tasks unknown, want none and 3", seq, marked)
 	}
+}
+
+// daemonTx begins a transaction planned as the daemons' and agentctl's
+// sessions plan (no sequential scans where an index serves), rolled back
+// when t ends.
+func daemonTx(t *testing.T, db *pgxpool.Pool) pgx.Tx {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tx.Rollback(ctx) })
+	if _, err := tx.Exec(ctx, `SET LOCAL enable_seqscan = off`); err != nil {
+		t.Fatal(err)
+	}
+	return tx
 }

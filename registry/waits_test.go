@@ -5,10 +5,25 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/internal/test/testdb"
 	"github.com/agentledger/agentledger/registry"
 )
+
+// liveNoopPool is a fresh database where a live pool w1 runs noop tasks of
+// the default queue, and its registry.
+func liveNoopPool(t *testing.T) (*pgxpool.Pool, *registry.Store) {
+	t.Helper()
+	db := testdb.New(t)
+	s := registry.New(db)
+	if err := s.Register(context.Background(), registry.Registration{ID: "w1", Host: "h", PID: 1,
+		Queues: []string{"default"}, Kinds: []string{"noop"}}); err != nil {
+		t.Fatal(err)
+	}
+	return db, s
+}
 
 // A due task a live pool can run, whose tenant runs as many tasks as its
 // share allows, says it waits for one of them to end; a task of a tenant
@@ -16,11 +31,7 @@ import (
 func TestExplainWaitsSaysATenantIsAtItsCap(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := testdb.New(t)
-	s := registry.New(db)
-	if err := s.Register(ctx, registry.Registration{ID: "w1", Host: "h", PID: 1, Queues: []string{"default"}, Kinds: []string{"noop"}}); err != nil {
-		t.Fatal(err)
-	}
+	db, s := liveNoopPool(t)
 	if _, err := db.Exec(ctx, `INSERT INTO tenant_shares (tenant, weight, max_running, source) VALUES ('acme', 1, 1, 'operator'), ('wide', 1, 5, 'operator')`); err != nil {
 		t.Fatal(err)
 	}
@@ -62,11 +73,7 @@ func TestExplainWaitsSaysATenantIsAtItsCap(t *testing.T) {
 func TestExplainWaitsCountsAsTheClaims(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := testdb.New(t)
-	s := registry.New(db)
-	if err := s.Register(ctx, registry.Registration{ID: "w1", Host: "h", PID: 1, Queues: []string{"default"}, Kinds: []string{"noop"}}); err != nil {
-		t.Fatal(err)
-	}
+	db, s := liveNoopPool(t)
 	if _, err := db.Exec(ctx, `INSERT INTO tenant_shares (tenant, weight, max_running, source)
 		VALUES ('gap', 1, 1, 'operator'), ('old', 1, 1, 'operator'), ('over', 1, 2, 'operator')`); err != nil {
 		t.Fatal(err)
