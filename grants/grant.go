@@ -81,7 +81,16 @@ func (g *Grant) NeedsApproval(n Need) bool {
 			}
 		}
 	}
-	return n.Channel != "" && slices.Contains(a.Channels, n.Channel)
+	return n.Channel != "" && namesChannel(a.Channels, n.Channel)
+}
+
+// namesChannel reports whether channels names channel: a Slack channel
+// name with or without its "#" is the same channel (the sink posts to
+// both alike), so a grant or an approval written "ops" holds for a step's
+// "#ops", and the other way round.
+func namesChannel(channels []string, channel string) bool {
+	want := strings.TrimPrefix(channel, "#")
+	return slices.ContainsFunc(channels, func(c string) bool { return strings.TrimPrefix(c, "#") == want })
 }
 
 // Host is one target of the HTTP tools: "https://api.example.com" (port
@@ -157,7 +166,7 @@ func (g *Grant) Allow(tenant string, n Need) error {
 			return deny("--host "+ShellQuote(Origin(n.URL)), "host %s", Origin(n.URL))
 		}
 	}
-	if n.Channel != "" && !slices.Contains(g.Channels, n.Channel) {
+	if n.Channel != "" && !namesChannel(g.Channels, n.Channel) {
 		return deny("--channel "+ShellQuote(n.Channel), "channel %q", n.Channel)
 	}
 	if n.Kind != "" && !g.AllowsKind(n.Kind) {

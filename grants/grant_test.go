@@ -39,6 +39,9 @@ func TestAllow(t *testing.T) {
 		{grants.Need{Tool: "shopping/charge"}, `tool "shopping/charge"`},
 		{grants.Need{Tool: "notify", Channel: "ops"}, `tool "notify"`},
 		{grants.Need{Tool: "shop/x", Channel: "ceo"}, `channel "ceo"`},
+		// A channel's name with or without its "#" is the same channel.
+		{grants.Need{Tool: "shop/x", Channel: "#ops"}, ""},
+		{grants.Need{Tool: "shop/x", Channel: "#ceo"}, `channel "#ceo"`},
 		{grants.Need{Model: "small", Tokens: 999}, ""},
 		{grants.Need{Model: "small", Tokens: 1000}, "more than 1000 tokens per task (this task spent 1000)"},
 		{grants.Need{Model: "large"}, `model "large"`},
@@ -177,6 +180,9 @@ func TestNeedsApproval(t *testing.T) {
 		{grants.Need{Tool: "http_request", URL: u("http://pay.example.com/x")}, false},
 		{grants.Need{Tool: "notify", Channel: "payments"}, true},
 		{grants.Need{Tool: "notify", Channel: "ops"}, false},
+		// "#payments" is the channel payments: a step cannot step round
+		// the approval by writing the "#".
+		{grants.Need{Tool: "notify", Channel: "#payments"}, true},
 	} {
 		if got := g.NeedsApproval(c.n); got != c.asks {
 			t.Errorf("%+v: asks %v, want %v", c.n, got, c.asks)
