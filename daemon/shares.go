@@ -35,7 +35,7 @@ func storeShares(ctx context.Context, db *pgxpool.Pool, shares []tenants.Share, 
 		if err != nil {
 			return &ConfigError{fmt.Errorf("share of tenant %q: %w", s.Tenant, err)}
 		}
-		if was, ok := before[s.Tenant]; got.MaxRunning != nil && (!ok || was.MaxRunning == nil) {
+		if was, ok := before[s.Tenant]; tenants.NewCap(was, ok, got) {
 			capped = append(capped, got.Tenant)
 		}
 		if known, err := tenantKnown(ctx, db, s.Tenant); err == nil && !known {

@@ -94,6 +94,13 @@ func (st *Store) PutShare(ctx context.Context, s Share) (Share, error) {
 	return got, nil
 }
 
+// NewCap reports whether got, stored where was stood (had false: no share
+// was stored), caps a tenant that had no cap: the tasks it already runs
+// must then be settled (claims.Store.SettleCaps).
+func NewCap(was Share, had bool, got Share) bool {
+	return got.MaxRunning != nil && (!had || was.MaxRunning == nil)
+}
+
 // ShareOf reads tenant's stored share; ok is false when none is stored
 // (weight 1, no cap).
 func (st *Store) ShareOf(ctx context.Context, tenant string) (s Share, ok bool, err error) {

@@ -137,7 +137,7 @@ func (a *app) tenantShareSet(ctx context.Context, s tenants.Share, weightGiven b
 	case err != nil:
 		return shareFlag(err)
 	}
-	if got.MaxRunning != nil && (!had || was.MaxRunning == nil) {
+	if tenants.NewCap(was, had, got) {
 		// A claim under way as the cap committed may have leased the
 		// tenant's tasks as uncapped: they count once it has ended.
 		if err := claims.New(a.db.Pool).SettleCaps(ctx, []string{got.Tenant}); err != nil {
