@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -179,63 +177,15 @@ func capText(maxRunning *int) string {
 	return fmt.Sprintf("at most %d running", *maxRunning)
 }
 
-// shareRow is a line of tenant share list: a stored share, or a tenant's
-// default one (Source and UpdatedAt null).
-type shareRow struct {
-	Tenant     string     `json:"tenant"`
-	Weight     int        `json:"weight"`
-	MaxRunning *int       `json:"max_running"`
-	Running    int64      `json:"running"`
-	Source     *string    `json:"source"`
-	UpdatedAt  *time.Time `json:"updated_at"`
-}
-
 func (a *app) tenantShareList(ctx context.Context) error {
-	db, err := a.open(ctx)
+	svc, err := a.operator(ctx)
 	if err != nil {
 		return err
 	}
-	if err := a.checkSchema(ctx, db); err != nil {
-		return err
-	}
-	st := tenants.NewStore(db.Pool)
-	shares, err := st.Shares(ctx)
+	rows, err := svc.Shares(ctx)
 	if err != nil {
 		return err
 	}
-	ts, err := st.ListTenants(ctx)
-	if err != nil {
-		return err
-	}
-	running, err := claims.New(db.Pool).RunningByTenant(ctx)
-	if err != nil {
-		return err
-	}
-	byName := map[string]*shareRow{}
-	add := func(name string) *shareRow {
-		if r, ok := byName[name]; ok {
-			return r
-		}
-		r := &shareRow{Tenant: name, Weight: tenants.DefaultWeight}
-		byName[name] = r
-		return r
-	}
-	add(agentledger.OperatorTenant)
-	for _, t := range ts {
-		add(t.Name)
-	}
-	for _, s := range shares {
-		r := add(s.Tenant)
-		r.Weight, r.MaxRunning, r.Source, r.UpdatedAt = s.Weight, s.MaxRunning, &s.Source, &s.UpdatedAt
-	}
-	for name, n := range running {
-		add(name).Running = n
-	}
-	rows := make([]shareRow, 0, len(byName))
-	for _, r := range byName {
-		rows = append(rows, *r)
-	}
-	slices.SortFunc(rows, func(x, y shareRow) int { return strings.Compare(x.Tenant, y.Tenant) })
 	if a.wantJSON() {
 		return printJSON(a.stdout, rows)
 	}
