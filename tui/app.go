@@ -15,6 +15,7 @@ const (
 	viewTask
 	viewWorkers
 	viewLimits
+	viewShares
 	viewApprovals
 	viewWaits
 )
@@ -31,6 +32,7 @@ type App struct {
 	task      taskModel
 	workers   workersModel
 	limits    limitsModel
+	shares    sharesModel
 	approvals approvalsModel
 	waits     waitsModel
 	dialog    *dialogModel
@@ -61,7 +63,7 @@ func New(ctx context.Context, store Store, opts Options) App {
 	e := &env{keys: DefaultKeyMap(), styles: DefaultStyles(), opts: opts.withDefaults()}
 	c := commands{ctx: ctx, store: store}
 	a := App{env: e, cmd: c, help: help.New(), tasks: newTasksModel(e, c), workers: newWorkersModel(e, c),
-		limits: newLimitsModel(e, c), approvals: newApprovalsModel(e, c), waits: newWaitsModel(e, c), task: newTaskModel(e, c, 0, 80, 24), width: 80, height: 24}
+		limits: newLimitsModel(e, c), shares: newSharesModel(e, c), approvals: newApprovalsModel(e, c), waits: newWaitsModel(e, c), task: newTaskModel(e, c, 0, 80, 24), width: 80, height: 24}
 	a.layout()
 	return a
 }

@@ -59,6 +59,10 @@ func (a App) route(msg tea.Msg) (tea.Model, tea.Cmd) {
 		var cmd tea.Cmd
 		a.limits, cmd = a.limits.Update(msg)
 		return a, cmd
+	case sharesMsg:
+		var cmd tea.Cmd
+		a.shares, cmd = a.shares.Update(msg)
+		return a, cmd
 	case approvalCountMsg:
 		a.pendingCounting = false
 		if msg.err == nil {
@@ -184,6 +188,10 @@ func (a App) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		a.view = viewLimits
 		a.layout()
 		return a, a.limits.load()
+	case key.Matches(msg, k.Shares) && a.view != viewShares:
+		a.view = viewShares
+		a.layout()
+		return a, a.shares.load()
 	case key.Matches(msg, k.Approvals) && a.view != viewApprovals:
 		a.view = viewApprovals
 		a.approvals.openID, a.approvals.request = 0, nil
@@ -251,6 +259,8 @@ func (a App) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		a.workers, cmd = a.workers.Update(msg)
 	case viewLimits:
 		a.limits, cmd = a.limits.Update(msg)
+	case viewShares:
+		a.shares, cmd = a.shares.Update(msg)
 	}
 	return a, cmd
 }
@@ -288,6 +298,8 @@ func (a *App) refresh() tea.Cmd {
 		return workers
 	case viewLimits:
 		return tea.Batch(a.limits.refresh(), workers)
+	case viewShares:
+		return tea.Batch(a.shares.refresh(), workers)
 	}
 	return tea.Batch(a.tasks.refresh(), workers)
 }
@@ -301,6 +313,8 @@ func (a *App) reload() tea.Cmd {
 		return a.workers.load()
 	case viewLimits:
 		return a.limits.load()
+	case viewShares:
+		return a.shares.load()
 	case viewApprovals:
 		return a.approvals.load()
 	case viewWaits:

@@ -25,6 +25,8 @@ func (a App) helpKeys() helpKeys {
 		return k.workersHelp()
 	case a.view == viewLimits:
 		return k.limitsHelp()
+	case a.view == viewShares:
+		return k.sharesHelp()
 	case a.view == viewApprovals:
 		r := a.approvals.request
 		return k.approvalsHelp(a.approvals.openID != 0, r == nil || r.State == approvals.Pending)
@@ -83,6 +85,7 @@ func (a *App) layout() {
 	a.task.setSize(a.width, h)
 	a.workers.setSize(a.width, h)
 	a.limits.setSize(a.width, h)
+	a.shares.setSize(a.width, h)
 	a.approvals.setSize(a.width, h)
 	a.waits.setSize(a.width, h)
 	if a.dialog != nil {
@@ -101,6 +104,8 @@ func (a App) View() string {
 		where = "workers"
 	case viewLimits:
 		where = "limits"
+	case viewShares:
+		where = "shares"
 	case viewApprovals:
 		where = "approvals"
 		if a.approvals.openID != 0 {
@@ -132,6 +137,8 @@ func (a App) View() string {
 		body = a.workers.View()
 	case a.view == viewLimits:
 		body = a.limits.View()
+	case a.view == viewShares:
+		body = a.shares.View()
 	case a.view == viewApprovals:
 		body = a.approvals.View()
 	case a.view == viewWaits:
@@ -159,6 +166,8 @@ func (a App) loadErr() error {
 		return a.workers.err
 	case viewLimits:
 		return a.limits.err
+	case viewShares:
+		return a.shares.err
 	case viewApprovals:
 		if a.approvals.openID != 0 && a.approvals.request != nil {
 			return a.approvals.openErr

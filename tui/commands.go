@@ -84,6 +84,13 @@ func (c commands) workers() tea.Cmd {
 	})
 }
 
+func (c commands) shares() tea.Cmd {
+	return c.call(func(ctx context.Context) tea.Msg {
+		s, err := c.store.Shares(ctx)
+		return sharesMsg{shares: s, err: err}
+	})
+}
+
 // limits reads the limits, then their use and the breakers.
 func (c commands) limits() tea.Cmd {
 	return c.call(func(ctx context.Context) tea.Msg {

@@ -178,6 +178,11 @@ func (s *DBStore) Workers(ctx context.Context) ([]operator.Worker, error) {
 	return s.Operator.Workers(ctx)
 }
 
+// Shares implements Store.
+func (s *DBStore) Shares(ctx context.Context) ([]operator.Share, error) {
+	return s.Operator.Shares(ctx)
+}
+
 // Limits implements Store.
 func (s *DBStore) Limits(ctx context.Context) ([]flow.Limit, error) {
 	return s.Flow.List(ctx)

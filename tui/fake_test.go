@@ -22,6 +22,7 @@ type fakeStore struct {
 	workers []registry.Worker
 	limits  []flow.Limit
 	usage   []flow.Use
+	shares  []operator.Share
 	// breakers are the stored breakers, read at epoch.
 	breakers []flow.BreakerState
 	calls    []string
@@ -217,6 +218,13 @@ func (s *fakeStore) Workers(context.Context) ([]registry.Worker, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.workers, nil
+}
+
+func (s *fakeStore) Shares(context.Context) ([]operator.Share, error) {
+	s.record("shares")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.shares, nil
 }
 
 func (s *fakeStore) Limits(context.Context) ([]flow.Limit, error) {

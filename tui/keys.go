@@ -38,6 +38,7 @@ type KeyMap struct {
 	Sort        key.Binding
 	Workers     key.Binding
 	Limits      key.Binding
+	Shares      key.Binding
 	BulkRetry   key.Binding
 	BulkCancel  key.Binding
 	Approvals   key.Binding
@@ -109,6 +110,7 @@ func DefaultKeyMap() KeyMap {
 		Sort:        b([]string{"o"}, "o", "sort"),
 		Workers:     b([]string{"w"}, "w", "workers"),
 		Limits:      b([]string{"L"}, "L", "limits"),
+		Shares:      b([]string{"S"}, "S", "shares"),
 		BulkRetry:   b([]string{"T"}, "T", "retry all dead"),
 		BulkCancel:  b([]string{"X"}, "X", "cancel all"),
 		Approvals:   b([]string{"a"}, "a", "approvals"),
@@ -159,7 +161,7 @@ func (k KeyMap) tasksHelp() helpKeys {
 			{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom},
 			{k.Open, k.NextPage, k.PrevPage, k.Search, k.Filter, k.ClearFilter, k.State, k.Sort},
 			{k.Replay, k.Rerun, k.Cancel, k.Retry, k.Compensate, k.Redeliver, k.BulkRetry, k.BulkCancel},
-			{k.Approvals, k.Waits, k.Workers, k.Limits, k.Help, k.Quit},
+			{k.Approvals, k.Waits, k.Workers, k.Limits, k.Shares, k.Help, k.Quit},
 		},
 	}
 }
@@ -249,6 +251,13 @@ func (k KeyMap) limitsHelp() helpKeys {
 	return helpKeys{
 		short: []key.Binding{k.Up, k.Down, k.Workers, k.Back, k.Help, k.Quit},
 		full:  [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Workers, k.Back, k.Help, k.Quit}},
+	}
+}
+
+func (k KeyMap) sharesHelp() helpKeys {
+	return helpKeys{
+		short: []key.Binding{k.Up, k.Down, k.Limits, k.Back, k.Help, k.Quit},
+		full:  [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom}, {k.Limits, k.Workers, k.Back, k.Help, k.Quit}},
 	}
 }
 

@@ -99,7 +99,7 @@ func (m limitsModel) table() string {
 			rows = append(rows, []string{l.Target, m.limitState(l), orDash(l.Rate.String()), orDash(burst), orDash(conc),
 				orDash(l.Tokens.String()), orDash(breakerConf(l.Breaker)), l.Source})
 		}
-		lines = append(lines, m.grid(rows, "SOURCE", "TOKENS", "CONCURRENCY", "BURST")...)
+		lines = append(lines, grid(m.env, m.width, rows, "SOURCE", "TOKENS", "CONCURRENCY", "BURST")...)
 	}
 	if tripped := m.trippedElsewhere(); len(tripped) > 0 {
 		rows := [][]string{{"TRIPPED BREAKER", "STATE", "LAST ERROR"}}
@@ -107,7 +107,7 @@ func (m limitsModel) table() string {
 			rows = append(rows, []string{b.Target, m.breakerState(b), orDash(b.LastError)})
 		}
 		lines = append(lines, "")
-		lines = append(lines, m.grid(rows)...)
+		lines = append(lines, grid(m.env, m.width, rows)...)
 	}
 	if len(m.usage) > 0 {
 		// A target is what agentctl limit rm takes: never cut.
@@ -137,60 +137,6 @@ func (m limitsModel) table() string {
 		lines = append(lines, "", s.Dim.Render(limitsLegend))
 	}
 	return cutLines(lines, m.width)
-}
-
-// grid lays rows out in columns two spaces apart, the header
-// (rows[0]) in bold. The first column (the target, which agentctl limit
-// rm takes) is never cut: when the line would be wider than the view, the
-// columns named in drop go, in that order, and what is still too wide is
-// cut at the edge.
-func (m limitsModel) grid(rows [][]string, drop ...string) []string {
-	for _, name := range drop {
-		if m.width <= 0 || gridWidth(rows) <= m.width {
-			break
-		}
-		i := slices.Index(rows[0], name)
-		for j, r := range rows {
-			rows[j] = slices.Delete(slices.Clone(r), i, i+1)
-		}
-	}
-	w := make([]int, len(rows[0]))
-	for _, r := range rows {
-		for i, c := range r {
-			w[i] = max(w[i], ansi.StringWidth(c))
-		}
-	}
-	pad := make([]int, len(w))
-	for i := range w {
-		pad[i] = w[i] + 1 // columns puts one space after the cell: two apart
-	}
-	out := make([]string, 0, len(rows))
-	for i, r := range rows {
-		cells := make([]string, len(r))
-		for j, c := range r {
-			cells[j] = cut(oneLine(c), w[j])
-		}
-		line := columns(pad, cells...)
-		if i == 0 {
-			line = m.env.styles.Bold.Render(line)
-		}
-		out = append(out, line)
-	}
-	return out
-}
-
-// gridWidth is how wide grid lays rows out: every column as its widest
-// cell, two spaces apart.
-func gridWidth(rows [][]string) int {
-	total := 0
-	for i := range rows[0] {
-		n := 0
-		for _, r := range rows {
-			n = max(n, ansi.StringWidth(r[i]))
-		}
-		total += n + 2
-	}
-	return total - 2
 }
 
 // limitState is the STATE cell of a limit: its target's breaker, or for a

@@ -43,6 +43,12 @@ type workersMsg struct {
 	err     error
 }
 
+// sharesMsg is the tenants' shares of the claim.
+type sharesMsg struct {
+	shares []operator.Share
+	err    error
+}
+
 // limitsMsg is the fleet's limits, the targets booked lately and the
 // circuit breakers, with the database's clock when they were read.
 type limitsMsg struct {

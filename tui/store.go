@@ -122,6 +122,9 @@ type Store interface {
 	CancelAll(ctx context.Context, f Filter) (operator.BulkResult, error)
 	// Workers lists the workers holding leases now.
 	Workers(ctx context.Context) ([]operator.Worker, error)
+	// Shares lists the tenants' weights and caps with their running
+	// tasks, by name.
+	Shares(ctx context.Context) ([]operator.Share, error)
 	// Limits lists the fleet's limits by target.
 	Limits(ctx context.Context) ([]flow.Limit, error)
 	// Usage lists the concrete targets booked lately, with the limit in
