@@ -126,13 +126,16 @@ func TestLimitsViewEmpty(t *testing.T) {
 	}
 }
 
-// The full help of the tasks names the key.
-func TestLimitsKeyInTheHelp(t *testing.T) {
+// The full help of the tasks names the keys of the fleet's views.
+func TestFleetViewKeysInTheHelp(t *testing.T) {
 	t.Parallel()
 	d := newDriver(t, newFakeStore(1, epoch), Options{}, 120, 30)
 	d.keys("?")
-	if v := d.view(); !strings.Contains(v, "L limits") {
-		t.Errorf("the full help lacks the limits key:\n%s", v)
+	v := d.view()
+	for _, want := range []string{"L limits", "S shares", "w workers"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("the full help lacks %q:\n%s", want, v)
+		}
 	}
 }
 

@@ -75,16 +75,6 @@ func TestSharesView(t *testing.T) {
 	}
 }
 
-// The full help of the tasks names the key.
-func TestSharesKeyInTheHelp(t *testing.T) {
-	t.Parallel()
-	d := newDriver(t, newFakeStore(1, epoch), Options{}, 120, 30)
-	d.keys("?")
-	if v := d.view(); !strings.Contains(v, "S shares") {
-		t.Errorf("the full help lacks the shares key:\n%s", v)
-	}
-}
-
 // Shares stored, and tasks leased up to a cap and past a lowered one, in
 // the database show in the view, through a console in a terminal.
 func TestConsoleShares(t *testing.T) {
