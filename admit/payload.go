@@ -52,11 +52,19 @@ func (d *Door) payload(ctx context.Context, db registry.DB, kind, queue string, 
 // are remembered.
 const schemaTTL = 10 * time.Second
 
+// schemaSweepAt is how many entries the cache holds before an insert
+// drops those past schemaTTL: submissions name any kind and queue (a
+// typed kind is looked up on whatever queue a request says), and without
+// it each pair ever named would be kept for the life of the process.
+const schemaSweepAt = 1024
+
 // schemaCache remembers the payload schemas the daemons published, by kind
-// and queue.
+// and queue, each for schemaTTL.
 type schemaCache struct {
 	mu    sync.Mutex
 	known map[[2]string]cachedSchemas
+	sweep int              // the size at which the next insert sweeps; schemaSweepAt at least
+	now   func() time.Time // time.Now; a test's clock
 }
 
 type cachedSchemas struct {
@@ -64,23 +72,47 @@ type cachedSchemas struct {
 	at        time.Time
 }
 
+func (c *schemaCache) clock() time.Time {
+	if c.now != nil {
+		return c.now()
+	}
+	return time.Now()
+}
+
 func (c *schemaCache) get(ctx context.Context, db registry.DB, kind, queue string) ([]registry.Published, error) {
 	key := [2]string{kind, queue}
 	c.mu.Lock()
 	s, hit := c.known[key]
 	c.mu.Unlock()
-	if hit && time.Since(s.at) < schemaTTL {
+	if hit && c.clock().Sub(s.at) < schemaTTL {
 		return s.published, nil
 	}
 	published, err := registry.New(db).KindSchemas(ctx, kind, queue)
 	if err != nil {
 		return nil, err
 	}
+	c.put(key, published)
+	return published, nil
+}
+
+// put remembers key's schemas, first dropping the entries past their
+// time once the cache has grown to its sweep size: schemaSweepAt, or twice
+// what the last sweep kept, so that a burst of fresh entries is not swept
+// at every insert.
+func (c *schemaCache) put(key [2]string, published []registry.Published) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.clock()
 	if c.known == nil {
 		c.known = map[[2]string]cachedSchemas{}
 	}
-	c.known[key] = cachedSchemas{published: published, at: time.Now()}
-	c.mu.Unlock()
-	return published, nil
+	if len(c.known) >= max(c.sweep, schemaSweepAt) {
+		for k, e := range c.known {
+			if now.Sub(e.at) >= schemaTTL {
+				delete(c.known, k)
+			}
+		}
+		c.sweep = 2 * len(c.known)
+	}
+	c.known[key] = cachedSchemas{published: published, at: now}
 }
