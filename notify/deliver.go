@@ -65,6 +65,9 @@ func (n *Deliverer) deliver(ctx context.Context, c outbox.Claimed) (string, erro
 		return "", err
 	}
 	if !found {
+		if p.UpdateOnly {
+			return "", nil // no message to edit (its post was given up), and this state posts none
+		}
 		_, err := n.post(ctx, a, step, map[string]string{"rule": c.Rule, "channel": c.Channel}, m)
 		return "", err
 	}
@@ -75,7 +78,7 @@ func (n *Deliverer) deliver(ctx context.Context, c outbox.Claimed) (string, erro
 		return "", nil
 	}
 	gone, err := n.update(ctx, a, again, last.Result.ExternalRef, m)
-	if err != nil || !gone {
+	if err != nil || !gone || p.UpdateOnly {
 		return PostedChannel(last.Result), err
 	}
 	_, err = n.post(ctx, a, again, map[string]any{"rule": c.Rule, "channel": c.Channel, "replaces": last.Result.ExternalRef}, m)

@@ -3,6 +3,7 @@ package notify_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -74,6 +75,65 @@ func TestARuleMovedKeepsItsMessageWhereItWas(t *testing.T) {
 	}
 	if s := strings.Join(got, " "); s != "retrying@ops:delivered succeeded@ops:delivered" {
 		t.Fatalf("events %s, want both delivered in ops", s)
+	}
+}
+
+// A rule that asks only for retries edits its message when the task later
+// succeeds, with no post: the message does not go on saying "retrying".
+// A task it never posted for writes it nothing; and an update whose
+// message was never posted (the post given up) sends nothing.
+func TestAMessageFollowsItsTaskPastTheRulesEvents(t *testing.T) {
+	w := newWorld(t)
+	w.fake.AddChannel("alerts")
+	if err := w.rules.Remove(context.Background(), "ops"); err != nil {
+		t.Fatal(err)
+	}
+	w.rule(outbox.Rule{Name: "early", Channel: "alerts", Events: []string{"retrying"}})
+
+	task := w.run("retry", "retry", "succeed")
+	quiet := w.run("succeed")
+	var got []string
+	for _, e := range w.events(task.ID) {
+		p, err := e.Decode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, fmt.Sprintf("%s:%s:%v", e.Rule, e.Event, p.UpdateOnly))
+	}
+	if s := strings.Join(got, " "); s != "early:retrying:false early:retrying:false early:succeeded:true" {
+		t.Fatalf("events %s, want two retries and the success as an update only", s)
+	}
+	if es := w.events(quiet.ID); len(es) != 0 {
+		t.Fatalf("a task that never retried wrote %d events, want none", len(es))
+	}
+	w.drain(w.dispatcher("d1", w.sink(slackToken)))
+	msgs := w.messagesFor("alerts", task.ID)
+	if len(msgs) != 1 || msgs[0].Updates != 2 || !strings.Contains(msgs[0].Text, "succeeded") {
+		t.Fatalf("messages %+v, want one, updated twice, saying the task succeeded", msgs)
+	}
+	if n := w.fake.Calls("chat.postMessage"); n != 1 {
+		t.Errorf("%d posts, want 1", n)
+	}
+
+	// The post of a second task is refused for good; its success then has
+	// no message to edit, and posts none.
+	w.fake.FailNext("chat.postMessage", "channel_not_found")
+	lost := w.run("retry")
+	w.drain(w.dispatcher("d1", w.sink(slackToken)))
+	w.finish(w.claimTask(lost.ID), "succeed")
+	w.drain(w.dispatcher("d1", w.sink(slackToken)))
+	var states []string
+	for _, e := range w.events(lost.ID) {
+		states = append(states, e.Event+":"+string(e.State))
+	}
+	if s := strings.Join(states, " "); s != "retrying:failed succeeded:delivered" {
+		t.Fatalf("events %s, want the retry's given up and the success's delivered (nothing to edit)", s)
+	}
+	if n := w.fake.Calls("chat.postMessage"); n != 2 {
+		t.Errorf("%d posts, want 2: the first task's and the refused one", n)
+	}
+	if msgs := w.messagesFor("alerts", lost.ID); len(msgs) != 0 {
+		t.Errorf("messages %+v of the task whose post was refused, want none", msgs)
 	}
 }
 

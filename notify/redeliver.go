@@ -63,7 +63,8 @@ const (
 	SendPost = "post"
 	// SendUpdate updates the message Plan.Ref in place.
 	SendUpdate = "update"
-	// SendNothing: the message was posted (Plan.Ref); nothing is sent.
+	// SendNothing: the message was posted (Plan.Ref), or there is none to
+	// update and the event's state posts none; nothing is sent.
 	SendNothing = "nothing"
 )
 
@@ -88,6 +89,8 @@ func (p Plan) String() string {
 		return "update the message posted just before"
 	case p.Action == SendUpdate:
 		return "update " + p.Ref
+	case p.Action == SendNothing && p.Ref == "":
+		return "nothing: no message to update, and its rule does not post for this state"
 	case p.Action == SendNothing:
 		return "nothing: posted as " + p.Ref
 	}
@@ -122,6 +125,9 @@ func PlanOf(e outbox.Event, journal []ledger.Entry) Plan {
 		return Plan{Action: SendNothing, Ref: posted.Result.ExternalRef}
 	case posted != nil:
 		return Plan{Action: SendUpdate, Ref: posted.Result.ExternalRef}
+	}
+	if p, err := e.Decode(); err == nil && p.UpdateOnly {
+		return Plan{Action: SendNothing}
 	}
 	return Plan{Action: SendPost, LookFirst: tried}
 }

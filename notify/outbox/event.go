@@ -55,6 +55,10 @@ type Payload struct {
 	Error       string `json:"error,omitempty"`
 	Result      string `json:"result,omitempty"`
 	Text        string `json:"text,omitempty"`
+	// UpdateOnly marks a state the event's rule does not ask for: it edits
+	// the message an earlier event of the rule posted for the task's
+	// generation, and posts none (EventsCTE).
+	UpdateOnly bool `json:"update_only,omitempty"`
 }
 
 // Decode reads the event's payload.

@@ -1,5 +1,7 @@
 package outbox
 
+import "strings"
+
 // All SQL of the outbox and notification_rules tables lives here, including
 // the fragment (EventsCTE) with which the statements of package claims that
 // change task states write their events. $now is coalesce($n::timestamptz,
@@ -151,24 +153,36 @@ DELETE FROM outbox WHERE id = ANY (ARRAY(
 // state change costs what it did; with rules the event commits with the
 // change, and is fenced as the change is.
 //
+// A rule also hears of the states it does not ask for, in an event marked
+// update_only, once it has written an event for the task's generation: its
+// message is then edited to say where the task went (a "retrying" message
+// would otherwise say so after the task succeeded), but no state it does
+// not ask for posts one. That costs a look-up in outbox_task_idx for each
+// changed row in such a state, only where a rule matches the row.
+//
 // The rules drive the join: each enabled rule reads the changed rows once
 // (a rescan of the CTE's stored rows), and without rules nothing is read.
 // Joined the other way (OFFSET 0 keeps the LATERAL from being flattened
 // into it), every changed row rescanned the rules table: 2 µs a finished
 // task with no rule at all, a twentieth of a no-op task's PostgreSQL time.
 func EventsCTE(src, now string) string {
+	eventsArray := "{" + strings.Join(Events, ",") + "}"
 	return `events AS (
 	INSERT INTO outbox (tenant, task_id, generation, attempt, event, rule, channel, payload,
 		available_at, created_at, updated_at)
 	SELECT s.tenant, s.id, s.generation, s.attempt, s.state, r.name, r.channel,
 		jsonb_strip_nulls(jsonb_build_object('kind', s.kind, 'queue', s.queue, 'state', s.state,
 			'attempt', s.attempt, 'max_attempts', s.max_attempts,
-			'error', left(s.last_error, 1000), 'result', left(s.result::text, 1000))),
+			'error', left(s.last_error, 1000), 'result', left(s.result::text, 1000),
+			'update_only', CASE WHEN NOT s.state = ANY (r.events) THEN true END)),
 		` + now + `, ` + now + `, ` + now + `
 	FROM notification_rules r CROSS JOIN LATERAL (
 		SELECT * FROM ` + src + ` s
-		WHERE s.state = ANY (r.events) AND coalesce(r.tenant = s.tenant, true)
+		WHERE coalesce(r.tenant = s.tenant, true)
 			AND coalesce(r.queue = s.queue, true) AND coalesce(r.kind = s.kind, true)
+			AND (s.state = ANY (r.events)
+				OR s.state = ANY ('` + eventsArray + `'::text[]) AND EXISTS (
+					SELECT FROM outbox o WHERE o.task_id = s.id AND o.rule = r.name AND o.generation = s.generation))
 		OFFSET 0
 	) s
 	WHERE r.enabled

@@ -24,12 +24,16 @@ events AS (
 	SELECT s.tenant, s.id, s.generation, s.attempt, s.state, r.name, r.channel,
 		jsonb_strip_nulls(jsonb_build_object('kind', s.kind, 'queue', s.queue, 'state', s.state,
 			'attempt', s.attempt, 'max_attempts', s.max_attempts,
-			'error', left(s.last_error, 1000), 'result', left(s.result::text, 1000))),
+			'error', left(s.last_error, 1000), 'result', left(s.result::text, 1000),
+			'update_only', CASE WHEN NOT s.state = ANY (r.events) THEN true END)),
 		coalesce($4::timestamptz, now()), coalesce($4::timestamptz, now()), coalesce($4::timestamptz, now())
 	FROM notification_rules r CROSS JOIN LATERAL (
 		SELECT * FROM done s
-		WHERE s.state = ANY (r.events) AND coalesce(r.tenant = s.tenant, true)
+		WHERE coalesce(r.tenant = s.tenant, true)
 			AND coalesce(r.queue = s.queue, true) AND coalesce(r.kind = s.kind, true)
+			AND (s.state = ANY (r.events)
+				OR s.state = ANY ('{retrying,needs_attention,succeeded,dead,cancelled,compensating,compensated}'::text[]) AND EXISTS (
+					SELECT FROM outbox o WHERE o.task_id = s.id AND o.rule = r.name AND o.generation = s.generation))
 		OFFSET 0
 	) s
 	WHERE r.enabled
