@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"slices"
@@ -115,6 +116,12 @@ func check(ctx context.Context, s *registry.Store, p claims.EnqueueParams, g *gr
 	if p.Kind != steps.Kind {
 		return advise(runnable(p.Needs, servers), o.Override)
 	}
+	ran := func() error { // and its literal children
+		if err := runnable(p.Needs, servers); err != nil {
+			return advise(err, o.Override)
+		}
+		return advise(childrenServed(live, p, 0), o.Override)
+	}
 	known := toolCheck(servers, g, p.Tenant)
 	if known == nil {
 		return calls()
@@ -146,7 +153,46 @@ func check(ctx context.Context, s *registry.Store, p claims.EnqueueParams, g *gr
 		}
 		return err
 	}
-	return advise(runnable(p.Needs, servers), o.Override)
+	return ran()
+}
+
+// childrenServed refuses a steps task whose create_task calls name a child
+// (its kind, queue and payload literally) that no live worker could run,
+// down to maxChildDepth generations, as the task itself would be refused:
+// queued, the child would wait for such a worker, and a parent waiting for
+// it with it. What only the run knows is not checked.
+func childrenServed(live []registry.Worker, p claims.EnqueueParams, depth int) error {
+	if p.Kind != steps.Kind || depth >= maxChildDepth {
+		return nil
+	}
+	for _, n := range steps.Needs(p.Payload) {
+		if n.Child == nil || !n.ChildQueueKnown {
+			continue
+		}
+		c := claims.EnqueueParams{Tenant: p.Tenant, Kind: n.Kind, Queue: n.ChildQueue, Payload: n.Child}
+		if c.Queue == "" {
+			c.Queue = claims.DefaultQueue
+		}
+		c.Needs = needsOf(c)
+		servers, err := serving(live, c.Queue, c.Kind)
+		if err == nil {
+			err = runnable(c.Needs, servers)
+		}
+		if err == nil {
+			err = childrenServed(live, c, depth+1)
+		}
+		var ie *agentledger.InvalidError
+		switch {
+		case err == nil:
+		case errors.As(err, &ie) && ie.Field == "payload":
+			return agentledger.Invalid("payload", "%s's child: %s", n.Subject, strings.Replace(ie.Problem, "this task", "it", 1))
+		case errors.As(err, &ie):
+			return agentledger.Invalid("payload", "%s's child: %s", n.Subject, ie.Problem)
+		default:
+			return err
+		}
+	}
+	return nil
 }
 
 // unknownTools is the refusal of a steps or agent payload naming a tool

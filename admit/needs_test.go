@@ -228,3 +228,54 @@ func TestAnExpiredLeaseNobodyCanTakeOverIsExplained(t *testing.T) {
 		t.Fatalf("with a pool that can take it over: %q %v", render.Waiting(task), err)
 	}
 }
+
+// A steps task whose create_task call names a child no live worker could
+// run is refused as the child would be, naming the step: queued, the child
+// would wait for such a worker, and its parent waiting for it with it.
+// Queued anyway, it is admitted; a child whose kind, queue or payload is
+// made of an earlier result is the run's to check.
+func TestDoorRefusesAChildNoLiveWorkerCanRun(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	r := registry.Registration{ID: "steps-only", Host: "h", PID: 1, Queues: []string{"default"}, Kinds: []string{"steps", "agent"},
+		Tools: map[string]json.RawMessage{"http_request": nil, "create_task": nil, "wait_for_children": nil},
+		Caps:  []string{"http_request@http://x.example:80", "tool:http_request", "tool:create_task", "tool:wait_for_children"}}
+	if err := registry.New(db).Register(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	admitted := func(payload string, anyway bool) error {
+		_, err := (&admit.Door{}).Admit(ctx, db, admit.Submission{Caller: admit.Operator, Unserved: anyway,
+			Override: "submit with --allow-unserved", Params: claims.EnqueueParams{Kind: "steps", Payload: []byte(payload)}})
+		return err
+	}
+	child := func(args string) string { return `{"tool":"create_task","args":` + args + `}` }
+	list := func(steps ...string) string { return `{"steps":[` + strings.Join(steps, ",") + `]}` }
+	const anyway = "; submit with --allow-unserved to queue it for a worker that is not up yet"
+	const get = `{"tool":"http_request","args":{"method":"GET","url":"http://x.example/"}}`
+	for _, c := range []struct{ payload, want string }{
+		{list(get, child(`{"kind":"agent","payload":{"prompt":"hi"}}`)),
+			"step 1's child: no live worker can run it: steps-only lacks a model endpoint" + anyway},
+		{list(child(`{"kind":"echo"}`)),
+			`step 0's child: no live worker serves "echo"; the live workers serve agent, steps` + anyway},
+		{list(child(`{"kind":"steps","queue":"billing","payload":{"steps":[]}}`)),
+			`step 0's child: no live worker serves kind "steps" on queue "billing"; it is served on default` + anyway},
+		{list(child(`{"kind":"steps","payload":` + list(child(`{"kind":"agent","payload":{"prompt":"hi"}}`)) + `}`)),
+			"step 0's child: step 0's child: no live worker can run it: steps-only lacks a model endpoint" + anyway},
+		{list(child(`{"kind":"steps","payload":{"steps":[]}}`)), ""},
+		{list(get, child(`{"kind":"steps","queue":"${steps.0.body.queue}","payload":{"steps":[]}}`)), ""},
+		{list(get, child(`{"kind":"agent","payload":{"prompt":"${steps.0.body.q}"}}`)), ""},
+	} {
+		err := admitted(c.payload, false)
+		var ie *agentledger.InvalidError
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v, want it admitted", c.payload, err)
+		case c.want != "" && (!errors.As(err, &ie) || ie.Field != "payload" || ie.Problem != c.want):
+			t.Errorf("%s: %v\nwant payload: %s", c.payload, err, c.want)
+		}
+		if err := admitted(c.payload, true); err != nil {
+			t.Errorf("%s queued anyway: %v", c.payload, err)
+		}
+	}
+}

@@ -32,6 +32,11 @@ type Need struct {
 	// known before the parent is queued (package admit checks it with the
 	// parent's grant). Nil otherwise.
 	Child json.RawMessage
+	// ChildQueue is the child's queue when Child is set and the call names
+	// it literally ("" for the default queue); ChildQueueKnown is false
+	// when it is made of an earlier result.
+	ChildQueue      string
+	ChildQueueKnown bool
 }
 
 // Needs lists what payload names literally, step by step, each step's
@@ -82,6 +87,7 @@ func literalNeed(tool string, args json.RawMessage) Need {
 		URL     json.RawMessage `json:"url"`
 		Channel json.RawMessage `json:"channel"`
 		Kind    json.RawMessage `json:"kind"`
+		Queue   json.RawMessage `json:"queue"`
 		Payload json.RawMessage `json:"payload"`
 	}
 	if json.Unmarshal(asRun(args), &a) != nil {
@@ -107,6 +113,10 @@ func literalNeed(tool string, args json.RawMessage) Need {
 			n.Child = json.RawMessage(`{}`) // what create_task queues
 		default:
 			n.Child = a.Payload
+		}
+		if n.Child != nil {
+			n.ChildQueue = literal(a.Queue)
+			n.ChildQueueKnown = n.ChildQueue != "" || len(a.Queue) == 0 || string(a.Queue) == "null"
 		}
 	}
 	return n
