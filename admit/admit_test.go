@@ -225,6 +225,7 @@ func TestStepsArgumentsTheToolChecks(t *testing.T) {
 		`{"steps":[{"tool":"wait_timer","args":{"for":"87600h"}}]}`:                                  `step 0: wait_timer: for: "87600h" must be a duration from 1s`,
 		`{"steps":[{"tool":"wait_timer","args":{}}]}`:                                                `give "for" (a duration) or "until" (a time)`,
 		`{"steps":[{"tool":"wait_for_children","args":{"mode":"some"}}]}`:                            `mode: "some" must be all or any`,
+		`{"steps":[{"tool":"wait_for_children","args":{"tasks":[1]}}]}`:                              `step 0: wait_for_children: tasks: task 1 cannot be a child of this task`,
 	} {
 		var ie *agentledger.InvalidError
 		if err := admitted(payload); !errors.As(err, &ie) || ie.Field != "payload" || !strings.Contains(ie.Problem, want) {
@@ -234,6 +235,7 @@ func TestStepsArgumentsTheToolChecks(t *testing.T) {
 	for _, payload := range []string{
 		`{"steps":[{"tool":"wait_for_signal","args":{"signal":"paid","key":"o-1","timeout":"2h"}}]}`,
 		`{"steps":[{"tool":"echo_ish","args":{}},{"tool":"wait_for_signal","args":{"signal":"paid","key":"${steps.0.body.id}","timeout":"0s"}}]}`,
+		`{"steps":[{"tool":"create_task","args":{"kind":"echo"}},{"tool":"wait_for_children","args":{"tasks":["${steps.0.body.task_id}"]}}]}`,
 	} {
 		if err := admitted(payload); err != nil {
 			t.Errorf("%s: refused: %v", payload, err)

@@ -294,9 +294,18 @@ func (*childrenTool) Parameters() json.RawMessage {
 		`"timeout":{"type":"string","description":"a duration from 1s to 8760h; default 24h"}}}`)
 }
 
-// CheckArgs checks literal arguments at the door.
+// CheckArgs checks literal arguments at the door. Literal task ids are
+// refused there: a task's children are created when it runs, after its
+// payload was fixed, so an id written into it names some other task. They
+// come from create_task's results (${steps.0.body.task_id}), which the
+// door does not see, and the run checks.
 func (t *childrenTool) CheckArgs(args json.RawMessage) error {
-	_, _, _, err := t.parse(args)
+	a, _, _, err := t.parse(args)
+	if err == nil && len(a.Tasks) > 0 {
+		err = agentledger.Permanent(fmt.Errorf("%s: %w", ToolChildren, agentledger.Invalid("tasks",
+			"task %d cannot be a child of this task, whose children are created when it runs: name them by create_task's results "+
+				"(${steps.0.body.task_id}) or leave tasks out to wait for every child", a.Tasks[0])))
+	}
 	return err
 }
 
