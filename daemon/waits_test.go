@@ -262,7 +262,8 @@ func TestManyWaitsOnASmallPool(t *testing.T) {
 }
 
 // A task cancelled while it waited, replayed, waits again: its cancelled
-// wait is not what its replay finds.
+// wait is not what its replay finds. The cancelled wait is kept, replaced,
+// with who ended it: listed with the task's waits, and found by its id.
 func TestReplayOfATaskCancelledWhileWaiting(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -286,5 +287,16 @@ func TestReplayOfATaskCancelledWhileWaiting(t *testing.T) {
 	}
 	if got := testdaemon.WaitFinished(t, store, id); got.State != agentledger.StateSucceeded {
 		t.Fatalf("the replay: %s %q", got.State, got.LastError)
+	}
+	all, err := ws.List(ctx, waits.ListParams{TaskID: id, States: []string{waits.Waiting, waits.Done, waits.TimedOut, waits.Ended, waits.Cancelled}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 2 || all[0].State != waits.Done || all[0].ReplacedAt != nil ||
+		all[1].State != waits.Cancelled || all[1].ReplacedAt == nil || all[1].EndedBy != "operator" || all[1].Step != all[0].Step {
+		t.Fatalf("the task's waits %+v, want the replay's, done, then the cancelled one it replaced, by the operator", all)
+	}
+	if got, err := ws.Get(ctx, "", all[1].ID); err != nil || got.ReplacedAt == nil || got.EndReason != all[1].EndReason {
+		t.Fatalf("the replaced wait by its id: %+v, %v", got, err)
 	}
 }

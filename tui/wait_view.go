@@ -115,6 +115,9 @@ func endedHow(w waits.Wait, at func(time.Time) string) string {
 	if w.EndReason != "" {
 		text += ": " + oneLine(w.EndReason)
 	}
+	if w.ReplacedAt != nil {
+		text += "; replaced by a replay's wait at " + at(*w.ReplacedAt)
+	}
 	return text
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -58,6 +59,10 @@ type Wait struct {
 	EndedAt    *time.Time      `json:"ended_at,omitempty"`
 	EndedBy    string          `json:"ended_by,omitempty"`
 	EndReason  string          `json:"end_reason,omitempty"`
+	// ReplacedAt is when a replay took the wait's step up anew, after the
+	// wait ended without what it waited for: the wait is kept as it ended
+	// (table waits_replaced), and another waits at its step.
+	ReplacedAt *time.Time `json:"replaced_at,omitempty"`
 }
 
 // Store keeps waits and signals.
@@ -67,12 +72,16 @@ type Store struct{ db DB }
 func NewStore(db DB) *Store { return &Store{db: db} }
 
 const waitColumns = `id, task_id, generation, step, tenant, kind, coalesce(signal, ''), coalesce(key, ''), spec, created_at,
-	deadline, state, result, signal_id, ended_at, coalesce(ended_by, ''), coalesce(end_reason, '')`
+	deadline, state, result, signal_id, ended_at, coalesce(ended_by, ''), coalesce(end_reason, ''), NULL::timestamptz`
+
+// replacedColumns are waitColumns of table waits_replaced.
+const replacedColumns = `id, task_id, generation, step, tenant, kind, coalesce(signal, ''), coalesce(key, ''), spec, created_at,
+	deadline, state, result, signal_id, ended_at, coalesce(ended_by, ''), coalesce(end_reason, ''), replaced_at`
 
 func scanWait(row pgx.Row) (Wait, error) {
 	var w Wait
 	err := row.Scan(&w.ID, &w.TaskID, &w.Generation, &w.Step, &w.Tenant, &w.Kind, &w.Signal, &w.Key, &w.Spec, &w.CreatedAt,
-		&w.Deadline, &w.State, &w.Result, &w.SignalID, &w.EndedAt, &w.EndedBy, &w.EndReason)
+		&w.Deadline, &w.State, &w.Result, &w.SignalID, &w.EndedAt, &w.EndedBy, &w.EndReason, &w.ReplacedAt)
 	return w, err
 }
 
@@ -117,9 +126,11 @@ UPDATE waits SET state = 'timed_out', ended_at = now(), ended_by = 'timeout',
 WHERE id = $1 AND state = 'waiting' AND deadline <= now()
 RETURNING ` + waitColumns
 
-// Get returns wait id; tenant, when set, must own its task.
+// Get returns wait id, a replaced one too; tenant, when set, must own its
+// task.
 func (s *Store) Get(ctx context.Context, tenant string, id int64) (Wait, error) {
-	w, err := scanWait(s.db.QueryRow(ctx, `/* waits.get */ SELECT `+waitColumns+` FROM waits WHERE id = $1 AND ($2 = '' OR tenant = $2)`, id, tenant))
+	w, err := scanWait(s.db.QueryRow(ctx, `/* waits.get */ SELECT `+waitColumns+` FROM waits WHERE id = $1 AND ($2 = '' OR tenant = $2)
+		UNION ALL SELECT `+replacedColumns+` FROM waits_replaced WHERE id = $1 AND ($2 = '' OR tenant = $2)`, id, tenant))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Wait{}, fmt.Errorf("wait %d: %w", id, agentledger.ErrNotFound)
 	}
@@ -137,10 +148,10 @@ type ListParams struct {
 }
 
 // List returns waits: the waiting ones soonest deadline first, others
-// newest first. A wait still open whose task ended (it failed or was
-// compensated after the wait woke it, before its wait tool ran again) is
-// not listed as waiting: nothing waits on it unless the task is retried,
-// which takes the wait up again.
+// newest first, the replaced ones among them. A wait still open whose
+// task ended (it failed or was compensated after the wait woke it, before
+// its wait tool ran again) is not listed as waiting: nothing waits on it
+// unless the task is retried, which takes the wait up again.
 func (s *Store) List(ctx context.Context, p ListParams) ([]Wait, error) {
 	if len(p.States) == 0 {
 		p.States = []string{Waiting}
@@ -148,11 +159,21 @@ func (s *Store) List(ctx context.Context, p ListParams) ([]Wait, error) {
 	if p.Limit <= 0 {
 		p.Limit = 100
 	}
-	rows, err := s.db.Query(ctx, `/* waits.list */ SELECT `+waitColumns+` FROM waits
-		WHERE state = ANY ($1) AND ($2 = '' OR tenant = $2) AND ($3::bigint = 0 OR task_id = $3) AND ($4 = '' OR kind = $4)
-			AND (state <> 'waiting' OR NOT `+TaskEnded+`)
-		ORDER BY CASE WHEN state = 'waiting' THEN deadline END, created_at DESC, id DESC LIMIT $5`,
-		p.States, p.Tenant, p.TaskID, p.Kind, p.Limit)
+	const filter = `state = ANY ($1) AND ($2 = '' OR tenant = $2) AND ($3::bigint = 0 OR task_id = $3) AND ($4 = '' OR kind = $4)`
+	q := `/* waits.list */ SELECT ` + waitColumns + ` FROM waits
+		WHERE ` + filter + ` AND (state <> 'waiting' OR NOT ` + TaskEnded + `)
+		ORDER BY CASE WHEN state = 'waiting' THEN deadline END, created_at DESC, id DESC LIMIT $5`
+	if slices.ContainsFunc(p.States, func(s string) bool { return s != Waiting }) {
+		// A replaced wait never waits: the list of the waiting ones (the
+		// console's, at every refresh) does not read them.
+		q = `/* waits.list_ended */ SELECT * FROM (
+			SELECT ` + waitColumns + ` FROM waits WHERE ` + filter + ` AND (state <> 'waiting' OR NOT ` + TaskEnded + `)
+			UNION ALL
+			SELECT ` + replacedColumns + ` FROM waits_replaced WHERE ` + filter + `
+		) w
+		ORDER BY CASE WHEN state = 'waiting' THEN deadline END, created_at DESC, id DESC LIMIT $5`
+	}
+	rows, err := s.db.Query(ctx, q, p.States, p.Tenant, p.TaskID, p.Kind, p.Limit)
 	if err != nil {
 		return nil, fmt.Errorf("waits: %w", err)
 	}

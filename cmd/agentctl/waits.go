@@ -134,8 +134,12 @@ func (a *app) waits(ctx context.Context, p waits.ListParams, wait time.Duration)
 	now := time.Now()
 	tab := newTable(a.stdout, "ID", "TASK", "TENANT", "STEP", "KIND", "WAITS FOR", "DEADLINE", "AGE", "STATE")
 	for _, w := range ws {
+		state := w.State
+		if w.ReplacedAt != nil {
+			state += " (replaced)"
+		}
 		tab.row(strconv.FormatInt(w.ID, 10), strconv.FormatInt(w.TaskID, 10), truncate(w.Tenant, 20), w.Step, w.Kind, truncate(waitsFor(w), 60),
-			deadlineText(w, now), age(now.Sub(w.CreatedAt)), w.State)
+			deadlineText(w, now), age(now.Sub(w.CreatedAt)), state)
 	}
 	if err := tab.flush(); err != nil {
 		return err
@@ -248,7 +252,11 @@ func endedHow(w waits.Wait) string {
 	case waits.Waiting:
 		return "it still waits"
 	}
-	return cmp.Or(w.EndReason, w.State) + " (" + w.EndedBy + ")"
+	how := cmp.Or(w.EndReason, w.State) + " (" + w.EndedBy + ")"
+	if w.ReplacedAt != nil {
+		how += ", replaced"
+	}
+	return how
 }
 
 // printWaits writes a task's waits, newest first; nothing for a task that

@@ -72,13 +72,23 @@ reread AS (
 -- whose failed call it reopened (timed out, a child failed), and one that
 -- ended without what it waited for (cancelled with its task, timed out,
 -- ended by an operator) before any call recorded it; never one that ended
--- with it (a signal consumed, the children done) before its call recorded it
+-- with it (a signal consumed, the children done) before its call recorded
+-- it. Each gives its step to the wait to come, and is kept as it ended,
+-- with who ended it and why (waits_replaced).
 rewait AS (
 	DELETE FROM waits w USING upd
 	WHERE $3 = 0 AND NOT upd.undoing AND w.task_id = upd.id AND w.generation = upd.generation AND w.state <> 'waiting'
 		AND (EXISTS (SELECT FROM reread r WHERE r.task_id = w.task_id AND r.generation = w.generation AND r.step_path = w.step)
 			OR w.state IN ('cancelled', 'timed_out', 'ended') AND NOT EXISTS (SELECT FROM ledger l WHERE l.task_id = w.task_id
 				AND l.generation = w.generation AND l.step_path = w.step))
+	RETURNING w.id, w.task_id, w.generation, w.step, w.tenant, w.kind, w.signal, w.key, w.spec, w.created_at, w.deadline,
+		w.state, w.result, w.signal_id, w.ended_at, w.ended_by, w.end_reason
+),
+replaced AS (
+	INSERT INTO waits_replaced (id, task_id, generation, step, tenant, kind, signal, key, spec, created_at, deadline,
+		state, result, signal_id, ended_at, ended_by, end_reason, replaced_at)
+	SELECT r.*, coalesce($5::timestamptz, now()) FROM rewait r
+	ON CONFLICT (id) DO NOTHING
 ),
 wake AS (
 	SELECT pg_notify('agentledger_task_insert', t.queue) FROM tasks t JOIN upd ON upd.id = t.id
