@@ -42,9 +42,11 @@ deadline and how it ended.
 A task created by another (create_task) names its parent; one that created
 tasks lists its current generation's children and their states.
 
-With --output json it prints {"task": {...}, "attempts": [...], "journal": [...],
-"notifications": [...], "approvals": [...], "waits": [...], "parent": {...},
-"children": [...], "child_count": N} (at most the first 100 children listed).`,
+With --output json it prints {"task": {...}, "compensation_cause": "...",
+"attempts": [...], "journal": [...], "notifications": [...], "approvals": [...],
+"waits": [...], "parent": {...}, "children": [...], "child_count": N} (at most
+the first 100 children listed; compensation_cause, the error that sent the
+task to undo its effects, only for a task that did).`,
 		Example: `  agentctl show 42
   agentctl show 42 --output json`,
 		Args: oneID,
@@ -56,9 +58,13 @@ With --output json it prints {"task": {...}, "attempts": [...], "journal": [...]
 
 // showResult is show's JSON output.
 type showResult struct {
-	Task     *agentledger.Task     `json:"task"`
-	Attempts []agentledger.Attempt `json:"attempts"`
-	Journal  []journalEntry        `json:"journal"`
+	Task *agentledger.Task `json:"task"`
+	// CompensationCause is, for a task that undoes or undid its effects,
+	// the error that sent it there, as the API's task says it (a finished
+	// compensation clears the task's last_error). Absent otherwise.
+	CompensationCause string                `json:"compensation_cause,omitempty"`
+	Attempts          []agentledger.Attempt `json:"attempts"`
+	Journal           []journalEntry        `json:"journal"`
 	// Notifications are the task's outbox events, oldest first.
 	Notifications []notification `json:"notifications"`
 	// Approvals are the task's approval requests and their decisions.
@@ -123,7 +129,11 @@ func (a *app) show(ctx context.Context, tenant, arg string) error {
 		if kids == nil {
 			kids = []operator.Relative{}
 		}
-		return printJSON(a.stdout, showResult{Task: t, Attempts: atts, Journal: journal, Notifications: notes, Approvals: asked, Waits: ws,
+		var cause string
+		if t.Compensation != "" {
+			cause = agentledger.CompensationCause(t.Generation, atts)
+		}
+		return printJSON(a.stdout, showResult{Task: t, CompensationCause: cause, Attempts: atts, Journal: journal, Notifications: notes, Approvals: asked, Waits: ws,
 			Parent: d.Parent, Children: kids, ChildCount: d.ChildCount})
 	}
 	if err := printTask(a.stdout, d, time.Now()); err != nil {
