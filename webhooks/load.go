@@ -33,6 +33,11 @@ type sourceJSON struct {
 	Signal          *signalJSON `json:"signal,omitempty"`
 }
 
+// sourceFields says what a source holds, for an unknown field's error:
+// the task a delivery queues is given by the source's own fields.
+const sourceFields = "a source has name, type, secret, secret_env or secret_file, header, delivery_header, event_header, " +
+	"timestamp_header, and the task it queues as tenant, queue, kind, priority, max_attempts and payload, or a signal"
+
 // LoadSources reads the sources file at path: a JSON array of sources,
 // each with its secret inline ("secret"), in an environment variable
 // ("secret_env") or in a file ("secret_file", relative to path's
@@ -45,13 +50,27 @@ func LoadSources(path string) ([]Source, error) {
 		return nil, fmt.Errorf("webhooks: reading the sources file: %w", err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	var entries []sourceJSON
-	if err := dec.Decode(&entries); err != nil {
+	var raws []json.RawMessage
+	if err := dec.Decode(&raws); err != nil {
 		return nil, fmt.Errorf("webhooks: %s: %w", path, jsonError(err, raw))
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, fmt.Errorf("webhooks: %s: %w: trailing data after the array of sources", path, agentledger.ErrInvalid)
+	}
+	// Each source on its own, so that an error names it.
+	entries := make([]sourceJSON, len(raws))
+	for i, r := range raws {
+		d := json.NewDecoder(bytes.NewReader(r))
+		d.DisallowUnknownFields()
+		if err := d.Decode(&entries[i]); err != nil {
+			var named struct{ Name string }
+			_ = json.Unmarshal(r, &named) // for the message only
+			err = jsonError(err, r)
+			if strings.Contains(err.Error(), "unknown field") {
+				err = fmt.Errorf("%w (%s)", err, sourceFields)
+			}
+			return nil, fmt.Errorf("webhooks: %s: %w", path, entryError(i, named.Name, err))
+		}
 	}
 	out := make([]Source, 0, len(entries))
 	seen := map[string]bool{}

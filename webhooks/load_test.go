@@ -71,9 +71,11 @@ func TestLoadSources(t *testing.T) {
 		{`[{"name":"Bad Name","type":"github","kind":"k","secret":"` + ghSecret + `"}]`, `source 0: name:`},
 		{`[{"name":"gh","type":"hmac","kind":"k","secret":"` + ghSecret + `","header":"X-S"}]`, `source 0 ("gh"): delivery_header: is required`},
 		{`[{"name":"gh","type":"github","kind":"k","secret":"a"},{"name":"gh","type":"github","kind":"k","secret":"b"}]`, `source 1 ("gh"): name: "gh" is used by another source`},
-		{`[{"name":"gh","type":"github","kind":"k","secret":"` + ghSecret + `","secrt":"x"}]`, `unknown field "secrt"`},
+		{`[{"name":"gh","type":"github","kind":"k","secret":"` + ghSecret + `","secrt":"x"}]`, `source 0 ("gh"): invalid input: json: unknown field "secrt" (a source has name, type, secret`},
+		{`[{"name":"ok","type":"slack","kind":"k","secret":"a"},{"name":"gh","type":"github","secret":"` + ghSecret + `","task":{"kind":"k"}}]`,
+			`source 1 ("gh"): invalid input: json: unknown field "task" (a source has name, type, secret, secret_env or secret_file, header, delivery_header, event_header, timestamp_header, and the task it queues as tenant, queue, kind`},
 		{`[{"name":"gh","type":"github","kind":"k","secret":` + ghSecret + `}]`, `malformed JSON at line 1, column`},
-		{`[{"name":"gh","type":"github","kind":"k","secret":1234}]`, `secret: a JSON number where string belongs`},
+		{`[{"name":"gh","type":"github","kind":"k","secret":1234}]`, `source 0 ("gh"): invalid input: secret: a JSON number where string belongs`},
 		{`[{"name":"gh","type":"github","kind":"k","secret":"` + ghSecret + `"}`, `the file ends before`},
 		{`[] []`, `trailing data`},
 	} {

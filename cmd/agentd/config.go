@@ -97,7 +97,7 @@ var settings = []setting{
 	{"metrics-token-file", "AGENTLEDGER_METRICS_TOKEN_FILE", "string", "", "file holding a bearer token that GET /metrics then requires (its figures name tenants, schedules and hook sources); empty: /metrics is open to whoever reaches --listen"},
 	{"trusted-proxies", "AGENTLEDGER_TRUSTED_PROXIES", "string", "", "comma-separated reverse proxies (IP addresses or CIDR prefixes, such as 10.0.0.0/8,127.0.0.1) whose X-Forwarded-For names the client that failed authentications are counted against; empty: X-Forwarded-For is ignored and the peer's address counts"},
 	{"idempotency-key-optional", "AGENTLEDGER_IDEMPOTENCY_KEY_OPTIONAL", "bool", "false", "accept mutating API requests without an Idempotency-Key (each then acts anew)"},
-	{"hooks-file", "AGENTLEDGER_HOOKS_FILE", "string", "", "JSON file of webhook sources (name, type github|slack|hmac, secret_env or secret_file, task template); empty: no webhooks"},
+	{"hooks-file", "AGENTLEDGER_HOOKS_FILE", "string", "", "JSON file of webhook sources (each: name, type github|slack|hmac, secret_env or secret_file, and the task a delivery queues as kind, queue, tenant, payload…); empty: no webhooks"},
 	{"no-cron", "AGENTLEDGER_NO_CRON", "bool", "false", "do not fire cron schedules here (other daemons do)"},
 	{"no-janitor", "AGENTLEDGER_NO_JANITOR", "bool", "false", "do not run the retention janitor here (one daemon at a time runs it anyway)"},
 	{"janitor-interval", "AGENTLEDGER_JANITOR_INTERVAL", "duration", "10m", "time between retention runs"},
