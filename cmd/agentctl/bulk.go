@@ -124,7 +124,7 @@ func (a *app) bulk(ctx context.Context, tenant string, f *bulkFlags, states []ag
 		line += " (" + strings.Join(byState, ", ") + ")"
 	}
 	fmt.Fprintln(info, line)
-	res := bulkResult{Action: act.verb, Matched: matched, Done: []int64{}, Skipped: []skippedTask{}}
+	res := bulkResult{Action: act.verb, Matched: matched, Done: []int64{}, Flagged: []int64{}, Skipped: []skippedTask{}}
 	if matched == 0 {
 		if a.wantJSON() {
 			return printJSON(a.stdout, res)
