@@ -268,7 +268,12 @@ func (s *Store) Send(ctx context.Context, p SignalParams) (Sent, error) {
 				if err != nil {
 					return err
 				}
-				if !bytes.Equal(stored, hash) {
+				switch {
+				case bytes.Equal(stored, hash):
+				case sig.Name == p.Name && sig.Key == p.Key:
+					return agentledger.Errorf(agentledger.CodeKeyReused, "idempotency key %q was used for signal %d (%s key %s) with another payload",
+						p.DedupeKey, sig.ID, sig.Name, sig.Key)
+				default:
 					return agentledger.Errorf(agentledger.CodeKeyReused, "idempotency key %q was used for another signal (%s key %s)",
 						p.DedupeKey, sig.Name, sig.Key)
 				}
