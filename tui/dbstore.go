@@ -134,7 +134,7 @@ func (s *DBStore) Rerun(ctx context.Context, id int64) (*agentledger.Task, error
 
 // Cancel implements Store.
 func (s *DBStore) Cancel(ctx context.Context, id int64) (*agentledger.Task, error) {
-	return s.Operator.Cancel(ctx, "", id)
+	return s.Operator.CancelBy(ctx, "", id, s.User) // "": the operator
 }
 
 // Retry implements Store.
@@ -170,7 +170,7 @@ func (s *DBStore) CancelAll(ctx context.Context, f Filter) (operator.BulkResult,
 	if p.States = bulkStates(bulkCancel, f); len(p.States) == 0 {
 		return operator.BulkResult{Skipped: map[int64]string{}}, nil // a state filter on finished tasks: none to cancel
 	}
-	return s.Operator.CancelAll(ctx, p)
+	return s.Operator.CancelAllBy(ctx, p, s.User)
 }
 
 // Workers implements Store.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -38,7 +39,7 @@ asks for confirmation on the terminal; --yes skips the question, and is
 needed when standard input is not a terminal (exit 2 without it). Tasks that
 finished meanwhile are skipped, with the reason. --as names who cancels, in
 each task's last error and its withdrawn requests ("cancelled by alice";
-default "operator"). Each task is its own
+default the OS user, as for approvals and waits). Each task is its own
 transition (about a millisecond): past a thousand, how far it is goes to
 stderr after each thousand.
 
@@ -69,11 +70,11 @@ With --output json it prints {"task": {...}, "immediate": true|false}, or for
 						if err := checkAs(strings.TrimSpace(as)); err != nil {
 							return operator.BulkResult{}, err
 						}
-						return svc.CancelAllBy(ctx, p, strings.TrimSpace(as))
+						return svc.CancelAllBy(ctx, p, canceller(as))
 					},
 				})
 			}
-			return a.cancel(ctx, tenant, strings.TrimSpace(as), args[0])
+			return a.cancel(ctx, tenant, canceller(as), args[0])
 		}),
 	}
 	tenantFlag(cmd, &tenant, "only if the task belongs to this tenant; with --all, only this tenant's tasks")
@@ -81,9 +82,13 @@ With --output json it prints {"task": {...}, "immediate": true|false}, or for
 	cmd.Flags().StringSliceVar(&f.states, "state", nil,
 		"with --all: only tasks in these states (repeat or comma-separate): "+joinStates(cancellable, ", "))
 	_ = cmd.RegisterFlagCompletionFunc("state", completeStates(cancellable))
-	cmd.Flags().StringVar(&as, "as", "", "who cancels, recorded in the task's last error and its withdrawn requests (default: operator)")
+	cmd.Flags().StringVar(&as, "as", "", "who cancels, recorded in the task's last error and its withdrawn requests (default: the OS user)")
 	return cmd
 }
+
+// canceller is who cancels: --as, else the OS user, as approvals and
+// waits record whoever acts at this terminal.
+func canceller(as string) string { return cmp.Or(strings.TrimSpace(as), operator.Decider()) }
 
 // checkAs refuses a --as name no one could read back: control
 // characters, invalid UTF-8, more than 128 characters.
