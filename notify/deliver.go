@@ -66,7 +66,12 @@ func (n *Deliverer) deliver(ctx context.Context, c outbox.Claimed) (string, erro
 	}
 	if !found {
 		if p.UpdateOnly {
-			return "", nil // no message to edit (its post was given up), and this state posts none
+			// The events of a task and rule are delivered in order: the
+			// post before this was given up. Given up too, this is sent
+			// again after it by a redelivery, rather than leaving the
+			// redelivered post to say a state the task has left.
+			return "", agentledger.Permanent(fmt.Errorf("event %d: no message to edit: the rule's post of task %d was given up "+
+				"(a redelivery of the task's notifications posts it, then edits it)", c.ID, c.TaskID))
 		}
 		_, err := n.post(ctx, a, step, map[string]string{"rule": c.Rule, "channel": c.Channel}, m)
 		return "", err
@@ -78,7 +83,7 @@ func (n *Deliverer) deliver(ctx context.Context, c outbox.Claimed) (string, erro
 		return "", nil
 	}
 	gone, err := n.update(ctx, a, again, last.Result.ExternalRef, m)
-	if err != nil || !gone || p.UpdateOnly {
+	if err != nil || !gone {
 		return PostedChannel(last.Result), err
 	}
 	_, err = n.post(ctx, a, again, map[string]any{"rule": c.Rule, "channel": c.Channel, "replaces": last.Result.ExternalRef}, m)

@@ -14,6 +14,7 @@ import (
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/notify"
 	"github.com/agentledger/agentledger/notify/outbox"
+	"github.com/agentledger/agentledger/operator"
 )
 
 // A task that fails twice and then succeeds has one message, posted at the
@@ -116,24 +117,66 @@ func TestAMessageFollowsItsTaskPastTheRulesEvents(t *testing.T) {
 	}
 
 	// The post of a second task is refused for good; its success then has
-	// no message to edit, and posts none.
+	// no message to edit and is given up too, so that a redelivery sends
+	// both in order: the post, then the edit to success.
 	w.fake.FailNext("chat.postMessage", "channel_not_found")
 	lost := w.run("retry")
 	w.drain(w.dispatcher("d1", w.sink(slackToken)))
 	w.finish(w.claimTask(lost.ID), "succeed")
 	w.drain(w.dispatcher("d1", w.sink(slackToken)))
-	var states []string
-	for _, e := range w.events(lost.ID) {
-		states = append(states, e.Event+":"+string(e.State))
+	states := func() string {
+		var out []string
+		for _, e := range w.events(lost.ID) {
+			out = append(out, e.Event+":"+string(e.State))
+		}
+		return strings.Join(out, " ")
 	}
-	if s := strings.Join(states, " "); s != "retrying:failed succeeded:delivered" {
-		t.Fatalf("events %s, want the retry's given up and the success's delivered (nothing to edit)", s)
-	}
-	if n := w.fake.Calls("chat.postMessage"); n != 2 {
-		t.Errorf("%d posts, want 2: the first task's and the refused one", n)
+	if s := states(); s != "retrying:failed succeeded:failed" {
+		t.Fatalf("events %s, want the retry's post and the success's edit both given up", s)
 	}
 	if msgs := w.messagesFor("alerts", lost.ID); len(msgs) != 0 {
 		t.Errorf("messages %+v of the task whose post was refused, want none", msgs)
+	}
+	op := operator.New(w.DB)
+	op.PinClock(w.Now)
+	if _, err := op.Redeliver(context.Background(), operator.RedeliverParams{TaskID: lost.ID}); err != nil {
+		t.Fatal(err)
+	}
+	w.drain(w.dispatcher("d1", w.sink(slackToken)))
+	if s := states(); s != "retrying:delivered succeeded:delivered" {
+		t.Fatalf("events after the redelivery %s, want both delivered", s)
+	}
+	if msgs := w.messagesFor("alerts", lost.ID); len(msgs) != 1 || msgs[0].Updates != 1 || !strings.Contains(msgs[0].Text, "succeeded") {
+		t.Fatalf("messages %+v after the redelivery, want one, edited to say the task succeeded", msgs)
+	}
+}
+
+// A rule's events of a task not finished outlive the outbox's retention:
+// a task that retried, then waited past it, still has its message edited
+// when it succeeds.
+func TestAMessageFollowsItsTaskPastTheOutboxRetention(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	if err := w.rules.Remove(ctx, "ops"); err != nil {
+		t.Fatal(err)
+	}
+	w.rule(outbox.Rule{Name: "early", Channel: "ops", Events: []string{"retrying"}})
+	done := w.run("retry", "succeed") // finished: its events go
+	task := w.run("retry")
+	w.drain(w.dispatcher("d1", w.sink(slackToken)))
+	if _, err := w.DB.Exec(ctx, `UPDATE outbox SET updated_at = now() - interval '8 days'`); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := w.box.DeleteSettled(ctx, 7*24*time.Hour, 100); err != nil || n != 2 {
+		t.Fatalf("deleted %d events (%v), want the finished task's two", n, err)
+	}
+	if es := w.events(done.ID); len(es) != 0 {
+		t.Fatalf("the finished task kept %d events", len(es))
+	}
+	w.finish(w.claimTask(task.ID), "succeed")
+	w.drain(w.dispatcher("d1", w.sink(slackToken)))
+	if msgs := w.messagesFor("ops", task.ID); len(msgs) != 1 || msgs[0].Updates != 1 || !strings.Contains(msgs[0].Text, "succeeded") {
+		t.Fatalf("messages %+v, want the retry's, edited to say the task succeeded", msgs)
 	}
 }
 

@@ -90,7 +90,7 @@ func (p Plan) String() string {
 	case p.Action == SendUpdate:
 		return "update " + p.Ref
 	case p.Action == SendNothing && p.Ref == "":
-		return "nothing: no message to update, and its rule does not post for this state"
+		return "nothing: its rule's message was never posted, and this state posts none (redeliver the post with it)"
 	case p.Action == SendNothing:
 		return "nothing: posted as " + p.Ref
 	}

@@ -23,7 +23,7 @@ func TestPlanOfAnUpdateOnlyEvent(t *testing.T) {
 		journal []ledger.Entry
 		want    string
 	}{
-		{"update only, nothing posted", updateOnly, nil, "nothing: no message to update, and its rule does not post for this state"},
+		{"update only, nothing posted", updateOnly, nil, "nothing: its rule's message was never posted, and this state posts none (redeliver the post with it)"},
 		{"update only, posted", updateOnly, posted, "update C1/1700000000.000100"},
 		{"followed, nothing posted", followed, nil, "post"},
 	} {

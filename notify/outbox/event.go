@@ -57,7 +57,8 @@ type Payload struct {
 	Text        string `json:"text,omitempty"`
 	// UpdateOnly marks a state the event's rule does not ask for: it edits
 	// the message an earlier event of the rule posted for the task's
-	// generation, and posts none (EventsCTE).
+	// generation, and posts none but to replace a message Slack lost
+	// (EventsCTE).
 	UpdateOnly bool `json:"update_only,omitempty"`
 }
 

@@ -136,11 +136,16 @@ RETURNING ` + eventColumns
 }
 
 // deleteSettledSQL deletes, in one bounded batch, events delivered or given
-// up before now - $1. Pending events stay, whatever their age.
+// up before now - $1. Pending events stay, whatever their age, and so do a
+// rule's events of a task not finished: they are what tells EventsCTE that
+// the rule has a message to edit when the task moves on (a task that waits
+// a week, then succeeds).
 const deleteSettledSQL = `/* outbox.deleteSettled */
 DELETE FROM outbox WHERE id = ANY (ARRAY(
-	SELECT id FROM outbox
-	WHERE state IN ('delivered', 'failed') AND updated_at < now() - $1::interval
+	SELECT o.id FROM outbox o
+	WHERE o.state IN ('delivered', 'failed') AND o.updated_at < now() - $1::interval
+		AND (o.rule IS NULL OR NOT EXISTS (SELECT FROM tasks t WHERE t.id = o.task_id
+			AND t.state NOT IN ('succeeded', 'dead', 'cancelled', 'compensated')))
 	LIMIT $2))`
 
 // EventsCTE is the transactional outbox as a fragment of the statements of

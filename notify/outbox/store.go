@@ -126,7 +126,8 @@ func eventFields(e *Event) []any {
 
 // DeleteSettled deletes at most batch events that were delivered or given
 // up longer than window ago, and returns how many went. Pending events are
-// never deleted.
+// never deleted, nor a rule's events of a task not finished (EventsCTE
+// reads them).
 func (s *Store) DeleteSettled(ctx context.Context, window time.Duration, batch int) (int64, error) {
 	if window <= 0 || batch <= 0 {
 		return 0, fmt.Errorf("outbox: delete settled: window %v and batch %d must be positive", window, batch)
