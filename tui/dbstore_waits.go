@@ -63,13 +63,18 @@ func (s *DBStore) taskWaits(ctx context.Context, id int64, g int32) ([]Wait, err
 
 // childrenSQL counts the children each children wait of $1 waits for
 // (those its spec lists, or every child of its task's generation), and
-// how many of them ended, as waits.Store decides it.
+// how many of them ended, as waits.Store decides it; a wait a replay
+// replaced (waits_replaced) too.
 const childrenSQL = `/* tui.wait_children */
 SELECT w.id, count(t.id), count(t.id) FILTER (WHERE t.state IN ('succeeded', 'dead', 'cancelled', 'compensated'))
-FROM waits w JOIN tasks t ON t.parent_id = w.task_id AND t.parent_generation = w.generation
+FROM (
+	SELECT id, task_id, generation, kind, spec FROM waits WHERE id = ANY ($1)
+	UNION ALL
+	SELECT id, task_id, generation, kind, spec FROM waits_replaced WHERE id = ANY ($1)
+) w JOIN tasks t ON t.parent_id = w.task_id AND t.parent_generation = w.generation
 	AND (jsonb_array_length(coalesce(w.spec -> 'tasks', '[]')) = 0
 		OR t.id IN (SELECT jsonb_array_elements_text(w.spec -> 'tasks')::bigint))
-WHERE w.id = ANY ($1) AND w.kind = 'children'
+WHERE w.kind = 'children'
 GROUP BY w.id`
 
 // withChildren counts the children of ws's children waits.

@@ -69,6 +69,13 @@ func TestDBStoreWaitChildren(t *testing.T) {
 	if w, err := s.Wait(ctx, 1); err != nil || w.Children != 0 {
 		t.Errorf("a signal wait counts children: %+v, %v", w, err)
 	}
+	// A wait a replay replaced counts its children as it did.
+	if _, err := s.DB.Exec(ctx, `WITH gone AS (DELETE FROM waits WHERE id = 3 RETURNING *)
+		INSERT INTO waits_replaced (id, task_id, generation, step, tenant, kind, signal, key, spec, created_at, deadline, state, ended_at, ended_by)
+		SELECT id, task_id, generation, step, tenant, kind, signal, key, spec, created_at, deadline, 'ended', now(), 'operator:alice' FROM gone`); err != nil {
+		t.Fatal(err)
+	}
+	count(1, 1)
 }
 
 // The console sends a signal only to a signal wait that waits, and
