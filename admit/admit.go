@@ -176,7 +176,7 @@ func childrenServed(live []registry.Worker, p claims.EnqueueParams, depth int) e
 		c.Needs = needsOf(c)
 		servers, err := serving(live, c.Queue, c.Kind)
 		if err == nil {
-			err = runnable(c.Needs, servers)
+			err = runnableAs("it", c.Needs, servers)
 		}
 		if err == nil {
 			err = childrenServed(live, c, depth+1)
@@ -184,8 +184,6 @@ func childrenServed(live []registry.Worker, p claims.EnqueueParams, depth int) e
 		var ie *agentledger.InvalidError
 		switch {
 		case err == nil:
-		case errors.As(err, &ie) && ie.Field == "payload":
-			return agentledger.Invalid("payload", "%s's child: %s", n.Subject, strings.Replace(ie.Problem, "this task", "it", 1))
 		case errors.As(err, &ie):
 			return agentledger.Invalid("payload", "%s's child: %s", n.Subject, ie.Problem)
 		default:

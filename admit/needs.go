@@ -53,6 +53,11 @@ func needsOf(p claims.EnqueueParams) []string {
 // lacks. A pool that announced no capabilities (an older version) claims
 // anything, and so can.
 func runnable(needs []string, servers []registry.Worker) error {
+	return runnableAs("this task", needs, servers)
+}
+
+// runnableAs is runnable, the task called what in the refusal.
+func runnableAs(what string, needs []string, servers []registry.Worker) error {
 	if len(needs) == 0 {
 		return nil
 	}
@@ -72,5 +77,5 @@ func runnable(needs []string, servers []registry.Worker) error {
 		lacks = append(lacks, fmt.Sprintf("%s lacks %s", w.ID, strings.Join(words, ", ")))
 	}
 	slices.Sort(lacks)
-	return agentledger.Invalid("payload", "no live worker can run this task: %s", strings.Join(lacks, "; "))
+	return agentledger.Invalid("payload", "no live worker can run %s: %s", what, strings.Join(lacks, "; "))
 }

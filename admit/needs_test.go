@@ -263,6 +263,8 @@ func TestDoorRefusesAChildNoLiveWorkerCanRun(t *testing.T) {
 		{list(child(`{"kind":"steps","payload":` + list(child(`{"kind":"agent","payload":{"prompt":"hi"}}`)) + `}`)),
 			"step 0's child: step 0's child: no live worker can run it: steps-only lacks a model endpoint" + anyway},
 		{list(child(`{"kind":"steps","payload":{"steps":[]}}`)), ""},
+		{list(child(`{"kind":"agent","queue":"","payload":{"prompt":"hi"}}`)),
+			"step 0's child: no live worker can run it: steps-only lacks a model endpoint" + anyway},
 		{list(get, child(`{"kind":"steps","queue":"${steps.0.body.queue}","payload":{"steps":[]}}`)), ""},
 		{list(get, child(`{"kind":"agent","payload":{"prompt":"${steps.0.body.q}"}}`)), ""},
 	} {

@@ -115,8 +115,13 @@ func literalNeed(tool string, args json.RawMessage) Need {
 			n.Child = a.Payload
 		}
 		if n.Child != nil {
-			n.ChildQueue = literal(a.Queue)
-			n.ChildQueueKnown = n.ChildQueue != "" || len(a.Queue) == 0 || string(a.Queue) == "null"
+			var q string
+			switch {
+			case len(a.Queue) == 0 || string(a.Queue) == "null":
+				n.ChildQueueKnown = true
+			case json.Unmarshal(a.Queue, &q) == nil && !strings.Contains(q, "${"):
+				n.ChildQueue, n.ChildQueueKnown = q, true // "" is the default queue, as create_task takes it
+			}
 		}
 	}
 	return n
