@@ -234,7 +234,7 @@ type RunDB struct {
 
 // truncated are the tables --reset=truncate empties before every run
 // (approvals and waits: their foreign keys refuse tasks truncated alone).
-const truncated = "tasks, task_attempts, ledger, approvals, waits, signals"
+const truncated = "tasks, task_attempts, ledger, approvals, waits, waits_replaced, signals"
 
 // Fresh returns an empty, migrated, vacuumed database for one run.
 func (s *Server) Fresh(ctx context.Context) (*RunDB, error) {

@@ -32,7 +32,7 @@
 // database once and creates each run's database from it with CREATE
 // DATABASE … TEMPLATE, dropping it afterwards; this needs the CREATEDB
 // privilege. --reset=truncate instead migrates the target database itself
-// and empties tasks, task_attempts, ledger, approvals, waits and signals
+// and empties tasks, task_attempts, ledger, approvals, waits, waits_replaced and signals
 // (TRUNCATE, then VACUUM ANALYZE) before every run, and River's river_job for the river commands:
 // it destroys the tasks in that database, so it is never chosen
 // automatically.
