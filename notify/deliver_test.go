@@ -115,6 +115,13 @@ func TestAMessageFollowsItsTaskPastTheRulesEvents(t *testing.T) {
 	if n := w.fake.Calls("chat.postMessage"); n != 1 {
 		t.Errorf("%d posts, want 1", n)
 	}
+	d, err := operator.New(w.DB).Show(context.Background(), "", task.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ns := d.Notifications; len(ns) != 3 || ns[1].UpdateOnly || !ns[2].UpdateOnly {
+		t.Errorf("show's notifications %+v, want the success's alone marked update only", ns)
+	}
 
 	// The post of a second task is refused for good; its success then has
 	// no message to edit and is given up too, so that a redelivery sends

@@ -54,23 +54,27 @@ type Notification struct {
 	Event      string `json:"event"`
 	// Rule is the rule that asked for the event; Step the notify tool's
 	// step, for a message.
-	Rule        string          `json:"rule,omitempty"`
-	Step        string          `json:"step,omitempty"`
-	Channel     string          `json:"channel"`
-	State       outbox.State    `json:"state"`
-	Failures    int32           `json:"failures"`
-	LastError   string          `json:"last_error,omitempty"`
-	Payload     json.RawMessage `json:"payload,omitempty"`
-	CreatedAt   time.Time       `json:"created_at"`
-	DeliveredAt *time.Time      `json:"delivered_at,omitempty"`
+	Rule      string          `json:"rule,omitempty"`
+	Step      string          `json:"step,omitempty"`
+	Channel   string          `json:"channel"`
+	State     outbox.State    `json:"state"`
+	Failures  int32           `json:"failures"`
+	LastError string          `json:"last_error,omitempty"`
+	Payload   json.RawMessage `json:"payload,omitempty"`
+	// UpdateOnly: a state its rule does not ask for, which edits the
+	// rule's message of the task and posts none (outbox.Payload).
+	UpdateOnly  bool       `json:"update_only,omitempty"`
+	CreatedAt   time.Time  `json:"created_at"`
+	DeliveredAt *time.Time `json:"delivered_at,omitempty"`
 }
 
 func notificationsOf(es []outbox.Event) []Notification {
 	out := make([]Notification, len(es))
 	for i, e := range es {
+		p, _ := e.Decode() // the outbox's own JSON; a payload that does not decode edits nothing
 		out[i] = Notification{ID: e.ID, Generation: e.Generation, Attempt: e.Attempt, Event: e.Event, Rule: e.Rule,
 			Step: e.StepPath, Channel: e.Channel, State: e.State, Failures: e.Failures, LastError: e.LastError,
-			Payload: e.Payload, CreatedAt: e.CreatedAt, DeliveredAt: e.DeliveredAt}
+			Payload: e.Payload, UpdateOnly: p.UpdateOnly, CreatedAt: e.CreatedAt, DeliveredAt: e.DeliveredAt}
 	}
 	return out
 }

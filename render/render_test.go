@@ -155,3 +155,21 @@ func TestPrettyJSONScalarsFirst(t *testing.T) {
 		}
 	}
 }
+
+// A notification says what asked for it: its rule, marked when the rule
+// does not ask for its state and it only edits the rule's message; or the
+// notify tool's step.
+func TestNotificationSource(t *testing.T) {
+	for _, c := range []struct {
+		n    operator.Notification
+		want string
+	}{
+		{operator.Notification{Rule: "ops"}, "ops"},
+		{operator.Notification{Rule: "early", UpdateOnly: true}, "early (edit only)"},
+		{operator.Notification{Step: "tool/2"}, "tool/2"},
+	} {
+		if got := NotificationSource(c.n); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.n, got, c.want)
+		}
+	}
+}

@@ -55,10 +55,14 @@ func AnyDeferred(atts []agentledger.Attempt) bool {
 	return slices.ContainsFunc(atts, func(a agentledger.Attempt) bool { return a.Outcome == agentledger.OutcomeDeferred })
 }
 
-// NotificationSource is what asked for a notification event: its rule,
-// or for a message of the notify tool its step.
+// NotificationSource is what asked for a notification event: its rule
+// ("ops (edit only)" for a state the rule does not ask for, which only
+// edits its message), or for a message of the notify tool its step.
 func NotificationSource(n operator.Notification) string {
-	if n.Rule != "" {
+	switch {
+	case n.Rule != "" && n.UpdateOnly:
+		return n.Rule + " (edit only)"
+	case n.Rule != "":
 		return n.Rule
 	}
 	return n.Step
