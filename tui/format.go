@@ -38,8 +38,12 @@ func cut(s string, n int) string {
 const stampLayout = "2006-01-02 15:04:05"
 
 // fit makes s exactly height lines of at most width cells: long lines are
-// cut, missing lines are blank.
+// cut, missing lines are blank. A height of 0 or less (a terminal too
+// short for what a view lays out) is no lines.
 func fit(s string, width, height int) string {
+	if height <= 0 {
+		return ""
+	}
 	lines := strings.Split(s, "\n")
 	if len(lines) > height {
 		lines = lines[:height]
