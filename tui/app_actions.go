@@ -317,6 +317,11 @@ func (a App) openBulk(msg bulkCountMsg) (tea.Model, tea.Cmd) {
 	} else {
 		lines = append(lines, "Those not running are cancelled at once (a waiting task's request is withdrawn, its wait cancelled); running ones stop at their next heartbeat.")
 	}
+	if q := a.tasks.search.Value(); q != "" {
+		// The search narrows the page shown, not what the filter selects:
+		// the list behind the dialog is not what this acts on.
+		lines = append(lines, fmt.Sprintf("The search %q narrows only the page shown: this acts on every %s task of the filter (f sets a filter).", q, what))
+	}
 	op, f := msg.op, msg.filter
 	which := "all " + plural(int(msg.n), what+" task")
 	if msg.n == 1 {

@@ -287,6 +287,26 @@ func TestBulkCancelShowsTheCountFirst(t *testing.T) {
 	}
 }
 
+// A search narrows the page shown, not what a bulk action selects: the
+// dialog says so, over a list that shows fewer tasks than it acts on.
+func TestBulkCancelSaysTheSearchIsNotItsScope(t *testing.T) {
+	t.Parallel()
+	store := newFakeStore(20, epoch)
+	store.tasks[0].State = agentledger.StateQueued
+	store.tasks[2].State = agentledger.StateRunning
+	d := newDriver(t, store, Options{}, 120, 30)
+	d.keys("/")
+	d.typeText("echo")
+	d.keys("enter", "X")
+	if v := d.view(); !strings.Contains(v, "Cancel all 4 unfinished tasks?") || !strings.Contains(v, `The search "echo" narrows only the page shown`) {
+		t.Fatalf("the dialog does not say the search is not its scope:\n%s", v)
+	}
+	d.keys("n", "esc", "X")
+	if v := d.view(); strings.Contains(v, "narrows only the page shown") {
+		t.Fatalf("without a search the dialog still speaks of one:\n%s", v)
+	}
+}
+
 // A task waiting to be claimed says in the table what it waits for, where
 // its last error would be.
 func TestTaskListSaysWhatATaskWaitsFor(t *testing.T) {
