@@ -41,6 +41,41 @@ func (s *Service) Approval(ctx context.Context, tenant string, id int64) (approv
 	return approvals.NewStore(s.db).Get(ctx, tenant, id)
 }
 
+// RefusedCalls are the approval requests of task t's generation that a
+// person denied, or that timed out or were withdrawn unapproved: a replay
+// or a retry of that generation meets the same refusal at their steps, and
+// asks nobody; a re-run, a new intent, asks anew. None while t undoes its
+// effects (a compensation asks for no approval).
+func (s *Service) RefusedCalls(ctx context.Context, tenant string, t *agentledger.Task) ([]approvals.Request, error) {
+	if t.Compensation != "" {
+		return nil, nil
+	}
+	rs, err := approvals.NewStore(s.db).List(ctx, approvals.ListParams{Tenant: tenant, TaskID: t.ID,
+		States: []string{approvals.Denied, approvals.Expired, approvals.Withdrawn}})
+	if err != nil {
+		return nil, err
+	}
+	out := rs[:0]
+	for _, r := range rs {
+		if r.Generation == t.Generation {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// RefusedHow says how request r refused its call: "denied by alice",
+// "timed out", "withdrawn".
+func RefusedHow(r approvals.Request) string {
+	switch r.State {
+	case approvals.Denied:
+		return "denied by " + r.DecidedBy
+	case approvals.Expired:
+		return "timed out"
+	}
+	return r.State
+}
+
 // DecidedError is a decision that came too late: the request was decided
 // already (by someone else, by its timeout) or withdrawn. It matches
 // agentledger.ErrConflict; Request is the request as it stands.

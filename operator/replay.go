@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/approvals"
 	"github.com/agentledger/agentledger/ledger"
 )
 
@@ -24,6 +25,9 @@ type PlannedEffect struct {
 type Preview struct {
 	Task    *agentledger.Task
 	Effects []PlannedEffect
+	// Refused are the calls of its generation a person did not approve
+	// (RefusedCalls): the replay meets the same refusal there.
+	Refused []approvals.Request
 }
 
 // Plan plans every effect of task t's journal (ledger.PlanOf) for a
@@ -62,6 +66,9 @@ func (s *Service) Preview(ctx context.Context, tenant string, id int64) (*Previe
 	p := &Preview{Task: t, Effects: Plan(t, j)}
 	if err := s.refuseUngranted(ctx, t, p.Effects); err != nil {
 		return nil, err
+	}
+	if p.Refused, err = s.RefusedCalls(ctx, tenant, t); err != nil {
+		return nil, fmt.Errorf("replay preview: %w", err)
 	}
 	return p, nil
 }

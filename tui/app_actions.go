@@ -161,6 +161,11 @@ func (a App) openPreview(msg previewMsg) (tea.Model, tea.Cmd) {
 	if slices.ContainsFunc(p.Effects, func(e PlannedEffect) bool { return e.Plan == PlanResolve }) {
 		lines = append(lines, s.Danger.Render("An effect needs resolution: the task parks in needs_attention again until it is resolved (v)."))
 	}
+	// A decided request stands for its generation, as agentctl replay warns.
+	for _, r := range p.Refused {
+		lines = append(lines, s.Danger.Render(fmt.Sprintf("The call at %s was not approved (request %d %s): it is refused again there, "+
+			"and nobody is asked; R re-runs the task as a new intent, which asks anew.", r.Step, r.ID, operator.RefusedHow(r))))
+	}
 	id := t.ID
 	a.openDialog(newDialog(a.env, fmt.Sprintf("Replay task %d?", id), lines, func() tea.Cmd { return a.cmd.replay(id) }))
 	return a, nil

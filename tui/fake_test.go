@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -143,7 +144,15 @@ func (s *fakeStore) ReplayPreview(_ context.Context, id int64) (*Preview, error)
 	if err != nil {
 		return nil, err
 	}
-	return &Preview{Task: t}, nil
+	p := &Preview{Task: t}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range s.requests { // as operator.RefusedCalls
+		if r.TaskID == id && r.Generation == t.Generation && slices.Contains([]string{approvals.Denied, approvals.Expired, approvals.Withdrawn}, r.State) {
+			p.Refused = append(p.Refused, r)
+		}
+	}
+	return p, nil
 }
 
 func (s *fakeStore) RedeliveryPreview(_ context.Context, id int64) (*Redelivery, error) {

@@ -11,6 +11,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/approvals"
 )
 
 // ids are the ids of the tasks the table shows, in order.
@@ -284,6 +285,21 @@ func TestBulkCancelShowsTheCountFirst(t *testing.T) {
 	d.keys("s", "s", "s", "s", "s", "T") // queued, waiting, running, retrying, succeeded
 	if d.app().dialog != nil || !strings.Contains(d.view(), "no dead tasks match the filter state=succeeded") {
 		t.Errorf("bulk retry over succeeded tasks:\n%s", d.view())
+	}
+}
+
+// A replay's preview says which calls a person did not approve: the
+// replay meets the same refusal there, as agentctl replay warns.
+func TestReplayPreviewSaysACallWasNotApproved(t *testing.T) {
+	t.Parallel()
+	store := newFakeStore(5, epoch)
+	task := store.tasks[4] // dead
+	store.requests = append(store.requests, approvals.Request{ID: 3, TaskID: task.ID, Generation: task.Generation, Step: "tool/0",
+		State: approvals.Denied, DecidedBy: "bob"})
+	d := newDriver(t, store, Options{}, 140, 30)
+	d.keys("r")
+	if v := d.view(); !strings.Contains(v, "The call at tool/0 was not approved (request 3 denied by bob): it is refused") {
+		t.Fatalf("the preview does not say the call is refused again:\n%s", v)
 	}
 }
 

@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentledger/agentledger"
-	"github.com/agentledger/agentledger/approvals"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/operator"
 	"github.com/agentledger/agentledger/saga"
@@ -134,9 +133,7 @@ func (a *app) replay(ctx context.Context, tenant, arg string, dryRun bool) error
 	}
 	// A decided request stands for its generation: the replay is told the
 	// same denial, timeout or withdrawal, and asks nobody.
-	if t.Compensation == "" {
-		refusedCalls(ctx, a, tenant, t)
-	}
+	refusedCalls(ctx, a, tenant, t)
 	if dryRun {
 		_, err = fmt.Fprintln(a.stdout, "dry run: nothing changed")
 	}
@@ -144,22 +141,17 @@ func (a *app) replay(ctx context.Context, tenant, arg string, dryRun bool) error
 }
 
 // refusedCalls warns of the calls of t's generation that a person denied,
-// or that timed out or were withdrawn unapproved: a replay or a retry
-// meets the same refusal there; a re-run, a new intent, asks again.
+// or that timed out or were withdrawn unapproved (operator.RefusedCalls):
+// a replay or a retry meets the same refusal there; a re-run, a new
+// intent, asks again.
 func refusedCalls(ctx context.Context, a *app, tenant string, t *agentledger.Task) {
-	rs, err := approvals.NewStore(a.db.Pool).List(ctx, approvals.ListParams{Tenant: tenant, TaskID: t.ID,
-		States: []string{approvals.Denied, approvals.Expired, approvals.Withdrawn}})
+	rs, err := operator.New(a.db.Pool).RefusedCalls(ctx, tenant, t)
 	if err != nil {
 		return
 	}
 	for _, r := range rs {
-		if r.Generation != t.Generation {
-			continue
-		}
-		how := map[string]string{approvals.Denied: "denied by " + r.DecidedBy, approvals.Expired: "timed out",
-			approvals.Withdrawn: "withdrawn"}[r.State]
 		fmt.Fprintf(a.stderr, "agentctl: warning: the call at %s was not approved (approval request %d %s): it is refused again "+
-			"there, and nobody is asked; agentctl rerun %d --yes asks anew, as a new intent\n", r.Step, r.ID, how, t.ID)
+			"there, and nobody is asked; agentctl rerun %d --yes asks anew, as a new intent\n", r.Step, r.ID, operator.RefusedHow(r), t.ID)
 	}
 }
 
