@@ -184,6 +184,10 @@ func (c commands) replay(id int64) tea.Cmd {
 func (c commands) rerun(id int64) tea.Cmd {
 	return c.act(func(ctx context.Context) (string, error) {
 		t, err := c.store.Rerun(ctx, id)
+		var u *operator.UnsettledError
+		if errors.As(err, &u) {
+			return "", fmt.Errorf("%w; resolve them first (v on the task's page), or re-run anyway with agentctl rerun %d --despite-unknown", err, id)
+		}
 		if err != nil {
 			return "", err
 		}

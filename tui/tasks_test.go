@@ -481,3 +481,19 @@ func TestCountsLineFitsLargeCounts(t *testing.T) {
 		}
 	}
 }
+
+// A re-run refused for effects of unknown outcome says how to go on: resolve
+// them, or re-run anyway from agentctl.
+func TestRerunRefusedForUnknownOutcomesSaysHowToGoOn(t *testing.T) {
+	s := seedDB(t)
+	d := newDriver(t, s, Options{}, 160, 30)
+	d.keys("R") // task 4, the newest: a wire of unknown outcome
+	if d.app().dialog == nil {
+		t.Fatalf("no dialog:\n%s", d.view())
+	}
+	d.keys("y")
+	if v := d.view(); !strings.Contains(v, "task 4 has effects whose outcome is not known, at tool/0") ||
+		!strings.Contains(v, "agentctl rerun 4 --despite-unknown") {
+		t.Fatalf("the refusal does not say how to go on:\n%s", v)
+	}
+}
