@@ -12,11 +12,15 @@ import (
 // what is still too wide is cut at the edge, so that the first column (a
 // target, a tenant: what agentctl takes) stays whole.
 func grid(e *env, width int, rows [][]string, drop ...string) []string {
+	rows = slices.Clone(rows) // the caller's rows keep their columns
 	for _, name := range drop {
 		if width <= 0 || gridWidth(rows) <= width {
 			break
 		}
 		i := slices.Index(rows[0], name)
+		if i < 0 {
+			continue
+		}
 		for j, r := range rows {
 			rows[j] = slices.Delete(slices.Clone(r), i, i+1)
 		}

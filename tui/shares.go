@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/agentledger/agentledger/operator"
 )
@@ -100,6 +101,22 @@ func (m sharesModel) table() string {
 		rows = append(rows, []string{sh.Tenant, strconv.Itoa(sh.Weight), capCell, strconv.FormatInt(sh.Running, 10), source, updated, m.status(sh)})
 	}
 	lines := grid(m.env, m.width, rows, "UPDATED", "SOURCE")
+	if m.width > 0 && slices.ContainsFunc(lines, func(l string) bool { return ansi.StringWidth(l) > m.width }) {
+		// Too wide even so (a long tenant name): each status goes on a
+		// line of its own under its tenant, whole, rather than cut.
+		last := len(rows[0]) - 1
+		bare := make([][]string, len(rows))
+		for i, r := range rows {
+			bare[i] = r[:last]
+		}
+		lines = nil
+		for i, l := range grid(m.env, m.width, bare, "UPDATED", "SOURCE") {
+			lines = append(lines, l)
+			if i > 0 && rows[i][last] != "" {
+				lines = append(lines, "  └ "+rows[i][last])
+			}
+		}
+	}
 	lines = append(lines, "")
 	for _, l := range sharesLegend {
 		lines = append(lines, s.Dim.Render(l))

@@ -59,13 +59,27 @@ func TestSharesView(t *testing.T) {
 		t.Errorf("the tenants at their cap are not first:\n%s", v)
 	}
 
-	// Narrow, UPDATED goes first, then SOURCE; the tenant stays whole.
+	// Narrow, each status goes on a line of its own under its tenant,
+	// whole, rather than be cut at the edge.
 	d.send(tea.WindowSizeMsg{Width: 60, Height: 20})
 	v = d.view()
 	checkFrame(t, v, 60, 20)
-	for _, want := range []string{"TENANT   WEIGHT  CAP  RUNNING  STATUS", "zed      1       1    3        over its cap by 2"} {
+	for _, want := range []string{"TENANT   WEIGHT  CAP  RUNNING  SOURCE    UPDATED", "zed      1       1    3        operator  1h ago",
+		"  └ over its cap by 2: none until 3 end"} {
 		if !strings.Contains(v, want) {
 			t.Errorf("at 60 columns, the view lacks %q:\n%s", want, v)
+		}
+	}
+	// A tenant's name too long for the status beside it at 80 columns:
+	// the name whole, UPDATED and SOURCE gone, the status under it.
+	store.shares[0].Tenant = "northwind-enterprise-logistics-emea-production"
+	d.send(tea.WindowSizeMsg{Width: 80, Height: 20})
+	d.keys("esc", "S")
+	v = d.view()
+	checkFrame(t, v, 80, 20)
+	for _, want := range []string{"northwind-enterprise-logistics-emea-production  3       2    2", "  └ at its cap: none until one ends"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("with a long tenant name, the view lacks %q:\n%s", want, v)
 		}
 	}
 
