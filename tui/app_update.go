@@ -222,8 +222,14 @@ func (a App) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		a.tasks, cmd = a.tasks.Update(msg)
 		a.takeTasksNote()
 	case viewTask:
-		if r := a.task.pendingApproval(); r != nil && (key.Matches(msg, k.Approve) || key.Matches(msg, k.DenyRequest)) {
-			return a, a.askDecision(r, key.Matches(msg, k.Approve))
+		if key.Matches(msg, k.Approve) || key.Matches(msg, k.DenyRequest) {
+			if r := a.task.pendingApproval(); r != nil {
+				return a, a.askDecision(r, key.Matches(msg, k.Approve))
+			}
+			if a.task.detail != nil { // the help offers y and d on every task page
+				a.setStatus("", fmt.Errorf("task %d waits for no approval: y and d decide a pending request (a lists them)", a.task.id))
+			}
+			return a, nil
 		}
 		if act, ok := a.waitAction(msg); ok {
 			if w := a.task.waiting(); w != nil {

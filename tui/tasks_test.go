@@ -497,3 +497,17 @@ func TestRerunRefusedForUnknownOutcomesSaysHowToGoOn(t *testing.T) {
 		t.Fatalf("the refusal does not say how to go on:\n%s", v)
 	}
 }
+
+// y and d on the page of a task that waits for no approval say so, as s
+// and e say there is no wait, rather than do nothing.
+func TestApproveKeysOnATaskWithoutARequestSaySo(t *testing.T) {
+	t.Parallel()
+	d := newDriver(t, newFakeStore(3, epoch), Options{}, 120, 30)
+	d.keys("enter")
+	for _, k := range []string{"y", "d"} {
+		d.keys(k)
+		if v := d.view(); !strings.Contains(v, "task 3 waits for no approval") || d.app().dialog != nil {
+			t.Errorf("%s on a task without a request:\n%s", k, v)
+		}
+	}
+}
