@@ -84,6 +84,8 @@ func (m taskModel) overview() string {
 		// No claim reads a waiting task: the decision wakes it, or its
 		// deadline does.
 		field("Deadline", wrap.Render(e.at(t.RunAt)+", unless a decision wakes it first"))
+	case t.State.Finished():
+		field("Run at", e.stamp(t.RunAt)) // it will not run: no countdown
 	default:
 		field("Run at", e.at(t.RunAt))
 	}

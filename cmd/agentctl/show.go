@@ -249,7 +249,11 @@ func printTask(w io.Writer, d *operator.Detail, now time.Time) error {
 	fields.row("Priority:", strconv.Itoa(int(t.Priority)))
 	fields.row("Attempt:", render.AttemptOf(t))
 	fields.row("Generation:", strconv.Itoa(int(t.Generation)))
-	fields.row("Run at:", at(t.RunAt))
+	if t.State.Finished() { // it will not run: no countdown
+		fields.row("Run at:", stamp(t.RunAt))
+	} else {
+		fields.row("Run at:", at(t.RunAt))
+	}
 	fields.row("Created at:", at(t.CreatedAt))
 	fields.row("Updated at:", at(t.UpdatedAt))
 	fields.row("Finished at:", stampPtr(t.FinishedAt))
