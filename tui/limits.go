@@ -83,7 +83,11 @@ func (m limitsModel) table() string {
 	}
 	var lines []string
 	if len(m.limits) == 0 {
-		lines = append(lines, s.Dim.Render("no limits: every target unpaced"))
+		none := "no limits: every target unpaced"
+		if len(m.trippedElsewhere()) > 0 {
+			none = "no limits: no target is paced, but the breakers below hold their targets' calls"
+		}
+		lines = append(lines, s.Dim.Render(none))
 	} else {
 		// STATE comes second: on a narrow terminal the breakers' states
 		// stay in view.
@@ -99,7 +103,17 @@ func (m limitsModel) table() string {
 			rows = append(rows, []string{l.Target, m.limitState(l), orDash(l.Rate.String()), orDash(burst), orDash(conc),
 				orDash(l.Tokens.String()), orDash(breakerConf(l.Breaker)), l.Source})
 		}
-		lines = append(lines, grid(m.env, m.width, rows, "SOURCE", "TOKENS", "CONCURRENCY", "BURST")...)
+		// A limit's own breaker that is not closed says why under its row,
+		// whole, as the tripped ones below do in a column.
+		for i, l := range grid(m.env, m.width, rows, "SOURCE", "TOKENS", "CONCURRENCY", "BURST") {
+			lines = append(lines, l)
+			if i == 0 {
+				continue
+			}
+			if b, ok := m.breakers[m.limits[i-1].Target]; ok && b.State != flow.Closed && b.LastError != "" {
+				lines = append(lines, "  └ last error: "+oneLine(b.LastError))
+			}
+		}
 	}
 	if tripped := m.trippedElsewhere(); len(tripped) > 0 {
 		rows := [][]string{{"TRIPPED BREAKER", "STATE", "LAST ERROR"}}

@@ -99,6 +99,7 @@ func TestLimitsView(t *testing.T) {
 		"model:api.openai.com  closed              -       5 in 60s,…",
 		"mcp:crm               opened by operator  -       -",
 		"http:http://inventory.internal.example:8080  http:*        …",
+		"  └ last error: opened by an operator", // mcp:crm's own breaker, open
 	} {
 		if !strings.Contains(v, want) {
 			t.Errorf("at 60 columns, the view lacks %q:\n%s", want, v)
@@ -123,6 +124,15 @@ func TestLimitsViewEmpty(t *testing.T) {
 	}
 	if strings.Contains(v, "BOOKED LATELY") || strings.Contains(v, "TRIPPED") || strings.Contains(v, "not closed") {
 		t.Errorf("nothing was booked, yet:\n%s", v)
+	}
+	// A breaker tripped with no limit: "unpaced" is not the whole story.
+	store := newFakeStore(1, epoch)
+	store.breakers = []flow.BreakerState{{Target: "mcp:crm", State: flow.Open, Manual: true, LastError: "opened by an operator"}}
+	d = newDriver(t, store, Options{}, 100, 20)
+	d.keys("L")
+	if v := d.view(); !strings.Contains(v, "no limits: no target is paced, but the breakers below hold their targets' calls") ||
+		!strings.Contains(v, "TRIPPED BREAKER") {
+		t.Errorf("no limits beside a tripped breaker:\n%s", v)
 	}
 }
 
