@@ -160,7 +160,7 @@ func (k KeyMap) tasksHelp() helpKeys {
 		full: [][]key.Binding{
 			{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom},
 			{k.Open, k.NextPage, k.PrevPage, k.Search, k.Filter, k.ClearFilter, k.State, k.Sort},
-			{k.Replay, k.Rerun, k.Cancel, k.Retry, k.Compensate, k.Redeliver, k.BulkRetry, k.BulkCancel},
+			{k.Replay, k.Rerun, k.Cancel, k.Retry, k.Compensate, k.Resolve, k.Redeliver, k.BulkRetry, k.BulkCancel},
 			{k.Approvals, k.Waits, k.Workers, k.Limits, k.Shares, k.Help, k.Quit},
 		},
 	}
