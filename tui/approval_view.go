@@ -108,6 +108,10 @@ func decision(r approvals.Request, at func(time.Time) string) string {
 
 // decidedAlready says what happened to r when a decision on it lost.
 func decidedAlready(r approvals.Request) string {
-	return fmt.Sprintf("approval %d was decided first — %s; yours changed nothing", r.ID,
+	first := "was decided first"
+	if r.State == approvals.Expired || r.State == approvals.Withdrawn {
+		first = "ended first" // nobody decided it
+	}
+	return fmt.Sprintf("approval %d %s — %s; yours changed nothing", r.ID, first,
 		decision(r, func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") }))
 }

@@ -335,6 +335,21 @@ func TestDecisionText(t *testing.T) {
 	}
 }
 
+// A decision that lost to an expiry or a withdrawal says the request
+// ended first: nobody decided it.
+func TestDecisionLostToAnExpirySaysItEndedFirst(t *testing.T) {
+	t.Parallel()
+	at := epoch
+	expired := approvals.Request{ID: 3, State: approvals.Expired, DecidedAt: &at, DecidedBy: "timeout", DecidedVia: "timeout"}
+	if got := decidedAlready(expired); !strings.HasPrefix(got, "approval 3 ended first — expired by its timeout") {
+		t.Errorf("lost to an expiry: %q", got)
+	}
+	denied := approvals.Request{ID: 4, State: approvals.Denied, DecidedAt: &at, DecidedBy: "bob", DecidedVia: "api"}
+	if got := decidedAlready(denied); !strings.HasPrefix(got, "approval 4 was decided first — denied by bob") {
+		t.Errorf("lost to a denial: %q", got)
+	}
+}
+
 // A request's arguments are wrapped to the width, never cut: an approver
 // approves what the page shows, at 80 columns as at 160.
 func TestRequestArgumentsWrapWhole(t *testing.T) {
