@@ -109,6 +109,25 @@ func (s *Service) Rerun(ctx context.Context, tenant string, id int64) (*agentled
 		return nil, agentledger.Errorf(agentledger.CodeConflict, "task %d is %s; only a %s task can be re-run",
 			id, t.State, agentledger.OneOf(rerunnable))
 	}
+	if u := unsettled(id, j); u != nil {
+		return nil, u
+	}
+	return s.RerunAnyway(ctx, tenant, id)
+}
+
+// Unsettled is what Rerun would refuse task id for: its effects whose
+// outcome is not known (nil when none), read now, for a preview.
+func (s *Service) Unsettled(ctx context.Context, tenant string, id int64) (*UnsettledError, error) {
+	_, j, err := s.load(ctx, tenant, id)
+	if err != nil {
+		return nil, err
+	}
+	return unsettled(id, j), nil
+}
+
+// unsettled is the UnsettledError of task id's journal j, nil when every
+// effect's outcome is known.
+func unsettled(id int64, j []ledger.Entry) *UnsettledError {
 	u := &UnsettledError{TaskID: id}
 	for _, e := range j {
 		switch {
@@ -118,10 +137,10 @@ func (s *Service) Rerun(ctx context.Context, tenant string, id int64) (*agentled
 			u.Pending = append(u.Pending, e.StepPath)
 		}
 	}
-	if len(u.Unknown)+len(u.Pending) > 0 {
-		return nil, u
+	if len(u.Unknown)+len(u.Pending) == 0 {
+		return nil
 	}
-	return s.RerunAnyway(ctx, tenant, id)
+	return u
 }
 
 // RerunAnyway is Rerun without its check of unsettled effects: for an

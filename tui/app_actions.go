@@ -61,7 +61,7 @@ func (a *App) action(msg tea.KeyMsg) (tea.Cmd, bool) {
 		}
 		return a.cmd.preview(t.ID), true
 	case key.Matches(msg, k.Rerun):
-		a.openRerun(t)
+		return a.checkRerun(t), true
 	case key.Matches(msg, k.Cancel):
 		a.openCancel(t)
 	case key.Matches(msg, k.Retry):
@@ -171,14 +171,31 @@ func (a App) openPreview(msg previewMsg) (tea.Model, tea.Cmd) {
 	return a, nil
 }
 
-// openRerun asks before running every effect again.
-func (a *App) openRerun(t *agentledger.Task) {
+// checkRerun reads what a re-run of t would be refused for (its effects
+// of unknown outcome) before asking: the dialog must not offer what the
+// re-run refuses.
+func (a *App) checkRerun(t *agentledger.Task) tea.Cmd {
 	// A compensated task may run again as a new intent, as agentctl
 	// rerun allows: its undone effects are done anew.
 	if !operator.Replayable(t.State) && t.State != agentledger.StateCompensated {
 		from := append(slices.Clip(operator.ReplayableStates), agentledger.StateCompensated)
 		a.setStatus("", fmt.Errorf("task %d is %s: only a task no worker holds (%s) can be re-run", t.ID, t.State, agentledger.OneOf(from)))
-		return
+		return nil
+	}
+	return a.cmd.rerunCheck(t)
+}
+
+// openRerun asks before running every effect again, or says why it
+// cannot.
+func (a App) openRerun(msg rerunCheckMsg) (tea.Model, tea.Cmd) {
+	t := msg.task
+	switch {
+	case msg.err != nil:
+		a.setStatus("", msg.err)
+		return a, nil
+	case msg.unsettled != nil:
+		a.setStatus("", rerunRefused(msg.unsettled))
+		return a, nil
 	}
 	lines := []string{
 		fmt.Sprintf("Task %d (%s, %s) runs again as a NEW INTENT: generation %d → %d.", t.ID, t.Kind, t.State, t.Generation, t.Generation+1),
@@ -191,6 +208,12 @@ func (a *App) openRerun(t *agentledger.Task) {
 	d := newDialog(a.env, fmt.Sprintf("Re-run task %d as a new intent?", id), lines, func() tea.Cmd { return a.cmd.rerun(id) })
 	d.danger = true
 	a.openDialog(d)
+	return a, nil
+}
+
+// rerunRefused is u with what to do about it from the console.
+func rerunRefused(u *operator.UnsettledError) error {
+	return fmt.Errorf("%w; resolve them first (v on the task's page), or re-run anyway with agentctl rerun %d --despite-unknown", u, u.TaskID)
 }
 
 // openCancel asks before cancelling.

@@ -105,6 +105,8 @@ func (a App) route(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return a, cmd
 	case previewMsg:
 		return a.openPreview(msg)
+	case rerunCheckMsg:
+		return a.openRerun(msg)
 	case compensationMsg:
 		return a.openCompensation(msg)
 	case redeliveryMsg:

@@ -181,12 +181,20 @@ func (c commands) replay(id int64) tea.Cmd {
 	})
 }
 
+// rerunCheck reads what a re-run of t would be refused for.
+func (c commands) rerunCheck(t *agentledger.Task) tea.Cmd {
+	return c.call(func(ctx context.Context) tea.Msg {
+		u, err := c.store.Unsettled(ctx, t.ID)
+		return rerunCheckMsg{task: t, unsettled: u, err: err}
+	})
+}
+
 func (c commands) rerun(id int64) tea.Cmd {
 	return c.act(func(ctx context.Context) (string, error) {
 		t, err := c.store.Rerun(ctx, id)
 		var u *operator.UnsettledError
-		if errors.As(err, &u) {
-			return "", fmt.Errorf("%w; resolve them first (v on the task's page), or re-run anyway with agentctl rerun %d --despite-unknown", err, id)
+		if errors.As(err, &u) { // settled as unknown since the dialog opened
+			return "", rerunRefused(u)
 		}
 		if err != nil {
 			return "", err

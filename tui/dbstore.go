@@ -132,6 +132,11 @@ func (s *DBStore) Rerun(ctx context.Context, id int64) (*agentledger.Task, error
 	return s.Operator.Rerun(ctx, "", id)
 }
 
+// Unsettled implements Store.
+func (s *DBStore) Unsettled(ctx context.Context, id int64) (*operator.UnsettledError, error) {
+	return s.Operator.Unsettled(ctx, "", id)
+}
+
 // Cancel implements Store.
 func (s *DBStore) Cancel(ctx context.Context, id int64) (*agentledger.Task, error) {
 	return s.Operator.CancelBy(ctx, "", id, s.User) // "": the operator

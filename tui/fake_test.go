@@ -188,6 +188,13 @@ func (s *fakeStore) Replay(_ context.Context, id int64) (*agentledger.Task, erro
 func (s *fakeStore) Rerun(_ context.Context, id int64) (*agentledger.Task, error) {
 	return s.act("rerun", id)
 }
+
+// Unsettled: the fake keeps no journal, so nothing is unsettled.
+func (s *fakeStore) Unsettled(_ context.Context, id int64) (*operator.UnsettledError, error) {
+	s.record("unsettled %d", id)
+	return nil, nil
+}
+
 func (s *fakeStore) Cancel(_ context.Context, id int64) (*agentledger.Task, error) {
 	return s.act("cancel", id)
 }

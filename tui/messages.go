@@ -59,6 +59,14 @@ type limitsMsg struct {
 	err      error
 }
 
+// rerunCheckMsg is what a re-run of task would be refused for, if
+// anything, before the dialog asks.
+type rerunCheckMsg struct {
+	task      *agentledger.Task
+	unsettled *operator.UnsettledError
+	err       error
+}
+
 // previewMsg is a replay preview, to confirm.
 type previewMsg struct {
 	preview *Preview

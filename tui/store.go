@@ -103,6 +103,9 @@ type Store interface {
 	Replay(ctx context.Context, id int64) (*agentledger.Task, error)
 	// Rerun runs the task again as a new intent: every effect runs again.
 	Rerun(ctx context.Context, id int64) (*agentledger.Task, error)
+	// Unsettled is what a re-run of task id would be refused for, its
+	// effects of unknown outcome; nil when none.
+	Unsettled(ctx context.Context, id int64) (*operator.UnsettledError, error)
 	// Cancel cancels the task (a running one at its next heartbeat).
 	Cancel(ctx context.Context, id int64) (*agentledger.Task, error)
 	// Retry runs a dead task again from attempt 1 in the same generation.

@@ -482,19 +482,23 @@ func TestCountsLineFitsLargeCounts(t *testing.T) {
 	}
 }
 
-// A re-run refused for effects of unknown outcome says how to go on: resolve
-// them, or re-run anyway from agentctl.
+// A re-run that would be refused for effects of unknown outcome is not
+// offered: R says so at once, and how to go on (resolve them, or re-run
+// anyway from agentctl); a task whose effects are all settled is asked.
 func TestRerunRefusedForUnknownOutcomesSaysHowToGoOn(t *testing.T) {
 	s := seedDB(t)
 	d := newDriver(t, s, Options{}, 160, 30)
 	d.keys("R") // task 4, the newest: a wire of unknown outcome
-	if d.app().dialog == nil {
-		t.Fatalf("no dialog:\n%s", d.view())
+	if d.app().dialog != nil {
+		t.Fatalf("a dialog offers the re-run the store would refuse:\n%s", d.view())
 	}
-	d.keys("y")
 	if v := d.view(); !strings.Contains(v, "task 4 has effects whose outcome is not known, at tool/0") ||
 		!strings.Contains(v, "agentctl rerun 4 --despite-unknown") {
 		t.Fatalf("the refusal does not say how to go on:\n%s", v)
+	}
+	d.keys("G", "R") // task 1, succeeded: nothing unsettled
+	if d.app().dialog == nil || !strings.Contains(d.view(), "Re-run task 1 as a new intent?") {
+		t.Fatalf("no dialog for a task with nothing unsettled:\n%s", d.view())
 	}
 }
 
