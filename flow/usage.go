@@ -78,11 +78,16 @@ func (s *Store) Usage(ctx context.Context) ([]Use, error) {
 		case ok && tokens && !lim.Tokens.IsZero():
 			u.Target, u.Limit = target+" (tokens)", lim.Target
 			u.Wait = max(st.tat.Add(-lim.Tokens.Per).Sub(st.now), 0) // see tokens.go
-		case ok && !tokens && !lim.Rate.IsZero():
+		case ok && !tokens:
+			// The limit in force, whatever it sets: one whose rate was
+			// dropped since the booking (a concurrency alone) still holds
+			// the target.
 			u.Limit = lim.Target
-			// A call passes once the arrival time is within the burst's
-			// tolerance of now (see takeSQL).
-			u.Wait = max(st.tat.Add(-lim.tolerance()).Sub(st.now), 0)
+			if !lim.Rate.IsZero() {
+				// A call passes once the arrival time is within the
+				// burst's tolerance of now (see takeSQL).
+				u.Wait = max(st.tat.Add(-lim.tolerance()).Sub(st.now), 0)
+			}
 		}
 		if !tokens {
 			u.InFlight = held[target]

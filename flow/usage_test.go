@@ -58,6 +58,19 @@ func TestUsage(t *testing.T) {
 	if c1 := uses[1]; c1.Limit != "" || c1.Wait != 0 {
 		t.Errorf("C1 without a limit: %+v", c1)
 	}
+
+	// A target whose limit now sets a concurrency alone is still under it:
+	// no wait of a rate, but its limit named.
+	if _, err := s.Put(ctx, flow.Limit{Target: "mcp:shop", Concurrency: 2}); err != nil {
+		t.Fatal(err)
+	}
+	uses, err = s.Usage(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if shop := uses[0]; shop.Target != "mcp:shop" || shop.Limit != "mcp:shop" || shop.Wait != 0 || shop.Cap != 2 {
+		t.Errorf("shop under a concurrency alone: %+v", shop)
+	}
 }
 
 // A target limited by its concurrency shows the calls holding its slots,
