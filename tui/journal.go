@@ -7,6 +7,7 @@ import (
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/agentledger/agentledger/operator"
 	"github.com/agentledger/agentledger/render"
@@ -91,7 +92,7 @@ func (m journalModel) lineOf(i int) int {
 	for _, e := range m.entries[:i] {
 		n++
 		if m.expanded[e.Key] {
-			n += len(expansion(e))
+			n += len(m.expansion(e))
 		}
 	}
 	return n
@@ -107,7 +108,7 @@ func (m *journalModel) follow() {
 	first := m.lineOf(m.cursor)
 	last := first
 	if e := m.entries[m.cursor]; m.expanded[e.Key] {
-		last = min(first+len(expansion(e)), first+m.rows()-1)
+		last = min(first+len(m.expansion(e)), first+m.rows()-1)
 	}
 	if last >= m.offset+m.rows() {
 		m.offset = last - m.rows() + 1
@@ -146,7 +147,7 @@ func (m journalModel) View() string {
 		}
 		lines = append(lines, cut(mark+row, m.width))
 		if m.expanded[e.Key] {
-			for _, l := range expansion(e) {
+			for _, l := range m.expansion(e) {
 				lines = append(lines, cut("      "+l, m.width))
 			}
 		}
@@ -154,6 +155,20 @@ func (m journalModel) View() string {
 	offset := min(m.offset, max(len(lines)-1, 0))
 	end := min(offset+m.rows(), len(lines))
 	return head + "\n" + strings.Join(lines[offset:end], "\n")
+}
+
+// expansion is expansion(e) wrapped to the view's width below its indent:
+// an error or a result is read whole, not cut at the edge.
+func (m journalModel) expansion(e operator.Effect) []string {
+	var out []string
+	for _, l := range expansion(e) {
+		body := strings.TrimLeft(l, " ")
+		indent := l[:len(l)-len(body)] // a wrapped line keeps its own
+		for _, w := range strings.Split(ansi.Wrap(body, max(m.width-6-len(indent), 10), ""), "\n") {
+			out = append(out, indent+w)
+		}
+	}
+	return out
 }
 
 // expansion is everything the journal holds about an effect.
