@@ -328,8 +328,7 @@ FROM sig WHERE w.id = $1 AND w.state = 'waiting'
 RETURNING ` + prefixed
 
 // prefixed is waitColumns of table alias w.
-var prefixed = `w.id, w.task_id, w.generation, w.step, w.tenant, w.kind, coalesce(w.signal, ''), coalesce(w.key, ''), w.spec, w.created_at,
-	w.deadline, w.state, w.result, w.signal_id, w.ended_at, coalesce(w.ended_by, ''), coalesce(w.end_reason, ''), NULL::timestamptz`
+var prefixed = waitColumnsOf("w.", "NULL::timestamptz")
 
 // awaitSignal records w (a signal wait) and, while it waits, hands it a
 // signal that came before it, all under the signal's lock.

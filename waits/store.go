@@ -71,12 +71,19 @@ type Store struct{ db DB }
 // NewStore returns the store over db.
 func NewStore(db DB) *Store { return &Store{db: db} }
 
-const waitColumns = `id, task_id, generation, step, tenant, kind, coalesce(signal, ''), coalesce(key, ''), spec, created_at,
-	deadline, state, result, signal_id, ended_at, coalesce(ended_by, ''), coalesce(end_reason, ''), NULL::timestamptz`
+// waitColumnsOf are the columns scanWait reads, of table alias t ("" or
+// "w."), the last one replaced (replaced_at, or NULL of table waits).
+func waitColumnsOf(t, replaced string) string {
+	return t + `id, ` + t + `task_id, ` + t + `generation, ` + t + `step, ` + t + `tenant, ` + t + `kind, coalesce(` + t + `signal, ''), ` +
+		`coalesce(` + t + `key, ''), ` + t + `spec, ` + t + `created_at, ` + t + `deadline, ` + t + `state, ` + t + `result, ` +
+		t + `signal_id, ` + t + `ended_at, coalesce(` + t + `ended_by, ''), coalesce(` + t + `end_reason, ''), ` + replaced
+}
 
-// replacedColumns are waitColumns of table waits_replaced.
-const replacedColumns = `id, task_id, generation, step, tenant, kind, coalesce(signal, ''), coalesce(key, ''), spec, created_at,
-	deadline, state, result, signal_id, ended_at, coalesce(ended_by, ''), coalesce(end_reason, ''), replaced_at`
+var (
+	waitColumns = waitColumnsOf("", "NULL::timestamptz")
+	// replacedColumns are waitColumns of table waits_replaced.
+	replacedColumns = waitColumnsOf("", "replaced_at")
+)
 
 func scanWait(row pgx.Row) (Wait, error) {
 	var w Wait
@@ -88,7 +95,7 @@ func scanWait(row pgx.Row) (Wait, error) {
 // ensureSQL records a wait unless its step's is recorded already, and
 // returns the one recorded; its deadline is fixed by the first attempt to
 // reach the step (a timer of 10m fires 10m after it was first reached).
-const ensureSQL = `/* waits.ensure */
+var ensureSQL = `/* waits.ensure */
 WITH ins AS (
 	INSERT INTO waits (task_id, generation, step, tenant, kind, signal, key, spec, deadline)
 	VALUES ($1, $2, $3, $4, $5, nullif($6, ''), nullif($7, ''), $8,
@@ -119,7 +126,7 @@ func ensure(ctx context.Context, tx pgx.Tx, w Wait, until *time.Time, timeout ti
 }
 
 // timeOutSQL ends a wait whose deadline came.
-const timeOutSQL = `/* waits.time_out */
+var timeOutSQL = `/* waits.time_out */
 UPDATE waits SET state = 'timed_out', ended_at = now(), ended_by = 'timeout',
 	end_reason = 'no ' || CASE kind WHEN 'signal' THEN 'signal' ELSE 'end of its children' END
 		|| ' by ' || to_char(deadline AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS "UTC"')
