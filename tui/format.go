@@ -34,6 +34,24 @@ func cut(s string, n int) string {
 	return ansi.Truncate(s, n, "…")
 }
 
+// wrapUnder is prefix and text as lines of at most width cells, text
+// wrapped at its spaces and its later lines indented under its first: a
+// worker's announcements, which name every tool and host, must not end
+// in "…" (the page scrolls).
+func wrapUnder(prefix, text string, width int) []string {
+	indent := ansi.StringWidth(prefix)
+	room := width - indent
+	if room < 10 || ansi.StringWidth(text) <= room {
+		return []string{prefix + text}
+	}
+	lines := strings.Split(ansi.Wrap(text, room, " "), "\n")
+	lines[0] = prefix + lines[0]
+	for i := 1; i < len(lines); i++ {
+		lines[i] = strings.Repeat(" ", indent) + lines[i]
+	}
+	return lines
+}
+
 // stampLayout is how the console prints an instant.
 const stampLayout = "2006-01-02 15:04:05"
 

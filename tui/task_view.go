@@ -242,7 +242,8 @@ func (m taskModel) attempts() string {
 
 // fitColumns sizes each column but the last to its widest cell and, while
 // the last would get fewer than want cells of width, drops the columns
-// named in drop, in that order. It returns the function that lays a row
+// named in drop, in that order; want is at least the last header's width.
+// It returns the function that lays a row
 // out with the columns kept.
 func fitColumns(header []string, rows [][]string, width, want int, drop ...string) func([]string) string {
 	w := make([]int, len(header)-1)
@@ -251,6 +252,9 @@ func fitColumns(header []string, rows [][]string, width, want int, drop ...strin
 		for _, r := range rows {
 			w[i] = max(w[i], ansi.StringWidth(oneLine(r[i])))
 		}
+	}
+	if width > 0 { // a header cut ("LAST ER…") reads as broken: a column named in drop goes first
+		want = max(want, ansi.StringWidth(header[len(header)-1]))
 	}
 	kept := make([]bool, len(header))
 	for i := range kept {

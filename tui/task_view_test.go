@@ -68,3 +68,23 @@ func TestAttemptsMarkADeferral(t *testing.T) {
 		t.Fatalf("without one:\n%s", got)
 	}
 }
+
+// With no failed delivery the LAST ERROR column is empty, and its header
+// still shows whole at 80 columns: a column of the drop list gives way.
+func TestNotificationsHeaderWholeAt80(t *testing.T) {
+	e := &env{keys: DefaultKeyMap(), styles: DefaultStyles(), opts: Options{}.withDefaults()}
+	task := &agentledger.Task{ID: 1, State: agentledger.StateSucceeded, RunAt: time.Now(), MaxAttempts: 5, Generation: 1}
+	ns := []operator.Notification{
+		{ID: 2, Generation: 1, Event: "message", Step: "tool/2", Channel: "demo", State: "delivered"},
+		{ID: 3, Generation: 1, Event: "succeeded", Rule: "demo", Channel: "demo", State: "delivered"},
+	}
+	journal := []operator.Effect{{Operation: "notify.post", Step: "tool/2", ExternalRef: "notifications.jsonl:7"}}
+	m := taskModel{env: e, detail: &Detail{Detail: operator.Detail{Task: task, Notifications: ns, Journal: journal}}, width: 80}
+	got := ansi.Strip(m.notifications())
+	if !strings.Contains(got, "LAST ERROR") || strings.Contains(got, "LAST ER…") {
+		t.Fatalf("the header cut at 80 columns:\n%s", got)
+	}
+	if !strings.Contains(got, "notifications.jsonl:7") {
+		t.Fatalf("the ref went:\n%s", got)
+	}
+}

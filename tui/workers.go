@@ -106,10 +106,14 @@ func (m workersModel) table() string {
 			}
 		}
 		lines = append(lines, columns(w, wk.ID, strconv.FormatInt(wk.Tasks, 10), short(now.Sub(wk.LastHeartbeat))+" ago",
-			expiry(wk.NextExpiry, now), strconv.FormatInt(wk.Expired, 10), status),
-			s.Dim.Render("  "+announced(wk, now.Sub(wk.LastHeartbeat) > m.env.opts.StaleAfter)))
+			expiry(wk.NextExpiry, now), strconv.FormatInt(wk.Expired, 10), status))
+		for _, l := range wrapUnder("  ", announced(wk, now.Sub(wk.LastHeartbeat) > m.env.opts.StaleAfter), m.width) {
+			lines = append(lines, s.Dim.Render(l))
+		}
 		if c := render.Capabilities(wk.Caps); c != "" {
-			lines = append(lines, s.Dim.Render("  runs: "+c))
+			for _, l := range wrapUnder("  runs: ", c, m.width) {
+				lines = append(lines, s.Dim.Render(l))
+			}
 		}
 	}
 	return cutLines(lines, m.width)

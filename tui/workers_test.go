@@ -49,6 +49,29 @@ func TestWorkersViewHighlightsStale(t *testing.T) {
 	}
 }
 
+// At 80 columns a worker's announcements wrap under themselves: every
+// tool and host stays on the screen, none ends in "…".
+func TestWorkersViewWrapsAnnouncementsAt80(t *testing.T) {
+	t.Parallel()
+	store := newFakeStore(1, epoch)
+	store.workers = []registry.Worker{{ID: "vm-26750-59314c", LastHeartbeat: epoch.Add(-time.Second), StartedAt: epoch.Add(-time.Hour),
+		Queues: []string{"default"}, Kinds: []string{"agent", "echo", "noop", "sleep", "steps"},
+		Caps: []string{"http_request@http://127.0.0.1:7460", "unsafe_http@http://127.0.0.1:7460", "tool:http_request", "tool:unsafe_http",
+			"tool:create_task", "tool:notify", "tool:wait_for_children", "tool:wait_for_signal", "tool:wait_timer"}}}
+	d := newDriver(t, store, Options{}, 80, 24)
+	d.keys("w")
+	v := d.view()
+	checkFrame(t, v, 80, 24)
+	if strings.Contains(v, "…") {
+		t.Fatalf("a cut line at 80 columns:\n%s", v)
+	}
+	for _, want := range []string{"  runs: http_request → http://127.0.0.1:7460 · unsafe_http →", "wait_timer"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("workers view lacks %q:\n%s", want, v)
+		}
+	}
+}
+
 // The title says when no worker is live, in every view, and stops saying
 // it once one is.
 func TestNoLiveWorkersInTheTitle(t *testing.T) {
