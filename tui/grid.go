@@ -10,9 +10,14 @@ import (
 // in bold, for a view width wide. No cell is cut: when the line would be
 // wider than the view, the columns named in drop go, in that order, and
 // what is still too wide is cut at the edge, so that the first column (a
-// target, a tenant: what agentctl takes) stays whole.
+// target, a tenant: what agentctl takes) stays whole. Of those named, a
+// column with nothing in it (every cell "-") goes before the others.
 func grid(e *env, width int, rows [][]string, drop ...string) []string {
 	rows = slices.Clone(rows) // the caller's rows keep their columns
+	drop = slices.Clone(drop)
+	slices.SortStableFunc(drop, func(a, b string) int {
+		return boolOrder(!emptyColumn(rows, a), !emptyColumn(rows, b))
+	})
 	for _, name := range drop {
 		if width <= 0 || gridWidth(rows) <= width {
 			break
@@ -62,4 +67,30 @@ func gridWidth(rows [][]string) int {
 		total += n + 2
 	}
 	return total - 2
+}
+
+// emptyColumn reports whether the column named name holds only "-" below
+// its header (false when there is no such column, or no row).
+func emptyColumn(rows [][]string, name string) bool {
+	i := slices.Index(rows[0], name)
+	if i < 0 || len(rows) < 2 {
+		return false
+	}
+	for _, r := range rows[1:] {
+		if r[i] != "-" {
+			return false
+		}
+	}
+	return true
+}
+
+// boolOrder orders false before true.
+func boolOrder(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case !a:
+		return -1
+	}
+	return 1
 }

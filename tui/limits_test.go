@@ -179,3 +179,21 @@ func TestConsoleLimitsFromTheDatabase(t *testing.T) {
 		"TRIPPED BREAKER", "http:https://billing.internal:443", "opened by an operator")
 	finish(t, tm)
 }
+
+// At 80 columns the columns that give way are the empty ones first: a
+// concurrency cap stays in view while no limit sets a burst.
+func TestLimitsViewDropsEmptyColumnsFirst(t *testing.T) {
+	t.Parallel()
+	store := newFakeStore(1, epoch)
+	store.limits = []flow.Limit{
+		{Target: "http:https://billing.internal:8080", Concurrency: 4, Breaker: &flow.Breaker{Failures: 3, Window: 5 * time.Minute, Cooldown: 90 * time.Second}, Source: flow.SourceOperator},
+		{Target: "mcp:crm", Concurrency: 2, Source: flow.SourceOperator},
+	}
+	d := newDriver(t, store, Options{}, 80, 24)
+	d.keys("L")
+	v := d.view()
+	checkFrame(t, v, 80, 24)
+	if !strings.Contains(v, "CONCURRENCY") || strings.Contains(v, "BURST") {
+		t.Fatalf("want CONCURRENCY kept and the empty BURST gone at 80 columns:\n%s", v)
+	}
+}
