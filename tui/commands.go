@@ -242,7 +242,8 @@ func (c commands) resolve(id int64, step string, r Resolution) tea.Cmd {
 		if err != nil {
 			return "", err
 		}
-		return fmt.Sprintf("effect %s of task %d %s; task is %s", step, id, operator.Resolved(t, r.Done), t.State), nil
+		// Past tense: the status stays while the task moves on.
+		return fmt.Sprintf("effect %s of task %d %s; the task went back to %s", step, id, operator.Resolved(t, r.Done), t.State), nil
 	})
 }
 

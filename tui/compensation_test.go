@@ -126,7 +126,7 @@ func TestResolveFailedCompensation(t *testing.T) {
 	wantStatus(t, d, "a note is required")
 	d.typeText("released by hand in the warehouse system")
 	d.keys("enter")
-	wantStatus(t, d, "effect compensate/tool/1 of task 1 marked done; task is compensating")
+	wantStatus(t, d, "effect compensate/tool/1 of task 1 marked done; the task went back to compensating")
 	j, err := ledger.New(store.db).Journal(ctx, 1, 1)
 	if err != nil {
 		t.Fatal(err)

@@ -50,7 +50,7 @@ func TestResolveUnknownEffect(t *testing.T) {
 	wantStatus(t, d, "a note is required")
 	d.typeText("wire 77 seen in the bank portal")
 	d.keys("enter")
-	wantStatus(t, d, "effect tool/0 of task 4 marked done; task is queued")
+	wantStatus(t, d, "effect tool/0 of task 4 marked done; the task went back to queued")
 	j, err := s.Ledger.Journal(context.Background(), 4, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +71,7 @@ func TestResolveAllowRetry(t *testing.T) {
 	d.keys("enter", "v", "tab") // task 4; allow retry
 	d.typeText("no wire in the bank portal")
 	d.keys("enter")
-	wantStatus(t, d, "effect tool/0 of task 4 allowed one more performance; task is queued")
+	wantStatus(t, d, "effect tool/0 of task 4 allowed one more performance; the task went back to queued")
 }
 
 func TestCancelRetryRerun(t *testing.T) {
