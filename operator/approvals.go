@@ -128,6 +128,14 @@ func (s *Service) Decide(ctx context.Context, d approvals.Decision) (approvals.R
 	return r, nil
 }
 
+// Actor is how an operator named name is recorded as who cancelled a task
+// (its last error, its withdrawn requests, its ended waits), ended a wait
+// or sent a signal: "operator:alice", beside the API's "tenant:acme,
+// token ci-deploy (7)" and the system's "timeout" and "signal". An
+// approval's decision records the bare name, with how it was made
+// (decided_via) beside it.
+func Actor(name string) string { return "operator:" + name }
+
 // Decider is who decides at this terminal, for an operator's decision:
 // the OS user, else $USER, else "operator".
 func Decider() string {

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -24,8 +25,8 @@ type DBStore struct {
 	Flow      *flow.Store
 	Approvals *approvals.Store
 	Waits     *waits.Store
-	// User is who decides approval requests, sends signals and ends waits
-	// from this console: the operating system's user name.
+	// User is who decides approval requests, sends signals, ends waits
+	// and cancels from this console: the operating system's user name.
 	User string
 
 	db operator.DB
@@ -139,7 +140,7 @@ func (s *DBStore) Unsettled(ctx context.Context, id int64) (*operator.UnsettledE
 
 // Cancel implements Store.
 func (s *DBStore) Cancel(ctx context.Context, id int64) (*agentledger.Task, error) {
-	return s.Operator.CancelBy(ctx, "", id, s.User) // "": the operator
+	return s.Operator.CancelBy(ctx, "", id, s.canceller()) // "": any tenant
 }
 
 // Retry implements Store.
@@ -175,8 +176,13 @@ func (s *DBStore) CancelAll(ctx context.Context, f Filter) (operator.BulkResult,
 	if p.States = bulkStates(bulkCancel, f); len(p.States) == 0 {
 		return operator.BulkResult{Skipped: map[int64]string{}}, nil // a state filter on finished tasks: none to cancel
 	}
-	return s.Operator.CancelAllBy(ctx, p, s.User)
+	return s.Operator.CancelAllBy(ctx, p, s.canceller())
 }
+
+// canceller is who the console's cancels are by, as agentctl cancel
+// records its user ("operator:alice"); "operator:console" when the
+// system cannot name the user.
+func (s *DBStore) canceller() string { return operator.Actor(cmp.Or(s.User, "console")) }
 
 // Workers implements Store.
 func (s *DBStore) Workers(ctx context.Context) ([]operator.Worker, error) {

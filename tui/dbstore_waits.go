@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/operator"
 	"github.com/agentledger/agentledger/waits"
 )
 
@@ -111,7 +112,7 @@ func (s *DBStore) operator() (string, error) {
 	if s.User == "" {
 		return "", errors.New("the console cannot tell who runs it (no user name): a signal or the end of a wait records who sent it")
 	}
-	return "operator:" + s.User, nil
+	return operator.Actor(s.User), nil
 }
 
 // consoleRetention is how long a signal the console sent is kept when no

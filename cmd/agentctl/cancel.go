@@ -38,8 +38,9 @@ or durations meaning that long ago, e.g. 2h or 7d). It first counts them and
 asks for confirmation on the terminal; --yes skips the question, and is
 needed when standard input is not a terminal (exit 2 without it). Tasks that
 finished meanwhile are skipped, with the reason. --as names who cancels, in
-each task's last error and its withdrawn requests ("cancelled by alice";
-default the OS user, as for approvals and waits). Each task is its own
+each task's last error, its withdrawn requests and its ended waits
+("cancelled by operator:alice"; default the OS user, as end-wait records
+it). Each task is its own
 transition (about a millisecond): past a thousand, how far it is goes to
 stderr after each thousand.
 
@@ -86,9 +87,11 @@ With --output json it prints {"task": {...}, "immediate": true|false}, or for
 	return cmd
 }
 
-// canceller is who cancels: --as, else the OS user, as approvals and
-// waits record whoever acts at this terminal.
-func canceller(as string) string { return cmp.Or(strings.TrimSpace(as), operator.Decider()) }
+// canceller is who cancels: --as, else the OS user, recorded as an
+// operator (operator.Actor), as end-wait records it.
+func canceller(as string) string {
+	return operator.Actor(cmp.Or(strings.TrimSpace(as), operator.Decider()))
+}
 
 // checkAs refuses a --as name no one could read back: control
 // characters, invalid UTF-8, more than 128 characters.

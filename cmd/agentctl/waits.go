@@ -217,7 +217,7 @@ func (a *app) endWait(ctx context.Context, tenant string, id int64, by, reason s
 	if _, err := a.store(ctx); err != nil {
 		return err
 	}
-	w, ended, err := waits.NewStore(a.db.Pool).End(ctx, tenant, id, "operator:"+by, reason)
+	w, ended, err := waits.NewStore(a.db.Pool).End(ctx, tenant, id, operator.Actor(by), reason)
 	if err != nil {
 		if ie, ok := err.(*agentledger.InvalidError); ok && ie.Field == "reason" {
 			return agentledger.Invalid("--reason", "%s", ie.Problem)
