@@ -258,14 +258,14 @@ func TestDoorRefusesAChildNoLiveWorkerCanRun(t *testing.T) {
 			"step 1's child: no live worker can run it: steps-only lacks a model endpoint" + anyway},
 		{list(child(`{"kind":"echo"}`)),
 			`step 0's child: no live worker serves "echo"; the live workers serve agent, steps` + anyway},
-		{list(child(`{"kind":"steps","queue":"billing","payload":{"steps":[]}}`)),
+		{list(child(`{"kind":"steps","queue":"billing","payload":` + list(get) + `}`)),
 			`step 0's child: no live worker serves kind "steps" on queue "billing"; it is served on default` + anyway},
 		{list(child(`{"kind":"steps","payload":` + list(child(`{"kind":"agent","payload":{"prompt":"hi"}}`)) + `}`)),
 			"step 0's child: step 0's child: no live worker can run it: steps-only lacks a model endpoint" + anyway},
-		{list(child(`{"kind":"steps","payload":{"steps":[]}}`)), ""},
+		{list(child(`{"kind":"steps","payload":` + list(get) + `}`)), ""},
 		{list(child(`{"kind":"agent","queue":"","payload":{"prompt":"hi"}}`)),
 			"step 0's child: no live worker can run it: steps-only lacks a model endpoint" + anyway},
-		{list(get, child(`{"kind":"steps","queue":"${steps.0.body.queue}","payload":{"steps":[]}}`)), ""},
+		{list(get, child(`{"kind":"steps","queue":"${steps.0.body.queue}","payload":` + list(get) + `}`)), ""},
 		{list(get, child(`{"kind":"agent","payload":{"prompt":"${steps.0.body.q}"}}`)), ""},
 	} {
 		err := admitted(c.payload, false)
@@ -278,6 +278,50 @@ func TestDoorRefusesAChildNoLiveWorkerCanRun(t *testing.T) {
 		}
 		if err := admitted(c.payload, true); err != nil {
 			t.Errorf("%s queued anyway: %v", c.payload, err)
+		}
+	}
+}
+
+// A steps task whose create_task call names a child payload its kind
+// would refuse is refused at the door, naming the step, whoever submits
+// it and even queued anyway: it would run up to that call, then fail for
+// good after its earlier effects. A payload made of an earlier result is
+// the run's to check.
+func TestDoorRefusesAChildPayloadItsKindRefuses(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	r := registry.Registration{ID: "all", Host: "h", PID: 1, Queues: []string{"default"}, Kinds: []string{"steps", "agent", "sleep"},
+		Tools: map[string]json.RawMessage{"http_request": nil, "create_task": nil},
+		Caps:  []string{registry.CapModel, registry.CapAgent2, "http_request@http://x.example:80", "tool:http_request", "tool:create_task"}}
+	if err := registry.New(db).Register(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	child := func(args string) string { return `{"tool":"create_task","args":` + args + `}` }
+	list := func(steps ...string) string { return `{"steps":[` + strings.Join(steps, ",") + `]}` }
+	const get = `{"tool":"http_request","args":{"method":"GET","url":"http://x.example/"}}`
+	for _, c := range []struct{ payload, want string }{
+		{list(get, child(`{"kind":"sleep","payload":{"for":"60s"}}`)), `step 1's child: payload: "for" is unknown (known: ms)`},
+		{list(child(`{"kind":"steps","payload":{"steps":{}}}`)), `step 0's child: payload: `},
+		{list(child(`{"kind":"agent","payload":{}}`)), `step 0's child: payload: `},
+		{list(child(`{"kind":"steps","payload":` + list(get, child(`{"kind":"sleep","payload":{"ms":-1}}`)) + `}`)),
+			`step 0's child: step 1's child: payload: `},
+		{list(child(`{"kind":"sleep","payload":{"ms":5}}`)), ""},
+		{list(get, child(`{"kind":"sleep","payload":{"ms":"${steps.0.body.ms}"}}`)), ""},
+	} {
+		for _, s := range []admit.Submission{
+			{Caller: admit.Operator, Params: claims.EnqueueParams{Kind: "steps", Payload: []byte(c.payload)}},
+			{Caller: admit.Operator, Unserved: true, Params: claims.EnqueueParams{Kind: "steps", Payload: []byte(c.payload)}},
+			{Caller: admit.Tenant, Params: claims.EnqueueParams{Tenant: "acme", Kind: "steps", Payload: []byte(c.payload)}},
+		} {
+			_, err := (&admit.Door{}).Admit(ctx, db, s)
+			var ie *agentledger.InvalidError
+			switch {
+			case c.want == "" && err != nil:
+				t.Errorf("%s (%v): %v, want it admitted", c.payload, s.Caller, err)
+			case c.want != "" && (!errors.As(err, &ie) || ie.Field != "payload" || !strings.HasPrefix(ie.Problem, c.want)):
+				t.Errorf("%s (%v): %v\nwant payload: %s…", c.payload, s.Caller, err, c.want)
+			}
 		}
 	}
 }

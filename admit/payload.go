@@ -1,13 +1,19 @@
 package admit
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"sync"
 	"time"
 
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/agent"
 	"github.com/agentledger/agentledger/argschema"
+	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/registry"
+	"github.com/agentledger/agentledger/steps"
 	"github.com/agentledger/agentledger/tools"
 )
 
@@ -115,4 +121,50 @@ func (c *schemaCache) put(key [2]string, published []registry.Published) {
 		c.sweep = 2 * len(c.known)
 	}
 	c.known[key] = cachedSchemas{published: published, at: now}
+}
+
+// childPayloads refuses a steps payload whose create_task calls name a
+// child (its kind and payload literally) that the door would refuse when
+// the call queues it: a payload its kind's schema refuses, or a steps or
+// agent payload malformed, down to maxChildDepth generations. Queued, the
+// parent would run up to that call and fail there for good — after its
+// earlier steps' effects. Unlike childrenServed this holds for every
+// caller and with --allow-unserved: no worker that comes up later makes
+// such a payload valid. A typed kind whose child queue is made of an
+// earlier result is checked when the call runs (its schema is the
+// queue's pools').
+func (d *Door) childPayloads(ctx context.Context, db registry.DB, p claims.EnqueueParams, depth int) error {
+	if p.Kind != steps.Kind || depth >= maxChildDepth {
+		return nil
+	}
+	for _, n := range steps.Needs(p.Payload) {
+		if n.Child == nil {
+			continue
+		}
+		c := claims.EnqueueParams{Tenant: p.Tenant, Kind: n.Kind, Queue: cmp.Or(n.ChildQueue, claims.DefaultQueue), Payload: n.Child}
+		var err error
+		switch _, builtin := tools.BuiltinKindSchemas[c.Kind]; {
+		case c.Kind == steps.Kind:
+			err = steps.Check(c.Payload, nil)
+		case c.Kind == agent.Kind:
+			if perr := agent.CheckPayload(c.Payload, d.AgentMaxSteps); perr != nil {
+				err = agentledger.Invalid("payload", "%v", perr)
+			}
+		case builtin || n.ChildQueueKnown:
+			err = d.payload(ctx, db, c.Kind, c.Queue, c.Payload)
+		}
+		var ie *agentledger.InvalidError
+		if errors.As(err, &ie) { // "step 0's child: payload: …"
+			return agentledger.Invalid("payload", "%s's child: %s", n.Subject, ie.Error())
+		} else if err != nil {
+			return err
+		}
+		err = d.childPayloads(ctx, db, c, depth+1)
+		if errors.As(err, &ie) { // "step 0's child: step 1's child: payload: …"
+			return agentledger.Invalid("payload", "%s's child: %s", n.Subject, ie.Problem)
+		} else if err != nil {
+			return err
+		}
+	}
+	return nil
 }
