@@ -265,7 +265,7 @@ func TestDoorRefusesAChildNoLiveWorkerCanRun(t *testing.T) {
 		{list(child(`{"kind":"steps","payload":` + list(get) + `}`)), ""},
 		{list(child(`{"kind":"agent","queue":"","payload":{"prompt":"hi"}}`)),
 			"step 0's child: no live worker can run it: steps-only lacks a model endpoint" + anyway},
-		{list(get, child(`{"kind":"steps","queue":"${steps.0.body.queue}","payload":` + list(get) + `}`)), ""},
+		{list(get, child(`{"kind":"steps","queue":"${steps.0.body.queue}","payload":`+list(get)+`}`)), ""},
 		{list(get, child(`{"kind":"agent","payload":{"prompt":"${steps.0.body.q}"}}`)), ""},
 	} {
 		err := admitted(c.payload, false)
