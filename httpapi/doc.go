@@ -8,7 +8,7 @@
 //	POST /v1/tasks               201 + Location: the task (CreateTaskRequest)
 //	GET  /v1/tasks/{id}          200: the task
 //	GET  /v1/tasks               200: a TaskList; ?state=&queue=&kind=&limit=&cursor=
-//	POST /v1/tasks/{id}/cancel   200 cancelled (now or before), 202 running: its attempt stops at its next heartbeat
+//	POST /v1/tasks/{id}/cancel   200 cancelled (now or before), 202 running: its attempt stops before its next call
 //	POST /v1/tasks/{id}/replay   202: queued to run again, same generation
 //	POST /v1/tasks/{id}/compensate 202: its completed effects are undone, newest first
 //	GET  /v1/approvals           200: an ApprovalList, pending by default; ?state=&task=&limit=

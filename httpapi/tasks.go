@@ -240,7 +240,7 @@ func noBody(body []byte) error {
 
 // cancelTask is POST /v1/tasks/{id}/cancel: 200 with the task when it is
 // cancelled (at once, or before), 202 when it is running and its attempt
-// has yet to see the request (at its next heartbeat); 409 when it finished
+// has yet to stop (before its next call); 409 when it finished
 // otherwise. The task's last error names the token ("cancelled by
 // tenant:acme, token ci-deploy (7)").
 func (s *Server) cancelTask(r *http.Request, tenant string, body []byte) (action, error) {

@@ -18,7 +18,9 @@ import (
 // cancelSQL is the operator's cancel: a task that no live lease holds is
 // cancelled at once (a running task whose lease expired too: no worker may
 // ever come back for it, and its lost attempt is recorded); a running one is
-// flagged, and its attempt sees the flag at its next heartbeat. The first
+// flagged, and its pool told on commit (claims.CancelChannel): its attempt
+// stops before its next call, or at its next heartbeat for a pool that
+// listens to no notification. The first
 // column is the state before, so callers can tell "not found" (no row) from
 // "already finished". A task with something to undo (see saga.go) enters
 // its compensation phase instead of ending cancelled; one in that phase is
@@ -46,7 +48,8 @@ upd AS (
 		updated_at = now.t
 	FROM cur, now
 	WHERE t.id = cur.id AND cur.state NOT IN ('succeeded', 'dead', 'cancelled', 'compensated') AND NOT cur.undoing
-	RETURNING t.id, t.generation, ` + claims.ClosedAttemptNumber + `, ` + claims.EventColumns + `
+	RETURNING t.id, t.generation, ` + claims.ClosedAttemptNumber + `, ` + claims.EventColumns + `,
+		CASE WHEN cur.live THEN ` + claims.NotifyCancel("cur.id", "cur.lease_token") + ` END AS told
 ),
 ` + outbox.EventsCTE("upd", "(SELECT t FROM now)") + `,
 lost AS (

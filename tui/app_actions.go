@@ -224,7 +224,7 @@ func (a *App) openCancel(t *agentledger.Task) {
 	}
 	how := "It is cancelled at once."
 	if t.State == agentledger.StateRunning {
-		how = fmt.Sprintf("It is running (worker %s): its attempt stops at its next heartbeat.", t.LeaseOwner)
+		how = fmt.Sprintf("It is running (worker %s): its attempt stops before its next call.", t.LeaseOwner)
 	}
 	lines := []string{fmt.Sprintf("Task %d (%s) is %s.", t.ID, t.Kind, t.State), how}
 	if r := a.task.pendingApproval(); a.view == viewTask && r != nil {
@@ -343,7 +343,7 @@ func (a App) openBulk(msg bulkCountMsg) (tea.Model, tea.Cmd) {
 	if msg.op == bulkRetry {
 		lines = append(lines, "Each runs again from attempt 1 in its generation: the ledger serves the effects it completed; tasks whose ledger rows retention removed are skipped.")
 	} else {
-		lines = append(lines, "Those not running are cancelled at once (a waiting task's request is withdrawn, its wait cancelled); running ones stop at their next heartbeat.")
+		lines = append(lines, "Those not running are cancelled at once (a waiting task's request is withdrawn, its wait cancelled); running ones stop before their next call.")
 	}
 	if q := a.tasks.search.Value(); q != "" {
 		// The search narrows the page shown, not what the filter selects:

@@ -212,7 +212,7 @@ func (c commands) cancel(id int64) tea.Cmd {
 		if t.State == agentledger.StateCancelled {
 			return fmt.Sprintf("task %d cancelled", id), nil
 		}
-		return fmt.Sprintf("task %d is running (worker %s): cancel requested; it stops at its next heartbeat", id, t.LeaseOwner), nil
+		return fmt.Sprintf("task %d is running (worker %s): cancel requested; it stops before its next call", id, t.LeaseOwner), nil
 	})
 }
 
@@ -267,7 +267,7 @@ func (c commands) bulk(op bulkOp, f Filter) tea.Cmd {
 		res, err := c.store.CancelAll(ctx, f)
 		msg := "cancelled " + plural(len(res.Done), "task")
 		if len(res.Flagged) > 0 {
-			msg += ", asked " + plural(len(res.Flagged), "running task") + " to stop at the next heartbeat"
+			msg += ", asked " + plural(len(res.Flagged), "running task") + " to stop before their next call"
 		}
 		return fmt.Sprintf("%s, skipped %d", msg, len(res.Skipped)), err
 	})

@@ -106,7 +106,7 @@ type Store interface {
 	// Unsettled is what a re-run of task id would be refused for, its
 	// effects of unknown outcome; nil when none.
 	Unsettled(ctx context.Context, id int64) (*operator.UnsettledError, error)
-	// Cancel cancels the task (a running one at its next heartbeat).
+	// Cancel cancels the task (a running one stops before its next call).
 	Cancel(ctx context.Context, id int64) (*agentledger.Task, error)
 	// Retry runs a dead task again from attempt 1 in the same generation.
 	Retry(ctx context.Context, id int64) (*agentledger.Task, error)

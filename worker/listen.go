@@ -8,6 +8,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/claims"
 )
 
 // NotifyChannel is the channel the tasks table's insert trigger notifies,
@@ -102,8 +105,10 @@ func (p *Pool) listenOnce(ctx context.Context) error {
 		_ = c.Close(closing)
 		_ = c.PgConn().Conn().Close()
 	}()
-	if _, err := c.Exec(setup, "LISTEN "+NotifyChannel); err != nil {
-		return err
+	for _, ch := range []string{NotifyChannel, claims.CancelChannel} {
+		if _, err := c.Exec(setup, "LISTEN "+ch); err != nil {
+			return err
+		}
 	}
 	for ch := range p.cfg.Channels {
 		if _, err := c.Exec(setup, "LISTEN "+pgx.Identifier{ch}.Sanitize()); err != nil {
@@ -163,9 +168,16 @@ func (p *Pool) hear(ctx context.Context, c *pgx.Conn, deadline time.Time) (last 
 	}
 }
 
-// notified hands a notification to its channel's function, or wakes the
-// producer of the queue it names.
+// notified hands a notification to its channel's function, stops the
+// attempt whose lease an operator cancelled, or wakes the producer of the
+// queue it names.
 func (p *Pool) notified(n *pgconn.Notification) {
+	if n.Channel == claims.CancelChannel {
+		if l, ok := claims.CancelNotice(n.Payload); ok {
+			p.keeper.stop(l, agentledger.ErrCancelled) // a lease this pool does not hold: nothing
+		}
+		return
+	}
 	if n.Channel != NotifyChannel {
 		if fn := p.cfg.Channels[n.Channel]; fn != nil {
 			fn(n.Payload)

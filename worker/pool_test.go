@@ -212,6 +212,47 @@ func TestCancelSeenAtNextHeartbeat(t *testing.T) {
 	}
 }
 
+// An operator's cancel reaches a running attempt at once, through the
+// pool's LISTEN session, not at its next heartbeat an hour away: the
+// attempt's steps must not go on calling out until then.
+func TestCancelHeardAtOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	s := claims.New(db)
+	started := make(chan struct{}, 1)
+	cause := make(chan error, 1)
+	runPool(t, db, worker.Config{Lease: 2 * time.Hour, HeartbeatInterval: time.Hour, Grace: 50 * time.Millisecond, // the other task blocks until stopped
+		Handlers: map[string]worker.Handler{
+			"block": worker.HandlerFunc(func(ctx context.Context, _ *agentledger.Task) (json.RawMessage, error) {
+				started <- struct{}{}
+				<-ctx.Done()
+				cause <- context.Cause(ctx)
+				return nil, ctx.Err()
+			}),
+		}})
+	task := enqueue(t, s, "block", `{}`)
+	other := enqueue(t, s, "block", `{}`)
+	recv(t, started, "task start")
+	recv(t, started, "other task start")
+	if _, err := operator.New(db).Cancel(ctx, "", task.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := recv(t, cause, "cancellation"); !errors.Is(err, agentledger.ErrCancelled) {
+		t.Fatalf("handler context cause = %v, want ErrCancelled", err)
+	}
+	waitState(t, s, task.ID, agentledger.StateCancelled)
+	// The notice names its lease: the other attempt runs on.
+	if got, _ := s.Get(ctx, "", other.ID); got.State != agentledger.StateRunning || got.CancelRequested != nil {
+		t.Fatalf("the other task: %s, cancel requested %v; want it running", got.State, got.CancelRequested)
+	}
+	select {
+	case err := <-cause:
+		t.Fatalf("the other attempt ended too: %v", err)
+	default:
+	}
+}
+
 // Shutdown: tasks that finish within the grace period are recorded; the
 // rest are cancelled and their leases released at once (no expiry wait).
 func TestShutdownReleasesLeases(t *testing.T) {

@@ -78,8 +78,8 @@ type bulkResult struct {
 	// the confirmation.
 	Matched int64   `json:"matched"`
 	Done    []int64 `json:"done"`
-	// Flagged are, for a cancel, running tasks asked to stop at their
-	// next heartbeat.
+	// Flagged are, for a cancel, running tasks asked to stop before their
+	// next call.
 	Flagged []int64       `json:"flagged"`
 	Skipped []skippedTask `json:"skipped"`
 }
@@ -175,7 +175,7 @@ func printBulk(w io.Writer, act bulkAction, res bulkResult) error {
 		}
 	}
 	if len(res.Flagged) > 0 {
-		fmt.Fprintf(w, "asked %s to stop: %s (each stops at its next heartbeat)\n",
+		fmt.Fprintf(w, "asked %s to stop: %s (each stops before its next call)\n",
 			plural(int64(len(res.Flagged)), "running task"), idList(res.Flagged, 20))
 	}
 	if len(res.Skipped) == 0 {

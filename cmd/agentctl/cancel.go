@@ -25,8 +25,10 @@ func (a *app) cancelCmd() *cobra.Command {
 		Use:   "cancel ID | --all [--state S] [--queue Q] [--kind K] [--tenant T] [--since T] [--until T] [--yes] [--as NAME]",
 		Short: "Cancel a task, or every unfinished task of a filter",
 		Long: `Cancel a task. A task that is not running is cancelled at once. A running
-task is flagged: its attempt sees the flag at its next heartbeat, stops and
-records the cancellation. A finished task (succeeded, dead, cancelled) cannot
+task is flagged, and its daemon told at once: the attempt stops before its
+next call (a call in flight finishes and is recorded) and records the
+cancellation. A daemon that polls (--pgbouncer) sees the flag at the
+attempt's next heartbeat. A finished task (succeeded, dead, cancelled) cannot
 be cancelled: exit 1. (A task waiting for a decision, a signal, a timer or
 its children is cancelled at once.)
 
@@ -66,7 +68,7 @@ With --output json it prints {"task": {...}, "immediate": true|false}, or for
 				}
 				return a.bulk(ctx, tenant, &f, states, bulkAction{
 					verb: "cancel", past: "cancelled", noun: noun,
-					after: "queued tasks are cancelled; running ones stop at their next heartbeat",
+					after: "queued tasks are cancelled; running ones stop before their next call",
 					do: func(ctx context.Context, svc *operator.Service, p claims.ListParams) (operator.BulkResult, error) {
 						if err := checkAs(strings.TrimSpace(as)); err != nil {
 							return operator.BulkResult{}, err
@@ -156,7 +158,7 @@ func (a *app) cancel(ctx context.Context, tenant, by, arg string) error {
 	if t.LeaseOwner != "" {
 		who += ", worker " + t.LeaseOwner
 	}
-	_, err = fmt.Fprintf(a.stdout, "task %d is %s (%s): cancel requested; the attempt stops at its next heartbeat\n",
+	_, err = fmt.Fprintf(a.stdout, "task %d is %s (%s): cancel requested; the attempt stops before its next call\n",
 		id, t.State, who)
 	return err
 }

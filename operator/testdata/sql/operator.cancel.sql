@@ -30,7 +30,8 @@ upd AS (
 	WHERE t.id = cur.id AND cur.state NOT IN ('succeeded', 'dead', 'cancelled', 'compensated') AND NOT cur.undoing
 	RETURNING t.id, t.generation, CASE WHEN t.state = 'compensating' AND t.attempt = 0
 		THEN (SELECT p.attempt FROM tasks p WHERE p.id = t.id) ELSE t.attempt END AS attempt,
-		t.state = 'compensating' AND t.attempt = 0 AS entered, t.tenant, t.queue, t.kind, t.state, t.max_attempts, t.last_error, t.result
+		t.state = 'compensating' AND t.attempt = 0 AS entered, t.tenant, t.queue, t.kind, t.state, t.max_attempts, t.last_error, t.result,
+		CASE WHEN cur.live THEN pg_notify('agentledger_task_cancel', cur.id || ':' || cur.lease_token) END AS told
 ),
 events AS (
 	INSERT INTO outbox (tenant, task_id, generation, attempt, event, rule, channel, payload,
