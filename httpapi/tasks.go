@@ -280,10 +280,17 @@ func (s *Server) cancelTask(r *http.Request, tenant string, body []byte) (action
 // are served from it); 409 while it is queued or running, or when
 // retention removed its ledger rows.
 func (s *Server) replayTask(r *http.Request, tenant string, body []byte) (action, error) {
-	return s.accepted(r, body, func(ctx context.Context, id int64) (*agentledger.Task, error) {
-		if err := s.mayRun(ctx, tenant, id); err != nil {
+	// A kind the grant no longer allows is a refusal of the request as
+	// sent, checked before the key is taken, so nothing is stored under
+	// it (http-api.md, Errors): replayed once the kind is granted again,
+	// the same key runs the replay. A task not found is the action's
+	// answer, kept like its 409s.
+	if id, err := taskID(r); err == nil {
+		if err := s.mayRun(r.Context(), tenant, id); err != nil && !errors.Is(err, agentledger.ErrNotFound) {
 			return nil, err
 		}
+	}
+	return s.accepted(r, body, func(ctx context.Context, id int64) (*agentledger.Task, error) {
 		p, err := s.cfg.Operator.Replay(ctx, tenant, id)
 		if errors.Is(err, agentledger.ErrConflict) {
 			// The operator's answer points to agentctl rerun, which the
