@@ -160,6 +160,9 @@ func TestSignalsAndWaitsAreTheTenants(t *testing.T) {
 	if p := e.problem(e.post(path+"/end", acme, "e2", `{}`), http.StatusUnprocessableEntity, "invalid_request"); p.Field != "reason" {
 		t.Errorf("an end without a reason: field %q, want reason", p.Field)
 	}
+	if p := e.problem(e.post(path+"/end", acme, "e2b", ""), http.StatusUnprocessableEntity, "invalid_request"); p.Field != "reason" {
+		t.Errorf("an end with no body: field %q, want reason, as a denial's", p.Field)
+	}
 
 	var got httpapi.Wait
 	r := e.post(path+"/end", acme, "e3", `{"reason":"the order was cancelled"}`)

@@ -165,8 +165,10 @@ func (s *Server) endWait(r *http.Request, tenant string, body []byte) (action, e
 		return nil, err
 	}
 	var req EndWaitRequest
-	if err := decodeBody(body, &req); err != nil {
-		return nil, err
+	if len(strings.TrimSpace(string(body))) > 0 { // no body: the reason is missing (422), as a denial's
+		if err := decodeBody(body, &req); err != nil {
+			return nil, err
+		}
 	}
 	if req.Reason = strings.TrimSpace(req.Reason); req.Reason == "" {
 		return nil, agentledger.Invalid("reason", "ending a wait says why: the waiting call fails with it")
