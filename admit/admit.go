@@ -43,6 +43,9 @@ type options struct {
 	Reach func(tool string, u *url.URL) error
 	// Args is Door.Args.
 	Args func(tool string, args json.RawMessage) error
+	// Anonymous names no worker in a refusal: the submitter is a tenant,
+	// to whom the fleet's hosts and pids are the operator's business.
+	Anonymous bool
 }
 
 // check checks the validated task p for the door. Its errors are
@@ -114,13 +117,13 @@ func check(ctx context.Context, s *registry.Store, p claims.EnqueueParams, g *gr
 		}
 	}
 	if p.Kind != steps.Kind {
-		return advise(runnable(p.Needs, servers), o.Override)
+		return advise(runnable(p.Needs, servers, o.Anonymous), o.Override)
 	}
 	ran := func() error { // and its literal children
-		if err := runnable(p.Needs, servers); err != nil {
+		if err := runnable(p.Needs, servers, o.Anonymous); err != nil {
 			return advise(err, o.Override)
 		}
-		return advise(childrenServed(live, p, 0), o.Override)
+		return advise(childrenServed(live, p, 0, o.Anonymous), o.Override)
 	}
 	known := toolCheck(servers, g, p.Tenant)
 	if known == nil {
@@ -161,7 +164,7 @@ func check(ctx context.Context, s *registry.Store, p claims.EnqueueParams, g *gr
 // down to maxChildDepth generations, as the task itself would be refused:
 // queued, the child would wait for such a worker, and a parent waiting for
 // it with it. What only the run knows is not checked.
-func childrenServed(live []registry.Worker, p claims.EnqueueParams, depth int) error {
+func childrenServed(live []registry.Worker, p claims.EnqueueParams, depth int, anonymous bool) error {
 	if p.Kind != steps.Kind || depth >= maxChildDepth {
 		return nil
 	}
@@ -176,10 +179,10 @@ func childrenServed(live []registry.Worker, p claims.EnqueueParams, depth int) e
 		c.Needs = needsOf(c)
 		servers, err := serving(live, c.Queue, c.Kind)
 		if err == nil {
-			err = runnableAs("it", c.Needs, servers)
+			err = runnableAs("it", c.Needs, servers, anonymous)
 		}
 		if err == nil {
-			err = childrenServed(live, c, depth+1)
+			err = childrenServed(live, c, depth+1, anonymous)
 		}
 		var ie *agentledger.InvalidError
 		switch {

@@ -129,7 +129,7 @@ func (d *Door) Admit(ctx context.Context, db registry.DB, s Submission) (claims.
 		}
 	}
 	err := check(ctx, registry.New(db), p, g, options{Anyway: d.Unserved || !r.served || s.Unserved,
-		Unreached: s.Unserved, Override: s.Override, Model: d.Model, Reach: d.Reach, Args: args})
+		Unreached: s.Unserved, Override: s.Override, Model: d.Model, Reach: d.Reach, Args: args, Anonymous: r.grant})
 	if err == nil {
 		err = d.childPayloads(ctx, db, p, 0)
 	}

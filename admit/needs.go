@@ -50,14 +50,15 @@ func needsOf(p claims.EnqueueParams) []string {
 
 // runnable refuses a task needing needs that none of servers (the live
 // pools that claim its kind on its queue) can run, naming what each
-// lacks. A pool that announced no capabilities (an older version) claims
-// anything, and so can.
-func runnable(needs []string, servers []registry.Worker) error {
-	return runnableAs("this task", needs, servers)
+// lacks, and each by its id unless anonymous (a tenant's submission: the
+// fleet's hosts and pids are the operator's). A pool that announced no
+// capabilities (an older version) claims anything, and so can.
+func runnable(needs []string, servers []registry.Worker, anonymous bool) error {
+	return runnableAs("this task", needs, servers, anonymous)
 }
 
 // runnableAs is runnable, the task called what in the refusal.
-func runnableAs(what string, needs []string, servers []registry.Worker) error {
+func runnableAs(what string, needs []string, servers []registry.Worker, anonymous bool) error {
 	if len(needs) == 0 {
 		return nil
 	}
@@ -74,8 +75,13 @@ func runnableAs(what string, needs []string, servers []registry.Worker) error {
 		for i, c := range missing {
 			words[i] = registry.Describe(c)
 		}
-		lacks = append(lacks, fmt.Sprintf("%s lacks %s", w.ID, strings.Join(words, ", ")))
+		who := w.ID
+		if anonymous {
+			who = "a worker"
+		}
+		lacks = append(lacks, fmt.Sprintf("%s lacks %s", who, strings.Join(words, ", ")))
 	}
 	slices.Sort(lacks)
+	lacks = slices.Compact(lacks)
 	return agentledger.Invalid("payload", "no live worker can run %s: %s", what, strings.Join(lacks, "; "))
 }

@@ -159,7 +159,7 @@ func TestDoorReachesWhatTheFleetCan(t *testing.T) {
 		t.Fatal(err)
 	}
 	door := &admit.Door{Reach: func(tool string, u *url.URL) error {
-		return fmt.Errorf("%s is not allowed: add it to AGENTLEDGER_HTTP_ALLOWED_HOSTS", grants.Origin(u))
+		return fmt.Errorf("%s is not allowed: the daemon's AGENTLEDGER_HTTP_ALLOWED_HOSTS does not list it", grants.Origin(u))
 	}}
 	call := func(url string) []byte {
 		return []byte(`{"steps":[{"tool":"http_request","args":{"method":"POST","url":"` + url + `"}}]}`)
@@ -173,7 +173,7 @@ func TestDoorReachesWhatTheFleetCan(t *testing.T) {
 		_, err = door.Admit(ctx, db, admit.Submission{Caller: caller, Grant: &grants.Grant{All: true},
 			Params: claims.EnqueueParams{Tenant: "acme", Kind: "steps", Payload: call("http://127.0.0.1:9/api")}})
 		var ie *agentledger.InvalidError
-		if !errors.As(err, &ie) || !strings.Contains(ie.Problem, "add it to AGENTLEDGER_HTTP_ALLOWED_HOSTS") {
+		if !errors.As(err, &ie) || !strings.Contains(ie.Problem, "the daemon's AGENTLEDGER_HTTP_ALLOWED_HOSTS does not list it") {
 			t.Errorf("%s: an origin nobody reaches: %v", caller, err)
 		}
 	}
@@ -323,5 +323,35 @@ func TestDoorRefusesAChildPayloadItsKindRefuses(t *testing.T) {
 				t.Errorf("%s (%v): %v\nwant payload: %s…", c.payload, s.Caller, err, c.want)
 			}
 		}
+	}
+}
+
+// A tenant's refusal names what the workers lack, not the workers: their
+// hosts and pids are the operator's, who reads them in the same refusal.
+func TestDoorNamesNoWorkerToATenant(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	for _, id := range []string{"vm-7402-908d17", "vm-7403-1a2b3c"} {
+		r := registry.Registration{ID: id, Host: "h", PID: 1, Queues: []string{"default"}, Kinds: []string{"steps", "agent"},
+			Caps: []string{"tool:http_request"}}
+		if err := registry.New(db).Register(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	submit := func(c admit.Caller) string {
+		_, err := (&admit.Door{}).Admit(ctx, db, admit.Submission{Caller: c,
+			Params: claims.EnqueueParams{Tenant: "acme", Kind: "agent", Payload: []byte(`{"prompt":"hi"}`)}})
+		var ie *agentledger.InvalidError
+		if !errors.As(err, &ie) {
+			t.Fatalf("%v: %v, want a refusal", c, err)
+		}
+		return ie.Problem
+	}
+	if got := submit(admit.Tenant); got != "no live worker can run this task: a worker lacks a model endpoint" {
+		t.Errorf("to a tenant: %q", got)
+	}
+	if got := submit(admit.Operator); !strings.Contains(got, "vm-7402-908d17 lacks a model endpoint; vm-7403-1a2b3c lacks a model endpoint") {
+		t.Errorf("to the operator: %q", got)
 	}
 }

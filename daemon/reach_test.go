@@ -76,7 +76,7 @@ func TestDoorRefusesWhatTheAllowListRefuses(t *testing.T) {
 		!strings.Contains(detail, "step 0: http_request: http://127.0.0.1:18449 is not allowed: AGENTLEDGER_HTTP_ALLOWED_HOSTS lists 127.0.0.1:18449 for https only") {
 		t.Errorf("http to an https-only entry: %d %v, want 422 saying it is listed for https only", status, p)
 	}
-	if status, p := post("elsewhere", "https://example.com/orders"); status != 422 || !strings.Contains(p["detail"].(string), "add it to AGENTLEDGER_HTTP_ALLOWED_HOSTS") {
+	if status, p := post("elsewhere", "https://example.com/orders"); status != 422 || !strings.Contains(p["detail"].(string), "the daemon's AGENTLEDGER_HTTP_ALLOWED_HOSTS does not list it") {
 		t.Errorf("a host not listed: %d %v, want 422", status, p)
 	}
 	var n int

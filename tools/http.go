@@ -359,7 +359,9 @@ func (t *HTTPTool) Refusal(u *url.URL) error {
 		return fmt.Errorf("%s is not allowed: %s lists %s for plain http only; write %s (or https://%s) in it to allow https",
 			origin, t.env, u.Host, u.Host, u.Host)
 	}
-	return fmt.Errorf("%s is not allowed: add it to %s", origin, t.env)
+	// Said so that a tenant reading it through the API knows the list is
+	// the operator's, and an operator knows what to add it to.
+	return fmt.Errorf("%s is not allowed: the daemon's %s does not list it", origin, t.env)
 }
 
 // CheckAllowedHost refuses an allow-list entry the HTTP tools would

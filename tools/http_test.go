@@ -170,7 +170,7 @@ func TestHTTPRequestDisallowedHost(t *testing.T) {
 	for _, hosts := range [][]string{nil, {"example.com", "http://127.0.0.1:1"}, {bare}} {
 		tool, unsafe := e.http(tools.HTTPConfig{AllowedHosts: hosts, UnsafeAllowedHosts: hosts})
 		_, err := tools.Invoke(ctx, e.Ledger, tool, call(task, "tool/0", post(srv.URL)))
-		want := fmt.Sprintf("%s is not allowed: add it to AGENTLEDGER_HTTP_ALLOWED_HOSTS", hostOf(srv.URL))
+		want := fmt.Sprintf("%s is not allowed: the daemon's AGENTLEDGER_HTTP_ALLOWED_HOSTS does not list it", hostOf(srv.URL))
 		if len(hosts) == 1 { // listed, for https only: the message says how to allow http
 			want = fmt.Sprintf("%s is not allowed: AGENTLEDGER_HTTP_ALLOWED_HOSTS lists %s for https only (a bare entry means https); write http://%s in it to allow plain http",
 				hostOf(srv.URL), bare, bare)
