@@ -3,6 +3,7 @@ package operator_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -107,5 +108,42 @@ func TestResolvedSaysWhatTheResolutionDid(t *testing.T) {
 		if got := operator.Resolved(&c.task, c.done); got != c.want {
 			t.Errorf("Resolved(compensation %q, done %v) = %q, want %q", c.task.Compensation, c.done, got, c.want)
 		}
+	}
+}
+
+// A task parked at an effect of unknown outcome is not replayed: the
+// replay would stop at the same effect, an attempt spent for nothing.
+// Resolved, it runs on (Resolve replays it).
+func TestReplayRefusesAnUnknownEffect(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := testenv.New(t)
+	svc := operator.New(e.DB)
+	task := e.Enqueue(claims.EnqueueParams{Tenant: "acme"})
+	running := e.Claim("w")
+	if _, err := e.Ledger.Do(ctx, tools.AttemptOf(running), ledger.Effect{Operation: "http.post", StepPath: "tool/0",
+		Class: ledger.Unsafe, Request: []byte(`{}`),
+		Perform: func(context.Context, ledger.Call) (ledger.Result, error) { return ledger.Result{Status: 200}, nil },
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.DB.Exec(ctx, `UPDATE ledger SET state = 'unknown', completed_at = NULL WHERE task_id = $1`, task.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Claims.NeedsAttention(ctx, claims.LeaseOf(running), "effect outcome unknown"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := svc.Replay(ctx, "acme", task.ID)
+	if !errors.Is(err, agentledger.ErrConflict) || !strings.Contains(err.Error(), "an effect of unknown outcome at tool/0: a replay would stop there again") {
+		t.Fatalf("replay of a parked task: %v, want a conflict naming tool/0", err)
+	}
+	if d, _ := svc.Show(ctx, "", task.ID); d.Task.State != agentledger.StateNeedsAttention || len(d.Attempts) != 1 {
+		t.Fatalf("refused, yet the task is %s with %d attempts", d.Task.State, len(d.Attempts))
+	}
+	if _, err := svc.Resolve(ctx, "", task.ID, "tool/0", operator.Resolution{Done: true, Note: "checked the target"}); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := svc.Show(ctx, "", task.ID); d.Task.State != agentledger.StateQueued {
+		t.Fatalf("resolved: %s, want queued", d.Task.State)
 	}
 }

@@ -81,6 +81,13 @@ func (s *Service) Replay(ctx context.Context, tenant string, id int64) (*Preview
 	if err != nil {
 		return nil, err
 	}
+	// An effect of unknown outcome stops every attempt that reaches it,
+	// and a replay reaches it: the earlier effects are served, and the
+	// attempt parks there again, an attempt spent for nothing.
+	if u := unsettled(id, j); u != nil && len(u.Unknown) > 0 {
+		return nil, agentledger.Errorf(agentledger.CodeConflict, "task %d has an effect of unknown outcome at %s: a replay would stop there again "+
+			"until an operator resolves it (agentctl resolve %d --done or --retry, which replays the task)", id, strings.Join(u.Unknown, ", "), id)
+	}
 	t, err := s.requeue(ctx, tenant, id, replay, ReplayableStates)
 	if err != nil {
 		return nil, err
