@@ -49,8 +49,16 @@ func Call(ctx context.Context, t *agentledger.Task, path, tool string, args any,
 		// before the effect. (One of an MCP server not connected for now
 		// is taken: it is looked up when it runs.)
 		if reg := u.path().Tools; reg != nil {
-			if _, err := reg.Get(undo.Tool); err != nil && errors.As(err, new(*agentledger.PermanentError)) {
+			ut, err := reg.Get(undo.Tool)
+			if err != nil && errors.As(err, new(*agentledger.PermanentError)) {
 				return ledger.Result{}, agentledger.Permanent(fmt.Errorf("saga.Call %s: its compensation: %w", path, err))
+			}
+			// Nor one that changes nothing: the task would end
+			// compensated with its effect in place (a steps payload's is
+			// refused at submit).
+			if c, ok := ut.(tools.Classed); (ok && c.Class() == ledger.Pure) || tools.PureHTTP(undo.Tool, undo.Args) {
+				return ledger.Result{}, agentledger.Permanent(fmt.Errorf("saga.Call %s: its compensation: %s changes nothing, so it undoes nothing: "+
+					"compensate with a call that does", path, undo.Tool))
 			}
 		}
 	}

@@ -106,12 +106,22 @@ func TestCallOutsideAHandler(t *testing.T) {
 
 // A kind's mistakes that retrying cannot fix fail its task for good, and
 // before anything is sent: a compensation naming a tool that does not
-// exist (found out otherwise only when the effect must be undone), and a
+// exist (found out otherwise only when the effect must be undone), one
+// calling a tool that changes nothing (the task would end compensated
+// with its effect in place), and a
 // second call at a place already used with another request.
 func TestCallRefusesMistakesForGood(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	e, s, undoer := shopEnv(t)
+	lookup, err := tools.Define(tools.Spec[order]{Name: "lookup", Class: ledger.Pure,
+		Perform: func(context.Context, ledger.Call, order) (ledger.Result, error) {
+			return ledger.Result{Status: 200}, nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	undoer.Tools = tools.NewRegistry(s.tool(t), lookup)
 	kind := saga.Phase(handler(func(ctx context.Context, task *agentledger.Task) (json.RawMessage, error) {
 		var p struct{ Mistake string }
 		if err := json.Unmarshal(task.Payload, &p); err != nil {
@@ -120,6 +130,9 @@ func TestCallRefusesMistakesForGood(t *testing.T) {
 		switch p.Mistake {
 		case "undo":
 			_, err := saga.Call(ctx, task, "charge", "shop", order{Op: "charge"}, &saga.Compensation{Tool: "shopp"})
+			return nil, err
+		case "pure":
+			_, err := saga.Call(ctx, task, "charge", "shop", order{Op: "charge"}, &saga.Compensation{Tool: "lookup"})
 			return nil, err
 		default:
 			if _, err := saga.Call(ctx, task, "charge", "shop", order{Op: "charge", Order: 1}, nil); err != nil {
@@ -130,7 +143,8 @@ func TestCallRefusesMistakesForGood(t *testing.T) {
 		}
 	}), undoer)
 	for payload, want := range map[string]string{
-		`{"mistake":"undo"}`:  `saga.Call charge: its compensation: unknown tool "shopp" (known: shop)`,
+		`{"mistake":"undo"}`:  `saga.Call charge: its compensation: unknown tool "shopp" (known: lookup, shop)`,
+		`{"mistake":"pure"}`:  `saga.Call charge: its compensation: lookup changes nothing, so it undoes nothing`,
 		`{"mistake":"place"}`: `saga.Call charge (shop): the call differs from the one recorded at this place`,
 	} {
 		e.Enqueue(claims.EnqueueParams{Kind: "order", Payload: json.RawMessage(payload)})
