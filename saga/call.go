@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/ledger"
@@ -29,8 +31,11 @@ func Call(ctx context.Context, t *agentledger.Task, path, tool string, args any,
 	if !ok {
 		return ledger.Result{}, agentledger.Permanent(errors.New("saga.Call: ctx is not a task handler's: call it from a kind the daemon runs, with the ctx it was given"))
 	}
-	if path == "" || strings.HasPrefix(path, "/") {
-		return ledger.Result{}, agentledger.Permanent(fmt.Errorf("saga.Call: path %q must name the call (\"charge\", \"step/2\")", path))
+	// The path is the journal's place for the call, shown by agentctl
+	// and the console: printable, as a step's is.
+	if path == "" || strings.HasPrefix(path, "/") || !utf8.ValidString(path) || strings.ContainsFunc(path, unicode.IsControl) || len(path) > 200 {
+		return ledger.Result{}, agentledger.Permanent(fmt.Errorf("saga.Call: path %q must name the call (\"charge\", \"step/2\"): "+
+			"printable, at most 200 bytes, not starting with /", path))
 	}
 	raw, err := json.Marshal(args)
 	if err != nil {
