@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/operator"
 )
 
@@ -72,10 +73,12 @@ func (a *app) retry(ctx context.Context, tenant, arg string) error {
 	if err != nil {
 		return err
 	}
-	t, err := operator.New(a.db.Pool).Retry(ctx, tenant, id)
+	svc := operator.New(a.db.Pool)
+	before, _ := svc.Preview(ctx, tenant, id) // what the retry will serve: read while the task is dead
+	t, err := svc.Retry(ctx, tenant, id)
 	switch {
 	case errors.Is(err, agentledger.ErrConflict):
-		return retryConflict(ctx, s, operator.New(a.db.Pool), tenant, id, err)
+		return retryConflict(ctx, s, svc, tenant, id, err)
 	case err != nil:
 		return err
 	}
@@ -87,7 +90,23 @@ func (a *app) retry(ctx context.Context, tenant, arg string) error {
 	_, err = fmt.Fprintf(a.stdout, "task %d queued for retry (generation %d): effects it completed are served from the ledger\n",
 		id, t.Generation)
 	refusedCalls(ctx, a, tenant, t)
+	servedFailures(a, before)
 	return err
+}
+
+// servedFailures warns of the failures a retry serves again: an effect
+// that failed for good is recorded so, and the retry ends there the same
+// way (a wait that timed out, or a read, runs again: Plan says so).
+func servedFailures(a *app, p *operator.Preview) {
+	if p == nil {
+		return
+	}
+	for _, e := range p.Effects {
+		if e.State == ledger.StateFailed && e.Plan == ledger.PlanServed {
+			fmt.Fprintf(a.stderr, "agentctl: warning: the call at %s failed for good, and its failure is recorded: the retry "+
+				"serves that failure again and ends the same way; agentctl rerun %d --yes calls it anew, as a new intent\n", e.Step, p.Task.ID)
+		}
+	}
 }
 
 // parkedHint is what to do with a task that needs attention with no effect
@@ -113,7 +132,7 @@ func retryConflict(ctx context.Context, s *claims.Store, svc *operator.Service, 
 		return withHint(newError(fmt.Sprintf("task %d is %s, not dead: only a dead task can be retried", id, cur.State), err),
 			fmt.Sprintf("it will run without help; agentctl show %d follows it", id))
 	case agentledger.StateNeedsAttention:
-		hint := fmt.Sprintf("settle its unknown effect with agentctl resolve (agentctl show %d names it), or replay it: agentctl replay %d", id, id)
+		hint := fmt.Sprintf("settle its unknown effect with agentctl resolve, which replays it (agentctl show %d names it)", id)
 		if unknown, uerr := svc.UnknownEffects(ctx, tenant, id); uerr == nil && len(unknown) == 0 {
 			hint = parkedHint(id)
 		}

@@ -420,8 +420,12 @@ func cmdEffect(ts *testscript.TestScript, neg bool, args []string) {
 	if compensable {
 		args = args[1:]
 	}
+	failed := len(args) > 0 && args[0] == "-failed" // the downstream refuses it for good: recorded failed
+	if failed {
+		args = args[1:]
+	}
 	if neg || len(args) != 4 {
-		ts.Fatalf("usage: effect [-compensable] ID STEP OP BODY")
+		ts.Fatalf("usage: effect [-compensable] [-failed] ID STEP OP BODY")
 	}
 	pool := scriptPool(ts)
 	defer pool.Close()
@@ -430,9 +434,16 @@ func cmdEffect(ts *testscript.TestScript, neg bool, args []string) {
 		Operation: args[2], StepPath: args[1], Class: ledger.Keyed, Request: json.RawMessage(`{}`),
 		Compensate: undoBy(compensable, "http_request"),
 		Perform: func(context.Context, ledger.Call) (ledger.Result, error) {
+			if failed {
+				return ledger.Result{Status: 422, Body: json.RawMessage(args[3])}, agentledger.Permanent(errors.New("422 Unprocessable Entity"))
+			}
 			return ledger.Result{Status: 200, Body: json.RawMessage(args[3])}, nil
 		},
 	})
+	if failed && err != nil {
+		fmt.Fprintf(ts.Stdout(), "effect %s %s of task %d failed: %v\n", args[1], args[2], t.ID, err)
+		return
+	}
 	ts.Check(err)
 	key := ledger.EffectKey(t.Tenant, t.ID, t.Generation, args[1], args[2])
 	ts.Setenv("KEY", key)
