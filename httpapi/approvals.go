@@ -91,14 +91,7 @@ func viewApproval(r approvals.Request) Approval {
 
 // approvalID reads the {id} of the route; an id that cannot exist is not
 // found.
-func approvalID(r *http.Request) (int64, error) {
-	s := r.PathValue("id")
-	id, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || id <= 0 || strconv.FormatInt(id, 10) != s {
-		return 0, agentledger.Errorf(agentledger.CodeNotFound, "approval request %q not found", s)
-	}
-	return id, nil
-}
+func approvalID(r *http.Request) (int64, error) { return pathID(r, "approval request") }
 
 // approvalParams are the query parameters GET /v1/approvals takes.
 var approvalParams = []string{"state", "task", "limit"}

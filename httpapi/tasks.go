@@ -107,11 +107,15 @@ func viewTask(t *agentledger.Task) Task {
 func taskPath(id int64) string { return "/v1/tasks/" + strconv.FormatInt(id, 10) }
 
 // taskID reads the {id} of the route; an id that cannot exist is not found.
-func taskID(r *http.Request) (int64, error) {
+func taskID(r *http.Request) (int64, error) { return pathID(r, "task") }
+
+// pathID is the {id} of r's path, a positive integer written plainly;
+// anything else names no what ("approval request"), and so is not found.
+func pathID(r *http.Request, what string) (int64, error) {
 	s := r.PathValue("id")
 	id, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || id <= 0 || strconv.FormatInt(id, 10) != s {
-		return 0, agentledger.Errorf(agentledger.CodeNotFound, "task %q not found", s)
+		return 0, agentledger.Errorf(agentledger.CodeNotFound, "%s %q not found", what, s)
 	}
 	return id, nil
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -78,14 +77,7 @@ func viewWait(w waits.Wait) Wait {
 
 // waitID reads the {id} of the route; an id that cannot exist is not
 // found.
-func waitID(r *http.Request) (int64, error) {
-	s := r.PathValue("id")
-	id, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || id <= 0 || strconv.FormatInt(id, 10) != s {
-		return 0, agentledger.Errorf(agentledger.CodeNotFound, "wait %q not found", s)
-	}
-	return id, nil
-}
+func waitID(r *http.Request) (int64, error) { return pathID(r, "wait") }
 
 // waitStates are a wait's states, as GET /v1/waits filters them.
 var waitStates = []string{waits.Waiting, waits.Done, waits.TimedOut, waits.Ended, waits.Cancelled}
