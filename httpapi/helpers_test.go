@@ -123,6 +123,7 @@ func (e *env) post(path, token, key, body string) resp {
 // task decodes a task answer with the wanted status.
 func (e *env) task(r resp, status int) httpapi.Task {
 	e.t.Helper()
+	e.uncached(r)
 	if r.status != status {
 		e.t.Fatalf("status %d, want %d: %s", r.status, status, r.body)
 	}
@@ -133,9 +134,19 @@ func (e *env) task(r resp, status int) httpapi.Task {
 	return v
 }
 
+// uncached checks that r forbids caches to keep it and browsers to
+// sniff it: a tenant's data, as of now.
+func (e *env) uncached(r resp) {
+	e.t.Helper()
+	if cc, xc := r.header.Get("Cache-Control"), r.header.Get("X-Content-Type-Options"); cc != "no-store" || xc != "nosniff" {
+		e.t.Errorf("Cache-Control %q, X-Content-Type-Options %q; want no-store, nosniff", cc, xc)
+	}
+}
+
 // problem checks that r is a problem with status and code and returns it.
 func (e *env) problem(r resp, status int, code string) httpapi.Problem {
 	e.t.Helper()
+	e.uncached(r)
 	if ct := r.header.Get("Content-Type"); ct != "application/problem+json" {
 		e.t.Errorf("Content-Type %q, want application/problem+json: %s", ct, r.body)
 	}

@@ -298,6 +298,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	r.Body = http.MaxBytesReader(sw, r.Body, s.cfg.MaxBody)
+	// Every answer is about one tenant's data, now: no cache keeps it, and
+	// no browser reads a problem+json as anything else.
+	sw.Header().Set("Cache-Control", "no-store")
+	sw.Header().Set("X-Content-Type-Options", "nosniff")
 	if h, pattern := s.mux.Handler(r); pattern == "" {
 		s.noRoute(sw, r, h)
 		return
