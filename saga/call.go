@@ -33,6 +33,9 @@ func Call(ctx context.Context, t *agentledger.Task, path, tool string, args any,
 	}
 	// The path is the journal's place for the call, shown by agentctl
 	// and the console: printable, as a step's is.
+	if t == nil {
+		return ledger.Result{}, agentledger.Permanent(errors.New("saga.Call: no task: pass the task the handler was given"))
+	}
 	if path == "" || strings.HasPrefix(path, "/") || !utf8.ValidString(path) || strings.ContainsFunc(path, unicode.IsControl) || len(path) > 200 {
 		return ledger.Result{}, agentledger.Permanent(fmt.Errorf("saga.Call: path %q must name the call (\"charge\", \"step/2\"): "+
 			"printable, at most 200 bytes, not starting with /", path))

@@ -131,6 +131,9 @@ func TestCallRefusesMistakesForGood(t *testing.T) {
 		case "undo":
 			_, err := saga.Call(ctx, task, "charge", "shop", order{Op: "charge"}, &saga.Compensation{Tool: "shopp"})
 			return nil, err
+		case "nil":
+			_, err := saga.Call(ctx, nil, "charge", "shop", order{Op: "charge"}, nil)
+			return nil, err
 		case "path":
 			_, err := saga.Call(ctx, task, "charge\nnow", "shop", order{Op: "charge"}, nil)
 			return nil, err
@@ -149,6 +152,7 @@ func TestCallRefusesMistakesForGood(t *testing.T) {
 		`{"mistake":"undo"}`:  `saga.Call charge: its compensation: unknown tool "shopp" (known: lookup, shop)`,
 		`{"mistake":"pure"}`:  `saga.Call charge: its compensation: lookup changes nothing, so it undoes nothing`,
 		`{"mistake":"path"}`:  `saga.Call: path "charge\nnow" must name the call`,
+		`{"mistake":"nil"}`:   `saga.Call: no task`,
 		`{"mistake":"place"}`: `saga.Call charge (shop): the call differs from the one recorded at this place`,
 	} {
 		e.Enqueue(claims.EnqueueParams{Kind: "order", Payload: json.RawMessage(payload)})
