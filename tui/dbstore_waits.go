@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/operator"
 	"github.com/agentledger/agentledger/waits"
@@ -62,47 +60,15 @@ func (s *DBStore) taskWaits(ctx context.Context, id int64, g int32) ([]Wait, err
 	return s.withChildren(ctx, mine)
 }
 
-// childrenSQL counts the children each children wait of $1 waits for
-// (those its spec lists, or every child of its task's generation), and
-// how many of them ended, as waits.Store decides it; a wait a replay
-// replaced (waits_replaced) too.
-const childrenSQL = `/* tui.wait_children */
-SELECT w.id, count(t.id), count(t.id) FILTER (WHERE t.state IN ('succeeded', 'dead', 'cancelled', 'compensated'))
-FROM (
-	SELECT id, task_id, generation, kind, spec FROM waits WHERE id = ANY ($1)
-	UNION ALL
-	SELECT id, task_id, generation, kind, spec FROM waits_replaced WHERE id = ANY ($1)
-) w JOIN tasks t ON t.parent_id = w.task_id AND t.parent_generation = w.generation
-	AND (jsonb_array_length(coalesce(w.spec -> 'tasks', '[]')) = 0
-		OR t.id IN (SELECT jsonb_array_elements_text(w.spec -> 'tasks')::bigint))
-WHERE w.kind = 'children'
-GROUP BY w.id`
-
 // withChildren counts the children of ws's children waits.
 func (s *DBStore) withChildren(ctx context.Context, ws []waits.Wait) ([]Wait, error) {
+	counts, err := s.Waits.ChildCounts(ctx, ws)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]Wait, len(ws))
-	var ids []int64
-	at := map[int64]int{}
 	for i, w := range ws {
-		out[i].Wait = w
-		if w.Kind == waits.KindChildren {
-			ids, at[w.ID] = append(ids, w.ID), i
-		}
-	}
-	if len(ids) == 0 {
-		return out, nil
-	}
-	rows, err := s.db.Query(ctx, childrenSQL, ids)
-	if err != nil {
-		return nil, fmt.Errorf("counting the children of waits: %w", err)
-	}
-	var id, n, ended int64
-	_, err = pgx.ForEachRow(rows, []any{&id, &n, &ended}, func() error {
-		out[at[id]].Children, out[at[id]].Ended = int(n), int(ended)
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("counting the children of waits: %w", err)
+		out[i] = Wait{Wait: w, Children: counts[w.ID].Children, Ended: counts[w.ID].Ended}
 	}
 	return out, nil
 }

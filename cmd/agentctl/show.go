@@ -145,7 +145,11 @@ func (a *app) show(ctx context.Context, tenant, arg string) error {
 	if err := printApprovals(a.stdout, d.Approvals); err != nil {
 		return err
 	}
-	if err := printWaits(a.stdout, ws, time.Now()); err != nil {
+	counts, err := waits.NewStore(a.db.Pool).ChildCounts(ctx, ws)
+	if err != nil {
+		return err
+	}
+	if err := printWaits(a.stdout, ws, counts, time.Now()); err != nil {
 		return err
 	}
 	return printNotifications(a.stdout, notes)

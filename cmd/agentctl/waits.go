@@ -131,6 +131,10 @@ func (a *app) waits(ctx context.Context, p waits.ListParams, wait time.Duration)
 	if done, err := listed(a, ws, none); done {
 		return err
 	}
+	counts, err := store.ChildCounts(ctx, ws)
+	if err != nil {
+		return err
+	}
 	now := time.Now()
 	tab := newTable(a.stdout, "ID", "TASK", "TENANT", "STEP", "KIND", "WAITS FOR", "DEADLINE", "AGE", "STATE")
 	for _, w := range ws {
@@ -138,7 +142,7 @@ func (a *app) waits(ctx context.Context, p waits.ListParams, wait time.Duration)
 		if w.ReplacedAt != nil {
 			state += " (replaced)"
 		}
-		tab.row(strconv.FormatInt(w.ID, 10), strconv.FormatInt(w.TaskID, 10), truncate(w.Tenant, 20), w.Step, w.Kind, truncate(waitsFor(w), 60),
+		tab.row(strconv.FormatInt(w.ID, 10), strconv.FormatInt(w.TaskID, 10), truncate(w.Tenant, 20), w.Step, w.Kind, truncate(waitsFor(w, counts), 70),
 			deadlineText(w, now), age(now.Sub(w.CreatedAt)), state)
 	}
 	if err := tab.flush(); err != nil {
@@ -151,8 +155,9 @@ func (a *app) waits(ctx context.Context, p waits.ListParams, wait time.Duration)
 }
 
 // waitsFor says what w waits for, in a phrase: "payment.settled key
-// order-7", "a timer", "children (all, fail)".
-func waitsFor(w waits.Wait) string {
+// order-7", "a timer", "every child (all, on failure fail): 1 of 2
+// ended", counts saying how many children a children wait has.
+func waitsFor(w waits.Wait, counts map[int64]waits.ChildCount) string {
 	switch w.Kind {
 	case waits.KindSignal:
 		return w.Signal + " key " + w.Key
@@ -171,7 +176,12 @@ func waitsFor(w waits.Wait) string {
 		}
 		which = "children " + strings.Join(ids, ",")
 	}
-	return fmt.Sprintf("%s (%s, on failure %s)", which, spec.Mode, spec.OnFailure)
+	c := counts[w.ID]
+	ended := fmt.Sprintf("%d of %d ended", c.Ended, c.Children)
+	if c.Children == 0 {
+		ended = "none started yet"
+	}
+	return fmt.Sprintf("%s (%s, on failure %s): %s", which, spec.Mode, spec.OnFailure, ended)
 }
 
 func (a *app) endWaitCmd() *cobra.Command {
@@ -261,7 +271,7 @@ func endedHow(w waits.Wait) string {
 
 // printWaits writes a task's waits, newest first; nothing for a task that
 // never waited.
-func printWaits(w io.Writer, ws []waits.Wait, now time.Time) error {
+func printWaits(w io.Writer, ws []waits.Wait, counts map[int64]waits.ChildCount, now time.Time) error {
 	if len(ws) == 0 {
 		return nil
 	}
@@ -272,7 +282,7 @@ func printWaits(w io.Writer, ws []waits.Wait, now time.Time) error {
 		if x.State != waits.Waiting {
 			state += ": " + endedHow(x)
 		}
-		tab.row(strconv.FormatInt(x.ID, 10), strconv.Itoa(int(x.Generation)), x.Step, x.Kind, truncate(waitsFor(x), 60),
+		tab.row(strconv.FormatInt(x.ID, 10), strconv.Itoa(int(x.Generation)), x.Step, x.Kind, truncate(waitsFor(x, counts), 70),
 			deadlineText(x, now), truncate(state, 60))
 	}
 	return tab.flush()

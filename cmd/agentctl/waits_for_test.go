@@ -1,0 +1,25 @@
+package main
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/agentledger/agentledger/waits"
+)
+
+// A children wait says how many of its children ended, and that none
+// started yet when its task has none.
+func TestWaitsForCountsChildren(t *testing.T) {
+	w := waits.Wait{ID: 3, Kind: waits.KindChildren, Spec: json.RawMessage(`{"mode":"all","on_failure":"fail"}`)}
+	counts := map[int64]waits.ChildCount{3: {Children: 2, Ended: 1}}
+	if got, want := waitsFor(w, counts), "every child (all, on failure fail): 1 of 2 ended"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if got, want := waitsFor(w, nil), "every child (all, on failure fail): none started yet"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	sig := waits.Wait{Kind: waits.KindSignal, Signal: "payment.settled", Key: "order-7"}
+	if got := waitsFor(sig, counts); got != "payment.settled key order-7" {
+		t.Errorf("a signal wait: %q", got)
+	}
+}
