@@ -112,7 +112,7 @@ func check(ctx context.Context, s *registry.Store, p claims.EnqueueParams, g *gr
 		if err := agentTools(p, toolCheck(servers, g, p.Tenant)); err != nil {
 			return advise(err, o.Override)
 		}
-		if err := agentSteps(p.Payload, servers); err != nil {
+		if err := agentSteps(p.Payload, servers, o.Anonymous); err != nil {
 			return advise(err, o.Override)
 		}
 	}
@@ -261,7 +261,7 @@ func agentTools(p claims.EnqueueParams, known func(string) error) error {
 // claim the task, and it would fail it. Nil when every such worker allows
 // it; a worker that announced no limit (an older version) is not known to
 // refuse.
-func agentSteps(payload json.RawMessage, servers []registry.Worker) error {
+func agentSteps(payload json.RawMessage, servers []registry.Worker, anonymous bool) error {
 	asked, ok := agent.RequestedSteps(payload)
 	if !ok {
 		return nil
@@ -269,13 +269,18 @@ func agentSteps(payload json.RawMessage, servers []registry.Worker) error {
 	var lower []string
 	for _, w := range servers {
 		if n, ok := registry.AgentMaxSteps(w.Caps); ok && slices.Contains(w.Caps, registry.CapModel) && asked > n {
-			lower = append(lower, fmt.Sprintf("%s allows %d", w.ID, n))
+			who := w.ID
+			if anonymous {
+				who = "a worker"
+			}
+			lower = append(lower, fmt.Sprintf("%s allows %d", who, n))
 		}
 	}
 	if len(lower) == 0 {
 		return nil
 	}
 	slices.Sort(lower)
+	lower = slices.Compact(lower)
 	return agentledger.Invalid("payload", "max_steps %d is above what a live worker allows (%s; agentd --llm-max-steps), "+
 		"which would fail the task if it claimed it", asked, strings.Join(lower, ", "))
 }

@@ -354,4 +354,15 @@ func TestDoorNamesNoWorkerToATenant(t *testing.T) {
 	if got := submit(admit.Operator); !strings.Contains(got, "vm-7402-908d17 lacks a model endpoint; vm-7403-1a2b3c lacks a model endpoint") {
 		t.Errorf("to the operator: %q", got)
 	}
+	// So too a max_steps above what the workers allow.
+	r := registry.Registration{ID: "vm-7404-4d5e6f", Host: "h", PID: 3, Queues: []string{"default"}, Kinds: []string{"agent"},
+		Caps: []string{registry.CapModel, registry.CapAgent2, registry.CapAgentMaxSteps(20)}}
+	if err := registry.New(db).Register(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	_, err := (&admit.Door{}).Admit(ctx, db, admit.Submission{Caller: admit.Tenant,
+		Params: claims.EnqueueParams{Tenant: "acme", Kind: "agent", Payload: []byte(`{"prompt":"hi","max_steps":50}`)}})
+	if err == nil || strings.Contains(err.Error(), "vm-") || !strings.Contains(err.Error(), "a worker allows 20") {
+		t.Errorf("max_steps to a tenant: %v", err)
+	}
 }

@@ -79,6 +79,15 @@ func TestReplayOfARevokedKindIsForbidden(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.task(e.post(fmt.Sprintf("/v1/tasks/%d/replay", v.ID), token, "r1", ""), http.StatusAccepted)
+	// A key that answered replays its answer, whatever the grant says since.
+	if _, err := grants.NewStore(e.db).Update(ctx, "acme", func(g *grants.Grant) { g.Kinds = nil }); err != nil {
+		t.Fatal(err)
+	}
+	again := e.post(fmt.Sprintf("/v1/tasks/%d/replay", v.ID), token, "r1", "")
+	e.task(again, http.StatusAccepted)
+	if !again.replayed() {
+		t.Errorf("the same key after a revoke: not its stored answer replayed")
+	}
 }
 
 // No queue jumping through the API: a run_at in the past becomes now, and a

@@ -19,6 +19,7 @@ import (
 	"github.com/agentledger/agentledger/admit"
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/grants"
+	"github.com/agentledger/agentledger/operator"
 	"github.com/agentledger/agentledger/registry"
 )
 
@@ -281,34 +282,50 @@ func (s *Server) cancelTask(r *http.Request, tenant string, body []byte) (action
 
 // replayTask is POST /v1/tasks/{id}/replay: 202 Accepted with the task
 // queued to run again in the same generation (effects the ledger completed
-// are served from it); 409 while it is queued or running, or when
-// retention removed its ledger rows.
+// are served from it); 409 while it is queued or running, when retention
+// removed its ledger rows, or when an effect of unknown outcome would
+// stop it again (an operator settles that first); 403 when the tenant's
+// grant no longer allows its kind.
 func (s *Server) replayTask(r *http.Request, tenant string, body []byte) (action, error) {
-	// A kind the grant no longer allows is a refusal of the request as
-	// sent, checked before the key is taken, so nothing is stored under
-	// it (http-api.md, Errors): replayed once the kind is granted again,
-	// the same key runs the replay. A task not found is the action's
-	// answer, kept like its 409s.
-	if id, err := taskID(r); err == nil {
-		if err := s.mayRun(r.Context(), tenant, id); err != nil && !errors.Is(err, agentledger.ErrNotFound) {
-			return nil, err
-		}
+	id, err := taskID(r)
+	if err != nil {
+		return nil, err
 	}
-	return s.accepted(r, body, func(ctx context.Context, id int64) (*agentledger.Task, error) {
+	if err := noBody(body); err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, _ string) reply {
+		// A kind the grant no longer allows is a refusal of the request
+		// as sent, and frees the key (http-api.md, Errors): granted again,
+		// the same key runs the replay. Checked in the action, not before
+		// the key is taken, so that a key that answered replays its
+		// answer whatever the grant says since.
+		if err := s.mayRun(ctx, tenant, id); err != nil && !errors.Is(err, agentledger.ErrNotFound) {
+			rp := s.problemReply(r, err)
+			rp.refused = errors.As(err, new(*grants.DeniedError))
+			return rp
+		}
 		p, err := s.cfg.Operator.Replay(ctx, tenant, id)
-		if errors.Is(err, agentledger.ErrConflict) {
+		var stops *operator.StopsAtUnknownError
+		switch {
+		case errors.As(err, &stops):
+			// The operator's answer names agentctl resolve, which is
+			// theirs alone.
+			err = agentledger.Errorf(agentledger.CodeConflict, "task %d has an effect of unknown outcome at %s: a replay would stop "+
+				"there again; an operator settles it first", id, strings.Join(stops.Steps, ", "))
+		case errors.Is(err, agentledger.ErrConflict):
 			// The operator's answer points to agentctl rerun, which the
 			// API has not: its way to a new intent is a new task.
 			if t, gerr := s.cfg.Claims.Get(ctx, tenant, id); gerr == nil && t.State == agentledger.StateCompensated {
-				return nil, agentledger.Errorf(agentledger.CodeConflict, "task %d is compensated: its effects were undone, and a "+
+				err = agentledger.Errorf(agentledger.CodeConflict, "task %d is compensated: its effects were undone, and a "+
 					"replay would neither do them again nor undo them twice; submit it again as a new task to run it anew", id)
 			}
 		}
 		if err != nil {
-			return nil, err
+			return s.problemReply(r, err)
 		}
-		return p.Task, nil
-	})
+		return jsonReply(http.StatusAccepted, viewTask(p.Task))
+	}, nil
 }
 
 // mayRun refuses a tenant's replay of its task id whose kind its grant no

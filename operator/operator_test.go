@@ -3,7 +3,7 @@ package operator_test
 import (
 	"context"
 	"errors"
-	"strings"
+	"fmt"
 	"testing"
 	"time"
 
@@ -133,9 +133,15 @@ func TestReplayRefusesAnUnknownEffect(t *testing.T) {
 	if err := e.Claims.NeedsAttention(ctx, claims.LeaseOf(running), "effect outcome unknown"); err != nil {
 		t.Fatal(err)
 	}
+	want := fmt.Sprintf("task %d has an effect of unknown outcome at tool/0: a replay would stop there again; settle it first "+
+		"with agentctl resolve %d --step tool/0 (--done | --retry) --note TEXT, which replays it", task.ID, task.ID)
 	_, err := svc.Replay(ctx, "acme", task.ID)
-	if !errors.Is(err, agentledger.ErrConflict) || !strings.Contains(err.Error(), "an effect of unknown outcome at tool/0: a replay would stop there again") {
-		t.Fatalf("replay of a parked task: %v, want a conflict naming tool/0", err)
+	if !errors.Is(err, agentledger.ErrConflict) || err.Error() != want {
+		t.Fatalf("replay of a parked task: %v\nwant a conflict: %s", err, want)
+	}
+	// Its preview does not offer what the replay refuses.
+	if _, err := svc.Preview(ctx, "acme", task.ID); !errors.Is(err, agentledger.ErrConflict) || err.Error() != want {
+		t.Fatalf("preview of a parked task: %v\nwant a conflict: %s", err, want)
 	}
 	if d, _ := svc.Show(ctx, "", task.ID); d.Task.State != agentledger.StateNeedsAttention || len(d.Attempts) != 1 {
 		t.Fatalf("refused, yet the task is %s with %d attempts", d.Task.State, len(d.Attempts))

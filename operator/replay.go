@@ -55,6 +55,9 @@ func (s *Service) Preview(ctx context.Context, tenant string, id int64) (*Previe
 	if !Replayable(t.State) {
 		return nil, notReplayable(t)
 	}
+	if err := stopsAtUnknown(t, j); err != nil {
+		return nil, err
+	}
 	// As the replay itself refuses it: its journal is gone.
 	var expired bool
 	if err := s.db.QueryRow(ctx, `/* operator.ledger_expired */ SELECT ledger_expired_at IS NOT NULL FROM tasks WHERE id = $1`, t.ID).Scan(&expired); err != nil {
@@ -77,16 +80,12 @@ func (s *Service) Preview(ctx context.Context, tenant string, id int64) (*Previe
 // served from the ledger, only unfinished ones run. It returns the plan it
 // queued the task with.
 func (s *Service) Replay(ctx context.Context, tenant string, id int64) (*Preview, error) {
-	_, j, err := s.load(ctx, tenant, id)
+	cur, j, err := s.load(ctx, tenant, id)
 	if err != nil {
 		return nil, err
 	}
-	// An effect of unknown outcome stops every attempt that reaches it,
-	// and a replay reaches it: the earlier effects are served, and the
-	// attempt parks there again, an attempt spent for nothing.
-	if u := unsettled(id, j); u != nil && len(u.Unknown) > 0 {
-		return nil, agentledger.Errorf(agentledger.CodeConflict, "task %d has an effect of unknown outcome at %s: a replay would stop there again "+
-			"until an operator resolves it (agentctl resolve %d --done or --retry, which replays the task)", id, strings.Join(u.Unknown, ", "), id)
+	if err := stopsAtUnknown(cur, j); err != nil {
+		return nil, err
 	}
 	t, err := s.requeue(ctx, tenant, id, replay, ReplayableStates)
 	if err != nil {
@@ -173,6 +172,37 @@ func (e *UnsettledError) Error() string {
 }
 
 func (e *UnsettledError) Is(target error) bool { return target == agentledger.ErrConflict }
+
+// StopsAtUnknownError refuses the replay (and its preview) of a task
+// with an effect of unknown outcome: every attempt that reaches the
+// effect stops there, and a replay reaches it — the earlier effects are
+// served — so it would park again at once, an attempt spent for nothing.
+// An operator settles the effect first (Resolve). It matches
+// agentledger.ErrConflict.
+type StopsAtUnknownError struct {
+	Task  *agentledger.Task
+	Steps []string // the effects of unknown outcome, by step
+}
+
+func (e *StopsAtUnknownError) Error() string {
+	how := "which replays it"
+	if e.Task.State != agentledger.StateNeedsAttention {
+		how = "then replay it" // Resolve requeues only a parked task
+	}
+	return fmt.Sprintf("task %d has an effect of unknown outcome at %s: a replay would stop there again; settle it first "+
+		"with agentctl resolve %d --step %s (--done | --retry) --note TEXT, %s",
+		e.Task.ID, strings.Join(e.Steps, ", "), e.Task.ID, e.Steps[0], how)
+}
+
+func (e *StopsAtUnknownError) Is(target error) bool { return target == agentledger.ErrConflict }
+
+// stopsAtUnknown is the StopsAtUnknownError of t and its journal j, or nil.
+func stopsAtUnknown(t *agentledger.Task, j []ledger.Entry) error {
+	if u := unsettled(t.ID, j); u != nil && len(u.Unknown) > 0 {
+		return &StopsAtUnknownError{Task: t, Steps: u.Unknown}
+	}
+	return nil
+}
 
 func notReplayable(t *agentledger.Task) error {
 	if t.State == agentledger.StateCompensated {

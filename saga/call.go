@@ -18,8 +18,10 @@ type invokerKey struct{}
 
 // Call performs tool with args for task t through the ledger, at journal
 // place "call/<path>" — the same path for the same intended call on every
-// attempt and replay (a step name, "charge", "notify/3"), never a time or
-// an attempt number. undo, if not nil, is its compensation: if t later
+// attempt and replay (a step name, "charge", "notify/3"; printable, not
+// starting with "/"), never a time or an attempt number. undo, if not
+// nil, is its compensation (a call that changes something: a pure tool or
+// a GET is refused): if t later
 // ends dead or is cancelled, the call, once completed, is undone with it.
 //
 // It is how a Go kind (daemon.Kind) performs effects: ctx must be the
@@ -31,14 +33,14 @@ func Call(ctx context.Context, t *agentledger.Task, path, tool string, args any,
 	if !ok {
 		return ledger.Result{}, agentledger.Permanent(errors.New("saga.Call: ctx is not a task handler's: call it from a kind the daemon runs, with the ctx it was given"))
 	}
-	// The path is the journal's place for the call, shown by agentctl
-	// and the console: printable, as a step's is.
 	if t == nil {
 		return ledger.Result{}, agentledger.Permanent(errors.New("saga.Call: no task: pass the task the handler was given"))
 	}
-	if path == "" || strings.HasPrefix(path, "/") || !utf8.ValidString(path) || strings.ContainsFunc(path, unicode.IsControl) || len(path) > 200 {
+	// The path is the journal's place for the call, shown by agentctl
+	// and the console: printable. (Its length is the ledger's to bound.)
+	if path == "" || strings.HasPrefix(path, "/") || !utf8.ValidString(path) || strings.ContainsFunc(path, unicode.IsControl) {
 		return ledger.Result{}, agentledger.Permanent(fmt.Errorf("saga.Call: path %q must name the call (\"charge\", \"step/2\"): "+
-			"printable, at most 200 bytes, not starting with /", path))
+			"printable, not starting with /", path))
 	}
 	raw, err := json.Marshal(args)
 	if err != nil {
@@ -56,18 +58,18 @@ func Call(ctx context.Context, t *agentledger.Task, path, tool string, args any,
 		// found out only when the effect has to be undone: refused now,
 		// before the effect. (One of an MCP server not connected for now
 		// is taken: it is looked up when it runs.)
+		var ut tools.Tool
 		if reg := u.path().Tools; reg != nil {
-			ut, err := reg.Get(undo.Tool)
-			if err != nil && errors.As(err, new(*agentledger.PermanentError)) {
+			if ut, err = reg.Get(undo.Tool); err != nil && errors.As(err, new(*agentledger.PermanentError)) {
 				return ledger.Result{}, agentledger.Permanent(fmt.Errorf("saga.Call %s: its compensation: %w", path, err))
 			}
-			// Nor one that changes nothing: the task would end
-			// compensated with its effect in place (a steps payload's is
-			// refused at submit).
-			if c, ok := ut.(tools.Classed); (ok && c.Class() == ledger.Pure) || tools.PureHTTP(undo.Tool, undo.Args) {
-				return ledger.Result{}, agentledger.Permanent(fmt.Errorf("saga.Call %s: its compensation: %s changes nothing, so it undoes nothing: "+
-					"compensate with a call that does", path, undo.Tool))
-			}
+		}
+		// Nor one that changes nothing: the task would end compensated
+		// with its effect in place (a steps payload's is refused at
+		// submit).
+		if c, ok := ut.(tools.Classed); (ok && c.Class() == ledger.Pure) || tools.PureHTTP(undo.Tool, undo.Args) {
+			return ledger.Result{}, agentledger.Permanent(fmt.Errorf("saga.Call %s: its compensation: %s changes nothing, so it undoes nothing: "+
+				"compensate with a call that does", path, undo.Tool))
 		}
 	}
 	// The path reads the grant in force now: a revoke stops the kind's

@@ -242,8 +242,13 @@ func (c commands) resolve(id int64, step string, r Resolution) tea.Cmd {
 		if err != nil {
 			return "", err
 		}
-		// Past tense: the status stays while the task moves on.
-		return fmt.Sprintf("effect %s of task %d %s; the task went back to %s", step, id, operator.Resolved(t, r.Done), t.State), nil
+		// Past tense: the status stays while the task moves on. Resolve
+		// requeues only a parked task; another stays as it was.
+		where := "the task went back to " + string(t.State)
+		if t.State != agentledger.StateQueued && t.State != agentledger.StateCompensating {
+			where = "the task stays " + string(t.State)
+		}
+		return fmt.Sprintf("effect %s of task %d %s; %s", step, id, operator.Resolved(t, r.Done), where), nil
 	})
 }
 

@@ -37,7 +37,18 @@ type keeper struct {
 	running map[agentledger.Lease]*leased // by lease, not task: an attempt
 	// that outlives its lease must never drop the entry of the next one
 	newest map[int64]agentledger.Lease // per task, the lease added last
+	// early holds the cancels heard for leases not held (yet), with when:
+	// a cancel of a task claimed a moment ago can arrive before the claim's
+	// answer has added its lease. add honours one; entries older than a
+	// lease are dropped (that claim was someone else's: every pool hears
+	// every cancel) once the map holds earlySweepAt.
+	early        map[agentledger.Lease]time.Time
+	earlySweepAt int
 }
+
+// earlySweepMin is the least size at which keeper.early is swept: a sweep
+// reads every entry, so it runs only when the map doubled since the last.
+const earlySweepMin = 1024
 
 type leased struct {
 	lease      agentledger.Lease
@@ -53,7 +64,8 @@ func newKeeper(lease, interval time.Duration, renew renewFunc, log *slog.Logger)
 		margin = 5 * time.Second
 	}
 	return &keeper{lease: lease, interval: interval, margin: margin, renew: renew, log: log,
-		running: map[agentledger.Lease]*leased{}, newest: map[int64]agentledger.Lease{}}
+		running: map[agentledger.Lease]*leased{}, newest: map[int64]agentledger.Lease{},
+		early: map[agentledger.Lease]time.Time{}, earlySweepAt: earlySweepMin}
 }
 
 // add starts keeping l, claimed by a statement sent at sentAt. An earlier
@@ -68,10 +80,38 @@ func (k *keeper) add(l agentledger.Lease, sentAt time.Time, cancel context.Cance
 	stale := k.running[k.newest[l.TaskID]]
 	k.running[l] = e
 	k.newest[l.TaskID] = l
+	_, cancelled := k.early[l]
+	delete(k.early, l)
 	k.mu.Unlock()
 	if stale != nil && stale.lease.Token < l.Token {
 		stale.cancel(agentledger.ErrLeaseLost)
 	}
+	if cancelled {
+		e.cancel(agentledger.ErrCancelled)
+	}
+}
+
+// cancelHeard stops the attempt holding l, an operator having cancelled
+// it (claims.CancelChannel), or remembers the cancel for add when no
+// attempt holds l yet.
+func (k *keeper) cancelHeard(l agentledger.Lease) {
+	k.mu.Lock()
+	if _, held := k.running[l]; !held {
+		now := time.Now()
+		if len(k.early) >= k.earlySweepAt {
+			for old, at := range k.early {
+				if now.Sub(at) > k.lease {
+					delete(k.early, old)
+				}
+			}
+			k.earlySweepAt = max(earlySweepMin, 2*len(k.early))
+		}
+		k.early[l] = now
+		k.mu.Unlock()
+		return
+	}
+	k.mu.Unlock()
+	k.stop(l, agentledger.ErrCancelled)
 }
 
 // remove stops keeping l (its outcome is recorded or it was lost).

@@ -240,3 +240,44 @@ func TestKeeperHeartbeatLeavesCompletingAlone(t *testing.T) {
 	k.remove(d)
 	cancelD(nil)
 }
+
+// A cancel heard for a lease not held yet — the claim's answer not read
+// back when the notice came — stops the attempt as soon as its lease is
+// added; one older than a lease was some other pool's claim, and is
+// forgotten once the memory is swept.
+func TestKeeperCancelHeardBeforeTheClaimIsKept(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		k := newKeeper(30*time.Second, 10*time.Second, (&fakeRenewer{}).renew, quiet())
+		early := agentledger.Lease{TaskID: 7, Token: 3}
+		k.cancelHeard(early)
+		ctx, cancel := context.WithCancelCause(t.Context())
+		k.add(early, time.Now(), cancel, new(agentledger.LeaseDeadline))
+		if !errors.Is(context.Cause(ctx), agentledger.ErrCancelled) {
+			t.Fatalf("attempt whose cancel came first: cause %v, want ErrCancelled", context.Cause(ctx))
+		}
+		k.remove(early)
+
+		// Held: stopped at once.
+		held := agentledger.Lease{TaskID: 8, Token: 1}
+		ctx2, cancel2 := context.WithCancelCause(t.Context())
+		k.add(held, time.Now(), cancel2, new(agentledger.LeaseDeadline))
+		k.cancelHeard(held)
+		if !errors.Is(context.Cause(ctx2), agentledger.ErrCancelled) {
+			t.Fatalf("held attempt: cause %v, want ErrCancelled", context.Cause(ctx2))
+		}
+		k.remove(held)
+
+		// Other pools' leases: swept once stale and the map is full.
+		for i := range earlySweepMin {
+			k.cancelHeard(agentledger.Lease{TaskID: int64(100 + i), Token: 1})
+		}
+		time.Sleep(31 * time.Second)
+		k.cancelHeard(agentledger.Lease{TaskID: 99, Token: 1})
+		k.mu.Lock()
+		n := len(k.early)
+		k.mu.Unlock()
+		if n != 1 {
+			t.Fatalf("%d cancels remembered after the sweep, want the fresh one alone", n)
+		}
+	})
+}

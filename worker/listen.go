@@ -9,7 +9,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
 )
 
@@ -119,8 +118,10 @@ func (p *Pool) listenOnce(ctx context.Context) error {
 		p.cfg.Listening(true)
 		defer p.cfg.Listening(false) // before the close: the caches stop trusting at once
 	}
-	// Anything inserted before LISTEN took effect is found by this claim.
+	// Anything inserted before LISTEN took effect is found by this claim,
+	// and a cancel made while no session listened by this heartbeat.
 	p.wakeAll()
+	go p.keeper.beat(ctx)
 	heard := time.Now() // the last sign of life
 	for {
 		last, err := p.hear(ctx, c, heard.Add(idle))
@@ -174,7 +175,7 @@ func (p *Pool) hear(ctx context.Context, c *pgx.Conn, deadline time.Time) (last 
 func (p *Pool) notified(n *pgconn.Notification) {
 	if n.Channel == claims.CancelChannel {
 		if l, ok := claims.CancelNotice(n.Payload); ok {
-			p.keeper.stop(l, agentledger.ErrCancelled) // a lease this pool does not hold: nothing
+			p.keeper.cancelHeard(l)
 		}
 		return
 	}

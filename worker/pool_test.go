@@ -176,8 +176,10 @@ func TestFailuresRetryOrDie(t *testing.T) {
 	}
 }
 
-// An operator's cancel reaches a running attempt at its next heartbeat: the
-// handler's context ends with ErrCancelled and the task ends cancelled.
+// An operator's cancel reaches a running attempt of a pool that hears no
+// notification (polling only, as behind PgBouncer) at its next
+// heartbeat: the handler's context ends with ErrCancelled and the task
+// ends cancelled.
 func TestCancelSeenAtNextHeartbeat(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -185,7 +187,7 @@ func TestCancelSeenAtNextHeartbeat(t *testing.T) {
 	s := claims.New(db)
 	started := make(chan struct{}, 1)
 	cause := make(chan error, 1)
-	runPool(t, db, worker.Config{Lease: 2 * time.Second, HeartbeatInterval: 100 * time.Millisecond,
+	runPool(t, db, worker.Config{Lease: 2 * time.Second, HeartbeatInterval: 100 * time.Millisecond, PollOnly: true, PollInterval: 50 * time.Millisecond,
 		Handlers: map[string]worker.Handler{
 			"block": worker.HandlerFunc(func(ctx context.Context, _ *agentledger.Task) (json.RawMessage, error) {
 				started <- struct{}{}
@@ -222,7 +224,16 @@ func TestCancelHeardAtOnce(t *testing.T) {
 	s := claims.New(db)
 	started := make(chan struct{}, 1)
 	cause := make(chan error, 1)
+	listening := make(chan struct{}, 1)
 	runPool(t, db, worker.Config{Lease: 2 * time.Hour, HeartbeatInterval: time.Hour, Grace: 50 * time.Millisecond, // the other task blocks until stopped
+		Listening: func(up bool) {
+			if up {
+				select {
+				case listening <- struct{}{}:
+				default:
+				}
+			}
+		},
 		Handlers: map[string]worker.Handler{
 			"block": worker.HandlerFunc(func(ctx context.Context, _ *agentledger.Task) (json.RawMessage, error) {
 				started <- struct{}{}
@@ -231,6 +242,7 @@ func TestCancelHeardAtOnce(t *testing.T) {
 				return nil, ctx.Err()
 			}),
 		}})
+	recv(t, listening, "the LISTEN session") // subscribed: a notice sent before would reach no one
 	task := enqueue(t, s, "block", `{}`)
 	other := enqueue(t, s, "block", `{}`)
 	recv(t, started, "task start")

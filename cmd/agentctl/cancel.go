@@ -77,6 +77,9 @@ With --output json it prints {"task": {...}, "immediate": true|false}, or for
 					},
 				})
 			}
+			if err := checkAs(strings.TrimSpace(as)); err != nil {
+				return err
+			}
 			return a.cancel(ctx, tenant, canceller(as), args[0])
 		}),
 	}
@@ -119,9 +122,6 @@ type cancelResult struct {
 func (a *app) cancel(ctx context.Context, tenant, by, arg string) error {
 	id, err := parseID(arg)
 	if err != nil {
-		return err
-	}
-	if err := checkAs(by); err != nil {
 		return err
 	}
 	s, err := a.store(ctx)

@@ -69,12 +69,14 @@ func TestReplayResolveRerun(t *testing.T) {
 		t.Fatalf("rerun with an unknown effect: exit %d %s", code, errOut)
 	}
 
-	code, out, errOut = agentctlAt(url, "replay", id, "--dry-run")
-	if code != 0 || !strings.Contains(out, "tool/0  unsafe_http  unsafe  unknown  needs resolution (agentctl resolve)") ||
-		!strings.Contains(out, "dry run: nothing changed") ||
-		!strings.Contains(errOut, "agentctl: warning: the effect at tool/0 has an unknown outcome: the replay parks the task in needs_attention again "+
-			"until it is resolved (agentctl resolve "+id+" --step tool/0 --done|--retry --note …)") {
-		t.Fatalf("replay --dry-run: exit %d\n%s%s", code, out, errOut)
+	// A replay would stop at it again: refused, its preview too, naming
+	// the resolve that replays it.
+	for _, args := range [][]string{{"replay", id, "--dry-run"}, {"replay", id}} {
+		code, out, errOut = agentctlAt(url, args...)
+		if code != 1 || out != "" || !strings.Contains(errOut, "task "+id+" has an effect of unknown outcome at tool/0: a replay would stop there again; "+
+			"settle it first with agentctl resolve "+id+" --step tool/0 (--done | --retry) --note TEXT, which replays it") {
+			t.Fatalf("%v: exit %d\n%s%s", args, code, out, errOut)
+		}
 	}
 	if code, _, errOut = agentctlAt(url, "resolve", id, "--step", "tool/0", "--retry"); code != 2 || !strings.Contains(errOut, "--note is required") {
 		t.Fatalf("resolve without note: exit %d %s", code, errOut)

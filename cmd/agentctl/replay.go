@@ -28,7 +28,10 @@ for each effect of the journal, whether it will be served from the ledger or
 will run, and changes nothing.
 
 A task whose ledger rows retention has removed cannot be replayed (its
-effects would run again): re-run it as a new intent (agentctl rerun).`,
+effects would run again): re-run it as a new intent (agentctl rerun). Nor
+can a task with an effect of unknown outcome (exit 1): the replay would
+stop there again; agentctl resolve settles it, and replays a task that
+needs attention.`,
 		Example: `  agentctl replay 42 --dry-run
   agentctl replay 42`,
 		Args: oneID,
