@@ -33,9 +33,11 @@ type KindHandler interface {
 type Validator interface{ Validate() error }
 
 // Kind returns a typed task kind: fn gets the task's payload decoded into
-// Args (unknown fields refused; then Args.Validate, if it has one) and its
-// Result is stored as the task's result, as JSON. A payload that does not
-// decode is a permanent failure naming the field: retrying cannot fix it.
+// Args (unknown fields refused; an absent or null payload is {}, so a
+// pointer Args is never nil; then Args.Validate, if Args or *Args has one)
+// and its Result is stored as the task's result, as JSON. A payload that
+// does not decode is a permanent failure naming the field: retrying
+// cannot fix it.
 // It panics if Args has no JSON Schema (a map with non-string keys, a
 // func, a channel) or Result cannot encode as JSON (a func, a channel, a
 // complex number): a programming error, found at registration rather than
@@ -125,7 +127,9 @@ func (k typedKind[Args, Result]) Work(ctx context.Context, t *agentledger.Task) 
 // payload.<path>.
 func decodeArgs[Args any](payload json.RawMessage) (Args, error) {
 	var args Args
-	if len(bytes.TrimSpace(payload)) == 0 {
+	// null is an absent payload, as the door takes it: decoded, it would
+	// leave a pointer Args nil for the handler, and unvalidated.
+	if p := bytes.TrimSpace(payload); len(p) == 0 || string(p) == "null" {
 		payload = json.RawMessage(`{}`)
 	}
 	dec := json.NewDecoder(bytes.NewReader(payload))
@@ -141,7 +145,13 @@ func decodeArgs[Args any](payload json.RawMessage) (Args, error) {
 		}
 		return args, agentledger.Invalid("payload", "is not valid JSON: %v", err)
 	}
-	if v, ok := any(&args).(Validator); ok {
+	// Args's own methods for a pointer Args (*Order: &args is an **Order,
+	// which has none), its pointer's for a value one.
+	v, ok := any(&args).(Validator)
+	if !ok {
+		v, ok = any(args).(Validator)
+	}
+	if ok {
 		if err := v.Validate(); err != nil {
 			var ie *agentledger.InvalidError
 			if errors.As(err, &ie) {

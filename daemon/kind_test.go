@@ -3,12 +3,16 @@ package daemon_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
@@ -66,29 +70,7 @@ func TestTypedKind(t *testing.T) {
 	}
 	testdaemon.Run(t, d)
 	db := testdb.Open(t, url)
-	ts := tenants.NewStore(db)
-	if _, err := ts.CreateTenant(ctx, "acme"); err != nil {
-		t.Fatal(err)
-	}
-	_, token, err := ts.CreateToken(ctx, "acme", "test", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	post := func(key, body string) (int, map[string]any) {
-		t.Helper()
-		req, _ := http.NewRequest("POST", "http://"+ln.Addr().String()+"/v1/tasks", strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+token)
-		req.Header.Set("Idempotency-Key", key)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var out map[string]any
-		_ = json.NewDecoder(resp.Body).Decode(&out)
-		return resp.StatusCode, out
-	}
+	post := submitter(t, db, ln)
 	for _, c := range []struct{ body, field string }{
 		{`{"kind":"refund","payload":{"order":7,"amount":"ten"}}`, "payload.amount"},
 		{`{"kind":"refund","payload":{"order":7,"amount":10,"currency":"EUR"}}`, "payload.currency"},
@@ -137,5 +119,118 @@ func TestTypedKind(t *testing.T) {
 	}
 	if !strings.Contains(task.LastError, "payload.order") || task.Attempt != 1 {
 		t.Errorf("dead after attempt %d with %q, want one attempt naming payload.order", task.Attempt, task.LastError)
+	}
+}
+
+// submitter is a tenant's POST /v1/tasks on the API at ln: its status and
+// body.
+func submitter(t *testing.T, db *pgxpool.Pool, ln net.Listener) func(key, body string) (int, map[string]any) {
+	t.Helper()
+	ts := tenants.NewStore(db)
+	if _, err := ts.CreateTenant(context.Background(), "acme"); err != nil {
+		t.Fatal(err)
+	}
+	_, token, err := ts.CreateToken(context.Background(), "acme", "test", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(key, body string) (int, map[string]any) {
+		t.Helper()
+		req, _ := http.NewRequest("POST", "http://"+ln.Addr().String()+"/v1/tasks", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Idempotency-Key", key)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&out)
+		return resp.StatusCode, out
+	}
+}
+
+type order struct {
+	ID     string `json:"id"`
+	Amount int    `json:"amount"`
+}
+
+func (o *order) Validate() error {
+	if o.Amount <= 0 {
+		return agentledger.Invalid("amount", "must be positive, not %d", o.Amount)
+	}
+	return nil
+}
+
+// A kind whose payload type is a pointer validates as one of a value type
+// does: at the door (a 422 naming the field) and when the task runs, and a
+// null payload is an empty object there as it is for a value type, never a
+// nil pointer for the handler.
+func TestTypedKindPointerPayload(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := testdb.URL(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := daemon.New(daemon.Config{
+		Database:    daemon.Database{URL: url},
+		API:         daemon.API{Listener: ln},
+		Worker:      daemon.Worker{PollInterval: 50 * time.Millisecond},
+		Maintenance: daemon.Maintenance{NoCron: true, NoJanitor: true},
+		Logger:      quiet(),
+		Stdout:      io.Discard,
+	})
+	got := make(chan *order, 1)
+	porder := daemon.Kind(func(_ context.Context, _ *agentledger.Task, o *order) (string, error) {
+		got <- o
+		return o.ID, nil
+	})
+	if err := d.RegisterKind("porder", porder); err != nil {
+		t.Fatal(err)
+	}
+	for _, payload := range []string{`{"id":"h1","amount":0}`, `null`, ` null `, ``} {
+		var ie *agentledger.InvalidError
+		if err := porder.CheckPayload(json.RawMessage(payload)); !errors.As(err, &ie) || ie.Field != "payload.amount" {
+			t.Errorf("CheckPayload(%q) = %v, want payload.amount refused", payload, err)
+		}
+	}
+	testdaemon.Run(t, d)
+	db := testdb.Open(t, url)
+	post := submitter(t, db, ln)
+	for i, body := range []string{`{"kind":"porder","payload":{"id":"h1","amount":0}}`, `{"kind":"porder","payload":null}`} {
+		if status, p := post(fmt.Sprint("bad-", i), body); status != 422 || p["field"] != "payload.amount" {
+			t.Errorf("%s: %d %v, want 422 naming payload.amount", body, status, p)
+		}
+	}
+	// Straight into the queue, past the door: refused when it runs.
+	s := claims.New(db)
+	for _, payload := range []string{`{"id":"h1","amount":0}`, `null`} {
+		r, err := s.Enqueue(ctx, claims.EnqueueParams{Kind: "porder", Payload: json.RawMessage(payload)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		task := testdaemon.WaitFinished(t, s, r.Task.ID)
+		if task.State != agentledger.StateDead || !strings.Contains(task.LastError, "payload.amount") {
+			t.Errorf("payload %s: the task is %s with %q, want dead naming payload.amount", payload, task.State, task.LastError)
+		}
+	}
+	select {
+	case o := <-got:
+		t.Fatalf("the handler ran with %+v", o)
+	default:
+	}
+	if status, p := post("good", `{"kind":"porder","payload":{"id":"h2","amount":5}}`); status != 201 {
+		t.Fatalf("good payload: %d %v", status, p)
+	}
+	select {
+	case o := <-got:
+		if o == nil || *o != (order{ID: "h2", Amount: 5}) {
+			t.Errorf("the handler got %+v", o)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the pointer kind did not run")
 	}
 }
