@@ -22,7 +22,7 @@ type Approval struct {
 	// decide from agentctl and the console whatever it says.
 	Approvers []string `json:"approvers,omitempty"`
 	// Timeout is how long the request waits for a decision; zero is
-	// DefaultApprovalTimeout.
+	// DefaultApprovalTimeout, and at most MaxApprovalTimeout.
 	Timeout time.Duration `json:"-"`
 	// OnTimeout is what a request nobody decided in time means: "deny"
 	// (the default) or "approve".
@@ -78,8 +78,9 @@ func ParseApproval(raw json.RawMessage) (*Approval, error) {
 	}
 	a := &Approval{Timeout: DefaultApprovalTimeout, OnTimeout: "deny"}
 	for _, id := range w.Approvers {
-		if id = strings.TrimSpace(id); !slackPrincipal(id) {
-			return nil, fmt.Errorf("approve: approver %q is not a Slack user or group id (U…, W…, S…: capital letters and digits)", id)
+		id = strings.TrimSpace(id)
+		if err := checkApprover(id); err != nil {
+			return nil, fmt.Errorf("approve: %w", err)
 		}
 		a.Approvers = append(a.Approvers, id)
 	}
@@ -100,12 +101,52 @@ func ParseApproval(raw json.RawMessage) (*Approval, error) {
 		return nil, fmt.Errorf("approve: on_timeout %q must be deny or approve", w.OnTimeout)
 	}
 	if w.Channel != "" {
-		if !validChannel(w.Channel) {
-			return nil, fmt.Errorf("approve: channel %q must be a Slack channel name (lowercase letters, digits, - and _, at most 80) or id (C…), without #", w.Channel)
+		if err := checkChannel(w.Channel); err != nil {
+			return nil, fmt.Errorf("approve: %w", err)
 		}
 		a.Channel = w.Channel
 	}
 	return a, nil
+}
+
+// Check refuses a gate a program declared (Spec.Approval, a daemon's
+// policy) that could not be asked as written, as ParseApproval refuses a
+// payload's: a negative Timeout or one over MaxApprovalTimeout (zero is
+// the default), an OnTimeout other than deny or approve (empty: deny),
+// an approver or a channel Slack has no such id or name for.
+func (a *Approval) Check() error {
+	switch {
+	case a.Timeout < 0 || a.Timeout > MaxApprovalTimeout:
+		return fmt.Errorf("Timeout %s must be positive and at most %s (0 is the default, %s)", a.Timeout, MaxApprovalTimeout, DefaultApprovalTimeout)
+	case a.OnTimeout != "" && a.OnTimeout != "deny" && a.OnTimeout != "approve":
+		return fmt.Errorf("OnTimeout %q must be deny or approve (empty: deny)", a.OnTimeout)
+	case a.Channel != "":
+		if err := checkChannel(a.Channel); err != nil {
+			return err
+		}
+	}
+	for _, id := range a.Approvers {
+		if err := checkApprover(id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkApprover refuses an approver no Slack user or group has for id.
+func checkApprover(id string) error {
+	if !slackPrincipal(id) {
+		return fmt.Errorf("approver %q is not a Slack user or group id (U…, W…, S…: capital letters and digits)", id)
+	}
+	return nil
+}
+
+// checkChannel refuses a channel Slack could not name.
+func checkChannel(c string) error {
+	if !validChannel(c) {
+		return fmt.Errorf("channel %q must be a Slack channel name (lowercase letters, digits, - and _, at most 80) or id (C…), without #", c)
+	}
+	return nil
 }
 
 // slackPrincipal reports whether id can name a Slack user (U…, or W… in

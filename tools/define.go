@@ -85,6 +85,12 @@ func Define[Args any](s Spec[Args]) (Tool, error) {
 	case s.Class != ledger.Local && s.PerformLocal != nil:
 		return nil, fmt.Errorf("tools: tool %q (%s) sets PerformLocal, which only a local tool calls: set Perform alone", s.Name, s.Class)
 	}
+	if s.Approval != nil {
+		// Else every call of the tool would fail at its gate.
+		if err := s.Approval.Check(); err != nil {
+			return nil, fmt.Errorf("tools: tool %q: its Approval: %w", s.Name, err)
+		}
+	}
 	var schema *argschema.Schema
 	var err error
 	if len(s.Schema) == 0 {

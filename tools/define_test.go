@@ -107,6 +107,14 @@ func TestDefineRefusesIncompleteTools(t *testing.T) {
 				return ledger.Result{}, nil
 			}},
 			"sets PerformLocal, which only a local tool calls"},
+		{tools.Spec[ticketArgs]{Name: "t", Class: ledger.Keyed, Perform: perform, Approval: &tools.Approval{OnTimeout: "bogus"}},
+			`tool "t": its Approval: OnTimeout "bogus" must be deny or approve`},
+		{tools.Spec[ticketArgs]{Name: "t", Class: ledger.Keyed, Perform: perform, Approval: &tools.Approval{Timeout: -1}},
+			`its Approval: Timeout -1ns must be positive and at most 720h0m0s`},
+		{tools.Spec[ticketArgs]{Name: "t", Class: ledger.Keyed, Perform: perform, Approval: &tools.Approval{Approvers: []string{"bob"}}},
+			`its Approval: approver "bob" is not a Slack user or group id`},
+		{tools.Spec[ticketArgs]{Name: "t", Class: ledger.Keyed, Perform: perform, Approval: &tools.Approval{Channel: "#pay"}},
+			`its Approval: channel "#pay" must be a Slack channel name`},
 	} {
 		if _, err := tools.Define(c.spec); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want %q", c.spec.Name, err, c.want)
