@@ -1,6 +1,8 @@
 package daemon
 
 import (
+	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -55,4 +57,30 @@ func reach(o *tools.Outgoing) grants.Need {
 	}
 	n.Tool = o.Name()
 	return n
+}
+
+// checkApprovals refuses a gate of p that would not gate as written: one
+// the approvals store refuses (every gated call would fail, and be tried
+// again), a nil one (its tool would go ungated), or one for a name no
+// tool can have.
+func checkApprovals(p Policy) error {
+	if p.Approval != nil {
+		if err := p.Approval.Check(); err != nil {
+			return &ConfigError{fmt.Errorf("%s: %w", setting("Policy.Approval", "--approvers and --approval-timeout"), err)}
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(p.ToolApprovals)) {
+		field := setting(fmt.Sprintf("Policy.ToolApprovals[%q]", name), "--approve-tools")
+		a := p.ToolApprovals[name]
+		if a == nil {
+			return &ConfigError{fmt.Errorf("%s: nil, which would leave the tool ungated: &tools.Approval{} gates it with the defaults", field)}
+		}
+		if err := tools.CheckName(name); err != nil {
+			return &ConfigError{fmt.Errorf("%s: %w", field, err)}
+		}
+		if err := a.Check(); err != nil {
+			return &ConfigError{fmt.Errorf("%s: %w", field, err)}
+		}
+	}
+	return nil
 }

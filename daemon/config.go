@@ -221,7 +221,8 @@ type Policy struct {
 	Approval *tools.Approval
 	// ToolApprovals gate every call of the tools they name ("refund",
 	// "shop/charge"), in steps and agent tasks alike, unless the call
-	// declares a gate of its own (agentd's approve-tools).
+	// declares a gate of its own (agentd's approve-tools). Run refuses a
+	// nil gate, and one (Approval too) that tools.Approval.Check refuses.
 	ToolApprovals map[string]*tools.Approval
 
 	// Grants are stored as these tenants' grants when Run starts (agentd's

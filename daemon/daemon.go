@@ -345,6 +345,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if err := checkSeeds(cfg); err != nil {
 		return err
 	}
+	if err := checkApprovals(cfg.Policy); err != nil {
+		return err
+	}
 	if err := modelConfig(cfg).Check(); err != nil {
 		field := setting("Model.BaseURL", "--llm-base-url")
 		if cfg.Model.AzureAPIVersion != "" {

@@ -18,6 +18,7 @@ import (
 	"github.com/agentledger/agentledger/internal/test/testdb"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/tenants"
+	"github.com/agentledger/agentledger/tools"
 )
 
 // A daemon that refuses to start, whatever setting it refuses, has stored
@@ -75,6 +76,24 @@ func TestRefusedStartStoresNothing(t *testing.T) {
 			c.Policy.TenantShares = append(c.Policy.TenantShares, tenants.Share{Tenant: "globex", Weight: 0})
 		}, `share of tenant "globex": weight`},
 		{"a grant", func(c *daemon.Config) { c.Policy.Grants["globex"] = &grants.Grant{PriorityFloor: 101} }, `grant of tenant "globex"`},
+		{"a tool's gate on timeout", func(c *daemon.Config) {
+			c.Policy.ToolApprovals = map[string]*tools.Approval{"refund": {OnTimeout: "bogus"}}
+		}, `Policy.ToolApprovals["refund"] (agentd --approve-tools): OnTimeout "bogus" must be deny or approve`},
+		{"a nil gate", func(c *daemon.Config) {
+			c.Policy.ToolApprovals = map[string]*tools.Approval{"refund": {}, "shop/charge": nil}
+		}, `Policy.ToolApprovals["shop/charge"] (agentd --approve-tools): nil, which would leave the tool ungated`},
+		{"a gate's negative timeout", func(c *daemon.Config) {
+			c.Policy.ToolApprovals = map[string]*tools.Approval{"refund": {Timeout: -time.Second}}
+		}, `Policy.ToolApprovals["refund"] (agentd --approve-tools): Timeout -1s must be positive and at most 720h0m0s`},
+		{"a gate's long timeout", func(c *daemon.Config) {
+			c.Policy.ToolApprovals = map[string]*tools.Approval{"refund": {Timeout: tools.MaxApprovalTimeout + time.Second}}
+		}, `Timeout 720h0m1s must be positive and at most 720h0m0s`},
+		{"a gate of no tool", func(c *daemon.Config) {
+			c.Policy.ToolApprovals = map[string]*tools.Approval{"re fund": {}}
+		}, `Policy.ToolApprovals["re fund"] (agentd --approve-tools): tool name "re fund" must be`},
+		{"the policy's approver", func(c *daemon.Config) {
+			c.Policy.Approval = &tools.Approval{Approvers: []string{"bob"}}
+		}, `Policy.Approval (agentd --approvers and --approval-timeout): approver "bob" is not a Slack user or group id`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

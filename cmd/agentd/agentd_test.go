@@ -68,6 +68,8 @@ func TestConfigErrorsNameTheirSource(t *testing.T) {
 		{nil, map[string]string{"AGENTLEDGER_HTTP_TIMEOUTS": "slow.internal=soon"}, `AGENTLEDGER_HTTP_TIMEOUTS: "slow.internal=soon" must be origin=duration`},
 		{[]string{"--http-allowed-hosts", "api.example,ftp://x y"}, nil, `--http-allowed-hosts: host "ftp://x y" must be written host[:port]`},
 		{nil, map[string]string{"AGENTLEDGER_UNSAFE_HTTP_ALLOWED_HOSTS": "http://"}, `AGENTLEDGER_UNSAFE_HTTP_ALLOWED_HOSTS: `},
+		{[]string{"--approvers", "U012AB,bob"}, nil, `--approvers: approver "bob" is not a Slack user or group id`},
+		{[]string{"--approval-timeout", "721h"}, nil, `--approval-timeout: 721h0m0s is longer than 720h0m0s`},
 		{[]string{"extra"}, nil, `unexpected argument "extra"`},
 		{[]string{"--no-such-flag"}, nil, `unknown flag: --no-such-flag`},
 	} {

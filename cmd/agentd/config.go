@@ -224,6 +224,9 @@ func parseFlags(fs *pflag.FlagSet) (*config, error) {
 	c.HTTPTools.HostHeadersFile = str("http-host-headers-file")
 	boolean("approve-unsafe", &c.Policy.ApproveUnsafe)
 	gate := &tools.Approval{Timeout: tools.DefaultApprovalTimeout, OnTimeout: "deny", Approvers: list(str("approvers"))}
+	if err := (&tools.Approval{Approvers: gate.Approvers}).Check(); err != nil {
+		errs = append(errs, fmt.Sprintf("%s: %v", label("approvers"), err))
+	}
 	dur("approval-timeout", &gate.Timeout)
 	if gate.Timeout > tools.MaxApprovalTimeout {
 		errs = append(errs, fmt.Sprintf("%s: %s is longer than %s", label("approval-timeout"), gate.Timeout, tools.MaxApprovalTimeout))
