@@ -25,7 +25,8 @@ import (
 // MCPServer is an MCP tool server whose tools steps and agent tasks may
 // call as "name/tool", each call through the ledger (package mcptools).
 type MCPServer struct {
-	// Name prefixes the server's tools.
+	// Name prefixes the server's tools (mcptools.CheckServerName says
+	// what it may be).
 	Name string
 	// Command starts a stdio server (its argv); the daemon supervises it,
 	// starting it again with backoff when it exits.
@@ -61,9 +62,13 @@ type MCPServer struct {
 }
 
 func (s MCPServer) check() error {
-	switch {
-	case s.Name == "":
+	if s.Name == "" {
 		return fmt.Errorf("an MCP server needs a name")
+	}
+	if err := mcptools.CheckServerName(s.Name); err != nil {
+		return err
+	}
+	switch {
 	case (len(s.Command) == 0) == (s.URL == ""):
 		return fmt.Errorf("MCP server %s: give either a command or a url", s.Name)
 	case s.HeadersFile != "" && s.URL == "":

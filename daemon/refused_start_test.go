@@ -59,6 +59,17 @@ func TestRefusedStartStoresNothing(t *testing.T) {
 		{"MCP class", func(c *daemon.Config) {
 			c.MCPServers = []daemon.MCPServer{{Name: "shop", Command: []string{"shop-mcp"}, Classes: map[string]ledger.Class{"refund": "bogus"}}}
 		}, `MCP server shop: class of refund: "bogus": an MCP call is pure, keyed or unsafe`},
+		{"MCP server name with /", func(c *daemon.Config) {
+			c.MCPServers = []daemon.MCPServer{{Name: "a/b", Command: []string{"shop-mcp"}}}
+		}, `MCP server name "a/b" must be 1-64 letters, digits, _ or -`},
+		{"MCP server name with a space", func(c *daemon.Config) { c.MCPServers = []daemon.MCPServer{{Name: "a b", URL: "https://a.example/mcp"}} },
+			`MCP server name "a b" must be`},
+		{"MCP server name with __", func(c *daemon.Config) { c.MCPServers = []daemon.MCPServer{{Name: "a__b", Command: []string{"x"}}} },
+			`MCP server name "a__b" must be 1-64 letters, digits, _ or -, without "__" and not ending in _`},
+		{"MCP server name with a control character", func(c *daemon.Config) { c.MCPServers = []daemon.MCPServer{{Name: "a\x01b", Command: []string{"x"}}} },
+			`MCP server name "a\x01b" must be`},
+		{"MCP server name not ASCII", func(c *daemon.Config) { c.MCPServers = []daemon.MCPServer{{Name: "café", Command: []string{"x"}}} },
+			`MCP server name "café" must be`},
 		{"MCP server twice", func(c *daemon.Config) {
 			c.MCPServers = []daemon.MCPServer{{Name: "shop", Command: []string{"a"}}, {Name: "shop", Command: []string{"b"}}}
 		}, "MCP server shop is configured twice"},

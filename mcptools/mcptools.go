@@ -40,6 +40,23 @@ type Options struct {
 	CallTimeout time.Duration
 }
 
+// CheckServerName refuses a server name its tools cannot be named under:
+// "name/tool" in steps, grants and limits (mcp:name), and "name__tool"
+// as a model calls a function, which takes ASCII letters, digits, _ and
+// - only. Without "__" and no trailing _, no two servers' tools share a
+// function name.
+func CheckServerName(name string) error {
+	ok := len(name) >= 1 && len(name) <= 64 && !strings.Contains(name, "__") && !strings.HasSuffix(name, "_") &&
+		!strings.ContainsFunc(name, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-')
+		})
+	if !ok {
+		return fmt.Errorf(`MCP server name %q must be 1-64 letters, digits, _ or -, without "__" and not ending in _ `+
+			"(a model calls its tools name__tool)", name)
+	}
+	return nil
+}
+
 // Server is a connected MCP server and its tools.
 type Server struct {
 	name    string
@@ -53,8 +70,8 @@ type Server struct {
 // and a session over a stream of its own uses the stateful protocol
 // (statefulVersion): both cut what a call costs, not what it does.
 func Connect(ctx context.Context, name string, t mcp.Transport, o Options) (*Server, error) {
-	if name == "" || strings.ContainsAny(name, "/ ") {
-		return nil, fmt.Errorf("mcptools: server name %q must be non-empty, without / or spaces", name)
+	if err := CheckServerName(name); err != nil {
+		return nil, fmt.Errorf("mcptools: %w", err)
 	}
 	if o.CallTimeout <= 0 {
 		o.CallTimeout = time.Minute

@@ -186,3 +186,23 @@ func TestCrashWindow(t *testing.T) {
 		c.mu.Unlock()
 	}
 }
+
+// A server name is refused, before any connection, where its tools could
+// not be named: server/tool, and server__tool for a model.
+func TestServerNames(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"shop", "Shop-2", "a_b", "x", "a-"} {
+		if err := mcptools.CheckServerName(name); err != nil {
+			t.Errorf("%q: %v", name, err)
+		}
+	}
+	for _, name := range []string{"", "a/b", "a b", "a__b", "a_", "a\x01b", "a\nb", "café", "a.b", string(make([]byte, 65))} {
+		if err := mcptools.CheckServerName(name); err == nil {
+			t.Errorf("%q was taken", name)
+		}
+	}
+	if _, err := mcptools.Connect(context.Background(), "a/b", nil, mcptools.Options{}); err == nil ||
+		err.Error() != `mcptools: MCP server name "a/b" must be 1-64 letters, digits, _ or -, without "__" and not ending in _ (a model calls its tools name__tool)` {
+		t.Errorf("Connect a/b: %v", err)
+	}
+}

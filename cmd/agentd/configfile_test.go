@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -329,5 +330,26 @@ func TestMCPServerEnvFileMissing(t *testing.T) {
 	if !errors.As(err, &exit) || exit.ExitCode() != 2 ||
 		!strings.Contains(string(out), "MCP server shop: the env file of SHOP_TOKEN: open "+missing+": no such file or directory") {
 		t.Fatalf("exit %v, output:\n%s", err, out)
+	}
+}
+
+// An [[mcp_server]] whose name its tools could not be named under stops
+// agentd at start with a configuration error (it started, and tried to
+// connect the server forever).
+func TestMCPServerNameRefused(t *testing.T) {
+	t.Parallel()
+	config := writeFile(t, t.TempDir(), "agentd.toml", "[[mcp_server]]\nname = \"a/b\"\ncommand = [\"shop-mcp\"]\n")
+	cmd := agentd(t, []string{"DATABASE_URL=" + testdb.URL(t)}, "--config", config)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stop := time.AfterFunc(time.Minute, func() { cmd.Process.Kill() }) //nolint:errcheck // a no-op once it has exited
+	defer stop.Stop()
+	err := cmd.Wait()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(out.String(), `MCP server name "a/b" must be 1-64 letters`) {
+		t.Fatalf("exit %v, output:\n%s", err, out.String())
 	}
 }
