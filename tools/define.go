@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
+	"strings"
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/argschema"
@@ -27,6 +28,9 @@ type Spec[Args any] struct {
 	// Schema replaces the generated schema of the arguments.
 	Schema json.RawMessage
 	// Operation names the effect in the ledger; default the tool's name.
+	// It is 1-128 letters, digits, '.', '_', ':' or '-', and not a
+	// built-in effect's (a built-in tool's name, notify, or under
+	// unbuilt:, llm., task., wait., mcp. or notify.).
 	Operation string
 	// Approval, when set, gates every call of the tool: a person decides
 	// before it is performed (package approvals), unless the call
@@ -64,6 +68,33 @@ func CheckName(name string) error {
 	return nil
 }
 
+// builtinOperations are the operations the built-in effects record, and
+// (ending in '.' or ':') their namespaces. The ledger's readers take an
+// effect so named for one of theirs: a replay sends again a failed
+// unbuilt: effect, and its preview checks a tenant's grant for the tool
+// or model an operation names (operator.toolNeed); the dispatcher finds
+// its posts by notify.post.
+var builtinOperations = []string{ledger.UnbuiltPrefix, "llm.", "task.", "wait.", "mcp.", "notify.", "notify",
+	"http_request", "unsafe_http", "create_task", "wait_for_signal", "wait_timer", "wait_for_children"}
+
+// checkOperation refuses an operation a tool of a program's cannot name
+// its effects: one outside a name's alphabet (a newline would break
+// agentctl's tables), or a built-in effect's.
+func checkOperation(op string) error {
+	if !agentledger.ValidName(op) {
+		return fmt.Errorf("Operation %q must be 1-128 letters, digits, '.', '_', ':' or '-'", agentledger.Clip(op))
+	}
+	for _, b := range builtinOperations {
+		switch {
+		case op == b:
+			return fmt.Errorf("Operation %q is a built-in effect's: name yours otherwise", op)
+		case (strings.HasSuffix(b, ".") || strings.HasSuffix(b, ":")) && strings.HasPrefix(op, b):
+			return fmt.Errorf("Operation %q is in the built-in effects' %s…: name yours otherwise", op, b)
+		}
+	}
+	return nil
+}
+
 // Define returns the tool s declares, or an error naming what is missing.
 func Define[Args any](s Spec[Args]) (Tool, error) {
 	switch {
@@ -84,6 +115,11 @@ func Define[Args any](s Spec[Args]) (Tool, error) {
 		return nil, fmt.Errorf("tools: tool %q is local but sets Perform, which a local tool never calls: set PerformLocal alone", s.Name)
 	case s.Class != ledger.Local && s.PerformLocal != nil:
 		return nil, fmt.Errorf("tools: tool %q (%s) sets PerformLocal, which only a local tool calls: set Perform alone", s.Name, s.Class)
+	}
+	if s.Operation != "" {
+		if err := checkOperation(s.Operation); err != nil {
+			return nil, fmt.Errorf("tools: tool %q: %w", s.Name, err)
+		}
 	}
 	if s.Approval != nil {
 		// Else every call of the tool would fail at its gate.

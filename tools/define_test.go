@@ -107,6 +107,17 @@ func TestDefineRefusesIncompleteTools(t *testing.T) {
 				return ledger.Result{}, nil
 			}},
 			"sets PerformLocal, which only a local tool calls"},
+		{tools.Spec[ticketArgs]{Name: "t", Class: ledger.Keyed, Perform: perform, Operation: "unbuilt:refund"},
+			`tool "t": Operation "unbuilt:refund" is in the built-in effects' unbuilt:…: name yours otherwise`},
+		{tools.Spec[ticketArgs]{Name: "t", Class: ledger.Keyed, Perform: perform, Operation: "http_request"},
+			`tool "t": Operation "http_request" is a built-in effect's`},
+		{tools.Spec[ticketArgs]{Name: "t", Class: ledger.Keyed, Perform: perform, Operation: "llm.chat"}, `Operation "llm.chat" is in the built-in effects' llm.…`},
+		{tools.Spec[ticketArgs]{Name: "t", Class: ledger.Keyed, Perform: perform, Operation: "mcp.shop.charge"}, `Operation "mcp.shop.charge" is in the built-in effects' mcp.…`},
+		{tools.Spec[ticketArgs]{Name: "t", Class: ledger.Keyed, Perform: perform, Operation: "wait.timer"}, `Operation "wait.timer" is in the built-in`},
+		{tools.Spec[ticketArgs]{Name: "t", Class: ledger.Keyed, Perform: perform, Operation: "notify"}, `Operation "notify" is a built-in`},
+		{tools.Spec[ticketArgs]{Name: "t", Class: ledger.Keyed, Perform: perform, Operation: "refund\nnow"},
+			`tool "t": Operation "refund\nnow" must be 1-128 letters, digits, '.', '_', ':' or '-'`},
+		{tools.Spec[ticketArgs]{Name: "t", Class: ledger.Keyed, Perform: perform, Operation: "refund now"}, `Operation "refund now" must be`},
 		{tools.Spec[ticketArgs]{Name: "t", Class: ledger.Keyed, Perform: perform, Approval: &tools.Approval{OnTimeout: "bogus"}},
 			`tool "t": its Approval: OnTimeout "bogus" must be deny or approve`},
 		{tools.Spec[ticketArgs]{Name: "t", Class: ledger.Keyed, Perform: perform, Approval: &tools.Approval{Timeout: -1}},
@@ -119,6 +130,9 @@ func TestDefineRefusesIncompleteTools(t *testing.T) {
 		if _, err := tools.Define(c.spec); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want %q", c.spec.Name, err, c.want)
 		}
+	}
+	if _, err := tools.Define(tools.Spec[ticketArgs]{Name: "t", Class: ledger.Keyed, Perform: perform, Operation: "stripe.refund"}); err != nil {
+		t.Errorf("Operation stripe.refund: %v", err)
 	}
 	// A pointer to a struct is an object's arguments: its schema says
 	// "object", so null args are refused before Perform sees a nil.
