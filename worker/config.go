@@ -127,7 +127,25 @@ func (noObserver) Claimed(string, int)                                   {}
 func (noObserver) LeaseLost()                                            {}
 func (noObserver) Finished(string, agentledger.TaskState, time.Duration) {}
 
+// Check reports the mistake New would refuse c for, but for its Handlers:
+// a program may check its settings before it opens a database.
+func (c Config) Check() error {
+	c.defaults()
+	return c.check()
+}
+
 func (c *Config) setDefaults() error {
+	c.defaults()
+	if err := c.check(); err != nil {
+		return err
+	}
+	if len(c.Handlers) == 0 {
+		return fmt.Errorf("worker: no handlers")
+	}
+	return nil
+}
+
+func (c *Config) defaults() {
 	if c.ID == "" {
 		host, _ := os.Hostname()
 		b := make([]byte, 3)
@@ -173,27 +191,35 @@ func (c *Config) setDefaults() error {
 	if c.Observer == nil {
 		c.Observer = noObserver{}
 	}
+}
+
+// check refuses settings, defaults applied, no pool can work with; the
+// error is an *agentledger.InvalidError naming the setting.
+func (c *Config) check() error {
+	bad := func(field, format string, args ...any) error {
+		return fmt.Errorf("worker: %w", agentledger.Invalid(field, format, args...))
+	}
 	// A queue no task could be submitted to: the claim would find none.
 	badQueue := slices.IndexFunc(c.Queues, func(q string) bool { return !agentledger.ValidName(q) })
 	switch {
-	case c.Concurrency < 0 || c.BatchSize < 0:
-		return fmt.Errorf("worker: concurrency and batch size must be positive")
+	case c.Concurrency < 0:
+		return bad("concurrency", "%d must be positive", c.Concurrency)
+	case c.BatchSize < 0:
+		return bad("batch_size", "%d must be positive", c.BatchSize)
 	case c.PollInterval < 0:
-		return fmt.Errorf("worker: poll interval %s must be positive", c.PollInterval)
+		return bad("poll_interval", "%s must be positive", c.PollInterval)
 	case c.Grace < 0:
-		return fmt.Errorf("worker: grace %s must not be negative", c.Grace)
+		return bad("grace", "%s must not be negative", c.Grace)
 	case c.CompletionWait < 0:
-		return fmt.Errorf("worker: completion wait %s must not be negative", c.CompletionWait)
+		return bad("completion_wait", "%s must not be negative", c.CompletionWait)
 	case slices.Contains(c.Queues, ""):
-		return fmt.Errorf("worker: a queue name is empty (queues %q)", c.Queues)
+		return bad("queues", "a queue name is empty (queues %q)", c.Queues)
 	case badQueue >= 0:
-		return fmt.Errorf("worker: queue %q must be 1-128 characters of letters, digits, '.', '_', ':' or '-', as a task's queue is", c.Queues[badQueue])
+		return bad("queues", "queue %q must be 1-128 characters of letters, digits, '.', '_', ':' or '-', as a task's queue is", c.Queues[badQueue])
 	case c.Lease < time.Second:
-		return fmt.Errorf("worker: lease %s is shorter than 1s", c.Lease)
+		return bad("lease", "%s is shorter than 1s", c.Lease)
 	case c.HeartbeatInterval <= 0 || c.HeartbeatInterval > c.Lease/2:
-		return fmt.Errorf("worker: heartbeat interval %s must be positive and at most half the lease (%s)", c.HeartbeatInterval, c.Lease)
-	case len(c.Handlers) == 0:
-		return fmt.Errorf("worker: no handlers")
+		return bad("heartbeat_interval", "%s must be positive and at most half the lease (%s)", c.HeartbeatInterval, c.Lease)
 	}
 	return nil
 }
