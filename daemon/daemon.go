@@ -337,28 +337,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.reg.Unlock()
 	cfg, log := &d.cfg, d.cfg.Logger
 	// Nothing of the configuration is stored before all of it is checked:
-	// a daemon that refuses to start changes nothing (issue 30, U5).
-	if cfg.Database.MaxConns < 0 || cfg.API.MaxConns < 0 {
-		return &ConfigError{fmt.Errorf("a connection pool's size must not be negative (Database.MaxConns %d, API.MaxConns %d; 0 for the default)",
-			cfg.Database.MaxConns, cfg.API.MaxConns)}
-	}
-	if err := checkSeeds(cfg); err != nil {
-		return err
-	}
-	if err := checkApprovals(cfg.Policy); err != nil {
-		return err
-	}
-	if err := modelConfig(cfg).Check(); err != nil {
-		field := setting("Model.BaseURL", "--llm-base-url")
-		if cfg.Model.AzureAPIVersion != "" {
-			field = setting("Model.AzureAPIVersion", "--llm-azure-api-version")
-		}
-		return &ConfigError{fmt.Errorf("model endpoint, %s: %w", field, err)}
-	}
-	if err := checkHTTPTools(cfg); err != nil {
-		return err
-	}
-	if err := checkStateDir(cfg); err != nil {
+	// a daemon that refuses to start changes nothing (issue 30, U5). What
+	// needs no database is checked before one is opened.
+	if err := d.checkConfig(); err != nil {
 		return err
 	}
 	// The listener is bound before the database is opened: a mistaken
@@ -449,16 +430,13 @@ func (d *Daemon) Run(ctx context.Context) error {
 		log.Info("agent tasks: model endpoint configured", "base_url", database.Redact(cfg.Model.BaseURL), "model", cfg.Model.Name,
 			"azure_api_version", cfg.Model.AzureAPIVersion, "api_key_set", cfg.Model.APIKey != "")
 	}
-	pool, err := worker.New(db.Pool, worker.Config{
-		ID: cfg.Worker.ID, Queues: cfg.Worker.Queues, Concurrency: cfg.Worker.Concurrency, BatchSize: cfg.Worker.BatchSize,
-		Lease: cfg.Worker.Lease, HeartbeatInterval: cfg.Worker.Heartbeat, PollInterval: cfg.Worker.PollInterval,
-		PollOnly: cfg.Worker.PollOnly, Grace: cfg.Worker.Grace, ClaimCooldown: cfg.Worker.ClaimCooldown, Backoff: cfg.Worker.Backoff,
-		Handlers: kinds, Logger: log, Observer: teeObserver(m.Worker(), cfg.Hooks.Observer),
-		MCPStates: d.MCPStates, Tools: reg.Schemas, ToolClasses: reg.Classes, Listening: d.grants.Listening,
-		KindSchemas: d.kindSchemas(),
-		Caps:        capabilities(reg, d.MCPStates, cfg.Model.BaseURL != "", d.door.AgentMaxSteps),
-		Channels:    map[string]func(string){grants.Channel: d.grants.Changed, flow.Channel: func(string) { d.limits.Changed() }},
-	})
+	wc := workerSettings(cfg)
+	wc.Handlers, wc.Logger, wc.Observer = kinds, log, teeObserver(m.Worker(), cfg.Hooks.Observer)
+	wc.MCPStates, wc.Tools, wc.ToolClasses, wc.Listening = d.MCPStates, reg.Schemas, reg.Classes, d.grants.Listening
+	wc.KindSchemas = d.kindSchemas()
+	wc.Caps = capabilities(reg, d.MCPStates, cfg.Model.BaseURL != "", d.door.AgentMaxSteps)
+	wc.Channels = map[string]func(string){grants.Channel: d.grants.Changed, flow.Channel: func(string) { d.limits.Changed() }}
+	pool, err := worker.New(db.Pool, wc)
 	if err != nil {
 		return &ConfigError{err}
 	}

@@ -17,9 +17,13 @@
 // Database.NoMigrate), builds every part, closes Ready, and works until its
 // context ends; then it stops claiming, lets running tasks finish within
 // Worker.Grace and releases the leases of the rest. A mistake in the
-// configuration is a *ConfigError, returned before the first claim and
-// before any of the configuration's grants, limits and tenant shares is
-// stored.
+// configuration is a *ConfigError, returned before any of the
+// configuration's grants, limits and tenant shares is stored. One that
+// needs no database to be seen (a value out of range, a file that does
+// not read, a name nothing can have) is returned before the database is
+// opened, so no embedded cluster is created and no schema migrated for
+// it, and whether or not this daemon runs the part it configures; the
+// rest (a Slack token that Slack refuses) before the first claim.
 //
 //	d := daemon.New(daemon.Config{
 //		Database: daemon.Database{URL: os.Getenv("DATABASE_URL")},

@@ -20,13 +20,9 @@ func guardMetrics(tokenFile string, api *httpapi.Server, h http.Handler) (http.H
 	if tokenFile == "" {
 		return h, nil
 	}
-	b, err := os.ReadFile(tokenFile)
+	token, err := metricsToken(tokenFile)
 	if err != nil {
-		return nil, fmt.Errorf("metrics token file: %w", err)
-	}
-	token := strings.TrimSpace(string(b))
-	if len(token) < 16 {
-		return nil, fmt.Errorf("metrics token file %s: the token must be at least 16 characters", tokenFile)
+		return nil, err
 	}
 	want := []byte(token)
 	check := func(r *http.Request) error {
@@ -43,3 +39,17 @@ func guardMetrics(tokenFile string, api *httpapi.Server, h http.Handler) (http.H
 }
 
 var errMetricsToken = errors.New("not the metrics token")
+
+// metricsToken reads the metrics token from tokenFile; errors name the
+// file, never its content.
+func metricsToken(tokenFile string) (string, error) {
+	b, err := os.ReadFile(tokenFile)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", setting("API.MetricsTokenFile", "--metrics-token-file"), err)
+	}
+	token := strings.TrimSpace(string(b))
+	if len(token) < 16 {
+		return "", fmt.Errorf("%s %s: the token must be at least 16 characters", setting("API.MetricsTokenFile", "--metrics-token-file"), tokenFile)
+	}
+	return token, nil
+}

@@ -3,6 +3,7 @@ package daemon_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/internal/test/testdb"
 	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/saga"
 	"github.com/agentledger/agentledger/tenants"
 	"github.com/agentledger/agentledger/tools"
 )
@@ -161,6 +163,100 @@ func TestRefusedStartStoresNothing(t *testing.T) {
 					t.Fatalf("the refused daemon still holds its address: %v", err)
 				}
 				ln.Close()
+			}
+		})
+	}
+}
+
+// A mistake in the configuration that needs no database to be seen is
+// refused before one is opened: no embedded cluster is created in a fresh
+// state directory, and a database given by URL is not migrated. Services
+// this daemon leaves to others (NoJanitor, NoDispatch) are no excuse: a
+// mistake in their settings is a mistake still.
+func TestRefusedBeforeTheDatabase(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	token := write("slack-token", "xoxb-1-2\n")
+	missing := filepath.Join(dir, "no-such-file")
+	for _, tc := range []struct {
+		name string
+		set  func(*daemon.Config)
+		want string
+	}{
+		{"concurrency", func(c *daemon.Config) { c.Worker.Concurrency = -1 }, "Worker.Concurrency (agentd --concurrency): -1 must be positive"},
+		{"lease", func(c *daemon.Config) { c.Worker.Lease = -time.Second }, "Worker.Lease (agentd --lease): -1s is shorter than 1s"},
+		{"heartbeat", func(c *daemon.Config) { c.Worker.Lease, c.Worker.Heartbeat = 30*time.Second, time.Minute },
+			"Worker.Heartbeat (agentd --heartbeat): 1m0s must be positive and at most half the lease (30s)"},
+		{"empty queue", func(c *daemon.Config) { c.Worker.Queues = []string{"default", ""} }, "Worker.Queues (agentd --queues): a queue name is empty"},
+		{"bad queue", func(c *daemon.Config) { c.Worker.Queues = []string{"bad queue!"} }, `Worker.Queues (agentd --queues): queue "bad queue!" must be`},
+		{"grace", func(c *daemon.Config) { c.Worker.Grace = -time.Second }, "Worker.Grace (agentd --grace): -1s must not be negative"},
+		{"poll interval", func(c *daemon.Config) { c.Worker.PollInterval = -time.Second }, "Worker.PollInterval (agentd --poll-interval): -1s must be positive"},
+		{"MCP server without command or url", func(c *daemon.Config) { c.MCPServers = []daemon.MCPServer{{Name: "shop"}} },
+			"MCP server shop: give either a command or a url"},
+		{"MCP server twice", func(c *daemon.Config) {
+			c.MCPServers = []daemon.MCPServer{{Name: "shop", Command: []string{"a"}}, {Name: "shop", Command: []string{"b"}}}
+		}, "MCP server shop is configured twice"},
+		{"trusted proxy", func(c *daemon.Config) { c.API.TrustedProxies = []string{"10.0.0.0/33"} }, "API.TrustedProxies (agentd --trusted-proxies)"},
+		{"metrics token file", func(c *daemon.Config) { c.API.MetricsTokenFile = missing }, "no-such-file"},
+		{"hooks file", func(c *daemon.Config) { c.API.HooksFile = missing }, "no-such-file"},
+		{"retention", func(c *daemon.Config) { c.Maintenance.Retain.Tasks = -time.Hour },
+			"Maintenance.Retain.Tasks (agentd --retain-tasks) -1h0m0s: must not be negative"},
+		{"retention, no janitor here", func(c *daemon.Config) { c.Maintenance.NoJanitor, c.Maintenance.Retain.Ledger = true, -time.Hour },
+			"Maintenance.Retain.Ledger (agentd --retain-ledger) -1h0m0s: must not be negative"},
+		{"janitor interval", func(c *daemon.Config) { c.Maintenance.JanitorInterval = -time.Minute },
+			"Maintenance.JanitorInterval (agentd --janitor-interval) -1m0s: must not be negative"},
+		{"Slack token and file", func(c *daemon.Config) { c.Notify.SlackToken, c.Notify.SlackTokenFile = "xoxb-1-2", token },
+			"set Token or TokenFile, not both"},
+		{"Slack token and file, no dispatch here", func(c *daemon.Config) {
+			c.Notify.NoDispatch, c.Notify.SlackToken, c.Notify.SlackTokenFile = true, "xoxb-1-2", token
+		}, "set Token or TokenFile, not both"},
+		{"dispatch lease", func(c *daemon.Config) { c.Notify.DispatchLease = time.Millisecond }, "lease: 1ms is shorter than a second"},
+		{"dispatch concurrency", func(c *daemon.Config) { c.Notify.DispatchConcurrency = -1 },
+			"Notify.DispatchConcurrency (agentd --dispatch-concurrency) -1: must not be negative"},
+		{"signing secret file", func(c *daemon.Config) { c.Notify.Approvals.SigningSecretFile = missing }, "--slack-signing-secret-file"},
+		{"compensation", func(c *daemon.Config) {
+			c.Policy.Compensations = map[string]saga.Compensation{"http_request": {Tool: "wait_timer"}}
+		}, "the compensation of http_request calls wait_timer, which changes nothing"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			// Where the server could live, were the cluster created.
+			state := filepath.Join(searchableDir(t), "state")
+			url := testdb.Empty(t)
+			for _, db := range []daemon.Database{{StateDir: state}, {URL: url}} {
+				cfg := daemon.Config{Database: db, Logger: quiet(), Stdout: io.Discard}
+				tc.set(&cfg)
+				d := daemon.New(cfg)
+				ctx, cancel := context.WithCancel(context.Background())
+				ran := make(chan error, 1)
+				go func() { ran <- d.Run(ctx) }()
+				var err error
+				select {
+				case err = <-ran:
+				case <-d.Ready():
+					cancel()
+					err = fmt.Errorf("started (then %v)", <-ran)
+				}
+				cancel()
+				var ce *daemon.ConfigError
+				if !errors.As(err, &ce) || !strings.Contains(err.Error(), tc.want) {
+					t.Errorf("%+v: Run = %v, want a *ConfigError containing %q", db, err, tc.want)
+				}
+			}
+			if _, err := os.Stat(state); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the state directory was made (%v): a cluster created for a refused configuration", err)
+			}
+			var tables int
+			if err := testdb.Open(t, url).QueryRow(context.Background(),
+				`SELECT count(*) FROM pg_tables WHERE schemaname = 'public'`).Scan(&tables); err != nil || tables > 0 {
+				t.Errorf("the database has %d tables (%v): migrated for a refused configuration", tables, err)
 			}
 		})
 	}
