@@ -335,11 +335,13 @@ func TestMCPServerEnvFileMissing(t *testing.T) {
 
 // An [[mcp_server]] whose name its tools could not be named under stops
 // agentd at start with a configuration error (it started, and tried to
-// connect the server forever).
+// connect the server forever), before it creates the embedded cluster.
 func TestMCPServerNameRefused(t *testing.T) {
 	t.Parallel()
-	config := writeFile(t, t.TempDir(), "agentd.toml", "[[mcp_server]]\nname = \"a/b\"\ncommand = [\"shop-mcp\"]\n")
-	cmd := agentd(t, []string{"DATABASE_URL=" + testdb.URL(t)}, "--config", config)
+	dir := t.TempDir()
+	config := writeFile(t, dir, "agentd.toml", "[[mcp_server]]\nname = \"a/b\"\ncommand = [\"shop-mcp\"]\n")
+	state := filepath.Join(dir, "state")
+	cmd := agentd(t, []string{"AGENTLEDGER_STATE_DIR=" + state}, "--config", config)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
@@ -351,5 +353,8 @@ func TestMCPServerNameRefused(t *testing.T) {
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(out.String(), `MCP server name "a/b" must be 1-64 letters`) {
 		t.Fatalf("exit %v, output:\n%s", err, out.String())
+	}
+	if _, err := os.Stat(state); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the state directory was made (%v): a cluster created for a refused configuration", err)
 	}
 }
