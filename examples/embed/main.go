@@ -78,7 +78,7 @@ func run(ctx context.Context, out io.Writer) error {
 			if err != nil {
 				return ledger.Result{}, err // unknown outcome: sent again under the same key
 			}
-			return tools.Answer(resp, b) // a 5xx is sent again, a 4xx fails the task
+			return tools.Answer(resp, b) // 408, 425, 429 and 5xx are sent again, another non-2xx fails the task
 
 		},
 	})
