@@ -156,7 +156,7 @@ func signingSecret(a *Approvals) (string, error) {
 	return strings.TrimSpace(a.SigningSecret), nil
 }
 
-// String describes a with its signing secret hidden.
+// String describes the settings with their signing secret hidden.
 func (a Approvals) String() string {
 	return fmt.Sprintf("Approvals{Channel:%q SigningSecret:%s SigningSecretFile:%q FollowInterval:%s}",
 		a.Channel, shown(a.SigningSecret), a.SigningSecretFile, a.FollowInterval)
@@ -170,7 +170,7 @@ func (a Approvals) Format(f fmt.State, verb rune) {
 	secretfmt.Format(f, verb, a.String(), a.GoString())
 }
 
-// LogValue is a for slog, its signing secret hidden.
+// LogValue is the Approvals settings for slog, their signing secret hidden.
 func (a Approvals) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.String("channel", a.Channel),

@@ -57,7 +57,9 @@ type Database struct {
 	URL string
 	// StateDir is the embedded cluster's state directory; empty:
 	// $AGENTLEDGER_STATE_DIR, else /var/lib/agentledger as root and
-	// ~/.local/state/agentledger otherwise.
+	// ~/.local/state/agentledger otherwise. A relative one is taken from
+	// the working directory, as $AGENTLEDGER_STATE_DIR and agentd's
+	// --state-dir are.
 	StateDir string
 	// MaxConns caps the daemon's own connection pool; 0: the default.
 	MaxConns int32

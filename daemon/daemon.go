@@ -95,8 +95,11 @@ func New(cfg Config) *Daemon {
 		ready: make(chan struct{})}
 }
 
-// RegisterKind makes the daemon serve tasks of kind name with h. A name
-// taken by a built-in kind or registered before is refused.
+// RegisterKind makes the daemon serve tasks of kind name with h. It
+// refuses a nil handler (nil, a nil function, Kind(nil)), a name no task
+// could have (1-128 letters, digits, '.', '_', ':' or '-', as
+// agentledger.ValidName says), and a name taken by a built-in kind or
+// registered before.
 func (d *Daemon) RegisterKind(name string, h worker.Handler) error {
 	d.reg.Lock()
 	defer d.reg.Unlock()

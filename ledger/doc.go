@@ -3,8 +3,8 @@
 // through Do with a deterministic key, so a replay, re-poll or re-claim never
 // produces a second business effect (invariants I3, I4, I6).
 //
-// Do runs the protocol of DESIGN.md for unsafe, reconcilable and local
-// effects:
+// Do runs the protocol of docs/design.md for unsafe, reconcilable and
+// local effects:
 //
 //  1. Reserve, in one transaction that also checks the attempt's fencing
 //     token: INSERT … ON CONFLICT DO NOTHING, then lock the row. A different

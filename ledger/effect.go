@@ -9,8 +9,8 @@ import (
 	"github.com/agentledger/agentledger"
 )
 
-// Class says what an effect's outcome means when it is unknown (DESIGN.md,
-// Ledger).
+// Class says what an effect's outcome means when it is unknown
+// (docs/design.md, "Ledger protocol").
 type Class string
 
 // The effect classes.
