@@ -129,8 +129,9 @@ func (s *Service) Decide(ctx context.Context, d approvals.Decision) (approvals.R
 }
 
 // Actor is how an operator named name is recorded as who cancelled a task
-// (its last error, its withdrawn requests, its ended waits), ended a wait
-// or sent a signal: "operator:alice", beside the API's "tenant:acme,
+// (its last error, its withdrawn requests, its ended waits) or ended a
+// wait: "operator:alice", as the door records an operator's signal
+// (admit's sender "operator"), beside the API's "tenant:acme,
 // token ci-deploy (7)" and the system's "timeout" and "signal". An
 // approval's decision records the bare name, with how it was made
 // (decided_via) beside it.

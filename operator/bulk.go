@@ -13,7 +13,7 @@ type BulkResult struct {
 	// Done are the tasks acted on.
 	Done []int64
 	// Flagged are, for a cancel, the running tasks asked to stop: each
-	// stops at its attempt's next heartbeat (not among Done).
+	// stops before its attempt's next call (not among Done).
 	Flagged []int64
 	// Skipped are the tasks the action did not apply to, with why.
 	Skipped map[int64]string
@@ -35,7 +35,7 @@ func (s *Service) RetryAll(ctx context.Context, p ListParams) (BulkResult, error
 
 // CancelAll cancels every unfinished task of the filter: queued and
 // waiting ones at once (a waiting task's request or wait is withdrawn),
-// running ones at their next heartbeat (Cancel).
+// running ones before their next call (Cancel).
 func (s *Service) CancelAll(ctx context.Context, p ListParams) (BulkResult, error) {
 	return s.CancelAllBy(ctx, p, "")
 }

@@ -56,7 +56,8 @@ func ReplayCompensated(id int64) error {
 // Cancel cancels task id (restricted to tenant unless empty). A task that
 // is not running is cancelled at once (or, with completed effects that
 // declared compensations, starts undoing them); a running one is flagged,
-// its attempt sees the flag at its next heartbeat and acknowledges. The
+// and its pool told on commit: its attempt stops before its next call (at
+// its next heartbeat for a pool that only polls) and acknowledges. The
 // task's unfinished children are cancelled after it. It returns the task
 // as it stands after the call; ErrNotFound for an unknown task,
 // ErrConflict for a finished one.

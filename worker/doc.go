@@ -8,7 +8,8 @@
 // — when a heartbeat finds the lease taken, and also before the lease could
 // run out if heartbeats cannot get through, so that work never continues past
 // the point where another worker may claim the task. An operator's cancel
-// arrives the same way with agentledger.ErrCancelled.
+// ends it with agentledger.ErrCancelled as soon as the pool's LISTEN
+// session hears of it (claims.CancelChannel), else at the next heartbeat.
 //
 // On shutdown the pool stops claiming, gives running tasks a grace period,
 // then cancels the rest and releases their leases so another daemon picks

@@ -27,8 +27,8 @@ func (a *app) cancelCmd() *cobra.Command {
 		Long: `Cancel a task. A task that is not running is cancelled at once. A running
 task is flagged, and its daemon told at once: the attempt stops before its
 next call (a call in flight finishes and is recorded) and records the
-cancellation. A daemon that polls (--pgbouncer) sees the flag at the
-attempt's next heartbeat. A finished task (succeeded, dead, cancelled) cannot
+cancellation. A daemon that only polls (--poll-only, --pgbouncer) sees the
+flag at the attempt's next heartbeat. A finished task (succeeded, dead, cancelled) cannot
 be cancelled: exit 1. (A task waiting for a decision, a signal, a timer or
 its children is cancelled at once.)
 
