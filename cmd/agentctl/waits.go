@@ -178,8 +178,11 @@ func waitsFor(w waits.Wait, counts map[int64]waits.ChildCount) string {
 	}
 	c := counts[w.ID]
 	ended := fmt.Sprintf("%d of %d ended", c.Ended, c.Children)
-	if c.Children == 0 {
+	switch {
+	case c.Children == 0 && w.State == waits.Waiting:
 		ended = "none started yet"
+	case c.Children == 0:
+		ended = "no children"
 	}
 	return fmt.Sprintf("%s (%s, on failure %s): %s", which, spec.Mode, spec.OnFailure, ended)
 }

@@ -15,8 +15,13 @@ func TestWaitsForCountsChildren(t *testing.T) {
 	if got, want := waitsFor(w, counts), "every child (all, on failure fail): 1 of 2 ended"; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
+	w.State = waits.Waiting
 	if got, want := waitsFor(w, nil), "every child (all, on failure fail): none started yet"; got != want {
 		t.Errorf("got %q, want %q", got, want)
+	}
+	w.State = waits.Ended
+	if got, want := waitsFor(w, nil), "every child (all, on failure fail): no children"; got != want {
+		t.Errorf("an ended wait: got %q, want %q", got, want)
 	}
 	sig := waits.Wait{Kind: waits.KindSignal, Signal: "payment.settled", Key: "order-7"}
 	if got := waitsFor(sig, counts); got != "payment.settled key order-7" {
