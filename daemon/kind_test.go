@@ -48,19 +48,7 @@ type refunded struct {
 func TestTypedKind(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	url := testdb.URL(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := daemon.New(daemon.Config{
-		Database:    daemon.Database{URL: url},
-		API:         daemon.API{Listener: ln},
-		Worker:      daemon.Worker{PollInterval: 50 * time.Millisecond},
-		Maintenance: daemon.Maintenance{NoCron: true, NoJanitor: true},
-		Logger:      quiet(),
-		Stdout:      io.Discard,
-	})
+	d, url, ln := apiDaemon(t)
 	got := make(chan refund, 1)
 	if err := d.RegisterKind("refund", daemon.Kind(func(_ context.Context, _ *agentledger.Task, a refund) (refunded, error) {
 		got <- a
@@ -122,6 +110,26 @@ func TestTypedKind(t *testing.T) {
 	}
 }
 
+// apiDaemon is a daemon on a fresh database, its API on a free port, its
+// pool polling every 50ms, no cron or janitor; not yet run.
+func apiDaemon(t *testing.T) (d *daemon.Daemon, url string, ln net.Listener) {
+	t.Helper()
+	url = testdb.URL(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d = daemon.New(daemon.Config{
+		Database:    daemon.Database{URL: url},
+		API:         daemon.API{Listener: ln},
+		Worker:      daemon.Worker{PollInterval: 50 * time.Millisecond},
+		Maintenance: daemon.Maintenance{NoCron: true, NoJanitor: true},
+		Logger:      quiet(),
+		Stdout:      io.Discard,
+	})
+	return d, url, ln
+}
+
 // submitter is a tenant's POST /v1/tasks on the API at ln: its status and
 // body.
 func submitter(t *testing.T, db *pgxpool.Pool, ln net.Listener) func(key, body string) (int, map[string]any) {
@@ -170,19 +178,7 @@ func (o *order) Validate() error {
 func TestTypedKindPointerPayload(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	url := testdb.URL(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := daemon.New(daemon.Config{
-		Database:    daemon.Database{URL: url},
-		API:         daemon.API{Listener: ln},
-		Worker:      daemon.Worker{PollInterval: 50 * time.Millisecond},
-		Maintenance: daemon.Maintenance{NoCron: true, NoJanitor: true},
-		Logger:      quiet(),
-		Stdout:      io.Discard,
-	})
+	d, url, ln := apiDaemon(t)
 	got := make(chan *order, 1)
 	porder := daemon.Kind(func(_ context.Context, _ *agentledger.Task, o *order) (string, error) {
 		got <- o
