@@ -30,7 +30,7 @@ func TestListenAddressInUse(t *testing.T) {
 		if !errors.As(err, &exit) || exit.ExitCode() != 1 {
 			t.Errorf("%s: %v, want exit status 1; output:\n%s", name, err, out)
 		}
-		for _, want := range []string{"API.Listen (agentd --listen) " + addr + ": the address is already in use, probably by another agentd",
+		for _, want := range []string{"--listen " + addr + ": the address is already in use, probably by another agentd",
 			"--listen ''"} {
 			if !strings.Contains(string(out), want) {
 				t.Errorf("%s: output does not say %q:\n%s", name, want, out)

@@ -10,7 +10,9 @@ import (
 // newLogger returns agentd's logger: text or JSON lines on w, with the
 // trace and span ids of records logged within a span.
 func newLogger(w io.Writer, level slog.Level, format string) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: durationText}
+	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+		return namedForAgentd(durationText(groups, a))
+	}}
 	if format == "json" {
 		return slog.New(tracing.LogHandler(slog.NewJSONHandler(w, opts)))
 	}

@@ -47,7 +47,7 @@ func main() {
 		close(hurry)
 	}()
 	if err := newRootCmd(os.Getenv, hurry).ExecuteContext(ctx); err != nil {
-		fmt.Fprintf(os.Stderr, "agentd: %s\n", strings.TrimRight(err.Error(), "\n"))
+		fmt.Fprintf(os.Stderr, "agentd: %s\n", strings.TrimRight(agentdNames(err.Error()), "\n"))
 		if errors.As(err, new(*cliflags.Error)) {
 			fmt.Fprintln(os.Stderr, "\nRun 'agentd --help' for usage.")
 		}

@@ -144,8 +144,8 @@ func TestSlackTokenRefusedAtStart(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"variable", []string{"AGENTLEDGER_SLACK_TOKEN=" + wrong}, nil, "Slack refused the bot token in Notify.SlackToken (agentd's AGENTLEDGER_SLACK_TOKEN): slack: invalid_auth"},
-		{"file", nil, []string{"--slack-token-file", file}, "Slack refused the bot token in the file " + file + ", Notify.SlackTokenFile (agentd --slack-token-file): slack: invalid_auth"},
+		{"variable", []string{"AGENTLEDGER_SLACK_TOKEN=" + wrong}, nil, "Slack refused the bot token in AGENTLEDGER_SLACK_TOKEN: slack: invalid_auth"},
+		{"file", nil, []string{"--slack-token-file", file}, "Slack refused the bot token in the file " + file + ", --slack-token-file: slack: invalid_auth"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			url := testdb.Empty(t)
@@ -198,7 +198,7 @@ func TestSlackUnreachableAtStart(t *testing.T) {
 	}
 	_ = cmd.Wait()
 	if !strings.Contains(logs.String(), "its bot token could not be checked") || !strings.Contains(logs.String(), "worker started") ||
-		!strings.Contains(logs.String(), `token="Notify.SlackToken (agentd's AGENTLEDGER_SLACK_TOKEN)"`) || strings.Contains(logs.String(), token) {
+		!strings.Contains(logs.String(), `token=AGENTLEDGER_SLACK_TOKEN`) || strings.Contains(logs.String(), token) {
 		t.Fatalf("log:\n%s", logs.String())
 	}
 }
