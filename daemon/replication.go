@@ -25,7 +25,7 @@ func unsafeTools(classes map[string]string, unsafeHosts []string, mcp []MCPServe
 		if class != string(ledger.Unsafe) {
 			continue
 		}
-		if i := strings.Index(name, "__"); i > 0 && slices.ContainsFunc(mcp, func(s MCPServer) bool { return s.Name == name[:i] }) {
+		if i := strings.Index(name, "/"); i > 0 && slices.ContainsFunc(mcp, func(s MCPServer) bool { return s.Name == name[:i] }) {
 			continue // named below, with its server
 		}
 		out = append(out, name)
