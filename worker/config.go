@@ -46,8 +46,8 @@ type Config struct {
 	ClaimCooldown time.Duration
 	// CompletionWait is how long the completer, given an outcome to write,
 	// waits for more to write in the same statement while it has fewer
-	// than 100; default 20ms (River's completer flushes every 50ms),
-	// negative for none. At low rates a statement (and a commit) per
+	// than 100; zero takes the default, 20ms (River's completer flushes
+	// every 50ms); negative is refused. At low rates a statement (and a commit) per
 	// outcome costs the database several times its share of a batched one;
 	// under load batches fill without waiting.
 	// A task's slot frees as soon as its outcome is queued, so the wait
