@@ -245,6 +245,15 @@ func (d *Daemon) checkTools() error {
 	if err != nil {
 		return &ConfigError{err}
 	}
+	// A model calls MCP tool "shop/charge" by the function name
+	// shop__charge: a registered tool of that name would answer for it.
+	for _, t := range d.tools {
+		server, _, ok := strings.Cut(t.Name(), "__")
+		if ok && slices.ContainsFunc(d.cfg.MCPServers, func(s MCPServer) bool { return s.Name == server }) {
+			return &ConfigError{fmt.Errorf("tool %q: a model calls the tools of MCP server %q by names of that form (%s__<tool>): "+
+				"name it otherwise", t.Name(), server, server)}
+		}
+	}
 	return checkCompensations(d.cfg.Policy.Compensations, tools.NewRegistry(append(ts, d.tools...)...))
 }
 

@@ -185,11 +185,16 @@ func TestRefusedBeforeTheDatabase(t *testing.T) {
 	}
 	token := write("slack-token", "xoxb-1-2\n")
 	missing := filepath.Join(dir, "no-such-file")
+	// registered names, by case, a keyed tool registered besides the
+	// configuration.
+	registered := map[string]string{"a tool named as an MCP server's tools are": "shop__charge"}
 	for _, tc := range []struct {
 		name string
 		set  func(*daemon.Config)
 		want string
 	}{
+		{"a tool named as an MCP server's tools are", func(c *daemon.Config) { c.MCPServers = []daemon.MCPServer{{Name: "shop", Command: []string{"a"}}} },
+			`tool "shop__charge": a model calls the tools of MCP server "shop" by names of that form`},
 		{"concurrency", func(c *daemon.Config) { c.Worker.Concurrency = -1 }, "Worker.Concurrency (agentd --concurrency): -1 must be positive"},
 		{"lease", func(c *daemon.Config) { c.Worker.Lease = -time.Second }, "Worker.Lease (agentd --lease): -1s is shorter than 1s"},
 		{"heartbeat", func(c *daemon.Config) { c.Worker.Lease, c.Worker.Heartbeat = 30*time.Second, time.Minute },
@@ -234,6 +239,16 @@ func TestRefusedBeforeTheDatabase(t *testing.T) {
 				cfg := daemon.Config{Database: db, Logger: quiet(), Stdout: io.Discard}
 				tc.set(&cfg)
 				d := daemon.New(cfg)
+				if name := registered[tc.name]; name != "" {
+					tool, err := tools.Define(tools.Spec[struct{}]{Name: name, Class: ledger.Keyed,
+						Perform: func(context.Context, ledger.Call, struct{}) (ledger.Result, error) { return ledger.Result{}, nil }})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := d.RegisterTool(tool); err != nil {
+						t.Fatal(err)
+					}
+				}
 				ctx, cancel := context.WithCancel(context.Background())
 				ran := make(chan error, 1)
 				go func() { ran <- d.Run(ctx) }()
