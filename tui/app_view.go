@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/agentledger/agentledger/approvals"
 )
@@ -46,31 +47,38 @@ func (a App) bodyHeight() int {
 
 // maxStatusLines is the most a status message takes: it wraps rather than
 // lose its end (the reason) at the screen's edge.
-const maxStatusLines = 3
+const maxStatusLines = 4
 
-// statusText is the status line's text, styled: what an action did, or
-// its error, or the visible view's load error.
-func (a App) statusText() string {
+// statusText is the status line's text and its style: what an action
+// did, or its error, or the visible view's load error.
+func (a App) statusText() (string, lipgloss.Style) {
 	s := a.env.styles
 	switch {
 	case a.statusErr:
-		return s.Error.Render(a.status)
+		return a.status, s.Error
 	case a.status != "":
-		return s.Status.Render(a.status)
+		return a.status, s.Status
 	}
 	if err := a.loadErr(); err != nil {
-		return s.Error.Render(err.Error())
+		return err.Error(), s.Error
 	}
-	return ""
+	return "", s.Status
 }
 
 // statusView is the status wrapped to the width, at most maxStatusLines.
+// It breaks at spaces only: a status often ends in a command to run
+// ("agentctl rerun 27 --despite-unknown"), which must read whole.
 func (a App) statusView() string {
-	text := a.statusText()
+	text, style := a.statusText()
+	lines := []string{text}
 	if a.width > 0 {
-		text = lipgloss.NewStyle().Width(a.width).Render(text)
+		lines = wrapAtSpaces(text, a.width)
 	}
-	return fit(text, a.width, min(lipgloss.Height(text), maxStatusLines))
+	for i, l := range lines {
+		// Padded to the width, as the screens have it.
+		lines[i] = style.Render(l + strings.Repeat(" ", max(a.width-ansi.StringWidth(l), 0)))
+	}
+	return fit(strings.Join(lines, "\n"), a.width, min(len(lines), maxStatusLines))
 }
 
 // statusHeight is how many lines the status takes: one at least.

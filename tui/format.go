@@ -52,6 +52,36 @@ func wrapUnder(prefix, text string, width int) []string {
 	return lines
 }
 
+// wrapAtSpaces is plain text s as lines of at most width cells, broken at
+// spaces only (a word wider than width is cut into pieces): ansi's
+// wrappers break at hyphens too, splitting a flag ("--despite-" /
+// "unknown") that an operator copies.
+func wrapAtSpaces(s string, width int) []string {
+	var lines []string
+	for _, para := range strings.Split(s, "\n") {
+		line := ""
+		for _, w := range strings.Fields(para) {
+			for ansi.StringWidth(w) > width {
+				if line != "" {
+					lines, line = append(lines, line), ""
+				}
+				head := ansi.Truncate(w, width, "")
+				lines, w = append(lines, head), strings.TrimPrefix(w, head)
+			}
+			switch {
+			case line == "":
+				line = w
+			case ansi.StringWidth(line)+1+ansi.StringWidth(w) <= width:
+				line += " " + w
+			default:
+				lines, line = append(lines, line), w
+			}
+		}
+		lines = append(lines, line)
+	}
+	return lines
+}
+
 // stampLayout is how the console prints an instant.
 const stampLayout = "2006-01-02 15:04:05"
 
