@@ -375,12 +375,15 @@ func describe(f Filter) string {
 func (k KeyMap) allows(d *Detail, b key.Binding) bool {
 	t := d.Task
 	is := func(a key.Binding) bool { return slices.Equal(a.Keys(), b.Keys()) }
+	// An effect of unknown outcome refuses a replay (it would stop there
+	// again) and a re-run (the call may have gone out): v comes first.
+	unknown := slices.ContainsFunc(d.Journal, func(e operator.Effect) bool { return e.State == ledger.StateUnknown })
 	switch {
 	case is(k.Replay):
-		return operator.Replayable(t.State)
+		return operator.Replayable(t.State) && !unknown
 	case is(k.Rerun):
 		// Not while undoing its effects: the re-run would leave them half undone.
-		return (operator.Replayable(t.State) && t.Compensation == "") || t.State == agentledger.StateCompensated
+		return ((operator.Replayable(t.State) && t.Compensation == "") || t.State == agentledger.StateCompensated) && !unknown
 	case is(k.Cancel):
 		// A compensation is not cancelled.
 		return !t.State.Finished() && t.State != agentledger.StateCompensating && t.Compensation == ""
