@@ -5,6 +5,7 @@ import (
 	"flag"
 	"testing"
 
+	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/internal/test/goldensql"
 )
@@ -30,8 +31,8 @@ func TestGoldenSQL(t *testing.T) {
 			_, err := s.Cancel(ctx, "", 1)
 			return err
 		}, "claims.lockTask", "operator.cancel"),
-		call("Service.Retry", "", func(ctx context.Context, s *Service) error {
-			_, err := s.Retry(ctx, "", 1)
+		call("Service.Retry", "", func(ctx context.Context, s *Service) error { // Retry reads the task and its journal first
+			_, err := s.requeue(ctx, "", 1, replay, []agentledger.TaskState{agentledger.StateDead})
 			return err
 		}, "claims.lockTask", "operator.requeue"),
 		call("Service.RerunAnyway", "", func(ctx context.Context, s *Service) error { // Rerun reads the task and its journal first

@@ -153,3 +153,36 @@ func TestReplayRefusesAnUnknownEffect(t *testing.T) {
 		t.Fatalf("resolved: %s, want queued", d.Task.State)
 	}
 }
+
+// A dead steps task whose call failed for good is not retried: the
+// failure is recorded, and the retry would end there the same way. A
+// kind that may go on past a failed call (a Go kind, an agent) is.
+func TestRetryRefusesAServedFailure(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := testenv.New(t)
+	svc := operator.New(e.DB)
+	for _, kind := range []string{"steps", "order"} {
+		task := e.Enqueue(claims.EnqueueParams{Kind: kind, Payload: []byte(`{"steps":[{"tool":"http_request","args":{}}]}`)})
+		running := e.Claim("w")
+		_, err := e.Ledger.Do(ctx, tools.AttemptOf(running), ledger.Effect{Operation: "http.post", StepPath: "tool/0",
+			Class: ledger.Keyed, Request: []byte(`{}`),
+			Perform: func(context.Context, ledger.Call) (ledger.Result, error) {
+				return ledger.Result{Status: 400}, agentledger.Permanent(errors.New("400 Bad Request"))
+			}})
+		if err == nil {
+			t.Fatal("a refused call recorded no failure")
+		}
+		if _, err := e.Claims.Fail(ctx, claims.Failure{Lease: claims.LeaseOf(running), Error: err.Error(), Final: true}); err != nil {
+			t.Fatal(err)
+		}
+		_, err = svc.Retry(ctx, "", task.ID)
+		var served *operator.ServedFailureError
+		switch {
+		case kind == "steps" && (!errors.As(err, &served) || !errors.Is(err, agentledger.ErrConflict) || served.Step != "tool/0"):
+			t.Errorf("retry of a steps task dead at a failed call: %v, want a ServedFailureError at tool/0", err)
+		case kind != "steps" && err != nil:
+			t.Errorf("retry of a %s task: %v", kind, err)
+		}
+	}
+}

@@ -12,6 +12,8 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/steps"
 	"github.com/agentledger/agentledger/tracing"
 )
 
@@ -120,9 +122,49 @@ func (s *Service) cancelChildren(ctx context.Context, tenant string, id int64, b
 
 // Retry runs a dead task again from attempt 1 in the same generation: the
 // ledger serves the effects it completed. ErrConflict unless the task is
-// dead, or when retention removed its ledger rows (re-run it instead).
+// dead, when retention removed its ledger rows (re-run it instead), and
+// for a steps task whose call failed for good (*ServedFailureError).
 func (s *Service) Retry(ctx context.Context, tenant string, id int64) (*agentledger.Task, error) {
+	t, j, err := s.load(ctx, tenant, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := servedFailure(t, j); err != nil {
+		return nil, err
+	}
 	return s.requeue(ctx, tenant, id, replay, []agentledger.TaskState{agentledger.StateDead})
+}
+
+// ServedFailureError refuses the retry of a dead steps task whose call
+// failed for good: the failure is recorded, a retry is served it again at
+// its step, and ends there the same way, an attempt spent for nothing. (A
+// Go kind or an agent may go on past a failed call, and is retried.) It
+// matches agentledger.ErrConflict.
+type ServedFailureError struct {
+	TaskID int64
+	Step   string
+}
+
+func (e *ServedFailureError) Error() string {
+	return fmt.Sprintf("task %d's call at %s failed for good, and its failure is recorded: a retry would be served it again "+
+		"and end the same way; to call it anew, re-run the task as a new intent (agentctl rerun %d --yes: every effect runs again, "+
+		"those that completed too)", e.TaskID, e.Step, e.TaskID)
+}
+
+func (e *ServedFailureError) Is(target error) bool { return target == agentledger.ErrConflict }
+
+// servedFailure is the ServedFailureError of t, a dead task, and its
+// journal j, or nil.
+func servedFailure(t *agentledger.Task, j []ledger.Entry) error {
+	if t.State != agentledger.StateDead || t.Kind != steps.Kind {
+		return nil
+	}
+	for _, p := range Plan(t, j) {
+		if p.State == ledger.StateFailed && p.Plan == ledger.PlanServed && p.Undoes == "" {
+			return &ServedFailureError{TaskID: t.ID, Step: p.Step}
+		}
+	}
+	return nil
 }
 
 // requeue replays or re-runs task id from one of the states from. It

@@ -9,7 +9,6 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
-	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/operator"
 )
 
@@ -29,7 +28,9 @@ not complete run. Only a dead task can be retried (exit 1
 otherwise): a task that succeeded, was cancelled or needs attention is run
 again with agentctl replay (same generation) or agentctl rerun (a new
 intent). A task whose ledger rows retention has removed cannot be retried,
-since its effects would run again: re-run it.
+since its effects would run again: re-run it. Nor can a steps task whose
+call failed for good (a 4xx, a denial): its failure is recorded, and the
+retry would end there the same way; re-run it to call it anew.
 
 With --all it retries every dead task the filter selects (--queue, --kind,
 --tenant, and --since/--until on the creation time: RFC 3339 times, dates,
@@ -74,9 +75,10 @@ func (a *app) retry(ctx context.Context, tenant, arg string) error {
 		return err
 	}
 	svc := operator.New(a.db.Pool)
-	before, _ := svc.Preview(ctx, tenant, id) // what the retry will serve: read while the task is dead
 	t, err := svc.Retry(ctx, tenant, id)
 	switch {
+	case errors.As(err, new(*operator.ServedFailureError)):
+		return err
 	case errors.Is(err, agentledger.ErrConflict):
 		return retryConflict(ctx, s, svc, tenant, id, err)
 	case err != nil:
@@ -90,23 +92,7 @@ func (a *app) retry(ctx context.Context, tenant, arg string) error {
 	_, err = fmt.Fprintf(a.stdout, "task %d queued for retry (generation %d): effects it completed are served from the ledger\n",
 		id, t.Generation)
 	refusedCalls(ctx, a, tenant, t)
-	servedFailures(a, before)
 	return err
-}
-
-// servedFailures warns of the failures a retry serves again: an effect
-// that failed for good is recorded so, and the retry ends there the same
-// way (a wait that timed out, or a read, runs again: Plan says so).
-func servedFailures(a *app, p *operator.Preview) {
-	if p == nil {
-		return
-	}
-	for _, e := range p.Effects {
-		if e.State == ledger.StateFailed && e.Plan == ledger.PlanServed {
-			fmt.Fprintf(a.stderr, "agentctl: warning: the call at %s failed for good, and its failure is recorded: the retry "+
-				"serves that failure again and ends the same way; agentctl rerun %d --yes calls it anew, as a new intent\n", e.Step, p.Task.ID)
-		}
-	}
 }
 
 // parkedHint is what to do with a task that needs attention with no effect
