@@ -47,16 +47,24 @@ func lastErrorCell(t *agentledger.Task) string {
 
 // searched returns the rows that match query, in their order: every word
 // of the query must match one field of the task fuzzily (its letters in
-// order, not necessarily adjacent).
+// order, not necessarily adjacent), but for a word of digits alone: the
+// start of a task id, as it is typed ("27" matches 27 and 270, where
+// fuzzily it matched 227, 1207 and an error naming port 7247).
 func searched(rows []*agentledger.Task, query string) []*agentledger.Task {
 	words := strings.Fields(query)
 	if len(words) == 0 {
 		return rows
 	}
+	matches := func(t *agentledger.Task, fields []string, w string) bool {
+		if strings.Trim(w, "0123456789") == "" {
+			return strings.HasPrefix(fields[0], w)
+		}
+		return len(fuzzy.Find(w, fields)) > 0
+	}
 	var out []*agentledger.Task
 	for _, t := range rows {
 		fields := searchFields(t)
-		if !slices.ContainsFunc(words, func(w string) bool { return len(fuzzy.Find(w, fields)) == 0 }) {
+		if !slices.ContainsFunc(words, func(w string) bool { return !matches(t, fields, w) }) {
 			out = append(out, t)
 		}
 	}

@@ -153,6 +153,12 @@ func TestFuzzySearchOverThePage(t *testing.T) {
 	if got := ids(d.app()); !slices.Equal(got, []int64{15, 10}) {
 		t.Fatalf("searching 'dead 1': %v", got)
 	}
+	// Digits are the start of an id, not letters anywhere.
+	d.keys("esc", "/")
+	d.typeText("2")
+	if got := ids(d.app()); !slices.Equal(got, []int64{20, 2}) {
+		t.Fatalf("searching '2': %v", got)
+	}
 	d.keys("esc", "/")
 	d.typeText("dead")
 	// q is typed into the search, not taken as quit.
