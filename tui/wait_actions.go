@@ -59,6 +59,15 @@ func (a App) openWaitAction(msg waitMsg) (tea.Model, tea.Cmd) {
 		fmt.Sprintf("%s stops waiting for %s; %s %s.", where, waitsFor(w.Wait), deadline, a.env.at(w.Deadline)),
 		"Its call fails with your reason: a steps task fails for good (its compensations run when declared); an agent is told why and goes on.",
 	}
+	if w.Kind == waits.KindChildren && w.Children > w.Ended {
+		// Ending the wait ends no child: a parent failed for good can no
+		// longer cancel them.
+		kids := fmt.Sprintf("Its %d unfinished children run on", w.Children-w.Ended)
+		if w.Children-w.Ended == 1 {
+			kids = "Its unfinished child runs on"
+		}
+		lines = append(lines, kids+": ending the wait cancels none (cancelling the task instead cancels its unfinished children too).")
+	}
 	d, cmd := newReasonDialog(a.env, fmt.Sprintf("End wait %d?", id), "end the wait", lines,
 		func(reason string) tea.Cmd { return a.cmd.endWait(id, reason) })
 	d.required = "a reason is required: the waiting call fails with it, and the task's journal keeps it"
