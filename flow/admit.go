@@ -96,7 +96,11 @@ func (l *Limiter) enter(ctx context.Context, target, kind string, hold time.Dura
 			return nil, 0, "", err
 		}
 		if !ok {
-			return nil, slotPoll, fmt.Sprintf("%s: %d calls in flight (the fleet's cap), waiting for one to end", target, lim.Concurrency), nil
+			calls := fmt.Sprintf("%d calls", lim.Concurrency)
+			if lim.Concurrency == 1 {
+				calls = "1 call"
+			}
+			return nil, slotPoll, fmt.Sprintf("%s: %s in flight (the fleet's cap), waiting for one to end", target, calls), nil
 		}
 		p.slot, p.holder = n, holder
 		p.keep = l.keepSlot(target, n, holder, l.slotLease)

@@ -96,7 +96,7 @@ func TestSlotOfADeadHolderComesBack(t *testing.T) {
 	}
 	_, err = l.Admit(ctx, target, time.Minute)
 	var d *agentledger.DeferredError
-	if !errors.As(err, &d) || d.Reason != "mcp:shop: 1 calls in flight (the fleet's cap), waiting for one to end" {
+	if !errors.As(err, &d) || d.Reason != "mcp:shop: 1 call in flight (the fleet's cap), waiting for one to end" {
 		t.Fatalf("a full cap: %v", err)
 	}
 	if _, err := db.Exec(ctx, `UPDATE flow_slots SET expires_at = now() - interval '1 second'`); err != nil {

@@ -224,7 +224,7 @@ func (a *App) openCancel(t *agentledger.Task) {
 	}
 	how := "It is cancelled at once."
 	if t.State == agentledger.StateRunning {
-		how = fmt.Sprintf("It is running (worker %s): its attempt stops before its next call.", t.LeaseOwner)
+		how = fmt.Sprintf("Worker %s runs it: its attempt stops before its next call (a call in flight finishes and is recorded).", t.LeaseOwner)
 	}
 	lines := []string{fmt.Sprintf("Task %d (%s) is %s.", t.ID, t.Kind, t.State), how}
 	if r := a.task.pendingApproval(); a.view == viewTask && r != nil {
