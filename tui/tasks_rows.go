@@ -42,7 +42,7 @@ func lastErrorCell(t *agentledger.Task) string {
 	if w := render.Waiting(t); w != "" {
 		return oneLine(w)
 	}
-	return orDash(oneLine(t.LastError))
+	return orDash(oneLine(render.BriefError(t.LastError)))
 }
 
 // searched returns the rows that match query, in their order: every word

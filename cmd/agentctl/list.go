@@ -152,9 +152,9 @@ func lastError(t *agentledger.Task) string {
 	}
 	m := unknownAt.FindStringSubmatchIndex(t.LastError)
 	if t.State != agentledger.StateNeedsAttention || m == nil {
-		return t.LastError
+		return render.BriefError(t.LastError)
 	}
-	return "at " + t.LastError[m[2]:m[3]] + ": " + t.LastError[:m[0]] + t.LastError[m[1]:]
+	return render.BriefError("at " + t.LastError[m[2]:m[3]] + ": " + t.LastError[:m[0]] + t.LastError[m[1]:])
 }
 
 // lastErrorWidth is how much of lastError the list shows: 50 runes of an
