@@ -25,6 +25,9 @@ type Effect struct {
 	Note        string          `json:"note,omitempty"`
 	// Undoes is, for a compensation, the step of the effect it undoes.
 	Undoes string `json:"undoes,omitempty"`
+	// Undoable says it declared a compensation that a compensation phase
+	// would run (saga.ToUndo): what makes a task's undo worth offering.
+	Undoable bool `json:"undoable,omitempty"`
 	// OwnerToken is the fencing token of the attempt that reserved it.
 	OwnerToken int64 `json:"-"`
 }
@@ -34,7 +37,7 @@ func EffectOf(e ledger.Entry) Effect {
 	undoes, _ := saga.Undoes(e.StepPath)
 	return Effect{Step: e.StepPath, Operation: e.Operation, Class: e.Class, Key: e.Key, State: e.State,
 		Performed: e.Performed, Status: e.Result.Status, Result: e.Result.Body, ExternalRef: e.Result.ExternalRef,
-		Error: e.Error, Note: e.Note, Undoes: undoes, OwnerToken: e.OwnerToken}
+		Error: e.Error, Note: e.Note, Undoes: undoes, Undoable: saga.ToUndo(e), OwnerToken: e.OwnerToken}
 }
 
 func effectsOf(es []ledger.Entry) []Effect {

@@ -390,7 +390,9 @@ func (k KeyMap) allows(d *Detail, b key.Binding) bool {
 	case is(k.Retry):
 		return t.State == agentledger.StateDead
 	case is(k.Compensate):
-		return operator.Compensable(t.State) && t.Compensation == ""
+		// Not with nothing to undo: the undo would be refused.
+		return operator.Compensable(t.State) && t.Compensation == "" &&
+			slices.ContainsFunc(d.Journal, func(e operator.Effect) bool { return e.Undoable })
 	case is(k.Resolve):
 		_, ok := resolvable(d)
 		return ok

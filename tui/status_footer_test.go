@@ -43,3 +43,24 @@ func TestFooterOffersResolveNotReplayAtAnUnknownEffect(t *testing.T) {
 		t.Errorf("offered %v: want v, and neither r nor R", offered)
 	}
 }
+
+// Undo is offered for a task with an effect its compensation would undo,
+// and not for one with none.
+func TestFooterOffersUndoOnlyWithSomethingToUndo(t *testing.T) {
+	k := DefaultKeyMap()
+	offers := func(d *Detail) bool {
+		for _, b := range k.taskHelp(d).ShortHelp() {
+			if b.Help().Key == "u" {
+				return true
+			}
+		}
+		return false
+	}
+	task := &agentledger.Task{ID: 4, State: agentledger.StateDead}
+	if offers(&Detail{Detail: operator.Detail{Task: task, Journal: []operator.Effect{{Step: "tool/0", State: ledger.StateCompleted}}}}) {
+		t.Error("undo offered with nothing to undo")
+	}
+	if !offers(&Detail{Detail: operator.Detail{Task: task, Journal: []operator.Effect{{Step: "tool/0", State: ledger.StateCompleted, Undoable: true}}}}) {
+		t.Error("undo not offered for an undoable effect")
+	}
+}
