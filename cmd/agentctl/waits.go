@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/operator"
+	"github.com/agentledger/agentledger/render"
 	"github.com/agentledger/agentledger/waits"
 )
 
@@ -155,14 +156,14 @@ func (a *app) waits(ctx context.Context, p waits.ListParams, wait time.Duration)
 }
 
 // waitsFor says what w waits for, in a phrase: "payment.settled key
-// order-7", "a timer", "every child (all, on failure fail): 1 of 2
+// order-7", "a timer of 30m", "every child (all, on failure fail): 1 of 2
 // ended", counts saying how many children a children wait has.
 func waitsFor(w waits.Wait, counts map[int64]waits.ChildCount) string {
 	switch w.Kind {
 	case waits.KindSignal:
 		return w.Signal + " key " + w.Key
-	case waits.KindTimer:
-		return "a timer"
+	case waits.KindTimer: // how long, which its deadline alone does not say once it ended
+		return "a timer of " + render.Short(w.Deadline.Sub(w.CreatedAt))
 	}
 	var spec waits.ChildrenSpec
 	if json.Unmarshal(w.Spec, &spec) != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/agentledger/agentledger/waits"
 )
@@ -22,6 +23,11 @@ func TestWaitsForCountsChildren(t *testing.T) {
 	w.State = waits.Ended
 	if got, want := waitsFor(w, nil), "every child (all, on failure fail): no children"; got != want {
 		t.Errorf("an ended wait: got %q, want %q", got, want)
+	}
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	timer := waits.Wait{Kind: waits.KindTimer, CreatedAt: at, Deadline: at.Add(12 * time.Minute), State: waits.Ended}
+	if got := waitsFor(timer, nil); got != "a timer of 12m" {
+		t.Errorf("a timer: %q", got)
 	}
 	sig := waits.Wait{Kind: waits.KindSignal, Signal: "payment.settled", Key: "order-7"}
 	if got := waitsFor(sig, counts); got != "payment.settled key order-7" {
