@@ -287,14 +287,7 @@ func (s *Server) cancelTask(r *http.Request, tenant string, body []byte) (action
 // stop it again (an operator settles that first); 403 when the tenant's
 // grant no longer allows its kind.
 func (s *Server) replayTask(r *http.Request, tenant string, body []byte) (action, error) {
-	id, err := taskID(r)
-	if err != nil {
-		return nil, err
-	}
-	if err := noBody(body); err != nil {
-		return nil, err
-	}
-	return func(ctx context.Context, _ string) reply {
+	return onTask(r, body, func(ctx context.Context, id int64) reply {
 		// A kind the grant no longer allows is a refusal of the request
 		// as sent, and frees the key (http-api.md, Errors): granted again,
 		// the same key runs the replay. Checked in the action, not before
@@ -325,7 +318,7 @@ func (s *Server) replayTask(r *http.Request, tenant string, body []byte) (action
 			return s.problemReply(r, err)
 		}
 		return jsonReply(http.StatusAccepted, viewTask(p.Task))
-	}, nil
+	})
 }
 
 // mayRun refuses a tenant's replay of its task id whose kind its grant no
@@ -362,6 +355,18 @@ func (s *Server) compensateTask(r *http.Request, tenant string, body []byte) (ac
 // accepted is an operator's action on the task of the request's path,
 // which takes no body: 202 Accepted with the task as do leaves it.
 func (s *Server) accepted(r *http.Request, body []byte, do func(ctx context.Context, id int64) (*agentledger.Task, error)) (action, error) {
+	return onTask(r, body, func(ctx context.Context, id int64) reply {
+		t, err := do(ctx, id)
+		if err != nil {
+			return s.problemReply(r, err)
+		}
+		return jsonReply(http.StatusAccepted, viewTask(t))
+	})
+}
+
+// onTask is an action on the task of the request's path, which takes no
+// body: the path's id and the body are checked before the key is taken.
+func onTask(r *http.Request, body []byte, do func(ctx context.Context, id int64) reply) (action, error) {
 	id, err := taskID(r)
 	if err != nil {
 		return nil, err
@@ -369,13 +374,7 @@ func (s *Server) accepted(r *http.Request, body []byte, do func(ctx context.Cont
 	if err := noBody(body); err != nil {
 		return nil, err
 	}
-	return func(ctx context.Context, _ string) reply {
-		t, err := do(ctx, id)
-		if err != nil {
-			return s.problemReply(r, err)
-		}
-		return jsonReply(http.StatusAccepted, viewTask(t))
-	}, nil
+	return func(ctx context.Context, _ string) reply { return do(ctx, id) }, nil
 }
 
 // getTask is GET /v1/tasks/{id}. Another tenant's task is not found.
