@@ -163,6 +163,12 @@ func (s *Store) Enqueue(ctx context.Context, p EnqueueParams) (EnqueueResult, er
 // back with Duplicate set; with a different hash the whole call fails with
 // ErrKeyReuse and nothing is inserted. Validation errors insert nothing.
 func (s *Store) EnqueueBatch(ctx context.Context, ps []EnqueueParams) ([]EnqueueResult, error) {
+	return s.enqueue(ctx, ps, nil)
+}
+
+// enqueue is EnqueueBatch; a non-nil start (one task, EnqueueStart) leases
+// the task as it inserts it when it may run now (enqueueStartSQL).
+func (s *Store) enqueue(ctx context.Context, ps []EnqueueParams, start *startLease) ([]EnqueueResult, error) {
 	n := len(ps)
 	if n == 0 {
 		return nil, nil
@@ -238,6 +244,9 @@ func (s *Store) EnqueueBatch(ctx context.Context, ps []EnqueueParams) ([]Enqueue
 			q, args = enqueueManySQL, args[:12]
 			break
 		}
+	}
+	if start != nil && n == 1 {
+		q, args = enqueueStartSQL, append(args, start.worker, start.lease)
 	}
 	rows, err := tx.Query(ctx, q, args...)
 	if err != nil {

@@ -19,6 +19,7 @@ var updateGolden = flag.Bool("update", false, "rewrite claims/testdata/sql from 
 var goldenStatements = []struct{ name, ident, sql string }{
 	{"claims.enqueue", "enqueueSQL", enqueueSQL},
 	{"claims.enqueueMany", "enqueueManySQL", enqueueManySQL},
+	{"claims.enqueueStart", "enqueueStartSQL", enqueueStartSQL},
 	{"claims.lookupKeys", "lookupKeysSQL", lookupKeysSQL},
 	{"claims.claim", "claimSQL", claimSQL},
 	{"claims.claimDue", "claimDueSQL", claimDueSQL},
@@ -46,6 +47,10 @@ var goldenCalls = []struct {
 		_, err := s.Enqueue(ctx, EnqueueParams{Kind: "noop", SubmissionKey: "k"})
 		return err
 	}, []string{"claims.enqueue", "claims.lookupKeys"}},
+	{"Store.EnqueueStart", "with a slot free and a submission key", func(ctx context.Context, s *Store) error {
+		_, err := s.EnqueueStart(ctx, EnqueueParams{Kind: "noop", SubmissionKey: "k"}, goldenStarter{})
+		return err
+	}, []string{"claims.enqueueStart", "claims.lookupKeys"}},
 	{"Store.EnqueueBatch", "two keyed tasks, in a transaction", func(ctx context.Context, s *Store) error {
 		_, err := s.EnqueueBatch(ctx, []EnqueueParams{{Kind: "noop", SubmissionKey: "a"}, {Kind: "noop", SubmissionKey: "b"}})
 		return err
@@ -120,3 +125,12 @@ func TestGoldenSQL(t *testing.T) {
 	}
 	goldensql.Check(t, "claims", *updateGolden, stmts, calls)
 }
+
+// goldenStarter always has a slot.
+type goldenStarter struct{}
+
+func (goldenStarter) Reserve(string, string, []string) (Slot, bool) { return goldenStarter{}, true }
+func (goldenStarter) Lease() (string, time.Duration)                { return "w", time.Minute }
+func (goldenStarter) Start(*agentledger.Task, time.Time)            {}
+func (goldenStarter) Release()                                      {}
+func (goldenStarter) Queued(string)                                 {}

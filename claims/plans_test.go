@@ -176,7 +176,7 @@ func readsByTenant(plan *plancheck.Node) error {
 // The enqueue's newcomer probes are look-ups, each with the tenant in its
 // index condition: with statistics that saw one tenant of 2,000 tasks, a
 // probe for another tenant, or for the tenants before and after it, must
-// not read past that tenant's tasks. Both statements, in both plan modes.
+// not read past that tenant's tasks. Every enqueue statement, in both plan modes.
 func TestEnqueueProbesAreLookUps(t *testing.T) {
 	ctx := context.Background()
 	conn, _, _ := plannerTrap(t, 20, 10)
@@ -193,7 +193,8 @@ func TestEnqueueProbesAreLookUps(t *testing.T) {
 	for _, c := range []struct {
 		name, sql string
 		args      []any
-	}{{"one tenant", enqueueSQL, append(args[:12:12], "default", "c")}, {"many", enqueueManySQL, args}} {
+	}{{"one tenant", enqueueSQL, append(args[:12:12], "default", "c")}, {"many", enqueueManySQL, args},
+		{"started", enqueueStartSQL, append(args[:12:12], "default", "c", "w", time.Minute)}} {
 		for _, mode := range plancheck.Modes {
 			t.Run(c.name+"/"+mode, func(t *testing.T) {
 				plan, err := plancheck.Explain(ctx, conn, mode, c.sql, c.args...)

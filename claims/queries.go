@@ -51,22 +51,73 @@ func enqueueInsert(arrives string) string {
 		coalesce(u.run_at, coalesce($10::timestamptz, now())), u.max_attempts,
 		u.submission_key, u.request_hash, $11::text, string_to_array(nullif(u.needs, ''), E'\n'),
 		CASE WHEN u.due AND u.first AND ` + arrives + ` THEN true END
-	FROM (
+	FROM ` + enqueueSource + ` u
+	` + enqueueConflict
+}
+
+// enqueueSource is the rows an enqueue inserts: its arrays' elements,
+// each with whether it is due now (due) and whether it is the first of
+// its queue, tenant and dueness (first), and its place (ord).
+const enqueueSource = `(
 		SELECT *, row_number() OVER (PARTITION BY queue, tenant, due ORDER BY ord) = 1 AS first
 		FROM (SELECT *, coalesce(run_at <= coalesce($10::timestamptz, now()), true) AS due FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[], $5::smallint[],
 			$6::timestamptz[], $7::int[], $8::text[], $9::bytea[], $12::text[])
 			WITH ORDINALITY AS u(tenant, queue, kind, payload, priority, run_at,
 			max_attempts, submission_key, request_hash, needs, ord)) u
-	) u
-	ORDER BY u.ord
+	)`
+
+// enqueueConflict ends an enqueue's insert: in input order, skipping a
+// keyed submission that exists (I6), returning the rows inserted.
+const enqueueConflict = `ORDER BY u.ord
 	ON CONFLICT (tenant, submission_key) WHERE submission_key IS NOT NULL DO NOTHING
 	RETURNING ` + taskColumns + `
 )`
-}
 
 const enqueueTail = `wake AS (
 	SELECT pg_notify('agentledger_task_insert', q)
 	FROM (SELECT DISTINCT queue AS q FROM ins WHERE run_at <= coalesce($10::timestamptz, now())) s
+)
+SELECT ins.* FROM ins WHERE ` + woken + `
+ORDER BY ins.id`
+
+// enqueueStartSQL is enqueueSQL for one task that a worker of this process
+// has a free slot for (Store.EnqueueStart): a task due now of a tenant
+// without a cap is inserted running, leased to $15 until now + $16, as a
+// claim would lease it (claimSet: attempt 1, the token the claim's clock
+// in µs, capped false as the statement proved); it then wakes no worker.
+// Any other (one scheduled later, a capped tenant's, whose room only a
+// claim counts) is queued as enqueueSQL queues it. A keyed submission
+// that exists already inserts nothing, as there.
+var enqueueStartSQL = `/* claims.enqueueStart */
+WITH arrival AS (
+	SELECT ` + newcomerIn("$13::text", "$14::text") + ` AS yes
+),
+start AS (
+	SELECT NOT EXISTS (SELECT FROM tenant_shares s WHERE s.tenant = $14::text AND s.max_running IS NOT NULL) AS uncapped,
+		coalesce($10::timestamptz, now()) AS t,
+		(extract(epoch FROM coalesce($10::timestamptz, now())) * 1000000)::bigint AS token_floor
+),
+ins AS (
+	INSERT INTO tasks (tenant, queue, kind, payload, priority, run_at, max_attempts,
+		submission_key, request_hash, traceparent, needs, newcomer,
+		state, attempt, generation_claims, lease_owner, lease_token, lease_expires_at, attempted_at, capped)
+	SELECT u.tenant, u.queue, u.kind, u.payload, u.priority,
+		coalesce(u.run_at, coalesce($10::timestamptz, now())), u.max_attempts,
+		u.submission_key, u.request_hash, $11::text, string_to_array(nullif(u.needs, ''), E'\n'),
+		CASE WHEN u.started THEN NULL WHEN u.due AND u.first AND (SELECT yes FROM arrival) THEN true END,
+		CASE WHEN u.started THEN 'running' ELSE 'queued' END,
+		CASE WHEN u.started THEN 1 ELSE 0 END,
+		CASE WHEN u.started THEN 1 ELSE 0 END,
+		CASE WHEN u.started THEN $15::text END,
+		CASE WHEN u.started THEN (SELECT token_floor FROM start) ELSE 0 END,
+		CASE WHEN u.started THEN (SELECT t FROM start) + $16::interval END,
+		CASE WHEN u.started THEN (SELECT t FROM start) END,
+		CASE WHEN u.started THEN false END
+	FROM (SELECT *, due AND (SELECT uncapped FROM start) AS started FROM ` + enqueueSource + ` s) u
+	` + enqueueConflict + `,
+wake AS (
+	SELECT pg_notify('agentledger_task_insert', q)
+	FROM (SELECT DISTINCT queue AS q FROM ins WHERE state = 'queued' AND run_at <= coalesce($10::timestamptz, now())) s
 )
 SELECT ins.* FROM ins WHERE ` + woken + `
 ORDER BY ins.id`

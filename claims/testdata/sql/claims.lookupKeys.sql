@@ -1,4 +1,4 @@
--- claims.lookupKeys: lookupKeysSQL of package claims, as Store.Enqueue and Store.EnqueueBatch send it (2 parameters); go test ./claims -run TestGoldenSQL -update rewrites this file
+-- claims.lookupKeys: lookupKeysSQL of package claims, as Store.Enqueue, Store.EnqueueStart and Store.EnqueueBatch send it (2 parameters); go test ./claims -run TestGoldenSQL -update rewrites this file
 /* claims.lookupKeys */
 SELECT id, tenant, queue, kind, payload, priority, run_at, state,
 	attempt, max_attempts, generation, lease_owner, lease_token, lease_expires_at,

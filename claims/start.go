@@ -1,0 +1,85 @@
+package claims
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/agentledger/agentledger"
+)
+
+// Starter is a worker pool of this process that may take a task the
+// moment it is queued, without a claim (worker.Pool): when it has a slot
+// free and found nothing due at its last claim, the enqueue itself leases
+// the task to it (Store.EnqueueStart). Temporal's eager start does the
+// same for a workflow's first task.
+type Starter interface {
+	// Reserve holds a slot for a task of queue and kind needing needs,
+	// or says false: the pool does not claim such tasks, has no slot
+	// free, or is not idle (its last claim left due tasks, or it is
+	// stopping). A held slot must be given Start or Release.
+	Reserve(queue, kind string, needs []string) (Slot, bool)
+	// Queued is told that a task due now was queued in queue instead
+	// (no slot, or one it may not take): the pool is no longer idle, and
+	// a task enqueued next must not start ahead of it.
+	Queued(queue string)
+}
+
+// Slot is a reserved place in a Starter's pool.
+type Slot interface {
+	// Lease is who the task is leased to, and for how long.
+	Lease() (worker string, d time.Duration)
+	// Start runs t, leased to the slot's worker by a statement sent at
+	// sentAt (the lease's local deadline counts from then).
+	Start(t *agentledger.Task, sentAt time.Time)
+	// Release gives the slot back unused.
+	Release()
+}
+
+// EnqueueStart is Enqueue, and leases the task to st's pool at once when
+// st has a slot for it and it may run now: due now, of a tenant without a
+// cap (a capped tenant's room is counted by claims alone). The task is
+// then inserted running, as a claim would have leased it, and wakes no
+// worker; a crash of the pool before it runs the task leaves a lease that
+// expires, after which any claim takes it as it takes any expired lease.
+// Otherwise the task is queued as Enqueue queues it, and the slot given
+// back. A nil st, a Store over a transaction (whose task exists only if
+// it commits, after this returns) and a keyed duplicate start nothing.
+func (s *Store) EnqueueStart(ctx context.Context, p EnqueueParams, st Starter) (EnqueueResult, error) {
+	if _, inTx := s.db.(pgx.Tx); st == nil || inTx || p.RunAt.After(time.Now()) {
+		return s.Enqueue(ctx, p)
+	}
+	if err := p.Validate(); err != nil {
+		return EnqueueResult{}, err
+	}
+	slot, ok := st.Reserve(p.Queue, p.Kind, p.Needs)
+	if !ok {
+		res, err := s.Enqueue(ctx, p)
+		if err == nil && !res.Duplicate {
+			st.Queued(p.Queue)
+		}
+		return res, err
+	}
+	worker, lease := slot.Lease()
+	sentAt := time.Now()
+	res, err := s.enqueue(ctx, []EnqueueParams{p}, &startLease{worker: worker, lease: lease})
+	if err != nil || res[0].Duplicate || res[0].Task.State != agentledger.StateRunning {
+		slot.Release()
+		if err != nil {
+			return EnqueueResult{}, err
+		}
+		if !res[0].Duplicate {
+			st.Queued(p.Queue)
+		}
+		return res[0], nil
+	}
+	slot.Start(res[0].Task, sentAt)
+	return res[0], nil
+}
+
+// startLease is the lease an enqueue gives the task it starts.
+type startLease struct {
+	worker string
+	lease  time.Duration
+}
