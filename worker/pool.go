@@ -32,6 +32,7 @@ type Pool struct {
 	log    *slog.Logger
 
 	wake  map[string]chan struct{} // per queue: a claim is worth trying now
+	slots map[string]*queueSlots    // per queue: the claim loop's slots, which Reserve shares
 	due   map[string]*dueAt        // per queue: the next waiting task's deadline known here
 	tasks sync.WaitGroup           // running task goroutines
 
@@ -47,7 +48,8 @@ type Pool struct {
 	// announcements shows in the check before a task runs (lacks).
 	caps atomic.Pointer[[]string]
 
-	bg context.Context // the keeper's and completer's: lives through the grace period
+	bg   context.Context // the keeper's and completer's: lives through the grace period
+	work context.Context // the tasks': ends when the grace period does
 }
 
 // New returns a Pool working through db.
@@ -56,7 +58,7 @@ func New(db *pgxpool.Pool, cfg Config) (*Pool, error) {
 		return nil, err
 	}
 	p := &Pool{cfg: cfg, db: db, store: claims.New(db), log: cfg.Logger.With("worker", cfg.ID),
-		wake: map[string]chan struct{}{}, due: map[string]*dueAt{}, hurry: make(chan struct{}), reannounce: make(chan struct{}, 1)}
+		wake: map[string]chan struct{}{}, slots: map[string]*queueSlots{}, due: map[string]*dueAt{}, hurry: make(chan struct{}), reannounce: make(chan struct{}, 1)}
 	p.keeper = newKeeper(cfg.Lease, cfg.HeartbeatInterval, func(ctx context.Context, ls []agentledger.Lease) (claims.HeartbeatResult, error) {
 		return p.store.Heartbeat(ctx, ls, cfg.Lease)
 	}, p.log)
@@ -64,6 +66,7 @@ func New(db *pgxpool.Pool, cfg Config) (*Pool, error) {
 	for _, q := range cfg.Queues {
 		p.wake[q] = make(chan struct{}, 1)
 		p.due[q] = newDueAt()
+		p.slots[q] = newQueueSlots(cfg.Concurrency)
 	}
 	for k := range cfg.Handlers {
 		p.kindNames = append(p.kindNames, k)
@@ -98,6 +101,7 @@ func (p *Pool) Run(ctx context.Context) error {
 	// Task contexts are cancelled only at the end of the grace period (or
 	// by the keeper), not when ctx is.
 	work, stopWork := context.WithCancelCause(bg)
+	p.work = work
 
 	var prodWG sync.WaitGroup
 	if !p.cfg.PollOnly {
@@ -156,8 +160,9 @@ func (p *Pool) shutdown(stopWork context.CancelCauseFunc) {
 
 // produce claims and starts tasks of queue q until ctx is done.
 func (p *Pool) produce(ctx, work context.Context, q string) {
-	sem := make(chan struct{}, p.cfg.Concurrency)
-	slotFreed := make(chan struct{}, 1)
+	slots := p.slots[q]
+	sem, slotFreed := slots.sem, slots.freed
+	defer slots.setIdle(false) // no slot is reserved once the loop has stopped
 	poll := time.NewTicker(p.cfg.PollInterval)
 	defer poll.Stop()
 	// Claims take over expired leases at start and after each poll tick;
@@ -186,7 +191,7 @@ func (p *Pool) produce(ctx, work context.Context, q string) {
 		if free > p.cfg.BatchSize {
 			free = p.cfg.BatchSize
 		}
-		got := 0
+		got, claimed := 0, false
 		if sweep || wakeDue {
 			// Waiting tasks whose deadline came are queued again first,
 			// for this claim to take (claims.WakeDue); the next deadline
@@ -215,20 +220,14 @@ func (p *Pool) produce(ctx, work context.Context, q string) {
 			tasks, sentAt, err := p.claim(ctx, q, free, !full, hint)
 			lastClaim = time.Now()
 			if err == nil {
-				sweep = false
+				sweep, claimed = false, true
 			}
 			if err != nil && ctx.Err() == nil {
 				p.log.Warn("claim failed", "queue", q, "err", err)
 			}
 			for _, t := range tasks {
 				sem <- struct{}{}
-				p.start(work, t, sentAt, func() { // the slot frees when the handler returns
-					<-sem
-					select {
-					case slotFreed <- struct{}{}:
-					default:
-					}
-				})
+				p.start(work, t, sentAt, slots.free) // the slot frees when the handler returns
 			}
 			got = len(tasks)
 		}
@@ -236,6 +235,10 @@ func (p *Pool) produce(ctx, work context.Context, q string) {
 		if next == claimAgain {
 			continue // a full batch: there is probably more
 		}
+		// A claim that left no due task it could take makes the loop idle
+		// until it claims again: an enqueue of this process may then lease
+		// its task to a free slot itself (Reserve).
+		slots.setIdle(next == awaitNews && claimed)
 		// With every slot busy only a freed slot is news; otherwise wait
 		// for a notification or the poll — unless a tenant has a cap: a
 		// short claim may then be a capped tenant's at its cap, whose room
@@ -284,6 +287,7 @@ func (p *Pool) produce(ctx, work context.Context, q string) {
 		case <-p.wake[q]:
 		default:
 		}
+		slots.setIdle(false)
 	}
 }
 
@@ -352,6 +356,12 @@ func (p *Pool) claim(ctx context.Context, q string, n int, dueOnly bool, hint *c
 // written, and the completer's bounded queue holds claiming back when
 // writes fall behind; the keeper holds the lease until the write.
 func (p *Pool) start(work context.Context, t *agentledger.Task, sentAt time.Time, freeSlot func()) {
+	p.tasks.Add(1)
+	p.begin(work, t, sentAt, freeSlot)
+}
+
+// begin is start for a task p.tasks already counts (a reserved slot's).
+func (p *Pool) begin(work context.Context, t *agentledger.Task, sentAt time.Time, freeSlot func()) {
 	// An operator's cancel ends the task's context but lets a call in
 	// flight finish and be recorded (agentledger.EffectContext); a lost
 	// lease or a shutdown ends both.
@@ -360,7 +370,6 @@ func (p *Pool) start(work context.Context, t *agentledger.Task, sentAt time.Time
 	deadline := new(agentledger.LeaseDeadline)
 	ctx = agentledger.WithLeaseDeadline(ctx, deadline)
 	p.keeper.add(lease, sentAt, cancel, deadline)
-	p.tasks.Add(1)
 	go func() {
 		defer p.tasks.Done()
 		var once sync.Once

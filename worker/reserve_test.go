@@ -1,0 +1,148 @@
+package worker_test
+
+import (
+	"context"
+	"encoding/json"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/internal/test/testdb"
+	"github.com/agentledger/agentledger/worker"
+)
+
+// startedPool runs a pool built from cfg and returns it, once its claim
+// loop is idle (a slot can be reserved), with the function that stops it.
+// The pool only polls, once an hour: a LISTEN session's first wake-up
+// would end the idle spell of its first claim at a moment no test knows,
+// and nothing else wakes it but the Queued of an enqueue through it.
+func startedPool(t *testing.T, cfg worker.Config) (*worker.Pool, *claims.Store, func()) {
+	t.Helper()
+	db := testdb.New(t)
+	if cfg.Logger == nil {
+		cfg.Logger = quietLogger()
+	}
+	cfg.PollOnly, cfg.PollInterval = true, time.Hour
+	p, err := worker.New(db, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	stop := func() {
+		cancel()
+		if err := recv(t, done, "the pool's stop"); err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}
+	t.Cleanup(func() {
+		if ctx.Err() == nil {
+			stop()
+		}
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if s, ok := p.Reserve("default", "hold", nil); ok {
+			s.Release()
+			return p, claims.New(db), stop
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the pool's claim loop was not idle after 20s")
+		}
+		time.Sleep(5 * time.Millisecond) // polling a condition, not ordering events
+	}
+}
+
+// An idle pool takes a task enqueued through it at once: the enqueue
+// returns it running, leased to the pool, and the pool runs it without a
+// claim. With every slot taken the next task is queued and claimed when
+// a slot frees.
+func TestAnIdlePoolStartsATaskAtItsEnqueue(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	started := make(chan int64, 4)
+	release := make(chan struct{})
+	claimed := &claimCount{}
+	hold := worker.HandlerFunc(func(ctx context.Context, task *agentledger.Task) (json.RawMessage, error) {
+		started <- task.ID
+		<-release
+		return json.RawMessage(`{}`), nil
+	})
+	p, s, _ := startedPool(t, worker.Config{ID: "w1", Concurrency: 1, Observer: claimed,
+		Handlers: map[string]worker.Handler{"hold": hold}})
+
+	first, err := s.EnqueueStart(ctx, claims.EnqueueParams{Kind: "hold"}, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Task.State != agentledger.StateRunning || first.Task.LeaseOwner != "w1" {
+		t.Fatalf("enqueued to an idle pool: %s, leased to %q; want running, leased to w1", first.Task.State, first.Task.LeaseOwner)
+	}
+	if id := recv(t, started, "the started task"); id != first.Task.ID {
+		t.Fatalf("ran task %d, want %d", id, first.Task.ID)
+	}
+
+	// The one slot is taken: the next is queued, and claimed once the
+	// first ends (Queued woke the loop, which waits for a slot).
+	second, err := s.EnqueueStart(ctx, claims.EnqueueParams{Kind: "hold"}, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.Task.State != agentledger.StateQueued {
+		t.Fatalf("enqueued to a full pool: %s, want queued", second.Task.State)
+	}
+	release <- struct{}{}
+	if id := recv(t, started, "the queued task"); id != second.Task.ID {
+		t.Fatalf("ran task %d, want %d", id, second.Task.ID)
+	}
+	release <- struct{}{}
+	waitState(t, s, first.Task.ID, agentledger.StateSucceeded)
+	waitState(t, s, second.Task.ID, agentledger.StateSucceeded)
+	if n := claimed.n.Load(); n != 2 {
+		t.Fatalf("Observer.Claimed counted %d tasks, want 2 (one started, one claimed)", n)
+	}
+}
+
+// A pool reserves no slot for a task it would not claim — another queue,
+// a kind it does not serve, a need it lacks — nor once it has stopped.
+func TestReserveRefusesWhatThePoolWouldNotClaim(t *testing.T) {
+	t.Parallel()
+	noop := worker.HandlerFunc(func(context.Context, *agentledger.Task) (json.RawMessage, error) { return nil, nil })
+	p, _, stop := startedPool(t, worker.Config{Caps: func() []string { return []string{"tool:a"} },
+		Handlers: map[string]worker.Handler{"hold": noop}})
+	for _, c := range []struct {
+		what, queue, kind string
+		needs             []string
+	}{
+		{"another queue", "other", "hold", nil},
+		{"a kind it does not serve", "default", "nope", nil},
+		{"a need it lacks", "default", "hold", []string{"tool:b"}},
+	} {
+		if s, ok := p.Reserve(c.queue, c.kind, c.needs); ok {
+			s.Release()
+			t.Errorf("%s: a slot was reserved", c.what)
+		}
+	}
+	if s, ok := p.Reserve("default", "hold", []string{"tool:a"}); !ok {
+		t.Error("a need it has: no slot")
+	} else {
+		s.Release()
+	}
+	stop()
+	if _, ok := p.Reserve("default", "hold", nil); ok {
+		t.Error("a stopped pool reserved a slot")
+	}
+}
+
+// claimCount counts the tasks Observer.Claimed is told of.
+type claimCount struct {
+	worker.Observer
+	n atomic.Int64
+}
+
+func (c *claimCount) Claimed(_ string, n int)                               { c.n.Add(int64(n)) }
+func (c *claimCount) LeaseLost()                                            {}
+func (c *claimCount) Finished(string, agentledger.TaskState, time.Duration) {}
