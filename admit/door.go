@@ -58,6 +58,12 @@ type Door struct {
 	// Unserved queues every task whether or not a live worker serves it,
 	// whoever submits it: for a database without a fleet (tests).
 	Unserved bool
+	// Starter is the worker pool of this process, which takes a task it
+	// would run now at its enqueue, without a claim, when it is idle
+	// (claims.Store.EnqueueStart): through Enqueue over a pool, and the
+	// API's enqueue; an enqueue in a transaction is never started. Nil
+	// queues every task for a claim.
+	Starter claims.Starter
 
 	schemas schemaCache
 }
@@ -143,7 +149,7 @@ func (d *Door) Enqueue(ctx context.Context, db claims.DB, s Submission) (claims.
 	if err != nil {
 		return claims.EnqueueResult{}, err
 	}
-	return claims.New(db).Enqueue(ctx, p)
+	return claims.New(db).EnqueueStart(ctx, p, d.Starter)
 }
 
 // bound keeps p, a task queued for the tenant whose grant is g, from

@@ -82,7 +82,13 @@ type Worker struct {
 	Heartbeat    time.Duration
 	PollInterval time.Duration
 	PollOnly     bool
-	Grace        time.Duration
+	// NoStartAtEnqueue queues every task submitted through the daemon's
+	// API or Client for a claim. By default a task its pool would run now
+	// (a slot free, nothing due left at its last claim) is leased to the
+	// pool as it is inserted (claims.Store.EnqueueStart): no claim, no
+	// notification.
+	NoStartAtEnqueue bool
+	Grace            time.Duration
 	// ClaimCooldown and Backoff: worker.Config's (negative cooldown: none).
 	ClaimCooldown time.Duration
 	Backoff       agentledger.Backoff

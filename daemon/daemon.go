@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/admit"
 	"github.com/agentledger/agentledger/agent"
@@ -62,6 +64,7 @@ type Daemon struct {
 	mu    sync.Mutex
 	pool  *worker.Pool
 	hurry bool
+	db    *pgxpool.Pool // the daemon's, while it runs (Client)
 
 	// grants are the tenants' grants, cached while the worker pool's
 	// LISTEN session hears their changes.
@@ -443,6 +446,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if err != nil {
 		return &ConfigError{err}
 	}
+	if !cfg.Worker.NoStartAtEnqueue {
+		d.door.Starter = pool // an idle pool takes what this daemon queues at once
+	}
 	svc, err = buildServices(cfg, db.Pool, d.limits, m, pool.ID(), ln, d.routes, d.door, d.grants,
 		func() map[string]string { return mcpStates(sups) }, log)
 	if err != nil {
@@ -500,6 +506,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	d.mu.Lock()
 	d.pool = pool
+	d.db = db.Pool
+	defer d.stopped()
 	if d.hurry {
 		pool.EndGrace()
 	}

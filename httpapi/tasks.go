@@ -198,7 +198,7 @@ func (s *Server) createTask(r *http.Request, tenant string, body []byte) (action
 	}
 	return func(ctx context.Context, submissionKey string) reply {
 		p.SubmissionKey = submissionKey
-		res, err := s.cfg.Claims.Enqueue(ctx, p)
+		res, err := s.cfg.Claims.EnqueueStart(ctx, p, s.cfg.Door.Starter)
 		if err != nil {
 			return s.refusedReply(r, err)
 		}

@@ -61,6 +61,7 @@ var settings = []setting{
 	{"heartbeat", "AGENTLEDGER_HEARTBEAT", "duration", "", "interval between lease renewals; empty: lease/3"},
 	{"poll-interval", "AGENTLEDGER_POLL_INTERVAL", "duration", "1s", "claim interval when no notification arrives"},
 	{"poll-only", "AGENTLEDGER_POLL_ONLY", "bool", "false", "no LISTEN/NOTIFY (for PgBouncer transaction pooling)"},
+	{"no-start-at-enqueue", "AGENTLEDGER_NO_START_AT_ENQUEUE", "bool", "false", "queue every task submitted to the API for a claim, even when this daemon's workers are idle"},
 	{"grace", "AGENTLEDGER_GRACE", "duration", "10s", "how long shutdown waits for running tasks before releasing them"},
 	{"max-conns", "AGENTLEDGER_MAX_CONNS", "int", "20", "connection pool size"},
 	{"log-level", "AGENTLEDGER_LOG_LEVEL", "string", "info", "debug, info, warn or error"},
@@ -266,6 +267,7 @@ func parseFlags(fs *pflag.FlagSet) (*config, error) {
 	c.Worker.Queues = list(str("queues"))
 	boolean("no-migrate", &c.Database.NoMigrate)
 	boolean("poll-only", &c.Worker.PollOnly)
+	boolean("no-start-at-enqueue", &c.Worker.NoStartAtEnqueue)
 	// After the two it implies, which would otherwise set them back.
 	boolean("pgbouncer", &c.Database.PgBouncer)
 	if c.Database.PgBouncer {

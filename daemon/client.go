@@ -1,0 +1,70 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/client"
+	"github.com/agentledger/agentledger/waits"
+)
+
+// ErrNotRunning is what a Client's calls return before the daemon is
+// Ready and after its Run has returned.
+var ErrNotRunning = errors.New("daemon: not running: a Client submits between Ready and the end of Run")
+
+// Client submits tasks and sends signals through this daemon, for tenant
+// ("" is the operator's "default"), as client.Database does over the
+// daemon's own database pool. Its tasks pass the daemon's door, which
+// checks its typed kinds in process, and a task this daemon's workers
+// would run now — its kind and needs served, a slot free, nothing due
+// left at their last claim — is leased to them as it is inserted and
+// starts without a claim (claims.Store.EnqueueStart). Its calls fail with
+// ErrNotRunning outside Run (from Ready on).
+func (d *Daemon) Client(tenant string) client.Client { return daemonClient{d: d, tenant: tenant} }
+
+type daemonClient struct {
+	d      *Daemon
+	tenant string
+}
+
+// through is the client of the running daemon, or ErrNotRunning.
+func (c daemonClient) through() (client.Client, error) {
+	c.d.mu.Lock()
+	defer c.d.mu.Unlock()
+	if c.d.db == nil {
+		return nil, ErrNotRunning
+	}
+	return client.Through(c.d.db, c.d.door, c.tenant), nil
+}
+
+func (c daemonClient) Submit(ctx context.Context, r client.Request) (*agentledger.Task, error) {
+	cl, err := c.through()
+	if err != nil {
+		return nil, err
+	}
+	return cl.Submit(ctx, r)
+}
+
+func (c daemonClient) Send(ctx context.Context, s client.Signal) (client.Sent, error) {
+	cl, err := c.through()
+	if err != nil {
+		return client.Sent{}, err
+	}
+	return cl.Send(ctx, s)
+}
+
+func (c daemonClient) Waits(ctx context.Context, q client.WaitQuery) ([]waits.Wait, error) {
+	cl, err := c.through()
+	if err != nil {
+		return nil, err
+	}
+	return cl.Waits(ctx, q)
+}
+
+// stopped ends the Client's calls: Run is returning, and its pool closes.
+func (d *Daemon) stopped() {
+	d.mu.Lock()
+	d.db = nil
+	d.mu.Unlock()
+}

@@ -1,0 +1,97 @@
+package daemon_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/client"
+	"github.com/agentledger/agentledger/daemon"
+	"github.com/agentledger/agentledger/internal/test/testdaemon"
+	"github.com/agentledger/agentledger/internal/test/testdb"
+	"github.com/agentledger/agentledger/worker"
+)
+
+// A daemon's Client submits through its door, and the daemon's idle
+// workers take what it submits at the enqueue: the task comes back
+// running, leased to the daemon's pool, and runs once. Outside Run it
+// refuses with ErrNotRunning.
+func TestClientSubmitsThroughTheDaemon(t *testing.T) {
+	t.Parallel()
+	url := testdb.URL(t)
+	d := daemon.New(daemon.Config{
+		Database:    daemon.Database{URL: url},
+		Worker:      daemon.Worker{ID: "embedded"},
+		Maintenance: daemon.Maintenance{NoCron: true, NoJanitor: true},
+		Logger:      quiet(),
+		Stdout:      io.Discard,
+	})
+	var runs atomic.Int64
+	if err := d.RegisterKind("greet", worker.HandlerFunc(func(context.Context, *agentledger.Task) (json.RawMessage, error) {
+		runs.Add(1)
+		return json.RawMessage(`{"ok":true}`), nil
+	})); err != nil {
+		t.Fatal(err)
+	}
+	c := d.Client("acme")
+	ctx := context.Background()
+	greet := client.Request{Kind: "greet", Payload: json.RawMessage(`{}`)}
+	if _, err := c.Submit(ctx, greet); !errors.Is(err, daemon.ErrNotRunning) {
+		t.Fatalf("Submit before Run: %v, want ErrNotRunning", err)
+	}
+
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	stopped := make(chan error, 1)
+	go func() { stopped <- d.Run(runCtx) }()
+	select {
+	case <-d.Ready():
+	case err := <-stopped:
+		t.Fatalf("Run: %v", err)
+	}
+	s := claims.New(testdb.Open(t, url))
+	// The pool is idle once its first claims found nothing; until then a
+	// submission may be queued and claimed. Each is run once either way.
+	started := false
+	for i := 0; i < 100 && !started; i++ {
+		task, err := c.Submit(ctx, greet)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if task.Tenant != "acme" {
+			t.Fatalf("submitted for tenant %q, want acme", task.Tenant)
+		}
+		started = task.State == agentledger.StateRunning && task.LeaseOwner == "embedded"
+		if got := testdaemon.WaitFinished(t, s, task.ID); got.State != agentledger.StateSucceeded {
+			t.Fatalf("task %d: %s %s", task.ID, got.State, got.LastError)
+		}
+		if n := runs.Load(); n != int64(i+1) {
+			t.Fatalf("%d runs for %d tasks", n, i+1)
+		}
+	}
+	if !started {
+		t.Fatal("none of 100 submissions to an idle daemon started at its enqueue")
+	}
+	if _, err := c.Submit(ctx, client.Request{Kind: "greet", Payload: json.RawMessage(`[1]`), Options: client.Options{Priority: 101}}); err == nil {
+		t.Error("a priority of 101 passed the daemon's door")
+	}
+
+	stop()
+	select {
+	case err := <-stopped:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the daemon did not stop within a minute")
+	}
+	if _, err := c.Submit(ctx, greet); !errors.Is(err, daemon.ErrNotRunning) {
+		t.Fatalf("Submit after Run: %v, want ErrNotRunning", err)
+	}
+}
