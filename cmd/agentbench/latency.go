@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/client"
 	"github.com/agentledger/agentledger/daemon"
 	"github.com/agentledger/agentledger/tools"
 	"github.com/agentledger/agentledger/worker"
@@ -28,6 +29,7 @@ type LatencyFlags struct {
 	Duration     time.Duration
 	Warmup       time.Duration
 	Enqueuers    int
+	Submit       string // "store" or "daemon"
 	Concurrency  int
 	Batch        int
 	PollInterval time.Duration
@@ -65,6 +67,7 @@ func runLatency(ctx context.Context, args []string, out, errOut io.Writer) error
 	fs.DurationVar(&f.Duration, "duration", 20*time.Second, "how long to enqueue")
 	fs.DurationVar(&f.Warmup, "warmup", time.Second, "leading part of the run left out of the percentiles")
 	fs.IntVar(&f.Enqueuers, "enqueuers", 4, "goroutines (and connections) enqueueing on the shared schedule")
+	fs.StringVar(&f.Submit, "submit", "store", "how tasks are enqueued: store (claims.Store.Enqueue on the enqueuers' own connections; every task claimed) or daemon (the daemon's Client: its door, and an idle worker takes the task at its enqueue)")
 	fs.IntVar(&f.Concurrency, "concurrency", 100, "worker pool concurrency")
 	fs.IntVar(&f.Batch, "batch", 0, "claim batch size (0: the pool's default, the concurrency)")
 	fs.DurationVar(&f.PollInterval, "poll-interval", 0, "the pool's poll interval (0: the worker default, 1s)")
@@ -79,6 +82,9 @@ func runLatency(ctx context.Context, args []string, out, errOut io.Writer) error
 	}
 	if f.Warmup >= f.Duration {
 		return errors.New("--warmup must be shorter than --duration")
+	}
+	if f.Submit != "store" && f.Submit != "daemon" {
+		return fmt.Errorf("--submit: %q is neither store nor daemon", f.Submit)
 	}
 	log, err := f.logger(errOut)
 	if err != nil {
@@ -98,8 +104,8 @@ func runLatency(ctx context.Context, args []string, out, errOut io.Writer) error
 	if poll == 0 {
 		poll = time.Second
 	}
-	fmt.Fprintf(out, "# latency: %d tasks/s for %s (first %s left out), %d enqueuers; pool concurrency %d, poll %s; %s\n# %s, GOMAXPROCS=%d, %d CPUs\n\n",
-		f.Rate, f.Duration, f.Warmup, f.Enqueuers, f.Concurrency, poll, srv.Describe(ctx),
+	fmt.Fprintf(out, "# latency: %d tasks/s for %s (first %s left out), %d enqueuers (submit %s); pool concurrency %d, poll %s; %s\n# %s, GOMAXPROCS=%d, %d CPUs\n\n",
+		f.Rate, f.Duration, f.Warmup, f.Enqueuers, f.Submit, f.Concurrency, poll, srv.Describe(ctx),
 		runtime.Version(), runtime.GOMAXPROCS(0), runtime.NumCPU())
 
 	t := NewTable(append([]string{"mode", "tasks", "started", "dup", "enq/s", "p50 ms", "p90 ms", "p99 ms",
@@ -168,6 +174,10 @@ func latencyRun(ctx context.Context, srv *Server, f LatencyFlags, out io.Writer,
 	// Open the enqueuers' connections up front, and give the pool a moment
 	// to connect and LISTEN.
 	store := claims.New(enqDB)
+	var viaDaemon client.Client
+	if f.Submit == "daemon" {
+		viaDaemon = w.Daemons[0].Client("")
+	}
 	if err := openConns(ctx, enqDB, f.Enqueuers); err != nil {
 		return res, err
 	}
@@ -188,6 +198,10 @@ func latencyRun(ctx context.Context, srv *Server, f LatencyFlags, out io.Writer,
 	sched := Schedule{Rate: f.Rate, Total: total, Enqueuers: f.Enqueuers}
 	sent, err := sched.Run(ctx, rec.since, func(ctx context.Context, i, _ int, at int64) error {
 		payload, _ := json.Marshal(latencyPayload{I: i, T: at})
+		if viaDaemon != nil {
+			_, err := viaDaemon.Submit(ctx, client.Request{Kind: "stamp", Payload: payload})
+			return err
+		}
 		_, err := store.Enqueue(ctx, claims.EnqueueParams{Kind: "stamp", Payload: payload})
 		return err
 	})

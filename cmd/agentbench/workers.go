@@ -84,6 +84,8 @@ type PoolWorkers struct {
 	gate   chan struct{} // closed by Start: the daemons begin to claim
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// Daemons are the daemons, in the order of their worker ids.
+	Daemons []*daemon.Daemon
 }
 
 // PoolSpec says how to build the daemons.
@@ -143,6 +145,7 @@ func NewPoolWorkers(ctx context.Context, rdb *RunDB, s PoolSpec) (*PoolWorkers, 
 			w.Stop()
 			return nil, err
 		}
+		w.Daemons = append(w.Daemons, d)
 		w.wg.Add(1)
 		go func() {
 			defer w.wg.Done()
