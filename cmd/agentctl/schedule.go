@@ -243,6 +243,12 @@ func (a *app) scheduleAdd(ctx context.Context, name string, f *scheduleFlags) er
 		return err
 	}
 	got, err := store.Add(ctx, s)
+	var ie *agentledger.InvalidError
+	if errors.As(err, &ie) && ie.Field != "" {
+		// The door's refusal of the schedule's task names its field
+		// ("payload"), as f.schedule's do: say the flag the user gave.
+		return agentledger.Invalid(scheduleFlagName(ie.Field), "%s", ie.Problem)
+	}
 	if errors.Is(err, agentledger.ErrConflict) {
 		return withHint(newError(fmt.Sprintf("schedule %q already exists", name), err),
 			fmt.Sprintf("choose another name, or remove it first (agentctl schedule rm %s); agentctl schedule list shows the schedules", name))
