@@ -75,7 +75,10 @@ A payload its tasks would fail with is refused. When no live worker serves
 its kind on its queue (or its steps' tools), or the tenant's grant lacks
 what its payload names, the schedule is still added and a warning says so:
 its tasks are queued at each slot and wait for a worker, as agentctl
-submit --allow-unserved queues them.
+submit --allow-unserved queues them. The daemon that fires a slot holds
+the task to its own settings: a URL its allow-list lacks, or a max_steps
+above its --llm-max-steps, gets no task at that slot (agentd logs
+"schedule: slot not fired" with why).
 
 NAME is 1-63 characters of a-z, 0-9, '_', '.' and '-', starting with a letter
 or digit. A name already taken is refused (exit 1).
@@ -271,14 +274,22 @@ func (a *app) scheduleAdd(ctx context.Context, name string, f *scheduleFlags) er
 // --allow-unserved), or the tenant's grant lacks what its payload names.
 // A slot is queued regardless, as cron must not lose one to a daemon
 // being down, and waits; a schedule added before its daemons start is
-// normal, hence a warning. A look that fails says nothing.
+// normal, hence a warning. But the daemon that fires a slot admits its
+// task through its own door, which holds its allow-lists and its
+// --llm-max-steps: a payload they refuse gets no task at that slot, only
+// an error in that daemon's log, so a payload's warning says so. A look
+// that fails says nothing.
 func (a *app) warnUnrunnable(ctx context.Context, s schedule.Schedule) {
 	p := s.Task()
 	_, err := (&admit.Door{}).Admit(ctx, a.db.Pool, admit.Submission{Caller: admit.Operator, Params: p})
 	var ie *agentledger.InvalidError
 	if errors.As(err, &ie) {
-		fmt.Fprintf(a.stderr, "agentctl: warning: schedule %s: %s: %s: its tasks wait at each slot until a worker that can run them is up\n",
-			s.Name, scheduleFlagName(ie.Field), ie.Problem)
+		fate := "its tasks wait at each slot until a worker that can run them is up"
+		if ie.Field == "payload" {
+			fate += `; a daemon whose own settings refuse them (a URL its allow-list lacks, a max_steps above its ` +
+				`--llm-max-steps) fires no task at a slot, and logs "schedule: slot not fired" with why`
+		}
+		fmt.Fprintf(a.stderr, "agentctl: warning: schedule %s: %s: %s: %s\n", s.Name, scheduleFlagName(ie.Field), ie.Problem, fate)
 	}
 	// Known as tenant grant knows a tenant: by its row, or by a grant of its own.
 	if _, err := a.knownTenant(ctx, a.db, p.Tenant); errors.Is(err, agentledger.ErrNotFound) {
