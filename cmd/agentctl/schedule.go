@@ -293,7 +293,7 @@ func (a *app) warnUnrunnable(ctx context.Context, s schedule.Schedule) {
 	}
 	// Known as tenant grant knows a tenant: by its row, or by a grant of its own.
 	if _, err := a.knownTenant(ctx, a.db, p.Tenant); errors.Is(err, agentledger.ErrNotFound) {
-		fmt.Fprintf(a.stderr, "agentctl: warning: schedule %s: tenant %s is not known: its tasks run as a tenant tenant list does not show (agentctl tenant add %s first, or mind the name)\n",
+		fmt.Fprintf(a.stderr, "agentctl: warning: schedule %s: tenant %s is not known: its tasks run as a tenant agentctl tenant list does not show (agentctl tenant add %s first, or mind the name)\n",
 			s.Name, grants.ShellQuote(p.Tenant), grants.ShellQuote(p.Tenant))
 	}
 	g, err := grants.NewStore(a.db.Pool).For(ctx, p.Tenant)
