@@ -42,6 +42,12 @@ func CompensationOf(t *agentledger.Task, atts []agentledger.Attempt, journal []o
 	// The attempt that entered the phase closed with outcome compensating;
 	// the last one of the generation is this phase's.
 	c.Error = agentledger.CompensationCause(t.Generation, atts)
+	if t.Compensation != "failed" {
+		// A cancel or an operator's undo did not happen at a step: a
+		// failed effect in the journal (an agent's tool call the model
+		// was told of and went on from) is not why.
+		return c, true
+	}
 	for _, e := range journal {
 		if e.State == ledger.StateFailed && e.Undoes == "" && !strings.HasPrefix(e.Step, ledger.CompensationPrefix) {
 			c.Step = e.Step + " (" + e.Operation + ")"

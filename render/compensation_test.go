@@ -26,6 +26,26 @@ func TestCompensationOf(t *testing.T) {
 	if !ok || c.String() != "its forward path failed at tool/2 (http_request)" || c.Error != "step 2 (http_request) failed: 422" {
 		t.Errorf("CompensationOf = %+v, %v", c, ok)
 	}
+	// An operator's undo of a task that succeeded, though one of its
+	// calls failed (an agent told of a 422 went on), and a cancel, were
+	// not at that call.
+	done := []agentledger.Attempt{{Generation: 2, Outcome: "succeeded", EndedAt: &ended}, {Generation: 2, Outcome: "compensated", EndedAt: &ended}}
+	agentJournal := []operator.Effect{
+		{Step: "llm/0", Operation: "llm.chat", State: ledger.StateCompleted},
+		{Step: "tool/0/call_1", Operation: "http_request", State: ledger.StateCompleted},
+		{Step: "tool/1/call_2", Operation: "http_request", State: ledger.StateFailed},
+		{Step: "llm/2", Operation: "llm.chat", State: ledger.StateCompleted},
+		{Step: "compensate/tool/0/call_1", Operation: "http_request", State: ledger.StateCompleted, Undoes: "tool/0/call_1"},
+	}
+	for cause, want := range map[string]string{
+		"operator":  "it was asked to undo its effects (agentctl compensate, the console or the API)",
+		"cancelled": "it was cancelled",
+	} {
+		task.Compensation = cause
+		if c, ok := CompensationOf(task, done, agentJournal); !ok || c.String() != want || c.Step != "" {
+			t.Errorf("%s: CompensationOf = %+v (%q), %v; want %q", cause, c, c.String(), ok, want)
+		}
+	}
 	task.Compensation = ""
 	if _, ok := CompensationOf(task, atts, journal); ok {
 		t.Error("a task on its forward path has a compensation")
