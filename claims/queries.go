@@ -81,20 +81,32 @@ SELECT ins.* FROM ins WHERE ` + woken + `
 ORDER BY ins.id`
 
 // enqueueStartSQL is enqueueSQL for one task that a worker of this process
-// has a free slot for (Store.EnqueueStart): a task due now of a tenant
-// without a cap is inserted running, leased to $15 until now + $16, as a
-// claim would lease it (claimSet: attempt 1, the token the claim's clock
-// in µs, capped false as the statement proved); it then wakes no worker.
-// Any other (one scheduled later, a capped tenant's, whose room only a
-// claim counts) is queued as enqueueSQL queues it. A keyed submission
-// that exists already inserts nothing, as there.
+// has a free slot for (Store.EnqueueStart): a task due now is inserted
+// running, leased to $15 until now + $16, as a claim would lease it
+// (claimSet: attempt 1, the token the claim's clock in µs, capped false
+// as the statement proved), and wakes no worker — when its queue holds no
+// runnable task of any tenant (due or not: a retry whose backoff ended or
+// a task scheduled for now is due without a notification, and only a
+// claim orders it against this one), no expired lease, and its tenant no
+// cap (a cap's room is counted by claims alone). Any other is queued as
+// enqueueSQL queues it. The probes are those of newcomerIn, one descent
+// of tasks_runnable_tenant_idx each, and one of tasks_leased_idx, run once
+// (MATERIALIZED: inlined, each of arrival's columns ran its own). A keyed
+// submission that exists already inserts nothing, as there.
 var enqueueStartSQL = `/* claims.enqueueStart */
-WITH arrival AS (
-	SELECT ` + newcomerIn("$13::text", "$14::text") + ` AS yes
+WITH probe AS MATERIALIZED (
+	SELECT EXISTS (SELECT FROM tasks t WHERE t.queue = $13::text AND t.tenant < $14::text AND ` + runnable + `)
+			OR EXISTS (SELECT FROM tasks t WHERE t.queue = $13::text AND t.tenant > $14::text AND ` + runnable + `) AS others,
+		EXISTS (SELECT FROM tasks t WHERE t.queue = $13::text AND t.tenant = $14::text AND ` + runnable + `) AS mine,
+		EXISTS (SELECT FROM tasks t WHERE t.queue = $13::text AND t.state = 'running'
+			AND t.lease_expires_at <= coalesce($10::timestamptz, now())) AS expired,
+		EXISTS (SELECT FROM tenant_shares s WHERE s.tenant = $14::text AND s.max_running IS NOT NULL) AS capped
+),
+arrival AS (
+	SELECT others AND NOT mine AND NOT capped AS yes, NOT (others OR mine OR expired OR capped) AS alone FROM probe
 ),
 start AS (
-	SELECT NOT EXISTS (SELECT FROM tenant_shares s WHERE s.tenant = $14::text AND s.max_running IS NOT NULL) AS uncapped,
-		coalesce($10::timestamptz, now()) AS t,
+	SELECT coalesce($10::timestamptz, now()) AS t,
 		(extract(epoch FROM coalesce($10::timestamptz, now())) * 1000000)::bigint AS token_floor
 ),
 ins AS (
@@ -113,7 +125,7 @@ ins AS (
 		CASE WHEN u.started THEN (SELECT t FROM start) + $16::interval END,
 		CASE WHEN u.started THEN (SELECT t FROM start) END,
 		CASE WHEN u.started THEN false END
-	FROM (SELECT *, due AND (SELECT uncapped FROM start) AS started FROM ` + enqueueSource + ` s) u
+	FROM (SELECT *, due AND (SELECT alone FROM arrival) AS started FROM ` + enqueueSource + ` s) u
 	` + enqueueConflict + `,
 wake AS (
 	SELECT pg_notify('agentledger_task_insert', q)
@@ -132,12 +144,15 @@ ORDER BY ins.id`
 // queue, the common case, costs two descents and is never marked, so its
 // tasks add no entry to tasks_newcomer_idx.
 func newcomerIn(queue, tenant string) string {
-	runnable := `t.state IN ('queued', 'retrying', 'compensating')`
 	return `((EXISTS (SELECT FROM tasks t WHERE t.queue = ` + queue + ` AND t.tenant < ` + tenant + ` AND ` + runnable + `)
 		OR EXISTS (SELECT FROM tasks t WHERE t.queue = ` + queue + ` AND t.tenant > ` + tenant + ` AND ` + runnable + `))
 		AND NOT EXISTS (SELECT FROM tasks t WHERE t.queue = ` + queue + ` AND t.tenant = ` + tenant + ` AND ` + runnable + `)
 		AND NOT EXISTS (SELECT FROM tenant_shares s WHERE s.tenant = ` + tenant + ` AND s.max_running IS NOT NULL))`
 }
+
+// runnable is the condition that task t is queued, retrying or
+// compensating: in tasks_runnable_tenant_idx.
+const runnable = `t.state IN ('queued', 'retrying', 'compensating')`
 
 // woken makes a statement send the notifications of its CTE wake: a
 // condition evaluated once, before any row. (A LEFT JOIN to the count,

@@ -38,14 +38,19 @@ type Slot interface {
 }
 
 // EnqueueStart is Enqueue, and leases the task to st's pool at once when
-// st has a slot for it and it may run now: due now, of a tenant without a
-// cap (a capped tenant's room is counted by claims alone). The task is
-// then inserted running, as a claim would have leased it, and wakes no
-// worker; a crash of the pool before it runs the task leaves a lease that
-// expires, after which any claim takes it as it takes any expired lease.
-// Otherwise the task is queued as Enqueue queues it, and the slot given
-// back. A nil st, a Store over a transaction (whose task exists only if
-// it commits, after this returns) and a keyed duplicate start nothing.
+// st has a slot for it and it may run now: due now, in a queue with no
+// other runnable task and no expired lease, of a tenant without a cap
+// (enqueueStartSQL). The task is then inserted running, as a claim would
+// have leased it, and wakes no worker. Otherwise it is queued as Enqueue
+// queues it, the slot given back, and st told (Queued). A nil st, a Store
+// over a transaction (whose task exists only if it commits, after this
+// returns) and a keyed duplicate start nothing.
+//
+// Like a claim's, the starting insert is not cancelled with ctx once sent
+// (it runs for at most half the lease): an insert that committed after
+// its caller gave up would leave a leased task no one runs until its lease
+// expires, and the claim that takes it then counts the lost attempt. A
+// connection lost after the commit still does, as it does to a claim.
 func (s *Store) EnqueueStart(ctx context.Context, p EnqueueParams, st Starter) (EnqueueResult, error) {
 	if _, inTx := s.db.(pgx.Tx); st == nil || inTx || p.RunAt.After(time.Now()) {
 		return s.Enqueue(ctx, p)
@@ -61,19 +66,27 @@ func (s *Store) EnqueueStart(ctx context.Context, p EnqueueParams, st Starter) (
 		}
 		return res, err
 	}
+	started := false
+	defer func() {
+		if !started { // also when the insert panics: the slot is the pool's
+			slot.Release()
+		}
+	}()
 	worker, lease := slot.Lease()
+	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lease/2)
+	defer cancel()
 	sentAt := time.Now()
-	res, err := s.enqueue(ctx, []EnqueueParams{p}, &startLease{worker: worker, lease: lease})
-	if err != nil || res[0].Duplicate || res[0].Task.State != agentledger.StateRunning {
-		slot.Release()
-		if err != nil {
-			return EnqueueResult{}, err
-		}
-		if !res[0].Duplicate {
-			st.Queued(p.Queue)
-		}
+	res, err := s.enqueue(ictx, []EnqueueParams{p}, &startLease{worker: worker, lease: lease})
+	switch {
+	case err != nil:
+		return EnqueueResult{}, err
+	case res[0].Duplicate:
+		return res[0], nil
+	case res[0].Task.State != agentledger.StateRunning:
+		st.Queued(p.Queue)
 		return res[0], nil
 	}
+	started = true
 	slot.Start(res[0].Task, sentAt)
 	return res[0], nil
 }

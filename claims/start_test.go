@@ -124,11 +124,13 @@ func TestAStartedTaskLostIsClaimedAfterItsLease(t *testing.T) {
 
 // What may not run now is queued as Enqueue queues it, and the slot given
 // back (or not asked for): a task due later, a capped tenant's, a keyed
-// duplicate, an enqueue in a transaction, a pool with no slot.
+// duplicate, one behind a runnable task or beside an expired lease, an
+// enqueue in a transaction, a pool with no slot.
 func TestEnqueueStartQueuesWhatMayNotRunNow(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db, s := pinnedDB(t, newClock())
+	c := newClock()
+	db, s := pinnedDB(t, c)
 	if _, err := db.Exec(ctx, `INSERT INTO tenant_shares (tenant, weight, max_running, source) VALUES ('capped', 1, 5, 'operator')`); err != nil {
 		t.Fatal(err)
 	}
@@ -148,11 +150,11 @@ func TestEnqueueStartQueuesWhatMayNotRunNow(t *testing.T) {
 		return res.Task
 	}
 
-	queued("due in an hour", claims.EnqueueParams{RunAt: time.Now().Add(time.Hour)}, st)
+	queued("due in an hour", claims.EnqueueParams{Queue: "later", RunAt: time.Now().Add(time.Hour)}, st)
 	if asked, _, _ := st.counts(); asked != 0 {
 		t.Fatalf("a task due later asked for a slot")
 	}
-	queued("capped tenant", claims.EnqueueParams{Tenant: "capped"}, st)
+	queued("capped tenant", claims.EnqueueParams{Queue: "capped", Tenant: "capped"}, st)
 	if _, started, released := st.counts(); started != 0 || released != 1 || st.queued != 1 {
 		t.Fatalf("capped tenant: started %d released %d queued %d; want the slot given back, the pool told", started, released, st.queued)
 	}
@@ -174,7 +176,7 @@ func TestEnqueueStartQueuesWhatMayNotRunNow(t *testing.T) {
 		t.Fatal(err)
 	}
 	asked, _, _ := st.counts()
-	if res, err := claims.New(tx).EnqueueStart(ctx, claims.EnqueueParams{Kind: "noop"}, st); err != nil || res.Task.State != agentledger.StateQueued {
+	if res, err := claims.New(tx).EnqueueStart(ctx, claims.EnqueueParams{Kind: "noop", Queue: "tx"}, st); err != nil || res.Task.State != agentledger.StateQueued {
 		t.Fatalf("in a transaction: %v %+v", err, res)
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -184,12 +186,24 @@ func TestEnqueueStartQueuesWhatMayNotRunNow(t *testing.T) {
 		t.Fatal("an enqueue in a transaction asked for a slot: its task exists only once the caller commits")
 	}
 
-	st.full = true
-	queued("no slot", claims.EnqueueParams{}, st)
-	if st.queued != 2 {
-		t.Fatalf("no slot: the pool was told of %d queued tasks, want 2", st.queued)
+	// A queue holding a runnable task, of any tenant and due or not, or
+	// an expired lease: only a claim orders the new task against those.
+	queued("behind a task due later", claims.EnqueueParams{Queue: "later"}, st)
+	queued("behind another tenant's", claims.EnqueueParams{Queue: "later", Tenant: "zed"}, st)
+	if _, err := db.Exec(ctx, `UPDATE tasks SET lease_expires_at = $1 WHERE state = 'running'`, c.Now().Add(-time.Second)); err != nil {
+		t.Fatal(err)
 	}
-	queued("no starter", claims.EnqueueParams{}, nil)
+	queued("beside an expired lease", claims.EnqueueParams{}, st)
+	if st.queued != 4 {
+		t.Fatalf("the pool was told of %d queued tasks, want 4", st.queued)
+	}
+
+	st.full = true
+	queued("no slot", claims.EnqueueParams{Queue: "empty"}, st)
+	if st.queued != 5 {
+		t.Fatalf("no slot: the pool was told of %d queued tasks, want 5", st.queued)
+	}
+	queued("no starter", claims.EnqueueParams{Queue: "none"}, nil)
 	if _, err := s.EnqueueStart(ctx, claims.EnqueueParams{Kind: "bad kind"}, st); err == nil {
 		t.Fatal("a bad kind was enqueued")
 	}

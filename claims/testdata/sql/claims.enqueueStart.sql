@@ -1,14 +1,18 @@
 -- claims.enqueueStart: enqueueStartSQL of package claims, as Store.EnqueueStart sends it (16 parameters); go test ./claims -run TestGoldenSQL -update rewrites this file
 /* claims.enqueueStart */
-WITH arrival AS (
-	SELECT ((EXISTS (SELECT FROM tasks t WHERE t.queue = $13::text AND t.tenant < $14::text AND t.state IN ('queued', 'retrying', 'compensating'))
-		OR EXISTS (SELECT FROM tasks t WHERE t.queue = $13::text AND t.tenant > $14::text AND t.state IN ('queued', 'retrying', 'compensating')))
-		AND NOT EXISTS (SELECT FROM tasks t WHERE t.queue = $13::text AND t.tenant = $14::text AND t.state IN ('queued', 'retrying', 'compensating'))
-		AND NOT EXISTS (SELECT FROM tenant_shares s WHERE s.tenant = $14::text AND s.max_running IS NOT NULL)) AS yes
+WITH probe AS MATERIALIZED (
+	SELECT EXISTS (SELECT FROM tasks t WHERE t.queue = $13::text AND t.tenant < $14::text AND t.state IN ('queued', 'retrying', 'compensating'))
+			OR EXISTS (SELECT FROM tasks t WHERE t.queue = $13::text AND t.tenant > $14::text AND t.state IN ('queued', 'retrying', 'compensating')) AS others,
+		EXISTS (SELECT FROM tasks t WHERE t.queue = $13::text AND t.tenant = $14::text AND t.state IN ('queued', 'retrying', 'compensating')) AS mine,
+		EXISTS (SELECT FROM tasks t WHERE t.queue = $13::text AND t.state = 'running'
+			AND t.lease_expires_at <= coalesce($10::timestamptz, now())) AS expired,
+		EXISTS (SELECT FROM tenant_shares s WHERE s.tenant = $14::text AND s.max_running IS NOT NULL) AS capped
+),
+arrival AS (
+	SELECT others AND NOT mine AND NOT capped AS yes, NOT (others OR mine OR expired OR capped) AS alone FROM probe
 ),
 start AS (
-	SELECT NOT EXISTS (SELECT FROM tenant_shares s WHERE s.tenant = $14::text AND s.max_running IS NOT NULL) AS uncapped,
-		coalesce($10::timestamptz, now()) AS t,
+	SELECT coalesce($10::timestamptz, now()) AS t,
 		(extract(epoch FROM coalesce($10::timestamptz, now())) * 1000000)::bigint AS token_floor
 ),
 ins AS (
@@ -27,7 +31,7 @@ ins AS (
 		CASE WHEN u.started THEN (SELECT t FROM start) + $16::interval END,
 		CASE WHEN u.started THEN (SELECT t FROM start) END,
 		CASE WHEN u.started THEN false END
-	FROM (SELECT *, due AND (SELECT uncapped FROM start) AS started FROM (
+	FROM (SELECT *, due AND (SELECT alone FROM arrival) AS started FROM (
 		SELECT *, row_number() OVER (PARTITION BY queue, tenant, due ORDER BY ord) = 1 AS first
 		FROM (SELECT *, coalesce(run_at <= coalesce($10::timestamptz, now()), true) AS due FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[], $5::smallint[],
 			$6::timestamptz[], $7::int[], $8::text[], $9::bytea[], $12::text[])
