@@ -50,6 +50,9 @@ type Pool struct {
 
 	bg   context.Context // the keeper's and completer's: lives through the grace period
 	work context.Context // the tasks': ends when the grace period does
+	// stopping is set when Run's ctx ends: no slot is reserved, and a
+	// reserved slot's task is released rather than run (slot.Start).
+	stopping atomic.Bool
 }
 
 // New returns a Pool working through db.
@@ -116,6 +119,7 @@ func (p *Pool) Run(ctx context.Context) error {
 	go func() { defer prodWG.Done(); p.watchStrays(ctx) }()
 	go func() { defer prodWG.Done(); p.announce(ctx) }()
 	<-ctx.Done()
+	p.stopping.Store(true)
 	p.log.Info("stopping: no new claims")
 	prodWG.Wait()
 

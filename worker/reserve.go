@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"context"
 	"slices"
 	"sync"
 	"time"
@@ -59,7 +60,7 @@ func (p *Pool) Reserve(queue, kind string, needs []string) (claims.Slot, bool) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.idle {
+	if !s.idle || p.stopping.Load() {
 		return nil, false
 	}
 	select {
@@ -97,8 +98,22 @@ type slot struct {
 
 func (s *slot) Lease() (string, time.Duration) { return s.p.cfg.ID, s.p.cfg.Lease }
 
+// Start runs t, or, when the pool began to stop while t was inserted,
+// gives its lease back at once (fenced on its token; the attempt is not
+// counted): shutdown has already released the leases it held, or soon
+// will without this one.
 func (s *slot) Start(t *agentledger.Task, sentAt time.Time) {
 	s.once.Do(func() {
+		if s.p.stopping.Load() {
+			defer s.p.tasks.Done()
+			defer s.s.free()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := s.p.store.Release(ctx, claims.LeaseOf(t)); err != nil {
+				s.p.taskLog(t).Warn("releasing a task started as the pool stopped failed; its lease expires on its own", "err", err)
+			}
+			return
+		}
 		s.p.cfg.Observer.Claimed(s.q, 1)
 		s.p.begin(s.p.work, t, sentAt, s.s.free)
 	})

@@ -146,3 +146,56 @@ type claimCount struct {
 func (c *claimCount) Claimed(_ string, n int)                               { c.n.Add(int64(n)) }
 func (c *claimCount) LeaseLost()                                            {}
 func (c *claimCount) Finished(string, agentledger.TaskState, time.Duration) {}
+
+// heldStarter hands out one slot reserved beforehand.
+type heldStarter struct{ slot claims.Slot }
+
+func (h heldStarter) Reserve(string, string, []string) (claims.Slot, bool) { return h.slot, true }
+func (heldStarter) Queued(string)                                          {}
+
+// A slot reserved before the pool began to stop, whose task is inserted
+// after, gives the task's lease back instead of running it: shutdown has
+// released what it held by then. The task is queued again, its attempt not
+// counted, and the pool stops without waiting for it.
+func TestASlotReservedAsThePoolStopsReleasesItsTask(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ran := make(chan int64, 1)
+	hold := worker.HandlerFunc(func(_ context.Context, task *agentledger.Task) (json.RawMessage, error) {
+		ran <- task.ID
+		return nil, nil
+	})
+	p, s, stop := startedPool(t, worker.Config{Grace: time.Hour, Handlers: map[string]worker.Handler{"hold": hold}})
+	slot, ok := p.Reserve("default", "hold", nil)
+	if !ok {
+		t.Fatal("no slot in an idle pool")
+	}
+	stopped := make(chan struct{})
+	go func() { stop(); close(stopped) }()
+	deadline := time.Now().Add(20 * time.Second)
+	for { // stopping: no slot is reserved any more
+		if sl, ok := p.Reserve("default", "hold", nil); !ok {
+			break
+		} else {
+			sl.Release()
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the pool still reserved slots 20s after its stop")
+		}
+		time.Sleep(5 * time.Millisecond) // polling a condition, not ordering events
+	}
+	res, err := s.EnqueueStart(ctx, claims.EnqueueParams{Kind: "hold"}, heldStarter{slot})
+	if err != nil || res.Task.State != agentledger.StateRunning {
+		t.Fatalf("inserted with the held slot: %v %+v", err, res.Task)
+	}
+	recv(t, stopped, "the pool's stop (a grace of an hour: only the released slot lets it end)")
+	got := waitState(t, s, res.Task.ID, agentledger.StateQueued)
+	if got.Attempt != 0 || got.LeaseOwner != "" {
+		t.Errorf("released task: attempt %d owner %q, want 0 and none", got.Attempt, got.LeaseOwner)
+	}
+	select {
+	case id := <-ran:
+		t.Fatalf("task %d ran on a stopping pool", id)
+	default:
+	}
+}
