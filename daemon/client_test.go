@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -36,6 +37,11 @@ func TestClientSubmitsThroughTheDaemon(t *testing.T) {
 	if err := d.RegisterKind("greet", worker.HandlerFunc(func(context.Context, *agentledger.Task) (json.RawMessage, error) {
 		runs.Add(1)
 		return json.RawMessage(`{"ok":true}`), nil
+	})); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.RegisterKind("refund", daemon.Kind(func(context.Context, *agentledger.Task, Refund) (map[string]any, error) {
+		return nil, nil
 	})); err != nil {
 		t.Fatal(err)
 	}
@@ -80,6 +86,12 @@ func TestClientSubmitsThroughTheDaemon(t *testing.T) {
 	}
 	if _, err := c.Submit(ctx, client.Request{Kind: "greet", Payload: json.RawMessage(`[1]`), Options: client.Options{Priority: 101}}); err == nil {
 		t.Error("a priority of 101 passed the daemon's door")
+	}
+	// The door checks a typed kind in process: its Validate too, which
+	// the schema a daemon publishes cannot carry.
+	if _, err := client.Submit(ctx, c, "refund", Refund{Order: 7, Amount: -1}, client.Options{}); err == nil ||
+		!strings.Contains(err.Error(), "amount: must be positive") {
+		t.Errorf("a refund of -1 through the daemon's Client: %v, want its Validate's refusal", err)
 	}
 
 	stop()
