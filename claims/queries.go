@@ -44,14 +44,21 @@ WITH ` + enqueueInsert(newcomerIn("u.queue", "u.tenant")) + `,
 // enqueueInsert is the enqueue's insert (CTE ins), marking newcomers by
 // the condition arrives.
 func enqueueInsert(arrives string) string {
+	return insertTasks("", `CASE WHEN u.due AND u.first AND `+arrives+` THEN true END`, "", enqueueSource+` u`)
+}
+
+// insertTasks is an enqueue's insert (CTE ins) of the rows of from (u,
+// enqueueSource's columns): newcomer is the value of that column; cols
+// and vals, when not empty, name more columns and give their values.
+func insertTasks(cols, newcomer, vals, from string) string {
 	return `ins AS (
 	INSERT INTO tasks (tenant, queue, kind, payload, priority, run_at, max_attempts,
-		submission_key, request_hash, traceparent, needs, newcomer)
+		submission_key, request_hash, traceparent, needs, newcomer` + cols + `)
 	SELECT u.tenant, u.queue, u.kind, u.payload, u.priority,
 		coalesce(u.run_at, coalesce($10::timestamptz, now())), u.max_attempts,
 		u.submission_key, u.request_hash, $11::text, string_to_array(nullif(u.needs, ''), E'\n'),
-		CASE WHEN u.due AND u.first AND ` + arrives + ` THEN true END
-	FROM ` + enqueueSource + ` u
+		` + newcomer + vals + `
+	FROM ` + from + `
 	` + enqueueConflict
 }
 
@@ -93,14 +100,15 @@ ORDER BY ins.id`
 // of tasks_runnable_tenant_idx each, and one of tasks_leased_idx, run once
 // (MATERIALIZED: inlined, each of arrival's columns ran its own). A keyed
 // submission that exists already inserts nothing, as there.
-var enqueueStartSQL = `/* claims.enqueueStart */
+var enqueueStartSQL = func() string {
+	others, mine, capped := arrivalProbes("$13::text", "$14::text")
+	return `/* claims.enqueueStart */
 WITH probe AS MATERIALIZED (
-	SELECT EXISTS (SELECT FROM tasks t WHERE t.queue = $13::text AND t.tenant < $14::text AND ` + runnable + `)
-			OR EXISTS (SELECT FROM tasks t WHERE t.queue = $13::text AND t.tenant > $14::text AND ` + runnable + `) AS others,
-		EXISTS (SELECT FROM tasks t WHERE t.queue = $13::text AND t.tenant = $14::text AND ` + runnable + `) AS mine,
+	SELECT ` + others + ` AS others,
+		` + mine + ` AS mine,
 		EXISTS (SELECT FROM tasks t WHERE t.queue = $13::text AND t.state = 'running'
 			AND t.lease_expires_at <= coalesce($10::timestamptz, now())) AS expired,
-		EXISTS (SELECT FROM tenant_shares s WHERE s.tenant = $14::text AND s.max_running IS NOT NULL) AS capped
+		` + capped + ` AS capped
 ),
 arrival AS (
 	SELECT others AND NOT mine AND NOT capped AS yes, NOT (others OR mine OR expired OR capped) AS alone FROM probe
@@ -109,14 +117,9 @@ start AS (
 	SELECT coalesce($10::timestamptz, now()) AS t,
 		(extract(epoch FROM coalesce($10::timestamptz, now())) * 1000000)::bigint AS token_floor
 ),
-ins AS (
-	INSERT INTO tasks (tenant, queue, kind, payload, priority, run_at, max_attempts,
-		submission_key, request_hash, traceparent, needs, newcomer,
-		state, attempt, generation_claims, lease_owner, lease_token, lease_expires_at, attempted_at, capped)
-	SELECT u.tenant, u.queue, u.kind, u.payload, u.priority,
-		coalesce(u.run_at, coalesce($10::timestamptz, now())), u.max_attempts,
-		u.submission_key, u.request_hash, $11::text, string_to_array(nullif(u.needs, ''), E'\n'),
-		CASE WHEN u.started THEN NULL WHEN u.due AND u.first AND (SELECT yes FROM arrival) THEN true END,
+` + insertTasks(`,
+		state, attempt, generation_claims, lease_owner, lease_token, lease_expires_at, attempted_at, capped`,
+		`CASE WHEN u.started THEN NULL WHEN u.due AND u.first AND (SELECT yes FROM arrival) THEN true END`, `,
 		CASE WHEN u.started THEN 'running' ELSE 'queued' END,
 		CASE WHEN u.started THEN 1 ELSE 0 END,
 		CASE WHEN u.started THEN 1 ELSE 0 END,
@@ -124,15 +127,15 @@ ins AS (
 		CASE WHEN u.started THEN (SELECT token_floor FROM start) ELSE 0 END,
 		CASE WHEN u.started THEN (SELECT t FROM start) + $16::interval END,
 		CASE WHEN u.started THEN (SELECT t FROM start) END,
-		CASE WHEN u.started THEN false END
-	FROM (SELECT *, due AND (SELECT alone FROM arrival) AS started FROM ` + enqueueSource + ` s) u
-	` + enqueueConflict + `,
+		CASE WHEN u.started THEN false END`,
+		`(SELECT *, due AND (SELECT alone FROM arrival) AS started FROM `+enqueueSource+` s) u`) + `,
 wake AS (
 	SELECT pg_notify('agentledger_task_insert', q)
 	FROM (SELECT DISTINCT queue AS q FROM ins WHERE state = 'queued' AND run_at <= coalesce($10::timestamptz, now())) s
 )
 SELECT ins.* FROM ins WHERE ` + woken + `
 ORDER BY ins.id`
+}()
 
 // newcomerIn is the condition that a task of tenant enqueued now in queue
 // comes as a newcomer: another tenant has something runnable there, the
@@ -144,10 +147,21 @@ ORDER BY ins.id`
 // queue, the common case, costs two descents and is never marked, so its
 // tasks add no entry to tasks_newcomer_idx.
 func newcomerIn(queue, tenant string) string {
-	return `((EXISTS (SELECT FROM tasks t WHERE t.queue = ` + queue + ` AND t.tenant < ` + tenant + ` AND ` + runnable + `)
-		OR EXISTS (SELECT FROM tasks t WHERE t.queue = ` + queue + ` AND t.tenant > ` + tenant + ` AND ` + runnable + `))
-		AND NOT EXISTS (SELECT FROM tasks t WHERE t.queue = ` + queue + ` AND t.tenant = ` + tenant + ` AND ` + runnable + `)
-		AND NOT EXISTS (SELECT FROM tenant_shares s WHERE s.tenant = ` + tenant + ` AND s.max_running IS NOT NULL))`
+	others, mine, capped := arrivalProbes(queue, tenant)
+	return `(` + others + `
+		AND NOT ` + mine + `
+		AND NOT ` + capped + `)`
+}
+
+// arrivalProbes are what an enqueue asks of a task's tenant in its queue:
+// whether another tenant has something runnable there (two descents of
+// tasks_runnable_tenant_idx, below and above the tenant), whether the
+// tenant has, and whether it has a cap.
+func arrivalProbes(queue, tenant string) (others, mine, capped string) {
+	return `(EXISTS (SELECT FROM tasks t WHERE t.queue = ` + queue + ` AND t.tenant < ` + tenant + ` AND ` + runnable + `)
+		OR EXISTS (SELECT FROM tasks t WHERE t.queue = ` + queue + ` AND t.tenant > ` + tenant + ` AND ` + runnable + `))`,
+		`EXISTS (SELECT FROM tasks t WHERE t.queue = ` + queue + ` AND t.tenant = ` + tenant + ` AND ` + runnable + `)`,
+		`EXISTS (SELECT FROM tenant_shares s WHERE s.tenant = ` + tenant + ` AND s.max_running IS NOT NULL)`
 }
 
 // runnable is the condition that task t is queued, retrying or

@@ -20,6 +20,13 @@ func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard
 // runPool starts a pool and returns a function that stops it and waits.
 func runPool(t *testing.T, db *pgxpool.Pool, cfg worker.Config) (stop func()) {
 	t.Helper()
+	_, stop = startPool(t, db, cfg)
+	return stop
+}
+
+// startPool is runPool, and returns the pool too.
+func startPool(t *testing.T, db *pgxpool.Pool, cfg worker.Config) (*worker.Pool, func()) {
+	t.Helper()
 	if cfg.Logger == nil {
 		cfg.Logger = quietLogger()
 	}
@@ -31,7 +38,7 @@ func runPool(t *testing.T, db *pgxpool.Pool, cfg worker.Config) (stop func()) {
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
 	stopped := false
-	stop = func() {
+	stop := func() {
 		if stopped {
 			return
 		}
@@ -47,7 +54,7 @@ func runPool(t *testing.T, db *pgxpool.Pool, cfg worker.Config) (stop func()) {
 		}
 	}
 	t.Cleanup(stop)
-	return stop
+	return p, stop
 }
 
 // waitState waits until task id reaches one of the states (the database is

@@ -21,28 +21,8 @@ import (
 func startedPool(t *testing.T, cfg worker.Config) (*worker.Pool, *claims.Store, func()) {
 	t.Helper()
 	db := testdb.New(t)
-	if cfg.Logger == nil {
-		cfg.Logger = quietLogger()
-	}
 	cfg.PollOnly, cfg.PollInterval = true, time.Hour
-	p, err := worker.New(db, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	stop := func() {
-		cancel()
-		if err := recv(t, done, "the pool's stop"); err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}
-	t.Cleanup(func() {
-		if ctx.Err() == nil {
-			stop()
-		}
-	})
+	p, stop := startPool(t, db, cfg)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		if s, ok := p.Reserve("default", "hold", nil); ok {

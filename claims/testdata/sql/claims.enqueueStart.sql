@@ -1,8 +1,8 @@
 -- claims.enqueueStart: enqueueStartSQL of package claims, as Store.EnqueueStart sends it (16 parameters); go test ./claims -run TestGoldenSQL -update rewrites this file
 /* claims.enqueueStart */
 WITH probe AS MATERIALIZED (
-	SELECT EXISTS (SELECT FROM tasks t WHERE t.queue = $13::text AND t.tenant < $14::text AND t.state IN ('queued', 'retrying', 'compensating'))
-			OR EXISTS (SELECT FROM tasks t WHERE t.queue = $13::text AND t.tenant > $14::text AND t.state IN ('queued', 'retrying', 'compensating')) AS others,
+	SELECT (EXISTS (SELECT FROM tasks t WHERE t.queue = $13::text AND t.tenant < $14::text AND t.state IN ('queued', 'retrying', 'compensating'))
+		OR EXISTS (SELECT FROM tasks t WHERE t.queue = $13::text AND t.tenant > $14::text AND t.state IN ('queued', 'retrying', 'compensating'))) AS others,
 		EXISTS (SELECT FROM tasks t WHERE t.queue = $13::text AND t.tenant = $14::text AND t.state IN ('queued', 'retrying', 'compensating')) AS mine,
 		EXISTS (SELECT FROM tasks t WHERE t.queue = $13::text AND t.state = 'running'
 			AND t.lease_expires_at <= coalesce($10::timestamptz, now())) AS expired,
