@@ -92,6 +92,29 @@ func TestResolveRefusesBadInput(t *testing.T) {
 	}
 }
 
+// The refusal of a step with nothing to resolve names the steps that
+// have something: effects of unknown outcome, and compensations that
+// failed for good (resolved as done); "nor at any other" only when none.
+func TestNoUnknownEffectErrorNamesResolvableSteps(t *testing.T) {
+	const head = `task 7 has no effect of unknown outcome at step "compensate/tool/9"`
+	for _, c := range []struct {
+		unknown, failed []string
+		want            string
+	}{
+		{nil, nil, head + ", nor at any other"},
+		{[]string{"tool/1"}, nil, head + "; its unknown effect is at tool/1"},
+		{[]string{"tool/1", "tool/2"}, nil, head + "; its unknown effects are at tool/1, tool/2"},
+		{nil, []string{"compensate/tool/0"}, head + "; its compensation at compensate/tool/0 failed for good and can be resolved as done"},
+		{[]string{"compensate/tool/2"}, []string{"compensate/tool/0", "compensate/tool/1"}, head +
+			"; its unknown effect is at compensate/tool/2; its compensations at compensate/tool/0, compensate/tool/1 failed for good and can be resolved as done"},
+	} {
+		err := &operator.NoUnknownEffectError{TaskID: 7, Step: "compensate/tool/9", Unknown: c.unknown, FailedCompensations: c.failed}
+		if got := err.Error(); got != c.want {
+			t.Errorf("unknown %v, failed %v:\n got %s\nwant %s", c.unknown, c.failed, got, c.want)
+		}
+	}
+}
+
 // A retry allowed to an effect of a task undoing its effects performs
 // nothing: the effect is taken as not performed, with nothing to undo.
 func TestResolvedSaysWhatTheResolutionDid(t *testing.T) {

@@ -74,7 +74,7 @@ func (s *Service) Resolve(ctx context.Context, tenant string, id int64, step str
 		return nil, resolvedAlready(t, step, *done)
 	}
 	if target == nil {
-		return nil, &NoUnknownEffectError{TaskID: id, Step: step, Unknown: unknownSteps(j)}
+		return nil, &NoUnknownEffectError{TaskID: id, Step: step, Unknown: unknownSteps(j), FailedCompensations: failedCompensations(j)}
 	}
 	res := ledger.Resolution{Done: r.Done, Retry: !r.Done, Note: r.Note}
 	err = s.ledger.Resolve(ctx, target.Tenant, target.Operation, target.Key, res)
@@ -149,24 +149,54 @@ func unknownSteps(j []ledger.Entry) []string {
 	return out
 }
 
-// NoUnknownEffectError says that a task has no effect of unknown outcome at
-// a step, and at which steps it has one. It matches agentledger.ErrNotFound.
+// failedCompensations lists the step paths of j's compensations that
+// failed for good and have no effect of unknown outcome: what Resolve
+// settles as done (and only as done).
+func failedCompensations(j []ledger.Entry) []string {
+	unknown := unknownSteps(j)
+	var out []string
+	for _, e := range j {
+		if e.State == ledger.StateFailed && strings.HasPrefix(e.StepPath, ledger.CompensationPrefix) &&
+			!slices.Contains(unknown, e.StepPath) && !slices.Contains(out, e.StepPath) {
+			out = append(out, e.StepPath)
+		}
+	}
+	return out
+}
+
+// NoUnknownEffectError says that a task has nothing to resolve at a step,
+// and at which steps it has: effects of unknown outcome, and compensations
+// that failed for good. It matches agentledger.ErrNotFound.
 type NoUnknownEffectError struct {
 	TaskID int64
 	Step   string
 	// Unknown are the steps of the task's effects of unknown outcome.
 	Unknown []string
+	// FailedCompensations are the steps of the task's compensations that
+	// failed for good, which are resolved as done.
+	FailedCompensations []string
 }
 
 func (e *NoUnknownEffectError) Error() string {
 	msg := fmt.Sprintf("task %d has no effect of unknown outcome at step %q", e.TaskID, e.Step)
+	if len(e.Unknown)+len(e.FailedCompensations) == 0 {
+		return msg + ", nor at any other"
+	}
 	switch len(e.Unknown) {
 	case 0:
-		return msg + ", nor at any other"
 	case 1:
-		return msg + "; its unknown effect is at " + e.Unknown[0]
+		msg += "; its unknown effect is at " + e.Unknown[0]
+	default:
+		msg += "; its unknown effects are at " + strings.Join(e.Unknown, ", ")
 	}
-	return msg + "; its unknown effects are at " + strings.Join(e.Unknown, ", ")
+	switch len(e.FailedCompensations) {
+	case 0:
+	case 1:
+		msg += "; its compensation at " + e.FailedCompensations[0] + " failed for good and can be resolved as done"
+	default:
+		msg += "; its compensations at " + strings.Join(e.FailedCompensations, ", ") + " failed for good and can be resolved as done"
+	}
+	return msg
 }
 
 // Is makes errors.Is(err, agentledger.ErrNotFound) true.
