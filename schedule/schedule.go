@@ -86,6 +86,9 @@ func (s *Schedule) Validate() error {
 		return err
 	}
 	if c.next(time.Now()).IsZero() {
+		if _, every := c.sched.(cron.ConstantDelaySchedule); every {
+			return agentledger.Invalid("spec", "%q has no slot in the next five years: an @every interval may be at most five years", s.Spec)
+		}
 		return agentledger.Invalid("spec", "%q never fires: no slot in the next five years", s.Spec)
 	}
 	if s.Missed != MissedSkip && s.Missed != MissedRunOnce {
@@ -117,7 +120,21 @@ type compiled struct {
 	loc   *time.Location
 }
 
-func (c compiled) next(t time.Time) time.Time { return c.sched.Next(t.In(c.loc)) }
+// horizonYears is how far after t next looks for a slot. robfig/cron
+// gives up on a calendar spec a few years on; an @every interval would
+// have its slot however far away: next holds both to the same five years.
+const horizonYears = 5
+
+// next is the first slot strictly after t; the zero time if there is none
+// in the five years after t.
+func (c compiled) next(t time.Time) time.Time {
+	t = t.In(c.loc)
+	n := c.sched.Next(t)
+	if n.After(t.AddDate(horizonYears, 0, 0)) {
+		return time.Time{}
+	}
+	return n
+}
 
 // compile parses the spec and loads the time zone.
 func (s *Schedule) compile() (compiled, error) {

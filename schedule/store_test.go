@@ -30,7 +30,8 @@ func TestAddValidation(t *testing.T) {
 		{"spec", func(s *schedule.Schedule) { s.Spec = "@fortnightly" }},
 		{"spec", func(s *schedule.Schedule) { s.Spec = "CRON_TZ=Europe/Paris 0 9 * * *" }},
 		{"spec", func(s *schedule.Schedule) { s.Spec = "TZ=UTC" }},
-		{"spec", func(s *schedule.Schedule) { s.Spec = "0 0 30 2 *" }}, // never fires
+		{"spec", func(s *schedule.Schedule) { s.Spec = "0 0 30 2 *" }},    // never fires
+		{"spec", func(s *schedule.Schedule) { s.Spec = "@every 87600h" }}, // first slot ten years away
 		{"timezone", func(s *schedule.Schedule) { s.Timezone = "Mars/Olympus" }},
 		{"timezone", func(s *schedule.Schedule) { s.Timezone = "Local" }},
 		{"missed", func(s *schedule.Schedule) { s.Missed = "run-twice" }},
@@ -154,6 +155,19 @@ func TestNext(t *testing.T) {
 		got, err := sc.Next(utc(from))
 		if err != nil || !got.Equal(utc(want)) {
 			t.Errorf("Next(%s) = %s, %v; want %s", from, got.UTC().Format(time.RFC3339), err, want)
+		}
+	}
+	// The five years a calendar spec's slot is looked for bound an
+	// @every interval too: one that ends past them has no slot.
+	from := utc("2026-01-15T07:00:00Z")
+	for spec, want := range map[string]time.Time{
+		"@every 43800h": from.Add(43800 * time.Hour), // 1825 days: within five years
+		"@every 43848h": {},                          // 1827 days: past them
+		"@every 87600h": {},
+	} {
+		got, err := (&schedule.Schedule{Spec: spec}).Next(from)
+		if err != nil || !got.Equal(want) {
+			t.Errorf("%s: Next(%s) = %s, %v; want %s", spec, from.Format(time.RFC3339), got, err, want)
 		}
 	}
 	if _, err := (&schedule.Schedule{Spec: "nope"}).Next(time.Now()); !errors.Is(err, agentledger.ErrInvalid) {

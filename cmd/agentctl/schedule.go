@@ -60,11 +60,12 @@ func (a *app) scheduleAddCmd() *cobra.Command {
 
 SPEC has five fields (minute hour day-of-month month day-of-week), six with
 seconds first, or is a descriptor: @hourly, @daily, @weekly, @monthly,
-@yearly, or @every DURATION (at least 1s). Across a daylight-saving change
-in --timezone, a local time that does not exist that day has no slot and
-one that occurs twice has two: a daily schedule in the hour that moves
-fires not at all, or twice, that day (use UTC, or another hour, where
-that matters).
+@yearly, or @every DURATION (at least 1s, at most five years). A spec
+with no slot in the next five years is refused. Across a daylight-saving
+change in --timezone, a local time that does not exist that day has no
+slot and one that occurs twice has two: a daily schedule in the hour that
+moves fires not at all, or twice, that day (use UTC, or another hour,
+where that matters).
 
 --missed says what happens to slots that passed while no daemon ran: the
 latest due slot still fires if it is at most a minute late; every other one
