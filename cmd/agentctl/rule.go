@@ -62,6 +62,10 @@ The rule posts one message per task and rule, at the first of these events,
 and updates it in place at the next ones, so the message always shows the
 task's latest state.
 
+A --queue no live daemon works, or a --kind none serves, is warned of on
+stderr (a misspelt name makes a rule that never hears of a task); the rule
+is added all the same, since its daemons may not be up yet.
+
 NAME is 1-63 characters of a-z, 0-9, '_', '.' and '-', starting with a letter
 or digit. A name already taken is refused (exit 1) unless --replace is given,
 which replaces that rule's settings.
@@ -227,13 +231,26 @@ func (a *app) ruleAdd(ctx context.Context, name string, f *ruleFlags) error {
 				"(agentctl tenant add %s first, or mind the name)\n", got.Name, grants.ShellQuote(got.Tenant), grants.ShellQuote(got.Tenant))
 		}
 	}
-	// A queue no live daemon works, as submit warns of one: a misspelt
-	// queue makes a rule that never hears of a task.
-	if got.Queue != "" {
-		if live, err := registry.New(a.db.Pool).LiveWorkers(ctx); err == nil && len(live) > 0 &&
-			!slices.ContainsFunc(live, func(w registry.Worker) bool { return slices.Contains(w.Queues, got.Queue) }) {
-			fmt.Fprintf(a.stderr, "agentctl: warning: rule %s: no live daemon works queue %s: the rule hears of its tasks once one does (mind the name)\n",
-				got.Name, grants.ShellQuote(got.Queue))
+	// A queue no live daemon works, or a kind none serves, as submit
+	// warns of them: a misspelt queue or kind makes a rule that never
+	// hears of a task. A daemon that announced none (an older version)
+	// may work any.
+	if got.Queue != "" || got.Kind != "" {
+		if live, err := registry.New(a.db.Pool).LiveWorkers(ctx); err == nil && len(live) > 0 {
+			for _, n := range []struct {
+				does, name string
+				of         func(registry.Worker) []string
+			}{
+				{"works queue", got.Queue, func(w registry.Worker) []string { return w.Queues }},
+				{"serves kind", got.Kind, func(w registry.Worker) []string { return w.Kinds }},
+			} {
+				if n.name != "" && !slices.ContainsFunc(live, func(w registry.Worker) bool {
+					return len(n.of(w)) == 0 || slices.Contains(n.of(w), n.name)
+				}) {
+					fmt.Fprintf(a.stderr, "agentctl: warning: rule %s: no live daemon %s %s: the rule hears of its tasks once one does (mind the name)\n",
+						got.Name, n.does, grants.ShellQuote(n.name))
+				}
+			}
 		}
 	}
 	// An upsert that replaced a rule keeps its creation time.
