@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"path"
 	"regexp"
 	"runtime/debug"
 	"time"
@@ -302,6 +303,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	// no browser reads a problem+json as anything else.
 	sw.Header().Set("Cache-Control", "no-store")
 	sw.Header().Set("X-Content-Type-Options", "nosniff")
+	if clean := cleanPath(r.URL.Path); clean != r.URL.Path && r.RequestURI != "*" {
+		s.fail(sw, r, fmt.Errorf("%w: %s %q is not a clean path (its clean form: %s)", errNoRoute, r.Method, r.URL.Path, clean))
+		return
+	}
 	if h, pattern := s.mux.Handler(r); pattern == "" {
 		s.noRoute(sw, r, h)
 		return
@@ -309,18 +314,37 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(sw, r)
 }
 
+// cleanPath is p as ServeMux routes it: a path with a doubled slash or a
+// "." or ".." segment is redirected to this form. The API refuses it
+// instead (404, naming it): a redirect is no answer for an API client,
+// and one that followed a 307 would send a POST again to a path it did
+// not write.
+func cleanPath(p string) string {
+	if p == "" {
+		return "/"
+	}
+	if p[0] != '/' {
+		p = "/" + p
+	}
+	c := path.Clean(p)
+	if p[len(p)-1] == '/' && c != "/" {
+		c += "/"
+	}
+	return c
+}
+
 // noRoute answers a request no route matches with a problem: ServeMux's
 // own answer tells 404 from 405 (and its Allow header is kept).
 func (s *Server) noRoute(w http.ResponseWriter, r *http.Request, h http.Handler) {
 	rec := &headerRecorder{header: http.Header{}}
 	h.ServeHTTP(rec, r)
-	switch rec.status {
-	case http.StatusMethodNotAllowed:
+	switch {
+	case rec.status == http.StatusMethodNotAllowed:
 		w.Header().Set("Allow", rec.header.Get("Allow"))
 		s.fail(w, r, fmt.Errorf("%w: %s %s (allowed: %s)", errNoMethod, r.Method, r.URL.Path, rec.header.Get("Allow")))
-	case http.StatusNotFound:
+	case rec.status == http.StatusNotFound:
 		s.fail(w, r, fmt.Errorf("%w: %s %s", errNoRoute, r.Method, r.URL.Path))
-	default: // a redirect, for instance: pass it on
+	default:
 		for k, vs := range rec.header {
 			w.Header()[k] = vs
 		}

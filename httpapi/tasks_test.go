@@ -305,6 +305,12 @@ func TestRoutes(t *testing.T) {
 	if allow := r.header.Get("Allow"); !strings.Contains(allow, "GET") {
 		t.Errorf("405 with Allow %q", allow)
 	}
+	// A path ServeMux would redirect to its clean form is refused, naming it.
+	unclean := e.do(http.MethodPost, "/v1//tasks", tok, `{"kind":"echo"}`)
+	e.problem(unclean, http.StatusNotFound, "route_not_found")
+	if !strings.Contains(string(unclean.body), `its clean form: /v1/tasks`) || unclean.header.Get("Location") != "" {
+		t.Errorf("unclean path: %s (Location %q)", unclean.body, unclean.header.Get("Location"))
+	}
 	e.problem(e.do(http.MethodGet, "/v1/tasks/0", tok, ""), http.StatusNotFound, "not_found")
 	e.problem(e.do(http.MethodGet, "/v1/tasks/007", tok, ""), http.StatusNotFound, "not_found")
 	e.task(e.post("/v1/tasks", tok, "k", `{"kind":"echo"}`), http.StatusCreated)
@@ -315,7 +321,7 @@ func TestRoutes(t *testing.T) {
 
 	mu.Lock()
 	defer mu.Unlock()
-	want := []string{"GET /healthz 200", "POST /v1/hooks/{source} 200", "unmatched 404", "unmatched 405",
+	want := []string{"GET /healthz 200", "POST /v1/hooks/{source} 200", "unmatched 404", "unmatched 405", "unmatched 404",
 		"GET /v1/tasks/{id} 404", "GET /v1/tasks/{id} 404", "POST /v1/tasks 201", "GET /boom 500",
 		"POST /v1/hooks/{source} 413"}
 	if !slices.Equal(observed, want) {
