@@ -3,14 +3,17 @@ package worker_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/internal/test/testdb"
+	"github.com/agentledger/agentledger/operator"
 	"github.com/agentledger/agentledger/worker"
 )
 
@@ -190,4 +193,51 @@ func TestGrantRevokeSeenThroughASilentSession(t *testing.T) {
 	wantListening(t, ups, true)
 	put("shop/refund")
 	waitTools("a new session", "shop/refund")
+}
+
+// A cancel made while no session listened — its notice went to a dead
+// one — is seen when a session is up again: the pool renews its leases at
+// once after subscribing, and the renewal reports the cancel. Heartbeats
+// an hour apart would see it an hour later.
+func TestACancelMissedWhileNotListeningIsSeenAtResubscribe(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := testdb.URL(t)
+	db := testdb.Open(t, url)
+	proxy := newBlackHole(t, url)
+	ups := make(chan bool, 100)
+	started := make(chan struct{}, 1)
+	cause := make(chan error, 1)
+	cfg := worker.Config{Lease: 2 * time.Hour, HeartbeatInterval: time.Hour, Grace: 50 * time.Millisecond,
+		Listening: func(up bool) { ups <- up },
+		Handlers: map[string]worker.Handler{"block": worker.HandlerFunc(func(ctx context.Context, _ *agentledger.Task) (json.RawMessage, error) {
+			started <- struct{}{}
+			<-ctx.Done()
+			cause <- context.Cause(ctx)
+			return nil, ctx.Err()
+		})}}
+	worker.SetListenHooks(&cfg, testIdle, testPing, testSetup, proxy.connect)
+	runPool(t, db, cfg)
+	wantListening(t, ups, true)
+	s := claims.New(db)
+	task := enqueue(t, s, "block", `{}`)
+	await(t, started, "the task's start")
+
+	proxy.hole(true)
+	wantListening(t, ups, false)
+	if _, err := operator.New(db).Cancel(ctx, "", task.ID); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-cause:
+		t.Fatalf("the attempt stopped (%v) while no session listened: the test shows nothing", err)
+	default:
+	}
+	await(t, proxy.started, "a reconnect")
+	proxy.hole(false)
+	wantListening(t, ups, true)
+	if err := await(t, cause, "the cancel"); !errors.Is(err, agentledger.ErrCancelled) {
+		t.Fatalf("handler context cause = %v, want ErrCancelled", err)
+	}
+	waitState(t, s, task.ID, agentledger.StateCancelled)
 }
