@@ -229,8 +229,9 @@ func (s *Server) mayDecide(ctx context.Context, tenant string) error {
 }
 
 // decider is who acts through the API: the request's tenant and token, by
-// name and id ("acme, token ci-deploy (7)"), which a decision, a cancel
-// and an ended wait record as "tenant:acme, token ci-deploy (7)" and a
+// name and id ("acme, token ci-deploy (7)"), which a decision, a cancel,
+// a compensation and an ended wait record as "tenant:acme, token
+// ci-deploy (7)" and a
 // signal's sent_by as well, apart from an operator of the same name. The token was authenticated
 // already; its clear prefix (never the token) finds it.
 func (s *Server) decider(r *http.Request, tenant string) (string, error) {

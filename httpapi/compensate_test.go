@@ -13,6 +13,7 @@ import (
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/httpapi"
 	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/operator"
 	"github.com/agentledger/agentledger/tools"
 )
 
@@ -92,6 +93,46 @@ func TestCompensateTask(t *testing.T) {
 		j.Effects[0].Step != "tool/0" || j.Effects[1].Step != "compensate/tool/0" || j.Effects[1].Undoes != "tool/0" ||
 		j.Effects[0].Undoes != "" || string(j.Effects[1].Result) != `{"id":"re_1"}` {
 		t.Errorf("journal %d: %s", jr.status, jr.body)
+	}
+}
+
+// A tenant's compensation records its token as who asked for it, as a
+// cancel does; the answer and GET /v1/tasks/{id} say so, and name an
+// operator who asked (agentctl, the console) too. A compensation no one
+// asked for (a failure), or asked for with no name, names no one.
+func TestCompensationRequester(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, httpapi.Config{})
+	tok := e.tenant("acme")
+	ctx := context.Background()
+	saga := `{"steps": [{"tool": "http_request", "args": {}, "compensate": {"tool": "http_request", "args": {}}}]}`
+	byTenant := e.finishedSteps("acme", saga, true)
+	byOperator := e.finishedSteps("acme", saga, true)
+	byNoOne := e.finishedSteps("acme", saga, true)
+	failed := e.endedSteps("acme", saga, true, "step 1 (http_request) failed: 422")
+
+	v := e.task(e.post(fmt.Sprintf("/v1/tasks/%d/compensate", byTenant), tok, "c1", ""), http.StatusAccepted)
+	if v.CompensationRequestedBy == nil || !strings.HasPrefix(*v.CompensationRequestedBy, "tenant:acme, token test (") {
+		t.Fatalf("the compensate's answer: asked by %v", v.CompensationRequestedBy)
+	}
+	want := *v.CompensationRequestedBy
+	var stored *string
+	if err := e.db.QueryRow(ctx, `SELECT compensation_requested_by FROM tasks WHERE id = $1`, byTenant).Scan(&stored); err != nil ||
+		stored == nil || *stored != want {
+		t.Fatalf("compensation_requested_by = %v (%v), want %q", stored, err, want)
+	}
+	op := operator.New(e.db)
+	if _, err := op.CompensateBy(ctx, "", byOperator, operator.Actor("alice")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := op.Compensate(ctx, "", byNoOne); err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[int64]string{byTenant: want, byOperator: "operator:alice", byNoOne: "", failed: ""} {
+		v := e.task(e.do("GET", fmt.Sprintf("/v1/tasks/%d", id), tok, ""), http.StatusOK)
+		if got := v.CompensationRequestedBy; (want == "") != (got == nil) || got != nil && *got != want {
+			t.Errorf("task %d (%s): asked by %v, want %q", id, *v.Compensation, got, want)
+		}
 	}
 }
 

@@ -46,8 +46,14 @@ type Task struct {
 	// null when it does not wait.
 	WaitReason *string `json:"wait_reason"`
 	// Compensation says why the task undoes its effects (failed,
-	// cancelled, operator); null on its forward path.
+	// cancelled, operator: someone asked); null on its forward path.
 	Compensation *string `json:"compensation"`
+	// CompensationRequestedBy is, on GET /v1/tasks/{id} and in the answer
+	// of POST /v1/tasks/{id}/compensate, who asked the task to undo its
+	// effects: the token ("tenant:acme, token ci-deploy (7)") or an
+	// operator ("operator:alice"). Absent when no one asked (a failure, a
+	// cancel) or who did is not recorded.
+	CompensationRequestedBy *string `json:"compensation_requested_by,omitempty"`
 	// CompensationCause is, on GET /v1/tasks/{id} of a task that undoes or
 	// undid its effects, the error that sent it there (the forward path's
 	// failure, a denial, a cancel): a finished compensation clears
@@ -345,23 +351,30 @@ func (s *Server) mayRun(ctx context.Context, tenant string, id int64) error {
 // task in its compensation phase (a worker undoes its completed effects,
 // newest first); 409 while it is queued or running, when it is already
 // undoing or undone, or when none of its completed effects declared a
-// compensation.
+// compensation. The compensation records the token as who asked for it
+// ("tenant:acme, token ci-deploy (7)"), as a cancel does.
 func (s *Server) compensateTask(r *http.Request, tenant string, body []byte) (action, error) {
-	return s.accepted(r, body, func(ctx context.Context, id int64) (*agentledger.Task, error) {
-		return s.cfg.Operator.Compensate(ctx, tenant, id)
-	})
-}
-
-// accepted is an operator's action on the task of the request's path,
-// which takes no body: 202 Accepted with the task as do leaves it.
-func (s *Server) accepted(r *http.Request, body []byte, do func(ctx context.Context, id int64) (*agentledger.Task, error)) (action, error) {
-	return onTask(r, body, func(ctx context.Context, id int64) reply {
-		t, err := do(ctx, id)
+	id, err := taskID(r)
+	if err != nil {
+		return nil, err
+	}
+	if err := noBody(body); err != nil {
+		return nil, err
+	}
+	by, err := s.decider(r, tenant)
+	if err != nil {
+		return nil, err
+	}
+	by = "tenant:" + by
+	return func(ctx context.Context, _ string) reply {
+		t, err := s.cfg.Operator.CompensateBy(ctx, tenant, id, by)
 		if err != nil {
 			return s.problemReply(r, err)
 		}
-		return jsonReply(http.StatusAccepted, viewTask(t))
-	})
+		v := viewTask(t)
+		v.CompensationRequestedBy = &by
+		return jsonReply(http.StatusAccepted, v)
+	}, nil
 }
 
 // onTask is an action on the task of the request's path, which takes no
@@ -399,6 +412,15 @@ func (s *Server) getTask(r *http.Request, tenant string) reply {
 		}
 		if cause := agentledger.CompensationCause(t.Generation, atts); cause != "" {
 			v.CompensationCause = &cause
+		}
+		if t.Compensation == "operator" { // asked for: by whom, if recorded
+			by, err := s.cfg.Operator.CompensationRequester(r.Context(), tenant, t.ID)
+			if err != nil {
+				return s.problemReply(r, err)
+			}
+			if by != "" {
+				v.CompensationRequestedBy = &by
+			}
 		}
 	}
 	return jsonReply(http.StatusOK, v)

@@ -193,3 +193,100 @@ func TestPlanCompensationArgs(t *testing.T) {
 		t.Errorf("the undos' calls: %v", args)
 	}
 }
+
+// requester is task id's compensation_requested_by as stored: "NULL" for
+// none.
+func requester(t *testing.T, e *testenv.Env, id int64) string {
+	t.Helper()
+	var by *string
+	if err := e.DB.QueryRow(context.Background(), `SELECT compensation_requested_by FROM tasks WHERE id = $1`, id).Scan(&by); err != nil {
+		t.Fatal(err)
+	}
+	if by == nil {
+		return "NULL"
+	}
+	return *by
+}
+
+// CompensateBy records who asked beside the compensation, and Show reads
+// it back; a replay that continues the compensation keeps it, a re-run
+// clears it with the compensation, and a compensation no one asked for (a
+// failure) has none.
+func TestCompensateRecordsWhoAsked(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := testenv.New(t)
+	svc := operator.New(e.DB)
+	svc.PinClock(e.Now) // the phase is due when the env's claims look
+	task := e.Enqueue(claims.EnqueueParams{Tenant: "acme", Payload: json.RawMessage(sagaPayload)})
+	running := e.Claim("w")
+	doEffect(t, e, running, "tool/0", "http_request", `{"id":"ch_1"}`)
+	e.Succeed(running)
+
+	got, err := svc.CompensateBy(ctx, "acme", task.ID, operator.Actor("alice"))
+	if err != nil || got.State != agentledger.StateCompensating || got.Compensation != "operator" {
+		t.Fatalf("compensate: %+v %v", got, err)
+	}
+	if by := requester(t, e, task.ID); by != "operator:alice" {
+		t.Fatalf("compensation_requested_by = %s, want operator:alice", by)
+	}
+	d, err := svc.Show(ctx, "acme", task.ID)
+	if err != nil || d.CompensationRequestedBy != "operator:alice" {
+		t.Fatalf("show: %q %v", d.CompensationRequestedBy, err)
+	}
+	if _, err := svc.CompensationRequester(ctx, "globex", task.ID); !errors.Is(err, agentledger.ErrNotFound) {
+		t.Fatalf("another tenant's requester: %v, want not found", err)
+	}
+
+	// The compensation fails for good and parks; the replay that goes on
+	// undoing goes on with alice's request.
+	undo := e.Claim("w")
+	if st, err := e.Claims.Fail(ctx, claims.Failure{Lease: claims.LeaseOf(undo), Error: "refund refused", Final: true}); err != nil || st != agentledger.StateNeedsAttention {
+		t.Fatalf("failed compensation: %s %v", st, err)
+	}
+	if p, err := svc.Replay(ctx, "", task.ID); err != nil || p.Task.State != agentledger.StateCompensating {
+		t.Fatalf("replay: %+v %v", p, err)
+	}
+	if by := requester(t, e, task.ID); by != "operator:alice" {
+		t.Fatalf("after the replay: compensation_requested_by = %s, want operator:alice", by)
+	}
+
+	// Undone, then re-run: a new intent on its forward path, asked by no
+	// one; its failure's compensation is no one's request either.
+	e.Succeed(e.Claim("w"))
+	if got, err := svc.Rerun(ctx, "", task.ID); err != nil || got.Compensation != "" {
+		t.Fatalf("rerun: %+v %v", got, err)
+	}
+	if by := requester(t, e, task.ID); by != "NULL" {
+		t.Fatalf("after the re-run: compensation_requested_by = %s, want NULL", by)
+	}
+	running = e.Claim("w")
+	doEffect(t, e, running, "tool/0", "http_request", `{"id":"ch_2"}`)
+	if st, err := e.Claims.Fail(ctx, claims.Failure{Lease: claims.LeaseOf(running), Error: "courier refused", Final: true}); err != nil || st != agentledger.StateCompensating {
+		t.Fatalf("fail: %s %v", st, err)
+	}
+	if d, err := svc.Show(ctx, "", task.ID); err != nil || d.Task.Compensation != "failed" || d.CompensationRequestedBy != "" {
+		t.Fatalf("a failure's compensation: %q asked by %q, %v", d.Task.Compensation, d.CompensationRequestedBy, err)
+	}
+}
+
+// Compensate names no one: it records no requester, and Show says none.
+func TestCompensateNamesNoOne(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := testenv.New(t)
+	svc := operator.New(e.DB)
+	other := e.Enqueue(claims.EnqueueParams{Payload: json.RawMessage(sagaPayload)})
+	running := e.Claim("w")
+	doEffect(t, e, running, "tool/0", "http_request", `{"id":"ch_3"}`)
+	e.Succeed(running)
+	if _, err := svc.Compensate(ctx, "", other.ID); err != nil {
+		t.Fatal(err)
+	}
+	if by := requester(t, e, other.ID); by != "NULL" {
+		t.Fatalf("Compensate's compensation_requested_by = %s, want NULL", by)
+	}
+	if d, err := svc.Show(ctx, "", other.ID); err != nil || d.Task.Compensation != "operator" || d.CompensationRequestedBy != "" {
+		t.Fatalf("show: %q asked by %q, %v", d.Task.Compensation, d.CompensationRequestedBy, err)
+	}
+}

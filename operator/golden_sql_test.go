@@ -39,8 +39,8 @@ func TestGoldenSQL(t *testing.T) {
 			_, err := s.RerunAnyway(ctx, "", 1)
 			return err
 		}, "claims.lockTask", "operator.requeue"),
-		call("Service.Compensate", "", func(ctx context.Context, s *Service) error {
-			_, err := s.Compensate(ctx, "", 1)
+		call("Service.CompensateBy", "", func(ctx context.Context, s *Service) error { // Compensate names no one
+			_, err := s.CompensateBy(ctx, "", 1, Actor("alice"))
 			return err
 		}, "claims.lockTask", "operator.compensate"),
 	}

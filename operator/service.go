@@ -2,6 +2,7 @@ package operator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -63,6 +64,11 @@ type Detail struct {
 	// ChildCount is how many children the current generation created,
 	// Children's length unless there are more than MaxChildren.
 	ChildCount int
+	// CompensationRequestedBy is who asked for the task's compensation
+	// (compensation "operator"): "operator:alice", "tenant:acme, token
+	// ci-deploy (7)"; "" when no one did, or who did is not recorded (a
+	// request before migration 00051, or one that named no one).
+	CompensationRequestedBy string
 }
 
 // Relative is a task's parent or child, as Show names it.
@@ -103,7 +109,32 @@ func (s *Service) Show(ctx context.Context, tenant string, id int64) (*Detail, e
 	if d.Parent, d.Children, d.ChildCount, err = s.family(ctx, t); err != nil {
 		return nil, err
 	}
+	if t.Compensation != "" {
+		if d.CompensationRequestedBy, err = s.CompensationRequester(ctx, t.Tenant, id); err != nil {
+			return nil, err
+		}
+	}
 	return d, nil
+}
+
+// CompensationRequester returns who asked for task id's compensation
+// (CompensateBy; restricted to tenant unless empty): "" when no one did,
+// or who did is not recorded. It is kept until a re-run clears the
+// compensation.
+func (s *Service) CompensationRequester(ctx context.Context, tenant string, id int64) (string, error) {
+	var by *string
+	err := s.db.QueryRow(ctx, `/* operator.compensation_requester */ SELECT compensation_requested_by FROM tasks
+		WHERE id = $1 AND ($2 = '' OR tenant = $2)`, id, tenant).Scan(&by)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", claims.TaskNotFound(id, tenant)
+	}
+	if err != nil {
+		return "", fmt.Errorf("who asked for task %d's compensation: %w", id, err)
+	}
+	if by == nil {
+		return "", nil
+	}
+	return *by, nil
 }
 
 // family reads t's parent and the children of its current generation

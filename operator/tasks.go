@@ -216,12 +216,25 @@ func (s *Service) requeue(ctx context.Context, tenant string, id int64, mode req
 // compensating) and a worker runs the compensations its completed effects
 // declared, newest first. ErrNotFound for an unknown task; ErrConflict
 // when it is queued or running, already undoing or undone, or has no
-// completed effect that declared a compensation.
+// completed effect that declared a compensation. It records no
+// requester: CompensateBy names who asked.
 func (s *Service) Compensate(ctx context.Context, tenant string, id int64) (*agentledger.Task, error) {
+	return s.CompensateBy(ctx, tenant, id, "")
+}
+
+// CompensateBy is Compensate on behalf of by, recorded beside the
+// compensation as who asked for it (Requester): "operator:alice" (Actor)
+// for agentctl compensate and the console, "tenant:acme, token ci-deploy
+// (7)" for the API, as CancelBy records a cancel's; "" records none.
+func (s *Service) CompensateBy(ctx context.Context, tenant string, id int64, by string) (*agentledger.Task, error) {
+	var byArg *string
+	if by != "" {
+		byArg = &by
+	}
 	var before string
 	var undoing, changed bool
 	var woke int64
-	err := s.tasks.LockedRow(ctx, id, tenant, compensateSQL, []any{id, tenant, texts(CompensableStates), s.tasks.Now.Param()},
+	err := s.tasks.LockedRow(ctx, id, tenant, compensateSQL, []any{id, tenant, texts(CompensableStates), s.tasks.Now.Param(), byArg},
 		&before, &undoing, &changed, &woke)
 	if err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {

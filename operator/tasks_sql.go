@@ -87,7 +87,10 @@ SELECT cur.state, upd.id IS NOT NULL, cur.undoing FROM cur LEFT JOIN upd ON upd.
 // re-run starts the forward path afresh (a continued compensation is
 // announced to the rules that ask for compensating), once the task's
 // compensation, if it entered one, is over: a re-run of a task still
-// undoing its effects would leave them half undone, out of its journal. A task sent down its forward
+// undoing its effects would leave them half undone, out of its journal. A
+// re-run clears the compensation and who asked for it; a replay keeps both
+// (it continues that compensation, or the forward path of a task that had
+// none). A task sent down its forward
 // path again drops its result: the run's success writes it anew, and a
 // run that ends otherwise must not show the last success's result beside
 // its error. Run it with the row already locked (claims.Store.LockedRow).
@@ -101,6 +104,7 @@ upd AS (
 	UPDATE tasks t SET
 		state = CASE WHEN $3 = 0 AND t.compensation IS NOT NULL THEN 'compensating' ELSE 'queued' END,
 		compensation = CASE WHEN $3 = 1 THEN NULL ELSE t.compensation END,
+		compensation_requested_by = CASE WHEN $3 = 1 THEN NULL ELSE t.compensation_requested_by END,
 		ledger_expired_at = CASE WHEN $3 = 1 THEN NULL ELSE t.ledger_expired_at END,
 		generation = t.generation + $3,
 		generation_claims = CASE WHEN $3 = 1 THEN 0 ELSE t.generation_claims END,
@@ -150,7 +154,9 @@ SELECT cur.state, cur.expired, cur.undoing, upd.id IS NOT NULL, (SELECT count(*)
 // compensateSQL is an operator's request to undo task $1's completed
 // effects: a finished (or parked) task on its forward path that has
 // something to undo enters its compensation phase, and the rules that ask
-// for compensating hear of it. $3 lists the states it may start from.
+// for compensating hear of it. $3 lists the states it may start from; $5
+// is who asked ("operator:alice", "tenant:acme, token ci-deploy (7)"; NULL:
+// not said), kept beside the compensation until a re-run clears both.
 var compensateSQL = `/* operator.compensate */
 WITH cur AS (
 	SELECT id, state, compensation IS NOT NULL AS undoing FROM tasks
@@ -161,6 +167,7 @@ upd AS (
 	UPDATE tasks t SET
 		state = 'compensating',
 		compensation = 'operator',
+		compensation_requested_by = $5::text,
 		attempt = 0,
 		run_at = coalesce($4::timestamptz, now()),
 		cancel_requested_at = NULL,

@@ -60,6 +60,7 @@ func sagaDB(t *testing.T) (*DBStore, *claims.Store) {
 // the call that undoes each; y starts the compensation phase.
 func TestConsoleCompensate(t *testing.T) {
 	store, tasks := sagaDB(t)
+	store.User = "alice"
 	tm := startConsole(t, store)
 	waitFor(t, tm, "succeeded", "page 1 · 1 task", noLiveWorkers)
 	press(tm, "u")
@@ -75,6 +76,10 @@ func TestConsoleCompensate(t *testing.T) {
 	}
 	if got.State != agentledger.StateCompensating || got.Compensation != "operator" {
 		t.Errorf("after the compensate: %s (%q)", got.State, got.Compensation)
+	}
+	// The console's user asked, as its cancels record it.
+	if by, err := store.Operator.CompensationRequester(context.Background(), "", 1); err != nil || by != "operator:alice" {
+		t.Errorf("asked by %q (%v), want operator:alice", by, err)
 	}
 }
 

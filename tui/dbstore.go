@@ -140,7 +140,7 @@ func (s *DBStore) Unsettled(ctx context.Context, id int64) (*operator.UnsettledE
 
 // Cancel implements Store.
 func (s *DBStore) Cancel(ctx context.Context, id int64) (*agentledger.Task, error) {
-	return s.Operator.CancelBy(ctx, "", id, s.canceller()) // "": any tenant
+	return s.Operator.CancelBy(ctx, "", id, s.actor()) // "": any tenant
 }
 
 // Retry implements Store.
@@ -153,9 +153,9 @@ func (s *DBStore) CompensationPreview(ctx context.Context, id int64) (*UndoPlan,
 	return s.Operator.PlanCompensation(ctx, "", id)
 }
 
-// Compensate implements Store.
+// Compensate implements Store, on the console user's request (actor).
 func (s *DBStore) Compensate(ctx context.Context, id int64) (*agentledger.Task, error) {
-	return s.Operator.Compensate(ctx, "", id)
+	return s.Operator.CompensateBy(ctx, "", id, s.actor())
 }
 
 // Resolve implements Store: the unknown effect at step of the current
@@ -176,13 +176,13 @@ func (s *DBStore) CancelAll(ctx context.Context, f Filter) (operator.BulkResult,
 	if p.States = bulkStates(bulkCancel, f); len(p.States) == 0 {
 		return operator.BulkResult{Skipped: map[int64]string{}}, nil // a state filter on finished tasks: none to cancel
 	}
-	return s.Operator.CancelAllBy(ctx, p, s.canceller())
+	return s.Operator.CancelAllBy(ctx, p, s.actor())
 }
 
-// canceller is who the console's cancels are by, as agentctl cancel
-// records its user ("operator:alice"); "operator:console" when the
-// system cannot name the user.
-func (s *DBStore) canceller() string { return operator.Actor(cmp.Or(s.User, "console")) }
+// actor is who the console's cancels and compensations are by, as
+// agentctl cancel and compensate record their user ("operator:alice");
+// "operator:console" when the system cannot name the user.
+func (s *DBStore) actor() string { return operator.Actor(cmp.Or(s.User, "console")) }
 
 // Workers implements Store.
 func (s *DBStore) Workers(ctx context.Context) ([]operator.Worker, error) {

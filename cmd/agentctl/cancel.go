@@ -73,14 +73,14 @@ With --output json it prints {"task": {...}, "immediate": true|false}, or for
 						if err := checkAs(strings.TrimSpace(as)); err != nil {
 							return operator.BulkResult{}, err
 						}
-						return svc.CancelAllBy(ctx, p, canceller(as))
+						return svc.CancelAllBy(ctx, p, actor(as))
 					},
 				})
 			}
 			if err := checkAs(strings.TrimSpace(as)); err != nil {
 				return err
 			}
-			return a.cancel(ctx, tenant, canceller(as), args[0])
+			return a.cancel(ctx, tenant, actor(as), args[0])
 		}),
 	}
 	tenantFlag(cmd, &tenant, "only if the task belongs to this tenant; with --all, only this tenant's tasks")
@@ -92,9 +92,9 @@ With --output json it prints {"task": {...}, "immediate": true|false}, or for
 	return cmd
 }
 
-// canceller is who cancels: --as, else the OS user, recorded as an
-// operator (operator.Actor), as end-wait records it.
-func canceller(as string) string {
+// actor is who cancels, or asks for a compensation: --as, else the OS
+// user, recorded as an operator (operator.Actor), as end-wait records it.
+func actor(as string) string {
 	return operator.Actor(cmp.Or(strings.TrimSpace(as), operator.Decider()))
 }
 

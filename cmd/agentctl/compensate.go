@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -15,11 +16,11 @@ import (
 
 func (a *app) compensateCmd() *cobra.Command {
 	var (
-		tenant string
-		yes    bool
+		tenant, as string
+		yes        bool
 	)
 	cmd := &cobra.Command{
-		Use:   "compensate ID [--yes]",
+		Use:   "compensate ID [--yes] [--as NAME]",
 		Short: "Undo the completed effects of a finished or parked task",
 		Long: `Compensate undoes the completed effects of a task that no worker holds
 (succeeded, dead, cancelled, needs_attention): each effect whose step declared
@@ -32,19 +33,32 @@ terminal; --yes skips the question, and is needed when standard input is not
 a terminal (exit 2 without it). A task with nothing to undo is a conflict
 (exit 1), as is one already undoing or undone.
 
-With --output json it prints {"task": {...}, "undoes": [...]}.`,
+--as names who asks, recorded beside the compensation and shown by
+agentctl show ("it was asked to undo its effects by operator:alice");
+default the OS user, as cancel records it.
+
+With --output json it prints {"task": {...}, "requested_by": "operator:alice",
+"undoes": [...]}.`,
 		Example: `  agentctl compensate 42
-  agentctl compensate 42 --yes -o json`,
+  agentctl compensate 42 --yes --as alice -o json`,
 		Args:              oneID,
 		ValidArgsFunction: cobra.NoFileCompletions,
-		RunE:              a.action(func(ctx context.Context, args []string) error { return a.compensate(ctx, tenant, args[0], yes) }),
+		RunE: a.action(func(ctx context.Context, args []string) error {
+			if err := checkAs(strings.TrimSpace(as)); err != nil {
+				return err
+			}
+			return a.compensate(ctx, tenant, actor(as), args[0], yes)
+		}),
 	}
 	tenantFlag(cmd, &tenant, "only if the task belongs to this tenant")
 	cmd.Flags().BoolVar(&yes, "yes", false, "do not ask for confirmation (needed when standard input is not a terminal)")
+	cmd.Flags().StringVar(&as, "as", "", "who asks, recorded beside the compensation (default: the OS user)")
 	return cmd
 }
 
-func (a *app) compensate(ctx context.Context, tenant, arg string, yes bool) error {
+// compensate undoes task arg's completed effects on by's request
+// (operator.Actor).
+func (a *app) compensate(ctx context.Context, tenant, by, arg string, yes bool) error {
 	id, err := parseID(arg)
 	if err != nil {
 		return err
@@ -75,15 +89,16 @@ func (a *app) compensate(ctx context.Context, tenant, arg string, yes bool) erro
 			return err
 		}
 	}
-	t, err := svc.Compensate(ctx, tenant, id)
+	t, err := svc.CompensateBy(ctx, tenant, id, by)
 	if err != nil {
 		return err
 	}
 	if a.wantJSON() {
 		return printJSON(a.stdout, struct {
-			Task   *agentledger.Task `json:"task"`
-			Undoes []operator.Undo   `json:"undoes"`
-		}{t, plan.Undos})
+			Task        *agentledger.Task `json:"task"`
+			RequestedBy string            `json:"requested_by"`
+			Undoes      []operator.Undo   `json:"undoes"`
+		}{t, by, plan.Undos})
 	}
 	_, err = fmt.Fprintf(a.stdout, "task %d is %s: a worker undoes its effects, newest first\n", id, t.State)
 	return err

@@ -1,4 +1,4 @@
--- operator.compensate: compensateSQL of package operator, as Service.Compensate sends it (4 parameters); go test ./operator -run TestGoldenSQL -update rewrites this file
+-- operator.compensate: compensateSQL of package operator, as Service.CompensateBy sends it (5 parameters); go test ./operator -run TestGoldenSQL -update rewrites this file
 /* operator.compensate */
 WITH cur AS (
 	SELECT id, state, compensation IS NOT NULL AS undoing FROM tasks
@@ -9,6 +9,7 @@ upd AS (
 	UPDATE tasks t SET
 		state = 'compensating',
 		compensation = 'operator',
+		compensation_requested_by = $5::text,
 		attempt = 0,
 		run_at = coalesce($4::timestamptz, now()),
 		cancel_requested_at = NULL,

@@ -9,6 +9,7 @@ upd AS (
 	UPDATE tasks t SET
 		state = CASE WHEN $3 = 0 AND t.compensation IS NOT NULL THEN 'compensating' ELSE 'queued' END,
 		compensation = CASE WHEN $3 = 1 THEN NULL ELSE t.compensation END,
+		compensation_requested_by = CASE WHEN $3 = 1 THEN NULL ELSE t.compensation_requested_by END,
 		ledger_expired_at = CASE WHEN $3 = 1 THEN NULL ELSE t.ledger_expired_at END,
 		generation = t.generation + $3,
 		generation_claims = CASE WHEN $3 = 1 THEN 0 ELSE t.generation_claims END,
