@@ -104,8 +104,10 @@ type Task struct {
 	// last attempt was deferred and cleared when it is claimed again.
 	WaitReason string `json:"wait_reason,omitempty"`
 	// Compensation says why the task is in its compensation phase (it
-	// failed for good, was cancelled, or an operator asked); empty on its
-	// forward path. A run of a task with it set undoes, not does.
+	// failed for good, was cancelled, or someone asked: "operator", for an
+	// operator's request and its tenant's through the API alike, who
+	// asked being recorded beside it, as operator.Detail reads it); empty
+	// on its forward path. A run of a task with it set undoes, not does.
 	Compensation string `json:"compensation,omitempty"`
 	// TraceParent is the W3C traceparent of the task's submission, empty
 	// when tracing was off; ReplayTraceParent that of the operator's last

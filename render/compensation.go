@@ -14,9 +14,16 @@ import (
 // read from the attempt that ended the forward path and from the journal.
 type Compensation struct {
 	// Why is the cause in words: "its forward path failed", "it was
-	// cancelled", "it was asked to undo its effects (agentctl compensate, the
-	// console or the API)".
+	// cancelled", "it was asked to undo its effects by operator:alice
+	// (agentctl compensate or the console)", "… by tenant:acme, token
+	// ci-deploy (7) through the API", or, when who asked is not recorded,
+	// "it was asked to undo its effects (agentctl compensate, the console
+	// or the API)".
 	Why string
+	// RequestedBy is who asked for the compensation ("operator:alice",
+	// "tenant:acme, token ci-deploy (7)"); "" for a failure or a cancel,
+	// and when who asked is not recorded.
+	RequestedBy string
 	// Step is the forward step whose effect failed, as "tool/2
 	// (http_request)"; "" when none failed (a cancel, an operator).
 	Step string
@@ -24,9 +31,11 @@ type Compensation struct {
 	Error string
 }
 
-// CompensationOf explains t's compensation from its attempts and the
-// journal of its current generation; ok is false on the forward path.
-func CompensationOf(t *agentledger.Task, atts []agentledger.Attempt, journal []operator.Effect) (c Compensation, ok bool) {
+// CompensationOf explains t's compensation from its attempts, the journal
+// of its current generation and who asked for it (by, as
+// operator.Detail.CompensationRequestedBy has it; "" when not recorded);
+// ok is false on the forward path.
+func CompensationOf(t *agentledger.Task, atts []agentledger.Attempt, journal []operator.Effect, by string) (c Compensation, ok bool) {
 	switch t.Compensation {
 	case "":
 		return Compensation{}, false
@@ -35,7 +44,7 @@ func CompensationOf(t *agentledger.Task, atts []agentledger.Attempt, journal []o
 	case "cancelled":
 		c.Why = "it was cancelled"
 	case "operator":
-		c.Why = "it was asked to undo its effects (agentctl compensate, the console or the API)"
+		c.Why, c.RequestedBy = askedBy(by), by
 	default:
 		c.Why = t.Compensation
 	}
@@ -54,6 +63,22 @@ func CompensationOf(t *agentledger.Task, atts []agentledger.Attempt, journal []o
 		}
 	}
 	return c, true
+}
+
+// askedBy is why a task undoes its effects when someone asked, by (""
+// when who asked is not recorded: before migration 00051, or an older
+// release's request), with the way in the requester's kind names.
+func askedBy(by string) string {
+	const asked = "it was asked to undo its effects"
+	switch {
+	case by == "":
+		return asked + " (agentctl compensate, the console or the API)"
+	case strings.HasPrefix(by, "operator:"):
+		return asked + " by " + by + " (agentctl compensate or the console)"
+	case strings.HasPrefix(by, "tenant:"):
+		return asked + " by " + by + " through the API"
+	}
+	return asked + " by " + by
 }
 
 // String is the cause on one line: why, and at which step.

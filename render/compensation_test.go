@@ -22,7 +22,7 @@ func TestCompensationOf(t *testing.T) {
 		{Step: "tool/2", Operation: "http_request", State: ledger.StateFailed},
 		{Step: "compensate/tool/0", Operation: "http_request", State: ledger.StateFailed, Undoes: "tool/0"},
 	}
-	c, ok := CompensationOf(task, atts, journal)
+	c, ok := CompensationOf(task, atts, journal, "")
 	if !ok || c.String() != "its forward path failed at tool/2 (http_request)" || c.Error != "step 2 (http_request) failed: 422" {
 		t.Errorf("CompensationOf = %+v, %v", c, ok)
 	}
@@ -42,12 +42,29 @@ func TestCompensationOf(t *testing.T) {
 		"cancelled": "it was cancelled",
 	} {
 		task.Compensation = cause
-		if c, ok := CompensationOf(task, done, agentJournal); !ok || c.String() != want || c.Step != "" {
+		if c, ok := CompensationOf(task, done, agentJournal, ""); !ok || c.String() != want || c.Step != "" {
 			t.Errorf("%s: CompensationOf = %+v (%q), %v; want %q", cause, c, c.String(), ok, want)
 		}
 	}
+	// Who asked, where it is recorded: an operator at agentctl or the
+	// console, a tenant's token through the API. A failure or a cancel
+	// was asked by no one, whatever the column holds.
+	task.Compensation = "operator"
+	for by, want := range map[string]string{
+		"operator:alice":                   "it was asked to undo its effects by operator:alice (agentctl compensate or the console)",
+		"tenant:acme, token ci-deploy (7)": "it was asked to undo its effects by tenant:acme, token ci-deploy (7) through the API",
+		"someone":                          "it was asked to undo its effects by someone",
+	} {
+		if c, ok := CompensationOf(task, done, agentJournal, by); !ok || c.String() != want || c.RequestedBy != by {
+			t.Errorf("asked by %q: CompensationOf = %+v (%q), %v; want %q", by, c, c.String(), ok, want)
+		}
+	}
+	task.Compensation = "cancelled"
+	if c, _ := CompensationOf(task, done, agentJournal, "operator:alice"); c.String() != "it was cancelled" || c.RequestedBy != "" {
+		t.Errorf("a cancel's compensation: %+v", c)
+	}
 	task.Compensation = ""
-	if _, ok := CompensationOf(task, atts, journal); ok {
+	if _, ok := CompensationOf(task, atts, journal, ""); ok {
 		t.Error("a task on its forward path has a compensation")
 	}
 }

@@ -111,7 +111,7 @@ func (m taskModel) overview() string {
 		field("Now at", wrap.Render(at))
 	}
 	field("Last error", wrap.Render(orDash(t.LastError)))
-	if c, ok := render.CompensationOf(t, m.detail.Attempts, m.detail.Journal); ok {
+	if c, ok := render.CompensationOf(t, m.detail.Attempts, m.detail.Journal, m.detail.CompensationRequestedBy); ok {
 		// A finished compensation clears the last error: say what caused it.
 		field("Compensation", wrap.Render(c.String()))
 		if c.Error != "" && c.Error != t.LastError {

@@ -43,10 +43,13 @@ A task created by another (create_task) names its parent; one that created
 tasks lists its current generation's children and their states.
 
 With --output json it prints {"task": {...}, "compensation_cause": "...",
-"attempts": [...], "journal": [...], "notifications": [...], "approvals": [...],
-"waits": [...], "parent": {...}, "children": [...], "child_count": N} (at most
-the first 100 children listed; compensation_cause, the error that sent the
-task to undo its effects, only for a task that did).`,
+"compensation_requested_by": "...", "attempts": [...], "journal": [...],
+"notifications": [...], "approvals": [...], "waits": [...], "parent": {...},
+"children": [...], "child_count": N} (at most the first 100 children listed;
+compensation_cause, the error that sent the task to undo its effects, only
+for a task that did; compensation_requested_by, who asked it to
+("operator:alice", "tenant:acme, token ci-deploy (7)"), only for a task
+someone asked and whose requester is recorded).`,
 		Example: `  agentctl show 42
   agentctl show 42 --output json`,
 		Args: oneID,
@@ -62,9 +65,14 @@ type showResult struct {
 	// CompensationCause is, for a task that undoes or undid its effects,
 	// the error that sent it there, as the API's task says it (a finished
 	// compensation clears the task's last_error). Absent otherwise.
-	CompensationCause string                `json:"compensation_cause,omitempty"`
-	Attempts          []agentledger.Attempt `json:"attempts"`
-	Journal           []journalEntry        `json:"journal"`
+	CompensationCause string `json:"compensation_cause,omitempty"`
+	// CompensationRequestedBy is who asked the task to undo its effects
+	// (agentctl compensate, the console: "operator:alice"; the API:
+	// "tenant:acme, token ci-deploy (7)"). Absent when no one asked (a
+	// failure, a cancel) or who did is not recorded.
+	CompensationRequestedBy string                `json:"compensation_requested_by,omitempty"`
+	Attempts                []agentledger.Attempt `json:"attempts"`
+	Journal                 []journalEntry        `json:"journal"`
 	// Notifications are the task's outbox events, oldest first.
 	Notifications []notification `json:"notifications"`
 	// Approvals are the task's approval requests and their decisions.
@@ -129,12 +137,12 @@ func (a *app) show(ctx context.Context, tenant, arg string) error {
 		if kids == nil {
 			kids = []operator.Relative{}
 		}
-		var cause string
-		if t.Compensation != "" {
-			cause = agentledger.CompensationCause(t.Generation, atts)
+		var cause, by string
+		if c, ok := render.CompensationOf(t, atts, journal, d.CompensationRequestedBy); ok {
+			cause, by = agentledger.CompensationCause(t.Generation, atts), c.RequestedBy
 		}
-		return printJSON(a.stdout, showResult{Task: t, CompensationCause: cause, Attempts: atts, Journal: journal, Notifications: notes, Approvals: asked, Waits: ws,
-			Parent: d.Parent, Children: kids, ChildCount: d.ChildCount})
+		return printJSON(a.stdout, showResult{Task: t, CompensationCause: cause, CompensationRequestedBy: by, Attempts: atts, Journal: journal,
+			Notifications: notes, Approvals: asked, Waits: ws, Parent: d.Parent, Children: kids, ChildCount: d.ChildCount})
 	}
 	if err := printTask(a.stdout, d, time.Now()); err != nil {
 		return err
@@ -264,7 +272,7 @@ func printTask(w io.Writer, d *operator.Detail, now time.Time) error {
 	fields.row("Idempotency key:", orDash(t.SubmissionKey))
 	fields.row("Cancel requested:", stampPtr(t.CancelRequested))
 	fields.row("Last error:", orDash(t.LastError))
-	if c, ok := render.CompensationOf(t, atts, journal); ok {
+	if c, ok := render.CompensationOf(t, atts, journal, d.CompensationRequestedBy); ok {
 		// A finished compensation clears the last error: say what caused it.
 		fields.row("Compensation:", c.String())
 		if c.Error != "" && c.Error != t.LastError {
