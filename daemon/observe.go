@@ -32,6 +32,14 @@ func (t tee) Finished(kind string, state agentledger.TaskState, d time.Duration)
 	t[1].Finished(kind, state, d)
 }
 
+func (t tee) StartedAtEnqueue(queue string) {
+	for _, o := range t {
+		if s, ok := o.(worker.StartObserver); ok {
+			s.StartedAtEnqueue(queue)
+		}
+	}
+}
+
 func (t tee) Deferred(kind, targetKind string) {
 	for _, o := range t {
 		if d, ok := o.(worker.DeferObserver); ok {

@@ -19,6 +19,7 @@ type Metrics struct {
 	Registry *prometheus.Registry
 
 	claims        *prometheus.CounterVec
+	started       *prometheus.CounterVec
 	leaseLosses   prometheus.Counter
 	deferrals     *prometheus.CounterVec
 	attempts      *prometheus.CounterVec
@@ -41,7 +42,9 @@ func New() *Metrics {
 	m := &Metrics{
 		Registry: prometheus.NewRegistry(),
 		claims: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "tasks_claimed_total",
-			Help: "Tasks claimed by this daemon, by queue."}, []string{"queue"}),
+			Help: "Tasks claimed by this daemon, by queue (with those it started at their enqueue)."}, []string{"queue"}),
+		started: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "tasks_started_at_enqueue_total",
+			Help: "Of the tasks claimed, those this daemon's idle pool took at their enqueue, without a claim, by queue."}, []string{"queue"}),
 		leaseLosses: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "lease_losses_total",
 			Help: "Attempts abandoned or fenced out because their lease was lost."}),
 		deferrals: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "deferrals_total",
@@ -81,7 +84,7 @@ func New() *Metrics {
 				"already (decided before: it changed nothing), refused (not an approver), unknown."}, []string{"outcome"}),
 	}
 	m.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.claims, m.leaseLosses, m.deferrals, m.attempts, m.attemptTime, m.effects, m.notifications, m.cronFires, m.webhooks,
+		m.claims, m.started, m.leaseLosses, m.deferrals, m.attempts, m.attemptTime, m.effects, m.notifications, m.cronFires, m.webhooks,
 		m.httpRequests, m.httpTime, m.janitor, m.breakerOpens, m.breakerProbes, m.approvalWait, m.clicks)
 	return m
 }
@@ -91,8 +94,13 @@ func (m *Metrics) Worker() worker.Observer { return workerObserver{m} }
 
 type workerObserver struct{ m *Metrics }
 
+var _ worker.StartObserver = workerObserver{}
+
 func (o workerObserver) Claimed(queue string, n int) {
 	o.m.claims.WithLabelValues(queue).Add(float64(n))
+}
+func (o workerObserver) StartedAtEnqueue(queue string) {
+	o.m.started.WithLabelValues(queue).Inc()
 }
 func (o workerObserver) LeaseLost() { o.m.leaseLosses.Inc() }
 func (o workerObserver) Deferred(_, targetKind string) {

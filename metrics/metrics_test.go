@@ -36,6 +36,7 @@ func TestMetrics(t *testing.T) {
 	}
 	w := m.Worker()
 	w.Claimed("default", 3)
+	w.(worker.StartObserver).StartedAtEnqueue("default")
 	w.LeaseLost()
 	w.(worker.DeferObserver).Deferred("steps", "http")
 	w.Finished("steps", agentledger.StateSucceeded, time.Millisecond)
@@ -59,13 +60,16 @@ agentledger_outbox_pending 1
 # HELP agentledger_tasks Tasks by state (all tenants).
 # TYPE agentledger_tasks gauge
 agentledger_tasks{state="queued"} 1
-# HELP agentledger_tasks_claimed_total Tasks claimed by this daemon, by queue.
+# HELP agentledger_tasks_claimed_total Tasks claimed by this daemon, by queue (with those it started at their enqueue).
 # TYPE agentledger_tasks_claimed_total counter
 agentledger_tasks_claimed_total{queue="default"} 3
+# HELP agentledger_tasks_started_at_enqueue_total Of the tasks claimed, those this daemon's idle pool took at their enqueue, without a claim, by queue.
+# TYPE agentledger_tasks_started_at_enqueue_total counter
+agentledger_tasks_started_at_enqueue_total{queue="default"} 1
 `
 	if err := testutil.GatherAndCompare(m.Registry, strings.NewReader(want),
 		"agentledger_effects_total", "agentledger_deferrals_total", "agentledger_ledger_unknown_effects", "agentledger_outbox_pending",
-		"agentledger_tasks", "agentledger_tasks_claimed_total"); err != nil {
+		"agentledger_tasks", "agentledger_tasks_claimed_total", "agentledger_tasks_started_at_enqueue_total"); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := testutil.GatherAndCount(m.Registry, "agentledger_outbox_lag_seconds", "agentledger_database_up",

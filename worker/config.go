@@ -121,6 +121,13 @@ type DeferObserver interface {
 	Deferred(kind, targetKind string)
 }
 
+// StartObserver, when an Observer implements it, is told of each task
+// this pool took at its enqueue, without a claim (Pool.Reserve); Claimed
+// counts it too.
+type StartObserver interface {
+	StartedAtEnqueue(queue string)
+}
+
 type noObserver struct{}
 
 func (noObserver) Claimed(string, int)                                   {}

@@ -115,6 +115,9 @@ func (s *slot) Start(t *agentledger.Task, sentAt time.Time) {
 			return
 		}
 		s.p.cfg.Observer.Claimed(s.q, 1)
+		if o, ok := s.p.cfg.Observer.(StartObserver); ok {
+			o.StartedAtEnqueue(s.q)
+		}
 		s.p.begin(s.p.work, t, sentAt, s.s.free)
 	})
 }

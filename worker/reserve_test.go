@@ -81,8 +81,8 @@ func TestAnIdlePoolStartsATaskAtItsEnqueue(t *testing.T) {
 	release <- struct{}{}
 	waitState(t, s, first.Task.ID, agentledger.StateSucceeded)
 	waitState(t, s, second.Task.ID, agentledger.StateSucceeded)
-	if n := claimed.n.Load(); n != 2 {
-		t.Fatalf("Observer.Claimed counted %d tasks, want 2 (one started, one claimed)", n)
+	if n, started := claimed.n.Load(), claimed.started.Load(); n != 2 || started != 1 {
+		t.Fatalf("Observer.Claimed counted %d tasks, StartedAtEnqueue %d; want 2 (one started, one claimed) and 1", n, started)
 	}
 }
 
@@ -117,13 +117,15 @@ func TestReserveRefusesWhatThePoolWouldNotClaim(t *testing.T) {
 	}
 }
 
-// claimCount counts the tasks Observer.Claimed is told of.
+// claimCount counts the tasks Observer.Claimed is told of, and those
+// StartObserver is.
 type claimCount struct {
 	worker.Observer
-	n atomic.Int64
+	n, started atomic.Int64
 }
 
 func (c *claimCount) Claimed(_ string, n int)                               { c.n.Add(int64(n)) }
+func (c *claimCount) StartedAtEnqueue(string)                               { c.started.Add(1) }
 func (c *claimCount) LeaseLost()                                            {}
 func (c *claimCount) Finished(string, agentledger.TaskState, time.Duration) {}
 
