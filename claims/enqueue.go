@@ -246,7 +246,7 @@ func (s *Store) enqueue(ctx context.Context, ps []EnqueueParams, start *startLea
 		}
 	}
 	if start != nil && n == 1 {
-		q, args = enqueueStartSQL, append(args, start.worker, start.lease)
+		q, args = enqueueStartSQL, append(args, start.worker, start.lease, start.kinds, start.caps)
 	}
 	rows, err := tx.Query(ctx, q, args...)
 	if err != nil {

@@ -131,6 +131,7 @@ type goldenStarter struct{}
 
 func (goldenStarter) Reserve(string, string, []string) (Slot, bool) { return goldenStarter{}, true }
 func (goldenStarter) Lease() (string, time.Duration)                { return "w", time.Minute }
+func (goldenStarter) Takes() (kinds, caps []string)                 { return []string{"noop"}, nil }
 func (goldenStarter) Start(*agentledger.Task, time.Time)            {}
 func (goldenStarter) Release()                                      {}
 func (goldenStarter) Queued(string)                                 {}

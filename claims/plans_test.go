@@ -174,7 +174,7 @@ func readsByTenant(plan *plancheck.Node) error {
 }
 
 // The enqueue's newcomer probes are look-ups, each with the tenant in its
-// index condition: with statistics that saw one tenant of 2,000 tasks, a
+// index condition (and a started enqueue's other reads bounded): with statistics that saw one tenant of 2,000 tasks, a
 // probe for another tenant, or for the tenants before and after it, must
 // not read past that tenant's tasks. Every enqueue statement, in both plan modes.
 func TestEnqueueProbesAreLookUps(t *testing.T) {
@@ -193,9 +193,9 @@ func TestEnqueueProbesAreLookUps(t *testing.T) {
 	for _, c := range []struct {
 		name, sql string
 		args      []any
-		probes    int // of tasks_runnable_tenant_idx; and one of tasks_leased_idx when started
+		probes    int // of tasks_runnable_tenant_idx; and, when started, one of tasks_leased_idx and the look ahead
 	}{{"one tenant", enqueueSQL, append(args[:12:12], "default", "c"), 3}, {"many", enqueueManySQL, args, 3},
-		{"started", enqueueStartSQL, append(args[:12:12], "default", "c", "w", time.Minute), 4}} {
+		{"started", enqueueStartSQL, append(args[:12:12], "default", "c", "w", time.Minute, []string{"noop"}, nil), 5}} {
 		for _, mode := range plancheck.Modes {
 			t.Run(c.name+"/"+mode, func(t *testing.T) {
 				plan, err := plancheck.Explain(ctx, conn, mode, c.sql, c.args...)
@@ -203,12 +203,16 @@ func TestEnqueueProbesAreLookUps(t *testing.T) {
 					t.Fatal(err)
 				}
 				probes := 0
-				plan.Walk(func(n *plancheck.Node, _ []*plancheck.Node) {
+				plan.Walk(func(n *plancheck.Node, above []*plancheck.Node) {
 					if n.Relation != "tasks" || n.NodeType == "ModifyTable" {
 						return
 					}
-					if c.probes == 4 && n.Index == "tasks_leased_idx" && strings.Contains(n.IndexCond, "lease_expires_at") {
+					if c.probes == 5 && n.Index == "tasks_leased_idx" && strings.Contains(n.IndexCond, "lease_expires_at") {
 						probes++ // the expired leases' probe
+						return
+					}
+					if c.probes == 5 && n.Index == "tasks_runnable_tenant_idx" && len(above) > 0 && above[len(above)-1].NodeType == "Limit" {
+						probes++ // the look ahead: the queue's first runnable tasks, bounded
 						return
 					}
 					probes++

@@ -1,6 +1,7 @@
 package claims
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/agentledger/agentledger/ledger"
@@ -91,27 +92,34 @@ ORDER BY ins.id`
 // has a free slot for (Store.EnqueueStart): a task due now is inserted
 // running, leased to $15 until now + $16, as a claim would lease it
 // (claimSet: attempt 1, the token the claim's clock in µs, capped false
-// as the statement proved), and wakes no worker — when its queue holds no
-// runnable task of any tenant (due or not: a retry whose backoff ended or
-// a task scheduled for now is due without a notification, and only a
-// claim orders it against this one), no expired lease, and its tenant no
-// cap (a cap's room is counted by claims alone). Any other is queued as
-// enqueueSQL queues it. The probes are those of newcomerIn, one descent
-// of tasks_runnable_tenant_idx each, and one of tasks_leased_idx, run once
-// (MATERIALIZED: inlined, each of arrival's columns ran its own). A keyed
-// submission that exists already inserts nothing, as there.
-var enqueueStartSQL = func() string {
-	others, mine, capped := arrivalProbes("$13::text", "$14::text")
-	return `/* claims.enqueueStart */
+// as the statement proved), and wakes no worker — when nothing in its
+// queue is ahead of it for that pool, which would take the task $17
+// (its kinds; empty: any) and $18 (its capabilities; NULL: any) name:
+// no runnable task it could claim is due (a retry whose backoff ended, a
+// task scheduled for now: due without a notification, and only a claim
+// orders them against a newcomer), no lease has expired, and the tenant
+// has no cap (a cap's room is counted by claims alone). Tasks due later,
+// and those the pool could not run, are no reason to queue it. The look
+// is bounded: a queue with more than 64 runnable tasks is taken to have
+// one due. Any other task is queued as enqueueSQL queues it, its newcomer
+// probes asked only then (arrival, read in the branch that queues). A
+// keyed submission that exists already inserts nothing, as there.
+var enqueueStartSQL = `/* claims.enqueueStart */
 WITH probe AS MATERIALIZED (
-	SELECT ` + others + ` AS others,
-		` + mine + ` AS mine,
-		EXISTS (SELECT FROM tasks t WHERE t.queue = $13::text AND t.state = 'running'
+	SELECT EXISTS (SELECT FROM tasks t WHERE t.queue = $13::text AND t.state = 'running'
 			AND t.lease_expires_at <= coalesce($10::timestamptz, now())) AS expired,
-		` + capped + ` AS capped
+		EXISTS (SELECT FROM tenant_shares s WHERE s.tenant = $14::text AND s.max_running IS NOT NULL) AS capped,
+		count(*) > ` + strconv.Itoa(startLookAhead) + ` OR coalesce(bool_or(r.run_at <= coalesce($10::timestamptz, now())
+			AND (coalesce(cardinality($17::text[]), 0) = 0 OR r.kind = ANY ($17::text[]))
+			AND (r.needs IS NULL OR $18::text[] IS NULL OR r.needs <@ $18::text[])), false) AS ahead
+	FROM (SELECT t.run_at, t.kind, t.needs FROM tasks t WHERE t.queue = $13::text AND ` + runnable + `
+		LIMIT ` + strconv.Itoa(startLookAhead+1) + `) r
 ),
 arrival AS (
-	SELECT others AND NOT mine AND NOT capped AS yes, NOT (others OR mine OR expired OR capped) AS alone FROM probe
+	SELECT ` + newcomerIn("$13::text", "$14::text") + ` AS yes
+),
+alone AS (
+	SELECT NOT (expired OR capped OR ahead) AS yes FROM probe
 ),
 start AS (
 	SELECT coalesce($10::timestamptz, now()) AS t,
@@ -128,14 +136,17 @@ start AS (
 		CASE WHEN u.started THEN (SELECT t FROM start) + $16::interval END,
 		CASE WHEN u.started THEN (SELECT t FROM start) END,
 		CASE WHEN u.started THEN false END`,
-		`(SELECT *, due AND (SELECT alone FROM arrival) AS started FROM `+enqueueSource+` s) u`) + `,
+		`(SELECT *, due AND (SELECT yes FROM alone) AS started FROM `+enqueueSource+` s) u`) + `,
 wake AS (
 	SELECT pg_notify('agentledger_task_insert', q)
 	FROM (SELECT DISTINCT queue AS q FROM ins WHERE state = 'queued' AND run_at <= coalesce($10::timestamptz, now())) s
 )
 SELECT ins.* FROM ins WHERE ` + woken + `
 ORDER BY ins.id`
-}()
+
+// startLookAhead is how many runnable tasks of its queue a started
+// enqueue reads for one due before it (enqueueStartSQL).
+const startLookAhead = 64
 
 // newcomerIn is the condition that a task of tenant enqueued now in queue
 // comes as a newcomer: another tenant has something runnable there, the
@@ -147,21 +158,10 @@ ORDER BY ins.id`
 // queue, the common case, costs two descents and is never marked, so its
 // tasks add no entry to tasks_newcomer_idx.
 func newcomerIn(queue, tenant string) string {
-	others, mine, capped := arrivalProbes(queue, tenant)
-	return `(` + others + `
-		AND NOT ` + mine + `
-		AND NOT ` + capped + `)`
-}
-
-// arrivalProbes are what an enqueue asks of a task's tenant in its queue:
-// whether another tenant has something runnable there (two descents of
-// tasks_runnable_tenant_idx, below and above the tenant), whether the
-// tenant has, and whether it has a cap.
-func arrivalProbes(queue, tenant string) (others, mine, capped string) {
-	return `(EXISTS (SELECT FROM tasks t WHERE t.queue = ` + queue + ` AND t.tenant < ` + tenant + ` AND ` + runnable + `)
-		OR EXISTS (SELECT FROM tasks t WHERE t.queue = ` + queue + ` AND t.tenant > ` + tenant + ` AND ` + runnable + `))`,
-		`EXISTS (SELECT FROM tasks t WHERE t.queue = ` + queue + ` AND t.tenant = ` + tenant + ` AND ` + runnable + `)`,
-		`EXISTS (SELECT FROM tenant_shares s WHERE s.tenant = ` + tenant + ` AND s.max_running IS NOT NULL)`
+	return `((EXISTS (SELECT FROM tasks t WHERE t.queue = ` + queue + ` AND t.tenant < ` + tenant + ` AND ` + runnable + `)
+		OR EXISTS (SELECT FROM tasks t WHERE t.queue = ` + queue + ` AND t.tenant > ` + tenant + ` AND ` + runnable + `))
+		AND NOT EXISTS (SELECT FROM tasks t WHERE t.queue = ` + queue + ` AND t.tenant = ` + tenant + ` AND ` + runnable + `)
+		AND NOT EXISTS (SELECT FROM tenant_shares s WHERE s.tenant = ` + tenant + ` AND s.max_running IS NOT NULL))`
 }
 
 // runnable is the condition that task t is queued, retrying or

@@ -30,6 +30,10 @@ type Starter interface {
 type Slot interface {
 	// Lease is who the task is leased to, and for how long.
 	Lease() (worker string, d time.Duration)
+	// Takes is what the pool's claims take: its kinds (empty: any) and
+	// its capabilities (nil: any), as ClaimParams.Kinds and Caps. A due
+	// task of the queue it would take is ahead of the one enqueued.
+	Takes() (kinds, caps []string)
 	// Start runs t, leased to the slot's worker by a statement sent at
 	// sentAt (the lease's local deadline counts from then).
 	Start(t *agentledger.Task, sentAt time.Time)
@@ -38,9 +42,9 @@ type Slot interface {
 }
 
 // EnqueueStart is Enqueue, and leases the task to st's pool at once when
-// st has a slot for it and it may run now: due now, in a queue with no
-// other runnable task and no expired lease, of a tenant without a cap
-// (enqueueStartSQL). The task is then inserted running, as a claim would
+// st has a slot for it and it may run now: due now, in a queue where no
+// task that pool would take is due and no lease has expired, of a tenant
+// without a cap (enqueueStartSQL). The task is then inserted running, as a claim would
 // have leased it, and wakes no worker. Otherwise it is queued as Enqueue
 // queues it, the slot given back, and st told (Queued). A nil st, a Store
 // over a transaction (whose task exists only if it commits, after this
@@ -73,10 +77,11 @@ func (s *Store) EnqueueStart(ctx context.Context, p EnqueueParams, st Starter) (
 		}
 	}()
 	worker, lease := slot.Lease()
+	kinds, caps := slot.Takes()
 	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lease/2)
 	defer cancel()
 	sentAt := time.Now()
-	res, err := s.enqueue(ictx, []EnqueueParams{p}, &startLease{worker: worker, lease: lease})
+	res, err := s.enqueue(ictx, []EnqueueParams{p}, &startLease{worker: worker, lease: lease, kinds: kinds, caps: caps})
 	switch {
 	case err != nil:
 		return EnqueueResult{}, err
@@ -93,6 +98,7 @@ func (s *Store) EnqueueStart(ctx context.Context, p EnqueueParams, st Starter) (
 
 // startLease is the lease an enqueue gives the task it starts.
 type startLease struct {
-	worker string
-	lease  time.Duration
+	worker      string
+	lease       time.Duration
+	kinds, caps []string // what the pool takes (Slot.Takes)
 }

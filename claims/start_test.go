@@ -37,6 +37,7 @@ type fakeSlot struct{ f *fakeStarter }
 func (f *fakeStarter) Queued(string) { f.mu.Lock(); f.queued++; f.mu.Unlock() }
 
 func (s fakeSlot) Lease() (string, time.Duration) { return "eager", time.Minute }
+func (s fakeSlot) Takes() (kinds, caps []string)  { return []string{"noop"}, []string{} }
 func (s fakeSlot) Start(t *agentledger.Task, _ time.Time) {
 	s.f.mu.Lock()
 	s.f.started = append(s.f.started, t)
@@ -124,8 +125,8 @@ func TestAStartedTaskLostIsClaimedAfterItsLease(t *testing.T) {
 
 // What may not run now is queued as Enqueue queues it, and the slot given
 // back (or not asked for): a task due later, a capped tenant's, a keyed
-// duplicate, one behind a runnable task or beside an expired lease, an
-// enqueue in a transaction, a pool with no slot.
+// duplicate, one behind a due task the pool would take or beside an
+// expired lease, an enqueue in a transaction, a pool with no slot.
 func TestEnqueueStartQueuesWhatMayNotRunNow(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -186,11 +187,33 @@ func TestEnqueueStartQueuesWhatMayNotRunNow(t *testing.T) {
 		t.Fatal("an enqueue in a transaction asked for a slot: its task exists only once the caller commits")
 	}
 
-	// A queue holding a runnable task, of any tenant and due or not, or
-	// an expired lease: only a claim orders the new task against those.
-	queued("behind a task due later", claims.EnqueueParams{Queue: "later"}, st)
-	queued("behind another tenant's", claims.EnqueueParams{Queue: "later", Tenant: "zed"}, st)
-	if _, err := db.Exec(ctx, `UPDATE tasks SET lease_expires_at = $1 WHERE state = 'running'`, c.Now().Add(-time.Second)); err != nil {
+	// What is ahead of the new task for this pool (kinds noop, no
+	// capabilities): a due task it would take, more runnable tasks than
+	// the look reads, an expired lease. A task due later, or one the pool
+	// would not take, is not.
+	started := func(what string, p claims.EnqueueParams) {
+		t.Helper()
+		p.Kind = "noop"
+		if res, err := s.EnqueueStart(ctx, p, st); err != nil || res.Task.State != agentledger.StateRunning {
+			t.Fatalf("%s: %v, %+v; want it started", what, err, res.Task)
+		}
+	}
+	started("beside a task due later", claims.EnqueueParams{Queue: "later"})
+	started("beside another tenant's due later", claims.EnqueueParams{Queue: "later", Tenant: "zed"})
+	enqueue(t, s, claims.EnqueueParams{Queue: "strays", Kind: "ghost"})
+	enqueue(t, s, claims.EnqueueParams{Queue: "strays", Needs: []string{"tool:x"}})
+	started("beside due tasks the pool would not take", claims.EnqueueParams{Queue: "strays"})
+	enqueue(t, s, claims.EnqueueParams{Queue: "busy", Tenant: "zed", Priority: 50})
+	queued("behind a due task the pool would take", claims.EnqueueParams{Queue: "busy"}, st)
+	crowd := make([]claims.EnqueueParams, 65)
+	for i := range crowd {
+		crowd[i] = claims.EnqueueParams{Kind: "noop", Queue: "crowd", RunAt: time.Now().Add(time.Hour)}
+	}
+	if _, err := s.EnqueueBatch(ctx, crowd); err != nil {
+		t.Fatal(err)
+	}
+	queued("behind more runnable tasks than the look reads", claims.EnqueueParams{Queue: "crowd"}, st)
+	if _, err := db.Exec(ctx, `UPDATE tasks SET lease_expires_at = $1 WHERE state = 'running' AND queue = 'default'`, c.Now().Add(-time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	queued("beside an expired lease", claims.EnqueueParams{}, st)

@@ -98,6 +98,8 @@ type slot struct {
 
 func (s *slot) Lease() (string, time.Duration) { return s.p.cfg.ID, s.p.cfg.Lease }
 
+func (s *slot) Takes() (kinds, caps []string) { return s.p.kindNames, s.p.claimCaps() }
+
 // Start runs t, or, when the pool began to stop while t was inserted,
 // gives its lease back at once (fenced on its token; the attempt is not
 // counted): shutdown has already released the leases it held, or soon

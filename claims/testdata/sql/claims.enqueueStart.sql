@@ -1,15 +1,23 @@
--- claims.enqueueStart: enqueueStartSQL of package claims, as Store.EnqueueStart sends it (16 parameters); go test ./claims -run TestGoldenSQL -update rewrites this file
+-- claims.enqueueStart: enqueueStartSQL of package claims, as Store.EnqueueStart sends it (18 parameters); go test ./claims -run TestGoldenSQL -update rewrites this file
 /* claims.enqueueStart */
 WITH probe AS MATERIALIZED (
-	SELECT (EXISTS (SELECT FROM tasks t WHERE t.queue = $13::text AND t.tenant < $14::text AND t.state IN ('queued', 'retrying', 'compensating'))
-		OR EXISTS (SELECT FROM tasks t WHERE t.queue = $13::text AND t.tenant > $14::text AND t.state IN ('queued', 'retrying', 'compensating'))) AS others,
-		EXISTS (SELECT FROM tasks t WHERE t.queue = $13::text AND t.tenant = $14::text AND t.state IN ('queued', 'retrying', 'compensating')) AS mine,
-		EXISTS (SELECT FROM tasks t WHERE t.queue = $13::text AND t.state = 'running'
+	SELECT EXISTS (SELECT FROM tasks t WHERE t.queue = $13::text AND t.state = 'running'
 			AND t.lease_expires_at <= coalesce($10::timestamptz, now())) AS expired,
-		EXISTS (SELECT FROM tenant_shares s WHERE s.tenant = $14::text AND s.max_running IS NOT NULL) AS capped
+		EXISTS (SELECT FROM tenant_shares s WHERE s.tenant = $14::text AND s.max_running IS NOT NULL) AS capped,
+		count(*) > 64 OR coalesce(bool_or(r.run_at <= coalesce($10::timestamptz, now())
+			AND (coalesce(cardinality($17::text[]), 0) = 0 OR r.kind = ANY ($17::text[]))
+			AND (r.needs IS NULL OR $18::text[] IS NULL OR r.needs <@ $18::text[])), false) AS ahead
+	FROM (SELECT t.run_at, t.kind, t.needs FROM tasks t WHERE t.queue = $13::text AND t.state IN ('queued', 'retrying', 'compensating')
+		LIMIT 65) r
 ),
 arrival AS (
-	SELECT others AND NOT mine AND NOT capped AS yes, NOT (others OR mine OR expired OR capped) AS alone FROM probe
+	SELECT ((EXISTS (SELECT FROM tasks t WHERE t.queue = $13::text AND t.tenant < $14::text AND t.state IN ('queued', 'retrying', 'compensating'))
+		OR EXISTS (SELECT FROM tasks t WHERE t.queue = $13::text AND t.tenant > $14::text AND t.state IN ('queued', 'retrying', 'compensating')))
+		AND NOT EXISTS (SELECT FROM tasks t WHERE t.queue = $13::text AND t.tenant = $14::text AND t.state IN ('queued', 'retrying', 'compensating'))
+		AND NOT EXISTS (SELECT FROM tenant_shares s WHERE s.tenant = $14::text AND s.max_running IS NOT NULL)) AS yes
+),
+alone AS (
+	SELECT NOT (expired OR capped OR ahead) AS yes FROM probe
 ),
 start AS (
 	SELECT coalesce($10::timestamptz, now()) AS t,
@@ -31,7 +39,7 @@ ins AS (
 		CASE WHEN u.started THEN (SELECT t FROM start) + $16::interval END,
 		CASE WHEN u.started THEN (SELECT t FROM start) END,
 		CASE WHEN u.started THEN false END
-	FROM (SELECT *, due AND (SELECT alone FROM arrival) AS started FROM (
+	FROM (SELECT *, due AND (SELECT yes FROM alone) AS started FROM (
 		SELECT *, row_number() OVER (PARTITION BY queue, tenant, due ORDER BY ord) = 1 AS first
 		FROM (SELECT *, coalesce(run_at <= coalesce($10::timestamptz, now()), true) AS due FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[], $5::smallint[],
 			$6::timestamptz[], $7::int[], $8::text[], $9::bytea[], $12::text[])
