@@ -110,7 +110,8 @@ func buildServices(cfg *Config, db *pgxpool.Pool, limits *flow.Limiter, m *metri
 			return nil, &ConfigError{fmt.Errorf("daemon: route %q: %w", pattern, err)}
 		}
 	}
-	log.Info("http: serving the API", "addr", "http://"+s.ln.Addr().String(), "idempotency_key_required", !cfg.API.IdempotencyKeyOptional)
+	log.Info("http: serving the API", "addr", "http://"+s.ln.Addr().String(), "idempotency_key_required", !cfg.API.IdempotencyKeyOptional,
+		"start_at_enqueue", !cfg.Worker.NoStartAtEnqueue)
 	s.runs = append(s.runs, func(ctx context.Context) error { return api.Serve(ctx, s.ln) })
 	return s, nil
 }

@@ -124,7 +124,9 @@ func run(ctx context.Context, out io.Writer) error {
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	db := conn.Pool
-	sub := client.Database(db, "")
+	// Through the daemon's own door: the escalation's Validate runs here,
+	// and a task its idle workers would run now is theirs at its insert.
+	sub := d.Client("")
 	store := claims.New(db)
 
 	esc, err := client.Submit(ctx, sub, "escalate", Escalation{Incident: "42", Severity: 2}, client.Options{Queue: queue})
