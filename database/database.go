@@ -171,7 +171,11 @@ func (d *DB) Close(ctx context.Context) error {
 
 // otherClients counts the server's client connections that are not this
 // pool's: every idle connection of the pool names its backend, and the
-// rest are someone else's. 0 when it cannot tell.
+// rest are someone else's. 0 when it cannot tell. A backend outlives its
+// client by a moment: the daemon's other connections, closed just before
+// (its API pool, its LISTEN session), were counted, and the cluster left
+// running after a clean exit. So a count above 0 is asked again until it
+// is 0 or otherGrace has passed.
 func (d *DB) otherClients(ctx context.Context) int {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
@@ -192,12 +196,26 @@ func (d *DB) otherClients(ctx context.Context) int {
 	for i, c := range conns {
 		ours[i] = int32(c.Conn().PgConn().PID())
 	}
-	var n int
-	if err := conns[0].QueryRow(ctx, otherClientsSQL, ours).Scan(&n); err != nil {
-		return 0
+	deadline := time.Now().Add(otherGrace)
+	for {
+		var n int
+		if err := conns[0].QueryRow(ctx, otherClientsSQL, ours).Scan(&n); err != nil {
+			return 0
+		}
+		if n == 0 || time.Now().After(deadline) {
+			return n
+		}
+		select { // polling a condition: a backend's exit sends no signal
+		case <-ctx.Done():
+			return n
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
-	return n
 }
+
+// otherGrace is how long otherClients waits for backends whose clients
+// have gone to exit.
+const otherGrace = time.Second
 
 // otherClientsSQL counts the client backends that are not $1.
 const otherClientsSQL = `/* database.otherClients */
