@@ -113,7 +113,9 @@ func (s *slot) Start(t *agentledger.Task, sentAt time.Time) {
 			defer cancel()
 			if err := s.p.store.Release(ctx, claims.LeaseOf(t)); err != nil {
 				s.p.taskLog(t).Warn("releasing a task started as the pool stopped failed; its lease expires on its own", "err", err)
+				return
 			}
+			s.p.taskLog(t).Info("task started at its enqueue as the pool stopped: its lease given back, for another claim")
 			return
 		}
 		s.p.cfg.Observer.Claimed(s.q, 1)

@@ -39,7 +39,8 @@ local time) or durations meaning that long ago (30m, 2h, 7d).
 
 The WHEN column says when a waiting task runs ("runs in 5m") or since when it
 has been due ("due 3s ago"), and for any other task when it last changed
-("updated 2m ago"). When a page is
+("updated 2m ago"). DETAIL is the last error, what a task waits for, or that
+a running task's lease expired (its worker died or stalled). When a page is
 full, the flag for the next one is printed to stderr.`,
 		Example: `  agentctl list --state queued,running
   agentctl list --state dead --queue emails --output json
@@ -128,7 +129,7 @@ func (a *app) list(ctx context.Context, f *listFlags) error {
 	t := newTable(a.stdout, "ID", "TENANT", "QUEUE", "KIND", "STATE", "ATTEMPT", "WHEN", "DETAIL")
 	for _, task := range tasks {
 		t.row(strconv.FormatInt(task.ID, 10), task.Tenant, task.Queue, task.Kind, string(task.State),
-			render.Tries(task), when(task, now), truncate(orDash(lastError(task)), lastErrorWidth(task)))
+			render.Tries(task), when(task, now), truncate(orDash(lastError(task, now)), lastErrorWidth(task)))
 	}
 	if err := t.flush(); err != nil {
 		return err
@@ -145,10 +146,15 @@ var unknownAt = regexp.MustCompile(`effect [0-9a-f]+ at (\S+): `)
 // lastError is a task's last error for the list, whose column is cut: a
 // task waiting for an operator names the step to resolve first, where its
 // error names it after a ledger key and more; a task waiting to be claimed
-// says what it waits for ("waiting for a daemon with tool open_ticket").
-func lastError(t *agentledger.Task) string {
+// says what it waits for ("waiting for a daemon with tool open_ticket"),
+// and a running task whose lease expired (its worker died or stalled)
+// says so, as show does.
+func lastError(t *agentledger.Task, now time.Time) string {
 	if w := render.Waiting(t); w != "" {
 		return w // what it waits for says more than the error before it
+	}
+	if l := render.LeaseOf(t, now); l.Expired {
+		return "lease " + l.Expiry + ": claimable again" // show says more
 	}
 	m := unknownAt.FindStringSubmatchIndex(t.LastError)
 	if t.State != agentledger.StateNeedsAttention || m == nil {
