@@ -255,20 +255,13 @@ func noBody(body []byte) error {
 // otherwise. The task's last error names the token ("cancelled by
 // tenant:acme, token ci-deploy (7)").
 func (s *Server) cancelTask(r *http.Request, tenant string, body []byte) (action, error) {
-	id, err := taskID(r)
-	if err != nil {
-		return nil, err
-	}
-	if err := noBody(body); err != nil {
-		return nil, err
-	}
-	by, err := s.decider(r, tenant)
+	id, by, err := s.tokenOnTask(r, tenant, body)
 	if err != nil {
 		return nil, err
 	}
 	return func(ctx context.Context, _ string) reply {
 		// Recorded as the token's, as a wait it ends or a decision is.
-		t, err := s.cfg.Operator.CancelBy(ctx, tenant, id, "tenant:"+by)
+		t, err := s.cfg.Operator.CancelBy(ctx, tenant, id, by)
 		if errors.Is(err, agentledger.ErrConflict) {
 			// Cancelling a cancelled task asks for what is.
 			if cur, gerr := s.cfg.Claims.Get(ctx, tenant, id); gerr == nil && cur.State == agentledger.StateCancelled {
@@ -354,18 +347,10 @@ func (s *Server) mayRun(ctx context.Context, tenant string, id int64) error {
 // compensation. The compensation records the token as who asked for it
 // ("tenant:acme, token ci-deploy (7)"), as a cancel does.
 func (s *Server) compensateTask(r *http.Request, tenant string, body []byte) (action, error) {
-	id, err := taskID(r)
+	id, by, err := s.tokenOnTask(r, tenant, body)
 	if err != nil {
 		return nil, err
 	}
-	if err := noBody(body); err != nil {
-		return nil, err
-	}
-	by, err := s.decider(r, tenant)
-	if err != nil {
-		return nil, err
-	}
-	by = "tenant:" + by
 	return func(ctx context.Context, _ string) reply {
 		t, err := s.cfg.Operator.CompensateBy(ctx, tenant, id, by)
 		if err != nil {
@@ -375,6 +360,22 @@ func (s *Server) compensateTask(r *http.Request, tenant string, body []byte) (ac
 		v.CompensationRequestedBy = &by
 		return jsonReply(http.StatusAccepted, v)
 	}, nil
+}
+
+// tokenOnTask checks a token's action on the task of the request's path,
+// which takes no body, and names the token as its actor ("tenant:acme,
+// token ci-deploy (7)"), as the task will record it.
+func (s *Server) tokenOnTask(r *http.Request, tenant string, body []byte) (id int64, by string, err error) {
+	if id, err = taskID(r); err != nil {
+		return 0, "", err
+	}
+	if err = noBody(body); err != nil {
+		return 0, "", err
+	}
+	if by, err = s.decider(r, tenant); err != nil {
+		return 0, "", err
+	}
+	return id, "tenant:" + by, nil
 }
 
 // onTask is an action on the task of the request's path, which takes no
