@@ -112,6 +112,7 @@ func (a *app) signal(ctx context.Context, name, key string, f *signalFlags) erro
 	}
 	if sent.Woke == nil {
 		a.warnMissedWaits(ctx, sent)
+		a.warnSentAgain(ctx, sent)
 	}
 	switch {
 	case a.wantJSON():
@@ -249,6 +250,31 @@ func (a *app) signals(ctx context.Context, p waits.ListSignalsParams) error {
 // waits only), or, for a duplicate, its own tenant's that came after the
 // first send was consumed or expired (a re-run waiting again): the same
 // signal is sent once; a new one needs its own --idempotency-key.
+// warnSentAgain warns when a signal kept for a wait to come has a twin —
+// its tenant, name and key — that already woke a task: the same news sent
+// twice (from the console, then here), which a task that waits for it
+// again would take as new. An idempotency key makes a repeat a duplicate.
+func (a *app) warnSentAgain(ctx context.Context, sent waits.Sent) {
+	if sent.Duplicate {
+		return
+	}
+	s := sent.Signal
+	consumed, err := waits.NewStore(a.db.Pool).ListSignals(ctx, waits.ListSignalsParams{Tenant: s.Tenant, Name: s.Name,
+		States: []string{"consumed"}, Limit: 50})
+	if err != nil {
+		return // a warning, not worth failing a sent signal for
+	}
+	for _, c := range consumed {
+		if c.Key != s.Key || c.TaskID == nil || c.ConsumedAt == nil {
+			continue
+		}
+		fmt.Fprintf(a.stderr, "agentctl: warning: signal %d (%s key %s) woke task %d %s; this one is kept for the next wait for it, "+
+			"which takes it as news: to send the same news more than once, give every sending the same --idempotency-key\n",
+			c.ID, s.Name, s.Key, *c.TaskID, relative(*c.ConsumedAt, time.Now()))
+		return
+	}
+}
+
 func (a *app) warnMissedWaits(ctx context.Context, sent waits.Sent) {
 	ws, err := waits.NewStore(a.db.Pool).WaitingFor(ctx, sent.Signal.Name, sent.Signal.Key)
 	if err != nil {
