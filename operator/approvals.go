@@ -65,13 +65,17 @@ func (s *Service) RefusedCalls(ctx context.Context, tenant string, t *agentledge
 }
 
 // RefusedHow says how request r refused its call: "denied by alice",
-// "timed out", "withdrawn".
+// "timed out", "withdrawn when operator:root cancelled the task" (a cancel
+// withdraws the requests of the task it ends; "withdrawn" when who did is
+// not recorded).
 func RefusedHow(r approvals.Request) string {
-	switch r.State {
-	case approvals.Denied:
+	switch {
+	case r.State == approvals.Denied:
 		return "denied by " + r.DecidedBy
-	case approvals.Expired:
+	case r.State == approvals.Expired:
 		return "timed out"
+	case r.State == approvals.Withdrawn && r.DecidedVia == "cancel" && r.DecidedBy != "":
+		return "withdrawn when " + r.DecidedBy + " cancelled the task"
 	}
 	return r.State
 }

@@ -73,3 +73,23 @@ func TestDecideApproval(t *testing.T) {
 		t.Error("no decider")
 	}
 }
+
+// RefusedHow names who cancelled the task whose request a cancel withdrew:
+// a replay's warning said "withdrawn" alone.
+func TestRefusedHow(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		r    approvals.Request
+		want string
+	}{
+		{approvals.Request{State: approvals.Denied, DecidedBy: "alice"}, "denied by alice"},
+		{approvals.Request{State: approvals.Expired, DecidedBy: "timeout", DecidedVia: "timeout"}, "timed out"},
+		{approvals.Request{State: approvals.Withdrawn, DecidedBy: "operator:root", DecidedVia: "cancel"},
+			"withdrawn when operator:root cancelled the task"},
+		{approvals.Request{State: approvals.Withdrawn}, "withdrawn"},
+	} {
+		if got := operator.RefusedHow(c.r); got != c.want {
+			t.Errorf("RefusedHow(%s by %q via %q) = %q, want %q", c.r.State, c.r.DecidedBy, c.r.DecidedVia, got, c.want)
+		}
+	}
+}
