@@ -45,10 +45,15 @@
 // its own connection pool of --max-conns, as separate agentd processes would
 // be, with no HTTP server, cron, janitor or dispatcher: a queue-only
 // reference runs none) serving the built-in noop kind. The daemons connect
-// before the clock starts; it runs from their first claim until a check
-// finds no task left that is not succeeded (the check starts when the
-// daemons' observer has seen --tasks tasks finish, and runs every second as
-// a safety net). The sweep is the cross product of --pools, --concurrency and
+// before the clock starts, which runs from when they may claim to when the
+// daemons' observer has seen --tasks outcomes written, as River's own
+// benchmark stops at its last completion event. A check that no task is
+// left that is not succeeded confirms it after the clock has stopped: timed,
+// its count over the run's table (tens of milliseconds at 50,000 tasks)
+// weighed on the faster side. Should the check find tasks left (an attempt
+// that failed counts as an outcome), the run ends at the send of the first
+// check, every 20 ms, that finds none; a check every 5 s is the safety net.
+// The sweep is the cross product of --pools, --concurrency and
 // --batch (a batch larger than the concurrency is skipped: the pool clamps
 // it); --repeat repeats it. Columns: claims and completes are the claim and
 // succeed statements that changed rows (counted afterwards from
@@ -115,8 +120,9 @@
 // inserts --tasks jobs of a no-op worker with InsertMany in batches of
 // --insert-batch, runs VACUUM ANALYZE river_job and CHECKPOINT, starts a
 // client with --max-workers (swept) on a pool of --max-conns connections,
-// and stops the clock when river_job has no job left that is not completed
-// (checked as throughput checks tasks). --fetch-cooldown and
+// and stops the clock when the client's completion events (a subscription,
+// as River's own benchmark counts) reach --tasks, once river_job has no job
+// left that is not completed (checked as throughput checks tasks). --fetch-cooldown and
 // --fetch-poll-interval default to River's own benchmark settings (2ms,
 // 20ms). river-latency inserts single jobs with Client.Insert through an
 // insert-only client on a pool of its own, on the latency command's

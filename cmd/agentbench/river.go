@@ -39,17 +39,13 @@ type riverNoop struct{}
 // Kind names the job kind.
 func (riverNoop) Kind() string { return "agentbench_noop" }
 
-// riverNoopWorker counts the jobs it works and does nothing else.
+// riverNoopWorker does nothing.
 type riverNoopWorker struct {
 	river.WorkerDefaults[riverNoop]
-	count *handledCounter
 }
 
-// Work counts the job.
-func (w *riverNoopWorker) Work(context.Context, *river.Job[riverNoop]) error {
-	w.count.add(1)
-	return nil
-}
+// Work does nothing.
+func (w *riverNoopWorker) Work(context.Context, *river.Job[riverNoop]) error { return nil }
 
 // RiverResult is the outcome of one River burn-down.
 type RiverResult struct {
@@ -166,9 +162,8 @@ func riverRun(ctx context.Context, srv *Server, f RiverFlags, maxWorkers int, lo
 	}
 	defer db.Close()
 
-	count := newHandledCounter(f.Tasks)
 	workers := river.NewWorkers()
-	river.AddWorker(workers, &riverNoopWorker{count: count})
+	river.AddWorker(workers, &riverNoopWorker{})
 	client, err := river.NewClient(riverpgxv5.New(db), &river.Config{
 		FetchCooldown:     f.FetchCooldown,
 		FetchPollInterval: f.FetchPollInterval,
@@ -179,6 +174,8 @@ func riverRun(ctx context.Context, srv *Server, f RiverFlags, maxWorkers int, lo
 	if err != nil {
 		return res, err
 	}
+	count, unsubscribe := countRiverEnds(client, f.Tasks)
+	defer unsubscribe()
 
 	batch := make([]river.InsertManyParams, 0, f.InsertBatch)
 	insStart := time.Now()
@@ -202,6 +199,22 @@ func riverRun(ctx context.Context, srv *Server, f RiverFlags, maxWorkers int, lo
 		return res, err
 	}
 	return res, nil
+}
+
+// countRiverEnds counts the jobs whose end River's completer has written
+// (completed, failed or cancelled), from the events of a subscription, as
+// River's own benchmark does: a worker's count comes before the completer
+// writes. The channel holds every event of the run, so none is dropped.
+func countRiverEnds(client *river.Client[pgx.Tx], total int) (*handledCounter, func()) {
+	count := newHandledCounter(total)
+	events, cancel := client.SubscribeConfig(&river.SubscribeConfig{ChanSize: total,
+		Kinds: []river.EventKind{river.EventKindJobCompleted, river.EventKindJobFailed, river.EventKindJobCancelled}})
+	go func() {
+		for range events {
+			count.add(1)
+		}
+	}()
+	return count, cancel
 }
 
 // burnRiver starts client on the inserted jobs and measures until every
