@@ -58,6 +58,9 @@ func (s *Service) Preview(ctx context.Context, tenant string, id int64) (*Previe
 	if err := stopsAtUnknown(t, j); err != nil {
 		return nil, err
 	}
+	if err := s.refusedStep(ctx, tenant, t, "replay"); err != nil {
+		return nil, err
+	}
 	// As the replay itself refuses it: its journal is gone.
 	var expired bool
 	if err := s.db.QueryRow(ctx, `/* operator.ledger_expired */ SELECT ledger_expired_at IS NOT NULL FROM tasks WHERE id = $1`, t.ID).Scan(&expired); err != nil {
@@ -85,6 +88,9 @@ func (s *Service) Replay(ctx context.Context, tenant string, id int64) (*Preview
 		return nil, err
 	}
 	if err := stopsAtUnknown(cur, j); err != nil {
+		return nil, err
+	}
+	if err := s.refusedStep(ctx, tenant, cur, "replay"); err != nil {
 		return nil, err
 	}
 	t, err := s.requeue(ctx, tenant, id, replay, ReplayableStates)

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/approvals"
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/steps"
@@ -132,6 +134,9 @@ func (s *Service) Retry(ctx context.Context, tenant string, id int64) (*agentled
 	if err := servedFailure(t, j); err != nil {
 		return nil, err
 	}
+	if err := s.refusedStep(ctx, tenant, t, "retry"); err != nil {
+		return nil, err
+	}
 	return s.requeue(ctx, tenant, id, replay, []agentledger.TaskState{agentledger.StateDead})
 }
 
@@ -162,6 +167,46 @@ func servedFailure(t *agentledger.Task, j []ledger.Entry) error {
 	for _, p := range Plan(t, j) {
 		if p.State == ledger.StateFailed && p.Plan == ledger.PlanServed && p.Undoes == "" {
 			return &ServedFailureError{TaskID: t.ID, Step: p.Step}
+		}
+	}
+	return nil
+}
+
+// RefusedStepError refuses the retry or the replay of a steps task whose
+// call at a step was not approved in its generation (denied, timed out,
+// or withdrawn by a cancel): the decision stands for the generation, so
+// the task would meet it again at that step and fail there for good, an
+// attempt spent for nothing. (An agent is told of a refused call and goes
+// on, and a Go kind decides: theirs are run again, with a warning.) It
+// matches agentledger.ErrConflict.
+type RefusedStepError struct {
+	TaskID  int64
+	Action  string // "retry" or "replay"
+	Request approvals.Request
+}
+
+func (e *RefusedStepError) Error() string {
+	return fmt.Sprintf("task %d's call at %s was not approved (approval request %d %s): a %s would meet the same refusal there "+
+		"and fail the same way, asking nobody; to ask anew, re-run the task as a new intent (agentctl rerun %d --yes: every effect "+
+		"runs again, those that completed too)", e.TaskID, e.Request.Step, e.Request.ID, RefusedHow(e.Request), e.Action, e.TaskID)
+}
+
+func (e *RefusedStepError) Is(target error) bool { return target == agentledger.ErrConflict }
+
+// refusedStep is the RefusedStepError of the action on t, or nil: t is a
+// steps task with a refused request at one of its steps (tool/N; an
+// agent's calls are tool/N/<call>).
+func (s *Service) refusedStep(ctx context.Context, tenant string, t *agentledger.Task, action string) error {
+	if t.Kind != steps.Kind {
+		return nil
+	}
+	rs, err := s.RefusedCalls(ctx, tenant, t)
+	if err != nil {
+		return fmt.Errorf("%s: the task's approval requests: %w", action, err)
+	}
+	for _, r := range rs {
+		if strings.HasPrefix(r.Step, "tool/") && strings.Count(r.Step, "/") == 1 {
+			return &RefusedStepError{TaskID: t.ID, Action: action, Request: r}
 		}
 	}
 	return nil

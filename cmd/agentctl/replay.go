@@ -31,7 +31,10 @@ A task whose ledger rows retention has removed cannot be replayed (its
 effects would run again): re-run it as a new intent (agentctl rerun). Nor
 can a task with an effect of unknown outcome (exit 1): the replay would
 stop there again; agentctl resolve settles it, and replays a task that
-needs attention.`,
+needs attention. Nor can a steps task whose call was not approved in its
+generation (denied, timed out, or withdrawn by a cancel; exit 1): it would
+fail at that step again, asking nobody; agentctl rerun asks anew. Another
+kind is replayed, with a warning that it meets the same refusal there.`,
 		Example: `  agentctl replay 42 --dry-run
   agentctl replay 42`,
 		Args: oneID,

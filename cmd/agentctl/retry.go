@@ -29,8 +29,9 @@ otherwise): a task that succeeded, was cancelled or needs attention is run
 again with agentctl replay (same generation) or agentctl rerun (a new
 intent). A task whose ledger rows retention has removed cannot be retried,
 since its effects would run again: re-run it. Nor can a steps task whose
-call failed for good (a 4xx, a denial): its failure is recorded, and the
-retry would end there the same way; re-run it to call it anew.
+call failed for good (a 4xx) or was not approved (denied, timed out): its
+failure or its decision is recorded, and the retry would end there the
+same way; re-run it to call it (or ask) anew.
 
 With --all it retries every dead task the filter selects (--queue, --kind,
 --tenant, and --since/--until on the creation time: RFC 3339 times, dates,
@@ -77,7 +78,7 @@ func (a *app) retry(ctx context.Context, tenant, arg string) error {
 	svc := operator.New(a.db.Pool)
 	t, err := svc.Retry(ctx, tenant, id)
 	switch {
-	case errors.As(err, new(*operator.ServedFailureError)):
+	case errors.As(err, new(*operator.ServedFailureError)), errors.As(err, new(*operator.RefusedStepError)):
 		return err
 	case errors.Is(err, agentledger.ErrConflict):
 		return retryConflict(ctx, s, svc, tenant, id, err)
