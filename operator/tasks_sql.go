@@ -112,6 +112,7 @@ upd AS (
 		run_at = coalesce($5::timestamptz, now()),
 		cancel_requested_at = NULL,
 		finished_at = NULL,
+		wait_reason = NULL, -- what it waited for last is over: a wait of the run to come says its own
 		result = CASE WHEN $3 = 0 AND t.compensation IS NOT NULL THEN t.result END,
 		replay_traceparent = $6::text,
 		newcomer = NULL, -- a requeued task is not a newcomer, even one cancelled before its claim
@@ -172,6 +173,7 @@ upd AS (
 		run_at = coalesce($4::timestamptz, now()),
 		cancel_requested_at = NULL,
 		finished_at = NULL,
+		wait_reason = NULL,
 		updated_at = coalesce($4::timestamptz, now())
 	FROM cur
 	WHERE t.id = cur.id AND t.state = ANY ($3::text[]) AND t.compensation IS NULL AND ` + ledger.UndoableSQL + `

@@ -14,6 +14,7 @@ upd AS (
 		run_at = coalesce($4::timestamptz, now()),
 		cancel_requested_at = NULL,
 		finished_at = NULL,
+		wait_reason = NULL,
 		updated_at = coalesce($4::timestamptz, now())
 	FROM cur
 	WHERE t.id = cur.id AND t.state = ANY ($3::text[]) AND t.compensation IS NULL AND EXISTS (SELECT 1 FROM ledger l WHERE l.task_id = t.id AND l.generation = t.generation

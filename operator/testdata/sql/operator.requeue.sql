@@ -17,6 +17,7 @@ upd AS (
 		run_at = coalesce($5::timestamptz, now()),
 		cancel_requested_at = NULL,
 		finished_at = NULL,
+		wait_reason = NULL, -- what it waited for last is over: a wait of the run to come says its own
 		result = CASE WHEN $3 = 0 AND t.compensation IS NOT NULL THEN t.result END,
 		replay_traceparent = $6::text,
 		newcomer = NULL, -- a requeued task is not a newcomer, even one cancelled before its claim
