@@ -236,20 +236,32 @@ func (c commands) compensate(id int64) tea.Cmd {
 	})
 }
 
-func (c commands) resolve(id int64, step string, r Resolution) tea.Cmd {
+// resolve settles the effect at step of task id, which was parked (in
+// needs_attention) when the operator asked.
+func (c commands) resolve(id int64, step string, r Resolution, parked bool) tea.Cmd {
 	return c.act(func(ctx context.Context) (string, error) {
 		t, err := c.store.Resolve(ctx, id, step, r)
 		if err != nil {
 			return "", err
 		}
-		// Past tense: the status stays while the task moves on. Resolve
-		// requeues only a parked task; another stays as it was.
-		where := "the task went back to " + string(t.State)
-		if t.State != agentledger.StateQueued && t.State != agentledger.StateCompensating {
-			where = "the task stays " + string(t.State)
-		}
-		return fmt.Sprintf("effect %s of task %d %s; %s", step, id, operator.Resolved(t, r.Done), where), nil
+		return fmt.Sprintf("effect %s of task %d %s; %s", step, id, operator.Resolved(t, r.Done), resolvedWhere(t, parked)), nil
 	})
+}
+
+// resolvedWhere says, in the past tense (the status stays while the task
+// moves on), where a resolution left task t: Resolve requeues only a
+// parked task, and another stays as it was. The task is read after the
+// requeue, so a worker may hold it already: it went back all the same.
+func resolvedWhere(t *agentledger.Task, parked bool) string {
+	switch {
+	case !parked && t.State != agentledger.StateQueued && t.State != agentledger.StateCompensating:
+		return "the task stays " + string(t.State)
+	case t.State == agentledger.StateQueued || t.State == agentledger.StateCompensating:
+		return "the task went back to " + string(t.State)
+	case t.State == agentledger.StateRunning:
+		return "the task went back to the queue, and a worker has it already"
+	}
+	return "the task went back to the queue, and is " + string(t.State) + " now"
 }
 
 func (c commands) redeliver(id int64) tea.Cmd {

@@ -1,0 +1,29 @@
+package tui
+
+import (
+	"testing"
+
+	"github.com/agentledger/agentledger"
+)
+
+// A parked task a resolution requeued went back, whatever a worker made of
+// it by the time it is read: the console said "the task stays running"
+// of one claimed at once.
+func TestResolvedWhereSaysAParkedTaskWentBack(t *testing.T) {
+	for _, c := range []struct {
+		state  agentledger.TaskState
+		parked bool
+		want   string
+	}{
+		{agentledger.StateQueued, true, "the task went back to queued"},
+		{agentledger.StateCompensating, true, "the task went back to compensating"},
+		{agentledger.StateRunning, true, "the task went back to the queue, and a worker has it already"},
+		{agentledger.StateSucceeded, true, "the task went back to the queue, and is succeeded now"},
+		{agentledger.StateDead, false, "the task stays dead"},
+		{agentledger.StateRunning, false, "the task stays running"},
+	} {
+		if got := resolvedWhere(&agentledger.Task{State: c.state}, c.parked); got != c.want {
+			t.Errorf("%s (parked %v): %q, want %q", c.state, c.parked, got, c.want)
+		}
+	}
+}
