@@ -3,6 +3,7 @@ package daemon_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -29,7 +30,7 @@ import (
 // no attempt; approved, its effect runs once; a replay is served from the
 // ledger and asks nobody; a re-run, a new intent, asks again, and denied,
 // the step is not performed and the task fails for good saying who
-// decided.
+// decided; a replay of it then is refused, the denial standing.
 func TestApprovalGateOnAStep(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -96,15 +97,17 @@ func TestApprovalGateOnAStep(t *testing.T) {
 		t.Fatalf("%d effects after the denial, want 1", down.Effects())
 	}
 
-	// Replays of the denied task reach the same decided request, and
-	// fail as it did: the wait that decision took is observed once.
+	// The denial stands for the generation: a replay of the denied steps
+	// task would fail as it did, and is refused, the task left dead; the
+	// wait that decision took is observed once.
 	for range 2 {
-		if _, err := operator.New(db).Replay(ctx, "", id); err != nil {
-			t.Fatal(err)
+		var refused *operator.RefusedStepError
+		if _, err := operator.New(db).Replay(ctx, "", id); !errors.As(err, &refused) || refused.Request.ID != again.ID {
+			t.Fatalf("replay of the denied task: %v, want it refused at request %d", err, again.ID)
 		}
-		dead = waitTask(t, store, id, func(t *agentledger.Task) bool {
-			return t.State == agentledger.StateDead && t.UpdatedAt.After(dead.UpdatedAt)
-		})
+	}
+	if got, err := store.Get(ctx, "", id); err != nil || got.State != agentledger.StateDead || !got.UpdatedAt.Equal(dead.UpdatedAt) {
+		t.Fatalf("after the refused replays the task is %+v (%v), want it dead as it was", got, err)
 	}
 	if n := approvalWaits(t, m, "slack", approvals.Denied); n != 1 {
 		t.Fatalf("the denial's wait observed %d times after two replays, want once", n)
