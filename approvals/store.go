@@ -92,19 +92,27 @@ func scan(row pgx.Row, more ...any) (Request, error) {
 }
 
 // ensureSQL records a request unless its step's is recorded already, and
-// returns the one recorded. A concurrent insert of the same step (the
+// returns the one recorded. It looks first and inserts only when it found
+// none: an insert that met the recorded request took an id all the same,
+// and a task asked once per attempt reaching the step made ids of 1, 3,
+// 5. A concurrent insert of the same step (the
 // same attempt cannot make two; a stale one racing a new one can) makes
 // the statement return nothing: Ensure reads again.
 var ensureSQL = `/* approvals.ensure */
-WITH ins AS (
+WITH found AS (
+	SELECT ` + columns + `, false FROM approvals WHERE task_id = $1 AND generation = $2 AND step = $3
+),
+ins AS (
 	INSERT INTO approvals (task_id, generation, step, tenant, tool, class, target, request, reason, approvers, on_timeout, expires_at, channel)
-	VALUES ($1, $2, $3, $4, $5, $6, nullif($7, ''), $8, nullif($9, ''), $10, $11, now() + $12::bigint * interval '1 microsecond', nullif($13, ''))
+	SELECT $1, $2, $3, $4::text, $5::text, $6::text, nullif($7::text, ''), $8::jsonb, nullif($9::text, ''), $10::text[], $11::text,
+		now() + $12::bigint * interval '1 microsecond', nullif($13::text, '')
+	WHERE NOT EXISTS (SELECT FROM found)
 	ON CONFLICT (task_id, generation, step) DO NOTHING
 	RETURNING ` + columns + `, true
 )
-SELECT * FROM ins
+SELECT * FROM found
 UNION ALL
-SELECT ` + columns + `, false FROM approvals WHERE task_id = $1 AND generation = $2 AND step = $3 AND NOT EXISTS (SELECT FROM ins)`
+SELECT * FROM ins`
 
 // Ensure records r (timeout: how long it waits) unless a request of its
 // task, generation and step exists, and returns the one recorded, and

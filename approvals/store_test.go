@@ -173,3 +173,25 @@ func TestDecisionRacingACancel(t *testing.T) {
 		}
 	}
 }
+
+// Asking again at a step finds its request and takes no id: the next
+// request's id follows the first's. (An insert that met the recorded
+// request took an id all the same: requests went 1, 3, 5.)
+func TestAskingAgainTakesNoID(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	s := approvals.NewStore(db)
+	first, task := request(t, s, db, time.Hour)
+	for range 3 {
+		again, asked, err := s.Ensure(ctx, approvals.Request{TaskID: task.ID, Generation: task.Generation, Step: "tool/0",
+			Tenant: "acme", Tool: "http_request", Class: "keyed", Call: json.RawMessage(`{}`), OnTimeout: "deny"}, time.Hour)
+		if err != nil || asked || again.ID != first.ID {
+			t.Fatalf("asked again: %+v asked %v: %v, want request %d found", again, asked, err, first.ID)
+		}
+	}
+	next, _ := request(t, s, db, time.Hour)
+	if next.ID != first.ID+1 {
+		t.Fatalf("the next request is %d, want %d: asking again took ids", next.ID, first.ID+1)
+	}
+}

@@ -95,17 +95,23 @@ func scanWait(row pgx.Row) (Wait, error) {
 // ensureSQL records a wait unless its step's is recorded already, and
 // returns the one recorded; its deadline is fixed by the first attempt to
 // reach the step (a timer of 10m fires 10m after it was first reached).
+// It looks first and inserts only when it found none, so that an attempt
+// finding its wait takes no id (approvals' ensureSQL says why).
 var ensureSQL = `/* waits.ensure */
-WITH ins AS (
+WITH found AS (
+	SELECT ` + waitColumns + ` FROM waits WHERE task_id = $1 AND generation = $2 AND step = $3
+),
+ins AS (
 	INSERT INTO waits (task_id, generation, step, tenant, kind, signal, key, spec, deadline)
-	VALUES ($1, $2, $3, $4, $5, nullif($6, ''), nullif($7, ''), $8,
-		coalesce($9::timestamptz, now() + $10::bigint * interval '1 microsecond'))
+	SELECT $1, $2, $3, $4::text, $5::text, nullif($6::text, ''), nullif($7::text, ''), $8::jsonb,
+		coalesce($9::timestamptz, now() + $10::bigint * interval '1 microsecond')
+	WHERE NOT EXISTS (SELECT FROM found)
 	ON CONFLICT (task_id, generation, step) DO NOTHING
 	RETURNING ` + waitColumns + `
 )
-SELECT * FROM ins
+SELECT * FROM found
 UNION ALL
-SELECT ` + waitColumns + ` FROM waits WHERE task_id = $1 AND generation = $2 AND step = $3 AND NOT EXISTS (SELECT FROM ins)`
+SELECT * FROM ins`
 
 // ensure records w (its deadline: until, or timeout after now) in tx.
 func ensure(ctx context.Context, tx pgx.Tx, w Wait, until *time.Time, timeout time.Duration) (Wait, error) {
