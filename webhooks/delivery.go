@@ -62,7 +62,10 @@ func (s *Source) parse(h http.Header, body []byte) (*delivery, *rejection) {
 	}
 	switch s.Type {
 	case TypeGitHub:
-		d.body = githubJSON(h, body)
+		var p *rejection
+		if d.body, p = githubJSON(h, body); p != nil {
+			return nil, p
+		}
 	case TypeSlack:
 		if mt, _, _ := mime.ParseMediaType(h.Get("Content-Type")); mt == "application/x-www-form-urlencoded" {
 			// A slash command or an interactive click: they carry no
@@ -127,16 +130,20 @@ func oneHeader(h http.Header, name string, code agentledger.Code) (string, *reje
 
 // githubJSON is the JSON of a GitHub delivery: the body, or its "payload"
 // field when the webhook sends application/x-www-form-urlencoded.
-func githubJSON(h http.Header, body []byte) json.RawMessage {
+func githubJSON(h http.Header, body []byte) (json.RawMessage, *rejection) {
 	mt, _, _ := mime.ParseMediaType(h.Get("Content-Type"))
 	if mt != "application/x-www-form-urlencoded" {
-		return body
+		return body, nil
 	}
 	form, err := url.ParseQuery(string(body))
-	if err != nil || len(form["payload"]) != 1 {
-		return body // not JSON then: refused (a payload given twice too)
+	switch {
+	case err != nil:
+		return nil, newProblem(agentledger.CodeInvalidBody, "the form-encoded body does not parse: %v", err)
+	case len(form["payload"]) != 1:
+		return nil, newProblem(agentledger.CodeInvalidBody,
+			"a form-encoded GitHub delivery carries its JSON in one payload field; this one has %d", len(form["payload"]))
 	}
-	return []byte(form.Get("payload"))
+	return []byte(form.Get("payload")), nil
 }
 
 // deliveryField names where s's delivery id comes from.

@@ -110,9 +110,12 @@ func TestGitHubFormEncoded(t *testing.T) {
 	// Given twice, a payload or a delivery id is two readings of one
 	// delivery: refused, not the first taken.
 	twice := body + "&" + body
-	e.wantProblem(e.post("gh", strings.NewReader(twice), "Content-Type", "application/x-www-form-urlencoded",
-		"X-Hub-Signature-256", "sha256="+mac(ghSecret, twice), "X-GitHub-Delivery", "f2", "X-GitHub-Event", "ping"),
-		http.StatusBadRequest, string(agentledger.CodeInvalidBody))
+	a = e.post("gh", strings.NewReader(twice), "Content-Type", "application/x-www-form-urlencoded",
+		"X-Hub-Signature-256", "sha256="+mac(ghSecret, twice), "X-GitHub-Delivery", "f2", "X-GitHub-Event", "ping")
+	e.wantProblem(a, http.StatusBadRequest, string(agentledger.CodeInvalidBody))
+	if want := "a form-encoded GitHub delivery carries its JSON in one payload field; this one has 2"; a.json["detail"] != want {
+		t.Errorf("detail %v, want %q: it said the body is not JSON", a.json["detail"], want)
+	}
 	req, err := http.NewRequest(http.MethodPost, e.url+"/v1/hooks/gh", strings.NewReader(pushBody))
 	if err != nil {
 		t.Fatal(err)
