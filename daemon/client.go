@@ -20,7 +20,9 @@ var ErrNotRunning = errors.New("daemon: not running: a Client submits between Re
 // would run now — its kind and needs served, a slot free, nothing due
 // left at their last claim — is leased to them as it is inserted and
 // starts without a claim (claims.Store.EnqueueStart). Its calls fail with
-// ErrNotRunning outside Run (from Ready on).
+// ErrNotRunning outside Run (from Ready on). A tenant's task runs under
+// that tenant's grant, call by call: a Go kind's handler needs a grant for
+// every tool it calls, which the door, checking the payload, cannot see.
 func (d *Daemon) Client(tenant string) client.Client { return daemonClient{d: d, tenant: tenant} }
 
 type daemonClient struct {

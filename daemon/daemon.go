@@ -305,7 +305,9 @@ func (d *Daemon) Handle(pattern string, h http.Handler) error {
 }
 
 // Ready is closed once Run has migrated the database and built every part,
-// just before the first claim: from then on tasks may be submitted.
+// just before the first claim: from then on tasks may be submitted. A Run
+// that fails before that (the database unreachable, the API's address
+// taken) returns its error and leaves Ready open: wait for either.
 func (d *Daemon) Ready() <-chan struct{} { return d.ready }
 
 // MCPStates are the configured MCP servers' states by name: "connected",
