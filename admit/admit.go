@@ -41,6 +41,8 @@ type options struct {
 	Model string
 	// Reach is Door.Reach.
 	Reach func(tool string, u *url.URL) error
+	// Pure is Door.Pure.
+	Pure steps.PureCheck
 	// Args is Door.Args.
 	Args func(tool string, args json.RawMessage) error
 	// Anonymous names no worker in a refusal: the submitter is a tenant,
@@ -95,7 +97,7 @@ func check(ctx context.Context, s *registry.Store, p claims.EnqueueParams, g *gr
 		if p.Kind != steps.Kind {
 			return nil
 		}
-		return steps.Check(p.Payload, own)
+		return steps.CheckWith(p.Payload, own, o.Pure)
 	}
 	if o.Anyway {
 		return calls()

@@ -335,3 +335,30 @@ func TestTypedKindPayloadFitsEachLivePoolOfItsQueue(t *testing.T) {
 	refused("default", `{"order_id":"m1"}`, `"x" is required`)
 	refused("default", `{"x":5}`, `"order_id" is required`)
 }
+
+// Where no live pool's tools are checked (a task queued for a pool not up
+// yet, the daemon's own Client), the door's own tools' classes still refuse
+// a compensation of a pure call, or by one, as the run would.
+func TestPureCompensationRefusedWithoutLivePools(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	door := &admit.Door{Pure: func(tool string) bool { return tool == "lookup" }}
+	admitted := func(payload string) error {
+		p := claims.EnqueueParams{Kind: "steps", Payload: []byte(payload)}
+		_, err := door.Admit(ctx, db, admit.Submission{Caller: admit.Operator, Params: p, Unserved: true})
+		return err
+	}
+	for payload, want := range map[string]string{
+		`{"steps":[{"tool":"lookup","compensate":{"tool":"refund"}}]}`: "step 0: declares a compensation, but lookup is a pure tool",
+		`{"steps":[{"tool":"refund","compensate":{"tool":"lookup"}}]}`: "step 0: compensation: lookup changes nothing, so it undoes nothing",
+	} {
+		var ie *agentledger.InvalidError
+		if err := admitted(payload); !errors.As(err, &ie) || ie.Field != "payload" || !strings.Contains(ie.Problem, want) {
+			t.Errorf("%s: %v, want an invalid payload saying %q", payload, err, want)
+		}
+	}
+	if err := admitted(`{"steps":[{"tool":"refund","compensate":{"tool":"refund"}}]}`); err != nil {
+		t.Errorf("a keyed call undone by a keyed one: %v", err)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/grants"
 	"github.com/agentledger/agentledger/registry"
+	"github.com/agentledger/agentledger/steps"
 	"github.com/agentledger/agentledger/tools"
 	"github.com/agentledger/agentledger/waits"
 )
@@ -55,6 +56,13 @@ type Door struct {
 	// (waits.CheckArgs). A steps payload whose step would fail for its
 	// arguments alone is refused at the door.
 	Args func(tool string, args json.RawMessage) error
+	// Pure says whether this process's tool is pure (its declared class;
+	// an MCP tool's, read-only), or nil. A steps payload that gives a pure
+	// call a compensation, or makes one the compensation of another, is
+	// refused: from the live pools' announced classes when their tools are
+	// checked, and from Pure when they are not (a submission that queues a
+	// task no live pool serves, the daemon's own Client).
+	Pure steps.PureCheck
 	// Unserved queues every task whether or not a live worker serves it,
 	// whoever submits it: for a database without a fleet (tests).
 	Unserved bool
@@ -135,7 +143,7 @@ func (d *Door) Admit(ctx context.Context, db registry.DB, s Submission) (claims.
 		}
 	}
 	err := check(ctx, registry.New(db), p, g, options{Anyway: d.Unserved || !r.served || s.Unserved,
-		Unreached: s.Unserved, Override: s.Override, Model: d.Model, Reach: d.Reach, Args: args, Anonymous: r.grant})
+		Unreached: s.Unserved, Override: s.Override, Model: d.Model, Reach: d.Reach, Args: args, Pure: d.Pure, Anonymous: r.grant})
 	if err == nil {
 		err = d.childPayloads(ctx, db, p, 0)
 	}

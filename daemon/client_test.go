@@ -16,6 +16,8 @@ import (
 	"github.com/agentledger/agentledger/daemon"
 	"github.com/agentledger/agentledger/internal/test/testdaemon"
 	"github.com/agentledger/agentledger/internal/test/testdb"
+	"github.com/agentledger/agentledger/ledger"
+	"github.com/agentledger/agentledger/tools"
 	"github.com/agentledger/agentledger/worker"
 )
 
@@ -43,6 +45,14 @@ func TestClientSubmitsThroughTheDaemon(t *testing.T) {
 	if err := d.RegisterKind("refund", daemon.Kind(func(context.Context, *agentledger.Task, Refund) (map[string]any, error) {
 		return nil, nil
 	})); err != nil {
+		t.Fatal(err)
+	}
+	lookup, err := tools.Define(tools.Spec[struct{}]{Name: "lookup_order", Class: ledger.Pure,
+		Perform: func(context.Context, ledger.Call, struct{}) (ledger.Result, error) { return ledger.Result{}, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.RegisterTool(lookup); err != nil {
 		t.Fatal(err)
 	}
 	c := d.Client("acme")
@@ -92,6 +102,11 @@ func TestClientSubmitsThroughTheDaemon(t *testing.T) {
 	if _, err := client.Submit(ctx, c, "refund", Refund{Order: 7, Amount: -1}, client.Options{}); err == nil ||
 		!strings.Contains(err.Error(), "amount: must be positive") {
 		t.Errorf("a refund of -1 through the daemon's Client: %v, want its Validate's refusal", err)
+	}
+	// And the classes of its own tools: a pure call changes nothing to undo.
+	undoLookup := client.Request{Kind: "steps", Payload: json.RawMessage(`{"steps":[{"tool":"lookup_order","compensate":{"tool":"lookup_order"}}]}`)}
+	if _, err := c.Submit(ctx, undoLookup); err == nil || !strings.Contains(err.Error(), "lookup_order is a pure tool") {
+		t.Errorf("a compensation of a pure call through the daemon's Client: %v, want it refused", err)
 	}
 
 	stop()
