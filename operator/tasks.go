@@ -87,7 +87,7 @@ func (s *Service) CancelBy(ctx context.Context, tenant string, id int64, by stri
 		}
 		return nil, fmt.Errorf("cancel: %w", err)
 	}
-	if !changed && undoing {
+	if !changed && undoing && before != string(agentledger.StateCompensated) { // compensated: finished, its undo done
 		return nil, agentledger.Errorf(agentledger.CodeConflict, "task %d is undoing its effects (%s): a compensation is not cancelled; "+
 			"if one cannot be done it parks the task for you", id, before)
 	}
