@@ -193,7 +193,8 @@ type breakerCache struct {
 }
 
 // ObserveBreakers sets what the limiter tells when this daemon opens a
-// breaker (onOpen) and when a probe starts, succeeds or fails (onProbe);
+// breaker, or opens it again when its probe fails (onOpen), and when a
+// probe starts, succeeds or fails (onProbe);
 // for metrics. Set it before the first Admit.
 func (l *Limiter) ObserveBreakers(onOpen func(target string), onProbe func(target, result string)) {
 	l.breakers.onOpen, l.breakers.onProbe = onOpen, onProbe

@@ -182,6 +182,9 @@ func TestBreakerOpensProbesAndCloses(t *testing.T) {
 	if err := pa.Failed("no answer within 30s"); !errors.As(err, &d) || !strings.Contains(d.Reason, "probe failed") {
 		t.Fatalf("failed probe: %v", err)
 	}
+	if opens.Load() != 2 {
+		t.Errorf("%d opens observed after a failed probe opened it again, want 2, as the breaker counts them", opens.Load())
+	}
 	b.Changed()
 	if _, err := b.Admit(ctx, target, time.Minute); !errors.As(err, &d) {
 		t.Fatalf("after a failed probe: %v", err)

@@ -93,6 +93,9 @@ func (p *Pass) Failed(reason string) error {
 			p.l.logError(p.target, err)
 			return nil
 		}
+		// Opened again: counted as the breaker's opens count it (agentctl
+		// breaker list), where the metric counted the first opening only.
+		p.l.observeOpen(p.target)
 		until := time.Now().Add(cooldown)
 		p.l.log.Warn("circuit breaker open again: its probe failed", "target", p.target, "until", clock(until), "last_error", reason)
 		return agentledger.Deferred(until, p.target,

@@ -70,7 +70,7 @@ func New() *Metrics {
 		janitor: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "janitor_deleted_total",
 			Help: "Rows the retention janitor deleted, by sweep."}, []string{"sweep"}),
 		breakerOpens: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "breaker_opens_total",
-			Help: "Circuit breakers this daemon opened (its failure tripped it), by target; an open breaker holds every daemon's calls."},
+			Help: "Circuit breakers this daemon opened (its failure tripped it, or its probe failed), by target; an open breaker holds every daemon's calls."},
 			[]string{"target"}),
 		breakerProbes: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "breaker_probes_total",
 			Help: "Half-open probes this daemon made, by target and result: started, succeeded, failed."},
