@@ -2,6 +2,7 @@ package tools
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,9 +11,11 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/argschema"
+	"github.com/agentledger/agentledger/flow"
 	"github.com/agentledger/agentledger/ledger"
 )
 
@@ -36,6 +39,17 @@ type Spec[Args any] struct {
 	// before it is performed (package approvals), unless the call
 	// declares a gate of its own.
 	Approval *Approval
+	// Target names what a call reaches, for the fleet's limits and
+	// circuit breakers (docs/limits.md), from its arguments: for an HTTP
+	// API flow.HTTP of its URL, the target the http_request tool's calls
+	// to that origin name, so that one limit holds them all; "" for a call
+	// that reaches none. Nil: no call of the tool is held. A target that
+	// is none of package flow's fails the call for good.
+	Target func(args Args) string
+	// Hold is the longest one call may take, for a concurrency limit's
+	// slot and a breaker's count of a call that never answered; default
+	// DefaultHTTPTimeout.
+	Hold time.Duration
 
 	// Perform performs the effect once, for every class but Local. A keyed
 	// tool sends c.DownstreamKey(target) to its target as its idempotency
@@ -115,6 +129,10 @@ func Define[Args any](s Spec[Args]) (Tool, error) {
 		return nil, fmt.Errorf("tools: tool %q is local but sets Perform, which a local tool never calls: set PerformLocal alone", s.Name)
 	case s.Class != ledger.Local && s.PerformLocal != nil:
 		return nil, fmt.Errorf("tools: tool %q (%s) sets PerformLocal, which only a local tool calls: set Perform alone", s.Name, s.Class)
+	case s.Class == ledger.Local && s.Target != nil:
+		return nil, fmt.Errorf("tools: tool %q is local but sets Target: a local effect is a write of this database, which no limit holds", s.Name)
+	case s.Hold < 0:
+		return nil, fmt.Errorf("tools: tool %q: Hold %v is negative", s.Name, s.Hold)
 	}
 	if s.Operation != "" {
 		if err := checkOperation(s.Operation); err != nil {
@@ -192,6 +210,15 @@ func (d *defined[Args]) Effect(call Call) (ledger.Effect, error) {
 	}
 	if s.Find != nil {
 		e.Reconcile = func(ctx context.Context, c ledger.Call) (ledger.Result, bool, error) { return s.Find(ctx, c, args) }
+	}
+	if s.Target != nil {
+		if t := s.Target(args); t != "" {
+			target, _, err := flow.ParseTarget(t)
+			if err != nil {
+				return ledger.Effect{}, agentledger.Permanent(fmt.Errorf("%s: its Target: %w", s.Name, err))
+			}
+			e.Target, e.Hold = target, cmp.Or(s.Hold, DefaultHTTPTimeout)
+		}
 	}
 	return e, nil
 }

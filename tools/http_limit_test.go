@@ -13,6 +13,7 @@ import (
 	"github.com/agentledger/agentledger/agentledgertest/downstream"
 	"github.com/agentledger/agentledger/flow"
 	"github.com/agentledger/agentledger/internal/test/testdb"
+	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/tools"
 )
 
@@ -98,4 +99,40 @@ func mustURL(t *testing.T, raw string) *url.URL {
 		t.Fatal(err)
 	}
 	return u
+}
+
+// One limit on an origin holds the http_request tool's calls to it and a
+// defined tool's that names the same origin as its Target: the second
+// call, whichever tool makes it, waits for the rate.
+func TestADefinedToolSharesTheOriginsLimit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t)
+	srv := newDownstream(t)
+	origin := mustURL(t, srv.URL)
+	target := flow.HTTP(origin)
+	if _, err := flow.NewStore(e.DB).Put(ctx, flow.Limit{Target: target, Rate: flow.Rate{N: 1, Per: time.Minute}}); err != nil {
+		t.Fatal(err)
+	}
+	httpTool, _ := e.http(tools.HTTPConfig{AllowedHosts: []string{hostOf(srv.URL)}})
+	var performed int
+	charge, err := tools.Define(tools.Spec[struct{}]{Name: "charge", Class: ledger.Keyed,
+		Target: func(struct{}) string { return flow.HTTP(origin) },
+		Perform: func(context.Context, ledger.Call, struct{}) (ledger.Result, error) {
+			performed++
+			return ledger.Result{Status: 200}, nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gated := &tools.Path{Ledger: e.Ledger, Gate: flow.NewLimiter(e.DB, nil)}
+	task := e.task()
+	if _, err := gated.Perform(ctx, &tools.Outgoing{Call: call(task, "tool/0", post(srv.URL+"/charges")), Tool: httpTool}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = gated.Perform(ctx, &tools.Outgoing{Call: call(task, "tool/1", `{}`), Tool: charge})
+	var d *agentledger.DeferredError
+	if !errors.As(err, &d) || d.Target != target || performed != 0 {
+		t.Fatalf("the defined tool's call over the origin's rate: %v, performed %d times; want it deferred for %s", err, performed, target)
+	}
 }
