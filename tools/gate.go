@@ -19,7 +19,7 @@ import (
 // It is the one admission interface of a task's effects: the effect
 // path's flow stage (Path.Gate) attaches it with Gated to every effect
 // that names its target — the HTTP and MCP tools' calls, a defined tool's
-// that sets ledger.Effect.Target — (ledger.Effect.Admit is the moment the
+// with a Spec.Target — (ledger.Effect.Admit is the moment the
 // ledger asks it: only when it performs), and the agent asks it around
 // each try of a completion, whose tokens it books. The Slack sink's slack.FleetPacer
 // is not a Gate: the outbox dispatcher's posts wait in place for their

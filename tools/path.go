@@ -40,7 +40,7 @@ type Path struct {
 	// effect; nil checks Outgoing.Grant as given (nil: nothing checked).
 	Grants grants.Source
 	// Gate, when set, admits every effect that names its target (the HTTP
-	// and MCP tools, a defined tool that sets ledger.Effect.Target)
+	// and MCP tools, a defined tool with a Spec.Target)
 	// against the fleet's limits and circuit breakers: a call that must
 	// wait defers its task.
 	Gate Gate
