@@ -68,7 +68,9 @@ func TestDefinedToolNamesItsTarget(t *testing.T) {
 
 	for name, spec := range map[string]tools.Spec[chargeArgs]{
 		"local": {Name: "l", Class: ledger.Local, Target: func(chargeArgs) string { return "mcp:x" },
-			PerformLocal: func(context.Context, ledger.Call, ledger.DB, chargeArgs) (ledger.Result, error) { return ledger.Result{}, nil }},
+			PerformLocal: func(context.Context, ledger.Call, ledger.DB, chargeArgs) (ledger.Result, error) {
+				return ledger.Result{}, nil
+			}},
 		"negative hold": {Name: "n", Class: ledger.Keyed, Perform: perform, Hold: -time.Second},
 	} {
 		if _, err := tools.Define(spec); err == nil {
