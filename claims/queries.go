@@ -127,7 +127,7 @@ start AS (
 ),
 ` + insertTasks(`,
 		state, attempt, generation_claims, lease_owner, lease_token, lease_expires_at, attempted_at, capped`,
-		`CASE WHEN u.started THEN NULL WHEN u.due AND u.first AND (SELECT yes FROM arrival) THEN true END`, `,
+	`CASE WHEN u.started THEN NULL WHEN u.due AND u.first AND (SELECT yes FROM arrival) THEN true END`, `,
 		CASE WHEN u.started THEN 'running' ELSE 'queued' END,
 		CASE WHEN u.started THEN 1 ELSE 0 END,
 		CASE WHEN u.started THEN 1 ELSE 0 END,
@@ -136,7 +136,7 @@ start AS (
 		CASE WHEN u.started THEN (SELECT t FROM start) + $16::interval END,
 		CASE WHEN u.started THEN (SELECT t FROM start) END,
 		CASE WHEN u.started THEN false END`,
-		`(SELECT *, due AND (SELECT yes FROM alone) AS started FROM `+enqueueSource+` s) u`) + `,
+	`(SELECT *, due AND (SELECT yes FROM alone) AS started FROM `+enqueueSource+` s) u`) + `,
 wake AS (
 	SELECT pg_notify('agentledger_task_insert', q)
 	FROM (SELECT DISTINCT queue AS q FROM ins WHERE state = 'queued' AND run_at <= coalesce($10::timestamptz, now())) s

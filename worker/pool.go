@@ -32,7 +32,7 @@ type Pool struct {
 	log    *slog.Logger
 
 	wake  map[string]chan struct{} // per queue: a claim is worth trying now
-	slots map[string]*queueSlots    // per queue: the claim loop's slots, which Reserve shares
+	slots map[string]*queueSlots   // per queue: the claim loop's slots, which Reserve shares
 	due   map[string]*dueAt        // per queue: the next waiting task's deadline known here
 	tasks sync.WaitGroup           // running task goroutines
 
