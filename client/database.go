@@ -61,6 +61,10 @@ func (d dbSubmitter) Send(ctx context.Context, s Signal) (Sent, error) {
 	return Sent{Signal: sent.Signal, Duplicate: sent.Duplicate}, nil
 }
 
+func (d dbSubmitter) Task(ctx context.Context, id int64) (*agentledger.Task, error) {
+	return claims.New(d.db).Get(ctx, cmp.Or(d.tenant, claims.DefaultTenant), id)
+}
+
 func (d dbSubmitter) Waits(ctx context.Context, q WaitQuery) ([]waits.Wait, error) {
 	return waits.NewStore(d.db).List(ctx, waits.ListParams{Tenant: cmp.Or(d.tenant, claims.DefaultTenant), TaskID: q.TaskID,
 		Kind: q.Kind, States: q.States, Limit: q.Limit})

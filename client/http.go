@@ -95,6 +95,19 @@ func (h httpSubmitter) Send(ctx context.Context, s Signal) (Sent, error) {
 		WaitID: v.WaitID, TaskID: v.TaskID}}, nil
 }
 
+// Task is GET /v1/tasks/{id}.
+func (h httpSubmitter) Task(ctx context.Context, id int64) (*agentledger.Task, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.base+"/v1/tasks/"+strconv.FormatInt(id, 10), nil)
+	if err != nil {
+		return nil, agentledger.Invalid("base_url", "%v", err)
+	}
+	var t httpapi.Task
+	if _, _, _, err := h.do(req, &t); err != nil {
+		return nil, err
+	}
+	return taskOf(t), nil
+}
+
 // Waits is GET /v1/waits.
 func (h httpSubmitter) Waits(ctx context.Context, q WaitQuery) ([]waits.Wait, error) {
 	v := url.Values{}

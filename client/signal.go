@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/waits"
 )
 
@@ -49,6 +50,10 @@ type WaitQuery struct {
 // Client submits tasks, sends signals and lists waits: Database and HTTP.
 type Client interface {
 	Submitter
+	// Task reads one of the client's tenant's tasks by id, as it stands
+	// now; agentledger.ErrNotFound for none (or another tenant's). Wait
+	// polls it until the task ends.
+	Task(ctx context.Context, id int64) (*agentledger.Task, error)
 	// Send sends a signal for the client's tenant.
 	Send(ctx context.Context, s Signal) (Sent, error)
 	// Waits lists the waits of the client's tenant's tasks: what each

@@ -56,6 +56,14 @@ func (c daemonClient) Send(ctx context.Context, s client.Signal) (client.Sent, e
 	return cl.Send(ctx, s)
 }
 
+func (c daemonClient) Task(ctx context.Context, id int64) (*agentledger.Task, error) {
+	cl, err := c.through()
+	if err != nil {
+		return nil, err
+	}
+	return cl.Task(ctx, id)
+}
+
 func (c daemonClient) Waits(ctx context.Context, q client.WaitQuery) ([]waits.Wait, error) {
 	cl, err := c.through()
 	if err != nil {
