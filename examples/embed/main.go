@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/agentledger/agentledger"
-	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/client"
 	"github.com/agentledger/agentledger/daemon"
 	"github.com/agentledger/agentledger/database"
@@ -127,16 +126,12 @@ func run(ctx context.Context, out io.Writer) error {
 	// Through the daemon's own door: the escalation's Validate runs here,
 	// and a task its idle workers would run now is theirs at its insert.
 	sub := d.Client("")
-	store := claims.New(db)
 
 	esc, err := client.Submit(ctx, sub, "escalate", Escalation{Incident: "42", Severity: 2}, client.Options{Queue: queue})
 	if err != nil {
 		return err
 	}
-	if err := waitSucceeded(ctx, store, esc.ID); err != nil {
-		return err
-	}
-	escDone, err := store.Get(ctx, "", esc.ID)
+	escDone, err := succeeded(ctx, sub, esc.ID)
 	if err != nil {
 		return err
 	}
@@ -148,7 +143,7 @@ func run(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(out, "submitted task %d (steps: open_ticket)\n", task.ID)
-	if err := waitSucceeded(ctx, store, task.ID); err != nil {
+	if _, err := succeeded(ctx, sub, task.ID); err != nil {
 		return err
 	}
 	opened, calls := tickets.count()
@@ -156,7 +151,7 @@ func run(ctx context.Context, out io.Writer) error {
 	if _, err := operator.New(db).Replay(ctx, "", task.ID); err != nil {
 		return err
 	}
-	if err := waitSucceeded(ctx, store, task.ID); err != nil {
+	if _, err := succeeded(ctx, sub, task.ID); err != nil {
 		return err
 	}
 	opened, after := tickets.count()

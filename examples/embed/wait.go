@@ -7,28 +7,22 @@ import (
 	"time"
 
 	"github.com/agentledger/agentledger"
-	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/client"
 )
 
 func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }
 
-// waitSucceeded waits until task id has succeeded.
-func waitSucceeded(ctx context.Context, s *claims.Store, id int64) error {
-	deadline := time.Now().Add(time.Minute)
-	for {
-		t, err := s.Get(ctx, "", id)
-		if err != nil {
-			return err
-		}
-		switch t.State {
-		case agentledger.StateSucceeded:
-			return nil
-		case agentledger.StateDead, agentledger.StateNeedsAttention:
-			return fmt.Errorf("task %d is %s: %s", id, t.State, t.LastError)
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("task %d is still %s after a minute", id, t.State)
-		}
-		time.Sleep(50 * time.Millisecond)
+// succeeded waits, a minute at most, until task id, read through c, has
+// ended, and says why when it did not succeed.
+func succeeded(ctx context.Context, c client.Client, id int64) (*agentledger.Task, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	t, err := client.Wait(ctx, c, id)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("task %d: %w", id, err)
+	case t.State != agentledger.StateSucceeded:
+		return nil, fmt.Errorf("task %d is %s: %s", id, t.State, t.LastError)
 	}
+	return t, nil
 }
