@@ -98,3 +98,24 @@ func checkState(t *testing.T, svc *operator.Service, id int64, kind string, was 
 		t.Errorf("%s task %d is %s (%v), want %s", kind, id, d.Task.State, err, want)
 	}
 }
+
+// A retry is refused a task that is not dead as not dead, whatever its
+// refused calls: the refusal says what the task is.
+func TestRetryOfACancelledTaskSaysItIsNotDead(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := testenv.New(t)
+	svc := operator.New(e.DB)
+	task := e.Enqueue(claims.EnqueueParams{Tenant: "acme", Kind: "steps", Payload: []byte(`{"steps":[{"tool":"http_request","args":{}}]}`)})
+	if _, _, err := approvals.NewStore(e.DB).Ensure(ctx, approvals.Request{TaskID: task.ID, Generation: task.Generation,
+		Step: "tool/0", Tenant: "acme", Tool: "http_request", Class: "keyed", Call: json.RawMessage(`{}`), OnTimeout: "deny"}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.CancelBy(ctx, "", task.ID, "operator:bob"); err != nil {
+		t.Fatal(err)
+	}
+	var refused *operator.RefusedStepError
+	if _, err := svc.Retry(ctx, "", task.ID); !errors.Is(err, agentledger.ErrConflict) || errors.As(err, &refused) {
+		t.Fatalf("retry of a cancelled task: %v, want the conflict that it is not dead", err)
+	}
+}

@@ -90,8 +90,10 @@ func (s *Service) Replay(ctx context.Context, tenant string, id int64) (*Preview
 	if err := stopsAtUnknown(cur, j); err != nil {
 		return nil, err
 	}
-	if err := s.refusedStep(ctx, tenant, cur, "replay"); err != nil {
-		return nil, err
+	if Replayable(cur.State) { // another state is refused as it stands, below
+		if err := s.refusedStep(ctx, tenant, cur, "replay"); err != nil {
+			return nil, err
+		}
 	}
 	t, err := s.requeue(ctx, tenant, id, replay, ReplayableStates)
 	if err != nil {

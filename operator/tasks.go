@@ -134,8 +134,10 @@ func (s *Service) Retry(ctx context.Context, tenant string, id int64) (*agentled
 	if err := servedFailure(t, j); err != nil {
 		return nil, err
 	}
-	if err := s.refusedStep(ctx, tenant, t, "retry"); err != nil {
-		return nil, err
+	if t.State == agentledger.StateDead { // another state is refused as not dead, below
+		if err := s.refusedStep(ctx, tenant, t, "retry"); err != nil {
+			return nil, err
+		}
 	}
 	return s.requeue(ctx, tenant, id, replay, []agentledger.TaskState{agentledger.StateDead})
 }
