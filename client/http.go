@@ -229,9 +229,7 @@ func taskOf(v httpapi.Task) *agentledger.Task {
 		RunAt: v.RunAt, State: agentledger.TaskState(v.State), Attempt: v.Attempt, MaxAttempts: v.MaxAttempts,
 		Generation: v.Generation, CancelRequested: v.CancelRequestedAt,
 		CreatedAt: v.CreatedAt, UpdatedAt: v.UpdatedAt, FinishedAt: v.FinishedAt}
-	if v.LastError != nil {
-		t.LastError = *v.LastError
-	}
+	t.LastError, t.WaitReason, t.Compensation = deref(v.LastError), deref(v.WaitReason), deref(v.Compensation)
 	if string(v.Result) != "null" {
 		t.Result = v.Result // none yet reads as Database's: nil
 	}

@@ -51,8 +51,10 @@ type WaitQuery struct {
 type Client interface {
 	Submitter
 	// Task reads one of the client's tenant's tasks by id, as it stands
-	// now; agentledger.ErrNotFound for none (or another tenant's). Wait
-	// polls it until the task ends.
+	// now; agentledger.ErrNotFound for none (or another tenant's). Over
+	// HTTP it has what GET /v1/tasks/{id} answers: no lease (owner,
+	// token, expiry) and no trace context. Wait polls it until the task
+	// ends.
 	Task(ctx context.Context, id int64) (*agentledger.Task, error)
 	// Send sends a signal for the client's tenant.
 	Send(ctx context.Context, s Signal) (Sent, error)

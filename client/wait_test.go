@@ -52,3 +52,47 @@ func TestTaskAndWait(t *testing.T) {
 		t.Errorf("waiting for a task nobody runs: %+v %v, want the deadline, the task queued", last, err)
 	}
 }
+
+// readerFunc is a client.Reader of a function.
+type readerFunc func(ctx context.Context, id int64) (*agentledger.Task, error)
+
+func (f readerFunc) Task(ctx context.Context, id int64) (*agentledger.Task, error) { return f(ctx, id) }
+
+// A read that may pass is read again (a daemon restarting under the API),
+// one that cannot ends the wait, and a wait whose context ends returns the
+// task as last read.
+func TestWaitReadsAgainWhatMayPass(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	reads := 0
+	flaky := readerFunc(func(context.Context, int64) (*agentledger.Task, error) {
+		reads++
+		switch reads {
+		case 1:
+			return &agentledger.Task{ID: 1, State: agentledger.StateRunning}, nil
+		case 2, 3:
+			return nil, errors.New("connection reset by peer")
+		}
+		return &agentledger.Task{ID: 1, State: agentledger.StateSucceeded}, nil
+	})
+	if got, err := client.Wait(ctx, flaky, 1); err != nil || got.State != agentledger.StateSucceeded || reads != 4 {
+		t.Fatalf("through two failed reads: %+v %v after %d reads, want it succeeded after 4", got, err, reads)
+	}
+	gone := readerFunc(func(context.Context, int64) (*agentledger.Task, error) { return nil, agentledger.ErrNotFound })
+	if _, err := client.Wait(ctx, gone, 1); !errors.Is(err, agentledger.ErrNotFound) {
+		t.Fatalf("a task not found: %v, want not found at once", err)
+	}
+	short, cancel := context.WithCancel(ctx)
+	n := 0
+	ending := readerFunc(func(ctx context.Context, _ int64) (*agentledger.Task, error) {
+		n++
+		if n == 2 {
+			cancel() // the context ends during the second read
+			return nil, ctx.Err()
+		}
+		return &agentledger.Task{ID: 1, State: agentledger.StateQueued}, nil
+	})
+	if last, err := client.Wait(short, ending, 1); !errors.Is(err, context.Canceled) || last == nil || last.State != agentledger.StateQueued {
+		t.Fatalf("the context ending during a read: %+v %v, want the task as last read and the context's error", last, err)
+	}
+}
