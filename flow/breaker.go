@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/jackc/pgx/v5/pgconn"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -132,18 +133,19 @@ func claimProbe(ctx context.Context, db DB, target string, lease time.Duration) 
 
 // endProbe closes target's half-open breaker (the probe succeeded), opens
 // it again for cooldown (it failed), or opens it again at once so another
-// call may probe (it never ran: cooldown 0).
-func endProbe(ctx context.Context, db DB, target string, succeeded bool, cooldown time.Duration, reason string) error {
-	var err error
+// call may probe (it never ran: cooldown 0). changed says whether the
+// breaker was still half-open (an operator may have closed it meanwhile).
+func endProbe(ctx context.Context, db DB, target string, succeeded bool, cooldown time.Duration, reason string) (changed bool, err error) {
+	var tag pgconn.CommandTag
 	if succeeded {
-		_, err = db.Exec(ctx, closeProbeSQL, target)
+		tag, err = db.Exec(ctx, closeProbeSQL, target)
 	} else {
-		_, err = db.Exec(ctx, reopenSQL, target, cooldown.Milliseconds(), reason)
+		tag, err = db.Exec(ctx, reopenSQL, target, cooldown.Milliseconds(), reason)
 	}
 	if err != nil {
-		return fmt.Errorf("circuit breaker of %s: %w", target, err)
+		return false, fmt.Errorf("circuit breaker of %s: %w", target, err)
 	}
-	return nil
+	return tag.RowsAffected() > 0, nil
 }
 
 // announceIf is appended to a statement whose CTE "b" returns the target

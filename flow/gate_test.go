@@ -206,6 +206,28 @@ func TestBreakerOpensProbesAndCloses(t *testing.T) {
 	if err != nil || len(bs) != 1 || bs[0].State != flow.Closed || bs[0].Opens != 2 || bs[0].Failures != 0 {
 		t.Fatalf("breakers: %+v %v", bs, err)
 	}
+
+	// A probe that fails after an operator closed the breaker opens
+	// nothing, and is not counted as an opening.
+	for range 3 {
+		p, err := a.Admit(ctx, target, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = p.Failed("503 Service Unavailable")
+	}
+	cooled()
+	probe, err := a.Admit(ctx, target, time.Minute)
+	if err != nil {
+		t.Fatalf("probe: %v", err)
+	}
+	if _, err := db.Exec(ctx, `UPDATE flow_breakers SET state = 'closed', failures = 0, open_until = NULL, probe_until = NULL`); err != nil {
+		t.Fatal(err)
+	}
+	_ = probe.Failed("no answer within 30s")
+	if opens.Load() != 3 {
+		t.Errorf("%d opens observed, want 3: a probe failing on a breaker closed meanwhile opened nothing", opens.Load())
+	}
 }
 
 // An operator opens a breaker for every daemon, with or without a

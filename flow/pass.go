@@ -57,7 +57,7 @@ func (p *Pass) Succeeded() {
 	defer cancel()
 	if p.probe {
 		p.l.observeProbe(p.target, "succeeded")
-		if err := endProbe(ctx, p.l.db, p.target, true, 0, ""); err != nil {
+		if _, err := endProbe(ctx, p.l.db, p.target, true, 0, ""); err != nil {
 			p.l.logError(p.target, err)
 		} else {
 			p.l.log.Info("circuit breaker closed: its probe succeeded, calls to this target go", "target", p.target)
@@ -89,13 +89,16 @@ func (p *Pass) Failed(reason string) error {
 			cooldown = b.Cooldown
 		}
 		p.l.observeProbe(p.target, "failed")
-		if err := endProbe(ctx, p.l.db, p.target, false, cooldown, reason); err != nil {
+		reopened, err := endProbe(ctx, p.l.db, p.target, false, cooldown, reason)
+		if err != nil {
 			p.l.logError(p.target, err)
 			return nil
 		}
-		// Opened again: counted as the breaker's opens count it (agentctl
-		// breaker list), where the metric counted the first opening only.
-		p.l.observeOpen(p.target)
+		if reopened {
+			// Opened again: counted as the breaker's opens count it
+			// (agentctl breaker list); not when it was no longer half-open.
+			p.l.observeOpen(p.target)
+		}
 		until := time.Now().Add(cooldown)
 		p.l.log.Warn("circuit breaker open again: its probe failed", "target", p.target, "until", clock(until), "last_error", reason)
 		return agentledger.Deferred(until, p.target,
@@ -131,7 +134,7 @@ func (p *Pass) Release() {
 	ctx, cancel := context.WithTimeout(context.Background(), endTimeout)
 	defer cancel()
 	if p.probe {
-		if err := endProbe(ctx, p.l.db, p.target, false, 0, ""); err != nil {
+		if _, err := endProbe(ctx, p.l.db, p.target, false, 0, ""); err != nil {
 			p.l.logError(p.target, err)
 		}
 	}
