@@ -44,11 +44,17 @@ type Spec[Args any] struct {
 	// API flow.HTTP of its URL, the target the http_request tool's calls
 	// to that origin name, so that one limit holds them all; "" for a call
 	// that reaches none. Nil: no call of the tool is held. A target that
-	// is none of package flow's fails the call for good.
+	// is none of package flow's fails the call for good. A call's outcome
+	// counts for the target's breaker as an HTTP call's does: a Result
+	// with a 5xx Status, or an error that is not Permanent and comes with
+	// no Status (no answer, a reset connection — and any other transient
+	// error of Perform), is a failure of the target; another Status, a
+	// nil error or a Permanent one is an answer.
 	Target func(args Args) string
-	// Hold is the longest one call may take, for a concurrency limit's
-	// slot and a breaker's count of a call that never answered; default
-	// DefaultHTTPTimeout.
+	// Hold bounds a call that names a Target: its context ends after
+	// Hold (default DefaultHTTPTimeout), as an HTTP call's client times
+	// out, and a breaker's probe is leased that long; a call cut short is
+	// one the target did not answer.
 	Hold time.Duration
 
 	// Perform performs the effect once, for every class but Local. A keyed
@@ -217,7 +223,14 @@ func (d *defined[Args]) Effect(call Call) (ledger.Effect, error) {
 			if err != nil {
 				return ledger.Effect{}, agentledger.Permanent(fmt.Errorf("%s: its Target: %w", s.Name, err))
 			}
-			e.Target, e.Hold = target, cmp.Or(s.Hold, DefaultHTTPTimeout)
+			hold := cmp.Or(s.Hold, DefaultHTTPTimeout)
+			e.Target, e.Hold = target, hold
+			perform := e.Perform
+			e.Perform = func(ctx context.Context, c ledger.Call) (ledger.Result, error) {
+				ctx, cancel := context.WithTimeout(ctx, hold)
+				defer cancel()
+				return perform(ctx, c)
+			}
 		}
 	}
 	return e, nil

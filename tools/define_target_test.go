@@ -78,3 +78,29 @@ func TestDefinedToolNamesItsTarget(t *testing.T) {
 		}
 	}
 }
+
+// A call that names its target is cut short after Hold, as an HTTP call's
+// client times out: a breaker's probe is leased no longer.
+func TestDefinedToolsCallEndsAfterHold(t *testing.T) {
+	t.Parallel()
+	tool, err := tools.Define(tools.Spec[struct{}]{Name: "slow", Class: ledger.Keyed, Hold: 20 * time.Millisecond,
+		Target: func(struct{}) string { return "mcp:slow" },
+		Perform: func(ctx context.Context, _ ledger.Call, _ struct{}) (ledger.Result, error) {
+			select {
+			case <-ctx.Done():
+				return ledger.Result{}, ctx.Err()
+			case <-time.After(time.Minute): // the test's own bound: Hold did not end it
+				return ledger.Result{}, errors.New("not cut short")
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := tool.Effect(tools.Call{StepPath: "tool/0", Args: json.RawMessage(`{}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Perform(context.Background(), ledger.Call{}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a call past its Hold: %v, want its context's deadline", err)
+	}
+}
