@@ -140,7 +140,9 @@
 // is sent, with Idempotency-Key derived from the job's order and step, and
 // recorded after; the job is completed by River's batched completer once
 // the worker returns (--complete batched) or in the last record's
-// transaction with JobCompleteTx (--complete tx). --max-workers and
+// transaction with JobCompleteTx (--complete tx); the clock stops at the
+// completer's events for the first, at the workers' returns for the
+// second (each when the end is written). --max-workers and
 // --max-conns default to the effects command's concurrency and pool size.
 // The run fails unless the downstream performed one business effect per
 // call. On a crash between a call and its record both sides send it again

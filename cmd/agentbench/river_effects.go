@@ -340,7 +340,16 @@ func riverEffectsRun(ctx context.Context, srv *Server, f RiverEffectsFlags, n in
 	if err != nil {
 		return res, err
 	}
-	if err := burnRiver(ctx, ctl, client, count, f.CommonFlags, fmt.Sprintf("river-effects-%s-e%d", f.Complete, n), &res.RiverResult); err != nil {
+	// Completed in the worker's own transaction (tx), a job's end is
+	// written when Work returns; otherwise River's completer writes it
+	// after, and its events say when, as for the no-op burn-down.
+	ends := count
+	if f.Complete != "tx" {
+		var unsubscribe func()
+		ends, unsubscribe = countRiverEnds(client, f.Tasks)
+		defer unsubscribe()
+	}
+	if err := burnRiver(ctx, ctl, client, ends, f.CommonFlags, fmt.Sprintf("river-effects-%s-e%d", f.Complete, n), &res.RiverResult); err != nil {
 		return res, err
 	}
 	res.Hits = down.Hits()
