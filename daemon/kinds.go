@@ -65,14 +65,7 @@ func (d *Daemon) handlers(db *pgxpool.Pool, m *metrics.Metrics) (map[string]work
 	}
 	// The door refuses a compensation of a pure call, or by one, as the
 	// run would, where it reads no live pool's classes.
-	d.door.Pure = func(tool string) bool {
-		t, err := reg.Get(tool)
-		if err != nil {
-			return false
-		}
-		c, ok := t.(tools.Classed)
-		return ok && c.Class() == ledger.Pure
-	}
+	d.door.Pure = reg.Pure
 	// The door refuses a literal URL the HTTP tools would refuse at run.
 	d.door.Reach = func(tool string, u *url.URL) error {
 		if t, err := reg.Get(tool); err == nil {

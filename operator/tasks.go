@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"go.opentelemetry.io/otel/attribute"
@@ -207,7 +206,7 @@ func (s *Service) refusedStep(ctx context.Context, tenant string, t *agentledger
 		return fmt.Errorf("%s: the task's approval requests: %w", action, err)
 	}
 	for _, r := range rs {
-		if strings.HasPrefix(r.Step, "tool/") && strings.Count(r.Step, "/") == 1 {
+		if steps.IsStepPath(r.Step) {
 			return &RefusedStepError{TaskID: t.ID, Action: action, Request: r}
 		}
 	}

@@ -67,7 +67,7 @@ func Call(ctx context.Context, t *agentledger.Task, path, tool string, args any,
 		// Nor one that changes nothing: the task would end compensated
 		// with its effect in place (a steps payload's is refused at
 		// submit).
-		if c, ok := ut.(tools.Classed); (ok && c.Class() == ledger.Pure) || tools.PureHTTP(undo.Tool, undo.Args) {
+		if tools.IsPure(ut) || tools.PureHTTP(undo.Tool, undo.Args) {
 			return ledger.Result{}, agentledger.Permanent(fmt.Errorf("saga.Call %s: its compensation: %s changes nothing, so it undoes nothing: "+
 				"compensate with a call that does", path, undo.Tool))
 		}

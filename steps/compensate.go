@@ -4,12 +4,25 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/agentledger/agentledger/tools"
 )
 
 // stepPath is step i's place in the journal.
 func stepPath(i int) string { return "tool/" + strconv.Itoa(i) }
+
+// IsStepPath says whether path is a steps task's step (tool/<i>), as
+// stepPath makes it, rather than an agent's tool call (tool/<n>/<call id>)
+// or a Go kind's (call/…).
+func IsStepPath(path string) bool {
+	i, ok := strings.CutPrefix(path, "tool/")
+	if !ok || i == "" {
+		return false
+	}
+	_, err := strconv.ParseUint(i, 10, 32)
+	return err == nil
+}
 
 // checkCompensable refuses, before step 0 runs, a compensation declared for
 // a step whose effect is pure (a GET): it changes nothing. A step whose

@@ -205,6 +205,20 @@ type Classed interface {
 	Class() ledger.Class
 }
 
+// IsPure says whether t declared its effect pure (a Classed tool whose
+// class is ledger.Pure): its call changes nothing, so it undoes nothing.
+func IsPure(t Tool) bool {
+	c, ok := t.(Classed)
+	return ok && c.Class() == ledger.Pure
+}
+
+// Pure says whether the tool registered as name declared its effect pure
+// (IsPure); false for a name not registered.
+func (r *Registry) Pure(name string) bool {
+	t, err := r.Get(name)
+	return err == nil && IsPure(t)
+}
+
 // Classes returns the class of each Classed tool by name: what a worker
 // announces, so that a submit can be refused a compensation of a pure
 // tool's call.

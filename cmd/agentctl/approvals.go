@@ -15,6 +15,7 @@ import (
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/approvals"
 	"github.com/agentledger/agentledger/operator"
+	"github.com/agentledger/agentledger/steps"
 )
 
 func (a *app) approvalsCmd() *cobra.Command {
@@ -324,10 +325,10 @@ func (a *app) decide(ctx context.Context, arg string, approve bool, f *decideFla
 // a Go kind's call (call/…) fails with the reason, for the kind to decide.
 func deniedThen(step string) string {
 	switch {
-	case strings.HasPrefix(step, "tool/") && strings.Count(step, "/") >= 2:
-		return "wakes and its agent is told why: the call is not performed"
-	case strings.HasPrefix(step, "tool/"):
+	case steps.IsStepPath(step):
 		return "fails for good, the call not performed (its compensations run, where its steps declared them)"
+	case strings.HasPrefix(step, "tool/"):
+		return "wakes and its agent is told why: the call is not performed"
 	}
 	return "wakes and its call fails with the reason: the call is not performed"
 }
