@@ -186,24 +186,38 @@ const claimNow = `now AS (SELECT coalesce($5::timestamptz, now()) AS t,
 	(extract(epoch FROM coalesce($5::timestamptz, now())) * 1000000)::bigint AS token_floor)`
 
 // asyncCommit is the value NULL, and makes the claim's transaction commit
-// asynchronously: set_config(…, true) holds for that transaction only, and
-// its commit then returns without waiting for its WAL flush — a third of
-// the way from enqueue to start at 500 tasks/s (BENCHMARKS.md). As a
-// scalar subquery it runs once (an InitPlan) and leaves the plan alone;
-// in the claim's clock CTE it kept that CTE from being inlined and the
-// plan tests refused what followed. The due-only claims (claimedDue) use
-// it; the full claim, which also buries expired leases, commits as any
-// other statement.
+// asynchronously on a server without synchronous standbys:
+// set_config(…, true) holds for that transaction only, and its commit then
+// returns without waiting for its WAL flush — a third of the way from
+// enqueue to start at 500 tasks/s (BENCHMARKS.md). As a scalar subquery it
+// runs once (an InitPlan) and leaves the plan alone; in the claim's clock
+// CTE it kept that CTE from being inlined and the plan tests refused what
+// followed. The due-only claims (claimedDue) use it; the full claim, which
+// also buries expired leases, commits as any other statement.
 //
-// A claim lost to a crash or a failover before its flush is safe: the task
-// is runnable again, and the lost claim's token is never issued again
-// (claimSet), so whatever its worker still writes is fenced off. Any later
-// synchronous commit on the server — a heartbeat, the ledger's reservation
-// before an unsafe effect, a finish, anyone's enqueue — flushes the WAL
-// the claim wrote before it, so nothing durable is built on a lost claim;
-// a keyed effect performed under it is absorbed by its key when the task
-// runs again, as after any crash between an effect and its record.
-const asyncCommit = `(SELECT NULL::text FROM set_config('synchronous_commit', 'off', true))`
+// A claim lost to a crash before its flush is safe: the task is runnable
+// again, and the lost claim's token is never issued again (claimSet), so
+// whatever its worker still writes is fenced off. Any later synchronous
+// commit on the server — a heartbeat, the ledger's reservation before an
+// unsafe effect, a finish, anyone's enqueue — flushes the WAL the claim
+// wrote before it, so nothing durable is built on a lost claim; a keyed
+// effect performed under it is absorbed by its key when the task runs
+// again, as after any crash between an effect and its record.
+//
+// With synchronous standbys (synchronous_standby_names set) the claim
+// commits as the session says, waiting for a standby: there a task's
+// insert can be seen before any standby has it — its commit's wait for the
+// standby was cut short (a primary's shutdown at a switchover ends its
+// backends so) and its submitter told of an error. A claim that did not
+// wait could run it, a failover then lose it, and the submitter's retry
+// on the new primary make another task, whose effects have other keys:
+// each keyed effect would go out twice (TestAClaimWaitsForTheStandbyToHaveItsTask).
+// Waiting for its own commit to reach a standby, the claim waits for
+// every commit before it, the task's insert among them; a claim whose
+// wait is cut short, or outlasts its context, returns an error and
+// starts nothing.
+const asyncCommit = `(SELECT NULL::text FROM set_config('synchronous_commit',
+	CASE current_setting('synchronous_standby_names') WHEN '' THEN 'off' ELSE current_setting('synchronous_commit') END, true))`
 
 // qualified prefixes each of the comma-separated columns with table.
 func qualified(table, columns string) string {

@@ -37,7 +37,8 @@ UPDATE tasks t SET
 	attempted_at = now.t,
 	updated_at = now.t,
 	newcomer = NULL,
-	wait_reason = (SELECT NULL::text FROM set_config('synchronous_commit', 'off', true)),
+	wait_reason = (SELECT NULL::text FROM set_config('synchronous_commit',
+	CASE current_setting('synchronous_standby_names') WHEN '' THEN 'off' ELSE current_setting('synchronous_commit') END, true)),
 	capped = false
 FROM now
 WHERE t.ctid = ANY (ARRAY(SELECT ctid FROM due))

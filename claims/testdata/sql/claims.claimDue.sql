@@ -254,7 +254,8 @@ UPDATE tasks t SET
 	attempted_at = now.t,
 	updated_at = now.t,
 	newcomer = NULL,
-	wait_reason = (SELECT NULL::text FROM set_config('synchronous_commit', 'off', true)),
+	wait_reason = (SELECT NULL::text FROM set_config('synchronous_commit',
+	CASE current_setting('synchronous_standby_names') WHEN '' THEN 'off' ELSE current_setting('synchronous_commit') END, true)),
 	capped = CASE WHEN EXISTS (SELECT FROM tenant_shares WHERE max_running IS NOT NULL)
 		THEN EXISTS (SELECT FROM tenant_shares s WHERE s.tenant = t.tenant AND s.max_running IS NOT NULL)
 		ELSE false END

@@ -125,7 +125,7 @@ func ensureTemplate(ctx context.Context) error {
 	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{build}.Sanitize()); err != nil {
 		return err
 	}
-	if err := migrate(ctx, build); err != nil {
+	if err := migrate(ctx, URLFor(build)); err != nil {
 		return fmt.Errorf("testdb: migrating template: %w", err)
 	}
 	_, err = conn.Exec(ctx, fmt.Sprintf("ALTER DATABASE %s RENAME TO %s",
@@ -133,8 +133,9 @@ func ensureTemplate(ctx context.Context) error {
 	return err
 }
 
-func migrate(ctx context.Context, db string) error {
-	pool, err := pgxpool.New(ctx, URLFor(db))
+// migrate applies every migration to the database at url.
+func migrate(ctx context.Context, url string) error {
+	pool, err := pgxpool.New(ctx, url)
 	if err != nil {
 		return err
 	}
@@ -265,7 +266,7 @@ func Collated(t testing.TB, icuLocale string) *pgxpool.Pool {
 	t.Helper()
 	url, name := createAs(t, " TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE '"+
 		strings.ReplaceAll(icuLocale, "'", "''")+"'")
-	if err := migrate(context.Background(), name); err != nil {
+	if err := migrate(context.Background(), url); err != nil {
 		t.Fatalf("testdb: migrating %s: %v", name, err)
 	}
 	pool := Open(t, url)
@@ -295,4 +296,47 @@ func Open(t testing.TB, url string) *pgxpool.Pool {
 	}
 	t.Cleanup(pool.Close)
 	return pool
+}
+
+// Private starts a PostgreSQL cluster of t's own, with settings on top of
+// the server's defaults (commits wait for their WAL, as in production),
+// migrates a database of its own and returns that database's URL. The
+// cluster stops when t ends. It is for a test that changes what the shared
+// cluster's other users must not see: a server-wide setting, a restart.
+func Private(t testing.TB, settings map[string]string) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "agentledger-private-")
+	if err != nil {
+		t.Fatalf("testdb: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	// The server may run as another user (postgres, under root): it must
+	// reach its state directory.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatalf("testdb: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c, err := pgembed.Start(ctx, pgembed.Config{StateDir: filepath.Join(dir, "pg"), Settings: settings})
+	if err != nil {
+		t.Fatalf("testdb: starting a private cluster: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := c.Close(context.Background()); err != nil {
+			t.Errorf("testdb: stopping the private cluster: %v", err)
+		}
+	})
+	conn, err := pgx.Connect(ctx, c.URL("postgres"))
+	if err != nil {
+		t.Fatalf("testdb: %v", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `CREATE DATABASE private`); err != nil {
+		t.Fatalf("testdb: %v", err)
+	}
+	url := c.URL("private")
+	if err := migrate(ctx, url); err != nil {
+		t.Fatalf("testdb: migrating the private cluster: %v", err)
+	}
+	return url
 }

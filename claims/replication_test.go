@@ -1,0 +1,206 @@
+package claims_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/internal/test/testdb"
+)
+
+// A task whose insert other sessions see but no synchronous standby has —
+// its commit's wait for the standby was cut short, as a primary's shutdown
+// at a switchover cuts it, and its submitter got an error — must not run
+// until the standby has it. Run before, its effects go out for a task a
+// failover then loses: the submitter's retry on the new primary makes
+// another task, with another id and so other effect keys, and the effects
+// go out again. A claim waits for the standby as any commit does, and one
+// whose wait is cut short, or runs past its deadline, returns no task.
+//
+// The server here has a synchronous standby that never comes
+// (synchronous_standby_names names one): every commit that waits, waits
+// until the test ends the wait.
+func TestAClaimWaitsForTheStandbyToHaveItsTask(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := testdb.Private(t, map[string]string{"fsync": "off"})
+	admin := testdb.Open(t, url)
+	mustExec(t, admin, `ALTER SYSTEM SET synchronous_standby_names = 'phantom'`)
+	mustExec(t, admin, `SELECT pg_reload_conf()`)
+	awaitSetting(t, admin, "synchronous_standby_names", "phantom")
+	submitter := openAs(t, url, "submitter")
+
+	// Each case has its queue, and in it a task whose insert is visible
+	// and on no standby.
+	unreplicated := func(queue string) {
+		t.Helper()
+		var err error
+		returned := make(chan struct{})
+		go func() {
+			defer close(returned)
+			_, err = claims.New(submitter).Enqueue(ctx, claims.EnqueueParams{Kind: "noop", Queue: queue})
+		}()
+		pid := inSyncRepWait(t, admin, "submitter", returned)
+		if pid == 0 {
+			t.Fatalf("the enqueue into %s returned (%v) without waiting for the standby", queue, err)
+		}
+		terminate(t, admin, pid) // as a fast shutdown ends its backends
+		<-returned
+		if err == nil {
+			t.Fatalf("the enqueue into %s was acknowledged though its wait for the standby was cut short", queue)
+		}
+		var n int
+		if err := admin.QueryRow(ctx, `SELECT count(*) FROM tasks WHERE queue = $1 AND state = 'queued'`, queue).Scan(&n); err != nil || n != 1 {
+			t.Fatalf("%s holds %d queued tasks (%v); want the one committed locally", queue, n, err)
+		}
+	}
+
+	for _, c := range []struct {
+		name     string
+		dueOnly  bool
+		deadline time.Duration // 0: the wait is cut short by a termination
+	}{
+		{"a due-only claim", true, 0},
+		{"a full claim", false, 0},
+		{"a due-only claim past its deadline", true, 300 * time.Millisecond},
+	} {
+		queue := "q" + time.Now().Format("150405.000000")
+		unreplicated(queue)
+		claimer := openAs(t, url, "claimer")
+		cctx, cancel := context.WithCancel(ctx)
+		if c.deadline > 0 {
+			cctx, cancel = context.WithTimeout(ctx, c.deadline)
+		}
+		var (
+			got []*agentledger.Task
+			err error
+		)
+		returned := make(chan struct{})
+		go func() {
+			defer close(returned)
+			got, err = claims.New(claimer).Claim(cctx, claims.ClaimParams{Queue: queue, Worker: "w", Limit: 10,
+				Lease: time.Minute, DueOnly: c.dueOnly, Hint: &claims.ClaimHint{}})
+		}()
+		if pid := inSyncRepWait(t, admin, "claimer", returned); pid == 0 {
+			cancel()
+			t.Fatalf("%s returned %d tasks (%v) without waiting for the standby to have them: "+
+				"a failover could lose the task after its effects went out", c.name, len(got), err)
+		} else if c.deadline == 0 {
+			terminate(t, admin, pid)
+		}
+		<-returned
+		cancel()
+		if err == nil || len(got) > 0 {
+			t.Errorf("%s whose wait for the standby was cut short returned %d tasks, err %v; want none and an error",
+				c.name, len(got), err)
+		}
+	}
+
+	// An enqueue that leases its task to an idle pool of this process
+	// (EnqueueStart) starts it only once its insert is acknowledged.
+	st := &fakeStarter{}
+	var err error
+	returned := make(chan struct{})
+	go func() {
+		defer close(returned)
+		_, err = claims.New(submitter).EnqueueStart(ctx, claims.EnqueueParams{Kind: "noop", Queue: "eager"}, st)
+	}()
+	if pid := inSyncRepWait(t, admin, "submitter", returned); pid == 0 {
+		t.Fatalf("the starting enqueue returned (%v) without waiting for the standby", err)
+	} else {
+		terminate(t, admin, pid)
+	}
+	<-returned
+	if asked, started, released := st.counts(); err == nil || asked != 1 || started != 0 || released != 1 {
+		t.Errorf("a starting enqueue whose wait for the standby was cut short: err %v, asked %d, started %d, released %d; "+
+			"want an error and its slot given back", err, asked, started, released)
+	}
+}
+
+// openAs opens a pool to url whose sessions name themselves app.
+func openAs(t *testing.T, url, app string) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.RuntimeParams["application_name"] = app
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+func mustExec(t *testing.T, db *pgxpool.Pool, sql string) {
+	t.Helper()
+	if _, err := db.Exec(context.Background(), sql); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+// awaitSetting waits until a new session sees the server's setting name
+// at want (a reload reaches the postmaster's children in its own time).
+func awaitSetting(t *testing.T, db *pgxpool.Pool, name, want string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		conn, err := db.Acquire(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got string
+		err = conn.QueryRow(context.Background(), `SELECT current_setting($1)`, name).Scan(&got)
+		conn.Conn().Close(context.Background()) // the next try in a new session
+		conn.Release()
+		switch {
+		case err != nil:
+			t.Fatal(err)
+		case got == want:
+			return
+		case time.Now().After(deadline):
+			t.Fatalf("%s is %q 30 s after the reload, want %q", name, got, want)
+		}
+		time.Sleep(10 * time.Millisecond) // polling the server's state, not waiting out a race
+	}
+}
+
+// inSyncRepWait waits until a backend of application app waits for the
+// synchronous standby, and returns its pid; or returns 0 once returned is
+// closed (the call it watches returned without waiting).
+func inSyncRepWait(t *testing.T, db *pgxpool.Pool, app string, returned <-chan struct{}) int {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var pid int
+		err := db.QueryRow(context.Background(), `SELECT coalesce(max(pid), 0) FROM pg_stat_activity
+			WHERE application_name = $1 AND wait_event = 'SyncRep'`, app).Scan(&pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pid != 0 {
+			return pid
+		}
+		select {
+		case <-returned:
+			return 0
+		case <-time.After(5 * time.Millisecond): // polling the server's state
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no backend of %s waits for the standby after 30 s", app)
+		}
+	}
+}
+
+func terminate(t *testing.T, db *pgxpool.Pool, pid int) {
+	t.Helper()
+	var ok bool
+	if err := db.QueryRow(context.Background(), `SELECT pg_terminate_backend($1)`, pid).Scan(&ok); err != nil || !ok {
+		t.Fatalf("terminating backend %d: %v, %v", pid, ok, err)
+	}
+}
