@@ -185,6 +185,10 @@ type LongdayResult struct {
 	Unexp    map[string]int // by class: finished in another state than expected
 	Drained  bool
 	Left     map[string]int64 // unfinished at the end, by state
+	// How the count of finishes went (finishes): frontier readings behind
+	// the last, tasks read again with the same finish, and tasks whose
+	// finish was stamped again.
+	Behind, Reread, Refinished int
 	Checks   effectChecks
 }
 
@@ -359,10 +363,11 @@ func longdayRun(ctx context.Context, srv *Server, f LongdayFlags, mix Mix, out, 
 		err := ctl.QueryRow(ctx, frontierSQL, settleLag.Seconds()).Scan(&t)
 		return t, err
 	}
-	from, err := dbNow()
+	start, err := dbNow()
 	if err != nil {
 		return res, err
 	}
+	fin := newFinishes(ctl, start)
 	cpu := StartCPU(ctx, ctl)
 	self := newSelfGC()
 	agentdCPU := func() time.Duration { s, _ := readProcStat(d.PID()); return s.self }
@@ -407,10 +412,9 @@ func longdayRun(ctx context.Context, srv *Server, f LongdayFlags, mix Mix, out, 
 			return res, err
 		}
 		w := LongdayWindow{Start: time.Duration(k) * f.Window, Len: f.Window, Goroutines: -1}
-		if w.All, w.ByClass, err = sampleFinished(ctx, ctl, from, to); err != nil {
+		if w.All, w.ByClass, err = fin.upTo(ctx, to); err != nil {
 			return res, err
 		}
-		from = to
 		if w.Unfinished, err = sampleUnfinished(ctx, ctl); err != nil {
 			return res, err
 		}
@@ -471,12 +475,11 @@ func longdayRun(ctx context.Context, srv *Server, f LongdayFlags, mix Mix, out, 
 		to, err := dbNow()
 		if err == nil {
 			var cw map[string]ClassWindow
-			if _, cw, err = sampleFinished(ctx, ctl, from, to); err == nil {
+			if _, cw, err = fin.upTo(ctx, to); err == nil {
 				for c, w := range cw {
 					res.Finished[c] += w.Finished
 					res.Unexp[c] += w.Unexpected
 				}
-				from = to
 			}
 		}
 		if err != nil && countErr == nil {
@@ -490,7 +493,7 @@ func longdayRun(ctx context.Context, srv *Server, f LongdayFlags, mix Mix, out, 
 	if err := ctl.QueryRow(ctx, "SELECT clock_timestamp()").Scan(&to); err != nil {
 		return res, err
 	}
-	_, tail, err := sampleFinished(ctx, ctl, from, to) // drained: every finish committed
+	_, tail, err := fin.upTo(ctx, to) // drained: every finish committed
 	if err != nil {
 		return res, err
 	}
@@ -500,6 +503,7 @@ func longdayRun(ctx context.Context, srv *Server, f LongdayFlags, mix Mix, out, 
 	}
 	// The notifications of the last tasks are delivered shortly after.
 	waitOutbox(ctx, ctl, 30*time.Second)
+	res.Behind, res.Reread, res.Refinished = fin.Behind, fin.Reread, fin.Refinished
 	res.Checks = checkEffects(down, slack, model, notifyCh, approvalsCh, res)
 	return res, nil
 }

@@ -48,12 +48,12 @@ func sampleTables(ctx context.Context, pool *pgxpool.Pool) (map[string]TableSamp
 }
 
 // finishedSQL lists the tasks that finished in [$1, $2) on the database's
-// clock, with their class (cron's are its noop tasks) and enqueue → finish
-// time. The state list lets
-// the partial index on finished_at serve it.
+// clock, with their class (cron's are its noop tasks), enqueue → finish
+// time, id and finish. The state list lets the partial index on
+// finished_at serve it.
 const finishedSQL = `
 SELECT CASE WHEN kind = 'noop' THEN 'cron' ELSE split_part(submission_key, '-', 2) END, state,
-	extract(epoch FROM finished_at - created_at)
+	extract(epoch FROM finished_at - created_at), id, finished_at
 FROM tasks
 WHERE finished_at >= $1 AND finished_at < $2 AND state IN ('succeeded', 'dead', 'cancelled', 'compensated')`
 
@@ -74,10 +74,39 @@ type ClassWindow struct {
 // leave them out (each class has its own).
 var waitingClasses = map[string]bool{classApprove: true, classDeny: true, classSignal: true, classTimer: true}
 
-// sampleFinished reads the tasks that finished in [from, to): every class
-// together and each class apart.
-func sampleFinished(ctx context.Context, pool *pgxpool.Pool, from, to time.Time) (ClassWindow, map[string]ClassWindow, error) {
-	rows, err := pool.Query(ctx, finishedSQL, from, to)
+// finishes reads what finished, window by window up to a frontier on the
+// database's clock (frontierSQL), counting each task once. A frontier
+// read behind the last one is not followed (Behind), and a task read
+// again is not counted again: Reread if its finish is the one read
+// before (windows that overlapped), Refinished if it was stamped again.
+// The effects check counts on these figures, so a counting slip shows as
+// itself, not as effects missing.
+type finishes struct {
+	pool *pgxpool.Pool
+	from time.Time
+	// seen holds the tasks counted, with their finish, back to
+	// seenFor before the frontier.
+	seen                       map[int64]time.Time
+	Behind, Reread, Refinished int
+}
+
+// seenFor is how long finishes remembers a task it counted.
+const seenFor = time.Minute
+
+func newFinishes(pool *pgxpool.Pool, from time.Time) *finishes {
+	return &finishes{pool: pool, from: from, seen: map[int64]time.Time{}}
+}
+
+// upTo reads the tasks that finished from the last frontier up to to:
+// every class together and each class apart.
+func (f *finishes) upTo(ctx context.Context, to time.Time) (ClassWindow, map[string]ClassWindow, error) {
+	if !to.After(f.from) {
+		if to.Before(f.from) {
+			f.Behind++
+		}
+		return ClassWindow{}, map[string]ClassWindow{}, nil
+	}
+	rows, err := f.pool.Query(ctx, finishedSQL, f.from, to)
 	if err != nil {
 		return ClassWindow{}, nil, err
 	}
@@ -89,9 +118,20 @@ func sampleFinished(ctx context.Context, pool *pgxpool.Pool, from, to time.Time)
 	for rows.Next() {
 		var class, state string
 		var secs float64
-		if err := rows.Scan(&class, &state, &secs); err != nil {
+		var id int64
+		var at time.Time
+		if err := rows.Scan(&class, &state, &secs, &id, &at); err != nil {
 			return ClassWindow{}, nil, err
 		}
+		if before, ok := f.seen[id]; ok {
+			if before.Equal(at) {
+				f.Reread++
+			} else {
+				f.Refinished++
+			}
+			continue
+		}
+		f.seen[id] = at
 		d := time.Duration(secs * float64(time.Second))
 		if !waitingClasses[class] {
 			all = append(all, d)
@@ -104,6 +144,12 @@ func sampleFinished(ctx context.Context, pool *pgxpool.Pool, from, to time.Time)
 	}
 	if err := rows.Err(); err != nil {
 		return ClassWindow{}, nil, err
+	}
+	f.from = to
+	for id, at := range f.seen {
+		if at.Before(to.Add(-seenFor)) {
+			delete(f.seen, id)
+		}
 	}
 	total := ClassWindow{Finished: n, Lat: Summarise(all)}
 	out := map[string]ClassWindow{}

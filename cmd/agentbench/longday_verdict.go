@@ -138,6 +138,8 @@ func verdict(out io.Writer, f LongdayFlags, r LongdayResult) {
 		fin = append(fin, s)
 	}
 	fmt.Fprintf(out, "finished: %s\n", strings.Join(fin, ", "))
+	fmt.Fprintf(out, "count: each finished task counted once; %d read again in a later window, %d finished a second time; "+
+		"%d readings of the frontier behind the last\n", r.Reread, r.Refinished, r.Behind)
 	if !r.Drained {
 		fmt.Fprintf(out, "drain: NOT DRAINED within --drain %s; unfinished by state: %v\n", f.Drain, r.Left)
 	} else if n := r.Left["needs_attention"]; n > 0 {
