@@ -189,7 +189,7 @@ type LongdayResult struct {
 	// the last, tasks read again with the same finish, and tasks whose
 	// finish was stamped again.
 	Behind, Reread, Refinished int
-	Checks   effectChecks
+	Checks                     effectChecks
 }
 
 // effectChecks are the counts at the fakes at the end.
