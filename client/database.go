@@ -3,11 +3,13 @@ package client
 import (
 	"cmp"
 	"context"
+	"errors"
 	"math"
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/admit"
 	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/operator"
 	"github.com/agentledger/agentledger/waits"
 )
 
@@ -63,6 +65,26 @@ func (d dbSubmitter) Send(ctx context.Context, s Signal) (Sent, error) {
 
 func (d dbSubmitter) Task(ctx context.Context, id int64) (*agentledger.Task, error) {
 	return claims.New(d.db).Get(ctx, cmp.Or(d.tenant, claims.DefaultTenant), id)
+}
+
+func (d dbSubmitter) Cancel(ctx context.Context, id int64) (*agentledger.Task, error) {
+	tenant := cmp.Or(d.tenant, claims.DefaultTenant)
+	t, err := operator.New(d.db).Cancel(ctx, tenant, id)
+	if errors.Is(err, agentledger.ErrConflict) {
+		// Cancelling a cancelled task asks for what is, as the API answers.
+		if cur, gerr := claims.New(d.db).Get(ctx, tenant, id); gerr == nil && cur.State == agentledger.StateCancelled {
+			return cur, nil
+		}
+	}
+	return t, err
+}
+
+func (d dbSubmitter) Replay(ctx context.Context, id int64) (*agentledger.Task, error) {
+	p, err := operator.New(d.db).Replay(ctx, cmp.Or(d.tenant, claims.DefaultTenant), id)
+	if err != nil {
+		return nil, err
+	}
+	return p.Task, nil
 }
 
 func (d dbSubmitter) Waits(ctx context.Context, q WaitQuery) ([]waits.Wait, error) {

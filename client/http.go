@@ -22,11 +22,11 @@ import (
 	"github.com/agentledger/agentledger/waits"
 )
 
-// HTTP submits, sends signals and lists waits through agentd's HTTP API at
-// baseURL with a tenant's bearer token; hc nil is a client with a 30 s
-// timeout. A submission or a signal that meets a server error, a timeout
-// or a request still in flight is sent again under the same key, three
-// times at most.
+// HTTP submits, reads, cancels and replays tasks, sends signals and lists
+// waits through agentd's HTTP API at baseURL with a tenant's bearer token;
+// hc nil is a client with a 30 s timeout. A request that changes something
+// and meets a server error, a timeout or its own first try still in flight
+// is sent again under the same Idempotency-Key, three times at most.
 func HTTP(baseURL, token string, hc *http.Client) Client {
 	if hc == nil {
 		hc = &http.Client{Timeout: 30 * time.Second}
@@ -103,6 +103,26 @@ func (h httpSubmitter) Task(ctx context.Context, id int64) (*agentledger.Task, e
 	}
 	var t httpapi.Task
 	if _, _, _, err := h.do(req, &t); err != nil {
+		return nil, err
+	}
+	return taskOf(t), nil
+}
+
+// Cancel is POST /v1/tasks/{id}/cancel.
+func (h httpSubmitter) Cancel(ctx context.Context, id int64) (*agentledger.Task, error) {
+	return h.onTask(ctx, id, "cancel")
+}
+
+// Replay is POST /v1/tasks/{id}/replay.
+func (h httpSubmitter) Replay(ctx context.Context, id int64) (*agentledger.Task, error) {
+	return h.onTask(ctx, id, "replay")
+}
+
+// onTask POSTs the action to one task under a key of its own, so that the
+// call's own retries are one request.
+func (h httpSubmitter) onTask(ctx context.Context, id int64, action string) (*agentledger.Task, error) {
+	var t httpapi.Task
+	if _, err := h.mutate(ctx, "/v1/tasks/"+strconv.FormatInt(id, 10)+"/"+action, "", nil, &t); err != nil {
 		return nil, err
 	}
 	return taskOf(t), nil
@@ -203,7 +223,17 @@ func (h httpSubmitter) do(req *http.Request, v any) (status int, header http.Hea
 		}
 		return resp.StatusCode, resp.Header, false, nil
 	}
-	return resp.StatusCode, resp.Header, resp.StatusCode >= 500 || resp.StatusCode == http.StatusConflict, problemError(resp.StatusCode, b)
+	err = problemError(resp.StatusCode, b)
+	// A conflict is sent again only when the key's first request is still
+	// in flight; a state conflict would answer the same.
+	return resp.StatusCode, resp.Header, resp.StatusCode >= 500 || inFlight(err), err
+}
+
+// inFlight says err is the API's answer to a request whose key's first
+// request is still being served.
+func inFlight(err error) bool {
+	var ce *agentledger.CodedError
+	return errors.As(err, &ce) && ce.Code == agentledger.CodeIdempotencyKeyInFlight
 }
 
 // problemError is the server's problem+json answer as an error of its code

@@ -56,6 +56,20 @@ type Client interface {
 	// token, expiry) and no trace context. Wait polls it until the task
 	// ends.
 	Task(ctx context.Context, id int64) (*agentledger.Task, error)
+	// Cancel cancels one of the client's tenant's tasks, and its
+	// unfinished children: a queued, waiting or retrying task at once; a
+	// running one is asked to stop before its next call, and is returned
+	// still running (Wait sees it end). A cancelled task is returned as it
+	// is; one that finished otherwise is agentledger.ErrConflict.
+	Cancel(ctx context.Context, id int64) (*agentledger.Task, error)
+	// Replay queues a dead, cancelled or succeeded task of the client's
+	// tenant to run again in its generation: the effects the ledger
+	// completed are served from it, the rest performed. Refused
+	// (agentledger.ErrConflict) while it is queued or running, when an
+	// effect of unknown outcome would stop it again, and for a steps task
+	// whose gated call was not approved in its generation. A new intent is
+	// a new task: Submit it.
+	Replay(ctx context.Context, id int64) (*agentledger.Task, error)
 	// Send sends a signal for the client's tenant.
 	Send(ctx context.Context, s Signal) (Sent, error)
 	// Waits lists the waits of the client's tenant's tasks: what each

@@ -64,6 +64,22 @@ func (c daemonClient) Task(ctx context.Context, id int64) (*agentledger.Task, er
 	return cl.Task(ctx, id)
 }
 
+func (c daemonClient) Cancel(ctx context.Context, id int64) (*agentledger.Task, error) {
+	cl, err := c.through()
+	if err != nil {
+		return nil, err
+	}
+	return cl.Cancel(ctx, id)
+}
+
+func (c daemonClient) Replay(ctx context.Context, id int64) (*agentledger.Task, error) {
+	cl, err := c.through()
+	if err != nil {
+		return nil, err
+	}
+	return cl.Replay(ctx, id)
+}
+
 func (c daemonClient) Waits(ctx context.Context, q client.WaitQuery) ([]waits.Wait, error) {
 	cl, err := c.through()
 	if err != nil {

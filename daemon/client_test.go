@@ -75,11 +75,13 @@ func TestClientSubmitsThroughTheDaemon(t *testing.T) {
 	// The pool is idle once its first claims found nothing; until then a
 	// submission may be queued and claimed. Each is run once either way.
 	started := false
+	var last int64
 	for i := 0; i < 100 && !started; i++ {
 		task, err := c.Submit(ctx, greet)
 		if err != nil {
 			t.Fatal(err)
 		}
+		last = task.ID
 		if task.Tenant != "acme" {
 			t.Fatalf("submitted for tenant %q, want acme", task.Tenant)
 		}
@@ -109,6 +111,17 @@ func TestClientSubmitsThroughTheDaemon(t *testing.T) {
 		t.Errorf("a compensation of a pure call through the daemon's Client: %v, want it refused", err)
 	}
 
+	// It replays its tenant's tasks, and cancels those not finished.
+	if _, err := c.Replay(ctx, last); err != nil {
+		t.Fatalf("Replay of task %d: %v", last, err)
+	}
+	if got := testdaemon.WaitFinished(t, s, last); got.State != agentledger.StateSucceeded {
+		t.Fatalf("replayed task %d: %s %s", last, got.State, got.LastError)
+	}
+	if _, err := c.Cancel(ctx, last); !errors.Is(err, agentledger.ErrConflict) {
+		t.Errorf("Cancel of succeeded task %d: %v, want a conflict", last, err)
+	}
+
 	stop()
 	select {
 	case err := <-stopped:
@@ -120,5 +133,8 @@ func TestClientSubmitsThroughTheDaemon(t *testing.T) {
 	}
 	if _, err := c.Submit(ctx, greet); !errors.Is(err, daemon.ErrNotRunning) {
 		t.Fatalf("Submit after Run: %v, want ErrNotRunning", err)
+	}
+	if _, err := c.Cancel(ctx, last); !errors.Is(err, daemon.ErrNotRunning) {
+		t.Errorf("Cancel after Run: %v, want ErrNotRunning", err)
 	}
 }
