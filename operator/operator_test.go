@@ -169,8 +169,9 @@ func TestReplayRefusesAnUnknownEffect(t *testing.T) {
 	if d, _ := svc.Show(ctx, "", task.ID); d.Task.State != agentledger.StateNeedsAttention || len(d.Attempts) != 1 {
 		t.Fatalf("refused, yet the task is %s with %d attempts", d.Task.State, len(d.Attempts))
 	}
-	if _, err := svc.Resolve(ctx, "", task.ID, "tool/0", operator.Resolution{Done: true, Note: "checked the target"}); err != nil {
-		t.Fatal(err)
+	out, err := svc.ResolveTask(ctx, "", task.ID, "tool/0", operator.Resolution{Done: true, Note: "checked the target"})
+	if err != nil || !out.Requeued || out.Task.State != agentledger.StateQueued {
+		t.Fatalf("resolved: %+v %v, want the task requeued", out, err)
 	}
 	if d, _ := svc.Show(ctx, "", task.ID); d.Task.State != agentledger.StateQueued {
 		t.Fatalf("resolved: %s, want queued", d.Task.State)

@@ -23,15 +23,34 @@ type Resolution struct {
 // effects are served, the rest run. A compensation that failed for good
 // may be resolved as done (the operator undid the effect by hand).
 func (s *Service) Resolve(ctx context.Context, tenant string, id int64, step string, r Resolution) (*agentledger.Task, error) {
+	out, err := s.ResolveTask(ctx, tenant, id, step, r)
+	return out.Task, err
+}
+
+// ResolveOutcome is what a resolution did: the task as it left it, and
+// whether it sent the task back (it needed attention when the resolution
+// read it) or left it as it was.
+type ResolveOutcome struct {
+	Task     *agentledger.Task
+	Requeued bool
+}
+
+// ResolveTask is Resolve, saying whether the task went back.
+func (s *Service) ResolveTask(ctx context.Context, tenant string, id int64, step string, r Resolution) (ResolveOutcome, error) {
+	t, requeued, err := s.resolve(ctx, tenant, id, step, r)
+	return ResolveOutcome{Task: t, Requeued: requeued}, err
+}
+
+func (s *Service) resolve(ctx context.Context, tenant string, id int64, step string, r Resolution) (*agentledger.Task, bool, error) {
 	switch {
 	case step == "":
-		return nil, agentledger.Invalid("step", "give the step path of the unknown effect (the task's journal lists it)")
+		return nil, false, agentledger.Invalid("step", "give the step path of the unknown effect (the task's journal lists it)")
 	case r.Note == "":
-		return nil, agentledger.Invalid("note", "say why the effect is resolved this way")
+		return nil, false, agentledger.Invalid("note", "say why the effect is resolved this way")
 	}
 	t, j, err := s.load(ctx, tenant, id)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	// An unknown outcome first; for "done", a compensation that failed
 	// for good and the operator undid by hand (a built call's row before
@@ -60,21 +79,21 @@ func (s *Service) Resolve(ctx context.Context, tenant string, id int64, step str
 	case failed != nil:
 		// Not taken as "retry": a failed call is sent again by a replay
 		// already, and one that never rendered never will be.
-		return nil, agentledger.Invalid("resolution", "the compensation at %s failed (agentctl show %d says why): if "+
+		return nil, false, agentledger.Invalid("resolution", "the compensation at %s failed (agentctl show %d says why): if "+
 			"its cause can be fixed, fix it and replay task %d to send it again; otherwise make sure the effect was not "+
 			"undone already, undo it by hand and resolve it as done", step, id, id)
 	case pending != nil && t.State != agentledger.StateNeedsAttention:
-		return nil, agentledger.Errorf(agentledger.CodeConflict, "the compensation at %s is being sent (task %d is %s): "+
+		return nil, false, agentledger.Errorf(agentledger.CodeConflict, "the compensation at %s is being sent (task %d is %s): "+
 			"agentctl show %d follows it", step, id, t.State, id)
 	case pending != nil:
-		return nil, agentledger.Errorf(agentledger.CodeConflict, "the compensation at %s is pending: it may have been sent, "+
+		return nil, false, agentledger.Errorf(agentledger.CodeConflict, "the compensation at %s is pending: it may have been sent, "+
 			"so it is not resolved by hand; replay task %d once its cause is fixed, and the ledger decides whether it "+
 			"goes out again (an unsafe one of unknown outcome is then yours to resolve)", step, id)
 	case done != nil:
-		return nil, resolvedAlready(t, step, *done)
+		return nil, false, resolvedAlready(t, step, *done)
 	}
 	if target == nil {
-		return nil, &NoUnknownEffectError{TaskID: id, Step: step, Unknown: unknownSteps(j), FailedCompensations: failedCompensations(j)}
+		return nil, false, &NoUnknownEffectError{TaskID: id, Step: step, Unknown: unknownSteps(j), FailedCompensations: failedCompensations(j)}
 	}
 	res := ledger.Resolution{Done: r.Done, Retry: !r.Done, Note: r.Note}
 	err = s.ledger.Resolve(ctx, target.Tenant, target.Operation, target.Key, res)
@@ -84,20 +103,21 @@ func (s *Service) Resolve(ctx context.Context, tenant string, id int64, step str
 		if t2, j2, lerr := s.load(ctx, tenant, id); lerr == nil {
 			for _, e := range j2 {
 				if e.Key == target.Key && e.Operation == target.Operation && e.State == ledger.StateCompleted {
-					return nil, resolvedAlready(t2, step, e)
+					return nil, false, resolvedAlready(t2, step, e)
 				}
 			}
 		}
-		return nil, agentledger.Errorf(agentledger.CodeConflict, "the compensation at %s is being sent by an attempt that "+
+		return nil, false, agentledger.Errorf(agentledger.CodeConflict, "the compensation at %s is being sent by an attempt that "+
 			"could build it since: nothing resolved (agentctl show %d follows it)", step, id)
 	}
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if t.State != agentledger.StateNeedsAttention {
-		return t, nil
+		return t, false, nil
 	}
-	return s.requeue(ctx, tenant, id, replay, ReplayableStates)
+	t, err = s.requeue(ctx, tenant, id, replay, ReplayableStates)
+	return t, err == nil, err
 }
 
 // Resolved says what a resolution did to the effect of t (as Resolve

@@ -283,9 +283,9 @@ func (a *App) openResolve(t *agentledger.Task) tea.Cmd {
 		a.setStatus("", fmt.Errorf("task %d has no effect of unknown outcome: every effect of its journal completed or failed, so nothing is to resolve", t.ID))
 		return nil
 	}
-	id, step, parked := t.ID, e.Step, t.State == agentledger.StateNeedsAttention
+	id, step := t.ID, e.Step
 	if e.State == ledger.StateFailed {
-		return a.openResolveCompensation(id, e, parked)
+		return a.openResolveCompensation(id, e)
 	}
 	// Say what the ledger recorded: an answer that does not settle it (a
 	// 502, a reset connection), or nothing, when the attempt died first.
@@ -300,7 +300,7 @@ func (a *App) openResolve(t *agentledger.Task) tea.Cmd {
 	lines = append(lines, "Check the target by hand, then say what happened. The task is then replayed: completed effects are served, the rest run.")
 	d, cmd := newNoteDialog(a.env, fmt.Sprintf("Resolve effect %s of task %d", step, id), lines,
 		func(note string, done bool) tea.Cmd {
-			return a.cmd.resolve(id, step, Resolution{Done: done, Note: note}, parked)
+			return a.cmd.resolve(id, step, Resolution{Done: done, Note: note})
 		})
 	a.openDialog(d)
 	return cmd
@@ -310,13 +310,13 @@ func (a *App) openResolve(t *agentledger.Task) tea.Cmd {
 // failed for good (refused, or one that could not be sent), resolved as
 // done: the operator undid the effect by hand. Done only: a compensation
 // is never "not performed" for the task to go on.
-func (a *App) openResolveCompensation(id int64, e operator.Effect, parked bool) tea.Cmd {
+func (a *App) openResolveCompensation(id int64, e operator.Effect) tea.Cmd {
 	lines := []string{fmt.Sprintf("The compensation at %s (%s) of task %d failed for good:", e.Step, e.Operation, id),
 		"  " + oneLine(e.Error),
 		fmt.Sprintf("If you undid %s by hand, say so: the task then goes on undoing the rest. Otherwise, if its cause can be fixed (a grant, an allow-list), fix it and replay (r).", e.Undoes)}
 	d, cmd := newNoteDialog(a.env, fmt.Sprintf("Resolve compensation %s of task %d as done", e.Step, id), lines,
 		func(note string, _ bool) tea.Cmd {
-			return a.cmd.resolve(id, e.Step, Resolution{Done: true, Note: note}, parked)
+			return a.cmd.resolve(id, e.Step, Resolution{Done: true, Note: note})
 		})
 	d.toggle = false
 	a.openDialog(d)

@@ -236,25 +236,26 @@ func (c commands) compensate(id int64) tea.Cmd {
 	})
 }
 
-// resolve settles the effect at step of task id, which was parked (in
-// needs_attention) when the operator asked.
-func (c commands) resolve(id int64, step string, r Resolution, parked bool) tea.Cmd {
+// resolve settles the effect at step of task id.
+func (c commands) resolve(id int64, step string, r Resolution) tea.Cmd {
 	return c.act(func(ctx context.Context) (string, error) {
-		t, err := c.store.Resolve(ctx, id, step, r)
+		out, err := c.store.Resolve(ctx, id, step, r)
 		if err != nil {
 			return "", err
 		}
-		return fmt.Sprintf("effect %s of task %d %s; %s", step, id, operator.Resolved(t, r.Done), resolvedWhere(t, parked)), nil
+		return fmt.Sprintf("effect %s of task %d %s; %s", step, id, operator.Resolved(out.Task, r.Done),
+			resolvedWhere(out.Task, out.Requeued)), nil
 	})
 }
 
 // resolvedWhere says, in the past tense (the status stays while the task
-// moves on), where a resolution left task t: Resolve requeues only a
-// parked task, and another stays as it was. The task is read after the
-// requeue, so a worker may hold it already: it went back all the same.
-func resolvedWhere(t *agentledger.Task, parked bool) string {
+// moves on), where a resolution left task t: Resolve requeues a task that
+// was parked when it read it (requeued), and another stays as it was.
+// The task is read after the requeue, so a worker may hold it already: it
+// went back all the same.
+func resolvedWhere(t *agentledger.Task, requeued bool) string {
 	switch {
-	case !parked && t.State != agentledger.StateQueued && t.State != agentledger.StateCompensating:
+	case !requeued:
 		return "the task stays " + string(t.State)
 	case t.State == agentledger.StateQueued || t.State == agentledger.StateCompensating:
 		return "the task went back to " + string(t.State)

@@ -160,8 +160,8 @@ func (s *DBStore) Compensate(ctx context.Context, id int64) (*agentledger.Task, 
 
 // Resolve implements Store: the unknown effect at step of the current
 // generation is settled, then a task that needs attention is replayed.
-func (s *DBStore) Resolve(ctx context.Context, id int64, step string, r Resolution) (*agentledger.Task, error) {
-	return s.Operator.Resolve(ctx, "", id, step, r)
+func (s *DBStore) Resolve(ctx context.Context, id int64, step string, r Resolution) (operator.ResolveOutcome, error) {
+	return s.Operator.ResolveTask(ctx, "", id, step, r)
 }
 
 // RetryAll implements Store.

@@ -215,8 +215,9 @@ func (s *fakeStore) CompensationPreview(_ context.Context, id int64) (*UndoPlan,
 	return &UndoPlan{Task: t}, nil
 }
 
-func (s *fakeStore) Resolve(_ context.Context, id int64, step string, r Resolution) (*agentledger.Task, error) {
-	return s.act(fmt.Sprintf("resolve %s done=%v note=%q", step, r.Done, r.Note), id)
+func (s *fakeStore) Resolve(_ context.Context, id int64, step string, r Resolution) (operator.ResolveOutcome, error) {
+	t, err := s.act(fmt.Sprintf("resolve %s done=%v note=%q", step, r.Done, r.Note), id)
+	return operator.ResolveOutcome{Task: t, Requeued: err == nil && t.State == agentledger.StateNeedsAttention}, err
 }
 
 func (s *fakeStore) RetryAll(_ context.Context, f Filter) (operator.BulkResult, error) {

@@ -8,12 +8,14 @@ import (
 
 // A parked task a resolution requeued went back, whatever a worker made of
 // it by the time it is read: the console said "the task stays running"
-// of one claimed at once.
+// of one claimed at once. One it did not requeue stays, in any state: the
+// console used to read "parked" when its dialog opened, and said a task
+// another operator had requeued meanwhile "went back to queued".
 func TestResolvedWhereSaysAParkedTaskWentBack(t *testing.T) {
 	for _, c := range []struct {
-		state  agentledger.TaskState
-		parked bool
-		want   string
+		state    agentledger.TaskState
+		requeued bool
+		want     string
 	}{
 		{agentledger.StateQueued, true, "the task went back to queued"},
 		{agentledger.StateCompensating, true, "the task went back to compensating"},
@@ -21,9 +23,10 @@ func TestResolvedWhereSaysAParkedTaskWentBack(t *testing.T) {
 		{agentledger.StateSucceeded, true, "the task went back to the queue, and is succeeded now"},
 		{agentledger.StateDead, false, "the task stays dead"},
 		{agentledger.StateRunning, false, "the task stays running"},
+		{agentledger.StateQueued, false, "the task stays queued"},
 	} {
-		if got := resolvedWhere(&agentledger.Task{State: c.state}, c.parked); got != c.want {
-			t.Errorf("%s (parked %v): %q, want %q", c.state, c.parked, got, c.want)
+		if got := resolvedWhere(&agentledger.Task{State: c.state}, c.requeued); got != c.want {
+			t.Errorf("%s (requeued %v): %q, want %q", c.state, c.requeued, got, c.want)
 		}
 	}
 }

@@ -117,8 +117,8 @@ type Store interface {
 	// effects are undone, newest first.
 	Compensate(ctx context.Context, id int64) (*agentledger.Task, error)
 	// Resolve settles the unknown effect at step of task id and, when the
-	// task needs attention, replays it.
-	Resolve(ctx context.Context, id int64, step string, r Resolution) (*agentledger.Task, error)
+	// task needs attention, replays it; it says whether it did.
+	Resolve(ctx context.Context, id int64, step string, r Resolution) (operator.ResolveOutcome, error)
 	// RetryAll retries every dead task of f.
 	RetryAll(ctx context.Context, f Filter) (operator.BulkResult, error)
 	// CancelAll cancels every unfinished task of f.
