@@ -173,6 +173,8 @@ func (s *Store) claim(ctx context.Context, q string, p ClaimParams) ([]*agentled
 			args = append(args, p.trusted)
 		}
 	}
+	conn := statementConn(s.db)
+	unreplicated(conn) // a mark left by an earlier statement is not this one's
 	rows, err := s.db.Query(ctx, q, args...)
 	if err == nil {
 		var tasks []*agentledger.Task
@@ -185,7 +187,9 @@ func (s *Store) claim(ctx context.Context, q string, p ClaimParams) ([]*agentled
 		if run {
 			lastCol = &last
 		}
-		if tasks, laned, err = collectClaimed(rows, lastCol); err == nil {
+		if tasks, laned, err = collectClaimed(rows, lastCol); err == nil && unreplicated(conn) {
+			err = &UnreplicatedError{Tasks: len(tasks)}
+		} else if err == nil {
 			// In claim order: the due-only claims (claimedDue) answer in no order.
 			slices.SortFunc(tasks, claimOrder)
 			if p.Hint != nil {

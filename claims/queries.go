@@ -174,11 +174,27 @@ const runnable = `t.state IN ('queued', 'retrying', 'compensating')`
 // notifications with it.)
 const woken = `(SELECT count(*) FROM wake) >= 0`
 
+// lookupKeysSQL reads the tasks of the (tenant, submission key) pairs
+// $1, $2, with their request hashes: the submissions an enqueue found
+// made before (resolveDuplicates).
+//
+// With synchronous standbys it also writes (an InitPlan, once a
+// statement): the task it finds may have been committed on the primary
+// only — its submission's wait for the standby cut short, and the
+// submitter retrying under its key — and a transaction that wrote nothing
+// commits without waiting. Having written, its commit waits for the
+// standby to have everything before it, the task found among it, before
+// the duplicate is acknowledged. What it writes is a transactional
+// logical message (prefix "agentledger", empty), which any role may
+// emit at any wal_level: the least write that takes a transaction id
+// and WAL, and leaves no row behind.
 const lookupKeysSQL = `/* claims.lookupKeys */
 SELECT ` + taskColumns + `, request_hash
 FROM tasks t
 JOIN unnest($1::text[], $2::text[]) AS k(tenant, submission_key)
-	USING (tenant, submission_key)`
+	USING (tenant, submission_key)
+WHERE (SELECT current_setting('synchronous_standby_names') = ''
+	OR pg_logical_emit_message(true, 'agentledger', '') IS NOT NULL)`
 
 // claimNow is the claim's clock, and the least fencing token it issues:
 // that clock in microseconds since the epoch (claimSet).

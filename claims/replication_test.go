@@ -2,6 +2,7 @@ package claims_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
+	"github.com/agentledger/agentledger/internal/syncwait"
 	"github.com/agentledger/agentledger/internal/test/testdb"
 )
 
@@ -19,11 +21,16 @@ import (
 // failover then loses: the submitter's retry on the new primary makes
 // another task, with another id and so other effect keys, and the effects
 // go out again. A claim waits for the standby as any commit does, and one
-// whose wait is cut short, or runs past its deadline, returns no task.
+// whose wait is terminated, cancelled (it then commits locally, and says
+// so only in a warning) or runs past its deadline starts no task. Nor is
+// the submitter's retry under its key acknowledged before the standby has
+// the task it finds.
 //
 // The server here has a synchronous standby that never comes
 // (synchronous_standby_names names one): every commit that waits, waits
-// until the test ends the wait.
+// until the test ends the wait. Claims run on a connection of their own,
+// as a worker's do, from a pool that hears the server's notices as
+// agentd's (database.Open).
 func TestAClaimWaitsForTheStandbyToHaveItsTask(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -42,7 +49,7 @@ func TestAClaimWaitsForTheStandbyToHaveItsTask(t *testing.T) {
 		returned := make(chan struct{})
 		go func() {
 			defer close(returned)
-			_, err = claims.New(submitter).Enqueue(ctx, claims.EnqueueParams{Kind: "noop", Queue: queue})
+			_, err = claims.New(submitter).Enqueue(ctx, claims.EnqueueParams{Kind: "noop", Queue: queue, SubmissionKey: queue})
 		}()
 		pid := inSyncRepWait(t, admin, "submitter", returned)
 		if pid == 0 {
@@ -62,27 +69,30 @@ func TestAClaimWaitsForTheStandbyToHaveItsTask(t *testing.T) {
 	for _, c := range []struct {
 		name     string
 		dueOnly  bool
-		deadline time.Duration // 0: the wait is cut short by a termination
+		end      string        // how the wait is ended: pg_terminate_backend or pg_cancel_backend
+		deadline time.Duration // or, when set, by the claim's deadline
 	}{
-		{"a due-only claim", true, 0},
-		{"a full claim", false, 0},
-		{"a due-only claim past its deadline", true, 300 * time.Millisecond},
+		{"a due-only claim, its wait terminated", true, "pg_terminate_backend", 0},
+		{"a full claim, its wait terminated", false, "pg_terminate_backend", 0},
+		{"a due-only claim, its wait cancelled", true, "pg_cancel_backend", 0},
+		{"a due-only claim past its deadline", true, "", 300 * time.Millisecond},
 	} {
 		queue := "q" + time.Now().Format("150405.000000")
 		unreplicated(queue)
 		claimer := openAs(t, url, "claimer")
+		conn, err := claimer.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
 		cctx, cancel := context.WithCancel(ctx)
 		if c.deadline > 0 {
 			cctx, cancel = context.WithTimeout(ctx, c.deadline)
 		}
-		var (
-			got []*agentledger.Task
-			err error
-		)
+		var got []*agentledger.Task
 		returned := make(chan struct{})
 		go func() {
 			defer close(returned)
-			got, err = claims.New(claimer).Claim(cctx, claims.ClaimParams{Queue: queue, Worker: "w", Limit: 10,
+			got, err = claims.New(conn).Claim(cctx, claims.ClaimParams{Queue: queue, Worker: "w", Limit: 10,
 				Lease: time.Minute, DueOnly: c.dueOnly, Hint: &claims.ClaimHint{}})
 		}()
 		if pid := inSyncRepWait(t, admin, "claimer", returned); pid == 0 {
@@ -90,38 +100,63 @@ func TestAClaimWaitsForTheStandbyToHaveItsTask(t *testing.T) {
 			t.Fatalf("%s returned %d tasks (%v) without waiting for the standby to have them: "+
 				"a failover could lose the task after its effects went out", c.name, len(got), err)
 		} else if c.deadline == 0 {
-			terminate(t, admin, pid)
+			signal(t, admin, c.end, pid)
 		}
 		<-returned
 		cancel()
+		conn.Release()
 		if err == nil || len(got) > 0 {
-			t.Errorf("%s whose wait for the standby was cut short returned %d tasks, err %v; want none and an error",
-				c.name, len(got), err)
+			t.Errorf("%s: %d tasks, err %v; want none and an error", c.name, len(got), err)
+		}
+		if c.end == "pg_cancel_backend" && !errors.As(err, new(*claims.UnreplicatedError)) {
+			t.Errorf("%s: %v, want an UnreplicatedError", c.name, err)
+		}
+
+		// The submitter's retry under its key finds the task, and waits
+		// for the standby to have it before it says so.
+		var dupErr error
+		again := make(chan struct{})
+		go func() {
+			defer close(again)
+			_, dupErr = claims.New(submitter).Enqueue(ctx, claims.EnqueueParams{Kind: "noop", Queue: queue, SubmissionKey: queue})
+		}()
+		if pid := inSyncRepWait(t, admin, "submitter", again); pid == 0 {
+			t.Fatalf("the retry of %s's submission was answered (%v) without waiting for the standby", queue, dupErr)
+		} else {
+			terminate(t, admin, pid)
+		}
+		<-again
+		if dupErr == nil {
+			t.Errorf("the retry of %s's submission was acknowledged though its wait for the standby was cut short", queue)
 		}
 	}
 
 	// An enqueue that leases its task to an idle pool of this process
-	// (EnqueueStart) starts it only once its insert is acknowledged.
-	st := &fakeStarter{}
-	var err error
-	returned := make(chan struct{})
-	go func() {
-		defer close(returned)
-		_, err = claims.New(submitter).EnqueueStart(ctx, claims.EnqueueParams{Kind: "noop", Queue: "eager"}, st)
-	}()
-	if pid := inSyncRepWait(t, admin, "submitter", returned); pid == 0 {
-		t.Fatalf("the starting enqueue returned (%v) without waiting for the standby", err)
-	} else {
-		terminate(t, admin, pid)
-	}
-	<-returned
-	if asked, started, released := st.counts(); err == nil || asked != 1 || started != 0 || released != 1 {
-		t.Errorf("a starting enqueue whose wait for the standby was cut short: err %v, asked %d, started %d, released %d; "+
-			"want an error and its slot given back", err, asked, started, released)
+	// (EnqueueStart) starts it only once its insert is acknowledged, and
+	// not when its wait was cancelled: then the task waits out its lease.
+	for _, end := range []string{"pg_terminate_backend", "pg_cancel_backend"} {
+		st := &fakeStarter{}
+		var err error
+		returned := make(chan struct{})
+		go func() {
+			defer close(returned)
+			_, err = claims.New(submitter).EnqueueStart(ctx, claims.EnqueueParams{Kind: "noop", Queue: "eager-" + end}, st)
+		}()
+		if pid := inSyncRepWait(t, admin, "submitter", returned); pid == 0 {
+			t.Fatalf("the starting enqueue returned (%v) without waiting for the standby", err)
+		} else {
+			signal(t, admin, end, pid)
+		}
+		<-returned
+		if asked, started, released := st.counts(); asked != 1 || started != 0 || released != 1 {
+			t.Errorf("a starting enqueue whose wait for the standby was ended by %s: err %v, asked %d, started %d, released %d; "+
+				"want its slot given back, the task not started", end, err, asked, started, released)
+		}
 	}
 }
 
-// openAs opens a pool to url whose sessions name themselves app.
+// openAs opens a pool to url whose sessions name themselves app and whose
+// notices are heard as agentd's are.
 func openAs(t *testing.T, url, app string) *pgxpool.Pool {
 	t.Helper()
 	cfg, err := pgxpool.ParseConfig(url)
@@ -129,6 +164,7 @@ func openAs(t *testing.T, url, app string) *pgxpool.Pool {
 		t.Fatal(err)
 	}
 	cfg.ConnConfig.RuntimeParams["application_name"] = app
+	cfg.ConnConfig.OnNotice = syncwait.OnNotice
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -197,10 +233,15 @@ func inSyncRepWait(t *testing.T, db *pgxpool.Pool, app string, returned <-chan s
 	}
 }
 
-func terminate(t *testing.T, db *pgxpool.Pool, pid int) {
+func terminate(t *testing.T, db *pgxpool.Pool, pid int) { signal(t, db, "pg_terminate_backend", pid) }
+
+// signal ends backend pid's wait by fn: pg_terminate_backend (as a fast
+// shutdown does) or pg_cancel_backend (as an operator's cancel or a
+// statement_timeout does).
+func signal(t *testing.T, db *pgxpool.Pool, fn string, pid int) {
 	t.Helper()
 	var ok bool
-	if err := db.QueryRow(context.Background(), `SELECT pg_terminate_backend($1)`, pid).Scan(&ok); err != nil || !ok {
-		t.Fatalf("terminating backend %d: %v, %v", pid, ok, err)
+	if err := db.QueryRow(context.Background(), `SELECT `+fn+`($1)`, pid).Scan(&ok); err != nil || !ok {
+		t.Fatalf("%s(%d): %v, %v", fn, pid, ok, err)
 	}
 }

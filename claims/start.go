@@ -2,9 +2,11 @@ package claims
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentledger/agentledger"
 )
@@ -80,11 +82,29 @@ func (s *Store) EnqueueStart(ctx context.Context, p EnqueueParams, st Starter) (
 	kinds, caps := slot.Takes()
 	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lease/2)
 	defer cancel()
+	// On a connection of its own, to know whether its commit reached the
+	// synchronous standby (statementConn).
+	on := s
+	if pool, ok := s.db.(*pgxpool.Pool); ok {
+		conn, err := pool.Acquire(ictx)
+		if err != nil {
+			return EnqueueResult{}, fmt.Errorf("enqueue: %w", err)
+		}
+		defer conn.Release()
+		on = &Store{db: conn, Now: s.Now}
+	}
+	conn := statementConn(on.db)
+	unreplicated(conn) // a mark left by an earlier statement is not this one's
 	sentAt := time.Now()
-	res, err := s.enqueue(ictx, []EnqueueParams{p}, &startLease{worker: worker, lease: lease, kinds: kinds, caps: caps})
+	res, err := on.enqueue(ictx, []EnqueueParams{p}, &startLease{worker: worker, lease: lease, kinds: kinds, caps: caps})
 	switch {
 	case err != nil:
 		return EnqueueResult{}, err
+	case unreplicated(conn):
+		// Acknowledged, as PostgreSQL acknowledges such a commit, but not
+		// started: the task waits out its lease, and the claim that takes
+		// it then reaches the standby first (UnreplicatedError).
+		return res[0], nil
 	case res[0].Duplicate:
 		return res[0], nil
 	case res[0].Task.State != agentledger.StateRunning:

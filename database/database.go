@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentledger/agentledger/internal/pgplan"
 	"github.com/agentledger/agentledger/internal/secretfmt"
+	"github.com/agentledger/agentledger/internal/syncwait"
 	"github.com/agentledger/agentledger/pgembed"
 )
 
@@ -108,6 +109,9 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 		}
 	}
 	pcfg.AfterConnect = GuardIDs(log)
+	// A claim whose commit's wait for a synchronous standby was cancelled
+	// committed locally only: the notice says so (package syncwait).
+	pcfg.ConnConfig.OnNotice = syncwait.OnNotice
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err == nil {
 		err = pool.Ping(ctx)

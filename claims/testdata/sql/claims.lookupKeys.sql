@@ -8,3 +8,5 @@ SELECT id, tenant, queue, kind, payload, priority, run_at, state,
 FROM tasks t
 JOIN unnest($1::text[], $2::text[]) AS k(tenant, submission_key)
 	USING (tenant, submission_key)
+WHERE (SELECT current_setting('synchronous_standby_names') = ''
+	OR pg_logical_emit_message(true, 'agentledger', '') IS NOT NULL)

@@ -1,0 +1,44 @@
+// Package syncwait notes the connections on which a commit's wait for a
+// synchronous standby was cancelled.
+//
+// A query cancel that reaches a backend while its commit waits for the
+// standby (pg_cancel_backend, a statement_timeout) does not undo the
+// commit: PostgreSQL commits locally, says so in a WARNING ("canceling
+// wait for synchronous replication … The transaction has already
+// committed locally, but might not have been replicated to the
+// standby"), and reports success. A failover then loses the commit. A
+// claim or an eager start whose commit that was must not start its tasks
+// (their effects would outlive them): OnNotice, the pool's notice
+// handler, marks the connection, and the claim made on it asks
+// Cancelled. A terminated wait needs none of this: it ends the
+// connection, and the statement fails.
+//
+// The warning is recognised by its SQLSTATE (01000) and its English
+// text: a server whose lc_messages is another language words it
+// otherwise, and it goes unseen.
+package syncwait
+
+import (
+	"strings"
+	"sync"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// cancelled holds the connections marked and not yet asked.
+var cancelled sync.Map // *pgconn.PgConn → struct{}
+
+// OnNotice is a pgconn.NoticeHandler: it marks c when n says a commit's
+// wait for a synchronous standby was cancelled.
+func OnNotice(c *pgconn.PgConn, n *pgconn.Notice) {
+	if n.Code == "01000" && strings.HasPrefix(n.Message, "canceling wait for synchronous replication") {
+		cancelled.Store(c, struct{}{})
+	}
+}
+
+// Cancelled reports whether a commit's wait for the standby was cancelled
+// on c since the last call, and clears the mark.
+func Cancelled(c *pgconn.PgConn) bool {
+	_, ok := cancelled.LoadAndDelete(c)
+	return ok
+}
