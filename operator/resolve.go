@@ -113,12 +113,26 @@ func (s *Service) resolve(ctx context.Context, tenant string, id int64, step str
 	if err != nil {
 		return nil, false, err
 	}
-	if t.State != agentledger.StateNeedsAttention {
-		return t, false, nil
+	if t.State == agentledger.StateNeedsAttention {
+		// From needs_attention only: a task cancelled or sent back by
+		// someone else since it was read is not replayed by this.
+		requeued, err := s.requeue(ctx, tenant, id, replay, parkedStates)
+		if err == nil || !errors.Is(err, agentledger.ErrConflict) {
+			return requeued, err == nil, err
+		}
+		// A task still parked was refused for a reason of its own (its
+		// ledger rows gone): that is the answer.
+		if cur, gerr := s.tasks.Get(ctx, tenant, id); gerr != nil || cur.State == agentledger.StateNeedsAttention {
+			return nil, false, err
+		}
 	}
-	t, err = s.requeue(ctx, tenant, id, replay, ReplayableStates)
-	return t, err == nil, err
+	// Left as it is: as it stands now.
+	t, err = s.tasks.Get(ctx, tenant, id)
+	return t, false, err
 }
+
+// parkedStates is the state a resolution requeues a task from.
+var parkedStates = []agentledger.TaskState{agentledger.StateNeedsAttention}
 
 // Resolved says what a resolution did to the effect of t (as Resolve
 // returned it): marked done, or allowed one more performance, which a
