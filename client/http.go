@@ -26,7 +26,8 @@ import (
 // waits through agentd's HTTP API at baseURL with a tenant's bearer token;
 // hc nil is a client with a 30 s timeout. A request that changes something
 // and meets a server error, a timeout or its own first try still in flight
-// is sent again under the same Idempotency-Key, three times at most.
+// is sent again under the same Idempotency-Key, three times at most (as
+// is one answered 408 or 429), after what a Retry-After asks.
 func HTTP(baseURL, token string, hc *http.Client) Client {
 	if hc == nil {
 		hc = &http.Client{Timeout: 30 * time.Second}
@@ -179,12 +180,13 @@ func (h httpSubmitter) mutate(ctx context.Context, path, key string, body []byte
 		key = "client-" + hex.EncodeToString(b)
 	}
 	var lastErr error
+	var wait time.Duration
 	for try := range 3 {
 		if try > 0 {
 			select {
 			case <-ctx.Done():
 				return false, ctx.Err()
-			case <-time.After(time.Duration(try) * 200 * time.Millisecond):
+			case <-time.After(wait):
 			}
 		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.base+path, bytes.NewReader(body))
@@ -199,8 +201,19 @@ func (h httpSubmitter) mutate(ctx context.Context, path, key string, body []byte
 			return err == nil && (status == http.StatusOK || header.Get(httpapi.ReplayedHeader) == "true"), err
 		}
 		lastErr = err
+		wait = retryWait(try+1, header)
 	}
 	return false, lastErr
+}
+
+// retryWait is how long to wait before the try-th retry: what the
+// server's Retry-After asks (in seconds; 5 s at most), else 200 ms more
+// at each try.
+func retryWait(try int, header http.Header) time.Duration {
+	if s, err := strconv.Atoi(header.Get("Retry-After")); err == nil && s >= 0 {
+		return min(time.Duration(s)*time.Second, 5*time.Second)
+	}
+	return time.Duration(try) * 200 * time.Millisecond
 }
 
 // do sends req with the token and decodes a 2xx answer into v; retry
@@ -224,9 +237,13 @@ func (h httpSubmitter) do(req *http.Request, v any) (status int, header http.Hea
 		return resp.StatusCode, resp.Header, false, nil
 	}
 	err = problemError(resp.StatusCode, b)
-	// A conflict is sent again only when the key's first request is still
-	// in flight; a state conflict would answer the same.
-	return resp.StatusCode, resp.Header, resp.StatusCode >= 500 || inFlight(err), err
+	// Sent again: a server error, a request timed out or limited (the
+	// server frees the key for those), and a conflict only while the
+	// key's first request is in flight; a state conflict would answer the
+	// same.
+	retry = resp.StatusCode >= 500 || resp.StatusCode == http.StatusRequestTimeout ||
+		resp.StatusCode == http.StatusTooManyRequests || inFlight(err)
+	return resp.StatusCode, resp.Header, retry, err
 }
 
 // inFlight says err is the API's answer to a request whose key's first

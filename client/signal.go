@@ -47,7 +47,9 @@ type WaitQuery struct {
 	Limit  int // default 50 over HTTP, 100 over the database
 }
 
-// Client submits tasks, sends signals and lists waits: Database and HTTP.
+// Client submits, reads, cancels and replays its tenant's tasks, sends
+// signals and lists waits: Database, HTTP, and an embedded daemon's
+// (daemon.Daemon.Client).
 type Client interface {
 	Submitter
 	// Task reads one of the client's tenant's tasks by id, as it stands
@@ -62,13 +64,16 @@ type Client interface {
 	// still running (Wait sees it end). A cancelled task is returned as it
 	// is; one that finished otherwise is agentledger.ErrConflict.
 	Cancel(ctx context.Context, id int64) (*agentledger.Task, error)
-	// Replay queues a dead, cancelled or succeeded task of the client's
-	// tenant to run again in its generation: the effects the ledger
+	// Replay queues a dead, cancelled, succeeded or parked
+	// (needs_attention) task of the client's tenant to run again in its
+	// generation, due now whatever its run_at was: the effects the ledger
 	// completed are served from it, the rest performed. Refused
 	// (agentledger.ErrConflict) while it is queued or running, when an
 	// effect of unknown outcome would stop it again, and for a steps task
-	// whose gated call was not approved in its generation. A new intent is
-	// a new task: Submit it.
+	// whose gated call was not approved in its generation. Over HTTP a
+	// kind the tenant's grant no longer allows is refused too
+	// (agentledger.ErrForbidden); the database's client acts as the
+	// operator. A new intent is a new task: Submit it.
 	Replay(ctx context.Context, id int64) (*agentledger.Task, error)
 	// Send sends a signal for the client's tenant.
 	Send(ctx context.Context, s Signal) (Sent, error)
