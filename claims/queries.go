@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agentledger/agentledger/internal/syncwait"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/notify/outbox"
 )
@@ -178,23 +179,15 @@ const woken = `(SELECT count(*) FROM wake) >= 0`
 // $1, $2, with their request hashes: the submissions an enqueue found
 // made before (resolveDuplicates).
 //
-// With synchronous standbys it also writes (an InitPlan, once a
-// statement): the task it finds may have been committed on the primary
-// only — its submission's wait for the standby cut short, and the
-// submitter retrying under its key — and a transaction that wrote nothing
-// commits without waiting. Having written, its commit waits for the
-// standby to have everything before it, the task found among it, before
-// the duplicate is acknowledged. What it writes is a transactional
-// logical message (prefix "agentledger", empty), which any role may
-// emit at any wal_level: the least write that takes a transaction id
-// and WAL, and leaves no row behind.
+// It acknowledges what it read (syncwait.Durable): a task found may have
+// been committed on the primary only, its submitter retrying under its
+// key.
 const lookupKeysSQL = `/* claims.lookupKeys */
 SELECT ` + taskColumns + `, request_hash
 FROM tasks t
 JOIN unnest($1::text[], $2::text[]) AS k(tenant, submission_key)
 	USING (tenant, submission_key)
-WHERE (SELECT current_setting('synchronous_standby_names') = ''
-	OR pg_logical_emit_message(true, 'agentledger', '') IS NOT NULL)`
+WHERE ` + syncwait.Durable
 
 // claimNow is the claim's clock, and the least fencing token it issues:
 // that clock in microseconds since the epoch (claimSet).

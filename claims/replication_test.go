@@ -6,12 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/claims"
-	"github.com/agentledger/agentledger/internal/syncwait"
-	"github.com/agentledger/agentledger/internal/test/testdb"
+	"github.com/agentledger/agentledger/internal/test/syncrep"
 )
 
 // A task whose insert other sessions see but no synchronous standby has —
@@ -28,18 +25,14 @@ import (
 //
 // The server here has a synchronous standby that never comes
 // (synchronous_standby_names names one): every commit that waits, waits
-// until the test ends the wait. Claims run on a connection of their own,
-// as a worker's do, from a pool that hears the server's notices as
-// agentd's (database.Open).
+// until the test ends the wait (package syncrep). Claims run on a
+// connection of their own, as a worker's do, from a pool that hears the
+// server's notices as agentd's (database.Open).
 func TestAClaimWaitsForTheStandbyToHaveItsTask(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	url := testdb.Private(t, map[string]string{"fsync": "off"})
-	admin := testdb.Open(t, url)
-	mustExec(t, admin, `ALTER SYSTEM SET synchronous_standby_names = 'phantom'`)
-	mustExec(t, admin, `SELECT pg_reload_conf()`)
-	awaitSetting(t, admin, "synchronous_standby_names", "phantom")
-	submitter := openAs(t, url, "submitter")
+	url, admin := syncrep.Server(t)
+	submitter := syncrep.Open(t, url, "submitter")
 
 	// Each case has its queue, and in it a task whose insert is visible
 	// and on no standby.
@@ -51,11 +44,11 @@ func TestAClaimWaitsForTheStandbyToHaveItsTask(t *testing.T) {
 			defer close(returned)
 			_, err = claims.New(submitter).Enqueue(ctx, claims.EnqueueParams{Kind: "noop", Queue: queue, SubmissionKey: queue})
 		}()
-		pid := inSyncRepWait(t, admin, "submitter", returned)
+		pid := syncrep.Waiting(t, admin, "submitter", returned)
 		if pid == 0 {
 			t.Fatalf("the enqueue into %s returned (%v) without waiting for the standby", queue, err)
 		}
-		terminate(t, admin, pid) // as a fast shutdown ends its backends
+		syncrep.End(t, admin, "pg_terminate_backend", pid) // as a fast shutdown ends its backends
 		<-returned
 		if err == nil {
 			t.Fatalf("the enqueue into %s was acknowledged though its wait for the standby was cut short", queue)
@@ -79,7 +72,7 @@ func TestAClaimWaitsForTheStandbyToHaveItsTask(t *testing.T) {
 	} {
 		queue := "q" + time.Now().Format("150405.000000")
 		unreplicated(queue)
-		claimer := openAs(t, url, "claimer")
+		claimer := syncrep.Open(t, url, "claimer")
 		conn, err := claimer.Acquire(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -95,12 +88,12 @@ func TestAClaimWaitsForTheStandbyToHaveItsTask(t *testing.T) {
 			got, err = claims.New(conn).Claim(cctx, claims.ClaimParams{Queue: queue, Worker: "w", Limit: 10,
 				Lease: time.Minute, DueOnly: c.dueOnly, Hint: &claims.ClaimHint{}})
 		}()
-		if pid := inSyncRepWait(t, admin, "claimer", returned); pid == 0 {
+		if pid := syncrep.Waiting(t, admin, "claimer", returned); pid == 0 {
 			cancel()
 			t.Fatalf("%s returned %d tasks (%v) without waiting for the standby to have them: "+
 				"a failover could lose the task after its effects went out", c.name, len(got), err)
 		} else if c.deadline == 0 {
-			signal(t, admin, c.end, pid)
+			syncrep.End(t, admin, c.end, pid)
 		}
 		<-returned
 		cancel()
@@ -120,10 +113,10 @@ func TestAClaimWaitsForTheStandbyToHaveItsTask(t *testing.T) {
 			defer close(again)
 			_, dupErr = claims.New(submitter).Enqueue(ctx, claims.EnqueueParams{Kind: "noop", Queue: queue, SubmissionKey: queue})
 		}()
-		if pid := inSyncRepWait(t, admin, "submitter", again); pid == 0 {
+		if pid := syncrep.Waiting(t, admin, "submitter", again); pid == 0 {
 			t.Fatalf("the retry of %s's submission was answered (%v) without waiting for the standby", queue, dupErr)
 		} else {
-			terminate(t, admin, pid)
+			syncrep.End(t, admin, "pg_terminate_backend", pid)
 		}
 		<-again
 		if dupErr == nil {
@@ -142,106 +135,15 @@ func TestAClaimWaitsForTheStandbyToHaveItsTask(t *testing.T) {
 			defer close(returned)
 			_, err = claims.New(submitter).EnqueueStart(ctx, claims.EnqueueParams{Kind: "noop", Queue: "eager-" + end}, st)
 		}()
-		if pid := inSyncRepWait(t, admin, "submitter", returned); pid == 0 {
+		if pid := syncrep.Waiting(t, admin, "submitter", returned); pid == 0 {
 			t.Fatalf("the starting enqueue returned (%v) without waiting for the standby", err)
 		} else {
-			signal(t, admin, end, pid)
+			syncrep.End(t, admin, end, pid)
 		}
 		<-returned
 		if asked, started, released := st.counts(); asked != 1 || started != 0 || released != 1 {
 			t.Errorf("a starting enqueue whose wait for the standby was ended by %s: err %v, asked %d, started %d, released %d; "+
 				"want its slot given back, the task not started", end, err, asked, started, released)
 		}
-	}
-}
-
-// openAs opens a pool to url whose sessions name themselves app and whose
-// notices are heard as agentd's are.
-func openAs(t *testing.T, url, app string) *pgxpool.Pool {
-	t.Helper()
-	cfg, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.ConnConfig.RuntimeParams["application_name"] = app
-	cfg.ConnConfig.OnNotice = syncwait.OnNotice
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	return pool
-}
-
-func mustExec(t *testing.T, db *pgxpool.Pool, sql string) {
-	t.Helper()
-	if _, err := db.Exec(context.Background(), sql); err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
-}
-
-// awaitSetting waits until a new session sees the server's setting name
-// at want (a reload reaches the postmaster's children in its own time).
-func awaitSetting(t *testing.T, db *pgxpool.Pool, name, want string) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		conn, err := db.Acquire(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got string
-		err = conn.QueryRow(context.Background(), `SELECT current_setting($1)`, name).Scan(&got)
-		conn.Conn().Close(context.Background()) // the next try in a new session
-		conn.Release()
-		switch {
-		case err != nil:
-			t.Fatal(err)
-		case got == want:
-			return
-		case time.Now().After(deadline):
-			t.Fatalf("%s is %q 30 s after the reload, want %q", name, got, want)
-		}
-		time.Sleep(10 * time.Millisecond) // polling the server's state, not waiting out a race
-	}
-}
-
-// inSyncRepWait waits until a backend of application app waits for the
-// synchronous standby, and returns its pid; or returns 0 once returned is
-// closed (the call it watches returned without waiting).
-func inSyncRepWait(t *testing.T, db *pgxpool.Pool, app string, returned <-chan struct{}) int {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		var pid int
-		err := db.QueryRow(context.Background(), `SELECT coalesce(max(pid), 0) FROM pg_stat_activity
-			WHERE application_name = $1 AND wait_event = 'SyncRep'`, app).Scan(&pid)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if pid != 0 {
-			return pid
-		}
-		select {
-		case <-returned:
-			return 0
-		case <-time.After(5 * time.Millisecond): // polling the server's state
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no backend of %s waits for the standby after 30 s", app)
-		}
-	}
-}
-
-func terminate(t *testing.T, db *pgxpool.Pool, pid int) { signal(t, db, "pg_terminate_backend", pid) }
-
-// signal ends backend pid's wait by fn: pg_terminate_backend (as a fast
-// shutdown does) or pg_cancel_backend (as an operator's cancel or a
-// statement_timeout does).
-func signal(t *testing.T, db *pgxpool.Pool, fn string, pid int) {
-	t.Helper()
-	var ok bool
-	if err := db.QueryRow(context.Background(), `SELECT `+fn+`($1)`, pid).Scan(&ok); err != nil || !ok {
-		t.Fatalf("%s(%d): %v, %v", fn, pid, ok, err)
 	}
 }

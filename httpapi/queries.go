@@ -1,5 +1,7 @@
 package httpapi
 
+import "github.com/agentledger/agentledger/internal/syncwait"
+
 // All SQL of the idempotency_keys table lives here. A record is keyed by
 // (tenant, operation, key). While in flight, locked_until is both the lock's
 // end and its fencing token: every holder sets a new, later value (a
@@ -14,11 +16,14 @@ VALUES ($1, $2, $3, $4, 'in_flight', now() + $5::interval)
 ON CONFLICT (tenant, operation, key) DO NOTHING
 RETURNING locked_until, created_at`
 
-// getKeySQL reads the record that made a reservation fail.
+// getKeySQL reads the record that made a reservation fail. A completed
+// one's answer is replayed, acknowledging what it read: with synchronous
+// standbys, not before they have it (syncwait.Durable), since the request
+// that stored it may have had its commit's wait for them cut short.
 const getKeySQL = `/* httpapi.getKey */
 SELECT fingerprint, state, coalesce(locked_until > now(), false), status, headers, body
 FROM idempotency_keys
-WHERE tenant = $1 AND operation = $2 AND key = $3`
+WHERE tenant = $1 AND operation = $2 AND key = $3 AND ` + syncwait.Durable
 
 // takeOverKeySQL claims an in-flight record whose lock ran out: its request
 // crashed, timed out or failed (a released record's lock ends at once).

@@ -16,6 +16,7 @@ import (
 	"github.com/agentledger/agentledger/canonjson"
 	"github.com/agentledger/agentledger/claims"
 	"github.com/agentledger/agentledger/dbaway"
+	"github.com/agentledger/agentledger/internal/syncwait"
 )
 
 // Limits of a signal.
@@ -263,8 +264,10 @@ func (s *Store) Send(ctx context.Context, p SignalParams) (Sent, error) {
 				p.Retention.Microseconds()).Scan(&id, &waitID)
 			if errors.Is(err, pgx.ErrNoRows) {
 				var stored []byte
+				// Acknowledged as sent: with synchronous standbys, not
+				// before they have it (syncwait.Durable).
 				sig, err := scanSignal(tx.QueryRow(ctx, `/* waits.sent */ SELECT `+signalColumns+`, request_hash FROM signals
-				WHERE tenant = $1 AND dedupe_key = $2`, p.Tenant, p.DedupeKey), &stored)
+				WHERE tenant = $1 AND dedupe_key = $2 AND `+syncwait.Durable, p.Tenant, p.DedupeKey), &stored)
 				if err != nil {
 					return err
 				}

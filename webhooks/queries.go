@@ -1,5 +1,7 @@
 package webhooks
 
+import "github.com/agentledger/agentledger/internal/syncwait"
+
 // The inbox table's SQL. The inbox is owned here; the retention janitor
 // deletes old rows by received_at on its own.
 
@@ -14,10 +16,12 @@ ON CONFLICT DO NOTHING`
 // one with its delivery id if there is one, else the one with its body. It
 // runs as its own statement after insertInboxSQL, so that under READ
 // COMMITTED it sees the row of a concurrent delivery that insertInboxSQL
-// waited for.
+// waited for. The duplicate it answers is acknowledged, and the sender
+// stops: with synchronous standbys not before they have the earlier
+// delivery (syncwait.Durable).
 const inboxTaskSQL = `/* webhooks.inboxTask */
 SELECT delivery_id, body_hash, task_id FROM inbox
-WHERE source = $1 AND (delivery_id = $2 OR body_hash = $3)
+WHERE source = $1 AND (delivery_id = $2 OR body_hash = $3) AND ` + syncwait.Durable + `
 ORDER BY delivery_id = $2 DESC LIMIT 1`
 
 // setInboxTaskSQL records the task a delivery became.

@@ -16,6 +16,9 @@
 // The warning is recognised by its SQLSTATE (01000) and its English
 // text: a server whose lc_messages is another language words it
 // otherwise, and it goes unseen.
+//
+// A read that acknowledges what it found (a submission found again under
+// its key, a stored answer replayed) adds Durable to its condition.
 package syncwait
 
 import (
@@ -42,3 +45,16 @@ func Cancelled(c *pgconn.PgConn) bool {
 	_, ok := cancelled.LoadAndDelete(c)
 	return ok
 }
+
+// Durable is a condition, true, for a statement that acknowledges rows it
+// only read: on a server with synchronous standbys it writes (an
+// InitPlan, once a statement), so that its commit waits for the standby
+// to have everything before it, the rows read among them. What it reads
+// may have been committed on the primary only (the wait of the commit
+// that made it cut short, and its client retrying), and a transaction
+// that wrote nothing commits without waiting. The write is an empty
+// transactional logical message (prefix "agentledger"), which any role
+// may emit at any wal_level: the least write that takes a transaction id
+// and WAL, and leaves no row behind.
+const Durable = "(SELECT current_setting('synchronous_standby_names') = ''\n" +
+	"\tOR pg_logical_emit_message(true, 'agentledger', '') IS NOT NULL)"

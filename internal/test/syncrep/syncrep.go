@@ -1,0 +1,133 @@
+// Package syncrep runs tests against a server whose synchronous standby
+// never comes: every commit that waits for it waits until the test ends
+// the wait, as a primary's shutdown (pg_terminate_backend) or an
+// operator's cancel (pg_cancel_backend) would.
+package syncrep
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/agentledger/agentledger/internal/syncwait"
+	"github.com/agentledger/agentledger/internal/test/testdb"
+)
+
+// Server starts a private migrated database whose server waits for a
+// synchronous standby that never comes, and returns its URL and an admin
+// pool (application "admin") that watches and ends the waits.
+func Server(t *testing.T) (url string, admin *pgxpool.Pool) {
+	t.Helper()
+	url = testdb.Private(t, map[string]string{"fsync": "off"})
+	admin = Open(t, url, "admin")
+	Hold(t, admin)
+	return url, admin
+}
+
+// Hold makes every commit that waits for the standby wait, from now on.
+func Hold(t *testing.T, admin *pgxpool.Pool) {
+	t.Helper()
+	exec(t, admin, `ALTER SYSTEM SET synchronous_standby_names = 'phantom'`)
+	exec(t, admin, `SELECT pg_reload_conf()`)
+	awaitSetting(t, admin, "synchronous_standby_names", "phantom")
+}
+
+// Open opens a pool to url whose sessions name themselves app and whose
+// notices are heard as agentd's are (database.Open).
+func Open(t *testing.T, url, app string) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.RuntimeParams["application_name"] = app
+	cfg.ConnConfig.OnNotice = syncwait.OnNotice
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+func exec(t *testing.T, db *pgxpool.Pool, sql string) {
+	t.Helper()
+	if _, err := db.Exec(context.Background(), sql); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+// awaitSetting waits until a new session sees the server's setting name
+// at want (a reload reaches the postmaster's children in its own time).
+func awaitSetting(t *testing.T, db *pgxpool.Pool, name, want string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		conn, err := db.Acquire(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got string
+		err = conn.QueryRow(context.Background(), `SELECT current_setting($1)`, name).Scan(&got)
+		conn.Conn().Close(context.Background()) // the next try in a new session
+		conn.Release()
+		switch {
+		case err != nil:
+			t.Fatal(err)
+		case got == want:
+			return
+		case time.Now().After(deadline):
+			t.Fatalf("%s is %q 30 s after the reload, want %q", name, got, want)
+		}
+		time.Sleep(10 * time.Millisecond) // polling the server's state, not waiting out a race
+	}
+}
+
+// Waiting waits until a backend of application app waits for the
+// synchronous standby, and returns its pid; or returns 0 once returned is
+// closed (the call it watches returned without waiting).
+func Waiting(t *testing.T, admin *pgxpool.Pool, app string, returned <-chan struct{}) int {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var pid int
+		err := admin.QueryRow(context.Background(), `SELECT coalesce(max(pid), 0) FROM pg_stat_activity
+			WHERE application_name = $1 AND wait_event = 'SyncRep'`, app).Scan(&pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pid != 0 {
+			return pid
+		}
+		select {
+		case <-returned:
+			return 0
+		case <-time.After(5 * time.Millisecond): // polling the server's state
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no backend of %s waits for the standby after 30 s", app)
+		}
+	}
+}
+
+// End ends backend pid's wait by fn: "pg_terminate_backend" (as a fast
+// shutdown does) or "pg_cancel_backend" (as an operator's cancel or a
+// statement_timeout does).
+func End(t *testing.T, admin *pgxpool.Pool, fn string, pid int) {
+	t.Helper()
+	var ok bool
+	if err := admin.QueryRow(context.Background(), `SELECT `+fn+`($1)`, pid).Scan(&ok); err != nil || !ok {
+		t.Fatalf("%s(%d): %v, %v", fn, pid, ok, err)
+	}
+}
+
+// Release lets every commit through: the server stops waiting for the
+// standby, and the waits under way end as if it had answered.
+func Release(t *testing.T, admin *pgxpool.Pool) {
+	t.Helper()
+	exec(t, admin, `ALTER SYSTEM RESET synchronous_standby_names`)
+	exec(t, admin, `SELECT pg_reload_conf()`)
+	awaitSetting(t, admin, "synchronous_standby_names", "")
+}
