@@ -1182,10 +1182,20 @@ LEFT JOIN LATERAL (
 	SELECT tenant, priority, run_at, id FROM read ORDER BY tenant DESC, priority DESC, run_at DESC, id DESC LIMIT 1
 ) l ON true`
 
+// queueLookTurnSQL takes the look at the queues' turn (unworkedQueuesSQL)
+// in the leaders table for owner $1, for 50 s, and returns a row when it
+// did; none when another pool has it. A statement of its own, committed at
+// once: a fleet's daemons starting together would otherwise wait on the
+// row's lock for the whole look of the first.
+const queueLookTurnSQL = `/* claims.queueLookTurn */
+INSERT INTO leaders (name, owner, expires_at) VALUES ('queue-look', $1, now() + interval '50 seconds')
+ON CONFLICT (name) DO UPDATE SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at
+WHERE leaders.expires_at < now()
+RETURNING owner`
+
 // unworkedQueuesSQL looks at the queues no live pool works, once a minute
-// for the whole fleet: the statement takes the look's turn in the
-// leaders table ($4 the owner) for 50 s, and finds nothing when another
-// pool has it. It walks the queues with runnable tasks (a loose scan of
+// for the whole fleet (by the pool that took the turn, queueLookTurnSQL).
+// It walks the queues with runnable tasks (a loose scan of
 // tasks_runnable_tenant_idx) and those with running ones
 // (tasks_leased_idx), one descent a queue whether or not its tasks are
 // due, keeps the first $3 not among $1, and counts up to $2 of the due
@@ -1194,13 +1204,7 @@ LEFT JOIN LATERAL (
 // the due tasks reads past the queue's tasks that are not due yet: only
 // in queues no pool works.
 const unworkedQueuesSQL = `/* claims.unworkedQueues */
-WITH RECURSIVE turn AS (
-	INSERT INTO leaders (name, owner, expires_at) VALUES ('queue-look', $4, now() + interval '50 seconds')
-	ON CONFLICT (name) DO UPDATE SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at
-	WHERE leaders.expires_at < now()
-	RETURNING owner
-),
-runnable AS (
+WITH RECURSIVE runnable AS (
 	(SELECT queue FROM tasks WHERE state IN ('queued', 'retrying', 'compensating') ORDER BY queue LIMIT 1)
 	UNION ALL
 	SELECT (SELECT t.queue FROM tasks t
@@ -1220,7 +1224,7 @@ unworked AS (
 		UNION ALL
 		SELECT queue FROM leased
 	) a
-	WHERE queue IS NOT NULL AND NOT queue = ANY (coalesce($1::text[], '{}')) AND EXISTS (SELECT FROM turn)
+	WHERE queue IS NOT NULL AND NOT queue = ANY (coalesce($1::text[], '{}'))
 	ORDER BY queue
 	LIMIT $3
 )

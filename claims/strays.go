@@ -2,6 +2,7 @@ package claims
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -126,9 +127,15 @@ const unworkedQueuesMax = 100
 // --allow-unserved to a misspelt queue waits there for ever. At most
 // unworkedQueuesMax queues. One look a minute serves the fleet: owner
 // takes the look's turn for 50 s, and a pool that finds it taken gets
-// nothing (unworkedQueuesSQL).
+// nothing (queueLookTurnSQL).
 func (s *Store) UnworkedQueues(ctx context.Context, owner string, worked []string, limit int) ([]UnworkedQueue, error) {
-	rows, err := s.db.Query(ctx, unworkedQueuesSQL, worked, limit, unworkedQueuesMax, owner)
+	var took string
+	if err := s.db.QueryRow(ctx, queueLookTurnSQL, owner).Scan(&took); errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	} else if err != nil {
+		return nil, fmt.Errorf("unworked queues: %w", err)
+	}
+	rows, err := s.db.Query(ctx, unworkedQueuesSQL, worked, limit, unworkedQueuesMax)
 	if err != nil {
 		return nil, fmt.Errorf("unworked queues: %w", err)
 	}

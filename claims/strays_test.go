@@ -298,7 +298,7 @@ func TestUnworkedQueuesReadTheClaimIndex(t *testing.T) {
 		}
 		for _, mode := range plancheck.Modes {
 			t.Run(size.name+"/"+mode, func(t *testing.T) {
-				plan, err := plancheck.Explain(ctx, conn, mode, unworkedQueuesSQL, []string{"q0"}, StrayLookSize, unworkedQueuesMax, "pool-1")
+				plan, err := plancheck.Explain(ctx, conn, mode, unworkedQueuesSQL, []string{"q0"}, StrayLookSize, unworkedQueuesMax)
 				if err != nil {
 					t.Fatal(err)
 				}

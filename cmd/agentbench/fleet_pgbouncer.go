@@ -97,8 +97,14 @@ func startPgBouncer(ctx context.Context, bin string, server *pgconn.Config, pool
 	// (docs/deployment.md, "Behind PgBouncer"). The file holds the
 	// server's password: it is readable by its owner only and removed at
 	// Stop.
+	// PgBouncer refuses an empty value (password=''): a server that takes
+	// the benchmark without a password gets none.
+	password := ""
+	if server.Password != "" {
+		password = " password=" + pgbouncerValue(server.Password)
+	}
 	conf := fmt.Sprintf(`[databases]
-* = host=%s port=%d user=%s password=%s connect_query=%s
+* = host=%s port=%d user=%s%s connect_query=%s
 
 [pgbouncer]
 listen_addr = 127.0.0.1
@@ -115,7 +121,7 @@ server_login_retry = 1
 ignore_startup_parameters = extra_float_digits
 logfile = %s
 pidfile = %s
-`, pgbouncerValue(server.Host), server.Port, pgbouncerValue(server.User), pgbouncerValue(server.Password),
+`, pgbouncerValue(server.Host), server.Port, pgbouncerValue(server.User), password,
 		pgbouncerValue(pgplan.ConnectQuery()), b.port,
 		pgbouncerAdmin, poolSize, maxClients, filepath.Join(dir, "pgbouncer.log"), filepath.Join(dir, "pgbouncer.pid"))
 	ini := filepath.Join(dir, "pgbouncer.ini")
