@@ -14,11 +14,13 @@ import (
 // fleetActivitySQL lists the daemons' backends in the run's database with
 // what each is doing. Through PgBouncer a server connection carries the
 // application_name of the client whose transaction it last ran (PgBouncer
-// sets it as it hands the connection over), so the same filter holds.
+// sets it as it hands the connection over), so the same filter holds. The
+// blocker's row is read with LIMIT 1: a sample once failed with "more than
+// one row returned by a subquery" there (cause not found).
 const fleetActivitySQL = `SELECT a.application_name, coalesce(a.state, ''), coalesce(a.wait_event_type, ''), coalesce(a.wait_event, ''),
 	left(a.query, 200),
 	CASE WHEN a.wait_event_type = 'Lock' THEN
-		coalesce((SELECT left(b.query, 200) FROM pg_stat_activity b WHERE b.pid = (pg_blocking_pids(a.pid))[1]), '?')
+		coalesce((SELECT left(b.query, 200) FROM pg_stat_activity b WHERE b.pid = (pg_blocking_pids(a.pid))[1] LIMIT 1), '?')
 	ELSE '' END
 FROM pg_stat_activity a
 WHERE a.datname = current_database() AND a.backend_type = 'client backend' AND a.application_name LIKE '` + fleetAppPrefix + `%'`
