@@ -40,52 +40,39 @@ func (c daemonClient) through() (client.Client, error) {
 	return client.Through(c.d.db, c.d.door, c.tenant), nil
 }
 
-func (c daemonClient) Submit(ctx context.Context, r client.Request) (*agentledger.Task, error) {
+// via runs call on the client of the running daemon, or refuses with
+// ErrNotRunning.
+func via[T any](c daemonClient, call func(client.Client) (T, error)) (T, error) {
 	cl, err := c.through()
 	if err != nil {
-		return nil, err
+		var none T
+		return none, err
 	}
-	return cl.Submit(ctx, r)
+	return call(cl)
+}
+
+func (c daemonClient) Submit(ctx context.Context, r client.Request) (*agentledger.Task, error) {
+	return via(c, func(cl client.Client) (*agentledger.Task, error) { return cl.Submit(ctx, r) })
 }
 
 func (c daemonClient) Send(ctx context.Context, s client.Signal) (client.Sent, error) {
-	cl, err := c.through()
-	if err != nil {
-		return client.Sent{}, err
-	}
-	return cl.Send(ctx, s)
+	return via(c, func(cl client.Client) (client.Sent, error) { return cl.Send(ctx, s) })
 }
 
 func (c daemonClient) Task(ctx context.Context, id int64) (*agentledger.Task, error) {
-	cl, err := c.through()
-	if err != nil {
-		return nil, err
-	}
-	return cl.Task(ctx, id)
+	return via(c, func(cl client.Client) (*agentledger.Task, error) { return cl.Task(ctx, id) })
 }
 
 func (c daemonClient) Cancel(ctx context.Context, id int64) (*agentledger.Task, error) {
-	cl, err := c.through()
-	if err != nil {
-		return nil, err
-	}
-	return cl.Cancel(ctx, id)
+	return via(c, func(cl client.Client) (*agentledger.Task, error) { return cl.Cancel(ctx, id) })
 }
 
 func (c daemonClient) Replay(ctx context.Context, id int64) (*agentledger.Task, error) {
-	cl, err := c.through()
-	if err != nil {
-		return nil, err
-	}
-	return cl.Replay(ctx, id)
+	return via(c, func(cl client.Client) (*agentledger.Task, error) { return cl.Replay(ctx, id) })
 }
 
 func (c daemonClient) Waits(ctx context.Context, q client.WaitQuery) ([]waits.Wait, error) {
-	cl, err := c.through()
-	if err != nil {
-		return nil, err
-	}
-	return cl.Waits(ctx, q)
+	return via(c, func(cl client.Client) ([]waits.Wait, error) { return cl.Waits(ctx, q) })
 }
 
 // stopped ends the Client's calls: Run is returning, and its pool closes.

@@ -31,16 +31,7 @@ func TestAStoredAnswerIsReplayedOnceTheStandbyHasIt(t *testing.T) {
 
 	syncrep.Hold(t, admin)
 	var stored *reply
-	returned := make(chan struct{})
-	go func() {
-		defer close(returned)
-		_, stored, err = ks.acquire(ctx, req)
-	}()
-	if pid := syncrep.Waiting(t, admin, "api", returned); pid == 0 {
-		t.Fatalf("the stored answer was replayed (%+v, %v) without waiting for the standby", stored, err)
-	}
-	syncrep.Release(t, admin)
-	<-returned
+	syncrep.AwaitsStandby(t, admin, "api", "the replay of the stored answer", func() { _, stored, err = ks.acquire(ctx, req) })
 	if err != nil || stored == nil || stored.status != http.StatusCreated {
 		t.Fatalf("the retry once the standby had it: %+v %v, want the stored 201", stored, err)
 	}

@@ -25,16 +25,7 @@ func TestADuplicateSignalIsAcknowledgedOnceTheStandbyHasIt(t *testing.T) {
 	syncrep.Hold(t, admin)
 	var sent waits.Sent
 	var err error
-	returned := make(chan struct{})
-	go func() {
-		defer close(returned)
-		sent, err = s.Send(ctx, p)
-	}()
-	if pid := syncrep.Waiting(t, admin, "sender", returned); pid == 0 {
-		t.Fatalf("the signal sent again was acknowledged (%+v, %v) without waiting for the standby", sent, err)
-	}
-	syncrep.Release(t, admin)
-	<-returned
+	syncrep.AwaitsStandby(t, admin, "sender", "the signal sent again", func() { sent, err = s.Send(ctx, p) })
 	if err != nil || !sent.Duplicate {
 		t.Fatalf("sent again once the standby had it: %+v %v, want the duplicate", sent, err)
 	}

@@ -131,3 +131,20 @@ func Release(t *testing.T, admin *pgxpool.Pool) {
 	exec(t, admin, `SELECT pg_reload_conf()`)
 	awaitSetting(t, admin, "synchronous_standby_names", "")
 }
+
+// AwaitsStandby runs do, which must wait for the standby before it
+// returns (what names it): it fails t if do returns first; else it lets
+// the standby answer (Release) and waits for do to return.
+func AwaitsStandby(t *testing.T, admin *pgxpool.Pool, app, what string, do func()) {
+	t.Helper()
+	returned := make(chan struct{})
+	go func() {
+		defer close(returned)
+		do()
+	}()
+	if Waiting(t, admin, app, returned) == 0 {
+		t.Fatalf("%s returned without waiting for the standby", what)
+	}
+	Release(t, admin)
+	<-returned
+}
