@@ -61,10 +61,16 @@ type env struct {
 // the Config.
 func newEnv(t *testing.T, sources []webhooks.Source, edit func(*webhooks.Config)) *env {
 	t.Helper()
+	return newEnvOn(t, testdb.New(t), sources, edit)
+}
+
+// newEnvOn is newEnv over the database db.
+func newEnvOn(t *testing.T, db *pgxpool.Pool, sources []webhooks.Source, edit func(*webhooks.Config)) *env {
+	t.Helper()
 	if sources == nil {
 		sources = testSources()
 	}
-	e := &env{t: t, db: testdb.New(t), logs: &logbuf.Buffer{}, now: time.Now().Truncate(time.Second)}
+	e := &env{t: t, db: db, logs: &logbuf.Buffer{}, now: time.Now().Truncate(time.Second)}
 	cfg := webhooks.Config{
 		Logger: slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Now:    func() time.Time { return e.now },
