@@ -35,6 +35,23 @@ type ResolveOutcome struct {
 	Requeued bool
 }
 
+// Where says, in the past tense (a message stays while the task moves on),
+// where the resolution left the task: back in the queue if it requeued
+// it, else as it was. The task is read after the requeue, so a worker may
+// hold it already: it went back all the same.
+func (o ResolveOutcome) Where() string {
+	t := o.Task
+	switch {
+	case !o.Requeued:
+		return "the task stays " + string(t.State)
+	case t.State == agentledger.StateQueued || t.State == agentledger.StateCompensating:
+		return "the task went back to " + string(t.State)
+	case t.State == agentledger.StateRunning:
+		return "the task went back to the queue, and a worker has it already"
+	}
+	return "the task went back to the queue, and is " + string(t.State) + " now"
+}
+
 // ResolveTask is Resolve, saying whether the task went back.
 func (s *Service) ResolveTask(ctx context.Context, tenant string, id int64, step string, r Resolution) (ResolveOutcome, error) {
 	t, requeued, err := s.resolve(ctx, tenant, id, step, r)

@@ -243,26 +243,8 @@ func (c commands) resolve(id int64, step string, r Resolution) tea.Cmd {
 		if err != nil {
 			return "", err
 		}
-		return fmt.Sprintf("effect %s of task %d %s; %s", step, id, operator.Resolved(out.Task, r.Done),
-			resolvedWhere(out.Task, out.Requeued)), nil
+		return fmt.Sprintf("effect %s of task %d %s; %s", step, id, operator.Resolved(out.Task, r.Done), out.Where()), nil
 	})
-}
-
-// resolvedWhere says, in the past tense (the status stays while the task
-// moves on), where a resolution left task t: Resolve requeues a task that
-// was parked when it read it (requeued), and another stays as it was.
-// The task is read after the requeue, so a worker may hold it already: it
-// went back all the same.
-func resolvedWhere(t *agentledger.Task, requeued bool) string {
-	switch {
-	case !requeued:
-		return "the task stays " + string(t.State)
-	case t.State == agentledger.StateQueued || t.State == agentledger.StateCompensating:
-		return "the task went back to " + string(t.State)
-	case t.State == agentledger.StateRunning:
-		return "the task went back to the queue, and a worker has it already"
-	}
-	return "the task went back to the queue, and is " + string(t.State) + " now"
 }
 
 func (c commands) redeliver(id int64) tea.Cmd {

@@ -87,7 +87,7 @@ func TestReplayResolveRerun(t *testing.T) {
 	}
 	// The task's one unknown effect is the default step.
 	code, out, errOut = agentctlAt(url, "resolve", id, "--retry", "--note", "bank has no such wire")
-	if code != 0 || !strings.Contains(out, "effect tool/0 of task "+id+" allowed one more performance; task is queued") {
+	if code != 0 || !strings.Contains(out, "effect tool/0 of task "+id+" allowed one more performance; the task went back to queued") {
 		t.Fatalf("resolve: exit %d\n%s%s", code, out, errOut)
 	}
 	c := e.Claim("c")

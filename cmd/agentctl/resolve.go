@@ -72,7 +72,8 @@ func (a *app) resolve(ctx context.Context, tenant, arg, step, note string, done,
 			return err
 		}
 	}
-	t, err := svc.Resolve(ctx, tenant, id, step, operator.Resolution{Done: done, Note: note})
+	out, err := svc.ResolveTask(ctx, tenant, id, step, operator.Resolution{Done: done, Note: note})
+	t := out.Task
 	var none *operator.NoUnknownEffectError
 	if errors.As(err, &none) {
 		return withHint(err, fmt.Sprintf("agentctl show %d lists its journal", id))
@@ -88,7 +89,7 @@ func (a *app) resolve(ctx context.Context, tenant, arg, step, note string, done,
 			Done bool              `json:"done"`
 		}{t, step, done})
 	}
-	_, err = fmt.Fprintf(a.stdout, "effect %s of task %d %s; task is %s\n", step, id, how, t.State)
+	_, err = fmt.Fprintf(a.stdout, "effect %s of task %d %s; %s\n", step, id, how, out.Where())
 	return err
 }
 

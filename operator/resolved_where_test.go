@@ -1,16 +1,18 @@
-package tui
+package operator_test
 
 import (
 	"testing"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/operator"
 )
 
 // A parked task a resolution requeued went back, whatever a worker made of
 // it by the time it is read: the console said "the task stays running"
 // of one claimed at once. One it did not requeue stays, in any state: the
 // console used to read "parked" when its dialog opened, and said a task
-// another operator had requeued meanwhile "went back to queued".
+// another operator had requeued meanwhile "went back to queued". The
+// console and agentctl resolve say it alike.
 func TestResolvedWhereSaysAParkedTaskWentBack(t *testing.T) {
 	for _, c := range []struct {
 		state    agentledger.TaskState
@@ -25,7 +27,7 @@ func TestResolvedWhereSaysAParkedTaskWentBack(t *testing.T) {
 		{agentledger.StateRunning, false, "the task stays running"},
 		{agentledger.StateQueued, false, "the task stays queued"},
 	} {
-		if got := resolvedWhere(&agentledger.Task{State: c.state}, c.requeued); got != c.want {
+		if got := (operator.ResolveOutcome{Task: &agentledger.Task{State: c.state}, Requeued: c.requeued}).Where(); got != c.want {
 			t.Errorf("%s (requeued %v): %q, want %q", c.state, c.requeued, got, c.want)
 		}
 	}
