@@ -173,8 +173,7 @@ func (s *Store) claim(ctx context.Context, q string, p ClaimParams) ([]*agentled
 			args = append(args, p.trusted)
 		}
 	}
-	conn := statementConn(s.db)
-	unreplicated(conn) // a mark left by an earlier statement is not this one's
+	unreplicated := watchCommit(s.db)
 	rows, err := s.db.Query(ctx, q, args...)
 	if err == nil {
 		var tasks []*agentledger.Task
@@ -187,7 +186,7 @@ func (s *Store) claim(ctx context.Context, q string, p ClaimParams) ([]*agentled
 		if run {
 			lastCol = &last
 		}
-		if tasks, laned, err = collectClaimed(rows, lastCol); err == nil && unreplicated(conn) {
+		if tasks, laned, err = collectClaimed(rows, lastCol); err == nil && unreplicated() {
 			err = &UnreplicatedError{Tasks: len(tasks)}
 		} else if err == nil {
 			// In claim order: the due-only claims (claimedDue) answer in no order.

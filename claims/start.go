@@ -93,14 +93,13 @@ func (s *Store) EnqueueStart(ctx context.Context, p EnqueueParams, st Starter) (
 		defer conn.Release()
 		on = &Store{db: conn, Now: s.Now}
 	}
-	conn := statementConn(on.db)
-	unreplicated(conn) // a mark left by an earlier statement is not this one's
+	unreplicated := watchCommit(on.db)
 	sentAt := time.Now()
 	res, err := on.enqueue(ictx, []EnqueueParams{p}, &startLease{worker: worker, lease: lease, kinds: kinds, caps: caps})
 	switch {
 	case err != nil:
 		return EnqueueResult{}, err
-	case unreplicated(conn):
+	case unreplicated():
 		// Acknowledged, as PostgreSQL acknowledges such a commit, but not
 		// started: the task waits out its lease, and the claim that takes
 		// it then reaches the standby first (UnreplicatedError).

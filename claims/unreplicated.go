@@ -38,8 +38,15 @@ func statementConn(db DB) *pgconn.PgConn {
 	return nil
 }
 
-// unreplicated reports whether the statement just run on c committed with
-// its wait for the standby cancelled; a nil c never did, as far as known.
-func unreplicated(c *pgconn.PgConn) bool {
-	return c != nil && syncwait.Cancelled(c)
+// watchCommit clears the mark a statement on db's connection left before
+// (package syncwait) and returns the check to make after the next one:
+// whether its commit's wait for the standby was cancelled. On a pool or a
+// transaction (statementConn) the check says false.
+func watchCommit(db DB) (cancelled func() bool) {
+	c := statementConn(db)
+	if c == nil {
+		return func() bool { return false }
+	}
+	syncwait.Cancelled(c)
+	return func() bool { return syncwait.Cancelled(c) }
 }
