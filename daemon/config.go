@@ -66,6 +66,12 @@ type Database struct {
 	// PgBouncer: the database is reached through a transaction-pooling
 	// PgBouncer (no LISTEN, no session state).
 	PgBouncer bool
+	// PgBouncerPrepared: the PgBouncer keeps prepared statements for its
+	// clients (1.21 or later, max_prepared_statements above 0), so
+	// statements are prepared and their plans kept as on a direct
+	// connection; implies PgBouncer. Run refuses a database that does not
+	// (database.ErrPoolerPassesPrepared).
+	PgBouncerPrepared bool
 	// NoMigrate refuses to start on an older schema instead of migrating.
 	NoMigrate bool
 }

@@ -375,9 +375,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 	var db *database.DB
 	err := retryStart(ctx, log, "connecting", serverUnavailable, func() (err error) {
 		db, err = database.Open(ctx, database.Config{URL: cfg.Database.URL, StateDir: cfg.Database.StateDir, MaxConns: cfg.Database.MaxConns,
-			Pooler: cfg.Database.PgBouncer, Logger: log})
+			Pooler: cfg.Database.PgBouncer || cfg.Database.PgBouncerPrepared, PoolerPrepares: cfg.Database.PgBouncerPrepared, Logger: log})
 		return err
 	})
+	if errors.Is(err, database.ErrPoolerPassesPrepared) {
+		return &ConfigError{fmt.Errorf("%s: %w", setting("Database.PgBouncerPrepared", "--pgbouncer-prepared"), err)}
+	}
 	if errors.Is(err, database.ErrBadURL) {
 		return &ConfigError{fmt.Errorf("%s: %w", setting("Database.URL", "--database-url or DATABASE_URL"), err)}
 	}

@@ -291,20 +291,28 @@ func TestConfigMistakesAreConfigErrors(t *testing.T) {
 		"a database URL that does not parse": func(c *daemon.Config) {
 			c.Database.URL = "postgres://u:s3cr3t@127.0.0.1:notaport/db"
 		},
-		"a database URL without a scheme":        func(c *daemon.Config) { c.Database.URL = "u:s3cr3t@127.0.0.1:5432/db" },
-		"a password in the query":                func(c *daemon.Config) { c.Database.URL = "postgres://127.0.0.1/db?password=s3cr3t&port=abc" },
-		"a model URL with a password, no scheme": func(c *daemon.Config) { c.Model.BaseURL = "u:s3cr3t@localhost:8080/v1" },
+		"a database URL without a scheme":               func(c *daemon.Config) { c.Database.URL = "u:s3cr3t@127.0.0.1:5432/db" },
+		"a password in the query":                       func(c *daemon.Config) { c.Database.URL = "postgres://127.0.0.1/db?password=s3cr3t&port=abc" },
+		"a model URL with a password, no scheme":        func(c *daemon.Config) { c.Model.BaseURL = "u:s3cr3t@localhost:8080/v1" },
+		"prepared statements through PostgreSQL itself": func(c *daemon.Config) { c.Database.PgBouncerPrepared = true },
 		"a compensation that changes nothing": func(c *daemon.Config) {
 			c.Policy.Compensations = map[string]saga.Compensation{"http_request": {Tool: "wait_timer"}}
 		},
 	} {
 		cfg := base()
 		set(&cfg)
-		want := ""
+		want, want2 := "", ""
 		if strings.Contains(name, "compensation") {
 			want = "Policy.Compensations (agentd's [[compensation]] tables): the compensation of http_request calls wait_timer, which changes nothing"
 		}
+		if strings.Contains(name, "prepared") {
+			want = "Database.PgBouncerPrepared (agentd --pgbouncer-prepared): postgres://"
+			want2 = "the server sees prepared statements under the names the client gives them: this is PostgreSQL itself"
+		}
 		err := refusal(t, name, daemon.New(cfg), want)
+		if err != nil && !strings.Contains(err.Error(), want2) {
+			t.Errorf("%s: Run = %v, want it to say %q", name, err, want2)
+		}
 		if err != nil && strings.Contains(err.Error(), "s3cr3t") {
 			t.Errorf("%s: Run = %v, which shows the password", name, err)
 		}

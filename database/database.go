@@ -39,6 +39,12 @@ type Config struct {
 	// round trip; exec mode would guess types from Go values and send a
 	// []byte for a jsonb parameter as bytea.
 	Pooler bool
+	// PoolerPrepares says the pooler keeps prepared statements for its
+	// clients (PgBouncer 1.21 or later with max_prepared_statements above
+	// 0), with Pooler: statements are prepared and their plans kept as
+	// on a direct connection. Open checks that the pooler does
+	// (ErrPoolerPassesPrepared).
+	PoolerPrepares bool
 	// Logger; nil discards.
 	Logger *slog.Logger
 }
@@ -101,9 +107,10 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	if pcfg.ConnConfig.RuntimeParams["application_name"] == "" {
 		pcfg.ConnConfig.RuntimeParams["application_name"] = "agentledger"
 	}
-	if cfg.Pooler {
+	if cfg.Pooler && !cfg.PoolerPrepares {
 		pcfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
-	} else {
+	}
+	if !cfg.Pooler {
 		for k, v := range pgplan.Settings {
 			pcfg.ConnConfig.RuntimeParams[k] = v
 		}
@@ -122,6 +129,12 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	if err != nil {
 		db.closeCluster(ctx)
 		return nil, fmt.Errorf("connecting to %s: %w", db.desc, err)
+	}
+	if cfg.Pooler && cfg.PoolerPrepares {
+		if err := checkKeepsPrepared(ctx, pool); err != nil {
+			pool.Close()
+			return nil, fmt.Errorf("%s: %w", db.desc, err)
+		}
 	}
 	db.Pool = pool
 	return db, nil

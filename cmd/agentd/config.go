@@ -89,6 +89,7 @@ var settings = []setting{
 	{"approvals-channel", "AGENTLEDGER_APPROVALS_CHANNEL", "string", "approvals", "Slack channel (name or ID) where approval requests are posted with Approve and Deny buttons (without a Slack token the console sink prints them); empty: not posted"},
 	{"slack-signing-secret-file", "AGENTLEDGER_SLACK_SIGNING_SECRET_FILE", "string", "", "file holding the Slack app's signing secret (or set AGENTLEDGER_SLACK_SIGNING_SECRET); with it the API serves Slack's clicks on approval requests at POST /slack/interactivity"},
 	{"pgbouncer", "AGENTLEDGER_PGBOUNCER", "bool", "false", "DATABASE_URL is a transaction-pooling PgBouncer: poll only, prepare no statements, and do not migrate (run agentctl migrate up against PostgreSQL itself)"},
+	{"pgbouncer-prepared", "AGENTLEDGER_PGBOUNCER_PREPARED", "bool", "false", "as --pgbouncer, for a PgBouncer that keeps prepared statements (1.21 or later, max_prepared_statements above 0): statements are prepared and their plans kept as on a direct connection; checked at start"},
 	{"no-dispatch", "AGENTLEDGER_NO_DISPATCH", "bool", "false", "do not deliver notifications from the outbox here (other daemons do)"},
 	{"dispatch-concurrency", "AGENTLEDGER_DISPATCH_CONCURRENCY", "int", "8", "notifications delivered at once"},
 	{"dispatch-lease", "AGENTLEDGER_DISPATCH_LEASE", "duration", "1m", "how long a dispatcher holds a notification; must outlast a delivery and Slack's rate-limit waits"},
@@ -270,10 +271,16 @@ func parseFlags(fs *pflag.FlagSet) (*config, error) {
 	boolean("no-start-at-enqueue", &c.Worker.NoStartAtEnqueue)
 	// After the two it implies, which would otherwise set them back.
 	boolean("pgbouncer", &c.Database.PgBouncer)
-	if c.Database.PgBouncer {
+	boolean("pgbouncer-prepared", &c.Database.PgBouncerPrepared)
+	if c.Database.PgBouncer || c.Database.PgBouncerPrepared {
 		if c.Database.URL == "" {
-			errs = append(errs, fmt.Sprintf("%s: set DATABASE_URL to the PgBouncer's address", label("pgbouncer")))
+			name := "pgbouncer"
+			if c.Database.PgBouncerPrepared {
+				name = "pgbouncer-prepared"
+			}
+			errs = append(errs, fmt.Sprintf("%s: set DATABASE_URL to the PgBouncer's address", label(name)))
 		}
+		c.Database.PgBouncer = true
 		c.Worker.PollOnly, c.Database.NoMigrate = true, true
 	}
 	boolean("no-dispatch", &c.Notify.NoDispatch)

@@ -72,6 +72,9 @@ type options struct {
 	// pgbouncer, when set, is the PgBouncer binary the daemons connect
 	// through, in transaction pooling mode.
 	pgbouncer string
+	// prepared: PgBouncer keeps prepared statements and the daemons run
+	// with --pgbouncer-prepared.
+	prepared bool
 	// traced runs the fleet with tracing on, exporting to a local
 	// receiver, and checks the spans that reached it.
 	traced bool
@@ -137,7 +140,10 @@ func drill(t *testing.T, o options) {
 	seconds := o.seconds
 	dbURL, extra := r.w.url, []string(nil)
 	if o.pgbouncer != "" {
-		dbURL, extra = startPgBouncer(t, r.w, o.pgbouncer), []string{"--pgbouncer"}
+		dbURL, extra = startPgBouncer(t, r.w, o.pgbouncer, o.prepared), []string{"--pgbouncer"}
+		if o.prepared {
+			extra = []string{"--pgbouncer-prepared"}
+		}
 	}
 	var traces *otlpsink.Sink
 	if o.traced {

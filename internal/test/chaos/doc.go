@@ -63,7 +63,9 @@
 // Chaos -v -timeout 30m` is the full run. The second round runs the daemons
 // through PgBouncer (CHAOS_PGBOUNCER names its binary; by default
 // pgbouncer on PATH, else /usr/sbin/pgbouncer); where there is none it is
-// skipped, and says so on the terminal even without -v. With CHAOS_KEEP set
+// skipped, and says so on the terminal even without -v. A third runs them
+// with --pgbouncer-prepared through a PgBouncer that keeps prepared
+// statements, 1.21 or later, and is skipped, visibly, for an older one. With CHAOS_KEEP set
 // (to anything) a failed round keeps its directory (the daemons' logs; pg_autoctl's and
 // the nodes' data for the failover rounds) and logs where it is.
 package chaos

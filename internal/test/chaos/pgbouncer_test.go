@@ -1,20 +1,11 @@
 package chaos
 
 import (
-	"fmt"
-	"io"
-	"net"
-	"net/url"
-	"os"
-	"os/exec"
-	"os/user"
 	"path/filepath"
-	"strconv"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/agentledger/agentledger/internal/pgplan"
+	"github.com/agentledger/agentledger/internal/test/pgbouncer"
 )
 
 // A short round with every daemon behind PgBouncer in transaction pooling
@@ -22,50 +13,36 @@ import (
 func TestChaosThroughPgBouncer(t *testing.T) {
 	skipShort(t)
 	drill(t, options{tasks: envInt(t, "CHAOS_TASKS", 60), agents: envInt(t, "CHAOS_AGENTS", 5),
-		seconds: envInt(t, "CHAOS_SECONDS", 10), pgbouncer: pgbouncerBin(t)})
+		seconds: envInt(t, "CHAOS_SECONDS", 10), pgbouncer: pgbouncerBin(t, "the PgBouncer chaos round")})
 }
 
-// pgbouncerBin finds PgBouncer — $CHAOS_PGBOUNCER, else on PATH, else
-// Debian's /usr/sbin/pgbouncer (not on a user's PATH) — or skips t, saying
-// so even where go test shows nothing of a passing package.
-func pgbouncerBin(t *testing.T) string {
+// The same round through a PgBouncer that keeps prepared statements
+// (1.21 or later), the daemons preparing theirs (--pgbouncer-prepared):
+// a statement prepared in one transaction runs in later ones on other
+// server connections, connections PgBouncer opens again after a kill
+// among them.
+func TestChaosThroughPgBouncerPrepared(t *testing.T) {
+	skipShort(t)
+	bin := pgbouncerBin(t, "the chaos round through PgBouncer keeping prepared statements")
+	if ok, v := pgbouncer.KeepsPrepared(t, bin); !ok {
+		pgbouncer.SkipVisibly(t, "PgBouncer "+v+" does not keep prepared statements (1.21 or later does), "+
+			"so the chaos round through PgBouncer keeping prepared statements did not run; CHAOS_PGBOUNCER names another")
+	}
+	drill(t, options{tasks: envInt(t, "CHAOS_TASKS", 60), agents: envInt(t, "CHAOS_AGENTS", 5),
+		seconds: envInt(t, "CHAOS_SECONDS", 10), pgbouncer: bin, prepared: true})
+}
+
+// pgbouncerBin finds PgBouncer ($CHAOS_PGBOUNCER, else the installed one)
+// or skips t, visibly, saying that what did not run.
+func pgbouncerBin(t *testing.T, what string) string {
 	t.Helper()
-	name := os.Getenv("CHAOS_PGBOUNCER")
-	if name == "" {
-		name = "pgbouncer"
-		if _, err := exec.LookPath(name); err != nil {
-			name = "/usr/sbin/pgbouncer"
-		}
-	}
-	bin, err := exec.LookPath(name)
-	if err != nil {
-		skipVisibly(t, "pgbouncer is not installed, so the PgBouncer chaos round did not run "+
-			"(Debian: apt-get install pgbouncer; .ci/run installs it)")
-	}
-	if os.Geteuid() == 0 { // PgBouncer refuses to run as root
-		if _, err := user.Lookup("postgres"); err != nil {
-			skipVisibly(t, "running as root and there is no postgres user to run PgBouncer as, so the PgBouncer chaos round did not run")
-		}
-	}
-	return bin
+	return pgbouncer.Find(t, "CHAOS_PGBOUNCER", what)
 }
 
-// skipVisibly skips t with reason. Without -v, go test prints nothing of a
-// package that passes, t.Skip's reason included, so the reason also goes
-// to the terminal (or, with none, to stderr, which go test shows when run
-// in the package's directory without arguments): a round that did not run
-// must not pass unseen.
+// skipVisibly skips t with reason, on the terminal even without -v.
 func skipVisibly(t *testing.T, reason string) {
 	t.Helper()
-	if !testing.Verbose() {
-		w := io.Writer(os.Stderr)
-		if tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0); err == nil {
-			defer tty.Close()
-			w = tty
-		}
-		fmt.Fprintf(w, "--- SKIP: %s: %s\n", t.Name(), reason)
-	}
-	t.Skip(reason)
+	pgbouncer.SkipVisibly(t, reason)
 }
 
 // guardQuery is the check of the database's identity as
@@ -77,70 +54,17 @@ const guardQuery = `DO $$BEGIN PERFORM agentledger_check_ids(); ` +
 
 // startPgBouncer runs PgBouncer (bin) in transaction pooling mode in front
 // of the world's database and returns the URL to reach the database
-// through it.
-func startPgBouncer(t *testing.T, w *world, bin string) string {
+// through it. Each server connection gets the daemon's session settings
+// and checks the server's identity (ids advance after a failover: through
+// a transaction pooler the daemon's own connections outlive it), as
+// docs/deployment.md has a deployment do. prepared keeps prepared
+// statements (max_prepared_statements).
+func startPgBouncer(t *testing.T, w *world, bin string, prepared bool) string {
 	t.Helper()
-	u, err := url.Parse(w.url)
-	must(t, err)
-	pass, _ := u.User.Password()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	must(t, err)
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-
-	dir := filepath.Join(w.dir, "pgbouncer")
-	must(t, os.MkdirAll(dir, 0o777))
-	must(t, os.Chmod(dir, 0o777)) // PgBouncer may run as another user
-	ini := filepath.Join(dir, "pgbouncer.ini")
-	// Each server connection gets the daemon's session settings and checks
-	// the server's identity (ids advance after a failover: through a
-	// transaction pooler the daemon's own connections outlive it), as
-	// docs/deployment.md has a deployment do.
-	conf := fmt.Sprintf(`[databases]
-chaos = host=%s port=%s dbname=chaos user=%s password=%s connect_query='%s'
-
-[pgbouncer]
-listen_addr = 127.0.0.1
-listen_port = %d
-unix_socket_dir =
-auth_type = any
-pool_mode = transaction
-max_client_conn = 1000
-default_pool_size = 40
-reserve_pool_size = 10
-server_login_retry = 1
-logfile = %s
-pidfile = %s
-`, u.Hostname(), u.Port(), u.User.Username(), pass, pgplan.ConnectQuery()+"; "+guardQuery, port, filepath.Join(dir, "pgbouncer.log"), filepath.Join(dir, "pgbouncer.pid"))
-	must(t, os.WriteFile(ini, []byte(conf), 0o644))
-
-	cmd := exec.Command(bin, ini)
-	if os.Geteuid() == 0 { // PgBouncer refuses to run as root
-		pg, err := user.Lookup("postgres")
-		must(t, err) // pgbouncerBin found it
-		uid, _ := strconv.Atoi(pg.Uid)
-		gid, _ := strconv.Atoi(pg.Gid)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
+	c := pgbouncer.Config{URL: w.url, Dir: filepath.Join(w.dir, "pgbouncer"),
+		ConnectQuery: pgplan.ConnectQuery() + "; " + guardQuery, PoolSize: 40, ReservePoolSize: 10}
+	if prepared {
+		c.Settings = map[string]string{"max_prepared_statements": "200"}
 	}
-	out, err := os.Create(filepath.Join(dir, "stdout.log"))
-	must(t, err)
-	cmd.Stdout, cmd.Stderr = out, out
-	must(t, cmd.Start())
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-		out.Close()
-	})
-	waitFor(t, "PgBouncer listening", 10*time.Second, func() (bool, string) {
-		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
-		if err != nil {
-			b, _ := os.ReadFile(filepath.Join(dir, "stdout.log"))
-			return false, string(b)
-		}
-		c.Close()
-		return true, ""
-	})
-	pu := *u
-	pu.Host = fmt.Sprintf("127.0.0.1:%d", port)
-	return pu.String()
+	return pgbouncer.Start(t, bin, c)
 }
