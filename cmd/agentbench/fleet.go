@@ -30,6 +30,7 @@ type FleetFlags struct {
 	Rounds       int
 	Agentd       string
 	PgBouncer    string
+	Prepared     bool // also the PgBouncer cases with prepared statements kept
 	PoolSize     int
 	Procs        int // GOMAXPROCS of each daemon of the extra fleet cases; 0: no such cases
 }
@@ -39,13 +40,17 @@ type FleetFlags struct {
 type FleetCase struct {
 	Daemons   int
 	PgBouncer bool
-	Procs     int // each daemon's GOMAXPROCS; 0: the environment's (unset: Go's default, every CPU)
+	Prepared  bool // through PgBouncer, which keeps prepared statements: agentd --pgbouncer-prepared
+	Procs     int  // each daemon's GOMAXPROCS; 0: the environment's (unset: Go's default, every CPU)
 }
 
 func (c FleetCase) label() string {
 	l := fmt.Sprintf("%d direct", c.Daemons)
 	if c.PgBouncer {
 		l = fmt.Sprintf("%d via pgbouncer", c.Daemons)
+	}
+	if c.Prepared {
+		l += ", prepared"
 	}
 	if c.Procs > 0 {
 		l += fmt.Sprintf(", GOMAXPROCS=%d", c.Procs)
@@ -62,22 +67,26 @@ type FleetResult struct {
 	// Steady is the rate between the completions of the 10th and the 90th
 	// percentile of the tasks: the burn-down without its start (daemons'
 	// first claims on cold connections) and its tail (the last batches).
-	Steady     float64
-	Wall       time.Duration // release → burn-down seen: the CPU figures' interval
-	DaemonCPU  time.Duration
-	ServerCPU  time.Duration // the server's processes but the benchmark's own backends and other databases'
-	CPUKnown   bool
-	Activity   ActivityReport
-	Deadlocks  int64 // pg_stat_database of the run's database
-	Rollbacks  int64
-	Conflicts  int // the daemons' log lines naming a serialization failure, deadlock or lock timeout
-	Attempts   int64
-	Claims     int64 // claim statements that claimed something (their tasks share the daemon and started_at)
-	Completes  int64 // succeed statements (their tasks share the daemon and ended_at)
-	Succeeded  int64 // tasks succeeded
-	Duplicate  int64 // tasks with more than one attempt
-	TimedOut   bool
-	OnceFailed string // why not every task succeeded exactly once; "" if each did
+	Steady float64
+	// Start and Tail are the times from the release to the 10th
+	// percentile's completion and from the 90th's to the last: where the
+	// whole run loses what the steady rate does not.
+	Start, Tail time.Duration
+	Wall        time.Duration // release → burn-down seen: the CPU figures' interval
+	DaemonCPU   time.Duration
+	ServerCPU   time.Duration // the server's processes but the benchmark's own backends and other databases'
+	CPUKnown    bool
+	Activity    ActivityReport
+	Deadlocks   int64 // pg_stat_database of the run's database
+	Rollbacks   int64
+	Conflicts   int // the daemons' log lines naming a serialization failure, deadlock or lock timeout
+	Attempts    int64
+	Claims      int64 // claim statements that claimed something (their tasks share the daemon and started_at)
+	Completes   int64 // succeed statements (their tasks share the daemon and ended_at)
+	Succeeded   int64 // tasks succeeded
+	Duplicate   int64 // tasks with more than one attempt
+	TimedOut    bool
+	OnceFailed  string // why not every task succeeded exactly once; "" if each did
 }
 
 func runFleet(ctx context.Context, args []string, out, errOut io.Writer) error {
@@ -100,6 +109,8 @@ func runFleet(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fs.StringVar(&f.Agentd, "agentd", "", "agentd binary to run; empty: built from this repository's source")
 	fs.StringVar(&f.PgBouncer, "pgbouncer", "", "PgBouncer binary; empty: pgbouncer on PATH or in /usr/sbin, /usr/local/sbin, /sbin; "+
 		"off: no PgBouncer case")
+	fs.BoolVar(&f.Prepared, "pgbouncer-prepared", false, "also run the PgBouncer cases with PgBouncer keeping prepared statements "+
+		"(max_prepared_statements = 200: PgBouncer 1.21 or later) and the daemons preparing them (agentd --pgbouncer-prepared)")
 	fs.IntVar(&f.PoolSize, "pool-size", 20, "PgBouncer's default_pool_size: server connections for all the daemons together")
 	fs.IntVar(&f.Procs, "fleet-gomaxprocs", 0, "also run the fleet cases with GOMAXPROCS=N in each of their daemons "+
 		"(daemons sharing a machine dividing its CPUs, as a container's CPU limit would); 0: no such cases")
@@ -158,12 +169,15 @@ func runFleet(ctx context.Context, args []string, out, errOut io.Writer) error {
 	case bouncerBin == "":
 		bouncerNote = "PgBouncer case skipped: pgbouncer not found on PATH nor in /usr/sbin, /usr/local/sbin, /sbin (give --pgbouncer PATH)"
 	default:
-		bouncer, err = startPgBouncer(ctx, bouncerBin, &srv.base.ConnConfig.Config, f.PoolSize, f.Daemons*f.MaxConns+50)
+		bouncer, err = startPgBouncer(ctx, bouncerBin, &srv.base.ConnConfig.Config, f.PoolSize, f.Daemons*f.MaxConns+50, f.Prepared)
 		if err != nil {
 			return err
 		}
 		defer bouncer.Stop()
 		cases = append(cases, FleetCase{Daemons: f.Daemons, PgBouncer: true})
+		if f.Prepared {
+			cases = append(cases, FleetCase{Daemons: f.Daemons, PgBouncer: true, Prepared: true})
+		}
 		if f.Procs > 0 {
 			cases = append(cases, FleetCase{Daemons: f.Daemons, PgBouncer: true, Procs: f.Procs})
 		}
@@ -181,14 +195,14 @@ func runFleet(ctx context.Context, args []string, out, errOut io.Writer) error {
 		f.Rounds, bouncerNote, srv.Describe(ctx), runtime.Version(), runtime.GOMAXPROCS(0), runtime.NumCPU(), loadAverage())
 	fmt.Fprintf(out, "# tasks/claim, tasks/complete: tasks per claim and per succeed statement (the tasks of one share its daemon and "+
 		"started_at, or ended_at, in attempt_records); secs: the release of the daemons' first claims, held back until every daemon is up, → the last completion "+
-		"(attempt_records.ended_at), on the server's clock; steady/s: the tasks completed between the 10th and the 90th percentile of the completions over that time; CPU over release → burn-down seen, agentd from /proc, "+
+		"(attempt_records.ended_at), on the server's clock; steady/s: the tasks completed between the 10th and the 90th percentile of the completions over that time; start s, tail s: release → the 10th percentile's completion, the 90th's → the last; CPU over release → burn-down seen, agentd from /proc, "+
 		"pg: the server's processes less the benchmark's own backends and other databases' (its background processes are shared); conns/daemon: most connections one daemon had at once "+
 		"(direct: its backends by application_name; via pgbouncer: its client connections to PgBouncer, SHOW CLIENTS); "+
 		"backends: most backends of all daemons at once; deadlocks, rollbacks: pg_stat_database of the run's database; "+
 		"conflicts: daemons' log lines naming a serialization failure, deadlock or lock timeout\n\n")
 
 	results := map[FleetCase][]FleetResult{}
-	t := NewTable("round", "case", "conc/daemon", "secs", "tasks/s", "steady/s", "agentd cores", "pg cores", "agentd us/task", "pg us/task",
+	t := NewTable("round", "case", "conc/daemon", "secs", "start s", "tail s", "tasks/s", "steady/s", "agentd cores", "pg cores", "agentd us/task", "pg us/task",
 		"tasks/claim", "tasks/complete", "conns/daemon", "backends", "deadlocks", "rollbacks", "conflicts", "attempts", "once")
 	var failed []string
 	for round := 1; round <= f.Rounds; round++ {
@@ -272,7 +286,7 @@ func fleetRun(ctx context.Context, srv *Server, f FleetFlags, c FleetCase, round
 	}
 
 	spec := FleetSpec{Bin: bin, Daemons: c.Daemons, Procs: c.Procs, Concurrency: f.Concurrency / c.Daemons, Batch: f.Batch,
-		MaxConns: f.MaxConns, PollInterval: f.PollInterval, PgBouncer: c.PgBouncer, Dir: dir, LogLevel: f.LogLevel,
+		MaxConns: f.MaxConns, PollInterval: f.PollInterval, PgBouncer: c.PgBouncer, Prepared: c.Prepared, Dir: dir, LogLevel: f.LogLevel,
 		URL: func(app string) (string, error) {
 			u, err := srv.url(rdb.name, app)
 			if err != nil || !c.PgBouncer {
@@ -486,13 +500,16 @@ FROM attempt_records`, released).Scan(&secs, &r.Attempts, &distinct, &r.Claims, 
 	}
 	r.Elapsed = time.Duration(secs * float64(time.Second))
 	r.Rate = float64(tasks) / secs
-	var mid float64
+	var mid, start, tail float64
 	if err := db.QueryRow(ctx, `
-SELECT coalesce(extract(epoch FROM percentile_disc(0.9) WITHIN GROUP (ORDER BY ended_at)
-	- percentile_disc(0.1) WITHIN GROUP (ORDER BY ended_at))::float8, 0)
-FROM attempt_records`).Scan(&mid); err != nil {
+SELECT coalesce(extract(epoch FROM p90 - p10)::float8, 0), coalesce(extract(epoch FROM p10 - $1)::float8, 0),
+	coalesce(extract(epoch FROM last - p90)::float8, 0)
+FROM (SELECT percentile_disc(0.1) WITHIN GROUP (ORDER BY ended_at) AS p10,
+	percentile_disc(0.9) WITHIN GROUP (ORDER BY ended_at) AS p90, max(ended_at) AS last
+	FROM attempt_records) p`, released).Scan(&mid, &start, &tail); err != nil {
 		return fmt.Errorf("reading the attempts: %w", err)
 	}
+	r.Start, r.Tail = time.Duration(start*float64(time.Second)), time.Duration(tail*float64(time.Second))
 	if mid > 0 {
 		r.Steady = 0.8 * float64(tasks) / mid
 	}

@@ -77,6 +77,7 @@ type FleetSpec struct {
 	MaxConns     int // per daemon
 	PollInterval time.Duration
 	PgBouncer    bool // the URLs point at PgBouncer: agentd --pgbouncer
+	Prepared     bool // … which keeps prepared statements: agentd --pgbouncer-prepared
 	URL          func(app string) (string, error)
 	Dir          string // the daemons' state directory (notification file)
 	LogLevel     string
@@ -124,6 +125,9 @@ func (f *Fleet) StartNext() error {
 		// --poll-only too: agentd's --pgbouncer alone does not turn
 		// LISTEN off (its poll-only flag's default overrides it).
 		args = append(args, "--pgbouncer", "--poll-only")
+		if s.Prepared {
+			args = append(args, "--pgbouncer-prepared")
+		}
 	}
 	cmd := exec.Command(s.Bin, args...)
 	cmd.Env = append(slices.Clip(f.env), "DATABASE_URL="+u)

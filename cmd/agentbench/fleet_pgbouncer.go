@@ -64,7 +64,7 @@ type PgBouncer struct {
 // startPgBouncer writes a configuration into a temporary directory and
 // starts bin on a free port of 127.0.0.1. As root it runs as the postgres
 // user (PgBouncer refuses to run as root), which then owns the directory.
-func startPgBouncer(ctx context.Context, bin string, server *pgconn.Config, poolSize, maxClients int) (*PgBouncer, error) {
+func startPgBouncer(ctx context.Context, bin string, server *pgconn.Config, poolSize, maxClients int, prepared bool) (*PgBouncer, error) {
 	var cred *syscall.Credential
 	if os.Geteuid() == 0 {
 		u, err := user.Lookup("postgres")
@@ -103,6 +103,11 @@ func startPgBouncer(ctx context.Context, bin string, server *pgconn.Config, pool
 	if server.Password != "" {
 		password = " password=" + pgbouncerValue(server.Password)
 	}
+	// Set only when asked: PgBouncer before 1.21 does not know it.
+	keep := ""
+	if prepared {
+		keep = "max_prepared_statements = 200\n"
+	}
 	conf := fmt.Sprintf(`[databases]
 * = host=%s port=%d user=%s%s connect_query=%s
 
@@ -121,9 +126,9 @@ server_login_retry = 1
 ignore_startup_parameters = extra_float_digits
 logfile = %s
 pidfile = %s
-`, pgbouncerValue(server.Host), server.Port, pgbouncerValue(server.User), password,
+%s`, pgbouncerValue(server.Host), server.Port, pgbouncerValue(server.User), password,
 		pgbouncerValue(pgplan.ConnectQuery()), b.port,
-		pgbouncerAdmin, poolSize, maxClients, filepath.Join(dir, "pgbouncer.log"), filepath.Join(dir, "pgbouncer.pid"))
+		pgbouncerAdmin, poolSize, maxClients, filepath.Join(dir, "pgbouncer.log"), filepath.Join(dir, "pgbouncer.pid"), keep)
 	ini := filepath.Join(dir, "pgbouncer.ini")
 	if err := os.WriteFile(ini, []byte(conf), 0o600); err != nil {
 		return fail(err)

@@ -32,8 +32,9 @@ func loadAverage() string {
 func (r FleetResult) cells(f FleetFlags) []any {
 	c := r.Case
 	secs, rate, steady := fmt.Sprintf("%.2f", r.Elapsed.Seconds()), fmt.Sprintf("%.0f", r.Rate), fmt.Sprintf("%.0f", r.Steady)
+	start, tail := fmt.Sprintf("%.2f", r.Start.Seconds()), fmt.Sprintf("%.2f", r.Tail.Seconds())
 	if r.TimedOut {
-		secs, rate, steady = "-", "timeout", "-"
+		secs, start, tail, rate, steady = "-", "-", "-", "timeout", "-"
 	}
 	cores := func(d time.Duration) string { return strconv.FormatFloat(d.Seconds()/r.Wall.Seconds(), 'f', 2, 64) }
 	per := func(d time.Duration) string {
@@ -50,7 +51,7 @@ func (r FleetResult) cells(f FleetFlags) []any {
 	case r.OnceFailed != "":
 		once = "NO"
 	}
-	return []any{r.Round, c.label(), f.Concurrency / c.Daemons, secs, rate, steady, cores(r.DaemonCPU), pgCores,
+	return []any{r.Round, c.label(), f.Concurrency / c.Daemons, secs, start, tail, rate, steady, cores(r.DaemonCPU), pgCores,
 		per(r.DaemonCPU), pgPer, ratio(r.Attempts, r.Claims), ratio(r.Attempts, r.Completes), r.Activity.PeakPerDaemon, r.Activity.PeakTotal, r.Deadlocks, r.Rollbacks,
 		r.Conflicts, r.Attempts, once}
 }

@@ -42,8 +42,8 @@ func TestFleetSmoke(t *testing.T) {
 	}
 	for i, r := range ts[0] {
 		f := strings.Fields(r)
-		// round, case (two or three words), conc/daemon, secs, tasks/s, steady/s, …, attempts, once
-		label := strings.Join(f[1:len(f)-17], " ")
+		// round, case (two or three words), conc/daemon, secs, start s, tail s, tasks/s, steady/s, …, attempts, once
+		label := strings.Join(f[1:len(f)-19], " ")
 		if label != cases[i] || f[len(f)-15] == "timeout" || f[len(f)-2] != "300" || f[len(f)-1] != "yes" {
 			t.Errorf("row %q: want case %q, 300 tasks each attempted once and succeeded, no timeout", r, cases[i])
 		}
