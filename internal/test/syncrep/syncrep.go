@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentledger/agentledger/internal/syncwait"
@@ -27,11 +28,69 @@ func Server(t *testing.T) (url string, admin *pgxpool.Pool) {
 }
 
 // Hold makes every commit that waits for the standby wait, from now on.
+//
+// A session's setting is not enough to know that: a commit waits only
+// once the checkpointer, in its own time after the reload, has told the
+// shared state that synchronous standbys are named. So Hold commits a
+// write of its own until that commit waits, and then cancels its wait.
 func Hold(t *testing.T, admin *pgxpool.Pool) {
 	t.Helper()
 	exec(t, admin, `ALTER SYSTEM SET synchronous_standby_names = 'phantom'`)
 	exec(t, admin, `SELECT pg_reload_conf()`)
 	awaitSetting(t, admin, "synchronous_standby_names", "phantom")
+	ctx := context.Background()
+	conn, err := admin.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	var pid int
+	if err := conn.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for !commitWaits(t, admin, conn.Conn(), pid) {
+		if time.Now().After(deadline) {
+			t.Fatal("commits do not wait for the standby 30 s after synchronous_standby_names was set")
+		}
+		time.Sleep(10 * time.Millisecond) // polling the server's state
+	}
+}
+
+// commitWaits commits a write on conn (backend pid) and reports whether
+// its commit waited for the standby; a wait it cancels, so the commit
+// completes (on the primary only).
+func commitWaits(t *testing.T, admin *pgxpool.Pool, conn *pgx.Conn, pid int) bool {
+	t.Helper()
+	ctx := context.Background()
+	committed := make(chan error, 1)
+	go func() {
+		// An empty transactional message: a write, so its commit may wait.
+		_, err := conn.Exec(ctx, `SELECT pg_logical_emit_message(true, 'agentledger-test-hold', '')`)
+		committed <- err
+	}()
+	for {
+		var waiting bool
+		if err := admin.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_stat_activity WHERE pid = $1 AND wait_event = 'SyncRep')`,
+			pid).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting {
+			End(t, admin, "pg_cancel_backend", pid)
+			if err := <-committed; err != nil {
+				t.Fatal(err)
+			}
+			return true
+		}
+		select {
+		case err := <-committed:
+			if err != nil {
+				t.Fatal(err)
+			}
+			return false
+		case <-time.After(5 * time.Millisecond): // polling the server's state
+		}
+	}
 }
 
 // Open opens a pool to url whose sessions name themselves app and whose
