@@ -131,7 +131,7 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 		return nil, fmt.Errorf("connecting to %s: %w", db.desc, err)
 	}
 	if cfg.Pooler && cfg.PoolerPrepares {
-		if err := checkKeepsPrepared(ctx, pool); err != nil {
+		if err := checkKeepsPrepared(ctx, pool, log); err != nil {
 			pool.Close()
 			return nil, fmt.Errorf("%s: %w", db.desc, err)
 		}

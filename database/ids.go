@@ -37,11 +37,15 @@ func GuardIDs(log *slog.Logger) func(context.Context, *pgx.Conn) error {
 	return func(ctx context.Context, conn *pgx.Conn) error {
 		var next *int64
 		// The check's name since migration 00042, where the old name
-		// refuses the releases before it once the keys are scoped.
-		err := conn.QueryRow(ctx, `SELECT agentledger_check_ids()`).Scan(&next)
+		// refuses the releases before it once the keys are scoped. Run
+		// once a connection, it is prepared nowhere: through a pooler
+		// that passes prepared statements through, the server
+		// connection may already hold another client's.
+		once := pgx.QueryExecModeSimpleProtocol
+		err := conn.QueryRow(ctx, `SELECT agentledger_check_ids()`, once).Scan(&next)
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "42883" { // a schema before 00042
-			err = conn.QueryRow(ctx, `SELECT agentledger_guard_ids()`).Scan(&next)
+			err = conn.QueryRow(ctx, `SELECT agentledger_guard_ids()`, once).Scan(&next)
 		}
 		switch {
 		case errors.As(err, &pgErr) && pgErr.Code == "42883": // undefined function

@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/agentledger/agentledger/database"
+	"github.com/agentledger/agentledger/internal/pgplan"
+	"github.com/agentledger/agentledger/internal/test/logbuf"
 	"github.com/agentledger/agentledger/internal/test/pgbouncer"
 	"github.com/agentledger/agentledger/internal/test/testdb"
 )
@@ -31,28 +35,56 @@ func TestPoolerPreparesIsChecked(t *testing.T) {
 		t.Fatalf("PostgreSQL itself: %v, want ErrPoolerPassesPrepared", err)
 	}
 
+	// Through the installed PgBouncer, passing them through (1.18, or a
+	// later one with max_prepared_statements = 0). A second start on the
+	// server connection the first left is refused as the first was: the
+	// first's statements are still there.
 	bin := pgbouncer.Find(t, "TEST_PGBOUNCER", "the check through PgBouncer")
 	keeps, version := pgbouncer.KeepsPrepared(t, bin)
-	cfg := pgbouncer.Config{URL: url, PoolSize: 2}
+	cfg := pgbouncer.Config{URL: url, PoolSize: 1}
 	if keeps {
 		cfg.Settings = map[string]string{"max_prepared_statements": "0"}
 	}
-	if db, err := open(pgbouncer.Start(t, bin, cfg)); !errors.Is(err, database.ErrPoolerPassesPrepared) {
-		if err == nil {
-			db.Close(ctx)
+	passing := pgbouncer.Start(t, bin, cfg)
+	for _, start := range []string{"first", "second"} {
+		if db, err := open(passing); !errors.Is(err, database.ErrPoolerPassesPrepared) {
+			if err == nil {
+				db.Close(ctx)
+			}
+			t.Fatalf("PgBouncer %s passing prepared statements through, %s start: %v, want ErrPoolerPassesPrepared", version, start, err)
 		}
-		t.Fatalf("PgBouncer %s passing prepared statements through: %v, want ErrPoolerPassesPrepared", version, err)
-	}
-	if !keeps {
-		pgbouncer.SkipVisibly(t, "PgBouncer "+version+" does not keep prepared statements (1.21 or later does), "+
-			"so the pool through one that does was not tried; TEST_PGBOUNCER names another")
 	}
 
-	cfg.Settings = map[string]string{"max_prepared_statements": "200"}
-	db, err := open(pgbouncer.Start(t, bin, cfg))
-	if err != nil {
-		t.Fatalf("PgBouncer %s keeping prepared statements: %v", version, err)
+	// Through one that keeps them. Without agentd's planner settings in
+	// its connect_query, the start warns of each.
+	keeping := pgbouncer.FindKeeping(t, "the pool through a PgBouncer keeping prepared statements")
+	_, version = pgbouncer.KeepsPrepared(t, keeping)
+	for _, connectQuery := range []string{"", pgplan.ConnectQuery()} {
+		var logged logbuf.Buffer
+		cfg = pgbouncer.Config{URL: url, PoolSize: 2, ConnectQuery: connectQuery,
+			Settings: map[string]string{"max_prepared_statements": "200"}}
+		db, err := database.Open(ctx, database.Config{URL: pgbouncer.Start(t, keeping, cfg), Pooler: true, PoolerPrepares: true,
+			MaxConns: 4, Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+		if err != nil {
+			t.Fatalf("PgBouncer %s keeping prepared statements, connect_query %q: %v", version, connectQuery, err)
+		}
+		warned := strings.Count(logged.String(), "plan with a setting agentd's own sessions change")
+		if want := map[bool]int{true: 2, false: 0}[connectQuery == ""]; warned != want {
+			t.Errorf("connect_query %q: %d warnings of planner settings, want %d:\n%s", connectQuery, warned, want, logged.String())
+		}
+		if connectQuery == "" {
+			db.Close(ctx)
+			continue
+		}
+		queries(t, ctx, db)
 	}
+}
+
+// queries runs statements on db from four client connections over two
+// server connections, each its own transaction, and checks that PgBouncer
+// prepared them on the server.
+func queries(t *testing.T, ctx context.Context, db *database.DB) {
+	t.Helper()
 	defer db.Close(ctx)
 	// Four client connections on two server connections, each statement
 	// its own transaction: each client's cached statement meets server

@@ -28,8 +28,10 @@ import (
 )
 
 // Settings are the session settings of the daemon's connections, sent at
-// connection start (not through a pooler, whose connections plan each
-// statement afresh anyway).
+// connection start. Through a pooler they cannot be (its server
+// connections are shared): its connect_query sets them (ConnectQuery),
+// and where prepared statements are kept (agentd --pgbouncer-prepared)
+// they matter as on a direct connection.
 var Settings = map[string]string{"enable_seqscan": "off", "jit": "off"}
 
 // ConnectQuery is Settings as one query, for a pooler to run on each

@@ -65,7 +65,8 @@
 // pgbouncer on PATH, else /usr/sbin/pgbouncer); where there is none it is
 // skipped, and says so on the terminal even without -v. A third runs them
 // with --pgbouncer-prepared through a PgBouncer that keeps prepared
-// statements, 1.21 or later, and is skipped, visibly, for an older one. With CHAOS_KEEP set
+// statements, 1.21 or later ($PGBOUNCER_PREPARED, else the installed one
+// if that recent), and is skipped, visibly, without one. With CHAOS_KEEP set
 // (to anything) a failed round keeps its directory (the daemons' logs; pg_autoctl's and
 // the nodes' data for the failover rounds) and logs where it is.
 package chaos

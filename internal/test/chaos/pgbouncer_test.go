@@ -23,11 +23,7 @@ func TestChaosThroughPgBouncer(t *testing.T) {
 // among them.
 func TestChaosThroughPgBouncerPrepared(t *testing.T) {
 	skipShort(t)
-	bin := pgbouncerBin(t, "the chaos round through PgBouncer keeping prepared statements")
-	if ok, v := pgbouncer.KeepsPrepared(t, bin); !ok {
-		pgbouncer.SkipVisibly(t, "PgBouncer "+v+" does not keep prepared statements (1.21 or later does), "+
-			"so the chaos round through PgBouncer keeping prepared statements did not run; CHAOS_PGBOUNCER names another")
-	}
+	bin := pgbouncer.FindKeeping(t, "the chaos round through PgBouncer keeping prepared statements")
 	drill(t, options{tasks: envInt(t, "CHAOS_TASKS", 60), agents: envInt(t, "CHAOS_AGENTS", 5),
 		seconds: envInt(t, "CHAOS_SECONDS", 10), pgbouncer: bin, prepared: true})
 }

@@ -48,6 +48,31 @@ func Find(t testing.TB, env, what string) string {
 	return bin
 }
 
+// FindKeeping returns a PgBouncer that keeps prepared statements (1.21 or
+// later): the one $PGBOUNCER_PREPARED names (.ci/run builds one where the
+// distribution's is older), else the installed one if it is that recent,
+// or skips t visibly, saying that what did not run.
+func FindKeeping(t testing.TB, what string) string {
+	t.Helper()
+	if name := os.Getenv("PGBOUNCER_PREPARED"); name != "" {
+		bin, err := exec.LookPath(name)
+		if err != nil {
+			t.Fatalf("PGBOUNCER_PREPARED=%s: %v", name, err)
+		}
+		if ok, v := KeepsPrepared(t, bin); !ok {
+			t.Fatalf("PGBOUNCER_PREPARED=%s is PgBouncer %s, which does not keep prepared statements (1.21 or later does)", name, v)
+		}
+		Find(t, "PGBOUNCER_PREPARED", what) // the user to run it as
+		return bin
+	}
+	bin := Find(t, "PGBOUNCER_PREPARED", what)
+	if ok, v := KeepsPrepared(t, bin); !ok {
+		SkipVisibly(t, "PgBouncer "+v+" does not keep prepared statements (1.21 or later does), so "+what+
+			" did not run; PGBOUNCER_PREPARED names one that does (scripts/build-pgbouncer builds one)")
+	}
+	return bin
+}
+
 var versionRE = regexp.MustCompile(`PgBouncer (\d+)\.(\d+)`)
 
 // KeepsPrepared reports whether bin is PgBouncer 1.21 or later, which can
@@ -137,10 +162,10 @@ func Start(t testing.TB, bin string, c Config) string {
 	}
 	server := fmt.Sprintf("host=%s port=%s dbname=%s user=%s", u.Hostname(), u.Port(), db, u.User.Username())
 	if pass != "" { // PgBouncer refuses an empty value
-		server += " password=" + pass
+		server += " password=" + value(pass)
 	}
 	if c.ConnectQuery != "" {
-		server += " connect_query='" + strings.ReplaceAll(c.ConnectQuery, "'", "''") + "'"
+		server += " connect_query=" + value(c.ConnectQuery)
 	}
 	extra := ""
 	for _, k := range slices.Sorted(maps.Keys(c.Settings)) {
@@ -190,8 +215,15 @@ pidfile = %s
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		<-exited
+		// SIGINT: shut down once the server connections are released.
+		// (SIGTERM waits for every client to leave from PgBouncer 1.23 on.)
+		_ = cmd.Process.Signal(syscall.SIGINT)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
 		out.Close()
 	})
 	deadline := time.Now().Add(10 * time.Second)
@@ -216,4 +248,12 @@ pidfile = %s
 	pu := *u
 	pu.Host = fmt.Sprintf("127.0.0.1:%d", port)
 	return pu.String()
+}
+
+// value quotes v for a PgBouncer connection string where it needs it.
+func value(v string) string {
+	if v != "" && !strings.ContainsAny(v, " '\\") {
+		return v
+	}
+	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(v) + "'"
 }
