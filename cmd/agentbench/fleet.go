@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -33,6 +34,7 @@ type FleetFlags struct {
 	Prepared     bool // also the PgBouncer cases with prepared statements kept
 	PoolSize     int
 	Procs        int // GOMAXPROCS of each daemon of the extra fleet cases; 0: no such cases
+	FleetConns   int // connection pool size of each daemon of an extra direct fleet case; 0: no such case
 }
 
 // FleetCase is one configuration: daemons agentd processes, directly or
@@ -41,6 +43,7 @@ type FleetCase struct {
 	Daemons   int
 	PgBouncer bool
 	Prepared  bool // through PgBouncer, which keeps prepared statements: agentd --pgbouncer-prepared
+	MaxConns  int  // each daemon's pool size; 0: --max-conns
 	Procs     int  // each daemon's GOMAXPROCS; 0: the environment's (unset: Go's default, every CPU)
 }
 
@@ -51,6 +54,9 @@ func (c FleetCase) label() string {
 	}
 	if c.Prepared {
 		l += ", prepared"
+	}
+	if c.MaxConns > 0 {
+		l += fmt.Sprintf(", max-conns %d", c.MaxConns)
 	}
 	if c.Procs > 0 {
 		l += fmt.Sprintf(", GOMAXPROCS=%d", c.Procs)
@@ -111,6 +117,8 @@ func runFleet(ctx context.Context, args []string, out, errOut io.Writer) error {
 		"off: no PgBouncer case")
 	fs.BoolVar(&f.Prepared, "pgbouncer-prepared", false, "also run the PgBouncer cases with PgBouncer keeping prepared statements "+
 		"(max_prepared_statements = 200: PgBouncer 1.21 or later) and the daemons preparing them (agentd --pgbouncer-prepared)")
+	fs.IntVar(&f.FleetConns, "fleet-max-conns", 0, "also run the direct fleet case with this connection pool size in each daemon "+
+		"(agentd --max-conns), beside --max-conns's; 0: no such case")
 	fs.IntVar(&f.PoolSize, "pool-size", 20, "PgBouncer's default_pool_size: server connections for all the daemons together")
 	fs.IntVar(&f.Procs, "fleet-gomaxprocs", 0, "also run the fleet cases with GOMAXPROCS=N in each of their daemons "+
 		"(daemons sharing a machine dividing its CPUs, as a container's CPU limit would); 0: no such cases")
@@ -124,6 +132,9 @@ func runFleet(ctx context.Context, args []string, out, errOut io.Writer) error {
 	}
 	if f.Tenants <= 0 || f.Tenants > f.Tasks {
 		return fmt.Errorf("--tenants %d: want 1 to --tasks (%d)", f.Tenants, f.Tasks)
+	}
+	if f.FleetConns < 0 {
+		return fmt.Errorf("--fleet-max-conns %d: want a pool size, or 0 for no such case", f.FleetConns)
 	}
 	if f.Procs < 0 {
 		return fmt.Errorf("--fleet-gomaxprocs %d: want 0 (no such cases) or more", f.Procs)
@@ -158,6 +169,9 @@ func runFleet(ctx context.Context, args []string, out, errOut io.Writer) error {
 	defer srv.Close()
 
 	cases := []FleetCase{{Daemons: 1}, {Daemons: f.Daemons}}
+	if f.FleetConns > 0 {
+		cases = append(cases, FleetCase{Daemons: f.Daemons, MaxConns: f.FleetConns})
+	}
 	if f.Procs > 0 {
 		cases = append(cases, FleetCase{Daemons: f.Daemons, Procs: f.Procs})
 	}
@@ -286,7 +300,7 @@ func fleetRun(ctx context.Context, srv *Server, f FleetFlags, c FleetCase, round
 	}
 
 	spec := FleetSpec{Bin: bin, Daemons: c.Daemons, Procs: c.Procs, Concurrency: f.Concurrency / c.Daemons, Batch: f.Batch,
-		MaxConns: f.MaxConns, PollInterval: f.PollInterval, PgBouncer: c.PgBouncer, Prepared: c.Prepared, Dir: dir, LogLevel: f.LogLevel,
+		MaxConns: cmp.Or(c.MaxConns, f.MaxConns), PollInterval: f.PollInterval, PgBouncer: c.PgBouncer, Prepared: c.Prepared, Dir: dir, LogLevel: f.LogLevel,
 		URL: func(app string) (string, error) {
 			u, err := srv.url(rdb.name, app)
 			if err != nil || !c.PgBouncer {
