@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	neturl "net/url"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/agentledger/agentledger/database"
 	"github.com/agentledger/agentledger/internal/pgplan"
@@ -113,5 +116,67 @@ func queries(t *testing.T, ctx context.Context, db *database.DB) {
 	}
 	if kept == 0 {
 		t.Error("no statement prepared by PgBouncer on the server connection")
+	}
+}
+
+// Through a PgBouncer that keeps prepared statements, a change of what a
+// statement returns fails it until PgBouncer's server connections are made
+// anew: PgBouncer prepares the statement once per server connection for
+// every client, and keeps it when a client drops its own. RECONNECT on
+// its admin console ends that, as docs/deployment.md has an upgrade do.
+func TestAChangedStatementNeedsAReconnectThroughPgBouncer(t *testing.T) {
+	ctx := context.Background()
+	url := testdb.URL(t)
+	bin := pgbouncer.FindKeeping(t, "the migration through a PgBouncer keeping prepared statements")
+	direct := testdb.Open(t, url)
+	if _, err := direct.Exec(ctx, `CREATE TABLE changing (a int); INSERT INTO changing VALUES (1)`); err != nil {
+		t.Fatal(err)
+	}
+	u, err := neturl.Parse(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	through := pgbouncer.Start(t, bin, pgbouncer.Config{URL: url, PoolSize: 1,
+		Settings: map[string]string{"max_prepared_statements": "200", "admin_users": u.User.Username()}})
+	db, err := database.Open(ctx, database.Config{URL: through, Pooler: true, PoolerPrepares: true, MaxConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close(ctx)
+	read := func() error {
+		rows, err := db.Pool.Query(ctx, `SELECT * FROM changing`)
+		if err != nil {
+			return err
+		}
+		rows.Close()
+		return rows.Err()
+	}
+	if err := read(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := direct.Exec(ctx, `ALTER TABLE changing ADD COLUMN b int`); err != nil {
+		t.Fatal(err)
+	}
+	for try := 1; try <= 2; try++ {
+		if err := read(); err == nil || !strings.Contains(err.Error(), "cached plan must not change result type") {
+			t.Fatalf("try %d after the change, before a RECONNECT: %v, want the cached plan's error", try, err)
+		}
+	}
+
+	console, err := neturl.Parse(through)
+	if err != nil {
+		t.Fatal(err)
+	}
+	console.Path = "/pgbouncer" // the admin console
+	admin, err := pgx.Connect(ctx, console.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	if _, err := admin.Exec(ctx, "RECONNECT", pgx.QueryExecModeSimpleProtocol); err != nil {
+		t.Fatal(err)
+	}
+	if err := read(); err != nil {
+		t.Fatalf("after a RECONNECT: %v", err)
 	}
 }
