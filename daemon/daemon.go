@@ -375,7 +375,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	var db *database.DB
 	err := retryStart(ctx, log, "connecting", serverUnavailable, func() (err error) {
 		db, err = database.Open(ctx, database.Config{URL: cfg.Database.URL, StateDir: cfg.Database.StateDir, MaxConns: cfg.Database.MaxConns,
-			Pooler: cfg.Database.PgBouncer || cfg.Database.PgBouncerPrepared, PoolerPrepares: cfg.Database.PgBouncerPrepared, Logger: log})
+			Pooler: cfg.Database.PgBouncer, PoolerPrepares: cfg.Database.PgBouncerPrepared, Logger: log})
 		return err
 	})
 	if errors.Is(err, database.ErrPoolerPassesPrepared) {

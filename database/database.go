@@ -39,10 +39,10 @@ type Config struct {
 	// round trip; exec mode would guess types from Go values and send a
 	// []byte for a jsonb parameter as bytea.
 	Pooler bool
-	// PoolerPrepares says the pooler keeps prepared statements for its
-	// clients (PgBouncer 1.21 or later with max_prepared_statements above
-	// 0), with Pooler: statements are prepared and their plans kept as
-	// on a direct connection. Open checks that the pooler does
+	// PoolerPrepares says the URL is such a pooler (it implies Pooler)
+	// that keeps prepared statements for its clients (PgBouncer 1.21 or
+	// later with max_prepared_statements above 0): statements are
+	// prepared and their plans kept as on a direct connection. Open checks that the pooler does
 	// (ErrPoolerPassesPrepared).
 	PoolerPrepares bool
 	// Logger; nil discards.
@@ -107,10 +107,11 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	if pcfg.ConnConfig.RuntimeParams["application_name"] == "" {
 		pcfg.ConnConfig.RuntimeParams["application_name"] = "agentledger"
 	}
+	pooler := cfg.Pooler || cfg.PoolerPrepares
 	if cfg.Pooler && !cfg.PoolerPrepares {
 		pcfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
 	}
-	if !cfg.Pooler {
+	if !pooler {
 		for k, v := range pgplan.Settings {
 			pcfg.ConnConfig.RuntimeParams[k] = v
 		}
@@ -130,7 +131,7 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 		db.closeCluster(ctx)
 		return nil, fmt.Errorf("connecting to %s: %w", db.desc, err)
 	}
-	if cfg.Pooler && cfg.PoolerPrepares {
+	if cfg.PoolerPrepares {
 		if err := checkKeepsPrepared(ctx, pool, log); err != nil {
 			pool.Close()
 			return nil, fmt.Errorf("%s: %w", db.desc, err)

@@ -14,7 +14,7 @@ import (
 	"github.com/agentledger/agentledger/internal/pgplan"
 )
 
-// ErrPoolerPassesPrepared is Open's error, with Pooler and PoolerPrepares,
+// ErrPoolerPassesPrepared is Open's error, with PoolerPrepares,
 // for a server that sees a prepared statement under the name its client
 // gave it: PostgreSQL itself, or a pooler that does not keep prepared
 // statements (PgBouncer before 1.21, or max_prepared_statements = 0).
