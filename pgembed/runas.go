@@ -108,13 +108,15 @@ func (r *runAs) command(ctx context.Context, dir, name string, args ...string) *
 // dumpable again once executed, so its /proc/<pid>/environ is readable by
 // every process of its user, MCP servers among them. PG* variables would
 // point initdb and pg_ctl at another server, or change the cluster.
+// LOCPATH is where the C library finds locales built apart from the
+// system's (localedef), for a server that speaks one of them.
 func serverEnv(environ []string) []string {
 	env := []string{}
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
 		switch {
 		case name == "PATH", name == "HOME", name == "USER", name == "LOGNAME", name == "TMPDIR",
-			name == "TZ", name == "LANG", strings.HasPrefix(name, "LC_"), name == "LD_LIBRARY_PATH":
+			name == "TZ", name == "LANG", strings.HasPrefix(name, "LC_"), name == "LOCPATH", name == "LD_LIBRARY_PATH":
 			env = append(env, kv)
 		}
 	}

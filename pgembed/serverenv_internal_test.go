@@ -12,8 +12,8 @@ import (
 func TestServerEnvKeepsOnlyWhatTheServerNeeds(t *testing.T) {
 	got := serverEnv([]string{"PATH=/usr/bin", "HOME=/home/a", "AGENTLEDGER_LLM_API_KEY=sk-secret",
 		"SLACK_BOT_TOKEN=xoxb-1", "DATABASE_URL=postgres://u:pw@h/db", "PGDATA=/elsewhere", "PGPORT=1",
-		"LANG=C.UTF-8", "LC_ALL=C", "TZ=UTC", "USER=a", "LOGNAME=a", "TMPDIR=/tmp", "PATHX=1"})
-	want := []string{"PATH=/usr/bin", "HOME=/home/a", "LANG=C.UTF-8", "LC_ALL=C", "TZ=UTC", "USER=a", "LOGNAME=a", "TMPDIR=/tmp"}
+		"LANG=C.UTF-8", "LC_ALL=C", "LOCPATH=/opt/locales", "TZ=UTC", "USER=a", "LOGNAME=a", "TMPDIR=/tmp", "PATHX=1"})
+	want := []string{"PATH=/usr/bin", "HOME=/home/a", "LANG=C.UTF-8", "LC_ALL=C", "LOCPATH=/opt/locales", "TZ=UTC", "USER=a", "LOGNAME=a", "TMPDIR=/tmp"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("serverEnv = %q, want %q", got, want)
 	}

@@ -13,9 +13,10 @@
 // Cancelled. A terminated wait needs none of this: it ends the
 // connection, and the statement fails.
 //
-// The warning is recognised by its SQLSTATE (01000) and its English
-// text: a server whose lc_messages is another language words it
-// otherwise, and it goes unseen.
+// The warning is recognised by its SQLSTATE (01000) and the server
+// function that raised it (the notice's Routine field, which the server
+// sends whatever its lc_messages), or, where a proxy dropped that field,
+// by its English text.
 //
 // A read that acknowledges what it found (a submission found again under
 // its key, a stored answer replayed) adds Durable to its condition.
@@ -31,12 +32,29 @@ import (
 // cancelled holds the connections marked and not yet asked.
 var cancelled sync.Map // *pgconn.PgConn → struct{}
 
+// waitRoutine is the server function whose WARNING says a commit's wait
+// for the standby was cancelled (PostgreSQL's syncrep.c). Its other
+// WARNING, for a terminated wait, is not sent: the connection ends.
+const waitRoutine = "SyncRepWaitForLSN"
+
 // OnNotice is a pgconn.NoticeHandler: it marks c when n says a commit's
 // wait for a synchronous standby was cancelled.
 func OnNotice(c *pgconn.PgConn, n *pgconn.Notice) {
-	if n.Code == "01000" && strings.HasPrefix(n.Message, "canceling wait for synchronous replication") {
+	if isCancelledWait(n) {
 		cancelled.Store(c, struct{}{})
 	}
+}
+
+// isCancelledWait reports whether n is the WARNING of a commit whose wait
+// for the synchronous standby was cancelled, in any language.
+func isCancelledWait(n *pgconn.Notice) bool {
+	if n.Code != "01000" {
+		return false
+	}
+	if n.Routine != "" {
+		return n.Routine == waitRoutine
+	}
+	return strings.HasPrefix(n.Message, "canceling wait for synchronous replication")
 }
 
 // Cancelled reports whether a commit's wait for the standby was cancelled
