@@ -318,16 +318,17 @@ func (c commands) decide(id int64, approve bool, reason string) tea.Cmd {
 // waitCount counts the waiting waits, for the title.
 func (c commands) waitCount() tea.Cmd {
 	return c.call(func(ctx context.Context) tea.Msg {
-		_, n, err := c.store.Waiting(ctx, 0)
+		_, n, err := c.store.Waiting(ctx, nil, 0)
 		return waitCountMsg{n: n, err: err}
 	})
 }
 
-// waiting reads the limit waiting waits due soonest.
-func (c commands) waiting(limit int) tea.Cmd {
+// waiting reads the limit waiting waits due soonest after after (nil:
+// from the first).
+func (c commands) waiting(after *waits.Position, limit int) tea.Cmd {
 	return c.call(func(ctx context.Context) tea.Msg {
-		ws, n, err := c.store.Waiting(ctx, limit)
-		return waitsMsg{waits: ws, total: n, err: err}
+		ws, n, err := c.store.Waiting(ctx, after, limit)
+		return waitsMsg{after: after, waits: ws, total: n, err: err}
 	})
 }
 

@@ -13,7 +13,7 @@ import (
 )
 
 // Waiting implements Store.
-func (s *DBStore) Waiting(ctx context.Context, limit int) ([]Wait, int64, error) {
+func (s *DBStore) Waiting(ctx context.Context, after *waits.Position, limit int) ([]Wait, int64, error) {
 	var n int64
 	// The partial index on waiting waits, and a task's key each: a wait
 	// whose task ended waits for nothing (waits.List).
@@ -23,7 +23,7 @@ func (s *DBStore) Waiting(ctx context.Context, limit int) ([]Wait, int64, error)
 	if limit == 0 || n == 0 {
 		return nil, n, nil
 	}
-	ws, err := s.Waits.List(ctx, waits.ListParams{Limit: limit})
+	ws, err := s.Waits.List(ctx, waits.ListParams{Limit: limit, After: after})
 	if err != nil {
 		return nil, 0, err
 	}

@@ -20,7 +20,7 @@ func TestDBStoreWaiting(t *testing.T) {
 	t.Parallel()
 	s := seedWaits(t)
 	ctx := context.Background()
-	ws, n, err := s.Waiting(ctx, 2)
+	ws, n, err := s.Waiting(ctx, nil, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +29,7 @@ func TestDBStoreWaiting(t *testing.T) {
 	if n != 3 || len(ws) != 2 || ws[0].ID != 2 || ws[1].ID != 1 {
 		t.Fatalf("waiting: %d in all, %+v", n, ws)
 	}
-	if _, n, err := s.Waiting(ctx, 0); err != nil || n != 3 {
+	if _, n, err := s.Waiting(ctx, nil, 0); err != nil || n != 3 {
 		t.Fatalf("the count alone: %d, %v", n, err)
 	}
 	d, err := s.Get(ctx, 5)

@@ -316,18 +316,25 @@ func (s *fakeStore) Decide(_ context.Context, id int64, approve bool, reason str
 	return approvals.Request{}, false, fmt.Errorf("approval request %d: %w", id, agentledger.ErrNotFound)
 }
 
-func (s *fakeStore) Waiting(_ context.Context, limit int) ([]Wait, int64, error) {
-	s.record("waiting %d", limit)
+// Waiting lists the fake's waiting waits in the order they were added.
+func (s *fakeStore) Waiting(_ context.Context, after *waits.Position, limit int) ([]Wait, int64, error) {
+	if after != nil {
+		s.record("waiting %d after %d", limit, after.ID)
+	} else {
+		s.record("waiting %d", limit)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []Wait
 	n := int64(0)
+	past := after == nil
 	for _, w := range s.waits {
 		if w.State == waits.Waiting {
 			n++
-			if len(out) < limit {
+			if past && len(out) < limit {
 				out = append(out, w)
 			}
+			past = past || w.ID == after.ID
 		}
 	}
 	return out, n, nil

@@ -236,7 +236,7 @@ func (k KeyMap) waitsHelp(open bool, w *Wait) helpKeys {
 	}
 	return helpKeys{
 		short: short,
-		full:  [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom}, {k.Open, k.SendSignal, k.EndWait, k.Back, k.Help, k.Quit}},
+		full:  [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom}, {k.Open, k.NextPage, k.PrevPage, k.SendSignal, k.EndWait, k.Back, k.Help, k.Quit}},
 	}
 }
 

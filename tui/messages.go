@@ -7,6 +7,7 @@ import (
 	"github.com/agentledger/agentledger/approvals"
 	"github.com/agentledger/agentledger/flow"
 	"github.com/agentledger/agentledger/operator"
+	"github.com/agentledger/agentledger/waits"
 )
 
 // tickMsg asks the visible view to reload.
@@ -142,6 +143,7 @@ type waitCountMsg struct {
 
 // waitsMsg is the waiting waits due soonest, and how many wait in all.
 type waitsMsg struct {
+	after *waits.Position // the page's: waits after it, nil from the first
 	waits []Wait
 	total int64
 	err   error

@@ -146,8 +146,9 @@ type Store interface {
 	// timed out or was withdrawn): r is then as that left it.
 	Decide(ctx context.Context, id int64, approve bool, reason string) (r approvals.Request, won bool, err error)
 	// Waiting returns the waiting waits of every task, the soonest
-	// deadline first, at most limit, and how many wait in all.
-	Waiting(ctx context.Context, limit int) ([]Wait, int64, error)
+	// deadline first, at most limit of those after after (nil: from the
+	// first), and how many wait in all.
+	Waiting(ctx context.Context, after *waits.Position, limit int) ([]Wait, int64, error)
 	// Wait returns wait id, whatever its state.
 	Wait(ctx context.Context, id int64) (Wait, error)
 	// SendSignal sends the signal wait id waits for, with payload, as

@@ -13,8 +13,8 @@ import (
 	"github.com/agentledger/agentledger/waits"
 )
 
-// waitsShown is how many waiting waits the waits view loads: those due
-// soonest.
+// waitsShown is how many waiting waits the waits view loads a page: the
+// first page those due soonest, each next one those after the last shown.
 const waitsShown = 500
 
 // waitsModel is the waits view: the waiting waits of every task, the
@@ -25,10 +25,15 @@ type waitsModel struct {
 	cmd commands
 
 	rows   []Wait
-	total  int64 // waiting in all; rows holds the waitsShown due soonest
+	total  int64 // waiting in all; rows holds a page of them
 	cursor int
 	offset int // the first row on screen
 	loadedPage
+	// after is this page's start: the waits after it (the last of the
+	// page before); nil on the first page. back holds the pages' before.
+	after *waits.Position
+	back  []*waits.Position
+	note  string // why a page key did nothing, until the next key
 
 	// The wait open, or 0 for the list. wait is nil until it loaded
 	// (opened from the list, it starts as the row).
@@ -47,7 +52,7 @@ func (m *waitsModel) load() tea.Cmd {
 	if m.openID != 0 {
 		return m.cmd.wait(m.openID, waitShow)
 	}
-	return m.cmd.waiting(waitsShown)
+	return m.cmd.waiting(m.after, waitsShown)
 }
 
 // refresh reloads unless a load is under way.
@@ -94,7 +99,7 @@ func (m *waitsModel) close() tea.Cmd {
 func (m waitsModel) Update(msg tea.Msg) (waitsModel, tea.Cmd) {
 	switch msg := msg.(type) {
 	case waitsMsg:
-		if m.openID != 0 {
+		if m.openID != 0 || msg.after != m.after { // another page's
 			return m, nil
 		}
 		m.loading, m.err = false, msg.err
@@ -127,7 +132,23 @@ func (m waitsModel) Update(msg tea.Msg) (waitsModel, tea.Cmd) {
 			return m, m.scroll(msg)
 		}
 		k := m.env.keys
+		m.note = ""
 		switch {
+		case key.Matches(msg, k.NextPage):
+			if !m.loaded || len(m.rows) < waitsShown {
+				m.note = "already on the last page"
+				return m, nil
+			}
+			p := m.rows[len(m.rows)-1].Position()
+			m.back, m.after = append(m.back, m.after), &p
+			return m, m.turn()
+		case key.Matches(msg, k.PrevPage):
+			if len(m.back) == 0 {
+				m.note = "already on the first page"
+				return m, nil
+			}
+			m.after, m.back = m.back[len(m.back)-1], m.back[:len(m.back)-1]
+			return m, m.turn()
 		case key.Matches(msg, k.Up):
 			m.cursor--
 		case key.Matches(msg, k.Down):
@@ -145,6 +166,12 @@ func (m waitsModel) Update(msg tea.Msg) (waitsModel, tea.Cmd) {
 		m.render()
 	}
 	return m, nil
+}
+
+// turn shows the page m.after starts, from its first row, once loaded.
+func (m *waitsModel) turn() tea.Cmd {
+	m.rows, m.cursor, m.offset, m.loaded = nil, 0, 0, false
+	return m.load()
 }
 
 // rowsShown is how many waits fit under the totals and the header: two
@@ -246,9 +273,19 @@ func (m waitsModel) View() string {
 		totals = "no task waits"
 	default:
 		totals = plural(int(m.total), "wait") + ", the soonest deadline first"
-		if m.total > int64(len(m.rows)) {
-			totals += fmt.Sprintf(" (the first %d shown)", len(m.rows))
+		if page := len(m.back) + 1; page > 1 || m.total > int64(len(m.rows)) {
+			k := m.env.keys
+			totals += fmt.Sprintf(" · page %d, %d shown", page, len(m.rows))
+			if len(m.rows) == waitsShown {
+				totals += " · " + k.NextPage.Help().Key + " next"
+			}
+			if page > 1 {
+				totals += " · " + k.PrevPage.Help().Key + " previous"
+			}
 		}
+	}
+	if m.note != "" {
+		totals += " · " + m.note
 	}
 	if m.err != nil {
 		totals += " · " + s.Error.Render(m.err.Error())

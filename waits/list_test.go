@@ -2,6 +2,7 @@ package waits_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/agentledger/agentledger/internal/test/testdb"
@@ -40,4 +41,69 @@ func TestAWaitOfAnEndedTaskIsNotListed(t *testing.T) {
 	if err := db.QueryRow(ctx, `SELECT count(*) FROM waits WHERE state = 'waiting'`).Scan(&open); err != nil || open != 2 {
 		t.Fatalf("%d open waits, %v; want both left open", open, err)
 	}
+}
+
+// The waiting waits read page by page after each page's last are the
+// whole list in its order, each once, deadlines that tie included (then
+// the newest first); a page of the ended ones cannot follow a position.
+func TestWaitingWaitsPageAfterAPosition(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	s := waits.NewStore(db)
+	var ids []int64
+	for i := range 8 {
+		task := newTask(t, db)
+		park(t, db, task.ID)
+		ids = append(ids, await(t, s, signalWait(task, "tool/1", "paid", fmt.Sprint(i))).ID)
+	}
+	// Three deadlines, two of them shared by three waits each, and the
+	// creation times apart.
+	if _, err := db.Exec(ctx, `UPDATE waits w SET deadline = timestamptz '2030-01-01' + (n % 3) * interval '1 minute',
+		created_at = timestamptz '2026-01-01' + n * interval '1 second'
+		FROM (SELECT id, row_number() OVER (ORDER BY id) AS n FROM waits WHERE id = ANY ($1)) o WHERE w.id = o.id`, ids); err != nil {
+		t.Fatal(err)
+	}
+	whole, err := s.List(ctx, waits.ListParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(whole) != len(ids) {
+		t.Fatalf("listed %d waits, want %d", len(whole), len(ids))
+	}
+	var paged []waits.Wait
+	var after *waits.Position
+	for pages := 0; ; pages++ {
+		if pages > len(ids) {
+			t.Fatalf("still paging after %d pages: %+v", pages, paged)
+		}
+		page, err := s.List(ctx, waits.ListParams{Limit: 3, After: after})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page) == 0 {
+			break
+		}
+		paged = append(paged, page...)
+		p := page[len(page)-1].Position()
+		after = &p
+	}
+	if len(paged) != len(whole) {
+		t.Fatalf("pages held %d waits, the list %d", len(paged), len(whole))
+	}
+	for i := range whole {
+		if paged[i].ID != whole[i].ID {
+			t.Fatalf("page order %v, the list's %v", idsOf(paged), idsOf(whole))
+		}
+	}
+	_, err = s.List(ctx, waits.ListParams{States: []string{waits.Waiting, "ended"}, After: after})
+	invalid(t, "a page of ended waits after a position", err, "after")
+}
+
+func idsOf(ws []waits.Wait) []int64 {
+	ids := make([]int64, len(ws))
+	for i, w := range ws {
+		ids[i] = w.ID
+	}
+	return ids
 }

@@ -158,6 +158,23 @@ type ListParams struct {
 	// States; empty lists the waiting ones.
 	States []string
 	Limit  int // default 100
+	// After lists the waiting waits that sort after it (a page's last,
+	// Wait.Position), for the next page; nil lists from the first. Only
+	// with the waiting state alone.
+	After *Position
+}
+
+// Position is where a waiting wait sorts in List: by its deadline, the
+// soonest first, then the newest first.
+type Position struct {
+	Deadline  time.Time
+	CreatedAt time.Time
+	ID        int64
+}
+
+// Position is where w sorts among the waiting waits.
+func (w Wait) Position() Position {
+	return Position{Deadline: w.Deadline, CreatedAt: w.CreatedAt, ID: w.ID}
 }
 
 // List returns waits: the waiting ones soonest deadline first, others
@@ -175,8 +192,17 @@ func (s *Store) List(ctx context.Context, p ListParams) ([]Wait, error) {
 	const filter = `state = ANY ($1) AND ($2 = '' OR tenant = $2) AND ($3::bigint = 0 OR task_id = $3) AND ($4 = '' OR kind = $4)`
 	q := `/* waits.list */ SELECT ` + waitColumns + ` FROM waits
 		WHERE ` + filter + ` AND (state <> 'waiting' OR NOT ` + TaskEnded + `)
+		AND ($6::bigint IS NULL OR deadline > $7 OR (deadline = $7 AND (created_at, id) < ($8, $6)))
 		ORDER BY CASE WHEN state = 'waiting' THEN deadline END, created_at DESC, id DESC LIMIT $5`
+	args := []any{p.States, p.Tenant, p.TaskID, p.Kind, p.Limit, nil, nil, nil}
+	if a := p.After; a != nil {
+		args[5], args[6], args[7] = a.ID, a.Deadline, a.CreatedAt
+	}
 	if slices.ContainsFunc(p.States, func(s string) bool { return s != Waiting }) {
+		if p.After != nil {
+			return nil, agentledger.Invalid("after", "pages follow the waiting waits only (states %v)", p.States)
+		}
+		args = args[:5]
 		// A replaced wait never waits: the list of the waiting ones (the
 		// console's, at every refresh) does not read them.
 		q = `/* waits.list_ended */ SELECT * FROM (
@@ -186,7 +212,7 @@ func (s *Store) List(ctx context.Context, p ListParams) ([]Wait, error) {
 		) w
 		ORDER BY CASE WHEN state = 'waiting' THEN deadline END, created_at DESC, id DESC LIMIT $5`
 	}
-	rows, err := s.db.Query(ctx, q, p.States, p.Tenant, p.TaskID, p.Kind, p.Limit)
+	rows, err := s.db.Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("waits: %w", err)
 	}
