@@ -171,7 +171,10 @@ func (d *DB) Embedded() bool { return d.cluster != nil }
 // when its last user is gone.
 func (d *DB) Close(ctx context.Context) error {
 	others := 0
-	if d.cluster != nil {
+	// Another registered user (an agentd) keeps the server up whoever else
+	// is connected: counting them would wait out otherGrace while that
+	// user's connections stand, a second at every agentctl command.
+	if d.cluster != nil && !d.cluster.Shared() {
 		others = d.otherClients(ctx)
 	}
 	d.Pool.Close()

@@ -307,6 +307,15 @@ func (c *Cluster) stopIfLastUser(ctx context.Context, users *os.File) error {
 // only if no other process still uses it; calling it again does nothing.
 func (c *Cluster) Close(ctx context.Context) error { return c.close(ctx, true) }
 
+// Shared reports whether another process is registered as a user of the
+// server now (on Linux, read from /proc/locks): Close will then leave it
+// running. False when it cannot tell, or once closed.
+func (c *Cluster) Shared() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.users != nil && len(holders(c.users)) > 0
+}
+
 // Leave unregisters this process and leaves the server running whoever
 // else uses it: for a last user that knows of clients the lock does not
 // see (daemons connected by URL).

@@ -64,6 +64,9 @@ func TestOtherProcessSharesAndDies(t *testing.T) {
 	if c.Port() != childPort || postmasterPID(t, dir) != pid {
 		t.Fatalf("did not reuse the other process's server (port %d vs %d)", c.Port(), childPort)
 	}
+	if !c.Shared() {
+		t.Error("Shared is false while another process uses the server")
+	}
 	closeT(t, c)
 	if !pidFileExists(t, dir) {
 		t.Fatal("Close stopped the server while another process still used it")
@@ -78,7 +81,13 @@ func TestOtherProcessSharesAndDies(t *testing.T) {
 	if postmasterPID(t, dir) != pid {
 		t.Fatal("server changed when the other process was killed")
 	}
+	if c.Shared() {
+		t.Error("Shared is true once the other process is gone")
+	}
 	closeT(t, c)
+	if c.Shared() {
+		t.Error("Shared is true once closed")
+	}
 	if pidFileExists(t, dir) {
 		t.Error("the killed process pinned the server: still running after the last live Close")
 	}
