@@ -168,7 +168,21 @@ type ListParams struct {
 	// States; empty lists the pending ones.
 	States []string
 	Limit  int // default 100
+	// After lists the pending requests that sort after it (a page's last,
+	// Request.Position), for the next page; nil lists from the first.
+	// Only with the pending state alone.
+	After *Position
 }
+
+// Position is where a pending request sorts in List: the oldest first,
+// then by id, the newest first.
+type Position struct {
+	RequestedAt time.Time
+	ID          int64
+}
+
+// Position is where r sorts among the pending requests.
+func (r Request) Position() Position { return Position{RequestedAt: r.RequestedAt, ID: r.ID} }
 
 // List returns requests, oldest first for pending ones (the longest
 // waiting at the top), newest first otherwise.
@@ -179,10 +193,19 @@ func (s *Store) List(ctx context.Context, p ListParams) ([]Request, error) {
 	if p.Limit <= 0 {
 		p.Limit = 100
 	}
+	var afterAt *time.Time
+	var afterID *int64
+	if a := p.After; a != nil {
+		if slices.ContainsFunc(p.States, func(s string) bool { return s != Pending }) {
+			return nil, agentledger.Invalid("after", "pages follow the pending requests only (states %v)", p.States)
+		}
+		afterAt, afterID = &a.RequestedAt, &a.ID
+	}
 	rows, err := s.db.Query(ctx, `/* approvals.list */ SELECT `+columns+` FROM approvals
 		WHERE state = ANY ($1) AND ($2 = '' OR tenant = $2) AND ($3::bigint = 0 OR task_id = $3)
+			AND ($6::bigint IS NULL OR requested_at > $5 OR (requested_at = $5 AND id < $6))
 		ORDER BY CASE WHEN state = 'pending' THEN requested_at END, requested_at DESC, id DESC LIMIT $4`,
-		p.States, p.Tenant, p.TaskID, p.Limit)
+		p.States, p.Tenant, p.TaskID, p.Limit, afterAt, afterID)
 	if err != nil {
 		return nil, fmt.Errorf("approval requests: %w", err)
 	}

@@ -13,8 +13,9 @@ import (
 	"github.com/agentledger/agentledger/approvals"
 )
 
-// approvalsShown is how many pending requests the approvals view loads:
-// the oldest, which have waited longest.
+// approvalsShown is how many pending requests the approvals view loads a
+// page: the first page the oldest, which have waited longest, each next
+// one those after the last shown.
 const approvalsShown = 500
 
 // approvalsModel is the approvals view: the pending requests of every
@@ -25,10 +26,11 @@ type approvalsModel struct {
 	cmd commands
 
 	rows   []approvals.Request
-	total  int64 // pending in all; rows holds the oldest approvalsShown
+	total  int64 // pending in all; rows holds a page of them
 	cursor int
 	offset int // the first row on screen
 	loadedPage
+	pages pager[approvals.Position]
 
 	// The request open, or 0 for the list. request is nil until it
 	// loaded (opened from the list, it starts as the row).
@@ -47,7 +49,7 @@ func (m *approvalsModel) load() tea.Cmd {
 	if m.openID != 0 {
 		return m.cmd.approval(m.openID, false, false)
 	}
-	return m.cmd.pendingApprovals(approvalsShown)
+	return m.cmd.pendingApprovals(m.pages.after, approvalsShown)
 }
 
 // refresh reloads unless a load is under way.
@@ -94,7 +96,7 @@ func (m *approvalsModel) close() tea.Cmd {
 func (m approvalsModel) Update(msg tea.Msg) (approvalsModel, tea.Cmd) {
 	switch msg := msg.(type) {
 	case approvalsMsg:
-		if m.openID != 0 {
+		if m.openID != 0 || msg.after != m.pages.after { // another page's
 			return m, nil
 		}
 		m.loading, m.err = false, msg.err
@@ -127,7 +129,18 @@ func (m approvalsModel) Update(msg tea.Msg) (approvalsModel, tea.Cmd) {
 			return m, m.scroll(msg)
 		}
 		k := m.env.keys
+		m.pages.note = ""
 		switch {
+		case key.Matches(msg, k.NextPage):
+			if m.pages.next(m.loaded && len(m.rows) == approvalsShown, func() approvals.Position { return m.rows[len(m.rows)-1].Position() }) {
+				return m, m.turn()
+			}
+			return m, nil
+		case key.Matches(msg, k.PrevPage):
+			if m.pages.prev() {
+				return m, m.turn()
+			}
+			return m, nil
 		case key.Matches(msg, k.Up):
 			m.cursor--
 		case key.Matches(msg, k.Down):
@@ -145,6 +158,12 @@ func (m approvalsModel) Update(msg tea.Msg) (approvalsModel, tea.Cmd) {
 		m.render()
 	}
 	return m, nil
+}
+
+// turn shows the page m.pages is on, from its first row, once loaded.
+func (m *approvalsModel) turn() tea.Cmd {
+	m.rows, m.cursor, m.offset, m.loaded = nil, 0, 0, false
+	return m.load()
 }
 
 // rowsShown is how many requests fit under the totals and the header:
@@ -246,9 +265,9 @@ func (m approvalsModel) View() string {
 		totals = "no approval pending"
 	default:
 		totals = plural(int(m.total), "approval") + " pending, the longest waiting first"
-		if m.total > int64(len(m.rows)) {
-			totals += fmt.Sprintf(" (the oldest %d shown)", len(m.rows))
-		}
+	}
+	if m.loaded || m.pages.note != "" {
+		totals += m.pages.status(m.env.keys, len(m.rows), approvalsShown, m.total)
 	}
 	if m.err != nil {
 		totals += " · " + s.Error.Render(m.err.Error())

@@ -11,6 +11,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/agentledger/agentledger"
+	"github.com/agentledger/agentledger/approvals"
 	"github.com/agentledger/agentledger/waits"
 )
 
@@ -276,16 +277,17 @@ func (c commands) bulk(op bulkOp, f Filter) tea.Cmd {
 // approvalCount counts the pending approval requests, for the title.
 func (c commands) approvalCount() tea.Cmd {
 	return c.call(func(ctx context.Context) tea.Msg {
-		_, n, err := c.store.PendingApprovals(ctx, 0)
+		_, n, err := c.store.PendingApprovals(ctx, nil, 0)
 		return approvalCountMsg{n: n, err: err}
 	})
 }
 
-// pendingApprovals reads the oldest limit pending requests.
-func (c commands) pendingApprovals(limit int) tea.Cmd {
+// pendingApprovals reads the oldest limit pending requests after after
+// (nil: from the first).
+func (c commands) pendingApprovals(after *approvals.Position, limit int) tea.Cmd {
 	return c.call(func(ctx context.Context) tea.Msg {
-		rs, n, err := c.store.PendingApprovals(ctx, limit)
-		return approvalsMsg{requests: rs, total: n, err: err}
+		rs, n, err := c.store.PendingApprovals(ctx, after, limit)
+		return approvalsMsg{after: after, requests: rs, total: n, err: err}
 	})
 }
 

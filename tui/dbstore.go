@@ -210,7 +210,7 @@ func (s *DBStore) Breakers(ctx context.Context) ([]flow.BreakerState, time.Time,
 }
 
 // PendingApprovals implements Store.
-func (s *DBStore) PendingApprovals(ctx context.Context, limit int) ([]approvals.Request, int64, error) {
+func (s *DBStore) PendingApprovals(ctx context.Context, after *approvals.Position, limit int) ([]approvals.Request, int64, error) {
 	var n int64
 	// The partial index on pending requests keeps this count cheap.
 	if err := s.db.QueryRow(ctx, `/* tui.pending_approvals */ SELECT count(*) FROM approvals WHERE state = 'pending'`).Scan(&n); err != nil {
@@ -219,7 +219,7 @@ func (s *DBStore) PendingApprovals(ctx context.Context, limit int) ([]approvals.
 	if limit == 0 || n == 0 {
 		return nil, n, nil
 	}
-	rs, err := s.Approvals.List(ctx, approvals.ListParams{Limit: limit})
+	rs, err := s.Approvals.List(ctx, approvals.ListParams{Limit: limit, After: after})
 	return rs, n, err
 }
 

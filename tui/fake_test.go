@@ -265,18 +265,26 @@ func (s *fakeStore) Breakers(context.Context) ([]flow.BreakerState, time.Time, e
 	return s.breakers, epoch, nil
 }
 
-func (s *fakeStore) PendingApprovals(_ context.Context, limit int) ([]approvals.Request, int64, error) {
-	s.record("pending-approvals %d", limit)
+// PendingApprovals lists the fake's pending requests in the order they
+// were added.
+func (s *fakeStore) PendingApprovals(_ context.Context, after *approvals.Position, limit int) ([]approvals.Request, int64, error) {
+	if after != nil {
+		s.record("pending-approvals %d after %d", limit, after.ID)
+	} else {
+		s.record("pending-approvals %d", limit)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []approvals.Request
 	n := int64(0)
+	past := after == nil
 	for _, r := range s.requests {
 		if r.State == approvals.Pending {
 			n++
-			if len(out) < limit {
+			if past && len(out) < limit {
 				out = append(out, r)
 			}
+			past = past || r.ID == after.ID
 		}
 	}
 	return out, n, nil

@@ -216,7 +216,7 @@ func (k KeyMap) approvalsHelp(open, pending bool) helpKeys {
 	}
 	return helpKeys{
 		short: short,
-		full:  [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom}, {k.Open, k.Approve, k.DenyRequest, k.Back, k.Help, k.Quit}},
+		full:  [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom}, {k.Open, k.NextPage, k.PrevPage, k.Approve, k.DenyRequest, k.Back, k.Help, k.Quit}},
 	}
 }
 

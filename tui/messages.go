@@ -120,6 +120,7 @@ type approvalCountMsg struct {
 // approvalsMsg is the oldest pending approval requests, and how many are
 // pending in all.
 type approvalsMsg struct {
+	after    *approvals.Position // the page's: requests after it, nil from the first
 	requests []approvals.Request
 	total    int64
 	err      error

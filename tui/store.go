@@ -137,8 +137,9 @@ type Store interface {
 	// database's clock when read.
 	Breakers(ctx context.Context) ([]flow.BreakerState, time.Time, error)
 	// PendingApprovals returns the oldest pending approval requests of
-	// every task, at most limit, and how many are pending in all.
-	PendingApprovals(ctx context.Context, limit int) ([]approvals.Request, int64, error)
+	// every task, at most limit of those after after (nil: from the
+	// first), and how many are pending in all.
+	PendingApprovals(ctx context.Context, after *approvals.Position, limit int) ([]approvals.Request, int64, error)
 	// Approval returns approval request id, whatever its state.
 	Approval(ctx context.Context, id int64) (approvals.Request, error)
 	// Decide approves or denies request id for the operator at the

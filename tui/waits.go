@@ -29,11 +29,7 @@ type waitsModel struct {
 	cursor int
 	offset int // the first row on screen
 	loadedPage
-	// after is this page's start: the waits after it (the last of the
-	// page before); nil on the first page. back holds the pages' before.
-	after *waits.Position
-	back  []*waits.Position
-	note  string // why a page key did nothing, until the next key
+	pages pager[waits.Position]
 
 	// The wait open, or 0 for the list. wait is nil until it loaded
 	// (opened from the list, it starts as the row).
@@ -52,7 +48,7 @@ func (m *waitsModel) load() tea.Cmd {
 	if m.openID != 0 {
 		return m.cmd.wait(m.openID, waitShow)
 	}
-	return m.cmd.waiting(m.after, waitsShown)
+	return m.cmd.waiting(m.pages.after, waitsShown)
 }
 
 // refresh reloads unless a load is under way.
@@ -99,7 +95,7 @@ func (m *waitsModel) close() tea.Cmd {
 func (m waitsModel) Update(msg tea.Msg) (waitsModel, tea.Cmd) {
 	switch msg := msg.(type) {
 	case waitsMsg:
-		if m.openID != 0 || msg.after != m.after { // another page's
+		if m.openID != 0 || msg.after != m.pages.after { // another page's
 			return m, nil
 		}
 		m.loading, m.err = false, msg.err
@@ -132,23 +128,18 @@ func (m waitsModel) Update(msg tea.Msg) (waitsModel, tea.Cmd) {
 			return m, m.scroll(msg)
 		}
 		k := m.env.keys
-		m.note = ""
+		m.pages.note = ""
 		switch {
 		case key.Matches(msg, k.NextPage):
-			if !m.loaded || len(m.rows) < waitsShown {
-				m.note = "already on the last page"
-				return m, nil
+			if m.pages.next(m.loaded && len(m.rows) == waitsShown, func() waits.Position { return m.rows[len(m.rows)-1].Position() }) {
+				return m, m.turn()
 			}
-			p := m.rows[len(m.rows)-1].Position()
-			m.back, m.after = append(m.back, m.after), &p
-			return m, m.turn()
+			return m, nil
 		case key.Matches(msg, k.PrevPage):
-			if len(m.back) == 0 {
-				m.note = "already on the first page"
-				return m, nil
+			if m.pages.prev() {
+				return m, m.turn()
 			}
-			m.after, m.back = m.back[len(m.back)-1], m.back[:len(m.back)-1]
-			return m, m.turn()
+			return m, nil
 		case key.Matches(msg, k.Up):
 			m.cursor--
 		case key.Matches(msg, k.Down):
@@ -168,7 +159,7 @@ func (m waitsModel) Update(msg tea.Msg) (waitsModel, tea.Cmd) {
 	return m, nil
 }
 
-// turn shows the page m.after starts, from its first row, once loaded.
+// turn shows the page m.pages is on, from its first row, once loaded.
 func (m *waitsModel) turn() tea.Cmd {
 	m.rows, m.cursor, m.offset, m.loaded = nil, 0, 0, false
 	return m.load()
@@ -273,19 +264,9 @@ func (m waitsModel) View() string {
 		totals = "no task waits"
 	default:
 		totals = plural(int(m.total), "wait") + ", the soonest deadline first"
-		if page := len(m.back) + 1; page > 1 || m.total > int64(len(m.rows)) {
-			k := m.env.keys
-			totals += fmt.Sprintf(" · page %d, %d shown", page, len(m.rows))
-			if len(m.rows) == waitsShown {
-				totals += " · " + k.NextPage.Help().Key + " next"
-			}
-			if page > 1 {
-				totals += " · " + k.PrevPage.Help().Key + " previous"
-			}
-		}
 	}
-	if m.note != "" {
-		totals += " · " + m.note
+	if m.loaded || m.pages.note != "" {
+		totals += m.pages.status(m.env.keys, len(m.rows), waitsShown, m.total)
 	}
 	if m.err != nil {
 		totals += " · " + s.Error.Render(m.err.Error())

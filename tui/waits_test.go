@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -241,49 +240,3 @@ func TestWaitsLeftAllShow(t *testing.T) {
 	}
 }
 
-// More waits than a page: n shows the next page, those after the last
-// shown, and p the one before; a page key that has nowhere to go says so.
-func TestWaitsPageOnAndBack(t *testing.T) {
-	t.Parallel()
-	n := waitsShown + 3
-	store := newFakeStore(1, epoch)
-	store.tasks[0].State = agentledger.StateWaiting
-	for i := 1; i <= n; i++ {
-		store.waits = append(store.waits, Wait{Wait: waits.Wait{ID: int64(i), TaskID: 1, Generation: 1, Step: fmt.Sprintf("tool/%d", i),
-			Tenant: "acme", Kind: waits.KindTimer, CreatedAt: epoch, Deadline: epoch.Add(time.Duration(i) * time.Minute), State: waits.Waiting}})
-	}
-	d := newDriver(t, store, Options{}, 100, 24)
-	first := func(v string) string { // the first wait's row: its id
-		lines := strings.Split(v, "\n")
-		for i, l := range lines {
-			if strings.HasPrefix(strings.TrimSpace(l), "ID ") && i+1 < len(lines) {
-				return strings.Fields(lines[i+1])[0]
-			}
-		}
-		return ""
-	}
-	d.keys("W")
-	if v := d.view(); !strings.Contains(v, fmt.Sprintf("%d waits", n)) || !strings.Contains(v, "page 1, 500 shown · n next") || first(v) != "1" {
-		t.Fatalf("the first page:\n%s", v)
-	}
-	d.keys("p")
-	if v := d.view(); !strings.Contains(v, "already on the first page") {
-		t.Errorf("p on the first page says nothing:\n%s", v)
-	}
-	d.keys("G", "n")
-	v := d.view()
-	if !strings.Contains(v, "page 2, 3 shown · p previous") || first(v) != "501" {
-		t.Fatalf("the second page:\n%s", v)
-	}
-	if !slices.Contains(store.callLog(), fmt.Sprintf("waiting %d after %d", waitsShown, waitsShown)) {
-		t.Errorf("the second page was not read after the first's last: %q", store.callLog())
-	}
-	d.keys("n")
-	if v := d.view(); !strings.Contains(v, "already on the last page") || first(v) != "501" {
-		t.Errorf("n on the last page:\n%s", v)
-	}
-	d.keys("p")
-	if v := d.view(); !strings.Contains(v, "page 1, 500 shown") || first(v) != "1" {
-		t.Errorf("back on the first page:\n%s", v)
-	}
-}
