@@ -129,18 +129,12 @@ func (m approvalsModel) Update(msg tea.Msg) (approvalsModel, tea.Cmd) {
 			return m, m.scroll(msg)
 		}
 		k := m.env.keys
-		m.pages.note = ""
+		last := func() approvals.Position { return m.rows[len(m.rows)-1].Position() }
+		if handled, turned := m.pages.key(k, msg, m.loaded && len(m.rows) == approvalsShown, last); handled {
+			cmd := m.turn(turned) // before m is returned: turn changes it
+			return m, cmd
+		}
 		switch {
-		case key.Matches(msg, k.NextPage):
-			if m.pages.next(m.loaded && len(m.rows) == approvalsShown, func() approvals.Position { return m.rows[len(m.rows)-1].Position() }) {
-				return m, m.turn()
-			}
-			return m, nil
-		case key.Matches(msg, k.PrevPage):
-			if m.pages.prev() {
-				return m, m.turn()
-			}
-			return m, nil
 		case key.Matches(msg, k.Up):
 			m.cursor--
 		case key.Matches(msg, k.Down):
@@ -160,8 +154,12 @@ func (m approvalsModel) Update(msg tea.Msg) (approvalsModel, tea.Cmd) {
 	return m, nil
 }
 
-// turn shows the page m.pages is on, from its first row, once loaded.
-func (m *approvalsModel) turn() tea.Cmd {
+// turn, when the page turned, shows the page m.pages is on, from its
+// first row, once loaded.
+func (m *approvalsModel) turn(turned bool) tea.Cmd {
+	if !turned {
+		return nil
+	}
 	m.rows, m.cursor, m.offset, m.loaded = nil, 0, 0, false
 	return m.load()
 }

@@ -1,6 +1,11 @@
 package tui
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+)
 
 // pager keeps a list's place when the list is read a page at a time after
 // a position (keyset paging): the page on screen holds what sorts after
@@ -10,6 +15,20 @@ type pager[P any] struct {
 	after *P
 	back  []*P
 	note  string // why a page key did nothing, until the next key
+}
+
+// key handles the next- and previous-page keys (handled), given whether
+// the page on screen is full and its last row's position; turned says the
+// page changed, for the caller to load it. Any key clears the note.
+func (p *pager[P]) key(k KeyMap, msg tea.KeyMsg, full bool, last func() P) (handled, turned bool) {
+	p.note = ""
+	switch {
+	case key.Matches(msg, k.NextPage):
+		return true, p.next(full, last)
+	case key.Matches(msg, k.PrevPage):
+		return true, p.prev()
+	}
+	return false, false
 }
 
 // next turns to the page after last, unless the page on screen is not

@@ -128,18 +128,12 @@ func (m waitsModel) Update(msg tea.Msg) (waitsModel, tea.Cmd) {
 			return m, m.scroll(msg)
 		}
 		k := m.env.keys
-		m.pages.note = ""
+		last := func() waits.Position { return m.rows[len(m.rows)-1].Position() }
+		if handled, turned := m.pages.key(k, msg, m.loaded && len(m.rows) == waitsShown, last); handled {
+			cmd := m.turn(turned) // before m is returned: turn changes it
+			return m, cmd
+		}
 		switch {
-		case key.Matches(msg, k.NextPage):
-			if m.pages.next(m.loaded && len(m.rows) == waitsShown, func() waits.Position { return m.rows[len(m.rows)-1].Position() }) {
-				return m, m.turn()
-			}
-			return m, nil
-		case key.Matches(msg, k.PrevPage):
-			if m.pages.prev() {
-				return m, m.turn()
-			}
-			return m, nil
 		case key.Matches(msg, k.Up):
 			m.cursor--
 		case key.Matches(msg, k.Down):
@@ -159,8 +153,12 @@ func (m waitsModel) Update(msg tea.Msg) (waitsModel, tea.Cmd) {
 	return m, nil
 }
 
-// turn shows the page m.pages is on, from its first row, once loaded.
-func (m *waitsModel) turn() tea.Cmd {
+// turn, when the page turned, shows the page m.pages is on, from its
+// first row, once loaded.
+func (m *waitsModel) turn(turned bool) tea.Cmd {
+	if !turned {
+		return nil
+	}
 	m.rows, m.cursor, m.offset, m.loaded = nil, 0, 0, false
 	return m.load()
 }

@@ -239,4 +239,3 @@ func TestWaitsLeftAllShow(t *testing.T) {
 		}
 	}
 }
-
