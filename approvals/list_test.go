@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentledger/agentledger"
 	"github.com/agentledger/agentledger/approvals"
+	"github.com/agentledger/agentledger/internal/test/keyset"
 	"github.com/agentledger/agentledger/internal/test/testdb"
 )
 
@@ -33,23 +34,9 @@ func TestPendingRequestsPageAfterAPosition(t *testing.T) {
 	if err != nil || len(whole) != len(ids) {
 		t.Fatalf("listed %d requests, %v; want %d", len(whole), err, len(ids))
 	}
-	var paged []approvals.Request
-	var after *approvals.Position
-	for pages := 0; ; pages++ {
-		if pages > len(ids) {
-			t.Fatalf("still paging after %d pages", pages)
-		}
-		page, err := s.List(ctx, approvals.ListParams{Limit: 2, After: after})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(page) == 0 {
-			break
-		}
-		paged = append(paged, page...)
-		p := page[len(page)-1].Position()
-		after = &p
-	}
+	paged := keyset.All(t, len(ids), func(after *approvals.Position) ([]approvals.Request, error) {
+		return s.List(ctx, approvals.ListParams{Limit: 2, After: after})
+	}, approvals.Request.Position)
 	if len(paged) != len(whole) {
 		t.Fatalf("pages held %d requests, the list %d", len(paged), len(whole))
 	}
@@ -58,7 +45,8 @@ func TestPendingRequestsPageAfterAPosition(t *testing.T) {
 			t.Fatalf("request %d of the pages is %d, of the list %d", i, paged[i].ID, whole[i].ID)
 		}
 	}
-	_, err = s.List(ctx, approvals.ListParams{States: []string{approvals.Pending, approvals.Approved}, After: after})
+	last := paged[len(paged)-1].Position()
+	_, err = s.List(ctx, approvals.ListParams{States: []string{approvals.Pending, approvals.Approved}, After: &last})
 	var inv *agentledger.InvalidError
 	if !errors.As(err, &inv) || inv.Field != "after" {
 		t.Errorf("a page of decided requests after a position: %v; want an invalid after", err)

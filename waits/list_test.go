@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/agentledger/agentledger/internal/test/keyset"
 	"github.com/agentledger/agentledger/internal/test/testdb"
 	"github.com/agentledger/agentledger/waits"
 )
@@ -71,23 +72,9 @@ func TestWaitingWaitsPageAfterAPosition(t *testing.T) {
 	if len(whole) != len(ids) {
 		t.Fatalf("listed %d waits, want %d", len(whole), len(ids))
 	}
-	var paged []waits.Wait
-	var after *waits.Position
-	for pages := 0; ; pages++ {
-		if pages > len(ids) {
-			t.Fatalf("still paging after %d pages: %+v", pages, paged)
-		}
-		page, err := s.List(ctx, waits.ListParams{Limit: 3, After: after})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(page) == 0 {
-			break
-		}
-		paged = append(paged, page...)
-		p := page[len(page)-1].Position()
-		after = &p
-	}
+	paged := keyset.All(t, len(ids), func(after *waits.Position) ([]waits.Wait, error) {
+		return s.List(ctx, waits.ListParams{Limit: 3, After: after})
+	}, waits.Wait.Position)
 	if len(paged) != len(whole) {
 		t.Fatalf("pages held %d waits, the list %d", len(paged), len(whole))
 	}
@@ -96,7 +83,8 @@ func TestWaitingWaitsPageAfterAPosition(t *testing.T) {
 			t.Fatalf("page order %v, the list's %v", idsOf(paged), idsOf(whole))
 		}
 	}
-	_, err = s.List(ctx, waits.ListParams{States: []string{waits.Waiting, "ended"}, After: after})
+	last := paged[len(paged)-1].Position()
+	_, err = s.List(ctx, waits.ListParams{States: []string{waits.Waiting, "ended"}, After: &last})
 	invalid(t, "a page of ended waits after a position", err, "after")
 }
 
