@@ -62,35 +62,22 @@ func Hold(t *testing.T, admin *pgxpool.Pool) {
 // completes (on the primary only).
 func commitWaits(t *testing.T, admin *pgxpool.Pool, conn *pgx.Conn, pid int) bool {
 	t.Helper()
-	ctx := context.Background()
-	committed := make(chan error, 1)
+	returned := make(chan struct{})
+	var err error
 	go func() {
+		defer close(returned)
 		// An empty transactional message: a write, so its commit may wait.
-		_, err := conn.Exec(ctx, `SELECT pg_logical_emit_message(true, 'agentledger-test-hold', '')`)
-		committed <- err
+		_, err = conn.Exec(context.Background(), `SELECT pg_logical_emit_message(true, 'agentledger-test-hold', '')`)
 	}()
-	for {
-		var waiting bool
-		if err := admin.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_stat_activity WHERE pid = $1 AND wait_event = 'SyncRep')`,
-			pid).Scan(&waiting); err != nil {
-			t.Fatal(err)
-		}
-		if waiting {
-			End(t, admin, "pg_cancel_backend", pid)
-			if err := <-committed; err != nil {
-				t.Fatal(err)
-			}
-			return true
-		}
-		select {
-		case err := <-committed:
-			if err != nil {
-				t.Fatal(err)
-			}
-			return false
-		case <-time.After(5 * time.Millisecond): // polling the server's state
-		}
+	waited := awaitSyncRep(t, admin, "pid = $1::int4", pid, returned) != 0
+	if waited {
+		End(t, admin, "pg_cancel_backend", pid)
 	}
+	<-returned
+	if err != nil {
+		t.Fatal(err)
+	}
+	return waited
 }
 
 // Open opens a pool to url whose sessions name themselves app and whose
@@ -149,11 +136,19 @@ func awaitSetting(t *testing.T, db *pgxpool.Pool, name, want string) {
 // closed (the call it watches returned without waiting).
 func Waiting(t *testing.T, admin *pgxpool.Pool, app string, returned <-chan struct{}) int {
 	t.Helper()
+	return awaitSyncRep(t, admin, "application_name = $1::text", app, returned)
+}
+
+// awaitSyncRep waits until a backend that where (a condition on
+// pg_stat_activity of arg, $1) selects waits for the synchronous standby,
+// and returns its pid; or returns 0 once returned is closed.
+func awaitSyncRep(t *testing.T, admin *pgxpool.Pool, where string, arg any, returned <-chan struct{}) int {
+	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		var pid int
 		err := admin.QueryRow(context.Background(), `SELECT coalesce(max(pid), 0) FROM pg_stat_activity
-			WHERE application_name = $1 AND wait_event = 'SyncRep'`, app).Scan(&pid)
+			WHERE `+where+` AND wait_event = 'SyncRep'`, arg).Scan(&pid)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -166,7 +161,7 @@ func Waiting(t *testing.T, admin *pgxpool.Pool, app string, returned <-chan stru
 		case <-time.After(5 * time.Millisecond): // polling the server's state
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no backend of %s waits for the standby after 30 s", app)
+			t.Fatalf("no backend (%s, $1 = %v) waits for the standby after 30 s", where, arg)
 		}
 	}
 }
