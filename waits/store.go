@@ -189,28 +189,31 @@ func (s *Store) List(ctx context.Context, p ListParams) ([]Wait, error) {
 	if p.Limit <= 0 {
 		p.Limit = 100
 	}
-	const filter = `state = ANY ($1) AND ($2 = '' OR tenant = $2) AND ($3::bigint = 0 OR task_id = $3) AND ($4 = '' OR kind = $4)`
-	q := `/* waits.list */ SELECT ` + waitColumns + ` FROM waits
-		WHERE ` + filter + ` AND (state <> 'waiting' OR NOT ` + TaskEnded + `)
-		AND ($6::bigint IS NULL OR deadline > $7 OR (deadline = $7 AND (created_at, id) < ($8, $6)))
-		ORDER BY CASE WHEN state = 'waiting' THEN deadline END, created_at DESC, id DESC LIMIT $5`
-	args := []any{p.States, p.Tenant, p.TaskID, p.Kind, p.Limit, nil, nil, nil}
-	if a := p.After; a != nil {
-		args[5], args[6], args[7] = a.ID, a.Deadline, a.CreatedAt
+	ended := slices.ContainsFunc(p.States, func(s string) bool { return s != Waiting })
+	if ended && p.After != nil {
+		return nil, agentledger.Invalid("after", "pages follow the waiting waits only (states %v)", p.States)
 	}
-	if slices.ContainsFunc(p.States, func(s string) bool { return s != Waiting }) {
-		if p.After != nil {
-			return nil, agentledger.Invalid("after", "pages follow the waiting waits only (states %v)", p.States)
-		}
-		args = args[:5]
-		// A replaced wait never waits: the list of the waiting ones (the
-		// console's, at every refresh) does not read them.
-		q = `/* waits.list_ended */ SELECT * FROM (
+	const filter = `state = ANY ($1) AND ($2 = '' OR tenant = $2) AND ($3::bigint = 0 OR task_id = $3) AND ($4 = '' OR kind = $4)`
+	args := []any{p.States, p.Tenant, p.TaskID, p.Kind, p.Limit}
+	// A replaced wait never waits: the list of the waiting ones (the
+	// console's, at every refresh) does not read them.
+	q := `/* waits.list_ended */ SELECT * FROM (
 			SELECT ` + waitColumns + ` FROM waits WHERE ` + filter + ` AND (state <> 'waiting' OR NOT ` + TaskEnded + `)
 			UNION ALL
 			SELECT ` + replacedColumns + ` FROM waits_replaced WHERE ` + filter + `
 		) w
 		ORDER BY CASE WHEN state = 'waiting' THEN deadline END, created_at DESC, id DESC LIMIT $5`
+	if !ended {
+		q = `/* waits.list */ SELECT ` + waitColumns + ` FROM waits
+		WHERE ` + filter + ` AND (state <> 'waiting' OR NOT ` + TaskEnded + `)
+		AND ($6::bigint IS NULL OR deadline > $7 OR (deadline = $7 AND (created_at, id) < ($8, $6)))
+		ORDER BY CASE WHEN state = 'waiting' THEN deadline END, created_at DESC, id DESC LIMIT $5`
+		var id *int64
+		var deadline, created *time.Time
+		if a := p.After; a != nil {
+			id, deadline, created = &a.ID, &a.Deadline, &a.CreatedAt
+		}
+		args = append(args, id, deadline, created)
 	}
 	rows, err := s.db.Query(ctx, q, args...)
 	if err != nil {
