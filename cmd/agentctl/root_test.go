@@ -57,6 +57,8 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{[]string{"ledger", "--task", "-1"}, "--task must be a task id, not -1"},
 		{[]string{"ledger", "--operation", "x", "--limit", "0"}, "--limit must be between 1 and 1000, not 0"},
 		{[]string{"workers", "--stale-after", "-1s"}, "--stale-after must be positive"},
+		{[]string{"tui", "--stale-after", "0s"}, "--stale-after must be positive, not 0s"},
+		{[]string{"tui", "--page-size", "0"}, "--page-size must be between 1 and 1000, not 0"},
 		{[]string{"workers", "x"}, `unknown command "x" for "agentctl workers"`},
 	} {
 		args := append([]string{"--database-url", "postgres://nobody@127.0.0.1:1/none"}, tc.args...)

@@ -20,10 +20,11 @@ import (
 
 func (a *app) tuiCmd() *cobra.Command {
 	var (
-		f     tui.Filter
-		state string
-		poll  time.Duration
-		page  int
+		f          tui.Filter
+		state      string
+		poll       time.Duration
+		page       int
+		staleAfter time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "tui",
@@ -68,7 +69,10 @@ typed while the database opens.`,
 			if page < 1 || page > maxListLimit {
 				return usagef("--page-size must be between 1 and %d, not %d", maxListLimit, page)
 			}
-			return a.tui(ctx, tui.Options{Filter: f, Poll: poll, PageSize: page})
+			if staleAfter <= 0 {
+				return usagef("--stale-after must be positive, not %s", staleAfter)
+			}
+			return a.tui(ctx, tui.Options{Filter: f, Poll: poll, PageSize: page, StaleAfter: staleAfter})
 		}),
 	}
 	fl := cmd.Flags()
@@ -78,6 +82,8 @@ typed while the database opens.`,
 	tenantFlag(cmd, &f.Tenant, "start filtered on this tenant (actions apply to any tenant's tasks)")
 	fl.DurationVar(&poll, "refresh", tui.DefaultPoll, "how often the screen reloads; 0 or less: never")
 	fl.IntVar(&page, "page-size", tui.DefaultPageSize, "tasks loaded per page")
+	fl.DurationVar(&staleAfter, "stale-after", defaultStaleAfter,
+		"the workers view marks a worker STALE once its heartbeat is older than this, as agentctl workers does")
 	return cmd
 }
 
