@@ -328,9 +328,9 @@ func serversAndGrants(path string) ([]daemon.MCPServer, map[string]*grants.Grant
 	for _, k := range md.Undecoded() {
 		switch {
 		case len(k) > 1 && k[0] == mcpServerKey:
-			return nil, nil, fmt.Errorf("config file %s: unknown setting %q of an MCP server (name, command, url, headers_file, env, env_files, classes)", path, k.String())
+			return nil, nil, fmt.Errorf("config file %s: unknown setting %q of an MCP server (name, command, url, headers_file, env, env_files, classes, approve_destructive)", path, k.String())
 		case len(k) > 2 && k[0] == grantKey:
-			return nil, nil, fmt.Errorf("config file %s: unknown setting %q of a grant (all, kinds, tools, hosts, channels, models, max_tokens, priority_floor)", path, k.String())
+			return nil, nil, fmt.Errorf("config file %s: unknown setting %q of a grant (all, kinds, tools, hosts, channels, models, max_tokens, priority_floor, decide, approve)", path, k.String())
 		case len(k) > 1 && k[0] == limitKey:
 			return nil, nil, fmt.Errorf("config file %s: unknown setting %q of a limit (target, rate, burst, concurrency, tokens, breaker_failures, breaker_window, breaker_cooldown)", path, k.String())
 		case len(k) > 1 && k[0] == shareKey:

@@ -184,7 +184,7 @@ env_files = { SHOP_TOKEN = "/etc/agentledger/shop-token" }
 		"nofile.toml":   {cmdTable + "env_files = { TOKEN = \"\" }\n", `mcp_server[0] a: env_files: TOKEN names no file`},
 		"twice.toml":    {cmdTable + "env = { TOKEN = \"v4lue\" }\nenv_files = { TOKEN = \"/f\" }\n", `mcp_server[0] a: TOKEN is in both env and env_files`},
 		"type.toml":     {cmdTable + "env = { PORT = 8080 }\n", `mcp_server.env.PORT`},
-		"key.toml":      {cmdTable + "environment = { A = \"v4lue\" }\n", `unknown setting "mcp_server.environment" of an MCP server (name, command, url, headers_file, env, env_files, classes)`},
+		"key.toml":      {cmdTable + "environment = { A = \"v4lue\" }\n", `unknown setting "mcp_server.environment" of an MCP server (name, command, url, headers_file, env, env_files, classes, approve_destructive)`},
 	} {
 		path := write(name, c.text)
 		_, err := parseFile(path)

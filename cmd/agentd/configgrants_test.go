@@ -40,7 +40,7 @@ func TestConfigFileGrantKinds(t *testing.T) {
 	if err := os.WriteFile(p, []byte("[grant.a]\nall_kinds = true\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := serversAndGrants(p); err == nil || !strings.Contains(err.Error(), `unknown setting "grant.a.all_kinds"`) {
+	if _, _, err := serversAndGrants(p); err == nil || !strings.Contains(err.Error(), `unknown setting "grant.a.all_kinds" of a grant (all, kinds, tools, hosts, channels, models, max_tokens, priority_floor, decide, approve)`) {
 		t.Errorf("all_kinds in the file: %v, want it unknown (kinds = [\"all\"] says it)", err)
 	}
 }
