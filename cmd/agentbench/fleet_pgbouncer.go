@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/agentledger/agentledger/internal/pgbouncerconf"
 	"github.com/agentledger/agentledger/internal/pgplan"
 )
 
@@ -101,7 +102,7 @@ func startPgBouncer(ctx context.Context, bin string, server *pgconn.Config, pool
 	// the benchmark without a password gets none.
 	password := ""
 	if server.Password != "" {
-		password = " password=" + pgbouncerValue(server.Password)
+		password = " password=" + pgbouncerconf.Value(server.Password)
 	}
 	// Set only when asked: PgBouncer before 1.21 does not know it.
 	keep := ""
@@ -126,8 +127,8 @@ server_login_retry = 1
 ignore_startup_parameters = extra_float_digits
 logfile = %s
 pidfile = %s
-%s`, pgbouncerValue(server.Host), server.Port, pgbouncerValue(server.User), password,
-		pgbouncerValue(pgplan.ConnectQuery()), b.port,
+%s`, pgbouncerconf.Value(server.Host), server.Port, pgbouncerconf.Value(server.User), password,
+		pgbouncerconf.Value(pgplan.ConnectQuery()), b.port,
 		pgbouncerAdmin, poolSize, maxClients, filepath.Join(dir, "pgbouncer.log"), filepath.Join(dir, "pgbouncer.pid"), keep)
 	ini := filepath.Join(dir, "pgbouncer.ini")
 	if err := os.WriteFile(ini, []byte(conf), 0o600); err != nil {
@@ -172,14 +173,6 @@ pidfile = %s
 		b.Stop()
 		return nil, fmt.Errorf("PgBouncer did not start listening on %s: %s", b.addr(), log)
 	}
-}
-
-// pgbouncerValue quotes a connection string value for pgbouncer.ini.
-func pgbouncerValue(s string) string {
-	if s != "" && !strings.ContainsAny(s, " '\\") {
-		return s
-	}
-	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
 }
 
 func (b *PgBouncer) addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(b.port)) }

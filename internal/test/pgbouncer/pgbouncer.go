@@ -20,6 +20,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentledger/agentledger/internal/pgbouncerconf"
 )
 
 // Find returns the PgBouncer binary — the one $env names, else pgbouncer
@@ -162,10 +164,10 @@ func Start(t testing.TB, bin string, c Config) string {
 	}
 	server := fmt.Sprintf("host=%s port=%s dbname=%s user=%s", u.Hostname(), u.Port(), db, u.User.Username())
 	if pass != "" { // PgBouncer refuses an empty value
-		server += " password=" + value(pass)
+		server += " password=" + pgbouncerconf.Value(pass)
 	}
 	if c.ConnectQuery != "" {
-		server += " connect_query=" + value(c.ConnectQuery)
+		server += " connect_query=" + pgbouncerconf.Value(c.ConnectQuery)
 	}
 	extra := ""
 	for _, k := range slices.Sorted(maps.Keys(c.Settings)) {
@@ -248,12 +250,4 @@ pidfile = %s
 	pu := *u
 	pu.Host = fmt.Sprintf("127.0.0.1:%d", port)
 	return pu.String()
-}
-
-// value quotes v for a PgBouncer connection string where it needs it.
-func value(v string) string {
-	if v != "" && !strings.ContainsAny(v, " '\\") {
-		return v
-	}
-	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(v) + "'"
 }
