@@ -43,9 +43,28 @@ var (
 // Main runs the tests of a package, then stops the shared cluster (if this
 // binary is its last user) and fails the run on leaked goroutines. Call it
 // from TestMain.
+//
+// A daemon started with neither a state directory nor a notification file
+// keeps its console sink's notifications in the default state directory
+// (/var/lib/agentledger as root): unless the environment names one, the
+// package's tests get a state directory of their own, removed after them,
+// so that no test writes into the user's.
 func Main(m *testing.M) {
+	var state string
+	if os.Getenv(pgembed.StateDirEnv) == "" {
+		dir, err := os.MkdirTemp("", "agentledger-state-")
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "testdb: a state directory for the tests: %v\n", err)
+			os.Exit(1)
+		}
+		state = dir
+		os.Setenv(pgembed.StateDirEnv, dir)
+	}
 	code := m.Run()
 	shutdown()
+	if state != "" {
+		os.RemoveAll(state)
+	}
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
 			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
