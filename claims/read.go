@@ -134,6 +134,7 @@ func (s *Store) Attempts(ctx context.Context, id int64) ([]agentledger.Attempt, 
 			Outcome: agentledger.AttemptOutcome(r.Outcome), Error: r.Error,
 		}
 	}
+	agentledger.NumberRuns(out)
 	return out, nil
 }
 
