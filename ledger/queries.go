@@ -297,6 +297,14 @@ UPDATE ledger SET state = 'pending', note = $4 || coalesce(' (it had failed: ' |
 WHERE tenant = $1 AND operation = $2 AND effect_key = $3 AND state = 'failed'
 	AND class IN ('reconcilable', 'keyed')`
 
+// reopenAsSQL is reopenSQL for a failed reconcilable effect whose request
+// changes with it ($5: the new request's hash).
+const reopenAsSQL = `/* ledger.reopen_as */
+UPDATE ledger SET state = 'pending', request_hash = $5, note = $4 || coalesce(' (it had failed: ' || error || ')', ''),
+	error = NULL, completed_at = NULL, retry_allowed = false, updated_at = now()
+WHERE tenant = $1 AND operation = $2 AND effect_key = $3 AND state = 'failed'
+	AND class = 'reconcilable'`
+
 // expireSQL deletes, in one bounded batch, rows of operation $1 (or, with
 // $1 NULL, of every operation not in $4) whose task finished longer ago than
 // the window $2, and marks those tasks (through t, the owner of the tasks

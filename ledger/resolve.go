@@ -82,3 +82,26 @@ func (l *Ledger) Reopen(ctx context.Context, tenant, operation, key, note string
 	}
 	return tag.RowsAffected() == 1, nil
 }
+
+// ReopenAs is Reopen for a failed reconcilable effect that is to be
+// performed again with another request: request's hash replaces the one
+// recorded under the key. Only a failed effect changes — the downstream
+// refused it and performed nothing — so no call that went out under the
+// old request can be sent again under the new one (invariant I4 holds
+// for every call made). A rule's post that its channel refused
+// (channel_not_found) is the case: delivered again, it goes to the
+// channel the rule names now. It reports whether a row was reopened.
+func (l *Ledger) ReopenAs(ctx context.Context, tenant, operation, key string, request []byte, note string) (bool, error) {
+	if strings.TrimSpace(note) == "" {
+		return false, agentledger.Invalid("note", "say why the effect is performed again")
+	}
+	hash, err := RequestHash(request)
+	if err != nil {
+		return false, agentledger.Invalid("request", "%v", err)
+	}
+	tag, err := l.db.Exec(ctx, reopenAsSQL, tenant, operation, key, note, hash)
+	if err != nil {
+		return false, fmt.Errorf("ledger: reopen effect %s: %w", short(key), err)
+	}
+	return tag.RowsAffected() == 1, nil
+}

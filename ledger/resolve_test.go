@@ -276,3 +276,50 @@ func failed(err error) bool {
 	var f *ledger.FailedError
 	return errors.As(err, &f)
 }
+
+// A failed reconcilable effect reopened with another request is performed
+// under its key with that request: the old request is now a key reuse. A
+// keyed or unsafe effect, or one that did not fail, is not reopened so.
+func TestReopenAsAnotherRequest(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t)
+	e.task()
+	a, _ := e.claim("a")
+	refused := agentledger.Permanent(errors.New("slack: channel_not_found"))
+	fail := func(context.Context, ledger.Call) (ledger.Result, error) { return ledger.Result{}, refused }
+	post := effect(ledger.Reconcilable, "notify/ops", `{"channel":"opz","rule":"ops"}`, fail)
+	post.Reconcile = func(context.Context, ledger.Call) (ledger.Result, bool, error) { return ledger.Result{}, false, nil }
+	keyed := effect(ledger.Keyed, "notify/ops/7", `{}`, fail)
+	for _, eff := range []ledger.Effect{post, keyed} {
+		if _, err := e.Ledger.Do(ctx, a, eff); !failed(err) {
+			t.Fatalf("%s: %v", eff.StepPath, err)
+		}
+	}
+	key := func(eff ledger.Effect) string {
+		return ledger.EffectKey(a.Tenant, a.TaskID, a.Generation, eff.StepPath, eff.Operation)
+	}
+	moved := []byte(`{"channel":"ops","rule":"ops"}`)
+	if _, err := e.Ledger.ReopenAs(ctx, a.Tenant, post.Operation, key(post), moved, ""); !errors.Is(err, agentledger.ErrInvalid) {
+		t.Fatalf("no note: %v", err)
+	}
+	if ok, err := e.Ledger.ReopenAs(ctx, a.Tenant, keyed.Operation, key(keyed), moved, "moved"); ok || err != nil {
+		t.Fatalf("a keyed effect reopened with another request: %v %v", ok, err)
+	}
+	if ok, err := e.Ledger.ReopenAs(ctx, a.Tenant, post.Operation, key(post), moved, "channel fixed"); !ok || err != nil {
+		t.Fatalf("reopen as: %v %v", ok, err)
+	}
+	if ok, err := e.Ledger.ReopenAs(ctx, a.Tenant, post.Operation, key(post), moved, "again"); ok || err != nil {
+		t.Fatalf("reopening a pending effect: %v %v", ok, err)
+	}
+	old := post
+	c := &counter{}
+	post.Perform, old.Perform = c.perform, c.perform
+	post.Request = moved
+	if _, err := e.Ledger.Do(ctx, a, old); !errors.Is(err, agentledger.ErrKeyReuse) || c.calls.Load() != 0 {
+		t.Fatalf("the old request after the move: %v, performed %d; want a key reuse", err, c.calls.Load())
+	}
+	if _, err := e.Ledger.Do(ctx, a, post); err != nil || c.calls.Load() != 1 {
+		t.Fatalf("the moved request: %v, performed %d", err, c.calls.Load())
+	}
+}

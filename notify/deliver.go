@@ -73,7 +73,7 @@ func (n *Deliverer) deliver(ctx context.Context, c outbox.Claimed) (string, erro
 			return "", agentledger.Permanent(fmt.Errorf("event %d: no message to edit: the rule's post of task %d was given up "+
 				"(a redelivery of the task's notifications posts it, then edits it)", c.ID, c.TaskID))
 		}
-		_, err := n.post(ctx, a, step, map[string]string{"rule": c.Rule, "channel": c.Channel}, m)
+		_, err := n.post(ctx, a, step, rulePost(c.Rule, c.Channel), m)
 		return "", err
 	}
 	again := fmt.Sprintf("%s/%d", step, c.ID)
@@ -88,6 +88,12 @@ func (n *Deliverer) deliver(ctx context.Context, c outbox.Claimed) (string, erro
 	}
 	_, err = n.post(ctx, a, again, map[string]any{"rule": c.Rule, "channel": c.Channel, "replaces": last.Result.ExternalRef}, m)
 	return "", err
+}
+
+// rulePost is the request of a rule's first post of a task generation's
+// message, its identity in the ledger: the rule and the channel.
+func rulePost(rule, channel string) map[string]string {
+	return map[string]string{"rule": rule, "channel": channel}
 }
 
 // post is the reconcilable effect that posts m at step. request is the

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/agentledger/agentledger/canonjson"
 	"github.com/agentledger/agentledger/ledger"
 	"github.com/agentledger/agentledger/notify/outbox"
 )
@@ -57,6 +58,49 @@ func Reopen(ctx context.Context, l *ledger.Ledger, e outbox.Event, note string) 
 	return n, nil
 }
 
+// Moves says whether e, a rule's event requeued by a redelivery, goes to
+// channel — its rule's channel now — rather than to the channel it was
+// written for. Only while nothing of the rule's message of e's task
+// generation can stand in the old channel: journal (that generation's
+// effects) holds no post of it but refused ones (failed: the channel
+// answered, and nothing was posted). A post of unknown outcome, or one
+// that landed, keeps every event of the message where it is; so does a
+// notify tool's message, whose channel is the task's own.
+func Moves(e outbox.Event, journal []ledger.Entry, channel string) bool {
+	if e.Event == outbox.EventMessage || channel == "" || channel == e.Channel {
+		return false
+	}
+	step := ruleStep(e.Rule)
+	for _, j := range journal {
+		mine := j.StepPath == step || strings.HasPrefix(j.StepPath, step+"/")
+		if mine && j.Operation == OpPost && j.State != ledger.StateFailed {
+			return false
+		}
+	}
+	return true
+}
+
+// ReopenMoved is Reopen for an event that Moves to channel: the refused
+// post of its rule's message is reopened with the request of a post to
+// channel (ledger.ReopenAs), the rest as Reopen does. Run it in the
+// transaction that requeues e and moves it.
+func ReopenMoved(ctx context.Context, l *ledger.Ledger, e outbox.Event, channel, note string) (int, error) {
+	step := ruleStep(e.Rule)
+	req, err := canonjson.MarshalValue(rulePost(e.Rule, channel))
+	if err != nil {
+		return 0, err
+	}
+	moved, err := l.ReopenAs(ctx, e.Tenant, OpPost, ledger.EffectKey(e.Tenant, e.TaskID, e.Generation, step, OpPost), req, note)
+	if err != nil {
+		return 0, err
+	}
+	n, err := Reopen(ctx, l, e, note)
+	if moved {
+		n++
+	}
+	return n, err
+}
+
 // What delivering an event again sends (Plan.Action).
 const (
 	// SendPost posts a new message.
@@ -78,10 +122,17 @@ type Plan struct {
 	// LookFirst: an earlier attempt may have posted it, so the channel's
 	// history is searched before posting, and a post found is adopted.
 	LookFirst bool `json:"look_first,omitempty"`
+	// MovedFrom is the channel the event was written for, which refused
+	// its rule's post: it goes to the channel its rule names now (Moves).
+	MovedFrom string `json:"moved_from,omitempty"`
 }
 
 // String says in words what the plan sends, for operators.
 func (p Plan) String() string {
+	if p.MovedFrom != "" {
+		return Plan{Action: p.Action, Ref: p.Ref, LookFirst: p.LookFirst}.String() +
+			" (its rule's channel now; " + p.MovedFrom + " refused the post)"
+	}
 	switch {
 	case p.Action == SendPost && p.LookFirst:
 		return "look up first, then post"

@@ -32,3 +32,35 @@ func TestPlanOfAnUpdateOnlyEvent(t *testing.T) {
 		}
 	}
 }
+
+// A rule's event moves to its rule's channel now only while no post of
+// its message may stand in the old one.
+func TestMovesOnlyWhatNothingWasPostedOf(t *testing.T) {
+	t.Parallel()
+	e := outbox.Event{Event: "succeeded", Rule: "ops", Channel: "opz"}
+	post := func(step string, st ledger.State) ledger.Entry {
+		return ledger.Entry{Operation: notify.OpPost, StepPath: step, State: st}
+	}
+	for _, c := range []struct {
+		name    string
+		e       outbox.Event
+		journal []ledger.Entry
+		channel string
+		want    bool
+	}{
+		{"never tried", e, nil, "ops", true},
+		{"refused", e, []ledger.Entry{post("notify/ops", ledger.StateFailed)}, "ops", true},
+		{"another rule's post", e, []ledger.Entry{post("notify/other", ledger.StateCompleted)}, "ops", true},
+		{"outcome unknown", e, []ledger.Entry{post("notify/ops", ledger.StateUnknown)}, "ops", false},
+		{"reserved", e, []ledger.Entry{post("notify/ops", ledger.StatePending)}, "ops", false},
+		{"posted", e, []ledger.Entry{post("notify/ops", ledger.StateCompleted)}, "ops", false},
+		{"posted again", e, []ledger.Entry{post("notify/ops", ledger.StateFailed), post("notify/ops/9", ledger.StateCompleted)}, "ops", false},
+		{"the same channel", e, nil, "opz", false},
+		{"no rule now", e, nil, "", false},
+		{"a notify tool's message", outbox.Event{Event: outbox.EventMessage, StepPath: "tool/1", Channel: "opz"}, nil, "ops", false},
+	} {
+		if got := notify.Moves(c.e, c.journal, c.channel); got != c.want {
+			t.Errorf("%s: moves %v, want %v", c.name, got, c.want)
+		}
+	}
+}

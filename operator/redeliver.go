@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 
@@ -45,7 +46,24 @@ func (s *Service) PreviewRedelivery(ctx context.Context, p RedeliverParams) (*Re
 	if err != nil {
 		return nil, err
 	}
-	return planRedelivery(ctx, s.ledger, events)
+	channels, err := ruleChannels(ctx, s.db)
+	if err != nil {
+		return nil, err
+	}
+	return planRedelivery(ctx, s.ledger, events, channels)
+}
+
+// ruleChannels maps each notification rule to its channel now.
+func ruleChannels(ctx context.Context, db outbox.DB) (map[string]string, error) {
+	rules, err := outbox.NewRules(db).List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(rules))
+	for _, r := range rules {
+		out[r.Name] = r.Channel
+	}
+	return out, nil
 }
 
 // Redeliver delivers the failed notifications of p again, once their
@@ -73,25 +91,42 @@ func (s *Service) Redeliver(ctx context.Context, p RedeliverParams) (*Redelivery
 		if err != nil {
 			return err
 		}
+		channels, err := ruleChannels(ctx, tx)
+		if err != nil {
+			return err
+		}
 		was := map[int64]outbox.Event{}
 		for _, e := range before {
 			was[e.ID] = e
 		}
-		reopened := 0
-		for i, e := range events {
+		shown := slices.Clone(events)
+		for i, e := range shown {
 			if old, ok := was[e.ID]; ok {
-				events[i] = old // shown as it was: failed, and why
+				shown[i] = old // shown as it was: failed, and why
 			}
-			n, err := notify.Reopen(ctx, l, e, "redelivered by an operator")
+		}
+		// Planned before the ledger reopens anything: a post its channel
+		// refused is told from one whose outcome is unknown.
+		if out, err = planRedelivery(ctx, l, shown, channels); err != nil {
+			return err
+		}
+		const note = "redelivered by an operator"
+		for i, e := range events {
+			n := 0
+			if from := out.Notifications[i].Plan.MovedFrom; from != "" {
+				to := out.Notifications[i].Channel
+				if _, err := box.Move(ctx, e.ID, to); err != nil {
+					return err
+				}
+				n, err = notify.ReopenMoved(ctx, l, e, to, note+", to "+to+" ("+from+" refused the post)")
+			} else {
+				n, err = notify.Reopen(ctx, l, e, note)
+			}
 			if err != nil {
 				return err
 			}
-			reopened += n
+			out.Reopened += n
 		}
-		if out, err = planRedelivery(ctx, l, events); err != nil {
-			return err
-		}
-		out.Reopened = reopened
 		return nil
 	})
 	if err != nil {
@@ -113,7 +148,7 @@ func (s *Service) checkTask(ctx context.Context, p RedeliverParams) error {
 // planRedelivery plans each event from its task generation's journal:
 // of the events of one (task generation, rule), delivered in order, the
 // first posts the message and the later ones update it.
-func planRedelivery(ctx context.Context, l *ledger.Ledger, events []outbox.Event) (*Redelivery, error) {
+func planRedelivery(ctx context.Context, l *ledger.Ledger, events []outbox.Event, channels map[string]string) (*Redelivery, error) {
 	type gen struct {
 		task int64
 		gen  int32
@@ -136,14 +171,17 @@ func planRedelivery(ctx context.Context, l *ledger.Ledger, events []outbox.Event
 			journals[g] = j
 		}
 		plan := notify.PlanOf(e, j)
+		n := notificationsOf(events[i : i+1])[0]
+		if to := channels[e.Rule]; notify.Moves(e, j, to) {
+			plan.MovedFrom, n.Channel = e.Channel, to
+		}
 		if m := (message{g, e.Rule}); e.Event != outbox.EventMessage {
 			if posting[m] {
-				plan = notify.Plan{Action: notify.SendUpdate} // the message posted just before
+				plan = notify.Plan{Action: notify.SendUpdate, MovedFrom: plan.MovedFrom} // the message posted just before
 			}
 			posting[m] = posting[m] || plan.Action == notify.SendPost
 		}
-		out.Notifications = append(out.Notifications, PlannedNotification{TaskID: e.TaskID,
-			Notification: notificationsOf(events[i : i+1])[0], Plan: plan})
+		out.Notifications = append(out.Notifications, PlannedNotification{TaskID: e.TaskID, Notification: n, Plan: plan})
 	}
 	return out, nil
 }

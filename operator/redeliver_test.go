@@ -187,3 +187,85 @@ func mustEvents(t *testing.T, box *outbox.Store, id int64) []outbox.Event {
 	}
 	return es
 }
+
+// A notification whose channel refused it goes, once its rule names
+// another channel, to that one: nothing of its message stands in the old
+// channel. One whose post may have landed (its answer lost) stays where it
+// is, and is looked up there rather than posted in the new channel too.
+func TestRedeliverMovesARefusedPostToTheRulesChannel(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	w := newSlackWorld(t)
+	svc := operator.New(w.DB)
+	rules := outbox.NewRules(w.DB)
+	setChannel := func(ch string) {
+		t.Helper()
+		if _, err := rules.Put(ctx, outbox.Rule{Name: "ops", Channel: ch, Events: outbox.Events}, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.fake.AddChannel("old")
+	about := func(ch string, id int64) int {
+		n := 0
+		for _, m := range w.fake.Messages(ch) {
+			if strings.Contains(m.Text, "Task "+strconv.FormatInt(id, 10)+" ") {
+				n++
+			}
+		}
+		return n
+	}
+
+	// Task b's post lands in "old" but its answer is lost, and the look-up
+	// after it fails: its outcome is unknown.
+	setChannel("old")
+	b := w.task("succeed")
+	w.fake.DropAfterApply("chat.postMessage")
+	w.deliver(goodToken, 1)
+	w.deliver(badToken, 0)
+	// Task a's rule names a channel that does not exist: refused.
+	setChannel("opz")
+	a := w.task("succeed")
+	w.deliver(goodToken, 0)
+	for _, id := range []int64{a.ID, b.ID} {
+		if es := mustEvents(t, w.box, id); es[0].State != outbox.StateFailed {
+			t.Fatalf("task %d: %+v, want its event failed", id, es[0])
+		}
+	}
+	setChannel("ops")
+
+	p, err := svc.PreviewRedelivery(ctx, operator.RedeliverParams{All: true})
+	if err != nil || len(p.Notifications) != 2 {
+		t.Fatalf("preview: %+v %v", p, err)
+	}
+	for _, n := range p.Notifications {
+		switch {
+		case n.TaskID == b.ID && (n.Channel != "old" || n.Plan.MovedFrom != "" || !n.Plan.LookFirst):
+			t.Errorf("task b, its post of unknown outcome: %+v, want it looked up in old", n)
+		case n.TaskID == a.ID && (n.Channel != "ops" || n.Plan.MovedFrom != "opz" || n.Plan.Action != notify.SendPost ||
+			!strings.Contains(n.Plan.String(), "opz refused the post")):
+			t.Errorf("task a, its post refused: %+v (%s), want it moved from opz to ops", n, n.Plan)
+		}
+	}
+	if es := mustEvents(t, w.box, a.ID); es[0].Channel != "opz" {
+		t.Fatal("the preview moved an event")
+	}
+
+	r, err := svc.Redeliver(ctx, operator.RedeliverParams{All: true})
+	if err != nil || len(r.Notifications) != 2 || r.Reopened != 1 { // b's post is pending: nothing to reopen
+		t.Fatalf("redeliver: %+v %v", r, err)
+	}
+	w.deliver(goodToken, 0)
+	if got := [...]int{about("ops", a.ID), about("opz", a.ID), about("old", b.ID), about("ops", b.ID)}; got != [...]int{1, 0, 1, 0} {
+		t.Fatalf("messages: a in ops %d, opz %d; b in old %d, ops %d; want a once in ops and b once in old", got[0], got[1], got[2], got[3])
+	}
+	for _, id := range []int64{a.ID, b.ID} {
+		for _, e := range mustEvents(t, w.box, id) {
+			if e.State != outbox.StateDelivered {
+				t.Errorf("task %d event %d is %s", id, e.ID, e.State)
+			}
+		}
+	}
+	if es := mustEvents(t, w.box, a.ID); es[0].Channel != "ops" {
+		t.Errorf("task a's event names %s, want ops", es[0].Channel)
+	}
+}

@@ -63,6 +63,17 @@ func (s *Store) Requeue(ctx context.Context, f FailedFilter) ([]Event, error) {
 	return es, err
 }
 
+// Move sends the pending event id to channel (a redelivery's event whose
+// rule now names another channel, notify.Moves), and reports whether it
+// moved: a delivered or claimed event stays where it is.
+func (s *Store) Move(ctx context.Context, id int64, channel string) (bool, error) {
+	tag, err := s.db.Exec(ctx, moveSQL, id, channel)
+	if err != nil {
+		return false, fmt.Errorf("outbox: move event %d: %w", id, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
 func (s *Store) events(ctx context.Context, sql string, args ...any) ([]Event, error) {
 	rows, err := s.db.Query(ctx, sql, args...)
 	if err != nil {

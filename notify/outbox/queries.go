@@ -135,6 +135,11 @@ WHERE id = ANY (ARRAY(SELECT id FROM outbox WHERE ` + failedOf(oneTask) + ` FOR 
 RETURNING ` + eventColumns
 }
 
+// moveSQL sends pending event $1, claimed by no dispatcher, to channel $2.
+const moveSQL = `/* outbox.move */
+UPDATE outbox SET channel = $2, updated_at = now()
+WHERE id = $1 AND state = 'pending' AND lease_expires_at IS NULL`
+
 // deleteSettledSQL deletes, in one bounded batch, events delivered or given
 // up before now - $1. Pending events stay, whatever their age, and so do a
 // rule's events of a task not finished: they are what tells EventsCTE that
