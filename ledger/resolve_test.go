@@ -279,7 +279,7 @@ func failed(err error) bool {
 
 // A failed reconcilable effect reopened with another request is performed
 // under its key with that request: the old request is now a key reuse. A
-// keyed or unsafe effect, or one that did not fail, is not reopened so.
+// keyed effect, or one that did not fail, is not reopened so.
 func TestReopenAsAnotherRequest(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
