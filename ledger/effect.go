@@ -106,6 +106,11 @@ type Result struct {
 	// Replayed is set when the result came from the ledger and nothing
 	// was performed.
 	Replayed bool `json:"-"`
+	// Resolved marks an outcome an operator recorded (Resolve, done) for
+	// an effect whose outcome was unknown: the operator's word that it
+	// happened, with the result they gave if any, not an answer of the
+	// downstream. It is stored with the result; a performer cannot set it.
+	Resolved bool `json:"resolved,omitempty"`
 }
 
 // Call is what a performer gets: the effect's keys.

@@ -275,10 +275,13 @@ ORDER BY seq DESC LIMIT 1`
 // performed, with a note. So is a compensation that failed for good and
 // that the operator did by hand: its task's compensation then goes on, and
 // a refusal's answer is not kept as what undid the effect (the attempts
-// keep the error). A pending one is not taken: it may have been sent.
+// keep the error). A pending one is not taken: it may have been sent. Its
+// stored result says it was resolved (Result.Resolved), so a replay served
+// it can tell the operator's word from a downstream's answer.
 const resolveDoneSQL = `/* ledger.resolveDone */
 UPDATE ledger SET state = 'completed', note = $4,
-	result = CASE WHEN state = 'failed' THEN $5::jsonb ELSE coalesce($5::jsonb, result) END, error = NULL,
+	result = jsonb_set(coalesce(CASE WHEN state = 'failed' THEN $5::jsonb ELSE coalesce($5::jsonb, result) END, '{}'),
+		'{resolved}', 'true'), error = NULL,
 	completed_at = now(), updated_at = now()
 WHERE tenant = $1 AND operation = $2 AND effect_key = $3
 	AND (state = 'unknown' OR (state = 'failed' AND starts_with(step_path, '` + CompensationPrefix + `')))`

@@ -62,8 +62,8 @@ func TestResolveRetryPerformsOnce(t *testing.T) {
 	if _, err := e.Ledger.Do(ctx, r, eff); err != nil || c.calls.Load() != 2 {
 		t.Fatalf("after retry resolution: %v, performed %d", err, c.calls.Load())
 	}
-	if res, err := e.Ledger.Do(ctx, r, eff); err != nil || !res.Replayed || c.calls.Load() != 2 {
-		t.Fatalf("then served: %v, performed %d", err, c.calls.Load())
+	if res, err := e.Ledger.Do(ctx, r, eff); err != nil || !res.Replayed || res.Resolved || c.calls.Load() != 2 {
+		t.Fatalf("then served: %+v %v, performed %d; want the performance's answer, not marked resolved", res, err, c.calls.Load())
 	}
 	if err := e.Ledger.Resolve(ctx, b.Tenant, eff.Operation, key, ledger.Resolution{Retry: true, Note: "x"}); !errors.Is(err, agentledger.ErrNotFound) {
 		t.Fatalf("resolving a completed effect: %v", err)
@@ -84,8 +84,8 @@ func TestResolveDoneServesWithoutPerforming(t *testing.T) {
 	e.Operator.Replay(ctx, "", b.TaskID)
 	r, _ := e.claim("c")
 	res, err := e.Ledger.Do(ctx, r, eff)
-	if err != nil || !res.Replayed || res.Status != 200 || c.calls.Load() != 1 {
-		t.Fatalf("%+v %v performed %d", res, err, c.calls.Load())
+	if err != nil || !res.Replayed || !res.Resolved || res.Status != 200 || c.calls.Load() != 1 {
+		t.Fatalf("%+v %v performed %d; want the operator's result served, marked resolved", res, err, c.calls.Load())
 	}
 	j, _ := e.Ledger.Journal(ctx, r.TaskID, r.Generation)
 	if j[0].Note != "wire seen in bank portal" || j[0].Performed != 1 {

@@ -52,6 +52,11 @@ type StepResult struct {
 	Body        json.RawMessage `json:"body,omitempty"`
 	ExternalRef string          `json:"external_ref,omitempty"`
 	Replayed    bool            `json:"replayed,omitempty"`
+	// Resolved: an operator resolved the step's effect as done
+	// (agentctl resolve --done) when its outcome was unknown; its status
+	// and body are what they gave, if anything, and the journal holds
+	// their note.
+	Resolved bool `json:"resolved,omitempty"`
 }
 
 // Work runs the task's steps in order and returns {"steps": [StepResult…]}.
@@ -111,7 +116,8 @@ func (r *Runner) Work(ctx context.Context, task *agentledger.Task) (json.RawMess
 			return nil, err
 		}
 		results = append(results, view)
-		out = append(out, StepResult{Tool: s.Tool, Status: res.Status, Body: res.Body, ExternalRef: res.ExternalRef, Replayed: res.Replayed})
+		out = append(out, StepResult{Tool: s.Tool, Status: res.Status, Body: res.Body, ExternalRef: res.ExternalRef,
+			Replayed: res.Replayed, Resolved: res.Resolved})
 	}
 	return json.Marshal(struct {
 		Steps []StepResult `json:"steps"`
