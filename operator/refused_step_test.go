@@ -119,3 +119,31 @@ func TestRetryOfACancelledTaskSaysItIsNotDead(t *testing.T) {
 		t.Fatalf("retry of a cancelled task: %v, want the conflict that it is not dead", err)
 	}
 }
+
+// A tenant refused a replay is told the way to ask anew that it has: a
+// re-run is the operator's, so it submits the work again; the operator is
+// told of agentctl rerun.
+func TestARefusedReplaySaysHowItsCallerAsksAnew(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := testenv.New(t)
+	svc := operator.New(e.DB)
+	task := e.Enqueue(claims.EnqueueParams{Tenant: "acme", Kind: "steps", Payload: []byte(`{"steps":[{"tool":"http_request","args":{}}]}`)})
+	if _, _, err := approvals.NewStore(e.DB).Ensure(ctx, approvals.Request{TaskID: task.ID, Generation: task.Generation,
+		Step: "tool/0", Tenant: "acme", Tool: "http_request", Class: "keyed", Call: json.RawMessage(`{}`), OnTimeout: "deny"}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.CancelBy(ctx, "", task.ID, "operator:bob"); err != nil {
+		t.Fatal(err)
+	}
+	for tenant, want := range map[string]string{
+		"acme": "to ask anew, submit the work again as a new task, under a new Idempotency-Key",
+		"":     fmt.Sprintf("to ask anew, re-run the task as a new intent (agentctl rerun %d --yes", task.ID),
+	} {
+		_, err := svc.Replay(ctx, tenant, task.ID)
+		if !errors.Is(err, agentledger.ErrConflict) || !strings.Contains(err.Error(), want) ||
+			tenant != "" && strings.Contains(err.Error(), "agentctl") {
+			t.Errorf("replay as %q: %v, want a conflict saying %q", tenant, err, want)
+		}
+	}
+}

@@ -184,12 +184,19 @@ type RefusedStepError struct {
 	TaskID  int64
 	Action  string // "retry" or "replay"
 	Request approvals.Request
+	// Tenant is the tenant that asked ("" for the operator), who is told
+	// the way to ask anew that it has: a re-run is the operator's, so a
+	// tenant submits the work again as a new task.
+	Tenant string
 }
 
 func (e *RefusedStepError) Error() string {
+	anew := fmt.Sprintf("re-run the task as a new intent (agentctl rerun %d --yes: every effect runs again, those that completed too)", e.TaskID)
+	if e.Tenant != "" {
+		anew = "submit the work again as a new task, under a new Idempotency-Key (every effect runs again, those that completed too)"
+	}
 	return fmt.Sprintf("task %d's call at %s was not approved (approval request %d %s): a %s would meet the same refusal there "+
-		"and fail the same way, asking nobody; to ask anew, re-run the task as a new intent (agentctl rerun %d --yes: every effect "+
-		"runs again, those that completed too)", e.TaskID, e.Request.Step, e.Request.ID, RefusedHow(e.Request), e.Action, e.TaskID)
+		"and fail the same way, asking nobody; to ask anew, %s", e.TaskID, e.Request.Step, e.Request.ID, RefusedHow(e.Request), e.Action, anew)
 }
 
 func (e *RefusedStepError) Is(target error) bool { return target == agentledger.ErrConflict }
@@ -207,7 +214,7 @@ func (s *Service) refusedStep(ctx context.Context, tenant string, t *agentledger
 	}
 	for _, r := range rs {
 		if steps.IsStepPath(r.Step) {
-			return &RefusedStepError{TaskID: t.ID, Action: action, Request: r}
+			return &RefusedStepError{TaskID: t.ID, Action: action, Request: r, Tenant: tenant}
 		}
 	}
 	return nil
