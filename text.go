@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -72,4 +73,17 @@ func Clip(s string) string {
 		cut--
 	}
 	return fmt.Sprintf("%s… (%d bytes)", s[:cut], len(s))
+}
+
+// DurationText is d as a person writes it: 2160h, 1h30m, 45s, not
+// Go's 2160h0m0s.
+func DurationText(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }

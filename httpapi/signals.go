@@ -79,7 +79,7 @@ func (s *Server) sendSignal(r *http.Request, tenant string, body []byte) (action
 			return nil, agentledger.Invalid("retention", "%q is not a duration, like 48h", req.Retention)
 		}
 		if d == 0 { // zero would mean the default
-			return nil, agentledger.Invalid("retention", "%s must be from 1s to %s", d, waits.MaxRetention)
+			return nil, agentledger.Invalid("retention", "%s must be from 1s to %s", agentledger.DurationText(d), agentledger.DurationText(waits.MaxRetention))
 		}
 		p.Retention = d
 	}

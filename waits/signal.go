@@ -84,7 +84,7 @@ func (p *SignalParams) Validate() error {
 	case p.Retention == 0:
 		p.Retention = DefaultRetention
 	case p.Retention < time.Second || p.Retention > MaxRetention:
-		return agentledger.Invalid("retention", "%s must be from 1s to %s", p.Retention, MaxRetention)
+		return agentledger.Invalid("retention", "%s must be from 1s to %s", agentledger.DurationText(p.Retention), agentledger.DurationText(MaxRetention))
 	}
 	return nil
 }

@@ -102,7 +102,7 @@ func duration(field, s string, def time.Duration) (time.Duration, error) {
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil || d < time.Second || d > MaxTimeout {
-		return 0, agentledger.Invalid(field, "%q must be a duration from 1s to %s, like 30m or 48h", s, MaxTimeout)
+		return 0, agentledger.Invalid(field, "%q must be a duration from 1s to %s, like 30m or 48h", s, agentledger.DurationText(MaxTimeout))
 	}
 	return d, nil
 }
@@ -261,7 +261,7 @@ func (*timerTool) parse(args json.RawMessage) (timerArgs, *time.Time, time.Durat
 		if at, err = time.Parse(time.RFC3339, a.Until); err != nil {
 			err = agentledger.Invalid("until", "%q is not an RFC 3339 time, like 2026-12-06T09:00:00Z", a.Until)
 		} else if at.After(time.Now().Add(MaxTimeout)) {
-			err = agentledger.Invalid("until", "%s is more than %s away", a.Until, MaxTimeout)
+			err = agentledger.Invalid("until", "%s is more than %s away", a.Until, agentledger.DurationText(MaxTimeout))
 		}
 		until = &at
 	}

@@ -67,7 +67,7 @@ func (j *signalJSON) toMap() (*SignalMap, error) {
 			return nil, agentledger.Invalid("signal.retention", "%q is not a duration, like 72h", j.Retention)
 		}
 		if d == 0 {
-			return nil, agentledger.Invalid("signal.retention", "0s must be from 1s to %s (leave it out for the default)", waits.MaxRetention)
+			return nil, agentledger.Invalid("signal.retention", "0s must be from 1s to %s (leave it out for the default)", agentledger.DurationText(waits.MaxRetention))
 		}
 		m.Retention = d
 	}

@@ -52,7 +52,7 @@ with --output id the signal's id.`,
 	}
 	cmd.RunE = a.action(func(ctx context.Context, args []string) error {
 		if f.retention < 0 || (f.retention == 0 && cmd.Flags().Changed("retention")) {
-			return usagef("--retention must be from 1s to %s, not %s", waits.MaxRetention, f.retention)
+			return usagef("--retention must be from 1s to %s, not %s", agentledger.DurationText(waits.MaxRetention), agentledger.DurationText(f.retention))
 		}
 		return a.signal(ctx, args[0], args[1], &f)
 	})
