@@ -164,14 +164,8 @@ const (
 
 // Attempt is one claim of a task by one worker, kept for operators.
 type Attempt struct {
-	TaskID  int64 `json:"task_id"`
-	Attempt int32 `json:"attempt"`
-	// Run counts the runs of the attempt's generation from 1. A run ends
-	// when the task finishes (succeeded, dead, cancelled, needs
-	// attention, compensated); an attempt after that — a replay, a retry
-	// of the dead task, an undo asked once it succeeded — starts the next
-	// run, its attempts counted from 1 again (NumberRuns).
-	Run        int32          `json:"run"`
+	TaskID     int64          `json:"task_id"`
+	Attempt    int32          `json:"attempt"`
 	Generation int32          `json:"generation"`
 	Token      int64          `json:"token"`
 	Worker     string         `json:"worker"`
@@ -179,38 +173,6 @@ type Attempt struct {
 	EndedAt    *time.Time     `json:"ended_at,omitempty"`
 	Outcome    AttemptOutcome `json:"outcome,omitempty"`
 	Error      string         `json:"error,omitempty"`
-}
-
-// NumberRuns sets the Run of each of atts, a task's attempts in the order
-// they were claimed (their fencing tokens'): within a generation an
-// attempt starts the next run when the one before it ended the task. Only
-// an operator or the API moves a finished task on in its generation, so
-// the attempts' outcomes tell the runs apart without a record of their
-// own.
-func NumberRuns(atts []Attempt) {
-	var gen, run int32
-	ended := false
-	for i := range atts {
-		a := &atts[i]
-		switch {
-		case i == 0 || a.Generation != gen:
-			gen, run = a.Generation, 1
-		case ended:
-			run++
-		}
-		a.Run = run
-		ended = a.Outcome.endsTheTask()
-	}
-}
-
-// endsTheTask reports whether an attempt closed with o left its task
-// finished: the next attempt of its generation is asked for anew.
-func (o AttemptOutcome) endsTheTask() bool {
-	switch TaskState(o) {
-	case StateSucceeded, StateDead, StateCancelled, StateNeedsAttention, StateCompensated:
-		return true
-	}
-	return false
 }
 
 // ValidName reports whether s can name a tenant, a queue or a kind: 1-128

@@ -134,7 +134,6 @@ func (s *Store) Attempts(ctx context.Context, id int64) ([]agentledger.Attempt, 
 			Outcome: agentledger.AttemptOutcome(r.Outcome), Error: r.Error,
 		}
 	}
-	agentledger.NumberRuns(out)
 	return out, nil
 }
 

@@ -103,7 +103,7 @@ func TestConsoleAttemptsTab(t *testing.T) {
 	seedHistory(t, s)
 	tm := startConsole(t, s)
 	openTask1(t, tm, 1)
-	waitFor(t, tm, "[Attempts (3)]", "GEN RUN ATTEMPT WORKER")
+	waitFor(t, tm, "[Attempts (3)]", "GEN ATTEMPT WORKER")
 	golden.RequireEqual(t, []byte(finish(t, tm)))
 }
 

@@ -196,8 +196,8 @@ func (m taskModel) lease() string {
 // count again from 1 is what puzzles a reader. Its token sentence is the
 // one for the columns shown (attemptsOrder without TOKEN).
 const (
-	attemptsLegend = "GEN: the generation; a re-run starts the next. RUN: a replay, a retry, a resolve or an undo " +
-		"of the finished task starts the next. ATTEMPT: counts from 1 in each run.%s %s ENDED: the time only, when on the day it started."
+	attemptsLegend = "GEN: the generation; a re-run starts the next. ATTEMPT: counts from 1 in each run; " +
+		"a replay, a retry or a resolve runs again from 1.%s %s ENDED: the time only, when on the day it started."
 	attemptsDeferred = " (N): deferred, not counted."
 	attemptsToken    = "TOKEN: the fencing token, new at each claim; rows are in its order."
 	attemptsOrder    = "Rows are in the order of their fencing tokens, new at each claim."
@@ -213,14 +213,14 @@ func (m taskModel) attempts() string {
 	// Each column is as wide as its widest cell; ERROR takes the rest.
 	// When that is under 20 cells STARTED goes (ENDED stays), then
 	// TOKEN, then WORKER.
-	header := []string{"GEN", "RUN", "ATTEMPT", "WORKER", "TOKEN", "STARTED", "ENDED", "OUTCOME", "ERROR"}
+	header := []string{"GEN", "ATTEMPT", "WORKER", "TOKEN", "STARTED", "ENDED", "OUTCOME", "ERROR"}
 	rows := make([][]string, len(m.detail.Attempts))
 	for i, a := range m.detail.Attempts {
 		ended := "-"
 		if a.EndedAt != nil {
 			ended = m.env.stampSince(*a.EndedAt, a.StartedAt)
 		}
-		rows[i] = []string{strconv.Itoa(int(a.Generation)), strconv.Itoa(int(a.Run)), render.AttemptNumber(a), a.Worker,
+		rows[i] = []string{strconv.Itoa(int(a.Generation)), render.AttemptNumber(a), a.Worker,
 			strconv.FormatInt(a.Token, 10), m.env.stamp(a.StartedAt), ended, render.AttemptOutcome(a), orDash(a.Error)}
 	}
 	keep := fitColumns(header, rows, m.width, 20, "STARTED", "TOKEN", "WORKER")

@@ -307,19 +307,17 @@ func printTask(w io.Writer, d *operator.Detail, now time.Time) error {
 		_, err := fmt.Fprintln(w, "Attempts: none")
 		return err
 	}
-	// A replay or a retry runs the same generation from attempt 1 again
-	// (its next run), and a deferral is not counted, so a number can
-	// repeat: the generation, the run and the fencing token tell them
-	// apart.
+	// A replay or a retry runs the same generation from attempt 1 again,
+	// and a deferral is not counted, so a number can repeat: the
+	// generation and the fencing token tell them apart.
 	deferred := ""
 	if render.AnyDeferred(atts) {
 		deferred = " (N): deferred, not counted;"
 	}
-	fmt.Fprintf(w, "Attempts (GEN: generation; RUN: a replay, retry, resolve or undo of the finished task starts the next, "+
-		"its attempts from 1 again;%s TOKEN: the lease's fencing token):\n", deferred)
-	tab := newTable(w, "GEN", "RUN", "ATTEMPT", "WORKER", "TOKEN", "STARTED", "ENDED", "OUTCOME", "ERROR")
+	fmt.Fprintf(w, "Attempts (GEN: generation; a replay counts attempts from 1 again;%s TOKEN: the lease's fencing token):\n", deferred)
+	tab := newTable(w, "GEN", "ATTEMPT", "WORKER", "TOKEN", "STARTED", "ENDED", "OUTCOME", "ERROR")
 	for _, at := range atts {
-		tab.row(strconv.Itoa(int(at.Generation)), strconv.Itoa(int(at.Run)), render.AttemptNumber(at), at.Worker, strconv.FormatInt(at.Token, 10),
+		tab.row(strconv.Itoa(int(at.Generation)), render.AttemptNumber(at), at.Worker, strconv.FormatInt(at.Token, 10),
 			stamp(at.StartedAt), stampPtr(at.EndedAt), render.AttemptOutcome(at), orDash(at.Error))
 	}
 	return tab.flush()
