@@ -62,10 +62,14 @@ func Reopen(ctx context.Context, l *ledger.Ledger, e outbox.Event, note string) 
 // channel — its rule's channel now — rather than to the channel it was
 // written for. Only while nothing of the rule's message of e's task
 // generation can stand in the old channel: journal (that generation's
-// effects) holds no post of it but refused ones (failed: the channel
-// answered, and nothing was posted). A post of unknown outcome, or one
+// effects) holds no post of it but ones sent once and refused (failed
+// after one performance: the channel answered, and nothing was posted; a
+// post taken over from a dispatcher that stopped mid-send may land late,
+// so a second performance keeps it). A post of unknown outcome, or one
 // that landed, keeps every event of the message where it is; so does a
-// notify tool's message, whose channel is the task's own.
+// notify tool's message, whose channel is the task's own. The caller also
+// keeps a message whose other events are still to be delivered: one of
+// them may be posting it.
 func Moves(e outbox.Event, journal []ledger.Entry, channel string) bool {
 	if e.Event == outbox.EventMessage || channel == "" || channel == e.Channel {
 		return false
@@ -73,7 +77,7 @@ func Moves(e outbox.Event, journal []ledger.Entry, channel string) bool {
 	step := ruleStep(e.Rule)
 	for _, j := range journal {
 		mine := j.StepPath == step || strings.HasPrefix(j.StepPath, step+"/")
-		if mine && j.Operation == OpPost && j.State != ledger.StateFailed {
+		if mine && j.Operation == OpPost && (j.State != ledger.StateFailed || j.Performed > 1) {
 			return false
 		}
 	}
@@ -131,7 +135,7 @@ type Plan struct {
 func (p Plan) String() string {
 	if p.MovedFrom != "" {
 		return Plan{Action: p.Action, Ref: p.Ref, LookFirst: p.LookFirst}.String() +
-			" (its rule's channel now; " + p.MovedFrom + " refused the post)"
+			" (its rule's channel now; the post failed in " + p.MovedFrom + ")"
 	}
 	switch {
 	case p.Action == SendPost && p.LookFirst:

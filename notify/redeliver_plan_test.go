@@ -39,7 +39,7 @@ func TestMovesOnlyWhatNothingWasPostedOf(t *testing.T) {
 	t.Parallel()
 	e := outbox.Event{Event: "succeeded", Rule: "ops", Channel: "opz"}
 	post := func(step string, st ledger.State) ledger.Entry {
-		return ledger.Entry{Operation: notify.OpPost, StepPath: step, State: st}
+		return ledger.Entry{Operation: notify.OpPost, StepPath: step, State: st, Performed: 1}
 	}
 	for _, c := range []struct {
 		name    string
@@ -50,6 +50,7 @@ func TestMovesOnlyWhatNothingWasPostedOf(t *testing.T) {
 	}{
 		{"never tried", e, nil, "ops", true},
 		{"refused", e, []ledger.Entry{post("notify/ops", ledger.StateFailed)}, "ops", true},
+		{"refused once taken over", e, []ledger.Entry{{Operation: notify.OpPost, StepPath: "notify/ops", State: ledger.StateFailed, Performed: 2}}, "ops", false},
 		{"another rule's post", e, []ledger.Entry{post("notify/other", ledger.StateCompleted)}, "ops", true},
 		{"outcome unknown", e, []ledger.Entry{post("notify/ops", ledger.StateUnknown)}, "ops", false},
 		{"reserved", e, []ledger.Entry{post("notify/ops", ledger.StatePending)}, "ops", false},

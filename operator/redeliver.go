@@ -50,7 +50,44 @@ func (s *Service) PreviewRedelivery(ctx context.Context, p RedeliverParams) (*Re
 	if err != nil {
 		return nil, err
 	}
-	return planRedelivery(ctx, s.ledger, events, channels)
+	busy, err := busyMessages(ctx, s.outbox, events)
+	if err != nil {
+		return nil, err
+	}
+	return planRedelivery(ctx, s.ledger, events, channels, busy)
+}
+
+// message is one (task generation, rule) message.
+type message struct {
+	task int64
+	gen  int32
+	rule string
+}
+
+// busyMessages are the messages of events that have another event still to
+// be delivered (pending: due, or claimed by a dispatcher) beside events
+// themselves: such a message is not moved to another channel, as that
+// event may be posting it in the old one as the redelivery commits.
+func busyMessages(ctx context.Context, box *outbox.Store, events []outbox.Event) (map[message]bool, error) {
+	mine := map[int64]bool{}
+	tasks := map[int64]bool{}
+	for _, e := range events {
+		mine[e.ID] = true
+		tasks[e.TaskID] = true
+	}
+	busy := map[message]bool{}
+	for id := range tasks {
+		all, err := box.ForTask(ctx, "", id)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range all {
+			if o.Rule != "" && !mine[o.ID] && o.State == outbox.StatePending {
+				busy[message{o.TaskID, o.Generation, o.Rule}] = true
+			}
+		}
+	}
+	return busy, nil
 }
 
 // ruleChannels maps each notification rule to its channel now.
@@ -95,6 +132,10 @@ func (s *Service) Redeliver(ctx context.Context, p RedeliverParams) (*Redelivery
 		if err != nil {
 			return err
 		}
+		busy, err := busyMessages(ctx, box, events)
+		if err != nil {
+			return err
+		}
 		was := map[int64]outbox.Event{}
 		for _, e := range before {
 			was[e.ID] = e
@@ -107,18 +148,24 @@ func (s *Service) Redeliver(ctx context.Context, p RedeliverParams) (*Redelivery
 		}
 		// Planned before the ledger reopens anything: a post its channel
 		// refused is told from one whose outcome is unknown.
-		if out, err = planRedelivery(ctx, l, shown, channels); err != nil {
+		if out, err = planRedelivery(ctx, l, shown, channels, busy); err != nil {
 			return err
 		}
 		const note = "redelivered by an operator"
 		for i, e := range events {
 			n := 0
-			if from := out.Notifications[i].Plan.MovedFrom; from != "" {
-				to := out.Notifications[i].Channel
-				if _, err := box.Move(ctx, e.ID, to); err != nil {
+			planned := &out.Notifications[i]
+			moved := false
+			if from := planned.Plan.MovedFrom; from != "" {
+				if moved, err = box.Move(ctx, e.ID, planned.Channel); err != nil {
 					return err
 				}
-				n, err = notify.ReopenMoved(ctx, l, e, to, note+", to "+to+" ("+from+" refused the post)")
+				if !moved { // not pending as requeued: delivered where it was written for
+					planned.Plan.MovedFrom, planned.Channel = "", from
+				}
+			}
+			if moved {
+				n, err = notify.ReopenMoved(ctx, l, e, planned.Channel, note+", to "+planned.Channel+" (the post failed in "+planned.Plan.MovedFrom+")")
 			} else {
 				n, err = notify.Reopen(ctx, l, e, note)
 			}
@@ -148,14 +195,11 @@ func (s *Service) checkTask(ctx context.Context, p RedeliverParams) error {
 // planRedelivery plans each event from its task generation's journal:
 // of the events of one (task generation, rule), delivered in order, the
 // first posts the message and the later ones update it.
-func planRedelivery(ctx context.Context, l *ledger.Ledger, events []outbox.Event, channels map[string]string) (*Redelivery, error) {
+func planRedelivery(ctx context.Context, l *ledger.Ledger, events []outbox.Event, channels map[string]string,
+	busy map[message]bool) (*Redelivery, error) {
 	type gen struct {
 		task int64
 		gen  int32
-	}
-	type message struct {
-		gen
-		rule string
 	}
 	journals := map[gen][]ledger.Entry{}
 	posting := map[message]bool{}
@@ -172,10 +216,11 @@ func planRedelivery(ctx context.Context, l *ledger.Ledger, events []outbox.Event
 		}
 		plan := notify.PlanOf(e, j)
 		n := notificationsOf(events[i : i+1])[0]
-		if to := channels[e.Rule]; notify.Moves(e, j, to) {
+		m := message{e.TaskID, e.Generation, e.Rule}
+		if to := channels[e.Rule]; !busy[m] && notify.Moves(e, j, to) {
 			plan.MovedFrom, n.Channel = e.Channel, to
 		}
-		if m := (message{g, e.Rule}); e.Event != outbox.EventMessage {
+		if e.Event != outbox.EventMessage {
 			if posting[m] {
 				plan = notify.Plan{Action: notify.SendUpdate, MovedFrom: plan.MovedFrom} // the message posted just before
 			}

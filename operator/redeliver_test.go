@@ -242,7 +242,7 @@ func TestRedeliverMovesARefusedPostToTheRulesChannel(t *testing.T) {
 		case n.TaskID == b.ID && (n.Channel != "old" || n.Plan.MovedFrom != "" || !n.Plan.LookFirst):
 			t.Errorf("task b, its post of unknown outcome: %+v, want it looked up in old", n)
 		case n.TaskID == a.ID && (n.Channel != "ops" || n.Plan.MovedFrom != "opz" || n.Plan.Action != notify.SendPost ||
-			!strings.Contains(n.Plan.String(), "opz refused the post")):
+			!strings.Contains(n.Plan.String(), "the post failed in opz")):
 			t.Errorf("task a, its post refused: %+v (%s), want it moved from opz to ops", n, n.Plan)
 		}
 	}
@@ -267,5 +267,43 @@ func TestRedeliverMovesARefusedPostToTheRulesChannel(t *testing.T) {
 	}
 	if es := mustEvents(t, w.box, a.ID); es[0].Channel != "ops" {
 		t.Errorf("task a's event names %s, want ops", es[0].Channel)
+	}
+}
+
+// A message with an event still to be delivered is not moved: that event
+// may be posting it in the old channel as the redelivery commits.
+func TestRedeliverMovesNoMessageStillBeingDelivered(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	w := newSlackWorld(t)
+	svc := operator.New(w.DB)
+	rules := outbox.NewRules(w.DB)
+	if _, err := rules.Put(ctx, outbox.Rule{Name: "ops", Channel: "opz", Events: outbox.Events}, true); err != nil {
+		t.Fatal(err)
+	}
+	a := w.task("retry")
+	w.deliver(goodToken, 0) // refused: opz does not exist
+	w.Advance(time.Hour)
+	got := w.Claim("worker")
+	if err := w.Claims.Succeed(ctx, agentledger.Lease{TaskID: got.ID, Token: got.LeaseToken}, []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rules.Put(ctx, outbox.Rule{Name: "ops", Channel: "ops", Events: outbox.Events}, true); err != nil {
+		t.Fatal(err)
+	}
+	es := mustEvents(t, w.box, a.ID)
+	if len(es) != 2 || es[0].State != outbox.StateFailed || es[1].State != outbox.StatePending {
+		t.Fatalf("events: %+v, want the refused one and one still to deliver", es)
+	}
+	p, err := svc.PreviewRedelivery(ctx, operator.RedeliverParams{TaskID: a.ID})
+	if err != nil || len(p.Notifications) != 1 || p.Notifications[0].Plan.MovedFrom != "" || p.Notifications[0].Channel != "opz" {
+		t.Fatalf("preview: %+v %v, want the refused event kept in opz", p, err)
+	}
+	r, err := svc.Redeliver(ctx, operator.RedeliverParams{TaskID: a.ID})
+	if err != nil || len(r.Notifications) != 1 || r.Notifications[0].Plan.MovedFrom != "" {
+		t.Fatalf("redeliver: %+v %v", r, err)
+	}
+	if es := mustEvents(t, w.box, a.ID); es[0].Channel != "opz" {
+		t.Fatalf("the refused event was moved to %s", es[0].Channel)
 	}
 }
