@@ -3,7 +3,6 @@ package flow
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/agentledger/agentledger"
@@ -62,14 +61,7 @@ func Span(d time.Duration) string {
 	if d < 2*time.Minute && d >= time.Second && d%time.Second == 0 {
 		return fmt.Sprintf("%ds", d/time.Second)
 	}
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
+	return agentledger.DurationText(d)
 }
 
 // breakerJSON is a Breaker as JSON: durations as Go writes them ("1m0s").

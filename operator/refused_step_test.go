@@ -104,16 +104,7 @@ func checkState(t *testing.T, svc *operator.Service, id int64, kind string, was 
 func TestRetryOfACancelledTaskSaysItIsNotDead(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	e := testenv.New(t)
-	svc := operator.New(e.DB)
-	task := e.Enqueue(claims.EnqueueParams{Tenant: "acme", Kind: "steps", Payload: []byte(`{"steps":[{"tool":"http_request","args":{}}]}`)})
-	if _, _, err := approvals.NewStore(e.DB).Ensure(ctx, approvals.Request{TaskID: task.ID, Generation: task.Generation,
-		Step: "tool/0", Tenant: "acme", Tool: "http_request", Class: "keyed", Call: json.RawMessage(`{}`), OnTimeout: "deny"}, time.Hour); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := svc.CancelBy(ctx, "", task.ID, "operator:bob"); err != nil {
-		t.Fatal(err)
-	}
+	svc, task := cancelledWhileAsking(t)
 	var refused *operator.RefusedStepError
 	if _, err := svc.Retry(ctx, "", task.ID); !errors.Is(err, agentledger.ErrConflict) || errors.As(err, &refused) {
 		t.Fatalf("retry of a cancelled task: %v, want the conflict that it is not dead", err)
@@ -126,16 +117,7 @@ func TestRetryOfACancelledTaskSaysItIsNotDead(t *testing.T) {
 func TestARefusedReplaySaysHowItsCallerAsksAnew(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	e := testenv.New(t)
-	svc := operator.New(e.DB)
-	task := e.Enqueue(claims.EnqueueParams{Tenant: "acme", Kind: "steps", Payload: []byte(`{"steps":[{"tool":"http_request","args":{}}]}`)})
-	if _, _, err := approvals.NewStore(e.DB).Ensure(ctx, approvals.Request{TaskID: task.ID, Generation: task.Generation,
-		Step: "tool/0", Tenant: "acme", Tool: "http_request", Class: "keyed", Call: json.RawMessage(`{}`), OnTimeout: "deny"}, time.Hour); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := svc.CancelBy(ctx, "", task.ID, "operator:bob"); err != nil {
-		t.Fatal(err)
-	}
+	svc, task := cancelledWhileAsking(t)
 	for tenant, want := range map[string]string{
 		"acme": "to ask anew, submit the work again as a new task, under a new Idempotency-Key",
 		"":     fmt.Sprintf("to ask anew, re-run the task as a new intent (agentctl rerun %d --yes", task.ID),
@@ -146,4 +128,22 @@ func TestARefusedReplaySaysHowItsCallerAsksAnew(t *testing.T) {
 			t.Errorf("replay as %q: %v, want a conflict saying %q", tenant, err, want)
 		}
 	}
+}
+
+// cancelledWhileAsking is acme's steps task cancelled by the operator
+// while its call at tool/0 waited for approval: the request is withdrawn.
+func cancelledWhileAsking(t *testing.T) (*operator.Service, *agentledger.Task) {
+	t.Helper()
+	ctx := context.Background()
+	e := testenv.New(t)
+	svc := operator.New(e.DB)
+	task := e.Enqueue(claims.EnqueueParams{Tenant: "acme", Kind: "steps", Payload: []byte(`{"steps":[{"tool":"http_request","args":{}}]}`)})
+	if _, _, err := approvals.NewStore(e.DB).Ensure(ctx, approvals.Request{TaskID: task.ID, Generation: task.Generation,
+		Step: "tool/0", Tenant: "acme", Tool: "http_request", Class: "keyed", Call: json.RawMessage(`{}`), OnTimeout: "deny"}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.CancelBy(ctx, "", task.ID, "operator:bob"); err != nil {
+		t.Fatal(err)
+	}
+	return svc, task
 }
