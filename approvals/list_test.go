@@ -37,14 +37,7 @@ func TestPendingRequestsPageAfterAPosition(t *testing.T) {
 	paged := keyset.All(t, len(ids), func(after *approvals.Position) ([]approvals.Request, error) {
 		return s.List(ctx, approvals.ListParams{Limit: 2, After: after})
 	}, approvals.Request.Position)
-	if len(paged) != len(whole) {
-		t.Fatalf("pages held %d requests, the list %d", len(paged), len(whole))
-	}
-	for i := range whole {
-		if paged[i].ID != whole[i].ID {
-			t.Fatalf("request %d of the pages is %d, of the list %d", i, paged[i].ID, whole[i].ID)
-		}
-	}
+	keyset.Same(t, "requests", paged, whole, func(r approvals.Request) int64 { return r.ID })
 	last := paged[len(paged)-1].Position()
 	_, err = s.List(ctx, approvals.ListParams{States: []string{approvals.Pending, approvals.Approved}, After: &last})
 	var inv *agentledger.InvalidError

@@ -42,6 +42,14 @@ func newSlackWorld(t *testing.T) *slackWorld {
 	return w
 }
 
+// setChannel points rule "ops" at channel ch.
+func (w *slackWorld) setChannel(ch string) {
+	w.t.Helper()
+	if _, err := outbox.NewRules(w.DB).Put(context.Background(), outbox.Rule{Name: "ops", Channel: ch, Events: outbox.Events}, true); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
 // deliver runs a dispatcher with a new Slack sink on token: passes
 // rounds of due events, or until none is due when passes is 0.
 func (w *slackWorld) deliver(token string, passes int) {
@@ -197,13 +205,6 @@ func TestRedeliverMovesARefusedPostToTheRulesChannel(t *testing.T) {
 	ctx := context.Background()
 	w := newSlackWorld(t)
 	svc := operator.New(w.DB)
-	rules := outbox.NewRules(w.DB)
-	setChannel := func(ch string) {
-		t.Helper()
-		if _, err := rules.Put(ctx, outbox.Rule{Name: "ops", Channel: ch, Events: outbox.Events}, true); err != nil {
-			t.Fatal(err)
-		}
-	}
 	w.fake.AddChannel("old")
 	about := func(ch string, id int64) int {
 		n := 0
@@ -217,13 +218,13 @@ func TestRedeliverMovesARefusedPostToTheRulesChannel(t *testing.T) {
 
 	// Task b's post lands in "old" but its answer is lost, and the look-up
 	// after it fails: its outcome is unknown.
-	setChannel("old")
+	w.setChannel("old")
 	b := w.task("succeed")
 	w.fake.DropAfterApply("chat.postMessage")
 	w.deliver(goodToken, 1)
 	w.deliver(badToken, 0)
 	// Task a's rule names a channel that does not exist: refused.
-	setChannel("opz")
+	w.setChannel("opz")
 	a := w.task("succeed")
 	w.deliver(goodToken, 0)
 	for _, id := range []int64{a.ID, b.ID} {
@@ -231,7 +232,7 @@ func TestRedeliverMovesARefusedPostToTheRulesChannel(t *testing.T) {
 			t.Fatalf("task %d: %+v, want its event failed", id, es[0])
 		}
 	}
-	setChannel("ops")
+	w.setChannel("ops")
 
 	p, err := svc.PreviewRedelivery(ctx, operator.RedeliverParams{All: true})
 	if err != nil || len(p.Notifications) != 2 {
@@ -277,10 +278,7 @@ func TestRedeliverMovesNoMessageStillBeingDelivered(t *testing.T) {
 	ctx := context.Background()
 	w := newSlackWorld(t)
 	svc := operator.New(w.DB)
-	rules := outbox.NewRules(w.DB)
-	if _, err := rules.Put(ctx, outbox.Rule{Name: "ops", Channel: "opz", Events: outbox.Events}, true); err != nil {
-		t.Fatal(err)
-	}
+	w.setChannel("opz")
 	a := w.task("retry")
 	w.deliver(goodToken, 0) // refused: opz does not exist
 	w.Advance(time.Hour)
@@ -288,9 +286,7 @@ func TestRedeliverMovesNoMessageStillBeingDelivered(t *testing.T) {
 	if err := w.Claims.Succeed(ctx, agentledger.Lease{TaskID: got.ID, Token: got.LeaseToken}, []byte(`{}`)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rules.Put(ctx, outbox.Rule{Name: "ops", Channel: "ops", Events: outbox.Events}, true); err != nil {
-		t.Fatal(err)
-	}
+	w.setChannel("ops")
 	es := mustEvents(t, w.box, a.ID)
 	if len(es) != 2 || es[0].State != outbox.StateFailed || es[1].State != outbox.StatePending {
 		t.Fatalf("events: %+v, want the refused one and one still to deliver", es)

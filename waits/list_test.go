@@ -75,23 +75,8 @@ func TestWaitingWaitsPageAfterAPosition(t *testing.T) {
 	paged := keyset.All(t, len(ids), func(after *waits.Position) ([]waits.Wait, error) {
 		return s.List(ctx, waits.ListParams{Limit: 3, After: after})
 	}, waits.Wait.Position)
-	if len(paged) != len(whole) {
-		t.Fatalf("pages held %d waits, the list %d", len(paged), len(whole))
-	}
-	for i := range whole {
-		if paged[i].ID != whole[i].ID {
-			t.Fatalf("page order %v, the list's %v", idsOf(paged), idsOf(whole))
-		}
-	}
+	keyset.Same(t, "waits", paged, whole, func(w waits.Wait) int64 { return w.ID })
 	last := paged[len(paged)-1].Position()
 	_, err = s.List(ctx, waits.ListParams{States: []string{waits.Waiting, "ended"}, After: &last})
 	invalid(t, "a page of ended waits after a position", err, "after")
-}
-
-func idsOf(ws []waits.Wait) []int64 {
-	ids := make([]int64, len(ws))
-	for i, w := range ws {
-		ids[i] = w.ID
-	}
-	return ids
 }

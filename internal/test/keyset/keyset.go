@@ -2,7 +2,10 @@
 // for tests of keyset paging.
 package keyset
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+)
 
 // All calls page with nil, then with the position of each page's last
 // row, until a page comes back empty, and returns the rows of every page
@@ -27,4 +30,27 @@ func All[T, P any](t *testing.T, limit int, page func(after *P) ([]T, error), po
 		p := position(rows[len(rows)-1])
 		after = &p
 	}
+}
+
+// Same fails t unless paged, the rows All read, are whole, the list read
+// at once, row for row in the same order, told apart by id; what names
+// the rows in the message.
+func Same[T any](t *testing.T, what string, paged, whole []T, id func(T) int64) {
+	t.Helper()
+	if len(paged) != len(whole) {
+		t.Fatalf("pages held %d %s, the list %d", len(paged), what, len(whole))
+	}
+	for i := range whole {
+		if id(paged[i]) != id(whole[i]) {
+			t.Fatalf("%s of the pages in order %v, of the list %v", what, ids(paged, id), ids(whole, id))
+		}
+	}
+}
+
+func ids[T any](rows []T, id func(T) int64) string {
+	out := make([]int64, len(rows))
+	for i, r := range rows {
+		out[i] = id(r)
+	}
+	return fmt.Sprint(out)
 }
