@@ -46,15 +46,21 @@ func (s *Service) PreviewRedelivery(ctx context.Context, p RedeliverParams) (*Re
 	if err != nil {
 		return nil, err
 	}
-	channels, err := ruleChannels(ctx, s.db)
+	return planFor(ctx, s.db, s.outbox, s.ledger, events)
+}
+
+// planFor plans events (planRedelivery) against the rules' channels and
+// the messages still being delivered, as db, box and l read them now.
+func planFor(ctx context.Context, db outbox.DB, box *outbox.Store, l *ledger.Ledger, events []outbox.Event) (*Redelivery, error) {
+	channels, err := ruleChannels(ctx, db)
 	if err != nil {
 		return nil, err
 	}
-	busy, err := busyMessages(ctx, s.outbox, events)
+	busy, err := busyMessages(ctx, box, events)
 	if err != nil {
 		return nil, err
 	}
-	return planRedelivery(ctx, s.ledger, events, channels, busy)
+	return planRedelivery(ctx, l, events, channels, busy)
 }
 
 // message is one (task generation, rule) message.
@@ -128,14 +134,6 @@ func (s *Service) Redeliver(ctx context.Context, p RedeliverParams) (*Redelivery
 		if err != nil {
 			return err
 		}
-		channels, err := ruleChannels(ctx, tx)
-		if err != nil {
-			return err
-		}
-		busy, err := busyMessages(ctx, box, events)
-		if err != nil {
-			return err
-		}
 		was := map[int64]outbox.Event{}
 		for _, e := range before {
 			was[e.ID] = e
@@ -148,7 +146,7 @@ func (s *Service) Redeliver(ctx context.Context, p RedeliverParams) (*Redelivery
 		}
 		// Planned before the ledger reopens anything: a post its channel
 		// refused is told from one whose outcome is unknown.
-		if out, err = planRedelivery(ctx, l, shown, channels, busy); err != nil {
+		if out, err = planFor(ctx, tx, box, l, shown); err != nil {
 			return err
 		}
 		const note = "redelivered by an operator"
