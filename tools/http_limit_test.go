@@ -37,7 +37,9 @@ func TestHTTPCallsWaitForTheirLimit(t *testing.T) {
 	}
 	_, err := gated.Perform(ctx, &tools.Outgoing{Call: call(task, "tool/1", post(srv.URL+"/charges")), Tool: tool})
 	var d *agentledger.DeferredError
-	if !errors.As(err, &d) || d.Target != target || d.Reason != target+": rate limit, next slot in 1m0s" ||
+	// The wait is the minute less the time since the first booking: under
+	// load that is 59.9s as well as 1m0s, so the reason is read up to it.
+	if !errors.As(err, &d) || d.Target != target || !strings.HasPrefix(d.Reason, target+": rate limit, next slot in ") ||
 		time.Until(d.Until) < 55*time.Second || srv.Hits() != 1 {
 		t.Fatalf("over the rate: %v (%+v), %d hits", err, d, srv.Hits())
 	}
